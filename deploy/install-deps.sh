@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages virtwatt needs that are not installed yet.
+#   deploy/install-deps.sh          build and run
+#   deploy/install-deps.sh --test   also what the test suite needs (promtool, ...)
+set -euo pipefail
+
+build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicrohttpd-dev
+	libcurl4-openssl-dev libyaml-dev)
+test_pkgs=(libcmocka-dev prometheus curl python3)
+bench_pkgs=(prometheus-node-exporter)
+
+want=("${build_pkgs[@]}")
+for arg in "$@"; do
+	case "$arg" in
+	--test) want+=("${test_pkgs[@]}") ;;
+	--bench) want+=("${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
+	*) echo "usage: $0 [--test] [--bench]" >&2; exit 2 ;;
+	esac
+done
+
+missing=()
+for p in "${want[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "installing: ${missing[*]}" >&2
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+	command -v sudo >/dev/null || { echo "need root (or sudo) to install: ${missing[*]}" >&2; exit 1; }
+	sudo=(sudo)
+fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update -qq
+"${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Power sources: static const ops tables probed in preference order. A source exposes zones
+ * and, on each read, one raw cumulative microjoule counter per zone (wrapping at the zone's
+ * max_range_uj, 0 = never). The energy module turns those into monotonic totals.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zone.h"
+
+struct vw_model;
+
+#define VW_POWER_MAX_ZONES 64
+
+struct vw_zone_info {
+	enum vw_zone zone;
+	unsigned socket;       /* package index for per-socket zones, else 0 */
+	char path[128];        /* Kepler's `path` label: /sys/class/powercap/intel-rapl:0[:N] */
+	uint64_t max_range_uj; /* raw counter wraps after this; 0 = unknown */
+	uint64_t max_power_uw; /* plausibility ceiling (constraint max power), 0 = none */
+	double idle_w;         /* source-provided idle power (a model at zero load); <0 = none */
+};
+
+/* What the node sampler knows about the interval; the estimator needs it. */
+struct vw_node_activity {
+	uint64_t now_ns;
+	uint64_t elapsed_ns;      /* since the previous read; 0 on the first */
+	double cpu_ms_per_s;      /* CPU milliseconds per wall second, all CPUs (Kepler's feature) */
+	double usage_ratio;       /* 0..1 */
+	unsigned ncpus;
+};
+
+struct vw_power_env {
+	int sysfs_fd;                 /* root of --host.sysfs */
+	const struct vw_model *model; /* for the estimator; not owned */
+	const char *model_origin;     /* file path, URL or "builtin" */
+	unsigned host_cores;          /* for the model's machine_spec core ratio */
+};
+
+struct vw_power_source_ops {
+	const char *name; /* "rapl", "estimator": the `source` label */
+	bool measured;    /* a real meter (false: estimated) */
+	/* -ENODEV when this machine has no such meter; other -errno on failure. */
+	int (*open)(const struct vw_power_env *env, void **ret_state);
+	/* Zones of this source; valid until close. */
+	size_t (*zones)(void *state, const struct vw_zone_info **ret_zones);
+	/*
+	 * Fill raw_uj[i] for each zone; errs[i] = 0 or -errno for that zone. Returns 0 when at least
+	 * one zone was read, else the first error.
+	 */
+	int (*read)(void *state, const struct vw_node_activity *act, uint64_t *raw_uj, int *errs);
+	void (*close)(void *state);
+};
+
+extern const struct vw_power_source_ops vw_src_powercap;
+extern const struct vw_power_source_ops vw_src_estimator;
+
+/* Every source, in preference order (NULL-terminated). */
+extern const struct vw_power_source_ops *const vw_power_sources[];
+
+struct vw_power_source {
+	const struct vw_power_source_ops *ops;
+	void *state;
+};
+
+/*
+ * Open the first source in preference order that works. `only` (optional, NULL-terminated)
+ * restricts and orders by name. -ENODEV when none works.
+ */
+int vw_power_source_open(const struct vw_power_env *env, const char *const *only,
+			 struct vw_power_source *ret);
+void vw_power_source_close(struct vw_power_source *src);

@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Options declared once in a table per daemon; each has a Kepler-style flag
+ * (--web.listen-address) and a YAML key path (web.listenAddress). Defaults, then the YAML file
+ * named by --config.file, then flags (flags win). Unknown YAML keys and bad values are rejected
+ * with file:line:column.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+enum vw_opt_type {
+	VW_OPT_STRING,    /* char *, strdup'ed */
+	VW_OPT_DURATION,  /* uint64_t ns; Go syntax "5s", "500ms", "1m30s", "2h" */
+	VW_OPT_BOOL,      /* bool; flag form --x or --x=true/false, YAML true/false */
+	VW_OPT_UINT,      /* uint64_t */
+	VW_OPT_DOUBLE,    /* double, finite */
+	VW_OPT_LOG_LEVEL, /* enum vw_log_level */
+	VW_OPT_STRLIST,   /* struct vw_strlist; flag repeatable or comma-separated, YAML sequence */
+};
+
+struct vw_strlist {
+	char **v;
+	size_t n;
+};
+
+struct vw_option {
+	const char *flag;    /* "web.listen-address" (no leading dashes) */
+	const char *yaml;    /* "web.listenAddress"; NULL: flag only */
+	enum vw_opt_type type;
+	size_t offset;       /* of the field in the config struct */
+	const char *defval;  /* textual default parsed like a flag value; NULL: zero */
+	const char *metavar; /* for --help */
+	const char *help;
+	double min, max;     /* numeric bounds (durations in seconds); min == max: unchecked */
+	const char *const *choices; /* allowed string values (NULL-terminated), or NULL */
+};
+
+/* The --config.file option every daemon has (a char * field). */
+#define VW_CONFIG_FILE_FLAG "config.file"
+
+enum {
+	VW_CONFIG_CONTINUE = 0,
+	VW_CONFIG_EXIT_OK = 1, /* --help or --version was printed: exit 0 */
+};
+
+struct vw_config_program {
+	const char *name;    /* "virtwatt-host" */
+	const char *version;
+	const char *summary; /* one paragraph for --help */
+	const struct vw_option *opts;
+	size_t n_opts;
+};
+
+/*
+ * Fill cfg: defaults, then the YAML file (if --config.file is given), then the flags.
+ * Returns VW_CONFIG_CONTINUE, VW_CONFIG_EXIT_OK, or -EINVAL/-ENOENT/... with a message in err
+ * ("--monitor.interval: invalid duration \"5x\"", "cfg.yaml:3:5: unknown key \"monitr\"").
+ */
+int vw_config_load(const struct vw_config_program *p, void *cfg, int argc, char **argv,
+		   FILE *out, char *err, size_t errlen);
+/* Free the strings and lists the loader allocated. */
+void vw_config_free(const struct vw_config_program *p, void *cfg);
+void vw_config_usage(const struct vw_config_program *p, FILE *out);
+/* Print the effective configuration as YAML (for --config.print and the logs). */
+void vw_config_print(const struct vw_config_program *p, const void *cfg, FILE *out);
+
+int vw_parse_duration(const char *s, uint64_t *ret_ns);
+int vw_parse_bool(const char *s, bool *ret);

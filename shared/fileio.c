@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "fileio.h"
+
+#include <ctype.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int vw_root_open(const char *path)
+{
+	int fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int vw_dir_open_at(int dirfd, const char *rel)
+{
+	int fd = openat(dirfd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC);
+
+	return fd < 0 ? -errno : fd;
+}
+
+int vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)
+{
+	_cleanup_close_ int fd = -1;
+	size_t len = 0;
+
+	if (size == 0)
+		return -EINVAL;
+	fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		ssize_t n = read(fd, buf + len, size - 1 - len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len == size - 1) {
+			char extra;
+
+			n = read(fd, &extra, 1);
+			if (n > 0)
+				return -EFBIG;
+			if (n < 0)
+				return -errno;
+			break;
+		}
+	}
+	buf[len] = '\0';
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}
+
+int vw_read_str_at(int dirfd, const char *rel, char *buf, size_t size)
+{
+	size_t len;
+	int r = vw_read_file_at(dirfd, rel, buf, size, &len);
+
+	if (r < 0)
+		return r;
+	if (memchr(buf, '\0', len))
+		return -EINVAL;
+	while (len > 0 && isspace((unsigned char)buf[len - 1]))
+		buf[--len] = '\0';
+	return len == 0 ? -ENODATA : 0;
+}
+
+int vw_parse_u64(const char *s, uint64_t *ret)
+{
+	uint64_t v = 0;
+	bool any = false;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	if (*s == '\0')
+		return -ENODATA;
+	for (; *s >= '0' && *s <= '9'; s++) {
+		unsigned d = (unsigned)(*s - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+		any = true;
+	}
+	while (isspace((unsigned char)*s))
+		s++;
+	if (!any || *s != '\0')
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+int vw_read_u64_at(int dirfd, const char *rel, uint64_t *ret)
+{
+	char buf[64];
+	size_t len;
+	int r = vw_read_file_at(dirfd, rel, buf, sizeof(buf), &len);
+
+	if (r < 0)
+		return r == -EFBIG ? -EINVAL : r;
+	if (memchr(buf, '\0', len))
+		return -EINVAL;
+	return vw_parse_u64(buf, ret);
+}
+
+static int write_all(int fd, const void *data, size_t len)
+{
+	const char *p = data;
+
+	while (len > 0) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+int vw_write_file_atomic_at(int dirfd, const char *rel, const void *data, size_t len, int mode)
+{
+	char tmp[4096];
+	int fd, r;
+
+	r = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", rel, (long)getpid());
+	if (r < 0 || (size_t)r >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	(void)unlinkat(dirfd, tmp, 0);
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0)
+		return -errno;
+	r = write_all(fd, data, len);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && renameat(dirfd, tmp, dirfd, rel) < 0)
+		r = -errno;
+	if (r < 0)
+		(void)unlinkat(dirfd, tmp, 0);
+	return r;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Small-file readers relative to an injected root directory; never absolute paths. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "macro.h"
+
+/* Open a directory to serve as a root (O_PATH|O_DIRECTORY|O_CLOEXEC). fd or -errno. */
+int vw_root_open(const char *path);
+/* Open a directory below a root. fd or -errno. */
+int vw_dir_open_at(int dirfd, const char *rel);
+
+/*
+ * Read a whole small file into buf (NUL-terminated). -EFBIG if it does not fit,
+ * -errno on open/read failure. *ret_len (optional) gets the byte count.
+ */
+int vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len);
+/* Read one line, trailing whitespace stripped. -ENODATA when empty. */
+int vw_read_str_at(int dirfd, const char *rel, char *buf, size_t size);
+/*
+ * Read an unsigned decimal (surrounding whitespace allowed). -ENODATA empty, -EINVAL junk or a
+ * sign, -ERANGE overflow.
+ */
+int vw_read_u64_at(int dirfd, const char *rel, uint64_t *ret);
+/* Parse the same strict unsigned decimal from a string. */
+int vw_parse_u64(const char *s, uint64_t *ret);
+
+/*
+ * Write data to dirfd/rel atomically: a temporary file in the same directory, fsync,
+ * renameat. Never follows a symlink at rel.
+ */
+int vw_write_file_atomic_at(int dirfd, const char *rel, const void *data, size_t len, int mode);

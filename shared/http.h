@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The metrics endpoint on libmicrohttpd: GET and HEAD only (else 405), /metrics, /healthz,
+ * /readyz and an index page at / (else 404); connection limits and timeouts. Scrapes are served
+ * from the last published snapshot and never trigger a hardware read.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The last rendered exposition, in both formats; thread-safe. */
+struct vw_exposition;
+
+struct vw_exposition *vw_exposition_new(void);
+void vw_exposition_free(struct vw_exposition *x);
+/* Take ownership of two malloc'd buffers and replace the published snapshot. */
+void vw_exposition_publish(struct vw_exposition *x, char *text, size_t text_len, char *om,
+			   size_t om_len);
+/* True once a snapshot exists. */
+bool vw_exposition_ready(struct vw_exposition *x);
+
+struct vw_http_opts {
+	const char *listen_address; /* ":28282", "127.0.0.1:0", "[::1]:28282", "localhost:9" */
+	unsigned max_connections;   /* 0: 64 */
+	unsigned per_ip_connections; /* 0: 16 */
+	unsigned timeout_s;          /* idle connection timeout, 0: 10 */
+	const char *program;         /* for the index page ("virtwatt-host") */
+	const char *version;
+	/* Liveness for /healthz: return true while the main loop is healthy. NULL: always. */
+	bool (*healthy)(void *userdata);
+	void *userdata;
+};
+
+struct vw_http;
+
+/* Bind, listen and start serving on MHD's own thread. NULL with errno set on failure. */
+struct vw_http *vw_http_start(const struct vw_http_opts *opts, struct vw_exposition *x);
+void vw_http_stop(struct vw_http *h);
+/* The bound port (useful with port 0). */
+uint16_t vw_http_port(const struct vw_http *h);
+
+/* Split a listen address into host (may be empty = all) and port. 0 or -EINVAL. */
+int vw_http_parse_listen(const char *addr, char *host, size_t hostlen, uint16_t *ret_port);

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Small helpers every module uses: cleanup attributes, array sizes, attributes. */
+#pragma once
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+#define _printf_(a, b) __attribute__((format(printf, a, b)))
+#define _must_check_ __attribute__((warn_unused_result))
+#define _unused_ __attribute__((unused))
+#define _cleanup_(f) __attribute__((cleanup(f)))
+
+#define VW_MIN(a, b) ((a) < (b) ? (a) : (b))
+#define VW_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+static inline void vw_freep(void *p)
+{
+	free(*(void **)p);
+}
+
+static inline void vw_closep(int *fd)
+{
+	if (*fd >= 0) {
+		int saved = errno;
+		close(*fd);
+		errno = saved;
+	}
+}
+
+static inline void vw_fclosep(FILE **f)
+{
+	if (*f)
+		fclose(*f);
+}
+
+#define _cleanup_free_ _cleanup_(vw_freep)
+#define _cleanup_close_ _cleanup_(vw_closep)
+#define _cleanup_fclose_ _cleanup_(vw_fclosep)
+
+/* Hand ownership out of a cleanup variable. */
+#define VW_TAKE_PTR(p)                                                                             \
+	({                                                                                         \
+		__typeof__(p) _tmp = (p);                                                          \
+		(p) = NULL;                                                                        \
+		_tmp;                                                                              \
+	})
+#define VW_TAKE_FD(fd)                                                                             \
+	({                                                                                         \
+		int _tmp = (fd);                                                                   \
+		(fd) = -1;                                                                         \
+		_tmp;                                                                              \
+	})
+
+#define VW_NSEC_PER_SEC 1000000000ULL
+#define VW_NSEC_PER_MSEC 1000000ULL
+#define VW_USEC_PER_SEC 1000000ULL

@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Kepler model-server weight files, every era (see docs/models.md): linear with x/scale (v0.6+),
+ * x*scale (the nx12 LinearRegression anomaly, flagged), mean/variance (<= v0.5), exponential,
+ * logarithmic, logistic curve fits; one model per component or one total model. Evaluation is a
+ * pure function. Negative outputs are clamped to zero and reported.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+enum vw_model_kind {
+	VW_MODEL_LINEAR,
+	VW_MODEL_EXPONENTIAL,
+	VW_MODEL_LOGARITHMIC,
+	VW_MODEL_LOGISTIC,
+};
+
+enum vw_model_output {
+	VW_MODEL_ABS_POWER, /* includes idle */
+	VW_MODEL_DYN_POWER, /* trained after idle removal */
+};
+
+struct vw_model; /* opaque, immutable once loaded */
+
+/* One named input: features are per-second rates (bpf_cpu_time_ms = CPU ms per second). */
+struct vw_feature {
+	const char *name;
+	double value;
+};
+
+/* A categorical input, e.g. {"cpu_architecture", "Sky Lake"}. */
+struct vw_category {
+	const char *name;
+	const char *value;
+};
+
+struct vw_model_input {
+	const struct vw_feature *features;
+	size_t n_features;
+	const struct vw_category *categories;
+	size_t n_categories;
+	unsigned host_cores; /* for machine_spec core ratio; 0 = unknown (no ratio) */
+};
+
+struct vw_model_result {
+	double watts;      /* model output, clamped at 0 */
+	double idle_watts; /* model at zero load (core ratio applied), clamped at 0 */
+	bool clamped;      /* the raw output (or idle) was negative */
+	bool extrapolated; /* some normalised input exceeded 1 (outside the training range) */
+};
+
+/*
+ * Parse a weight file. `origin` (file path or URL, may be NULL) helps infer the trainer and the
+ * output type (AbsPower/DynPower) when the file does not say. On failure returns -EINVAL (or
+ * -ENOMEM) and writes a one-line reason to err.
+ */
+int vw_model_parse(const char *json, size_t len, const char *origin, struct vw_model **ret,
+		   char *err, size_t errlen);
+int vw_model_load_file(const char *path, struct vw_model **ret, char *err, size_t errlen);
+void vw_model_free(struct vw_model *m);
+
+const char *vw_model_name(const struct vw_model *m);    /* model_name, else trainer */
+const char *vw_model_trainer(const struct vw_model *m); /* e.g. "SGDRegressorTrainer" */
+enum vw_model_output vw_model_output_type(const struct vw_model *m);
+/* Warnings found at load (x*scale anomaly, ...); NULL when none. */
+const char *vw_model_warning(const struct vw_model *m);
+
+size_t vw_model_n_components(const struct vw_model *m);
+/* Normalised: "package", "core", "uncore", "dram", "platform", or "total" for one-model files. */
+const char *vw_model_component(const struct vw_model *m, size_t i);
+enum vw_model_kind vw_model_component_kind(const struct vw_model *m, size_t i);
+/* True when a component is identically zero (no bias, no weights): not worth exporting. */
+bool vw_model_component_is_zero(const struct vw_model *m, size_t i);
+/* Canonical names of the features the model uses (non-zero terms), aliases folded. */
+size_t vw_model_n_features(const struct vw_model *m);
+const char *vw_model_feature(const struct vw_model *m, size_t i);
+/* Canonical feature name for an alias ("bpf_cpu_time_us" -> "bpf_cpu_time_ms", ...). */
+const char *vw_model_feature_canonical(const char *name);
+
+/* Evaluate one component. -EINVAL for a bad index. */
+int vw_model_eval(const struct vw_model *m, size_t comp, const struct vw_model_input *in,
+		  struct vw_model_result *ret);
+
+/* The model compiled in (see docs/models.md for its provenance). Never fails but for ENOMEM. */
+int vw_model_load_builtin(struct vw_model **ret);
+extern const char vw_model_builtin_name[];
+
+/*
+ * Where a model comes from, in order: a local file (an error if it is bad: the user asked for
+ * it), an HTTP(S) URL fetched with libcurl (timeout; the last good copy cached in cache_dir and
+ * used when the fetch fails), then the built-in default.
+ */
+struct vw_model_source_opts {
+	const char *file;
+	const char *url;
+	const char *cache_dir; /* NULL: no cache */
+	long timeout_ms;       /* 0: 10 s */
+};
+
+/* ret_origin gets "file:PATH", "url:URL", "cache:PATH" or "builtin". */
+int vw_model_source_load(const struct vw_model_source_opts *o, struct vw_model **ret,
+			 char *ret_origin, size_t originlen, char *err, size_t errlen);
