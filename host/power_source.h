@@ -41,6 +41,13 @@ struct vw_power_env {
 	unsigned host_cores;          /* for the model's machine_spec core ratio */
 };
 
+/* Counters a source may report (all optional, zero when not applicable). */
+struct vw_power_source_stats {
+	uint64_t clamped;      /* model evaluations whose output was negative, clamped to 0 */
+	uint64_t extrapolated; /* model evaluations outside the training range */
+	const char *model;     /* model identity, or NULL for a meter */
+};
+
 struct vw_power_source_ops {
 	const char *name; /* "rapl", "estimator": the `source` label */
 	bool measured;    /* a real meter (false: estimated) */
@@ -53,6 +60,8 @@ struct vw_power_source_ops {
 	 * one zone was read, else the first error.
 	 */
 	int (*read)(void *state, const struct vw_node_activity *act, uint64_t *raw_uj, int *errs);
+	/* Optional: counters for metrics. */
+	void (*stats)(void *state, struct vw_power_source_stats *ret);
 	void (*close)(void *state);
 };
 

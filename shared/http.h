@@ -18,6 +18,8 @@ void vw_exposition_free(struct vw_exposition *x);
 /* Take ownership of two malloc'd buffers and replace the published snapshot. */
 void vw_exposition_publish(struct vw_exposition *x, char *text, size_t text_len, char *om,
 			   size_t om_len);
+/* Copy out the current snapshot in one format (caller frees). -EAGAIN before the first. */
+int vw_exposition_copy(struct vw_exposition *x, int om, char **ret, size_t *ret_len);
 /* True once a snapshot exists. */
 bool vw_exposition_ready(struct vw_exposition *x);
 

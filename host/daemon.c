@@ -1,0 +1,463 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "daemon.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+
+#include "energy.h"
+#include "fileio.h"
+#include "idle.h"
+#include "log.h"
+#include "metrics.h"
+#include "model.h"
+#include "power_source.h"
+#include "procfs.h"
+
+struct zone_state {
+	struct vw_energy_counter ctr;
+	uint64_t published_uj; /* ctr.total_uj at the last publication */
+	uint64_t published_gaps;
+	uint64_t read_errors;
+	double configured_idle_w; /* < 0: none */
+	struct vw_idle_fit *fit;
+	struct vw_node_zone_view view;
+	struct vw_complaint complaint;
+};
+
+struct vw_host {
+	const struct vw_host_config *cfg;
+	int sysfs_fd, procfs_fd;
+	char node_name[256];
+	struct vw_model *model;
+	char model_origin[512];
+	struct vw_power_source src;
+	const struct vw_zone_info *zones;
+	size_t n_zones;
+	struct zone_state *zs;
+	struct vw_cpu_info *cpus;
+	size_t n_cpus;
+	struct vw_cpu_stat stat_sample, stat_publish;
+	uint64_t sample_ns, publish_ns; /* time of the last sample and publication */
+	bool sampled, published_once;
+	double usage;
+	struct vw_complaint stat_complaint;
+	struct vw_exposition *expo;
+	uint64_t last_loop_ns; /* for /healthz; atomic */
+};
+
+static const char *nonempty(const char *s)
+{
+	return s && *s ? s : NULL;
+}
+
+static void pick_node_name(const struct vw_host_config *cfg, char *buf, size_t size)
+{
+	const char *env = getenv("NODE_NAME");
+	struct utsname u;
+
+	if (nonempty(cfg->node_name))
+		snprintf(buf, size, "%s", cfg->node_name);
+	else if (env && *env)
+		snprintf(buf, size, "%s", env);
+	else if (uname(&u) == 0)
+		snprintf(buf, size, "%s", u.nodename);
+	else
+		snprintf(buf, size, "unknown");
+}
+
+static int parse_idle_overrides(const struct vw_strlist *l, double out[VW_ZONE__COUNT])
+{
+	for (size_t z = 0; z < VW_ZONE__COUNT; z++)
+		out[z] = -1;
+	for (size_t i = 0; i < l->n; i++) {
+		char zone[32];
+		const char *eq = strchr(l->v[i], '=');
+		enum vw_zone zk;
+		char *end;
+		double w;
+
+		if (!eq || (size_t)(eq - l->v[i]) >= sizeof(zone))
+			goto bad;
+		memcpy(zone, l->v[i], (size_t)(eq - l->v[i]));
+		zone[eq - l->v[i]] = '\0';
+		errno = 0;
+		w = strtod(eq + 1, &end);
+		if (vw_zone_parse(zone, &zk, NULL) < 0 || errno || *end || end == eq + 1 ||
+		    !isfinite(w) || w < 0 || w > 100000)
+			goto bad;
+		out[zk] = w;
+		continue;
+	bad:
+		vw_error("config: power.idle-watts: \"%s\" is not ZONE=WATTS with a known zone "
+			 "(package, core, uncore, dram, psys, platform) and 0 <= WATTS <= 100000",
+			 l->v[i]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int open_roots(struct vw_host *h)
+{
+	h->sysfs_fd = vw_root_open(h->cfg->sysfs);
+	if (h->sysfs_fd < 0) {
+		vw_error("host: cannot open sysfs root %s: %s", h->cfg->sysfs,
+			 strerror(-h->sysfs_fd));
+		return h->sysfs_fd;
+	}
+	h->procfs_fd = vw_root_open(h->cfg->procfs);
+	if (h->procfs_fd < 0) {
+		vw_error("host: cannot open procfs root %s: %s", h->cfg->procfs,
+			 strerror(-h->procfs_fd));
+		return h->procfs_fd;
+	}
+	return 0;
+}
+
+static int load_model(struct vw_host *h)
+{
+	const struct vw_model_source_opts mo = {
+		.file = nonempty(h->cfg->model_file),
+		.url = nonempty(h->cfg->model_url),
+		.cache_dir = h->cfg->model_cache_dir,
+		.timeout_ms = (long)(h->cfg->model_timeout_ns / VW_NSEC_PER_MSEC),
+	};
+	char err[512] = "";
+	int r = vw_model_source_load(&mo, &h->model, h->model_origin, sizeof(h->model_origin),
+				     err, sizeof(err));
+
+	if (r < 0)
+		vw_error("model: %s", err[0] ? err : strerror(-r));
+	return r;
+}
+
+static int setup_zones(struct vw_host *h)
+{
+	double overrides[VW_ZONE__COUNT];
+	int r = parse_idle_overrides(&h->cfg->idle_watts, overrides);
+
+	if (r < 0)
+		return r;
+	h->n_zones = h->src.ops->zones(h->src.state, &h->zones);
+	h->zs = calloc(h->n_zones ? h->n_zones : 1, sizeof(*h->zs));
+	if (!h->zs)
+		return -ENOMEM;
+	for (size_t i = 0; i < h->n_zones; i++) {
+		struct zone_state *z = &h->zs[i];
+
+		vw_energy_counter_init(&z->ctr, h->zones[i].max_range_uj, h->zones[i].max_power_uw);
+		z->configured_idle_w = overrides[h->zones[i].zone];
+		z->fit = vw_idle_fit_new(h->cfg->idle_window, h->cfg->idle_min_spread);
+		if (!z->fit)
+			return -ENOMEM;
+		z->view = (struct vw_node_zone_view){ .zone = h->zones[i].zone,
+						      .path = h->zones[i].path,
+						      .idle_baseline_w = -1 };
+		vw_info("power: zone %s socket %u at %s (wraps at %llu uJ)",
+			vw_zone_name(h->zones[i].zone), h->zones[i].socket, h->zones[i].path,
+			(unsigned long long)h->zones[i].max_range_uj);
+	}
+	return 0;
+}
+
+int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
+{
+	struct vw_host *h = calloc(1, sizeof(*h));
+	struct vw_power_env env;
+	const char *const *only;
+	int r;
+
+	if (!h)
+		return -ENOMEM;
+	h->cfg = cfg;
+	h->sysfs_fd = h->procfs_fd = -1;
+	pick_node_name(cfg, h->node_name, sizeof(h->node_name));
+	r = open_roots(h);
+	if (r < 0)
+		goto fail;
+	r = vw_procfs_read_stat(h->procfs_fd, &h->stat_sample);
+	if (r < 0) {
+		vw_error("host: cannot read %s/stat: %s", cfg->procfs, strerror(-r));
+		goto fail;
+	}
+	if (vw_procfs_read_cpuinfo(h->procfs_fd, &h->cpus, &h->n_cpus) < 0)
+		vw_warn("host: cannot read %s/cpuinfo; kepler_node_cpu_info will be empty",
+			cfg->procfs);
+	r = load_model(h);
+	if (r < 0)
+		goto fail;
+	env = (struct vw_power_env){ .sysfs_fd = h->sysfs_fd,
+				     .model = h->model,
+				     .model_origin = h->model_origin,
+				     .host_cores = h->stat_sample.ncpus };
+	only = cfg->sources.n ? (const char *const *)cfg->sources.v : NULL;
+	r = vw_power_source_open(&env, only, &h->src);
+	if (r < 0) {
+		vw_error("power: no power source could be opened");
+		goto fail;
+	}
+	r = setup_zones(h);
+	if (r < 0)
+		goto fail;
+	h->expo = vw_exposition_new();
+	if (!h->expo) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	*ret = h;
+	return 0;
+fail:
+	vw_host_free(h);
+	return r;
+}
+
+void vw_host_free(struct vw_host *h)
+{
+	if (!h)
+		return;
+	for (size_t i = 0; h->zs && i < h->n_zones; i++)
+		vw_idle_fit_free(h->zs[i].fit);
+	free(h->zs);
+	vw_power_source_close(&h->src);
+	vw_model_free(h->model);
+	vw_exposition_free(h->expo);
+	free(h->cpus);
+	if (h->sysfs_fd >= 0)
+		close(h->sysfs_fd);
+	if (h->procfs_fd >= 0)
+		close(h->procfs_fd);
+	free(h);
+}
+
+struct vw_exposition *vw_host_exposition(struct vw_host *h)
+{
+	return h->expo;
+}
+
+static void read_meters(struct vw_host *h, const struct vw_node_activity *act)
+{
+	uint64_t raw[VW_POWER_MAX_ZONES] = { 0 };
+	int errs[VW_POWER_MAX_ZONES] = { 0 };
+
+	(void)h->src.ops->read(h->src.state, act, raw, errs);
+	for (size_t i = 0; i < h->n_zones; i++) {
+		struct zone_state *z = &h->zs[i];
+
+		if (errs[i] < 0) {
+			z->read_errors++;
+			vw_complain(&z->complaint, VW_LOG_WARN, "power: reading %s (%s): %s",
+				    h->zones[i].path, vw_zone_name(h->zones[i].zone),
+				    strerror(-errs[i]));
+			continue;
+		}
+		vw_release(&z->complaint, VW_LOG_INFO, "power: %s readable again",
+			   h->zones[i].path);
+		vw_energy_counter_update(&z->ctr, raw[i], act->now_ns, NULL);
+	}
+}
+
+int vw_host_sample(struct vw_host *h, uint64_t now_ns)
+{
+	struct vw_node_activity act = { .now_ns = now_ns, .ncpus = h->stat_sample.ncpus };
+	struct vw_cpu_stat cur;
+	int r = vw_procfs_read_stat(h->procfs_fd, &cur);
+
+	if (r < 0) {
+		vw_complain(&h->stat_complaint, VW_LOG_WARN, "host: reading %s/stat: %s",
+			    h->cfg->procfs, strerror(-r));
+		cur = h->stat_sample; /* no CPU time seen this tick */
+	} else {
+		vw_release(&h->stat_complaint, VW_LOG_INFO, "host: %s/stat readable again",
+			   h->cfg->procfs);
+	}
+	if (h->sampled && now_ns > h->sample_ns) {
+		long hz = sysconf(_SC_CLK_TCK);
+		double secs = (double)(now_ns - h->sample_ns) / 1e9;
+		uint64_t busy = vw_cpu_stat_busy_delta(&h->stat_sample, &cur);
+
+		act.elapsed_ns = now_ns - h->sample_ns;
+		act.usage_ratio = vw_cpu_stat_usage(&h->stat_sample, &cur);
+		act.cpu_ms_per_s = (double)busy * 1000.0 / (double)(hz > 0 ? hz : 100) / secs;
+	} else {
+		h->stat_publish = cur;
+		h->publish_ns = now_ns;
+	}
+	read_meters(h, &act);
+	h->stat_sample = cur;
+	h->sample_ns = now_ns;
+	h->sampled = true;
+	__atomic_store_n(&h->last_loop_ns, now_ns, __ATOMIC_RELAXED);
+	return r;
+}
+
+static double pick_idle(struct zone_state *z, const struct vw_zone_info *zi,
+			enum vw_idle_method *method)
+{
+	double w;
+
+	if (z->configured_idle_w >= 0) {
+		*method = VW_IDLE_CONFIGURED;
+		return z->configured_idle_w;
+	}
+	if (zi->idle_w >= 0) {
+		*method = VW_IDLE_SOURCE;
+		return zi->idle_w;
+	}
+	if (vw_idle_fit_get(z->fit, &w) == 0) {
+		*method = VW_IDLE_FITTED;
+		return w;
+	}
+	*method = VW_IDLE_RESIDUAL;
+	return -1;
+}
+
+static void close_zone_interval(struct vw_host *h, size_t i, uint64_t dt_ns)
+{
+	struct zone_state *z = &h->zs[i];
+	struct vw_node_zone_view *v = &z->view;
+	uint64_t energy = z->ctr.total_uj - z->published_uj;
+	uint64_t idle_uj, active_uj;
+	enum vw_idle_method method;
+	double idle_w = pick_idle(z, &h->zones[i], &method);
+
+	vw_idle_split(energy, dt_ns, idle_w, h->usage, &idle_uj, &active_uj);
+	/* Learn the baseline only from clean intervals of a real meter. */
+	if (h->src.ops->measured && z->ctr.gaps == z->published_gaps && dt_ns > 0)
+		vw_idle_fit_add(z->fit, h->usage, vw_energy_watts(energy, dt_ns));
+	z->published_uj = z->ctr.total_uj;
+	z->published_gaps = z->ctr.gaps;
+	v->total_uj = z->ctr.total_uj;
+	v->idle_uj = vw_energy_add(v->idle_uj, idle_uj);
+	v->active_uj = vw_energy_add(v->active_uj, active_uj);
+	v->watts = vw_energy_watts(energy, dt_ns);
+	v->idle_watts = vw_energy_watts(idle_uj, dt_ns);
+	v->active_watts = vw_energy_watts(active_uj, dt_ns);
+	v->idle_baseline_w = idle_w;
+	v->idle_method = method;
+	v->gaps = z->ctr.gaps;
+	v->read_errors = z->read_errors;
+}
+
+static int render_and_publish(struct vw_host *h)
+{
+	struct vw_node_zone_view views[VW_POWER_MAX_ZONES];
+	struct vw_power_source_stats st = { 0 };
+	struct vw_node_view v;
+	char *text = NULL, *om = NULL;
+	size_t text_len = 0, om_len = 0;
+	int r;
+
+	for (size_t i = 0; i < h->n_zones; i++)
+		views[i] = h->zs[i].view;
+	if (h->src.ops->stats)
+		h->src.ops->stats(h->src.state, &st);
+	v = (struct vw_node_view){ .node_name = h->node_name,
+				   .source = h->src.ops->name,
+				   .measured = h->src.ops->measured,
+				   .model = st.model,
+				   .model_clamped = st.clamped,
+				   .usage_ratio = h->usage,
+				   .zones = views,
+				   .n_zones = h->n_zones,
+				   .cpus = h->cpus,
+				   .n_cpus = h->n_cpus };
+	r = vw_host_metrics_render(&v, VW_PROM_TEXT_0_0_4, &text, &text_len);
+	if (r == 0)
+		r = vw_host_metrics_render(&v, VW_PROM_OPENMETRICS_1_0_0, &om, &om_len);
+	if (r < 0) {
+		free(text);
+		vw_error("metrics: rendering failed: %s", strerror(-r));
+		return r;
+	}
+	vw_exposition_publish(h->expo, text, text_len, om, om_len);
+	return 0;
+}
+
+int vw_host_publish(struct vw_host *h, uint64_t now_ns)
+{
+	uint64_t dt_ns;
+
+	if (!h->sampled)
+		return -EAGAIN;
+	/* The interval ends at the last sample: energy and CPU time are both measured to it. */
+	dt_ns = h->sample_ns - h->publish_ns;
+	(void)now_ns;
+	h->usage = vw_cpu_stat_usage(&h->stat_publish, &h->stat_sample);
+	for (size_t i = 0; i < h->n_zones; i++)
+		close_zone_interval(h, i, dt_ns);
+	h->stat_publish = h->stat_sample;
+	h->publish_ns = h->sample_ns;
+	h->published_once = true;
+	return render_and_publish(h);
+}
+
+static bool host_healthy(void *userdata)
+{
+	struct vw_host *h = userdata;
+	uint64_t last = __atomic_load_n(&h->last_loop_ns, __ATOMIC_RELAXED);
+	uint64_t limit = 3 * h->cfg->sample_ns + 10 * VW_NSEC_PER_SEC;
+
+	return last != 0 && vw_now_ns() - last <= limit;
+}
+
+static void sleep_until(uint64_t deadline_ns)
+{
+	struct timespec ts = { .tv_sec = (time_t)(deadline_ns / VW_NSEC_PER_SEC),
+			       .tv_nsec = (long)(deadline_ns % VW_NSEC_PER_SEC) };
+
+	/* EINTR (a signal) returns early; the caller checks its stop flag. */
+	(void)clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+}
+
+int vw_host_run(struct vw_host *h, volatile sig_atomic_t *stop)
+{
+	const struct vw_host_config *cfg = h->cfg;
+	uint64_t sample_ns = VW_MIN(cfg->sample_ns, cfg->interval_ns);
+	struct vw_http_opts ho = { .listen_address = cfg->listen_address,
+				   .max_connections = (unsigned)cfg->web_max_connections,
+				   .timeout_s = (unsigned)(cfg->web_timeout_ns / VW_NSEC_PER_SEC),
+				   .program = "virtwatt-host",
+				   .version = VW_VERSION,
+				   .healthy = host_healthy,
+				   .userdata = h };
+	struct vw_http *http;
+	uint64_t next_sample, next_publish;
+
+	(void)vw_host_sample(h, vw_now_ns()); /* baseline */
+	http = vw_http_start(&ho, h->expo);
+	if (!http) {
+		int r = -errno;
+
+		vw_error("http: cannot serve on %s: %s", cfg->listen_address, strerror(-r));
+		return r;
+	}
+	vw_info("http: serving metrics on http://%s/metrics (port %u)", cfg->listen_address,
+		vw_http_port(http));
+	next_sample = h->sample_ns + sample_ns;
+	/* The first snapshot after one sample period, then one every interval. */
+	next_publish = h->sample_ns + sample_ns;
+	while (!*stop) {
+		uint64_t now;
+
+		sleep_until(next_sample);
+		if (*stop)
+			break;
+		now = vw_now_ns();
+		if (now < next_sample)
+			continue;
+		(void)vw_host_sample(h, now);
+		/* Never fall behind: skip missed ticks rather than bursting. */
+		while (next_sample <= now)
+			next_sample += sample_ns;
+		if (now + sample_ns / 2 >= next_publish) {
+			(void)vw_host_publish(h, now);
+			next_publish = now + cfg->interval_ns;
+		}
+	}
+	vw_info("host: stopping");
+	vw_http_stop(http);
+	return 0;
+}

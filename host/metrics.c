@@ -1,0 +1,232 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Kepler's current node metric contract (names, types, labels, meaning) plus virtwatt's own
+ * additions under the virtwatt_ prefix. Counters are exact joules from integer microjoules.
+ */
+#include "metrics.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <sys/utsname.h>
+
+#include "macro.h"
+
+#define MAX_BYTES (64u << 20)
+
+static const char *const l_zone[] = { "zone", "path", "node_name", NULL };
+static const char *const l_node[] = { "node_name", NULL };
+static const char *const l_cpu_info[] = { "processor", "vendor_id", "model_name", "physical_id",
+					  "core_id", NULL };
+static const char *const l_build[] = { "arch", "branch", "revision", "version", "goversion",
+				       NULL };
+static const char *const l_source[] = { "source", "kind", "model", "node_name", NULL };
+static const char *const l_baseline[] = { "zone", "path", "method", "node_name", NULL };
+
+enum {
+	F_JOULES, F_WATTS, F_ACTIVE_JOULES, F_ACTIVE_WATTS, F_IDLE_JOULES, F_IDLE_WATTS,
+	F_USAGE, F_CPU_INFO, F_BUILD_INFO, F_SOURCE, F_BASELINE, F_GAPS, F_READ_ERRORS,
+	F_CLAMPED, F__COUNT,
+};
+
+const struct vw_metric_family vw_host_families[] = {
+	[F_JOULES] = { "kepler_node_cpu_joules_total", VW_METRIC_COUNTER,
+		       "Energy consumption of cpu at node level in joules", "joules", l_zone },
+	[F_WATTS] = { "kepler_node_cpu_watts", VW_METRIC_GAUGE,
+		      "Power consumption of cpu at node level in watts", "watts", l_zone },
+	[F_ACTIVE_JOULES] = { "kepler_node_cpu_active_joules_total", VW_METRIC_COUNTER,
+			      "Energy consumption of cpu in active state at node level in joules",
+			      "joules", l_zone },
+	[F_ACTIVE_WATTS] = { "kepler_node_cpu_active_watts", VW_METRIC_GAUGE,
+			     "Power consumption of cpu in active state at node level in watts",
+			     "watts", l_zone },
+	[F_IDLE_JOULES] = { "kepler_node_cpu_idle_joules_total", VW_METRIC_COUNTER,
+			    "Energy consumption of cpu in idle state at node level in joules",
+			    "joules", l_zone },
+	[F_IDLE_WATTS] = { "kepler_node_cpu_idle_watts", VW_METRIC_GAUGE,
+			   "Power consumption of cpu in idle state at node level in watts", "watts",
+			   l_zone },
+	[F_USAGE] = { "kepler_node_cpu_usage_ratio", VW_METRIC_GAUGE,
+		      "CPU usage ratio of a node (value between 0.0 and 1.0)", NULL, l_node },
+	[F_CPU_INFO] = { "kepler_node_cpu_info", VW_METRIC_GAUGE,
+			 "CPU information from procfs", NULL, l_cpu_info },
+	[F_BUILD_INFO] = { "kepler_build_info", VW_METRIC_GAUGE,
+			   "A metric with a constant '1' value labeled with version information "
+			   "(goversion carries the C compiler)",
+			   NULL, l_build },
+	[F_SOURCE] = { "virtwatt_node_power_source_info", VW_METRIC_GAUGE,
+		       "The power source in use: kind is measured (a meter) or estimated (a model)",
+		       NULL, l_source },
+	[F_BASELINE] = { "virtwatt_node_cpu_idle_baseline_watts", VW_METRIC_GAUGE,
+			 "Idle power used to split energy into idle and active, and how it was "
+			 "obtained (configured, source, fitted, residual)",
+			 "watts", l_baseline },
+	[F_GAPS] = { "virtwatt_node_energy_gaps_total", VW_METRIC_COUNTER,
+		     "Meter readings that could not be unwrapped with certainty and were "
+		     "skipped (energy not invented)",
+		     NULL, l_zone },
+	[F_READ_ERRORS] = { "virtwatt_node_meter_read_errors_total", VW_METRIC_COUNTER,
+			    "Failed meter reads", NULL, l_zone },
+	[F_CLAMPED] = { "virtwatt_model_clamped_total", VW_METRIC_COUNTER,
+			"Model evaluations whose negative output was clamped to zero", NULL,
+			l_node },
+};
+const size_t vw_host_n_families = ARRAY_SIZE(vw_host_families);
+
+typedef int (*zone_sample_fn)(struct vw_prom_writer *w, const char *const *labels,
+			      const struct vw_node_zone_view *z);
+
+static int s_joules(struct vw_prom_writer *w, const char *const *l, const struct vw_node_zone_view *z)
+{
+	return vw_prom_counter_micro(w, l, z->total_uj);
+}
+static int s_watts(struct vw_prom_writer *w, const char *const *l, const struct vw_node_zone_view *z)
+{
+	return vw_prom_gauge(w, l, z->watts);
+}
+static int s_active_joules(struct vw_prom_writer *w, const char *const *l,
+			   const struct vw_node_zone_view *z)
+{
+	return vw_prom_counter_micro(w, l, z->active_uj);
+}
+static int s_active_watts(struct vw_prom_writer *w, const char *const *l,
+			  const struct vw_node_zone_view *z)
+{
+	return vw_prom_gauge(w, l, z->active_watts);
+}
+static int s_idle_joules(struct vw_prom_writer *w, const char *const *l,
+			 const struct vw_node_zone_view *z)
+{
+	return vw_prom_counter_micro(w, l, z->idle_uj);
+}
+static int s_idle_watts(struct vw_prom_writer *w, const char *const *l,
+			const struct vw_node_zone_view *z)
+{
+	return vw_prom_gauge(w, l, z->idle_watts);
+}
+static int s_gaps(struct vw_prom_writer *w, const char *const *l, const struct vw_node_zone_view *z)
+{
+	return vw_prom_counter(w, l, (double)z->gaps);
+}
+static int s_read_errors(struct vw_prom_writer *w, const char *const *l,
+			 const struct vw_node_zone_view *z)
+{
+	return vw_prom_counter(w, l, (double)z->read_errors);
+}
+
+static const struct {
+	int family;
+	zone_sample_fn fn;
+} zone_families[] = {
+	{ F_JOULES, s_joules },
+	{ F_WATTS, s_watts },
+	{ F_ACTIVE_JOULES, s_active_joules },
+	{ F_ACTIVE_WATTS, s_active_watts },
+	{ F_IDLE_JOULES, s_idle_joules },
+	{ F_IDLE_WATTS, s_idle_watts },
+	{ F_GAPS, s_gaps },
+	{ F_READ_ERRORS, s_read_errors },
+};
+
+static int render_zone_family(struct vw_prom_writer *w, const struct vw_node_view *v, size_t k)
+{
+	int r = vw_prom_family(w, &vw_host_families[zone_families[k].family]);
+
+	for (size_t i = 0; r == 0 && i < v->n_zones; i++) {
+		const struct vw_node_zone_view *z = &v->zones[i];
+		const char *labels[] = { vw_zone_name(z->zone), z->path, v->node_name };
+
+		r = zone_families[k].fn(w, labels, z);
+	}
+	return r < 0 ? r : vw_prom_family_end(w);
+}
+
+static int render_baseline(struct vw_prom_writer *w, const struct vw_node_view *v)
+{
+	int r = vw_prom_family(w, &vw_host_families[F_BASELINE]);
+
+	for (size_t i = 0; r == 0 && i < v->n_zones; i++) {
+		const struct vw_node_zone_view *z = &v->zones[i];
+		const char *labels[] = { vw_zone_name(z->zone), z->path,
+					 vw_idle_method_name(z->idle_method), v->node_name };
+
+		if (z->idle_baseline_w >= 0)
+			r = vw_prom_gauge(w, labels, z->idle_baseline_w);
+	}
+	return r < 0 ? r : vw_prom_family_end(w);
+}
+
+static int render_node(struct vw_prom_writer *w, const struct vw_node_view *v)
+{
+	const char *node[] = { v->node_name };
+	const char *src[] = { v->source, v->measured ? "measured" : "estimated",
+			      v->model ? v->model : "", v->node_name };
+	int r;
+
+	r = vw_prom_family(w, &vw_host_families[F_USAGE]);
+	if (r == 0)
+		r = vw_prom_gauge(w, node, v->usage_ratio);
+	if (r == 0)
+		r = vw_prom_family_end(w);
+	if (r == 0)
+		r = vw_prom_family(w, &vw_host_families[F_SOURCE]);
+	if (r == 0)
+		r = vw_prom_gauge(w, src, 1);
+	if (r == 0)
+		r = vw_prom_family_end(w);
+	if (r == 0 && !v->measured) {
+		r = vw_prom_family(w, &vw_host_families[F_CLAMPED]);
+		if (r == 0)
+			r = vw_prom_counter(w, node, (double)v->model_clamped);
+		if (r == 0)
+			r = vw_prom_family_end(w);
+	}
+	return r;
+}
+
+static int render_info(struct vw_prom_writer *w, const struct vw_node_view *v)
+{
+	struct utsname u;
+	const char *build[] = { uname(&u) == 0 ? u.machine : "unknown", VW_BRANCH, VW_REVISION,
+				VW_VERSION, VW_COMPILER };
+	int r;
+
+	r = vw_prom_family(w, &vw_host_families[F_CPU_INFO]);
+	for (size_t i = 0; r == 0 && i < v->n_cpus; i++) {
+		const struct vw_cpu_info *c = &v->cpus[i];
+		char proc[16];
+		const char *labels[] = { proc, c->vendor_id, c->model_name, c->physical_id,
+					 c->core_id };
+
+		snprintf(proc, sizeof(proc), "%u", c->processor);
+		r = vw_prom_gauge(w, labels, 1);
+	}
+	if (r == 0)
+		r = vw_prom_family_end(w);
+	if (r == 0)
+		r = vw_prom_family(w, &vw_host_families[F_BUILD_INFO]);
+	if (r == 0)
+		r = vw_prom_gauge(w, build, 1);
+	return r < 0 ? r : vw_prom_family_end(w);
+}
+
+int vw_host_metrics_render(const struct vw_node_view *v, enum vw_prom_format fmt, char **ret,
+			   size_t *ret_len)
+{
+	struct vw_prom_writer *w = vw_prom_writer_new(fmt, MAX_BYTES);
+	int r = 0;
+
+	if (!w)
+		return -errno;
+	for (size_t k = 0; r == 0 && k < ARRAY_SIZE(zone_families); k++)
+		r = render_zone_family(w, v, k);
+	if (r == 0)
+		r = render_baseline(w, v);
+	if (r == 0)
+		r = render_node(w, v);
+	if (r == 0)
+		r = render_info(w, v);
+	if (r == 0)
+		r = vw_prom_finish(w, ret, ret_len);
+	vw_prom_writer_free(w);
+	return r;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* virtwatt-host's metric families and the rendering of a node snapshot (pure: no I/O). */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "idle.h"
+#include "procfs.h"
+#include "prom.h"
+#include "zone.h"
+
+struct vw_node_zone_view {
+	enum vw_zone zone;
+	const char *path;
+	uint64_t total_uj, idle_uj, active_uj;
+	double watts, idle_watts, active_watts;
+	double idle_baseline_w; /* idle power in use for the split; <0 when residual */
+	enum vw_idle_method idle_method;
+	uint64_t gaps;
+	uint64_t read_errors;
+};
+
+struct vw_node_view {
+	const char *node_name;
+	const char *source;     /* "rapl", "estimator" */
+	bool measured;
+	const char *model;      /* model identity when estimated, else NULL */
+	uint64_t model_clamped; /* estimator outputs clamped at 0 */
+	double usage_ratio;
+	const struct vw_node_zone_view *zones;
+	size_t n_zones;
+	const struct vw_cpu_info *cpus;
+	size_t n_cpus;
+};
+
+/* Render the whole exposition; caller frees *ret. */
+int vw_host_metrics_render(const struct vw_node_view *v, enum vw_prom_format fmt, char **ret,
+			   size_t *ret_len);
+
+/* The static family table (for the selfcheck test). */
+extern const struct vw_metric_family vw_host_families[];
+extern const size_t vw_host_n_families;

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "options.h"
+
+#include <stddef.h>
+
+#define OFF(f) offsetof(struct vw_host_config, f)
+
+static const char *const source_names[] = { "rapl", "estimator", NULL };
+
+static const struct vw_option host_options[] = {
+	{ "config.file", NULL, VW_OPT_STRING, OFF(config_file), NULL, "PATH",
+	  "YAML configuration file; flags override its values" },
+	{ "web.listen-address", "web.listenAddress", VW_OPT_STRING, OFF(listen_address), ":28282",
+	  "[HOST]:PORT", "address to serve /metrics, /healthz, /readyz and / on" },
+	{ "web.max-connections", "web.maxConnections", VW_OPT_UINT, OFF(web_max_connections), "64",
+	  "N", "concurrent HTTP connections accepted", 1, 10000 },
+	{ "web.timeout", "web.timeout", VW_OPT_DURATION, OFF(web_timeout_ns), "10s", "DURATION",
+	  "idle HTTP connection timeout", 1, 600 },
+	{ "host.sysfs", "host.sysfs", VW_OPT_STRING, OFF(sysfs), "/sys", "PATH",
+	  "root of the host's sysfs (powercap zones are read below it)" },
+	{ "host.procfs", "host.procfs", VW_OPT_STRING, OFF(procfs), "/proc", "PATH",
+	  "root of the host's procfs (CPU time, CPU inventory)" },
+	{ "monitor.interval", "monitor.interval", VW_OPT_DURATION, OFF(interval_ns), "5s",
+	  "DURATION", "interval at which energy is split and metrics are refreshed", 1, 3600 },
+	{ "monitor.sample-interval", "monitor.sampleInterval", VW_OPT_DURATION, OFF(sample_ns), "1s",
+	  "DURATION",
+	  "how often meters are read (never slower than monitor.interval; fast enough that a "
+	  "RAPL counter cannot wrap twice between reads)",
+	  0.1, 3600 },
+	{ "log.level", "log.level", VW_OPT_LOG_LEVEL, OFF(log_level), "info", "LEVEL",
+	  "error, warn, info or debug" },
+	{ "kube.node-name", "kube.nodeName", VW_OPT_STRING, OFF(node_name), NULL, "NAME",
+	  "node_name label (default: $NODE_NAME, else the host name)" },
+	{ "power.sources", "power.sources", VW_OPT_STRLIST, OFF(sources), NULL, "SOURCE,...",
+	  "power sources to try, in order (default: rapl, then estimator)", 0, 0, source_names },
+	{ "power.idle-watts", "power.idleWatts", VW_OPT_STRLIST, OFF(idle_watts), NULL,
+	  "ZONE=WATTS,...", "fixed idle power per zone (e.g. package=42.5), overriding the fit" },
+	{ "power.idle-window", "power.idleWindow", VW_OPT_UINT, OFF(idle_window), "720", "N",
+	  "intervals in the sliding window the idle baseline is fitted over", 8, 1000000 },
+	{ "power.idle-min-spread", "power.idleMinSpread", VW_OPT_DOUBLE, OFF(idle_min_spread),
+	  "0.1", "RATIO", "CPU usage spread (max - min) the window needs before fitting", 0.01,
+	  1 },
+	{ "model.file", "model.file", VW_OPT_STRING, OFF(model_file), NULL, "PATH",
+	  "Kepler model weight file for the estimator (used where no meter exists)" },
+	{ "model.url", "model.url", VW_OPT_STRING, OFF(model_url), NULL, "URL",
+	  "HTTP(S) URL of a Kepler model weight file; the last good copy is cached" },
+	{ "model.cache-dir", "model.cacheDir", VW_OPT_STRING, OFF(model_cache_dir),
+	  "/var/cache/virtwatt", "PATH", "where a model fetched from model.url is cached" },
+	{ "model.timeout", "model.timeout", VW_OPT_DURATION, OFF(model_timeout_ns), "10s",
+	  "DURATION", "timeout for fetching model.url", 0.1, 600 },
+};
+
+const struct vw_config_program vw_host_program = {
+	.name = "virtwatt-host",
+	.version = VW_VERSION,
+	.summary =
+		"Power and energy exporter for bare-metal and virtualization hosts. Measures node "
+		"power (RAPL through powercap sysfs; a Kepler model of CPU time where no meter "
+		"exists), splits each interval's energy into idle and active parts and serves "
+		"Kepler-compatible Prometheus metrics on /metrics.",
+	.opts = host_options,
+	.n_opts = sizeof(host_options) / sizeof(host_options[0]),
+};

@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* virtwatt-host's options: one table gives flags, YAML keys, defaults and --help. */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "log.h"
+
+struct vw_host_config {
+	char *config_file;
+	char *listen_address;
+	char *sysfs;
+	char *procfs;
+	uint64_t interval_ns;        /* attribution and publication interval */
+	uint64_t sample_ns;          /* meter sampling period (<= interval; wrap safety) */
+	enum vw_log_level log_level;
+	char *node_name;
+	struct vw_strlist sources;   /* power sources in preference order; empty = all */
+	char *model_file;
+	char *model_url;
+	char *model_cache_dir;
+	uint64_t model_timeout_ns;
+	struct vw_strlist idle_watts; /* zone=W overrides, e.g. package=42.5 */
+	uint64_t idle_window;         /* intervals in the idle fit's sliding window */
+	double idle_min_spread;       /* usage spread needed to fit */
+	uint64_t web_max_connections;
+	uint64_t web_timeout_ns;
+};
+
+extern const struct vw_config_program vw_host_program;

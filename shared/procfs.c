@@ -1,0 +1,169 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "procfs.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fileio.h"
+#include "macro.h"
+
+#define STAT_MAX (1u << 20)
+#define CPUINFO_MAX (4u << 20)
+
+int vw_procfs_parse_stat(const char *text, struct vw_cpu_stat *ret)
+{
+	struct vw_cpu_stat s = { 0 };
+	bool have_total = false;
+	const char *line = text;
+
+	while (line && *line) {
+		const char *next = strchr(line, '\n');
+
+		if (strncmp(line, "cpu ", 4) == 0) {
+			unsigned long long v[8] = { 0 };
+			int n = sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
+				       &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+
+			if (n < 4)
+				return -EINVAL;
+			s.user = v[0], s.nice = v[1], s.system = v[2], s.idle = v[3];
+			s.iowait = v[4], s.irq = v[5], s.softirq = v[6], s.steal = v[7];
+			have_total = true;
+		} else if (strncmp(line, "cpu", 3) == 0 && line[3] >= '0' && line[3] <= '9') {
+			s.ncpus++;
+		}
+		line = next ? next + 1 : NULL;
+	}
+	if (!have_total)
+		return -EINVAL;
+	if (s.ncpus == 0)
+		s.ncpus = 1;
+	*ret = s;
+	return 0;
+}
+
+int vw_procfs_read_stat(int procfd, struct vw_cpu_stat *ret)
+{
+	_cleanup_free_ char *buf = malloc(STAT_MAX);
+	int r;
+
+	if (!buf)
+		return -ENOMEM;
+	r = vw_read_file_at(procfd, "stat", buf, STAT_MAX, NULL);
+	if (r < 0)
+		return r;
+	return vw_procfs_parse_stat(buf, ret);
+}
+
+static uint64_t fwd(uint64_t a, uint64_t b)
+{
+	return b >= a ? b - a : 0;
+}
+
+uint64_t vw_cpu_stat_busy_delta(const struct vw_cpu_stat *p, const struct vw_cpu_stat *c)
+{
+	return fwd(p->user, c->user) + fwd(p->nice, c->nice) + fwd(p->system, c->system) +
+	       fwd(p->irq, c->irq) + fwd(p->softirq, c->softirq);
+}
+
+uint64_t vw_cpu_stat_total_delta(const struct vw_cpu_stat *p, const struct vw_cpu_stat *c)
+{
+	return vw_cpu_stat_busy_delta(p, c) + fwd(p->idle, c->idle) + fwd(p->iowait, c->iowait);
+}
+
+double vw_cpu_stat_usage(const struct vw_cpu_stat *p, const struct vw_cpu_stat *c)
+{
+	uint64_t total = vw_cpu_stat_total_delta(p, c);
+
+	if (total == 0)
+		return 0.0;
+	return (double)vw_cpu_stat_busy_delta(p, c) / (double)total;
+}
+
+static void copy_value(char *dst, size_t size, const char *colon)
+{
+	const char *v = colon + 1;
+	size_t n;
+
+	while (*v == ' ' || *v == '\t')
+		v++;
+	n = strcspn(v, "\n");
+	while (n > 0 && (v[n - 1] == ' ' || v[n - 1] == '\t'))
+		n--;
+	if (n >= size)
+		n = size - 1;
+	memcpy(dst, v, n);
+	dst[n] = '\0';
+}
+
+static int grow(struct vw_cpu_info **arr, size_t *cap, size_t n)
+{
+	struct vw_cpu_info *na;
+
+	if (n < *cap)
+		return 0;
+	*cap = *cap ? *cap * 2 : 16;
+	na = reallocarray(*arr, *cap, sizeof(**arr));
+	if (!na)
+		return -ENOMEM;
+	*arr = na;
+	return 0;
+}
+
+int vw_procfs_parse_cpuinfo(const char *text, struct vw_cpu_info **ret, size_t *ret_n)
+{
+	_cleanup_free_ struct vw_cpu_info *arr = NULL;
+	struct vw_cpu_info *cur = NULL;
+	size_t n = 0, cap = 0;
+
+	for (const char *line = text; line && *line;) {
+		const char *next = strchr(line, '\n');
+		const char *colon = strchr(line, ':');
+		size_t keylen;
+
+		if (colon && (!next || colon < next)) {
+			keylen = (size_t)(colon - line);
+			while (keylen > 0 && (line[keylen - 1] == ' ' || line[keylen - 1] == '\t'))
+				keylen--;
+			if (keylen == 9 && strncmp(line, "processor", 9) == 0) {
+				char num[16];
+				uint64_t v;
+
+				if (grow(&arr, &cap, n) < 0)
+					return -ENOMEM;
+				cur = &arr[n++];
+				*cur = (struct vw_cpu_info){ 0 };
+				copy_value(num, sizeof(num), colon);
+				cur->processor = vw_parse_u64(num, &v) == 0 ? (unsigned)v : 0;
+			} else if (cur && keylen == 9 && strncmp(line, "vendor_id", 9) == 0) {
+				copy_value(cur->vendor_id, sizeof(cur->vendor_id), colon);
+			} else if (cur && keylen == 10 && strncmp(line, "model name", 10) == 0) {
+				copy_value(cur->model_name, sizeof(cur->model_name), colon);
+			} else if (cur && keylen == 11 && strncmp(line, "physical id", 11) == 0) {
+				copy_value(cur->physical_id, sizeof(cur->physical_id), colon);
+			} else if (cur && keylen == 7 && strncmp(line, "core id", 7) == 0) {
+				copy_value(cur->core_id, sizeof(cur->core_id), colon);
+			}
+		}
+		line = next ? next + 1 : NULL;
+	}
+	*ret = VW_TAKE_PTR(arr);
+	*ret_n = n;
+	return 0;
+}
+
+int vw_procfs_read_cpuinfo(int procfd, struct vw_cpu_info **ret, size_t *ret_n)
+{
+	_cleanup_free_ char *buf = malloc(CPUINFO_MAX);
+	int r;
+
+	if (!buf)
+		return -ENOMEM;
+	r = vw_read_file_at(procfd, "cpuinfo", buf, CPUINFO_MAX, NULL);
+	if (r < 0)
+		return r;
+	return vw_procfs_parse_cpuinfo(buf, ret, ret_n);
+}

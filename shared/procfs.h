@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* /proc parsers with an injected root (--host.procfs): node CPU time and CPU inventory. */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The aggregate "cpu" line of /proc/stat, in USER_HZ ticks. */
+struct vw_cpu_stat {
+	uint64_t user, nice, system, idle, iowait, irq, softirq, steal;
+	unsigned ncpus; /* "cpuN" lines */
+};
+
+int vw_procfs_read_stat(int procfd, struct vw_cpu_stat *ret);
+/* Parse the text of /proc/stat (for tests and fuzzing). */
+int vw_procfs_parse_stat(const char *text, struct vw_cpu_stat *ret);
+
+/*
+ * Busy ticks between two samples: user + nice + system + irq + softirq. Steal is time the
+ * hypervisor ran someone else, so it is neither busy nor idle here; iowait is idle. A counter
+ * that went back (CPU hot-unplug) yields 0 for that field.
+ */
+uint64_t vw_cpu_stat_busy_delta(const struct vw_cpu_stat *prev, const struct vw_cpu_stat *cur);
+uint64_t vw_cpu_stat_total_delta(const struct vw_cpu_stat *prev, const struct vw_cpu_stat *cur);
+/* busy / (busy + idle + iowait) in [0, 1]; 0 when nothing elapsed. */
+double vw_cpu_stat_usage(const struct vw_cpu_stat *prev, const struct vw_cpu_stat *cur);
+
+/* One logical CPU from /proc/cpuinfo, as kepler_node_cpu_info labels it. */
+struct vw_cpu_info {
+	unsigned processor;
+	char vendor_id[64];
+	char model_name[128];
+	char physical_id[16];
+	char core_id[16];
+};
+
+/* malloc'd array in *ret (caller frees), count in *ret_n. */
+int vw_procfs_read_cpuinfo(int procfd, struct vw_cpu_info **ret, size_t *ret_n);
+int vw_procfs_parse_cpuinfo(const char *text, struct vw_cpu_info **ret, size_t *ret_n);

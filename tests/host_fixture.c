@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "host_fixture.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fixture.h"
+
+static int write_u64(const char *root, const char *rel, uint64_t v)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)v);
+	return vw_fixture_write(root, rel, buf, 0);
+}
+
+static uint64_t zone_value(const struct host_fixture *f, unsigned i)
+{
+	const struct host_fixture_zone *z = &f->zones[i];
+	uint64_t v = z->start_uj + f->energy_uj[i];
+
+	/* energy_uj runs 0 .. max-1 and wraps to 0: delta = (max - prev) + cur. */
+	return z->max_range_uj ? v % z->max_range_uj : v;
+}
+
+static int write_zones(struct host_fixture *f)
+{
+	for (unsigned i = 0; i < f->n_zones; i++) {
+		char rel[256];
+		int r;
+
+		snprintf(rel, sizeof(rel), "class/powercap/%s/energy_uj", f->zones[i].dir);
+		r = write_u64(f->sys, rel, zone_value(f, i));
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static int write_stat(struct host_fixture *f)
+{
+	char buf[4096];
+	int n;
+	/* Busy time spread over user and system, idle time over idle and iowait. */
+	uint64_t user = f->busy_ticks * 3 / 4, system = f->busy_ticks - user;
+	uint64_t iowait = f->idle_ticks / 10, idle = f->idle_ticks - iowait;
+
+	n = snprintf(buf, sizeof(buf), "cpu  %llu 0 %llu %llu %llu 0 0 0 0 0\n",
+		     (unsigned long long)user, (unsigned long long)system,
+		     (unsigned long long)idle, (unsigned long long)iowait);
+	for (unsigned c = 0; c < f->ncpus; c++)
+		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "cpu%u 0 0 0 0 0 0 0 0 0 0\n", c);
+	snprintf(buf + n, sizeof(buf) - (size_t)n, "intr 0\nctxt 0\nbtime 1700000000\n");
+	return vw_fixture_write(f->proc, "stat", buf, 0);
+}
+
+static int write_cpuinfo(struct host_fixture *f)
+{
+	char buf[8192];
+	int n = 0;
+
+	for (unsigned c = 0; c < f->ncpus; c++)
+		n += snprintf(buf + n, sizeof(buf) - (size_t)n,
+			      "processor\t: %u\nvendor_id\t: GenuineIntel\ncpu family\t: 6\n"
+			      "model name\t: Intel(R) Xeon(R) Test CPU @ 2.00GHz\n"
+			      "physical id\t: %u\ncore id\t\t: %u\n\n",
+			      c, c / 2, c % 2);
+	return vw_fixture_write(f->proc, "cpuinfo", buf, 0);
+}
+
+int host_fixture_init(struct host_fixture *f, const struct host_fixture_zone *zones,
+		      unsigned n_zones, unsigned ncpus)
+{
+	int r;
+
+	*f = (struct host_fixture){ .zones = zones, .n_zones = n_zones, .ncpus = ncpus };
+	if (n_zones > 16)
+		return -E2BIG;
+	for (unsigned i = 0; i < n_zones; i++)
+		f->watts[i] = zones[i].watts;
+	f->root = vw_fixture_mkdtemp("host");
+	if (!f->root)
+		return -errno;
+	snprintf(f->sys, sizeof(f->sys), "%s/sys", f->root);
+	snprintf(f->proc, sizeof(f->proc), "%s/proc", f->root);
+	r = vw_fixture_mkdir(f->sys, "class");
+	if (r < 0)
+		return r;
+	for (unsigned i = 0; i < n_zones; i++) {
+		char rel[256];
+
+		snprintf(rel, sizeof(rel), "class/powercap/%s/name", zones[i].dir);
+		char name[64];
+		snprintf(name, sizeof(name), "%s\n", zones[i].name);
+		r = vw_fixture_write(f->sys, rel, name, 0);
+		if (r == 0 && zones[i].max_range_uj) {
+			snprintf(rel, sizeof(rel), "class/powercap/%s/max_energy_range_uj",
+				 zones[i].dir);
+			r = write_u64(f->sys, rel, zones[i].max_range_uj);
+		}
+		if (r < 0)
+			return r;
+	}
+	r = write_zones(f);
+	if (r == 0)
+		r = write_stat(f);
+	if (r == 0)
+		r = write_cpuinfo(f);
+	return r;
+}
+
+int host_fixture_advance(struct host_fixture *f, double usage)
+{
+	uint64_t ticks = 100ULL * f->ncpus; /* USER_HZ 100 */
+	uint64_t busy = (uint64_t)(usage * (double)ticks + 0.5);
+
+	f->seconds++;
+	for (unsigned i = 0; i < f->n_zones; i++)
+		f->energy_uj[i] += f->watts[i] * 1000000ULL;
+	f->busy_ticks += busy;
+	f->idle_ticks += ticks - busy;
+	int r = write_zones(f);
+	return r < 0 ? r : write_stat(f);
+}
+
+void host_fixture_fini(struct host_fixture *f)
+{
+	vw_fixture_rm(f->root);
+	f->root = NULL;
+}

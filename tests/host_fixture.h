@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* A fake host for virtwatt-host tests: sysfs powercap zones and procfs stat/cpuinfo. */
+#pragma once
+
+#include <stdint.h>
+
+struct host_fixture_zone {
+	const char *dir;  /* "intel-rapl:0", "intel-rapl:0:0" */
+	const char *name; /* "package-0", "dram" */
+	uint64_t max_range_uj;
+	uint64_t start_uj;
+	uint64_t watts; /* advance per simulated second */
+};
+
+struct host_fixture {
+	char *root; /* contains sys/ and proc/ */
+	char sys[512], proc[512];
+	const struct host_fixture_zone *zones;
+	unsigned n_zones;
+	unsigned ncpus;
+	uint64_t energy_uj[16]; /* unwrapped energy per zone */
+	uint64_t watts[16];     /* current power per zone (starts at zones[i].watts) */
+	uint64_t seconds;    /* simulated time */
+	uint64_t busy_ticks; /* cumulative, all CPUs */
+	uint64_t idle_ticks;
+};
+
+/* Create the tree (zones may be NULL for a machine with no meter). */
+int host_fixture_init(struct host_fixture *f, const struct host_fixture_zone *zones,
+		      unsigned n_zones, unsigned ncpus);
+/* Advance the simulated clock by one second at the given CPU usage (0..1). */
+int host_fixture_advance(struct host_fixture *f, double usage);
+void host_fixture_fini(struct host_fixture *f);

@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The virtwatt-host binary as a user runs it: --help, bad flags and config files, then a real
+ * daemon on a fixture host serving /metrics, /healthz, /readyz over HTTP, stopped by SIGTERM.
+ */
+#include "vw_test.h"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "host_fixture.h"
+#include "macro.h"
+
+struct proc {
+	pid_t pid;
+	int err_fd; /* the child's stderr */
+	char log[65536];
+	size_t log_len;
+};
+
+static int spawn(struct proc *p, char *const argv[])
+{
+	int pipefd[2];
+
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return -errno;
+	p->pid = fork();
+	if (p->pid < 0)
+		return -errno;
+	if (p->pid == 0) {
+		dup2(pipefd[1], STDERR_FILENO);
+		dup2(pipefd[1], STDOUT_FILENO);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	p->err_fd = pipefd[0];
+	p->log_len = 0;
+	p->log[0] = '\0';
+	return 0;
+}
+
+/* Read child output until `needle` appears or timeout_ms passes. */
+static bool wait_output(struct proc *p, const char *needle, int timeout_ms)
+{
+	for (int waited = 0; waited < timeout_ms; waited += 50) {
+		struct pollfd pfd = { .fd = p->err_fd, .events = POLLIN };
+
+		if (strstr(p->log, needle))
+			return true;
+		if (poll(&pfd, 1, 50) > 0) {
+			ssize_t n = read(p->err_fd, p->log + p->log_len,
+					 sizeof(p->log) - 1 - p->log_len);
+			if (n <= 0)
+				return strstr(p->log, needle) != NULL;
+			p->log_len += (size_t)n;
+			p->log[p->log_len] = '\0';
+		}
+	}
+	return strstr(p->log, needle) != NULL;
+}
+
+static int finish(struct proc *p)
+{
+	int st;
+
+	(void)wait_output(p, "\x01never", 200);
+	waitpid(p->pid, &st, 0);
+	close(p->err_fd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static void test_help_and_errors(void **state)
+{
+	char *help[] = { VW_HOST_BIN, "--help", NULL };
+	char *bad[] = { VW_HOST_BIN, "--monitor.interval=5x", NULL };
+	char *dir = vw_fixture_mkdtemp("cfg");
+	char cfgarg[600];
+	char *badcfg[] = { VW_HOST_BIN, cfgarg, NULL };
+	struct proc p;
+
+	(void)state;
+	assert_int_equal(spawn(&p, help), 0);
+	assert_int_equal(finish(&p), 0);
+	for (const char *f = "--web.listen-address\0--host.sysfs\0--host.procfs\0--monitor.interval\0"
+			     "--config.file\0--log.level\0--model.file\0";
+	     *f; f += strlen(f) + 1)
+		if (!strstr(p.log, f))
+			fail_msg("--help lacks %s:\n%s", f, p.log);
+
+	assert_int_equal(spawn(&p, bad), 0);
+	assert_int_equal(finish(&p), 2);
+	assert_non_null(strstr(p.log, "monitor.interval"));
+
+	assert_int_equal(vw_fixture_write(dir, "c.yaml", "monitor:\n  interval: 5s\n  intervl: 1s\n", 0), 0);
+	snprintf(cfgarg, sizeof(cfgarg), "--config.file=%s/c.yaml", dir);
+	assert_int_equal(spawn(&p, badcfg), 0);
+	assert_int_equal(finish(&p), 2);
+	assert_non_null(strstr(p.log, "c.yaml:3:"));
+	vw_fixture_rm(dir);
+}
+
+struct buf {
+	char *data;
+	size_t len;
+};
+
+static size_t collect(char *ptr, size_t size, size_t n, void *ud)
+{
+	struct buf *b = ud;
+	char *nd = realloc(b->data, b->len + size * n + 1);
+
+	if (!nd)
+		return 0;
+	b->data = nd;
+	memcpy(b->data + b->len, ptr, size * n);
+	b->len += size * n;
+	b->data[b->len] = '\0';
+	return size * n;
+}
+
+static long http(const char *url, const char *method, struct buf *body)
+{
+	CURL *c = curl_easy_init();
+	long code = 0;
+
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+	if (strcmp(method, "HEAD") == 0)
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	else if (strcmp(method, "GET") != 0)
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+	curl_easy_cleanup(c);
+	return code;
+}
+
+static void test_serves_metrics(void **state)
+{
+	static const struct host_fixture_zone zones[] = {
+		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 60 },
+	};
+	struct host_fixture fx;
+	char sys[600], proc[600], url[128];
+	char *argv[] = { VW_HOST_BIN, sys, proc, "--web.listen-address=127.0.0.1:0",
+			 "--monitor.interval=1s", "--monitor.sample-interval=200ms",
+			 "--kube.node-name=daemon-test", NULL };
+	struct buf b = { 0 };
+	struct proc p;
+	unsigned port = 0;
+	long code = 0;
+
+	(void)state;
+	assert_int_equal(host_fixture_init(&fx, zones, 1, 2), 0);
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s", fx.sys);
+	snprintf(proc, sizeof(proc), "--host.procfs=%s", fx.proc);
+	assert_int_equal(spawn(&p, argv), 0);
+	assert_true(wait_output(&p, "(port ", 5000));
+	assert_int_equal(sscanf(strstr(p.log, "(port ") + 6, "%u", &port), 1);
+
+	/* The meter advances while the daemon runs. */
+	for (int i = 0; i < 40 && code != 200; i++) {
+		struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+		assert_int_equal(host_fixture_advance(&fx, 0.5), 0);
+		nanosleep(&ts, NULL);
+		snprintf(url, sizeof(url), "http://127.0.0.1:%u/readyz", port);
+		code = http(url, "GET", &b);
+	}
+	assert_int_equal(code, 200);
+	for (int i = 0; i < 15; i++) {
+		struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+		assert_int_equal(host_fixture_advance(&fx, 0.5), 0);
+		nanosleep(&ts, NULL);
+	}
+	free(b.data);
+	b = (struct buf){ 0 };
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+	assert_int_equal(http(url, "GET", &b), 200);
+	assert_non_null(strstr(b.data, "kepler_node_cpu_joules_total{zone=\"package\",path=\"/sys/class/powercap/intel-rapl:0\",node_name=\"daemon-test\"}"));
+	assert_non_null(strstr(b.data, "source=\"rapl\""));
+	free(b.data);
+	b = (struct buf){ 0 };
+	assert_int_equal(http(url, "HEAD", &b), 200);
+	assert_int_equal(b.len, 0);
+	assert_int_equal(http(url, "POST", &b), 405);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/healthz", port);
+	assert_int_equal(http(url, "GET", &b), 200);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/nope", port);
+	assert_int_equal(http(url, "GET", &b), 404);
+	free(b.data);
+
+	kill(p.pid, SIGTERM);
+	assert_int_equal(finish(&p), 0);
+	assert_non_null(strstr(p.log, "stopping"));
+	host_fixture_fini(&fx);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_help_and_errors),
+		cmocka_unit_test(test_serves_metrics),
+	};
+
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Every static table is complete and consistent: power sources, metric families. */
+#include "vw_test.h"
+
+#include <ctype.h>
+#include <string.h>
+
+#include "metrics.h"
+#include "power_source.h"
+
+static void test_power_sources(void **state)
+{
+	size_t n = 0;
+
+	(void)state;
+	for (size_t i = 0; vw_power_sources[i]; i++, n++) {
+		const struct vw_power_source_ops *o = vw_power_sources[i];
+
+		assert_non_null(o->name);
+		assert_non_null(o->open);
+		assert_non_null(o->zones);
+		assert_non_null(o->read);
+		assert_non_null(o->close);
+		for (size_t j = 0; j < i; j++)
+			assert_string_not_equal(o->name, vw_power_sources[j]->name);
+	}
+	assert_true(n >= 2);
+	/* Real meters come before estimates. */
+	assert_true(vw_power_sources[0]->measured);
+	assert_false(vw_power_sources[n - 1]->measured);
+}
+
+static bool valid_name(const char *s)
+{
+	if (!(isalpha((unsigned char)*s) || *s == '_'))
+		return false;
+	for (; *s; s++)
+		if (!(isalnum((unsigned char)*s) || *s == '_'))
+			return false;
+	return true;
+}
+
+static void test_families(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < vw_host_n_families; i++) {
+		const struct vw_metric_family *f = &vw_host_families[i];
+		size_t len = strlen(f->name);
+		bool total = len > 6 && strcmp(f->name + len - 6, "_total") == 0;
+
+		assert_true(valid_name(f->name));
+		assert_true(strncmp(f->name, "kepler_", 7) == 0 || strncmp(f->name, "virtwatt_", 9) == 0);
+		assert_non_null(f->help);
+		assert_true(f->help[0] != '\0');
+		/* Counters and only counters end in _total. */
+		assert_int_equal(total, f->type == VW_METRIC_COUNTER);
+		for (size_t j = 0; f->labels && f->labels[j]; j++) {
+			assert_true(valid_name(f->labels[j]));
+			assert_false(strncmp(f->labels[j], "__", 2) == 0);
+		}
+		for (size_t j = 0; j < i; j++)
+			assert_string_not_equal(f->name, vw_host_families[j].name);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_power_sources),
+		cmocka_unit_test(test_families),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
