@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Per-process CPU time, cumulative since the accountant opened: measured in the kernel by CO-RE
+ * eBPF from task->se.sum_exec_runtime deltas (exact, matches /proc/PID/schedstat), or, where
+ * BPF cannot load, read from /proc/PID/schedstat (else stat). Back-ends are static const ops
+ * tables probed in preference order: bpf, then procfs.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VW_COMM_LEN 16
+
+struct vw_proc_cpu {
+	uint32_t tgid;
+	uint64_t cgroup_id; /* cgroup v2 id of the process's last-seen cgroup, 0 if unknown */
+	uint64_t cpu_ns;    /* cumulative on-CPU time of all its threads since open */
+	uint64_t start_time; /* /proc/PID/stat starttime (ticks since boot): tells PID reuse */
+	char comm[VW_COMM_LEN];
+	bool exited; /* final value: the process is gone (reported once) */
+};
+
+struct vw_cgroup_cpu {
+	uint64_t cgroup_id;
+	uint64_t cpu_ns; /* cumulative, including tasks that exited */
+};
+
+/* Optional hardware counters per process (cumulative); zero when unavailable. */
+struct vw_proc_counters {
+	uint64_t cycles, instructions, cache_misses;
+};
+
+struct vw_cpu_snapshot {
+	struct vw_proc_cpu *procs; /* owned by the accountant; valid until the next read */
+	size_t n_procs;
+	struct vw_cgroup_cpu *cgroups;
+	size_t n_cgroups;
+	uint64_t kernel_ns; /* idle-task-excluded time of PID 0 / kernel-only work, if known */
+};
+
+struct vw_cpu_env {
+	int procfs_fd;       /* --host.procfs root */
+	int sysfs_fd;        /* --host.sysfs root (BTF, cgroup mounts) */
+	uint32_t max_procs;  /* map sizes */
+};
+
+struct vw_cpu_account_ops {
+	const char *name; /* "bpf", "procfs": the `method` label */
+	/* -ENODEV / -EPERM / -EOPNOTSUPP when unavailable here: the next one is tried. */
+	int (*open)(const struct vw_cpu_env *env, void **ret_state);
+	/* Take a snapshot now (in-flight slices of running tasks included). */
+	int (*read)(void *state, struct vw_cpu_snapshot *ret);
+	void (*close)(void *state);
+};
+
+extern const struct vw_cpu_account_ops vw_cpu_bpf;
+extern const struct vw_cpu_account_ops vw_cpu_procfs;
+extern const struct vw_cpu_account_ops *const vw_cpu_accountants[];
+
+struct vw_cpu_accountant {
+	const struct vw_cpu_account_ops *ops;
+	void *state;
+};
+
+/* Open the first that works (or only `name` when non-NULL); logs the choice once. */
+int vw_cpu_accountant_open(const struct vw_cpu_env *env, const char *name,
+			   struct vw_cpu_accountant *ret);
+void vw_cpu_accountant_close(struct vw_cpu_accountant *a);

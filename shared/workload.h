@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Process -> container -> pod mapping. Containers are found from /proc/PID/cgroup paths
+ * (docker, containerd, cri-o, podman, kubepods; cgroupfs and systemd drivers; cgroup v1 and v2).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+enum vw_runtime {
+	VW_RUNTIME_UNKNOWN,
+	VW_RUNTIME_DOCKER,
+	VW_RUNTIME_CONTAINERD,
+	VW_RUNTIME_CRIO,
+	VW_RUNTIME_PODMAN,
+	VW_RUNTIME__COUNT,
+};
+
+/* Kepler's runtime label values: "docker", "containerd", "crio", "podman", "unknown". */
+const char *vw_runtime_name(enum vw_runtime rt);
+
+#define VW_CONTAINER_ID_LEN 65 /* 64 hex + NUL */
+#define VW_POD_UID_LEN 37      /* canonical UUID + NUL */
+
+struct vw_cgroup_match {
+	bool container;              /* a container was found */
+	enum vw_runtime runtime;
+	char container_id[VW_CONTAINER_ID_LEN];
+	bool kubepods;               /* under a kubepods hierarchy */
+	char pod_uid[VW_POD_UID_LEN]; /* dashes restored ("pod1234_5678" -> "1234-5678"), or "" */
+};
+
+/* One cgroup path (the part after "hierarchy:controllers:"). 0 when a container matched,
+ * -ENOENT when none. */
+int vw_workload_parse_cgroup_path(const char *path, struct vw_cgroup_match *ret);
+/* The whole /proc/PID/cgroup text: v1 and v2 lines; the deepest match wins. */
+int vw_workload_parse_proc_cgroup(const char *text, struct vw_cgroup_match *ret);
+/* Read and parse <procfs>/<pid>/cgroup. -ENOENT: no container (or the process is gone: -ESRCH). */
+int vw_workload_read_pid(int procfd, uint32_t pid, struct vw_cgroup_match *ret);
+
+/* Pod metadata from the Kubernetes API server (list then watch, filtered by node) or the
+ * kubelet's /pods (polled). Runs on its own thread; lookups are thread-safe copies. */
+struct vw_pod_info {
+	char uid[VW_POD_UID_LEN];
+	char name[254];
+	char namespace_[64];
+	uint64_t cpu_request_millis; /* sum of its containers' CPU requests */
+};
+
+enum vw_podmeta_mode {
+	VW_PODMETA_APISERVER,
+	VW_PODMETA_KUBELET,
+};
+
+struct vw_podmeta_opts {
+	enum vw_podmeta_mode mode;
+	const char *url;        /* https://kubernetes.default.svc, https://NODE:10250; "" = in-cluster */
+	const char *token_file; /* service-account token (re-read on 401) */
+	const char *ca_file;
+	const char *node_name;  /* spec.nodeName field selector (apiserver mode) */
+	bool insecure_skip_verify; /* kubelet self-signed certs */
+	uint64_t poll_ns;       /* kubelet mode poll period; apiserver resync on errors */
+	uint64_t timeout_ns;
+};
+
+struct vw_podmeta;
+
+/* NULL with errno set when options are invalid; connection problems are retried with backoff. */
+struct vw_podmeta *vw_podmeta_start(const struct vw_podmeta_opts *opts);
+void vw_podmeta_stop(struct vw_podmeta *pm);
+/* By container ID (64 hex, no runtime prefix) or by pod UID. 0, or -ENOENT. */
+int vw_podmeta_by_container(struct vw_podmeta *pm, const char *container_id,
+			    struct vw_pod_info *ret, char *container_name, size_t namelen);
+int vw_podmeta_by_uid(struct vw_podmeta *pm, const char *uid, struct vw_pod_info *ret);
+/* Synced once (list done) and how many pods are known. */
+bool vw_podmeta_synced(struct vw_podmeta *pm);
+size_t vw_podmeta_count(struct vw_podmeta *pm);
