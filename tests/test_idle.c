@@ -333,22 +333,31 @@ static void test_split_conservation_property(void **state)
 	}
 }
 
-static void test_fit_beats_residual(void **state)
+/* The worked example of docs/idle.md, number for number. */
+static void test_docs_example(void **state)
 {
-	struct vw_idle_fit *f = vw_idle_fit_new(60, 0.05);
-	uint64_t seed = 2465, idle_fit, idle_res, active;
-	/* The docs/idle.md example: 40 W idle, +100 W at full load, an interval at 90 %. */
-	uint64_t energy = 130000000; /* 130 W for 1 s */
+	struct vw_idle_fit *f = vw_idle_fit_new(4, 0.05);
+	uint64_t idle, active;
 
 	(void)state;
 	assert_non_null(f);
-	feed_line(f, &seed, 60, 40, 100, 0.1, 0.9, 0);
-	vw_idle_split(energy, SEC, fitted(f), 0.9, &idle_fit, &active);
-	assert_int_equal(idle_fit, 40000000);
-	assert_int_equal(active, 90000000);
-	/* Kepler's (1 - u) x P: 13 W of "idle" on a machine that idles at 40 W (#2465). */
-	vw_idle_split(energy, SEC, -1, 0.9, &idle_res, &active);
-	assert_int_equal(idle_res, 13000000);
+	vw_idle_fit_add(f, 0.2, 62);
+	vw_idle_fit_add(f, 0.4, 78);
+	vw_idle_fit_add(f, 0.6, 102);
+	vw_idle_fit_add(f, 0.8, 118);
+	assert_double_near(fitted(f), 42, 1e-9);
+	/* Next interval: 1 s at 90 % usage, 130 J measured. */
+	vw_idle_split(130000000, SEC, fitted(f), 0.9, &idle, &active);
+	assert_int_equal(idle, 42000000);
+	assert_int_equal(active, 88000000);
+	/* Kepler's (1 - u) x P: 13 J of "idle" on a machine that idles at 42 W (#2465). */
+	vw_idle_split(130000000, SEC, -1, 0.9, &idle, &active);
+	assert_int_equal(idle, 13000000);
+	assert_int_equal(active, 117000000);
+	/* 0.5 W of idle over 3 µs is 1.5 µJ: rounds half away from zero, to 2. */
+	vw_idle_split(10, 3000, 0.5, 0.5, &idle, &active);
+	assert_int_equal(idle, 2);
+	assert_int_equal(active, 8);
 	vw_idle_fit_free(f);
 }
 
@@ -444,7 +453,7 @@ int main(void)
 		cmocka_unit_test(test_split_residual),
 		cmocka_unit_test(test_split_rounding),
 		cmocka_unit_test(test_split_conservation_property),
-		cmocka_unit_test(test_fit_beats_residual),
+		cmocka_unit_test(test_docs_example),
 		cmocka_unit_test(test_fit_real_data),
 		cmocka_unit_test(test_method_names),
 	};
