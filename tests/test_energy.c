@@ -247,21 +247,6 @@ static void test_watts(void **state)
 	assert_double_near(vw_energy_watts(UINT64_MAX, 1), 1.8446744073709552e22, 1e7);
 }
 
-/* splitmix64: a fixed-seed generator, so the property test is reproducible. */
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-static uint64_t rng_range(uint64_t *s, uint64_t lo, uint64_t hi)
-{
-	return lo + rng_next(s) % (hi - lo + 1);
-}
-
 enum step_kind { STEP_NORMAL, STEP_LONG, STEP_JUNK, STEP_BURST };
 
 /*
@@ -279,21 +264,21 @@ struct ref {
 
 static enum step_kind pick_step(uint64_t *s, uint64_t *ret_elapsed, uint64_t *ret_energy)
 {
-	uint64_t roll = rng_next(s) % 100;
-	uint64_t elapsed = rng_range(s, SEC / 2, 3 * SEC / 2);
+	uint64_t roll = vw_test_rng(s) % 100;
+	uint64_t elapsed = vw_test_rng_range(s, SEC / 2, 3 * SEC / 2);
 	/* Up to 90 W over the interval: always under the ceiling. */
-	uint64_t energy = rng_range(s, 0, elapsed * 90 / 1000);
+	uint64_t energy = vw_test_rng_range(s, 0, elapsed * 90 / 1000);
 
 	if (roll < 4) { /* long pause: the ceiling could cover a whole range */
-		elapsed = rng_range(s, P_RANGE * 1000 / 100, 600 * SEC);
-		energy = rng_range(s, 0, 3 * P_RANGE);
+		elapsed = vw_test_rng_range(s, P_RANGE * 1000 / 100, 600 * SEC);
+		energy = vw_test_rng_range(s, 0, 3 * P_RANGE);
 		*ret_elapsed = elapsed;
 		*ret_energy = energy;
 		return STEP_LONG;
 	}
 	*ret_elapsed = elapsed;
 	if (roll < 8) { /* more than the ceiling allows (below a whole range) */
-		*ret_energy = rng_range(s, elapsed / 10 + 1, P_RANGE / 2);
+		*ret_energy = vw_test_rng_range(s, elapsed / 10 + 1, P_RANGE / 2);
 		return STEP_BURST;
 	}
 	*ret_energy = energy;
@@ -331,7 +316,7 @@ static void test_property_totals(void **state)
 
 		now += elapsed;
 		ref_step(&r, k, energy);
-		raw = k == STEP_JUNK ? P_RANGE + 1 + rng_next(&seed) % 1000 : r.true_uj % P_RANGE;
+		raw = k == STEP_JUNK ? P_RANGE + 1 + vw_test_rng(&seed) % 1000 : r.true_uj % P_RANGE;
 		vw_energy_counter_update(&c, raw, now, NULL);
 		if (c.total_uj < last_total)
 			fail_msg("step %d: total fell from %llu to %llu", i,

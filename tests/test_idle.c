@@ -10,30 +10,14 @@
 
 #define SEC VW_NSEC_PER_SEC
 
-/* splitmix64 with a fixed seed: reproducible noise and inputs. */
-static uint64_t rng_next(uint64_t *s)
-{
-	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
-
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-	return z ^ (z >> 31);
-}
-
-/* Uniform in [lo, hi]. */
-static double rng_double(uint64_t *s, double lo, double hi)
-{
-	return lo + (hi - lo) * (double)(rng_next(s) >> 11) / (double)(1ULL << 53);
-}
-
 /* n points of watts = idle + slope x usage (+- noise), usage spread over [ulo, uhi]. */
 static void feed_line(struct vw_idle_fit *f, uint64_t *seed, int n, double idle, double slope,
 		      double ulo, double uhi, double noise)
 {
 	for (int i = 0; i < n; i++) {
-		double u = rng_double(seed, ulo, uhi);
+		double u = vw_test_rng_double(seed, ulo, uhi);
 
-		vw_idle_fit_add(f, u, idle + slope * u + rng_double(seed, -noise, noise));
+		vw_idle_fit_add(f, u, idle + slope * u + vw_test_rng_double(seed, -noise, noise));
 	}
 }
 
@@ -298,21 +282,21 @@ static void test_split_conservation_property(void **state)
 
 	(void)state;
 	for (int i = 0; i < 100000; i++) {
-		uint64_t energy = rng_next(&seed) >> (rng_next(&seed) % 64);
-		uint64_t elapsed = rng_next(&seed) >> (rng_next(&seed) % 64);
-		double usage = rng_double(&seed, -0.5, 1.5);
+		uint64_t energy = vw_test_rng(&seed) >> (vw_test_rng(&seed) % 64);
+		uint64_t elapsed = vw_test_rng(&seed) >> (vw_test_rng(&seed) % 64);
+		double usage = vw_test_rng_double(&seed, -0.5, 1.5);
 		double idle_w;
 		uint64_t idle, active;
 
-		switch (rng_next(&seed) % 4) {
+		switch (vw_test_rng(&seed) % 4) {
 		case 0:
-			idle_w = -rng_double(&seed, 0, 10);
+			idle_w = -vw_test_rng_double(&seed, 0, 10);
 			break;
 		case 1:
 			idle_w = NAN;
 			break;
 		default:
-			idle_w = rng_double(&seed, 0, 500);
+			idle_w = vw_test_rng_double(&seed, 0, 500);
 		}
 		vw_idle_split(energy, elapsed, idle_w, usage, &idle, &active);
 		assert_true(idle <= energy);

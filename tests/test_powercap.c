@@ -57,39 +57,40 @@ static bool deny_open(int dirfd, const char *path)
 	return fault.deny_all || is_file(dirfd, fault.deny_dev, fault.deny_ino);
 }
 
-static mode_t open_mode(int flags, va_list ap)
-{
-	return (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;
-}
+typedef int (*openat_fn)(int dirfd, const char *path, int flags, ...);
 
-int __wrap_openat(int dirfd, const char *path, int flags, ...)
+static int fake_openat(openat_fn real, int dirfd, const char *path, int flags, va_list ap)
 {
-	va_list ap;
-	mode_t mode;
+	mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;
 
-	va_start(ap, flags);
-	mode = open_mode(flags, ap);
-	va_end(ap);
 	if (deny_open(dirfd, path)) {
 		errno = EACCES;
 		return -1;
 	}
-	return __real_openat(dirfd, path, flags, mode);
+	return real(dirfd, path, flags, mode);
+}
+
+/* fileio.c calls openat64 where _FILE_OFFSET_BITS=64 redirects it; wrap both names. */
+int __wrap_openat(int dirfd, const char *path, int flags, ...)
+{
+	va_list ap;
+	int r;
+
+	va_start(ap, flags);
+	r = fake_openat(__real_openat, dirfd, path, flags, ap);
+	va_end(ap);
+	return r;
 }
 
 int __wrap_openat64(int dirfd, const char *path, int flags, ...)
 {
 	va_list ap;
-	mode_t mode;
+	int r;
 
 	va_start(ap, flags);
-	mode = open_mode(flags, ap);
+	r = fake_openat(__real_openat64, dirfd, path, flags, ap);
 	va_end(ap);
-	if (deny_open(dirfd, path)) {
-		errno = EACCES;
-		return -1;
-	}
-	return __real_openat64(dirfd, path, flags, mode);
+	return r;
 }
 
 ssize_t __wrap_read(int fd, void *buf, size_t n)
@@ -215,6 +216,25 @@ static void expect_zone(const struct tree *t, size_t i, enum vw_zone zone, unsig
 			 vw_zone_name(zone), socket, path);
 }
 
+struct want {
+	enum vw_zone zone;
+	unsigned socket;
+	const char *entry;
+};
+
+static void expect_zones_(const struct tree *t, const struct want *w, size_t n)
+{
+	assert_int_equal(t->n, n);
+	for (size_t i = 0; i < n; i++)
+		expect_zone(t, i, w[i].zone, w[i].socket, w[i].entry);
+}
+
+#define expect_zones(t, ...)                                                                       \
+	do {                                                                                       \
+		const struct want _w[] = { __VA_ARGS__ };                                          \
+		expect_zones_((t), _w, ARRAY_SIZE(_w));                                            \
+	} while (0)
+
 /* Zone index by entry name. */
 static size_t zone_index(const struct tree *t, const char *entry)
 {
@@ -319,11 +339,11 @@ static void test_one_socket(void **state)
 	tree_new(&t);
 	add_client(&t);
 	assert_int_equal(tree_open(&t), 0);
-	assert_int_equal(t.n, 4);
-	expect_zone(&t, 0, VW_ZONE_PACKAGE, 0, "intel-rapl:0");
-	expect_zone(&t, 1, VW_ZONE_CORE, 0, "intel-rapl:0:0");
-	expect_zone(&t, 2, VW_ZONE_UNCORE, 0, "intel-rapl:0:1");
-	expect_zone(&t, 3, VW_ZONE_PSYS, 0, "intel-rapl:1");
+	expect_zones(&t,
+		     { VW_ZONE_PACKAGE, 0, "intel-rapl:0" },
+		     { VW_ZONE_CORE, 0, "intel-rapl:0:0" },
+		     { VW_ZONE_UNCORE, 0, "intel-rapl:0:1" },
+		     { VW_ZONE_PSYS, 0, "intel-rapl:1" });
 	for (size_t i = 0; i < t.n; i++) {
 		assert_true(t.zones[i].max_range_uj == MAX_RANGE);
 		assert_double_near(t.zones[i].idle_w, -1, 0);
@@ -358,14 +378,14 @@ static void test_two_sockets(void **state)
 	add_zone(&t, "intel-rapl:2:0", "core\n", "6\n", MAX_RANGE_S, NULL);
 	add_zone(&t, "intel-rapl:0:0", "core\n", "7\n", MAX_RANGE_S, NULL);
 	assert_int_equal(tree_open(&t), 0);
-	assert_int_equal(t.n, 7);
-	expect_zone(&t, 0, VW_ZONE_PACKAGE, 0, "intel-rapl:0");
-	expect_zone(&t, 1, VW_ZONE_CORE, 0, "intel-rapl:0:0");
-	expect_zone(&t, 2, VW_ZONE_DRAM, 0, "intel-rapl:0:1");
-	expect_zone(&t, 3, VW_ZONE_PSYS, 0, "intel-rapl:1");
-	expect_zone(&t, 4, VW_ZONE_PACKAGE, 1, "intel-rapl:2");
-	expect_zone(&t, 5, VW_ZONE_CORE, 1, "intel-rapl:2:0");
-	expect_zone(&t, 6, VW_ZONE_DRAM, 1, "intel-rapl:2:1");
+	expect_zones(&t,
+		     { VW_ZONE_PACKAGE, 0, "intel-rapl:0" },
+		     { VW_ZONE_CORE, 0, "intel-rapl:0:0" },
+		     { VW_ZONE_DRAM, 0, "intel-rapl:0:1" },
+		     { VW_ZONE_PSYS, 0, "intel-rapl:1" },
+		     { VW_ZONE_PACKAGE, 1, "intel-rapl:2" },
+		     { VW_ZONE_CORE, 1, "intel-rapl:2:0" },
+		     { VW_ZONE_DRAM, 1, "intel-rapl:2:1" });
 	assert_true(t.zones[6].max_range_uj == 65532610987ULL);
 	tree_free(&t);
 }
@@ -389,8 +409,8 @@ static void test_mmio(void **state)
 	tree_new(&t);
 	add_zone(&t, "intel-rapl-mmio:0", "package-0\n", "999\n", MAX_RANGE_S, "15000000\n");
 	assert_int_equal(tree_open(&t), 0);
-	assert_int_equal(t.n, 1);
-	expect_zone(&t, 0, VW_ZONE_PACKAGE, 0, "intel-rapl-mmio:0");
+	expect_zones(&t,
+		     { VW_ZONE_PACKAGE, 0, "intel-rapl-mmio:0" });
 	tree_free(&t);
 }
 
@@ -409,10 +429,10 @@ static void test_skipped_zones(void **state)
 	capture_start(&log);
 	assert_int_equal(tree_open(&t), 0);
 	capture_stop();
-	assert_int_equal(t.n, 3);
-	expect_zone(&t, 0, VW_ZONE_PACKAGE, 0, "intel-rapl:0");
-	expect_zone(&t, 1, VW_ZONE_CORE, 0, "intel-rapl:0:0");
-	expect_zone(&t, 2, VW_ZONE_PSYS, 0, "intel-rapl:1");
+	expect_zones(&t,
+		     { VW_ZONE_PACKAGE, 0, "intel-rapl:0" },
+		     { VW_ZONE_CORE, 0, "intel-rapl:0:0" },
+		     { VW_ZONE_PSYS, 0, "intel-rapl:1" });
 	assert_non_null(strstr(log.all, "debug: powercap: intel-rapl:2: unknown zone name 'gpu'"));
 	assert_non_null(strstr(log.all, "debug: powercap: intel-rapl:0:1: disabled"));
 	tree_free(&t);
@@ -434,14 +454,14 @@ static void test_multi_die(void **state)
 	add_zone(&t, "intel-rapl:5", "package-1-die-0\n", "1\n", MAX_RANGE_S, NULL);
 	add_zone(&t, "intel-rapl:6", "package-1-die-x\n", "1\n", MAX_RANGE_S, NULL);
 	assert_int_equal(tree_open(&t), 0);
-	assert_int_equal(t.n, 7);
-	expect_zone(&t, 0, VW_ZONE_PACKAGE, 0, "intel-rapl:0");
-	expect_zone(&t, 1, VW_ZONE_PACKAGE, 0, "intel-rapl:1");
-	expect_zone(&t, 2, VW_ZONE_PACKAGE, 0, "intel-rapl:2");
-	expect_zone(&t, 3, VW_ZONE_PACKAGE, 0, "intel-rapl:3");
-	expect_zone(&t, 4, VW_ZONE_PACKAGE, 0, "intel-rapl:4");
-	expect_zone(&t, 5, VW_ZONE_DRAM, 0, "intel-rapl:1:0");
-	expect_zone(&t, 6, VW_ZONE_PACKAGE, 1, "intel-rapl:5");
+	expect_zones(&t,
+		     { VW_ZONE_PACKAGE, 0, "intel-rapl:0" },
+		     { VW_ZONE_PACKAGE, 0, "intel-rapl:1" },
+		     { VW_ZONE_PACKAGE, 0, "intel-rapl:2" },
+		     { VW_ZONE_PACKAGE, 0, "intel-rapl:3" },
+		     { VW_ZONE_PACKAGE, 0, "intel-rapl:4" },
+		     { VW_ZONE_DRAM, 0, "intel-rapl:1:0" },
+		     { VW_ZONE_PACKAGE, 1, "intel-rapl:5" });
 	tree_free(&t);
 }
 
@@ -650,9 +670,9 @@ static void test_unreadable_at_open(void **state)
 	capture_start(&log);
 	assert_int_equal(tree_open(&t), 0);
 	capture_stop();
-	assert_int_equal(t.n, 2);
-	expect_zone(&t, 0, VW_ZONE_PACKAGE, 0, "intel-rapl:0");
-	expect_zone(&t, 1, VW_ZONE_CORE, 0, "intel-rapl:0:0");
+	expect_zones(&t,
+		     { VW_ZONE_PACKAGE, 0, "intel-rapl:0" },
+		     { VW_ZONE_CORE, 0, "intel-rapl:0:0" });
 	assert_non_null(strstr(log.all, "intel-rapl:0:1: cannot read energy_uj: Is a directory"));
 	tree_free(&t);
 
