@@ -277,8 +277,10 @@ static void drop_unreadable(struct pc_list *l, size_t *ret_eacces)
 		int r = vw_read_u64_at(l->z[i].dirfd, "energy_uj", &v);
 
 		if (r < 0) {
-			vw_warn("powercap: %s: cannot read energy_uj: %s; zone skipped",
-				l->z[i].info.path, strerror(-r));
+			/* Permission is reported once for all zones, by the caller. */
+			vw_log(r == -EACCES ? VW_LOG_DEBUG : VW_LOG_WARN,
+			       "powercap: %s: cannot read energy_uj: %s; zone skipped",
+			       l->z[i].info.path, strerror(-r));
 			eacces += r == -EACCES;
 			vw_closep(&l->z[i].dirfd);
 			continue;
@@ -368,8 +370,13 @@ static int find_zones(int pcfd, struct pc_list *l)
 	if (found == 0)
 		return -ENODEV;
 	drop_unreadable(l, &eacces);
-	if (l->n > 0)
+	if (l->n > 0) {
+		if (eacces)
+			vw_warn("powercap: energy_uj of %zu of %zu zones is root-only here; "
+				"those zones are skipped",
+				eacces, found);
 		return 0;
+	}
 	if (eacces == found) {
 		log_eacces();
 		return -EACCES;
