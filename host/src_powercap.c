@@ -388,7 +388,7 @@ static int powercap_open(const struct vw_power_env *env, void **ret_state)
 {
 	_cleanup_(powercap_closep) struct powercap *pc = NULL;
 	_cleanup_close_ int pcfd = -1;
-	struct pc_list l = { 0 };
+	_cleanup_(pc_list_done) struct pc_list l = { 0 };
 	int r;
 
 	if (!env || env->sysfs_fd < 0)
@@ -400,11 +400,9 @@ static int powercap_open(const struct vw_power_env *env, void **ret_state)
 	if (!pc)
 		return -ENOMEM;
 	r = find_zones(pcfd, &l);
-	if (r == 0)
-		take_zones(pc, &l);
-	pc_list_done(&l);
 	if (r < 0)
 		return r;
+	take_zones(pc, &l);
 	warn_unknown_ranges(pc);
 	for (size_t i = 0; i < pc->n; i++)
 		vw_debug("powercap: zone %s socket %u at %s, range %llu uJ, ceiling %llu uW",
