@@ -21,7 +21,7 @@ struct vw_zone_info {
 	unsigned socket;       /* package index for per-socket zones, else 0 */
 	char path[128];        /* Kepler's `path` label: /sys/class/powercap/intel-rapl:0[:N] */
 	uint64_t max_range_uj; /* raw counter wraps after this; 0 = unknown */
-	uint64_t max_power_uw; /* plausibility ceiling (constraint max power), 0 = none */
+	uint64_t max_power_uw; /* plausibility ceiling, 0 = none (powercap: 4 x constraint_0) */
 	double idle_w;         /* source-provided idle power (a model at zero load); <0 = none */
 };
 
@@ -65,6 +65,10 @@ struct vw_power_source_ops {
 	void (*close)(void *state);
 };
 
+/*
+ * RAPL through <sysfs>/class/powercap (host/src_powercap.c). open(): -ENODEV without zones,
+ * -EACCES when every energy_uj is root-only. read() logs per-zone failures itself, rate-limited.
+ */
 extern const struct vw_power_source_ops vw_src_powercap;
 extern const struct vw_power_source_ops vw_src_estimator;
 

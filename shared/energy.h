@@ -40,6 +40,9 @@ bool vw_energy_delta(uint64_t prev, uint64_t cur, uint64_t max_range_uj, uint64_
  * Feed a raw reading taken at now_ns. A gap when: the delta is unknowable; elapsed time at the
  * plausibility ceiling could cover a whole wrap; or the delta exceeds elapsed x ceiling.
  * *ret_delta_uj (optional) gets the energy added (0 unless OK or WRAPPED).
+ * After a gap the reading is the new baseline, except a raw value above max_range_uj (junk):
+ * that one is dropped and the next valid reading becomes the baseline. A clock going backwards
+ * is a gap too. total_uj saturates at UINT64_MAX and never decreases.
  */
 enum vw_energy_result vw_energy_counter_update(struct vw_energy_counter *c, uint64_t raw_uj,
 					       uint64_t now_ns, uint64_t *ret_delta_uj);

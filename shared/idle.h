@@ -24,16 +24,32 @@ const char *vw_idle_method_name(enum vw_idle_method m);
 
 struct vw_idle_fit; /* opaque: one per zone */
 
-/* window = number of (usage, watts) points kept; min_spread = usage spread needed to fit. */
+/* A fit needs at least this many points; windows are bounded in size. */
+#define VW_IDLE_MIN_POINTS 3
+#define VW_IDLE_MAX_WINDOW 65536
+
+/*
+ * window = number of (usage, watts) points kept (VW_IDLE_MIN_POINTS..VW_IDLE_MAX_WINDOW);
+ * min_spread = usage spread needed to fit, as the population standard deviation of the usage
+ * values in the window (e.g. 0.05). NULL with errno (EINVAL, ENOMEM) on failure.
+ */
 struct vw_idle_fit *vw_idle_fit_new(size_t window, double min_spread);
 void vw_idle_fit_free(struct vw_idle_fit *f);
+/*
+ * Add one interval's point (usage clamped to [0, 1]; non-finite values and negative watts are
+ * ignored) and refit: the line is accepted only with enough spread and a slope >= 0; its
+ * intercept is clamped to [0, lowest watts in the window]. The oldest point drops out, so the
+ * estimate follows the machine both down and up.
+ */
 void vw_idle_fit_add(struct vw_idle_fit *f, double usage, double watts);
 /* Current intercept (last good one kept). -EAGAIN before the first good fit. */
 int vw_idle_fit_get(const struct vw_idle_fit *f, double *ret_idle_w);
 
 /*
- * Pure split of one interval's energy. idle_w < 0 means "no idle power known": the residual
- * rule applies with usage. Result: idle_uj + active_uj == energy_uj, idle_uj <= energy_uj.
+ * Pure split of one interval's energy. idle_w >= 0: idle_uj = min(round(idle_w x elapsed),
+ * energy_uj). idle_w < 0 (or not finite) means "no idle power known": the residual rule
+ * idle_uj = round((1 - usage) x energy_uj) applies, usage clamped to [0, 1] (NaN counts as 0).
+ * Result: idle_uj + active_uj == energy_uj, idle_uj <= energy_uj. Rounding is half away from 0.
  */
 void vw_idle_split(uint64_t energy_uj, uint64_t elapsed_ns, double idle_w, double usage,
 		   uint64_t *ret_idle_uj, uint64_t *ret_active_uj);

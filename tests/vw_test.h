@@ -18,6 +18,28 @@
 			fail_msg("%s = %.17g, expected %.17g (+-%g)", #a, _a, _b, (double)(eps)); \
 	} while (0)
 
+/* splitmix64: a small generator for property tests, reproducible from a fixed seed. */
+static inline uint64_t vw_test_rng(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* Uniform integer in [lo, hi], hi - lo < UINT64_MAX. */
+static inline uint64_t vw_test_rng_range(uint64_t *s, uint64_t lo, uint64_t hi)
+{
+	return lo + vw_test_rng(s) % (hi - lo + 1);
+}
+
+/* Uniform double in [lo, hi). */
+static inline double vw_test_rng_double(uint64_t *s, double lo, double hi)
+{
+	return lo + (hi - lo) * (double)(vw_test_rng(s) >> 11) / (double)(1ULL << 53);
+}
+
 /* Where the repo's test data lives (set by meson). */
 #ifndef VW_TEST_DATA
 #define VW_TEST_DATA "tests/data"
