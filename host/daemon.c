@@ -25,7 +25,6 @@ struct zone_state {
 	double configured_idle_w; /* < 0: none */
 	struct vw_idle_fit *fit;
 	struct vw_node_zone_view view;
-	struct vw_complaint complaint;
 };
 
 struct vw_host {
@@ -246,15 +245,11 @@ static void read_meters(struct vw_host *h, const struct vw_node_activity *act)
 	for (size_t i = 0; i < h->n_zones; i++) {
 		struct zone_state *z = &h->zs[i];
 
+		/* The source logs its own failures (rate-limited); count them here. */
 		if (errs[i] < 0) {
 			z->read_errors++;
-			vw_complain(&z->complaint, VW_LOG_WARN, "power: reading %s (%s): %s",
-				    h->zones[i].path, vw_zone_name(h->zones[i].zone),
-				    strerror(-errs[i]));
 			continue;
 		}
-		vw_release(&z->complaint, VW_LOG_INFO, "power: %s readable again",
-			   h->zones[i].path);
 		vw_energy_counter_update(&z->ctr, raw[i], act->now_ns, NULL);
 	}
 }
