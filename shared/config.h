@@ -41,6 +41,10 @@ struct vw_option {
 
 /* The --config.file option every daemon has (a char * field). */
 #define VW_CONFIG_FILE_FLAG "config.file"
+/* Larger configuration files are refused (-EFBIG). */
+#define VW_CONFIG_MAX_BYTES (1024 * 1024)
+/* Enough for any vw_format_duration() result ("9223372036854775807ns" and the NUL). */
+#define VW_DURATION_STRLEN 32
 
 enum {
 	VW_CONFIG_CONTINUE = 0,
@@ -59,14 +63,27 @@ struct vw_config_program {
  * Fill cfg: defaults, then the YAML file (if --config.file is given), then the flags.
  * Returns VW_CONFIG_CONTINUE, VW_CONFIG_EXIT_OK, or -EINVAL/-ENOENT/... with a message in err
  * ("--monitor.interval: invalid duration \"5x\"", "cfg.yaml:3:5: unknown key \"monitr\"").
+ * cfg must be zeroed before the first load; a later load frees what the previous one allocated.
+ * On anything but VW_CONFIG_CONTINUE the fields are freed again (vw_config_free is harmless).
+ * --help and --version print to out (NULL: stdout). argv is not reordered.
  */
 int vw_config_load(const struct vw_config_program *p, void *cfg, int argc, char **argv,
 		   FILE *out, char *err, size_t errlen);
+/*
+ * Check an option table: flag and YAML key syntax, no duplicates, no key that is both a value
+ * and a mapping, defaults that parse, bounds, choices only on strings. 0 or -EINVAL with err.
+ * vw_config_load runs it first; a selfcheck test can run it on every daemon's table.
+ */
+int vw_config_check(const struct vw_config_program *p, char *err, size_t errlen);
 /* Free the strings and lists the loader allocated. */
 void vw_config_free(const struct vw_config_program *p, void *cfg);
 void vw_config_usage(const struct vw_config_program *p, FILE *out);
 /* Print the effective configuration as YAML (for --config.print and the logs). */
 void vw_config_print(const struct vw_config_program *p, const void *cfg, FILE *out);
 
+/* Go syntax, no sign: 0, 100ns, 2us, 300ms, 1m30s, 1.5h. -EINVAL bad form, -ERANGE > INT64_MAX. */
 int vw_parse_duration(const char *s, uint64_t *ret_ns);
+/* The shortest exact form vw_parse_duration reads back: 0s, 250ms, 1m30s. 0 or -ENOBUFS. */
+int vw_format_duration(uint64_t ns, char *buf, size_t size);
+/* true/false, yes/no, 1/0, case-insensitive. 0 or -EINVAL. */
 int vw_parse_bool(const char *s, bool *ret);
