@@ -19,6 +19,7 @@
 #include "ratio.h"
 
 #include <errno.h>
+#include <stdbool.h>
 
 typedef unsigned __int128 u128;
 
@@ -169,54 +170,41 @@ int vw_ratio_split_idle(uint64_t idle, const uint64_t *reserve, const uint64_t *
 	return 0;
 }
 
-/* Every child names an existing parent. */
-static int check_children(const uint64_t *child_uj, const size_t *parent_of, size_t n_child,
-			  const void *parent_in, size_t n_parent, const uint64_t *parent_out)
+/*
+ * out[p] = init[p] (0 for a NULL init when adding) plus or minus every child_uj[i] with
+ * parent_of[i] == p, checked: -EOVERFLOW past UINT64_MAX, -EDOM below 0.
+ */
+static int fold_children(const uint64_t *child_uj, const size_t *parent_of, size_t n_child,
+			 const uint64_t *init, size_t n_parent, uint64_t *out, bool subtract)
 {
 	if (n_child > 0 && (!child_uj || !parent_of))
 		return -EINVAL;
-	if (n_parent > 0 && (!parent_in || !parent_out))
+	if (n_parent > 0 && (!out || (subtract && !init)))
 		return -EINVAL;
 	for (size_t i = 0; i < n_child; i++)
 		if (parent_of[i] >= n_parent)
 			return -ERANGE;
+	for (size_t p = 0; p < n_parent; p++)
+		out[p] = init ? init[p] : 0;
+	for (size_t i = 0; i < n_child; i++) {
+		uint64_t *p = &out[parent_of[i]];
+
+		if (subtract ? __builtin_sub_overflow(*p, child_uj[i], p) :
+			       __builtin_add_overflow(*p, child_uj[i], p))
+			return subtract ? -EDOM : -EOVERFLOW;
+	}
 	return 0;
 }
 
 int vw_ratio_sum_children(const uint64_t *child_uj, const size_t *parent_of, size_t n_child,
 			  const uint64_t *own_uj, size_t n_parent, uint64_t *ret_parent_uj)
 {
-	/* own_uj may be NULL: stand the output in for it in the check. */
-	int r = check_children(child_uj, parent_of, n_child, own_uj ? own_uj : ret_parent_uj,
-			       n_parent, ret_parent_uj);
-
-	if (r < 0)
-		return r;
-	for (size_t p = 0; p < n_parent; p++)
-		ret_parent_uj[p] = own_uj ? own_uj[p] : 0;
-	for (size_t i = 0; i < n_child; i++) {
-		uint64_t *p = &ret_parent_uj[parent_of[i]];
-
-		if (__builtin_add_overflow(*p, child_uj[i], p))
-			return -EOVERFLOW;
-	}
-	return 0;
+	return fold_children(child_uj, parent_of, n_child, own_uj, n_parent, ret_parent_uj,
+			     false);
 }
 
 int vw_ratio_residual(const uint64_t *child_uj, const size_t *parent_of, size_t n_child,
 		      const uint64_t *parent_uj, size_t n_parent, uint64_t *ret_own_uj)
 {
-	int r = check_children(child_uj, parent_of, n_child, parent_uj, n_parent, ret_own_uj);
-
-	if (r < 0)
-		return r;
-	for (size_t p = 0; p < n_parent; p++)
-		ret_own_uj[p] = parent_uj[p];
-	for (size_t i = 0; i < n_child; i++) {
-		uint64_t *p = &ret_own_uj[parent_of[i]];
-
-		if (__builtin_sub_overflow(*p, child_uj[i], p))
-			return -EDOM;
-	}
-	return 0;
+	return fold_children(child_uj, parent_of, n_child, parent_uj, n_parent, ret_own_uj, true);
 }
