@@ -227,6 +227,8 @@ static uint64_t rnd_below(struct rng *g, uint64_t n)
 /* Weights and totals from every range that matters, biased to the edges. */
 static uint64_t rnd_value(struct rng *g, unsigned regime)
 {
+	uint64_t v;
+
 	switch (regime % 6) {
 	case 0:
 		return 0;
@@ -235,7 +237,8 @@ static uint64_t rnd_value(struct rng *g, unsigned regime)
 	case 2:
 		return rnd_below(g, 1000000);
 	case 3:
-		return rnd(g) >> rnd_below(g, 64); /* every magnitude */
+		v = rnd(g); /* two statements: the draws must come in a fixed order */
+		return v >> rnd_below(g, 64); /* every magnitude */
 	case 4:
 		return UINT64_MAX - rnd_below(g, 1000); /* near the top */
 	default:
