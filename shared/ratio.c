@@ -160,8 +160,8 @@ int vw_ratio_split_idle(uint64_t idle, const uint64_t *reserve, const uint64_t *
 	reserved = sum_of(reserve, n);
 	if (reserved == 0 && fallback)
 		return vw_ratio_split(idle, fallback, n, out, ret_rest);
-	/* Unreserved capacity is the node's part; with nothing reserved and no fallback the
-	 * sum is 0 and the node keeps it all. */
+	/* Unreserved capacity is the node's part; with nothing reserved and no fallback it is
+	 * the only part (or the sum is 0), so the node keeps it all either way. */
 	if (capacity > reserved)
 		s.extra_w = (uint64_t)(capacity - reserved);
 	s.sum = reserved + s.extra_w;
