@@ -5,7 +5,9 @@
 #include <ctype.h>
 #include <string.h>
 
+#include "config.h"
 #include "metrics.h"
+#include "options.h"
 #include "power_source.h"
 
 static void test_power_sources(void **state)
@@ -63,11 +65,21 @@ static void test_families(void **state)
 	}
 }
 
+static void test_host_options(void **state)
+{
+	char err[512] = "";
+
+	(void)state;
+	if (vw_config_check(&vw_host_program, err, sizeof(err)) != 0)
+		fail_msg("virtwatt-host option table: %s", err);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_power_sources),
 		cmocka_unit_test(test_families),
+		cmocka_unit_test(test_host_options),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
