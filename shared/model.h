@@ -24,6 +24,9 @@ enum vw_model_output {
 
 struct vw_model; /* opaque, immutable once loaded */
 
+/* Largest model file accepted (parse, file and URL). */
+#define VW_MODEL_MAX_BYTES (4u << 20)
+
 /* One named input: features are per-second rates (bpf_cpu_time_ms = CPU ms per second). */
 struct vw_feature {
 	const char *name;
@@ -66,6 +69,10 @@ const char *vw_model_trainer(const struct vw_model *m); /* e.g. "SGDRegressorTra
 enum vw_model_output vw_model_output_type(const struct vw_model *m);
 /* Warnings found at load (x*scale anomaly, ...); NULL when none. */
 const char *vw_model_warning(const struct vw_model *m);
+/* The file's top-level "mae" (W), NAN when absent. */
+double vw_model_mae(const struct vw_model *m);
+/* machine_spec.cores of the training machine, 0 when absent (no core ratio). */
+unsigned vw_model_spec_cores(const struct vw_model *m);
 
 size_t vw_model_n_components(const struct vw_model *m);
 /* Normalised: "package", "core", "uncore", "dram", "platform", or "total" for one-model files. */
@@ -79,7 +86,11 @@ const char *vw_model_feature(const struct vw_model *m, size_t i);
 /* Canonical feature name for an alias ("bpf_cpu_time_us" -> "bpf_cpu_time_ms", ...). */
 const char *vw_model_feature_canonical(const char *name);
 
-/* Evaluate one component. -EINVAL for a bad index. */
+/*
+ * Evaluate one component. -EINVAL for a bad index or input (NULL name, non-finite value);
+ * -ERANGE when the model's output is not finite (an exponential far outside its range). A
+ * feature the input lacks counts as 0; input names may be aliases.
+ */
 int vw_model_eval(const struct vw_model *m, size_t comp, const struct vw_model_input *in,
 		  struct vw_model_result *ret);
 
