@@ -408,6 +408,10 @@ static int parse_root(struct vw_model_parse *p, json_object *root, const char *o
 	return finish(p);
 }
 
+/*
+ * Parse the whole buffer as one JSON value. A value that may go on ("42", "null", or a cut-off
+ * file) gets the end-of-input mark json-c expects, a NUL, to tell complete from truncated.
+ */
 static int tokenize(struct vw_model_parse *p, const char *json, size_t len, json_object **ret)
 {
 	struct json_tokener *tok = json_tokener_new_ex(MAX_DEPTH);
@@ -421,13 +425,20 @@ static int tokenize(struct vw_model_parse *p, const char *json, size_t len, json
 	o = json_tokener_parse_ex(tok, json, (int)len);
 	e = json_tokener_get_error(tok);
 	end = json_tokener_get_parse_end(tok);
+	if (e == json_tokener_continue) {
+		o = json_tokener_parse_ex(tok, "", 1);
+		e = json_tokener_get_error(tok);
+		end = len;
+		if (e != json_tokener_success)
+			e = json_tokener_continue;
+	}
 	json_tokener_free(tok);
 	if (e == json_tokener_continue)
 		return vw_model_fail(p, "truncated JSON");
 	if (e != json_tokener_success)
 		return vw_model_fail(p, "invalid JSON at byte %zu: %s", end,
 				     json_tokener_error_desc(e));
-	while (end < len && strchr(" \t\r\n", json[end]) && json[end] != '\0')
+	while (end < len && json[end] != '\0' && strchr(" \t\r\n", json[end]))
 		end++;
 	if (end < len) {
 		json_object_put(o);
