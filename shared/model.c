@@ -483,7 +483,8 @@ int vw_model_parse(const char *json, size_t len, const char *origin, struct vw_m
 	return 0;
 }
 
-int vw_model_load_file(const char *path, struct vw_model **ret, char *err, size_t errlen)
+int vw_model_load_file_at(int dirfd, const char *rel, const char *origin, struct vw_model **ret,
+			  char *err, size_t errlen)
 {
 	_cleanup_free_ char *buf = malloc(VW_MODEL_MAX_BYTES + 1);
 	size_t len;
@@ -491,14 +492,19 @@ int vw_model_load_file(const char *path, struct vw_model **ret, char *err, size_
 
 	if (!buf)
 		return -ENOMEM;
-	r = vw_read_file_at(AT_FDCWD, path, buf, VW_MODEL_MAX_BYTES + 1, &len);
+	r = vw_read_file_at(dirfd, rel, buf, VW_MODEL_MAX_BYTES + 1, &len);
 	if (r < 0) {
 		if (err && errlen)
-			snprintf(err, errlen, "cannot read %s: %s", path,
+			snprintf(err, errlen, "cannot read %s: %s", rel,
 				 r == -EFBIG ? "larger than 4 MiB" : strerror(-r));
 		return r;
 	}
-	return vw_model_parse(buf, len, path, ret, err, errlen);
+	return vw_model_parse(buf, len, origin, ret, err, errlen);
+}
+
+int vw_model_load_file(const char *path, struct vw_model **ret, char *err, size_t errlen)
+{
+	return vw_model_load_file_at(AT_FDCWD, path, path, ret, err, errlen);
 }
 
 static void comp_free(struct vw_model_comp *c)

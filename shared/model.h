@@ -62,6 +62,9 @@ struct vw_model_result {
 int vw_model_parse(const char *json, size_t len, const char *origin, struct vw_model **ret,
 		   char *err, size_t errlen);
 int vw_model_load_file(const char *path, struct vw_model **ret, char *err, size_t errlen);
+/* The same for dirfd/rel (read at most VW_MODEL_MAX_BYTES), with the origin given apart. */
+int vw_model_load_file_at(int dirfd, const char *rel, const char *origin, struct vw_model **ret,
+			  char *err, size_t errlen);
 void vw_model_free(struct vw_model *m);
 
 const char *vw_model_name(const struct vw_model *m);    /* model_name, else trainer */
@@ -110,6 +113,12 @@ struct vw_model_source_opts {
 	long timeout_ms;       /* 0: 10 s */
 };
 
-/* ret_origin gets "file:PATH", "url:URL", "cache:PATH" or "builtin". */
+/*
+ * ret_origin gets "file:PATH", "url:URL", "cache:PATH" or "builtin". A bad file, or a URL that is
+ * not http(s), is an error (-errno, reason in err, not logged: the caller logs it with context);
+ * a failed fetch or a bad body falls back to the cache, then to the builtin, and logs a warning
+ * saying which. The cache file is cache_dir/model-<FNV-1a 64 of the URL>.json, replaced
+ * atomically and only by a body that parses as a model.
+ */
 int vw_model_source_load(const struct vw_model_source_opts *o, struct vw_model **ret,
 			 char *ret_origin, size_t originlen, char *err, size_t errlen);
