@@ -188,7 +188,7 @@ static int load_cache(const struct vw_model_source_opts *o, const char *name, st
 static int from_url(const struct vw_model_source_opts *o, struct vw_model **ret, char *origin,
 		    size_t originlen)
 {
-	char name[CACHE_NAME_MAX], why[256], path[4096];
+	char name[CACHE_NAME_MAX], why[512], path[4096];
 	int r;
 
 	cache_name(o->url, name, sizeof(name));

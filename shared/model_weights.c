@@ -117,23 +117,31 @@ static int parse_term(struct vw_model_parse *p, struct vw_model_comp *c, const c
 	return 0;
 }
 
+/* Check obj is an object of at most limit entries and allocate one element per entry. */
+static int alloc_entries(struct vw_model_parse *p, json_object *obj, const char *what, size_t limit,
+			 size_t size, void **ret)
+{
+	size_t n;
+	int r = vw_model_get_object(p, obj, what);
+
+	if (r < 0)
+		return r;
+	n = (size_t)json_object_object_length(obj);
+	if (n > limit)
+		return vw_model_fail(p, "%s: %zu entries (limit %zu)", what, n, limit);
+	*ret = calloc(n ? n : 1, size);
+	return *ret ? 0 : vw_model_oom(p);
+}
+
 static int parse_numerical(struct vw_model_parse *p, struct vw_model_comp *c, json_object *nv)
 {
 	char where[64];
-	size_t n;
 	int r;
 
 	snprintf(where, sizeof(where), "%s.Numerical_Variables", c->name);
-	r = vw_model_get_object(p, nv, where);
+	r = alloc_entries(p, nv, where, VW_MODEL_MAX_TERMS, sizeof(*c->terms), (void **)&c->terms);
 	if (r < 0)
 		return r;
-	n = (size_t)json_object_object_length(nv);
-	if (n > VW_MODEL_MAX_TERMS)
-		return vw_model_fail(p, "%s: %zu features (limit %d)", where, n,
-				     VW_MODEL_MAX_TERMS);
-	c->terms = calloc(n ? n : 1, sizeof(*c->terms));
-	if (!c->terms)
-		return vw_model_oom(p);
 	json_object_object_foreach (nv, key, val) {
 		r = parse_term(p, c, key, val);
 		if (r < 0)
@@ -174,22 +182,19 @@ static int parse_catvar(struct vw_model_parse *p, struct vw_model_comp *c, const
 			json_object *obj)
 {
 	struct vw_model_catvar *v = &c->cats[c->n_cats];
-	size_t n;
+	char where[VW_MODEL_MAX_NAME + 64];
 	int r;
 
 	if (!vw_model_name_ok(key, false))
 		return vw_model_fail(p, "%s: bad categorical variable name '%.40s'", c->name, key);
-	r = vw_model_get_object(p, obj, "Categorical_Variables entry");
+	snprintf(where, sizeof(where), "%s.Categorical_Variables.%s", c->name, key);
+	r = alloc_entries(p, obj, where, VW_MODEL_MAX_LEVELS, sizeof(*v->levels),
+			  (void **)&v->levels);
 	if (r < 0)
 		return r;
-	n = (size_t)json_object_object_length(obj);
-	if (n > VW_MODEL_MAX_LEVELS)
-		return vw_model_fail(p, "%s: categorical %s has %zu values (limit %d)", c->name,
-				     key, n, VW_MODEL_MAX_LEVELS);
-	v->name = strdup(key);
-	v->levels = calloc(n ? n : 1, sizeof(*v->levels));
 	c->n_cats++;
-	if (!v->name || !v->levels)
+	v->name = strdup(key);
+	if (!v->name)
 		return vw_model_oom(p);
 	json_object_object_foreach (obj, value, wobj) {
 		r = parse_level(p, v, value, wobj);
@@ -201,18 +206,13 @@ static int parse_catvar(struct vw_model_parse *p, struct vw_model_comp *c, const
 
 static int parse_categorical(struct vw_model_parse *p, struct vw_model_comp *c, json_object *cv)
 {
-	size_t n;
-	int r = vw_model_get_object(p, cv, "Categorical_Variables");
+	char where[64];
+	int r;
 
+	snprintf(where, sizeof(where), "%s.Categorical_Variables", c->name);
+	r = alloc_entries(p, cv, where, VW_MODEL_MAX_CATS, sizeof(*c->cats), (void **)&c->cats);
 	if (r < 0)
 		return r;
-	n = (size_t)json_object_object_length(cv);
-	if (n > VW_MODEL_MAX_CATS)
-		return vw_model_fail(p, "%s: %zu categorical variables (limit %d)", c->name, n,
-				     VW_MODEL_MAX_CATS);
-	c->cats = calloc(n ? n : 1, sizeof(*c->cats));
-	if (!c->cats)
-		return vw_model_oom(p);
 	json_object_object_foreach (cv, key, val) {
 		r = parse_catvar(p, c, key, val);
 		if (r < 0)
