@@ -47,11 +47,16 @@ struct vw_model_input {
 	unsigned host_cores; /* for machine_spec core ratio; 0 = unknown (no ratio) */
 };
 
+/*
+ * With a machine_spec of at least host_cores cores, idle is scaled by host_cores/spec_cores and
+ * watts = scaled idle + (model(x) - model(0)); otherwise watts = model(x), idle = model(0).
+ */
 struct vw_model_result {
 	double watts;      /* model output, clamped at 0 */
 	double idle_watts; /* model at zero load (core ratio applied), clamped at 0 */
 	bool clamped;      /* the raw output (or idle) was negative */
-	bool extrapolated; /* some normalised input exceeded 1 (outside the training range) */
+	bool extrapolated; /* a scaled input exceeded 1 (outside the training range); never set
+			    * for <= v0.5 mean/variance files, whose x̂ is a z-score */
 };
 
 /*
