@@ -134,6 +134,9 @@ static int setup(void **state)
 
 	(void)state;
 	memset(&srv, 0, sizeof(srv));
+	/* A proxy from the environment must not carry requests for 127.0.0.1 elsewhere. */
+	setenv("NO_PROXY", "*", 1);
+	setenv("no_proxy", "*", 1);
 	snprintf(path, sizeof(path), "%s/models/%s", VW_TEST_DATA, GOOD_MODEL);
 	srv.good = vw_fixture_slurp(path, &srv.good_len);
 	snprintf(path, sizeof(path), "%s/models/%s", VW_TEST_DATA, LOG_MODEL);
