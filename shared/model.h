@@ -24,6 +24,9 @@ enum vw_model_output {
 
 struct vw_model; /* opaque, immutable once loaded */
 
+/* Largest model file accepted (parse, file and URL). */
+#define VW_MODEL_MAX_BYTES (4u << 20)
+
 /* One named input: features are per-second rates (bpf_cpu_time_ms = CPU ms per second). */
 struct vw_feature {
 	const char *name;
@@ -44,11 +47,16 @@ struct vw_model_input {
 	unsigned host_cores; /* for machine_spec core ratio; 0 = unknown (no ratio) */
 };
 
+/*
+ * With a machine_spec of at least host_cores cores, idle is scaled by host_cores/spec_cores and
+ * watts = scaled idle + (model(x) - model(0)); otherwise watts = model(x), idle = model(0).
+ */
 struct vw_model_result {
 	double watts;      /* model output, clamped at 0 */
 	double idle_watts; /* model at zero load (core ratio applied), clamped at 0 */
 	bool clamped;      /* the raw output (or idle) was negative */
-	bool extrapolated; /* some normalised input exceeded 1 (outside the training range) */
+	bool extrapolated; /* a scaled input exceeded 1 (outside the training range); never set
+			    * for <= v0.5 mean/variance files, whose x̂ is a z-score */
 };
 
 /*
@@ -59,6 +67,9 @@ struct vw_model_result {
 int vw_model_parse(const char *json, size_t len, const char *origin, struct vw_model **ret,
 		   char *err, size_t errlen);
 int vw_model_load_file(const char *path, struct vw_model **ret, char *err, size_t errlen);
+/* The same for dirfd/rel (read at most VW_MODEL_MAX_BYTES), with the origin given apart. */
+int vw_model_load_file_at(int dirfd, const char *rel, const char *origin, struct vw_model **ret,
+			  char *err, size_t errlen);
 void vw_model_free(struct vw_model *m);
 
 const char *vw_model_name(const struct vw_model *m);    /* model_name, else trainer */
@@ -66,6 +77,10 @@ const char *vw_model_trainer(const struct vw_model *m); /* e.g. "SGDRegressorTra
 enum vw_model_output vw_model_output_type(const struct vw_model *m);
 /* Warnings found at load (x*scale anomaly, ...); NULL when none. */
 const char *vw_model_warning(const struct vw_model *m);
+/* The file's top-level "mae" (W), NAN when absent. */
+double vw_model_mae(const struct vw_model *m);
+/* machine_spec.cores of the training machine, 0 when absent (no core ratio). */
+unsigned vw_model_spec_cores(const struct vw_model *m);
 
 size_t vw_model_n_components(const struct vw_model *m);
 /* Normalised: "package", "core", "uncore", "dram", "platform", or "total" for one-model files. */
@@ -79,7 +94,11 @@ const char *vw_model_feature(const struct vw_model *m, size_t i);
 /* Canonical feature name for an alias ("bpf_cpu_time_us" -> "bpf_cpu_time_ms", ...). */
 const char *vw_model_feature_canonical(const char *name);
 
-/* Evaluate one component. -EINVAL for a bad index. */
+/*
+ * Evaluate one component. -EINVAL for a bad index or input (NULL name, non-finite value);
+ * -ERANGE when the model's output is not finite (an exponential far outside its range). A
+ * feature the input lacks counts as 0; input names may be aliases.
+ */
 int vw_model_eval(const struct vw_model *m, size_t comp, const struct vw_model_input *in,
 		  struct vw_model_result *ret);
 
@@ -99,6 +118,12 @@ struct vw_model_source_opts {
 	long timeout_ms;       /* 0: 10 s */
 };
 
-/* ret_origin gets "file:PATH", "url:URL", "cache:PATH" or "builtin". */
+/*
+ * ret_origin gets "file:PATH", "url:URL", "cache:PATH" or "builtin". A bad file, or a URL that is
+ * not http(s), is an error (-errno, reason in err, not logged: the caller logs it with context);
+ * a failed fetch or a bad body falls back to the cache, then to the builtin, and logs a warning
+ * saying which. The cache file is cache_dir/model-<FNV-1a 64 of the URL>.json, replaced
+ * atomically and only by a body that parses as a model.
+ */
 int vw_model_source_load(const struct vw_model_source_opts *o, struct vw_model **ret,
 			 char *ret_origin, size_t originlen, char *err, size_t errlen);

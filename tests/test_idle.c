@@ -346,7 +346,7 @@ static void test_docs_example(void **state)
 }
 
 #define NX12_RAPL                                                                                  \
-	VW_SHARED_FIXTURES "/nx12-power-dataset/"                                                  \
+	VW_TEST_DATA "/nx12/"                                                  \
 			   "kepler-model-db_v0.6_nx12_preprocess_abs_default_rapl_BPFOnly.csv"
 
 struct sample {

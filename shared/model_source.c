@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Where the model comes from: a local file (an error if bad), else an HTTP(S) URL fetched with
+ * libcurl whose last good body is cached in cache_dir, else the built-in default.
+ */
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+
+#include "fileio.h"
+#include "log.h"
+#include "macro.h"
+#include "model.h"
+
+#define DEFAULT_TIMEOUT_MS 10000L
+#define CACHE_NAME_MAX 48
+
+struct body {
+	char *data;
+	size_t len;
+	bool too_big;
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc = CURLE_FAILED_INIT;
+
+static void curl_init(void)
+{
+	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static void set_origin(char *buf, size_t len, const char *kind, const char *what)
+{
+	if (buf && len)
+		snprintf(buf, len, "%s%s%s", kind, what ? ":" : "", what ? what : "");
+}
+
+static size_t on_data(char *ptr, size_t size, size_t n, void *userdata)
+{
+	struct body *b = userdata;
+	size_t add = size * n;
+	char *p;
+
+	if (add > VW_MODEL_MAX_BYTES - b->len) {
+		b->too_big = true;
+		return 0;
+	}
+	p = realloc(b->data, b->len + add + 1);
+	if (!p)
+		return 0;
+	memcpy(p + b->len, ptr, add);
+	b->data = p;
+	b->len += add;
+	p[b->len] = '\0';
+	return add;
+}
+
+static void fetch_setup(CURL *h, const char *url, long timeout_ms, struct body *b, char *curl_err)
+{
+	curl_easy_setopt(h, CURLOPT_URL, url);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
+	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 3L);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_FAILONERROR, 1L);
+	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)VW_MODEL_MAX_BYTES);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, "virtwatt/" VW_VERSION);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_err);
+}
+
+/* GET url into b (at most VW_MODEL_MAX_BYTES; HTTP >= 400 fails). 0 or -errno, reason in why. */
+static int fetch(const char *url, long timeout_ms, struct body *b, char *why, size_t whylen)
+{
+	char curl_err[CURL_ERROR_SIZE] = "";
+	CURLcode rc;
+	CURL *h;
+
+	pthread_once(&curl_once, curl_init);
+	if (curl_init_rc != CURLE_OK) {
+		snprintf(why, whylen, "curl_global_init: %s", curl_easy_strerror(curl_init_rc));
+		return -EIO;
+	}
+	h = curl_easy_init();
+	if (!h) {
+		snprintf(why, whylen, "curl_easy_init failed");
+		return -ENOMEM;
+	}
+	fetch_setup(h, url, timeout_ms, b, curl_err);
+	rc = curl_easy_perform(h);
+	curl_easy_cleanup(h);
+	if (rc == CURLE_OK)
+		return 0;
+	if (b->too_big || rc == CURLE_FILESIZE_EXCEEDED) {
+		snprintf(why, whylen, "body larger than %u bytes", VW_MODEL_MAX_BYTES);
+		return -EFBIG;
+	}
+	snprintf(why, whylen, "%s", curl_err[0] ? curl_err : curl_easy_strerror(rc));
+	return rc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
+}
+
+/* "model-<FNV-1a 64 of the URL>.json": stable, and safe as a file name whatever the URL. */
+static void cache_name(const char *url, char *buf, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (const unsigned char *p = (const unsigned char *)url; *p; p++) {
+		h ^= *p;
+		h *= 0x100000001b3ULL;
+	}
+	snprintf(buf, len, "model-%016" PRIx64 ".json", h);
+}
+
+static int cache_dir_open(const char *dir, bool create)
+{
+	int fd = vw_root_open(dir);
+
+	if (fd == -ENOENT && create) {
+		if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		fd = vw_root_open(dir);
+	}
+	return fd;
+}
+
+static void cache_store(const char *dir, const char *name, const struct body *b)
+{
+	_cleanup_close_ int fd = cache_dir_open(dir, true);
+	int r = fd;
+
+	if (fd >= 0)
+		r = vw_write_file_atomic_at(fd, name, b->data, b->len, 0644);
+	if (r < 0)
+		vw_warn("model: write cache %s/%s: %s", dir, name, strerror(-r));
+	else
+		vw_debug("model: cached the model as %s/%s", dir, name);
+}
+
+/* Fetch and parse; on success the body replaces the cached copy. */
+static int load_url(const struct vw_model_source_opts *o, const char *name, struct vw_model **ret,
+		    char *why, size_t whylen)
+{
+	long timeout_ms = o->timeout_ms > 0 ? o->timeout_ms : DEFAULT_TIMEOUT_MS;
+	struct body b = {0};
+	char reason[256];
+	int r;
+
+	r = fetch(o->url, timeout_ms, &b, why, whylen);
+	if (r == 0) {
+		r = vw_model_parse(b.data, b.len, o->url, ret, reason, sizeof(reason));
+		if (r < 0)
+			snprintf(why, whylen, "the body is not a usable model: %s", reason);
+		else if (o->cache_dir)
+			cache_store(o->cache_dir, name, &b);
+	}
+	free(b.data);
+	return r;
+}
+
+/* The cached last good copy; its origin for trainer and output type is still the URL. */
+static int load_cache(const struct vw_model_source_opts *o, const char *name, struct vw_model **ret)
+{
+	_cleanup_close_ int fd = -1;
+	char why[256];
+	int r;
+
+	if (!o->cache_dir)
+		return -ENOENT;
+	fd = cache_dir_open(o->cache_dir, false);
+	if (fd < 0)
+		return fd;
+	r = vw_model_load_file_at(fd, name, o->url, ret, why, sizeof(why));
+	if (r < 0 && r != -ENOENT)
+		vw_warn("model: cached copy %s/%s unusable: %s", o->cache_dir, name, why);
+	return r;
+}
+
+static int from_url(const struct vw_model_source_opts *o, struct vw_model **ret, char *origin,
+		    size_t originlen)
+{
+	char name[CACHE_NAME_MAX], why[512], path[4096];
+	int r;
+
+	cache_name(o->url, name, sizeof(name));
+	r = load_url(o, name, ret, why, sizeof(why));
+	if (r == 0) {
+		set_origin(origin, originlen, "url", o->url);
+		vw_info("model: loaded %s from %s", vw_model_name(*ret), o->url);
+		return 0;
+	}
+	vw_warn("model: fetch %s: %s", o->url, why);
+	r = load_cache(o, name, ret);
+	if (r < 0)
+		return r;
+	snprintf(path, sizeof(path), "%s/%s", o->cache_dir, name);
+	set_origin(origin, originlen, "cache", path);
+	vw_warn("model: using the cached last good copy %s of %s", path, o->url);
+	return 0;
+}
+
+static bool url_scheme_ok(const char *url)
+{
+	return strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0;
+}
+
+int vw_model_source_load(const struct vw_model_source_opts *o, struct vw_model **ret,
+			 char *ret_origin, size_t originlen, char *err, size_t errlen)
+{
+	int r;
+
+	if (err && errlen)
+		err[0] = '\0';
+	if (o->file) {
+		r = vw_model_load_file(o->file, ret, err, errlen);
+		if (r == 0) {
+			set_origin(ret_origin, originlen, "file", o->file);
+			vw_info("model: loaded %s from %s", vw_model_name(*ret), o->file);
+		}
+		return r;
+	}
+	if (o->url && !url_scheme_ok(o->url)) {
+		if (err && errlen)
+			snprintf(err, errlen, "model URL is not http(s): %s", o->url);
+		return -EINVAL;
+	}
+	if (o->url && from_url(o, ret, ret_origin, originlen) == 0)
+		return 0;
+	r = vw_model_load_builtin(ret);
+	if (r < 0) {
+		if (err && errlen)
+			snprintf(err, errlen, "built-in model: %s", strerror(-r));
+		return r;
+	}
+	set_origin(ret_origin, originlen, "builtin", NULL);
+	vw_log(o->url ? VW_LOG_WARN : VW_LOG_INFO, "model: using the built-in model %s",
+	       vw_model_builtin_name);
+	return 0;
+}
