@@ -8,7 +8,6 @@
 #include "prom.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,32 +79,6 @@ static bool is_control(uint32_t cp)
 	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f);
 }
 
-/* Sanitise in into out[VW_PROM_LABEL_MAX]: see vw_prom_escape_label(). Returns the length. */
-static size_t label_sanitise(const char *in, char *out)
-{
-	const unsigned char *s = (const unsigned char *)in;
-	size_t len = 0;
-
-	while (*s) {
-		static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
-		const char *piece = (const char *)s;
-		uint32_t cp;
-		size_t n = utf8_decode(s, &cp), take = n;
-
-		if (n == 0) {
-			piece = replacement, take = sizeof(replacement) - 1, n = 1;
-		} else if (is_control(cp)) {
-			piece = " ", take = 1;
-		}
-		if (len + take > VW_PROM_LABEL_MAX)
-			break;
-		memcpy(out + len, piece, take);
-		len += take;
-		s += n;
-	}
-	return len;
-}
-
 /*
  * Escape n bytes of s into out (outlen > 0, NUL-terminated): \ -> \\, LF -> \n and, when
  * quote is set, " -> \". Stops before a character that does not fit whole. Returns the length.
@@ -138,38 +111,87 @@ static size_t escape(const char *s, size_t n, bool quote, char *out, size_t outl
 	return len;
 }
 
+/*
+ * The sanitised form of the character at s (what to emit: ret_piece, ret_len), returning how
+ * many input bytes it consumed. See vw_prom_escape_label() for the rules.
+ */
+static size_t label_char(const unsigned char *s, const char **ret_piece, size_t *ret_len)
+{
+	static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
+	uint32_t cp;
+	size_t n = utf8_decode(s, &cp);
+
+	if (n == 0) {
+		*ret_piece = replacement;
+		*ret_len = sizeof(replacement) - 1;
+		return 1;
+	}
+	*ret_piece = is_control(cp) ? " " : (const char *)s;
+	*ret_len = is_control(cp) ? 1 : n;
+	return n;
+}
+
+/* Sanitise, cap and escape in one pass; printable ASCII, the common case, is copied as is. */
 size_t vw_prom_escape_label(const char *in, char *out, size_t outlen)
 {
-	char clean[VW_PROM_LABEL_MAX];
-	size_t n;
+	const unsigned char *s = (const unsigned char *)in;
+	size_t clean = 0, len = 0; /* sanitised bytes so far (the cap), output bytes */
 
 	if (!out || outlen == 0)
 		return 0;
-	if (!in) {
-		out[0] = '\0';
-		return 0;
+	while (s && *s) {
+		const char *piece = (const char *)s;
+		size_t take = 1, used = 1;
+		bool esc = *s == '\\' || *s == '"';
+
+		if (*s < 0x20 || *s >= 0x7f)
+			used = label_char(s, &piece, &take);
+		if (clean + take > VW_PROM_LABEL_MAX || len + (esc ? 2 : take) >= outlen)
+			break;
+		if (esc)
+			out[len++] = '\\';
+		for (size_t i = 0; i < take; i++)
+			out[len++] = piece[i];
+		clean += take;
+		s += used;
 	}
-	n = label_sanitise(in, clean);
-	return escape(clean, n, true, out, outlen);
+	out[len] = '\0';
+	return len;
 }
 
 /* ---- Numbers ---- */
 
+/* Decimal digits of v, right-aligned to end at out + width when width > 0. Returns the count. */
+static size_t format_u64(uint64_t v, char *out, size_t width)
+{
+	char tmp[20];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n < width)
+		tmp[n++] = '0';
+	for (size_t i = 0; i < n; i++)
+		out[i] = tmp[n - 1 - i];
+	return n;
+}
+
 /* Integer micro-units as an exact decimal, trailing zeros trimmed. */
 static size_t format_micro(uint64_t micro, char out[NUM_MAX])
 {
-	uint64_t whole = micro / VW_USEC_PER_SEC, frac = micro % VW_USEC_PER_SEC;
-	int n = snprintf(out, NUM_MAX, "%" PRIu64, whole);
+	uint64_t frac = micro % VW_USEC_PER_SEC;
+	size_t n = format_u64(micro / VW_USEC_PER_SEC, out, 0);
 
 	if (frac) {
-		char digits[8];
-		int d = snprintf(digits, sizeof(digits), "%06" PRIu64, frac);
-
-		while (d > 0 && digits[d - 1] == '0')
-			digits[--d] = '\0';
-		n += snprintf(out + n, NUM_MAX - (size_t)n, ".%s", digits);
+		out[n++] = '.';
+		n += format_u64(frac, out + n, 6);
+		while (out[n - 1] == '0')
+			n--;
 	}
-	return (size_t)n;
+	out[n] = '\0';
+	return n;
 }
 
 /* Shortest of %.15g..%.17g that reads back as the same double; NaN, +Inf, -Inf spelt out. */
