@@ -299,31 +299,32 @@ static int reserve(struct vw_prom_writer *w, size_t n)
 	return 0;
 }
 
-static int put(struct vw_prom_writer *w, const char *s, size_t n)
+/*
+ * Append n bytes to the open family. The first failure (-ENOBUFS, -ENOMEM) sticks in fam_err
+ * and turns later appends into no-ops, so a sequence of appends is checked once, at its end.
+ */
+static void put(struct vw_prom_writer *w, const char *s, size_t n)
 {
-	int r;
-
-	if (n > w->limit - w->len)
-		return -ENOBUFS;
-	r = reserve(w, n);
-	if (r < 0)
-		return r;
+	if (w->fam_err)
+		return;
+	w->fam_err = n > w->limit - w->len ? -ENOBUFS : reserve(w, n);
+	if (w->fam_err)
+		return;
 	memcpy(w->buf + w->len, s, n);
 	w->len += n;
-	return 0;
 }
 
-static int put_str(struct vw_prom_writer *w, const char *s)
+static void put_str(struct vw_prom_writer *w, const char *s)
 {
-	return put(w, s, strlen(s));
+	put(w, s, strlen(s));
 }
 
-/* Drop everything the open family wrote and remember why. */
-static int family_rollback(struct vw_prom_writer *w, int err)
+/* After a run of appends: if one failed, drop everything the open family wrote. */
+static int family_settle(struct vw_prom_writer *w)
 {
-	w->len = w->mark;
-	w->fam_err = err;
-	return err;
+	if (w->fam_err)
+		w->len = w->mark;
+	return w->fam_err;
 }
 
 static int name_remember(struct vw_prom_writer *w, const char *name)
@@ -382,71 +383,60 @@ void vw_prom_writer_free(struct vw_prom_writer *w)
 }
 
 /* "# KEYWORD name[suffix-less] rest\n" */
-static int put_meta(struct vw_prom_writer *w, const char *keyword, const char *name, size_t nlen,
-		    const char *rest, size_t rlen)
+static void put_meta(struct vw_prom_writer *w, const char *keyword, const char *name,
+		     size_t nlen, const char *rest, size_t rlen)
 {
-	int r = put_str(w, "# ");
-
-	if (r >= 0)
-		r = put_str(w, keyword);
-	if (r >= 0)
-		r = put(w, " ", 1);
-	if (r >= 0)
-		r = put(w, name, nlen);
-	if (r >= 0)
-		r = put(w, " ", 1);
-	if (r >= 0)
-		r = put(w, rest, rlen);
-	if (r >= 0)
-		r = put(w, "\n", 1);
-	return r;
+	put(w, "# ", 2);
+	put_str(w, keyword);
+	put(w, " ", 1);
+	put(w, name, nlen);
+	put(w, " ", 1);
+	put(w, rest, rlen);
+	put(w, "\n", 1);
 }
 
-static int put_help(struct vw_prom_writer *w, const struct vw_metric_family *f, size_t nlen)
+static void put_help(struct vw_prom_writer *w, const struct vw_metric_family *f, size_t nlen)
 {
 	bool om = w->fmt == VW_PROM_OPENMETRICS_1_0_0;
 	size_t hlen = strlen(f->help), cap = 2 * hlen + 1;
 	_cleanup_free_ char *esc = malloc(cap);
 
-	if (!esc)
-		return -ENOMEM;
+	if (!esc) {
+		w->fam_err = w->fam_err ? w->fam_err : -ENOMEM;
+		return;
+	}
 	/* 0.0.4 HELP escapes only \ and LF (text_parse.go rejects \"); OpenMetrics also ". */
 	hlen = escape(f->help, hlen, om, esc, cap);
-	return put_meta(w, "HELP", f->name, nlen, esc, hlen);
+	put_meta(w, "HELP", f->name, nlen, esc, hlen);
 }
 
 /* OpenMetrics: UNIT when the family name ends in "_<unit>". */
-static int put_unit(struct vw_prom_writer *w, const struct vw_metric_family *f, size_t nlen)
+static void put_unit(struct vw_prom_writer *w, const struct vw_metric_family *f, size_t nlen)
 {
 	size_t ulen = f->unit ? strlen(f->unit) : 0;
 
 	if (ulen == 0 || ulen + 1 >= nlen || f->name[nlen - ulen - 1] != '_' ||
 	    memcmp(f->name + nlen - ulen, f->unit, ulen) != 0)
-		return 0;
-	return put_meta(w, "UNIT", f->name, nlen, f->unit, ulen);
+		return;
+	put_meta(w, "UNIT", f->name, nlen, f->unit, ulen);
 }
 
-static int put_header(struct vw_prom_writer *w, const struct vw_metric_family *f)
+static void put_header(struct vw_prom_writer *w, const struct vw_metric_family *f)
 {
 	const char *type = f->type == VW_METRIC_COUNTER ? "counter" : "gauge";
 	size_t nlen = strlen(f->name);
-	int r;
 
 	if (w->fmt == VW_PROM_TEXT_0_0_4) {
-		r = put_help(w, f, nlen);
-		if (r >= 0)
-			r = put_meta(w, "TYPE", f->name, nlen, type, strlen(type));
-		return r;
+		put_help(w, f, nlen);
+		put_meta(w, "TYPE", f->name, nlen, type, strlen(type));
+		return;
 	}
 	/* OpenMetrics: metadata names the family, which for a counter lacks _total. */
 	if (f->type == VW_METRIC_COUNTER)
 		nlen -= strlen(TOTAL_SUFFIX);
-	r = put_meta(w, "TYPE", f->name, nlen, type, strlen(type));
-	if (r >= 0)
-		r = put_unit(w, f, nlen);
-	if (r >= 0)
-		r = put_help(w, f, nlen);
-	return r;
+	put_meta(w, "TYPE", f->name, nlen, type, strlen(type));
+	put_unit(w, f, nlen);
+	put_help(w, f, nlen);
 }
 
 int vw_prom_family(struct vw_prom_writer *w, const struct vw_metric_family *f)
@@ -468,8 +458,8 @@ int vw_prom_family(struct vw_prom_writer *w, const struct vw_metric_family *f)
 	w->nlabels = nlabels;
 	w->mark = w->len;
 	w->fam_err = 0;
-	r = put_header(w, f);
-	return r < 0 ? family_rollback(w, r) : 0;
+	put_header(w, f);
+	return family_settle(w);
 }
 
 int vw_prom_family_end(struct vw_prom_writer *w)
@@ -495,27 +485,21 @@ static int values_check(const struct vw_prom_writer *w, const char *const *value
 	return values[w->nlabels] ? -EINVAL : 0;
 }
 
-static int put_labels(struct vw_prom_writer *w, const char *const *values)
+static void put_labels(struct vw_prom_writer *w, const char *const *values)
 {
 	char esc[VW_PROM_LABEL_ESCAPED_MAX];
-	int r = 0;
 
-	for (size_t i = 0; i < w->nlabels && r >= 0; i++) {
+	for (size_t i = 0; i < w->nlabels; i++) {
 		size_t n = vw_prom_escape_label(values[i], esc, sizeof(esc));
 
-		r = put_str(w, i == 0 ? "{" : ",");
-		if (r >= 0)
-			r = put_str(w, w->fam->labels[i]);
-		if (r >= 0)
-			r = put(w, "=\"", 2);
-		if (r >= 0)
-			r = put(w, esc, n);
-		if (r >= 0)
-			r = put(w, "\"", 1);
+		put(w, i == 0 ? "{" : ",", 1);
+		put_str(w, w->fam->labels[i]);
+		put(w, "=\"", 2);
+		put(w, esc, n);
+		put(w, "\"", 1);
 	}
-	if (r >= 0 && w->nlabels)
-		r = put(w, "}", 1);
-	return r;
+	if (w->nlabels)
+		put(w, "}", 1);
 }
 
 /* One sample line with an already formatted value. */
@@ -531,16 +515,12 @@ static int put_sample(struct vw_prom_writer *w, const char *const *values, const
 	r = values_check(w, values);
 	if (r < 0)
 		return r;
-	r = put_str(w, w->fam->name);
-	if (r >= 0)
-		r = put_labels(w, values);
-	if (r >= 0)
-		r = put(w, " ", 1);
-	if (r >= 0)
-		r = put(w, num, numlen);
-	if (r >= 0)
-		r = put(w, "\n", 1);
-	return r < 0 ? family_rollback(w, r) : 0;
+	put_str(w, w->fam->name);
+	put_labels(w, values);
+	put(w, " ", 1);
+	put(w, num, numlen);
+	put(w, "\n", 1);
+	return family_settle(w);
 }
 
 static bool family_is(const struct vw_prom_writer *w, enum vw_metric_type type)

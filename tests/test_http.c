@@ -141,6 +141,9 @@ static long get_status(uint16_t port, const char *path, const char *want_body)
 	return status;
 }
 
+static const char sample_text[] = "# HELP vw_up Up.\n# TYPE vw_up gauge\nvw_up 1\n";
+static const char sample_om[] = "# TYPE vw_up gauge\n# HELP vw_up Up.\nvw_up 1\n# EOF\n";
+
 /* ---- Server fixture ---- */
 
 static bool healthy_flag;
@@ -182,8 +185,12 @@ static void publish(struct vw_exposition *x, const char *text, const char *om)
 	vw_exposition_publish(x, t, strlen(t), o, om ? strlen(om) : 0);
 }
 
-static const char sample_text[] = "# HELP vw_up Up.\n# TYPE vw_up gauge\nvw_up 1\n";
-static const char sample_om[] = "# TYPE vw_up gauge\n# HELP vw_up Up.\nvw_up 1\n# EOF\n";
+/* A server with the sample snapshot already published. */
+static void server_start_published(struct server *s, struct vw_http_opts opts)
+{
+	server_start(s, opts);
+	publish(s->x, sample_text, sample_om);
+}
 
 /* ---- Tests ---- */
 
@@ -277,8 +284,7 @@ static void test_metrics_negotiated(void **state)
 	struct reply r;
 
 	(void)state;
-	server_start(&s, (struct vw_http_opts){0});
-	publish(s.x, sample_text, sample_om);
+	server_start_published(&s, (struct vw_http_opts){0});
 
 	r = fetch(s.port, &(struct request){.path = "/metrics"});
 	assert_int_equal(r.status, 200);
@@ -316,8 +322,7 @@ static void test_head(void **state)
 	char cl[64];
 
 	(void)state;
-	server_start(&s, (struct vw_http_opts){0});
-	publish(s.x, sample_text, sample_om);
+	server_start_published(&s, (struct vw_http_opts){0});
 	r = fetch(s.port, &(struct request){.method = "HEAD", .path = "/metrics"});
 	assert_int_equal(r.code, CURLE_OK);
 	assert_int_equal(r.status, 200);
@@ -359,8 +364,7 @@ static void test_methods(void **state)
 	struct server s;
 
 	(void)state;
-	server_start(&s, (struct vw_http_opts){0});
-	publish(s.x, sample_text, NULL);
+	server_start_published(&s, (struct vw_http_opts){0});
 	for (size_t i = 0; i < ARRAY_SIZE(methods); i++) {
 		struct reply r = fetch(s.port, &(struct request){.method = methods[i],
 								  .path = "/metrics"});
@@ -385,8 +389,7 @@ static void test_body_rejected(void **state)
 	struct reply r;
 
 	(void)state;
-	server_start(&s, (struct vw_http_opts){0});
-	publish(s.x, sample_text, NULL);
+	server_start_published(&s, (struct vw_http_opts){0});
 	r = fetch(s.port, &(struct request){.path = "/metrics", .body = "hello=world"});
 	assert_int_equal(r.status, 413);
 	assert_null(strstr(r.body, "vw_up"));
@@ -406,8 +409,7 @@ static void test_oversized_requests(void **state)
 	CURL *c;
 
 	(void)state;
-	server_start(&s, (struct vw_http_opts){0});
-	publish(s.x, sample_text, NULL);
+	server_start_published(&s, (struct vw_http_opts){0});
 	/* a 100 KiB header */
 	strcpy(hdr, "X-Big: ");
 	memset(hdr + 7, 'a', n);
@@ -504,8 +506,7 @@ static void limit_check(struct vw_http_opts opts, bool queued)
 	struct reply r;
 	int fd, tries = 0;
 
-	server_start(&s, opts);
-	publish(s.x, sample_text, NULL);
+	server_start_published(&s, opts);
 	fd = idle_connect(s.port);
 	usleep(100 * 1000); /* let MHD accept it */
 	r = fetch(s.port, &(struct request){.path = "/metrics", .timeout_ms = 1500});
@@ -548,8 +549,7 @@ static void test_dual_stack(void **state)
 	CURL *c;
 
 	(void)state;
-	server_start(&s, (struct vw_http_opts){.listen_address = ":0"});
-	publish(s.x, sample_text, NULL);
+	server_start_published(&s, (struct vw_http_opts){.listen_address = ":0"});
 	assert_int_equal(get_status(s.port, "/metrics", sample_text), 200);
 	/* IPv6 loopback too, where the kernel has it */
 	c = curl_easy_init();

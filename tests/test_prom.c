@@ -184,40 +184,65 @@ static void assert_clean_utf8(const char *s)
 	}
 }
 
+struct escape_case {
+	const char *in;
+	const char *out;
+};
+
+static void check_escapes(const struct escape_case *cases, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *got = escape(cases[i].in);
+
+		if (strcmp(got, cases[i].out) != 0)
+			fail_msg("case %zu: got \"%s\", expected \"%s\"", i, got, cases[i].out);
+		assert_clean_utf8(got);
+	}
+}
+
+#define FFFD "\xef\xbf\xbd"
+
 static void test_label_escaping(void **state)
 {
+	static const struct escape_case cases[] = {
+		{"plain", "plain"},
+		{"a\\b", "a\\\\b"},
+		{"say \"hi\"", "say \\\"hi\\\""},
+		/* Control characters, LF included, become one space each: a value stays one line. */
+		{"l1\nl2", "l1 l2"},
+		{"cr\rlf\n", "cr lf "},
+		{"\x01tab\t\x1f\x7f", " tab   "},
+		{"nel\xc2\x85", "nel "},
+		{"", ""},
+	};
+
 	(void)state;
-	assert_string_equal(escape("plain"), "plain");
-	assert_string_equal(escape("a\\b"), "a\\\\b");
-	assert_string_equal(escape("say \"hi\""), "say \\\"hi\\\"");
-	/* Control characters, LF included, become one space each: a value stays one line. */
-	assert_string_equal(escape("l1\nl2"), "l1 l2");
-	assert_string_equal(escape("cr\rlf\n"), "cr lf ");
-	assert_string_equal(escape("\x01tab\t\x1f\x7f"), " tab   ");
-	assert_string_equal(escape("nel\xc2\x85"), "nel ");
-	assert_string_equal(escape(""), "");
+	check_escapes(cases, ARRAY_SIZE(cases));
 }
 
 static void test_label_invalid_utf8(void **state)
 {
+	static const struct escape_case cases[] = {
+		{"\xff", FFFD},
+		{"a\xffz", "a" FFFD "z"},
+		/* Overlong '/' in two and three bytes: every byte is replaced. */
+		{"\xc0\xaf", FFFD FFFD},
+		{"\xe0\x80\xaf", FFFD FFFD FFFD},
+		/* Overlong NUL (modified UTF-8) must not come back as a NUL or a control byte. */
+		{"x\xc0\x80y", "x" FFFD FFFD "y"},
+		/* A surrogate, above U+10FFFF, a truncated sequence, a lone continuation, 5 bytes. */
+		{"\xed\xa0\x80", FFFD FFFD FFFD},
+		{"\xf4\x90\x80\x80", FFFD FFFD FFFD FFFD},
+		{"\xe2\x82", FFFD FFFD},
+		{"\x80", FFFD},
+		{"\xf8\x88\x80\x80\x80", FFFD FFFD FFFD FFFD FFFD},
+		/* Valid multi-byte UTF-8 is kept byte for byte (2, 3 and 4 bytes, U+FFFD itself). */
+		{"Zo\xc3\xab \xe9\x9b\xbb\xe5\x8a\x9b \xf0\x9f\x94\x8b " FFFD,
+		 "Zo\xc3\xab \xe9\x9b\xbb\xe5\x8a\x9b \xf0\x9f\x94\x8b " FFFD},
+	};
+
 	(void)state;
-	assert_string_equal(escape("\xff"), "\xef\xbf\xbd");
-	assert_string_equal(escape("a\xffz"), "a\xef\xbf\xbdz");
-	/* Overlong '/' in two and three bytes: every byte is replaced. */
-	assert_string_equal(escape("\xc0\xaf"), "\xef\xbf\xbd\xef\xbf\xbd");
-	assert_string_equal(escape("\xe0\x80\xaf"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
-	/* Overlong NUL (modified UTF-8) must not come back as a NUL or a control byte. */
-	assert_string_equal(escape("x\xc0\x80y"), "x\xef\xbf\xbd\xef\xbf\xbdy");
-	/* A surrogate, a code point above U+10FFFF, a truncated sequence, a lone continuation. */
-	assert_string_equal(escape("\xed\xa0\x80"), "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
-	assert_string_equal(escape("\xf4\x90\x80\x80"),
-			    "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
-	assert_string_equal(escape("\xe2\x82"), "\xef\xbf\xbd\xef\xbf\xbd");
-	assert_string_equal(escape("\x80"), "\xef\xbf\xbd");
-	/* Valid multi-byte UTF-8 is kept byte for byte (2, 3 and 4 bytes, U+FFFD itself). */
-	assert_string_equal(escape("Zo\xc3\xab \xe9\x9b\xbb\xe5\x8a\x9b \xf0\x9f\x94\x8b \xef\xbf\xbd"),
-			    "Zo\xc3\xab \xe9\x9b\xbb\xe5\x8a\x9b \xf0\x9f\x94\x8b \xef\xbf\xbd");
-	assert_clean_utf8(escape("\xff\xfe\xc0\xaf\xed\xbf\xbf\xf8\x88\x80\x80\x80"));
+	check_escapes(cases, ARRAY_SIZE(cases));
 }
 
 static char *repeat(const char *unit, size_t total)
