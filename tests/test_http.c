@@ -669,7 +669,7 @@ static void test_concurrent_scrapes(void **state)
 		pthread_join(scr[i], NULL);
 	__atomic_store_n(&rc.stop, true, __ATOMIC_RELEASE);
 	pthread_join(pub, NULL);
-	print_message("%u scrapes consistent, %u not, %u snapshots published meanwhile\n", rc.ok,
+	print_message("# %u scrapes consistent, %u not, %u snapshots published meanwhile\n", rc.ok,
 		      rc.bad, rc.published);
 	assert_int_equal(rc.bad, 0);
 	assert_int_equal(rc.ok, SCRAPERS * SCRAPES_EACH);

@@ -709,7 +709,7 @@ static void test_promtool(void **state)
 	if (!promtool) {
 		if (ci && strcmp(ci, "true") == 0)
 			fail_msg("promtool not found in PATH or /usr/bin (CI=true: not skipping)");
-		print_message("promtool not found in PATH or /usr/bin: skipping\n");
+		print_message("# promtool not found in PATH or /usr/bin: skipping\n");
 		skip();
 	}
 	w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
