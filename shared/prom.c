@@ -80,8 +80,9 @@ static bool is_control(uint32_t cp)
 }
 
 /*
- * Escape n bytes of s into out (outlen > 0, NUL-terminated): \ -> \\, LF -> \n and, when
- * quote is set, " -> \". Stops before a character that does not fit whole. Returns the length.
+ * Escape n bytes of HELP text (validated UTF-8) into out (outlen > 0, NUL-terminated):
+ * \ -> \\, LF -> \n and, when quote is set, " -> \". Stops before a character that does
+ * not fit whole. Returns the length. Label values take vw_prom_escape_label() instead.
  */
 static size_t escape(const char *s, size_t n, bool quote, char *out, size_t outlen)
 {
@@ -161,7 +162,7 @@ size_t vw_prom_escape_label(const char *in, char *out, size_t outlen)
 
 /* ---- Numbers ---- */
 
-/* Decimal digits of v, right-aligned to end at out + width when width > 0. Returns the count. */
+/* Decimal digits of v into out, zero-padded on the left to width digits. Returns the count. */
 static size_t format_u64(uint64_t v, char *out, size_t width)
 {
 	char tmp[20];
