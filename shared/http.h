@@ -10,12 +10,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The last rendered exposition, in both formats; thread-safe. */
+/*
+ * The last rendered exposition, in both formats; thread-safe. Snapshots are reference-counted:
+ * a scrape takes a reference under the mutex and sends that snapshot whole, however many
+ * publishes happen meanwhile; the old one is freed when its last scrape is done.
+ */
 struct vw_exposition;
 
+/* NULL with errno set on failure. */
 struct vw_exposition *vw_exposition_new(void);
+/* Call after vw_http_stop(); snapshots still being sent stay valid until sent. */
 void vw_exposition_free(struct vw_exposition *x);
-/* Take ownership of two malloc'd buffers and replace the published snapshot. */
+/*
+ * Take ownership of two malloc'd buffers and replace the published snapshot. om may be NULL:
+ * OpenMetrics requests then get the text format. On allocation failure (logged) the buffers
+ * are freed and the previous snapshot stays.
+ */
 void vw_exposition_publish(struct vw_exposition *x, char *text, size_t text_len, char *om,
 			   size_t om_len);
 /* Copy out the current snapshot in one format (caller frees). -EAGAIN before the first. */
@@ -37,11 +47,21 @@ struct vw_http_opts {
 
 struct vw_http;
 
-/* Bind, listen and start serving on MHD's own thread. NULL with errno set on failure. */
+/*
+ * Bind, listen and start serving on MHD's own thread. NULL with errno set on failure (EINVAL
+ * for a bad address, EADDRINUSE, EADDRNOTAVAIL for a name that does not resolve, ...); the
+ * reason is already logged with the address, so callers need not log it again.
+ * ":PORT" binds all addresses (IPv6 dual-stack when the kernel has IPv6, else IPv4); a name
+ * binds the first address getaddrinfo() returns that works.
+ */
 struct vw_http *vw_http_start(const struct vw_http_opts *opts, struct vw_exposition *x);
 void vw_http_stop(struct vw_http *h);
 /* The bound port (useful with port 0). */
 uint16_t vw_http_port(const struct vw_http *h);
 
-/* Split a listen address into host (may be empty = all) and port. 0 or -EINVAL. */
+/*
+ * Split a listen address into host (may be empty = all) and port. 0 or -EINVAL: no port, a
+ * port that is not 1-5 digits or above 65535, an IPv6 literal without brackets, empty
+ * brackets, characters that cannot be in a host name or address, a host too long for host.
+ */
 int vw_http_parse_listen(const char *addr, char *host, size_t hostlen, uint16_t *ret_port);

@@ -29,30 +29,75 @@ enum vw_prom_format {
 	VW_PROM_OPENMETRICS_1_0_0,
 };
 
-/* OpenMetrics only when Accept names application/openmetrics-text; else 0.0.4. */
+/*
+ * OpenMetrics only when Accept names application/openmetrics-text (version absent, 1.0.0 or
+ * 0.0.1) with a q above 0 and at least the best q of text/plain (version absent or 0.0.4)
+ * and the text and full wildcards; else 0.0.4. Media ranges with an invalid q are ignored.
+ * NULL or empty: 0.0.4.
+ */
 enum vw_prom_format vw_prom_negotiate(const char *accept);
 const char *vw_prom_content_type(enum vw_prom_format fmt);
 
 #define VW_PROM_LABEL_MAX 256 /* bytes of a label value after sanitising */
+/* Room vw_prom_escape_label() needs for any input: every byte escaped, plus the NUL. */
+#define VW_PROM_LABEL_ESCAPED_MAX (2 * VW_PROM_LABEL_MAX + 1)
 
 struct vw_prom_writer;
 
-/* max_bytes caps the output: a family that would overflow is rolled back whole (-ENOBUFS). */
+/*
+ * max_bytes caps the whole output, "# EOF\n" included (0: no cap). A family that would
+ * overflow is rolled back whole (-ENOBUFS) and the writer stays usable for the next family.
+ * NULL with errno EINVAL (bad format, max_bytes too small for the trailer) or ENOMEM.
+ */
 struct vw_prom_writer *vw_prom_writer_new(enum vw_prom_format fmt, size_t max_bytes);
 void vw_prom_writer_free(struct vw_prom_writer *w);
 
-/* Start a family: HELP, TYPE (and UNIT in OpenMetrics). Families are written once each. */
+/*
+ * Start a family: HELP, TYPE (and UNIT in OpenMetrics), closing any family still open.
+ * -EINVAL: a name not [a-zA-Z][a-zA-Z0-9_]*, a counter not named *_total or a gauge that is,
+ * a label name not [a-zA-Z][a-zA-Z0-9_]* (so never "__..."), a repeated label name, empty
+ * help or help with invalid UTF-8 or control bytes other than LF. -EEXIST: that name was
+ * already started on this writer (even if it was rolled back). -ENOBUFS: the header does not
+ * fit; the family stays open and its samples return -ENOBUFS too.
+ * OpenMetrics: TYPE and HELP name the family without _total; UNIT only when f->unit equals
+ * the name's last "_"-separated suffix(es) ("joules" for *_joules(_total)), else it is omitted.
+ */
 int vw_prom_family(struct vw_prom_writer *w, const struct vw_metric_family *f);
-/* A sample of the current family; one value per declared label, in order. */
+/*
+ * A sample of the current family. label_values holds one value per declared label, in order,
+ * followed by a NULL terminator (or is NULL for a family without labels). -EINVAL: no open
+ * family, a missing or extra value, or an empty value (empty means absent in Prometheus: the
+ * caller picks a placeholder). Values are sanitised as vw_prom_escape_label() describes.
+ * -ENOBUFS / -ENOMEM: the family no longer fits and has been rolled back whole.
+ */
 int vw_prom_gauge(struct vw_prom_writer *w, const char *const *label_values, double value);
-/* A counter sample in joules (or any base unit) from integer micro-units, printed exactly. */
+/*
+ * A counter sample in joules (or any base unit) from integer micro-units, printed exactly:
+ * 1234567 -> "1.234567", 1000000 -> "1", 0 -> "0", no float rounding.
+ */
 int vw_prom_counter_micro(struct vw_prom_writer *w, const char *const *label_values,
 			  uint64_t micro);
+/* A counter sample; -EINVAL (nothing written) for NaN, infinite or negative values. */
 int vw_prom_counter(struct vw_prom_writer *w, const char *const *label_values, double value);
-/* Close the current family (rolls it back whole if anything in it overflowed). */
+/*
+ * Close the current family: 0, or the error that rolled it back (-ENOBUFS, -ENOMEM);
+ * -EINVAL when no family is open.
+ */
 int vw_prom_family_end(struct vw_prom_writer *w);
-/* Finish (OpenMetrics: "# EOF") and hand out the buffer (caller frees). */
+/*
+ * Finish (closing any open family; OpenMetrics: "# EOF") and hand out the NUL-terminated
+ * buffer (caller frees). The writer accepts nothing afterwards but vw_prom_writer_free().
+ */
 int vw_prom_finish(struct vw_prom_writer *w, char **ret_buf, size_t *ret_len);
 
-/* Sanitise and escape one label value into out (NUL-terminated); returns bytes written. */
+/*
+ * Sanitise and escape one label value into out (NUL-terminated); returns bytes written
+ * (without the NUL). Sanitising, in this order: each byte that does not start a valid UTF-8
+ * sequence (stray continuation bytes, overlong forms, surrogates, > U+10FFFF, truncated
+ * sequences) becomes U+FFFD; every control character (C0 including TAB, LF and CR, DEL, C1)
+ * becomes one space, so a value is always one line; the result is cut at VW_PROM_LABEL_MAX
+ * bytes on a character boundary. Escaping then turns \ into \\ and " into \" (LF into \n
+ * too, though no LF survives sanitising). With outlen < VW_PROM_LABEL_ESCAPED_MAX a long
+ * value is cut further, never inside an escape or a character.
+ */
 size_t vw_prom_escape_label(const char *in, char *out, size_t outlen);

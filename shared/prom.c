@@ -1,0 +1,725 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Prometheus exposition writer: text 0.0.4 and OpenMetrics 1.0.0 into one bounded buffer.
+ * Rules follow prometheus/common expfmt (text_create.go, openmetrics_create.go) and the
+ * OpenMetrics 1.0 ABNF. Number formatting assumes the C LC_NUMERIC locale: the daemons never
+ * call setlocale().
+ */
+#include "prom.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "macro.h"
+
+#define TOTAL_SUFFIX "_total"
+#define EOF_TRAILER "# EOF\n"
+#define NUM_MAX 40 /* room for any number this file prints */
+
+struct vw_prom_writer {
+	enum vw_prom_format fmt;
+	size_t limit; /* bytes families may use: max_bytes less the OpenMetrics trailer */
+	char *buf;
+	size_t len;
+	size_t cap;
+	/* The open family: where it started, its label count and the error that rolled it back. */
+	const struct vw_metric_family *fam;
+	size_t mark;
+	size_t nlabels;
+	int fam_err;
+	bool done;
+	/* Names of the families started so far, for -EEXIST. */
+	char **names;
+	size_t nnames;
+	size_t names_cap;
+};
+
+/* ---- UTF-8 and escaping ---- */
+
+/*
+ * Length of the valid UTF-8 sequence at s (1 to 4) with its code point, or 0 when s does not
+ * start one (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF). s is
+ * NUL-terminated; a NUL is never a continuation byte, so this never reads past it.
+ */
+static size_t utf8_decode(const unsigned char *s, uint32_t *ret_cp)
+{
+	static const uint32_t min_cp[] = {0, 0, 0x80, 0x800, 0x10000};
+	uint32_t cp;
+	size_t n;
+
+	if (s[0] < 0x80) {
+		*ret_cp = s[0];
+		return 1;
+	}
+	if (s[0] >= 0xc2 && s[0] <= 0xdf)
+		n = 2, cp = s[0] & 0x1f;
+	else if (s[0] >= 0xe0 && s[0] <= 0xef)
+		n = 3, cp = s[0] & 0x0f;
+	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
+		n = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if (cp < min_cp[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	*ret_cp = cp;
+	return n;
+}
+
+static bool is_control(uint32_t cp)
+{
+	return cp < 0x20 || (cp >= 0x7f && cp <= 0x9f);
+}
+
+/*
+ * Escape n bytes of HELP text (validated UTF-8) into out (outlen > 0, NUL-terminated):
+ * \ -> \\, LF -> \n and, when quote is set, " -> \". Stops before a character that does
+ * not fit whole. Returns the length. Label values take vw_prom_escape_label() instead.
+ */
+static size_t escape(const char *s, size_t n, bool quote, char *out, size_t outlen)
+{
+	size_t len = 0;
+
+	for (size_t i = 0; i < n;) {
+		size_t clen = 1, need;
+
+		if ((unsigned char)s[i] >= 0xc0) {
+			while (i + clen < n && ((unsigned char)s[i + clen] & 0xc0) == 0x80)
+				clen++;
+		}
+		bool esc = s[i] == '\\' || s[i] == '\n' || (quote && s[i] == '"');
+		need = esc ? 2 : clen;
+		if (len + need >= outlen)
+			break;
+		if (esc) {
+			out[len++] = '\\';
+			out[len++] = s[i] == '\n' ? 'n' : s[i];
+		} else {
+			memcpy(out + len, s + i, clen);
+			len += clen;
+		}
+		i += clen;
+	}
+	out[len] = '\0';
+	return len;
+}
+
+/*
+ * The sanitised form of the character at s (what to emit: ret_piece, ret_len), returning how
+ * many input bytes it consumed. See vw_prom_escape_label() for the rules.
+ */
+static size_t label_char(const unsigned char *s, const char **ret_piece, size_t *ret_len)
+{
+	static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
+	uint32_t cp;
+	size_t n = utf8_decode(s, &cp);
+
+	if (n == 0) {
+		*ret_piece = replacement;
+		*ret_len = sizeof(replacement) - 1;
+		return 1;
+	}
+	*ret_piece = is_control(cp) ? " " : (const char *)s;
+	*ret_len = is_control(cp) ? 1 : n;
+	return n;
+}
+
+/* Sanitise, cap and escape in one pass; printable ASCII, the common case, is copied as is. */
+size_t vw_prom_escape_label(const char *in, char *out, size_t outlen)
+{
+	const unsigned char *s = (const unsigned char *)in;
+	size_t clean = 0, len = 0; /* sanitised bytes so far (the cap), output bytes */
+
+	if (!out || outlen == 0)
+		return 0;
+	while (s && *s) {
+		const char *piece = (const char *)s;
+		size_t take = 1, used = 1;
+		bool esc = *s == '\\' || *s == '"';
+
+		if (*s < 0x20 || *s >= 0x7f)
+			used = label_char(s, &piece, &take);
+		if (clean + take > VW_PROM_LABEL_MAX || len + (esc ? 2 : take) >= outlen)
+			break;
+		if (esc)
+			out[len++] = '\\';
+		for (size_t i = 0; i < take; i++)
+			out[len++] = piece[i];
+		clean += take;
+		s += used;
+	}
+	out[len] = '\0';
+	return len;
+}
+
+/* ---- Numbers ---- */
+
+/* Decimal digits of v into out, zero-padded on the left to width digits. Returns the count. */
+static size_t format_u64(uint64_t v, char *out, size_t width)
+{
+	char tmp[20];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n < width)
+		tmp[n++] = '0';
+	for (size_t i = 0; i < n; i++)
+		out[i] = tmp[n - 1 - i];
+	return n;
+}
+
+/* Integer micro-units as an exact decimal, trailing zeros trimmed. */
+static size_t format_micro(uint64_t micro, char out[NUM_MAX])
+{
+	uint64_t frac = micro % VW_USEC_PER_SEC;
+	size_t n = format_u64(micro / VW_USEC_PER_SEC, out, 0);
+
+	if (frac) {
+		out[n++] = '.';
+		n += format_u64(frac, out + n, 6);
+		while (out[n - 1] == '0')
+			n--;
+	}
+	out[n] = '\0';
+	return n;
+}
+
+/* Shortest of %.15g..%.17g that reads back as the same double; NaN, +Inf, -Inf spelt out. */
+static size_t format_double(double v, char out[NUM_MAX])
+{
+	int n = 0;
+
+	if (isnan(v))
+		return (size_t)snprintf(out, NUM_MAX, "NaN");
+	if (isinf(v))
+		return (size_t)snprintf(out, NUM_MAX, "%s", v > 0 ? "+Inf" : "-Inf");
+	for (int prec = 15; prec <= 17; prec++) {
+		n = snprintf(out, NUM_MAX, "%.*g", prec, v);
+		if (strtod(out, NULL) == v)
+			break;
+	}
+	return (size_t)n;
+}
+
+/* ---- Names ---- */
+
+static bool name_valid(const char *s)
+{
+	if (!s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+		return false;
+	for (s++; *s; s++) {
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		      (*s >= '0' && *s <= '9') || *s == '_'))
+			return false;
+	}
+	return true;
+}
+
+static bool has_suffix(const char *s, size_t len, const char *suffix)
+{
+	size_t n = strlen(suffix);
+
+	return len > n && memcmp(s + len - n, suffix, n) == 0;
+}
+
+/* Help text: non-empty, valid UTF-8, no control characters but LF. */
+static bool help_valid(const char *help)
+{
+	const unsigned char *s = (const unsigned char *)help;
+
+	if (!s || !*s)
+		return false;
+	while (*s) {
+		uint32_t cp;
+		size_t n = utf8_decode(s, &cp);
+
+		if (n == 0 || (is_control(cp) && cp != '\n'))
+			return false;
+		s += n;
+	}
+	return true;
+}
+
+/* Count the label names and check each (valid, not repeated). -EINVAL on a bad one. */
+static int labels_check(const char *const *labels, size_t *ret_n)
+{
+	size_t n = 0;
+
+	for (; labels && labels[n]; n++) {
+		if (!name_valid(labels[n]))
+			return -EINVAL;
+		for (size_t j = 0; j < n; j++)
+			if (strcmp(labels[j], labels[n]) == 0)
+				return -EINVAL;
+	}
+	*ret_n = n;
+	return 0;
+}
+
+static int family_check(const struct vw_metric_family *f, size_t *ret_nlabels)
+{
+	size_t len;
+
+	if (!f || !name_valid(f->name) || !help_valid(f->help))
+		return -EINVAL;
+	len = strlen(f->name);
+	if ((f->type == VW_METRIC_COUNTER) != has_suffix(f->name, len, TOTAL_SUFFIX))
+		return -EINVAL;
+	if (f->type != VW_METRIC_COUNTER && f->type != VW_METRIC_GAUGE)
+		return -EINVAL;
+	return labels_check(f->labels, ret_nlabels);
+}
+
+/* ---- Buffer ---- */
+
+static int reserve(struct vw_prom_writer *w, size_t n)
+{
+	size_t want = w->len + n + 1, cap = w->cap ? w->cap : 4096;
+	char *p;
+
+	if (want <= w->cap)
+		return 0;
+	while (cap < want)
+		cap *= 2;
+	p = realloc(w->buf, cap);
+	if (!p)
+		return -ENOMEM;
+	w->buf = p;
+	w->cap = cap;
+	return 0;
+}
+
+/*
+ * Append n bytes to the open family. The first failure (-ENOBUFS, -ENOMEM) sticks in fam_err
+ * and turns later appends into no-ops, so a sequence of appends is checked once, at its end.
+ */
+static void put(struct vw_prom_writer *w, const char *s, size_t n)
+{
+	if (w->fam_err)
+		return;
+	w->fam_err = n > w->limit - w->len ? -ENOBUFS : reserve(w, n);
+	if (w->fam_err)
+		return;
+	memcpy(w->buf + w->len, s, n);
+	w->len += n;
+}
+
+static void put_str(struct vw_prom_writer *w, const char *s)
+{
+	put(w, s, strlen(s));
+}
+
+/* After a run of appends: if one failed, drop everything the open family wrote. */
+static int family_settle(struct vw_prom_writer *w)
+{
+	if (w->fam_err)
+		w->len = w->mark;
+	return w->fam_err;
+}
+
+static int name_remember(struct vw_prom_writer *w, const char *name)
+{
+	char *copy;
+
+	for (size_t i = 0; i < w->nnames; i++)
+		if (strcmp(w->names[i], name) == 0)
+			return -EEXIST;
+	if (w->nnames == w->names_cap) {
+		size_t cap = w->names_cap ? w->names_cap * 2 : 16;
+		char **p = reallocarray(w->names, cap, sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		w->names = p;
+		w->names_cap = cap;
+	}
+	copy = strdup(name);
+	if (!copy)
+		return -ENOMEM;
+	w->names[w->nnames++] = copy;
+	return 0;
+}
+
+/* ---- Writer ---- */
+
+struct vw_prom_writer *vw_prom_writer_new(enum vw_prom_format fmt, size_t max_bytes)
+{
+	size_t trailer = fmt == VW_PROM_OPENMETRICS_1_0_0 ? strlen(EOF_TRAILER) : 0;
+	struct vw_prom_writer *w;
+
+	if ((fmt != VW_PROM_TEXT_0_0_4 && fmt != VW_PROM_OPENMETRICS_1_0_0) ||
+	    (max_bytes && max_bytes < trailer)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return NULL;
+	w->fmt = fmt;
+	/* Unbounded still leaves room for the trailer and the NUL without overflow. */
+	w->limit = (max_bytes ? max_bytes : SIZE_MAX / 2) - trailer;
+	return w;
+}
+
+void vw_prom_writer_free(struct vw_prom_writer *w)
+{
+	if (!w)
+		return;
+	for (size_t i = 0; i < w->nnames; i++)
+		free(w->names[i]);
+	free(w->names);
+	free(w->buf);
+	free(w);
+}
+
+/* "# KEYWORD name[suffix-less] rest\n" */
+static void put_meta(struct vw_prom_writer *w, const char *keyword, const char *name,
+		     size_t nlen, const char *rest, size_t rlen)
+{
+	put(w, "# ", 2);
+	put_str(w, keyword);
+	put(w, " ", 1);
+	put(w, name, nlen);
+	put(w, " ", 1);
+	put(w, rest, rlen);
+	put(w, "\n", 1);
+}
+
+static void put_help(struct vw_prom_writer *w, const struct vw_metric_family *f, size_t nlen)
+{
+	bool om = w->fmt == VW_PROM_OPENMETRICS_1_0_0;
+	size_t hlen = strlen(f->help), cap = 2 * hlen + 1;
+	_cleanup_free_ char *esc = malloc(cap);
+
+	if (!esc) {
+		w->fam_err = w->fam_err ? w->fam_err : -ENOMEM;
+		return;
+	}
+	/* 0.0.4 HELP escapes only \ and LF (text_parse.go rejects \"); OpenMetrics also ". */
+	hlen = escape(f->help, hlen, om, esc, cap);
+	put_meta(w, "HELP", f->name, nlen, esc, hlen);
+}
+
+/* OpenMetrics: UNIT when the family name ends in "_<unit>". */
+static void put_unit(struct vw_prom_writer *w, const struct vw_metric_family *f, size_t nlen)
+{
+	size_t ulen = f->unit ? strlen(f->unit) : 0;
+
+	if (ulen == 0 || ulen + 1 >= nlen || f->name[nlen - ulen - 1] != '_' ||
+	    memcmp(f->name + nlen - ulen, f->unit, ulen) != 0)
+		return;
+	put_meta(w, "UNIT", f->name, nlen, f->unit, ulen);
+}
+
+static void put_header(struct vw_prom_writer *w, const struct vw_metric_family *f)
+{
+	const char *type = f->type == VW_METRIC_COUNTER ? "counter" : "gauge";
+	size_t nlen = strlen(f->name);
+
+	if (w->fmt == VW_PROM_TEXT_0_0_4) {
+		put_help(w, f, nlen);
+		put_meta(w, "TYPE", f->name, nlen, type, strlen(type));
+		return;
+	}
+	/* OpenMetrics: metadata names the family, which for a counter lacks _total. */
+	if (f->type == VW_METRIC_COUNTER)
+		nlen -= strlen(TOTAL_SUFFIX);
+	put_meta(w, "TYPE", f->name, nlen, type, strlen(type));
+	put_unit(w, f, nlen);
+	put_help(w, f, nlen);
+}
+
+int vw_prom_family(struct vw_prom_writer *w, const struct vw_metric_family *f)
+{
+	size_t nlabels;
+	int r;
+
+	if (!w || w->done)
+		return -EINVAL;
+	r = family_check(f, &nlabels);
+	if (r < 0)
+		return r;
+	r = name_remember(w, f->name);
+	if (r < 0)
+		return r;
+	if (w->fam)
+		(void)vw_prom_family_end(w);
+	w->fam = f;
+	w->nlabels = nlabels;
+	w->mark = w->len;
+	w->fam_err = 0;
+	put_header(w, f);
+	return family_settle(w);
+}
+
+int vw_prom_family_end(struct vw_prom_writer *w)
+{
+	int r;
+
+	if (!w || !w->fam)
+		return -EINVAL;
+	r = w->fam_err;
+	w->fam = NULL;
+	w->fam_err = 0;
+	return r;
+}
+
+/* Exactly nlabels non-empty values then NULL (or NULL for a family without labels). */
+static int values_check(const struct vw_prom_writer *w, const char *const *values)
+{
+	if (!values)
+		return w->nlabels == 0 ? 0 : -EINVAL;
+	for (size_t i = 0; i < w->nlabels; i++)
+		if (!values[i] || !values[i][0])
+			return -EINVAL;
+	return values[w->nlabels] ? -EINVAL : 0;
+}
+
+static void put_labels(struct vw_prom_writer *w, const char *const *values)
+{
+	char esc[VW_PROM_LABEL_ESCAPED_MAX];
+
+	for (size_t i = 0; i < w->nlabels; i++) {
+		size_t n = vw_prom_escape_label(values[i], esc, sizeof(esc));
+
+		put(w, i == 0 ? "{" : ",", 1);
+		put_str(w, w->fam->labels[i]);
+		put(w, "=\"", 2);
+		put(w, esc, n);
+		put(w, "\"", 1);
+	}
+	if (w->nlabels)
+		put(w, "}", 1);
+}
+
+/* One sample line with an already formatted value. */
+static int put_sample(struct vw_prom_writer *w, const char *const *values, const char *num,
+		      size_t numlen)
+{
+	int r;
+
+	if (!w || w->done || !w->fam)
+		return -EINVAL;
+	if (w->fam_err)
+		return w->fam_err;
+	r = values_check(w, values);
+	if (r < 0)
+		return r;
+	put_str(w, w->fam->name);
+	put_labels(w, values);
+	put(w, " ", 1);
+	put(w, num, numlen);
+	put(w, "\n", 1);
+	return family_settle(w);
+}
+
+static bool family_is(const struct vw_prom_writer *w, enum vw_metric_type type)
+{
+	return w && w->fam && w->fam->type == type;
+}
+
+int vw_prom_gauge(struct vw_prom_writer *w, const char *const *label_values, double value)
+{
+	char num[NUM_MAX];
+
+	if (!family_is(w, VW_METRIC_GAUGE))
+		return -EINVAL;
+	return put_sample(w, label_values, num, format_double(value, num));
+}
+
+int vw_prom_counter_micro(struct vw_prom_writer *w, const char *const *label_values,
+			  uint64_t micro)
+{
+	char num[NUM_MAX];
+
+	if (!family_is(w, VW_METRIC_COUNTER))
+		return -EINVAL;
+	return put_sample(w, label_values, num, format_micro(micro, num));
+}
+
+int vw_prom_counter(struct vw_prom_writer *w, const char *const *label_values, double value)
+{
+	char num[NUM_MAX];
+
+	if (!family_is(w, VW_METRIC_COUNTER) || !isfinite(value) || value < 0)
+		return -EINVAL;
+	if (value == 0)
+		value = 0; /* -0 prints as 0 */
+	return put_sample(w, label_values, num, format_double(value, num));
+}
+
+int vw_prom_finish(struct vw_prom_writer *w, char **ret_buf, size_t *ret_len)
+{
+	int r;
+
+	if (!w || w->done || !ret_buf)
+		return -EINVAL;
+	if (w->fam)
+		(void)vw_prom_family_end(w);
+	r = reserve(w, strlen(EOF_TRAILER));
+	if (r < 0)
+		return r;
+	if (w->fmt == VW_PROM_OPENMETRICS_1_0_0) {
+		/* Room was kept below limit, so this never overflows. */
+		memcpy(w->buf + w->len, EOF_TRAILER, strlen(EOF_TRAILER));
+		w->len += strlen(EOF_TRAILER);
+	}
+	w->buf[w->len] = '\0';
+	w->done = true;
+	*ret_buf = VW_TAKE_PTR(w->buf);
+	if (ret_len)
+		*ret_len = w->len;
+	return 0;
+}
+
+/* ---- Content negotiation ---- */
+
+const char *vw_prom_content_type(enum vw_prom_format fmt)
+{
+	if (fmt == VW_PROM_OPENMETRICS_1_0_0)
+		return "application/openmetrics-text; version=1.0.0; charset=utf-8";
+	return "text/plain; version=0.0.4; charset=utf-8";
+}
+
+/* One media range of an Accept header, as far as negotiation needs it. */
+struct media_range {
+	const char *type; /* "type/subtype", not NUL-terminated */
+	size_t type_len;
+	const char *version; /* value of a version parameter, or NULL */
+	size_t version_len;
+	int q; /* 0..1000, or -1 when the range carried an invalid q */
+};
+
+static bool is_ows(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+/* Trim optional whitespace from both ends of [*s, *s + *n). */
+static void trim(const char **s, size_t *n)
+{
+	while (*n && is_ows(**s))
+		(*s)++, (*n)--;
+	while (*n && is_ows((*s)[*n - 1]))
+		(*n)--;
+}
+
+/* RFC 9110 qvalue: "0" ["." 0-3 digits] or "1" ["." 0-3 zeros], as 0..1000; -1 if invalid. */
+static int parse_qvalue(const char *s, size_t n)
+{
+	int q, scale = 100;
+
+	if (n == 0 || (s[0] != '0' && s[0] != '1') || n > 5 || (n > 1 && s[1] != '.'))
+		return -1;
+	q = (s[0] - '0') * 1000;
+	for (size_t i = 2; i < n; i++, scale /= 10) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		q += (s[i] - '0') * scale;
+	}
+	return q > 1000 ? -1 : q;
+}
+
+/* Parse one "name=value" parameter into r (q and version; others are ignored). */
+static void parse_param(const char *s, size_t n, struct media_range *r)
+{
+	const char *eq = memchr(s, '=', n);
+	const char *val;
+	size_t name_len, val_len;
+
+	if (!eq)
+		return;
+	name_len = (size_t)(eq - s);
+	val = eq + 1;
+	val_len = n - name_len - 1;
+	trim(&s, &name_len);
+	trim(&val, &val_len);
+	if (val_len >= 2 && val[0] == '"' && val[val_len - 1] == '"')
+		val++, val_len -= 2;
+	if (name_len == 1 && (s[0] == 'q' || s[0] == 'Q')) {
+		r->q = parse_qvalue(val, val_len);
+	} else if (name_len == 7 && strncasecmp(s, "version", 7) == 0) {
+		r->version = val;
+		r->version_len = val_len;
+	}
+}
+
+/* Length of s up to the first sep outside a quoted string (n when there is none). */
+static size_t span_until(const char *s, size_t n, char sep)
+{
+	bool quoted = false;
+
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] == '"')
+			quoted = !quoted;
+		else if (s[i] == '\\' && quoted && i + 1 < n)
+			i++;
+		else if (s[i] == sep && !quoted)
+			return i;
+	}
+	return n;
+}
+
+/* Parse one comma-separated element: "type/subtype *( ; param )". */
+static void parse_range(const char *s, size_t n, struct media_range *r)
+{
+	size_t i = span_until(s, n, ';');
+
+	*r = (struct media_range){.type = s, .type_len = i, .q = 1000};
+	trim(&r->type, &r->type_len);
+	while (i < n) {
+		const char *p = s + i + 1;
+		size_t len = span_until(p, n - i - 1, ';');
+
+		parse_param(p, len, r);
+		i += len + 1;
+	}
+}
+
+static bool range_is(const struct media_range *r, const char *type)
+{
+	return r->type_len == strlen(type) && strncasecmp(r->type, type, r->type_len) == 0;
+}
+
+static bool version_is(const struct media_range *r, const char *v)
+{
+	return r->version_len == strlen(v) && memcmp(r->version, v, r->version_len) == 0;
+}
+
+enum vw_prom_format vw_prom_negotiate(const char *accept)
+{
+	size_t left = accept ? strlen(accept) : 0;
+	int om_q = 0, text_q = 0;
+
+	for (const char *s = accept; left > 0;) {
+		size_t n = span_until(s, left, ',');
+		struct media_range r;
+
+		parse_range(s, n, &r);
+		s += VW_MIN(n + 1, left);
+		left -= VW_MIN(n + 1, left);
+		if (r.q < 0)
+			continue;
+		if (range_is(&r, "application/openmetrics-text")) {
+			if (!r.version || version_is(&r, "1.0.0") || version_is(&r, "0.0.1"))
+				om_q = VW_MAX(om_q, r.q);
+		} else if (range_is(&r, "text/plain")) {
+			if (!r.version || version_is(&r, "0.0.4"))
+				text_q = VW_MAX(text_q, r.q);
+		} else if (range_is(&r, "text/*") || range_is(&r, "*/*")) {
+			text_q = VW_MAX(text_q, r.q);
+		}
+	}
+	return om_q > 0 && om_q >= text_q ? VW_PROM_OPENMETRICS_1_0_0 : VW_PROM_TEXT_0_0_4;
+}

@@ -1,0 +1,705 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The metrics endpoint on a real libmicrohttpd server, driven by libcurl over loopback. */
+#include "vw_test.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "http.h"
+#include "log.h"
+#include "macro.h"
+#include "prom.h"
+
+#define TEXT_CT "text/plain; version=0.0.4; charset=utf-8"
+#define OM_CT "application/openmetrics-text; version=1.0.0; charset=utf-8"
+#define OM_ACCEPT "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+
+/* ---- Client ---- */
+
+struct reply {
+	CURLcode code;
+	long status;
+	char *body;
+	size_t body_len;
+	char *headers;
+	size_t headers_len;
+	char content_type[128];
+};
+
+static void reply_clear(struct reply *r)
+{
+	free(r->body);
+	free(r->headers);
+	*r = (struct reply){0};
+}
+
+struct request {
+	const char *method; /* GET if NULL */
+	const char *path;
+	const char *accept;
+	const char *body; /* sent with Content-Length */
+	long timeout_ms;  /* 0: 20 s */
+};
+
+static void request_setup(CURL *c, uint16_t port, const struct request *q, char *url, size_t len)
+{
+	const char *method = q->method ? q->method : "GET";
+
+	snprintf(url, len, "http://127.0.0.1:%u%s", (unsigned)port, q->path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, q->timeout_ms ? q->timeout_ms : 20000L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	if (strcmp(method, "HEAD") == 0)
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	else if (strcmp(method, "GET") != 0 || q->body)
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+	if (q->body) {
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, q->body);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, (long)strlen(q->body));
+	}
+}
+
+/* Perform on an existing handle (keep-alive across calls), collecting status, headers, body. */
+static void perform(CURL *c, uint16_t port, const struct request *q, struct reply *r)
+{
+	FILE *body = open_memstream(&r->body, &r->body_len);
+	FILE *hdrs = open_memstream(&r->headers, &r->headers_len);
+	struct curl_slist *list = NULL;
+	char url[256], accept[256];
+	const char *ct = NULL;
+
+	if (!body || !hdrs) {
+		/* no cmocka assert here: scraper threads call this */
+		if (body)
+			fclose(body);
+		if (hdrs)
+			fclose(hdrs);
+		r->code = CURLE_OUT_OF_MEMORY;
+		return;
+	}
+	curl_easy_reset(c);
+	request_setup(c, port, q, url, sizeof(url));
+	if (q->accept) {
+		snprintf(accept, sizeof(accept), "Accept: %s", q->accept);
+		list = curl_slist_append(NULL, accept);
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
+	}
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, hdrs);
+	r->code = curl_easy_perform(c);
+	fclose(body);
+	fclose(hdrs);
+	curl_slist_free_all(list);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r->status);
+	if (curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct)
+		snprintf(r->content_type, sizeof(r->content_type), "%s", ct);
+}
+
+static struct reply fetch(uint16_t port, const struct request *q)
+{
+	struct reply r = {0};
+	CURL *c = curl_easy_init();
+
+	assert_non_null(c);
+	perform(c, port, q, &r);
+	curl_easy_cleanup(c);
+	return r;
+}
+
+static size_t discard(char *p, size_t size, size_t n, void *userdata)
+{
+	(void)p, (void)userdata;
+	return size * n;
+}
+
+static bool has_header(const struct reply *r, const char *line)
+{
+	return r->headers && strcasestr(r->headers, line);
+}
+
+/* GET path with no special headers: the status; the body must equal want_body if given. */
+static long get_status(uint16_t port, const char *path, const char *want_body)
+{
+	struct reply r = fetch(port, &(struct request){.path = path});
+	long status = r.status;
+
+	assert_int_equal(r.code, CURLE_OK);
+	assert_true(has_header(&r, "\r\nX-Content-Type-Options: nosniff\r\n"));
+	if (want_body)
+		assert_string_equal(r.body, want_body);
+	reply_clear(&r);
+	return status;
+}
+
+static const char sample_text[] = "# HELP vw_up Up.\n# TYPE vw_up gauge\nvw_up 1\n";
+static const char sample_om[] = "# TYPE vw_up gauge\n# HELP vw_up Up.\nvw_up 1\n# EOF\n";
+
+/* ---- Server fixture ---- */
+
+static bool healthy_flag;
+
+static bool is_healthy(void *userdata)
+{
+	return __atomic_load_n((bool *)userdata, __ATOMIC_RELAXED);
+}
+
+struct server {
+	struct vw_exposition *x;
+	struct vw_http *h;
+	uint16_t port;
+};
+
+static void server_start(struct server *s, struct vw_http_opts opts)
+{
+	s->x = vw_exposition_new();
+	assert_non_null(s->x);
+	if (!opts.listen_address)
+		opts.listen_address = "127.0.0.1:0";
+	s->h = vw_http_start(&opts, s->x);
+	assert_non_null(s->h);
+	s->port = vw_http_port(s->h);
+	assert_true(s->port > 0);
+}
+
+static void server_stop(struct server *s)
+{
+	vw_http_stop(s->h);
+	vw_exposition_free(s->x);
+}
+
+static void publish(struct vw_exposition *x, const char *text, const char *om)
+{
+	char *t = strdup(text), *o = om ? strdup(om) : NULL;
+
+	assert_non_null(t);
+	vw_exposition_publish(x, t, strlen(t), o, om ? strlen(om) : 0);
+}
+
+/* A server with the sample snapshot already published. */
+static void server_start_published(struct server *s, struct vw_http_opts opts)
+{
+	server_start(s, opts);
+	publish(s->x, sample_text, sample_om);
+}
+
+/* ---- Tests ---- */
+
+static void test_parse_listen(void **state)
+{
+	static const char *const bad[] = {
+		"", "28282", ":", "localhost:", ":65536", ":99999", ":-1", ":+80", ":0x50", ": 80",
+		":80 ", "::1:80", "[::1]", "[::1:80", "[]:80", "[x]:80", "::1]:80", "a b:80",
+		"host/x:80", "h\n:80", ":123456", "[::1]x:80",
+	};
+	char host[64], tiny[4];
+	uint16_t port;
+
+	(void)state;
+	assert_int_equal(vw_http_parse_listen(":28282", host, sizeof(host), &port), 0);
+	assert_string_equal(host, "");
+	assert_int_equal(port, 28282);
+	assert_int_equal(vw_http_parse_listen("127.0.0.1:0", host, sizeof(host), &port), 0);
+	assert_string_equal(host, "127.0.0.1");
+	assert_int_equal(port, 0);
+	assert_int_equal(vw_http_parse_listen("[::1]:9", host, sizeof(host), &port), 0);
+	assert_string_equal(host, "::1");
+	assert_int_equal(port, 9);
+	assert_int_equal(vw_http_parse_listen("localhost:65535", host, sizeof(host), &port), 0);
+	assert_string_equal(host, "localhost");
+	assert_int_equal(port, 65535);
+	assert_int_equal(vw_http_parse_listen("[fe80::1%eth0]:80", host, sizeof(host), &port), 0);
+	assert_string_equal(host, "fe80::1%eth0");
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		if (vw_http_parse_listen(bad[i], host, sizeof(host), &port) != -EINVAL)
+			fail_msg("accepted listen address '%s'", bad[i]);
+	}
+	assert_int_equal(vw_http_parse_listen(NULL, host, sizeof(host), &port), -EINVAL);
+	assert_int_equal(vw_http_parse_listen("localhost:80", tiny, sizeof(tiny), &port), -EINVAL);
+	assert_int_equal(vw_http_parse_listen("abc:80", tiny, sizeof(tiny), &port), 0);
+}
+
+static void test_start_errors(void **state)
+{
+	struct server s;
+	char addr[32];
+
+	(void)state;
+	server_start(&s, (struct vw_http_opts){0});
+	errno = 0;
+	assert_null(vw_http_start(&(struct vw_http_opts){.listen_address = "nonsense"}, s.x));
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_null(vw_http_start(&(struct vw_http_opts){.listen_address = "[::1]:99999"}, s.x));
+	assert_int_equal(errno, EINVAL);
+	errno = 0;
+	assert_null(vw_http_start(&(struct vw_http_opts){.listen_address = "127.0.0.1:0"}, NULL));
+	assert_int_equal(errno, EINVAL);
+	assert_null(vw_http_start(NULL, s.x));
+	assert_int_equal(errno, EINVAL);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", (unsigned)s.port);
+	errno = 0;
+	assert_null(vw_http_start(&(struct vw_http_opts){.listen_address = addr}, s.x));
+	assert_int_equal(errno, EADDRINUSE);
+	server_stop(&s);
+	vw_http_stop(NULL);
+	assert_int_equal(vw_http_port(NULL), 0);
+}
+
+static void test_health_and_ready(void **state)
+{
+	struct server s;
+
+	(void)state;
+	healthy_flag = true;
+	server_start(&s, (struct vw_http_opts){.healthy = is_healthy, .userdata = &healthy_flag});
+	assert_false(vw_exposition_ready(s.x));
+	assert_int_equal(get_status(s.port, "/metrics", "no metrics published yet\n"), 503);
+	assert_int_equal(get_status(s.port, "/readyz", NULL), 503);
+	assert_int_equal(get_status(s.port, "/healthz", "ok\n"), 200);
+	__atomic_store_n(&healthy_flag, false, __ATOMIC_RELAXED);
+	assert_int_equal(get_status(s.port, "/healthz", NULL), 503);
+	__atomic_store_n(&healthy_flag, true, __ATOMIC_RELAXED);
+
+	publish(s.x, sample_text, sample_om);
+	assert_true(vw_exposition_ready(s.x));
+	assert_int_equal(get_status(s.port, "/readyz", "ok\n"), 200);
+	assert_int_equal(get_status(s.port, "/healthz", "ok\n"), 200);
+	assert_int_equal(get_status(s.port, "/metrics", sample_text), 200);
+	server_stop(&s);
+}
+
+static void test_metrics_negotiated(void **state)
+{
+	struct server s;
+	struct reply r;
+
+	(void)state;
+	server_start_published(&s, (struct vw_http_opts){0});
+
+	r = fetch(s.port, &(struct request){.path = "/metrics"});
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, sample_text);
+	assert_string_equal(r.content_type, TEXT_CT);
+	assert_true(has_header(&r, "\r\nVary: Accept\r\n"));
+	reply_clear(&r);
+
+	r = fetch(s.port, &(struct request){.path = "/metrics", .accept = OM_ACCEPT});
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, sample_om);
+	assert_string_equal(r.content_type, OM_CT);
+	reply_clear(&r);
+
+	/* queries are ignored */
+	r = fetch(s.port, &(struct request){.path = "/metrics?format=json&x=%00"});
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, sample_text);
+	reply_clear(&r);
+
+	/* no OpenMetrics rendering published: OpenMetrics clients get text */
+	publish(s.x, "vw_up 2\n", NULL);
+	r = fetch(s.port, &(struct request){.path = "/metrics", .accept = OM_ACCEPT});
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "vw_up 2\n");
+	assert_string_equal(r.content_type, TEXT_CT);
+	reply_clear(&r);
+	server_stop(&s);
+}
+
+static void test_head(void **state)
+{
+	struct server s;
+	struct reply r;
+	char cl[64];
+
+	(void)state;
+	server_start_published(&s, (struct vw_http_opts){0});
+	r = fetch(s.port, &(struct request){.method = "HEAD", .path = "/metrics"});
+	assert_int_equal(r.code, CURLE_OK);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.body_len, 0);
+	assert_string_equal(r.content_type, TEXT_CT);
+	snprintf(cl, sizeof(cl), "\r\nContent-Length: %zu\r\n", strlen(sample_text));
+	assert_true(has_header(&r, cl));
+	reply_clear(&r);
+	server_stop(&s);
+}
+
+static void test_index_and_404(void **state)
+{
+	static const char *const missing[] = {"/nope", "/metrics/", "/metricsx", "/METRICS",
+					      "/healthz/x", "//metrics", "/index.html"};
+	struct server s;
+	struct reply r;
+
+	(void)state;
+	server_start(&s, (struct vw_http_opts){.program = "virtwatt-<test>", .version = "9.8.7"});
+	r = fetch(s.port, &(struct request){.path = "/"});
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.content_type, "text/html; charset=utf-8");
+	assert_non_null(strstr(r.body, "<title>virtwatt-&lt;test&gt;</title>"));
+	assert_non_null(strstr(r.body, "virtwatt-&lt;test&gt; 9.8.7"));
+	assert_non_null(strstr(r.body, "<a href=\"/metrics\">"));
+	assert_non_null(strstr(r.body, "<a href=\"/healthz\">"));
+	assert_non_null(strstr(r.body, "<a href=\"/readyz\">"));
+	assert_true(has_header(&r, "\r\nX-Content-Type-Options: nosniff\r\n"));
+	reply_clear(&r);
+	for (size_t i = 0; i < ARRAY_SIZE(missing); i++)
+		assert_int_equal(get_status(s.port, missing[i], "not found\n"), 404);
+	server_stop(&s);
+}
+
+static void test_methods(void **state)
+{
+	static const char *const methods[] = {"POST", "PUT", "DELETE", "PATCH", "OPTIONS"};
+	struct server s;
+
+	(void)state;
+	server_start_published(&s, (struct vw_http_opts){0});
+	for (size_t i = 0; i < ARRAY_SIZE(methods); i++) {
+		struct reply r = fetch(s.port, &(struct request){.method = methods[i],
+								  .path = "/metrics"});
+
+		assert_int_equal(r.code, CURLE_OK);
+		assert_int_equal(r.status, 405);
+		assert_true(has_header(&r, "\r\nAllow: GET, HEAD\r\n"));
+		assert_null(strstr(r.body, "vw_up"));
+		reply_clear(&r);
+	}
+	/* a body with a forbidden method is still a 405 */
+	struct reply r = fetch(s.port, &(struct request){.method = "POST", .path = "/metrics",
+							  .body = "x=1"});
+	assert_int_equal(r.status, 405);
+	reply_clear(&r);
+	server_stop(&s);
+}
+
+static void test_body_rejected(void **state)
+{
+	struct server s;
+	struct reply r;
+
+	(void)state;
+	server_start_published(&s, (struct vw_http_opts){0});
+	r = fetch(s.port, &(struct request){.path = "/metrics", .body = "hello=world"});
+	assert_int_equal(r.status, 413);
+	assert_null(strstr(r.body, "vw_up"));
+	reply_clear(&r);
+	/* still serving */
+	assert_int_equal(get_status(s.port, "/metrics", sample_text), 200);
+	server_stop(&s);
+}
+
+static void test_oversized_requests(void **state)
+{
+	struct server s;
+	size_t n = 100 * 1024;
+	_cleanup_free_ char *hdr = malloc(n + 16), *path = malloc(n + 16);
+	struct curl_slist *list;
+	struct reply r = {0};
+	CURL *c;
+
+	(void)state;
+	server_start_published(&s, (struct vw_http_opts){0});
+	/* a 100 KiB header */
+	strcpy(hdr, "X-Big: ");
+	memset(hdr + 7, 'a', n);
+	hdr[7 + n] = '\0';
+	list = curl_slist_append(NULL, hdr);
+	c = curl_easy_init();
+	curl_easy_setopt(c, CURLOPT_URL, "http://127.0.0.1/metrics");
+	curl_easy_setopt(c, CURLOPT_PORT, (long)s.port);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+	curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	r.code = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+	curl_easy_cleanup(c);
+	curl_slist_free_all(list);
+	/* refused with a 4xx, or the connection closed: never a 200 */
+	assert_true(r.code != CURLE_OK || (r.status >= 400 && r.status < 500));
+	/* a 100 KiB URL */
+	path[0] = '/';
+	memset(path + 1, 'p', n);
+	path[n + 1] = '\0';
+	r = fetch(s.port, &(struct request){.path = path});
+	assert_true(r.code != CURLE_OK || (r.status >= 400 && r.status < 500));
+	reply_clear(&r);
+	assert_int_equal(get_status(s.port, "/metrics", sample_text), 200);
+	server_stop(&s);
+}
+
+/* A raw TCP connection to the server that sends nothing. */
+static int idle_connect(uint16_t port)
+{
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* Seconds until the server closes fd (reads return 0), or -1 after limit_s. */
+static double seconds_until_closed(int fd, int limit_s)
+{
+	struct timespec a, b;
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char c;
+
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	if (poll(&p, 1, limit_s * 1000) != 1 || read(fd, &c, 1) != 0)
+		return -1;
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+}
+
+static void test_idle_timeout(void **state)
+{
+	struct server s;
+	int fd;
+	double t;
+
+	(void)state;
+	server_start(&s, (struct vw_http_opts){.timeout_s = 1});
+	fd = idle_connect(s.port);
+	t = seconds_until_closed(fd, 10);
+	close(fd);
+	assert_true(t >= 0.5 && t < 5);
+	server_stop(&s);
+}
+
+/* Log lines seen by the test sink. */
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+static char seen_log[4096];
+
+static void capture_sink(enum vw_log_level level, const char *msg, void *userdata)
+{
+	(void)level, (void)userdata;
+	pthread_mutex_lock(&seen_lock);
+	if (strlen(seen_log) + strlen(msg) + 2 < sizeof(seen_log)) {
+		strcat(seen_log, msg);
+		strcat(seen_log, "\n");
+	}
+	pthread_mutex_unlock(&seen_lock);
+}
+
+/*
+ * With a limit of one connection, a second one is not served until the first goes away. Over
+ * the total limit MHD stops accepting (the client waits in the backlog: queued); over the
+ * per-IP limit it accepts and closes at once.
+ */
+static void limit_check(struct vw_http_opts opts, bool queued)
+{
+	struct server s;
+	struct reply r;
+	int fd, tries = 0;
+
+	server_start_published(&s, opts);
+	fd = idle_connect(s.port);
+	usleep(100 * 1000); /* let MHD accept it */
+	r = fetch(s.port, &(struct request){.path = "/metrics", .timeout_ms = 1500});
+	if (queued)
+		assert_int_equal(r.code, CURLE_OPERATION_TIMEDOUT);
+	else
+		assert_true(r.code == CURLE_GOT_NOTHING || r.code == CURLE_RECV_ERROR);
+	reply_clear(&r);
+	close(fd);
+	do {
+		usleep(50 * 1000);
+		r = fetch(s.port, &(struct request){.path = "/metrics"});
+		if (r.code == CURLE_OK)
+			break;
+		reply_clear(&r);
+	} while (++tries < 100);
+	assert_int_equal(r.status, 200);
+	reply_clear(&r);
+	server_stop(&s);
+}
+
+static void test_connection_limits(void **state)
+{
+	(void)state;
+	seen_log[0] = '\0';
+	vw_log_set_sink(capture_sink, NULL);
+	limit_check((struct vw_http_opts){.max_connections = 1}, true);
+	limit_check((struct vw_http_opts){.per_ip_connections = 1}, false);
+	vw_log_set_sink(NULL, NULL);
+	/* libmicrohttpd's own complaint went through vw_log */
+	if (!strstr(seen_log, "http: libmicrohttpd: "))
+		fail_msg("no libmicrohttpd message in the log:\n%s", seen_log);
+}
+
+static void test_dual_stack(void **state)
+{
+	struct server s;
+	struct reply r;
+	char url[64];
+	CURL *c;
+
+	(void)state;
+	server_start_published(&s, (struct vw_http_opts){.listen_address = ":0"});
+	assert_int_equal(get_status(s.port, "/metrics", sample_text), 200);
+	/* IPv6 loopback too, where the kernel has it */
+	c = curl_easy_init();
+	snprintf(url, sizeof(url), "http://[::1]:%u/readyz", (unsigned)s.port);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+	r.code = curl_easy_perform(c);
+	if (r.code != CURLE_COULDNT_CONNECT) {
+		assert_int_equal(r.code, CURLE_OK);
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+		assert_int_equal(r.status, 200);
+	}
+	curl_easy_cleanup(c);
+	server_stop(&s);
+}
+
+/* ---- Concurrency: 50 scrapers while snapshots are replaced in a loop ---- */
+
+#define SCRAPERS 50
+#define SCRAPES_EACH 10
+
+/* Generation g: a header naming g, then lines that all carry g (size varies with g). */
+static char *generation(unsigned g, bool om, size_t *ret_len)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	fprintf(f, "# HELP vw_gen Generation %u.\n# TYPE vw_gen gauge\n", g);
+	for (unsigned i = 0; i < 1000 + (g % 13) * 500; i++)
+		fprintf(f, "vw_gen{line=\"%u\"} %u\n", i, g);
+	if (om)
+		fputs("# EOF\n", f);
+	fclose(f);
+	*ret_len = len;
+	return buf;
+}
+
+struct race {
+	struct vw_exposition *x;
+	uint16_t port;
+	bool stop;
+	unsigned published;
+	unsigned bad;
+	unsigned ok;
+};
+
+static void *publisher(void *arg)
+{
+	struct race *rc = arg;
+
+	for (unsigned g = 1; !__atomic_load_n(&rc->stop, __ATOMIC_ACQUIRE); g++) {
+		size_t tl, ol;
+		char *t = generation(g, false, &tl), *o = generation(g, true, &ol);
+
+		vw_exposition_publish(rc->x, t, tl, o, ol);
+		__atomic_store_n(&rc->published, g, __ATOMIC_RELEASE);
+		usleep(200);
+	}
+	return NULL;
+}
+
+/* A scraped body must be exactly one generation, whole. */
+static bool body_consistent(const struct reply *r, bool om)
+{
+	unsigned g;
+	size_t len;
+	bool same;
+
+	if (r->code != CURLE_OK || r->status != 200 || !r->body ||
+	    sscanf(r->body, "# HELP vw_gen Generation %u.", &g) != 1)
+		return false;
+	_cleanup_free_ char *want = generation(g, om, &len);
+	same = r->body_len == len && memcmp(r->body, want, len) == 0;
+	return same && strcmp(r->content_type, om ? OM_CT : TEXT_CT) == 0;
+}
+
+static void *scraper(void *arg)
+{
+	struct race *rc = arg;
+	CURL *c = curl_easy_init();
+
+	for (unsigned i = 0; c && i < SCRAPES_EACH; i++) {
+		bool om = i % 2;
+		struct reply r = {0};
+
+		perform(c, rc->port,
+			&(struct request){.path = "/metrics", .accept = om ? OM_ACCEPT : NULL}, &r);
+		__atomic_add_fetch(body_consistent(&r, om) ? &rc->ok : &rc->bad, 1, __ATOMIC_RELAXED);
+		reply_clear(&r);
+	}
+	curl_easy_cleanup(c);
+	return NULL;
+}
+
+static void test_concurrent_scrapes(void **state)
+{
+	pthread_t pub, scr[SCRAPERS];
+	struct server s;
+	struct race rc = {0};
+	size_t tl, ol;
+	char *t, *o;
+
+	(void)state;
+	server_start(&s, (struct vw_http_opts){.max_connections = 128,
+					       .per_ip_connections = 128});
+	t = generation(0, false, &tl);
+	o = generation(0, true, &ol);
+	vw_exposition_publish(s.x, t, tl, o, ol);
+	rc.x = s.x;
+	rc.port = s.port;
+	assert_int_equal(pthread_create(&pub, NULL, publisher, &rc), 0);
+	for (size_t i = 0; i < SCRAPERS; i++)
+		assert_int_equal(pthread_create(&scr[i], NULL, scraper, &rc), 0);
+	for (size_t i = 0; i < SCRAPERS; i++)
+		pthread_join(scr[i], NULL);
+	__atomic_store_n(&rc.stop, true, __ATOMIC_RELEASE);
+	pthread_join(pub, NULL);
+	print_message("# %u scrapes consistent, %u not, %u snapshots published meanwhile\n", rc.ok,
+		      rc.bad, rc.published);
+	assert_int_equal(rc.bad, 0);
+	assert_int_equal(rc.ok, SCRAPERS * SCRAPES_EACH);
+	assert_true(rc.published > 10);
+	server_stop(&s);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_parse_listen),
+		cmocka_unit_test(test_start_errors),
+		cmocka_unit_test(test_health_and_ready),
+		cmocka_unit_test(test_metrics_negotiated),
+		cmocka_unit_test(test_head),
+		cmocka_unit_test(test_index_and_404),
+		cmocka_unit_test(test_methods),
+		cmocka_unit_test(test_body_rejected),
+		cmocka_unit_test(test_oversized_requests),
+		cmocka_unit_test(test_idle_timeout),
+		cmocka_unit_test(test_connection_limits),
+		cmocka_unit_test(test_dual_stack),
+		cmocka_unit_test(test_concurrent_scrapes),
+	};
+	int r;
+
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return 1;
+	vw_log_set_level(VW_LOG_WARN);
+	r = cmocka_run_group_tests(tests, NULL, NULL);
+	curl_global_cleanup();
+	return r;
+}

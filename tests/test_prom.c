@@ -1,0 +1,639 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "vw_test.h"
+
+#include <locale.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <wchar.h>
+
+#include "macro.h"
+#include "prom.h"
+
+static const char *const zone_labels[] = {"zone", NULL};
+static const char *const vm_labels[] = {"uuid", "name", NULL};
+static const char *const case_labels[] = {"case", NULL};
+
+static const struct vw_metric_family fam_energy = {
+	.name = "virtwatt_node_energy_joules_total",
+	.type = VW_METRIC_COUNTER,
+	.help = "Energy used by the node, by zone.",
+	.unit = "joules",
+	.labels = zone_labels,
+};
+static const struct vw_metric_family fam_power = {
+	.name = "virtwatt_vm_power_watts",
+	.type = VW_METRIC_GAUGE,
+	.help = "Power drawn by a VM.\nEstimated; see \\docs.",
+	.unit = "watts",
+	.labels = vm_labels,
+};
+static const struct vw_metric_family fam_up = {
+	.name = "virtwatt_up",
+	.type = VW_METRIC_GAUGE,
+	.help = "Whether the last read \"worked\".",
+};
+/* A unit that does not match the name: no UNIT line. */
+static const struct vw_metric_family fam_cpu = {
+	.name = "virtwatt_cpu_time_total",
+	.type = VW_METRIC_COUNTER,
+	.help = "CPU time.",
+	.unit = "seconds",
+};
+
+static char *render_golden(enum vw_prom_format fmt, size_t *ret_len)
+{
+	struct vw_prom_writer *w = vw_prom_writer_new(fmt, 0);
+	char *buf = NULL;
+
+	assert_non_null(w);
+	assert_int_equal(vw_prom_family(w, &fam_energy), 0);
+	assert_int_equal(vw_prom_counter_micro(w, (const char *[]){"package-0", NULL}, 1234567), 0);
+	assert_int_equal(vw_prom_counter_micro(w, (const char *[]){"dram", NULL}, 0), 0);
+	assert_int_equal(vw_prom_family_end(w), 0);
+	assert_int_equal(vw_prom_family(w, &fam_power), 0);
+	assert_int_equal(vw_prom_gauge(w, (const char *[]){"6f1c", "web \"1\"", NULL}, 12.5), 0);
+	assert_int_equal(vw_prom_gauge(w, (const char *[]){"77ab", "db\\2", NULL}, NAN), 0);
+	assert_int_equal(vw_prom_family_end(w), 0);
+	assert_int_equal(vw_prom_family(w, &fam_up), 0);
+	assert_int_equal(vw_prom_gauge(w, NULL, 1), 0);
+	assert_int_equal(vw_prom_family_end(w), 0);
+	assert_int_equal(vw_prom_family(w, &fam_cpu), 0);
+	assert_int_equal(vw_prom_counter(w, NULL, 2.5), 0);
+	/* finish closes the open family */
+	assert_int_equal(vw_prom_finish(w, &buf, ret_len), 0);
+	vw_prom_writer_free(w);
+	return buf;
+}
+
+static void test_golden_text(void **state)
+{
+	static const char expected[] =
+		"# HELP virtwatt_node_energy_joules_total Energy used by the node, by zone.\n"
+		"# TYPE virtwatt_node_energy_joules_total counter\n"
+		"virtwatt_node_energy_joules_total{zone=\"package-0\"} 1.234567\n"
+		"virtwatt_node_energy_joules_total{zone=\"dram\"} 0\n"
+		"# HELP virtwatt_vm_power_watts Power drawn by a VM.\\nEstimated; see \\\\docs.\n"
+		"# TYPE virtwatt_vm_power_watts gauge\n"
+		"virtwatt_vm_power_watts{uuid=\"6f1c\",name=\"web \\\"1\\\"\"} 12.5\n"
+		"virtwatt_vm_power_watts{uuid=\"77ab\",name=\"db\\\\2\"} NaN\n"
+		"# HELP virtwatt_up Whether the last read \"worked\".\n"
+		"# TYPE virtwatt_up gauge\n"
+		"virtwatt_up 1\n"
+		"# HELP virtwatt_cpu_time_total CPU time.\n"
+		"# TYPE virtwatt_cpu_time_total counter\n"
+		"virtwatt_cpu_time_total 2.5\n";
+	size_t len;
+	_cleanup_free_ char *out = render_golden(VW_PROM_TEXT_0_0_4, &len);
+
+	(void)state;
+	assert_string_equal(out, expected);
+	assert_int_equal(len, strlen(expected));
+}
+
+static void test_golden_openmetrics(void **state)
+{
+	static const char expected[] =
+		"# TYPE virtwatt_node_energy_joules counter\n"
+		"# UNIT virtwatt_node_energy_joules joules\n"
+		"# HELP virtwatt_node_energy_joules Energy used by the node, by zone.\n"
+		"virtwatt_node_energy_joules_total{zone=\"package-0\"} 1.234567\n"
+		"virtwatt_node_energy_joules_total{zone=\"dram\"} 0\n"
+		"# TYPE virtwatt_vm_power_watts gauge\n"
+		"# UNIT virtwatt_vm_power_watts watts\n"
+		"# HELP virtwatt_vm_power_watts Power drawn by a VM.\\nEstimated; see \\\\docs.\n"
+		"virtwatt_vm_power_watts{uuid=\"6f1c\",name=\"web \\\"1\\\"\"} 12.5\n"
+		"virtwatt_vm_power_watts{uuid=\"77ab\",name=\"db\\\\2\"} NaN\n"
+		"# TYPE virtwatt_up gauge\n"
+		"# HELP virtwatt_up Whether the last read \\\"worked\\\".\n"
+		"virtwatt_up 1\n"
+		"# TYPE virtwatt_cpu_time counter\n"
+		"# HELP virtwatt_cpu_time CPU time.\n"
+		"virtwatt_cpu_time_total 2.5\n"
+		"# EOF\n";
+	size_t len;
+	_cleanup_free_ char *out = render_golden(VW_PROM_OPENMETRICS_1_0_0, &len);
+
+	(void)state;
+	assert_string_equal(out, expected);
+	assert_int_equal(len, strlen(expected));
+}
+
+static void test_empty_output(void **state)
+{
+	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_OPENMETRICS_1_0_0, 6);
+	_cleanup_free_ char *om = NULL, *text = NULL;
+	size_t len = 99;
+
+	(void)state;
+	assert_non_null(w);
+	assert_int_equal(vw_prom_finish(w, &om, &len), 0);
+	assert_string_equal(om, "# EOF\n");
+	assert_int_equal(len, 6);
+	/* nothing is accepted after finish */
+	assert_int_equal(vw_prom_family(w, &fam_up), -EINVAL);
+	assert_int_equal(vw_prom_finish(w, &text, &len), -EINVAL);
+	vw_prom_writer_free(w);
+
+	w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	assert_non_null(w);
+	assert_int_equal(vw_prom_finish(w, &text, &len), 0);
+	assert_string_equal(text, "");
+	assert_int_equal(len, 0);
+	vw_prom_writer_free(w);
+	vw_prom_writer_free(NULL);
+
+	errno = 0;
+	assert_null(vw_prom_writer_new(VW_PROM_OPENMETRICS_1_0_0, 5));
+	assert_int_equal(errno, EINVAL);
+	assert_null(vw_prom_writer_new((enum vw_prom_format)7, 0));
+}
+
+/* ---- Label values ---- */
+
+static char *escape(const char *in)
+{
+	static char out[VW_PROM_LABEL_ESCAPED_MAX];
+	size_t n = vw_prom_escape_label(in, out, sizeof(out));
+
+	assert_int_equal(n, strlen(out));
+	return out;
+}
+
+/* Valid UTF-8 by glibc's decoder (rejects overlong forms and surrogates), no controls. */
+static void assert_clean_utf8(const char *s)
+{
+	mbstate_t st = {0};
+	size_t left = strlen(s);
+
+	while (left) {
+		wchar_t wc;
+		size_t n = mbrtowc(&wc, s, left, &st);
+
+		assert_true(n != (size_t)-1 && n != (size_t)-2 && n != 0);
+		assert_false(wc < 0x20 || (wc >= 0x7f && wc <= 0x9f));
+		s += n;
+		left -= n;
+	}
+}
+
+struct escape_case {
+	const char *in;
+	const char *out;
+};
+
+static void check_escapes(const struct escape_case *cases, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *got = escape(cases[i].in);
+
+		if (strcmp(got, cases[i].out) != 0)
+			fail_msg("case %zu: got \"%s\", expected \"%s\"", i, got, cases[i].out);
+		assert_clean_utf8(got);
+	}
+}
+
+#define FFFD "\xef\xbf\xbd"
+
+static void test_label_escaping(void **state)
+{
+	static const struct escape_case cases[] = {
+		{"plain", "plain"},
+		{"a\\b", "a\\\\b"},
+		{"say \"hi\"", "say \\\"hi\\\""},
+		/* Control characters, LF included, become one space each: a value stays one line. */
+		{"l1\nl2", "l1 l2"},
+		{"cr\rlf\n", "cr lf "},
+		{"\x01tab\t\x1f\x7f", " tab   "},
+		{"nel\xc2\x85", "nel "},
+		{"", ""},
+	};
+
+	(void)state;
+	check_escapes(cases, ARRAY_SIZE(cases));
+}
+
+static void test_label_invalid_utf8(void **state)
+{
+	static const struct escape_case cases[] = {
+		{"\xff", FFFD},
+		{"a\xffz", "a" FFFD "z"},
+		/* Overlong '/' in two and three bytes: every byte is replaced. */
+		{"\xc0\xaf", FFFD FFFD},
+		{"\xe0\x80\xaf", FFFD FFFD FFFD},
+		/* Overlong NUL (modified UTF-8) must not come back as a NUL or a control byte. */
+		{"x\xc0\x80y", "x" FFFD FFFD "y"},
+		/* A surrogate, above U+10FFFF, a truncated sequence, a lone continuation, 5 bytes. */
+		{"\xed\xa0\x80", FFFD FFFD FFFD},
+		{"\xf4\x90\x80\x80", FFFD FFFD FFFD FFFD},
+		{"\xe2\x82", FFFD FFFD},
+		{"\x80", FFFD},
+		{"\xf8\x88\x80\x80\x80", FFFD FFFD FFFD FFFD FFFD},
+		/* Valid multi-byte UTF-8 is kept byte for byte (2, 3 and 4 bytes, U+FFFD itself). */
+		{"Zo\xc3\xab \xe9\x9b\xbb\xe5\x8a\x9b \xf0\x9f\x94\x8b " FFFD,
+		 "Zo\xc3\xab \xe9\x9b\xbb\xe5\x8a\x9b \xf0\x9f\x94\x8b " FFFD},
+	};
+
+	(void)state;
+	check_escapes(cases, ARRAY_SIZE(cases));
+}
+
+static char *repeat(const char *unit, size_t total)
+{
+	size_t n = strlen(unit);
+	char *s = malloc(total + 1);
+
+	assert_non_null(s);
+	for (size_t i = 0; i + n <= total; i += n)
+		memcpy(s + i, unit, n);
+	s[total - total % n] = '\0';
+	return s;
+}
+
+static void test_label_cap(void **state)
+{
+	_cleanup_free_ char *ascii = repeat("a", 10240);
+	_cleanup_free_ char *two = repeat("\xc3\xa9", 10240);   /* e acute */
+	_cleanup_free_ char *three = repeat("\xe2\x82\xac", 10239); /* euro sign */
+	_cleanup_free_ char *quotes = repeat("\"", 10240);
+	_cleanup_free_ char *bad = repeat("\xff", 10240);
+	char small[4];
+
+	(void)state;
+	assert_int_equal(strlen(escape(ascii)), VW_PROM_LABEL_MAX);
+	assert_int_equal(strlen(escape(two)), VW_PROM_LABEL_MAX);
+	/* 85 whole euro signs: the cap never splits a character. */
+	assert_int_equal(strlen(escape(three)), 255);
+	assert_clean_utf8(escape(three));
+	/* Capped before escaping: 256 quotes, each escaped. */
+	assert_int_equal(strlen(escape(quotes)), 2 * VW_PROM_LABEL_MAX);
+	/* 85 replacement characters */
+	assert_int_equal(strlen(escape(bad)), 255);
+	assert_clean_utf8(escape(bad));
+	/* A small output buffer never splits an escape or a character. */
+	assert_int_equal(vw_prom_escape_label("ab\"c", small, sizeof(small)), 2);
+	assert_string_equal(small, "ab");
+	assert_int_equal(vw_prom_escape_label("a\xc3\xa9\xc3\xa9", small, sizeof(small)), 3);
+	assert_string_equal(small, "a\xc3\xa9");
+	assert_int_equal(vw_prom_escape_label(NULL, small, sizeof(small)), 0);
+	assert_string_equal(small, "");
+	assert_int_equal(vw_prom_escape_label("x", small, 0), 0);
+}
+
+static void test_label_in_sample(void **state)
+{
+	static const char *const hostile[] = {"q\"b\\s\nc\rz\x01\xff\xc0\xaf", NULL};
+	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	_cleanup_free_ char *out = NULL;
+
+	(void)state;
+	assert_int_equal(vw_prom_family(w, &fam_energy), 0);
+	assert_int_equal(vw_prom_counter_micro(w, hostile, 1), 0);
+	assert_int_equal(vw_prom_finish(w, &out, NULL), 0);
+	assert_non_null(strstr(out, "{zone=\"q\\\"b\\\\s c z \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"} "
+				    "0.000001\n"));
+	vw_prom_writer_free(w);
+}
+
+/* ---- Values ---- */
+
+/* The value printed for one sample, written through a real writer. */
+static char *value_text(bool counter, uint64_t micro, double v, int *ret)
+{
+	static char line[128];
+	const struct vw_metric_family *f = counter ? &fam_cpu : &fam_up;
+	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	_cleanup_free_ char *out = NULL;
+	char *nl;
+
+	assert_int_equal(vw_prom_family(w, f), 0);
+	if (!counter)
+		*ret = vw_prom_gauge(w, NULL, v);
+	else if (isnan(v) || v != 0 || signbit(v))
+		*ret = vw_prom_counter(w, NULL, v);
+	else
+		*ret = vw_prom_counter_micro(w, NULL, micro);
+	assert_int_equal(vw_prom_finish(w, &out, NULL), 0);
+	vw_prom_writer_free(w);
+	nl = strrchr(out, '\n');
+	*nl = '\0';
+	nl = strrchr(out, '\n');
+	snprintf(line, sizeof(line), "%s", strchr(nl + 1, ' ') + 1);
+	return line;
+}
+
+static const char *micro(uint64_t v)
+{
+	int r;
+	const char *s = value_text(true, v, 0, &r);
+
+	assert_int_equal(r, 0);
+	return s;
+}
+
+static const char *gauge(double v)
+{
+	int r;
+	const char *s = value_text(false, 0, v, &r);
+
+	assert_int_equal(r, 0);
+	return s;
+}
+
+static void test_micro_exact(void **state)
+{
+	(void)state;
+	assert_string_equal(micro(0), "0");
+	assert_string_equal(micro(1), "0.000001");
+	assert_string_equal(micro(10), "0.00001");
+	assert_string_equal(micro(999999), "0.999999");
+	assert_string_equal(micro(1000000), "1");
+	assert_string_equal(micro(1234567), "1.234567");
+	assert_string_equal(micro(1500000), "1.5");
+	assert_string_equal(micro(9007199254740993ULL), "9007199254.740993");
+	assert_string_equal(micro(UINT64_MAX), "18446744073709.551615");
+}
+
+static void test_double_values(void **state)
+{
+	static const double roundtrip[] = {0.1, 1.0 / 3, 2.0 / 3, 1e-300, 5e-324, 1.7976931348623157e308,
+					   123456789.123456789, -273.15, 4.35, 0.3};
+
+	(void)state;
+	assert_string_equal(gauge(0), "0");
+	assert_string_equal(gauge(-0.0), "-0");
+	assert_string_equal(gauge(2.5), "2.5");
+	assert_string_equal(gauge(-1), "-1");
+	assert_string_equal(gauge(0.1), "0.1");
+	assert_string_equal(gauge(1e21), "1e+21");
+	assert_string_equal(gauge(NAN), "NaN");
+	assert_string_equal(gauge(INFINITY), "+Inf");
+	assert_string_equal(gauge(-INFINITY), "-Inf");
+	assert_string_equal(gauge(1.0 / 3), "0.3333333333333333");
+	assert_string_equal(gauge(0.1 + 0.2), "0.30000000000000004");
+	for (size_t i = 0; i < ARRAY_SIZE(roundtrip); i++) {
+		const char *s = gauge(roundtrip[i]);
+
+		assert_true(strtod(s, NULL) == roundtrip[i]);
+		assert_true(strlen(s) <= 24);
+	}
+}
+
+static void test_counter_values(void **state)
+{
+	int r;
+
+	(void)state;
+	assert_string_equal(value_text(true, 0, 3.25, &r), "3.25");
+	assert_int_equal(r, 0);
+	assert_string_equal(value_text(true, 0, -0.0, &r), "0");
+	assert_int_equal(r, 0);
+	/* rejected: nothing but the header was written, so the last line is the TYPE line */
+	assert_string_equal(value_text(true, 0, NAN, &r), "TYPE virtwatt_cpu_time_total counter");
+	assert_int_equal(r, -EINVAL);
+	value_text(true, 0, -1e-9, &r);
+	assert_int_equal(r, -EINVAL);
+	value_text(true, 0, INFINITY, &r);
+	assert_int_equal(r, -EINVAL);
+	value_text(true, 0, -INFINITY, &r);
+	assert_int_equal(r, -EINVAL);
+}
+
+/* ---- Bounded buffer ---- */
+
+static const struct vw_metric_family fam_many = {
+	.name = "virtwatt_many_watts",
+	.type = VW_METRIC_GAUGE,
+	.help = "Many.",
+	.labels = case_labels,
+};
+
+static void test_rollback(void **state)
+{
+	static const char small[] = "# HELP virtwatt_up Whether the last read \"worked\".\n"
+				    "# TYPE virtwatt_up gauge\n"
+				    "virtwatt_up 1\n";
+	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, strlen(small) + 200);
+	_cleanup_free_ char *out = NULL;
+	int r = 0, i;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(vw_prom_family(w, &fam_up), 0);
+	assert_int_equal(vw_prom_gauge(w, NULL, 1), 0);
+	assert_int_equal(vw_prom_family_end(w), 0);
+	/* This family does not fit: every sample from the overflow on fails, end reports it. */
+	assert_int_equal(vw_prom_family(w, &fam_many), 0);
+	for (i = 0; i < 100 && r == 0; i++)
+		r = vw_prom_gauge(w, (const char *[]){"x", NULL}, i);
+	assert_int_equal(r, -ENOBUFS);
+	assert_true(i > 1);
+	assert_int_equal(vw_prom_gauge(w, (const char *[]){"x", NULL}, 1), -ENOBUFS);
+	assert_int_equal(vw_prom_family_end(w), -ENOBUFS);
+	/* The writer is still usable; a rolled-back name stays taken. */
+	assert_int_equal(vw_prom_family(w, &fam_many), -EEXIST);
+	assert_int_equal(vw_prom_family(w, &fam_cpu), 0);
+	assert_int_equal(vw_prom_counter(w, NULL, 7), 0);
+	assert_int_equal(vw_prom_family_end(w), 0);
+	assert_int_equal(vw_prom_finish(w, &out, &len), 0);
+	assert_true(len <= strlen(small) + 200);
+	assert_int_equal(strncmp(out, small, strlen(small)), 0);
+	assert_string_equal(out + strlen(small), "# HELP virtwatt_cpu_time_total CPU time.\n"
+						 "# TYPE virtwatt_cpu_time_total counter\n"
+						 "virtwatt_cpu_time_total 7\n");
+	vw_prom_writer_free(w);
+}
+
+static void test_rollback_header_and_eof(void **state)
+{
+	static const char up_om[] = "# TYPE virtwatt_up gauge\n"
+				    "# HELP virtwatt_up Whether the last read \\\"worked\\\".\n"
+				    "virtwatt_up 1\n";
+	/* Exactly enough for one family and the trailer. */
+	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_OPENMETRICS_1_0_0,
+						      strlen(up_om) + strlen("# EOF\n"));
+	_cleanup_free_ char *out = NULL;
+	size_t len;
+
+	(void)state;
+	assert_int_equal(vw_prom_family(w, &fam_up), 0);
+	assert_int_equal(vw_prom_gauge(w, NULL, 1), 0);
+	/* the next header does not fit at all */
+	assert_int_equal(vw_prom_family(w, &fam_cpu), -ENOBUFS);
+	assert_int_equal(vw_prom_counter(w, NULL, 1), -ENOBUFS);
+	assert_int_equal(vw_prom_family_end(w), -ENOBUFS);
+	assert_int_equal(vw_prom_finish(w, &out, &len), 0);
+	assert_int_equal(len, strlen(up_om) + strlen("# EOF\n"));
+	assert_int_equal(strncmp(out, up_om, strlen(up_om)), 0);
+	assert_string_equal(out + strlen(up_om), "# EOF\n");
+	vw_prom_writer_free(w);
+}
+
+/* ---- Usage rules ---- */
+
+static int family_named(const char *name, enum vw_metric_type type, const char *const *labels,
+			const char *help)
+{
+	struct vw_metric_family f = {.name = name, .type = type, .help = help, .labels = labels};
+	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	int r = vw_prom_family(w, &f);
+
+	vw_prom_writer_free(w);
+	return r;
+}
+
+static void test_name_rules(void **state)
+{
+	static const char *const bad_labels[][3] = {
+		{"__name__", NULL}, {"_x", NULL}, {"a b", NULL}, {"1a", NULL}, {"a:b", NULL},
+		{"", NULL},	    {"zone", "zone", NULL},
+	};
+	static const char *const bad_names[] = {"", "1abc", "a-b", "a:b", "_x", "__x", "a b",
+						"a\xc3\xa9"};
+
+	(void)state;
+	assert_int_equal(family_named("ok_watts", VW_METRIC_GAUGE, NULL, "h"), 0);
+	assert_int_equal(family_named("Ok_Watts2", VW_METRIC_GAUGE, zone_labels, "h"), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(bad_names); i++)
+		assert_int_equal(family_named(bad_names[i], VW_METRIC_GAUGE, NULL, "h"), -EINVAL);
+	assert_int_equal(family_named(NULL, VW_METRIC_GAUGE, NULL, "h"), -EINVAL);
+	for (size_t i = 0; i < ARRAY_SIZE(bad_labels); i++)
+		assert_int_equal(family_named("ok_watts", VW_METRIC_GAUGE, bad_labels[i], "h"),
+				 -EINVAL);
+	/* counters end in _total, gauges do not */
+	assert_int_equal(family_named("x_joules", VW_METRIC_COUNTER, NULL, "h"), -EINVAL);
+	assert_int_equal(family_named("_total", VW_METRIC_COUNTER, NULL, "h"), -EINVAL);
+	assert_int_equal(family_named("x_total", VW_METRIC_GAUGE, NULL, "h"), -EINVAL);
+	assert_int_equal(family_named("x", (enum vw_metric_type)9, NULL, "h"), -EINVAL);
+	/* help: present, valid UTF-8, no control bytes but LF */
+	assert_int_equal(family_named("x", VW_METRIC_GAUGE, NULL, NULL), -EINVAL);
+	assert_int_equal(family_named("x", VW_METRIC_GAUGE, NULL, ""), -EINVAL);
+	assert_int_equal(family_named("x", VW_METRIC_GAUGE, NULL, "a\rb"), -EINVAL);
+	assert_int_equal(family_named("x", VW_METRIC_GAUGE, NULL, "a\xff"), -EINVAL);
+	assert_int_equal(family_named("x", VW_METRIC_GAUGE, NULL, "two\nlines \xc3\xa9"), 0);
+}
+
+static void test_order_rules(void **state)
+{
+	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	_cleanup_free_ char *out = NULL;
+
+	(void)state;
+	/* no family open */
+	assert_int_equal(vw_prom_gauge(w, NULL, 1), -EINVAL);
+	assert_int_equal(vw_prom_counter_micro(w, NULL, 1), -EINVAL);
+	assert_int_equal(vw_prom_family_end(w), -EINVAL);
+	assert_int_equal(vw_prom_family(w, NULL), -EINVAL);
+	assert_int_equal(vw_prom_family(w, &fam_power), 0);
+	/* label count: missing, extra, NULL array, empty value */
+	assert_int_equal(vw_prom_gauge(w, (const char *[]){"u", NULL}, 1), -EINVAL);
+	assert_int_equal(vw_prom_gauge(w, (const char *[]){"u", "n", "x", NULL}, 1), -EINVAL);
+	assert_int_equal(vw_prom_gauge(w, NULL, 1), -EINVAL);
+	assert_int_equal(vw_prom_gauge(w, (const char *[]){"u", "", NULL}, 1), -EINVAL);
+	/* counter sample in a gauge family */
+	assert_int_equal(vw_prom_counter_micro(w, (const char *[]){"u", "n", NULL}, 1), -EINVAL);
+	assert_int_equal(vw_prom_counter(w, (const char *[]){"u", "n", NULL}, 1), -EINVAL);
+	assert_int_equal(vw_prom_gauge(w, (const char *[]){"u", "n", NULL}, 1), 0);
+	/* starting the next family closes this one; a family once only */
+	assert_int_equal(vw_prom_family(w, &fam_up), 0);
+	assert_int_equal(vw_prom_gauge(w, (const char *[]){"extra", NULL}, 1), -EINVAL);
+	assert_int_equal(vw_prom_family(w, &fam_power), -EEXIST);
+	assert_int_equal(vw_prom_family(w, &fam_up), -EEXIST);
+	assert_int_equal(vw_prom_gauge(w, NULL, 3), 0);
+	assert_int_equal(vw_prom_family_end(w), 0);
+	assert_int_equal(vw_prom_finish(w, &out, NULL), 0);
+	assert_string_equal(out, "# HELP virtwatt_vm_power_watts Power drawn by a VM.\\nEstimated; see "
+				 "\\\\docs.\n"
+				 "# TYPE virtwatt_vm_power_watts gauge\n"
+				 "virtwatt_vm_power_watts{uuid=\"u\",name=\"n\"} 1\n"
+				 "# HELP virtwatt_up Whether the last read \"worked\".\n"
+				 "# TYPE virtwatt_up gauge\n"
+				 "virtwatt_up 3\n");
+	vw_prom_writer_free(w);
+	assert_int_equal(vw_prom_family(NULL, &fam_up), -EINVAL);
+	assert_int_equal(vw_prom_finish(NULL, &out, NULL), -EINVAL);
+}
+
+/* ---- Negotiation ---- */
+
+static void test_negotiate(void **state)
+{
+	static const struct {
+		const char *accept;
+		enum vw_prom_format want;
+	} cases[] = {
+		{NULL, VW_PROM_TEXT_0_0_4},
+		{"", VW_PROM_TEXT_0_0_4},
+		{"*/*", VW_PROM_TEXT_0_0_4},
+		{"text/plain", VW_PROM_TEXT_0_0_4},
+		{"text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8", VW_PROM_TEXT_0_0_4},
+		{"application/openmetrics-text", VW_PROM_OPENMETRICS_1_0_0},
+		{"application/openmetrics-text; version=1.0.0; charset=utf-8", VW_PROM_OPENMETRICS_1_0_0},
+		/* Prometheus 2.x */
+		{"application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
+		 "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+		 VW_PROM_OPENMETRICS_1_0_0},
+		{"APPLICATION/OpenMetrics-Text;Version=1.0.0", VW_PROM_OPENMETRICS_1_0_0},
+		{"application/openmetrics-text;version=\"1.0.0\"", VW_PROM_OPENMETRICS_1_0_0},
+		{"application/openmetrics-text;version=0.0.1", VW_PROM_OPENMETRICS_1_0_0},
+		{"application/openmetrics-text;version=2.0.0", VW_PROM_TEXT_0_0_4},
+		{"application/openmetrics-text;q=0", VW_PROM_TEXT_0_0_4},
+		{"application/openmetrics-text; q=0.000", VW_PROM_TEXT_0_0_4},
+		{"application/openmetrics-text;q=0.001", VW_PROM_OPENMETRICS_1_0_0},
+		{"application/openmetrics-text;q=abc", VW_PROM_TEXT_0_0_4},
+		{"application/openmetrics-text;q=1.5", VW_PROM_TEXT_0_0_4},
+		{"application/openmetrics-text;q=0.5555", VW_PROM_TEXT_0_0_4},
+		{"application/openmetrics-text;q=", VW_PROM_TEXT_0_0_4},
+		{"text/plain;q=1, application/openmetrics-text;q=0.5", VW_PROM_TEXT_0_0_4},
+		{"application/openmetrics-text;q=0.5, text/plain;q=0.4", VW_PROM_OPENMETRICS_1_0_0},
+		{"text/plain;version=0.0.4;q=0.9,application/openmetrics-text;q=0.9",
+		 VW_PROM_OPENMETRICS_1_0_0},
+		{"application/openmetrics-text;q=0.3 , */*;q=0.2", VW_PROM_OPENMETRICS_1_0_0},
+		{"application/openmetrics-text;q=0.3, text/*", VW_PROM_TEXT_0_0_4},
+		{"application/openmetrics-text;q=0.3, text/plain;version=9;q=1", VW_PROM_OPENMETRICS_1_0_0},
+		{"application/openmetrics-textx", VW_PROM_TEXT_0_0_4},
+		{"application/*", VW_PROM_TEXT_0_0_4},
+		{" , ,application/openmetrics-text", VW_PROM_OPENMETRICS_1_0_0},
+		{"application/openmetrics-text;foo=\"a,b;q=0\"", VW_PROM_OPENMETRICS_1_0_0},
+		{"garbage;;;=,,=;q", VW_PROM_TEXT_0_0_4},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		if (vw_prom_negotiate(cases[i].accept) != cases[i].want)
+			fail_msg("Accept: %s: expected %s", cases[i].accept ? cases[i].accept : "(null)",
+				 vw_prom_content_type(cases[i].want));
+	}
+	assert_string_equal(vw_prom_content_type(VW_PROM_TEXT_0_0_4),
+			    "text/plain; version=0.0.4; charset=utf-8");
+	assert_string_equal(vw_prom_content_type(VW_PROM_OPENMETRICS_1_0_0),
+			    "application/openmetrics-text; version=1.0.0; charset=utf-8");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_golden_text),
+		cmocka_unit_test(test_golden_openmetrics),
+		cmocka_unit_test(test_empty_output),
+		cmocka_unit_test(test_label_escaping),
+		cmocka_unit_test(test_label_invalid_utf8),
+		cmocka_unit_test(test_label_cap),
+		cmocka_unit_test(test_label_in_sample),
+		cmocka_unit_test(test_micro_exact),
+		cmocka_unit_test(test_double_values),
+		cmocka_unit_test(test_counter_values),
+		cmocka_unit_test(test_rollback),
+		cmocka_unit_test(test_rollback_header_and_eof),
+		cmocka_unit_test(test_name_rules),
+		cmocka_unit_test(test_order_rules),
+		cmocka_unit_test(test_negotiate),
+	};
+
+	if (!setlocale(LC_CTYPE, "C.UTF-8")) {
+		fprintf(stderr, "C.UTF-8 locale missing\n");
+		return 1;
+	}
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
