@@ -330,7 +330,8 @@ static void close_zone_interval(struct vw_host *h, size_t i, uint64_t dt_ns)
 	v->watts = vw_energy_watts(energy, dt_ns);
 	v->idle_watts = vw_energy_watts(idle_uj, dt_ns);
 	v->active_watts = vw_energy_watts(active_uj, dt_ns);
-	v->idle_baseline_w = idle_w;
+	/* The residual rule has no fixed baseline: report the idle power it gave. */
+	v->idle_baseline_w = idle_w >= 0 ? idle_w : v->idle_watts;
 	v->idle_method = method;
 	v->gaps = z->ctr.gaps;
 	v->read_errors = z->read_errors;

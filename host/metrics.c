@@ -72,6 +72,12 @@ const struct vw_metric_family vw_host_families[] = {
 };
 const size_t vw_host_n_families = ARRAY_SIZE(vw_host_families);
 
+/* Label values are never empty (empty means absent to Prometheus). */
+static const char *or_unknown(const char *s)
+{
+	return s && *s ? s : "unknown";
+}
+
 typedef int (*zone_sample_fn)(struct vw_prom_writer *w, const char *const *labels,
 			      const struct vw_node_zone_view *z);
 
@@ -133,7 +139,7 @@ static int render_zone_family(struct vw_prom_writer *w, const struct vw_node_vie
 
 	for (size_t i = 0; r == 0 && i < v->n_zones; i++) {
 		const struct vw_node_zone_view *z = &v->zones[i];
-		const char *labels[] = { vw_zone_name(z->zone), z->path, v->node_name };
+		const char *labels[] = { vw_zone_name(z->zone), z->path, v->node_name, NULL };
 
 		r = zone_families[k].fn(w, labels, z);
 	}
@@ -147,19 +153,18 @@ static int render_baseline(struct vw_prom_writer *w, const struct vw_node_view *
 	for (size_t i = 0; r == 0 && i < v->n_zones; i++) {
 		const struct vw_node_zone_view *z = &v->zones[i];
 		const char *labels[] = { vw_zone_name(z->zone), z->path,
-					 vw_idle_method_name(z->idle_method), v->node_name };
+					 vw_idle_method_name(z->idle_method), v->node_name, NULL };
 
-		if (z->idle_baseline_w >= 0)
-			r = vw_prom_gauge(w, labels, z->idle_baseline_w);
+		r = vw_prom_gauge(w, labels, z->idle_baseline_w);
 	}
 	return r < 0 ? r : vw_prom_family_end(w);
 }
 
 static int render_node(struct vw_prom_writer *w, const struct vw_node_view *v)
 {
-	const char *node[] = { v->node_name };
+	const char *node[] = { v->node_name, NULL };
 	const char *src[] = { v->source, v->measured ? "measured" : "estimated",
-			      v->model ? v->model : "", v->node_name };
+			      v->model ? v->model : "none", v->node_name, NULL };
 	int r;
 
 	r = vw_prom_family(w, &vw_host_families[F_USAGE]);
@@ -187,15 +192,15 @@ static int render_info(struct vw_prom_writer *w, const struct vw_node_view *v)
 {
 	struct utsname u;
 	const char *build[] = { uname(&u) == 0 ? u.machine : "unknown", VW_BRANCH, VW_REVISION,
-				VW_VERSION, VW_COMPILER };
+				VW_VERSION, VW_COMPILER, NULL };
 	int r;
 
 	r = vw_prom_family(w, &vw_host_families[F_CPU_INFO]);
 	for (size_t i = 0; r == 0 && i < v->n_cpus; i++) {
 		const struct vw_cpu_info *c = &v->cpus[i];
 		char proc[16];
-		const char *labels[] = { proc, c->vendor_id, c->model_name, c->physical_id,
-					 c->core_id };
+		const char *labels[] = { proc, or_unknown(c->vendor_id), or_unknown(c->model_name),
+					 or_unknown(c->physical_id), or_unknown(c->core_id), NULL };
 
 		snprintf(proc, sizeof(proc), "%u", c->processor);
 		r = vw_prom_gauge(w, labels, 1);

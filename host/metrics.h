@@ -16,7 +16,7 @@ struct vw_node_zone_view {
 	const char *path;
 	uint64_t total_uj, idle_uj, active_uj;
 	double watts, idle_watts, active_watts;
-	double idle_baseline_w; /* idle power in use for the split; <0 when residual */
+	double idle_baseline_w; /* idle power the split used this interval */
 	enum vw_idle_method idle_method;
 	uint64_t gaps;
 	uint64_t read_errors;

@@ -5,8 +5,6 @@
 
 #define OFF(f) offsetof(struct vw_host_config, f)
 
-static const char *const source_names[] = { "rapl", "estimator", NULL };
-
 static const struct vw_option host_options[] = {
 	{ "config.file", NULL, VW_OPT_STRING, OFF(config_file), NULL, "PATH",
 	  "YAML configuration file; flags override its values" },
@@ -32,7 +30,7 @@ static const struct vw_option host_options[] = {
 	{ "kube.node-name", "kube.nodeName", VW_OPT_STRING, OFF(node_name), NULL, "NAME",
 	  "node_name label (default: $NODE_NAME, else the host name)" },
 	{ "power.sources", "power.sources", VW_OPT_STRLIST, OFF(sources), NULL, "SOURCE,...",
-	  "power sources to try, in order (default: rapl, then estimator)", 0, 0, source_names },
+	  "power sources to try, in order: rapl, estimator (default: both, in that order)" },
 	{ "power.idle-watts", "power.idleWatts", VW_OPT_STRLIST, OFF(idle_watts), NULL,
 	  "ZONE=WATTS,...", "fixed idle power per zone (e.g. package=42.5), overriding the fit" },
 	{ "power.idle-window", "power.idleWindow", VW_OPT_UINT, OFF(idle_window), "720", "N",

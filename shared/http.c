@@ -49,6 +49,7 @@
 /* One published pair of renderings, freed when the last scrape using it is done. */
 struct snapshot {
 	unsigned refs;
+	uint64_t gen;
 	char *text;
 	size_t text_len;
 	char *om;
@@ -58,6 +59,8 @@ struct snapshot {
 struct vw_exposition {
 	pthread_mutex_t lock;
 	struct snapshot *cur;
+	uint64_t gen;        /* of the last publish, under lock */
+	uint64_t served_gen; /* highest generation a GET /metrics has served; atomic */
 };
 
 static void snapshot_unref(struct snapshot *s)
@@ -94,30 +97,47 @@ void vw_exposition_free(struct vw_exposition *x)
 	free(x);
 }
 
-void vw_exposition_publish(struct vw_exposition *x, char *text, size_t text_len, char *om,
-			   size_t om_len)
+uint64_t vw_exposition_publish(struct vw_exposition *x, char *text, size_t text_len, char *om,
+			       size_t om_len)
 {
 	struct snapshot *s, *old;
+	uint64_t gen;
 
 	if (!x || !text) {
 		free(text);
 		free(om);
-		return;
+		return 0;
 	}
 	s = malloc(sizeof(*s));
 	if (!s) {
 		vw_error("http: publish snapshot: %s", strerror(ENOMEM));
 		free(text);
 		free(om);
-		return;
+		return 0;
 	}
 	*s = (struct snapshot){.refs = 1, .text = text, .text_len = text_len, .om = om,
 			       .om_len = om ? om_len : 0};
 	pthread_mutex_lock(&x->lock);
+	gen = s->gen = ++x->gen;
 	old = x->cur;
 	x->cur = s;
 	pthread_mutex_unlock(&x->lock);
 	snapshot_unref(old);
+	return gen;
+}
+
+uint64_t vw_exposition_served(struct vw_exposition *x)
+{
+	return __atomic_load_n(&x->served_gen, __ATOMIC_ACQUIRE);
+}
+
+static void mark_served(struct vw_exposition *x, uint64_t gen)
+{
+	uint64_t cur = __atomic_load_n(&x->served_gen, __ATOMIC_RELAXED);
+
+	while (cur < gen && !__atomic_compare_exchange_n(&x->served_gen, &cur, gen, true,
+							 __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
 }
 
 /* The current snapshot with a reference taken, or NULL before the first publish. */
@@ -131,6 +151,28 @@ static struct snapshot *exposition_get(struct vw_exposition *x)
 		__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&x->lock);
 	return s;
+}
+
+int vw_exposition_copy(struct vw_exposition *x, int om, char **ret, size_t *ret_len)
+{
+	struct snapshot *s = exposition_get(x);
+	const char *src;
+	size_t len;
+	char *buf;
+
+	if (!s)
+		return -EAGAIN;
+	src = om && s->om ? s->om : s->text;
+	len = om && s->om ? s->om_len : s->text_len;
+	buf = malloc(len + 1);
+	if (buf) {
+		memcpy(buf, src, len);
+		buf[len] = '\0';
+		*ret = buf;
+		*ret_len = len;
+	}
+	snapshot_unref(s);
+	return buf ? 0 : -ENOMEM;
 }
 
 bool vw_exposition_ready(struct vw_exposition *x)
@@ -357,6 +399,7 @@ static VW_MHD_RESULT serve_metrics(struct vw_http *h, struct MHD_Connection *c)
 				  NULL, NULL);
 	if (fmt == VW_PROM_OPENMETRICS_1_0_0 && !s->om)
 		fmt = VW_PROM_TEXT_0_0_4;
+	mark_served(h->x, s->gen);
 	body = fmt == VW_PROM_OPENMETRICS_1_0_0 ? s->om : s->text;
 	len = fmt == VW_PROM_OPENMETRICS_1_0_0 ? s->om_len : s->text_len;
 #if MHD_VERSION >= 0x00097302

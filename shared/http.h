@@ -26,8 +26,11 @@ void vw_exposition_free(struct vw_exposition *x);
  * OpenMetrics requests then get the text format. On allocation failure (logged) the buffers
  * are freed and the previous snapshot stays.
  */
-void vw_exposition_publish(struct vw_exposition *x, char *text, size_t text_len, char *om,
-			   size_t om_len);
+uint64_t vw_exposition_publish(struct vw_exposition *x, char *text, size_t text_len, char *om,
+			       size_t om_len);
+/* The generation (1, 2, ... as returned by publish) a scrape of /metrics last served; 0 if
+ * none yet. Lets terminated workloads be dropped once a scraper has seen their final value. */
+uint64_t vw_exposition_served(struct vw_exposition *x);
 /* Copy out the current snapshot in one format (caller frees). -EAGAIN before the first. */
 int vw_exposition_copy(struct vw_exposition *x, int om, char **ret, size_t *ret_len);
 /* True once a snapshot exists. */
