@@ -155,9 +155,13 @@ static int setup_zones(struct vw_host *h)
 		z->view = (struct vw_node_zone_view){ .zone = h->zones[i].zone,
 						      .path = h->zones[i].path,
 						      .idle_baseline_w = -1 };
-		vw_info("power: zone %s socket %u at %s (wraps at %llu uJ)",
-			vw_zone_name(h->zones[i].zone), h->zones[i].socket, h->zones[i].path,
-			(unsigned long long)h->zones[i].max_range_uj);
+		if (h->zones[i].max_range_uj)
+			vw_info("power: zone %s socket %u at %s (wraps at %llu uJ)",
+				vw_zone_name(h->zones[i].zone), h->zones[i].socket,
+				h->zones[i].path, (unsigned long long)h->zones[i].max_range_uj);
+		else
+			vw_info("power: zone %s socket %u at %s", vw_zone_name(h->zones[i].zone),
+				h->zones[i].socket, h->zones[i].path);
 	}
 	return 0;
 }
@@ -430,8 +434,6 @@ int vw_host_run(struct vw_host *h, volatile sig_atomic_t *stop)
 		vw_error("http: cannot serve on %s: %s", cfg->listen_address, strerror(-r));
 		return r;
 	}
-	vw_info("http: serving metrics on http://%s/metrics (port %u)", cfg->listen_address,
-		vw_http_port(http));
 	next_sample = h->sample_ns + sample_ns;
 	/* The first snapshot after one sample period, then one every interval. */
 	next_publish = h->sample_ns + sample_ns;

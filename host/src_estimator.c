@@ -84,7 +84,13 @@ static int est_open(const struct vw_power_env *env, void **ret_state)
 		return -ENOMEM;
 	e->model = env->model;
 	e->host_cores = env->host_cores;
-	snprintf(e->name, sizeof(e->name), "%s", vw_model_name(env->model));
+	/* Name the model by where it came from: "builtin:...", "file:PATH", "url:URL". */
+	if (env->model_origin && strcmp(env->model_origin, "builtin") == 0)
+		snprintf(e->name, sizeof(e->name), "%s", vw_model_builtin_name);
+	else if (env->model_origin && *env->model_origin)
+		snprintf(e->name, sizeof(e->name), "%s", env->model_origin);
+	else
+		snprintf(e->name, sizeof(e->name), "%s", vw_model_name(env->model));
 	ncomp = vw_model_n_components(env->model);
 	for (size_t i = 0; i < ncomp && e->n < VW_POWER_MAX_ZONES; i++) {
 		int r;

@@ -239,7 +239,8 @@ static void test_estimator_without_meter(void **state)
 	assert_double_near(sample_value(text, "kepler_node_cpu_joules_total" EL("package")), 5 * (pkg_idle + pkg_dyn), 1e-3);
 	/* Core and uncore are all-zero in that model: not exported. */
 	assert_null(strstr(text, "zone=\"core\""));
-	assert_non_null(strstr(text, "virtwatt_node_power_source_info{source=\"estimator\",kind=\"estimated\""));
+	assert_non_null(strstr(text, "virtwatt_node_power_source_info{source=\"estimator\",kind=\"estimated\","
+				     "model=\"builtin:kepler-v0.7.12-intel_rapl-AbsPower-SGD-m5.metal\""));
 	assert_int_equal(promtool_check(text), 0);
 	free(text);
 	teardown_host(&c);
