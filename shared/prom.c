@@ -475,13 +475,13 @@ int vw_prom_family_end(struct vw_prom_writer *w)
 	return r;
 }
 
-/* Exactly nlabels non-empty values then NULL (or NULL for a family without labels). */
+/* Exactly nlabels values then NULL (or NULL for a family without labels). */
 static int values_check(const struct vw_prom_writer *w, const char *const *values)
 {
 	if (!values)
 		return w->nlabels == 0 ? 0 : -EINVAL;
 	for (size_t i = 0; i < w->nlabels; i++)
-		if (!values[i] || !values[i][0])
+		if (!values[i])
 			return -EINVAL;
 	return values[w->nlabels] ? -EINVAL : 0;
 }

@@ -66,8 +66,10 @@ int vw_prom_family(struct vw_prom_writer *w, const struct vw_metric_family *f);
 /*
  * A sample of the current family. label_values holds one value per declared label, in order,
  * followed by a NULL terminator (or is NULL for a family without labels). -EINVAL: no open
- * family, a missing or extra value, or an empty value (empty means absent in Prometheus: the
- * caller picks a placeholder). Values are sanitised as vw_prom_escape_label() describes.
+ * family, a missing or extra (or NULL) value. An empty value is written as "" and means the
+ * label is absent, as in Prometheus and Kepler (container_id="" for a process in no container),
+ * so `{pod_id!=""}` filters keep working. Values are sanitised as vw_prom_escape_label()
+ * describes.
  * -ENOBUFS / -ENOMEM: the family no longer fits and has been rolled back whole.
  */
 int vw_prom_gauge(struct vw_prom_writer *w, const char *const *label_values, double value);

@@ -526,11 +526,11 @@ static void test_order_rules(void **state)
 	assert_int_equal(vw_prom_family_end(w), -EINVAL);
 	assert_int_equal(vw_prom_family(w, NULL), -EINVAL);
 	assert_int_equal(vw_prom_family(w, &fam_power), 0);
-	/* label count: missing, extra, NULL array, empty value */
+	/* label count: missing, extra, NULL array; an empty value is allowed (= absent) */
 	assert_int_equal(vw_prom_gauge(w, (const char *[]){"u", NULL}, 1), -EINVAL);
 	assert_int_equal(vw_prom_gauge(w, (const char *[]){"u", "n", "x", NULL}, 1), -EINVAL);
 	assert_int_equal(vw_prom_gauge(w, NULL, 1), -EINVAL);
-	assert_int_equal(vw_prom_gauge(w, (const char *[]){"u", "", NULL}, 1), -EINVAL);
+	assert_int_equal(vw_prom_gauge(w, (const char *[]){"", "", NULL}, 1), 0);
 	/* counter sample in a gauge family */
 	assert_int_equal(vw_prom_counter_micro(w, (const char *[]){"u", "n", NULL}, 1), -EINVAL);
 	assert_int_equal(vw_prom_counter(w, (const char *[]){"u", "n", NULL}, 1), -EINVAL);
@@ -546,6 +546,7 @@ static void test_order_rules(void **state)
 	assert_string_equal(out, "# HELP virtwatt_vm_power_watts Power drawn by a VM.\\nEstimated; see "
 				 "\\\\docs.\n"
 				 "# TYPE virtwatt_vm_power_watts gauge\n"
+				 "virtwatt_vm_power_watts{uuid=\"\",name=\"\"} 1\n"
 				 "virtwatt_vm_power_watts{uuid=\"u\",name=\"n\"} 1\n"
 				 "# HELP virtwatt_up Whether the last read \"worked\".\n"
 				 "# TYPE virtwatt_up gauge\n"
