@@ -306,6 +306,16 @@ static void reply_stall(struct reply *out)
 	reply_stream(out, NULL, END_STALL);
 }
 
+/* The usual script: lists get podlist.json, watches after the first stall. false: first watch. */
+static bool route_usual(const struct req *r, size_t nth, struct reply *out)
+{
+	if (!r->watch)
+		reply_file(out, 200, "podlist.json");
+	else if (nth > 0)
+		reply_stall(out);
+	return !r->watch || nth > 0;
+}
+
 /* ---- podmeta setup ---- */
 
 struct env {
@@ -337,6 +347,12 @@ static struct vw_podmeta_opts env_opts(struct env *e, route_fn route, const char
 		.backoff_min_ns = 10 * VW_NSEC_PER_MSEC,
 		.backoff_max_ns = 100 * VW_NSEC_PER_MSEC,
 	};
+}
+
+static void env_start(struct env *e, const struct vw_podmeta_opts *o)
+{
+	e->pm = vw_podmeta_start(o);
+	assert_non_null(e->pm);
 }
 
 static double elapsed_s(const struct timespec *t0)
@@ -383,18 +399,14 @@ static void route_resume(struct fake *f, const struct req *r, size_t nth, struct
 	char *events, *text;
 
 	(void)f;
-	if (!r->watch) {
-		reply_file(out, 200, "podlist.json");
-	} else if (nth == 0) {
-		/* Every event, then half an event and a dropped connection. */
-		events = slurp("watch-events.jsonl");
-		assert_true(asprintf(&text, "%s{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"meta",
-				     events) > 0);
-		free(events);
-		reply_stream(out, text, END_BREAK);
-	} else {
-		reply_stall(out);
-	}
+	if (route_usual(r, nth, out))
+		return;
+	/* Every event, then half an event and a dropped connection. */
+	events = slurp("watch-events.jsonl");
+	assert_true(asprintf(&text, "%s{\"type\":\"ADDED\",\"object\":{\"kind\":\"Pod\",\"meta",
+			     events) > 0);
+	free(events);
+	reply_stream(out, text, END_BREAK);
 }
 
 static void test_list_watch_resume(void **state)
@@ -407,8 +419,7 @@ static void test_list_watch_resume(void **state)
 
 	(void)state;
 	assert_false(vw_podmeta_synced(NULL));
-	e.pm = vw_podmeta_start(&o);
-	assert_non_null(e.pm);
+	env_start(&e, &o);
 	assert_true(WAIT_UNTIL(fake_count(e.f, true) >= 2, 5000));
 
 	/* The list: this node only, from the watch cache, with the token. */
@@ -480,12 +491,8 @@ static void test_list_watch_resume(void **state)
 static void route_delete(struct fake *f, const struct req *r, size_t nth, struct reply *out)
 {
 	(void)f;
-	if (!r->watch)
-		reply_file(out, 200, "podlist.json");
-	else if (nth == 0)
+	if (!route_usual(r, nth, out))
 		reply_stream(out, event_line(2), END_STALL); /* DELETED checkout */
-	else
-		reply_stall(out);
 }
 
 static void test_grace_expiry(void **state)
@@ -496,8 +503,7 @@ static void test_grace_expiry(void **state)
 
 	(void)state;
 	o.grace_ns = 300 * VW_NSEC_PER_MSEC;
-	e.pm = vw_podmeta_start(&o);
-	assert_non_null(e.pm);
+	env_start(&e, &o);
 	assert_true(WAIT_UNTIL(vw_podmeta_count(e.pm) == 2, 5000));
 	assert_true(WAIT_UNTIL(vw_podmeta_by_uid(e.pm, UID_CHECKOUT, &info) == -ENOENT, 5000));
 	assert_int_equal(vw_podmeta_by_container(e.pm, ID_CHECKOUT_MAIN, &info, NULL, 0), -ENOENT);
@@ -541,8 +547,7 @@ static void test_gone_relists(void **state)
 	};
 
 	(void)state;
-	e.pm = vw_podmeta_start(&o);
-	assert_non_null(e.pm);
+	env_start(&e, &o);
 	assert_true(WAIT_UNTIL(fake_count(e.f, true) >= 3, 5000));
 	for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
 		struct req r = fake_req(e.f, i);
@@ -560,15 +565,12 @@ static void test_gone_relists(void **state)
 
 static void route_401(struct fake *f, const struct req *r, size_t nth, struct reply *out)
 {
-	(void)nth;
 	if (strcmp(r->auth, "Bearer tok-new") != 0) {
 		/* The kubelet rotated the projected token just before we used the old one. */
 		assert_int_equal(vw_fixture_write("/", f->token_path + 1, "tok-new\n", 0600), 0);
 		reply_file(out, 401, "status-401.json");
-	} else if (!r->watch) {
-		reply_file(out, 200, "podlist.json");
-	} else {
-		reply_stall(out);
+	} else if (!route_usual(r, nth, out)) {
+		reply_stall(out); /* the first watch too */
 	}
 }
 
@@ -580,8 +582,7 @@ static void test_unauthorized_rereads_token(void **state)
 
 	(void)state;
 	o.backoff_min_ns = o.backoff_max_ns = 10 * VW_NSEC_PER_SEC; /* a retry must not wait */
-	e.pm = vw_podmeta_start(&o);
-	assert_non_null(e.pm);
+	env_start(&e, &o);
 	assert_true(WAIT_UNTIL(fake_count(e.f, true) >= 1, 3000));
 	r = fake_req(e.f, 0);
 	assert_string_equal(r.auth, "Bearer tok-old");
@@ -665,12 +666,8 @@ static char *garbage_stream(void)
 static void route_garbage(struct fake *f, const struct req *r, size_t nth, struct reply *out)
 {
 	(void)f;
-	if (!r->watch)
-		reply_file(out, 200, "podlist.json");
-	else if (nth == 0)
+	if (!route_usual(r, nth, out))
 		reply_stream(out, garbage_stream(), END_EOF);
-	else
-		reply_stall(out);
 }
 
 static void test_hostile_events(void **state)
@@ -682,8 +679,7 @@ static void test_hostile_events(void **state)
 
 	(void)state;
 	o.max_event_bytes = 16 << 10;
-	e.pm = vw_podmeta_start(&o);
-	assert_non_null(e.pm);
+	env_start(&e, &o);
 	assert_true(WAIT_UNTIL(fake_count(e.f, true) >= 2, 5000));
 	/* list, watch, re-list after the oversized event from the last good resourceVersion. */
 	assert_int_equal(fake_count(e.f, false), 2);
@@ -752,8 +748,7 @@ static void test_kubelet_poll(void **state)
 	o.node_name = NULL;
 	o.poll_ns = 50 * VW_NSEC_PER_MSEC;
 	o.grace_ns = 300 * VW_NSEC_PER_MSEC;
-	e.pm = vw_podmeta_start(&o);
-	assert_non_null(e.pm);
+	env_start(&e, &o);
 	assert_true(WAIT_UNTIL(vw_podmeta_synced(e.pm), 5000));
 	r = fake_req(e.f, 0);
 	assert_string_equal(r.path, "/pods");
