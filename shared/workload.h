@@ -85,7 +85,7 @@ int vw_podmeta_by_uid(struct vw_podmeta *pm, const char *uid, struct vw_pod_info
 bool vw_podmeta_synced(struct vw_podmeta *pm);
 size_t vw_podmeta_count(struct vw_podmeta *pm);
 
-/* A Kubernetes CPU quantity ("250m", "1", "0.5", "2k", "1e3m") in millicores, rounded up as
+/* A Kubernetes CPU quantity ("250m", "1", "0.5", "2k", "1e3", "1Ki") in millicores, rounded up as
  * Quantity.MilliValue() does. -EINVAL for garbage or a negative value, -ERANGE on overflow. */
 int vw_podmeta_parse_cpu_millis(const char *s, uint64_t *ret);
 /* A containerStatuses[].containerID ("containerd://<64 hex>", "docker://", "cri-o://") into the
