@@ -10,7 +10,7 @@
  * The worker owns a curl multi handle and sleeps in curl_multi_poll(), so vw_podmeta_stop()'s
  * curl_multi_wakeup() ends a stalled watch or a back-off sleep at once.
  */
-#include "workload.h"
+#include "podmeta-priv.h"
 
 #include <curl/curl.h>
 #include <fcntl.h>
@@ -50,9 +50,6 @@ static const struct {
 #define TOKEN_MAX (16u << 10)
 #define TOKEN_MAX_AGE_NS (60 * VW_NSEC_PER_SEC) /* projected tokens rotate: re-read now and then */
 #define RV_MAX 128
-#define MAX_PODS 16384
-#define MAX_CTRS 65536
-#define MAX_CTRS_PER_POD 256
 #define WATCH_MIN_S 300 /* server-side watch timeout, randomised like client-go's */
 #define QUIET_WATCH_NS VW_NSEC_PER_SEC
 #define SWEEP_EVERY_NS VW_NSEC_PER_SEC
@@ -64,97 +61,7 @@ static const struct {
  */
 #define JSON_DEPTH 32
 
-/* ---- string-keyed hash table with intrusive nodes ---- */
-
-struct hnode {
-	struct hnode *next;
-	const char *key;
-};
-
-struct htab {
-	struct hnode **b;
-	size_t nb;
-};
-
-static size_t hash_str(const char *s, size_t nb)
-{
-	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-
-	for (; *s; s++)
-		h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-	return (size_t)(h % nb);
-}
-
-static int htab_init(struct htab *t, size_t nb)
-{
-	t->b = calloc(nb, sizeof(*t->b));
-	t->nb = nb;
-	return t->b ? 0 : -ENOMEM;
-}
-
-static struct hnode *htab_get(const struct htab *t, const char *key)
-{
-	for (struct hnode *n = t->b[hash_str(key, t->nb)]; n; n = n->next) {
-		if (strcmp(n->key, key) == 0)
-			return n;
-	}
-	return NULL;
-}
-
-static void htab_put(struct htab *t, struct hnode *n)
-{
-	struct hnode **head = &t->b[hash_str(n->key, t->nb)];
-
-	n->next = *head;
-	*head = n;
-}
-
-static void htab_del(struct htab *t, struct hnode *n)
-{
-	for (struct hnode **pp = &t->b[hash_str(n->key, t->nb)]; *pp; pp = &(*pp)->next) {
-		if (*pp == n) {
-			*pp = n->next;
-			return;
-		}
-	}
-}
-
-#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
-#define htab_foreach(t, i, n, nx)                                                                  \
-	for (size_t i = 0; i < (t)->nb; i++)                                                       \
-		for (struct hnode *n = (t)->b[i], *nx = n ? n->next : NULL; n;                     \
-		     n = nx, nx = n ? n->next : NULL)
-
-/* ---- records ---- */
-
-struct pod {
-	struct hnode by_uid;
-	struct hnode by_hash; /* static pods: kubernetes.io/config.hash, the UID in their cgroups */
-	struct vw_pod_info info;
-	char hash[33];
-	uint64_t list_gen; /* last list or poll that held it */
-	uint64_t gone_ns;  /* 0 while it exists */
-};
-
-struct ctr {
-	struct hnode by_id;
-	char id[VW_CONTAINER_ID_LEN];
-	char name[64];
-	char pod_uid[VW_POD_UID_LEN];
-	uint64_t stamp;
-	uint64_t gone_ns;
-};
-
-/* One pod as parsed from JSON, before it is applied under the lock. */
-struct pod_doc {
-	struct vw_pod_info info;
-	char hash[33];
-	size_t nctr;
-	struct {
-		char id[VW_CONTAINER_ID_LEN];
-		char name[64];
-	} ctr[MAX_CTRS_PER_POD];
-};
+/* ---- state ---- */
 
 struct buf {
 	char *data;
@@ -188,15 +95,13 @@ struct vw_podmeta {
 	enum list_from list_from;
 	uint64_t backoff_ns;
 	uint64_t rng;
-	uint64_t list_gen, stamp, next_sweep_ns;
+	uint64_t list_gen, next_sweep_ns;
 	struct buf body;
-	struct pod_doc doc;
-	struct vw_complaint c_conn, c_status, c_event, c_pod, c_token, c_full;
+	struct vw_complaint c_conn, c_status, c_event, c_token;
 
 	/* Shared with lookups, under lock. */
 	pthread_mutex_t lock;
-	struct htab pods, hashes, ctrs;
-	size_t npods, nctrs;
+	struct vw_podtable *table;
 	bool synced;
 };
 
@@ -224,151 +129,6 @@ static uint64_t rng_next(struct vw_podmeta *pm)
 	return pm->rng = x;
 }
 
-/* ---- quantities and IDs ---- */
-
-static int suffix_exponents(const char *s, int *exp10, int *exp2)
-{
-	static const struct {
-		const char *sfx;
-		int e10, e2;
-	} sfx[] = {
-		{ "", 0, 0 },	 { "n", -9, 0 },  { "u", -6, 0 },  { "m", -3, 0 },  { "k", 3, 0 },
-		{ "M", 6, 0 },	 { "G", 9, 0 },	  { "T", 12, 0 },  { "P", 15, 0 },  { "E", 18, 0 },
-		{ "Ki", 0, 10 }, { "Mi", 0, 20 }, { "Gi", 0, 30 }, { "Ti", 0, 40 }, { "Pi", 0, 50 },
-		{ "Ei", 0, 60 },
-	};
-
-	for (size_t i = 0; i < ARRAY_SIZE(sfx); i++) {
-		if (strcmp(s, sfx[i].sfx) == 0) {
-			*exp10 = sfx[i].e10;
-			*exp2 = sfx[i].e2;
-			return 0;
-		}
-	}
-	/* Decimal exponent: e|E, optional sign, digits ("1e3"). A lone "E" is exa, above. */
-	if ((s[0] == 'e' || s[0] == 'E') && s[1]) {
-		const char *p = s + 1;
-		int sign = 1, v = 0;
-
-		if (*p == '+' || *p == '-')
-			sign = *p++ == '-' ? -1 : 1;
-		if (!*p)
-			return -EINVAL;
-		for (; *p; p++) {
-			if (*p < '0' || *p > '9')
-				return -EINVAL;
-			if (v > 9999)
-				return -ERANGE;
-			v = v * 10 + (*p - '0');
-		}
-		*exp10 = sign * v;
-		*exp2 = 0;
-		return 0;
-	}
-	return -EINVAL;
-}
-
-int vw_podmeta_parse_cpu_millis(const char *s, uint64_t *ret)
-{
-	char dig[64];
-	size_t nd = 0, frac = 0, lead = 0;
-	bool dot = false;
-	int e10, e2, r;
-	uint64_t d = 0;
-	unsigned __int128 v;
-
-	if (!s || !ret)
-		return -EINVAL;
-	if (*s == '+')
-		s++;
-	for (; (*s >= '0' && *s <= '9') || *s == '.'; s++) {
-		if (*s == '.') {
-			if (dot)
-				return -EINVAL;
-			dot = true;
-			continue;
-		}
-		if (nd == sizeof(dig))
-			return -ERANGE;
-		dig[nd++] = *s;
-		frac += dot;
-	}
-	if (nd == 0)
-		return -EINVAL; /* "", "m", ".", "-1" */
-	r = suffix_exponents(s, &e10, &e2);
-	if (r < 0)
-		return r;
-	/* Significant digits only: leading zeros add nothing, trailing fraction zeros neither. */
-	while (lead < nd && dig[lead] == '0')
-		lead++;
-	while (nd > lead && frac > 0 && dig[nd - 1] == '0')
-		nd--, frac--;
-	if (nd - lead > 18)
-		return -ERANGE;
-	for (size_t i = lead; i < nd; i++)
-		d = d * 10 + (uint64_t)(dig[i] - '0');
-	/* millicores = ceil(d * 10^(3 + e10 - frac) * 2^e2), exactly as MilliValue() rounds. */
-	v = (unsigned __int128)d << e2;
-	e10 += 3 - (int)frac;
-	if (d == 0) {
-		*ret = 0;
-		return 0;
-	}
-	if (e10 >= 0) {
-		for (int i = 0; i < e10; i++) {
-			v *= 10;
-			if (v > UINT64_MAX)
-				return -ERANGE;
-		}
-	} else if (-e10 > 38) {
-		v = 1; /* v < 2^120 < 10^38: a positive sliver rounds up to 1 */
-	} else {
-		unsigned __int128 div = 1;
-
-		for (int i = 0; i < -e10; i++)
-			div *= 10;
-		v = (v + div - 1) / div;
-	}
-	if (v > UINT64_MAX)
-		return -ERANGE;
-	*ret = (uint64_t)v;
-	return 0;
-}
-
-static bool is_hex64(const char *s)
-{
-	size_t n = strspn(s, "0123456789abcdef");
-
-	return n == 64 && s[n] == '\0';
-}
-
-int vw_podmeta_parse_container_id(const char *s, char id[VW_CONTAINER_ID_LEN],
-				  enum vw_runtime *ret_runtime)
-{
-	static const struct {
-		const char *scheme;
-		enum vw_runtime rt;
-	} schemes[] = {
-		{ "containerd", VW_RUNTIME_CONTAINERD },
-		{ "docker", VW_RUNTIME_DOCKER },
-		{ "cri-o", VW_RUNTIME_CRIO },
-	};
-	const char *sep;
-	enum vw_runtime rt = VW_RUNTIME_UNKNOWN;
-
-	if (!s || !(sep = strstr(s, "://")) || sep == s || !is_hex64(sep + 3))
-		return -EINVAL;
-	for (size_t i = 0; i < ARRAY_SIZE(schemes); i++) {
-		if (strlen(schemes[i].scheme) == (size_t)(sep - s) &&
-		    memcmp(s, schemes[i].scheme, (size_t)(sep - s)) == 0)
-			rt = schemes[i].rt;
-	}
-	memcpy(id, sep + 3, VW_CONTAINER_ID_LEN);
-	if (ret_runtime)
-		*ret_runtime = rt;
-	return 0;
-}
-
 /* ---- JSON (security.md §5): strict tokener, depth limit, type checks on every access ---- */
 
 static struct json_object *json_parse(struct vw_podmeta *pm, const char *s, size_t len)
@@ -391,38 +151,14 @@ static struct json_object *json_parse(struct vw_podmeta *pm, const char *s, size
 	return o;
 }
 
-static struct json_object *jget(struct json_object *o, const char *key, enum json_type t)
-{
-	struct json_object *v;
-
-	if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, t))
-		return NULL;
-	return v;
-}
-
 static void json_putp(struct json_object **o)
 {
 	json_object_put(*o);
 }
 
-#define jobj(o, k) jget(o, k, json_type_object)
-#define jarr(o, k) jget(o, k, json_type_array)
-
-/* A string without embedded NULs, or NULL. */
-static const char *jstr(struct json_object *o, const char *key)
-{
-	struct json_object *v = jget(o, key, json_type_string);
-	const char *s;
-
-	if (!v)
-		return NULL;
-	s = json_object_get_string(v);
-	return strlen(s) == (size_t)json_object_get_string_len(v) ? s : NULL;
-}
-
 static bool jint(struct json_object *o, const char *key, int64_t *ret)
 {
-	struct json_object *v = jget(o, key, json_type_int);
+	struct json_object *v = vw_jget(o, key, json_type_int);
 
 	if (!v)
 		return false;
@@ -431,258 +167,14 @@ static bool jint(struct json_object *o, const char *key, int64_t *ret)
 	return errno == 0;
 }
 
-/* Copy a non-empty string that fits, else -EINVAL. */
-static int copy_str(char *dst, size_t size, const char *s)
-{
-	size_t n = s ? strlen(s) : 0;
-
-	if (n == 0 || n >= size)
-		return -EINVAL;
-	memcpy(dst, s, n + 1);
-	return 0;
-}
-
-static bool valid_uid(const char *s)
-{
-	size_t n = strlen(s);
-
-	return (n == 36 || n == 32) && strspn(s, "0123456789abcdef-") == n;
-}
-
-/* ---- pod documents ---- */
-
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
-static uint64_t container_request(struct vw_podmeta *pm, struct json_object *c, const char *pod)
-{
-	const char *q = jstr(jobj(jobj(c, "resources"), "requests"), "cpu");
-	uint64_t m;
-
-	if (!q)
-		return 0;
-	if (vw_podmeta_parse_cpu_millis(q, &m) < 0) {
-		vw_complain(&pm->c_pod, VW_LOG_WARN, "podmeta: pod %s: bad CPU request '%.32s'", pod,
-			    q);
-		return 0;
-	}
-	return m;
-}
-
-/* Regular containers, plus restartable init containers (sidecars) that run alongside them. */
-static uint64_t pod_request(struct vw_podmeta *pm, struct json_object *spec, const char *pod)
-{
-	struct json_object *a;
-	uint64_t sum = 0;
-
-	if ((a = jarr(spec, "containers"))) {
-		for (size_t i = 0; i < json_object_array_length(a); i++)
-			sum = sat_add(sum, container_request(pm, json_object_array_get_idx(a, i), pod));
-	}
-	if ((a = jarr(spec, "initContainers"))) {
-		for (size_t i = 0; i < json_object_array_length(a); i++) {
-			struct json_object *c = json_object_array_get_idx(a, i);
-			const char *policy = jstr(c, "restartPolicy");
-
-			if (policy && strcmp(policy, "Always") == 0)
-				sum = sat_add(sum, container_request(pm, c, pod));
-		}
-	}
-	return sum;
-}
-
-static void doc_add_ctr(struct vw_podmeta *pm, struct pod_doc *d, const char *cid,
-			const char *name)
-{
-	char id[VW_CONTAINER_ID_LEN];
-
-	if (!cid || !*cid)
-		return; /* waiting: no container yet */
-	if (vw_podmeta_parse_container_id(cid, id, NULL) < 0 || !name || strlen(name) >= 64) {
-		vw_complain(&pm->c_pod, VW_LOG_WARN, "podmeta: pod %s: bad container '%.80s'",
-			    d->info.name, cid);
-		return;
-	}
-	for (size_t i = 0; i < d->nctr; i++) {
-		if (strcmp(d->ctr[i].id, id) == 0)
-			return;
-	}
-	if (d->nctr == MAX_CTRS_PER_POD)
-		return;
-	memcpy(d->ctr[d->nctr].id, id, sizeof(id));
-	snprintf(d->ctr[d->nctr].name, sizeof(d->ctr[d->nctr].name), "%s", name);
-	d->nctr++;
-}
-
-/* Current and last-terminated IDs of every container, init and ephemeral container. */
-static void doc_add_statuses(struct vw_podmeta *pm, struct pod_doc *d, struct json_object *status)
-{
-	static const char *const lists[] = { "containerStatuses", "initContainerStatuses",
-					     "ephemeralContainerStatuses" };
-
-	for (size_t l = 0; l < ARRAY_SIZE(lists); l++) {
-		struct json_object *a = jarr(status, lists[l]);
-
-		for (size_t i = 0; a && i < json_object_array_length(a); i++) {
-			struct json_object *cs = json_object_array_get_idx(a, i);
-			struct json_object *last = jobj(jobj(cs, "lastState"), "terminated");
-			const char *name = jstr(cs, "name");
-
-			doc_add_ctr(pm, d, jstr(cs, "containerID"), name);
-			doc_add_ctr(pm, d, jstr(last, "containerID"), name);
-		}
-	}
-}
-
-static int parse_pod(struct vw_podmeta *pm, struct json_object *pod, struct pod_doc *d)
-{
-	struct json_object *meta = jobj(pod, "metadata");
-	const char *hash = jstr(jobj(meta, "annotations"), "kubernetes.io/config.hash");
-
-	memset(&d->info, 0, sizeof(d->info));
-	d->hash[0] = '\0';
-	d->nctr = 0;
-	if (copy_str(d->info.uid, sizeof(d->info.uid), jstr(meta, "uid")) < 0 ||
-	    !valid_uid(d->info.uid) ||
-	    copy_str(d->info.name, sizeof(d->info.name), jstr(meta, "name")) < 0 ||
-	    copy_str(d->info.namespace_, sizeof(d->info.namespace_), jstr(meta, "namespace")) < 0)
-		return -EINVAL;
-	if (hash && strlen(hash) == 32 && strspn(hash, "0123456789abcdef") == 32)
-		memcpy(d->hash, hash, 33);
-	d->info.cpu_request_millis = pod_request(pm, jobj(pod, "spec"), d->info.name);
-	doc_add_statuses(pm, d, jobj(pod, "status"));
-	return 0;
-}
-
-/* ---- the table (callers hold pm->lock) ---- */
-
-static bool expired(const struct vw_podmeta *pm, uint64_t gone_ns, uint64_t now)
-{
-	return gone_ns && now - gone_ns >= pm->grace_ns;
-}
-
-static struct pod *pod_get(struct vw_podmeta *pm, const char *uid)
-{
-	struct hnode *n = htab_get(&pm->pods, uid);
-
-	return n ? container_of(n, struct pod, by_uid) : NULL;
-}
-
-static struct ctr *ctr_get(struct vw_podmeta *pm, const char *id)
-{
-	struct hnode *n = htab_get(&pm->ctrs, id);
-
-	return n ? container_of(n, struct ctr, by_id) : NULL;
-}
-
-/* Containers of a pod whose stamp is not `keep` are gone as of now (all of them: keep = 0). */
-static void ctrs_gone(struct vw_podmeta *pm, const char *uid, uint64_t keep, uint64_t now)
-{
-	htab_foreach(&pm->ctrs, i, n, nx) {
-		struct ctr *c = container_of(n, struct ctr, by_id);
-
-		if (!c->gone_ns && c->stamp != keep && strcmp(c->pod_uid, uid) == 0)
-			c->gone_ns = now;
-	}
-}
-
-static void pod_gone(struct vw_podmeta *pm, struct pod *p, uint64_t now)
-{
-	if (!p->gone_ns)
-		p->gone_ns = now;
-	ctrs_gone(pm, p->info.uid, 0, now);
-}
-
-static void pod_set_hash(struct vw_podmeta *pm, struct pod *p, const char *hash)
-{
-	if (strcmp(p->hash, hash) == 0)
-		return;
-	if (p->hash[0])
-		htab_del(&pm->hashes, &p->by_hash);
-	memcpy(p->hash, hash, sizeof(p->hash));
-	if (p->hash[0] && !htab_get(&pm->hashes, p->hash))
-		htab_put(&pm->hashes, &p->by_hash);
-	else
-		p->hash[0] = '\0';
-}
-
-static struct pod *pod_upsert(struct vw_podmeta *pm, const struct pod_doc *d, uint64_t now)
-{
-	struct pod *p = pod_get(pm, d->info.uid);
-	uint64_t stamp = ++pm->stamp;
-
-	if (!p) {
-		if (pm->npods >= MAX_PODS || !(p = calloc(1, sizeof(*p)))) {
-			vw_complain(&pm->c_full, VW_LOG_WARN, "podmeta: pod table full (%zu)",
-				    pm->npods);
-			return NULL;
-		}
-		p->info = d->info;
-		p->by_uid.key = p->info.uid;
-		p->by_hash.key = p->hash;
-		htab_put(&pm->pods, &p->by_uid);
-		pm->npods++;
-	}
-	p->info = d->info;
-	p->gone_ns = 0;
-	pod_set_hash(pm, p, d->hash);
-	for (size_t i = 0; i < d->nctr; i++) {
-		struct ctr *c = ctr_get(pm, d->ctr[i].id);
-
-		if (!c) {
-			if (pm->nctrs >= MAX_CTRS || !(c = calloc(1, sizeof(*c)))) {
-				vw_complain(&pm->c_full, VW_LOG_WARN,
-					    "podmeta: container table full (%zu)", pm->nctrs);
-				continue;
-			}
-			memcpy(c->id, d->ctr[i].id, sizeof(c->id));
-			c->by_id.key = c->id;
-			htab_put(&pm->ctrs, &c->by_id);
-			pm->nctrs++;
-		}
-		memcpy(c->name, d->ctr[i].name, sizeof(c->name));
-		memcpy(c->pod_uid, d->info.uid, sizeof(c->pod_uid));
-		c->stamp = stamp;
-		c->gone_ns = 0;
-	}
-	ctrs_gone(pm, d->info.uid, stamp, now);
-	return p;
-}
-
-/* Drop what has been gone for longer than the grace period. */
-static void sweep(struct vw_podmeta *pm, uint64_t now)
-{
-	pthread_mutex_lock(&pm->lock);
-	htab_foreach(&pm->ctrs, i, n, nx) {
-		struct ctr *c = container_of(n, struct ctr, by_id);
-
-		if (expired(pm, c->gone_ns, now)) {
-			htab_del(&pm->ctrs, n);
-			pm->nctrs--;
-			free(c);
-		}
-	}
-	htab_foreach(&pm->pods, i, n, nx) {
-		struct pod *p = container_of(n, struct pod, by_uid);
-
-		if (expired(pm, p->gone_ns, now)) {
-			pod_set_hash(pm, p, "");
-			htab_del(&pm->pods, n);
-			pm->npods--;
-			free(p);
-		}
-	}
-	pthread_mutex_unlock(&pm->lock);
-}
-
 static void housekeeping(struct vw_podmeta *pm)
 {
 	uint64_t now = mono_ns();
 
 	if (now >= pm->next_sweep_ns) {
-		sweep(pm, now);
+		pthread_mutex_lock(&pm->lock);
+		vw_podtable_sweep(pm->table, now);
+		pthread_mutex_unlock(&pm->lock);
 		pm->next_sweep_ns = now + SWEEP_EVERY_NS;
 	}
 }
@@ -693,7 +185,7 @@ static void set_rv(struct vw_podmeta *pm, const char *rv)
 {
 	if (!rv || !*rv)
 		return;
-	if (copy_str(pm->rv, sizeof(pm->rv), rv) < 0)
+	if (vw_copy_str(pm->rv, sizeof(pm->rv), rv) < 0)
 		vw_complain(&pm->c_event, VW_LOG_WARN, "podmeta: resourceVersion too long");
 }
 
@@ -701,30 +193,16 @@ static void apply_pod(struct vw_podmeta *pm, struct json_object *obj, uint64_t g
 {
 	uint64_t now = mono_ns();
 
-	if (parse_pod(pm, obj, &pm->doc) < 0) {
-		vw_complain(&pm->c_pod, VW_LOG_WARN, "podmeta: pod without valid uid/name/namespace");
-		return;
-	}
 	pthread_mutex_lock(&pm->lock);
-	if (deleted) {
-		struct pod *p = pod_get(pm, pm->doc.info.uid);
-
-		if (p)
-			pod_gone(pm, p, now);
-	} else {
-		struct pod *p = pod_upsert(pm, &pm->doc, now);
-
-		if (p)
-			p->list_gen = gen;
-	}
+	(void)vw_podtable_apply(pm->table, obj, gen, deleted, now);
 	pthread_mutex_unlock(&pm->lock);
 }
 
 /* A PodList (API server or kubelet): upsert every item, mark the pods it lacks as gone. */
 static int apply_list(struct vw_podmeta *pm, struct json_object *list)
 {
-	struct json_object *items = jarr(list, "items");
-	const char *kind = jstr(list, "kind");
+	struct json_object *items = vw_jarr(list, "items");
+	const char *kind = vw_jstr(list, "kind");
 	uint64_t gen, now;
 
 	/* An empty list may say "items": null. */
@@ -733,7 +211,7 @@ static int apply_list(struct vw_podmeta *pm, struct json_object *list)
 		return -EBADMSG;
 	gen = ++pm->list_gen;
 	if (pm->mode == VW_PODMETA_APISERVER) {
-		const char *rv = jstr(jobj(list, "metadata"), "resourceVersion");
+		const char *rv = vw_jstr(vw_jobj(list, "metadata"), "resourceVersion");
 
 		if (!rv || !*rv)
 			return -EBADMSG;
@@ -747,12 +225,7 @@ static int apply_list(struct vw_podmeta *pm, struct json_object *list)
 	}
 	now = mono_ns();
 	pthread_mutex_lock(&pm->lock);
-	htab_foreach(&pm->pods, i, n, nx) {
-		struct pod *p = container_of(n, struct pod, by_uid);
-
-		if (p->list_gen != gen)
-			pod_gone(pm, p, now);
-	}
+	vw_podtable_retire(pm->table, gen, now);
 	pm->synced = true;
 	pthread_mutex_unlock(&pm->lock);
 	return 0;
@@ -769,8 +242,8 @@ static int handle_event(struct vw_podmeta *pm, const char *line, size_t len, uns
 	if (strspn(line, " \t\r") == len)
 		return 0; /* blank keep-alive line */
 	ev = json_parse(pm, line, len);
-	type = jstr(ev, "type");
-	obj = jobj(ev, "object");
+	type = vw_jstr(ev, "type");
+	obj = vw_jobj(ev, "object");
 	if (!type || !obj) {
 		vw_complain(&pm->c_event, VW_LOG_WARN, "podmeta: ignoring malformed watch event");
 		return 0;
@@ -779,7 +252,7 @@ static int handle_event(struct vw_podmeta *pm, const char *line, size_t len, uns
 		if (jint(obj, "code", &code) && code == 410)
 			return -ESTALE;
 		vw_complain(&pm->c_status, VW_LOG_WARN, "podmeta: watch error %lld: %.200s",
-			    (long long)code, jstr(obj, "message") ?: "");
+			    (long long)code, vw_jstr(obj, "message") ?: "");
 		return -EPROTO;
 	}
 	if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)
@@ -788,7 +261,7 @@ static int handle_event(struct vw_podmeta *pm, const char *line, size_t len, uns
 		apply_pod(pm, obj, pm->list_gen, true);
 	else if (strcmp(type, "BOOKMARK") != 0)
 		return 0; /* unknown type: skip, keep the old resourceVersion */
-	set_rv(pm, jstr(jobj(obj, "metadata"), "resourceVersion"));
+	set_rv(pm, vw_jstr(vw_jobj(obj, "metadata"), "resourceVersion"));
 	(*events)++;
 	return 0;
 }
@@ -1234,17 +707,7 @@ static void pm_free(struct vw_podmeta *pm)
 {
 	if (!pm)
 		return;
-	if (pm->ctrs.b) {
-		htab_foreach(&pm->ctrs, i, n, nx)
-			free(container_of(n, struct ctr, by_id));
-	}
-	if (pm->pods.b) {
-		htab_foreach(&pm->pods, i, n, nx)
-			free(container_of(n, struct pod, by_uid));
-	}
-	free(pm->ctrs.b);
-	free(pm->pods.b);
-	free(pm->hashes.b);
+	vw_podtable_free(pm->table);
 	if (pm->easy)
 		curl_easy_cleanup(pm->easy);
 	if (pm->multi)
@@ -1339,8 +802,8 @@ static int pm_init(struct vw_podmeta *pm, const struct vw_podmeta_opts *o)
 	n = strlen(pm->base_url);
 	while (n > 0 && pm->base_url[n - 1] == '/')
 		pm->base_url[--n] = '\0';
-	if (htab_init(&pm->pods, 1024) < 0 || htab_init(&pm->hashes, 256) < 0 ||
-	    htab_init(&pm->ctrs, 4096) < 0)
+	pm->table = vw_podtable_new(pm->grace_ns);
+	if (!pm->table)
 		return -ENOMEM;
 	pm->tok = json_tokener_new_ex(JSON_DEPTH);
 	if (!pm->tok)
@@ -1411,45 +874,27 @@ void vw_podmeta_stop(struct vw_podmeta *pm)
 int vw_podmeta_by_container(struct vw_podmeta *pm, const char *container_id,
 			    struct vw_pod_info *ret, char *container_name, size_t namelen)
 {
-	uint64_t now = mono_ns();
-	struct ctr *c;
-	struct pod *p = NULL;
+	int r;
 
 	if (!pm || !container_id || !ret)
 		return -EINVAL;
 	pthread_mutex_lock(&pm->lock);
-	c = ctr_get(pm, container_id);
-	if (c && !expired(pm, c->gone_ns, now))
-		p = pod_get(pm, c->pod_uid);
-	if (p && !expired(pm, p->gone_ns, now)) {
-		*ret = p->info;
-		if (container_name && namelen)
-			snprintf(container_name, namelen, "%s", c->name);
-	} else {
-		p = NULL;
-	}
+	r = vw_podtable_by_container(pm->table, container_id, mono_ns(), ret, container_name,
+				     namelen);
 	pthread_mutex_unlock(&pm->lock);
-	return p ? 0 : -ENOENT;
+	return r;
 }
 
 int vw_podmeta_by_uid(struct vw_podmeta *pm, const char *uid, struct vw_pod_info *ret)
 {
-	uint64_t now = mono_ns();
-	struct pod *p;
-	struct hnode *h;
+	int r;
 
 	if (!pm || !uid || !ret)
 		return -EINVAL;
 	pthread_mutex_lock(&pm->lock);
-	p = pod_get(pm, uid);
-	if (!p && (h = htab_get(&pm->hashes, uid)))
-		p = container_of(h, struct pod, by_hash);
-	if (p && !expired(pm, p->gone_ns, now))
-		*ret = p->info;
-	else
-		p = NULL;
+	r = vw_podtable_by_uid(pm->table, uid, mono_ns(), ret);
 	pthread_mutex_unlock(&pm->lock);
-	return p ? 0 : -ENOENT;
+	return r;
 }
 
 bool vw_podmeta_synced(struct vw_podmeta *pm)
@@ -1466,15 +911,12 @@ bool vw_podmeta_synced(struct vw_podmeta *pm)
 
 size_t vw_podmeta_count(struct vw_podmeta *pm)
 {
-	size_t live = 0;
+	size_t n;
 
 	if (!pm)
 		return 0;
 	pthread_mutex_lock(&pm->lock);
-	htab_foreach(&pm->pods, i, n, nx) {
-		if (!container_of(n, struct pod, by_uid)->gone_ns)
-			live++;
-	}
+	n = vw_podtable_count(pm->table);
 	pthread_mutex_unlock(&pm->lock);
-	return live;
+	return n;
 }
