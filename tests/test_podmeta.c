@@ -19,6 +19,7 @@
 #include "fixture.h"
 #include "log.h"
 #include "macro.h"
+#include "podmeta-priv.h"
 #include "workload.h"
 
 #define K8S VW_TEST_DATA "/k8s/"
@@ -846,6 +847,91 @@ static void test_bad_options(void **state)
 	assert_int_equal(errno, EINVAL);
 }
 
+/* ---- the table alone, with explicit times ---- */
+
+#define SEC VW_NSEC_PER_SEC
+
+static struct json_object *fixture_json(const char *name)
+{
+	char *text = slurp(name);
+	struct json_object *o = json_tokener_parse(text);
+
+	free(text);
+	assert_non_null(o);
+	return o;
+}
+
+static struct json_object *list_item(struct json_object *list, size_t i)
+{
+	return json_object_array_get_idx(vw_jarr(list, "items"), i);
+}
+
+static void test_table_grace(void **state)
+{
+	struct vw_podtable *t = vw_podtable_new(60 * SEC);
+	struct json_object *list = fixture_json("podlist.json");
+	char *line = event_line(1); /* MODIFIED prometheus */
+	struct json_object *ev = json_tokener_parse(line);
+	struct vw_pod_info info;
+	char name[64];
+
+	(void)state;
+	free(line);
+	assert_non_null(t);
+	assert_non_null(ev);
+	for (size_t i = 0; i < 3; i++)
+		assert_int_equal(vw_podtable_apply(t, list_item(list, i), 1, false, 0), 0);
+	assert_int_equal(vw_podtable_count(t), 3);
+
+	/* DELETED at t=10 s: resolvable until 70 s, not at 70 s; sweep frees it then. */
+	assert_int_equal(vw_podtable_apply(t, list_item(list, 2), 1, true, 10 * SEC), 0);
+	assert_int_equal(vw_podtable_count(t), 2);
+	assert_int_equal(vw_podtable_by_uid(t, UID_CHECKOUT, 70 * SEC - 1, &info), 0);
+	assert_int_equal(vw_podtable_by_container(t, ID_CHECKOUT_DEBUG, 70 * SEC - 1, &info, name,
+						  sizeof(name)),
+			 0);
+	assert_string_equal(name, "debugger-7x2kq");
+	assert_int_equal(vw_podtable_by_uid(t, UID_CHECKOUT, 70 * SEC, &info), -ENOENT);
+	assert_int_equal(vw_podtable_by_container(t, ID_CHECKOUT_MAIN, 70 * SEC, &info, NULL, 0),
+			 -ENOENT);
+	vw_podtable_sweep(t, 69 * SEC);
+	assert_int_equal(vw_podtable_by_uid(t, UID_CHECKOUT, 69 * SEC, &info), 0);
+	vw_podtable_sweep(t, 70 * SEC);
+	assert_int_equal(vw_podtable_by_uid(t, UID_CHECKOUT, 0, &info), -ENOENT);
+
+	/* A replaced container stays resolvable for the grace period, from when it went. */
+	assert_int_equal(vw_podtable_apply(t, json_object_object_get(ev, "object"), 1, false,
+					   100 * SEC),
+			 0);
+	assert_int_equal(vw_podtable_by_container(t, ID_PROM_RELOADER, 159 * SEC, &info, NULL, 0), 0);
+	assert_int_equal(vw_podtable_by_container(t, ID_PROM_RELOADER_NEW, 500 * SEC, &info, NULL, 0),
+			 0);
+
+	/* A pod gone missing from a list is retired; seen again, it lives again. */
+	assert_int_equal(vw_podtable_apply(t, list_item(list, 0), 2, false, 200 * SEC), 0);
+	vw_podtable_retire(t, 2, 200 * SEC);
+	assert_int_equal(vw_podtable_count(t), 1);
+	assert_int_equal(vw_podtable_by_uid(t, UID_PROM, 259 * SEC, &info), 0);
+	assert_int_equal(vw_podtable_apply(t, list_item(list, 1), 3, false, 250 * SEC), 0);
+	vw_podtable_retire(t, 3, 250 * SEC);
+	assert_int_equal(vw_podtable_by_uid(t, UID_PROM, 1000 * SEC, &info), 0);
+	assert_int_equal(vw_podtable_by_container(t, ID_PROM_MAIN, 1000 * SEC, &info, NULL, 0), 0);
+	/* ... the apiserver pod (not in generation 3) went at 250 s, its hash alias with it. */
+	assert_int_equal(vw_podtable_by_uid(t, HASH_APISERVER, 309 * SEC, &info), 0);
+	vw_podtable_sweep(t, 310 * SEC);
+	assert_int_equal(vw_podtable_by_uid(t, HASH_APISERVER, 310 * SEC, &info), -ENOENT);
+	assert_int_equal(vw_podtable_by_container(t, ID_APISERVER, 310 * SEC, &info, NULL, 0),
+			 -ENOENT);
+	assert_int_equal(vw_podtable_count(t), 1);
+
+	/* Not a pod. */
+	assert_int_equal(vw_podtable_apply(t, list, 4, false, 0), -EINVAL);
+	json_object_put(ev);
+	json_object_put(list);
+	vw_podtable_free(t); /* with entries left: ASan checks nothing leaks */
+	vw_podtable_free(NULL);
+}
+
 /* ---- pure parsers ---- */
 
 static void test_cpu_quantities(void **state)
@@ -961,6 +1047,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_quantities),
 		cmocka_unit_test(test_container_ids),
 		cmocka_unit_test(test_bad_options),
+		cmocka_unit_test(test_table_grace),
 		cmocka_unit_test(test_list_watch_resume),
 		cmocka_unit_test(test_grace_expiry),
 		cmocka_unit_test(test_gone_relists),
