@@ -15,10 +15,12 @@ enum vw_runtime {
 	VW_RUNTIME_CONTAINERD,
 	VW_RUNTIME_CRIO,
 	VW_RUNTIME_PODMAN,
+	VW_RUNTIME_KUBERNETES, /* bare ID under a cgroupfs-driver pod: the path names no runtime */
 	VW_RUNTIME__COUNT,
 };
 
-/* Kepler's runtime label values: "docker", "containerd", "crio", "podman", "unknown". */
+/* Kepler's runtime label values: "docker", "containerd", "crio", "podman", "kubernetes",
+ * "unknown". */
 const char *vw_runtime_name(enum vw_runtime rt);
 
 #define VW_CONTAINER_ID_LEN 65 /* 64 hex + NUL */
@@ -33,11 +35,12 @@ struct vw_cgroup_match {
 };
 
 /* One cgroup path (the part after "hierarchy:controllers:"). 0 when a container matched,
- * -ENOENT when none. */
+ * -ENOENT when none. *ret is filled either way: a process inside a pod but in no container
+ * (cri-o's conmon, a pod-level cgroup) gets -ENOENT with kubepods and pod_uid set. */
 int vw_workload_parse_cgroup_path(const char *path, struct vw_cgroup_match *ret);
 /* The whole /proc/PID/cgroup text: v1 and v2 lines; the deepest match wins. */
 int vw_workload_parse_proc_cgroup(const char *text, struct vw_cgroup_match *ret);
-/* Read and parse <procfs>/<pid>/cgroup. -ENOENT: no container (or the process is gone: -ESRCH). */
+/* Read and parse <procfs>/<pid>/cgroup. -ENOENT: no container; -ESRCH: the process is gone. */
 int vw_workload_read_pid(int procfd, uint32_t pid, struct vw_cgroup_match *ret);
 
 /* Pod metadata from the Kubernetes API server (list then watch, filtered by node) or the
@@ -57,12 +60,16 @@ enum vw_podmeta_mode {
 struct vw_podmeta_opts {
 	enum vw_podmeta_mode mode;
 	const char *url;        /* https://kubernetes.default.svc, https://NODE:10250; "" = in-cluster */
-	const char *token_file; /* service-account token (re-read on 401) */
-	const char *ca_file;
+	const char *token_file; /* service-account token (re-read on 401); NULL/"" = in-cluster */
+	const char *ca_file;    /* NULL/"" = in-cluster CA when present, else the system store */
 	const char *node_name;  /* spec.nodeName field selector (apiserver mode) */
 	bool insecure_skip_verify; /* kubelet self-signed certs */
-	uint64_t poll_ns;       /* kubelet mode poll period; apiserver resync on errors */
-	uint64_t timeout_ns;
+	bool allow_http;        /* accept http:// (kubectl proxy on localhost, tests) */
+	uint64_t poll_ns;       /* kubelet mode poll period (0 = 15 s) */
+	uint64_t timeout_ns;    /* one list or poll request (0 = 30 s) */
+	uint64_t grace_ns;      /* deleted pods and containers stay resolvable (0 = 2 min) */
+	uint64_t backoff_min_ns, backoff_max_ns; /* retry delay, doubling (0 = 1 s, 60 s) */
+	size_t max_event_bytes; /* one watch event (0 = 4 MiB); larger -> dropped, re-list */
 };
 
 struct vw_podmeta;
@@ -74,6 +81,14 @@ void vw_podmeta_stop(struct vw_podmeta *pm);
 int vw_podmeta_by_container(struct vw_podmeta *pm, const char *container_id,
 			    struct vw_pod_info *ret, char *container_name, size_t namelen);
 int vw_podmeta_by_uid(struct vw_podmeta *pm, const char *uid, struct vw_pod_info *ret);
-/* Synced once (list done) and how many pods are known. */
+/* Synced once (list done) and how many pods are known (live ones, not those in grace). */
 bool vw_podmeta_synced(struct vw_podmeta *pm);
 size_t vw_podmeta_count(struct vw_podmeta *pm);
+
+/* A Kubernetes CPU quantity ("250m", "1", "0.5", "2k", "1e3", "1Ki") in millicores, rounded up as
+ * Quantity.MilliValue() does. -EINVAL for garbage or a negative value, -ERANGE on overflow. */
+int vw_podmeta_parse_cpu_millis(const char *s, uint64_t *ret);
+/* A containerStatuses[].containerID ("containerd://<64 hex>", "docker://", "cri-o://") into the
+ * bare ID and the runtime (VW_RUNTIME_UNKNOWN for other schemes). -EINVAL when malformed. */
+int vw_podmeta_parse_container_id(const char *s, char id[VW_CONTAINER_ID_LEN],
+				  enum vw_runtime *ret_runtime);

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internal to the pod metadata client: the pod table (podtable.c) that podmeta.c fills from the
+ * API server or the kubelet, and the type-checked json-c accessors both use (security.md §5).
+ * Not for other modules; tests drive the table directly with explicit times.
+ */
+#pragma once
+
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "workload.h"
+
+/* o[key] when it exists and has type t, else NULL (o may be NULL). */
+static inline struct json_object *vw_jget(struct json_object *o, const char *key,
+					  enum json_type t)
+{
+	struct json_object *v;
+
+	if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, t))
+		return NULL;
+	return v;
+}
+
+#define vw_jobj(o, k) vw_jget(o, k, json_type_object)
+#define vw_jarr(o, k) vw_jget(o, k, json_type_array)
+
+/* A string without embedded NULs, or NULL. */
+static inline const char *vw_jstr(struct json_object *o, const char *key)
+{
+	struct json_object *v = vw_jget(o, key, json_type_string);
+	const char *s;
+
+	if (!v)
+		return NULL;
+	s = json_object_get_string(v);
+	return strlen(s) == (size_t)json_object_get_string_len(v) ? s : NULL;
+}
+
+/* Copy a non-empty string that fits (NUL included), else -EINVAL. */
+static inline int vw_copy_str(char *dst, size_t size, const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n == 0 || n >= size)
+		return -EINVAL;
+	memcpy(dst, s, n + 1);
+	return 0;
+}
+
+/*
+ * Pods by UID and by static-pod config hash, containers by ID. Deleted pods and replaced
+ * containers answer lookups until grace_ns after they went. Not thread-safe: the caller locks.
+ * Every list or poll is a generation: pods applied with it stay, vw_podtable_retire() marks the
+ * others deleted.
+ */
+struct vw_podtable;
+
+struct vw_podtable *vw_podtable_new(uint64_t grace_ns);
+void vw_podtable_free(struct vw_podtable *t);
+/* One Pod object. 0, -EINVAL (no valid uid/name/namespace), -ENOSPC (table full). */
+int vw_podtable_apply(struct vw_podtable *t, struct json_object *pod, uint64_t gen, bool deleted,
+		      uint64_t now_ns);
+void vw_podtable_retire(struct vw_podtable *t, uint64_t gen, uint64_t now_ns);
+/* Free what has been gone for longer than the grace period. */
+void vw_podtable_sweep(struct vw_podtable *t, uint64_t now_ns);
+int vw_podtable_by_container(struct vw_podtable *t, const char *id, uint64_t now_ns,
+			     struct vw_pod_info *ret, char *name, size_t namelen);
+int vw_podtable_by_uid(struct vw_podtable *t, const char *uid, uint64_t now_ns,
+		       struct vw_pod_info *ret);
+/* Pods not deleted. */
+size_t vw_podtable_count(const struct vw_podtable *t);

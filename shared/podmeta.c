@@ -1,0 +1,922 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Pod metadata for container -> pod lookups, on one worker thread.
+ *
+ * apiserver mode: GET /api/v1/pods?fieldSelector=spec.nodeName=<node> (remember the list's
+ * resourceVersion), then watch from it: newline-delimited JSON events, framed here with a size
+ * cap. A broken watch resumes from the last resourceVersion seen; 410 Gone (HTTP status or an
+ * ERROR event) and an oversized event re-list. kubelet mode: poll GET /pods.
+ *
+ * The worker owns a curl multi handle and sleeps in curl_multi_poll(), so vw_podmeta_stop()'s
+ * curl_multi_wakeup() ends a stalled watch or a back-off sleep at once.
+ */
+#include "podmeta-priv.h"
+
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <json-c/json.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "fileio.h"
+#include "log.h"
+#include "macro.h"
+
+/* In-cluster defaults: the one place they are spelled. Every one is overridable by options. */
+static const struct {
+	const char *apiserver_url;
+	const char *token_file;
+	const char *ca_file;
+	const char *kubelet_port;
+} in_cluster = {
+	.apiserver_url = "https://kubernetes.default.svc",
+	.token_file = "/var/run/secrets/kubernetes.io/serviceaccount/token",
+	.ca_file = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
+	.kubelet_port = "10250",
+};
+
+#define DEFAULT_POLL_NS (15 * VW_NSEC_PER_SEC)
+#define DEFAULT_TIMEOUT_NS (30 * VW_NSEC_PER_SEC)
+#define DEFAULT_GRACE_NS (120 * VW_NSEC_PER_SEC)
+#define DEFAULT_BACKOFF_MIN_NS (1 * VW_NSEC_PER_SEC)
+#define DEFAULT_BACKOFF_MAX_NS (60 * VW_NSEC_PER_SEC)
+#define DEFAULT_MAX_EVENT (4u << 20)
+#define LIST_MAX (64u << 20)         /* one list response; a node's pods are a few MiB */
+#define ERROR_BODY_MAX (64u << 10)   /* non-200 bodies kept for the log */
+#define TOKEN_MAX (16u << 10)
+#define TOKEN_MAX_AGE_NS (60 * VW_NSEC_PER_SEC) /* projected tokens rotate: re-read now and then */
+#define RV_MAX 128
+#define WATCH_MIN_S 300 /* server-side watch timeout, randomised like client-go's */
+#define QUIET_WATCH_NS VW_NSEC_PER_SEC
+#define SWEEP_EVERY_NS VW_NSEC_PER_SEC
+#define POLL_SLICE_MS 1000
+/*
+ * Kubernetes objects nest deeper than the 8 levels security.md suggests for our own frames:
+ * list -> items -> pod -> metadata -> managedFields -> fieldsV1 -> f:spec -> f:containers -> ...
+ * reaches about 14, pod affinity terms about 15. 32 is json-c's default, set explicitly.
+ */
+#define JSON_DEPTH 32
+
+/* ---- state ---- */
+
+struct buf {
+	char *data;
+	size_t len, cap;
+};
+
+enum list_from {
+	LIST_CACHED,     /* resourceVersion=0: any cached state (first list, cheap for etcd) */
+	LIST_NOT_OLDER,  /* resourceVersion=<last seen> */
+	LIST_CONSISTENT, /* no resourceVersion: after 410, never go back in time */
+};
+
+struct vw_podmeta {
+	/* Fixed after start. */
+	enum vw_podmeta_mode mode;
+	char *base_url, *token_file, *ca_file, *node_name;
+	bool insecure, allow_http;
+	uint64_t poll_ns, timeout_ns, grace_ns, backoff_min_ns, backoff_max_ns;
+	size_t max_event;
+	CURLM *multi;
+	pthread_t thread;
+	bool stop; /* __atomic */
+
+	/* Worker thread only. */
+	CURL *easy;
+	struct json_tokener *tok;
+	struct curl_slist *headers;
+	char *token;
+	uint64_t token_read_ns;
+	char rv[RV_MAX];
+	enum list_from list_from;
+	uint64_t backoff_ns;
+	uint64_t rng;
+	uint64_t list_gen, next_sweep_ns;
+	struct buf body;
+	struct vw_complaint c_conn, c_status, c_event, c_token;
+
+	/* Shared with lookups, under lock. */
+	pthread_mutex_t lock;
+	struct vw_podtable *table;
+	bool synced;
+};
+
+static bool stopping(struct vw_podmeta *pm)
+{
+	return __atomic_load_n(&pm->stop, __ATOMIC_ACQUIRE);
+}
+
+/* Real monotonic time: sleeps and grace periods must not follow a test's fake clock. */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t rng_next(struct vw_podmeta *pm)
+{
+	uint64_t x = pm->rng; /* xorshift64 */
+
+	x ^= x << 13;
+	x ^= x >> 7;
+	x ^= x << 17;
+	return pm->rng = x;
+}
+
+/* ---- JSON (security.md §5): strict tokener, depth limit, type checks on every access ---- */
+
+static struct json_object *json_parse(struct vw_podmeta *pm, const char *s, size_t len)
+{
+	struct json_object *o;
+
+	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r' || s[len - 1] == ' ' ||
+			   s[len - 1] == '\t'))
+		len--;
+	if (len == 0 || len > INT_MAX)
+		return NULL;
+	json_tokener_reset(pm->tok);
+	o = json_tokener_parse_ex(pm->tok, s, (int)len);
+	if (json_tokener_get_error(pm->tok) != json_tokener_success ||
+	    json_tokener_get_parse_end(pm->tok) != len || !json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		json_tokener_reset(pm->tok);
+		return NULL;
+	}
+	return o;
+}
+
+static void json_putp(struct json_object **o)
+{
+	json_object_put(*o);
+}
+
+static bool jint(struct json_object *o, const char *key, int64_t *ret)
+{
+	struct json_object *v = vw_jget(o, key, json_type_int);
+
+	if (!v)
+		return false;
+	errno = 0;
+	*ret = json_object_get_int64(v);
+	return errno == 0;
+}
+
+static void housekeeping(struct vw_podmeta *pm)
+{
+	uint64_t now = mono_ns();
+
+	if (now >= pm->next_sweep_ns) {
+		pthread_mutex_lock(&pm->lock);
+		vw_podtable_sweep(pm->table, now);
+		pthread_mutex_unlock(&pm->lock);
+		pm->next_sweep_ns = now + SWEEP_EVERY_NS;
+	}
+}
+
+/* ---- applying lists and events ---- */
+
+static void set_rv(struct vw_podmeta *pm, const char *rv)
+{
+	if (!rv || !*rv)
+		return;
+	if (vw_copy_str(pm->rv, sizeof(pm->rv), rv) < 0)
+		vw_complain(&pm->c_event, VW_LOG_WARN, "podmeta: resourceVersion too long");
+}
+
+static void apply_pod(struct vw_podmeta *pm, struct json_object *obj, uint64_t gen, bool deleted)
+{
+	uint64_t now = mono_ns();
+
+	pthread_mutex_lock(&pm->lock);
+	(void)vw_podtable_apply(pm->table, obj, gen, deleted, now);
+	pthread_mutex_unlock(&pm->lock);
+}
+
+/* A PodList (API server or kubelet): upsert every item, mark the pods it lacks as gone. */
+static int apply_list(struct vw_podmeta *pm, struct json_object *list)
+{
+	struct json_object *items = vw_jarr(list, "items");
+	const char *kind = vw_jstr(list, "kind");
+	uint64_t gen, now;
+
+	/* An empty list may say "items": null. */
+	if (!kind || strcmp(kind, "PodList") != 0 ||
+	    (!items && !json_object_is_type(json_object_object_get(list, "items"), json_type_null)))
+		return -EBADMSG;
+	gen = ++pm->list_gen;
+	if (pm->mode == VW_PODMETA_APISERVER) {
+		const char *rv = vw_jstr(vw_jobj(list, "metadata"), "resourceVersion");
+
+		if (!rv || !*rv)
+			return -EBADMSG;
+		set_rv(pm, rv);
+	}
+	for (size_t i = 0; items && i < json_object_array_length(items); i++) {
+		struct json_object *it = json_object_array_get_idx(items, i);
+
+		if (json_object_is_type(it, json_type_object))
+			apply_pod(pm, it, gen, false);
+	}
+	now = mono_ns();
+	pthread_mutex_lock(&pm->lock);
+	vw_podtable_retire(pm->table, gen, now);
+	pm->synced = true;
+	pthread_mutex_unlock(&pm->lock);
+	return 0;
+}
+
+/* One watch event line. 0: applied or ignored; -ESTALE: 410, re-list; -EPROTO: other ERROR. */
+static int handle_event(struct vw_podmeta *pm, const char *line, size_t len, unsigned *events)
+{
+	_cleanup_(json_putp) struct json_object *ev = NULL;
+	struct json_object *obj;
+	const char *type;
+	int64_t code = 0;
+
+	if (strspn(line, " \t\r") == len)
+		return 0; /* blank keep-alive line */
+	ev = json_parse(pm, line, len);
+	type = vw_jstr(ev, "type");
+	obj = vw_jobj(ev, "object");
+	if (!type || !obj) {
+		vw_complain(&pm->c_event, VW_LOG_WARN, "podmeta: ignoring malformed watch event");
+		return 0;
+	}
+	if (strcmp(type, "ERROR") == 0) {
+		if (jint(obj, "code", &code) && code == 410)
+			return -ESTALE;
+		vw_complain(&pm->c_status, VW_LOG_WARN, "podmeta: watch error %lld: %.200s",
+			    (long long)code, vw_jstr(obj, "message") ?: "");
+		return -EPROTO;
+	}
+	if (strcmp(type, "ADDED") == 0 || strcmp(type, "MODIFIED") == 0)
+		apply_pod(pm, obj, pm->list_gen, false);
+	else if (strcmp(type, "DELETED") == 0)
+		apply_pod(pm, obj, pm->list_gen, true);
+	else if (strcmp(type, "BOOKMARK") != 0)
+		return 0; /* unknown type: skip, keep the old resourceVersion */
+	set_rv(pm, vw_jstr(vw_jobj(obj, "metadata"), "resourceVersion"));
+	(*events)++;
+	return 0;
+}
+
+/* ---- HTTP ---- */
+
+struct xfer {
+	struct vw_podmeta *pm;
+	bool stream; /* frame lines as watch events */
+	size_t cap;
+	long status;
+	int abort; /* why the write callback stopped the transfer */
+	unsigned events;
+};
+
+static void buf_reset(struct buf *b)
+{
+	if (b->cap > (1u << 20)) { /* do not keep a big list's buffer around */
+		free(b->data);
+		*b = (struct buf){ 0 };
+	}
+	b->len = 0;
+}
+
+static int buf_append(struct buf *b, const char *p, size_t n, size_t max)
+{
+	if (n > max - b->len)
+		return -EMSGSIZE;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = VW_MAX(VW_MAX(b->cap * 2, b->len + n + 1), (size_t)4096);
+		char *nd = realloc(b->data, VW_MIN(cap, max + 1));
+
+		if (!nd)
+			return -ENOMEM;
+		b->data = nd;
+		b->cap = VW_MIN(cap, max + 1);
+	}
+	memcpy(b->data + b->len, p, n);
+	b->len += n;
+	b->data[b->len] = '\0';
+	return 0;
+}
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
+{
+	struct xfer *x = userdata;
+	struct vw_podmeta *pm = x->pm;
+	size_t total = size * nmemb, n = total;
+
+	if (x->status == 0)
+		curl_easy_getinfo(pm->easy, CURLINFO_RESPONSE_CODE, &x->status);
+	if (x->status != 200) { /* keep the head of an error body for the log */
+		size_t room = ERROR_BODY_MAX - VW_MIN(pm->body.len, ERROR_BODY_MAX);
+
+		(void)buf_append(&pm->body, data, VW_MIN(n, room), ERROR_BODY_MAX);
+		return total;
+	}
+	if (!x->stream) {
+		x->abort = buf_append(&pm->body, data, n, x->cap);
+		return x->abort < 0 ? 0 : total;
+	}
+	while (n > 0) {
+		const char *nl = memchr(data, '\n', n);
+		size_t take = nl ? (size_t)(nl - data) : n;
+
+		x->abort = buf_append(&pm->body, data, take, x->cap);
+		if (x->abort < 0)
+			return 0; /* oversized event: drop it, re-list */
+		if (!nl)
+			break;
+		x->abort = handle_event(pm, pm->body.data, pm->body.len, &x->events);
+		pm->body.len = 0;
+		if (x->abort < 0)
+			return 0;
+		data += take + 1;
+		n -= take + 1;
+	}
+	return total;
+}
+
+static int on_progress(void *userdata, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+	(void)dt, (void)dn, (void)ut, (void)un;
+	return stopping(userdata) ? 1 : 0;
+}
+
+/* Sleep up to ns; stop() wakes it. */
+static void pm_sleep(struct vw_podmeta *pm, uint64_t ns)
+{
+	uint64_t end = mono_ns() + ns;
+
+	while (!stopping(pm)) {
+		uint64_t now = mono_ns();
+
+		if (now >= end)
+			break;
+		(void)curl_multi_poll(pm->multi, NULL, 0,
+				      (int)VW_MIN((end - now) / VW_NSEC_PER_MSEC + 1, POLL_SLICE_MS),
+				      NULL);
+		housekeeping(pm);
+	}
+}
+
+static void backoff(struct vw_podmeta *pm)
+{
+	uint64_t jitter = pm->backoff_ns / 5 ? rng_next(pm) % (pm->backoff_ns / 5) : 0;
+
+	pm_sleep(pm, pm->backoff_ns + jitter);
+	pm->backoff_ns = VW_MIN(pm->backoff_ns * 2, pm->backoff_max_ns);
+}
+
+static void backoff_reset(struct vw_podmeta *pm)
+{
+	pm->backoff_ns = pm->backoff_min_ns;
+	vw_release(&pm->c_conn, VW_LOG_INFO, "podmeta: connected");
+}
+
+static struct curl_slist *build_headers(const char *token)
+{
+	struct curl_slist *h = curl_slist_append(NULL, "Accept: application/json"), *nh;
+	char *auth;
+
+	if (!h || !token)
+		return h;
+	if (asprintf(&auth, "Authorization: Bearer %s", token) < 0) {
+		curl_slist_free_all(h);
+		return NULL;
+	}
+	nh = curl_slist_append(h, auth);
+	explicit_bzero(auth, strlen(auth));
+	free(auth);
+	if (!nh)
+		curl_slist_free_all(h);
+	return nh;
+}
+
+static void token_free(char *token)
+{
+	if (token)
+		explicit_bzero(token, strlen(token));
+	free(token);
+}
+
+static bool token_ok(const char *s)
+{
+	for (; *s; s++) {
+		if (*s <= ' ' || *s > '~') /* would break or smuggle a header */
+			return false;
+	}
+	return true;
+}
+
+/*
+ * (Re-)read the bearer token. 1: a new token is in use; 0: unchanged, or none at all (no file:
+ * requests go without Authorization, as through kubectl proxy); -errno: unreadable, the last
+ * token stays.
+ */
+static int token_load(struct vw_podmeta *pm)
+{
+	char buf[TOKEN_MAX];
+	char *token = NULL;
+	struct curl_slist *h;
+	int r;
+
+	pm->token_read_ns = mono_ns();
+	r = vw_read_str_at(AT_FDCWD, pm->token_file, buf, sizeof(buf));
+	if (r == 0 && !token_ok(buf))
+		r = -EINVAL;
+	if (r < 0) {
+		explicit_bzero(buf, sizeof(buf));
+		vw_complain(&pm->c_token, VW_LOG_WARN, "podmeta: token %s: %s", pm->token_file,
+			    strerror(-r));
+		if (pm->headers)
+			return r;
+	} else {
+		vw_release(&pm->c_token, VW_LOG_INFO, "podmeta: token %s readable", pm->token_file);
+		if (pm->token && strcmp(pm->token, buf) == 0) {
+			explicit_bzero(buf, sizeof(buf));
+			return 0;
+		}
+		token = strdup(buf);
+		explicit_bzero(buf, sizeof(buf));
+		if (!token)
+			return -ENOMEM;
+	}
+	h = build_headers(token);
+	if (!h) {
+		token_free(token);
+		return -ENOMEM;
+	}
+	curl_slist_free_all(pm->headers);
+	token_free(pm->token);
+	pm->headers = h;
+	pm->token = token;
+	return token ? 1 : 0;
+}
+
+static void xfer_setup(struct vw_podmeta *pm, const char *url, struct xfer *x, long timeout_ms)
+{
+	CURL *e = pm->easy;
+
+	curl_easy_reset(e);
+	curl_easy_setopt(e, CURLOPT_URL, url);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, pm->allow_http ? "http,https" : "https");
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, pm->headers);
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "virtwatt/" VW_VERSION);
+	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
+	curl_easy_setopt(e, CURLOPT_XFERINFODATA, pm);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+			 (long)VW_MIN(pm->timeout_ns / VW_NSEC_PER_MSEC, 10000));
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
+	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
+	if (pm->ca_file)
+		curl_easy_setopt(e, CURLOPT_CAINFO, pm->ca_file);
+	if (pm->insecure) {
+		curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
+		curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+}
+
+/*
+ * Run one GET to completion (any HTTP status: x->status) on the multi handle. -ECANCELED when
+ * stopped, x->abort when the write callback ended it, -EIO/-ETIMEDOUT on transport errors.
+ */
+static int xfer_run(struct vw_podmeta *pm, const char *url, struct xfer *x, long timeout_ms)
+{
+	CURLcode cc = CURLE_OK;
+	CURLMsg *msg;
+	int running = 1, left;
+
+	if (pm->token_file && mono_ns() - pm->token_read_ns >= TOKEN_MAX_AGE_NS)
+		(void)token_load(pm);
+	buf_reset(&pm->body);
+	xfer_setup(pm, url, x, timeout_ms);
+	if (curl_multi_add_handle(pm->multi, pm->easy) != CURLM_OK)
+		return -ENOMEM;
+	while (!stopping(pm)) {
+		if (curl_multi_perform(pm->multi, &running) != CURLM_OK || !running)
+			break;
+		(void)curl_multi_poll(pm->multi, NULL, 0, POLL_SLICE_MS, NULL);
+		housekeeping(pm);
+	}
+	while ((msg = curl_multi_info_read(pm->multi, &left))) {
+		if (msg->msg == CURLMSG_DONE && msg->easy_handle == pm->easy)
+			cc = msg->data.result;
+	}
+	curl_multi_remove_handle(pm->multi, pm->easy);
+	if (stopping(pm))
+		return -ECANCELED;
+	if (x->status == 0)
+		curl_easy_getinfo(pm->easy, CURLINFO_RESPONSE_CODE, &x->status);
+	if (x->abort < 0)
+		return x->abort;
+	if (cc != CURLE_OK) {
+		vw_complain(&pm->c_conn, VW_LOG_WARN, "podmeta: GET %s: %s", url,
+			    curl_easy_strerror(cc));
+		return cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
+	}
+	return 0;
+}
+
+/* Judge a finished response's status. 0: 200; 1: 401 and a new token, retry now; -errno. */
+static int check_status(struct vw_podmeta *pm, const char *what, long status)
+{
+	if (status == 200)
+		return 0;
+	if (status == 410)
+		return -ESTALE; /* expected now and then: no complaint */
+	if (status == 401 && token_load(pm) > 0) {
+		vw_info("podmeta: %s: 401, token re-read, retrying", what);
+		return 1;
+	}
+	vw_complain(&pm->c_status, VW_LOG_WARN, "podmeta: %s: HTTP %ld: %.200s", what, status,
+		    pm->body.data ? pm->body.data : "");
+	return status == 401 || status == 403 ? -EACCES : -EPROTO;
+}
+
+static void curl_freep(char **p)
+{
+	curl_free(*p);
+}
+
+static char *pods_url(struct vw_podmeta *pm, bool watch)
+{
+	_cleanup_(curl_freep) char *sel = NULL, *rv = NULL;
+	_cleanup_free_ char *sel_raw = NULL;
+	char *url = NULL;
+	int r = -1;
+
+	if (asprintf(&sel_raw, "spec.nodeName=%s", pm->node_name) < 0)
+		return NULL;
+	sel = curl_easy_escape(pm->easy, sel_raw, 0);
+	rv = curl_easy_escape(pm->easy, pm->rv, 0);
+	if (!sel || !rv)
+		return NULL;
+	if (watch)
+		r = asprintf(&url,
+			     "%s/api/v1/pods?fieldSelector=%s&watch=1&resourceVersion=%s"
+			     "&allowWatchBookmarks=true&timeoutSeconds=%u",
+			     pm->base_url, sel, rv, WATCH_MIN_S + (unsigned)(rng_next(pm) % WATCH_MIN_S));
+	else if (pm->list_from == LIST_CONSISTENT)
+		r = asprintf(&url, "%s/api/v1/pods?fieldSelector=%s", pm->base_url, sel);
+	else
+		r = asprintf(&url, "%s/api/v1/pods?fieldSelector=%s&resourceVersion=%s", pm->base_url,
+			     sel, pm->list_from == LIST_CACHED ? "0" : rv);
+	return r < 0 ? NULL : url;
+}
+
+/* GET a PodList and apply it. 1: retry now (new token). */
+static int do_list(struct vw_podmeta *pm, const char *url, const char *what)
+{
+	_cleanup_(json_putp) struct json_object *list = NULL;
+	struct xfer x = { .pm = pm, .cap = LIST_MAX };
+	int r;
+
+	r = xfer_run(pm, url, &x, (long)(pm->timeout_ns / VW_NSEC_PER_MSEC));
+	if (r == -EMSGSIZE)
+		vw_complain(&pm->c_status, VW_LOG_WARN, "podmeta: %s: over %u bytes", what, LIST_MAX);
+	if (r < 0)
+		return r;
+	r = check_status(pm, what, x.status);
+	if (r != 0)
+		return r;
+	list = json_parse(pm, pm->body.data, pm->body.len);
+	r = list ? apply_list(pm, list) : -EBADMSG;
+	if (r < 0)
+		vw_complain(&pm->c_status, VW_LOG_WARN, "podmeta: %s: not a PodList", what);
+	buf_reset(&pm->body);
+	return r;
+}
+
+/* 0: resume the watch now; -ESTALE/-EMSGSIZE: re-list; 1: new token; other -errno: back off. */
+static int do_watch(struct vw_podmeta *pm)
+{
+	_cleanup_free_ char *url = pods_url(pm, true);
+	struct xfer x = { .pm = pm, .stream = true, .cap = pm->max_event };
+	uint64_t t0 = mono_ns();
+	int r;
+
+	if (!url)
+		return -ENOMEM;
+	/* The server ends a watch after timeoutSeconds (5-10 min); allow it a minute more. */
+	r = xfer_run(pm, url, &x, (long)(2 * WATCH_MIN_S + 60) * 1000L);
+	if (r == -ECANCELED)
+		return r;
+	if (x.status != 200 && x.status != 0)
+		return check_status(pm, "watch pods", x.status);
+	if (r == -EMSGSIZE)
+		vw_complain(&pm->c_event, VW_LOG_WARN,
+			    "podmeta: watch event over %zu bytes dropped, re-listing", x.cap);
+	if (r == -ESTALE || r == -EMSGSIZE || r == -EPROTO)
+		return r;
+	if (x.events > 0 || (r == 0 && mono_ns() - t0 >= QUIET_WATCH_NS)) {
+		backoff_reset(pm);
+		return 0;
+	}
+	return r < 0 ? r : -EAGAIN;
+}
+
+static void run_apiserver(struct vw_podmeta *pm)
+{
+	bool need_list = true;
+
+	while (!stopping(pm)) {
+		int r;
+
+		if (need_list) {
+			_cleanup_free_ char *url = pods_url(pm, false);
+
+			r = url ? do_list(pm, url, "list pods") : -ENOMEM;
+			if (r == 1)
+				continue;
+			if (r < 0) {
+				backoff(pm);
+				continue;
+			}
+			need_list = false;
+			pm->list_from = LIST_NOT_OLDER;
+			backoff_reset(pm);
+		}
+		r = do_watch(pm);
+		if (r == 0 || r == 1)
+			continue;
+		if (r == -ESTALE || r == -EMSGSIZE) {
+			need_list = true;
+			if (r == -ESTALE) {
+				vw_info("podmeta: resourceVersion %s expired, re-listing", pm->rv);
+				pm->list_from = LIST_CONSISTENT;
+			}
+			continue;
+		}
+		backoff(pm);
+	}
+}
+
+static void run_kubelet(struct vw_podmeta *pm)
+{
+	_cleanup_free_ char *url = NULL;
+
+	if (asprintf(&url, "%s/pods", pm->base_url) < 0)
+		return;
+	while (!stopping(pm)) {
+		int r = do_list(pm, url, "kubelet pods");
+
+		if (r == 1)
+			continue;
+		if (r < 0) {
+			backoff(pm);
+			continue;
+		}
+		backoff_reset(pm);
+		pm_sleep(pm, pm->poll_ns);
+	}
+}
+
+static void *worker(void *arg)
+{
+	struct vw_podmeta *pm = arg;
+
+	(void)token_load(pm);
+	if (pm->mode == VW_PODMETA_APISERVER)
+		run_apiserver(pm);
+	else
+		run_kubelet(pm);
+	return NULL;
+}
+
+/* ---- lifecycle ---- */
+
+static void curl_init_once(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+static void pm_free(struct vw_podmeta *pm)
+{
+	if (!pm)
+		return;
+	vw_podtable_free(pm->table);
+	if (pm->easy)
+		curl_easy_cleanup(pm->easy);
+	if (pm->multi)
+		curl_multi_cleanup(pm->multi);
+	if (pm->tok)
+		json_tokener_free(pm->tok);
+	curl_slist_free_all(pm->headers);
+	token_free(pm->token);
+	free(pm->body.data);
+	free(pm->base_url);
+	free(pm->token_file);
+	free(pm->ca_file);
+	free(pm->node_name);
+	pthread_mutex_destroy(&pm->lock);
+	free(pm);
+}
+
+static bool empty(const char *s)
+{
+	return !s || !*s;
+}
+
+/* DNS-1123 subdomain, as node names are. */
+static bool valid_node_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n > 0 && n <= 253 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789-.") == n;
+}
+
+static char *default_url(const struct vw_podmeta_opts *o)
+{
+	const char *host = getenv("KUBERNETES_SERVICE_HOST");
+	const char *port = getenv("KUBERNETES_SERVICE_PORT");
+	char *url = NULL;
+	int r;
+
+	if (o->mode == VW_PODMETA_KUBELET)
+		r = asprintf(&url, "https://%s:%s", o->node_name, in_cluster.kubelet_port);
+	else if (!empty(host) && !empty(port)) /* what client-go's in-cluster config uses */
+		r = asprintf(&url, strchr(host, ':') ? "https://[%s]:%s" : "https://%s:%s", host,
+			     port);
+	else
+		r = asprintf(&url, "%s", in_cluster.apiserver_url);
+	return r < 0 ? NULL : url;
+}
+
+static int check_opts(const struct vw_podmeta_opts *o)
+{
+	if (!o || (o->mode != VW_PODMETA_APISERVER && o->mode != VW_PODMETA_KUBELET))
+		return -EINVAL;
+	if (!empty(o->node_name) && !valid_node_name(o->node_name))
+		return -EINVAL;
+	/* Without a node the API server would stream every pod of the cluster (Kepler #2366). */
+	if (o->mode == VW_PODMETA_APISERVER && empty(o->node_name))
+		return -EINVAL;
+	if (o->mode == VW_PODMETA_KUBELET && empty(o->url) && empty(o->node_name))
+		return -EINVAL;
+	if (!empty(o->url) && strncmp(o->url, "https://", 8) != 0 &&
+	    !(o->allow_http && strncmp(o->url, "http://", 7) == 0))
+		return -EINVAL;
+	if (o->backoff_min_ns && o->backoff_max_ns && o->backoff_min_ns > o->backoff_max_ns)
+		return -EINVAL;
+	return 0;
+}
+
+static int pm_init(struct vw_podmeta *pm, const struct vw_podmeta_opts *o)
+{
+	const char *ca = empty(o->ca_file) ? in_cluster.ca_file : o->ca_file;
+	size_t n;
+
+	pm->mode = o->mode;
+	pm->insecure = o->insecure_skip_verify;
+	pm->allow_http = o->allow_http;
+	pm->poll_ns = o->poll_ns ?: DEFAULT_POLL_NS;
+	pm->timeout_ns = o->timeout_ns ?: DEFAULT_TIMEOUT_NS;
+	pm->grace_ns = o->grace_ns ?: DEFAULT_GRACE_NS;
+	pm->backoff_min_ns = o->backoff_min_ns ?: DEFAULT_BACKOFF_MIN_NS;
+	pm->backoff_max_ns = VW_MAX(o->backoff_max_ns ?: DEFAULT_BACKOFF_MAX_NS, pm->backoff_min_ns);
+	pm->backoff_ns = pm->backoff_min_ns;
+	pm->max_event = o->max_event_bytes ?: DEFAULT_MAX_EVENT;
+	pm->rng = mono_ns() ^ (uintptr_t)pm ^ 0x9e3779b97f4a7c15ULL;
+	pm->list_from = LIST_CACHED;
+	pm->base_url = empty(o->url) ? default_url(o) : strdup(o->url);
+	pm->token_file = strdup(empty(o->token_file) ? in_cluster.token_file : o->token_file);
+	/* The in-cluster CA only when present; otherwise the system store verifies. */
+	if (!empty(o->ca_file) || access(ca, R_OK) == 0)
+		pm->ca_file = strdup(ca);
+	pm->node_name = strdup(empty(o->node_name) ? "" : o->node_name);
+	if (!pm->base_url || !pm->token_file || !pm->node_name || (!pm->ca_file && !empty(o->ca_file)))
+		return -ENOMEM;
+	n = strlen(pm->base_url);
+	while (n > 0 && pm->base_url[n - 1] == '/')
+		pm->base_url[--n] = '\0';
+	pm->table = vw_podtable_new(pm->grace_ns);
+	if (!pm->table)
+		return -ENOMEM;
+	pm->tok = json_tokener_new_ex(JSON_DEPTH);
+	if (!pm->tok)
+		return -ENOMEM;
+	json_tokener_set_flags(pm->tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	pm->multi = curl_multi_init();
+	pm->easy = curl_easy_init();
+	return pm->multi && pm->easy ? 0 : -ENOMEM;
+}
+
+struct vw_podmeta *vw_podmeta_start(const struct vw_podmeta_opts *opts)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	struct vw_podmeta *pm;
+	sigset_t all, old;
+	int r;
+
+	r = check_opts(opts);
+	if (r < 0) {
+		errno = -r;
+		return NULL;
+	}
+	pthread_once(&once, curl_init_once);
+	pm = calloc(1, sizeof(*pm));
+	if (!pm) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	pthread_mutex_init(&pm->lock, NULL);
+	r = pm_init(pm, opts);
+	if (r < 0) {
+		pm_free(pm);
+		errno = -r;
+		return NULL;
+	}
+	if (pm->insecure)
+		vw_warn("podmeta: TLS verification of %s disabled", pm->base_url);
+	if (strncmp(pm->base_url, "http://", 7) == 0)
+		vw_warn("podmeta: %s is plain HTTP: the token travels in clear", pm->base_url);
+	/* Signals stay with the main thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	r = pthread_create(&pm->thread, NULL, worker, pm);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (r != 0) {
+		pm_free(pm);
+		errno = r;
+		return NULL;
+	}
+	vw_info("podmeta: %s mode, %s, node %s",
+		pm->mode == VW_PODMETA_APISERVER ? "apiserver" : "kubelet", pm->base_url,
+		*pm->node_name ? pm->node_name : "-");
+	return pm;
+}
+
+void vw_podmeta_stop(struct vw_podmeta *pm)
+{
+	if (!pm)
+		return;
+	__atomic_store_n(&pm->stop, true, __ATOMIC_RELEASE);
+	curl_multi_wakeup(pm->multi);
+	pthread_join(pm->thread, NULL);
+	pm_free(pm);
+}
+
+/* ---- lookups ---- */
+
+int vw_podmeta_by_container(struct vw_podmeta *pm, const char *container_id,
+			    struct vw_pod_info *ret, char *container_name, size_t namelen)
+{
+	int r;
+
+	if (!pm || !container_id || !ret)
+		return -EINVAL;
+	pthread_mutex_lock(&pm->lock);
+	r = vw_podtable_by_container(pm->table, container_id, mono_ns(), ret, container_name,
+				     namelen);
+	pthread_mutex_unlock(&pm->lock);
+	return r;
+}
+
+int vw_podmeta_by_uid(struct vw_podmeta *pm, const char *uid, struct vw_pod_info *ret)
+{
+	int r;
+
+	if (!pm || !uid || !ret)
+		return -EINVAL;
+	pthread_mutex_lock(&pm->lock);
+	r = vw_podtable_by_uid(pm->table, uid, mono_ns(), ret);
+	pthread_mutex_unlock(&pm->lock);
+	return r;
+}
+
+bool vw_podmeta_synced(struct vw_podmeta *pm)
+{
+	bool synced;
+
+	if (!pm)
+		return false;
+	pthread_mutex_lock(&pm->lock);
+	synced = pm->synced;
+	pthread_mutex_unlock(&pm->lock);
+	return synced;
+}
+
+size_t vw_podmeta_count(struct vw_podmeta *pm)
+{
+	size_t n;
+
+	if (!pm)
+		return 0;
+	pthread_mutex_lock(&pm->lock);
+	n = vw_podtable_count(pm->table);
+	pthread_mutex_unlock(&pm->lock);
+	return n;
+}
