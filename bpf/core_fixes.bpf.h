@@ -20,3 +20,15 @@ static __always_inline __u64 vw_task_start_boottime(struct task_struct *t)
 		return BPF_CORE_READ(t, start_boottime);
 	return BPF_CORE_READ((struct task_struct___o *)t, real_start_time);
 }
+
+/* v5.16, "sched: move CPU field back into thread_info if THREAD_INFO_IN_TASK=y". */
+struct task_struct___cpu {
+	unsigned int cpu;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 vw_task_cpu(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->thread_info.cpu))
+		return BPF_CORE_READ(t, thread_info.cpu);
+	return BPF_CORE_READ((struct task_struct___cpu *)t, cpu);
+}

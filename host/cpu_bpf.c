@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * CPU accountant on bpf/cpu_time.bpf.c: open the skeleton, size the maps, pick tp_btf or its
- * raw_tp twins, seed every existing thread's runtime (values count from open), attach; every
- * read takes the per-process and per-cgroup maps, then adds the not-yet-folded runtime of each
- * live thread from the read iterator (so a task spinning on a CPU is current to the read), and
- * deletes the exited processes it just reported.
+ * raw_tp twins, seed every existing thread's runtime (values count from open), attach.
  *
- * Read order: maps first, iterator second. A thread switching out between the two moves its
- * slice from "pending" into a map already read, so a read can be short by that slice, never
- * long; the history layer holds the value until the next read catches up.
+ * A read takes, in this order: the per-process map (time of exited threads, exit marks), the
+ * cgroup spill map, the per-CPU cgroup caches, then the read iterator (every live thread's time
+ * since open, and the slice each running thread has not been charged to a cgroup yet). Each
+ * later source can only miss what moved into an earlier one meanwhile, never count it twice:
+ * a read can be a slice short, and the history layer holds the value until the next read
+ * catches up. Exited processes are reported once and deleted from the map.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -47,7 +47,8 @@ struct bpf_state {
 	size_t n_exited, cap_exited;
 	void *keys, *vals;
 	uint32_t batch_cap;
-	uint64_t *percpu; /* one stats value per possible CPU */
+	struct vw_bpf_cpu *cpu_a, *cpu_b; /* two reads of the per-CPU value, ncpus each */
+	bool *cpu_done;
 	uint64_t stats_seen[VW_BPF_STAT__COUNT];
 	struct vw_complaint stats_complaint;
 };
@@ -160,7 +161,7 @@ static int load_variant(struct bpf_state *s, const char *btf_file, bool raw, uin
 	bpf_program__set_autoattach(skel->progs.vw_iter_read, false);
 	r = bpf_map__set_max_entries(skel->maps.procs, max_procs);
 	if (r == 0)
-		r = bpf_map__set_max_entries(skel->maps.cgroups, VW_MAX(max_procs / 4, 1024u));
+		r = bpf_map__set_max_entries(skel->maps.cgroups, VW_MAX(max_procs / 2, 1024u));
 	/* Threads outnumber processes; LRU evicts slots of tasks long gone first. */
 	if (r == 0)
 		r = bpf_map__set_max_entries(skel->maps.task_hash, raw ? max_procs * 4 : 1);
@@ -245,7 +246,9 @@ static void bpf_close(void *state)
 	free(s->exited);
 	free(s->keys);
 	free(s->vals);
-	free(s->percpu);
+	free(s->cpu_a);
+	free(s->cpu_b);
+	free(s->cpu_done);
 	free(s);
 }
 
@@ -280,8 +283,10 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 		r = s->ncpus ? s->ncpus : -ENODEV;
 		goto fail;
 	}
-	s->percpu = calloc((size_t)s->ncpus, sizeof(*s->percpu));
-	if (!s->percpu) {
+	s->cpu_a = calloc((size_t)s->ncpus, sizeof(*s->cpu_a));
+	s->cpu_b = calloc((size_t)s->ncpus, sizeof(*s->cpu_b));
+	s->cpu_done = calloc((size_t)s->ncpus, sizeof(*s->cpu_done));
+	if (!s->cpu_a || !s->cpu_b || !s->cpu_done) {
 		r = -ENOMEM;
 		goto fail;
 	}
@@ -400,8 +405,6 @@ static int map_for_each(struct bpf_state *s, struct vw_cpu_table *t, const struc
 
 	if (ksz > sizeof(uint64_t))
 		return -EINVAL;
-	if (bpf_map__type(map) == BPF_MAP_TYPE_PERCPU_HASH)
-		vsz = ((vsz + 7) & ~(size_t)7) * (size_t)s->ncpus;
 	if (!s->no_batch) {
 		r = for_each_batch(s, t, fd, ksz, vsz, fn);
 		if (r != -EOPNOTSUPP)
@@ -428,7 +431,7 @@ static int add_proc(struct bpf_state *s, struct vw_cpu_table *t, const void *key
 		return -ENOMEM;
 	memcpy(&p->tgid, key, sizeof(p->tgid));
 	p->cgroup_id = v->cgroup_id;
-	p->cpu_ns = v->runtime_ns;
+	p->cpu_ns = v->dead_ns;
 	p->start_time = v->start_ns / s->ns_per_tick;
 	comm_copy(p->comm, v->comm);
 	p->exited = v->exited != 0;
@@ -450,13 +453,49 @@ static int add_proc(struct bpf_state *s, struct vw_cpu_table *t, const void *key
 static int add_cgroup(struct bpf_state *s, struct vw_cpu_table *t, const void *key,
 		      const void *val)
 {
-	const struct vw_bpf_cgroup *v = val; /* one per possible CPU, 8 bytes each */
-	uint64_t id, sum = 0;
+	const struct vw_bpf_cgroup *v = val;
+	uint64_t id;
 
+	(void)s;
 	memcpy(&id, key, sizeof(id));
-	for (int i = 0; i < s->ncpus; i++)
-		sum += v[i].runtime_ns;
-	return vw_cpu_table_add_cgroup(t, id, sum);
+	return vw_cpu_table_add_cgroup(t, id, v->runtime_ns);
+}
+
+/*
+ * The per-CPU cgroup caches. A CPU's slots count when two reads of its value show the same even
+ * slot_seq (no eviction in between: the first read is whole); a CPU that keeps evicting is
+ * retried a few times, then left for the next read.
+ */
+static int add_cpu_slots(struct bpf_state *s, struct vw_cpu_table *t)
+{
+	int fd = bpf_map__fd(s->skel->maps.cpus);
+	uint32_t zero = 0;
+	int left = s->ncpus;
+
+	memset(s->cpu_done, 0, (size_t)s->ncpus * sizeof(*s->cpu_done));
+	for (int attempt = 0; attempt < 4 && left > 0; attempt++) {
+		if (bpf_map_lookup_elem(fd, &zero, s->cpu_a) < 0 ||
+		    bpf_map_lookup_elem(fd, &zero, s->cpu_b) < 0)
+			return -errno;
+		for (int cpu = 0; cpu < s->ncpus; cpu++) {
+			const struct vw_bpf_cpu *a = &s->cpu_a[cpu];
+
+			if (s->cpu_done[cpu] || (a->slot_seq & 1) || a->slot_seq != s->cpu_b[cpu].slot_seq)
+				continue;
+			for (size_t i = 0; i < VW_BPF_CG_SLOTS; i++) {
+				const struct vw_bpf_cg_slot *sl = &a->slots[i];
+
+				if (sl->cgroup_id && sl->runtime_ns &&
+				    vw_cpu_table_add_cgroup(t, sl->cgroup_id, sl->runtime_ns) < 0)
+					return -ENOMEM;
+			}
+			s->cpu_done[cpu] = true;
+			left--;
+		}
+	}
+	if (left > 0)
+		vw_debug("cpu: bpf: %d CPUs kept evicting cgroup slots during the read", left);
+	return 0;
 }
 
 static int cmp_rec(const void *a, const void *b)
@@ -470,10 +509,11 @@ static int cmp_rec(const void *a, const void *b)
 }
 
 /*
- * Add each live thread's unfolded runtime (iterator records) to its process, creating the
- * processes that have not been switched out since open, and to its cgroup. t is sorted.
+ * Live threads from the read iterator: their time since open goes to their process (created
+ * here when no thread of it has exited yet), the slice each one is running right now to its
+ * cgroup. t is sorted.
  */
-static int add_inflight(struct bpf_state *s, struct vw_cpu_table *t)
+static int add_live(struct bpf_state *s, struct vw_cpu_table *t)
 {
 	struct vw_bpf_task_rec *recs = (struct vw_bpf_task_rec *)s->iter_buf;
 	size_t n = s->iter_len / sizeof(*recs), n_sorted = t->n_procs;
@@ -484,14 +524,14 @@ static int add_inflight(struct bpf_state *s, struct vw_cpu_table *t)
 		qsort(recs, n, sizeof(*recs), cmp_rec);
 	for (size_t i = 0, j; i < n; i = j) {
 		const struct vw_bpf_task_rec *lead = &recs[i];
-		uint64_t start = lead->start_ns / s->ns_per_tick, pending = 0;
+		uint64_t start = lead->start_ns / s->ns_per_tick, runtime = 0;
 		const struct vw_proc_cpu *found;
 		struct vw_proc_cpu *p;
 
 		for (j = i; j < n && recs[j].tgid == lead->tgid; j++) {
-			pending += recs[j].pending_ns;
-			if (recs[j].pending_ns &&
-			    vw_cpu_table_add_cgroup(t, recs[j].cgroup_id, recs[j].pending_ns) < 0)
+			runtime += recs[j].runtime_ns;
+			if (recs[j].running_ns &&
+			    vw_cpu_table_add_cgroup(t, recs[j].cgroup_id, recs[j].running_ns) < 0)
 				return -ENOMEM;
 		}
 		found = vw_cpu_table_find_n(t, n_sorted, lead->tgid, start);
@@ -502,7 +542,7 @@ static int add_inflight(struct bpf_state *s, struct vw_cpu_table *t)
 			return -ENOMEM;
 		p->tgid = lead->tgid;
 		p->start_time = start;
-		p->cpu_ns += pending;
+		p->cpu_ns += runtime;
 		p->cgroup_id = lead->cgroup_id;
 		comm_copy(p->comm, lead->comm);
 	}
@@ -512,12 +552,13 @@ static int add_inflight(struct bpf_state *s, struct vw_cpu_table *t)
 static void check_stats(struct bpf_state *s)
 {
 	static const char *const what[VW_BPF_STAT__COUNT] = {
-		[VW_BPF_STAT_PROC_FULL] = "process map full",
-		[VW_BPF_STAT_CGROUP_FULL] = "cgroup map full",
-		[VW_BPF_STAT_TASK_FULL] = "no per-thread slot",
-		[VW_BPF_STAT_REUSED] = "pid reused before its exit was collected",
+		[VW_BPF_STAT_UNPAIRED] = NULL, /* recovered from prev_sum_exec_runtime: not news */
+		[VW_BPF_STAT_LOST] = "slices of non-fair tasks lost to unseen switches (cgroups only)",
+		[VW_BPF_STAT_PROC_FULL] = "exited threads lost to a full process map",
+		[VW_BPF_STAT_CGROUP_FULL] = "cgroup totals lost to a full spill map",
+		[VW_BPF_STAT_TASK_FULL] = "threads without a slot",
+		[VW_BPF_STAT_REUSED] = "exits lost to a pid reused before collection",
 	};
-	int fd = bpf_map__fd(s->skel->maps.stats);
 	bool news = false;
 	char msg[256] = "";
 	size_t used = 0;
@@ -525,11 +566,9 @@ static void check_stats(struct bpf_state *s)
 	for (uint32_t k = 0; k < VW_BPF_STAT__COUNT; k++) {
 		uint64_t sum = 0;
 
-		if (bpf_map_lookup_elem(fd, &k, s->percpu) < 0)
-			continue;
 		for (int i = 0; i < s->ncpus; i++)
-			sum += s->percpu[i];
-		if (sum != s->stats_seen[k] && used < sizeof(msg)) {
+			sum += s->cpu_a[i].stats[k];
+		if (what[k] && sum != s->stats_seen[k] && used < sizeof(msg)) {
 			int w = snprintf(msg + used, sizeof(msg) - used, "%s%s: %llu", used ? ", " : "",
 					 what[k], (unsigned long long)(sum - s->stats_seen[k]));
 
@@ -539,8 +578,7 @@ static void check_stats(struct bpf_state *s)
 		s->stats_seen[k] = sum;
 	}
 	if (news)
-		vw_complain(&s->stats_complaint, VW_LOG_WARN, "cpu: bpf: deferred or dropped: %s",
-			    msg);
+		vw_complain(&s->stats_complaint, VW_LOG_WARN, "cpu: bpf: %s", msg);
 }
 
 static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
@@ -554,10 +592,12 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	if (r == 0)
 		r = map_for_each(s, t, s->skel->maps.cgroups, add_cgroup);
 	if (r == 0)
+		r = add_cpu_slots(s, t);
+	if (r == 0)
 		r = iter_run(s, s->iter_read);
 	if (r == 0) {
 		vw_cpu_table_sort(t);
-		r = add_inflight(s, t);
+		r = add_live(s, t);
 	}
 	if (r < 0) {
 		vw_cpu_history_abort(&s->hist);
