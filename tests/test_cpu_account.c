@@ -152,12 +152,27 @@ static void reap(struct child *c)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
-/* Wait until the child has exited but keep it as a zombie (its schedstat stays readable). */
-static void wait_zombie(struct child *c)
+/*
+ * Wait until the child has exited but keep it as a zombie (its schedstat stays readable), and
+ * return its final runtime. EXIT_ZOMBIE is set in exit_notify(), before the task's last
+ * switch-out, so its schedstat may still grow for a moment: wait until it stops.
+ */
+static uint64_t wait_zombie(struct child *c)
 {
 	siginfo_t si = { 0 };
+	uint64_t last, now;
 
 	assert_int_equal(waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOWAIT), 0);
+	now = schedstat_ns(c->pid);
+	for (int i = 0; i < 200; i++) {
+		usleep(5000);
+		last = now;
+		now = schedstat_ns(c->pid);
+		if (now == last)
+			return now;
+	}
+	fail_msg("schedstat of zombie %d keeps changing", (int)c->pid);
+	return 0;
 }
 
 static const struct vw_proc_cpu *find_proc(const struct vw_cpu_snapshot *s, pid_t pid)
@@ -287,8 +302,7 @@ static void run_scenario(const struct scenario *sc)
 		assert_int_equal(p->cgroup_id, cgid);
 
 	/* The busy child exits: held as a zombie, its schedstat is final. */
-	wait_zombie(busy);
-	final_ns = schedstat_ns(busy->pid);
+	final_ns = wait_zombie(busy);
 	idle_ns = schedstat_ns(idle->pid);
 	assert_int_equal(acc->ops->read(acc->state, &snap), 0);
 	assert_non_null(p = find_proc(&snap, busy->pid));
@@ -328,8 +342,7 @@ static void run_scenario(const struct scenario *sc)
 	 * cgroup keeps everything its tasks ever ran. */
 	close(idle->stop);
 	idle->stop = -1;
-	wait_zombie(idle);
-	idle_ns = schedstat_ns(idle->pid);
+	idle_ns = wait_zombie(idle);
 	pid = idle->pid;
 	exits = 0;
 	for (int i = 0; i < 3; i++) {
