@@ -438,6 +438,351 @@ static void test_procfs_live(void **state)
 	run_scenario(&sc);
 }
 
+/* ---- procfs parser on fixture trees ---- */
+
+static void test_parse_pid_stat(void **state)
+{
+	char comm[VW_COMM_LEN];
+	uint64_t ticks = 0, start = 0;
+
+	(void)state;
+	assert_int_equal(vw_procfs_parse_pid_stat(
+				 "42 (a) b)) S 1 42 42 0 -1 4194560 100 0 0 0 7 5 0 0 20 0 1 0 "
+				 "98765 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1\n",
+				 comm, &ticks, &start),
+			 0);
+	assert_string_equal(comm, "a) b)"); /* up to the last ')' */
+	assert_int_equal(ticks, 12);
+	assert_int_equal(start, 98765);
+	/* comm truncated to the buffer; huge fault counts are skipped, not parsed */
+	assert_int_equal(vw_procfs_parse_pid_stat("7 (0123456789abcdefXYZ) R 1 1 1 0 -1 0 "
+						  "99999999999999999999 0 0 0 1 2 0 0 20 0 1 0 3",
+						  comm, &ticks, &start),
+			 0);
+	assert_string_equal(comm, "0123456789abcde");
+	assert_int_equal(ticks, 3);
+	assert_int_equal(start, 3);
+	assert_int_equal(vw_procfs_parse_pid_stat("", comm, &ticks, &start), -EINVAL);
+	assert_int_equal(vw_procfs_parse_pid_stat("1 (x S 1", comm, &ticks, &start), -EINVAL);
+	assert_int_equal(vw_procfs_parse_pid_stat("1 (x) S 1 1 1 0 -1 0 0 0 0 0 7", comm, &ticks,
+						  &start),
+			 -EINVAL); /* cut short */
+	assert_int_equal(vw_procfs_parse_pid_stat("1 (x) S 1 1 1 0 -1 0 0 0 0 0 u s 0 0 20 0 1 0 5",
+						  comm, &ticks, &start),
+			 -EINVAL);
+}
+
+struct fake_proc {
+	uint32_t pid;
+	const char *comm;
+	uint64_t utime, stime, start; /* ticks */
+	uint64_t threads_ns[4];        /* task/<pid + i>/schedstat field 1; 0 ends */
+};
+
+static void write_proc(const char *root, const struct fake_proc *fp)
+{
+	char rel[128], text[512];
+
+	snprintf(rel, sizeof(rel), "%u/stat", fp->pid);
+	snprintf(text, sizeof(text),
+		 "%u (%s) S 1 %u %u 0 -1 4194304 12 0 0 0 %llu %llu 0 0 20 0 1 0 %llu 1000 10\n",
+		 fp->pid, fp->comm, fp->pid, fp->pid, (unsigned long long)fp->utime,
+		 (unsigned long long)fp->stime, (unsigned long long)fp->start);
+	assert_int_equal(vw_fixture_write(root, rel, text, 0), 0);
+	for (int i = 0; i < 4 && fp->threads_ns[i]; i++) {
+		snprintf(rel, sizeof(rel), "%u/task/%u/schedstat", fp->pid, fp->pid + (uint32_t)i);
+		snprintf(text, sizeof(text), "%llu 0 0\n", (unsigned long long)fp->threads_ns[i]);
+		assert_int_equal(vw_fixture_write(root, rel, text, 0), 0);
+	}
+}
+
+static void remove_proc(const char *root, uint32_t pid)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/%u", root, pid);
+	vw_fixture_rm(strdup(path));
+}
+
+struct procfs_fx {
+	char *root;
+	int fd;
+	struct vw_cpu_accountant acc;
+	struct vw_cpu_snapshot snap;
+};
+
+static int procfs_fx_setup(void **state)
+{
+	static const struct fake_proc init = { 1, "init", 3, 2, 10, { 50 * VW_NSEC_PER_MSEC } };
+	struct procfs_fx *fx = calloc(1, sizeof(*fx));
+
+	if (!fx || !(fx->root = vw_fixture_mkdtemp("procfs")))
+		return -1;
+	write_proc(fx->root, &init);
+	/* Not processes: ignored. */
+	assert_int_equal(vw_fixture_write(fx->root, "self/stat", "garbage", 0), 0);
+	assert_int_equal(vw_fixture_write(fx->root, "stat", "cpu  1 2 3 4\n", 0), 0);
+	assert_int_equal(vw_fixture_mkdir(fx->root, "abc"), 0);
+	assert_int_equal(vw_fixture_mkdir(fx->root, "0"), 0);
+	assert_int_equal(vw_fixture_mkdir(fx->root, "0012"), 0);
+	fx->fd = vw_root_open(fx->root);
+	assert_true(fx->fd >= 0);
+	*state = fx;
+	return 0;
+}
+
+static int procfs_fx_teardown(void **state)
+{
+	struct procfs_fx *fx = *state;
+
+	vw_cpu_accountant_close(&fx->acc);
+	vw_closep(&fx->fd);
+	vw_fixture_rm(fx->root);
+	free(fx);
+	return 0;
+}
+
+static const struct vw_proc_cpu *fx_read(struct procfs_fx *fx, uint32_t pid, uint64_t start)
+{
+	assert_int_equal(fx->acc.ops->read(fx->acc.state, &fx->snap), 0);
+	for (size_t i = 0; i < fx->snap.n_procs; i++)
+		if (fx->snap.procs[i].tgid == pid && fx->snap.procs[i].start_time == start)
+			return &fx->snap.procs[i];
+	return NULL;
+}
+
+static void fx_open(struct procfs_fx *fx)
+{
+	struct vw_cpu_env env = { .procfs_fd = fx->fd, .sysfs_fd = -1 };
+
+	assert_int_equal(vw_cpu_accountant_open(&env, "procfs", &fx->acc), 0);
+}
+
+static void test_procfs_threads(void **state)
+{
+	struct procfs_fx *fx = *state;
+	/* Three live threads: their schedstat sum (ns) beats stat's ticks. */
+	const struct fake_proc mt = { 100, "worker pool", 1, 1, 500,
+				      { 7000001, 20000002, 30000003 } };
+	/* A process that lost threads: stat's utime+stime (all threads) beats the live sum. */
+	const struct fake_proc lost = { 102, "thread churn", 30, 20, 501, { 1000000 } };
+	/* No readable schedstat: stat alone. */
+	const struct fake_proc bare = { 103, "bare", 4, 0, 502, { 0 } };
+	const struct vw_proc_cpu *p;
+	uint64_t tick = vw_cpu_ns_per_tick();
+
+	fx_open(fx);
+	write_proc(fx->root, &mt);
+	write_proc(fx->root, &lost);
+	write_proc(fx->root, &bare);
+	assert_int_equal(vw_fixture_write(fx->root, "103/task/103/schedstat", "xyz\n", 0), 0);
+	assert_non_null(p = fx_read(fx, 100, 500));
+	assert_int_equal(p->cpu_ns, 57000006);
+	assert_string_equal(p->comm, "worker pool");
+	assert_false(p->exited);
+	assert_int_equal(p->cgroup_id, 0);
+	assert_non_null(p = fx_read(fx, 102, 501));
+	assert_int_equal(p->cpu_ns, 50 * tick);
+	assert_non_null(p = fx_read(fx, 103, 502));
+	assert_int_equal(p->cpu_ns, 4 * tick);
+	assert_int_equal(fx->snap.n_cgroups, 0);
+}
+
+static void test_procfs_since_open(void **state)
+{
+	struct procfs_fx *fx = *state;
+	struct fake_proc init = { 1, "init", 3, 2, 10, { 50 * VW_NSEC_PER_MSEC } };
+	const struct vw_proc_cpu *p;
+
+	fx_open(fx);
+	assert_non_null(p = fx_read(fx, 1, 10));
+	assert_int_equal(p->cpu_ns, 0); /* all of it before open */
+	init.threads_ns[0] = 70 * VW_NSEC_PER_MSEC;
+	write_proc(fx->root, &init);
+	assert_non_null(p = fx_read(fx, 1, 10));
+	assert_int_equal(p->cpu_ns, 20 * VW_NSEC_PER_MSEC);
+	/* A reading that goes back (a thread exited, stat is coarser) is held, not reported. */
+	init.threads_ns[0] = 60 * VW_NSEC_PER_MSEC;
+	write_proc(fx->root, &init);
+	assert_non_null(p = fx_read(fx, 1, 10));
+	assert_int_equal(p->cpu_ns, 20 * VW_NSEC_PER_MSEC);
+}
+
+static int count_pid(const struct vw_cpu_snapshot *s, uint32_t pid, int *ret_exited)
+{
+	int n = 0;
+
+	*ret_exited = 0;
+	for (size_t i = 0; i < s->n_procs; i++) {
+		if (s->procs[i].tgid != pid)
+			continue;
+		n++;
+		*ret_exited += s->procs[i].exited;
+	}
+	return n;
+}
+
+static void test_procfs_exit_once(void **state)
+{
+	struct procfs_fx *fx = *state;
+	const struct fake_proc gone = { 200, "short", 0, 0, 600, { 9 * VW_NSEC_PER_MSEC } };
+	const struct vw_proc_cpu *p;
+	int exited;
+
+	fx_open(fx);
+	write_proc(fx->root, &gone);
+	assert_non_null(p = fx_read(fx, 200, 600));
+	assert_false(p->exited);
+	remove_proc(fx->root, 200);
+	assert_non_null(p = fx_read(fx, 200, 600));
+	assert_true(p->exited);
+	assert_int_equal(p->cpu_ns, 9 * VW_NSEC_PER_MSEC); /* its last value */
+	assert_string_equal(p->comm, "short");
+	for (int i = 0; i < 2; i++) {
+		assert_null(fx_read(fx, 200, 600));
+		assert_int_equal(count_pid(&fx->snap, 200, &exited), 0);
+	}
+}
+
+static void test_procfs_pid_reuse(void **state)
+{
+	struct procfs_fx *fx = *state;
+	const struct fake_proc old = { 300, "old", 0, 0, 1000, { 10 * VW_NSEC_PER_MSEC } };
+	const struct fake_proc reused = { 300, "new", 0, 0, 2000, { 1 * VW_NSEC_PER_MSEC } };
+	const struct vw_proc_cpu *p;
+	int exited;
+
+	fx_open(fx);
+	write_proc(fx->root, &old);
+	assert_non_null(fx_read(fx, 300, 1000));
+	remove_proc(fx->root, 300);
+	write_proc(fx->root, &reused);
+	assert_non_null(p = fx_read(fx, 300, 2000));
+	assert_false(p->exited);
+	assert_int_equal(p->cpu_ns, 1 * VW_NSEC_PER_MSEC);
+	assert_string_equal(p->comm, "new");
+	assert_int_equal(count_pid(&fx->snap, 300, &exited), 2);
+	assert_int_equal(exited, 1);
+	assert_null(fx_read(fx, 300, 1000)); /* reported once */
+	assert_int_equal(count_pid(&fx->snap, 300, &exited), 1);
+	assert_int_equal(exited, 0);
+}
+
+static void test_procfs_garbage(void **state)
+{
+	struct procfs_fx *fx = *state;
+	const struct fake_proc ok = { 410, "fine", 1, 0, 700, { 2 * VW_NSEC_PER_MSEC } };
+
+	assert_int_equal(vw_fixture_write(fx->root, "401/stat", "not a stat line\n", 0), 0);
+	assert_int_equal(vw_fixture_write(fx->root, "402/stat", "402 (x S 1 2 3\n", 0), 0);
+	assert_int_equal(vw_fixture_write(fx->root, "403", "a file, not a directory\n", 0), 0);
+	assert_int_equal(vw_fixture_mkdir(fx->root, "404"), 0); /* no stat at all */
+	assert_int_equal(vw_fixture_write(fx->root, "405/stat", "", 0), 0);
+	fx_open(fx);
+	write_proc(fx->root, &ok);
+	assert_non_null(fx_read(fx, 410, 700));
+	for (size_t i = 0; i < fx->snap.n_procs; i++) {
+		assert_true(fx->snap.procs[i].tgid == 1 || fx->snap.procs[i].tgid == 410);
+		assert_false(fx->snap.procs[i].exited);
+	}
+	assert_int_equal(fx->snap.n_procs, 2);
+}
+
+static void test_procfs_empty_root(void **state)
+{
+	char *root = vw_fixture_mkdtemp("procfs-empty");
+	struct vw_cpu_env env = { .sysfs_fd = -1 };
+	struct vw_cpu_accountant acc = { 0 };
+
+	(void)state;
+	assert_non_null(root);
+	env.procfs_fd = vw_root_open(root);
+	assert_true(env.procfs_fd >= 0);
+	assert_int_equal(vw_cpu_procfs.open(&env, &acc.state), -ENODEV);
+	/* The registry tries each, then gives the first error back. */
+	assert_int_equal(vw_cpu_accountant_open(&env, "procfs", &acc), -ENODEV);
+	assert_null(acc.ops);
+	assert_int_equal(vw_cpu_accountant_open(&env, "nonesuch", &acc), -ENOENT);
+	vw_closep(&env.procfs_fd);
+	vw_fixture_rm(root);
+}
+
+/* ---- snapshot history ---- */
+
+static void test_history(void **state)
+{
+	struct vw_cpu_history h = { 0 };
+	struct vw_cpu_snapshot snap;
+	struct vw_cpu_table *t;
+	struct vw_proc_cpu *p;
+
+	(void)state;
+	t = vw_cpu_history_begin(&h);
+	assert_non_null(p = vw_cpu_table_new_proc(t));
+	*p = (struct vw_proc_cpu){ .tgid = 5, .start_time = 1, .cpu_ns = 100 };
+	assert_non_null(p = vw_cpu_table_new_proc(t));
+	*p = (struct vw_proc_cpu){ .tgid = 3, .start_time = 1, .cpu_ns = 7, .exited = true };
+	assert_int_equal(vw_cpu_table_add_cgroup(t, 9, 40), 0);
+	assert_int_equal(vw_cpu_table_add_cgroup(t, 2, 1), 0);
+	assert_int_equal(vw_cpu_table_add_cgroup(t, 9, 2), 0);
+	vw_cpu_history_finish(&h, &snap);
+	assert_int_equal(snap.n_procs, 2);
+	assert_int_equal(snap.procs[0].tgid, 3); /* sorted */
+	assert_int_equal(snap.n_cgroups, 2);
+	assert_int_equal(snap.cgroups[1].cgroup_id, 9);
+	assert_int_equal(snap.cgroups[1].cpu_ns, 42); /* samples of one cgroup summed */
+
+	/* Next read: 5 went back (racing slice), 3's exit shows up again, 9 went back. */
+	t = vw_cpu_history_begin(&h);
+	assert_non_null(p = vw_cpu_table_new_proc(t));
+	*p = (struct vw_proc_cpu){ .tgid = 5, .start_time = 1, .cpu_ns = 90 };
+	assert_non_null(p = vw_cpu_table_new_proc(t));
+	*p = (struct vw_proc_cpu){ .tgid = 3, .start_time = 1, .cpu_ns = 8, .exited = true };
+	assert_non_null(p = vw_cpu_table_new_proc(t));
+	*p = (struct vw_proc_cpu){ .tgid = 5, .start_time = 2, .cpu_ns = 1 }; /* pid reused */
+	assert_int_equal(vw_cpu_table_add_cgroup(t, 9, 41), 0);
+	vw_cpu_history_finish(&h, &snap);
+	assert_int_equal(snap.n_procs, 2);
+	assert_int_equal(snap.procs[0].tgid, 5);
+	assert_int_equal(snap.procs[0].cpu_ns, 100);
+	assert_int_equal(snap.procs[1].start_time, 2);
+	assert_int_equal(snap.procs[1].cpu_ns, 1);
+	assert_int_equal(snap.n_cgroups, 1);
+	assert_int_equal(snap.cgroups[0].cpu_ns, 42);
+
+	/* A failed read leaves the previous one as the reference. */
+	t = vw_cpu_history_begin(&h);
+	vw_cpu_history_abort(&h);
+	t = vw_cpu_history_begin(&h);
+	assert_non_null(p = vw_cpu_table_new_proc(t));
+	*p = (struct vw_proc_cpu){ .tgid = 5, .start_time = 1, .cpu_ns = 95 };
+	vw_cpu_history_finish(&h, &snap);
+	assert_int_equal(snap.procs[0].cpu_ns, 100);
+	vw_cpu_history_free(&h);
+}
+
+static void test_registry(void **state)
+{
+	size_t n = 0;
+
+	(void)state;
+	for (size_t i = 0; vw_cpu_accountants[i]; i++, n++) {
+		const struct vw_cpu_account_ops *o = vw_cpu_accountants[i];
+
+		assert_non_null(o->name);
+		assert_non_null(o->open);
+		assert_non_null(o->read);
+		assert_non_null(o->close);
+		for (size_t j = 0; j < i; j++)
+			assert_string_not_equal(o->name, vw_cpu_accountants[j]->name);
+	}
+	/* Measured in the kernel first, the procfs scan last. */
+	assert_int_equal(n, VW_HAVE_BPF ? 2 : 1);
+	if (VW_HAVE_BPF)
+		assert_string_equal(vw_cpu_accountants[0]->name, "bpf");
+	assert_string_equal(vw_cpu_accountants[n - 1]->name, "procfs");
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -462,6 +807,18 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bpf_tp_btf, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_raw_tp_no_batch, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_procfs_live, live_setup, live_teardown),
+		cmocka_unit_test(test_parse_pid_stat),
+		cmocka_unit_test_setup_teardown(test_procfs_threads, procfs_fx_setup, procfs_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_procfs_since_open, procfs_fx_setup,
+						procfs_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_procfs_exit_once, procfs_fx_setup,
+						procfs_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_procfs_pid_reuse, procfs_fx_setup,
+						procfs_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_procfs_garbage, procfs_fx_setup, procfs_fx_teardown),
+		cmocka_unit_test(test_procfs_empty_root),
+		cmocka_unit_test(test_history),
+		cmocka_unit_test(test_registry),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
