@@ -40,10 +40,17 @@ struct vw_cpu_snapshot {
 	uint64_t kernel_ns; /* idle-task-excluded time of PID 0 / kernel-only work, if known */
 };
 
+/* vw_cpu_env.flags: test and debugging knobs of the bpf accountant. */
+enum {
+	VW_CPU_BPF_RAW_TP = 1u << 0,   /* load the raw_tp twins even where tp_btf works */
+	VW_CPU_BPF_NO_BATCH = 1u << 1, /* read maps key by key, as where batch ops are missing */
+};
+
 struct vw_cpu_env {
 	int procfs_fd;       /* --host.procfs root */
 	int sysfs_fd;        /* --host.sysfs root (BTF, cgroup mounts) */
-	uint32_t max_procs;  /* map sizes */
+	uint32_t max_procs;  /* map sizes (0: 32768 processes) */
+	uint32_t flags;      /* VW_CPU_BPF_* */
 };
 
 struct vw_cpu_account_ops {

@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Benchmark loader: attach the bpf CPU accountant's programs (tp_btf, or raw_tp with
+ * --raw-tp), or one of the baselines in bench.bpf.c (--kepler-like, --null), print "attached",
+ * hold them until SIGINT/SIGTERM or --seconds run out, then print what one read saw.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu_account.h"
+#include "fileio.h"
+#include "bench.skel.h"
+#include "log.h"
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void hold(unsigned seconds)
+{
+	printf("attached\n");
+	fflush(stdout);
+	for (unsigned i = 0; !stop && (!seconds || i < seconds * 10); i++)
+		usleep(100 * 1000);
+}
+
+static int run_accountant(uint32_t flags, unsigned seconds)
+{
+	struct vw_cpu_env env = { .procfs_fd = vw_root_open("/proc"),
+				  .sysfs_fd = vw_root_open("/sys"),
+				  .flags = flags };
+	struct vw_cpu_accountant acc;
+	struct vw_cpu_snapshot snap;
+	uint64_t total = 0;
+	int r;
+
+	r = vw_cpu_accountant_open(&env, "bpf", &acc);
+	if (r < 0)
+		return r;
+	hold(seconds);
+	r = acc.ops->read(acc.state, &snap);
+	if (r == 0) {
+		for (size_t i = 0; i < snap.n_procs; i++)
+			total += snap.procs[i].cpu_ns;
+		printf("read: %zu processes, %zu cgroups, %.3f CPU-s since open\n", snap.n_procs,
+		       snap.n_cgroups, (double)total / 1e9);
+	}
+	vw_cpu_accountant_close(&acc);
+	vw_closep(&env.procfs_fd);
+	vw_closep(&env.sysfs_fd);
+	return r;
+}
+
+static int run_baseline(bool kepler, unsigned seconds)
+{
+	struct bench_bpf *skel = bench_bpf__open();
+	int r;
+
+	if (!skel)
+		return -errno;
+	bpf_program__set_autoload(skel->progs.kl_switch, kepler);
+	bpf_program__set_autoload(skel->progs.null_switch, !kepler);
+	r = bench_bpf__load(skel);
+	if (r == 0)
+		r = bench_bpf__attach(skel);
+	if (r == 0)
+		hold(seconds);
+	bench_bpf__destroy(skel);
+	return r;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "raw-tp", no_argument, NULL, 'r' },
+		{ "kepler-like", no_argument, NULL, 'k' },
+		{ "null", no_argument, NULL, 'n' },
+		{ "seconds", required_argument, NULL, 's' },
+		{ 0 },
+	};
+	bool kepler = false, null = false;
+	uint32_t flags = 0;
+	unsigned seconds = 0;
+	int c, r;
+
+	while ((c = getopt_long(argc, argv, "rkns:", opts, NULL)) != -1) {
+		switch (c) {
+		case 'r':
+			flags |= VW_CPU_BPF_RAW_TP;
+			break;
+		case 'k':
+			kepler = true;
+			break;
+		case 'n':
+			null = true;
+			break;
+		case 's':
+			seconds = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		default:
+			fprintf(stderr, "usage: %s [--raw-tp | --kepler-like | --null] [--seconds N]\n",
+				argv[0]);
+			return 2;
+		}
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	r = kepler || null ? run_baseline(kepler, seconds) : run_accountant(flags, seconds);
+	if (r < 0)
+		fprintf(stderr, "vw-bpf-load: %s\n", strerror(-r));
+	return r < 0 ? 1 : 0;
+}

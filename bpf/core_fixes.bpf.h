@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * CO-RE flavors for kernel fields that were renamed: ___o is the old layout, picked at load time
+ * with bpf_core_field_exists() so one object runs on old and new kernels.
+ */
+#pragma once
+
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+
+/* v5.5, "time: Rename tsk->real_start_time to ->start_boottime". */
+struct task_struct___o {
+	u64 real_start_time;
+} __attribute__((preserve_access_index));
+
+/* Boot-time start of a task in ns: what /proc/PID/stat field 22 reports (in ticks). */
+static __always_inline __u64 vw_task_start_boottime(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->start_boottime))
+		return BPF_CORE_READ(t, start_boottime);
+	return BPF_CORE_READ((struct task_struct___o *)t, real_start_time);
+}
+
+/* v5.16, "sched: move CPU field back into thread_info if THREAD_INFO_IN_TASK=y". */
+struct task_struct___cpu {
+	unsigned int cpu;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 vw_task_cpu(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->thread_info.cpu))
+		return BPF_CORE_READ(t, thread_info.cpu);
+	return BPF_CORE_READ((struct task_struct___cpu *)t, cpu);
+}

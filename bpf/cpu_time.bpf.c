@@ -1,0 +1,420 @@
+// SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
+/*
+ * On-CPU time per process and per cgroup from task->se.sum_exec_runtime, the scheduler's own
+ * counter (what /proc/PID/schedstat shows), never from switch timestamps.
+ *
+ * Per process. A live thread's time since open is its sum_exec_runtime minus its seed (its
+ * value at open; 0 for threads started later): the read iterator emits it for every live
+ * thread, exact at read time. sched_process_exit adds an exiting thread's time to its
+ * process's entry (procs), any runtime after that is added at its later switch-outs, and the
+ * group is marked exited with its last thread: user space reports it once, then deletes it.
+ *
+ * Per cgroup. The switch program charges each slice to the cgroup the task is in when it
+ * switches out: the slice is prev's sum_exec_runtime minus its value when it was switched in
+ * on this CPU (kept in a per-CPU record), added to a per-CPU direct-mapped cache slot of its
+ * cgroup; a slot taken by another cgroup is spilled to a hash first. The read iterator adds
+ * the slices running right now.
+ *
+ * Cost. On the common path the switch program makes no helper call and no hash lookup: the
+ * per-CPU value's lookup is inlined by the verifier, the rest are loads and stores. Calls and
+ * hash lookups (tens of ns each where returns are mitigated) happen only when a cache slot is
+ * evicted, when an exiting thread switches out, or in the exit and iterator programs.
+ *
+ * Each tracepoint has a tp_btf program (task storage, direct loads) and a raw_tp twin (LRU
+ * hash keyed by pid, CO-RE probe reads); user space loads one of each pair.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "core_fixes.bpf.h"
+#include "cpu_time.h"
+
+#define PF_EXITING 0x00000004 /* include/linux/sched.h: set in exit_signals(), never cleared */
+#define SCHED_NORMAL 0        /* include/uapi/linux/sched.h: the fair class's policies */
+#define SCHED_BATCH 3
+#define SCHED_IDLE 5
+#define barrier() asm volatile("" ::: "memory")
+#define READ_ONCE_U64(x) (*(volatile __u64 *)&(x))
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Set by user space between open and load. */
+const volatile __u64 open_ns = 0;      /* CLOCK_MONOTONIC at open: later threads seed at 0 */
+const volatile __u32 use_pid_hash = 0; /* per-thread state in task_hash (raw_tp) */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct vw_bpf_cpu);
+} cpus SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct vw_bpf_task);
+} task_store SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1); /* sized by user space */
+	__type(key, __u32);
+	__type(value, struct vw_bpf_task);
+} task_hash SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* sized by user space */
+	__type(key, __u32);
+	__type(value, struct vw_bpf_proc);
+} procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* sized by user space */
+	__type(key, __u64);
+	__type(value, struct vw_bpf_cgroup);
+} cgroups SEC(".maps");
+
+static __always_inline struct vw_bpf_cpu *this_cpu(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&cpus, &zero);
+}
+
+/* Slow paths may be preempted by the switch program on the same CPU: count atomically. */
+static __always_inline void stat_inc(struct vw_bpf_cpu *c, __u32 which)
+{
+	if (c && which < VW_BPF_STAT__COUNT)
+		__sync_fetch_and_add(&c->stats[which], 1);
+}
+
+/* ---- per thread ---- */
+
+/* A thread first seen: one started after open counts from 0, an older one from now. */
+static __always_inline void task_init(struct vw_bpf_task *t, __u64 start, __u64 sre)
+{
+	t->seed_ns = start >= open_ns ? 0 : sre;
+	t->exit_ns = 0;
+	t->start_ns = start;
+	t->flags = VW_BPF_TASK_INIT;
+}
+
+static __always_inline struct vw_bpf_task *hash_slot(__u32 pid, __u64 start, __u64 sre,
+						     bool create)
+{
+	struct vw_bpf_task *t = bpf_map_lookup_elem(&task_hash, &pid);
+	struct vw_bpf_task v;
+
+	if (t) {
+		if (t->start_ns != start) /* pid reused */
+			task_init(t, start, sre);
+		return t;
+	}
+	if (!create)
+		return NULL;
+	task_init(&v, start, sre);
+	bpf_map_update_elem(&task_hash, &pid, &v, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&task_hash, &pid);
+}
+
+/* tp_btf and iterators: task storage, or the hash when the raw_tp twins run. */
+static __always_inline struct vw_bpf_task *task_slot(struct task_struct *task, __u64 sre,
+						     bool create)
+{
+	struct vw_bpf_task *t;
+
+	if (use_pid_hash)
+		return hash_slot(task->pid, task->start_time, sre, create);
+	t = bpf_task_storage_get(&task_store, task, NULL,
+				 create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
+	if (t && !(t->flags & VW_BPF_TASK_INIT))
+		task_init(t, task->start_time, sre);
+	return t;
+}
+
+/* ---- per process ---- */
+
+/* The entry of task's thread group, created on demand; NULL when full or taken by an exited
+ * group whose tgid was reused before user space collected it. */
+static __always_inline struct vw_bpf_proc *proc_get(struct vw_bpf_cpu *c, struct task_struct *task,
+						    __u32 tgid, bool create)
+{
+	struct task_struct *leader = BPF_CORE_READ(task, group_leader);
+	__u64 start = vw_task_start_boottime(leader);
+	struct vw_bpf_proc *p = bpf_map_lookup_elem(&procs, &tgid), v = {};
+
+	if (p) {
+		if (p->start_ns == start)
+			return p;
+		stat_inc(c, VW_BPF_STAT_REUSED);
+		return NULL;
+	}
+	if (!create)
+		return NULL;
+	v.start_ns = start;
+	BPF_CORE_READ_STR_INTO(&v.comm, leader, comm);
+	if (bpf_map_update_elem(&procs, &tgid, &v, BPF_NOEXIST) != 0 &&
+	    !bpf_map_lookup_elem(&procs, &tgid)) {
+		stat_inc(c, VW_BPF_STAT_PROC_FULL);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&procs, &tgid);
+}
+
+/*
+ * sched_process_exit: add the thread's time since open to its process; the last thread of the
+ * group marks it exited (do_exit() decremented signal->live before the tracepoint). Runs in
+ * process context: the exit_ns/flags order lets a switch-out that preempts it see either
+ * nothing or a consistent exit_ns.
+ */
+static __always_inline void on_exit(struct task_struct *p, struct vw_bpf_task *t, __u64 sre,
+				    __u64 cgid)
+{
+	__u32 tgid = BPF_CORE_READ(p, tgid);
+	struct vw_bpf_cpu *c = this_cpu();
+	struct vw_bpf_proc *proc;
+
+	if (t->flags & VW_BPF_TASK_EXITED)
+		return;
+	proc = proc_get(c, p, tgid, true);
+	if (proc) {
+		__sync_fetch_and_add(&proc->dead_ns, sre > t->seed_ns ? sre - t->seed_ns : 0);
+		proc->cgroup_id = cgid;
+	}
+	t->exit_ns = sre;
+	barrier();
+	t->flags |= VW_BPF_TASK_EXITED;
+	if (!proc || BPF_CORE_READ(p, signal, live.counter) != 0)
+		return;
+	BPF_CORE_READ_STR_INTO(&proc->comm, p, group_leader, comm); /* after any exec */
+	proc->exited = 1;
+}
+
+/* An exiting thread switches out: what it ran since sched_process_exit goes to its process. */
+static __always_inline void exit_tail(struct vw_bpf_cpu *c, struct task_struct *prev,
+				      struct vw_bpf_task *t, __u64 sre)
+{
+	struct vw_bpf_proc *proc;
+
+	if (!t || !(t->flags & VW_BPF_TASK_EXITED) || sre <= t->exit_ns)
+		return;
+	proc = proc_get(c, prev, BPF_CORE_READ(prev, tgid), false);
+	if (proc)
+		__sync_fetch_and_add(&proc->dead_ns, sre - t->exit_ns);
+	t->exit_ns = sre;
+}
+
+/* ---- per cgroup ---- */
+
+static __noinline void cg_spill(struct vw_bpf_cpu *c, struct vw_bpf_cg_slot *s, __u64 cgid,
+				__u64 delta)
+{
+	struct vw_bpf_cgroup *v, init = { .runtime_ns = s->runtime_ns };
+	__u64 old = s->cgroup_id;
+
+	c->slot_seq++;
+	barrier();
+	if (old && init.runtime_ns) {
+		v = bpf_map_lookup_elem(&cgroups, &old);
+		if (v)
+			__sync_fetch_and_add(&v->runtime_ns, init.runtime_ns);
+		else if (bpf_map_update_elem(&cgroups, &old, &init, BPF_NOEXIST) != 0)
+			c->stats[VW_BPF_STAT_CGROUP_FULL]++;
+	}
+	s->cgroup_id = cgid;
+	s->runtime_ns = delta;
+	barrier();
+	c->slot_seq++;
+}
+
+/* Only the switch program writes slots, with interrupts off: plain adds. */
+static __always_inline void cg_add(struct vw_bpf_cpu *c, __u64 cgid, __u64 delta)
+{
+	struct vw_bpf_cg_slot *s = &c->slots[cgid & (VW_BPF_CG_SLOTS - 1)];
+
+	if (s->cgroup_id == cgid)
+		s->runtime_ns += delta;
+	else
+		cg_spill(c, s, cgid, delta);
+}
+
+/* ---- sched_switch ---- */
+
+static __always_inline void switched_in(struct vw_bpf_cpu *c, __u32 pid, __u64 sre)
+{
+	c->run_seq++;
+	barrier();
+	c->run_pid = pid;
+	c->run_sre_ns = sre;
+	barrier();
+	c->run_seq++;
+}
+
+/*
+ * Its switch-in was not seen (the first switch-out on this CPU since attach, or a switch
+ * that never reached the tracepoint, as some tasks' do on the build machine). The fair class
+ * records sum_exec_runtime at switch-in in se.prev_sum_exec_runtime (set_next_entity());
+ * other classes do not keep it, so their slice is not charged.
+ */
+static __always_inline bool unpaired(struct vw_bpf_cpu *c, __u32 policy, __u64 prev_sum,
+				     __u64 sre, __u64 *ret)
+{
+	if (c->run_seq)
+		c->stats[VW_BPF_STAT_UNPAIRED]++;
+	if (policy != SCHED_NORMAL && policy != SCHED_BATCH && policy != SCHED_IDLE) {
+		c->stats[VW_BPF_STAT_LOST]++;
+		return false;
+	}
+	*ret = sre >= prev_sum ? sre - prev_sum : 0;
+	return true;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(vw_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct vw_bpf_cpu *c = this_cpu();
+	__u32 pid = prev->pid;
+	__u64 sre, delta;
+
+	if (!c)
+		return 0;
+	if (pid) { /* not the idle task */
+		sre = prev->se.sum_exec_runtime;
+		if (pid == c->run_pid && sre >= c->run_sre_ns)
+			cg_add(c, prev->cgroups->dfl_cgrp->kn->id, sre - c->run_sre_ns);
+		else if (unpaired(c, prev->policy, prev->se.prev_sum_exec_runtime, sre, &delta))
+			cg_add(c, prev->cgroups->dfl_cgrp->kn->id, delta);
+		if (prev->flags & PF_EXITING)
+			exit_tail(c, prev, task_slot(prev, sre, false), sre);
+	}
+	switched_in(c, next->pid, next->se.sum_exec_runtime);
+	return 0;
+}
+
+/* In sched_switch `current` is still prev: the helper gives prev's cgroup v2 id. */
+SEC("raw_tp/sched_switch")
+int BPF_PROG(vw_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	struct vw_bpf_cpu *c = this_cpu();
+	__u32 pid = BPF_CORE_READ(prev, pid);
+	__u64 sre, delta;
+
+	if (!c)
+		return 0;
+	if (pid) {
+		sre = BPF_CORE_READ(prev, se.sum_exec_runtime);
+		if (pid == c->run_pid && sre >= c->run_sre_ns)
+			cg_add(c, bpf_get_current_cgroup_id(), sre - c->run_sre_ns);
+		else if (unpaired(c, BPF_CORE_READ(prev, policy),
+				  BPF_CORE_READ(prev, se.prev_sum_exec_runtime), sre, &delta))
+			cg_add(c, bpf_get_current_cgroup_id(), delta);
+		if (BPF_CORE_READ(prev, flags) & PF_EXITING)
+			exit_tail(c, prev, hash_slot(pid, BPF_CORE_READ(prev, start_time), sre, false),
+				  sre);
+	}
+	switched_in(c, BPF_CORE_READ(next, pid), BPF_CORE_READ(next, se.sum_exec_runtime));
+	return 0;
+}
+
+/* ---- sched_process_exit ---- */
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(vw_exit_btf, struct task_struct *p)
+{
+	__u64 sre = p->se.sum_exec_runtime;
+	struct vw_bpf_task *t;
+
+	if (!p->pid)
+		return 0;
+	t = task_slot(p, sre, true);
+	if (t)
+		on_exit(p, t, sre, bpf_get_current_cgroup_id());
+	else
+		stat_inc(this_cpu(), VW_BPF_STAT_TASK_FULL);
+	return 0;
+}
+
+SEC("raw_tp/sched_process_exit")
+int BPF_PROG(vw_exit_raw, struct task_struct *p)
+{
+	__u64 sre = BPF_CORE_READ(p, se.sum_exec_runtime);
+	__u32 pid = BPF_CORE_READ(p, pid);
+	struct vw_bpf_task *t;
+
+	if (!pid)
+		return 0;
+	t = hash_slot(pid, BPF_CORE_READ(p, start_time), sre, true);
+	if (t)
+		on_exit(p, t, sre, bpf_get_current_cgroup_id());
+	else
+		stat_inc(this_cpu(), VW_BPF_STAT_TASK_FULL);
+	return 0;
+}
+
+/* ---- iterators ---- */
+
+/* At open, before the switch programs attach: every thread's runtime so far is the past. */
+SEC("iter/task")
+int vw_iter_seed(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+
+	if (task && task->pid)
+		task_slot(task, task->se.sum_exec_runtime, true);
+	return 0;
+}
+
+/* The slice of a task running on a CPU now, from that CPU's switch-in record. */
+static __always_inline __u64 running_slice(struct task_struct *task, __u32 pid, __u64 sre)
+{
+	__u32 zero = 0;
+	struct vw_bpf_cpu *c;
+	__u64 seq, base;
+	__u32 run_pid;
+
+	if (!task->on_cpu)
+		return 0;
+	c = bpf_map_lookup_percpu_elem(&cpus, &zero, vw_task_cpu(task));
+	if (!c)
+		return 0;
+	seq = READ_ONCE_U64(c->run_seq);
+	barrier();
+	run_pid = c->run_pid;
+	base = c->run_sre_ns;
+	barrier();
+	if ((seq & 1) || seq != READ_ONCE_U64(c->run_seq) || run_pid != pid || sre < base)
+		return 0; /* switching right now: the switch-out charges it */
+	return sre - base;
+}
+
+/* At every read: one record per live thread. Exiting threads are the exit path's. */
+SEC("iter/task")
+int vw_iter_read(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task, *leader;
+	struct vw_bpf_task_rec rec = {};
+	struct vw_bpf_task *t;
+	__u64 sre;
+
+	if (!task || !task->pid || (task->flags & PF_EXITING))
+		return 0;
+	sre = task->se.sum_exec_runtime;
+	t = task_slot(task, sre, true);
+	if (!t)
+		return 0;
+	rec.tgid = task->tgid;
+	rec.pid = task->pid;
+	rec.runtime_ns = sre > t->seed_ns ? sre - t->seed_ns : 0;
+	rec.running_ns = running_slice(task, rec.pid, sre);
+	rec.cgroup_id = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
+	leader = task->group_leader;
+	rec.start_ns = vw_task_start_boottime(leader);
+	BPF_CORE_READ_STR_INTO(&rec.comm, leader, comm);
+	bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
+	return 0;
+}

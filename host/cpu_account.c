@@ -1,0 +1,247 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* CPU accountant registry, and the snapshot table both accountants build their reads in. */
+#include "cpu_account.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cpu_account_priv.h"
+#include "log.h"
+
+const struct vw_cpu_account_ops *const vw_cpu_accountants[] = {
+#if VW_HAVE_BPF
+	&vw_cpu_bpf,
+#endif
+	&vw_cpu_procfs,
+	NULL,
+};
+
+static bool unavailable(int r)
+{
+	return r == -ENODEV || r == -EPERM || r == -EOPNOTSUPP;
+}
+
+int vw_cpu_accountant_open(const struct vw_cpu_env *env, const char *name,
+			   struct vw_cpu_accountant *ret)
+{
+	char why[256] = "";
+	size_t used = 0;
+	int first_err = 0;
+
+	for (size_t i = 0; vw_cpu_accountants[i]; i++) {
+		const struct vw_cpu_account_ops *ops = vw_cpu_accountants[i];
+		void *state = NULL;
+		int r;
+
+		if (name && strcmp(name, ops->name) != 0)
+			continue;
+		r = ops->open(env, &state);
+		if (r == 0) {
+			vw_info("cpu: accounting CPU time with %s%s%s", ops->name,
+				used ? ", not " : "", why);
+			*ret = (struct vw_cpu_accountant){ .ops = ops, .state = state };
+			return 0;
+		}
+		if (!unavailable(r))
+			vw_warn("cpu: open %s accountant: %s", ops->name, strerror(-r));
+		if (used < sizeof(why)) {
+			int n = snprintf(why + used, sizeof(why) - used, "%s%s (%s)", used ? ", " : "",
+					 ops->name, strerror(-r));
+
+			used += n > 0 ? (size_t)n : 0;
+		}
+		if (!first_err)
+			first_err = r;
+	}
+	if (!first_err) {
+		vw_error("cpu: no CPU accountant named '%s'%s", name ? name : "",
+			 name && strcmp(name, "bpf") == 0 ? " (built without BPF)" : "");
+		return -ENOENT;
+	}
+	vw_error("cpu: no CPU accountant works here: %s", why);
+	return first_err;
+}
+
+void vw_cpu_accountant_close(struct vw_cpu_accountant *a)
+{
+	if (!a || !a->ops)
+		return;
+	a->ops->close(a->state);
+	*a = (struct vw_cpu_accountant){ 0 };
+}
+
+uint64_t vw_cpu_ns_per_tick(void)
+{
+	long hz = sysconf(_SC_CLK_TCK);
+
+	return hz > 0 ? VW_NSEC_PER_SEC / (uint64_t)hz : VW_NSEC_PER_SEC / 100;
+}
+
+static int grow(void **arr, size_t *cap, size_t n, size_t elem)
+{
+	size_t ncap;
+	void *na;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 256;
+	na = reallocarray(*arr, ncap, elem);
+	if (!na)
+		return -ENOMEM;
+	*arr = na;
+	*cap = ncap;
+	return 0;
+}
+
+struct vw_proc_cpu *vw_cpu_table_new_proc(struct vw_cpu_table *t)
+{
+	struct vw_proc_cpu *p;
+
+	if (grow((void **)&t->procs, &t->cap_procs, t->n_procs, sizeof(*t->procs)) < 0)
+		return NULL;
+	p = &t->procs[t->n_procs++];
+	*p = (struct vw_proc_cpu){ 0 };
+	return p;
+}
+
+int vw_cpu_table_add_cgroup(struct vw_cpu_table *t, uint64_t cgroup_id, uint64_t cpu_ns)
+{
+	if (grow((void **)&t->cgroups, &t->cap_cgroups, t->n_cgroups, sizeof(*t->cgroups)) < 0)
+		return -ENOMEM;
+	t->cgroups[t->n_cgroups++] = (struct vw_cgroup_cpu){ .cgroup_id = cgroup_id,
+							     .cpu_ns = cpu_ns };
+	return 0;
+}
+
+static int cmp_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+	const struct vw_proc_cpu *x = a, *y = b;
+
+	return x->tgid != y->tgid ? cmp_u64(x->tgid, y->tgid) : cmp_u64(x->start_time, y->start_time);
+}
+
+static int cmp_cgroup(const void *a, const void *b)
+{
+	return cmp_u64(((const struct vw_cgroup_cpu *)a)->cgroup_id,
+		       ((const struct vw_cgroup_cpu *)b)->cgroup_id);
+}
+
+void vw_cpu_table_sort(struct vw_cpu_table *t)
+{
+	size_t n = 0;
+
+	if (t->n_procs)
+		qsort(t->procs, t->n_procs, sizeof(*t->procs), cmp_proc);
+	if (!t->n_cgroups)
+		return;
+	qsort(t->cgroups, t->n_cgroups, sizeof(*t->cgroups), cmp_cgroup);
+	for (size_t i = 0; i < t->n_cgroups; i++) {
+		if (n && t->cgroups[n - 1].cgroup_id == t->cgroups[i].cgroup_id)
+			t->cgroups[n - 1].cpu_ns += t->cgroups[i].cpu_ns;
+		else
+			t->cgroups[n++] = t->cgroups[i];
+	}
+	t->n_cgroups = n;
+}
+
+const struct vw_proc_cpu *vw_cpu_table_find_n(const struct vw_cpu_table *t, size_t n,
+					      uint32_t tgid, uint64_t start_time)
+{
+	struct vw_proc_cpu key = { .tgid = tgid, .start_time = start_time };
+
+	if (!n)
+		return NULL;
+	return bsearch(&key, t->procs, n, sizeof(*t->procs), cmp_proc);
+}
+
+const struct vw_proc_cpu *vw_cpu_table_find(const struct vw_cpu_table *t, uint32_t tgid,
+					    uint64_t start_time)
+{
+	return vw_cpu_table_find_n(t, t->n_procs, tgid, start_time);
+}
+
+static const struct vw_cgroup_cpu *find_cgroup(const struct vw_cpu_table *t, uint64_t id)
+{
+	struct vw_cgroup_cpu key = { .cgroup_id = id };
+
+	if (!t->n_cgroups)
+		return NULL;
+	return bsearch(&key, t->cgroups, t->n_cgroups, sizeof(*t->cgroups), cmp_cgroup);
+}
+
+void vw_cpu_table_clear(struct vw_cpu_table *t)
+{
+	t->n_procs = 0;
+	t->n_cgroups = 0;
+}
+
+void vw_cpu_table_free(struct vw_cpu_table *t)
+{
+	free(t->procs);
+	free(t->cgroups);
+	*t = (struct vw_cpu_table){ 0 };
+}
+
+struct vw_cpu_table *vw_cpu_history_begin(struct vw_cpu_history *h)
+{
+	h->cur ^= 1;
+	vw_cpu_table_clear(&h->t[h->cur]);
+	return &h->t[h->cur];
+}
+
+const struct vw_cpu_table *vw_cpu_history_prev(const struct vw_cpu_history *h)
+{
+	return &h->t[h->cur ^ 1];
+}
+
+void vw_cpu_history_abort(struct vw_cpu_history *h)
+{
+	vw_cpu_table_clear(&h->t[h->cur]);
+	h->cur ^= 1;
+}
+
+void vw_cpu_history_finish(struct vw_cpu_history *h, struct vw_cpu_snapshot *ret)
+{
+	struct vw_cpu_table *cur = &h->t[h->cur];
+	const struct vw_cpu_table *prev = &h->t[h->cur ^ 1];
+	size_t n = 0;
+
+	vw_cpu_table_sort(cur);
+	for (size_t i = 0; i < cur->n_procs; i++) {
+		struct vw_proc_cpu *p = &cur->procs[i];
+		const struct vw_proc_cpu *was = vw_cpu_table_find(prev, p->tgid, p->start_time);
+
+		if (was && was->exited)
+			continue; /* reported last time */
+		if (was && was->cpu_ns > p->cpu_ns)
+			p->cpu_ns = was->cpu_ns;
+		cur->procs[n++] = *p;
+	}
+	cur->n_procs = n;
+	for (size_t i = 0; i < cur->n_cgroups; i++) {
+		struct vw_cgroup_cpu *c = &cur->cgroups[i];
+		const struct vw_cgroup_cpu *was = find_cgroup(prev, c->cgroup_id);
+
+		if (was && was->cpu_ns > c->cpu_ns)
+			c->cpu_ns = was->cpu_ns;
+	}
+	*ret = (struct vw_cpu_snapshot){
+		.procs = cur->procs,
+		.n_procs = cur->n_procs,
+		.cgroups = cur->cgroups,
+		.n_cgroups = cur->n_cgroups,
+	};
+}
+
+void vw_cpu_history_free(struct vw_cpu_history *h)
+{
+	vw_cpu_table_free(&h->t[0]);
+	vw_cpu_table_free(&h->t[1]);
+}

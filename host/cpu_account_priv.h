@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internals shared by the CPU accountants (cpu_bpf.c, cpu_procfs.c) and their tests: a growable
+ * snapshot table and the double buffer that keeps each read's values monotonic and every exit
+ * reported once. Not for the daemon.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu_account.h"
+
+/* Default map and table sizes when vw_cpu_env.max_procs is 0. */
+#define VW_CPU_DEFAULT_MAX_PROCS 32768u
+
+struct vw_cpu_table {
+	struct vw_proc_cpu *procs;
+	size_t n_procs, cap_procs;
+	struct vw_cgroup_cpu *cgroups;
+	size_t n_cgroups, cap_cgroups;
+};
+
+/* Append a zeroed process; NULL on ENOMEM. */
+struct vw_proc_cpu *vw_cpu_table_new_proc(struct vw_cpu_table *t);
+/* Append a cgroup sample; samples of one id are summed by vw_cpu_table_sort(). */
+int vw_cpu_table_add_cgroup(struct vw_cpu_table *t, uint64_t cgroup_id, uint64_t cpu_ns);
+/* Sort processes by (tgid, start_time) and cgroups by id, summing duplicate cgroup ids. */
+void vw_cpu_table_sort(struct vw_cpu_table *t);
+/* In a sorted table (or its sorted first n entries). NULL when absent. */
+const struct vw_proc_cpu *vw_cpu_table_find(const struct vw_cpu_table *t, uint32_t tgid,
+					    uint64_t start_time);
+const struct vw_proc_cpu *vw_cpu_table_find_n(const struct vw_cpu_table *t, size_t n,
+					      uint32_t tgid, uint64_t start_time);
+void vw_cpu_table_clear(struct vw_cpu_table *t);
+void vw_cpu_table_free(struct vw_cpu_table *t);
+
+/* This read's table and the previous one. */
+struct vw_cpu_history {
+	struct vw_cpu_table t[2];
+	unsigned cur;
+};
+
+/* Start a read: the previous table becomes `prev`, the returned one is empty. */
+struct vw_cpu_table *vw_cpu_history_begin(struct vw_cpu_history *h);
+const struct vw_cpu_table *vw_cpu_history_prev(const struct vw_cpu_history *h);
+/* A read failed: forget it, the previous table is `prev` again for the next one. */
+void vw_cpu_history_abort(struct vw_cpu_history *h);
+/*
+ * End a read: sort, keep every process and cgroup value >= what the previous read reported
+ * for it (a racing in-flight slice can only make a read a little low, never let the daemon see
+ * a counter go back), drop processes the previous read already reported exited, and point
+ * *ret at the result.
+ */
+void vw_cpu_history_finish(struct vw_cpu_history *h, struct vw_cpu_snapshot *ret);
+void vw_cpu_history_free(struct vw_cpu_history *h);
+
+/*
+ * Parse the text of /proc/PID/stat: comm (between the first '(' and the last ')', which may
+ * itself hold spaces and parentheses), utime + stime (fields 14 and 15, ticks) and starttime
+ * (field 22, ticks since boot). -EINVAL on anything else.
+ */
+int vw_procfs_parse_pid_stat(const char *text, char comm[VW_COMM_LEN], uint64_t *ret_ticks,
+			     uint64_t *ret_start);
+
+/* /proc/PID/stat starttime is in clock ticks; BPF sees ns. */
+uint64_t vw_cpu_ns_per_tick(void);

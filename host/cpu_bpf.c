@@ -1,0 +1,619 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * CPU accountant on bpf/cpu_time.bpf.c: open the skeleton, size the maps, pick tp_btf or its
+ * raw_tp twins, seed every existing thread's runtime (values count from open), attach.
+ *
+ * A read takes, in this order: the per-process map (time of exited threads, exit marks), the
+ * cgroup spill map, the per-CPU cgroup caches, then the read iterator (every live thread's time
+ * since open, and the slice each running thread has not been charged to a cgroup yet). Each
+ * later source can only miss what moved into an earlier one meanwhile, never count it twice:
+ * a read can be a slice short, and the history layer holds the value until the next read
+ * catches up. Exited processes are reported once and deleted from the map.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "cpu_account.h"
+#include "cpu_account_priv.h"
+#include "cpu_time.h"
+#include "cpu_time.skel.h"
+#include "log.h"
+
+#define BATCH_MIN 256u
+#define ITER_CHUNK (64u * 1024u)
+#define ENOTSUPP_KERNEL 524 /* the kernel's internal ENOTSUPP, leaked by some map ops */
+
+struct bpf_state {
+	struct cpu_time_bpf *skel;
+	struct bpf_link *iter_read;
+	bool raw_tp, no_batch;
+	int ncpus;
+	uint64_t ns_per_tick;
+	struct vw_cpu_history hist;
+	/* scratch reused between reads */
+	unsigned char *iter_buf;
+	size_t iter_len, iter_cap;
+	uint32_t *exited;
+	size_t n_exited, cap_exited;
+	void *keys, *vals;
+	uint32_t batch_cap;
+	struct vw_bpf_cpu *cpu_a, *cpu_b; /* two reads of the per-CPU value, ncpus each */
+	bool *cpu_done;
+	uint64_t stats_seen[VW_BPF_STAT__COUNT];
+	struct vw_complaint stats_complaint;
+};
+
+/* libbpf's messages go to our log; its debug chatter is dropped. */
+_printf_(2, 0) static int libbpf_sink(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	enum vw_log_level lv = level == LIBBPF_WARN ? VW_LOG_WARN : VW_LOG_DEBUG;
+	_cleanup_free_ char *msg = NULL;
+	char *line, *save = NULL;
+
+	if (level == LIBBPF_DEBUG || lv > vw_log_get_level())
+		return 0;
+	if (vasprintf(&msg, fmt, ap) < 0)
+		return 0;
+	for (line = strtok_r(msg, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		vw_log(lv, "cpu: bpf: libbpf: %s", line);
+	return 0;
+}
+
+static const char *verdict(int r)
+{
+	return r == -EPERM ? "not permitted (needs root, or CAP_BPF with CAP_PERFMON)" : strerror(-r);
+}
+
+/* Anything but "not permitted" or "not here" means this kernel cannot run us: try the next. */
+static int unavailable(int r)
+{
+	return r == -EPERM || r == -ENODEV ? r : -EOPNOTSUPP;
+}
+
+/*
+ * Kernel BTF below the injected sysfs root, as a path for libbpf's CO-RE relocation: the
+ * root's own path comes from <procfs>/self/fd/N, so nothing here names /sys.
+ */
+static int btf_path(const struct vw_cpu_env *env, char *buf, size_t size)
+{
+	char link[64], root[PATH_MAX];
+	ssize_t n;
+	int r;
+
+	if (faccessat(env->sysfs_fd, "kernel/btf/vmlinux", R_OK, 0) < 0)
+		return -ENODEV;
+	snprintf(link, sizeof(link), "self/fd/%d", env->sysfs_fd);
+	n = readlinkat(env->procfs_fd, link, root, sizeof(root) - 1);
+	if (n <= 0)
+		return -ENODEV;
+	root[n] = '\0';
+	r = snprintf(buf, size, "%s/kernel/btf/vmlinux", strcmp(root, "/") == 0 ? "" : root);
+	return r < 0 || (size_t)r >= size ? -ENAMETOOLONG : 0;
+}
+
+/*
+ * Does this kernel attach BPF_PROG_TYPE_TRACING to the tracepoint's BTF type (tp_btf)? Loads a
+ * two-instruction program, as libbpf-tools' probe_tp_btf() does, with libbpf muted. 1 yes,
+ * 0 no, -EPERM.
+ */
+static int probe_tp_btf(const char *btf_file, const char *tp)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	libbpf_print_fn_t old = libbpf_set_print(NULL);
+	struct btf *btf = btf__parse(btf_file, NULL);
+	char name[64];
+	int id, fd, r = 0;
+
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	id = btf ? btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF) : -ENOENT;
+	if (id > 0) {
+		LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_RAW_TP,
+			    .attach_btf_id = (__u32)id);
+
+		fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", insns, ARRAY_SIZE(insns),
+				   &opts);
+		r = fd >= 0 ? 1 : (fd == -EPERM ? -EPERM : 0);
+		if (fd >= 0)
+			close(fd);
+	}
+	btf__free(btf);
+	libbpf_set_print(old);
+	return r;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* Open and load one variant: the tp_btf programs with task storage, or the raw_tp twins. */
+static int load_variant(struct bpf_state *s, const char *btf_file, bool raw, uint32_t max_procs)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = btf_file);
+	struct cpu_time_bpf *skel = cpu_time_bpf__open_opts(&oo);
+	int r;
+
+	if (!skel)
+		return -errno;
+	skel->rodata->open_ns = mono_ns();
+	skel->rodata->use_pid_hash = raw;
+	bpf_program__set_autoload(skel->progs.vw_switch_btf, !raw);
+	bpf_program__set_autoload(skel->progs.vw_exit_btf, !raw);
+	bpf_program__set_autoload(skel->progs.vw_switch_raw, raw);
+	bpf_program__set_autoload(skel->progs.vw_exit_raw, raw);
+	bpf_program__set_autoattach(skel->progs.vw_iter_seed, false);
+	bpf_program__set_autoattach(skel->progs.vw_iter_read, false);
+	r = bpf_map__set_max_entries(skel->maps.procs, max_procs);
+	if (r == 0)
+		r = bpf_map__set_max_entries(skel->maps.cgroups, VW_MAX(max_procs / 2, 1024u));
+	/* Threads outnumber processes; LRU evicts slots of tasks long gone first. */
+	if (r == 0)
+		r = bpf_map__set_max_entries(skel->maps.task_hash, raw ? max_procs * 4 : 1);
+	if (r == 0)
+		r = cpu_time_bpf__load(skel);
+	if (r < 0) {
+		cpu_time_bpf__destroy(skel);
+		return r;
+	}
+	s->skel = skel;
+	s->raw_tp = raw;
+	return 0;
+}
+
+/* Run an iterator link to the end; its output lands in s->iter_buf. */
+static int iter_run(struct bpf_state *s, struct bpf_link *link)
+{
+	_cleanup_close_ int fd = bpf_iter_create(bpf_link__fd(link));
+
+	if (fd < 0)
+		return fd;
+	s->iter_len = 0;
+	for (;;) {
+		ssize_t n;
+
+		if (s->iter_cap - s->iter_len < ITER_CHUNK) {
+			size_t cap = s->iter_cap ? s->iter_cap * 2 : 4 * ITER_CHUNK;
+			unsigned char *nb = realloc(s->iter_buf, cap);
+
+			if (!nb)
+				return -ENOMEM;
+			s->iter_buf = nb;
+			s->iter_cap = cap;
+		}
+		n = read(fd, s->iter_buf + s->iter_len, s->iter_cap - s->iter_len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		s->iter_len += (size_t)n;
+	}
+}
+
+/* Every existing thread's runtime so far counts as folded: values start at open. */
+static int seed(struct bpf_state *s)
+{
+	struct bpf_link *link = bpf_program__attach_iter(s->skel->progs.vw_iter_seed, NULL);
+	int r;
+
+	if (!link)
+		return -errno;
+	r = iter_run(s, link);
+	bpf_link__destroy(link);
+	return r;
+}
+
+static int attach(struct bpf_state *s)
+{
+	int r = seed(s);
+
+	if (r < 0)
+		return r;
+	r = cpu_time_bpf__attach(s->skel);
+	if (r < 0)
+		return r;
+	s->iter_read = bpf_program__attach_iter(s->skel->progs.vw_iter_read, NULL);
+	return s->iter_read ? 0 : -errno;
+}
+
+static void bpf_close(void *state)
+{
+	struct bpf_state *s = state;
+
+	if (!s)
+		return;
+	bpf_link__destroy(s->iter_read);
+	cpu_time_bpf__destroy(s->skel);
+	vw_cpu_history_free(&s->hist);
+	free(s->iter_buf);
+	free(s->exited);
+	free(s->keys);
+	free(s->vals);
+	free(s->cpu_a);
+	free(s->cpu_b);
+	free(s->cpu_done);
+	free(s);
+}
+
+static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
+{
+	uint32_t max_procs = env && env->max_procs ? env->max_procs : VW_CPU_DEFAULT_MAX_PROCS;
+	struct bpf_state *s;
+	char btf[PATH_MAX];
+	bool raw;
+	int r, tp;
+
+	if (!env || env->sysfs_fd < 0 || env->procfs_fd < 0)
+		return -EINVAL;
+	r = btf_path(env, btf, sizeof(btf));
+	if (r < 0) {
+		vw_info("cpu: bpf: no kernel BTF (kernel/btf/vmlinux) under the sysfs root");
+		return r == -ENAMETOOLONG ? r : -ENODEV;
+	}
+	libbpf_set_print(libbpf_sink);
+	tp = probe_tp_btf(btf, "sched_switch");
+	if (tp < 0) {
+		vw_info("cpu: bpf: load a probe program: %s", verdict(tp));
+		return tp;
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->ns_per_tick = vw_cpu_ns_per_tick();
+	s->no_batch = env->flags & VW_CPU_BPF_NO_BATCH;
+	s->ncpus = libbpf_num_possible_cpus();
+	if (s->ncpus <= 0) {
+		r = s->ncpus ? s->ncpus : -ENODEV;
+		goto fail;
+	}
+	s->cpu_a = calloc((size_t)s->ncpus, sizeof(*s->cpu_a));
+	s->cpu_b = calloc((size_t)s->ncpus, sizeof(*s->cpu_b));
+	s->cpu_done = calloc((size_t)s->ncpus, sizeof(*s->cpu_done));
+	if (!s->cpu_a || !s->cpu_b || !s->cpu_done) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	raw = !tp || (env->flags & VW_CPU_BPF_RAW_TP);
+	r = load_variant(s, btf, raw, max_procs);
+	if (r < 0 && r != -EPERM && !raw) {
+		vw_info("cpu: bpf: tp_btf programs did not load (%s), trying raw_tp", strerror(-r));
+		raw = true;
+		r = load_variant(s, btf, raw, max_procs);
+	}
+	if (r < 0) {
+		vw_info("cpu: bpf: load: %s", verdict(r));
+		r = unavailable(r);
+		goto fail;
+	}
+	r = attach(s);
+	if (r < 0) {
+		vw_info("cpu: bpf: attach: %s", verdict(r));
+		r = unavailable(r);
+		goto fail;
+	}
+	vw_debug("cpu: bpf: %s programs attached, maps for %u processes, %d CPUs",
+		 raw ? "raw_tp" : "tp_btf", max_procs, s->ncpus);
+	*ret_state = s;
+	return 0;
+fail:
+	bpf_close(s);
+	return r;
+}
+
+typedef int (*entry_fn)(struct bpf_state *s, struct vw_cpu_table *t, const void *key,
+			const void *val);
+
+static int batch_buffers(struct bpf_state *s, uint32_t cap, size_t ksz, size_t vsz)
+{
+	void *k = realloc(s->keys, cap * ksz), *v;
+
+	if (!k)
+		return -ENOMEM;
+	s->keys = k;
+	v = realloc(s->vals, cap * vsz);
+	if (!v)
+		return -ENOMEM;
+	s->vals = v;
+	s->batch_cap = cap;
+	return 0;
+}
+
+/* -EOPNOTSUPP when this kernel has no batch ops for the map: the caller iterates instead. */
+static int for_each_batch(struct bpf_state *s, struct vw_cpu_table *t, int fd, size_t ksz,
+			  size_t vsz, entry_fn fn)
+{
+	LIBBPF_OPTS(bpf_map_batch_opts, opts);
+	uint64_t in = 0, out = 0;
+	bool first = true;
+	uint32_t cap = VW_MAX(s->batch_cap, BATCH_MIN);
+	int r;
+
+	r = batch_buffers(s, cap, ksz, vsz);
+	for (;;) {
+		uint32_t count = cap;
+
+		if (r < 0)
+			return r;
+		r = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, s->keys, s->vals, &count,
+					 &opts);
+		if (r == -ENOSPC) { /* a hash bucket larger than the batch */
+			cap *= 2;
+			r = batch_buffers(s, cap, ksz, vsz);
+			continue;
+		}
+		if (r < 0 && r != -ENOENT)
+			return first && (r == -EINVAL || r == -EOPNOTSUPP || r == -ENOTSUPP_KERNEL)
+				       ? -EOPNOTSUPP
+				       : r;
+		for (uint32_t i = 0; i < count; i++) {
+			int e = fn(s, t, (char *)s->keys + i * ksz, (char *)s->vals + i * vsz);
+
+			if (e < 0)
+				return e;
+		}
+		if (r == -ENOENT)
+			return 0;
+		in = out;
+		first = false;
+	}
+}
+
+static int for_each_key(struct bpf_state *s, struct vw_cpu_table *t, int fd, size_t ksz,
+			size_t vsz, entry_fn fn)
+{
+	_cleanup_free_ void *val = malloc(vsz);
+	uint64_t cur = 0, next = 0;
+	bool first = true;
+	int r;
+
+	if (!val)
+		return -ENOMEM;
+	while ((r = bpf_map_get_next_key(fd, first ? NULL : &cur, &next)) == 0) {
+		if (bpf_map_lookup_elem(fd, &next, val) == 0) {
+			r = fn(s, t, &next, val);
+			if (r < 0)
+				return r;
+		}
+		memcpy(&cur, &next, ksz);
+		first = false;
+	}
+	return r == -ENOENT ? 0 : r;
+}
+
+static int map_for_each(struct bpf_state *s, struct vw_cpu_table *t, const struct bpf_map *map,
+			entry_fn fn)
+{
+	size_t ksz = bpf_map__key_size(map), vsz = bpf_map__value_size(map);
+	int fd = bpf_map__fd(map), r;
+
+	if (ksz > sizeof(uint64_t))
+		return -EINVAL;
+	if (!s->no_batch) {
+		r = for_each_batch(s, t, fd, ksz, vsz, fn);
+		if (r != -EOPNOTSUPP)
+			return r;
+		vw_debug("cpu: bpf: no batch map lookups here, iterating keys");
+		s->no_batch = true; /* failed on its first call: nothing was added */
+	}
+	return for_each_key(s, t, fd, ksz, vsz, fn);
+}
+
+static void comm_copy(char dst[VW_COMM_LEN], const char src[VW_BPF_COMM_LEN])
+{
+	_Static_assert(VW_COMM_LEN == VW_BPF_COMM_LEN, "comm sizes");
+	memcpy(dst, src, VW_COMM_LEN);
+	dst[VW_COMM_LEN - 1] = '\0';
+}
+
+static int add_proc(struct bpf_state *s, struct vw_cpu_table *t, const void *key, const void *val)
+{
+	const struct vw_bpf_proc *v = val;
+	struct vw_proc_cpu *p = vw_cpu_table_new_proc(t);
+
+	if (!p)
+		return -ENOMEM;
+	memcpy(&p->tgid, key, sizeof(p->tgid));
+	p->cgroup_id = v->cgroup_id;
+	p->cpu_ns = v->dead_ns;
+	p->start_time = v->start_ns / s->ns_per_tick;
+	comm_copy(p->comm, v->comm);
+	p->exited = v->exited != 0;
+	if (!p->exited)
+		return 0;
+	if (s->n_exited == s->cap_exited) {
+		size_t cap = s->cap_exited ? s->cap_exited * 2 : 64;
+		uint32_t *ne = reallocarray(s->exited, cap, sizeof(*ne));
+
+		if (!ne)
+			return -ENOMEM;
+		s->exited = ne;
+		s->cap_exited = cap;
+	}
+	s->exited[s->n_exited++] = p->tgid;
+	return 0;
+}
+
+static int add_cgroup(struct bpf_state *s, struct vw_cpu_table *t, const void *key,
+		      const void *val)
+{
+	const struct vw_bpf_cgroup *v = val;
+	uint64_t id;
+
+	(void)s;
+	memcpy(&id, key, sizeof(id));
+	return vw_cpu_table_add_cgroup(t, id, v->runtime_ns);
+}
+
+/*
+ * The per-CPU cgroup caches. A CPU's slots count when two reads of its value show the same even
+ * slot_seq (no eviction in between: the first read is whole); a CPU that keeps evicting is
+ * retried a few times, then left for the next read.
+ */
+static int add_cpu_slots(struct bpf_state *s, struct vw_cpu_table *t)
+{
+	int fd = bpf_map__fd(s->skel->maps.cpus);
+	uint32_t zero = 0;
+	int left = s->ncpus;
+
+	memset(s->cpu_done, 0, (size_t)s->ncpus * sizeof(*s->cpu_done));
+	for (int attempt = 0; attempt < 4 && left > 0; attempt++) {
+		if (bpf_map_lookup_elem(fd, &zero, s->cpu_a) < 0 ||
+		    bpf_map_lookup_elem(fd, &zero, s->cpu_b) < 0)
+			return -errno;
+		for (int cpu = 0; cpu < s->ncpus; cpu++) {
+			const struct vw_bpf_cpu *a = &s->cpu_a[cpu];
+
+			if (s->cpu_done[cpu] || (a->slot_seq & 1) || a->slot_seq != s->cpu_b[cpu].slot_seq)
+				continue;
+			for (size_t i = 0; i < VW_BPF_CG_SLOTS; i++) {
+				const struct vw_bpf_cg_slot *sl = &a->slots[i];
+
+				if (sl->cgroup_id && sl->runtime_ns &&
+				    vw_cpu_table_add_cgroup(t, sl->cgroup_id, sl->runtime_ns) < 0)
+					return -ENOMEM;
+			}
+			s->cpu_done[cpu] = true;
+			left--;
+		}
+	}
+	if (left > 0)
+		vw_debug("cpu: bpf: %d CPUs kept evicting cgroup slots during the read", left);
+	return 0;
+}
+
+static int cmp_rec(const void *a, const void *b)
+{
+	const struct vw_bpf_task_rec *x = a, *y = b;
+	bool xl = x->pid == x->tgid, yl = y->pid == y->tgid;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	return xl != yl ? (xl ? -1 : 1) : 0; /* the group leader first */
+}
+
+/*
+ * Live threads from the read iterator: their time since open goes to their process (created
+ * here when no thread of it has exited yet), the slice each one is running right now to its
+ * cgroup. t is sorted.
+ */
+static int add_live(struct bpf_state *s, struct vw_cpu_table *t)
+{
+	struct vw_bpf_task_rec *recs = (struct vw_bpf_task_rec *)s->iter_buf;
+	size_t n = s->iter_len / sizeof(*recs), n_sorted = t->n_procs;
+
+	if (s->iter_len % sizeof(*recs))
+		return -EBADMSG;
+	if (n)
+		qsort(recs, n, sizeof(*recs), cmp_rec);
+	for (size_t i = 0, j; i < n; i = j) {
+		const struct vw_bpf_task_rec *lead = &recs[i];
+		uint64_t start = lead->start_ns / s->ns_per_tick, runtime = 0;
+		const struct vw_proc_cpu *found;
+		struct vw_proc_cpu *p;
+
+		for (j = i; j < n && recs[j].tgid == lead->tgid; j++) {
+			runtime += recs[j].runtime_ns;
+			if (recs[j].running_ns &&
+			    vw_cpu_table_add_cgroup(t, recs[j].cgroup_id, recs[j].running_ns) < 0)
+				return -ENOMEM;
+		}
+		found = vw_cpu_table_find_n(t, n_sorted, lead->tgid, start);
+		if (found && found->exited)
+			continue; /* cannot be: the iterator skips exiting threads */
+		p = found ? &t->procs[found - t->procs] : vw_cpu_table_new_proc(t);
+		if (!p)
+			return -ENOMEM;
+		p->tgid = lead->tgid;
+		p->start_time = start;
+		p->cpu_ns += runtime;
+		p->cgroup_id = lead->cgroup_id;
+		comm_copy(p->comm, lead->comm);
+	}
+	return 0;
+}
+
+static void check_stats(struct bpf_state *s)
+{
+	static const char *const what[VW_BPF_STAT__COUNT] = {
+		[VW_BPF_STAT_UNPAIRED] = NULL, /* recovered from prev_sum_exec_runtime: not news */
+		[VW_BPF_STAT_LOST] = "slices of non-fair tasks lost to unseen switches (cgroups only)",
+		[VW_BPF_STAT_PROC_FULL] = "exited threads lost to a full process map",
+		[VW_BPF_STAT_CGROUP_FULL] = "cgroup totals lost to a full spill map",
+		[VW_BPF_STAT_TASK_FULL] = "threads without a slot",
+		[VW_BPF_STAT_REUSED] = "exits lost to a pid reused before collection",
+	};
+	bool news = false;
+	char msg[256] = "";
+	size_t used = 0;
+
+	for (uint32_t k = 0; k < VW_BPF_STAT__COUNT; k++) {
+		uint64_t sum = 0;
+
+		for (int i = 0; i < s->ncpus; i++)
+			sum += s->cpu_a[i].stats[k];
+		if (what[k] && sum != s->stats_seen[k] && used < sizeof(msg)) {
+			int w = snprintf(msg + used, sizeof(msg) - used, "%s%s: %llu", used ? ", " : "",
+					 what[k], (unsigned long long)(sum - s->stats_seen[k]));
+
+			used += w > 0 ? (size_t)w : 0;
+			news = true;
+		}
+		s->stats_seen[k] = sum;
+	}
+	if (news)
+		vw_complain(&s->stats_complaint, VW_LOG_WARN, "cpu: bpf: %s", msg);
+}
+
+static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
+{
+	struct bpf_state *s = state;
+	struct vw_cpu_table *t = vw_cpu_history_begin(&s->hist);
+	int r;
+
+	s->n_exited = 0;
+	r = map_for_each(s, t, s->skel->maps.procs, add_proc);
+	if (r == 0)
+		r = map_for_each(s, t, s->skel->maps.cgroups, add_cgroup);
+	if (r == 0)
+		r = add_cpu_slots(s, t);
+	if (r == 0)
+		r = iter_run(s, s->iter_read);
+	if (r == 0) {
+		vw_cpu_table_sort(t);
+		r = add_live(s, t);
+	}
+	if (r < 0) {
+		vw_cpu_history_abort(&s->hist);
+		return r;
+	}
+	/* Reported below, once: the entries go now. */
+	for (size_t i = 0; i < s->n_exited; i++)
+		(void)bpf_map_delete_elem(bpf_map__fd(s->skel->maps.procs), &s->exited[i]);
+	check_stats(s);
+	vw_cpu_history_finish(&s->hist, ret);
+	return 0;
+}
+
+const struct vw_cpu_account_ops vw_cpu_bpf = {
+	.name = "bpf",
+	.open = bpf_open,
+	.read = bpf_read,
+	.close = bpf_close,
+};

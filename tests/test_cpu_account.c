@@ -1,0 +1,825 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * CPU accountants. Live: a busy and a sleeping child in a fresh cgroup v2 group, measured by
+ * the bpf accountant (tp_btf, then raw_tp with key-by-key map reads) and by the procfs one
+ * against /proc/PID/schedstat. Offline: the procfs parser on fixture trees, the snapshot
+ * history, the registry, and hardware counters with a fake source.
+ *
+ * The bpf cases need root and kernel BTF: elsewhere they skip with the reason, under CI=true a
+ * missing capability fails.
+ */
+#include "vw_test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpu_account.h"
+#include "cpu_account_priv.h"
+#include "fileio.h"
+#include "fixture.h"
+#include "log.h"
+
+static int procfd = -1, sysfd = -1;
+
+static bool in_ci(void)
+{
+	const char *ci = getenv("CI");
+
+	return ci && strcmp(ci, "true") == 0;
+}
+
+/* Skip with a reason here, fail under CI=true. */
+#define REQUIRE(cond, ...)                                                                         \
+	do {                                                                                       \
+		if (!(cond)) {                                                                     \
+			if (in_ci())                                                               \
+				fail_msg(__VA_ARGS__);                                             \
+			print_message("# SKIP: ");                                                 \
+			print_message(__VA_ARGS__);                                                \
+			print_message("\n");                                                       \
+			skip();                                                                    \
+		}                                                                                  \
+	} while (0)
+
+static uint64_t schedstat_ns(pid_t pid)
+{
+	char path[64], buf[128];
+	uint64_t v = 0;
+
+	snprintf(path, sizeof(path), "%d/schedstat", (int)pid);
+	assert_int_equal(vw_read_file_at(procfd, path, buf, sizeof(buf), NULL), 0);
+	buf[strcspn(buf, " ")] = '\0';
+	assert_int_equal(vw_parse_u64(buf, &v), 0);
+	return v;
+}
+
+/* The cgroup2 mount point from <procfs>/self/mountinfo ("" when there is none). */
+static void cgroup2_mount(char *buf, size_t size)
+{
+	_cleanup_free_ char *text = malloc(1 << 20);
+	char *line, *save = NULL;
+
+	buf[0] = '\0';
+	assert_non_null(text);
+	assert_int_equal(vw_read_file_at(procfd, "self/mountinfo", text, 1 << 20, NULL), 0);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		const char *sep = strstr(line, " - ");
+		char mnt[512];
+
+		if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0)
+			continue;
+		/* id parent major:minor root mountpoint ... */
+		if (sscanf(line, "%*s %*s %*s %*s %511s", mnt) == 1 && !strchr(mnt, '\\')) {
+			snprintf(buf, size, "%s", mnt);
+			return;
+		}
+	}
+}
+
+struct child {
+	pid_t pid;
+	int go;   /* write end: one byte starts it */
+	int stop; /* write end: closing it ends the sleeper */
+};
+
+static double thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* A child that waits for "go", then spins for ~1.5 s of CPU (busy) or blocks until stopped. */
+static void spawn(struct child *c, bool busy)
+{
+	int go[2], stop[2];
+	char b;
+
+	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(stop, O_CLOEXEC), 0);
+	c->pid = fork();
+	assert_true(c->pid >= 0);
+	if (c->pid == 0) {
+		close(go[1]);
+		close(stop[1]);
+		if (read(go[0], &b, 1) != 1)
+			_exit(2);
+		if (busy) {
+			double end = thread_cpu_s() + 1.5;
+			volatile uint64_t x = 0;
+
+			while (thread_cpu_s() < end)
+				for (int i = 0; i < 10000; i++)
+					x += (uint64_t)i;
+		} else if (read(stop[0], &b, 1) < 0) {
+			_exit(3);
+		}
+		_exit(0);
+	}
+	close(go[0]);
+	close(stop[0]);
+	c->go = go[1];
+	c->stop = stop[1];
+}
+
+static void start(struct child *c)
+{
+	assert_int_equal(write(c->go, "g", 1), 1);
+	close(c->go);
+	c->go = -1;
+}
+
+static void reap(struct child *c)
+{
+	int status;
+
+	if (c->stop >= 0)
+		close(c->stop);
+	c->stop = -1;
+	assert_int_equal(waitpid(c->pid, &status, 0), c->pid);
+	c->pid = 0;
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/*
+ * Wait until the child has exited but keep it as a zombie (its schedstat stays readable), and
+ * return its final runtime. EXIT_ZOMBIE is set in exit_notify(), before the task's last
+ * switch-out, so its schedstat may still grow for a moment: wait until it stops.
+ */
+static uint64_t wait_zombie(struct child *c)
+{
+	siginfo_t si = { 0 };
+	uint64_t last, now;
+
+	assert_int_equal(waitid(P_PID, (id_t)c->pid, &si, WEXITED | WNOWAIT), 0);
+	now = schedstat_ns(c->pid);
+	for (int i = 0; i < 200; i++) {
+		usleep(5000);
+		last = now;
+		now = schedstat_ns(c->pid);
+		if (now == last)
+			return now;
+	}
+	fail_msg("schedstat of zombie %d keeps changing", (int)c->pid);
+	return 0;
+}
+
+static const struct vw_proc_cpu *find_proc(const struct vw_cpu_snapshot *s, pid_t pid)
+{
+	const struct vw_proc_cpu *hit = NULL;
+
+	for (size_t i = 0; i < s->n_procs; i++) {
+		if (s->procs[i].tgid != (uint32_t)pid)
+			continue;
+		assert_null(hit); /* one entry per process */
+		hit = &s->procs[i];
+	}
+	return hit;
+}
+
+static const struct vw_cgroup_cpu *find_cgroup(const struct vw_cpu_snapshot *s, uint64_t id)
+{
+	for (size_t i = 0; i < s->n_cgroups; i++)
+		if (s->cgroups[i].cgroup_id == id)
+			return &s->cgroups[i];
+	return NULL;
+}
+
+#define assert_ns_near(got, want, rel, abs_ns)                                                     \
+	do {                                                                                       \
+		double _g = (double)(got), _w = (double)(want);                                    \
+		double _tol = VW_MAX((rel) * _w, (double)(abs_ns));                                \
+		if (!(fabs(_g - _w) <= _tol))                                                      \
+			fail_msg("%s = %.0f ns, expected %.0f ns +- %.0f (%.3f %%)", #got, _g, _w, \
+				 _tol, _w > 0 ? 100.0 * (_g - _w) / _w : 0.0);                     \
+	} while (0)
+
+struct scenario {
+	const char *accountant;
+	uint32_t flags;
+	double rel_tol;    /* relative tolerance against schedstat */
+	uint64_t abs_tol;  /* absolute floor of the tolerance, ns */
+	bool cgroups;      /* per-cgroup totals are expected */
+	bool exit_at_zombie; /* the exit is reported while the child is still a zombie */
+};
+
+static int counted_exits(const struct vw_cpu_snapshot *s, pid_t pid, uint64_t *ret_ns)
+{
+	const struct vw_proc_cpu *p = find_proc(s, pid);
+
+	if (!p || !p->exited)
+		return 0;
+	*ret_ns = p->cpu_ns;
+	return 1;
+}
+
+/* What a live scenario holds, so that the teardown can undo it when an assertion fails. */
+static struct {
+	struct vw_cpu_accountant acc;
+	struct child busy, idle;
+	char cgdir[600];
+} live;
+
+static void move_to_cgroup(const char *cgdir, pid_t pid)
+{
+	char procs[640], buf[32];
+	int fd, n;
+
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", cgdir);
+	fd = open(procs, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	n = snprintf(buf, sizeof(buf), "%d", (int)pid);
+	assert_int_equal(write(fd, buf, (size_t)n), n);
+	close(fd);
+}
+
+static void run_scenario(const struct scenario *sc)
+{
+	static unsigned seq;
+	struct vw_cpu_env env = { .procfs_fd = procfd, .sysfs_fd = sysfd, .flags = sc->flags };
+	struct vw_cpu_accountant *acc = &live.acc;
+	struct child *busy = &live.busy, *idle = &live.idle;
+	struct vw_cpu_snapshot snap;
+	const struct vw_proc_cpu *p;
+	const struct vw_cgroup_cpu *cg;
+	char mnt[512];
+	uint64_t cgid = 0, s1, s2, final_ns, idle_ns, cg_total = 0, exit_ns = 0;
+	int r, exits = 0;
+	struct stat st;
+	pid_t pid;
+
+	r = vw_cpu_accountant_open(&env, sc->accountant, acc);
+	REQUIRE(r == 0, "%s accountant unavailable here: %s", sc->accountant, strerror(-r));
+	assert_string_equal(acc->ops->name, sc->accountant);
+
+	cgroup2_mount(mnt, sizeof(mnt));
+	REQUIRE(mnt[0], "no cgroup2 mount in /proc/self/mountinfo");
+	snprintf(live.cgdir, sizeof(live.cgdir), "%s/vw-test-%d-%u", mnt, (int)getpid(), seq++);
+	r = mkdir(live.cgdir, 0755) < 0 ? -errno : 0;
+	if (r < 0) {
+		live.cgdir[0] = '\0';
+		REQUIRE(r == 0, "mkdir in %s: %s", mnt, strerror(-r));
+	}
+	assert_int_equal(stat(live.cgdir, &st), 0);
+	cgid = st.st_ino; /* a cgroup v2 id is its directory's inode number */
+
+	spawn(busy, true);
+	spawn(idle, false);
+	move_to_cgroup(live.cgdir, busy->pid);
+	move_to_cgroup(live.cgdir, idle->pid);
+
+	/* Before: both children are there, with next to nothing. */
+	assert_int_equal(acc->ops->read(acc->state, &snap), 0);
+	assert_non_null(p = find_proc(&snap, busy->pid));
+	assert_false(p->exited);
+	assert_true(p->cpu_ns < 50 * VW_NSEC_PER_MSEC);
+	start(busy);
+	start(idle);
+
+	/* Mid-run: the busy child's running slice is included (in-flight). */
+	usleep(700 * 1000);
+	s1 = schedstat_ns(busy->pid);
+	assert_int_equal(acc->ops->read(acc->state, &snap), 0);
+	s2 = schedstat_ns(busy->pid);
+	assert_non_null(p = find_proc(&snap, busy->pid));
+	print_message("# %s mid-run: schedstat %.6f..%.6f s, accountant %.6f s\n", sc->accountant,
+		      (double)s1 / 1e9, (double)s2 / 1e9, (double)p->cpu_ns / 1e9);
+	assert_true(s1 > 300 * VW_NSEC_PER_MSEC);
+	assert_true(p->cpu_ns + sc->abs_tol + (uint64_t)(sc->rel_tol * (double)s1) >= s1);
+	assert_true(p->cpu_ns <= s2 + sc->abs_tol);
+	if (sc->cgroups)
+		assert_int_equal(p->cgroup_id, cgid);
+
+	/* The busy child exits: held as a zombie, its schedstat is final. */
+	final_ns = wait_zombie(busy);
+	idle_ns = schedstat_ns(idle->pid);
+	assert_int_equal(acc->ops->read(acc->state, &snap), 0);
+	assert_non_null(p = find_proc(&snap, busy->pid));
+	print_message("# %s busy child at exit: schedstat %.6f s, accountant %.6f s (%+.4f %%)%s\n",
+		      sc->accountant, (double)final_ns / 1e9, (double)p->cpu_ns / 1e9,
+		      100.0 * ((double)p->cpu_ns - (double)final_ns) / (double)final_ns,
+		      p->exited ? ", exited" : "");
+	assert_ns_near(p->cpu_ns, final_ns, sc->rel_tol, sc->abs_tol);
+	assert_int_equal(p->exited, sc->exit_at_zombie);
+	exits += counted_exits(&snap, busy->pid, &exit_ns);
+	assert_non_null(p = find_proc(&snap, idle->pid));
+	assert_false(p->exited);
+	assert_ns_near(p->cpu_ns, idle_ns, sc->rel_tol, sc->abs_tol);
+	assert_true(p->cpu_ns < 20 * VW_NSEC_PER_MSEC); /* the sleeper's time is tiny */
+	if (sc->cgroups) {
+		assert_int_equal(p->cgroup_id, cgid);
+		assert_non_null(cg = find_cgroup(&snap, cgid));
+		/* Both children after the move; what they ran before it is in the old group. */
+		assert_true(cg->cpu_ns <= final_ns + idle_ns);
+		assert_ns_near(cg->cpu_ns, final_ns + idle_ns, sc->rel_tol, sc->abs_tol);
+		cg_total = cg->cpu_ns;
+	}
+
+	/* Reaped: the exit shows up exactly once, with the final time. */
+	pid = busy->pid;
+	reap(busy);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(acc->ops->read(acc->state, &snap), 0);
+		exits += counted_exits(&snap, pid, &exit_ns);
+		if (sc->exit_at_zombie || i == 1)
+			assert_null(find_proc(&snap, pid));
+	}
+	assert_int_equal(exits, 1);
+	assert_ns_near(exit_ns, final_ns, sc->rel_tol, sc->abs_tol);
+
+	/* The sleeper goes too (its exit costs CPU: compare with its zombie's schedstat); the
+	 * cgroup keeps everything its tasks ever ran. */
+	close(idle->stop);
+	idle->stop = -1;
+	idle_ns = wait_zombie(idle);
+	pid = idle->pid;
+	exits = 0;
+	for (int i = 0; i < 3; i++) {
+		if (i == 1)
+			reap(idle);
+		assert_int_equal(acc->ops->read(acc->state, &snap), 0);
+		exits += counted_exits(&snap, pid, &exit_ns);
+		if (sc->cgroups) {
+			assert_non_null(cg = find_cgroup(&snap, cgid));
+			assert_true(cg->cpu_ns >= cg_total);
+			cg_total = cg->cpu_ns;
+		}
+	}
+	assert_int_equal(exits, 1);
+	assert_ns_near(exit_ns, idle_ns, sc->rel_tol, sc->abs_tol);
+	assert_null(find_proc(&snap, pid));
+	if (sc->cgroups) /* every ns the two children ran after the move */
+		assert_ns_near(cg_total, final_ns + idle_ns, sc->rel_tol, sc->abs_tol);
+}
+
+static void end_child(struct child *c)
+{
+	if (c->go >= 0)
+		close(c->go);
+	if (c->stop >= 0)
+		close(c->stop);
+	if (c->pid > 0) {
+		kill(c->pid, SIGKILL);
+		(void)waitpid(c->pid, NULL, 0);
+	}
+	*c = (struct child){ .pid = 0, .go = -1, .stop = -1 };
+}
+
+static int live_setup(void **state)
+{
+	(void)state;
+	live.busy = live.idle = (struct child){ .pid = 0, .go = -1, .stop = -1 };
+	return 0;
+}
+
+static int live_teardown(void **state)
+{
+	(void)state;
+	end_child(&live.busy);
+	end_child(&live.idle);
+	if (live.cgdir[0] && rmdir(live.cgdir) < 0)
+		print_message("# rmdir %s: %s\n", live.cgdir, strerror(errno));
+	live.cgdir[0] = '\0';
+	vw_cpu_accountant_close(&live.acc);
+	return 0;
+}
+
+static void test_bpf_tp_btf(void **state)
+{
+	static const struct scenario sc = {
+		.accountant = "bpf", .rel_tol = 0.005, .abs_tol = 100 * 1000,
+		.cgroups = true, .exit_at_zombie = true,
+	};
+
+	(void)state;
+	REQUIRE(VW_HAVE_BPF, "built without BPF (-Dbpf)");
+	REQUIRE(geteuid() == 0, "BPF needs root");
+	run_scenario(&sc);
+}
+
+static void test_bpf_raw_tp_no_batch(void **state)
+{
+	static const struct scenario sc = {
+		.accountant = "bpf", .flags = VW_CPU_BPF_RAW_TP | VW_CPU_BPF_NO_BATCH,
+		.rel_tol = 0.005, .abs_tol = 100 * 1000, .cgroups = true, .exit_at_zombie = true,
+	};
+
+	(void)state;
+	REQUIRE(VW_HAVE_BPF, "built without BPF (-Dbpf)");
+	REQUIRE(geteuid() == 0, "BPF needs root");
+	run_scenario(&sc);
+}
+
+/*
+ * procfs: exact to the ns while every thread lives (task schedstat sum); the tolerance allows
+ * the stat fallback, 2 clock ticks (utime and stime each truncated), plus 0.5 %.
+ */
+static void test_procfs_live(void **state)
+{
+	struct scenario sc = {
+		.accountant = "procfs", .rel_tol = 0.005, .cgroups = false,
+		.exit_at_zombie = false,
+	};
+
+	(void)state;
+	sc.abs_tol = 2 * vw_cpu_ns_per_tick();
+	REQUIRE(geteuid() == 0, "moving children into a new cgroup needs root");
+	run_scenario(&sc);
+}
+
+/* ---- procfs parser on fixture trees ---- */
+
+static void test_parse_pid_stat(void **state)
+{
+	char comm[VW_COMM_LEN];
+	uint64_t ticks = 0, start = 0;
+
+	(void)state;
+	assert_int_equal(vw_procfs_parse_pid_stat(
+				 "42 (a) b)) S 1 42 42 0 -1 4194560 100 0 0 0 7 5 0 0 20 0 1 0 "
+				 "98765 1000 10 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 1\n",
+				 comm, &ticks, &start),
+			 0);
+	assert_string_equal(comm, "a) b)"); /* up to the last ')' */
+	assert_int_equal(ticks, 12);
+	assert_int_equal(start, 98765);
+	/* comm truncated to the buffer; huge fault counts are skipped, not parsed */
+	assert_int_equal(vw_procfs_parse_pid_stat("7 (0123456789abcdefXYZ) R 1 1 1 0 -1 0 "
+						  "99999999999999999999 0 0 0 1 2 0 0 20 0 1 0 3",
+						  comm, &ticks, &start),
+			 0);
+	assert_string_equal(comm, "0123456789abcde");
+	assert_int_equal(ticks, 3);
+	assert_int_equal(start, 3);
+	assert_int_equal(vw_procfs_parse_pid_stat("", comm, &ticks, &start), -EINVAL);
+	assert_int_equal(vw_procfs_parse_pid_stat("1 (x S 1", comm, &ticks, &start), -EINVAL);
+	assert_int_equal(vw_procfs_parse_pid_stat("1 (x) S 1 1 1 0 -1 0 0 0 0 0 7", comm, &ticks,
+						  &start),
+			 -EINVAL); /* cut short */
+	assert_int_equal(vw_procfs_parse_pid_stat("1 (x) S 1 1 1 0 -1 0 0 0 0 0 u s 0 0 20 0 1 0 5",
+						  comm, &ticks, &start),
+			 -EINVAL);
+}
+
+struct fake_proc {
+	uint32_t pid;
+	const char *comm;
+	uint64_t utime, stime, start; /* ticks */
+	uint64_t threads_ns[4];        /* task/<pid + i>/schedstat field 1; 0 ends */
+};
+
+static void write_proc(const char *root, const struct fake_proc *fp)
+{
+	char rel[128], text[512];
+
+	snprintf(rel, sizeof(rel), "%u/stat", fp->pid);
+	snprintf(text, sizeof(text),
+		 "%u (%s) S 1 %u %u 0 -1 4194304 12 0 0 0 %llu %llu 0 0 20 0 1 0 %llu 1000 10\n",
+		 fp->pid, fp->comm, fp->pid, fp->pid, (unsigned long long)fp->utime,
+		 (unsigned long long)fp->stime, (unsigned long long)fp->start);
+	assert_int_equal(vw_fixture_write(root, rel, text, 0), 0);
+	for (int i = 0; i < 4 && fp->threads_ns[i]; i++) {
+		snprintf(rel, sizeof(rel), "%u/task/%u/schedstat", fp->pid, fp->pid + (uint32_t)i);
+		snprintf(text, sizeof(text), "%llu 0 0\n", (unsigned long long)fp->threads_ns[i]);
+		assert_int_equal(vw_fixture_write(root, rel, text, 0), 0);
+	}
+}
+
+static void remove_proc(const char *root, uint32_t pid)
+{
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/%u", root, pid);
+	vw_fixture_rm(strdup(path));
+}
+
+struct procfs_fx {
+	char *root;
+	int fd;
+	struct vw_cpu_accountant acc;
+	struct vw_cpu_snapshot snap;
+};
+
+static int procfs_fx_setup(void **state)
+{
+	static const struct fake_proc init = { 1, "init", 3, 2, 10, { 50 * VW_NSEC_PER_MSEC } };
+	struct procfs_fx *fx = calloc(1, sizeof(*fx));
+
+	if (!fx || !(fx->root = vw_fixture_mkdtemp("procfs")))
+		return -1;
+	write_proc(fx->root, &init);
+	/* Not processes: ignored. */
+	assert_int_equal(vw_fixture_write(fx->root, "self/stat", "garbage", 0), 0);
+	assert_int_equal(vw_fixture_write(fx->root, "stat", "cpu  1 2 3 4\n", 0), 0);
+	assert_int_equal(vw_fixture_mkdir(fx->root, "abc"), 0);
+	assert_int_equal(vw_fixture_mkdir(fx->root, "0"), 0);
+	assert_int_equal(vw_fixture_mkdir(fx->root, "0012"), 0);
+	fx->fd = vw_root_open(fx->root);
+	assert_true(fx->fd >= 0);
+	*state = fx;
+	return 0;
+}
+
+static int procfs_fx_teardown(void **state)
+{
+	struct procfs_fx *fx = *state;
+
+	vw_cpu_accountant_close(&fx->acc);
+	vw_closep(&fx->fd);
+	vw_fixture_rm(fx->root);
+	free(fx);
+	return 0;
+}
+
+static const struct vw_proc_cpu *fx_read(struct procfs_fx *fx, uint32_t pid, uint64_t start)
+{
+	assert_int_equal(fx->acc.ops->read(fx->acc.state, &fx->snap), 0);
+	for (size_t i = 0; i < fx->snap.n_procs; i++)
+		if (fx->snap.procs[i].tgid == pid && fx->snap.procs[i].start_time == start)
+			return &fx->snap.procs[i];
+	return NULL;
+}
+
+static void fx_open(struct procfs_fx *fx)
+{
+	struct vw_cpu_env env = { .procfs_fd = fx->fd, .sysfs_fd = -1 };
+
+	assert_int_equal(vw_cpu_accountant_open(&env, "procfs", &fx->acc), 0);
+}
+
+static void test_procfs_threads(void **state)
+{
+	struct procfs_fx *fx = *state;
+	/* Three live threads: their schedstat sum (ns) beats stat's ticks. */
+	const struct fake_proc mt = { 100, "worker pool", 1, 1, 500,
+				      { 7000001, 20000002, 30000003 } };
+	/* A process that lost threads: stat's utime+stime (all threads) beats the live sum. */
+	const struct fake_proc lost = { 102, "thread churn", 30, 20, 501, { 1000000 } };
+	/* No readable schedstat: stat alone. */
+	const struct fake_proc bare = { 103, "bare", 4, 0, 502, { 0 } };
+	const struct vw_proc_cpu *p;
+	uint64_t tick = vw_cpu_ns_per_tick();
+
+	fx_open(fx);
+	write_proc(fx->root, &mt);
+	write_proc(fx->root, &lost);
+	write_proc(fx->root, &bare);
+	assert_int_equal(vw_fixture_write(fx->root, "103/task/103/schedstat", "xyz\n", 0), 0);
+	assert_non_null(p = fx_read(fx, 100, 500));
+	assert_int_equal(p->cpu_ns, 57000006);
+	assert_string_equal(p->comm, "worker pool");
+	assert_false(p->exited);
+	assert_int_equal(p->cgroup_id, 0);
+	assert_non_null(p = fx_read(fx, 102, 501));
+	assert_int_equal(p->cpu_ns, 50 * tick);
+	assert_non_null(p = fx_read(fx, 103, 502));
+	assert_int_equal(p->cpu_ns, 4 * tick);
+	assert_int_equal(fx->snap.n_cgroups, 0);
+}
+
+static void test_procfs_since_open(void **state)
+{
+	struct procfs_fx *fx = *state;
+	struct fake_proc init = { 1, "init", 3, 2, 10, { 50 * VW_NSEC_PER_MSEC } };
+	const struct vw_proc_cpu *p;
+
+	fx_open(fx);
+	assert_non_null(p = fx_read(fx, 1, 10));
+	assert_int_equal(p->cpu_ns, 0); /* all of it before open */
+	init.threads_ns[0] = 70 * VW_NSEC_PER_MSEC;
+	write_proc(fx->root, &init);
+	assert_non_null(p = fx_read(fx, 1, 10));
+	assert_int_equal(p->cpu_ns, 20 * VW_NSEC_PER_MSEC);
+	/* A reading that goes back (a thread exited, stat is coarser) is held, not reported. */
+	init.threads_ns[0] = 60 * VW_NSEC_PER_MSEC;
+	write_proc(fx->root, &init);
+	assert_non_null(p = fx_read(fx, 1, 10));
+	assert_int_equal(p->cpu_ns, 20 * VW_NSEC_PER_MSEC);
+}
+
+static int count_pid(const struct vw_cpu_snapshot *s, uint32_t pid, int *ret_exited)
+{
+	int n = 0;
+
+	*ret_exited = 0;
+	for (size_t i = 0; i < s->n_procs; i++) {
+		if (s->procs[i].tgid != pid)
+			continue;
+		n++;
+		*ret_exited += s->procs[i].exited;
+	}
+	return n;
+}
+
+static void test_procfs_exit_once(void **state)
+{
+	struct procfs_fx *fx = *state;
+	const struct fake_proc gone = { 200, "short", 0, 0, 600, { 9 * VW_NSEC_PER_MSEC } };
+	const struct vw_proc_cpu *p;
+	int exited;
+
+	fx_open(fx);
+	write_proc(fx->root, &gone);
+	assert_non_null(p = fx_read(fx, 200, 600));
+	assert_false(p->exited);
+	remove_proc(fx->root, 200);
+	assert_non_null(p = fx_read(fx, 200, 600));
+	assert_true(p->exited);
+	assert_int_equal(p->cpu_ns, 9 * VW_NSEC_PER_MSEC); /* its last value */
+	assert_string_equal(p->comm, "short");
+	for (int i = 0; i < 2; i++) {
+		assert_null(fx_read(fx, 200, 600));
+		assert_int_equal(count_pid(&fx->snap, 200, &exited), 0);
+	}
+}
+
+static void test_procfs_pid_reuse(void **state)
+{
+	struct procfs_fx *fx = *state;
+	const struct fake_proc old = { 300, "old", 0, 0, 1000, { 10 * VW_NSEC_PER_MSEC } };
+	const struct fake_proc reused = { 300, "new", 0, 0, 2000, { 1 * VW_NSEC_PER_MSEC } };
+	const struct vw_proc_cpu *p;
+	int exited;
+
+	fx_open(fx);
+	write_proc(fx->root, &old);
+	assert_non_null(fx_read(fx, 300, 1000));
+	remove_proc(fx->root, 300);
+	write_proc(fx->root, &reused);
+	assert_non_null(p = fx_read(fx, 300, 2000));
+	assert_false(p->exited);
+	assert_int_equal(p->cpu_ns, 1 * VW_NSEC_PER_MSEC);
+	assert_string_equal(p->comm, "new");
+	assert_int_equal(count_pid(&fx->snap, 300, &exited), 2);
+	assert_int_equal(exited, 1);
+	assert_null(fx_read(fx, 300, 1000)); /* reported once */
+	assert_int_equal(count_pid(&fx->snap, 300, &exited), 1);
+	assert_int_equal(exited, 0);
+}
+
+static void test_procfs_garbage(void **state)
+{
+	struct procfs_fx *fx = *state;
+	const struct fake_proc ok = { 410, "fine", 1, 0, 700, { 2 * VW_NSEC_PER_MSEC } };
+
+	assert_int_equal(vw_fixture_write(fx->root, "401/stat", "not a stat line\n", 0), 0);
+	assert_int_equal(vw_fixture_write(fx->root, "402/stat", "402 (x S 1 2 3\n", 0), 0);
+	assert_int_equal(vw_fixture_write(fx->root, "403", "a file, not a directory\n", 0), 0);
+	assert_int_equal(vw_fixture_mkdir(fx->root, "404"), 0); /* no stat at all */
+	assert_int_equal(vw_fixture_write(fx->root, "405/stat", "", 0), 0);
+	fx_open(fx);
+	write_proc(fx->root, &ok);
+	assert_non_null(fx_read(fx, 410, 700));
+	for (size_t i = 0; i < fx->snap.n_procs; i++) {
+		assert_true(fx->snap.procs[i].tgid == 1 || fx->snap.procs[i].tgid == 410);
+		assert_false(fx->snap.procs[i].exited);
+	}
+	assert_int_equal(fx->snap.n_procs, 2);
+}
+
+static void test_procfs_empty_root(void **state)
+{
+	char *root = vw_fixture_mkdtemp("procfs-empty");
+	struct vw_cpu_env env = { .sysfs_fd = -1 };
+	struct vw_cpu_accountant acc = { 0 };
+
+	(void)state;
+	assert_non_null(root);
+	env.procfs_fd = vw_root_open(root);
+	assert_true(env.procfs_fd >= 0);
+	assert_int_equal(vw_cpu_procfs.open(&env, &acc.state), -ENODEV);
+	/* The registry tries each, then gives the first error back. */
+	assert_int_equal(vw_cpu_accountant_open(&env, "procfs", &acc), -ENODEV);
+	assert_null(acc.ops);
+	assert_int_equal(vw_cpu_accountant_open(&env, "nonesuch", &acc), -ENOENT);
+	vw_closep(&env.procfs_fd);
+	vw_fixture_rm(root);
+}
+
+/* ---- snapshot history ---- */
+
+static void test_history(void **state)
+{
+	struct vw_cpu_history h = { 0 };
+	struct vw_cpu_snapshot snap;
+	struct vw_cpu_table *t;
+	struct vw_proc_cpu *p;
+
+	(void)state;
+	t = vw_cpu_history_begin(&h);
+	assert_non_null(p = vw_cpu_table_new_proc(t));
+	*p = (struct vw_proc_cpu){ .tgid = 5, .start_time = 1, .cpu_ns = 100 };
+	assert_non_null(p = vw_cpu_table_new_proc(t));
+	*p = (struct vw_proc_cpu){ .tgid = 3, .start_time = 1, .cpu_ns = 7, .exited = true };
+	assert_int_equal(vw_cpu_table_add_cgroup(t, 9, 40), 0);
+	assert_int_equal(vw_cpu_table_add_cgroup(t, 2, 1), 0);
+	assert_int_equal(vw_cpu_table_add_cgroup(t, 9, 2), 0);
+	vw_cpu_history_finish(&h, &snap);
+	assert_int_equal(snap.n_procs, 2);
+	assert_int_equal(snap.procs[0].tgid, 3); /* sorted */
+	assert_int_equal(snap.n_cgroups, 2);
+	assert_int_equal(snap.cgroups[1].cgroup_id, 9);
+	assert_int_equal(snap.cgroups[1].cpu_ns, 42); /* samples of one cgroup summed */
+
+	/* Next read: 5 went back (racing slice), 3's exit shows up again, 9 went back. */
+	t = vw_cpu_history_begin(&h);
+	assert_non_null(p = vw_cpu_table_new_proc(t));
+	*p = (struct vw_proc_cpu){ .tgid = 5, .start_time = 1, .cpu_ns = 90 };
+	assert_non_null(p = vw_cpu_table_new_proc(t));
+	*p = (struct vw_proc_cpu){ .tgid = 3, .start_time = 1, .cpu_ns = 8, .exited = true };
+	assert_non_null(p = vw_cpu_table_new_proc(t));
+	*p = (struct vw_proc_cpu){ .tgid = 5, .start_time = 2, .cpu_ns = 1 }; /* pid reused */
+	assert_int_equal(vw_cpu_table_add_cgroup(t, 9, 41), 0);
+	vw_cpu_history_finish(&h, &snap);
+	assert_int_equal(snap.n_procs, 2);
+	assert_int_equal(snap.procs[0].tgid, 5);
+	assert_int_equal(snap.procs[0].cpu_ns, 100);
+	assert_int_equal(snap.procs[1].start_time, 2);
+	assert_int_equal(snap.procs[1].cpu_ns, 1);
+	assert_int_equal(snap.n_cgroups, 1);
+	assert_int_equal(snap.cgroups[0].cpu_ns, 42);
+
+	/* A failed read leaves the previous one as the reference. */
+	t = vw_cpu_history_begin(&h);
+	vw_cpu_history_abort(&h);
+	t = vw_cpu_history_begin(&h);
+	assert_non_null(p = vw_cpu_table_new_proc(t));
+	*p = (struct vw_proc_cpu){ .tgid = 5, .start_time = 1, .cpu_ns = 95 };
+	vw_cpu_history_finish(&h, &snap);
+	assert_int_equal(snap.procs[0].cpu_ns, 100);
+	vw_cpu_history_free(&h);
+}
+
+static void test_registry(void **state)
+{
+	size_t n = 0;
+
+	(void)state;
+	for (size_t i = 0; vw_cpu_accountants[i]; i++, n++) {
+		const struct vw_cpu_account_ops *o = vw_cpu_accountants[i];
+
+		assert_non_null(o->name);
+		assert_non_null(o->open);
+		assert_non_null(o->read);
+		assert_non_null(o->close);
+		for (size_t j = 0; j < i; j++)
+			assert_string_not_equal(o->name, vw_cpu_accountants[j]->name);
+	}
+	/* Measured in the kernel first, the procfs scan last. */
+	assert_int_equal(n, VW_HAVE_BPF ? 2 : 1);
+	if (VW_HAVE_BPF)
+		assert_string_equal(vw_cpu_accountants[0]->name, "bpf");
+	assert_string_equal(vw_cpu_accountants[n - 1]->name, "procfs");
+}
+
+static int group_setup(void **state)
+{
+	(void)state;
+	if (getenv("VW_TEST_DEBUG"))
+		vw_log_set_level(VW_LOG_DEBUG);
+	procfd = vw_root_open("/proc");
+	sysfd = vw_root_open("/sys");
+	return procfd >= 0 && sysfd >= 0 ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	vw_closep(&procfd);
+	vw_closep(&sysfd);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_bpf_tp_btf, live_setup, live_teardown),
+		cmocka_unit_test_setup_teardown(test_bpf_raw_tp_no_batch, live_setup, live_teardown),
+		cmocka_unit_test_setup_teardown(test_procfs_live, live_setup, live_teardown),
+		cmocka_unit_test(test_parse_pid_stat),
+		cmocka_unit_test_setup_teardown(test_procfs_threads, procfs_fx_setup, procfs_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_procfs_since_open, procfs_fx_setup,
+						procfs_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_procfs_exit_once, procfs_fx_setup,
+						procfs_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_procfs_pid_reuse, procfs_fx_setup,
+						procfs_fx_teardown),
+		cmocka_unit_test_setup_teardown(test_procfs_garbage, procfs_fx_setup, procfs_fx_teardown),
+		cmocka_unit_test(test_procfs_empty_root),
+		cmocka_unit_test(test_history),
+		cmocka_unit_test(test_registry),
+	};
+
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
