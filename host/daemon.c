@@ -16,6 +16,7 @@
 #include "model.h"
 #include "power_source.h"
 #include "procfs.h"
+#include "workloads.h"
 
 struct zone_state {
 	struct vw_energy_counter ctr;
@@ -25,6 +26,7 @@ struct zone_state {
 	double configured_idle_w; /* < 0: none */
 	struct vw_idle_fit *fit;
 	struct vw_node_zone_view view;
+	uint64_t int_idle_uj, int_active_uj; /* the last interval's split */
 };
 
 struct vw_host {
@@ -41,10 +43,14 @@ struct vw_host {
 	size_t n_cpus;
 	struct vw_cpu_stat stat_sample, stat_publish;
 	uint64_t sample_ns, publish_ns; /* time of the last sample and publication */
-	bool sampled, published_once;
+	bool sampled;
 	double usage;
 	struct vw_complaint stat_complaint;
 	struct vw_exposition *expo;
+	struct vw_cpu_accountant cpu;
+	struct vw_podmeta *podmeta;
+	struct vw_workloads *workloads;
+	struct vw_complaint cpu_complaint;
 	uint64_t last_loop_ns; /* for /healthz; atomic */
 };
 
@@ -166,6 +172,98 @@ static int setup_zones(struct vw_host *h)
 	return 0;
 }
 
+static int parse_levels(const struct vw_strlist *l, struct vw_workloads_opts *o)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		if (strcmp(l->v[i], "node") == 0)
+			continue;
+		else if (strcmp(l->v[i], "process") == 0)
+			o->processes = true;
+		else if (strcmp(l->v[i], "container") == 0)
+			o->containers = true;
+		else if (strcmp(l->v[i], "pod") == 0)
+			o->pods = true;
+		else if (strcmp(l->v[i], "vm") == 0)
+			continue; /* VM series arrive with the VM sources */
+		else {
+			vw_error("config: --metrics: unknown level \"%s\" (node, process, container, "
+				 "pod, vm)",
+				 l->v[i]);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int start_podmeta(struct vw_host *h)
+{
+	const struct vw_host_config *c = h->cfg;
+	bool kubelet = c->kube_pod_source && strcmp(c->kube_pod_source, "kubelet") == 0;
+	char kubelet_url[300];
+	struct vw_podmeta_opts po = {
+		.mode = kubelet ? VW_PODMETA_KUBELET : VW_PODMETA_APISERVER,
+		.url = nonempty(kubelet ? c->kube_kubelet_url : c->kube_api_url),
+		.token_file = nonempty(c->kube_token_file),
+		.ca_file = nonempty(c->kube_ca_file),
+		.node_name = h->node_name,
+		.insecure_skip_verify = c->kube_insecure,
+		.poll_ns = c->kube_poll_ns,
+	};
+
+	if (kubelet && !po.url) {
+		snprintf(kubelet_url, sizeof(kubelet_url), "https://%s:10250", h->node_name);
+		po.url = kubelet_url;
+	}
+	h->podmeta = vw_podmeta_start(&po);
+	if (!h->podmeta) {
+		vw_error("kube: cannot start pod metadata (%s): %s", kubelet ? "kubelet" : "apiserver",
+			 strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static int setup_workloads(struct vw_host *h)
+{
+	const struct vw_host_config *c = h->cfg;
+	struct vw_cpu_env env = { .procfs_fd = h->procfs_fd, .sysfs_fd = h->sysfs_fd };
+	struct vw_workloads_opts o = { .procfs_fd = h->procfs_fd,
+				       .host_cpus = h->stat_sample.ncpus,
+				       .process_top_n = (unsigned)c->process_top_n,
+				       .max_terminated = (unsigned)c->max_terminated };
+	struct vw_cpu_snapshot snap = { 0 };
+	struct vw_zone_energy none[VW_ZONE__COUNT] = { 0 };
+	const char *method = c->cpu_accounting && strcmp(c->cpu_accounting, "auto") != 0
+				     ? c->cpu_accounting
+				     : NULL;
+	int r = parse_levels(&c->metrics, &o);
+
+	if (r < 0)
+		return r;
+	if (!o.processes && !o.containers && !o.pods)
+		return 0; /* node level only: no per-process accounting at all */
+	r = vw_cpu_accountant_open(&env, method, &h->cpu);
+	if (r < 0) {
+		/* Node power is still worth serving: degrade to node-level metrics. */
+		vw_error("cpu: no per-process CPU accounting%s%s: exporting node metrics only",
+			 method ? " with " : "", method ? method : "");
+		return method ? r : 0;
+	}
+	if (c->kube_enable) {
+		r = start_podmeta(h);
+		if (r < 0)
+			return r;
+	}
+	o.podmeta = h->podmeta;
+	h->workloads = vw_workloads_new(&o);
+	if (!h->workloads)
+		return -ENOMEM;
+	/* The baseline: CPU time spent before now belongs to no interval of ours. */
+	if (h->cpu.ops->read(h->cpu.state, &snap) == 0)
+		(void)vw_workloads_update(h->workloads, &snap, none, 0);
+	return 0;
+}
+
 int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 {
 	struct vw_host *h = calloc(1, sizeof(*h));
@@ -205,6 +303,9 @@ int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 	r = setup_zones(h);
 	if (r < 0)
 		goto fail;
+	r = setup_workloads(h);
+	if (r < 0)
+		goto fail;
 	h->expo = vw_exposition_new();
 	if (!h->expo) {
 		r = -ENOMEM;
@@ -224,6 +325,9 @@ void vw_host_free(struct vw_host *h)
 	for (size_t i = 0; h->zs && i < h->n_zones; i++)
 		vw_idle_fit_free(h->zs[i].fit);
 	free(h->zs);
+	vw_workloads_free(h->workloads);
+	vw_podmeta_stop(h->podmeta);
+	vw_cpu_accountant_close(&h->cpu);
 	vw_power_source_close(&h->src);
 	vw_model_free(h->model);
 	vw_exposition_free(h->expo);
@@ -328,6 +432,8 @@ static void close_zone_interval(struct vw_host *h, size_t i, uint64_t dt_ns)
 		vw_idle_fit_add(z->fit, h->usage, vw_energy_watts(energy, dt_ns));
 	z->published_uj = z->ctr.total_uj;
 	z->published_gaps = z->ctr.gaps;
+	z->int_idle_uj = idle_uj;
+	z->int_active_uj = active_uj;
 	v->total_uj = z->ctr.total_uj;
 	v->idle_uj = vw_energy_add(v->idle_uj, idle_uj);
 	v->active_uj = vw_energy_add(v->active_uj, active_uj);
@@ -341,6 +447,25 @@ static void close_zone_interval(struct vw_host *h, size_t i, uint64_t dt_ns)
 	v->read_errors = z->read_errors;
 }
 
+#define MAX_EXPOSITION_BYTES (64u << 20)
+
+static int render(struct vw_host *h, const struct vw_node_view *v, enum vw_prom_format fmt,
+		  char **ret, size_t *ret_len)
+{
+	struct vw_prom_writer *w = vw_prom_writer_new(fmt, MAX_EXPOSITION_BYTES);
+	int r;
+
+	if (!w)
+		return -errno;
+	r = vw_host_metrics_write(v, w);
+	if (r == 0 && h->workloads)
+		r = vw_workloads_render(h->workloads, w, h->node_name, h->cpu.ops->name);
+	if (r == 0)
+		r = vw_prom_finish(w, ret, ret_len);
+	vw_prom_writer_free(w);
+	return r;
+}
+
 static int render_and_publish(struct vw_host *h)
 {
 	struct vw_node_zone_view views[VW_POWER_MAX_ZONES];
@@ -348,6 +473,7 @@ static int render_and_publish(struct vw_host *h)
 	struct vw_node_view v;
 	char *text = NULL, *om = NULL;
 	size_t text_len = 0, om_len = 0;
+	uint64_t gen;
 	int r;
 
 	for (size_t i = 0; i < h->n_zones; i++)
@@ -364,16 +490,49 @@ static int render_and_publish(struct vw_host *h)
 				   .n_zones = h->n_zones,
 				   .cpus = h->cpus,
 				   .n_cpus = h->n_cpus };
-	r = vw_host_metrics_render(&v, VW_PROM_TEXT_0_0_4, &text, &text_len);
+	r = render(h, &v, VW_PROM_TEXT_0_0_4, &text, &text_len);
 	if (r == 0)
-		r = vw_host_metrics_render(&v, VW_PROM_OPENMETRICS_1_0_0, &om, &om_len);
+		r = render(h, &v, VW_PROM_OPENMETRICS_1_0_0, &om, &om_len);
 	if (r < 0) {
 		free(text);
 		vw_error("metrics: rendering failed: %s", strerror(-r));
 		return r;
 	}
-	vw_exposition_publish(h->expo, text, text_len, om, om_len);
+	gen = vw_exposition_publish(h->expo, text, text_len, om, om_len);
+	if (h->workloads && gen)
+		vw_workloads_published(h->workloads, gen, vw_exposition_served(h->expo));
 	return 0;
+}
+
+/* Hand the interval's split (sockets summed per zone kind) to the workloads. */
+static void attribute_workloads(struct vw_host *h, uint64_t dt_ns)
+{
+	struct vw_zone_energy ze[VW_ZONE__COUNT] = { 0 };
+	struct vw_cpu_snapshot snap = { 0 };
+	int r;
+
+	if (!h->workloads)
+		return;
+	for (size_t i = 0; i < h->n_zones; i++) {
+		struct vw_zone_energy *e = &ze[h->zones[i].zone];
+
+		e->present = true;
+		e->active_uj += h->zs[i].int_active_uj;
+		e->idle_uj += h->zs[i].int_idle_uj;
+	}
+	r = h->cpu.ops->read(h->cpu.state, &snap);
+	if (r < 0) {
+		vw_complain(&h->cpu_complaint, VW_LOG_WARN, "cpu: %s snapshot failed: %s",
+			    h->cpu.ops->name, strerror(-r));
+		snap = (struct vw_cpu_snapshot){ 0 };
+	} else {
+		vw_release(&h->cpu_complaint, VW_LOG_INFO, "cpu: %s snapshots work again",
+			   h->cpu.ops->name);
+	}
+	r = vw_workloads_update(h->workloads, &snap, ze, dt_ns);
+	if (r < 0)
+		vw_complain(&h->cpu_complaint, VW_LOG_WARN, "workloads: update failed: %s",
+			    strerror(-r));
 }
 
 int vw_host_publish(struct vw_host *h, uint64_t now_ns)
@@ -388,9 +547,9 @@ int vw_host_publish(struct vw_host *h, uint64_t now_ns)
 	h->usage = vw_cpu_stat_usage(&h->stat_publish, &h->stat_sample);
 	for (size_t i = 0; i < h->n_zones; i++)
 		close_zone_interval(h, i, dt_ns);
+	attribute_workloads(h, dt_ns);
 	h->stat_publish = h->stat_sample;
 	h->publish_ns = h->sample_ns;
-	h->published_once = true;
 	return render_and_publish(h);
 }
 

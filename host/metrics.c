@@ -11,8 +11,6 @@
 
 #include "macro.h"
 
-#define MAX_BYTES (64u << 20)
-
 static const char *const l_zone[] = { "zone", "path", "node_name", NULL };
 static const char *const l_node[] = { "node_name", NULL };
 static const char *const l_cpu_info[] = { "processor", "vendor_id", "model_name", "physical_id",
@@ -214,14 +212,10 @@ static int render_info(struct vw_prom_writer *w, const struct vw_node_view *v)
 	return r < 0 ? r : vw_prom_family_end(w);
 }
 
-int vw_host_metrics_render(const struct vw_node_view *v, enum vw_prom_format fmt, char **ret,
-			   size_t *ret_len)
+int vw_host_metrics_write(const struct vw_node_view *v, struct vw_prom_writer *w)
 {
-	struct vw_prom_writer *w = vw_prom_writer_new(fmt, MAX_BYTES);
 	int r = 0;
 
-	if (!w)
-		return -errno;
 	for (size_t k = 0; r == 0 && k < ARRAY_SIZE(zone_families); k++)
 		r = render_zone_family(w, v, k);
 	if (r == 0)
@@ -230,8 +224,5 @@ int vw_host_metrics_render(const struct vw_node_view *v, enum vw_prom_format fmt
 		r = render_node(w, v);
 	if (r == 0)
 		r = render_info(w, v);
-	if (r == 0)
-		r = vw_prom_finish(w, ret, ret_len);
-	vw_prom_writer_free(w);
 	return r;
 }

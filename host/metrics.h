@@ -35,9 +35,8 @@ struct vw_node_view {
 	size_t n_cpus;
 };
 
-/* Render the whole exposition; caller frees *ret. */
-int vw_host_metrics_render(const struct vw_node_view *v, enum vw_prom_format fmt, char **ret,
-			   size_t *ret_len);
+/* Write the node families into w (the caller owns the writer and finishes it). */
+int vw_host_metrics_write(const struct vw_node_view *v, struct vw_prom_writer *w);
 
 /* The static family table (for the selfcheck test). */
 extern const struct vw_metric_family vw_host_families[];

@@ -5,6 +5,9 @@
 
 #define OFF(f) offsetof(struct vw_host_config, f)
 
+static const char *const accounting_names[] = { "auto", "bpf", "procfs", NULL };
+static const char *const pod_sources[] = { "apiserver", "kubelet", NULL };
+
 static const struct vw_option host_options[] = {
 	{ "config.file", NULL, VW_OPT_STRING, OFF(config_file), NULL, "PATH",
 	  "YAML configuration file; flags override its values" },
@@ -46,6 +49,37 @@ static const struct vw_option host_options[] = {
 	  "/var/cache/virtwatt", "PATH", "where a model fetched from model.url is cached" },
 	{ "model.timeout", "model.timeout", VW_OPT_DURATION, OFF(model_timeout_ns), "10s",
 	  "DURATION", "timeout for fetching model.url", 0.1, 600 },
+	{ "metrics", "exporter.prometheus.metricsLevel", VW_OPT_STRLIST, OFF(metrics),
+	  "node,process,container,pod", "LEVEL,...",
+	  "metric levels to export: node, process, container, pod (node is always on)" },
+	{ "metrics.process-top-n", "exporter.prometheus.processTopN", VW_OPT_UINT,
+	  OFF(process_top_n), "50", "N",
+	  "export at most N process series sets, the most energetic (0: all; beware cardinality)",
+	  0, 1000000 },
+	{ "monitor.max-terminated", "monitor.maxTerminated", VW_OPT_UINT, OFF(max_terminated), "500",
+	  "N", "terminated workloads kept until a scrape has seen their final values", 1,
+	  1000000 },
+	{ "cpu.accounting", "cpu.accounting", VW_OPT_STRING, OFF(cpu_accounting), "auto", "METHOD",
+	  "per-process CPU time: bpf (CO-RE eBPF, exact), procfs, or auto (bpf, else procfs)", 0,
+	  0, accounting_names },
+	{ "kube.enable", "kube.enable", VW_OPT_BOOL, OFF(kube_enable), "false", NULL,
+	  "look up pod names, namespaces and CPU requests for containers" },
+	{ "kube.pod-source", "kube.podSource", VW_OPT_STRING, OFF(kube_pod_source), "apiserver",
+	  "SOURCE", "where pods come from: apiserver (list+watch, this node only) or kubelet (/pods)",
+	  0, 0, pod_sources },
+	{ "kube.api-server", "kube.apiServer", VW_OPT_STRING, OFF(kube_api_url), NULL, "URL",
+	  "API server URL (default: in-cluster https://kubernetes.default.svc)" },
+	{ "kube.kubelet-url", "kube.kubeletURL", VW_OPT_STRING, OFF(kube_kubelet_url), NULL, "URL",
+	  "kubelet URL for kube.pod-source=kubelet (default: https://$NODE_NAME:10250)" },
+	{ "kube.token-file", "kube.tokenFile", VW_OPT_STRING, OFF(kube_token_file), NULL, "PATH",
+	  "bearer token file (default: the in-cluster service-account token)" },
+	{ "kube.ca-file", "kube.caFile", VW_OPT_STRING, OFF(kube_ca_file), NULL, "PATH",
+	  "CA bundle for the API server (default: the in-cluster service-account CA)" },
+	{ "kube.insecure-skip-tls-verify", "kube.insecureSkipTLSVerify", VW_OPT_BOOL,
+	  OFF(kube_insecure), "false", NULL,
+	  "do not verify the kubelet's certificate (kubelets often have self-signed ones)" },
+	{ "kube.poll-interval", "kube.pollInterval", VW_OPT_DURATION, OFF(kube_poll_ns), "15s",
+	  "DURATION", "kubelet /pods poll period", 1, 3600 },
 };
 
 const struct vw_config_program vw_host_program = {

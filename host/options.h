@@ -27,6 +27,18 @@ struct vw_host_config {
 	double idle_min_spread;       /* usage spread needed to fit */
 	uint64_t web_max_connections;
 	uint64_t web_timeout_ns;
+	struct vw_strlist metrics;    /* levels: node, process, container, pod */
+	uint64_t process_top_n;
+	uint64_t max_terminated;
+	char *cpu_accounting;         /* auto, bpf, procfs */
+	bool kube_enable;
+	char *kube_pod_source;        /* apiserver, kubelet */
+	char *kube_api_url;
+	char *kube_kubelet_url;
+	char *kube_token_file;
+	char *kube_ca_file;
+	bool kube_insecure;
+	uint64_t kube_poll_ns;
 };
 
 extern const struct vw_config_program vw_host_program;

@@ -40,9 +40,10 @@ struct ctx {
 static int load_cfg(struct ctx *c, const char *extra)
 {
 	char sys[600], proc[600], cache[600];
+	/* Node level only: workload attribution has its own tests. */
 	char *argv[] = { "virtwatt-host", sys, proc, cache, "--kube.node-name=test-node",
-			 "--monitor.interval=5s", (char *)extra, NULL };
-	int argc = extra ? 7 : 6;
+			 "--monitor.interval=5s", "--metrics=node", (char *)extra, NULL };
+	int argc = extra ? 8 : 7;
 	char err[512] = "";
 	int r;
 

@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Workload series with Kepler's names and labels (process, container, pod: active energy, as
+ * Kepler counts it) plus virtwatt's attributed idle and the node-level remainders. Const label
+ * node_name on every series, as Kepler has it.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "energy.h"
+#include "macro.h"
+#include "workloads_priv.h"
+
+static const char *const l_proc[] = { "pid", "comm", "exe", "type", "state", "container_id",
+				      "vm_id", "zone", "node_name", NULL };
+static const char *const l_proc_sec[] = { "pid", "comm", "exe", "type", "container_id", "vm_id",
+					  "node_name", NULL };
+static const char *const l_cont[] = { "container_id", "container_name", "runtime", "state",
+				      "zone", "pod_id", "node_name", NULL };
+static const char *const l_cont_sec[] = { "container_id", "container_name", "runtime", "state",
+					  "pod_id", "node_name", NULL };
+static const char *const l_pod[] = { "pod_id", "pod_name", "pod_namespace", "state", "zone",
+				     "node_name", NULL };
+static const char *const l_rest[] = { "zone", "mode", "node_name", NULL };
+static const char *const l_method[] = { "method", "node_name", NULL };
+
+enum {
+	F_PROC_J, F_PROC_W, F_PROC_IDLE_J, F_PROC_SEC,
+	F_CONT_J, F_CONT_W, F_CONT_IDLE_J, F_CONT_SEC,
+	F_POD_J, F_POD_W, F_POD_IDLE_J,
+	F_UNATTR, F_UNCONT, F_METHOD,
+};
+
+const struct vw_metric_family vw_workload_families[] = {
+	[F_PROC_J] = { "kepler_process_cpu_joules_total", VW_METRIC_COUNTER,
+		       "Energy consumption of cpu at process level in joules", "joules", l_proc },
+	[F_PROC_W] = { "kepler_process_cpu_watts", VW_METRIC_GAUGE,
+		       "Power consumption of cpu at process level in watts", "watts", l_proc },
+	[F_PROC_IDLE_J] = { "virtwatt_process_cpu_idle_joules_total", VW_METRIC_COUNTER,
+			    "Idle energy of cpu attributed to a process in joules", "joules",
+			    l_proc },
+	[F_PROC_SEC] = { "kepler_process_cpu_seconds_total", VW_METRIC_COUNTER,
+			 "Total user and system time of cpu at process level in seconds",
+			 "seconds", l_proc_sec },
+	[F_CONT_J] = { "kepler_container_cpu_joules_total", VW_METRIC_COUNTER,
+		       "Energy consumption of cpu at container level in joules", "joules", l_cont },
+	[F_CONT_W] = { "kepler_container_cpu_watts", VW_METRIC_GAUGE,
+		       "Power consumption of cpu at container level in watts", "watts", l_cont },
+	[F_CONT_IDLE_J] = { "virtwatt_container_cpu_idle_joules_total", VW_METRIC_COUNTER,
+			    "Idle energy of cpu attributed to a container in joules", "joules",
+			    l_cont },
+	[F_CONT_SEC] = { "kepler_container_cpu_seconds_total", VW_METRIC_COUNTER,
+			 "Total user and system time of cpu at container level in seconds",
+			 "seconds", l_cont_sec },
+	[F_POD_J] = { "kepler_pod_cpu_joules_total", VW_METRIC_COUNTER,
+		      "Energy consumption of cpu at pod level in joules", "joules", l_pod },
+	[F_POD_W] = { "kepler_pod_cpu_watts", VW_METRIC_GAUGE,
+		      "Power consumption of cpu at pod level in watts", "watts", l_pod },
+	[F_POD_IDLE_J] = { "virtwatt_pod_cpu_idle_joules_total", VW_METRIC_COUNTER,
+			   "Idle energy of cpu attributed to a pod (by its CPU requests) in joules",
+			   "joules", l_pod },
+	[F_UNATTR] = { "virtwatt_node_cpu_unattributed_joules_total", VW_METRIC_COUNTER,
+		       "Node energy no workload took: active energy of intervals with no CPU time "
+		       "seen, idle energy of unreserved capacity",
+		       "joules", l_rest },
+	[F_UNCONT] = { "virtwatt_node_cpu_uncontained_joules_total", VW_METRIC_COUNTER,
+		       "Node energy attributed to processes in no container (system and kernel), "
+		       "including those that have exited",
+		       "joules", l_rest },
+	[F_METHOD] = { "virtwatt_cpu_accounting_info", VW_METRIC_GAUGE,
+		       "How per-process CPU time is measured: bpf (sched_switch, exact) or procfs",
+		       NULL, l_method },
+};
+const size_t vw_workload_n_families = ARRAY_SIZE(vw_workload_families);
+
+static const char *state_name(bool terminated)
+{
+	return terminated ? "terminated" : "running";
+}
+
+static double interval_watts(const struct vw_workloads *w, const struct acc *a)
+{
+	return vw_energy_watts(a->interval[M_ACTIVE], w->dt_ns);
+}
+
+/* ---- Processes (top N by energy) ---- */
+
+static uint64_t proc_energy(const struct wl_proc *p)
+{
+	uint64_t e = 0;
+
+	for (int z = 0; z < VW_ZONE__COUNT; z++)
+		e += p->z[z].uj[M_ACTIVE] + p->z[z].uj[M_IDLE];
+	return e;
+}
+
+static int cmp_energy_desc(const void *a, const void *b, void *ud)
+{
+	const struct vw_workloads *w = ud;
+	uint64_t x = proc_energy(&w->procs[*(const size_t *)a]);
+	uint64_t y = proc_energy(&w->procs[*(const size_t *)b]);
+
+	return x == y ? 0 : x > y ? -1 : 1;
+}
+
+struct proc_labels {
+	char pid[16];
+	const char *v[10];
+};
+
+static void proc_label_values(const struct vw_workloads *w, const struct wl_proc *p,
+			      const char *node, const char *zone, struct proc_labels *l)
+{
+	const struct wl_container *c = p->container >= 0 ? &w->conts[p->container] : NULL;
+
+	snprintf(l->pid, sizeof(l->pid), "%u", p->tgid);
+	l->v[0] = l->pid;
+	l->v[1] = p->comm;
+	l->v[2] = p->exe;
+	l->v[3] = c ? "container" : "regular";
+	l->v[4] = state_name(p->terminated);
+	l->v[5] = c ? c->id : "";
+	l->v[6] = "";
+	l->v[7] = zone;
+	l->v[8] = node;
+	l->v[9] = NULL;
+}
+
+static int render_procs(const struct vw_workloads *w, struct vw_prom_writer *pw,
+			const char *node, const size_t *order, size_t n)
+{
+	static const int fams[] = { F_PROC_J, F_PROC_W, F_PROC_IDLE_J };
+	int r = 0;
+
+	for (size_t f = 0; r == 0 && f < ARRAY_SIZE(fams); f++) {
+		r = vw_prom_family(pw, &vw_workload_families[fams[f]]);
+		for (size_t k = 0; r == 0 && k < n; k++) {
+			const struct wl_proc *p = &w->procs[order[k]];
+
+			for (int z = 0; r == 0 && z < VW_ZONE__COUNT; z++) {
+				struct proc_labels l;
+
+				if (!w->present[z])
+					continue;
+				proc_label_values(w, p, node, vw_zone_name((enum vw_zone)z), &l);
+				r = fams[f] == F_PROC_J   ? vw_prom_counter_micro(pw, l.v, p->z[z].uj[M_ACTIVE])
+				    : fams[f] == F_PROC_W ? vw_prom_gauge(pw, l.v, interval_watts(w, &p->z[z]))
+							  : vw_prom_counter_micro(pw, l.v, p->z[z].uj[M_IDLE]);
+			}
+		}
+		if (r == 0)
+			r = vw_prom_family_end(pw);
+	}
+	if (r == 0)
+		r = vw_prom_family(pw, &vw_workload_families[F_PROC_SEC]);
+	for (size_t k = 0; r == 0 && k < n; k++) {
+		const struct wl_proc *p = &w->procs[order[k]];
+		struct proc_labels l;
+		const char *v[8];
+
+		proc_label_values(w, p, node, "", &l);
+		/* pid, comm, exe, type, container_id, vm_id, node_name */
+		v[0] = l.v[0], v[1] = l.v[1], v[2] = l.v[2], v[3] = l.v[3];
+		v[4] = l.v[5], v[5] = l.v[6], v[6] = node, v[7] = NULL;
+		r = vw_prom_counter_micro(pw, v, p->cpu_ns / 1000);
+	}
+	return r < 0 ? r : vw_prom_family_end(pw);
+}
+
+static int render_processes(const struct vw_workloads *w, struct vw_prom_writer *pw,
+			    const char *node)
+{
+	_cleanup_free_ size_t *order = calloc(w->n_procs + 1, sizeof(size_t));
+	size_t n = w->n_procs;
+
+	if (!order)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		order[i] = i;
+	if (w->o.process_top_n && n > w->o.process_top_n) {
+		qsort_r(order, n, sizeof(*order), cmp_energy_desc, (void *)w);
+		n = w->o.process_top_n;
+	}
+	return render_procs(w, pw, node, order, n);
+}
+
+/* ---- Containers and pods ---- */
+
+static int render_containers(const struct vw_workloads *w, struct vw_prom_writer *pw,
+			     const char *node)
+{
+	static const int fams[] = { F_CONT_J, F_CONT_W, F_CONT_IDLE_J, F_CONT_SEC };
+	int r = 0;
+
+	for (size_t f = 0; r == 0 && f < ARRAY_SIZE(fams); f++) {
+		r = vw_prom_family(pw, &vw_workload_families[fams[f]]);
+		for (size_t i = 0; r == 0 && i < w->n_conts; i++) {
+			const struct wl_container *c = &w->conts[i];
+			const char *pod = c->pod >= 0 ? w->pods[c->pod].info.uid : "";
+
+			if (c->final_gen == UINT64_MAX)
+				continue;
+			if (fams[f] == F_CONT_SEC) {
+				const char *v[] = { c->id, c->name, vw_runtime_name(c->runtime),
+						    state_name(c->terminated), pod, node, NULL };
+
+				r = vw_prom_counter_micro(pw, v, c->cpu_ns / 1000);
+				continue;
+			}
+			for (int z = 0; r == 0 && z < VW_ZONE__COUNT; z++) {
+				const char *v[] = { c->id, c->name, vw_runtime_name(c->runtime),
+						    state_name(c->terminated),
+						    vw_zone_name((enum vw_zone)z), pod, node, NULL };
+
+				if (!w->present[z])
+					continue;
+				r = fams[f] == F_CONT_J   ? vw_prom_counter_micro(pw, v, c->z[z].uj[M_ACTIVE])
+				    : fams[f] == F_CONT_W ? vw_prom_gauge(pw, v, interval_watts(w, &c->z[z]))
+							  : vw_prom_counter_micro(pw, v, c->z[z].uj[M_IDLE]);
+			}
+		}
+		if (r == 0)
+			r = vw_prom_family_end(pw);
+	}
+	return r;
+}
+
+static int render_pods(const struct vw_workloads *w, struct vw_prom_writer *pw, const char *node)
+{
+	static const int fams[] = { F_POD_J, F_POD_W, F_POD_IDLE_J };
+	int r = 0;
+
+	for (size_t f = 0; r == 0 && f < ARRAY_SIZE(fams); f++) {
+		r = vw_prom_family(pw, &vw_workload_families[fams[f]]);
+		for (size_t i = 0; r == 0 && i < w->n_pods; i++) {
+			const struct wl_pod *p = &w->pods[i];
+
+			for (int z = 0; r == 0 && z < VW_ZONE__COUNT; z++) {
+				const char *v[] = { p->info.uid, p->info.name, p->info.namespace_,
+						    state_name(p->terminated),
+						    vw_zone_name((enum vw_zone)z), node, NULL };
+
+				if (!w->present[z] || p->final_gen == UINT64_MAX)
+					continue;
+				r = fams[f] == F_POD_J   ? vw_prom_counter_micro(pw, v, p->z[z].uj[M_ACTIVE])
+				    : fams[f] == F_POD_W ? vw_prom_gauge(pw, v, interval_watts(w, &p->z[z]))
+							 : vw_prom_counter_micro(pw, v, p->z[z].uj[M_IDLE]);
+			}
+		}
+		if (r == 0)
+			r = vw_prom_family_end(pw);
+	}
+	return r;
+}
+
+static int render_rest(const struct vw_workloads *w, struct vw_prom_writer *pw, int fam,
+		       uint64_t (*t)[2], const char *node)
+{
+	int r = vw_prom_family(pw, &vw_workload_families[fam]);
+
+	for (int z = 0; r == 0 && z < VW_ZONE__COUNT; z++)
+		for (int m = 0; r == 0 && m < M__COUNT; m++) {
+			const char *v[] = { vw_zone_name((enum vw_zone)z),
+					    m == M_ACTIVE ? "active" : "idle", node, NULL };
+
+			if (w->present[z])
+				r = vw_prom_counter_micro(pw, v, t[z][m]);
+		}
+	return r < 0 ? r : vw_prom_family_end(pw);
+}
+
+int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
+			const char *node_name, const char *method)
+{
+	struct vw_workloads_totals t = w->totals;
+	int r = 0;
+
+	if (w->o.processes)
+		r = render_processes(w, pw, node_name);
+	if (r == 0 && w->o.containers)
+		r = render_containers(w, pw, node_name);
+	if (r == 0 && w->o.pods)
+		r = render_pods(w, pw, node_name);
+	if (r == 0)
+		r = render_rest(w, pw, F_UNATTR, t.unattributed, node_name);
+	if (r == 0)
+		r = render_rest(w, pw, F_UNCONT, t.uncontained, node_name);
+	if (r == 0) {
+		const char *v[] = { method, node_name, NULL };
+
+		r = vw_prom_family(pw, &vw_workload_families[F_METHOD]);
+		if (r == 0)
+			r = vw_prom_gauge(pw, v, 1);
+		if (r == 0)
+			r = vw_prom_family_end(pw);
+	}
+	return r;
+}

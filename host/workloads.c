@@ -1,0 +1,530 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "workloads.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "energy.h"
+#include "fileio.h"
+#include "log.h"
+#include "macro.h"
+#include "ratio.h"
+#include "workloads_priv.h"
+
+#define GROW(arr, n, cap)                                                                          \
+	({                                                                                         \
+		int _r = 0;                                                                        \
+		if ((n) == (cap)) {                                                                \
+			size_t _nc = (cap) ? (cap) * 2 : 64;                                       \
+			__typeof__(arr) _na = reallocarray((arr), _nc, sizeof(*(arr)));           \
+			if (_na) {                                                                 \
+				(arr) = _na;                                                       \
+				(cap) = _nc;                                                       \
+			} else {                                                                   \
+				_r = -ENOMEM;                                                      \
+			}                                                                          \
+		}                                                                                  \
+		_r;                                                                                \
+	})
+
+struct vw_workloads *vw_workloads_new(const struct vw_workloads_opts *opts)
+{
+	struct vw_workloads *w = calloc(1, sizeof(*w));
+
+	if (!w)
+		return NULL;
+	w->o = *opts;
+	if (w->o.max_terminated == 0)
+		w->o.max_terminated = 500;
+	return w;
+}
+
+void vw_workloads_free(struct vw_workloads *w)
+{
+	if (!w)
+		return;
+	free(w->procs);
+	free(w->conts);
+	free(w->pods);
+	free(w->weights);
+	free(w->out);
+	free(w);
+}
+
+/* ---- Discovery ---- */
+
+/* /proc/PID/stat: ppid (field 4) and starttime (field 22), after the parenthesised comm. */
+static int read_stat(int procfd, uint32_t tgid, uint32_t *ret_ppid, uint64_t *ret_start)
+{
+	char rel[32], buf[1024];
+	unsigned long long start = 0;
+	unsigned ppid = 0;
+	const char *p;
+	int r;
+
+	snprintf(rel, sizeof(rel), "%u/stat", tgid);
+	r = vw_read_file_at(procfd, rel, buf, sizeof(buf), NULL);
+	if (r < 0)
+		return r;
+	p = strrchr(buf, ')');
+	if (!p || sscanf(p + 2, "%*c %u %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
+			 "%*s %*s %*s %llu", &ppid, &start) != 2)
+		return -EINVAL;
+	*ret_ppid = ppid;
+	*ret_start = start;
+	return 0;
+}
+
+static void read_exe(int procfd, uint32_t tgid, char *buf, size_t size)
+{
+	char rel[32];
+	ssize_t n;
+
+	snprintf(rel, sizeof(rel), "%u/exe", tgid);
+	n = readlinkat(procfd, rel, buf, size - 1);
+	buf[n > 0 ? (size_t)n : 0] = '\0';
+}
+
+static int find_pod(struct vw_workloads *w, const struct vw_pod_info *pi)
+{
+	for (size_t i = 0; i < w->n_pods; i++)
+		if (strcmp(w->pods[i].info.uid, pi->uid) == 0) {
+			w->pods[i].terminated = false; /* a new process of a known pod */
+			return (int)i;
+		}
+	if (GROW(w->pods, w->n_pods, w->cap_pods) < 0)
+		return -1;
+	w->pods[w->n_pods] = (struct wl_pod){ .info = *pi };
+	return (int)w->n_pods++;
+}
+
+static int find_container(struct vw_workloads *w, const struct vw_cgroup_match *m)
+{
+	struct vw_pod_info pi;
+	char name[254] = "";
+	int pod = -1;
+
+	for (size_t i = 0; i < w->n_conts; i++)
+		if (strcmp(w->conts[i].id, m->container_id) == 0) {
+			w->conts[i].terminated = false; /* a new process of a known container */
+			if (w->conts[i].pod >= 0)
+				w->pods[w->conts[i].pod].terminated = false;
+			return (int)i;
+		}
+	if (w->o.podmeta &&
+	    vw_podmeta_by_container(w->o.podmeta, m->container_id, &pi, name, sizeof(name)) == 0)
+		pod = find_pod(w, &pi);
+	if (GROW(w->conts, w->n_conts, w->cap_conts) < 0)
+		return -1;
+	w->conts[w->n_conts] = (struct wl_container){ .runtime = m->runtime, .pod = pod };
+	snprintf(w->conts[w->n_conts].id, sizeof(w->conts[0].id), "%s", m->container_id);
+	snprintf(w->conts[w->n_conts].name, sizeof(w->conts[0].name), "%s", name);
+	return (int)w->n_conts++;
+}
+
+static int add_proc(struct vw_workloads *w, const struct vw_proc_cpu *p)
+{
+	struct vw_cgroup_match m;
+	struct wl_proc *np;
+	uint32_t ppid = 0;
+	uint64_t start = p->start_time;
+
+	if (GROW(w->procs, w->n_procs, w->cap_procs) < 0)
+		return -ENOMEM;
+	np = &w->procs[w->n_procs];
+	*np = (struct wl_proc){ .tgid = p->tgid, .container = -1 };
+	memcpy(np->comm, p->comm, sizeof(np->comm));
+	np->comm[VW_COMM_LEN - 1] = '\0';
+	if (read_stat(w->o.procfs_fd, p->tgid, &ppid, &start) == 0 && !np->start_time)
+		np->start_time = p->start_time ? p->start_time : start;
+	np->kernel = p->tgid == 2 || ppid == 2 || p->tgid == 0;
+	if (!np->kernel)
+		read_exe(w->o.procfs_fd, p->tgid, np->exe, sizeof(np->exe));
+	if (!np->kernel && vw_workload_read_pid(w->o.procfs_fd, p->tgid, &m) == 0 && m.container)
+		np->container = find_container(w, &m);
+	/* Before the baseline, CPU time already spent is not this interval's. */
+	np->last_cpu_ns = w->baseline_taken ? 0 : p->cpu_ns;
+	w->n_procs++;
+	return 0;
+}
+
+static int cmp_proc(const void *a, const void *b)
+{
+	const struct wl_proc *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	/* A terminated entry sorts before the live one with the same (reused) PID. */
+	return (int)y->terminated - (int)x->terminated;
+}
+
+static struct wl_proc *lookup_live(struct vw_workloads *w, uint32_t tgid, size_t sorted)
+{
+	size_t lo = 0, hi = sorted;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (w->procs[mid].tgid < tgid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (; lo < sorted && w->procs[lo].tgid == tgid; lo++)
+		if (!w->procs[lo].terminated)
+			return &w->procs[lo];
+	return NULL;
+}
+
+static void terminate_proc(struct wl_proc *p)
+{
+	p->terminated = true;
+	p->final_gen = 0;
+}
+
+/* Merge the snapshot into the process table; sets each process's delta_ns. */
+static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *snap)
+{
+	size_t sorted = w->n_procs;
+
+	for (size_t i = 0; i < w->n_procs; i++)
+		w->procs[i].delta_ns = 0;
+	for (size_t i = 0; i < snap->n_procs; i++) {
+		const struct vw_proc_cpu *s = &snap->procs[i];
+		struct wl_proc *p = lookup_live(w, s->tgid, sorted);
+
+		if (p && s->start_time && p->start_time && s->start_time != p->start_time) {
+			terminate_proc(p); /* the PID was reused */
+			p = NULL;
+		}
+		if (!p) {
+			int r = add_proc(w, s);
+
+			if (r < 0)
+				return r;
+			p = &w->procs[w->n_procs - 1];
+		}
+		p->delta_ns = s->cpu_ns >= p->last_cpu_ns ? s->cpu_ns - p->last_cpu_ns : 0;
+		p->last_cpu_ns = s->cpu_ns;
+		p->cpu_ns += p->delta_ns;
+		if (s->exited)
+			terminate_proc(p);
+	}
+	qsort(w->procs, w->n_procs, sizeof(*w->procs), cmp_proc);
+	return 0;
+}
+
+/* Processes the accountant no longer reports and that are gone from procfs. */
+static void reap_vanished(struct vw_workloads *w)
+{
+	for (size_t i = 0; i < w->n_procs; i++) {
+		struct wl_proc *p = &w->procs[i];
+		char rel[16];
+
+		if (p->terminated || p->delta_ns || p->tgid == 0)
+			continue;
+		snprintf(rel, sizeof(rel), "%u", p->tgid);
+		if (faccessat(w->o.procfs_fd, rel, F_OK, 0) < 0 && errno == ENOENT)
+			terminate_proc(p);
+	}
+}
+
+/* ---- Attribution ---- */
+
+static int scratch(struct vw_workloads *w, size_t n)
+{
+	if (n <= w->cap_scratch)
+		return 0;
+	free(w->weights);
+	free(w->out);
+	w->weights = calloc(n, sizeof(uint64_t));
+	w->out = calloc(n, sizeof(uint64_t));
+	w->cap_scratch = w->weights && w->out ? n : 0;
+	return w->cap_scratch ? 0 : -ENOMEM;
+}
+
+static void give(struct vw_workloads *w, struct wl_proc *p, enum vw_zone z, int m, uint64_t uj)
+{
+	p->z[z].uj[m] = vw_energy_add(p->z[z].uj[m], uj);
+	p->z[z].interval[m] += uj;
+	w->totals.processes[z][m] += uj;
+	if (p->container < 0) {
+		w->totals.uncontained[z][m] += uj;
+		return;
+	}
+	struct wl_container *c = &w->conts[p->container];
+
+	c->z[z].uj[m] = vw_energy_add(c->z[z].uj[m], uj);
+	c->z[z].interval[m] += uj;
+	w->totals.containers[z][m] += uj;
+	if (c->pod >= 0) {
+		struct wl_pod *pod = &w->pods[c->pod];
+
+		pod->z[z].uj[m] = vw_energy_add(pod->z[z].uj[m], uj);
+		pod->z[z].interval[m] += uj;
+		w->totals.pods[z][m] += uj;
+	}
+}
+
+static int pod_of(const struct vw_workloads *w, const struct wl_proc *p)
+{
+	return p->container >= 0 ? w->conts[p->container].pod : -1;
+}
+
+/* Split `uj` over the processes of pod `pod` (all processes when pod == -2) by CPU delta,
+ * equally when none ran; returns what could not be given (no process at all). */
+static uint64_t split_over(struct vw_workloads *w, int pod, enum vw_zone z, int m, uint64_t uj)
+{
+	uint64_t rest = 0, sum = 0;
+	size_t n = w->n_procs;
+
+	for (size_t i = 0; i < n; i++) {
+		bool in = pod == -2 || pod_of(w, &w->procs[i]) == pod;
+
+		w->weights[i] = in ? w->procs[i].delta_ns : 0;
+		sum += w->weights[i];
+	}
+	if (sum == 0 && pod != -2)
+		for (size_t i = 0; i < n; i++)
+			w->weights[i] = pod_of(w, &w->procs[i]) == pod && !w->procs[i].terminated;
+	(void)vw_ratio_split(uj, w->weights, n, w->out, &rest);
+	for (size_t i = 0; i < n; i++)
+		if (w->out[i])
+			give(w, &w->procs[i], z, m, w->out[i]);
+	return rest;
+}
+
+static int attribute_idle(struct vw_workloads *w, enum vw_zone z, uint64_t idle)
+{
+	_cleanup_free_ uint64_t *reserve = calloc(w->n_pods + 1, sizeof(uint64_t));
+	_cleanup_free_ uint64_t *pod_idle = calloc(w->n_pods + 1, sizeof(uint64_t));
+	uint64_t rest = 0, any = 0;
+
+	if (!reserve || !pod_idle)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->n_pods; i++) {
+		reserve[i] = w->pods[i].live ? w->pods[i].info.cpu_request_millis : 0;
+		any |= reserve[i];
+	}
+	if (!any) {
+		/* Nothing reserved: idle follows CPU time, as active does. */
+		w->totals.unattributed[z][M_IDLE] += split_over(w, -2, z, M_IDLE, idle);
+		return 0;
+	}
+	(void)vw_ratio_split_idle(idle, reserve, NULL, w->n_pods,
+				  (uint64_t)w->o.host_cpus * 1000, pod_idle, &rest);
+	for (size_t i = 0; i < w->n_pods; i++)
+		if (pod_idle[i])
+			rest += split_over(w, (int)i, z, M_IDLE, pod_idle[i]);
+	w->totals.unattributed[z][M_IDLE] += rest;
+	return 0;
+}
+
+static void count_live(struct vw_workloads *w)
+{
+	for (size_t i = 0; i < w->n_conts; i++)
+		w->conts[i].live = 0, w->conts[i].delta_ns = 0;
+	for (size_t i = 0; i < w->n_pods; i++)
+		w->pods[i].live = 0;
+	for (size_t i = 0; i < w->n_procs; i++) {
+		struct wl_proc *p = &w->procs[i];
+
+		if (p->container < 0)
+			continue;
+		w->conts[p->container].delta_ns += p->delta_ns;
+		w->conts[p->container].cpu_ns += p->delta_ns;
+		/* A process that ran this interval counts, even if it has just exited. */
+		if (!p->terminated || p->delta_ns) {
+			w->conts[p->container].live++;
+			if (w->conts[p->container].pod >= 0)
+				w->pods[w->conts[p->container].pod].live++;
+		}
+	}
+}
+
+static void clear_acc(struct acc *z)
+{
+	for (int i = 0; i < VW_ZONE__COUNT; i++)
+		z[i].interval[M_ACTIVE] = z[i].interval[M_IDLE] = 0;
+}
+
+static void clear_intervals(struct vw_workloads *w)
+{
+	for (size_t i = 0; i < w->n_procs; i++)
+		clear_acc(w->procs[i].z);
+	for (size_t i = 0; i < w->n_conts; i++)
+		clear_acc(w->conts[i].z);
+	for (size_t i = 0; i < w->n_pods; i++)
+		clear_acc(w->pods[i].z);
+}
+
+/* Containers with no live process, and pods with no live container, are terminated. */
+static void settle_states(struct vw_workloads *w)
+{
+	for (size_t i = 0; i < w->n_conts; i++)
+		if (!w->conts[i].terminated && w->conts[i].live == 0) {
+			w->conts[i].terminated = true;
+			w->conts[i].final_gen = 0;
+		}
+	for (size_t i = 0; i < w->n_pods; i++)
+		if (!w->pods[i].terminated && w->pods[i].live == 0) {
+			w->pods[i].terminated = true;
+			w->pods[i].final_gen = 0;
+		}
+}
+
+int vw_workloads_update(struct vw_workloads *w, const struct vw_cpu_snapshot *snap,
+			const struct vw_zone_energy zones[VW_ZONE__COUNT], uint64_t dt_ns)
+{
+	int r = merge_snapshot(w, snap);
+
+	if (r < 0)
+		return r;
+	reap_vanished(w);
+	if (!w->baseline_taken) {
+		w->baseline_taken = true;
+		return 0;
+	}
+	r = scratch(w, w->n_procs);
+	if (r < 0)
+		return r;
+	clear_intervals(w);
+	count_live(w);
+	w->dt_ns = dt_ns;
+	for (int z = 0; z < VW_ZONE__COUNT; z++) {
+		if (!zones[z].present)
+			continue;
+		w->present[z] = true;
+		w->totals.unattributed[z][M_ACTIVE] +=
+			split_over(w, -2, (enum vw_zone)z, M_ACTIVE, zones[z].active_uj);
+		r = attribute_idle(w, (enum vw_zone)z, zones[z].idle_uj);
+		if (r < 0) /* the interval's idle is kept whole as unattributed */
+			w->totals.unattributed[z][M_IDLE] += zones[z].idle_uj;
+	}
+	settle_states(w);
+	return 0;
+}
+
+/* ---- Retention ---- */
+
+/* Whether a terminated entry may go: its final value has been served (or the backlog of
+ * unscraped terminated entries is over the cap). Stamps the generation on first call. */
+static bool expired(bool terminated, uint64_t *final_gen, uint64_t gen, uint64_t served,
+		    bool over_cap)
+{
+	if (!terminated)
+		return false;
+	if (*final_gen == 0) {
+		*final_gen = gen;
+		return false;
+	}
+	return served >= *final_gen || over_cap;
+}
+
+static size_t count_terminated(const struct vw_workloads *w)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < w->n_procs; i++)
+		n += w->procs[i].terminated;
+	return n;
+}
+
+static void drop_procs(struct vw_workloads *w, uint64_t gen, uint64_t served)
+{
+	bool over = count_terminated(w) > w->o.max_terminated;
+	size_t j = 0;
+
+	for (size_t i = 0; i < w->n_procs; i++)
+		if (!expired(w->procs[i].terminated, &w->procs[i].final_gen, gen, served, over))
+			w->procs[j++] = w->procs[i];
+	w->n_procs = j;
+}
+
+/*
+ * A parent (container, pod) goes once expired and no remaining child refers to it. `keep`
+ * says per parent whether it stays; children's indices are remapped through it. Returns the
+ * new parent count; the caller compacts its array with the same map.
+ */
+static int remap(const bool *keep, size_t n_parents, int *child_idx, size_t n_children,
+		 size_t child_stride, int *map)
+{
+	int j = 0;
+
+	for (size_t i = 0; i < n_parents; i++)
+		map[i] = keep[i] ? j++ : -1;
+	for (size_t i = 0; i < n_children; i++) {
+		int *idx = (int *)((char *)child_idx + i * child_stride);
+
+		if (*idx >= 0)
+			*idx = map[*idx];
+	}
+	return j;
+}
+
+static int drop_containers(struct vw_workloads *w, uint64_t gen, uint64_t served)
+{
+	_cleanup_free_ bool *keep = calloc(w->n_conts + 1, sizeof(bool));
+	_cleanup_free_ int *map = calloc(w->n_conts + 1, sizeof(int));
+	size_t j = 0;
+
+	if (!keep || !map)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->n_procs; i++)
+		if (w->procs[i].container >= 0)
+			keep[w->procs[i].container] = true;
+	for (size_t i = 0; i < w->n_conts; i++)
+		keep[i] |= !expired(w->conts[i].terminated, &w->conts[i].final_gen, gen, served,
+				    false);
+	(void)remap(keep, w->n_conts, w->n_procs ? &w->procs[0].container : NULL, w->n_procs,
+		    sizeof(*w->procs), map);
+	for (size_t i = 0; i < w->n_conts; i++)
+		if (keep[i])
+			w->conts[j++] = w->conts[i];
+	w->n_conts = j;
+	return 0;
+}
+
+static int drop_pods(struct vw_workloads *w, uint64_t gen, uint64_t served)
+{
+	_cleanup_free_ bool *keep = calloc(w->n_pods + 1, sizeof(bool));
+	_cleanup_free_ int *map = calloc(w->n_pods + 1, sizeof(int));
+	size_t j = 0;
+
+	if (!keep || !map)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->n_conts; i++)
+		if (w->conts[i].pod >= 0)
+			keep[w->conts[i].pod] = true;
+	for (size_t i = 0; i < w->n_pods; i++)
+		keep[i] |= !expired(w->pods[i].terminated, &w->pods[i].final_gen, gen, served,
+				    false);
+	(void)remap(keep, w->n_pods, w->n_conts ? &w->conts[0].pod : NULL, w->n_conts,
+		    sizeof(*w->conts), map);
+	for (size_t i = 0; i < w->n_pods; i++)
+		if (keep[i])
+			w->pods[j++] = w->pods[i];
+	w->n_pods = j;
+	return 0;
+}
+
+void vw_workloads_published(struct vw_workloads *w, uint64_t gen, uint64_t served_gen)
+{
+	drop_procs(w, gen, served_gen);
+	/* On ENOMEM nothing is dropped this time; the next publication tries again. */
+	if (drop_containers(w, gen, served_gen) == 0)
+		(void)drop_pods(w, gen, served_gen);
+}
+
+void vw_workloads_totals(const struct vw_workloads *w, struct vw_workloads_totals *ret)
+{
+	*ret = w->totals;
+}
+
+size_t vw_workloads_n_processes(const struct vw_workloads *w)
+{
+	return w->n_procs;
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The workload registry: processes, containers and pods, their CPU time and their share of each
+ * interval's node energy per zone (active by CPU-time share, idle by reservation; see
+ * docs/attribution.md). Parents are exact sums of their children; what no workload takes is
+ * kept as an explicit unattributed remainder, so for every zone and mode:
+ *   node = sum(containers) + uncontained processes + unattributed.
+ * Terminated workloads stay until one scrape has seen their final value.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu_account.h"
+#include "prom.h"
+#include "workload.h"
+#include "zone.h"
+
+struct vw_workloads;
+
+struct vw_workloads_opts {
+	int procfs_fd;            /* for /proc/PID/{cgroup,stat,exe} */
+	struct vw_podmeta *podmeta; /* NULL: no pod metadata */
+	unsigned host_cpus;       /* idle capacity = host_cpus x 1000 millicores */
+	bool processes;           /* export process series */
+	unsigned process_top_n;   /* at most this many process series (0: no limit) */
+	bool containers, pods;    /* export container / pod series */
+	unsigned max_terminated;  /* terminated workloads kept per level awaiting a scrape */
+};
+
+struct vw_workloads *vw_workloads_new(const struct vw_workloads_opts *opts);
+void vw_workloads_free(struct vw_workloads *w);
+
+/* Per zone kind, the interval's node energy split (sockets summed). */
+struct vw_zone_energy {
+	bool present;
+	uint64_t active_uj, idle_uj;
+};
+
+/*
+ * One interval: the accountant's cumulative snapshot and the node's energy per zone. The first
+ * call only takes the baseline (no energy moves: the CPU time before it is not this interval's).
+ */
+int vw_workloads_update(struct vw_workloads *w, const struct vw_cpu_snapshot *snap,
+			const struct vw_zone_energy zones[VW_ZONE__COUNT], uint64_t dt_ns);
+/* After publishing generation `gen`: terminated workloads whose final value it holds are
+ * dropped once a scrape has served a generation >= theirs. */
+void vw_workloads_published(struct vw_workloads *w, uint64_t gen, uint64_t served_gen);
+
+int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
+			const char *node_name, const char *method);
+
+/* Totals for checks: node-level sums per zone and mode (0 active, 1 idle). */
+struct vw_workloads_totals {
+	uint64_t containers[VW_ZONE__COUNT][2];
+	uint64_t pods[VW_ZONE__COUNT][2];
+	uint64_t uncontained[VW_ZONE__COUNT][2];
+	uint64_t unattributed[VW_ZONE__COUNT][2];
+	uint64_t processes[VW_ZONE__COUNT][2]; /* live and remembered processes */
+};
+void vw_workloads_totals(const struct vw_workloads *w, struct vw_workloads_totals *ret);
+size_t vw_workloads_n_processes(const struct vw_workloads *w);
+
+extern const struct vw_metric_family vw_workload_families[];
+extern const size_t vw_workload_n_families;

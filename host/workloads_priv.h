@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The workload registry's tables, shared by workloads.c (accounting) and
+ * workload_metrics.c (rendering). Not for other modules. */
+#pragma once
+
+#include "workloads.h"
+
+enum { M_ACTIVE, M_IDLE, M__COUNT };
+
+struct acc {
+	uint64_t uj[M__COUNT];       /* cumulative */
+	uint64_t interval[M__COUNT]; /* the last interval's share */
+};
+
+struct wl_proc {
+	uint32_t tgid;
+	uint64_t start_time;
+	char comm[VW_COMM_LEN];
+	char exe[160];
+	int container; /* index, -1: none */
+	bool kernel;
+	uint64_t last_cpu_ns, delta_ns, cpu_ns;
+	bool terminated;
+	uint64_t final_gen; /* generation holding the final value; 0 = not yet published */
+	struct acc z[VW_ZONE__COUNT];
+};
+
+struct wl_container {
+	char id[VW_CONTAINER_ID_LEN];
+	char name[254];
+	enum vw_runtime runtime;
+	int pod; /* index, -1: none */
+	unsigned live;
+	uint64_t cpu_ns, delta_ns;
+	bool terminated;
+	uint64_t final_gen;
+	struct acc z[VW_ZONE__COUNT];
+};
+
+struct wl_pod {
+	struct vw_pod_info info;
+	unsigned live;
+	bool terminated;
+	uint64_t final_gen;
+	struct acc z[VW_ZONE__COUNT];
+};
+
+struct vw_workloads {
+	struct vw_workloads_opts o;
+	bool baseline_taken;
+	bool present[VW_ZONE__COUNT];
+	uint64_t dt_ns;
+	struct wl_proc *procs;
+	size_t n_procs, cap_procs;
+	struct wl_container *conts;
+	size_t n_conts, cap_conts;
+	struct wl_pod *pods;
+	size_t n_pods, cap_pods;
+	struct vw_workloads_totals totals;
+	/* Scratch reused every interval. */
+	uint64_t *weights, *out;
+	size_t cap_scratch;
+};
+

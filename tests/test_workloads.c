@@ -1,0 +1,342 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The workload registry on a procfs fixture and scripted CPU snapshots: processes map to
+ * containers and pods, each interval's energy is split exactly (node = containers +
+ * uncontained + unattributed, per zone and mode), idle follows pod CPU requests, and terminated
+ * workloads stay until a scrape has seen them.
+ */
+#include "vw_test.h"
+
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "fixture.h"
+#include "log.h"
+#include "workloads.h"
+
+#define CID_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define CID_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define POD_UID "11111111-2222-3333-4444-555555555555"
+
+struct proc_def {
+	uint32_t pid, ppid;
+	const char *comm;
+	const char *cgroup; /* /proc/PID/cgroup content */
+};
+
+static const struct proc_def procs[] = {
+	{ 100, 1, "nginx", "0::/system.slice/docker-" CID_A ".scope\n" },
+	{ 101, 100, "nginx", "0::/system.slice/docker-" CID_A ".scope\n" },
+	{ 200, 1, "app",
+	  "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod11111111_2222_3333_"
+	  "4444_555555555555.slice/cri-containerd-" CID_B ".scope\n" },
+	{ 300, 1, "sshd", "0::/system.slice/ssh.service\n" },
+	{ 2, 0, "kthreadd", "0::/\n" },
+	{ 400, 2, "kworker/0:1", "0::/\n" },
+};
+
+struct ctx {
+	char *root;
+	int procfd;
+	struct vw_workloads *w;
+	struct vw_cpu_snapshot snap;
+	struct vw_proc_cpu cpu[ARRAY_SIZE(procs)];
+	uint64_t node[VW_ZONE__COUNT][2];
+};
+
+static void write_procs(struct ctx *c)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(procs); i++) {
+		char rel[64], stat[256];
+
+		snprintf(rel, sizeof(rel), "%u/cgroup", procs[i].pid);
+		assert_int_equal(vw_fixture_write(c->root, rel, procs[i].cgroup, 0), 0);
+		snprintf(rel, sizeof(rel), "%u/stat", procs[i].pid);
+		snprintf(stat, sizeof(stat),
+			 "%u (%s) S %u 1 1 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 %u 0 0\n", procs[i].pid,
+			 procs[i].comm, procs[i].ppid, 1000 + procs[i].pid);
+		assert_int_equal(vw_fixture_write(c->root, rel, stat, 0), 0);
+		c->cpu[i] = (struct vw_proc_cpu){ .tgid = procs[i].pid,
+						  .start_time = 1000 + procs[i].pid };
+		snprintf(c->cpu[i].comm, sizeof(c->cpu[i].comm), "%s", procs[i].comm);
+	}
+}
+
+static void setup(struct ctx *c, struct vw_podmeta *pm)
+{
+	struct vw_workloads_opts o = { .host_cpus = 2, .processes = true, .containers = true,
+				       .pods = true, .podmeta = pm, .max_terminated = 100 };
+
+	memset(c, 0, sizeof(*c));
+	c->root = vw_fixture_mkdtemp("wl");
+	assert_non_null(c->root);
+	write_procs(c);
+	c->procfd = vw_root_open(c->root);
+	assert_true(c->procfd >= 0);
+	o.procfs_fd = c->procfd;
+	c->w = vw_workloads_new(&o);
+	assert_non_null(c->w);
+	c->snap.procs = c->cpu;
+	c->snap.n_procs = ARRAY_SIZE(procs);
+}
+
+static void teardown(struct ctx *c)
+{
+	vw_workloads_free(c->w);
+	close(c->procfd);
+	vw_fixture_rm(c->root);
+}
+
+/* One interval: add CPU ms to each process (by index), split `active`/`idle` µJ of package. */
+static void interval(struct ctx *c, const uint64_t *cpu_ms, uint64_t active, uint64_t idle)
+{
+	struct vw_zone_energy ze[VW_ZONE__COUNT] = { 0 };
+
+	for (size_t i = 0; i < ARRAY_SIZE(procs); i++)
+		c->cpu[i].cpu_ns += cpu_ms[i] * 1000000ULL;
+	ze[VW_ZONE_PACKAGE] = (struct vw_zone_energy){ true, active, idle };
+	c->node[VW_ZONE_PACKAGE][0] += active;
+	c->node[VW_ZONE_PACKAGE][1] += idle;
+	assert_int_equal(vw_workloads_update(c->w, &c->snap, ze, 5 * VW_NSEC_PER_SEC), 0);
+}
+
+static void assert_conserved(struct ctx *c)
+{
+	struct vw_workloads_totals t;
+
+	vw_workloads_totals(c->w, &t);
+	for (int z = 0; z < VW_ZONE__COUNT; z++)
+		for (int m = 0; m < 2; m++) {
+			uint64_t sum = t.containers[z][m] + t.uncontained[z][m] + t.unattributed[z][m];
+
+			if (sum != c->node[z][m])
+				fail_msg("zone %d mode %d: %llu + %llu + %llu != node %llu", z, m,
+					 (unsigned long long)t.containers[z][m],
+					 (unsigned long long)t.uncontained[z][m],
+					 (unsigned long long)t.unattributed[z][m],
+					 (unsigned long long)c->node[z][m]);
+			assert_true(t.pods[z][m] <= t.containers[z][m]);
+			assert_int_equal(t.processes[z][m],
+					 t.containers[z][m] + t.uncontained[z][m]);
+		}
+}
+
+static char *render(struct ctx *c)
+{
+	struct vw_prom_writer *pw = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	char *out = NULL;
+
+	assert_non_null(pw);
+	assert_int_equal(vw_workloads_render(c->w, pw, "n1", "procfs"), 0);
+	assert_int_equal(vw_prom_finish(pw, &out, NULL), 0);
+	vw_prom_writer_free(pw);
+	return out;
+}
+
+static double value(const char *text, const char *prefix)
+{
+	const char *l = strstr(text, prefix);
+
+	return l ? strtod(l + strlen(prefix) + 1, NULL) : NAN;
+}
+
+static void test_split_without_pods(void **state)
+{
+	/* 100, 101 in container A; 200 in container B; 300 system; 2 and 400 kernel. */
+	static const uint64_t ms[] = { 1000, 1000, 2000, 500, 0, 500 };
+	static const uint64_t zero[ARRAY_SIZE(procs)];
+	struct ctx c;
+	char *text;
+
+	(void)state;
+	setup(&c, NULL);
+	interval(&c, zero, 0, 0); /* baseline */
+	interval(&c, ms, 10000000, 5000000);
+	assert_conserved(&c);
+	text = render(&c);
+	/* Nothing reserved: idle follows CPU time like active. A has 2 of 5 s. */
+	assert_double_near(value(text, "kepler_container_cpu_joules_total{container_id=\"" CID_A
+				       "\",container_name=\"\",runtime=\"docker\",state=\"running\","
+				       "zone=\"package\",pod_id=\"\",node_name=\"n1\"}"),
+			   4.0, 1e-9);
+	assert_double_near(value(text, "virtwatt_container_cpu_idle_joules_total{container_id=\"" CID_A
+				       "\",container_name=\"\",runtime=\"docker\",state=\"running\","
+				       "zone=\"package\",pod_id=\"\",node_name=\"n1\"}"),
+			   2.0, 1e-9);
+	assert_double_near(value(text, "kepler_process_cpu_joules_total{pid=\"300\",comm=\"sshd\",exe=\"\","
+				       "type=\"regular\",state=\"running\",container_id=\"\",vm_id=\"\","
+				       "zone=\"package\",node_name=\"n1\"}"),
+			   1.0, 1e-9);
+	assert_double_near(value(text, "kepler_process_cpu_seconds_total{pid=\"200\",comm=\"app\",exe=\"\","
+				       "type=\"container\",container_id=\"" CID_B "\",vm_id=\"\",node_name=\"n1\"}"),
+			   2.0, 1e-9);
+	/* Processes outside containers (sshd, the kworker): 2 J active, 1 J idle. */
+	assert_double_near(value(text, "virtwatt_node_cpu_uncontained_joules_total{zone=\"package\","
+				       "mode=\"active\",node_name=\"n1\"}"),
+			   2.0, 1e-9);
+	assert_double_near(value(text, "virtwatt_node_cpu_unattributed_joules_total{zone=\"package\","
+				       "mode=\"idle\",node_name=\"n1\"}"),
+			   0.0, 0);
+	free(text);
+	/* An interval where nothing ran: all of it is unattributed, still conserved. */
+	interval(&c, zero, 3000000, 1000000);
+	assert_conserved(&c);
+	teardown(&c);
+}
+
+static void test_terminated_kept_until_scraped(void **state)
+{
+	static const uint64_t ms[] = { 100, 100, 100, 100, 0, 0 };
+	static const uint64_t zero[ARRAY_SIZE(procs)];
+	struct ctx c;
+	char *text;
+
+	(void)state;
+	setup(&c, NULL);
+	interval(&c, zero, 0, 0);
+	interval(&c, ms, 1000000, 1000000);
+	c.cpu[1].exited = true; /* 101 exits after one more slice */
+	interval(&c, ms, 1000000, 1000000);
+	c.snap.n_procs = ARRAY_SIZE(procs); /* the accountant reports an exit once... */
+	text = render(&c);
+	assert_non_null(strstr(text, "pid=\"101\",comm=\"nginx\",exe=\"\",type=\"container\",state=\"terminated\""));
+	free(text);
+	vw_workloads_published(c.w, 7, 0); /* published as generation 7, nothing scraped yet */
+	c.cpu[1] = c.cpu[5];                /* ...and not again: 101 leaves the snapshot */
+	c.snap.n_procs = ARRAY_SIZE(procs) - 1;
+	interval(&c, zero, 1000000, 0);
+	vw_workloads_published(c.w, 8, 6); /* a scrape served generation 6: keep */
+	text = render(&c);
+	assert_non_null(strstr(text, "pid=\"101\""));
+	free(text);
+	vw_workloads_published(c.w, 9, 7); /* generation 7 (its final value) was served: drop */
+	text = render(&c);
+	assert_null(strstr(text, "pid=\"101\""));
+	/* Its energy stays in its container, which lives on with process 100. */
+	assert_non_null(strstr(text, "container_id=\"" CID_A "\",container_name=\"\",runtime=\"docker\",state=\"running\""));
+	free(text);
+	assert_conserved(&c);
+	teardown(&c);
+}
+
+/* ---- Pods from a fake kubelet ---- */
+
+static const char kubelet_pods[] =
+	"{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":[{\"metadata\":{\"name\":\"web\","
+	"\"namespace\":\"shop\",\"uid\":\"" POD_UID "\"},\"spec\":{\"nodeName\":\"n1\","
+	"\"containers\":[{\"name\":\"app\",\"resources\":{\"requests\":{\"cpu\":\"500m\"}}}]},"
+	"\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"app\","
+	"\"containerID\":\"containerd://" CID_B "\"}]}}]}";
+
+static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char *url,
+			     const char *method, const char *version, const char *data,
+			     size_t *size, void **con_cls)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	(void)cls, (void)url, (void)method, (void)version, (void)data, (void)size, (void)con_cls;
+	r = MHD_create_response_from_buffer(strlen(kubelet_pods), (void *)kubelet_pods,
+					    MHD_RESPMEM_PERSISTENT);
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static void test_idle_by_pod_request(void **state)
+{
+	static const uint64_t ms[] = { 1000, 1000, 1000, 1000, 0, 1000 };
+	static const uint64_t zero[ARRAY_SIZE(procs)];
+	struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL,
+						serve, NULL, MHD_OPTION_END);
+	const union MHD_DaemonInfo *info;
+	struct vw_podmeta_opts po = { .mode = VW_PODMETA_KUBELET, .allow_http = true,
+				      .node_name = "n1", .poll_ns = VW_NSEC_PER_SEC };
+	struct vw_podmeta *pm;
+	char url[64], *text;
+	struct ctx c;
+
+	(void)state;
+	assert_non_null(d);
+	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u", info->port);
+	po.url = url;
+	pm = vw_podmeta_start(&po);
+	assert_non_null(pm);
+	for (int i = 0; i < 100 && !vw_podmeta_synced(pm); i++) {
+		struct timespec ts = { 0, 20 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+	assert_true(vw_podmeta_synced(pm));
+	setup(&c, pm);
+	interval(&c, zero, 0, 0);
+	/* 5 s of CPU, 10 J active, 8 J idle; the pod reserves 500m of 2000m: 2 J of idle. */
+	interval(&c, ms, 10000000, 8000000);
+	assert_conserved(&c);
+	text = render(&c);
+	assert_double_near(value(text, "virtwatt_pod_cpu_idle_joules_total{pod_id=\"" POD_UID "\","
+				       "pod_name=\"web\",pod_namespace=\"shop\",state=\"running\","
+				       "zone=\"package\",node_name=\"n1\"}"),
+			   2.0, 1e-9);
+	assert_double_near(value(text, "kepler_pod_cpu_joules_total{pod_id=\"" POD_UID "\","
+				       "pod_name=\"web\",pod_namespace=\"shop\",state=\"running\","
+				       "zone=\"package\",node_name=\"n1\"}"),
+			   2.0, 1e-9);
+	assert_non_null(strstr(text, "container_id=\"" CID_B "\",container_name=\"app\""));
+	/* The unreserved 6 J of idle stay with the node; non-pod workloads get no idle. */
+	assert_double_near(value(text, "virtwatt_node_cpu_unattributed_joules_total{zone=\"package\","
+				       "mode=\"idle\",node_name=\"n1\"}"),
+			   6.0, 1e-9);
+	free(text);
+	teardown(&c);
+	vw_podmeta_stop(pm);
+	MHD_stop_daemon(d);
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static void test_conservation_property(void **state)
+{
+	struct ctx c;
+	uint64_t ms[ARRAY_SIZE(procs)] = { 0 };
+
+	(void)state;
+	setup(&c, NULL);
+	interval(&c, ms, 0, 0);
+	for (int step = 0; step < 2000; step++) {
+		for (size_t i = 0; i < ARRAY_SIZE(procs); i++)
+			ms[i] = rnd() % 4 == 0 ? 0 : rnd() % 5000;
+		interval(&c, ms, rnd() % 1000000000000ULL, rnd() % 500000000000ULL);
+		assert_conserved(&c);
+		vw_workloads_published(c.w, (uint64_t)step + 1, (uint64_t)step);
+	}
+	teardown(&c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_split_without_pods),
+		cmocka_unit_test(test_terminated_kept_until_scraped),
+		cmocka_unit_test(test_idle_by_pod_request),
+		cmocka_unit_test(test_conservation_property),
+	};
+
+	vw_log_set_level(VW_LOG_WARN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
