@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * VM sources: static const ops tables probed in preference order. libvirt (read-only
+ * connection, lifecycle events plus periodic reconcile, reconnect with backoff) finds the VMs it
+ * manages; a process scan (QEMU command lines and machine cgroups: plain qemu-system-*,
+ * OpenStack's qemu-kvm, Proxmox, KubeVirt virt-launcher) finds the rest. A VM found by both is
+ * one VM, keyed by UUID.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VW_UUID_LEN 37
+#define VW_VM_MAX_THREADS 512
+
+enum vw_vm_state {
+	VW_VM_RUNNING,
+	VW_VM_PAUSED,
+	VW_VM_SHUTOFF, /* gone: reported once, then forgotten */
+};
+
+struct vw_vm_info {
+	char uuid[VW_UUID_LEN]; /* lower-case canonical */
+	char name[256];         /* libvirt name or -name guest=; may be "" */
+	char hypervisor[16];    /* Kepler's label: "kvm" (also for TCG QEMU), "xen", ... */
+	char source[16];        /* "libvirt", "procscan" */
+	enum vw_vm_state state;
+	unsigned vcpus;
+	uint32_t qemu_pid;      /* the VMM process (TGID); 0 if unknown */
+	uint64_t qemu_start_time; /* /proc/PID/stat starttime: detects PID reuse */
+	uint32_t vcpu_tids[VW_VM_MAX_THREADS]; /* vCPU thread ids */
+	size_t n_vcpu_tids;
+	uint32_t other_tids[VW_VM_MAX_THREADS]; /* I/O, emulator and vhost threads */
+	size_t n_other_tids;
+	char cgroup[512];       /* the VM's cgroup path (v2, or the v1 cpu controller's), or "" */
+	char channel_path[256]; /* unix socket of the org.virtwatt.power.0 channel, or "" */
+	char share_dir[256];    /* source dir of a filesystem with target virtwatt, or "" */
+	uint64_t cpu_time_ns;   /* hypervisor-reported CPU time (libvirt cpu.time), 0 if unknown */
+};
+
+struct vw_vm_env {
+	int procfs_fd;
+	const char *libvirt_uri; /* default "qemu:///system" */
+	uint64_t reconcile_ns;   /* periodic full reconcile; 0 = 30 s */
+};
+
+struct vw_vm_source_ops {
+	const char *name;
+	/* -ENODEV/-ECONNREFUSED when unavailable now. libvirt keeps retrying inside. */
+	int (*open)(const struct vw_vm_env *env, void **ret_state);
+	/*
+	 * The current VMs (malloc'd array in *ret, caller frees). Never blocks for long: a dead
+	 * libvirtd returns the last known list and schedules a reconnect.
+	 */
+	int (*list)(void *state, struct vw_vm_info **ret, size_t *ret_n);
+	void (*close)(void *state);
+};
+
+extern const struct vw_vm_source_ops vw_vm_libvirt;
+extern const struct vw_vm_source_ops vw_vm_procscan;
+extern const struct vw_vm_source_ops *const vw_vm_sources[];
+
+/* All sources that open, merged by UUID (libvirt's data wins). */
+struct vw_vms;
+struct vw_vms *vw_vms_open(const struct vw_vm_env *env);
+void vw_vms_close(struct vw_vms *v);
+int vw_vms_list(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n);
