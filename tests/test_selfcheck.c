@@ -3,6 +3,7 @@
 #include "vw_test.h"
 
 #include <ctype.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "config.h"
@@ -74,12 +75,30 @@ static void test_host_options(void **state)
 		fail_msg("virtwatt-host option table: %s", err);
 }
 
+/* The example configuration shipped in deploy/ loads as it is. */
+static void test_example_config_loads(void **state)
+{
+	struct vw_host_config cfg = { 0 };
+	char arg[1024], err[512] = "";
+	char *argv[] = { "virtwatt-host", arg, NULL };
+
+	(void)state;
+	snprintf(arg, sizeof(arg), "--config.file=%s/deploy/config/virtwatt-host.yaml",
+		 VW_SOURCE_ROOT);
+	if (vw_config_load(&vw_host_program, &cfg, 2, argv, stdout, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(cfg.interval_ns, 5 * VW_NSEC_PER_SEC);
+	assert_string_equal(cfg.listen_address, ":28282");
+	vw_config_free(&vw_host_program, &cfg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_power_sources),
 		cmocka_unit_test(test_families),
 		cmocka_unit_test(test_host_options),
+		cmocka_unit_test(test_example_config_loads),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
