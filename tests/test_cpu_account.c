@@ -27,6 +27,7 @@
 #include "fileio.h"
 #include "fixture.h"
 #include "log.h"
+#include "perf_counters.h"
 
 static int procfd = -1, sysfd = -1;
 
@@ -783,6 +784,110 @@ static void test_registry(void **state)
 	assert_string_equal(vw_cpu_accountants[n - 1]->name, "procfs");
 }
 
+/* ---- hardware counters ---- */
+
+static void test_split_key(void **state)
+{
+	const unsigned all = VW_HW_BIT(VW_HW_CYCLES) | VW_HW_BIT(VW_HW_INSTRUCTIONS) |
+			     VW_HW_BIT(VW_HW_CACHE_MISSES);
+
+	(void)state;
+	/* Kepler v0.7: instructions for package and core, cache misses for dram. */
+	assert_int_equal(vw_split_key_for_zone(VW_ZONE_PACKAGE, all), VW_SPLIT_INSTRUCTIONS);
+	assert_int_equal(vw_split_key_for_zone(VW_ZONE_CORE, all), VW_SPLIT_INSTRUCTIONS);
+	assert_int_equal(vw_split_key_for_zone(VW_ZONE_DRAM, all), VW_SPLIT_CACHE_MISSES);
+	assert_int_equal(vw_split_key_for_zone(VW_ZONE_UNCORE, all), VW_SPLIT_CPU_TIME);
+	assert_int_equal(vw_split_key_for_zone(VW_ZONE_PSYS, all), VW_SPLIT_CPU_TIME);
+	assert_int_equal(vw_split_key_for_zone(VW_ZONE_PLATFORM, all), VW_SPLIT_CPU_TIME);
+	/* Each falls back to CPU time when its own counter is missing. */
+	assert_int_equal(vw_split_key_for_zone(VW_ZONE_DRAM, all & ~VW_HW_BIT(VW_HW_CACHE_MISSES)),
+			 VW_SPLIT_CPU_TIME);
+	assert_int_equal(vw_split_key_for_zone(VW_ZONE_PACKAGE, VW_HW_BIT(VW_HW_CACHE_MISSES)),
+			 VW_SPLIT_CPU_TIME);
+	for (int z = 0; z < VW_ZONE__COUNT; z++)
+		assert_int_equal(vw_split_key_for_zone((enum vw_zone)z, 0), VW_SPLIT_CPU_TIME);
+	assert_string_equal(vw_split_key_name(VW_SPLIT_INSTRUCTIONS), "instructions");
+	assert_string_equal(vw_split_key_name(VW_SPLIT_CACHE_MISSES), "cache_misses");
+	assert_string_equal(vw_split_key_name(VW_SPLIT_CPU_TIME), "cpu_time");
+	assert_string_equal(vw_hw_counter_name(VW_HW_CYCLES), "cycles");
+	assert_string_equal(vw_hw_counter_name(VW_HW__COUNT), "unknown");
+}
+
+static void test_hw_fake(void **state)
+{
+	static const uint64_t step[2][VW_HW__COUNT] = {
+		{ 1000, 400, 7 },
+		{ 3000, 900, 5 },
+	};
+	/* A machine with cycles and instructions but no cache-miss event. */
+	const struct vw_hw_fake_script script = {
+		.available = VW_HW_BIT(VW_HW_CYCLES) | VW_HW_BIT(VW_HW_INSTRUCTIONS),
+		.ncpus = 2,
+		.step = step,
+	};
+	const struct vw_hw_fake_script none = { .available = 0, .ncpus = 2, .step = step };
+	struct vw_hw_env env = { .ncpus = 2, .fake = &script };
+	struct vw_hw_sample one, total;
+	void *hw = NULL;
+	unsigned avail;
+
+	(void)state;
+	assert_int_equal(vw_hw_fake.open(&env, &hw), 0);
+	avail = vw_hw_fake.available(hw);
+	assert_int_equal(vw_hw_fake.read(hw, 1, &one), 0);
+	assert_int_equal(one.value[VW_HW_INSTRUCTIONS], 900);
+	assert_int_equal(one.value[VW_HW_CACHE_MISSES], 0); /* not available: 0 */
+	assert_int_equal(vw_hw_fake.read(hw, 2, &one), -EINVAL);
+	/* Cumulative: CPU 1 was read once already. */
+	assert_int_equal(vw_hw_read_total(&vw_hw_fake, hw, 2, &total), 0);
+	assert_int_equal(total.value[VW_HW_CYCLES], 1000 + 2 * 3000);
+	assert_int_equal(total.value[VW_HW_INSTRUCTIONS], 400 + 2 * 900);
+	assert_int_equal(total.value[VW_HW_CACHE_MISSES], 0);
+	/* So package and core split by instructions, dram by CPU time. */
+	assert_int_equal(vw_split_key_for_zone(VW_ZONE_PACKAGE, avail), VW_SPLIT_INSTRUCTIONS);
+	assert_int_equal(vw_split_key_for_zone(VW_ZONE_DRAM, avail), VW_SPLIT_CPU_TIME);
+	vw_hw_fake.close(hw);
+
+	env.fake = &none; /* no PMU: refused like the real one in a VM */
+	assert_int_equal(vw_hw_fake.open(&env, &hw), -ENOENT);
+	env.fake = NULL;
+	assert_int_equal(vw_hw_fake.open(&env, &hw), -EINVAL);
+}
+
+/* The real back-end: counts where a PMU exists, a clean -ENOENT/-EOPNOTSUPP where none does
+ * (the build machine), after which every zone splits by CPU time. */
+static void test_hw_perf(void **state)
+{
+	struct vw_hw_env env = { 0 };
+	struct vw_hw_sample a, b;
+	void *hw = NULL;
+	unsigned avail = 0;
+	int r;
+
+	(void)state;
+	r = vw_hw_perf.open(&env, &hw);
+	print_message("# perf hardware counters: %s\n", r == 0 ? "available" : strerror(-r));
+	if (r == 0) {
+		avail = vw_hw_perf.available(hw);
+		assert_true(avail != 0);
+		assert_int_equal(vw_hw_perf.read(hw, 0, &a), 0);
+		for (volatile int i = 0; i < 1000000; i++)
+			;
+		assert_int_equal(vw_hw_perf.read(hw, 0, &b), 0);
+		for (unsigned c = 0; c < VW_HW__COUNT; c++)
+			assert_true(b.value[c] >= a.value[c]);
+		vw_hw_perf.close(hw);
+	} else {
+		assert_true(r == -ENOENT || r == -EOPNOTSUPP || r == -EACCES || r == -EPERM);
+	}
+	for (int z = 0; z < VW_ZONE__COUNT; z++) {
+		enum vw_split_key k = vw_split_key_for_zone((enum vw_zone)z, avail);
+
+		if (!avail)
+			assert_int_equal(k, VW_SPLIT_CPU_TIME);
+	}
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -819,6 +924,9 @@ int main(void)
 		cmocka_unit_test(test_procfs_empty_root),
 		cmocka_unit_test(test_history),
 		cmocka_unit_test(test_registry),
+		cmocka_unit_test(test_split_key),
+		cmocka_unit_test(test_hw_fake),
+		cmocka_unit_test(test_hw_perf),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
