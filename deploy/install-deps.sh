@@ -5,9 +5,10 @@
 set -euo pipefail
 
 build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicrohttpd-dev
-	libcurl4-openssl-dev libyaml-dev)
+	libcurl4-openssl-dev libyaml-dev
+	clang llvm bpftool libbpf-dev libelf-dev zlib1g-dev) # the bpf CPU accountant (-Dbpf)
 test_pkgs=(libcmocka-dev prometheus curl python3)
-bench_pkgs=(prometheus-node-exporter)
+bench_pkgs=(prometheus-node-exporter stress-ng)
 
 want=("${build_pkgs[@]}")
 for arg in "$@"; do
