@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -436,6 +437,101 @@ static void test_procfs_live(void **state)
 	sc.abs_tol = 2 * vw_cpu_ns_per_tick();
 	REQUIRE(geteuid() == 0, "moving children into a new cgroup needs root");
 	run_scenario(&sc);
+}
+
+/* ---- threads that exit before their process ---- */
+
+static void spin_cpu(double seconds)
+{
+	double end = thread_cpu_s() + seconds;
+	volatile uint64_t x = 0;
+
+	while (thread_cpu_s() < end)
+		for (int i = 0; i < 10000; i++)
+			x += (uint64_t)i;
+}
+
+static void *spin_thread(void *arg)
+{
+	(void)arg;
+	spin_cpu(0.25);
+	return NULL;
+}
+
+/*
+ * A child runs three threads of 0.25 s CPU each, joins them (they exit), spins 0.25 s itself and
+ * writes its process and thread CPU clocks before it exits: their difference is what the dead
+ * threads ran, final by then. Its exit costs CPU too (a few ms under ASan), so the expected
+ * total is that difference plus the zombie leader's final schedstat. (The process clock takes a
+ * dead thread's runtime when it is released, a few us before its last switch-out; the bpf
+ * accountant has those us too, and comes out that much higher.)
+ */
+static void run_threads(const char *accountant, uint32_t flags, uint64_t abs_tol)
+{
+	struct vw_cpu_env env = { .procfs_fd = procfd, .sysfs_fd = sysfd, .flags = flags };
+	struct vw_cpu_snapshot snap;
+	const struct vw_proc_cpu *p = NULL;
+	uint64_t clocks[2] = { 0 }, want, got = 0; /* process, main thread */
+	int fds[2], r, exits = 0;
+	pid_t pid;
+
+	r = vw_cpu_accountant_open(&env, accountant, &live.acc);
+	REQUIRE(r == 0, "%s accountant unavailable here: %s", accountant, strerror(-r));
+	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pthread_t th[3];
+		struct timespec ts;
+
+		for (int i = 0; i < 3; i++)
+			if (pthread_create(&th[i], NULL, spin_thread, NULL) != 0)
+				_exit(2);
+		for (int i = 0; i < 3; i++)
+			pthread_join(th[i], NULL);
+		spin_cpu(0.25);
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+		clocks[1] = (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+		clocks[0] = (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+		_exit(write(fds[1], clocks, sizeof(clocks)) == sizeof(clocks) ? 0 : 3);
+	}
+	live.busy = (struct child){ .pid = pid, .go = -1, .stop = -1 };
+	close(fds[1]);
+	assert_int_equal(read(fds[0], clocks, sizeof(clocks)), sizeof(clocks));
+	close(fds[0]);
+	assert_true(clocks[0] > clocks[1] + 700 * VW_NSEC_PER_MSEC); /* 3 x 0.25 s dead */
+	want = clocks[0] - clocks[1] + wait_zombie(&live.busy);
+	for (int i = 0; i < 3; i++) {
+		if (i == 1)
+			reap(&live.busy);
+		assert_int_equal(live.acc.ops->read(live.acc.state, &snap), 0);
+		p = find_proc(&snap, pid);
+		if (p && p->exited) {
+			exits++;
+			got = p->cpu_ns;
+		}
+	}
+	print_message("# %s, 4 threads (3 exited early): expected %.6f s, accountant %.6f s "
+		      "(%+.4f %%)\n", accountant, (double)want / 1e9, (double)got / 1e9,
+		      100.0 * ((double)got - (double)want) / (double)want);
+	assert_int_equal(exits, 1);
+	assert_ns_near(got, want, 0.005, abs_tol);
+}
+
+static void test_bpf_threads(void **state)
+{
+	(void)state;
+	REQUIRE(VW_HAVE_BPF, "built without BPF (-Dbpf)");
+	REQUIRE(geteuid() == 0, "BPF needs root");
+	run_threads("bpf", 0, 100 * 1000);
+}
+
+/* procfs sees the dead threads through stat only: 2 ticks. */
+static void test_procfs_threads_live(void **state)
+{
+	(void)state;
+	run_threads("procfs", 0, 2 * vw_cpu_ns_per_tick());
 }
 
 /* ---- procfs parser on fixture trees ---- */
@@ -911,6 +1007,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bpf_tp_btf, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_raw_tp_no_batch, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_procfs_live, live_setup, live_teardown),
+		cmocka_unit_test_setup_teardown(test_bpf_threads, live_setup, live_teardown),
+		cmocka_unit_test_setup_teardown(test_procfs_threads_live, live_setup, live_teardown),
 		cmocka_unit_test(test_parse_pid_stat),
 		cmocka_unit_test_setup_teardown(test_procfs_threads, procfs_fx_setup, procfs_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_procfs_since_open, procfs_fx_setup,
