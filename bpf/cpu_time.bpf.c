@@ -172,13 +172,17 @@ static __always_inline struct vw_bpf_proc *proc_get(struct vw_bpf_cpu *c, struct
  * process context: the exit_ns/flags order lets a switch-out that preempts it see either
  * nothing or a consistent exit_ns.
  */
-static __always_inline void on_exit(struct task_struct *p, struct vw_bpf_task *t, __u64 sre,
-				    __u64 cgid)
+static __always_inline void on_exit(struct task_struct *p, struct vw_bpf_task *t, __u64 sre)
 {
+	__u64 cgid = bpf_get_current_cgroup_id(); /* current is p */
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 	struct vw_bpf_cpu *c = this_cpu();
 	struct vw_bpf_proc *proc;
 
+	if (!t) {
+		stat_inc(c, VW_BPF_STAT_TASK_FULL);
+		return;
+	}
 	if (t->flags & VW_BPF_TASK_EXITED)
 		return;
 	proc = proc_get(c, p, tgid, true);
@@ -327,15 +331,9 @@ SEC("tp_btf/sched_process_exit")
 int BPF_PROG(vw_exit_btf, struct task_struct *p)
 {
 	__u64 sre = p->se.sum_exec_runtime;
-	struct vw_bpf_task *t;
 
-	if (!p->pid)
-		return 0;
-	t = task_slot(p, sre, true);
-	if (t)
-		on_exit(p, t, sre, bpf_get_current_cgroup_id());
-	else
-		stat_inc(this_cpu(), VW_BPF_STAT_TASK_FULL);
+	if (p->pid)
+		on_exit(p, task_slot(p, sre, true), sre);
 	return 0;
 }
 
@@ -344,15 +342,9 @@ int BPF_PROG(vw_exit_raw, struct task_struct *p)
 {
 	__u64 sre = BPF_CORE_READ(p, se.sum_exec_runtime);
 	__u32 pid = BPF_CORE_READ(p, pid);
-	struct vw_bpf_task *t;
 
-	if (!pid)
-		return 0;
-	t = hash_slot(pid, BPF_CORE_READ(p, start_time), sre, true);
-	if (t)
-		on_exit(p, t, sre, bpf_get_current_cgroup_id());
-	else
-		stat_inc(this_cpu(), VW_BPF_STAT_TASK_FULL);
+	if (pid)
+		on_exit(p, hash_slot(pid, BPF_CORE_READ(p, start_time), sre, true), sre);
 	return 0;
 }
 

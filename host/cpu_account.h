@@ -2,8 +2,12 @@
 /*
  * Per-process CPU time, cumulative since the accountant opened: measured in the kernel by CO-RE
  * eBPF from task->se.sum_exec_runtime deltas (exact, matches /proc/PID/schedstat), or, where
- * BPF cannot load, read from /proc/PID/schedstat (else stat). Back-ends are static const ops
- * tables probed in preference order: bpf, then procfs.
+ * BPF cannot load, read from /proc/PID/task/TID/schedstat (else stat). Back-ends are static
+ * const ops tables probed in preference order: bpf, then procfs.
+ *
+ * Both: a process's value never goes down from one read to the next; an exited process is
+ * reported once (exited = true, its final value) and then no more. Per-cgroup totals and
+ * cgroup ids come from the bpf accountant only (procfs: none, cgroup_id 0).
  */
 #pragma once
 
@@ -37,7 +41,8 @@ struct vw_cpu_snapshot {
 	size_t n_procs;
 	struct vw_cgroup_cpu *cgroups;
 	size_t n_cgroups;
-	uint64_t kernel_ns; /* idle-task-excluded time of PID 0 / kernel-only work, if known */
+	uint64_t kernel_ns; /* idle-task-excluded time of PID 0 / kernel-only work, if known
+			     * (0: neither accountant measures it; kernel threads are procs) */
 };
 
 /* vw_cpu_env.flags: test and debugging knobs of the bpf accountant. */

@@ -36,7 +36,7 @@
 struct bpf_state {
 	struct cpu_time_bpf *skel;
 	struct bpf_link *iter_read;
-	bool raw_tp, no_batch;
+	bool no_batch;
 	int ncpus;
 	uint64_t ns_per_tick;
 	struct vw_cpu_history hist;
@@ -164,7 +164,8 @@ static int load_variant(struct bpf_state *s, const char *btf_file, bool raw, uin
 		r = bpf_map__set_max_entries(skel->maps.cgroups, VW_MAX(max_procs / 2, 1024u));
 	/* Threads outnumber processes; LRU evicts slots of tasks long gone first. */
 	if (r == 0)
-		r = bpf_map__set_max_entries(skel->maps.task_hash, raw ? max_procs * 4 : 1);
+		r = bpf_map__set_max_entries(skel->maps.task_hash,
+					     raw ? VW_MIN(max_procs, UINT32_MAX / 4) * 4 : 1);
 	if (r == 0)
 		r = cpu_time_bpf__load(skel);
 	if (r < 0) {
@@ -172,7 +173,6 @@ static int load_variant(struct bpf_state *s, const char *btf_file, bool raw, uin
 		return r;
 	}
 	s->skel = skel;
-	s->raw_tp = raw;
 	return 0;
 }
 
@@ -207,7 +207,7 @@ static int iter_run(struct bpf_state *s, struct bpf_link *link)
 	}
 }
 
-/* Every existing thread's runtime so far counts as folded: values start at open. */
+/* Every existing thread gets its seed (its runtime now): values count from open. */
 static int seed(struct bpf_state *s)
 {
 	struct bpf_link *link = bpf_program__attach_iter(s->skel->progs.vw_iter_seed, NULL);

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -27,6 +28,7 @@
 #include "fileio.h"
 #include "fixture.h"
 #include "log.h"
+#include "perf_counters.h"
 
 static int procfd = -1, sysfd = -1;
 
@@ -395,30 +397,29 @@ static int live_teardown(void **state)
 	return 0;
 }
 
-static void test_bpf_tp_btf(void **state)
+/* bpf: exact (schedstat is the same counter); 0.5 % or 100 us, whichever is larger. */
+static void run_bpf(uint32_t flags)
 {
-	static const struct scenario sc = {
-		.accountant = "bpf", .rel_tol = 0.005, .abs_tol = 100 * 1000,
+	const struct scenario sc = {
+		.accountant = "bpf", .flags = flags, .rel_tol = 0.005, .abs_tol = 100 * 1000,
 		.cgroups = true, .exit_at_zombie = true,
 	};
 
-	(void)state;
 	REQUIRE(VW_HAVE_BPF, "built without BPF (-Dbpf)");
 	REQUIRE(geteuid() == 0, "BPF needs root");
 	run_scenario(&sc);
 }
 
+static void test_bpf_tp_btf(void **state)
+{
+	(void)state;
+	run_bpf(0);
+}
+
 static void test_bpf_raw_tp_no_batch(void **state)
 {
-	static const struct scenario sc = {
-		.accountant = "bpf", .flags = VW_CPU_BPF_RAW_TP | VW_CPU_BPF_NO_BATCH,
-		.rel_tol = 0.005, .abs_tol = 100 * 1000, .cgroups = true, .exit_at_zombie = true,
-	};
-
 	(void)state;
-	REQUIRE(VW_HAVE_BPF, "built without BPF (-Dbpf)");
-	REQUIRE(geteuid() == 0, "BPF needs root");
-	run_scenario(&sc);
+	run_bpf(VW_CPU_BPF_RAW_TP | VW_CPU_BPF_NO_BATCH);
 }
 
 /*
@@ -436,6 +437,101 @@ static void test_procfs_live(void **state)
 	sc.abs_tol = 2 * vw_cpu_ns_per_tick();
 	REQUIRE(geteuid() == 0, "moving children into a new cgroup needs root");
 	run_scenario(&sc);
+}
+
+/* ---- threads that exit before their process ---- */
+
+static void spin_cpu(double seconds)
+{
+	double end = thread_cpu_s() + seconds;
+	volatile uint64_t x = 0;
+
+	while (thread_cpu_s() < end)
+		for (int i = 0; i < 10000; i++)
+			x += (uint64_t)i;
+}
+
+static void *spin_thread(void *arg)
+{
+	(void)arg;
+	spin_cpu(0.25);
+	return NULL;
+}
+
+/*
+ * A child runs three threads of 0.25 s CPU each, joins them (they exit), spins 0.25 s itself and
+ * writes its process and thread CPU clocks before it exits: their difference is what the dead
+ * threads ran, final by then. Its exit costs CPU too (a few ms under ASan), so the expected
+ * total is that difference plus the zombie leader's final schedstat. (The process clock takes a
+ * dead thread's runtime when it is released, a few us before its last switch-out; the bpf
+ * accountant has those us too, and comes out that much higher.)
+ */
+static void run_threads(const char *accountant, uint32_t flags, uint64_t abs_tol)
+{
+	struct vw_cpu_env env = { .procfs_fd = procfd, .sysfs_fd = sysfd, .flags = flags };
+	struct vw_cpu_snapshot snap;
+	const struct vw_proc_cpu *p = NULL;
+	uint64_t clocks[2] = { 0 }, want, got = 0; /* process, main thread */
+	int fds[2], r, exits = 0;
+	pid_t pid;
+
+	r = vw_cpu_accountant_open(&env, accountant, &live.acc);
+	REQUIRE(r == 0, "%s accountant unavailable here: %s", accountant, strerror(-r));
+	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		pthread_t th[3];
+		struct timespec ts;
+
+		for (int i = 0; i < 3; i++)
+			if (pthread_create(&th[i], NULL, spin_thread, NULL) != 0)
+				_exit(2);
+		for (int i = 0; i < 3; i++)
+			pthread_join(th[i], NULL);
+		spin_cpu(0.25);
+		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+		clocks[1] = (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+		clocks[0] = (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+		_exit(write(fds[1], clocks, sizeof(clocks)) == sizeof(clocks) ? 0 : 3);
+	}
+	live.busy = (struct child){ .pid = pid, .go = -1, .stop = -1 };
+	close(fds[1]);
+	assert_int_equal(read(fds[0], clocks, sizeof(clocks)), sizeof(clocks));
+	close(fds[0]);
+	assert_true(clocks[0] > clocks[1] + 700 * VW_NSEC_PER_MSEC); /* 3 x 0.25 s dead */
+	want = clocks[0] - clocks[1] + wait_zombie(&live.busy);
+	for (int i = 0; i < 3; i++) {
+		if (i == 1)
+			reap(&live.busy);
+		assert_int_equal(live.acc.ops->read(live.acc.state, &snap), 0);
+		p = find_proc(&snap, pid);
+		if (p && p->exited) {
+			exits++;
+			got = p->cpu_ns;
+		}
+	}
+	print_message("# %s, 4 threads (3 exited early): expected %.6f s, accountant %.6f s "
+		      "(%+.4f %%)\n", accountant, (double)want / 1e9, (double)got / 1e9,
+		      100.0 * ((double)got - (double)want) / (double)want);
+	assert_int_equal(exits, 1);
+	assert_ns_near(got, want, 0.005, abs_tol);
+}
+
+static void test_bpf_threads(void **state)
+{
+	(void)state;
+	REQUIRE(VW_HAVE_BPF, "built without BPF (-Dbpf)");
+	REQUIRE(geteuid() == 0, "BPF needs root");
+	run_threads("bpf", 0, 100 * 1000);
+}
+
+/* procfs sees the dead threads through stat only: 2 ticks. */
+static void test_procfs_threads_live(void **state)
+{
+	(void)state;
+	run_threads("procfs", 0, 2 * vw_cpu_ns_per_tick());
 }
 
 /* ---- procfs parser on fixture trees ---- */
@@ -783,6 +879,110 @@ static void test_registry(void **state)
 	assert_string_equal(vw_cpu_accountants[n - 1]->name, "procfs");
 }
 
+/* ---- hardware counters ---- */
+
+static void test_split_key(void **state)
+{
+	const unsigned all = VW_HW_BIT(VW_HW_CYCLES) | VW_HW_BIT(VW_HW_INSTRUCTIONS) |
+			     VW_HW_BIT(VW_HW_CACHE_MISSES);
+
+	(void)state;
+	/* Kepler v0.7: instructions for package and core, cache misses for dram. */
+	assert_int_equal(vw_split_key_for_zone(VW_ZONE_PACKAGE, all), VW_SPLIT_INSTRUCTIONS);
+	assert_int_equal(vw_split_key_for_zone(VW_ZONE_CORE, all), VW_SPLIT_INSTRUCTIONS);
+	assert_int_equal(vw_split_key_for_zone(VW_ZONE_DRAM, all), VW_SPLIT_CACHE_MISSES);
+	assert_int_equal(vw_split_key_for_zone(VW_ZONE_UNCORE, all), VW_SPLIT_CPU_TIME);
+	assert_int_equal(vw_split_key_for_zone(VW_ZONE_PSYS, all), VW_SPLIT_CPU_TIME);
+	assert_int_equal(vw_split_key_for_zone(VW_ZONE_PLATFORM, all), VW_SPLIT_CPU_TIME);
+	/* Each falls back to CPU time when its own counter is missing. */
+	assert_int_equal(vw_split_key_for_zone(VW_ZONE_DRAM, all & ~VW_HW_BIT(VW_HW_CACHE_MISSES)),
+			 VW_SPLIT_CPU_TIME);
+	assert_int_equal(vw_split_key_for_zone(VW_ZONE_PACKAGE, VW_HW_BIT(VW_HW_CACHE_MISSES)),
+			 VW_SPLIT_CPU_TIME);
+	for (int z = 0; z < VW_ZONE__COUNT; z++)
+		assert_int_equal(vw_split_key_for_zone((enum vw_zone)z, 0), VW_SPLIT_CPU_TIME);
+	assert_string_equal(vw_split_key_name(VW_SPLIT_INSTRUCTIONS), "instructions");
+	assert_string_equal(vw_split_key_name(VW_SPLIT_CACHE_MISSES), "cache_misses");
+	assert_string_equal(vw_split_key_name(VW_SPLIT_CPU_TIME), "cpu_time");
+	assert_string_equal(vw_hw_counter_name(VW_HW_CYCLES), "cycles");
+	assert_string_equal(vw_hw_counter_name(VW_HW__COUNT), "unknown");
+}
+
+static void test_hw_fake(void **state)
+{
+	static const uint64_t step[2][VW_HW__COUNT] = {
+		{ 1000, 400, 7 },
+		{ 3000, 900, 5 },
+	};
+	/* A machine with cycles and instructions but no cache-miss event. */
+	const struct vw_hw_fake_script script = {
+		.available = VW_HW_BIT(VW_HW_CYCLES) | VW_HW_BIT(VW_HW_INSTRUCTIONS),
+		.ncpus = 2,
+		.step = step,
+	};
+	const struct vw_hw_fake_script none = { .available = 0, .ncpus = 2, .step = step };
+	struct vw_hw_env env = { .ncpus = 2, .fake = &script };
+	struct vw_hw_sample one, total;
+	void *hw = NULL;
+	unsigned avail;
+
+	(void)state;
+	assert_int_equal(vw_hw_fake.open(&env, &hw), 0);
+	avail = vw_hw_fake.available(hw);
+	assert_int_equal(vw_hw_fake.read(hw, 1, &one), 0);
+	assert_int_equal(one.value[VW_HW_INSTRUCTIONS], 900);
+	assert_int_equal(one.value[VW_HW_CACHE_MISSES], 0); /* not available: 0 */
+	assert_int_equal(vw_hw_fake.read(hw, 2, &one), -EINVAL);
+	/* Cumulative: CPU 1 was read once already. */
+	assert_int_equal(vw_hw_read_total(&vw_hw_fake, hw, 2, &total), 0);
+	assert_int_equal(total.value[VW_HW_CYCLES], 1000 + 2 * 3000);
+	assert_int_equal(total.value[VW_HW_INSTRUCTIONS], 400 + 2 * 900);
+	assert_int_equal(total.value[VW_HW_CACHE_MISSES], 0);
+	/* So package and core split by instructions, dram by CPU time. */
+	assert_int_equal(vw_split_key_for_zone(VW_ZONE_PACKAGE, avail), VW_SPLIT_INSTRUCTIONS);
+	assert_int_equal(vw_split_key_for_zone(VW_ZONE_DRAM, avail), VW_SPLIT_CPU_TIME);
+	vw_hw_fake.close(hw);
+
+	env.fake = &none; /* no PMU: refused like the real one in a VM */
+	assert_int_equal(vw_hw_fake.open(&env, &hw), -ENOENT);
+	env.fake = NULL;
+	assert_int_equal(vw_hw_fake.open(&env, &hw), -EINVAL);
+}
+
+/* The real back-end: counts where a PMU exists, a clean -ENOENT/-EOPNOTSUPP where none does
+ * (the build machine), after which every zone splits by CPU time. */
+static void test_hw_perf(void **state)
+{
+	struct vw_hw_env env = { 0 };
+	struct vw_hw_sample a, b;
+	void *hw = NULL;
+	unsigned avail = 0;
+	int r;
+
+	(void)state;
+	r = vw_hw_perf.open(&env, &hw);
+	print_message("# perf hardware counters: %s\n", r == 0 ? "available" : strerror(-r));
+	if (r == 0) {
+		avail = vw_hw_perf.available(hw);
+		assert_true(avail != 0);
+		assert_int_equal(vw_hw_perf.read(hw, 0, &a), 0);
+		for (volatile int i = 0; i < 1000000; i++)
+			;
+		assert_int_equal(vw_hw_perf.read(hw, 0, &b), 0);
+		for (unsigned c = 0; c < VW_HW__COUNT; c++)
+			assert_true(b.value[c] >= a.value[c]);
+		vw_hw_perf.close(hw);
+	} else {
+		assert_true(r == -ENOENT || r == -EOPNOTSUPP || r == -EACCES || r == -EPERM);
+	}
+	for (int z = 0; z < VW_ZONE__COUNT; z++) {
+		enum vw_split_key k = vw_split_key_for_zone((enum vw_zone)z, avail);
+
+		if (!avail)
+			assert_int_equal(k, VW_SPLIT_CPU_TIME);
+	}
+}
+
 static int group_setup(void **state)
 {
 	(void)state;
@@ -807,6 +1007,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bpf_tp_btf, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_raw_tp_no_batch, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_procfs_live, live_setup, live_teardown),
+		cmocka_unit_test_setup_teardown(test_bpf_threads, live_setup, live_teardown),
+		cmocka_unit_test_setup_teardown(test_procfs_threads_live, live_setup, live_teardown),
 		cmocka_unit_test(test_parse_pid_stat),
 		cmocka_unit_test_setup_teardown(test_procfs_threads, procfs_fx_setup, procfs_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_procfs_since_open, procfs_fx_setup,
@@ -819,6 +1021,9 @@ int main(void)
 		cmocka_unit_test(test_procfs_empty_root),
 		cmocka_unit_test(test_history),
 		cmocka_unit_test(test_registry),
+		cmocka_unit_test(test_split_key),
+		cmocka_unit_test(test_hw_fake),
+		cmocka_unit_test(test_hw_perf),
 	};
 
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
