@@ -39,6 +39,11 @@ struct vw_proc_counters {
 struct vw_cpu_snapshot {
 	struct vw_proc_cpu *procs; /* owned by the accountant; valid until the next read */
 	size_t n_procs;
+	/* Per-process hardware counters, parallel to procs, or NULL; hw_available is the
+	 * VW_HW_BIT() mask (perf_counters.h) of the counters they hold. No accountant fills them
+	 * yet (no per-process PMU reads); the registry uses them as split keys when present. */
+	const struct vw_proc_counters *counters;
+	unsigned hw_available;
 	struct vw_cgroup_cpu *cgroups;
 	size_t n_cgroups;
 	uint64_t kernel_ns; /* idle-task-excluded time of PID 0 / kernel-only work, if known

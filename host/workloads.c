@@ -11,6 +11,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "perf_counters.h"
 #include "ratio.h"
 #include "workloads_priv.h"
 
@@ -185,13 +186,31 @@ static void terminate_proc(struct wl_proc *p)
 	p->final_gen = 0;
 }
 
+static uint64_t fwd(uint64_t prev, uint64_t cur)
+{
+	return cur >= prev ? cur - prev : 0;
+}
+
+static void take_counters(struct wl_proc *p, const struct vw_proc_counters *c)
+{
+	p->delta_hw = (struct vw_proc_counters){
+		.cycles = fwd(p->last_hw.cycles, c->cycles),
+		.instructions = fwd(p->last_hw.instructions, c->instructions),
+		.cache_misses = fwd(p->last_hw.cache_misses, c->cache_misses),
+	};
+	p->last_hw = *c;
+}
+
 /* Merge the snapshot into the process table; sets each process's delta_ns. */
 static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *snap)
 {
 	size_t sorted = w->n_procs;
 
-	for (size_t i = 0; i < w->n_procs; i++)
+	for (size_t i = 0; i < w->n_procs; i++) {
 		w->procs[i].delta_ns = 0;
+		w->procs[i].delta_hw = (struct vw_proc_counters){ 0 };
+	}
+	w->hw_available = snap->counters ? snap->hw_available : 0;
 	for (size_t i = 0; i < snap->n_procs; i++) {
 		const struct vw_proc_cpu *s = &snap->procs[i];
 		struct wl_proc *p = lookup_live(w, s->tgid, sorted);
@@ -207,9 +226,11 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 				return r;
 			p = &w->procs[w->n_procs - 1];
 		}
-		p->delta_ns = s->cpu_ns >= p->last_cpu_ns ? s->cpu_ns - p->last_cpu_ns : 0;
+		p->delta_ns = fwd(p->last_cpu_ns, s->cpu_ns);
 		p->last_cpu_ns = s->cpu_ns;
 		p->cpu_ns += p->delta_ns;
+		if (snap->counters)
+			take_counters(p, &snap->counters[i]);
 		if (s->exited)
 			terminate_proc(p);
 	}
@@ -274,7 +295,22 @@ static int pod_of(const struct vw_workloads *w, const struct wl_proc *p)
 	return p->container >= 0 ? w->conts[p->container].pod : -1;
 }
 
-/* Split `uj` over the processes of pod `pod` (all processes when pod == -2) by CPU delta,
+/* The usage that divides zone z: CPU time, or a hardware counter where it fits (Kepler v0.7:
+ * instructions for package and core, cache misses for dram) and the snapshot has it. */
+static uint64_t key_delta(const struct vw_workloads *w, const struct wl_proc *p, enum vw_zone z)
+{
+	switch (vw_split_key_for_zone(z, w->hw_available)) {
+	case VW_SPLIT_INSTRUCTIONS:
+		return p->delta_hw.instructions;
+	case VW_SPLIT_CACHE_MISSES:
+		return p->delta_hw.cache_misses;
+	case VW_SPLIT_CPU_TIME:
+	default:
+		return p->delta_ns;
+	}
+}
+
+/* Split `uj` over the processes of pod `pod` (all processes when pod == -2) by their key,
  * equally when none ran; returns what could not be given (no process at all). */
 static uint64_t split_over(struct vw_workloads *w, int pod, enum vw_zone z, int m, uint64_t uj)
 {
@@ -284,8 +320,8 @@ static uint64_t split_over(struct vw_workloads *w, int pod, enum vw_zone z, int 
 	for (size_t i = 0; i < n; i++) {
 		bool in = pod == -2 || pod_of(w, &w->procs[i]) == pod;
 
-		w->weights[i] = in ? w->procs[i].delta_ns : 0;
-		sum += w->weights[i];
+		w->weights[i] = in ? key_delta(w, &w->procs[i], z) : 0;
+		sum |= w->weights[i];
 	}
 	if (sum == 0 && pod != -2)
 		for (size_t i = 0; i < n; i++)

@@ -20,6 +20,7 @@ struct wl_proc {
 	int container; /* index, -1: none */
 	bool kernel;
 	uint64_t last_cpu_ns, delta_ns, cpu_ns;
+	struct vw_proc_counters last_hw, delta_hw; /* hardware counters, when the snapshot has them */
 	bool terminated;
 	uint64_t final_gen; /* generation holding the final value; 0 = not yet published */
 	struct acc z[VW_ZONE__COUNT];
@@ -60,5 +61,6 @@ struct vw_workloads {
 	/* Scratch reused every interval. */
 	uint64_t *weights, *out;
 	size_t cap_scratch;
+	unsigned hw_available; /* of the last snapshot */
 };
 

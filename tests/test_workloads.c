@@ -17,6 +17,7 @@
 #include "fileio.h"
 #include "fixture.h"
 #include "log.h"
+#include "perf_counters.h"
 #include "workloads.h"
 
 #define CID_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -300,6 +301,46 @@ static void test_idle_by_pod_request(void **state)
 	MHD_stop_daemon(d);
 }
 
+/* With hardware counters, package follows instructions and dram cache misses; without, CPU. */
+static void test_split_keys_from_counters(void **state)
+{
+	static const uint64_t ms[] = { 1000, 0, 1000, 0, 0, 0 };
+	static const uint64_t zero[ARRAY_SIZE(procs)];
+	struct vw_proc_counters hw[ARRAY_SIZE(procs)] = { 0 };
+	struct vw_zone_energy ze[VW_ZONE__COUNT] = { 0 };
+	struct vw_workloads_totals t;
+	struct ctx c;
+	char *text;
+
+	(void)state;
+	setup(&c, NULL);
+	c.snap.counters = hw;
+	c.snap.hw_available = VW_HW_BIT(VW_HW_INSTRUCTIONS) | VW_HW_BIT(VW_HW_CACHE_MISSES);
+	interval(&c, zero, 0, 0);
+	/* Equal CPU time; process 100 (container A) retires 3x the instructions of 200 (B),
+	 * and 200 misses the cache 4x as often. */
+	hw[0] = (struct vw_proc_counters){ .instructions = 3000000000ULL, .cache_misses = 1000 };
+	hw[2] = (struct vw_proc_counters){ .instructions = 1000000000ULL, .cache_misses = 4000 };
+	for (size_t i = 0; i < ARRAY_SIZE(procs); i++)
+		c.cpu[i].cpu_ns += ms[i] * 1000000ULL;
+	ze[VW_ZONE_PACKAGE] = (struct vw_zone_energy){ true, 8000000, 0 };
+	ze[VW_ZONE_DRAM] = (struct vw_zone_energy){ true, 5000000, 0 };
+	ze[VW_ZONE_UNCORE] = (struct vw_zone_energy){ true, 2000000, 0 };
+	assert_int_equal(vw_workloads_update(c.w, &c.snap, ze, 5 * VW_NSEC_PER_SEC), 0);
+	text = render(&c);
+	assert_non_null(strstr(text, "zone=\"package\",pod_id=\"\",node_name=\"n1\"} 6\n"));
+	assert_non_null(strstr(text, "zone=\"package\",pod_id=\"\",node_name=\"n1\"} 2\n"));
+	assert_non_null(strstr(text, "zone=\"dram\",pod_id=\"\",node_name=\"n1\"} 1\n"));
+	assert_non_null(strstr(text, "zone=\"dram\",pod_id=\"\",node_name=\"n1\"} 4\n"));
+	/* uncore has no fitting counter: CPU time, 1 J each. */
+	assert_non_null(strstr(text, "zone=\"uncore\",pod_id=\"\",node_name=\"n1\"} 1\n"));
+	free(text);
+	vw_workloads_totals(c.w, &t);
+	assert_int_equal(t.containers[VW_ZONE_PACKAGE][0], 8000000);
+	assert_int_equal(t.containers[VW_ZONE_DRAM][0], 5000000);
+	teardown(&c);
+}
+
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
 
 static uint64_t rnd(void)
@@ -334,6 +375,7 @@ int main(void)
 		cmocka_unit_test(test_split_without_pods),
 		cmocka_unit_test(test_terminated_kept_until_scraped),
 		cmocka_unit_test(test_idle_by_pod_request),
+		cmocka_unit_test(test_split_keys_from_counters),
 		cmocka_unit_test(test_conservation_property),
 	};
 
