@@ -23,6 +23,8 @@ static const char *const l_cont_sec[] = { "container_id", "container_name", "run
 					  "pod_id", "node_name", NULL };
 static const char *const l_pod[] = { "pod_id", "pod_name", "pod_namespace", "state", "zone",
 				     "node_name", NULL };
+static const char *const l_vm[] = { "vm_id", "vm_name", "hypervisor", "state", "zone",
+				    "node_name", NULL };
 static const char *const l_rest[] = { "zone", "mode", "node_name", NULL };
 static const char *const l_method[] = { "method", "node_name", NULL };
 
@@ -30,6 +32,7 @@ enum {
 	F_PROC_J, F_PROC_W, F_PROC_IDLE_J, F_PROC_SEC,
 	F_CONT_J, F_CONT_W, F_CONT_IDLE_J, F_CONT_SEC,
 	F_POD_J, F_POD_W, F_POD_IDLE_J,
+	F_VM_J, F_VM_W, F_VM_IDLE_J, F_VM_IDLE_W,
 	F_UNATTR, F_UNCONT, F_METHOD,
 };
 
@@ -61,6 +64,16 @@ const struct vw_metric_family vw_workload_families[] = {
 	[F_POD_IDLE_J] = { "virtwatt_pod_cpu_idle_joules_total", VW_METRIC_COUNTER,
 			   "Idle energy of cpu attributed to a pod (by its CPU requests) in joules",
 			   "joules", l_pod },
+	[F_VM_J] = { "kepler_vm_cpu_joules_total", VW_METRIC_COUNTER,
+		     "Energy consumption of cpu at vm level in joules", "joules", l_vm },
+	[F_VM_W] = { "kepler_vm_cpu_watts", VW_METRIC_GAUGE,
+		     "Power consumption of cpu at vm level in watts", "watts", l_vm },
+	[F_VM_IDLE_J] = { "virtwatt_vm_cpu_idle_joules_total", VW_METRIC_COUNTER,
+			  "Idle energy of cpu attributed to a VM (by its vCPUs' share of host CPUs) "
+			  "in joules",
+			  "joules", l_vm },
+	[F_VM_IDLE_W] = { "virtwatt_vm_cpu_idle_watts", VW_METRIC_GAUGE,
+			  "Idle power of cpu attributed to a VM in watts", "watts", l_vm },
 	[F_UNATTR] = { "virtwatt_node_cpu_unattributed_joules_total", VW_METRIC_COUNTER,
 		       "Node energy no workload took: active energy of intervals with no CPU time "
 		       "seen, idle energy of unreserved capacity",
@@ -114,15 +127,16 @@ static void proc_label_values(const struct vw_workloads *w, const struct wl_proc
 			      const char *node, const char *zone, struct proc_labels *l)
 {
 	const struct wl_container *c = p->container >= 0 ? &w->conts[p->container] : NULL;
+	const struct wl_vm *vm = p->vm >= 0 ? &w->vms[p->vm] : NULL;
 
 	snprintf(l->pid, sizeof(l->pid), "%u", p->tgid);
 	l->v[0] = l->pid;
 	l->v[1] = p->comm;
 	l->v[2] = p->exe;
-	l->v[3] = c ? "container" : "regular";
+	l->v[3] = vm ? "vm" : c ? "container" : "regular";
 	l->v[4] = state_name(p->terminated);
 	l->v[5] = c ? c->id : "";
-	l->v[6] = "";
+	l->v[6] = vm ? vm->uuid : "";
 	l->v[7] = zone;
 	l->v[8] = node;
 	l->v[9] = NULL;
@@ -255,6 +269,45 @@ static int render_pods(const struct vw_workloads *w, struct vw_prom_writer *pw, 
 	return r;
 }
 
+static int vm_sample(const struct vw_workloads *w, struct vw_prom_writer *pw, int fam,
+		     const char *const *v, const struct acc *a)
+{
+	switch (fam) {
+	case F_VM_J:
+		return vw_prom_counter_micro(pw, v, a->uj[M_ACTIVE]);
+	case F_VM_W:
+		return vw_prom_gauge(pw, v, vw_energy_watts(a->interval[M_ACTIVE], w->dt_ns));
+	case F_VM_IDLE_J:
+		return vw_prom_counter_micro(pw, v, a->uj[M_IDLE]);
+	default:
+		return vw_prom_gauge(pw, v, vw_energy_watts(a->interval[M_IDLE], w->dt_ns));
+	}
+}
+
+static int render_vms(const struct vw_workloads *w, struct vw_prom_writer *pw, const char *node)
+{
+	int r = 0;
+
+	for (int f = F_VM_J; r == 0 && f <= F_VM_IDLE_W; f++) {
+		r = vw_prom_family(pw, &vw_workload_families[f]);
+		for (size_t k = 0; r == 0 && k < w->n_vms; k++) {
+			const struct wl_vm *vm = &w->vms[k];
+
+			for (int z = 0; r == 0 && z < VW_ZONE__COUNT; z++) {
+				const char *v[] = { vm->uuid, vm->name, vm->hypervisor,
+						    state_name(vm->terminated),
+						    vw_zone_name((enum vw_zone)z), node, NULL };
+
+				if (w->present[z] && !vm->hidden)
+					r = vm_sample(w, pw, f, v, &vm->z[z]);
+			}
+		}
+		if (r == 0)
+			r = vw_prom_family_end(pw);
+	}
+	return r;
+}
+
 static int render_rest(const struct vw_workloads *w, struct vw_prom_writer *pw, int fam,
 		       uint64_t (*t)[2], const char *node)
 {
@@ -283,6 +336,8 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 		r = render_containers(w, pw, node_name);
 	if (r == 0 && w->o.pods)
 		r = render_pods(w, pw, node_name);
+	if (r == 0 && w->o.vms)
+		r = render_vms(w, pw, node_name);
 	if (r == 0)
 		r = render_rest(w, pw, F_UNATTR, t.unattributed, node_name);
 	if (r == 0)

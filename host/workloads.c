@@ -50,6 +50,7 @@ void vw_workloads_free(struct vw_workloads *w)
 	free(w->procs);
 	free(w->conts);
 	free(w->pods);
+	free(w->vms);
 	free(w->weights);
 	free(w->out);
 	free(w);
@@ -136,7 +137,7 @@ static int add_proc(struct vw_workloads *w, const struct vw_proc_cpu *p)
 	if (GROW(w->procs, w->n_procs, w->cap_procs) < 0)
 		return -ENOMEM;
 	np = &w->procs[w->n_procs];
-	*np = (struct wl_proc){ .tgid = p->tgid, .container = -1 };
+	*np = (struct wl_proc){ .tgid = p->tgid, .container = -1, .vm = -1 };
 	memcpy(np->comm, p->comm, sizeof(np->comm));
 	np->comm[VW_COMM_LEN - 1] = '\0';
 	if (read_stat(w->o.procfs_fd, p->tgid, &ppid, &start) == 0 && !np->start_time)
@@ -253,6 +254,84 @@ static void reap_vanished(struct vw_workloads *w)
 	}
 }
 
+/* ---- VMs ---- */
+
+static int find_vm(struct vw_workloads *w, const char *uuid)
+{
+	for (size_t i = 0; i < w->n_vms; i++)
+		if (strcmp(w->vms[i].uuid, uuid) == 0)
+			return (int)i;
+	return -1;
+}
+
+int vw_workloads_set_vms(struct vw_workloads *w, const struct vw_vm_info *vms, size_t n)
+{
+	for (size_t i = 0; i < w->n_vms; i++)
+		w->vms[i].listed = false;
+	for (size_t i = 0; i < n; i++) {
+		const struct vw_vm_info *vi = &vms[i];
+		int k;
+
+		if (vi->state == VW_VM_SHUTOFF || !vi->uuid[0])
+			continue;
+		k = find_vm(w, vi->uuid);
+		if (k < 0) {
+			if (GROW(w->vms, w->n_vms, w->cap_vms) < 0)
+				return -ENOMEM;
+			k = (int)w->n_vms++;
+			w->vms[k] = (struct wl_vm){ 0 };
+			snprintf(w->vms[k].uuid, sizeof(w->vms[k].uuid), "%s", vi->uuid);
+		}
+		/* Same UUID, maybe a new QEMU: the counters carry on. */
+		snprintf(w->vms[k].name, sizeof(w->vms[k].name), "%s", vi->name);
+		snprintf(w->vms[k].hypervisor, sizeof(w->vms[k].hypervisor), "%s",
+			 vi->hypervisor[0] ? vi->hypervisor : "kvm");
+		w->vms[k].vcpus = vi->vcpus;
+		w->vms[k].qemu_pid = vi->qemu_pid;
+		w->vms[k].qemu_start_time = vi->qemu_start_time;
+		w->vms[k].listed = true;
+		w->vms[k].terminated = false;
+		w->vms[k].hidden = false;
+		w->vms[k].publications_gone = 0;
+	}
+	return 0;
+}
+
+/* vhost-<qemu pid> kernel threads do the VM's network and block I/O. */
+static uint32_t vhost_owner(const struct wl_proc *p)
+{
+	unsigned long pid;
+	char *end;
+
+	if (strncmp(p->comm, "vhost-", 6) != 0)
+		return 0;
+	pid = strtoul(p->comm + 6, &end, 10);
+	return *end == '\0' && pid > 0 && pid < UINT32_MAX ? (uint32_t)pid : 0;
+}
+
+static void map_vms(struct vw_workloads *w)
+{
+	for (size_t i = 0; i < w->n_procs; i++) {
+		struct wl_proc *p = &w->procs[i];
+		uint32_t owner = vhost_owner(p);
+
+		if (p->terminated && !p->delta_ns)
+			continue;
+		p->vm = -1;
+		for (size_t k = 0; k < w->n_vms; k++) {
+			const struct wl_vm *v = &w->vms[k];
+			bool same = v->qemu_pid == p->tgid &&
+				    (!v->qemu_start_time || !p->start_time ||
+				     v->qemu_start_time == p->start_time);
+
+			if (v->listed && v->qemu_pid && (same || owner == v->qemu_pid)) {
+				p->vm = (int)k;
+				break;
+			}
+		}
+	}
+}
+
 /* ---- Attribution ---- */
 
 static int scratch(struct vw_workloads *w, size_t n)
@@ -272,6 +351,13 @@ static void give(struct vw_workloads *w, struct wl_proc *p, enum vw_zone z, int 
 	p->z[z].uj[m] = vw_energy_add(p->z[z].uj[m], uj);
 	p->z[z].interval[m] += uj;
 	w->totals.processes[z][m] += uj;
+	if (p->vm >= 0) {
+		struct wl_vm *v = &w->vms[p->vm];
+
+		v->z[z].uj[m] = vw_energy_add(v->z[z].uj[m], uj);
+		v->z[z].interval[m] += uj;
+		w->totals.vms[z][m] += uj;
+	}
 	if (p->container < 0) {
 		w->totals.uncontained[z][m] += uj;
 		return;
@@ -290,9 +376,18 @@ static void give(struct vw_workloads *w, struct wl_proc *p, enum vw_zone z, int 
 	}
 }
 
-static int pod_of(const struct vw_workloads *w, const struct wl_proc *p)
+/*
+ * The reservation group a process's idle share comes through: its pod (0 .. n_pods-1), else
+ * its VM (n_pods + VM index), else -1. A KubeVirt VM's QEMU is in a pod: the pod's requests
+ * are the VM's reservation, so it is counted once, through the pod.
+ */
+static int group_of(const struct vw_workloads *w, const struct wl_proc *p)
 {
-	return p->container >= 0 ? w->conts[p->container].pod : -1;
+	int pod = p->container >= 0 ? w->conts[p->container].pod : -1;
+
+	if (pod >= 0)
+		return pod;
+	return p->vm >= 0 ? (int)w->n_pods + p->vm : -1;
 }
 
 /* The usage that divides zone z: CPU time, or a hardware counter where it fits (Kepler v0.7:
@@ -310,22 +405,22 @@ static uint64_t key_delta(const struct vw_workloads *w, const struct wl_proc *p,
 	}
 }
 
-/* Split `uj` over the processes of pod `pod` (all processes when pod == -2) by their key,
- * equally when none ran; returns what could not be given (no process at all). */
-static uint64_t split_over(struct vw_workloads *w, int pod, enum vw_zone z, int m, uint64_t uj)
+/* Split `uj` over the processes of reservation group `grp` (all processes when grp == -2) by
+ * their key, equally when none ran; returns what could not be given (no process at all). */
+static uint64_t split_over(struct vw_workloads *w, int grp, enum vw_zone z, int m, uint64_t uj)
 {
 	uint64_t rest = 0, sum = 0;
 	size_t n = w->n_procs;
 
 	for (size_t i = 0; i < n; i++) {
-		bool in = pod == -2 || pod_of(w, &w->procs[i]) == pod;
+		bool in = grp == -2 || group_of(w, &w->procs[i]) == grp;
 
 		w->weights[i] = in ? key_delta(w, &w->procs[i], z) : 0;
 		sum |= w->weights[i];
 	}
-	if (sum == 0 && pod != -2)
+	if (sum == 0 && grp != -2)
 		for (size_t i = 0; i < n; i++)
-			w->weights[i] = pod_of(w, &w->procs[i]) == pod && !w->procs[i].terminated;
+			w->weights[i] = group_of(w, &w->procs[i]) == grp && !w->procs[i].terminated;
 	(void)vw_ratio_split(uj, w->weights, n, w->out, &rest);
 	for (size_t i = 0; i < n; i++)
 		if (w->out[i])
@@ -335,26 +430,30 @@ static uint64_t split_over(struct vw_workloads *w, int pod, enum vw_zone z, int 
 
 static int attribute_idle(struct vw_workloads *w, enum vw_zone z, uint64_t idle)
 {
-	_cleanup_free_ uint64_t *reserve = calloc(w->n_pods + 1, sizeof(uint64_t));
-	_cleanup_free_ uint64_t *pod_idle = calloc(w->n_pods + 1, sizeof(uint64_t));
+	size_t ng = w->n_pods + w->n_vms;
+	_cleanup_free_ uint64_t *reserve = calloc(ng + 1, sizeof(uint64_t));
+	_cleanup_free_ uint64_t *grp_idle = calloc(ng + 1, sizeof(uint64_t));
 	uint64_t rest = 0, any = 0;
 
-	if (!reserve || !pod_idle)
+	if (!reserve || !grp_idle)
 		return -ENOMEM;
-	for (size_t i = 0; i < w->n_pods; i++) {
+	/* Pods reserve their CPU requests, VMs their vCPUs, of host CPUs x 1000. */
+	for (size_t i = 0; i < w->n_pods; i++)
 		reserve[i] = w->pods[i].live ? w->pods[i].info.cpu_request_millis : 0;
+	for (size_t k = 0; k < w->n_vms; k++)
+		reserve[w->n_pods + k] = w->vms[k].live ? (uint64_t)w->vms[k].vcpus * 1000 : 0;
+	for (size_t i = 0; i < ng; i++)
 		any |= reserve[i];
-	}
 	if (!any) {
 		/* Nothing reserved: idle follows CPU time, as active does. */
 		w->totals.unattributed[z][M_IDLE] += split_over(w, -2, z, M_IDLE, idle);
 		return 0;
 	}
-	(void)vw_ratio_split_idle(idle, reserve, NULL, w->n_pods,
-				  (uint64_t)w->o.host_cpus * 1000, pod_idle, &rest);
-	for (size_t i = 0; i < w->n_pods; i++)
-		if (pod_idle[i])
-			rest += split_over(w, (int)i, z, M_IDLE, pod_idle[i]);
+	(void)vw_ratio_split_idle(idle, reserve, NULL, ng, (uint64_t)w->o.host_cpus * 1000,
+				  grp_idle, &rest);
+	for (size_t i = 0; i < ng; i++)
+		if (grp_idle[i])
+			rest += split_over(w, (int)i, z, M_IDLE, grp_idle[i]);
 	w->totals.unattributed[z][M_IDLE] += rest;
 	return 0;
 }
@@ -365,8 +464,15 @@ static void count_live(struct vw_workloads *w)
 		w->conts[i].live = 0, w->conts[i].delta_ns = 0;
 	for (size_t i = 0; i < w->n_pods; i++)
 		w->pods[i].live = 0;
+	for (size_t k = 0; k < w->n_vms; k++)
+		w->vms[k].live = 0;
 	for (size_t i = 0; i < w->n_procs; i++) {
 		struct wl_proc *p = &w->procs[i];
+
+		if (p->vm >= 0 && (!p->terminated || p->delta_ns)) {
+			w->vms[p->vm].live++;
+			w->vms[p->vm].cpu_ns += p->delta_ns;
+		}
 
 		if (p->container < 0)
 			continue;
@@ -395,6 +501,8 @@ static void clear_intervals(struct vw_workloads *w)
 		clear_acc(w->conts[i].z);
 	for (size_t i = 0; i < w->n_pods; i++)
 		clear_acc(w->pods[i].z);
+	for (size_t k = 0; k < w->n_vms; k++)
+		clear_acc(w->vms[k].z);
 }
 
 /* Containers with no live process, and pods with no live container, are terminated. */
@@ -409,6 +517,11 @@ static void settle_states(struct vw_workloads *w)
 		if (!w->pods[i].terminated && w->pods[i].live == 0) {
 			w->pods[i].terminated = true;
 			w->pods[i].final_gen = 0;
+		}
+	for (size_t k = 0; k < w->n_vms; k++)
+		if (!w->vms[k].terminated && !w->vms[k].listed) {
+			w->vms[k].terminated = true;
+			w->vms[k].final_gen = 0;
 		}
 }
 
@@ -428,6 +541,7 @@ int vw_workloads_update(struct vw_workloads *w, const struct vw_cpu_snapshot *sn
 	if (r < 0)
 		return r;
 	clear_intervals(w);
+	map_vms(w);
 	count_live(w);
 	w->dt_ns = dt_ns;
 	for (int z = 0; z < VW_ZONE__COUNT; z++) {
@@ -547,9 +661,41 @@ static int drop_pods(struct vw_workloads *w, uint64_t gen, uint64_t served)
 	return 0;
 }
 
+/* Gone VMs stop being exported once served, and are forgotten after a grace period when no
+ * remembered process refers to them. */
+static int drop_vms(struct vw_workloads *w, uint64_t gen, uint64_t served)
+{
+	_cleanup_free_ bool *keep = calloc(w->n_vms + 1, sizeof(bool));
+	_cleanup_free_ int *map = calloc(w->n_vms + 1, sizeof(int));
+	size_t j = 0;
+
+	if (!keep || !map)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->n_procs; i++)
+		if (w->procs[i].vm >= 0)
+			keep[w->procs[i].vm] = true;
+	for (size_t k = 0; k < w->n_vms; k++) {
+		struct wl_vm *v = &w->vms[k];
+
+		if (expired(v->terminated, &v->final_gen, gen, served, false))
+			v->hidden = true;
+		if (v->terminated)
+			v->publications_gone++;
+		keep[k] |= !v->terminated || v->publications_gone <= VW_VM_GRACE_PUBLICATIONS;
+	}
+	(void)remap(keep, w->n_vms, w->n_procs ? &w->procs[0].vm : NULL, w->n_procs,
+		    sizeof(*w->procs), map);
+	for (size_t k = 0; k < w->n_vms; k++)
+		if (keep[k])
+			w->vms[j++] = w->vms[k];
+	w->n_vms = j;
+	return 0;
+}
+
 void vw_workloads_published(struct vw_workloads *w, uint64_t gen, uint64_t served_gen)
 {
 	drop_procs(w, gen, served_gen);
+	(void)drop_vms(w, gen, served_gen);
 	/* On ENOMEM nothing is dropped this time; the next publication tries again. */
 	if (drop_containers(w, gen, served_gen) == 0)
 		(void)drop_pods(w, gen, served_gen);

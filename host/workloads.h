@@ -27,6 +27,7 @@ struct vw_workloads_opts {
 	bool processes;           /* export process series */
 	unsigned process_top_n;   /* at most this many process series (0: no limit) */
 	bool containers, pods;    /* export container / pod series */
+	bool vms;                 /* export VM series */
 	unsigned max_terminated;  /* terminated workloads kept per level awaiting a scrape */
 };
 
@@ -53,12 +54,21 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 			const char *node_name, const char *method);
 
 /* Totals for checks: node-level sums per zone and mode (0 active, 1 idle). */
+/*
+ * The VMs the VM sources list now (call before each update). Each VM's QEMU process and its
+ * vhost threads are the VM's; VMs are keyed by UUID, so a VM that restarts (new QEMU PID) or a
+ * libvirtd restart keeps its counters. A VM missing from the list (or shut off) is terminated.
+ */
+struct vw_vm_info;
+int vw_workloads_set_vms(struct vw_workloads *w, const struct vw_vm_info *vms, size_t n);
+
 struct vw_workloads_totals {
 	uint64_t containers[VW_ZONE__COUNT][2];
 	uint64_t pods[VW_ZONE__COUNT][2];
 	uint64_t uncontained[VW_ZONE__COUNT][2];
 	uint64_t unattributed[VW_ZONE__COUNT][2];
 	uint64_t processes[VW_ZONE__COUNT][2]; /* live and remembered processes */
+	uint64_t vms[VW_ZONE__COUNT][2];
 };
 void vw_workloads_totals(const struct vw_workloads *w, struct vw_workloads_totals *ret);
 size_t vw_workloads_n_processes(const struct vw_workloads *w);

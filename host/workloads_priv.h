@@ -3,6 +3,7 @@
  * workload_metrics.c (rendering). Not for other modules. */
 #pragma once
 
+#include "vm_source.h"
 #include "workloads.h"
 
 enum { M_ACTIVE, M_IDLE, M__COUNT };
@@ -18,6 +19,7 @@ struct wl_proc {
 	char comm[VW_COMM_LEN];
 	char exe[160];
 	int container; /* index, -1: none */
+	int vm;        /* index, -1: none (the VM's QEMU process or one of its vhost threads) */
 	bool kernel;
 	uint64_t last_cpu_ns, delta_ns, cpu_ns;
 	struct vw_proc_counters last_hw, delta_hw; /* hardware counters, when the snapshot has them */
@@ -46,6 +48,26 @@ struct wl_pod {
 	struct acc z[VW_ZONE__COUNT];
 };
 
+struct wl_vm {
+	char uuid[VW_UUID_LEN];
+	char name[256];
+	char hypervisor[16];
+	unsigned vcpus;
+	uint32_t qemu_pid;
+	uint64_t qemu_start_time;
+	bool listed;  /* in the VM sources' last list */
+	unsigned live; /* processes seen this interval */
+	uint64_t cpu_ns;
+	bool terminated;
+	uint64_t final_gen;
+	bool hidden;            /* terminated and its final value served: no longer exported */
+	uint64_t publications_gone; /* kept this long so a VM re-created with its UUID carries on */
+	struct acc z[VW_ZONE__COUNT];
+};
+
+/* Publications a gone VM is remembered for (about an hour at the default 5 s interval). */
+#define VW_VM_GRACE_PUBLICATIONS 720
+
 struct vw_workloads {
 	struct vw_workloads_opts o;
 	bool baseline_taken;
@@ -57,6 +79,8 @@ struct vw_workloads {
 	size_t n_conts, cap_conts;
 	struct wl_pod *pods;
 	size_t n_pods, cap_pods;
+	struct wl_vm *vms;
+	size_t n_vms, cap_vms;
 	struct vw_workloads_totals totals;
 	/* Scratch reused every interval. */
 	uint64_t *weights, *out;

@@ -18,6 +18,7 @@
 #include "fixture.h"
 #include "log.h"
 #include "perf_counters.h"
+#include "vm_source.h"
 #include "workloads.h"
 
 #define CID_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -39,6 +40,8 @@ static const struct proc_def procs[] = {
 	{ 300, 1, "sshd", "0::/system.slice/ssh.service\n" },
 	{ 2, 0, "kthreadd", "0::/\n" },
 	{ 400, 2, "kworker/0:1", "0::/\n" },
+	{ 500, 1, "qemu-system-x86", "0::/machine.slice/machine-qemu\\x2d1\\x2dvm1.scope/libvirt/emulator\n" },
+	{ 501, 2, "vhost-500", "0::/machine.slice/machine-qemu\\x2d1\\x2dvm1.scope/libvirt/emulator\n" },
 };
 
 struct ctx {
@@ -71,7 +74,8 @@ static void write_procs(struct ctx *c)
 static void setup(struct ctx *c, struct vw_podmeta *pm)
 {
 	struct vw_workloads_opts o = { .host_cpus = 2, .processes = true, .containers = true,
-				       .pods = true, .podmeta = pm, .max_terminated = 100 };
+				       .pods = true, .vms = true, .podmeta = pm,
+				       .max_terminated = 100 };
 
 	memset(c, 0, sizeof(*c));
 	c->root = vw_fixture_mkdtemp("wl");
@@ -149,7 +153,7 @@ static double value(const char *text, const char *prefix)
 static void test_split_without_pods(void **state)
 {
 	/* 100, 101 in container A; 200 in container B; 300 system; 2 and 400 kernel. */
-	static const uint64_t ms[] = { 1000, 1000, 2000, 500, 0, 500 };
+	static const uint64_t ms[ARRAY_SIZE(procs)] = { 1000, 1000, 2000, 500, 0, 500 };
 	static const uint64_t zero[ARRAY_SIZE(procs)];
 	struct ctx c;
 	char *text;
@@ -192,7 +196,7 @@ static void test_split_without_pods(void **state)
 
 static void test_terminated_kept_until_scraped(void **state)
 {
-	static const uint64_t ms[] = { 100, 100, 100, 100, 0, 0 };
+	static const uint64_t ms[ARRAY_SIZE(procs)] = { 100, 100, 100, 100, 0, 0 };
 	static const uint64_t zero[ARRAY_SIZE(procs)];
 	struct ctx c;
 	char *text;
@@ -252,7 +256,7 @@ static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char 
 
 static void test_idle_by_pod_request(void **state)
 {
-	static const uint64_t ms[] = { 1000, 1000, 1000, 1000, 0, 1000 };
+	static const uint64_t ms[ARRAY_SIZE(procs)] = { 1000, 1000, 1000, 1000, 0, 1000 };
 	static const uint64_t zero[ARRAY_SIZE(procs)];
 	struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL,
 						serve, NULL, MHD_OPTION_END);
@@ -304,7 +308,7 @@ static void test_idle_by_pod_request(void **state)
 /* With hardware counters, package follows instructions and dram cache misses; without, CPU. */
 static void test_split_keys_from_counters(void **state)
 {
-	static const uint64_t ms[] = { 1000, 0, 1000, 0, 0, 0 };
+	static const uint64_t ms[ARRAY_SIZE(procs)] = { 1000, 0, 1000, 0, 0, 0 };
 	static const uint64_t zero[ARRAY_SIZE(procs)];
 	struct vw_proc_counters hw[ARRAY_SIZE(procs)] = { 0 };
 	struct vw_zone_energy ze[VW_ZONE__COUNT] = { 0 };
@@ -338,6 +342,72 @@ static void test_split_keys_from_counters(void **state)
 	vw_workloads_totals(c.w, &t);
 	assert_int_equal(t.containers[VW_ZONE_PACKAGE][0], 8000000);
 	assert_int_equal(t.containers[VW_ZONE_DRAM][0], 5000000);
+	teardown(&c);
+}
+
+#define VM_UUID "6f1c2f3a-8f4e-4c1b-9d62-0c7e5d1a2b3c"
+#define VML(zone, state) "{vm_id=\"" VM_UUID "\",vm_name=\"vm1\",hypervisor=\"kvm\",state=\"" state "\",zone=\"" zone "\",node_name=\"n1\"}"
+
+static void set_vm(struct ctx *c, uint32_t qemu_pid, bool listed)
+{
+	struct vw_vm_info vm = { .uuid = VM_UUID, .name = "vm1", .hypervisor = "kvm",
+				 .source = "libvirt", .vcpus = 1, .qemu_pid = qemu_pid };
+
+	assert_int_equal(vw_workloads_set_vms(c->w, &vm, listed ? 1 : 0), 0);
+}
+
+/* A VM is its QEMU process plus its vhost threads; it reserves vCPUs / host CPUs of idle. */
+static void test_vm_energy(void **state)
+{
+	/* Only the VM runs: QEMU 1.5 s and its vhost thread 0.5 s; sshd 2 s. */
+	static const uint64_t ms[ARRAY_SIZE(procs)] = { 0, 0, 0, 2000, 0, 0, 1500, 500 };
+	static const uint64_t zero[ARRAY_SIZE(procs)];
+	struct vw_workloads_totals t;
+	struct ctx c;
+	char *text;
+
+	(void)state;
+	setup(&c, NULL);
+	set_vm(&c, 500, true);
+	interval(&c, zero, 0, 0);
+	set_vm(&c, 500, true);
+	interval(&c, ms, 8000000, 6000000);
+	assert_conserved(&c);
+	text = render(&c);
+	/* Active by CPU: 2 of 4 s. Idle: 1 vCPU of 2 host CPUs reserves half: 3 J; the other half
+	 * is unreserved and stays with the node (the VM is the only reservation). */
+	assert_double_near(value(text, "kepler_vm_cpu_joules_total" VML("package", "running")), 4.0, 1e-9);
+	assert_double_near(value(text, "virtwatt_vm_cpu_idle_joules_total" VML("package", "running")), 3.0, 1e-9);
+	assert_double_near(value(text, "virtwatt_vm_cpu_idle_watts" VML("package", "running")), 0.6, 1e-9);
+	assert_double_near(value(text, "virtwatt_node_cpu_unattributed_joules_total{zone=\"package\","
+				       "mode=\"idle\",node_name=\"n1\"}"), 3.0, 1e-9);
+	assert_non_null(strstr(text, "pid=\"500\",comm=\"qemu-system-x86\",exe=\"\",type=\"vm\",state=\"running\","
+				     "container_id=\"\",vm_id=\"" VM_UUID "\""));
+	assert_non_null(strstr(text, "pid=\"501\",comm=\"vhost-500\",exe=\"\",type=\"vm\""));
+	free(text);
+	vw_workloads_totals(c.w, &t);
+	assert_int_equal(t.vms[VW_ZONE_PACKAGE][0], 4000000);
+	assert_int_equal(t.vms[VW_ZONE_PACKAGE][1], 3000000);
+
+	/* The VM is destroyed: terminated, shown once more, then hidden after a scrape. */
+	set_vm(&c, 500, false);
+	interval(&c, zero, 1000000, 1000000);
+	text = render(&c);
+	assert_double_near(value(text, "kepler_vm_cpu_joules_total" VML("package", "terminated")), 4.0, 1e-9);
+	free(text);
+	vw_workloads_published(c.w, 3, 0);
+	vw_workloads_published(c.w, 4, 3);
+	text = render(&c);
+	assert_null(strstr(text, "kepler_vm_cpu_joules_total{vm_id"));
+	free(text);
+
+	/* Re-created with the same UUID (same QEMU PID here): the counters carry on. */
+	set_vm(&c, 500, true);
+	interval(&c, ms, 8000000, 0);
+	text = render(&c);
+	assert_double_near(value(text, "kepler_vm_cpu_joules_total" VML("package", "running")), 8.0, 1e-9);
+	free(text);
+	assert_conserved(&c);
 	teardown(&c);
 }
 
@@ -376,6 +446,7 @@ int main(void)
 		cmocka_unit_test(test_terminated_kept_until_scraped),
 		cmocka_unit_test(test_idle_by_pod_request),
 		cmocka_unit_test(test_split_keys_from_counters),
+		cmocka_unit_test(test_vm_energy),
 		cmocka_unit_test(test_conservation_property),
 	};
 
