@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The host <-> guest power passthrough protocol (PROTOCOL.md): newline-delimited JSON, one
+ * object per line, versioned, with a size cap. The host sends each VM its own cumulative idle
+ * and active energy per zone; the guest may send a tiny hello/ack. Decoding treats every byte
+ * as hostile. One library for both daemons; no I/O here.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zone.h"
+
+#define VW_PROTO_VERSION 1
+#define VW_PROTO_MAX_FRAME 16384  /* bytes of one host frame line, '\n' included */
+#define VW_PROTO_MAX_HELLO 256    /* bytes of one guest line */
+#define VW_PROTO_RESYNC 0xFF      /* sent by the host on (re)connect; readers drop through it */
+
+struct vw_proto_zone {
+	enum vw_zone zone;
+	uint64_t idle_uj, active_uj; /* cumulative since the host epoch */
+	double idle_w, active_w;     /* over the last publication interval */
+};
+
+struct vw_host_frame {
+	unsigned version;
+	uint64_t epoch;          /* host boot/start identity: a new value = the host restarted */
+	uint64_t seq;            /* strictly increasing within an epoch */
+	char vm_uuid[37];
+	uint64_t interval_ms;    /* publication interval */
+	char source[16];         /* the host's meter: "rapl", "estimator" */
+	char model[128];         /* the host's model identity ("" for a meter) */
+	size_t n_zones;
+	struct vw_proto_zone zones[VW_ZONE__COUNT];
+};
+
+enum vw_proto_error {
+	VW_PROTO_OK,
+	VW_PROTO_E_OVERSIZE,  /* line over the cap */
+	VW_PROTO_E_SYNTAX,    /* not JSON, trailing garbage, bad UTF-8 */
+	VW_PROTO_E_DEPTH,     /* nesting over the limit */
+	VW_PROTO_E_TYPE,      /* a field of the wrong type, not an object */
+	VW_PROTO_E_MISSING,   /* a required field absent */
+	VW_PROTO_E_RANGE,     /* negative, non-finite, absurd, or a bad UUID/zone */
+	VW_PROTO_E_VERSION,   /* unknown protocol version */
+	VW_PROTO_E_SEQ,       /* sequence went back (or repeated) within an epoch */
+	VW_PROTO_E_UUID,      /* a frame for another VM */
+	VW_PROTO_E_ENERGY,    /* a cumulative counter fell within an epoch */
+	VW_PROTO_E__COUNT,
+};
+
+const char *vw_proto_error_name(enum vw_proto_error e);
+
+/* Encode one frame as a JSON line ending in '\n'. -ENOBUFS if it does not fit. */
+int vw_proto_encode_host(const struct vw_host_frame *f, char *buf, size_t size, size_t *ret_len);
+/* Decode one line (without its '\n'). Field rules only; sequence rules are vw_proto_rx's. */
+enum vw_proto_error vw_proto_decode_host(const char *line, size_t len, struct vw_host_frame *ret);
+
+/* Guest -> host hello/ack: {"v":1,"hello":"virtwatt-guest","ack":SEQ} under VW_PROTO_MAX_HELLO. */
+struct vw_guest_hello {
+	unsigned version;
+	uint64_t ack_seq;
+};
+int vw_proto_encode_hello(const struct vw_guest_hello *h, char *buf, size_t size, size_t *ret_len);
+enum vw_proto_error vw_proto_decode_hello(const char *line, size_t len, struct vw_guest_hello *ret);
+
+/*
+ * The guest's acceptance state: sequence and epoch rules, counts by reason. A frame whose seq
+ * does not increase within its epoch is dropped; a new epoch (host restart) is accepted.
+ */
+struct vw_proto_rx {
+	bool have;
+	uint64_t epoch, seq;
+	struct vw_host_frame last;
+	uint64_t accepted;
+	uint64_t rejected[VW_PROTO_E__COUNT];
+	char expect_uuid[37]; /* "" = accept any VM's frames (the first one fixes it) */
+};
+enum vw_proto_error vw_proto_rx_accept(struct vw_proto_rx *rx, const struct vw_host_frame *f);
+
+/*
+ * Line framing with a size cap and resynchronisation: bytes in, complete lines out (without
+ * '\n'). An oversized line is dropped (counted) up to its '\n'; a 0xFF byte discards the
+ * partial line. Memory is bounded by max_line.
+ */
+struct vw_framer;
+struct vw_framer *vw_framer_new(size_t max_line);
+void vw_framer_free(struct vw_framer *f);
+typedef void (*vw_framer_line_fn)(const char *line, size_t len, void *userdata);
+void vw_framer_feed(struct vw_framer *f, const void *data, size_t len, vw_framer_line_fn cb,
+		    void *userdata);
+void vw_framer_reset(struct vw_framer *f);
+uint64_t vw_framer_oversized(const struct vw_framer *f);
