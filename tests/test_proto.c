@@ -110,6 +110,15 @@ static void test_golden_decode(void **state)
 	assert_string_equal(got.source, "estimator");
 	assert_string_equal(got.model, "m");
 	assert_true(got.interval_ms == 15000);
+	/* -0.0 is not negative, and is stored as +0.0 so that it re-encodes to itself. */
+	assert_int_equal(decode_str("{\"v\":1,\"epoch\":1,\"seq\":1,\"vm\":\"" UUID "\","
+				    "\"interval_ms\":1000,\"src\":\"rapl\",\"model\":\"\",\"zones\":{"
+				    "\"dram\":{\"idle_uj\":1,\"active_uj\":1,\"idle_w\":-0.0,"
+				    "\"active_w\":-0}}}",
+				    &got),
+			 VW_PROTO_OK);
+	assert_false(signbit(got.zones[0].idle_w));
+	assert_false(signbit(got.zones[0].active_w));
 	/* Round trip of random frames: decode(encode(f)) == f, doubles bit-exact. */
 	uint64_t s = 7;
 	for (int i = 0; i < 500; i++) {
@@ -277,6 +286,7 @@ static const struct hostile hostile[] = {
 	{"unknown zone ignored", "\"zones\":{", "\"zones\":{\"gpu\":{\"w\":1},", NULL, VW_PROTO_OK},
 	{"duplicate key: last wins", "\"seq\":42", "\"seq\":1,\"seq\":42", NULL, VW_PROTO_OK},
 	{"energy at 2^62", "987654321", "4611686018427387904", NULL, VW_PROTO_OK},
+	{"watts -0.0 (stored as +0)", "\"active_w\":3.25", "\"active_w\":-0.0", NULL, VW_PROTO_OK},
 	{"watts at the cap", "\"idle_w\":12.5", "\"idle_w\":1e6", NULL, VW_PROTO_OK},
 	{"nesting within the limit", "\"v\":1,", "\"v\":1,\"x\":{\"y\":[[1]]},", NULL, VW_PROTO_OK},
 	{"line exactly at the cap", NULL, NULL, gen_just_fits, VW_PROTO_OK},

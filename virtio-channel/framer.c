@@ -84,10 +84,13 @@ void vw_framer_feed(struct vw_framer *f, const void *data, size_t len, vw_framer
 	const char *p = data, *end = p + len;
 
 	while (p < end) {
-		const char *q = p;
+		const char *q = memchr(p, '\n', (size_t)(end - p));
+		const char *ff = memchr(p, VW_PROTO_RESYNC, (size_t)((q ? q : end) - p));
 
-		while (q < end && *q != '\n' && (unsigned char)*q != VW_PROTO_RESYNC)
-			q++;
+		if (ff)
+			q = ff;
+		else if (!q)
+			q = end;
 		append(f, p, (size_t)(q - p));
 		if (q == end)
 			break;

@@ -322,7 +322,7 @@ static enum vw_proto_error get_watts(struct json_object *o, const char *key, dou
 	d = json_object_get_double(v);
 	if (!watts_valid(d))
 		return VW_PROTO_E_RANGE;
-	*ret = d;
+	*ret = d == 0 ? 0 : d; /* -0.0 passes >= 0; store +0.0 as the encoder writes it */
 	return VW_PROTO_OK;
 }
 
