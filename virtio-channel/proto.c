@@ -235,8 +235,11 @@ static void json_putp(struct json_object **o)
 	json_object_put(*o);
 }
 
-/* Parse one line as a single JSON object: no partial parse, no trailing bytes, no NUL. */
-static enum vw_proto_error parse_object(const char *line, size_t len, int depth,
+/*
+ * Parse one line (under cap bytes with its '\n') as a single JSON object: no partial parse, no
+ * trailing bytes, no NUL.
+ */
+static enum vw_proto_error parse_object(const char *line, size_t len, size_t cap, int depth,
 					struct json_object **ret)
 {
 	struct json_tokener *tok;
@@ -244,6 +247,8 @@ static enum vw_proto_error parse_object(const char *line, size_t len, int depth,
 	enum json_tokener_error err;
 	size_t end;
 
+	if (len >= cap)
+		return VW_PROTO_E_OVERSIZE;
 	if (memchr(line, '\0', len))
 		return VW_PROTO_E_SYNTAX;
 	tok = json_tokener_new_ex(depth);
@@ -428,9 +433,7 @@ enum vw_proto_error vw_proto_decode_host(const char *line, size_t len, struct vw
 	struct vw_host_frame f = {0};
 	enum vw_proto_error e;
 
-	if (len >= VW_PROTO_MAX_FRAME)
-		return VW_PROTO_E_OVERSIZE;
-	e = parse_object(line, len, HOST_DEPTH, &obj);
+	e = parse_object(line, len, VW_PROTO_MAX_FRAME, HOST_DEPTH, &obj);
 	if (e)
 		return e;
 	e = decode_host_fields(obj, &f);
@@ -452,9 +455,7 @@ enum vw_proto_error vw_proto_decode_hello(const char *line, size_t len, struct v
 	char name[sizeof(HELLO_NAME)];
 	enum vw_proto_error e;
 
-	if (len >= VW_PROTO_MAX_HELLO)
-		return VW_PROTO_E_OVERSIZE;
-	e = parse_object(line, len, HELLO_DEPTH, &obj);
+	e = parse_object(line, len, VW_PROTO_MAX_HELLO, HELLO_DEPTH, &obj);
 	if (e)
 		return e;
 	if ((e = get_version(obj, &h.version)) ||

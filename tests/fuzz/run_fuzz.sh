@@ -5,7 +5,7 @@
 # under CI=true, where it is a failure. VW_FUZZ_SECONDS overrides SECONDS. New inputs go to a
 # temporary directory, never into the checked-in corpus; crashers are kept in ARTIFACT_DIR.
 fuzzer=$1 corpus=$2 secs=${VW_FUZZ_SECONDS:-$3} artifacts=$4
-name=$(basename "${fuzzer:-fuzzer}")
+name=fuzz_$(basename "$corpus")
 
 if [ -z "$fuzzer" ] || [ ! -x "$fuzzer" ]; then
 	if [ "${CI:-}" = "true" ]; then
