@@ -235,9 +235,26 @@ static void json_putp(struct json_object **o)
 	json_object_put(*o);
 }
 
+/* An escaped NUL (\u0000) anywhere: json-c would silently cut an object key short at it. */
+static bool has_escaped_nul(const char *s, size_t len)
+{
+	const char *p = s, *end = s + len;
+
+	while ((p = memchr(p, '\\', (size_t)(end - p)))) {
+		const char *q = p;
+
+		while (q < end && *q == '\\')
+			q++;
+		if (((q - p) & 1) && end - q >= 5 && memcmp(q, "u0000", 5) == 0)
+			return true;
+		p = q;
+	}
+	return false;
+}
+
 /*
  * Parse one line (under cap bytes with its '\n') as a single JSON object: no partial parse, no
- * trailing bytes, no NUL.
+ * trailing bytes, no NUL, raw or escaped.
  */
 static enum vw_proto_error parse_object(const char *line, size_t len, size_t cap, int depth,
 					struct json_object **ret)
@@ -249,7 +266,7 @@ static enum vw_proto_error parse_object(const char *line, size_t len, size_t cap
 
 	if (len >= cap)
 		return VW_PROTO_E_OVERSIZE;
-	if (memchr(line, '\0', len))
+	if (memchr(line, '\0', len) || has_escaped_nul(line, len))
 		return VW_PROTO_E_SYNTAX;
 	tok = json_tokener_new_ex(depth);
 	if (!tok)
