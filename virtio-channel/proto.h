@@ -18,7 +18,7 @@
 #define VW_PROTO_MAX_HELLO 256    /* bytes of one guest line */
 #define VW_PROTO_RESYNC 0xFF      /* sent by the host on (re)connect; readers drop through it */
 
-/* Value rules (PROTOCOL.md "Fields"): the encoder refuses what the decoder would reject. */
+/* Value rules (PROTOCOL.md §2): the encoder refuses what the decoder would reject. */
 #define VW_PROTO_MAX_ENERGY_UJ (1ULL << 62) /* per zone and mode, inclusive */
 #define VW_PROTO_MAX_WATTS 1e6
 #define VW_PROTO_MIN_INTERVAL_MS 1000ULL    /* never publish faster than 1 s (RAPL side channel) */
@@ -62,7 +62,12 @@ const char *vw_proto_error_name(enum vw_proto_error e);
 /* Canonical lowercase 8-4-4-4-12 hex, NUL-terminated after 36 characters. */
 bool vw_proto_uuid_valid(const char *s);
 
-/* Encode one frame as a JSON line ending in '\n'. -ENOBUFS if it does not fit. */
+/*
+ * Encode one frame as a JSON line ending in '\n' (fixed field order, byte-exact, NUL written
+ * after it), at most VW_PROTO_MAX_FRAME bytes. -ENOBUFS if it does not fit; -EINVAL for a frame
+ * the decoder would reject (version other than 0 = current or VW_PROTO_VERSION, out-of-range
+ * values, bad strings, no zones, a zone twice).
+ */
 int vw_proto_encode_host(const struct vw_host_frame *f, char *buf, size_t size, size_t *ret_len);
 /* Decode one line (without its '\n'). Field rules only; sequence rules are vw_proto_rx's. */
 enum vw_proto_error vw_proto_decode_host(const char *line, size_t len, struct vw_host_frame *ret);
