@@ -6,7 +6,8 @@ set -euo pipefail
 
 build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicrohttpd-dev
 	libcurl4-openssl-dev libyaml-dev clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool)
-test_pkgs=(libcmocka-dev prometheus curl python3)
+# libclang-rt-14-dev: libFuzzer for tests/fuzz (clang-14 only recommends it).
+test_pkgs=(libcmocka-dev prometheus curl python3 libclang-rt-14-dev)
 bench_pkgs=(prometheus-node-exporter stress-ng)
 
 want=("${build_pkgs[@]}")

@@ -18,6 +18,13 @@
 #define VW_PROTO_MAX_HELLO 256    /* bytes of one guest line */
 #define VW_PROTO_RESYNC 0xFF      /* sent by the host on (re)connect; readers drop through it */
 
+/* Value rules (PROTOCOL.md §2): the encoder refuses what the decoder would reject. */
+#define VW_PROTO_MAX_ENERGY_UJ (1ULL << 62) /* per zone and mode, inclusive */
+#define VW_PROTO_MAX_WATTS 1e6
+#define VW_PROTO_MIN_INTERVAL_MS 1000ULL    /* never publish faster than 1 s (RAPL side channel) */
+#define VW_PROTO_MAX_INTERVAL_MS 3600000ULL
+#define VW_PROTO_PORT_NAME "org.virtwatt.power.0" /* the virtio-serial port's name */
+
 struct vw_proto_zone {
 	enum vw_zone zone;
 	uint64_t idle_uj, active_uj; /* cumulative since the host epoch */
@@ -52,8 +59,15 @@ enum vw_proto_error {
 };
 
 const char *vw_proto_error_name(enum vw_proto_error e);
+/* Canonical lowercase 8-4-4-4-12 hex, NUL-terminated after 36 characters. */
+bool vw_proto_uuid_valid(const char *s);
 
-/* Encode one frame as a JSON line ending in '\n'. -ENOBUFS if it does not fit. */
+/*
+ * Encode one frame as a JSON line ending in '\n' (fixed field order, byte-exact, NUL written
+ * after it), at most VW_PROTO_MAX_FRAME bytes. -ENOBUFS if it does not fit; -EINVAL for a frame
+ * the decoder would reject (version other than 0 = current or VW_PROTO_VERSION, out-of-range
+ * values, bad strings, no zones, a zone twice).
+ */
 int vw_proto_encode_host(const struct vw_host_frame *f, char *buf, size_t size, size_t *ret_len);
 /* Decode one line (without its '\n'). Field rules only; sequence rules are vw_proto_rx's. */
 enum vw_proto_error vw_proto_decode_host(const char *line, size_t len, struct vw_host_frame *ret);
@@ -75,15 +89,23 @@ struct vw_proto_rx {
 	uint64_t epoch, seq;
 	struct vw_host_frame last;
 	uint64_t accepted;
+	uint64_t epochs; /* epoch changes seen after the first frame (host restarts) */
 	uint64_t rejected[VW_PROTO_E__COUNT];
 	char expect_uuid[37]; /* "" = accept any VM's frames (the first one fixes it) */
 };
+/* Counts the outcome in rx (accepted or rejected[reason]). */
 enum vw_proto_error vw_proto_rx_accept(struct vw_proto_rx *rx, const struct vw_host_frame *f);
+/* Decode one line and accept it: decode errors are counted in rx->rejected too. */
+enum vw_proto_error vw_proto_rx_line(struct vw_proto_rx *rx, const char *line, size_t len);
 
 /*
  * Line framing with a size cap and resynchronisation: bytes in, complete lines out (without
  * '\n'). An oversized line is dropped (counted) up to its '\n'; a 0xFF byte discards the
  * partial line. Memory is bounded by max_line.
+ *
+ * max_line counts the '\n' (as VW_PROTO_MAX_FRAME does): lines of up to max_line - 1 bytes are
+ * delivered, NUL-terminated for convenience. Empty lines are skipped; a line holding a NUL byte
+ * is dropped and counted as invalid. NULL with errno EINVAL for max_line < 2 or > 1 MiB.
  */
 struct vw_framer;
 struct vw_framer *vw_framer_new(size_t max_line);
@@ -93,3 +115,5 @@ void vw_framer_feed(struct vw_framer *f, const void *data, size_t len, vw_framer
 		    void *userdata);
 void vw_framer_reset(struct vw_framer *f);
 uint64_t vw_framer_oversized(const struct vw_framer *f);
+uint64_t vw_framer_invalid(const struct vw_framer *f); /* lines dropped for a NUL byte */
+uint64_t vw_framer_resyncs(const struct vw_framer *f);  /* 0xFF bytes seen */

@@ -1,0 +1,38 @@
+#!/bin/sh
+# Run a libFuzzer target for a bounded time over its checked-in corpus; TAP on stdout.
+#   run_fuzz.sh FUZZER CORPUS_DIR SECONDS ARTIFACT_DIR
+# FUZZER is "" when clang with libFuzzer was not found at configure time: a skip, except
+# under CI=true, where it is a failure. VW_FUZZ_SECONDS overrides SECONDS. New inputs go to a
+# temporary directory, never into the checked-in corpus; crashers are kept in ARTIFACT_DIR.
+fuzzer=$1 corpus=$2 secs=${VW_FUZZ_SECONDS:-$3} artifacts=$4
+name=fuzz_$(basename "$corpus")
+
+if [ -z "$fuzzer" ] || [ ! -x "$fuzzer" ]; then
+	if [ "${CI:-}" = "true" ]; then
+		echo "1..1"
+		echo "not ok 1 - $name: not built: clang with -fsanitize=fuzzer (libclang-rt) is required under CI"
+		exit 1
+	fi
+	echo "1..0 # SKIP clang with libFuzzer (-fsanitize=fuzzer) not found: fuzzer not built"
+	exit 0
+fi
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/vw-fuzz-XXXXXX") || exit 1
+trap 'rm -rf "$work"' EXIT
+mkdir -p "$work/new" "$artifacts"
+echo "1..1"
+# A small ASan quarantine keeps RSS well under the limit on long runs.
+ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=32:malloc_context_size=10} "$fuzzer" -max_total_time="$secs" -rss_limit_mb=512 -timeout=10 -max_len=32768 \
+	-print_final_stats=1 -artifact_prefix="$artifacts/" "$work/new" "$corpus" >"$work/log" 2>&1
+rc=$?
+[ "$rc" -eq 0 ] || rc=1 # libFuzzer exits 77 on a crash, which meson reads as a skip elsewhere
+runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log")
+rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/log")
+rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$work/log")
+if [ "$rc" -eq 0 ]; then
+	echo "ok 1 - $name: ${runs:-?} runs in ${secs} s (${rate:-?} exec/s, peak RSS ${rss:-?} MB), no crash"
+else
+	echo "not ok 1 - $name: exit $rc; crashers in $artifacts"
+	tail -n 60 "$work/log" | sed 's/^/# /'
+fi
+exit $rc

@@ -1,0 +1,512 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The passthrough codec: golden frames both ways, a hostile-input table, acceptance rules. */
+#include "vw_test.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "proto.h"
+
+#define UUID "6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b"
+#define OTHER_UUID "00000000-0000-4000-8000-000000000001"
+
+/* The encoder's byte-exact output for golden_frame(); also a hand-checked decode input. */
+static const char golden[] =
+	"{\"v\":1,\"epoch\":1700000000123456,\"seq\":42,\"vm\":\"" UUID "\","
+	"\"interval_ms\":5000,\"src\":\"rapl\",\"model\":\"\",\"zones\":{"
+	"\"package\":{\"idle_uj\":123456789,\"active_uj\":987654321,\"idle_w\":12.5,\"active_w\":3.25},"
+	"\"dram\":{\"idle_uj\":1000,\"active_uj\":2000,\"idle_w\":1.5,\"active_w\":0.1}}}\n";
+
+static struct vw_host_frame golden_frame(void)
+{
+	struct vw_host_frame f = {
+		.version = VW_PROTO_VERSION,
+		.epoch = 1700000000123456ULL,
+		.seq = 42,
+		.vm_uuid = UUID,
+		.interval_ms = 5000,
+		.source = "rapl",
+		.model = "",
+		.n_zones = 2,
+		.zones = {{VW_ZONE_PACKAGE, 123456789, 987654321, 12.5, 3.25},
+			  {VW_ZONE_DRAM, 1000, 2000, 1.5, 0.1}},
+	};
+	return f;
+}
+
+static void assert_frames_equal(const struct vw_host_frame *a, const struct vw_host_frame *b)
+{
+	assert_int_equal(a->version, b->version);
+	assert_true(a->epoch == b->epoch);
+	assert_true(a->seq == b->seq);
+	assert_string_equal(a->vm_uuid, b->vm_uuid);
+	assert_true(a->interval_ms == b->interval_ms);
+	assert_string_equal(a->source, b->source);
+	assert_string_equal(a->model, b->model);
+	assert_int_equal(a->n_zones, b->n_zones);
+	for (size_t i = 0; i < a->n_zones; i++) {
+		assert_int_equal(a->zones[i].zone, b->zones[i].zone);
+		assert_true(a->zones[i].idle_uj == b->zones[i].idle_uj);
+		assert_true(a->zones[i].active_uj == b->zones[i].active_uj);
+		assert_true(a->zones[i].idle_w == b->zones[i].idle_w);
+		assert_true(a->zones[i].active_w == b->zones[i].active_w);
+	}
+}
+
+static enum vw_proto_error decode_str(const char *s, struct vw_host_frame *f)
+{
+	return vw_proto_decode_host(s, strlen(s), f);
+}
+
+static void test_golden_encode(void **state)
+{
+	struct vw_host_frame f = golden_frame();
+	char buf[VW_PROTO_MAX_FRAME];
+	size_t len;
+
+	(void)state;
+	assert_int_equal(vw_proto_encode_host(&f, buf, sizeof(buf), &len), 0);
+	assert_int_equal(len, strlen(golden));
+	assert_memory_equal(buf, golden, len);
+	assert_int_equal(buf[len], '\0');
+	/* Too small: -ENOBUFS, at every size short of the frame. */
+	for (size_t n = 0; n <= len; n++)
+		assert_int_equal(vw_proto_encode_host(&f, buf, n, NULL), -ENOBUFS);
+	/* Escaping, integral and tiny watts, version 0 = current, -0 written as 0. */
+	f.version = 0;
+	snprintf(f.model, sizeof(f.model), "%s", "kepler \"sgd\" \\ v0.7");
+	f.n_zones = 1;
+	f.zones[0] = (struct vw_proto_zone){VW_ZONE_PSYS, 0, VW_PROTO_MAX_ENERGY_UJ, 7.0, -0.0};
+	assert_int_equal(vw_proto_encode_host(&f, buf, sizeof(buf), &len), 0);
+	assert_non_null(strstr(buf, "\"model\":\"kepler \\\"sgd\\\" \\\\ v0.7\""));
+	assert_non_null(strstr(buf, "\"psys\":{\"idle_uj\":0,\"active_uj\":4611686018427387904,"
+				    "\"idle_w\":7,\"active_w\":0}"));
+}
+
+static void test_golden_decode(void **state)
+{
+	struct vw_host_frame want = golden_frame(), got;
+	char buf[VW_PROTO_MAX_FRAME];
+	size_t len;
+
+	(void)state;
+	assert_int_equal(vw_proto_decode_host(golden, strlen(golden) - 1, &got), VW_PROTO_OK);
+	assert_frames_equal(&got, &want);
+	/* Hand-written: other order, whitespace, unknown fields, exponent watts, an unknown zone. */
+	assert_int_equal(
+		decode_str("{ \"zones\" : {\"gpu\":{\"x\":1}, \"core\":{\"active_w\":2E1,\"idle_w\":0,"
+			   "\"active_uj\":5,\"idle_uj\":6,\"note\":\"hi\"}}, \"model\":\"m\", "
+			   "\"src\":\"estimator\", \"interval_ms\":15000, \"vm\":\"" UUID "\", "
+			   "\"seq\":0, \"epoch\":0, \"v\":1, \"later\":{\"a\":[1,2,{}]} }",
+			   &got),
+		VW_PROTO_OK);
+	assert_int_equal(got.n_zones, 1);
+	assert_int_equal(got.zones[0].zone, VW_ZONE_CORE);
+	assert_true(got.zones[0].idle_uj == 6 && got.zones[0].active_uj == 5);
+	assert_double_near(got.zones[0].active_w, 20.0, 0);
+	assert_string_equal(got.source, "estimator");
+	assert_string_equal(got.model, "m");
+	assert_true(got.interval_ms == 15000);
+	/* -0.0 is not negative, and is stored as +0.0 so that it re-encodes to itself. */
+	assert_int_equal(decode_str("{\"v\":1,\"epoch\":1,\"seq\":1,\"vm\":\"" UUID "\","
+				    "\"interval_ms\":1000,\"src\":\"rapl\",\"model\":\"\",\"zones\":{"
+				    "\"dram\":{\"idle_uj\":1,\"active_uj\":1,\"idle_w\":-0.0,"
+				    "\"active_w\":-0}}}",
+				    &got),
+			 VW_PROTO_OK);
+	assert_false(signbit(got.zones[0].idle_w));
+	assert_false(signbit(got.zones[0].active_w));
+	/* Round trip of random frames: decode(encode(f)) == f, doubles bit-exact. */
+	uint64_t s = 7;
+	for (int i = 0; i < 500; i++) {
+		struct vw_host_frame f = golden_frame();
+
+		f.epoch = vw_test_rng_range(&s, 0, INT64_MAX);
+		f.seq = vw_test_rng_range(&s, 0, INT64_MAX);
+		f.n_zones = vw_test_rng_range(&s, 1, VW_ZONE__COUNT);
+		for (size_t z = 0; z < f.n_zones; z++)
+			f.zones[z] = (struct vw_proto_zone){
+				(enum vw_zone)z, vw_test_rng_range(&s, 0, VW_PROTO_MAX_ENERGY_UJ),
+				vw_test_rng_range(&s, 0, VW_PROTO_MAX_ENERGY_UJ),
+				vw_test_rng_double(&s, 0, VW_PROTO_MAX_WATTS),
+				vw_test_rng_double(&s, 0, 1e-3)};
+		assert_int_equal(vw_proto_encode_host(&f, buf, sizeof(buf), &len), 0);
+		assert_int_equal(buf[len - 1], '\n');
+		assert_int_equal(vw_proto_decode_host(buf, len - 1, &got), VW_PROTO_OK);
+		assert_frames_equal(&got, &f);
+	}
+}
+
+static void test_encode_refuses(void **state)
+{
+	struct vw_host_frame f;
+	char buf[VW_PROTO_MAX_FRAME];
+
+	(void)state;
+#define REFUSE(stmt)                                                                               \
+	do {                                                                                       \
+		f = golden_frame();                                                                \
+		stmt;                                                                              \
+		assert_int_equal(vw_proto_encode_host(&f, buf, sizeof(buf), NULL), -EINVAL);       \
+	} while (0)
+	REFUSE(f.version = 2);
+	REFUSE(f.seq = (uint64_t)INT64_MAX + 1);
+	REFUSE(f.epoch = UINT64_MAX);
+	REFUSE(f.interval_ms = 999);
+	REFUSE(f.interval_ms = VW_PROTO_MAX_INTERVAL_MS + 1);
+	REFUSE(f.vm_uuid[0] = 'A');
+	REFUSE(f.vm_uuid[8] = 'x');
+	REFUSE(f.source[0] = '\0');
+	REFUSE(f.source[0] = 'R');
+	REFUSE(f.model[0] = '\n');
+	REFUSE(f.n_zones = 0);
+	REFUSE(f.n_zones = VW_ZONE__COUNT + 1);
+	REFUSE(f.zones[1].zone = VW_ZONE_PACKAGE);
+	REFUSE(f.zones[1].zone = VW_ZONE__COUNT);
+	REFUSE(f.zones[0].idle_uj = VW_PROTO_MAX_ENERGY_UJ + 1);
+	REFUSE(f.zones[0].active_w = NAN);
+	REFUSE(f.zones[0].idle_w = INFINITY);
+	REFUSE(f.zones[0].idle_w = -0.5);
+	REFUSE(f.zones[0].idle_w = 1e6 + 1);
+#undef REFUSE
+}
+
+/* ---- the hostile table: the golden frame with one substitution, or a generated line ---- */
+
+struct hostile {
+	const char *name;
+	const char *from, *to; /* replace the first `from` of the golden frame with `to` */
+	char *(*gen)(size_t *ret_len);
+	enum vw_proto_error want;
+};
+
+static char *gen_oversize(size_t *ret_len)
+{
+	/* A valid frame padded with an unknown field to exactly the cap, '\n' excluded. */
+	size_t n = VW_PROTO_MAX_FRAME;
+	char *s = malloc(n + 1);
+	size_t head = strlen(golden) - 2; /* up to the final '}' */
+
+	memcpy(s, golden, head);
+	memcpy(s + head, ",\"pad\":\"", 8);
+	memset(s + head + 8, 'x', n - head - 10);
+	memcpy(s + n - 2, "\"}", 2);
+	s[n] = '\0';
+	*ret_len = n;
+	return s;
+}
+
+static char *gen_just_fits(size_t *ret_len)
+{
+	char *s = gen_oversize(ret_len);
+
+	memmove(s + *ret_len - 3, s + *ret_len - 2, 3);
+	(*ret_len)--;
+	return s;
+}
+
+static char *gen_deep(size_t *ret_len)
+{
+	size_t depth = 1000, n = 0;
+	char *s = malloc(2 * depth + 16);
+
+	n += (size_t)sprintf(s, "{\"a\":");
+	for (size_t i = 0; i < depth; i++)
+		s[n++] = '[';
+	for (size_t i = 0; i < depth; i++)
+		s[n++] = ']';
+	s[n++] = '}';
+	s[n] = '\0';
+	*ret_len = n;
+	return s;
+}
+
+static char *gen_binary(size_t *ret_len)
+{
+	uint64_t st = 99;
+	char *s = malloc(4096);
+
+	for (size_t i = 0; i < 4096; i++) {
+		s[i] = (char)vw_test_rng(&st);
+		if (s[i] == '\n')
+			s[i] = 'n';
+	}
+	*ret_len = 4096;
+	return s;
+}
+
+static char *gen_nul(size_t *ret_len)
+{
+	char *s = strdup(golden);
+
+	*ret_len = strlen(s) - 1;
+	s[30] = '\0';
+	return s;
+}
+
+static char *gen_many_keys(size_t *ret_len)
+{
+	char *s = malloc(VW_PROTO_MAX_FRAME);
+	size_t n = strlen(golden) - 2;
+
+	memcpy(s, golden, n);
+	for (int i = 0; n < VW_PROTO_MAX_FRAME - 40; i++)
+		n += (size_t)sprintf(s + n, ",\"k%d\":%d", i, i);
+	s[n++] = '}';
+	s[n] = '\0';
+	*ret_len = n;
+	return s;
+}
+
+static char *gen_array(size_t *ret_len)
+{
+	char *s = malloc(strlen(golden) + 2);
+
+	*ret_len = (size_t)sprintf(s, "[%.*s]", (int)strlen(golden) - 1, golden);
+	return s;
+}
+
+static char *gen_empty(size_t *ret_len)
+{
+	*ret_len = 0;
+	return strdup("");
+}
+
+#define P "\"package\":{\"idle_uj\":123456789,\"active_uj\":987654321,\"idle_w\":12.5,\"active_w\":3.25}"
+
+static const struct hostile hostile[] = {
+	{"valid", "", "", NULL, VW_PROTO_OK},
+	{"extra top-level fields ignored", "\"v\":1,", "\"v\":1,\"future\":{\"x\":[1,2]},\"n\":null,",
+	 NULL, VW_PROTO_OK},
+	{"extra zone field ignored", "\"idle_w\":12.5", "\"idle_w\":12.5,\"cstate\":[1]", NULL,
+	 VW_PROTO_OK},
+	{"unknown zone ignored", "\"zones\":{", "\"zones\":{\"gpu\":{\"w\":1},", NULL, VW_PROTO_OK},
+	{"duplicate key: last wins", "\"seq\":42", "\"seq\":1,\"seq\":42", NULL, VW_PROTO_OK},
+	{"energy at 2^62", "987654321", "4611686018427387904", NULL, VW_PROTO_OK},
+	{"watts -0.0 (stored as +0)", "\"active_w\":3.25", "\"active_w\":-0.0", NULL, VW_PROTO_OK},
+	{"watts at the cap", "\"idle_w\":12.5", "\"idle_w\":1e6", NULL, VW_PROTO_OK},
+	{"nesting within the limit", "\"v\":1,", "\"v\":1,\"x\":{\"y\":[[1]]},", NULL, VW_PROTO_OK},
+	{"line exactly at the cap", NULL, NULL, gen_just_fits, VW_PROTO_OK},
+	{"oversized line", NULL, NULL, gen_oversize, VW_PROTO_E_OVERSIZE},
+	{"1000-deep nesting", NULL, NULL, gen_deep, VW_PROTO_E_DEPTH},
+	{"6-deep unknown field", "\"v\":1,", "\"v\":1,\"x\":[[[[[1]]]]],", NULL, VW_PROTO_E_DEPTH},
+	{"many keys in the cap", NULL, NULL, gen_many_keys, VW_PROTO_OK},
+	{"watts NaN", "\"idle_w\":12.5", "\"idle_w\":NaN", NULL, VW_PROTO_E_RANGE},
+	{"watts Infinity", "\"idle_w\":12.5", "\"idle_w\":Infinity", NULL, VW_PROTO_E_RANGE},
+	{"watts -Infinity", "\"active_w\":3.25", "\"active_w\":-Infinity", NULL, VW_PROTO_E_RANGE},
+	{"watts 1e999999", "\"idle_w\":12.5", "\"idle_w\":1e999999", NULL, VW_PROTO_E_RANGE},
+	{"watts negative", "\"idle_w\":12.5", "\"idle_w\":-1", NULL, VW_PROTO_E_RANGE},
+	{"watts absurd", "\"idle_w\":12.5", "\"idle_w\":1000001", NULL, VW_PROTO_E_RANGE},
+	{"watts negative double", "\"active_w\":3.25", "\"active_w\":-0.5", NULL, VW_PROTO_E_RANGE},
+	{"seq NaN", "\"seq\":42", "\"seq\":NaN", NULL, VW_PROTO_E_TYPE},
+	{"energy -1", "123456789", "-1", NULL, VW_PROTO_E_RANGE},
+	{"energy over 2^62", "987654321", "4611686018427387905", NULL, VW_PROTO_E_RANGE},
+	{"energy 20 digits", "987654321", "99999999999999999999", NULL, VW_PROTO_E_RANGE},
+	{"energy 2^64-1", "987654321", "18446744073709551615", NULL, VW_PROTO_E_RANGE},
+	{"seq 2^63", "\"seq\":42", "\"seq\":9223372036854775808", NULL, VW_PROTO_E_RANGE},
+	{"seq int64 max", "\"seq\":42", "\"seq\":9223372036854775807", NULL, VW_PROTO_OK},
+	{"epoch below int64", "\"epoch\":1700000000123456", "\"epoch\":-9223372036854775809", NULL,
+	 VW_PROTO_E_RANGE},
+	{"seq as double", "\"seq\":42", "\"seq\":42.0", NULL, VW_PROTO_E_TYPE},
+	{"seq as exponent", "\"seq\":42", "\"seq\":4e1", NULL, VW_PROTO_E_TYPE},
+	{"seq as string", "\"seq\":42", "\"seq\":\"42\"", NULL, VW_PROTO_E_TYPE},
+	{"seq true", "\"seq\":42", "\"seq\":true", NULL, VW_PROTO_E_TYPE},
+	{"seq leading zero", "\"seq\":42", "\"seq\":042", NULL, VW_PROTO_E_SYNTAX},
+	{"energy as string", "123456789", "\"123456789\"", NULL, VW_PROTO_E_TYPE},
+	{"watts as string", "\"idle_w\":12.5", "\"idle_w\":\"12.5\"", NULL, VW_PROTO_E_TYPE},
+	{"vm null", "\"" UUID "\"", "null", NULL, VW_PROTO_E_TYPE},
+	{"zones null", "\"zones\":{" P ",", "\"zones\":null,\"z\":{", NULL, VW_PROTO_E_TYPE},
+	{"zones array", "\"zones\":{" P ",", "\"zones\":[],\"z\":{", NULL, VW_PROTO_E_TYPE},
+	{"zone not an object", P, "\"package\":5", NULL, VW_PROTO_E_TYPE},
+	{"zones empty", "\"zones\":{" P ",", "\"zones\":{},\"z\":{", NULL, VW_PROTO_E_MISSING},
+	{"known zone renamed unknown", "\"package\"", "\"gpu\"", NULL, VW_PROTO_OK},
+	{"zone key hostile", "\"package\"", "\"pack age\"", NULL, VW_PROTO_E_RANGE},
+	{"zone key empty", "\"package\"", "\"\"", NULL, VW_PROTO_E_RANGE},
+	{"zone name not canonical", "\"package\"", "\"package-0\"", NULL, VW_PROTO_OK},
+	{"missing v", "\"v\":1,", "", NULL, VW_PROTO_E_MISSING},
+	{"missing seq", "\"seq\":42,", "", NULL, VW_PROTO_E_MISSING},
+	{"missing model", "\"model\":\"\",", "", NULL, VW_PROTO_E_MISSING},
+	{"missing idle_w", "\"idle_w\":12.5,", "", NULL, VW_PROTO_E_MISSING},
+	{"unknown version 2", "\"v\":1", "\"v\":2", NULL, VW_PROTO_E_VERSION},
+	{"version 0", "\"v\":1", "\"v\":0", NULL, VW_PROTO_E_VERSION},
+	{"version negative", "\"v\":1", "\"v\":-1", NULL, VW_PROTO_E_VERSION},
+	{"version string", "\"v\":1", "\"v\":\"1\"", NULL, VW_PROTO_E_TYPE},
+	{"v2 with other fields", "\"v\":1,\"epoch\"", "\"v\":2,\"boot\"", NULL, VW_PROTO_E_VERSION},
+	{"uuid uppercase", "6f1c2a9e", "6F1C2A9E", NULL, VW_PROTO_E_RANGE},
+	{"uuid short", "0c1d2e3f4a5b\"", "0c1d2e3f4a5\"", NULL, VW_PROTO_E_RANGE},
+	{"uuid no dashes", "6f1c2a9e-", "6f1c2a9e0", NULL, VW_PROTO_E_RANGE},
+	{"uuid with NUL escape", "4a5b\"", "4a\\u0000\"", NULL, VW_PROTO_E_SYNTAX},
+	{"zone key cut by a NUL escape", "\"package\"", "\"package\\u0000x\"", NULL,
+	 VW_PROTO_E_SYNTAX},
+	{"escaped backslash then u0000 is text", "\"model\":\"\"", "\"model\":\"\\\\u0000\"",
+	 NULL, VW_PROTO_OK},
+	{"escaped quote then \\u0000", "\"model\":\"\"", "\"model\":\"\\\"\\u0000\"", NULL,
+	 VW_PROTO_E_SYNTAX},
+	{"uuid path traversal", "\"" UUID "\"", "\"../../../etc/passwd\"", NULL, VW_PROTO_E_RANGE},
+	{"src empty", "\"rapl\"", "\"\"", NULL, VW_PROTO_E_RANGE},
+	{"src uppercase", "\"rapl\"", "\"RAPL\"", NULL, VW_PROTO_E_RANGE},
+	{"src too long", "\"rapl\"", "\"raplraplraplrapl\"", NULL, VW_PROTO_E_RANGE},
+	{"model control char", "\"model\":\"\"", "\"model\":\"a\\tb\"", NULL, VW_PROTO_E_RANGE},
+	{"model overlong UTF-8", "\"model\":\"\"", "\"model\":\"\xc0\xaf\"", NULL, VW_PROTO_E_RANGE},
+	{"model too long", "\"model\":\"\"",
+	 "\"model\":\"0123456789012345678901234567890123456789012345678901234567890123"
+	 "456789012345678901234567890123456789012345678901234567890123456789\"",
+	 NULL, VW_PROTO_E_RANGE},
+	{"bad UTF-8", "\"model\":\"\"", "\"model\":\"\xff\xfe\"", NULL, VW_PROTO_E_SYNTAX},
+	{"interval 0", "5000", "0", NULL, VW_PROTO_E_RANGE},
+	{"interval under 1 s", "5000", "999", NULL, VW_PROTO_E_RANGE},
+	{"interval over 1 h", "5000", "3600001", NULL, VW_PROTO_E_RANGE},
+	{"truncated", "}}}\n", "}", NULL, VW_PROTO_E_SYNTAX},
+	{"trailing garbage", "}}}\n", "}}}x", NULL, VW_PROTO_E_SYNTAX},
+	{"two objects", "}}}\n", "}}}{}", NULL, VW_PROTO_E_SYNTAX},
+	{"comment", "}}}\n", "}}}/**/", NULL, VW_PROTO_E_SYNTAX},
+	{"trailing comma", "}}}\n", "}},}", NULL, VW_PROTO_E_SYNTAX},
+	{"unclosed array around", "{\"v\"", "[{\"v\"", NULL, VW_PROTO_E_SYNTAX},
+	{"top-level array", NULL, NULL, gen_array, VW_PROTO_E_TYPE},
+	{"binary garbage", NULL, NULL, gen_binary, VW_PROTO_E_SYNTAX},
+	{"NUL byte in the line", NULL, NULL, gen_nul, VW_PROTO_E_SYNTAX},
+	{"empty line", NULL, NULL, gen_empty, VW_PROTO_E_SYNTAX},
+};
+
+/* The golden frame (no '\n') with one substitution. */
+static char *substitute(const char *from, const char *to, size_t *ret_len)
+{
+	size_t glen = strlen(golden) - 1;
+	const char *at = from[0] ? strstr(golden, from) : golden;
+	size_t flen = strlen(from), tlen = strlen(to), pre;
+	char *s;
+
+	assert_non_null(at);
+	pre = (size_t)(at - golden);
+	s = malloc(glen + tlen + 1);
+	memcpy(s, golden, pre);
+	memcpy(s + pre, to, tlen);
+	if (pre + flen <= glen) {
+		memcpy(s + pre + tlen, at + flen, glen - pre - flen);
+		*ret_len = glen - flen + tlen;
+	} else {
+		*ret_len = pre + tlen; /* `from` included the '\n' */
+	}
+	s[*ret_len] = '\0';
+	return s;
+}
+
+static void test_hostile_table(void **state)
+{
+	(void)state;
+	assert_true(ARRAY_SIZE(hostile) >= 30);
+	for (size_t i = 0; i < ARRAY_SIZE(hostile); i++) {
+		const struct hostile *h = &hostile[i];
+		struct vw_host_frame f, before;
+		enum vw_proto_error e;
+		size_t len;
+		char *line = h->gen ? h->gen(&len) : substitute(h->from, h->to, &len);
+
+		memset(&f, 0x5a, sizeof(f));
+		before = f;
+		e = vw_proto_decode_host(line, len, &f);
+		if (e != h->want)
+			fail_msg("case '%s': got %s, expected %s", h->name, vw_proto_error_name(e),
+				 vw_proto_error_name(h->want));
+		/* A rejected frame leaves the output untouched: no half values. */
+		if (e != VW_PROTO_OK)
+			assert_memory_equal(&f, &before, sizeof(f));
+		free(line);
+	}
+}
+
+static void test_duplicate_key_last_wins(void **state)
+{
+	struct vw_host_frame f;
+
+	(void)state;
+	assert_int_equal(decode_str("{\"v\":1,\"epoch\":1,\"seq\":5,\"seq\":7,\"vm\":\"" UUID "\","
+				    "\"interval_ms\":1000,\"src\":\"rapl\",\"model\":\"\",\"zones\":{"
+				    "\"dram\":{\"idle_uj\":1,\"active_uj\":1,\"idle_w\":1,\"active_w\":1},"
+				    "\"dram\":{\"idle_uj\":2,\"active_uj\":3,\"idle_w\":4,\"active_w\":5}}}",
+				    &f),
+			 VW_PROTO_OK);
+	assert_true(f.seq == 7);
+	assert_int_equal(f.n_zones, 1);
+	assert_true(f.zones[0].idle_uj == 2 && f.zones[0].active_uj == 3);
+}
+
+static void test_error_names(void **state)
+{
+	(void)state;
+	for (int e = 0; e < VW_PROTO_E__COUNT; e++) {
+		assert_non_null(vw_proto_error_name((enum vw_proto_error)e));
+		assert_string_not_equal(vw_proto_error_name((enum vw_proto_error)e), "unknown");
+	}
+	assert_string_equal(vw_proto_error_name(VW_PROTO_E__COUNT), "unknown");
+	assert_string_equal(vw_proto_error_name(VW_PROTO_E_DEPTH), "depth");
+}
+
+/* ---- hello ---- */
+
+static void test_hello(void **state)
+{
+	struct vw_guest_hello h = {.version = VW_PROTO_VERSION, .ack_seq = 42}, got;
+	char buf[VW_PROTO_MAX_HELLO + 1], big[512];
+	size_t len;
+
+	(void)state;
+	assert_int_equal(vw_proto_encode_hello(&h, buf, sizeof(buf), &len), 0);
+	assert_string_equal(buf, "{\"v\":1,\"hello\":\"virtwatt-guest\",\"ack\":42}\n");
+	assert_int_equal(vw_proto_decode_hello(buf, len - 1, &got), VW_PROTO_OK);
+	assert_true(got.ack_seq == 42 && got.version == 1);
+	h.ack_seq = INT64_MAX;
+	assert_int_equal(vw_proto_encode_hello(&h, buf, sizeof(buf), &len), 0);
+	assert_true(len <= VW_PROTO_MAX_HELLO);
+	assert_int_equal(vw_proto_encode_hello(&h, buf, 10, &len), -ENOBUFS);
+	h.ack_seq = (uint64_t)INT64_MAX + 1;
+	assert_int_equal(vw_proto_encode_hello(&h, buf, sizeof(buf), &len), -EINVAL);
+	h = (struct vw_guest_hello){.version = 3};
+	assert_int_equal(vw_proto_encode_hello(&h, buf, sizeof(buf), &len), -EINVAL);
+
+	static const struct {
+		const char *line;
+		enum vw_proto_error want;
+	} cases[] = {
+		{"{\"ack\":0,\"hello\":\"virtwatt-guest\",\"v\":1,\"x\":[1]}", VW_PROTO_OK},
+		{"{\"v\":2,\"hello\":\"virtwatt-guest\",\"ack\":1}", VW_PROTO_E_VERSION},
+		{"{\"v\":1,\"hello\":\"virtwatt\",\"ack\":1}", VW_PROTO_E_RANGE},
+		{"{\"v\":1,\"hello\":1,\"ack\":1}", VW_PROTO_E_TYPE},
+		{"{\"v\":1,\"hello\":\"virtwatt-guest\"}", VW_PROTO_E_MISSING},
+		{"{\"v\":1,\"hello\":\"virtwatt-guest\",\"ack\":-1}", VW_PROTO_E_RANGE},
+		{"{\"v\":1,\"hello\":\"virtwatt-guest\",\"ack\":1e3}", VW_PROTO_E_TYPE},
+		{"{\"v\":1,\"hello\":\"virtwatt-guest\",\"ack\":1,\"x\":[[[1]]]}", VW_PROTO_E_DEPTH},
+		{"{\"v\":1,\"hello\":\"virtwatt-guest\",\"ack\":1", VW_PROTO_E_SYNTAX},
+		{"\"hello\"", VW_PROTO_E_TYPE},
+	};
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
+		if (vw_proto_decode_hello(cases[i].line, strlen(cases[i].line), &got) != cases[i].want)
+			fail_msg("hello case %zu", i);
+	/* The budget: 256 bytes with '\n', so a line of 255 bytes at most. */
+	memset(big, ' ', sizeof(big));
+	len = (size_t)sprintf(big, "{\"v\":1,\"hello\":\"virtwatt-guest\",\"ack\":1");
+	big[len] = ' ';
+	big[VW_PROTO_MAX_HELLO - 2] = '}';
+	assert_int_equal(vw_proto_decode_hello(big, VW_PROTO_MAX_HELLO - 1, &got), VW_PROTO_OK);
+	big[VW_PROTO_MAX_HELLO - 2] = ' ';
+	big[VW_PROTO_MAX_HELLO - 1] = '}';
+	assert_int_equal(vw_proto_decode_hello(big, VW_PROTO_MAX_HELLO, &got), VW_PROTO_E_OVERSIZE);
+	assert_int_equal(vw_proto_decode_hello(big, sizeof(big), &got), VW_PROTO_E_OVERSIZE);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_golden_encode),
+		cmocka_unit_test(test_golden_decode),
+		cmocka_unit_test(test_encode_refuses),
+		cmocka_unit_test(test_hostile_table),
+		cmocka_unit_test(test_duplicate_key_last_wins),
+		cmocka_unit_test(test_error_names),
+		cmocka_unit_test(test_hello),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,419 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The guest reader on real files: a FIFO fed by the test, a pty standing in for a virtio-serial
+ * character device, a shared folder, and discovery through fixture /dev and /sys trees.
+ */
+#include "vw_test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "fixture.h"
+#include "log.h"
+#include "reader.h"
+
+#define UUID "6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b"
+#define SEC VW_NSEC_PER_SEC
+
+static uint64_t fake_now = 1000 * SEC;
+
+struct ctx {
+	char *root;
+	char path[512];
+};
+
+static int setup(void **state)
+{
+	struct ctx *c = calloc(1, sizeof(*c));
+
+	c->root = vw_fixture_mkdtemp("reader");
+	assert_non_null(c->root);
+	snprintf(c->path, sizeof(c->path), "%s/port", c->root);
+	fake_now = 1000 * SEC;
+	vw_clock_set_fake(&fake_now);
+	*state = c;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct ctx *c = *state;
+
+	vw_clock_set_fake(NULL);
+	vw_fixture_rm(c->root);
+	free(c);
+	return 0;
+}
+
+/* One encoded frame; zones grow with seq so the energy rule holds within an epoch. */
+static size_t frame_line(uint64_t epoch, uint64_t seq, char *buf, size_t size)
+{
+	struct vw_host_frame f = {
+		.epoch = epoch, .seq = seq, .vm_uuid = UUID, .interval_ms = 5000,
+		.source = "rapl", .n_zones = 1,
+		.zones = {{VW_ZONE_PACKAGE, 1000 * seq, 2000 * seq, 10, 20}},
+	};
+	size_t len;
+
+	assert_int_equal(vw_proto_encode_host(&f, buf, size, &len), 0);
+	return len;
+}
+
+static void write_all(int fd, const void *data, size_t len)
+{
+	assert_int_equal(write(fd, data, len), (ssize_t)len);
+}
+
+static void send_frame(int fd, uint64_t epoch, uint64_t seq)
+{
+	char buf[VW_PROTO_MAX_FRAME];
+
+	write_all(fd, buf, frame_line(epoch, seq, buf, sizeof(buf)));
+}
+
+/* The test's end of a FIFO: O_RDWR never blocks and keeps a writer present. */
+static int fifo_writer(const char *path)
+{
+	int fd = open(path, O_RDWR | O_CLOEXEC);
+
+	assert_true(fd >= 0);
+	return fd;
+}
+
+static void test_fifo_frames_and_garbage(void **state)
+{
+	struct ctx *c = *state;
+	struct vw_reader_config cfg = {.path = c->path};
+	struct vw_reader_health h;
+	struct vw_reader *r;
+	int w;
+
+	assert_int_equal(mkfifo(c->path, 0600), 0);
+	r = vw_reader_new(&cfg);
+	assert_non_null(r);
+	w = fifo_writer(c->path);
+	assert_int_equal(vw_reader_poll(r), 0); /* open, nothing yet */
+	assert_true(vw_reader_fd(r) >= 0);
+	assert_null(vw_reader_last(r));
+	assert_false(vw_reader_fresh(r));
+
+	send_frame(w, 7, 1);
+	write_all(w, "\x01\x02{{{ garbage\n", 14);
+	write_all(w, "{\"v\":1,\"half", 13);
+	write_all(w, "\xff", 1); /* the host reconnected: the partial line is dropped */
+	send_frame(w, 7, 2);
+	send_frame(w, 7, 2); /* repeat */
+	write_all(w, "{\"v\":9}\n", 8);
+	assert_int_equal(vw_reader_poll(r), 2);
+	assert_true(vw_reader_last(r)->seq == 2);
+	assert_true(vw_reader_acc(r)->zones[VW_ZONE_PACKAGE].active_uj == 4000);
+	vw_reader_health(r, &h);
+	assert_int_equal(h.kind, VW_READER_FIFO);
+	assert_string_equal(h.path, c->path);
+	assert_true(h.open && h.have && h.fresh);
+	assert_true(h.accepted == 2 && h.frames == 5 && h.resyncs == 1);
+	assert_true(h.rejected[VW_PROTO_E_SYNTAX] == 1 && h.rejected[VW_PROTO_E_SEQ] == 1);
+	assert_true(h.rejected[VW_PROTO_E_VERSION] == 1);
+	close(w);
+	vw_reader_free(r);
+}
+
+static void test_fifo_staleness(void **state)
+{
+	struct ctx *c = *state;
+	struct vw_reader_config cfg = {.path = c->path, .stale_intervals = 2};
+	struct vw_reader_health h;
+	struct vw_reader *r;
+	int w;
+
+	assert_int_equal(mkfifo(c->path, 0600), 0);
+	r = vw_reader_new(&cfg);
+	w = fifo_writer(c->path);
+	send_frame(w, 1, 1);
+	assert_int_equal(vw_reader_poll(r), 1);
+	/* Interval 5 s, 2 intervals: fresh up to 10 s after the frame, stale after. */
+	fake_now += 10 * SEC;
+	assert_true(vw_reader_fresh(r));
+	fake_now += 1;
+	assert_false(vw_reader_fresh(r));
+	vw_reader_health(r, &h);
+	assert_false(h.fresh);
+	assert_true(h.have && h.age_ns == 10 * SEC + 1);
+	/* Rejected frames do not refresh; an accepted one does. */
+	send_frame(w, 1, 1);
+	assert_int_equal(vw_reader_poll(r), 0);
+	assert_false(vw_reader_fresh(r));
+	send_frame(w, 1, 2);
+	assert_int_equal(vw_reader_poll(r), 1);
+	assert_true(vw_reader_fresh(r));
+	/* The last good frame is kept while stale. */
+	fake_now += 3600 * SEC;
+	assert_false(vw_reader_fresh(r));
+	assert_true(vw_reader_last(r)->seq == 2);
+	close(w);
+	vw_reader_free(r);
+}
+
+static void test_fifo_writer_restarts(void **state)
+{
+	struct ctx *c = *state;
+	struct vw_reader_config cfg = {.path = c->path};
+	struct vw_reader_health h;
+	struct vw_reader *r;
+	uint64_t before;
+	int w;
+
+	assert_int_equal(mkfifo(c->path, 0600), 0);
+	r = vw_reader_new(&cfg);
+	w = fifo_writer(c->path);
+	send_frame(w, 1, 5);
+	write_all(w, "{\"v\":1,\"torn", 12); /* the writer dies mid-frame */
+	assert_int_equal(vw_reader_poll(r), 1);
+	close(w);
+	assert_int_equal(vw_reader_poll(r), 0); /* end of file: closed */
+	assert_int_equal(vw_reader_fd(r), -1);
+	before = vw_reader_acc(r)->zones[VW_ZONE_PACKAGE].idle_uj;
+	/* A restarted host: a new epoch, counters from low values again. */
+	w = fifo_writer(c->path);
+	assert_int_equal(vw_reader_poll(r), 0);
+	send_frame(w, 2, 1);
+	assert_int_equal(vw_reader_poll(r), 1);
+	assert_true(vw_reader_acc(r)->zones[VW_ZONE_PACKAGE].idle_uj == before + 1000);
+	vw_reader_health(r, &h);
+	assert_true(h.opens == 2 && h.reopens == 1 && h.epochs == 1 && h.open);
+	assert_true(h.rejected[VW_PROTO_E_SYNTAX] == 0); /* the torn tail was dropped, not parsed */
+	close(w);
+	vw_reader_free(r);
+}
+
+/* A pty slave is a character device: the reader treats it as a port and writes its hello. */
+static void test_port_hello(void **state)
+{
+	struct ctx *c = *state;
+	struct vw_reader_config cfg = {.hello = true};
+	struct termios t;
+	struct vw_reader *r;
+	char buf[512];
+	int m, s;
+	ssize_t n;
+
+	m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0 || !ptsname(m)) {
+		if (m >= 0)
+			close(m);
+		skip();
+	}
+	snprintf(c->path, sizeof(c->path), "%s", ptsname(m));
+	s = open(c->path, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	assert_true(s >= 0);
+	assert_int_equal(tcgetattr(s, &t), 0);
+	cfmakeraw(&t);
+	assert_int_equal(tcsetattr(s, TCSANOW, &t), 0);
+	cfg.path = c->path;
+	r = vw_reader_new(&cfg);
+	assert_int_equal(vw_reader_poll(r), 0);
+	n = read(m, buf, sizeof(buf) - 1);
+	assert_true(n > 0);
+	buf[n] = '\0';
+	assert_string_equal(buf, "{\"v\":1,\"hello\":\"virtwatt-guest\",\"ack\":0}\n");
+	write_all(m, "\xff", 1);
+	send_frame(m, 3, 9);
+	tcdrain(m);
+	for (int i = 0; i < 100 && !vw_reader_last(r); i++) {
+		assert_true(vw_reader_poll(r) >= 0);
+		usleep(1000);
+	}
+	assert_non_null(vw_reader_last(r));
+	assert_true(vw_reader_last(r)->seq == 9);
+	struct vw_reader_health h;
+	vw_reader_health(r, &h);
+	assert_true(h.kind == VW_READER_PORT && h.hellos == 1);
+	vw_reader_free(r);
+	close(s);
+	close(m);
+}
+
+/* ---- the shared folder ---- */
+
+static void put_frame(const char *dir, uint64_t epoch, uint64_t seq)
+{
+	char buf[VW_PROTO_MAX_FRAME];
+	size_t len = frame_line(epoch, seq, buf, sizeof(buf));
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	assert_int_equal(vw_write_file_atomic_at(fd, VW_READER_FRAME_FILE, buf, len, 0644), 0);
+	close(fd);
+}
+
+static void test_folder(void **state)
+{
+	struct ctx *c = *state;
+	struct vw_reader_config cfg = {.folder = c->root};
+	struct vw_reader_health h;
+	struct vw_reader *r;
+	char buf[VW_PROTO_MAX_FRAME], *big;
+	size_t len;
+
+	r = vw_reader_new(&cfg);
+	assert_int_equal(vw_reader_poll(r), -ENOENT); /* the folder is there, frame.json not yet */
+	put_frame(c->root, 4, 1);
+	assert_int_equal(vw_reader_poll(r), 1);
+	assert_int_equal(vw_reader_poll(r), 0); /* unchanged: neither accepted nor rejected */
+	put_frame(c->root, 4, 2);
+	assert_int_equal(vw_reader_poll(r), 1);
+	/* Torn in place (truncated, no final newline): retried, rejected once, last good kept. */
+	len = frame_line(4, 3, buf, sizeof(buf));
+	buf[len / 2] = '\0';
+	assert_int_equal(vw_fixture_write(c->root, VW_READER_FRAME_FILE, buf, 0), 0);
+	assert_int_equal(vw_reader_poll(r), 0);
+	assert_int_equal(vw_reader_poll(r), 0);
+	vw_reader_health(r, &h);
+	assert_true(h.kind == VW_READER_FOLDER && !h.open);
+	assert_true(h.torn == 2 && h.rejected[VW_PROTO_E_SYNTAX] == 1 && h.frames == 3);
+	assert_true(vw_reader_last(r)->seq == 2);
+	/* Two lines, an empty file, an oversized file: never used. */
+	len = frame_line(4, 3, buf, sizeof(buf));
+	frame_line(4, 4, buf + len, sizeof(buf) - len);
+	assert_int_equal(vw_fixture_write(c->root, VW_READER_FRAME_FILE, buf, 0), 0);
+	assert_int_equal(vw_reader_poll(r), 0);
+	assert_int_equal(vw_fixture_write(c->root, VW_READER_FRAME_FILE, "", 0), 0);
+	assert_int_equal(vw_reader_poll(r), 0);
+	big = malloc(VW_PROTO_MAX_FRAME + 100);
+	memset(big, ' ', VW_PROTO_MAX_FRAME + 99);
+	big[VW_PROTO_MAX_FRAME + 98] = '\n';
+	big[VW_PROTO_MAX_FRAME + 99] = '\0';
+	assert_int_equal(vw_fixture_write(c->root, VW_READER_FRAME_FILE, big, 0), 0);
+	free(big);
+	assert_int_equal(vw_reader_poll(r), 0);
+	vw_reader_health(r, &h);
+	assert_true(h.rejected[VW_PROTO_E_OVERSIZE] == 1 && h.rejected[VW_PROTO_E_SYNTAX] == 3);
+	/* Replaced atomically again: accepted. */
+	put_frame(c->root, 4, 9);
+	assert_int_equal(vw_reader_poll(r), 1);
+	assert_true(vw_reader_acc(r)->zones[VW_ZONE_PACKAGE].idle_uj == 9000);
+	vw_reader_free(r);
+}
+
+static void test_folder_layouts(void **state)
+{
+	struct ctx *c = *state;
+	struct vw_reader_config cfg = {.path = c->root, .vm_uuid = "6F1C2A9E-3B4D-4E5F-8A7B-0C1D2E3F4A5B"};
+	char dir[600], file[700];
+	struct vw_reader *r;
+
+	/* The whole share mounted: <uuid>/frame.json, found with a configured VM (any case). */
+	snprintf(dir, sizeof(dir), "%s/" UUID, c->root);
+	assert_int_equal(vw_fixture_mkdir(c->root, UUID), 0);
+	put_frame(dir, 1, 1);
+	r = vw_reader_new(&cfg);
+	assert_int_equal(vw_reader_poll(r), 1);
+	vw_reader_free(r);
+	/* The file itself as the path. */
+	snprintf(file, sizeof(file), "%s/" VW_READER_FRAME_FILE, dir);
+	cfg = (struct vw_reader_config){.path = file};
+	r = vw_reader_new(&cfg);
+	assert_int_equal(vw_reader_poll(r), 1);
+	vw_reader_free(r);
+	/* frame.json as a symlink: refused (O_NOFOLLOW). */
+	assert_int_equal(vw_fixture_symlink(c->root, UUID "/" VW_READER_FRAME_FILE,
+					    VW_READER_FRAME_FILE), 0);
+	cfg = (struct vw_reader_config){.path = c->root};
+	r = vw_reader_new(&cfg);
+	assert_int_equal(vw_reader_poll(r), -ELOOP);
+	vw_reader_free(r);
+	/* A bad configured UUID is refused up front. */
+	cfg.vm_uuid = "not-a-uuid";
+	assert_null(vw_reader_new(&cfg));
+	assert_int_equal(errno, EINVAL);
+}
+
+/* ---- discovery ---- */
+
+static void make_fifo(const char *root, const char *rel)
+{
+	char p[600];
+
+	snprintf(p, sizeof(p), "%s/%s", root, rel);
+	assert_int_equal(mkfifo(p, 0600), 0);
+}
+
+static void test_discovery(void **state)
+{
+	struct ctx *c = *state;
+	char dev[600], sys[600], share[600], want[700];
+	struct vw_reader_config cfg = {.dev_root = dev, .sys_root = sys};
+	struct vw_reader_health h;
+	struct vw_reader *r;
+
+	snprintf(dev, sizeof(dev), "%s/dev", c->root);
+	snprintf(sys, sizeof(sys), "%s/sys", c->root);
+	snprintf(share, sizeof(share), "%s/share", c->root);
+	assert_int_equal(vw_fixture_write(c->root, "sys/class/virtio-ports/vport1p0/name",
+					  "org.qemu.guest_agent.0\n", 0), 0);
+	assert_int_equal(vw_fixture_write(c->root, "sys/class/virtio-ports/vport1p1/name",
+					  VW_PROTO_PORT_NAME "\n", 0), 0);
+	assert_int_equal(vw_fixture_mkdir(c->root, "dev/virtio-ports"), 0);
+	assert_int_equal(vw_fixture_mkdir(c->root, "share"), 0);
+	make_fifo(c->root, "dev/vport1p0");
+
+	/* Nothing yet: no port named ours has a device node, no folder configured. */
+	r = vw_reader_new(&cfg);
+	assert_int_equal(vw_reader_poll(r), -ENOENT);
+	vw_reader_free(r);
+	/* The folder as the last resort. */
+	cfg.folder = share;
+	r = vw_reader_new(&cfg);
+	put_frame(share, 1, 1);
+	assert_int_equal(vw_reader_poll(r), 1);
+	vw_reader_health(r, &h);
+	assert_string_equal(h.path, share);
+	vw_reader_free(r);
+	/* By name through sysfs (libvirt: vport1p1). */
+	make_fifo(c->root, "dev/vport1p1");
+	r = vw_reader_new(&cfg);
+	assert_int_equal(vw_reader_poll(r), 0);
+	vw_reader_health(r, &h);
+	snprintf(want, sizeof(want), "%s/vport1p1", dev);
+	assert_string_equal(h.path, want);
+	vw_reader_free(r);
+	/* The udev link wins when present. */
+	make_fifo(c->root, "dev/vport9p9");
+	assert_int_equal(vw_fixture_symlink(c->root, "../vport9p9",
+					    "dev/virtio-ports/" VW_PROTO_PORT_NAME), 0);
+	r = vw_reader_new(&cfg);
+	assert_int_equal(vw_reader_poll(r), 0);
+	vw_reader_health(r, &h);
+	assert_int_equal(h.kind, VW_READER_FIFO);
+	assert_non_null(strstr(h.path, "/virtio-ports/" VW_PROTO_PORT_NAME));
+	vw_reader_free(r);
+	/* Another name (plain QEMU numbering is the same lookup). */
+	cfg.port_name = "org.qemu.guest_agent.0";
+	cfg.folder = NULL;
+	r = vw_reader_new(&cfg);
+	assert_int_equal(vw_reader_poll(r), 0);
+	vw_reader_health(r, &h);
+	snprintf(want, sizeof(want), "%s/vport1p0", dev);
+	assert_string_equal(h.path, want);
+	vw_reader_free(r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_fifo_frames_and_garbage, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fifo_staleness, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fifo_writer_restarts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_port_hello, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_folder, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_folder_layouts, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_discovery, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

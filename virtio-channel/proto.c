@@ -1,0 +1,550 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Encoder and strict decoder of the passthrough frames (PROTOCOL.md). The encoder writes a
+ * fixed field order with printf, so its output is byte-exact and testable; it refuses any frame
+ * the decoder would reject. The decoder parses with json-c under a depth limit, STRICT and UTF-8
+ * validation, and checks the type and range of every field it uses.
+ */
+#include "proto.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "macro.h"
+
+#define HOST_DEPTH 6  /* frames need 3 levels; a little room for unknown nested fields */
+#define HELLO_DEPTH 3
+#define HELLO_NAME "virtwatt-guest"
+
+static const char *const error_names[VW_PROTO_E__COUNT] = {
+	[VW_PROTO_OK] = "ok",
+	[VW_PROTO_E_OVERSIZE] = "oversize",
+	[VW_PROTO_E_SYNTAX] = "syntax",
+	[VW_PROTO_E_DEPTH] = "depth",
+	[VW_PROTO_E_TYPE] = "type",
+	[VW_PROTO_E_MISSING] = "missing",
+	[VW_PROTO_E_RANGE] = "range",
+	[VW_PROTO_E_VERSION] = "version",
+	[VW_PROTO_E_SEQ] = "seq",
+	[VW_PROTO_E_UUID] = "uuid",
+	[VW_PROTO_E_ENERGY] = "energy",
+};
+
+const char *vw_proto_error_name(enum vw_proto_error e)
+{
+	if ((unsigned)e >= VW_PROTO_E__COUNT)
+		return "unknown";
+	return error_names[e];
+}
+
+/* ---- value rules shared by the encoder and the decoder ---- */
+
+bool vw_proto_uuid_valid(const char *s)
+{
+	for (size_t i = 0; i < 36; i++) {
+		char c = s[i];
+
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (c != '-')
+				return false;
+		} else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+			return false;
+		}
+	}
+	return s[36] == '\0';
+}
+
+static bool source_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n >= sizeof(((struct vw_host_frame *)0)->source))
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' ||
+		      *s == '-' || *s == '.'))
+			return false;
+	return true;
+}
+
+static bool model_valid(const char *s)
+{
+	if (strlen(s) >= sizeof(((struct vw_host_frame *)0)->model))
+		return false;
+	for (; *s; s++)
+		if (*s < 0x20 || *s > 0x7e)
+			return false;
+	return true;
+}
+
+/* A zone key we may ignore: short, lowercase identifier. Anything else is hostile. */
+static bool zone_key_valid(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 31)
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_' || *s == '-'))
+			return false;
+	return true;
+}
+
+static bool watts_valid(double w)
+{
+	return isfinite(w) && w >= 0 && w <= VW_PROTO_MAX_WATTS;
+}
+
+static bool zone_valid(const struct vw_proto_zone *z)
+{
+	return (unsigned)z->zone < VW_ZONE__COUNT && z->idle_uj <= VW_PROTO_MAX_ENERGY_UJ &&
+	       z->active_uj <= VW_PROTO_MAX_ENERGY_UJ && watts_valid(z->idle_w) &&
+	       watts_valid(z->active_w);
+}
+
+static bool frame_valid(const struct vw_host_frame *f)
+{
+	unsigned seen = 0;
+
+	if ((f->version != 0 && f->version != VW_PROTO_VERSION) || f->epoch > INT64_MAX ||
+	    f->seq > INT64_MAX || f->interval_ms < VW_PROTO_MIN_INTERVAL_MS ||
+	    f->interval_ms > VW_PROTO_MAX_INTERVAL_MS)
+		return false;
+	if (!vw_proto_uuid_valid(f->vm_uuid) || !source_valid(f->source) || !model_valid(f->model))
+		return false;
+	if (f->n_zones == 0 || f->n_zones > VW_ZONE__COUNT)
+		return false;
+	for (size_t i = 0; i < f->n_zones; i++) {
+		if (!zone_valid(&f->zones[i]) || (seen & (1u << f->zones[i].zone)))
+			return false;
+		seen |= 1u << f->zones[i].zone;
+	}
+	return true;
+}
+
+/* ---- encoder ---- */
+
+struct out {
+	char *buf;
+	size_t size, len;
+	bool full;
+};
+
+_printf_(2, 3) static void out_printf(struct out *o, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (o->full)
+		return;
+	va_start(ap, fmt);
+	n = vsnprintf(o->buf + o->len, o->size - o->len, fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= o->size - o->len)
+		o->full = true;
+	else
+		o->len += (size_t)n;
+}
+
+/* Shortest %g form that reads back as the same double; never "-0". */
+static void out_double(struct out *o, double v)
+{
+	char tmp[32];
+
+	if (v == 0)
+		v = 0;
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(tmp, sizeof(tmp), "%.*g", prec, v);
+		if (strtod(tmp, NULL) == v)
+			break;
+	}
+	out_printf(o, "%s", tmp);
+}
+
+/* The model is printable ASCII (checked); only '"' and '\' need escaping. */
+static void out_string(struct out *o, const char *s)
+{
+	out_printf(o, "\"");
+	for (; *s; s++)
+		out_printf(o, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
+	out_printf(o, "\"");
+}
+
+static int out_finish(struct out *o, size_t *ret_len)
+{
+	if (o->full)
+		return -ENOBUFS;
+	if (ret_len)
+		*ret_len = o->len;
+	return 0;
+}
+
+int vw_proto_encode_host(const struct vw_host_frame *f, char *buf, size_t size, size_t *ret_len)
+{
+	struct out o = {.buf = buf, .size = VW_MIN(size, (size_t)VW_PROTO_MAX_FRAME + 1)};
+
+	if (!frame_valid(f))
+		return -EINVAL;
+	if (size == 0)
+		return -ENOBUFS;
+	out_printf(&o, "{\"v\":%u,\"epoch\":%" PRIu64 ",\"seq\":%" PRIu64 ",\"vm\":\"%s\"",
+		   VW_PROTO_VERSION, f->epoch, f->seq, f->vm_uuid);
+	out_printf(&o, ",\"interval_ms\":%" PRIu64 ",\"src\":\"%s\",\"model\":", f->interval_ms,
+		   f->source);
+	out_string(&o, f->model);
+	out_printf(&o, ",\"zones\":{");
+	for (size_t i = 0; i < f->n_zones; i++) {
+		const struct vw_proto_zone *z = &f->zones[i];
+
+		out_printf(&o, "%s\"%s\":{\"idle_uj\":%" PRIu64 ",\"active_uj\":%" PRIu64
+			       ",\"idle_w\":",
+			   i ? "," : "", vw_zone_name(z->zone), z->idle_uj, z->active_uj);
+		out_double(&o, z->idle_w);
+		out_printf(&o, ",\"active_w\":");
+		out_double(&o, z->active_w);
+		out_printf(&o, "}");
+	}
+	out_printf(&o, "}}\n");
+	return out_finish(&o, ret_len);
+}
+
+int vw_proto_encode_hello(const struct vw_guest_hello *h, char *buf, size_t size, size_t *ret_len)
+{
+	struct out o = {.buf = buf, .size = VW_MIN(size, (size_t)VW_PROTO_MAX_HELLO + 1)};
+
+	if ((h->version != 0 && h->version != VW_PROTO_VERSION) || h->ack_seq > INT64_MAX)
+		return -EINVAL;
+	if (size == 0)
+		return -ENOBUFS;
+	out_printf(&o, "{\"v\":%u,\"hello\":\"" HELLO_NAME "\",\"ack\":%" PRIu64 "}\n",
+		   VW_PROTO_VERSION, h->ack_seq);
+	return out_finish(&o, ret_len);
+}
+
+/* ---- decoder ---- */
+
+static void json_putp(struct json_object **o)
+{
+	json_object_put(*o);
+}
+
+/* An escaped NUL (\u0000) anywhere: json-c would silently cut an object key short at it. */
+static bool has_escaped_nul(const char *s, size_t len)
+{
+	const char *p = s, *end = s + len;
+
+	while ((p = memchr(p, '\\', (size_t)(end - p)))) {
+		const char *q = p;
+
+		while (q < end && *q == '\\')
+			q++;
+		if (((q - p) & 1) && end - q >= 5 && memcmp(q, "u0000", 5) == 0)
+			return true;
+		p = q;
+	}
+	return false;
+}
+
+/*
+ * Parse one line (under cap bytes with its '\n') as a single JSON object: no partial parse, no
+ * trailing bytes, no NUL, raw or escaped.
+ */
+static enum vw_proto_error parse_object(const char *line, size_t len, size_t cap, int depth,
+					struct json_object **ret)
+{
+	struct json_tokener *tok;
+	struct json_object *obj;
+	enum json_tokener_error err;
+	size_t end;
+
+	if (len >= cap)
+		return VW_PROTO_E_OVERSIZE;
+	if (memchr(line, '\0', len) || has_escaped_nul(line, len))
+		return VW_PROTO_E_SYNTAX;
+	tok = json_tokener_new_ex(depth);
+	if (!tok)
+		return VW_PROTO_E_SYNTAX; /* ENOMEM: nothing was accepted */
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	obj = json_tokener_parse_ex(tok, line, (int)len);
+	err = json_tokener_get_error(tok);
+	end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	if (err != json_tokener_success || end != len) {
+		json_object_put(obj);
+		return err == json_tokener_error_depth ? VW_PROTO_E_DEPTH : VW_PROTO_E_SYNTAX;
+	}
+	if (!json_object_is_type(obj, json_type_object)) {
+		json_object_put(obj);
+		return VW_PROTO_E_TYPE;
+	}
+	*ret = obj;
+	return VW_PROTO_OK;
+}
+
+static enum vw_proto_error get_field(struct json_object *o, const char *key, enum json_type type,
+				     struct json_object **ret)
+{
+	if (!json_object_object_get_ex(o, key, ret))
+		return VW_PROTO_E_MISSING;
+	/* null parses as a NULL object of type null: a wrong type, like any other. */
+	return json_object_is_type(*ret, type) ? VW_PROTO_OK : VW_PROTO_E_TYPE;
+}
+
+/* A JSON integer in [0, max] (max <= INT64_MAX). json-c clamps big values silently. */
+static enum vw_proto_error int_value(struct json_object *v, uint64_t max, uint64_t *ret)
+{
+	int64_t i;
+	uint64_t u;
+
+	errno = 0;
+	i = json_object_get_int64(v);
+	if (errno != 0 || i < 0)
+		return VW_PROTO_E_RANGE;
+	errno = 0;
+	u = json_object_get_uint64(v);
+	if (errno != 0 || u > max || u != (uint64_t)i)
+		return VW_PROTO_E_RANGE;
+	*ret = u;
+	return VW_PROTO_OK;
+}
+
+static enum vw_proto_error get_u64(struct json_object *o, const char *key, uint64_t max,
+				   uint64_t *ret)
+{
+	struct json_object *v;
+	enum vw_proto_error e = get_field(o, key, json_type_int, &v);
+
+	return e ? e : int_value(v, max, ret);
+}
+
+/* Watts: a JSON number (integer or not), finite, in [0, VW_PROTO_MAX_WATTS]. */
+static enum vw_proto_error get_watts(struct json_object *o, const char *key, double *ret)
+{
+	struct json_object *v;
+	uint64_t u;
+	double d;
+
+	if (!json_object_object_get_ex(o, key, &v))
+		return VW_PROTO_E_MISSING;
+	if (json_object_is_type(v, json_type_int)) {
+		if (int_value(v, (uint64_t)VW_PROTO_MAX_WATTS, &u))
+			return VW_PROTO_E_RANGE;
+		*ret = (double)u;
+		return VW_PROTO_OK;
+	}
+	if (!json_object_is_type(v, json_type_double))
+		return VW_PROTO_E_TYPE;
+	d = json_object_get_double(v);
+	if (!watts_valid(d))
+		return VW_PROTO_E_RANGE;
+	*ret = d == 0 ? 0 : d; /* -0.0 passes >= 0; store +0.0 as the encoder writes it */
+	return VW_PROTO_OK;
+}
+
+/* A string without embedded NULs that fits size and passes check(). */
+static enum vw_proto_error get_string(struct json_object *o, const char *key, char *buf,
+				      size_t size, bool (*check)(const char *))
+{
+	struct json_object *v;
+	enum vw_proto_error e = get_field(o, key, json_type_string, &v);
+	const char *s;
+	int n;
+
+	if (e)
+		return e;
+	s = json_object_get_string(v);
+	n = json_object_get_string_len(v);
+	if (n < 0 || (size_t)n >= size || strlen(s) != (size_t)n || !check(s))
+		return VW_PROTO_E_RANGE;
+	memcpy(buf, s, (size_t)n + 1);
+	return VW_PROTO_OK;
+}
+
+static enum vw_proto_error get_version(struct json_object *o, unsigned *ret)
+{
+	uint64_t v;
+	enum vw_proto_error e = get_u64(o, "v", INT64_MAX, &v);
+
+	if (e == VW_PROTO_E_RANGE || (e == VW_PROTO_OK && v != VW_PROTO_VERSION))
+		return VW_PROTO_E_VERSION;
+	*ret = (unsigned)v;
+	return e;
+}
+
+static int zone_lookup(const char *key)
+{
+	for (int z = 0; z < VW_ZONE__COUNT; z++)
+		if (strcmp(key, vw_zone_name((enum vw_zone)z)) == 0)
+			return z;
+	return -1;
+}
+
+static enum vw_proto_error decode_zone(struct json_object *o, struct vw_proto_zone *z)
+{
+	enum vw_proto_error e;
+
+	if (!json_object_is_type(o, json_type_object))
+		return VW_PROTO_E_TYPE;
+	if ((e = get_u64(o, "idle_uj", VW_PROTO_MAX_ENERGY_UJ, &z->idle_uj)) ||
+	    (e = get_u64(o, "active_uj", VW_PROTO_MAX_ENERGY_UJ, &z->active_uj)) ||
+	    (e = get_watts(o, "idle_w", &z->idle_w)) || (e = get_watts(o, "active_w", &z->active_w)))
+		return e;
+	return VW_PROTO_OK;
+}
+
+/* Known zones in wire order; unknown well-formed names ignored; duplicates: json-c keeps the last. */
+static enum vw_proto_error decode_zones(struct json_object *o, struct vw_host_frame *f)
+{
+	struct json_object *zones;
+	enum vw_proto_error e = get_field(o, "zones", json_type_object, &zones);
+
+	if (e)
+		return e;
+	json_object_object_foreach(zones, key, val) {
+		int z;
+
+		if (!zone_key_valid(key))
+			return VW_PROTO_E_RANGE;
+		z = zone_lookup(key);
+		if (z < 0)
+			continue;
+		if (f->n_zones >= VW_ZONE__COUNT)
+			return VW_PROTO_E_RANGE; /* cannot happen: keys are unique */
+		f->zones[f->n_zones].zone = (enum vw_zone)z;
+		e = decode_zone(val, &f->zones[f->n_zones]);
+		if (e)
+			return e;
+		f->n_zones++;
+	}
+	return f->n_zones ? VW_PROTO_OK : VW_PROTO_E_MISSING;
+}
+
+static enum vw_proto_error decode_host_fields(struct json_object *o, struct vw_host_frame *f)
+{
+	enum vw_proto_error e;
+
+	if ((e = get_version(o, &f->version)) ||
+	    (e = get_u64(o, "epoch", INT64_MAX, &f->epoch)) ||
+	    (e = get_u64(o, "seq", INT64_MAX, &f->seq)) ||
+	    (e = get_string(o, "vm", f->vm_uuid, sizeof(f->vm_uuid), vw_proto_uuid_valid)) ||
+	    (e = get_u64(o, "interval_ms", VW_PROTO_MAX_INTERVAL_MS, &f->interval_ms)))
+		return e;
+	if (f->interval_ms < VW_PROTO_MIN_INTERVAL_MS)
+		return VW_PROTO_E_RANGE;
+	if ((e = get_string(o, "src", f->source, sizeof(f->source), source_valid)) ||
+	    (e = get_string(o, "model", f->model, sizeof(f->model), model_valid)))
+		return e;
+	return decode_zones(o, f);
+}
+
+enum vw_proto_error vw_proto_decode_host(const char *line, size_t len, struct vw_host_frame *ret)
+{
+	_cleanup_(json_putp) struct json_object *obj = NULL;
+	struct vw_host_frame f = {0};
+	enum vw_proto_error e;
+
+	e = parse_object(line, len, VW_PROTO_MAX_FRAME, HOST_DEPTH, &obj);
+	if (e)
+		return e;
+	e = decode_host_fields(obj, &f);
+	if (e)
+		return e;
+	*ret = f;
+	return VW_PROTO_OK;
+}
+
+static bool hello_name_valid(const char *s)
+{
+	return strcmp(s, HELLO_NAME) == 0;
+}
+
+enum vw_proto_error vw_proto_decode_hello(const char *line, size_t len, struct vw_guest_hello *ret)
+{
+	_cleanup_(json_putp) struct json_object *obj = NULL;
+	struct vw_guest_hello h = {0};
+	char name[sizeof(HELLO_NAME)];
+	enum vw_proto_error e;
+
+	e = parse_object(line, len, VW_PROTO_MAX_HELLO, HELLO_DEPTH, &obj);
+	if (e)
+		return e;
+	if ((e = get_version(obj, &h.version)) ||
+	    (e = get_string(obj, "hello", name, sizeof(name), hello_name_valid)) ||
+	    (e = get_u64(obj, "ack", INT64_MAX, &h.ack_seq)))
+		return e;
+	*ret = h;
+	return VW_PROTO_OK;
+}
+
+/* ---- acceptance ---- */
+
+static const struct vw_proto_zone *find_zone(const struct vw_host_frame *f, enum vw_zone zone)
+{
+	for (size_t i = 0; i < f->n_zones; i++)
+		if (f->zones[i].zone == zone)
+			return &f->zones[i];
+	return NULL;
+}
+
+static bool energy_fell(const struct vw_host_frame *prev, const struct vw_host_frame *f)
+{
+	for (size_t i = 0; i < f->n_zones; i++) {
+		const struct vw_proto_zone *p = find_zone(prev, f->zones[i].zone);
+
+		if (p && (f->zones[i].idle_uj < p->idle_uj || f->zones[i].active_uj < p->active_uj))
+			return true;
+	}
+	return false;
+}
+
+static enum vw_proto_error rx_check(const struct vw_proto_rx *rx, const struct vw_host_frame *f)
+{
+	if (rx->expect_uuid[0] && strcasecmp(rx->expect_uuid, f->vm_uuid) != 0)
+		return VW_PROTO_E_UUID;
+	if (!rx->have || f->epoch != rx->epoch)
+		return VW_PROTO_OK; /* the first frame, or a host restart */
+	if (f->seq <= rx->seq)
+		return VW_PROTO_E_SEQ;
+	if (energy_fell(&rx->last, f))
+		return VW_PROTO_E_ENERGY;
+	return VW_PROTO_OK;
+}
+
+enum vw_proto_error vw_proto_rx_accept(struct vw_proto_rx *rx, const struct vw_host_frame *f)
+{
+	enum vw_proto_error e = rx_check(rx, f);
+
+	if (e) {
+		rx->rejected[e]++;
+		return e;
+	}
+	if (!rx->expect_uuid[0])
+		memcpy(rx->expect_uuid, f->vm_uuid, sizeof(rx->expect_uuid));
+	if (rx->have && f->epoch != rx->epoch)
+		rx->epochs++;
+	rx->have = true;
+	rx->epoch = f->epoch;
+	rx->seq = f->seq;
+	rx->last = *f;
+	rx->accepted++;
+	return VW_PROTO_OK;
+}
+
+enum vw_proto_error vw_proto_rx_line(struct vw_proto_rx *rx, const char *line, size_t len)
+{
+	struct vw_host_frame f;
+	enum vw_proto_error e = vw_proto_decode_host(line, len, &f);
+
+	if (e) {
+		rx->rejected[e]++;
+		return e;
+	}
+	return vw_proto_rx_accept(rx, &f);
+}

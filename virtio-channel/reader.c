@@ -1,0 +1,467 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The guest reader. Streams (a virtio-serial port, a FIFO) go through the framer; a shared
+ * folder's frame.json is read whole and must be exactly one line. Every line goes through the
+ * strict decoder and the acceptance rules; accepted frames feed the accumulator.
+ */
+#include "reader.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "log.h"
+#include "macro.h"
+
+#define READ_CHUNK 65536
+#define READ_BUDGET (16 * READ_CHUNK) /* per poll: a flooding host cannot starve the guest */
+#define TORN_RETRIES 3
+
+struct vw_reader {
+	struct vw_reader_config cfg; /* strings point into the copies below */
+	char *path, *dev_root, *sys_root, *folder, *port_name;
+
+	enum vw_reader_kind kind;
+	char where[512]; /* resolved channel */
+	int fd;          /* open port or FIFO, else -1 */
+	bool got_bytes;  /* since the current open */
+
+	struct vw_framer *framer;
+	struct vw_proto_rx rx;
+	struct vw_proto_acc acc;
+	uint64_t last_ok_ns;
+	int accepted_now; /* frames accepted during this poll */
+
+	uint64_t frames, opens, reopens, torn, hellos;
+	bool file_seen;       /* last_file holds the folder file last examined */
+	size_t last_file_len; /* to skip it when unchanged */
+	char last_file[VW_PROTO_MAX_FRAME + 1];
+};
+
+const char *vw_reader_kind_name(enum vw_reader_kind kind)
+{
+	static const char *const names[] = {"none", "port", "fifo", "folder"};
+
+	return (unsigned)kind < ARRAY_SIZE(names) ? names[kind] : "unknown";
+}
+
+static int dup_str(char **dst, const char **src)
+{
+	if (!*src)
+		return 0;
+	*dst = strdup(*src);
+	if (!*dst)
+		return -ENOMEM;
+	*src = *dst;
+	return 0;
+}
+
+struct vw_reader *vw_reader_new(const struct vw_reader_config *cfg)
+{
+	struct vw_reader *r;
+
+	if (cfg->vm_uuid && cfg->vm_uuid[0] && strlen(cfg->vm_uuid) != 36) {
+		errno = EINVAL;
+		return NULL;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return NULL;
+	r->fd = -1;
+	r->cfg = *cfg;
+	if (!r->cfg.port_name)
+		r->cfg.port_name = VW_PROTO_PORT_NAME;
+	if (!r->cfg.stale_intervals)
+		r->cfg.stale_intervals = VW_READER_STALE_INTERVALS;
+	if (cfg->vm_uuid && cfg->vm_uuid[0]) {
+		for (size_t i = 0; i < 36; i++) /* the wire form is lowercase */
+			r->rx.expect_uuid[i] = (char)tolower((unsigned char)cfg->vm_uuid[i]);
+		if (!vw_proto_uuid_valid(r->rx.expect_uuid)) {
+			free(r);
+			errno = EINVAL;
+			return NULL;
+		}
+	}
+	r->cfg.vm_uuid = NULL; /* lives in rx.expect_uuid */
+	r->framer = vw_framer_new(VW_PROTO_MAX_FRAME);
+	if (!r->framer || dup_str(&r->path, &r->cfg.path) < 0 ||
+	    dup_str(&r->dev_root, &r->cfg.dev_root) < 0 ||
+	    dup_str(&r->sys_root, &r->cfg.sys_root) < 0 || dup_str(&r->folder, &r->cfg.folder) < 0 ||
+	    dup_str(&r->port_name, &r->cfg.port_name) < 0) {
+		vw_reader_free(r);
+		errno = ENOMEM;
+		return NULL;
+	}
+	return r;
+}
+
+static void reader_close(struct vw_reader *r)
+{
+	if (r->fd >= 0)
+		close(r->fd);
+	r->fd = -1;
+}
+
+void vw_reader_free(struct vw_reader *r)
+{
+	if (!r)
+		return;
+	reader_close(r);
+	vw_framer_free(r->framer);
+	free(r->path);
+	free(r->dev_root);
+	free(r->sys_root);
+	free(r->folder);
+	free(r->port_name);
+	free(r);
+}
+
+/* ---- finding the channel ---- */
+
+static enum vw_reader_kind kind_of(const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return VW_READER_NONE;
+	if (S_ISCHR(st.st_mode))
+		return VW_READER_PORT;
+	if (S_ISFIFO(st.st_mode))
+		return VW_READER_FIFO;
+	if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))
+		return VW_READER_FOLDER;
+	return VW_READER_NONE;
+}
+
+/* Is a/b (b may be "") something we can read? Sets where and kind. */
+static bool try_path(struct vw_reader *r, const char *a, const char *b)
+{
+	int n = snprintf(r->where, sizeof(r->where), "%s%s%s", a, b[0] ? "/" : "", b);
+
+	if (n < 0 || (size_t)n >= sizeof(r->where))
+		return false;
+	r->kind = kind_of(r->where);
+	return r->kind != VW_READER_NONE;
+}
+
+/* <sys_root>/class/virtio-ports/<entry>/name == port_name: the lowest such entry. */
+static int scan_sysfs(struct vw_reader *r, char *ret, size_t size)
+{
+	_cleanup_close_ int root = -1;
+	DIR *d;
+	struct dirent *de;
+	int fd, found = -ENOENT;
+
+	root = vw_root_open(r->sys_root);
+	if (root < 0)
+		return root;
+	fd = openat(root, "class/virtio-ports", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return -errno;
+	}
+	while ((de = readdir(d))) {
+		char rel[300], name[256];
+
+		if (de->d_name[0] == '.' || strlen(de->d_name) >= size)
+			continue;
+		snprintf(rel, sizeof(rel), "%s/name", de->d_name);
+		if (vw_read_str_at(dirfd(d), rel, name, sizeof(name)) < 0 ||
+		    strcmp(name, r->cfg.port_name) != 0)
+			continue;
+		if (found < 0 || strcmp(de->d_name, ret) < 0)
+			snprintf(ret, size, "%s", de->d_name);
+		found = 0;
+	}
+	closedir(d);
+	return found;
+}
+
+static int resolve(struct vw_reader *r)
+{
+	char entry[256];
+
+	if (r->cfg.path)
+		return try_path(r, r->cfg.path, "") ? 0 : -ENOENT;
+	if (r->cfg.dev_root && !strchr(r->cfg.port_name, '/') &&
+	    snprintf(entry, sizeof(entry), "virtio-ports/%s", r->cfg.port_name) < (int)sizeof(entry) &&
+	    try_path(r, r->cfg.dev_root, entry))
+		return 0;
+	if (r->cfg.dev_root && r->cfg.sys_root && scan_sysfs(r, entry, sizeof(entry)) == 0 &&
+	    try_path(r, r->cfg.dev_root, entry))
+		return 0;
+	if (r->cfg.folder && try_path(r, r->cfg.folder, "") && r->kind == VW_READER_FOLDER)
+		return 0;
+	r->kind = VW_READER_NONE;
+	return -ENOENT;
+}
+
+/* ---- streams ---- */
+
+static void send_hello(struct vw_reader *r)
+{
+	struct vw_guest_hello h = {.version = VW_PROTO_VERSION, .ack_seq = r->rx.seq};
+	char buf[VW_PROTO_MAX_HELLO];
+	size_t len;
+
+	if (vw_proto_encode_hello(&h, buf, sizeof(buf), &len) < 0)
+		return;
+	/* Best effort: a host that does not read must not block the guest. */
+	if (write(r->fd, buf, len) == (ssize_t)len)
+		r->hellos++;
+}
+
+static int open_stream(struct vw_reader *r)
+{
+	bool rw = r->kind == VW_READER_PORT && r->cfg.hello;
+	int fd = open(r->where, (rw ? O_RDWR : O_RDONLY) | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	r->fd = fd;
+	r->got_bytes = false;
+	r->opens++;
+	vw_framer_reset(r->framer);
+	vw_debug("passthrough: opened %s %s", vw_reader_kind_name(r->kind), r->where);
+	if (rw)
+		send_hello(r);
+	return 0;
+}
+
+/* After rx accepted or refused a frame (either way counted there). */
+static void took(struct vw_reader *r, enum vw_proto_error e)
+{
+	if (e != VW_PROTO_OK) {
+		vw_debug("passthrough: frame rejected: %s", vw_proto_error_name(e));
+		return;
+	}
+	vw_proto_acc_add(&r->acc, &r->rx.last);
+	r->last_ok_ns = vw_now_ns();
+	r->accepted_now++;
+}
+
+static void on_line(const char *line, size_t len, void *userdata)
+{
+	struct vw_reader *r = userdata;
+
+	r->frames++;
+	took(r, vw_proto_rx_line(&r->rx, line, len));
+}
+
+static int read_stream(struct vw_reader *r)
+{
+	char buf[READ_CHUNK];
+	size_t total = 0;
+
+	while (total < READ_BUDGET) {
+		ssize_t n = read(r->fd, buf, sizeof(buf));
+
+		if (n > 0) {
+			r->got_bytes = true;
+			total += (size_t)n;
+			vw_framer_feed(r->framer, buf, (size_t)n, on_line, r);
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return 0;
+		/* End of file (the writer or the host went away) or an error: reopen next time. */
+		int err = n < 0 ? -errno : 0;
+
+		if (r->got_bytes)
+			r->reopens++;
+		vw_debug("passthrough: %s closed: %s", r->where, err ? strerror(-err) : "end of file");
+		reader_close(r);
+		return err;
+	}
+	return 0;
+}
+
+/* ---- the shared folder ---- */
+
+static int open_frame_file(struct vw_reader *r)
+{
+	_cleanup_close_ int dir = -1;
+	struct stat st;
+	char rel[64];
+	int fd;
+
+	if (stat(r->where, &st) < 0)
+		return -errno;
+	if (S_ISREG(st.st_mode)) {
+		fd = open(r->where, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		return fd < 0 ? -errno : fd;
+	}
+	dir = open(r->where, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return -errno;
+	fd = openat(dir, VW_READER_FRAME_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && r->rx.expect_uuid[0]) {
+		snprintf(rel, sizeof(rel), "%s/" VW_READER_FRAME_FILE, r->rx.expect_uuid);
+		fd = openat(dir, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	}
+	return fd < 0 ? -errno : fd;
+}
+
+/* Read the whole file, at most VW_PROTO_MAX_FRAME + 1 bytes (one more than allowed). */
+static int read_frame_file(struct vw_reader *r, char *buf, size_t *ret_len)
+{
+	_cleanup_close_ int fd = open_frame_file(r);
+	struct stat st;
+	size_t len = 0;
+
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	while (len < VW_PROTO_MAX_FRAME + 1) {
+		ssize_t n = read(fd, buf + len, VW_PROTO_MAX_FRAME + 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	*ret_len = len;
+	return 0;
+}
+
+/* Exactly one complete line, under the cap: anything else is torn, partial or hostile. */
+static enum vw_proto_error check_file(const char *buf, size_t len)
+{
+	if (len > VW_PROTO_MAX_FRAME)
+		return VW_PROTO_E_OVERSIZE;
+	if (len == 0 || buf[len - 1] != '\n' || memchr(buf, '\n', len - 1))
+		return VW_PROTO_E_SYNTAX;
+	return VW_PROTO_OK;
+}
+
+static int poll_folder(struct vw_reader *r)
+{
+	char buf[VW_PROTO_MAX_FRAME + 1];
+	enum vw_proto_error e = VW_PROTO_OK;
+	struct vw_host_frame f;
+	size_t len = 0;
+
+	for (int attempt = 0; attempt < TORN_RETRIES; attempt++) {
+		int err = read_frame_file(r, buf, &len);
+
+		if (err < 0)
+			return err;
+		if (r->file_seen && len == r->last_file_len && memcmp(buf, r->last_file, len) == 0)
+			return 0; /* unchanged since last examined */
+		e = check_file(buf, len);
+		if (e == VW_PROTO_OK)
+			e = vw_proto_decode_host(buf, len - 1, &f);
+		if (e != VW_PROTO_E_SYNTAX || attempt == TORN_RETRIES - 1)
+			break;
+		r->torn++; /* torn or half-written: read it again, never use part of it */
+	}
+	r->frames++;
+	r->file_seen = true;
+	r->last_file_len = VW_MIN(len, sizeof(r->last_file));
+	memcpy(r->last_file, buf, r->last_file_len);
+	if (e != VW_PROTO_OK)
+		r->rx.rejected[e]++;
+	else
+		e = vw_proto_rx_accept(&r->rx, &f);
+	took(r, e);
+	return r->accepted_now;
+}
+
+/* ---- the poll ---- */
+
+int vw_reader_poll(struct vw_reader *r)
+{
+	int err;
+
+	r->accepted_now = 0;
+	if (r->fd < 0) {
+		char was[sizeof(r->where)];
+
+		memcpy(was, r->where, sizeof(was));
+		err = resolve(r);
+		if (err < 0)
+			return err;
+		if (strcmp(was, r->where) != 0)
+			vw_info("passthrough: using %s %s", vw_reader_kind_name(r->kind), r->where);
+		if (r->kind == VW_READER_FOLDER)
+			return poll_folder(r);
+		err = open_stream(r);
+		if (err < 0)
+			return err;
+	}
+	err = read_stream(r);
+	return err < 0 ? err : r->accepted_now;
+}
+
+int vw_reader_fd(const struct vw_reader *r)
+{
+	return r->fd;
+}
+
+const struct vw_host_frame *vw_reader_last(const struct vw_reader *r)
+{
+	return r->rx.have ? &r->rx.last : NULL;
+}
+
+const struct vw_proto_acc *vw_reader_acc(const struct vw_reader *r)
+{
+	return &r->acc;
+}
+
+static uint64_t age_ns(const struct vw_reader *r)
+{
+	uint64_t now = vw_now_ns();
+
+	if (!r->rx.have)
+		return UINT64_MAX;
+	return now > r->last_ok_ns ? now - r->last_ok_ns : 0;
+}
+
+bool vw_reader_fresh(const struct vw_reader *r)
+{
+	uint64_t window = (uint64_t)r->cfg.stale_intervals * r->rx.last.interval_ms *
+			  VW_NSEC_PER_MSEC;
+
+	return r->rx.have && age_ns(r) <= window;
+}
+
+void vw_reader_health(const struct vw_reader *r, struct vw_reader_health *ret)
+{
+	*ret = (struct vw_reader_health){
+		.kind = r->kind,
+		.open = r->fd >= 0,
+		.have = r->rx.have,
+		.fresh = vw_reader_fresh(r),
+		.age_ns = age_ns(r),
+		.frames = r->frames + vw_framer_oversized(r->framer) + vw_framer_invalid(r->framer),
+		.accepted = r->rx.accepted,
+		.epochs = r->rx.epochs,
+		.opens = r->opens,
+		.reopens = r->reopens,
+		.resyncs = vw_framer_resyncs(r->framer),
+		.torn = r->torn,
+		.hellos = r->hellos,
+	};
+	snprintf(ret->path, sizeof(ret->path), "%s", r->kind ? r->where : "");
+	memcpy(ret->rejected, r->rx.rejected, sizeof(ret->rejected));
+	ret->rejected[VW_PROTO_E_OVERSIZE] += vw_framer_oversized(r->framer);
+	ret->rejected[VW_PROTO_E_SYNTAX] += vw_framer_invalid(r->framer);
+}
