@@ -81,7 +81,8 @@ void vw_pub_share_done(struct vw_pub_share *s);
 /*
  * Write frame.json and, for each zone with have[z], energy_uj = (continued offset + energy_uj[z])
  * mod max_range_uj, never below the last value written. Creates the folder and tree on first
- * use. -errno; a symlink anywhere in the VM's folder is refused (-ELOOP), never followed.
+ * use. -errno; a symlink in place of a directory is refused (-ENOTDIR), never followed, and
+ * one in place of a file is replaced, its target untouched.
  */
 int vw_pub_share_write(struct vw_pub_share *s, int root_fd, const char *uuid, const char *frame,
 		       size_t len, const bool have[VW_PUB_RAPL__COUNT],

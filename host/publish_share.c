@@ -61,7 +61,7 @@ static int open_subdir(int dirfd, const char *name)
 		return -errno;
 	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
-		return -errno; /* a symlink: -ELOOP */
+		return -errno; /* a symlink: -ENOTDIR (or -ELOOP), never followed */
 	(void)fchmod(fd, 0755); /* whatever the umask: the guest reads it */
 	return fd;
 }
