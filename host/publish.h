@@ -30,7 +30,7 @@
 #define VW_PUBLISH_MAX_JITTER 0.5
 #define VW_PUBLISH_DEFAULT_ENERGY_STEP_UJ 100000ULL /* 0.1 J */
 #define VW_PUBLISH_DEFAULT_POWER_STEP_W 0.1
-/* The powercap tree's synthetic max_energy_range_uj: 2^48 uJ (about 89 years at 100 W). */
+/* The powercap tree's synthetic max_energy_range_uj: 2^48 uJ (about 32 days at 100 W). */
 #define VW_PUBLISH_DEFAULT_MAX_RANGE_UJ (1ULL << 48)
 #define VW_PUBLISH_CHANNEL_NAME "org.virtwatt.power.0"
 
@@ -73,7 +73,7 @@ struct vw_publish_vm_stats {
 	uint64_t hellos;         /* valid hello/ack lines */
 	uint64_t ack_seq;        /* the last acknowledged seq */
 	uint64_t share_writes, share_errors;
-	size_t bytes_held;       /* frame bytes buffered for this VM (bounded: 2 frames + 1) */
+	size_t bytes_held;       /* frame buffer bytes held for this VM (at most 2 x 16 KiB) */
 };
 
 struct vw_publisher;
