@@ -49,6 +49,7 @@ struct vw_publisher {
 	size_t n_vms, cap_vms;
 	uint64_t seq, next_due_ns, now_ns;
 	bool started;
+	struct vw_complaint bad_uuid;
 };
 
 static uint64_t random_u64(void)
@@ -198,6 +199,7 @@ static struct pub_vm *vm_add(struct vw_publisher *p, const char *uuid)
 	if (!vm)
 		return NULL;
 	memcpy(vm->uuid, uuid, sizeof(vm->uuid));
+	vw_pub_share_init(&vm->share);
 	p->vms[p->n_vms++] = vm;
 	return vm;
 }
@@ -211,7 +213,6 @@ static int vm_open(struct pub_vm *vm)
 	r = vw_pub_chan_init(&vm->chan);
 	if (r < 0)
 		return r;
-	vw_pub_share_init(&vm->share);
 	vm->live = true;
 	return 0;
 }
@@ -247,7 +248,7 @@ static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in)
 	int r;
 
 	if (!vw_proto_uuid_valid(in->uuid)) {
-		vw_warn("publish: refusing a VM with an invalid UUID");
+		vw_complain(&p->bad_uuid, VW_LOG_WARN, "publish: refusing a VM with an invalid UUID");
 		return -EINVAL;
 	}
 	vm = vm_find(p, in->uuid);

@@ -102,6 +102,11 @@ void vw_pub_chan_set_path(struct vw_pub_chan *c, int epfd, const char *path, uin
 		return;
 	disconnect(c, epfd, now_ns, false);
 	snprintf(c->path, sizeof(c->path), "%s", path);
+	if (!path[0]) { /* no channel any more: nothing to keep */
+		buf_free(&c->tx);
+		buf_free(&c->next);
+		c->next_unsent = false;
+	}
 	c->backoff_ns = CHAN_BACKOFF_MIN_NS;
 	c->retry_ns = now_ns;
 }

@@ -73,9 +73,11 @@ struct vw_pub_share {
 	int zone_fd[VW_PUB_RAPL__COUNT];  /* intel-rapl:0, intel-rapl:0:0; -1 until opened */
 	uint64_t offset_uj[VW_PUB_RAPL__COUNT]; /* energy_uj found at first sight (continued) */
 	uint64_t last_uj[VW_PUB_RAPL__COUNT];   /* last value written, unwrapped */
+	bool primed[VW_PUB_RAPL__COUNT];        /* offset read back (once per process) */
 	struct vw_complaint complaint;
 };
 
+/* Once per VM; done() closes the folder but keeps the offsets for a VM that comes back. */
 void vw_pub_share_init(struct vw_pub_share *s);
 void vw_pub_share_done(struct vw_pub_share *s);
 /*

@@ -42,6 +42,7 @@ void vw_pub_share_init(struct vw_pub_share *s)
 		s->zone_fd[z] = -1;
 }
 
+/* Close the folder; the offsets stay, so a VM that comes back continues without counting twice. */
 void vw_pub_share_done(struct vw_pub_share *s)
 {
 	vw_closep(&s->dirfd);
@@ -80,8 +81,8 @@ static int write_u64(int dirfd, const char *rel, uint64_t v)
 }
 
 /*
- * First write of a zone in this process: create it, and continue from the energy_uj it holds
- * (a previous run's), taken modulo the range. Junk is logged and restarts the zone from 0.
+ * Open a zone's folder. The first time in this process, continue from the energy_uj it holds (a
+ * previous run's), taken modulo the range; junk is logged and restarts the zone from 0.
  */
 static int open_zone(struct vw_pub_share *s, enum vw_pub_rapl z, uint64_t max_range_uj)
 {
@@ -92,6 +93,9 @@ static int open_zone(struct vw_pub_share *s, enum vw_pub_rapl z, uint64_t max_ra
 	if (fd < 0)
 		return fd;
 	s->zone_fd[z] = fd;
+	if (s->primed[z])
+		return 0;
+	s->primed[z] = true;
 	r = vw_read_u64_at(fd, "energy_uj", &old);
 	if (r == 0) {
 		s->offset_uj[z] = old % max_range_uj;

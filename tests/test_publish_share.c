@@ -170,6 +170,26 @@ static void test_restart_continues(void **state)
 	rig_free(&r);
 }
 
+static void test_vm_returns(void **state)
+{
+	struct rig r;
+
+	(void)state;
+	rig_init(&r, 0);
+	rig_run(&r, 10, 10);
+	assert_int_equal(energy_uj(&r, "intel-rapl:0"), 100000000);
+	/* The VM goes away and comes back (a reboot): the folder continues, nothing counted twice. */
+	assert_int_equal(vw_publisher_update(r.p, NULL, 0), 0);
+	rig_run(&r, 1, 10);
+	assert_int_equal(energy_uj(&r, "intel-rapl:0"), 110000000);
+	/* ... also when the source forgot it meanwhile and counts from zero again. */
+	assert_int_equal(vw_publisher_update(r.p, NULL, 0), 0);
+	r.vm.zones[0].idle_uj = r.vm.zones[0].active_uj = 0;
+	rig_run(&r, 2, 10);
+	assert_int_equal(energy_uj(&r, "intel-rapl:0"), 130000000);
+	rig_free(&r);
+}
+
 static void test_wrap(void **state)
 {
 	const uint64_t max = 1000000000; /* 1 kJ, so it wraps in a test */
@@ -350,6 +370,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layout_and_units),
 		cmocka_unit_test(test_restart_continues),
+		cmocka_unit_test(test_vm_returns),
 		cmocka_unit_test(test_wrap),
 		cmocka_unit_test(test_symlinks_refused),
 		cmocka_unit_test(test_folder_link_and_bad_uuid),
