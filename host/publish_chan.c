@@ -156,18 +156,23 @@ static int flush(struct vw_pub_chan *c)
 	return 0;
 }
 
+/* Count and log (rate-limited) a failure, then drop the connection. */
+static void drop(struct vw_pub_chan *c, int epfd, uint64_t now_ns, uint64_t *counter,
+		 const char *what, int r, bool failed)
+{
+	(*counter)++;
+	vw_complain(&c->complaint, VW_LOG_DEBUG, "publish: %s %s: %s", what, c->path, strerror(-r));
+	disconnect(c, epfd, now_ns, failed);
+}
+
 static void flush_or_drop(struct vw_pub_chan *c, int epfd, uint64_t now_ns)
 {
 	int r = flush(c);
 
-	if (r < 0) {
-		c->st.send_errors++;
-		vw_complain(&c->complaint, VW_LOG_DEBUG, "publish: write to %s: %s", c->path,
-			    strerror(-r));
-		disconnect(c, epfd, now_ns, false);
-		return;
-	}
-	set_events(c, epfd);
+	if (r < 0)
+		drop(c, epfd, now_ns, &c->st.send_errors, "write to", r, false);
+	else
+		set_events(c, epfd);
 }
 
 int vw_pub_chan_offer(struct vw_pub_chan *c, int epfd, const char *frame, size_t len,
@@ -248,8 +253,8 @@ void vw_pub_chan_event(struct vw_pub_chan *c, int epfd, uint32_t events, uint64_
 		if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
 			return;
 		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0 || err) {
-			c->st.connect_errors++;
-			disconnect(c, epfd, now_ns, true);
+			drop(c, epfd, now_ns, &c->st.connect_errors, "connect to", err ? -err : -errno,
+			     true);
 			return;
 		}
 		connected(c);
@@ -304,11 +309,8 @@ void vw_pub_chan_poll(struct vw_pub_chan *c, int epfd, uint64_t now_ns)
 		return;
 	r = try_connect(c, epfd);
 	if (r < 0) {
-		c->st.connect_errors++;
 		/* ENOENT/ECONNREFUSED/EAGAIN: the VM is (re)starting; retried with backoff. */
-		vw_complain(&c->complaint, VW_LOG_DEBUG, "publish: connect to %s: %s", c->path,
-			    strerror(-r));
-		disconnect(c, epfd, now_ns, true);
+		drop(c, epfd, now_ns, &c->st.connect_errors, "connect to", r, true);
 		return;
 	}
 	if (!c->connecting)
