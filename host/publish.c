@@ -78,7 +78,8 @@ static int check_opts(const struct vw_publish_opts *o)
 		return -EINVAL;
 	if (!isfinite(o->jitter) || o->jitter < 0 || o->jitter > VW_PUBLISH_MAX_JITTER)
 		return -EINVAL;
-	if (!isfinite(o->power_step_w) || o->power_step_w < 0)
+	if (!isfinite(o->power_step_w) || o->power_step_w < 0 ||
+	    (o->power_step_w > 0 && o->power_step_w < 0.001))
 		return -EINVAL;
 	return 0;
 }
@@ -110,6 +111,7 @@ struct vw_publisher *vw_publisher_new(const struct vw_publish_opts *o)
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
+	p->epfd = p->share_fd = -1;
 	p->period_ns = o->period_ns ? o->period_ns : VW_PUBLISH_DEFAULT_PERIOD_NS;
 	p->jitter = o->jitter > 0 ? o->jitter : VW_PUBLISH_DEFAULT_JITTER;
 	p->energy_step_uj = o->energy_step_uj ? o->energy_step_uj : VW_PUBLISH_DEFAULT_ENERGY_STEP_UJ;
@@ -127,7 +129,6 @@ struct vw_publisher *vw_publisher_new(const struct vw_publish_opts *o)
 		errno = EINVAL;
 		goto fail;
 	}
-	p->share_fd = -1;
 	p->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (p->epfd < 0)
 		goto fail;

@@ -38,7 +38,7 @@ struct vw_publish_opts {
 	uint64_t period_ns;     /* 0: VW_PUBLISH_DEFAULT_PERIOD_NS; under 1 s or over 1 h: EINVAL */
 	double jitter;          /* fraction of the period, (0, 0.5]; 0: default. Never off. */
 	uint64_t energy_step_uj; /* 0: 0.1 J */
-	double power_step_w;    /* 0: 0.1 W */
+	double power_step_w;    /* 0: 0.1 W; at least 0.001 */
 	const char *share_root; /* NULL: no shared folders */
 	uint64_t max_energy_range_uj; /* 0: VW_PUBLISH_DEFAULT_MAX_RANGE_UJ */
 	uint64_t epoch;         /* the host's identity for this run, <= INT64_MAX; 0: random */

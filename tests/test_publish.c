@@ -299,11 +299,15 @@ static void test_options(void **state)
 		{ .jitter = -0.1 },
 		{ .jitter = NAN },
 		{ .power_step_w = -1 },
+		{ .power_step_w = 1e-300 },
 		{ .source = "Not A Source!" },
 		{ .source = "" },
 		{ .model = "a\nb" },
 		{ .epoch = UINT64_MAX },
 	};
+
+	/* fd 0 open, to see that a failed constructor closes nothing it does not own */
+	int fd0 = fcntl(0, F_GETFD) >= 0 ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
@@ -311,6 +315,9 @@ static void test_options(void **state)
 		assert_null(vw_publisher_new(&bad[i]));
 		assert_int_equal(errno, EINVAL);
 	}
+	assert_true(fcntl(0, F_GETFD) >= 0);
+	if (fd0 >= 0)
+		close(fd0);
 	errno = 0;
 	assert_null(vw_publisher_new(&(struct vw_publish_opts){ .share_root = "/nonexistent/x" }));
 	assert_int_equal(errno, ENOENT);
