@@ -1,0 +1,521 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The publisher: per-VM accumulation, the jittered host-driven schedule, rounding, and the
+ * frame each VM gets (its own numbers only), handed to the VM's channel and shared folder.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "energy.h"
+#include "fileio.h"
+#include "proto.h"
+#include "publish_priv.h"
+#include "vm_source.h"
+
+#define PUB_DEFAULT_RETAIN_NS (3600 * VW_NSEC_PER_SEC)
+#define PUB_MAX_RETAINED 4096 /* vanished VMs remembered at most */
+#define PUB_EPOLL_BATCH 64
+
+struct pub_zone {
+	bool present;                  /* ever seen */
+	bool listed;                   /* in the latest update */
+	uint64_t in_idle, in_active;   /* the caller's last cumulative values */
+	uint64_t acc_idle, acc_active; /* accumulated here since first sight (this epoch) */
+	double idle_w, active_w;
+};
+
+struct pub_vm {
+	char uuid[VW_UUID_LEN];
+	bool listed; /* in the latest update */
+	bool live;   /* channel and folder open */
+	uint64_t gone_ns;
+	struct pub_zone z[VW_ZONE__COUNT];
+	struct vw_pub_chan chan;
+	struct vw_pub_share share;
+	uint64_t share_writes, share_errors;
+};
+
+struct vw_publisher {
+	uint64_t period_ns, energy_step_uj, max_range_uj, epoch, retain_ns, rng;
+	double jitter, power_step_w;
+	char source[16], model[128];
+	int epfd, share_fd;
+	struct pub_vm **vms;
+	size_t n_vms, cap_vms;
+	uint64_t seq, next_due_ns, now_ns;
+	bool started;
+	struct vw_complaint bad_uuid;
+};
+
+static uint64_t random_u64(void)
+{
+	uint64_t v = 0;
+
+	if (getrandom(&v, sizeof(v), GRND_NONBLOCK) != (ssize_t)sizeof(v))
+		v = vw_now_ns() ^ ((uint64_t)getpid() << 32);
+	return v ? v : 1;
+}
+
+/* splitmix64 */
+static uint64_t rng_next(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+static int check_opts(const struct vw_publish_opts *o)
+{
+	if (o->period_ns && (o->period_ns < VW_PUBLISH_MIN_PERIOD_NS ||
+			     o->period_ns / VW_NSEC_PER_MSEC > VW_PROTO_MAX_INTERVAL_MS))
+		return -EINVAL;
+	if (!isfinite(o->jitter) || o->jitter < 0 || o->jitter > VW_PUBLISH_MAX_JITTER)
+		return -EINVAL;
+	if (!isfinite(o->power_step_w) || o->power_step_w < 0 ||
+	    (o->power_step_w > 0 && o->power_step_w < 0.001))
+		return -EINVAL;
+	return 0;
+}
+
+static bool build_frame(const struct vw_publisher *p, const struct pub_vm *vm,
+			struct vw_host_frame *f);
+
+/* The encoder refuses what a guest would reject (epoch, source, model): try a dummy frame. */
+static bool opts_encodable(const struct vw_publisher *p)
+{
+	struct pub_vm vm = { .uuid = "00000000-0000-0000-0000-000000000000" };
+	struct vw_host_frame f;
+	char buf[VW_PROTO_MAX_FRAME];
+	size_t len;
+
+	vm.z[VW_ZONE_PACKAGE].listed = true;
+	return build_frame(p, &vm, &f) && vw_proto_encode_host(&f, buf, sizeof(buf), &len) == 0;
+}
+
+struct vw_publisher *vw_publisher_new(const struct vw_publish_opts *o)
+{
+	struct vw_publisher *p;
+	int r = check_opts(o);
+
+	if (r < 0) {
+		errno = -r;
+		return NULL;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return NULL;
+	p->epfd = p->share_fd = -1;
+	p->period_ns = o->period_ns ? o->period_ns : VW_PUBLISH_DEFAULT_PERIOD_NS;
+	p->jitter = o->jitter > 0 ? o->jitter : VW_PUBLISH_DEFAULT_JITTER;
+	p->energy_step_uj = o->energy_step_uj ? o->energy_step_uj : VW_PUBLISH_DEFAULT_ENERGY_STEP_UJ;
+	p->power_step_w = o->power_step_w > 0 ? o->power_step_w : VW_PUBLISH_DEFAULT_POWER_STEP_W;
+	p->max_range_uj = o->max_energy_range_uj ? o->max_energy_range_uj
+						 : VW_PUBLISH_DEFAULT_MAX_RANGE_UJ;
+	p->epoch = o->epoch ? o->epoch : random_u64() >> 1; /* the wire takes int64 */
+	p->rng = o->seed ? o->seed : random_u64();
+	p->retain_ns = o->retain_ns ? o->retain_ns : PUB_DEFAULT_RETAIN_NS;
+	if (snprintf(p->source, sizeof(p->source), "%s", o->source ? o->source : "rapl") >=
+		    (int)sizeof(p->source) ||
+	    snprintf(p->model, sizeof(p->model), "%s", o->model ? o->model : "") >=
+		    (int)sizeof(p->model) ||
+	    !opts_encodable(p)) {
+		errno = EINVAL;
+		goto fail;
+	}
+	p->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (p->epfd < 0)
+		goto fail;
+	if (o->share_root) {
+		p->share_fd = vw_root_open(o->share_root);
+		if (p->share_fd < 0) {
+			errno = -p->share_fd;
+			vw_error("publish: open share root %s: %m", o->share_root);
+			goto fail;
+		}
+	}
+	return p;
+fail:
+	r = errno;
+	vw_publisher_free(p);
+	errno = r;
+	return NULL;
+}
+
+static void vm_close(struct vw_publisher *p, struct pub_vm *vm)
+{
+	if (!vm->live)
+		return;
+	vw_pub_chan_done(&vm->chan, p->epfd);
+	vw_pub_share_done(&vm->share);
+	vm->live = false;
+}
+
+static void vm_free(struct vw_publisher *p, struct pub_vm *vm)
+{
+	vm_close(p, vm);
+	free(vm);
+}
+
+void vw_publisher_free(struct vw_publisher *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n_vms; i++)
+		vm_free(p, p->vms[i]);
+	free(p->vms);
+	vw_closep(&p->epfd);
+	vw_closep(&p->share_fd);
+	free(p);
+}
+
+static struct pub_vm *vm_find(const struct vw_publisher *p, const char *uuid)
+{
+	for (size_t i = 0; i < p->n_vms; i++)
+		if (strcmp(p->vms[i]->uuid, uuid) == 0)
+			return p->vms[i];
+	return NULL;
+}
+
+static struct pub_vm *vm_add(struct vw_publisher *p, const char *uuid)
+{
+	struct pub_vm *vm;
+
+	if (p->n_vms == p->cap_vms) {
+		size_t cap = p->cap_vms ? p->cap_vms * 2 : 16;
+		struct pub_vm **n = reallocarray(p->vms, cap, sizeof(*n));
+
+		if (!n)
+			return NULL;
+		p->vms = n;
+		p->cap_vms = cap;
+	}
+	vm = calloc(1, sizeof(*vm));
+	if (!vm)
+		return NULL;
+	memcpy(vm->uuid, uuid, sizeof(vm->uuid));
+	vw_pub_share_init(&vm->share);
+	p->vms[p->n_vms++] = vm;
+	return vm;
+}
+
+static int vm_open(struct pub_vm *vm)
+{
+	int r;
+
+	if (vm->live)
+		return 0;
+	r = vw_pub_chan_init(&vm->chan);
+	if (r < 0)
+		return r;
+	vm->live = true;
+	return 0;
+}
+
+/* Fold the caller's cumulative values into our own accumulators: a decrease is a reset. */
+static void vm_take_zones(struct pub_vm *vm, const struct vw_vm_energy *in)
+{
+	for (size_t z = 0; z < VW_ZONE__COUNT; z++)
+		vm->z[z].listed = false;
+	for (size_t i = 0; i < in->n_zones && i < VW_ZONE__COUNT; i++) {
+		const struct vw_vm_energy_zone *iz = &in->zones[i];
+		struct pub_zone *z;
+
+		if ((unsigned)iz->zone >= VW_ZONE__COUNT || vm->z[iz->zone].listed)
+			continue;
+		z = &vm->z[iz->zone];
+		z->acc_idle = vw_energy_add(z->acc_idle, z->present && iz->idle_uj >= z->in_idle
+							 ? iz->idle_uj - z->in_idle : iz->idle_uj);
+		z->acc_active = vw_energy_add(z->acc_active,
+					      z->present && iz->active_uj >= z->in_active
+						      ? iz->active_uj - z->in_active : iz->active_uj);
+		z->in_idle = iz->idle_uj;
+		z->in_active = iz->active_uj;
+		z->idle_w = iz->idle_w;
+		z->active_w = iz->active_w;
+		z->present = z->listed = true;
+	}
+}
+
+static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in)
+{
+	struct pub_vm *vm;
+	int r;
+
+	if (!vw_proto_uuid_valid(in->uuid)) {
+		vw_complain(&p->bad_uuid, VW_LOG_WARN, "publish: refusing a VM with an invalid UUID");
+		return -EINVAL;
+	}
+	vm = vm_find(p, in->uuid);
+	if (vm && vm->listed)
+		return 0; /* listed twice: the first entry wins */
+	if (!vm) {
+		vm = vm_add(p, in->uuid);
+		if (!vm)
+			return -ENOMEM;
+	}
+	r = vm_open(vm);
+	if (r < 0)
+		return r;
+	vm->listed = true;
+	vm->gone_ns = 0;
+	vw_pub_chan_set_path(&vm->chan, p->epfd, in->channel_path, p->now_ns);
+	vm_take_zones(vm, in);
+	return 0;
+}
+
+/* Forget vanished VMs after retain_ns, and the first listed beyond PUB_MAX_RETAINED. */
+static void prune(struct vw_publisher *p)
+{
+	size_t gone = 0, j = 0;
+
+	for (size_t i = 0; i < p->n_vms; i++)
+		gone += !p->vms[i]->listed;
+	for (size_t i = 0; i < p->n_vms; i++) {
+		struct pub_vm *vm = p->vms[i];
+		bool expired = !vm->listed && (p->now_ns - vm->gone_ns >= p->retain_ns ||
+					       gone > PUB_MAX_RETAINED);
+
+		if (expired) {
+			gone--;
+			vm_free(p, vm);
+		} else {
+			p->vms[j++] = vm;
+		}
+	}
+	p->n_vms = j;
+}
+
+int vw_publisher_update(struct vw_publisher *p, const struct vw_vm_energy *vms, size_t n)
+{
+	int ret = 0;
+
+	for (size_t i = 0; i < p->n_vms; i++)
+		p->vms[i]->listed = false;
+	for (size_t i = 0; i < n; i++) {
+		int r = update_one(p, &vms[i]);
+
+		if (r < 0 && ret == 0)
+			ret = r;
+	}
+	for (size_t i = 0; i < p->n_vms; i++) {
+		struct pub_vm *vm = p->vms[i];
+
+		if (!vm->listed && vm->live) {
+			vm_close(p, vm);
+			vm->gone_ns = p->now_ns;
+		}
+	}
+	prune(p);
+	return ret;
+}
+
+/* Down to the step: a floor is monotonic, so rounded counters never fall. */
+static uint64_t round_energy(const struct vw_publisher *p, uint64_t uj)
+{
+	uj = VW_MIN(uj, VW_PROTO_MAX_ENERGY_UJ); /* saturate where the wire stops */
+	return uj - uj % p->energy_step_uj;
+}
+
+static double round_power(const struct vw_publisher *p, double w)
+{
+	double inv = 1.0 / p->power_step_w;
+
+	if (!isfinite(w) || w <= 0)
+		return 0;
+	w = VW_MIN(w, VW_PROTO_MAX_WATTS);
+	/* 0.1 W steps: k / 10 is the double nearest k tenths; k * 0.1 is not always. */
+	if (fabs(inv - nearbyint(inv)) < 1e-9)
+		return nearbyint(w * inv) / nearbyint(inv);
+	return nearbyint(w / p->power_step_w) * p->power_step_w;
+}
+
+/* The VM's frame: its own zones only, rounded. False when it has nothing to say. */
+static bool build_frame(const struct vw_publisher *p, const struct pub_vm *vm,
+			struct vw_host_frame *f)
+{
+	*f = (struct vw_host_frame){
+		.version = VW_PROTO_VERSION,
+		.epoch = p->epoch,
+		.seq = p->seq,
+		.interval_ms = p->period_ns / VW_NSEC_PER_MSEC,
+	};
+	memcpy(f->vm_uuid, vm->uuid, sizeof(f->vm_uuid));
+	memcpy(f->source, p->source, sizeof(f->source));
+	memcpy(f->model, p->model, sizeof(f->model));
+	for (size_t z = 0; z < VW_ZONE__COUNT; z++) {
+		const struct pub_zone *pz = &vm->z[z];
+
+		if (!pz->listed)
+			continue;
+		f->zones[f->n_zones++] = (struct vw_proto_zone){
+			.zone = (enum vw_zone)z,
+			.idle_uj = round_energy(p, pz->acc_idle),
+			.active_uj = round_energy(p, pz->acc_active),
+			.idle_w = round_power(p, pz->idle_w),
+			.active_w = round_power(p, pz->active_w),
+		};
+	}
+	return f->n_zones > 0;
+}
+
+static void share_frame(struct vw_publisher *p, struct pub_vm *vm, const struct vw_host_frame *f,
+			const char *buf, size_t len)
+{
+	bool have[VW_PUB_RAPL__COUNT] = { 0 };
+	uint64_t uj[VW_PUB_RAPL__COUNT] = { 0 };
+	int r;
+
+	for (size_t i = 0; i < f->n_zones; i++) {
+		const struct vw_proto_zone *z = &f->zones[i];
+		int k = z->zone == VW_ZONE_PACKAGE ? VW_PUB_RAPL_PACKAGE
+			: z->zone == VW_ZONE_DRAM  ? VW_PUB_RAPL_DRAM
+						   : -1;
+
+		if (k < 0)
+			continue;
+		have[k] = true;
+		uj[k] = vw_energy_add(z->idle_uj, z->active_uj);
+	}
+	r = vw_pub_share_write(&vm->share, p->share_fd, vm->uuid, buf, len, have, uj,
+			       p->max_range_uj);
+	if (r < 0) {
+		vm->share_errors++;
+		vw_complain(&vm->share.complaint, VW_LOG_WARN, "publish: shared folder of %s: %s",
+			    vm->uuid, strerror(-r));
+		return;
+	}
+	vm->share_writes++;
+	vw_release(&vm->share.complaint, VW_LOG_INFO, "publish: shared folder of %s written again",
+		   vm->uuid);
+}
+
+static void publish_vm(struct vw_publisher *p, struct pub_vm *vm, uint64_t now_ns)
+{
+	struct vw_host_frame f;
+	char buf[VW_PROTO_MAX_FRAME];
+	size_t len;
+	int r;
+
+	if (!build_frame(p, vm, &f))
+		return;
+	r = vw_proto_encode_host(&f, buf, sizeof(buf), &len);
+	if (r < 0) {
+		vw_complain(&vm->chan.complaint, VW_LOG_WARN, "publish: encode frame for %s: %s",
+			    vm->uuid, strerror(-r));
+		return;
+	}
+	if (vm->chan.path[0]) {
+		vw_pub_chan_check_identity(&vm->chan, p->epfd, now_ns);
+		vw_pub_chan_poll(&vm->chan, p->epfd, now_ns);
+		(void)vw_pub_chan_offer(&vm->chan, p->epfd, buf, len, now_ns);
+	}
+	if (p->share_fd >= 0)
+		share_frame(p, vm, &f, buf, len);
+}
+
+/* period +- jitter x period, uniformly; never under the 1 s floor. */
+static uint64_t next_interval(struct vw_publisher *p)
+{
+	double u = (double)(rng_next(&p->rng) >> 11) / (double)(1ULL << 53); /* [0, 1) */
+	double ns = (double)p->period_ns * (1.0 + p->jitter * (2.0 * u - 1.0));
+
+	return ns < (double)VW_PUBLISH_MIN_PERIOD_NS ? VW_PUBLISH_MIN_PERIOD_NS : (uint64_t)ns;
+}
+
+static int service_sockets(struct vw_publisher *p, uint64_t now_ns)
+{
+	struct epoll_event ev[PUB_EPOLL_BATCH];
+
+	/* Level-triggered: what is left over is reported again on the next tick. */
+	for (size_t batch = 0; batch <= p->n_vms / PUB_EPOLL_BATCH; batch++) {
+		int n = epoll_wait(p->epfd, ev, PUB_EPOLL_BATCH, 0);
+
+		if (n < 0)
+			return errno == EINTR ? 0 : -errno;
+		for (int i = 0; i < n; i++)
+			vw_pub_chan_event(ev[i].data.ptr, p->epfd, ev[i].events, now_ns);
+		if (n < PUB_EPOLL_BATCH)
+			break;
+	}
+	return 0;
+}
+
+int vw_publisher_tick(struct vw_publisher *p, uint64_t now_ns, bool *ret_published)
+{
+	bool due = !p->started || now_ns >= p->next_due_ns;
+	int r;
+
+	if (ret_published)
+		*ret_published = false;
+	p->now_ns = now_ns;
+	r = service_sockets(p, now_ns);
+	for (size_t i = 0; i < p->n_vms; i++)
+		if (p->vms[i]->listed)
+			vw_pub_chan_poll(&p->vms[i]->chan, p->epfd, now_ns);
+	if (!due)
+		return r;
+	p->seq++;
+	for (size_t i = 0; i < p->n_vms; i++)
+		if (p->vms[i]->listed)
+			publish_vm(p, p->vms[i], now_ns);
+	p->next_due_ns = now_ns + next_interval(p);
+	p->started = true;
+	if (ret_published)
+		*ret_published = true;
+	return r;
+}
+
+uint64_t vw_publisher_next_due(const struct vw_publisher *p)
+{
+	uint64_t t = p->started ? p->next_due_ns : 0;
+
+	for (size_t i = 0; i < p->n_vms; i++)
+		if (p->vms[i]->listed)
+			t = VW_MIN(t, vw_pub_chan_next_ns(&p->vms[i]->chan));
+	return t;
+}
+
+int vw_publisher_fd(const struct vw_publisher *p)
+{
+	return p->epfd;
+}
+
+uint64_t vw_publisher_seq(const struct vw_publisher *p)
+{
+	return p->seq;
+}
+
+uint64_t vw_publisher_epoch(const struct vw_publisher *p)
+{
+	return p->epoch;
+}
+
+int vw_publisher_vm_stats(const struct vw_publisher *p, const char *uuid,
+			  struct vw_publish_vm_stats *ret)
+{
+	const struct pub_vm *vm = uuid ? vm_find(p, uuid) : NULL;
+
+	if (!vm)
+		return -ENOENT;
+	*ret = vm->chan.st;
+	ret->share_writes = vm->share_writes;
+	ret->share_errors = vm->share_errors;
+	ret->bytes_held = vw_pub_chan_bytes_held(&vm->chan);
+	return 0;
+}
+
+size_t vw_publisher_bytes_held(const struct vw_publisher *p)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < p->n_vms; i++)
+		n += vw_pub_chan_bytes_held(&p->vms[i]->chan);
+	return n;
+}

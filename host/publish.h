@@ -1,0 +1,110 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Publication of each VM's own energy to its guest (issue #5, host side).
+ *
+ * Two transports, both fed from the same frame:
+ *  - the VM's virtio-serial channel (libvirt's org.virtwatt.power.0, a unix socket that QEMU
+ *    listens on): a non-blocking connection per VM, at most one frame in flight and one pending
+ *    (a newer frame replaces an unsent one, never queued), a 0xFF resync byte first on every
+ *    connection, reconnect with backoff when the VM restarts;
+ *  - a shared folder per VM, <share_root>/<uuid>/, that the operator exports read-only into the
+ *    guest: frame.json plus a powercap-compatible tree (intel-rapl:0 "package-0", and
+ *    intel-rapl:0:0 "dram" when the VM has dram energy), every file replaced atomically.
+ *
+ * Publication is host-driven: tick() publishes when the jittered schedule says so (each interval
+ * period +- jitter x period, never under 1 s), whatever guests or scrapers do. Values are rounded
+ * (energy down to a step so it stays monotonic, power to the nearest step) and each VM gets only
+ * its own numbers. Nothing here ever blocks on a guest. See docs/publish.md.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "zone.h"
+
+#define VW_PUBLISH_MIN_PERIOD_NS (1 * 1000000000ULL)     /* the floor, not configurable */
+#define VW_PUBLISH_DEFAULT_PERIOD_NS (5 * 1000000000ULL)
+#define VW_PUBLISH_DEFAULT_JITTER 0.1
+#define VW_PUBLISH_MAX_JITTER 0.5
+#define VW_PUBLISH_DEFAULT_ENERGY_STEP_UJ 100000ULL /* 0.1 J */
+#define VW_PUBLISH_DEFAULT_POWER_STEP_W 0.1
+/* The powercap tree's synthetic max_energy_range_uj: 2^48 uJ (about 32 days at 100 W). */
+#define VW_PUBLISH_DEFAULT_MAX_RANGE_UJ (1ULL << 48)
+#define VW_PUBLISH_CHANNEL_NAME "org.virtwatt.power.0"
+
+struct vw_publish_opts {
+	uint64_t period_ns;     /* 0: VW_PUBLISH_DEFAULT_PERIOD_NS; under 1 s or over 1 h: EINVAL */
+	double jitter;          /* fraction of the period, (0, 0.5]; 0: default. Never off. */
+	uint64_t energy_step_uj; /* 0: 0.1 J */
+	double power_step_w;    /* 0: 0.1 W; at least 0.001 */
+	const char *share_root; /* NULL: no shared folders */
+	uint64_t max_energy_range_uj; /* 0: VW_PUBLISH_DEFAULT_MAX_RANGE_UJ */
+	uint64_t epoch;         /* the host's identity for this run, <= INT64_MAX; 0: random */
+	const char *source;     /* "rapl", "estimator"; NULL: "rapl" */
+	const char *model;      /* model identity, NULL or "" for a meter */
+	uint64_t seed;          /* jitter generator seed; 0: getrandom() */
+	uint64_t retain_ns;     /* state of vanished VMs kept this long; 0: 1 h */
+};
+
+/* One VM's input: cumulative energy per zone since this process started counting it. */
+struct vw_vm_energy_zone {
+	enum vw_zone zone;
+	uint64_t idle_uj, active_uj; /* cumulative; a decrease is read as a reset of the source */
+	double idle_w, active_w;     /* over the latest monitor interval */
+};
+
+struct vw_vm_energy {
+	char uuid[37];            /* canonical lower-case */
+	char channel_path[256];   /* unix socket of the VM's org.virtwatt.power.0 channel, or "" */
+	size_t n_zones;
+	struct vw_vm_energy_zone zones[VW_ZONE__COUNT];
+};
+
+struct vw_publish_vm_stats {
+	bool connected;
+	uint64_t published;      /* frames handed to the channel */
+	uint64_t sent;           /* frames written completely */
+	uint64_t replaced;       /* unsent frames replaced by a newer one */
+	uint64_t connects, disconnects, connect_errors, send_errors;
+	uint64_t rx_bytes;       /* bytes the guest sent (read and dropped) */
+	uint64_t rx_bad;         /* guest lines that were not a valid hello/ack */
+	uint64_t hellos;         /* valid hello/ack lines */
+	uint64_t ack_seq;        /* the last acknowledged seq */
+	uint64_t share_writes, share_errors;
+	size_t bytes_held;       /* frame buffer bytes held for this VM (at most 2 x 16 KiB) */
+};
+
+struct vw_publisher;
+
+/* NULL with errno set (EINVAL for bad options, or the share_root's open error). */
+struct vw_publisher *vw_publisher_new(const struct vw_publish_opts *opts);
+void vw_publisher_free(struct vw_publisher *p);
+
+/*
+ * The VMs now and their cumulative energy. VMs missing from the list are closed (their state is
+ * kept retain_ns, so one that comes back continues its counters); a changed channel_path
+ * reconnects. Invalid UUIDs are skipped: -EINVAL after processing the rest.
+ */
+int vw_publisher_update(struct vw_publisher *p, const struct vw_vm_energy *vms, size_t n);
+
+/*
+ * Service sockets (drain guest bytes, finish writes, reconnect when due) and publish when due.
+ * now_ns is CLOCK_MONOTONIC (or a test's fake clock). Never blocks. ret_published (optional)
+ * is true when this call published a round.
+ */
+int vw_publisher_tick(struct vw_publisher *p, uint64_t now_ns, bool *ret_published);
+/* When tick() next has work without any socket event: publication or a reconnect. */
+uint64_t vw_publisher_next_due(const struct vw_publisher *p);
+/* An epoll fd that is readable when a VM socket needs tick(). */
+int vw_publisher_fd(const struct vw_publisher *p);
+
+/* Rounds published so far (the seq of the latest frame). */
+uint64_t vw_publisher_seq(const struct vw_publisher *p);
+uint64_t vw_publisher_epoch(const struct vw_publisher *p);
+/* -ENOENT for an unknown VM. */
+int vw_publisher_vm_stats(const struct vw_publisher *p, const char *uuid,
+			  struct vw_publish_vm_stats *ret);
+/* Frame bytes held for all VMs together. */
+size_t vw_publisher_bytes_held(const struct vw_publisher *p);

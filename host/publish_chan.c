@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One VM's virtio-serial channel: a non-blocking AF_UNIX stream connection to the socket QEMU
+ * listens on. Every write is MSG_DONTWAIT|MSG_NOSIGNAL; at most two frames are buffered (one
+ * being written, one newest waiting), so a guest that never reads costs bounded memory and
+ * never blocks the loop. Whatever the guest sends is read (bounded per call) and dropped, except
+ * valid hello/ack lines, which are counted.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "proto.h"
+#include "publish_priv.h"
+
+#define CHAN_SNDBUF 16384                     /* kernel-side backlog per VM (doubled by Linux) */
+#define CHAN_RX_CHUNK 4096
+#define CHAN_RX_MAX_PER_EVENT (16 * CHAN_RX_CHUNK) /* bound the work one guest can cause */
+#define CHAN_BACKOFF_MIN_NS (500 * VW_NSEC_PER_MSEC)
+#define CHAN_BACKOFF_MAX_NS (30 * VW_NSEC_PER_SEC)
+
+int vw_pub_chan_init(struct vw_pub_chan *c)
+{
+	*c = (struct vw_pub_chan){ .fd = -1, .backoff_ns = CHAN_BACKOFF_MIN_NS };
+	c->rx = vw_framer_new(VW_PROTO_MAX_HELLO);
+	return c->rx ? 0 : -ENOMEM;
+}
+
+static int buf_set(struct vw_pub_buf *b, const char *data, size_t len)
+{
+	if (len > b->cap) {
+		size_t cap = (len + 1023) & ~(size_t)1023;
+		char *n = realloc(b->data, cap);
+
+		if (!n)
+			return -ENOMEM;
+		b->data = n;
+		b->cap = cap;
+	}
+	memcpy(b->data, data, len);
+	b->len = len;
+	b->off = 0;
+	return 0;
+}
+
+static void buf_free(struct vw_pub_buf *b)
+{
+	free(b->data);
+	*b = (struct vw_pub_buf){ 0 };
+}
+
+static void set_events(struct vw_pub_chan *c, int epfd)
+{
+	bool out = c->connecting || c->resync || c->tx.off < c->tx.len || c->next_unsent;
+	uint32_t ev = EPOLLIN | EPOLLRDHUP | (out ? EPOLLOUT : 0);
+	struct epoll_event e = { .events = ev, .data.ptr = c };
+
+	if (c->fd < 0 || ev == c->events)
+		return;
+	if (epoll_ctl(epfd, EPOLL_CTL_MOD, c->fd, &e) == 0)
+		c->events = ev;
+}
+
+static void disconnect(struct vw_pub_chan *c, int epfd, uint64_t now_ns, bool failed)
+{
+	if (c->fd >= 0) {
+		(void)epoll_ctl(epfd, EPOLL_CTL_DEL, c->fd, NULL);
+		close(c->fd);
+		c->fd = -1;
+		c->st.disconnects++;
+	}
+	c->connecting = c->resync = c->st.connected = false;
+	c->events = 0;
+	/* A partial frame is abandoned: the next connection resyncs first. */
+	c->tx.len = c->tx.off = 0;
+	c->next_unsent = c->next.len > 0;
+	vw_framer_reset(c->rx);
+	if (c->delivered && !failed)
+		c->backoff_ns = CHAN_BACKOFF_MIN_NS;
+	c->delivered = false;
+	c->retry_ns = now_ns + c->backoff_ns;
+	c->backoff_ns = VW_MIN(c->backoff_ns * 2, CHAN_BACKOFF_MAX_NS);
+}
+
+void vw_pub_chan_done(struct vw_pub_chan *c, int epfd)
+{
+	disconnect(c, epfd, 0, true);
+	buf_free(&c->tx);
+	buf_free(&c->next);
+	vw_framer_free(c->rx);
+	c->rx = NULL;
+}
+
+void vw_pub_chan_set_path(struct vw_pub_chan *c, int epfd, const char *path, uint64_t now_ns)
+{
+	if (strcmp(c->path, path) == 0)
+		return;
+	disconnect(c, epfd, now_ns, false);
+	snprintf(c->path, sizeof(c->path), "%s", path);
+	if (!path[0]) { /* no channel any more: nothing to keep */
+		buf_free(&c->tx);
+		buf_free(&c->next);
+		c->next_unsent = false;
+	}
+	c->backoff_ns = CHAN_BACKOFF_MIN_NS;
+	c->retry_ns = now_ns;
+}
+
+/* Write what the socket takes. 0 when drained or the socket is full, -errno when it broke. */
+static int flush(struct vw_pub_chan *c)
+{
+	static const char resync = (char)VW_PROTO_RESYNC;
+
+	while (c->fd >= 0 && !c->connecting) {
+		const char *p;
+		size_t n;
+		ssize_t w;
+
+		if (c->resync) {
+			p = &resync;
+			n = 1;
+		} else {
+			if (c->tx.off == c->tx.len) {
+				if (c->tx.len > 0) {
+					c->st.sent++;
+					c->delivered = true;
+					c->tx.len = c->tx.off = 0;
+				}
+				if (!c->next_unsent)
+					return 0;
+				if (buf_set(&c->tx, c->next.data, c->next.len) < 0)
+					return 0; /* retried on the next event or offer */
+				c->next_unsent = false;
+			}
+			p = c->tx.data + c->tx.off;
+			n = c->tx.len - c->tx.off;
+		}
+		w = send(c->fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno == EAGAIN || errno == EWOULDBLOCK)
+				return 0;
+			return -errno;
+		}
+		if (c->resync)
+			c->resync = false;
+		else
+			c->tx.off += (size_t)w;
+	}
+	return 0;
+}
+
+/* Count and log (rate-limited) a failure, then drop the connection. */
+static void drop(struct vw_pub_chan *c, int epfd, uint64_t now_ns, uint64_t *counter,
+		 const char *what, int r, bool failed)
+{
+	(*counter)++;
+	vw_complain(&c->complaint, VW_LOG_DEBUG, "publish: %s %s: %s", what, c->path, strerror(-r));
+	disconnect(c, epfd, now_ns, failed);
+}
+
+static void flush_or_drop(struct vw_pub_chan *c, int epfd, uint64_t now_ns)
+{
+	int r = flush(c);
+
+	if (r < 0)
+		drop(c, epfd, now_ns, &c->st.send_errors, "write to", r, false);
+	else
+		set_events(c, epfd);
+}
+
+int vw_pub_chan_offer(struct vw_pub_chan *c, int epfd, const char *frame, size_t len,
+		      uint64_t now_ns)
+{
+	int r;
+
+	if (len == 0 || len > VW_PROTO_MAX_FRAME)
+		return -EINVAL;
+	/* Never-started frames are replaced, never queued. */
+	if (c->tx.off == 0 && c->tx.len > 0) {
+		c->tx.len = 0;
+		c->st.replaced++;
+	}
+	if (c->next_unsent)
+		c->st.replaced++;
+	r = buf_set(&c->next, frame, len);
+	if (r < 0) {
+		c->next_unsent = false;
+		return r;
+	}
+	c->next_unsent = true;
+	c->st.published++;
+	flush_or_drop(c, epfd, now_ns);
+	return 0;
+}
+
+static void on_line(const char *line, size_t len, void *userdata)
+{
+	struct vw_pub_chan *c = userdata;
+	struct vw_guest_hello h;
+
+	if (vw_proto_decode_hello(line, len, &h) == VW_PROTO_OK) {
+		c->st.hellos++;
+		c->st.ack_seq = h.ack_seq;
+	} else {
+		c->st.rx_bad++;
+	}
+}
+
+/* Read and drop what the guest sent (bounded). False when the peer closed or broke. */
+static bool drain_rx(struct vw_pub_chan *c)
+{
+	char buf[CHAN_RX_CHUNK];
+
+	for (size_t total = 0; total < CHAN_RX_MAX_PER_EVENT;) {
+		ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n == 0)
+			return false;
+		if (n < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
+		c->st.rx_bytes += (uint64_t)n;
+		total += (size_t)n;
+		vw_framer_feed(c->rx, buf, (size_t)n, on_line, c);
+	}
+	return true;
+}
+
+static void connected(struct vw_pub_chan *c)
+{
+	c->connecting = false;
+	c->st.connected = true;
+	c->st.connects++;
+	c->resync = true;
+	c->next_unsent = c->next.len > 0;
+	vw_release(&c->complaint, VW_LOG_INFO, "publish: connected to %s", c->path);
+}
+
+void vw_pub_chan_event(struct vw_pub_chan *c, int epfd, uint32_t events, uint64_t now_ns)
+{
+	if (c->fd < 0)
+		return;
+	if (c->connecting) {
+		int err = 0;
+		socklen_t l = sizeof(err);
+
+		if (!(events & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+			return;
+		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0 || err) {
+			drop(c, epfd, now_ns, &c->st.connect_errors, "connect to", err ? -err : -errno,
+			     true);
+			return;
+		}
+		connected(c);
+	}
+	if ((events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP | EPOLLERR)) && !drain_rx(c)) {
+		disconnect(c, epfd, now_ns, false);
+		return;
+	}
+	flush_or_drop(c, epfd, now_ns);
+}
+
+static int try_connect(struct vw_pub_chan *c, int epfd)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int sndbuf = CHAN_SNDBUF;
+	struct epoll_event e = { .events = EPOLLIN | EPOLLRDHUP | EPOLLOUT, .data.ptr = c };
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	if (strlen(c->path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	memcpy(sa.sun_path, c->path, strlen(c->path));
+	if (stat(c->path, &st) < 0)
+		return -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -ENOTSOCK;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		if (errno != EINPROGRESS)
+			return -errno;
+		c->connecting = true;
+	}
+	if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e) < 0) {
+		c->connecting = false;
+		return -errno;
+	}
+	c->events = e.events;
+	c->dev = st.st_dev;
+	c->ino = st.st_ino;
+	c->fd = VW_TAKE_FD(fd);
+	return 0;
+}
+
+void vw_pub_chan_poll(struct vw_pub_chan *c, int epfd, uint64_t now_ns)
+{
+	int r;
+
+	if (c->fd >= 0 || !c->path[0] || now_ns < c->retry_ns)
+		return;
+	r = try_connect(c, epfd);
+	if (r < 0) {
+		/* ENOENT/ECONNREFUSED/EAGAIN: the VM is (re)starting; retried with backoff. */
+		drop(c, epfd, now_ns, &c->st.connect_errors, "connect to", r, true);
+		return;
+	}
+	if (!c->connecting)
+		connected(c);
+	flush_or_drop(c, epfd, now_ns);
+}
+
+void vw_pub_chan_check_identity(struct vw_pub_chan *c, int epfd, uint64_t now_ns)
+{
+	struct stat st;
+
+	if (c->fd < 0 || c->connecting)
+		return;
+	if (stat(c->path, &st) == 0 && st.st_dev == c->dev && st.st_ino == c->ino)
+		return;
+	disconnect(c, epfd, now_ns, false);
+	c->retry_ns = now_ns;
+}
+
+uint64_t vw_pub_chan_next_ns(const struct vw_pub_chan *c)
+{
+	return c->fd < 0 && c->path[0] ? c->retry_ns : UINT64_MAX;
+}
+
+size_t vw_pub_chan_bytes_held(const struct vw_pub_chan *c)
+{
+	return c->tx.cap + c->next.cap;
+}

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Internals of the publisher: the per-VM channel connection and the per-VM shared folder. */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "log.h"
+#include "publish.h"
+
+/* ---- channel (publish_chan.c) ---- */
+
+struct vw_pub_buf {
+	char *data;
+	size_t len, off, cap; /* off: bytes already written (tx only) */
+};
+
+/*
+ * One VM's connection to its channel socket. Partial-frame policy: a frame whose first byte is
+ * on the wire is always finished on that connection (the guest's line stays parseable); a newer
+ * frame waits in `next`, replacing any older waiting one. A frame nothing of which was written
+ * is replaced outright. A lost connection abandons the partial frame: the next connection starts
+ * with 0xFF, which makes the guest's reader drop the partial line, then the newest frame.
+ */
+struct vw_pub_chan {
+	char path[256];
+	int fd;                  /* -1: not connected */
+	bool connecting;         /* connect() in progress (EINPROGRESS) */
+	bool resync;             /* the 0xFF byte is still to be written on this connection */
+	bool next_unsent;        /* next holds a frame not yet written on this connection */
+	bool delivered;          /* a whole frame went out on this connection */
+	uint32_t events;         /* registered epoll events */
+	dev_t dev;
+	ino_t ino;               /* the socket file we connected to */
+	struct vw_pub_buf tx;    /* the frame being written */
+	struct vw_pub_buf next;  /* the newest frame (kept to resend after a reconnect) */
+	uint64_t retry_ns, backoff_ns;
+	struct vw_framer *rx;    /* guest -> host lines (hello/ack), bounded */
+	struct vw_publish_vm_stats st;
+	struct vw_complaint complaint;
+};
+
+int vw_pub_chan_init(struct vw_pub_chan *c);
+/* Close the socket and free buffers. */
+void vw_pub_chan_done(struct vw_pub_chan *c, int epfd);
+/* A new path (or "" for none): disconnect and retry at once. */
+void vw_pub_chan_set_path(struct vw_pub_chan *c, int epfd, const char *path, uint64_t now_ns);
+/* Hand over the newest frame; written at once as far as the socket takes it. */
+int vw_pub_chan_offer(struct vw_pub_chan *c, int epfd, const char *frame, size_t len,
+		      uint64_t now_ns);
+/* Handle epoll events for this connection. */
+void vw_pub_chan_event(struct vw_pub_chan *c, int epfd, uint32_t events, uint64_t now_ns);
+/* Connect when disconnected and the retry time has come. */
+void vw_pub_chan_poll(struct vw_pub_chan *c, int epfd, uint64_t now_ns);
+/* The socket file was replaced or removed (the VM restarted): reconnect. */
+void vw_pub_chan_check_identity(struct vw_pub_chan *c, int epfd, uint64_t now_ns);
+/* When poll() has work to do, UINT64_MAX for never. */
+uint64_t vw_pub_chan_next_ns(const struct vw_pub_chan *c);
+size_t vw_pub_chan_bytes_held(const struct vw_pub_chan *c);
+
+/* ---- shared folder (publish_share.c) ---- */
+
+enum vw_pub_rapl {
+	VW_PUB_RAPL_PACKAGE, /* intel-rapl:0, "package-0" */
+	VW_PUB_RAPL_DRAM,    /* intel-rapl:0:0, "dram" */
+	VW_PUB_RAPL__COUNT,
+};
+
+struct vw_pub_share {
+	int dirfd;                        /* <share_root>/<uuid>, -1 until opened */
+	int zone_fd[VW_PUB_RAPL__COUNT];  /* intel-rapl:0, intel-rapl:0:0; -1 until opened */
+	uint64_t offset_uj[VW_PUB_RAPL__COUNT]; /* energy_uj found at first sight (continued) */
+	uint64_t last_uj[VW_PUB_RAPL__COUNT];   /* last value written, unwrapped */
+	bool primed[VW_PUB_RAPL__COUNT];        /* offset read back (once per process) */
+	struct vw_complaint complaint;
+};
+
+/* Once per VM; done() closes the folder but keeps the offsets for a VM that comes back. */
+void vw_pub_share_init(struct vw_pub_share *s);
+void vw_pub_share_done(struct vw_pub_share *s);
+/*
+ * Write frame.json and, for each zone with have[z], energy_uj = (continued offset + energy_uj[z])
+ * mod max_range_uj, never below the last value written. Creates the folder and tree on first
+ * use. -errno; a symlink in place of a directory is refused (-ENOTDIR), never followed, and
+ * one in place of a file is replaced, its target untouched.
+ */
+int vw_pub_share_write(struct vw_pub_share *s, int root_fd, const char *uuid, const char *frame,
+		       size_t len, const bool have[VW_PUB_RAPL__COUNT],
+		       const uint64_t energy_uj[VW_PUB_RAPL__COUNT], uint64_t max_range_uj);

@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One VM's shared folder, <share_root>/<uuid>/, laid out like /sys/class/powercap so RAPL
+ * readers in the guest work on it unchanged:
+ *
+ *   frame.json                        the same JSON line the channel carries
+ *   intel-rapl:0/name                 "package-0"
+ *   intel-rapl:0/max_energy_range_uj  the synthetic wrap (never the host's)
+ *   intel-rapl:0/energy_uj            the VM's package energy, idle + active, in microjoules
+ *   intel-rapl:0:0/...                "dram", when the VM has dram energy
+ *
+ * Every file is replaced with temp + fsync + renameat in a directory fd opened O_NOFOLLOW, so a
+ * reader sees the old or the new file, never a torn one, and a planted symlink is never
+ * followed. energy_uj continues from whatever value the folder held when this process first
+ * wrote it (a host restart does not reset it), never decreases, and wraps at
+ * max_energy_range_uj like RAPL: the value is the unwrapped count modulo the range, so the
+ * usual reader formula (max - prev) + cur is exact.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "proto.h"
+#include "publish_priv.h"
+
+static const struct {
+	const char *dir, *name;
+} rapl_zones[VW_PUB_RAPL__COUNT] = {
+	[VW_PUB_RAPL_PACKAGE] = { "intel-rapl:0", "package-0" },
+	[VW_PUB_RAPL_DRAM] = { "intel-rapl:0:0", "dram" },
+};
+
+void vw_pub_share_init(struct vw_pub_share *s)
+{
+	*s = (struct vw_pub_share){ .dirfd = -1 };
+	for (size_t z = 0; z < VW_PUB_RAPL__COUNT; z++)
+		s->zone_fd[z] = -1;
+}
+
+/* Close the folder; the offsets stay, so a VM that comes back continues without counting twice. */
+void vw_pub_share_done(struct vw_pub_share *s)
+{
+	vw_closep(&s->dirfd);
+	s->dirfd = -1;
+	for (size_t z = 0; z < VW_PUB_RAPL__COUNT; z++) {
+		vw_closep(&s->zone_fd[z]);
+		s->zone_fd[z] = -1;
+	}
+}
+
+/* mkdir (0755) and open a directory below dirfd without following a symlink. */
+static int open_subdir(int dirfd, const char *name)
+{
+	int fd;
+
+	if (mkdirat(dirfd, name, 0755) < 0 && errno != EEXIST)
+		return -errno;
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno; /* a symlink: -ENOTDIR (or -ELOOP), never followed */
+	(void)fchmod(fd, 0755); /* whatever the umask: the guest reads it */
+	return fd;
+}
+
+static int write_text(int dirfd, const char *rel, const char *text)
+{
+	return vw_write_file_atomic_at(dirfd, rel, text, strlen(text), 0644);
+}
+
+static int write_u64(int dirfd, const char *rel, uint64_t v)
+{
+	char text[32];
+
+	snprintf(text, sizeof(text), "%" PRIu64 "\n", v);
+	return write_text(dirfd, rel, text);
+}
+
+/*
+ * Open a zone's folder. The first time in this process, continue from the energy_uj it holds (a
+ * previous run's), taken modulo the range; junk is logged and restarts the zone from 0.
+ */
+static int open_zone(struct vw_pub_share *s, enum vw_pub_rapl z, uint64_t max_range_uj)
+{
+	int fd, r;
+	uint64_t old;
+
+	fd = open_subdir(s->dirfd, rapl_zones[z].dir);
+	if (fd < 0)
+		return fd;
+	s->zone_fd[z] = fd;
+	if (s->primed[z])
+		return 0;
+	s->primed[z] = true;
+	r = vw_read_u64_at(fd, "energy_uj", &old);
+	if (r == 0) {
+		s->offset_uj[z] = old % max_range_uj;
+	} else {
+		if (r != -ENOENT)
+			vw_warn("publish: %s/energy_uj unreadable (%s), restarting from 0",
+				rapl_zones[z].dir, strerror(-r));
+		s->offset_uj[z] = 0;
+	}
+	s->last_uj[z] = 0;
+	r = write_text(fd, "name", z == VW_PUB_RAPL_PACKAGE ? "package-0\n" : "dram\n");
+	if (r == 0)
+		r = write_u64(fd, "max_energy_range_uj", max_range_uj);
+	return r;
+}
+
+static int write_zone(struct vw_pub_share *s, enum vw_pub_rapl z, uint64_t energy_uj,
+		      uint64_t max_range_uj)
+{
+	uint64_t v;
+	int r;
+
+	if (s->zone_fd[z] < 0) {
+		r = open_zone(s, z, max_range_uj);
+		if (r < 0)
+			return r;
+	}
+	v = s->offset_uj[z] + energy_uj;
+	if (v < s->offset_uj[z])
+		v = UINT64_MAX; /* saturate rather than wrap the unwrapped count */
+	if (v < s->last_uj[z])
+		v = s->last_uj[z];
+	r = write_u64(s->zone_fd[z], "energy_uj", v % max_range_uj);
+	if (r == 0)
+		s->last_uj[z] = v;
+	return r;
+}
+
+int vw_pub_share_write(struct vw_pub_share *s, int root_fd, const char *uuid, const char *frame,
+		       size_t len, const bool have[VW_PUB_RAPL__COUNT],
+		       const uint64_t energy_uj[VW_PUB_RAPL__COUNT], uint64_t max_range_uj)
+{
+	int r;
+
+	if (!vw_proto_uuid_valid(uuid) || max_range_uj == 0)
+		return -EINVAL;
+	if (s->dirfd < 0) {
+		r = open_subdir(root_fd, uuid);
+		if (r < 0)
+			return r;
+		s->dirfd = r;
+	}
+	for (size_t z = 0; z < VW_PUB_RAPL__COUNT; z++) {
+		if (!have[z])
+			continue;
+		r = write_zone(s, (enum vw_pub_rapl)z, energy_uj[z], max_range_uj);
+		if (r < 0)
+			return r;
+	}
+	return vw_write_file_atomic_at(s->dirfd, "frame.json", frame, len, 0644);
+}

@@ -1,0 +1,658 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The publisher's channel side against unix socket servers standing in for QEMU's channel
+ * sockets: a peer that reads everything, one that never reads, one that reads a byte a second,
+ * one that closes and re-listens in a loop. Time is a fake clock passed to tick(), so a two
+ * minute run takes well under a second.
+ */
+#include "vw_test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "macro.h"
+#include "proto.h"
+#include "publish.h"
+
+#define SEC VW_NSEC_PER_SEC
+#define MSEC VW_NSEC_PER_MSEC
+#define T0 (1000 * SEC)
+#define MAX_FRAMES 512
+
+struct peer {
+	char path[256];
+	char uuid[37];
+	int lfd, cfd;
+	bool at_start;               /* the next byte read is a connection's first */
+	uint64_t connections, resync_bad;
+	struct vw_framer *fr;
+	struct vw_proto_rx rx;
+	uint64_t now;
+	uint64_t seq[MAX_FRAMES], at[MAX_FRAMES];
+	size_t n;
+	char head[16];               /* the first bytes ever read */
+	size_t n_head;
+};
+
+static void on_line(const char *line, size_t len, void *userdata)
+{
+	struct peer *pe = userdata;
+
+	enum vw_proto_error e = vw_proto_rx_line(&pe->rx, line, len);
+
+	if (e != VW_PROTO_OK)
+		fail_msg("%s: %s: %.*s", pe->uuid, vw_proto_error_name(e), (int)len, line);
+	assert_string_equal(pe->rx.last.vm_uuid, pe->uuid);
+	if (pe->n < MAX_FRAMES) {
+		pe->seq[pe->n] = pe->rx.last.seq;
+		pe->at[pe->n++] = pe->now;
+	}
+}
+
+static void peer_listen(struct peer *pe)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int small = 1024;
+
+	pe->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	assert_true(pe->lfd >= 0);
+	assert_int_equal(setsockopt(pe->lfd, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small)), 0);
+	assert_int_equal(setsockopt(pe->lfd, SOL_SOCKET, SO_SNDBUF, &small, sizeof(small)), 0);
+	assert_true(strlen(pe->path) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, pe->path, strlen(pe->path));
+	(void)unlink(pe->path);
+	assert_int_equal(bind(pe->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(pe->lfd, 4), 0);
+}
+
+static void peer_init(struct peer *pe, const char *dir, const char *name, const char *uuid)
+{
+	*pe = (struct peer){ .cfd = -1 };
+	snprintf(pe->path, sizeof(pe->path), "%s/%s.sock", dir, name);
+	snprintf(pe->uuid, sizeof(pe->uuid), "%s", uuid);
+	snprintf(pe->rx.expect_uuid, sizeof(pe->rx.expect_uuid), "%s", uuid);
+	pe->fr = vw_framer_new(VW_PROTO_MAX_FRAME);
+	assert_non_null(pe->fr);
+	peer_listen(pe);
+}
+
+static void peer_close(struct peer *pe)
+{
+	if (pe->cfd >= 0)
+		close(pe->cfd);
+	if (pe->lfd >= 0)
+		close(pe->lfd);
+	pe->cfd = pe->lfd = -1;
+	(void)unlink(pe->path);
+}
+
+static void peer_free(struct peer *pe)
+{
+	peer_close(pe);
+	vw_framer_free(pe->fr);
+}
+
+static void peer_accept(struct peer *pe)
+{
+	if (pe->cfd >= 0 || pe->lfd < 0)
+		return;
+	pe->cfd = accept4(pe->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (pe->cfd >= 0) {
+		/* A new connection is a new guest (QEMU restarted): fresh acceptance state. */
+		pe->rx = (struct vw_proto_rx){ 0 };
+		memcpy(pe->rx.expect_uuid, pe->uuid, sizeof(pe->uuid));
+		vw_framer_reset(pe->fr);
+		pe->connections++;
+		pe->at_start = true;
+	}
+}
+
+/* Read up to max bytes; every connection must start with the 0xFF resync byte. */
+static void peer_read(struct peer *pe, size_t max, uint64_t now)
+{
+	char buf[4096];
+
+	pe->now = now;
+	while (pe->cfd >= 0 && max > 0) {
+		ssize_t n = recv(pe->cfd, buf, VW_MIN(sizeof(buf), max), MSG_DONTWAIT);
+
+		if (n == 0) {
+			close(pe->cfd);
+			pe->cfd = -1;
+			break;
+		}
+		if (n < 0)
+			break;
+		if (pe->at_start) {
+			pe->resync_bad += (unsigned char)buf[0] != VW_PROTO_RESYNC;
+			pe->at_start = false;
+		}
+		for (ssize_t i = 0; i < n && pe->n_head < sizeof(pe->head); i++)
+			pe->head[pe->n_head++] = buf[i];
+		vw_framer_feed(pe->fr, buf, (size_t)n, on_line, pe);
+		max -= (size_t)n;
+	}
+}
+
+static uint64_t real_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec;
+}
+
+static void vm_set(struct vw_vm_energy *vm, const char *uuid, const char *path)
+{
+	*vm = (struct vw_vm_energy){ .n_zones = 1 };
+	snprintf(vm->uuid, sizeof(vm->uuid), "%s", uuid);
+	snprintf(vm->channel_path, sizeof(vm->channel_path), "%s", path ? path : "");
+	vm->zones[0] = (struct vw_vm_energy_zone){ .zone = VW_ZONE_PACKAGE };
+}
+
+/* One second of a VM drawing idle_w + active_w. */
+static void vm_run(struct vw_vm_energy *vm, double idle_w, double active_w)
+{
+	vm->zones[0].idle_uj += (uint64_t)(idle_w * 1e6);
+	vm->zones[0].active_uj += (uint64_t)(active_w * 1e6);
+	vm->zones[0].idle_w = idle_w;
+	vm->zones[0].active_w = active_w;
+}
+
+static struct vw_publisher *new_publisher(uint64_t period_ns, double jitter)
+{
+	struct vw_publish_opts o = {
+		.period_ns = period_ns, .jitter = jitter, .seed = 42, .epoch = 7, .source = "rapl",
+	};
+	struct vw_publisher *p = vw_publisher_new(&o);
+
+	assert_non_null(p);
+	return p;
+}
+
+#define U_GOOD "11111111-1111-4111-8111-111111111111"
+#define U_STUCK "22222222-2222-4222-8222-222222222222"
+#define U_SLOW "33333333-3333-4333-8333-333333333333"
+#define U_LOOP "44444444-4444-4444-8444-444444444444"
+
+static void test_hostile_peers(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("publish");
+	struct peer good, stuck, slow, loop;
+	struct vw_vm_energy vms[4];
+	struct vw_publish_vm_stats st;
+	const uint64_t step = 50 * MSEC, period = 1 * SEC;
+	const double jitter = 0.1;
+	uint64_t max_tick = 0, loop_frames = 0;
+	struct vw_publisher *p;
+
+	(void)state;
+	assert_non_null(dir);
+	assert_true(signal(SIGPIPE, SIG_DFL) != SIG_ERR); /* a SIGPIPE would kill the test */
+	peer_init(&good, dir, "good", U_GOOD);
+	peer_init(&stuck, dir, "stuck", U_STUCK);
+	peer_init(&slow, dir, "slow", U_SLOW);
+	peer_init(&loop, dir, "loop", U_LOOP);
+	vm_set(&vms[0], U_GOOD, good.path);
+	vm_set(&vms[1], U_STUCK, stuck.path);
+	vm_set(&vms[2], U_SLOW, slow.path);
+	vm_set(&vms[3], U_LOOP, loop.path);
+	p = new_publisher(period, jitter);
+
+	for (uint64_t t = 0; t <= 120 * SEC; t += step) {
+		uint64_t t1;
+
+		if (t % SEC == 0) {
+			for (size_t i = 0; i < 4; i++)
+				vm_run(&vms[i], 10.0 + (double)i, 20.0);
+			assert_int_equal(vw_publisher_update(p, vms, 4), 0);
+		}
+		t1 = real_ns();
+		assert_int_equal(vw_publisher_tick(p, T0 + t, NULL), 0);
+		max_tick = VW_MAX(max_tick, real_ns() - t1);
+
+		peer_accept(&good);
+		peer_read(&good, SIZE_MAX, t);
+		peer_accept(&stuck); /* and never reads */
+		peer_accept(&slow);
+		if (t % SEC == 0)
+			peer_read(&slow, 1, t);
+		peer_accept(&loop);
+		peer_read(&loop, SIZE_MAX, t);
+		if (t % (3 * SEC) == 1500 * MSEC) { /* the VM restarts: a new socket inode */
+			loop_frames += loop.n;
+			loop.n = 0;
+			peer_close(&loop);
+			peer_listen(&loop);
+		}
+		assert_true(vw_publisher_bytes_held(p) <= 4 * 2 * VW_PROTO_MAX_FRAME);
+	}
+
+	/* tick() never waited on anyone (a blocking write would hang here forever). */
+	assert_true(max_tick < 250 * MSEC);
+
+	/* The well-behaved VM got every round, in order, on the jittered schedule. */
+	assert_true(vw_publisher_seq(p) >= 120 / (1 + jitter));
+	assert_true(vw_publisher_seq(p) <= 120 / (1 - jitter) + 1);
+	assert_int_equal(good.n, vw_publisher_seq(p));
+	assert_int_equal(good.rx.accepted, good.n);
+	for (size_t i = 0; i < good.n; i++) {
+		assert_int_equal(good.seq[i], i + 1);
+		if (i > 0) {
+			uint64_t gap = good.at[i] - good.at[i - 1];
+
+			assert_true(gap >= (uint64_t)((1 - jitter) * (double)period));
+			assert_true(gap <= (uint64_t)((1 + jitter) * (double)period) + step);
+		}
+	}
+	assert_int_equal(good.connections, 1);
+	assert_int_equal(good.resync_bad, 0);
+	assert_int_equal(vw_publisher_vm_stats(p, U_GOOD, &st), 0);
+	assert_int_equal(st.replaced, 0);
+	assert_int_equal(st.sent, good.n);
+
+	/* The stuck VM: its socket filled up, newer frames replaced older ones, memory bounded. */
+	assert_int_equal(vw_publisher_vm_stats(p, U_STUCK, &st), 0);
+	assert_int_equal(st.published, vw_publisher_seq(p));
+	assert_true(st.replaced > 0);
+	assert_true(st.sent < st.published);
+	assert_true(st.bytes_held <= 2 * VW_PROTO_MAX_FRAME);
+	assert_int_equal(st.connects, 1);
+
+	/* One byte a second: it saw a resync byte, then the start of a frame. */
+	assert_int_equal(vw_publisher_vm_stats(p, U_SLOW, &st), 0);
+	assert_true(st.replaced > 0);
+	assert_true(st.bytes_held <= 2 * VW_PROTO_MAX_FRAME);
+	assert_true(slow.n_head >= 8);
+	assert_int_equal((unsigned char)slow.head[0], VW_PROTO_RESYNC);
+	assert_memory_equal(slow.head + 1, "{\"v\":1,", 7);
+
+	/* The restarting VM: reconnected each time, each connection began with 0xFF. */
+	assert_int_equal(vw_publisher_vm_stats(p, U_LOOP, &st), 0);
+	assert_true(loop.connections >= 30);
+	assert_int_equal(loop.resync_bad, 0);
+	assert_true(loop_frames + loop.n >= loop.connections);
+	assert_true(st.connects >= loop.connections);
+
+	vw_publisher_free(p);
+	peer_free(&good);
+	peer_free(&stuck);
+	peer_free(&slow);
+	peer_free(&loop);
+	vw_fixture_rm(dir);
+}
+
+static void test_options(void **state)
+{
+	const struct vw_publish_opts bad[] = {
+		{ .period_ns = 999 * MSEC },
+		{ .period_ns = 2 * 3600 * SEC },
+		{ .jitter = 0.6 },
+		{ .jitter = -0.1 },
+		{ .jitter = NAN },
+		{ .power_step_w = -1 },
+		{ .power_step_w = 1e-300 },
+		{ .source = "Not A Source!" },
+		{ .source = "" },
+		{ .model = "a\nb" },
+		{ .epoch = UINT64_MAX },
+	};
+
+	/* fd 0 open, to see that a failed constructor closes nothing it does not own */
+	int fd0 = fcntl(0, F_GETFD) >= 0 ? -1 : open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		errno = 0;
+		assert_null(vw_publisher_new(&bad[i]));
+		assert_int_equal(errno, EINVAL);
+	}
+	assert_true(fcntl(0, F_GETFD) >= 0);
+	if (fd0 >= 0)
+		close(fd0);
+	errno = 0;
+	assert_null(vw_publisher_new(&(struct vw_publish_opts){ .share_root = "/nonexistent/x" }));
+	assert_int_equal(errno, ENOENT);
+}
+
+/* Intervals of `rounds` publications driven exactly at next_due(). */
+static void schedule(uint64_t period, double jitter, uint64_t seed, uint64_t *ret_min,
+		     uint64_t *ret_max)
+{
+	struct vw_publish_opts o = { .period_ns = period, .jitter = jitter, .seed = seed };
+	struct vw_publisher *p = vw_publisher_new(&o);
+	uint64_t now = T0, last = 0;
+	bool pub;
+
+	assert_non_null(p);
+	*ret_min = UINT64_MAX;
+	*ret_max = 0;
+	for (int i = 0; i < 400; i++) {
+		uint64_t due = vw_publisher_next_due(p);
+
+		if (i > 0) {
+			/* Nothing happens before it is due, whoever calls tick(). */
+			assert_true(due > now);
+			assert_int_equal(vw_publisher_tick(p, due - 1, &pub), 0);
+			assert_false(pub);
+			now = due;
+		}
+		assert_int_equal(vw_publisher_tick(p, now, &pub), 0);
+		assert_true(pub);
+		if (i > 0) {
+			*ret_min = VW_MIN(*ret_min, now - last);
+			*ret_max = VW_MAX(*ret_max, now - last);
+		}
+		last = now;
+	}
+	assert_int_equal(vw_publisher_seq(p), 400);
+	vw_publisher_free(p);
+}
+
+static void test_schedule(void **state)
+{
+	uint64_t lo, hi, lo2, hi2;
+
+	(void)state;
+	/* period +- jitter x period, and the spread is really used. */
+	schedule(10 * SEC, 0.2, 1, &lo, &hi);
+	assert_true(lo >= 8 * SEC && hi <= 12 * SEC);
+	assert_true(lo < 8300 * MSEC && hi > 11700 * MSEC);
+	/* The default jitter (0.1) when none is given: never off. */
+	schedule(5 * SEC, 0, 2, &lo, &hi);
+	assert_true(lo >= 4500 * MSEC && hi <= 5500 * MSEC && hi - lo > 500 * MSEC);
+	/* At the 1 s floor the jitter only ever lengthens an interval. */
+	schedule(1 * SEC, 0.5, 3, &lo, &hi);
+	assert_int_equal(lo, 1 * SEC);
+	assert_true(hi <= 1500 * MSEC && hi > 1400 * MSEC);
+	/* Seeded: another seed, another schedule. */
+	schedule(10 * SEC, 0.2, 4, &lo2, &hi2);
+	assert_true(lo2 != lo || hi2 != hi);
+}
+
+/* A publisher and one listening peer per VM, ticked once a second of fake time. */
+struct rig {
+	char *dir;
+	struct vw_publisher *p;
+	struct peer peers[2];
+	struct vw_vm_energy vms[2];
+	size_t n;
+	uint64_t now;
+};
+
+static void rig_init(struct rig *r, size_t n)
+{
+	static const char *const uuids[] = { U_GOOD, U_STUCK };
+
+	*r = (struct rig){ .dir = vw_fixture_mkdtemp("publish"), .n = n, .now = T0 };
+	assert_non_null(r->dir);
+	r->p = new_publisher(1 * SEC, 0.1);
+	for (size_t i = 0; i < n; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "vm%zu", i);
+		peer_init(&r->peers[i], r->dir, name, uuids[i]);
+		vm_set(&r->vms[i], uuids[i], r->peers[i].path);
+	}
+}
+
+static void rig_free(struct rig *r)
+{
+	vw_publisher_free(r->p);
+	for (size_t i = 0; i < r->n; i++)
+		peer_free(&r->peers[i]);
+	vw_fixture_rm(r->dir);
+}
+
+/* Publish one round now (whatever the schedule says) and let every peer read it. */
+static void rig_round(struct rig *r)
+{
+	uint64_t due = vw_publisher_next_due(r->p);
+	bool pub;
+
+	r->now = VW_MAX(r->now + 1 * SEC, due);
+	assert_int_equal(vw_publisher_update(r->p, r->vms, r->n), 0);
+	assert_int_equal(vw_publisher_tick(r->p, r->now, &pub), 0);
+	assert_true(pub);
+	for (size_t i = 0; i < r->n; i++) {
+		peer_accept(&r->peers[i]);
+		peer_read(&r->peers[i], SIZE_MAX, r->now);
+	}
+}
+
+static const struct vw_proto_zone *last_zone(const struct peer *pe, enum vw_zone z)
+{
+	for (size_t i = 0; i < pe->rx.last.n_zones; i++)
+		if (pe->rx.last.zones[i].zone == z)
+			return &pe->rx.last.zones[i];
+	return NULL;
+}
+
+static void test_rounding(void **state)
+{
+	struct rig r;
+	const struct vw_proto_zone *z;
+	uint64_t rng = 5, prev_i = 0, prev_a = 0;
+
+	(void)state;
+	rig_init(&r, 1);
+	r.vms[0].zones[0] = (struct vw_vm_energy_zone){
+		.zone = VW_ZONE_PACKAGE, .idle_uj = 123456789, .active_uj = 987654321,
+		.idle_w = 12.345, .active_w = 0.04,
+	};
+	rig_round(&r);
+	z = last_zone(&r.peers[0], VW_ZONE_PACKAGE);
+	assert_non_null(z);
+	assert_int_equal(z->idle_uj, 123400000); /* down to 0.1 J */
+	assert_int_equal(z->active_uj, 987600000);
+	assert_true(z->idle_w == 12.3);          /* to the nearest 0.1 W, exactly 12.3 */
+	assert_true(z->active_w == 0.0);
+	/* Random growth, and a source that resets: published counters never fall. */
+	for (int i = 0; i < 200; i++) {
+		struct vw_vm_energy_zone *in = &r.vms[0].zones[0];
+
+		if (i == 100) {
+			in->idle_uj = 10; /* the source restarted counting */
+			in->active_uj = 0;
+		}
+		in->idle_uj += vw_test_rng_range(&rng, 0, 300000);
+		in->active_uj += vw_test_rng_range(&rng, 0, 3000000);
+		in->idle_w = vw_test_rng_double(&rng, 0, 50);
+		rig_round(&r);
+		z = last_zone(&r.peers[0], VW_ZONE_PACKAGE);
+		assert_non_null(z);
+		assert_true(z->idle_uj >= prev_i && z->active_uj >= prev_a);
+		assert_int_equal(z->idle_uj % 100000, 0);
+		assert_int_equal(z->active_uj % 100000, 0);
+		assert_double_near(z->idle_w * 10, nearbyint(z->idle_w * 10), 1e-9);
+		prev_i = z->idle_uj;
+		prev_a = z->active_uj;
+	}
+	assert_int_equal(r.peers[0].rx.accepted, 201);
+	rig_free(&r);
+}
+
+static void test_own_numbers(void **state)
+{
+	struct rig r;
+
+	(void)state;
+	rig_init(&r, 2);
+	r.vms[1].n_zones = 2;
+	r.vms[1].zones[1] = (struct vw_vm_energy_zone){ .zone = VW_ZONE_DRAM };
+	for (int i = 0; i < 5; i++) {
+		vm_run(&r.vms[0], 1, 9);
+		vm_run(&r.vms[1], 3, 27);
+		r.vms[1].zones[1].active_uj += 2000000;
+		r.vms[1].zones[1].active_w = 2;
+		rig_round(&r);
+	}
+	for (size_t i = 0; i < 2; i++) {
+		const struct vw_host_frame *f = &r.peers[i].rx.last;
+		const struct vw_proto_zone *z = last_zone(&r.peers[i], VW_ZONE_PACKAGE);
+
+		/* on_line() already checked every frame carried this VM's UUID only */
+		assert_int_equal(r.peers[i].rx.accepted, 5);
+		assert_int_equal(f->n_zones, i == 0 ? 1 : 2);
+		assert_int_equal(z->active_uj, i == 0 ? 45000000 : 135000000);
+		assert_true(z->active_w == (i == 0 ? 9.0 : 27.0));
+		assert_int_equal(f->epoch, 7);
+		assert_int_equal(f->seq, 5);
+	}
+	assert_null(last_zone(&r.peers[0], VW_ZONE_DRAM));
+	assert_int_equal(last_zone(&r.peers[1], VW_ZONE_DRAM)->active_uj, 10000000);
+	rig_free(&r);
+}
+
+static void test_vanish_and_return(void **state)
+{
+	struct rig r;
+	struct vw_publish_vm_stats st;
+	char c;
+
+	(void)state;
+	rig_init(&r, 1);
+	vm_run(&r.vms[0], 0, 100); /* 100 J */
+	rig_round(&r);
+	/* Gone: closed at once (the peer sees EOF), counters kept. */
+	assert_int_equal(vw_publisher_update(r.p, NULL, 0), 0);
+	assert_int_equal(vw_publisher_tick(r.p, r.now + 1, NULL), 0);
+	assert_int_equal(recv(r.peers[0].cfd, &c, 1, MSG_DONTWAIT), 0);
+	assert_int_equal(vw_publisher_vm_stats(r.p, U_GOOD, &st), 0);
+	assert_false(st.connected);
+	assert_int_equal(vw_publisher_bytes_held(r.p), 0);
+	close(r.peers[0].cfd);
+	r.peers[0].cfd = -1;
+	/* Back with the source still counting: no reset, no double count. */
+	vm_run(&r.vms[0], 0, 30);
+	rig_round(&r);
+	assert_int_equal(last_zone(&r.peers[0], VW_ZONE_PACKAGE)->active_uj, 130000000);
+	/* Back after the source forgot it (its counter restarted): still continues. */
+	assert_int_equal(vw_publisher_update(r.p, NULL, 0), 0);
+	assert_int_equal(vw_publisher_tick(r.p, r.now + 1, NULL), 0);
+	peer_read(&r.peers[0], SIZE_MAX, r.now + 1);
+	assert_int_equal(r.peers[0].cfd, -1); /* EOF seen */
+	r.vms[0].zones[0].active_uj = 5000000;
+	rig_round(&r);
+	assert_int_equal(last_zone(&r.peers[0], VW_ZONE_PACKAGE)->active_uj, 135000000);
+	assert_int_equal(r.peers[0].connections, 3);
+	assert_int_equal(r.peers[0].resync_bad, 0);
+	rig_free(&r);
+}
+
+static void test_invalid_uuid(void **state)
+{
+	static const char *const bad[] = {
+		"../../../../etc/x", "11111111-1111-4111-8111-11111111111/",
+		"11111111-1111-4111-8111-1111111111..", "11111111-1111-4111-8111-11111111111A",
+		"", "11111111-1111-4111-8111-11111111111g", "11111111_1111-4111-8111-111111111111",
+	};
+	struct vw_vm_energy vms[ARRAY_SIZE(bad) + 1];
+	struct vw_publisher *p = new_publisher(1 * SEC, 0.1);
+	struct vw_publish_vm_stats st;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		vm_set(&vms[i], "", NULL);
+		snprintf(vms[i].uuid, sizeof(vms[i].uuid), "%s", bad[i]);
+	}
+	vm_set(&vms[ARRAY_SIZE(bad)], U_GOOD, NULL);
+	assert_int_equal(vw_publisher_update(p, vms, ARRAY_SIZE(vms)), -EINVAL);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		assert_int_equal(vw_publisher_vm_stats(p, vms[i].uuid, &st), -ENOENT);
+	assert_int_equal(vw_publisher_vm_stats(p, U_GOOD, &st), 0);
+	vw_publisher_free(p);
+}
+
+static void test_guest_bytes(void **state)
+{
+	struct rig r;
+	struct vw_publish_vm_stats st;
+	char hello[VW_PROTO_MAX_HELLO], junk[65536];
+	size_t len;
+	uint64_t t1;
+
+	(void)state;
+	rig_init(&r, 1);
+	vm_run(&r.vms[0], 1, 1);
+	rig_round(&r);
+	assert_int_equal(vw_proto_encode_hello(&(struct vw_guest_hello){ .version = 1, .ack_seq = 1 },
+					       hello, sizeof(hello), &len), 0);
+	assert_int_equal(send(r.peers[0].cfd, hello, len, 0), (ssize_t)len);
+	assert_int_equal(send(r.peers[0].cfd, "{\"v\":1,\"hello\":\"x\"}\n", 20, 0), 20);
+	memset(junk, 'x', sizeof(junk)); /* one endless line: dropped, never buffered */
+	for (int i = 0; i < 8; i++)
+		(void)send(r.peers[0].cfd, junk, sizeof(junk), MSG_DONTWAIT);
+	t1 = real_ns();
+	for (int i = 0; i < 40; i++)
+		assert_int_equal(vw_publisher_tick(r.p, r.now + (uint64_t)i, NULL), 0);
+	assert_true(real_ns() - t1 < 2 * SEC);
+	assert_int_equal(vw_publisher_vm_stats(r.p, U_GOOD, &st), 0);
+	assert_true(st.connected);
+	assert_int_equal(st.hellos, 1);
+	assert_int_equal(st.ack_seq, 1);
+	assert_int_equal(st.rx_bad, 1);
+	assert_true(st.rx_bytes > 20 + len);
+	/* Guest bytes never make the host publish: still one round. */
+	assert_int_equal(vw_publisher_seq(r.p), 1);
+	rig_free(&r);
+}
+
+static void test_backoff_and_path_change(void **state)
+{
+	struct rig r;
+	struct vw_publish_vm_stats st;
+	uint64_t t;
+
+	(void)state;
+	rig_init(&r, 1);
+	snprintf(r.vms[0].channel_path, sizeof(r.vms[0].channel_path), "%.200s/other.sock", r.dir);
+	vm_run(&r.vms[0], 1, 1);
+	assert_int_equal(vw_publisher_update(r.p, r.vms, 1), 0);
+	/* Nobody listens there: retried with backoff, not on every tick. */
+	for (t = 0; t < 60 * SEC; t += 10 * MSEC)
+		assert_int_equal(vw_publisher_tick(r.p, T0 + t, NULL), 0);
+	assert_int_equal(vw_publisher_vm_stats(r.p, U_GOOD, &st), 0);
+	assert_false(st.connected);
+	assert_true(st.connect_errors >= 5 && st.connect_errors <= 12);
+	assert_true(st.bytes_held <= 2 * VW_PROTO_MAX_FRAME);
+	assert_true(st.replaced > 0);
+	/* The VM's domain XML now names the listening socket: reconnected at once. */
+	snprintf(r.vms[0].channel_path, sizeof(r.vms[0].channel_path), "%s", r.peers[0].path);
+	assert_int_equal(vw_publisher_update(r.p, r.vms, 1), 0);
+	assert_true(vw_publisher_next_due(r.p) <= T0 + t);
+	assert_int_equal(vw_publisher_tick(r.p, T0 + t, NULL), 0);
+	peer_accept(&r.peers[0]);
+	peer_read(&r.peers[0], SIZE_MAX, T0 + t);
+	assert_int_equal(r.peers[0].connections, 1);
+	assert_int_equal(r.peers[0].resync_bad, 0);
+	/* The newest frame, sent on connecting rather than a period later. */
+	assert_int_equal(r.peers[0].rx.accepted, 1);
+	assert_int_equal(r.peers[0].rx.last.seq, vw_publisher_seq(r.p));
+	rig_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_hostile_peers),
+		cmocka_unit_test(test_options),
+		cmocka_unit_test(test_schedule),
+		cmocka_unit_test(test_rounding),
+		cmocka_unit_test(test_own_numbers),
+		cmocka_unit_test(test_vanish_and_return),
+		cmocka_unit_test(test_invalid_uuid),
+		cmocka_unit_test(test_guest_bytes),
+		cmocka_unit_test(test_backoff_and_path_change),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,381 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The publisher's shared-folder side: the powercap tree's layout and units, continuity across a
+ * host restart, the wrap, symlinks and hostile UUIDs, and a reader racing the writer.
+ */
+#include "vw_test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "fixture.h"
+#include "macro.h"
+#include "proto.h"
+#include "publish.h"
+
+#define SEC VW_NSEC_PER_SEC
+#define UUID "5a0c9e0e-7f3b-4c61-9d1e-2b7a4f6c8d90"
+#define OTHER "6b1dafaf-8a4c-4d72-8e2f-3c8b5a7d9ea1"
+
+struct rig {
+	char *root;
+	struct vw_publisher *p;
+	struct vw_vm_energy vm;
+	uint64_t now;
+	int fd; /* the VM's folder */
+};
+
+static void rig_start(struct rig *r, uint64_t epoch, uint64_t max_range_uj)
+{
+	struct vw_publish_opts o = {
+		.period_ns = 1 * SEC, .share_root = r->root, .epoch = epoch, .seed = epoch,
+		.max_energy_range_uj = max_range_uj, .source = "rapl",
+	};
+
+	r->p = vw_publisher_new(&o);
+	assert_non_null(r->p);
+	r->vm = (struct vw_vm_energy){ .n_zones = 1 };
+	memcpy(r->vm.uuid, UUID, sizeof(r->vm.uuid));
+	r->vm.zones[0].zone = VW_ZONE_PACKAGE;
+	r->now = 1000 * SEC;
+}
+
+static void rig_init(struct rig *r, uint64_t max_range_uj)
+{
+	*r = (struct rig){ .root = vw_fixture_mkdtemp("share"), .fd = -1 };
+	assert_non_null(r->root);
+	rig_start(r, 1, max_range_uj);
+}
+
+static void rig_free(struct rig *r)
+{
+	vw_publisher_free(r->p);
+	if (r->fd >= 0)
+		close(r->fd);
+	vw_fixture_rm(r->root);
+}
+
+/* seconds of the VM drawing watts (package: 20 % idle, 80 % active), then one publication */
+static void rig_run(struct rig *r, int seconds, double watts)
+{
+	struct vw_vm_energy_zone *z = &r->vm.zones[0];
+	bool pub;
+
+	for (int i = 0; i < seconds; i++) {
+		z->idle_uj += (uint64_t)(watts * 0.2 * 1e6);
+		z->active_uj += (uint64_t)(watts * 0.8 * 1e6);
+	}
+	z->idle_w = watts * 0.2;
+	z->active_w = watts * 0.8;
+	r->now = VW_MAX(r->now + (uint64_t)seconds * SEC, vw_publisher_next_due(r->p));
+	assert_int_equal(vw_publisher_update(r->p, &r->vm, 1), 0);
+	assert_int_equal(vw_publisher_tick(r->p, r->now, &pub), 0);
+	assert_true(pub);
+	if (r->fd < 0) {
+		r->fd = vw_dir_open_at(AT_FDCWD, r->root);
+		assert_true(r->fd >= 0);
+	}
+}
+
+static uint64_t energy_uj(const struct rig *r, const char *zone)
+{
+	char rel[64];
+	uint64_t v;
+
+	snprintf(rel, sizeof(rel), UUID "/%s/energy_uj", zone);
+	assert_int_equal(vw_read_u64_at(r->fd, rel, &v), 0);
+	return v;
+}
+
+static void test_layout_and_units(void **state)
+{
+	struct rig r;
+	struct vw_host_frame f;
+	struct stat st;
+	char buf[VW_PROTO_MAX_FRAME + 1];
+	size_t len;
+	uint64_t v0;
+	mode_t mask = umask(022);
+
+	(void)state;
+	umask(mask);
+	rig_init(&r, 0);
+	rig_run(&r, 1, 25);
+	assert_int_equal(vw_read_str_at(r.fd, UUID "/intel-rapl:0/name", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "package-0");
+	assert_int_equal(vw_read_str_at(r.fd, UUID "/intel-rapl:0/max_energy_range_uj", buf,
+					sizeof(buf)), 0);
+	assert_string_equal(buf, "281474976710656"); /* 2^48 uJ */
+	assert_int_equal(fstatat(r.fd, UUID, &st, 0), 0);
+	assert_int_equal(st.st_mode & 07777, 0755); /* whatever the umask */
+	assert_int_equal(fstatat(r.fd, UUID "/intel-rapl:0/energy_uj", &st, 0), 0);
+	assert_int_equal(st.st_mode & 07777, 0644 & ~mask);
+	assert_int_equal(fstatat(r.fd, UUID "/intel-rapl:0:0", &st, 0), -1); /* no dram energy */
+
+	/* Units: 25 W for 10 s is 250 J, 250,000,000 uJ -- not 25e6 x 10 / 5 (Scaphandre #428). */
+	v0 = energy_uj(&r, "intel-rapl:0");
+	assert_int_equal(v0, 25000000);
+	rig_run(&r, 10, 25);
+	assert_int_equal(energy_uj(&r, "intel-rapl:0") - v0, 250000000);
+
+	/* frame.json is the channel's frame, whole, for this VM only. */
+	assert_int_equal(vw_read_file_at(r.fd, UUID "/frame.json", buf, sizeof(buf), &len), 0);
+	assert_true(len > 1 && buf[len - 1] == '\n');
+	assert_int_equal(vw_proto_decode_host(buf, len - 1, &f), VW_PROTO_OK);
+	assert_string_equal(f.vm_uuid, UUID);
+	assert_int_equal(f.seq, 2);
+	assert_int_equal(f.zones[0].idle_uj + f.zones[0].active_uj, 275000000);
+	assert_double_near(f.zones[0].idle_w + f.zones[0].active_w, 25.0, 1e-9);
+
+	/* dram appears: its own zone, intel-rapl:0:0 "dram". */
+	r.vm.n_zones = 2;
+	r.vm.zones[1] = (struct vw_vm_energy_zone){ .zone = VW_ZONE_DRAM, .idle_uj = 3000000 };
+	rig_run(&r, 1, 25);
+	assert_int_equal(vw_read_str_at(r.fd, UUID "/intel-rapl:0:0/name", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "dram");
+	assert_int_equal(energy_uj(&r, "intel-rapl:0:0"), 3000000);
+	rig_free(&r);
+}
+
+static void test_restart_continues(void **state)
+{
+	struct rig r;
+	uint64_t before, prev;
+
+	(void)state;
+	rig_init(&r, 0);
+	rig_run(&r, 100, 30);
+	before = energy_uj(&r, "intel-rapl:0");
+	assert_int_equal(before, 3000000000);
+	/* The host restarts: a new publisher, a new epoch, its own counters from zero. */
+	vw_publisher_free(r.p);
+	rig_start(&r, 2, 0);
+	rig_run(&r, 0, 30);
+	assert_int_equal(energy_uj(&r, "intel-rapl:0"), before);
+	prev = before;
+	for (int i = 0; i < 20; i++) {
+		uint64_t v;
+
+		rig_run(&r, 1, 30);
+		v = energy_uj(&r, "intel-rapl:0");
+		assert_int_equal(v, prev + 30000000);
+		prev = v;
+	}
+	rig_free(&r);
+}
+
+static void test_vm_returns(void **state)
+{
+	struct rig r;
+
+	(void)state;
+	rig_init(&r, 0);
+	rig_run(&r, 10, 10);
+	assert_int_equal(energy_uj(&r, "intel-rapl:0"), 100000000);
+	/* The VM goes away and comes back (a reboot): the folder continues, nothing counted twice. */
+	assert_int_equal(vw_publisher_update(r.p, NULL, 0), 0);
+	rig_run(&r, 1, 10);
+	assert_int_equal(energy_uj(&r, "intel-rapl:0"), 110000000);
+	/* ... also when the source forgot it meanwhile and counts from zero again. */
+	assert_int_equal(vw_publisher_update(r.p, NULL, 0), 0);
+	r.vm.zones[0].idle_uj = r.vm.zones[0].active_uj = 0;
+	rig_run(&r, 2, 10);
+	assert_int_equal(energy_uj(&r, "intel-rapl:0"), 130000000);
+	rig_free(&r);
+}
+
+static void test_wrap(void **state)
+{
+	const uint64_t max = 1000000000; /* 1 kJ, so it wraps in a test */
+	struct rig r;
+	uint64_t prev, cur, total = 0;
+	char buf[32];
+
+	(void)state;
+	rig_init(&r, max);
+	/* A previous run left the counter just under the range. */
+	assert_int_equal(vw_fixture_write(r.root, UUID "/intel-rapl:0/energy_uj", "999900000\n", 0),
+			 0);
+	rig_run(&r, 0, 25);
+	prev = energy_uj(&r, "intel-rapl:0");
+	assert_int_equal(prev, 999900000);
+	assert_int_equal(vw_read_str_at(r.fd, UUID "/intel-rapl:0/max_energy_range_uj", buf,
+					sizeof(buf)), 0);
+	assert_string_equal(buf, "1000000000");
+	for (int i = 0; i < 100; i++) {
+		rig_run(&r, 1, 25);
+		cur = energy_uj(&r, "intel-rapl:0");
+		assert_true(cur < max);
+		/* The usual reader's unwrap is exact: (max - prev) + cur, no +1. */
+		total += cur >= prev ? cur - prev : (max - prev) + cur;
+		prev = cur;
+	}
+	assert_int_equal(total, 100 * 25000000ULL);
+	assert_int_equal(energy_uj(&r, "intel-rapl:0"), (999900000 + 2500000000ULL) % max);
+	rig_free(&r);
+}
+
+static void test_symlinks_refused(void **state)
+{
+	struct rig r;
+	struct vw_publish_vm_stats st;
+	char *outside = vw_fixture_mkdtemp("outside");
+	char *text, path[512];
+
+	(void)state;
+	rig_init(&r, 0);
+	assert_non_null(outside);
+	assert_int_equal(vw_fixture_write(outside, "energy_uj", "42\n", 0), 0);
+	assert_int_equal(vw_fixture_write(outside, "victim", "keep\n", 0), 0);
+	/* intel-rapl:0 planted as a link out of the share: refused, nothing written there. */
+	assert_int_equal(vw_fixture_mkdir(r.root, UUID), 0);
+	assert_int_equal(vw_fixture_symlink(r.root, outside, UUID "/intel-rapl:0"), 0);
+	rig_run(&r, 1, 25);
+	assert_int_equal(vw_publisher_vm_stats(r.p, UUID, &st), 0);
+	assert_int_equal(st.share_errors, 1);
+	snprintf(path, sizeof(path), "%s/energy_uj", outside);
+	text = vw_fixture_slurp(path, NULL);
+	assert_string_equal(text, "42\n");
+	free(text);
+	snprintf(path, sizeof(path), "%s/name", outside);
+	assert_int_equal(access(path, F_OK), -1);
+	/* frame.json planted as a link: the link is replaced, its target untouched. */
+	snprintf(path, sizeof(path), "%s/victim", outside);
+	assert_int_equal(vw_fixture_mkdir(r.root, OTHER), 0);
+	assert_int_equal(vw_fixture_symlink(r.root, path, OTHER "/frame.json"), 0);
+	memcpy(r.vm.uuid, OTHER, sizeof(r.vm.uuid));
+	rig_run(&r, 1, 25);
+	text = vw_fixture_slurp(path, NULL);
+	assert_string_equal(text, "keep\n");
+	free(text);
+	assert_int_equal(vw_publisher_vm_stats(r.p, OTHER, &st), 0);
+	assert_int_equal(st.share_errors, 0);
+	rig_free(&r);
+	vw_fixture_rm(outside);
+}
+
+static void test_folder_link_and_bad_uuid(void **state)
+{
+	struct rig r;
+	struct vw_publish_vm_stats st;
+	char *outside = vw_fixture_mkdtemp("outside");
+	int dfd;
+
+	(void)state;
+	rig_init(&r, 0);
+	assert_non_null(outside);
+	assert_int_equal(vw_fixture_symlink(r.root, outside, UUID), 0);
+	rig_run(&r, 1, 25);
+	assert_int_equal(vw_publisher_vm_stats(r.p, UUID, &st), 0);
+	assert_int_equal(st.share_errors, 1);
+	dfd = vw_dir_open_at(AT_FDCWD, outside);
+	assert_true(dfd >= 0);
+	assert_int_equal(faccessat(dfd, "frame.json", F_OK, 0), -1);
+	assert_int_equal(faccessat(dfd, "intel-rapl:0", F_OK, 0), -1);
+	close(dfd);
+	/* Names that would leave the share are refused before any file system call. */
+	memcpy(r.vm.uuid, "../../../../../../../../tmp/x", 30);
+	assert_int_equal(vw_publisher_update(r.p, &r.vm, 1), -EINVAL);
+	memcpy(r.vm.uuid, "5a0c9e0e/7f3b-4c61-9d1e-2b7a4f6c8d90", 37);
+	assert_int_equal(vw_publisher_update(r.p, &r.vm, 1), -EINVAL);
+	assert_int_equal(vw_publisher_tick(r.p, r.now + 10 * SEC, NULL), 0);
+	assert_int_equal(faccessat(r.fd, "5a0c9e0e", F_OK, 0), -1);
+	rig_free(&r);
+	vw_fixture_rm(outside);
+}
+
+/* ---- a reader racing the writer ---- */
+
+struct race {
+	int fd;
+	bool stop, failed; /* atomics */
+	uint64_t reads, frames_ok, last_uj, last_seq;
+	char error[256];
+};
+
+static void *reader(void *arg)
+{
+	struct race *rc = arg;
+	char buf[VW_PROTO_MAX_FRAME + 1];
+
+	while (!__atomic_load_n(&rc->stop, __ATOMIC_ACQUIRE) && !rc->error[0]) {
+		struct vw_host_frame f;
+		size_t len;
+		uint64_t v;
+		int r;
+
+		r = vw_read_file_at(rc->fd, UUID "/frame.json", buf, sizeof(buf), &len);
+		if (r == 0) {
+			if (len == 0 || buf[len - 1] != '\n' ||
+			    vw_proto_decode_host(buf, len - 1, &f) != VW_PROTO_OK || f.seq < rc->last_seq)
+				snprintf(rc->error, sizeof(rc->error), "torn frame.json: %.*s",
+					 (int)VW_MIN(len, 200), buf);
+			else
+				rc->last_seq = f.seq;
+			rc->frames_ok++;
+		} else if (r != -ENOENT) {
+			snprintf(rc->error, sizeof(rc->error), "frame.json: %s", strerror(-r));
+		}
+		r = vw_read_u64_at(rc->fd, UUID "/intel-rapl:0/energy_uj", &v);
+		if (r == 0 && v < rc->last_uj)
+			snprintf(rc->error, sizeof(rc->error), "energy_uj fell: %llu < %llu",
+				 (unsigned long long)v, (unsigned long long)rc->last_uj);
+		else if (r == 0)
+			rc->last_uj = v;
+		else if (r != -ENOENT) /* empty (-ENODATA) or junk (-EINVAL) = torn */
+			snprintf(rc->error, sizeof(rc->error), "energy_uj: %s", strerror(-r));
+		rc->reads++;
+	}
+	__atomic_store_n(&rc->failed, rc->error[0] != '\0', __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void test_reader_races_writer(void **state)
+{
+	struct rig r;
+	struct race rc = { 0 };
+	pthread_t t;
+
+	(void)state;
+	rig_init(&r, 0);
+	/* Big frames make a torn read likelier: a model name and several zones. */
+	r.vm.n_zones = 3;
+	r.vm.zones[1].zone = VW_ZONE_DRAM;
+	r.vm.zones[2].zone = VW_ZONE_CORE;
+	rig_run(&r, 1, 25);
+	rc.fd = r.fd;
+	assert_int_equal(pthread_create(&t, NULL, reader, &rc), 0);
+	for (int i = 0; i < 400 && !__atomic_load_n(&rc.failed, __ATOMIC_ACQUIRE); i++) {
+		r.vm.zones[1].active_uj += 1234567;
+		r.vm.zones[2].active_uj += 7654321;
+		rig_run(&r, 1, 25 + i % 7);
+	}
+	__atomic_store_n(&rc.stop, true, __ATOMIC_RELEASE);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	if (rc.error[0])
+		fail_msg("%s", rc.error);
+	assert_true(rc.reads > 100);
+	assert_true(rc.frames_ok > 100);
+	rig_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_layout_and_units),
+		cmocka_unit_test(test_restart_continues),
+		cmocka_unit_test(test_vm_returns),
+		cmocka_unit_test(test_wrap),
+		cmocka_unit_test(test_symlinks_refused),
+		cmocka_unit_test(test_folder_link_and_bad_uuid),
+		cmocka_unit_test(test_reader_races_writer),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
