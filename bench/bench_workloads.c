@@ -797,7 +797,7 @@ int main(int argc, char **argv)
 					fprintf(stderr, "bench_workloads: %zu processes: %s\n",
 						(size_t)o.procs[i], strerror(-r));
 				fflush(stdout);
-				_exit(r < 0);
+				exit(r < 0); /* stdout was flushed before fork; LSan checks the child */
 			}
 			if (waitpid(pid, &st, 0) < 0 || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
 				failed = 1;
