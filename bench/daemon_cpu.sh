@@ -16,6 +16,7 @@
 # anything it changes (kernel.pid_max when too small, bpf stats) is restored, on exit (trap).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 COUNTS=${COUNTS:-"1000 10000"}
 INTERVALS=${INTERVALS:-20}
@@ -27,19 +28,7 @@ command -v "$NODE_EXPORTER" >/dev/null || { echo "$NODE_EXPORTER not found (depl
 command -v curl >/dev/null || { echo "curl not found" >&2; exit 1; }
 command -v python3 >/dev/null || { echo "python3 not found (free port lookup)" >&2; exit 1; }
 
-# A release build, no sanitizers: the figures are meaningless otherwise.
-if [ ! -f "$BUILD/build.ninja" ]; then
-	meson setup "$BUILD" --buildtype=release -Db_sanitize=none -Dwerror=false >/dev/null
-fi
-read -r buildtype sanitize < <(meson introspect "$BUILD" --buildoptions | python3 -c '
-import json, sys
-o = {x["name"]: x["value"] for x in json.load(sys.stdin)}
-print(o["buildtype"], o["b_sanitize"])')
-if [ "$buildtype" != release ] || [ "$sanitize" != none ]; then
-	echo "$BUILD is buildtype=$buildtype b_sanitize=$sanitize; want release and none (BUILD=...)" >&2
-	exit 1
-fi
-ninja -C "$BUILD" host/virtwatt-host bench/spawn_idle >/dev/null
+release_build "$BUILD" host/virtwatt-host bench/spawn_idle
 host="$BUILD/host/virtwatt-host"
 spawn="$BUILD/bench/spawn_idle"
 
@@ -49,35 +38,13 @@ spawner=
 old_pid_max=
 old_bpf_stats=
 cleanup() {
-	local p
-	for p in "${pids[@]}"; do
-		kill "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
-	if [ -n "$spawner" ]; then
-		kill "$spawner" 2>/dev/null || true
-		wait "$spawner" 2>/dev/null || true
-	fi
+	stop_pids "${pids[@]}" ${spawner:+"$spawner"}
 	[ -z "$old_bpf_stats" ] || sysctl -qw kernel.bpf_stats_enabled="$old_bpf_stats" || true
 	[ -z "$old_pid_max" ] || sysctl -qw kernel.pid_max="$old_pid_max" || true
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# Wait until URL answers 200 (up to 60 s: the first procfs scan of 10,000 processes is slow).
-wait_ready() {
-	for _ in $(seq 600); do
-		curl -sf -o /dev/null "$1" && return 0
-		sleep 0.1
-	done
-	echo "no answer from $1" >&2
-	return 1
-}
 
 now() { date +%s.%N; }
 # How many paths a glob matched (processes come and go: no ls over /proc).
@@ -92,11 +59,6 @@ cpu_of() {
 		read -r run _ 2>/dev/null <"$t" && ns=$((ns + run))
 	done
 	echo "$ticks $ns"
-}
-
-# VmRSS and VmHWM (KiB) of a PID.
-memory_of() {
-	awk '/^VmRSS:/ { r = $2 } /^VmHWM:/ { h = $2 } END { print r, h }' "/proc/$1/status"
 }
 
 # The daemon's own BPF programs and maps, from its file descriptors.
@@ -165,18 +127,13 @@ start_spawner() {
 }
 
 stop_spawner() {
-	kill "$spawner"
-	wait "$spawner" || true
+	stop_pids "$spawner"
 	spawner=
 }
 
 # Stop the servers this window started.
 stop_servers() {
-	local p
-	for p in "${pids[@]}"; do
-		kill "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
+	stop_pids "${pids[@]}"
 	pids=()
 }
 
@@ -197,8 +154,9 @@ window() {
 	"$NODE_EXPORTER" --web.listen-address="127.0.0.1:$ne_port" >"$tmp/ne.log" 2>&1 &
 	ne_pid=$!
 	pids+=("$ne_pid")
-	wait_ready "http://127.0.0.1:$vw_port/readyz" || { cat "$tmp/vw-$n-$acct.log" >&2; exit 1; }
-	wait_ready "http://127.0.0.1:$ne_port/metrics"
+	# Up to 60 s: the first procfs scan of 10,000 processes is slow.
+	wait_ready "http://127.0.0.1:$vw_port/readyz" 60 || { cat "$tmp/vw-$n-$acct.log" >&2; exit 1; }
+	wait_ready "http://127.0.0.1:$ne_port/metrics" 60
 	sleep "$WARMUP"
 	method=$(curl -sf "http://127.0.0.1:$vw_port/metrics" |
 		sed -n 's/^virtwatt_cpu_accounting_info{method="\([a-z]*\)".*/\1/p')
