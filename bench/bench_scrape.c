@@ -19,7 +19,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "fileio.h"
+#include "bench_util.h"
 #include "http.h"
 #include "log.h"
 #include "macro.h"
@@ -199,26 +199,11 @@ static double now_ms(void)
 	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-/* Nearest-rank percentile of n sorted samples. */
-static double percentile(const double *sorted, size_t n, unsigned pct)
-{
-	size_t rank = (n * pct + 99) / 100;
-
-	return sorted[rank ? rank - 1 : 0];
-}
-
 static void report(const char *what, double *ms, size_t n)
 {
-	qsort(ms, n, sizeof(*ms), cmp_double);
-	printf("%s_median_ms %.3f\n%s_p95_ms %.3f\n", what, percentile(ms, n, 50), what,
-	       percentile(ms, n, 95));
+	vw_bench_sort(ms, n);
+	printf("%s_median_ms %.3f\n%s_p95_ms %.3f\n", what, vw_bench_percentile(ms, n, 50), what,
+	       vw_bench_percentile(ms, n, 95));
 }
 
 static int bench_render(const struct workload *wl, enum vw_prom_format fmt, unsigned iterations,
@@ -303,29 +288,6 @@ static int bench_scrapes(const char *url, unsigned n, const char *what)
 	return 0;
 }
 
-/* VmRSS and VmHWM in KiB from <proc_root>/self/status. */
-static int print_memory(const char *proc_root)
-{
-	_cleanup_close_ int fd = vw_root_open(proc_root);
-	char buf[8192];
-	int r;
-
-	if (fd < 0)
-		return fd;
-	r = vw_read_file_at(fd, "self/status", buf, sizeof(buf), NULL);
-	if (r < 0)
-		return r;
-	for (char *line = strtok(buf, "\n"); line; line = strtok(NULL, "\n")) {
-		unsigned long kib;
-
-		if (sscanf(line, "VmRSS: %lu kB", &kib) == 1)
-			printf("vmrss_kib %lu\n", kib);
-		else if (sscanf(line, "VmHWM: %lu kB", &kib) == 1)
-			printf("vmhwm_kib %lu\n", kib);
-	}
-	return 0;
-}
-
 /* ---- Modes ---- */
 
 struct opts {
@@ -389,7 +351,7 @@ static int run_benchmarks(const struct workload *wl, const struct opts *o)
 		r = bench_scrapes(url, o->scrapes, "scrape");
 	}
 	if (r >= 0)
-		r = print_memory(o->proc_root);
+		r = vw_bench_print_memory(o->proc_root, "");
 	vw_http_stop(h);
 	vw_exposition_free(x);
 	return r;

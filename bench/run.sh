@@ -8,6 +8,7 @@
 # Everything it starts is stopped on exit (trap).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 
 SCRAPES=${SCRAPES:-200}
 BUILD=${BUILD:-build-bench}
@@ -16,38 +17,17 @@ NODE_EXPORTER=${NODE_EXPORTER:-prometheus-node-exporter}
 command -v "$NODE_EXPORTER" >/dev/null || { echo "$NODE_EXPORTER not found (deploy/install-deps.sh --bench)" >&2; exit 1; }
 command -v curl >/dev/null || { echo "curl not found" >&2; exit 1; }
 
-if [ ! -f "$BUILD/build.ninja" ]; then
-	meson setup "$BUILD" --buildtype=release -Db_sanitize=none -Dwerror=false >/dev/null
-fi
-ninja -C "$BUILD" bench/bench_scrape >/dev/null
+release_build "$BUILD" bench/bench_scrape
 bench="$BUILD/bench/bench_scrape"
 
 tmp=$(mktemp -d)
 pids=()
 cleanup() {
-	for p in "${pids[@]}"; do
-		kill "$p" 2>/dev/null || true
-		wait "$p" 2>/dev/null || true
-	done
+	stop_pids "${pids[@]}"
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
-
-# A free loopback port (the kernel picks one; small race until the exporter binds it).
-free_port() {
-	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# Wait until URL answers 200 (up to ~10 s).
-wait_ready() {
-	for _ in $(seq 100); do
-		curl -sf -o /dev/null "$1" && return 0
-		sleep 0.1
-	done
-	echo "no answer from $1" >&2
-	return 1
-}
 
 # Scrape URL SCRAPES times with a fresh curl each time; print "median_ms p95_ms bytes samples".
 scrape_stats() {
@@ -62,11 +42,6 @@ scrape_stats() {
 		{ t[NR] = $1 * 1000 }
 		END { m = int((NR * 50 + 99) / 100); p = int((NR * 95 + 99) / 100);
 		      printf "%.3f %.3f %d %d\n", t[m], t[p], b, s }'
-}
-
-# VmRSS and VmHWM (KiB) of a PID.
-memory_of() {
-	awk '/^VmRSS:/ { r = $2 } /^VmHWM:/ { h = $2 } END { print r, h }' "/proc/$1/status"
 }
 
 value() { awk -v k="$1" '$1 == k { print $2 }' "$tmp/bench.txt"; }

@@ -1,0 +1,238 @@
+#!/usr/bin/env bash
+# The daemon's CPU time per interval with 1,000 and 10,000 processes, end to end, next to
+# prometheus-node-exporter on the same machine in the same windows.
+#   bench/daemon_cpu.sh                       COUNTS="1000 10000" INTERVALS=20 by default
+#   COUNTS=5000 INTERVALS=30 bench/daemon_cpu.sh
+# For each count N it forks N sleeping processes (bench/spawn_idle), then for each CPU
+# accountant (auto: bpf as root, else procfs; then procfs) starts virtwatt-host (release build in
+# build-bench/, --monitor.interval=1s, defaults otherwise: process top-N 50) and a default
+# node_exporter on free 127.0.0.1 ports, waits for both to be ready and WARMUP more seconds,
+# scrapes each once a second for INTERVALS seconds, and reads each one's CPU time before and
+# after (utime+stime from /proc/PID/stat, and the threads' exact schedstat run time) and its
+# VmRSS/VmHWM at the end. With bpf it also reports what the daemon's sched_switch and exit
+# programs cost inside the kernel over the window (kernel.bpf_stats_enabled, restored
+# afterwards): that time is charged to the tasks being switched, not to the daemon (its task
+# iterator runs in its own read() calls and is in its CPU time already). Everything it starts is stopped, and
+# anything it changes (kernel.pid_max when too small, bpf stats) is restored, on exit (trap).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. bench/lib.sh
+
+COUNTS=${COUNTS:-"1000 10000"}
+INTERVALS=${INTERVALS:-20}
+WARMUP=${WARMUP:-3}
+BUILD=${BUILD:-build-bench}
+NODE_EXPORTER=${NODE_EXPORTER:-prometheus-node-exporter}
+
+command -v "$NODE_EXPORTER" >/dev/null || { echo "$NODE_EXPORTER not found (deploy/install-deps.sh --bench)" >&2; exit 1; }
+command -v curl >/dev/null || { echo "curl not found" >&2; exit 1; }
+command -v python3 >/dev/null || { echo "python3 not found (free port lookup)" >&2; exit 1; }
+
+release_build "$BUILD" host/virtwatt-host bench/spawn_idle
+host="$BUILD/host/virtwatt-host"
+spawn="$BUILD/bench/spawn_idle"
+
+tmp=$(mktemp -d)
+pids=()
+spawner=
+old_pid_max=
+old_bpf_stats=
+cleanup() {
+	stop_pids "${pids[@]}" ${spawner:+"$spawner"}
+	[ -z "$old_bpf_stats" ] || sysctl -qw kernel.bpf_stats_enabled="$old_bpf_stats" || true
+	[ -z "$old_pid_max" ] || sysctl -qw kernel.pid_max="$old_pid_max" || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+now() { date +%s.%N; }
+# How many paths a glob matched (processes come and go: no ls over /proc).
+count() { echo $#; }
+CLK_TCK=$(getconf CLK_TCK)
+
+# "utime+stime (ticks) schedstat (ns, sum over live threads)" of a PID.
+cpu_of() {
+	local ticks ns=0 t
+	ticks=$(sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }')
+	for t in /proc/"$1"/task/*/schedstat; do
+		read -r run _ 2>/dev/null <"$t" && ns=$((ns + run))
+	done
+	echo "$ticks $ns"
+}
+
+# The daemon's own BPF programs and maps, from its file descriptors.
+bpf_ids_of() {
+	grep -h "^$2:" /proc/"$1"/fdinfo/* 2>/dev/null | awk '{ print $2 }' | sort -un
+}
+# Run time (ns) of its event programs (sched_switch, exit). Its task iterators run inside its
+# own read() calls, so their time is already in its CPU time and is left out here.
+bpf_run_ns() {
+	local id sum=0 ns line
+	for id in $(bpf_ids_of "$1" prog_id); do
+		line=$(bpftool prog show id "$id" 2>/dev/null | head -n1)
+		case $line in *" name vw_iter_"*) continue ;; esac
+		ns=$(sed -n 's/.*run_time_ns \([0-9]*\).*/\1/p' <<<"$line")
+		sum=$((sum + ${ns:-0}))
+	done
+	echo "$sum"
+}
+bpf_map_kib() {
+	local id sum=0 b
+	for id in $(bpf_ids_of "$1" map_id); do
+		b=$(bpftool map show id "$id" 2>/dev/null | sed -n 's/.*memlock \([0-9]*\)B.*/\1/p')
+		sum=$((sum + ${b:-0}))
+	done
+	echo $((sum / 1024))
+}
+
+# Room for N more tasks: pid_max (raised if needed, restored on exit), RLIMIT_NPROC, pids.max.
+make_room() {
+	local n=$1 tasks need pid_max cg limit
+	tasks=$(count /proc/[0-9]*/task/[0-9]*)
+	need=$((tasks + n + 2000))
+	pid_max=$(cat /proc/sys/kernel/pid_max)
+	if [ "$pid_max" -lt "$need" ]; then
+		[ "$(id -u)" -eq 0 ] || { echo "kernel.pid_max $pid_max < $need; run as root or raise it" >&2; exit 1; }
+		[ -n "$old_pid_max" ] || old_pid_max=$pid_max
+		sysctl -qw kernel.pid_max="$need"
+		echo "# kernel.pid_max raised from $pid_max to $need for this run"
+	fi
+	if [ "$(id -u)" -ne 0 ] && [ "$(ulimit -u)" != unlimited ] && [ "$(ulimit -u)" -lt "$need" ]; then
+		ulimit -Su "$(ulimit -Hu)" 2>/dev/null || true
+		[ "$(ulimit -u)" = unlimited ] || [ "$(ulimit -u)" -ge "$need" ] ||
+			{ echo "ulimit -u $(ulimit -u) is below $need" >&2; exit 1; }
+	fi
+	cg=$(awk -F: '$2 == "pids" || ($1 == "0" && $2 == "") { print $3; exit }' /proc/self/cgroup)
+	for f in /sys/fs/cgroup/pids"$cg"/pids.max /sys/fs/cgroup"$cg"/pids.max; do
+		[ -r "$f" ] || continue
+		limit=$(cat "$f")
+		if [ "$limit" != max ] && [ "$limit" -lt "$need" ]; then
+			echo "$f is $limit, below $need" >&2
+			exit 1
+		fi
+	done
+}
+
+start_spawner() {
+	"$spawn" "$1" >"$tmp/spawn.out" &
+	spawner=$!
+	for _ in $(seq 600); do
+		grep -q '^ready' "$tmp/spawn.out" && return 0
+		kill -0 "$spawner" 2>/dev/null || { echo "spawn_idle $1 failed" >&2; exit 1; }
+		sleep 0.1
+	done
+	echo "spawn_idle $1 did not get ready" >&2
+	exit 1
+}
+
+stop_spawner() {
+	stop_pids "$spawner"
+	spawner=
+}
+
+# Stop the servers this window started.
+stop_servers() {
+	stop_pids "${pids[@]}"
+	pids=()
+}
+
+div() { awk -v a="$1" -v b="$2" -v f="${3:-%.2f}" 'BEGIN { if (b + 0 == 0) print "-"; else printf f "\n", a / b }'; }
+
+# window N ACCOUNTING: one measurement; appends a row to $tmp/rows.
+window() {
+	local n=$1 acct=$2 vw_port ne_port vw_pid ne_pid method procs t0 t1 secs
+	local vw_t0 vw_n0 vw_t1 vw_n1 ne_t0 ne_n0 ne_t1 ne_n1 k0=0 k1=0 kern=- maps=- series
+	local vw_rss vw_hwm ne_rss ne_hwm
+
+	vw_port=$(free_port)
+	"$host" --monitor.interval=1s --web.listen-address="127.0.0.1:$vw_port" \
+		--cpu.accounting="$acct" >"$tmp/vw-$n-$acct.log" 2>&1 &
+	vw_pid=$!
+	pids+=("$vw_pid")
+	ne_port=$(free_port)
+	"$NODE_EXPORTER" --web.listen-address="127.0.0.1:$ne_port" >"$tmp/ne.log" 2>&1 &
+	ne_pid=$!
+	pids+=("$ne_pid")
+	# Up to 60 s: the first procfs scan of 10,000 processes is slow.
+	wait_ready "http://127.0.0.1:$vw_port/readyz" 60 || { cat "$tmp/vw-$n-$acct.log" >&2; exit 1; }
+	wait_ready "http://127.0.0.1:$ne_port/metrics" 60
+	sleep "$WARMUP"
+	method=$(curl -sf "http://127.0.0.1:$vw_port/metrics" |
+		sed -n 's/^virtwatt_cpu_accounting_info{method="\([a-z]*\)".*/\1/p')
+	procs=$(count /proc/[0-9]*)
+	if [ "$method" = bpf ]; then
+		[ -n "$old_bpf_stats" ] || old_bpf_stats=$(sysctl -n kernel.bpf_stats_enabled)
+		sysctl -qw kernel.bpf_stats_enabled=1
+		k0=$(bpf_run_ns "$vw_pid")
+	fi
+	t0=$(now)
+	read -r vw_t0 vw_n0 < <(cpu_of "$vw_pid")
+	read -r ne_t0 ne_n0 < <(cpu_of "$ne_pid")
+	# One scraper process per server, one scrape a second (curl --rate), for the window.
+	local vw_args=() ne_args=()
+	for _ in $(seq "$INTERVALS"); do
+		vw_args+=(-o /dev/null "http://127.0.0.1:$vw_port/metrics")
+		ne_args+=(-o /dev/null "http://127.0.0.1:$ne_port/metrics")
+	done
+	curl -s --rate 1/s -w '%{http_code}\n' "${vw_args[@]}" >"$tmp/vw.codes" &
+	local c1=$!
+	curl -s --rate 1/s -w '%{http_code}\n' "${ne_args[@]}" >"$tmp/ne.codes" &
+	local c2=$!
+	sleep "$INTERVALS"
+	wait "$c1" "$c2" || true
+	t1=$(now)
+	read -r vw_t1 vw_n1 < <(cpu_of "$vw_pid")
+	read -r ne_t1 ne_n1 < <(cpu_of "$ne_pid")
+	read -r vw_rss vw_hwm < <(memory_of "$vw_pid")
+	read -r ne_rss ne_hwm < <(memory_of "$ne_pid")
+	if [ "$method" = bpf ]; then
+		k1=$(bpf_run_ns "$vw_pid")
+		[ "$(sysctl -n kernel.bpf_stats_enabled)" = 1 ] ||
+			echo "# kernel.bpf_stats_enabled was turned off during the window: the in-kernel figure is partial" >&2
+		sysctl -qw kernel.bpf_stats_enabled="$old_bpf_stats"
+		maps=$(bpf_map_kib "$vw_pid")
+	fi
+	series=$(curl -sf "http://127.0.0.1:$vw_port/metrics" | grep -vc '^#')
+	stop_servers
+	[ "$(grep -c '^200$' "$tmp/vw.codes")" -eq "$INTERVALS" ] || echo "# virtwatt: some scrapes failed" >&2
+	[ "$(grep -c '^200$' "$tmp/ne.codes")" -eq "$INTERVALS" ] || echo "# node_exporter: some scrapes failed" >&2
+
+	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
+	# Monitor interval is 1 s: intervals in the window = its length in seconds.
+	local vw_ms vw_exact ne_ms ne_exact
+	vw_ms=$(div "$(( (vw_t1 - vw_t0) * 1000 / CLK_TCK ))" "$secs")
+	vw_exact=$(div "$(( (vw_n1 - vw_n0) / 1000 ))" "$(awk -v s="$secs" 'BEGIN { print s * 1000 }')")
+	ne_ms=$(div "$(( (ne_t1 - ne_t0) * 1000 / CLK_TCK ))" "$secs")
+	ne_exact=$(div "$(( (ne_n1 - ne_n0) / 1000 ))" "$(awk -v s="$secs" 'BEGIN { print s * 1000 }')")
+	[ "$method" != bpf ] || kern=$(div "$(( (k1 - k0) / 1000 ))" "$(awk -v s="$secs" 'BEGIN { print s * 1000 }')")
+	printf "%6s %-12s %6s %7s %8s %8s %8s %9s %9s %9s %8s %8s %8s %8s %7s %7s\n" \
+		"$n" "$method$([ "$acct" = auto ] && echo "(auto)")" "$procs" "$series" "$vw_ms" "$vw_exact" "$kern" "$vw_rss" "$vw_hwm" "$maps" \
+		"$ne_ms" "$ne_exact" "$ne_rss" "$ne_hwm" "$(div "$vw_exact" "$ne_exact")" "$(div "$vw_hwm" "$ne_hwm")" \
+		>>"$tmp/rows"
+	tail -n1 "$tmp/rows"
+}
+
+header() {
+	printf "%6s %-12s %6s %7s %8s %8s %8s %9s %9s %9s %8s %8s %8s %8s %7s %7s\n" \
+		procs accounting in_proc series vw_ms vw_ms_ex bpf_kern vw_rss vw_hwm bpf_maps \
+		ne_ms ne_ms_ex ne_rss ne_hwm cpu_x hwm_x
+}
+
+echo "# $(nproc) CPUs, $(uname -r), $(date -u +%FT%TZ); $INTERVALS s windows after ${WARMUP} s of warm-up, monitor.interval=1s, one scrape/s of each server"
+echo "# vw_ms: virtwatt CPU ms per interval from utime+stime (10 ms ticks); vw_ms_ex: the same from its threads' schedstat (ns)"
+echo "# bpf_kern: ms per second its sched_switch/exit BPF programs ran (charged to the switching tasks, not to virtwatt)"
+echo "# ne_ms, ne_ms_ex: node_exporter CPU ms per second the same two ways; rss/hwm in KiB; bpf_maps: the daemon's map memlock KiB"
+echo "# cpu_x = vw_ms_ex / ne_ms_ex, hwm_x = vw_hwm / ne_hwm (virtwatt / node_exporter)"
+header
+for n in $COUNTS; do
+	make_room "$n"
+	start_spawner "$n"
+	window "$n" auto
+	if [ "$(tail -n1 "$tmp/rows" | awk '{ print $2 }')" = "procfs(auto)" ]; then
+		echo "# auto chose procfs (not root, or BPF unavailable): no separate procfs window" >&2
+	else
+		window "$n" procfs
+	fi
+	stop_spawner
+done
