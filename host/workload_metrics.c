@@ -109,13 +109,18 @@ static uint64_t proc_energy(const struct wl_proc *p)
 	return e;
 }
 
-static int cmp_energy_desc(const void *a, const void *b, void *ud)
-{
-	const struct vw_workloads *w = ud;
-	uint64_t x = proc_energy(&w->procs[*(const size_t *)a]);
-	uint64_t y = proc_energy(&w->procs[*(const size_t *)b]);
+struct ranked {
+	uint64_t energy;
+	size_t idx;
+};
 
-	return x == y ? 0 : x > y ? -1 : 1;
+static int cmp_energy_desc(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+
+	if (x->energy != y->energy)
+		return x->energy > y->energy ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
 struct proc_labels {
@@ -186,17 +191,20 @@ static int render_procs(const struct vw_workloads *w, struct vw_prom_writer *pw,
 static int render_processes(const struct vw_workloads *w, struct vw_prom_writer *pw,
 			    const char *node)
 {
+	_cleanup_free_ struct ranked *rank = calloc(w->n_procs + 1, sizeof(*rank));
 	_cleanup_free_ size_t *order = calloc(w->n_procs + 1, sizeof(size_t));
 	size_t n = w->n_procs;
 
-	if (!order)
+	if (!rank || !order)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
-		order[i] = i;
+		rank[i] = (struct ranked){ .energy = proc_energy(&w->procs[i]), .idx = i };
 	if (w->o.process_top_n && n > w->o.process_top_n) {
-		qsort_r(order, n, sizeof(*order), cmp_energy_desc, (void *)w);
+		qsort(rank, n, sizeof(*rank), cmp_energy_desc);
 		n = w->o.process_top_n;
 	}
+	for (size_t i = 0; i < n; i++)
+		order[i] = rank[i].idx;
 	return render_procs(w, pw, node, order, n);
 }
 

@@ -53,6 +53,8 @@ void vw_workloads_free(struct vw_workloads *w)
 	free(w->vms);
 	free(w->weights);
 	free(w->out);
+	free(w->members);
+	free(w->grp_start);
 	free(w);
 }
 
@@ -210,6 +212,7 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 	for (size_t i = 0; i < w->n_procs; i++) {
 		w->procs[i].delta_ns = 0;
 		w->procs[i].delta_hw = (struct vw_proc_counters){ 0 };
+		w->procs[i].seen = false;
 	}
 	w->hw_available = snap->counters ? snap->hw_available : 0;
 	for (size_t i = 0; i < snap->n_procs; i++) {
@@ -227,6 +230,7 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 				return r;
 			p = &w->procs[w->n_procs - 1];
 		}
+		p->seen = true;
 		p->delta_ns = fwd(p->last_cpu_ns, s->cpu_ns);
 		p->last_cpu_ns = s->cpu_ns;
 		p->cpu_ns += p->delta_ns;
@@ -239,19 +243,12 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 	return 0;
 }
 
-/* Processes the accountant no longer reports and that are gone from procfs. */
+/* Every snapshot lists every live process (cpu_account.h): one missing from it has gone. */
 static void reap_vanished(struct vw_workloads *w)
 {
-	for (size_t i = 0; i < w->n_procs; i++) {
-		struct wl_proc *p = &w->procs[i];
-		char rel[16];
-
-		if (p->terminated || p->delta_ns || p->tgid == 0)
-			continue;
-		snprintf(rel, sizeof(rel), "%u", p->tgid);
-		if (faccessat(w->o.procfs_fd, rel, F_OK, 0) < 0 && errno == ENOENT)
-			terminate_proc(p);
-	}
+	for (size_t i = 0; i < w->n_procs; i++)
+		if (!w->procs[i].seen && !w->procs[i].terminated)
+			terminate_proc(&w->procs[i]);
 }
 
 /* ---- VMs ---- */
@@ -334,15 +331,24 @@ static void map_vms(struct vw_workloads *w)
 
 /* ---- Attribution ---- */
 
-static int scratch(struct vw_workloads *w, size_t n)
+static int scratch(struct vw_workloads *w, size_t n, size_t groups)
 {
+	if (groups + 1 > w->cap_groups) {
+		free(w->grp_start);
+		w->grp_start = calloc(groups + 2, sizeof(size_t));
+		w->cap_groups = w->grp_start ? groups + 1 : 0;
+		if (!w->grp_start)
+			return -ENOMEM;
+	}
 	if (n <= w->cap_scratch)
 		return 0;
 	free(w->weights);
 	free(w->out);
+	free(w->members);
 	w->weights = calloc(n, sizeof(uint64_t));
 	w->out = calloc(n, sizeof(uint64_t));
-	w->cap_scratch = w->weights && w->out ? n : 0;
+	w->members = calloc(n, sizeof(size_t));
+	w->cap_scratch = w->weights && w->out && w->members ? n : 0;
 	return w->cap_scratch ? 0 : -ENOMEM;
 }
 
@@ -405,27 +411,58 @@ static uint64_t key_delta(const struct vw_workloads *w, const struct wl_proc *p,
 	}
 }
 
-/* Split `uj` over the processes of reservation group `grp` (all processes when grp == -2) by
- * their key, equally when none ran; returns what could not be given (no process at all). */
+/* Group the processes by reservation group once per interval (a counting sort), so each
+ * group's split walks its own members only. */
+static void build_groups(struct vw_workloads *w)
+{
+	size_t ng = w->n_pods + w->n_vms;
+
+	memset(w->grp_start, 0, (ng + 2) * sizeof(size_t));
+	for (size_t i = 0; i < w->n_procs; i++) {
+		int g = group_of(w, &w->procs[i]);
+
+		if (g >= 0)
+			w->grp_start[g + 2]++;
+	}
+	for (size_t g = 0; g < ng; g++)
+		w->grp_start[g + 2] += w->grp_start[g + 1];
+	for (size_t i = 0; i < w->n_procs; i++) {
+		int g = group_of(w, &w->procs[i]);
+
+		if (g >= 0)
+			w->members[w->grp_start[g + 1]++] = i;
+	}
+	/* grp_start[g] .. grp_start[g + 1] now delimit group g. */
+}
+
+/* Split `uj` over `n` processes (indices in idx, or all processes when idx is NULL) by their
+ * key; equally among live ones when none ran. Returns what could not be given. */
+static uint64_t split_among(struct vw_workloads *w, const size_t *idx, size_t n, enum vw_zone z,
+			    int m, uint64_t uj)
+{
+	uint64_t rest = 0, any = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		w->weights[k] = key_delta(w, &w->procs[idx ? idx[k] : k], z);
+		any |= w->weights[k];
+	}
+	if (!any && idx)
+		for (size_t k = 0; k < n; k++)
+			w->weights[k] = !w->procs[idx[k]].terminated;
+	(void)vw_ratio_split(uj, w->weights, n, w->out, &rest);
+	for (size_t k = 0; k < n; k++)
+		if (w->out[k])
+			give(w, &w->procs[idx ? idx[k] : k], z, m, w->out[k]);
+	return rest;
+}
+
+/* Split among every process (grp == -2) or the members of one reservation group. */
 static uint64_t split_over(struct vw_workloads *w, int grp, enum vw_zone z, int m, uint64_t uj)
 {
-	uint64_t rest = 0, sum = 0;
-	size_t n = w->n_procs;
-
-	for (size_t i = 0; i < n; i++) {
-		bool in = grp == -2 || group_of(w, &w->procs[i]) == grp;
-
-		w->weights[i] = in ? key_delta(w, &w->procs[i], z) : 0;
-		sum |= w->weights[i];
-	}
-	if (sum == 0 && grp != -2)
-		for (size_t i = 0; i < n; i++)
-			w->weights[i] = group_of(w, &w->procs[i]) == grp && !w->procs[i].terminated;
-	(void)vw_ratio_split(uj, w->weights, n, w->out, &rest);
-	for (size_t i = 0; i < n; i++)
-		if (w->out[i])
-			give(w, &w->procs[i], z, m, w->out[i]);
-	return rest;
+	if (grp == -2)
+		return split_among(w, NULL, w->n_procs, z, m, uj);
+	return split_among(w, w->members + w->grp_start[grp],
+			   w->grp_start[grp + 1] - w->grp_start[grp], z, m, uj);
 }
 
 static int attribute_idle(struct vw_workloads *w, enum vw_zone z, uint64_t idle)
@@ -528,21 +565,29 @@ static void settle_states(struct vw_workloads *w)
 int vw_workloads_update(struct vw_workloads *w, const struct vw_cpu_snapshot *snap,
 			const struct vw_zone_energy zones[VW_ZONE__COUNT], uint64_t dt_ns)
 {
-	int r = merge_snapshot(w, snap);
+	int r = 0;
 
-	if (r < 0)
-		return r;
-	reap_vanished(w);
+	if (snap) {
+		r = merge_snapshot(w, snap);
+		if (r < 0)
+			return r;
+		reap_vanished(w);
+	} else {
+		/* No CPU snapshot this interval: nobody ran, as far as we know; nobody ended. */
+		for (size_t i = 0; i < w->n_procs; i++)
+			w->procs[i].delta_ns = 0, w->procs[i].delta_hw = (struct vw_proc_counters){ 0 };
+	}
 	if (!w->baseline_taken) {
 		w->baseline_taken = true;
 		return 0;
 	}
-	r = scratch(w, w->n_procs);
+	r = scratch(w, w->n_procs, w->n_pods + w->n_vms);
 	if (r < 0)
 		return r;
 	clear_intervals(w);
 	map_vms(w);
 	count_live(w);
+	build_groups(w);
 	w->dt_ns = dt_ns;
 	for (int z = 0; z < VW_ZONE__COUNT; z++) {
 		if (!zones[z].present)

@@ -43,6 +43,7 @@ struct vw_zone_energy {
 /*
  * One interval: the accountant's cumulative snapshot and the node's energy per zone. The first
  * call only takes the baseline (no energy moves: the CPU time before it is not this interval's).
+ * snap NULL: the accountant could not be read; the interval's energy stays unattributed.
  */
 int vw_workloads_update(struct vw_workloads *w, const struct vw_cpu_snapshot *snap,
 			const struct vw_zone_energy zones[VW_ZONE__COUNT], uint64_t dt_ns);

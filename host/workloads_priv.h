@@ -24,6 +24,7 @@ struct wl_proc {
 	uint64_t last_cpu_ns, delta_ns, cpu_ns;
 	struct vw_proc_counters last_hw, delta_hw; /* hardware counters, when the snapshot has them */
 	bool terminated;
+	bool seen; /* in the current snapshot */
 	uint64_t final_gen; /* generation holding the final value; 0 = not yet published */
 	struct acc z[VW_ZONE__COUNT];
 };
@@ -84,7 +85,9 @@ struct vw_workloads {
 	struct vw_workloads_totals totals;
 	/* Scratch reused every interval. */
 	uint64_t *weights, *out;
-	size_t cap_scratch;
+	size_t *members;   /* process indices grouped by reservation group (counting sort) */
+	size_t *grp_start; /* group g's members: members[grp_start[g] .. grp_start[g+1]) */
+	size_t cap_scratch, cap_groups;
 	unsigned hw_available; /* of the last snapshot */
 };
 

@@ -28,6 +28,20 @@ struct proc {
 	size_t log_len;
 };
 
+/* The daemon a test started: killed by the teardown if the test failed before stopping it. */
+static pid_t running_pid;
+
+static int stop_leftover(void **state)
+{
+	(void)state;
+	if (running_pid > 0) {
+		kill(running_pid, SIGKILL);
+		waitpid(running_pid, NULL, 0);
+		running_pid = 0;
+	}
+	return 0;
+}
+
 static int spawn(struct proc *p, char *const argv[])
 {
 	int pipefd[2];
@@ -44,6 +58,7 @@ static int spawn(struct proc *p, char *const argv[])
 		_exit(127);
 	}
 	close(pipefd[1]);
+	running_pid = p->pid;
 	p->err_fd = pipefd[0];
 	p->log_len = 0;
 	p->log[0] = '\0';
@@ -76,6 +91,7 @@ static int finish(struct proc *p)
 
 	(void)wait_output(p, "\x01never", 200);
 	waitpid(p->pid, &st, 0);
+	running_pid = 0;
 	close(p->err_fd);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
@@ -314,9 +330,9 @@ static void test_workloads_add_up_on_this_machine(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_help_and_errors),
-		cmocka_unit_test(test_serves_metrics),
-		cmocka_unit_test(test_workloads_add_up_on_this_machine),
+		cmocka_unit_test_teardown(test_help_and_errors, stop_leftover),
+		cmocka_unit_test_teardown(test_serves_metrics, stop_leftover),
+		cmocka_unit_test_teardown(test_workloads_add_up_on_this_machine, stop_leftover),
 	};
 
 	curl_global_init(CURL_GLOBAL_DEFAULT);
