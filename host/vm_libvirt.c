@@ -10,10 +10,10 @@
  * connection. libvirt's own error printing is routed to vw_log at debug level; the core logs
  * the failures that matter, once, with context.
  *
- * Callbacks and freeing. A connection's handlers may be running on the loop thread while the
- * worker closes it; each struct conn is reference counted (ours plus one per registration, released
- * by libvirt's free callbacks), and a callback only calls into the core under the connection's
- * mutex while it is not yet closed.
+ * Callbacks and freeing. A lifecycle callback may still be running on the loop thread when
+ * deregistering returns, so struct conn is reference counted (ours, plus the event registration's,
+ * released by libvirt's free callback once no dispatch uses it), and a callback only calls into
+ * the core under the connection's mutex while it is not yet closed.
  */
 #include <errno.h>
 #include <libvirt/libvirt.h>
@@ -230,13 +230,12 @@ static int api_register_events(void *conn, const struct vw_virt_handlers *h)
 		conn_unref(c);
 		return call_error(c);
 	}
-	atomic_fetch_add(&c->refs, 1);
-	if (virConnectRegisterCloseCallback(c->c, on_close, c, conn_unref) < 0) {
-		conn_unref(c);
+	/* libvirt calls the close callback under the lock that unregistering takes: no free
+	 * callback needed (drivers without close callbacks would never call it anyway). */
+	if (virConnectRegisterCloseCallback(c->c, on_close, c, NULL) < 0)
 		vw_debug("vm: libvirt: no close callback: %s", virGetLastErrorMessage());
-	} else {
+	else
 		c->close_registered = true;
-	}
 	return 0;
 }
 

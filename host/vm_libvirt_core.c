@@ -144,6 +144,7 @@ static void disconnect(struct lv *lv, uint64_t now)
 	lv->counters.connected = false;
 	lv->next_connect_ns = now + lv->backoff_ns;
 	lv->counters.next_connect_ns = lv->next_connect_ns;
+	lv->backoff_ns = VW_MIN(lv->backoff_ns * 2, lv->backoff_max_ns);
 	vw_warn("vm: libvirt: lost the connection to %s; keeping the last %zu VMs, reconnecting",
 		lv->uri, lv->n_doms);
 	pthread_mutex_unlock(&lv->mu);
