@@ -5,8 +5,11 @@
 set -euo pipefail
 
 build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicrohttpd-dev
-	libcurl4-openssl-dev libyaml-dev)
-test_pkgs=(libcmocka-dev prometheus curl python3)
+	libcurl4-openssl-dev libyaml-dev libvirt-dev)
+# libvirt-daemon (libvirtd, virtlogd), its qemu driver and QEMU: tests/test_vm_integration.c.
+# Not libvirt-daemon-system: it pulls systemd, iptables and more (--no-install-recommends below).
+test_pkgs=(libcmocka-dev prometheus curl python3 libvirt-daemon libvirt-daemon-driver-qemu
+	qemu-system-x86)
 bench_pkgs=(prometheus-node-exporter)
 
 want=("${build_pkgs[@]}")
