@@ -54,14 +54,6 @@ static void procscan_close(void *state)
 	free(ps);
 }
 
-static struct vw_vm_info *find_uuid(struct vw_vm_info *vms, size_t n, const char *uuid)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(vms[i].uuid, uuid) == 0)
-			return &vms[i];
-	return NULL;
-}
-
 /* One QEMU process into vm. -ESRCH when it exited during the scan. */
 static int describe(struct procscan *ps, const struct vw_qemu_scan *scan,
 		    const struct vw_qemu_proc *p, struct vw_vm_info *vm)
@@ -100,7 +92,7 @@ static int procscan_list(void *state, struct vw_vm_info **ret, size_t *ret_n)
 			goto out;
 		if (describe(ps, &scan, &scan.procs[i], &out[n]) < 0)
 			continue; /* exited meanwhile */
-		dup = find_uuid(out, n, out[n].uuid);
+		dup = vw_vm_find(out, n, out[n].uuid);
 		if (!dup) {
 			n++;
 			continue;
@@ -113,7 +105,7 @@ static int procscan_list(void *state, struct vw_vm_info **ret, size_t *ret_n)
 	}
 	n_live = n;
 	for (size_t i = 0; i < ps->n_prev; i++) {
-		if (find_uuid(out, n_live, ps->prev[i].uuid))
+		if (vw_vm_find(out, n_live, ps->prev[i].uuid))
 			continue;
 		r = vw_vm_grow((void **)&out, sizeof(*out), n, &cap);
 		if (r < 0)

@@ -38,6 +38,14 @@ int vw_vm_grow(void **arr, size_t elem, size_t n, size_t *cap)
 	return 0;
 }
 
+struct vw_vm_info *vw_vm_find(struct vw_vm_info *vms, size_t n, const char *uuid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(vms[i].uuid, uuid) == 0)
+			return &vms[i];
+	return NULL;
+}
+
 static int hexval(char c)
 {
 	if (c >= '0' && c <= '9')

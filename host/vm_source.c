@@ -85,14 +85,6 @@ void vw_vms_close(struct vw_vms *v)
 	free(v);
 }
 
-static struct vw_vm_info *find_uuid(struct vw_vm_info *vms, size_t n, const char *uuid)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(vms[i].uuid, uuid) == 0)
-			return &vms[i];
-	return NULL;
-}
-
 /* What a preferred source did not know, from a later one. */
 static void fill(struct vw_vm_info *dst, const struct vw_vm_info *src)
 {
@@ -149,7 +141,7 @@ static void merge(struct vw_vms *v, struct vw_vm_info *out, size_t *n, const str
 		  size_t m, size_t first_n)
 {
 	for (size_t j = 0; j < m; j++) {
-		struct vw_vm_info *have = find_uuid(out, *n, vms[j].uuid);
+		struct vw_vm_info *have = vw_vm_find(out, *n, vms[j].uuid);
 		struct suppressed *s = find_supp(v, &vms[j]);
 
 		if (s) {

@@ -429,6 +429,23 @@ static void counters(struct fx *x, struct vw_vm_libvirt_counters *c)
 	vw_vm_libvirt_get_counters(x->src, c);
 }
 
+/* The usual start: domain alpha running on QEMU 100, the source open and seeing it. */
+static struct fx *fx_alpha(void)
+{
+	struct fx *x = fx_new();
+	struct vw_vm_info *v;
+	size_t n;
+
+	qemu_proc(x, 100, 5000, UA, "alpha");
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
+	fx_open(x, 0);
+	v = list(x, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].qemu_pid, 100);
+	free(v);
+	return x;
+}
+
 /* ---- Lifecycle ---- */
 
 static void test_start_stop(void **state)
@@ -555,14 +572,11 @@ static void test_events_between_reconciles(void **state)
 
 static void test_rename(void **state)
 {
-	struct fx *x = fx_new();
+	struct fx *x = fx_alpha();
 	struct vw_vm_info *v;
 	size_t n;
 
 	(void)state;
-	qemu_proc(x, 100, 5000, UA, "alpha");
-	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
-	fx_open(x, 0);
 	fake_rename(&fk, UA, "alpha-renamed");
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
 	v = list(x, &n);
@@ -576,17 +590,11 @@ static void test_rename(void **state)
 
 static void test_recreate_same_uuid(void **state)
 {
-	struct fx *x = fx_new();
+	struct fx *x = fx_alpha();
 	struct vw_vm_info *v;
 	size_t n;
 
 	(void)state;
-	qemu_proc(x, 100, 5000, UA, "alpha");
-	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
-	fx_open(x, 0);
-	v = list(x, &n);
-	assert_int_equal(v[0].qemu_pid, 100);
-	free(v);
 
 	/* Destroyed and defined again under the same UUID: a new domain ID and a new QEMU. The
 	 * consumer keeps one VM (totals are keyed by UUID) with a new PID. */
@@ -620,17 +628,11 @@ static void test_recreate_same_uuid(void **state)
 
 static void test_pid_reuse(void **state)
 {
-	struct fx *x = fx_new();
+	struct fx *x = fx_alpha();
 	struct vw_vm_info *v;
 	size_t n;
 
 	(void)state;
-	qemu_proc(x, 100, 5000, UA, "alpha");
-	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
-	fx_open(x, 0);
-	v = list(x, &n);
-	assert_int_equal(v[0].qemu_pid, 100);
-	free(v);
 
 	/* QEMU 100 is gone and an unrelated process got PID 100 (another start time). */
 	vm_fixture_kill(x->root, 100);
