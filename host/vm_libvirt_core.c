@@ -53,7 +53,7 @@ struct lv {
 	pthread_mutex_t mu; /* everything below */
 	pthread_cond_t wake, done;
 	pthread_t thread;
-	bool thread_started, loop_started, stop, busy;
+	bool locks_ready, thread_started, loop_started, stop, busy;
 	void *conn;
 	bool lost;
 	uint64_t backoff_ns, next_connect_ns, next_reconcile_ns;
@@ -226,6 +226,8 @@ static int apply_listed(struct lv *lv, const struct fetched *f)
 		snprintf(d->info.hypervisor, sizeof(d->info.hypervisor), "%s", lv->hypervisor);
 		d->id = f->dom.id;
 	}
+	if (d->gone && d->id == f->dom.id)
+		return 0; /* listed just before it stopped: the event was right */
 	if (d->gone || d->id != f->dom.id) {
 		struct vw_vm_info keep = d->info;
 
@@ -472,6 +474,7 @@ static int init_locks(struct lv *lv)
 	pthread_cond_init(&lv->wake, &ca);
 	pthread_cond_init(&lv->done, &ca);
 	pthread_condattr_destroy(&ca);
+	lv->locks_ready = true;
 	return 0;
 }
 
@@ -550,7 +553,7 @@ void vw_vm_libvirt_close(void *state)
 	}
 	if (lv->loop_started)
 		lv->api->loop_stop(lv->data);
-	if (lv->uri) {
+	if (lv->locks_ready) {
 		pthread_mutex_destroy(&lv->mu);
 		pthread_mutex_destroy(&lv->list_mu);
 		pthread_cond_destroy(&lv->wake);
