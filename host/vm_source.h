@@ -61,7 +61,7 @@ struct vw_vm_source_ops {
 	void (*close)(void *state);
 };
 
-extern const struct vw_vm_source_ops vw_vm_libvirt;
+extern const struct vw_vm_source_ops vw_vm_libvirt; /* only when built with libvirt (VW_HAVE_LIBVIRT) */
 extern const struct vw_vm_source_ops vw_vm_procscan;
 extern const struct vw_vm_source_ops *const vw_vm_sources[];
 
