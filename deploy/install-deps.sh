@@ -5,9 +5,13 @@
 set -euo pipefail
 
 build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicrohttpd-dev
-	libcurl4-openssl-dev libyaml-dev clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool)
+	libcurl4-openssl-dev libyaml-dev clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool
+	libvirt-dev)
 # libclang-rt-14-dev: libFuzzer for tests/fuzz (clang-14 only recommends it).
-test_pkgs=(libcmocka-dev prometheus curl python3 libclang-rt-14-dev)
+# libvirt-daemon (libvirtd, virtlogd), its qemu driver and QEMU: tests/test_vm_integration.c.
+# Not libvirt-daemon-system: it pulls systemd, iptables and more (--no-install-recommends below).
+test_pkgs=(libcmocka-dev prometheus curl python3 libclang-rt-14-dev libvirt-daemon
+	libvirt-daemon-driver-qemu qemu-system-x86)
 bench_pkgs=(prometheus-node-exporter stress-ng)
 
 want=("${build_pkgs[@]}")

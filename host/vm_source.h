@@ -38,12 +38,15 @@ struct vw_vm_info {
 	char channel_path[256]; /* unix socket of the org.virtwatt.power.0 channel, or "" */
 	char share_dir[256];    /* source dir of a filesystem with target virtwatt, or "" */
 	uint64_t cpu_time_ns;   /* hypervisor-reported CPU time (libvirt cpu.time), 0 if unknown */
+	char pod_uid[VW_UUID_LEN]; /* KubeVirt: the virt-launcher pod holding the QEMU, or "" */
 };
 
 struct vw_vm_env {
 	int procfs_fd;
 	const char *libvirt_uri; /* default "qemu:///system" */
 	uint64_t reconcile_ns;   /* periodic full reconcile; 0 = 30 s */
+	uint64_t backoff_min_ns, backoff_max_ns; /* libvirt reconnect delay, doubling; 0 = 1 s, 60 s */
+	uint64_t list_timeout_ns; /* how long list() waits for fresh libvirt stats; 0 = 500 ms */
 };
 
 struct vw_vm_source_ops {
@@ -58,7 +61,7 @@ struct vw_vm_source_ops {
 	void (*close)(void *state);
 };
 
-extern const struct vw_vm_source_ops vw_vm_libvirt;
+extern const struct vw_vm_source_ops vw_vm_libvirt; /* only when built with libvirt (VW_HAVE_LIBVIRT) */
 extern const struct vw_vm_source_ops vw_vm_procscan;
 extern const struct vw_vm_source_ops *const vw_vm_sources[];
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Every static table is complete and consistent: power sources, metric families. */
+/* Every static table is complete and consistent: power and VM sources, metric families. */
 #include "vw_test.h"
 
 #include <ctype.h>
@@ -10,6 +10,7 @@
 #include "metrics.h"
 #include "options.h"
 #include "power_source.h"
+#include "vm_source.h"
 
 static void test_power_sources(void **state)
 {
@@ -31,6 +32,30 @@ static void test_power_sources(void **state)
 	/* Real meters come before estimates. */
 	assert_true(vw_power_sources[0]->measured);
 	assert_false(vw_power_sources[n - 1]->measured);
+}
+
+static void test_vm_sources(void **state)
+{
+	size_t n = 0;
+
+	(void)state;
+	for (size_t i = 0; vw_vm_sources[i]; i++, n++) {
+		const struct vw_vm_source_ops *o = vw_vm_sources[i];
+
+		assert_non_null(o->name);
+		assert_true(strlen(o->name) < sizeof(((struct vw_vm_info *)0)->source));
+		assert_non_null(o->open);
+		assert_non_null(o->list);
+		assert_non_null(o->close);
+		for (size_t j = 0; j < i; j++)
+			assert_string_not_equal(o->name, vw_vm_sources[j]->name);
+	}
+	/* libvirt (when built) first: its data wins the merge; the process scan catches the rest. */
+	assert_int_equal(n, VW_HAVE_LIBVIRT ? 2 : 1);
+	assert_ptr_equal(vw_vm_sources[n - 1], &vw_vm_procscan);
+#if VW_HAVE_LIBVIRT
+	assert_ptr_equal(vw_vm_sources[0], &vw_vm_libvirt);
+#endif
 }
 
 static bool valid_name(const char *s)
@@ -96,6 +121,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_power_sources),
+		cmocka_unit_test(test_vm_sources),
 		cmocka_unit_test(test_families),
 		cmocka_unit_test(test_host_options),
 		cmocka_unit_test(test_example_config_loads),

@@ -1,0 +1,691 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The libvirt VM source, minus libvirt itself (calls go through struct vw_virt_api).
+ *
+ * A worker thread owns the connection and makes every libvirt call: connect (read-only), then
+ * lifecycle events and the close callback, a reconcile (list the active domains, fetch the XML
+ * of new ones, then their stats) at connect, after an event that changes the set, and every
+ * reconcile_ns (fetching every XML again then, for hot-plugged devices). A lost connection is
+ * closed and retried with a doubling delay; the domain list is kept meanwhile.
+ *
+ * list() asks the worker for fresh stats and waits at most list_timeout_ns for them (not at all
+ * while a previous request is still outstanding: a hung libvirtd costs one timeout, not one per
+ * call), then returns the cache. QEMU PIDs and threads come from procfs in the caller's thread:
+ * libvirt has no API for the PID (the pid file and status XML under /run/libvirt are root-only
+ * and per-driver), so the QEMU whose -uuid is the domain's is found by a scan of command lines,
+ * kept with its start time and rechecked on every list() (a reused PID has another start time).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "log.h"
+#include "macro.h"
+#include "vm_libvirt_priv.h"
+#include "vm_priv.h"
+
+#define DEFAULT_URI "qemu:///system"
+#define DEFAULT_RECONCILE_NS (30 * VW_NSEC_PER_SEC)
+#define DEFAULT_BACKOFF_MIN_NS VW_NSEC_PER_SEC
+#define DEFAULT_BACKOFF_MAX_NS (60 * VW_NSEC_PER_SEC)
+#define DEFAULT_LIST_TIMEOUT_NS (500 * VW_NSEC_PER_MSEC)
+#define MAX_WAIT_NS VW_NSEC_PER_SEC /* the worker looks at the clock at least this often */
+
+struct dom {
+	struct vw_vm_info info;
+	int id;
+	bool have_xml;
+	bool gone; /* stopped: reported once as VW_VM_SHUTOFF, then dropped */
+};
+
+struct lv {
+	const struct vw_virt_api *api;
+	void *data;
+	int procfd;
+	char *uri;
+	char hypervisor[16]; /* when the XML says nothing */
+	uint64_t reconcile_ns, backoff_min_ns, backoff_max_ns, list_timeout_ns;
+
+	pthread_mutex_t mu; /* everything below */
+	pthread_cond_t wake, done;
+	pthread_t thread;
+	bool locks_ready, thread_started, loop_started, stop, busy;
+	void *conn;
+	bool lost;
+	uint64_t backoff_ns, next_connect_ns, next_reconcile_ns;
+	bool want_reconcile;
+	uint64_t stats_req, stats_done;
+	struct dom *doms;
+	size_t n_doms, cap_doms;
+	struct vw_vm_libvirt_counters counters;
+	struct vw_complaint connect_complaint, call_complaint;
+
+	pthread_mutex_t list_mu; /* one list() at a time; the field below */
+	struct vw_qemu_cache procs;
+};
+
+static struct dom *find_dom(struct lv *lv, const char *uuid)
+{
+	for (size_t i = 0; i < lv->n_doms; i++)
+		if (strcmp(lv->doms[i].info.uuid, uuid) == 0)
+			return &lv->doms[i];
+	return NULL;
+}
+
+static bool conn_error(int r)
+{
+	return r == -ENOTCONN || r == -ECONNRESET || r == -EPIPE || r == -ECONNREFUSED ||
+	       r == -ESHUTDOWN;
+}
+
+/* A failed call (lock held): a dead connection is dropped, anything else is logged. */
+static void call_failed(struct lv *lv, int r, const char *what, const char *msg)
+{
+	if (conn_error(r)) {
+		lv->lost = true;
+		return;
+	}
+	vw_complain(&lv->call_complaint, VW_LOG_WARN, "vm: libvirt: %s: %s", what,
+		    msg[0] ? msg : strerror(-r));
+}
+
+/* ---- Callbacks (any thread) ---- */
+
+static void on_event(void *core, const char *uuid, enum vw_virt_event ev)
+{
+	struct lv *lv = core;
+	struct dom *d;
+
+	pthread_mutex_lock(&lv->mu);
+	d = find_dom(lv, uuid);
+	switch (ev) {
+	case VW_VIRT_EV_STOPPED:
+		if (d && !d->gone) {
+			d->gone = true;
+			d->info.state = VW_VM_SHUTOFF;
+		}
+		break;
+	case VW_VIRT_EV_SUSPENDED:
+		if (d && !d->gone)
+			d->info.state = VW_VM_PAUSED;
+		break;
+	case VW_VIRT_EV_RESUMED:
+		if (d && !d->gone)
+			d->info.state = VW_VM_RUNNING;
+		break;
+	default:
+		lv->want_reconcile = true;
+		break;
+	}
+	pthread_cond_signal(&lv->wake);
+	pthread_mutex_unlock(&lv->mu);
+}
+
+static void on_closed(void *core)
+{
+	struct lv *lv = core;
+
+	pthread_mutex_lock(&lv->mu);
+	lv->lost = true;
+	pthread_cond_signal(&lv->wake);
+	pthread_mutex_unlock(&lv->mu);
+}
+
+/* ---- Worker: connection ---- */
+
+static void disconnect(struct lv *lv, uint64_t now)
+{
+	void *conn = VW_TAKE_PTR(lv->conn);
+
+	lv->counters.connected = false;
+	lv->next_connect_ns = now + lv->backoff_ns;
+	lv->counters.next_connect_ns = lv->next_connect_ns;
+	lv->backoff_ns = VW_MIN(lv->backoff_ns * 2, lv->backoff_max_ns);
+	vw_warn("vm: libvirt: lost the connection to %s; keeping the last %zu VMs, reconnecting",
+		lv->uri, lv->n_doms);
+	pthread_mutex_unlock(&lv->mu);
+	lv->api->close(conn);
+	pthread_mutex_lock(&lv->mu);
+}
+
+static void try_connect(struct lv *lv, uint64_t now)
+{
+	struct vw_virt_handlers h = { .event = on_event, .closed = on_closed, .core = lv };
+	char msg[256] = "";
+	void *conn = NULL;
+	int r;
+
+	lv->lost = false; /* a close callback from here on is about the new connection */
+	pthread_mutex_unlock(&lv->mu);
+	r = lv->api->connect(lv->data, lv->uri, &conn);
+	if (r == 0) {
+		r = lv->api->register_events(conn, &h);
+		if (r < 0)
+			lv->api->close(VW_TAKE_PTR(conn));
+	}
+	if (r < 0)
+		snprintf(msg, sizeof(msg), "%s", lv->api->last_error(lv->data));
+	pthread_mutex_lock(&lv->mu);
+	if (r < 0) {
+		lv->counters.connect_failures++;
+		vw_complain(&lv->connect_complaint, VW_LOG_WARN,
+			    "vm: libvirt: cannot connect to %s: %s (retrying in %" PRIu64 " ms)",
+			    lv->uri, msg[0] ? msg : strerror(-r), (uint64_t)(lv->backoff_ns / VW_NSEC_PER_MSEC));
+		lv->next_connect_ns = now + lv->backoff_ns;
+		lv->counters.next_connect_ns = lv->next_connect_ns;
+		lv->backoff_ns = VW_MIN(lv->backoff_ns * 2, lv->backoff_max_ns);
+		return;
+	}
+	lv->conn = conn;
+	lv->counters.connected = true;
+	lv->counters.connects++;
+	lv->backoff_ns = lv->backoff_min_ns;
+	lv->want_reconcile = true;
+	if (lv->connect_complaint.active)
+		vw_release(&lv->connect_complaint, VW_LOG_INFO, "vm: libvirt: connected to %s",
+			   lv->uri);
+	else
+		vw_info("vm: libvirt: connected to %s", lv->uri);
+}
+
+/* ---- Worker: reconcile and stats ---- */
+
+/* What a reconcile learnt about one listed domain, gathered without the lock. */
+struct fetched {
+	struct vw_virt_dom dom;
+	bool have_xml;
+	struct vw_domxml xml;
+};
+
+static void apply_xml(struct lv *lv, struct dom *d, const struct fetched *f)
+{
+	snprintf(d->info.hypervisor, sizeof(d->info.hypervisor), "%s",
+		 f->xml.hypervisor[0] ? f->xml.hypervisor : lv->hypervisor);
+	d->info.vcpus = f->xml.vcpus;
+	memcpy(d->info.channel_path, f->xml.channel_path, sizeof(d->info.channel_path));
+	memcpy(d->info.share_dir, f->xml.share_dir, sizeof(d->info.share_dir));
+	d->have_xml = true;
+}
+
+/* A listed domain into the table: new, or a known UUID started again (new ID: new QEMU). */
+static int apply_listed(struct lv *lv, const struct fetched *f)
+{
+	struct dom *d = find_dom(lv, f->dom.uuid);
+
+	if (!d) {
+		if (vw_vm_grow((void **)&lv->doms, sizeof(*lv->doms), lv->n_doms, &lv->cap_doms) < 0)
+			return -ENOMEM;
+		d = &lv->doms[lv->n_doms++];
+		memset(d, 0, sizeof(*d));
+		memcpy(d->info.uuid, f->dom.uuid, VW_UUID_LEN);
+		snprintf(d->info.source, sizeof(d->info.source), "libvirt");
+		snprintf(d->info.hypervisor, sizeof(d->info.hypervisor), "%s", lv->hypervisor);
+		d->id = f->dom.id;
+	}
+	if (d->gone && d->id == f->dom.id)
+		return 0; /* listed just before it stopped: the event was right */
+	if (d->gone || d->id != f->dom.id) {
+		struct vw_vm_info keep = d->info;
+
+		memset(&d->info, 0, sizeof(d->info));
+		memcpy(d->info.uuid, keep.uuid, VW_UUID_LEN);
+		memcpy(d->info.source, keep.source, sizeof(keep.source));
+		memcpy(d->info.hypervisor, keep.hypervisor, sizeof(keep.hypervisor));
+		d->gone = false;
+		d->have_xml = false;
+		d->id = f->dom.id;
+	}
+	if (d->info.state == VW_VM_SHUTOFF)
+		d->info.state = VW_VM_RUNNING;
+	vw_vm_name_sanitize(d->info.name, sizeof(d->info.name), f->dom.name, sizeof(f->dom.name));
+	if (f->have_xml)
+		apply_xml(lv, d, f);
+	return 0;
+}
+
+static void apply_stats(struct lv *lv, const struct vw_virt_stat *st, size_t n)
+{
+	for (size_t i = 0; i < lv->n_doms; i++) {
+		struct dom *d = &lv->doms[i];
+		const struct vw_virt_stat *s = NULL;
+
+		if (d->gone)
+			continue;
+		for (size_t j = 0; j < n && !s; j++)
+			if (strcmp(st[j].uuid, d->info.uuid) == 0)
+				s = &st[j];
+		if (!s || s->state == VW_VM_SHUTOFF) { /* no longer active */
+			d->gone = true;
+			d->info.state = VW_VM_SHUTOFF;
+			continue;
+		}
+		d->info.state = s->state;
+		if (s->has_cpu_time)
+			d->info.cpu_time_ns = s->cpu_time_ns;
+	}
+	for (size_t j = 0; j < n; j++)
+		if (st[j].state != VW_VM_SHUTOFF && !find_dom(lv, st[j].uuid))
+			lv->want_reconcile = true; /* started, and its event was missed */
+}
+
+/* Stats for the whole host (lock held on entry and exit). */
+static void refresh_stats(struct lv *lv)
+{
+	_cleanup_free_ struct vw_virt_stat *st = NULL;
+	void *conn = lv->conn;
+	char msg[256] = "";
+	size_t n = 0;
+	int r;
+
+	pthread_mutex_unlock(&lv->mu);
+	r = lv->api->stats(conn, &st, &n);
+	if (r < 0)
+		snprintf(msg, sizeof(msg), "%s", lv->api->last_error(lv->data));
+	pthread_mutex_lock(&lv->mu);
+	if (r < 0) {
+		call_failed(lv, r, "domain stats", msg);
+		return;
+	}
+	apply_stats(lv, st, n);
+}
+
+/* Whether the XML of a listed domain must be fetched (lock held). */
+static bool need_xml(struct lv *lv, const struct vw_virt_dom *vd, bool full)
+{
+	struct dom *d = find_dom(lv, vd->uuid);
+
+	return full || !d || d->gone || d->id != vd->id || !d->have_xml;
+}
+
+/* Fetch the XML of one domain (no lock held). */
+static void fetch_xml(struct lv *lv, void *conn, struct fetched *f)
+{
+	_cleanup_free_ char *xml = NULL;
+	int r;
+
+	r = lv->api->get_xml(conn, f->dom.uuid, &xml);
+	if (r < 0) {
+		vw_debug("vm: libvirt: XML of %s: %s", f->dom.uuid, lv->api->last_error(lv->data));
+		return;
+	}
+	r = vw_domxml_parse(xml, strlen(xml), &f->xml);
+	if (r < 0)
+		vw_debug("vm: libvirt: XML of %s unreadable (%s): no channel or share", f->dom.uuid,
+			 strerror(-r));
+	f->have_xml = true; /* a bad document is not fetched again until the next full pass */
+}
+
+static void reconcile(struct lv *lv, bool full)
+{
+	_cleanup_free_ struct vw_virt_dom *doms = NULL;
+	_cleanup_free_ struct fetched *f = NULL;
+	_cleanup_free_ bool *want = NULL;
+	void *conn = lv->conn;
+	char msg[256] = "";
+	size_t n = 0;
+	int r;
+
+	lv->want_reconcile = false;
+	lv->counters.reconciles++;
+	pthread_mutex_unlock(&lv->mu);
+	r = lv->api->list(conn, &doms, &n);
+	if (r < 0)
+		snprintf(msg, sizeof(msg), "%s", lv->api->last_error(lv->data));
+	pthread_mutex_lock(&lv->mu);
+	lv->next_reconcile_ns = vw_now_ns() + lv->reconcile_ns;
+	if (r < 0) {
+		call_failed(lv, r, "list domains", msg);
+		return;
+	}
+	f = calloc(n ? n : 1, sizeof(*f));
+	want = calloc(n ? n : 1, sizeof(*want));
+	if (!f || !want)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		f[i].dom = doms[i];
+		f[i].dom.uuid[VW_UUID_LEN - 1] = '\0';
+		f[i].dom.name[sizeof(f[i].dom.name) - 1] = '\0';
+		want[i] = need_xml(lv, &doms[i], full);
+	}
+	pthread_mutex_unlock(&lv->mu);
+	for (size_t i = 0; i < n; i++)
+		if (want[i])
+			fetch_xml(lv, conn, &f[i]);
+	pthread_mutex_lock(&lv->mu);
+	for (size_t i = 0; i < n; i++) {
+		lv->counters.xml_fetches += want[i];
+		if (apply_listed(lv, &f[i]) < 0)
+			vw_warn("vm: libvirt: out of memory for domain %s", f[i].dom.uuid);
+	}
+	/* Known domains not listed have stopped; stats below would find the same. */
+	for (size_t i = 0; i < lv->n_doms; i++) {
+		bool listed = false;
+
+		for (size_t j = 0; j < n && !listed; j++)
+			listed = strcmp(doms[j].uuid, lv->doms[i].info.uuid) == 0;
+		if (!listed && !lv->doms[i].gone) {
+			lv->doms[i].gone = true;
+			lv->doms[i].info.state = VW_VM_SHUTOFF;
+		}
+	}
+	refresh_stats(lv);
+}
+
+/* ---- Worker loop ---- */
+
+/* CLOCK_MONOTONIC now + ns, for pthread_cond_timedwait on our condition variables. */
+static struct timespec deadline_in(uint64_t ns)
+{
+	struct timespec ts;
+	uint64_t t;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t = (uint64_t)ts.tv_nsec + ns;
+	ts.tv_sec += (time_t)(t / VW_NSEC_PER_SEC);
+	ts.tv_nsec = (long)(t % VW_NSEC_PER_SEC);
+	return ts;
+}
+
+static bool work_due(const struct lv *lv, uint64_t now)
+{
+	if (lv->stop)
+		return false;
+	if (!lv->conn)
+		return now >= lv->next_connect_ns || lv->stats_done != lv->stats_req;
+	return lv->lost || lv->want_reconcile || now >= lv->next_reconcile_ns ||
+	       lv->stats_done != lv->stats_req;
+}
+
+static void step(struct lv *lv)
+{
+	uint64_t now = vw_now_ns();
+
+	if (lv->conn && lv->lost)
+		disconnect(lv, now);
+	if (!lv->conn && now >= lv->next_connect_ns)
+		try_connect(lv, now);
+	if (lv->conn && !lv->lost && (lv->want_reconcile || now >= lv->next_reconcile_ns))
+		reconcile(lv, now >= lv->next_reconcile_ns);
+	if (lv->conn && !lv->lost && lv->stats_done != lv->stats_req) {
+		uint64_t target = lv->stats_req;
+
+		refresh_stats(lv);
+		if (lv->want_reconcile && lv->conn && !lv->lost)
+			reconcile(lv, false);
+		lv->stats_done = target;
+	}
+	if (!lv->conn || lv->lost)
+		lv->stats_done = lv->stats_req; /* answer from the cache */
+}
+
+static void wait_work(struct lv *lv)
+{
+	uint64_t now = vw_now_ns(), deadline;
+	struct timespec ts;
+
+	deadline = lv->conn ? lv->next_reconcile_ns : lv->next_connect_ns;
+	ts = deadline_in(deadline > now ? VW_MIN(deadline - now, (uint64_t)MAX_WAIT_NS) : 0);
+	pthread_cond_timedwait(&lv->wake, &lv->mu, &ts);
+}
+
+static void *worker(void *arg)
+{
+	struct lv *lv = arg;
+
+	pthread_mutex_lock(&lv->mu);
+	while (!lv->stop) {
+		lv->busy = true;
+		step(lv);
+		lv->busy = false;
+		pthread_cond_broadcast(&lv->done);
+		if (!work_due(lv, vw_now_ns()))
+			wait_work(lv);
+	}
+	if (lv->conn) {
+		void *conn = VW_TAKE_PTR(lv->conn);
+
+		pthread_mutex_unlock(&lv->mu);
+		lv->api->close(conn);
+		pthread_mutex_lock(&lv->mu);
+	}
+	lv->counters.connected = false;
+	pthread_cond_broadcast(&lv->done);
+	pthread_mutex_unlock(&lv->mu);
+	return NULL;
+}
+
+/* ---- Public ---- */
+
+static int init_locks(struct lv *lv)
+{
+	pthread_condattr_t ca;
+	int r;
+
+	r = pthread_condattr_init(&ca);
+	if (r)
+		return -r;
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_mutex_init(&lv->mu, NULL);
+	pthread_mutex_init(&lv->list_mu, NULL);
+	pthread_cond_init(&lv->wake, &ca);
+	pthread_cond_init(&lv->done, &ca);
+	pthread_condattr_destroy(&ca);
+	lv->locks_ready = true;
+	return 0;
+}
+
+/* Until the first connection attempt (and its reconcile) is over, at most list_timeout_ns. */
+static void wait_first(struct lv *lv)
+{
+	struct timespec ts = deadline_in(lv->list_timeout_ns);
+
+	pthread_mutex_lock(&lv->mu);
+	while (!lv->counters.connects && !lv->counters.connect_failures)
+		if (pthread_cond_timedwait(&lv->done, &lv->mu, &ts) == ETIMEDOUT)
+			break;
+	while (lv->counters.connects && !lv->counters.reconciles)
+		if (pthread_cond_timedwait(&lv->done, &lv->mu, &ts) == ETIMEDOUT)
+			break;
+	pthread_mutex_unlock(&lv->mu);
+}
+
+int vw_vm_libvirt_open_api(const struct vw_vm_env *env, const struct vw_virt_api *api, void *data,
+			   void **ret_state)
+{
+	const char *uri = env->libvirt_uri && env->libvirt_uri[0] ? env->libvirt_uri : DEFAULT_URI;
+	struct lv *lv;
+	int r;
+
+	if (env->procfs_fd < 0 || !api || !ret_state)
+		return -EINVAL;
+	lv = calloc(1, sizeof(*lv));
+	if (!lv)
+		return -ENOMEM;
+	lv->api = api;
+	lv->data = data;
+	lv->procfd = env->procfs_fd;
+	lv->uri = strdup(uri);
+	snprintf(lv->hypervisor, sizeof(lv->hypervisor), "%s",
+		 strncmp(uri, "xen", 3) == 0 ? "xen" : "kvm");
+	lv->reconcile_ns = env->reconcile_ns ? env->reconcile_ns : DEFAULT_RECONCILE_NS;
+	lv->backoff_min_ns = env->backoff_min_ns ? env->backoff_min_ns : DEFAULT_BACKOFF_MIN_NS;
+	lv->backoff_max_ns = VW_MAX(env->backoff_max_ns ? env->backoff_max_ns
+							 : DEFAULT_BACKOFF_MAX_NS,
+				    lv->backoff_min_ns);
+	lv->list_timeout_ns = env->list_timeout_ns ? env->list_timeout_ns : DEFAULT_LIST_TIMEOUT_NS;
+	lv->backoff_ns = lv->backoff_min_ns;
+	lv->procs.rescan_ns = lv->reconcile_ns;
+	lv->next_connect_ns = vw_now_ns();
+	r = lv->uri ? init_locks(lv) : -ENOMEM;
+	if (r == 0) {
+		r = api->loop_start(data);
+		lv->loop_started = r == 0;
+	}
+	if (r == 0) {
+		r = -pthread_create(&lv->thread, NULL, worker, lv);
+		lv->thread_started = r == 0;
+	}
+	if (r < 0) {
+		vw_vm_libvirt_close(lv);
+		return r;
+	}
+	wait_first(lv);
+	*ret_state = lv;
+	return 0;
+}
+
+void vw_vm_libvirt_close(void *state)
+{
+	struct lv *lv = state;
+
+	if (!lv)
+		return;
+	if (lv->thread_started) {
+		pthread_mutex_lock(&lv->mu);
+		lv->stop = true;
+		pthread_cond_signal(&lv->wake);
+		pthread_mutex_unlock(&lv->mu);
+		pthread_join(lv->thread, NULL);
+	}
+	if (lv->loop_started)
+		lv->api->loop_stop(lv->data);
+	if (lv->locks_ready) {
+		pthread_mutex_destroy(&lv->mu);
+		pthread_mutex_destroy(&lv->list_mu);
+		pthread_cond_destroy(&lv->wake);
+		pthread_cond_destroy(&lv->done);
+	}
+	free(lv->doms);
+	vw_qemu_cache_free(&lv->procs);
+	free(lv->uri);
+	free(lv);
+}
+
+/* Ask the worker for fresh stats and wait a bounded time (lock held). */
+static void fresh_stats(struct lv *lv)
+{
+	struct timespec ts;
+	uint64_t target;
+
+	if (!lv->conn || lv->lost || lv->stats_done != lv->stats_req)
+		return; /* nothing to ask, or a request is stuck in a hung libvirtd */
+	target = ++lv->stats_req;
+	pthread_cond_signal(&lv->wake);
+	ts = deadline_in(lv->list_timeout_ns);
+	while (lv->stats_done < target && !lv->stop)
+		if (pthread_cond_timedwait(&lv->done, &lv->mu, &ts) == ETIMEDOUT)
+			break;
+}
+
+/* Copy the table out (lock held); stopped domains leave it. ids[] gets each entry's domain ID. */
+static int snapshot(struct lv *lv, struct vw_vm_info **ret, int **ret_ids, size_t *ret_n)
+{
+	size_t n = lv->n_doms, o = 0;
+	struct vw_vm_info *out = malloc((n ? n : 1) * sizeof(*out));
+	int *ids = malloc((n ? n : 1) * sizeof(*ids));
+
+	if (!out || !ids) {
+		free(out);
+		free(ids);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct dom *d = &lv->doms[i];
+
+		out[i] = d->info;
+		ids[i] = d->id;
+		if (!d->gone)
+			lv->doms[o++] = *d;
+	}
+	lv->n_doms = o;
+	*ret = out;
+	*ret_ids = ids;
+	*ret_n = n;
+	return 0;
+}
+
+/* What procfs found goes back into the table, unless the domain restarted meanwhile. */
+static void write_back(struct lv *lv, const struct vw_vm_info *vms, const int *ids, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct dom *d;
+
+		if (vms[i].state == VW_VM_SHUTOFF)
+			continue;
+		d = find_dom(lv, vms[i].uuid);
+		if (!d || d->gone || d->id != ids[i])
+			continue;
+		d->info.qemu_pid = vms[i].qemu_pid;
+		d->info.qemu_start_time = vms[i].qemu_start_time;
+		memcpy(d->info.vcpu_tids, vms[i].vcpu_tids, sizeof(vms[i].vcpu_tids));
+		d->info.n_vcpu_tids = vms[i].n_vcpu_tids;
+		memcpy(d->info.other_tids, vms[i].other_tids, sizeof(vms[i].other_tids));
+		d->info.n_other_tids = vms[i].n_other_tids;
+		memcpy(d->info.cgroup, vms[i].cgroup, sizeof(vms[i].cgroup));
+		memcpy(d->info.pod_uid, vms[i].pod_uid, sizeof(vms[i].pod_uid));
+		if (!d->info.vcpus)
+			d->info.vcpus = vms[i].vcpus;
+	}
+}
+
+int vw_vm_libvirt_list(void *state, struct vw_vm_info **ret, size_t *ret_n)
+{
+	struct lv *lv = state;
+	_cleanup_free_ int *ids = NULL;
+	struct vw_vm_info *vms = NULL;
+	size_t n = 0;
+	int r;
+
+	if (!lv || !ret || !ret_n)
+		return -EINVAL;
+	pthread_mutex_lock(&lv->list_mu);
+	pthread_mutex_lock(&lv->mu);
+	fresh_stats(lv);
+	r = snapshot(lv, &vms, &ids, &n);
+	pthread_mutex_unlock(&lv->mu);
+	if (r == 0) {
+		vw_qemu_resolve(lv->procfd, &lv->procs, vms, n);
+		pthread_mutex_lock(&lv->mu);
+		write_back(lv, vms, ids, n);
+		pthread_mutex_unlock(&lv->mu);
+		*ret = vms;
+		*ret_n = n;
+	}
+	pthread_mutex_unlock(&lv->list_mu);
+	return r;
+}
+
+void vw_vm_libvirt_get_counters(void *state, struct vw_vm_libvirt_counters *ret)
+{
+	struct lv *lv = state;
+
+	pthread_mutex_lock(&lv->mu);
+	*ret = lv->counters;
+	pthread_mutex_unlock(&lv->mu);
+}
+
+int vw_vm_libvirt_settle(void *state, uint64_t timeout_ms)
+{
+	struct lv *lv = state;
+	struct timespec end = deadline_in(timeout_ms * VW_NSEC_PER_MSEC);
+	int r = 0;
+
+	pthread_mutex_lock(&lv->mu);
+	while (lv->busy || work_due(lv, vw_now_ns())) {
+		struct timespec ts = deadline_in(10 * VW_NSEC_PER_MSEC), now;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec > end.tv_sec || (now.tv_sec == end.tv_sec && now.tv_nsec >= end.tv_nsec)) {
+			r = -ETIMEDOUT;
+			break;
+		}
+		pthread_cond_signal(&lv->wake);
+		pthread_cond_timedwait(&lv->done, &lv->mu, &ts);
+	}
+	pthread_mutex_unlock(&lv->mu);
+	return r;
+}

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The libvirt source is two halves: vm_libvirt_core.c (a worker thread, the domain cache,
+ * events, reconcile, reconnect with backoff, QEMU PIDs and threads from procfs) and the table
+ * below, the only code that calls libvirt (vm_libvirt.c). Unit tests plug a fake libvirt into
+ * the same core through this table.
+ *
+ * Every api function returns 0 or -errno. A connection that is gone is reported as -ENOTCONN,
+ * -ECONNRESET, -EPIPE, -ECONNREFUSED or -ESHUTDOWN; the core then closes it and reconnects.
+ * The core never holds its own lock while calling the table, so callbacks may come from any
+ * thread, at any time, including from inside a table call.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vm_source.h"
+
+enum vw_virt_event {
+	VW_VIRT_EV_STARTED,
+	VW_VIRT_EV_STOPPED,
+	VW_VIRT_EV_SUSPENDED,
+	VW_VIRT_EV_RESUMED,
+	VW_VIRT_EV_DEFINED,   /* also a rename */
+	VW_VIRT_EV_UNDEFINED,
+	VW_VIRT_EV_OTHER,
+};
+
+/* An active domain as virConnectListAllDomains sees it. */
+struct vw_virt_dom {
+	char uuid[VW_UUID_LEN];
+	char name[256]; /* as libvirt gave it: untrusted bytes */
+	int id;         /* libvirt's domain ID: new on every start of the domain */
+};
+
+/* One record of virConnectGetAllDomainStats. */
+struct vw_virt_stat {
+	char uuid[VW_UUID_LEN];
+	enum vw_vm_state state;
+	bool has_cpu_time;
+	uint64_t cpu_time_ns;
+};
+
+struct vw_virt_handlers {
+	void (*event)(void *core, const char *uuid, enum vw_virt_event ev);
+	void (*closed)(void *core); /* the connection died (libvirtd exited, keepalive timeout) */
+	void *core;
+};
+
+struct vw_virt_api {
+	/* Process-wide event loop, reference counted: started before the first connect. */
+	int (*loop_start)(void *data);
+	void (*loop_stop)(void *data);
+	/* Read-only connection. */
+	int (*connect)(void *data, const char *uri, void **ret_conn);
+	/* Lifecycle events and the close callback, until close(). */
+	int (*register_events)(void *conn, const struct vw_virt_handlers *h);
+	void (*close)(void *conn);
+	/* Active domains (malloc'd array). */
+	int (*list)(void *conn, struct vw_virt_dom **ret, size_t *ret_n);
+	/* The live XML of one domain (malloc'd). -ENOENT when it is gone. */
+	int (*get_xml)(void *conn, const char *uuid, char **ret);
+	/* State and cpu.time of every active domain (malloc'd array). */
+	int (*stats)(void *conn, struct vw_virt_stat **ret, size_t *ret_n);
+	/* Text of the calling thread's last failure, for logs; never NULL. */
+	const char *(*last_error)(void *data);
+};
+
+int vw_vm_libvirt_open_api(const struct vw_vm_env *env, const struct vw_virt_api *api, void *data,
+			   void **ret_state);
+int vw_vm_libvirt_list(void *state, struct vw_vm_info **ret, size_t *ret_n);
+void vw_vm_libvirt_close(void *state);
+
+/* ---- For tests ---- */
+
+struct vw_vm_libvirt_counters {
+	bool connected;
+	unsigned connects, connect_failures, reconciles, xml_fetches;
+	uint64_t next_connect_ns; /* when the next attempt is due (vw_now_ns() clock) */
+};
+
+void vw_vm_libvirt_get_counters(void *state, struct vw_vm_libvirt_counters *ret);
+/* Wake the worker and wait until it is idle with nothing due. 0, or -ETIMEDOUT. */
+int vw_vm_libvirt_settle(void *state, uint64_t timeout_ms);

@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Internals shared by the VM sources (vm_*.c) and their tests: QEMU command lines, QEMU
+ * processes and their threads under an injected procfs, the small domain XML reader, UUIDs and
+ * label-safe names.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vm_source.h"
+
+/* ---- UUIDs and names (vm_qemu.c) ---- */
+
+/* A canonical 8-4-4-4-12 UUID (either case) of exactly len bytes into lower case. 0, -EINVAL. */
+int vw_vm_uuid_canon(const char *s, size_t len, char out[VW_UUID_LEN]);
+
+/*
+ * Copy len bytes of an untrusted name into dst (size >= 1), always NUL-terminated: every byte
+ * that is not part of valid UTF-8 (overlong forms, surrogates, > U+10FFFF, truncated sequences)
+ * and every control character becomes '?', and a name too long is cut at a character boundary.
+ */
+void vw_vm_name_sanitize(char *dst, size_t size, const char *src, size_t len);
+
+/* ---- QEMU command lines (vm_qemu.c) ---- */
+
+struct vw_qemu_cmdline {
+	char binary[256];       /* argv[0] as given */
+	char uuid[VW_UUID_LEN]; /* from -uuid, lower case, or "" */
+	char name[256];         /* -name guest=X / -name X, sanitized, or "" */
+	unsigned vcpus;         /* -smp; 1 when absent */
+	bool xen;               /* -xen-domid or -accel xen */
+};
+
+/*
+ * Parse a NUL-separated /proc/PID/cmdline. 0 when argv[0] names a QEMU system emulator
+ * (basename qemu-system-*, qemu-kvm or kvm), -ENOENT when it does not (a process that merely
+ * mentions qemu in its arguments), -EINVAL when empty.
+ */
+int vw_qemu_cmdline_parse(const char *buf, size_t len, struct vw_qemu_cmdline *ret);
+
+/* The value of -smp ("4", "cpus=4,sockets=2", "sockets=2,cores=2"): cpus, else the product of the
+ * topology, else 1. */
+unsigned vw_qemu_parse_smp(const char *val);
+
+/*
+ * The stable ID of a QEMU started without -uuid: a version-8 UUID (RFC 9562) whose 122 free bits
+ * hash the binary, the name, the PID, its start time and the boot ID. The same process keeps its
+ * ID for life; another process (or the same command line started again) gets a new one.
+ */
+void vw_qemu_stable_id(const struct vw_qemu_cmdline *c, uint32_t pid, uint64_t start_time,
+		       const char *boot_id, char out[VW_UUID_LEN]);
+
+/* ---- QEMU processes and threads (vm_threads.c) ---- */
+
+struct vw_qemu_proc {
+	uint32_t pid;
+	uint64_t start_time;
+	struct vw_qemu_cmdline cmd;
+};
+
+/* A vhost worker that is a kernel thread of its own (kernels before 6.4): "vhost-<owner>". */
+struct vw_vhost_thread {
+	uint32_t tid;
+	uint32_t owner;
+};
+
+struct vw_qemu_scan {
+	struct vw_qemu_proc *procs;
+	size_t n;
+	struct vw_vhost_thread *vhost;
+	size_t n_vhost;
+};
+
+/* Every QEMU process under procfd. */
+int vw_qemu_scan(int procfd, struct vw_qemu_scan *ret);
+void vw_qemu_scan_free(struct vw_qemu_scan *s);
+/* The QEMU process running the VM with this UUID, or NULL. Several (the VM started again while
+ * its old QEMU exits): the one whose -name equals name when given, else the youngest. */
+const struct vw_qemu_proc *vw_qemu_scan_find(const struct vw_qemu_scan *s, const char *uuid,
+					     const char *name);
+
+/*
+ * The QEMU of each VM that libvirt knows by UUID. A VM's qemu_pid is rechecked (same start time:
+ * not a reused PID); missing ones are looked up by a scan, done when some VM lacks its QEMU and
+ * anyway every rescan_ns (which also refreshes the vhost kernel threads). Then threads, cgroup
+ * and, when vcpus is 0, the vCPU thread count. VW_VM_SHUTOFF entries are left alone.
+ */
+struct vw_qemu_cache {
+	uint64_t rescan_ns;
+	uint64_t last_scan_ns; /* vw_now_ns(); 0 = never */
+	struct vw_vhost_thread *vhost;
+	size_t n_vhost;
+};
+
+void vw_qemu_resolve(int procfd, struct vw_qemu_cache *c, struct vw_vm_info *vms, size_t n);
+void vw_qemu_cache_free(struct vw_qemu_cache *c);
+
+/* <pid>/stat starttime (clock ticks since boot). -ESRCH when the process is gone. */
+int vw_qemu_read_start_time(int procfd, uint32_t pid, uint64_t *ret);
+
+/*
+ * Fill vm->vcpu_tids (threads named "CPU N/TCG", "CPU N/KVM", ... ordered by N), other_tids (the
+ * rest of the process's threads, then the vhost kernel threads of this owner from vhost[]) and
+ * vm->cgroup / vm->pod_uid from <pid>/cgroup. -ESRCH when the process is gone.
+ */
+int vw_qemu_fill_threads(int procfd, uint32_t pid, const struct vw_vhost_thread *vhost,
+			 size_t n_vhost, struct vw_vm_info *vm);
+
+/*
+ * The VM's cgroup from /proc/PID/cgroup text: the v1 cpu controller's path when there is one,
+ * else the v2 path, without libvirt's per-thread leaf (emulator, vcpuN, iothreadN). -ENOENT.
+ */
+int vw_qemu_cgroup_from_text(const char *text, char *out, size_t size);
+
+/* ---- Domain XML (vm_xml.c) ---- */
+
+#define VW_DOMXML_MAX (4u << 20) /* larger documents are refused, not parsed */
+#define VW_DOMXML_CHANNEL "org.virtwatt.power.0"
+#define VW_DOMXML_SHARE "virtwatt"
+
+struct vw_domxml {
+	char hypervisor[16];     /* Kepler's label from <domain type=>: kvm (kvm, qemu), xen, ... */
+	unsigned vcpus;          /* <vcpu current=>, else <vcpu>N</vcpu>; 0 when absent */
+	char channel_path[256];  /* <channel type='unix'> with target name VW_DOMXML_CHANNEL */
+	char share_dir[256];     /* <filesystem> with target dir VW_DOMXML_SHARE */
+};
+
+/*
+ * A small, non-recursive reader for the few elements above; everything else is skipped. Linear
+ * in len whatever the nesting. -EFBIG over VW_DOMXML_MAX, -EINVAL when malformed (unbalanced,
+ * a DOCTYPE, an unterminated construct, no <domain> root); *ret is then all empty.
+ */
+int vw_domxml_parse(const char *xml, size_t len, struct vw_domxml *ret);
+
+/* ---- Shared by the sources ---- */
+
+/* The VM with this UUID in vms[0..n), or NULL. */
+struct vw_vm_info *vw_vm_find(struct vw_vm_info *vms, size_t n, const char *uuid);
+
+/* Grow *arr (element size elem) so that one more fits. 0 or -ENOMEM. */
+int vw_vm_grow(void **arr, size_t elem, size_t n, size_t *cap);
+
+/* vw_vms_open() over another registry (tests: a fake libvirt). */
+struct vw_vms *vw_vms_open_with(const struct vw_vm_env *env,
+				const struct vw_vm_source_ops *const *sources);

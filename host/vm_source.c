@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The VM source registry and the merged view. Sources are listed in preference order and a VM is
+ * one VM per UUID: the first source that reports it decides its state and what it knows; later
+ * sources fill only what it lacks (a libvirt VM whose QEMU was not found gets the process scan's
+ * PID and threads).
+ *
+ * A VM libvirt reports stopped can still be seen by the process scan while its QEMU exits; that
+ * (UUID, PID, start time) is remembered and the scan's report of it is dropped until it is gone,
+ * so consumers see exactly one VW_VM_SHUTOFF. A VM started again under the same UUID has a new
+ * QEMU and is not affected.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "macro.h"
+#include "vm_priv.h"
+
+#define MAX_SOURCES 8
+#define MAX_SUPPRESSED 1024
+
+const struct vw_vm_source_ops *const vw_vm_sources[] = {
+#if VW_HAVE_LIBVIRT
+	&vw_vm_libvirt,
+#endif
+	&vw_vm_procscan,
+	NULL,
+};
+
+struct suppressed {
+	char uuid[VW_UUID_LEN];
+	uint32_t pid;
+	uint64_t start_time;
+	bool seen; /* reported by a later source in this round */
+};
+
+struct vw_vms {
+	size_t n;
+	const struct vw_vm_source_ops *ops[MAX_SOURCES];
+	void *state[MAX_SOURCES];
+	struct vw_complaint complaint[MAX_SOURCES];
+	struct suppressed *supp;
+	size_t n_supp, cap_supp;
+};
+
+struct vw_vms *vw_vms_open_with(const struct vw_vm_env *env,
+				const struct vw_vm_source_ops *const *sources)
+{
+	struct vw_vms *v;
+
+	if (!env || env->procfs_fd < 0 || !sources) {
+		errno = EINVAL;
+		return NULL;
+	}
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return NULL;
+	for (size_t i = 0; sources[i] && v->n < MAX_SOURCES; i++) {
+		int r = sources[i]->open(env, &v->state[v->n]);
+
+		if (r < 0) {
+			vw_info("vm: source %s unavailable: %s", sources[i]->name, strerror(-r));
+			continue;
+		}
+		v->ops[v->n++] = sources[i];
+	}
+	return v;
+}
+
+struct vw_vms *vw_vms_open(const struct vw_vm_env *env)
+{
+	return vw_vms_open_with(env, vw_vm_sources);
+}
+
+void vw_vms_close(struct vw_vms *v)
+{
+	if (!v)
+		return;
+	for (size_t i = 0; i < v->n; i++)
+		v->ops[i]->close(v->state[i]);
+	free(v->supp);
+	free(v);
+}
+
+/* What a preferred source did not know, from a later one. */
+static void fill(struct vw_vm_info *dst, const struct vw_vm_info *src)
+{
+	if (!dst->qemu_pid && src->qemu_pid && src->state != VW_VM_SHUTOFF) {
+		dst->qemu_pid = src->qemu_pid;
+		dst->qemu_start_time = src->qemu_start_time;
+	}
+	if (dst->qemu_pid == src->qemu_pid && dst->qemu_start_time == src->qemu_start_time &&
+	    !dst->n_vcpu_tids && !dst->n_other_tids) {
+		memcpy(dst->vcpu_tids, src->vcpu_tids, sizeof(src->vcpu_tids));
+		dst->n_vcpu_tids = src->n_vcpu_tids;
+		memcpy(dst->other_tids, src->other_tids, sizeof(src->other_tids));
+		dst->n_other_tids = src->n_other_tids;
+		if (!dst->cgroup[0])
+			memcpy(dst->cgroup, src->cgroup, sizeof(src->cgroup));
+		if (!dst->pod_uid[0])
+			memcpy(dst->pod_uid, src->pod_uid, sizeof(src->pod_uid));
+	}
+	if (!dst->name[0])
+		memcpy(dst->name, src->name, sizeof(src->name));
+	if (!dst->hypervisor[0])
+		memcpy(dst->hypervisor, src->hypervisor, sizeof(src->hypervisor));
+	if (!dst->vcpus)
+		dst->vcpus = src->vcpus;
+	if (!dst->cpu_time_ns)
+		dst->cpu_time_ns = src->cpu_time_ns;
+}
+
+static struct suppressed *find_supp(struct vw_vms *v, const struct vw_vm_info *vm)
+{
+	for (size_t i = 0; i < v->n_supp; i++) {
+		struct suppressed *s = &v->supp[i];
+
+		if (strcmp(s->uuid, vm->uuid) == 0 && s->pid == vm->qemu_pid &&
+		    s->start_time == vm->qemu_start_time)
+			return s;
+	}
+	return NULL;
+}
+
+static void suppress(struct vw_vms *v, const struct vw_vm_info *vm)
+{
+	if (!vm->qemu_pid || find_supp(v, vm) || v->n_supp >= MAX_SUPPRESSED ||
+	    vw_vm_grow((void **)&v->supp, sizeof(*v->supp), v->n_supp, &v->cap_supp) < 0)
+		return;
+	v->supp[v->n_supp++] = (struct suppressed){ .pid = vm->qemu_pid,
+						    .start_time = vm->qemu_start_time,
+						    .seen = true };
+	memcpy(v->supp[v->n_supp - 1].uuid, vm->uuid, VW_UUID_LEN);
+}
+
+/* One source's list into out[0..*n); out[0..first_n) came from the preferred source. */
+static void merge(struct vw_vms *v, struct vw_vm_info *out, size_t *n, const struct vw_vm_info *vms,
+		  size_t m, size_t first_n)
+{
+	for (size_t j = 0; j < m; j++) {
+		struct vw_vm_info *have = vw_vm_find(out, *n, vms[j].uuid);
+		struct suppressed *s = find_supp(v, &vms[j]);
+
+		if (s) {
+			s->seen = vms[j].state != VW_VM_SHUTOFF;
+			continue;
+		}
+		if (have) {
+			/* Stopped by a preferred source while this one still sees the process. */
+			if (have - out < (ptrdiff_t)first_n && have->state == VW_VM_SHUTOFF &&
+			    vms[j].state != VW_VM_SHUTOFF && vms[j].qemu_pid &&
+			    (!have->qemu_pid || have->qemu_pid == vms[j].qemu_pid))
+				suppress(v, &vms[j]);
+			fill(have, &vms[j]);
+			continue;
+		}
+		out[(*n)++] = vms[j];
+	}
+}
+
+int vw_vms_list(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
+{
+	struct vw_vm_info *lists[MAX_SOURCES] = { 0 }, *out;
+	size_t counts[MAX_SOURCES] = { 0 }, total = 0, n = 0, n_first = 0;
+
+	if (!v || !ret || !ret_n)
+		return -EINVAL;
+	for (size_t i = 0; i < v->n; i++) {
+		int r = v->ops[i]->list(v->state[i], &lists[i], &counts[i]);
+
+		if (r < 0) {
+			vw_complain(&v->complaint[i], VW_LOG_WARN, "vm: %s: list: %s",
+				    v->ops[i]->name, strerror(-r));
+			lists[i] = NULL;
+			counts[i] = 0;
+			continue;
+		}
+		if (v->complaint[i].active)
+			vw_release(&v->complaint[i], VW_LOG_INFO, "vm: %s: listing again",
+				   v->ops[i]->name);
+		total += counts[i];
+	}
+	out = malloc((total ? total : 1) * sizeof(*out));
+	if (out) {
+		for (size_t i = 0; i < v->n_supp; i++)
+			v->supp[i].seen = false;
+		for (size_t i = 0; i < v->n; i++) {
+			merge(v, out, &n, lists[i], counts[i], n_first);
+			if (i == 0)
+				n_first = n;
+		}
+		/* Forget suppressions whose process no later source reports running any more. */
+		for (size_t i = 0; i < v->n_supp;)
+			if (v->supp[i].seen)
+				i++;
+			else
+				v->supp[i] = v->supp[--v->n_supp];
+	}
+	for (size_t i = 0; i < v->n; i++)
+		free(lists[i]);
+	if (!out)
+		return -ENOMEM;
+	*ret = out;
+	*ret_n = n;
+	return 0;
+}

@@ -1,0 +1,679 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The VM sources against a real libvirtd and a real QEMU (TCG): the VM appears via vw_vms_list()
+ * with its UUID, name, vCPUs, QEMU PID and vCPU threads (checked against libvirt's own status
+ * file and /proc), channel and share; its threads' CPU time matches libvirt's cpu.time; libvirtd
+ * is killed and restarted under it; and the VM disappears when destroyed.
+ *
+ * Private state. virtlogd and libvirtd run in a mount namespace of their own where /etc/libvirt,
+ * /run/libvirt, /var/{lib,cache,log}/libvirt are bind mounts of directories under a temporary
+ * work directory, and libvirtd's sockets live in that directory (unix_sock_dir): a libvirtd of
+ * the host, if any, is neither seen nor disturbed, and nothing is left behind. The private
+ * qemu.conf runs QEMU as root: this machine's /dev/kvm exists but is unusable, and with the
+ * default libvirt-qemu user libvirt finds its cached QEMU capabilities invalid on every lookup
+ * and probes QEMU again and again (over a minute per domain start).
+ *
+ * The guest is a 1 MiB disk whose boot sector is "jmp $": SeaBIOS boots it in about a second and
+ * vCPU 0 then spins, so there is CPU time to compare without a kernel.
+ *
+ * Needs root, libvirtd, virtlogd and qemu-system-x86_64 (installed here with
+ * deploy/install-deps.sh --test when missing) and mount namespaces. Without them the program
+ * prints a TAP skip with the reason; tests/run.sh fails a skip under CI=true.
+ */
+#include "vw_test.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "log.h"
+#include "vm_source.h"
+
+#define DEADLINE_S 30
+
+static const char *const libvirt_dirs[] = { "/etc/libvirt", "/run/libvirt", "/var/lib/libvirt",
+					    "/var/cache/libvirt", "/var/log/libvirt" };
+static const char *const private_dirs[] = { "etc", "run", "lib", "cache", "log" };
+
+static char work[256], uri_rw[512], uri_ro[512];
+static char dom_name[64], dom_uuid[VW_UUID_LEN];
+static char libvirtd_bin[64], virtlogd_bin[64];
+static volatile pid_t qemu_pid;
+static int procfd = -1;
+static struct vw_vms *vms;
+
+/* ---- Helpers ---- */
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { ms / 1000, (long)(ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static bool find_bin(const char *name, char *out, size_t size)
+{
+	static const char *const dirs[] = { "/usr/sbin", "/usr/bin", "/sbin", "/bin" };
+
+	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		snprintf(out, size, "%s/%s", dirs[i], name);
+		if (access(out, X_OK) == 0)
+			return true;
+	}
+	return false;
+}
+
+static bool have_tools(void)
+{
+	char q[64];
+
+	return find_bin("libvirtd", libvirtd_bin, sizeof(libvirtd_bin)) &&
+	       find_bin("virtlogd", virtlogd_bin, sizeof(virtlogd_bin)) &&
+	       find_bin("qemu-system-x86_64", q, sizeof(q));
+}
+
+static int run(char *const argv[])
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	if (waitpid(pid, &st, 0) < 0)
+		return -errno;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+static pid_t read_pid(const char *file)
+{
+	char path[512], buf[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", work, file);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f))
+		buf[0] = '\0';
+	fclose(f);
+	return (pid_t)atoi(buf);
+}
+
+/* Alive and not a zombie (our daemons are not our children: nobody here reaps them). */
+static bool running(pid_t pid)
+{
+	char path[64], buf[512];
+	FILE *f;
+	char *p;
+	bool r = false;
+
+	if (pid <= 0)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (fgets(buf, sizeof(buf), f) && (p = strrchr(buf, ')')))
+		r = p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+	fclose(f);
+	return r;
+}
+
+static void stop_pid(pid_t pid)
+{
+	if (!running(pid))
+		return;
+	kill(pid, SIGTERM);
+	for (int i = 0; i < 150 && running(pid); i++)
+		sleep_ms(100);
+	if (running(pid))
+		kill(pid, SIGKILL);
+	for (int i = 0; i < 50 && running(pid); i++)
+		sleep_ms(100);
+}
+
+/* Start the daemons named by which ("virtlogd", "libvirtd") in a fresh mount namespace whose
+ * libvirt directories are the private ones. 0, or why not in msg. */
+static int start_in_namespace(const char *const *which, size_t n, char *msg, size_t size)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		char src[512], pidfile[512], conf[512];
+
+		if (unshare(CLONE_NEWNS) < 0)
+			_exit(10);
+		if (mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+			_exit(11);
+		for (size_t i = 0; i < sizeof(libvirt_dirs) / sizeof(libvirt_dirs[0]); i++) {
+			snprintf(src, sizeof(src), "%s/%s", work, private_dirs[i]);
+			if (mount(src, libvirt_dirs[i], NULL, MS_BIND, NULL) < 0)
+				_exit(12);
+		}
+		for (size_t i = 0; i < n; i++) {
+			bool lv = strcmp(which[i], "libvirtd") == 0;
+			char *argv[] = { lv ? libvirtd_bin : virtlogd_bin, "-d", "-p", pidfile,
+					 lv ? "-f" : NULL, conf, NULL };
+
+			snprintf(pidfile, sizeof(pidfile), "%s/%s.pid", work, which[i]);
+			snprintf(conf, sizeof(conf), "%s/libvirtd.conf", work);
+			if (run(argv) != 0)
+				_exit(20 + (int)i);
+		}
+		_exit(0);
+	}
+	if (waitpid(pid, &st, 0) < 0)
+		return -errno;
+	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		return 0;
+	snprintf(msg, size, "%s (status %d)",
+		 !WIFEXITED(st)		       ? "namespace helper crashed"
+		 : WEXITSTATUS(st) == 10       ? "cannot create a mount namespace (unshare)"
+		 : WEXITSTATUS(st) <= 12       ? "cannot bind-mount the private libvirt directories"
+					       : "a daemon failed to start (see libvirtd.log)",
+		 st);
+	return -EIO;
+}
+
+static virConnectPtr connect_rw(int timeout_s)
+{
+	uint64_t end = mono_ms() + (uint64_t)timeout_s * 1000;
+
+	do {
+		virConnectPtr c = virConnectOpen(uri_rw);
+
+		if (c)
+			return c;
+		sleep_ms(100);
+	} while (mono_ms() < end);
+	return NULL;
+}
+
+static int start_libvirtd(char *msg, size_t size)
+{
+	static const char *const d[] = { "libvirtd" };
+	virConnectPtr c;
+	int r = start_in_namespace(d, 1, msg, size);
+
+	if (r < 0)
+		return r;
+	c = connect_rw(DEADLINE_S);
+	if (!c) {
+		snprintf(msg, size, "libvirtd does not answer on %s", uri_rw);
+		return -ETIMEDOUT;
+	}
+	virConnectClose(c);
+	return 0;
+}
+
+static void cleanup(void)
+{
+	virConnectPtr c;
+
+	if (vms) {
+		vw_vms_close(vms);
+		vms = NULL;
+	}
+	if (running(read_pid("libvirtd.pid")) && dom_uuid[0] && (c = virConnectOpen(uri_rw))) {
+		virDomainPtr d = virDomainLookupByUUIDString(c, dom_uuid);
+
+		if (d) {
+			virDomainDestroy(d);
+			virDomainFree(d);
+		}
+		virConnectClose(c);
+	}
+	stop_pid(read_pid("libvirtd.pid"));
+	stop_pid(read_pid("virtlogd.pid"));
+	if (running(qemu_pid))
+		kill(qemu_pid, SIGKILL);
+	if (procfd >= 0)
+		close(procfd);
+	if (work[0] && !getenv("VW_KEEP_WORK"))
+		vw_fixture_rm(strdup(work));
+}
+
+/* meson's timeout sends SIGTERM: leave no daemon or QEMU behind. */
+static void on_signal(int sig)
+{
+	pid_t p[3] = { qemu_pid, read_pid("libvirtd.pid"), read_pid("virtlogd.pid") };
+
+	for (int i = 0; i < 3; i++)
+		if (p[i] > 0)
+			kill(p[i], SIGKILL);
+	signal(sig, SIG_DFL);
+	raise(sig);
+}
+
+static int write_file(const char *rel, const void *data, size_t len)
+{
+	char path[512];
+	FILE *f;
+	int r = 0;
+
+	snprintf(path, sizeof(path), "%s/%s", work, rel);
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	if (fwrite(data, 1, len, f) != len)
+		r = -EIO;
+	if (fclose(f) != 0)
+		r = -errno;
+	return r;
+}
+
+/* The work directory: private libvirt dirs, configs, the boot disk, the share. */
+static int prepare(void)
+{
+	static char disk[1 << 20];
+	char conf[1024];
+	char *dir = vw_fixture_mkdtemp("vmit");
+	int r = 0;
+
+	if (!dir)
+		return -errno;
+	snprintf(work, sizeof(work), "%s", dir);
+	free(dir);
+	chmod(work, 0755);
+	for (size_t i = 0; i < sizeof(private_dirs) / sizeof(private_dirs[0]); i++)
+		r |= vw_fixture_mkdir(work, private_dirs[i]);
+	r |= vw_fixture_mkdir(work, "lib/qemu") | vw_fixture_mkdir(work, "cache/qemu") |
+	     vw_fixture_mkdir(work, "log/qemu") | vw_fixture_mkdir(work, "sock") |
+	     vw_fixture_mkdir(work, "share");
+	for (size_t i = 0; i < sizeof(libvirt_dirs) / sizeof(libvirt_dirs[0]); i++)
+		r |= vw_fixture_mkdir("/", libvirt_dirs[i] + 1); /* the mount points */
+	r |= write_file("etc/qemu.conf", "user = \"root\"\ngroup = \"root\"\n", 29);
+	snprintf(conf, sizeof(conf),
+		 "unix_sock_dir = \"%s/sock\"\nlog_outputs = \"3:file:%s/libvirtd.log\"\n", work,
+		 work);
+	r |= write_file("libvirtd.conf", conf, strlen(conf));
+	disk[0] = (char)0xeb; /* jmp $ */
+	disk[1] = (char)0xfe;
+	disk[510] = 0x55;
+	disk[511] = (char)0xaa;
+	r |= write_file("boot.img", disk, sizeof(disk));
+	snprintf(uri_rw, sizeof(uri_rw), "qemu:///system?socket=%s/sock/libvirt-sock", work);
+	snprintf(uri_ro, sizeof(uri_ro), "qemu:///system?socket=%s/sock/libvirt-sock-ro", work);
+	return r ? -EIO : 0;
+}
+
+static int ensure_user(void)
+{
+	char *argv[] = { "/usr/sbin/useradd", "-r", "-U", "-M", "-d", "/var/lib/libvirt", "-s",
+			 "/usr/sbin/nologin", "libvirt-qemu", NULL };
+
+	if (getpwnam("libvirt-qemu"))
+		return 0;
+	return run(argv) == 0 ? 0 : -EIO;
+}
+
+static int create_domain(char *msg, size_t size)
+{
+	virConnectPtr c = connect_rw(5);
+	virDomainPtr d;
+	char xml[4096], raw[VIR_UUID_STRING_BUFLEN];
+	FILE *f = fopen("/proc/sys/kernel/random/uuid", "r");
+
+	if (!f || !fgets(dom_uuid, sizeof(dom_uuid), f)) {
+		if (f)
+			fclose(f);
+		snprintf(msg, size, "no random UUID");
+		return -EIO;
+	}
+	fclose(f);
+	snprintf(dom_name, sizeof(dom_name), "vw-it-%d", (int)getpid());
+	snprintf(xml, sizeof(xml),
+		 "<domain type='qemu'><name>%s</name><uuid>%s</uuid>"
+		 "<memory unit='MiB'>64</memory><vcpu>2</vcpu>"
+		 "<os><type arch='x86_64' machine='q35'>hvm</type><boot dev='hd'/></os>"
+		 "<cpu mode='custom' match='exact'><model fallback='allow'>qemu64</model></cpu>"
+		 "<devices>"
+		 "<disk type='file' device='disk'><driver name='qemu' type='raw'/>"
+		 "<source file='%s/boot.img'/><target dev='sda' bus='sata'/></disk>"
+		 "<channel type='unix'><source mode='bind' path='%s/power.sock'/>"
+		 "<target type='virtio' name='org.virtwatt.power.0'/></channel>"
+		 "<filesystem type='mount' accessmode='passthrough'><source dir='%s/share'/>"
+		 "<target dir='virtwatt'/></filesystem>"
+		 "<memballoon model='none'/></devices></domain>",
+		 dom_name, dom_uuid, work, work, work);
+	if (!c) {
+		snprintf(msg, size, "no connection to libvirtd");
+		return -EIO;
+	}
+	d = virDomainCreateXML(c, xml, 0);
+	if (!d) {
+		snprintf(msg, size, "virDomainCreateXML: %s", virGetLastErrorMessage());
+		virConnectClose(c);
+		return -EIO;
+	}
+	if (virDomainGetUUIDString(d, raw) == 0)
+		snprintf(dom_uuid, sizeof(dom_uuid), "%s", raw);
+	virDomainFree(d);
+	virConnectClose(c);
+	return 0;
+}
+
+/* ---- What the tests look at ---- */
+
+/* The VM in a fresh list (copied to out), or false. */
+static bool list_vm(struct vw_vm_info *out)
+{
+	struct vw_vm_info *v = NULL;
+	bool found = false;
+	size_t n = 0;
+
+	assert_int_equal(vw_vms_list(vms, &v, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].uuid, dom_uuid) == 0) {
+			*out = v[i];
+			found = true;
+		}
+	free(v);
+	return found;
+}
+
+/* A file of libvirtd's private /run, read through its root (the daemon's mount namespace). */
+static char *libvirt_run_file(const char *name, const char *ext)
+{
+	char path[512];
+
+	snprintf(path, sizeof(path), "/proc/%d/root/run/libvirt/qemu/%s.%s",
+		 (int)read_pid("libvirtd.pid"), name, ext);
+	return vw_fixture_slurp(path, NULL);
+}
+
+/* Sum of a per-thread value over /proc/PID/task/<tid>/<file> (file NULL: count threads). */
+static uint64_t over_tasks(pid_t pid, const char *file)
+{
+	char path[512], buf[128];
+	struct dirent *de;
+	uint64_t sum = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		if (!file) {
+			sum++;
+			continue;
+		}
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/%s", (int)pid, de->d_name, file);
+		f = fopen(path, "r");
+		if (!f)
+			continue; /* exited meanwhile */
+		if (fgets(buf, sizeof(buf), f))
+			sum += strtoull(buf, NULL, 10);
+		fclose(f);
+	}
+	closedir(d);
+	return sum;
+}
+
+static void read_comm(pid_t pid, uint32_t tid, char *out, size_t size)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", (int)pid, tid);
+	f = fopen(path, "r");
+	out[0] = '\0';
+	if (f) {
+		if (fgets(out, (int)size, f))
+			out[strcspn(out, "\n")] = '\0';
+		fclose(f);
+	}
+}
+
+/* ---- Tests, in order ---- */
+
+static void test_vm_listed(void **state)
+{
+	struct vw_vm_info vm;
+	uint64_t end = mono_ms() + DEADLINE_S * 1000ULL;
+	char *pidfile, *status, comm[64], path[512], want[128];
+	struct stat st;
+	bool ok = false;
+
+	(void)state;
+	while (!ok && mono_ms() < end) {
+		ok = list_vm(&vm) && vm.qemu_pid && vm.n_vcpu_tids == 2;
+		if (!ok)
+			sleep_ms(200);
+	}
+	assert_true(ok);
+	qemu_pid = (pid_t)vm.qemu_pid;
+	assert_string_equal(vm.name, dom_name);
+	assert_string_equal(vm.source, "libvirt");
+	assert_string_equal(vm.hypervisor, "kvm");
+	assert_int_equal(vm.state, VW_VM_RUNNING);
+	assert_int_equal(vm.vcpus, 2);
+
+	/* The QEMU PID and vCPU TIDs that libvirt itself recorded. */
+	pidfile = libvirt_run_file(dom_name, "pid");
+	assert_non_null(pidfile);
+	assert_int_equal(atoi(pidfile), (int)vm.qemu_pid);
+	free(pidfile);
+	status = libvirt_run_file(dom_name, "xml");
+	assert_non_null(status);
+	for (unsigned i = 0; i < 2; i++) {
+		snprintf(want, sizeof(want), "<vcpu id='%u' pid='%u'/>", i, vm.vcpu_tids[i]);
+		if (!strstr(status, want))
+			fail_msg("status XML lacks %s", want);
+		read_comm(qemu_pid, vm.vcpu_tids[i], comm, sizeof(comm));
+		snprintf(want, sizeof(want), "CPU %u/TCG", i);
+		assert_string_equal(comm, want);
+	}
+	free(status);
+	/* Every other thread of QEMU is an I/O or emulator thread. */
+	assert_int_equal(vm.n_other_tids, over_tasks(qemu_pid, NULL) - 2);
+	for (size_t i = 0; i < vm.n_other_tids; i++) {
+		read_comm(qemu_pid, vm.other_tids[i], comm, sizeof(comm));
+		assert_null(strstr(comm, "/TCG"));
+	}
+	assert_true(vm.other_tids[0] == vm.qemu_pid || vm.n_other_tids > 1);
+
+	snprintf(path, sizeof(path), "%s/power.sock", work);
+	assert_string_equal(vm.channel_path, path);
+	assert_int_equal(stat(path, &st), 0);
+	assert_true(S_ISSOCK(st.st_mode));
+	snprintf(path, sizeof(path), "%s/share", work);
+	assert_string_equal(vm.share_dir, path);
+	/* /machine/qemu-N-NAME.libvirt-qemu here; machine-qemu\x2dN\x2d....scope under systemd. */
+	if (!strstr(vm.cgroup, "machine") || !strstr(vm.cgroup, "qemu") ||
+	    strstr(vm.cgroup, "emulator"))
+		fail_msg("cgroup %s is not the VM's", vm.cgroup);
+	printf("# QEMU %u, vCPU threads %u %u, %zu other threads, cgroup %s\n", vm.qemu_pid,
+	       vm.vcpu_tids[0], vm.vcpu_tids[1], vm.n_other_tids, vm.cgroup);
+}
+
+static void test_cpu_time(void **state)
+{
+	struct vw_vm_info a, b;
+	uint64_t s0, s1, d_sched, d_virt, diff, end = mono_ms() + DEADLINE_S * 1000ULL;
+
+	(void)state;
+	assert_true(qemu_pid > 0);
+	/* Stats flow once two lists 200 ms apart differ: right after the start libvirt can hold a
+	 * stats call for seconds (the domain's start job), and list() then answers from its cache. */
+	do {
+		assert_true(list_vm(&a));
+		sleep_ms(200);
+		assert_true(list_vm(&b));
+	} while ((!a.cpu_time_ns || a.cpu_time_ns == b.cpu_time_ns) && mono_ms() < end);
+	assert_int_not_equal(a.cpu_time_ns, b.cpu_time_ns);
+
+	assert_true(list_vm(&a));
+	s0 = over_tasks(qemu_pid, "schedstat");
+	sleep_ms(3000);
+	assert_true(list_vm(&b));
+	s1 = over_tasks(qemu_pid, "schedstat");
+	d_sched = s1 - s0;
+	d_virt = b.cpu_time_ns - a.cpu_time_ns;
+	diff = d_sched > d_virt ? d_sched - d_virt : d_virt - d_sched;
+	printf("# 3 s: schedstat %.3f s, libvirt cpu.time %.3f s, difference %.2f %%\n",
+	       (double)d_sched / 1e9, (double)d_virt / 1e9, 100.0 * (double)diff / (double)d_virt);
+	assert_true(d_virt > 500000000ULL); /* vCPU 0 spins (on a loaded host it gets less) */
+	assert_true(diff * 50 <= d_virt);   /* within 2 % */
+}
+
+static void test_libvirtd_restart(void **state)
+{
+	struct vw_vm_info vm;
+	uint64_t t0, before, end;
+	char msg[256] = "";
+	bool back = false;
+
+	(void)state;
+	assert_true(list_vm(&vm));
+	before = vm.cpu_time_ns;
+	stop_pid(read_pid("libvirtd.pid"));
+	assert_false(running(read_pid("libvirtd.pid")));
+	assert_true(running(qemu_pid)); /* QEMU outlives libvirtd */
+
+	/* Meanwhile the last list stays, and list() does not wait for a dead daemon. */
+	t0 = mono_ms();
+	assert_true(list_vm(&vm));
+	assert_true(mono_ms() - t0 < 1000);
+	assert_int_equal(vm.qemu_pid, (uint32_t)qemu_pid);
+	assert_int_equal(vm.state, VW_VM_RUNNING);
+
+	if (start_libvirtd(msg, sizeof(msg)) < 0)
+		fail_msg("restart libvirtd: %s", msg);
+	/* Reconnected when fresh stats flow again. */
+	for (end = mono_ms() + DEADLINE_S * 1000ULL; !back && mono_ms() < end;) {
+		back = list_vm(&vm) && vm.cpu_time_ns > before + 100000000ULL;
+		if (!back)
+			sleep_ms(250);
+	}
+	assert_true(back);
+	assert_string_equal(vm.uuid, dom_uuid);
+	assert_string_equal(vm.name, dom_name);
+	assert_int_equal(vm.qemu_pid, (uint32_t)qemu_pid);
+	assert_int_equal(vm.n_vcpu_tids, 2);
+}
+
+static void test_destroyed(void **state)
+{
+	virConnectPtr c = connect_rw(5);
+	virDomainPtr d;
+	struct vw_vm_info vm;
+	uint64_t end = mono_ms() + DEADLINE_S * 1000ULL;
+	bool off = false;
+
+	(void)state;
+	assert_non_null(c);
+	d = virDomainLookupByUUIDString(c, dom_uuid);
+	assert_non_null(d);
+	assert_int_equal(virDomainDestroy(d), 0);
+	virDomainFree(d);
+	virConnectClose(c);
+	while (!off && mono_ms() < end) {
+		if (!list_vm(&vm))
+			fail_msg("the VM vanished without a shutoff report");
+		off = vm.state == VW_VM_SHUTOFF;
+		if (!off)
+			sleep_ms(100);
+	}
+	assert_true(off);
+	assert_false(list_vm(&vm)); /* reported once, then gone */
+	for (int i = 0; i < 50 && running(qemu_pid); i++)
+		sleep_ms(100);
+	assert_false(running(qemu_pid));
+	assert_false(list_vm(&vm));
+}
+
+static int skip_all(const char *why)
+{
+	printf("1..0 # SKIP %s\n", why);
+	cleanup();
+	return 0;
+}
+
+int main(void)
+{
+	static const char *const both[] = { "virtlogd", "libvirtd" };
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_vm_listed),
+		cmocka_unit_test(test_cpu_time),
+		cmocka_unit_test(test_libvirtd_restart),
+		cmocka_unit_test(test_destroyed),
+	};
+	struct vw_vm_env env = { 0 };
+	char msg[1024] = "";
+	int r;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (geteuid() != 0)
+		return skip_all("needs root (libvirtd with the qemu driver, mount namespaces)");
+	if (!have_tools()) {
+		char *argv[] = { VW_SOURCE_ROOT "/deploy/install-deps.sh", "--test", NULL };
+
+		(void)run(argv);
+		if (!have_tools())
+			return skip_all("libvirtd, virtlogd or qemu-system-x86_64 missing and "
+				    "deploy/install-deps.sh --test could not install them");
+	}
+	if (ensure_user() < 0)
+		return skip_all("cannot create the libvirt-qemu user its qemu driver needs");
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	if (prepare() < 0)
+		return skip_all("cannot prepare a private libvirt state directory");
+	if (start_in_namespace(both, 2, msg, sizeof(msg)) < 0 || !connect_rw(DEADLINE_S)) {
+		if (!msg[0])
+			snprintf(msg, sizeof(msg), "libvirtd does not answer on %s", uri_rw);
+		return skip_all(msg);
+	}
+	if (create_domain(msg, sizeof(msg)) < 0)
+		return skip_all(msg);
+
+	vw_log_set_level(VW_LOG_WARN);
+	procfd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	env.procfs_fd = procfd;
+	env.libvirt_uri = uri_ro;
+	env.reconcile_ns = 5 * VW_NSEC_PER_SEC;
+	env.backoff_min_ns = 200 * VW_NSEC_PER_MSEC;
+	env.backoff_max_ns = VW_NSEC_PER_SEC;
+	env.list_timeout_ns = 2 * VW_NSEC_PER_SEC;
+	vms = vw_vms_open(&env);
+	if (!vms)
+		return skip_all("vw_vms_open failed");
+	r = cmocka_run_group_tests(tests, NULL, NULL);
+	cleanup();
+	return r;
+}

@@ -1,0 +1,1182 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The libvirt VM source with a FAKE libvirt plugged into the same core (vm_libvirt_core.c)
+ * through struct vw_virt_api: domains start, stop, are renamed and re-created under their UUID,
+ * QEMU PIDs get reused, libvirtd dies (calls fail, the close callback fires) and comes back
+ * (reconnect with backoff, the VM list survives meanwhile) or hangs, events arrive between
+ * reconciles, and domain XML is hostile. The clock is fake; QEMU processes live in a procfs
+ * fixture tree. Also: the XML reader itself, the merge by UUID, and the real libvirt calls
+ * against libvirt's test:///default driver when libvirt is built in.
+ */
+#include "vw_test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "log.h"
+#include "vm_fixture.h"
+#include "vm_libvirt_priv.h"
+#include "vm_priv.h"
+
+#define UA "11111111-2222-4333-8444-555555555555"
+#define UB "bbbbbbbb-2222-4333-8444-555555555555"
+#define UC "cccccccc-2222-4333-8444-555555555555"
+#define SETTLE_MS 5000
+
+/* ---- The fake libvirt ---- */
+
+struct fake_dom {
+	char uuid[VW_UUID_LEN];
+	char name[256];
+	int id;
+	bool active;
+	enum vw_vm_state state;
+	uint64_t cpu_ns;
+	char *xml;
+};
+
+struct fake_conn {
+	struct fake *f;
+	unsigned epoch;
+	struct vw_virt_handlers h;
+	bool have_h;
+};
+
+struct fake {
+	pthread_mutex_t mu;
+	pthread_cond_t cond;
+	bool up;
+	unsigned epoch; /* a restart of libvirtd kills the connections of older epochs */
+	struct fake_dom doms[8];
+	size_t n;
+	int next_id;
+	struct fake_conn *conn;
+	int loop_refs;
+	bool hang_stats, in_stats;
+	unsigned connect_attempts, stats_calls, xml_calls;
+};
+
+static struct fake fk = { .mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+
+static int fake_loop_start(void *data)
+{
+	struct fake *f = data;
+
+	pthread_mutex_lock(&f->mu);
+	f->loop_refs++;
+	pthread_mutex_unlock(&f->mu);
+	return 0;
+}
+
+static void fake_loop_stop(void *data)
+{
+	struct fake *f = data;
+
+	pthread_mutex_lock(&f->mu);
+	f->loop_refs--;
+	pthread_mutex_unlock(&f->mu);
+}
+
+static int fake_connect(void *data, const char *uri, void **ret)
+{
+	struct fake *f = data;
+	struct fake_conn *c;
+
+	assert_string_equal(uri, "fake:///system");
+	pthread_mutex_lock(&f->mu);
+	f->connect_attempts++;
+	if (!f->up) {
+		pthread_mutex_unlock(&f->mu);
+		return -ECONNREFUSED;
+	}
+	c = calloc(1, sizeof(*c));
+	c->f = f;
+	c->epoch = f->epoch;
+	f->conn = c;
+	pthread_mutex_unlock(&f->mu);
+	*ret = c;
+	return 0;
+}
+
+static int fake_register(void *conn, const struct vw_virt_handlers *h)
+{
+	struct fake_conn *c = conn;
+
+	pthread_mutex_lock(&c->f->mu);
+	c->h = *h;
+	c->have_h = true;
+	pthread_mutex_unlock(&c->f->mu);
+	return 0;
+}
+
+static void fake_close(void *conn)
+{
+	struct fake_conn *c = conn;
+	struct fake *f = c->f;
+
+	pthread_mutex_lock(&f->mu);
+	if (f->conn == c)
+		f->conn = NULL;
+	pthread_mutex_unlock(&f->mu);
+	free(c);
+}
+
+static bool alive(struct fake_conn *c)
+{
+	return c->f->up && c->epoch == c->f->epoch;
+}
+
+static int fake_list(void *conn, struct vw_virt_dom **ret, size_t *ret_n)
+{
+	struct fake_conn *c = conn;
+	struct fake *f = c->f;
+	struct vw_virt_dom *out = calloc(8, sizeof(*out));
+	size_t o = 0;
+
+	pthread_mutex_lock(&f->mu);
+	if (!alive(c)) {
+		pthread_mutex_unlock(&f->mu);
+		free(out);
+		return -ENOTCONN;
+	}
+	for (size_t i = 0; i < f->n; i++) {
+		if (!f->doms[i].active)
+			continue;
+		memcpy(out[o].uuid, f->doms[i].uuid, VW_UUID_LEN);
+		memcpy(out[o].name, f->doms[i].name, sizeof(out[o].name));
+		out[o++].id = f->doms[i].id;
+	}
+	pthread_mutex_unlock(&f->mu);
+	*ret = out;
+	*ret_n = o;
+	return 0;
+}
+
+static struct fake_dom *fake_find(struct fake *f, const char *uuid)
+{
+	for (size_t i = 0; i < f->n; i++)
+		if (strcmp(f->doms[i].uuid, uuid) == 0)
+			return &f->doms[i];
+	return NULL;
+}
+
+static int fake_get_xml(void *conn, const char *uuid, char **ret)
+{
+	struct fake_conn *c = conn;
+	struct fake *f = c->f;
+	struct fake_dom *d;
+	int r = 0;
+
+	pthread_mutex_lock(&f->mu);
+	f->xml_calls++;
+	d = fake_find(f, uuid);
+	if (!alive(c))
+		r = -ENOTCONN;
+	else if (!d || !d->active)
+		r = -ENOENT;
+	else
+		*ret = strdup(d->xml);
+	pthread_mutex_unlock(&f->mu);
+	return r;
+}
+
+static int fake_stats(void *conn, struct vw_virt_stat **ret, size_t *ret_n)
+{
+	struct fake_conn *c = conn;
+	struct fake *f = c->f;
+	struct vw_virt_stat *out = calloc(8, sizeof(*out));
+	size_t o = 0;
+
+	pthread_mutex_lock(&f->mu);
+	f->stats_calls++;
+	f->in_stats = true;
+	pthread_cond_broadcast(&f->cond);
+	while (f->hang_stats)
+		pthread_cond_wait(&f->cond, &f->mu);
+	f->in_stats = false;
+	if (!alive(c)) {
+		pthread_mutex_unlock(&f->mu);
+		free(out);
+		return -ENOTCONN;
+	}
+	for (size_t i = 0; i < f->n; i++) {
+		if (!f->doms[i].active)
+			continue;
+		memcpy(out[o].uuid, f->doms[i].uuid, VW_UUID_LEN);
+		out[o].state = f->doms[i].state;
+		out[o].has_cpu_time = true;
+		out[o++].cpu_time_ns = f->doms[i].cpu_ns;
+	}
+	pthread_mutex_unlock(&f->mu);
+	*ret = out;
+	*ret_n = o;
+	return 0;
+}
+
+static const char *fake_last_error(void *data)
+{
+	(void)data;
+	return "fake libvirt: no";
+}
+
+static const struct vw_virt_api fake_api = {
+	.loop_start = fake_loop_start,
+	.loop_stop = fake_loop_stop,
+	.connect = fake_connect,
+	.register_events = fake_register,
+	.close = fake_close,
+	.list = fake_list,
+	.get_xml = fake_get_xml,
+	.stats = fake_stats,
+	.last_error = fake_last_error,
+};
+
+/* ---- Driving the fake (the test plays libvirtd and the hypervisor) ---- */
+
+static char *dom_xml(const char *name, unsigned vcpus, const char *chan, const char *share)
+{
+	char *x;
+
+	assert_true(asprintf(&x,
+			     "<domain type='kvm' id='1'>\n  <name>%s</name>\n"
+			     "  <vcpu placement='static'>%u</vcpu>\n  <devices>\n"
+			     "    <channel type='unix'><source mode='bind' path='%s'/>"
+			     "<target type='virtio' name='org.virtwatt.power.0'/></channel>\n"
+			     "    <filesystem type='mount' accessmode='passthrough'><source dir='%s'/>"
+			     "<target dir='virtwatt'/></filesystem>\n  </devices>\n</domain>\n",
+			     name, vcpus, chan, share) > 0);
+	return x;
+}
+
+/* Call the registered lifecycle handler, as libvirt's event loop would. f->mu held. */
+static void fire(struct fake *f, const char *uuid, enum vw_virt_event ev)
+{
+	if (f->conn && f->conn->have_h && alive(f->conn))
+		f->conn->h.event(f->conn->h.core, uuid, ev);
+}
+
+/* Start (or create) a domain: a new domain ID, like libvirt. xml is taken. */
+static void fake_start(struct fake *f, const char *uuid, const char *name, char *xml, bool event)
+{
+	struct fake_dom *d;
+
+	pthread_mutex_lock(&f->mu);
+	d = fake_find(f, uuid);
+	if (!d) {
+		d = &f->doms[f->n++];
+		memset(d, 0, sizeof(*d));
+		snprintf(d->uuid, sizeof(d->uuid), "%s", uuid);
+	}
+	snprintf(d->name, sizeof(d->name), "%s", name);
+	free(d->xml);
+	d->xml = xml;
+	d->id = ++f->next_id;
+	d->active = true;
+	d->state = VW_VM_RUNNING;
+	d->cpu_ns = 0;
+	if (event)
+		fire(f, uuid, VW_VIRT_EV_STARTED);
+	pthread_mutex_unlock(&f->mu);
+}
+
+static void fake_stop(struct fake *f, const char *uuid, bool event)
+{
+	pthread_mutex_lock(&f->mu);
+	fake_find(f, uuid)->active = false;
+	if (event)
+		fire(f, uuid, VW_VIRT_EV_STOPPED);
+	pthread_mutex_unlock(&f->mu);
+}
+
+static void fake_set(struct fake *f, const char *uuid, enum vw_vm_state st, uint64_t cpu_ns,
+		     bool event)
+{
+	pthread_mutex_lock(&f->mu);
+	fake_find(f, uuid)->state = st;
+	fake_find(f, uuid)->cpu_ns = cpu_ns;
+	if (event)
+		fire(f, uuid, st == VW_VM_PAUSED ? VW_VIRT_EV_SUSPENDED : VW_VIRT_EV_RESUMED);
+	pthread_mutex_unlock(&f->mu);
+}
+
+static void fake_rename(struct fake *f, const char *uuid, const char *name)
+{
+	pthread_mutex_lock(&f->mu);
+	snprintf(fake_find(f, uuid)->name, sizeof(fake_find(f, uuid)->name), "%s", name);
+	fire(f, uuid, VW_VIRT_EV_DEFINED);
+	pthread_mutex_unlock(&f->mu);
+}
+
+/* libvirtd exits: its connections die; with close_cb the client library notices at once. */
+static void fake_kill(struct fake *f, bool close_cb)
+{
+	pthread_mutex_lock(&f->mu);
+	if (close_cb && f->conn && f->conn->have_h && alive(f->conn))
+		f->conn->h.closed(f->conn->h.core);
+	f->up = false;
+	f->epoch++;
+	pthread_mutex_unlock(&f->mu);
+}
+
+static void fake_revive(struct fake *f)
+{
+	pthread_mutex_lock(&f->mu);
+	f->up = true;
+	pthread_mutex_unlock(&f->mu);
+}
+
+static void fake_reset(struct fake *f)
+{
+	for (size_t i = 0; i < f->n; i++)
+		free(f->doms[i].xml);
+	f->n = 0;
+	f->up = true;
+	f->epoch++;
+	f->hang_stats = false;
+	f->connect_attempts = f->stats_calls = f->xml_calls = 0;
+	assert_null(f->conn);
+	assert_int_equal(f->loop_refs, 0);
+}
+
+/* ---- Fixture ---- */
+
+struct fx {
+	char *root;
+	int procfd;
+	uint64_t now;
+	void *src;
+};
+
+static struct fx *fx_new(void)
+{
+	struct fx *x = calloc(1, sizeof(*x));
+
+	x->root = vw_fixture_mkdtemp("vmlv");
+	assert_non_null(x->root);
+	x->procfd = open(x->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(x->procfd >= 0);
+	x->now = 1000 * VW_NSEC_PER_SEC;
+	vw_clock_set_fake(&x->now);
+	fake_reset(&fk);
+	return x;
+}
+
+static void fx_open(struct fx *x, uint64_t list_timeout_ns)
+{
+	struct vw_vm_env env = {
+		.procfs_fd = x->procfd,
+		.libvirt_uri = "fake:///system",
+		.reconcile_ns = 3600 * VW_NSEC_PER_SEC,
+		.backoff_min_ns = VW_NSEC_PER_SEC,
+		.backoff_max_ns = 8 * VW_NSEC_PER_SEC,
+		.list_timeout_ns = list_timeout_ns ? list_timeout_ns : 5 * VW_NSEC_PER_SEC,
+	};
+
+	assert_int_equal(vw_vm_libvirt_open_api(&env, &fake_api, &fk, &x->src), 0);
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+}
+
+static void fx_free(struct fx *x)
+{
+	vw_vm_libvirt_close(x->src);
+	vw_clock_set_fake(NULL);
+	close(x->procfd);
+	vw_fixture_rm(x->root);
+	free(x);
+	fake_reset(&fk);
+}
+
+static void qemu_proc(struct fx *x, uint32_t pid, uint64_t start, const char *uuid,
+		      const char *name)
+{
+	static const char *const threads[] = { "qemu-system-x86", "IO mon_iothread", "CPU 0/TCG",
+					       "CPU 1/TCG", NULL };
+	char argv[512], cg[256];
+
+	snprintf(argv, sizeof(argv),
+		 "/usr/bin/qemu-system-x86_64|-name|guest=%s,debug-threads=on|-uuid|%s|-smp|2", name,
+		 uuid);
+	snprintf(cg, sizeof(cg), "1:cpu:/machine/qemu-%u-%s.libvirt-qemu/emulator\n0::/\n", pid,
+		 name);
+	assert_int_equal(vm_fixture_proc(x->root, pid, start, argv, threads, cg), 0);
+}
+
+static struct vw_vm_info *list(struct fx *x, size_t *n)
+{
+	struct vw_vm_info *v = NULL;
+
+	assert_int_equal(vw_vm_libvirt_list(x->src, &v, n), 0);
+	return v;
+}
+
+static const struct vw_vm_info *find(const struct vw_vm_info *v, size_t n, const char *uuid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].uuid, uuid) == 0)
+			return &v[i];
+	return NULL;
+}
+
+static void counters(struct fx *x, struct vw_vm_libvirt_counters *c)
+{
+	vw_vm_libvirt_get_counters(x->src, c);
+}
+
+/* The usual start: domain alpha running on QEMU 100, the source open and seeing it. */
+static struct fx *fx_alpha(void)
+{
+	struct fx *x = fx_new();
+	struct vw_vm_info *v;
+	size_t n;
+
+	qemu_proc(x, 100, 5000, UA, "alpha");
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
+	fx_open(x, 0);
+	v = list(x, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].qemu_pid, 100);
+	free(v);
+	return x;
+}
+
+/* ---- Lifecycle ---- */
+
+static void test_start_stop(void **state)
+{
+	struct fx *x = fx_new();
+	struct vw_vm_info *v;
+	const struct vw_vm_info *a;
+	size_t n;
+
+	(void)state;
+	qemu_proc(x, 100, 5000, UA, "alpha");
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/run/vw/alpha.sock", "/srv/vw/alpha"),
+		   false);
+	fake_set(&fk, UA, VW_VM_RUNNING, 123456789, false);
+	fx_open(x, 0);
+
+	v = list(x, &n);
+	assert_int_equal(n, 1);
+	a = &v[0];
+	assert_string_equal(a->uuid, UA);
+	assert_string_equal(a->name, "alpha");
+	assert_string_equal(a->source, "libvirt");
+	assert_string_equal(a->hypervisor, "kvm");
+	assert_int_equal(a->state, VW_VM_RUNNING);
+	assert_int_equal(a->vcpus, 2);
+	assert_int_equal(a->qemu_pid, 100);
+	assert_int_equal(a->qemu_start_time, 5000);
+	assert_int_equal(a->n_vcpu_tids, 2);
+	assert_int_equal(a->vcpu_tids[0], 102);
+	assert_int_equal(a->vcpu_tids[1], 103);
+	assert_int_equal(a->n_other_tids, 2);
+	assert_string_equal(a->cgroup, "/machine/qemu-100-alpha.libvirt-qemu");
+	assert_string_equal(a->channel_path, "/run/vw/alpha.sock");
+	assert_string_equal(a->share_dir, "/srv/vw/alpha");
+	assert_int_equal(a->cpu_time_ns, 123456789);
+	free(v);
+
+	/* Every list() asks for fresh stats. */
+	fake_set(&fk, UA, VW_VM_RUNNING, 223456789, false);
+	v = list(x, &n);
+	assert_int_equal(v[0].cpu_time_ns, 223456789);
+	free(v);
+
+	/* Paused, then stopped: shutoff is reported once, then the VM is forgotten. */
+	fake_set(&fk, UA, VW_VM_PAUSED, 300000000, true);
+	v = list(x, &n);
+	assert_int_equal(v[0].state, VW_VM_PAUSED);
+	free(v);
+	fake_stop(&fk, UA, true);
+	vm_fixture_kill(x->root, 100);
+	v = list(x, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].state, VW_VM_SHUTOFF);
+	assert_int_equal(v[0].qemu_pid, 100); /* what it was */
+	assert_int_equal(v[0].cpu_time_ns, 300000000);
+	free(v);
+	v = list(x, &n);
+	assert_int_equal(n, 0);
+	free(v);
+	fx_free(x);
+}
+
+static void test_events_between_reconciles(void **state)
+{
+	struct fx *x = fx_new();
+	struct vw_vm_libvirt_counters c0, c1;
+	struct vw_vm_info *v;
+	size_t n;
+
+	(void)state;
+	fx_open(x, 0);
+	counters(x, &c0);
+	assert_true(c0.connected);
+	assert_int_equal(c0.reconciles, 1);
+
+	/* An event makes the worker fetch the new domain at once: no list(), no periodic pass. */
+	qemu_proc(x, 200, 6000, UB, "beta");
+	fake_start(&fk, UB, "beta", dom_xml("beta", 1, "/b.sock", "/b"), true);
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+	counters(x, &c1);
+	assert_int_equal(c1.reconciles, 2);
+	assert_int_equal(c1.xml_fetches, c0.xml_fetches + 1);
+
+	/* Started and stopped between two list() calls: still seen, as stopped. */
+	fake_start(&fk, UC, "gamma", dom_xml("gamma", 4, "/c.sock", "/c"), true);
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+	fake_stop(&fk, UC, true);
+	v = list(x, &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(find(v, n, UB)->state, VW_VM_RUNNING);
+	assert_int_equal(find(v, n, UB)->qemu_pid, 200);
+	assert_int_equal(find(v, n, UC)->state, VW_VM_SHUTOFF);
+	assert_int_equal(find(v, n, UC)->vcpus, 4);
+	free(v);
+
+	/* A missed event: the stats of the next list() show an unknown domain -> reconcile. */
+	fake_start(&fk, UC, "gamma", dom_xml("gamma", 4, "/c.sock", "/c"), false);
+	v = list(x, &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(find(v, n, UC)->state, VW_VM_RUNNING);
+	free(v);
+	/* ... and a missed stop: gone from the stats -> shutoff. */
+	fake_stop(&fk, UC, false);
+	v = list(x, &n);
+	assert_int_equal(find(v, n, UC)->state, VW_VM_SHUTOFF);
+	free(v);
+
+	/* The periodic reconcile fetches every XML again (a hot-plugged channel appears). */
+	pthread_mutex_lock(&fk.mu);
+	free(fake_find(&fk, UB)->xml);
+	fake_find(&fk, UB)->xml = dom_xml("beta", 1, "/b2.sock", "/b");
+	pthread_mutex_unlock(&fk.mu);
+	counters(x, &c0);
+	x->now += 3601 * VW_NSEC_PER_SEC;
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+	counters(x, &c1);
+	assert_int_equal(c1.reconciles, c0.reconciles + 1);
+	v = list(x, &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].channel_path, "/b2.sock");
+	free(v);
+	fx_free(x);
+}
+
+static void test_rename(void **state)
+{
+	struct fx *x = fx_alpha();
+	struct vw_vm_info *v;
+	size_t n;
+
+	(void)state;
+	fake_rename(&fk, UA, "alpha-renamed");
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+	v = list(x, &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].uuid, UA);
+	assert_string_equal(v[0].name, "alpha-renamed");
+	assert_int_equal(v[0].qemu_pid, 100); /* same QEMU */
+	free(v);
+	fx_free(x);
+}
+
+static void test_recreate_same_uuid(void **state)
+{
+	struct fx *x = fx_alpha();
+	struct vw_vm_info *v;
+	size_t n;
+
+	(void)state;
+
+	/* Destroyed and defined again under the same UUID: a new domain ID and a new QEMU. The
+	 * consumer keeps one VM (totals are keyed by UUID) with a new PID. */
+	fake_stop(&fk, UA, true);
+	vm_fixture_kill(x->root, 100);
+	qemu_proc(x, 150, 5500, UA, "alpha");
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 4, "/a.sock", "/a"), true);
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+	v = list(x, &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].uuid, UA);
+	assert_int_equal(v[0].state, VW_VM_RUNNING);
+	assert_int_equal(v[0].qemu_pid, 150);
+	assert_int_equal(v[0].qemu_start_time, 5500);
+	assert_int_equal(v[0].vcpus, 4);
+	assert_int_equal(v[0].vcpu_tids[0], 152);
+	free(v);
+
+	/* Same again without events, the old QEMU's PID still alive: found by the new ID. */
+	fake_stop(&fk, UA, false);
+	qemu_proc(x, 160, 5600, UA, "alpha");
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 4, "/a.sock", "/a"), false);
+	x->now += 3601 * VW_NSEC_PER_SEC; /* the periodic pass sees the new ID */
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+	v = list(x, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].qemu_pid, 160); /* the younger of the two QEMUs with this UUID */
+	free(v);
+	fx_free(x);
+}
+
+static void test_pid_reuse(void **state)
+{
+	struct fx *x = fx_alpha();
+	struct vw_vm_info *v;
+	size_t n;
+
+	(void)state;
+
+	/* QEMU 100 is gone and an unrelated process got PID 100 (another start time). */
+	vm_fixture_kill(x->root, 100);
+	assert_int_equal(vm_fixture_proc(x->root, 100, 9000, "/bin/sleep|100",
+					 (const char *const[]){ "sleep", NULL }, NULL), 0);
+	v = list(x, &n);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].qemu_pid, 0);
+	assert_int_equal(v[0].n_vcpu_tids, 0);
+	assert_int_equal(v[0].n_other_tids, 0);
+	free(v);
+
+	/* Its QEMU shows up under another PID (e.g. the fixture was late): found again. */
+	qemu_proc(x, 300, 9100, UA, "alpha");
+	v = list(x, &n);
+	assert_int_equal(v[0].qemu_pid, 300);
+	assert_int_equal(v[0].n_vcpu_tids, 2);
+	free(v);
+	fx_free(x);
+}
+
+/* ---- libvirtd goes away ---- */
+
+static void test_libvirtd_restart(void **state)
+{
+	struct fx *x = fx_new();
+	struct vw_vm_libvirt_counters c;
+	struct vw_vm_info *v;
+	size_t n;
+
+	(void)state;
+	qemu_proc(x, 100, 5000, UA, "alpha");
+	qemu_proc(x, 200, 6000, UB, "beta");
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
+	fake_start(&fk, UB, "beta", dom_xml("beta", 1, "/b.sock", "/b"), false);
+	fake_set(&fk, UA, VW_VM_RUNNING, 1000, false);
+	fx_open(x, 0);
+
+	/* libvirtd exits; the close callback fires. The list survives. */
+	fake_kill(&fk, true);
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+	counters(x, &c);
+	assert_false(c.connected);
+	assert_int_equal(fk.connect_attempts, 1);
+	v = list(x, &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(find(v, n, UA)->cpu_time_ns, 1000);
+	assert_int_equal(find(v, n, UA)->qemu_pid, 100);
+	free(v);
+
+	/* Retries double: +1 s, +2 s, +4 s, +8 s, capped at 8 s. */
+	for (unsigned i = 0, wait = 1; i < 5; i++, wait = wait < 8 ? wait * 2 : 8) {
+		x->now += (wait - 1) * VW_NSEC_PER_SEC + VW_NSEC_PER_SEC / 2;
+		assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+		assert_int_equal(fk.connect_attempts, 1 + i); /* not yet */
+		x->now += VW_NSEC_PER_SEC / 2;
+		assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+		assert_int_equal(fk.connect_attempts, 2 + i);
+		counters(x, &c);
+		assert_int_equal(c.next_connect_ns, x->now + (uint64_t)(wait < 8 ? wait * 2 : 8) *
+							    VW_NSEC_PER_SEC);
+	}
+
+	/* Back, with beta stopped meanwhile and alpha still running. */
+	fake_stop(&fk, UB, false);
+	fake_set(&fk, UA, VW_VM_RUNNING, 5000, false);
+	fake_revive(&fk);
+	x->now += 8 * VW_NSEC_PER_SEC;
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+	counters(x, &c);
+	assert_true(c.connected);
+	assert_int_equal(c.connects, 2);
+	v = list(x, &n);
+	assert_int_equal(n, 2);
+	assert_int_equal(find(v, n, UA)->state, VW_VM_RUNNING);
+	assert_int_equal(find(v, n, UA)->cpu_time_ns, 5000);
+	assert_int_equal(find(v, n, UA)->qemu_pid, 100);
+	assert_int_equal(find(v, n, UB)->state, VW_VM_SHUTOFF);
+	free(v);
+
+	/* Dies again, this time silently: the next call fails and the worker notices. */
+	fake_kill(&fk, false);
+	v = list(x, &n);
+	assert_int_equal(n, 1);
+	free(v);
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+	counters(x, &c);
+	assert_false(c.connected);
+	assert_int_equal(c.next_connect_ns, x->now + VW_NSEC_PER_SEC); /* backoff was reset */
+	v = list(x, &n);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].uuid, UA);
+	free(v);
+	fx_free(x);
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void test_hung_libvirtd(void **state)
+{
+	struct fx *x = fx_new();
+	struct vw_vm_info *v;
+	uint64_t t0;
+	size_t n;
+
+	(void)state;
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
+	fake_set(&fk, UA, VW_VM_RUNNING, 42, false);
+	fx_open(x, 200 * VW_NSEC_PER_MSEC);
+
+	pthread_mutex_lock(&fk.mu);
+	fk.hang_stats = true;
+	pthread_mutex_unlock(&fk.mu);
+	t0 = mono_ms();
+	v = list(x, &n); /* waits list_timeout_ns for stats that never come */
+	assert_true(mono_ms() - t0 >= 150);
+	assert_true(mono_ms() - t0 < 2000);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].cpu_time_ns, 42);
+	free(v);
+	t0 = mono_ms();
+	v = list(x, &n); /* the request is still stuck: no second wait */
+	assert_true(mono_ms() - t0 < 100);
+	assert_int_equal(n, 1);
+	free(v);
+
+	pthread_mutex_lock(&fk.mu);
+	fk.hang_stats = false;
+	fake_find(&fk, UA)->cpu_ns = 43;
+	pthread_cond_broadcast(&fk.cond);
+	pthread_mutex_unlock(&fk.mu);
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+	v = list(x, &n);
+	assert_int_equal(v[0].cpu_time_ns, 43);
+	free(v);
+	fx_free(x);
+}
+
+static void test_no_libvirtd_at_start(void **state)
+{
+	struct fx *x = fx_new();
+	struct vw_vm_libvirt_counters c;
+	struct vw_vm_info *v;
+	size_t n;
+
+	(void)state;
+	fk.up = false;
+	fx_open(x, 0);
+	counters(x, &c);
+	assert_false(c.connected);
+	assert_int_equal(c.connect_failures, 1);
+	v = list(x, &n);
+	assert_int_equal(n, 0);
+	free(v);
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
+	fake_revive(&fk);
+	x->now += VW_NSEC_PER_SEC;
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+	v = list(x, &n);
+	assert_int_equal(n, 1);
+	free(v);
+	fx_free(x);
+}
+
+/* ---- Hostile XML ---- */
+
+static char *huge_xml(size_t size)
+{
+	static const char head[] = "<domain type='kvm'><devices>";
+	static const char tail[] = "<channel type='unix'><source path='/h.sock'/>"
+				   "<target type='virtio' name='org.virtwatt.power.0'/></channel>"
+				   "</devices></domain>";
+	char *x = malloc(size + sizeof(head) + sizeof(tail));
+	size_t o = 0;
+
+	memcpy(x, head, sizeof(head) - 1);
+	o = sizeof(head) - 1;
+	while (o + 32 < size) {
+		memcpy(x + o, "<disk type='file' device='x'/>\n", 31);
+		o += 31;
+	}
+	memcpy(x + o, tail, sizeof(tail));
+	return x;
+}
+
+static char *deep_xml(size_t depth, bool balanced)
+{
+	char *x = malloc(depth * 7 + 4096);
+	size_t o = 0;
+
+	o += (size_t)sprintf(x, "<domain type='qemu'><devices><channel type='unix'>");
+	for (size_t i = 0; i < depth; i++)
+		memcpy(x + o + 3 * i, "<a>", 3);
+	o += 3 * depth;
+	for (size_t i = 0; i < (balanced ? depth : depth - 1); i++, o += 4)
+		memcpy(x + o, "</a>", 4);
+	o += (size_t)sprintf(x + o, "<source path='/deep.sock'/><target name='org.virtwatt.power.0'/>"
+				    "</channel></devices></domain>");
+	x[o] = '\0';
+	return x;
+}
+
+static void test_hostile_xml(void **state)
+{
+	static const char bomb[] =
+		"<!DOCTYPE lolz [<!ENTITY lol \"lol\"><!ENTITY lol2 \"&lol;&lol;&lol;\">]>"
+		"<domain type='kvm'><devices><channel type='unix'><source path='&lol2;'/>"
+		"<target name='org.virtwatt.power.0'/></channel></devices></domain>";
+	struct fx *x = fx_new();
+	struct vw_vm_info *v;
+	size_t n;
+
+	(void)state;
+	/* A bad-UTF-8, control-character name; a 5 MiB XML (over the cap); an entity bomb. */
+	fake_start(&fk, UA, "bad\xff\xfename\x1b[31m", huge_xml(5u << 20), false);
+	fake_start(&fk, UB, "deep", deep_xml(200000, true), false);
+	fake_start(&fk, UC, "bomb", strdup(bomb), false);
+	fx_open(x, 0);
+	v = list(x, &n);
+	assert_int_equal(n, 3);
+	assert_string_equal(find(v, n, UA)->name, "bad??name?[31m");
+	assert_string_equal(find(v, n, UA)->channel_path, "");
+	assert_string_equal(find(v, n, UA)->hypervisor, "kvm"); /* the URI's default */
+	assert_string_equal(find(v, n, UB)->channel_path, "/deep.sock");
+	assert_string_equal(find(v, n, UC)->channel_path, "");
+	assert_int_equal(find(v, n, UC)->state, VW_VM_RUNNING);
+	free(v);
+	/* A bad document is not fetched again and again. */
+	pthread_mutex_lock(&fk.mu);
+	fk.xml_calls = 0;
+	pthread_mutex_unlock(&fk.mu);
+	v = list(x, &n);
+	free(v);
+	assert_int_equal(fk.xml_calls, 0);
+	fx_free(x);
+}
+
+static void test_domxml(void **state)
+{
+	struct vw_domxml d;
+	char *big;
+
+	(void)state;
+	{
+		static const char doc[] =
+			"<?xml version='1.0'?>\n<!-- c -->\n"
+			"<domain type='qemu' id='3'><name>x</name>"
+			"<vcpu placement='static' current='3'>8</vcpu><devices>"
+			"<channel type='pty'><target type='virtio' "
+			"name='org.virtwatt.power.0'/></channel>"
+			"<channel type='unix'><source mode='bind' path='/other'/>"
+			"<target type='virtio' name='org.qemu.guest_agent.0'/></channel>"
+			"<channel type=\"unix\"><source mode=\"bind\" "
+			"path=\"/run/a&amp;b&#x2F;c&#233;.sock\"/><target type='virtio' "
+			"name='org.virtwatt.power.0' state='connected'/></channel>"
+			"<filesystem type='mount'><source dir='/wrong'/>"
+			"<target dir='other'/></filesystem>"
+			"<filesystem type='mount' accessmode='passthrough'>"
+			"<driver type='path'/><source dir='/srv/share'/>"
+			"<target dir='virtwatt'/><readonly/></filesystem>"
+			"<![CDATA[ <channel> ]]>"
+			"</devices></domain>\n";
+
+		assert_int_equal(vw_domxml_parse(doc, sizeof(doc) - 1, &d), 0);
+		assert_string_equal(d.hypervisor, "kvm");
+		assert_int_equal(d.vcpus, 3);
+		assert_string_equal(d.channel_path, "/run/a&b/c\xc3\xa9.sock");
+		assert_string_equal(d.share_dir, "/srv/share");
+	}
+#define BAD(s) assert_int_equal(vw_domxml_parse(s, strlen(s), &d), -EINVAL)
+	BAD("");
+	BAD("<domain>");
+	BAD("<domain></devices>");
+	BAD("<domain><a></b></domain>");
+	BAD("<domain a='1></domain>");
+	BAD("<domain a=1></domain>");
+	BAD("<domain></domain><domain></domain>");
+	BAD("text<domain/>");
+	BAD("<notdomain/>");
+	BAD("<domain><!-- open </domain>");
+	BAD("<domain><x a='<'/></domain>");
+	BAD("<!DOCTYPE domain><domain/>");
+	BAD("<domain/><![CDATA[x]]>");
+#undef BAD
+	/* Invalid references make that value absent, not the document invalid. */
+	assert_int_equal(vw_domxml_parse("<domain type='&bogus;'/>", 24, &d), 0);
+	assert_string_equal(d.hypervisor, "");
+	assert_int_equal(vw_domxml_parse("<domain type='xen'><vcpu>0</vcpu></domain>", 42, &d), 0);
+	assert_string_equal(d.hypervisor, "xen");
+	assert_int_equal(d.vcpus, 0);
+	/* A path that does not fit is dropped, never cut. */
+	big = malloc(600);
+	memset(big, 'p', 599);
+	big[599] = '\0';
+	{
+		char *doc;
+
+		assert_true(asprintf(&doc, "<domain><devices><filesystem><source dir='/%s'/>"
+					   "<target dir='virtwatt'/></filesystem></devices></domain>",
+				     big) > 0);
+		assert_int_equal(vw_domxml_parse(doc, strlen(doc), &d), 0);
+		assert_string_equal(d.share_dir, "");
+		free(doc);
+	}
+	free(big);
+	/* Unbalanced deep nesting, and the size cap. */
+	big = deep_xml(100000, false);
+	assert_int_equal(vw_domxml_parse(big, strlen(big), &d), -EINVAL);
+	free(big);
+	big = huge_xml(VW_DOMXML_MAX + 1);
+	assert_int_equal(vw_domxml_parse(big, strlen(big), &d), -EFBIG);
+	free(big);
+	big = huge_xml(VW_DOMXML_MAX - 256);
+	assert_int_equal(vw_domxml_parse(big, strlen(big), &d), 0);
+	assert_string_equal(d.channel_path, "/h.sock");
+	free(big);
+}
+
+/* ---- Merge by UUID ---- */
+
+static const struct vw_vm_source_ops fake_libvirt_ops;
+
+static int fake_libvirt_open(const struct vw_vm_env *env, void **ret)
+{
+	return vw_vm_libvirt_open_api(env, &fake_api, &fk, ret);
+}
+
+static const struct vw_vm_source_ops fake_libvirt_ops = {
+	.name = "libvirt",
+	.open = fake_libvirt_open,
+	.list = vw_vm_libvirt_list,
+	.close = vw_vm_libvirt_close,
+};
+
+static void test_merge(void **state)
+{
+	static const struct vw_vm_source_ops *const sources[] = { &fake_libvirt_ops,
+								  &vw_vm_procscan, NULL };
+	struct fx *x = fx_new();
+	struct vw_vm_env env = { .procfs_fd = x->procfd, .libvirt_uri = "fake:///system" };
+	struct vw_vms *vms;
+	struct vw_vm_info *v;
+	size_t n;
+
+	(void)state;
+	qemu_proc(x, 100, 5000, UA, "alpha");
+	assert_int_equal(vm_fixture_proc(x->root, 400, 7000,
+					 "qemu-system-x86_64|-name|guest=loose|-uuid|" UC, NULL,
+					 NULL), 0);
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
+	vms = vw_vms_open_with(&env, sources);
+	assert_non_null(vms);
+
+	assert_int_equal(vw_vms_list(vms, &v, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(find(v, n, UA)->source, "libvirt"); /* libvirt wins */
+	assert_string_equal(find(v, n, UA)->channel_path, "/a.sock");
+	assert_int_equal(find(v, n, UA)->qemu_pid, 100);
+	assert_string_equal(find(v, n, UC)->source, "procscan");
+	assert_string_equal(find(v, n, UC)->name, "loose");
+	free(v);
+
+	/* libvirt says stopped while QEMU 100 is still exiting: one shutoff, no resurrection. */
+	fake_stop(&fk, UA, true);
+	assert_int_equal(vw_vms_list(vms, &v, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(find(v, n, UA)->state, VW_VM_SHUTOFF);
+	free(v);
+	assert_int_equal(vw_vms_list(vms, &v, &n), 0);
+	assert_int_equal(n, 1);
+	assert_null(find(v, n, UA));
+	free(v);
+	vm_fixture_kill(x->root, 100); /* procscan now reports it stopped: dropped too */
+	assert_int_equal(vw_vms_list(vms, &v, &n), 0);
+	assert_int_equal(n, 1);
+	assert_null(find(v, n, UA));
+	free(v);
+
+	/* Started again under the same UUID: back, with its new QEMU. */
+	qemu_proc(x, 150, 5500, UA, "alpha");
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), true);
+	assert_int_equal(vw_vms_list(vms, &v, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(find(v, n, UA)->state, VW_VM_RUNNING);
+	assert_int_equal(find(v, n, UA)->qemu_pid, 150);
+	free(v);
+	vw_vms_close(vms);
+	fx_free(x);
+}
+
+/* Two static sources: what the preferred one lacks comes from the other. */
+static struct vw_vm_info stat_vms[2][1];
+
+static int stat_open(const struct vw_vm_env *env, void **ret)
+{
+	(void)env;
+	*ret = NULL;
+	return 0;
+}
+
+static int stat_list(int which, struct vw_vm_info **ret, size_t *ret_n)
+{
+	*ret = malloc(sizeof(stat_vms[which]));
+	memcpy(*ret, stat_vms[which], sizeof(stat_vms[which]));
+	*ret_n = 1;
+	return 0;
+}
+
+static int stat_list0(void *s, struct vw_vm_info **ret, size_t *ret_n)
+{
+	(void)s;
+	return stat_list(0, ret, ret_n);
+}
+
+static int stat_list1(void *s, struct vw_vm_info **ret, size_t *ret_n)
+{
+	(void)s;
+	return stat_list(1, ret, ret_n);
+}
+
+static int fail_open(const struct vw_vm_env *env, void **ret)
+{
+	(void)env;
+	(void)ret;
+	return -ENODEV;
+}
+
+static void stat_close(void *s)
+{
+	(void)s;
+}
+
+static void test_merge_fill(void **state)
+{
+	static const struct vw_vm_source_ops s0 = { "first", stat_open, stat_list0, stat_close };
+	static const struct vw_vm_source_ops s1 = { "second", stat_open, stat_list1, stat_close };
+	static const struct vw_vm_source_ops bad = { "absent", fail_open, stat_list0, stat_close };
+	static const struct vw_vm_source_ops *const sources[] = { &bad, &s0, &s1, NULL };
+	struct vw_vm_env env = { .procfs_fd = 0 };
+	struct vw_vms *vms;
+	struct vw_vm_info *v;
+	size_t n;
+
+	(void)state;
+	memset(stat_vms, 0, sizeof(stat_vms));
+	snprintf(stat_vms[0][0].uuid, VW_UUID_LEN, "%s", UA);
+	snprintf(stat_vms[0][0].source, 16, "first");
+	snprintf(stat_vms[0][0].channel_path, 256, "/first.sock");
+	stat_vms[0][0].cpu_time_ns = 7;
+	stat_vms[1][0] = stat_vms[0][0];
+	snprintf(stat_vms[1][0].source, 16, "second");
+	snprintf(stat_vms[1][0].name, 256, "from-second");
+	snprintf(stat_vms[1][0].channel_path, 256, "/second.sock");
+	snprintf(stat_vms[1][0].cgroup, 256, "/machine/x");
+	stat_vms[1][0].qemu_pid = 77;
+	stat_vms[1][0].qemu_start_time = 8;
+	stat_vms[1][0].vcpus = 3;
+	stat_vms[1][0].n_vcpu_tids = 1;
+	stat_vms[1][0].vcpu_tids[0] = 78;
+	stat_vms[1][0].cpu_time_ns = 9;
+
+	vms = vw_vms_open_with(&env, sources);
+	assert_non_null(vms);
+	assert_int_equal(vw_vms_list(vms, &v, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].source, "first");
+	assert_string_equal(v[0].channel_path, "/first.sock"); /* kept */
+	assert_int_equal(v[0].cpu_time_ns, 7);                  /* kept */
+	assert_string_equal(v[0].name, "from-second");          /* filled */
+	assert_int_equal(v[0].qemu_pid, 77);
+	assert_int_equal(v[0].vcpus, 3);
+	assert_int_equal(v[0].n_vcpu_tids, 1);
+	assert_int_equal(v[0].vcpu_tids[0], 78);
+	assert_string_equal(v[0].cgroup, "/machine/x");
+	free(v);
+	vw_vms_close(vms);
+	assert_null(vw_vms_open_with(&(struct vw_vm_env){ .procfs_fd = -1 }, sources));
+}
+
+/* ---- The real libvirt calls, on libvirt's test driver ---- */
+
+#if VW_HAVE_LIBVIRT
+static void test_real_test_driver(void **state)
+{
+	char *root = vw_fixture_mkdtemp("vmlvt");
+	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	struct vw_vm_env env = { .procfs_fd = fd, .libvirt_uri = "test:///default" };
+	struct vw_vm_info *v = NULL;
+	void *src = NULL;
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(vw_vm_libvirt.open(&env, &src), 0);
+	assert_int_equal(vw_vm_libvirt.list(src, &v, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].uuid, "6695eb01-f6a4-8304-79aa-97f2502e193f");
+	assert_string_equal(v[0].name, "test");
+	assert_string_equal(v[0].source, "libvirt");
+	assert_string_equal(v[0].hypervisor, "test");
+	assert_int_equal(v[0].state, VW_VM_RUNNING);
+	assert_int_equal(v[0].vcpus, 2);
+	assert_int_equal(v[0].qemu_pid, 0); /* no QEMU behind the test driver */
+	free(v);
+	vw_vm_libvirt.close(src);
+
+	/* Nothing listens there: open still succeeds, list is empty, retries run behind. */
+	env.libvirt_uri = "qemu:///system?socket=/nonexistent/vw-test-sock";
+	env.list_timeout_ns = 100 * VW_NSEC_PER_MSEC;
+	assert_int_equal(vw_vm_libvirt.open(&env, &src), 0);
+	assert_int_equal(vw_vm_libvirt.list(src, &v, &n), 0);
+	assert_int_equal(n, 0);
+	free(v);
+	vw_vm_libvirt.close(src);
+	close(fd);
+	vw_fixture_rm(root);
+}
+#endif
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_start_stop),
+		cmocka_unit_test(test_events_between_reconciles),
+		cmocka_unit_test(test_rename),
+		cmocka_unit_test(test_recreate_same_uuid),
+		cmocka_unit_test(test_pid_reuse),
+		cmocka_unit_test(test_libvirtd_restart),
+		cmocka_unit_test(test_hung_libvirtd),
+		cmocka_unit_test(test_no_libvirtd_at_start),
+		cmocka_unit_test(test_hostile_xml),
+		cmocka_unit_test(test_domxml),
+		cmocka_unit_test(test_merge),
+		cmocka_unit_test(test_merge_fill),
+#if VW_HAVE_LIBVIRT
+		cmocka_unit_test(test_real_test_driver),
+#endif
+	};
+
+	vw_log_set_level(VW_LOG_ERROR);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

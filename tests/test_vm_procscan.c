@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The process-scan VM source on procfs fixture trees: QEMU command line variants, KubeVirt's
+ * virt-launcher pod, processes that only mention qemu, vCPU thread names, vhost kernel threads,
+ * cgroups, stable IDs, and a VM reported stopped exactly once.
+ */
+#include "vw_test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "vm_fixture.h"
+#include "vm_priv.h"
+
+#define U1 "6f0d3c2a-1b2c-4d5e-8f90-0123456789ab"
+#define U2 "a1b2c3d4-0000-4000-8000-00000000c0de"
+#define POD "1234abcd-5678-90ab-cdef-1234567890ab"
+#define CTR "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+static int parse(const char *argv, struct vw_qemu_cmdline *c)
+{
+	char buf[4096];
+	size_t len = strlen(argv);
+
+	for (size_t i = 0; i <= len; i++)
+		buf[i] = argv[i] == '|' ? '\0' : argv[i];
+	return vw_qemu_cmdline_parse(buf, len + 1, c);
+}
+
+static void test_cmdline(void **state)
+{
+	struct vw_qemu_cmdline c;
+
+	(void)state;
+	assert_int_equal(parse("/usr/bin/qemu-system-x86_64|-name|guest=vm1,debug-threads=on|-S|"
+			       "-uuid|6F0D3C2A-1B2C-4D5E-8F90-0123456789AB|-smp|"
+			       "2,sockets=2,cores=1,threads=1|-m|64", &c), 0);
+	assert_string_equal(c.binary, "/usr/bin/qemu-system-x86_64");
+	assert_string_equal(c.uuid, U1);
+	assert_string_equal(c.name, "vm1");
+	assert_int_equal(c.vcpus, 2);
+	assert_false(c.xen);
+
+	assert_int_equal(parse("qemu-system-aarch64|-name|plain|-smp|cpus=4,maxcpus=8", &c), 0);
+	assert_string_equal(c.name, "plain");
+	assert_int_equal(c.vcpus, 4);
+	assert_string_equal(c.uuid, "");
+	assert_int_equal(parse("/usr/libexec/qemu-kvm|--name|a,,b,process=x|-smp|sockets=2,cores=3",
+			       &c), 0);
+	assert_string_equal(c.name, "a,b");
+	assert_int_equal(c.vcpus, 6);
+	assert_int_equal(parse("kvm|-m|512", &c), 0);
+	assert_int_equal(c.vcpus, 1);
+	assert_int_equal(parse("qemu-system-x86_64|-smp|junk|-uuid|not-a-uuid|-xen-domid|3", &c), 0);
+	assert_int_equal(c.vcpus, 1);
+	assert_string_equal(c.uuid, "");
+	assert_true(c.xen);
+	/* The last -name wins, as in QEMU. */
+	assert_int_equal(parse("qemu-system-x86_64|-name|first|-name|guest=second", &c), 0);
+	assert_string_equal(c.name, "second");
+	/* Untrusted bytes: invalid UTF-8 and control characters become '?'. */
+	assert_int_equal(parse("qemu-system-x86_64|-name|guest=caf\xc3\xa9\xff\x01x", &c), 0);
+	assert_string_equal(c.name, "caf\xc3\xa9??x");
+
+	/* Processes that mention QEMU are not QEMU (Kepler's regex takes these). */
+	assert_int_equal(parse("/usr/bin/vim|/usr/bin/qemu-system-x86_64", &c), -ENOENT);
+	assert_int_equal(parse("bash|-c|/usr/bin/qemu-system-x86_64 -uuid " U1, &c), -ENOENT);
+	assert_int_equal(parse("/usr/bin/qemu-img|convert|a|b", &c), -ENOENT);
+	assert_int_equal(parse("/usr/bin/qemu-system-|-name|x", &c), -ENOENT);
+	assert_int_equal(parse("/usr/bin/python3|/usr/libexec/qemu-kvm", &c), -ENOENT);
+	assert_int_equal(vw_qemu_cmdline_parse("", 0, &c), -EINVAL);
+
+	/* A read cut short: the last argument has no NUL. */
+	{
+		static const char cut[] = "qemu-system-x86_64\0-name\0guest=abc";
+
+		assert_int_equal(vw_qemu_cmdline_parse(cut, sizeof(cut) - 1, &c), 0);
+		assert_string_equal(c.name, "abc");
+	}
+	/* A value that is missing at the end. */
+	assert_int_equal(parse("qemu-system-x86_64|-uuid", &c), 0);
+	assert_string_equal(c.uuid, "");
+}
+
+static void test_smp_and_names(void **state)
+{
+	char out[8];
+
+	(void)state;
+	assert_int_equal(vw_qemu_parse_smp("8"), 8);
+	assert_int_equal(vw_qemu_parse_smp("cpus=3"), 3);
+	assert_int_equal(vw_qemu_parse_smp("sockets=2,dies=2,cores=2,threads=2"), 16);
+	assert_int_equal(vw_qemu_parse_smp("maxcpus=8"), 1);
+	assert_int_equal(vw_qemu_parse_smp("0"), 1);
+	assert_int_equal(vw_qemu_parse_smp("99999999999999999999"), 1);
+	assert_int_equal(vw_qemu_parse_smp("sockets=1000,cores=1000"), 16384);
+
+	/* Cut at a character boundary, never inside a UTF-8 sequence. */
+	vw_vm_name_sanitize(out, sizeof(out), "ab\xe2\x82\xac\xe2\x82\xac", 8);
+	assert_string_equal(out, "ab\xe2\x82\xac");
+	/* Overlong, surrogate, and beyond U+10FFFF. */
+	vw_vm_name_sanitize(out, sizeof(out), "\xc0\xaf\xed\xa0\x80", 5);
+	assert_string_equal(out, "?????");
+	vw_vm_name_sanitize(out, sizeof(out), "\xf4\x90\x80\x80", 4);
+	assert_string_equal(out, "????");
+	vw_vm_name_sanitize(out, sizeof(out), "a\x7f" "b", 3);
+	assert_string_equal(out, "a?b");
+}
+
+static void test_stable_id(void **state)
+{
+	struct vw_qemu_cmdline c;
+	char a[VW_UUID_LEN], b[VW_UUID_LEN], d[VW_UUID_LEN], canon[VW_UUID_LEN];
+
+	(void)state;
+	assert_int_equal(parse("/usr/bin/qemu-system-x86_64|-name|anon", &c), 0);
+	vw_qemu_stable_id(&c, 1000, 55, "boot-1", a);
+	vw_qemu_stable_id(&c, 1000, 55, "boot-1", b);
+	assert_string_equal(a, b);
+	assert_int_equal(vw_vm_uuid_canon(a, strlen(a), canon), 0);
+	assert_string_equal(a, canon);
+	assert_int_equal(a[14], '8'); /* version 8 */
+	assert_non_null(strchr("89ab", a[19])); /* RFC variant */
+	/* Same binary and name (Kepler's colliding prefix), another process: another ID. */
+	vw_qemu_stable_id(&c, 1001, 55, "boot-1", d);
+	assert_string_not_equal(a, d);
+	vw_qemu_stable_id(&c, 1000, 56, "boot-1", d);
+	assert_string_not_equal(a, d);
+	vw_qemu_stable_id(&c, 1000, 55, "boot-2", d);
+	assert_string_not_equal(a, d);
+}
+
+static void test_cgroup_text(void **state)
+{
+	char out[256];
+
+	(void)state;
+	/* Hybrid host (this CI machine): the v1 cpu controller's path, libvirt's leaf removed. */
+	assert_int_equal(vw_qemu_cgroup_from_text("9:name=systemd:/\n2:cpuacct:/\n"
+						  "1:cpu:/machine/qemu-1-vw.libvirt-qemu/emulator\n"
+						  "0::/machine/qemu-1-vw.libvirt-qemu/emulator\n",
+						  out, sizeof(out)), 0);
+	assert_string_equal(out, "/machine/qemu-1-vw.libvirt-qemu");
+	assert_int_equal(vw_qemu_cgroup_from_text("4:cpu,cpuacct:/machine/qemu-3-x.libvirt-qemu/vcpu0\n",
+						  out, sizeof(out)), 0);
+	assert_string_equal(out, "/machine/qemu-3-x.libvirt-qemu");
+	/* cgroup v2 under systemd: <scope>/libvirt/<leaf>. */
+	assert_int_equal(vw_qemu_cgroup_from_text(
+				 "0::/machine.slice/machine-qemu\\x2d1\\x2dvm.scope/libvirt/vcpu1\n",
+				 out, sizeof(out)), 0);
+	assert_string_equal(out, "/machine.slice/machine-qemu\\x2d1\\x2dvm.scope");
+	/* Not libvirt's: kept whole, even with a leaf named emulator. */
+	assert_int_equal(vw_qemu_cgroup_from_text("0::/user.slice/emulator\n", out, sizeof(out)), 0);
+	assert_string_equal(out, "/user.slice/emulator");
+	assert_int_equal(vw_qemu_cgroup_from_text("3:cpuset:/x\n", out, sizeof(out)), -ENOENT);
+	assert_int_equal(vw_qemu_cgroup_from_text("", out, sizeof(out)), -ENOENT);
+	/* cpuacct is not cpu. */
+	assert_int_equal(vw_qemu_cgroup_from_text("2:cpuacct:/a\n0::/b\n", out, sizeof(out)), 0);
+	assert_string_equal(out, "/b");
+}
+
+struct fx {
+	char *root;
+	int procfd;
+	void *src;
+};
+
+static int setup(void **state)
+{
+	static const char *const web[] = { "qemu-system-x86", "IO mon_iothread", "CPU 1/TCG",
+					   "CPU 0/TCG", "worker", NULL };
+	static const char *const kv[] = { "qemu-kvm", "CPU 0/KVM", "CPU 1/KVM", "vhost-200", NULL };
+	static const char *const anon[] = { "qemu-system-aar", NULL };
+	struct fx *f = calloc(1, sizeof(*f));
+	struct vw_vm_env env = { 0 };
+	int r = 0;
+
+	f->root = vw_fixture_mkdtemp("vmscan");
+	r |= vm_fixture_boot_id(f->root, "0a1b2c3d-boot\n");
+	r |= vm_fixture_proc(f->root, 1, 1, "/sbin/init", NULL, NULL);
+	r |= vm_fixture_proc(f->root, 100, 5000,
+			     "/usr/bin/qemu-system-x86_64|-name|guest=web,debug-threads=on|-uuid|" U1
+			     "|-smp|2,sockets=2,cores=1,threads=1",
+			     web,
+			     "2:cpuacct:/\n1:cpu:/machine/qemu-1-web.libvirt-qemu/emulator\n"
+			     "0::/machine/qemu-1-web.libvirt-qemu/emulator\n");
+	/* KubeVirt: virt-launcher, its own virtqemud, and the QEMU, all in the compute container. */
+	r |= vm_fixture_proc(f->root, 190, 6000,
+			     "/usr/bin/virt-launcher|--qemu-timeout|240s|--name|vmi-fedora|--uid|" POD,
+			     NULL, NULL);
+	r |= vm_fixture_proc(f->root, 195, 6001,
+			     "/usr/sbin/virtqemud|-f|/var/run/libvirt/virtqemud.conf", NULL, NULL);
+	r |= vm_fixture_proc(f->root, 200, 6100,
+			     "/usr/libexec/qemu-kvm|-name|guest=default_vmi-fedora,debug-threads=on|"
+			     "-uuid|" U2 "|-smp|sockets=1,cores=2,threads=1",
+			     kv,
+			     "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod"
+			     "1234abcd_5678_90ab_cdef_1234567890ab.slice/cri-containerd-" CTR ".scope\n");
+	/* Mentions QEMU, is not one. */
+	r |= vm_fixture_proc(f->root, 300, 7000, "/usr/bin/vim|/tmp/qemu-system-x86_64 -uuid " U1,
+			     NULL, NULL);
+	r |= vm_fixture_proc(f->root, 310, 7001,
+			     "/usr/bin/python3|run.py|--qemu|/usr/bin/qemu-system-x86_64|-uuid|" U2,
+			     NULL, NULL);
+	/* Two anonymous VMs of one binary and name: Kepler gives both the same ID. */
+	r |= vm_fixture_proc(f->root, 400, 8000, "/usr/bin/qemu-system-aarch64|-name|anon", anon,
+			     NULL);
+	r |= vm_fixture_proc(f->root, 410, 8000, "/usr/bin/qemu-system-aarch64|-name|anon", anon,
+			     NULL);
+	/* A vhost worker as a kernel thread (kernels before 6.4), and an unrelated one. */
+	r |= vm_fixture_proc(f->root, 500, 5001, "", (const char *const[]){ "vhost-100", NULL },
+			     NULL);
+	r |= vm_fixture_proc(f->root, 501, 2, "", (const char *const[]){ "kworker/0:1", NULL }, NULL);
+	if (r)
+		return -1;
+	f->procfd = open(f->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	env.procfs_fd = f->procfd;
+	if (vw_vm_procscan.open(&env, &f->src) < 0)
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	vw_vm_procscan.close(f->src);
+	close(f->procfd);
+	vw_fixture_rm(f->root);
+	free(f);
+	return 0;
+}
+
+static const struct vw_vm_info *by_pid(const struct vw_vm_info *v, size_t n, uint32_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].qemu_pid == pid)
+			return &v[i];
+	return NULL;
+}
+
+static void test_scan(void **state)
+{
+	struct fx *f = *state;
+	struct vw_vm_info *v = NULL, *v2 = NULL;
+	const struct vw_vm_info *web, *kv, *a, *b;
+	size_t n = 0, n2 = 0;
+
+	assert_int_equal(vw_vm_procscan.list(f->src, &v, &n), 0);
+	assert_int_equal(n, 4);
+	web = by_pid(v, n, 100);
+	assert_non_null(web);
+	assert_string_equal(web->uuid, U1);
+	assert_string_equal(web->name, "web");
+	assert_string_equal(web->source, "procscan");
+	assert_string_equal(web->hypervisor, "kvm");
+	assert_int_equal(web->state, VW_VM_RUNNING);
+	assert_int_equal(web->vcpus, 2);
+	assert_int_equal(web->qemu_start_time, 5000);
+	assert_int_equal(web->n_vcpu_tids, 2);
+	assert_int_equal(web->vcpu_tids[0], 103); /* CPU 0 */
+	assert_int_equal(web->vcpu_tids[1], 102); /* CPU 1 */
+	assert_int_equal(web->n_other_tids, 4);
+	assert_int_equal(web->other_tids[0], 100);
+	assert_int_equal(web->other_tids[1], 101);
+	assert_int_equal(web->other_tids[2], 104);
+	assert_int_equal(web->other_tids[3], 500); /* the vhost kernel thread */
+	assert_string_equal(web->cgroup, "/machine/qemu-1-web.libvirt-qemu");
+	assert_string_equal(web->pod_uid, "");
+
+	kv = by_pid(v, n, 200);
+	assert_non_null(kv);
+	assert_string_equal(kv->uuid, U2);
+	assert_string_equal(kv->name, "default_vmi-fedora");
+	assert_int_equal(kv->vcpus, 2); /* cores=2 x sockets=1 x threads=1 */
+	assert_int_equal(kv->n_vcpu_tids, 2);
+	assert_int_equal(kv->vcpu_tids[0], 201);
+	assert_int_equal(kv->n_other_tids, 2); /* main thread and vhost-200 (a thread since 6.4) */
+	assert_string_equal(kv->pod_uid, POD);
+	assert_non_null(strstr(kv->cgroup, "cri-containerd-" CTR ".scope"));
+
+	a = by_pid(v, n, 400);
+	b = by_pid(v, n, 410);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_string_not_equal(a->uuid, b->uuid);
+	assert_int_equal(a->uuid[14], '8');
+	assert_int_equal(a->vcpus, 1);
+	assert_int_equal(a->n_vcpu_tids, 0); /* no debug-threads: no vCPU names */
+	assert_int_equal(a->n_other_tids, 1);
+	assert_null(by_pid(v, n, 300));
+	assert_null(by_pid(v, n, 310));
+
+	/* The stable ID is stable. */
+	assert_int_equal(vw_vm_procscan.list(f->src, &v2, &n2), 0);
+	assert_int_equal(n2, 4);
+	assert_string_equal(by_pid(v2, n2, 400)->uuid, a->uuid);
+	free(v2);
+
+	/* QEMU 100 exits: reported stopped once, with what was known, then forgotten. */
+	assert_int_equal(vm_fixture_kill(f->root, 100), 0);
+	assert_int_equal(vw_vm_procscan.list(f->src, &v2, &n2), 0);
+	assert_int_equal(n2, 4);
+	web = by_pid(v2, n2, 100);
+	assert_non_null(web);
+	assert_int_equal(web->state, VW_VM_SHUTOFF);
+	assert_string_equal(web->uuid, U1);
+	free(v2);
+	assert_int_equal(vw_vm_procscan.list(f->src, &v2, &n2), 0);
+	assert_int_equal(n2, 3);
+	assert_null(by_pid(v2, n2, 100));
+	free(v2);
+	free(v);
+}
+
+static void test_duplicate_uuid_and_many_threads(void **state)
+{
+	char *root = vw_fixture_mkdtemp("vmscan2");
+	const char **names = calloc(601, sizeof(*names));
+	struct vw_vm_env env = { 0 };
+	struct vw_vm_info *v = NULL;
+	void *src = NULL;
+	size_t n = 0;
+	int fd;
+
+	(void)state;
+	names[0] = "qemu-system-x86";
+	for (int i = 1; i < 600; i++) {
+		char *s;
+
+		assert_true(asprintf(&s, "CPU %d/TCG", i - 1) > 0);
+		names[i] = s;
+	}
+	assert_int_equal(vm_fixture_proc(root, 10, 1, "qemu-system-x86_64|-uuid|" U1 "|-smp|599",
+					 names, NULL), 0);
+	/* An older QEMU claiming the same UUID (exiting after a restart): one VM, the young one. */
+	assert_int_equal(vm_fixture_proc(root, 20, 0, "qemu-system-x86_64|-uuid|" U1, NULL, NULL), 0);
+	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	env.procfs_fd = fd;
+	assert_int_equal(vw_vm_procscan.open(&env, &src), 0);
+	assert_int_equal(vw_vm_procscan.list(src, &v, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].vcpus, 599);
+	assert_int_equal(v[0].n_vcpu_tids, VW_VM_MAX_THREADS);
+	assert_int_equal(v[0].vcpu_tids[0], 11);
+	free(v);
+	vw_vm_procscan.close(src);
+	close(fd);
+	for (int i = 1; i < 600; i++)
+		free((char *)names[i]);
+	free(names);
+	vw_fixture_rm(root);
+}
+
+static void test_unreadable_procfs(void **state)
+{
+	struct vw_vm_env env = { .procfs_fd = -1 };
+	void *src = NULL;
+
+	(void)state;
+	assert_int_equal(vw_vm_procscan.open(&env, &src), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_cmdline),
+		cmocka_unit_test(test_smp_and_names),
+		cmocka_unit_test(test_stable_id),
+		cmocka_unit_test(test_cgroup_text),
+		cmocka_unit_test_setup_teardown(test_scan, setup, teardown),
+		cmocka_unit_test(test_duplicate_uuid_and_many_threads),
+		cmocka_unit_test(test_unreadable_procfs),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* procfs fixture trees with QEMU processes, their threads and cgroups (VM source tests). */
+#pragma once
+
+#include <stdint.h>
+
+/*
+ * <root>/<pid>/{cmdline,comm,stat,cgroup} and task/<tid>/comm for each thread name (thread i
+ * gets TID pid + i; the first is the main thread). argv is '|'-separated ("a|-b|c"); NULL or ""
+ * writes an empty cmdline (a kernel thread). cgroup NULL writes "0::/\n".
+ */
+int vm_fixture_proc(const char *root, uint32_t pid, uint64_t start_time, const char *argv,
+		    const char *const *threads, const char *cgroup);
+/* Remove <root>/<pid>. */
+int vm_fixture_kill(const char *root, uint32_t pid);
+/* Fill an empty /proc with boot_id. */
+int vm_fixture_boot_id(const char *root, const char *boot_id);
