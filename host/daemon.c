@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <malloc.h>
+#include <poll.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,8 @@
 #include "model.h"
 #include "power_source.h"
 #include "procfs.h"
+#include "publish.h"
+#include "vm_source.h"
 #include "workloads.h"
 
 struct zone_state {
@@ -52,6 +55,9 @@ struct vw_host {
 	struct vw_podmeta *podmeta;
 	struct vw_workloads *workloads;
 	struct vw_complaint cpu_complaint;
+	struct vw_vms *vms;
+	struct vw_publisher *publisher;
+	struct vw_complaint vm_complaint;
 	uint64_t last_loop_ns; /* for /healthz; atomic */
 };
 
@@ -185,7 +191,7 @@ static int parse_levels(const struct vw_strlist *l, struct vw_workloads_opts *o)
 		else if (strcmp(l->v[i], "pod") == 0)
 			o->pods = true;
 		else if (strcmp(l->v[i], "vm") == 0)
-			continue; /* VM series arrive with the VM sources */
+			o->vms = true;
 		else {
 			vw_error("config: --metrics: unknown level \"%s\" (node, process, container, "
 				 "pod, vm)",
@@ -224,6 +230,40 @@ static int start_podmeta(struct vw_host *h)
 	return 0;
 }
 
+static int setup_vms(struct vw_host *h)
+{
+	const struct vw_host_config *c = h->cfg;
+	struct vw_vm_env env = { .procfs_fd = h->procfs_fd, .libvirt_uri = nonempty(c->libvirt_uri) };
+	struct vw_power_source_stats st = { 0 };
+	struct vw_publish_opts po;
+
+	h->vms = vw_vms_open(&env);
+	if (!h->vms) {
+		vw_warn("vm: no VM source could be opened: %s; no VM series", strerror(errno));
+		return 0;
+	}
+	if (!c->passthrough)
+		return 0;
+	if (h->src.ops->stats)
+		h->src.ops->stats(h->src.state, &st);
+	po = (struct vw_publish_opts){
+		.period_ns = c->passthrough_interval_ns ? c->passthrough_interval_ns
+							: VW_MAX(c->interval_ns, VW_NSEC_PER_SEC),
+		.jitter = c->passthrough_jitter,
+		.energy_step_uj = (uint64_t)(c->passthrough_energy_step_j * 1e6),
+		.power_step_w = c->passthrough_power_step_w,
+		.share_root = nonempty(c->passthrough_share_root),
+		.source = h->src.ops->name,
+		.model = st.model,
+	};
+	h->publisher = vw_publisher_new(&po);
+	if (!h->publisher) {
+		vw_error("passthrough: cannot start the publisher: %s", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
 static int setup_workloads(struct vw_host *h)
 {
 	const struct vw_host_config *c = h->cfg;
@@ -241,7 +281,7 @@ static int setup_workloads(struct vw_host *h)
 
 	if (r < 0)
 		return r;
-	if (!o.processes && !o.containers && !o.pods)
+	if (!o.processes && !o.containers && !o.pods && !o.vms)
 		return 0; /* node level only: no per-process accounting at all */
 	r = vw_cpu_accountant_open(&env, method, &h->cpu);
 	if (r < 0) {
@@ -264,7 +304,7 @@ static int setup_workloads(struct vw_host *h)
 	/* The baseline: CPU time spent before now belongs to no interval of ours. */
 	if (h->cpu.ops->read(h->cpu.state, &snap) == 0)
 		(void)vw_workloads_update(h->workloads, &snap, none, 0);
-	return 0;
+	return o.vms ? setup_vms(h) : 0;
 }
 
 int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
@@ -328,6 +368,8 @@ void vw_host_free(struct vw_host *h)
 	for (size_t i = 0; h->zs && i < h->n_zones; i++)
 		vw_idle_fit_free(h->zs[i].fit);
 	free(h->zs);
+	vw_publisher_free(h->publisher);
+	vw_vms_close(h->vms);
 	vw_workloads_free(h->workloads);
 	vw_podmeta_stop(h->podmeta);
 	vw_cpu_accountant_close(&h->cpu);
@@ -507,6 +549,43 @@ static int render_and_publish(struct vw_host *h)
 	return 0;
 }
 
+/* The VM sources' current list (libvirt keeps its last list while libvirtd is away). */
+static void refresh_vms(struct vw_host *h)
+{
+	struct vw_vm_info *vms = NULL;
+	size_t n = 0;
+	int r;
+
+	if (!h->vms)
+		return;
+	r = vw_vms_list(h->vms, &vms, &n);
+	if (r < 0) {
+		vw_complain(&h->vm_complaint, VW_LOG_WARN, "vm: listing VMs: %s", strerror(-r));
+		return; /* keep the VMs as they were */
+	}
+	vw_release(&h->vm_complaint, VW_LOG_INFO, "vm: listing VMs works again");
+	if (vw_workloads_set_vms(h->workloads, vms, n) < 0)
+		vw_complain(&h->vm_complaint, VW_LOG_WARN, "vm: out of memory tracking VMs");
+	free(vms);
+}
+
+/* Each VM's own cumulative energy goes to its guest on the publisher's schedule. */
+static void feed_publisher(struct vw_host *h)
+{
+	_cleanup_free_ struct vw_vm_energy *e = NULL;
+	size_t max, n;
+
+	if (!h->publisher)
+		return;
+	max = vw_workloads_n_vms(h->workloads);
+	e = calloc(max + 1, sizeof(*e));
+	if (!e)
+		return;
+	n = vw_workloads_vm_energy(h->workloads, e, max);
+	if (vw_publisher_update(h->publisher, e, n) < 0)
+		vw_complain(&h->vm_complaint, VW_LOG_WARN, "passthrough: update failed");
+}
+
 /* Hand the interval's split (sockets summed per zone kind) to the workloads. */
 static void attribute_workloads(struct vw_host *h, uint64_t dt_ns)
 {
@@ -530,10 +609,12 @@ static void attribute_workloads(struct vw_host *h, uint64_t dt_ns)
 	else
 		vw_release(&h->cpu_complaint, VW_LOG_INFO, "cpu: %s snapshots work again",
 			   h->cpu.ops->name);
+	refresh_vms(h);
 	r = vw_workloads_update(h->workloads, r < 0 ? NULL : &snap, ze, dt_ns);
 	if (r < 0)
 		vw_complain(&h->cpu_complaint, VW_LOG_WARN, "workloads: update failed: %s",
 			    strerror(-r));
+	feed_publisher(h);
 }
 
 int vw_host_publish(struct vw_host *h, uint64_t now_ns)
@@ -563,13 +644,21 @@ static bool host_healthy(void *userdata)
 	return last != 0 && vw_now_ns() - last <= limit;
 }
 
-static void sleep_until(uint64_t deadline_ns)
+/* Sleep until deadline_ns, or until the publisher's sockets need attention. A signal (EINTR)
+ * returns early; the caller checks its stop flag. */
+static void wait_until(struct vw_host *h, uint64_t deadline_ns)
 {
-	struct timespec ts = { .tv_sec = (time_t)(deadline_ns / VW_NSEC_PER_SEC),
-			       .tv_nsec = (long)(deadline_ns % VW_NSEC_PER_SEC) };
+	struct pollfd pfd = { .fd = h->publisher ? vw_publisher_fd(h->publisher) : -1,
+			      .events = POLLIN };
+	uint64_t now = vw_now_ns(), due = deadline_ns;
+	int timeout_ms;
 
-	/* EINTR (a signal) returns early; the caller checks its stop flag. */
-	(void)clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+	if (h->publisher)
+		due = VW_MIN(due, vw_publisher_next_due(h->publisher));
+	timeout_ms = due > now ? (int)VW_MIN((due - now + 999999) / 1000000, 60000) : 0;
+	(void)poll(&pfd, pfd.fd >= 0 ? 1 : 0, timeout_ms);
+	if (h->publisher)
+		(void)vw_publisher_tick(h->publisher, vw_now_ns(), NULL);
 }
 
 int vw_host_run(struct vw_host *h, volatile sig_atomic_t *stop)
@@ -600,7 +689,7 @@ int vw_host_run(struct vw_host *h, volatile sig_atomic_t *stop)
 	while (!*stop) {
 		uint64_t now;
 
-		sleep_until(next_sample);
+		wait_until(h, next_sample);
 		if (*stop)
 			break;
 		now = vw_now_ns();

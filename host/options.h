@@ -39,6 +39,13 @@ struct vw_host_config {
 	char *kube_ca_file;
 	bool kube_insecure;
 	uint64_t kube_poll_ns;
+	char *libvirt_uri;
+	bool passthrough;
+	uint64_t passthrough_interval_ns; /* 0: monitor interval */
+	double passthrough_jitter;
+	char *passthrough_share_root;     /* "" : no shared folders */
+	double passthrough_energy_step_j;
+	double passthrough_power_step_w;
 };
 
 extern const struct vw_config_program vw_host_program;

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "macro.h"
 #include "perf_counters.h"
+#include "publish.h"
 #include "ratio.h"
 #include "workloads_priv.h"
 
@@ -281,6 +282,8 @@ int vw_workloads_set_vms(struct vw_workloads *w, const struct vw_vm_info *vms, s
 		}
 		/* Same UUID, maybe a new QEMU: the counters carry on. */
 		snprintf(w->vms[k].name, sizeof(w->vms[k].name), "%s", vi->name);
+		snprintf(w->vms[k].channel_path, sizeof(w->vms[k].channel_path), "%s",
+			 vi->channel_path);
 		snprintf(w->vms[k].hypervisor, sizeof(w->vms[k].hypervisor), "%s",
 			 vi->hypervisor[0] ? vi->hypervisor : "kvm");
 		w->vms[k].vcpus = vi->vcpus;
@@ -292,6 +295,35 @@ int vw_workloads_set_vms(struct vw_workloads *w, const struct vw_vm_info *vms, s
 		w->vms[k].publications_gone = 0;
 	}
 	return 0;
+}
+
+size_t vw_workloads_vm_energy(const struct vw_workloads *w, struct vw_vm_energy *out, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t k = 0; k < w->n_vms && n < max; k++) {
+		const struct wl_vm *v = &w->vms[k];
+		struct vw_vm_energy *e = &out[n];
+
+		if (!v->listed)
+			continue;
+		*e = (struct vw_vm_energy){ 0 };
+		snprintf(e->uuid, sizeof(e->uuid), "%s", v->uuid);
+		snprintf(e->channel_path, sizeof(e->channel_path), "%s", v->channel_path);
+		for (int z = 0; z < VW_ZONE__COUNT; z++) {
+			if (!w->present[z])
+				continue;
+			e->zones[e->n_zones++] = (struct vw_vm_energy_zone){
+				.zone = (enum vw_zone)z,
+				.idle_uj = v->z[z].uj[M_IDLE],
+				.active_uj = v->z[z].uj[M_ACTIVE],
+				.idle_w = vw_energy_watts(v->z[z].interval[M_IDLE], w->dt_ns),
+				.active_w = vw_energy_watts(v->z[z].interval[M_ACTIVE], w->dt_ns),
+			};
+		}
+		n++;
+	}
+	return n;
 }
 
 /* vhost-<qemu pid> kernel threads do the VM's network and block I/O. */
@@ -754,4 +786,9 @@ void vw_workloads_totals(const struct vw_workloads *w, struct vw_workloads_total
 size_t vw_workloads_n_processes(const struct vw_workloads *w)
 {
 	return w->n_procs;
+}
+
+size_t vw_workloads_n_vms(const struct vw_workloads *w)
+{
+	return w->n_vms;
 }

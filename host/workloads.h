@@ -63,6 +63,11 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 struct vw_vm_info;
 int vw_workloads_set_vms(struct vw_workloads *w, const struct vw_vm_info *vms, size_t n);
 
+/* Each listed VM's cumulative idle and active energy per zone, for the passthrough publisher.
+ * Fills at most max entries of out; returns how many. */
+struct vw_vm_energy;
+size_t vw_workloads_vm_energy(const struct vw_workloads *w, struct vw_vm_energy *out, size_t max);
+
 struct vw_workloads_totals {
 	uint64_t containers[VW_ZONE__COUNT][2];
 	uint64_t pods[VW_ZONE__COUNT][2];
@@ -73,6 +78,7 @@ struct vw_workloads_totals {
 };
 void vw_workloads_totals(const struct vw_workloads *w, struct vw_workloads_totals *ret);
 size_t vw_workloads_n_processes(const struct vw_workloads *w);
+size_t vw_workloads_n_vms(const struct vw_workloads *w);
 
 extern const struct vw_metric_family vw_workload_families[];
 extern const size_t vw_workload_n_families;

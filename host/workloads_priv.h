@@ -52,6 +52,7 @@ struct wl_pod {
 struct wl_vm {
 	char uuid[VW_UUID_LEN];
 	char name[256];
+	char channel_path[256];
 	char hypervisor[16];
 	unsigned vcpus;
 	uint32_t qemu_pid;
