@@ -147,3 +147,96 @@ char *vw_fixture_slurp(const char *path, size_t *ret_len)
 		*ret_len = len;
 	return buf;
 }
+
+#include <curl/curl.h>
+#include <stdbool.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+struct body {
+	char *data;
+	size_t len;
+};
+
+static size_t body_write(char *ptr, size_t size, size_t n, void *ud)
+{
+	struct body *b = ud;
+	char *nd = realloc(b->data, b->len + size * n + 1);
+
+	if (!nd)
+		return 0;
+	b->data = nd;
+	memcpy(b->data + b->len, ptr, size * n);
+	b->len += size * n;
+	b->data[b->len] = '\0';
+	return size * n;
+}
+
+char *vw_fixture_http_get(const char *url, long *code)
+{
+	CURL *c = curl_easy_init();
+	struct body b = { 0 };
+
+	*code = 0;
+	if (!c)
+		return NULL;
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_write);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, code);
+	curl_easy_cleanup(c);
+	if (!b.data)
+		b.data = calloc(1, 1);
+	return b.data;
+}
+
+int vw_fixture_start_daemon(char *const argv[], pid_t *ret_pid, unsigned *ret_port)
+{
+	char logpath[] = "/tmp/vw-daemon-log-XXXXXX";
+	int fd = mkstemp(logpath);
+	pid_t pid;
+
+	if (fd < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(fd);
+	for (int waited = 0; waited < 10000; waited += 100) {
+		char *log = vw_fixture_slurp(logpath, NULL);
+		const char *p = log ? strstr(log, "(port ") : NULL;
+		bool up = p && sscanf(p + 6, "%u", ret_port) == 1;
+
+		if (up || waited + 100 >= 10000)
+			fprintf(stderr, "%s", up ? "" : (log ? log : ""));
+		free(log);
+		if (up) {
+			unlink(logpath); /* the daemon keeps writing to the unlinked file */
+			*ret_pid = pid;
+			return 0;
+		}
+		usleep(100 * 1000);
+	}
+	unlink(logpath);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return -ETIMEDOUT;
+}
+
+int vw_fixture_stop_daemon(pid_t pid)
+{
+	int st;
+
+	kill(pid, SIGTERM);
+	if (waitpid(pid, &st, 0) < 0)
+		return -errno;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}

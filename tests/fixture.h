@@ -3,6 +3,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <sys/types.h>
 
 /* Create a fresh directory under $TMPDIR (or /tmp); returns a malloc'd path or NULL. */
 char *vw_fixture_mkdtemp(const char *tag);
@@ -14,3 +15,13 @@ int vw_fixture_symlink(const char *root, const char *target, const char *rel);
 void vw_fixture_rm(char *root);
 /* Read a whole file into a malloc'd NUL-terminated buffer (NULL on error). */
 char *vw_fixture_slurp(const char *path, size_t *ret_len);
+
+/* GET a URL (5 s timeout); returns the malloc'd body (NUL-terminated) or NULL; *code the status. */
+char *vw_fixture_http_get(const char *url, long *code);
+/*
+ * Start a daemon (argv[0] is its path) with stdout+stderr to a pipe, and wait (up to 10 s) for
+ * its "(port N)" log line. 0 with *ret_pid and *ret_port, or -errno; the daemon is killed on
+ * failure. vw_fixture_stop_daemon() sends SIGTERM and returns its exit status (or 128+signal).
+ */
+int vw_fixture_start_daemon(char *const argv[], pid_t *ret_pid, unsigned *ret_port);
+int vw_fixture_stop_daemon(pid_t pid);

@@ -587,6 +587,134 @@ static void test_libvirtd_restart(void **state)
 	assert_int_equal(vm.n_vcpu_tids, 2);
 }
 
+static double sum_lines(const char *text, const char *family, const char *must1,
+			const char *must2)
+{
+	double sum = 0;
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *end = strchr(l, '\n');
+		size_t len = end ? (size_t)(end - l) : strlen(l);
+		char line[2048];
+
+		if (strncmp(l, family, strlen(family)) || l[strlen(family)] != '{' ||
+		    len >= sizeof(line))
+			continue;
+		memcpy(line, l, len);
+		line[len] = '\0';
+		if (strstr(line, must1) && (!must2 || strstr(line, must2)))
+			sum += strtod(strrchr(line, ' ') + 1, NULL);
+	}
+	return sum;
+}
+
+static char *scrape(unsigned port)
+{
+	char url[64];
+	long code;
+	char *body;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+	body = vw_fixture_http_get(url, &code);
+	assert_int_equal(code, 200);
+	return body;
+}
+
+/* Per zone and mode, the VM, the other workloads and the remainders add up to the node. */
+static void assert_adds_up(const char *m)
+{
+	static const char *const modes[][4] = {
+		{ "kepler_node_cpu_active_joules_total", "kepler_container_cpu_joules_total",
+		  "mode=\"active\"", NULL },
+		{ "kepler_node_cpu_idle_joules_total", "virtwatt_container_cpu_idle_joules_total",
+		  "mode=\"idle\"", NULL },
+	};
+
+	for (size_t i = 0; i < 2; i++) {
+		double node = sum_lines(m, modes[i][0], "zone=\"package\"", NULL);
+		double parts = sum_lines(m, modes[i][1], "zone=\"package\"", NULL) +
+			       sum_lines(m, "virtwatt_node_cpu_uncontained_joules_total",
+					 "zone=\"package\"", modes[i][2]) +
+			       sum_lines(m, "virtwatt_node_cpu_unattributed_joules_total",
+					 "zone=\"package\"", modes[i][2]);
+
+		assert_true(node > 0);
+		assert_double_near(parts, node, 2e-6);
+	}
+}
+
+/*
+ * virtwatt-host itself against this libvirtd: the VM's active and idle energy series, its QEMU
+ * process tagged with its UUID, the whole adding up to the node, its shared folder published,
+ * and a libvirtd restart losing nothing.
+ */
+static void test_daemon_vm_energy(void **state)
+{
+	char uri[600], share[512], shdir[400], vm_sel[128], rel[512];
+	char *argv[] = { VW_HOST_BIN, uri, share, "--web.listen-address=127.0.0.1:0",
+			 "--monitor.interval=1s", "--monitor.sample-interval=250ms",
+			 "--passthrough.interval=1s", "--kube.node-name=vm-it",
+			 "--metrics.process-top-n=0", NULL };
+	double a1, i1, a2, a3;
+	char msg[256] = "";
+	unsigned port = 0;
+	pid_t daemon;
+	char *m;
+
+	(void)state;
+	snprintf(uri, sizeof(uri), "--libvirt.uri=%s", uri_ro);
+	snprintf(shdir, sizeof(shdir), "%s/share", work);
+	assert_int_equal(vw_fixture_mkdir(work, "share"), 0);
+	snprintf(share, sizeof(share), "--passthrough.share-root=%s", shdir);
+	snprintf(vm_sel, sizeof(vm_sel), "vm_id=\"%s\"", dom_uuid);
+	assert_int_equal(vw_fixture_start_daemon(argv, &daemon, &port), 0);
+	sleep_ms(5000);
+	m = scrape(port);
+	a1 = sum_lines(m, "kepler_vm_cpu_joules_total", vm_sel, "zone=\"package\"");
+	i1 = sum_lines(m, "virtwatt_vm_cpu_idle_joules_total", vm_sel, "zone=\"package\"");
+	printf("# VM %s: active %.6f J, idle %.6f J after ~5 s\n", dom_uuid, a1, i1);
+	assert_true(a1 > 0); /* vCPU 0 spins */
+	assert_true(i1 > 0); /* 2 vCPUs reserved of the host's CPUs */
+	assert_non_null(strstr(m, "type=\"vm\""));
+	assert_true(sum_lines(m, "kepler_process_cpu_joules_total", vm_sel, "zone=\"package\"") > 0);
+	assert_adds_up(m);
+	free(m);
+
+	/* Its shared folder: a powercap tree whose counter is µJ of idle + active. */
+	{
+		char *e;
+		uint64_t uj;
+
+		snprintf(rel, sizeof(rel), "%s/%s/intel-rapl:0/energy_uj", shdir, dom_uuid);
+		e = vw_fixture_slurp(rel, NULL);
+		assert_non_null(e);
+		uj = strtoull(e, NULL, 10);
+		free(e);
+		assert_true(uj > 0);
+		printf("# shared folder energy_uj %" PRIu64 "\n", uj);
+	}
+
+	/* libvirtd goes away: the VM and its counters stay. */
+	stop_pid(read_pid("libvirtd.pid"));
+	sleep_ms(2500);
+	m = scrape(port);
+	a2 = sum_lines(m, "kepler_vm_cpu_joules_total", vm_sel, "zone=\"package\"");
+	assert_true(a2 >= a1);
+	assert_true(sum_lines(m, "kepler_vm_cpu_joules_total", vm_sel, "state=\"running\"") > 0);
+	assert_adds_up(m);
+	free(m);
+	if (start_libvirtd(msg, sizeof(msg)) < 0)
+		fail_msg("restart libvirtd: %s", msg);
+	sleep_ms(4000);
+	m = scrape(port);
+	a3 = sum_lines(m, "kepler_vm_cpu_joules_total", vm_sel, "state=\"running\"");
+	printf("# VM active energy: %.6f, %.6f (libvirtd down), %.6f J (back)\n", a1, a2, a3);
+	assert_true(a3 > a2);
+	assert_adds_up(m);
+	free(m);
+	assert_int_equal(vw_fixture_stop_daemon(daemon), 0);
+}
+
 static void test_destroyed(void **state)
 {
 	virConnectPtr c = connect_rw(5);
@@ -630,6 +758,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vm_listed),
 		cmocka_unit_test(test_cpu_time),
+		cmocka_unit_test(test_daemon_vm_energy),
 		cmocka_unit_test(test_libvirtd_restart),
 		cmocka_unit_test(test_destroyed),
 	};
