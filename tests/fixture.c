@@ -174,6 +174,11 @@ static size_t body_write(char *ptr, size_t size, size_t n, void *ud)
 
 char *vw_fixture_http_get(const char *url, long *code)
 {
+	return vw_fixture_http(url, "GET", code);
+}
+
+char *vw_fixture_http(const char *url, const char *method, long *code)
+{
 	CURL *c = curl_easy_init();
 	struct body b = { 0 };
 
@@ -182,6 +187,10 @@ char *vw_fixture_http_get(const char *url, long *code)
 		return NULL;
 	curl_easy_setopt(c, CURLOPT_URL, url);
 	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+	if (strcmp(method, "HEAD") == 0)
+		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+	else if (strcmp(method, "GET") != 0)
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_write);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
 	if (curl_easy_perform(c) == CURLE_OK)

@@ -18,6 +18,8 @@ char *vw_fixture_slurp(const char *path, size_t *ret_len);
 
 /* GET a URL (5 s timeout); returns the malloc'd body (NUL-terminated) or NULL; *code the status. */
 char *vw_fixture_http_get(const char *url, long *code);
+/* The same with another method (HEAD: no body is read; the result is ""). */
+char *vw_fixture_http(const char *url, const char *method, long *code);
 /*
  * Start a daemon (argv[0] is its path) with stdout+stderr to a pipe, and wait (up to 10 s) for
  * its "(port N)" log line. 0 with *ret_pid and *ret_port, or -errno; the daemon is killed on

@@ -131,36 +131,14 @@ struct buf {
 	size_t len;
 };
 
-static size_t collect(char *ptr, size_t size, size_t n, void *ud)
+/* One request; the body (replacing b's) and its length in b; returns the status. */
+static long http(const char *url, const char *method, struct buf *b)
 {
-	struct buf *b = ud;
-	char *nd = realloc(b->data, b->len + size * n + 1);
+	long code;
 
-	if (!nd)
-		return 0;
-	b->data = nd;
-	memcpy(b->data + b->len, ptr, size * n);
-	b->len += size * n;
-	b->data[b->len] = '\0';
-	return size * n;
-}
-
-static long http(const char *url, const char *method, struct buf *body)
-{
-	CURL *c = curl_easy_init();
-	long code = 0;
-
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
-	if (strcmp(method, "HEAD") == 0)
-		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-	else if (strcmp(method, "GET") != 0)
-		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, collect);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
-	if (curl_easy_perform(c) == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
-	curl_easy_cleanup(c);
+	free(b->data);
+	b->data = vw_fixture_http(url, method, &code);
+	b->len = b->data ? strlen(b->data) : 0;
 	return code;
 }
 
@@ -203,14 +181,10 @@ static void test_serves_metrics(void **state)
 		assert_int_equal(host_fixture_advance(&fx, 0.5), 0);
 		nanosleep(&ts, NULL);
 	}
-	free(b.data);
-	b = (struct buf){ 0 };
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
 	assert_int_equal(http(url, "GET", &b), 200);
 	assert_non_null(strstr(b.data, "kepler_node_cpu_joules_total{zone=\"package\",path=\"/sys/class/powercap/intel-rapl:0\",node_name=\"daemon-test\"}"));
 	assert_non_null(strstr(b.data, "source=\"rapl\""));
-	free(b.data);
-	b = (struct buf){ 0 };
 	assert_int_equal(http(url, "HEAD", &b), 200);
 	assert_int_equal(b.len, 0);
 	assert_int_equal(http(url, "POST", &b), 405);
