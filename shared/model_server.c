@@ -29,8 +29,8 @@ void vw_machine_spec_normalise(const char *model_name, char *buf, size_t size)
 				buf[n++] = '_';
 			sep = false;
 			buf[n++] = (char)tolower(c);
-		} else if (c != '(' && c != ')') {
-			sep = true; /* "Intel(R)" is "intel_r_" in no one's index: drop the parens */
+		} else {
+			sep = true;
 		}
 	}
 	buf[n] = '\0';
