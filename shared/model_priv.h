@@ -98,3 +98,12 @@ int vw_model_parse_weights(struct vw_model_parse *p, struct vw_model_comp *c, js
 
 /* True when the term contributes to the output (linear weight != 0, or the curve's feature). */
 bool vw_model_term_used(const struct vw_model_comp *c, size_t t);
+
+/*
+ * GET url, or POST post_json (Content-Type: application/json) when not NULL, with a timeout
+ * (<= 0: 10 s), at most VW_MODEL_MAX_BYTES, HTTP >= 400 failing. *ret (malloc'd,
+ * NUL-terminated) and *ret_len on success; -ETIMEDOUT, -EFBIG, -EIO, -ENODATA (empty body) with
+ * the reason in why. Used by model_source.c and model_server.c.
+ */
+int vw_model_http_fetch(const char *url, const char *post_json, long timeout_ms, char **ret,
+			size_t *ret_len, char *why, size_t whylen);

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "macro.h"
 #include "model.h"
+#include "model_priv.h"
 
 #define DEFAULT_TIMEOUT_MS 10000L
 #define CACHE_NAME_MAX 48
@@ -62,9 +63,14 @@ static size_t on_data(char *ptr, size_t size, size_t n, void *userdata)
 	return add;
 }
 
-static void fetch_setup(CURL *h, const char *url, long timeout_ms, struct body *b, char *curl_err)
+static void fetch_setup(CURL *h, const char *url, const char *post, struct curl_slist *hdrs,
+			long timeout_ms, struct body *b, char *curl_err)
 {
 	curl_easy_setopt(h, CURLOPT_URL, url);
+	if (post) {
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, post);
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+	}
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
@@ -79,10 +85,13 @@ static void fetch_setup(CURL *h, const char *url, long timeout_ms, struct body *
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_err);
 }
 
-/* GET url into b (at most VW_MODEL_MAX_BYTES; HTTP >= 400 fails). 0 or -errno, reason in why. */
-static int fetch(const char *url, long timeout_ms, struct body *b, char *why, size_t whylen)
+/* GET url (POST the JSON `post` when not NULL) into b (at most VW_MODEL_MAX_BYTES; HTTP >= 400
+ * fails). 0 or -errno, reason in why. */
+static int fetch(const char *url, const char *post, long timeout_ms, struct body *b, char *why,
+		 size_t whylen)
 {
 	char curl_err[CURL_ERROR_SIZE] = "";
+	struct curl_slist *hdrs = NULL;
 	CURLcode rc;
 	CURL *h;
 
@@ -96,9 +105,18 @@ static int fetch(const char *url, long timeout_ms, struct body *b, char *why, si
 		snprintf(why, whylen, "curl_easy_init failed");
 		return -ENOMEM;
 	}
-	fetch_setup(h, url, timeout_ms, b, curl_err);
+	if (post) {
+		hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+		if (!hdrs) {
+			curl_easy_cleanup(h);
+			snprintf(why, whylen, "out of memory");
+			return -ENOMEM;
+		}
+	}
+	fetch_setup(h, url, post, hdrs, timeout_ms, b, curl_err);
 	rc = curl_easy_perform(h);
 	curl_easy_cleanup(h);
+	curl_slist_free_all(hdrs);
 	if (rc == CURLE_OK)
 		return 0;
 	if (b->too_big || rc == CURLE_FILESIZE_EXCEEDED) {
@@ -107,6 +125,26 @@ static int fetch(const char *url, long timeout_ms, struct body *b, char *why, si
 	}
 	snprintf(why, whylen, "%s", curl_err[0] ? curl_err : curl_easy_strerror(rc));
 	return rc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
+}
+
+int vw_model_http_fetch(const char *url, const char *post_json, long timeout_ms, char **ret,
+			size_t *ret_len, char *why, size_t whylen)
+{
+	struct body b = { 0 };
+	int r = fetch(url, post_json, timeout_ms > 0 ? timeout_ms : DEFAULT_TIMEOUT_MS, &b, why,
+		      whylen);
+
+	if (r < 0) {
+		free(b.data);
+		return r;
+	}
+	if (!b.data) {
+		snprintf(why, whylen, "empty body");
+		return -ENODATA;
+	}
+	*ret = b.data;
+	*ret_len = b.len;
+	return 0;
 }
 
 /* "model-<FNV-1a 64 of the URL>.json": stable, and safe as a file name whatever the URL. */
@@ -155,7 +193,7 @@ static int load_url(const struct vw_model_source_opts *o, const char *name, stru
 	char reason[256];
 	int r;
 
-	r = fetch(o->url, timeout_ms, &b, why, whylen);
+	r = fetch(o->url, NULL, timeout_ms, &b, why, whylen);
 	if (r == 0) {
 		r = vw_model_parse(b.data, b.len, o->url, ret, reason, sizeof(reason));
 		if (r < 0)

@@ -1,0 +1,390 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * virtwatt-guest fed through a FIFO: the energy split over fake workloads (a procfs fixture
+ * with the procfs accountant) equals the frames' VM energy exactly, per zone, active and idle;
+ * every switch (fresh, stale, back, a host epoch change, a daemon restart with the state file)
+ * keeps every exported counter monotonic; a model server that fails falls back to the local
+ * model; and the real binary serves /metrics with source passthrough.
+ */
+#include "vw_test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "fixture.h"
+#include "host_fixture.h"
+#include "http.h"
+#include "log.h"
+#include "macro.h"
+#include "options.h"
+#include "proto.h"
+
+#define UUID "6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b"
+#define CID "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+static uint64_t fake_now;
+
+struct ctx {
+	struct host_fixture f;
+	char fifo[600], state[600];
+	char *metrics_levels[3];
+	struct vw_guest_config cfg;
+	struct vw_guest *g;
+	int w; /* the FIFO's writing end */
+	uint64_t cpu_ns[3];
+	/* the host's cumulative counters, per zone (package, dram) and mode */
+	uint64_t idle[2], active[2];
+	uint64_t epoch, seq;
+	char *last_metrics;
+};
+
+static const uint32_t pids[3] = { 100, 200, 300 };
+
+static void write_proc(struct ctx *c, size_t i)
+{
+	char rel[128], text[256];
+
+	snprintf(rel, sizeof(rel), "%u/stat", pids[i]);
+	snprintf(text, sizeof(text), "%u (p%u) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 %u 0 0\n",
+		 pids[i], pids[i], 1000 + pids[i]);
+	assert_int_equal(vw_fixture_write(c->f.proc, rel, text, 0), 0);
+	snprintf(rel, sizeof(rel), "%u/cgroup", pids[i]);
+	assert_int_equal(vw_fixture_write(c->f.proc, rel,
+					  i == 0 ? "0::/system.slice/docker-" CID ".scope\n"
+						 : "0::/system.slice/ssh.service\n",
+					  0),
+			 0);
+	snprintf(rel, sizeof(rel), "%u/task/%u/schedstat", pids[i], pids[i]);
+	snprintf(text, sizeof(text), "%llu 0 0\n", (unsigned long long)c->cpu_ns[i]);
+	assert_int_equal(vw_fixture_write(c->f.proc, rel, text, 0), 0);
+}
+
+static void run_procs(struct ctx *c)
+{
+	static const uint64_t ms[3] = { 1500, 700, 300 };
+
+	for (size_t i = 0; i < 3; i++) {
+		c->cpu_ns[i] += ms[i] * 1000000ULL;
+		write_proc(c, i);
+	}
+	for (int s = 0; s < 5; s++)
+		assert_int_equal(host_fixture_advance(&c->f, 0.5), 0);
+}
+
+static void send_frame(struct ctx *c)
+{
+	struct vw_host_frame fr = { .version = 1, .epoch = c->epoch, .seq = ++c->seq,
+				    .interval_ms = 5000, .n_zones = 2 };
+	char buf[VW_PROTO_MAX_FRAME];
+	size_t len;
+
+	snprintf(fr.vm_uuid, sizeof(fr.vm_uuid), UUID);
+	snprintf(fr.source, sizeof(fr.source), "rapl");
+	fr.zones[0] = (struct vw_proto_zone){ VW_ZONE_PACKAGE, c->idle[0], c->active[0], 10, 5 };
+	fr.zones[1] = (struct vw_proto_zone){ VW_ZONE_DRAM, c->idle[1], c->active[1], 1, 0.5 };
+	assert_int_equal(vw_proto_encode_host(&fr, buf, sizeof(buf), &len), 0);
+	assert_int_equal(write(c->w, buf, len), (ssize_t)len);
+}
+
+/* The host's counters grow by odd amounts so that any rounding would show. */
+static void host_runs(struct ctx *c, uint64_t k)
+{
+	c->idle[0] += 50000003 + k;
+	c->active[0] += 25000007 + 3 * k;
+	c->idle[1] += 5000001 + k;
+	c->active[1] += 2500003;
+}
+
+/* Every counter sample ("name{labels}" -> value) of the current exposition. */
+static void check_monotonic(struct ctx *c)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+	bool counter = false;
+
+	assert_int_equal(vw_exposition_copy(vw_guest_exposition(c->g), 0, &text, &len), 0);
+	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
+	     line = strtok_r(NULL, "\n", &save)) {
+		char *sp, *prev, key[1024];
+
+		if (strncmp(line, "# TYPE ", 7) == 0) {
+			counter = strstr(line, " counter") != NULL;
+			continue;
+		}
+		if (!counter || line[0] == '#' || !(sp = strrchr(line, ' ')))
+			continue;
+		snprintf(key, sizeof(key), "\n%.*s ", (int)(sp - line), line);
+		/* the same series in the previous exposition must not be larger */
+		if (c->last_metrics && (prev = strstr(c->last_metrics, key))) {
+			double before = strtod(prev + strlen(key), NULL), now = strtod(sp + 1, NULL);
+
+			if (now < before)
+				fail_msg("counter went back: %s %.17g -> %.17g", key + 1, before, now);
+		}
+	}
+	free(c->last_metrics);
+	assert_int_equal(vw_exposition_copy(vw_guest_exposition(c->g), 0, &c->last_metrics, &len),
+			 0);
+	/* prefix with a newline so every series is found as "\nname{...} " */
+	{
+		char *p = malloc(len + 2);
+
+		assert_non_null(p);
+		p[0] = '\n';
+		memcpy(p + 1, c->last_metrics, len + 1);
+		free(c->last_metrics);
+		c->last_metrics = p;
+	}
+}
+
+static void tick(struct ctx *c)
+{
+	fake_now += 5 * VW_NSEC_PER_SEC;
+	assert_int_equal(vw_guest_tick(c->g, fake_now), 0);
+	check_monotonic(c);
+}
+
+static void start_guest(struct ctx *c)
+{
+	assert_int_equal(vw_guest_new(&c->cfg, &c->g), 0);
+	assert_int_equal(vw_guest_tick(c->g, fake_now), 0); /* baselines; opens the FIFO */
+	check_monotonic(c);
+}
+
+static int setup(void **state)
+{
+	static const struct host_fixture_zone none[1];
+	struct ctx *c = calloc(1, sizeof(*c));
+
+	assert_non_null(c);
+	(void)none;
+	signal(SIGPIPE, SIG_IGN);
+	assert_int_equal(host_fixture_init(&c->f, NULL, 0, 4), 0);
+	for (size_t i = 0; i < 3; i++)
+		write_proc(c, i);
+	snprintf(c->fifo, sizeof(c->fifo), "%s/port", c->f.root);
+	snprintf(c->state, sizeof(c->state), "%s/state/state.json", c->f.root);
+	assert_int_equal(mkfifo(c->fifo, 0600), 0);
+	c->w = open(c->fifo, O_RDWR | O_CLOEXEC);
+	assert_true(c->w >= 0);
+	c->metrics_levels[0] = "process";
+	c->metrics_levels[1] = "container";
+	c->metrics_levels[2] = "pod";
+	c->cfg = (struct vw_guest_config){
+		.listen_address = "127.0.0.1:0",
+		.sysfs = c->f.sys,
+		.procfs = c->f.proc,
+		.interval_ns = 5 * VW_NSEC_PER_SEC,
+		.node_name = "vm1",
+		.metrics = { c->metrics_levels, 3 },
+		.process_top_n = 0,
+		.max_terminated = 100,
+		.cpu_accounting = "procfs",
+		.kube_pod_source = "apiserver",
+		.passthrough_path = c->fifo,
+		.passthrough_stale_after = 3,
+		.passthrough_enable = true,
+		.state_file = c->state,
+	};
+	c->epoch = 1700000000123456ULL;
+	fake_now = 1000 * VW_NSEC_PER_SEC;
+	vw_clock_set_fake(&fake_now);
+	*state = c;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct ctx *c = *state;
+
+	vw_guest_free(c->g);
+	vw_clock_set_fake(NULL);
+	close(c->w);
+	free(c->last_metrics);
+	host_fixture_fini(&c->f);
+	free(c);
+	return 0;
+}
+
+static void sum_workloads(struct ctx *c, uint64_t out[VW_ZONE__COUNT][2])
+{
+	struct vw_workloads_totals t;
+
+	vw_guest_workload_totals(c->g, &t);
+	for (size_t z = 0; z < VW_ZONE__COUNT; z++)
+		for (int m = 0; m < 2; m++)
+			out[z][m] = t.containers[z][m] + t.uncontained[z][m] +
+				    t.unattributed[z][m];
+}
+
+/* One passthrough interval: the workloads' shares add up to the frame deltas exactly. */
+static void exact_interval(struct ctx *c, uint64_t k)
+{
+	uint64_t before[VW_ZONE__COUNT][2], after[VW_ZONE__COUNT][2];
+	uint64_t node[VW_ZONE__COUNT][2], given[VW_ZONE__COUNT][2];
+	uint64_t idle0[2] = { c->idle[0], c->idle[1] }, act0[2] = { c->active[0], c->active[1] };
+	static const enum vw_zone zones[2] = { VW_ZONE_PACKAGE, VW_ZONE_DRAM };
+
+	sum_workloads(c, before);
+	host_runs(c, k);
+	send_frame(c);
+	run_procs(c);
+	tick(c);
+	assert_int_equal(vw_guest_source_used(c->g), VW_GUEST_PASSTHROUGH);
+	sum_workloads(c, after);
+	vw_guest_last_interval(c->g, node, given);
+	for (size_t i = 0; i < 2; i++) {
+		enum vw_zone z = zones[i];
+
+		assert_int_equal(node[z][0], c->active[i] - act0[i]);
+		assert_int_equal(node[z][1], c->idle[i] - idle0[i]);
+		assert_int_equal(given[z][1], node[z][1]); /* passthrough: idle is attributed */
+		assert_int_equal(after[z][0] - before[z][0], c->active[i] - act0[i]);
+		assert_int_equal(after[z][1] - before[z][1], c->idle[i] - idle0[i]);
+	}
+}
+
+static void test_passthrough_exact_and_monotonic(void **state)
+{
+	struct ctx *c = *state;
+	uint64_t node[VW_ZONE__COUNT][2], given[VW_ZONE__COUNT][2];
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+
+	start_guest(c);
+	assert_int_equal(vw_guest_source_used(c->g), VW_GUEST_MODEL);
+	/* The first frame: fresh, but this interval is still the model's (hysteresis). */
+	host_runs(c, 0);
+	send_frame(c);
+	run_procs(c);
+	tick(c);
+	assert_int_equal(vw_guest_source_used(c->g), VW_GUEST_MODEL);
+	vw_guest_last_interval(c->g, node, given);
+	assert_true(node[VW_ZONE_PACKAGE][1] > 0); /* the model's idle: the node's only */
+	assert_int_equal(given[VW_ZONE_PACKAGE][1], 0);
+	for (uint64_t k = 1; k <= 3; k++)
+		exact_interval(c, k);
+	assert_int_equal(vw_exposition_copy(vw_guest_exposition(c->g), 0, &text, &len), 0);
+	assert_non_null(strstr(text, "virtwatt_guest_power_source_info{source=\"passthrough\","
+				     "host_source=\"rapl\",kind=\"measured\""));
+	assert_non_null(strstr(text, "virtwatt_guest_passthrough_accepted_total{node_name=\"vm1\"} 4"));
+	assert_non_null(strstr(text, "kepler_container_cpu_joules_total"));
+
+	/* Stale: no frames for more than 3 publication intervals, then the model. */
+	for (int i = 0; i < 3; i++) {
+		run_procs(c);
+		tick(c);
+	}
+	run_procs(c);
+	tick(c);
+	assert_int_equal(vw_guest_source_used(c->g), VW_GUEST_MODEL);
+	run_procs(c);
+	tick(c);
+	assert_int_equal(vw_guest_source_used(c->g), VW_GUEST_MODEL);
+	vw_guest_last_interval(c->g, node, given);
+	assert_int_equal(given[VW_ZONE_PACKAGE][1], 0); /* estimator-only: no idle to workloads */
+
+	/* Back: the returning frame's interval is the model's; the next ones exact again. */
+	host_runs(c, 9);
+	send_frame(c);
+	run_procs(c);
+	tick(c);
+	assert_int_equal(vw_guest_source_used(c->g), VW_GUEST_MODEL);
+	exact_interval(c, 10);
+
+	/* A host restart: a new epoch counts from zero; the guest adds the frame's values. */
+	c->epoch++;
+	c->seq = 0;
+	memset(c->idle, 0, sizeof(c->idle));
+	memset(c->active, 0, sizeof(c->active));
+	exact_interval(c, 11);
+	exact_interval(c, 12);
+
+	/* A daemon restart: the state file carries every series on. */
+	vw_guest_free(c->g);
+	c->g = NULL;
+	start_guest(c);
+	host_runs(c, 13);
+	send_frame(c);
+	run_procs(c);
+	tick(c);
+	exact_interval(c, 14);
+	free(text);
+	text = NULL;
+	assert_int_equal(vw_exposition_copy(vw_guest_exposition(c->g), 1, &text, &len), 0);
+	assert_non_null(strstr(text, "# EOF"));
+}
+
+static void test_model_server_down_falls_back(void **state)
+{
+	struct ctx *c = *state;
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+
+	c->cfg.model_server_url = "http://127.0.0.1:9"; /* discard port: refused */
+	c->cfg.model_timeout_ns = 500 * VW_NSEC_PER_MSEC;
+	c->cfg.passthrough_enable = false;
+	c->cfg.state_file = "";
+	start_guest(c);
+	run_procs(c);
+	tick(c);
+	assert_int_equal(vw_exposition_copy(vw_guest_exposition(c->g), 0, &text, &len), 0);
+	assert_non_null(strstr(text, "source=\"model\""));
+	assert_non_null(strstr(text, "model=\"builtin:"));
+	assert_non_null(strstr(text, "kind=\"estimated\""));
+}
+
+static void test_binary_serves_passthrough(void **state)
+{
+	struct ctx *c = *state;
+	char fifo_arg[700], state_arg[700], sys_arg[600], proc_arg[600];
+	char *argv[] = { VW_GUEST_BIN, "--web.listen-address=127.0.0.1:0", fifo_arg, state_arg,
+			 sys_arg, proc_arg, "--monitor.interval=1s", "--cpu.accounting=procfs",
+			 "--model.cache-dir=", NULL };
+	_cleanup_free_ char *body = NULL;
+	char url[64];
+	unsigned port = 0;
+	pid_t pid;
+	long code = 0;
+	bool found = false;
+
+	vw_clock_set_fake(NULL);
+	snprintf(fifo_arg, sizeof(fifo_arg), "--passthrough.path=%s", c->fifo);
+	snprintf(state_arg, sizeof(state_arg), "--state.file=%s", c->state);
+	snprintf(sys_arg, sizeof(sys_arg), "--host.sysfs=%s", c->f.sys);
+	snprintf(proc_arg, sizeof(proc_arg), "--host.procfs=%s", c->f.proc);
+	assert_int_equal(vw_fixture_start_daemon(argv, &pid, &port), 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+	for (int i = 0; i < 40 && !found; i++) {
+		host_runs(c, (uint64_t)i);
+		send_frame(c);
+		usleep(250 * 1000);
+		free(body);
+		body = vw_fixture_http_get(url, &code);
+		found = body && strstr(body, "virtwatt_guest_power_source_info{source=\"passthrough\"");
+	}
+	assert_int_equal(vw_fixture_stop_daemon(pid), 0);
+	assert_true(found);
+	assert_int_equal(code, 200);
+	assert_non_null(strstr(body, "kepler_node_cpu_joules_total{zone=\"package\",path=\"vm\""));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_passthrough_exact_and_monotonic, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_model_server_down_falls_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_binary_serves_passthrough, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
