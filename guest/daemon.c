@@ -396,26 +396,17 @@ static void model_interval(struct vw_guest *g, const struct vw_node_activity *ac
 static void attribute(struct vw_guest *g, uint64_t dt_ns)
 {
 	struct vw_zone_energy ze[VW_ZONE__COUNT] = { 0 };
-	struct vw_cpu_snapshot snap = { 0 };
-	int r;
 
 	if (!g->workloads)
 		return;
+	/* Estimated idle is this VM's guess at a host idle share it cannot know: it is not the
+	 * workloads' and stays unattributed, so node = workloads + remainders still holds. */
 	for (size_t i = 0; i < VW_ZONE__COUNT; i++)
 		ze[i] = (struct vw_zone_energy){ .present = g->z[i].present,
 						 .active_uj = g->z[i].int_active,
-						 .idle_uj = g->z[i].given_idle };
-	r = g->cpu.ops->read(g->cpu.state, &snap);
-	if (r < 0)
-		vw_complain(&g->cpu_complaint, VW_LOG_WARN, "cpu: %s snapshot failed: %s",
-			    g->cpu.ops->name, strerror(-r));
-	else
-		vw_release(&g->cpu_complaint, VW_LOG_INFO, "cpu: %s snapshots work again",
-			   g->cpu.ops->name);
-	r = vw_workloads_update(g->workloads, r < 0 ? NULL : &snap, ze, dt_ns);
-	if (r < 0)
-		vw_complain(&g->cpu_complaint, VW_LOG_WARN, "workloads: update failed: %s",
-			    strerror(-r));
+						 .idle_uj = g->z[i].int_idle,
+						 .idle_to_node = g->z[i].given_idle != g->z[i].int_idle };
+	(void)vw_workloads_interval(g->workloads, &g->cpu, ze, dt_ns, &g->cpu_complaint);
 }
 
 /* ---- metrics ------------------------------------------------------------------------------- */

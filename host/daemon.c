@@ -590,8 +590,6 @@ static void feed_publisher(struct vw_host *h)
 static void attribute_workloads(struct vw_host *h, uint64_t dt_ns)
 {
 	struct vw_zone_energy ze[VW_ZONE__COUNT] = { 0 };
-	struct vw_cpu_snapshot snap = { 0 };
-	int r;
 
 	if (!h->workloads)
 		return;
@@ -602,18 +600,8 @@ static void attribute_workloads(struct vw_host *h, uint64_t dt_ns)
 		e->active_uj += h->zs[i].int_active_uj;
 		e->idle_uj += h->zs[i].int_idle_uj;
 	}
-	r = h->cpu.ops->read(h->cpu.state, &snap);
-	if (r < 0)
-		vw_complain(&h->cpu_complaint, VW_LOG_WARN, "cpu: %s snapshot failed: %s",
-			    h->cpu.ops->name, strerror(-r));
-	else
-		vw_release(&h->cpu_complaint, VW_LOG_INFO, "cpu: %s snapshots work again",
-			   h->cpu.ops->name);
 	refresh_vms(h);
-	r = vw_workloads_update(h->workloads, r < 0 ? NULL : &snap, ze, dt_ns);
-	if (r < 0)
-		vw_complain(&h->cpu_complaint, VW_LOG_WARN, "workloads: update failed: %s",
-			    strerror(-r));
+	(void)vw_workloads_interval(h->workloads, &h->cpu, ze, dt_ns, &h->cpu_complaint);
 	feed_publisher(h);
 }
 

@@ -627,12 +627,30 @@ int vw_workloads_update(struct vw_workloads *w, const struct vw_cpu_snapshot *sn
 		w->present[z] = true;
 		w->totals.unattributed[z][M_ACTIVE] +=
 			split_over(w, -2, (enum vw_zone)z, M_ACTIVE, zones[z].active_uj);
-		r = attribute_idle(w, (enum vw_zone)z, zones[z].idle_uj);
+		r = zones[z].idle_to_node ? -EPERM : attribute_idle(w, (enum vw_zone)z, zones[z].idle_uj);
 		if (r < 0) /* the interval's idle is kept whole as unattributed */
 			w->totals.unattributed[z][M_IDLE] += zones[z].idle_uj;
 	}
 	settle_states(w);
 	return 0;
+}
+
+int vw_workloads_interval(struct vw_workloads *w, const struct vw_cpu_accountant *cpu,
+			  const struct vw_zone_energy zones[VW_ZONE__COUNT], uint64_t dt_ns,
+			  struct vw_complaint *complaint)
+{
+	struct vw_cpu_snapshot snap = { 0 };
+	int r = cpu->ops->read(cpu->state, &snap);
+
+	if (r < 0)
+		vw_complain(complaint, VW_LOG_WARN, "cpu: %s snapshot failed: %s", cpu->ops->name,
+			    strerror(-r));
+	else
+		vw_release(complaint, VW_LOG_INFO, "cpu: %s snapshots work again", cpu->ops->name);
+	r = vw_workloads_update(w, r < 0 ? NULL : &snap, zones, dt_ns);
+	if (r < 0)
+		vw_complain(complaint, VW_LOG_WARN, "workloads: update failed: %s", strerror(-r));
+	return r;
 }
 
 /* ---- Retention ---- */

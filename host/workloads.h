@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "cpu_account.h"
+#include "log.h"
 #include "prom.h"
 #include "workload.h"
 #include "zone.h"
@@ -38,6 +39,8 @@ void vw_workloads_free(struct vw_workloads *w);
 struct vw_zone_energy {
 	bool present;
 	uint64_t active_uj, idle_uj;
+	bool idle_to_node; /* the idle is not the workloads' to share (a guest's estimate of a host
+			    * idle share it cannot know): it all stays unattributed */
 };
 
 /*
@@ -47,6 +50,14 @@ struct vw_zone_energy {
  */
 int vw_workloads_update(struct vw_workloads *w, const struct vw_cpu_snapshot *snap,
 			const struct vw_zone_energy zones[VW_ZONE__COUNT], uint64_t dt_ns);
+/*
+ * Read the accountant and run one update (a failed read leaves the interval unattributed);
+ * failures are logged through `complaint`.
+ */
+int vw_workloads_interval(struct vw_workloads *w, const struct vw_cpu_accountant *cpu,
+			  const struct vw_zone_energy zones[VW_ZONE__COUNT], uint64_t dt_ns,
+			  struct vw_complaint *complaint);
+
 /* After publishing generation `gen`: terminated workloads whose final value it holds are
  * dropped once a scrape has served a generation >= theirs. */
 void vw_workloads_published(struct vw_workloads *w, uint64_t gen, uint64_t served_gen);
