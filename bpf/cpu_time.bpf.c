@@ -422,23 +422,17 @@ int vw_iter_read(struct bpf_iter__task *ctx)
  */
 const volatile __u32 hw_mask = 0; /* bit k: kind k's map is filled */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(__u32));
-} hw_cycles SEC(".maps");
+/* One counting event per CPU (max_entries: libbpf makes it the number of CPUs). */
+#define VW_PERF_ARRAY(name)                                                                        \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);                                       \
+		__uint(key_size, sizeof(__u32));                                                   \
+		__uint(value_size, sizeof(__u32));                                                 \
+	} name SEC(".maps")
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(__u32));
-} hw_instructions SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
-	__uint(key_size, sizeof(__u32));
-	__uint(value_size, sizeof(__u32));
-} hw_cache_misses SEC(".maps");
+VW_PERF_ARRAY(hw_cycles);
+VW_PERF_ARRAY(hw_instructions);
+VW_PERF_ARRAY(hw_cache_misses);
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -287,7 +287,13 @@ static bool check_hw(const struct scenario *sc, const struct vw_cpu_snapshot *s)
 	return standin;
 }
 
-/* The stand-in for instructions is cpu-clock: ns on a CPU, close to the process's CPU time. */
+/*
+ * The stand-in for instructions is cpu-clock: ns on a CPU between switches, close to the
+ * process's CPU time. It can only run over: interrupt time is in it but not in
+ * sum_exec_runtime, and a switch that never reaches the tracepoint (platform.md) hands the
+ * slice before it to the next task seen switching out. Within 1 % on a quiet machine, up to
+ * 7 % seen with a sibling's QEMU busy on one of the 2 CPUs: -5 % / +10 %.
+ */
 static void check_standin(const struct vw_cpu_snapshot *s, const struct vw_proc_cpu *p,
 			  uint64_t want_ns, const char *what)
 {
@@ -296,8 +302,12 @@ static void check_standin(const struct vw_cpu_snapshot *s, const struct vw_proc_
 	print_message("# %s: cpu-clock stand-in %.6f s, schedstat %.6f s, %llu context switches\n",
 		      what, (double)c->instructions / 1e9, (double)want_ns / 1e9,
 		      (unsigned long long)c->cache_misses);
-	assert_ns_near(c->instructions, want_ns, 0.05, 2 * VW_NSEC_PER_MSEC);
-	assert_ns_near(c->cycles, want_ns, 0.05, 2 * VW_NSEC_PER_MSEC);
+	for (int k = 0; k < 2; k++) {
+		uint64_t got = k ? c->cycles : c->instructions;
+
+		assert_ns_near(got, want_ns, 0.10, 2 * VW_NSEC_PER_MSEC);
+		assert_true((double)got + 0.05 * (double)want_ns + 2e6 >= (double)want_ns);
+	}
 }
 
 static void run_scenario(const struct scenario *sc)
