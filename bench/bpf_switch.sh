@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Per-event cost of the CPU accountant's sched_switch program, measured by the kernel
 # (kernel.bpf_stats_enabled: run_time_ns / run_cnt) under stress-ng --switch, for the tp_btf
-# program, its raw_tp twin, and two baselines from bench/bench.bpf.c: an empty program (what
+# program, its raw_tp twin, the optional counter program (loaded only where counters open; here
+# on software stand-in events, whose reads cost about what a PMU's do), and two baselines from bench/bench.bpf.c: an empty program (what
 # bpf_stats reports for nothing: trampoline and clock reads) and a Kepler-v0.7-like one.
 #   bench/bpf_switch.sh [seconds]      (root; BUILD=build by default)
 set -euo pipefail
@@ -57,4 +58,5 @@ echo "stress-ng --switch 1 for ${SECONDS_RUN}s per program, $(nproc) CPUs, $(una
 measure "empty program (floor)" null_switch --null
 measure "virtwatt tp_btf" vw_switch_btf
 measure "virtwatt raw_tp twin" vw_switch_raw --raw-tp
+measure "+ counters (sw stand-ins)" vw_hwc_btf --hw-standin
 measure "Kepler-like (no perf reads)" kl_switch --kepler-like

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Benchmark loader: attach the bpf CPU accountant's programs (tp_btf, or raw_tp with
- * --raw-tp), or one of the baselines in bench.bpf.c (--kepler-like, --null), print "attached",
+ * --raw-tp; with --hw-standin also the counter program on software stand-in events), or one of the baselines in bench.bpf.c (--kepler-like, --null), print "attached",
  * hold them until SIGINT/SIGTERM or --seconds run out, then print what one read saw.
  */
 #include <errno.h>
@@ -53,6 +53,14 @@ static int run_accountant(uint32_t flags, unsigned seconds)
 			total += snap.procs[i].cpu_ns;
 		printf("read: %zu processes, %zu cgroups, %.3f CPU-s since open\n", snap.n_procs,
 		       snap.n_cgroups, (double)total / 1e9);
+		if (snap.counters) {
+			uint64_t instr = 0;
+
+			for (size_t i = 0; i < snap.n_procs; i++)
+				instr += snap.counters[i].instructions;
+			printf("counters (mask 0x%x): %.3f G instructions\n", snap.hw_available,
+			       (double)instr / 1e9);
+		}
 	}
 	vw_cpu_accountant_close(&acc);
 	vw_closep(&env.procfs_fd);
@@ -82,6 +90,7 @@ int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "raw-tp", no_argument, NULL, 'r' },
+		{ "hw-standin", no_argument, NULL, 'w' },
 		{ "kepler-like", no_argument, NULL, 'k' },
 		{ "null", no_argument, NULL, 'n' },
 		{ "seconds", required_argument, NULL, 's' },
@@ -92,10 +101,13 @@ int main(int argc, char **argv)
 	unsigned seconds = 0;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "rkns:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "rwkns:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			flags |= VW_CPU_BPF_RAW_TP;
+			break;
+		case 'w':
+			flags |= VW_CPU_BPF_HW_STANDIN;
 			break;
 		case 'k':
 			kepler = true;
@@ -107,7 +119,8 @@ int main(int argc, char **argv)
 			seconds = (unsigned)strtoul(optarg, NULL, 10);
 			break;
 		default:
-			fprintf(stderr, "usage: %s [--raw-tp | --kepler-like | --null] [--seconds N]\n",
+			fprintf(stderr, "usage: %s [[--raw-tp] [--hw-standin] | --kepler-like | --null] "
+				"[--seconds N]\n",
 				argv[0]);
 			return 2;
 		}

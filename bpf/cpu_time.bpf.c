@@ -410,3 +410,136 @@ int vw_iter_read(struct bpf_iter__task *ctx)
 	bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
 	return 0;
 }
+
+/* ---- optional per-process counters ---- */
+
+/*
+ * A second sched_switch program, loaded only where user space opened counters (a hardware PMU,
+ * or software stand-ins in tests): it reads each kind's per-CPU counting event on this CPU and
+ * charges the increase since the previous switch here (the slice that ends now) to prev's
+ * thread group. Its helper calls and hash update are what the CPU-time program avoids; keeping
+ * it separate leaves that program's cost unchanged where there are no counters.
+ */
+const volatile __u32 hw_mask = 0; /* bit k: kind k's map is filled */
+
+/* One counting event per CPU (max_entries: libbpf makes it the number of CPUs). */
+#define VW_PERF_ARRAY(name)                                                                        \
+	struct {                                                                                   \
+		__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);                                       \
+		__uint(key_size, sizeof(__u32));                                                   \
+		__uint(value_size, sizeof(__u32));                                                 \
+	} name SEC(".maps")
+
+VW_PERF_ARRAY(hw_cycles);
+VW_PERF_ARRAY(hw_instructions);
+VW_PERF_ARRAY(hw_cache_misses);
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct vw_bpf_hw_cpu);
+} hw_cpus SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1); /* sized by user space */
+	__type(key, __u32);
+	__type(value, struct vw_bpf_hw_proc);
+} hw_procs SEC(".maps");
+
+/* The increase of one kind since the last switch on this CPU, scaled by enabled/running. */
+static __always_inline __u64 hw_delta(struct vw_bpf_hw_cpu *c, void *map, __u32 k)
+{
+	struct bpf_perf_event_value v;
+	struct vw_bpf_hw_read *last;
+	__u64 dc, de, dr;
+	bool had;
+
+	if (!(hw_mask & (1u << k)) || k >= VW_BPF_HW__COUNT)
+		return 0;
+	if (bpf_perf_event_read_value(map, BPF_F_CURRENT_CPU, &v, sizeof(v)) != 0) {
+		c->stats[VW_BPF_HW_STAT_READ_ERR]++;
+		return 0;
+	}
+	last = &c->last[k];
+	had = (c->seen & (1u << k)) && v.counter >= last->counter && v.enabled >= last->enabled &&
+	      v.running >= last->running;
+	dc = v.counter - last->counter;
+	de = v.enabled - last->enabled;
+	dr = v.running - last->running;
+	last->counter = v.counter;
+	last->enabled = v.enabled;
+	last->running = v.running;
+	c->seen |= 1u << k;
+	if (!had || dr == 0)
+		return 0;
+	if (dr >= de)
+		return dc;
+	return dc / dr * de + dc % dr * de / dr; /* no 128-bit product in BPF */
+}
+
+static __always_inline void hw_charge(struct vw_bpf_hw_cpu *c, __u32 tgid, __u64 start,
+				      const __u64 d[VW_BPF_HW__COUNT])
+{
+	struct vw_bpf_hw_proc *p = bpf_map_lookup_elem(&hw_procs, &tgid), v = {};
+
+	if (!p) {
+		v.start_ns = start;
+		v.value[0] = d[0];
+		v.value[1] = d[1];
+		v.value[2] = d[2];
+		if (bpf_map_update_elem(&hw_procs, &tgid, &v, BPF_NOEXIST) == 0)
+			return;
+		p = bpf_map_lookup_elem(&hw_procs, &tgid); /* another CPU created it */
+		if (!p) {
+			c->stats[VW_BPF_HW_STAT_FULL]++;
+			return;
+		}
+	}
+	if (p->start_ns != start) { /* the tgid was reused before user space collected it */
+		c->stats[VW_BPF_HW_STAT_REUSED]++;
+		p->value[0] = p->value[1] = p->value[2] = 0;
+		p->start_ns = start;
+	}
+	__sync_fetch_and_add(&p->value[0], d[0]);
+	__sync_fetch_and_add(&p->value[1], d[1]);
+	__sync_fetch_and_add(&p->value[2], d[2]);
+}
+
+/* Every switch: take this CPU's readings (the idle task's slices too, charged to no one). */
+static __always_inline struct vw_bpf_hw_cpu *hw_switch(__u64 d[VW_BPF_HW__COUNT])
+{
+	__u32 zero = 0;
+	struct vw_bpf_hw_cpu *c = bpf_map_lookup_elem(&hw_cpus, &zero);
+
+	if (!c)
+		return NULL;
+	d[VW_BPF_HW_CYCLES] = hw_delta(c, &hw_cycles, VW_BPF_HW_CYCLES);
+	d[VW_BPF_HW_INSTRUCTIONS] = hw_delta(c, &hw_instructions, VW_BPF_HW_INSTRUCTIONS);
+	d[VW_BPF_HW_CACHE_MISSES] = hw_delta(c, &hw_cache_misses, VW_BPF_HW_CACHE_MISSES);
+	return c;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(vw_hwc_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 d[VW_BPF_HW__COUNT];
+	struct vw_bpf_hw_cpu *c = hw_switch(d);
+
+	if (c && prev->pid && (d[0] | d[1] | d[2]))
+		hw_charge(c, prev->tgid, prev->group_leader->start_boottime, d);
+	return 0;
+}
+
+SEC("raw_tp/sched_switch")
+int BPF_PROG(vw_hwc_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
+{
+	__u64 d[VW_BPF_HW__COUNT];
+	struct vw_bpf_hw_cpu *c = hw_switch(d);
+
+	if (c && BPF_CORE_READ(prev, pid) && (d[0] | d[1] | d[2]))
+		hw_charge(c, BPF_CORE_READ(prev, tgid),
+			  vw_task_start_boottime(BPF_CORE_READ(prev, group_leader)), d);
+	return 0;
+}

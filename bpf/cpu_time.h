@@ -86,6 +86,51 @@ struct vw_bpf_task_rec {
 	char comm[VW_BPF_COMM_LEN]; /* group leader's comm */
 };
 
+/*
+ * Optional per-process counters (the second sched_switch program, loaded only where counters
+ * opened): one BPF_MAP_TYPE_PERF_EVENT_ARRAY per kind, filled by user space with a counting
+ * event per CPU. The order is host/perf_counters.h's enum vw_hw_counter.
+ */
+enum {
+	VW_BPF_HW_CYCLES,
+	VW_BPF_HW_INSTRUCTIONS,
+	VW_BPF_HW_CACHE_MISSES,
+	VW_BPF_HW__COUNT,
+};
+
+/* One bpf_perf_event_read_value() result (struct bpf_perf_event_value's layout). */
+struct vw_bpf_hw_read {
+	__u64 counter;
+	__u64 enabled; /* ns the event was enabled */
+	__u64 running; /* ns it was on the PMU: less than enabled when multiplexed */
+};
+
+enum vw_bpf_hw_stat {
+	VW_BPF_HW_STAT_READ_ERR, /* bpf_perf_event_read_value() failed on this CPU */
+	VW_BPF_HW_STAT_FULL,     /* per-process counter map full: a slice's counts are lost */
+	VW_BPF_HW_STAT_REUSED,   /* tgid reused before user space collected the old counts */
+	VW_BPF_HW_STAT__COUNT,
+};
+
+/* Per-CPU value of the counter program: each kind's reading at the last switch here. */
+struct vw_bpf_hw_cpu {
+	struct vw_bpf_hw_read last[VW_BPF_HW__COUNT];
+	__u32 seen; /* bit k: last[k] holds a reading (the first one is only a base) */
+	__u32 pad;
+	__u64 stats[VW_BPF_HW_STAT__COUNT];
+};
+
+/* Per-process value (key: __u32 tgid): counts of its threads' slices since open, scaled by
+ * enabled/running where the PMU was multiplexed. */
+struct vw_bpf_hw_proc {
+	__u64 value[VW_BPF_HW__COUNT];
+	__u64 start_ns; /* group leader's start_boottime (ns), as in vw_bpf_proc */
+};
+
+_Static_assert(sizeof(struct vw_bpf_hw_read) == 24, "vw_bpf_hw_read layout");
+_Static_assert(sizeof(struct vw_bpf_hw_cpu) == 24 * VW_BPF_HW__COUNT + 8 + 8 * VW_BPF_HW_STAT__COUNT,
+	       "vw_bpf_hw_cpu layout");
+_Static_assert(sizeof(struct vw_bpf_hw_proc) == 8 * VW_BPF_HW__COUNT + 8, "vw_bpf_hw_proc layout");
 _Static_assert(sizeof(struct vw_bpf_task) == 32, "vw_bpf_task layout");
 _Static_assert(sizeof(struct vw_bpf_proc) == 48, "vw_bpf_proc layout");
 _Static_assert(sizeof(struct vw_bpf_cgroup) == 8, "vw_bpf_cgroup layout");

@@ -79,7 +79,7 @@ uint64_t vw_cpu_ns_per_tick(void)
 	return hz > 0 ? VW_NSEC_PER_SEC / (uint64_t)hz : VW_NSEC_PER_SEC / 100;
 }
 
-static int grow(void **arr, size_t *cap, size_t n, size_t elem)
+int vw_cpu_grow(void **arr, size_t *cap, size_t n, size_t elem)
 {
 	size_t ncap;
 	void *na;
@@ -99,7 +99,7 @@ struct vw_proc_cpu *vw_cpu_table_new_proc(struct vw_cpu_table *t)
 {
 	struct vw_proc_cpu *p;
 
-	if (grow((void **)&t->procs, &t->cap_procs, t->n_procs, sizeof(*t->procs)) < 0)
+	if (vw_cpu_grow((void **)&t->procs, &t->cap_procs, t->n_procs, sizeof(*t->procs)) < 0)
 		return NULL;
 	p = &t->procs[t->n_procs++];
 	*p = (struct vw_proc_cpu){ 0 };
@@ -108,7 +108,7 @@ struct vw_proc_cpu *vw_cpu_table_new_proc(struct vw_cpu_table *t)
 
 int vw_cpu_table_add_cgroup(struct vw_cpu_table *t, uint64_t cgroup_id, uint64_t cpu_ns)
 {
-	if (grow((void **)&t->cgroups, &t->cap_cgroups, t->n_cgroups, sizeof(*t->cgroups)) < 0)
+	if (vw_cpu_grow((void **)&t->cgroups, &t->cap_cgroups, t->n_cgroups, sizeof(*t->cgroups)) < 0)
 		return -ENOMEM;
 	t->cgroups[t->n_cgroups++] = (struct vw_cgroup_cpu){ .cgroup_id = cgroup_id,
 							     .cpu_ns = cpu_ns };

@@ -40,8 +40,9 @@ struct vw_cpu_snapshot {
 	struct vw_proc_cpu *procs; /* owned by the accountant; valid until the next read */
 	size_t n_procs;
 	/* Per-process hardware counters, parallel to procs, or NULL; hw_available is the
-	 * VW_HW_BIT() mask (perf_counters.h) of the counters they hold. No accountant fills them
-	 * yet (no per-process PMU reads); the registry uses them as split keys when present. */
+	 * VW_HW_BIT() mask (perf_counters.h) of the counters they hold. The bpf accountant fills
+	 * them where the PMU's counters open (NULL, 0 elsewhere: the build machine, most VMs);
+	 * the registry uses them as split keys when present. */
 	const struct vw_proc_counters *counters;
 	unsigned hw_available;
 	struct vw_cgroup_cpu *cgroups;
@@ -54,6 +55,10 @@ struct vw_cpu_snapshot {
 enum {
 	VW_CPU_BPF_RAW_TP = 1u << 0,   /* load the raw_tp twins even where tp_btf works */
 	VW_CPU_BPF_NO_BATCH = 1u << 1, /* read maps key by key, as where batch ops are missing */
+	/* Per-process counters from software events standing in for the hardware ones
+	 * (vw_hw_open_cpu()): CPU time in ns as cycles and instructions, context switches as
+	 * cache misses. Tests and benchmarks on machines without a PMU only. */
+	VW_CPU_BPF_HW_STANDIN = 1u << 2,
 };
 
 struct vw_cpu_env {

@@ -28,10 +28,24 @@
 #include "cpu_time.h"
 #include "cpu_time.skel.h"
 #include "log.h"
+#include "perf_counters.h"
 
 #define BATCH_MIN 256u
 #define ITER_CHUNK (64u * 1024u)
 #define ENOTSUPP_KERNEL 524 /* the kernel's internal ENOTSUPP, leaked by some map ops */
+
+/* A hw_procs entry as read, and a key the collector saw without a process. */
+struct hw_rec {
+	uint32_t tgid;
+	bool used; /* matched a process of this read */
+	uint64_t start_ns;
+	struct vw_proc_counters c;
+};
+
+struct hw_key {
+	uint32_t tgid;
+	uint64_t start_ns;
+};
 
 struct bpf_state {
 	struct cpu_time_bpf *skel;
@@ -51,7 +65,28 @@ struct bpf_state {
 	bool *cpu_done;
 	uint64_t stats_seen[VW_BPF_STAT__COUNT];
 	struct vw_complaint stats_complaint;
+	/* Per-process counters: none of this is used when hw_mask is 0. */
+	unsigned hw_mask;   /* VW_HW_BIT() of the kinds whose per-CPU events opened */
+	int *hw_fds;        /* [cpu * VW_HW__COUNT + kind], -1 when not open */
+	struct hw_rec *hw_recs;
+	size_t n_hw, cap_hw;
+	struct vw_proc_counters *hwc[2]; /* parallel to hist.t[i].procs */
+	size_t cap_hwc[2];
+	struct hw_key *hw_orphans; /* entries without a process at the last read */
+	size_t n_orphans, cap_orphans;
+	struct hw_key *hw_next;
+	size_t n_next, cap_next;
+	size_t n_hwc[2];
+	struct vw_bpf_hw_cpu *hw_cpu; /* ncpus */
+	uint64_t hw_stats_seen[VW_BPF_HW_STAT__COUNT];
+	struct vw_complaint hw_complaint;
 };
+
+_Static_assert((int)VW_BPF_HW__COUNT == (int)VW_HW__COUNT &&
+		       (int)VW_BPF_HW_CYCLES == (int)VW_HW_CYCLES &&
+		       (int)VW_BPF_HW_INSTRUCTIONS == (int)VW_HW_INSTRUCTIONS &&
+		       (int)VW_BPF_HW_CACHE_MISSES == (int)VW_HW_CACHE_MISSES,
+	       "counter kinds");
 
 /* libbpf's messages go to our log; its debug chatter is dropped. */
 _printf_(2, 0) static int libbpf_sink(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -142,6 +177,79 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * Per-CPU counting events for the counter program: the hardware ones, or their software
+ * stand-ins. A kind counts only if it opened on every CPU that is online (-ENODEV: offline);
+ * without any, hw_mask stays 0 and the counter program is never loaded.
+ */
+static int hw_open(struct bpf_state *s, bool standin)
+{
+	size_t n = (size_t)s->ncpus * VW_HW__COUNT;
+	int err[VW_HW__COUNT] = { 0 };
+
+	s->hw_fds = malloc(n * sizeof(*s->hw_fds));
+	if (!s->hw_fds)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		s->hw_fds[i] = -1;
+	for (unsigned c = 0; c < VW_HW__COUNT; c++) {
+		bool any = false;
+
+		for (int cpu = 0; cpu < s->ncpus && !err[c]; cpu++) {
+			int fd = vw_hw_open_cpu(c, (unsigned)cpu, standin);
+
+			if (fd >= 0)
+				any = true;
+			else if (fd != -ENODEV)
+				err[c] = fd;
+			s->hw_fds[(size_t)cpu * VW_HW__COUNT + c] = fd;
+		}
+		if (any && !err[c])
+			s->hw_mask |= VW_HW_BIT(c);
+		else
+			for (int cpu = 0; cpu < s->ncpus; cpu++)
+				vw_closep(&s->hw_fds[(size_t)cpu * VW_HW__COUNT + c]);
+	}
+	if (s->hw_mask) {
+		s->hw_cpu = calloc((size_t)s->ncpus, sizeof(*s->hw_cpu));
+		if (!s->hw_cpu)
+			return -ENOMEM;
+	} else {
+		int r = err[VW_HW_INSTRUCTIONS] ? err[VW_HW_INSTRUCTIONS] : -ENOENT;
+
+		vw_info("cpu: bpf: hardware counters unavailable (%s): splitting by CPU time",
+			strerror(-r));
+		return 0;
+	}
+	vw_info("cpu: bpf: per-process %s counters:%s%s%s", standin ? "stand-in (software)" : "hardware",
+		s->hw_mask & VW_HW_BIT(VW_HW_CYCLES) ? " cycles" : "",
+		s->hw_mask & VW_HW_BIT(VW_HW_INSTRUCTIONS) ? " instructions" : "",
+		s->hw_mask & VW_HW_BIT(VW_HW_CACHE_MISSES) ? " cache_misses" : "");
+	return 0;
+}
+
+/* The loaded perf event arrays get each CPU's event. */
+static int hw_fill(struct bpf_state *s, struct cpu_time_bpf *skel)
+{
+	const struct bpf_map *maps[VW_HW__COUNT] = {
+		[VW_HW_CYCLES] = skel->maps.hw_cycles,
+		[VW_HW_INSTRUCTIONS] = skel->maps.hw_instructions,
+		[VW_HW_CACHE_MISSES] = skel->maps.hw_cache_misses,
+	};
+
+	for (unsigned c = 0; c < VW_HW__COUNT; c++) {
+		if (!(s->hw_mask & VW_HW_BIT(c)))
+			continue;
+		for (uint32_t cpu = 0; cpu < (uint32_t)s->ncpus; cpu++) {
+			int fd = s->hw_fds[(size_t)cpu * VW_HW__COUNT + c];
+
+			if (fd >= 0 && bpf_map_update_elem(bpf_map__fd(maps[c]), &cpu, &fd, BPF_ANY) < 0)
+				return -errno;
+		}
+	}
+	return 0;
+}
+
 /* Open and load one variant: the tp_btf programs with task storage, or the raw_tp twins. */
 static int load_variant(struct bpf_state *s, const char *btf_file, bool raw, uint32_t max_procs)
 {
@@ -157,6 +265,9 @@ static int load_variant(struct bpf_state *s, const char *btf_file, bool raw, uin
 	bpf_program__set_autoload(skel->progs.vw_exit_btf, !raw);
 	bpf_program__set_autoload(skel->progs.vw_switch_raw, raw);
 	bpf_program__set_autoload(skel->progs.vw_exit_raw, raw);
+	skel->rodata->hw_mask = s->hw_mask;
+	bpf_program__set_autoload(skel->progs.vw_hwc_btf, s->hw_mask && !raw);
+	bpf_program__set_autoload(skel->progs.vw_hwc_raw, s->hw_mask && raw);
 	bpf_program__set_autoattach(skel->progs.vw_iter_seed, false);
 	bpf_program__set_autoattach(skel->progs.vw_iter_read, false);
 	r = bpf_map__set_max_entries(skel->maps.procs, max_procs);
@@ -167,7 +278,11 @@ static int load_variant(struct bpf_state *s, const char *btf_file, bool raw, uin
 		r = bpf_map__set_max_entries(skel->maps.task_hash,
 					     raw ? VW_MIN(max_procs, UINT32_MAX / 4) * 4 : 1);
 	if (r == 0)
+		r = bpf_map__set_max_entries(skel->maps.hw_procs, s->hw_mask ? max_procs : 1);
+	if (r == 0)
 		r = cpu_time_bpf__load(skel);
+	if (r == 0)
+		r = hw_fill(s, skel);
 	if (r < 0) {
 		cpu_time_bpf__destroy(skel);
 		return r;
@@ -249,6 +364,15 @@ static void bpf_close(void *state)
 	free(s->cpu_a);
 	free(s->cpu_b);
 	free(s->cpu_done);
+	for (size_t i = 0; s->hw_fds && i < (size_t)s->ncpus * VW_HW__COUNT; i++)
+		vw_closep(&s->hw_fds[i]);
+	free(s->hw_fds);
+	free(s->hw_recs);
+	free(s->hwc[0]);
+	free(s->hwc[1]);
+	free(s->hw_orphans);
+	free(s->hw_next);
+	free(s->hw_cpu);
 	free(s);
 }
 
@@ -290,6 +414,9 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 		r = -ENOMEM;
 		goto fail;
 	}
+	r = hw_open(s, env->flags & VW_CPU_BPF_HW_STANDIN);
+	if (r < 0)
+		goto fail;
 	raw = !tp || (env->flags & VW_CPU_BPF_RAW_TP);
 	r = load_variant(s, btf, raw, max_procs);
 	if (r < 0 && r != -EPERM && !raw) {
@@ -308,8 +435,8 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 		r = unavailable(r);
 		goto fail;
 	}
-	vw_debug("cpu: bpf: %s programs attached, maps for %u processes, %d CPUs",
-		 raw ? "raw_tp" : "tp_btf", max_procs, s->ncpus);
+	vw_debug("cpu: bpf: %s programs attached%s, maps for %u processes, %d CPUs",
+		 raw ? "raw_tp" : "tp_btf", s->hw_mask ? " with counters" : "", max_procs, s->ncpus);
 	*ret_state = s;
 	return 0;
 fail:
@@ -581,6 +708,167 @@ static void check_stats(struct bpf_state *s)
 		vw_complain(&s->stats_complaint, VW_LOG_WARN, "cpu: bpf: %s", msg);
 }
 
+/* ---- per-process counters ---- */
+
+static int add_hw(struct bpf_state *s, struct vw_cpu_table *t, const void *key, const void *val)
+{
+	const struct vw_bpf_hw_proc *v = val;
+	struct hw_rec *h;
+
+	(void)t;
+	if (vw_cpu_grow((void **)&s->hw_recs, &s->cap_hw, s->n_hw, sizeof(*s->hw_recs)) < 0)
+		return -ENOMEM;
+	h = &s->hw_recs[s->n_hw++];
+	*h = (struct hw_rec){ .start_ns = v->start_ns };
+	memcpy(&h->tgid, key, sizeof(h->tgid));
+	h->c.cycles = v->value[VW_BPF_HW_CYCLES];
+	h->c.instructions = v->value[VW_BPF_HW_INSTRUCTIONS];
+	h->c.cache_misses = v->value[VW_BPF_HW_CACHE_MISSES];
+	return 0;
+}
+
+static int cmp_hw_key(const void *a, const void *b)
+{
+	const struct hw_key *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+static int cmp_hw_rec(const void *a, const void *b)
+{
+	const struct hw_rec *x = a, *y = b;
+
+	return x->tgid < y->tgid ? -1 : x->tgid > y->tgid;
+}
+
+/* The counter map, read after everything else: an exit's last slices are in by then. */
+static int hw_collect(struct bpf_state *s, struct vw_cpu_table *t)
+{
+	int r;
+
+	s->n_hw = 0;
+	if (!s->hw_mask)
+		return 0;
+	r = map_for_each(s, t, s->skel->maps.hw_procs, add_hw);
+	if (r == 0 && s->n_hw)
+		qsort(s->hw_recs, s->n_hw, sizeof(*s->hw_recs), cmp_hw_rec);
+	return r;
+}
+
+static void hw_max(struct vw_proc_counters *c, const struct vw_proc_counters *was)
+{
+	c->cycles = VW_MAX(c->cycles, was->cycles);
+	c->instructions = VW_MAX(c->instructions, was->instructions);
+	c->cache_misses = VW_MAX(c->cache_misses, was->cache_misses);
+}
+
+/*
+ * Entries that matched no process twice in a row go: an exited group's last switch-out after
+ * its exit was collected, a reused tgid's stale counts. Once is not enough: a process born
+ * after the read iterator passed has counts but no process yet.
+ */
+static int hw_sweep(struct bpf_state *s)
+{
+	int fd = bpf_map__fd(s->skel->maps.hw_procs);
+	struct hw_key *swap;
+	size_t cap;
+
+	s->n_next = 0;
+	for (size_t i = 0; i < s->n_hw; i++) {
+		struct hw_key k = { .tgid = s->hw_recs[i].tgid, .start_ns = s->hw_recs[i].start_ns };
+
+		if (s->hw_recs[i].used)
+			continue;
+		if (s->n_orphans &&
+		    bsearch(&k, s->hw_orphans, s->n_orphans, sizeof(k), cmp_hw_key)) {
+			(void)bpf_map_delete_elem(fd, &k.tgid);
+			continue;
+		}
+		if (vw_cpu_grow((void **)&s->hw_next, &s->cap_next, s->n_next, sizeof(k)) < 0)
+			return -ENOMEM;
+		s->hw_next[s->n_next++] = k; /* hw_recs is sorted: so is this */
+	}
+	swap = s->hw_orphans, s->hw_orphans = s->hw_next, s->hw_next = swap;
+	cap = s->cap_orphans, s->cap_orphans = s->cap_next, s->cap_next = cap;
+	s->n_orphans = s->n_next;
+	return 0;
+}
+
+/*
+ * Counters parallel to the finished snapshot's processes: each process's entry when its start
+ * time matches, never below what the previous read reported (as the history layer does for
+ * CPU time). An exited process is reported with its final counts, then its entry goes.
+ */
+static int hw_attach(struct bpf_state *s, struct vw_cpu_snapshot *snap)
+{
+	unsigned cur = s->hist.cur;
+	const struct vw_cpu_table *prev = vw_cpu_history_prev(&s->hist);
+	int fd = bpf_map__fd(s->skel->maps.hw_procs);
+	struct vw_proc_counters *out;
+
+	if (!s->hw_mask)
+		return 0;
+	s->n_hwc[cur] = 0;
+	if (snap->n_procs > s->cap_hwc[cur]) {
+		out = reallocarray(s->hwc[cur], snap->n_procs, sizeof(*out));
+		if (!out)
+			return -ENOMEM;
+		s->hwc[cur] = out;
+		s->cap_hwc[cur] = snap->n_procs;
+	}
+	out = s->hwc[cur];
+	for (size_t i = 0; i < snap->n_procs; i++) {
+		const struct vw_proc_cpu *p = &snap->procs[i];
+		struct hw_rec key = { .tgid = p->tgid }, *h = NULL;
+		const struct vw_proc_cpu *was;
+
+		out[i] = (struct vw_proc_counters){ 0 };
+		if (s->n_hw)
+			h = bsearch(&key, s->hw_recs, s->n_hw, sizeof(key), cmp_hw_rec);
+		if (h && h->start_ns / s->ns_per_tick == p->start_time) {
+			h->used = true;
+			out[i] = h->c;
+			if (p->exited)
+				(void)bpf_map_delete_elem(fd, &h->tgid);
+		}
+		was = vw_cpu_table_find(prev, p->tgid, p->start_time);
+		if (was && (size_t)(was - prev->procs) < s->n_hwc[cur ^ 1])
+			hw_max(&out[i], &s->hwc[cur ^ 1][was - prev->procs]);
+	}
+	s->n_hwc[cur] = snap->n_procs;
+	snap->counters = out;
+	snap->hw_available = s->hw_mask;
+	return hw_sweep(s);
+}
+
+static void hw_check_stats(struct bpf_state *s)
+{
+	uint32_t zero = 0;
+	uint64_t sum[VW_BPF_HW_STAT__COUNT] = { 0 };
+
+	if (!s->hw_mask ||
+	    bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.hw_cpus), &zero, s->hw_cpu) < 0)
+		return;
+	for (int i = 0; i < s->ncpus; i++)
+		for (uint32_t k = 0; k < VW_BPF_HW_STAT__COUNT; k++)
+			sum[k] += s->hw_cpu[i].stats[k];
+	if (sum[VW_BPF_HW_STAT_READ_ERR] != s->hw_stats_seen[VW_BPF_HW_STAT_READ_ERR] ||
+	    sum[VW_BPF_HW_STAT_FULL] != s->hw_stats_seen[VW_BPF_HW_STAT_FULL] ||
+	    sum[VW_BPF_HW_STAT_REUSED] != s->hw_stats_seen[VW_BPF_HW_STAT_REUSED])
+		vw_complain(&s->hw_complaint, VW_LOG_WARN,
+			    "cpu: bpf: counters: %llu failed reads, %llu slices lost to a full map, "
+			    "%llu reused tgids",
+			    (unsigned long long)(sum[VW_BPF_HW_STAT_READ_ERR] -
+						 s->hw_stats_seen[VW_BPF_HW_STAT_READ_ERR]),
+			    (unsigned long long)(sum[VW_BPF_HW_STAT_FULL] -
+						 s->hw_stats_seen[VW_BPF_HW_STAT_FULL]),
+			    (unsigned long long)(sum[VW_BPF_HW_STAT_REUSED] -
+						 s->hw_stats_seen[VW_BPF_HW_STAT_REUSED]));
+	memcpy(s->hw_stats_seen, sum, sizeof(sum));
+}
+
 static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 {
 	struct bpf_state *s = state;
@@ -599,6 +887,8 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 		vw_cpu_table_sort(t);
 		r = add_live(s, t);
 	}
+	if (r == 0)
+		r = hw_collect(s, t);
 	if (r < 0) {
 		vw_cpu_history_abort(&s->hist);
 		return r;
@@ -607,8 +897,9 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	for (size_t i = 0; i < s->n_exited; i++)
 		(void)bpf_map_delete_elem(bpf_map__fd(s->skel->maps.procs), &s->exited[i]);
 	check_stats(s);
+	hw_check_stats(s);
 	vw_cpu_history_finish(&s->hist, ret);
-	return 0;
+	return hw_attach(s, ret);
 }
 
 const struct vw_cpu_account_ops vw_cpu_bpf = {

@@ -8,6 +8,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "zone.h"
@@ -54,6 +55,15 @@ struct vw_hw_counters_ops {
 
 extern const struct vw_hw_counters_ops vw_hw_perf;
 extern const struct vw_hw_counters_ops vw_hw_fake;
+
+/*
+ * One counting event of kind c for every task on one CPU (pid -1), read_format with the enabled
+ * and running times: an fd, or -errno (-ENOENT / -EOPNOTSUPP without a PMU, -ENODEV for an
+ * offline CPU). standin: a software event in its place (CPU time in ns for cycles and
+ * instructions, context switches for cache misses), so that the per-process path runs where
+ * there is no PMU; for tests and benchmarks only.
+ */
+int vw_hw_open_cpu(enum vw_hw_counter c, unsigned cpu, bool standin);
 
 /* "cycles", "instructions", "cache_misses". */
 const char *vw_hw_counter_name(enum vw_hw_counter c);
