@@ -83,10 +83,10 @@ const char *vw_guest_source_name(enum vw_guest_source s)
 static int load_model(struct vw_guest *g)
 {
 	const struct vw_guest_config *c = g->cfg;
-	long timeout_ms = (long)(c->model_timeout_ns / VW_NSEC_PER_MSEC);
-	const struct vw_model_source_opts mo = { .file = nonempty(c->model_file),
-						 .url = nonempty(c->model_url),
-						 .cache_dir = nonempty(c->model_cache_dir),
+	long timeout_ms = (long)(c->common.model_timeout_ns / VW_NSEC_PER_MSEC);
+	const struct vw_model_source_opts mo = { .file = nonempty(c->common.model_file),
+						 .url = nonempty(c->common.model_url),
+						 .cache_dir = nonempty(c->common.model_cache_dir),
 						 .timeout_ms = timeout_ms };
 	char err[512] = "";
 	int r;
@@ -168,7 +168,7 @@ static int open_reader(struct vw_guest *g)
 	const struct vw_guest_config *c = g->cfg;
 	struct vw_reader_config rc = { .path = nonempty(c->passthrough_path),
 				       .dev_root = nonempty(c->devfs),
-				       .sys_root = nonempty(c->sysfs),
+				       .sys_root = nonempty(c->common.sysfs),
 				       .folder = nonempty(c->passthrough_folder),
 				       .vm_uuid = nonempty(c->passthrough_vm_uuid),
 				       .stale_intervals = (unsigned)c->passthrough_stale_after,
@@ -212,12 +212,12 @@ static int setup_workloads(struct vw_guest *g)
 	struct vw_cpu_env env = { .procfs_fd = g->procfs_fd, .sysfs_fd = g->sysfs_fd };
 	struct vw_workloads_opts o = { .procfs_fd = g->procfs_fd,
 				       .host_cpus = g->stat.ncpus,
-				       .process_top_n = (unsigned)c->process_top_n,
-				       .max_terminated = (unsigned)c->max_terminated };
+				       .process_top_n = (unsigned)c->common.process_top_n,
+				       .max_terminated = (unsigned)c->common.max_terminated };
 	struct vw_zone_energy none[VW_ZONE__COUNT] = { 0 };
 	struct vw_cpu_snapshot snap = { 0 };
-	const char *method = nonempty(c->cpu_accounting) && strcmp(c->cpu_accounting, "auto")
-				     ? c->cpu_accounting
+	const char *method = nonempty(c->common.cpu_accounting) && strcmp(c->common.cpu_accounting, "auto")
+				     ? c->common.cpu_accounting
 				     : NULL;
 	int r = parse_levels(&c->metrics, &o);
 
@@ -228,16 +228,16 @@ static int setup_workloads(struct vw_guest *g)
 		vw_error("cpu: no per-process CPU accounting: exporting node metrics only");
 		return method ? r : 0;
 	}
-	if (c->kube_enable) {
-		bool kubelet = strcmp(c->kube_pod_source, "kubelet") == 0;
+	if (c->common.kube_enable) {
+		bool kubelet = strcmp(c->common.kube_pod_source, "kubelet") == 0;
 		struct vw_podmeta_opts po = {
 			.mode = kubelet ? VW_PODMETA_KUBELET : VW_PODMETA_APISERVER,
-			.url = nonempty(kubelet ? c->kube_kubelet_url : c->kube_api_url),
-			.token_file = nonempty(c->kube_token_file),
-			.ca_file = nonempty(c->kube_ca_file),
+			.url = nonempty(kubelet ? c->common.kube_kubelet_url : c->common.kube_api_url),
+			.token_file = nonempty(c->common.kube_token_file),
+			.ca_file = nonempty(c->common.kube_ca_file),
 			.node_name = g->node_name,
-			.insecure_skip_verify = c->kube_insecure,
-			.poll_ns = c->kube_poll_ns,
+			.insecure_skip_verify = c->common.kube_insecure,
+			.poll_ns = c->common.kube_poll_ns,
 		};
 
 		g->podmeta = vw_podmeta_start(&po);
@@ -266,28 +266,28 @@ int vw_guest_new(const struct vw_guest_config *cfg, struct vw_guest **ret)
 		return -ENOMEM;
 	g->cfg = cfg;
 	g->sysfs_fd = g->procfs_fd = g->state_fd = -1;
-	if (nonempty(cfg->node_name))
-		snprintf(g->node_name, sizeof(g->node_name), "%s", cfg->node_name);
+	if (nonempty(cfg->common.node_name))
+		snprintf(g->node_name, sizeof(g->node_name), "%s", cfg->common.node_name);
 	else
 		snprintf(g->node_name, sizeof(g->node_name), "%s",
 			 nonempty(env) ? env : uname(&u) == 0 ? u.nodename : "unknown");
-	g->procfs_fd = vw_root_open(cfg->procfs);
-	g->sysfs_fd = vw_root_open(cfg->sysfs);
+	g->procfs_fd = vw_root_open(cfg->common.procfs);
+	g->sysfs_fd = vw_root_open(cfg->common.sysfs);
 	if (g->procfs_fd < 0) {
 		r = g->procfs_fd;
-		vw_error("guest: cannot open procfs root %s: %s", cfg->procfs, strerror(-r));
+		vw_error("guest: cannot open procfs root %s: %s", cfg->common.procfs, strerror(-r));
 		goto fail;
 	}
 	if (g->sysfs_fd < 0) /* only BTF and cgroups live there: the procfs accountant works */
-		vw_warn("guest: cannot open sysfs root %s: %s", cfg->sysfs,
+		vw_warn("guest: cannot open sysfs root %s: %s", cfg->common.sysfs,
 			strerror(-g->sysfs_fd));
 	r = vw_procfs_read_stat(g->procfs_fd, &g->stat);
 	if (r < 0) {
-		vw_error("guest: cannot read %s/stat: %s", cfg->procfs, strerror(-r));
+		vw_error("guest: cannot read %s/stat: %s", cfg->common.procfs, strerror(-r));
 		goto fail;
 	}
 	if (vw_procfs_read_cpuinfo(g->procfs_fd, &g->cpus, &g->n_cpus) < 0)
-		vw_warn("guest: cannot read %s/cpuinfo", cfg->procfs);
+		vw_warn("guest: cannot read %s/cpuinfo", cfg->common.procfs);
 	g->series = vw_series_state_new();
 	g->expo = vw_exposition_new();
 	if (!g->series || !g->expo) {
@@ -603,11 +603,11 @@ int vw_guest_tick(struct vw_guest *g, uint64_t now_ns)
 
 	if (r < 0) {
 		vw_complain(&g->stat_complaint, VW_LOG_WARN, "guest: reading %s/stat: %s",
-			    g->cfg->procfs, strerror(-r));
+			    g->cfg->common.procfs, strerror(-r));
 		cur = g->stat;
 	} else {
 		vw_release(&g->stat_complaint, VW_LOG_INFO, "guest: %s/stat readable again",
-			   g->cfg->procfs);
+			   g->cfg->common.procfs);
 	}
 	if (dt_ns) {
 		long hz = sysconf(_SC_CLK_TCK);
@@ -693,15 +693,15 @@ static bool guest_healthy(void *userdata)
 	struct vw_guest *g = userdata;
 	uint64_t last = __atomic_load_n(&g->last_loop_ns, __ATOMIC_RELAXED);
 
-	return last != 0 && vw_now_ns() - last <= 3 * g->cfg->interval_ns + 10 * VW_NSEC_PER_SEC;
+	return last != 0 && vw_now_ns() - last <= 3 * g->cfg->common.interval_ns + 10 * VW_NSEC_PER_SEC;
 }
 
 int vw_guest_run(struct vw_guest *g, volatile sig_atomic_t *stop)
 {
 	const struct vw_guest_config *cfg = g->cfg;
-	struct vw_http_opts ho = { .listen_address = cfg->listen_address,
-				   .max_connections = (unsigned)cfg->web_max_connections,
-				   .timeout_s = (unsigned)(cfg->web_timeout_ns / VW_NSEC_PER_SEC),
+	struct vw_http_opts ho = { .listen_address = cfg->common.listen_address,
+				   .max_connections = (unsigned)cfg->common.web_max_connections,
+				   .timeout_s = (unsigned)(cfg->common.web_timeout_ns / VW_NSEC_PER_SEC),
 				   .program = "virtwatt-guest",
 				   .version = VW_VERSION,
 				   .healthy = guest_healthy,
@@ -714,7 +714,7 @@ int vw_guest_run(struct vw_guest *g, volatile sig_atomic_t *stop)
 	if (!http)
 		return -errno;
 	/* The first snapshot soon (1 s), then one every interval. */
-	next += VW_MIN(cfg->interval_ns, VW_NSEC_PER_SEC);
+	next += VW_MIN(cfg->common.interval_ns, VW_NSEC_PER_SEC);
 	while (!*stop) {
 		struct pollfd pfd = { .fd = g->reader ? vw_reader_fd(g->reader) : -1,
 				      .events = POLLIN };
@@ -731,7 +731,7 @@ int vw_guest_run(struct vw_guest *g, volatile sig_atomic_t *stop)
 			continue;
 		(void)vw_guest_tick(g, now);
 		while (next <= now)
-			next += cfg->interval_ns;
+			next += cfg->common.interval_ns;
 	}
 	vw_info("guest: stopping");
 	vw_http_stop(http);

@@ -71,8 +71,8 @@ static void pick_node_name(const struct vw_host_config *cfg, char *buf, size_t s
 	const char *env = getenv("NODE_NAME");
 	struct utsname u;
 
-	if (nonempty(cfg->node_name))
-		snprintf(buf, size, "%s", cfg->node_name);
+	if (nonempty(cfg->common.node_name))
+		snprintf(buf, size, "%s", cfg->common.node_name);
 	else if (env && *env)
 		snprintf(buf, size, "%s", env);
 	else if (uname(&u) == 0)
@@ -114,15 +114,15 @@ static int parse_idle_overrides(const struct vw_strlist *l, double out[VW_ZONE__
 
 static int open_roots(struct vw_host *h)
 {
-	h->sysfs_fd = vw_root_open(h->cfg->sysfs);
+	h->sysfs_fd = vw_root_open(h->cfg->common.sysfs);
 	if (h->sysfs_fd < 0) {
-		vw_error("host: cannot open sysfs root %s: %s", h->cfg->sysfs,
+		vw_error("host: cannot open sysfs root %s: %s", h->cfg->common.sysfs,
 			 strerror(-h->sysfs_fd));
 		return h->sysfs_fd;
 	}
-	h->procfs_fd = vw_root_open(h->cfg->procfs);
+	h->procfs_fd = vw_root_open(h->cfg->common.procfs);
 	if (h->procfs_fd < 0) {
-		vw_error("host: cannot open procfs root %s: %s", h->cfg->procfs,
+		vw_error("host: cannot open procfs root %s: %s", h->cfg->common.procfs,
 			 strerror(-h->procfs_fd));
 		return h->procfs_fd;
 	}
@@ -132,10 +132,10 @@ static int open_roots(struct vw_host *h)
 static int load_model(struct vw_host *h)
 {
 	const struct vw_model_source_opts mo = {
-		.file = nonempty(h->cfg->model_file),
-		.url = nonempty(h->cfg->model_url),
-		.cache_dir = h->cfg->model_cache_dir,
-		.timeout_ms = (long)(h->cfg->model_timeout_ns / VW_NSEC_PER_MSEC),
+		.file = nonempty(h->cfg->common.model_file),
+		.url = nonempty(h->cfg->common.model_url),
+		.cache_dir = h->cfg->common.model_cache_dir,
+		.timeout_ms = (long)(h->cfg->common.model_timeout_ns / VW_NSEC_PER_MSEC),
 	};
 	char err[512] = "";
 	int r = vw_model_source_load(&mo, &h->model, h->model_origin, sizeof(h->model_origin),
@@ -205,16 +205,16 @@ static int parse_levels(const struct vw_strlist *l, struct vw_workloads_opts *o)
 static int start_podmeta(struct vw_host *h)
 {
 	const struct vw_host_config *c = h->cfg;
-	bool kubelet = c->kube_pod_source && strcmp(c->kube_pod_source, "kubelet") == 0;
+	bool kubelet = c->common.kube_pod_source && strcmp(c->common.kube_pod_source, "kubelet") == 0;
 	char kubelet_url[300];
 	struct vw_podmeta_opts po = {
 		.mode = kubelet ? VW_PODMETA_KUBELET : VW_PODMETA_APISERVER,
-		.url = nonempty(kubelet ? c->kube_kubelet_url : c->kube_api_url),
-		.token_file = nonempty(c->kube_token_file),
-		.ca_file = nonempty(c->kube_ca_file),
+		.url = nonempty(kubelet ? c->common.kube_kubelet_url : c->common.kube_api_url),
+		.token_file = nonempty(c->common.kube_token_file),
+		.ca_file = nonempty(c->common.kube_ca_file),
 		.node_name = h->node_name,
-		.insecure_skip_verify = c->kube_insecure,
-		.poll_ns = c->kube_poll_ns,
+		.insecure_skip_verify = c->common.kube_insecure,
+		.poll_ns = c->common.kube_poll_ns,
 	};
 
 	if (kubelet && !po.url) {
@@ -248,7 +248,7 @@ static int setup_vms(struct vw_host *h)
 		h->src.ops->stats(h->src.state, &st);
 	po = (struct vw_publish_opts){
 		.period_ns = c->passthrough_interval_ns ? c->passthrough_interval_ns
-							: VW_MAX(c->interval_ns, VW_NSEC_PER_SEC),
+							: VW_MAX(c->common.interval_ns, VW_NSEC_PER_SEC),
 		.jitter = c->passthrough_jitter,
 		.energy_step_uj = (uint64_t)(c->passthrough_energy_step_j * 1e6),
 		.power_step_w = c->passthrough_power_step_w,
@@ -270,12 +270,12 @@ static int setup_workloads(struct vw_host *h)
 	struct vw_cpu_env env = { .procfs_fd = h->procfs_fd, .sysfs_fd = h->sysfs_fd };
 	struct vw_workloads_opts o = { .procfs_fd = h->procfs_fd,
 				       .host_cpus = h->stat_sample.ncpus,
-				       .process_top_n = (unsigned)c->process_top_n,
-				       .max_terminated = (unsigned)c->max_terminated };
+				       .process_top_n = (unsigned)c->common.process_top_n,
+				       .max_terminated = (unsigned)c->common.max_terminated };
 	struct vw_cpu_snapshot snap = { 0 };
 	struct vw_zone_energy none[VW_ZONE__COUNT] = { 0 };
-	const char *method = c->cpu_accounting && strcmp(c->cpu_accounting, "auto") != 0
-				     ? c->cpu_accounting
+	const char *method = c->common.cpu_accounting && strcmp(c->common.cpu_accounting, "auto") != 0
+				     ? c->common.cpu_accounting
 				     : NULL;
 	int r = parse_levels(&c->metrics, &o);
 
@@ -290,7 +290,7 @@ static int setup_workloads(struct vw_host *h)
 			 method ? " with " : "", method ? method : "");
 		return method ? r : 0;
 	}
-	if (c->kube_enable) {
+	if (c->common.kube_enable) {
 		r = start_podmeta(h);
 		if (r < 0)
 			return r;
@@ -324,12 +324,12 @@ int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 		goto fail;
 	r = vw_procfs_read_stat(h->procfs_fd, &h->stat_sample);
 	if (r < 0) {
-		vw_error("host: cannot read %s/stat: %s", cfg->procfs, strerror(-r));
+		vw_error("host: cannot read %s/stat: %s", cfg->common.procfs, strerror(-r));
 		goto fail;
 	}
 	if (vw_procfs_read_cpuinfo(h->procfs_fd, &h->cpus, &h->n_cpus) < 0)
 		vw_warn("host: cannot read %s/cpuinfo; kepler_node_cpu_info will be empty",
-			cfg->procfs);
+			cfg->common.procfs);
 	r = load_model(h);
 	if (r < 0)
 		goto fail;
@@ -415,11 +415,11 @@ int vw_host_sample(struct vw_host *h, uint64_t now_ns)
 
 	if (r < 0) {
 		vw_complain(&h->stat_complaint, VW_LOG_WARN, "host: reading %s/stat: %s",
-			    h->cfg->procfs, strerror(-r));
+			    h->cfg->common.procfs, strerror(-r));
 		cur = h->stat_sample; /* no CPU time seen this tick */
 	} else {
 		vw_release(&h->stat_complaint, VW_LOG_INFO, "host: %s/stat readable again",
-			   h->cfg->procfs);
+			   h->cfg->common.procfs);
 	}
 	if (h->sampled && now_ns > h->sample_ns) {
 		long hz = sysconf(_SC_CLK_TCK);
@@ -652,10 +652,10 @@ static void wait_until(struct vw_host *h, uint64_t deadline_ns)
 int vw_host_run(struct vw_host *h, volatile sig_atomic_t *stop)
 {
 	const struct vw_host_config *cfg = h->cfg;
-	uint64_t sample_ns = VW_MIN(cfg->sample_ns, cfg->interval_ns);
-	struct vw_http_opts ho = { .listen_address = cfg->listen_address,
-				   .max_connections = (unsigned)cfg->web_max_connections,
-				   .timeout_s = (unsigned)(cfg->web_timeout_ns / VW_NSEC_PER_SEC),
+	uint64_t sample_ns = VW_MIN(cfg->sample_ns, cfg->common.interval_ns);
+	struct vw_http_opts ho = { .listen_address = cfg->common.listen_address,
+				   .max_connections = (unsigned)cfg->common.web_max_connections,
+				   .timeout_s = (unsigned)(cfg->common.web_timeout_ns / VW_NSEC_PER_SEC),
 				   .program = "virtwatt-host",
 				   .version = VW_VERSION,
 				   .healthy = host_healthy,
@@ -668,7 +668,7 @@ int vw_host_run(struct vw_host *h, volatile sig_atomic_t *stop)
 	if (!http) {
 		int r = -errno;
 
-		vw_error("http: cannot serve on %s: %s", cfg->listen_address, strerror(-r));
+		vw_error("http: cannot serve on %s: %s", cfg->common.listen_address, strerror(-r));
 		return r;
 	}
 	next_sample = h->sample_ns + sample_ns;
@@ -689,7 +689,7 @@ int vw_host_run(struct vw_host *h, volatile sig_atomic_t *stop)
 			next_sample += sample_ns;
 		if (now + sample_ns / 2 >= next_publish) {
 			(void)vw_host_publish(h, now);
-			next_publish = now + cfg->interval_ns;
+			next_publish = now + cfg->common.interval_ns;
 		}
 	}
 	vw_info("host: stopping");

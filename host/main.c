@@ -1,59 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* virtwatt-host: options, signals, then the daemon loop. */
-#include <errno.h>
-#include <signal.h>
-#include <stdio.h>
-#include <string.h>
-
 #include "daemon.h"
-#include "log.h"
+#include "daemon_options.h"
 #include "options.h"
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_stop(int sig)
+static int run(void *cfg, volatile sig_atomic_t *stop)
 {
-	(void)sig;
-	stop_requested = 1;
-}
+	struct vw_host *h = NULL;
+	int r = vw_host_new(cfg, &h);
 
-static void install_signals(void)
-{
-	struct sigaction sa = { .sa_handler = on_stop };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	if (r == 0)
+		r = vw_host_run(h, stop);
+	vw_host_free(h);
+	return r;
 }
 
 int main(int argc, char **argv)
 {
 	struct vw_host_config cfg = { 0 };
-	struct vw_host *h = NULL;
-	char err[1024] = "";
-	int r;
 
-	r = vw_config_load(&vw_host_program, &cfg, argc, argv, stdout, err, sizeof(err));
-	if (r == VW_CONFIG_EXIT_OK) {
-		vw_config_free(&vw_host_program, &cfg);
-		return 0;
-	}
-	if (r < 0) {
-		fprintf(stderr, "virtwatt-host: %s\nTry 'virtwatt-host --help'.\n",
-			err[0] ? err : strerror(-r));
-		vw_config_free(&vw_host_program, &cfg);
-		return 2;
-	}
-	vw_log_set_level(cfg.log_level);
-	install_signals();
-	vw_info("virtwatt-host %s (%s) starting", VW_VERSION, VW_REVISION);
-	r = vw_host_new(&cfg, &h);
-	if (r == 0)
-		r = vw_host_run(h, &stop_requested);
-	vw_host_free(h);
-	vw_config_free(&vw_host_program, &cfg);
-	return r < 0 ? 1 : 0;
+	return vw_daemon_main(&vw_host_program, &cfg, argc, argv, run);
 }

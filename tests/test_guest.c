@@ -179,16 +179,16 @@ static int setup(void **state)
 	c->metrics_levels[1] = "container";
 	c->metrics_levels[2] = "pod";
 	c->cfg = (struct vw_guest_config){
-		.listen_address = "127.0.0.1:0",
-		.sysfs = c->f.sys,
-		.procfs = c->f.proc,
-		.interval_ns = 5 * VW_NSEC_PER_SEC,
-		.node_name = "vm1",
+		.common = { .listen_address = "127.0.0.1:0",
+			    .sysfs = c->f.sys,
+			    .procfs = c->f.proc,
+			    .interval_ns = 5 * VW_NSEC_PER_SEC,
+			    .node_name = "vm1",
+			    .process_top_n = 0,
+			    .max_terminated = 100,
+			    .cpu_accounting = "procfs",
+			    .kube_pod_source = "apiserver" },
 		.metrics = { c->metrics_levels, 3 },
-		.process_top_n = 0,
-		.max_terminated = 100,
-		.cpu_accounting = "procfs",
-		.kube_pod_source = "apiserver",
 		.passthrough_path = c->fifo,
 		.passthrough_stale_after = 3,
 		.passthrough_enable = true,
@@ -330,7 +330,7 @@ static void test_model_server_down_falls_back(void **state)
 	size_t len;
 
 	c->cfg.model_server_url = "http://127.0.0.1:9"; /* discard port: refused */
-	c->cfg.model_timeout_ns = 500 * VW_NSEC_PER_MSEC;
+	c->cfg.common.model_timeout_ns = 500 * VW_NSEC_PER_MSEC;
 	c->cfg.passthrough_enable = false;
 	c->cfg.state_file = "";
 	start_guest(c);

@@ -112,8 +112,8 @@ static void test_example_config_loads(void **state)
 		 VW_SOURCE_ROOT);
 	if (vw_config_load(&vw_host_program, &cfg, 2, argv, stdout, err, sizeof(err)) != 0)
 		fail_msg("%s", err);
-	assert_int_equal(cfg.interval_ns, 5 * VW_NSEC_PER_SEC);
-	assert_string_equal(cfg.listen_address, ":28282");
+	assert_int_equal(cfg.common.interval_ns, 5 * VW_NSEC_PER_SEC);
+	assert_string_equal(cfg.common.listen_address, ":28282");
 	vw_config_free(&vw_host_program, &cfg);
 }
 

@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The options both daemons share, declared once: virtwatt-host and virtwatt-guest embed
+ * struct vw_daemon_options as `common` and put VW_DAEMON_OPTIONS(their type) in their tables,
+ * so the shared flags keep one name, YAML key, default and help.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "log.h"
+
+struct vw_daemon_options {
+	char *config_file;
+	char *listen_address;
+	uint64_t web_max_connections;
+	uint64_t web_timeout_ns;
+	char *sysfs;
+	char *procfs;
+	uint64_t interval_ns;
+	enum vw_log_level log_level;
+	char *node_name;
+	uint64_t process_top_n;
+	uint64_t max_terminated;
+	char *cpu_accounting; /* auto, bpf, procfs */
+	bool kube_enable;
+	char *kube_pod_source; /* apiserver, kubelet */
+	char *kube_api_url;
+	char *kube_kubelet_url;
+	char *kube_token_file;
+	char *kube_ca_file;
+	bool kube_insecure;
+	uint64_t kube_poll_ns;
+	char *model_file;
+	char *model_url;
+	char *model_cache_dir;
+	uint64_t model_timeout_ns;
+};
+
+extern const char *const vw_accounting_names[];
+extern const char *const vw_pod_source_names[];
+
+#define VW_DO_OFF(type, f) offsetof(type, common.f)
+
+/* The shared rows of an option table (a comma-separated list of struct vw_option). */
+#define VW_DAEMON_OPTIONS(type)                                                                    \
+	{ "config.file", NULL, VW_OPT_STRING, VW_DO_OFF(type, config_file), NULL, "PATH",          \
+	  "YAML configuration file; flags override its values" },                                 \
+	{ "web.listen-address", "web.listenAddress", VW_OPT_STRING,                                \
+	  VW_DO_OFF(type, listen_address), ":28282", "[HOST]:PORT",                                \
+	  "address to serve /metrics, /healthz, /readyz and / on" },                              \
+	{ "web.max-connections", "web.maxConnections", VW_OPT_UINT,                                \
+	  VW_DO_OFF(type, web_max_connections), "64", "N", "concurrent HTTP connections accepted", \
+	  1, 10000 },                                                                              \
+	{ "web.timeout", "web.timeout", VW_OPT_DURATION, VW_DO_OFF(type, web_timeout_ns), "10s",   \
+	  "DURATION", "idle HTTP connection timeout", 1, 600 },                                   \
+	{ "host.sysfs", "host.sysfs", VW_OPT_STRING, VW_DO_OFF(type, sysfs), "/sys", "PATH",       \
+	  "root of this machine's sysfs (powercap zones, virtio ports, BTF, cgroups)" },          \
+	{ "host.procfs", "host.procfs", VW_OPT_STRING, VW_DO_OFF(type, procfs), "/proc", "PATH",   \
+	  "root of this machine's procfs (CPU time, processes, CPU inventory)" },                 \
+	{ "monitor.interval", "monitor.interval", VW_OPT_DURATION, VW_DO_OFF(type, interval_ns),   \
+	  "5s", "DURATION", "interval at which energy is split and metrics are refreshed", 1,     \
+	  3600 },                                                                                  \
+	{ "log.level", "log.level", VW_OPT_LOG_LEVEL, VW_DO_OFF(type, log_level), "info", "LEVEL", \
+	  "error, warn, info or debug" },                                                          \
+	{ "kube.node-name", "kube.nodeName", VW_OPT_STRING, VW_DO_OFF(type, node_name), NULL,      \
+	  "NAME", "node_name label (default: $NODE_NAME, else the host name)" },                  \
+	{ "metrics.process-top-n", "exporter.prometheus.processTopN", VW_OPT_UINT,                 \
+	  VW_DO_OFF(type, process_top_n), "50", "N",                                               \
+	  "export at most N process series sets, the most energetic (0: all; beware cardinality)", \
+	  0, 1000000 },                                                                            \
+	{ "monitor.max-terminated", "monitor.maxTerminated", VW_OPT_UINT,                          \
+	  VW_DO_OFF(type, max_terminated), "500", "N",                                             \
+	  "terminated workloads kept until a scrape has seen their final values", 1, 1000000 },   \
+	{ "cpu.accounting", "cpu.accounting", VW_OPT_STRING, VW_DO_OFF(type, cpu_accounting),     \
+	  "auto", "METHOD",                                                                        \
+	  "per-process CPU time: bpf (CO-RE eBPF, exact), procfs, or auto (bpf, else procfs)", 0, \
+	  0, vw_accounting_names },                                                                \
+	{ "kube.enable", "kube.enable", VW_OPT_BOOL, VW_DO_OFF(type, kube_enable), "false", NULL, \
+	  "look up pod names, namespaces and CPU requests for containers" },                      \
+	{ "kube.pod-source", "kube.podSource", VW_OPT_STRING, VW_DO_OFF(type, kube_pod_source),   \
+	  "apiserver", "SOURCE",                                                                   \
+	  "where pods come from: apiserver (list+watch, this node only) or kubelet (/pods)", 0, 0, \
+	  vw_pod_source_names },                                                                   \
+	{ "kube.api-server", "kube.apiServer", VW_OPT_STRING, VW_DO_OFF(type, kube_api_url), NULL, \
+	  "URL", "API server URL (default: in-cluster https://kubernetes.default.svc)" },          \
+	{ "kube.kubelet-url", "kube.kubeletURL", VW_OPT_STRING, VW_DO_OFF(type, kube_kubelet_url), \
+	  NULL, "URL", "kubelet URL for kube.pod-source=kubelet (default: https://$NODE_NAME:10250)" }, \
+	{ "kube.token-file", "kube.tokenFile", VW_OPT_STRING, VW_DO_OFF(type, kube_token_file),   \
+	  NULL, "PATH", "bearer token file (default: the in-cluster service-account token)" },    \
+	{ "kube.ca-file", "kube.caFile", VW_OPT_STRING, VW_DO_OFF(type, kube_ca_file), NULL,       \
+	  "PATH", "CA bundle for the API server (default: the in-cluster service-account CA)" },   \
+	{ "kube.insecure-skip-tls-verify", "kube.insecureSkipTLSVerify", VW_OPT_BOOL,              \
+	  VW_DO_OFF(type, kube_insecure), "false", NULL,                                           \
+	  "do not verify the kubelet's certificate (kubelets often have self-signed ones)" },     \
+	{ "kube.poll-interval", "kube.pollInterval", VW_OPT_DURATION, VW_DO_OFF(type, kube_poll_ns), \
+	  "15s", "DURATION", "kubelet /pods poll period", 1, 3600 },                              \
+	{ "model.file", "model.file", VW_OPT_STRING, VW_DO_OFF(type, model_file), NULL, "PATH",    \
+	  "Kepler model weight file for the estimator (used where no meter or passthrough is)" }, \
+	{ "model.url", "model.url", VW_OPT_STRING, VW_DO_OFF(type, model_url), NULL, "URL",       \
+	  "HTTP(S) URL of a Kepler model weight file; the last good copy is cached" },            \
+	{ "model.cache-dir", "model.cacheDir", VW_OPT_STRING, VW_DO_OFF(type, model_cache_dir),    \
+	  "/var/cache/virtwatt", "PATH", "where a model fetched from model.url is cached" },       \
+	{ "model.timeout", "model.timeout", VW_OPT_DURATION, VW_DO_OFF(type, model_timeout_ns),    \
+	  "10s", "DURATION", "timeout for fetching a model", 0.1, 600 }
+
+/*
+ * What both daemons' main() do: load the options (exit 0 after --help/--version, 2 on a bad
+ * flag or file, with the message), set the log level and the signal handlers (SIGINT/SIGTERM set
+ * *stop, SIGPIPE/SIGHUP ignored), then hand over to run(cfg, stop). Returns main()'s exit code.
+ */
+#include <signal.h>
+int vw_daemon_main(const struct vw_config_program *p, void *cfg, int argc, char **argv,
+		   int (*run)(void *cfg, volatile sig_atomic_t *stop));
