@@ -215,6 +215,33 @@ static void test_idle_fit_takes_over(void **state)
 	teardown_host(&c);
 }
 
+static void test_configured_idle(void **state)
+{
+	struct ctx c = { 0 };
+	char *text;
+
+	(void)state;
+	setup_host(&c, rapl_zones, 1, "--power.idle-watts=package=20");
+	vw_host_sample(c.host, T0);
+	run_interval(&c, 5, 0.9);
+	text = scrape(&c, 0);
+	/* 50 W at 90 % load: the configured 20 W is idle whatever the load; 30 W active. */
+	assert_double_near(sample_value(text, "kepler_node_cpu_idle_watts" ZL("package", "intel-rapl:0")), 20, 1e-9);
+	assert_double_near(sample_value(text, "kepler_node_cpu_active_watts" ZL("package", "intel-rapl:0")), 30, 1e-9);
+	assert_non_null(strstr(text, "method=\"configured\""));
+	free(text);
+	teardown_host(&c);
+	/* A bad override is refused at start. */
+	memset(&c, 0, sizeof(c));
+	assert_int_equal(host_fixture_init(&c.fx, rapl_zones, 1, 2), 0);
+	c.cache = vw_fixture_mkdtemp("cache");
+	assert_int_equal(load_cfg(&c, "--power.idle-watts=gpu=5"), 0);
+	assert_int_equal(vw_host_new(&c.cfg, &c.host), -EINVAL);
+	vw_config_free(&vw_host_program, &c.cfg);
+	host_fixture_fini(&c.fx);
+	vw_fixture_rm(c.cache);
+}
+
 static void test_estimator_without_meter(void **state)
 {
 	struct ctx c = { 0 };
@@ -276,6 +303,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rapl_zones),
 		cmocka_unit_test(test_idle_fit_takes_over),
+		cmocka_unit_test(test_configured_idle),
 		cmocka_unit_test(test_estimator_without_meter),
 		cmocka_unit_test(test_vanished_zone_counts_errors),
 	};
