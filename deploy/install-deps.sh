@@ -27,6 +27,10 @@ done
 
 missing=()
 for p in "${want[@]}"; do
+	case "$p" in
+	# A nodejs from elsewhere (NodeSource) bundles npm and conflicts with Debian's npm.
+	nodejs | npm) command -v node >/dev/null && command -v npm >/dev/null && continue ;;
+	esac
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
