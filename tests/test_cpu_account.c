@@ -305,7 +305,8 @@ static void check_standin(const struct vw_cpu_snapshot *s, const struct vw_proc_
 	for (int k = 0; k < 2; k++) {
 		uint64_t got = k ? c->cycles : c->instructions;
 
-		assert_ns_near(got, want_ns, 0.10, 2 * VW_NSEC_PER_MSEC);
+		/* 10 ms floor: a missed switch-out can hand a sleeper a slice of its predecessor. */
+		assert_ns_near(got, want_ns, 0.10, 10 * VW_NSEC_PER_MSEC);
 		assert_true((double)got + 0.05 * (double)want_ns + 2e6 >= (double)want_ns);
 	}
 }
