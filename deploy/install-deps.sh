@@ -10,8 +10,9 @@ build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicroh
 # libclang-rt-14-dev: libFuzzer for tests/fuzz (clang-14 only recommends it).
 # libvirt-daemon (libvirtd, virtlogd), its qemu driver and QEMU: tests/test_vm_integration.c.
 # Not libvirt-daemon-system: it pulls systemd, iptables and more (--no-install-recommends below).
+# libvirt-clients (virsh), busybox-static, kmod (depmod, modprobe --show-depends): tests/e2e.
 test_pkgs=(libcmocka-dev prometheus curl python3 libclang-rt-14-dev libvirt-daemon
-	libvirt-daemon-driver-qemu qemu-system-x86)
+	libvirt-daemon-driver-qemu qemu-system-x86 libvirt-clients busybox-static kmod)
 bench_pkgs=(prometheus-node-exporter stress-ng)
 
 want=("${build_pkgs[@]}")

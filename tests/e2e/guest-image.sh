@@ -16,8 +16,12 @@ guest_bin="$build/guest/virtwatt-guest"
 
 # ---- Kernel: the version linux-image-amd64 depends on, extracted once ----
 if [ ! -f "$out/kernel/version" ]; then
-	pkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
-		awk '/Depends: linux-image-[0-9]/ { print $2; exit }')
+	kpkg() {
+		apt-cache depends linux-image-amd64 2>/dev/null |
+			awk '/Depends: linux-image-[0-9]/ { print $2; exit }'
+	}
+	pkg=$(kpkg)
+	[ -n "$pkg" ] || { apt-get update -qq >&2 && pkg=$(kpkg); } || true
 	[ -n "$pkg" ] || { echo "apt-cache knows no linux-image-amd64 (apt-get update?)" >&2; exit 1; }
 	ver=${pkg#linux-image-}
 	tmp=$(mktemp -d "$out/dl.XXXXXX")
