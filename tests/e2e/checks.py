@@ -204,6 +204,16 @@ def main():
         "for the VM", "active %.3f J, idle %.3f J" % (host_vm(h, "active"), host_vm(h, "idle"))
         if h else "no VM series with vm_id=%s on %s" % (UUID, HOST))
     if h:
+        fams = ("kepler_vm_cpu_joules_total", "kepler_vm_cpu_watts",
+                "virtwatt_vm_cpu_idle_joules_total", "virtwatt_vm_cpu_idle_watts")
+        miss = [f for f in fams if not h.has(f, vm_id=UUID, vm_name=W["E2E_NAME"],
+                                             state="running", zone="package")]
+        tap(not miss, "host: the VM's four kepler_vm_cpu_* / virtwatt_vm_cpu_idle_* families, "
+            "named, running", "missing: " + ", ".join(miss) if miss else "")
+        qemu = h.sum("kepler_process_cpu_joules_total", vm_id=UUID, zone="package")
+        tap(abs(qemu - host_vm(h, "active")) < 1e-5,
+            "host: the VM's active energy is its QEMU process's",
+            "process series with vm_id: %.6f J, VM %.6f J" % (qemu, host_vm(h, "active")))
         bad = []
         for mode in ("active", "idle"):
             n, parts, vm = node(h, mode), workloads(h, mode), host_vm(h, mode)

@@ -261,7 +261,7 @@ echo "# guest exporter up on 127.0.0.1:$guest_port ($(elapsed))"
 
 # ---- Checks ----
 E2E_WORK=$work E2E_HOST=127.0.0.1:$host_port E2E_GUEST=127.0.0.1:$guest_port \
-	E2E_PROM=127.0.0.1:$prom_port E2E_UUID=$uuid E2E_SYSFS=$work/sys \
+	E2E_PROM=127.0.0.1:$prom_port E2E_UUID=$uuid E2E_NAME=$name E2E_SYSFS=$work/sys \
 	E2E_START_HOST=$work/start-host.sh E2E_STOP_HOST=$work/stop-host.sh \
 	python3 -u "$src/checks.py"
 rc=$?
