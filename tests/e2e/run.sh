@@ -74,6 +74,7 @@ stop_pid() {
 
 cleanup() {
 	local p
+	stop_pid "$(pid_of checks)"
 	stop_pid "$(pid_of prometheus)"
 	stop_pid "$(pid_of host)"
 	stop_pid "$(pid_of feeder)"
@@ -97,6 +98,9 @@ on_exit() {
 	local rc=$?
 	trap - EXIT INT TERM
 	cleanup
+	if [ -z "${tap_n:-}" ] && [ "$rc" -ge 128 ]; then
+		echo "# interrupted by signal $((rc - 128)); VM and daemons cleaned up"
+	fi
 	if [ -n "${tap_n:-}" ]; then
 		tap_n=$((tap_n + 1))
 		if [ -z "$left" ]; then
@@ -263,7 +267,9 @@ echo "# guest exporter up on 127.0.0.1:$guest_port ($(elapsed))"
 E2E_WORK=$work E2E_HOST=127.0.0.1:$host_port E2E_GUEST=127.0.0.1:$guest_port \
 	E2E_PROM=127.0.0.1:$prom_port E2E_UUID=$uuid E2E_NAME=$name E2E_SYSFS=$work/sys \
 	E2E_START_HOST=$work/start-host.sh E2E_STOP_HOST=$work/stop-host.sh \
-	python3 -u "$src/checks.py"
+	python3 -u "$src/checks.py" &
+echo $! >"$work/checks.pid"
+wait "$(pid_of checks)" # in the background, so a SIGTERM (meson's timeout) is handled at once
 rc=$?
 tap_n=$(cat "$work/ntests" 2>/dev/null || echo 0)
 if [ "$tap_n" -eq 0 ]; then
