@@ -1,0 +1,327 @@
+#!/usr/bin/env python3
+"""The checks of tests/e2e/run.sh, against the live host, guest, VM and Prometheus it set up.
+
+Prints TAP lines "ok N - ..." / "not ok N - ..." (no plan: run.sh adds its cleanup check and
+the plan) and writes the number of checks to $E2E_WORK/ntests. Environment (set by run.sh):
+E2E_WORK, E2E_HOST (host:port of virtwatt-host), E2E_GUEST (the guest's forwarded port),
+E2E_PROM (Prometheus), E2E_UUID, E2E_SYSFS (the fixture; its "pause" file holds the meter),
+E2E_WATTS, E2E_START_HOST / E2E_STOP_HOST (commands), E2E_SPAN (seconds, default 40).
+
+How the guest and host figures are compared over "the same span": the guest sees the host's
+counters through frames published every ~1 s (jittered) and folds them in at its own 1 s tick,
+so at any instant it lags the host by 0-2 s; at 15-20 W that lag alone is several percent of a
+40 s span. So each end of the span is a quiescent point: the feeder holds the meter (0 W), the
+host's VM counters stop, the last frame carries their final value, the guest folds it in, and
+we read all three only once two successive reads of host and guest each agree. The deltas
+between two such points cover exactly the same energy; what remains is the passthrough's
+rounding (0.1 J steps).
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+import urllib.request
+
+W = os.environ
+WORK, HOST, GUEST, PROM = W["E2E_WORK"], W["E2E_HOST"], W["E2E_GUEST"], W["E2E_PROM"]
+UUID, SYSFS, WATTS = W["E2E_UUID"], W["E2E_SYSFS"], float(W["E2E_WATTS"])
+SPAN = float(W.get("E2E_SPAN", "40"))
+PAUSE = os.path.join(SYSFS, "pause")
+n_tests = 0
+failed = 0
+
+LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def log(msg):
+    print("# " + msg.replace("\n", "\n# "), flush=True)
+
+
+def tap(ok, what, detail=""):
+    global n_tests, failed
+    n_tests += 1
+    if not ok:
+        failed += 1
+    print("%s %d - %s" % ("ok" if ok else "not ok", n_tests, what), flush=True)
+    if detail:
+        log(detail)
+
+
+def fetch(addr, path="/metrics", timeout=5):
+    with urllib.request.urlopen("http://%s%s" % (addr, path), timeout=timeout) as r:
+        return r.read().decode()
+
+
+class Metrics:
+    """One exposition: samples as (name, labels dict, value) and each family's type."""
+
+    def __init__(self, text):
+        self.text, self.samples, self.types = text, [], {}
+        for line in text.splitlines():
+            if line.startswith("# TYPE "):
+                _, _, fam, typ = line.split(None, 3)
+                self.types[fam] = typ
+            elif line and not line.startswith("#"):
+                m = LINE.match(line)
+                if m:
+                    self.samples.append((m.group(1), dict(LABEL.findall(m.group(3) or "")),
+                                         float(m.group(4))))
+
+    def sum(self, name, **want):
+        return sum(v for n, l, v in self.samples
+                   if n == name and all(l.get(k) == x for k, x in want.items()))
+
+    def has(self, name, **want):
+        return any(n == name and all(l.get(k) == x for k, x in want.items())
+                   for n, l, _ in self.samples)
+
+    def counters(self):
+        for n, l, v in self.samples:
+            fam = n[:-6] if n.endswith("_total") else n
+            if self.types.get(n) == "counter" or self.types.get(fam) == "counter":
+                yield n + "{" + ",".join("%s=%s" % kv for kv in sorted(l.items())) + "}", v
+
+
+def scrape(addr):
+    return Metrics(fetch(addr))
+
+
+def try_scrape(addr):
+    try:
+        return scrape(addr)
+    except Exception:
+        return None
+
+
+# ---- Figures compared ----
+
+def host_vm(m, mode=None):
+    """The VM's package energy on the host: active, idle, or both."""
+    a = m.sum("kepler_vm_cpu_joules_total", vm_id=UUID, zone="package")
+    i = m.sum("virtwatt_vm_cpu_idle_joules_total", vm_id=UUID, zone="package")
+    return {"active": a, "idle": i}.get(mode, a + i)
+
+
+def workloads(m, mode):
+    """Containers + processes in no container + unattributed, one mode, package zone."""
+    cont = "kepler_container_cpu_joules_total" if mode == "active" else \
+        "virtwatt_container_cpu_idle_joules_total"
+    return (m.sum(cont, zone="package") +
+            m.sum("virtwatt_node_cpu_uncontained_joules_total", zone="package", mode=mode) +
+            m.sum("virtwatt_node_cpu_unattributed_joules_total", zone="package", mode=mode))
+
+
+def node(m, mode):
+    return m.sum("kepler_node_cpu_%s_joules_total" % mode, zone="package")
+
+
+def guest_sum(m):
+    return workloads(m, "active") + workloads(m, "idle")
+
+
+def burner(m):
+    return (m.sum("kepler_process_cpu_joules_total", comm="burner", zone="package") +
+            m.sum("virtwatt_process_cpu_idle_joules_total", comm="burner", zone="package"))
+
+
+def guest_source(m):
+    for n, l, v in m.samples:
+        if n == "virtwatt_guest_power_source_info" and v == 1:
+            return l.get("source")
+    return None
+
+
+def meter_uj():
+    with open(os.path.join(SYSFS, "class/powercap/intel-rapl:0/energy_uj")) as f:
+        return int(f.read())
+
+
+# ---- Guest counters, watched for the whole run ----
+
+class Watch(threading.Thread):
+    def __init__(self):
+        super().__init__(daemon=True)
+        self.last, self.back, self.scrapes, self.stop = {}, [], 0, False
+
+    def run(self):
+        while not self.stop:
+            m = try_scrape(GUEST)
+            if m:
+                self.scrapes += 1
+                for key, v in m.counters():
+                    if key in self.last and v < self.last[key]:
+                        self.back.append("%s: %r -> %r" % (key, self.last[key], v))
+                    self.last[key] = v
+            time.sleep(0.5)
+
+
+def settle(tag):
+    """Hold the meter until host and guest agree twice in a row; the reads, or None."""
+    open(PAUSE, "w").close()
+    try:
+        time.sleep(3)
+        prev, end = None, time.monotonic() + 20
+        while time.monotonic() < end:
+            h, g = try_scrape(HOST), try_scrape(GUEST)
+            if h and g:
+                cur = (round(host_vm(h), 6), round(guest_sum(g), 6), meter_uj())
+                if prev == cur:
+                    log("%s: settled: host VM %.6f J, guest workloads %.6f J, meter %d uJ"
+                        % (tag, cur[0], cur[1], cur[2]))
+                    return h, g, cur[2]
+                prev = cur
+            time.sleep(1.2)
+        log("%s: host and guest never settled (last %r)" % (tag, prev))
+        return None
+    finally:
+        os.unlink(PAUSE)
+
+
+def wait_for(pred, timeout, step=0.5):
+    end = time.monotonic() + timeout
+    while True:
+        r = pred()
+        if r or time.monotonic() > end:
+            return r
+        time.sleep(step)
+
+
+def main():
+    watch = Watch()
+    watch.start()
+
+    # 1. The host's VM series.
+    def vm_live():
+        m = try_scrape(HOST)
+        return m if m and host_vm(m, "active") > 0 and host_vm(m, "idle") > 0 else None
+    h = wait_for(vm_live, 60)
+    tap(h is not None, "host: kepler_vm_cpu_joules_total and virtwatt_vm_cpu_idle_joules_total "
+        "for the VM", "active %.3f J, idle %.3f J" % (host_vm(h, "active"), host_vm(h, "idle"))
+        if h else "no VM series with vm_id=%s on %s" % (UUID, HOST))
+    if h:
+        fams = ("kepler_vm_cpu_joules_total", "kepler_vm_cpu_watts",
+                "virtwatt_vm_cpu_idle_joules_total", "virtwatt_vm_cpu_idle_watts")
+        miss = [f for f in fams if not h.has(f, vm_id=UUID, vm_name=W["E2E_NAME"],
+                                             state="running", zone="package")]
+        tap(not miss, "host: the VM's four kepler_vm_cpu_* / virtwatt_vm_cpu_idle_* families, "
+            "named, running", "missing: " + ", ".join(miss) if miss else "")
+        qemu = h.sum("kepler_process_cpu_joules_total", vm_id=UUID, zone="package")
+        tap(abs(qemu - host_vm(h, "active")) < 1e-5,
+            "host: the VM's active energy is its QEMU process's",
+            "process series with vm_id: %.6f J, VM %.6f J" % (qemu, host_vm(h, "active")))
+        bad = []
+        for mode in ("active", "idle"):
+            n, parts, vm = node(h, mode), workloads(h, mode), host_vm(h, mode)
+            if abs(n - parts) > 1e-5 or not 0 < vm <= parts + 1e-6:
+                bad.append("%s: node %.6f, workloads+remainders %.6f, VM %.6f"
+                           % (mode, n, parts, vm))
+        tap(not bad, "host: VM + the rest = node (per mode: node = containers + uncontained + "
+            "unattributed, 0 < VM <= its holders)", "; ".join(bad))
+    else:
+        tap(False, "host: VM + the rest = node", "no host metrics")
+
+    # 2. Guest on passthrough.
+    g = wait_for(lambda: (lambda m: m if m and guest_source(m) == "passthrough" else None)(
+        try_scrape(GUEST)), 60)
+    tap(g is not None, "guest: serves /metrics on passthrough",
+        "" if g else "source %r" % (guest_source(try_scrape(GUEST) or Metrics("")),))
+
+    # 3. The same span seen from both sides.
+    t0 = time.monotonic()
+    a = settle("span start")
+    time.sleep(SPAN)
+    b = settle("span end") if a else None
+    if a and b:
+        (h1, g1, e1), (h2, g2, e2) = a, b
+        dh, dg = host_vm(h2) - host_vm(h1), guest_sum(g2) - guest_sum(g1)
+        dn = (node(h2, "active") + node(h2, "idle")) - (node(h1, "active") + node(h1, "idle"))
+        dm = ((e2 - e1) % 262143328850) / 1e6
+        tap(abs(dn - dm) <= 1e-3 and dm > WATTS * SPAN * 0.5,
+            "host: node energy over the span = the meter's (%.0f W feeder)" % WATTS,
+            "node %.6f J, meter %.6f J (%.1f s incl. settling)" % (dn, dm, time.monotonic() - t0))
+        err = abs(dg - dh) / dh if dh > 0 else 1
+        tap(dh > 0 and err <= 0.01, "guest: workload energy within 1% of the host's for the VM",
+            "guest %.6f J, host %.6f J, difference %.4f %%" % (dg, dh, 100 * err))
+        db = burner(g2) - burner(g1)
+        tap(dg > 0 and db > 0.5 * dg, "guest: the burner owns most of it",
+            "burner %.3f J of %.3f J (%.1f %%)" % (db, dg, 100 * db / dg if dg else 0))
+    else:
+        for what in ("host: node energy over the span = the meter's",
+                     "guest: workload energy within 1% of the host's for the VM",
+                     "guest: the burner owns most of it"):
+            tap(False, what, "no settled span")
+
+    # 4. Host stopped: the model takes over within the staleness window (3 x 1 s).
+    subprocess.run(W["E2E_STOP_HOST"], shell=True, check=False)
+    t0 = time.monotonic()
+    m = wait_for(lambda: (lambda m: m if m and guest_source(m) == "model" else None)(
+        try_scrape(GUEST)), 15, 0.25)
+    dt = time.monotonic() - t0
+    tap(m is not None and dt <= 3 + 3, "guest: falls back to its model when virtwatt-host stops",
+        "after %.1f s (staleness window 3 s, +1 interval each side for the guest's tick "
+        "and the last publication)" % dt)
+
+    # 5. Host back: passthrough resumes.
+    r0 = (try_scrape(GUEST) or Metrics("")).sum("virtwatt_guest_passthrough_host_restarts_total")
+    subprocess.run(W["E2E_START_HOST"], shell=True, check=False)
+    t0 = time.monotonic()
+    m = wait_for(lambda: (lambda m: m if m and guest_source(m) == "passthrough" else None)(
+        try_scrape(GUEST)), 60, 0.5)
+    dt = time.monotonic() - t0
+    r1 = m.sum("virtwatt_guest_passthrough_host_restarts_total") if m else r0
+    tap(m is not None and r1 > r0, "guest: passthrough resumes when virtwatt-host restarts",
+        "after %.1f s; host restarts seen %d -> %d" % (dt, r0, r1))
+
+    # 6. Prometheus scraping both.
+    def up():
+        try:
+            q = urllib.parse.quote("up")
+            r = json.loads(fetch(PROM, "/api/v1/query?query=" + q))["data"]["result"]
+            s = {x["metric"]["job"]: x["value"][1] for x in r}
+            return s if s.get("host") == "1" and s.get("guest") == "1" else None
+        except Exception:
+            return None
+    s = wait_for(up, 30, 1)
+    tap(s is not None, "prometheus: host and guest targets up", "" if s else "up: %r" % (up(),))
+
+    def series():
+        try:
+            q = urllib.parse.quote('kepler_vm_cpu_joules_total{vm_id="%s"}' % UUID)
+            r = json.loads(fetch(PROM, "/api/v1/query?query=" + q))["data"]["result"]
+            q = urllib.parse.quote('virtwatt_guest_power_source_info')
+            r2 = json.loads(fetch(PROM, "/api/v1/query?query=" + q))["data"]["result"]
+            return (r, r2) if r and r2 else None
+        except Exception:
+            return None
+    tap(wait_for(series, 10, 1) is not None,
+        "prometheus: holds the host's VM series and the guest's source")
+
+    for name, addr in (("host", HOST), ("guest", GUEST)):
+        try:
+            text = fetch(addr)
+            p = subprocess.run(["promtool", "check", "metrics"], input=text.encode(),
+                               capture_output=True, timeout=30)
+            out = (p.stdout + p.stderr).decode().strip()
+            tap(p.returncode == 0, "promtool check metrics: %s clean" % name, out)
+        except Exception as e:
+            tap(False, "promtool check metrics: %s clean" % name, str(e))
+
+    # 7. Nothing went back.
+    watch.stop = True
+    watch.join(5)
+    tap(watch.scrapes > 20 and not watch.back, "guest: no counter ever went back",
+        "%d scrapes, %d series; %s" % (watch.scrapes, len(watch.last),
+                                        "; ".join(watch.back[:10]) or "none went back"))
+
+    with open(os.path.join(WORK, "ntests"), "w") as f:
+        f.write("%d\n" % n_tests)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

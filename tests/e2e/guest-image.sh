@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Build the e2e test guest: a Debian kernel extracted from its package (not installed), and an
+# initramfs with static busybox, the virtio/9p/net modules in load order, virtwatt-guest with
+# every library ldd lists (and the loader) at the same paths, and a CPU burner.
+#   tests/e2e/guest-image.sh BUILD_DIR OUT_DIR
+# Writes OUT_DIR/vmlinuz and OUT_DIR/initrd.gz. The kernel and its modules are cached in
+# OUT_DIR/kernel (one download per kernel version); the initramfs is rebuilt every time (the
+# guest binary changes).
+set -euo pipefail
+
+build=$(realpath "$1")
+out=$(mkdir -p "$2" && realpath "$2")
+src=$(cd "$(dirname "$0")" && pwd)
+guest_bin="$build/guest/virtwatt-guest"
+[ -x "$guest_bin" ] || { echo "no $guest_bin" >&2; exit 1; }
+
+# ---- Kernel: the version linux-image-amd64 depends on, extracted once ----
+if [ ! -f "$out/kernel/version" ]; then
+	kpkg() {
+		apt-cache depends linux-image-amd64 2>/dev/null |
+			awk '/Depends: linux-image-[0-9]/ { print $2; exit }'
+	}
+	pkg=$(kpkg)
+	[ -n "$pkg" ] || { apt-get update -qq >&2 && pkg=$(kpkg); } || true
+	[ -n "$pkg" ] || { echo "apt-cache knows no linux-image-amd64 (apt-get update?)" >&2; exit 1; }
+	ver=${pkg#linux-image-}
+	tmp=$(mktemp -d "$out/dl.XXXXXX")
+	(cd "$tmp" && apt-get download "$pkg" >/dev/null 2>&1) ||
+		{ rm -rf "$tmp"; echo "apt-get download $pkg failed" >&2; exit 1; }
+	rm -rf "$out/kernel"
+	mkdir -p "$out/kernel"
+	dpkg -x "$tmp"/*.deb "$out/kernel/root"
+	rm -rf "$tmp"
+	cp "$out/kernel/root/boot/vmlinuz-$ver" "$out/kernel/vmlinuz"
+	depmod -b "$out/kernel/root" "$ver"
+	echo "$ver" >"$out/kernel/version"
+fi
+ver=$(cat "$out/kernel/version")
+kroot="$out/kernel/root"
+cp "$out/kernel/vmlinuz" "$out/vmlinuz"
+
+# ---- Initramfs ----
+ir="$out/initrd"
+rm -rf "$ir"
+mkdir -p "$ir"/{bin,sbin,dev,proc,sys,mnt,run,tmp,etc,lib/modules,var/lib/virtwatt-guest}
+cp "$(command -v busybox)" "$ir/bin/busybox"
+file "$ir/bin/busybox" 2>/dev/null | grep -q dynamic && { echo "busybox is not static" >&2; exit 1; }
+for a in $("$ir/bin/busybox" --list); do
+	[ "$a" = busybox ] || ln -sf busybox "$ir/bin/$a"
+done
+
+# Modules in dependency order (busybox insmod resolves nothing).
+order=()
+for m in virtio_pci virtio_console virtio_net 9pnet_virtio 9p; do
+	while read -r _ path _; do
+		base=$(basename "$path")
+		[[ " ${order[*]-} " == *" $base "* ]] || order+=("$base")
+		cp "$path" "$ir/lib/modules/$base"
+	done < <(modprobe -d "$kroot" -S "$ver" --show-depends "$m" | grep '^insmod')
+done
+printf '%s\n' "${order[@]}" >"$ir/lib/modules/order"
+
+# virtwatt-guest, dynamically linked: every library at its path, and the loader.
+mkdir -p "$ir$(dirname "$guest_bin")"
+cp "$guest_bin" "$ir$guest_bin"
+ln -sf "$guest_bin" "$ir/bin/virtwatt-guest"
+ldd "$guest_bin" | awk '/=> \// { print $3 } /^\t\/.*\(0x/ { print $1 }' | sort -u |
+	while read -r lib; do
+		mkdir -p "$ir$(dirname "$lib")"
+		cp -L "$lib" "$ir$lib"
+	done
+# The loader is also reached through /lib64 on merged-/usr Debian.
+[ -e "$ir/lib64" ] || { [ -d "$ir/usr/lib64" ] && ln -s usr/lib64 "$ir/lib64"; } || true
+
+# The workload: a static CPU burner, its own comm ("burner").
+cc -O1 -static -o "$ir/bin/burner" -x c - <<'EOF'
+int main(void) { volatile unsigned long x = 0; for (;;) x++; }
+EOF
+
+cp "$src/guest-init.sh" "$ir/init"
+chmod 755 "$ir/init"
+(cd "$ir" && find . | busybox cpio -o -H newc 2>/dev/null | gzip -1 >"$out/initrd.gz")
+rm -rf "$ir"
+echo "guest image: kernel $ver, initrd $(du -h "$out/initrd.gz" | cut -f1)"

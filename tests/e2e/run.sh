@@ -1,0 +1,284 @@
+#!/usr/bin/env bash
+# End-to-end test (issue #7): a real VM under a real libvirtd, virtwatt-host on a powercap
+# fixture fed at a known wattage, virtwatt-guest inside the VM, and a real Prometheus.
+#   tests/e2e/run.sh [BUILD_DIR]          (meson: suite 'e2e'; needs root)
+#
+# 1. The guest image (tests/e2e/guest-image.sh): a Debian kernel extracted from its package,
+#    busybox, virtwatt-guest with its libraries, a CPU burner; cached in BUILD_DIR/e2e-cache.
+# 2. virtlogd + libvirtd in a mount namespace of their own whose /etc/libvirt, /run/libvirt and
+#    /var/{lib,cache,log}/libvirt are directories of a temporary work dir (the approach of
+#    tests/test_vm_integration.c): a host libvirtd is neither seen nor disturbed.
+# 3. A TCG domain with the org.virtwatt.power.0 channel, the VM's shared folder (9p, read-only)
+#    and a user-mode network forwarding a 127.0.0.1 port to the guest's :28282.
+# 4. tests/e2e/feeder.py advances sys/class/powercap/intel-rapl:0/energy_uj at E2E_WATTS;
+#    virtwatt-host reads it (--host.sysfs), the real /proc (BPF accounting), the private libvirtd.
+# 5. Prometheus on 127.0.0.1 scraping both; tests/e2e/checks.py runs the checks (TAP).
+# Everything is stopped and removed on exit (VW_KEEP_WORK=1 keeps the work dir).
+set -uo pipefail
+
+src=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$src/../.." && pwd)
+build=$(realpath "${1:-$root/build}")
+export E2E_WATTS=${E2E_WATTS:-40}
+t_start=$(date +%s)
+
+# Not runnable here: a TAP skip, except under CI=true where it is a failure.
+skip() {
+	if [ "${CI:-}" = "true" ]; then
+		echo "not ok 1 - e2e cannot run: $1"
+		echo "1..1"
+		exit 1
+	fi
+	echo "1..0 # SKIP $1"
+	exit 0
+}
+note() { sed 's/^/# /'; }
+
+[ "$(id -u)" -eq 0 ] || skip "needs root (libvirtd with the qemu driver, mount namespaces, BPF)"
+tools=(libvirtd virtlogd virsh qemu-system-x86_64 prometheus promtool busybox modprobe depmod
+	python3 curl unshare apt-get dpkg cc useradd)
+have_tools() {
+	for t in "${tools[@]}"; do
+		command -v "$t" >/dev/null || PATH=$PATH:/usr/sbin:/sbin command -v "$t" >/dev/null ||
+			return 1
+	done
+}
+export PATH=$PATH:/usr/sbin:/sbin
+if ! have_tools; then
+	"$root/deploy/install-deps.sh" --test 2>&1 | note
+	have_tools || skip "a tool is missing (${tools[*]}) and deploy/install-deps.sh --test could not install it"
+fi
+host_bin="$build/host/virtwatt-host"
+[ -x "$host_bin" ] && [ -x "$build/guest/virtwatt-guest" ] || skip "no build in $build"
+
+# ---- Work dir and cleanup ----
+work=$(mktemp -d /tmp/vw-e2e.XXXXXX)
+chmod 755 "$work"
+uuid=$(cat /proc/sys/kernel/random/uuid)
+name="vw-e2e-$$"
+uri_rw="qemu:///system?socket=$work/sock/libvirt-sock"
+uri_ro="qemu:///system?socket=$work/sock/libvirt-sock-ro"
+pids_file="$work/pids" # every process started, for the cleanup check
+: >"$pids_file"
+
+pid_of() { cat "$work/$1.pid" 2>/dev/null; }
+alive() { [ -n "${1:-}" ] && [ -d "/proc/$1" ] && ! grep -q '^State:.*[ZX]' "/proc/$1/status" 2>/dev/null; }
+stop_pid() {
+	local p=$1 i
+	alive "$p" || return 0
+	kill -TERM "$p" 2>/dev/null
+	for i in $(seq 100); do alive "$p" || return 0; sleep 0.1; done
+	kill -KILL "$p" 2>/dev/null
+	for i in $(seq 50); do alive "$p" || return 0; sleep 0.1; done
+}
+
+cleanup() {
+	local p
+	stop_pid "$(pid_of checks)"
+	stop_pid "$(pid_of prometheus)"
+	stop_pid "$(pid_of host)"
+	stop_pid "$(pid_of feeder)"
+	if alive "$(pid_of libvirtd)"; then
+		timeout 30 virsh -c "$uri_rw" destroy "$name" >/dev/null 2>&1
+	fi
+	stop_pid "$(pid_of qemu)"
+	stop_pid "$(pid_of libvirtd)"
+	stop_pid "$(pid_of virtlogd)"
+	left=""
+	for p in $(cat "$pids_file" "$work"/*.pid 2>/dev/null | sort -u); do
+		alive "$p" && left="$left $p($(cat /proc/$p/comm 2>/dev/null))"
+	done
+	if [ -z "${VW_KEEP_WORK:-}" ]; then
+		rm -rf "$work"
+	else
+		echo "# work dir kept: $work"
+	fi
+}
+on_exit() {
+	local rc=$?
+	trap - EXIT INT TERM
+	cleanup
+	if [ -z "${tap_n:-}" ] && [ "$rc" -ge 128 ]; then
+		echo "# interrupted by signal $((rc - 128)); VM and daemons cleaned up"
+	fi
+	if [ -n "${tap_n:-}" ]; then
+		tap_n=$((tap_n + 1))
+		if [ -z "$left" ]; then
+			echo "ok $tap_n - cleanup: VM, QEMU and every daemon stopped, work dir removed"
+		else
+			echo "not ok $tap_n - cleanup: still running:$left"
+			rc=1
+		fi
+		echo "1..$tap_n"
+		echo "# e2e: $(($(date +%s) - t_start)) s in all"
+	fi
+	exit $rc
+}
+trap on_exit EXIT
+trap 'exit 143' TERM
+trap 'exit 130' INT
+
+# A setup step failed: one failing TAP line, the logs, and out.
+fail_setup() {
+	echo "not ok 1 - setup: $1"
+	for f in libvirtd.log console.log host.log prometheus.log feeder.log; do
+		[ -s "$work/$f" ] && { echo "# ---- $f (tail)"; tail -n 30 "$work/$f" | note; }
+	done
+	tap_n=1
+	exit 1
+}
+elapsed() { echo "$(($(date +%s) - t_start)) s"; }
+
+free_port() {
+	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
+}
+host_port=$(free_port)
+guest_port=$(free_port)
+prom_port=$(free_port)
+while [ "$guest_port" = "$host_port" ]; do guest_port=$(free_port); done
+while [ "$prom_port" = "$host_port" ] || [ "$prom_port" = "$guest_port" ]; do prom_port=$(free_port); done
+
+# ---- 1. Guest image ----
+"$src/guest-image.sh" "$build" "$build/e2e-cache" 2>&1 | note
+[ "${PIPESTATUS[0]}" -eq 0 ] || fail_setup "cannot build the guest image"
+echo "# guest image ready ($(elapsed))"
+
+# ---- 2. Private libvirtd ----
+getent passwd libvirt-qemu >/dev/null ||
+	useradd -r -U -M -d /var/lib/libvirt -s /usr/sbin/nologin libvirt-qemu ||
+	fail_setup "cannot create the libvirt-qemu user"
+mkdir -p "$work"/{etc,run,lib/qemu,cache/qemu,log/qemu,sock,share/"$uuid",sys}
+# QEMU as root: /dev/kvm exists but is unusable, and as libvirt-qemu libvirt re-probes QEMU
+# on every lookup (see tests/test_vm_integration.c).
+printf 'user = "root"\ngroup = "root"\n' >"$work/etc/qemu.conf"
+printf 'unix_sock_dir = "%s/sock"\nlog_outputs = "3:file:%s/libvirtd.log"\n' "$work" "$work" \
+	>"$work/libvirtd.conf"
+mkdir -p /etc/libvirt /run/libvirt /var/lib/libvirt /var/cache/libvirt /var/log/libvirt
+unshare -m --propagation private sh -c '
+	w=$1
+	mount --bind "$w/etc" /etc/libvirt && mount --bind "$w/run" /run/libvirt &&
+	mount --bind "$w/lib" /var/lib/libvirt && mount --bind "$w/cache" /var/cache/libvirt &&
+	mount --bind "$w/log" /var/log/libvirt || exit 12
+	virtlogd -d -p "$w/virtlogd.pid" || exit 20
+	libvirtd -d -p "$w/libvirtd.pid" -f "$w/libvirtd.conf" || exit 21' sh "$work" ||
+	fail_setup "private libvirtd did not start (status $?)"
+for i in $(seq 150); do
+	virsh -c "$uri_rw" version >/dev/null 2>&1 && break
+	sleep 0.2
+done
+virsh -c "$uri_rw" version >/dev/null 2>&1 || fail_setup "libvirtd does not answer on $uri_rw"
+echo "# libvirtd up ($(elapsed))"
+
+# ---- 3. The domain ----
+cache="$build/e2e-cache"
+cat >"$work/domain.xml" <<EOF
+<domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
+  <name>$name</name>
+  <uuid>$uuid</uuid>
+  <memory unit='MiB'>512</memory>
+  <vcpu>1</vcpu>
+  <os>
+    <type arch='x86_64' machine='q35'>hvm</type>
+    <kernel>$cache/vmlinuz</kernel>
+    <initrd>$cache/initrd.gz</initrd>
+    <cmdline>console=ttyS0 quiet panic=-1</cmdline>
+  </os>
+  <cpu mode='custom' match='exact'><model fallback='allow'>qemu64</model></cpu>
+  <on_reboot>destroy</on_reboot>
+  <devices>
+    <serial type='file'><source path='$work/console.log'/><target port='0'/></serial>
+    <channel type='unix'>
+      <source mode='bind' path='$work/power.sock'/>
+      <target type='virtio' name='org.virtwatt.power.0'/>
+    </channel>
+    <filesystem type='mount' accessmode='mapped'>
+      <source dir='$work/share/$uuid'/>
+      <target dir='virtwatt'/>
+      <readonly/>
+    </filesystem>
+    <memballoon model='none'/>
+  </devices>
+  <qemu:commandline>
+    <qemu:arg value='-netdev'/>
+    <qemu:arg value='user,id=e2enet,restrict=on,hostfwd=tcp:127.0.0.1:$guest_port-:28282'/>
+    <qemu:arg value='-device'/>
+    <qemu:arg value='virtio-net-pci,netdev=e2enet,bus=pcie.0,addr=0x10'/>
+  </qemu:commandline>
+</domain>
+EOF
+virsh -c "$uri_rw" create "$work/domain.xml" 2>&1 | note
+[ "${PIPESTATUS[0]}" -eq 0 ] || fail_setup "virsh create failed"
+cat "/proc/$(pid_of libvirtd)/root/run/libvirt/qemu/$name.pid" >"$work/qemu.pid" 2>/dev/null
+echo "# domain $name ($uuid) started, QEMU $(pid_of qemu) ($(elapsed))"
+
+# ---- 4. Meter feeder and virtwatt-host ----
+python3 "$src/feeder.py" "$work/sys" "$E2E_WATTS" >"$work/feeder.log" 2>&1 &
+echo $! >"$work/feeder.pid"
+for i in $(seq 50); do [ -f "$work/sys/class/powercap/intel-rapl:0/energy_uj" ] && break; sleep 0.1; done
+
+cat >"$work/start-host.sh" <<EOF
+#!/bin/sh
+"$host_bin" --host.sysfs="$work/sys" --host.procfs=/proc --libvirt.uri="$uri_ro" \\
+	--passthrough.share-root="$work/share" --web.listen-address=127.0.0.1:$host_port \\
+	--monitor.interval=1s --monitor.sample-interval=250ms --passthrough.interval=1s \\
+	--kube.node-name=e2e-host --log.level=info >>"$work/host.log" 2>&1 &
+echo \$! >"$work/host.pid"
+echo \$! >>"$pids_file"
+for i in \$(seq 100); do curl -sf -o /dev/null http://127.0.0.1:$host_port/readyz && exit 0; sleep 0.1; done
+exit 1
+EOF
+cat >"$work/stop-host.sh" <<EOF
+#!/bin/sh
+p=\$(cat "$work/host.pid")
+kill -TERM "\$p"
+for i in \$(seq 100); do [ -d /proc/\$p ] || exit 0; grep -q '^State:.*Z' /proc/\$p/status && exit 0; sleep 0.1; done
+kill -KILL "\$p"
+EOF
+chmod +x "$work/start-host.sh" "$work/stop-host.sh"
+"$work/start-host.sh" || fail_setup "virtwatt-host not ready on 127.0.0.1:$host_port"
+echo "# virtwatt-host up on 127.0.0.1:$host_port ($(elapsed))"
+
+# ---- 5. Prometheus ----
+cat >"$work/prometheus.yml" <<EOF
+global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}
+scrape_configs:
+  - job_name: host
+    static_configs: [{targets: ['127.0.0.1:$host_port']}]
+  - job_name: guest
+    static_configs: [{targets: ['127.0.0.1:$guest_port']}]
+EOF
+promtool check config "$work/prometheus.yml" 2>&1 | note
+prometheus --config.file="$work/prometheus.yml" --storage.tsdb.path="$work/tsdb" \
+	--web.listen-address=127.0.0.1:$prom_port >"$work/prometheus.log" 2>&1 &
+echo $! >"$work/prometheus.pid"
+cat "$work"/*.pid >>"$pids_file"
+
+# ---- The guest's exporter, through the forwarded port ----
+for i in $(seq 240); do
+	curl -sf -m 2 -o /dev/null "http://127.0.0.1:$guest_port/metrics" && break
+	alive "$(pid_of qemu)" || break
+	sleep 0.5
+done
+curl -sf -m 2 -o /dev/null "http://127.0.0.1:$guest_port/metrics" ||
+	fail_setup "the guest's /metrics never answered on 127.0.0.1:$guest_port"
+echo "# guest exporter up on 127.0.0.1:$guest_port ($(elapsed))"
+
+# ---- Checks ----
+E2E_WORK=$work E2E_HOST=127.0.0.1:$host_port E2E_GUEST=127.0.0.1:$guest_port \
+	E2E_PROM=127.0.0.1:$prom_port E2E_UUID=$uuid E2E_NAME=$name E2E_SYSFS=$work/sys \
+	E2E_START_HOST=$work/start-host.sh E2E_STOP_HOST=$work/stop-host.sh \
+	python3 -u "$src/checks.py" &
+echo $! >"$work/checks.pid"
+wait "$(pid_of checks)" # in the background, so a SIGTERM (meson's timeout) is handled at once
+rc=$?
+tap_n=$(cat "$work/ntests" 2>/dev/null || echo 0)
+if [ "$tap_n" -eq 0 ]; then
+	echo "not ok 1 - checks.py crashed (status $rc)"
+	tap_n=1
+fi
+if [ "$rc" -ne 0 ] || [ -n "${VW_E2E_VERBOSE:-}" ]; then
+	for f in console.log host.log; do
+		[ -s "$work/$f" ] && { echo "# ---- $f (tail)"; tail -n 40 "$work/$f" | note; }
+	done
+fi
+exit $rc
