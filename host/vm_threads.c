@@ -78,30 +78,6 @@ static int list_ids(int dirfd, const char *rel, uint32_t **ret, size_t *ret_n)
 	return 0;
 }
 
-/* Up to size - 1 bytes of a file (a prefix, never -EFBIG). */
-static int read_prefix(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)
-{
-	_cleanup_close_ int fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	size_t len = 0;
-
-	if (fd < 0)
-		return -errno;
-	while (len < size - 1) {
-		ssize_t n = read(fd, buf + len, size - 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	buf[len] = '\0';
-	*ret_len = len;
-	return 0;
-}
-
 int vw_qemu_read_start_time(int procfd, uint32_t pid, uint64_t *ret)
 {
 	char rel[32], buf[1024], comm[VW_COMM_LEN];
@@ -139,7 +115,7 @@ static int scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *ca
 	uint64_t start;
 
 	snprintf(rel, sizeof(rel), "%" PRIu32 "/cmdline", pid);
-	if (read_prefix(procfd, rel, peek, sizeof(peek), &len) < 0)
+	if (vw_read_prefix_at(procfd, rel, peek, sizeof(peek), &len) < 0)
 		return 0; /* exited meanwhile */
 	if (len == 0) {
 		if (!vhost_owner(procfd, pid, &owner))
@@ -155,7 +131,7 @@ static int scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *ca
 		big = malloc(CMDLINE_MAX);
 		if (!big)
 			return -ENOMEM;
-		if (read_prefix(procfd, rel, big, CMDLINE_MAX, &len) < 0 ||
+		if (vw_read_prefix_at(procfd, rel, big, CMDLINE_MAX, &len) < 0 ||
 		    vw_qemu_cmdline_parse(big, len, &c) < 0)
 			return 0;
 	}

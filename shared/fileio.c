@@ -22,37 +22,68 @@ int vw_dir_open_at(int dirfd, const char *rel)
 	return fd < 0 ? -errno : fd;
 }
 
-int vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)
+int vw_read_fd(int fd, void *buf, size_t max, size_t *ret_len)
+{
+	size_t len = 0;
+
+	while (len < max) {
+		ssize_t n = read(fd, (char *)buf + len, max - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	*ret_len = len;
+	return 0;
+}
+
+int vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)
 {
 	_cleanup_close_ int fd = -1;
 	size_t len = 0;
+	int r;
 
 	if (size == 0)
 		return -EINVAL;
 	fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return -errno;
-	for (;;) {
-		ssize_t n = read(fd, buf + len, size - 1 - len);
+	r = vw_read_fd(fd, buf, size - 1, &len);
+	if (r < 0)
+		return r;
+	buf[len] = '\0';
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}
 
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len == size - 1) {
-			char extra;
+int vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)
+{
+	_cleanup_close_ int fd = -1;
+	size_t len = 0;
+	char extra;
+	int r;
 
-			n = read(fd, &extra, 1);
-			if (n > 0)
-				return -EFBIG;
-			if (n < 0)
-				return -errno;
-			break;
-		}
+	if (size == 0)
+		return -EINVAL;
+	fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	r = vw_read_fd(fd, buf, size - 1, &len);
+	if (r < 0)
+		return r;
+	if (len == size - 1) {
+		size_t more = 0;
+
+		r = vw_read_fd(fd, &extra, 1, &more);
+		if (r < 0)
+			return r;
+		if (more)
+			return -EFBIG;
 	}
 	buf[len] = '\0';
 	if (ret_len)

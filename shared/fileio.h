@@ -17,6 +17,14 @@ int vw_dir_open_at(int dirfd, const char *rel);
  * -errno on open/read failure. *ret_len (optional) gets the byte count.
  */
 int vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len);
+/*
+ * Read from fd until end of file or `max` bytes, whichever comes first (EINTR retried; no NUL
+ * added). *ret_len gets the count; a file longer than max shows as *ret_len == max.
+ */
+int vw_read_fd(int fd, void *buf, size_t max, size_t *ret_len);
+/* Up to size - 1 bytes of a file, NUL-terminated: a prefix, never -EFBIG. */
+int vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len);
+
 /* Read one line, trailing whitespace stripped. -ENODATA when empty. */
 int vw_read_str_at(int dirfd, const char *rel, char *buf, size_t size);
 /*

@@ -51,6 +51,14 @@ static void test_read_at(void **state)
 	char name[32];
 	assert_int_equal(vw_read_str_at(fd, "a/name", name, sizeof(name)), 0);
 	assert_string_equal(name, "package-0");
+	/* A prefix read stops at the buffer, where a whole-file read refuses. */
+	size_t len = 0;
+	assert_int_equal(vw_read_file_at(fd, "a/long", buf, sizeof(buf), &len), -EFBIG);
+	assert_int_equal(vw_read_prefix_at(fd, "a/long", buf, sizeof(buf), &len), 0);
+	assert_int_equal(len, sizeof(buf) - 1);
+	assert_string_equal(buf, "0123456");
+	assert_int_equal(vw_read_file_at(fd, "a/num", buf, 8, &len), 0); /* exactly 7 bytes fit */
+	assert_int_equal(len, 7);
 	close(fd);
 	vw_fixture_rm(root);
 }

@@ -319,7 +319,6 @@ static int read_frame_file(struct vw_reader *r, char *buf, size_t *ret_len)
 {
 	_cleanup_close_ int fd = open_frame_file(r);
 	struct stat st;
-	size_t len = 0;
 
 	if (fd < 0)
 		return fd;
@@ -327,19 +326,7 @@ static int read_frame_file(struct vw_reader *r, char *buf, size_t *ret_len)
 		return -errno;
 	if (!S_ISREG(st.st_mode))
 		return -EINVAL;
-	while (len < VW_PROTO_MAX_FRAME + 1) {
-		ssize_t n = read(fd, buf + len, VW_PROTO_MAX_FRAME + 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	*ret_len = len;
-	return 0;
+	return vw_read_fd(fd, buf, VW_PROTO_MAX_FRAME + 1, ret_len);
 }
 
 /* Exactly one complete line, under the cap: anything else is torn, partial or hostile. */
