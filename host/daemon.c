@@ -233,7 +233,11 @@ static int start_podmeta(struct vw_host *h)
 static int setup_vms(struct vw_host *h)
 {
 	const struct vw_host_config *c = h->cfg;
-	struct vw_vm_env env = { .procfs_fd = h->procfs_fd, .libvirt_uri = nonempty(c->libvirt_uri) };
+	/* New VMs outside libvirt show up within 10 s; libvirt's own are seen at once. */
+	struct vw_vm_env env = { .procfs_fd = h->procfs_fd,
+				 .libvirt_uri = nonempty(c->libvirt_uri),
+				 .procscan_interval_ns = VW_MAX(c->common.interval_ns,
+								10 * VW_NSEC_PER_SEC) };
 	struct vw_power_source_stats st = { 0 };
 	struct vw_publish_opts po;
 

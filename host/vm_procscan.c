@@ -25,6 +25,8 @@ struct procscan {
 	char boot_id[64];
 	struct vw_vm_info *prev; /* the previous list(), running ones */
 	size_t n_prev;
+	uint64_t interval_ns;  /* between full scans; 0: every list() */
+	uint64_t last_scan_ns;
 };
 
 static int procscan_open(const struct vw_vm_env *env, void **ret_state)
@@ -37,6 +39,7 @@ static int procscan_open(const struct vw_vm_env *env, void **ret_state)
 	if (!ps)
 		return -ENOMEM;
 	ps->procfd = env->procfs_fd;
+	ps->interval_ns = env->procscan_interval_ns;
 	if (vw_read_str_at(ps->procfd, "sys/kernel/random/boot_id", ps->boot_id,
 			   sizeof(ps->boot_id)) < 0)
 		ps->boot_id[0] = '\0';
@@ -73,6 +76,33 @@ static int describe(struct procscan *ps, const struct vw_qemu_scan *scan,
 	return vw_qemu_fill_threads(ps->procfd, p->pid, scan->vhost, scan->n_vhost, vm);
 }
 
+/*
+ * Between full scans: the last list again, as long as each of its QEMUs still runs (same PID,
+ * same start time). false when a full scan is due or a QEMU went away (the scan reports it).
+ */
+static bool cached_list(struct procscan *ps, struct vw_vm_info **ret, size_t *ret_n)
+{
+	uint64_t now = vw_now_ns();
+	struct vw_vm_info *copy;
+
+	if (!ps->interval_ns || !ps->last_scan_ns || now - ps->last_scan_ns >= ps->interval_ns)
+		return false;
+	for (size_t i = 0; i < ps->n_prev; i++) {
+		uint64_t start;
+
+		if (vw_qemu_read_start_time(ps->procfd, ps->prev[i].qemu_pid, &start) < 0 ||
+		    start != ps->prev[i].qemu_start_time)
+			return false;
+	}
+	copy = malloc((ps->n_prev + 1) * sizeof(*copy));
+	if (!copy)
+		return false;
+	memcpy(copy, ps->prev, ps->n_prev * sizeof(*copy));
+	*ret = copy;
+	*ret_n = ps->n_prev;
+	return true;
+}
+
 static int procscan_list(void *state, struct vw_vm_info **ret, size_t *ret_n)
 {
 	struct procscan *ps = state;
@@ -81,6 +111,9 @@ static int procscan_list(void *state, struct vw_vm_info **ret, size_t *ret_n)
 	size_t n = 0, cap = 0, n_live;
 	int r;
 
+	if (cached_list(ps, ret, ret_n))
+		return 0;
+	ps->last_scan_ns = vw_now_ns();
 	r = vw_qemu_scan(ps->procfd, &scan);
 	if (r < 0)
 		return r;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
+#include "log.h"
 #include "vm_fixture.h"
 #include "vm_priv.h"
 
@@ -358,6 +359,50 @@ static void test_duplicate_uuid_and_many_threads(void **state)
 	vw_fixture_rm(root);
 }
 
+/* With an interval, full scans are rate-limited: a new QEMU waits for the next scan, a gone
+ * one is noticed at once (its start time no longer matches) and reported stopped. */
+static void test_scan_interval(void **state)
+{
+	char *root = vw_fixture_mkdtemp("vmscan");
+	struct vw_vm_env env = { .procscan_interval_ns = 10 * VW_NSEC_PER_SEC };
+	uint64_t now = 1000 * VW_NSEC_PER_SEC;
+	struct vw_vm_info *v = NULL;
+	size_t n = 0;
+	void *src;
+	int fd;
+
+	(void)state;
+	vw_clock_set_fake(&now);
+	assert_int_equal(vm_fixture_proc(root, 10, 100, "qemu-system-x86_64|-uuid|" U1, NULL, NULL), 0);
+	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	env.procfs_fd = fd;
+	assert_int_equal(vw_vm_procscan.open(&env, &src), 0);
+	assert_int_equal(vw_vm_procscan.list(src, &v, &n), 0);
+	assert_int_equal(n, 1);
+	free(v);
+	/* A second QEMU starts: not seen until the interval has passed. */
+	assert_int_equal(vm_fixture_proc(root, 20, 200, "qemu-kvm|-name|guest=b", NULL, NULL), 0);
+	now += 5 * VW_NSEC_PER_SEC;
+	assert_int_equal(vw_vm_procscan.list(src, &v, &n), 0);
+	assert_int_equal(n, 1);
+	free(v);
+	now += 6 * VW_NSEC_PER_SEC;
+	assert_int_equal(vw_vm_procscan.list(src, &v, &n), 0);
+	assert_int_equal(n, 2);
+	free(v);
+	/* The first exits: the very next list scans and reports it stopped. */
+	assert_int_equal(vm_fixture_kill(root, 10), 0);
+	now += VW_NSEC_PER_SEC;
+	assert_int_equal(vw_vm_procscan.list(src, &v, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(by_pid(v, n, 10)->state, VW_VM_SHUTOFF);
+	free(v);
+	vw_vm_procscan.close(src);
+	close(fd);
+	vw_clock_set_fake(NULL);
+	vw_fixture_rm(root);
+}
+
 static void test_unreadable_procfs(void **state)
 {
 	struct vw_vm_env env = { .procfs_fd = -1 };
@@ -376,6 +421,7 @@ int main(void)
 		cmocka_unit_test(test_cgroup_text),
 		cmocka_unit_test_setup_teardown(test_scan, setup, teardown),
 		cmocka_unit_test(test_duplicate_uuid_and_many_threads),
+		cmocka_unit_test(test_scan_interval),
 		cmocka_unit_test(test_unreadable_procfs),
 	};
 
