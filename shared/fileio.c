@@ -41,51 +41,50 @@ int vw_read_fd(int fd, void *buf, size_t max, size_t *ret_len)
 	return 0;
 }
 
-int vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)
+/* Open rel and read up to size - 1 bytes, NUL-terminated; the fd stays open in *ret_fd. */
+static int open_and_read(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len,
+			 int *ret_fd)
 {
-	_cleanup_close_ int fd = -1;
-	size_t len = 0;
 	int r;
 
 	if (size == 0)
 		return -EINVAL;
-	fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
+	*ret_fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (*ret_fd < 0)
 		return -errno;
-	r = vw_read_fd(fd, buf, size - 1, &len);
-	if (r < 0)
-		return r;
-	buf[len] = '\0';
-	if (ret_len)
+	r = vw_read_fd(*ret_fd, buf, size - 1, ret_len);
+	if (r == 0)
+		buf[*ret_len] = '\0';
+	return r;
+}
+
+int vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)
+{
+	_cleanup_close_ int fd = -1;
+	size_t len = 0;
+	int r = open_and_read(dirfd, rel, buf, size, &len, &fd);
+
+	if (r == 0 && ret_len)
 		*ret_len = len;
-	return 0;
+	return r;
 }
 
 int vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)
 {
 	_cleanup_close_ int fd = -1;
-	size_t len = 0;
+	size_t len = 0, more = 0;
 	char extra;
-	int r;
+	int r = open_and_read(dirfd, rel, buf, size, &len, &fd);
 
-	if (size == 0)
-		return -EINVAL;
-	fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return -errno;
-	r = vw_read_fd(fd, buf, size - 1, &len);
 	if (r < 0)
 		return r;
 	if (len == size - 1) {
-		size_t more = 0;
-
 		r = vw_read_fd(fd, &extra, 1, &more);
 		if (r < 0)
 			return r;
 		if (more)
 			return -EFBIG;
 	}
-	buf[len] = '\0';
 	if (ret_len)
 		*ret_len = len;
 	return 0;
