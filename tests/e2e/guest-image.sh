@@ -61,9 +61,11 @@ done
 printf '%s\n' "${order[@]}" >"$ir/lib/modules/order"
 
 # virtwatt-guest, dynamically linked: every library at its path, and the loader.
-mkdir -p "$ir$(dirname "$guest_bin")"
-cp "$guest_bin" "$ir$guest_bin"
-ln -sf "$guest_bin" "$ir/bin/virtwatt-guest"
+# At a fixed path: the build tree's own path may lie under /tmp, which the guest's init covers
+# with a tmpfs.
+mkdir -p "$ir/usr/local/sbin"
+cp "$guest_bin" "$ir/usr/local/sbin/virtwatt-guest"
+ln -sf /usr/local/sbin/virtwatt-guest "$ir/bin/virtwatt-guest"
 ldd "$guest_bin" | awk '/=> \// { print $3 } /^\t\/.*\(0x/ { print $1 }' | sort -u |
 	while read -r lib; do
 		mkdir -p "$ir$(dirname "$lib")"
