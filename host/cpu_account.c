@@ -79,27 +79,11 @@ uint64_t vw_cpu_ns_per_tick(void)
 	return hz > 0 ? VW_NSEC_PER_SEC / (uint64_t)hz : VW_NSEC_PER_SEC / 100;
 }
 
-int vw_cpu_grow(void **arr, size_t *cap, size_t n, size_t elem)
-{
-	size_t ncap;
-	void *na;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 256;
-	na = reallocarray(*arr, ncap, elem);
-	if (!na)
-		return -ENOMEM;
-	*arr = na;
-	*cap = ncap;
-	return 0;
-}
-
 struct vw_proc_cpu *vw_cpu_table_new_proc(struct vw_cpu_table *t)
 {
 	struct vw_proc_cpu *p;
 
-	if (vw_cpu_grow((void **)&t->procs, &t->cap_procs, t->n_procs, sizeof(*t->procs)) < 0)
+	if (vw_array_grow((void **)&t->procs, sizeof(*t->procs), t->n_procs, &t->cap_procs) < 0)
 		return NULL;
 	p = &t->procs[t->n_procs++];
 	*p = (struct vw_proc_cpu){ 0 };
@@ -108,7 +92,7 @@ struct vw_proc_cpu *vw_cpu_table_new_proc(struct vw_cpu_table *t)
 
 int vw_cpu_table_add_cgroup(struct vw_cpu_table *t, uint64_t cgroup_id, uint64_t cpu_ns)
 {
-	if (vw_cpu_grow((void **)&t->cgroups, &t->cap_cgroups, t->n_cgroups, sizeof(*t->cgroups)) < 0)
+	if (vw_array_grow((void **)&t->cgroups, sizeof(*t->cgroups), t->n_cgroups, &t->cap_cgroups) < 0)
 		return -ENOMEM;
 	t->cgroups[t->n_cgroups++] = (struct vw_cgroup_cpu){ .cgroup_id = cgroup_id,
 							     .cpu_ns = cpu_ns };

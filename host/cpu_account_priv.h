@@ -21,8 +21,6 @@ struct vw_cpu_table {
 	size_t n_cgroups, cap_cgroups;
 };
 
-/* Make room for element n of *arr (capacity *cap, doubling); -ENOMEM. */
-int vw_cpu_grow(void **arr, size_t *cap, size_t n, size_t elem);
 /* Append a zeroed process; NULL on ENOMEM. */
 struct vw_proc_cpu *vw_cpu_table_new_proc(struct vw_cpu_table *t);
 /* Append a cgroup sample; samples of one id are summed by vw_cpu_table_sort(). */

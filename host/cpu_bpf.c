@@ -716,7 +716,7 @@ static int add_hw(struct bpf_state *s, struct vw_cpu_table *t, const void *key, 
 	struct hw_rec *h;
 
 	(void)t;
-	if (vw_cpu_grow((void **)&s->hw_recs, &s->cap_hw, s->n_hw, sizeof(*s->hw_recs)) < 0)
+	if (vw_array_grow((void **)&s->hw_recs, sizeof(*s->hw_recs), s->n_hw, &s->cap_hw) < 0)
 		return -ENOMEM;
 	h = &s->hw_recs[s->n_hw++];
 	*h = (struct hw_rec){ .start_ns = v->start_ns };
@@ -786,7 +786,7 @@ static int hw_sweep(struct bpf_state *s)
 			(void)bpf_map_delete_elem(fd, &k.tgid);
 			continue;
 		}
-		if (vw_cpu_grow((void **)&s->hw_next, &s->cap_next, s->n_next, sizeof(k)) < 0)
+		if (vw_array_grow((void **)&s->hw_next, sizeof(k), s->n_next, &s->cap_next) < 0)
 			return -ENOMEM;
 		s->hw_next[s->n_next++] = k; /* hw_recs is sorted: so is this */
 	}

@@ -217,7 +217,7 @@ static int apply_listed(struct lv *lv, const struct fetched *f)
 	struct dom *d = find_dom(lv, f->dom.uuid);
 
 	if (!d) {
-		if (vw_vm_grow((void **)&lv->doms, sizeof(*lv->doms), lv->n_doms, &lv->cap_doms) < 0)
+		if (vw_array_grow((void **)&lv->doms, sizeof(*lv->doms), lv->n_doms, &lv->cap_doms) < 0)
 			return -ENOMEM;
 		d = &lv->doms[lv->n_doms++];
 		memset(d, 0, sizeof(*d));

@@ -140,8 +140,6 @@ int vw_domxml_parse(const char *xml, size_t len, struct vw_domxml *ret);
 /* The VM with this UUID in vms[0..n), or NULL. */
 struct vw_vm_info *vw_vm_find(struct vw_vm_info *vms, size_t n, const char *uuid);
 
-/* Grow *arr (element size elem) so that one more fits. 0 or -ENOMEM. */
-int vw_vm_grow(void **arr, size_t elem, size_t n, size_t *cap);
 
 /* vw_vms_open() over another registry (tests: a fake libvirt). */
 struct vw_vms *vw_vms_open_with(const struct vw_vm_env *env,

@@ -120,7 +120,7 @@ static int procscan_list(void *state, struct vw_vm_info **ret, size_t *ret_n)
 	for (size_t i = 0; i < scan.n; i++) {
 		struct vw_vm_info *dup;
 
-		r = vw_vm_grow((void **)&out, sizeof(*out), n, &cap);
+		r = vw_array_grow((void **)&out, sizeof(*out), n, &cap);
 		if (r < 0)
 			goto out;
 		if (describe(ps, &scan, &scan.procs[i], &out[n]) < 0)
@@ -140,7 +140,7 @@ static int procscan_list(void *state, struct vw_vm_info **ret, size_t *ret_n)
 	for (size_t i = 0; i < ps->n_prev; i++) {
 		if (vw_vm_find(out, n_live, ps->prev[i].uuid))
 			continue;
-		r = vw_vm_grow((void **)&out, sizeof(*out), n, &cap);
+		r = vw_array_grow((void **)&out, sizeof(*out), n, &cap);
 		if (r < 0)
 			goto out;
 		out[n] = ps->prev[i];

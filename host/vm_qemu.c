@@ -20,24 +20,6 @@
 
 #define SMP_MAX 16384u
 
-int vw_vm_grow(void **arr, size_t elem, size_t n, size_t *cap)
-{
-	size_t ncap;
-	void *p;
-
-	if (n < *cap)
-		return 0;
-	ncap = *cap ? *cap * 2 : 8;
-	if (ncap > SIZE_MAX / elem)
-		return -ENOMEM;
-	p = realloc(*arr, ncap * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
-
 struct vw_vm_info *vw_vm_find(struct vw_vm_info *vms, size_t n, const char *uuid)
 {
 	for (size_t i = 0; i < n; i++)

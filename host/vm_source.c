@@ -128,7 +128,7 @@ static struct suppressed *find_supp(struct vw_vms *v, const struct vw_vm_info *v
 static void suppress(struct vw_vms *v, const struct vw_vm_info *vm)
 {
 	if (!vm->qemu_pid || find_supp(v, vm) || v->n_supp >= MAX_SUPPRESSED ||
-	    vw_vm_grow((void **)&v->supp, sizeof(*v->supp), v->n_supp, &v->cap_supp) < 0)
+	    vw_array_grow((void **)&v->supp, sizeof(*v->supp), v->n_supp, &v->cap_supp) < 0)
 		return;
 	v->supp[v->n_supp++] = (struct suppressed){ .pid = vm->qemu_pid,
 						    .start_time = vm->qemu_start_time,

@@ -69,7 +69,7 @@ static int list_ids(int dirfd, const char *rel, uint32_t **ret, size_t *ret_n)
 
 		if (!parse_id(de->d_name, &id))
 			continue;
-		if (vw_vm_grow((void **)&ids, sizeof(*ids), n, &cap) < 0)
+		if (vw_array_grow((void **)&ids, sizeof(*ids), n, &cap) < 0)
 			return -ENOMEM;
 		ids[n++] = id;
 	}
@@ -120,7 +120,7 @@ static int scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *ca
 	if (len == 0) {
 		if (!vhost_owner(procfd, pid, &owner))
 			return 0;
-		if (vw_vm_grow((void **)&s->vhost, sizeof(*s->vhost), s->n_vhost, cap_v) < 0)
+		if (vw_array_grow((void **)&s->vhost, sizeof(*s->vhost), s->n_vhost, cap_v) < 0)
 			return -ENOMEM;
 		s->vhost[s->n_vhost++] = (struct vw_vhost_thread){ .tid = pid, .owner = owner };
 		return 0;
@@ -137,7 +137,7 @@ static int scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *ca
 	}
 	if (vw_qemu_read_start_time(procfd, pid, &start) < 0)
 		return 0;
-	if (vw_vm_grow((void **)&s->procs, sizeof(*s->procs), s->n, cap_p) < 0)
+	if (vw_array_grow((void **)&s->procs, sizeof(*s->procs), s->n, cap_p) < 0)
 		return -ENOMEM;
 	s->procs[s->n++] = (struct vw_qemu_proc){ .pid = pid, .start_time = start, .cmd = c };
 	return 0;

@@ -16,22 +16,6 @@
 #include "ratio.h"
 #include "workloads_priv.h"
 
-#define GROW(arr, n, cap)                                                                          \
-	({                                                                                         \
-		int _r = 0;                                                                        \
-		if ((n) == (cap)) {                                                                \
-			size_t _nc = (cap) ? (cap) * 2 : 64;                                       \
-			__typeof__(arr) _na = reallocarray((arr), _nc, sizeof(*(arr)));           \
-			if (_na) {                                                                 \
-				(arr) = _na;                                                       \
-				(cap) = _nc;                                                       \
-			} else {                                                                   \
-				_r = -ENOMEM;                                                      \
-			}                                                                          \
-		}                                                                                  \
-		_r;                                                                                \
-	})
-
 struct vw_workloads *vw_workloads_new(const struct vw_workloads_opts *opts)
 {
 	struct vw_workloads *w = calloc(1, sizeof(*w));
@@ -100,7 +84,7 @@ static int find_pod(struct vw_workloads *w, const struct vw_pod_info *pi)
 			w->pods[i].terminated = false; /* a new process of a known pod */
 			return (int)i;
 		}
-	if (GROW(w->pods, w->n_pods, w->cap_pods) < 0)
+	if (vw_array_grow((void **)&w->pods, sizeof(*w->pods), w->n_pods, &w->cap_pods) < 0)
 		return -1;
 	w->pods[w->n_pods] = (struct wl_pod){ .info = *pi };
 	return (int)w->n_pods++;
@@ -122,7 +106,7 @@ static int find_container(struct vw_workloads *w, const struct vw_cgroup_match *
 	if (w->o.podmeta &&
 	    vw_podmeta_by_container(w->o.podmeta, m->container_id, &pi, name, sizeof(name)) == 0)
 		pod = find_pod(w, &pi);
-	if (GROW(w->conts, w->n_conts, w->cap_conts) < 0)
+	if (vw_array_grow((void **)&w->conts, sizeof(*w->conts), w->n_conts, &w->cap_conts) < 0)
 		return -1;
 	w->conts[w->n_conts] = (struct wl_container){ .runtime = m->runtime, .pod = pod };
 	snprintf(w->conts[w->n_conts].id, sizeof(w->conts[0].id), "%s", m->container_id);
@@ -137,7 +121,7 @@ static int add_proc(struct vw_workloads *w, const struct vw_proc_cpu *p)
 	uint32_t ppid = 0;
 	uint64_t start = p->start_time;
 
-	if (GROW(w->procs, w->n_procs, w->cap_procs) < 0)
+	if (vw_array_grow((void **)&w->procs, sizeof(*w->procs), w->n_procs, &w->cap_procs) < 0)
 		return -ENOMEM;
 	np = &w->procs[w->n_procs];
 	*np = (struct wl_proc){ .tgid = p->tgid, .container = -1, .vm = -1 };
@@ -274,7 +258,7 @@ int vw_workloads_set_vms(struct vw_workloads *w, const struct vw_vm_info *vms, s
 			continue;
 		k = find_vm(w, vi->uuid);
 		if (k < 0) {
-			if (GROW(w->vms, w->n_vms, w->cap_vms) < 0)
+			if (vw_array_grow((void **)&w->vms, sizeof(*w->vms), w->n_vms, &w->cap_vms) < 0)
 				return -ENOMEM;
 			k = (int)w->n_vms++;
 			w->vms[k] = (struct wl_vm){ 0 };

@@ -55,6 +55,26 @@ static inline void vw_fclosep(FILE **f)
 		_tmp;                                                                              \
 	})
 
+/*
+ * Make room for element n of a growable array (capacity doubling from 16). 0 or -ENOMEM; the
+ * array is untouched on failure.
+ */
+static inline int vw_array_grow(void **arr, size_t elem, size_t n, size_t *cap)
+{
+	size_t ncap;
+	void *na;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : 16;
+	na = reallocarray(*arr, ncap, elem);
+	if (!na)
+		return -ENOMEM;
+	*arr = na;
+	*cap = ncap;
+	return 0;
+}
+
 #define VW_NSEC_PER_SEC 1000000000ULL
 #define VW_NSEC_PER_MSEC 1000000ULL
 #define VW_USEC_PER_SEC 1000000ULL

@@ -99,20 +99,6 @@ static void copy_value(char *dst, size_t size, const char *colon)
 	dst[n] = '\0';
 }
 
-static int grow(struct vw_cpu_info **arr, size_t *cap, size_t n)
-{
-	struct vw_cpu_info *na;
-
-	if (n < *cap)
-		return 0;
-	*cap = *cap ? *cap * 2 : 16;
-	na = reallocarray(*arr, *cap, sizeof(**arr));
-	if (!na)
-		return -ENOMEM;
-	*arr = na;
-	return 0;
-}
-
 int vw_procfs_parse_cpuinfo(const char *text, struct vw_cpu_info **ret, size_t *ret_n)
 {
 	_cleanup_free_ struct vw_cpu_info *arr = NULL;
@@ -132,7 +118,7 @@ int vw_procfs_parse_cpuinfo(const char *text, struct vw_cpu_info **ret, size_t *
 				char num[16];
 				uint64_t v;
 
-				if (grow(&arr, &cap, n) < 0)
+				if (vw_array_grow((void **)&arr, sizeof(*arr), n, &cap) < 0)
 					return -ENOMEM;
 				cur = &arr[n++];
 				*cur = (struct vw_cpu_info){ 0 };
