@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0 OR Apache-2.0
 /*
- * On-CPU time per process and per cgroup from task->se.sum_exec_runtime, the scheduler's own
+ * On-CPU time per process, and the cgroup it ran in, from task->se.sum_exec_runtime, the scheduler's own
  * counter (what /proc/PID/schedstat shows), never from switch timestamps.
  *
  * Per process. A live thread's time since open is its sum_exec_runtime minus its seed (its
@@ -9,16 +9,13 @@
  * process's entry (procs), any runtime after that is added at its later switch-outs, and the
  * group is marked exited with its last thread: user space reports it once, then deletes it.
  *
- * Per cgroup. The switch program charges each slice to the cgroup the task is in when it
- * switches out: the slice is prev's sum_exec_runtime minus its value when it was switched in
- * on this CPU (kept in a per-CPU record), added to a per-CPU direct-mapped cache slot of its
- * cgroup; a slot taken by another cgroup is spilled to a hash first. The read iterator adds
- * the slices running right now.
+ * Per cgroup. Nothing here: the kernel's own cgroup accounting (cpuacct.usage, cpu.stat) holds
+ * every cgroup's total, exited tasks included. Each record and exit carries the task's cgroup id
+ * in the hierarchy that accounts CPU time (v1 cpuacct where it is mounted, else v2), so user
+ * space places every process, exited ones too, in the cgroup it ran in.
  *
- * Cost. On the common path the switch program makes no helper call and no hash lookup: the
- * per-CPU value's lookup is inlined by the verifier, the rest are loads and stores. Calls and
- * hash lookups (tens of ns each where returns are mitigated) happen only when a cache slot is
- * evicted, when an exiting thread switches out, or in the exit and iterator programs.
+ * Cost. The switch program only looks at prev's flags: an exiting thread's last slices go to
+ * its process (below); everything else returns at once, no map, no helper call.
  *
  * Each tracepoint has a tp_btf program (task storage, direct loads) and a raw_tp twin (LRU
  * hash keyed by pid, CO-RE probe reads); user space loads one of each pair.
@@ -32,17 +29,14 @@
 #include "cpu_time.h"
 
 #define PF_EXITING 0x00000004 /* include/linux/sched.h: set in exit_signals(), never cleared */
-#define SCHED_NORMAL 0        /* include/uapi/linux/sched.h: the fair class's policies */
-#define SCHED_BATCH 3
-#define SCHED_IDLE 5
 #define barrier() asm volatile("" ::: "memory")
-#define READ_ONCE_U64(x) (*(volatile __u64 *)&(x))
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Set by user space between open and load. */
 const volatile __u64 open_ns = 0;      /* CLOCK_MONOTONIC at open: later threads seed at 0 */
 const volatile __u32 use_pid_hash = 0; /* per-thread state in task_hash (raw_tp) */
+const volatile __u32 cgroup_v1 = 0;    /* report the cpuacct v1 hierarchy's cgroup ids */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -72,12 +66,6 @@ struct {
 	__type(value, struct vw_bpf_proc);
 } procs SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1); /* sized by user space */
-	__type(key, __u64);
-	__type(value, struct vw_bpf_cgroup);
-} cgroups SEC(".maps");
 
 static __always_inline struct vw_bpf_cpu *this_cpu(void)
 {
@@ -91,6 +79,28 @@ static __always_inline void stat_inc(struct vw_bpf_cpu *c, __u32 which)
 {
 	if (c && which < VW_BPF_STAT__COUNT)
 		__sync_fetch_and_add(&c->stats[which], 1);
+}
+
+/*
+ * The cgroup a task is in, as an id user space can match against the hierarchy's directory
+ * inodes: the cpuacct controller's cgroup on a v1 (legacy or hybrid) host, where the default
+ * hierarchy is often just the root, else the default (v2) cgroup.
+ */
+static __always_inline __u64 task_cgroup_id(struct task_struct *task)
+{
+	struct cgroup_subsys_state *css;
+	struct css_set *cgs;
+
+	if (cgroup_v1 && bpf_core_enum_value_exists(enum cgroup_subsys_id, cpuacct_cgrp_id)) {
+		cgs = BPF_CORE_READ(task, cgroups);
+		if (!cgs)
+			return 0;
+		css = NULL;
+		bpf_core_read(&css, sizeof(css),
+			      &cgs->subsys[bpf_core_enum_value(enum cgroup_subsys_id, cpuacct_cgrp_id)]);
+		return css ? BPF_CORE_READ(css, cgroup, kn, id) : 0;
+	}
+	return BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
 }
 
 /* ---- per thread ---- */
@@ -174,7 +184,7 @@ static __always_inline struct vw_bpf_proc *proc_get(struct vw_bpf_cpu *c, struct
  */
 static __always_inline void on_exit(struct task_struct *p, struct vw_bpf_task *t, __u64 sre)
 {
-	__u64 cgid = bpf_get_current_cgroup_id(); /* current is p */
+	__u64 cgid = task_cgroup_id(p);
 	__u32 tgid = BPF_CORE_READ(p, tgid);
 	struct vw_bpf_cpu *c = this_cpu();
 	struct vw_bpf_proc *proc;
@@ -213,115 +223,34 @@ static __always_inline void exit_tail(struct vw_bpf_cpu *c, struct task_struct *
 	t->exit_ns = sre;
 }
 
-/* ---- per cgroup ---- */
-
-static __noinline void cg_spill(struct vw_bpf_cpu *c, struct vw_bpf_cg_slot *s, __u64 cgid,
-				__u64 delta)
-{
-	struct vw_bpf_cgroup *v, init = { .runtime_ns = s->runtime_ns };
-	__u64 old = s->cgroup_id;
-
-	c->slot_seq++;
-	barrier();
-	if (old && init.runtime_ns) {
-		v = bpf_map_lookup_elem(&cgroups, &old);
-		if (v)
-			__sync_fetch_and_add(&v->runtime_ns, init.runtime_ns);
-		else if (bpf_map_update_elem(&cgroups, &old, &init, BPF_NOEXIST) != 0)
-			c->stats[VW_BPF_STAT_CGROUP_FULL]++;
-	}
-	s->cgroup_id = cgid;
-	s->runtime_ns = delta;
-	barrier();
-	c->slot_seq++;
-}
-
-/* Only the switch program writes slots, with interrupts off: plain adds. */
-static __always_inline void cg_add(struct vw_bpf_cpu *c, __u64 cgid, __u64 delta)
-{
-	struct vw_bpf_cg_slot *s = &c->slots[cgid & (VW_BPF_CG_SLOTS - 1)];
-
-	if (s->cgroup_id == cgid)
-		s->runtime_ns += delta;
-	else
-		cg_spill(c, s, cgid, delta);
-}
-
 /* ---- sched_switch ---- */
 
-static __always_inline void switched_in(struct vw_bpf_cpu *c, __u32 pid, __u64 sre)
-{
-	c->run_seq++;
-	barrier();
-	c->run_pid = pid;
-	c->run_sre_ns = sre;
-	barrier();
-	c->run_seq++;
-}
-
-/*
- * Its switch-in was not seen (the first switch-out on this CPU since attach, or a switch
- * that never reached the tracepoint, as some tasks' do on the build machine). The fair class
- * records sum_exec_runtime at switch-in in se.prev_sum_exec_runtime (set_next_entity());
- * other classes do not keep it, so their slice is not charged.
- */
-static __always_inline bool unpaired(struct vw_bpf_cpu *c, __u32 policy, __u64 prev_sum,
-				     __u64 sre, __u64 *ret)
-{
-	if (c->run_seq)
-		c->stats[VW_BPF_STAT_UNPAIRED]++;
-	if (policy != SCHED_NORMAL && policy != SCHED_BATCH && policy != SCHED_IDLE) {
-		c->stats[VW_BPF_STAT_LOST]++;
-		return false;
-	}
-	*ret = sre >= prev_sum ? sre - prev_sum : 0;
-	return true;
-}
-
+/* Only an exiting thread's switch-out does anything: what it ran since sched_process_exit. */
 SEC("tp_btf/sched_switch")
 int BPF_PROG(vw_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	struct vw_bpf_cpu *c = this_cpu();
-	__u32 pid = prev->pid;
-	__u64 sre, delta;
+	__u64 sre;
 
-	if (!c)
+	if (!(prev->flags & PF_EXITING) || !prev->pid)
 		return 0;
-	if (pid) { /* not the idle task */
-		sre = prev->se.sum_exec_runtime;
-		if (pid == c->run_pid && sre >= c->run_sre_ns)
-			cg_add(c, prev->cgroups->dfl_cgrp->kn->id, sre - c->run_sre_ns);
-		else if (unpaired(c, prev->policy, prev->se.prev_sum_exec_runtime, sre, &delta))
-			cg_add(c, prev->cgroups->dfl_cgrp->kn->id, delta);
-		if (prev->flags & PF_EXITING)
-			exit_tail(c, prev, task_slot(prev, sre, false), sre);
-	}
-	switched_in(c, next->pid, next->se.sum_exec_runtime);
+	sre = prev->se.sum_exec_runtime;
+	exit_tail(this_cpu(), prev, task_slot(prev, sre, false), sre);
 	return 0;
 }
 
-/* In sched_switch `current` is still prev: the helper gives prev's cgroup v2 id. */
 SEC("raw_tp/sched_switch")
 int BPF_PROG(vw_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	struct vw_bpf_cpu *c = this_cpu();
-	__u32 pid = BPF_CORE_READ(prev, pid);
-	__u64 sre, delta;
+	__u32 pid;
+	__u64 sre;
 
-	if (!c)
+	if (!(BPF_CORE_READ(prev, flags) & PF_EXITING))
 		return 0;
-	if (pid) {
-		sre = BPF_CORE_READ(prev, se.sum_exec_runtime);
-		if (pid == c->run_pid && sre >= c->run_sre_ns)
-			cg_add(c, bpf_get_current_cgroup_id(), sre - c->run_sre_ns);
-		else if (unpaired(c, BPF_CORE_READ(prev, policy),
-				  BPF_CORE_READ(prev, se.prev_sum_exec_runtime), sre, &delta))
-			cg_add(c, bpf_get_current_cgroup_id(), delta);
-		if (BPF_CORE_READ(prev, flags) & PF_EXITING)
-			exit_tail(c, prev, hash_slot(pid, BPF_CORE_READ(prev, start_time), sre, false),
-				  sre);
-	}
-	switched_in(c, BPF_CORE_READ(next, pid), BPF_CORE_READ(next, se.sum_exec_runtime));
+	pid = BPF_CORE_READ(prev, pid);
+	if (!pid)
+		return 0;
+	sre = BPF_CORE_READ(prev, se.sum_exec_runtime);
+	exit_tail(this_cpu(), prev, hash_slot(pid, BPF_CORE_READ(prev, start_time), sre, false), sre);
 	return 0;
 }
 
@@ -361,29 +290,6 @@ int vw_iter_seed(struct bpf_iter__task *ctx)
 	return 0;
 }
 
-/* The slice of a task running on a CPU now, from that CPU's switch-in record. */
-static __always_inline __u64 running_slice(struct task_struct *task, __u32 pid, __u64 sre)
-{
-	__u32 zero = 0;
-	struct vw_bpf_cpu *c;
-	__u64 seq, base;
-	__u32 run_pid;
-
-	if (!task->on_cpu)
-		return 0;
-	c = bpf_map_lookup_percpu_elem(&cpus, &zero, vw_task_cpu(task));
-	if (!c)
-		return 0;
-	seq = READ_ONCE_U64(c->run_seq);
-	barrier();
-	run_pid = c->run_pid;
-	base = c->run_sre_ns;
-	barrier();
-	if ((seq & 1) || seq != READ_ONCE_U64(c->run_seq) || run_pid != pid || sre < base)
-		return 0; /* switching right now: the switch-out charges it */
-	return sre - base;
-}
-
 /* At every read: one record per live thread. Exiting threads are the exit path's. */
 SEC("iter/task")
 int vw_iter_read(struct bpf_iter__task *ctx)
@@ -402,8 +308,7 @@ int vw_iter_read(struct bpf_iter__task *ctx)
 	rec.tgid = task->tgid;
 	rec.pid = task->pid;
 	rec.runtime_ns = sre > t->seed_ns ? sre - t->seed_ns : 0;
-	rec.running_ns = running_slice(task, rec.pid, sre);
-	rec.cgroup_id = BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
+	rec.cgroup_id = task_cgroup_id(task);
 	leader = task->group_leader;
 	rec.start_ns = vw_task_start_boottime(leader);
 	BPF_CORE_READ_STR_INTO(&rec.comm, leader, comm);

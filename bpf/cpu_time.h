@@ -12,7 +12,6 @@
 #endif
 
 #define VW_BPF_COMM_LEN 16
-#define VW_BPF_CG_SLOTS 256 /* per-CPU cgroup cache entries: a power of two */
 
 /* Per-thread state: task storage under tp_btf, LRU hash keyed by pid under raw_tp. */
 struct vw_bpf_task {
@@ -31,48 +30,25 @@ enum {
 /* Per-process value (key: __u32 tgid): what its exited threads ran since open. */
 struct vw_bpf_proc {
 	__u64 dead_ns;
-	__u64 cgroup_id; /* cgroup v2 id of the thread that exited last */
+	__u64 cgroup_id; /* cgroup id (see task_cgroup_id()) of the thread that exited last */
 	__u64 start_ns;  /* group leader's start_boottime (ns): tells pid reuse */
 	char comm[VW_BPF_COMM_LEN]; /* leader's comm, rewritten when the group exits */
 	__u32 exited;    /* 1: the whole group exited; user space reports it once, deletes it */
 	__u32 pad;
 };
 
-/* Per-cgroup value (key: __u64 cgroup v2 id) of the spill map: slices evicted from caches. */
-struct vw_bpf_cgroup {
-	__u64 runtime_ns;
-};
-
-struct vw_bpf_cg_slot {
-	__u64 cgroup_id; /* 0: free */
-	__u64 runtime_ns;
-};
-
 /* Counters of the per-CPU value: events not accounted the normal way. */
 enum vw_bpf_stat {
-	VW_BPF_STAT_UNPAIRED,    /* switch-out without its switch-in: slice from prev_sum_exec_runtime */
-	VW_BPF_STAT_LOST,        /* the same for a non-fair task: slice not charged to its cgroup */
 	VW_BPF_STAT_PROC_FULL,   /* per-process map full: an exited thread's time is lost */
-	VW_BPF_STAT_CGROUP_FULL, /* spill map full: a cgroup lost an evicted total */
 	VW_BPF_STAT_TASK_FULL,   /* no per-thread slot */
 	VW_BPF_STAT_REUSED,      /* tgid reused before user space collected the old exit */
 	VW_BPF_STAT__COUNT,
 };
 
-/*
- * The single per-CPU value of the switch program: which task it switched in last and that
- * task's runtime then (the slice on this CPU right now starts there), and a direct-mapped
- * cache of cgroup totals indexed by cgroup id. Readers on other CPUs check the sequence
- * counters: odd, or changed across the read, means a writer was in the middle.
- */
+/* The per-CPU value: counters of the slow paths (exit, iterator); the switch program's common
+ * path touches nothing. */
 struct vw_bpf_cpu {
-	__u64 run_seq;
-	__u32 run_pid; /* 0: idle, or nothing seen yet */
-	__u32 pad;
-	__u64 run_sre_ns;
 	__u64 stats[VW_BPF_STAT__COUNT];
-	__u64 slot_seq; /* bumped around every change of a slot's cgroup_id */
-	struct vw_bpf_cg_slot slots[VW_BPF_CG_SLOTS];
 };
 
 /* One live thread, written by the read iterator (iter/task). */
@@ -80,8 +56,7 @@ struct vw_bpf_task_rec {
 	__u32 tgid;
 	__u32 pid;
 	__u64 runtime_ns; /* on-CPU time since open (schedstat's se.sum_exec_runtime - seed) */
-	__u64 running_ns; /* of which the slice on a CPU now, not yet in any cgroup total */
-	__u64 cgroup_id;
+	__u64 cgroup_id;  /* see task_cgroup_id() */
 	__u64 start_ns;   /* group leader's start_boottime (ns) */
 	char comm[VW_BPF_COMM_LEN]; /* group leader's comm */
 };
@@ -133,10 +108,7 @@ _Static_assert(sizeof(struct vw_bpf_hw_cpu) == 24 * VW_BPF_HW__COUNT + 8 + 8 * V
 _Static_assert(sizeof(struct vw_bpf_hw_proc) == 8 * VW_BPF_HW__COUNT + 8, "vw_bpf_hw_proc layout");
 _Static_assert(sizeof(struct vw_bpf_task) == 32, "vw_bpf_task layout");
 _Static_assert(sizeof(struct vw_bpf_proc) == 48, "vw_bpf_proc layout");
-_Static_assert(sizeof(struct vw_bpf_cgroup) == 8, "vw_bpf_cgroup layout");
-_Static_assert(sizeof(struct vw_bpf_cg_slot) == 16, "vw_bpf_cg_slot layout");
-_Static_assert(sizeof(struct vw_bpf_cpu) == 24 + 8 * VW_BPF_STAT__COUNT + 8 + 16 * VW_BPF_CG_SLOTS,
-	       "vw_bpf_cpu layout");
-_Static_assert(sizeof(struct vw_bpf_task_rec) == 56, "vw_bpf_task_rec layout");
+_Static_assert(sizeof(struct vw_bpf_cpu) == 8 * VW_BPF_STAT__COUNT, "vw_bpf_cpu layout");
+_Static_assert(sizeof(struct vw_bpf_task_rec) == 48, "vw_bpf_task_rec layout");
 
 #endif

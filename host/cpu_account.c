@@ -90,15 +90,6 @@ struct vw_proc_cpu *vw_cpu_table_new_proc(struct vw_cpu_table *t)
 	return p;
 }
 
-int vw_cpu_table_add_cgroup(struct vw_cpu_table *t, uint64_t cgroup_id, uint64_t cpu_ns)
-{
-	if (vw_array_grow((void **)&t->cgroups, sizeof(*t->cgroups), t->n_cgroups, &t->cap_cgroups) < 0)
-		return -ENOMEM;
-	t->cgroups[t->n_cgroups++] = (struct vw_cgroup_cpu){ .cgroup_id = cgroup_id,
-							     .cpu_ns = cpu_ns };
-	return 0;
-}
-
 static int cmp_u64(uint64_t a, uint64_t b)
 {
 	return a < b ? -1 : a > b;
@@ -111,28 +102,10 @@ static int cmp_proc(const void *a, const void *b)
 	return x->tgid != y->tgid ? cmp_u64(x->tgid, y->tgid) : cmp_u64(x->start_time, y->start_time);
 }
 
-static int cmp_cgroup(const void *a, const void *b)
-{
-	return cmp_u64(((const struct vw_cgroup_cpu *)a)->cgroup_id,
-		       ((const struct vw_cgroup_cpu *)b)->cgroup_id);
-}
-
 void vw_cpu_table_sort(struct vw_cpu_table *t)
 {
-	size_t n = 0;
-
 	if (t->n_procs)
 		qsort(t->procs, t->n_procs, sizeof(*t->procs), cmp_proc);
-	if (!t->n_cgroups)
-		return;
-	qsort(t->cgroups, t->n_cgroups, sizeof(*t->cgroups), cmp_cgroup);
-	for (size_t i = 0; i < t->n_cgroups; i++) {
-		if (n && t->cgroups[n - 1].cgroup_id == t->cgroups[i].cgroup_id)
-			t->cgroups[n - 1].cpu_ns += t->cgroups[i].cpu_ns;
-		else
-			t->cgroups[n++] = t->cgroups[i];
-	}
-	t->n_cgroups = n;
 }
 
 const struct vw_proc_cpu *vw_cpu_table_find_n(const struct vw_cpu_table *t, size_t n,
@@ -151,25 +124,14 @@ const struct vw_proc_cpu *vw_cpu_table_find(const struct vw_cpu_table *t, uint32
 	return vw_cpu_table_find_n(t, t->n_procs, tgid, start_time);
 }
 
-static const struct vw_cgroup_cpu *find_cgroup(const struct vw_cpu_table *t, uint64_t id)
-{
-	struct vw_cgroup_cpu key = { .cgroup_id = id };
-
-	if (!t->n_cgroups)
-		return NULL;
-	return bsearch(&key, t->cgroups, t->n_cgroups, sizeof(*t->cgroups), cmp_cgroup);
-}
-
 void vw_cpu_table_clear(struct vw_cpu_table *t)
 {
 	t->n_procs = 0;
-	t->n_cgroups = 0;
 }
 
 void vw_cpu_table_free(struct vw_cpu_table *t)
 {
 	free(t->procs);
-	free(t->cgroups);
 	*t = (struct vw_cpu_table){ 0 };
 }
 
@@ -209,19 +171,7 @@ void vw_cpu_history_finish(struct vw_cpu_history *h, struct vw_cpu_snapshot *ret
 		cur->procs[n++] = *p;
 	}
 	cur->n_procs = n;
-	for (size_t i = 0; i < cur->n_cgroups; i++) {
-		struct vw_cgroup_cpu *c = &cur->cgroups[i];
-		const struct vw_cgroup_cpu *was = find_cgroup(prev, c->cgroup_id);
-
-		if (was && was->cpu_ns > c->cpu_ns)
-			c->cpu_ns = was->cpu_ns;
-	}
-	*ret = (struct vw_cpu_snapshot){
-		.procs = cur->procs,
-		.n_procs = cur->n_procs,
-		.cgroups = cur->cgroups,
-		.n_cgroups = cur->n_cgroups,
-	};
+	*ret = (struct vw_cpu_snapshot){ .procs = cur->procs, .n_procs = cur->n_procs };
 }
 
 void vw_cpu_history_free(struct vw_cpu_history *h)

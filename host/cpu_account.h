@@ -6,8 +6,8 @@
  * const ops tables probed in preference order: bpf, then procfs.
  *
  * Both: a process's value never goes down from one read to the next; an exited process is
- * reported once (exited = true, its final value) and then no more. Per-cgroup totals and
- * cgroup ids come from the bpf accountant only (procfs: none, cgroup_id 0).
+ * reported once (exited = true, its final value) and then no more. Cgroup ids come from the
+ * bpf accountant only (procfs: cgroup_id 0); per-cgroup totals are the kernel's (cgroupfs.h).
  */
 #pragma once
 
@@ -19,16 +19,12 @@
 
 struct vw_proc_cpu {
 	uint32_t tgid;
-	uint64_t cgroup_id; /* cgroup v2 id of the process's last-seen cgroup, 0 if unknown */
+	uint64_t cgroup_id; /* id of the cgroup it ran in last (vw_cpu_env.cgroup_v1 says in which
+			     * hierarchy), 0 if unknown (procfs) */
 	uint64_t cpu_ns;    /* cumulative on-CPU time of all its threads since open */
 	uint64_t start_time; /* /proc/PID/stat starttime (ticks since boot): tells PID reuse */
 	char comm[VW_COMM_LEN];
 	bool exited; /* final value: the process is gone (reported once) */
-};
-
-struct vw_cgroup_cpu {
-	uint64_t cgroup_id;
-	uint64_t cpu_ns; /* cumulative, including tasks that exited */
 };
 
 /* Optional hardware counters per process (cumulative); zero when unavailable. */
@@ -45,10 +41,6 @@ struct vw_cpu_snapshot {
 	 * the registry uses them as split keys when present. */
 	const struct vw_proc_counters *counters;
 	unsigned hw_available;
-	struct vw_cgroup_cpu *cgroups;
-	size_t n_cgroups;
-	uint64_t kernel_ns; /* idle-task-excluded time of PID 0 / kernel-only work, if known
-			     * (0: neither accountant measures it; kernel threads are procs) */
 };
 
 /* vw_cpu_env.flags: test and debugging knobs of the bpf accountant. */
@@ -66,6 +58,8 @@ struct vw_cpu_env {
 	int sysfs_fd;        /* --host.sysfs root (BTF, cgroup mounts) */
 	uint32_t max_procs;  /* map sizes (0: 32768 processes) */
 	uint32_t flags;      /* VW_CPU_BPF_* */
+	bool cgroup_v1;      /* report cgroup ids of the v1 cpuacct hierarchy (cgroupfs.h says
+			      * which hierarchy accounts CPU time), else of the v2 one */
 };
 
 struct vw_cpu_account_ops {

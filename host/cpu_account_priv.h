@@ -17,15 +17,11 @@
 struct vw_cpu_table {
 	struct vw_proc_cpu *procs;
 	size_t n_procs, cap_procs;
-	struct vw_cgroup_cpu *cgroups;
-	size_t n_cgroups, cap_cgroups;
 };
 
 /* Append a zeroed process; NULL on ENOMEM. */
 struct vw_proc_cpu *vw_cpu_table_new_proc(struct vw_cpu_table *t);
-/* Append a cgroup sample; samples of one id are summed by vw_cpu_table_sort(). */
-int vw_cpu_table_add_cgroup(struct vw_cpu_table *t, uint64_t cgroup_id, uint64_t cpu_ns);
-/* Sort processes by (tgid, start_time) and cgroups by id, summing duplicate cgroup ids. */
+/* Sort processes by (tgid, start_time). */
 void vw_cpu_table_sort(struct vw_cpu_table *t);
 /* In a sorted table (or its sorted first n entries). NULL when absent. */
 const struct vw_proc_cpu *vw_cpu_table_find(const struct vw_cpu_table *t, uint32_t tgid,
@@ -47,7 +43,7 @@ const struct vw_cpu_table *vw_cpu_history_prev(const struct vw_cpu_history *h);
 /* A read failed: forget it, the previous table is `prev` again for the next one. */
 void vw_cpu_history_abort(struct vw_cpu_history *h);
 /*
- * End a read: sort, keep every process and cgroup value >= what the previous read reported
+ * End a read: sort, keep every process value >= what the previous read reported
  * for it (a racing in-flight slice can only make a read a little low, never let the daemon see
  * a counter go back), drop processes the previous read already reported exited, and point
  * *ret at the result.

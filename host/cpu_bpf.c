@@ -3,12 +3,12 @@
  * CPU accountant on bpf/cpu_time.bpf.c: open the skeleton, size the maps, pick tp_btf or its
  * raw_tp twins, seed every existing thread's runtime (values count from open), attach.
  *
- * A read takes, in this order: the per-process map (time of exited threads, exit marks), the
- * cgroup spill map, the per-CPU cgroup caches, then the read iterator (every live thread's time
- * since open, and the slice each running thread has not been charged to a cgroup yet). Each
- * later source can only miss what moved into an earlier one meanwhile, never count it twice:
- * a read can be a slice short, and the history layer holds the value until the next read
- * catches up. Exited processes are reported once and deleted from the map.
+ * A read takes, in this order: the per-process map (time of exited threads, exit marks), then
+ * the read iterator (every live thread's time since open). The iterator can only miss what
+ * moved into the map meanwhile, never count it twice: a read can be a slice short, and the
+ * history layer holds the value until the next read catches up. Exited processes are reported
+ * once and deleted from the map. Every process carries the id of the cgroup it ran in last (in
+ * the hierarchy vw_cpu_env.cgroup_v1 names); per-cgroup totals are the kernel's (cgroupfs.h).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +51,7 @@ struct bpf_state {
 	struct cpu_time_bpf *skel;
 	struct bpf_link *iter_read;
 	bool no_batch;
+	bool cgroup_v1; /* vw_cpu_env.cgroup_v1 */
 	int ncpus;
 	uint64_t ns_per_tick;
 	struct vw_cpu_history hist;
@@ -61,8 +62,7 @@ struct bpf_state {
 	size_t n_exited, cap_exited;
 	void *keys, *vals;
 	uint32_t batch_cap;
-	struct vw_bpf_cpu *cpu_a, *cpu_b; /* two reads of the per-CPU value, ncpus each */
-	bool *cpu_done;
+	struct vw_bpf_cpu *cpu_a; /* the per-CPU value, ncpus */
 	uint64_t stats_seen[VW_BPF_STAT__COUNT];
 	struct vw_complaint stats_complaint;
 	/* Per-process counters: none of this is used when hw_mask is 0. */
@@ -261,6 +261,7 @@ static int load_variant(struct bpf_state *s, const char *btf_file, bool raw, uin
 		return -errno;
 	skel->rodata->open_ns = mono_ns();
 	skel->rodata->use_pid_hash = raw;
+	skel->rodata->cgroup_v1 = s->cgroup_v1;
 	bpf_program__set_autoload(skel->progs.vw_switch_btf, !raw);
 	bpf_program__set_autoload(skel->progs.vw_exit_btf, !raw);
 	bpf_program__set_autoload(skel->progs.vw_switch_raw, raw);
@@ -271,8 +272,6 @@ static int load_variant(struct bpf_state *s, const char *btf_file, bool raw, uin
 	bpf_program__set_autoattach(skel->progs.vw_iter_seed, false);
 	bpf_program__set_autoattach(skel->progs.vw_iter_read, false);
 	r = bpf_map__set_max_entries(skel->maps.procs, max_procs);
-	if (r == 0)
-		r = bpf_map__set_max_entries(skel->maps.cgroups, VW_MAX(max_procs / 2, 1024u));
 	/* Threads outnumber processes; LRU evicts slots of tasks long gone first. */
 	if (r == 0)
 		r = bpf_map__set_max_entries(skel->maps.task_hash,
@@ -362,8 +361,6 @@ static void bpf_close(void *state)
 	free(s->keys);
 	free(s->vals);
 	free(s->cpu_a);
-	free(s->cpu_b);
-	free(s->cpu_done);
 	for (size_t i = 0; s->hw_fds && i < (size_t)s->ncpus * VW_HW__COUNT; i++)
 		vw_closep(&s->hw_fds[i]);
 	free(s->hw_fds);
@@ -407,10 +404,9 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 		r = s->ncpus ? s->ncpus : -ENODEV;
 		goto fail;
 	}
+	s->cgroup_v1 = env->cgroup_v1;
 	s->cpu_a = calloc((size_t)s->ncpus, sizeof(*s->cpu_a));
-	s->cpu_b = calloc((size_t)s->ncpus, sizeof(*s->cpu_b));
-	s->cpu_done = calloc((size_t)s->ncpus, sizeof(*s->cpu_done));
-	if (!s->cpu_a || !s->cpu_b || !s->cpu_done) {
+	if (!s->cpu_a) {
 		r = -ENOMEM;
 		goto fail;
 	}
@@ -577,54 +573,6 @@ static int add_proc(struct bpf_state *s, struct vw_cpu_table *t, const void *key
 	return 0;
 }
 
-static int add_cgroup(struct bpf_state *s, struct vw_cpu_table *t, const void *key,
-		      const void *val)
-{
-	const struct vw_bpf_cgroup *v = val;
-	uint64_t id;
-
-	(void)s;
-	memcpy(&id, key, sizeof(id));
-	return vw_cpu_table_add_cgroup(t, id, v->runtime_ns);
-}
-
-/*
- * The per-CPU cgroup caches. A CPU's slots count when two reads of its value show the same even
- * slot_seq (no eviction in between: the first read is whole); a CPU that keeps evicting is
- * retried a few times, then left for the next read.
- */
-static int add_cpu_slots(struct bpf_state *s, struct vw_cpu_table *t)
-{
-	int fd = bpf_map__fd(s->skel->maps.cpus);
-	uint32_t zero = 0;
-	int left = s->ncpus;
-
-	memset(s->cpu_done, 0, (size_t)s->ncpus * sizeof(*s->cpu_done));
-	for (int attempt = 0; attempt < 4 && left > 0; attempt++) {
-		if (bpf_map_lookup_elem(fd, &zero, s->cpu_a) < 0 ||
-		    bpf_map_lookup_elem(fd, &zero, s->cpu_b) < 0)
-			return -errno;
-		for (int cpu = 0; cpu < s->ncpus; cpu++) {
-			const struct vw_bpf_cpu *a = &s->cpu_a[cpu];
-
-			if (s->cpu_done[cpu] || (a->slot_seq & 1) || a->slot_seq != s->cpu_b[cpu].slot_seq)
-				continue;
-			for (size_t i = 0; i < VW_BPF_CG_SLOTS; i++) {
-				const struct vw_bpf_cg_slot *sl = &a->slots[i];
-
-				if (sl->cgroup_id && sl->runtime_ns &&
-				    vw_cpu_table_add_cgroup(t, sl->cgroup_id, sl->runtime_ns) < 0)
-					return -ENOMEM;
-			}
-			s->cpu_done[cpu] = true;
-			left--;
-		}
-	}
-	if (left > 0)
-		vw_debug("cpu: bpf: %d CPUs kept evicting cgroup slots during the read", left);
-	return 0;
-}
-
 static int cmp_rec(const void *a, const void *b)
 {
 	const struct vw_bpf_task_rec *x = a, *y = b;
@@ -637,8 +585,7 @@ static int cmp_rec(const void *a, const void *b)
 
 /*
  * Live threads from the read iterator: their time since open goes to their process (created
- * here when no thread of it has exited yet), the slice each one is running right now to its
- * cgroup. t is sorted.
+ * here when no thread of it has exited yet). t is sorted.
  */
 static int add_live(struct bpf_state *s, struct vw_cpu_table *t)
 {
@@ -655,12 +602,8 @@ static int add_live(struct bpf_state *s, struct vw_cpu_table *t)
 		const struct vw_proc_cpu *found;
 		struct vw_proc_cpu *p;
 
-		for (j = i; j < n && recs[j].tgid == lead->tgid; j++) {
+		for (j = i; j < n && recs[j].tgid == lead->tgid; j++)
 			runtime += recs[j].runtime_ns;
-			if (recs[j].running_ns &&
-			    vw_cpu_table_add_cgroup(t, recs[j].cgroup_id, recs[j].running_ns) < 0)
-				return -ENOMEM;
-		}
 		found = vw_cpu_table_find_n(t, n_sorted, lead->tgid, start);
 		if (found && found->exited)
 			continue; /* cannot be: the iterator skips exiting threads */
@@ -679,16 +622,17 @@ static int add_live(struct bpf_state *s, struct vw_cpu_table *t)
 static void check_stats(struct bpf_state *s)
 {
 	static const char *const what[VW_BPF_STAT__COUNT] = {
-		[VW_BPF_STAT_UNPAIRED] = NULL, /* recovered from prev_sum_exec_runtime: not news */
-		[VW_BPF_STAT_LOST] = "slices of non-fair tasks lost to unseen switches (cgroups only)",
 		[VW_BPF_STAT_PROC_FULL] = "exited threads lost to a full process map",
-		[VW_BPF_STAT_CGROUP_FULL] = "cgroup totals lost to a full spill map",
 		[VW_BPF_STAT_TASK_FULL] = "threads without a slot",
 		[VW_BPF_STAT_REUSED] = "exits lost to a pid reused before collection",
 	};
+	uint32_t zero = 0;
 	bool news = false;
 	char msg[256] = "";
 	size_t used = 0;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.cpus), &zero, s->cpu_a) < 0)
+		return;
 
 	for (uint32_t k = 0; k < VW_BPF_STAT__COUNT; k++) {
 		uint64_t sum = 0;
@@ -877,10 +821,6 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 
 	s->n_exited = 0;
 	r = map_for_each(s, t, s->skel->maps.procs, add_proc);
-	if (r == 0)
-		r = map_for_each(s, t, s->skel->maps.cgroups, add_cgroup);
-	if (r == 0)
-		r = add_cpu_slots(s, t);
 	if (r == 0)
 		r = iter_run(s, s->iter_read);
 	if (r == 0) {

@@ -198,8 +198,9 @@ static int match_container(struct comp c, struct comp parent, bool parent_is_pod
 	return 1;
 }
 
-/* Fills m; returns the depth (component index, from 1) of the container match, or 0. */
-static int parse_path(const char *path, size_t len, struct vw_cgroup_match *m)
+/* Fills m; returns the depth (component index, from 1) of the container match, or 0, and
+ * (when ret_end is not NULL) where the matching component ends in path. */
+static int parse_path(const char *path, size_t len, struct vw_cgroup_match *m, size_t *ret_end)
 {
 	static const char deleted[] = " (deleted)"; /* cgroup v2: the cgroup was removed */
 	struct comp prev = { "", 0 };
@@ -238,6 +239,8 @@ static int parse_path(const char *path, size_t len, struct vw_cgroup_match *m)
 			memcpy(m->container_id, id, ID_HEX);
 			m->container_id[ID_HEX] = '\0';
 			found = depth;
+			if (ret_end)
+				*ret_end = (size_t)(q - path);
 		}
 		prev = c;
 		prev_pod = false;
@@ -250,7 +253,18 @@ int vw_workload_parse_cgroup_path(const char *path, struct vw_cgroup_match *ret)
 {
 	if (!path || !ret)
 		return -EINVAL;
-	parse_path(path, strlen(path), ret);
+	parse_path(path, strlen(path), ret, NULL);
+	return ret->container ? 0 : -ENOENT;
+}
+
+int vw_workload_container_cgroup(const char *path, struct vw_cgroup_match *ret, size_t *ret_len)
+{
+	size_t end = 0;
+
+	if (!path || !ret || !ret_len)
+		return -EINVAL;
+	parse_path(path, strlen(path), ret, &end);
+	*ret_len = end;
 	return ret->container ? 0 : -ENOENT;
 }
 
@@ -279,7 +293,7 @@ int vw_workload_parse_proc_cgroup(const char *text, struct vw_cgroup_match *ret)
 
 		/* "hierarchy-ID:controller-list:path"; the path itself may hold ':'. */
 		if (c2) {
-			int depth = parse_path(c2 + 1, (size_t)(eol - c2 - 1), &cur);
+			int depth = parse_path(c2 + 1, (size_t)(eol - c2 - 1), &cur, NULL);
 			int r = rank(&cur, depth);
 
 			if (r > best_rank) {

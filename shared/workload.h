@@ -38,6 +38,10 @@ struct vw_cgroup_match {
  * -ENOENT when none. *ret is filled either way: a process inside a pod but in no container
  * (cri-o's conmon, a pod-level cgroup) gets -ENOENT with kubepods and pod_uid set. */
 int vw_workload_parse_cgroup_path(const char *path, struct vw_cgroup_match *ret);
+/* The same for the path of a cgroup directory, plus the length of the prefix of path that names
+ * the container's own cgroup (its sub-cgroups, e.g. podman's ".../libpod-<id>/container", are
+ * the container's too). */
+int vw_workload_container_cgroup(const char *path, struct vw_cgroup_match *ret, size_t *ret_len);
 /* The whole /proc/PID/cgroup text: v1 and v2 lines; the deepest match wins. */
 int vw_workload_parse_proc_cgroup(const char *text, struct vw_cgroup_match *ret);
 /* Read and parse <procfs>/<pid>/cgroup. -ENOENT: no container; -ESRCH: the process is gone. */

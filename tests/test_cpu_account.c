@@ -25,6 +25,7 @@
 
 #include "cpu_account.h"
 #include "cpu_account_priv.h"
+#include "cgroupfs.h"
 #include "fileio.h"
 #include "fixture.h"
 #include "log.h"
@@ -64,27 +65,14 @@ static uint64_t schedstat_ns(pid_t pid)
 	return v;
 }
 
-/* The cgroup2 mount point from <procfs>/self/mountinfo ("" when there is none). */
-static void cgroup2_mount(char *buf, size_t size)
+/* The CPU-accounting hierarchy under /sys (what the daemon uses), its path in *buf. */
+static struct vw_cgroupfs *cpu_hierarchy(char *buf, size_t size)
 {
-	_cleanup_free_ char *text = malloc(1 << 20);
-	char *line, *save = NULL;
+	struct vw_cgroupfs *cg = vw_cgroupfs_open(sysfd);
 
-	buf[0] = '\0';
-	assert_non_null(text);
-	assert_int_equal(vw_read_file_at(procfd, "self/mountinfo", text, 1 << 20, NULL), 0);
-	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
-		const char *sep = strstr(line, " - ");
-		char mnt[512];
-
-		if (!sep || strncmp(sep + 3, "cgroup2 ", 8) != 0)
-			continue;
-		/* id parent major:minor root mountpoint ... */
-		if (sscanf(line, "%*s %*s %*s %*s %511s", mnt) == 1 && !strchr(mnt, '\\')) {
-			snprintf(buf, size, "%s", mnt);
-			return;
-		}
-	}
+	if (cg)
+		snprintf(buf, size, "/sys/%s", vw_cgroupfs_mount(cg));
+	return cg;
 }
 
 struct child {
@@ -190,14 +178,6 @@ static const struct vw_proc_cpu *find_proc(const struct vw_cpu_snapshot *s, pid_
 	return hit;
 }
 
-static const struct vw_cgroup_cpu *find_cgroup(const struct vw_cpu_snapshot *s, uint64_t id)
-{
-	for (size_t i = 0; i < s->n_cgroups; i++)
-		if (s->cgroups[i].cgroup_id == id)
-			return &s->cgroups[i];
-	return NULL;
-}
-
 #define assert_ns_near(got, want, rel, abs_ns)                                                     \
 	do {                                                                                       \
 		double _g = (double)(got), _w = (double)(want);                                    \
@@ -212,7 +192,7 @@ struct scenario {
 	uint32_t flags;
 	double rel_tol;    /* relative tolerance against schedstat */
 	uint64_t abs_tol;  /* absolute floor of the tolerance, ns */
-	bool cgroups;      /* per-cgroup totals are expected */
+	bool cgroup_ids;   /* processes carry their cgroup's id */
 	bool exit_at_zombie; /* the exit is reported while the child is still a zombie */
 };
 
@@ -231,6 +211,7 @@ static struct {
 	struct vw_cpu_accountant acc;
 	struct child busy, idle;
 	char cgdir[600];
+	struct vw_cgroupfs *cg;
 } live;
 
 static void move_to_cgroup(const char *cgdir, pid_t pid)
@@ -319,28 +300,31 @@ static void run_scenario(const struct scenario *sc)
 	struct child *busy = &live.busy, *idle = &live.idle;
 	struct vw_cpu_snapshot snap;
 	const struct vw_proc_cpu *p;
-	const struct vw_cgroup_cpu *cg;
-	char mnt[512];
-	uint64_t cgid = 0, s1, s2, final_ns, idle_ns, cg_total = 0, exit_ns = 0, busy_hw = 0;
+	char mnt[512], rel[64];
+	uint64_t cgid = 0, s1, s2, final_ns, idle_ns, cg_base = 0, cg_ns, cg_total = 0, exit_ns = 0,
+		 busy_hw = 0;
 	bool standin = false;
 	int r, exits = 0;
 	struct stat st;
 	pid_t pid;
 
+	live.cg = cpu_hierarchy(mnt, sizeof(mnt));
+	REQUIRE(live.cg, "no cgroup hierarchy accounts CPU time under /sys/fs/cgroup");
+	env.cgroup_v1 = vw_cgroupfs_is_v1(live.cg);
 	r = vw_cpu_accountant_open(&env, sc->accountant, acc);
 	REQUIRE(r == 0, "%s accountant unavailable here: %s", sc->accountant, strerror(-r));
 	assert_string_equal(acc->ops->name, sc->accountant);
 
-	cgroup2_mount(mnt, sizeof(mnt));
-	REQUIRE(mnt[0], "no cgroup2 mount in /proc/self/mountinfo");
-	snprintf(live.cgdir, sizeof(live.cgdir), "%s/vw-test-%d-%u", mnt, (int)getpid(), seq++);
+	snprintf(rel, sizeof(rel), "vw-test-%d-%u", (int)getpid(), seq++);
+	snprintf(live.cgdir, sizeof(live.cgdir), "%s/%s", mnt, rel);
 	r = mkdir(live.cgdir, 0755) < 0 ? -errno : 0;
 	if (r < 0) {
 		live.cgdir[0] = '\0';
 		REQUIRE(r == 0, "mkdir in %s: %s", mnt, strerror(-r));
 	}
 	assert_int_equal(stat(live.cgdir, &st), 0);
-	cgid = st.st_ino; /* a cgroup v2 id is its directory's inode number */
+	cgid = st.st_ino; /* a cgroup's id is its directory's inode number */
+	assert_int_equal(vw_cgroupfs_usage(live.cg, rel, &cg_base), 0);
 
 	spawn(busy, true);
 	spawn(idle, false);
@@ -367,7 +351,7 @@ static void run_scenario(const struct scenario *sc)
 	assert_true(s1 > 300 * VW_NSEC_PER_MSEC);
 	assert_true(p->cpu_ns + sc->abs_tol + (uint64_t)(sc->rel_tol * (double)s1) >= s1);
 	assert_true(p->cpu_ns <= s2 + sc->abs_tol);
-	if (sc->cgroups)
+	if (sc->cgroup_ids)
 		assert_int_equal(p->cgroup_id, cgid);
 
 	/* The busy child exits: held as a zombie, its schedstat is final. */
@@ -396,14 +380,13 @@ static void run_scenario(const struct scenario *sc)
 		check_standin(&snap, p, idle_ns, "sleeping child");
 		assert_true(counters_of(&snap, p)->instructions * 20 < busy_hw);
 	}
-	if (sc->cgroups) {
+	if (sc->cgroup_ids)
 		assert_int_equal(p->cgroup_id, cgid);
-		assert_non_null(cg = find_cgroup(&snap, cgid));
-		/* Both children after the move; what they ran before it is in the old group. */
-		assert_true(cg->cpu_ns <= final_ns + idle_ns);
-		assert_ns_near(cg->cpu_ns, final_ns + idle_ns, sc->rel_tol, sc->abs_tol);
-		cg_total = cg->cpu_ns;
-	}
+	/* The kernel's total for the cgroup: both children after the move (what they ran before
+	 * it is in the old group). */
+	assert_int_equal(vw_cgroupfs_usage(live.cg, rel, &cg_ns), 0);
+	cg_total = cg_ns - cg_base;
+	assert_ns_near(cg_total, final_ns + idle_ns, 0.005, 100 * 1000);
 
 	/* Reaped: the exit shows up exactly once, with the final time. */
 	pid = busy->pid;
@@ -431,17 +414,15 @@ static void run_scenario(const struct scenario *sc)
 		if (standin && (p = find_proc(&snap, pid)) && p->exited)
 			check_standin(&snap, p, idle_ns, "sleeping child at exit");
 		exits += counted_exits(&snap, pid, &exit_ns);
-		if (sc->cgroups) {
-			assert_non_null(cg = find_cgroup(&snap, cgid));
-			assert_true(cg->cpu_ns >= cg_total);
-			cg_total = cg->cpu_ns;
-		}
+		assert_int_equal(vw_cgroupfs_usage(live.cg, rel, &cg_ns), 0);
+		assert_true(cg_ns - cg_base >= cg_total);
+		cg_total = cg_ns - cg_base;
 	}
 	assert_int_equal(exits, 1);
 	assert_ns_near(exit_ns, idle_ns, sc->rel_tol, sc->abs_tol);
 	assert_null(find_proc(&snap, pid));
-	if (sc->cgroups) /* every ns the two children ran after the move */
-		assert_ns_near(cg_total, final_ns + idle_ns, sc->rel_tol, sc->abs_tol);
+	/* Every ns the two children ran after the move, exits included. */
+	assert_ns_near(cg_total, final_ns + idle_ns, 0.005, 100 * 1000);
 }
 
 static void end_child(struct child *c)
@@ -473,6 +454,8 @@ static int live_teardown(void **state)
 		print_message("# rmdir %s: %s\n", live.cgdir, strerror(errno));
 	live.cgdir[0] = '\0';
 	vw_cpu_accountant_close(&live.acc);
+	vw_cgroupfs_free(live.cg);
+	live.cg = NULL;
 	return 0;
 }
 
@@ -481,7 +464,7 @@ static void run_bpf(uint32_t flags)
 {
 	const struct scenario sc = {
 		.accountant = "bpf", .flags = flags, .rel_tol = 0.005, .abs_tol = 100 * 1000,
-		.cgroups = true, .exit_at_zombie = true,
+		.cgroup_ids = true, .exit_at_zombie = true,
 	};
 
 	REQUIRE(VW_HAVE_BPF, "built without BPF (-Dbpf)");
@@ -521,7 +504,7 @@ static void test_bpf_hw_standin_raw_tp(void **state)
 static void test_procfs_live(void **state)
 {
 	struct scenario sc = {
-		.accountant = "procfs", .rel_tol = 0.005, .cgroups = false,
+		.accountant = "procfs", .rel_tol = 0.005, .cgroup_ids = false,
 		.exit_at_zombie = false,
 	};
 
@@ -773,7 +756,6 @@ static void test_procfs_threads(void **state)
 	assert_int_equal(p->cpu_ns, 50 * tick);
 	assert_non_null(p = fx_read(fx, 103, 502));
 	assert_int_equal(p->cpu_ns, 4 * tick);
-	assert_int_equal(fx->snap.n_cgroups, 0);
 }
 
 static void test_procfs_since_open(void **state)
@@ -910,17 +892,11 @@ static void test_history(void **state)
 	*p = (struct vw_proc_cpu){ .tgid = 5, .start_time = 1, .cpu_ns = 100 };
 	assert_non_null(p = vw_cpu_table_new_proc(t));
 	*p = (struct vw_proc_cpu){ .tgid = 3, .start_time = 1, .cpu_ns = 7, .exited = true };
-	assert_int_equal(vw_cpu_table_add_cgroup(t, 9, 40), 0);
-	assert_int_equal(vw_cpu_table_add_cgroup(t, 2, 1), 0);
-	assert_int_equal(vw_cpu_table_add_cgroup(t, 9, 2), 0);
 	vw_cpu_history_finish(&h, &snap);
 	assert_int_equal(snap.n_procs, 2);
 	assert_int_equal(snap.procs[0].tgid, 3); /* sorted */
-	assert_int_equal(snap.n_cgroups, 2);
-	assert_int_equal(snap.cgroups[1].cgroup_id, 9);
-	assert_int_equal(snap.cgroups[1].cpu_ns, 42); /* samples of one cgroup summed */
 
-	/* Next read: 5 went back (racing slice), 3's exit shows up again, 9 went back. */
+	/* Next read: 5 went back (racing slice), 3's exit shows up again. */
 	t = vw_cpu_history_begin(&h);
 	assert_non_null(p = vw_cpu_table_new_proc(t));
 	*p = (struct vw_proc_cpu){ .tgid = 5, .start_time = 1, .cpu_ns = 90 };
@@ -928,15 +904,12 @@ static void test_history(void **state)
 	*p = (struct vw_proc_cpu){ .tgid = 3, .start_time = 1, .cpu_ns = 8, .exited = true };
 	assert_non_null(p = vw_cpu_table_new_proc(t));
 	*p = (struct vw_proc_cpu){ .tgid = 5, .start_time = 2, .cpu_ns = 1 }; /* pid reused */
-	assert_int_equal(vw_cpu_table_add_cgroup(t, 9, 41), 0);
 	vw_cpu_history_finish(&h, &snap);
 	assert_int_equal(snap.n_procs, 2);
 	assert_int_equal(snap.procs[0].tgid, 5);
 	assert_int_equal(snap.procs[0].cpu_ns, 100);
 	assert_int_equal(snap.procs[1].start_time, 2);
 	assert_int_equal(snap.procs[1].cpu_ns, 1);
-	assert_int_equal(snap.n_cgroups, 1);
-	assert_int_equal(snap.cgroups[0].cpu_ns, 42);
 
 	/* A failed read leaves the previous one as the reference. */
 	t = vw_cpu_history_begin(&h);
