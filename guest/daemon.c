@@ -12,6 +12,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "cgroupfs.h"
 #include "energy.h"
 #include "fileio.h"
 #include "idle.h"
@@ -61,6 +62,7 @@ struct vw_guest {
 	struct gzone z[VW_ZONE__COUNT];
 	struct vw_cpu_accountant cpu;
 	struct vw_podmeta *podmeta;
+	struct vw_cgroupfs *cgroupfs;
 	struct vw_workloads *workloads;
 	struct vw_series_state *series;
 	struct vw_exposition *expo;
@@ -223,6 +225,8 @@ static int setup_workloads(struct vw_guest *g)
 
 	if (r < 0 || (!o.processes && !o.containers && !o.pods))
 		return r;
+	g->cgroupfs = vw_workloads_cgroupfs(g->sysfs_fd);
+	env.cgroup_v1 = g->cgroupfs && vw_cgroupfs_is_v1(g->cgroupfs);
 	r = vw_cpu_accountant_open(&env, method, &g->cpu);
 	if (r < 0) {
 		vw_error("cpu: no per-process CPU accounting: exporting node metrics only");
@@ -247,6 +251,7 @@ static int setup_workloads(struct vw_guest *g)
 		}
 	}
 	o.podmeta = g->podmeta;
+	o.cgroupfs = g->cgroupfs;
 	g->workloads = vw_workloads_new(&o);
 	if (!g->workloads)
 		return -ENOMEM;
@@ -318,6 +323,7 @@ void vw_guest_free(struct vw_guest *g)
 	vw_workloads_free(g->workloads);
 	vw_podmeta_stop(g->podmeta);
 	vw_cpu_accountant_close(&g->cpu);
+	vw_cgroupfs_free(g->cgroupfs);
 	vw_reader_free(g->reader);
 	vw_power_source_close(&g->est);
 	vw_model_free(g->model);

@@ -10,6 +10,7 @@
 #include <sys/utsname.h>
 #include <time.h>
 
+#include "cgroupfs.h"
 #include "energy.h"
 #include "fileio.h"
 #include "idle.h"
@@ -53,6 +54,7 @@ struct vw_host {
 	struct vw_exposition *expo;
 	struct vw_cpu_accountant cpu;
 	struct vw_podmeta *podmeta;
+	struct vw_cgroupfs *cgroupfs;
 	struct vw_workloads *workloads;
 	struct vw_complaint cpu_complaint;
 	struct vw_vms *vms;
@@ -287,6 +289,8 @@ static int setup_workloads(struct vw_host *h)
 		return r;
 	if (!o.processes && !o.containers && !o.pods && !o.vms)
 		return 0; /* node level only: no per-process accounting at all */
+	h->cgroupfs = vw_workloads_cgroupfs(h->sysfs_fd);
+	env.cgroup_v1 = h->cgroupfs && vw_cgroupfs_is_v1(h->cgroupfs);
 	r = vw_cpu_accountant_open(&env, method, &h->cpu);
 	if (r < 0) {
 		/* Node power is still worth serving: degrade to node-level metrics. */
@@ -302,6 +306,7 @@ static int setup_workloads(struct vw_host *h)
 	/* Loading BPF parses the kernel's BTF: give that transient heap back (~16 MiB of RSS). */
 	malloc_trim(0);
 	o.podmeta = h->podmeta;
+	o.cgroupfs = h->cgroupfs;
 	h->workloads = vw_workloads_new(&o);
 	if (!h->workloads)
 		return -ENOMEM;
@@ -377,6 +382,7 @@ void vw_host_free(struct vw_host *h)
 	vw_workloads_free(h->workloads);
 	vw_podmeta_stop(h->podmeta);
 	vw_cpu_accountant_close(&h->cpu);
+	vw_cgroupfs_free(h->cgroupfs);
 	vw_power_source_close(&h->src);
 	vw_model_free(h->model);
 	vw_exposition_free(h->expo);

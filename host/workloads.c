@@ -2,11 +2,13 @@
 #include "workloads.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "cgroupfs.h"
 #include "energy.h"
 #include "fileio.h"
 #include "log.h"
@@ -28,18 +30,43 @@ struct vw_workloads *vw_workloads_new(const struct vw_workloads_opts *opts)
 	return w;
 }
 
+struct vw_cgroupfs *vw_workloads_cgroupfs(int sysfs_fd)
+{
+	struct vw_cgroupfs *cg = vw_cgroupfs_open(sysfs_fd);
+	int r;
+
+	if (!cg) {
+		vw_warn("cgroup: no cgroup hierarchy accounting CPU time under the sysfs root "
+			"(fs/cgroup/cpuacct or a cgroup2 mount): a container's energy is what its "
+			"processes seen alive ran; mount the host's /sys/fs/cgroup to count every task");
+		return NULL;
+	}
+	r = vw_cgroupfs_scan(cg);
+	if (r < 0)
+		vw_warn("cgroup: walk %s: %s", vw_cgroupfs_mount(cg), strerror(-r));
+	vw_info("cgroup: containers' CPU time from %s (%s), %zu cgroups", vw_cgroupfs_mount(cg),
+		vw_cgroupfs_is_v1(cg) ? "cgroup v1 cpuacct" : "cgroup v2", vw_cgroupfs_count(cg));
+	return cg;
+}
+
 void vw_workloads_free(struct vw_workloads *w)
 {
 	if (!w)
 		return;
 	free(w->procs);
+	for (size_t i = 0; i < w->n_conts; i++)
+		free(w->conts[i].cg_path);
 	free(w->conts);
 	free(w->pods);
 	free(w->vms);
 	free(w->weights);
 	free(w->out);
-	free(w->members);
-	free(w->grp_start);
+	free(w->by_cont.start);
+	free(w->by_cont.items);
+	free(w->by_pod.start);
+	free(w->by_pod.items);
+	free(w->by_vm.start);
+	free(w->by_vm.items);
 	free(w);
 }
 
@@ -90,33 +117,103 @@ static int find_pod(struct vw_workloads *w, const struct vw_pod_info *pi)
 	return (int)w->n_pods++;
 }
 
-static int find_container(struct vw_workloads *w, const struct vw_cgroup_match *m)
+/* The pod of a container: by its ID in the pod list, else by the pod UID its cgroup names. */
+static int resolve_pod(struct vw_workloads *w, struct wl_container *c)
 {
 	struct vw_pod_info pi;
 	char name[254] = "";
-	int pod = -1;
+
+	if (!w->o.podmeta)
+		return -1;
+	if (vw_podmeta_by_container(w->o.podmeta, c->id, &pi, name, sizeof(name)) == 0) {
+		if (name[0])
+			snprintf(c->name, sizeof(c->name), "%s", name);
+		return find_pod(w, &pi);
+	}
+	if (c->pod_uid[0] && vw_podmeta_by_uid(w->o.podmeta, c->pod_uid, &pi) == 0)
+		return find_pod(w, &pi);
+	return -1;
+}
+
+/* cg_path: the container's cgroup (path[0 .. cg_len)), NULL when not known. */
+static int find_container(struct vw_workloads *w, const struct vw_cgroup_match *m,
+			  const char *cg_path, size_t cg_len)
+{
+	struct wl_container *c;
 
 	for (size_t i = 0; i < w->n_conts; i++)
 		if (strcmp(w->conts[i].id, m->container_id) == 0) {
-			w->conts[i].terminated = false; /* a new process of a known container */
-			if (w->conts[i].pod >= 0)
-				w->pods[w->conts[i].pod].terminated = false;
+			c = &w->conts[i];
+			if (c->terminated && c->pod < 0) /* back: its pod may be known by now */
+				c->pod = resolve_pod(w, c);
+			c->terminated = false; /* a new process of a known container */
+			if (c->pod >= 0)
+				w->pods[c->pod].terminated = false;
+			if (!c->cg_path && cg_path)
+				c->cg_path = strndup(cg_path, cg_len);
 			return (int)i;
 		}
-	if (w->o.podmeta &&
-	    vw_podmeta_by_container(w->o.podmeta, m->container_id, &pi, name, sizeof(name)) == 0)
-		pod = find_pod(w, &pi);
 	if (vw_array_grow((void **)&w->conts, sizeof(*w->conts), w->n_conts, &w->cap_conts) < 0)
 		return -1;
-	w->conts[w->n_conts] = (struct wl_container){ .runtime = m->runtime, .pod = pod };
-	snprintf(w->conts[w->n_conts].id, sizeof(w->conts[0].id), "%s", m->container_id);
-	snprintf(w->conts[w->n_conts].name, sizeof(w->conts[0].name), "%s", name);
+	c = &w->conts[w->n_conts];
+	*c = (struct wl_container){ .runtime = m->runtime, .pod = -1 };
+	snprintf(c->id, sizeof(c->id), "%s", m->container_id);
+	snprintf(c->pod_uid, sizeof(c->pod_uid), "%s", m->pod_uid);
+	c->cg_path = cg_path ? strndup(cg_path, cg_len) : NULL;
+	/* Created after the baseline: all its cgroup ever ran is new (a first reading counts from
+	 * zero); before it, the first reading is only the baseline. */
+	c->cg_have_last = w->baseline_taken;
+	c->pod = resolve_pod(w, c);
 	return (int)w->n_conts++;
+}
+
+/*
+ * Where a process ran: its cgroup path in the CPU-accounting hierarchy, from the id the bpf
+ * accountant saw (exited processes too; a walk of the hierarchy, at most one per update, learns
+ * new ids), else from /proc/PID/cgroup. -ENOENT when neither says.
+ */
+static int proc_cgroup_path(struct vw_workloads *w, uint32_t tgid, uint64_t cgroup_id,
+			    char *buf, size_t size)
+{
+	const char *path;
+
+	if (cgroup_id) {
+		if (vw_cgroupfs_path(w->o.cgroupfs, cgroup_id, &path) < 0 && !w->rescanned) {
+			w->rescanned = true;
+			w->cgroup_rescans++;
+			(void)vw_cgroupfs_scan(w->o.cgroupfs);
+		}
+		if (vw_cgroupfs_path(w->o.cgroupfs, cgroup_id, &path) == 0) {
+			snprintf(buf, size, "%s", path);
+			return 0;
+		}
+		return -ENOENT; /* a cgroup gone before the walk: no name to give it */
+	}
+	return vw_cgroupfs_pid_path(w->o.cgroupfs, w->o.procfs_fd, tgid, buf, size);
+}
+
+/* The container a process belongs to (index), or -1. */
+static int place_proc(struct vw_workloads *w, uint32_t tgid, uint64_t cgroup_id)
+{
+	_cleanup_free_ char *path = NULL;
+	struct vw_cgroup_match m;
+	size_t len;
+
+	if (w->o.cgroupfs && (path = malloc(PATH_MAX)) &&
+	    proc_cgroup_path(w, tgid, cgroup_id, path, PATH_MAX) == 0) {
+		if (vw_workload_container_cgroup(path, &m, &len) == 0)
+			return find_container(w, &m, path, len);
+		if (cgroup_id)
+			return -1; /* the bpf accountant saw it run outside every container */
+	}
+	/* No hierarchy (or a path it could not place): every line of /proc/PID/cgroup. */
+	if (vw_workload_read_pid(w->o.procfs_fd, tgid, &m) == 0 && m.container)
+		return find_container(w, &m, NULL, 0);
+	return -1;
 }
 
 static int add_proc(struct vw_workloads *w, const struct vw_proc_cpu *p)
 {
-	struct vw_cgroup_match m;
 	struct wl_proc *np;
 	uint32_t ppid = 0;
 	uint64_t start = p->start_time;
@@ -132,8 +229,9 @@ static int add_proc(struct vw_workloads *w, const struct vw_proc_cpu *p)
 	np->kernel = p->tgid == 2 || ppid == 2 || p->tgid == 0;
 	if (!np->kernel)
 		read_exe(w->o.procfs_fd, p->tgid, np->exe, sizeof(np->exe));
-	if (!np->kernel && vw_workload_read_pid(w->o.procfs_fd, p->tgid, &m) == 0 && m.container)
-		np->container = find_container(w, &m);
+	np->cgroup_id = p->cgroup_id;
+	if (!np->kernel)
+		np->container = place_proc(w, p->tgid, p->cgroup_id);
 	/* Before the baseline, CPU time already spent is not this interval's. */
 	np->last_cpu_ns = w->baseline_taken ? 0 : p->cpu_ns;
 	w->n_procs++;
@@ -217,6 +315,15 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 		}
 		p->seen = true;
 		p->delta_ns = fwd(p->last_cpu_ns, s->cpu_ns);
+		if (s->cgroup_id && s->cgroup_id != p->cgroup_id && !p->kernel) {
+			p->cgroup_id = s->cgroup_id; /* it moved (docker exec, a scope move) */
+			p->container = place_proc(w, s->tgid, s->cgroup_id);
+		} else if (!s->cgroup_id && w->o.cgroupfs && p->container < 0 && p->delta_ns &&
+			   !p->kernel && !s->exited) {
+			/* No ids (procfs): a process outside every container that ran may have
+			 * moved into one; a container it went to is found this way. */
+			p->container = place_proc(w, s->tgid, 0);
+		}
 		p->last_cpu_ns = s->cpu_ns;
 		p->cpu_ns += p->delta_ns;
 		if (snap->counters)
@@ -347,76 +454,61 @@ static void map_vms(struct vw_workloads *w)
 
 /* ---- Attribution ---- */
 
-static int scratch(struct vw_workloads *w, size_t n, size_t groups)
+static int scratch(struct vw_workloads *w, size_t n)
 {
-	if (groups + 1 > w->cap_groups) {
-		free(w->grp_start);
-		w->grp_start = calloc(groups + 2, sizeof(size_t));
-		w->cap_groups = w->grp_start ? groups + 1 : 0;
-		if (!w->grp_start)
-			return -ENOMEM;
-	}
 	if (n <= w->cap_scratch)
 		return 0;
 	free(w->weights);
 	free(w->out);
-	free(w->members);
 	w->weights = calloc(n, sizeof(uint64_t));
 	w->out = calloc(n, sizeof(uint64_t));
-	w->members = calloc(n, sizeof(size_t));
-	w->cap_scratch = w->weights && w->out && w->members ? n : 0;
+	w->cap_scratch = w->weights && w->out ? n : 0;
 	return w->cap_scratch ? 0 : -ENOMEM;
 }
 
-static void give(struct vw_workloads *w, struct wl_proc *p, enum vw_zone z, int m, uint64_t uj)
+static void add_acc(struct acc *a, int m, uint64_t uj)
 {
-	p->z[z].uj[m] = vw_energy_add(p->z[z].uj[m], uj);
-	p->z[z].interval[m] += uj;
-	w->totals.processes[z][m] += uj;
-	if (p->vm >= 0) {
-		struct wl_vm *v = &w->vms[p->vm];
+	a->uj[m] = vw_energy_add(a->uj[m], uj);
+	a->interval[m] += uj;
+}
 
-		v->z[z].uj[m] = vw_energy_add(v->z[z].uj[m], uj);
-		v->z[z].interval[m] += uj;
-		w->totals.vms[z][m] += uj;
-	}
-	if (p->container < 0) {
-		w->totals.uncontained[z][m] += uj;
-		return;
-	}
-	struct wl_container *c = &w->conts[p->container];
-
-	c->z[z].uj[m] = vw_energy_add(c->z[z].uj[m], uj);
-	c->z[z].interval[m] += uj;
+/* Energy of a container that no process of it can take (CPU time of its tasks never seen
+ * alive, or of processes that moved in or out): the container's and its pod's. */
+static void give_container(struct vw_workloads *w, struct wl_container *c, enum vw_zone z, int m,
+			   uint64_t uj)
+{
+	add_acc(&c->z[z], m, uj);
 	w->totals.containers[z][m] += uj;
 	if (c->pod >= 0) {
-		struct wl_pod *pod = &w->pods[c->pod];
-
-		pod->z[z].uj[m] = vw_energy_add(pod->z[z].uj[m], uj);
-		pod->z[z].interval[m] += uj;
+		add_acc(&w->pods[c->pod].z[z], m, uj);
 		w->totals.pods[z][m] += uj;
 	}
 }
 
-/*
- * The reservation group a process's idle share comes through: its pod (0 .. n_pods-1), else
- * its VM (n_pods + VM index), else -1. A KubeVirt VM's QEMU is in a pod: the pod's requests
- * are the VM's reservation, so it is counted once, through the pod.
- */
-static int group_of(const struct vw_workloads *w, const struct wl_proc *p)
+static void give(struct vw_workloads *w, struct wl_proc *p, enum vw_zone z, int m, uint64_t uj)
 {
-	int pod = p->container >= 0 ? w->conts[p->container].pod : -1;
-
-	if (pod >= 0)
-		return pod;
-	return p->vm >= 0 ? (int)w->n_pods + p->vm : -1;
+	add_acc(&p->z[z], m, uj);
+	w->totals.processes[z][m] += uj;
+	if (p->vm >= 0) {
+		add_acc(&w->vms[p->vm].z[z], m, uj);
+		w->totals.vms[z][m] += uj;
+	}
+	if (p->container < 0)
+		w->totals.uncontained[z][m] += uj;
+	else
+		give_container(w, &w->conts[p->container], z, m, uj);
 }
 
 /* The usage that divides zone z: CPU time, or a hardware counter where it fits (Kepler v0.7:
  * instructions for package and core, cache misses for dram) and the snapshot has it. */
+static enum vw_split_key split_key(const struct vw_workloads *w, enum vw_zone z)
+{
+	return vw_split_key_for_zone(z, w->hw_available);
+}
+
 static uint64_t key_delta(const struct vw_workloads *w, const struct wl_proc *p, enum vw_zone z)
 {
-	switch (vw_split_key_for_zone(z, w->hw_available)) {
+	switch (split_key(w, z)) {
 	case VW_SPLIT_INSTRUCTIONS:
 		return p->delta_hw.instructions;
 	case VW_SPLIT_CACHE_MISSES:
@@ -427,58 +519,214 @@ static uint64_t key_delta(const struct vw_workloads *w, const struct wl_proc *p,
 	}
 }
 
-/* Group the processes by reservation group once per interval (a counting sort), so each
- * group's split walks its own members only. */
-static void build_groups(struct vw_workloads *w)
+/* Whether container c's kernel total says what ran in it this interval (CPU-time keys only:
+ * a cgroup counts no instructions). */
+static bool by_cgroup(const struct vw_workloads *w, const struct wl_container *c, enum vw_zone z)
 {
-	size_t ng = w->n_pods + w->n_vms;
-
-	memset(w->grp_start, 0, (ng + 2) * sizeof(size_t));
-	for (size_t i = 0; i < w->n_procs; i++) {
-		int g = group_of(w, &w->procs[i]);
-
-		if (g >= 0)
-			w->grp_start[g + 2]++;
-	}
-	for (size_t g = 0; g < ng; g++)
-		w->grp_start[g + 2] += w->grp_start[g + 1];
-	for (size_t i = 0; i < w->n_procs; i++) {
-		int g = group_of(w, &w->procs[i]);
-
-		if (g >= 0)
-			w->members[w->grp_start[g + 1]++] = i;
-	}
-	/* grp_start[g] .. grp_start[g + 1] now delimit group g. */
+	return c->cg_valid && split_key(w, z) == VW_SPLIT_CPU_TIME;
 }
 
-/* Split `uj` over `n` processes (indices in idx, or all processes when idx is NULL) by their
- * key; equally among live ones when none ran. Returns what could not be given. */
-static uint64_t split_among(struct vw_workloads *w, const size_t *idx, size_t n, enum vw_zone z,
-			    int m, uint64_t uj)
+/* Counting sort: item i of n goes to bucket key(i) (or none when < 0); afterwards bucket g's
+ * items are b->items[b->start[g] .. b->start[g + 1]). */
+static int bucket_fill(struct bucket *b, size_t n, size_t ng, const struct vw_workloads *w,
+		       int (*key)(const struct vw_workloads *, size_t))
 {
-	uint64_t rest = 0, any = 0;
-
-	for (size_t k = 0; k < n; k++) {
-		w->weights[k] = key_delta(w, &w->procs[idx ? idx[k] : k], z);
-		any |= w->weights[k];
+	if (ng + 2 > b->cap_start) {
+		free(b->start);
+		b->start = calloc(ng + 2, sizeof(size_t));
+		b->cap_start = b->start ? ng + 2 : 0;
 	}
-	if (!any && idx)
-		for (size_t k = 0; k < n; k++)
-			w->weights[k] = !w->procs[idx[k]].terminated;
+	if (n > b->cap_items) {
+		free(b->items);
+		b->items = calloc(n, sizeof(size_t));
+		b->cap_items = b->items ? n : 0;
+	}
+	if (!b->start || (n && !b->items))
+		return -ENOMEM;
+	memset(b->start, 0, (ng + 2) * sizeof(size_t));
+	for (size_t i = 0; i < n; i++) {
+		int g = key(w, i);
+
+		if (g >= 0)
+			b->start[g + 2]++;
+	}
+	for (size_t g = 0; g < ng; g++)
+		b->start[g + 2] += b->start[g + 1];
+	for (size_t i = 0; i < n; i++) {
+		int g = key(w, i);
+
+		if (g >= 0)
+			b->items[b->start[g + 1]++] = i;
+	}
+	return 0;
+}
+
+static size_t bucket_len(const struct bucket *b, size_t g)
+{
+	return b->start[g + 1] - b->start[g];
+}
+
+static int container_of(const struct vw_workloads *w, size_t i)
+{
+	return w->procs[i].container;
+}
+
+static int pod_of(const struct vw_workloads *w, size_t i)
+{
+	return w->conts[i].pod;
+}
+
+/* A VM's reservation group takes the processes of the VM that are in no pod (a KubeVirt VM's
+ * QEMU is in a pod: the pod's requests are the VM's reservation, counted once, through it). */
+static int vm_of(const struct vw_workloads *w, size_t i)
+{
+	const struct wl_proc *p = &w->procs[i];
+
+	if (p->container >= 0 && w->conts[p->container].pod >= 0)
+		return -1;
+	return p->vm;
+}
+
+/* The weight of container c at the top level: its cgroup's CPU time, else its processes'. */
+static uint64_t container_weight(const struct vw_workloads *w, size_t c, enum vw_zone z)
+{
+	const struct bucket *b = &w->by_cont;
+	uint64_t sum = 0;
+
+	if (by_cgroup(w, &w->conts[c], z))
+		return w->conts[c].cg_delta_ns;
+	for (size_t k = b->start[c]; k < b->start[c + 1]; k++)
+		sum += key_delta(w, &w->procs[b->items[k]], z);
+	return sum;
+}
+
+/*
+ * Split uj over `n` weights already in w->weights (n <= cap_scratch) and call take(i, share)
+ * for each non-zero share. Returns what nobody could take (all weights 0).
+ */
+static uint64_t split_weights(struct vw_workloads *w, size_t n, uint64_t uj)
+{
+	uint64_t rest = 0;
+
 	(void)vw_ratio_split(uj, w->weights, n, w->out, &rest);
-	for (size_t k = 0; k < n; k++)
-		if (w->out[k])
-			give(w, &w->procs[idx ? idx[k] : k], z, m, w->out[k]);
 	return rest;
 }
 
-/* Split among every process (grp == -2) or the members of one reservation group. */
-static uint64_t split_over(struct vw_workloads *w, int grp, enum vw_zone z, int m, uint64_t uj)
+/*
+ * Container c's share: to its processes by their own usage and, where its cgroup ran more than
+ * they did (tasks never seen alive, processes that moved), that rest to the container itself.
+ * equal: when nothing ran, equally among its live processes (an idle share it must take).
+ */
+static void split_container(struct vw_workloads *w, size_t c, enum vw_zone z, int m, uint64_t uj,
+			    bool equal)
 {
-	if (grp == -2)
-		return split_among(w, NULL, w->n_procs, z, m, uj);
-	return split_among(w, w->members + w->grp_start[grp],
-			   w->grp_start[grp + 1] - w->grp_start[grp], z, m, uj);
+	const struct bucket *b = &w->by_cont;
+	const size_t *idx = b->items + b->start[c];
+	size_t n = bucket_len(b, c);
+	uint64_t sum = 0, any = 0, cg, rest;
+
+	for (size_t k = 0; k < n; k++) {
+		w->weights[k] = key_delta(w, &w->procs[idx[k]], z);
+		sum += w->weights[k];
+	}
+	cg = by_cgroup(w, &w->conts[c], z) ? w->conts[c].cg_delta_ns : 0;
+	w->weights[n] = cg > sum ? cg - sum : 0;
+	for (size_t k = 0; k <= n; k++)
+		any |= w->weights[k];
+	if (!any && equal)
+		for (size_t k = 0; k < n; k++)
+			w->weights[k] = !w->procs[idx[k]].terminated;
+	rest = split_weights(w, n + 1, uj);
+	for (size_t k = 0; k < n; k++)
+		if (w->out[k])
+			give(w, &w->procs[idx[k]], z, m, w->out[k]);
+	give_container(w, &w->conts[c], z, m, w->out[n] + rest);
+}
+
+/*
+ * The node's share of a zone (active energy, or idle when nothing is reserved): by CPU time
+ * (or the zone's counter) between containers (their cgroups' totals), processes in no
+ * container, and what ran outside every container without being seen (the root cgroup's total
+ * beyond both: an uncontained remainder). Returns what nobody took (nothing ran).
+ */
+static uint64_t split_node(struct vw_workloads *w, enum vw_zone z, int m, uint64_t uj)
+{
+	size_t nc = w->n_conts, n = 0;
+	uint64_t seen = 0, rest;
+	_cleanup_free_ uint64_t *share = calloc(nc + 1, sizeof(uint64_t));
+
+	if (!share)
+		return uj;
+	for (size_t c = 0; c < nc; c++) {
+		w->weights[n] = container_weight(w, c, z);
+		seen += w->weights[n++];
+	}
+	for (size_t i = 0; i < w->n_procs; i++)
+		if (w->procs[i].container < 0) {
+			w->weights[n] = key_delta(w, &w->procs[i], z);
+			seen += w->weights[n++];
+		}
+	w->weights[n++] = w->root_valid && split_key(w, z) == VW_SPLIT_CPU_TIME &&
+					  w->root_delta_ns > seen
+				  ? w->root_delta_ns - seen
+				  : 0;
+	rest = split_weights(w, n, uj);
+	/* w->out is overwritten by the container splits: take the shares first. */
+	memcpy(share, w->out, nc * sizeof(uint64_t));
+	n = nc;
+	for (size_t i = 0; i < w->n_procs; i++)
+		if (w->procs[i].container < 0 && w->out[n++])
+			give(w, &w->procs[i], z, m, w->out[n - 1]);
+	w->totals.uncontained[z][m] += w->out[n];
+	for (size_t c = 0; c < nc; c++)
+		if (share[c])
+			split_container(w, c, z, m, share[c], false);
+	return rest;
+}
+
+/* A pod's idle share: to its containers by CPU time (equally among live ones when none ran). */
+static void split_pod(struct vw_workloads *w, size_t pod, enum vw_zone z, uint64_t uj)
+{
+	const struct bucket *b = &w->by_pod;
+	const size_t *idx = b->items + b->start[pod];
+	size_t n = bucket_len(b, pod);
+	_cleanup_free_ uint64_t *share = calloc(n + 1, sizeof(uint64_t));
+	uint64_t any = 0, rest;
+
+	if (!share || n == 0) {
+		w->totals.unattributed[z][M_IDLE] += uj;
+		return;
+	}
+	for (size_t k = 0; k < n; k++)
+		any |= w->weights[k] = container_weight(w, idx[k], z);
+	if (!any)
+		for (size_t k = 0; k < n; k++)
+			w->weights[k] = w->conts[idx[k]].live > 0;
+	rest = split_weights(w, n, uj);
+	memcpy(share, w->out, n * sizeof(uint64_t));
+	w->totals.unattributed[z][M_IDLE] += rest;
+	for (size_t k = 0; k < n; k++)
+		if (share[k])
+			split_container(w, idx[k], z, M_IDLE, share[k], true);
+}
+
+/* A VM's idle share: to its processes by CPU time (equally among live ones when none ran). */
+static void split_vm(struct vw_workloads *w, size_t vm, enum vw_zone z, uint64_t uj)
+{
+	const struct bucket *b = &w->by_vm;
+	const size_t *idx = b->items + b->start[vm];
+	size_t n = bucket_len(b, vm);
+	uint64_t any = 0;
+
+	for (size_t k = 0; k < n; k++)
+		any |= w->weights[k] = key_delta(w, &w->procs[idx[k]], z);
+	if (!any)
+		for (size_t k = 0; k < n; k++)
+			w->weights[k] = !w->procs[idx[k]].terminated;
+	w->totals.unattributed[z][M_IDLE] += split_weights(w, n, uj);
+	for (size_t k = 0; k < n; k++)
+		if (w->out[k])
+			give(w, &w->procs[idx[k]], z, M_IDLE, w->out[k]);
 }
 
 static int attribute_idle(struct vw_workloads *w, enum vw_zone z, uint64_t idle)
@@ -499,16 +747,33 @@ static int attribute_idle(struct vw_workloads *w, enum vw_zone z, uint64_t idle)
 		any |= reserve[i];
 	if (!any) {
 		/* Nothing reserved: idle follows CPU time, as active does. */
-		w->totals.unattributed[z][M_IDLE] += split_over(w, -2, z, M_IDLE, idle);
+		w->totals.unattributed[z][M_IDLE] += split_node(w, z, M_IDLE, idle);
 		return 0;
 	}
 	(void)vw_ratio_split_idle(idle, reserve, NULL, ng, (uint64_t)w->o.host_cpus * 1000,
 				  grp_idle, &rest);
-	for (size_t i = 0; i < ng; i++)
-		if (grp_idle[i])
-			rest += split_over(w, (int)i, z, M_IDLE, grp_idle[i]);
 	w->totals.unattributed[z][M_IDLE] += rest;
+	for (size_t i = 0; i < w->n_pods; i++)
+		if (grp_idle[i])
+			split_pod(w, i, z, grp_idle[i]);
+	for (size_t k = 0; k < w->n_vms; k++)
+		if (grp_idle[w->n_pods + k])
+			split_vm(w, k, z, grp_idle[w->n_pods + k]);
 	return 0;
+}
+
+/* Group processes by container, containers by pod and VM processes by VM, once per interval. */
+static int build_groups(struct vw_workloads *w)
+{
+	int r = scratch(w, w->n_procs + w->n_conts + 1);
+
+	if (r == 0)
+		r = bucket_fill(&w->by_cont, w->n_procs, w->n_conts, w, container_of);
+	if (r == 0)
+		r = bucket_fill(&w->by_pod, w->n_conts, w->n_pods, w, pod_of);
+	if (r == 0)
+		r = bucket_fill(&w->by_vm, w->n_procs, w->n_vms, w, vm_of);
+	return r;
 }
 
 static void count_live(struct vw_workloads *w)
@@ -530,13 +795,21 @@ static void count_live(struct vw_workloads *w)
 		if (p->container < 0)
 			continue;
 		w->conts[p->container].delta_ns += p->delta_ns;
-		w->conts[p->container].cpu_ns += p->delta_ns;
 		/* A process that ran this interval counts, even if it has just exited. */
-		if (!p->terminated || p->delta_ns) {
+		if (!p->terminated || p->delta_ns)
 			w->conts[p->container].live++;
-			if (w->conts[p->container].pod >= 0)
-				w->pods[w->conts[p->container].pod].live++;
+	}
+	for (size_t i = 0; i < w->n_conts; i++) {
+		struct wl_container *c = &w->conts[i];
+
+		/* The kernel's total where it has one: tasks never seen alive ran in it too. */
+		if (c->cg_valid) {
+			c->delta_ns = c->cg_delta_ns;
+			c->live += c->cg_delta_ns > 0;
 		}
+		c->cpu_ns += c->delta_ns;
+		if (c->live && c->pod >= 0)
+			w->pods[c->pod].live++;
 	}
 }
 
@@ -578,11 +851,66 @@ static void settle_states(struct vw_workloads *w)
 		}
 }
 
+/* A cumulative kernel total's step since the last reading, no more than every CPU can run in
+ * dt plus a second of slack for late readings (a cgroup re-created under a known path starts
+ * again from zero: its first value). */
+static uint64_t cg_step(uint64_t *last, bool *have, uint64_t now, uint64_t cap)
+{
+	uint64_t d = !*have ? 0 : now >= *last ? now - *last : now;
+
+	*last = now;
+	*have = true;
+	return VW_MIN(d, cap);
+}
+
+/* Read the kernel's CPU-time totals: each live container's cgroup and the root. */
+static void sample_cgroups(struct vw_workloads *w, uint64_t dt_ns)
+{
+	uint64_t cap = dt_ns ? (dt_ns + VW_NSEC_PER_SEC) * VW_MAX(w->o.host_cpus, 1u) : UINT64_MAX, ns;
+
+	w->root_valid = false;
+	if (!w->o.cgroupfs)
+		return;
+	if (vw_cgroupfs_usage(w->o.cgroupfs, "", &ns) == 0) {
+		w->root_delta_ns = cg_step(&w->root_last_ns, &w->root_have_last, ns, cap);
+		w->root_valid = w->baseline_taken;
+	}
+	for (size_t i = 0; i < w->n_conts; i++) {
+		struct wl_container *c = &w->conts[i];
+
+		c->cg_valid = false;
+		c->cg_delta_ns = 0;
+		if (!c->cg_path || c->terminated)
+			continue;
+		if (vw_cgroupfs_usage(w->o.cgroupfs, c->cg_path, &ns) < 0) {
+			free(c->cg_path); /* gone: its processes' own time is all there is now */
+			c->cg_path = NULL;
+			continue;
+		}
+		c->cg_delta_ns = cg_step(&c->cg_last_ns, &c->cg_have_last, ns, cap);
+		c->cg_valid = w->baseline_taken;
+	}
+}
+
+/* Metadata that arrives late is applied: containers without a pod look again each interval
+ * (a pod list that arrived after the container was first seen, a pod created later). */
+static void resolve_late_pods(struct vw_workloads *w)
+{
+	if (!w->o.podmeta)
+		return;
+	for (size_t i = 0; i < w->n_conts; i++)
+		if (!w->conts[i].terminated && w->conts[i].pod < 0)
+			w->conts[i].pod = resolve_pod(w, &w->conts[i]);
+}
+
 int vw_workloads_update(struct vw_workloads *w, const struct vw_cpu_snapshot *snap,
 			const struct vw_zone_energy zones[VW_ZONE__COUNT], uint64_t dt_ns)
 {
 	int r = 0;
 
+	w->rescanned = false;
+	if (w->o.cgroupfs && !w->baseline_taken && vw_cgroupfs_scans(w->o.cgroupfs) == 0)
+		(void)vw_cgroupfs_scan(w->o.cgroupfs);
 	if (snap) {
 		r = merge_snapshot(w, snap);
 		if (r < 0)
@@ -593,24 +921,25 @@ int vw_workloads_update(struct vw_workloads *w, const struct vw_cpu_snapshot *sn
 		for (size_t i = 0; i < w->n_procs; i++)
 			w->procs[i].delta_ns = 0, w->procs[i].delta_hw = (struct vw_proc_counters){ 0 };
 	}
+	resolve_late_pods(w);
+	sample_cgroups(w, dt_ns);
 	if (!w->baseline_taken) {
 		w->baseline_taken = true;
 		return 0;
 	}
-	r = scratch(w, w->n_procs, w->n_pods + w->n_vms);
-	if (r < 0)
-		return r;
 	clear_intervals(w);
 	map_vms(w);
 	count_live(w);
-	build_groups(w);
+	r = build_groups(w);
+	if (r < 0)
+		return r;
 	w->dt_ns = dt_ns;
 	for (int z = 0; z < VW_ZONE__COUNT; z++) {
 		if (!zones[z].present)
 			continue;
 		w->present[z] = true;
 		w->totals.unattributed[z][M_ACTIVE] +=
-			split_over(w, -2, (enum vw_zone)z, M_ACTIVE, zones[z].active_uj);
+			split_node(w, (enum vw_zone)z, M_ACTIVE, zones[z].active_uj);
 		r = zones[z].idle_to_node ? -EPERM : attribute_idle(w, (enum vw_zone)z, zones[z].idle_uj);
 		if (r < 0) /* the interval's idle is kept whole as unattributed */
 			w->totals.unattributed[z][M_IDLE] += zones[z].idle_uj;
@@ -710,9 +1039,12 @@ static int drop_containers(struct vw_workloads *w, uint64_t gen, uint64_t served
 				    false);
 	(void)remap(keep, w->n_conts, w->n_procs ? &w->procs[0].container : NULL, w->n_procs,
 		    sizeof(*w->procs), map);
-	for (size_t i = 0; i < w->n_conts; i++)
+	for (size_t i = 0; i < w->n_conts; i++) {
 		if (keep[i])
 			w->conts[j++] = w->conts[i];
+		else
+			free(w->conts[i].cg_path);
+	}
 	w->n_conts = j;
 	return 0;
 }

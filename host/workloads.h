@@ -24,6 +24,11 @@ struct vw_workloads;
 struct vw_workloads_opts {
 	int procfs_fd;            /* for /proc/PID/{cgroup,stat,exe} */
 	struct vw_podmeta *podmeta; /* NULL: no pod metadata */
+	/* The CPU-accounting cgroup hierarchy: processes are placed by the cgroup they ran in
+	 * (ids from the bpf accountant, else /proc/PID/cgroup) and containers' CPU time is the
+	 * kernel's total for their cgroup, exited tasks included. NULL: containers are the sums
+	 * of the processes seen alive. Owned by the caller. */
+	struct vw_cgroupfs *cgroupfs;
 	unsigned host_cpus;       /* idle capacity = host_cpus x 1000 millicores */
 	bool processes;           /* export process series */
 	unsigned process_top_n;   /* at most this many process series (0: no limit) */
@@ -33,6 +38,9 @@ struct vw_workloads_opts {
 };
 
 struct vw_workloads *vw_workloads_new(const struct vw_workloads_opts *opts);
+/* The CPU-accounting cgroup hierarchy under the sysfs root for vw_workloads_opts.cgroupfs,
+ * walked once; NULL (logged once) where there is none. */
+struct vw_cgroupfs *vw_workloads_cgroupfs(int sysfs_fd);
 void vw_workloads_free(struct vw_workloads *w);
 
 /* Per zone kind, the interval's node energy split (sockets summed). */

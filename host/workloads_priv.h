@@ -13,12 +13,19 @@ struct acc {
 	uint64_t interval[M__COUNT]; /* the last interval's share */
 };
 
+/* Items grouped by a key (a counting sort): group g is items[start[g] .. start[g + 1]). */
+struct bucket {
+	size_t *start, *items;
+	size_t cap_start, cap_items;
+};
+
 struct wl_proc {
 	uint32_t tgid;
 	uint64_t start_time;
 	char comm[VW_COMM_LEN];
 	char exe[160];
 	int container; /* index, -1: none */
+	uint64_t cgroup_id; /* the cgroup it was last seen in (bpf), 0: unknown */
 	int vm;        /* index, -1: none (the VM's QEMU process or one of its vhost threads) */
 	bool kernel;
 	uint64_t last_cpu_ns, delta_ns, cpu_ns;
@@ -32,10 +39,16 @@ struct wl_proc {
 struct wl_container {
 	char id[VW_CONTAINER_ID_LEN];
 	char name[254];
+	char pod_uid[VW_POD_UID_LEN]; /* from its cgroup path, "" when none */
 	enum vw_runtime runtime;
 	int pod; /* index, -1: none */
 	unsigned live;
 	uint64_t cpu_ns, delta_ns;
+	/* Its cgroup in the CPU-accounting hierarchy (malloc'd; NULL: not known) and the kernel's
+	 * total for it: cg_delta_ns is this interval's when cg_valid. */
+	char *cg_path;
+	uint64_t cg_last_ns, cg_delta_ns;
+	bool cg_have_last, cg_valid;
 	bool terminated;
 	uint64_t final_gen;
 	struct acc z[VW_ZONE__COUNT];
@@ -84,11 +97,16 @@ struct vw_workloads {
 	struct wl_vm *vms;
 	size_t n_vms, cap_vms;
 	struct vw_workloads_totals totals;
+	/* The root cgroup's total: what ran anywhere this interval, for the uncontained rest. */
+	uint64_t root_last_ns, root_delta_ns;
+	bool root_have_last, root_valid;
+	uint64_t cgroup_rescans; /* walks of the hierarchy for ids not known yet */
+	bool rescanned;          /* in this update */
 	/* Scratch reused every interval. */
 	uint64_t *weights, *out;
-	size_t *members;   /* process indices grouped by reservation group (counting sort) */
-	size_t *grp_start; /* group g's members: members[grp_start[g] .. grp_start[g+1]) */
-	size_t cap_scratch, cap_groups;
+	size_t cap_scratch;
+	struct bucket by_cont, by_pod, by_vm; /* processes by container, containers by pod,
+					       * VM processes (in no pod) by VM */
 	unsigned hw_available; /* of the last snapshot */
 };
 

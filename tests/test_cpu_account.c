@@ -341,7 +341,9 @@ static void run_scenario(const struct scenario *sc)
 	start(idle);
 
 	/* Mid-run: the busy child's running slice is included (in-flight). */
-	usleep(700 * 1000);
+	/* (Until it has run 0.4 s: on a loaded machine that takes longer than 0.4 s.) */
+	for (int i = 0; i < 200 && schedstat_ns(busy->pid) < 400 * VW_NSEC_PER_MSEC; i++)
+		usleep(50 * 1000);
 	s1 = schedstat_ns(busy->pid);
 	assert_int_equal(acc->ops->read(acc->state, &snap), 0);
 	s2 = schedstat_ns(busy->pid);

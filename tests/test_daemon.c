@@ -89,7 +89,7 @@ static int finish(struct proc *p)
 {
 	int st;
 
-	(void)wait_output(p, "\x01never", 200);
+	(void)wait_output(p, "\x01never", 30000); /* returns at end of output */
 	waitpid(p->pid, &st, 0);
 	running_pid = 0;
 	close(p->err_fd);
