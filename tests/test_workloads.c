@@ -305,6 +305,86 @@ static void test_idle_by_pod_request(void **state)
 	MHD_stop_daemon(d);
 }
 
+/* A kubelet that says 503 until told to answer: a pod list that arrives late. */
+static bool kubelet_up;
+
+static enum MHD_Result serve_late(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *data,
+				  size_t *size, void **con_cls)
+{
+	static const char down[] = "not yet";
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	if (__atomic_load_n(&kubelet_up, __ATOMIC_ACQUIRE))
+		return serve(cls, conn, url, method, version, data, size, con_cls);
+	r = MHD_create_response_from_buffer(strlen(down), (void *)down, MHD_RESPMEM_PERSISTENT);
+	ret = MHD_queue_response(conn, MHD_HTTP_SERVICE_UNAVAILABLE, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/*
+ * A container that runs before the pod list arrives (every DaemonSet rollout, node reboot
+ * order, crash-restart): it gets its pod, its name and its reserved idle once the list is
+ * there, and the pod owns its energy from then on.
+ */
+static void test_pod_list_arrives_late(void **state)
+{
+	static const uint64_t ms[ARRAY_SIZE(procs)] = { 1000, 1000, 1000, 1000, 0, 1000 };
+	struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL,
+						serve_late, NULL, MHD_OPTION_END);
+	struct vw_podmeta_opts po = { .mode = VW_PODMETA_KUBELET, .allow_http = true,
+				      .node_name = "n1", .poll_ns = VW_NSEC_PER_SEC / 5,
+				      .backoff_min_ns = VW_NSEC_PER_SEC / 10,
+				      .backoff_max_ns = VW_NSEC_PER_SEC / 5 };
+	struct vw_workloads_totals t;
+	struct vw_podmeta *pm;
+	char url[64], *text;
+	struct ctx c;
+	int waited = 0;
+
+	(void)state;
+	__atomic_store_n(&kubelet_up, false, __ATOMIC_RELEASE);
+	assert_non_null(d);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u",
+		 MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port);
+	po.url = url;
+	assert_non_null(pm = vw_podmeta_start(&po));
+	setup(&c, pm);
+	interval(&c, ms, 0, 0); /* the baseline: the containers are seen, no pod list yet */
+	interval(&c, ms, 10000000, 8000000);
+	vw_workloads_totals(c.w, &t);
+	assert_int_equal(t.pods[VW_ZONE_PACKAGE][0], 0); /* no pod known: none owns anything */
+	text = render(&c);
+	assert_non_null(strstr(text, "container_id=\"" CID_B "\",container_name=\"\""));
+	free(text);
+
+	__atomic_store_n(&kubelet_up, true, __ATOMIC_RELEASE);
+	while (!vw_podmeta_synced(pm) && waited++ < 250) {
+		struct timespec ts = { 0, 20 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+	assert_true(vw_podmeta_synced(pm));
+	/* The next interval: process 200 (1 s of the 5 s of CPU) is the pod's; 500m of 2000m. */
+	interval(&c, ms, 10000000, 8000000);
+	assert_conserved(&c);
+	vw_workloads_totals(c.w, &t);
+	assert_int_equal(t.pods[VW_ZONE_PACKAGE][0], 2000000);
+	assert_int_equal(t.pods[VW_ZONE_PACKAGE][1], 2000000);
+	text = render(&c);
+	assert_non_null(strstr(text, "container_id=\"" CID_B "\",container_name=\"app\""));
+	assert_double_near(value(text, "kepler_pod_cpu_joules_total{pod_id=\"" POD_UID "\","
+				       "pod_name=\"web\",pod_namespace=\"shop\",state=\"running\","
+				       "zone=\"package\",node_name=\"n1\"}"),
+			   2.0, 1e-9);
+	free(text);
+	teardown(&c);
+	vw_podmeta_stop(pm);
+	MHD_stop_daemon(d);
+}
+
 /* With hardware counters, package follows instructions and dram cache misses; without, CPU. */
 static void test_split_keys_from_counters(void **state)
 {
@@ -445,6 +525,7 @@ int main(void)
 		cmocka_unit_test(test_split_without_pods),
 		cmocka_unit_test(test_terminated_kept_until_scraped),
 		cmocka_unit_test(test_idle_by_pod_request),
+		cmocka_unit_test(test_pod_list_arrives_late),
 		cmocka_unit_test(test_split_keys_from_counters),
 		cmocka_unit_test(test_vm_energy),
 		cmocka_unit_test(test_conservation_property),
