@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * virtwatt-model: evaluate a Kepler power model on every row of a CSV, and score it against the
- * CSV's measured <component>_power columns (MAE, MAPE).
+ * CSV's measured <component>_power columns (MAE, MAPE); "virtwatt-model train" fits models
+ * (train.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -15,6 +16,7 @@
 #include "fileio.h"
 #include "macro.h"
 #include "model.h"
+#include "train.h"
 
 enum { EXIT_OK = 0, EXIT_DATA = 1, EXIT_USAGE = 2, DONE = -1 /* --help, --version */ };
 
@@ -51,6 +53,7 @@ struct run {
 static void usage(FILE *f)
 {
 	fputs("Usage: virtwatt-model [--host-cores N] [--format csv] MODEL.json DATA.csv\n"
+	      "       virtwatt-model train [OPTIONS] DATA.csv   (see virtwatt-model train --help)\n"
 	      "\n"
 	      "Evaluate a Kepler power model (a weight JSON of any era, see docs/models.md) on every\n"
 	      "row of DATA.csv and print one CSV line per row: the row index (from 0), then one\n"
@@ -376,7 +379,11 @@ int main(int argc, char **argv)
 {
 	struct options o = {0};
 	struct run run = {.opt = &o};
-	int r = parse_args(argc, argv, &o);
+	int r;
+
+	if (argc > 1 && strcmp(argv[1], "train") == 0)
+		return vw_cmd_train(argc - 1, argv + 1);
+	r = parse_args(argc, argv, &o);
 
 	if (r != EXIT_OK)
 		return r == DONE ? EXIT_OK : r;
