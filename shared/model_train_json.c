@@ -83,13 +83,14 @@ int vw_train_to_json(const struct vw_train_fit *fits, const char *const *zones, 
 	_cleanup_json_ json_object *root = json_object_new_object();
 	const char *s;
 
+	for (size_t z = 0; z < n_zones; z++)
+		if (fits[z].kind != fits[0].kind)
+			return -EINVAL;
 	if (!root)
 		return -ENOMEM;
 	for (size_t z = 0; z < n_zones; z++) {
 		json_object *comp = json_object_new_object();
 
-		if (fits[z].kind != fits[0].kind)
-			return -EINVAL;
 		if (add(root, zones[z], comp) < 0 ||
 		    add(comp, "All_Weights", all_weights(&fits[z], features)) < 0)
 			return -ENOMEM;
