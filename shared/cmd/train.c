@@ -180,7 +180,6 @@ static int parse_option(int c, const char *arg, struct train_opts *o)
 {
 	static const char *const types[] = {"abs", "dyn"}, *const kinds[] = {"linear", "log"};
 	uint64_t v;
-	char *end;
 
 	switch (c) {
 	case 'o':
@@ -213,8 +212,7 @@ static int parse_option(int c, const char *arg, struct train_opts *o)
 		o->blocks = strcmp(arg, "blocks") == 0;
 		return 0;
 	case 'r':
-		o->ridge = strtod(arg, &end);
-		if (end == arg || *end || !(o->ridge >= 0) || !isfinite(o->ridge)) {
+		if (vw_csv_parse_number(arg, &o->ridge) < 0 || !(o->ridge >= 0)) {
 			fprintf(stderr, "virtwatt-model train: --ridge: not a number >= 0: %s\n",
 				arg);
 			return -EINVAL;
