@@ -562,7 +562,7 @@ static int verify(const struct train_opts *o, const struct dataset *d, const cha
 		for (size_t j = 0; j < d->p; j++)
 			feats[j].value = d->x[i * d->p + j];
 		for (size_t z = 0; r == 0 && z < d->n_zones; z++) {
-			struct vw_model_result res;
+			struct vw_model_result res = {.watts = NAN};
 			double want = VW_MAX(0.0, vw_train_predict(&fits[z], d->x + i * d->p));
 
 			if (vw_model_eval(m, z, &in, &res) < 0 ||
