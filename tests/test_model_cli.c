@@ -434,6 +434,107 @@ static void test_errors(void **state)
 	free(index);
 }
 
+/* The held-out MAE the train subcommand printed for one output type, zone and trainer. */
+static double train_mae(const char *out, const char *key)
+{
+	const char *p = strstr(out, key);
+	double mae;
+
+	if (!p)
+		fail_msg("no line '%s' in:\n%s", key, out);
+	p = strchr(p + strlen(key), ','); /* after heldout_rows */
+	assert_non_null(p);
+	mae = strtod(p + 1, NULL);
+	assert_true(mae > 0);
+	return mae;
+}
+
+/*
+ * virtwatt-model train on nx12: exit 0, files in the kepler-model-db layout that the evaluate
+ * mode loads, and a held-out package MAE below the published LinearRegressionTrainer_1's on
+ * the same rows (every row is held out once; check_run recomputes the published figure).
+ */
+static void test_train(void **state)
+{
+	char *rapl = data_path("nx12", RAPL_CSV), *linear = data_path(
+		"models", NX12 "rapl_AbsPower_BPFOnly_LinearRegressionTrainer_1.json");
+	char out[1024], model[1200];
+	struct cli_result r, e;
+	struct cli_table t;
+	double log_mae, lin_mae;
+
+	(void)state;
+	snprintf(out, sizeof(out), "%s/trained", tmpdir);
+	r = run_cli((const char *[]){"train", "-o", out, "--seed", "1", "-k", "10", rapl, NULL});
+	if (r.status != 0)
+		fail_msg("train: exit %d: %s", r.status, r.err);
+	log_mae = train_mae(r.out, "AbsPower,package,LogarithmicRegressionTrainer,2202");
+	lin_mae = train_mae(r.out, "AbsPower,package,LinearRegressionTrainer,2202");
+	assert_non_null(strstr(r.out, "# AbsPower: selected LogarithmicRegressionTrainer"));
+	snprintf(model, sizeof(model), "%s/AbsPower/BPFOnly/LogarithmicRegressionTrainer_0.json",
+		 out);
+	assert_non_null(strstr(r.out, model));
+	e = run_cli((const char *[]){linear, rapl, NULL});
+	assert_int_equal(e.status, 0);
+	t = parse_output(e.out);
+	print_message("# train nx12 package held-out MAE: logarithmic %.2f W, linear %.2f W; "
+		      "published LinearRegressionTrainer_1 %.2f W on the same rows\n",
+		      log_mae, lin_mae, score_of(&t, "package")->mae);
+	assert_true(log_mae < score_of(&t, "package")->mae);
+	table_free(&t);
+	cli_result_free(&e);
+	/* the written file evaluates with the evaluate mode */
+	e = run_cli((const char *[]){model, rapl, NULL});
+	assert_int_equal(e.status, 0);
+	assert_non_null(strstr(e.out, "# package: rows=2202"));
+	cli_result_free(&e);
+	cli_result_free(&r);
+	/* the same seed, the same figures */
+	r = run_cli((const char *[]){"train", "-n", "--seed", "1", "--output-type", "abs", rapl,
+				     NULL});
+	assert_int_equal(r.status, 0);
+	assert_double_near(train_mae(r.out, "AbsPower,package,LogarithmicRegressionTrainer,2202"),
+			   log_mae, 0);
+	assert_null(strstr(r.out, "wrote"));
+	cli_result_free(&r);
+	free(rapl);
+	free(linear);
+}
+
+static void test_train_errors(void **state)
+{
+	char *rapl = data_path("nx12", RAPL_CSV), bad[1024];
+	struct cli_result r;
+	static const char *const flags[] = {"--output-dir", "--zones", "--features",
+					    "--output-type", "--trainer", "--curve-feature",
+					    "--folds", "--seed", "--split", "--ridge",
+					    "--node-type", "--feature-group", "--max-rows",
+					    "--dry-run"};
+
+	(void)state;
+	snprintf(bad, sizeof(bad), "%s/train-bad.csv", tmpdir);
+	assert_int_equal(vw_fixture_write(tmpdir, "train-bad.csv",
+					  "bpf_cpu_time_ms,package_power\n1,2\n3,4\n5,oops\n", 0),
+			 0);
+	expect_failure((const char *[]){"train", NULL}, 2, "expected one DATA.csv");
+	expect_failure((const char *[]){"train", "-k", "1", rapl, NULL}, 2, "--folds");
+	expect_failure((const char *[]){"train", "--trainer", "svr", rapl, NULL}, 2,
+		       "unknown 'svr'");
+	expect_failure((const char *[]){"train", "--zones", "gpu", "-n", rapl, NULL}, 1,
+		       "zone gpu: unknown");
+	expect_failure((const char *[]){"train", "--features", "cache_miss", "-n", rapl, NULL},
+		       1, "no column for feature cache_miss");
+	expect_failure((const char *[]){"train", "-n", bad, NULL}, 1,
+		       "train-bad.csv:4: column package_power: bad number 'oops'");
+	r = run_cli((const char *[]){"train", "--help", NULL});
+	assert_int_equal(r.status, 0);
+	for (size_t i = 0; i < ARRAY_SIZE(flags); i++)
+		if (!strstr(r.out, flags[i]))
+			fail_msg("train --help does not explain %s", flags[i]);
+	cli_result_free(&r);
+	free(rapl);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -441,6 +542,8 @@ int main(void)
 		cmocka_unit_test(test_nx12_linear_anomaly),
 		cmocka_unit_test(test_v0712_and_builtin),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_train),
+		cmocka_unit_test(test_train_errors),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * virtwatt-model: evaluate a Kepler power model on every row of a CSV, and score it against the
- * CSV's measured <component>_power columns (MAE, MAPE).
+ * CSV's measured <component>_power columns (MAE, MAPE); "virtwatt-model train" fits models
+ * (train.c).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -11,9 +12,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "csv.h"
 #include "fileio.h"
 #include "macro.h"
 #include "model.h"
+#include "train.h"
 
 enum { EXIT_OK = 0, EXIT_DATA = 1, EXIT_USAGE = 2, DONE = -1 /* --help, --version */ };
 
@@ -50,6 +53,7 @@ struct run {
 static void usage(FILE *f)
 {
 	fputs("Usage: virtwatt-model [--host-cores N] [--format csv] MODEL.json DATA.csv\n"
+	      "       virtwatt-model train [OPTIONS] DATA.csv   (see virtwatt-model train --help)\n"
 	      "\n"
 	      "Evaluate a Kepler power model (a weight JSON of any era, see docs/models.md) on every\n"
 	      "row of DATA.csv and print one CSV line per row: the row index (from 0), then one\n"
@@ -131,56 +135,6 @@ static int parse_args(int argc, char **argv, struct options *o)
 	return EXIT_OK;
 }
 
-/*
- * Split a CSV line in place (RFC 4180 quotes: "a,b" and "" inside quotes); fields point into
- * line. Returns the number of fields, or 0 if there are more than max.
- */
-static size_t csv_split(char *line, char **fields, size_t max)
-{
-	size_t n = 0;
-	char *r = line, *w = line;
-
-	line[strcspn(line, "\r\n")] = '\0';
-	for (;;) {
-		bool quoted = *r == '"';
-
-		if (n == max)
-			return 0;
-		fields[n++] = w;
-		r += quoted;
-		while (*r && (quoted || *r != ',')) {
-			if (quoted && *r == '"') {
-				if (r[1] != '"') {
-					quoted = false;
-					r++;
-					continue;
-				}
-				r++;
-			}
-			*w++ = *r++;
-		}
-		if (*r == '\0') {
-			*w = '\0';
-			return n;
-		}
-		*w++ = '\0';
-		r++;
-	}
-}
-
-static int parse_number(const char *s, double *ret)
-{
-	char *end;
-	double v;
-
-	errno = 0;
-	v = strtod(s, &end);
-	if (end == s || *end != '\0' || errno == ERANGE || !isfinite(v))
-		return -EINVAL;
-	*ret = v;
-	return 0;
-}
-
 static size_t column_of(const struct run *run, const char *name, bool canonical)
 {
 	for (size_t i = 0; i < run->n_cols; i++) {
@@ -205,7 +159,7 @@ static int read_header(struct run *run, char **line, size_t *cap)
 	run->header = calloc(max, sizeof(*run->header));
 	if (!run->header)
 		return -ENOMEM;
-	run->n_cols = csv_split(*line, run->header, max);
+	run->n_cols = vw_csv_split(*line, run->header, max);
 	if (run->n_cols == 0) {
 		fprintf(stderr, "virtwatt-model: %s:1: too many columns\n", run->opt->data);
 		return -EINVAL;
@@ -254,7 +208,7 @@ static int map_columns(struct run *run)
 
 static int field_number(const struct run *run, char **fields, size_t col, double *ret)
 {
-	if (parse_number(fields[col], ret) == 0)
+	if (vw_csv_parse_number(fields[col], ret) == 0)
 		return 0;
 	fprintf(stderr, "virtwatt-model: %s:%zu: column %s: bad number '%s'\n", run->opt->data,
 		run->line_no, run->header[col], fields[col]);
@@ -322,7 +276,7 @@ static int eval_rows(struct run *run, char **line, size_t *cap)
 		run->line_no++;
 		if ((*line)[strspn(*line, " \t\r\n")] == '\0')
 			continue;
-		n = csv_split(*line, fields, run->n_cols + 1);
+		n = vw_csv_split(*line, fields, run->n_cols + 1);
 		if (n != run->n_cols) {
 			fprintf(stderr, "virtwatt-model: %s:%zu: %s fields, the header has %zu\n",
 				run->opt->data, run->line_no, n ? "wrong number of" : "too many",
@@ -425,7 +379,11 @@ int main(int argc, char **argv)
 {
 	struct options o = {0};
 	struct run run = {.opt = &o};
-	int r = parse_args(argc, argv, &o);
+	int r;
+
+	if (argc > 1 && strcmp(argv[1], "train") == 0)
+		return vw_cmd_train(argc - 1, argv + 1);
+	r = parse_args(argc, argv, &o);
 
 	if (r != EXIT_OK)
 		return r == DONE ? EXIT_OK : r;
