@@ -106,6 +106,8 @@ static int find_container(struct vw_workloads *w, const struct vw_cgroup_match *
 	if (w->o.podmeta &&
 	    vw_podmeta_by_container(w->o.podmeta, m->container_id, &pi, name, sizeof(name)) == 0)
 		pod = find_pod(w, &pi);
+	if (!name[0])
+		(void)vw_ctrmeta_name(w->o.ctrmeta, m->runtime, m->container_id, name, sizeof(name));
 	if (vw_array_grow((void **)&w->conts, sizeof(*w->conts), w->n_conts, &w->cap_conts) < 0)
 		return -1;
 	w->conts[w->n_conts] = (struct wl_container){ .runtime = m->runtime, .pod = pod };

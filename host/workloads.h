@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "cpu_account.h"
+#include "ctrmeta.h"
 #include "log.h"
 #include "prom.h"
 #include "workload.h"
@@ -24,6 +25,7 @@ struct vw_workloads;
 struct vw_workloads_opts {
 	int procfs_fd;            /* for /proc/PID/{cgroup,stat,exe} */
 	struct vw_podmeta *podmeta; /* NULL: no pod metadata */
+	struct vw_ctrmeta *ctrmeta; /* names outside Kubernetes (NULL: none) */
 	unsigned host_cpus;       /* idle capacity = host_cpus x 1000 millicores */
 	bool processes;           /* export process series */
 	unsigned process_top_n;   /* at most this many process series (0: no limit) */
