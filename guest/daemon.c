@@ -61,6 +61,7 @@ struct vw_guest {
 	struct gzone z[VW_ZONE__COUNT];
 	struct vw_cpu_accountant cpu;
 	struct vw_podmeta *podmeta;
+	struct vw_ctrmeta *ctrmeta;
 	struct vw_workloads *workloads;
 	struct vw_series_state *series;
 	struct vw_exposition *expo;
@@ -247,6 +248,8 @@ static int setup_workloads(struct vw_guest *g)
 		}
 	}
 	o.podmeta = g->podmeta;
+	if (o.containers)
+		o.ctrmeta = g->ctrmeta = vw_daemon_open_ctrmeta(&c->common);
 	g->workloads = vw_workloads_new(&o);
 	if (!g->workloads)
 		return -ENOMEM;
@@ -317,6 +320,7 @@ void vw_guest_free(struct vw_guest *g)
 		return;
 	vw_workloads_free(g->workloads);
 	vw_podmeta_stop(g->podmeta);
+	vw_ctrmeta_free(g->ctrmeta);
 	vw_cpu_accountant_close(&g->cpu);
 	vw_reader_free(g->reader);
 	vw_power_source_close(&g->est);

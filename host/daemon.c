@@ -53,6 +53,7 @@ struct vw_host {
 	struct vw_exposition *expo;
 	struct vw_cpu_accountant cpu;
 	struct vw_podmeta *podmeta;
+	struct vw_ctrmeta *ctrmeta;
 	struct vw_workloads *workloads;
 	struct vw_complaint cpu_complaint;
 	struct vw_vms *vms;
@@ -302,6 +303,8 @@ static int setup_workloads(struct vw_host *h)
 	/* Loading BPF parses the kernel's BTF: give that transient heap back (~16 MiB of RSS). */
 	malloc_trim(0);
 	o.podmeta = h->podmeta;
+	if (o.containers)
+		o.ctrmeta = h->ctrmeta = vw_daemon_open_ctrmeta(&c->common);
 	h->workloads = vw_workloads_new(&o);
 	if (!h->workloads)
 		return -ENOMEM;
@@ -376,6 +379,7 @@ void vw_host_free(struct vw_host *h)
 	vw_vms_close(h->vms);
 	vw_workloads_free(h->workloads);
 	vw_podmeta_stop(h->podmeta);
+	vw_ctrmeta_free(h->ctrmeta);
 	vw_cpu_accountant_close(&h->cpu);
 	vw_power_source_close(&h->src);
 	vw_model_free(h->model);
