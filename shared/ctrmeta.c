@@ -42,8 +42,9 @@ static const char DEFAULT_DOCKER_DIR[] = "var/lib/docker/containers";
 static const char DEFAULT_PODMAN_DIRS[] = "var/lib/containers/storage:run/containers/storage";
 static const char DEFAULT_NERDCTL_DIR[] = "var/lib/nerdctl";
 
-/* containers/storage keeps <graphroot>/<driver>-containers/containers.json, and (since c/storage
- * 1.45, transient stores) volatile-containers.json beside it or under the run root. */
+/* containers/storage keeps <graphroot>/<driver>-containers/containers.json; newer releases keep
+ * --rm containers in volatile-containers.json beside it, or under the run root with a transient
+ * store. Podman 4.3 (Debian 12) writes containers.json only. */
 static const char *const podman_drivers[] = { "overlay", "vfs", "btrfs", "zfs", "devmapper",
 					      "aufs" };
 static const char *const podman_files[] = { "containers.json", "volatile-containers.json" };
@@ -93,7 +94,8 @@ bool vw_ctrmeta_valid_name(const char *s, size_t n)
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];
-		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			     (c >= '0' && c <= '9');
 
 		if (!alnum && (i == 0 || (c != '_' && c != '.' && c != '-')))
 			return false;
@@ -136,7 +138,8 @@ static bool racy(const struct stamp *s)
 
 	if (clock_gettime(CLOCK_REALTIME, &now) < 0)
 		return true;
-	return s->mtime_ns + RACY_NS > (uint64_t)now.tv_sec * VW_NSEC_PER_SEC + (uint64_t)now.tv_nsec;
+	return s->mtime_ns + RACY_NS >
+	       (uint64_t)now.tv_sec * VW_NSEC_PER_SEC + (uint64_t)now.tv_nsec;
 }
 
 /* What a walk saw: the stamps of its files and directories hashed in order, and the newest. */
@@ -299,8 +302,10 @@ static void podman_walk(struct vw_ctrmeta *m, struct index *load, struct sig *si
 				size_t len;
 				int r;
 
-				if (snprintf(rel, sizeof(rel), "%s/%s-containers/%s", root,
-					     podman_drivers[d], podman_files[f]) >= (int)sizeof(rel))
+				int n = snprintf(rel, sizeof(rel), "%s/%s-containers/%s", root,
+						 podman_drivers[d], podman_files[f]);
+
+				if (n >= (int)sizeof(rel))
 					continue;
 				r = mix_path(m, rel, sig);
 				if (r < 0)
@@ -470,8 +475,10 @@ static int docker_lookup(struct vw_ctrmeta *m, const char *id, struct vw_ctrmeta
 	size_t len;
 	int r;
 
-	if (!*m->docker_dir ||
-	    snprintf(rel, sizeof(rel), "%s/%s/config.v2.json", m->docker_dir, id) >= (int)sizeof(rel))
+	if (!*m->docker_dir)
+		return -ENOENT;
+	if (snprintf(rel, sizeof(rel), "%s/%s/config.v2.json", m->docker_dir, id) >=
+	    (int)sizeof(rel))
 		return -ENOENT;
 	fd = vw_open_in_root(m->root_fd, rel, O_PATH);
 	if (fd < 0)

@@ -53,7 +53,8 @@ static void expect_name(struct vw_ctrmeta *m, enum vw_runtime rt, const char *id
 	int r = vw_ctrmeta_name(m, rt, id, buf, sizeof(buf));
 
 	if (r != 0 || strcmp(buf, name) != 0)
-		fail_msg("%s %.12s: %d \"%s\", expected \"%s\"", vw_runtime_name(rt), id, r, buf, name);
+		fail_msg("%s %.12s: %d \"%s\", expected \"%s\"", vw_runtime_name(rt), id, r, buf,
+			 name);
 }
 
 static void expect_err(struct vw_ctrmeta *m, enum vw_runtime rt, const char *id, int err)
@@ -68,47 +69,62 @@ static void expect_err(struct vw_ctrmeta *m, enum vw_runtime rt, const char *id,
 
 /* ---- the checked-in trees ---- */
 
-static void test_docker_tree(void **state)
+/* Every row against a fresh reader on its tree: a name, or the error and no name. */
+static const struct tree_case {
+	const char *tree;
+	enum vw_runtime rt;
+	const char *id, *name;
+	int err;
+} tree_cases[] = {
+	{ "docker", VW_RUNTIME_DOCKER, ID_WEB, "web", 0 },
+	{ "docker", VW_RUNTIME_DOCKER, ID_SHOP, "shop-api-1", 0 },
+	{ "docker", VW_RUNTIME_DOCKER, ID_X, NULL, -ENOENT },
+	/* The runtime the cgroup path gave picks the source: no cross-runtime guesses. */
+	{ "docker", VW_RUNTIME_PODMAN, ID_WEB, NULL, -ENOENT },
+	{ "docker", VW_RUNTIME_CRIO, ID_WEB, NULL, -ENOENT },
+	{ "docker", VW_RUNTIME_KUBERNETES, ID_WEB, NULL, -ENOENT },
+	{ "podman", VW_RUNTIME_PODMAN, ID_VWN, "vwn-exp", 0 },
+	{ "podman", VW_RUNTIME_PODMAN, ID_DB, "db", 0 },
+	{ "podman", VW_RUNTIME_PODMAN, ID_JOB, "job-42", 0 }, /* the run root's volatile store */
+	{ "podman", VW_RUNTIME_PODMAN, ID_X, NULL, -ENOENT },
+	{ "podman", VW_RUNTIME_DOCKER, ID_VWN, NULL, -ENOENT },
+	{ "nerdctl", VW_RUNTIME_CONTAINERD, ID_NGINX, "nginx", 0 },
+	{ "nerdctl", VW_RUNTIME_CONTAINERD, ID_WP, "compose-wordpress_db_1", 0 },
+	{ "nerdctl", VW_RUNTIME_CONTAINERD, ID_X, NULL, -ENOENT },
+};
+
+static void test_trees(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(tree_cases); i++) {
+		const struct tree_case *c = &tree_cases[i];
+		char root[512];
+		struct vw_ctrmeta *m;
+
+		snprintf(root, sizeof(root), DATA "/%s", c->tree);
+		m = open_root(root, 0);
+		if (c->name)
+			expect_name(m, c->rt, c->id, c->name);
+		else
+			expect_err(m, c->rt, c->id, c->err);
+		vw_ctrmeta_free(m);
+	}
+}
+
+/* Docker Compose's project label comes along with the name. */
+static void test_docker_project(void **state)
 {
 	struct vw_ctrmeta *m = open_root(DATA "/docker", 0);
 	struct vw_ctrmeta_info info;
 
 	(void)state;
-	expect_name(m, VW_RUNTIME_DOCKER, ID_WEB, "web");
 	assert_int_equal(vw_ctrmeta_lookup(m, VW_RUNTIME_DOCKER, ID_SHOP, &info), 0);
 	assert_string_equal(info.name, "shop-api-1");
 	assert_string_equal(info.project, "shop");
 	assert_int_equal(vw_ctrmeta_lookup(m, VW_RUNTIME_DOCKER, ID_WEB, &info), 0);
 	assert_string_equal(info.project, "");
-	expect_err(m, VW_RUNTIME_DOCKER, ID_X, -ENOENT);
-	/* The runtime the cgroup path gave picks the source: no cross-runtime guesses. */
-	expect_err(m, VW_RUNTIME_PODMAN, ID_WEB, -ENOENT);
-	expect_err(m, VW_RUNTIME_CRIO, ID_WEB, -ENOENT);
-	expect_err(m, VW_RUNTIME_KUBERNETES, ID_WEB, -ENOENT);
-	vw_ctrmeta_free(m);
-}
-
-static void test_podman_tree(void **state)
-{
-	struct vw_ctrmeta *m = open_root(DATA "/podman", 0);
-
-	(void)state;
-	expect_name(m, VW_RUNTIME_PODMAN, ID_VWN, "vwn-exp");
-	expect_name(m, VW_RUNTIME_PODMAN, ID_DB, "db");
-	expect_name(m, VW_RUNTIME_PODMAN, ID_JOB, "job-42"); /* the run root's volatile store */
-	expect_err(m, VW_RUNTIME_PODMAN, ID_X, -ENOENT);
-	expect_err(m, VW_RUNTIME_DOCKER, ID_VWN, -ENOENT);
-	vw_ctrmeta_free(m);
-}
-
-static void test_nerdctl_tree(void **state)
-{
-	struct vw_ctrmeta *m = open_root(DATA "/nerdctl", 0);
-
-	(void)state;
-	expect_name(m, VW_RUNTIME_CONTAINERD, ID_NGINX, "nginx");
-	expect_name(m, VW_RUNTIME_CONTAINERD, ID_WP, "compose-wordpress_db_1");
-	expect_err(m, VW_RUNTIME_CONTAINERD, ID_X, -ENOENT);
+	assert_int_equal(vw_ctrmeta_lookup(m, VW_RUNTIME_DOCKER, ID_X, &info), -ENOENT);
+	assert_string_equal(info.name, "");
 	vw_ctrmeta_free(m);
 }
 
@@ -119,8 +135,8 @@ static void test_bad_ids_and_buffers(void **state)
 
 	(void)state;
 	expect_err(m, VW_RUNTIME_DOCKER, "../../../../etc/passwd", -ENOENT);
-	expect_err(m, VW_RUNTIME_DOCKER, "3F1C0E1B7A2D4C5E8F9A0B1C2D3E4F5A6B7C8D9E0F1A2B3C4D5E6F7A8B9C0D1E",
-		   -ENOENT);
+	expect_err(m, VW_RUNTIME_DOCKER,
+		   "3F1C0E1B7A2D4C5E8F9A0B1C2D3E4F5A6B7C8D9E0F1A2B3C4D5E6F7A8B9C0D1E", -ENOENT);
 	expect_err(m, VW_RUNTIME_DOCKER, "3f1c0e1b7a2d", -ENOENT);
 	expect_err(m, VW_RUNTIME_DOCKER, "", -ENOENT);
 	assert_int_equal(vw_ctrmeta_name(m, VW_RUNTIME_DOCKER, ID_WEB, small, sizeof(small)),
@@ -177,8 +193,8 @@ static void test_opts(void **state)
 	assert_non_null(m);
 	expect_err(m, VW_RUNTIME_DOCKER, ID_WEB, -ENOENT);
 	vw_ctrmeta_free(m);
-	m = vw_ctrmeta_new(&(struct vw_ctrmeta_opts){ .root_fd = fd, .docker_dir = "./var/lib/docker/containers",
-						      .podman_dirs = "a..b::c" });
+	m = vw_ctrmeta_new(&(struct vw_ctrmeta_opts){
+		.root_fd = fd, .docker_dir = "./var/lib/docker/containers", .podman_dirs = "a..b::c" });
 	assert_non_null(m);
 	expect_name(m, VW_RUNTIME_DOCKER, ID_WEB, "web");
 	vw_ctrmeta_free(m);
@@ -608,9 +624,8 @@ static void test_unreadable(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_docker_tree),
-		cmocka_unit_test(test_podman_tree),
-		cmocka_unit_test(test_nerdctl_tree),
+		cmocka_unit_test(test_trees),
+		cmocka_unit_test(test_docker_project),
 		cmocka_unit_test(test_bad_ids_and_buffers),
 		cmocka_unit_test(test_valid_name),
 		cmocka_unit_test(test_opts),
