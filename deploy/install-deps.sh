@@ -13,9 +13,10 @@ build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicroh
 # nodejs, npm: tests/deploy/validate_k8s.mjs (kubernetes-models from the npm registry);
 # systemd: systemd-analyze verify of deploy/systemd/*.service (tests/deploy/check_configs.sh).
 # libvirt-clients (virsh), busybox-static, kmod (depmod, modprobe --show-depends): tests/e2e.
+# podman, runc (+ busybox-static for the image): tests/test_ctrmeta_podman.c, a real container.
 test_pkgs=(libcmocka-dev prometheus curl python3 libclang-rt-14-dev libvirt-daemon
 	libvirt-daemon-driver-qemu qemu-system-x86 nodejs npm systemd libvirt-clients busybox-static
-	kmod)
+	kmod podman runc)
 bench_pkgs=(prometheus-node-exporter stress-ng)
 
 want=("${build_pkgs[@]}")

@@ -63,6 +63,7 @@ struct vw_guest {
 	struct vw_cpu_accountant cpu;
 	struct vw_podmeta *podmeta;
 	struct vw_cgroupfs *cgroupfs;
+	struct vw_ctrmeta *ctrmeta;
 	struct vw_workloads *workloads;
 	struct vw_series_state *series;
 	struct vw_exposition *expo;
@@ -252,6 +253,8 @@ static int setup_workloads(struct vw_guest *g)
 	}
 	o.podmeta = g->podmeta;
 	o.cgroupfs = g->cgroupfs;
+	if (o.containers)
+		o.ctrmeta = g->ctrmeta = vw_daemon_open_ctrmeta(&c->common);
 	g->workloads = vw_workloads_new(&o);
 	if (!g->workloads)
 		return -ENOMEM;
@@ -322,6 +325,7 @@ void vw_guest_free(struct vw_guest *g)
 		return;
 	vw_workloads_free(g->workloads);
 	vw_podmeta_stop(g->podmeta);
+	vw_ctrmeta_free(g->ctrmeta);
 	vw_cpu_accountant_close(&g->cpu);
 	vw_cgroupfs_free(g->cgroupfs);
 	vw_reader_free(g->reader);

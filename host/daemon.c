@@ -55,6 +55,7 @@ struct vw_host {
 	struct vw_cpu_accountant cpu;
 	struct vw_podmeta *podmeta;
 	struct vw_cgroupfs *cgroupfs;
+	struct vw_ctrmeta *ctrmeta;
 	struct vw_workloads *workloads;
 	struct vw_complaint cpu_complaint;
 	struct vw_vms *vms;
@@ -307,6 +308,8 @@ static int setup_workloads(struct vw_host *h)
 	malloc_trim(0);
 	o.podmeta = h->podmeta;
 	o.cgroupfs = h->cgroupfs;
+	if (o.containers)
+		o.ctrmeta = h->ctrmeta = vw_daemon_open_ctrmeta(&c->common);
 	h->workloads = vw_workloads_new(&o);
 	if (!h->workloads)
 		return -ENOMEM;
@@ -381,6 +384,7 @@ void vw_host_free(struct vw_host *h)
 	vw_vms_close(h->vms);
 	vw_workloads_free(h->workloads);
 	vw_podmeta_stop(h->podmeta);
+	vw_ctrmeta_free(h->ctrmeta);
 	vw_cpu_accountant_close(&h->cpu);
 	vw_cgroupfs_free(h->cgroupfs);
 	vw_power_source_close(&h->src);

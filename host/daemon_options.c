@@ -4,9 +4,29 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "ctrmeta.h"
+#include "fileio.h"
 
 const char *const vw_accounting_names[] = { "auto", "bpf", "procfs", NULL };
 const char *const vw_pod_source_names[] = { "apiserver", "kubelet", NULL };
+
+struct vw_ctrmeta *vw_daemon_open_ctrmeta(const struct vw_daemon_options *o)
+{
+	_cleanup_close_ int fd = vw_root_open(o->rootfs);
+	struct vw_ctrmeta *m;
+
+	if (fd < 0) {
+		vw_warn("containers: cannot open the host root %s: %s; containers outside "
+			"Kubernetes are shown by ID only", o->rootfs, strerror(-fd));
+		return NULL;
+	}
+	m = vw_ctrmeta_new(&(struct vw_ctrmeta_opts){ .root_fd = fd });
+	if (!m)
+		vw_warn("containers: cannot read container names: %s", strerror(errno));
+	return m;
+}
 
 static volatile sig_atomic_t stop_requested;
 

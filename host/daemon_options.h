@@ -20,6 +20,7 @@ struct vw_daemon_options {
 	uint64_t web_timeout_ns;
 	char *sysfs;
 	char *procfs;
+	char *rootfs;
 	uint64_t interval_ns;
 	enum vw_log_level log_level;
 	char *node_name;
@@ -61,6 +62,9 @@ extern const char *const vw_pod_source_names[];
 	  "root of this machine's sysfs (powercap zones, virtio ports, BTF, cgroups)" },          \
 	{ "host.procfs", "host.procfs", VW_OPT_STRING, VW_DO_OFF(type, procfs), "/proc", "PATH",   \
 	  "root of this machine's procfs (CPU time, processes, CPU inventory)" },                 \
+	{ "host.rootfs", "host.rootfs", VW_OPT_STRING, VW_DO_OFF(type, rootfs), "/", "PATH",       \
+	  "root of this machine's filesystem, read for container names outside Kubernetes "       \
+	  "(Docker's, Podman's and nerdctl's metadata below var/lib and run; read-only)" },        \
 	{ "monitor.interval", "monitor.interval", VW_OPT_DURATION, VW_DO_OFF(type, interval_ns),   \
 	  "5s", "DURATION", "interval at which energy is split and metrics are refreshed", 1,     \
 	  3600 },                                                                                  \
@@ -106,6 +110,13 @@ extern const char *const vw_pod_source_names[];
 	  "/var/cache/virtwatt", "PATH", "where a model fetched from model.url is cached" },       \
 	{ "model.timeout", "model.timeout", VW_OPT_DURATION, VW_DO_OFF(type, model_timeout_ns),    \
 	  "10s", "DURATION", "timeout for fetching a model", 0.1, 600 }
+
+/*
+ * Container names from the runtimes' files below --host.rootfs, for vw_workloads_opts.ctrmeta.
+ * NULL (logged: containers keep their IDs) when the root cannot be opened.
+ */
+struct vw_ctrmeta;
+struct vw_ctrmeta *vw_daemon_open_ctrmeta(const struct vw_daemon_options *o);
 
 /*
  * What both daemons' main() do: load the options (exit 0 after --help/--version, 2 on a bad

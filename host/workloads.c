@@ -164,6 +164,9 @@ static int find_container(struct vw_workloads *w, const struct vw_cgroup_match *
 	 * zero); before it, the first reading is only the baseline. */
 	c->cg_have_last = w->baseline_taken;
 	c->pod = resolve_pod(w, c);
+	if (!c->name[0]) /* outside Kubernetes: the runtime's own metadata */
+		(void)vw_ctrmeta_name(w->o.ctrmeta, m->runtime, m->container_id, c->name,
+				      sizeof(c->name));
 	return (int)w->n_conts++;
 }
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "cpu_account.h"
+#include "ctrmeta.h"
 #include "log.h"
 #include "prom.h"
 #include "workload.h"
@@ -29,6 +30,7 @@ struct vw_workloads_opts {
 	 * kernel's total for their cgroup, exited tasks included. NULL: containers are the sums
 	 * of the processes seen alive. Owned by the caller. */
 	struct vw_cgroupfs *cgroupfs;
+	struct vw_ctrmeta *ctrmeta; /* names outside Kubernetes (NULL: none) */
 	unsigned host_cpus;       /* idle capacity = host_cpus x 1000 millicores */
 	bool processes;           /* export process series */
 	unsigned process_top_n;   /* at most this many process series (0: no limit) */

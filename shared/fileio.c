@@ -6,7 +6,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 
 int vw_root_open(const char *path)
 {
@@ -20,6 +22,52 @@ int vw_dir_open_at(int dirfd, const char *rel)
 	int fd = openat(dirfd, rel, O_PATH | O_DIRECTORY | O_CLOEXEC);
 
 	return fd < 0 ? -errno : fd;
+}
+
+int vw_open_in_root(int dirfd, const char *rel, int flags)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS,
+	};
+	long fd = syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+
+	if (fd < 0 && errno == ENOSYS)
+		fd = openat(dirfd, rel, flags | O_CLOEXEC);
+	return fd < 0 ? -errno : (int)fd;
+}
+
+int vw_read_alloc_in_root(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len,
+			  struct stat *ret_st)
+{
+	_cleanup_close_ int fd = vw_open_in_root(dirfd, rel, O_RDONLY | O_NOCTTY | O_NONBLOCK);
+	_cleanup_free_ char *buf = NULL;
+	struct stat st;
+	size_t len;
+	int r;
+
+	if (fd < 0)
+		return fd;
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	if (st.st_size < 0 || (uint64_t)st.st_size > max)
+		return -EFBIG;
+	buf = malloc((size_t)st.st_size + 2);
+	if (!buf)
+		return -ENOMEM;
+	r = vw_read_fd(fd, buf, (size_t)st.st_size + 1, &len);
+	if (r < 0)
+		return r;
+	if (len > (size_t)st.st_size)
+		return -EAGAIN; /* it grew while being read: a writer not using rename */
+	buf[len] = '\0';
+	if (ret_st)
+		*ret_st = st;
+	*ret_len = len;
+	*ret = VW_TAKE_PTR(buf);
+	return 0;
 }
 
 int vw_read_fd(int fd, void *buf, size_t max, size_t *ret_len)

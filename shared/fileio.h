@@ -4,6 +4,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "macro.h"
 
@@ -11,6 +12,23 @@
 int vw_root_open(const char *path);
 /* Open a directory below a root. fd or -errno. */
 int vw_dir_open_at(int dirfd, const char *rel);
+
+/*
+ * Open rel below dirfd with every symlink (absolute ones too) and ".." resolved inside dirfd as
+ * if it were / (openat2 RESOLVE_IN_ROOT, no magic links; plain openat before Linux 5.6), so an
+ * injected root such as /host cannot be escaped by /host/var/lib/docker -> /data/docker.
+ * O_CLOEXEC is added. fd or -errno.
+ */
+int vw_open_in_root(int dirfd, const char *rel, int flags);
+/*
+ * A regular file below dirfd (vw_open_in_root) read whole into a malloc'd NUL-terminated *ret:
+ * -EFBIG over max bytes (judged by its size, before reading), -EAGAIN if it grew while being
+ * read, -EINVAL when it is not a regular file (a FIFO does not block: O_NONBLOCK), -EISDIR.
+ * For files on disk (st_size is their length: not procfs or sysfs). *ret_st (optional) gets
+ * its fstat.
+ */
+int vw_read_alloc_in_root(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len,
+			  struct stat *ret_st);
 
 /*
  * Read a whole small file into buf (NUL-terminated). -EFBIG if it does not fit,

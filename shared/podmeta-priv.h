@@ -1,44 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Internal to the pod metadata client: the pod table (podtable.c) that podmeta.c fills from the
- * API server or the kubelet, and the type-checked json-c accessors both use (security.md §5).
+ * API server or the kubelet, using the type-checked json-c accessors of json.h (security.md §5).
  * Not for other modules; tests drive the table directly with explicit times.
  */
 #pragma once
 
 #include <errno.h>
-#include <json-c/json.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "json.h"
 #include "workload.h"
-
-/* o[key] when it exists and has type t, else NULL (o may be NULL). */
-static inline struct json_object *vw_jget(struct json_object *o, const char *key,
-					  enum json_type t)
-{
-	struct json_object *v;
-
-	if (!o || !json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, t))
-		return NULL;
-	return v;
-}
-
-#define vw_jobj(o, k) vw_jget(o, k, json_type_object)
-#define vw_jarr(o, k) vw_jget(o, k, json_type_array)
-
-/* A string without embedded NULs, or NULL. */
-static inline const char *vw_jstr(struct json_object *o, const char *key)
-{
-	struct json_object *v = vw_jget(o, key, json_type_string);
-	const char *s;
-
-	if (!v)
-		return NULL;
-	s = json_object_get_string(v);
-	return strlen(s) == (size_t)json_object_get_string_len(v) ? s : NULL;
-}
 
 /* Copy a non-empty string that fits (NUL included), else -EINVAL. */
 static inline int vw_copy_str(char *dst, size_t size, const char *s)

@@ -133,27 +133,7 @@ static uint64_t rng_next(struct vw_podmeta *pm)
 
 static struct json_object *json_parse(struct vw_podmeta *pm, const char *s, size_t len)
 {
-	struct json_object *o;
-
-	while (len > 0 && (s[len - 1] == '\n' || s[len - 1] == '\r' || s[len - 1] == ' ' ||
-			   s[len - 1] == '\t'))
-		len--;
-	if (len == 0 || len > INT_MAX)
-		return NULL;
-	json_tokener_reset(pm->tok);
-	o = json_tokener_parse_ex(pm->tok, s, (int)len);
-	if (json_tokener_get_error(pm->tok) != json_tokener_success ||
-	    json_tokener_get_parse_end(pm->tok) != len || !json_object_is_type(o, json_type_object)) {
-		json_object_put(o);
-		json_tokener_reset(pm->tok);
-		return NULL;
-	}
-	return o;
-}
-
-static void json_putp(struct json_object **o)
-{
-	json_object_put(*o);
+	return vw_json_parse(pm->tok, s, len, json_type_object);
 }
 
 static bool jint(struct json_object *o, const char *key, int64_t *ret)
@@ -234,7 +214,7 @@ static int apply_list(struct vw_podmeta *pm, struct json_object *list)
 /* One watch event line. 0: applied or ignored; -ESTALE: 410, re-list; -EPROTO: other ERROR. */
 static int handle_event(struct vw_podmeta *pm, const char *line, size_t len, unsigned *events)
 {
-	_cleanup_(json_putp) struct json_object *ev = NULL;
+	_cleanup_json_ struct json_object *ev = NULL;
 	struct json_object *obj;
 	const char *type;
 	int64_t code = 0;
@@ -580,7 +560,7 @@ static char *pods_url(struct vw_podmeta *pm, bool watch)
 /* GET a PodList and apply it. 1: retry now (new token). */
 static int do_list(struct vw_podmeta *pm, const char *url, const char *what)
 {
-	_cleanup_(json_putp) struct json_object *list = NULL;
+	_cleanup_json_ struct json_object *list = NULL;
 	struct xfer x = { .pm = pm, .cap = LIST_MAX };
 	int r;
 
@@ -805,10 +785,9 @@ static int pm_init(struct vw_podmeta *pm, const struct vw_podmeta_opts *o)
 	pm->table = vw_podtable_new(pm->grace_ns);
 	if (!pm->table)
 		return -ENOMEM;
-	pm->tok = json_tokener_new_ex(JSON_DEPTH);
+	pm->tok = vw_json_tokener_new(JSON_DEPTH);
 	if (!pm->tok)
 		return -ENOMEM;
-	json_tokener_set_flags(pm->tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
 	pm->multi = curl_multi_init();
 	pm->easy = curl_easy_init();
 	return pm->multi && pm->easy ? 0 : -ENOMEM;
