@@ -61,6 +61,7 @@ void vw_workloads_free(struct vw_workloads *w)
 	free(w->vms);
 	free(w->weights);
 	free(w->out);
+	free(w->share);
 	free(w->by_cont.start);
 	free(w->by_cont.items);
 	free(w->by_pod.start);
@@ -463,9 +464,11 @@ static int scratch(struct vw_workloads *w, size_t n)
 		return 0;
 	free(w->weights);
 	free(w->out);
+	free(w->share);
 	w->weights = calloc(n, sizeof(uint64_t));
 	w->out = calloc(n, sizeof(uint64_t));
-	w->cap_scratch = w->weights && w->out ? n : 0;
+	w->share = calloc(n, sizeof(uint64_t));
+	w->cap_scratch = w->weights && w->out && w->share ? n : 0;
 	return w->cap_scratch ? 0 : -ENOMEM;
 }
 
@@ -603,10 +606,8 @@ static uint64_t container_weight(const struct vw_workloads *w, size_t c, enum vw
 	return sum;
 }
 
-/*
- * Split uj over `n` weights already in w->weights (n <= cap_scratch) and call take(i, share)
- * for each non-zero share. Returns what nobody could take (all weights 0).
- */
+/* Split uj over the `n` weights in w->weights (n <= cap_scratch) into w->out. Returns what
+ * nobody could take (all weights 0). */
 static uint64_t split_weights(struct vw_workloads *w, size_t n, uint64_t uj)
 {
 	uint64_t rest = 0;
@@ -655,11 +656,8 @@ static void split_container(struct vw_workloads *w, size_t c, enum vw_zone z, in
 static uint64_t split_node(struct vw_workloads *w, enum vw_zone z, int m, uint64_t uj)
 {
 	size_t nc = w->n_conts, n = 0;
-	uint64_t seen = 0, rest;
-	_cleanup_free_ uint64_t *share = calloc(nc + 1, sizeof(uint64_t));
+	uint64_t seen = 0, rest, *share = w->share;
 
-	if (!share)
-		return uj;
 	for (size_t c = 0; c < nc; c++) {
 		w->weights[n] = container_weight(w, c, z);
 		seen += w->weights[n++];
@@ -693,10 +691,9 @@ static void split_pod(struct vw_workloads *w, size_t pod, enum vw_zone z, uint64
 	const struct bucket *b = &w->by_pod;
 	const size_t *idx = b->items + b->start[pod];
 	size_t n = bucket_len(b, pod);
-	_cleanup_free_ uint64_t *share = calloc(n + 1, sizeof(uint64_t));
-	uint64_t any = 0, rest;
+	uint64_t any = 0, rest, *share = w->share;
 
-	if (!share || n == 0) {
+	if (n == 0) {
 		w->totals.unattributed[z][M_IDLE] += uj;
 		return;
 	}

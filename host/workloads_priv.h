@@ -104,6 +104,7 @@ struct vw_workloads {
 	bool rescanned;          /* in this update */
 	/* Scratch reused every interval. */
 	uint64_t *weights, *out;
+	uint64_t *share; /* a split's shares, kept while the next level's split reuses `out` */
 	size_t cap_scratch;
 	struct bucket by_cont, by_pod, by_vm; /* processes by container, containers by pod,
 					       * VM processes (in no pod) by VM */

@@ -33,26 +33,6 @@
 
 static int procfd = -1, sysfd = -1;
 
-static bool in_ci(void)
-{
-	const char *ci = getenv("CI");
-
-	return ci && strcmp(ci, "true") == 0;
-}
-
-/* Skip with a reason here, fail under CI=true. */
-#define REQUIRE(cond, ...)                                                                         \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			if (in_ci())                                                               \
-				fail_msg(__VA_ARGS__);                                             \
-			print_message("# SKIP: ");                                                 \
-			print_message(__VA_ARGS__);                                                \
-			print_message("\n");                                                       \
-			skip();                                                                    \
-		}                                                                                  \
-	} while (0)
-
 static uint64_t schedstat_ns(pid_t pid)
 {
 	char path[64], buf[128];
