@@ -764,8 +764,8 @@ static int server_start_mhd(struct server *s)
 	if (fd < 0)
 		return -errno;
 	s->mhd = MHD_start_daemon(mhd_flags(wc && wc->tls), 0, NULL, NULL, on_request, s,
-				  MHD_OPTION_ARRAY, tls,
 				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+				  MHD_OPTION_ARRAY, tls,
 				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 				  MHD_OPTION_CONNECTION_LIMIT, h->max_connections,
 				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->per_ip_connections,

@@ -102,7 +102,7 @@ struct parser {
 	char *dir; /* of the file, for relative paths */
 	struct vw_webconfig *c;
 	struct tls_raw t;
-	bool http2;
+	bool http2, http2_set;
 };
 
 static void strv_free(char **v, size_t n)
@@ -525,6 +525,7 @@ static const struct key tls_keys[] = {
 
 static int k_http2(struct parser *ps, const yaml_event_t *k)
 {
+	ps->http2_set = true;
 	return read_bool(ps, KEYNAME(k), &ps->http2);
 }
 static int k_headers(struct parser *ps, const yaml_event_t *k)
@@ -920,7 +921,7 @@ static int check_all(struct parser *ps)
 {
 	int r = check_tls(ps);
 
-	if (r == 0 && ps->http2 && ps->c->tls)
+	if (r == 0 && ps->http2_set && ps->http2)
 		r = note(ps, "http_server_config.http2: HTTP/2 is not supported; serving HTTP/1.1");
 	if (r == 0 && ps->c->rate_interval_ns && !ps->c->rate_burst)
 		r = note(ps, "rate_limit: burst 0 refuses every request (429), as in exporter-toolkit");
@@ -931,8 +932,7 @@ static int check_all(struct parser *ps)
 
 int vw_webconfig_load(const char *path, struct vw_webconfig **ret, char *err, size_t errlen)
 {
-	struct parser ps = { .http2 = true,
-			     .t = { .min_version = 12, .max_version = 13, .prefer_server = true } };
+	struct parser ps = { .t = { .min_version = 12, .max_version = 13, .prefer_server = true } };
 	_cleanup_free_ char *copy = path ? strdup(path) : NULL;
 	int r;
 
