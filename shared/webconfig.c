@@ -13,6 +13,7 @@
 #include <gnutls/x509.h>
 #include <libgen.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,20 +231,31 @@ static int read_bool(struct parser *ps, const char *key, bool *ret)
 	return 0;
 }
 
+/* The value after key: 1 when it starts a collection of type (in ev), 0 for null, or -errno. */
+static int collection_start(struct parser *ps, const char *key, yaml_event_type_t type,
+			    yaml_event_t *ev)
+{
+	int r = vw_yaml_next(&ps->y, ev);
+
+	if (r < 0)
+		return r;
+	if (vw_yaml_is_null(ev))
+		return 0;
+	if (ev->type != type)
+		return ERR(ps, &ev->start_mark, "%s: expected a %s, got a %s", key,
+			   type == YAML_SEQUENCE_START_EVENT ? "list" : "mapping", vw_yaml_kind(ev));
+	return 1;
+}
+
 /* A sequence of non-empty scalars (null: an empty list), appended to *v. */
 static int read_list(struct parser *ps, const char *key, char ***v, size_t *n, yaml_mark_t *mark)
 {
 	_cleanup_yaml_event_ yaml_event_t ev = { 0 };
-	int r = vw_yaml_next(&ps->y, &ev);
+	int r = collection_start(ps, key, YAML_SEQUENCE_START_EVENT, &ev);
 
-	if (r < 0)
-		return r;
 	*mark = ev.start_mark;
-	if (vw_yaml_is_null(&ev))
-		return 0;
-	if (ev.type != YAML_SEQUENCE_START_EVENT)
-		return ERR(ps, &ev.start_mark, "%s: expected a list, got a %s", key,
-			   vw_yaml_kind(&ev));
+	if (r <= 0)
+		return r;
 	for (;;) {
 		r = vw_yaml_next_scalar(&ps->y, &ev, YAML_SEQUENCE_END_EVENT, "a list item");
 		if (r <= 0)
@@ -264,15 +276,10 @@ static int read_pairs(struct parser *ps, const char *key, struct vw_webconfig_pa
 		      size_t *n, pair_check_fn check)
 {
 	_cleanup_yaml_event_ yaml_event_t ev = { 0 };
-	int r = vw_yaml_next(&ps->y, &ev);
+	int r = collection_start(ps, key, YAML_MAPPING_START_EVENT, &ev);
 
-	if (r < 0)
+	if (r <= 0)
 		return r;
-	if (vw_yaml_is_null(&ev))
-		return 0;
-	if (ev.type != YAML_MAPPING_START_EVENT)
-		return ERR(ps, &ev.start_mark, "%s: expected a mapping, got a %s", key,
-			   vw_yaml_kind(&ev));
 	for (;;) {
 		_cleanup_free_ char *name = NULL, *value = NULL;
 		yaml_mark_t km, vm;
@@ -418,15 +425,11 @@ static int read_mapping(struct parser *ps, const char *section, const struct key
 {
 	_cleanup_yaml_event_ yaml_event_t ev = { 0 };
 	char seen[16] = { 0 };
-	int r = vw_yaml_next(&ps->y, &ev);
+	int r = collection_start(ps, *section ? section : "the file", YAML_MAPPING_START_EVENT,
+				 &ev);
 
-	if (r < 0)
+	if (r <= 0)
 		return r;
-	if (vw_yaml_is_null(&ev))
-		return 0;
-	if (ev.type != YAML_MAPPING_START_EVENT)
-		return ERR(ps, &ev.start_mark, "%s: expected a mapping, got a %s", section,
-			   vw_yaml_kind(&ev));
 	for (;;) {
 		const char *name;
 		size_t i;
@@ -450,55 +453,56 @@ static int read_mapping(struct parser *ps, const char *section, const struct key
 }
 
 #define KEYNAME(ev) ((const char *)(ev)->data.scalar.value)
+#define TLS_AT(ps, off, type) ((type *)((char *)&(ps)->t + (off)))
 
-static int k_cert(struct parser *ps, const yaml_event_t *k)
+/* tls_server_config's keys: what each holds in struct tls_raw. */
+static const struct tls_field {
+	const char *name;
+	enum { F_STRING, F_LIST, F_VERSION, F_BOOL } kind;
+	size_t field, mark, count;
+} tls_fields[] = {
+#define S(n, f, m) { n, F_STRING, offsetof(struct tls_raw, f), offsetof(struct tls_raw, m), 0 }
+	S("cert", cert, cert_m),
+	S("key", key, key_m),
+	S("client_ca", client_ca, ca_m),
+	S("cert_file", cert_file, cert_m),
+	S("key_file", key_file, key_m),
+	S("client_auth_type", client_auth, auth_m),
+	S("client_ca_file", client_ca_file, ca_m),
+#undef S
+	{ "cipher_suites", F_LIST, offsetof(struct tls_raw, ciphers),
+	  offsetof(struct tls_raw, ciphers_m), offsetof(struct tls_raw, n_ciphers) },
+	{ "curve_preferences", F_LIST, offsetof(struct tls_raw, curves),
+	  offsetof(struct tls_raw, curves_m), offsetof(struct tls_raw, n_curves) },
+	{ "min_version", F_VERSION, offsetof(struct tls_raw, min_version),
+	  offsetof(struct tls_raw, min_m), 0 },
+	{ "max_version", F_VERSION, offsetof(struct tls_raw, max_version),
+	  offsetof(struct tls_raw, max_m), 0 },
+	{ "prefer_server_cipher_suites", F_BOOL, offsetof(struct tls_raw, prefer_server), 0, 0 },
+};
+
+static int k_tls_field(struct parser *ps, const yaml_event_t *k)
 {
-	return read_string(ps, KEYNAME(k), &ps->t.cert, &ps->t.cert_m);
+	const char *name = KEYNAME(k);
+	const struct tls_field *f = tls_fields;
+
+	while (strcmp(f->name, name) != 0)
+		f++; /* read_mapping only calls this for names in tls_keys, all in tls_fields */
+	switch (f->kind) {
+	case F_STRING:
+		return read_string(ps, name, TLS_AT(ps, f->field, char *),
+				   TLS_AT(ps, f->mark, yaml_mark_t));
+	case F_LIST:
+		return read_list(ps, name, TLS_AT(ps, f->field, char **),
+				 TLS_AT(ps, f->count, size_t), TLS_AT(ps, f->mark, yaml_mark_t));
+	case F_VERSION:
+		return read_version(ps, name, TLS_AT(ps, f->field, unsigned),
+				    TLS_AT(ps, f->mark, yaml_mark_t));
+	default:
+		return read_bool(ps, name, TLS_AT(ps, f->field, bool));
+	}
 }
-static int k_key(struct parser *ps, const yaml_event_t *k)
-{
-	return read_string(ps, KEYNAME(k), &ps->t.key, &ps->t.key_m);
-}
-static int k_client_ca(struct parser *ps, const yaml_event_t *k)
-{
-	return read_string(ps, KEYNAME(k), &ps->t.client_ca, &ps->t.ca_m);
-}
-static int k_cert_file(struct parser *ps, const yaml_event_t *k)
-{
-	return read_string(ps, KEYNAME(k), &ps->t.cert_file, &ps->t.cert_m);
-}
-static int k_key_file(struct parser *ps, const yaml_event_t *k)
-{
-	return read_string(ps, KEYNAME(k), &ps->t.key_file, &ps->t.key_m);
-}
-static int k_client_ca_file(struct parser *ps, const yaml_event_t *k)
-{
-	return read_string(ps, KEYNAME(k), &ps->t.client_ca_file, &ps->t.ca_m);
-}
-static int k_client_auth(struct parser *ps, const yaml_event_t *k)
-{
-	return read_string(ps, KEYNAME(k), &ps->t.client_auth, &ps->t.auth_m);
-}
-static int k_ciphers(struct parser *ps, const yaml_event_t *k)
-{
-	return read_list(ps, KEYNAME(k), &ps->t.ciphers, &ps->t.n_ciphers, &ps->t.ciphers_m);
-}
-static int k_curves(struct parser *ps, const yaml_event_t *k)
-{
-	return read_list(ps, KEYNAME(k), &ps->t.curves, &ps->t.n_curves, &ps->t.curves_m);
-}
-static int k_min_version(struct parser *ps, const yaml_event_t *k)
-{
-	return read_version(ps, KEYNAME(k), &ps->t.min_version, &ps->t.min_m);
-}
-static int k_max_version(struct parser *ps, const yaml_event_t *k)
-{
-	return read_version(ps, KEYNAME(k), &ps->t.max_version, &ps->t.max_m);
-}
-static int k_prefer_server(struct parser *ps, const yaml_event_t *k)
-{
-	return read_bool(ps, KEYNAME(k), &ps->t.prefer_server);
-}
+
 static int k_allowed_sans(struct parser *ps, const yaml_event_t *k)
 {
 	return ERR(ps, &k->start_mark,
@@ -508,18 +512,18 @@ static int k_allowed_sans(struct parser *ps, const yaml_event_t *k)
 }
 
 static const struct key tls_keys[] = {
-	{ "cert", k_cert },
-	{ "key", k_key },
-	{ "client_ca", k_client_ca },
-	{ "cert_file", k_cert_file },
-	{ "key_file", k_key_file },
-	{ "client_auth_type", k_client_auth },
-	{ "client_ca_file", k_client_ca_file },
-	{ "cipher_suites", k_ciphers },
-	{ "curve_preferences", k_curves },
-	{ "min_version", k_min_version },
-	{ "max_version", k_max_version },
-	{ "prefer_server_cipher_suites", k_prefer_server },
+	{ "cert", k_tls_field },
+	{ "key", k_tls_field },
+	{ "client_ca", k_tls_field },
+	{ "cert_file", k_tls_field },
+	{ "key_file", k_tls_field },
+	{ "client_auth_type", k_tls_field },
+	{ "client_ca_file", k_tls_field },
+	{ "cipher_suites", k_tls_field },
+	{ "curve_preferences", k_tls_field },
+	{ "min_version", k_tls_field },
+	{ "max_version", k_tls_field },
+	{ "prefer_server_cipher_suites", k_tls_field },
 	{ "client_allowed_sans", k_allowed_sans },
 };
 

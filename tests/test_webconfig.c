@@ -162,6 +162,14 @@ static void test_every_key(void **state)
 	vw_webconfig_free(wc);
 }
 
+/* "  key: |" and text indented below it. */
+static void yaml_block(FILE *f, const char *key, char *text)
+{
+	fprintf(f, "  %s: |\n", key);
+	for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"))
+		fprintf(f, "    %s\n", l);
+}
+
 static void test_inline_and_defaults(void **state)
 {
 	char path[512], text[16384];
@@ -176,15 +184,10 @@ static void test_inline_and_defaults(void **state)
 	assert_non_null(ca);
 	/* YAML literal blocks, indented. */
 	FILE *f = fmemopen(text, sizeof(text), "w");
-	fputs("tls_server_config:\n  cert: |\n", f);
-	for (char *l = strtok(cert, "\n"); l; l = strtok(NULL, "\n"))
-		fprintf(f, "    %s\n", l);
-	fputs("  key: |\n", f);
-	for (char *l = strtok(key, "\n"); l; l = strtok(NULL, "\n"))
-		fprintf(f, "    %s\n", l);
-	fputs("  client_ca: |\n", f);
-	for (char *l = strtok(ca, "\n"); l; l = strtok(NULL, "\n"))
-		fprintf(f, "    %s\n", l);
+	fputs("tls_server_config:\n", f);
+	yaml_block(f, "cert", cert);
+	yaml_block(f, "key", key);
+	yaml_block(f, "client_ca", ca);
 	fputs("  client_auth_type: RequireClientCert\n  min_version: TLS10\n", f);
 	fputc('\0', f);
 	fclose(f);
