@@ -6,7 +6,7 @@ set -euo pipefail
 
 build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicrohttpd-dev
 	libcurl4-openssl-dev libyaml-dev clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool
-	libvirt-dev)
+	libvirt-dev libgnutls28-dev libcrypt-dev)
 # libclang-rt-14-dev: libFuzzer for tests/fuzz (clang-14 only recommends it).
 # libvirt-daemon (libvirtd, virtlogd), its qemu driver and QEMU: tests/test_vm_integration.c.
 # Not libvirt-daemon-system: it pulls systemd, iptables and more (--no-install-recommends below).
@@ -14,9 +14,11 @@ build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicroh
 # systemd: systemd-analyze verify of deploy/systemd/*.service (tests/deploy/check_configs.sh).
 # libvirt-clients (virsh), busybox-static, kmod (depmod, modprobe --show-depends): tests/e2e.
 # podman, runc (+ busybox-static for the image): tests/test_ctrmeta_podman.c, a real container.
+# openssl (test CAs and certificates), apache2-utils (htpasswd -B bcrypt hashes): tests/test_tls*.c,
+# tests/test_webconfig.c.
 test_pkgs=(libcmocka-dev prometheus curl python3 libclang-rt-14-dev libvirt-daemon
 	libvirt-daemon-driver-qemu qemu-system-x86 nodejs npm systemd libvirt-clients busybox-static
-	kmod podman runc)
+	kmod podman runc openssl apache2-utils)
 bench_pkgs=(prometheus-node-exporter stress-ng)
 
 want=("${build_pkgs[@]}")

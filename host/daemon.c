@@ -670,6 +670,7 @@ int vw_host_run(struct vw_host *h, volatile sig_atomic_t *stop)
 	struct vw_http_opts ho = { .listen_address = cfg->common.listen_address,
 				   .max_connections = (unsigned)cfg->common.web_max_connections,
 				   .timeout_s = (unsigned)(cfg->common.web_timeout_ns / VW_NSEC_PER_SEC),
+				   .web_config_file = cfg->common.web_config_file,
 				   .program = "virtwatt-host",
 				   .version = VW_VERSION,
 				   .healthy = host_healthy,

@@ -18,6 +18,7 @@ struct vw_daemon_options {
 	char *listen_address;
 	uint64_t web_max_connections;
 	uint64_t web_timeout_ns;
+	char *web_config_file;
 	char *sysfs;
 	char *procfs;
 	char *rootfs;
@@ -58,6 +59,10 @@ extern const char *const vw_pod_source_names[];
 	  1, 10000 },                                                                              \
 	{ "web.timeout", "web.timeout", VW_OPT_DURATION, VW_DO_OFF(type, web_timeout_ns), "10s",   \
 	  "DURATION", "idle HTTP connection timeout", 1, 600 },                                   \
+	{ "web.config-file", "web.configFile", VW_OPT_STRING, VW_DO_OFF(type, web_config_file),    \
+	  NULL, "PATH",                                                                            \
+	  "Prometheus exporter-toolkit web config (as for node_exporter --web.config.file): TLS, " \
+	  "client certificates, basic_auth_users (bcrypt), headers; re-read when it changes" },    \
 	{ "host.sysfs", "host.sysfs", VW_OPT_STRING, VW_DO_OFF(type, sysfs), "/sys", "PATH",       \
 	  "root of this machine's sysfs (powercap zones, virtio ports, BTF, cgroups)" },          \
 	{ "host.procfs", "host.procfs", VW_OPT_STRING, VW_DO_OFF(type, procfs), "/proc", "PATH",   \

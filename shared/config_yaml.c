@@ -5,127 +5,25 @@
  * libyaml's marks. Anchors and aliases are refused, so nothing can expand (billion laughs).
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
-#include <sys/stat.h>
-#include <unistd.h>
-#include <yaml.h>
 
 #include "config_priv.h"
+#include "yaml_reader.h"
 
-#define _cleanup_event_ _cleanup_(yaml_event_delete)
+#define _cleanup_event_ _cleanup_yaml_event_
 
 struct yaml_reader {
 	const struct vw_config_program *p;
 	void *cfg;
-	char *err;
-	size_t errlen;
-	const char *path;
-	const char *buf; /* the whole file, for positions of reader errors */
-	size_t len;
-	yaml_parser_t parser;
+	struct vw_yaml y;
 };
 
-static int _printf_(4, 5)
-	mark_err(struct yaml_reader *rd, size_t line, size_t col, const char *fmt, ...)
-{
-	char msg[VW_CONFIG_MSG_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return vw_config_msg(rd->err, rd->errlen, -EINVAL, "%s:%zu:%zu: %s", rd->path, line + 1,
-			     col + 1, msg);
-}
-
-#define at_mark(rd, m, ...) mark_err(rd, (m)->line, (m)->column, __VA_ARGS__)
-
-static int yaml_syntax_err(struct yaml_reader *rd)
-{
-	const yaml_parser_t *y = &rd->parser;
-	size_t line = 0, col = 0;
-
-	if (y->error == YAML_MEMORY_ERROR)
-		return vw_config_msg(rd->err, rd->errlen, -ENOMEM, "%s: out of memory", rd->path);
-	if (y->error != YAML_READER_ERROR) {
-		int r = at_mark(rd, &y->problem_mark, "YAML syntax error: %s", y->problem);
-
-		if (y->context && rd->err)
-			snprintf(rd->err + strlen(rd->err), rd->errlen - strlen(rd->err),
-				 " (%s at line %zu, column %zu)", y->context,
-				 y->context_mark.line + 1, y->context_mark.column + 1);
-		return r;
-	}
-	/* The reader reports a byte offset only. */
-	for (size_t i = 0; i < y->problem_offset && i < rd->len; i++) {
-		if (rd->buf[i] == '\n') {
-			line++;
-			col = 0;
-		} else if (((unsigned char)rd->buf[i] & 0xc0) != 0x80) {
-			col++;
-		}
-	}
-	return mark_err(rd, line, col, "invalid text: %s", y->problem);
-}
-
-static const char *event_anchor(const yaml_event_t *ev)
-{
-	switch (ev->type) {
-	case YAML_SCALAR_EVENT:
-		return (const char *)ev->data.scalar.anchor;
-	case YAML_SEQUENCE_START_EVENT:
-		return (const char *)ev->data.sequence_start.anchor;
-	case YAML_MAPPING_START_EVENT:
-		return (const char *)ev->data.mapping_start.anchor;
-	default:
-		return NULL;
-	}
-}
-
-/* Next event; aliases and anchors are refused, so no document can expand (billion laughs). */
-static int yaml_next(struct yaml_reader *rd, yaml_event_t *ev)
-{
-	const char *anchor;
-
-	yaml_event_delete(ev);
-	if (!yaml_parser_parse(&rd->parser, ev))
-		return yaml_syntax_err(rd);
-	if (ev->type == YAML_ALIAS_EVENT)
-		return at_mark(rd, &ev->start_mark, "aliases (*%s) are not supported",
-			       (const char *)ev->data.alias.anchor);
-	anchor = event_anchor(ev);
-	if (anchor)
-		return at_mark(rd, &ev->start_mark, "anchors (&%s) are not supported", anchor);
-	return 0;
-}
-
-static const char *event_kind(const yaml_event_t *ev)
-{
-	switch (ev->type) {
-	case YAML_SCALAR_EVENT:
-		return "scalar";
-	case YAML_SEQUENCE_START_EVENT:
-		return "sequence";
-	case YAML_MAPPING_START_EVENT:
-		return "mapping";
-	default:
-		return "YAML event";
-	}
-}
-
-/* A plain empty, "~" or "null" scalar: YAML's null. */
-static bool scalar_is_null(const yaml_event_t *ev)
-{
-	const char *v = (const char *)ev->data.scalar.value;
-
-	return ev->type == YAML_SCALAR_EVENT && ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-	       (!*v || strcmp(v, "~") == 0 || strcasecmp(v, "null") == 0);
-}
+#define at_mark(rd, m, ...) vw_yaml_err(&(rd)->y, m, __VA_ARGS__)
+#define yaml_next(rd, ev) vw_yaml_next(&(rd)->y, ev)
+#define event_kind vw_yaml_kind
+#define scalar_is_null vw_yaml_is_null
 
 /* The scalar's text, or an error if it is null or hides a NUL byte. */
 static int scalar_text(struct yaml_reader *rd, const yaml_event_t *ev, const char *path,
@@ -136,7 +34,7 @@ static int scalar_text(struct yaml_reader *rd, const yaml_event_t *ev, const cha
 	if (scalar_is_null(ev))
 		return at_mark(rd, &ev->start_mark, "%s: missing value (expected %s)", path,
 			       vw_opt_types[o->type].expect);
-	if (strlen(v) != ev->data.scalar.length)
+	if (vw_yaml_has_nul(ev))
 		return at_mark(rd, &ev->start_mark, "%s: value contains a NUL byte", path);
 	*ret = v;
 	return 0;
@@ -161,25 +59,6 @@ static int yaml_scalar_option(struct yaml_reader *rd, const struct vw_option *o,
 	return 0;
 }
 
-/*
- * The next scalar in a sequence or mapping: 1 (in ev), 0 at the end event, or -errno.
- * what names the scalar for the error ("a key", "power.sources: a list item").
- */
-static int yaml_next_scalar(struct yaml_reader *rd, yaml_event_t *ev, yaml_event_type_t end,
-			    const char *what)
-{
-	int r = yaml_next(rd, ev);
-
-	if (r < 0)
-		return r;
-	if (ev->type == end)
-		return 0;
-	if (ev->type != YAML_SCALAR_EVENT)
-		return at_mark(rd, &ev->start_mark, "%s must be a scalar, got a %s", what,
-			       event_kind(ev));
-	return 1;
-}
-
 static int yaml_sequence_option(struct yaml_reader *rd, const struct vw_option *o, const char *path)
 {
 	struct vw_strlist *l = vw_opt_field(o, rd->cfg);
@@ -191,7 +70,7 @@ static int yaml_sequence_option(struct yaml_reader *rd, const struct vw_option *
 	for (;;) {
 		_cleanup_event_ yaml_event_t ev = { 0 };
 		const char *v = NULL;
-		int r = yaml_next_scalar(rd, &ev, YAML_SEQUENCE_END_EVENT, what);
+		int r = vw_yaml_next_scalar(&rd->y, &ev, YAML_SEQUENCE_END_EVENT, what);
 
 		if (r <= 0)
 			return r;
@@ -354,7 +233,7 @@ static int yaml_mapping(struct yaml_reader *rd, const char *prefix)
 
 	for (;;) {
 		_cleanup_event_ yaml_event_t key = { 0 };
-		int r = yaml_next_scalar(rd, &key, YAML_MAPPING_END_EVENT, "a key");
+		int r = vw_yaml_next_scalar(&rd->y, &key, YAML_MAPPING_END_EVENT, "a key");
 
 		if (r <= 0)
 			return r;
@@ -393,60 +272,15 @@ static int yaml_stream(struct yaml_reader *rd)
 	return r;
 }
 
-/* Read a regular file of at most VW_CONFIG_MAX_BYTES. */
-static int file_read(struct yaml_reader *rd, char **ret_buf, size_t *ret_len)
-{
-	const char *path = rd->path;
-	_cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	_cleanup_free_ char *buf = NULL;
-	size_t len = 0;
-	struct stat st;
-
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return vw_config_msg(rd->err, rd->errlen, -errno, "cannot read config file %s: %s",
-				     path, strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return vw_config_msg(rd->err, rd->errlen, -EINVAL,
-				     "config file %s: not a regular file", path);
-	buf = malloc(VW_CONFIG_MAX_BYTES + 1);
-	if (!buf)
-		return -ENOMEM;
-	while (len <= VW_CONFIG_MAX_BYTES) {
-		ssize_t n = read(fd, buf + len, VW_CONFIG_MAX_BYTES + 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return vw_config_msg(rd->err, rd->errlen, -errno,
-					     "cannot read config file %s: %s", path,
-					     strerror(errno));
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len > VW_CONFIG_MAX_BYTES)
-		return vw_config_msg(rd->err, rd->errlen, -EFBIG,
-				     "config file %s: larger than %d bytes", path,
-				     VW_CONFIG_MAX_BYTES);
-	*ret_buf = VW_TAKE_PTR(buf);
-	*ret_len = len;
-	return 0;
-}
-
 int vw_config_yaml_load(const struct vw_config_program *p, void *cfg, const char *path, char *err,
 			size_t errlen)
 {
-	struct yaml_reader rd = { .p = p, .cfg = cfg, .err = err, .errlen = errlen, .path = path };
-	_cleanup_free_ char *buf = NULL;
-	int r = file_read(&rd, &buf, &rd.len);
+	struct yaml_reader rd = { .p = p, .cfg = cfg };
+	int r = vw_yaml_open(&rd.y, path, "config file", VW_CONFIG_MAX_BYTES, err, errlen);
 
 	if (r < 0)
 		return r;
-	if (!yaml_parser_initialize(&rd.parser))
-		return vw_config_msg(err, errlen, -ENOMEM, "%s: out of memory", path);
-	rd.buf = buf;
-	yaml_parser_set_input_string(&rd.parser, (const unsigned char *)buf, rd.len);
 	r = yaml_stream(&rd);
-	yaml_parser_delete(&rd.parser);
+	vw_yaml_close(&rd.y);
 	return r;
 }

@@ -5,12 +5,20 @@
  * with connection, per-IP, timeout and memory limits, route MHD's log to vw_log, answer only
  * GET and HEAD, never read a request body (no PostProcessor) and serve /metrics from the last
  * published snapshot: a scrape takes a reference under a mutex and does no other work.
+ *
+ * With a web config (webconfig.h): TLS through MHD's GnuTLS, client certificates checked per
+ * client_auth_type on the connection's GnuTLS session, rate_limit, then basic auth (webauth.h)
+ * on every path not excluded, all before routing. A watcher thread re-reads the file and the
+ * files it names every few seconds; a change starts a new MHD daemon on the same socket and
+ * retires the old one, a broken change keeps the old one.
  */
 #include "http.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
@@ -21,10 +29,15 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "macro.h"
 #include "prom.h"
+#include "webauth.h"
+#include "webconfig.h"
 
 /* enum MHD_Result replaced int in 0.9.71 (collectd write_prometheus.c does the same). */
 #if MHD_VERSION >= 0x00097002
@@ -318,8 +331,38 @@ static int bound_port(int fd, uint16_t *ret)
 
 /* ---- Server ---- */
 
-struct vw_http {
+#define WEBCONFIG_CHECK_S 2 /* how often the web config and its files are checked for changes */
+
+/* The web config file and the files it names, as last loaded: a change means a reload. */
+struct file_stamp {
+	bool present;
+	dev_t dev;
+	ino_t ino;
+	off_t size;
+	struct timespec mtime, ctime;
+};
+
+enum { STAMP_CONFIG, STAMP_CERT, STAMP_KEY, STAMP_CA, N_STAMPS };
+
+/*
+ * One running MHD daemon and the web config it was started with. A reload starts a new one on
+ * the same listening socket, then retires the old: TLS settings are fixed per MHD daemon.
+ */
+struct server {
+	struct vw_http *h;
 	struct MHD_Daemon *mhd;
+	struct vw_webconfig *wc; /* NULL: no web config (plain HTTP, no authentication) */
+	struct vw_webauth *auth; /* NULL: no basic_auth_users */
+	pthread_mutex_t rate_lock;
+	double rate_tokens;
+	uint64_t rate_last_ns;
+};
+
+struct vw_http {
+	struct server *srv; /* replaced only by the watcher thread */
+	int listen_fd;	    /* ours; every MHD daemon gets a duplicate */
+	char *listen_address;
+	unsigned max_connections, per_ip_connections, timeout_s;
 	struct vw_exposition *x;
 	bool (*healthy)(void *userdata);
 	void *userdata;
@@ -328,6 +371,14 @@ struct vw_http {
 	uint16_t port;
 	pthread_mutex_t log_lock;
 	struct vw_complaint log_complaint;
+	/* --web.config-file: re-read when it or a file it names changes */
+	char *web_config_file;
+	struct file_stamp stamps[N_STAMPS];
+	struct vw_complaint reload_complaint; /* watcher thread only */
+	pthread_t watcher;
+	bool watching, stopping; /* stopping: under watch_lock */
+	pthread_mutex_t watch_lock;
+	pthread_cond_t watch_cond;
 };
 
 /* MHD's error log, one line through vw_log, rate-limited (connection floods repeat it). */
@@ -346,24 +397,50 @@ _printf_(2, 0) static void mhd_log(void *cls, const char *fmt, va_list ap)
 	pthread_mutex_unlock(&h->log_lock);
 }
 
-static bool add_headers(struct MHD_Response *resp, const char *content_type)
+static bool header_configured(const struct server *s, const char *name)
 {
-	return MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type) == MHD_YES &&
-	       MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff") == MHD_YES &&
-	       MHD_add_response_header(resp, "Content-Security-Policy", "default-src 'none'") ==
-		       MHD_YES &&
-	       MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store") == MHD_YES;
+	for (size_t i = 0; s->wc && i < s->wc->n_headers; i++)
+		if (strcasecmp(s->wc->headers[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+/* Ours, unless the web config sets the same header; then the web config's headers. */
+static bool add_headers(const struct server *s, struct MHD_Response *resp,
+			const char *content_type)
+{
+	static const struct {
+		const char *name, *value;
+	} defaults[] = {
+		{ "X-Content-Type-Options", "nosniff" },
+		{ "Content-Security-Policy", "default-src 'none'" },
+		{ MHD_HTTP_HEADER_CACHE_CONTROL, "no-store" },
+	};
+
+	if (MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, content_type) != MHD_YES)
+		return false;
+	for (size_t i = 0; i < ARRAY_SIZE(defaults); i++)
+		if (!header_configured(s, defaults[i].name) &&
+		    MHD_add_response_header(resp, defaults[i].name, defaults[i].value) != MHD_YES)
+			return false;
+	for (size_t i = 0; s->wc && i < s->wc->n_headers; i++)
+		if (s->wc->headers[i].value[0] &&
+		    MHD_add_response_header(resp, s->wc->headers[i].name,
+					    s->wc->headers[i].value) != MHD_YES)
+			return false;
+	return true;
 }
 
 /* Queue resp with the common headers (and one extra, if given); consumes resp. */
-static VW_MHD_RESULT queue(struct MHD_Connection *c, unsigned status, struct MHD_Response *resp,
-			   const char *content_type, const char *extra_name, const char *extra_value)
+static VW_MHD_RESULT queue(const struct server *s, struct MHD_Connection *c, unsigned status,
+			   struct MHD_Response *resp, const char *content_type,
+			   const char *extra_name, const char *extra_value)
 {
 	VW_MHD_RESULT ret = MHD_NO;
 
 	if (!resp)
 		return MHD_NO;
-	if (add_headers(resp, content_type) &&
+	if (add_headers(s, resp, content_type) &&
 	    (!extra_name || MHD_add_response_header(resp, extra_name, extra_value) == MHD_YES))
 		ret = MHD_queue_response(c, status, resp);
 	MHD_destroy_response(resp);
@@ -371,13 +448,14 @@ static VW_MHD_RESULT queue(struct MHD_Connection *c, unsigned status, struct MHD
 }
 
 /* A short static plain-text answer. */
-static VW_MHD_RESULT reply_text(struct MHD_Connection *c, unsigned status, const char *text,
-				const char *extra_name, const char *extra_value)
+static VW_MHD_RESULT reply_text(const struct server *s, struct MHD_Connection *c,
+				unsigned status, const char *text, const char *extra_name,
+				const char *extra_value)
 {
 	struct MHD_Response *resp =
 		MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
 
-	return queue(c, status, resp, "text/plain; charset=utf-8", extra_name, extra_value);
+	return queue(s, c, status, resp, "text/plain; charset=utf-8", extra_name, extra_value);
 }
 
 static void snapshot_release(void *cls)
@@ -385,8 +463,9 @@ static void snapshot_release(void *cls)
 	snapshot_unref(cls);
 }
 
-static VW_MHD_RESULT serve_metrics(struct vw_http *h, struct MHD_Connection *c)
+static VW_MHD_RESULT serve_metrics(struct server *srv, struct MHD_Connection *c)
 {
+	struct vw_http *h = srv->h;
 	const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
 	enum vw_prom_format fmt = vw_prom_negotiate(accept);
 	struct snapshot *s = exposition_get(h->x);
@@ -395,8 +474,8 @@ static VW_MHD_RESULT serve_metrics(struct vw_http *h, struct MHD_Connection *c)
 	size_t len;
 
 	if (!s)
-		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "no metrics published yet\n",
-				  NULL, NULL);
+		return reply_text(srv, c, MHD_HTTP_SERVICE_UNAVAILABLE,
+				  "no metrics published yet\n", NULL, NULL);
 	if (fmt == VW_PROM_OPENMETRICS_1_0_0 && !s->om)
 		fmt = VW_PROM_TEXT_0_0_4;
 	mark_served(h->x, s->gen);
@@ -412,35 +491,37 @@ static VW_MHD_RESULT serve_metrics(struct vw_http *h, struct MHD_Connection *c)
 	resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_COPY);
 	snapshot_release(s);
 #endif
-	return queue(c, MHD_HTTP_OK, resp, vw_prom_content_type(fmt), MHD_HTTP_HEADER_VARY,
+	return queue(srv, c, MHD_HTTP_OK, resp, vw_prom_content_type(fmt), MHD_HTTP_HEADER_VARY,
 		     "Accept");
 }
 
-static VW_MHD_RESULT serve_healthz(struct vw_http *h, struct MHD_Connection *c)
+static VW_MHD_RESULT serve_healthz(struct server *srv, struct MHD_Connection *c)
 {
+	struct vw_http *h = srv->h;
+
 	if (h->healthy && !h->healthy(h->userdata))
-		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "unhealthy\n", NULL, NULL);
-	return reply_text(c, MHD_HTTP_OK, "ok\n", NULL, NULL);
+		return reply_text(srv, c, MHD_HTTP_SERVICE_UNAVAILABLE, "unhealthy\n", NULL, NULL);
+	return reply_text(srv, c, MHD_HTTP_OK, "ok\n", NULL, NULL);
 }
 
-static VW_MHD_RESULT serve_readyz(struct vw_http *h, struct MHD_Connection *c)
+static VW_MHD_RESULT serve_readyz(struct server *srv, struct MHD_Connection *c)
 {
-	if (!vw_exposition_ready(h->x))
-		return reply_text(c, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready\n", NULL, NULL);
-	return reply_text(c, MHD_HTTP_OK, "ok\n", NULL, NULL);
+	if (!vw_exposition_ready(srv->h->x))
+		return reply_text(srv, c, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready\n", NULL, NULL);
+	return reply_text(srv, c, MHD_HTTP_OK, "ok\n", NULL, NULL);
 }
 
-static VW_MHD_RESULT serve_index(struct vw_http *h, struct MHD_Connection *c)
+static VW_MHD_RESULT serve_index(struct server *srv, struct MHD_Connection *c)
 {
 	struct MHD_Response *resp = MHD_create_response_from_buffer(
-		h->index_len, h->index_html, MHD_RESPMEM_PERSISTENT);
+		srv->h->index_len, srv->h->index_html, MHD_RESPMEM_PERSISTENT);
 
-	return queue(c, MHD_HTTP_OK, resp, "text/html; charset=utf-8", NULL, NULL);
+	return queue(srv, c, MHD_HTTP_OK, resp, "text/html; charset=utf-8", NULL, NULL);
 }
 
 static const struct route {
 	const char *path;
-	VW_MHD_RESULT (*serve)(struct vw_http *h, struct MHD_Connection *c);
+	VW_MHD_RESULT (*serve)(struct server *srv, struct MHD_Connection *c);
 } routes[] = {
 	{"/metrics", serve_metrics},
 	{"/healthz", serve_healthz},
@@ -459,32 +540,131 @@ static bool has_body(struct MHD_Connection *c)
 	return cl && strspn(cl, "0") != strlen(cl);
 }
 
+/* ---- Web config: client certificates, rate limit, basic authentication ---- */
+
+/* NULL when client_auth_type lets this connection through, else why not (a reply body). */
+static const char *client_cert_refusal(const struct server *s, struct MHD_Connection *c)
+{
+	enum vw_client_auth mode = s->wc && s->wc->tls ? s->wc->client_auth : VW_CLIENT_AUTH_NONE;
+	const union MHD_ConnectionInfo *ci;
+	unsigned n = 0, status = 0;
+	bool verify = mode == VW_CLIENT_AUTH_VERIFY_IF_GIVEN ||
+		      mode == VW_CLIENT_AUTH_REQUIRE_AND_VERIFY;
+	bool required = mode == VW_CLIENT_AUTH_REQUIRE_ANY ||
+			mode == VW_CLIENT_AUTH_REQUIRE_AND_VERIFY;
+
+	if (!verify && !required)
+		return NULL;
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	if (!ci || !ci->tls_session)
+		return "forbidden\n";
+	if (!gnutls_certificate_get_peers(ci->tls_session, &n) || n == 0)
+		return required ? "client certificate required\n" : NULL;
+	if (!verify)
+		return NULL;
+	/* Against client_ca_file, which MHD gave GnuTLS as the trust list; dates included. */
+	if (gnutls_certificate_verify_peers2(ci->tls_session, &status) < 0 || status != 0)
+		return "client certificate not trusted\n";
+	return NULL;
+}
+
+/* rate_limit as Go's rate.Limiter: a bucket of burst tokens, one more every interval. */
+static bool rate_allow(struct server *s)
+{
+	uint64_t now, interval = s->wc ? s->wc->rate_interval_ns : 0;
+	bool ok;
+
+	if (!interval)
+		return true;
+	pthread_mutex_lock(&s->rate_lock);
+	now = vw_now_ns();
+	s->rate_tokens += (double)(now - s->rate_last_ns) / (double)interval;
+	s->rate_tokens = VW_MIN(s->rate_tokens, (double)s->wc->rate_burst);
+	s->rate_last_ns = now;
+	ok = s->rate_tokens >= 1;
+	if (ok)
+		s->rate_tokens -= 1;
+	pthread_mutex_unlock(&s->rate_lock);
+	return ok;
+}
+
+static bool auth_excluded(const struct server *s, const char *url)
+{
+	for (size_t i = 0; i < s->wc->n_excluded_paths; i++)
+		if (strcmp(s->wc->excluded_paths[i], url) == 0)
+			return true;
+	return false;
+}
+
+static bool basic_auth_ok(struct server *s, struct MHD_Connection *c, const char *url)
+{
+	char *user, *pass = NULL;
+	bool ok;
+
+	if (!s->auth || auth_excluded(s, url))
+		return true;
+	user = MHD_basic_auth_get_username_password(c, &pass);
+	ok = user && pass && vw_webauth_check(s->auth, user, pass);
+	if (pass)
+		explicit_bzero(pass, strlen(pass));
+	MHD_free(user);
+	MHD_free(pass);
+	return ok;
+}
+
+/* The web config's checks before a request is served: false with the refusal queued in *ret. */
+static bool gatekeep(struct server *s, struct MHD_Connection *c, const char *url,
+		     VW_MHD_RESULT *ret)
+{
+	const char *refusal = client_cert_refusal(s, c);
+
+	if (refusal) {
+		*ret = reply_text(s, c, MHD_HTTP_FORBIDDEN, refusal, NULL, NULL);
+		return false;
+	}
+	if (!rate_allow(s)) {
+		*ret = reply_text(s, c, MHD_HTTP_TOO_MANY_REQUESTS, "too many requests\n", NULL,
+				  NULL);
+		return false;
+	}
+	if (!basic_auth_ok(s, c, url)) {
+		*ret = reply_text(s, c, MHD_HTTP_UNAUTHORIZED, "unauthorized\n",
+				  MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic");
+		return false;
+	}
+	return true;
+}
+
 /*
  * Every answer is queued on the first call, once the headers are in; MHD then never reads a
  * body and closes a connection that still had one coming. A later call (body data) is refused.
+ * The web config's checks (client certificate, rate limit, basic auth) come first, on every
+ * path, as in exporter-toolkit.
  */
 static VW_MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *url,
 				const char *method, const char *version, const char *upload_data,
 				size_t *upload_data_size, void **con_cls)
 {
-	struct vw_http *h = cls;
+	struct server *s = cls;
+	VW_MHD_RESULT ret;
 
 	(void)version, (void)upload_data, (void)upload_data_size;
 	if (*con_cls)
 		return MHD_NO;
-	*con_cls = h;
+	*con_cls = s;
+	if (s->wc && !gatekeep(s, c, url, &ret))
+		return ret;
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
-		return reply_text(c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n",
+		return reply_text(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n",
 				  MHD_HTTP_HEADER_ALLOW, ALLOWED_METHODS);
 	if (has_body(c))
-		return reply_text(c, MHD_HTTP_CONTENT_TOO_LARGE, "request body not accepted\n",
+		return reply_text(s, c, MHD_HTTP_CONTENT_TOO_LARGE, "request body not accepted\n",
 				  NULL, NULL);
 	for (size_t i = 0; i < ARRAY_SIZE(routes); i++)
 		if (strcmp(url, routes[i].path) == 0)
-			return routes[i].serve(h, c);
-	return reply_text(c, MHD_HTTP_NOT_FOUND, "not found\n", NULL, NULL);
+			return routes[i].serve(s, c);
+	return reply_text(s, c, MHD_HTTP_NOT_FOUND, "not found\n", NULL, NULL);
 }
-
 /* Append s to the index page with &, <, >, " and ' escaped. */
 static void html_escape(FILE *f, const char *s)
 {
@@ -522,10 +702,13 @@ static int index_render(struct vw_http *h, const char *program, const char *vers
 	return fclose(f) == 0 ? 0 : -ENOMEM;
 }
 
-static unsigned mhd_flags(void)
+static unsigned mhd_flags(bool tls)
 {
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+	/* ITC: a retired daemon must not shutdown() the listening socket its successor shares. */
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
 
+	if (tls)
+		flags |= MHD_USE_TLS;
 	if (MHD_is_feature_supported(MHD_FEATURE_EPOLL) == MHD_YES)
 		return flags | MHD_USE_EPOLL;
 	return flags | MHD_USE_POLL;
@@ -550,72 +733,345 @@ static int http_listen(const char *address, int *ret_fd)
 	return 0;
 }
 
-static int http_start_mhd(struct vw_http *h, const struct vw_http_opts *opts, int fd)
+/* MHD needs a trust list to ask for client certificates at all: the CAs, or a stand-in. */
+static const char *client_trust(const struct vw_webconfig *wc)
 {
-	unsigned max = opts->max_connections ? opts->max_connections : DEFAULT_MAX_CONNECTIONS;
-	unsigned per_ip =
-		opts->per_ip_connections ? opts->per_ip_connections : DEFAULT_PER_IP_CONNECTIONS;
-	unsigned timeout = opts->timeout_s ? opts->timeout_s : DEFAULT_TIMEOUT_S;
+	if (wc->client_auth == VW_CLIENT_AUTH_NONE)
+		return NULL;
+	/* RequestClientCert/RequireAnyClientCert without CAs: certificates are never verified,
+	 * the server's own certificate only makes GnuTLS send a CertificateRequest. */
+	return wc->client_ca_pem ? wc->client_ca_pem : wc->cert_pem;
+}
 
-	h->mhd = MHD_start_daemon(mhd_flags(), 0, NULL, NULL, on_request, h,
+static int server_start_mhd(struct server *s)
+{
+	struct vw_http *h = s->h;
+	const struct vw_webconfig *wc = s->wc;
+	struct MHD_OptionItem tls[5];
+	size_t n = 0;
+	int fd;
+
+	if (wc && wc->tls) {
+		tls[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_KEY, 0, wc->key_pem };
+		tls[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_CERT, 0, wc->cert_pem };
+		tls[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_PRIORITIES, 0, wc->priorities };
+		if (client_trust(wc))
+			tls[n++] = (struct MHD_OptionItem){ MHD_OPTION_HTTPS_MEM_TRUST, 0,
+							    (void *)client_trust(wc) };
+	}
+	tls[n] = (struct MHD_OptionItem){ MHD_OPTION_END, 0, NULL };
+	fd = fcntl(h->listen_fd, F_DUPFD_CLOEXEC, 3);
+	if (fd < 0)
+		return -errno;
+	s->mhd = MHD_start_daemon(mhd_flags(wc && wc->tls), 0, NULL, NULL, on_request, s,
 				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+				  MHD_OPTION_ARRAY, tls,
 				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
-				  MHD_OPTION_CONNECTION_LIMIT, max,
-				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip,
-				  MHD_OPTION_CONNECTION_TIMEOUT, timeout,
+				  MHD_OPTION_CONNECTION_LIMIT, h->max_connections,
+				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->per_ip_connections,
+				  MHD_OPTION_CONNECTION_TIMEOUT, h->timeout_s,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
 				  MHD_OPTION_END);
-	if (!h->mhd) {
-		vw_error("http: start libmicrohttpd on %s failed", opts->listen_address);
+	if (!s->mhd) {
+		close(fd);
+		vw_error("http: start libmicrohttpd on %s%s failed", h->listen_address,
+			 wc && wc->tls ? " with TLS" : "");
 		return -EIO;
 	}
 	return 0;
 }
 
+/* Stop serving: MHD gives the socket back first (quiesce), so the successor keeps it. */
+static void server_free(struct server *s)
+{
+	if (!s)
+		return;
+	if (s->mhd) {
+		MHD_socket fd = MHD_quiesce_daemon(s->mhd);
+
+		MHD_stop_daemon(s->mhd);
+		if (fd != MHD_INVALID_SOCKET)
+			close(fd);
+	}
+	vw_webauth_free(s->auth);
+	vw_webconfig_free(s->wc);
+	pthread_mutex_destroy(&s->rate_lock);
+	free(s);
+}
+
+static int webconfig_supported(const struct vw_webconfig *wc, const char *path)
+{
+	if (wc->tls && MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES) {
+		vw_error("http: %s asks for TLS but this libmicrohttpd was built without it "
+			 "(MHD_FEATURE_TLS): install one built with GnuTLS (Debian's libmicrohttpd12 "
+			 "is) or remove tls_server_config", path);
+		return -EOPNOTSUPP;
+	}
+	if (wc->n_users && MHD_is_feature_supported(MHD_FEATURE_BASIC_AUTH) != MHD_YES) {
+		vw_error("http: %s has basic_auth_users but this libmicrohttpd was built without "
+			 "basic authentication (MHD_FEATURE_BASIC_AUTH)", path);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+static void webconfig_log(const struct vw_webconfig *wc, const char *path)
+{
+	for (size_t i = 0; i < wc->n_notes; i++)
+		vw_warn("http: %s: %s", path, wc->notes[i]);
+	if (wc->tls)
+		vw_info("http: %s: TLS 1.%u-1.%u, client certificates: %s, %zu basic-auth user(s)",
+			path, wc->min_version - 10, wc->max_version - 10,
+			vw_client_auth_name(wc->client_auth), wc->n_users);
+	else
+		vw_info("http: %s: no TLS (plain HTTP), %zu basic-auth user(s)", path, wc->n_users);
+}
+
+/* A server for wc (taken over, may be NULL), started. NULL on failure, logged; wc freed. */
+static struct server *server_new(struct vw_http *h, struct vw_webconfig *wc)
+{
+	struct server *s = calloc(1, sizeof(*s));
+	int r = s ? 0 : -ENOMEM;
+
+	if (!s) {
+		vw_webconfig_free(wc);
+		vw_error("http: %s", strerror(ENOMEM));
+		return NULL;
+	}
+	*s = (struct server){ .h = h, .wc = wc, .rate_last_ns = vw_now_ns() };
+	pthread_mutex_init(&s->rate_lock, NULL);
+	if (wc) {
+		s->rate_tokens = (double)wc->rate_burst;
+		r = webconfig_supported(wc, h->web_config_file);
+	}
+	if (r == 0 && wc && wc->n_users) {
+		s->auth = vw_webauth_new(wc->users, wc->n_users);
+		if (!s->auth) {
+			r = -errno;
+			vw_error("http: basic authentication: %s", strerror(-r));
+		}
+	}
+	if (r == 0)
+		r = server_start_mhd(s);
+	if (r < 0) {
+		server_free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* ---- Web config reloads ---- */
+
+static void stamp_take(const char *path, struct file_stamp *st)
+{
+	struct stat sb;
+
+	*st = (struct file_stamp){ 0 };
+	if (!path || stat(path, &sb) < 0)
+		return;
+	*st = (struct file_stamp){ .present = true, .dev = sb.st_dev, .ino = sb.st_ino,
+				   .size = sb.st_size, .mtime = sb.st_mtim, .ctime = sb.st_ctim };
+}
+
+static void stamps_take(const char *config, const struct vw_webconfig *wc,
+			struct file_stamp st[N_STAMPS])
+{
+	stamp_take(config, &st[STAMP_CONFIG]);
+	stamp_take(wc ? wc->cert_file : NULL, &st[STAMP_CERT]);
+	stamp_take(wc ? wc->key_file : NULL, &st[STAMP_KEY]);
+	stamp_take(wc ? wc->client_ca_file : NULL, &st[STAMP_CA]);
+}
+
+static int webconfig_read(const char *path, struct vw_webconfig **ret)
+{
+	char err[1024] = "";
+	int r = vw_webconfig_load(path, ret, err, sizeof(err));
+
+	if (r < 0)
+		vw_error("http: web config: %s", err[0] ? err : strerror(-r));
+	return r;
+}
+
+/*
+ * The watcher's check: when the web config or a file it names changed, load it and start a
+ * server with it; only then retire the old one. A broken file keeps the old configuration
+ * (and is retried, its complaint rate-limited).
+ */
+static void webconfig_poll(struct vw_http *h)
+{
+	struct file_stamp now[N_STAMPS];
+	struct vw_webconfig *wc = NULL;
+	char err[1024] = "";
+	struct server *s, *old = h->srv;
+	int r;
+
+	stamps_take(h->web_config_file, old->wc, now);
+	if (memcmp(now, h->stamps, sizeof(now)) == 0)
+		return;
+	r = vw_webconfig_load(h->web_config_file, &wc, err, sizeof(err));
+	if (r < 0) {
+		vw_complain(&h->reload_complaint, VW_LOG_ERROR,
+			    "http: web config changed but is not usable, keeping the previous one: %s",
+			    err[0] ? err : strerror(-r));
+		return;
+	}
+	stamps_take(h->web_config_file, wc, now);
+	s = server_new(h, wc);
+	if (!s) {
+		vw_complain(&h->reload_complaint, VW_LOG_ERROR,
+			    "http: web config %s changed but cannot be served, keeping the previous "
+			    "one", h->web_config_file);
+		return;
+	}
+	vw_release(&h->reload_complaint, VW_LOG_INFO, "http: web config %s usable again",
+		   h->web_config_file);
+	webconfig_log(s->wc, h->web_config_file);
+	h->srv = s;
+	memcpy(h->stamps, now, sizeof(now));
+	server_free(old);
+	vw_info("http: web config %s reloaded", h->web_config_file);
+}
+
+static void *watch_main(void *arg)
+{
+	struct vw_http *h = arg;
+	struct timespec until;
+
+	pthread_mutex_lock(&h->watch_lock);
+	while (!h->stopping) {
+		clock_gettime(CLOCK_MONOTONIC, &until);
+		until.tv_sec += WEBCONFIG_CHECK_S;
+		pthread_cond_timedwait(&h->watch_cond, &h->watch_lock, &until);
+		if (h->stopping)
+			break;
+		pthread_mutex_unlock(&h->watch_lock);
+		webconfig_poll(h);
+		pthread_mutex_lock(&h->watch_lock);
+	}
+	pthread_mutex_unlock(&h->watch_lock);
+	return NULL;
+}
+
+static int watch_start(struct vw_http *h)
+{
+	pthread_condattr_t ca;
+	int r;
+
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&h->watch_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	r = pthread_create(&h->watcher, NULL, watch_main, h);
+	if (r != 0) {
+		vw_error("http: start the web config watcher: %s", strerror(r));
+		return -r;
+	}
+	h->watching = true;
+	return 0;
+}
+
+static void watch_stop(struct vw_http *h)
+{
+	if (!h->watching)
+		return;
+	pthread_mutex_lock(&h->watch_lock);
+	h->stopping = true;
+	pthread_cond_signal(&h->watch_cond);
+	pthread_mutex_unlock(&h->watch_lock);
+	pthread_join(h->watcher, NULL);
+	h->watching = false;
+	pthread_cond_destroy(&h->watch_cond);
+}
+
+/* ---- Start and stop ---- */
+
 static void http_free(struct vw_http *h)
 {
 	if (!h)
 		return;
-	if (h->mhd)
-		MHD_stop_daemon(h->mhd); /* also closes the listening socket */
+	watch_stop(h);
+	server_free(h->srv);
+	if (h->listen_fd >= 0)
+		close(h->listen_fd);
+	pthread_mutex_destroy(&h->watch_lock);
 	pthread_mutex_destroy(&h->log_lock);
 	free(h->index_html);
+	free(h->listen_address);
+	free(h->web_config_file);
 	free(h);
+}
+
+static int http_init(struct vw_http *h, const struct vw_http_opts *opts, struct vw_exposition *x)
+{
+	const char *wcf = opts->web_config_file;
+
+	*h = (struct vw_http){
+		.listen_fd = -1,
+		.max_connections = opts->max_connections ? opts->max_connections
+							 : DEFAULT_MAX_CONNECTIONS,
+		.per_ip_connections = opts->per_ip_connections ? opts->per_ip_connections
+							       : DEFAULT_PER_IP_CONNECTIONS,
+		.timeout_s = opts->timeout_s ? opts->timeout_s : DEFAULT_TIMEOUT_S,
+		.x = x,
+		.healthy = opts->healthy,
+		.userdata = opts->userdata,
+	};
+	pthread_mutex_init(&h->log_lock, NULL);
+	pthread_mutex_init(&h->watch_lock, NULL);
+	h->listen_address = strdup(opts->listen_address);
+	h->web_config_file = wcf && *wcf ? strdup(wcf) : NULL;
+	if (!h->listen_address || (wcf && *wcf && !h->web_config_file))
+		return -ENOMEM;
+	return index_render(h, opts->program ? opts->program : "virtwatt",
+			    opts->version ? opts->version : "");
+}
+
+/* The first server: the web config (if any) is read now, and a bad one is an error. */
+static int http_serve(struct vw_http *h)
+{
+	struct vw_webconfig *wc = NULL;
+	int r;
+
+	if (h->web_config_file) {
+		r = webconfig_read(h->web_config_file, &wc);
+		if (r < 0)
+			return r;
+		stamps_take(h->web_config_file, wc, h->stamps);
+		webconfig_log(wc, h->web_config_file);
+	}
+	h->srv = server_new(h, wc);
+	return h->srv ? 0 : -EIO;
 }
 
 struct vw_http *vw_http_start(const struct vw_http_opts *opts, struct vw_exposition *x)
 {
-	_cleanup_close_ int fd = -1;
 	struct vw_http *h;
 	int r;
 
-	if (!opts || !x) {
+	if (!opts || !x || !opts->listen_address) {
 		errno = EINVAL;
-		return NULL;
-	}
-	r = http_listen(opts->listen_address, &fd);
-	if (r < 0) {
-		errno = -r;
 		return NULL;
 	}
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return NULL;
-	*h = (struct vw_http){.x = x, .healthy = opts->healthy, .userdata = opts->userdata};
-	pthread_mutex_init(&h->log_lock, NULL);
-	r = bound_port(fd, &h->port);
-	if (r >= 0)
-		r = index_render(h, opts->program ? opts->program : "virtwatt",
-				 opts->version ? opts->version : "");
-	if (r >= 0)
-		r = http_start_mhd(h, opts, fd);
+	r = http_init(h, opts, x);
+	if (r == 0)
+		r = http_listen(opts->listen_address, &h->listen_fd);
+	if (r == 0)
+		r = bound_port(h->listen_fd, &h->port);
+	if (r == 0)
+		r = http_serve(h);
+	if (r == 0)
+		vw_info("http: listening on %s (port %u%s)", opts->listen_address,
+			(unsigned)h->port, h->srv->wc && h->srv->wc->tls ? ", TLS" : "");
+	if (r == 0 && h->web_config_file)
+		r = watch_start(h);
 	if (r < 0) {
 		http_free(h);
 		errno = -r;
 		return NULL;
 	}
-	fd = -1; /* MHD owns it now */
-	vw_info("http: listening on %s (port %u)", opts->listen_address, (unsigned)h->port);
 	return h;
 }
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The metrics endpoint on libmicrohttpd: GET and HEAD only (else 405), /metrics, /healthz,
- * /readyz and an index page at / (else 404); connection limits and timeouts. Scrapes are served
+ * /readyz and an index page at / (else 404); connection limits and timeouts; optionally TLS
+ * and basic authentication from an exporter-toolkit web config file. Scrapes are served
  * from the last published snapshot and never trigger a hardware read.
  */
 #pragma once
@@ -43,6 +44,12 @@ struct vw_http_opts {
 	unsigned timeout_s;          /* idle connection timeout, 0: 10 */
 	const char *program;         /* for the index page ("virtwatt-host") */
 	const char *version;
+	/*
+	 * exporter-toolkit web config (TLS, client certificates, basic auth, headers, rate
+	 * limit), or NULL/"": plain HTTP, no authentication. Read at start (a bad file fails
+	 * vw_http_start) and re-read when it or a file it names changes.
+	 */
+	const char *web_config_file;
 	/* Liveness for /healthz: return true while the main loop is healthy. NULL: always. */
 	bool (*healthy)(void *userdata);
 	void *userdata;

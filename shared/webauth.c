@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Basic authentication with bcrypt and a success-only cache that cannot be poisoned. */
+#include "webauth.h"
+
+#include <crypt.h>
+#include <errno.h>
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+
+#define DIGEST_LEN 32 /* HMAC-SHA-256 */
+
+struct user_cache {
+	bool valid;
+	uint8_t digest[DIGEST_LEN]; /* of the last password that verified */
+};
+
+struct vw_webauth {
+	const struct vw_webconfig_pair *users;
+	size_t n_users;
+	struct user_cache *cache;
+	char dummy[CRYPT_OUTPUT_SIZE]; /* hashed for unknown users */
+	uint8_t key[DIGEST_LEN];       /* HMAC key: random per object */
+	pthread_mutex_t lock;          /* bcrypt one at a time; the cache */
+	struct crypt_data cd;          /* crypt_rn's scratch, under lock */
+	unsigned long n_bcrypt;
+};
+
+static bool ct_equal(const void *a, const void *b, size_t n)
+{
+	const volatile uint8_t *x = a, *y = b;
+	uint8_t d = 0;
+
+	for (size_t i = 0; i < n; i++)
+		d |= x[i] ^ y[i];
+	return d == 0;
+}
+
+static unsigned hash_cost(const char *h)
+{
+	return (unsigned)(h[4] - '0') * 10 + (unsigned)(h[5] - '0');
+}
+
+/* A hash of a random password at the users' highest cost: what an unknown user is checked by. */
+static int make_dummy(struct vw_webauth *a)
+{
+	char salt[CRYPT_GENSALT_OUTPUT_SIZE], pw[33];
+	uint8_t rnd[16];
+	unsigned cost = 10;
+
+	for (size_t i = 0; i < a->n_users; i++)
+		cost = i ? VW_MAX(cost, hash_cost(a->users[i].value)) : hash_cost(a->users[i].value);
+	if (gnutls_rnd(GNUTLS_RND_RANDOM, rnd, sizeof(rnd)) < 0)
+		return -EIO;
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		snprintf(pw + 2 * i, 3, "%02x", rnd[i]);
+	if (!crypt_gensalt_rn("$2b$", cost, NULL, 0, salt, sizeof(salt)))
+		return -errno ? -errno : -EINVAL;
+	if (!crypt_rn(pw, salt, &a->cd, sizeof(a->cd)) || a->cd.output[0] == '*')
+		return -EINVAL;
+	snprintf(a->dummy, sizeof(a->dummy), "%s", a->cd.output);
+	explicit_bzero(pw, sizeof(pw));
+	return 0;
+}
+
+struct vw_webauth *vw_webauth_new(const struct vw_webconfig_pair *users, size_t n_users)
+{
+	struct vw_webauth *a = calloc(1, sizeof(*a));
+	int r;
+
+	if (!a)
+		return NULL;
+	a->users = users;
+	a->n_users = n_users;
+	a->cache = calloc(n_users ? n_users : 1, sizeof(*a->cache));
+	r = a->cache ? 0 : -ENOMEM;
+	if (r == 0 && gnutls_rnd(GNUTLS_RND_KEY, a->key, sizeof(a->key)) < 0)
+		r = -EIO;
+	if (r == 0)
+		r = make_dummy(a);
+	if (r == 0)
+		r = -pthread_mutex_init(&a->lock, NULL);
+	if (r < 0) {
+		free(a->cache);
+		free(a);
+		errno = -r;
+		return NULL;
+	}
+	return a;
+}
+
+void vw_webauth_free(struct vw_webauth *a)
+{
+	if (!a)
+		return;
+	pthread_mutex_destroy(&a->lock);
+	free(a->cache);
+	explicit_bzero(a, sizeof(*a)); /* the HMAC key, the last password in crypt's scratch */
+	free(a);
+}
+
+static const struct vw_webconfig_pair *find_user(struct vw_webauth *a, const char *user,
+						 size_t *ret_i)
+{
+	for (size_t i = 0; i < a->n_users; i++) {
+		if (strcmp(a->users[i].name, user) == 0) {
+			*ret_i = i;
+			return &a->users[i];
+		}
+	}
+	return NULL;
+}
+
+/* bcrypt pass against hash, under the lock; true on a match. */
+static bool bcrypt_matches(struct vw_webauth *a, const char *hash, const char *pass)
+{
+	const char *out;
+	size_t n = strlen(hash);
+
+	a->n_bcrypt++;
+	out = crypt_rn(pass, hash, &a->cd, sizeof(a->cd));
+	return out && out[0] != '*' && strlen(out) == n && ct_equal(out, hash, n);
+}
+
+bool vw_webauth_check(struct vw_webauth *a, const char *user, const char *pass)
+{
+	uint8_t digest[DIGEST_LEN];
+	const struct vw_webconfig_pair *u;
+	size_t i = 0;
+	bool ok;
+
+	if (!a || !user || !pass)
+		return false;
+	if (gnutls_hmac_fast(GNUTLS_MAC_SHA256, a->key, sizeof(a->key), pass, strlen(pass),
+			     digest) < 0)
+		return false;
+	u = find_user(a, user, &i);
+	pthread_mutex_lock(&a->lock);
+	if (u && a->cache[i].valid && ct_equal(a->cache[i].digest, digest, DIGEST_LEN)) {
+		ok = true;
+	} else {
+		/* An unknown user costs the same bcrypt, and its result never counts. */
+		ok = bcrypt_matches(a, u ? u->value : a->dummy, pass) && u;
+		if (ok) {
+			a->cache[i].valid = true;
+			memcpy(a->cache[i].digest, digest, DIGEST_LEN);
+		}
+	}
+	pthread_mutex_unlock(&a->lock);
+	explicit_bzero(digest, sizeof(digest));
+	return ok;
+}
+
+unsigned long vw_webauth_bcrypt_count(struct vw_webauth *a)
+{
+	unsigned long n;
+
+	pthread_mutex_lock(&a->lock);
+	n = a->n_bcrypt;
+	pthread_mutex_unlock(&a->lock);
+	return n;
+}

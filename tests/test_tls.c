@@ -1,0 +1,419 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The metrics endpoint with a web config, on a real libmicrohttpd/GnuTLS server and libcurl
+ * (OpenSSL) as the peer: TLS verified against the test CA, basic auth on every path, client
+ * certificate modes, headers, rate limit, and the file re-read on change (a broken rewrite
+ * keeps the old configuration). Certificates and hashes are made at test time.
+ */
+#include "vw_test.h"
+
+#include <curl/curl.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "http.h"
+#include "log.h"
+#include "macro.h"
+#include "tls_fixture.h"
+
+#define METRIC "virtwatt_tls_test_metric 42\n"
+
+static struct tls_fixture tf;
+static char hash_alice[128], hash_bob[128];
+
+struct client {
+	const char *path;   /* default /metrics */
+	const char *user;   /* basic auth, or NULL */
+	const char *pass;
+	const char *cacert; /* fixture file name; default ca.crt */
+	const char *cert;   /* client certificate (fixture name without .crt/.key) */
+	bool plain;	    /* http:// */
+	long tls_min;	    /* CURL_SSLVERSION_* or 0 */
+};
+
+struct answer {
+	CURLcode code;
+	long status;
+	char *body;
+	size_t len;
+	char *headers;
+	size_t hlen;
+};
+
+static void answer_clear(struct answer *a)
+{
+	free(a->body);
+	free(a->headers);
+	*a = (struct answer){ 0 };
+}
+
+static struct answer get(uint16_t port, const struct client *q)
+{
+	struct answer a = { 0 };
+	char url[256], ca[512], cert[512], key[512], name[64];
+	FILE *body = open_memstream(&a.body, &a.len), *hdrs = open_memstream(&a.headers, &a.hlen);
+	CURL *c = curl_easy_init();
+
+	assert_non_null(c);
+	snprintf(url, sizeof(url), "%s://127.0.0.1:%u%s", q->plain ? "http" : "https",
+		 (unsigned)port, q->path ? q->path : "/metrics");
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 20000L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CAINFO,
+			 tls_fixture_path(&tf, q->cacert ? q->cacert : "ca.crt", ca, sizeof(ca)));
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(c, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (q->tls_min)
+		curl_easy_setopt(c, CURLOPT_SSLVERSION, q->tls_min);
+	if (q->cert) {
+		snprintf(name, sizeof(name), "%s.crt", q->cert);
+		curl_easy_setopt(c, CURLOPT_SSLCERT, tls_fixture_path(&tf, name, cert, sizeof(cert)));
+		snprintf(name, sizeof(name), "%s.key", q->cert);
+		curl_easy_setopt(c, CURLOPT_SSLKEY, tls_fixture_path(&tf, name, key, sizeof(key)));
+	}
+	if (q->user) {
+		curl_easy_setopt(c, CURLOPT_USERNAME, q->user);
+		curl_easy_setopt(c, CURLOPT_PASSWORD, q->pass);
+	}
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, hdrs);
+	a.code = curl_easy_perform(c);
+	fclose(body);
+	fclose(hdrs);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a.status);
+	curl_easy_cleanup(c);
+	return a;
+}
+
+/* Status of a request (0 when TLS or the connection failed); no metric leaks on a refusal. */
+static long status_of(uint16_t port, const struct client *q)
+{
+	struct answer a = get(port, q);
+	long st = a.code == CURLE_OK ? a.status : 0;
+
+	if (st != 200 && a.body && strstr(a.body, "virtwatt_"))
+		fail_msg("status %ld but metric text in the body: %s", st, a.body);
+	if (st == 401 && !strstr(a.headers, "WWW-Authenticate: Basic"))
+		fail_msg("401 without WWW-Authenticate: Basic:\n%s", a.headers);
+	answer_clear(&a);
+	return st;
+}
+
+struct server {
+	struct vw_exposition *x;
+	struct vw_http *h;
+	uint16_t port;
+	char config[512];
+};
+
+static void write_config(struct server *s, const char *text)
+{
+	char tmp[512];
+
+	/* Whole-file replace, as editors and config managers do (rename). */
+	assert_int_equal(vw_fixture_write(tf.dir, "web.yml.tmp", text, 0), 0);
+	tls_fixture_path(&tf, "web.yml.tmp", tmp, sizeof(tmp));
+	tls_fixture_path(&tf, "web.yml", s->config, sizeof(s->config));
+	assert_int_equal(rename(tmp, s->config), 0);
+}
+
+static void server_start(struct server *s, const char *config_text)
+{
+	struct vw_http_opts o = { .listen_address = "127.0.0.1:0", .program = "virtwatt-test",
+				  .version = "1" };
+
+	s->x = vw_exposition_new();
+	assert_non_null(s->x);
+	vw_exposition_publish(s->x, strdup(METRIC), strlen(METRIC), NULL, 0);
+	write_config(s, config_text);
+	o.web_config_file = s->config;
+	s->h = vw_http_start(&o, s->x);
+	assert_non_null(s->h);
+	s->port = vw_http_port(s->h);
+}
+
+static void server_stop(struct server *s)
+{
+	vw_http_stop(s->h);
+	vw_exposition_free(s->x);
+}
+
+static char *config_fmt(const char *fmt, ...) _printf_(1, 2);
+static char *config_fmt(const char *fmt, ...)
+{
+	va_list ap;
+	char *s;
+
+	va_start(ap, fmt);
+	assert_true(vasprintf(&s, fmt, ap) > 0);
+	va_end(ap);
+	return s;
+}
+
+#define TLS_FILES "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+
+static void test_tls_basic_auth(void **state)
+{
+	_cleanup_free_ char *cfg = config_fmt(TLS_FILES "basic_auth_users:\n  alice: '%s'\n"
+						      "  bob: '%s'\n",
+					      hash_alice, hash_bob);
+	const char *paths[] = { "/metrics", "/healthz", "/readyz", "/", "/nope" };
+	struct server s;
+	struct answer a;
+
+	(void)state;
+	server_start(&s, cfg);
+	/* Verified against the CA; the metric is served to alice and bob. */
+	a = get(s.port, &(struct client){ .user = "alice", .pass = "alice-pw" });
+	assert_int_equal(a.code, CURLE_OK);
+	assert_int_equal(a.status, 200);
+	assert_non_null(strstr(a.body, METRIC));
+	answer_clear(&a);
+	assert_int_equal(status_of(s.port, &(struct client){ .user = "bob", .pass = "b:o b" }),
+			 200);
+	/* Another CA does not verify this server; plain HTTP gets nothing. */
+	a = get(s.port, &(struct client){ .user = "alice", .pass = "alice-pw",
+					   .cacert = "other-ca.crt" });
+	assert_int_not_equal(a.code, CURLE_OK);
+	answer_clear(&a);
+	assert_int_equal(status_of(s.port, &(struct client){ .plain = true, .user = "alice",
+							      .pass = "alice-pw" }),
+			 0);
+	/* 401 and no data everywhere without the right credentials. */
+	for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
+		assert_int_equal(status_of(s.port, &(struct client){ .path = paths[i] }), 401);
+		assert_int_equal(status_of(s.port, &(struct client){ .path = paths[i],
+								      .user = "alice",
+								      .pass = "wrong" }),
+				 401);
+		assert_int_equal(status_of(s.port, &(struct client){ .path = paths[i],
+								      .user = "mallory",
+								      .pass = "alice-pw" }),
+				 401);
+		assert_int_equal(status_of(s.port, &(struct client){ .path = paths[i],
+								      .user = "bob",
+								      .pass = "alice-pw" }),
+				 401);
+	}
+	assert_int_equal(status_of(s.port, &(struct client){ .path = "/healthz", .user = "alice",
+							      .pass = "alice-pw" }),
+			 200);
+	server_stop(&s);
+}
+
+static void test_versions_headers_excluded(void **state)
+{
+	_cleanup_free_ char *cfg = config_fmt(
+		TLS_FILES "  min_version: TLS13\n"
+			  "http_server_config:\n  headers:\n    X-Frame-Options: deny\n"
+			  "    Content-Security-Policy: \"default-src 'self'\"\n"
+			  "basic_auth_users:\n  alice: '%s'\n"
+			  "basic_auth_excluded_paths: [/healthz]\n",
+		hash_alice);
+	struct server s;
+	struct answer a;
+
+	(void)state;
+	server_start(&s, cfg);
+	a = get(s.port, &(struct client){ .path = "/healthz" });
+	assert_int_equal(a.code, CURLE_OK);
+	assert_int_equal(a.status, 200);
+	assert_non_null(strstr(a.headers, "X-Frame-Options: deny"));
+	assert_non_null(strstr(a.headers, "Content-Security-Policy: default-src 'self'"));
+	assert_null(strstr(a.headers, "default-src 'none'"));
+	answer_clear(&a);
+	/* Only the excluded path is open; the 401 carries the configured headers too. */
+	a = get(s.port, &(struct client){ .path = "/metrics" });
+	assert_int_equal(a.status, 401);
+	assert_non_null(strstr(a.headers, "X-Frame-Options: deny"));
+	answer_clear(&a);
+	/* TLS 1.2 at most on the client: refused by min_version TLS13. */
+	assert_int_equal(status_of(s.port, &(struct client){ .path = "/healthz",
+							      .tls_min = CURL_SSLVERSION_TLSv1_2 |
+									 CURL_SSLVERSION_MAX_TLSv1_2 }),
+			 0);
+	server_stop(&s);
+}
+
+static void test_client_certificates(void **state)
+{
+	_cleanup_free_ char *verify = config_fmt(
+		TLS_FILES "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n");
+	_cleanup_free_ char *if_given = config_fmt(
+		TLS_FILES "  client_auth_type: VerifyClientCertIfGiven\n  client_ca_file: ca.crt\n");
+	_cleanup_free_ char *any = config_fmt(TLS_FILES "  client_auth_type: RequireAnyClientCert\n"
+							"  client_ca_file: other-ca.crt\n");
+	struct server s;
+
+	(void)state;
+	server_start(&s, verify);
+	assert_int_equal(status_of(s.port, &(struct client){ .cert = "client" }), 200);
+	assert_int_not_equal(status_of(s.port, &(struct client){ 0 }), 200);
+	assert_int_not_equal(status_of(s.port, &(struct client){ .cert = "stranger" }), 200);
+	assert_int_not_equal(status_of(s.port, &(struct client){ .path = "/healthz",
+								  .cert = "stranger" }),
+			     200);
+	server_stop(&s);
+
+	server_start(&s, if_given);
+	assert_int_equal(status_of(s.port, &(struct client){ 0 }), 200);
+	assert_int_equal(status_of(s.port, &(struct client){ .cert = "client" }), 200);
+	assert_int_not_equal(status_of(s.port, &(struct client){ .cert = "stranger" }), 200);
+	server_stop(&s);
+
+	/* Any certificate at all, not verified (the CA only names what to send). */
+	server_start(&s, any);
+	assert_int_not_equal(status_of(s.port, &(struct client){ 0 }), 200);
+	assert_int_equal(status_of(s.port, &(struct client){ .cert = "stranger" }), 200);
+	server_stop(&s);
+}
+
+static void test_rate_limit(void **state)
+{
+	_cleanup_free_ char *cfg = config_fmt(TLS_FILES "basic_auth_users:\n  alice: '%s'\n"
+						      "rate_limit:\n  interval: 1h\n  burst: 2\n",
+					      hash_alice);
+	struct server s;
+
+	(void)state;
+	server_start(&s, cfg);
+	assert_int_equal(status_of(s.port, &(struct client){ .user = "alice", .pass = "alice-pw" }),
+			 200);
+	assert_int_equal(status_of(s.port, &(struct client){ 0 }), 401);
+	/* The bucket is empty: 429, before any password is looked at. */
+	assert_int_equal(status_of(s.port, &(struct client){ .user = "alice", .pass = "alice-pw" }),
+			 429);
+	assert_int_equal(status_of(s.port, &(struct client){ 0 }), 429);
+	server_stop(&s);
+}
+
+/* Poll (up to 10 s) until a request gets want. */
+static bool eventually(uint16_t port, const struct client *q, long want)
+{
+	for (int i = 0; i < 100; i++) {
+		if (status_of(port, q) == want)
+			return true;
+		usleep(100 * 1000);
+	}
+	return false;
+}
+
+/* Move fixture file name aside (name.orig) and put a hard link to other in its place. */
+static void replace_file(const char *name, const char *other)
+{
+	char path[512], orig[600], src[512];
+
+	tls_fixture_path(&tf, name, path, sizeof(path));
+	snprintf(orig, sizeof(orig), "%s.orig", path);
+	assert_int_equal(rename(path, orig), 0);
+	assert_int_equal(link(tls_fixture_path(&tf, other, src, sizeof(src)), path), 0);
+}
+
+static void restore_file(const char *name)
+{
+	char path[512], orig[600];
+
+	tls_fixture_path(&tf, name, path, sizeof(path));
+	snprintf(orig, sizeof(orig), "%s.orig", path);
+	assert_int_equal(rename(orig, path), 0);
+}
+
+static void test_reload(void **state)
+{
+	_cleanup_free_ char *auth = config_fmt(TLS_FILES "basic_auth_users:\n  alice: '%s'\n",
+					       hash_alice);
+	const struct client anon = { 0 }, alice = { .user = "alice", .pass = "alice-pw" };
+	struct server s;
+
+	(void)state;
+	server_start(&s, TLS_FILES);
+	assert_int_equal(status_of(s.port, &anon), 200);
+	/* Users added: authentication from now on. */
+	write_config(&s, auth);
+	assert_true(eventually(s.port, &anon, 401));
+	assert_int_equal(status_of(s.port, &alice), 200);
+	/* A broken rewrite keeps the previous configuration, for as long as it stays broken. */
+	write_config(&s, "tls_server_config:\n  cert_file: server.crt\n  key_file: [\n");
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(status_of(s.port, &anon), 401);
+		assert_int_equal(status_of(s.port, &alice), 200);
+		usleep(1000 * 1000);
+	}
+	write_config(&s, "basic_auth_users:\n  alice: not-a-hash\n");
+	usleep(3000 * 1000);
+	assert_int_equal(status_of(s.port, &alice), 200);
+	/* Fixed again, and the certificate file replaced in place: the new one is served. */
+	write_config(&s, auth);
+	usleep(3000 * 1000);
+	assert_int_equal(status_of(s.port, &alice), 200);
+	replace_file("server.crt", "server2.crt");
+	replace_file("server.key", "server2.key");
+	assert_true(eventually(s.port, &(struct client){ .user = "alice", .pass = "alice-pw",
+							  .cacert = "other-ca.crt" },
+			       200));
+	assert_int_equal(status_of(s.port, &alice), 0); /* the old CA no longer verifies it */
+	server_stop(&s);
+	restore_file("server.crt");
+	restore_file("server.key");
+}
+
+static void test_bad_file_fails_start(void **state)
+{
+	struct vw_http_opts o = { .listen_address = "127.0.0.1:0" };
+	struct vw_exposition *x = vw_exposition_new();
+	char path[512];
+
+	(void)state;
+	assert_int_equal(vw_fixture_write(tf.dir, "bad.yml", "tls_server_config:\n  cert_file: "
+				"server.crt\n  key_file: nope.key\n", 0), 0);
+	o.web_config_file = tls_fixture_path(&tf, "bad.yml", path, sizeof(path));
+	assert_null(vw_http_start(&o, x));
+	o.web_config_file = "/nonexistent/web.yml";
+	assert_null(vw_http_start(&o, x));
+	vw_exposition_free(x);
+	/* Debian 12's libmicrohttpd has TLS and basic auth. */
+	assert_int_equal(MHD_is_feature_supported(MHD_FEATURE_TLS), MHD_YES);
+	assert_int_equal(MHD_is_feature_supported(MHD_FEATURE_BASIC_AUTH), MHD_YES);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	vw_log_set_level(VW_LOG_ERROR);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (tls_fixture_init(&tf) < 0 || tls_fixture_bcrypt("alice-pw", hash_alice, 128) < 0 ||
+	    tls_fixture_bcrypt("b:o b", hash_bob, 128) < 0)
+		return -1;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	tls_fixture_fini(&tf);
+	curl_global_cleanup();
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_tls_basic_auth),
+		cmocka_unit_test(test_versions_headers_excluded),
+		cmocka_unit_test(test_client_certificates),
+		cmocka_unit_test(test_rate_limit),
+		cmocka_unit_test(test_reload),
+		cmocka_unit_test(test_bad_file_fails_start),
+	};
+
+	if (system("command -v openssl >/dev/null 2>&1") != 0)
+		return tls_fixture_skip("openssl (to make test certificates) is not installed");
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A real Prometheus scraping the real virtwatt-host binary over HTTPS: one daemon with basic
+ * auth, one requiring a client certificate from the test CA. Prometheus' own verdict (up) and
+ * its HTTP API decide: the right credentials give up == 1 and queryable virtwatt series, a
+ * wrong password or a missing certificate give up == 0. Loopback only, bounded in time; every
+ * process is killed by the teardown, pass or fail.
+ */
+#include "vw_test.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "host_fixture.h"
+#include "macro.h"
+#include "tls_fixture.h"
+
+#define DEADLINE_S 60
+
+static struct tls_fixture tf;
+static struct host_fixture hf;
+static pid_t pids[3]; /* the two daemons and Prometheus */
+
+static unsigned free_port(void)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	unsigned port = 0;
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+static unsigned start_host(pid_t *pid, const char *config)
+{
+	char sys[600], proc[600], wc[600], path[512];
+	char *argv[] = { VW_HOST_BIN, sys, proc, wc, "--web.listen-address=127.0.0.1:0",
+			 "--monitor.interval=1s", "--monitor.sample-interval=200ms",
+			 "--kube.node-name=tls-test", NULL };
+	unsigned port = 0;
+
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s", hf.sys);
+	snprintf(proc, sizeof(proc), "--host.procfs=%s", hf.proc);
+	snprintf(wc, sizeof(wc), "--web.config-file=%s",
+		 tls_fixture_path(&tf, config, path, sizeof(path)));
+	assert_int_equal(vw_fixture_start_daemon(argv, pid, &port), 0);
+	return port;
+}
+
+static pid_t start_prometheus(const char *config, unsigned port)
+{
+	char cfg[600], tsdb[600], listen[64], log[512];
+	char *argv[] = { "prometheus", cfg, tsdb, listen, NULL };
+	pid_t pid;
+	int fd;
+
+	snprintf(cfg, sizeof(cfg), "--config.file=%s/%s", tf.dir, config);
+	snprintf(tsdb, sizeof(tsdb), "--storage.tsdb.path=%s/tsdb", tf.dir);
+	snprintf(listen, sizeof(listen), "--web.listen-address=127.0.0.1:%u", port);
+	fd = open(tls_fixture_path(&tf, "prometheus.log", log, sizeof(log)),
+		  O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	assert_true(fd >= 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		dup2(fd, STDOUT_FILENO);
+		dup2(fd, STDERR_FILENO);
+		execvp(argv[0], argv);
+		_exit(127);
+	}
+	close(fd);
+	return pid;
+}
+
+/* The API's answer to an instant query (malloc'd JSON), or NULL. */
+static char *query(unsigned port, const char *promql)
+{
+	CURL *c = curl_easy_init();
+	char *q = curl_easy_escape(c, promql, 0), url[1024];
+	long code = 0;
+	char *body;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/api/v1/query?query=%s", port, q);
+	curl_free(q);
+	curl_easy_cleanup(c);
+	body = vw_fixture_http_get(url, &code);
+	if (code != 200) {
+		free(body);
+		return NULL;
+	}
+	return body;
+}
+
+/* The value of a one-sample result ("1", "0", ...), or "" if none yet. */
+static void sample_value(const char *json, char *out, size_t size)
+{
+	const char *v = json ? strstr(json, "\"value\":[") : NULL;
+	const char *q = v ? strchr(v, ',') : NULL;
+
+	out[0] = '\0';
+	if (q && q[1] == '"')
+		snprintf(out, size, "%.*s", (int)strcspn(q + 2, "\""), q + 2);
+}
+
+/* Wait until promql's single sample reads want (within the deadline). */
+static bool wait_value(unsigned port, const char *promql, const char *want, time_t deadline)
+{
+	char got[64] = "";
+
+	while (time(NULL) < deadline) {
+		char *json = query(port, promql);
+
+		sample_value(json, got, sizeof(got));
+		free(json);
+		if (strcmp(got, want) == 0)
+			return true;
+		usleep(500 * 1000);
+	}
+	print_message("# %s: last value \"%s\", wanted \"%s\"\n", promql, got, want);
+	return false;
+}
+
+static void dump_prometheus_log(void)
+{
+	char path[512];
+	char *log = vw_fixture_slurp(tls_fixture_path(&tf, "prometheus.log", path, sizeof(path)),
+				     NULL);
+
+	if (log)
+		print_message("# prometheus.log (tail): %s\n",
+			      strlen(log) > 3000 ? log + strlen(log) - 3000 : log);
+	free(log);
+}
+
+static void test_prometheus_scrapes_https(void **state)
+{
+	char hash[128], text[4096], ca[512], crt[512], key[512];
+	unsigned auth_port, cert_port, prom_port = free_port();
+	time_t deadline = time(NULL) + DEADLINE_S;
+	bool ok = true;
+
+	(void)state;
+	assert_int_equal(tls_fixture_bcrypt("scrape-pw", hash, sizeof(hash)), 0);
+	snprintf(text, sizeof(text),
+		 "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+		 "basic_auth_users:\n  prometheus: '%s'\n", hash);
+	assert_int_equal(vw_fixture_write(tf.dir, "auth.yml", text, 0), 0);
+	assert_int_equal(vw_fixture_write(tf.dir, "cert.yml",
+					  "tls_server_config:\n  cert_file: server.crt\n"
+					  "  key_file: server.key\n"
+					  "  client_auth_type: RequireAndVerifyClientCert\n"
+					  "  client_ca_file: ca.crt\n", 0), 0);
+	auth_port = start_host(&pids[0], "auth.yml");
+	cert_port = start_host(&pids[1], "cert.yml");
+	tls_fixture_path(&tf, "ca.crt", ca, sizeof(ca));
+	tls_fixture_path(&tf, "client.crt", crt, sizeof(crt));
+	tls_fixture_path(&tf, "client.key", key, sizeof(key));
+	snprintf(text, sizeof(text),
+		 "global: {scrape_interval: 1s, scrape_timeout: 1s, evaluation_interval: 1s}\n"
+		 "scrape_configs:\n"
+		 "  - job_name: auth_ok\n    scheme: https\n    tls_config: {ca_file: %s}\n"
+		 "    basic_auth: {username: prometheus, password: scrape-pw}\n"
+		 "    static_configs: [{targets: ['127.0.0.1:%u']}]\n"
+		 "  - job_name: auth_badpw\n    scheme: https\n    tls_config: {ca_file: %s}\n"
+		 "    basic_auth: {username: prometheus, password: wrong}\n"
+		 "    static_configs: [{targets: ['127.0.0.1:%u']}]\n"
+		 "  - job_name: cert_ok\n    scheme: https\n"
+		 "    tls_config: {ca_file: %s, cert_file: %s, key_file: %s}\n"
+		 "    static_configs: [{targets: ['127.0.0.1:%u']}]\n"
+		 "  - job_name: cert_none\n    scheme: https\n    tls_config: {ca_file: %s}\n"
+		 "    static_configs: [{targets: ['127.0.0.1:%u']}]\n",
+		 ca, auth_port, ca, auth_port, ca, crt, key, cert_port, ca, cert_port);
+	assert_int_equal(vw_fixture_write(tf.dir, "prometheus.yml", text, 0), 0);
+	assert_int_not_equal(prom_port, 0);
+	pids[2] = start_prometheus("prometheus.yml", prom_port);
+
+	ok = ok && wait_value(prom_port, "up{job=\"auth_ok\"}", "1", deadline);
+	ok = ok && wait_value(prom_port, "up{job=\"cert_ok\"}", "1", deadline);
+	ok = ok && wait_value(prom_port, "up{job=\"auth_badpw\"}", "0", deadline);
+	ok = ok && wait_value(prom_port, "up{job=\"cert_none\"}", "0", deadline);
+	/* A virtwatt series from each authenticated scrape, through the query API. */
+	ok = ok && wait_value(prom_port, "count(virtwatt_node_power_source_info{job=\"auth_ok\"})",
+			      "1", deadline);
+	ok = ok && wait_value(prom_port, "count(virtwatt_node_power_source_info{job=\"cert_ok\"})",
+			      "1", deadline);
+	/* And nothing from the refused ones. */
+	ok = ok && wait_value(prom_port,
+			      "count({__name__=~\"virtwatt_.+\",job=~\"auth_badpw|cert_none\"}) "
+			      "or vector(0)",
+			      "0", deadline);
+	if (!ok)
+		dump_prometheus_log();
+	assert_true(ok);
+}
+
+static int setup(void **state)
+{
+	static const struct host_fixture_zone zones[] = {
+		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 60 },
+	};
+
+	(void)state;
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (tls_fixture_init(&tf) < 0)
+		return -1;
+	return host_fixture_init(&hf, zones, 1, 2);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(pids); i++) {
+		if (pids[i] > 0) {
+			kill(pids[i], SIGKILL);
+			waitpid(pids[i], NULL, 0);
+			pids[i] = 0;
+		}
+	}
+	host_fixture_fini(&hf);
+	tls_fixture_fini(&tf);
+	curl_global_cleanup();
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_prometheus_scrapes_https),
+	};
+
+	if (system("command -v prometheus >/dev/null 2>&1") != 0)
+		return tls_fixture_skip("prometheus is not installed (deploy/install-deps.sh --test)");
+	if (system("command -v openssl >/dev/null 2>&1") != 0)
+		return tls_fixture_skip("openssl (to make test certificates) is not installed");
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

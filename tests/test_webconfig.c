@@ -1,0 +1,420 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The exporter-toolkit web config parser (every key, every refusal with line:column) and basic
+ * authentication (bcrypt, the unknown-user cost, the success-only cache, CVE-2022-46146's
+ * poisoning inputs). Certificates and hashes are made at test time (tls_fixture.c).
+ */
+#include "vw_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "macro.h"
+#include "tls_fixture.h"
+#include "webauth.h"
+#include "webconfig.h"
+
+static struct tls_fixture tf;
+
+/* Write text as dir/web.yml and load it. */
+static int load(const char *text, struct vw_webconfig **ret, char *err, size_t errlen)
+{
+	char path[512];
+
+	assert_int_equal(vw_fixture_write(tf.dir, "web.yml", text, 0), 0);
+	err[0] = '\0';
+	return vw_webconfig_load(tls_fixture_path(&tf, "web.yml", path, sizeof(path)), ret, err,
+				 errlen);
+}
+
+static struct vw_webconfig *load_ok(const char *text)
+{
+	struct vw_webconfig *wc = NULL;
+	char err[1024];
+
+	if (load(text, &wc, err, sizeof(err)) < 0)
+		fail_msg("load failed: %s\n---\n%s", err, text);
+	return wc;
+}
+
+/* The file is refused with "web.yml:LINE:COL: ...needle...". */
+static void load_bad(const char *text, int line, int col, const char *needle)
+{
+	struct vw_webconfig *wc = NULL;
+	char err[1024], where[64];
+
+	if (load(text, &wc, err, sizeof(err)) == 0)
+		fail_msg("accepted, expected \"%s\":\n%s", needle, text);
+	snprintf(where, sizeof(where), "web.yml:%d:%d: ", line, col);
+	if (!strstr(err, where) || !strstr(err, needle))
+		fail_msg("error \"%s\", expected %s...%s", err, where, needle);
+	assert_null(wc);
+}
+
+static bool has_note(const struct vw_webconfig *wc, const char *needle)
+{
+	for (size_t i = 0; i < wc->n_notes; i++)
+		if (strstr(wc->notes[i], needle))
+			return true;
+	return false;
+}
+
+/* exporter-toolkit's docs/web-config.yml, as node_exporter users copy it. */
+static const char node_exporter_example[] =
+	"# TLS and basic authentication configuration example.\n"
+	"#\n"
+	"# Additionally, a certificate and a key file are needed.\n"
+	"tls_server_config:\n"
+	"  cert_file: server.crt\n"
+	"  key_file: server.key\n"
+	"\n"
+	"# Usernames and passwords required to connect.\n"
+	"# Passwords are hashed with bcrypt: https://github.com/prometheus/exporter-toolkit/blob/"
+	"master/docs/web-configuration.md#about-bcrypt.\n"
+	"basic_auth_users:\n"
+	"  alice: $2y$10$mDwo.lAisC94iLAyP81MCesa29IzH37oigHC/42V2pdJlUprsJPze\n"
+	"  bob: $2y$10$hLqFl9jSjoAAy95Z/zw8Ye8wkdMBM8c5Bn1ptYqP/AXyV0.oy0S8m\n"
+	"\n"
+	"# Exclude /-/healthy and /-/ready from basic authentication\n"
+	"basic_auth_excluded_paths:\n"
+	"- /-/healthy\n"
+	"- /-/ready\n";
+
+static void test_node_exporter_example(void **state)
+{
+	struct vw_webconfig *wc = load_ok(node_exporter_example);
+	char path[512];
+
+	(void)state;
+	assert_true(wc->tls);
+	assert_string_equal(wc->cert_file, tls_fixture_path(&tf, "server.crt", path, sizeof(path)));
+	assert_string_equal(wc->key_file, tls_fixture_path(&tf, "server.key", path, sizeof(path)));
+	assert_non_null(strstr(wc->cert_pem, "BEGIN CERTIFICATE"));
+	assert_non_null(strstr(wc->key_pem, "PRIVATE KEY"));
+	assert_null(wc->client_ca_pem);
+	assert_int_equal(wc->client_auth, VW_CLIENT_AUTH_NONE);
+	assert_int_equal(wc->min_version, 12);
+	assert_int_equal(wc->max_version, 13);
+	assert_string_equal(wc->priorities,
+			    "NORMAL:%SERVER_PRECEDENCE:-VERS-ALL:+VERS-TLS1.2:+VERS-TLS1.3");
+	assert_int_equal(wc->n_users, 2);
+	assert_string_equal(wc->users[0].name, "alice");
+	assert_string_equal(wc->users[1].name, "bob");
+	assert_true(vw_bcrypt_hash_valid(wc->users[1].value));
+	assert_int_equal(wc->n_excluded_paths, 2);
+	assert_string_equal(wc->excluded_paths[1], "/-/ready");
+	assert_int_equal(wc->n_notes, 0);
+	vw_webconfig_free(wc);
+}
+
+static void test_every_key(void **state)
+{
+	char hash[128], text[4096];
+	struct vw_webconfig *wc;
+
+	(void)state;
+	assert_int_equal(tls_fixture_bcrypt("pw", hash, sizeof(hash)), 0);
+	snprintf(text, sizeof(text),
+		 "tls_server_config:\n"
+		 "  cert_file: server.crt\n"
+		 "  key_file: server.key\n"
+		 "  client_auth_type: RequireAndVerifyClientCert\n"
+		 "  client_ca_file: ca.crt\n"
+		 "  min_version: TLS12\n"
+		 "  max_version: TLS13\n"
+		 "  cipher_suites:\n"
+		 "    - TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384\n"
+		 "    - TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA\n"
+		 "    - TLS_AES_128_GCM_SHA256\n"
+		 "  prefer_server_cipher_suites: false\n"
+		 "  curve_preferences: [X25519, CurveP256]\n"
+		 "http_server_config:\n"
+		 "  http2: true\n"
+		 "  headers:\n"
+		 "    Content-Security-Policy: \"default-src 'self'\"\n"
+		 "    X-Frame-Options: sameorigin\n"
+		 "    X-Content-Type-Options: nosniff\n"
+		 "    X-XSS-Protection: \"1; mode=block\"\n"
+		 "    Strict-Transport-Security: max-age=31536000\n"
+		 "basic_auth_users:\n"
+		 "  carol: '%s'\n"
+		 "basic_auth_excluded_paths: [/healthz]\n"
+		 "rate_limit:\n"
+		 "  interval: 1s\n"
+		 "  burst: 5\n",
+		 hash);
+	wc = load_ok(text);
+	assert_int_equal(wc->client_auth, VW_CLIENT_AUTH_REQUIRE_AND_VERIFY);
+	assert_non_null(strstr(wc->client_ca_pem, "BEGIN CERTIFICATE"));
+	assert_string_equal(wc->priorities,
+			    "NORMAL:-VERS-ALL:+VERS-TLS1.2:+VERS-TLS1.3:-CIPHER-ALL:+AES-256-GCM:"
+			    "+AES-128-CBC:+AES-128-GCM:+CHACHA20-POLY1305:-KX-ALL:+ECDHE-ECDSA:"
+			    "+ECDHE-RSA:-GROUP-ALL:+GROUP-X25519:+GROUP-SECP256R1");
+	assert_int_equal(wc->n_headers, 5);
+	assert_string_equal(wc->headers[0].value, "default-src 'self'");
+	assert_string_equal(wc->users[0].value, hash);
+	assert_int_equal(wc->rate_interval_ns, 1000000000ULL);
+	assert_int_equal(wc->rate_burst, 5);
+	assert_true(has_note(wc, "HTTP/2 is not supported"));
+	assert_true(has_note(wc, "TLS 1.3 AEAD"));
+	vw_webconfig_free(wc);
+}
+
+/* "  key: |" and text indented below it. */
+static void yaml_block(FILE *f, const char *key, char *text)
+{
+	fprintf(f, "  %s: |\n", key);
+	for (char *l = strtok(text, "\n"); l; l = strtok(NULL, "\n"))
+		fprintf(f, "    %s\n", l);
+}
+
+static void test_inline_and_defaults(void **state)
+{
+	char path[512], text[16384];
+	char *cert = vw_fixture_slurp(tls_fixture_path(&tf, "server.crt", path, sizeof(path)), NULL);
+	char *key = vw_fixture_slurp(tls_fixture_path(&tf, "server.key", path, sizeof(path)), NULL);
+	char *ca = vw_fixture_slurp(tls_fixture_path(&tf, "ca.crt", path, sizeof(path)), NULL);
+	struct vw_webconfig *wc;
+
+	(void)state;
+	assert_non_null(cert);
+	assert_non_null(key);
+	assert_non_null(ca);
+	/* YAML literal blocks, indented. */
+	FILE *f = fmemopen(text, sizeof(text), "w");
+	fputs("tls_server_config:\n", f);
+	yaml_block(f, "cert", cert);
+	yaml_block(f, "key", key);
+	yaml_block(f, "client_ca", ca);
+	fputs("  client_auth_type: RequireClientCert\n  min_version: TLS10\n", f);
+	fputc('\0', f);
+	fclose(f);
+	wc = load_ok(text);
+	assert_true(wc->tls);
+	assert_null(wc->cert_file);
+	assert_null(wc->key_file);
+	assert_int_equal(wc->client_auth, VW_CLIENT_AUTH_REQUIRE_ANY); /* the old name */
+	assert_int_equal(wc->min_version, 12);
+	assert_true(has_note(wc, "raised to TLS12"));
+	assert_true(has_note(wc, "not verified"));
+	vw_webconfig_free(wc);
+
+	/* Empty file, empty document, sections left null: nothing on. */
+	wc = load_ok("");
+	assert_false(wc->tls);
+	assert_int_equal(wc->n_users, 0);
+	vw_webconfig_free(wc);
+	wc = load_ok("---\ntls_server_config:\nbasic_auth_users:\nhttp_server_config: {}\n");
+	assert_false(wc->tls);
+	vw_webconfig_free(wc);
+	/* Only versions: no certificate, no TLS (as exporter-toolkit), said once. */
+	wc = load_ok("tls_server_config:\n  max_version: TLS12\n  cipher_suites: "
+		     "[TLS_AES_128_GCM_SHA256]\n");
+	assert_false(wc->tls);
+	assert_true(has_note(wc, "TLS is off"));
+	vw_webconfig_free(wc);
+	free(cert);
+	free(key);
+	free(ca);
+}
+
+static void test_errors(void **state)
+{
+	char text[1024], hash[128];
+
+	(void)state;
+	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_fil: server.key\n", 3, 3,
+		 "unknown key \"key_fil\" in tls_server_config");
+	load_bad("basic_auth_user:\n  a: b\n", 1, 1, "unknown key \"basic_auth_user\"");
+	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+		 "  min_version: TLS14\n", 4, 16, "unknown TLS version \"TLS14\"");
+	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+		 "  max_version: TLS11\n", 4, 16, "TLS 1.2 and 1.3 only");
+	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+		 "  min_version: TLS13\n  max_version: TLS12\n", 4, 16, "above max_version");
+	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: missing.key\n", 3, 13,
+		 "key_file: cannot read");
+	load_bad("tls_server_config:\n  cert_file: server.crt\n", 1, 1,
+		 "missing one of key or key_file");
+	load_bad("tls_server_config:\n  key_file: server.key\n  cert_file: \"\"\n", 1, 1,
+		 "missing one of cert or cert_file");
+	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: client.key\n", 3, 13,
+		 "cannot use the certificate and key");
+	load_bad("basic_auth_users:\n  alice: secret\n", 2, 10, "not a bcrypt hash");
+	/* A valid-looking hash of another scheme, and a cost out of range. */
+	load_bad("basic_auth_users:\n  alice: $1$abcdefgh$0123456789012345678901\n", 2, 10,
+		 "not a bcrypt hash");
+	assert_int_equal(tls_fixture_bcrypt("x", hash, sizeof(hash)), 0);
+	hash[4] = '3', hash[5] = '2';
+	snprintf(text, sizeof(text), "basic_auth_users:\n  bob: '%s'\n", hash);
+	load_bad(text, 2, 8, "not a bcrypt hash");
+	assert_int_equal(tls_fixture_bcrypt("x", hash, sizeof(hash)), 0);
+	snprintf(text, sizeof(text), "basic_auth_users:\n  bob: '%s'\n  bob: '%s'\n", hash, hash);
+	load_bad(text, 3, 3, "duplicate key \"bob\"");
+	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+		 "  cipher_suites:\n  - TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n"
+		 "  - TLS_FOO_WITH_BAR\n", 5, 3, "unknown cipher \"TLS_FOO_WITH_BAR\"");
+	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+		 "  cipher_suites: [TLS_RSA_WITH_RC4_128_SHA]\n", 4, 18, "insecure suites");
+	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+		 "  curve_preferences: [CurveP256, CurveP1024]\n", 4, 22,
+		 "unknown curve \"CurveP1024\"");
+	load_bad("http_server_config:\n  headers:\n    Authorization: x\n", 3, 20,
+		 "\"Authorization\" can not be configured");
+	load_bad("http_server_config:\n  headers:\n    Content-Type: text/html\n", 3, 19,
+		 "\"Content-Type\" can not be configured");
+	load_bad("http_server_config:\n  headers:\n    X-Frame-Options: allow\n", 3, 22,
+		 "invalid value for X-Frame-Options");
+	load_bad("http_server_config:\n  http2: maybe\n", 2, 10, "expected true or false");
+	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+		 "  client_ca_file: ca.crt\n", 4, 19, "without a client_auth_type");
+	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+		 "  client_auth_type: RequireAndVerifyClientCert\n", 4, 21, "needs client_ca_file");
+	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+		 "  client_auth_type: Always\n", 4, 21, "client_auth_type: invalid \"Always\"");
+	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+		 "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: server.key\n",
+		 5, 19, "no certificate could be read");
+	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+		 "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n"
+		 "  client_allowed_sans: [a]\n", 6, 3, "client_allowed_sans is not supported");
+	load_bad("rate_limit:\n  interval: 5x\n", 2, 13, "invalid duration");
+	load_bad("rate_limit:\n  burst: -1\n", 2, 10, "expected a whole number");
+	load_bad("tls_server_config: &a\n  cert_file: x\n", 1, 20, "anchors (&a) are not supported");
+	load_bad("tls_server_config:\n  cert_file: [a]\n", 2, 14, "expected a string");
+	load_bad("basic_auth_excluded_paths: /x\n", 1, 28, "expected a list");
+	load_bad("tls_server_config:\n  cert_file: a\n  cert_file: b\n", 3, 3, "duplicate key");
+	load_bad("- a\n", 1, 1, "expected a mapping");
+	load_bad("a: b\n---\nc: d\n", 1, 1, "unknown key \"a\"");
+	load_bad("tls_server_config:\n  cert_file: \"a\n", 3, 1, "YAML syntax error");
+}
+
+static void test_missing_file(void **state)
+{
+	struct vw_webconfig *wc = NULL;
+	char err[512];
+
+	(void)state;
+	assert_int_equal(vw_webconfig_load("/nonexistent/web.yml", &wc, err, sizeof(err)),
+			 -ENOENT);
+	assert_non_null(strstr(err, "cannot read web config file /nonexistent/web.yml"));
+}
+
+/* ---- Basic authentication ---- */
+
+static struct vw_webconfig_pair *users_make(char hashes[][128], const char *const *names,
+					    const char *const *pws, size_t n)
+{
+	struct vw_webconfig_pair *u = calloc(n, sizeof(*u));
+
+	for (size_t i = 0; i < n; i++) {
+		assert_int_equal(tls_fixture_bcrypt(pws[i], hashes[i], 128), 0);
+		u[i] = (struct vw_webconfig_pair){ (char *)names[i], hashes[i] };
+	}
+	return u;
+}
+
+static void test_auth(void **state)
+{
+	const char *names[] = { "alice", "bob" }, *pws[] = { "alice-pw", "bob:pw" };
+	char hashes[2][128];
+	struct vw_webconfig_pair *u = users_make(hashes, names, pws, 2);
+	struct vw_webauth *a = vw_webauth_new(u, 2);
+	unsigned long n;
+
+	(void)state;
+	assert_non_null(a);
+	assert_true(vw_webauth_check(a, "alice", "alice-pw"));
+	assert_true(vw_webauth_check(a, "bob", "bob:pw"));
+	n = vw_webauth_bcrypt_count(a);
+	/* The same good login again: cached, no bcrypt. */
+	assert_true(vw_webauth_check(a, "alice", "alice-pw"));
+	assert_int_equal(vw_webauth_bcrypt_count(a), n);
+	/* Wrong password, unknown user, empty and swapped credentials: each costs one bcrypt. */
+	assert_false(vw_webauth_check(a, "alice", "alice-pW"));
+	assert_int_equal(vw_webauth_bcrypt_count(a), n + 1);
+	assert_false(vw_webauth_check(a, "mallory", "alice-pw"));
+	assert_int_equal(vw_webauth_bcrypt_count(a), n + 2);
+	assert_false(vw_webauth_check(a, "", ""));
+	assert_false(vw_webauth_check(a, "alice", ""));
+	assert_false(vw_webauth_check(a, "Alice", "alice-pw"));
+	assert_false(vw_webauth_check(a, "alice", "bob:pw")); /* another user's password */
+	assert_false(vw_webauth_check(a, "bob", "alice-pw"));
+	assert_false(vw_webauth_check(a, "alice", "alice-pw\n"));
+	assert_false(vw_webauth_check(a, "alice", "alice-p"));
+	assert_int_equal(vw_webauth_bcrypt_count(a), n + 9);
+	/* The hash itself is not a password. */
+	assert_false(vw_webauth_check(a, "alice", hashes[0]));
+	vw_webauth_free(a);
+	free(u);
+}
+
+/*
+ * exporter-toolkit's TestByPassBasicAuthVuln (CVE-2022-46146) and variations: someone who
+ * knows a hash (and a valid login of another user) tries to make a cache entry that a later
+ * request of theirs would hit. Every attempt must fail, before and after good logins.
+ */
+static void test_cache_cannot_be_poisoned(void **state)
+{
+	const char *names[] = { "alice", "bob" }, *pws[] = { "alice-secret", "bob-pw" };
+	char hashes[2][128], user[256], pass[256];
+	struct vw_webconfig_pair *u = users_make(hashes, names, pws, 2);
+	struct vw_webauth *a = vw_webauth_new(u, 2);
+	const char *h = hashes[0];
+
+	(void)state;
+	assert_non_null(a);
+	for (int round = 0; round < 2; round++) {
+		/* The CVE's two steps, with alice's hash. */
+		snprintf(user, sizeof(user), "alice%s", h);
+		assert_false(vw_webauth_check(a, user, "fakepassword"));
+		snprintf(pass, sizeof(pass), "%sfakepassword", h);
+		assert_false(vw_webauth_check(a, "alice", pass));
+		/* Concatenations of a good login split differently. */
+		assert_false(vw_webauth_check(a, "bo", "bbob-pw"));
+		assert_false(vw_webauth_check(a, "bobb", "ob-pw"));
+		snprintf(user, sizeof(user), "alice:%s:", hashes[1]);
+		assert_false(vw_webauth_check(a, user, "bob-pw"));
+		snprintf(pass, sizeof(pass), "%s:bob-pw", hashes[1]);
+		assert_false(vw_webauth_check(a, "alice", pass));
+		assert_false(vw_webauth_check(a, "alice", "bob-pw"));
+		assert_false(vw_webauth_check(a, "alice", h));
+		/* Now good logins are cached; the next round must still refuse everything. */
+		assert_true(vw_webauth_check(a, "bob", "bob-pw"));
+		assert_true(vw_webauth_check(a, "alice", "alice-secret"));
+	}
+	vw_webauth_free(a);
+	free(u);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return tls_fixture_init(&tf);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	tls_fixture_fini(&tf);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_node_exporter_example),
+		cmocka_unit_test(test_every_key),
+		cmocka_unit_test(test_inline_and_defaults),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_auth),
+		cmocka_unit_test(test_cache_cannot_be_poisoned),
+	};
+
+	if (system("command -v openssl >/dev/null 2>&1") != 0)
+		return tls_fixture_skip("openssl (to make test certificates) is not installed");
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
