@@ -25,6 +25,7 @@
 #include "procfs.h"
 #include "reader.h"
 #include "series_state.h"
+#include "sigstop.h"
 
 #define ZONE_PATH "vm" /* one series per zone kind whatever the source: counters continue */
 #define MAX_EXPOSITION_BYTES (64u << 20)
@@ -727,13 +728,15 @@ int vw_guest_run(struct vw_guest *g, volatile sig_atomic_t *stop)
 	/* The first snapshot soon (1 s), then one every interval. */
 	next += VW_MIN(cfg->common.interval_ns, VW_NSEC_PER_SEC);
 	while (!*stop) {
-		struct pollfd pfd = { .fd = g->reader ? vw_reader_fd(g->reader) : -1,
-				      .events = POLLIN };
+		struct pollfd pfd[] = {
+			{ .fd = g->reader ? vw_reader_fd(g->reader) : -1, .events = POLLIN },
+			{ .fd = vw_sigstop_fd(), .events = POLLIN }, /* a stop wakes us at once */
+		};
 		uint64_t now = vw_now_ns();
 		int timeout_ms = next > now ? (int)VW_MIN((next - now + 999999) / 1000000, 60000) : 0;
 
 		/* Drain the port as frames come, so freshness is never judged late. */
-		if (poll(&pfd, pfd.fd >= 0 ? 1 : 0, timeout_ms) > 0 && g->reader)
+		if (poll(pfd, ARRAY_SIZE(pfd), timeout_ms) > 0 && pfd[0].revents)
 			(void)vw_reader_poll(g->reader);
 		if (*stop)
 			break;

@@ -20,6 +20,7 @@
 #include "power_source.h"
 #include "procfs.h"
 #include "publish.h"
+#include "sigstop.h"
 #include "vm_source.h"
 #include "workloads.h"
 
@@ -646,19 +647,21 @@ static bool host_healthy(void *userdata)
 	return last != 0 && vw_now_ns() - last <= limit;
 }
 
-/* Sleep until deadline_ns, or until the publisher's sockets need attention. A signal (EINTR)
- * returns early; the caller checks its stop flag. */
+/* Sleep until deadline_ns, until the publisher's sockets need attention, or until a stop is
+ * asked for (sigstop.h); the caller checks its stop flag. */
 static void wait_until(struct vw_host *h, uint64_t deadline_ns)
 {
-	struct pollfd pfd = { .fd = h->publisher ? vw_publisher_fd(h->publisher) : -1,
-			      .events = POLLIN };
+	struct pollfd pfd[] = {
+		{ .fd = vw_sigstop_fd(), .events = POLLIN },
+		{ .fd = h->publisher ? vw_publisher_fd(h->publisher) : -1, .events = POLLIN },
+	};
 	uint64_t now = vw_now_ns(), due = deadline_ns;
 	int timeout_ms;
 
 	if (h->publisher)
 		due = VW_MIN(due, vw_publisher_next_due(h->publisher));
 	timeout_ms = due > now ? (int)VW_MIN((due - now + 999999) / 1000000, 60000) : 0;
-	(void)poll(&pfd, pfd.fd >= 0 ? 1 : 0, timeout_ms);
+	(void)poll(pfd, ARRAY_SIZE(pfd), timeout_ms); /* negative fds are skipped */
 	if (h->publisher)
 		(void)vw_publisher_tick(h->publisher, vw_now_ns(), NULL);
 }

@@ -8,6 +8,7 @@
 
 #include "ctrmeta.h"
 #include "fileio.h"
+#include "sigstop.h"
 
 const char *const vw_accounting_names[] = { "auto", "bpf", "procfs", NULL };
 const char *const vw_pod_source_names[] = { "apiserver", "kubelet", NULL };
@@ -28,26 +29,6 @@ struct vw_ctrmeta *vw_daemon_open_ctrmeta(const struct vw_daemon_options *o)
 	return m;
 }
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_stop(int sig)
-{
-	(void)sig;
-	stop_requested = 1;
-}
-
-static void install_signals(void)
-{
-	struct sigaction sa = { .sa_handler = on_stop };
-
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-}
-
 int vw_daemon_main(const struct vw_config_program *p, void *cfg, int argc, char **argv,
 		   int (*run)(void *cfg, volatile sig_atomic_t *stop))
 {
@@ -63,9 +44,14 @@ int vw_daemon_main(const struct vw_config_program *p, void *cfg, int argc, char 
 		return r < 0 ? 2 : 0;
 	}
 	vw_log_set_level(common->log_level);
-	install_signals();
+	r = vw_sigstop_install();
+	if (r < 0) {
+		vw_error("%s: cannot install signal handlers: %s", p->name, strerror(-r));
+		vw_config_free(p, cfg);
+		return 1;
+	}
 	vw_info("%s %s (%s) starting", p->name, VW_VERSION, VW_REVISION);
-	r = run(cfg, &stop_requested);
+	r = run(cfg, vw_sigstop_flag());
 	vw_config_free(p, cfg);
 	return r < 0 ? 1 : 0;
 }

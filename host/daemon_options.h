@@ -125,8 +125,9 @@ struct vw_ctrmeta *vw_daemon_open_ctrmeta(const struct vw_daemon_options *o);
 
 /*
  * What both daemons' main() do: load the options (exit 0 after --help/--version, 2 on a bad
- * flag or file, with the message), set the log level and the signal handlers (SIGINT/SIGTERM set
- * *stop, SIGPIPE/SIGHUP ignored), then hand over to run(cfg, stop). Returns main()'s exit code.
+ * flag or file, with the message), set the log level and the signal handlers (sigstop.h: the
+ * first SIGINT/SIGTERM sets *stop and wakes vw_sigstop_fd(), a second exits at once;
+ * SIGPIPE/SIGHUP ignored), then hand over to run(cfg, stop). Returns main()'s exit code.
  */
 #include <signal.h>
 int vw_daemon_main(const struct vw_config_program *p, void *cfg, int argc, char **argv,

@@ -36,6 +36,7 @@
 #include "log.h"
 #include "macro.h"
 #include "prom.h"
+#include "thread.h"
 #include "webauth.h"
 #include "webconfig.h"
 
@@ -748,6 +749,7 @@ static int server_start_mhd(struct server *s)
 	struct vw_http *h = s->h;
 	const struct vw_webconfig *wc = s->wc;
 	struct MHD_OptionItem tls[5];
+	sigset_t old_mask;
 	size_t n = 0;
 	int fd;
 
@@ -763,6 +765,8 @@ static int server_start_mhd(struct server *s)
 	fd = fcntl(h->listen_fd, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
 		return -errno;
+	/* MHD's threads inherit this thread's signal mask: signals stay with the main thread. */
+	vw_signals_block_all(&old_mask);
 	s->mhd = MHD_start_daemon(mhd_flags(wc && wc->tls), 0, NULL, NULL, on_request, s,
 				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
 				  MHD_OPTION_ARRAY, tls,
@@ -772,6 +776,7 @@ static int server_start_mhd(struct server *s)
 				  MHD_OPTION_CONNECTION_TIMEOUT, h->timeout_s,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
 				  MHD_OPTION_END);
+	vw_signals_restore(&old_mask);
 	if (!s->mhd) {
 		close(fd);
 		vw_error("http: start libmicrohttpd on %s%s failed", h->listen_address,
@@ -961,10 +966,10 @@ static int watch_start(struct vw_http *h)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&h->watch_cond, &ca);
 	pthread_condattr_destroy(&ca);
-	r = pthread_create(&h->watcher, NULL, watch_main, h);
-	if (r != 0) {
-		vw_error("http: start the web config watcher: %s", strerror(r));
-		return -r;
+	r = vw_thread_create(&h->watcher, watch_main, h);
+	if (r < 0) {
+		vw_error("http: start the web config watcher: %s", strerror(-r));
+		return r;
 	}
 	h->watching = true;
 	return 0;
