@@ -846,6 +846,14 @@ void vw_podmeta_stop(struct vw_podmeta *pm)
 
 /* ---- lookups ---- */
 
+void vw_podmeta_table_stats(struct vw_podmeta *pm, struct vw_table_stat *pods,
+			    struct vw_table_stat *ctrs)
+{
+	pthread_mutex_lock(&pm->lock);
+	vw_podtable_table_stats(pm->table, pods, ctrs);
+	pthread_mutex_unlock(&pm->lock);
+}
+
 int vw_podmeta_by_container(struct vw_podmeta *pm, const char *container_id,
 			    struct vw_pod_info *ret, char *container_name, size_t namelen)
 {
