@@ -29,6 +29,32 @@ struct vw_ctrmeta *vw_daemon_open_ctrmeta(const struct vw_daemon_options *o)
 	return m;
 }
 
+uint64_t vw_daemon_stale_after_ns(uint64_t interval_ns)
+{
+	return VW_STALE_INTERVALS * interval_ns + 5 * VW_NSEC_PER_SEC;
+}
+
+uint64_t vw_daemon_stuck_after_ns(uint64_t interval_ns)
+{
+	return VW_STALE_INTERVALS * interval_ns + 10 * VW_NSEC_PER_SEC;
+}
+
+bool vw_daemon_loop_alive(uint64_t last_ns, uint64_t limit_ns, char *why, size_t len)
+{
+	uint64_t now = vw_now_ns();
+
+	if (last_ns && now - last_ns <= limit_ns)
+		return true;
+	if (!last_ns)
+		snprintf(why, len, "the sampling loop has not run yet");
+	else
+		snprintf(why, len,
+			 "the sampling loop made no progress for %.1f s (limit %.1f s): a meter or "
+			 "source read is blocked, see the log",
+			 (double)(now - last_ns) / 1e9, (double)limit_ns / 1e9);
+	return false;
+}
+
 int vw_daemon_main(const struct vw_config_program *p, void *cfg, int argc, char **argv,
 		   int (*run)(void *cfg, volatile sig_atomic_t *stop))
 {

@@ -26,6 +26,7 @@ struct vw_daemon_options {
 	enum vw_log_level log_level;
 	char *node_name;
 	uint64_t process_top_n;
+	uint64_t metrics_max_bytes;
 	uint64_t max_terminated;
 	char *cpu_accounting; /* auto, bpf, procfs */
 	bool kube_enable;
@@ -81,6 +82,11 @@ extern const char *const vw_pod_source_names[];
 	  VW_DO_OFF(type, process_top_n), "50", "N",                                               \
 	  "export at most N process series sets, the most energetic (0: all; beware cardinality)", \
 	  0, 1000000 },                                                                            \
+	{ "metrics.max-bytes", "exporter.prometheus.maxBytes", VW_OPT_UINT,                       \
+	  VW_DO_OFF(type, metrics_max_bytes), "67108864", "BYTES",                                 \
+	  "largest /metrics body; a metric family that would not fit is left out whole (logged, "  \
+	  "counted in virtwatt_exposition_families_dropped_total) and the others are served",      \
+	  16384, 4294967296.0 },                                                                   \
 	{ "monitor.max-terminated", "monitor.maxTerminated", VW_OPT_UINT,                          \
 	  VW_DO_OFF(type, max_terminated), "500", "N",                                             \
 	  "terminated workloads kept until a scrape has seen their final values", 1, 1000000 },   \
@@ -115,6 +121,19 @@ extern const char *const vw_pod_source_names[];
 	  "/var/cache/virtwatt", "PATH", "where a model fetched from model.url is cached" },       \
 	{ "model.timeout", "model.timeout", VW_OPT_DURATION, VW_DO_OFF(type, model_timeout_ns),    \
 	  "10s", "DURATION", "timeout for fetching a model", 0.1, 600 }
+
+/*
+ * Health of a daemon's loop, for /healthz and /readyz (docs/configuration.md): the snapshot is
+ * stale (not ready) once older than VW_STALE_INTERVALS monitor intervals plus 5 s, the loop is
+ * stuck (unhealthy) after as many intervals plus 10 s without progress. The slack keeps a loaded
+ * machine's late tick from flapping either.
+ */
+#define VW_STALE_INTERVALS 3
+uint64_t vw_daemon_stale_after_ns(uint64_t interval_ns);
+uint64_t vw_daemon_stuck_after_ns(uint64_t interval_ns);
+/* Whether a loop last made progress at last_ns (vw_now_ns(); 0: never) within limit_ns; when
+ * not, why in `why`. */
+bool vw_daemon_loop_alive(uint64_t last_ns, uint64_t limit_ns, char *why, size_t len);
 
 /*
  * Container names from the runtimes' files below --host.rootfs, for vw_workloads_opts.ctrmeta.

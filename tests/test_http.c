@@ -148,8 +148,9 @@ static const char sample_om[] = "# TYPE vw_up gauge\n# HELP vw_up Up.\nvw_up 1\n
 
 static bool healthy_flag;
 
-static bool is_healthy(void *userdata)
+static bool is_healthy(void *userdata, char *why, size_t len)
 {
+	snprintf(why, len, "test says so");
 	return __atomic_load_n((bool *)userdata, __ATOMIC_RELAXED);
 }
 
@@ -264,10 +265,10 @@ static void test_health_and_ready(void **state)
 	server_start(&s, (struct vw_http_opts){.healthy = is_healthy, .userdata = &healthy_flag});
 	assert_false(vw_exposition_ready(s.x));
 	assert_int_equal(get_status(s.port, "/metrics", "no metrics published yet\n"), 503);
-	assert_int_equal(get_status(s.port, "/readyz", NULL), 503);
+	assert_int_equal(get_status(s.port, "/readyz", "not ready: no metrics published yet\n"), 503);
 	assert_int_equal(get_status(s.port, "/healthz", "ok\n"), 200);
 	__atomic_store_n(&healthy_flag, false, __ATOMIC_RELAXED);
-	assert_int_equal(get_status(s.port, "/healthz", NULL), 503);
+	assert_int_equal(get_status(s.port, "/healthz", "unhealthy: test says so\n"), 503);
 	__atomic_store_n(&healthy_flag, true, __ATOMIC_RELAXED);
 
 	publish(s.x, sample_text, sample_om);
