@@ -60,9 +60,18 @@ _printf_(2, 3) static void set_problem(struct vw_state_file *f, const char *fmt,
 static void set_aside(struct vw_state_file *f, int err)
 {
 	char aside[320];
+	int r = -EEXIST;
 
-	snprintf(aside, sizeof(aside), "%s.bad-%lld", f->name, (long long)time(NULL));
-	if (renameat(f->dirfd, f->name, f->dirfd, aside) < 0) {
+	/* Never over an earlier one: .bad-<time>, else .bad-<time>.1, .2, ... */
+	for (unsigned n = 0; r == -EEXIST && n < 100; n++) {
+		int len = snprintf(aside, sizeof(aside), "%s.bad-%lld", f->name, (long long)time(NULL));
+
+		if (n)
+			snprintf(aside + len, sizeof(aside) - (size_t)len, ".%u", n);
+		r = renameat2(f->dirfd, f->name, f->dirfd, aside, RENAME_NOREPLACE) < 0 ? -errno : 0;
+	}
+	if (r < 0) {
+		errno = -r;
 		set_problem(f,
 			    "state file %s cannot be loaded (%s) nor set aside (%s): no state is "
 			    "written this run; move it away and restart",
