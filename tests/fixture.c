@@ -201,17 +201,19 @@ char *vw_fixture_http(const char *url, const char *method, long *code)
 	return b.data;
 }
 
-int vw_fixture_start_daemon(char *const argv[], pid_t *ret_pid, unsigned *ret_port)
+int vw_fixture_start_daemon_logged(char *const argv[], const char *logpath, pid_t *ret_pid,
+				   unsigned *ret_port)
 {
-	char logpath[] = "/tmp/vw-daemon-log-XXXXXX";
-	int fd = mkstemp(logpath);
+	int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	pid_t pid;
 
 	if (fd < 0)
 		return -errno;
 	pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		close(fd);
 		return -errno;
+	}
 	if (pid == 0) {
 		dup2(fd, STDOUT_FILENO);
 		dup2(fd, STDERR_FILENO);
@@ -228,16 +230,27 @@ int vw_fixture_start_daemon(char *const argv[], pid_t *ret_pid, unsigned *ret_po
 			fprintf(stderr, "%s", up ? "" : (log ? log : ""));
 		free(log);
 		if (up) {
-			unlink(logpath); /* the daemon keeps writing to the unlinked file */
 			*ret_pid = pid;
 			return 0;
 		}
 		usleep(100 * 1000);
 	}
-	unlink(logpath);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	return -ETIMEDOUT;
+}
+
+int vw_fixture_start_daemon(char *const argv[], pid_t *ret_pid, unsigned *ret_port)
+{
+	char logpath[] = "/tmp/vw-daemon-log-XXXXXX";
+	int fd = mkstemp(logpath), r;
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	r = vw_fixture_start_daemon_logged(argv, logpath, ret_pid, ret_port);
+	unlink(logpath); /* the daemon keeps writing to the unlinked file */
+	return r;
 }
 
 int vw_fixture_stop_daemon(pid_t pid)
