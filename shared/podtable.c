@@ -444,22 +444,34 @@ static void ctr_free(struct vw_podtable *t, struct ctr *c)
 	free(c);
 }
 
+/* The entry of a table gone the longest ago: its node at node_off, its gone_ns at gone_off. */
+static struct hnode *oldest_gone(const struct htab *h, size_t node_off, size_t gone_off)
+{
+	struct hnode *old = NULL;
+	uint64_t old_ns = 0;
+
+	htab_foreach(h, i, n, nx) {
+		uint64_t gone = *(const uint64_t *)((const char *)n - node_off + gone_off);
+
+		if (gone && (!old || gone < old_ns))
+			old = n, old_ns = gone;
+	}
+	return old;
+}
+
 /*
  * Room for one more pod: at the cap, the pod deleted the longest ago goes (counted when its
  * grace period had not ended); none deleted: false (the new pod is refused, counted too).
  */
 static bool pod_room(struct vw_podtable *t, uint64_t now)
 {
-	struct pod *old = NULL;
+	struct hnode *n;
+	struct pod *old;
 
 	if (t->npods < t->max_pods)
 		return true;
-	htab_foreach(&t->pods, i, n, nx) {
-		struct pod *p = container_of(n, struct pod, by_uid);
-
-		if (p->gone_ns && (!old || p->gone_ns < old->gone_ns))
-			old = p;
-	}
+	n = oldest_gone(&t->pods, offsetof(struct pod, by_uid), offsetof(struct pod, gone_ns));
+	old = n ? container_of(n, struct pod, by_uid) : NULL;
 	t->evicted_pods += !old || !expired(t, old->gone_ns, now);
 	if (old)
 		pod_free(t, old);
@@ -469,16 +481,13 @@ static bool pod_room(struct vw_podtable *t, uint64_t now)
 /* The same for containers: the one replaced or deleted the longest ago. */
 static bool ctr_room(struct vw_podtable *t, uint64_t now)
 {
-	struct ctr *old = NULL;
+	struct hnode *n;
+	struct ctr *old;
 
 	if (t->nctrs < t->max_ctrs)
 		return true;
-	htab_foreach(&t->ctrs, i, n, nx) {
-		struct ctr *c = container_of(n, struct ctr, by_id);
-
-		if (c->gone_ns && (!old || c->gone_ns < old->gone_ns))
-			old = c;
-	}
+	n = oldest_gone(&t->ctrs, offsetof(struct ctr, by_id), offsetof(struct ctr, gone_ns));
+	old = n ? container_of(n, struct ctr, by_id) : NULL;
 	t->evicted_ctrs += !old || !expired(t, old->gone_ns, now);
 	if (old)
 		ctr_free(t, old);

@@ -34,11 +34,7 @@ static pid_t running_pid;
 static int stop_leftover(void **state)
 {
 	(void)state;
-	if (running_pid > 0) {
-		kill(running_pid, SIGKILL);
-		waitpid(running_pid, NULL, 0);
-		running_pid = 0;
-	}
+	vw_fixture_kill(&running_pid);
 	return 0;
 }
 

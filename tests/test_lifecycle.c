@@ -34,11 +34,7 @@ static char logpath[600];
 static int stop_leftover(void **state)
 {
 	(void)state;
-	if (running_pid > 0) {
-		kill(running_pid, SIGKILL);
-		waitpid(running_pid, NULL, 0);
-		running_pid = 0;
-	}
+	vw_fixture_kill(&running_pid);
 	return 0;
 }
 
@@ -230,12 +226,32 @@ static void *scrape(void *arg)
 		char *body = vw_fixture_http_get(url, &code);
 
 		if (code == 200)
-			sc->ok++;
+			__atomic_add_fetch(&sc->ok, 1, __ATOMIC_RELAXED);
 		else
 			sc->failed++;
 		free(body);
 	}
 	return NULL;
+}
+
+/* SIGTERM while a thread scrapes /metrics without pause: the seconds to exit (the figure is
+ * printed), its status in *ret_status. */
+static double sigterm_during_scrapes(struct scraper *sc, const char *who, int *ret_status)
+{
+	pthread_t th;
+	double took;
+
+	assert_int_equal(pthread_create(&th, NULL, scrape, sc), 0);
+	while (__atomic_load_n(&sc->ok, __ATOMIC_RELAXED) < 10)
+		usleep(10000);
+	*ret_status = -1;
+	kill(running_pid, SIGTERM);
+	took = wait_exit(30, ret_status);
+	__atomic_store_n(&sc->stop, true, __ATOMIC_RELAXED);
+	pthread_join(th, NULL);
+	print_message("# %s: SIGTERM during scrapes (%u served): exit status %d after %.3f s\n",
+		      who, sc->ok, *ret_status, took);
+	return took;
 }
 
 /* Threads other than the main one block SIGTERM and SIGINT; the main one takes them. */
@@ -284,7 +300,6 @@ static void test_sigterm_with_threads_and_scrapes(void **state)
 			 "--libvirt.uri=test:///default", "--kube.enable",
 			 "--kube.api-server=https://127.0.0.1:1", tokarg, NULL };
 	struct scraper sc = { 0 };
-	pthread_t th;
 	double took;
 	char *dir = vw_fixture_mkdtemp("tok");
 	int st;
@@ -299,15 +314,7 @@ static void test_sigterm_with_threads_and_scrapes(void **state)
 		"libvirt's test driver is not available here");
 	assert_true(log_has("podmeta: apiserver mode"));
 	assert_signals_with_main_thread(running_pid);
-	assert_int_equal(pthread_create(&th, NULL, scrape, &sc), 0);
-	while (sc.ok < 20)
-		usleep(10000);
-	kill(running_pid, SIGTERM);
-	took = wait_exit(30, &st);
-	__atomic_store_n(&sc.stop, true, __ATOMIC_RELAXED);
-	pthread_join(th, NULL);
-	print_message("# SIGTERM during scrapes (%u served): exit status %d after %.3f s\n", sc.ok,
-		      st, took);
+	took = sigterm_during_scrapes(&sc, "host", &st);
 	assert_true(took >= 0 && took < 3);
 	assert_int_equal(st, 0);
 	assert_true(log_has("host: stopping"));
@@ -325,7 +332,6 @@ static void test_guest_sigterm_flushes_state(void **state)
 			 "--kube.node-name=lifecycle-guest", "--passthrough.enable=false",
 			 "--state.write-interval=1h", statearg, NULL };
 	struct scraper sc = { 0 };
-	pthread_t th;
 	double took;
 	int st;
 
@@ -341,14 +347,7 @@ static void test_guest_sigterm_flushes_state(void **state)
 	assert_non_null(text);
 	assert_non_null(strstr(text, "\"clean\":false")); /* the first write, while running */
 	free(text);
-	assert_int_equal(pthread_create(&th, NULL, scrape, &sc), 0);
-	while (sc.ok < 10)
-		usleep(10000);
-	kill(running_pid, SIGTERM);
-	took = wait_exit(30, &st);
-	__atomic_store_n(&sc.stop, true, __ATOMIC_RELAXED);
-	pthread_join(th, NULL);
-	print_message("# guest SIGTERM during scrapes: exit status %d after %.3f s\n", st, took);
+	took = sigterm_during_scrapes(&sc, "guest", &st);
 	assert_true(took >= 0 && took < 3);
 	assert_int_equal(st, 0);
 	text = vw_fixture_slurp(statepath, NULL);
@@ -407,22 +406,10 @@ static void test_passthrough_misconfigured(void **state)
 {
 	char *argv[] = { VW_HOST_BIN, "--web.listen-address=127.0.0.1:0", "--metrics=node,pod",
 			 "--kube.node-name=nopt", NULL };
-	int fd, st;
 
 	(void)state;
 	snprintf(logpath, sizeof(logpath), "/tmp/vw-lifecycle-nopt-%d.log", (int)getpid());
-	fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	assert_true(fd >= 0);
-	running_pid = fork();
-	if (running_pid == 0) {
-		dup2(fd, STDERR_FILENO);
-		dup2(fd, STDOUT_FILENO);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	close(fd);
-	assert_true(wait_exit(30, &st) >= 0);
-	assert_int_equal(st, 1);
+	assert_int_equal(vw_fixture_run_logged(argv, logpath), 1);
 	assert_true(log_has("--passthrough.enable is on but --metrics lacks vm"));
 	assert_true(log_has("add vm to --metrics, or set --passthrough.enable=false"));
 	unlink(logpath);
