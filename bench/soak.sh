@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Soak: both daemons under process and container churn with no scraper, VmRSS over time.
 #   bench/soak.sh                  15 min (DURATION=900), a VmRSS sample every 30 s (EVERY=30)
+#   DURATION=1200 WARMUP=420 bench/soak.sh   what bench/README.md reports
 # Root (real /proc and /sys, BPF accounting). Builds a release tree in build-bench/ (no
 # sanitizers), starts virtwatt-host and virtwatt-guest on the real machine on 127.0.0.1, and
 # while nothing scrapes them churns:
 #   - processes: PROC_RATE short-lived processes a second (/bin/true);
 #   - containers: a cgroup named like a Docker container (cgroup v1 cpuacct docker/<id>, or v2
 #     system.slice/docker-<id>.scope) every CONT_EVERY seconds, a process that burns a few ms in
-#     it, the cgroup removed CONT_LIFE seconds later; every container is new.
+#     it, the cgroup removed CONT_LIFE seconds later; every container is new;
+#   - VMs: a process whose argv[0] is qemu-system-x86_64 with a new -uuid every VM_EVERY
+#     seconds, living VM_LIFE seconds (the host finds it by its process scan).
 # Prints "t_s host_rss_kib guest_rss_kib" every EVERY seconds, then each daemon's spread after
 # WARMUP seconds (the caps fill first) and, from one scrape at the very end, its tables' entries
 # and evictions. Not part of the timed tests. Everything it starts is stopped on exit (trap).
@@ -21,6 +24,8 @@ WARMUP=${WARMUP:-300}
 PROC_RATE=${PROC_RATE:-20}
 CONT_EVERY=${CONT_EVERY:-0.25}
 CONT_LIFE=${CONT_LIFE:-10}
+VM_EVERY=${VM_EVERY:-0.5}
+VM_LIFE=${VM_LIFE:-30}
 MAX_SERIES=${MAX_SERIES:-5000} # the guest's --state.max-series: reached within the warm-up
 BUILD=${BUILD:-build-bench}
 
@@ -91,16 +96,30 @@ churn_containers() {
 	done
 }
 
+churn_vms() {
+	local n=0
+	while :; do
+		(exec -a qemu-system-x86_64 sh -c "sleep $VM_LIFE; :" -uuid \
+			"$(printf '%08x-0000-4000-8000-%012x' $$ "$n")" -name "guest=soak$n" -smp 1) &
+		n=$((n + 1))
+		sleep "$VM_EVERY"
+	done
+}
+
 churn_processes &
+pids+=($!)
+churn_vms &
 pids+=($!)
 churn_containers &
 pids+=($!)
 
-echo "# t_s host_rss_kib guest_rss_kib (churn: $PROC_RATE processes/s, a container every ${CONT_EVERY}s; no scraper)"
-start=$(date +%s)
+echo "# t_s host_rss_kib guest_rss_kib (churn: $PROC_RATE processes/s, a container every" \
+	"${CONT_EVERY}s, a VM every ${VM_EVERY}s; no scraper)"
+uptime_s() { awk '{ printf "%d", $1 }' /proc/uptime; } # monotonic: wall-clock steps do not count
+start=$(uptime_s)
 : >"$tmp/rss"
 while :; do
-	t=$(($(date +%s) - start))
+	t=$(($(uptime_s) - start))
 	read -r hr _ < <(memory_of "$host_pid")
 	read -r gr _ < <(memory_of "$guest_pid")
 	echo "$t $hr $gr" | tee -a "$tmp/rss"
