@@ -24,10 +24,12 @@
 #include "power_source.h"
 #include "procfs.h"
 #include "reader.h"
+#include "selfstats.h"
 #include "series_state.h"
+#include "sigstop.h"
+#include "state_file.h"
 
 #define ZONE_PATH "vm" /* one series per zone kind whatever the source: counters continue */
-#define MAX_EXPOSITION_BYTES (64u << 20)
 
 struct gzone {
 	bool present;
@@ -41,8 +43,7 @@ struct gzone {
 
 struct vw_guest {
 	const struct vw_guest_config *cfg;
-	int sysfs_fd, procfs_fd, state_fd;
-	char state_name[256];
+	int sysfs_fd, procfs_fd;
 	char node_name[256];
 	struct vw_cpu_info *cpus;
 	size_t n_cpus;
@@ -66,8 +67,11 @@ struct vw_guest {
 	struct vw_ctrmeta *ctrmeta;
 	struct vw_workloads *workloads;
 	struct vw_series_state *series;
+	struct vw_state_file *state;
 	struct vw_exposition *expo;
-	struct vw_complaint stat_complaint, cpu_complaint, state_complaint;
+	struct vw_selfstats *self;
+	uint64_t snapshots; /* rendered so far */
+	struct vw_complaint stat_complaint, cpu_complaint;
 	uint64_t last_loop_ns;
 };
 
@@ -138,33 +142,6 @@ static int open_model_source(struct vw_guest *g)
 }
 
 /* ---- state, passthrough, workloads --------------------------------------------------------- */
-
-static void open_state(struct vw_guest *g)
-{
-	_cleanup_free_ char *d = NULL, *b = NULL;
-	const char *path = nonempty(g->cfg->state_file);
-
-	if (!path)
-		return;
-	d = strdup(path);
-	b = strdup(path);
-	if (!d || !b)
-		return;
-	snprintf(g->state_name, sizeof(g->state_name), "%s", basename(b));
-	(void)mkdir(dirname(d), 0700); /* one level, like StateDirectory= would */
-	g->state_fd = vw_root_open(d);
-	if (g->state_fd < 0) {
-		vw_warn("state: cannot open %s: %s; counters restart with the daemon", d,
-			strerror(-g->state_fd));
-		return;
-	}
-	int r = vw_series_state_load(g->series, g->state_fd, g->state_name);
-
-	if (r == 0)
-		vw_info("state: %zu series continue from %s", vw_series_state_size(g->series), path);
-	else if (r != -ENOENT)
-		vw_warn("state: %s is unreadable (%s); starting afresh", path, strerror(-r));
-}
 
 static int open_reader(struct vw_guest *g)
 {
@@ -273,7 +250,7 @@ int vw_guest_new(const struct vw_guest_config *cfg, struct vw_guest **ret)
 	if (!g)
 		return -ENOMEM;
 	g->cfg = cfg;
-	g->sysfs_fd = g->procfs_fd = g->state_fd = -1;
+	g->sysfs_fd = g->procfs_fd = -1;
 	if (nonempty(cfg->common.node_name))
 		snprintf(g->node_name, sizeof(g->node_name), "%s", cfg->common.node_name);
 	else
@@ -296,13 +273,16 @@ int vw_guest_new(const struct vw_guest_config *cfg, struct vw_guest **ret)
 	}
 	if (vw_procfs_read_cpuinfo(g->procfs_fd, &g->cpus, &g->n_cpus) < 0)
 		vw_warn("guest: cannot read %s/cpuinfo", cfg->common.procfs);
-	g->series = vw_series_state_new();
+	g->series = vw_series_state_new((size_t)cfg->state_max_series);
 	g->expo = vw_exposition_new();
-	if (!g->series || !g->expo) {
+	g->self = vw_selfstats_new();
+	if (g->series)
+		g->state = vw_state_file_open(cfg->state_file, g->series,
+					      cfg->state_write_interval_ns);
+	if (!g->series || !g->expo || !g->self || !g->state) {
 		r = -ENOMEM;
 		goto fail;
 	}
-	open_state(g);
 	r = load_model(g);
 	if (r == 0)
 		r = open_model_source(g);
@@ -323,6 +303,11 @@ void vw_guest_free(struct vw_guest *g)
 {
 	if (!g)
 		return;
+	/* A clean stop: the state is written whatever the interval (once something ran). */
+	if (g->ticked)
+		vw_state_file_flush(g->state);
+	vw_state_file_free(g->state);
+	vw_selfstats_free(g->self);
 	vw_workloads_free(g->workloads);
 	vw_podmeta_stop(g->podmeta);
 	vw_ctrmeta_free(g->ctrmeta);
@@ -338,8 +323,6 @@ void vw_guest_free(struct vw_guest *g)
 		close(g->sysfs_fd);
 	if (g->procfs_fd >= 0)
 		close(g->procfs_fd);
-	if (g->state_fd >= 0)
-		close(g->state_fd);
 	free(g);
 }
 
@@ -505,21 +488,47 @@ static int render_guest(struct vw_guest *g, struct vw_prom_writer *w, const char
 	return r;
 }
 
+/* The bounded tables this daemon holds (virtwatt_table_*). */
+static void guest_tables(const struct vw_guest *g, struct vw_table_stat t[VW_TABLE__COUNT])
+{
+	if (g->workloads)
+		vw_workloads_table_stats(g->workloads, t);
+	if (g->cgroupfs)
+		vw_cgroupfs_table_stat(g->cgroupfs, &t[VW_TABLE_CGROUP]);
+	if (g->podmeta)
+		vw_podmeta_table_stats(g->podmeta, &t[VW_TABLE_POD_METADATA],
+				       &t[VW_TABLE_CONTAINER_METADATA]);
+	t[VW_TABLE_SERIES] = (struct vw_table_stat){
+		.present = true,
+		.entries = vw_series_state_size(g->series),
+		.evictions = vw_series_state_evictions(g->series),
+	};
+}
+
+/* A family that would overflow --metrics.max-bytes is left out whole, the rest is served. */
 static int render(struct vw_guest *g, const struct vw_node_view *v, enum vw_prom_format fmt,
 		  char **ret, size_t *ret_len)
 {
-	struct vw_prom_writer *w = vw_prom_writer_new(fmt, MAX_EXPOSITION_BYTES);
+	size_t max = (size_t)g->cfg->common.metrics_max_bytes;
+	struct vw_prom_writer *w = vw_prom_writer_new(fmt, max);
+	struct vw_table_stat tables[VW_TABLE__COUNT] = { 0 };
 	_cleanup_free_ char *raw = NULL;
 	size_t raw_len = 0;
 	int r;
 
 	if (!w)
 		return -errno;
+	vw_prom_writer_drop_oversize(w);
+	guest_tables(g, tables);
 	r = vw_host_metrics_write(v, w);
 	if (r == 0)
 		r = render_guest(g, w, v->model);
+	if (r == 0)
+		r = vw_state_file_render(g->state, w, g->node_name);
 	if (r == 0 && g->workloads)
 		r = vw_workloads_render(g->workloads, w, g->node_name, g->cpu.ops->name);
+	if (r == 0)
+		r = vw_selfstats_write(g->self, w, tables, g->node_name, g->snapshots, max);
 	if (r == 0)
 		r = vw_prom_finish(w, &raw, &raw_len);
 	vw_prom_writer_free(w);
@@ -574,9 +583,11 @@ static int render_and_publish(struct vw_guest *g, uint64_t dt_ns)
 		.cpus = g->cpus,
 		.n_cpus = g->n_cpus,
 	};
+	g->snapshots++;
 	r = render(g, &v, VW_PROM_TEXT_0_0_4, &text, &text_len);
 	if (r == 0)
 		r = render(g, &v, VW_PROM_OPENMETRICS_1_0_0, &om, &om_len);
+	vw_selfstats_snapshot_done(g->self, g->snapshots);
 	if (r < 0) {
 		free(text);
 		vw_error("metrics: rendering failed: %s", strerror(-r));
@@ -586,21 +597,6 @@ static int render_and_publish(struct vw_guest *g, uint64_t dt_ns)
 	if (g->workloads && gen)
 		vw_workloads_published(g->workloads, gen, vw_exposition_served(g->expo));
 	return 0;
-}
-
-static void save_state(struct vw_guest *g)
-{
-	int r;
-
-	if (g->state_fd < 0)
-		return;
-	r = vw_series_state_save(g->series, g->state_fd, g->state_name);
-	if (r < 0)
-		vw_complain(&g->state_complaint, VW_LOG_WARN, "state: cannot write %s: %s",
-			    g->cfg->state_file, strerror(-r));
-	else
-		vw_release(&g->state_complaint, VW_LOG_INFO, "state: %s written again",
-			   g->cfg->state_file);
 }
 
 int vw_guest_tick(struct vw_guest *g, uint64_t now_ns)
@@ -664,7 +660,7 @@ int vw_guest_tick(struct vw_guest *g, uint64_t now_ns)
 	g->ticked = true;
 	__atomic_store_n(&g->last_loop_ns, vw_now_ns(), __ATOMIC_RELAXED);
 	r = render_and_publish(g, dt_ns);
-	save_state(g);
+	vw_state_file_tick(g->state, now_ns);
 	return r;
 }
 
@@ -698,12 +694,20 @@ void vw_guest_workload_totals(const struct vw_guest *g, struct vw_workloads_tota
 
 /* ---- the loop ------------------------------------------------------------------------------ */
 
-static bool guest_healthy(void *userdata)
+/* Ready unless the state file cannot be kept (counters would go back at the next restart). */
+static bool guest_ready(void *userdata, char *why, size_t len)
 {
 	struct vw_guest *g = userdata;
-	uint64_t last = __atomic_load_n(&g->last_loop_ns, __ATOMIC_RELAXED);
 
-	return last != 0 && vw_now_ns() - last <= 3 * g->cfg->common.interval_ns + 10 * VW_NSEC_PER_SEC;
+	return vw_state_file_ok(g->state, why, len);
+}
+
+static bool guest_healthy(void *userdata, char *why, size_t len)
+{
+	struct vw_guest *g = userdata;
+
+	return vw_daemon_loop_alive(__atomic_load_n(&g->last_loop_ns, __ATOMIC_RELAXED),
+				    vw_daemon_stuck_after_ns(g->cfg->common.interval_ns), why, len);
 }
 
 int vw_guest_run(struct vw_guest *g, volatile sig_atomic_t *stop)
@@ -716,7 +720,9 @@ int vw_guest_run(struct vw_guest *g, volatile sig_atomic_t *stop)
 				   .program = "virtwatt-guest",
 				   .version = VW_VERSION,
 				   .healthy = guest_healthy,
-				   .userdata = g };
+				   .ready = guest_ready,
+				   .userdata = g,
+				   .stale_after_ns = vw_daemon_stale_after_ns(cfg->common.interval_ns) };
 	uint64_t next = vw_now_ns();
 	struct vw_http *http;
 
@@ -727,13 +733,15 @@ int vw_guest_run(struct vw_guest *g, volatile sig_atomic_t *stop)
 	/* The first snapshot soon (1 s), then one every interval. */
 	next += VW_MIN(cfg->common.interval_ns, VW_NSEC_PER_SEC);
 	while (!*stop) {
-		struct pollfd pfd = { .fd = g->reader ? vw_reader_fd(g->reader) : -1,
-				      .events = POLLIN };
+		struct pollfd pfd[] = {
+			{ .fd = g->reader ? vw_reader_fd(g->reader) : -1, .events = POLLIN },
+			{ .fd = vw_sigstop_fd(), .events = POLLIN }, /* a stop wakes us at once */
+		};
 		uint64_t now = vw_now_ns();
 		int timeout_ms = next > now ? (int)VW_MIN((next - now + 999999) / 1000000, 60000) : 0;
 
 		/* Drain the port as frames come, so freshness is never judged late. */
-		if (poll(&pfd, pfd.fd >= 0 ? 1 : 0, timeout_ms) > 0 && g->reader)
+		if (poll(pfd, ARRAY_SIZE(pfd), timeout_ms) > 0 && pfd[0].revents)
 			(void)vw_reader_poll(g->reader);
 		if (*stop)
 			break;

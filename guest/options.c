@@ -34,8 +34,17 @@ static const struct vw_option guest_options[] = {
 	  "the built-in model" },
 	{ "state.file", "state.file", VW_OPT_STRING, OFF(state_file),
 	  "/var/lib/virtwatt-guest/state.json", "PATH",
-	  "per-series totals kept across restarts and migrations, written atomically each interval "
-	  "(empty: none)" },
+	  "per-series totals kept across restarts and migrations, written atomically (empty: none); "
+	  "an unloadable file is set aside as PATH.bad-<time>, never overwritten" },
+	{ "state.write-interval", "state.writeInterval", VW_OPT_DURATION,
+	  OFF(state_write_interval_ns), "30s", "DURATION",
+	  "write the state file when it changed, at most this often (and always on a clean stop); "
+	  "after a crash counters resume up to this far behind",
+	  1, 3600 },
+	{ "state.max-series", "state.maxSeries", VW_OPT_UINT, OFF(state_max_series), "50000", "N",
+	  "counter series the state keeps (the longest unseen are evicted first); also bounds the "
+	  "state file size accepted at start",
+	  100, 10000000 },
 };
 
 const struct vw_config_program vw_guest_program = {

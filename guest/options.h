@@ -20,6 +20,8 @@ struct vw_guest_config {
 	bool passthrough_enable;
 	char *model_server_url;
 	char *state_file;             /* "" : no state kept */
+	uint64_t state_write_interval_ns;
+	uint64_t state_max_series;
 };
 
 extern const struct vw_config_program vw_guest_program;

@@ -23,6 +23,9 @@ struct vw_series_state {
 	struct entry *tab;
 	size_t cap, n; /* cap is a power of two */
 	uint64_t gen;
+	size_t max;
+	uint64_t evictions;
+	bool dirty; /* an exported value changed since the last save or load */
 };
 
 static uint64_t fnv1a(const char *s, size_t len)
@@ -36,12 +39,13 @@ static uint64_t fnv1a(const char *s, size_t len)
 	return h;
 }
 
-struct vw_series_state *vw_series_state_new(void)
+struct vw_series_state *vw_series_state_new(size_t max_series)
 {
 	struct vw_series_state *s = calloc(1, sizeof(*s));
 
 	if (!s)
 		return NULL;
+	s->max = max_series ? max_series : VW_SERIES_STATE_DEFAULT_MAX;
 	s->cap = 256;
 	s->tab = calloc(s->cap, sizeof(*s->tab));
 	if (!s->tab) {
@@ -78,20 +82,23 @@ static bool stale(const struct vw_series_state *s, const struct entry *e)
 	return s->gen > e->seen_gen && s->gen - e->seen_gen > VW_SERIES_STATE_KEEP;
 }
 
-/* Double the table (or rebuild it in place), dropping series not seen for long. */
-static int grow(struct vw_series_state *s)
+/* Rebuild the table with cap slots, dropping series not seen for long and, when evict, those
+ * last seen at or before `upto`. */
+static int rebuild(struct vw_series_state *s, size_t cap, bool evict, uint64_t upto)
 {
-	struct vw_series_state n = { .cap = s->cap * 2, .gen = s->gen };
+	struct entry *tab = calloc(cap, sizeof(*tab));
+	struct vw_series_state n = { .tab = tab, .cap = cap };
 
-	n.tab = calloc(n.cap, sizeof(*n.tab));
-	if (!n.tab)
+	if (!tab)
 		return -ENOMEM;
 	for (size_t i = 0; i < s->cap; i++) {
 		struct entry *e = &s->tab[i];
 
 		if (!e->key)
 			continue;
-		if (stale(s, e)) {
+		if (stale(s, e) || (evict && e->seen_gen <= upto)) {
+			s->evictions += !stale(s, e);
+			s->dirty = true;
 			free(e->key);
 			continue;
 		}
@@ -99,8 +106,47 @@ static int grow(struct vw_series_state *s)
 		n.n++;
 	}
 	free(s->tab);
-	*s = n;
+	s->tab = tab;
+	s->n = n.n;
+	s->cap = cap;
 	return 0;
+}
+
+static int grow(struct vw_series_state *s)
+{
+	return rebuild(s, s->cap * 2, false, 0);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * After a learning pass: over max_series, evict the series unseen the longest (never one of
+ * this pass) until max_series remain or only this pass's are left. Series last seen in the same
+ * render go together, so a few more may go than strictly needed.
+ */
+static int trim(struct vw_series_state *s)
+{
+	_cleanup_free_ uint64_t *seen = NULL;
+	size_t k = 0, excess;
+
+	if (s->n <= s->max)
+		return 0;
+	seen = malloc(s->n * sizeof(*seen));
+	if (!seen)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->cap; i++)
+		if (s->tab[i].key && s->tab[i].seen_gen < s->gen)
+			seen[k++] = s->tab[i].seen_gen;
+	if (k == 0)
+		return 0;
+	excess = VW_MIN(s->n - s->max, k);
+	qsort(seen, k, sizeof(*seen), cmp_u64);
+	return rebuild(s, s->cap, true, seen[excess - 1]);
 }
 
 static struct entry *insert(struct vw_series_state *s, const char *key, size_t len)
@@ -117,6 +163,7 @@ static struct entry *insert(struct vw_series_state *s, const char *key, size_t l
 		e->last_raw = e->offset = 0;
 		e->seen_gen = s->gen;
 		s->n++;
+		s->dirty = true;
 	}
 	return e;
 }
@@ -189,12 +236,17 @@ static int counter_line(struct vw_series_state *s, const char *line, size_t len,
 	if (!sp || name_len > len || !ends_with_total(line, name_len) ||
 	    !parse_micro(sp + 1, len - (size_t)(sp + 1 - line), &raw))
 		goto verbatim;
+	if (learn && (size_t)(sp - line) > VW_SERIES_KEY_MAX) {
+		s->evictions++; /* never a rendered series: passed through as is */
+		goto verbatim;
+	}
 	if (learn) {
 		e = insert(s, line, (size_t)(sp - line));
 		if (!e)
 			return -ENOMEM;
 		if (raw < e->last_raw)
 			e->offset = vw_energy_add(e->offset, e->last_raw);
+		s->dirty |= raw != e->last_raw;
 		e->last_raw = raw;
 		e->seen_gen = s->gen;
 	} else {
@@ -246,6 +298,8 @@ int vw_series_state_apply(struct vw_series_state *s, const char *in, size_t len,
 	}
 	if (fclose(out) != 0 && r == 0)
 		r = -ENOMEM;
+	if (r == 0 && learn)
+		r = trim(s);
 	if (r < 0) {
 		free(buf);
 		return r;
@@ -270,7 +324,23 @@ size_t vw_series_state_size(const struct vw_series_state *s)
 	return s->n;
 }
 
-int vw_series_state_save(struct vw_series_state *s, int dirfd, const char *rel)
+uint64_t vw_series_state_evictions(const struct vw_series_state *s)
+{
+	return s->evictions;
+}
+
+bool vw_series_state_dirty(const struct vw_series_state *s)
+{
+	return s->dirty;
+}
+
+size_t vw_series_state_max_file_bytes(size_t max_series)
+{
+	/* "key":value, with every key byte escaped and the value at 19 digits, plus the frame. */
+	return max_series * (2 * VW_SERIES_KEY_MAX + 32) + 4096;
+}
+
+int vw_series_state_save(struct vw_series_state *s, int dirfd, const char *rel, bool clean)
 {
 	struct json_object *root = json_object_new_object(), *series = json_object_new_object();
 	const char *text;
@@ -291,52 +361,93 @@ int vw_series_state_save(struct vw_series_state *s, int dirfd, const char *rel)
 			goto done;
 	}
 	json_object_object_add(root, "v", json_object_new_int(1));
+	json_object_object_add(root, "clean", json_object_new_boolean(clean));
 	json_object_object_add(root, "series", VW_TAKE_PTR(series));
 	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PLAIN);
-	r = text ? vw_write_file_atomic_at(dirfd, rel, text, strlen(text), 0600) : -ENOMEM;
+	r = text ? vw_write_file_durable_at(dirfd, rel, text, strlen(text), 0600) : -ENOMEM;
+	if (r == 0)
+		s->dirty = false;
 done:
 	json_object_put(series);
 	json_object_put(root);
 	return r;
 }
 
-int vw_series_state_load(struct vw_series_state *s, int dirfd, const char *rel)
+/* The whole text as one JSON object (trailing whitespace allowed); NULL when it is not. */
+static struct json_object *parse_whole(const char *buf, size_t len)
 {
-	_cleanup_free_ char *buf = malloc(VW_SERIES_STATE_MAX_BYTES);
-	struct json_object *root, *v, *series;
-	size_t len;
+	struct json_tokener *tok = json_tokener_new();
+	struct json_object *root;
+	size_t used;
+
+	if (!tok || len > INT32_MAX) {
+		json_tokener_free(tok);
+		return NULL;
+	}
+	root = json_tokener_parse_ex(tok, buf, (int)len);
+	used = (size_t)json_tokener_get_parse_end(tok);
+	if (json_tokener_get_error(tok) != json_tokener_success)
+		used = 0;
+	json_tokener_free(tok);
+	while (root && used < len && strchr(" \t\r\n", buf[used]) && buf[used])
+		used++;
+	if (root && used != len) {
+		json_object_put(root);
+		return NULL;
+	}
+	return root;
+}
+
+/* Every entry a key of sane length with a non-negative integer: else the file is not ours. */
+static bool series_valid(struct json_object *series)
+{
+	json_object_object_foreach(series, key, val) {
+		if (strlen(key) == 0 || strlen(key) > VW_SERIES_KEY_MAX ||
+		    !json_object_is_type(val, json_type_int) || json_object_get_int64(val) < 0)
+			return false;
+	}
+	return true;
+}
+
+int vw_series_state_load(struct vw_series_state *s, int dirfd, const char *rel, bool *ret_clean)
+{
+	_cleanup_free_ char *buf = NULL;
+	struct json_object *root, *v, *series, *clean;
+	size_t len, loaded = 0;
 	int r;
 
-	if (!buf)
-		return -ENOMEM;
-	r = vw_read_file_at(dirfd, rel, buf, VW_SERIES_STATE_MAX_BYTES, &len);
+	r = vw_read_alloc_in_root(dirfd, rel, vw_series_state_max_file_bytes(s->max), &buf, &len,
+				  NULL);
 	if (r < 0)
 		return r;
-	root = json_tokener_parse(buf);
+	root = parse_whole(buf, len);
 	if (!root || !json_object_object_get_ex(root, "v", &v) || json_object_get_int(v) != 1 ||
 	    !json_object_object_get_ex(root, "series", &series) ||
-	    !json_object_is_type(series, json_type_object)) {
+	    !json_object_is_type(series, json_type_object) || !series_valid(series)) {
 		json_object_put(root);
 		return -EINVAL;
 	}
+	if (ret_clean) /* files from before the flag existed were written every interval */
+		*ret_clean = !json_object_object_get_ex(root, "clean", &clean) ||
+			     json_object_get_boolean(clean);
 	json_object_object_foreach(series, key, val) {
 		struct entry *e;
-		int64_t x;
 
-		if (!json_object_is_type(val, json_type_int))
+		if (loaded == s->max) {
+			s->evictions++;
 			continue;
-		x = json_object_get_int64(val);
-		if (x < 0)
-			continue;
+		}
 		e = insert(s, key, strlen(key));
 		if (!e) {
 			r = -ENOMEM;
 			break;
 		}
 		/* The next raw value counts from the restart: all we exported is the offset. */
-		e->offset = (uint64_t)x;
+		e->offset = (uint64_t)json_object_get_int64(val);
 		e->last_raw = 0;
+		loaded++;
 	}
 	json_object_put(root);
+	s->dirty = false;
 	return r;
 }

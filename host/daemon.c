@@ -20,6 +20,8 @@
 #include "power_source.h"
 #include "procfs.h"
 #include "publish.h"
+#include "selfstats.h"
+#include "sigstop.h"
 #include "vm_source.h"
 #include "workloads.h"
 
@@ -61,6 +63,8 @@ struct vw_host {
 	struct vw_vms *vms;
 	struct vw_publisher *publisher;
 	struct vw_complaint vm_complaint;
+	struct vw_selfstats *self;
+	uint64_t snapshots;    /* rendered so far */
 	uint64_t last_loop_ns; /* for /healthz; atomic */
 };
 
@@ -233,6 +237,15 @@ static int start_podmeta(struct vw_host *h)
 	return 0;
 }
 
+/* Passthrough is on (the default) but cannot run as configured: an error that names the fix. */
+static int passthrough_impossible(const char *why, const char *fix)
+{
+	vw_error("passthrough: --passthrough.enable is on but %s: %s, or set "
+		 "--passthrough.enable=false if no guest needs its energy",
+		 why, fix);
+	return -EINVAL;
+}
+
 static int setup_vms(struct vw_host *h)
 {
 	const struct vw_host_config *c = h->cfg;
@@ -246,6 +259,9 @@ static int setup_vms(struct vw_host *h)
 
 	h->vms = vw_vms_open(&env);
 	if (!h->vms) {
+		if (c->passthrough)
+			return passthrough_impossible("no VM source could be opened",
+						      "check --libvirt.uri and --host.procfs");
 		vw_warn("vm: no VM source could be opened: %s; no VM series", strerror(errno));
 		return 0;
 	}
@@ -288,11 +304,19 @@ static int setup_workloads(struct vw_host *h)
 
 	if (r < 0)
 		return r;
+	if (c->passthrough && !o.vms)
+		return passthrough_impossible("--metrics lacks vm (each VM's own energy is what is "
+					      "passed through)", "add vm to --metrics");
 	if (!o.processes && !o.containers && !o.pods && !o.vms)
 		return 0; /* node level only: no per-process accounting at all */
 	h->cgroupfs = vw_workloads_cgroupfs(h->sysfs_fd);
 	env.cgroup_v1 = h->cgroupfs && vw_cgroupfs_is_v1(h->cgroupfs);
 	r = vw_cpu_accountant_open(&env, method, &h->cpu);
+	if (r < 0 && c->passthrough)
+		return passthrough_impossible(
+			"no per-process CPU accounting could be opened (a VM's energy is its QEMU "
+			"threads' CPU-time share)",
+			"run as root for bpf or give access to --host.procfs (--cpu.accounting=procfs)");
 	if (r < 0) {
 		/* Node power is still worth serving: degrade to node-level metrics. */
 		vw_error("cpu: no per-process CPU accounting%s%s: exporting node metrics only",
@@ -362,7 +386,8 @@ int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 	if (r < 0)
 		goto fail;
 	h->expo = vw_exposition_new();
-	if (!h->expo) {
+	h->self = vw_selfstats_new();
+	if (!h->expo || !h->self) {
 		r = -ENOMEM;
 		goto fail;
 	}
@@ -390,6 +415,7 @@ void vw_host_free(struct vw_host *h)
 	vw_power_source_close(&h->src);
 	vw_model_free(h->model);
 	vw_exposition_free(h->expo);
+	vw_selfstats_free(h->self);
 	free(h->cpus);
 	if (h->sysfs_fd >= 0)
 		close(h->sysfs_fd);
@@ -506,19 +532,38 @@ static void close_zone_interval(struct vw_host *h, size_t i, uint64_t dt_ns)
 	v->read_errors = z->read_errors;
 }
 
-#define MAX_EXPOSITION_BYTES (64u << 20)
+/* The bounded tables this daemon holds (virtwatt_table_*). */
+static void host_tables(const struct vw_host *h, struct vw_table_stat t[VW_TABLE__COUNT])
+{
+	if (h->workloads)
+		vw_workloads_table_stats(h->workloads, t);
+	if (h->cgroupfs)
+		vw_cgroupfs_table_stat(h->cgroupfs, &t[VW_TABLE_CGROUP]);
+	if (h->podmeta)
+		vw_podmeta_table_stats(h->podmeta, &t[VW_TABLE_POD_METADATA],
+				       &t[VW_TABLE_CONTAINER_METADATA]);
+	if (h->publisher)
+		vw_publisher_table_stat(h->publisher, &t[VW_TABLE_PUBLISHER_VM]);
+}
 
+/* A family that would overflow --metrics.max-bytes is left out whole, the rest is served. */
 static int render(struct vw_host *h, const struct vw_node_view *v, enum vw_prom_format fmt,
 		  char **ret, size_t *ret_len)
 {
-	struct vw_prom_writer *w = vw_prom_writer_new(fmt, MAX_EXPOSITION_BYTES);
+	size_t max = (size_t)h->cfg->common.metrics_max_bytes;
+	struct vw_prom_writer *w = vw_prom_writer_new(fmt, max);
+	struct vw_table_stat tables[VW_TABLE__COUNT] = { 0 };
 	int r;
 
 	if (!w)
 		return -errno;
+	vw_prom_writer_drop_oversize(w);
+	host_tables(h, tables);
 	r = vw_host_metrics_write(v, w);
 	if (r == 0 && h->workloads)
 		r = vw_workloads_render(h->workloads, w, h->node_name, h->cpu.ops->name);
+	if (r == 0)
+		r = vw_selfstats_write(h->self, w, tables, h->node_name, h->snapshots, max);
 	if (r == 0)
 		r = vw_prom_finish(w, ret, ret_len);
 	vw_prom_writer_free(w);
@@ -549,9 +594,11 @@ static int render_and_publish(struct vw_host *h)
 				   .n_zones = h->n_zones,
 				   .cpus = h->cpus,
 				   .n_cpus = h->n_cpus };
+	h->snapshots++;
 	r = render(h, &v, VW_PROM_TEXT_0_0_4, &text, &text_len);
 	if (r == 0)
 		r = render(h, &v, VW_PROM_OPENMETRICS_1_0_0, &om, &om_len);
+	vw_selfstats_snapshot_done(h->self, h->snapshots);
 	if (r < 0) {
 		free(text);
 		vw_error("metrics: rendering failed: %s", strerror(-r));
@@ -637,28 +684,29 @@ int vw_host_publish(struct vw_host *h, uint64_t now_ns)
 	return render_and_publish(h);
 }
 
-static bool host_healthy(void *userdata)
+static bool host_healthy(void *userdata, char *why, size_t len)
 {
 	struct vw_host *h = userdata;
-	uint64_t last = __atomic_load_n(&h->last_loop_ns, __ATOMIC_RELAXED);
-	uint64_t limit = 3 * h->cfg->sample_ns + 10 * VW_NSEC_PER_SEC;
 
-	return last != 0 && vw_now_ns() - last <= limit;
+	return vw_daemon_loop_alive(__atomic_load_n(&h->last_loop_ns, __ATOMIC_RELAXED),
+				    vw_daemon_stuck_after_ns(h->cfg->common.interval_ns), why, len);
 }
 
-/* Sleep until deadline_ns, or until the publisher's sockets need attention. A signal (EINTR)
- * returns early; the caller checks its stop flag. */
+/* Sleep until deadline_ns, until the publisher's sockets need attention, or until a stop is
+ * asked for (sigstop.h); the caller checks its stop flag. */
 static void wait_until(struct vw_host *h, uint64_t deadline_ns)
 {
-	struct pollfd pfd = { .fd = h->publisher ? vw_publisher_fd(h->publisher) : -1,
-			      .events = POLLIN };
+	struct pollfd pfd[] = {
+		{ .fd = vw_sigstop_fd(), .events = POLLIN },
+		{ .fd = h->publisher ? vw_publisher_fd(h->publisher) : -1, .events = POLLIN },
+	};
 	uint64_t now = vw_now_ns(), due = deadline_ns;
 	int timeout_ms;
 
 	if (h->publisher)
 		due = VW_MIN(due, vw_publisher_next_due(h->publisher));
 	timeout_ms = due > now ? (int)VW_MIN((due - now + 999999) / 1000000, 60000) : 0;
-	(void)poll(&pfd, pfd.fd >= 0 ? 1 : 0, timeout_ms);
+	(void)poll(pfd, ARRAY_SIZE(pfd), timeout_ms); /* negative fds are skipped */
 	if (h->publisher)
 		(void)vw_publisher_tick(h->publisher, vw_now_ns(), NULL);
 }
@@ -674,7 +722,8 @@ int vw_host_run(struct vw_host *h, volatile sig_atomic_t *stop)
 				   .program = "virtwatt-host",
 				   .version = VW_VERSION,
 				   .healthy = host_healthy,
-				   .userdata = h };
+				   .userdata = h,
+				   .stale_after_ns = vw_daemon_stale_after_ns(cfg->common.interval_ns) };
 	struct vw_http *http;
 	uint64_t next_sample, next_publish;
 

@@ -8,6 +8,7 @@
 
 #include "ctrmeta.h"
 #include "fileio.h"
+#include "sigstop.h"
 
 const char *const vw_accounting_names[] = { "auto", "bpf", "procfs", NULL };
 const char *const vw_pod_source_names[] = { "apiserver", "kubelet", NULL };
@@ -28,24 +29,30 @@ struct vw_ctrmeta *vw_daemon_open_ctrmeta(const struct vw_daemon_options *o)
 	return m;
 }
 
-static volatile sig_atomic_t stop_requested;
-
-static void on_stop(int sig)
+uint64_t vw_daemon_stale_after_ns(uint64_t interval_ns)
 {
-	(void)sig;
-	stop_requested = 1;
+	return VW_STALE_INTERVALS * interval_ns + 5 * VW_NSEC_PER_SEC;
 }
 
-static void install_signals(void)
+uint64_t vw_daemon_stuck_after_ns(uint64_t interval_ns)
 {
-	struct sigaction sa = { .sa_handler = on_stop };
+	return VW_STALE_INTERVALS * interval_ns + 10 * VW_NSEC_PER_SEC;
+}
 
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sa.sa_handler = SIG_IGN;
-	sigaction(SIGPIPE, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+bool vw_daemon_loop_alive(uint64_t last_ns, uint64_t limit_ns, char *why, size_t len)
+{
+	uint64_t now = vw_now_ns();
+
+	if (last_ns && now - last_ns <= limit_ns)
+		return true;
+	if (!last_ns)
+		snprintf(why, len, "the sampling loop has not run yet");
+	else
+		snprintf(why, len,
+			 "the sampling loop made no progress for %.1f s (limit %.1f s): a meter or "
+			 "source read is blocked, see the log",
+			 (double)(now - last_ns) / 1e9, (double)limit_ns / 1e9);
+	return false;
 }
 
 int vw_daemon_main(const struct vw_config_program *p, void *cfg, int argc, char **argv,
@@ -63,9 +70,14 @@ int vw_daemon_main(const struct vw_config_program *p, void *cfg, int argc, char 
 		return r < 0 ? 2 : 0;
 	}
 	vw_log_set_level(common->log_level);
-	install_signals();
+	r = vw_sigstop_install();
+	if (r < 0) {
+		vw_error("%s: cannot install signal handlers: %s", p->name, strerror(-r));
+		vw_config_free(p, cfg);
+		return 1;
+	}
 	vw_info("%s %s (%s) starting", p->name, VW_VERSION, VW_REVISION);
-	r = run(cfg, &stop_requested);
+	r = run(cfg, vw_sigstop_flag());
 	vw_config_free(p, cfg);
 	return r < 0 ? 1 : 0;
 }

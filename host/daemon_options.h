@@ -26,6 +26,7 @@ struct vw_daemon_options {
 	enum vw_log_level log_level;
 	char *node_name;
 	uint64_t process_top_n;
+	uint64_t metrics_max_bytes;
 	uint64_t max_terminated;
 	char *cpu_accounting; /* auto, bpf, procfs */
 	bool kube_enable;
@@ -81,6 +82,11 @@ extern const char *const vw_pod_source_names[];
 	  VW_DO_OFF(type, process_top_n), "50", "N",                                               \
 	  "export at most N process series sets, the most energetic (0: all; beware cardinality)", \
 	  0, 1000000 },                                                                            \
+	{ "metrics.max-bytes", "exporter.prometheus.maxBytes", VW_OPT_UINT,                       \
+	  VW_DO_OFF(type, metrics_max_bytes), "67108864", "BYTES",                                 \
+	  "largest /metrics body; a metric family that would not fit is left out whole (logged, "  \
+	  "counted in virtwatt_exposition_families_dropped_total) and the others are served",      \
+	  16384, 4294967296.0 },                                                                   \
 	{ "monitor.max-terminated", "monitor.maxTerminated", VW_OPT_UINT,                          \
 	  VW_DO_OFF(type, max_terminated), "500", "N",                                             \
 	  "terminated workloads kept until a scrape has seen their final values", 1, 1000000 },   \
@@ -117,6 +123,19 @@ extern const char *const vw_pod_source_names[];
 	  "10s", "DURATION", "timeout for fetching a model", 0.1, 600 }
 
 /*
+ * Health of a daemon's loop, for /healthz and /readyz (docs/configuration.md): the snapshot is
+ * stale (not ready) once older than VW_STALE_INTERVALS monitor intervals plus 5 s, the loop is
+ * stuck (unhealthy) after as many intervals plus 10 s without progress. The slack keeps a loaded
+ * machine's late tick from flapping either.
+ */
+#define VW_STALE_INTERVALS 3
+uint64_t vw_daemon_stale_after_ns(uint64_t interval_ns);
+uint64_t vw_daemon_stuck_after_ns(uint64_t interval_ns);
+/* Whether a loop last made progress at last_ns (vw_now_ns(); 0: never) within limit_ns; when
+ * not, why in `why`. */
+bool vw_daemon_loop_alive(uint64_t last_ns, uint64_t limit_ns, char *why, size_t len);
+
+/*
  * Container names from the runtimes' files below --host.rootfs, for vw_workloads_opts.ctrmeta.
  * NULL (logged: containers keep their IDs) when the root cannot be opened.
  */
@@ -125,8 +144,9 @@ struct vw_ctrmeta *vw_daemon_open_ctrmeta(const struct vw_daemon_options *o);
 
 /*
  * What both daemons' main() do: load the options (exit 0 after --help/--version, 2 on a bad
- * flag or file, with the message), set the log level and the signal handlers (SIGINT/SIGTERM set
- * *stop, SIGPIPE/SIGHUP ignored), then hand over to run(cfg, stop). Returns main()'s exit code.
+ * flag or file, with the message), set the log level and the signal handlers (sigstop.h: the
+ * first SIGINT/SIGTERM sets *stop and wakes vw_sigstop_fd(), a second exits at once;
+ * SIGPIPE/SIGHUP ignored), then hand over to run(cfg, stop). Returns main()'s exit code.
  */
 #include <signal.h>
 int vw_daemon_main(const struct vw_config_program *p, void *cfg, int argc, char **argv,

@@ -15,6 +15,7 @@
 #include "fileio.h"
 #include "proto.h"
 #include "publish_priv.h"
+#include "selfstats.h"
 #include "vm_source.h"
 
 #define PUB_DEFAULT_RETAIN_NS (3600 * VW_NSEC_PER_SEC)
@@ -50,6 +51,7 @@ struct vw_publisher {
 	uint64_t seq, next_due_ns, now_ns;
 	bool started;
 	struct vw_complaint bad_uuid;
+	uint64_t evictions; /* vanished VMs forgotten early, past PUB_MAX_RETAINED */
 };
 
 static uint64_t random_u64(void)
@@ -279,10 +281,11 @@ static void prune(struct vw_publisher *p)
 		gone += !p->vms[i]->listed;
 	for (size_t i = 0; i < p->n_vms; i++) {
 		struct pub_vm *vm = p->vms[i];
-		bool expired = !vm->listed && (p->now_ns - vm->gone_ns >= p->retain_ns ||
-					       gone > PUB_MAX_RETAINED);
+		bool timely = p->now_ns - vm->gone_ns >= p->retain_ns;
+		bool expired = !vm->listed && (timely || gone > PUB_MAX_RETAINED);
 
 		if (expired) {
+			p->evictions += !timely;
 			gone--;
 			vm_free(p, vm);
 		} else {
@@ -518,4 +521,10 @@ size_t vw_publisher_bytes_held(const struct vw_publisher *p)
 	for (size_t i = 0; i < p->n_vms; i++)
 		n += vw_pub_chan_bytes_held(&p->vms[i]->chan);
 	return n;
+}
+
+void vw_publisher_table_stat(const struct vw_publisher *p, struct vw_table_stat *ret)
+{
+	*ret = (struct vw_table_stat){ .present = true, .entries = p->n_vms,
+				       .evictions = p->evictions };
 }

@@ -108,3 +108,6 @@ int vw_publisher_vm_stats(const struct vw_publisher *p, const char *uuid,
 			  struct vw_publish_vm_stats *ret);
 /* Frame bytes held for all VMs together. */
 size_t vw_publisher_bytes_held(const struct vw_publisher *p);
+/* Per-VM states held (listed and vanished ones) and vanished ones forgotten early at the cap. */
+struct vw_table_stat;
+void vw_publisher_table_stat(const struct vw_publisher *p, struct vw_table_stat *ret);

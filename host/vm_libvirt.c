@@ -25,6 +25,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "thread.h"
 #include "vm_libvirt_priv.h"
 #include "vm_priv.h"
 
@@ -74,10 +75,13 @@ static void *loop_main(void *arg)
 
 static int api_loop_start(void *data)
 {
+	sigset_t old_mask;
 	int r = 0;
 
 	(void)data;
 	pthread_mutex_lock(&loop_mu);
+	/* Whatever threads libvirt starts from here on inherit a mask with every signal blocked. */
+	vw_signals_block_all(&old_mask);
 	if (loop_refs == 0) {
 		if (!loop_registered) {
 			if (virInitialize() < 0) {
@@ -97,7 +101,7 @@ static int api_loop_start(void *data)
 			goto out;
 		}
 		atomic_store(&loop_quit, false);
-		r = -pthread_create(&loop_thread, NULL, loop_main, NULL);
+		r = vw_thread_create(&loop_thread, loop_main, NULL);
 		if (r < 0) {
 			virEventRemoveTimeout(loop_timer);
 			loop_timer = -1;
@@ -106,6 +110,7 @@ static int api_loop_start(void *data)
 	}
 	loop_refs++;
 out:
+	vw_signals_restore(&old_mask);
 	pthread_mutex_unlock(&loop_mu);
 	return r;
 }

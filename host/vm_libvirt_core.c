@@ -25,6 +25,7 @@
 
 #include "log.h"
 #include "macro.h"
+#include "thread.h"
 #include "vm_libvirt_priv.h"
 #include "vm_priv.h"
 
@@ -526,7 +527,7 @@ int vw_vm_libvirt_open_api(const struct vw_vm_env *env, const struct vw_virt_api
 		lv->loop_started = r == 0;
 	}
 	if (r == 0) {
-		r = -pthread_create(&lv->thread, NULL, worker, lv);
+		r = vw_thread_create(&lv->thread, worker, lv);
 		lv->thread_started = r == 0;
 	}
 	if (r < 0) {

@@ -97,7 +97,8 @@ static bool cached_list(struct procscan *ps, struct vw_vm_info **ret, size_t *re
 	copy = malloc((ps->n_prev + 1) * sizeof(*copy));
 	if (!copy)
 		return false;
-	memcpy(copy, ps->prev, ps->n_prev * sizeof(*copy));
+	if (ps->n_prev)
+		memcpy(copy, ps->prev, ps->n_prev * sizeof(*copy));
 	*ret = copy;
 	*ret_n = ps->n_prev;
 	return true;

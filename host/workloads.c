@@ -26,7 +26,7 @@ struct vw_workloads *vw_workloads_new(const struct vw_workloads_opts *opts)
 		return NULL;
 	w->o = *opts;
 	if (w->o.max_terminated == 0)
-		w->o.max_terminated = 500;
+		w->o.max_terminated = VW_WORKLOADS_DEFAULT_MAX_TERMINATED;
 	return w;
 }
 
@@ -966,152 +966,6 @@ int vw_workloads_interval(struct vw_workloads *w, const struct vw_cpu_accountant
 	return r;
 }
 
-/* ---- Retention ---- */
-
-/* Whether a terminated entry may go: its final value has been served (or the backlog of
- * unscraped terminated entries is over the cap). Stamps the generation on first call. */
-static bool expired(bool terminated, uint64_t *final_gen, uint64_t gen, uint64_t served,
-		    bool over_cap)
-{
-	if (!terminated)
-		return false;
-	if (*final_gen == 0) {
-		*final_gen = gen;
-		return false;
-	}
-	return served >= *final_gen || over_cap;
-}
-
-static size_t count_terminated(const struct vw_workloads *w)
-{
-	size_t n = 0;
-
-	for (size_t i = 0; i < w->n_procs; i++)
-		n += w->procs[i].terminated;
-	return n;
-}
-
-static void drop_procs(struct vw_workloads *w, uint64_t gen, uint64_t served)
-{
-	bool over = count_terminated(w) > w->o.max_terminated;
-	size_t j = 0;
-
-	for (size_t i = 0; i < w->n_procs; i++)
-		if (!expired(w->procs[i].terminated, &w->procs[i].final_gen, gen, served, over))
-			w->procs[j++] = w->procs[i];
-	w->n_procs = j;
-}
-
-/*
- * A parent (container, pod) goes once expired and no remaining child refers to it. `keep`
- * says per parent whether it stays; children's indices are remapped through it. Returns the
- * new parent count; the caller compacts its array with the same map.
- */
-static int remap(const bool *keep, size_t n_parents, int *child_idx, size_t n_children,
-		 size_t child_stride, int *map)
-{
-	int j = 0;
-
-	for (size_t i = 0; i < n_parents; i++)
-		map[i] = keep[i] ? j++ : -1;
-	for (size_t i = 0; i < n_children; i++) {
-		int *idx = (int *)((char *)child_idx + i * child_stride);
-
-		if (*idx >= 0)
-			*idx = map[*idx];
-	}
-	return j;
-}
-
-static int drop_containers(struct vw_workloads *w, uint64_t gen, uint64_t served)
-{
-	_cleanup_free_ bool *keep = calloc(w->n_conts + 1, sizeof(bool));
-	_cleanup_free_ int *map = calloc(w->n_conts + 1, sizeof(int));
-	size_t j = 0;
-
-	if (!keep || !map)
-		return -ENOMEM;
-	for (size_t i = 0; i < w->n_procs; i++)
-		if (w->procs[i].container >= 0)
-			keep[w->procs[i].container] = true;
-	for (size_t i = 0; i < w->n_conts; i++)
-		keep[i] |= !expired(w->conts[i].terminated, &w->conts[i].final_gen, gen, served,
-				    false);
-	(void)remap(keep, w->n_conts, w->n_procs ? &w->procs[0].container : NULL, w->n_procs,
-		    sizeof(*w->procs), map);
-	for (size_t i = 0; i < w->n_conts; i++) {
-		if (keep[i])
-			w->conts[j++] = w->conts[i];
-		else
-			free(w->conts[i].cg_path);
-	}
-	w->n_conts = j;
-	return 0;
-}
-
-static int drop_pods(struct vw_workloads *w, uint64_t gen, uint64_t served)
-{
-	_cleanup_free_ bool *keep = calloc(w->n_pods + 1, sizeof(bool));
-	_cleanup_free_ int *map = calloc(w->n_pods + 1, sizeof(int));
-	size_t j = 0;
-
-	if (!keep || !map)
-		return -ENOMEM;
-	for (size_t i = 0; i < w->n_conts; i++)
-		if (w->conts[i].pod >= 0)
-			keep[w->conts[i].pod] = true;
-	for (size_t i = 0; i < w->n_pods; i++)
-		keep[i] |= !expired(w->pods[i].terminated, &w->pods[i].final_gen, gen, served,
-				    false);
-	(void)remap(keep, w->n_pods, w->n_conts ? &w->conts[0].pod : NULL, w->n_conts,
-		    sizeof(*w->conts), map);
-	for (size_t i = 0; i < w->n_pods; i++)
-		if (keep[i])
-			w->pods[j++] = w->pods[i];
-	w->n_pods = j;
-	return 0;
-}
-
-/* Gone VMs stop being exported once served, and are forgotten after a grace period when no
- * remembered process refers to them. */
-static int drop_vms(struct vw_workloads *w, uint64_t gen, uint64_t served)
-{
-	_cleanup_free_ bool *keep = calloc(w->n_vms + 1, sizeof(bool));
-	_cleanup_free_ int *map = calloc(w->n_vms + 1, sizeof(int));
-	size_t j = 0;
-
-	if (!keep || !map)
-		return -ENOMEM;
-	for (size_t i = 0; i < w->n_procs; i++)
-		if (w->procs[i].vm >= 0)
-			keep[w->procs[i].vm] = true;
-	for (size_t k = 0; k < w->n_vms; k++) {
-		struct wl_vm *v = &w->vms[k];
-
-		if (expired(v->terminated, &v->final_gen, gen, served, false))
-			v->hidden = true;
-		if (v->terminated)
-			v->publications_gone++;
-		keep[k] |= !v->terminated || v->publications_gone <= VW_VM_GRACE_PUBLICATIONS;
-	}
-	(void)remap(keep, w->n_vms, w->n_procs ? &w->procs[0].vm : NULL, w->n_procs,
-		    sizeof(*w->procs), map);
-	for (size_t k = 0; k < w->n_vms; k++)
-		if (keep[k])
-			w->vms[j++] = w->vms[k];
-	w->n_vms = j;
-	return 0;
-}
-
-void vw_workloads_published(struct vw_workloads *w, uint64_t gen, uint64_t served_gen)
-{
-	drop_procs(w, gen, served_gen);
-	(void)drop_vms(w, gen, served_gen);
-	/* On ENOMEM nothing is dropped this time; the next publication tries again. */
-	if (drop_containers(w, gen, served_gen) == 0)
-		(void)drop_pods(w, gen, served_gen);
-}
-
 void vw_workloads_totals(const struct vw_workloads *w, struct vw_workloads_totals *ret)
 {
 	*ret = w->totals;
@@ -1125,4 +979,21 @@ size_t vw_workloads_n_processes(const struct vw_workloads *w)
 size_t vw_workloads_n_vms(const struct vw_workloads *w)
 {
 	return w->n_vms;
+}
+
+void vw_workloads_table_stats(const struct vw_workloads *w,
+			      struct vw_table_stat tables[VW_TABLE__COUNT])
+{
+	const size_t n[] = { [VW_TABLE_PROCESS] = w->n_procs,
+			     [VW_TABLE_CONTAINER] = w->n_conts,
+			     [VW_TABLE_POD] = w->n_pods,
+			     [VW_TABLE_VM] = w->n_vms };
+	const bool on[] = { [VW_TABLE_PROCESS] = true,
+			    [VW_TABLE_CONTAINER] = true,
+			    [VW_TABLE_POD] = w->o.pods && w->o.podmeta,
+			    [VW_TABLE_VM] = w->o.vms };
+
+	for (size_t t = 0; t < ARRAY_SIZE(n); t++)
+		tables[t] = (struct vw_table_stat){ .present = on[t], .entries = n[t],
+						    .evictions = w->evictions[t] };
 }

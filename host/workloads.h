@@ -17,6 +17,7 @@
 #include "ctrmeta.h"
 #include "log.h"
 #include "prom.h"
+#include "selfstats.h"
 #include "workload.h"
 #include "zone.h"
 
@@ -36,8 +37,12 @@ struct vw_workloads_opts {
 	unsigned process_top_n;   /* at most this many process series (0: no limit) */
 	bool containers, pods;    /* export container / pod series */
 	bool vms;                 /* export VM series */
-	unsigned max_terminated;  /* terminated workloads kept per level awaiting a scrape */
+	/* Terminated workloads kept per level (process, container, pod, VM) awaiting a scrape;
+	 * beyond it the oldest are evicted unserved (workload_retention.c). 0: the default. */
+	unsigned max_terminated;
 };
+
+#define VW_WORKLOADS_DEFAULT_MAX_TERMINATED 500
 
 struct vw_workloads *vw_workloads_new(const struct vw_workloads_opts *opts);
 /* The CPU-accounting cgroup hierarchy under the sysfs root for vw_workloads_opts.cgroupfs,
@@ -69,7 +74,8 @@ int vw_workloads_interval(struct vw_workloads *w, const struct vw_cpu_accountant
 			  struct vw_complaint *complaint);
 
 /* After publishing generation `gen`: terminated workloads whose final value it holds are
- * dropped once a scrape has served a generation >= theirs. */
+ * dropped once a scrape has served a generation >= theirs, or evicted (oldest first) when
+ * more than max_terminated per level await a scrape (workload_retention.c). */
 void vw_workloads_published(struct vw_workloads *w, uint64_t gen, uint64_t served_gen);
 
 int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
@@ -100,6 +106,9 @@ struct vw_workloads_totals {
 void vw_workloads_totals(const struct vw_workloads *w, struct vw_workloads_totals *ret);
 size_t vw_workloads_n_processes(const struct vw_workloads *w);
 size_t vw_workloads_n_vms(const struct vw_workloads *w);
+/* Entries and evictions of the process, container, pod and VM tables (the others untouched). */
+void vw_workloads_table_stats(const struct vw_workloads *w,
+			      struct vw_table_stat tables[VW_TABLE__COUNT]);
 
 extern const struct vw_metric_family vw_workload_families[];
 extern const size_t vw_workload_n_families;

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cgroupfs_priv.h"
 #include "fileio.h"
 #include "macro.h"
 
@@ -32,6 +33,8 @@ struct vw_cgroupfs {
 	bool v1;
 	char mount[32];
 	uint64_t scans;
+	size_t max;        /* entries at most (VW_CGROUPFS_MAX) */
+	uint64_t refused;  /* cgroups a full table could not record, summed over walks */
 	struct entry *e;
 	size_t n, cap;
 	char *pool;
@@ -70,6 +73,7 @@ struct vw_cgroupfs *vw_cgroupfs_open(int sysfs_fd)
 		}
 		cg->fd = fd;
 		cg->v1 = c->v1;
+		cg->max = VW_CGROUPFS_MAX;
 		snprintf(cg->mount, sizeof(cg->mount), "%s", c->rel);
 		return cg;
 	}
@@ -107,12 +111,23 @@ uint64_t vw_cgroupfs_scans(const struct vw_cgroupfs *cg)
 	return cg->scans;
 }
 
+void vw_cgroupfs_table_stat(const struct vw_cgroupfs *cg, struct vw_table_stat *ret)
+{
+	*ret = (struct vw_table_stat){ .present = true, .entries = cg->n, .evictions = cg->refused };
+}
+
+void vw_cgroupfs_set_max(struct vw_cgroupfs *cg, size_t max)
+{
+	cg->max = max;
+}
+
 /* ---- the walk ---- */
 
 /* The table being built: entries and a string pool, swapped in when the walk is done. */
 struct table {
 	struct entry *e;
-	size_t n, cap;
+	size_t n, cap, max;
+	uint64_t refused; /* adds past max */
 	char *pool;
 	size_t len, pool_cap;
 };
@@ -125,8 +140,10 @@ static void table_free(struct table *t)
 
 static int table_add(struct table *t, uint64_t id, uint64_t gen, const char *path, size_t plen)
 {
-	if (t->n >= VW_CGROUPFS_MAX)
+	if (t->n >= t->max) {
+		t->refused++;
 		return -ENOSPC;
+	}
 	if (vw_array_grow((void **)&t->e, sizeof(*t->e), t->n, &t->cap) < 0)
 		return -ENOMEM;
 	while (t->pool_cap - t->len < plen + 1) {
@@ -166,6 +183,8 @@ static int walk(struct table *t, int dfd, char *path, size_t plen, unsigned dept
 			path[plen] = '/';
 		memcpy(path + (plen ? plen + 1 : 0), de->d_name, nlen + 1);
 		r = table_add(t, de->d_ino, gen, path, len);
+		if (r == -ENOSPC)
+			r = 0; /* counted; the walk goes on to count the rest */
 		if (r < 0 || depth + 1 >= MAX_DEPTH)
 			continue;
 		sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -174,7 +193,7 @@ static int walk(struct table *t, int dfd, char *path, size_t plen, unsigned dept
 		path[plen] = '\0';
 	}
 	closedir(d);
-	return r == -ENOSPC ? 0 : r; /* a cap hit keeps what fitted */
+	return r;
 }
 
 static int cmp_entry(const void *a, const void *b)
@@ -204,7 +223,7 @@ static const struct entry *find(const struct entry *e, size_t n, uint64_t id)
 int vw_cgroupfs_scan(struct vw_cgroupfs *cg)
 {
 	_cleanup_free_ char *path = malloc(PATH_MAX);
-	struct table t = { 0 };
+	struct table t = { .max = cg->max };
 	uint64_t gen = cg->scans + 1;
 	size_t n_new;
 	struct stat st;
@@ -234,6 +253,7 @@ int vw_cgroupfs_scan(struct vw_cgroupfs *cg)
 		return r;
 	}
 	qsort(t.e, t.n, sizeof(*t.e), cmp_entry);
+	cg->refused += t.refused;
 	free(cg->e);
 	free(cg->pool);
 	cg->e = t.e;

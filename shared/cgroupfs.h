@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "selfstats.h"
+
 struct vw_cgroupfs;
 
 /* NULL with errno ENOENT when no usable hierarchy is mounted under the sysfs root. */
@@ -30,7 +32,8 @@ const char *vw_cgroupfs_mount(const struct vw_cgroupfs *cg);
 /*
  * Walk the hierarchy and learn every cgroup's id and path. Ids the previous walk saw but this
  * one does not (a cgroup removed in between) are kept until the next walk, so the processes
- * that ran in a just-removed cgroup can still be placed. At most VW_CGROUPFS_MAX cgroups.
+ * that ran in a just-removed cgroup can still be placed. At most VW_CGROUPFS_MAX cgroups: the
+ * rest of a walk is counted as refused (their processes are placed from /proc/PID/cgroup).
  */
 #define VW_CGROUPFS_MAX 65536u
 int vw_cgroupfs_scan(struct vw_cgroupfs *cg);
@@ -46,3 +49,5 @@ int vw_cgroupfs_usage(const struct vw_cgroupfs *cg, const char *path, uint64_t *
 /* For tests and logs: cgroups known, walks done. */
 size_t vw_cgroupfs_count(const struct vw_cgroupfs *cg);
 uint64_t vw_cgroupfs_scans(const struct vw_cgroupfs *cg);
+/* Entries now, and cgroups refused at the cap over all walks (virtwatt_table_*{table="cgroup"}). */
+void vw_cgroupfs_table_stat(const struct vw_cgroupfs *cg, struct vw_table_stat *ret);

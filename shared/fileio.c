@@ -231,3 +231,21 @@ int vw_write_file_atomic_at(int dirfd, const char *rel, const void *data, size_t
 		(void)unlinkat(dirfd, tmp, 0);
 	return r;
 }
+
+int vw_write_file_durable_at(int dirfd, const char *rel, const void *data, size_t len, int mode)
+{
+	_cleanup_close_ int dfd = -1;
+	const char *slash = strrchr(rel, '/');
+	char dir[4096];
+	int r = vw_write_file_atomic_at(dirfd, rel, data, len, mode);
+
+	if (r < 0)
+		return r;
+	if (slash && (size_t)(slash - rel) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - rel) : 1, slash ? rel : ".");
+	dfd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0 || fsync(dfd) < 0)
+		return -errno;
+	return 0;
+}

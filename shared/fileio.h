@@ -58,3 +58,8 @@ int vw_parse_u64(const char *s, uint64_t *ret);
  * renameat. Never follows a symlink at rel.
  */
 int vw_write_file_atomic_at(int dirfd, const char *rel, const void *data, size_t len, int mode);
+/*
+ * The same, durable: the directory is fsync'ed after the rename, so the new name survives a
+ * power loss (for state a restart depends on; dirfd may be an O_PATH descriptor).
+ */
+int vw_write_file_durable_at(int dirfd, const char *rel, const void *data, size_t len, int mode);

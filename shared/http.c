@@ -36,6 +36,7 @@
 #include "log.h"
 #include "macro.h"
 #include "prom.h"
+#include "thread.h"
 #include "webauth.h"
 #include "webconfig.h"
 
@@ -74,6 +75,7 @@ struct vw_exposition {
 	struct snapshot *cur;
 	uint64_t gen;        /* of the last publish, under lock */
 	uint64_t served_gen; /* highest generation a GET /metrics has served; atomic */
+	uint64_t published_ns; /* vw_now_ns() of the last publish, 0 before; atomic */
 };
 
 static void snapshot_unref(struct snapshot *s)
@@ -134,6 +136,7 @@ uint64_t vw_exposition_publish(struct vw_exposition *x, char *text, size_t text_
 	gen = s->gen = ++x->gen;
 	old = x->cur;
 	x->cur = s;
+	__atomic_store_n(&x->published_ns, vw_now_ns(), __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&x->lock);
 	snapshot_unref(old);
 	return gen;
@@ -194,6 +197,16 @@ bool vw_exposition_ready(struct vw_exposition *x)
 
 	snapshot_unref(s);
 	return s != NULL;
+}
+
+uint64_t vw_exposition_age_ns(struct vw_exposition *x)
+{
+	uint64_t at = x ? __atomic_load_n(&x->published_ns, __ATOMIC_ACQUIRE) : 0, now;
+
+	if (!at)
+		return UINT64_MAX;
+	now = vw_now_ns();
+	return now > at ? now - at : 0;
 }
 
 /* ---- Listen address ---- */
@@ -364,8 +377,10 @@ struct vw_http {
 	char *listen_address;
 	unsigned max_connections, per_ip_connections, timeout_s;
 	struct vw_exposition *x;
-	bool (*healthy)(void *userdata);
+	bool (*healthy)(void *userdata, char *why, size_t len);
+	bool (*ready)(void *userdata, char *why, size_t len);
 	void *userdata;
+	uint64_t stale_after_ns;
 	char *index_html;
 	size_t index_len;
 	uint16_t port;
@@ -495,19 +510,47 @@ static VW_MHD_RESULT serve_metrics(struct server *srv, struct MHD_Connection *c)
 		     "Accept");
 }
 
+/* A 503 whose text says why: "<what>: <why>\n". */
+static VW_MHD_RESULT reply_unavailable(const struct server *s, struct MHD_Connection *c,
+				       const char *what, const char *why)
+{
+	char text[512];
+	int n = snprintf(text, sizeof(text), "%s: %s\n", what, why);
+	struct MHD_Response *resp = MHD_create_response_from_buffer(
+		VW_MIN((size_t)VW_MAX(n, 0), sizeof(text) - 1), text, MHD_RESPMEM_MUST_COPY);
+
+	return queue(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, resp, "text/plain; charset=utf-8", NULL,
+		     NULL);
+}
+
 static VW_MHD_RESULT serve_healthz(struct server *srv, struct MHD_Connection *c)
 {
 	struct vw_http *h = srv->h;
+	char why[400] = "the main loop reports a problem";
 
-	if (h->healthy && !h->healthy(h->userdata))
-		return reply_text(srv, c, MHD_HTTP_SERVICE_UNAVAILABLE, "unhealthy\n", NULL, NULL);
+	if (h->healthy && !h->healthy(h->userdata, why, sizeof(why)))
+		return reply_unavailable(srv, c, "unhealthy", why);
 	return reply_text(srv, c, MHD_HTTP_OK, "ok\n", NULL, NULL);
 }
 
+/* Ready: a snapshot exists, it is not stale, and the daemon has nothing against it. */
 static VW_MHD_RESULT serve_readyz(struct server *srv, struct MHD_Connection *c)
 {
-	if (!vw_exposition_ready(srv->h->x))
-		return reply_text(srv, c, MHD_HTTP_SERVICE_UNAVAILABLE, "not ready\n", NULL, NULL);
+	struct vw_http *h = srv->h;
+	uint64_t age = vw_exposition_age_ns(h->x);
+	char why[400] = "the daemon reports a problem";
+
+	if (age == UINT64_MAX)
+		return reply_unavailable(srv, c, "not ready", "no metrics published yet");
+	if (h->stale_after_ns && age > h->stale_after_ns) {
+		snprintf(why, sizeof(why),
+			 "the last metrics snapshot is %.1f s old (stale after %.1f s): the sampling "
+			 "loop is stuck or rendering fails, see the log",
+			 (double)age / 1e9, (double)h->stale_after_ns / 1e9);
+		return reply_unavailable(srv, c, "not ready", why);
+	}
+	if (h->ready && !h->ready(h->userdata, why, sizeof(why)))
+		return reply_unavailable(srv, c, "not ready", why);
 	return reply_text(srv, c, MHD_HTTP_OK, "ok\n", NULL, NULL);
 }
 
@@ -748,6 +791,7 @@ static int server_start_mhd(struct server *s)
 	struct vw_http *h = s->h;
 	const struct vw_webconfig *wc = s->wc;
 	struct MHD_OptionItem tls[5];
+	sigset_t old_mask;
 	size_t n = 0;
 	int fd;
 
@@ -763,6 +807,8 @@ static int server_start_mhd(struct server *s)
 	fd = fcntl(h->listen_fd, F_DUPFD_CLOEXEC, 3);
 	if (fd < 0)
 		return -errno;
+	/* MHD's threads inherit this thread's signal mask: signals stay with the main thread. */
+	vw_signals_block_all(&old_mask);
 	s->mhd = MHD_start_daemon(mhd_flags(wc && wc->tls), 0, NULL, NULL, on_request, s,
 				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
 				  MHD_OPTION_ARRAY, tls,
@@ -772,6 +818,7 @@ static int server_start_mhd(struct server *s)
 				  MHD_OPTION_CONNECTION_TIMEOUT, h->timeout_s,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
 				  MHD_OPTION_END);
+	vw_signals_restore(&old_mask);
 	if (!s->mhd) {
 		close(fd);
 		vw_error("http: start libmicrohttpd on %s%s failed", h->listen_address,
@@ -961,10 +1008,10 @@ static int watch_start(struct vw_http *h)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&h->watch_cond, &ca);
 	pthread_condattr_destroy(&ca);
-	r = pthread_create(&h->watcher, NULL, watch_main, h);
-	if (r != 0) {
-		vw_error("http: start the web config watcher: %s", strerror(r));
-		return -r;
+	r = vw_thread_create(&h->watcher, watch_main, h);
+	if (r < 0) {
+		vw_error("http: start the web config watcher: %s", strerror(-r));
+		return r;
 	}
 	h->watching = true;
 	return 0;
@@ -1014,7 +1061,9 @@ static int http_init(struct vw_http *h, const struct vw_http_opts *opts, struct 
 		.timeout_s = opts->timeout_s ? opts->timeout_s : DEFAULT_TIMEOUT_S,
 		.x = x,
 		.healthy = opts->healthy,
+		.ready = opts->ready,
 		.userdata = opts->userdata,
+		.stale_after_ns = opts->stale_after_ns,
 	};
 	pthread_mutex_init(&h->log_lock, NULL);
 	pthread_mutex_init(&h->watch_lock, NULL);

@@ -36,6 +36,8 @@ uint64_t vw_exposition_served(struct vw_exposition *x);
 int vw_exposition_copy(struct vw_exposition *x, int om, char **ret, size_t *ret_len);
 /* True once a snapshot exists. */
 bool vw_exposition_ready(struct vw_exposition *x);
+/* Nanoseconds since the last publish (vw_now_ns() clock); UINT64_MAX before the first. */
+uint64_t vw_exposition_age_ns(struct vw_exposition *x);
 
 struct vw_http_opts {
 	const char *listen_address; /* ":28282", "127.0.0.1:0", "[::1]:28282", "localhost:9" */
@@ -50,9 +52,19 @@ struct vw_http_opts {
 	 * vw_http_start) and re-read when it or a file it names changes.
 	 */
 	const char *web_config_file;
-	/* Liveness for /healthz: return true while the main loop is healthy. NULL: always. */
-	bool (*healthy)(void *userdata);
+	/*
+	 * Liveness for /healthz: true while the main loop is healthy; when false, why (one line)
+	 * into `why`, sent after "unhealthy: " with the 503. NULL: always healthy.
+	 */
+	bool (*healthy)(void *userdata, char *why, size_t len);
+	/*
+	 * Readiness for /readyz beyond a fresh snapshot: false with why, as for healthy. NULL:
+	 * ready once a fresh snapshot exists.
+	 */
+	bool (*ready)(void *userdata, char *why, size_t len);
 	void *userdata;
+	/* /readyz answers 503 while the last snapshot is older than this (0: never stale). */
+	uint64_t stale_after_ns;
 };
 
 struct vw_http;

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "json.h"
+#include "selfstats.h"
 #include "workload.h"
 
 /* Copy a non-empty string that fits (NUL included), else -EINVAL. */
@@ -47,3 +48,8 @@ int vw_podtable_by_uid(struct vw_podtable *t, const char *uid, uint64_t now_ns,
 		       struct vw_pod_info *ret);
 /* Pods not deleted. */
 size_t vw_podtable_count(const struct vw_podtable *t);
+/* Entries and evictions (pods, containers); caps lowered by tests to drive the table full. At
+ * the cap the entry gone the longest is let go before its grace ends, else a new one refused. */
+void vw_podtable_table_stats(const struct vw_podtable *t, struct vw_table_stat *pods,
+			     struct vw_table_stat *ctrs);
+void vw_podtable_set_caps(struct vw_podtable *t, size_t max_pods, size_t max_ctrs);

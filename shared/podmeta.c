@@ -17,7 +17,6 @@
 #include <json-c/json.h>
 #include <limits.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -25,6 +24,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "thread.h"
 
 /* In-cluster defaults: the one place they are spelled. Every one is overridable by options. */
 static const struct {
@@ -797,7 +797,6 @@ struct vw_podmeta *vw_podmeta_start(const struct vw_podmeta_opts *opts)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct vw_podmeta *pm;
-	sigset_t all, old;
 	int r;
 
 	r = check_opts(opts);
@@ -823,13 +822,10 @@ struct vw_podmeta *vw_podmeta_start(const struct vw_podmeta_opts *opts)
 	if (strncmp(pm->base_url, "http://", 7) == 0)
 		vw_warn("podmeta: %s is plain HTTP: the token travels in clear", pm->base_url);
 	/* Signals stay with the main thread. */
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	r = pthread_create(&pm->thread, NULL, worker, pm);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (r != 0) {
+	r = vw_thread_create(&pm->thread, worker, pm);
+	if (r < 0) {
 		pm_free(pm);
-		errno = r;
+		errno = -r;
 		return NULL;
 	}
 	vw_info("podmeta: %s mode, %s, node %s",
@@ -849,6 +845,14 @@ void vw_podmeta_stop(struct vw_podmeta *pm)
 }
 
 /* ---- lookups ---- */
+
+void vw_podmeta_table_stats(struct vw_podmeta *pm, struct vw_table_stat *pods,
+			    struct vw_table_stat *ctrs)
+{
+	pthread_mutex_lock(&pm->lock);
+	vw_podtable_table_stats(pm->table, pods, ctrs);
+	pthread_mutex_unlock(&pm->lock);
+}
 
 int vw_podmeta_by_container(struct vw_podmeta *pm, const char *container_id,
 			    struct vw_pod_info *ret, char *container_name, size_t namelen)

@@ -111,6 +111,8 @@ struct vw_podtable {
 	uint64_t grace_ns;
 	struct htab pods, hashes, ctrs;
 	size_t npods, nctrs;
+	size_t max_pods, max_ctrs;
+	uint64_t evicted_pods, evicted_ctrs; /* at the cap: deleted ones let go early, or refused */
 	uint64_t stamp;
 	struct pod_doc doc; /* parse scratch */
 	struct vw_complaint c_pod, c_full;
@@ -427,15 +429,81 @@ static void pod_set_hash(struct vw_podtable *t, struct pod *p, const char *hash)
 		p->hash[0] = '\0';
 }
 
+static void pod_free(struct vw_podtable *t, struct pod *p)
+{
+	pod_set_hash(t, p, "");
+	htab_del(&t->pods, &p->by_uid);
+	t->npods--;
+	free(p);
+}
+
+static void ctr_free(struct vw_podtable *t, struct ctr *c)
+{
+	htab_del(&t->ctrs, &c->by_id);
+	t->nctrs--;
+	free(c);
+}
+
+/* The entry of a table gone the longest ago: its node at node_off, its gone_ns at gone_off. */
+static struct hnode *oldest_gone(const struct htab *h, size_t node_off, size_t gone_off)
+{
+	struct hnode *old = NULL;
+	uint64_t old_ns = 0;
+
+	htab_foreach(h, i, n, nx) {
+		uint64_t gone = *(const uint64_t *)((const char *)n - node_off + gone_off);
+
+		if (gone && (!old || gone < old_ns))
+			old = n, old_ns = gone;
+	}
+	return old;
+}
+
+/*
+ * Room for one more pod: at the cap, the pod deleted the longest ago goes (counted when its
+ * grace period had not ended); none deleted: false (the new pod is refused, counted too).
+ */
+static bool pod_room(struct vw_podtable *t, uint64_t now)
+{
+	struct hnode *n;
+	struct pod *old;
+
+	if (t->npods < t->max_pods)
+		return true;
+	n = oldest_gone(&t->pods, offsetof(struct pod, by_uid), offsetof(struct pod, gone_ns));
+	old = n ? container_of(n, struct pod, by_uid) : NULL;
+	t->evicted_pods += !old || !expired(t, old->gone_ns, now);
+	if (old)
+		pod_free(t, old);
+	return old != NULL;
+}
+
+/* The same for containers: the one replaced or deleted the longest ago. */
+static bool ctr_room(struct vw_podtable *t, uint64_t now)
+{
+	struct hnode *n;
+	struct ctr *old;
+
+	if (t->nctrs < t->max_ctrs)
+		return true;
+	n = oldest_gone(&t->ctrs, offsetof(struct ctr, by_id), offsetof(struct ctr, gone_ns));
+	old = n ? container_of(n, struct ctr, by_id) : NULL;
+	t->evicted_ctrs += !old || !expired(t, old->gone_ns, now);
+	if (old)
+		ctr_free(t, old);
+	return old != NULL;
+}
+
 static struct pod *pod_upsert(struct vw_podtable *t, const struct pod_doc *d, uint64_t now)
 {
 	struct pod *p = pod_get(t, d->info.uid);
 	uint64_t stamp = ++t->stamp;
 
 	if (!p) {
-		if (t->npods >= MAX_PODS || !(p = calloc(1, sizeof(*p)))) {
-			vw_complain(&t->c_full, VW_LOG_WARN, "podmeta: pod table full (%zu)",
-				    t->npods);
+		if (!pod_room(t, now) || !(p = calloc(1, sizeof(*p)))) {
+			vw_complain(&t->c_full, VW_LOG_WARN,
+				    "podmeta: pod table full (%zu pods, none deleted): pod %s/%s "
+				    "has no metadata", t->npods, d->info.namespace_, d->info.name);
 			return NULL;
 		}
 		p->info = d->info;
@@ -451,9 +519,10 @@ static struct pod *pod_upsert(struct vw_podtable *t, const struct pod_doc *d, ui
 		struct ctr *c = ctr_get(t, d->ctr[i].id);
 
 		if (!c) {
-			if (t->nctrs >= MAX_CTRS || !(c = calloc(1, sizeof(*c)))) {
+			if (!ctr_room(t, now) || !(c = calloc(1, sizeof(*c)))) {
 				vw_complain(&t->c_full, VW_LOG_WARN,
-					    "podmeta: container table full (%zu)", t->nctrs);
+					    "podmeta: container table full (%zu containers, none "
+					    "gone)", t->nctrs);
 				continue;
 			}
 			memcpy(c->id, d->ctr[i].id, sizeof(c->id));
@@ -475,21 +544,14 @@ void vw_podtable_sweep(struct vw_podtable *t, uint64_t now_ns)
 	htab_foreach(&t->ctrs, i, n, nx) {
 		struct ctr *c = container_of(n, struct ctr, by_id);
 
-		if (expired(t, c->gone_ns, now_ns)) {
-			htab_del(&t->ctrs, n);
-			t->nctrs--;
-			free(c);
-		}
+		if (expired(t, c->gone_ns, now_ns))
+			ctr_free(t, c);
 	}
 	htab_foreach(&t->pods, i, n, nx) {
 		struct pod *p = container_of(n, struct pod, by_uid);
 
-		if (expired(t, p->gone_ns, now_ns)) {
-			pod_set_hash(t, p, "");
-			htab_del(&t->pods, n);
-			t->npods--;
-			free(p);
-		}
+		if (expired(t, p->gone_ns, now_ns))
+			pod_free(t, p);
 	}
 }
 
@@ -558,6 +620,21 @@ int vw_podtable_by_uid(struct vw_podtable *t, const char *uid, uint64_t now_ns,
 	return 0;
 }
 
+void vw_podtable_set_caps(struct vw_podtable *t, size_t max_pods, size_t max_ctrs)
+{
+	t->max_pods = max_pods;
+	t->max_ctrs = max_ctrs;
+}
+
+void vw_podtable_table_stats(const struct vw_podtable *t, struct vw_table_stat *pods,
+			     struct vw_table_stat *ctrs)
+{
+	*pods = (struct vw_table_stat){ .present = true, .entries = t->npods,
+					.evictions = t->evicted_pods };
+	*ctrs = (struct vw_table_stat){ .present = true, .entries = t->nctrs,
+					.evictions = t->evicted_ctrs };
+}
+
 size_t vw_podtable_count(const struct vw_podtable *t)
 {
 	size_t live = 0;
@@ -578,6 +655,8 @@ struct vw_podtable *vw_podtable_new(uint64_t grace_ns)
 	if (!t)
 		return NULL;
 	t->grace_ns = grace_ns;
+	t->max_pods = MAX_PODS;
+	t->max_ctrs = MAX_CTRS;
 	if (htab_init(&t->pods, 1024) < 0 || htab_init(&t->hashes, 256) < 0 ||
 	    htab_init(&t->ctrs, 4096) < 0) {
 		vw_podtable_free(t);

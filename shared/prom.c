@@ -32,6 +32,10 @@ struct vw_prom_writer {
 	size_t nlabels;
 	int fam_err;
 	bool done;
+	/* Drop-oversize mode: the families rolled back, reported instead of returned. */
+	bool drop_oversize;
+	const struct vw_metric_family **dropped;
+	size_t ndropped, dropped_cap;
 	/* Names of the families started so far, for -EEXIST. */
 	char **names;
 	size_t nnames;
@@ -320,12 +324,31 @@ static void put_str(struct vw_prom_writer *w, const char *s)
 	put(w, s, strlen(s));
 }
 
+/* In drop-oversize mode, note the open family as dropped (once). */
+static void note_dropped(struct vw_prom_writer *w)
+{
+	if (w->ndropped && w->dropped[w->ndropped - 1] == w->fam)
+		return;
+	if (vw_array_grow((void **)&w->dropped, sizeof(*w->dropped), w->ndropped,
+			  &w->dropped_cap) == 0)
+		w->dropped[w->ndropped++] = w->fam;
+}
+
+/* The error a rolled-back family reports: none in drop-oversize mode. */
+static int family_error(const struct vw_prom_writer *w)
+{
+	return w->drop_oversize ? 0 : w->fam_err;
+}
+
 /* After a run of appends: if one failed, drop everything the open family wrote. */
 static int family_settle(struct vw_prom_writer *w)
 {
-	if (w->fam_err)
-		w->len = w->mark;
-	return w->fam_err;
+	if (!w->fam_err)
+		return 0;
+	w->len = w->mark;
+	if (w->drop_oversize)
+		note_dropped(w);
+	return family_error(w);
 }
 
 static int name_remember(struct vw_prom_writer *w, const char *name)
@@ -372,6 +395,17 @@ struct vw_prom_writer *vw_prom_writer_new(enum vw_prom_format fmt, size_t max_by
 	return w;
 }
 
+void vw_prom_writer_drop_oversize(struct vw_prom_writer *w)
+{
+	if (w)
+		w->drop_oversize = true;
+}
+
+const struct vw_metric_family *vw_prom_writer_dropped(const struct vw_prom_writer *w, size_t i)
+{
+	return w && i < w->ndropped ? w->dropped[i] : NULL;
+}
+
 void vw_prom_writer_free(struct vw_prom_writer *w)
 {
 	if (!w)
@@ -379,6 +413,7 @@ void vw_prom_writer_free(struct vw_prom_writer *w)
 	for (size_t i = 0; i < w->nnames; i++)
 		free(w->names[i]);
 	free(w->names);
+	free(w->dropped);
 	free(w->buf);
 	free(w);
 }
@@ -469,7 +504,7 @@ int vw_prom_family_end(struct vw_prom_writer *w)
 
 	if (!w || !w->fam)
 		return -EINVAL;
-	r = w->fam_err;
+	r = family_error(w);
 	w->fam = NULL;
 	w->fam_err = 0;
 	return r;
@@ -512,7 +547,7 @@ static int put_sample(struct vw_prom_writer *w, const char *const *values, const
 	if (!w || w->done || !w->fam)
 		return -EINVAL;
 	if (w->fam_err)
-		return w->fam_err;
+		return family_error(w);
 	r = values_check(w, values);
 	if (r < 0)
 		return r;

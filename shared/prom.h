@@ -51,6 +51,15 @@ struct vw_prom_writer;
  */
 struct vw_prom_writer *vw_prom_writer_new(enum vw_prom_format fmt, size_t max_bytes);
 void vw_prom_writer_free(struct vw_prom_writer *w);
+/*
+ * Degrade per family: from now on a family that overflows (or cannot get memory) is still
+ * rolled back whole, but the calls that hit it and the rest of its samples return 0, so a
+ * renderer carries on with the next family. The families dropped are listed by
+ * vw_prom_writer_dropped(); other errors (-EINVAL, -EEXIST) are returned as before.
+ */
+void vw_prom_writer_drop_oversize(struct vw_prom_writer *w);
+/* The i-th family dropped so far (in drop-oversize mode), NULL past the last. */
+const struct vw_metric_family *vw_prom_writer_dropped(const struct vw_prom_writer *w, size_t i);
 
 /*
  * Start a family: HELP, TYPE (and UNIT in OpenMetrics), closing any family still open.

@@ -85,6 +85,10 @@ void vw_podmeta_stop(struct vw_podmeta *pm);
 int vw_podmeta_by_container(struct vw_podmeta *pm, const char *container_id,
 			    struct vw_pod_info *ret, char *container_name, size_t namelen);
 int vw_podmeta_by_uid(struct vw_podmeta *pm, const char *uid, struct vw_pod_info *ret);
+/* The pod and container tables' entries and evictions (virtwatt_table_*). */
+struct vw_table_stat;
+void vw_podmeta_table_stats(struct vw_podmeta *pm, struct vw_table_stat *pods,
+			    struct vw_table_stat *ctrs);
 /* Synced once (list done) and how many pods are known (live ones, not those in grace). */
 bool vw_podmeta_synced(struct vw_podmeta *pm);
 size_t vw_podmeta_count(struct vw_podmeta *pm);

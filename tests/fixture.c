@@ -201,17 +201,15 @@ char *vw_fixture_http(const char *url, const char *method, long *code)
 	return b.data;
 }
 
-int vw_fixture_start_daemon(char *const argv[], pid_t *ret_pid, unsigned *ret_port)
+/* argv with stdout and stderr to logpath (created or truncated); the child's pid, or -errno. */
+static pid_t spawn_logged(char *const argv[], const char *logpath)
 {
-	char logpath[] = "/tmp/vw-daemon-log-XXXXXX";
-	int fd = mkstemp(logpath);
+	int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	pid_t pid;
 
 	if (fd < 0)
 		return -errno;
 	pid = fork();
-	if (pid < 0)
-		return -errno;
 	if (pid == 0) {
 		dup2(fd, STDOUT_FILENO);
 		dup2(fd, STDERR_FILENO);
@@ -219,6 +217,37 @@ int vw_fixture_start_daemon(char *const argv[], pid_t *ret_pid, unsigned *ret_po
 		_exit(127);
 	}
 	close(fd);
+	return pid < 0 ? -errno : pid;
+}
+
+int vw_fixture_run_logged(char *const argv[], const char *logpath)
+{
+	pid_t pid = spawn_logged(argv, logpath);
+	int st;
+
+	if (pid < 0)
+		return pid;
+	if (waitpid(pid, &st, 0) < 0)
+		return -errno;
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+}
+
+void vw_fixture_kill(pid_t *pid)
+{
+	if (*pid > 0) {
+		kill(*pid, SIGKILL);
+		waitpid(*pid, NULL, 0);
+		*pid = 0;
+	}
+}
+
+int vw_fixture_start_daemon_logged(char *const argv[], const char *logpath, pid_t *ret_pid,
+				   unsigned *ret_port)
+{
+	pid_t pid = spawn_logged(argv, logpath);
+
+	if (pid < 0)
+		return pid;
 	for (int waited = 0; waited < 10000; waited += 100) {
 		char *log = vw_fixture_slurp(logpath, NULL);
 		const char *p = log ? strstr(log, "(port ") : NULL;
@@ -228,16 +257,26 @@ int vw_fixture_start_daemon(char *const argv[], pid_t *ret_pid, unsigned *ret_po
 			fprintf(stderr, "%s", up ? "" : (log ? log : ""));
 		free(log);
 		if (up) {
-			unlink(logpath); /* the daemon keeps writing to the unlinked file */
 			*ret_pid = pid;
 			return 0;
 		}
 		usleep(100 * 1000);
 	}
-	unlink(logpath);
-	kill(pid, SIGKILL);
-	waitpid(pid, NULL, 0);
+	vw_fixture_kill(&pid);
 	return -ETIMEDOUT;
+}
+
+int vw_fixture_start_daemon(char *const argv[], pid_t *ret_pid, unsigned *ret_port)
+{
+	char logpath[] = "/tmp/vw-daemon-log-XXXXXX";
+	int fd = mkstemp(logpath), r;
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	r = vw_fixture_start_daemon_logged(argv, logpath, ret_pid, ret_port);
+	unlink(logpath); /* the daemon keeps writing to the unlinked file */
+	return r;
 }
 
 int vw_fixture_stop_daemon(pid_t pid)

@@ -26,4 +26,11 @@ char *vw_fixture_http(const char *url, const char *method, long *code);
  * failure. vw_fixture_stop_daemon() sends SIGTERM and returns its exit status (or 128+signal).
  */
 int vw_fixture_start_daemon(char *const argv[], pid_t *ret_pid, unsigned *ret_port);
+/* The same, its output kept in logpath (created or truncated; the caller removes it). */
+int vw_fixture_start_daemon_logged(char *const argv[], const char *logpath, pid_t *ret_pid,
+				   unsigned *ret_port);
+/* Run argv to its end, output in logpath: its exit status (128 + signal when killed), -errno. */
+int vw_fixture_run_logged(char *const argv[], const char *logpath);
+/* SIGKILL and reap *pid when it is > 0 (a daemon a failed test left running); *pid = 0. */
+void vw_fixture_kill(pid_t *pid);
 int vw_fixture_stop_daemon(pid_t pid);

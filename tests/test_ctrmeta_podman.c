@@ -136,7 +136,7 @@ static void test_real_podman(void **state)
 	char cmd[512], pidtxt[32], got[VW_CTRMETA_NAME_MAX + 1], labels[256], url[128];
 	char *argv[] = { VW_HOST_BIN, "--web.listen-address=127.0.0.1:0", "--monitor.interval=1s",
 			 "--kube.node-name=ctrmeta", "--metrics=node,container",
-			 "--cpu.accounting=procfs", NULL };
+			 "--passthrough.enable=false", "--cpu.accounting=procfs", NULL };
 	_cleanup_close_ int procfd = -1, rootfd = -1;
 	struct vw_cgroup_match match;
 	struct vw_ctrmeta *m;

@@ -34,11 +34,7 @@ static pid_t running_pid;
 static int stop_leftover(void **state)
 {
 	(void)state;
-	if (running_pid > 0) {
-		kill(running_pid, SIGKILL);
-		waitpid(running_pid, NULL, 0);
-		running_pid = 0;
-	}
+	vw_fixture_kill(&running_pid);
 	return 0;
 }
 
@@ -149,9 +145,10 @@ static void test_serves_metrics(void **state)
 	};
 	struct host_fixture fx;
 	char sys[600], proc[600], url[128];
+	/* A fixture /proc has no processes to account: no passthrough, as the error says. */
 	char *argv[] = { VW_HOST_BIN, sys, proc, "--web.listen-address=127.0.0.1:0",
 			 "--monitor.interval=1s", "--monitor.sample-interval=200ms",
-			 "--kube.node-name=daemon-test", NULL };
+			 "--kube.node-name=daemon-test", "--passthrough.enable=false", NULL };
 	struct buf b = { 0 };
 	struct proc p;
 	unsigned port = 0;

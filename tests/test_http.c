@@ -148,8 +148,9 @@ static const char sample_om[] = "# TYPE vw_up gauge\n# HELP vw_up Up.\nvw_up 1\n
 
 static bool healthy_flag;
 
-static bool is_healthy(void *userdata)
+static bool is_healthy(void *userdata, char *why, size_t len)
 {
+	snprintf(why, len, "test says so");
 	return __atomic_load_n((bool *)userdata, __ATOMIC_RELAXED);
 }
 
@@ -255,6 +256,44 @@ static void test_start_errors(void **state)
 	assert_int_equal(vw_http_port(NULL), 0);
 }
 
+static bool ready_flag;
+
+static bool is_ready(void *userdata, char *why, size_t len)
+{
+	(void)userdata;
+	snprintf(why, len, "the state file cannot be written");
+	return __atomic_load_n(&ready_flag, __ATOMIC_RELAXED);
+}
+
+/* /readyz: 503 with the reason while the snapshot is stale or the daemon says so. */
+static void test_ready_reasons(void **state)
+{
+	static uint64_t now = 1000 * VW_NSEC_PER_SEC;
+	struct server s;
+
+	(void)state;
+	vw_clock_set_fake(&now);
+	ready_flag = true;
+	server_start_published(&s, (struct vw_http_opts){ .ready = is_ready,
+							  .stale_after_ns = 20 * VW_NSEC_PER_SEC });
+	assert_int_equal(get_status(s.port, "/readyz", "ok\n"), 200);
+	__atomic_add_fetch(&now, 21 * VW_NSEC_PER_SEC, __ATOMIC_RELAXED);
+	assert_int_equal(get_status(s.port, "/readyz",
+				    "not ready: the last metrics snapshot is 21.0 s old (stale after "
+				    "20.0 s): the sampling loop is stuck or rendering fails, see the "
+				    "log\n"),
+			 503);
+	/* Stale metrics are still served: a scraper decides what to do with them. */
+	assert_int_equal(get_status(s.port, "/metrics", sample_text), 200);
+	publish(s.x, sample_text, sample_om);
+	assert_int_equal(get_status(s.port, "/readyz", "ok\n"), 200);
+	__atomic_store_n(&ready_flag, false, __ATOMIC_RELAXED);
+	assert_int_equal(get_status(s.port, "/readyz",
+				    "not ready: the state file cannot be written\n"), 503);
+	server_stop(&s);
+	vw_clock_set_fake(NULL);
+}
+
 static void test_health_and_ready(void **state)
 {
 	struct server s;
@@ -264,10 +303,10 @@ static void test_health_and_ready(void **state)
 	server_start(&s, (struct vw_http_opts){.healthy = is_healthy, .userdata = &healthy_flag});
 	assert_false(vw_exposition_ready(s.x));
 	assert_int_equal(get_status(s.port, "/metrics", "no metrics published yet\n"), 503);
-	assert_int_equal(get_status(s.port, "/readyz", NULL), 503);
+	assert_int_equal(get_status(s.port, "/readyz", "not ready: no metrics published yet\n"), 503);
 	assert_int_equal(get_status(s.port, "/healthz", "ok\n"), 200);
 	__atomic_store_n(&healthy_flag, false, __ATOMIC_RELAXED);
-	assert_int_equal(get_status(s.port, "/healthz", NULL), 503);
+	assert_int_equal(get_status(s.port, "/healthz", "unhealthy: test says so\n"), 503);
 	__atomic_store_n(&healthy_flag, true, __ATOMIC_RELAXED);
 
 	publish(s.x, sample_text, sample_om);
@@ -683,6 +722,7 @@ int main(void)
 		cmocka_unit_test(test_parse_listen),
 		cmocka_unit_test(test_start_errors),
 		cmocka_unit_test(test_health_and_ready),
+		cmocka_unit_test(test_ready_reasons),
 		cmocka_unit_test(test_metrics_negotiated),
 		cmocka_unit_test(test_head),
 		cmocka_unit_test(test_index_and_404),

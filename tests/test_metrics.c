@@ -42,8 +42,9 @@ static int load_cfg(struct ctx *c, const char *extra)
 	char sys[600], proc[600], cache[600];
 	/* Node level only: workload attribution has its own tests. */
 	char *argv[] = { "virtwatt-host", sys, proc, cache, "--kube.node-name=test-node",
-			 "--monitor.interval=5s", "--metrics=node", (char *)extra, NULL };
-	int argc = extra ? 8 : 7;
+			 "--monitor.interval=5s", "--metrics=node", "--passthrough.enable=false",
+			 (char *)extra, NULL };
+	int argc = extra ? 9 : 8;
 	char err[512] = "";
 	int r;
 

@@ -10,6 +10,7 @@
 
 #include "macro.h"
 #include "prom.h"
+#include "selfstats.h"
 
 static const char *const zone_labels[] = {"zone", NULL};
 static const char *const vm_labels[] = {"uuid", "name", NULL};
@@ -470,6 +471,77 @@ static void test_rollback_header_and_eof(void **state)
 	vw_prom_writer_free(w);
 }
 
+/* Drop-oversize mode: the overflowing family is left out whole, reported, and the next one fits. */
+static void test_drop_oversize(void **state)
+{
+	static const char small[] = "# HELP virtwatt_up Whether the last read \"worked\".\n"
+				    "# TYPE virtwatt_up gauge\n"
+				    "virtwatt_up 1\n";
+	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, strlen(small) + 200);
+	_cleanup_free_ char *out = NULL;
+	size_t len;
+
+	(void)state;
+	vw_prom_writer_drop_oversize(w);
+	assert_int_equal(vw_prom_family(w, &fam_up), 0);
+	assert_int_equal(vw_prom_gauge(w, NULL, 1), 0);
+	assert_int_equal(vw_prom_family_end(w), 0);
+	assert_int_equal(vw_prom_family(w, &fam_many), 0);
+	for (int i = 0; i < 100; i++) /* every sample "succeeds": the renderer carries on */
+		assert_int_equal(vw_prom_gauge(w, (const char *[]){"x", NULL}, i), 0);
+	assert_int_equal(vw_prom_family_end(w), 0);
+	/* Usage errors are still errors. */
+	assert_int_equal(vw_prom_family(w, &fam_many), -EEXIST);
+	assert_int_equal(vw_prom_family(w, &fam_cpu), 0);
+	assert_int_equal(vw_prom_gauge(w, NULL, 1), -EINVAL);
+	assert_int_equal(vw_prom_counter(w, NULL, 7), 0);
+	assert_int_equal(vw_prom_family_end(w), 0);
+	assert_ptr_equal(vw_prom_writer_dropped(w, 0), &fam_many);
+	assert_null(vw_prom_writer_dropped(w, 1));
+	assert_int_equal(vw_prom_finish(w, &out, &len), 0);
+	assert_int_equal(strncmp(out, small, strlen(small)), 0);
+	assert_string_equal(out + strlen(small), "# HELP virtwatt_cpu_time_total CPU time.\n"
+						 "# TYPE virtwatt_cpu_time_total counter\n"
+						 "virtwatt_cpu_time_total 7\n");
+	vw_prom_writer_free(w);
+}
+
+/* A family dropped from both renderings of a snapshot counts once; tables render by name. */
+static void test_selfstats(void **state)
+{
+	struct vw_selfstats *st = vw_selfstats_new();
+	struct vw_table_stat t[VW_TABLE__COUNT] = {
+		[VW_TABLE_CONTAINER] = { .present = true, .entries = 4, .evictions = 9 },
+	};
+	_cleanup_free_ char *out = NULL;
+	struct vw_prom_writer *w;
+
+	(void)state;
+	assert_non_null(st);
+	for (uint64_t seq = 1; seq <= 2; seq++)
+		for (int fmt = 0; fmt < 2; fmt++) {
+			w = vw_prom_writer_new(fmt ? VW_PROM_OPENMETRICS_1_0_0 : VW_PROM_TEXT_0_0_4, 100);
+			vw_prom_writer_drop_oversize(w);
+			assert_int_equal(vw_prom_family(w, &fam_many), 0);
+			for (int i = 0; i < 10; i++)
+				assert_int_equal(vw_prom_gauge(w, (const char *[]){"x", NULL}, i), 0);
+			vw_selfstats_note_dropped(st, w, seq, 100);
+			vw_prom_writer_free(w);
+		}
+	assert_int_equal(vw_selfstats_dropped(st, "virtwatt_many_watts"), 2);
+	assert_int_equal(vw_selfstats_dropped(st, "virtwatt_up"), 0);
+	w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	assert_int_equal(vw_selfstats_render(st, w, t, "n"), 0);
+	assert_int_equal(vw_prom_finish(w, &out, NULL), 0);
+	vw_prom_writer_free(w);
+	assert_non_null(strstr(out, "\nvirtwatt_table_entries{table=\"container\",node_name=\"n\"} 4\n"));
+	assert_non_null(strstr(out, "\nvirtwatt_table_evictions_total{table=\"container\",node_name=\"n\"} 9\n"));
+	assert_null(strstr(out, "table=\"pod\""));
+	assert_non_null(strstr(out, "\nvirtwatt_exposition_families_dropped_total{family=\"virtwatt_many_watts\","
+				    "node_name=\"n\"} 2\n"));
+	vw_selfstats_free(st);
+}
+
 /* ---- Usage rules ---- */
 
 static int family_named(const char *name, enum vw_metric_type type, const char *const *labels,
@@ -627,6 +699,8 @@ int main(void)
 		cmocka_unit_test(test_counter_values),
 		cmocka_unit_test(test_rollback),
 		cmocka_unit_test(test_rollback_header_and_eof),
+		cmocka_unit_test(test_drop_oversize),
+		cmocka_unit_test(test_selfstats),
 		cmocka_unit_test(test_name_rules),
 		cmocka_unit_test(test_order_rules),
 		cmocka_unit_test(test_negotiate),

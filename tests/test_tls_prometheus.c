@@ -52,7 +52,7 @@ static unsigned start_host(pid_t *pid, const char *config)
 	char sys[600], proc[600], wc[600], path[512];
 	char *argv[] = { VW_HOST_BIN, sys, proc, wc, "--web.listen-address=127.0.0.1:0",
 			 "--monitor.interval=1s", "--monitor.sample-interval=200ms",
-			 "--kube.node-name=tls-test", NULL };
+			 "--kube.node-name=tls-test", "--passthrough.enable=false", NULL };
 	unsigned port = 0;
 
 	snprintf(sys, sizeof(sys), "--host.sysfs=%s", hf.sys);
