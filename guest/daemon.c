@@ -175,6 +175,7 @@ static int open_reader(struct vw_guest *g)
 				       .folder = nonempty(c->passthrough_folder),
 				       .vm_uuid = nonempty(c->passthrough_vm_uuid),
 				       .stale_intervals = (unsigned)c->passthrough_stale_after,
+				       .max_watts = c->passthrough_max_watts,
 				       .hello = true };
 
 	if (!c->passthrough_enable)
