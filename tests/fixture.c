@@ -83,6 +83,23 @@ int vw_fixture_write(const char *root, const char *rel, const char *text, int mo
 	return r;
 }
 
+int vw_fixture_replace(const char *root, const char *rel, const char *text)
+{
+	char *tmp = NULL, *from = NULL, *to = NULL;
+	int r = -ENOMEM;
+
+	if (asprintf(&tmp, "%s.new", rel) > 0 && asprintf(&from, "%s/%s", root, tmp) > 0 &&
+	    asprintf(&to, "%s/%s", root, rel) > 0) {
+		r = vw_fixture_write(root, tmp, text, 0);
+		if (r == 0 && rename(from, to) < 0)
+			r = -errno;
+	}
+	free(tmp);
+	free(from);
+	free(to);
+	return r;
+}
+
 int vw_fixture_symlink(const char *root, const char *target, const char *rel)
 {
 	char *path;
@@ -201,10 +218,10 @@ char *vw_fixture_http(const char *url, const char *method, long *code)
 	return b.data;
 }
 
-int vw_fixture_start_daemon(char *const argv[], pid_t *ret_pid, unsigned *ret_port)
+int vw_fixture_start_daemon_log(char *const argv[], const char *logpath, pid_t *ret_pid,
+				unsigned *ret_port)
 {
-	char logpath[] = "/tmp/vw-daemon-log-XXXXXX";
-	int fd = mkstemp(logpath);
+	int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	pid_t pid;
 
 	if (fd < 0)
@@ -228,16 +245,27 @@ int vw_fixture_start_daemon(char *const argv[], pid_t *ret_pid, unsigned *ret_po
 			fprintf(stderr, "%s", up ? "" : (log ? log : ""));
 		free(log);
 		if (up) {
-			unlink(logpath); /* the daemon keeps writing to the unlinked file */
 			*ret_pid = pid;
 			return 0;
 		}
 		usleep(100 * 1000);
 	}
-	unlink(logpath);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	return -ETIMEDOUT;
+}
+
+int vw_fixture_start_daemon(char *const argv[], pid_t *ret_pid, unsigned *ret_port)
+{
+	char logpath[] = "/tmp/vw-daemon-log-XXXXXX";
+	int fd = mkstemp(logpath), r;
+
+	if (fd < 0)
+		return -errno;
+	close(fd);
+	r = vw_fixture_start_daemon_log(argv, logpath, ret_pid, ret_port);
+	unlink(logpath); /* the daemon keeps writing to the unlinked file */
+	return r;
 }
 
 int vw_fixture_stop_daemon(pid_t pid)
