@@ -154,7 +154,7 @@ struct vw_publisher *vw_publisher_new(const struct vw_publish_opts *o)
 	if (o->lock_dir && !(p->lock_dir = strdup(o->lock_dir)))
 		goto fail;
 	if (o->procfs_root)
-		p->procfs_fd = vw_root_open(o->procfs_root); /* without it the lock file names holders */
+		p->procfs_fd = vw_root_open(o->procfs_root); /* else the lock file names holders */
 	return p;
 fail:
 	r = errno;
@@ -236,8 +236,8 @@ static int lock_dir_open(struct vw_publisher *p)
 		vw_complain(&p->lock_dir_complaint, VW_LOG_ERROR,
 			    "passthrough: cannot open the lock directory %s: %s; publishing no VM "
 			    "(each needs its lock): create it writable by virtwatt-host, or set "
-			    "--passthrough.lock-dir to a directory every virtwatt-host on this machine "
-			    "shares",
+			    "--passthrough.lock-dir to a directory every virtwatt-host on this "
+			    "machine shares",
 			    p->lock_dir, strerror(-fd));
 		return fd;
 	}
@@ -259,9 +259,10 @@ static void lock_refused(struct vw_publisher *p, struct pub_vm *vm,
 		snprintf(pid, sizeof(pid), "pid %d", h->pid);
 	vw_complain(&vm->lock_complaint, VW_LOG_ERROR,
 		    "passthrough: VM %s is published by another process (%s; its lock file says "
-		    "\"%s\") holding %s/%s.lock: not publishing it here, as two publishers make its "
-		    "guest count its energy twice. Stop the other virtwatt-host (a systemd unit and a "
-		    "DaemonSet side by side?); this one takes over within a second of it exiting",
+		    "\"%s\") holding %s/%s.lock: not publishing it here, as two publishers make "
+		    "its guest count its energy twice. Stop the other virtwatt-host (a systemd unit "
+		    "and a DaemonSet side by side?); this one takes over within a second of it "
+		    "exiting",
 		    vm->uuid, pid, h->note, p->lock_dir, vm->uuid);
 }
 
@@ -287,8 +288,9 @@ static bool vm_lock(struct vw_publisher *p, struct pub_vm *vm)
 		lock_refused(p, vm, &h);
 	else if (r < 0 && p->lock_fd >= 0)
 		vw_complain(&vm->lock_complaint, VW_LOG_ERROR,
-			    "passthrough: not publishing VM %s: cannot take its lock %s/%s.lock: %s; "
-			    "let every virtwatt-host on this machine write --passthrough.lock-dir",
+			    "passthrough: not publishing VM %s: cannot take its lock %s/%s.lock: "
+			    "%s; let every virtwatt-host on this machine write "
+			    "--passthrough.lock-dir",
 			    vm->uuid, p->lock_dir, vm->uuid, strerror(-r));
 	if (r < 0) {
 		vm->lock_err = r;

@@ -139,7 +139,7 @@ int vw_pub_lock_dir_open(const char *path)
 	if (len == 0 || len >= sizeof(buf))
 		return -EINVAL;
 	memcpy(buf, path, len + 1);
-	/* Each missing component, 0755 (/run/virtwatt/lock may be the first use of /run/virtwatt). */
+	/* Each missing component, 0755 (/run/virtwatt/lock may be the first of /run/virtwatt). */
 	for (char *p = buf + 1;; p++) {
 		bool end = *p == '\0';
 

@@ -218,6 +218,24 @@ char *vw_fixture_http(const char *url, const char *method, long *code)
 	return b.data;
 }
 
+double vw_fixture_sample_sum(const char *text, const char *family, const char *match)
+{
+	size_t n = strlen(family);
+	double sum = 0;
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *end = strchr(l, '\n'), *sp;
+
+		if (strncmp(l, family, n) != 0 || (l[n] != '{' && l[n] != ' '))
+			continue;
+		sp = memrchr(l, ' ', end ? (size_t)(end - l) : strlen(l));
+		if (!sp || (match && !memmem(l, (size_t)(sp - l), match, strlen(match))))
+			continue;
+		sum += strtod(sp + 1, NULL);
+	}
+	return sum;
+}
+
 int vw_fixture_start_daemon_log(char *const argv[], const char *logpath, pid_t *ret_pid,
 				unsigned *ret_port)
 {

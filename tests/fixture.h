@@ -22,6 +22,8 @@ char *vw_fixture_slurp(const char *path, size_t *ret_len);
 char *vw_fixture_http_get(const char *url, long *code);
 /* The same with another method (HEAD: no body is read; the result is ""). */
 char *vw_fixture_http(const char *url, const char *method, long *code);
+/* The sum of the samples of a family in an exposition whose labels hold `match` (NULL: all). */
+double vw_fixture_sample_sum(const char *text, const char *family, const char *match);
 /*
  * Start a daemon (argv[0] is its path) with stdout+stderr to a file, and wait (up to 10 s) for
  * its "(port N)" log line. 0 with *ret_pid and *ret_port, or -errno; the daemon is killed on

@@ -11,7 +11,9 @@
 static int put(const struct host_fixture *f, const char *root, const char *rel,
 	       const char *text)
 {
-	return f->atomic ? vw_fixture_replace(root, rel, text) : vw_fixture_write(root, rel, text, 0);
+	if (f->atomic)
+		return vw_fixture_replace(root, rel, text);
+	return vw_fixture_write(root, rel, text, 0);
 }
 
 static int write_u64(const struct host_fixture *f, const char *root, const char *rel, uint64_t v)

@@ -331,25 +331,6 @@ static void test_passthrough_exact_and_monotonic(void **state)
 	assert_non_null(strstr(text, "# EOF"));
 }
 
-/* The sum of a family's samples whose labels hold `match` (any labels when NULL). */
-static double sample_sum(const char *text, const char *family, const char *match)
-{
-	size_t n = strlen(family);
-	double sum = 0;
-
-	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		const char *end = strchr(l, '\n'), *sp;
-
-		if (strncmp(l, family, n) != 0 || (l[n] != '{' && l[n] != ' '))
-			continue;
-		sp = memrchr(l, ' ', end ? (size_t)(end - l) : strlen(l));
-		if (match && (!(sp && memmem(l, (size_t)(sp - l), match, strlen(match)))))
-			continue;
-		sum += strtod(sp + 1, NULL);
-	}
-	return sum;
-}
-
 /* Process 100's series (its active and idle joules): the workload checked. */
 #define P100_PACKAGE "pid=\"100\",comm=\"p100\""
 
@@ -357,21 +338,29 @@ struct exported {
 	double node, process, rejected_conflict, rejected_spike; /* package zone */
 };
 
+#define REJECTED "virtwatt_guest_passthrough_rejected_total"
+
+static void parse_exported(const char *text, struct exported *e)
+{
+	*e = (struct exported){
+		.node = vw_fixture_sample_sum(text, "kepler_node_cpu_joules_total",
+					      "zone=\"package\""),
+		.process = vw_fixture_sample_sum(text, "kepler_process_cpu_joules_total",
+						 P100_PACKAGE) +
+			   vw_fixture_sample_sum(text, "virtwatt_process_cpu_idle_joules_total",
+						 P100_PACKAGE),
+		.rejected_conflict = vw_fixture_sample_sum(text, REJECTED, "reason=\"conflict\""),
+		.rejected_spike = vw_fixture_sample_sum(text, REJECTED, "reason=\"spike\""),
+	};
+}
+
 static void read_exported(struct ctx *c, struct exported *e)
 {
 	_cleanup_free_ char *text = NULL;
 	size_t len;
 
 	assert_int_equal(vw_exposition_copy(vw_guest_exposition(c->g), 0, &text, &len), 0);
-	*e = (struct exported){
-		.node = sample_sum(text, "kepler_node_cpu_joules_total", "zone=\"package\""),
-		.process = sample_sum(text, "kepler_process_cpu_joules_total", P100_PACKAGE) +
-			   sample_sum(text, "virtwatt_process_cpu_idle_joules_total", P100_PACKAGE),
-		.rejected_conflict = sample_sum(text, "virtwatt_guest_passthrough_rejected_total",
-						"reason=\"conflict\""),
-		.rejected_spike = sample_sum(text, "virtwatt_guest_passthrough_rejected_total",
-					     "reason=\"spike\""),
-	};
+	parse_exported(text, e);
 }
 
 /*
@@ -434,7 +423,7 @@ static void test_passthrough_two_publishers_and_spike(void **state)
 			   ratio * (double)delivered / 1e7);
 	assert_true(e2.rejected_conflict == 8 && e2.rejected_spike == 1);
 
-	/* Our publisher exits; the other goes on and takes over once ours is two intervals silent. */
+	/* Our publisher exits; the other takes over once ours has been silent two intervals. */
 	a0 = b_idle[0] + b_active[0];
 	for (uint64_t k = 13; k < 19; k++) {
 		for (int m = 0; m < 2; m++) {
@@ -520,11 +509,7 @@ static bool settled(const char *url, struct exported *e)
 		usleep(1500 * 1000);
 		if (!body)
 			continue;
-		e->node = sample_sum(body, "kepler_node_cpu_joules_total", "zone=\"package\"");
-		e->rejected_conflict = sample_sum(body, "virtwatt_guest_passthrough_rejected_total",
-						  "reason=\"conflict\"");
-		e->rejected_spike = sample_sum(body, "virtwatt_guest_passthrough_rejected_total",
-					       "reason=\"spike\"");
+		parse_exported(body, e);
 		if (strstr(body, "source=\"passthrough\"") && e->node == prev)
 			return true;
 		prev = e->node;

@@ -32,6 +32,7 @@
 #include "vm_fixture.h"
 
 #define UUID "3c1d5e7f-9a0b-4c2d-8e4f-5a6b7c8d9e0f"
+#define THE_VM "vm_id=\"" UUID "\""
 #define SEC VW_NSEC_PER_SEC
 
 static char *path_of(const char *a, const char *b)
@@ -224,24 +225,6 @@ static void meter_run(struct meter *m, bool run)
 	pthread_mutex_unlock(&m->lock);
 }
 
-static double sample_sum(const char *text, const char *family, const char *match)
-{
-	size_t n = strlen(family);
-	double sum = 0;
-
-	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		const char *end = strchr(l, '\n'), *sp;
-
-		if (strncmp(l, family, n) != 0 || (l[n] != '{' && l[n] != ' '))
-			continue;
-		sp = memrchr(l, ' ', end ? (size_t)(end - l) : strlen(l));
-		if (match && !(sp && memmem(l, (size_t)(sp - l), match, strlen(match))))
-			continue;
-		sum += strtod(sp + 1, NULL);
-	}
-	return sum;
-}
-
 /* The VM's package energy as a daemon counts it (active + idle), or -1 if unreachable. */
 static double vm_joules(unsigned port, char **ret_body)
 {
@@ -256,8 +239,8 @@ static double vm_joules(unsigned port, char **ret_body)
 		free(body);
 		return -1;
 	}
-	j = sample_sum(body, "kepler_vm_cpu_joules_total", "vm_id=\"" UUID "\"") +
-	    sample_sum(body, "virtwatt_vm_cpu_idle_joules_total", "vm_id=\"" UUID "\"");
+	j = vw_fixture_sample_sum(body, "kepler_vm_cpu_joules_total", THE_VM) +
+	    vw_fixture_sample_sum(body, "virtwatt_vm_cpu_idle_joules_total", THE_VM);
 	if (ret_body)
 		*ret_body = body;
 	else
@@ -337,8 +320,8 @@ static void test_two_daemons(void **state)
 	assert_non_null(m);
 	assert_int_equal(host_fixture_init(&m->fx, zones, 1, 4), 0);
 	assert_int_equal(vm_fixture_proc(m->fx.proc, QEMU_PID, 5000,
-					 "/usr/bin/qemu-system-x86_64|-name|guest=vm1,debug-threads=on|"
-					 "-uuid|" UUID "|-smp|2",
+					 "/usr/bin/qemu-system-x86_64|-name|guest=vm1|-uuid|" UUID
+					 "|-smp|2",
 					 threads, NULL),
 			 0);
 	assert_int_equal(vw_fixture_mkdir(dir, "share"), 0);
@@ -370,15 +353,16 @@ static void test_two_daemons(void **state)
 		free(body);
 		body = NULL;
 		if (vm_joules(port2, &body) > 0 &&
-		    sample_sum(body, "virtwatt_passthrough_vms_not_published",
+		    vw_fixture_sample_sum(body, "virtwatt_passthrough_vms_not_published",
 			       "reason=\"held_elsewhere\"") == 1)
 			break;
 		usleep(100 * 1000);
 	}
 	assert_non_null(body);
-	assert_true(sample_sum(body, "virtwatt_passthrough_vms_not_published",
+	assert_true(vw_fixture_sample_sum(body, "virtwatt_passthrough_vms_not_published",
 			       "reason=\"held_elsewhere\"") == 1);
-	assert_true(sample_sum(body, "virtwatt_passthrough_lock_refused_total", NULL) >= 1);
+	assert_true(vw_fixture_sample_sum(body, "virtwatt_passthrough_lock_refused_total", NULL) >=
+		    1);
 
 	/* The guest reads the VM's folder; the meter stops while both daemons catch up. */
 	rd = vw_reader_new(&rc);

@@ -104,7 +104,8 @@ static bool spike_in_epoch(const struct vw_proto_rx *rx, const struct vw_host_fr
 
 		if (!zone_ok(z) || !(s = &rx->zones[z->zone])->seen)
 			continue; /* a zone new to the epoch has no base */
-		de = add_sat(sub_floor(z->idle_uj, s->idle_uj), sub_floor(z->active_uj, s->active_uj));
+		de = add_sat(sub_floor(z->idle_uj, s->idle_uj),
+			     sub_floor(z->active_uj, s->active_uj));
 		if (exceeds(de, spike_ceiling_w(rx, s->watts, zone_watts(z)),
 			    elapsed_s(f, now_ns, s->since_ns, s->since_seq)))
 			return true;

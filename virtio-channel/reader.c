@@ -249,21 +249,23 @@ static void took(struct vw_reader *r, enum vw_proto_error e)
 
 	if (e == VW_PROTO_E_CONFLICT)
 		vw_complain(&r->conflict, VW_LOG_WARN,
-			    "passthrough: frames of another host epoch than %" PRIu64 " (conflict): two "
-			    "publishers for this VM? Counting the current one only (docs/guest.md)",
+			    "passthrough: frames of another host epoch than %" PRIu64 " (conflict): "
+			    "two publishers for this VM? Counting the current one only "
+			    "(docs/guest.md)",
 			    r->rx.epoch);
 	else if (e == VW_PROTO_E_SPIKE)
 		vw_complain(&r->spike, VW_LOG_WARN,
 			    "passthrough: a frame's energy rose faster than any VM draws (spike): "
-			    "ignored, counting on from the last good frame (--passthrough.max-watts)");
+			    "ignored, counting on from the last good frame "
+			    "(--passthrough.max-watts)");
 	else if (e != VW_PROTO_OK)
 		vw_debug("passthrough: frame rejected: %s", vw_proto_error_name(e));
 	if (e != VW_PROTO_OK)
 		return;
 	r->acc_takeovers = r->rx.takeovers;
 	if (r->rx.takeovers != takeovers)
-		vw_warn("passthrough: the current publisher fell silent; epoch %" PRIu64 " takes over "
-			"without its history",
+		vw_warn("passthrough: the current publisher fell silent; epoch %" PRIu64
+			" takes over without its history",
 			r->rx.epoch);
 	vw_proto_acc_add(&r->acc, &r->rx);
 	r->last_ok_ns = r->rx.last_ns;
