@@ -501,6 +501,21 @@ static void share_frame(struct vw_publisher *p, struct pub_vm *vm, const struct 
 		   vm->uuid);
 }
 
+/* Our lock file removed or replaced (someone cleaned the directory): another process may hold
+ * the new one, so stop, and take it again (or be refused) on the next tick. */
+static bool lock_lost(struct vw_publisher *p, struct pub_vm *vm)
+{
+	if (!p->lock_dir || vw_pub_lock_still_ours(&vm->lock, p->lock_fd, vm->uuid))
+		return false;
+	vw_warn("passthrough: VM %s: its lock file %s/%s.lock was removed or replaced; not "
+		"publishing it until the lock is ours again (never delete a running instance's "
+		"lock files)",
+		vm->uuid, p->lock_dir, vm->uuid);
+	vm_close(p, vm);
+	vm->lock_err = 0; /* try again at once */
+	return true;
+}
+
 static void publish_vm(struct vw_publisher *p, struct pub_vm *vm, uint64_t now_ns)
 {
 	struct vw_host_frame f;
@@ -508,7 +523,7 @@ static void publish_vm(struct vw_publisher *p, struct pub_vm *vm, uint64_t now_n
 	size_t len;
 	int r;
 
-	if (!build_frame(p, vm, &f))
+	if (lock_lost(p, vm) || !build_frame(p, vm, &f))
 		return;
 	r = vw_proto_encode_host(&f, buf, sizeof(buf), &len);
 	if (r < 0) {

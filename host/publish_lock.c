@@ -43,6 +43,18 @@ bool vw_pub_lock_held(const struct vw_pub_lock *l)
 void vw_pub_lock_drop(struct vw_pub_lock *l)
 {
 	vw_closep(&l->fd); /* the lock goes with the open file */
+	l->fd = -1;
+}
+
+bool vw_pub_lock_still_ours(const struct vw_pub_lock *l, int dir_fd, const char *uuid)
+{
+	struct stat mine, there;
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s.lock", uuid);
+	return l->fd >= 0 && fstat(l->fd, &mine) == 0 &&
+	       fstatat(dir_fd, name, &there, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       mine.st_dev == there.st_dev && mine.st_ino == there.st_ino;
 }
 
 static void write_note(int fd, uint64_t epoch)

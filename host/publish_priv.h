@@ -119,3 +119,6 @@ bool vw_pub_lock_held(const struct vw_pub_lock *l);
 int vw_pub_lock_take(struct vw_pub_lock *l, int dir_fd, const char *uuid, uint64_t epoch,
 		     int procfs_fd, struct vw_pub_lock_holder *ret_holder);
 void vw_pub_lock_drop(struct vw_pub_lock *l);
+/* Is the file held still <dir_fd>/<uuid>.lock? Not when it was removed or replaced: another
+ * process may have locked the new one. */
+bool vw_pub_lock_still_ours(const struct vw_pub_lock *l, int dir_fd, const char *uuid);

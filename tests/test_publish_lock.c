@@ -3,7 +3,8 @@
  * One publisher per VM (issue #11): the per-VM lock in --passthrough.lock-dir.
  * - Two publishers in this process: the second is refused, names the holder (this PID, from the
  *   kernel's /proc/locks), retries once a second, publishes nothing, and takes over with counters
- *   that start at the takeover when the first goes away; a lock directory that cannot exist.
+ *   that start at the takeover when the first goes away; a deleted lock file stops its holder;
+ *   a vanished VM is unlocked; a lock directory that cannot exist.
  * - Two real virtwatt-host processes on one fixture host with one QEMU process: the second
  *   refuses to publish the first's VM and says why (its PID), exports the refusal; when the
  *   first exits the second takes over without a restart, and a guest reader on the VM's shared
@@ -146,7 +147,57 @@ static void test_two_publishers_in_process(void **state)
 	free(note);
 	note = vw_fixture_slurp(lockfile, NULL);
 	assert_non_null(strstr(note, "epoch=22"));
+
+	/* Someone deletes the lock file and a third publisher locks a new one: the second stops. */
+	assert_int_equal(unlink(lockfile), 0);
+	o.share_root = share1;
+	o.epoch = 33;
+	p1 = vw_publisher_new(&o);
+	assert_non_null(p1);
+	assert_int_equal(vw_publisher_update(p1, &e, 1), 0);
+	assert_int_equal(vw_publisher_tick(p1, now, NULL), 0);
+	assert_true(read_frame(share1, &f) && f.epoch == 33);
+	assert_int_equal(vw_publisher_tick(p2, now += 2 * SEC, NULL), 0);
+	assert_int_equal(vw_publisher_tick(p2, now += 2 * SEC, NULL), 0);
+	vw_publisher_stats(p2, &st);
+	assert_true(st.vms_held_elsewhere == 1);
+	vw_publisher_free(p1);
 	vw_publisher_free(p2);
+	vw_fixture_rm(dir);
+}
+
+/* A VM that vanishes from a publisher's list is unlocked: another may take it; when it comes
+ * back the first is refused, and takes it again only once the other lets go. */
+static void test_vanished_vm_unlocked(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("lock");
+	_cleanup_free_ char *locks = path_of(dir, "lock");
+	struct vw_publish_opts o = { .period_ns = SEC, .lock_dir = locks, .seed = 5 };
+	struct vw_publisher *p1 = vw_publisher_new(&o), *p2 = vw_publisher_new(&o);
+	struct vw_publish_vm_stats vs;
+	struct vw_vm_energy e;
+	uint64_t now = 10 * SEC;
+
+	(void)state;
+	assert_true(p1 && p2);
+	vm_energy(&e, 1000);
+	assert_int_equal(vw_publisher_update(p1, &e, 1), 0);
+	assert_int_equal(vw_publisher_update(p2, &e, 1), 0);
+	assert_int_equal(vw_publisher_vm_stats(p1, UUID, &vs), 0);
+	assert_true(vs.locked);
+	assert_int_equal(vw_publisher_update(p1, NULL, 0), 0); /* gone from p1's list */
+	assert_int_equal(vw_publisher_tick(p2, now += 2 * SEC, NULL), 0);
+	assert_int_equal(vw_publisher_vm_stats(p2, UUID, &vs), 0);
+	assert_true(vs.locked);
+	assert_int_equal(vw_publisher_update(p1, &e, 1), 0); /* back */
+	assert_int_equal(vw_publisher_tick(p1, now += 2 * SEC, NULL), 0);
+	assert_int_equal(vw_publisher_vm_stats(p1, UUID, &vs), 0);
+	assert_false(vs.locked);
+	vw_publisher_free(p2);
+	assert_int_equal(vw_publisher_tick(p1, now += 2 * SEC, NULL), 0);
+	assert_int_equal(vw_publisher_vm_stats(p1, UUID, &vs), 0);
+	assert_true(vs.locked);
+	vw_publisher_free(p1);
 	vw_fixture_rm(dir);
 }
 
@@ -412,6 +463,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_two_publishers_in_process),
+		cmocka_unit_test(test_vanished_vm_unlocked),
 		cmocka_unit_test(test_lock_dir_unusable),
 		cmocka_unit_test(test_two_daemons),
 	};
