@@ -444,7 +444,9 @@ static const struct vw_metric_family guest_families[] = {
 	[G_AGE] = { "virtwatt_guest_passthrough_last_frame_age_seconds", VW_METRIC_GAUGE,
 		    "Seconds since the last accepted passthrough frame", "seconds", l_node },
 	[G_RESTARTS] = { "virtwatt_guest_passthrough_host_restarts_total", VW_METRIC_COUNTER,
-			 "Host epochs changes seen (host daemon restarts, migrations)", NULL,
+			 "Host epoch changes accepted (host daemon restarts, migrations, another "
+			 "publisher taking over)",
+			 NULL,
 			 l_node },
 	[G_SWITCHES] = { "virtwatt_guest_power_source_switches_total", VW_METRIC_COUNTER,
 			 "Switches between passthrough and model", NULL, l_node },

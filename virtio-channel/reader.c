@@ -39,7 +39,7 @@ struct vw_reader {
 	struct vw_proto_acc acc;
 	uint64_t last_ok_ns;
 	int accepted_now; /* frames accepted during this poll */
-	uint64_t acc_takeovers; /* rx.takeovers already logged */
+	uint64_t logged_takeovers; /* rx.takeovers already logged */
 	struct vw_complaint conflict, spike;
 
 	uint64_t frames, opens, reopens, torn, hellos;
@@ -245,8 +245,6 @@ static int open_stream(struct vw_reader *r)
 /* After rx accepted or refused a frame (either way counted there). */
 static void took(struct vw_reader *r, enum vw_proto_error e)
 {
-	uint64_t takeovers = r->acc_takeovers;
-
 	if (e == VW_PROTO_E_CONFLICT)
 		vw_complain(&r->conflict, VW_LOG_WARN,
 			    "passthrough: frames of another host epoch than %" PRIu64 " (conflict): "
@@ -262,11 +260,11 @@ static void took(struct vw_reader *r, enum vw_proto_error e)
 		vw_debug("passthrough: frame rejected: %s", vw_proto_error_name(e));
 	if (e != VW_PROTO_OK)
 		return;
-	r->acc_takeovers = r->rx.takeovers;
-	if (r->rx.takeovers != takeovers)
+	if (r->rx.takeovers != r->logged_takeovers)
 		vw_warn("passthrough: the current publisher fell silent; epoch %" PRIu64
 			" takes over without its history",
 			r->rx.epoch);
+	r->logged_takeovers = r->rx.takeovers;
 	vw_proto_acc_add(&r->acc, &r->rx);
 	r->last_ok_ns = r->rx.last_ns;
 	r->accepted_now++;
