@@ -152,6 +152,7 @@ static int open_reader(struct vw_guest *g)
 				       .folder = nonempty(c->passthrough_folder),
 				       .vm_uuid = nonempty(c->passthrough_vm_uuid),
 				       .stale_intervals = (unsigned)c->passthrough_stale_after,
+				       .max_watts = c->passthrough_max_watts,
 				       .hello = true };
 
 	if (!c->passthrough_enable)
@@ -426,7 +427,9 @@ static const struct vw_metric_family guest_families[] = {
 	[G_AGE] = { "virtwatt_guest_passthrough_last_frame_age_seconds", VW_METRIC_GAUGE,
 		    "Seconds since the last accepted passthrough frame", "seconds", l_node },
 	[G_RESTARTS] = { "virtwatt_guest_passthrough_host_restarts_total", VW_METRIC_COUNTER,
-			 "Host epochs changes seen (host daemon restarts, migrations)", NULL,
+			 "Host epoch changes accepted (host daemon restarts, migrations, another "
+			 "publisher taking over)",
+			 NULL,
 			 l_node },
 	[G_SWITCHES] = { "virtwatt_guest_power_source_switches_total", VW_METRIC_COUNTER,
 			 "Switches between passthrough and model", NULL, l_node },

@@ -29,6 +29,11 @@ static const struct vw_option guest_options[] = {
 	  "passthrough is stale after N publication intervals without a good frame: the model takes "
 	  "over until frames come again",
 	  1, 1000 },
+	{ "passthrough.max-watts", "passthrough.maxWatts", VW_OPT_DOUBLE,
+	  OFF(passthrough_max_watts), "0", "WATTS",
+	  "a frame whose energy rose faster than this in one zone is a spike and is ignored (0: 4 "
+	  "times the power the frames report, at least 250 W, at most 20 kW)",
+	  0, 1000000 },
 	{ "model.server-url", "model.serverURL", VW_OPT_STRING, OFF(model_server_url), NULL, "URL",
 	  "Kepler model server (POST /model by this machine's spec), tried before model.url and "
 	  "the built-in model" },

@@ -17,6 +17,7 @@ struct vw_guest_config {
 	char *passthrough_folder;     /* conventional mount point of the shared folder */
 	char *passthrough_vm_uuid;    /* NULL: the first frame's VM */
 	uint64_t passthrough_stale_after; /* publication intervals */
+	double passthrough_max_watts;     /* spike ceiling per zone; 0: automatic */
 	bool passthrough_enable;
 	char *model_server_url;
 	char *state_file;             /* "" : no state kept */

@@ -278,7 +278,13 @@ static int setup_vms(struct vw_host *h)
 		.share_root = nonempty(c->passthrough_share_root),
 		.source = h->src.ops->name,
 		.model = st.model,
+		.lock_dir = nonempty(c->passthrough_lock_dir),
+		.procfs_root = c->common.procfs,
 	};
+	if (!po.lock_dir)
+		vw_warn("passthrough: --passthrough.lock-dir is empty: nothing stops another "
+			"virtwatt-host from publishing the same VMs, whose guests would then count "
+			"their energy twice");
 	h->publisher = vw_publisher_new(&po);
 	if (!h->publisher) {
 		vw_error("passthrough: cannot start the publisher: %s", strerror(errno));
@@ -574,6 +580,7 @@ static int render_and_publish(struct vw_host *h)
 {
 	struct vw_node_zone_view views[VW_POWER_MAX_ZONES];
 	struct vw_power_source_stats st = { 0 };
+	struct vw_publish_stats ps = { 0 };
 	struct vw_node_view v;
 	char *text = NULL, *om = NULL;
 	size_t text_len = 0, om_len = 0;
@@ -593,8 +600,15 @@ static int render_and_publish(struct vw_host *h)
 				   .zones = views,
 				   .n_zones = h->n_zones,
 				   .cpus = h->cpus,
-				   .n_cpus = h->n_cpus };
+				   .n_cpus = h->n_cpus,
+				   .publishing = h->publisher != NULL };
 	h->snapshots++;
+	if (h->publisher) {
+		vw_publisher_stats(h->publisher, &ps);
+		v.lock_refused = ps.lock_refused;
+		v.vms_held_elsewhere = ps.vms_held_elsewhere;
+		v.vms_lock_failed = ps.vms_lock_failed;
+	}
 	r = render(h, &v, VW_PROM_TEXT_0_0_4, &text, &text_len);
 	if (r == 0)
 		r = render(h, &v, VW_PROM_OPENMETRICS_1_0_0, &om, &om_len);

@@ -19,11 +19,12 @@ static const char *const l_build[] = { "arch", "branch", "revision", "version", 
 				       NULL };
 static const char *const l_source[] = { "source", "kind", "model", "node_name", NULL };
 static const char *const l_baseline[] = { "zone", "path", "method", "node_name", NULL };
+static const char *const l_reason[] = { "reason", "node_name", NULL };
 
 enum {
 	F_JOULES, F_WATTS, F_ACTIVE_JOULES, F_ACTIVE_WATTS, F_IDLE_JOULES, F_IDLE_WATTS,
 	F_USAGE, F_CPU_INFO, F_BUILD_INFO, F_SOURCE, F_BASELINE, F_GAPS, F_READ_ERRORS,
-	F_CLAMPED, F__COUNT,
+	F_CLAMPED, F_LOCK_REFUSED, F_NOT_PUBLISHED, F__COUNT,
 };
 
 const struct vw_metric_family vw_host_families[] = {
@@ -67,6 +68,14 @@ const struct vw_metric_family vw_host_families[] = {
 	[F_CLAMPED] = { "virtwatt_model_clamped_total", VW_METRIC_COUNTER,
 			"Model evaluations whose negative output was clamped to zero", NULL,
 			l_node },
+	[F_LOCK_REFUSED] = { "virtwatt_passthrough_lock_refused_total", VW_METRIC_COUNTER,
+			     "Attempts to take a VM's publication lock (passthrough.lock-dir) that "
+			     "another process held",
+			     NULL, l_node },
+	[F_NOT_PUBLISHED] = { "virtwatt_passthrough_vms_not_published", VW_METRIC_GAUGE,
+			      "VMs seen but not published to their guests: another process holds "
+			      "their lock (held_elsewhere), or it could not be taken (lock_error)",
+			      NULL, l_reason },
 };
 const size_t vw_host_n_families = ARRAY_SIZE(vw_host_families);
 
@@ -186,6 +195,29 @@ static int render_node(struct vw_prom_writer *w, const struct vw_node_view *v)
 	return r;
 }
 
+static int render_publishing(struct vw_prom_writer *w, const struct vw_node_view *v)
+{
+	const char *node[] = { v->node_name, NULL };
+	const char *held[] = { "held_elsewhere", v->node_name, NULL };
+	const char *failed[] = { "lock_error", v->node_name, NULL };
+	int r;
+
+	if (!v->publishing)
+		return 0;
+	r = vw_prom_family(w, &vw_host_families[F_LOCK_REFUSED]);
+	if (r == 0)
+		r = vw_prom_counter(w, node, (double)v->lock_refused);
+	if (r == 0)
+		r = vw_prom_family_end(w);
+	if (r == 0)
+		r = vw_prom_family(w, &vw_host_families[F_NOT_PUBLISHED]);
+	if (r == 0)
+		r = vw_prom_gauge(w, held, (double)v->vms_held_elsewhere);
+	if (r == 0)
+		r = vw_prom_gauge(w, failed, (double)v->vms_lock_failed);
+	return r < 0 ? r : vw_prom_family_end(w);
+}
+
 static int render_info(struct vw_prom_writer *w, const struct vw_node_view *v)
 {
 	struct utsname u;
@@ -222,6 +254,8 @@ int vw_host_metrics_write(const struct vw_node_view *v, struct vw_prom_writer *w
 		r = render_baseline(w, v);
 	if (r == 0)
 		r = render_node(w, v);
+	if (r == 0)
+		r = render_publishing(w, v);
 	if (r == 0)
 		r = render_info(w, v);
 	return r;

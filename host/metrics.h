@@ -33,6 +33,10 @@ struct vw_node_view {
 	size_t n_zones;
 	const struct vw_cpu_info *cpus;
 	size_t n_cpus;
+	bool publishing;            /* passthrough on: the publication lock families are rendered */
+	uint64_t lock_refused;      /* VM lock attempts another process refused */
+	size_t vms_held_elsewhere;  /* VMs not published: another process holds their lock */
+	size_t vms_lock_failed;     /* VMs not published: their lock could not be taken */
 };
 
 /* Write the node families into w (the caller owns the writer and finishes it). */

@@ -42,6 +42,11 @@ static const struct vw_option host_options[] = {
 	  OFF(passthrough_share_root), NULL, "PATH",
 	  "write <PATH>/<vm-uuid>/ (frame.json and a powercap tree) for folders shared read-only "
 	  "into guests (default: none)" },
+	{ "passthrough.lock-dir", "passthrough.lockDir", VW_OPT_STRING, OFF(passthrough_lock_dir),
+	  "/run/virtwatt/lock", "PATH",
+	  "a VM is published only while this process holds <PATH>/<vm-uuid>.lock, so two "
+	  "virtwatt-host processes never publish one VM; share it between all of them (a hostPath "
+	  "in Kubernetes; empty: no locks)" },
 	{ "passthrough.energy-step", "passthrough.energyStep", VW_OPT_DOUBLE,
 	  OFF(passthrough_energy_step_j), "0.1", "JOULES",
 	  "guests see energy rounded down to this step", 0.001, 1000 },

@@ -22,6 +22,7 @@ struct vw_host_config {
 	uint64_t passthrough_interval_ns; /* 0: monitor interval */
 	double passthrough_jitter;
 	char *passthrough_share_root;     /* "" : no shared folders */
+	char *passthrough_lock_dir;       /* "" : no per-VM locks */
 	double passthrough_energy_step_j;
 	double passthrough_power_step_w;
 };

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The publisher: per-VM accumulation, the jittered host-driven schedule, rounding, and the
- * frame each VM gets (its own numbers only), handed to the VM's channel and shared folder.
+ * frame each VM gets (its own numbers only), handed to the VM's channel and shared folder while
+ * this process holds the VM's lock.
  */
 #include <errno.h>
 #include <math.h>
@@ -33,19 +34,29 @@ struct pub_zone {
 struct pub_vm {
 	char uuid[VW_UUID_LEN];
 	bool listed; /* in the latest update */
-	bool live;   /* channel and folder open */
+	bool live;   /* lock held, channel and folder open */
+	bool published; /* a frame went out for it in this epoch */
 	uint64_t gone_ns;
+	char channel_path[256]; /* as listed; connected while live */
 	struct pub_zone z[VW_ZONE__COUNT];
 	struct vw_pub_chan chan;
 	struct vw_pub_share share;
 	uint64_t share_writes, share_errors;
+	struct vw_pub_lock lock;
+	int lock_err; /* the last attempt: 0, -EBUSY (another process holds it) or -errno */
+	int lock_holder_pid;
+	uint64_t lock_retry_ns, lock_refused;
+	struct vw_complaint lock_complaint;
 };
 
 struct vw_publisher {
 	uint64_t period_ns, energy_step_uj, max_range_uj, epoch, retain_ns, rng;
 	double jitter, power_step_w;
 	char source[16], model[128];
-	int epfd, share_fd;
+	int epfd, share_fd, lock_fd, procfs_fd;
+	char *lock_dir;
+	uint64_t lock_refused;
+	struct vw_complaint lock_dir_complaint;
 	struct pub_vm **vms;
 	size_t n_vms, cap_vms;
 	uint64_t seq, next_due_ns, now_ns;
@@ -113,7 +124,7 @@ struct vw_publisher *vw_publisher_new(const struct vw_publish_opts *o)
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
-	p->epfd = p->share_fd = -1;
+	p->epfd = p->share_fd = p->lock_fd = p->procfs_fd = -1;
 	p->period_ns = o->period_ns ? o->period_ns : VW_PUBLISH_DEFAULT_PERIOD_NS;
 	p->jitter = o->jitter > 0 ? o->jitter : VW_PUBLISH_DEFAULT_JITTER;
 	p->energy_step_uj = o->energy_step_uj ? o->energy_step_uj : VW_PUBLISH_DEFAULT_ENERGY_STEP_UJ;
@@ -142,6 +153,10 @@ struct vw_publisher *vw_publisher_new(const struct vw_publish_opts *o)
 			goto fail;
 		}
 	}
+	if (o->lock_dir && !(p->lock_dir = strdup(o->lock_dir)))
+		goto fail;
+	if (o->procfs_root)
+		p->procfs_fd = vw_root_open(o->procfs_root); /* else the lock file names holders */
 	return p;
 fail:
 	r = errno;
@@ -156,6 +171,7 @@ static void vm_close(struct vw_publisher *p, struct pub_vm *vm)
 		return;
 	vw_pub_chan_done(&vm->chan, p->epfd);
 	vw_pub_share_done(&vm->share);
+	vw_pub_lock_drop(&vm->lock); /* last: nothing of ours reaches the VM any more */
 	vm->live = false;
 }
 
@@ -174,6 +190,9 @@ void vw_publisher_free(struct vw_publisher *p)
 	free(p->vms);
 	vw_closep(&p->epfd);
 	vw_closep(&p->share_fd);
+	vw_closep(&p->lock_fd);
+	vw_closep(&p->procfs_fd);
+	free(p->lock_dir);
 	free(p);
 }
 
@@ -203,20 +222,106 @@ static struct pub_vm *vm_add(struct vw_publisher *p, const char *uuid)
 		return NULL;
 	memcpy(vm->uuid, uuid, sizeof(vm->uuid));
 	vw_pub_share_init(&vm->share);
+	vw_pub_lock_init(&vm->lock);
 	p->vms[p->n_vms++] = vm;
 	return vm;
 }
 
-static int vm_open(struct pub_vm *vm)
+static int lock_dir_open(struct vw_publisher *p)
+{
+	int fd;
+
+	if (p->lock_fd >= 0)
+		return 0;
+	fd = vw_pub_lock_dir_open(p->lock_dir);
+	if (fd < 0) {
+		vw_complain(&p->lock_dir_complaint, VW_LOG_ERROR,
+			    "passthrough: cannot open the lock directory %s: %s; publishing no VM "
+			    "(each needs its lock): create it writable by virtwatt-host, or set "
+			    "--passthrough.lock-dir to a directory every virtwatt-host on this "
+			    "machine shares",
+			    p->lock_dir, strerror(-fd));
+		return fd;
+	}
+	vw_release(&p->lock_dir_complaint, VW_LOG_INFO, "passthrough: lock directory %s open",
+		   p->lock_dir);
+	p->lock_fd = fd;
+	return 0;
+}
+
+static void lock_refused(struct vw_publisher *p, struct pub_vm *vm,
+			 const struct vw_pub_lock_holder *h)
+{
+	char pid[32] = "pid unknown";
+
+	vm->lock_refused++;
+	p->lock_refused++;
+	vm->lock_holder_pid = h->pid;
+	if (h->pid > 0)
+		snprintf(pid, sizeof(pid), "pid %d", h->pid);
+	vw_complain(&vm->lock_complaint, VW_LOG_ERROR,
+		    "passthrough: VM %s is published by another process (%s; its lock file says "
+		    "\"%s\") holding %s/%s.lock: not publishing it here, as two publishers make "
+		    "its guest count its energy twice. Stop the other virtwatt-host (a systemd unit "
+		    "and a DaemonSet side by side?); this one takes over within a second of it "
+		    "exiting",
+		    vm->uuid, pid, h->note, p->lock_dir, vm->uuid);
+}
+
+/*
+ * Take the VM's lock, at most once per VW_PUBLISH_LOCK_RETRY_NS while refused. Without a lock
+ * directory every VM is ours. The VM's counters of this epoch start when the lock is first
+ * taken: what it used while another process published it is that process's to publish.
+ */
+static bool vm_lock(struct vw_publisher *p, struct pub_vm *vm)
+{
+	struct vw_pub_lock_holder h = { 0 };
+	int r;
+
+	if (!p->lock_dir || vw_pub_lock_held(&vm->lock))
+		return true;
+	if (vm->lock_err && p->now_ns < vm->lock_retry_ns)
+		return false;
+	vm->lock_retry_ns = p->now_ns + VW_PUBLISH_LOCK_RETRY_NS;
+	r = lock_dir_open(p);
+	if (r == 0)
+		r = vw_pub_lock_take(&vm->lock, p->lock_fd, vm->uuid, p->epoch, p->procfs_fd, &h);
+	if (r == -EBUSY)
+		lock_refused(p, vm, &h);
+	else if (r < 0 && p->lock_fd >= 0)
+		vw_complain(&vm->lock_complaint, VW_LOG_ERROR,
+			    "passthrough: not publishing VM %s: cannot take its lock %s/%s.lock: "
+			    "%s; let every virtwatt-host on this machine write "
+			    "--passthrough.lock-dir",
+			    vm->uuid, p->lock_dir, vm->uuid, strerror(-r));
+	if (r < 0) {
+		vm->lock_err = r;
+		return false;
+	}
+	if (vm->lock_err)
+		vw_release(&vm->lock_complaint, VW_LOG_INFO,
+			   "passthrough: VM %s: its lock is ours now, publishing it", vm->uuid);
+	vm->lock_err = 0;
+	vm->lock_holder_pid = 0;
+	for (size_t z = 0; z < VW_ZONE__COUNT && !vm->published; z++)
+		vm->z[z].acc_idle = vm->z[z].acc_active = 0;
+	return true;
+}
+
+/* Open the VM's channel and folder once its lock is ours: 0 (open or waiting), -errno. */
+static int vm_open(struct vw_publisher *p, struct pub_vm *vm)
 {
 	int r;
 
-	if (vm->live)
+	if (vm->live || !vm_lock(p, vm))
 		return 0;
 	r = vw_pub_chan_init(&vm->chan);
-	if (r < 0)
+	if (r < 0) {
+		vw_pub_lock_drop(&vm->lock);
 		return r;
+	}
 	vm->live = true;
+	vw_pub_chan_set_path(&vm->chan, p->epfd, vm->channel_path, p->now_ns);
 	return 0;
 }
 
@@ -262,14 +367,14 @@ static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in)
 		if (!vm)
 			return -ENOMEM;
 	}
-	r = vm_open(vm);
-	if (r < 0)
-		return r;
 	vm->listed = true;
 	vm->gone_ns = 0;
-	vw_pub_chan_set_path(&vm->chan, p->epfd, in->channel_path, p->now_ns);
+	snprintf(vm->channel_path, sizeof(vm->channel_path), "%s", in->channel_path);
+	r = vm_open(p, vm);
+	if (vm->live)
+		vw_pub_chan_set_path(&vm->chan, p->epfd, vm->channel_path, p->now_ns);
 	vm_take_zones(vm, in);
-	return 0;
+	return r;
 }
 
 /* Forget vanished VMs after retain_ns, and the first listed beyond PUB_MAX_RETAINED. */
@@ -399,6 +504,21 @@ static void share_frame(struct vw_publisher *p, struct pub_vm *vm, const struct 
 		   vm->uuid);
 }
 
+/* Our lock file removed or replaced (someone cleaned the directory): another process may hold
+ * the new one, so stop, and take it again (or be refused) on the next tick. */
+static bool lock_lost(struct vw_publisher *p, struct pub_vm *vm)
+{
+	if (!p->lock_dir || vw_pub_lock_still_ours(&vm->lock, p->lock_fd, vm->uuid))
+		return false;
+	vw_warn("passthrough: VM %s: its lock file %s/%s.lock was removed or replaced; not "
+		"publishing it until the lock is ours again (never delete a running instance's "
+		"lock files)",
+		vm->uuid, p->lock_dir, vm->uuid);
+	vm_close(p, vm);
+	vm->lock_err = 0; /* try again at once */
+	return true;
+}
+
 static void publish_vm(struct vw_publisher *p, struct pub_vm *vm, uint64_t now_ns)
 {
 	struct vw_host_frame f;
@@ -406,7 +526,7 @@ static void publish_vm(struct vw_publisher *p, struct pub_vm *vm, uint64_t now_n
 	size_t len;
 	int r;
 
-	if (!build_frame(p, vm, &f))
+	if (lock_lost(p, vm) || !build_frame(p, vm, &f))
 		return;
 	r = vw_proto_encode_host(&f, buf, sizeof(buf), &len);
 	if (r < 0) {
@@ -421,6 +541,7 @@ static void publish_vm(struct vw_publisher *p, struct pub_vm *vm, uint64_t now_n
 	}
 	if (p->share_fd >= 0)
 		share_frame(p, vm, &f, buf, len);
+	vm->published = true;
 }
 
 /* period +- jitter x period, uniformly; never under the 1 s floor. */
@@ -459,14 +580,20 @@ int vw_publisher_tick(struct vw_publisher *p, uint64_t now_ns, bool *ret_publish
 		*ret_published = false;
 	p->now_ns = now_ns;
 	r = service_sockets(p, now_ns);
-	for (size_t i = 0; i < p->n_vms; i++)
-		if (p->vms[i]->listed)
-			vw_pub_chan_poll(&p->vms[i]->chan, p->epfd, now_ns);
+	for (size_t i = 0; i < p->n_vms; i++) {
+		struct pub_vm *vm = p->vms[i];
+		int e = vm->listed && !vm->live ? vm_open(p, vm) : 0; /* a lock refused before */
+
+		if (e < 0 && r == 0)
+			r = e;
+		if (vm->listed && vm->live)
+			vw_pub_chan_poll(&vm->chan, p->epfd, now_ns);
+	}
 	if (!due)
 		return r;
 	p->seq++;
 	for (size_t i = 0; i < p->n_vms; i++)
-		if (p->vms[i]->listed)
+		if (p->vms[i]->listed && p->vms[i]->live)
 			publish_vm(p, p->vms[i], now_ns);
 	p->next_due_ns = now_ns + next_interval(p);
 	p->started = true;
@@ -479,9 +606,14 @@ uint64_t vw_publisher_next_due(const struct vw_publisher *p)
 {
 	uint64_t t = p->started ? p->next_due_ns : 0;
 
-	for (size_t i = 0; i < p->n_vms; i++)
-		if (p->vms[i]->listed)
-			t = VW_MIN(t, vw_pub_chan_next_ns(&p->vms[i]->chan));
+	for (size_t i = 0; i < p->n_vms; i++) {
+		const struct pub_vm *vm = p->vms[i];
+
+		if (vm->listed && vm->live)
+			t = VW_MIN(t, vw_pub_chan_next_ns(&vm->chan));
+		else if (vm->listed)
+			t = VW_MIN(t, vm->lock_retry_ns); /* a refused lock, tried again */
+	}
 	return t;
 }
 
@@ -511,7 +643,25 @@ int vw_publisher_vm_stats(const struct vw_publisher *p, const char *uuid,
 	ret->share_writes = vm->share_writes;
 	ret->share_errors = vm->share_errors;
 	ret->bytes_held = vw_pub_chan_bytes_held(&vm->chan);
+	ret->locked = !p->lock_dir || vw_pub_lock_held(&vm->lock);
+	ret->lock_refused = vm->lock_refused;
+	ret->lock_holder_pid = vm->lock_holder_pid;
 	return 0;
+}
+
+void vw_publisher_stats(const struct vw_publisher *p, struct vw_publish_stats *ret)
+{
+	*ret = (struct vw_publish_stats){ .lock_refused = p->lock_refused };
+	for (size_t i = 0; i < p->n_vms; i++) {
+		const struct pub_vm *vm = p->vms[i];
+
+		if (!vm->listed || vm->live || !vm->lock_err)
+			continue;
+		if (vm->lock_err == -EBUSY)
+			ret->vms_held_elsewhere++;
+		else
+			ret->vms_lock_failed++;
+	}
 }
 
 size_t vw_publisher_bytes_held(const struct vw_publisher *p)

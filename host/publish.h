@@ -14,7 +14,12 @@
  * Publication is host-driven: tick() publishes when the jittered schedule says so (each interval
  * period +- jitter x period, never under 1 s), whatever guests or scrapers do. Values are rounded
  * (energy down to a step so it stays monotonic, power to the nearest step) and each VM gets only
- * its own numbers. Nothing here ever blocks on a guest. See docs/publish.md.
+ * its own numbers. Nothing here ever blocks on a guest.
+ *
+ * One publisher per VM: with a lock directory, a VM is published (its channel connected, its
+ * folder written) only while this process holds <lock_dir>/<uuid>.lock. A VM whose lock another
+ * process holds is not published; the lock is tried again every second, so a new instance
+ * takes over when an old one exits. See docs/publish.md.
  */
 #pragma once
 
@@ -46,7 +51,11 @@ struct vw_publish_opts {
 	const char *model;      /* model identity, NULL or "" for a meter */
 	uint64_t seed;          /* jitter generator seed; 0: getrandom() */
 	uint64_t retain_ns;     /* state of vanished VMs kept this long; 0: 1 h */
+	const char *lock_dir;   /* per-VM locks, created (0755) when first needed; NULL: no locks */
+	const char *procfs_root; /* names a lock's holder from <procfs>/locks; NULL: from the file */
 };
+
+#define VW_PUBLISH_LOCK_RETRY_NS (1 * 1000000000ULL) /* a refused VM's lock is tried this often */
 
 /* One VM's input: cumulative energy per zone since this process started counting it. */
 struct vw_vm_energy_zone {
@@ -74,6 +83,16 @@ struct vw_publish_vm_stats {
 	uint64_t ack_seq;        /* the last acknowledged seq */
 	uint64_t share_writes, share_errors;
 	size_t bytes_held;       /* frame buffer bytes held for this VM (at most 2 x 16 KiB) */
+	bool locked;             /* this process holds the VM's lock (always true without locks) */
+	uint64_t lock_refused;   /* attempts refused because another process held the lock */
+	int lock_holder_pid;     /* that process, as last seen (0: unknown) */
+};
+
+/* The lock's effect on the VMs listed in the latest update. */
+struct vw_publish_stats {
+	uint64_t lock_refused;      /* lock attempts another process's lock refused, all VMs */
+	size_t vms_held_elsewhere;  /* listed VMs not published: another process holds their lock */
+	size_t vms_lock_failed;     /* listed VMs not published: their lock could not be taken */
 };
 
 struct vw_publisher;
@@ -106,6 +125,7 @@ uint64_t vw_publisher_epoch(const struct vw_publisher *p);
 /* -ENOENT for an unknown VM. */
 int vw_publisher_vm_stats(const struct vw_publisher *p, const char *uuid,
 			  struct vw_publish_vm_stats *ret);
+void vw_publisher_stats(const struct vw_publisher *p, struct vw_publish_stats *ret);
 /* Frame bytes held for all VMs together. */
 size_t vw_publisher_bytes_held(const struct vw_publisher *p);
 /* Per-VM states held (listed and vanished ones) and vanished ones forgotten early at the cap. */

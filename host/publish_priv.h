@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Internals of the publisher: the per-VM channel connection and the per-VM shared folder. */
+/*
+ * Internals of the publisher: the per-VM channel connection, the per-VM shared folder and the
+ * per-VM publication lock.
+ */
 #pragma once
 
 #include <stdbool.h>
@@ -89,3 +92,33 @@ void vw_pub_share_done(struct vw_pub_share *s);
 int vw_pub_share_write(struct vw_pub_share *s, int root_fd, const char *uuid, const char *frame,
 		       size_t len, const bool have[VW_PUB_RAPL__COUNT],
 		       const uint64_t energy_uj[VW_PUB_RAPL__COUNT], uint64_t max_range_uj);
+
+/* ---- publication lock (publish_lock.c) ---- */
+
+#define VW_PUB_LOCK_NOTE_MAX 128
+
+struct vw_pub_lock {
+	int fd; /* the locked <uuid>.lock while held, else -1 */
+};
+
+/* Who holds a lock this process was refused. */
+struct vw_pub_lock_holder {
+	int pid;                         /* from <procfs>/locks; 0: not found */
+	char note[VW_PUB_LOCK_NOTE_MAX]; /* what the holder wrote in the file ("" if nothing) */
+};
+
+/* Open the lock directory, creating what is missing of its path (0755): a fd or -errno. */
+int vw_pub_lock_dir_open(const char *path);
+void vw_pub_lock_init(struct vw_pub_lock *l);
+bool vw_pub_lock_held(const struct vw_pub_lock *l);
+/*
+ * Take <dir_fd>/<uuid>.lock without waiting (0 when already held): 0, -EBUSY when another open
+ * file holds it (ret_holder, optional, names the holder; procfs_fd may be -1), or another -errno
+ * from opening it. Writes "pid=N epoch=E host=H" into a file it may write.
+ */
+int vw_pub_lock_take(struct vw_pub_lock *l, int dir_fd, const char *uuid, uint64_t epoch,
+		     int procfs_fd, struct vw_pub_lock_holder *ret_holder);
+void vw_pub_lock_drop(struct vw_pub_lock *l);
+/* Is the file held still <dir_fd>/<uuid>.lock? Not when it was removed or replaced: another
+ * process may have locked the new one. */
+bool vw_pub_lock_still_ours(const struct vw_pub_lock *l, int dir_fd, const char *uuid);

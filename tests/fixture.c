@@ -83,6 +83,23 @@ int vw_fixture_write(const char *root, const char *rel, const char *text, int mo
 	return r;
 }
 
+int vw_fixture_replace(const char *root, const char *rel, const char *text)
+{
+	char *tmp = NULL, *from = NULL, *to = NULL;
+	int r = -ENOMEM;
+
+	if (asprintf(&tmp, "%s.new", rel) > 0 && asprintf(&from, "%s/%s", root, tmp) > 0 &&
+	    asprintf(&to, "%s/%s", root, rel) > 0) {
+		r = vw_fixture_write(root, tmp, text, 0);
+		if (r == 0 && rename(from, to) < 0)
+			r = -errno;
+	}
+	free(tmp);
+	free(from);
+	free(to);
+	return r;
+}
+
 int vw_fixture_symlink(const char *root, const char *target, const char *rel)
 {
 	char *path;
@@ -199,6 +216,24 @@ char *vw_fixture_http(const char *url, const char *method, long *code)
 	if (!b.data)
 		b.data = calloc(1, 1);
 	return b.data;
+}
+
+double vw_fixture_sample_sum(const char *text, const char *family, const char *match)
+{
+	size_t n = strlen(family);
+	double sum = 0;
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		const char *end = strchr(l, '\n'), *sp;
+
+		if (strncmp(l, family, n) != 0 || (l[n] != '{' && l[n] != ' '))
+			continue;
+		sp = memrchr(l, ' ', end ? (size_t)(end - l) : strlen(l));
+		if (!sp || (match && !memmem(l, (size_t)(sp - l), match, strlen(match))))
+			continue;
+		sum += strtod(sp + 1, NULL);
+	}
+	return sum;
 }
 
 /* argv with stdout and stderr to logpath (created or truncated); the child's pid, or -errno. */

@@ -9,6 +9,8 @@
 char *vw_fixture_mkdtemp(const char *tag);
 /* Write (creating parent directories) root/rel with the given text and mode (0 = 0644). */
 int vw_fixture_write(const char *root, const char *rel, const char *text, int mode);
+/* Write root/rel (0644) as a new file renamed over the old one: no reader sees it half written. */
+int vw_fixture_replace(const char *root, const char *rel, const char *text);
 int vw_fixture_mkdir(const char *root, const char *rel);
 int vw_fixture_symlink(const char *root, const char *target, const char *rel);
 /* Remove a tree and free the path. */
@@ -20,8 +22,10 @@ char *vw_fixture_slurp(const char *path, size_t *ret_len);
 char *vw_fixture_http_get(const char *url, long *code);
 /* The same with another method (HEAD: no body is read; the result is ""). */
 char *vw_fixture_http(const char *url, const char *method, long *code);
+/* The sum of the samples of a family in an exposition whose labels hold `match` (NULL: all). */
+double vw_fixture_sample_sum(const char *text, const char *family, const char *match);
 /*
- * Start a daemon (argv[0] is its path) with stdout+stderr to a pipe, and wait (up to 10 s) for
+ * Start a daemon (argv[0] is its path) with stdout+stderr to a file, and wait (up to 10 s) for
  * its "(port N)" log line. 0 with *ret_pid and *ret_port, or -errno; the daemon is killed on
  * failure. vw_fixture_stop_daemon() sends SIGTERM and returns its exit status (or 128+signal).
  */

@@ -8,12 +8,20 @@
 
 #include "fixture.h"
 
-static int write_u64(const char *root, const char *rel, uint64_t v)
+static int put(const struct host_fixture *f, const char *root, const char *rel,
+	       const char *text)
+{
+	if (f->atomic)
+		return vw_fixture_replace(root, rel, text);
+	return vw_fixture_write(root, rel, text, 0);
+}
+
+static int write_u64(const struct host_fixture *f, const char *root, const char *rel, uint64_t v)
 {
 	char buf[32];
 
 	snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)v);
-	return vw_fixture_write(root, rel, buf, 0);
+	return put(f, root, rel, buf);
 }
 
 static uint64_t zone_value(const struct host_fixture *f, unsigned i)
@@ -32,7 +40,7 @@ static int write_zones(struct host_fixture *f)
 		int r;
 
 		snprintf(rel, sizeof(rel), "class/powercap/%s/energy_uj", f->zones[i].dir);
-		r = write_u64(f->sys, rel, zone_value(f, i));
+		r = write_u64(f, f->sys, rel, zone_value(f, i));
 		if (r < 0)
 			return r;
 	}
@@ -53,7 +61,7 @@ static int write_stat(struct host_fixture *f)
 	for (unsigned c = 0; c < f->ncpus; c++)
 		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "cpu%u 0 0 0 0 0 0 0 0 0 0\n", c);
 	snprintf(buf + n, sizeof(buf) - (size_t)n, "intr 0\nctxt 0\nbtime 1700000000\n");
-	return vw_fixture_write(f->proc, "stat", buf, 0);
+	return put(f, f->proc, "stat", buf);
 }
 
 static int write_cpuinfo(struct host_fixture *f)
@@ -98,7 +106,7 @@ int host_fixture_init(struct host_fixture *f, const struct host_fixture_zone *zo
 		if (r == 0 && zones[i].max_range_uj) {
 			snprintf(rel, sizeof(rel), "class/powercap/%s/max_energy_range_uj",
 				 zones[i].dir);
-			r = write_u64(f->sys, rel, zones[i].max_range_uj);
+			r = write_u64(f, f->sys, rel, zones[i].max_range_uj);
 		}
 		if (r < 0)
 			return r;

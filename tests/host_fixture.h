@@ -2,6 +2,7 @@
 /* A fake host for virtwatt-host tests: sysfs powercap zones and procfs stat/cpuinfo. */
 #pragma once
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct host_fixture_zone {
@@ -23,6 +24,7 @@ struct host_fixture {
 	uint64_t seconds;    /* simulated time */
 	uint64_t busy_ticks; /* cumulative, all CPUs */
 	uint64_t idle_ticks;
+	bool atomic; /* advance() replaces files whole (for daemons reading them meanwhile) */
 };
 
 /* Create the tree (zones may be NULL for a machine with no meter). */

@@ -3,8 +3,10 @@
  * virtwatt-guest fed through a FIFO: the energy split over fake workloads (a procfs fixture
  * with the procfs accountant) equals the frames' VM energy exactly, per zone, active and idle;
  * every switch (fresh, stale, back, a host epoch change, a daemon restart with the state file)
- * keeps every exported counter monotonic; a model server that fails falls back to the local
- * model; and the real binary serves /metrics with source passthrough.
+ * keeps every exported counter monotonic; a second publisher's frames and a spike change nothing
+ * the VM and its processes export, and the one left takes over when the other exits; a model
+ * server that fails falls back to the local model; and the real binary serves /metrics with
+ * source passthrough, and rejects a second publisher and a spike, counting why.
  */
 #include "vw_test.h"
 
@@ -79,19 +81,25 @@ static void run_procs(struct ctx *c)
 		assert_int_equal(host_fixture_advance(&c->f, 0.5), 0);
 }
 
-static void send_frame(struct ctx *c)
+static void send_frame_of(struct ctx *c, uint64_t epoch, uint64_t seq, const uint64_t idle[2],
+			  const uint64_t active[2])
 {
-	struct vw_host_frame fr = { .version = 1, .epoch = c->epoch, .seq = ++c->seq,
-				    .interval_ms = 5000, .n_zones = 2 };
+	struct vw_host_frame fr = { .version = 1, .epoch = epoch, .seq = seq, .interval_ms = 5000,
+				    .n_zones = 2 };
 	char buf[VW_PROTO_MAX_FRAME];
 	size_t len;
 
 	snprintf(fr.vm_uuid, sizeof(fr.vm_uuid), UUID);
 	snprintf(fr.source, sizeof(fr.source), "rapl");
-	fr.zones[0] = (struct vw_proto_zone){ VW_ZONE_PACKAGE, c->idle[0], c->active[0], 10, 5 };
-	fr.zones[1] = (struct vw_proto_zone){ VW_ZONE_DRAM, c->idle[1], c->active[1], 1, 0.5 };
+	fr.zones[0] = (struct vw_proto_zone){ VW_ZONE_PACKAGE, idle[0], active[0], 10, 5 };
+	fr.zones[1] = (struct vw_proto_zone){ VW_ZONE_DRAM, idle[1], active[1], 1, 0.5 };
 	assert_int_equal(vw_proto_encode_host(&fr, buf, sizeof(buf), &len), 0);
 	assert_int_equal(write(c->w, buf, len), (ssize_t)len);
+}
+
+static void send_frame(struct ctx *c)
+{
+	send_frame_of(c, c->epoch, ++c->seq, c->idle, c->active);
 }
 
 /* The host's counters grow by odd amounts so that any rounding would show. */
@@ -323,6 +331,118 @@ static void test_passthrough_exact_and_monotonic(void **state)
 	assert_non_null(strstr(text, "# EOF"));
 }
 
+/* Process 100's series (its active and idle joules): the workload checked. */
+#define P100_PACKAGE "pid=\"100\",comm=\"p100\""
+
+struct exported {
+	double node, process, rejected_conflict, rejected_spike; /* package zone */
+};
+
+#define REJECTED "virtwatt_guest_passthrough_rejected_total"
+
+static void parse_exported(const char *text, struct exported *e)
+{
+	*e = (struct exported){
+		.node = vw_fixture_sample_sum(text, "kepler_node_cpu_joules_total",
+					      "zone=\"package\""),
+		.process = vw_fixture_sample_sum(text, "kepler_process_cpu_joules_total",
+						 P100_PACKAGE) +
+			   vw_fixture_sample_sum(text, "virtwatt_process_cpu_idle_joules_total",
+						 P100_PACKAGE),
+		.rejected_conflict = vw_fixture_sample_sum(text, REJECTED, "reason=\"conflict\""),
+		.rejected_spike = vw_fixture_sample_sum(text, REJECTED, "reason=\"spike\""),
+	};
+}
+
+static void read_exported(struct ctx *c, struct exported *e)
+{
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+
+	assert_int_equal(vw_exposition_copy(vw_guest_exposition(c->g), 0, &text, &len), 0);
+	parse_exported(text, e);
+}
+
+/*
+ * Two publishers for this VM (the frames of a second host epoch, with its own history, come
+ * between ours) and a megajoule spike, through the FIFO into the guest daemon: what the VM and
+ * its busiest process export is what the current publisher delivered, and the rejections say
+ * why.
+ * Then the current publisher exits and the other takes over, losing about one interval.
+ */
+static void test_passthrough_two_publishers_and_spike(void **state)
+{
+	struct ctx *c = *state;
+	uint64_t b_idle[2] = { 9000000000ULL, 900000000ULL }, b_active[2] = { 4000000000ULL, 0 };
+	uint64_t b_seq = 500, a0, delivered;
+	struct exported e0, e1, e2;
+	double ratio;
+
+	start_guest(c);
+	for (uint64_t k = 0; k < 4; k++) { /* the first frame's interval is the model's */
+		host_runs(c, k);
+		send_frame(c);
+		run_procs(c);
+		tick(c);
+	}
+	read_exported(c, &e0);
+	exact_interval(c, 4);
+	read_exported(c, &e1);
+	ratio = (e1.process - e0.process) / (e1.node - e0.node); /* its share of the VM's energy */
+	assert_true(ratio > 0.1 && ratio < 1);
+	a0 = c->idle[0] + c->active[0];
+	for (uint64_t k = 5; k < 13; k++) {
+		uint64_t spike_active[2] = { c->active[0] + 1000000000000ULL, c->active[1] };
+
+		host_runs(c, k);
+		for (int m = 0; m < 2; m++) {
+			b_idle[m] += 50000000;
+			b_active[m] += 25000000;
+		}
+		if (k % 2)
+			send_frame_of(c, c->epoch + 1000, ++b_seq, b_idle, b_active);
+		if (k == 8)
+			send_frame_of(c, c->epoch, ++c->seq, c->idle, spike_active);
+		else
+			send_frame(c);
+		if (!(k % 2))
+			send_frame_of(c, c->epoch + 1000, ++b_seq, b_idle, b_active);
+		run_procs(c);
+		tick(c);
+		if (k != 8)
+			assert_int_equal(vw_guest_source_used(c->g), VW_GUEST_PASSTHROUGH);
+	}
+	read_exported(c, &e2);
+	delivered = c->idle[0] + c->active[0] - a0;
+	print_message("# guest: delivered %.3f J, VM %.3f J, process %.3f J (its share: %.3f J)\n",
+		      (double)delivered / 1e6, e2.node - e1.node, e2.process - e1.process,
+		      ratio * (double)delivered / 1e6);
+	assert_double_near(e2.node - e1.node, (double)delivered / 1e6, (double)delivered / 1e7);
+	assert_double_near(e2.node - e1.node, (double)delivered / 1e6, 1e-3); /* in fact exactly */
+	assert_double_near(e2.process - e1.process, ratio * (double)delivered / 1e6,
+			   ratio * (double)delivered / 1e7);
+	assert_true(e2.rejected_conflict == 8 && e2.rejected_spike == 1);
+
+	/* Our publisher exits; the other takes over once ours has been silent two intervals. */
+	a0 = b_idle[0] + b_active[0];
+	for (uint64_t k = 13; k < 19; k++) {
+		for (int m = 0; m < 2; m++) {
+			b_idle[m] += 50000000;
+			b_active[m] += 25000000;
+		}
+		send_frame_of(c, c->epoch + 1000, ++b_seq, b_idle, b_active);
+		run_procs(c);
+		tick(c);
+	}
+	read_exported(c, &e1);
+	delivered = b_idle[0] + b_active[0] - a0;
+	print_message("# takeover: the other delivered %.3f J, node %.3f J\n",
+		      (double)delivered / 1e6, e1.node - e2.node);
+	assert_double_near(e1.node - e2.node, (double)delivered / 1e6, (double)delivered / 1e7);
+	assert_true(e1.node - e2.node <= (double)delivered / 1e6 + 1e-3); /* never its history */
+	assert_int_equal(vw_guest_source_used(c->g), VW_GUEST_PASSTHROUGH);
+}
+
 static void test_model_server_down_falls_back(void **state)
 {
 	struct ctx *c = *state;
@@ -377,13 +497,92 @@ static void test_binary_serves_passthrough(void **state)
 	assert_non_null(strstr(body, "kepler_node_cpu_joules_total{zone=\"package\",path=\"vm\""));
 }
 
+/* Scrape until the VM's package joules stay put over 1.5 s (every frame sent is consumed). */
+static bool settled(const char *url, struct exported *e)
+{
+	double prev = -1;
+
+	for (int i = 0; i < 16; i++) {
+		long code = 0;
+		_cleanup_free_ char *body = vw_fixture_http_get(url, &code);
+
+		usleep(1500 * 1000);
+		if (!body)
+			continue;
+		parse_exported(body, e);
+		if (strstr(body, "source=\"passthrough\"") && e->node == prev)
+			return true;
+		prev = e->node;
+	}
+	return false;
+}
+
+/*
+ * The real binary on the FIFO, fed as two publishers would (another epoch with its own history
+ * between our frames) plus a spike: its /metrics count what our publisher delivered (within
+ * 10 %) and name both reasons.
+ */
+static void test_binary_two_publishers_and_spike(void **state)
+{
+	struct ctx *c = *state;
+	char fifo_arg[700], sys_arg[600], proc_arg[600];
+	char *argv[] = { VW_GUEST_BIN, "--web.listen-address=127.0.0.1:0", fifo_arg, sys_arg,
+			 proc_arg, "--monitor.interval=1s", "--cpu.accounting=procfs",
+			 "--model.cache-dir=", "--state.file=", NULL };
+	uint64_t b_idle[2] = { 9000000000ULL, 900000000ULL }, b_active[2] = { 4000000000ULL, 0 };
+	uint64_t b_seq = 500, a0, delivered;
+	struct exported e1, e2;
+	unsigned port = 0;
+	char url[64];
+	pid_t pid;
+
+	vw_clock_set_fake(NULL);
+	snprintf(fifo_arg, sizeof(fifo_arg), "--passthrough.path=%s", c->fifo);
+	snprintf(sys_arg, sizeof(sys_arg), "--host.sysfs=%s", c->f.sys);
+	snprintf(proc_arg, sizeof(proc_arg), "--host.procfs=%s", c->f.proc);
+	assert_int_equal(vw_fixture_start_daemon(argv, &pid, &port), 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+	for (uint64_t k = 0; k < 3; k++) {
+		host_runs(c, k);
+		send_frame(c);
+		usleep(1200 * 1000); /* the first fresh interval is the model's */
+	}
+	assert_true(settled(url, &e1));
+	a0 = c->idle[0] + c->active[0];
+	for (uint64_t k = 3; k < 9; k++) {
+		uint64_t spike_active[2] = { c->active[0] + 1000000000000ULL, c->active[1] };
+
+		host_runs(c, k);
+		for (int m = 0; m < 2; m++)
+			b_idle[m] += 50000000;
+		send_frame_of(c, c->epoch + 1000, ++b_seq, b_idle, b_active);
+		if (k == 5)
+			send_frame_of(c, c->epoch, ++c->seq, c->idle, spike_active);
+		else
+			send_frame(c);
+		usleep(300 * 1000);
+	}
+	assert_true(settled(url, &e2));
+	assert_int_equal(vw_fixture_stop_daemon(pid), 0);
+	delivered = c->idle[0] + c->active[0] - a0;
+	print_message("# binary: delivered %.3f J, VM %.3f J; rejected conflict %g, spike %g\n",
+		      (double)delivered / 1e6, e2.node - e1.node, e2.rejected_conflict,
+		      e2.rejected_spike);
+	assert_double_near(e2.node - e1.node, (double)delivered / 1e6, (double)delivered / 1e7);
+	assert_true(e2.rejected_conflict == 6 && e2.rejected_spike == 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_passthrough_exact_and_monotonic, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_passthrough_two_publishers_and_spike, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_model_server_down_falls_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_binary_serves_passthrough, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_binary_two_publishers_and_spike, setup,
+						teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

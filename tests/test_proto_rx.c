@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Acceptance rules (sequence, epoch, VM, energy), the line framer and the guest accumulator. */
+/*
+ * Acceptance rules (sequence, epoch, VM, energy, spike, conflicting publishers), the line framer
+ * and the guest accumulator, on the guest's clock passed in.
+ */
 #include "vw_test.h"
 
 #include <errno.h>
@@ -35,48 +38,58 @@ static size_t encode(const struct vw_host_frame *f, char *buf, size_t size)
 
 /* ---- acceptance ---- */
 
+#define SEC VW_NSEC_PER_SEC
+#define T0 (1000 * SEC)
+
 static void test_rx_rules(void **state)
 {
 	struct vw_proto_rx rx = {0};
 	struct vw_host_frame f;
+	uint64_t now = T0;
 
 	(void)state;
 	f = frame(100, 5, 1000, 2000);
-	assert_int_equal(vw_proto_rx_accept(&rx, &f), VW_PROTO_OK);
+	assert_int_equal(vw_proto_rx_accept(&rx, &f, now), VW_PROTO_OK);
 	assert_string_equal(rx.expect_uuid, UUID); /* the first frame fixes the VM */
+	assert_int_equal(rx.take, VW_PROTO_TAKE_WHOLE);
 	/* The sequence repeats, then goes back: dropped, counted, last good kept. */
-	assert_int_equal(vw_proto_rx_accept(&rx, &f), VW_PROTO_E_SEQ);
+	assert_int_equal(vw_proto_rx_accept(&rx, &f, now += 5 * SEC), VW_PROTO_E_SEQ);
 	f.seq = 4;
-	assert_int_equal(vw_proto_rx_accept(&rx, &f), VW_PROTO_E_SEQ);
+	assert_int_equal(vw_proto_rx_accept(&rx, &f, now), VW_PROTO_E_SEQ);
 	assert_true(rx.rejected[VW_PROTO_E_SEQ] == 2 && rx.last.seq == 5);
 	/* Gaps are fine: cumulative counters make lost frames harmless. */
 	f = frame(100, 50, 1500, 2500);
-	assert_int_equal(vw_proto_rx_accept(&rx, &f), VW_PROTO_OK);
+	assert_int_equal(vw_proto_rx_accept(&rx, &f, now), VW_PROTO_OK);
+	assert_int_equal(rx.take, VW_PROTO_TAKE_DELTA);
 	/* A counter falling within an epoch: dropped; both modes, any zone. */
 	f = frame(100, 51, 1499, 2500);
-	assert_int_equal(vw_proto_rx_accept(&rx, &f), VW_PROTO_E_ENERGY);
+	assert_int_equal(vw_proto_rx_accept(&rx, &f, now += 5 * SEC), VW_PROTO_E_ENERGY);
 	f = frame(100, 51, 1500, 2600);
 	f.zones[1].active_uj = 0;
-	assert_int_equal(vw_proto_rx_accept(&rx, &f), VW_PROTO_E_ENERGY);
+	assert_int_equal(vw_proto_rx_accept(&rx, &f, now), VW_PROTO_E_ENERGY);
 	/* Another VM's frame. */
 	f = frame(100, 52, 1600, 2600);
 	memcpy(f.vm_uuid, OTHER_UUID, sizeof(f.vm_uuid));
-	assert_int_equal(vw_proto_rx_accept(&rx, &f), VW_PROTO_E_UUID);
-	/* A new epoch (host restart): lower seq and lower energy accepted. */
+	assert_int_equal(vw_proto_rx_accept(&rx, &f, now), VW_PROTO_E_UUID);
+	/* A new epoch with small counters (a host restart): lower seq and energy accepted whole. */
 	f = frame(7, 1, 10, 20);
-	assert_int_equal(vw_proto_rx_accept(&rx, &f), VW_PROTO_OK);
+	assert_int_equal(vw_proto_rx_accept(&rx, &f, now += 5 * SEC), VW_PROTO_OK);
 	assert_true(rx.epoch == 7 && rx.seq == 1 && rx.epochs == 1);
-	/* An older epoch value is also "a new epoch": epochs are identities, not clocks. */
+	assert_int_equal(rx.take, VW_PROTO_TAKE_WHOLE);
+	/* The superseded epoch again, even newer and small: a conflict, never a second restart. */
+	f = frame(100, 60, 1600, 2600);
+	assert_int_equal(vw_proto_rx_accept(&rx, &f, now += SEC), VW_PROTO_E_CONFLICT);
 	f = frame(100, 1, 0, 0);
-	assert_int_equal(vw_proto_rx_accept(&rx, &f), VW_PROTO_OK);
+	assert_int_equal(vw_proto_rx_accept(&rx, &f, now), VW_PROTO_E_CONFLICT);
 	/* A zone the last frame lacked cannot be checked against it. */
-	f = frame(100, 2, 5, 5);
+	f = frame(7, 2, 15, 25);
 	f.n_zones = 1;
-	assert_int_equal(vw_proto_rx_accept(&rx, &f), VW_PROTO_OK);
-	f = frame(100, 3, 6, 6);
-	assert_int_equal(vw_proto_rx_accept(&rx, &f), VW_PROTO_OK);
-	assert_true(rx.accepted == 6);
+	assert_int_equal(vw_proto_rx_accept(&rx, &f, now += 4 * SEC), VW_PROTO_OK);
+	f = frame(7, 3, 16, 26);
+	assert_int_equal(vw_proto_rx_accept(&rx, &f, now += 5 * SEC), VW_PROTO_OK);
+	assert_true(rx.accepted == 5 && rx.epochs == 1 && rx.takeovers == 0);
 	assert_true(rx.rejected[VW_PROTO_E_ENERGY] == 2 && rx.rejected[VW_PROTO_E_UUID] == 1);
+	assert_true(rx.rejected[VW_PROTO_E_CONFLICT] == 2);
 }
 
 static void test_rx_expected_vm(void **state)
@@ -87,18 +100,382 @@ static void test_rx_expected_vm(void **state)
 	size_t len;
 
 	(void)state;
-	assert_int_equal(vw_proto_rx_accept(&rx, &f), VW_PROTO_OK); /* any case configured */
+	assert_int_equal(vw_proto_rx_accept(&rx, &f, T0), VW_PROTO_OK); /* any case configured */
 	memcpy(f.vm_uuid, OTHER_UUID, sizeof(f.vm_uuid));
 	f.seq = 2;
-	assert_int_equal(vw_proto_rx_accept(&rx, &f), VW_PROTO_E_UUID);
+	assert_int_equal(vw_proto_rx_accept(&rx, &f, T0), VW_PROTO_E_UUID);
 	/* rx_line counts decode errors as well. */
-	assert_int_equal(vw_proto_rx_line(&rx, "{", 1), VW_PROTO_E_SYNTAX);
+	assert_int_equal(vw_proto_rx_line(&rx, "{", 1, T0), VW_PROTO_E_SYNTAX);
 	assert_true(rx.rejected[VW_PROTO_E_SYNTAX] == 1);
 	f = frame(1, 3, 2, 2);
 	len = encode(&f, buf, sizeof(buf));
-	assert_int_equal(vw_proto_rx_line(&rx, buf, len - 1), VW_PROTO_OK);
-	assert_int_equal(vw_proto_rx_line(&rx, buf, len - 1), VW_PROTO_E_SEQ);
+	assert_int_equal(vw_proto_rx_line(&rx, buf, len - 1, T0 + 5 * SEC), VW_PROTO_OK);
+	assert_int_equal(vw_proto_rx_line(&rx, buf, len - 1, T0 + 5 * SEC), VW_PROTO_E_SEQ);
 	assert_true(rx.accepted == 2);
+}
+
+/* ---- publishers and a guest, on the guest's clock ---- */
+
+/* One host process publishing one VM: a package zone at `watts`, 40 % idle. */
+struct pub {
+	uint64_t epoch, seq, interval_ms;
+	double watts;
+	double uj; /* cumulative since the epoch began */
+};
+
+static struct vw_host_frame pub_frame(const struct pub *p)
+{
+	uint64_t uj = (uint64_t)p->uj, idle = uj * 2 / 5;
+	struct vw_host_frame f = {
+		.version = VW_PROTO_VERSION, .epoch = p->epoch, .seq = p->seq, .vm_uuid = UUID,
+		.interval_ms = p->interval_ms, .source = "rapl", .n_zones = 1,
+		.zones = {{VW_ZONE_PACKAGE, idle, uj - idle, p->watts * 0.4, p->watts * 0.6}},
+	};
+	return f;
+}
+
+/* The publisher runs `secs` and sends its next frame. */
+static struct vw_host_frame pub_run(struct pub *p, double secs)
+{
+	p->uj += p->watts * secs * 1e6;
+	p->seq++;
+	return pub_frame(p);
+}
+
+struct guest {
+	struct vw_proto_rx rx;
+	struct vw_proto_acc acc;
+};
+
+static enum vw_proto_error feed(struct guest *g, const struct vw_host_frame *f, uint64_t now)
+{
+	enum vw_proto_error e = vw_proto_rx_accept(&g->rx, f, now);
+
+	if (e == VW_PROTO_OK)
+		vw_proto_acc_add(&g->acc, &g->rx);
+	return e;
+}
+
+static double total_j(const struct guest *g)
+{
+	const struct vw_proto_acc_zone *z = &g->acc.zones[VW_ZONE_PACKAGE];
+
+	return (double)(z->idle_uj + z->active_uj) / 1e6;
+}
+
+/* A guest starting on a live host: p's current frame taken whole at now; its total then. */
+static struct guest *guest_on(const struct pub *p, uint64_t now, double *ret_start)
+{
+	struct guest *g = calloc(1, sizeof(*g));
+	struct vw_host_frame f = pub_frame(p);
+
+	assert_non_null(g);
+	assert_int_equal(feed(g, &f, now), VW_PROTO_OK);
+	*ret_start = total_j(g);
+	return g;
+}
+
+/*
+ * Two publishers for one VM, 1 s intervals, their frames interleaved half a second apart for 12 s
+ * at 20 W (240 J). The v1 rule (every epoch change a restart, added whole) counted each frame's
+ * whole history (the user's report: 5,860 J). Here A's frames count, B's are conflicts.
+ */
+static void test_two_publishers_interleaved(void **state)
+{
+	struct pub a = { .epoch = 111, .seq = 40, .interval_ms = 1000, .watts = 20, .uj = 1000e6 };
+	struct pub b = { .epoch = 222, .seq = 90, .interval_ms = 1000, .watts = 20, .uj = 3000e6 };
+	uint64_t now = T0;
+	double start, v1 = 0;
+	struct guest *g = guest_on(&a, now, &start);
+
+	(void)state;
+	assert_double_near(start, 1000, 1e-6);
+	for (int i = 0; i < 12; i++) {
+		struct vw_host_frame fb = pub_run(&b, 1), fa = pub_run(&a, 1);
+
+		assert_int_equal(feed(g, &fb, now += SEC / 2), VW_PROTO_E_CONFLICT);
+		assert_int_equal(feed(g, &fa, now += SEC / 2), VW_PROTO_OK);
+		v1 += (fb.zones[0].idle_uj + fb.zones[0].active_uj + fa.zones[0].idle_uj +
+		       fa.zones[0].active_uj) / 1e6;
+	}
+	print_message("# two publishers, 12 s at 20 W: counted %.1f J (v1 rule: %.0f J)\n",
+		      total_j(g) - start, v1);
+	assert_double_near(total_j(g) - start, 240, 24);
+	assert_true(g->rx.rejected[VW_PROTO_E_CONFLICT] == 12 && g->rx.epochs == 0);
+	assert_true(g->rx.epoch == a.epoch);
+	free(g);
+}
+
+/*
+ * Both publishers started with the guest: B's first frame is small enough to be a restart and
+ * is taken whole (once: the guest cannot tell it from one yet); A, superseded, never counts
+ * again. Within 10 % of what the VM used.
+ */
+static void test_two_publishers_from_start(void **state)
+{
+	struct pub a = { .epoch = 5, .interval_ms = 1000, .watts = 20 };
+	struct pub b = { .epoch = 6, .interval_ms = 1000, .watts = 20 };
+	struct guest *g = calloc(1, sizeof(*g));
+	struct vw_host_frame f;
+	uint64_t now = T0;
+	double used;
+
+	(void)state;
+	f = pub_run(&a, 1);
+	assert_int_equal(feed(g, &f, now += SEC), VW_PROTO_OK);
+	f = pub_run(&b, 1.5);
+	assert_int_equal(feed(g, &f, now += SEC / 2), VW_PROTO_OK); /* 30 J: a restart */
+	for (int i = 0; i < 11; i++) {
+		f = pub_run(&a, 1);
+		assert_int_equal(feed(g, &f, now += SEC / 2), VW_PROTO_E_CONFLICT);
+		f = pub_run(&b, 1);
+		assert_int_equal(feed(g, &f, now += SEC / 2), VW_PROTO_OK);
+	}
+	used = 20 * 12.5;
+	print_message("# both from the start: counted %.1f J of %.1f J\n", total_j(g), used);
+	assert_double_near(total_j(g), used, used / 10);
+	assert_true(g->rx.rejected[VW_PROTO_E_CONFLICT] == 11 && g->rx.epochs == 1);
+	free(g);
+}
+
+/*
+ * The old instance exits while the other keeps publishing: once the current epoch has been
+ * silent two intervals the other takes over from its first frame after the last accepted
+ * one, never with its history; at most about one interval is lost.
+ */
+static void test_takeover_when_current_stops(void **state)
+{
+	struct pub a = { .epoch = 1, .seq = 7, .interval_ms = 1000, .watts = 20, .uj = 500e6 };
+	struct pub b = { .epoch = 2, .seq = 3, .interval_ms = 1000, .watts = 20, .uj = 9000e6 };
+	uint64_t now = T0;
+	double start;
+	struct guest *g = guest_on(&a, now, &start);
+	struct vw_host_frame f;
+
+	(void)state;
+	for (int i = 0; i < 6; i++) {
+		f = pub_run(&b, 1);
+		assert_int_equal(feed(g, &f, now += SEC / 2), VW_PROTO_E_CONFLICT);
+		f = pub_run(&a, 1);
+		assert_int_equal(feed(g, &f, now += SEC / 2), VW_PROTO_OK);
+	}
+	/* A is gone; B goes on: rejected until A has been silent 2 s, then B takes over. */
+	for (int i = 0; i < 6; i++) {
+		f = pub_run(&b, 1);
+		assert_int_equal(feed(g, &f, now += SEC), i < 2 ? VW_PROTO_E_CONFLICT : VW_PROTO_OK);
+	}
+	print_message("# takeover: counted %.1f J of 240 J\n", total_j(g) - start);
+	assert_true(g->rx.takeovers == 1 && g->rx.epoch == b.epoch && g->rx.epochs == 1);
+	assert_true(total_j(g) - start <= 240 + 1e-6);
+	assert_true(total_j(g) - start >= 240 - 20 - 1e-6); /* one interval at most */
+	assert_double_near(total_j(g) - start, 240, 24);
+	/* A's frames, should any still come, are conflicts now. */
+	f = pub_run(&a, 1);
+	assert_int_equal(feed(g, &f, now += SEC / 2), VW_PROTO_E_CONFLICT);
+	free(g);
+}
+
+/* A takeover with no base frame (the first frame of the other epoch comes after the silence)
+ * starts from it: nothing of its history is added. */
+static void test_takeover_without_base(void **state)
+{
+	struct pub a = { .epoch = 1, .interval_ms = 5000, .watts = 20, .uj = 500e6 };
+	struct pub b = { .epoch = 2, .interval_ms = 5000, .watts = 20, .uj = 9000e6 };
+	struct guest *g = calloc(1, sizeof(*g));
+	struct vw_host_frame f = pub_run(&a, 5);
+	uint64_t now = T0;
+	double before;
+
+	(void)state;
+	assert_int_equal(feed(g, &f, now), VW_PROTO_OK);
+	before = total_j(g);
+	f = pub_run(&b, 5);
+	/* 9 kJ in 16 s is no restart, and ours is silent: a takeover, from nothing. */
+	assert_int_equal(feed(g, &f, now += 11 * SEC), VW_PROTO_OK);
+	assert_int_equal(g->rx.take, VW_PROTO_TAKE_BASE);
+	assert_double_near(total_j(g), before, 1e-6);
+	f = pub_run(&b, 5);
+	assert_int_equal(feed(g, &f, now += 5 * SEC), VW_PROTO_OK);
+	assert_double_near(total_j(g), before + 100, 1e-6);
+	free(g);
+}
+
+/* Frames replayed: the current epoch's are `seq`, a superseded epoch's `conflict`; none counts. */
+static void test_replay(void **state)
+{
+	struct pub a = { .epoch = 10, .interval_ms = 1000, .watts = 20, .uj = 100e6 };
+	struct pub b = { .epoch = 11, .interval_ms = 1000, .watts = 20 };
+	struct guest *g = calloc(1, sizeof(*g));
+	struct vw_host_frame old[5], f;
+	uint64_t now = T0;
+	double total;
+
+	(void)state;
+	for (int i = 0; i < 5; i++) {
+		old[i] = pub_run(&a, 1);
+		assert_int_equal(feed(g, &old[i], now += SEC), VW_PROTO_OK);
+	}
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(feed(g, &old[i], now), VW_PROTO_E_SEQ);
+	f = pub_run(&b, 2); /* the host restarted */
+	assert_int_equal(feed(g, &f, now += 2 * SEC), VW_PROTO_OK);
+	total = total_j(g);
+	/* Old frames again, even after the current epoch fell silent: never a takeover. */
+	now += 10 * SEC;
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(feed(g, &old[i], now), VW_PROTO_E_CONFLICT);
+	assert_double_near(total_j(g), total, 1e-6);
+	assert_true(g->rx.rejected[VW_PROTO_E_SEQ] == 5 && g->rx.rejected[VW_PROTO_E_CONFLICT] == 5);
+	free(g);
+}
+
+/* A genuine host restart loses nothing; a guest restart starts at the host's own figure. */
+static void test_restarts(void **state)
+{
+	struct pub a = { .epoch = 70, .interval_ms = 5000, .watts = 30, .uj = 7000e6 };
+	struct pub b = { .epoch = 71, .interval_ms = 5000, .watts = 30 };
+	struct guest *g = calloc(1, sizeof(*g));
+	struct vw_host_frame f;
+	uint64_t now = T0;
+
+	(void)state;
+	f = pub_run(&a, 5);
+	assert_int_equal(feed(g, &f, now), VW_PROTO_OK);
+	assert_double_near(total_j(g), 7150, 1e-6); /* the host's figure */
+	for (int i = 0; i < 3; i++) {
+		f = pub_run(&a, 5);
+		assert_int_equal(feed(g, &f, now += 5 * SEC), VW_PROTO_OK);
+	}
+	/* The host stops; 4 s later a new one starts and publishes 3 s after that. */
+	f = pub_run(&b, 3);
+	assert_int_equal(feed(g, &f, now += 12 * SEC), VW_PROTO_OK);
+	assert_int_equal(g->rx.take, VW_PROTO_TAKE_WHOLE);
+	for (int i = 0; i < 3; i++) {
+		f = pub_run(&b, 5);
+		assert_int_equal(feed(g, &f, now += 5 * SEC), VW_PROTO_OK);
+	}
+	assert_double_near(total_j(g), a.uj / 1e6 + b.uj / 1e6, 1e-6); /* nothing lost */
+	assert_true(g->rx.epochs == 1 && g->rx.takeovers == 0 && g->acc.restarts == 1);
+	/* A restart after a long silence may carry a long history: it began after our last frame. */
+	b = (struct pub){ .epoch = 72, .interval_ms = 5000, .watts = 30 };
+	f = pub_run(&b, 3000);
+	assert_int_equal(feed(g, &f, now += 3600 * SEC), VW_PROTO_OK);
+	assert_int_equal(g->rx.take, VW_PROTO_TAKE_WHOLE);
+	free(g);
+}
+
+/*
+ * A frame whose counters jump by a megajoule one second after the last: rejected (spike); the
+ * next frame counts from the last good one, so nothing of the jump is counted and nothing
+ * delivered is lost. The same jump with watts that claim it is still no power a VM draws.
+ */
+static void test_spike(void **state)
+{
+	struct pub a = { .epoch = 3, .interval_ms = 1000, .watts = 20, .uj = 50e6 };
+	uint64_t now = T0;
+	double start, used = 0;
+	struct guest *g = guest_on(&a, now, &start);
+	struct vw_host_frame f;
+
+	(void)state;
+	for (int i = 0; i < 12; i++) {
+		f = pub_run(&a, 1);
+		used += 20;
+		if (i == 4 || i == 8) {
+			f.zones[0].active_uj += 1000000000000ULL; /* 1 MJ */
+			if (i == 8)
+				f.zones[0].active_w = 1e6; /* claimed, too */
+			assert_int_equal(feed(g, &f, now += SEC), VW_PROTO_E_SPIKE);
+			continue;
+		}
+		assert_int_equal(feed(g, &f, now += SEC), VW_PROTO_OK);
+	}
+	print_message("# spikes: counted %.1f J of %.1f J\n", total_j(g) - start, used);
+	assert_double_near(total_j(g) - start, used, used / 10);
+	assert_double_near(total_j(g) - start, used, 1e-6); /* in fact exactly */
+	assert_true(g->rx.rejected[VW_PROTO_E_SPIKE] == 2);
+	free(g);
+}
+
+/* A configured ceiling replaces the automatic one, both ways. */
+static void test_spike_max_watts(void **state)
+{
+	struct pub a = { .epoch = 3, .interval_ms = 1000, .watts = 20 };
+	struct guest *g = calloc(1, sizeof(*g));
+	struct vw_host_frame f;
+	uint64_t now = T0;
+
+	(void)state;
+	g->rx.max_watts = 100;
+	f = pub_run(&a, 1);
+	assert_int_equal(feed(g, &f, now += SEC), VW_PROTO_OK);
+	a.watts = 90;
+	f = pub_run(&a, 1);
+	assert_int_equal(feed(g, &f, now += SEC), VW_PROTO_OK);
+	a.watts = 150; /* over 100 W, even when the frame says so */
+	f = pub_run(&a, 1);
+	assert_int_equal(feed(g, &f, now += SEC), VW_PROTO_E_SPIKE);
+	/* Automatic: 4 x 300 W reported is allowed. */
+	memset(g, 0, sizeof(*g));
+	a.watts = 20;
+	f = pub_run(&a, 1);
+	assert_int_equal(feed(g, &f, now += SEC), VW_PROTO_OK);
+	a.watts = 300;
+	f = pub_run(&a, 1);
+	assert_int_equal(feed(g, &f, now += SEC), VW_PROTO_OK);
+	free(g);
+}
+
+/* Counters that step up and stay (a host adding a VM's history again): the step is dropped,
+ * counting goes on from it; one interval is lost, the step never counted. */
+static void test_spike_lasting_step(void **state)
+{
+	struct pub a = { .epoch = 3, .interval_ms = 1000, .watts = 20, .uj = 50e6 };
+	uint64_t now = T0;
+	double start;
+	struct guest *g = guest_on(&a, now, &start);
+	struct vw_host_frame f;
+
+	(void)state;
+	for (int i = 0; i < 12; i++) {
+		if (i == 4)
+			a.uj += 5e12; /* 5 MJ, for good */
+		f = pub_run(&a, 1);
+		assert_int_equal(feed(g, &f, now += SEC), i == 4 ? VW_PROTO_E_SPIKE : VW_PROTO_OK);
+	}
+	print_message("# lasting step: counted %.1f J of 240 J\n", total_j(g) - start);
+	assert_double_near(total_j(g) - start, 240 - 20, 1e-6);
+	assert_int_equal(g->rx.take, VW_PROTO_TAKE_DELTA);
+	free(g);
+}
+
+/*
+ * No false spikes: counters that move once per 10 frames (published every second, measured
+ * every 10 s), and frames read in a burst (all at one instant) after the guest was paused.
+ */
+static void test_no_false_spike(void **state)
+{
+	struct pub a = { .epoch = 3, .interval_ms = 1000, .watts = 200 };
+	struct guest *g = calloc(1, sizeof(*g));
+	struct vw_host_frame f, burst[5];
+	uint64_t now = T0;
+
+	(void)state;
+	for (int i = 1; i <= 40; i++) {
+		a.seq++;
+		if (i % 10 == 0)
+			a.uj += a.watts * 10 * 1e6;
+		f = pub_frame(&a);
+		assert_int_equal(feed(g, &f, now += SEC), VW_PROTO_OK);
+	}
+	assert_double_near(total_j(g), 8000, 1e-6);
+	for (int i = 0; i < 5; i++)
+		burst[i] = pub_run(&a, 1);
+	now += 5 * SEC;
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(feed(g, &burst[i], now), VW_PROTO_OK);
+	assert_double_near(total_j(g), 9000, 1e-6);
+	free(g);
 }
 
 /* ---- framer ---- */
@@ -221,69 +598,73 @@ static void test_framer_flood(void **state)
 
 static void test_acc_epochs(void **state)
 {
-	struct vw_proto_acc acc = {0};
+	struct guest *g = calloc(1, sizeof(*g));
+	struct vw_proto_acc *acc = &g->acc;
 	struct vw_host_frame f;
+	uint64_t now = T0;
 
 	(void)state;
 	/* The first frame counts whole: the guest total starts at the host's own figure. */
 	f = frame(1, 1, 1000, 2000);
-	vw_proto_acc_add(&acc, &f);
-	assert_true(acc.zones[VW_ZONE_PACKAGE].idle_uj == 1000);
-	assert_true(acc.zones[VW_ZONE_PACKAGE].active_uj == 2000);
+	assert_int_equal(feed(g, &f, now), VW_PROTO_OK);
+	assert_true(acc->zones[VW_ZONE_PACKAGE].idle_uj == 1000);
+	assert_true(acc->zones[VW_ZONE_PACKAGE].active_uj == 2000);
 	f = frame(1, 2, 1500, 2100);
-	vw_proto_acc_add(&acc, &f);
-	assert_true(acc.zones[VW_ZONE_PACKAGE].idle_uj == 1500);
-	assert_true(acc.zones[VW_ZONE_DRAM].active_uj == 210);
+	assert_int_equal(feed(g, &f, now += 5 * SEC), VW_PROTO_OK);
+	assert_true(acc->zones[VW_ZONE_PACKAGE].idle_uj == 1500);
+	assert_true(acc->zones[VW_ZONE_DRAM].active_uj == 210);
 	/* Host restart: counters start again near 0; the guest adds them on top. */
 	f = frame(2, 1, 300, 40);
-	vw_proto_acc_add(&acc, &f);
-	assert_true(acc.zones[VW_ZONE_PACKAGE].idle_uj == 1800);
-	assert_true(acc.zones[VW_ZONE_PACKAGE].active_uj == 2140);
-	assert_true(acc.restarts == 1);
+	assert_int_equal(feed(g, &f, now += 5 * SEC), VW_PROTO_OK);
+	assert_true(acc->zones[VW_ZONE_PACKAGE].idle_uj == 1800);
+	assert_true(acc->zones[VW_ZONE_PACKAGE].active_uj == 2140);
+	assert_true(acc->restarts == 1);
 	f = frame(2, 2, 400, 50);
-	vw_proto_acc_add(&acc, &f);
-	assert_true(acc.zones[VW_ZONE_PACKAGE].idle_uj == 1900);
-	assert_double_near(acc.zones[VW_ZONE_DRAM].active_w, 0.5, 0);
+	assert_int_equal(feed(g, &f, now += 5 * SEC), VW_PROTO_OK);
+	assert_true(acc->zones[VW_ZONE_PACKAGE].idle_uj == 1900);
+	assert_double_near(acc->zones[VW_ZONE_DRAM].active_w, 0.5, 0);
 	/* A zone that vanishes and comes back lower within an epoch adds nothing. */
 	f = frame(2, 3, 500, 60);
 	f.n_zones = 1;
-	vw_proto_acc_add(&acc, &f);
+	assert_int_equal(feed(g, &f, now += 5 * SEC), VW_PROTO_OK);
 	f = frame(2, 4, 600, 70);
 	f.zones[1].idle_uj = 1;
-	vw_proto_acc_add(&acc, &f);
-	assert_true(acc.zones[VW_ZONE_DRAM].idle_uj == 150 + 30 + 10);
-	assert_true(acc.falls == 1);
+	assert_int_equal(feed(g, &f, now += 5 * SEC), VW_PROTO_OK);
+	assert_true(acc->zones[VW_ZONE_DRAM].idle_uj == 150 + 30 + 10);
+	assert_true(acc->falls == 1);
+	free(g);
 }
 
-/* Random epochs, gaps and lost frames: every total only grows, and sums what the host sent. */
+/* Random epochs, gaps, lost frames and bursts: every total only grows, and sums what the host
+ * sent. */
 static void test_acc_never_decreases(void **state)
 {
-	struct vw_proto_acc acc = {0};
-	struct vw_proto_rx rx = {0};
-	uint64_t s = 11, epoch = 1, seq = 0, idle = 0, active = 0, prev = 0;
+	struct guest *g = calloc(1, sizeof(*g));
+	uint64_t s = 11, epoch = 1, seq = 0, idle = 0, active = 0, prev = 0, now = T0;
 	uint64_t done = 0, cur_epoch = 0, last_in_epoch = 0; /* what the host sent, per epoch */
 
 	(void)state;
 	for (int i = 0; i < 20000; i++) {
 		struct vw_host_frame f;
-		uint64_t r = vw_test_rng_range(&s, 0, 99);
+		uint64_t r = vw_test_rng_range(&s, 0, 99), steps;
 
 		if (r < 3) { /* host restart */
 			epoch = vw_test_rng(&s) >> 2;
 			seq = vw_test_rng_range(&s, 0, 5);
 			idle = active = 0;
 		}
-		seq += vw_test_rng_range(&s, 1, 3);
-		idle += vw_test_rng_range(&s, 0, 5000000);
-		active += vw_test_rng_range(&s, 0, 5000000);
+		steps = vw_test_rng_range(&s, 1, 3);
+		seq += steps;
+		idle += vw_test_rng_range(&s, 0, 5000000) * steps;
+		active += vw_test_rng_range(&s, 0, 5000000) * steps;
 		f = frame(epoch, seq, idle, active);
+		now += vw_test_rng_range(&s, 0, 6) * SEC; /* read late, in bursts, or on time */
 		if (r >= 3 && r < 10)
 			continue; /* lost: the next frame's cumulative value covers it */
-		if (vw_proto_rx_accept(&rx, &f) != VW_PROTO_OK)
+		if (feed(g, &f, now) != VW_PROTO_OK)
 			continue;
-		vw_proto_acc_add(&acc, &f);
-		assert_true(acc.zones[VW_ZONE_PACKAGE].idle_uj >= prev);
-		prev = acc.zones[VW_ZONE_PACKAGE].idle_uj;
+		assert_true(g->acc.zones[VW_ZONE_PACKAGE].idle_uj >= prev);
+		prev = g->acc.zones[VW_ZONE_PACKAGE].idle_uj;
 		if (f.epoch != cur_epoch) {
 			done += last_in_epoch;
 			cur_epoch = f.epoch;
@@ -292,8 +673,11 @@ static void test_acc_never_decreases(void **state)
 		assert_true(prev == done + last_in_epoch);
 	}
 	assert_true(prev > 0);
-	assert_true(acc.falls == 0);
-	assert_true(acc.restarts == rx.epochs);
+	assert_true(g->acc.falls == 0);
+	assert_true(g->acc.restarts == g->rx.epochs && g->rx.takeovers == 0);
+	for (int e = 0; e < VW_PROTO_E__COUNT; e++)
+		assert_true(g->rx.rejected[e] == 0);
+	free(g);
 }
 
 int main(void)
@@ -301,6 +685,16 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rx_rules),
 		cmocka_unit_test(test_rx_expected_vm),
+		cmocka_unit_test(test_two_publishers_interleaved),
+		cmocka_unit_test(test_two_publishers_from_start),
+		cmocka_unit_test(test_takeover_when_current_stops),
+		cmocka_unit_test(test_takeover_without_base),
+		cmocka_unit_test(test_replay),
+		cmocka_unit_test(test_restarts),
+		cmocka_unit_test(test_spike),
+		cmocka_unit_test(test_spike_max_watts),
+		cmocka_unit_test(test_spike_lasting_step),
+		cmocka_unit_test(test_no_false_spike),
 		cmocka_unit_test(test_framer_split_everywhere),
 		cmocka_unit_test(test_framer_resync_and_limits),
 		cmocka_unit_test(test_framer_flood),

@@ -19,6 +19,7 @@
 
 #include "fixture.h"
 #include "macro.h"
+#include "accum.h"
 #include "proto.h"
 #include "publish.h"
 
@@ -46,7 +47,7 @@ static void on_line(const char *line, size_t len, void *userdata)
 {
 	struct peer *pe = userdata;
 
-	enum vw_proto_error e = vw_proto_rx_line(&pe->rx, line, len);
+	enum vw_proto_error e = vw_proto_rx_line(&pe->rx, line, len, pe->now);
 
 	if (e != VW_PROTO_OK)
 		fail_msg("%s: %s: %.*s", pe->uuid, vw_proto_error_name(e), (int)len, line);

@@ -650,8 +650,8 @@ static void assert_adds_up(const char *m)
  */
 static void test_daemon_vm_energy(void **state)
 {
-	char uri[600], share[512], shdir[400], vm_sel[128], rel[512];
-	char *argv[] = { VW_HOST_BIN, uri, share, "--web.listen-address=127.0.0.1:0",
+	char uri[600], share[512], shdir[400], vm_sel[128], rel[512], lock[512];
+	char *argv[] = { VW_HOST_BIN, uri, share, lock, "--web.listen-address=127.0.0.1:0",
 			 "--monitor.interval=1s", "--monitor.sample-interval=250ms",
 			 "--passthrough.interval=1s", "--kube.node-name=vm-it",
 			 "--metrics.process-top-n=0", NULL };
@@ -666,6 +666,7 @@ static void test_daemon_vm_energy(void **state)
 	snprintf(shdir, sizeof(shdir), "%s/share", work);
 	assert_int_equal(vw_fixture_mkdir(work, "share"), 0);
 	snprintf(share, sizeof(share), "--passthrough.share-root=%s", shdir);
+	snprintf(lock, sizeof(lock), "--passthrough.lock-dir=%s/lock", work); /* this test's own */
 	snprintf(vm_sel, sizeof(vm_sel), "vm_id=\"%s\"", dom_uuid);
 	assert_int_equal(vw_fixture_start_daemon(argv, &daemon, &port), 0);
 	sleep_ms(5000);

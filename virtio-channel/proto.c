@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "macro.h"
 
@@ -35,6 +34,8 @@ static const char *const error_names[VW_PROTO_E__COUNT] = {
 	[VW_PROTO_E_SEQ] = "seq",
 	[VW_PROTO_E_UUID] = "uuid",
 	[VW_PROTO_E_ENERGY] = "energy",
+	[VW_PROTO_E_CONFLICT] = "conflict",
+	[VW_PROTO_E_SPIKE] = "spike",
 };
 
 const char *vw_proto_error_name(enum vw_proto_error e)
@@ -481,70 +482,4 @@ enum vw_proto_error vw_proto_decode_hello(const char *line, size_t len, struct v
 		return e;
 	*ret = h;
 	return VW_PROTO_OK;
-}
-
-/* ---- acceptance ---- */
-
-static const struct vw_proto_zone *find_zone(const struct vw_host_frame *f, enum vw_zone zone)
-{
-	for (size_t i = 0; i < f->n_zones; i++)
-		if (f->zones[i].zone == zone)
-			return &f->zones[i];
-	return NULL;
-}
-
-static bool energy_fell(const struct vw_host_frame *prev, const struct vw_host_frame *f)
-{
-	for (size_t i = 0; i < f->n_zones; i++) {
-		const struct vw_proto_zone *p = find_zone(prev, f->zones[i].zone);
-
-		if (p && (f->zones[i].idle_uj < p->idle_uj || f->zones[i].active_uj < p->active_uj))
-			return true;
-	}
-	return false;
-}
-
-static enum vw_proto_error rx_check(const struct vw_proto_rx *rx, const struct vw_host_frame *f)
-{
-	if (rx->expect_uuid[0] && strcasecmp(rx->expect_uuid, f->vm_uuid) != 0)
-		return VW_PROTO_E_UUID;
-	if (!rx->have || f->epoch != rx->epoch)
-		return VW_PROTO_OK; /* the first frame, or a host restart */
-	if (f->seq <= rx->seq)
-		return VW_PROTO_E_SEQ;
-	if (energy_fell(&rx->last, f))
-		return VW_PROTO_E_ENERGY;
-	return VW_PROTO_OK;
-}
-
-enum vw_proto_error vw_proto_rx_accept(struct vw_proto_rx *rx, const struct vw_host_frame *f)
-{
-	enum vw_proto_error e = rx_check(rx, f);
-
-	if (e) {
-		rx->rejected[e]++;
-		return e;
-	}
-	if (!rx->expect_uuid[0])
-		memcpy(rx->expect_uuid, f->vm_uuid, sizeof(rx->expect_uuid));
-	if (rx->have && f->epoch != rx->epoch)
-		rx->epochs++;
-	rx->have = true;
-	rx->epoch = f->epoch;
-	rx->seq = f->seq;
-	rx->last = *f;
-	rx->accepted++;
-	return VW_PROTO_OK;
-}
-
-enum vw_proto_error vw_proto_rx_line(struct vw_proto_rx *rx, const char *line, size_t len)
-{
-	struct vw_host_frame f;
-	enum vw_proto_error e = vw_proto_decode_host(line, len, &f);
-
-	if (e) {
-		rx->rejected[e]++;
-		return e;
-	}
-	return vw_proto_rx_accept(rx, &f);
 }

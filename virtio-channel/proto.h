@@ -55,6 +55,8 @@ enum vw_proto_error {
 	VW_PROTO_E_SEQ,       /* sequence went back (or repeated) within an epoch */
 	VW_PROTO_E_UUID,      /* a frame for another VM */
 	VW_PROTO_E_ENERGY,    /* a cumulative counter fell within an epoch */
+	VW_PROTO_E_CONFLICT,  /* another publisher's epoch, or a superseded one (accum.h) */
+	VW_PROTO_E_SPIKE,     /* an energy increase no VM can have drawn (accum.h) */
 	VW_PROTO_E__COUNT,
 };
 
@@ -69,7 +71,7 @@ bool vw_proto_uuid_valid(const char *s);
  * values, bad strings, no zones, a zone twice).
  */
 int vw_proto_encode_host(const struct vw_host_frame *f, char *buf, size_t size, size_t *ret_len);
-/* Decode one line (without its '\n'). Field rules only; sequence rules are vw_proto_rx's. */
+/* Decode one line (without its '\n'). Field rules only; acceptance rules are accum.h's. */
 enum vw_proto_error vw_proto_decode_host(const char *line, size_t len, struct vw_host_frame *ret);
 
 /* Guest -> host hello/ack: {"v":1,"hello":"virtwatt-guest","ack":SEQ} under VW_PROTO_MAX_HELLO. */
@@ -79,24 +81,6 @@ struct vw_guest_hello {
 };
 int vw_proto_encode_hello(const struct vw_guest_hello *h, char *buf, size_t size, size_t *ret_len);
 enum vw_proto_error vw_proto_decode_hello(const char *line, size_t len, struct vw_guest_hello *ret);
-
-/*
- * The guest's acceptance state: sequence and epoch rules, counts by reason. A frame whose seq
- * does not increase within its epoch is dropped; a new epoch (host restart) is accepted.
- */
-struct vw_proto_rx {
-	bool have;
-	uint64_t epoch, seq;
-	struct vw_host_frame last;
-	uint64_t accepted;
-	uint64_t epochs; /* epoch changes seen after the first frame (host restarts) */
-	uint64_t rejected[VW_PROTO_E__COUNT];
-	char expect_uuid[37]; /* "" = accept any VM's frames (the first one fixes it) */
-};
-/* Counts the outcome in rx (accepted or rejected[reason]). */
-enum vw_proto_error vw_proto_rx_accept(struct vw_proto_rx *rx, const struct vw_host_frame *f);
-/* Decode one line and accept it: decode errors are counted in rx->rejected too. */
-enum vw_proto_error vw_proto_rx_line(struct vw_proto_rx *rx, const char *line, size_t len);
 
 /*
  * Line framing with a size cap and resynchronisation: bytes in, complete lines out (without

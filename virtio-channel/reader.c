@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +39,8 @@ struct vw_reader {
 	struct vw_proto_acc acc;
 	uint64_t last_ok_ns;
 	int accepted_now; /* frames accepted during this poll */
+	uint64_t logged_takeovers; /* rx.takeovers already logged */
+	struct vw_complaint conflict, spike;
 
 	uint64_t frames, opens, reopens, torn, hellos;
 	bool file_seen;       /* last_file holds the folder file last examined */
@@ -90,6 +93,7 @@ struct vw_reader *vw_reader_new(const struct vw_reader_config *cfg)
 		}
 	}
 	r->cfg.vm_uuid = NULL; /* lives in rx.expect_uuid */
+	r->rx.max_watts = cfg->max_watts;
 	r->framer = vw_framer_new(VW_PROTO_MAX_FRAME);
 	if (!r->framer || dup_str(&r->path, &r->cfg.path) < 0 ||
 	    dup_str(&r->dev_root, &r->cfg.dev_root) < 0 ||
@@ -241,12 +245,28 @@ static int open_stream(struct vw_reader *r)
 /* After rx accepted or refused a frame (either way counted there). */
 static void took(struct vw_reader *r, enum vw_proto_error e)
 {
-	if (e != VW_PROTO_OK) {
+	if (e == VW_PROTO_E_CONFLICT)
+		vw_complain(&r->conflict, VW_LOG_WARN,
+			    "passthrough: frames of another host epoch than %" PRIu64 " (conflict): "
+			    "two publishers for this VM? Counting the current one only "
+			    "(docs/guest.md)",
+			    r->rx.epoch);
+	else if (e == VW_PROTO_E_SPIKE)
+		vw_complain(&r->spike, VW_LOG_WARN,
+			    "passthrough: a frame's energy rose faster than any VM draws (spike): "
+			    "ignored, counting on from the last good frame "
+			    "(--passthrough.max-watts)");
+	else if (e != VW_PROTO_OK)
 		vw_debug("passthrough: frame rejected: %s", vw_proto_error_name(e));
+	if (e != VW_PROTO_OK)
 		return;
-	}
-	vw_proto_acc_add(&r->acc, &r->rx.last);
-	r->last_ok_ns = vw_now_ns();
+	if (r->rx.takeovers != r->logged_takeovers)
+		vw_warn("passthrough: the current publisher fell silent; epoch %" PRIu64
+			" takes over without its history",
+			r->rx.epoch);
+	r->logged_takeovers = r->rx.takeovers;
+	vw_proto_acc_add(&r->acc, &r->rx);
+	r->last_ok_ns = r->rx.last_ns;
 	r->accepted_now++;
 }
 
@@ -255,7 +275,7 @@ static void on_line(const char *line, size_t len, void *userdata)
 	struct vw_reader *r = userdata;
 
 	r->frames++;
-	took(r, vw_proto_rx_line(&r->rx, line, len));
+	took(r, vw_proto_rx_line(&r->rx, line, len, vw_now_ns()));
 }
 
 static int read_stream(struct vw_reader *r)
@@ -367,7 +387,7 @@ static int poll_folder(struct vw_reader *r)
 	if (e != VW_PROTO_OK)
 		r->rx.rejected[e]++;
 	else
-		e = vw_proto_rx_accept(&r->rx, &f);
+		e = vw_proto_rx_accept(&r->rx, &f, vw_now_ns());
 	took(r, e);
 	return r->accepted_now;
 }
@@ -441,6 +461,7 @@ void vw_reader_health(const struct vw_reader *r, struct vw_reader_health *ret)
 		.frames = r->frames + vw_framer_oversized(r->framer) + vw_framer_invalid(r->framer),
 		.accepted = r->rx.accepted,
 		.epochs = r->rx.epochs,
+		.takeovers = r->rx.takeovers,
 		.opens = r->opens,
 		.reopens = r->reopens,
 		.resyncs = vw_framer_resyncs(r->framer),

@@ -38,6 +38,7 @@ struct vw_reader_config {
 	const char *port_name; /* NULL: VW_PROTO_PORT_NAME */
 	const char *vm_uuid;   /* this VM (any case); NULL or "": the first frame's VM */
 	unsigned stale_intervals; /* fresh while a frame came within this many intervals; 0: 3 */
+	double max_watts;      /* spike ceiling per zone (accum.h); 0: automatic */
 	bool hello;            /* send a hello on each open of a port */
 };
 
@@ -51,7 +52,8 @@ struct vw_reader_health {
 	uint64_t frames;   /* lines or files examined */
 	uint64_t accepted;
 	uint64_t rejected[VW_PROTO_E__COUNT]; /* by reason; framer drops folded in */
-	uint64_t epochs;   /* host restarts seen */
+	uint64_t epochs;   /* epoch changes: host restarts and takeovers */
+	uint64_t takeovers; /* another publisher's epoch taken over without its history */
 	uint64_t opens, reopens; /* opens in all; of them, after the channel went away */
 	uint64_t resyncs;  /* 0xFF bytes seen */
 	uint64_t torn;     /* shared-folder reads retried for a torn or partial file */

@@ -31,7 +31,7 @@ const models = {
 };
 
 const CAPS = ['BPF', 'DAC_READ_SEARCH', 'PERFMON', 'SYS_PTRACE'];
-const WRITABLE_HOST_PATHS = new Set(['/var/lib/virtwatt-guest']);
+const WRITABLE_HOST_PATHS = new Set(['/var/lib/virtwatt-guest', '/run/virtwatt/lock']);
 
 let n = 0;
 let failed = 0;

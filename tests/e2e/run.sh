@@ -219,7 +219,8 @@ for i in $(seq 50); do [ -f "$work/sys/class/powercap/intel-rapl:0/energy_uj" ] 
 cat >"$work/start-host.sh" <<EOF
 #!/bin/sh
 "$host_bin" --host.sysfs="$work/sys" --host.procfs=/proc --libvirt.uri="$uri_ro" \\
-	--passthrough.share-root="$work/share" --web.listen-address=127.0.0.1:$host_port \\
+	--passthrough.share-root="$work/share" --passthrough.lock-dir="$work/lock" \\
+	--web.listen-address=127.0.0.1:$host_port \\
 	--monitor.interval=1s --monitor.sample-interval=250ms --passthrough.interval=1s \\
 	--kube.node-name=e2e-host --log.level=info >>"$work/host.log" 2>&1 &
 echo \$! >"$work/host.pid"

@@ -17,6 +17,7 @@
 struct fuzz_state {
 	struct vw_proto_rx rx;
 	struct vw_proto_acc acc;
+	uint64_t now_ns; /* the guest's clock: advanced per line by an amount the input picks */
 };
 
 static void check_round_trip(const struct vw_host_frame *f)
@@ -43,14 +44,15 @@ static void on_line(const char *line, size_t len, void *userdata)
 	struct fuzz_state *st = userdata;
 	uint64_t before[VW_ZONE__COUNT][2];
 
-	if (vw_proto_rx_line(&st->rx, line, len) != VW_PROTO_OK)
+	st->now_ns += (uint64_t)(len % 7) * 500000000ULL; /* 0 to 3 s: bursts, gaps, silences */
+	if (vw_proto_rx_line(&st->rx, line, len, st->now_ns) != VW_PROTO_OK)
 		return;
 	check_round_trip(&st->rx.last);
 	for (size_t z = 0; z < VW_ZONE__COUNT; z++) {
 		before[z][0] = st->acc.zones[z].idle_uj;
 		before[z][1] = st->acc.zones[z].active_uj;
 	}
-	vw_proto_acc_add(&st->acc, &st->rx.last);
+	vw_proto_acc_add(&st->acc, &st->rx);
 	for (size_t z = 0; z < VW_ZONE__COUNT; z++)
 		if (st->acc.zones[z].idle_uj < before[z][0] ||
 		    st->acc.zones[z].active_uj < before[z][1])

@@ -1,0 +1,473 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * One publisher per VM (issue #11): the per-VM lock in --passthrough.lock-dir.
+ * - Two publishers in this process: the second is refused, names the holder (this PID, from the
+ *   kernel's /proc/locks), retries once a second, publishes nothing, and takes over with counters
+ *   that start at the takeover when the first goes away; a deleted lock file stops its holder;
+ *   a vanished VM is unlocked; a lock directory that cannot exist.
+ * - Two real virtwatt-host processes on one fixture host with one QEMU process: the second
+ *   refuses to publish the first's VM and says why (its PID), exports the refusal; when the
+ *   first exits the second takes over without a restart, and a guest reader on the VM's shared
+ *   folder counts what the VM used, within 10 %, across the change.
+ */
+#include "vw_test.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "host_fixture.h"
+#include "log.h"
+#include "macro.h"
+#include "publish.h"
+#include "reader.h"
+#include "vm_fixture.h"
+
+#define UUID "3c1d5e7f-9a0b-4c2d-8e4f-5a6b7c8d9e0f"
+#define THE_VM "vm_id=\"" UUID "\""
+#define SEC VW_NSEC_PER_SEC
+
+static char *path_of(const char *a, const char *b)
+{
+	char *p = NULL;
+
+	assert_true(asprintf(&p, "%s/%s", a, b) > 0);
+	return p;
+}
+
+static bool exists(const char *dir, const char *rel)
+{
+	_cleanup_free_ char *p = path_of(dir, rel);
+
+	return access(p, F_OK) == 0;
+}
+
+static void vm_energy(struct vw_vm_energy *e, uint64_t uj)
+{
+	*e = (struct vw_vm_energy){ .uuid = UUID, .n_zones = 1 };
+	e->zones[0] = (struct vw_vm_energy_zone){ VW_ZONE_PACKAGE, uj / 2, uj / 2, 5, 5 };
+}
+
+/* The frame the publisher behind `share` last wrote for the VM. */
+static bool read_frame(const char *share, struct vw_host_frame *f)
+{
+	_cleanup_free_ char *p = path_of(share, UUID "/frame.json");
+	_cleanup_free_ char *text = NULL;
+	size_t len;
+
+	text = vw_fixture_slurp(p, &len);
+	return text && len > 1 && vw_proto_decode_host(text, len - 1, f) == VW_PROTO_OK;
+}
+
+static void test_two_publishers_in_process(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("lock");
+	_cleanup_free_ char *share1 = path_of(dir, "share1"), *share2 = path_of(dir, "share2");
+	_cleanup_free_ char *locks = path_of(dir, "run/virtwatt/lock"), *note = NULL;
+	_cleanup_free_ char *lockfile = path_of(locks, UUID ".lock");
+	struct vw_publish_opts o = { .period_ns = SEC, .energy_step_uj = 1, .lock_dir = locks,
+				     .procfs_root = "/proc", .seed = 3 };
+	struct vw_publisher *p1, *p2;
+	struct vw_publish_stats st;
+	struct vw_publish_vm_stats vs;
+	struct vw_vm_energy e;
+	struct vw_host_frame f;
+	uint64_t now = 1000 * SEC, refused;
+	char want[64];
+
+	(void)state;
+	assert_int_equal(vw_fixture_mkdir(dir, "share1"), 0);
+	assert_int_equal(vw_fixture_mkdir(dir, "share2"), 0);
+	o.share_root = share1;
+	o.epoch = 11;
+	p1 = vw_publisher_new(&o);
+	o.share_root = share2;
+	o.epoch = 22;
+	p2 = vw_publisher_new(&o);
+	assert_true(p1 && p2);
+	assert_false(exists(dir, "run")); /* created when a VM first needs its lock */
+
+	vm_energy(&e, 10000000);
+	assert_int_equal(vw_publisher_update(p1, &e, 1), 0);
+	assert_int_equal(vw_publisher_update(p2, &e, 1), 0);
+	assert_int_equal(vw_publisher_tick(p1, now, NULL), 0);
+	assert_int_equal(vw_publisher_tick(p2, now, NULL), 0);
+	assert_true(read_frame(share1, &f) && f.epoch == 11);
+	assert_false(exists(share2, UUID)); /* the second publisher wrote nothing for the VM */
+	vw_publisher_stats(p2, &st);
+	assert_true(st.vms_held_elsewhere == 1 && st.vms_lock_failed == 0 && st.lock_refused >= 1);
+	refused = st.lock_refused;
+	assert_int_equal(vw_publisher_vm_stats(p2, UUID, &vs), 0);
+	assert_false(vs.locked);
+	assert_int_equal(vs.lock_holder_pid, getpid()); /* the kernel's record of the holder */
+	assert_int_equal(vw_publisher_vm_stats(p1, UUID, &vs), 0);
+	assert_true(vs.locked && vs.lock_refused == 0);
+	note = vw_fixture_slurp(lockfile, NULL);
+	snprintf(want, sizeof(want), "pid=%d epoch=11 host=", (int)getpid());
+	assert_non_null(note);
+	assert_true(strncmp(note, want, strlen(want)) == 0);
+	{
+		struct stat sb;
+
+		assert_int_equal(stat(lockfile, &sb), 0);
+		assert_int_equal(sb.st_mode & 0777, 0600);
+	}
+
+	/* Retried once a second, not on every tick. */
+	for (int i = 1; i <= 9; i++)
+		assert_int_equal(vw_publisher_tick(p2, now + (uint64_t)i * 100000000ULL, NULL), 0);
+	vw_publisher_stats(p2, &st);
+	assert_true(st.lock_refused == refused);
+	assert_true(vw_publisher_next_due(p2) <= now + SEC);
+
+	/* The first goes away: the second takes over, its counters for the VM starting now. */
+	vm_energy(&e, 50000000);
+	assert_int_equal(vw_publisher_update(p1, &e, 1), 0);
+	assert_int_equal(vw_publisher_update(p2, &e, 1), 0);
+	vw_publisher_free(p1);
+	assert_int_equal(vw_publisher_tick(p2, now += SEC, NULL), 0);
+	vw_publisher_stats(p2, &st);
+	assert_true(st.vms_held_elsewhere == 0 && st.lock_refused == refused);
+	assert_true(read_frame(share2, &f) && f.epoch == 22);
+	assert_true(f.zones[0].idle_uj + f.zones[0].active_uj == 0);
+	vm_energy(&e, 52000000);
+	assert_int_equal(vw_publisher_update(p2, &e, 1), 0);
+	assert_int_equal(vw_publisher_tick(p2, now += 2 * SEC, NULL), 0);
+	assert_true(read_frame(share2, &f));
+	assert_true(f.zones[0].idle_uj + f.zones[0].active_uj == 2000000);
+	free(note);
+	note = vw_fixture_slurp(lockfile, NULL);
+	assert_non_null(strstr(note, "epoch=22"));
+
+	/* Someone deletes the lock file and a third publisher locks a new one: the second stops. */
+	assert_int_equal(unlink(lockfile), 0);
+	o.share_root = share1;
+	o.epoch = 33;
+	p1 = vw_publisher_new(&o);
+	assert_non_null(p1);
+	assert_int_equal(vw_publisher_update(p1, &e, 1), 0);
+	assert_int_equal(vw_publisher_tick(p1, now, NULL), 0);
+	assert_true(read_frame(share1, &f) && f.epoch == 33);
+	assert_int_equal(vw_publisher_tick(p2, now += 2 * SEC, NULL), 0);
+	assert_int_equal(vw_publisher_tick(p2, now += 2 * SEC, NULL), 0);
+	vw_publisher_stats(p2, &st);
+	assert_true(st.vms_held_elsewhere == 1);
+	vw_publisher_free(p1);
+	vw_publisher_free(p2);
+	vw_fixture_rm(dir);
+}
+
+/* A VM that vanishes from a publisher's list is unlocked: another may take it; when it comes
+ * back the first is refused, and takes it again only once the other lets go. */
+static void test_vanished_vm_unlocked(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("lock");
+	_cleanup_free_ char *locks = path_of(dir, "lock");
+	struct vw_publish_opts o = { .period_ns = SEC, .lock_dir = locks, .seed = 5 };
+	struct vw_publisher *p1 = vw_publisher_new(&o), *p2 = vw_publisher_new(&o);
+	struct vw_publish_vm_stats vs;
+	struct vw_vm_energy e;
+	uint64_t now = 10 * SEC;
+
+	(void)state;
+	assert_true(p1 && p2);
+	vm_energy(&e, 1000);
+	assert_int_equal(vw_publisher_update(p1, &e, 1), 0);
+	assert_int_equal(vw_publisher_update(p2, &e, 1), 0);
+	assert_int_equal(vw_publisher_vm_stats(p1, UUID, &vs), 0);
+	assert_true(vs.locked);
+	assert_int_equal(vw_publisher_update(p1, NULL, 0), 0); /* gone from p1's list */
+	assert_int_equal(vw_publisher_tick(p2, now += 2 * SEC, NULL), 0);
+	assert_int_equal(vw_publisher_vm_stats(p2, UUID, &vs), 0);
+	assert_true(vs.locked);
+	assert_int_equal(vw_publisher_update(p1, &e, 1), 0); /* back */
+	assert_int_equal(vw_publisher_tick(p1, now += 2 * SEC, NULL), 0);
+	assert_int_equal(vw_publisher_vm_stats(p1, UUID, &vs), 0);
+	assert_false(vs.locked);
+	vw_publisher_free(p2);
+	assert_int_equal(vw_publisher_tick(p1, now += 2 * SEC, NULL), 0);
+	assert_int_equal(vw_publisher_vm_stats(p1, UUID, &vs), 0);
+	assert_true(vs.locked);
+	vw_publisher_free(p1);
+	vw_fixture_rm(dir);
+}
+
+/* A lock directory that cannot be made: nothing is published, nothing breaks, it is exported. */
+static void test_lock_dir_unusable(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("lock");
+	_cleanup_free_ char *share = path_of(dir, "share"), *bad = path_of(dir, "file/lock");
+	struct vw_publish_opts o = { .period_ns = SEC, .share_root = share, .lock_dir = bad };
+	struct vw_publisher *p;
+	struct vw_publish_stats st;
+	struct vw_vm_energy e;
+
+	(void)state;
+	assert_int_equal(vw_fixture_mkdir(dir, "share"), 0);
+	assert_int_equal(vw_fixture_write(dir, "file", "not a directory\n", 0), 0);
+	p = vw_publisher_new(&o);
+	assert_non_null(p);
+	vm_energy(&e, 1000);
+	assert_int_equal(vw_publisher_update(p, &e, 1), 0);
+	for (uint64_t t = 1; t <= 3; t++)
+		assert_int_equal(vw_publisher_tick(p, t * SEC, NULL), 0);
+	vw_publisher_stats(p, &st);
+	assert_true(st.vms_lock_failed == 1 && st.vms_held_elsewhere == 0);
+	assert_false(exists(share, UUID));
+	vw_publisher_free(p);
+	vw_fixture_rm(dir);
+}
+
+/* ---- two real daemons ---- */
+
+#define QEMU_PID 4242
+
+struct meter {
+	struct host_fixture fx;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	bool run, stop;
+	uint64_t vcpu_ns; /* the QEMU's vCPU threads' CPU time */
+};
+
+/* While `run`, every 100 ms: the meter advances a simulated second (half busy) and the VM's
+ * vCPU threads run 100 ms and 50 ms. */
+static void *meter_main(void *ud)
+{
+	struct meter *m = ud;
+
+	for (;;) {
+		pthread_mutex_lock(&m->lock);
+		if (m->stop) {
+			pthread_mutex_unlock(&m->lock);
+			return NULL;
+		}
+		if (m->run) {
+			char rel[64], text[64];
+
+			m->vcpu_ns += 50000000;
+			for (int t = 1; t <= 2; t++) {
+				snprintf(rel, sizeof(rel), "%d/task/%d/schedstat", QEMU_PID,
+					 QEMU_PID + t);
+				snprintf(text, sizeof(text), "%" PRIu64 " 0 0\n",
+					 m->vcpu_ns * (uint64_t)(3 - t));
+				(void)vw_fixture_replace(m->fx.proc, rel, text);
+			}
+			(void)host_fixture_advance(&m->fx, 0.5);
+		}
+		pthread_mutex_unlock(&m->lock);
+		usleep(100 * 1000);
+	}
+}
+
+static void meter_run(struct meter *m, bool run)
+{
+	pthread_mutex_lock(&m->lock);
+	m->run = run;
+	pthread_mutex_unlock(&m->lock);
+}
+
+/* The VM's package energy as a daemon counts it (active + idle), or -1 if unreachable. */
+static double vm_joules(unsigned port, char **ret_body)
+{
+	char url[64];
+	long code = 0;
+	char *body;
+	double j;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+	body = vw_fixture_http_get(url, &code);
+	if (!body || code != 200) {
+		free(body);
+		return -1;
+	}
+	j = vw_fixture_sample_sum(body, "kepler_vm_cpu_joules_total", THE_VM) +
+	    vw_fixture_sample_sum(body, "virtwatt_vm_cpu_idle_joules_total", THE_VM);
+	if (ret_body)
+		*ret_body = body;
+	else
+		free(body);
+	return j;
+}
+
+static double guest_joules(struct vw_reader *rd)
+{
+	const struct vw_proto_acc_zone *z = &vw_reader_acc(rd)->zones[VW_ZONE_PACKAGE];
+
+	(void)vw_reader_poll(rd);
+	return (double)(z->idle_uj + z->active_uj) / 1e6;
+}
+
+/* With the meter stopped: wait until the guest's total and the daemon's VM energy stay put for
+ * 2.5 s (the last measured energy published and read). */
+static void settle(struct vw_reader *rd, unsigned port, double *ret_guest, double *ret_vm)
+{
+	double g = -1, v = -1;
+
+	for (int i = 0; i < 40; i++) {
+		double g2, v2;
+
+		usleep(2500 * 1000);
+		g2 = guest_joules(rd);
+		v2 = vm_joules(port, NULL);
+		if (g2 == g && v2 == v && v >= 0) {
+			*ret_guest = g;
+			*ret_vm = v;
+			return;
+		}
+		g = g2;
+		v = v2;
+	}
+	fail_msg("the guest's total or the VM's energy never settled");
+}
+
+static bool log_has(const char *logpath, const char *needle, int timeout_s)
+{
+	for (int i = 0; i < timeout_s * 10; i++) {
+		_cleanup_free_ char *log = vw_fixture_slurp(logpath, NULL);
+
+		if (log && strstr(log, needle))
+			return true;
+		usleep(100 * 1000);
+	}
+	return false;
+}
+
+static void test_two_daemons(void **state)
+{
+	static const struct host_fixture_zone zones[] = {
+		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 20 }, /* x10 per s: 200 W */
+	};
+	static const char *const threads[] = { "qemu-system-x86", "CPU 0/TCG", "CPU 1/TCG", NULL };
+	struct meter *m = calloc(1, sizeof(*m));
+	char *dir = vw_fixture_mkdtemp("lockd");
+	_cleanup_free_ char *share = path_of(dir, "share"), *locks = path_of(dir, "lock");
+	_cleanup_free_ char *vmdir = path_of(share, UUID), *log1 = path_of(dir, "host1.log");
+	_cleanup_free_ char *log2 = path_of(dir, "host2.log"), *body = NULL;
+	char sys[600], proc[600], sh[600], lk[600], name[64], msg[128];
+	char *argv[] = { VW_HOST_BIN, sys, proc, sh, lk, name, "--libvirt.uri=",
+			 "--web.listen-address=127.0.0.1:0", "--monitor.interval=1s",
+			 "--monitor.sample-interval=200ms", "--passthrough.interval=1s",
+			 "--cpu.accounting=procfs", "--metrics.process-top-n=0", NULL };
+	struct vw_reader_config rc = { .path = vmdir, .vm_uuid = UUID };
+	struct vw_reader *rd;
+	struct vw_reader_health h;
+	struct vw_host_frame f;
+	unsigned port1 = 0, port2 = 0;
+	pid_t pid1, pid2;
+	double g0, v0, g1, v1, g2, v2;
+	uint64_t epoch1;
+
+	(void)state;
+	assert_non_null(m);
+	assert_int_equal(host_fixture_init(&m->fx, zones, 1, 4), 0);
+	assert_int_equal(vm_fixture_proc(m->fx.proc, QEMU_PID, 5000,
+					 "/usr/bin/qemu-system-x86_64|-name|guest=vm1|-uuid|" UUID
+					 "|-smp|2",
+					 threads, NULL),
+			 0);
+	assert_int_equal(vw_fixture_mkdir(dir, "share"), 0);
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s", m->fx.sys);
+	snprintf(proc, sizeof(proc), "--host.procfs=%s", m->fx.proc);
+	snprintf(sh, sizeof(sh), "--passthrough.share-root=%s", share);
+	snprintf(lk, sizeof(lk), "--passthrough.lock-dir=%s", locks);
+	m->fx.atomic = true; /* two daemons read the meter while it advances */
+	pthread_mutex_init(&m->lock, NULL);
+	m->run = true;
+	assert_int_equal(pthread_create(&m->thread, NULL, meter_main, m), 0);
+
+	/* The first daemon publishes the VM. */
+	snprintf(name, sizeof(name), "--kube.node-name=lock1");
+	assert_int_equal(vw_fixture_start_daemon_logged(argv, log1, &pid1, &port1), 0);
+	for (int i = 0; i < 100 && !read_frame(share, &f); i++)
+		usleep(100 * 1000);
+	assert_true(read_frame(share, &f));
+	epoch1 = f.epoch;
+
+	/* The second refuses it, naming the first, and exports the refusal. */
+	snprintf(name, sizeof(name), "--kube.node-name=lock2");
+	assert_int_equal(vw_fixture_start_daemon_logged(argv, log2, &pid2, &port2), 0);
+	/* Its procfs is the fixture's, without /proc/locks: the PID comes from the lock file. */
+	snprintf(msg, sizeof(msg), "its lock file says 'pid=%d epoch=%" PRIu64, (int)pid1, epoch1);
+	assert_true(log_has(log2, msg, 20));
+	assert_true(log_has(log2, "Stop the other virtwatt-host", 1));
+	for (int i = 0; i < 100; i++) {
+		free(body);
+		body = NULL;
+		if (vm_joules(port2, &body) > 0 &&
+		    vw_fixture_sample_sum(body, "virtwatt_passthrough_vms_not_published",
+			       "reason=\"held_elsewhere\"") == 1)
+			break;
+		usleep(100 * 1000);
+	}
+	assert_non_null(body);
+	assert_true(vw_fixture_sample_sum(body, "virtwatt_passthrough_vms_not_published",
+			       "reason=\"held_elsewhere\"") == 1);
+	assert_true(vw_fixture_sample_sum(body, "virtwatt_passthrough_lock_refused_total", NULL) >=
+		    1);
+
+	/* The guest reads the VM's folder; the meter stops while both daemons catch up. */
+	rd = vw_reader_new(&rc);
+	assert_non_null(rd);
+	meter_run(m, false);
+	settle(rd, port2, &g0, &v0);
+	assert_true(read_frame(share, &f) && f.epoch == epoch1); /* the second never wrote */
+	meter_run(m, true);
+	sleep(5);
+	meter_run(m, false);
+	settle(rd, port2, &g1, &v1);
+	assert_true(read_frame(share, &f) && f.epoch == epoch1);
+
+	/* The first exits: the second takes over within about a second, without a restart. */
+	assert_int_equal(vw_fixture_stop_daemon(pid1), 0);
+	assert_true(log_has(log2, "its lock is ours now, publishing it", 20));
+	for (int i = 0; i < 100 && !(read_frame(share, &f) && f.epoch != epoch1); i++)
+		usleep(100 * 1000);
+	assert_true(f.epoch != epoch1);
+	meter_run(m, true);
+	sleep(5);
+	meter_run(m, false);
+	settle(rd, port2, &g2, &v2);
+	assert_true(read_frame(share, &f) && f.epoch != epoch1);
+	vw_reader_health(rd, &h);
+	print_message("# guest counted %.3f J + %.3f J; the VM used %.3f J + %.3f J (host 2's "
+		      "count); epochs %" PRIu64 ", takeovers %" PRIu64 ", conflicts %" PRIu64 "\n",
+		      g1 - g0, g2 - g1, v1 - v0, v2 - v1, h.epochs, h.takeovers,
+		      h.rejected[VW_PROTO_E_CONFLICT]);
+	assert_true(v1 - v0 > 0 && v2 - v1 > 0);
+	assert_double_near(g1 - g0, v1 - v0, (v1 - v0) / 10);
+	assert_double_near(g2 - g1, v2 - v1, (v2 - v1) / 10);
+	assert_true(h.epochs == 1 && h.rejected[VW_PROTO_E_CONFLICT] == 0);
+
+	assert_int_equal(vw_fixture_stop_daemon(pid2), 0);
+	vw_reader_free(rd);
+	pthread_mutex_lock(&m->lock);
+	m->stop = true;
+	pthread_mutex_unlock(&m->lock);
+	pthread_join(m->thread, NULL);
+	host_fixture_fini(&m->fx);
+	free(m);
+	vw_fixture_rm(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_two_publishers_in_process),
+		cmocka_unit_test(test_vanished_vm_unlocked),
+		cmocka_unit_test(test_lock_dir_unusable),
+		cmocka_unit_test(test_two_daemons),
+	};
+
+	vw_log_set_level(VW_LOG_WARN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
