@@ -288,7 +288,7 @@ int vw_guest_new(const struct vw_guest_config *cfg, struct vw_guest **ret)
 		vw_error("guest: cannot open procfs root %s: %s", cfg->common.procfs, strerror(-r));
 		goto fail;
 	}
-	g->self_fd = vw_selfstat_open(g->procfs_fd, &g->start_time_s);
+	g->self_fd = vw_processinfo_open(g->procfs_fd, &g->start_time_s);
 	if (g->sysfs_fd < 0) /* only BTF and cgroups live there: the procfs accountant works */
 		vw_warn("guest: cannot open sysfs root %s: %s", cfg->common.sysfs,
 			strerror(-g->sysfs_fd));
@@ -541,7 +541,7 @@ static int render_and_publish(struct vw_guest *g, uint64_t dt_ns)
 	struct vw_power_source_stats st = { 0 };
 	const struct vw_host_frame *f = g->reader ? vw_reader_last(g->reader) : NULL;
 	bool pt = g->used == VW_GUEST_PASSTHROUGH;
-	struct vw_selfstat self = { .start_time_s = g->start_time_s };
+	struct vw_processinfo self = { .start_time_s = g->start_time_s };
 	char *text = NULL, *om = NULL;
 	size_t n = 0, text_len = 0, om_len = 0;
 	struct vw_node_view v;
@@ -582,7 +582,7 @@ static int render_and_publish(struct vw_guest *g, uint64_t dt_ns)
 		.self = g->self_fd >= 0 ? &self : NULL,
 	};
 	if (g->self_fd >= 0)
-		(void)vw_selfstat_read(g->self_fd, &self); /* what could be read is shown */
+		(void)vw_processinfo_read(g->self_fd, &self); /* what could be read is shown */
 	r = render(g, &v, VW_PROM_TEXT_0_0_4, &text, &text_len);
 	if (r == 0)
 		r = render(g, &v, VW_PROM_OPENMETRICS_1_0_0, &om, &om_len);

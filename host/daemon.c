@@ -131,7 +131,7 @@ static int open_roots(struct vw_host *h)
 			 strerror(-h->procfs_fd));
 		return h->procfs_fd;
 	}
-	h->self_fd = vw_selfstat_open(h->procfs_fd, &h->start_time_s);
+	h->self_fd = vw_processinfo_open(h->procfs_fd, &h->start_time_s);
 	return 0;
 }
 
@@ -534,7 +534,7 @@ static int render_and_publish(struct vw_host *h)
 {
 	struct vw_node_zone_view views[VW_POWER_MAX_ZONES];
 	struct vw_power_source_stats st = { 0 };
-	struct vw_selfstat self = { .start_time_s = h->start_time_s };
+	struct vw_processinfo self = { .start_time_s = h->start_time_s };
 	struct vw_node_view v;
 	char *text = NULL, *om = NULL;
 	size_t text_len = 0, om_len = 0;
@@ -557,7 +557,7 @@ static int render_and_publish(struct vw_host *h)
 				   .n_cpus = h->n_cpus,
 				   .self = h->self_fd >= 0 ? &self : NULL };
 	if (h->self_fd >= 0)
-		(void)vw_selfstat_read(h->self_fd, &self); /* what could be read is shown */
+		(void)vw_processinfo_read(h->self_fd, &self); /* what could be read is shown */
 	r = render(h, &v, VW_PROM_TEXT_0_0_4, &text, &text_len);
 	if (r == 0)
 		r = render(h, &v, VW_PROM_OPENMETRICS_1_0_0, &om, &om_len);

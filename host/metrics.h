@@ -9,7 +9,7 @@
 #include "idle.h"
 #include "procfs.h"
 #include "prom.h"
-#include "selfstat.h"
+#include "processinfo.h"
 #include "zone.h"
 
 struct vw_node_zone_view {
@@ -34,7 +34,7 @@ struct vw_node_view {
 	size_t n_zones;
 	const struct vw_cpu_info *cpus;
 	size_t n_cpus;
-	const struct vw_selfstat *self; /* the daemon's own process_* gauges, or NULL */
+	const struct vw_processinfo *self; /* the daemon's own process_* gauges, or NULL */
 };
 
 /* Write the node families into w (the caller owns the writer and finishes it). */

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-#include "selfstat.h"
+#include "processinfo.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -49,7 +49,7 @@ static int count_fds(int self_fd, uint64_t *ret)
 	return 0;
 }
 
-int vw_selfstat_open(int procfs_fd, double *ret_start_time_s)
+int vw_processinfo_open(int procfs_fd, double *ret_start_time_s)
 {
 	struct timespec ts;
 	int fd = vw_dir_open_at(procfs_fd, "self");
@@ -59,7 +59,7 @@ int vw_selfstat_open(int procfs_fd, double *ret_start_time_s)
 	return fd < 0 ? -1 : fd;
 }
 
-int vw_selfstat_read(int self_fd, struct vw_selfstat *ret)
+int vw_processinfo_read(int self_fd, struct vw_processinfo *ret)
 {
 	char text[4096];
 	struct rlimit rl;
@@ -103,7 +103,7 @@ static const struct vw_metric_family families[S__COUNT] = {
 		      NULL },
 };
 
-int vw_selfstat_write(struct vw_prom_writer *w, const struct vw_selfstat *s)
+int vw_processinfo_write(struct vw_prom_writer *w, const struct vw_processinfo *s)
 {
 	const double v[S__COUNT] = {
 		[S_RSS] = (double)s->rss_bytes,     [S_PEAK] = (double)s->peak_rss_bytes,

@@ -13,7 +13,7 @@
 
 #include "prom.h"
 
-struct vw_selfstat {
+struct vw_processinfo {
 	uint64_t rss_bytes, peak_rss_bytes, vm_bytes;
 	uint64_t open_fds, max_fds;
 	double start_time_s; /* Unix time */
@@ -24,12 +24,12 @@ struct vw_selfstat {
  * procfs mount's own PID namespace, so a containerised daemon reading the host's /proc still
  * finds itself), and the start time. -1 when there is none (a fixture procfs): no process_*.
  */
-int vw_selfstat_open(int procfs_fd, double *ret_start_time_s);
+int vw_processinfo_open(int procfs_fd, double *ret_start_time_s);
 /*
  * self_fd: a directory fd of this process's /proc/<pid> (main() opens "/proc/self"; tests a
  * fixture). Fields that cannot be read stay 0 and the first error is returned; start_time_s is
  * the caller's (the daemon's own start, taken once).
  */
-int vw_selfstat_read(int self_fd, struct vw_selfstat *ret);
+int vw_processinfo_read(int self_fd, struct vw_processinfo *ret);
 /* The six families above, without labels (as the client libraries write them). */
-int vw_selfstat_write(struct vw_prom_writer *w, const struct vw_selfstat *s);
+int vw_processinfo_write(struct vw_prom_writer *w, const struct vw_processinfo *s);

@@ -15,12 +15,12 @@
 #include "fileio.h"
 #include "fixture.h"
 #include "prom.h"
-#include "selfstat.h"
+#include "processinfo.h"
 
 static void test_fixture(void **state)
 {
-	char *root = vw_fixture_mkdtemp("selfstat");
-	struct vw_selfstat s;
+	char *root = vw_fixture_mkdtemp("processinfo");
+	struct vw_processinfo s;
 	double start = 0;
 	int procfd, self;
 
@@ -38,10 +38,10 @@ static void test_fixture(void **state)
 	}
 	procfd = vw_root_open(root);
 	assert_true(procfd >= 0);
-	self = vw_selfstat_open(procfd, &start);
+	self = vw_processinfo_open(procfd, &start);
 	assert_true(self >= 0);
 	assert_true(start > 1.6e9); /* a Unix time, not a monotonic one */
-	assert_int_equal(vw_selfstat_read(self, &s), 0);
+	assert_int_equal(vw_processinfo_read(self, &s), 0);
 	assert_int_equal(s.rss_bytes, 2048 * 1024);
 	assert_int_equal(s.peak_rss_bytes, 3000 * 1024);
 	assert_int_equal(s.vm_bytes, 8000 * 1024);
@@ -52,25 +52,25 @@ static void test_fixture(void **state)
 	/* A status file without the fields: zeros and an error, nothing invented. */
 	procfd = vw_root_open(root);
 	assert_int_equal(vw_fixture_write(root, "self/status", "garbage\n", 0), 0);
-	self = vw_selfstat_open(procfd, &start);
+	self = vw_processinfo_open(procfd, &start);
 	assert_true(self >= 0);
-	assert_int_equal(vw_selfstat_read(self, &s), -ENODATA);
+	assert_int_equal(vw_processinfo_read(self, &s), -ENODATA);
 	assert_int_equal(s.rss_bytes, 0);
 	close(self);
 	close(procfd);
 	/* A procfs root without self (another test's fixture): no process_* at all. */
 	vw_fixture_rm(root);
-	root = vw_fixture_mkdtemp("selfstat-none");
+	root = vw_fixture_mkdtemp("processinfo-none");
 	close(procfd);
 	procfd = vw_root_open(root);
-	assert_int_equal(vw_selfstat_open(procfd, &start), -1);
+	assert_int_equal(vw_processinfo_open(procfd, &start), -1);
 	close(procfd);
 	vw_fixture_rm(root);
 }
 
 static void test_this_process(void **state)
 {
-	struct vw_selfstat a, b;
+	struct vw_processinfo a, b;
 	struct rlimit rl;
 	double start = 0;
 	int procfd = vw_root_open("/proc"), self, extra[8];
@@ -78,9 +78,9 @@ static void test_this_process(void **state)
 
 	(void)state;
 	REQUIRE(procfd >= 0, "no /proc");
-	self = vw_selfstat_open(procfd, &start);
+	self = vw_processinfo_open(procfd, &start);
 	assert_true(self >= 0);
-	assert_int_equal(vw_selfstat_read(self, &a), 0);
+	assert_int_equal(vw_processinfo_read(self, &a), 0);
 	assert_true(a.rss_bytes > 0 && a.rss_bytes <= a.peak_rss_bytes);
 	assert_true(a.vm_bytes >= a.rss_bytes);
 	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
@@ -92,7 +92,7 @@ static void test_this_process(void **state)
 	big = malloc(64 << 20);
 	assert_non_null(big);
 	memset(big, 1, 64 << 20);
-	assert_int_equal(vw_selfstat_read(self, &b), 0);
+	assert_int_equal(vw_processinfo_read(self, &b), 0);
 	assert_int_equal(b.open_fds, a.open_fds + 8);
 	assert_true(b.rss_bytes >= a.rss_bytes + (60u << 20));
 	assert_true(b.peak_rss_bytes >= b.rss_bytes);
@@ -105,7 +105,7 @@ static void test_this_process(void **state)
 
 static void test_written(void **state)
 {
-	struct vw_selfstat s = { .rss_bytes = 5 << 20, .peak_rss_bytes = 7 << 20,
+	struct vw_processinfo s = { .rss_bytes = 5 << 20, .peak_rss_bytes = 7 << 20,
 				 .vm_bytes = 1 << 30, .open_fds = 12, .max_fds = 1024,
 				 .start_time_s = 1700000000.5 };
 	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
@@ -113,7 +113,7 @@ static void test_written(void **state)
 	size_t len = 0;
 
 	(void)state;
-	assert_int_equal(vw_selfstat_write(w, &s), 0);
+	assert_int_equal(vw_processinfo_write(w, &s), 0);
 	assert_int_equal(vw_prom_finish(w, &text, &len), 0);
 	assert_non_null(strstr(text, "# TYPE process_resident_memory_bytes gauge\n"
 				     "process_resident_memory_bytes 5242880\n"));
