@@ -44,6 +44,8 @@ struct gzone {
 struct vw_guest {
 	const struct vw_guest_config *cfg;
 	int sysfs_fd, procfs_fd;
+	int self_fd;         /* <procfs>/self, for process_* (-1: not shown) */
+	double start_time_s; /* Unix time at start */
 	char node_name[256];
 	struct vw_cpu_info *cpus;
 	size_t n_cpus;
@@ -251,7 +253,7 @@ int vw_guest_new(const struct vw_guest_config *cfg, struct vw_guest **ret)
 	if (!g)
 		return -ENOMEM;
 	g->cfg = cfg;
-	g->sysfs_fd = g->procfs_fd = -1;
+	g->sysfs_fd = g->procfs_fd = g->self_fd = -1;
 	if (nonempty(cfg->common.node_name))
 		snprintf(g->node_name, sizeof(g->node_name), "%s", cfg->common.node_name);
 	else
@@ -264,6 +266,7 @@ int vw_guest_new(const struct vw_guest_config *cfg, struct vw_guest **ret)
 		vw_error("guest: cannot open procfs root %s: %s", cfg->common.procfs, strerror(-r));
 		goto fail;
 	}
+	g->self_fd = vw_processinfo_open(g->procfs_fd, &g->start_time_s);
 	if (g->sysfs_fd < 0) /* only BTF and cgroups live there: the procfs accountant works */
 		vw_warn("guest: cannot open sysfs root %s: %s", cfg->common.sysfs,
 			strerror(-g->sysfs_fd));
@@ -324,6 +327,8 @@ void vw_guest_free(struct vw_guest *g)
 		close(g->sysfs_fd);
 	if (g->procfs_fd >= 0)
 		close(g->procfs_fd);
+	if (g->self_fd >= 0)
+		close(g->self_fd);
 	free(g);
 }
 
@@ -548,6 +553,7 @@ static int render_and_publish(struct vw_guest *g, uint64_t dt_ns)
 	struct vw_power_source_stats st = { 0 };
 	const struct vw_host_frame *f = g->reader ? vw_reader_last(g->reader) : NULL;
 	bool pt = g->used == VW_GUEST_PASSTHROUGH;
+	struct vw_processinfo self = { .start_time_s = g->start_time_s };
 	char *text = NULL, *om = NULL;
 	size_t n = 0, text_len = 0, om_len = 0;
 	struct vw_node_view v;
@@ -585,8 +591,11 @@ static int render_and_publish(struct vw_guest *g, uint64_t dt_ns)
 		.n_zones = n,
 		.cpus = g->cpus,
 		.n_cpus = g->n_cpus,
+		.self = g->self_fd >= 0 ? &self : NULL,
 	};
 	g->snapshots++;
+	if (g->self_fd >= 0)
+		(void)vw_processinfo_read(g->self_fd, &self); /* what could be read is shown */
 	r = render(g, &v, VW_PROM_TEXT_0_0_4, &text, &text_len);
 	if (r == 0)
 		r = render(g, &v, VW_PROM_OPENMETRICS_1_0_0, &om, &om_len);

@@ -39,6 +39,8 @@ struct zone_state {
 struct vw_host {
 	const struct vw_host_config *cfg;
 	int sysfs_fd, procfs_fd;
+	int self_fd;          /* <procfs>/self, for process_* (-1: not shown) */
+	double start_time_s;  /* Unix time at start */
 	char node_name[256];
 	struct vw_model *model;
 	char model_origin[512];
@@ -133,6 +135,7 @@ static int open_roots(struct vw_host *h)
 			 strerror(-h->procfs_fd));
 		return h->procfs_fd;
 	}
+	h->self_fd = vw_processinfo_open(h->procfs_fd, &h->start_time_s);
 	return 0;
 }
 
@@ -359,7 +362,7 @@ int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 	if (!h)
 		return -ENOMEM;
 	h->cfg = cfg;
-	h->sysfs_fd = h->procfs_fd = -1;
+	h->sysfs_fd = h->procfs_fd = h->self_fd = -1;
 	pick_node_name(cfg, h->node_name, sizeof(h->node_name));
 	r = open_roots(h);
 	if (r < 0)
@@ -427,6 +430,8 @@ void vw_host_free(struct vw_host *h)
 		close(h->sysfs_fd);
 	if (h->procfs_fd >= 0)
 		close(h->procfs_fd);
+	if (h->self_fd >= 0)
+		close(h->self_fd);
 	free(h);
 }
 
@@ -581,6 +586,7 @@ static int render_and_publish(struct vw_host *h)
 	struct vw_node_zone_view views[VW_POWER_MAX_ZONES];
 	struct vw_power_source_stats st = { 0 };
 	struct vw_publish_stats ps = { 0 };
+	struct vw_processinfo self = { .start_time_s = h->start_time_s };
 	struct vw_node_view v;
 	char *text = NULL, *om = NULL;
 	size_t text_len = 0, om_len = 0;
@@ -601,7 +607,8 @@ static int render_and_publish(struct vw_host *h)
 				   .n_zones = h->n_zones,
 				   .cpus = h->cpus,
 				   .n_cpus = h->n_cpus,
-				   .publishing = h->publisher != NULL };
+				   .publishing = h->publisher != NULL,
+				   .self = h->self_fd >= 0 ? &self : NULL };
 	h->snapshots++;
 	if (h->publisher) {
 		vw_publisher_stats(h->publisher, &ps);
@@ -609,6 +616,8 @@ static int render_and_publish(struct vw_host *h)
 		v.vms_held_elsewhere = ps.vms_held_elsewhere;
 		v.vms_lock_failed = ps.vms_lock_failed;
 	}
+	if (h->self_fd >= 0)
+		(void)vw_processinfo_read(h->self_fd, &self); /* what could be read is shown */
 	r = render(h, &v, VW_PROM_TEXT_0_0_4, &text, &text_len);
 	if (r == 0)
 		r = render(h, &v, VW_PROM_OPENMETRICS_1_0_0, &om, &om_len);

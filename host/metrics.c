@@ -258,5 +258,7 @@ int vw_host_metrics_write(const struct vw_node_view *v, struct vw_prom_writer *w
 		r = render_publishing(w, v);
 	if (r == 0)
 		r = render_info(w, v);
+	if (r == 0 && v->self)
+		r = vw_processinfo_write(w, v->self);
 	return r;
 }

@@ -9,6 +9,7 @@
 #include "idle.h"
 #include "procfs.h"
 #include "prom.h"
+#include "processinfo.h"
 #include "zone.h"
 
 struct vw_node_zone_view {
@@ -37,6 +38,7 @@ struct vw_node_view {
 	uint64_t lock_refused;      /* VM lock attempts another process refused */
 	size_t vms_held_elsewhere;  /* VMs not published: another process holds their lock */
 	size_t vms_lock_failed;     /* VMs not published: their lock could not be taken */
+	const struct vw_processinfo *self; /* the daemon's own process_* gauges, or NULL */
 };
 
 /* Write the node families into w (the caller owns the writer and finishes it). */

@@ -44,6 +44,7 @@ struct pc_zone {
 };
 
 struct powercap {
+	int pcfd; /* <sysfs>/class/powercap, to open a zone again that was re-created */
 	size_t n;
 	struct vw_zone_info info[VW_POWER_MAX_ZONES]; /* what zones() hands out */
 	struct pc_zone zone[VW_POWER_MAX_ZONES];
@@ -343,6 +344,7 @@ static void powercap_close(void *state)
 		return;
 	for (size_t i = 0; i < pc->n; i++)
 		vw_closep(&pc->zone[i].dirfd);
+	vw_closep(&pc->pcfd);
 	free(pc);
 }
 
@@ -399,10 +401,12 @@ static int powercap_open(const struct vw_power_env *env, void **ret_state)
 	pc = calloc(1, sizeof(*pc));
 	if (!pc)
 		return -ENOMEM;
+	pc->pcfd = -1;
 	r = find_zones(pcfd, &l);
 	if (r < 0)
 		return r;
 	take_zones(pc, &l);
+	pc->pcfd = VW_TAKE_FD(pcfd);
 	warn_unknown_ranges(pc);
 	for (size_t i = 0; i < pc->n; i++)
 		vw_debug("powercap: zone %s socket %u at %s, range %llu uJ, ceiling %llu uW",
@@ -421,10 +425,35 @@ static size_t powercap_zones(void *state, const struct vw_zone_info **ret_zones)
 	return pc->n;
 }
 
-static int read_zone(struct pc_zone *z, uint64_t *ret_raw)
+/*
+ * The zone's directory is gone (intel_rapl unloaded and loaded again, the device re-created): our
+ * handle points at a removed directory, so look the entry up again, once per read while it
+ * fails. The counter behind it is the hardware's, which ran on meanwhile; the energy counter's
+ * rules (a gap when the time away could hide a wrap) decide what the absence costs.
+ */
+static int reopen_zone(int pcfd, struct pc_zone *z)
+{
+	_cleanup_close_ int fd = vw_dir_open_at(pcfd, z->info.path + strlen(PATH_LABEL_PREFIX));
+	char name[64];
+	enum vw_zone zone;
+	unsigned socket;
+
+	if (fd < 0)
+		return fd;
+	if (vw_read_str_at(fd, "name", name, sizeof(name)) < 0 ||
+	    parse_zone_name(name, &zone, &socket) < 0 || zone != z->info.zone)
+		return -ENODEV; /* another zone under that name: not this one */
+	vw_closep(&z->dirfd);
+	z->dirfd = VW_TAKE_FD(fd);
+	return 0;
+}
+
+static int read_zone(int pcfd, struct pc_zone *z, uint64_t *ret_raw)
 {
 	int r = vw_read_u64_at(z->dirfd, "energy_uj", ret_raw);
 
+	if ((r == -ENOENT || r == -ENODEV || r == -ESTALE) && reopen_zone(pcfd, z) == 0)
+		r = vw_read_u64_at(z->dirfd, "energy_uj", ret_raw);
 	if (r < 0) {
 		*ret_raw = 0;
 		vw_complain(&z->complaint, VW_LOG_WARN, "powercap: %s: cannot read energy_uj: %s",
@@ -445,7 +474,7 @@ static int powercap_read(void *state, const struct vw_node_activity *act, uint64
 
 	(void)act;
 	for (size_t i = 0; i < pc->n; i++) {
-		errs[i] = read_zone(&pc->zone[i], &raw_uj[i]);
+		errs[i] = read_zone(pc->pcfd, &pc->zone[i], &raw_uj[i]);
 		any |= errs[i] == 0;
 		first = first ? first : errs[i];
 	}

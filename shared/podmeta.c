@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "fileio.h"
+#include "json_scan.h"
 #include "log.h"
 #include "macro.h"
 #include "thread.h"
@@ -179,33 +180,95 @@ static void apply_pod(struct vw_podmeta *pm, struct json_object *obj, uint64_t g
 }
 
 /* A PodList (API server or kubelet): upsert every item, mark the pods it lacks as gone. */
-static int apply_list(struct vw_podmeta *pm, struct json_object *list)
+/* The parts of a PodList used; the items stay text until each is parsed on its own. */
+struct list_scan {
+	struct vw_podmeta *pm;
+	struct vw_json_span kind, items, metadata;
+	uint64_t gen;
+	size_t skipped; /* items over max_event bytes */
+};
+
+#define LIST_HEAD_MAX (64u << 10) /* kind and the list's metadata: a few hundred bytes */
+
+static bool key_is(const char *key, size_t n, const char *want)
 {
-	struct json_object *items = vw_jarr(list, "items");
-	const char *kind = vw_jstr(list, "kind");
-	uint64_t gen, now;
+	return n == strlen(want) && memcmp(key, want, n) == 0;
+}
 
-	/* An empty list may say "items": null. */
-	if (!kind || strcmp(kind, "PodList") != 0 ||
-	    (!items && !json_object_is_type(json_object_object_get(list, "items"), json_type_null)))
+static int list_member(const char *key, size_t n, struct vw_json_span v, void *ud)
+{
+	struct list_scan *ls = ud;
+
+	if (key_is(key, n, "kind"))
+		ls->kind = v;
+	else if (key_is(key, n, "items"))
+		ls->items = v;
+	else if (key_is(key, n, "metadata"))
+		ls->metadata = v;
+	return 0;
+}
+
+static int list_item(struct vw_json_span v, void *ud)
+{
+	struct list_scan *ls = ud;
+	_cleanup_json_ struct json_object *pod = NULL;
+
+	if (v.len > ls->pm->max_event) {
+		ls->skipped++;
+		return 0;
+	}
+	pod = json_parse(ls->pm, v.p, v.len); /* not an object: ignored */
+	if (pod)
+		apply_pod(ls->pm, pod, ls->gen, false);
+	return 0;
+}
+
+static struct json_object *parse_head(struct vw_podmeta *pm, struct vw_json_span v,
+				      enum json_type t)
+{
+	return v.p && v.len <= LIST_HEAD_MAX ? vw_json_parse(pm->tok, v.p, v.len, t) : NULL;
+}
+
+/*
+ * A PodList, item by item: the whole text is checked first (json_scan.h), then each pod is
+ * parsed and applied alone, so memory is one pod's tree whatever the list holds (json-c's tree
+ * of a 20 MiB list of tiny values would be gigabytes).
+ */
+static int apply_list(struct vw_podmeta *pm, const char *body, size_t len)
+{
+	struct list_scan ls = { .pm = pm };
+	_cleanup_json_ struct json_object *kind = NULL, *meta = NULL;
+	uint64_t now;
+	int r;
+
+	if (vw_json_members(body, len, JSON_DEPTH, list_member, &ls) < 0)
 		return -EBADMSG;
-	gen = ++pm->list_gen;
+	kind = parse_head(pm, ls.kind, json_type_string);
+	/* An empty list may say "items": null, or leave it out. */
+	if (!kind || strcmp(json_object_get_string(kind), "PodList") != 0 ||
+	    (ls.items.p && !vw_json_is_null(ls.items) && ls.items.p[0] != '['))
+		return -EBADMSG;
 	if (pm->mode == VW_PODMETA_APISERVER) {
-		const char *rv = vw_jstr(vw_jobj(list, "metadata"), "resourceVersion");
+		const char *rv;
 
+		meta = parse_head(pm, ls.metadata, json_type_object);
+		rv = vw_jstr(meta, "resourceVersion");
 		if (!rv || !*rv)
 			return -EBADMSG;
 		set_rv(pm, rv);
 	}
-	for (size_t i = 0; items && i < json_object_array_length(items); i++) {
-		struct json_object *it = json_object_array_get_idx(items, i);
-
-		if (json_object_is_type(it, json_type_object))
-			apply_pod(pm, it, gen, false);
+	ls.gen = ++pm->list_gen;
+	if (ls.items.p && !vw_json_is_null(ls.items)) {
+		r = vw_json_elements(ls.items, JSON_DEPTH - 1, list_item, &ls);
+		if (r < 0)
+			return r;
 	}
+	if (ls.skipped)
+		vw_complain(&pm->c_event, VW_LOG_WARN,
+			    "podmeta: %zu pods over %zu bytes ignored", ls.skipped, pm->max_event);
 	now = mono_ns();
 	pthread_mutex_lock(&pm->lock);
-	vw_podtable_retire(pm->table, gen, now);
+	vw_podtable_retire(pm->table, ls.gen, now);
 	pm->synced = true;
 	pthread_mutex_unlock(&pm->lock);
 	return 0;
@@ -560,7 +623,6 @@ static char *pods_url(struct vw_podmeta *pm, bool watch)
 /* GET a PodList and apply it. 1: retry now (new token). */
 static int do_list(struct vw_podmeta *pm, const char *url, const char *what)
 {
-	_cleanup_json_ struct json_object *list = NULL;
 	struct xfer x = { .pm = pm, .cap = LIST_MAX };
 	int r;
 
@@ -572,8 +634,7 @@ static int do_list(struct vw_podmeta *pm, const char *url, const char *what)
 	r = check_status(pm, what, x.status);
 	if (r != 0)
 		return r;
-	list = json_parse(pm, pm->body.data, pm->body.len);
-	r = list ? apply_list(pm, list) : -EBADMSG;
+	r = pm->body.len ? apply_list(pm, pm->body.data, pm->body.len) : -EBADMSG;
 	if (r < 0)
 		vw_complain(&pm->c_status, VW_LOG_WARN, "podmeta: %s: not a PodList", what);
 	buf_reset(&pm->body);
@@ -735,20 +796,28 @@ static char *default_url(const struct vw_podmeta_opts *o)
 	return r < 0 ? NULL : url;
 }
 
+/* -EINVAL, saying which setting is wrong and what it should be. */
 static int check_opts(const struct vw_podmeta_opts *o)
 {
 	if (!o || (o->mode != VW_PODMETA_APISERVER && o->mode != VW_PODMETA_KUBELET))
 		return -EINVAL;
-	if (!empty(o->node_name) && !valid_node_name(o->node_name))
+	if (!empty(o->node_name) && !valid_node_name(o->node_name)) {
+		vw_error("podmeta: node name \"%.64s\" is not a Kubernetes node name (lower-case "
+			 "letters, digits, '-' and '.'): set --kube.node-name", o->node_name);
 		return -EINVAL;
+	}
 	/* Without a node the API server would stream every pod of the cluster (Kepler #2366). */
-	if (o->mode == VW_PODMETA_APISERVER && empty(o->node_name))
+	if ((o->mode == VW_PODMETA_APISERVER || empty(o->url)) && empty(o->node_name)) {
+		vw_error("podmeta: no node name: set --kube.node-name (or $NODE_NAME)");
 		return -EINVAL;
-	if (o->mode == VW_PODMETA_KUBELET && empty(o->url) && empty(o->node_name))
-		return -EINVAL;
+	}
 	if (!empty(o->url) && strncmp(o->url, "https://", 8) != 0 &&
-	    !(o->allow_http && strncmp(o->url, "http://", 7) == 0))
+	    !(o->allow_http && strncmp(o->url, "http://", 7) == 0)) {
+		vw_error("podmeta: %.200s: only https:// URLs are used (the bearer token must not "
+			 "travel in clear); for a kubelet with a self-signed certificate add "
+			 "--kube.insecure-skip-tls-verify or --kube.ca-file", o->url);
 		return -EINVAL;
+	}
 	if (o->backoff_min_ns && o->backoff_max_ns && o->backoff_min_ns > o->backoff_max_ns)
 		return -EINVAL;
 	return 0;

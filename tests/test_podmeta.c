@@ -737,6 +737,64 @@ static void route_kubelet(struct fake *f, const struct req *r, size_t nth, struc
 	}
 }
 
+/*
+ * kubelet-pods.json with 200,000 tiny items ahead of its pods (2 MiB of `{"x":1},`: millions of
+ * json-c objects had the list been parsed whole) and a number among them: the pods are found,
+ * the rest ignored. Then the same list cut short: not a PodList, the table kept.
+ */
+static char *kubelet_pods_padded(bool truncated)
+{
+	_cleanup_free_ char *s = slurp("kubelet-pods.json");
+	const char *items = strstr(s, "\"items\"");
+	const char *open = items ? strchr(items, '[') : NULL;
+	size_t head, pad = 200000 * 8, len = strlen(s);
+	char *out;
+
+	assert_non_null(open);
+	head = (size_t)(open + 1 - s);
+	out = malloc(len + pad + 3);
+	assert_non_null(out);
+	memcpy(out, s, head);
+	for (size_t i = 0; i < pad; i += 8)
+		memcpy(out + head + i, "{\"x\":1},", 8);
+	memcpy(out + head + pad, "1,", 2);
+	memcpy(out + head + pad + 2, s + head, len - head + 1);
+	if (truncated)
+		out[head + pad / 2] = '\0';
+	return out;
+}
+
+static void route_padded(struct fake *f, const struct req *r, size_t nth, struct reply *out)
+{
+	(void)f;
+	if (strcmp(r->path, "/pods") != 0 || r->watch)
+		out->status = 404;
+	else
+		out->body = kubelet_pods_padded(nth > 0);
+}
+
+static void test_big_list_item_by_item(void **state)
+{
+	struct env e = { 0 };
+	struct vw_podmeta_opts o = env_opts(&e, route_padded, "kubelet-tok");
+	struct vw_pod_info info;
+
+	(void)state;
+	o.mode = VW_PODMETA_KUBELET;
+	o.node_name = NULL;
+	o.poll_ns = 50 * VW_NSEC_PER_MSEC;
+	env_start(&e, &o);
+	assert_true(WAIT_UNTIL(vw_podmeta_synced(e.pm), 10000));
+	expect_pod(e.pm, ID_ETCD_MAIN, HASH_ETCD, "openshift-etcd", "etcd-node-b", 340, "etcd");
+	assert_int_equal(vw_podmeta_by_container(e.pm, ID_DNS, &info, NULL, 0), 0);
+	assert_int_equal(vw_podmeta_count(e.pm), 2);
+	/* The truncated lists that follow change nothing. */
+	assert_true(WAIT_UNTIL(fake_count(e.f, false) >= 4, 10000));
+	assert_int_equal(vw_podmeta_count(e.pm), 2);
+	assert_int_equal(vw_podmeta_by_container(e.pm, ID_DNS, &info, NULL, 0), 0);
+	assert_true(env_stop(&e) < 1.0);
+}
+
 static void test_kubelet_poll(void **state)
 {
 	struct env e = { 0 };
@@ -1054,6 +1112,7 @@ int main(void)
 		cmocka_unit_test(test_unauthorized_rereads_token),
 		cmocka_unit_test(test_hostile_events),
 		cmocka_unit_test(test_kubelet_poll),
+		cmocka_unit_test(test_big_list_item_by_item),
 		cmocka_unit_test(test_stop_prompt),
 	};
 

@@ -711,6 +711,28 @@ static void test_zone_vanishes(void **state)
 	assert_int_equal(errs[zone_index(&t, "intel-rapl:0")], 0);
 	assert_int_equal(errs[zone_index(&t, "intel-rapl:0:0")], 0);
 	assert_int_equal(t.n, 4); /* zones are fixed at open */
+
+	/* The driver comes back: a new directory, the hardware counter further on. */
+	zone_file(&t, "intel-rapl:0:1", "name", "uncore\n");
+	zone_file(&t, "intel-rapl:0:1", "energy_uj", "90000\n");
+	assert_int_equal(vw_src_powercap.read(t.state, NULL, raw, errs), 0);
+	assert_int_equal(errs[zone_index(&t, "intel-rapl:0:1")], 0);
+	assert_int_equal(raw[zone_index(&t, "intel-rapl:0:1")], 90000);
+	set_energy(&t, "intel-rapl:0:1", 95000);
+	assert_int_equal(vw_src_powercap.read(t.state, NULL, raw, errs), 0);
+	assert_int_equal(raw[zone_index(&t, "intel-rapl:0:1")], 95000);
+
+	/* Another zone under the same entry name is not taken for it. */
+	assert_true(asprintf(&dev, "%s/devices/virtual/powercap/intel-rapl/intel-rapl:0/"
+				   "intel-rapl:0:1",
+			     t.root) > 0);
+	vw_fixture_rm(dev);
+	zone_file(&t, "intel-rapl:0:1", "name", "dram\n");
+	zone_file(&t, "intel-rapl:0:1", "energy_uj", "5\n");
+	vw_log_set_level(VW_LOG_ERROR);
+	assert_int_equal(vw_src_powercap.read(t.state, NULL, raw, errs), 0);
+	vw_log_set_level(VW_LOG_INFO);
+	assert_int_equal(errs[zone_index(&t, "intel-rapl:0:1")], -ENOENT);
 	tree_free(&t);
 }
 

@@ -18,84 +18,19 @@ rounding (0.1 J steps).
 """
 import json
 import os
-import re
 import subprocess
 import sys
-import threading
 import time
 import urllib.parse
-import urllib.request
+
+import vwe2e
+from vwe2e import Metrics, fetch, log, tap, try_scrape, wait_for
 
 W = os.environ
 WORK, HOST, GUEST, PROM = W["E2E_WORK"], W["E2E_HOST"], W["E2E_GUEST"], W["E2E_PROM"]
 UUID, SYSFS, WATTS = W["E2E_UUID"], W["E2E_SYSFS"], float(W["E2E_WATTS"])
 SPAN = float(W.get("E2E_SPAN", "40"))
 PAUSE = os.path.join(SYSFS, "pause")
-n_tests = 0
-failed = 0
-
-LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)')
-LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-
-
-def log(msg):
-    print("# " + msg.replace("\n", "\n# "), flush=True)
-
-
-def tap(ok, what, detail=""):
-    global n_tests, failed
-    n_tests += 1
-    if not ok:
-        failed += 1
-    print("%s %d - %s" % ("ok" if ok else "not ok", n_tests, what), flush=True)
-    if detail:
-        log(detail)
-
-
-def fetch(addr, path="/metrics", timeout=5):
-    with urllib.request.urlopen("http://%s%s" % (addr, path), timeout=timeout) as r:
-        return r.read().decode()
-
-
-class Metrics:
-    """One exposition: samples as (name, labels dict, value) and each family's type."""
-
-    def __init__(self, text):
-        self.text, self.samples, self.types = text, [], {}
-        for line in text.splitlines():
-            if line.startswith("# TYPE "):
-                _, _, fam, typ = line.split(None, 3)
-                self.types[fam] = typ
-            elif line and not line.startswith("#"):
-                m = LINE.match(line)
-                if m:
-                    self.samples.append((m.group(1), dict(LABEL.findall(m.group(3) or "")),
-                                         float(m.group(4))))
-
-    def sum(self, name, **want):
-        return sum(v for n, l, v in self.samples
-                   if n == name and all(l.get(k) == x for k, x in want.items()))
-
-    def has(self, name, **want):
-        return any(n == name and all(l.get(k) == x for k, x in want.items())
-                   for n, l, _ in self.samples)
-
-    def counters(self):
-        for n, l, v in self.samples:
-            fam = n[:-6] if n.endswith("_total") else n
-            if self.types.get(n) == "counter" or self.types.get(fam) == "counter":
-                yield n + "{" + ",".join("%s=%s" % kv for kv in sorted(l.items())) + "}", v
-
-
-def scrape(addr):
-    return Metrics(fetch(addr))
-
-
-def try_scrape(addr):
-    try:
-        return scrape(addr)
-    except Exception:
-        return None
 
 
 # ---- Figures compared ----
@@ -141,25 +76,6 @@ def meter_uj():
         return int(f.read())
 
 
-# ---- Guest counters, watched for the whole run ----
-
-class Watch(threading.Thread):
-    def __init__(self):
-        super().__init__(daemon=True)
-        self.last, self.back, self.scrapes, self.stop = {}, [], 0, False
-
-    def run(self):
-        while not self.stop:
-            m = try_scrape(GUEST)
-            if m:
-                self.scrapes += 1
-                for key, v in m.counters():
-                    if key in self.last and v < self.last[key]:
-                        self.back.append("%s: %r -> %r" % (key, self.last[key], v))
-                    self.last[key] = v
-            time.sleep(0.5)
-
-
 def settle(tag):
     """Hold the meter until host and guest agree twice in a row; the reads, or None."""
     open(PAUSE, "w").close()
@@ -182,17 +98,8 @@ def settle(tag):
         os.unlink(PAUSE)
 
 
-def wait_for(pred, timeout, step=0.5):
-    end = time.monotonic() + timeout
-    while True:
-        r = pred()
-        if r or time.monotonic() > end:
-            return r
-        time.sleep(step)
-
-
 def main():
-    watch = Watch()
+    watch = vwe2e.Watch(GUEST)
     watch.start()
 
     # 1. The host's VM series.
@@ -312,15 +219,13 @@ def main():
             tap(False, "promtool check metrics: %s clean" % name, str(e))
 
     # 7. Nothing went back.
-    watch.stop = True
-    watch.join(5)
+    watch.finish()
     tap(watch.scrapes > 20 and not watch.back, "guest: no counter ever went back",
         "%d scrapes, %d series; %s" % (watch.scrapes, len(watch.last),
                                         "; ".join(watch.back[:10]) or "none went back"))
 
-    with open(os.path.join(WORK, "ntests"), "w") as f:
-        f.write("%d\n" % n_tests)
-    return 1 if failed else 0
+    vwe2e.write_ntests(WORK)
+    return 1 if vwe2e.failed else 0
 
 
 if __name__ == "__main__":

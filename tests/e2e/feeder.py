@@ -1,44 +1,73 @@
 #!/usr/bin/env python3
 """A powercap fixture tree whose package counter advances in real time at a known wattage.
 
-    feeder.py SYSFS_ROOT WATTS
+    feeder.py SYSFS_ROOT WATTS [MAX_ENERGY_RANGE_UJ]
 
-Creates SYSFS_ROOT/class/powercap/intel-rapl:0/{name,max_energy_range_uj,energy_uj} and then,
-every 100 ms, writes energy_uj = WATTS x (seconds fed so far) in microjoules, atomically (a
-temporary file renamed over it: virtwatt-host opens the file for every read). While the file
-SYSFS_ROOT/pause exists the counter holds still (0 W), so every stage downstream can settle on
-one value. SIGTERM ends it.
+Creates SYSFS_ROOT/class/powercap/intel-rapl:0/{name,max_energy_range_uj,energy_uj,
+constraint_0_max_power_uw} and then,
+every 100 ms, writes energy_uj = WATTS x (seconds fed so far) in microjoules, modulo the range
+(default a real package's), atomically (a temporary file renamed over it: virtwatt-host opens
+the file for every read). It writes the true, unwrapped energy in joules to SYSFS_ROOT/truth
+the same way, for checks. Controls, files under SYSFS_ROOT (tests/e2e/faults.py uses them):
+  pause   while it exists the counter holds still (0 W), so every stage downstream can settle
+  watts   a number: the power from now on instead of WATTS (removed: WATTS again)
+  vanish  while it exists the zone directory is gone (removed, as when the intel_rapl module is
+          unloaded: a daemon's open directory handle goes stale too); the energy keeps running
+          and the zone comes back, a new directory, with the counter where it would be
+SIGTERM ends it.
 """
 import os
+import shutil
 import signal
 import sys
 import time
 
 root, watts = sys.argv[1], float(sys.argv[2])
-zone = os.path.join(root, "class", "powercap", "intel-rapl:0")
-os.makedirs(zone, exist_ok=True)
-MAX = 262143328850  # a real package's max_energy_range_uj
+MAX = int(sys.argv[3]) if len(sys.argv) > 3 else 262143328850  # a real package's range
+powercap = os.path.join(root, "class", "powercap")
+zone = os.path.join(powercap, "intel-rapl:0")
 START = 1000000
 
 
-def put(name, value):
-    tmp = os.path.join(zone, "." + name)
+def put(d, name, value):
+    tmp = os.path.join(d, "." + name)
     with open(tmp, "w") as f:
-        f.write("%d\n" % value)
-    os.replace(tmp, os.path.join(zone, name))
+        f.write("%s\n" % value)
+    os.replace(tmp, os.path.join(d, name))
 
 
-with open(os.path.join(zone, "name"), "w") as f:
-    f.write("package-0\n")
-put("max_energy_range_uj", MAX)
-put("energy_uj", START)
+def power():
+    try:
+        with open(os.path.join(root, "watts")) as f:
+            return float(f.read())
+    except (OSError, ValueError):
+        return watts
+
+
+def create_zone(energy_j):
+    os.makedirs(zone, exist_ok=True)
+    put(zone, "name", "package-0")
+    put(zone, "max_energy_range_uj", MAX)
+    # PL1 of 250 W, as a server package has: virtwatt-host's plausibility ceiling is 4x that, so
+    # a reading after longer than a whole wrap at 1000 W (4.3 s with a 2^32 uJ range) is a gap.
+    put(zone, "constraint_0_max_power_uw", 250000000)
+    put(zone, "energy_uj", int(START + energy_j * 1e6) % MAX)
+
+
+create_zone(0)
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
-fed = 0.0  # seconds the meter has run
+energy = 0.0  # joules fed so far
 last = time.monotonic()
 while True:
     time.sleep(0.1)
     now = time.monotonic()
     if not os.path.exists(os.path.join(root, "pause")):
-        fed += now - last
+        energy += power() * (now - last)
     last = now
-    put("energy_uj", int(START + watts * 1e6 * fed) % MAX)
+    if os.path.exists(os.path.join(root, "vanish")):
+        shutil.rmtree(zone, ignore_errors=True)
+    elif not os.path.isdir(zone):
+        create_zone(energy)
+    else:
+        put(zone, "energy_uj", int(START + energy * 1e6) % MAX)
+    put(root, "truth", "%.6f" % energy)

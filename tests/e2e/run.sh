@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # End-to-end test (issue #7): a real VM under a real libvirtd, virtwatt-host on a powercap
 # fixture fed at a known wattage, virtwatt-guest inside the VM, and a real Prometheus.
-#   tests/e2e/run.sh [BUILD_DIR]          (meson: suite 'e2e'; needs root)
+#   tests/e2e/run.sh [BUILD_DIR [checks|faults]]     (meson: suites 'e2e', 'faults'; needs root)
+# "checks" (the default) runs tests/e2e/checks.py; "faults" runs the fault campaign of issue #11,
+# tests/e2e/faults.py, on the same set-up with these differences: the meter wraps every 2^32 uJ,
+# the shared folders live on an 8 MiB tmpfs (so it can be filled), virtwatt-host polls a fake
+# kubelet that faults.py serves, and ASan keeps no quarantine (so RSS means what is kept).
 #
 # 1. The guest image (tests/e2e/guest-image.sh): a Debian kernel extracted from its package,
 #    busybox, virtwatt-guest with its libraries, a CPU burner; cached in BUILD_DIR/e2e-cache.
@@ -19,6 +23,8 @@ set -uo pipefail
 src=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$src/../.." && pwd)
 build=$(realpath "${1:-$root/build}")
+mode=${2:-checks}
+case $mode in checks | faults) ;; *) echo "usage: $0 [BUILD_DIR [checks|faults]]" >&2; exit 2 ;; esac
 export E2E_WATTS=${E2E_WATTS:-40}
 t_start=$(date +%s)
 
@@ -36,7 +42,7 @@ note() { sed 's/^/# /'; }
 
 [ "$(id -u)" -eq 0 ] || skip "needs root (libvirtd with the qemu driver, mount namespaces, BPF)"
 tools=(libvirtd virtlogd virsh qemu-system-x86_64 prometheus promtool busybox modprobe depmod
-	python3 curl unshare apt-get dpkg cc useradd)
+	python3 curl unshare apt-get dpkg cc useradd openssl nsenter)
 have_tools() {
 	for t in "${tools[@]}"; do
 		command -v "$t" >/dev/null || PATH=$PATH:/usr/sbin:/sbin command -v "$t" >/dev/null ||
@@ -84,6 +90,7 @@ cleanup() {
 	stop_pid "$(pid_of qemu)"
 	stop_pid "$(pid_of libvirtd)"
 	stop_pid "$(pid_of virtlogd)"
+	mountpoint -q "$work/share" && umount -l "$work/share"
 	left=""
 	for p in $(cat "$pids_file" "$work"/*.pid 2>/dev/null | sort -u); do
 		alive "$p" && left="$left $p($(cat /proc/$p/comm 2>/dev/null))"
@@ -147,7 +154,12 @@ echo "# guest image ready ($(elapsed))"
 getent passwd libvirt-qemu >/dev/null ||
 	useradd -r -U -M -d /var/lib/libvirt -s /usr/sbin/nologin libvirt-qemu ||
 	fail_setup "cannot create the libvirt-qemu user"
-mkdir -p "$work"/{etc,run,lib/qemu,cache/qemu,log/qemu,sock,share/"$uuid",sys}
+mkdir -p "$work"/{etc,run,lib/qemu,cache/qemu,log/qemu,sock,share,sys}
+if [ "$mode" = faults ]; then
+	mount -t tmpfs -o size=8m,mode=755 vw-faults-share "$work/share" ||
+		fail_setup "cannot mount a tmpfs on $work/share"
+fi
+mkdir -p "$work/share/$uuid"
 # QEMU as root: /dev/kvm exists but is unusable, and as libvirt-qemu libvirt re-probes QEMU
 # on every lookup (see tests/test_vm_integration.c).
 printf 'user = "root"\ngroup = "root"\n' >"$work/etc/qemu.conf"
@@ -162,6 +174,15 @@ unshare -m --propagation private sh -c '
 	virtlogd -d -p "$w/virtlogd.pid" || exit 20
 	libvirtd -d -p "$w/libvirtd.pid" -f "$w/libvirtd.conf" || exit 21' sh "$work" ||
 	fail_setup "private libvirtd did not start (status $?)"
+# libvirtd again, in the same private namespace (faults.py kills it with SIGKILL).
+cat >"$work/start-libvirtd.sh" <<EOF
+#!/bin/sh
+nsenter -t \$(cat "$work/virtlogd.pid") -m libvirtd -d -p "$work/libvirtd.pid" -f "$work/libvirtd.conf" || exit 1
+cat "$work/libvirtd.pid" >>"$pids_file"
+for i in \$(seq 150); do virsh -c "$uri_rw" version >/dev/null 2>&1 && exit 0; sleep 0.2; done
+exit 1
+EOF
+chmod +x "$work/start-libvirtd.sh"
 for i in $(seq 150); do
 	virsh -c "$uri_rw" version >/dev/null 2>&1 && break
 	sleep 0.2
@@ -212,17 +233,32 @@ cat "/proc/$(pid_of libvirtd)/root/run/libvirt/qemu/$name.pid" >"$work/qemu.pid"
 echo "# domain $name ($uuid) started, QEMU $(pid_of qemu) ($(elapsed))"
 
 # ---- 4. Meter feeder and virtwatt-host ----
-python3 "$src/feeder.py" "$work/sys" "$E2E_WATTS" >"$work/feeder.log" 2>&1 &
+meter_range=262143328850 # a real package's max_energy_range_uj
+[ "$mode" = faults ] && meter_range=4294967296 # 107 s at 40 W: wraps happen, and can be outrun
+python3 "$src/feeder.py" "$work/sys" "$E2E_WATTS" "$meter_range" >"$work/feeder.log" 2>&1 &
 echo $! >"$work/feeder.pid"
 for i in $(seq 50); do [ -f "$work/sys/class/powercap/intel-rapl:0/energy_uj" ] && break; sleep 0.1; done
 
+kubelet_port=$(free_port)
+host_flags="" host_env=""
+if [ "$mode" = faults ]; then
+	# The fake kubelet (served by faults.py) has a self-signed certificate for 127.0.0.1.
+	echo "faults-token" >"$work/token"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 \
+		-addext subjectAltName=IP:127.0.0.1 -keyout "$work/kubelet.key" \
+		-out "$work/kubelet.crt" >/dev/null 2>&1 || fail_setup "openssl cannot make a certificate"
+	host_flags="--kube.enable --kube.pod-source=kubelet --kube.kubelet-url=https://127.0.0.1:$kubelet_port"
+	host_flags="$host_flags --kube.poll-interval=1s --kube.token-file=$work/token"
+	host_flags="$host_flags --kube.ca-file=$work/kubelet.crt"
+	host_env="ASAN_OPTIONS=quarantine_size_mb=0"
+fi
 cat >"$work/start-host.sh" <<EOF
 #!/bin/sh
-"$host_bin" --host.sysfs="$work/sys" --host.procfs=/proc --libvirt.uri="$uri_ro" \\
+$host_env "$host_bin" --host.sysfs="$work/sys" --host.procfs=/proc --libvirt.uri="$uri_ro" \\
 	--passthrough.share-root="$work/share" --passthrough.lock-dir="$work/lock" \\
 	--web.listen-address=127.0.0.1:$host_port \\
 	--monitor.interval=1s --monitor.sample-interval=250ms --passthrough.interval=1s \\
-	--kube.node-name=e2e-host --log.level=info >>"$work/host.log" 2>&1 &
+	--kube.node-name=e2e-host --log.level=info $host_flags >>"$work/host.log" 2>&1 &
 echo \$! >"$work/host.pid"
 echo \$! >>"$pids_file"
 for i in \$(seq 100); do curl -sf -o /dev/null http://127.0.0.1:$host_port/readyz && exit 0; sleep 0.1; done
@@ -268,13 +304,15 @@ echo "# guest exporter up on 127.0.0.1:$guest_port ($(elapsed))"
 E2E_WORK=$work E2E_HOST=127.0.0.1:$host_port E2E_GUEST=127.0.0.1:$guest_port \
 	E2E_PROM=127.0.0.1:$prom_port E2E_UUID=$uuid E2E_NAME=$name E2E_SYSFS=$work/sys \
 	E2E_START_HOST=$work/start-host.sh E2E_STOP_HOST=$work/stop-host.sh \
-	python3 -u "$src/checks.py" &
+	E2E_URI=$uri_rw E2E_START_LIBVIRTD=$work/start-libvirtd.sh E2E_KUBELET_PORT=$kubelet_port \
+	E2E_METER_RANGE=$meter_range E2E_PIDS=$pids_file \
+	python3 -u "$src/$mode.py" &
 echo $! >"$work/checks.pid"
 wait "$(pid_of checks)" # in the background, so a SIGTERM (meson's timeout) is handled at once
 rc=$?
 tap_n=$(cat "$work/ntests" 2>/dev/null || echo 0)
 if [ "$tap_n" -eq 0 ]; then
-	echo "not ok 1 - checks.py crashed (status $rc)"
+	echo "not ok 1 - $mode.py crashed (status $rc)"
 	tap_n=1
 fi
 if [ "$rc" -ne 0 ] || [ -n "${VW_E2E_VERBOSE:-}" ]; then

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "processinfo.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "macro.h"
+
+/* "VmRSS:\t  1234 kB" in /proc/PID/status. */
+static int status_kb(const char *text, const char *key, uint64_t *ret)
+{
+	const char *p = strstr(text, key);
+	unsigned long long kb;
+
+	if (!p || sscanf(p + strlen(key), " %llu kB", &kb) != 1)
+		return -ENODATA;
+	*ret = (uint64_t)kb * 1024;
+	return 0;
+}
+
+static int count_fds(int self_fd, uint64_t *ret)
+{
+	int fd = openat(self_fd, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	uint64_t n = 0;
+	struct dirent *de;
+	DIR *d;
+
+	if (fd < 0)
+		return -errno;
+	d = fdopendir(fd);
+	if (!d) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
+	while ((de = readdir(d)))
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	*ret = n > 0 ? n - 1 : 0; /* not the one counting */
+	return 0;
+}
+
+int vw_processinfo_open(int procfs_fd, double *ret_start_time_s)
+{
+	struct timespec ts;
+	int fd = vw_dir_open_at(procfs_fd, "self");
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	*ret_start_time_s = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return fd < 0 ? -1 : fd;
+}
+
+int vw_processinfo_read(int self_fd, struct vw_processinfo *ret)
+{
+	char text[4096];
+	struct rlimit rl;
+	size_t len = 0;
+	int r, first = 0;
+
+	ret->rss_bytes = ret->peak_rss_bytes = ret->vm_bytes = ret->open_fds = ret->max_fds = 0;
+	r = vw_read_file_at(self_fd, "status", text, sizeof(text), &len);
+	if (r == 0) {
+		text[len < sizeof(text) ? len : sizeof(text) - 1] = '\0';
+		r = status_kb(text, "VmRSS:", &ret->rss_bytes);
+		if (r == 0)
+			r = status_kb(text, "VmHWM:", &ret->peak_rss_bytes);
+		if (r == 0)
+			r = status_kb(text, "VmSize:", &ret->vm_bytes);
+	}
+	first = r;
+	r = count_fds(self_fd, &ret->open_fds);
+	if (first == 0)
+		first = r;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
+		ret->max_fds = rl.rlim_cur == RLIM_INFINITY ? 0 : (uint64_t)rl.rlim_cur;
+	return first;
+}
+
+enum { S_RSS, S_PEAK, S_VM, S_FDS, S_MAX_FDS, S_START, S__COUNT };
+
+static const struct vw_metric_family families[S__COUNT] = {
+	[S_RSS] = { "process_resident_memory_bytes", VW_METRIC_GAUGE,
+		    "Resident memory size in bytes (VmRSS), at the last interval", "bytes", NULL },
+	[S_PEAK] = { "virtwatt_process_peak_resident_memory_bytes", VW_METRIC_GAUGE,
+		     "Peak resident memory size in bytes since start (VmHWM)", "bytes", NULL },
+	[S_VM] = { "process_virtual_memory_bytes", VW_METRIC_GAUGE,
+		   "Virtual memory size in bytes (VmSize)", "bytes", NULL },
+	[S_FDS] = { "process_open_fds", VW_METRIC_GAUGE, "Number of open file descriptors", NULL, NULL },
+	[S_MAX_FDS] = { "process_max_fds", VW_METRIC_GAUGE,
+			"Maximum number of open file descriptors (RLIMIT_NOFILE; 0: unlimited)",
+			NULL, NULL },
+	[S_START] = { "process_start_time_seconds", VW_METRIC_GAUGE,
+		      "Start time of the process since the Unix epoch, in seconds", "seconds",
+		      NULL },
+};
+
+int vw_processinfo_write(struct vw_prom_writer *w, const struct vw_processinfo *s)
+{
+	const double v[S__COUNT] = {
+		[S_RSS] = (double)s->rss_bytes,     [S_PEAK] = (double)s->peak_rss_bytes,
+		[S_VM] = (double)s->vm_bytes,       [S_FDS] = (double)s->open_fds,
+		[S_MAX_FDS] = (double)s->max_fds,   [S_START] = s->start_time_s,
+	};
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < S__COUNT; i++) {
+		r = vw_prom_family(w, &families[i]);
+		if (r == 0)
+			r = vw_prom_gauge(w, NULL, v[i]);
+		if (r == 0)
+			r = vw_prom_family_end(w);
+	}
+	return r;
+}

@@ -1,0 +1,35 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The daemon's own resource use, as every Prometheus exporter reports it (the client
+ * libraries' process collector): process_resident_memory_bytes, process_virtual_memory_bytes,
+ * process_open_fds, process_max_fds and process_start_time_seconds, plus
+ * virtwatt_process_peak_resident_memory_bytes (VmHWM). Read once per interval with the
+ * snapshot, so a scrape costs nothing; all gauges, so the guest's restart-proof counter
+ * offsets never touch them.
+ */
+#pragma once
+
+#include <stdint.h>
+
+#include "prom.h"
+
+struct vw_processinfo {
+	uint64_t rss_bytes, peak_rss_bytes, vm_bytes;
+	uint64_t open_fds, max_fds;
+	double start_time_s; /* Unix time */
+};
+
+/*
+ * This process's directory below a procfs root (<procfs>/self, which the kernel resolves in the
+ * procfs mount's own PID namespace, so a containerised daemon reading the host's /proc still
+ * finds itself), and the start time. -1 when there is none (a fixture procfs): no process_*.
+ */
+int vw_processinfo_open(int procfs_fd, double *ret_start_time_s);
+/*
+ * self_fd: a directory fd of this process's /proc/<pid> (main() opens "/proc/self"; tests a
+ * fixture). Fields that cannot be read stay 0 and the first error is returned; start_time_s is
+ * the caller's (the daemon's own start, taken once).
+ */
+int vw_processinfo_read(int self_fd, struct vw_processinfo *ret);
+/* The six families above, without labels (as the client libraries write them). */
+int vw_processinfo_write(struct vw_prom_writer *w, const struct vw_processinfo *s);

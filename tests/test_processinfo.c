@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * process_* gauges: read from a fixture /proc/<pid> (exact figures), from this process's own
+ * (against what the kernel says through getrusage and a file we open), and written as the
+ * Prometheus client libraries write them.
+ */
+#include "vw_test.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "fileio.h"
+#include "fixture.h"
+#include "prom.h"
+#include "processinfo.h"
+
+static void test_fixture(void **state)
+{
+	char *root = vw_fixture_mkdtemp("processinfo");
+	struct vw_processinfo s;
+	double start = 0;
+	int procfd, self;
+
+	(void)state;
+	assert_non_null(root);
+	assert_int_equal(vw_fixture_write(root, "self/status",
+					  "Name:\tvirtwatt-host\nVmPeak:\t 9000 kB\nVmSize:\t"
+					  "    8000 kB\nVmHWM:\t    3000 kB\nVmRSS:\t    2048 kB\n",
+					  0), 0);
+	for (int i = 0; i < 5; i++) {
+		char rel[32];
+
+		snprintf(rel, sizeof(rel), "self/fd/%d", i);
+		assert_int_equal(vw_fixture_write(root, rel, "", 0), 0);
+	}
+	procfd = vw_root_open(root);
+	assert_true(procfd >= 0);
+	self = vw_processinfo_open(procfd, &start);
+	assert_true(self >= 0);
+	assert_true(start > 1.6e9); /* a Unix time, not a monotonic one */
+	assert_int_equal(vw_processinfo_read(self, &s), 0);
+	assert_int_equal(s.rss_bytes, 2048 * 1024);
+	assert_int_equal(s.peak_rss_bytes, 3000 * 1024);
+	assert_int_equal(s.vm_bytes, 8000 * 1024);
+	assert_int_equal(s.open_fds, 4); /* five entries, one of them the reader's own */
+	close(self);
+	close(procfd);
+
+	/* A status file without the fields: zeros and an error, nothing invented. */
+	procfd = vw_root_open(root);
+	assert_int_equal(vw_fixture_write(root, "self/status", "garbage\n", 0), 0);
+	self = vw_processinfo_open(procfd, &start);
+	assert_true(self >= 0);
+	assert_int_equal(vw_processinfo_read(self, &s), -ENODATA);
+	assert_int_equal(s.rss_bytes, 0);
+	close(self);
+	close(procfd);
+	/* A procfs root without self (another test's fixture): no process_* at all. */
+	vw_fixture_rm(root);
+	root = vw_fixture_mkdtemp("processinfo-none");
+	close(procfd);
+	procfd = vw_root_open(root);
+	assert_int_equal(vw_processinfo_open(procfd, &start), -1);
+	close(procfd);
+	vw_fixture_rm(root);
+}
+
+static void test_this_process(void **state)
+{
+	struct vw_processinfo a, b;
+	struct rlimit rl;
+	double start = 0;
+	int procfd = vw_root_open("/proc"), self, extra[8];
+	void *big;
+
+	(void)state;
+	REQUIRE(procfd >= 0, "no /proc");
+	self = vw_processinfo_open(procfd, &start);
+	assert_true(self >= 0);
+	assert_int_equal(vw_processinfo_read(self, &a), 0);
+	assert_true(a.rss_bytes > 0 && a.rss_bytes <= a.peak_rss_bytes);
+	assert_true(a.vm_bytes >= a.rss_bytes);
+	assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+	assert_int_equal(a.max_fds, rl.rlim_cur);
+
+	/* Eight more descriptors and 64 MiB touched: the figures follow. */
+	for (int i = 0; i < 8; i++)
+		extra[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	big = malloc(64 << 20);
+	assert_non_null(big);
+	memset(big, 1, 64 << 20);
+	assert_int_equal(vw_processinfo_read(self, &b), 0);
+	assert_int_equal(b.open_fds, a.open_fds + 8);
+	assert_true(b.rss_bytes >= a.rss_bytes + (60u << 20));
+	assert_true(b.peak_rss_bytes >= b.rss_bytes);
+	free(big);
+	for (int i = 0; i < 8; i++)
+		close(extra[i]);
+	close(self);
+	close(procfd);
+}
+
+static void test_written(void **state)
+{
+	struct vw_processinfo s = { .rss_bytes = 5 << 20, .peak_rss_bytes = 7 << 20,
+				 .vm_bytes = 1 << 30, .open_fds = 12, .max_fds = 1024,
+				 .start_time_s = 1700000000.5 };
+	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	char *text = NULL;
+	size_t len = 0;
+
+	(void)state;
+	assert_int_equal(vw_processinfo_write(w, &s), 0);
+	assert_int_equal(vw_prom_finish(w, &text, &len), 0);
+	assert_non_null(strstr(text, "# TYPE process_resident_memory_bytes gauge\n"
+				     "process_resident_memory_bytes 5242880\n"));
+	assert_non_null(strstr(text, "\nvirtwatt_process_peak_resident_memory_bytes 7340032\n"));
+	assert_non_null(strstr(text, "\nprocess_virtual_memory_bytes 1073741824\n"));
+	assert_non_null(strstr(text, "\nprocess_open_fds 12\n"));
+	assert_non_null(strstr(text, "\nprocess_max_fds 1024\n"));
+	assert_non_null(strstr(text, "\nprocess_start_time_seconds 1700000000.5\n"));
+	free(text);
+	vw_prom_writer_free(w);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_fixture),
+		cmocka_unit_test(test_this_process),
+		cmocka_unit_test(test_written),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
