@@ -934,7 +934,9 @@ static int check_all(struct parser *ps)
 	return r;
 }
 
-int vw_webconfig_load(const char *path, struct vw_webconfig **ret, char *err, size_t errlen)
+/* From the file at path, or from buf (len bytes) when buf is not NULL. */
+static int load(const char *path, const char *buf, size_t len, struct vw_webconfig **ret,
+		char *err, size_t errlen)
 {
 	struct parser ps = { .t = { .min_version = 12, .max_version = 13, .prefer_server = true } };
 	_cleanup_free_ char *copy = path ? strdup(path) : NULL;
@@ -946,7 +948,9 @@ int vw_webconfig_load(const char *path, struct vw_webconfig **ret, char *err, si
 	ps.c = calloc(1, sizeof(*ps.c));
 	if (!ps.c)
 		return -ENOMEM;
-	r = vw_yaml_open(&ps.y, path, "web config file", VW_WEBCONFIG_MAX_BYTES, err, errlen);
+	r = buf ? vw_yaml_open_buf(&ps.y, path, "web config file", buf, len,
+				   VW_WEBCONFIG_MAX_BYTES, err, errlen)
+		: vw_yaml_open(&ps.y, path, "web config file", VW_WEBCONFIG_MAX_BYTES, err, errlen);
 	if (r == 0)
 		r = read_stream(&ps);
 	if (r == 0)
@@ -961,4 +965,15 @@ int vw_webconfig_load(const char *path, struct vw_webconfig **ret, char *err, si
 	}
 	*ret = ps.c;
 	return 0;
+}
+
+int vw_webconfig_load(const char *path, struct vw_webconfig **ret, char *err, size_t errlen)
+{
+	return load(path, NULL, 0, ret, err, errlen);
+}
+
+int vw_webconfig_load_buf(const char *path, const char *buf, size_t len,
+			  struct vw_webconfig **ret, char *err, size_t errlen)
+{
+	return load(path, buf ? buf : "", len, ret, err, errlen);
 }
