@@ -4,8 +4,9 @@
 # Runs BUILD_DIR/tests/fuzz/fuzz_TARGET (BUILD_DIR: build) under nice -n 19, one process (the
 # development machines are shared), over the checked-in corpus tests/fuzz/corpus/TARGET, which
 # it only reads: new inputs go to a temporary directory, crashers to $ARTIFACTS (default
-# build/fuzz-artifacts/TARGET/). Prints one Markdown table row: target, time, executions,
-# executions per second, coverage (cov: edges, ft: features), corpus, crashes.
+# build/fuzz-artifacts/TARGET/). Prints one Markdown table row: target, time (measured on the
+# monotonic clock), executions, executions per second, coverage (cov: edges, ft: features),
+# corpus (inputs/size), crashes (new crash-, leak-, timeout- and oom- files).
 # VW_FUZZ_MERGE=1 then merges the new inputs that add coverage into the checked-in corpus
 # (libFuzzer -merge=1: the existing files stay, only inputs with new features are added).
 set -u
@@ -27,22 +28,31 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/vw-campaign-XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/new" "$artifacts"
 
+# Time is kept by timeout(1) on the monotonic clock, which interrupts libFuzzer (it prints its
+# final stats and exits): libFuzzer's -max_total_time follows the wall clock, and a jump of it
+# ended campaigns early on the shared development machines.
+uptime_s() { cut -d' ' -f1 /proc/uptime; }
+crashers() { ls "$artifacts" | grep -cE '^(crash|leak|timeout|oom)-'; }
+crashes_before=$(crashers)
+t0=$(uptime_s)
 ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=32:malloc_context_size=10} \
-	nice -n 19 "$fuzzer" -max_total_time="$secs" -rss_limit_mb=1024 -timeout=20 \
+	timeout -s INT "$secs" nice -n 19 "$fuzzer" -rss_limit_mb=1024 -timeout=20 \
 	-max_len=32768 -print_final_stats=1 -artifact_prefix="$artifacts/" \
 	"$work/new" "$corpus" </dev/null >"$work/log" 2>&1
 rc=$?
+# 124: timeout(1) interrupted it as planned; 72 is libFuzzer's own exit code for that.
+[ "$rc" -eq 124 ] || [ "$rc" -eq 72 ] && rc=0
+elapsed=$(echo "$t0 $(uptime_s)" | awk '{printf "%d", $2 - $1}')
 
-stat() { sed -n "s/^stat::$1: *//p" "$work/log"; }
-done_line=$(grep -E '^#[0-9]+[[:space:]]+DONE' "$work/log" | tail -n 1)
-[ -n "$done_line" ] || done_line=$(grep -E '^#[0-9]+' "$work/log" | tail -n 1)
+final_stat() { sed -n "s/^stat::$1: *//p" "$work/log"; }
+done_line=$(grep -E '^#[0-9]+[[:space:]].*cov: ' "$work/log" | tail -n 1)
 cov=$(echo "$done_line" | sed -n 's/.*cov: \([0-9]*\).*/\1/p')
 ft=$(echo "$done_line" | sed -n 's/.*ft: \([0-9]*\).*/\1/p')
 corp=$(echo "$done_line" | sed -n 's/.*corp: \([^ ]*\).*/\1/p')
-crashes=$(find "$artifacts" -type f -newer "$work/new" 2>/dev/null | wc -l)
+execs=$(final_stat number_of_executed_units)
 
-echo "| $target | ${secs} s | $(stat number_of_executed_units) | $(stat average_exec_per_sec) |" \
-	"${cov:-?} | ${ft:-?} | ${corp:-?} | $crashes |"
+echo "| $target | ${elapsed} s | ${execs:-?} | $((${execs:-0} / (elapsed ? elapsed : 1))) |" \
+	"${cov:-?} | ${ft:-?} | ${corp:-?} | $(($(crashers) - crashes_before)) |"
 if [ "$rc" -ne 0 ]; then
 	echo "campaign.sh: $target stopped (exit $rc); crashers in $artifacts:" >&2
 	grep -E 'ERROR|SUMMARY|property broken' "$work/log" | head -n 5 >&2
