@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libFuzzer target: the guest's state file (guest/series_state.c), which travels with the VM's
- * disk. The input is the file. Properties of a loaded state: saved and loaded again, every
- * series keeps its value; and a counter sample of a loaded series is exported as its saved
- * value plus the new raw value, the series' value thereafter.
+ * disk. The input is the file, loaded into a table of at most MAX_SERIES series. Properties of
+ * a loaded state: it holds at most MAX_SERIES series; saved (as written when stopping) and
+ * loaded again, it is clean and every series keeps its value; and a counter sample of a loaded
+ * series is exported as its saved value plus the new raw value, the series' value thereafter.
  */
 #include <fcntl.h>
 #include <inttypes.h>
@@ -18,6 +19,7 @@
 
 #define RAW_MICRO 5000000u /* "5" */
 
+#define MAX_SERIES 256 /* small, so that files reach the cap */
 #define MAX_APPLIED 64 /* renders: far fewer than VW_SERIES_STATE_KEEP, nothing goes stale */
 
 static char state_dir[4096], state_path[4200];
@@ -78,21 +80,22 @@ static void check_apply(struct vw_series_state *s, const char *key, uint64_t bef
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct vw_series_state *s = vw_series_state_new(), *again = vw_series_state_new();
-	_cleanup_free_ char *text = NULL;
+	struct vw_series_state *s = vw_series_state_new(MAX_SERIES);
+	struct vw_series_state *again = vw_series_state_new(MAX_SERIES);
 	struct json_object *saved = NULL, *series;
 	size_t applied = 0;
+	bool clean = false;
 
 	if (!s || !again)
 		abort();
-	if (size > (1u << 20))
+	if (vw_series_state_load_buf(s, (const char *)data, size, NULL) < 0)
 		goto done;
-	text = vw_fuzz_strdup(data, size);
-	if (vw_series_state_load_buf(s, text) < 0)
-		goto done;
-	if (vw_series_state_save(s, dir_fd(), "state.json") < 0 ||
-	    vw_series_state_load(again, dir_fd(), "state.json") < 0)
+	vw_fuzz_assert(vw_series_state_size(s) <= MAX_SERIES, "%zu series loaded",
+		       vw_series_state_size(s));
+	if (vw_series_state_save(s, dir_fd(), "state.json", true) < 0 ||
+	    vw_series_state_load(again, dir_fd(), "state.json", &clean) < 0)
 		vw_fuzz_fail("a loaded state does not save and load again");
+	vw_fuzz_assert(clean, "saved clean, loaded unclean");
 	vw_fuzz_assert(vw_series_state_size(s) == vw_series_state_size(again),
 		       "%zu series, %zu once saved and loaded", vw_series_state_size(s),
 		       vw_series_state_size(again));
