@@ -8,7 +8,8 @@
 # monotonic clock), executions, executions per second, coverage (cov: edges, ft: features),
 # corpus (inputs/size), crashes (new crash-, leak-, timeout- and oom- files).
 # VW_FUZZ_MERGE=1 then merges the new inputs that add coverage into the checked-in corpus
-# (libFuzzer -merge=1: the existing files stay, only inputs with new features are added).
+# (libFuzzer -merge=1 -use_counters=0: the existing files stay, and only inputs reaching new
+# edges are added, not every new hit count: a small corpus).
 set -u
 target=${1:?usage: campaign.sh TARGET SECONDS [BUILD_DIR]}
 secs=${2:?usage: campaign.sh TARGET SECONDS [BUILD_DIR]}
@@ -59,7 +60,8 @@ if [ "$rc" -ne 0 ]; then
 fi
 if [ "${VW_FUZZ_MERGE:-0}" = "1" ] && [ "$rc" -eq 0 ]; then
 	before=$(ls "$corpus" | wc -l)
-	nice -n 19 "$fuzzer" -merge=1 -max_len=32768 -timeout=20 "$corpus" "$work/new" \
+	nice -n 19 "$fuzzer" -merge=1 -use_counters=0 -max_len=32768 -timeout=20 \
+		"$corpus" "$work/new" \
 		</dev/null >"$work/merge.log" 2>&1 || { tail -n 5 "$work/merge.log" >&2; exit 1; }
 	echo "campaign.sh: merged $(($(ls "$corpus" | wc -l) - before)) new input(s) into $corpus" \
 		"($(du -sk "$corpus" | cut -f1) KiB)" >&2
