@@ -18,9 +18,9 @@
 #include "cgroupfs_priv.h"
 #include "fileio.h"
 #include "macro.h"
+#include "workload.h"
 
 #define MAX_DEPTH 32
-#define CGROUP_FILE_MAX (64u << 10) /* /proc/PID/cgroup, as in workload.c */
 
 struct entry {
 	uint64_t id;
@@ -322,16 +322,9 @@ int vw_cgroupfs_parse_pid_path(bool v1, const char *text, char *buf, size_t size
 int vw_cgroupfs_pid_path(const struct vw_cgroupfs *cg, int procfd, uint32_t pid, char *buf,
 			 size_t size)
 {
-	_cleanup_free_ char *text = malloc(CGROUP_FILE_MAX);
-	char rel[32];
-	int r;
+	_cleanup_free_ char *text = NULL;
+	int r = vw_workload_read_cgroup_file(procfd, pid, &text, NULL);
 
-	if (!text)
-		return -ENOMEM;
-	snprintf(rel, sizeof(rel), "%" PRIu32 "/cgroup", pid);
-	r = vw_read_file_at(procfd, rel, text, CGROUP_FILE_MAX, NULL);
-	if (r == -ENOENT || r == -ESRCH)
-		return -ESRCH;
 	if (r < 0)
 		return r;
 	return vw_cgroupfs_parse_pid_path(cg->v1, text, buf, size);
