@@ -412,14 +412,25 @@ static bool series_valid(struct json_object *series)
 int vw_series_state_load(struct vw_series_state *s, int dirfd, const char *rel, bool *ret_clean)
 {
 	_cleanup_free_ char *buf = NULL;
-	struct json_object *root, *v, *series, *clean;
-	size_t len, loaded = 0;
+	size_t len;
 	int r;
 
 	r = vw_read_alloc_in_root(dirfd, rel, vw_series_state_max_file_bytes(s->max), &buf, &len,
 				  NULL);
 	if (r < 0)
 		return r;
+	return vw_series_state_load_buf(s, buf, len, ret_clean);
+}
+
+int vw_series_state_load_buf(struct vw_series_state *s, const char *buf, size_t len,
+			     bool *ret_clean)
+{
+	struct json_object *root, *v, *series, *clean;
+	size_t loaded = 0;
+	int r = 0;
+
+	if (len > vw_series_state_max_file_bytes(s->max))
+		return -EFBIG;
 	root = parse_whole(buf, len);
 	if (!root || !json_object_object_get_ex(root, "v", &v) || json_object_get_int(v) != 1 ||
 	    !json_object_object_get_ex(root, "series", &series) ||

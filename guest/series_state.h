@@ -62,6 +62,9 @@ int vw_series_state_save(struct vw_series_state *s, int dirfd, const char *rel, 
  * evicted). *ret_clean: the file says its writer stopped cleanly.
  */
 int vw_series_state_load(struct vw_series_state *s, int dirfd, const char *rel, bool *ret_clean);
+/* The same for the file's bytes (len of them, NUL-terminated or not). */
+int vw_series_state_load_buf(struct vw_series_state *s, const char *buf, size_t len,
+			     bool *ret_clean);
 /* The largest file a state of max_series series can be (every key at VW_SERIES_KEY_MAX, all
  * of it escaped): what the loader accepts. */
 size_t vw_series_state_max_file_bytes(size_t max_series);

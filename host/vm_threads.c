@@ -26,7 +26,6 @@
 
 #define CMDLINE_PEEK 4096u        /* enough for argv[0] and most command lines */
 #define CMDLINE_MAX (256u << 10) /* libvirt's are a few KiB; QEMU's ARG_MAX is far above */
-#define CGROUP_TEXT_MAX (64u << 10)
 
 static void closedirp(DIR **d)
 {
@@ -326,17 +325,12 @@ static void add_other(struct vw_vm_info *vm, uint32_t tid)
 
 static int read_cgroup(int procfd, uint32_t pid, struct vw_vm_info *vm)
 {
-	_cleanup_free_ char *text = malloc(CGROUP_TEXT_MAX);
+	_cleanup_free_ char *text = NULL;
 	struct vw_cgroup_match m;
-	char rel[32];
-	int r;
+	int r = vw_workload_read_cgroup_file(procfd, pid, &text, NULL);
 
-	if (!text)
-		return -ENOMEM;
-	snprintf(rel, sizeof(rel), "%" PRIu32 "/cgroup", pid);
-	r = vw_read_file_at(procfd, rel, text, CGROUP_TEXT_MAX, NULL);
 	if (r < 0)
-		return r == -ENOENT ? -ESRCH : r;
+		return r;
 	if (vw_qemu_cgroup_from_text(text, vm->cgroup, sizeof(vm->cgroup)) < 0)
 		vm->cgroup[0] = '\0';
 	(void)vw_workload_parse_proc_cgroup(text, &m);

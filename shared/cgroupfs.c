@@ -18,9 +18,9 @@
 #include "cgroupfs_priv.h"
 #include "fileio.h"
 #include "macro.h"
+#include "workload.h"
 
 #define MAX_DEPTH 32
-#define CGROUP_FILE_MAX (64u << 10) /* /proc/PID/cgroup, as in workload.c */
 
 struct entry {
 	uint64_t id;
@@ -292,29 +292,16 @@ static bool has_cpuacct(const char *list, size_t n)
 	return false;
 }
 
-int vw_cgroupfs_pid_path(const struct vw_cgroupfs *cg, int procfd, uint32_t pid, char *buf,
-			 size_t size)
+int vw_cgroupfs_parse_pid_path(bool v1, const char *text, char *buf, size_t size)
 {
-	_cleanup_free_ char *text = malloc(CGROUP_FILE_MAX);
-	char rel[32];
-	int r;
-
-	if (!text)
-		return -ENOMEM;
-	snprintf(rel, sizeof(rel), "%" PRIu32 "/cgroup", pid);
-	r = vw_read_file_at(procfd, rel, text, CGROUP_FILE_MAX, NULL);
-	if (r == -ENOENT || r == -ESRCH)
-		return -ESRCH;
-	if (r < 0)
-		return r;
 	for (const char *line = text; *line;) {
 		const char *eol = strchrnul(line, '\n');
 		const char *c1 = memchr(line, ':', (size_t)(eol - line));
 		const char *c2 = c1 ? memchr(c1 + 1, ':', (size_t)(eol - c1 - 1)) : NULL;
 
 		/* "hierarchy-ID:controller-list:path"; v2 is "0::path". */
-		if (c2 && (cg->v1 ? has_cpuacct(c1 + 1, (size_t)(c2 - c1 - 1))
-				  : c2 == c1 + 1 && c1 - line == 1 && line[0] == '0')) {
+		if (c2 && (v1 ? has_cpuacct(c1 + 1, (size_t)(c2 - c1 - 1))
+			      : c2 == c1 + 1 && c1 - line == 1 && line[0] == '0')) {
 			const char *p = c2 + 1;
 			size_t n;
 
@@ -332,8 +319,18 @@ int vw_cgroupfs_pid_path(const struct vw_cgroupfs *cg, int procfd, uint32_t pid,
 	return -ENOENT;
 }
 
-/* v2 cpu.stat: "usage_usec N" among other lines. */
-static int parse_usage_usec(const char *text, uint64_t *ret_ns)
+int vw_cgroupfs_pid_path(const struct vw_cgroupfs *cg, int procfd, uint32_t pid, char *buf,
+			 size_t size)
+{
+	_cleanup_free_ char *text = NULL;
+	int r = vw_workload_read_cgroup_file(procfd, pid, &text, NULL);
+
+	if (r < 0)
+		return r;
+	return vw_cgroupfs_parse_pid_path(cg->v1, text, buf, size);
+}
+
+int vw_cgroupfs_parse_cpu_stat(const char *text, uint64_t *ret_ns)
 {
 	for (const char *line = text; *line;) {
 		const char *eol = strchrnul(line, '\n');
@@ -373,7 +370,7 @@ int vw_cgroupfs_usage(const struct vw_cgroupfs *cg, const char *path, uint64_t *
 	} else {
 		r = vw_read_file_at(cg->fd, rel, buf, sizeof(buf), NULL);
 		if (r == 0)
-			r = parse_usage_usec(buf, ret_ns);
+			r = vw_cgroupfs_parse_cpu_stat(buf, ret_ns);
 	}
 	return r == -ENODEV ? -ENOENT : r; /* a removed cgroup's open file reads ENODEV */
 }

@@ -46,6 +46,10 @@ int vw_cgroupfs_pid_path(const struct vw_cgroupfs *cg, int procfd, uint32_t pid,
 /* Cumulative CPU time of a cgroup and its descendants, in ns. -ENOENT: the cgroup is gone. */
 int vw_cgroupfs_usage(const struct vw_cgroupfs *cg, const char *path, uint64_t *ret_ns);
 
+/* The parsers of the two (tests and fuzzing): the path in /proc/PID/cgroup text for the v1
+ * cpuacct or the v2 hierarchy, and a v2 cpu.stat's usage_usec in ns. */
+int vw_cgroupfs_parse_pid_path(bool v1, const char *text, char *buf, size_t size);
+int vw_cgroupfs_parse_cpu_stat(const char *text, uint64_t *ret_ns);
 /* For tests and logs: cgroups known, walks done. */
 size_t vw_cgroupfs_count(const struct vw_cgroupfs *cg);
 uint64_t vw_cgroupfs_scans(const struct vw_cgroupfs *cg);

@@ -124,18 +124,45 @@ void vw_config_usage(const struct vw_config_program *p, FILE *out)
 	fprintf(out, "  %-*sShow the version and exit.\n", USAGE_COL - 2, "--version");
 }
 
+/*
+ * The code point of the UTF-8 sequence at s (*len bytes) that YAML would not read back as itself
+ * inside double quotes: C1 controls (NEL is a line break there), LS and PS (line breaks too),
+ * the BOM and the non-characters U+FFFE/U+FFFF (not printable). 0 for anything else.
+ */
+static unsigned yaml_unsafe(const unsigned char *s, size_t *len)
+{
+	unsigned cp;
+
+	if (s[0] == 0xc2 && s[1] >= 0x80 && s[1] <= 0x9f) {
+		*len = 2;
+		return s[1];
+	}
+	if ((s[0] != 0xe2 && s[0] != 0xef) || (s[1] & 0xc0) != 0x80 || (s[2] & 0xc0) != 0x80)
+		return 0;
+	cp = (unsigned)(s[0] & 0x0f) << 12 | (unsigned)(s[1] & 0x3f) << 6 | (s[2] & 0x3f);
+	if (cp != 0x2028 && cp != 0x2029 && cp != 0xfeff && cp != 0xfffe && cp != 0xffff)
+		return 0;
+	*len = 3;
+	return cp;
+}
+
 static void print_quoted(const char *s, FILE *out)
 {
 	fputc('"', out);
-	for (; *s; s++) {
+	while (*s) {
 		unsigned char c = (unsigned char)*s;
+		size_t len = 1;
+		unsigned cp;
 
 		if (c == '"' || c == '\\')
 			fprintf(out, "\\%c", c);
 		else if (c < 0x20 || c == 0x7f)
 			fprintf(out, "\\x%02x", c);
+		else if ((cp = yaml_unsafe((const unsigned char *)s, &len)))
+			fprintf(out, cp < 0x100 ? "\\x%02x" : "\\u%04x", cp);
 		else
 			fputc(c, out);
+		s += len;
 	}
 	fputc('"', out);
 }

@@ -76,3 +76,6 @@ void vw_suggest_consider(struct vw_suggestion *s, const char *cand, size_t len);
 /* Read the YAML file at path into cfg; errors start with "path:line:column: ". */
 int vw_config_yaml_load(const struct vw_config_program *p, void *cfg, const char *path, char *err,
 			size_t errlen);
+/* The same for the file's text in memory (tests, fuzzing); path names it in messages. */
+int vw_config_yaml_load_buf(const struct vw_config_program *p, void *cfg, const char *path,
+			    const char *buf, size_t len, char *err, size_t errlen);

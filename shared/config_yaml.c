@@ -272,15 +272,32 @@ static int yaml_stream(struct yaml_reader *rd)
 	return r;
 }
 
+/* The opened file into the config, then closed. */
+static int yaml_read(struct yaml_reader *rd, int opened)
+{
+	int r = opened;
+
+	if (r < 0)
+		return r;
+	r = yaml_stream(rd);
+	vw_yaml_close(&rd->y);
+	return r;
+}
+
 int vw_config_yaml_load(const struct vw_config_program *p, void *cfg, const char *path, char *err,
 			size_t errlen)
 {
 	struct yaml_reader rd = { .p = p, .cfg = cfg };
-	int r = vw_yaml_open(&rd.y, path, "config file", VW_CONFIG_MAX_BYTES, err, errlen);
 
-	if (r < 0)
-		return r;
-	r = yaml_stream(&rd);
-	vw_yaml_close(&rd.y);
-	return r;
+	return yaml_read(&rd, vw_yaml_open(&rd.y, path, "config file", VW_CONFIG_MAX_BYTES, err,
+					   errlen));
+}
+
+int vw_config_yaml_load_buf(const struct vw_config_program *p, void *cfg, const char *path,
+			    const char *buf, size_t len, char *err, size_t errlen)
+{
+	struct yaml_reader rd = { .p = p, .cfg = cfg };
+
+	return yaml_read(&rd, vw_yaml_open_buf(&rd.y, path, "config file", buf, len,
+					       VW_CONFIG_MAX_BYTES, err, errlen));
 }

@@ -158,23 +158,19 @@ static int read_header(struct vw_csv *c, char *err, size_t errlen)
 	return 0;
 }
 
-int vw_csv_open(const char *path, struct vw_csv **ret, char *err, size_t errlen)
+/* Read from in (taken, closed on failure too), named path in messages. */
+static int csv_start(FILE *in, const char *path, struct vw_csv **ret, char *err, size_t errlen)
 {
 	struct vw_csv *c = calloc(1, sizeof(*c));
 	int r;
 
 	if (!c || !(c->path = strdup(path))) {
 		free(c);
+		fclose(in);
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	c->in = fopen(path, "re");
-	if (!c->in) {
-		r = -errno;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		vw_csv_free(c);
-		return r;
-	}
+	c->in = in;
 	r = read_header(c, err, errlen);
 	if (r < 0) {
 		if (r == -ENOMEM)
@@ -184,6 +180,31 @@ int vw_csv_open(const char *path, struct vw_csv **ret, char *err, size_t errlen)
 	}
 	*ret = c;
 	return 0;
+}
+
+int vw_csv_open(const char *path, struct vw_csv **ret, char *err, size_t errlen)
+{
+	FILE *in = fopen(path, "re");
+	int r = -errno;
+
+	if (!in) {
+		snprintf(err, errlen, "%s: %s", path, strerror(-r));
+		return r;
+	}
+	return csv_start(in, path, ret, err, errlen);
+}
+
+int vw_csv_open_buf(const char *name, const char *buf, size_t len, struct vw_csv **ret, char *err,
+		    size_t errlen)
+{
+	FILE *in = fmemopen((void *)buf, len, "r"); /* only read */
+	int r = -errno;
+
+	if (!in) {
+		snprintf(err, errlen, "%s: %s", name, strerror(-r));
+		return r;
+	}
+	return csv_start(in, name, ret, err, errlen);
 }
 
 /* Parse the wanted columns of the split row into out. */

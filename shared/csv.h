@@ -20,6 +20,9 @@ struct vw_csv; /* an open file positioned after its header */
  * names may not be equal. 0 or -errno with a one-line reason in err.
  */
 int vw_csv_open(const char *path, struct vw_csv **ret, char *err, size_t errlen);
+/* The same for a file already in memory (buf must outlive *ret); name is used in messages. */
+int vw_csv_open_buf(const char *name, const char *buf, size_t len, struct vw_csv **ret, char *err,
+		    size_t errlen);
 void vw_csv_free(struct vw_csv *c);
 
 size_t vw_csv_n_columns(const struct vw_csv *c);

@@ -10,6 +10,7 @@
  * The runtimes are a static table; each row answers for the cgroup runtime it serves.
  */
 #include "ctrmeta.h"
+#include "ctrmeta-priv.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -323,6 +324,13 @@ static void podman_walk(struct vw_ctrmeta *m, struct index *load, struct sig *si
 
 /* ---- nerdctl: <data root>/<address hash>/names/<namespace>/<name>, each holding an ID ---- */
 
+static void nerdctl_parse(const char *buf, size_t len, const char *name, struct index *idx)
+{
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		len--; /* nerdctl writes the bare ID; tolerate a newline from a hand edit */
+	index_add(idx, buf, len, name, strlen(name));
+}
+
 static void nerdctl_read_name(struct vw_ctrmeta *m, const char *dir, const char *name,
 			      struct index *idx)
 {
@@ -338,9 +346,7 @@ static void nerdctl_read_name(struct vw_ctrmeta *m, const char *dir, const char 
 		note_err(idx, r);
 		return;
 	}
-	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
-		len--; /* nerdctl writes the bare ID; tolerate a newline from a hand edit */
-	index_add(idx, buf, len, name, strlen(name));
+	nerdctl_parse(buf, len, name, idx);
 }
 
 /* Each subdirectory of rel (no dot entries) passed to fn; the count of directories visited is
@@ -503,6 +509,51 @@ static int docker_lookup(struct vw_ctrmeta *m, const char *id, struct vw_ctrmeta
 		c->info = (struct vw_ctrmeta_info){ 0 };
 	*ret = c->info;
 	return c->result;
+}
+
+/* ---- the parsers on a buffer (ctrmeta-priv.h) ---- */
+
+int vw_ctrmeta_parse_docker(struct vw_ctrmeta *m, const char *buf, size_t len, const char *id,
+			    struct vw_ctrmeta_info *ret)
+{
+	int r;
+
+	*ret = (struct vw_ctrmeta_info){ 0 };
+	r = docker_parse(m, buf, len, id, ret);
+	if (r < 0)
+		*ret = (struct vw_ctrmeta_info){ 0 };
+	return r;
+}
+
+/* The name an index of one file gives id. */
+static int index_of_one(struct index *idx, const char *id, struct vw_ctrmeta_info *ret)
+{
+	int r;
+
+	*ret = (struct vw_ctrmeta_info){ 0 };
+	r = index_find(idx, id, ret);
+	if (r < 0)
+		*ret = (struct vw_ctrmeta_info){ 0 };
+	free(idx->e);
+	return r;
+}
+
+int vw_ctrmeta_parse_podman(struct vw_ctrmeta *m, const char *buf, size_t len, const char *id,
+			    struct vw_ctrmeta_info *ret)
+{
+	struct index idx = { 0 };
+
+	podman_parse(m, buf, len, &idx);
+	return index_of_one(&idx, id, ret);
+}
+
+int vw_ctrmeta_parse_nerdctl(const char *name, const char *buf, size_t len, const char *id,
+			     struct vw_ctrmeta_info *ret)
+{
+	struct index idx = { 0 };
+
+	nerdctl_parse(buf, len, name, &idx);
+	return index_of_one(&idx, id, ret);
 }
 
 /* ---- the runtimes ---- */

@@ -58,22 +58,16 @@ static unsigned meminfo_gb(const char *text)
 	return (unsigned)((kb + (1ULL << 19)) >> 20);
 }
 
-int vw_machine_spec_read(int procfs_fd, struct vw_machine_spec *ret)
+int vw_machine_spec_parse(const char *cpuinfo, const char *meminfo, struct vw_machine_spec *ret)
 {
 	_cleanup_free_ struct vw_cpu_info *cpus = NULL;
-	_cleanup_free_ char *text = malloc(1 << 20);
 	char phys[64][16];
 	size_t n = 0, n_phys = 0, n_cores = 0;
 	int r;
 
 	*ret = (struct vw_machine_spec){ .chips = 1, .threads_per_core = 1 };
-	if (!text)
-		return -ENOMEM;
-	r = vw_read_file_at(procfs_fd, "cpuinfo", text, 1 << 20, NULL);
-	if (r < 0)
-		return r;
-	ret->frequency_mhz = cpuinfo_mhz(text);
-	r = vw_procfs_parse_cpuinfo(text, &cpus, &n);
+	ret->frequency_mhz = cpuinfo_mhz(cpuinfo);
+	r = vw_procfs_parse_cpuinfo(cpuinfo, &cpus, &n);
 	if (r < 0)
 		return r;
 	ret->cores = (unsigned)n;
@@ -104,9 +98,26 @@ int vw_machine_spec_read(int procfs_fd, struct vw_machine_spec *ret)
 	ret->chips = n_phys ? (unsigned)n_phys : 1;
 	if (n_cores && n % n_cores == 0)
 		ret->threads_per_core = (unsigned)(n / n_cores);
-	if (vw_read_file_at(procfs_fd, "meminfo", text, 1 << 20, NULL) == 0)
-		ret->memory_gb = meminfo_gb(text);
+	if (meminfo)
+		ret->memory_gb = meminfo_gb(meminfo);
 	return 0;
+}
+
+int vw_machine_spec_read(int procfs_fd, struct vw_machine_spec *ret)
+{
+	_cleanup_free_ char *cpuinfo = malloc(1 << 20);
+	char meminfo[4096]; /* MemTotal is its first line */
+	int r;
+
+	*ret = (struct vw_machine_spec){ .chips = 1, .threads_per_core = 1 };
+	if (!cpuinfo)
+		return -ENOMEM;
+	r = vw_read_file_at(procfs_fd, "cpuinfo", cpuinfo, 1 << 20, NULL);
+	if (r < 0)
+		return r;
+	if (vw_read_prefix_at(procfs_fd, "meminfo", meminfo, sizeof(meminfo), NULL) < 0)
+		meminfo[0] = '\0';
+	return vw_machine_spec_parse(cpuinfo, meminfo, ret);
 }
 
 char *vw_model_server_request(const struct vw_model_server_opts *o,

@@ -24,6 +24,8 @@ struct vw_machine_spec {
 
 /* Fill spec from <procfs>/cpuinfo and <procfs>/meminfo (what is missing stays 0 / ""). */
 int vw_machine_spec_read(int procfs_fd, struct vw_machine_spec *ret);
+/* The same from the two files' text (meminfo may be NULL). */
+int vw_machine_spec_parse(const char *cpuinfo, const char *meminfo, struct vw_machine_spec *ret);
 /* Kepler's normalisation of a CPU model name: lower case, runs of other characters -> '_'. */
 void vw_machine_spec_normalise(const char *model_name, char *buf, size_t size);
 

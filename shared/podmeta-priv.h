@@ -53,3 +53,14 @@ size_t vw_podtable_count(const struct vw_podtable *t);
 void vw_podtable_table_stats(const struct vw_podtable *t, struct vw_table_stat *pods,
 			     struct vw_table_stat *ctrs);
 void vw_podtable_set_caps(struct vw_podtable *t, size_t max_pods, size_t max_ctrs);
+
+/*
+ * For tests and fuzzing: a client without its worker thread (vw_podmeta_stop frees it), fed the
+ * bodies the worker would receive: a list response (-EBADMSG when it is not a PodList), and
+ * chunks of one watch stream, framed and applied as the worker does (-EMSGSIZE for an event
+ * over max_event_bytes, -ESTALE for a 410 ERROR event, -EPROTO for another; the stream then
+ * ends, and the next chunk starts a new one).
+ */
+struct vw_podmeta *vw_podmeta_new_offline(const struct vw_podmeta_opts *opts);
+int vw_podmeta_feed_list(struct vw_podmeta *pm, const char *body, size_t len);
+int vw_podmeta_feed_watch(struct vw_podmeta *pm, const char *data, size_t len);

@@ -84,6 +84,7 @@ struct vw_podmeta {
 	size_t max_event;
 	CURLM *multi;
 	pthread_t thread;
+	bool started; /* the worker runs (not an offline instance) */
 	bool stop; /* __atomic */
 
 	/* Worker thread only. */
@@ -348,6 +349,32 @@ static int buf_append(struct buf *b, const char *p, size_t n, size_t max)
 	return 0;
 }
 
+/*
+ * A chunk of a watch stream: framed into lines of at most cap bytes, each applied as an event.
+ * 0, or why to stop: -EMSGSIZE (an oversized event: re-list) or handle_event's -ESTALE/-EPROTO.
+ */
+static int watch_feed(struct vw_podmeta *pm, const char *data, size_t n, size_t cap,
+		      unsigned *events)
+{
+	while (n > 0) {
+		const char *nl = memchr(data, '\n', n);
+		size_t take = nl ? (size_t)(nl - data) : n;
+		int r = buf_append(&pm->body, data, take, cap);
+
+		if (r < 0)
+			return r;
+		if (!nl)
+			break;
+		r = handle_event(pm, pm->body.data, pm->body.len, events);
+		pm->body.len = 0;
+		if (r < 0)
+			return r;
+		data += take + 1;
+		n -= take + 1;
+	}
+	return 0;
+}
+
 static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
 {
 	struct xfer *x = userdata;
@@ -366,23 +393,8 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
 		x->abort = buf_append(&pm->body, data, n, x->cap);
 		return x->abort < 0 ? 0 : total;
 	}
-	while (n > 0) {
-		const char *nl = memchr(data, '\n', n);
-		size_t take = nl ? (size_t)(nl - data) : n;
-
-		x->abort = buf_append(&pm->body, data, take, x->cap);
-		if (x->abort < 0)
-			return 0; /* oversized event: drop it, re-list */
-		if (!nl)
-			break;
-		x->abort = handle_event(pm, pm->body.data, pm->body.len, &x->events);
-		pm->body.len = 0;
-		if (x->abort < 0)
-			return 0;
-		data += take + 1;
-		n -= take + 1;
-	}
-	return total;
+	x->abort = watch_feed(pm, data, n, x->cap, &x->events);
+	return x->abort < 0 ? 0 : total; /* an oversized event is dropped: re-list */
 }
 
 static int on_progress(void *userdata, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
@@ -620,6 +632,12 @@ static char *pods_url(struct vw_podmeta *pm, bool watch)
 	return r < 0 ? NULL : url;
 }
 
+/* A list response's body, parsed and applied: 0, or -EBADMSG when it is not a PodList. */
+static int list_apply_body(struct vw_podmeta *pm, const char *body, size_t len)
+{
+	return len ? apply_list(pm, body, len) : -EBADMSG;
+}
+
 /* GET a PodList and apply it. 1: retry now (new token). */
 static int do_list(struct vw_podmeta *pm, const char *url, const char *what)
 {
@@ -634,7 +652,7 @@ static int do_list(struct vw_podmeta *pm, const char *url, const char *what)
 	r = check_status(pm, what, x.status);
 	if (r != 0)
 		return r;
-	r = pm->body.len ? apply_list(pm, pm->body.data, pm->body.len) : -EBADMSG;
+	r = list_apply_body(pm, pm->body.data, pm->body.len);
 	if (r < 0)
 		vw_complain(&pm->c_status, VW_LOG_WARN, "podmeta: %s: not a PodList", what);
 	buf_reset(&pm->body);
@@ -862,7 +880,7 @@ static int pm_init(struct vw_podmeta *pm, const struct vw_podmeta_opts *o)
 	return pm->multi && pm->easy ? 0 : -ENOMEM;
 }
 
-struct vw_podmeta *vw_podmeta_start(const struct vw_podmeta_opts *opts)
+struct vw_podmeta *vw_podmeta_new_offline(const struct vw_podmeta_opts *opts)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct vw_podmeta *pm;
@@ -886,6 +904,31 @@ struct vw_podmeta *vw_podmeta_start(const struct vw_podmeta_opts *opts)
 		errno = -r;
 		return NULL;
 	}
+	return pm;
+}
+
+int vw_podmeta_feed_list(struct vw_podmeta *pm, const char *body, size_t len)
+{
+	return list_apply_body(pm, body, len);
+}
+
+int vw_podmeta_feed_watch(struct vw_podmeta *pm, const char *data, size_t len)
+{
+	unsigned events = 0;
+	int r = watch_feed(pm, data, len, pm->max_event, &events);
+
+	if (r < 0)
+		buf_reset(&pm->body); /* the transfer ends here: the next one starts afresh */
+	return r;
+}
+
+struct vw_podmeta *vw_podmeta_start(const struct vw_podmeta_opts *opts)
+{
+	struct vw_podmeta *pm = vw_podmeta_new_offline(opts);
+	int r;
+
+	if (!pm)
+		return NULL;
 	if (pm->insecure)
 		vw_warn("podmeta: TLS verification of %s disabled", pm->base_url);
 	if (strncmp(pm->base_url, "http://", 7) == 0)
@@ -897,6 +940,7 @@ struct vw_podmeta *vw_podmeta_start(const struct vw_podmeta_opts *opts)
 		errno = -r;
 		return NULL;
 	}
+	pm->started = true;
 	vw_info("podmeta: %s mode, %s, node %s",
 		pm->mode == VW_PODMETA_APISERVER ? "apiserver" : "kubelet", pm->base_url,
 		*pm->node_name ? pm->node_name : "-");
@@ -907,9 +951,11 @@ void vw_podmeta_stop(struct vw_podmeta *pm)
 {
 	if (!pm)
 		return;
-	__atomic_store_n(&pm->stop, true, __ATOMIC_RELEASE);
-	curl_multi_wakeup(pm->multi);
-	pthread_join(pm->thread, NULL);
+	if (pm->started) {
+		__atomic_store_n(&pm->stop, true, __ATOMIC_RELEASE);
+		curl_multi_wakeup(pm->multi);
+		pthread_join(pm->thread, NULL);
+	}
 	pm_free(pm);
 }
 

@@ -13,6 +13,32 @@
 #define STAT_MAX (1u << 20)
 #define CPUINFO_MAX (4u << 20)
 
+/*
+ * The aggregate line's fields after "cpu ": at least 4 unsigned decimals, up to 8 kept (newer
+ * kernels add guest and guest_nice). sscanf's %llu took "-1" as 2^64 - 1 and skipped newlines.
+ */
+static int parse_cpu_fields(const char *p, uint64_t v[8])
+{
+	int n = 0;
+
+	while (n < 8) {
+		unsigned long long x;
+		char *end;
+
+		while (*p == ' ')
+			p++;
+		if (*p < '0' || *p > '9')
+			break;
+		errno = 0;
+		x = strtoull(p, &end, 10);
+		if (errno == ERANGE)
+			return -EINVAL;
+		v[n++] = x;
+		p = end;
+	}
+	return n >= 4 ? 0 : -EINVAL;
+}
+
 int vw_procfs_parse_stat(const char *text, struct vw_cpu_stat *ret)
 {
 	struct vw_cpu_stat s = { 0 };
@@ -23,11 +49,9 @@ int vw_procfs_parse_stat(const char *text, struct vw_cpu_stat *ret)
 		const char *next = strchr(line, '\n');
 
 		if (strncmp(line, "cpu ", 4) == 0) {
-			unsigned long long v[8] = { 0 };
-			int n = sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0],
-				       &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7]);
+			uint64_t v[8] = { 0 };
 
-			if (n < 4)
+			if (parse_cpu_fields(line + 4, v) < 0)
 				return -EINVAL;
 			s.user = v[0], s.nice = v[1], s.system = v[2], s.idle = v[3];
 			s.iowait = v[4], s.irq = v[5], s.softirq = v[6], s.steal = v[7];
@@ -63,15 +87,26 @@ static uint64_t fwd(uint64_t a, uint64_t b)
 	return b >= a ? b - a : 0;
 }
 
+/* Sums saturate, so busy never exceeds total however absurd the counters. */
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
 uint64_t vw_cpu_stat_busy_delta(const struct vw_cpu_stat *p, const struct vw_cpu_stat *c)
 {
-	return fwd(p->user, c->user) + fwd(p->nice, c->nice) + fwd(p->system, c->system) +
-	       fwd(p->irq, c->irq) + fwd(p->softirq, c->softirq);
+	uint64_t sum = fwd(p->user, c->user);
+
+	sum = sat_add(sum, fwd(p->nice, c->nice));
+	sum = sat_add(sum, fwd(p->system, c->system));
+	sum = sat_add(sum, fwd(p->irq, c->irq));
+	return sat_add(sum, fwd(p->softirq, c->softirq));
 }
 
 uint64_t vw_cpu_stat_total_delta(const struct vw_cpu_stat *p, const struct vw_cpu_stat *c)
 {
-	return vw_cpu_stat_busy_delta(p, c) + fwd(p->idle, c->idle) + fwd(p->iowait, c->iowait);
+	return sat_add(sat_add(vw_cpu_stat_busy_delta(p, c), fwd(p->idle, c->idle)),
+		       fwd(p->iowait, c->iowait));
 }
 
 double vw_cpu_stat_usage(const struct vw_cpu_stat *p, const struct vw_cpu_stat *c)

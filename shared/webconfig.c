@@ -651,6 +651,20 @@ static int load_pem(struct parser *ps, const char *key, const char *file, const 
 	return 0;
 }
 
+/* How many certificates a PEM holds: >= 0, or a GnuTLS error. */
+static int pem_certificates(const char *pem)
+{
+	gnutls_datum_t d = { (unsigned char *)pem, (unsigned)strlen(pem) };
+	gnutls_x509_crt_t *crts = NULL;
+	unsigned n = 0;
+	int r = gnutls_x509_crt_list_import2(&crts, &n, &d, GNUTLS_X509_FMT_PEM, 0);
+
+	for (unsigned i = 0; r >= 0 && i < n; i++)
+		gnutls_x509_crt_deinit(crts[i]);
+	gnutls_free(crts);
+	return r < 0 ? r : (int)n;
+}
+
 /* The certificate chain and key must load, and belong together. */
 static int check_keypair(struct parser *ps)
 {
@@ -660,10 +674,16 @@ static int check_keypair(struct parser *ps)
 	gnutls_datum_t key = { (unsigned char *)c->key_pem, (unsigned)strlen(c->key_pem) };
 	int r;
 
+	/* The chain alone first: GnuTLS 3.7 leaks the certificate it was reading when
+	 * gnutls_certificate_set_x509_key_mem() meets a malformed one (bad base64). */
+	r = pem_certificates(c->cert_pem);
+	if (r < 0)
+		goto refused;
 	if (gnutls_certificate_allocate_credentials(&cred) < 0)
 		return -ENOMEM;
 	r = gnutls_certificate_set_x509_key_mem(cred, &cert, &key, GNUTLS_X509_FMT_PEM);
 	gnutls_certificate_free_credentials(cred);
+refused:
 	if (r < 0)
 		return ERR(ps, &ps->t.key_m, "cannot use the certificate and key%s%s%s%s: %s",
 			   c->cert_file ? " " : "", c->cert_file ? c->cert_file : "",
@@ -675,16 +695,9 @@ static int check_keypair(struct parser *ps)
 static int check_client_ca(struct parser *ps)
 {
 	struct vw_webconfig *c = ps->c;
-	gnutls_datum_t pem = { (unsigned char *)c->client_ca_pem,
-			       (unsigned)strlen(c->client_ca_pem) };
-	gnutls_x509_crt_t *crts = NULL;
-	unsigned n = 0;
-	int r = gnutls_x509_crt_list_import2(&crts, &n, &pem, GNUTLS_X509_FMT_PEM, 0);
+	int r = pem_certificates(c->client_ca_pem);
 
-	for (unsigned i = 0; r >= 0 && i < n; i++)
-		gnutls_x509_crt_deinit(crts[i]);
-	gnutls_free(crts);
-	if (r < 0 || n == 0)
+	if (r <= 0)
 		return ERR(ps, &ps->t.ca_m, "client CA%s%s: no certificate could be read%s%s",
 			   c->client_ca_file ? " " : "", c->client_ca_file ? c->client_ca_file : "",
 			   r < 0 ? ": " : "", r < 0 ? gnutls_strerror(r) : "");
@@ -934,7 +947,9 @@ static int check_all(struct parser *ps)
 	return r;
 }
 
-int vw_webconfig_load(const char *path, struct vw_webconfig **ret, char *err, size_t errlen)
+/* From the file at path, or from buf (len bytes) when buf is not NULL. */
+static int load(const char *path, const char *buf, size_t len, struct vw_webconfig **ret,
+		char *err, size_t errlen)
 {
 	struct parser ps = { .t = { .min_version = 12, .max_version = 13, .prefer_server = true } };
 	_cleanup_free_ char *copy = path ? strdup(path) : NULL;
@@ -946,7 +961,9 @@ int vw_webconfig_load(const char *path, struct vw_webconfig **ret, char *err, si
 	ps.c = calloc(1, sizeof(*ps.c));
 	if (!ps.c)
 		return -ENOMEM;
-	r = vw_yaml_open(&ps.y, path, "web config file", VW_WEBCONFIG_MAX_BYTES, err, errlen);
+	r = buf ? vw_yaml_open_buf(&ps.y, path, "web config file", buf, len,
+				   VW_WEBCONFIG_MAX_BYTES, err, errlen)
+		: vw_yaml_open(&ps.y, path, "web config file", VW_WEBCONFIG_MAX_BYTES, err, errlen);
 	if (r == 0)
 		r = read_stream(&ps);
 	if (r == 0)
@@ -961,4 +978,15 @@ int vw_webconfig_load(const char *path, struct vw_webconfig **ret, char *err, si
 	}
 	*ret = ps.c;
 	return 0;
+}
+
+int vw_webconfig_load(const char *path, struct vw_webconfig **ret, char *err, size_t errlen)
+{
+	return load(path, NULL, 0, ret, err, errlen);
+}
+
+int vw_webconfig_load_buf(const char *path, const char *buf, size_t len,
+			  struct vw_webconfig **ret, char *err, size_t errlen)
+{
+	return load(path, buf ? buf : "", len, ret, err, errlen);
 }

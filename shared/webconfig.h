@@ -59,6 +59,10 @@ struct vw_webconfig {
  * with "path:line:col: message" in err.
  */
 int vw_webconfig_load(const char *path, struct vw_webconfig **ret, char *err, size_t errlen);
+/* The same for the file's text in memory (tests, fuzzing): path names it in messages and is
+ * where relative certificate paths start. */
+int vw_webconfig_load_buf(const char *path, const char *buf, size_t len,
+			  struct vw_webconfig **ret, char *err, size_t errlen);
 void vw_webconfig_free(struct vw_webconfig *c);
 /* "RequireAndVerifyClientCert", ... */
 const char *vw_client_auth_name(enum vw_client_auth a);

@@ -307,23 +307,34 @@ int vw_workload_parse_proc_cgroup(const char *text, struct vw_cgroup_match *ret)
 	return best.container ? 0 : -ENOENT;
 }
 
+int vw_workload_read_cgroup_file(int procfd, uint32_t pid, char **ret, size_t *ret_len)
+{
+	_cleanup_free_ char *buf = malloc(CGROUP_FILE_MAX);
+	char rel[32];
+	int r;
+
+	if (!buf)
+		return -ENOMEM;
+	snprintf(rel, sizeof(rel), "%" PRIu32 "/cgroup", pid);
+	r = vw_read_file_at(procfd, rel, buf, CGROUP_FILE_MAX, ret_len);
+	if (r == -ENOENT || r == -ESRCH)
+		return -ESRCH; /* exited between the directory scan and now */
+	if (r < 0)
+		return r;
+	*ret = VW_TAKE_PTR(buf);
+	return 0;
+}
+
 int vw_workload_read_pid(int procfd, uint32_t pid, struct vw_cgroup_match *ret)
 {
 	_cleanup_free_ char *buf = NULL;
-	char rel[32];
 	size_t len;
 	int r;
 
 	if (pid == 0 || !ret)
 		return -EINVAL;
 	memset(ret, 0, sizeof(*ret));
-	snprintf(rel, sizeof(rel), "%" PRIu32 "/cgroup", pid);
-	buf = malloc(CGROUP_FILE_MAX);
-	if (!buf)
-		return -ENOMEM;
-	r = vw_read_file_at(procfd, rel, buf, CGROUP_FILE_MAX, &len);
-	if (r == -ENOENT || r == -ESRCH)
-		return -ESRCH; /* exited between the directory scan and now */
+	r = vw_workload_read_cgroup_file(procfd, pid, &buf, &len);
 	if (r < 0)
 		return r;
 	if (memchr(buf, '\0', len))

@@ -46,6 +46,9 @@ int vw_workload_container_cgroup(const char *path, struct vw_cgroup_match *ret, 
 int vw_workload_parse_proc_cgroup(const char *text, struct vw_cgroup_match *ret);
 /* Read and parse <procfs>/<pid>/cgroup. -ENOENT: no container; -ESRCH: the process is gone. */
 int vw_workload_read_pid(int procfd, uint32_t pid, struct vw_cgroup_match *ret);
+/* <procfs>/<pid>/cgroup itself, malloc'd and NUL-terminated (*ret_len bytes, optional):
+ * 0, -ESRCH when the process is gone, else -errno. */
+int vw_workload_read_cgroup_file(int procfd, uint32_t pid, char **ret, size_t *ret_len);
 
 /* Pod metadata from the Kubernetes API server (list then watch, filtered by node) or the
  * kubelet's /pods (polled). Runs on its own thread; lookups are thread-safe copies. */

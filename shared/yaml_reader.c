@@ -178,6 +178,18 @@ static int file_read(struct vw_yaml *y, const char *what, size_t max)
 	return 0;
 }
 
+/* Start the parser on y->buf. */
+static int parser_start(struct vw_yaml *y)
+{
+	if (!yaml_parser_initialize(&y->parser)) {
+		vw_yaml_close(y);
+		return msg(y, -ENOMEM, "%s: out of memory", y->path);
+	}
+	y->parser_ready = true;
+	yaml_parser_set_input_string(&y->parser, (const unsigned char *)y->buf, y->len);
+	return 0;
+}
+
 int vw_yaml_open(struct vw_yaml *y, const char *path, const char *what, size_t max_bytes,
 		 char *err, size_t errlen)
 {
@@ -187,13 +199,22 @@ int vw_yaml_open(struct vw_yaml *y, const char *path, const char *what, size_t m
 	r = file_read(y, what, max_bytes);
 	if (r < 0)
 		return r;
-	if (!yaml_parser_initialize(&y->parser)) {
-		vw_yaml_close(y);
+	return parser_start(y);
+}
+
+int vw_yaml_open_buf(struct vw_yaml *y, const char *path, const char *what, const char *buf,
+		     size_t len, size_t max_bytes, char *err, size_t errlen)
+{
+	*y = (struct vw_yaml){ .path = path, .err = err, .errlen = errlen };
+	if (len > max_bytes)
+		return msg(y, -EFBIG, "%s %s: larger than %zu bytes", what, path, max_bytes);
+	y->buf = malloc(len + 1);
+	if (!y->buf)
 		return msg(y, -ENOMEM, "%s: out of memory", path);
-	}
-	y->parser_ready = true;
-	yaml_parser_set_input_string(&y->parser, (const unsigned char *)y->buf, y->len);
-	return 0;
+	memcpy(y->buf, buf, len);
+	y->buf[len] = '\0';
+	y->len = len;
+	return parser_start(y);
 }
 
 void vw_yaml_close(struct vw_yaml *y)

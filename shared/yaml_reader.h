@@ -30,6 +30,9 @@ struct vw_yaml {
  */
 int vw_yaml_open(struct vw_yaml *y, const char *path, const char *what, size_t max_bytes,
 		 char *err, size_t errlen);
+/* The same for a file already in memory (copied): path only names it in messages. */
+int vw_yaml_open_buf(struct vw_yaml *y, const char *path, const char *what, const char *buf,
+		     size_t len, size_t max_bytes, char *err, size_t errlen);
 void vw_yaml_close(struct vw_yaml *y);
 /* Next event (the previous one in ev is deleted first); anchors and aliases are errors. */
 int vw_yaml_next(struct vw_yaml *y, yaml_event_t *ev);

@@ -1023,7 +1023,11 @@ static void test_print_roundtrip(void **state)
 		     "--monitor.interval=1m30s", "--monitor.staleness=1500ms",
 		     "--monitor.max-terminated=42", "--debug.pprof", "--exporter.prometheus=false",
 		     "--power.idle-watts=0.1", "--power.sources=a, b c", "--power.sources=- x",
-		     "--metrics=", "--log.level=warning", "--log.format=json", "--model.file="),
+		     "--metrics=", "--log.level=warning", "--log.format=json",
+		     /* What YAML folds or refuses inside double quotes: NEL, LS, PS, a C1
+		      * control, the BOM and U+FFFF (found by fuzz_config). */
+		     "--model.file=a\xc2\x85" "b\xe2\x80\xa8" "c\xe2\x80\xa9" "d\xc2\x9f" "e\xef\xbb\xbf"
+		     "f\xef\xbf\xbf" "g"),
 		0);
 	text = print_cfg(&a);
 	snprintf(flag, sizeof(flag), "--config.file=%s", yaml_file("printed.yaml", text));
@@ -1044,7 +1048,8 @@ static void test_print_roundtrip(void **state)
 	assert_int_equal(b.metrics.n, 0);
 	assert_int_equal(b.log_level, VW_LOG_WARN);
 	assert_string_equal(b.log_format, "json");
-	assert_string_equal(b.model_file, "");
+	assert_string_equal(b.model_file, a.model_file);
+	assert_non_null(strstr(text, "a\\x85b\\u2028c\\u2029d\\x9fe\\ufefff\\uffffg"));
 	/* Printing what was loaded gives the same text. */
 	again = print_cfg(&b);
 	assert_string_equal(again, text);

@@ -45,6 +45,18 @@ static void test_parse_stat_bad(void **state)
 	assert_int_equal(vw_procfs_parse_stat("cpu0 1 2 3 4\n", &s), -EINVAL);
 	assert_int_equal(vw_procfs_parse_stat("cpu  1 2\n", &s), -EINVAL);
 	assert_int_equal(vw_procfs_parse_stat("cpu  x y z w\n", &s), -EINVAL);
+	/* No sign, no wrap, nothing from the next line (found by fuzz_procfs: sscanf's %llu read
+	 * "-1" as 2^64 - 1, and the sums wrapped, making usage 5e13). */
+	assert_int_equal(vw_procfs_parse_stat("cpu  -1 2 3 4\n", &s), -EINVAL);
+	assert_int_equal(vw_procfs_parse_stat("cpu  1 2 3\n4\n", &s), -EINVAL);
+	assert_int_equal(vw_procfs_parse_stat("cpu  18446744073709551616 2 3 4\n", &s), -EINVAL);
+	assert_int_equal(vw_procfs_parse_stat("cpu  18446744073709551615 0 0 2 0\n", &s), 0);
+	{
+		struct vw_cpu_stat zero = { 0 };
+
+		assert_int_equal(vw_cpu_stat_total_delta(&zero, &s), UINT64_MAX);
+		assert_true(vw_cpu_stat_usage(&zero, &s) <= 1.0);
+	}
 	/* Old kernels without steal: four fields are enough. */
 	assert_int_equal(vw_procfs_parse_stat("cpu  1 2 3 4\n", &s), 0);
 	assert_int_equal(s.idle, 4);

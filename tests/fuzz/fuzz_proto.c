@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "accum.h"
+#include "fuzz_common.h"
 #include "proto.h"
 
 #define MAX_INPUT (1u << 20)
@@ -58,8 +59,6 @@ static void on_line(const char *line, size_t len, void *userdata)
 		    st->acc.zones[z].active_uj < before[z][1])
 			abort();
 }
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

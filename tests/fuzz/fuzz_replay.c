@@ -2,6 +2,7 @@
 /*
  * Replays a fuzz corpus through LLVMFuzzerTestOneInput without libFuzzer, so every build (gcc,
  * ASan+UBSan) runs the checked-in corpus. Arguments: files or directories. Prints TAP.
+ * LLVMFuzzerInitialize runs first, as libFuzzer runs it.
  */
 #include <dirent.h>
 #include <stdint.h>
@@ -10,7 +11,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+#include "fuzz_common.h"
 
 static int n_run;
 
@@ -38,7 +39,6 @@ out:
 	return r;
 }
 
-
 static int run_dir(const char *dir)
 {
 	struct dirent **list;
@@ -65,6 +65,7 @@ int main(int argc, char **argv)
 {
 	int bad = 0;
 
+	LLVMFuzzerInitialize(&argc, &argv);
 	for (int i = 1; i < argc; i++) {
 		struct stat st;
 

@@ -17,13 +17,18 @@ if [ -z "$fuzzer" ] || [ ! -x "$fuzzer" ]; then
 	exit 0
 fi
 
+# A tmpfs keeps targets that write files (series_state) from waiting on fsync.
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ]; then
+	export TMPDIR=/dev/shm
+fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/vw-fuzz-XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/new" "$artifacts"
 echo "1..1"
 # A small ASan quarantine keeps RSS well under the limit on long runs.
 ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=32:malloc_context_size=10} "$fuzzer" -max_total_time="$secs" -rss_limit_mb=512 -timeout=10 -max_len=32768 \
-	-print_final_stats=1 -artifact_prefix="$artifacts/" "$work/new" "$corpus" >"$work/log" 2>&1
+	-print_final_stats=1 -artifact_prefix="$artifacts/" "$work/new" "$corpus" </dev/null \
+	>"$work/log" 2>&1
 rc=$?
 [ "$rc" -eq 0 ] || rc=1 # libFuzzer exits 77 on a crash, which meson reads as a skip elsewhere
 runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log")
