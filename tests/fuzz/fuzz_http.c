@@ -11,6 +11,7 @@
  * metrics or the index page; every 401 asks for Basic; and the server answers within 10 s.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdio.h>
@@ -117,8 +118,13 @@ static size_t read_all(int fd, char *buf, size_t cap)
 	for (;;) {
 		struct pollfd p = { .fd = fd, .events = POLLIN };
 		ssize_t n;
+		int r;
 
-		vw_fuzz_assert(poll(&p, 1, WAIT_MS) == 1, "no answer within %d ms", WAIT_MS);
+		/* libFuzzer's -timeout ticks with SIGALRM every second: EINTR is no answer yet. */
+		do
+			r = poll(&p, 1, WAIT_MS);
+		while (r < 0 && errno == EINTR);
+		vw_fuzz_assert(r == 1, "no answer within %d ms", WAIT_MS);
 		n = recv(fd, buf + len, cap - 1 - len, 0);
 		if (n <= 0 || (len += (size_t)n) == cap - 1)
 			break;
