@@ -281,16 +281,18 @@ static void hypervisor_label(const struct tag *t, char *out, size_t size)
 	char type[32];
 	size_t o = 0;
 
+	/* Keep [a-z0-9] first, then map, so the label is the same when read again (fuzz_domxml:
+	 * "C\xff\xffkqemu[" once gave "kqemu", which reads back as "kvm"). */
 	attr_copy(t, "type", type, sizeof(type));
-	for (size_t i = 0; i < ARRAY_SIZE(map); i++)
-		if (strcmp(type, map[i].type) == 0) {
-			snprintf(out, size, "%s", map[i].label);
-			return;
-		}
 	for (const char *c = type; *c && o + 1 < size; c++)
 		if ((*c >= 'a' && *c <= 'z') || (*c >= '0' && *c <= '9'))
 			out[o++] = *c;
 	out[o] = '\0';
+	for (size_t i = 0; i < ARRAY_SIZE(map); i++)
+		if (strcmp(out, map[i].type) == 0) {
+			snprintf(out, size, "%s", map[i].label);
+			return;
+		}
 }
 
 static void vcpu_set(struct parser *ps, const char *text)
