@@ -527,6 +527,7 @@ static int render(struct vw_guest *g, const struct vw_node_view *v, enum vw_prom
 	if (!w)
 		return -errno;
 	vw_prom_writer_drop_oversize(w);
+	vw_selfstats_hold_room(w, max);
 	guest_tables(g, tables);
 	r = vw_host_metrics_write(v, w);
 	if (r == 0)

@@ -569,6 +569,7 @@ static int render(struct vw_host *h, const struct vw_node_view *v, enum vw_prom_
 	if (!w)
 		return -errno;
 	vw_prom_writer_drop_oversize(w);
+	vw_selfstats_hold_room(w, max);
 	host_tables(h, tables);
 	r = vw_host_metrics_write(v, w);
 	if (r == 0 && h->workloads)

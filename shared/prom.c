@@ -23,6 +23,7 @@
 struct vw_prom_writer {
 	enum vw_prom_format fmt;
 	size_t limit; /* bytes families may use: max_bytes less the OpenMetrics trailer */
+	size_t held; /* of limit, bytes kept back for families written after a release */
 	char *buf;
 	size_t len;
 	size_t cap;
@@ -310,9 +311,11 @@ static int reserve(struct vw_prom_writer *w, size_t n)
  */
 static void put(struct vw_prom_writer *w, const char *s, size_t n)
 {
+	size_t room = w->limit - w->len > w->held ? w->limit - w->len - w->held : 0;
+
 	if (w->fam_err)
 		return;
-	w->fam_err = n > w->limit - w->len ? -ENOBUFS : reserve(w, n);
+	w->fam_err = n > room ? -ENOBUFS : reserve(w, n);
 	if (w->fam_err)
 		return;
 	memcpy(w->buf + w->len, s, n);
@@ -399,6 +402,12 @@ void vw_prom_writer_drop_oversize(struct vw_prom_writer *w)
 {
 	if (w)
 		w->drop_oversize = true;
+}
+
+void vw_prom_writer_hold_back(struct vw_prom_writer *w, size_t bytes)
+{
+	if (w)
+		w->held = VW_MIN(bytes, w->limit);
 }
 
 const struct vw_metric_family *vw_prom_writer_dropped(const struct vw_prom_writer *w, size_t i)

@@ -58,6 +58,11 @@ void vw_prom_writer_free(struct vw_prom_writer *w);
  * vw_prom_writer_dropped(); other errors (-EINVAL, -EEXIST) are returned as before.
  */
 void vw_prom_writer_drop_oversize(struct vw_prom_writer *w);
+/*
+ * Keep `bytes` of the cap back from the families written from now on (0: release it), so the
+ * families that report on the exposition itself still fit after a large one was dropped.
+ */
+void vw_prom_writer_hold_back(struct vw_prom_writer *w, size_t bytes);
 /* The i-th family dropped so far (in drop-oversize mode), NULL past the last. */
 const struct vw_metric_family *vw_prom_writer_dropped(const struct vw_prom_writer *w, size_t i);
 

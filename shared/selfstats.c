@@ -152,12 +152,22 @@ int vw_selfstats_render(const struct vw_selfstats *s, struct vw_prom_writer *w,
 	return r < 0 ? r : vw_prom_family_end(w);
 }
 
+/* Room for the families above: two lines a table, a line a dropped family, their headers. */
+#define SELFSTATS_ROOM 4096
+
+void vw_selfstats_hold_room(struct vw_prom_writer *w, size_t max_bytes)
+{
+	vw_prom_writer_hold_back(w, max_bytes ? VW_MIN(SELFSTATS_ROOM, max_bytes / 4)
+					      : SELFSTATS_ROOM);
+}
+
 int vw_selfstats_write(struct vw_selfstats *s, struct vw_prom_writer *w,
 		       const struct vw_table_stat tables[VW_TABLE__COUNT], const char *node_name,
 		       uint64_t seq, size_t max_bytes)
 {
 	int r;
 
+	vw_prom_writer_hold_back(w, 0);
 	vw_selfstats_note_dropped(s, w, seq, max_bytes);
 	r = vw_selfstats_render(s, w, tables, node_name);
 	vw_selfstats_note_dropped(s, w, seq, max_bytes);

@@ -59,8 +59,14 @@ int vw_selfstats_render(const struct vw_selfstats *s, struct vw_prom_writer *w,
 			const struct vw_table_stat tables[VW_TABLE__COUNT], const char *node_name);
 
 /*
- * What a daemon does at the end of each rendering: note what w dropped so far, write the
- * families above, and note again (they may not have fit either).
+ * What a daemon does at the start of each rendering into w with cap max_bytes (0: none): keep
+ * room back for the families below, so a snapshot that drops a family still says so.
+ */
+void vw_selfstats_hold_room(struct vw_prom_writer *w, size_t max_bytes);
+
+/*
+ * What a daemon does at the end of each rendering: give back the room kept, note what w
+ * dropped so far, write the families above, and note again (they may not have fit either).
  */
 int vw_selfstats_write(struct vw_selfstats *s, struct vw_prom_writer *w,
 		       const struct vw_table_stat tables[VW_TABLE__COUNT], const char *node_name,

@@ -542,6 +542,57 @@ static void test_selfstats(void **state)
 	vw_selfstats_free(st);
 }
 
+/* One snapshot: 200 samples of many, then the self-stats; the room held back or not. */
+static char *render_many_then_selfstats(size_t max, bool hold, size_t *ret_len)
+{
+	struct vw_table_stat t[VW_TABLE__COUNT] = {
+		[VW_TABLE_PROCESS] = { .present = true, .entries = 3, .evictions = 0 },
+	};
+	struct vw_selfstats *st = vw_selfstats_new();
+	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, max);
+	char *out = NULL;
+
+	vw_prom_writer_drop_oversize(w);
+	if (hold)
+		vw_selfstats_hold_room(w, max);
+	assert_int_equal(vw_prom_family(w, &fam_many), 0);
+	for (int i = 0; i < 200; i++)
+		assert_int_equal(vw_prom_gauge(w, (const char *[]){"x", NULL}, i), 0);
+	assert_int_equal(vw_prom_family_end(w), 0);
+	assert_int_equal(vw_selfstats_write(st, w, t, "n", 1, max), 0);
+	assert_int_equal(vw_prom_finish(w, &out, ret_len), 0);
+	vw_prom_writer_free(w);
+	vw_selfstats_free(st);
+	return out;
+}
+
+/*
+ * A family that fits the cap with a few bytes to spare leaves no room for the counter that
+ * reports a drop: the room the self-stats hold back is theirs alone, so the report is served.
+ */
+static void test_selfstats_room_held(void **state)
+{
+	static const char report[] = "\nvirtwatt_exposition_families_dropped_total{family="
+				     "\"virtwatt_many_watts\",node_name=\"n\"} 1\n";
+	_cleanup_free_ char *alone = NULL, *held = NULL, *not_held = NULL;
+	size_t len, max;
+
+	(void)state;
+	alone = render_many_then_selfstats(0, false, &len);
+	/* The family and 300 bytes: less than the self-stats need, less than they hold back. */
+	max = (size_t)(strstr(alone, "# HELP virtwatt_table_entries") - alone) + 300;
+	held = render_many_then_selfstats(max, true, &len);
+	assert_true(len <= max);
+	assert_null(strstr(held, "\nvirtwatt_many_watts{"));
+	assert_non_null(strstr(held, report));
+	assert_non_null(strstr(held, "\nvirtwatt_table_entries{table=\"process\",node_name=\"n\"} 3\n"));
+	/* The same snapshot without the room: the family is served, self-stats are lost. */
+	not_held = render_many_then_selfstats(max, false, &len);
+	assert_true(len <= max);
+	assert_non_null(strstr(not_held, "\nvirtwatt_many_watts{"));
+	assert_null(strstr(not_held, "virtwatt_table_evictions_total"));
+}
+
 /* ---- Usage rules ---- */
 
 static int family_named(const char *name, enum vw_metric_type type, const char *const *labels,
@@ -700,6 +751,7 @@ int main(void)
 		cmocka_unit_test(test_rollback),
 		cmocka_unit_test(test_rollback_header_and_eof),
 		cmocka_unit_test(test_drop_oversize),
+		cmocka_unit_test(test_selfstats_room_held),
 		cmocka_unit_test(test_selfstats),
 		cmocka_unit_test(test_name_rules),
 		cmocka_unit_test(test_order_rules),
