@@ -67,6 +67,11 @@ struct vw_vms *vw_vms_open_with(const struct vw_vm_env *env,
 		}
 		v->ops[v->n++] = sources[i];
 	}
+	if (v->n == 0) { /* a registry of nothing would list no VM, silently, forever */
+		free(v);
+		errno = ENODEV;
+		return NULL;
+	}
 	return v;
 }
 

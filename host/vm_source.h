@@ -68,7 +68,7 @@ extern const struct vw_vm_source_ops vw_vm_libvirt; /* only when built with libv
 extern const struct vw_vm_source_ops vw_vm_procscan;
 extern const struct vw_vm_source_ops *const vw_vm_sources[];
 
-/* All sources that open, merged by UUID (libvirt's data wins). */
+/* All sources that open, merged by UUID (libvirt's data wins); NULL with ENODEV if none opens. */
 struct vw_vms;
 struct vw_vms *vw_vms_open(const struct vw_vm_env *env);
 void vw_vms_close(struct vw_vms *v);

@@ -11,7 +11,8 @@
  *     (and SIGINT stops it as cleanly);
  *   - a family over --metrics.max-bytes is left out and counted (the count always has room),
  *     the rest served;
- *   - passthrough that cannot run as configured stops the start with the fix named.
+ *   - passthrough that cannot run as configured (no vm level, no CPU accountant) stops the
+ *     start with the fix named.
  */
 #include "vw_test.h"
 
@@ -467,6 +468,28 @@ static void test_passthrough_misconfigured(void **state)
 	unlink(logpath);
 }
 
+/* No CPU accountant opens (bpf asked for, the sysfs root has no kernel BTF): a start error. */
+static void test_passthrough_without_cpu_accounting(void **state)
+{
+	struct host_fixture fx;
+	char sys[600], proc[600];
+	char *argv[] = { VW_HOST_BIN, sys, proc, "--web.listen-address=127.0.0.1:0",
+			 "--cpu.accounting=bpf", "--kube.node-name=nocpu", NULL };
+
+	(void)state;
+	assert_int_equal(host_fixture_init(&fx, zones, 1, 2), 0);
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s", fx.sys);
+	snprintf(proc, sizeof(proc), "--host.procfs=%s", fx.proc);
+	snprintf(logpath, sizeof(logpath), "/tmp/vw-lifecycle-nocpu-%d.log", (int)getpid());
+	assert_int_equal(vw_fixture_run_logged(argv, logpath), 1);
+	assert_true(log_has("--passthrough.enable is on but no per-process CPU accounting could "
+			    "be opened"));
+	assert_true(log_has("--cpu.accounting=procfs"));
+	assert_true(log_has("or set --passthrough.enable=false"));
+	unlink(logpath);
+	host_fixture_fini(&fx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -476,6 +499,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_guest_sigterm_flushes_state, stop_leftover),
 		cmocka_unit_test_teardown(test_family_over_cap_dropped, stop_leftover),
 		cmocka_unit_test_teardown(test_passthrough_misconfigured, stop_leftover),
+		cmocka_unit_test_teardown(test_passthrough_without_cpu_accounting, stop_leftover),
 	};
 
 	signal(SIGPIPE, SIG_IGN);

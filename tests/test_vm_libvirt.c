@@ -1116,6 +1116,10 @@ static void test_merge_fill(void **state)
 	free(v);
 	vw_vms_close(vms);
 	assert_null(vw_vms_open_with(&(struct vw_vm_env){ .procfs_fd = -1 }, sources));
+	/* Not one source opens: no registry that lists nothing forever, but ENODEV. */
+	errno = 0;
+	assert_null(vw_vms_open_with(&env, (const struct vw_vm_source_ops *const[]){ &bad, NULL }));
+	assert_int_equal(errno, ENODEV);
 }
 
 /* ---- The real libvirt calls, on libvirt's test driver ---- */
