@@ -24,7 +24,9 @@
 #include "fileio.h"
 #include "workloads.h"
 
-#define CID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+/* A container ID of this run's own (a daemon running beside the test sees it come and go: one
+ * ID that every run re-created would read there as one container whose counters went back). */
+static char cid[65];
 #define POWER_W 10 /* active package power: energy is POWER_W x each interval's length */
 
 static int procfd = -1, sysfd = -1;
@@ -87,6 +89,7 @@ static int join(const char *dir, pid_t pid)
 
 static void start(const char *accountant)
 {
+	static unsigned runs;
 	struct vw_cpu_env env = { .procfs_fd = procfd, .sysfs_fd = sysfd };
 	struct vw_workloads_opts o = { .procfs_fd = procfd, .processes = true, .containers = true,
 				       .max_terminated = 100000 };
@@ -100,7 +103,8 @@ static void start(const char *accountant)
 	REQUIRE(run.cg, "no cgroup hierarchy accounts CPU time under /sys/fs/cgroup");
 	snprintf(run.mnt, sizeof(run.mnt), "/sys/%s", vw_cgroupfs_mount(run.cg));
 	snprintf(run.parent_rel, sizeof(run.parent_rel), "vw-owners-%d", (int)getpid());
-	snprintf(run.cont_rel, sizeof(run.cont_rel), "%s/docker-%s.scope", run.parent_rel, CID);
+	snprintf(cid, sizeof(cid), "%016llx%016x%032x", (unsigned long long)getpid(), ++runs, 0xabcdef);
+	snprintf(run.cont_rel, sizeof(run.cont_rel), "%s/docker-%s.scope", run.parent_rel, cid);
 	snprintf(run.parent, sizeof(run.parent), "%s/%s", mnt, run.parent_rel);
 	snprintf(run.cont, sizeof(run.cont), "%s/%s", mnt, run.cont_rel);
 	REQUIRE(mkdir(run.parent, 0755) == 0, "mkdir %s: %s", run.parent, strerror(errno));
@@ -189,14 +193,16 @@ static void check_conserved(void)
 static void check_rendered(void)
 {
 	struct vw_prom_writer *pw = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
-	char *out = NULL;
+	char *out = NULL, want[160];
 
 	assert_non_null(pw);
 	assert_int_equal(vw_workloads_render(run.w, pw, "n1", run.acc.ops->name), 0);
 	assert_int_equal(vw_prom_finish(pw, &out, NULL), 0);
 	vw_prom_writer_free(pw);
-	if (!strstr(out, "kepler_container_cpu_joules_total{container_id=\"" CID "\""))
-		fail_msg("no container series for " CID ":\n%.2000s", out);
+
+	snprintf(want, sizeof(want), "kepler_container_cpu_joules_total{container_id=\"%s\"", cid);
+	if (!strstr(out, want))
+		fail_msg("no container series for %s:\n%.2000s", cid, out);
 	assert_non_null(strstr(out, "runtime=\"docker\""));
 	free(out);
 }
