@@ -331,7 +331,7 @@ static void vm_take_zones(struct pub_vm *vm, const struct vw_vm_energy *in)
 	for (size_t z = 0; z < VW_ZONE__COUNT; z++)
 		vm->z[z].listed = false;
 	for (size_t i = 0; i < in->n_zones && i < VW_ZONE__COUNT; i++) {
-		const struct vw_vm_energy_zone *iz = &in->zones[i];
+		const struct vw_zone_owner_energy *iz = &in->zones[i];
 		struct pub_zone *z;
 
 		if ((unsigned)iz->zone >= VW_ZONE__COUNT || vm->z[iz->zone].listed)
