@@ -17,7 +17,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "model.h"
-#include "power_source.h"
+#include "power.h"
 #include "procfs.h"
 #include "publish.h"
 #include "selfstats.h"
@@ -386,7 +386,7 @@ int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 				     .model_origin = h->model_origin,
 				     .host_cores = h->stat_sample.ncpus };
 	only = cfg->sources.n ? (const char *const *)cfg->sources.v : NULL;
-	r = vw_power_source_open(&env, only, &h->src);
+	r = vw_power_source_open(vw_host_power_sources, &env, only, &h->src);
 	if (r < 0) {
 		vw_error("power: no power source could be opened");
 		goto fail;

@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_account_priv.h"
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "procfs.h"
 #include "vm_priv.h"
 #include "workload.h"
 

@@ -17,7 +17,6 @@
 #include "proto.h"
 #include "publish_priv.h"
 #include "selfstats.h"
-#include "vm_source.h"
 
 #define PUB_DEFAULT_RETAIN_NS (3600 * VW_NSEC_PER_SEC)
 #define PUB_MAX_RETAINED 4096 /* vanished VMs remembered at most */
@@ -32,7 +31,7 @@ struct pub_zone {
 };
 
 struct pub_vm {
-	char uuid[VW_UUID_LEN];
+	char uuid[VW_PUBLISH_UUID_LEN];
 	bool listed; /* in the latest update */
 	bool live;   /* lock held, channel and folder open */
 	bool published; /* a frame went out for it in this epoch */
