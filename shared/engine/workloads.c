@@ -637,6 +637,32 @@ static void split_container(struct vw_workloads *w, size_t c, enum vw_zone z, in
  * container, and what ran outside every container without being seen (the root cgroup's total
  * beyond both: an uncontained remainder). Returns what nobody took (nothing ran).
  */
+/*
+ * The kernel's totals are exact, a process scan is not: its per-process readings spread over
+ * the scan's own duration (long on a busy machine), so they can add up to more than the root
+ * cgroup ran in the interval. When they do, the scanned weights (processes in no container,
+ * containers known only by their processes) shrink to what the root total leaves beside the
+ * containers' cgroups, which keep their exact share of it.
+ */
+static void fit_to_root(struct vw_workloads *w, enum vw_zone z, size_t n, uint64_t *seen)
+{
+	uint64_t exact = 0, scanned, room;
+
+	if (!w->root_valid || split_key(w, z) != VW_SPLIT_CPU_TIME || *seen <= w->root_delta_ns)
+		return;
+	for (size_t c = 0; c < w->n_conts; c++)
+		if (by_cgroup(w, &w->conts[c], z))
+			exact += w->weights[c];
+	if (exact >= w->root_delta_ns)
+		return; /* the containers alone ran more than the root saw: nothing to fit */
+	scanned = *seen - exact;
+	room = w->root_delta_ns - exact;
+	for (size_t k = 0; k < n; k++)
+		if (k >= w->n_conts || !by_cgroup(w, &w->conts[k], z))
+			w->weights[k] = (uint64_t)((unsigned __int128)w->weights[k] * room / scanned);
+	*seen = w->root_delta_ns;
+}
+
 static uint64_t split_node(struct vw_workloads *w, enum vw_zone z, int m, uint64_t uj)
 {
 	size_t nc = w->n_conts, n = 0;
@@ -651,6 +677,7 @@ static uint64_t split_node(struct vw_workloads *w, enum vw_zone z, int m, uint64
 			w->weights[n] = key_delta(w, &w->procs[i], z);
 			seen += w->weights[n++];
 		}
+	fit_to_root(w, z, n, &seen);
 	w->weights[n++] = w->root_valid && split_key(w, z) == VW_SPLIT_CPU_TIME &&
 					  w->root_delta_ns > seen
 				  ? w->root_delta_ns - seen
