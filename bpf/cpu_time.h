@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Types shared by cpu_time.bpf.c and host/cpu_bpf.c: map keys, map values and the records the
+ * Types shared by cpu_time.bpf.c and shared/engine/cpu_bpf.c: map keys, map values and the records the
  * read iterator emits. Types only: fixed-width __u64/__u32, explicit padding, no bool, no
  * pointers, sizes pinned by _Static_assert so both compilers agree on every byte.
  */
@@ -64,7 +64,7 @@ struct vw_bpf_task_rec {
 /*
  * Optional per-process counters (the second sched_switch program, loaded only where counters
  * opened): one BPF_MAP_TYPE_PERF_EVENT_ARRAY per kind, filled by user space with a counting
- * event per CPU. The order is host/perf_counters.h's enum vw_hw_counter.
+ * event per CPU. The order is shared/engine/perf_counters.h's enum vw_hw_counter.
  */
 enum {
 	VW_BPF_HW_CYCLES,

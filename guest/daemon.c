@@ -131,14 +131,14 @@ static int open_model_source(struct vw_guest *g)
 				    .model = g->model,
 				    .model_origin = g->model_origin,
 				    .host_cores = g->stat.ncpus };
-	/* The host's estimator, as is: this VM's CPU time through the model. */
-	int r = vw_src_estimator.open(&env, &g->est.state);
+	/* The engine's estimator, as the host has it: this VM's CPU time through the model. */
+	static const struct vw_power_source_ops *const chain[] = { &vw_src_estimator, NULL };
+	int r = vw_power_source_open(chain, &env, NULL, &g->est);
 
 	if (r < 0) {
 		vw_error("model: cannot use the model %s: %s", g->model_origin, strerror(-r));
 		return r;
 	}
-	g->est.ops = &vw_src_estimator;
 	g->n_est = g->est.ops->zones(g->est.state, &g->est_zones);
 	return 0;
 }

@@ -17,7 +17,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "model.h"
-#include "power_source.h"
+#include "power.h"
 #include "procfs.h"
 #include "publish.h"
 #include "selfstats.h"
@@ -63,6 +63,8 @@ struct vw_host {
 	struct vw_workloads *workloads;
 	struct vw_complaint cpu_complaint;
 	struct vw_vms *vms;
+	struct vw_vm_info *vm_list; /* the last listing: each VM's channel for the publisher */
+	size_t n_vm_list;
 	struct vw_publisher *publisher;
 	struct vw_complaint vm_complaint;
 	struct vw_selfstats *self;
@@ -303,7 +305,8 @@ static int setup_workloads(struct vw_host *h)
 	struct vw_workloads_opts o = { .procfs_fd = h->procfs_fd,
 				       .host_cpus = h->stat_sample.ncpus,
 				       .process_top_n = (unsigned)c->common.process_top_n,
-				       .max_terminated = (unsigned)c->common.max_terminated };
+				       .max_terminated = (unsigned)c->common.max_terminated,
+				       .adopted_by = vw_vm_vhost_owner };
 	struct vw_cpu_snapshot snap = { 0 };
 	struct vw_zone_energy none[VW_ZONE__COUNT] = { 0 };
 	const char *method = c->common.cpu_accounting && strcmp(c->common.cpu_accounting, "auto") != 0
@@ -383,7 +386,7 @@ int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 				     .model_origin = h->model_origin,
 				     .host_cores = h->stat_sample.ncpus };
 	only = cfg->sources.n ? (const char *const *)cfg->sources.v : NULL;
-	r = vw_power_source_open(&env, only, &h->src);
+	r = vw_power_source_open(vw_host_power_sources, &env, only, &h->src);
 	if (r < 0) {
 		vw_error("power: no power source could be opened");
 		goto fail;
@@ -416,6 +419,7 @@ void vw_host_free(struct vw_host *h)
 	free(h->zs);
 	vw_publisher_free(h->publisher);
 	vw_vms_close(h->vms);
+	free(h->vm_list);
 	vw_workloads_free(h->workloads);
 	vw_podmeta_stop(h->podmeta);
 	vw_ctrmeta_free(h->ctrmeta);
@@ -634,11 +638,38 @@ static int render_and_publish(struct vw_host *h)
 	return 0;
 }
 
+/* Each running VM is a reservation group: its QEMU process, the vhost threads adopted by it. */
+static int vms_as_groups(const struct vw_vm_info *vms, size_t n, struct vw_group **ret,
+			 size_t *ret_n)
+{
+	struct vw_group *g = calloc(n + 1, sizeof(*g));
+	size_t k = 0;
+
+	if (!g)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (vms[i].state == VW_VM_SHUTOFF)
+			continue;
+		g[k] = (struct vw_group){ .reserved_cpus = vms[i].vcpus,
+					  .leader_pid = vms[i].qemu_pid,
+					  .leader_start_time = vms[i].qemu_start_time };
+		snprintf(g[k].id, sizeof(g[k].id), "%s", vms[i].uuid);
+		snprintf(g[k].name, sizeof(g[k].name), "%s", vms[i].name);
+		snprintf(g[k].kind, sizeof(g[k].kind), "%s",
+			 vms[i].hypervisor[0] ? vms[i].hypervisor : "kvm");
+		k++;
+	}
+	*ret = g;
+	*ret_n = k;
+	return 0;
+}
+
 /* The VM sources' current list (libvirt keeps its last list while libvirtd is away). */
 static void refresh_vms(struct vw_host *h)
 {
 	struct vw_vm_info *vms = NULL;
-	size_t n = 0;
+	_cleanup_free_ struct vw_group *groups = NULL;
+	size_t n = 0, n_groups = 0;
 	int r;
 
 	if (!h->vms)
@@ -649,24 +680,44 @@ static void refresh_vms(struct vw_host *h)
 		return; /* keep the VMs as they were */
 	}
 	vw_release(&h->vm_complaint, VW_LOG_INFO, "vm: listing VMs works again");
-	if (vw_workloads_set_vms(h->workloads, vms, n) < 0)
+	free(h->vm_list);
+	h->vm_list = vms;
+	h->n_vm_list = n;
+	if (vms_as_groups(vms, n, &groups, &n_groups) < 0 ||
+	    vw_workloads_set_groups(h->workloads, groups, n_groups) < 0)
 		vw_complain(&h->vm_complaint, VW_LOG_WARN, "vm: out of memory tracking VMs");
-	free(vms);
+}
+
+static const char *vm_channel(const struct vw_host *h, const char *uuid)
+{
+	for (size_t i = 0; i < h->n_vm_list; i++)
+		if (strcmp(h->vm_list[i].uuid, uuid) == 0)
+			return h->vm_list[i].channel_path;
+	return "";
 }
 
 /* Each VM's own cumulative energy goes to its guest on the publisher's schedule. */
 static void feed_publisher(struct vw_host *h)
 {
+	_cleanup_free_ struct vw_group_energy *ge = NULL;
 	_cleanup_free_ struct vw_vm_energy *e = NULL;
 	size_t max, n;
 
 	if (!h->publisher)
 		return;
-	max = vw_workloads_n_vms(h->workloads);
+	max = vw_workloads_n_groups(h->workloads);
+	ge = calloc(max + 1, sizeof(*ge));
 	e = calloc(max + 1, sizeof(*e));
-	if (!e)
+	if (!ge || !e)
 		return;
-	n = vw_workloads_vm_energy(h->workloads, e, max);
+	n = vw_workloads_group_energy(h->workloads, ge, max);
+	for (size_t i = 0; i < n; i++) {
+		snprintf(e[i].uuid, sizeof(e[i].uuid), "%s", ge[i].id);
+		snprintf(e[i].channel_path, sizeof(e[i].channel_path), "%s",
+			 vm_channel(h, ge[i].id));
+		e[i].n_zones = ge[i].n_zones;
+		memcpy(e[i].zones, ge[i].zones, sizeof(e[i].zones));
+	}
 	if (vw_publisher_update(h->publisher, e, n) < 0)
 		vw_complain(&h->vm_complaint, VW_LOG_WARN, "passthrough: update failed");
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Independent reading of model files for the model tests: numbers come straight out of the JSON
- * with json-c, never through shared/model.c, so the tests check the module against the formulas
+ * with json-c, never through shared/model/model.c, so the tests check the module against the formulas
  * written in the tests themselves.
  */
 #pragma once

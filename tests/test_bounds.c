@@ -155,11 +155,11 @@ static double sum(const char *text, const char *family, const char *needle)
 
 static void set_vm(struct churn *c, unsigned k)
 {
-	struct vw_vm_info vm = { .hypervisor = "kvm", .source = "libvirt", .vcpus = 1 };
+	struct vw_group vm = { .kind = "kvm", .reserved_cpus = 1 };
 
-	snprintf(vm.uuid, sizeof(vm.uuid), "6f1c2f3a-8f4e-4c1b-9d62-%012u", k);
+	snprintf(vm.id, sizeof(vm.id), "6f1c2f3a-8f4e-4c1b-9d62-%012u", k);
 	snprintf(vm.name, sizeof(vm.name), "vm%u", k);
-	assert_int_equal(vw_workloads_set_vms(c->w, &vm, 1), 0);
+	assert_int_equal(vw_workloads_set_groups(c->w, &vm, 1), 0);
 }
 
 /*
@@ -361,7 +361,7 @@ static void test_publisher_churn(void **state)
 		struct vw_vm_energy vm = { .n_zones = 1 };
 
 		snprintf(vm.uuid, sizeof(vm.uuid), "6f1c2f3a-8f4e-4c1b-9d62-%012zu", k);
-		vm.zones[0] = (struct vw_vm_energy_zone){ .zone = VW_ZONE_PACKAGE, .idle_uj = k };
+		vm.zones[0] = (struct vw_zone_owner_energy){ .zone = VW_ZONE_PACKAGE, .idle_uj = k };
 		assert_int_equal(vw_publisher_update(p, &vm, 1), 0);
 	}
 	vw_publisher_table_stat(p, &t);

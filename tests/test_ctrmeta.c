@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Container names from runtime metadata (shared/ctrmeta.c): the checked-in Docker, Podman and
+ * Container names from runtime metadata (shared/workload/ctrmeta.c): the checked-in Docker, Podman and
  * nerdctl trees (tests/data/ctrmeta, provenance in tests/data/README.md), then hostile files in
  * temporary trees, the mtime-driven re-reads and the bounded cache.
  */

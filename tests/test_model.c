@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * shared/model.c against the Kepler fixtures in tests/data/models/. Expected values are computed
+ * shared/model/model.c against the Kepler fixtures in tests/data/models/. Expected values are computed
  * here from numbers read out of the JSON with json-c (model_ref.c), never through the module.
  */
 #include "vw_test.h"

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * shared/model_train.c and shared/csv.c: exact recovery of known coefficients, tolerances
+ * shared/model/model_train.c and shared/model/csv.c: exact recovery of known coefficients, tolerances
  * derived from the noise, deterministic folds, the logarithm beating a line on concave data,
  * weight files that our loader reads back to identical predictions, CSV errors with line
  * numbers, and the nx12 comparison with the published LinearRegressionTrainer_1 on the same

@@ -82,8 +82,8 @@ static void vm_energy(struct vw_vm_energy *e, const char *sock, uint64_t idle, u
 	*e = (struct vw_vm_energy){ .n_zones = 2 };
 	snprintf(e->uuid, sizeof(e->uuid), "%s", UUID);
 	snprintf(e->channel_path, sizeof(e->channel_path), "%s", sock);
-	e->zones[0] = (struct vw_vm_energy_zone){ VW_ZONE_PACKAGE, idle, active, 3.0, 7.0 };
-	e->zones[1] = (struct vw_vm_energy_zone){ VW_ZONE_DRAM, idle / 10, active / 10, 0.3, 0.7 };
+	e->zones[0] = (struct vw_zone_owner_energy){ VW_ZONE_PACKAGE, idle, active, 3.0, 7.0 };
+	e->zones[1] = (struct vw_zone_owner_energy){ VW_ZONE_DRAM, idle / 10, active / 10, 0.3, 0.7 };
 }
 
 /* Poll the reader until it has accepted `want` frames in all (or ~3 s pass). */

@@ -18,7 +18,7 @@
 #include "fileio.h"
 #include "fixture.h"
 #include "log.h"
-#include "power_source.h"
+#include "power.h"
 
 #define MAX_RANGE 262143328850ULL
 #define MAX_RANGE_S "262143328850"

@@ -156,7 +156,7 @@ static void vm_set(struct vw_vm_energy *vm, const char *uuid, const char *path)
 	*vm = (struct vw_vm_energy){ .n_zones = 1 };
 	snprintf(vm->uuid, sizeof(vm->uuid), "%s", uuid);
 	snprintf(vm->channel_path, sizeof(vm->channel_path), "%s", path ? path : "");
-	vm->zones[0] = (struct vw_vm_energy_zone){ .zone = VW_ZONE_PACKAGE };
+	vm->zones[0] = (struct vw_zone_owner_energy){ .zone = VW_ZONE_PACKAGE };
 }
 
 /* One second of a VM drawing idle_w + active_w. */
@@ -445,7 +445,7 @@ static void test_rounding(void **state)
 
 	(void)state;
 	rig_init(&r, 1);
-	r.vms[0].zones[0] = (struct vw_vm_energy_zone){
+	r.vms[0].zones[0] = (struct vw_zone_owner_energy){
 		.zone = VW_ZONE_PACKAGE, .idle_uj = 123456789, .active_uj = 987654321,
 		.idle_w = 12.345, .active_w = 0.04,
 	};
@@ -458,7 +458,7 @@ static void test_rounding(void **state)
 	assert_true(z->active_w == 0.0);
 	/* Random growth, and a source that resets: published counters never fall. */
 	for (int i = 0; i < 200; i++) {
-		struct vw_vm_energy_zone *in = &r.vms[0].zones[0];
+		struct vw_zone_owner_energy *in = &r.vms[0].zones[0];
 
 		if (i == 100) {
 			in->idle_uj = 10; /* the source restarted counting */
@@ -488,7 +488,7 @@ static void test_own_numbers(void **state)
 	(void)state;
 	rig_init(&r, 2);
 	r.vms[1].n_zones = 2;
-	r.vms[1].zones[1] = (struct vw_vm_energy_zone){ .zone = VW_ZONE_DRAM };
+	r.vms[1].zones[1] = (struct vw_zone_owner_energy){ .zone = VW_ZONE_DRAM };
 	for (int i = 0; i < 5; i++) {
 		vm_run(&r.vms[0], 1, 9);
 		vm_run(&r.vms[1], 3, 27);

@@ -54,7 +54,7 @@ static bool exists(const char *dir, const char *rel)
 static void vm_energy(struct vw_vm_energy *e, uint64_t uj)
 {
 	*e = (struct vw_vm_energy){ .uuid = UUID, .n_zones = 1 };
-	e->zones[0] = (struct vw_vm_energy_zone){ VW_ZONE_PACKAGE, uj / 2, uj / 2, 5, 5 };
+	e->zones[0] = (struct vw_zone_owner_energy){ VW_ZONE_PACKAGE, uj / 2, uj / 2, 5, 5 };
 }
 
 /* The frame the publisher behind `share` last wrote for the VM. */

@@ -64,7 +64,7 @@ static void rig_free(struct rig *r)
 /* seconds of the VM drawing watts (package: 20 % idle, 80 % active), then one publication */
 static void rig_run(struct rig *r, int seconds, double watts)
 {
-	struct vw_vm_energy_zone *z = &r->vm.zones[0];
+	struct vw_zone_owner_energy *z = &r->vm.zones[0];
 	bool pub;
 
 	for (int i = 0; i < seconds; i++) {
@@ -135,7 +135,7 @@ static void test_layout_and_units(void **state)
 
 	/* dram appears: its own zone, intel-rapl:0:0 "dram". */
 	r.vm.n_zones = 2;
-	r.vm.zones[1] = (struct vw_vm_energy_zone){ .zone = VW_ZONE_DRAM, .idle_uj = 3000000 };
+	r.vm.zones[1] = (struct vw_zone_owner_energy){ .zone = VW_ZONE_DRAM, .idle_uj = 3000000 };
 	rig_run(&r, 1, 25);
 	assert_int_equal(vw_read_str_at(r.fd, UUID "/intel-rapl:0:0/name", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "dram");

@@ -9,7 +9,7 @@
 #include "config.h"
 #include "metrics.h"
 #include "options.h"
-#include "power_source.h"
+#include "power.h"
 #include "vm_source.h"
 
 static void test_power_sources(void **state)
@@ -17,8 +17,8 @@ static void test_power_sources(void **state)
 	size_t n = 0;
 
 	(void)state;
-	for (size_t i = 0; vw_power_sources[i]; i++, n++) {
-		const struct vw_power_source_ops *o = vw_power_sources[i];
+	for (size_t i = 0; vw_host_power_sources[i]; i++, n++) {
+		const struct vw_power_source_ops *o = vw_host_power_sources[i];
 
 		assert_non_null(o->name);
 		assert_non_null(o->open);
@@ -26,12 +26,12 @@ static void test_power_sources(void **state)
 		assert_non_null(o->read);
 		assert_non_null(o->close);
 		for (size_t j = 0; j < i; j++)
-			assert_string_not_equal(o->name, vw_power_sources[j]->name);
+			assert_string_not_equal(o->name, vw_host_power_sources[j]->name);
 	}
 	assert_true(n >= 2);
 	/* Real meters come before estimates. */
-	assert_true(vw_power_sources[0]->measured);
-	assert_false(vw_power_sources[n - 1]->measured);
+	assert_true(vw_host_power_sources[0]->measured);
+	assert_false(vw_host_power_sources[n - 1]->measured);
 }
 
 static void test_vm_sources(void **state)

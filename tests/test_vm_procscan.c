@@ -271,6 +271,11 @@ static void test_scan(void **state)
 	assert_int_equal(web->other_tids[0], 100);
 	assert_int_equal(web->other_tids[1], 101);
 	assert_int_equal(web->other_tids[2], 104);
+	assert_int_equal(vw_vm_vhost_owner("vhost-100"), 100);
+	assert_int_equal(vw_vm_vhost_owner("vhost-"), 0);
+	assert_int_equal(vw_vm_vhost_owner("vhost-0100"), 0);
+	assert_int_equal(vw_vm_vhost_owner("vhost-1x"), 0);
+	assert_int_equal(vw_vm_vhost_owner("kvm-nx-lpage-re"), 0);
 	assert_int_equal(web->other_tids[3], 500); /* the vhost kernel thread */
 	assert_string_equal(web->cgroup, "/machine/qemu-1-web.libvirt-qemu");
 	assert_string_equal(web->pod_uid, "");

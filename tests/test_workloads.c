@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cgroupfs.h"
 #include "fileio.h"
 #include "fixture.h"
 #include "log.h"
@@ -71,11 +72,17 @@ static void write_procs(struct ctx *c)
 	}
 }
 
+/* The host's rule, as the engine sees it: a process the caller says works for a leader. */
+static uint32_t adopted_by(const char *comm)
+{
+	return strcmp(comm, "vhost-500") == 0 ? 500 : 0;
+}
+
 static void setup(struct ctx *c, struct vw_podmeta *pm)
 {
 	struct vw_workloads_opts o = { .host_cpus = 2, .processes = true, .containers = true,
 				       .pods = true, .vms = true, .podmeta = pm,
-				       .max_terminated = 100 };
+				       .max_terminated = 100, .adopted_by = adopted_by };
 
 	memset(c, 0, sizeof(*c));
 	c->root = vw_fixture_mkdtemp("wl");
@@ -430,13 +437,64 @@ static void test_split_keys_from_counters(void **state)
 
 static void set_vm(struct ctx *c, uint32_t qemu_pid, bool listed)
 {
-	struct vw_vm_info vm = { .uuid = VM_UUID, .name = "vm1", .hypervisor = "kvm",
-				 .source = "libvirt", .vcpus = 1, .qemu_pid = qemu_pid };
+	struct vw_group vm = { .id = VM_UUID, .name = "vm1", .kind = "kvm", .reserved_cpus = 1,
+			       .leader_pid = qemu_pid };
 
-	assert_int_equal(vw_workloads_set_vms(c->w, &vm, listed ? 1 : 0), 0);
+	assert_int_equal(vw_workloads_set_groups(c->w, &vm, listed ? 1 : 0), 0);
 }
 
-/* A VM is its QEMU process plus its vhost threads; it reserves vCPUs / host CPUs of idle. */
+/*
+ * A process scan spread over a busy machine reads more CPU time than the kernel says ran (here
+ * 1.3 s against the root cgroup's 1.0 s): the container keeps its cgroup's exact share of the
+ * kernel's total (40 %), the scanned uncontained processes share the rest.
+ */
+static void test_scan_beyond_root_total(void **state)
+{
+	static const uint64_t zero[ARRAY_SIZE(procs)];
+	/* nginx (container A) 400 ms, sshd 900 ms: 1.3 s read, 1.0 s ran. */
+	static const uint64_t ms[ARRAY_SIZE(procs)] = { 400, 0, 0, 900, 0, 0, 0, 0 };
+	struct vw_workloads_opts o = { .host_cpus = 2, .processes = true, .containers = true,
+				       .max_terminated = 100 };
+	struct vw_workloads_totals t;
+	char *sys = vw_fixture_mkdtemp("wlsys");
+	struct vw_cgroupfs *cg;
+	struct ctx c;
+	int sysfd;
+
+	(void)state;
+	assert_non_null(sys);
+	assert_int_equal(vw_fixture_write(sys, "fs/cgroup/cgroup.controllers", "cpu\n", 0), 0);
+	assert_int_equal(vw_fixture_write(sys, "fs/cgroup/cpu.stat", "usage_usec 0\n", 0), 0);
+	assert_int_equal(vw_fixture_write(sys, "fs/cgroup/system.slice/docker-" CID_A ".scope/cpu.stat",
+					  "usage_usec 0\n", 0), 0);
+	sysfd = vw_root_open(sys);
+	assert_true(sysfd >= 0);
+	assert_non_null(cg = vw_cgroupfs_open(sysfd));
+	memset(&c, 0, sizeof(c));
+	c.root = vw_fixture_mkdtemp("wl");
+	write_procs(&c);
+	c.procfd = vw_root_open(c.root);
+	o.procfs_fd = c.procfd;
+	o.cgroupfs = cg;
+	assert_non_null(c.w = vw_workloads_new(&o));
+	c.snap.procs = c.cpu;
+	c.snap.n_procs = ARRAY_SIZE(procs);
+	interval(&c, zero, 0, 0);
+	assert_int_equal(vw_fixture_write(sys, "fs/cgroup/cpu.stat", "usage_usec 1000000\n", 0), 0);
+	assert_int_equal(vw_fixture_write(sys, "fs/cgroup/system.slice/docker-" CID_A ".scope/cpu.stat",
+					  "usage_usec 400000\n", 0), 0);
+	interval(&c, ms, 10000000, 0);
+	assert_conserved(&c);
+	vw_workloads_totals(c.w, &t);
+	assert_int_equal(t.containers[VW_ZONE_PACKAGE][0], 4000000);
+	assert_int_equal(t.uncontained[VW_ZONE_PACKAGE][0], 6000000);
+	teardown(&c);
+	vw_cgroupfs_free(cg);
+	close(sysfd);
+	vw_fixture_rm(sys);
+}
+
+/* A VM is its QEMU process plus the vhost threads it adopts; it reserves vCPUs / host CPUs of idle. */
 static void test_vm_energy(void **state)
 {
 	/* Only the VM runs: QEMU 1.5 s and its vhost thread 0.5 s; sshd 2 s. */
@@ -527,6 +585,7 @@ int main(void)
 		cmocka_unit_test(test_idle_by_pod_request),
 		cmocka_unit_test(test_pod_list_arrives_late),
 		cmocka_unit_test(test_split_keys_from_counters),
+		cmocka_unit_test(test_scan_beyond_root_total),
 		cmocka_unit_test(test_vm_energy),
 		cmocka_unit_test(test_conservation_property),
 	};

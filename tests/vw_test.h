@@ -68,6 +68,3 @@ static inline double vw_test_rng_double(uint64_t *s, double lo, double hi)
 #ifndef VW_TEST_DATA
 #define VW_TEST_DATA "tests/data"
 #endif
-#ifndef VW_SHARED_FIXTURES
-#define VW_SHARED_FIXTURES "../shared/fixtures"
-#endif

@@ -21,7 +21,7 @@ def exported_families(root):
     fams = {}
     pat = re.compile(r'"((?:kepler|virtwatt)_[a-z0-9_]+)",\s*VW_METRIC_(COUNTER|GAUGE)')
     for d in ("host", "guest", "shared"):
-        for f in sorted((root / d).glob("*.c")):
+        for f in sorted((root / d).rglob("*.c")):
             for name, kind in pat.findall(f.read_text()):
                 fams[name] = kind.lower()
     return fams

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * libFuzzer target: the libvirt domain XML reader (host/vm_xml.c). The input is the document
+ * libFuzzer target: the libvirt domain XML reader (host/vm/vm_xml.c). The input is the document
  * libvirt's virDomainGetXMLDesc returns. Properties: a refused document leaves every field
  * empty; an accepted one yields a hypervisor label of [a-z0-9], a vCPU count within 0..16384,
  * and the same four values again when they are written back as a minimal domain (attribute

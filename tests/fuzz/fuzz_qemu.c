@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * libFuzzer target: QEMU command lines from /proc/PID/cmdline (host/vm_qemu.c, what
+ * libFuzzer target: QEMU command lines from /proc/PID/cmdline (host/vm/vm_qemu.c, what
  * vm_procscan.c reads for every process): the input is the NUL-separated argument list, and
  * its text (up to the first NUL) is also an -smp value and a /proc/PID/cgroup file for
  * vw_qemu_cgroup_from_text (vm_threads.c). Properties: the binary and the name are valid UTF-8

@@ -12,6 +12,16 @@ enum vw_zone {
 	VW_ZONE__COUNT,
 };
 
+#include <stdint.h>
+
+/* One owner's energy in one zone: cumulative since it was first counted, and the last interval's
+ * power (what a VM's guest is handed, say). */
+struct vw_zone_owner_energy {
+	enum vw_zone zone;
+	uint64_t idle_uj, active_uj; /* cumulative; a decrease is read as a reset of the source */
+	double idle_w, active_w;     /* over the latest interval */
+};
+
 /* "package", "core", ... */
 const char *vw_zone_name(enum vw_zone zone);
 /*

@@ -68,32 +68,6 @@ static int parse_pid(const char *s, uint32_t *ret)
 	return 0;
 }
 
-int vw_procfs_parse_pid_stat(const char *text, char comm[VW_COMM_LEN], uint64_t *ret_ticks,
-			     uint64_t *ret_start)
-{
-	const char *open = strchr(text, '('), *close = strrchr(text, ')');
-	unsigned long long utime, stime, start;
-	size_t len;
-	char state;
-
-	if (!open || !close || close < open || close[1] != ' ')
-		return -EINVAL;
-	/* state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime
-	 * cutime cstime priority nice num_threads itrealvalue starttime */
-	if (sscanf(close + 2,
-		   "%c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu %*s %*s %*s %*s %*s %*s %llu",
-		   &state, &utime, &stime, &start) != 4)
-		return -EINVAL;
-	if (utime > UINT64_MAX / 2 || stime > UINT64_MAX / 2)
-		return -ERANGE;
-	len = VW_MIN((size_t)(close - open - 1), (size_t)VW_COMM_LEN - 1);
-	memcpy(comm, open + 1, len);
-	comm[len] = '\0';
-	*ret_ticks = utime + stime;
-	*ret_start = start;
-	return 0;
-}
-
 /* Sum field 1 of <pid>/task/<tid>/schedstat over the threads. -errno when none was readable. */
 static int sum_task_schedstat(int procfd, uint32_t pid, uint64_t *ret)
 {

@@ -68,6 +68,12 @@ extern const struct vw_vm_source_ops vw_vm_libvirt; /* only when built with libv
 extern const struct vw_vm_source_ops vw_vm_procscan;
 extern const struct vw_vm_source_ops *const vw_vm_sources[];
 
+/*
+ * The QEMU a process named `comm` works for: vhost-<QEMU PID> kernel threads (before Linux 6.4)
+ * do a VM's network and block I/O. 0: none.
+ */
+uint32_t vw_vm_vhost_owner(const char *comm);
+
 /* All sources that open, merged by UUID (libvirt's data wins); NULL with ENODEV if none opens. */
 struct vw_vms;
 struct vw_vms *vw_vms_open(const struct vw_vm_env *env);

@@ -57,18 +57,14 @@ struct vw_publish_opts {
 
 #define VW_PUBLISH_LOCK_RETRY_NS (1 * 1000000000ULL) /* a refused VM's lock is tried this often */
 
-/* One VM's input: cumulative energy per zone since this process started counting it. */
-struct vw_vm_energy_zone {
-	enum vw_zone zone;
-	uint64_t idle_uj, active_uj; /* cumulative; a decrease is read as a reset of the source */
-	double idle_w, active_w;     /* over the latest monitor interval */
-};
+#define VW_PUBLISH_UUID_LEN 37 /* a canonical UUID and its NUL */
 
+/* One VM's input: cumulative energy per zone since this process started counting it. */
 struct vw_vm_energy {
-	char uuid[37];            /* canonical lower-case */
+	char uuid[VW_PUBLISH_UUID_LEN]; /* canonical lower-case */
 	char channel_path[256];   /* unix socket of the VM's org.virtwatt.power.0 channel, or "" */
 	size_t n_zones;
-	struct vw_vm_energy_zone zones[VW_ZONE__COUNT];
+	struct vw_zone_owner_energy zones[VW_ZONE__COUNT];
 };
 
 struct vw_publish_vm_stats {

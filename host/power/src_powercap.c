@@ -14,7 +14,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
-#include "power_source.h"
+#include "power.h"
 
 #define POWERCAP_DIR "class/powercap"
 /* Only the `path` label: independent of --host.sysfs so that output is stable. */

@@ -17,10 +17,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu_account_priv.h"
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "procfs.h"
 #include "vm_priv.h"
 #include "workload.h"
 
@@ -92,6 +92,13 @@ int vw_qemu_read_start_time(int procfd, uint32_t pid, uint64_t *ret)
 	return vw_procfs_parse_pid_stat(buf, comm, &ticks, ret);
 }
 
+uint32_t vw_vm_vhost_owner(const char *comm)
+{
+	uint32_t owner;
+
+	return strncmp(comm, "vhost-", 6) == 0 && parse_id(comm + 6, &owner) ? owner : 0;
+}
+
 /* A kernel thread named vhost-<owner>. */
 static bool vhost_owner(int procfd, uint32_t pid, uint32_t *owner)
 {
@@ -100,7 +107,8 @@ static bool vhost_owner(int procfd, uint32_t pid, uint32_t *owner)
 	snprintf(rel, sizeof(rel), "%" PRIu32 "/comm", pid);
 	if (vw_read_str_at(procfd, rel, comm, sizeof(comm)) < 0)
 		return false;
-	return strncmp(comm, "vhost-", 6) == 0 && parse_id(comm + 6, owner);
+	*owner = vw_vm_vhost_owner(comm);
+	return *owner != 0;
 }
 
 /* One process: appended to s when it is a QEMU or a vhost kernel thread. */

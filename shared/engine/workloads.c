@@ -14,7 +14,6 @@
 #include "log.h"
 #include "macro.h"
 #include "perf_counters.h"
-#include "publish.h"
 #include "ratio.h"
 #include "workloads_priv.h"
 
@@ -357,33 +356,30 @@ static int find_vm(struct vw_workloads *w, const char *uuid)
 	return -1;
 }
 
-int vw_workloads_set_vms(struct vw_workloads *w, const struct vw_vm_info *vms, size_t n)
+int vw_workloads_set_groups(struct vw_workloads *w, const struct vw_group *groups, size_t n)
 {
 	for (size_t i = 0; i < w->n_vms; i++)
 		w->vms[i].listed = false;
 	for (size_t i = 0; i < n; i++) {
-		const struct vw_vm_info *vi = &vms[i];
+		const struct vw_group *g = &groups[i];
 		int k;
 
-		if (vi->state == VW_VM_SHUTOFF || !vi->uuid[0])
+		if (!g->id[0])
 			continue;
-		k = find_vm(w, vi->uuid);
+		k = find_vm(w, g->id);
 		if (k < 0) {
 			if (vw_array_grow((void **)&w->vms, sizeof(*w->vms), w->n_vms, &w->cap_vms) < 0)
 				return -ENOMEM;
 			k = (int)w->n_vms++;
 			w->vms[k] = (struct wl_vm){ 0 };
-			snprintf(w->vms[k].uuid, sizeof(w->vms[k].uuid), "%s", vi->uuid);
+			snprintf(w->vms[k].uuid, sizeof(w->vms[k].uuid), "%s", g->id);
 		}
-		/* Same UUID, maybe a new QEMU: the counters carry on. */
-		snprintf(w->vms[k].name, sizeof(w->vms[k].name), "%s", vi->name);
-		snprintf(w->vms[k].channel_path, sizeof(w->vms[k].channel_path), "%s",
-			 vi->channel_path);
-		snprintf(w->vms[k].hypervisor, sizeof(w->vms[k].hypervisor), "%s",
-			 vi->hypervisor[0] ? vi->hypervisor : "kvm");
-		w->vms[k].vcpus = vi->vcpus;
-		w->vms[k].qemu_pid = vi->qemu_pid;
-		w->vms[k].qemu_start_time = vi->qemu_start_time;
+		/* Same id, maybe a new leader: the counters carry on. */
+		snprintf(w->vms[k].name, sizeof(w->vms[k].name), "%s", g->name);
+		snprintf(w->vms[k].hypervisor, sizeof(w->vms[k].hypervisor), "%s", g->kind);
+		w->vms[k].vcpus = g->reserved_cpus;
+		w->vms[k].qemu_pid = g->leader_pid;
+		w->vms[k].qemu_start_time = g->leader_start_time;
 		w->vms[k].listed = true;
 		w->vms[k].terminated = false;
 		w->vms[k].hidden = false;
@@ -392,23 +388,23 @@ int vw_workloads_set_vms(struct vw_workloads *w, const struct vw_vm_info *vms, s
 	return 0;
 }
 
-size_t vw_workloads_vm_energy(const struct vw_workloads *w, struct vw_vm_energy *out, size_t max)
+size_t vw_workloads_group_energy(const struct vw_workloads *w, struct vw_group_energy *out,
+				 size_t max)
 {
 	size_t n = 0;
 
 	for (size_t k = 0; k < w->n_vms && n < max; k++) {
 		const struct wl_vm *v = &w->vms[k];
-		struct vw_vm_energy *e = &out[n];
+		struct vw_group_energy *e = &out[n];
 
 		if (!v->listed)
 			continue;
-		*e = (struct vw_vm_energy){ 0 };
-		snprintf(e->uuid, sizeof(e->uuid), "%s", v->uuid);
-		snprintf(e->channel_path, sizeof(e->channel_path), "%s", v->channel_path);
+		*e = (struct vw_group_energy){ 0 };
+		snprintf(e->id, sizeof(e->id), "%s", v->uuid);
 		for (int z = 0; z < VW_ZONE__COUNT; z++) {
 			if (!w->present[z])
 				continue;
-			e->zones[e->n_zones++] = (struct vw_vm_energy_zone){
+			e->zones[e->n_zones++] = (struct vw_zone_owner_energy){
 				.zone = (enum vw_zone)z,
 				.idle_uj = v->z[z].uj[M_IDLE],
 				.active_uj = v->z[z].uj[M_ACTIVE],
@@ -421,23 +417,11 @@ size_t vw_workloads_vm_energy(const struct vw_workloads *w, struct vw_vm_energy 
 	return n;
 }
 
-/* vhost-<qemu pid> kernel threads do the VM's network and block I/O. */
-static uint32_t vhost_owner(const struct wl_proc *p)
-{
-	unsigned long pid;
-	char *end;
-
-	if (strncmp(p->comm, "vhost-", 6) != 0)
-		return 0;
-	pid = strtoul(p->comm + 6, &end, 10);
-	return *end == '\0' && pid > 0 && pid < UINT32_MAX ? (uint32_t)pid : 0;
-}
-
 static void map_vms(struct vw_workloads *w)
 {
 	for (size_t i = 0; i < w->n_procs; i++) {
 		struct wl_proc *p = &w->procs[i];
-		uint32_t owner = vhost_owner(p);
+		uint32_t owner = w->o.adopted_by ? w->o.adopted_by(p->comm) : 0;
 
 		if (p->terminated && !p->delta_ns)
 			continue;
@@ -653,6 +637,32 @@ static void split_container(struct vw_workloads *w, size_t c, enum vw_zone z, in
  * container, and what ran outside every container without being seen (the root cgroup's total
  * beyond both: an uncontained remainder). Returns what nobody took (nothing ran).
  */
+/*
+ * The kernel's totals are exact, a process scan is not: its per-process readings spread over
+ * the scan's own duration (long on a busy machine), so they can add up to more than the root
+ * cgroup ran in the interval. When they do, the scanned weights (processes in no container,
+ * containers known only by their processes) shrink to what the root total leaves beside the
+ * containers' cgroups, which keep their exact share of it.
+ */
+static void fit_to_root(struct vw_workloads *w, enum vw_zone z, size_t n, uint64_t *seen)
+{
+	uint64_t exact = 0, scanned, room;
+
+	if (!w->root_valid || split_key(w, z) != VW_SPLIT_CPU_TIME || *seen <= w->root_delta_ns)
+		return;
+	for (size_t c = 0; c < w->n_conts; c++)
+		if (by_cgroup(w, &w->conts[c], z))
+			exact += w->weights[c];
+	if (exact >= w->root_delta_ns)
+		return; /* the containers alone ran more than the root saw: nothing to fit */
+	scanned = *seen - exact;
+	room = w->root_delta_ns - exact;
+	for (size_t k = 0; k < n; k++)
+		if (k >= w->n_conts || !by_cgroup(w, &w->conts[k], z))
+			w->weights[k] = (uint64_t)((unsigned __int128)w->weights[k] * room / scanned);
+	*seen = w->root_delta_ns;
+}
+
 static uint64_t split_node(struct vw_workloads *w, enum vw_zone z, int m, uint64_t uj)
 {
 	size_t nc = w->n_conts, n = 0;
@@ -667,6 +677,7 @@ static uint64_t split_node(struct vw_workloads *w, enum vw_zone z, int m, uint64
 			w->weights[n] = key_delta(w, &w->procs[i], z);
 			seen += w->weights[n++];
 		}
+	fit_to_root(w, z, n, &seen);
 	w->weights[n++] = w->root_valid && split_key(w, z) == VW_SPLIT_CPU_TIME &&
 					  w->root_delta_ns > seen
 				  ? w->root_delta_ns - seen
@@ -976,7 +987,7 @@ size_t vw_workloads_n_processes(const struct vw_workloads *w)
 	return w->n_procs;
 }
 
-size_t vw_workloads_n_vms(const struct vw_workloads *w)
+size_t vw_workloads_n_groups(const struct vw_workloads *w)
 {
 	return w->n_vms;
 }

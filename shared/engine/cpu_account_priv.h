@@ -51,13 +51,5 @@ void vw_cpu_history_abort(struct vw_cpu_history *h);
 void vw_cpu_history_finish(struct vw_cpu_history *h, struct vw_cpu_snapshot *ret);
 void vw_cpu_history_free(struct vw_cpu_history *h);
 
-/*
- * Parse the text of /proc/PID/stat: comm (between the first '(' and the last ')', which may
- * itself hold spaces and parentheses), utime + stime (fields 14 and 15, ticks) and starttime
- * (field 22, ticks since boot). -EINVAL on anything else.
- */
-int vw_procfs_parse_pid_stat(const char *text, char comm[VW_COMM_LEN], uint64_t *ret_ticks,
-			     uint64_t *ret_start);
-
 /* /proc/PID/stat starttime is in clock ticks; BPF sees ns. */
 uint64_t vw_cpu_ns_per_tick(void);

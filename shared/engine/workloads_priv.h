@@ -3,7 +3,6 @@
  * workload_metrics.c (rendering). Not for other modules. */
 #pragma once
 
-#include "vm_source.h"
 #include "workloads.h"
 
 enum { M_ACTIVE, M_IDLE, M__COUNT };
@@ -63,9 +62,8 @@ struct wl_pod {
 };
 
 struct wl_vm {
-	char uuid[VW_UUID_LEN];
+	char uuid[VW_GROUP_ID_LEN];
 	char name[256];
-	char channel_path[256];
 	char hypervisor[16];
 	unsigned vcpus;
 	uint32_t qemu_pid;

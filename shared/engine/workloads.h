@@ -36,7 +36,11 @@ struct vw_workloads_opts {
 	bool processes;           /* export process series */
 	unsigned process_top_n;   /* at most this many process series (0: no limit) */
 	bool containers, pods;    /* export container / pod series */
-	bool vms;                 /* export VM series */
+	bool vms;                 /* export VM series (reservation groups, below) */
+	/* A process that works for a group's leader without being its child or thread, named by
+	 * its comm (a host's vhost-<QEMU PID> kernel threads): the leader's PID, 0 for none.
+	 * NULL: no such processes. */
+	uint32_t (*adopted_by)(const char *comm);
 	/* Terminated workloads kept per level (process, container, pod, VM) awaiting a scrape;
 	 * beyond it the oldest are evicted unserved (workload_retention.c). 0: the default. */
 	unsigned max_terminated;
@@ -83,17 +87,32 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 
 /* Totals for checks: node-level sums per zone and mode (0 active, 1 idle). */
 /*
- * The VMs the VM sources list now (call before each update). Each VM's QEMU process and its
- * vhost threads are the VM's; VMs are keyed by UUID, so a VM that restarts (new QEMU PID) or a
- * libvirtd restart keeps its counters. A VM missing from the list (or shut off) is terminated.
+ * Reservation groups: processes that together reserve host CPUs and are exported as one owner
+ * (the vm level). The caller fills them (virtwatt-host makes one of each VM, its VMM process the
+ * leader); the engine knows nothing else of them. Keyed by id, so a group whose leader changes
+ * (a VM restarted, a new QEMU PID) keeps its counters; one missing from the list is terminated.
+ * Call before each update.
  */
-struct vw_vm_info;
-int vw_workloads_set_vms(struct vw_workloads *w, const struct vw_vm_info *vms, size_t n);
+#define VW_GROUP_ID_LEN 37
+struct vw_group {
+	char id[VW_GROUP_ID_LEN]; /* unique and stable (a VM's UUID); "" is skipped */
+	char name[256];           /* may be "" */
+	char kind[16];            /* the vm level's "hypervisor" label */
+	unsigned reserved_cpus;   /* its share of idle: this many host CPUs (a VM's vCPUs) */
+	uint32_t leader_pid;      /* the process that is the group (TGID); 0: none known */
+	uint64_t leader_start_time; /* /proc/PID/stat starttime (PID reuse); 0: not checked */
+};
+int vw_workloads_set_groups(struct vw_workloads *w, const struct vw_group *groups, size_t n);
 
-/* Each listed VM's cumulative idle and active energy per zone, for the passthrough publisher.
- * Fills at most max entries of out; returns how many. */
-struct vw_vm_energy;
-size_t vw_workloads_vm_energy(const struct vw_workloads *w, struct vw_vm_energy *out, size_t max);
+/* Each listed group's cumulative idle and active energy per zone (a VM's, for its guest). */
+struct vw_group_energy {
+	char id[VW_GROUP_ID_LEN];
+	size_t n_zones;
+	struct vw_zone_owner_energy zones[VW_ZONE__COUNT];
+};
+/* Fills at most max entries of out; returns how many. */
+size_t vw_workloads_group_energy(const struct vw_workloads *w, struct vw_group_energy *out,
+				 size_t max);
 
 struct vw_workloads_totals {
 	uint64_t containers[VW_ZONE__COUNT][2];
@@ -105,7 +124,7 @@ struct vw_workloads_totals {
 };
 void vw_workloads_totals(const struct vw_workloads *w, struct vw_workloads_totals *ret);
 size_t vw_workloads_n_processes(const struct vw_workloads *w);
-size_t vw_workloads_n_vms(const struct vw_workloads *w);
+size_t vw_workloads_n_groups(const struct vw_workloads *w);
 /* Entries and evictions of the process, container, pod and VM tables (the others untouched). */
 void vw_workloads_table_stats(const struct vw_workloads *w,
 			      struct vw_table_stat tables[VW_TABLE__COUNT]);

@@ -15,7 +15,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define VW_COMM_LEN 16
+#include "procfs.h"
+
 
 struct vw_proc_cpu {
 	uint32_t tgid;

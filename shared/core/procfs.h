@@ -37,3 +37,13 @@ struct vw_cpu_info {
 /* malloc'd array in *ret (caller frees), count in *ret_n. */
 int vw_procfs_read_cpuinfo(int procfd, struct vw_cpu_info **ret, size_t *ret_n);
 int vw_procfs_parse_cpuinfo(const char *text, struct vw_cpu_info **ret, size_t *ret_n);
+
+#define VW_COMM_LEN 16 /* TASK_COMM_LEN */
+
+/*
+ * Parse the text of /proc/PID/stat: comm (between the first '(' and the last ')', which may
+ * itself hold spaces and parentheses), utime + stime (fields 14 and 15, ticks) and starttime
+ * (field 22, ticks since boot). -EINVAL on anything else.
+ */
+int vw_procfs_parse_pid_stat(const char *text, char comm[VW_COMM_LEN], uint64_t *ret_ticks,
+			     uint64_t *ret_start);

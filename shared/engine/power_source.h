@@ -65,15 +65,8 @@ struct vw_power_source_ops {
 	void (*close)(void *state);
 };
 
-/*
- * RAPL through <sysfs>/class/powercap (host/src_powercap.c). open(): -ENODEV without zones,
- * -EACCES when every energy_uj is root-only. read() logs per-zone failures itself, rate-limited.
- */
-extern const struct vw_power_source_ops vw_src_powercap;
+/* The model estimator (src_estimator.c): the source of last resort, in both daemons' chains. */
 extern const struct vw_power_source_ops vw_src_estimator;
-
-/* Every source, in preference order (NULL-terminated). */
-extern const struct vw_power_source_ops *const vw_power_sources[];
 
 struct vw_power_source {
 	const struct vw_power_source_ops *ops;
@@ -81,9 +74,11 @@ struct vw_power_source {
 };
 
 /*
- * Open the first source in preference order that works. `only` (optional, NULL-terminated)
- * restricts and orders by name. -ENODEV when none works.
+ * Open the first source of `chain` (a daemon's sources in preference order, NULL-terminated)
+ * that works. `only` (optional, NULL-terminated) restricts and orders by name. -ENODEV when
+ * none works, -EINVAL for a name not in the chain.
  */
-int vw_power_source_open(const struct vw_power_env *env, const char *const *only,
+int vw_power_source_open(const struct vw_power_source_ops *const *chain,
+			 const struct vw_power_env *env, const char *const *only,
 			 struct vw_power_source *ret);
 void vw_power_source_close(struct vw_power_source *src);

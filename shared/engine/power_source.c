@@ -6,13 +6,6 @@
 
 #include "log.h"
 
-/* Preference order: a real meter first, the model only where no meter exists. */
-const struct vw_power_source_ops *const vw_power_sources[] = {
-	&vw_src_powercap,
-	&vw_src_estimator,
-	NULL,
-};
-
 static int try_open(const struct vw_power_source_ops *ops, const struct vw_power_env *env,
 		    struct vw_power_source *ret)
 {
@@ -32,30 +25,42 @@ static int try_open(const struct vw_power_source_ops *ops, const struct vw_power
 	return 0;
 }
 
-int vw_power_source_open(const struct vw_power_env *env, const char *const *only,
+int vw_power_source_open(const struct vw_power_source_ops *const *chain,
+			 const struct vw_power_env *env, const char *const *only,
 			 struct vw_power_source *ret)
 {
+	int err = -ENODEV;
+
 	*ret = (struct vw_power_source){ 0 };
 	if (only && only[0]) {
 		for (size_t i = 0; only[i]; i++) {
 			size_t j;
+			int r;
 
-			for (j = 0; vw_power_sources[j]; j++)
-				if (strcmp(vw_power_sources[j]->name, only[i]) == 0)
+			for (j = 0; chain[j]; j++)
+				if (strcmp(chain[j]->name, only[i]) == 0)
 					break;
-			if (!vw_power_sources[j]) {
+			if (!chain[j]) {
 				vw_error("power: unknown source \"%s\"", only[i]);
 				return -EINVAL;
 			}
-			if (try_open(vw_power_sources[j], env, ret) == 0)
+			r = try_open(chain[j], env, ret);
+			if (r == 0)
 				return 0;
+			if (err == -ENODEV)
+				err = r;
 		}
-		return -ENODEV;
+		return err;
 	}
-	for (size_t j = 0; vw_power_sources[j]; j++)
-		if (try_open(vw_power_sources[j], env, ret) == 0)
+	for (size_t j = 0; chain[j]; j++) {
+		int r = try_open(chain[j], env, ret);
+
+		if (r == 0)
 			return 0;
-	return -ENODEV;
+		if (err == -ENODEV)
+			err = r;
+	}
+	return err;
 }
 
 void vw_power_source_close(struct vw_power_source *src)

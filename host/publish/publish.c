@@ -17,7 +17,6 @@
 #include "proto.h"
 #include "publish_priv.h"
 #include "selfstats.h"
-#include "vm_source.h"
 
 #define PUB_DEFAULT_RETAIN_NS (3600 * VW_NSEC_PER_SEC)
 #define PUB_MAX_RETAINED 4096 /* vanished VMs remembered at most */
@@ -32,7 +31,7 @@ struct pub_zone {
 };
 
 struct pub_vm {
-	char uuid[VW_UUID_LEN];
+	char uuid[VW_PUBLISH_UUID_LEN];
 	bool listed; /* in the latest update */
 	bool live;   /* lock held, channel and folder open */
 	bool published; /* a frame went out for it in this epoch */
@@ -331,7 +330,7 @@ static void vm_take_zones(struct pub_vm *vm, const struct vw_vm_energy *in)
 	for (size_t z = 0; z < VW_ZONE__COUNT; z++)
 		vm->z[z].listed = false;
 	for (size_t i = 0; i < in->n_zones && i < VW_ZONE__COUNT; i++) {
-		const struct vw_vm_energy_zone *iz = &in->zones[i];
+		const struct vw_zone_owner_energy *iz = &in->zones[i];
 		struct pub_zone *z;
 
 		if ((unsigned)iz->zone >= VW_ZONE__COUNT || vm->z[iz->zone].listed)

@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""The house's rules, checked on the tree and the binaries (TAP):
+  - nothing under shared/ includes a header that lives in host/ or guest/ (the engine and the
+    libraries below it compile with neither on the include path);
+  - host/ and guest/ never include each other's headers;
+  - virtwatt-guest carries no powercap, libvirt, VM-source or publisher code (nm).
+usage: check_layering.py SOURCE_ROOT GUEST_BINARY"""
+import pathlib
+import re
+import subprocess
+import sys
+
+root, guest_bin = pathlib.Path(sys.argv[1]), sys.argv[2]
+n = 0
+failed = 0
+
+
+def tap(ok, what, detail=""):
+    global n, failed
+    n += 1
+    failed += not ok
+    print("%s %d - %s" % ("ok" if ok else "not ok", n, what))
+    if detail and not ok:
+        for line in detail.splitlines():
+            print("# " + line)
+
+
+def headers(top):
+    return {p.name for p in (root / top).rglob("*.h")}
+
+
+def includes(top):
+    pat = re.compile(r'^#include "([^"]+)"', re.M)
+    for p in sorted((root / top).rglob("*.[ch]")):
+        for h in pat.findall(p.read_text()):
+            yield p.relative_to(root), h
+
+
+shared_h, host_h, guest_h = headers("shared"), headers("host"), headers("guest")
+for top, forbidden in (("shared", (host_h | guest_h) - shared_h),
+                       ("host", guest_h - shared_h - host_h),
+                       ("guest", host_h - shared_h - guest_h)):
+    bad = ["%s includes %s" % (p, h) for p, h in includes(top) if h in forbidden]
+    tap(not bad, "%s/ includes no header of %s" % (
+        top, {"shared": "host/ or guest/", "host": "guest/", "guest": "host/"}[top]),
+        "\n".join(bad))
+
+syms = subprocess.run(["nm", guest_bin], capture_output=True, text=True, check=True).stdout
+pat = re.compile(r"\b(vw_src_powercap|powercap_\w+|vw_publisher_\w+|vw_vms_\w+|vw_vm_\w+|"
+                 r"vw_qemu_\w+|vir[A-Z]\w+)\b")
+found = sorted(set(pat.findall(syms)))
+tap(syms.strip() != "" and not found,
+    "virtwatt-guest carries no powercap, libvirt, VM-source or publisher code",
+    ", ".join(found[:40]))
+print("1..%d" % n)
+sys.exit(1 if failed else 0)
