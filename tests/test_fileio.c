@@ -26,6 +26,44 @@ static void test_parse_u64(void **state)
 	assert_int_equal(vw_parse_u64("1 2", &v), -EINVAL);
 }
 
+/* /proc's PID names: what the process scans, the thread lists and vhost-<pid> read. */
+static void test_parse_pid_and_dirs(void **state)
+{
+	char *root = vw_fixture_mkdtemp("pid");
+	uint32_t pid = 0;
+	int fd, n = 0;
+	DIR *d;
+	struct dirent *de;
+
+	(void)state;
+	assert_int_equal(vw_parse_pid("1", &pid), 0);
+	assert_int_equal(pid, 1);
+	assert_int_equal(vw_parse_pid("2147483647", &pid), 0);
+	assert_int_equal(vw_parse_pid("2147483648", &pid), -EINVAL);
+	assert_int_equal(vw_parse_pid("0", &pid), -EINVAL);
+	assert_int_equal(vw_parse_pid("017", &pid), -EINVAL);
+	assert_int_equal(vw_parse_pid("+5", &pid), -EINVAL);
+	assert_int_equal(vw_parse_pid("self", &pid), -EINVAL);
+	assert_int_equal(vw_parse_pid("", &pid), -EINVAL);
+
+	assert_int_equal(vw_fixture_write(root, "d/1/x", "", 0), 0);
+	assert_int_equal(vw_fixture_write(root, "d/22/x", "", 0), 0);
+	fd = vw_root_open(root);
+	assert_true(fd >= 0);
+	assert_non_null(d = vw_opendir_at(fd, "d"));
+	while ((de = readdir(d)))
+		n += vw_parse_pid(de->d_name, &pid) == 0;
+	closedir(d);
+	assert_int_equal(n, 2);
+	errno = 0;
+	assert_null(vw_opendir_at(fd, "none"));
+	assert_int_equal(errno, ENOENT);
+	assert_null(vw_opendir_at(fd, "d/1/x"));
+	assert_int_equal(errno, ENOTDIR);
+	close(fd);
+	vw_fixture_rm(root);
+}
+
 static void test_read_at(void **state)
 {
 	char *root = vw_fixture_mkdtemp("fileio");
@@ -92,6 +130,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse_u64),
+		cmocka_unit_test(test_parse_pid_and_dirs),
 		cmocka_unit_test(test_read_at),
 		cmocka_unit_test(test_write_atomic),
 	};

@@ -27,46 +27,20 @@
 #define CMDLINE_PEEK 4096u        /* enough for argv[0] and most command lines */
 #define CMDLINE_MAX (256u << 10) /* libvirt's are a few KiB; QEMU's ARG_MAX is far above */
 
-static void closedirp(DIR **d)
-{
-	if (*d)
-		closedir(*d);
-}
-
-/* A decimal PID or TID directory name. */
-static bool parse_id(const char *s, uint32_t *ret)
-{
-	uint64_t v;
-
-	if (s[0] < '1' || s[0] > '9' || vw_parse_u64(s, &v) < 0 || v > INT32_MAX)
-		return false;
-	*ret = (uint32_t)v;
-	return true;
-}
-
 /* The numeric entries of dirfd/rel. -errno when the directory cannot be read. */
 static int list_ids(int dirfd, const char *rel, uint32_t **ret, size_t *ret_n)
 {
-	_cleanup_(closedirp) DIR *d = NULL;
+	_cleanup_(vw_closedirp) DIR *d = vw_opendir_at(dirfd, rel);
 	_cleanup_free_ uint32_t *ids = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *de;
-	int fd;
 
-	fd = openat(dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	if (!d)
 		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		int r = -errno;
-
-		close(fd);
-		return r;
-	}
 	while ((de = readdir(d))) {
 		uint32_t id;
 
-		if (!parse_id(de->d_name, &id))
+		if (vw_parse_pid(de->d_name, &id) < 0)
 			continue;
 		if (vw_array_grow((void **)&ids, sizeof(*ids), n, &cap) < 0)
 			return -ENOMEM;
@@ -96,7 +70,7 @@ uint32_t vw_vm_vhost_owner(const char *comm)
 {
 	uint32_t owner;
 
-	return strncmp(comm, "vhost-", 6) == 0 && parse_id(comm + 6, &owner) ? owner : 0;
+	return strncmp(comm, "vhost-", 6) == 0 && vw_parse_pid(comm + 6, &owner) == 0 ? owner : 0;
 }
 
 /* A kernel thread named vhost-<owner>. */

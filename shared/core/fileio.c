@@ -24,6 +24,29 @@ int vw_dir_open_at(int dirfd, const char *rel)
 	return fd < 0 ? -errno : fd;
 }
 
+DIR *vw_opendir_at(int dirfd, const char *rel)
+{
+	int fd = openat(dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (!d) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+	}
+	return d;
+}
+
+void vw_closedirp(DIR **d)
+{
+	if (*d)
+		closedir(*d);
+}
+
 int vw_open_in_root(int dirfd, const char *rel, int flags)
 {
 	struct open_how how = {
@@ -247,5 +270,15 @@ int vw_write_file_durable_at(int dirfd, const char *rel, const void *data, size_
 	dfd = openat(dirfd, dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0 || fsync(dfd) < 0)
 		return -errno;
+	return 0;
+}
+
+int vw_parse_pid(const char *s, uint32_t *ret)
+{
+	uint64_t v;
+
+	if (s[0] < '1' || s[0] > '9' || vw_parse_u64(s, &v) < 0 || v > INT32_MAX)
+		return -EINVAL;
+	*ret = (uint32_t)v;
 	return 0;
 }

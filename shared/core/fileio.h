@@ -2,6 +2,7 @@
 /* Small-file readers relative to an injected root directory; never absolute paths. */
 #pragma once
 
+#include <dirent.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -12,6 +13,10 @@
 int vw_root_open(const char *path);
 /* Open a directory below a root. fd or -errno. */
 int vw_dir_open_at(int dirfd, const char *rel);
+/* Open a directory below dirfd for readdir(): NULL with errno set. Close with closedir(), or
+ * declare it _cleanup_(vw_closedirp). */
+DIR *vw_opendir_at(int dirfd, const char *rel);
+void vw_closedirp(DIR **d);
 
 /*
  * Open rel below dirfd with every symlink (absolute ones too) and ".." resolved inside dirfd as
@@ -52,6 +57,8 @@ int vw_read_str_at(int dirfd, const char *rel, char *buf, size_t size);
 int vw_read_u64_at(int dirfd, const char *rel, uint64_t *ret);
 /* Parse the same strict unsigned decimal from a string. */
 int vw_parse_u64(const char *s, uint64_t *ret);
+/* A PID or TID as /proc names it: decimal, no sign, no leading zero, at most 2^31 - 1. */
+int vw_parse_pid(const char *s, uint32_t *ret);
 
 /*
  * Write data to dirfd/rel atomically: a temporary file in the same directory, fsync,

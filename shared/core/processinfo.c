@@ -27,20 +27,12 @@ static int status_kb(const char *text, const char *key, uint64_t *ret)
 
 static int count_fds(int self_fd, uint64_t *ret)
 {
-	int fd = openat(self_fd, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = vw_opendir_at(self_fd, "fd");
 	uint64_t n = 0;
 	struct dirent *de;
-	DIR *d;
 
-	if (fd < 0)
+	if (!d)
 		return -errno;
-	d = fdopendir(fd);
-	if (!d) {
-		int r = -errno;
-
-		close(fd);
-		return r;
-	}
 	while ((de = readdir(d)))
 		if (de->d_name[0] != '.')
 			n++;

@@ -37,48 +37,17 @@ struct procfs_state {
 	struct vw_cpu_history hist;
 };
 
-static void closedirp(DIR **d)
-{
-	if (*d)
-		closedir(*d);
-}
-
-/* Open a directory below dirfd for readdir. NULL with errno set. */
-static DIR *opendir_at(int dirfd, const char *rel)
-{
-	int fd = openat(dirfd, rel, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d;
-
-	if (fd < 0)
-		return NULL;
-	d = fdopendir(fd);
-	if (!d)
-		vw_closep(&fd);
-	return d;
-}
-
-/* A pid directory name: decimal, no sign, no leading zero, fits in 31 bits. */
-static int parse_pid(const char *s, uint32_t *ret)
-{
-	uint64_t v;
-
-	if (s[0] < '1' || s[0] > '9' || vw_parse_u64(s, &v) < 0 || v > INT32_MAX)
-		return -EINVAL;
-	*ret = (uint32_t)v;
-	return 0;
-}
-
 /* Sum field 1 of <pid>/task/<tid>/schedstat over the threads. -errno when none was readable. */
 static int sum_task_schedstat(int procfd, uint32_t pid, uint64_t *ret)
 {
-	_cleanup_(closedirp) DIR *d = NULL;
+	_cleanup_(vw_closedirp) DIR *d = NULL;
 	char path[64];
 	uint64_t sum = 0;
 	bool any = false;
 	struct dirent *de;
 
 	snprintf(path, sizeof(path), "%u/task", pid);
-	d = opendir_at(procfd, path);
+	d = vw_opendir_at(procfd, path);
 	if (!d)
 		return -errno;
 	while ((de = readdir(d))) {
@@ -86,7 +55,7 @@ static int sum_task_schedstat(int procfd, uint32_t pid, uint64_t *ret)
 		uint32_t tid;
 		uint64_t ns;
 
-		if (parse_pid(de->d_name, &tid) < 0)
+		if (vw_parse_pid(de->d_name, &tid) < 0)
 			continue;
 		snprintf(path, sizeof(path), "%u/task/%u/schedstat", pid, tid);
 		if (vw_read_file_at(procfd, path, buf, sizeof(buf), NULL) < 0)
@@ -128,7 +97,7 @@ static int read_proc(struct procfs_state *s, uint32_t pid, struct vw_proc_cpu *r
 /* Every process under procfs into t (unsorted, raw values). */
 static int scan(struct procfs_state *s, struct vw_cpu_table *t)
 {
-	_cleanup_(closedirp) DIR *d = opendir_at(s->procfd, ".");
+	_cleanup_(vw_closedirp) DIR *d = vw_opendir_at(s->procfd, ".");
 	struct dirent *de;
 	unsigned skipped = 0;
 
@@ -139,7 +108,7 @@ static int scan(struct procfs_state *s, struct vw_cpu_table *t)
 		uint32_t pid;
 		int r;
 
-		if (parse_pid(de->d_name, &pid) < 0)
+		if (vw_parse_pid(de->d_name, &pid) < 0)
 			continue;
 		p = vw_cpu_table_new_proc(t);
 		if (!p)
