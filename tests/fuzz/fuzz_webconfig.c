@@ -56,12 +56,13 @@ static void quoted(FILE *f, const char *s)
 	fputc('"', f);
 }
 
+/* Explicit keys ("? key" then ": value"): an implicit key is limited to 1024 characters. */
 static void pairs(FILE *f, const char *indent, const struct vw_webconfig_pair *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		fputs(indent, f);
+		fprintf(f, "%s? ", indent);
 		quoted(f, v[i].name);
-		fputs(": ", f);
+		fprintf(f, "\n%s: ", indent);
 		quoted(f, v[i].value);
 		fputc('\n', f);
 	}
