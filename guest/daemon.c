@@ -15,6 +15,7 @@
 #include "cgroupfs.h"
 #include "energy.h"
 #include "fileio.h"
+#include "guest_families.h"
 #include "idle.h"
 #include "log.h"
 #include "metrics.h"
@@ -438,6 +439,12 @@ static const struct vw_metric_family guest_families[] = {
 			 l_node },
 	[G_SWITCHES] = { "virtwatt_guest_power_source_switches_total", VW_METRIC_COUNTER,
 			 "Switches between passthrough and model", NULL, l_node },
+};
+
+const struct vw_family_table vw_guest_family_table = {
+	"guest/daemon.c: render_guest()", "virtwatt-guest",
+	"where this VM's energy comes from and how the passthrough is doing", guest_families,
+	G__COUNT,
 };
 
 static int counter_family(struct vw_prom_writer *w, int f, const char *const *labels, double v)

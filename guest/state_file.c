@@ -247,6 +247,11 @@ const struct vw_metric_family vw_state_file_families[] = {
 		       "State file writes that failed", NULL, l_node },
 };
 const size_t vw_state_file_n_families = ARRAY_SIZE(vw_state_file_families);
+const struct vw_family_table vw_state_file_family_table = {
+	"guest/state_file.c: vw_state_file_render()", "virtwatt-guest",
+	"the state file that keeps the guest's counters monotonic across restarts",
+	vw_state_file_families, ARRAY_SIZE(vw_state_file_families),
+};
 
 int vw_state_file_render(const struct vw_state_file *f, struct vw_prom_writer *w,
 			 const char *node_name)

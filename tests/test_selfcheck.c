@@ -7,7 +7,9 @@
 #include <string.h>
 
 #include "config.h"
+#include "family_tables.h"
 #include "metrics.h"
+#include "workloads.h"
 #include "options.h"
 #include "power.h"
 #include "vm_source.h"
@@ -68,27 +70,43 @@ static bool valid_name(const char *s)
 	return true;
 }
 
+/* Every family of every table: a valid name with a known prefix, help, counters and only
+ * counters ending in _total, valid labels, and no name twice across all tables. */
 static void test_families(void **state)
 {
-	(void)state;
-	for (size_t i = 0; i < vw_host_n_families; i++) {
-		const struct vw_metric_family *f = &vw_host_families[i];
-		size_t len = strlen(f->name);
-		bool total = len > 6 && strcmp(f->name + len - 6, "_total") == 0;
+	const struct vw_family_table *t;
+	size_t seen = 0;
 
-		assert_true(valid_name(f->name));
-		assert_true(strncmp(f->name, "kepler_", 7) == 0 || strncmp(f->name, "virtwatt_", 9) == 0);
-		assert_non_null(f->help);
-		assert_true(f->help[0] != '\0');
-		/* Counters and only counters end in _total. */
-		assert_int_equal(total, f->type == VW_METRIC_COUNTER);
-		for (size_t j = 0; f->labels && f->labels[j]; j++) {
-			assert_true(valid_name(f->labels[j]));
-			assert_false(strncmp(f->labels[j], "__", 2) == 0);
+	(void)state;
+	for (size_t k = 0; (t = vw_all_family_tables[k]); k++) {
+		assert_non_null(t->producer);
+		assert_non_null(strstr(t->producer, ".c: "));
+		assert_non_null(t->daemons);
+		assert_true(t->n > 0);
+		for (size_t i = 0; i < t->n; i++, seen++) {
+			const struct vw_metric_family *f = &t->families[i];
+			size_t len = strlen(f->name);
+			bool total = len > 6 && strcmp(f->name + len - 6, "_total") == 0;
+
+			assert_true(valid_name(f->name));
+			if (strncmp(f->name, "kepler_", 7) != 0 &&
+			    strncmp(f->name, "virtwatt_", 9) != 0 && strncmp(f->name, "process_", 8) != 0)
+				fail_msg("%s: neither kepler_, virtwatt_ nor process_", f->name);
+			assert_non_null(f->help);
+			assert_true(f->help[0] != '\0');
+			/* Counters and only counters end in _total. */
+			assert_int_equal(total, f->type == VW_METRIC_COUNTER);
+			for (size_t j = 0; f->labels && f->labels[j]; j++) {
+				assert_true(valid_name(f->labels[j]));
+				assert_false(strncmp(f->labels[j], "__", 2) == 0);
+			}
+			for (size_t kk = 0; kk <= k; kk++)
+				for (size_t j = 0; j < (kk == k ? i : vw_all_family_tables[kk]->n); j++)
+					if (strcmp(f->name, vw_all_family_tables[kk]->families[j].name) == 0)
+						fail_msg("%s twice", f->name);
 		}
-		for (size_t j = 0; j < i; j++)
-			assert_string_not_equal(f->name, vw_host_families[j].name);
 	}
+	assert_true(seen >= vw_host_n_families + vw_workload_n_families);
 }
 
 static void test_host_options(void **state)

@@ -95,6 +95,11 @@ static const struct vw_metric_family families[S__COUNT] = {
 		      NULL },
 };
 
+const struct vw_family_table vw_processinfo_family_table = {
+	"shared/core/processinfo.c: vw_processinfo_write()", "virtwatt-host, virtwatt-guest",
+	"the exporter's own process (the names client libraries use)", families, S__COUNT,
+};
+
 int vw_processinfo_write(struct vw_prom_writer *w, const struct vw_processinfo *s)
 {
 	const double v[S__COUNT] = {

@@ -33,3 +33,4 @@ int vw_processinfo_open(int procfs_fd, double *ret_start_time_s);
 int vw_processinfo_read(int self_fd, struct vw_processinfo *ret);
 /* The six families above, without labels (as the client libraries write them). */
 int vw_processinfo_write(struct vw_prom_writer *w, const struct vw_processinfo *s);
+extern const struct vw_family_table vw_processinfo_family_table;

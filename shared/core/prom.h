@@ -24,6 +24,18 @@ struct vw_metric_family {
 	const char *const *labels; /* NULL-terminated label names (may be NULL for none) */
 };
 
+/*
+ * One module's families as docs/metrics.md lists them (generated from these tables): where they
+ * are produced and which daemons serve them.
+ */
+struct vw_family_table {
+	const char *producer; /* "shared/engine/metrics.c: vw_host_metrics_write()" */
+	const char *daemons;  /* "virtwatt-host, virtwatt-guest" */
+	const char *note;     /* when they appear, or NULL */
+	const struct vw_metric_family *families;
+	size_t n;
+};
+
 enum vw_prom_format {
 	VW_PROM_TEXT_0_0_4,
 	VW_PROM_OPENMETRICS_1_0_0,

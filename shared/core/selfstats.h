@@ -74,3 +74,4 @@ int vw_selfstats_write(struct vw_selfstats *s, struct vw_prom_writer *w,
 
 extern const struct vw_metric_family vw_selfstats_families[];
 extern const size_t vw_selfstats_n_families;
+extern const struct vw_family_table vw_selfstats_family_table;

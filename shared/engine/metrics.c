@@ -78,6 +78,12 @@ const struct vw_metric_family vw_host_families[] = {
 			      NULL, l_reason },
 };
 const size_t vw_host_n_families = ARRAY_SIZE(vw_host_families);
+const struct vw_family_table vw_host_family_table = {
+	"shared/engine/metrics.c: vw_host_metrics_write()", "virtwatt-host, virtwatt-guest",
+	"the node: its zones' energy and power, split into idle and active, the power source, CPU "
+	"usage and the node's info; the passthrough families only where a publisher runs",
+	vw_host_families, ARRAY_SIZE(vw_host_families),
+};
 
 /* Label values are never empty (empty means absent to Prometheus). */
 static const char *or_unknown(const char *s)

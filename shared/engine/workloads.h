@@ -131,3 +131,4 @@ void vw_workloads_table_stats(const struct vw_workloads *w,
 
 extern const struct vw_metric_family vw_workload_families[];
 extern const size_t vw_workload_n_families;
+extern const struct vw_family_table vw_workload_family_table;

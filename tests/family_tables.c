@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "family_tables.h"
+
+#include <stddef.h>
+
+#include "guest_families.h"
+#include "metrics.h"
+#include "processinfo.h"
+#include "selfstats.h"
+#include "state_file.h"
+#include "workloads.h"
+
+const struct vw_family_table *const vw_all_family_tables[] = {
+	&vw_host_family_table,
+	&vw_workload_family_table,
+	&vw_guest_family_table,
+	&vw_state_file_family_table,
+	&vw_selfstats_family_table,
+	&vw_processinfo_family_table,
+	NULL,
+};
