@@ -63,8 +63,8 @@ struct vw_host {
 	struct vw_workloads *workloads;
 	struct vw_complaint cpu_complaint;
 	struct vw_vms *vms;
-	struct vw_vm_info *vm_list; /* the last listing: each VM's channel for the publisher */
-	size_t n_vm_list;
+	struct vm_channel *channels; /* each listed VM's channel, for the publisher */
+	size_t n_channels;
 	struct vw_publisher *publisher;
 	struct vw_complaint vm_complaint;
 	struct vw_selfstats *self;
@@ -419,7 +419,7 @@ void vw_host_free(struct vw_host *h)
 	free(h->zs);
 	vw_publisher_free(h->publisher);
 	vw_vms_close(h->vms);
-	free(h->vm_list);
+	free(h->channels);
 	vw_workloads_free(h->workloads);
 	vw_podmeta_stop(h->podmeta);
 	vw_ctrmeta_free(h->ctrmeta);
@@ -638,6 +638,11 @@ static int render_and_publish(struct vw_host *h)
 	return 0;
 }
 
+struct vm_channel {
+	char uuid[VW_UUID_LEN];
+	char path[sizeof(((struct vw_vm_info *)0)->channel_path)];
+};
+
 /* Each running VM is a reservation group: its QEMU process, the vhost threads adopted by it. */
 static int vms_as_groups(const struct vw_vm_info *vms, size_t n, struct vw_group **ret,
 			 size_t *ret_n)
@@ -680,19 +685,26 @@ static void refresh_vms(struct vw_host *h)
 		return; /* keep the VMs as they were */
 	}
 	vw_release(&h->vm_complaint, VW_LOG_INFO, "vm: listing VMs works again");
-	free(h->vm_list);
-	h->vm_list = vms;
-	h->n_vm_list = n;
-	if (vms_as_groups(vms, n, &groups, &n_groups) < 0 ||
+	free(h->channels);
+	h->n_channels = 0;
+	h->channels = calloc(n + 1, sizeof(*h->channels));
+	for (size_t i = 0; h->channels && i < n; i++) {
+		struct vm_channel *c = &h->channels[h->n_channels++];
+
+		snprintf(c->uuid, sizeof(c->uuid), "%s", vms[i].uuid);
+		snprintf(c->path, sizeof(c->path), "%s", vms[i].channel_path);
+	}
+	if (!h->channels || vms_as_groups(vms, n, &groups, &n_groups) < 0 ||
 	    vw_workloads_set_groups(h->workloads, groups, n_groups) < 0)
 		vw_complain(&h->vm_complaint, VW_LOG_WARN, "vm: out of memory tracking VMs");
+	free(vms);
 }
 
 static const char *vm_channel(const struct vw_host *h, const char *uuid)
 {
-	for (size_t i = 0; i < h->n_vm_list; i++)
-		if (strcmp(h->vm_list[i].uuid, uuid) == 0)
-			return h->vm_list[i].channel_path;
+	for (size_t i = 0; i < h->n_channels; i++)
+		if (strcmp(h->channels[i].uuid, uuid) == 0)
+			return h->channels[i].path;
 	return "";
 }
 
