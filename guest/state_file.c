@@ -246,7 +246,6 @@ const struct vw_metric_family vw_state_file_families[] = {
 	[F_ERRORS] = { "virtwatt_guest_state_write_errors_total", VW_METRIC_COUNTER,
 		       "State file writes that failed", NULL, l_node },
 };
-const size_t vw_state_file_n_families = ARRAY_SIZE(vw_state_file_families);
 const struct vw_family_table vw_state_file_family_table = {
 	"guest/state_file.c: vw_state_file_render()", "virtwatt-guest",
 	"the state file that keeps the guest's counters monotonic across restarts",

@@ -55,5 +55,4 @@ bool vw_state_file_ok(struct vw_state_file *f, char *why, size_t len);
 int vw_state_file_render(const struct vw_state_file *f, struct vw_prom_writer *w,
 			 const char *node_name);
 extern const struct vw_metric_family vw_state_file_families[];
-extern const size_t vw_state_file_n_families;
 extern const struct vw_family_table vw_state_file_family_table;

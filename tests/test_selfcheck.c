@@ -106,7 +106,7 @@ static void test_families(void **state)
 						fail_msg("%s twice", f->name);
 		}
 	}
-	assert_true(seen >= vw_host_n_families + vw_workload_n_families);
+	assert_true(seen >= vw_host_family_table.n + vw_workload_family_table.n);
 }
 
 static void test_host_options(void **state)

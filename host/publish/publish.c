@@ -31,7 +31,7 @@ struct pub_zone {
 };
 
 struct pub_vm {
-	char uuid[VW_PUBLISH_UUID_LEN];
+	char uuid[VW_UUID_LEN];
 	bool listed; /* in the latest update */
 	bool live;   /* lock held, channel and folder open */
 	bool published; /* a frame went out for it in this epoch */

@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "macro.h"
 #include "zone.h"
 
 #define VW_PUBLISH_MIN_PERIOD_NS (1 * 1000000000ULL)     /* the floor, not configurable */
@@ -57,11 +58,9 @@ struct vw_publish_opts {
 
 #define VW_PUBLISH_LOCK_RETRY_NS (1 * 1000000000ULL) /* a refused VM's lock is tried this often */
 
-#define VW_PUBLISH_UUID_LEN 37 /* a canonical UUID and its NUL */
-
 /* One VM's input: cumulative energy per zone since this process started counting it. */
 struct vw_vm_energy {
-	char uuid[VW_PUBLISH_UUID_LEN]; /* canonical lower-case */
+	char uuid[VW_UUID_LEN];   /* canonical lower-case */
 	char channel_path[256];   /* unix socket of the VM's org.virtwatt.power.0 channel, or "" */
 	size_t n_zones;
 	struct vw_zone_owner_energy zones[VW_ZONE__COUNT];

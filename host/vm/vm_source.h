@@ -12,7 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define VW_UUID_LEN 37
+#include "macro.h"
+
 #define VW_VM_MAX_THREADS 512
 
 enum vw_vm_state {

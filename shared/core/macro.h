@@ -14,6 +14,8 @@
 #define _unused_ __attribute__((unused))
 #define _cleanup_(f) __attribute__((cleanup(f)))
 
+#define VW_UUID_LEN 37 /* a canonical UUID string and its NUL */
+
 #define VW_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define VW_MAX(a, b) ((a) > (b) ? (a) : (b))
 

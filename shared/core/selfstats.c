@@ -42,7 +42,6 @@ const struct vw_metric_family vw_selfstats_families[] = {
 			"--metrics.max-bytes (the other families were served)",
 			NULL, l_family },
 };
-const size_t vw_selfstats_n_families = ARRAY_SIZE(vw_selfstats_families);
 const struct vw_family_table vw_selfstats_family_table = {
 	"shared/core/selfstats.c: vw_selfstats_write()", "virtwatt-host, virtwatt-guest",
 	"the exporter's bounded tables and the families a capped exposition left out",

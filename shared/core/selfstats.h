@@ -73,5 +73,4 @@ int vw_selfstats_write(struct vw_selfstats *s, struct vw_prom_writer *w,
 		       uint64_t seq, size_t max_bytes);
 
 extern const struct vw_metric_family vw_selfstats_families[];
-extern const size_t vw_selfstats_n_families;
 extern const struct vw_family_table vw_selfstats_family_table;

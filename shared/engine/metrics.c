@@ -77,7 +77,6 @@ const struct vw_metric_family vw_host_families[] = {
 			      "their lock (held_elsewhere), or it could not be taken (lock_error)",
 			      NULL, l_reason },
 };
-const size_t vw_host_n_families = ARRAY_SIZE(vw_host_families);
 const struct vw_family_table vw_host_family_table = {
 	"shared/engine/metrics.c: vw_host_metrics_write()", "virtwatt-host, virtwatt-guest",
 	"the node: its zones' energy and power, split into idle and active, the power source, CPU "

@@ -46,5 +46,4 @@ int vw_host_metrics_write(const struct vw_node_view *v, struct vw_prom_writer *w
 
 /* The static family table (for the selfcheck test). */
 extern const struct vw_metric_family vw_host_families[];
-extern const size_t vw_host_n_families;
 extern const struct vw_family_table vw_host_family_table;

@@ -86,7 +86,6 @@ const struct vw_metric_family vw_workload_families[] = {
 		       "How per-process CPU time is measured: bpf (sched_switch, exact) or procfs",
 		       NULL, l_method },
 };
-const size_t vw_workload_n_families = ARRAY_SIZE(vw_workload_families);
 const struct vw_family_table vw_workload_family_table = {
 	"shared/engine/workload_metrics.c: vw_workloads_render()", "virtwatt-host, virtwatt-guest",
 	"per --metrics level: processes, containers, pods, VMs (the host only), and the node's "

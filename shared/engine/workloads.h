@@ -16,6 +16,7 @@
 #include "cpu_account.h"
 #include "ctrmeta.h"
 #include "log.h"
+#include "macro.h"
 #include "prom.h"
 #include "selfstats.h"
 #include "workload.h"
@@ -93,9 +94,8 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
  * (a VM restarted, a new QEMU PID) keeps its counters; one missing from the list is terminated.
  * Call before each update.
  */
-#define VW_GROUP_ID_LEN 37
 struct vw_group {
-	char id[VW_GROUP_ID_LEN]; /* unique and stable (a VM's UUID); "" is skipped */
+	char id[VW_UUID_LEN]; /* unique and stable (a VM's UUID); "" is skipped */
 	char name[256];           /* may be "" */
 	char kind[16];            /* the vm level's "hypervisor" label */
 	unsigned reserved_cpus;   /* its share of idle: this many host CPUs (a VM's vCPUs) */
@@ -106,7 +106,7 @@ int vw_workloads_set_groups(struct vw_workloads *w, const struct vw_group *group
 
 /* Each listed group's cumulative idle and active energy per zone (a VM's, for its guest). */
 struct vw_group_energy {
-	char id[VW_GROUP_ID_LEN];
+	char id[VW_UUID_LEN];
 	size_t n_zones;
 	struct vw_zone_owner_energy zones[VW_ZONE__COUNT];
 };
@@ -130,5 +130,4 @@ void vw_workloads_table_stats(const struct vw_workloads *w,
 			      struct vw_table_stat tables[VW_TABLE__COUNT]);
 
 extern const struct vw_metric_family vw_workload_families[];
-extern const size_t vw_workload_n_families;
 extern const struct vw_family_table vw_workload_family_table;

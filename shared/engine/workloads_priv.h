@@ -62,7 +62,7 @@ struct wl_pod {
 };
 
 struct wl_vm {
-	char uuid[VW_GROUP_ID_LEN];
+	char uuid[VW_UUID_LEN];
 	char name[256];
 	char hypervisor[16];
 	unsigned vcpus;
