@@ -2,6 +2,7 @@
 #include "power_source.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "log.h"
@@ -25,36 +26,31 @@ static int try_open(const struct vw_power_source_ops *ops, const struct vw_power
 	return 0;
 }
 
+static const struct vw_power_source_ops *find(const struct vw_power_source_ops *const *chain,
+					      const char *name)
+{
+	for (size_t j = 0; chain[j]; j++)
+		if (strcmp(chain[j]->name, name) == 0)
+			return chain[j];
+	vw_error("power: unknown source \"%s\"", name);
+	return NULL;
+}
+
 int vw_power_source_open(const struct vw_power_source_ops *const *chain,
 			 const struct vw_power_env *env, const char *const *only,
 			 struct vw_power_source *ret)
 {
+	bool named = only && only[0];
 	int err = -ENODEV;
 
 	*ret = (struct vw_power_source){ 0 };
-	if (only && only[0]) {
-		for (size_t i = 0; only[i]; i++) {
-			size_t j;
-			int r;
+	for (size_t i = 0; named ? only[i] != NULL : chain[i] != NULL; i++) {
+		const struct vw_power_source_ops *ops = named ? find(chain, only[i]) : chain[i];
+		int r;
 
-			for (j = 0; chain[j]; j++)
-				if (strcmp(chain[j]->name, only[i]) == 0)
-					break;
-			if (!chain[j]) {
-				vw_error("power: unknown source \"%s\"", only[i]);
-				return -EINVAL;
-			}
-			r = try_open(chain[j], env, ret);
-			if (r == 0)
-				return 0;
-			if (err == -ENODEV)
-				err = r;
-		}
-		return err;
-	}
-	for (size_t j = 0; chain[j]; j++) {
-		int r = try_open(chain[j], env, ret);
-
+		if (!ops)
+			return -EINVAL;
+		r = try_open(ops, env, ret);
 		if (r == 0)
 			return 0;
 		if (err == -ENODEV)
