@@ -2,32 +2,25 @@
 #include "daemon.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
 #include <math.h>
-#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
-#include "cgroupfs.h"
+#include "daemon_base.h"
 #include "energy.h"
 #include "fileio.h"
 #include "guest_families.h"
+#include "guest_sources.h"
 #include "idle.h"
 #include "log.h"
 #include "metrics.h"
-#include "model.h"
-#include "model_server.h"
 #include "workload.h"
 #include "power_source.h"
 #include "procfs.h"
 #include "reader.h"
 #include "selfstats.h"
 #include "series_state.h"
-#include "sigstop.h"
 #include "state_file.h"
 
 #define ZONE_PATH "vm" /* one series per zone kind whatever the source: counters continue */
@@ -35,47 +28,37 @@
 struct gzone {
 	bool present;
 	uint64_t idle_uj, active_uj;     /* node totals */
-	uint64_t base_idle, base_active; /* passthrough: the accumulator at the last interval */
 	uint64_t int_idle, int_active;   /* the last interval */
 	uint64_t given_idle;             /* of int_idle, what the workloads got */
 	double idle_w, active_w, baseline_w;
 	enum vw_idle_method method;
 };
 
+#define GUEST_MAX_SOURCES 2
+
+/* A source's counters at the end of the last interval it gave (or its baseline). */
+struct source_base {
+	uint64_t raw[VW_POWER_MAX_ZONES], idle[VW_POWER_MAX_ZONES];
+};
+
 struct vw_guest {
+	struct vw_daemon d; /* roots, model, accountant, workloads, exposition (daemon_base.h) */
 	const struct vw_guest_config *cfg;
-	int sysfs_fd, procfs_fd;
-	int self_fd;         /* <procfs>/self, for process_* (-1: not shown) */
-	double start_time_s; /* Unix time at start */
-	char node_name[256];
-	struct vw_cpu_info *cpus;
-	size_t n_cpus;
 	struct vw_cpu_stat stat;
 	uint64_t last_ns;
 	bool ticked;
 	double usage;
 	struct vw_reader *reader;
-	enum vw_guest_source src, used;
+	/* The chain: passthrough (when enabled), then the estimator; want: the source chosen for
+	 * the next interval (hysteresis), used: the one the last interval's energy came from. */
+	struct vw_power_source src[GUEST_MAX_SOURCES];
+	size_t n_src, want, used;
+	struct source_base base[GUEST_MAX_SOURCES];
 	uint64_t switches;
-	struct vw_model *model;
-	char model_origin[600];
-	struct vw_power_source est;
-	const struct vw_zone_info *est_zones;
-	size_t n_est;
-	uint64_t est_last[VW_POWER_MAX_ZONES];
 	struct gzone z[VW_ZONE__COUNT];
-	struct vw_cpu_accountant cpu;
-	struct vw_podmeta *podmeta;
-	struct vw_cgroupfs *cgroupfs;
-	struct vw_ctrmeta *ctrmeta;
-	struct vw_workloads *workloads;
 	struct vw_series_state *series;
 	struct vw_state_file *state;
-	struct vw_exposition *expo;
-	struct vw_selfstats *self;
-	uint64_t snapshots; /* rendered so far */
-	struct vw_complaint stat_complaint, cpu_complaint;
-	uint64_t last_loop_ns;
+	struct vw_complaint stat_complaint;
 };
 
 static const char *nonempty(const char *s)
@@ -88,59 +71,48 @@ const char *vw_guest_source_name(enum vw_guest_source s)
 	return s == VW_GUEST_PASSTHROUGH ? "passthrough" : "model";
 }
 
-/* ---- the model: server, then file / URL / built-in --------------------------------------- */
+/* ---- the model ---------------------------------------------------------------------------- */
 
-static int load_model(struct vw_guest *g)
+static bool is_passthrough(const struct vw_power_source *s)
 {
-	const struct vw_guest_config *c = g->cfg;
-	long timeout_ms = (long)(c->common.model_timeout_ns / VW_NSEC_PER_MSEC);
-	const struct vw_model_source_opts mo = { .file = nonempty(c->common.model_file),
-						 .url = nonempty(c->common.model_url),
-						 .cache_dir = nonempty(c->common.model_cache_dir),
-						 .timeout_ms = timeout_ms };
-	char err[512] = "";
-	int r;
-
-	/* A local file is what the user asked for: it wins over the server. */
-	if (nonempty(c->model_server_url) && !mo.file) {
-		struct vw_model_server_opts so = { .url = c->model_server_url,
-						   .timeout_ms = timeout_ms };
-		struct vw_machine_spec spec;
-
-		if (vw_machine_spec_read(g->procfs_fd, &spec) < 0)
-			vw_warn("model: cannot read this machine's spec; asking the server anyway");
-		r = vw_model_server_fetch(&so, &spec, &g->model, err, sizeof(err));
-		if (r == 0) {
-			snprintf(g->model_origin, sizeof(g->model_origin), "server:%s",
-				 c->model_server_url);
-			vw_info("model: %s from the model server %s", vw_model_name(g->model),
-				c->model_server_url);
-			return 0;
-		}
-		vw_warn("model: %s; falling back to the local model", err);
-	}
-	r = vw_model_source_load(&mo, &g->model, g->model_origin, sizeof(g->model_origin), err,
-				 sizeof(err));
-	if (r < 0)
-		vw_error("model: %s", err[0] ? err : strerror(-r));
-	return r;
+	return s->ops == &vw_src_passthrough;
 }
 
-static int open_model_source(struct vw_guest *g)
+static bool used_passthrough(const struct vw_guest *g)
 {
-	struct vw_power_env env = { .sysfs_fd = g->sysfs_fd,
-				    .model = g->model,
-				    .model_origin = g->model_origin,
-				    .host_cores = g->stat.ncpus };
-	/* The engine's estimator, as the host has it: this VM's CPU time through the model. */
-	static const struct vw_power_source_ops *const chain[] = { &vw_src_estimator, NULL };
-	int r = vw_power_source_open(chain, &env, NULL, &g->est);
+	return is_passthrough(&g->src[g->used]);
+}
 
-	if (r < 0) {
-		vw_error("model: cannot use the model %s: %s", g->model_origin, strerror(-r));
-		return r;
+/* Take source k's counters now as its baseline: what came before is not its to give. */
+static void rebase(struct vw_guest *g, size_t k, const struct vw_node_activity *act)
+{
+	const struct vw_power_source *s = &g->src[k];
+	int errs[VW_POWER_MAX_ZONES] = { 0 };
+
+	(void)s->ops->read(s->state, act, g->base[k].raw, errs);
+	if (s->ops->idle)
+		s->ops->idle(s->state, g->base[k].idle);
+}
+
+/* The guest's chain: its host's figures while they come, else the model on this VM's CPU time
+ * (the engine's estimator, as the host has it). */
+static int open_sources(struct vw_guest *g)
+{
+	static const struct vw_power_source_ops *const chain[] = { &vw_src_passthrough,
+								   &vw_src_estimator, NULL };
+	struct vw_power_env env = { .sysfs_fd = g->d.sysfs_fd,
+				    .model = g->d.model,
+				    .model_origin = g->d.model_origin,
+				    .host_cores = g->stat.ncpus,
+				    .ctx = g->reader };
+	int r = vw_power_source_open_each(chain, &env, g->src, GUEST_MAX_SOURCES, &g->n_src);
+
+	if (r < 0 || g->src[g->n_src - 1].ops != &vw_src_estimator) {
+		vw_error("model: cannot use the model %s", g->d.model_origin);
+		return r < 0 ? r : -EINVAL;
 	}
-	g->n_est = g->est.ops->zones(g->est.state, &g->est_zones);
+	/* The model until the passthrough is fresh (the first tick's baselines). */
+	g->want = g->used = g->n_src - 1;
 	return 0;
 }
 
@@ -168,131 +140,41 @@ static int open_reader(struct vw_guest *g)
 	return 0;
 }
 
-static int parse_levels(const struct vw_strlist *l, struct vw_workloads_opts *o)
-{
-	static const char *const names[] = { "node", "process", "container", "pod" };
-	bool *flags[] = { NULL, &o->processes, &o->containers, &o->pods };
-
-	for (size_t i = 0; i < l->n; i++) {
-		size_t k = 0;
-
-		while (k < ARRAY_SIZE(names) && strcmp(l->v[i], names[k]) != 0)
-			k++;
-		if (k == ARRAY_SIZE(names)) {
-			vw_error("config: --metrics: unknown level \"%s\" (node, process, "
-				 "container, pod)",
-				 l->v[i]);
-			return -EINVAL;
-		}
-		if (flags[k])
-			*flags[k] = true;
-	}
-	return 0;
-}
-
 static int setup_workloads(struct vw_guest *g)
 {
-	const struct vw_guest_config *c = g->cfg;
-	struct vw_cpu_env env = { .procfs_fd = g->procfs_fd, .sysfs_fd = g->sysfs_fd };
-	struct vw_workloads_opts o = { .procfs_fd = g->procfs_fd,
-				       .host_cpus = g->stat.ncpus,
-				       .process_top_n = (unsigned)c->common.process_top_n,
-				       .max_terminated = (unsigned)c->common.max_terminated };
-	struct vw_zone_energy none[VW_ZONE__COUNT] = { 0 };
-	struct vw_cpu_snapshot snap = { 0 };
-	const char *method = nonempty(c->common.cpu_accounting) && strcmp(c->common.cpu_accounting, "auto")
-				     ? c->common.cpu_accounting
-				     : NULL;
-	int r = parse_levels(&c->metrics, &o);
+	struct vw_workloads_opts o = { 0 };
+	int r = vw_daemon_parse_levels(&g->cfg->metrics, false, &o);
 
-	if (r < 0 || (!o.processes && !o.containers && !o.pods))
-		return r;
-	g->cgroupfs = vw_workloads_cgroupfs(g->sysfs_fd);
-	env.cgroup_v1 = g->cgroupfs && vw_cgroupfs_is_v1(g->cgroupfs);
-	r = vw_cpu_accountant_open(&env, method, &g->cpu);
-	if (r < 0) {
-		vw_error("cpu: no per-process CPU accounting: exporting node metrics only");
-		return method ? r : 0;
-	}
-	if (c->common.kube_enable) {
-		bool kubelet = strcmp(c->common.kube_pod_source, "kubelet") == 0;
-		struct vw_podmeta_opts po = {
-			.mode = kubelet ? VW_PODMETA_KUBELET : VW_PODMETA_APISERVER,
-			.url = nonempty(kubelet ? c->common.kube_kubelet_url : c->common.kube_api_url),
-			.token_file = nonempty(c->common.kube_token_file),
-			.ca_file = nonempty(c->common.kube_ca_file),
-			.node_name = g->node_name,
-			.insecure_skip_verify = c->common.kube_insecure,
-			.poll_ns = c->common.kube_poll_ns,
-		};
-
-		g->podmeta = vw_podmeta_start(&po);
-		if (!g->podmeta) {
-			vw_error("kube: cannot start pod metadata: %s", strerror(errno));
-			return -errno;
-		}
-	}
-	o.podmeta = g->podmeta;
-	o.cgroupfs = g->cgroupfs;
-	if (o.containers)
-		o.ctrmeta = g->ctrmeta = vw_daemon_open_ctrmeta(&c->common);
-	g->workloads = vw_workloads_new(&o);
-	if (!g->workloads)
-		return -ENOMEM;
-	if (g->cpu.ops->read(g->cpu.state, &snap) == 0)
-		(void)vw_workloads_update(g->workloads, &snap, none, 0);
-	return 0;
+	return r < 0 ? r : vw_daemon_open_workloads(&g->d, &o, false);
 }
+
+static const struct vw_daemon_hooks guest_hooks;
 
 int vw_guest_new(const struct vw_guest_config *cfg, struct vw_guest **ret)
 {
 	struct vw_guest *g = calloc(1, sizeof(*g));
-	const char *env = getenv("NODE_NAME");
-	struct utsname u;
 	int r;
 
 	if (!g)
 		return -ENOMEM;
 	g->cfg = cfg;
-	g->sysfs_fd = g->procfs_fd = g->self_fd = -1;
-	if (nonempty(cfg->common.node_name))
-		snprintf(g->node_name, sizeof(g->node_name), "%s", cfg->common.node_name);
-	else
-		snprintf(g->node_name, sizeof(g->node_name), "%s",
-			 nonempty(env) ? env : uname(&u) == 0 ? u.nodename : "unknown");
-	g->procfs_fd = vw_root_open(cfg->common.procfs);
-	g->sysfs_fd = vw_root_open(cfg->common.sysfs);
-	if (g->procfs_fd < 0) {
-		r = g->procfs_fd;
-		vw_error("guest: cannot open procfs root %s: %s", cfg->common.procfs, strerror(-r));
+	r = vw_daemon_init(&g->d, &cfg->common, &guest_hooks, g, false);
+	if (r < 0)
 		goto fail;
-	}
-	g->self_fd = vw_processinfo_open(g->procfs_fd, &g->start_time_s);
-	if (g->sysfs_fd < 0) /* only BTF and cgroups live there: the procfs accountant works */
-		vw_warn("guest: cannot open sysfs root %s: %s", cfg->common.sysfs,
-			strerror(-g->sysfs_fd));
-	r = vw_procfs_read_stat(g->procfs_fd, &g->stat);
-	if (r < 0) {
-		vw_error("guest: cannot read %s/stat: %s", cfg->common.procfs, strerror(-r));
-		goto fail;
-	}
-	if (vw_procfs_read_cpuinfo(g->procfs_fd, &g->cpus, &g->n_cpus) < 0)
-		vw_warn("guest: cannot read %s/cpuinfo", cfg->common.procfs);
+	g->stat = g->d.stat;
 	g->series = vw_series_state_new((size_t)cfg->state_max_series);
-	g->expo = vw_exposition_new();
-	g->self = vw_selfstats_new();
 	if (g->series)
 		g->state = vw_state_file_open(cfg->state_file, g->series,
 					      cfg->state_write_interval_ns);
-	if (!g->series || !g->expo || !g->self || !g->state) {
+	if (!g->series || !g->state) {
 		r = -ENOMEM;
 		goto fail;
 	}
-	r = load_model(g);
-	if (r == 0)
-		r = open_model_source(g);
+	r = vw_daemon_load_model(&g->d, cfg->model_server_url);
 	if (r == 0)
 		r = open_reader(g);
+	if (r == 0)
+		r = open_sources(g);
 	if (r == 0)
 		r = setup_workloads(g);
 	if (r < 0)
@@ -312,84 +194,58 @@ void vw_guest_free(struct vw_guest *g)
 	if (g->ticked)
 		vw_state_file_flush(g->state);
 	vw_state_file_free(g->state);
-	vw_selfstats_free(g->self);
-	vw_workloads_free(g->workloads);
-	vw_podmeta_stop(g->podmeta);
-	vw_ctrmeta_free(g->ctrmeta);
-	vw_cpu_accountant_close(&g->cpu);
-	vw_cgroupfs_free(g->cgroupfs);
+	for (size_t i = 0; i < g->n_src; i++)
+		vw_power_source_close(&g->src[i]);
 	vw_reader_free(g->reader);
-	vw_power_source_close(&g->est);
-	vw_model_free(g->model);
+	vw_daemon_fini(&g->d);
 	vw_series_state_free(g->series);
-	vw_exposition_free(g->expo);
-	free(g->cpus);
-	if (g->sysfs_fd >= 0)
-		close(g->sysfs_fd);
-	if (g->procfs_fd >= 0)
-		close(g->procfs_fd);
-	if (g->self_fd >= 0)
-		close(g->self_fd);
 	free(g);
 }
 
 /* ---- one interval -------------------------------------------------------------------------- */
 
-/* The accumulator's totals become the baseline: what came before is not passthrough's to give. */
-static void pt_rebase(struct vw_guest *g)
+/*
+ * The interval's energy from the source used: each zone's counter delta since that source's
+ * base; split by the source where it knows the split (passthrough: the host's split for this
+ * VM, given to the workloads), else by the zone's idle power and this VM's usage (the model's
+ * idle is this VM's guess at a host idle share it cannot know: it stays with the node).
+ */
+static void source_interval(struct vw_guest *g, const struct vw_node_activity *act)
 {
-	const struct vw_proto_acc *acc = vw_reader_acc(g->reader);
-
-	for (size_t i = 0; i < VW_ZONE__COUNT; i++) {
-		g->z[i].base_idle = acc->zones[i].idle_uj;
-		g->z[i].base_active = acc->zones[i].active_uj;
-	}
-}
-
-static void pt_interval(struct vw_guest *g, uint64_t dt_ns)
-{
-	const struct vw_proto_acc *acc = vw_reader_acc(g->reader);
-
-	for (size_t i = 0; i < VW_ZONE__COUNT; i++) {
-		const struct vw_proto_acc_zone *a = &acc->zones[i];
-		struct gzone *z = &g->z[i];
-
-		if (!a->seen && !a->idle_uj && !a->active_uj)
-			continue;
-		z->present = true;
-		/* Accumulator totals only grow; the guard is for a baseline taken in a later run. */
-		z->int_idle = a->idle_uj >= z->base_idle ? a->idle_uj - z->base_idle : 0;
-		z->int_active = a->active_uj >= z->base_active ? a->active_uj - z->base_active : 0;
-		z->given_idle = z->int_idle; /* the host's split: this VM's idle share is exact */
-		z->base_idle = a->idle_uj;
-		z->base_active = a->active_uj;
-		z->method = VW_IDLE_SOURCE;
-		z->baseline_w = a->idle_w;
-		(void)dt_ns;
-	}
-}
-
-static void model_interval(struct vw_guest *g, const struct vw_node_activity *act)
-{
-	uint64_t raw[VW_POWER_MAX_ZONES] = { 0 };
+	const struct vw_power_source *s = &g->src[g->used];
+	struct source_base *b = &g->base[g->used];
+	const struct vw_zone_info *zones;
+	size_t n = s->ops->zones(s->state, &zones);
+	uint64_t raw[VW_POWER_MAX_ZONES] = { 0 }, idle_now[VW_POWER_MAX_ZONES] = { 0 };
 	int errs[VW_POWER_MAX_ZONES] = { 0 };
 
-	(void)g->est.ops->read(g->est.state, act, raw, errs);
-	for (size_t i = 0; i < g->n_est; i++) {
-		struct gzone *z = &g->z[g->est_zones[i].zone];
-		uint64_t e = raw[i] >= g->est_last[i] ? raw[i] - g->est_last[i] : 0;
+	(void)s->ops->read(s->state, act, raw, errs);
+	if (s->ops->idle)
+		s->ops->idle(s->state, idle_now);
+	for (size_t i = 0; i < n; i++) {
+		struct gzone *z = &g->z[zones[i].zone];
+		uint64_t e = raw[i] >= b->raw[i] ? raw[i] - b->raw[i] : 0;
 		uint64_t idle, active;
 
-		g->est_last[i] = raw[i];
+		if (errs[i] == -ENODATA) /* the source has never had this zone */
+			continue;
+		b->raw[i] = raw[i];
 		if (errs[i] < 0)
 			e = 0;
-		vw_idle_split(e, act->elapsed_ns, g->est_zones[i].idle_w, g->usage, &idle, &active);
+		if (s->ops->idle) {
+			idle = VW_MIN(e, idle_now[i] >= b->idle[i] ? idle_now[i] - b->idle[i] : 0);
+			active = e - idle;
+			b->idle[i] = idle_now[i];
+		} else {
+			vw_idle_split(e, act->elapsed_ns, zones[i].idle_w, g->usage, &idle, &active);
+		}
 		z->present = true;
 		z->int_idle = vw_energy_add(z->int_idle, idle);
 		z->int_active = vw_energy_add(z->int_active, active);
-		z->given_idle = 0; /* estimator-only: this VM's share of host idle is unknowable */
+		if (s->ops->idle)
+			z->given_idle = vw_energy_add(z->given_idle, idle);
 		z->method = VW_IDLE_SOURCE;
-		z->baseline_w = g->est_zones[i].idle_w;
+		z->baseline_w = zones[i].idle_w;
 	}
 }
 
@@ -397,7 +253,7 @@ static void attribute(struct vw_guest *g, uint64_t dt_ns)
 {
 	struct vw_zone_energy ze[VW_ZONE__COUNT] = { 0 };
 
-	if (!g->workloads)
+	if (!g->d.workloads)
 		return;
 	/* Estimated idle is this VM's guess at a host idle share it cannot know: it is not the
 	 * workloads' and stays unattributed, so node = workloads + remainders still holds. */
@@ -406,7 +262,7 @@ static void attribute(struct vw_guest *g, uint64_t dt_ns)
 						 .active_uj = g->z[i].int_active,
 						 .idle_uj = g->z[i].int_idle,
 						 .idle_to_node = g->z[i].given_idle != g->z[i].int_idle };
-	(void)vw_workloads_interval(g->workloads, &g->cpu, ze, dt_ns, &g->cpu_complaint);
+	(void)vw_workloads_interval(g->d.workloads, &g->d.cpu, ze, dt_ns, &g->d.cpu_complaint);
 }
 
 /* ---- metrics ------------------------------------------------------------------------------- */
@@ -447,6 +303,20 @@ const struct vw_family_table vw_guest_family_table = {
 	G__COUNT,
 };
 
+/* The model behind this interval's energy: the host's (passthrough) or ours. */
+static const char *source_model(const struct vw_guest *g)
+{
+	const struct vw_host_frame *f = g->reader ? vw_reader_last(g->reader) : NULL;
+	struct vw_power_source_stats st = { 0 };
+
+	const struct vw_power_source *s = &g->src[g->used];
+
+	(void)f;
+	if (s->ops->stats)
+		s->ops->stats(s->state, &st);
+	return st.model;
+}
+
 static int counter_family(struct vw_prom_writer *w, int f, const char *const *labels, double v)
 {
 	int r = vw_prom_family(w, &guest_families[f]);
@@ -456,15 +326,16 @@ static int counter_family(struct vw_prom_writer *w, int f, const char *const *la
 	return r < 0 ? r : vw_prom_family_end(w);
 }
 
-static int render_guest(struct vw_guest *g, struct vw_prom_writer *w, const char *model)
+static int render_guest(struct vw_guest *g, struct vw_prom_writer *w)
 {
 	const struct vw_host_frame *f = g->reader ? vw_reader_last(g->reader) : NULL;
-	bool pt = g->used == VW_GUEST_PASSTHROUGH;
+	bool pt = used_passthrough(g);
 	bool measured = pt && f && strcmp(f->source, "estimator") != 0;
-	const char *node[] = { g->node_name, NULL };
-	const char *src[] = { vw_guest_source_name(g->used), pt && f ? f->source : "none",
+	const char *model = source_model(g);
+	const char *node[] = { g->d.node_name, NULL };
+	const char *src[] = { vw_guest_source_name(vw_guest_source_used(g)), pt && f ? f->source : "none",
 			      measured ? "measured" : "estimated", model ? model : "none",
-			      g->node_name, NULL };
+			      g->d.node_name, NULL };
 	struct vw_reader_health h = { 0 };
 	int r;
 
@@ -487,7 +358,8 @@ static int render_guest(struct vw_guest *g, struct vw_prom_writer *w, const char
 	if (r == 0)
 		r = vw_prom_family(w, &guest_families[G_REJECTED]);
 	for (int e = VW_PROTO_OK + 1; r == 0 && e < VW_PROTO_E__COUNT; e++) {
-		const char *l[] = { vw_proto_error_name((enum vw_proto_error)e), g->node_name, NULL };
+		const char *l[] = { vw_proto_error_name((enum vw_proto_error)e), g->d.node_name,
+				    NULL };
 
 		r = vw_prom_counter(w, l, (double)h.rejected[e]);
 	}
@@ -503,16 +375,29 @@ static int render_guest(struct vw_guest *g, struct vw_prom_writer *w, const char
 	return r;
 }
 
-/* The bounded tables this daemon holds (virtwatt_table_*). */
-static void guest_tables(const struct vw_guest *g, struct vw_table_stat t[VW_TABLE__COUNT])
+/* The guest's families, then its state file's. */
+static int guest_render(void *ud, struct vw_prom_writer *w)
 {
-	if (g->workloads)
-		vw_workloads_table_stats(g->workloads, t);
-	if (g->cgroupfs)
-		vw_cgroupfs_table_stat(g->cgroupfs, &t[VW_TABLE_CGROUP]);
-	if (g->podmeta)
-		vw_podmeta_table_stats(g->podmeta, &t[VW_TABLE_POD_METADATA],
-				       &t[VW_TABLE_CONTAINER_METADATA]);
+	struct vw_guest *g = ud;
+	int r = render_guest(g, w);
+
+	return r < 0 ? r : vw_state_file_render(g->state, w, g->d.node_name);
+}
+
+/* Every counter stays monotonic across restarts: the saved offsets are applied to both
+ * renderings (learnt from the text one). */
+static int guest_finish(void *ud, const char *raw, size_t raw_len, bool text, char **ret,
+			size_t *ret_len)
+{
+	struct vw_guest *g = ud;
+
+	return vw_series_state_apply(g->series, raw, raw_len, text, ret, ret_len);
+}
+
+static void guest_tables(void *ud, struct vw_table_stat t[VW_TABLE__COUNT])
+{
+	struct vw_guest *g = ud;
+
 	t[VW_TABLE_SERIES] = (struct vw_table_stat){
 		.present = true,
 		.entries = vw_series_state_size(g->series),
@@ -520,53 +405,15 @@ static void guest_tables(const struct vw_guest *g, struct vw_table_stat t[VW_TAB
 	};
 }
 
-/* A family that would overflow --metrics.max-bytes is left out whole, the rest is served. */
-static int render(struct vw_guest *g, const struct vw_node_view *v, enum vw_prom_format fmt,
-		  char **ret, size_t *ret_len)
-{
-	size_t max = (size_t)g->cfg->common.metrics_max_bytes;
-	struct vw_prom_writer *w = vw_prom_writer_new(fmt, max);
-	struct vw_table_stat tables[VW_TABLE__COUNT] = { 0 };
-	_cleanup_free_ char *raw = NULL;
-	size_t raw_len = 0;
-	int r;
-
-	if (!w)
-		return -errno;
-	vw_prom_writer_drop_oversize(w);
-	vw_selfstats_hold_room(w, max);
-	guest_tables(g, tables);
-	r = vw_host_metrics_write(v, w);
-	if (r == 0)
-		r = render_guest(g, w, v->model);
-	if (r == 0)
-		r = vw_state_file_render(g->state, w, g->node_name);
-	if (r == 0 && g->workloads)
-		r = vw_workloads_render(g->workloads, w, g->node_name, g->cpu.ops->name);
-	if (r == 0)
-		r = vw_selfstats_write(g->self, w, tables, g->node_name, g->snapshots, max);
-	if (r == 0)
-		r = vw_prom_finish(w, &raw, &raw_len);
-	vw_prom_writer_free(w);
-	/* Learn from the text rendering, apply the same offsets to the OpenMetrics one. */
-	if (r == 0)
-		r = vw_series_state_apply(g->series, raw, raw_len, fmt == VW_PROM_TEXT_0_0_4, ret,
-					  ret_len);
-	return r;
-}
-
 static int render_and_publish(struct vw_guest *g, uint64_t dt_ns)
 {
 	struct vw_node_zone_view views[VW_ZONE__COUNT];
 	struct vw_power_source_stats st = { 0 };
 	const struct vw_host_frame *f = g->reader ? vw_reader_last(g->reader) : NULL;
-	bool pt = g->used == VW_GUEST_PASSTHROUGH;
-	struct vw_processinfo self = { .start_time_s = g->start_time_s };
-	char *text = NULL, *om = NULL;
-	size_t n = 0, text_len = 0, om_len = 0;
+	const struct vw_power_source *est = &g->src[g->n_src - 1];
+	bool pt = used_passthrough(g);
+	size_t n = 0;
 	struct vw_node_view v;
-	uint64_t gen;
-	int r;
 
 	for (size_t i = 0; i < VW_ZONE__COUNT; i++) {
 		const struct gzone *z = &g->z[i];
@@ -586,37 +433,39 @@ static int render_and_publish(struct vw_guest *g, uint64_t dt_ns)
 			.idle_method = z->method,
 		};
 	}
-	if (g->est.ops->stats)
-		g->est.ops->stats(g->est.state, &st);
+	if (est->ops->stats) /* the estimator's clamps count whoever is used */
+		est->ops->stats(est->state, &st);
 	v = (struct vw_node_view){
-		.node_name = g->node_name,
-		.source = vw_guest_source_name(g->used),
+		.source = vw_guest_source_name(vw_guest_source_used(g)),
 		.measured = pt && f && strcmp(f->source, "estimator") != 0,
-		.model = pt ? (f && f->model[0] ? f->model : NULL) : st.model,
+		.model = source_model(g),
 		.model_clamped = st.clamped,
 		.usage_ratio = g->usage,
 		.zones = views,
 		.n_zones = n,
-		.cpus = g->cpus,
-		.n_cpus = g->n_cpus,
-		.self = g->self_fd >= 0 ? &self : NULL,
+		.cpus = g->d.cpus,
+		.n_cpus = g->d.n_cpus,
 	};
-	g->snapshots++;
-	if (g->self_fd >= 0)
-		(void)vw_processinfo_read(g->self_fd, &self); /* what could be read is shown */
-	r = render(g, &v, VW_PROM_TEXT_0_0_4, &text, &text_len);
-	if (r == 0)
-		r = render(g, &v, VW_PROM_OPENMETRICS_1_0_0, &om, &om_len);
-	vw_selfstats_snapshot_done(g->self, g->snapshots);
-	if (r < 0) {
-		free(text);
-		vw_error("metrics: rendering failed: %s", strerror(-r));
-		return r;
+	return vw_daemon_render_publish(&g->d, &v);
+}
+
+/* From the next interval on, energy comes from source k (counted from its counters now). */
+static void switch_to(struct vw_guest *g, size_t k, const struct vw_node_activity *act)
+{
+	struct vw_reader_health h;
+
+	if (k != g->used)
+		rebase(g, k, act);
+	g->switches += g->ticked; /* the first tick's choice is no switch */
+	g->want = k;
+	if (!is_passthrough(&g->src[k])) {
+		vw_warn("guest: passthrough is stale: estimating with the model %s",
+			g->d.model_origin);
+		return;
 	}
-	gen = vw_exposition_publish(g->expo, text, text_len, om, om_len);
-	if (g->workloads && gen)
-		vw_workloads_published(g->workloads, gen, vw_exposition_served(g->expo));
-	return 0;
+	vw_reader_health(g->reader, &h);
+	vw_info("guest: passthrough (%s %s) is fresh: using it", vw_reader_kind_name(h.kind),
+		h.path);
 }
 
 int vw_guest_tick(struct vw_guest *g, uint64_t now_ns)
@@ -624,8 +473,8 @@ int vw_guest_tick(struct vw_guest *g, uint64_t now_ns)
 	struct vw_node_activity act = { .now_ns = now_ns, .ncpus = g->stat.ncpus };
 	uint64_t dt_ns = g->ticked && now_ns > g->last_ns ? now_ns - g->last_ns : 0;
 	struct vw_cpu_stat cur;
-	bool fresh = false;
-	int r = vw_procfs_read_stat(g->procfs_fd, &cur);
+	size_t best;
+	int r = vw_procfs_read_stat(g->d.procfs_fd, &cur);
 
 	if (r < 0) {
 		vw_complain(&g->stat_complaint, VW_LOG_WARN, "guest: reading %s/stat: %s",
@@ -644,41 +493,24 @@ int vw_guest_tick(struct vw_guest *g, uint64_t now_ns)
 				   (double)(hz > 0 ? hz : 100) / ((double)dt_ns / 1e9);
 	}
 	g->stat = cur;
-	if (g->reader) {
+	if (g->reader)
 		(void)vw_reader_poll(g->reader); /* -ENOENT until a channel exists: not an error */
-		fresh = vw_reader_fresh(g->reader);
-	}
 	for (size_t i = 0; i < VW_ZONE__COUNT; i++)
 		g->z[i].int_idle = g->z[i].int_active = g->z[i].given_idle = 0;
-	g->used = g->src == VW_GUEST_PASSTHROUGH && fresh ? VW_GUEST_PASSTHROUGH : VW_GUEST_MODEL;
-	if (g->used == VW_GUEST_PASSTHROUGH)
-		pt_interval(g, dt_ns);
-	else
-		model_interval(g, &act);
+	/* The source chosen stays while fresh; a stale one hands over to the next fresh one at
+	 * once; a better one that comes back takes over at the next interval (hysteresis). */
+	best = vw_power_source_pick(g->src, g->n_src);
+	g->used = VW_MAX(g->want, best);
+	source_interval(g, &act);
 	for (size_t i = 0; i < VW_ZONE__COUNT; i++) {
 		g->z[i].idle_uj = vw_energy_add(g->z[i].idle_uj, g->z[i].int_idle);
 		g->z[i].active_uj = vw_energy_add(g->z[i].active_uj, g->z[i].int_active);
 	}
-	/* Hysteresis: the switch takes effect at the next interval. */
-	if (fresh && g->src != VW_GUEST_PASSTHROUGH) {
-		pt_rebase(g);
-		g->src = VW_GUEST_PASSTHROUGH;
-		g->switches += g->ticked;
-		struct vw_reader_health h;
-
-		vw_reader_health(g->reader, &h);
-		vw_info("guest: passthrough (%s %s) is fresh: using it", vw_reader_kind_name(h.kind),
-			h.path);
-	} else if (!fresh && g->src == VW_GUEST_PASSTHROUGH) {
-		g->src = VW_GUEST_MODEL;
-		g->switches++;
-		vw_warn("guest: passthrough is stale: estimating with the model %s",
-			g->model_origin);
-	}
+	if (best != g->want)
+		switch_to(g, best, &act);
 	attribute(g, dt_ns);
 	g->last_ns = now_ns;
 	g->ticked = true;
-	__atomic_store_n(&g->last_loop_ns, vw_now_ns(), __ATOMIC_RELAXED);
 	r = render_and_publish(g, dt_ns);
 	vw_state_file_tick(g->state, now_ns);
 	return r;
@@ -686,12 +518,12 @@ int vw_guest_tick(struct vw_guest *g, uint64_t now_ns)
 
 struct vw_exposition *vw_guest_exposition(struct vw_guest *g)
 {
-	return g->expo;
+	return g->d.expo;
 }
 
 enum vw_guest_source vw_guest_source_used(const struct vw_guest *g)
 {
-	return g->used;
+	return used_passthrough(g) ? VW_GUEST_PASSTHROUGH : VW_GUEST_MODEL;
 }
 
 void vw_guest_last_interval(const struct vw_guest *g, uint64_t node[VW_ZONE__COUNT][2],
@@ -706,73 +538,57 @@ void vw_guest_last_interval(const struct vw_guest *g, uint64_t node[VW_ZONE__COU
 
 void vw_guest_workload_totals(const struct vw_guest *g, struct vw_workloads_totals *ret)
 {
-	if (g->workloads)
-		vw_workloads_totals(g->workloads, ret);
+	if (g->d.workloads)
+		vw_workloads_totals(g->d.workloads, ret);
 	else
 		memset(ret, 0, sizeof(*ret));
 }
 
 /* ---- the loop ------------------------------------------------------------------------------ */
 
-/* Ready unless the state file cannot be kept (counters would go back at the next restart). */
-static bool guest_ready(void *userdata, char *why, size_t len)
+static int guest_publish(void *ud, uint64_t now_ns)
 {
-	struct vw_guest *g = userdata;
+	return vw_guest_tick(ud, now_ns);
+}
+
+static int reader_fd(void *ud)
+{
+	struct vw_guest *g = ud;
+
+	return g->reader ? vw_reader_fd(g->reader) : -1;
+}
+
+/* Drain the port as frames come, so freshness is never judged late. */
+static void reader_woken(void *ud, uint64_t now_ns, bool fd_ready)
+{
+	struct vw_guest *g = ud;
+
+	(void)now_ns;
+	if (fd_ready)
+		(void)vw_reader_poll(g->reader);
+}
+
+/* Ready unless the state file cannot be kept (counters would go back at the next restart). */
+static bool guest_ready(void *ud, char *why, size_t len)
+{
+	struct vw_guest *g = ud;
 
 	return vw_state_file_ok(g->state, why, len);
 }
 
-static bool guest_healthy(void *userdata, char *why, size_t len)
-{
-	struct vw_guest *g = userdata;
-
-	return vw_daemon_loop_alive(__atomic_load_n(&g->last_loop_ns, __ATOMIC_RELAXED),
-				    vw_daemon_stuck_after_ns(g->cfg->common.interval_ns), why, len);
-}
+static const struct vw_daemon_hooks guest_hooks = {
+	.program = "virtwatt-guest",
+	.publish = guest_publish,
+	.wake_fd = reader_fd,
+	.woken = reader_woken,
+	.render = guest_render,
+	.finish = guest_finish,
+	.tables = guest_tables,
+	.ready = guest_ready,
+};
 
 int vw_guest_run(struct vw_guest *g, volatile sig_atomic_t *stop)
 {
-	const struct vw_guest_config *cfg = g->cfg;
-	struct vw_http_opts ho = { .listen_address = cfg->common.listen_address,
-				   .max_connections = (unsigned)cfg->common.web_max_connections,
-				   .timeout_s = (unsigned)(cfg->common.web_timeout_ns / VW_NSEC_PER_SEC),
-				   .web_config_file = cfg->common.web_config_file,
-				   .program = "virtwatt-guest",
-				   .version = VW_VERSION,
-				   .healthy = guest_healthy,
-				   .ready = guest_ready,
-				   .userdata = g,
-				   .stale_after_ns = vw_daemon_stale_after_ns(cfg->common.interval_ns) };
-	uint64_t next = vw_now_ns();
-	struct vw_http *http;
-
-	(void)vw_guest_tick(g, next); /* baselines */
-	http = vw_http_start(&ho, g->expo);
-	if (!http)
-		return -errno;
 	/* The first snapshot soon (1 s), then one every interval. */
-	next += VW_MIN(cfg->common.interval_ns, VW_NSEC_PER_SEC);
-	while (!*stop) {
-		struct pollfd pfd[] = {
-			{ .fd = g->reader ? vw_reader_fd(g->reader) : -1, .events = POLLIN },
-			{ .fd = vw_sigstop_fd(), .events = POLLIN }, /* a stop wakes us at once */
-		};
-		uint64_t now = vw_now_ns();
-		int timeout_ms = next > now ? (int)VW_MIN((next - now + 999999) / 1000000, 60000) : 0;
-
-		/* Drain the port as frames come, so freshness is never judged late. */
-		if (poll(pfd, ARRAY_SIZE(pfd), timeout_ms) > 0 && pfd[0].revents)
-			(void)vw_reader_poll(g->reader);
-		if (*stop)
-			break;
-		now = vw_now_ns();
-		if (now < next)
-			continue;
-		(void)vw_guest_tick(g, now);
-		while (next <= now)
-			next += cfg->common.interval_ns;
-	}
-	vw_info("guest: stopping");
-	vw_http_stop(http);
-	return 0;
+	return vw_daemon_run(&g->d, 0, VW_MIN(g->cfg->common.interval_ns, VW_NSEC_PER_SEC), stop);
 }

@@ -15,9 +15,12 @@ const char *const vw_pod_source_names[] = { "apiserver", "kubelet", NULL };
 
 struct vw_ctrmeta *vw_daemon_open_ctrmeta(const struct vw_daemon_options *o)
 {
-	_cleanup_close_ int fd = vw_root_open(o->rootfs);
+	_cleanup_close_ int fd = -ENOENT;
 	struct vw_ctrmeta *m;
 
+	if (!o->rootfs || !*o->rootfs)
+		return NULL; /* --host.rootfs="": containers keep their IDs */
+	fd = vw_root_open(o->rootfs);
 	if (fd < 0) {
 		vw_warn("containers: cannot open the host root %s: %s; containers outside "
 			"Kubernetes are shown by ID only", o->rootfs, strerror(-fd));

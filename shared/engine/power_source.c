@@ -8,7 +8,7 @@
 #include "log.h"
 
 static int try_open(const struct vw_power_source_ops *ops, const struct vw_power_env *env,
-		    struct vw_power_source *ret)
+		    struct vw_power_source *ret, const char *what)
 {
 	void *state = NULL;
 	int r = ops->open(env, &state);
@@ -22,7 +22,8 @@ static int try_open(const struct vw_power_source_ops *ops, const struct vw_power
 	}
 	ret->ops = ops;
 	ret->state = state;
-	vw_info("power: using source %s (%s)", ops->name, ops->measured ? "measured" : "estimated");
+	vw_info("power: %s source %s (%s)", what, ops->name,
+		ops->measured ? "measured" : "estimated");
 	return 0;
 }
 
@@ -50,7 +51,7 @@ int vw_power_source_open(const struct vw_power_source_ops *const *chain,
 
 		if (!ops)
 			return -EINVAL;
-		r = try_open(ops, env, ret);
+		r = try_open(ops, env, ret, "using");
 		if (r == 0)
 			return 0;
 		if (err == -ENODEV)
@@ -64,4 +65,25 @@ void vw_power_source_close(struct vw_power_source *src)
 	if (src->ops && src->state)
 		src->ops->close(src->state);
 	*src = (struct vw_power_source){ 0 };
+}
+
+int vw_power_source_open_each(const struct vw_power_source_ops *const *chain,
+			      const struct vw_power_env *env, struct vw_power_source *ret,
+			      size_t max, size_t *ret_n)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; chain[i] && n < max; i++)
+		if (try_open(chain[i], env, &ret[n], n ? "falling back to" : "using") == 0)
+			n++;
+	*ret_n = n;
+	return n ? 0 : -ENODEV;
+}
+
+size_t vw_power_source_pick(const struct vw_power_source *s, size_t n)
+{
+	for (size_t i = 0; i + 1 < n; i++)
+		if (!s[i].ops->fresh || s[i].ops->fresh(s[i].state))
+			return i;
+	return n ? n - 1 : 0;
 }

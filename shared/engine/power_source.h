@@ -39,6 +39,8 @@ struct vw_power_env {
 	const struct vw_model *model; /* for the estimator; not owned */
 	const char *model_origin;     /* file path, URL or "builtin" */
 	unsigned host_cores;          /* for the model's machine_spec core ratio */
+	const void *ctx;              /* a daemon's own sources' input (the guest's passthrough
+				       * reader); the engine's sources ignore it */
 };
 
 /* Counters a source may report (all optional, zero when not applicable). */
@@ -62,6 +64,12 @@ struct vw_power_source_ops {
 	int (*read)(void *state, const struct vw_node_activity *act, uint64_t *raw_uj, int *errs);
 	/* Optional: counters for metrics. */
 	void (*stats)(void *state, struct vw_power_source_stats *ret);
+	/* Optional: the idle part of each zone's last raw counter, where the source knows the
+	 * split itself (the guest's passthrough: the host's split for this VM). */
+	void (*idle)(void *state, uint64_t *idle_uj);
+	/* Optional: whether the source has fresh readings now (without it: always). A daemon
+	 * that keeps a chain open uses its first fresh source (vw_power_source_pick). */
+	bool (*fresh)(void *state);
 	void (*close)(void *state);
 };
 
@@ -82,3 +90,14 @@ int vw_power_source_open(const struct vw_power_source_ops *const *chain,
 			 const struct vw_power_env *env, const char *const *only,
 			 struct vw_power_source *ret);
 void vw_power_source_close(struct vw_power_source *src);
+
+/*
+ * For a daemon that switches sources at run time (the guest: passthrough while its host
+ * publishes, else the model): open every source of `chain` that works, in order, into
+ * ret[0..*ret_n). -ENODEV when none opens.
+ */
+int vw_power_source_open_each(const struct vw_power_source_ops *const *chain,
+			      const struct vw_power_env *env, struct vw_power_source *ret,
+			      size_t max, size_t *ret_n);
+/* The first fresh source of s[0..n) (n - 1 when none is: the last resort). */
+size_t vw_power_source_pick(const struct vw_power_source *s, size_t n);

@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The daemon skeleton's set-up and its render-and-publish step (daemon_base.h). */
+#include "daemon_base.h"
+
+#include <errno.h>
+#include <malloc.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "cgroupfs.h"
+#include "ctrmeta.h"
+#include "fileio.h"
+#include "model.h"
+#include "model_server.h"
+#include "workload.h"
+
+static const char *nonempty(const char *s)
+{
+	return s && *s ? s : NULL;
+}
+
+static void pick_node_name(const struct vw_daemon_options *o, char *buf, size_t size)
+{
+	const char *env = getenv("NODE_NAME");
+	struct utsname u;
+
+	if (nonempty(o->node_name))
+		snprintf(buf, size, "%s", o->node_name);
+	else if (nonempty(env))
+		snprintf(buf, size, "%s", env);
+	else if (uname(&u) == 0)
+		snprintf(buf, size, "%s", u.nodename);
+	else
+		snprintf(buf, size, "unknown");
+}
+
+int vw_daemon_init(struct vw_daemon *d, const struct vw_daemon_options *o,
+		   const struct vw_daemon_hooks *hooks, void *ud, bool sysfs_required)
+{
+	const char *who = hooks->program;
+	int r;
+
+	*d = (struct vw_daemon){ .opts = o, .hooks = hooks, .ud = ud };
+	d->sysfs_fd = d->procfs_fd = d->self_fd = -1;
+	pick_node_name(o, d->node_name, sizeof(d->node_name));
+	d->procfs_fd = vw_root_open(o->procfs);
+	if (d->procfs_fd < 0) {
+		vw_error("%s: cannot open procfs root %s: %s", who, o->procfs,
+			 strerror(-d->procfs_fd));
+		return d->procfs_fd;
+	}
+	d->sysfs_fd = vw_root_open(o->sysfs);
+	if (d->sysfs_fd < 0 && sysfs_required) {
+		vw_error("%s: cannot open sysfs root %s: %s", who, o->sysfs, strerror(-d->sysfs_fd));
+		return d->sysfs_fd;
+	}
+	if (d->sysfs_fd < 0) /* only BTF and cgroups live there: the procfs accountant works */
+		vw_warn("%s: cannot open sysfs root %s: %s", who, o->sysfs, strerror(-d->sysfs_fd));
+	d->self_fd = vw_processinfo_open(d->procfs_fd, &d->start_time_s);
+	r = vw_procfs_read_stat(d->procfs_fd, &d->stat);
+	if (r < 0) {
+		vw_error("%s: cannot read %s/stat: %s", who, o->procfs, strerror(-r));
+		return r;
+	}
+	if (vw_procfs_read_cpuinfo(d->procfs_fd, &d->cpus, &d->n_cpus) < 0)
+		vw_warn("%s: cannot read %s/cpuinfo; kepler_node_cpu_info will be empty", who,
+			o->procfs);
+	d->expo = vw_exposition_new();
+	d->self = vw_selfstats_new();
+	return d->expo && d->self ? 0 : -ENOMEM;
+}
+
+void vw_daemon_fini(struct vw_daemon *d)
+{
+	vw_workloads_free(d->workloads);
+	vw_podmeta_stop(d->podmeta);
+	vw_ctrmeta_free(d->ctrmeta);
+	vw_cpu_accountant_close(&d->cpu);
+	vw_cgroupfs_free(d->cgroupfs);
+	vw_model_free(d->model);
+	vw_exposition_free(d->expo);
+	vw_selfstats_free(d->self);
+	free(d->cpus);
+	if (d->sysfs_fd >= 0)
+		close(d->sysfs_fd);
+	if (d->procfs_fd >= 0)
+		close(d->procfs_fd);
+	if (d->self_fd >= 0)
+		close(d->self_fd);
+	*d = (struct vw_daemon){ .sysfs_fd = -1, .procfs_fd = -1, .self_fd = -1 };
+}
+
+/* ---- the model ----------------------------------------------------------------------------- */
+
+static int model_from_server(struct vw_daemon *d, const char *url, long timeout_ms)
+{
+	struct vw_model_server_opts so = { .url = url, .timeout_ms = timeout_ms };
+	struct vw_machine_spec spec;
+	char err[512] = "";
+
+	if (vw_machine_spec_read(d->procfs_fd, &spec) < 0)
+		vw_warn("model: cannot read this machine's spec; asking the server anyway");
+	if (vw_model_server_fetch(&so, &spec, &d->model, err, sizeof(err)) < 0) {
+		vw_warn("model: %s; falling back to the local model", err);
+		return -ENOENT;
+	}
+	snprintf(d->model_origin, sizeof(d->model_origin), "server:%s", url);
+	vw_info("model: %s from the model server %s", vw_model_name(d->model), url);
+	return 0;
+}
+
+int vw_daemon_load_model(struct vw_daemon *d, const char *server_url)
+{
+	const struct vw_daemon_options *o = d->opts;
+	long timeout_ms = (long)(o->model_timeout_ns / VW_NSEC_PER_MSEC);
+	const struct vw_model_source_opts mo = { .file = nonempty(o->model_file),
+						 .url = nonempty(o->model_url),
+						 .cache_dir = nonempty(o->model_cache_dir),
+						 .timeout_ms = timeout_ms };
+	char err[512] = "";
+	int r;
+
+	/* A local file is what the user asked for: it wins over the server. */
+	if (nonempty(server_url) && !mo.file && model_from_server(d, server_url, timeout_ms) == 0)
+		return 0;
+	r = vw_model_source_load(&mo, &d->model, d->model_origin, sizeof(d->model_origin), err,
+				 sizeof(err));
+	if (r < 0)
+		vw_error("model: %s", err[0] ? err : strerror(-r));
+	return r;
+}
+
+/* ---- workloads ----------------------------------------------------------------------------- */
+
+int vw_daemon_parse_levels(const struct vw_strlist *l, bool allow_vm, struct vw_workloads_opts *o)
+{
+	static const char *const names[] = { "node", "process", "container", "pod", "vm" };
+	bool *flags[] = { NULL, &o->processes, &o->containers, &o->pods, &o->vms };
+	size_t n = allow_vm ? ARRAY_SIZE(names) : ARRAY_SIZE(names) - 1;
+
+	for (size_t i = 0; i < l->n; i++) {
+		size_t k = 0;
+
+		while (k < n && strcmp(l->v[i], names[k]) != 0)
+			k++;
+		if (k == n) {
+			vw_error("config: --metrics: unknown level \"%s\" (node, process, container, "
+				 "pod%s)",
+				 l->v[i], allow_vm ? ", vm" : "");
+			return -EINVAL;
+		}
+		if (flags[k])
+			*flags[k] = true;
+	}
+	return 0;
+}
+
+static int start_podmeta(struct vw_daemon *d)
+{
+	const struct vw_daemon_options *c = d->opts;
+	bool kubelet = nonempty(c->kube_pod_source) && strcmp(c->kube_pod_source, "kubelet") == 0;
+	struct vw_podmeta_opts po = {
+		.mode = kubelet ? VW_PODMETA_KUBELET : VW_PODMETA_APISERVER,
+		/* none: in-cluster, or https://NODE:10250 for the kubelet */
+		.url = nonempty(kubelet ? c->kube_kubelet_url : c->kube_api_url),
+		.token_file = nonempty(c->kube_token_file),
+		.ca_file = nonempty(c->kube_ca_file),
+		.node_name = d->node_name,
+		.insecure_skip_verify = c->kube_insecure,
+		.poll_ns = c->kube_poll_ns,
+	};
+
+	d->podmeta = vw_podmeta_start(&po);
+	if (!d->podmeta) {
+		vw_error("kube: cannot start pod metadata (%s): %s", kubelet ? "kubelet" : "apiserver",
+			 strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+int vw_daemon_open_workloads(struct vw_daemon *d, struct vw_workloads_opts *o, bool cpu_required)
+{
+	const struct vw_daemon_options *c = d->opts;
+	struct vw_cpu_env env = { .procfs_fd = d->procfs_fd, .sysfs_fd = d->sysfs_fd };
+	struct vw_cpu_snapshot snap = { 0 };
+	struct vw_zone_energy none[VW_ZONE__COUNT] = { 0 };
+	const char *method = nonempty(c->cpu_accounting) && strcmp(c->cpu_accounting, "auto") != 0
+				     ? c->cpu_accounting
+				     : NULL;
+	int r;
+
+	if (!o->processes && !o->containers && !o->pods && !o->vms)
+		return 0; /* node level only: no per-process accounting at all */
+	d->cgroupfs = vw_workloads_cgroupfs(d->sysfs_fd);
+	env.cgroup_v1 = d->cgroupfs && vw_cgroupfs_is_v1(d->cgroupfs);
+	r = vw_cpu_accountant_open(&env, method, &d->cpu);
+	if (r < 0 && cpu_required)
+		return -ENODEV;
+	if (r < 0 && method) {
+		vw_error("cpu: --cpu.accounting=%s cannot be used here: %s (auto picks what works)",
+			 method, strerror(-r));
+		return r;
+	}
+	if (r < 0) {
+		/* Node power is still worth serving: degrade to node-level metrics. */
+		vw_error("cpu: no per-process CPU accounting: exporting node metrics only");
+		return 0;
+	}
+	if (c->kube_enable) {
+		r = start_podmeta(d);
+		if (r < 0)
+			return r;
+	}
+	/* Loading BPF parses the kernel's BTF: give that transient heap back (~16 MiB of RSS). */
+	malloc_trim(0);
+	o->procfs_fd = d->procfs_fd;
+	o->host_cpus = d->stat.ncpus;
+	o->process_top_n = (unsigned)c->process_top_n;
+	o->max_terminated = (unsigned)c->max_terminated;
+	o->podmeta = d->podmeta;
+	o->cgroupfs = d->cgroupfs;
+	if (o->containers)
+		o->ctrmeta = d->ctrmeta = vw_daemon_open_ctrmeta(c);
+	d->workloads = vw_workloads_new(o);
+	if (!d->workloads)
+		return -ENOMEM;
+	/* The baseline: CPU time spent before now belongs to no interval of ours. */
+	if (d->cpu.ops->read(d->cpu.state, &snap) == 0)
+		(void)vw_workloads_update(d->workloads, &snap, none, 0);
+	return 0;
+}
+
+/* ---- render and publish -------------------------------------------------------------------- */
+
+static void daemon_tables(const struct vw_daemon *d, struct vw_table_stat t[VW_TABLE__COUNT])
+{
+	if (d->workloads)
+		vw_workloads_table_stats(d->workloads, t);
+	if (d->cgroupfs)
+		vw_cgroupfs_table_stat(d->cgroupfs, &t[VW_TABLE_CGROUP]);
+	if (d->podmeta)
+		vw_podmeta_table_stats(d->podmeta, &t[VW_TABLE_POD_METADATA],
+				       &t[VW_TABLE_CONTAINER_METADATA]);
+	if (d->hooks->tables)
+		d->hooks->tables(d->ud, t);
+}
+
+/* A family that would overflow --metrics.max-bytes is left out whole, the rest is served. */
+static int render(struct vw_daemon *d, const struct vw_node_view *v, enum vw_prom_format fmt,
+		  char **ret, size_t *ret_len)
+{
+	const struct vw_daemon_hooks *k = d->hooks;
+	size_t max = (size_t)d->opts->metrics_max_bytes;
+	struct vw_prom_writer *w = vw_prom_writer_new(fmt, max);
+	struct vw_table_stat tables[VW_TABLE__COUNT] = { 0 };
+	_cleanup_free_ char *raw = NULL;
+	size_t raw_len = 0;
+	int r;
+
+	if (!w)
+		return -errno;
+	vw_prom_writer_drop_oversize(w);
+	vw_selfstats_hold_room(w, max);
+	daemon_tables(d, tables);
+	r = vw_host_metrics_write(v, w);
+	if (r == 0 && k->render)
+		r = k->render(d->ud, w);
+	if (r == 0 && d->workloads)
+		r = vw_workloads_render(d->workloads, w, d->node_name, d->cpu.ops->name);
+	if (r == 0)
+		r = vw_selfstats_write(d->self, w, tables, d->node_name, d->snapshots, max);
+	if (r == 0)
+		r = vw_prom_finish(w, &raw, &raw_len);
+	vw_prom_writer_free(w);
+	if (r < 0)
+		return r;
+	if (k->finish)
+		return k->finish(d->ud, raw, raw_len, fmt == VW_PROM_TEXT_0_0_4, ret, ret_len);
+	*ret = VW_TAKE_PTR(raw);
+	*ret_len = raw_len;
+	return 0;
+}
+
+int vw_daemon_render_publish(struct vw_daemon *d, struct vw_node_view *v)
+{
+	struct vw_processinfo self = { .start_time_s = d->start_time_s };
+	char *text = NULL, *om = NULL;
+	size_t text_len = 0, om_len = 0;
+	uint64_t gen;
+	int r;
+
+	v->node_name = d->node_name;
+	v->self = d->self_fd >= 0 ? &self : NULL;
+	if (d->self_fd >= 0)
+		(void)vw_processinfo_read(d->self_fd, &self); /* what could be read is shown */
+	d->snapshots++;
+	r = render(d, v, VW_PROM_TEXT_0_0_4, &text, &text_len);
+	if (r == 0)
+		r = render(d, v, VW_PROM_OPENMETRICS_1_0_0, &om, &om_len);
+	vw_selfstats_snapshot_done(d->self, d->snapshots);
+	v->self = NULL;
+	if (r < 0) {
+		free(text);
+		vw_error("metrics: rendering failed: %s", strerror(-r));
+		return r;
+	}
+	gen = vw_exposition_publish(d->expo, text, text_len, om, om_len);
+	if (d->workloads && gen)
+		vw_workloads_published(d->workloads, gen, vw_exposition_served(d->expo));
+	return 0;
+}
