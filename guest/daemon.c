@@ -605,7 +605,7 @@ static int render_and_publish(struct vw_guest *g, uint64_t dt_ns)
 	if (g->self_fd >= 0)
 		(void)vw_processinfo_read(g->self_fd, &self); /* what could be read is shown */
 	r = render(g, &v, VW_PROM_TEXT_0_0_4, &text, &text_len);
-	if (r == 0)
+	if (r == 0 && vw_exposition_openmetrics_wanted(g->expo, vw_now_ns()))
 		r = render(g, &v, VW_PROM_OPENMETRICS_1_0_0, &om, &om_len);
 	vw_selfstats_snapshot_done(g->self, g->snapshots);
 	if (r < 0) {

@@ -624,7 +624,7 @@ static int render_and_publish(struct vw_host *h)
 	if (h->self_fd >= 0)
 		(void)vw_processinfo_read(h->self_fd, &self); /* what could be read is shown */
 	r = render(h, &v, VW_PROM_TEXT_0_0_4, &text, &text_len);
-	if (r == 0)
+	if (r == 0 && vw_exposition_openmetrics_wanted(h->expo, vw_now_ns()))
 		r = render(h, &v, VW_PROM_OPENMETRICS_1_0_0, &om, &om_len);
 	vw_selfstats_snapshot_done(h->self, h->snapshots);
 	if (r < 0) {
