@@ -170,6 +170,91 @@ static long http(const char *url, const char *method, struct buf *b)
 	return code;
 }
 
+/* What Prometheus 2 sends when OpenMetrics is allowed (its default scrape_protocols). */
+#define PROMETHEUS_ACCEPT                                                                      \
+	"application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;" \
+	"q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+
+static size_t body_append(char *p, size_t size, size_t n, void *userdata)
+{
+	FILE *f = userdata;
+
+	return fwrite(p, size, n, f);
+}
+
+/* GET url with an Accept header: the status, the body in b and the Content-Type in ct. */
+static long http_accept(const char *url, const char *accept, struct buf *b, char *ct,
+			size_t ct_len)
+{
+	struct curl_slist *list = NULL;
+	char header[256];
+	const char *type = NULL;
+	long code = 0;
+	CURL *c = curl_easy_init();
+	FILE *f;
+
+	free(b->data);
+	*b = (struct buf){ 0 };
+	ct[0] = '\0';
+	f = open_memstream(&b->data, &b->len);
+	assert_non_null(c);
+	assert_non_null(f);
+	snprintf(header, sizeof(header), "Accept: %s", accept);
+	list = curl_slist_append(NULL, header);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, body_append);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
+	if (curl_easy_perform(c) == CURLE_OK) {
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &code);
+		if (curl_easy_getinfo(c, CURLINFO_CONTENT_TYPE, &type) == CURLE_OK && type)
+			snprintf(ct, ct_len, "%s", type);
+	}
+	fclose(f);
+	curl_easy_cleanup(c);
+	curl_slist_free_all(list);
+	return code;
+}
+
+/*
+ * The daemon renders OpenMetrics only once a scraper asked: Prometheus' first scrape is
+ * answered in text (as text), a later one in OpenMetrics.
+ */
+static void check_openmetrics_on_demand(struct host_fixture *fx, unsigned port)
+{
+	char url[128], ct[128];
+	struct buf b = { 0 };
+	int i;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+	assert_int_equal(http_accept(url, PROMETHEUS_ACCEPT, &b, ct, sizeof(ct)), 200);
+	assert_string_equal(ct, "text/plain; version=0.0.4; charset=utf-8");
+	assert_non_null(strstr(b.data, "# TYPE kepler_node_cpu_joules_total counter\n"));
+	assert_null(strstr(b.data, "# EOF"));
+	/* The next snapshot (1 s; later on a loaded machine) carries OpenMetrics. */
+	for (i = 0; i < 100; i++) {
+		struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+		assert_int_equal(host_fixture_advance(fx, 0.5), 0);
+		nanosleep(&ts, NULL);
+		assert_int_equal(http_accept(url, PROMETHEUS_ACCEPT, &b, ct, sizeof(ct)), 200);
+		if (strstr(ct, "openmetrics"))
+			break;
+	}
+	if (i == 100)
+		fail_msg("no OpenMetrics after 10 s; last Content-Type '%s'", ct);
+	assert_string_equal(ct, "application/openmetrics-text; version=1.0.0; charset=utf-8");
+	assert_non_null(strstr(b.data, "# TYPE kepler_node_cpu_joules counter\n"));
+	assert_true(b.len > 6 && strcmp(b.data + b.len - 6, "# EOF\n") == 0);
+	/* Text scrapers are unaffected. */
+	assert_int_equal(http_accept(url, "text/plain;version=0.0.4", &b, ct, sizeof(ct)), 200);
+	assert_string_equal(ct, "text/plain; version=0.0.4; charset=utf-8");
+	assert_null(strstr(b.data, "# EOF"));
+	free(b.data);
+}
+
 static void test_serves_metrics(void **state)
 {
 	static const struct host_fixture_zone zones[] = {
@@ -214,6 +299,7 @@ static void test_serves_metrics(void **state)
 	assert_int_equal(http(url, "GET", &b), 200);
 	assert_non_null(strstr(b.data, "kepler_node_cpu_joules_total{zone=\"package\",path=\"/sys/class/powercap/intel-rapl:0\",node_name=\"daemon-test\"}"));
 	assert_non_null(strstr(b.data, "source=\"rapl\""));
+	check_openmetrics_on_demand(&fx, port);
 	assert_int_equal(http(url, "HEAD", &b), 200);
 	assert_int_equal(b.len, 0);
 	assert_int_equal(http(url, "POST", &b), 405);

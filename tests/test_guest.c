@@ -320,6 +320,8 @@ static void test_passthrough_exact_and_monotonic(void **state)
 	vw_guest_free(c->g);
 	c->g = NULL;
 	start_guest(c);
+	/* A scraper asks for OpenMetrics: the next snapshot has it, with the same offsets. */
+	vw_exposition_openmetrics_asked(vw_guest_exposition(c->g), fake_now);
 	host_runs(c, 13);
 	send_frame(c);
 	run_procs(c);
@@ -329,6 +331,33 @@ static void test_passthrough_exact_and_monotonic(void **state)
 	text = NULL;
 	assert_int_equal(vw_exposition_copy(vw_guest_exposition(c->g), 1, &text, &len), 0);
 	assert_non_null(strstr(text, "# EOF"));
+	/* Its counters carry the offsets the text rendering learnt: every sample the same. */
+	{
+		_cleanup_free_ char *plain = NULL;
+		size_t counters = 0;
+		bool counter = false;
+
+		assert_int_equal(vw_exposition_copy(vw_guest_exposition(c->g), 0, &plain, &len), 0);
+		assert_null(strstr(plain, "# EOF"));
+		/* 2 frames accepted since the restart, more before it: an offset applies */
+		assert_true(vw_fixture_sample_sum(plain, "virtwatt_guest_passthrough_accepted_total",
+						  NULL) > 2);
+		for (char *save = NULL, *line = strtok_r(plain, "\n", &save); line;
+		     line = strtok_r(NULL, "\n", &save)) {
+			char needle[4096];
+
+			if (strncmp(line, "# TYPE ", 7) == 0)
+				counter = strstr(line, " counter") != NULL;
+			if (!counter || line[0] == '#')
+				continue;
+			counters++;
+			assert_true(strlen(line) + 3 <= sizeof(needle));
+			snprintf(needle, sizeof(needle), "\n%s\n", line);
+			if (!strstr(text, needle))
+				fail_msg("not in the OpenMetrics rendering: %s", line);
+		}
+		assert_true(counters > 10);
+	}
 }
 
 /* Process 100's series (its active and idle joules): the workload checked. */

@@ -354,6 +354,137 @@ static void test_metrics_negotiated(void **state)
 	server_stop(&s);
 }
 
+/* The window on given times: nothing before a request, then until the window after the last. */
+static void test_openmetrics_window(void **state)
+{
+	const uint64_t t = 100 * VW_NSEC_PER_SEC, w = VW_EXPOSITION_OM_WINDOW_NS;
+	struct vw_exposition *x = vw_exposition_new();
+
+	(void)state;
+	assert_non_null(x);
+	assert_false(vw_exposition_openmetrics_wanted(x, 0));
+	assert_false(vw_exposition_openmetrics_wanted(x, t));
+	assert_false(vw_exposition_openmetrics_wanted(NULL, t));
+	vw_exposition_openmetrics_asked(NULL, t);
+	vw_exposition_openmetrics_asked(x, t);
+	assert_true(vw_exposition_openmetrics_wanted(x, t));
+	assert_true(vw_exposition_openmetrics_wanted(x, t - 1)); /* a clock read just before */
+	assert_true(vw_exposition_openmetrics_wanted(x, t + w));
+	assert_false(vw_exposition_openmetrics_wanted(x, t + w + 1));
+	/* An older request noted late does not shorten the window; a newer one extends it. */
+	vw_exposition_openmetrics_asked(x, t - VW_NSEC_PER_SEC);
+	assert_true(vw_exposition_openmetrics_wanted(x, t + w));
+	vw_exposition_openmetrics_asked(x, t + w);
+	assert_true(vw_exposition_openmetrics_wanted(x, t + 2 * w));
+	assert_false(vw_exposition_openmetrics_wanted(x, t + 2 * w + 1));
+	/* A request at time 0 of a clock still counts. */
+	vw_exposition_free(x);
+	x = vw_exposition_new();
+	assert_non_null(x);
+	vw_exposition_openmetrics_asked(x, 0);
+	assert_true(vw_exposition_openmetrics_wanted(x, 0));
+	assert_true(vw_exposition_openmetrics_wanted(x, w));
+	assert_false(vw_exposition_openmetrics_wanted(x, w + 2));
+	vw_exposition_free(x);
+}
+
+/* /metrics with Accept naming OpenMetrics; HEAD when head. */
+static struct reply fetch_om(uint16_t port, bool head)
+{
+	return fetch(port, &(struct request){.method = head ? "HEAD" : NULL, .path = "/metrics",
+					     .accept = OM_ACCEPT});
+}
+
+static void assert_content_length(const struct reply *r, size_t len)
+{
+	char cl[64];
+
+	snprintf(cl, sizeof(cl), "\r\nContent-Length: %zu\r\n", len);
+	if (!has_header(r, cl))
+		fail_msg("no '%s' in:\n%s", cl + 2, r->headers ? r->headers : "");
+}
+
+/*
+ * Over HTTP: only a request that negotiates OpenMetrics (GET or HEAD, even before the first
+ * snapshot) makes it wanted; until a snapshot carries it, such a request gets the text body
+ * with the text Content-Type, never an error or an empty body.
+ */
+static void test_openmetrics_on_demand(void **state)
+{
+	static const char *const not_om[] = {
+		NULL, "text/plain;version=0.0.4", "*/*",
+		"application/openmetrics-text;version=1.0.0;q=0.4,text/plain;q=0.5",
+		"application/openmetrics-text;version=2.0.0",
+	};
+	static uint64_t now = 5000 * VW_NSEC_PER_SEC;
+	struct server s;
+	struct reply r;
+
+	(void)state;
+	vw_clock_set_fake(&now);
+	server_start(&s, (struct vw_http_opts){0});
+	/* Asked before any snapshot: a 503, and the first snapshot should carry OpenMetrics. */
+	r = fetch_om(s.port, false);
+	assert_int_equal(r.status, 503);
+	reply_clear(&r);
+	assert_true(vw_exposition_openmetrics_wanted(s.x, now));
+	server_stop(&s);
+
+	server_start(&s, (struct vw_http_opts){0});
+	publish(s.x, sample_text, NULL); /* what a daemon publishes while nobody asked */
+	for (size_t i = 0; i < ARRAY_SIZE(not_om); i++) {
+		r = fetch(s.port, &(struct request){.path = "/metrics", .accept = not_om[i]});
+		assert_int_equal(r.status, 200);
+		assert_string_equal(r.body, sample_text);
+		assert_string_equal(r.content_type, TEXT_CT);
+		reply_clear(&r);
+		if (vw_exposition_openmetrics_wanted(s.x, now))
+			fail_msg("Accept '%s' made OpenMetrics wanted", not_om[i] ? not_om[i] : "");
+	}
+
+	/* The first OpenMetrics request: the text, announced as text, and OpenMetrics wanted. */
+	r = fetch_om(s.port, false);
+	assert_int_equal(r.code, CURLE_OK);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, sample_text);
+	assert_string_equal(r.content_type, TEXT_CT);
+	assert_content_length(&r, strlen(sample_text));
+	assert_true(has_header(&r, "\r\nVary: Accept\r\n"));
+	reply_clear(&r);
+	assert_true(vw_exposition_openmetrics_wanted(s.x, now));
+	assert_true(vw_exposition_openmetrics_wanted(s.x, now + VW_EXPOSITION_OM_WINDOW_NS));
+	assert_false(vw_exposition_openmetrics_wanted(s.x, now + VW_EXPOSITION_OM_WINDOW_NS + 1));
+
+	/* Quiet past the window; a HEAD asks again and is told what a GET would get. */
+	now += VW_EXPOSITION_OM_WINDOW_NS + VW_NSEC_PER_SEC;
+	assert_false(vw_exposition_openmetrics_wanted(s.x, now));
+	r = fetch_om(s.port, true);
+	assert_int_equal(r.code, CURLE_OK);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.body_len, 0);
+	assert_string_equal(r.content_type, TEXT_CT);
+	assert_content_length(&r, strlen(sample_text));
+	reply_clear(&r);
+	assert_true(vw_exposition_openmetrics_wanted(s.x, now));
+
+	/* The next snapshot carries OpenMetrics: GET and HEAD get it, text clients still text. */
+	publish(s.x, sample_text, sample_om);
+	r = fetch_om(s.port, false);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, sample_om);
+	assert_string_equal(r.content_type, OM_CT);
+	reply_clear(&r);
+	r = fetch_om(s.port, true);
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.body_len, 0);
+	assert_string_equal(r.content_type, OM_CT);
+	assert_content_length(&r, strlen(sample_om));
+	reply_clear(&r);
+	assert_int_equal(get_status(s.port, "/metrics", sample_text), 200);
+	server_stop(&s);
+	vw_clock_set_fake(NULL);
+}
+
 static void test_head(void **state)
 {
 	struct server s;
@@ -724,6 +855,8 @@ int main(void)
 		cmocka_unit_test(test_health_and_ready),
 		cmocka_unit_test(test_ready_reasons),
 		cmocka_unit_test(test_metrics_negotiated),
+		cmocka_unit_test(test_openmetrics_window),
+		cmocka_unit_test(test_openmetrics_on_demand),
 		cmocka_unit_test(test_head),
 		cmocka_unit_test(test_index_and_404),
 		cmocka_unit_test(test_methods),

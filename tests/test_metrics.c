@@ -85,6 +85,12 @@ static void run_interval(struct ctx *c, unsigned seconds, double usage)
 	assert_int_equal(vw_host_publish(c->host, T0 + c->fx.seconds * VW_NSEC_PER_SEC), 0);
 }
 
+/* What the HTTP server does for a request that negotiates OpenMetrics. */
+static void scraper_asks_openmetrics(struct ctx *c)
+{
+	vw_exposition_openmetrics_asked(vw_host_exposition(c->host), vw_now_ns());
+}
+
 static char *scrape(struct ctx *c, int om)
 {
 	char *text = NULL;
@@ -158,6 +164,7 @@ static void test_rapl_zones(void **state)
 
 	(void)state;
 	setup_host(&c, rapl_zones, ARRAY_SIZE(rapl_zones), NULL);
+	scraper_asks_openmetrics(&c);
 	vw_host_sample(c.host, T0);
 	run_interval(&c, 5, 0.5);
 	text = scrape(&c, 0);
@@ -299,6 +306,56 @@ static void test_vanished_zone_counts_errors(void **state)
 	teardown_host(&c);
 }
 
+static bool has_openmetrics(struct ctx *c)
+{
+	_cleanup_free_ char *text = scrape(c, 0), *om = scrape(c, 1);
+	size_t n = strlen(om);
+
+	assert_null(strstr(text, "# EOF"));
+	if (strcmp(om, text) == 0)
+		return false; /* an OpenMetrics reader is given the text */
+	assert_true(n > 6 && strcmp(om + n - 6, "# EOF\n") == 0);
+	assert_non_null(strstr(om, "# TYPE kepler_node_cpu_joules counter\n"));
+	return true;
+}
+
+/*
+ * The daemon renders OpenMetrics only for snapshots published while a scraper wants it: none
+ * until the first request, from the next snapshot on, and none again once the window passed.
+ */
+static void test_openmetrics_on_demand(void **state)
+{
+	static uint64_t now = 5000 * VW_NSEC_PER_SEC;
+	struct ctx c = { 0 };
+
+	(void)state;
+	vw_clock_set_fake(&now);
+	setup_host(&c, rapl_zones, 1, NULL);
+	vw_host_sample(c.host, T0);
+	run_interval(&c, 5, 0.5);
+	assert_false(has_openmetrics(&c));
+	now += 5 * VW_NSEC_PER_SEC;
+	run_interval(&c, 5, 0.5);
+	assert_false(has_openmetrics(&c));
+
+	/* A scraper asks: the snapshot it found stays text only, the next one has both. */
+	scraper_asks_openmetrics(&c);
+	assert_false(has_openmetrics(&c));
+	now += 5 * VW_NSEC_PER_SEC;
+	run_interval(&c, 5, 0.5);
+	assert_true(has_openmetrics(&c));
+
+	/* Up to the window after the request, then text only again. */
+	now += VW_EXPOSITION_OM_WINDOW_NS - 5 * VW_NSEC_PER_SEC;
+	run_interval(&c, 5, 0.5);
+	assert_true(has_openmetrics(&c));
+	now += 1;
+	run_interval(&c, 5, 0.5);
+	assert_false(has_openmetrics(&c));
+	teardown_host(&c);
+	vw_clock_set_fake(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -307,6 +364,7 @@ int main(void)
 		cmocka_unit_test(test_configured_idle),
 		cmocka_unit_test(test_estimator_without_meter),
 		cmocka_unit_test(test_vanished_zone_counts_errors),
+		cmocka_unit_test(test_openmetrics_on_demand),
 	};
 
 	vw_log_set_level(VW_LOG_WARN);

@@ -4,7 +4,9 @@
  * (MHD_OPTION_LISTEN_SOCKET), run MHD's internal thread on epoll (poll where epoll is missing)
  * with connection, per-IP, timeout and memory limits, route MHD's log to vw_log, answer only
  * GET and HEAD, never read a request body (no PostProcessor) and serve /metrics from the last
- * published snapshot: a scrape takes a reference under a mutex and does no other work.
+ * published snapshot: a scrape takes a reference under a mutex and does no other work. A request
+ * that negotiates OpenMetrics is noted, so the daemon renders it for the next snapshots; until
+ * one has it, such a request is served the text rendering.
  *
  * With a web config (webconfig.h): TLS through MHD's GnuTLS, client certificates checked per
  * client_auth_type on the connection's GnuTLS session, rate_limit, then basic auth (webauth.h)
@@ -76,7 +78,18 @@ struct vw_exposition {
 	uint64_t gen;        /* of the last publish, under lock */
 	uint64_t served_gen; /* highest generation a GET /metrics has served; atomic */
 	uint64_t published_ns; /* vw_now_ns() of the last publish, 0 before; atomic */
+	uint64_t om_asked_ns;  /* latest request for OpenMetrics (at least 1), 0: none; atomic */
 };
+
+/* *p = max(*p, v), for values several threads raise. */
+static void atomic_raise(uint64_t *p, uint64_t v)
+{
+	uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+
+	while (cur < v &&
+	       !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+}
 
 static void snapshot_unref(struct snapshot *s)
 {
@@ -149,11 +162,21 @@ uint64_t vw_exposition_served(struct vw_exposition *x)
 
 static void mark_served(struct vw_exposition *x, uint64_t gen)
 {
-	uint64_t cur = __atomic_load_n(&x->served_gen, __ATOMIC_RELAXED);
+	atomic_raise(&x->served_gen, gen);
+}
 
-	while (cur < gen && !__atomic_compare_exchange_n(&x->served_gen, &cur, gen, true,
-							 __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-		;
+void vw_exposition_openmetrics_asked(struct vw_exposition *x, uint64_t now_ns)
+{
+	if (x)
+		atomic_raise(&x->om_asked_ns, VW_MAX(now_ns, 1));
+}
+
+bool vw_exposition_openmetrics_wanted(struct vw_exposition *x, uint64_t now_ns)
+{
+	uint64_t at = x ? __atomic_load_n(&x->om_asked_ns, __ATOMIC_ACQUIRE) : 0;
+
+	/* A request noted after the caller read its clock counts as now. */
+	return at && (now_ns <= at || now_ns - at <= VW_EXPOSITION_OM_WINDOW_NS);
 }
 
 /* The current snapshot with a reference taken, or NULL before the first publish. */
@@ -488,9 +511,13 @@ static VW_MHD_RESULT serve_metrics(struct server *srv, struct MHD_Connection *c)
 	char *body;
 	size_t len;
 
+	/* Noted first: a scraper that asks before the first snapshot gets OpenMetrics in it. */
+	if (fmt == VW_PROM_OPENMETRICS_1_0_0)
+		vw_exposition_openmetrics_asked(h->x, vw_now_ns());
 	if (!s)
 		return reply_text(srv, c, MHD_HTTP_SERVICE_UNAVAILABLE,
 				  "no metrics published yet\n", NULL, NULL);
+	/* Not rendered (nobody asked before this snapshot): text, announced as text. */
 	if (fmt == VW_PROM_OPENMETRICS_1_0_0 && !s->om)
 		fmt = VW_PROM_TEXT_0_0_4;
 	mark_served(h->x, s->gen);

@@ -298,7 +298,8 @@ int vw_daemon_render_publish(struct vw_daemon *d, struct vw_node_view *v)
 		(void)vw_processinfo_read(d->self_fd, &self); /* what could be read is shown */
 	d->snapshots++;
 	r = render(d, v, VW_PROM_TEXT_0_0_4, &text, &text_len);
-	if (r == 0)
+	/* OpenMetrics only while a scraper asks for it (http.h); text is served until then. */
+	if (r == 0 && vw_exposition_openmetrics_wanted(d->expo, vw_now_ns()))
 		r = render(d, v, VW_PROM_OPENMETRICS_1_0_0, &om, &om_len);
 	vw_selfstats_snapshot_done(d->self, d->snapshots);
 	v->self = NULL;

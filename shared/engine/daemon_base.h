@@ -8,7 +8,7 @@
  *               vw_daemon_load_model, vw_daemon_parse_levels + vw_daemon_open_workloads
  *   an interval the daemon's own code closes it, then hands a node view to
  *               vw_daemon_render_publish (node families, the daemon's own, workloads,
- *               self-stats; text always, OpenMetrics when a scraper asked for it)
+ *               self-stats; text always, OpenMetrics while a scraper asks for it)
  *   the loop    vw_daemon_run: HTTP with /healthz and /readyz, sample and publish ticks, one
  *               extra descriptor (a publisher's sockets, a passthrough port), stop on signal
  */
