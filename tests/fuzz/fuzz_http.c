@@ -83,17 +83,50 @@ static uint16_t server_port(void)
 	return port;
 }
 
+/* A connect that a signal interrupted goes on in the background: wait for its outcome. */
+static int finish_connect(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLOUT };
+	socklen_t len = sizeof(int);
+	int r, err = 0;
+
+	do
+		r = poll(&p, 1, WAIT_MS);
+	while (r < 0 && errno == EINTR);
+	if (r != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		return r == 0 ? ETIMEDOUT : errno;
+	return err;
+}
+
+/*
+ * libFuzzer's -timeout ticks with SIGALRM every second, which can interrupt connect (EINTR:
+ * the handshake completes anyway), and a busy machine can run short of ephemeral ports for a
+ * moment (EADDRNOTAVAIL, EAGAIN: retried for up to a second). A refused connection is not
+ * transient: the server is gone.
+ */
 static int connect_local(uint16_t port)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 }; /* RST on close: no TIME_WAIT pile */
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int err = 0;
 
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) < 0 ||
-	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
-		vw_fuzz_fail("cannot connect to the server on port %u", port);
-	return fd;
+	for (int attempt = 0; attempt < 100; attempt++) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+		if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)) < 0)
+			vw_fuzz_fail("cannot make a socket: %s", strerror(errno));
+		err = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 ? 0 : errno;
+		if (err == EINTR || err == EINPROGRESS)
+			err = finish_connect(fd);
+		if (err == 0)
+			return fd;
+		close(fd);
+		if (err != EADDRNOTAVAIL && err != EAGAIN)
+			break;
+		usleep(10000);
+	}
+	vw_fuzz_fail("cannot connect to the server on port %u: %s", port, strerror(err));
 }
 
 /* Send what the peer takes (it may answer and close before the end). */
