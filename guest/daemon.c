@@ -384,14 +384,23 @@ static int guest_render(void *ud, struct vw_prom_writer *w)
 	return r < 0 ? r : vw_state_file_render(g->state, w, g->d.node_name);
 }
 
-/* Every counter stays monotonic across restarts: the saved offsets are applied to both
- * renderings (learnt from the text one). */
-static int guest_finish(void *ud, const char *raw, size_t raw_len, bool text, char **ret,
-			size_t *ret_len)
+/* Every counter stays monotonic across restarts: the text rendering learns each counter's raw
+ * value and writes raw + the saved offset; the OpenMetrics one writes the same values. */
+static void guest_render_begin(void *ud, struct vw_prom_writer *w, bool text)
 {
 	struct vw_guest *g = ud;
 
-	return vw_series_state_apply(g->series, raw, raw_len, text, ret, ret_len);
+	if (text)
+		vw_series_state_begin(g->series);
+	vw_prom_writer_filter_counters(w, text ? vw_series_state_learn : vw_series_state_offset,
+				       g->series);
+}
+
+static int guest_render_end(void *ud, bool text)
+{
+	struct vw_guest *g = ud;
+
+	return text ? vw_series_state_end(g->series) : 0;
 }
 
 static void guest_tables(void *ud, struct vw_table_stat t[VW_TABLE__COUNT])
@@ -582,7 +591,8 @@ static const struct vw_daemon_hooks guest_hooks = {
 	.wake_fd = reader_fd,
 	.woken = reader_woken,
 	.render = guest_render,
-	.finish = guest_finish,
+	.render_begin = guest_render_begin,
+	.render_end = guest_render_end,
 	.tables = guest_tables,
 	.ready = guest_ready,
 };

@@ -2,9 +2,7 @@
 #include "series_state.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <json-c/json.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,80 +166,29 @@ static struct entry *insert(struct vw_series_state *s, const char *key, size_t l
 	return e;
 }
 
-/* "123", "123.456789" (digits beyond the sixth dropped), else any finite non-negative double. */
-static bool parse_micro(const char *p, size_t len, uint64_t *ret)
+void vw_series_state_begin(struct vw_series_state *s)
 {
-	char buf[64], *end;
-	uint64_t ip = 0, frac = 0, scale = 100000;
-	size_t i = 0;
-	double d;
-
-	if (len == 0 || len >= sizeof(buf))
-		return false;
-	for (; i < len && p[i] >= '0' && p[i] <= '9'; i++) {
-		if (ip > (UINT64_MAX / 1000000 - 9) / 10)
-			goto dbl;
-		ip = ip * 10 + (uint64_t)(p[i] - '0');
-	}
-	if (i == 0)
-		goto dbl;
-	if (i < len && p[i] == '.') {
-		for (i++; i < len && p[i] >= '0' && p[i] <= '9'; i++) {
-			frac += (uint64_t)(p[i] - '0') * scale;
-			scale /= 10;
-		}
-	}
-	if (i == len) {
-		*ret = ip * 1000000 + frac;
-		return true;
-	}
-dbl:
-	memcpy(buf, p, len);
-	buf[len] = '\0';
-	d = strtod(buf, &end);
-	if (*end || !isfinite(d) || d < 0 || d >= 1.8e13)
-		return false;
-	*ret = (uint64_t)llround(d * 1e6);
-	return true;
+	s->gen++;
 }
 
-static int put_micro(FILE *f, uint64_t v)
+int vw_series_state_end(struct vw_series_state *s)
 {
-	uint64_t frac = v % 1000000;
-	char digits[8];
-	int n;
-
-	if (!frac)
-		return fprintf(f, "%" PRIu64, v / 1000000);
-	n = snprintf(digits, sizeof(digits), "%06" PRIu64, frac);
-	while (n > 0 && digits[n - 1] == '0')
-		digits[--n] = '\0';
-	return fprintf(f, "%" PRIu64 ".%s", v / 1000000, digits);
+	return trim(s);
 }
 
-static bool ends_with_total(const char *name, size_t len)
+/* One counter sample: learn its raw value (a fall is a reset: the last value joins the offset)
+ * and give the exported value, raw + offset. */
+static int counter(struct vw_series_state *s, const char *key, size_t len, uint64_t raw,
+		   bool learn, uint64_t *ret)
 {
-	return len > 6 && memcmp(name + len - 6, "_total", 6) == 0;
-}
-
-/* One sample line of a counter family: the exported value, with the offset added. */
-static int counter_line(struct vw_series_state *s, const char *line, size_t len, bool learn,
-			FILE *out)
-{
-	const char *sp = memrchr(line, ' ', len);
-	size_t name_len = strcspn(line, "{ ");
 	struct entry *e;
-	uint64_t raw;
 
-	if (!sp || name_len > len || !ends_with_total(line, name_len) ||
-	    !parse_micro(sp + 1, len - (size_t)(sp + 1 - line), &raw))
-		goto verbatim;
-	if (learn && (size_t)(sp - line) > VW_SERIES_KEY_MAX) {
-		s->evictions++; /* never a rendered series: passed through as is */
-		goto verbatim;
+	if (learn && len > VW_SERIES_KEY_MAX) {
+		s->evictions++; /* never a rendered series: written as is */
+		return 0;
 	}
 	if (learn) {
-		e = insert(s, line, (size_t)(sp - line));
+		e = insert(s, key, len);
 		if (!e)
 			return -ENOMEM;
 		if (raw < e->last_raw)
@@ -250,63 +197,24 @@ static int counter_line(struct vw_series_state *s, const char *line, size_t len,
 		e->last_raw = raw;
 		e->seen_gen = s->gen;
 	} else {
-		e = find(s, line, (size_t)(sp - line));
+		e = find(s, key, len);
 		if (!e->key)
-			goto verbatim;
+			return 0;
 	}
 	if (e->offset == 0)
-		goto verbatim;
-	fwrite(line, 1, (size_t)(sp + 1 - line), out);
-	put_micro(out, vw_energy_add(e->offset, raw));
-	fputc('\n', out);
-	return 0;
-verbatim:
-	fwrite(line, 1, len, out);
-	fputc('\n', out);
-	return 0;
+		return 0;
+	*ret = vw_energy_add(e->offset, raw);
+	return 1;
 }
 
-int vw_series_state_apply(struct vw_series_state *s, const char *in, size_t len, bool learn,
-			  char **ret, size_t *ret_len)
+int vw_series_state_learn(void *s, const char *key, size_t len, uint64_t micro, uint64_t *ret)
 {
-	char *buf = NULL;
-	size_t size = 0;
-	FILE *out = open_memstream(&buf, &size);
-	bool counter = false;
-	int r = 0;
+	return counter(s, key, len, micro, true, ret);
+}
 
-	if (!out)
-		return -errno;
-	if (learn)
-		s->gen++;
-	for (size_t pos = 0; pos < len && r == 0;) {
-		const char *line = in + pos, *nl = memchr(line, '\n', len - pos);
-		size_t l = nl ? (size_t)(nl - line) : len - pos;
-
-		pos += l + 1;
-		if (l > 7 && memcmp(line, "# TYPE ", 7) == 0) {
-			counter = l > 8 && memcmp(line + l - 8, " counter", 8) == 0;
-			fwrite(line, 1, l, out);
-			fputc('\n', out);
-		} else if (counter && l && line[0] != '#') {
-			r = counter_line(s, line, l, learn, out);
-		} else {
-			fwrite(line, 1, l, out);
-			if (nl)
-				fputc('\n', out);
-		}
-	}
-	if (fclose(out) != 0 && r == 0)
-		r = -ENOMEM;
-	if (r == 0 && learn)
-		r = trim(s);
-	if (r < 0) {
-		free(buf);
-		return r;
-	}
-	*ret = buf;
-	*ret_len = size;
-	return 0;
+int vw_series_state_offset(void *s, const char *key, size_t len, uint64_t micro, uint64_t *ret)
+{
+	return counter(s, key, len, micro, false, ret);
 }
 
 int vw_series_state_get(const struct vw_series_state *s, const char *key, uint64_t *ret_micro)

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Counters that never go back, whatever restarts underneath: every counter sample of a rendered
- * exposition (a series: its name and labels) is remembered with its last raw value and an
- * offset. A raw value below the last one is a reset (the guest daemon restarted, a registry
+ * Counters that never go back, whatever restarts underneath: every counter sample the guest
+ * renders (a series: its name and labels, as the writer hands it over) is remembered with its
+ * last raw value and an offset. A raw value below the last one is a reset (the guest daemon restarted, a registry
  * dropped and re-created a series): the last raw value is added to the offset, as Prometheus'
  * rate() would, so the exported value keeps growing. The exported values are saved in a small
  * JSON state file (atomically) and become the offsets of the next run, so a daemon restart or a
@@ -33,13 +33,17 @@ struct vw_series_state *vw_series_state_new(size_t max_series);
 void vw_series_state_free(struct vw_series_state *s);
 
 /*
- * Rewrite an exposition (text 0.0.4 or OpenMetrics): each counter sample gets its offset added.
- * learn: update the last raw values and offsets from this exposition (once per snapshot, with
- * the text format); false: only apply them (the OpenMetrics rendering of the same snapshot).
- * Lines pass through byte for byte while a series' offset is 0. *ret is malloc'd.
+ * A snapshot's renderings pass their counters through the state (prom.h's counter filter):
+ * vw_series_state_begin(), the text rendering with vw_series_state_learn as its filter (each
+ * sample's raw value learnt, the exported value written), vw_series_state_end() (the table
+ * trimmed to max_series), then any other rendering of the same snapshot with
+ * vw_series_state_offset (the same exported values, nothing learnt). A sample whose offset is
+ * 0 is written as rendered. The filters take the state as their context.
  */
-int vw_series_state_apply(struct vw_series_state *s, const char *in, size_t len, bool learn,
-			  char **ret, size_t *ret_len);
+void vw_series_state_begin(struct vw_series_state *s);
+int vw_series_state_end(struct vw_series_state *s);
+int vw_series_state_learn(void *s, const char *key, size_t len, uint64_t micro, uint64_t *ret);
+int vw_series_state_offset(void *s, const char *key, size_t len, uint64_t micro, uint64_t *ret);
 
 /* Exported value in microunits of a series ("name{labels}"), for tests. -ENOENT if unknown. */
 int vw_series_state_get(const struct vw_series_state *s, const char *key, uint64_t *ret_micro);

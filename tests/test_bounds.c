@@ -372,18 +372,19 @@ static void test_publisher_churn(void **state)
 
 /* ---- The guest's series state ---- */
 
-static char *exposition(unsigned first, unsigned n, unsigned value)
+/* One rendering of the counters c_total{k="first".."first+n-1"}, each at value. */
+static void learn_series(struct vw_series_state *s, unsigned first, unsigned n, unsigned value)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	vw_series_state_begin(s);
+	for (unsigned k = first; k < first + n; k++) {
+		char key[64];
+		int len = snprintf(key, sizeof(key), "c_total{k=\"%u\"}", k);
+		uint64_t out;
 
-	assert_non_null(f);
-	fprintf(f, "# TYPE c_total counter\n");
-	for (unsigned k = first; k < first + n; k++)
-		fprintf(f, "c_total{k=\"%u\"} %u\n", k, value);
-	fclose(f);
-	return buf;
+		assert_true(vw_series_state_learn(s, key, (size_t)len, value * 1000000ull, &out) >=
+			    0);
+	}
+	assert_int_equal(vw_series_state_end(s), 0);
 }
 
 static void test_series_churn(void **state)
@@ -395,29 +396,17 @@ static void test_series_churn(void **state)
 	assert_non_null(s);
 	/* 40 new series each render, 10 renders: the longest unseen go first. */
 	for (unsigned r = 0; r < 10; r++) {
-		char *in = exposition(r * 40, 40, 5), *out = NULL;
-		size_t len;
-
-		assert_int_equal(vw_series_state_apply(s, in, strlen(in), true, &out, &len), 0);
+		learn_series(s, r * 40, 40, 5);
 		assert_true(vw_series_state_size(s) <= 100);
-		free(in);
-		free(out);
 	}
 	assert_true(vw_series_state_size(s) >= 80);
 	assert_int_equal(vw_series_state_evictions(s), 400 - vw_series_state_size(s));
 	assert_int_equal(vw_series_state_get(s, "c_total{k=\"399\"}", &v), 0);
 	assert_int_equal(vw_series_state_get(s, "c_total{k=\"0\"}", &v), -ENOENT);
 	/* One render larger than the cap: all its series are kept (they are being served). */
-	{
-		char *in = exposition(1000, 150, 7), *out = NULL;
-		size_t len;
-
-		assert_int_equal(vw_series_state_apply(s, in, strlen(in), true, &out, &len), 0);
-		assert_int_equal(vw_series_state_size(s), 150);
-		assert_int_equal(vw_series_state_get(s, "c_total{k=\"1000\"}", &v), 0);
-		free(in);
-		free(out);
-	}
+	learn_series(s, 1000, 150, 7);
+	assert_int_equal(vw_series_state_size(s), 150);
+	assert_int_equal(vw_series_state_get(s, "c_total{k=\"1000\"}", &v), 0);
 	vw_series_state_free(s);
 }
 

@@ -735,6 +735,69 @@ static void test_negotiate(void **state)
 			    "application/openmetrics-text; version=1.0.0; charset=utf-8");
 }
 
+/* A filter that records what it sees and adds 1 to the dram series (micro-units: 1e-6). */
+struct seen {
+	char keys[4][128];
+	uint64_t micro[4];
+	size_t n;
+};
+
+static int add_to_dram(void *ctx, const char *key, size_t len, uint64_t micro, uint64_t *ret)
+{
+	struct seen *s = ctx;
+
+	assert_true(s->n < 4 && len < sizeof(s->keys[0]));
+	memcpy(s->keys[s->n], key, len);
+	s->micro[s->n++] = micro;
+	if (!memmem(key, len, "dram", 4))
+		return 0;
+	*ret = micro + 1000000;
+	return 1;
+}
+
+static int fail_filter(void *ctx, const char *key, size_t len, uint64_t micro, uint64_t *ret)
+{
+	(void)ctx, (void)key, (void)len, (void)micro, (void)ret;
+	return -ENOMEM;
+}
+
+/* Counters pass through the filter with their text-format key, in both formats; gauges do
+ * not; a filter error rolls the family back. */
+static void test_counter_filter(void **state)
+{
+	for (int om = 0; om <= 1; om++) {
+		struct vw_prom_writer *w =
+			vw_prom_writer_new(om ? VW_PROM_OPENMETRICS_1_0_0 : VW_PROM_TEXT_0_0_4, 0);
+		struct seen seen = { 0 };
+		_cleanup_free_ char *buf = NULL;
+		size_t len;
+
+		(void)state;
+		assert_non_null(w);
+		vw_prom_writer_filter_counters(w, add_to_dram, &seen);
+		assert_int_equal(vw_prom_family(w, &fam_energy), 0);
+		assert_int_equal(vw_prom_counter_micro(w, (const char *[]){ "package", NULL }, 2500000),
+				 0);
+		assert_int_equal(vw_prom_counter(w, (const char *[]){ "dram", NULL }, 0.25), 0);
+		assert_int_equal(vw_prom_family(w, &fam_power), 0);
+		assert_int_equal(vw_prom_gauge(w, (const char *[]){ "6f1c", "dram", NULL }, 3), 0);
+		assert_int_equal(vw_prom_family(w, &fam_cpu), 0);
+		vw_prom_writer_filter_counters(w, fail_filter, NULL);
+		assert_int_equal(vw_prom_counter(w, NULL, 1), -ENOMEM);
+		assert_int_equal(vw_prom_finish(w, &buf, &len), 0);
+		vw_prom_writer_free(w);
+		assert_int_equal(seen.n, 2); /* the gauge is not a counter */
+		assert_string_equal(seen.keys[0], "virtwatt_node_energy_joules_total{zone=\"package\"}");
+		assert_int_equal(seen.micro[0], 2500000);
+		assert_string_equal(seen.keys[1], "virtwatt_node_energy_joules_total{zone=\"dram\"}");
+		assert_int_equal(seen.micro[1], 250000);
+		assert_non_null(strstr(buf, "{zone=\"package\"} 2.5\n"));
+		assert_non_null(strstr(buf, "{zone=\"dram\"} 1.25\n"));
+		assert_non_null(strstr(buf, "virtwatt_vm_power_watts{uuid=\"6f1c\",name=\"dram\"} 3\n"));
+		assert_null(strstr(buf, "virtwatt_cpu_time_total 1")); /* rolled back */
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -756,6 +819,7 @@ int main(void)
 		cmocka_unit_test(test_name_rules),
 		cmocka_unit_test(test_order_rules),
 		cmocka_unit_test(test_negotiate),
+		cmocka_unit_test(test_counter_filter),
 	};
 
 	if (!setlocale(LC_CTYPE, "C.UTF-8")) {

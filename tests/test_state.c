@@ -65,21 +65,19 @@ static void open_state(struct ctx *c, size_t max_series, uint64_t interval_ns)
 	assert_non_null(c->f);
 }
 
-/* Learn one exposition of n counter series named by `tag`, each at `value`. */
+/* Learn one rendering of n counter series named by `tag`, each at `value`. */
 static void learn(struct ctx *c, const char *tag, unsigned n, unsigned value)
 {
-	char *in = NULL, *out = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&in, &len);
+	vw_series_state_begin(c->s);
+	for (unsigned k = 0; k < n; k++) {
+		char key[800];
+		int len = snprintf(key, sizeof(key), "e_joules_total{%s=\"%u\"}", tag, k);
+		uint64_t out;
 
-	assert_non_null(f);
-	fprintf(f, "# TYPE e_joules_total counter\n");
-	for (unsigned k = 0; k < n; k++)
-		fprintf(f, "e_joules_total{%s=\"%u\"} %u\n", tag, k, value);
-	fclose(f);
-	assert_int_equal(vw_series_state_apply(c->s, in, len, true, &out, &len), 0);
-	free(in);
-	free(out);
+		assert_true(vw_series_state_learn(c->s, key, (size_t)len, value * 1000000ull,
+						  &out) >= 0);
+	}
+	assert_int_equal(vw_series_state_end(c->s), 0);
 }
 
 static char *file_text(const char *path)

@@ -41,6 +41,9 @@ struct vw_prom_writer {
 	char **names;
 	size_t nnames;
 	size_t names_cap;
+	/* Sees every counter sample (vw_prom_writer_filter_counters). */
+	vw_prom_counter_filter filter;
+	void *filter_ctx;
 };
 
 /* ---- UTF-8 and escaping ---- */
@@ -404,6 +407,15 @@ void vw_prom_writer_drop_oversize(struct vw_prom_writer *w)
 		w->drop_oversize = true;
 }
 
+void vw_prom_writer_filter_counters(struct vw_prom_writer *w, vw_prom_counter_filter filter,
+				    void *ctx)
+{
+	if (w) {
+		w->filter = filter;
+		w->filter_ctx = ctx;
+	}
+}
+
 void vw_prom_writer_hold_back(struct vw_prom_writer *w, size_t bytes)
 {
 	if (w)
@@ -547,10 +559,13 @@ static void put_labels(struct vw_prom_writer *w, const char *const *values)
 		put(w, "}", 1);
 }
 
-/* One sample line with an already formatted value. */
+/* One sample line with an already formatted value; a counter's micro-units go through the
+ * filter, which may give another value to write. */
 static int put_sample(struct vw_prom_writer *w, const char *const *values, const char *num,
-		      size_t numlen)
+		      size_t numlen, const uint64_t *micro)
 {
+	char filtered[NUM_MAX];
+	size_t start;
 	int r;
 
 	if (!w || w->done || !w->fam)
@@ -560,8 +575,23 @@ static int put_sample(struct vw_prom_writer *w, const char *const *values, const
 	r = values_check(w, values);
 	if (r < 0)
 		return r;
+	start = w->len;
 	put_str(w, w->fam->name);
 	put_labels(w, values);
+	if (micro && w->filter && !w->fam_err) {
+		uint64_t out;
+
+		/* The key is the series as the text format names it, just written. */
+		r = w->filter(w->filter_ctx, w->buf + start, w->len - start, *micro, &out);
+		if (r < 0) {
+			w->fam_err = r;
+			return family_settle(w);
+		}
+		if (r > 0) {
+			numlen = format_micro(out, filtered);
+			num = filtered;
+		}
+	}
 	put(w, " ", 1);
 	put(w, num, numlen);
 	put(w, "\n", 1);
@@ -579,7 +609,7 @@ int vw_prom_gauge(struct vw_prom_writer *w, const char *const *label_values, dou
 
 	if (!family_is(w, VW_METRIC_GAUGE))
 		return -EINVAL;
-	return put_sample(w, label_values, num, format_double(value, num));
+	return put_sample(w, label_values, num, format_double(value, num), NULL);
 }
 
 int vw_prom_counter_micro(struct vw_prom_writer *w, const char *const *label_values,
@@ -589,18 +619,23 @@ int vw_prom_counter_micro(struct vw_prom_writer *w, const char *const *label_val
 
 	if (!family_is(w, VW_METRIC_COUNTER))
 		return -EINVAL;
-	return put_sample(w, label_values, num, format_micro(micro, num));
+	return put_sample(w, label_values, num, format_micro(micro, num), &micro);
 }
 
 int vw_prom_counter(struct vw_prom_writer *w, const char *const *label_values, double value)
 {
 	char num[NUM_MAX];
+	uint64_t micro = 0;
 
 	if (!family_is(w, VW_METRIC_COUNTER) || !isfinite(value) || value < 0)
 		return -EINVAL;
 	if (value == 0)
 		value = 0; /* -0 prints as 0 */
-	return put_sample(w, label_values, num, format_double(value, num));
+	/* From 1.8e13 units on, micro-units would overflow: such a sample is not filtered. */
+	if (value < 1.8e13)
+		micro = (uint64_t)llround(value * 1e6);
+	return put_sample(w, label_values, num, format_double(value, num),
+			  value < 1.8e13 ? &micro : NULL);
 }
 
 int vw_prom_finish(struct vw_prom_writer *w, char **ret_buf, size_t *ret_len)

@@ -75,6 +75,17 @@ void vw_prom_writer_drop_oversize(struct vw_prom_writer *w);
  * families that report on the exposition itself still fit after a large one was dropped.
  */
 void vw_prom_writer_hold_back(struct vw_prom_writer *w, size_t bytes);
+/*
+ * A filter every counter sample passes through before its value is written: key is the series
+ * as the text format names it (`name{label="value",...}`, the same in both formats), micro its
+ * value in micro-units. Returns 1 to write *ret_micro instead, 0 to write the value as given,
+ * or -errno (the family is rolled back with that error). The guest keeps its counters
+ * monotonic across restarts this way (guest/series_state.h).
+ */
+typedef int (*vw_prom_counter_filter)(void *ctx, const char *key, size_t key_len, uint64_t micro,
+				      uint64_t *ret_micro);
+void vw_prom_writer_filter_counters(struct vw_prom_writer *w, vw_prom_counter_filter filter,
+				    void *ctx);
 /* The i-th family dropped so far (in drop-oversize mode), NULL past the last. */
 const struct vw_metric_family *vw_prom_writer_dropped(const struct vw_prom_writer *w, size_t i);
 

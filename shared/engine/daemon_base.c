@@ -256,12 +256,13 @@ static int render(struct vw_daemon *d, const struct vw_node_view *v, enum vw_pro
 	size_t max = (size_t)d->opts->metrics_max_bytes;
 	struct vw_prom_writer *w = vw_prom_writer_new(fmt, max);
 	struct vw_table_stat tables[VW_TABLE__COUNT] = { 0 };
-	_cleanup_free_ char *raw = NULL;
-	size_t raw_len = 0;
+	bool text = fmt == VW_PROM_TEXT_0_0_4;
 	int r;
 
 	if (!w)
 		return -errno;
+	if (k->render_begin)
+		k->render_begin(d->ud, w, text);
 	vw_prom_writer_drop_oversize(w);
 	vw_selfstats_hold_room(w, max);
 	daemon_tables(d, tables);
@@ -273,15 +274,17 @@ static int render(struct vw_daemon *d, const struct vw_node_view *v, enum vw_pro
 	if (r == 0)
 		r = vw_selfstats_write(d->self, w, tables, d->node_name, d->snapshots, max);
 	if (r == 0)
-		r = vw_prom_finish(w, &raw, &raw_len);
+		r = vw_prom_finish(w, ret, ret_len);
 	vw_prom_writer_free(w);
-	if (r < 0)
-		return r;
-	if (k->finish)
-		return k->finish(d->ud, raw, raw_len, fmt == VW_PROM_TEXT_0_0_4, ret, ret_len);
-	*ret = VW_TAKE_PTR(raw);
-	*ret_len = raw_len;
-	return 0;
+	if (k->render_end) {
+		int e = k->render_end(d->ud, text);
+
+		if (r == 0 && e < 0) {
+			free(*ret);
+			r = e;
+		}
+	}
+	return r;
 }
 
 int vw_daemon_render_publish(struct vw_daemon *d, struct vw_node_view *v)

@@ -49,10 +49,10 @@ struct vw_daemon_hooks {
 	void (*woken)(void *ud, uint64_t now_ns, bool fd_ready);
 	/* The daemon's own families, rendered after the node's and before the workloads'. */
 	int (*render)(void *ud, struct vw_prom_writer *w);
-	/* Rewrites a finished rendering (the guest keeps counters monotonic across restarts);
-	 * takes raw (freed by the skeleton), returns the served body. */
-	int (*finish)(void *ud, const char *raw, size_t raw_len, bool text, char **ret,
-		      size_t *ret_len);
+	/* Around each rendering of a snapshot (text: the Prometheus text one, always first): the
+	 * guest filters every counter through its monotonic state (prom.h's counter filter). */
+	void (*render_begin)(void *ud, struct vw_prom_writer *w, bool text);
+	int (*render_end)(void *ud, bool text);
 	/* The bounded tables the daemon holds beyond the skeleton's (virtwatt_table_*). */
 	void (*tables)(void *ud, struct vw_table_stat t[VW_TABLE__COUNT]);
 	/* /readyz beyond a fresh snapshot (NULL: ready). */
