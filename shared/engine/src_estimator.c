@@ -3,7 +3,8 @@
  * The estimator power source: where no meter exists, node power per component comes from a
  * Kepler model evaluated on the node's CPU time (bpf_cpu_time_ms = CPU ms per wall second).
  * Power is integrated over each read's elapsed time into a cumulative microjoule counter per
- * zone, so the rest of the pipeline treats it like any meter. The model's value at zero load is
+ * zone (whole microjoules, the fraction carried to the next read), so the rest of the pipeline
+ * treats it like any meter. The model's value at zero load is
  * each zone's idle power.
  */
 #include <errno.h>
@@ -13,11 +14,13 @@
 
 #include "log.h"
 #include "model.h"
+#include "energy.h"
 #include "power_source.h"
 
 struct est_zone {
-	size_t comp;       /* model component index */
-	double energy_uj;  /* exact integral; the counter is its floor */
+	size_t comp;        /* model component index */
+	uint64_t energy_uj; /* the counter: whole microjoules integrated so far */
+	double carry_uj;    /* the integral's fraction of a microjoule not yet counted */
 };
 
 struct estimator {
@@ -123,6 +126,16 @@ static size_t est_zones(void *state, const struct vw_zone_info **ret)
 	return e->n;
 }
 
+/* Add uj (finite, > 0) to the zone's counter: whole microjoules, the fraction carried, so the
+ * counter stays exact however long it runs (a double total loses microjoules past 2^53). */
+static void integrate(struct est_zone *z, double uj)
+{
+	double whole;
+
+	z->carry_uj = modf(z->carry_uj + uj, &whole);
+	z->energy_uj = vw_energy_add(z->energy_uj, whole >= 1.8e19 ? UINT64_MAX : (uint64_t)whole);
+}
+
 static int est_read(void *state, const struct vw_node_activity *act, uint64_t *raw_uj, int *errs)
 {
 	struct estimator *e = state;
@@ -136,7 +149,7 @@ static int est_read(void *state, const struct vw_node_activity *act, uint64_t *r
 
 		errs[i] = r;
 		if (r < 0) {
-			raw_uj[i] = (uint64_t)e->z[i].energy_uj;
+			raw_uj[i] = e->z[i].energy_uj;
 			continue;
 		}
 		e->clamped += res.clamped;
@@ -146,8 +159,8 @@ static int est_read(void *state, const struct vw_node_activity *act, uint64_t *r
 				    "estimator: model %s gave negative power for %s; clamped to 0",
 				    e->name, vw_zone_name(e->info[i].zone));
 		if (isfinite(res.watts) && res.watts > 0)
-			e->z[i].energy_uj += res.watts * (double)act->elapsed_ns / 1e3;
-		raw_uj[i] = (uint64_t)e->z[i].energy_uj;
+			integrate(&e->z[i], res.watts * (double)act->elapsed_ns / 1e3);
+		raw_uj[i] = e->z[i].energy_uj;
 	}
 	return 0;
 }
