@@ -317,15 +317,6 @@ static const char *source_model(const struct vw_guest *g)
 	return st.model;
 }
 
-static int counter_family(struct vw_prom_writer *w, int f, const char *const *labels, double v)
-{
-	int r = vw_prom_family(w, &guest_families[f]);
-
-	if (r == 0)
-		r = vw_prom_counter(w, labels, v);
-	return r < 0 ? r : vw_prom_family_end(w);
-}
-
 static int render_guest(struct vw_guest *g, struct vw_prom_writer *w)
 {
 	const struct vw_host_frame *f = g->reader ? vw_reader_last(g->reader) : NULL;
@@ -341,20 +332,16 @@ static int render_guest(struct vw_guest *g, struct vw_prom_writer *w)
 
 	if (g->reader)
 		vw_reader_health(g->reader, &h);
-	r = vw_prom_family(w, &guest_families[G_SOURCE]);
+	r = vw_prom_single(w, &guest_families[G_SOURCE], src, 1);
 	if (r == 0)
-		r = vw_prom_gauge(w, src, 1);
-	if (r == 0)
-		r = vw_prom_family_end(w);
-	if (r == 0)
-		r = counter_family(w, G_SWITCHES, node, (double)g->switches);
+		r = vw_prom_single(w, &guest_families[G_SWITCHES], node, (double)g->switches);
 	if (r < 0 || !g->reader)
 		return r;
-	r = counter_family(w, G_FRAMES, node, (double)h.frames);
+	r = vw_prom_single(w, &guest_families[G_FRAMES], node, (double)h.frames);
 	if (r == 0)
-		r = counter_family(w, G_ACCEPTED, node, (double)h.accepted);
+		r = vw_prom_single(w, &guest_families[G_ACCEPTED], node, (double)h.accepted);
 	if (r == 0)
-		r = counter_family(w, G_RESTARTS, node, (double)h.epochs);
+		r = vw_prom_single(w, &guest_families[G_RESTARTS], node, (double)h.epochs);
 	if (r == 0)
 		r = vw_prom_family(w, &guest_families[G_REJECTED]);
 	for (int e = VW_PROTO_OK + 1; r == 0 && e < VW_PROTO_E__COUNT; e++) {
@@ -365,13 +352,8 @@ static int render_guest(struct vw_guest *g, struct vw_prom_writer *w)
 	}
 	if (r == 0)
 		r = vw_prom_family_end(w);
-	if (r == 0 && h.have) {
-		r = vw_prom_family(w, &guest_families[G_AGE]);
-		if (r == 0)
-			r = vw_prom_gauge(w, node, (double)h.age_ns / 1e9);
-		if (r == 0)
-			r = vw_prom_family_end(w);
-	}
+	if (r == 0 && h.have)
+		r = vw_prom_single(w, &guest_families[G_AGE], node, (double)h.age_ns / 1e9);
 	return r;
 }
 

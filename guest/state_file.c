@@ -258,17 +258,11 @@ int vw_state_file_render(const struct vw_state_file *f, struct vw_prom_writer *w
 	const char *info[] = { vw_state_status_name(f->status), f->path ? f->path : "", node_name,
 			       NULL };
 	const char *node[] = { node_name, NULL };
-	int r = vw_prom_family(w, &vw_state_file_families[F_INFO]);
+	int r = vw_prom_single(w, &vw_state_file_families[F_INFO], info, 1);
 
 	if (r == 0)
-		r = vw_prom_gauge(w, info, 1);
+		r = vw_prom_single(w, &vw_state_file_families[F_WRITES], node, (double)f->writes);
 	if (r == 0)
-		r = vw_prom_family(w, &vw_state_file_families[F_WRITES]);
-	if (r == 0)
-		r = vw_prom_counter(w, node, (double)f->writes);
-	if (r == 0)
-		r = vw_prom_family(w, &vw_state_file_families[F_ERRORS]);
-	if (r == 0)
-		r = vw_prom_counter(w, node, (double)f->errors);
-	return r < 0 ? r : vw_prom_family_end(w);
+		r = vw_prom_single(w, &vw_state_file_families[F_ERRORS], node, (double)f->errors);
+	return r;
 }

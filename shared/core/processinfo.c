@@ -109,12 +109,7 @@ int vw_processinfo_write(struct vw_prom_writer *w, const struct vw_processinfo *
 	};
 	int r = 0;
 
-	for (size_t i = 0; r == 0 && i < S__COUNT; i++) {
-		r = vw_prom_family(w, &families[i]);
-		if (r == 0)
-			r = vw_prom_gauge(w, NULL, v[i]);
-		if (r == 0)
-			r = vw_prom_family_end(w);
-	}
+	for (size_t i = 0; r == 0 && i < S__COUNT; i++)
+		r = vw_prom_single(w, &families[i], NULL, v[i]);
 	return r;
 }

@@ -638,6 +638,17 @@ int vw_prom_counter(struct vw_prom_writer *w, const char *const *label_values, d
 			  value < 1.8e13 ? &micro : NULL);
 }
 
+int vw_prom_single(struct vw_prom_writer *w, const struct vw_metric_family *f,
+		   const char *const *label_values, double value)
+{
+	int r = vw_prom_family(w, f);
+
+	if (r == 0)
+		r = f->type == VW_METRIC_COUNTER ? vw_prom_counter(w, label_values, value)
+						 : vw_prom_gauge(w, label_values, value);
+	return r < 0 ? r : vw_prom_family_end(w);
+}
+
 int vw_prom_finish(struct vw_prom_writer *w, char **ret_buf, size_t *ret_len)
 {
 	int r;

@@ -119,6 +119,12 @@ int vw_prom_counter_micro(struct vw_prom_writer *w, const char *const *label_val
 /* A counter sample; -EINVAL (nothing written) for NaN, infinite or negative values. */
 int vw_prom_counter(struct vw_prom_writer *w, const char *const *label_values, double value);
 /*
+ * A whole family of one sample (a gauge or a counter, by the family's type): start, sample,
+ * end. Returns what those return.
+ */
+int vw_prom_single(struct vw_prom_writer *w, const struct vw_metric_family *f,
+		   const char *const *label_values, double value);
+/*
  * Close the current family: 0, or the error that rolled it back (-ENOBUFS, -ENOMEM);
  * -EINVAL when no family is open.
  */

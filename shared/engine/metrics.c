@@ -6,7 +6,9 @@
 #include "metrics.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/utsname.h>
 
 #include "macro.h"
@@ -90,60 +92,44 @@ static const char *or_unknown(const char *s)
 	return s && *s ? s : "unknown";
 }
 
-typedef int (*zone_sample_fn)(struct vw_prom_writer *w, const char *const *labels,
-			      const struct vw_node_zone_view *z);
+/* The per-zone families, each row naming the view field it shows and how. */
+enum zone_value { ZV_MICRO, ZV_WATTS, ZV_COUNT };
 
-static int s_joules(struct vw_prom_writer *w, const char *const *l, const struct vw_node_zone_view *z)
-{
-	return vw_prom_counter_micro(w, l, z->total_uj);
-}
-static int s_watts(struct vw_prom_writer *w, const char *const *l, const struct vw_node_zone_view *z)
-{
-	return vw_prom_gauge(w, l, z->watts);
-}
-static int s_active_joules(struct vw_prom_writer *w, const char *const *l,
-			   const struct vw_node_zone_view *z)
-{
-	return vw_prom_counter_micro(w, l, z->active_uj);
-}
-static int s_active_watts(struct vw_prom_writer *w, const char *const *l,
-			  const struct vw_node_zone_view *z)
-{
-	return vw_prom_gauge(w, l, z->active_watts);
-}
-static int s_idle_joules(struct vw_prom_writer *w, const char *const *l,
-			 const struct vw_node_zone_view *z)
-{
-	return vw_prom_counter_micro(w, l, z->idle_uj);
-}
-static int s_idle_watts(struct vw_prom_writer *w, const char *const *l,
-			const struct vw_node_zone_view *z)
-{
-	return vw_prom_gauge(w, l, z->idle_watts);
-}
-static int s_gaps(struct vw_prom_writer *w, const char *const *l, const struct vw_node_zone_view *z)
-{
-	return vw_prom_counter(w, l, (double)z->gaps);
-}
-static int s_read_errors(struct vw_prom_writer *w, const char *const *l,
-			 const struct vw_node_zone_view *z)
-{
-	return vw_prom_counter(w, l, (double)z->read_errors);
-}
-
+#define ZV(f, kind, field) { f, kind, offsetof(struct vw_node_zone_view, field) }
 static const struct {
 	int family;
-	zone_sample_fn fn;
+	enum zone_value kind;
+	size_t off;
 } zone_families[] = {
-	{ F_JOULES, s_joules },
-	{ F_WATTS, s_watts },
-	{ F_ACTIVE_JOULES, s_active_joules },
-	{ F_ACTIVE_WATTS, s_active_watts },
-	{ F_IDLE_JOULES, s_idle_joules },
-	{ F_IDLE_WATTS, s_idle_watts },
-	{ F_GAPS, s_gaps },
-	{ F_READ_ERRORS, s_read_errors },
+	ZV(F_JOULES, ZV_MICRO, total_uj),
+	ZV(F_WATTS, ZV_WATTS, watts),
+	ZV(F_ACTIVE_JOULES, ZV_MICRO, active_uj),
+	ZV(F_ACTIVE_WATTS, ZV_WATTS, active_watts),
+	ZV(F_IDLE_JOULES, ZV_MICRO, idle_uj),
+	ZV(F_IDLE_WATTS, ZV_WATTS, idle_watts),
+	ZV(F_GAPS, ZV_COUNT, gaps),
+	ZV(F_READ_ERRORS, ZV_COUNT, read_errors),
 };
+
+static int zone_sample(struct vw_prom_writer *w, const char *const *labels,
+		       const struct vw_node_zone_view *z, size_t k)
+{
+	const char *p = (const char *)z + zone_families[k].off;
+	uint64_t u;
+	double d;
+
+	switch (zone_families[k].kind) {
+	case ZV_MICRO:
+		memcpy(&u, p, sizeof(u));
+		return vw_prom_counter_micro(w, labels, u);
+	case ZV_COUNT:
+		memcpy(&u, p, sizeof(u));
+		return vw_prom_counter(w, labels, (double)u);
+	default:
+		memcpy(&d, p, sizeof(d));
+		return vw_prom_gauge(w, labels, d);
+	}
+}
 
 static int render_zone_family(struct vw_prom_writer *w, const struct vw_node_view *v, size_t k)
 {
@@ -153,7 +139,7 @@ static int render_zone_family(struct vw_prom_writer *w, const struct vw_node_vie
 		const struct vw_node_zone_view *z = &v->zones[i];
 		const char *labels[] = { vw_zone_name(z->zone), z->path, v->node_name, NULL };
 
-		r = zone_families[k].fn(w, labels, z);
+		r = zone_sample(w, labels, z, k);
 	}
 	return r < 0 ? r : vw_prom_family_end(w);
 }
@@ -179,24 +165,11 @@ static int render_node(struct vw_prom_writer *w, const struct vw_node_view *v)
 			      v->model ? v->model : "none", v->node_name, NULL };
 	int r;
 
-	r = vw_prom_family(w, &vw_host_families[F_USAGE]);
+	r = vw_prom_single(w, &vw_host_families[F_USAGE], node, v->usage_ratio);
 	if (r == 0)
-		r = vw_prom_gauge(w, node, v->usage_ratio);
-	if (r == 0)
-		r = vw_prom_family_end(w);
-	if (r == 0)
-		r = vw_prom_family(w, &vw_host_families[F_SOURCE]);
-	if (r == 0)
-		r = vw_prom_gauge(w, src, 1);
-	if (r == 0)
-		r = vw_prom_family_end(w);
-	if (r == 0 && !v->measured) {
-		r = vw_prom_family(w, &vw_host_families[F_CLAMPED]);
-		if (r == 0)
-			r = vw_prom_counter(w, node, (double)v->model_clamped);
-		if (r == 0)
-			r = vw_prom_family_end(w);
-	}
+		r = vw_prom_single(w, &vw_host_families[F_SOURCE], src, 1);
+	if (r == 0 && !v->measured)
+		r = vw_prom_single(w, &vw_host_families[F_CLAMPED], node, (double)v->model_clamped);
 	return r;
 }
 
@@ -209,11 +182,7 @@ static int render_publishing(struct vw_prom_writer *w, const struct vw_node_view
 
 	if (!v->publishing)
 		return 0;
-	r = vw_prom_family(w, &vw_host_families[F_LOCK_REFUSED]);
-	if (r == 0)
-		r = vw_prom_counter(w, node, (double)v->lock_refused);
-	if (r == 0)
-		r = vw_prom_family_end(w);
+	r = vw_prom_single(w, &vw_host_families[F_LOCK_REFUSED], node, (double)v->lock_refused);
 	if (r == 0)
 		r = vw_prom_family(w, &vw_host_families[F_NOT_PUBLISHED]);
 	if (r == 0)
@@ -242,11 +211,7 @@ static int render_info(struct vw_prom_writer *w, const struct vw_node_view *v)
 	}
 	if (r == 0)
 		r = vw_prom_family_end(w);
-	if (r == 0)
-		r = vw_prom_family(w, &vw_host_families[F_BUILD_INFO]);
-	if (r == 0)
-		r = vw_prom_gauge(w, build, 1);
-	return r < 0 ? r : vw_prom_family_end(w);
+	return r < 0 ? r : vw_prom_single(w, &vw_host_families[F_BUILD_INFO], build, 1);
 }
 
 int vw_host_metrics_write(const struct vw_node_view *v, struct vw_prom_writer *w)
