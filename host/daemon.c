@@ -17,6 +17,7 @@
 #include "procfs.h"
 #include "publish.h"
 #include "selfstats.h"
+#include "vm_channels.h"
 #include "vm_source.h"
 #include "workloads.h"
 
@@ -44,8 +45,7 @@ struct vw_host {
 	double usage;
 	struct vw_complaint stat_complaint;
 	struct vw_vms *vms;
-	struct vm_channel *channels; /* each listed VM's channel, for the publisher */
-	size_t n_channels;
+	struct vw_vm_channels *channels; /* each listed VM's channel, for the publisher */
 	struct vw_publisher *publisher;
 	struct vw_complaint vm_complaint;
 };
@@ -139,6 +139,9 @@ static int setup_vms(struct vw_host *h)
 	struct vw_power_source_stats st = { 0 };
 	struct vw_publish_opts po;
 
+	h->channels = vw_vm_channels_new();
+	if (!h->channels)
+		return -ENOMEM;
 	h->vms = vw_vms_open(&env);
 	if (!h->vms) {
 		if (c->passthrough)
@@ -296,7 +299,7 @@ void vw_host_free(struct vw_host *h)
 	free(h->zs);
 	vw_publisher_free(h->publisher);
 	vw_vms_close(h->vms);
-	free(h->channels);
+	vw_vm_channels_free(h->channels);
 	/* The workloads hold no reference to the source: the engine's part goes after it. */
 	vw_power_source_close(&h->src);
 	vw_daemon_fini(&h->d);
@@ -440,11 +443,6 @@ static int render_and_publish(struct vw_host *h)
 	return vw_daemon_render_publish(&h->d, &v);
 }
 
-struct vm_channel {
-	char uuid[VW_UUID_LEN];
-	char path[sizeof(((struct vw_vm_info *)0)->channel_path)];
-};
-
 /* Each running VM is a reservation group: its QEMU process, the vhost threads adopted by it. */
 static int vms_as_groups(const struct vw_vm_info *vms, size_t n, struct vw_group **ret,
 			 size_t *ret_n)
@@ -487,27 +485,11 @@ static void refresh_vms(struct vw_host *h)
 		return; /* keep the VMs as they were */
 	}
 	vw_release(&h->vm_complaint, VW_LOG_INFO, "vm: listing VMs works again");
-	free(h->channels);
-	h->n_channels = 0;
-	h->channels = calloc(n + 1, sizeof(*h->channels));
-	for (size_t i = 0; h->channels && i < n; i++) {
-		struct vm_channel *c = &h->channels[h->n_channels++];
-
-		snprintf(c->uuid, sizeof(c->uuid), "%s", vms[i].uuid);
-		snprintf(c->path, sizeof(c->path), "%s", vms[i].channel_path);
-	}
-	if (!h->channels || vms_as_groups(vms, n, &groups, &n_groups) < 0 ||
+	if (vw_vm_channels_set(h->channels, vms, n) < 0 ||
+	    vms_as_groups(vms, n, &groups, &n_groups) < 0 ||
 	    vw_workloads_set_groups(h->d.workloads, groups, n_groups) < 0)
 		vw_complain(&h->vm_complaint, VW_LOG_WARN, "vm: out of memory tracking VMs");
 	free(vms);
-}
-
-static const char *vm_channel(const struct vw_host *h, const char *uuid)
-{
-	for (size_t i = 0; i < h->n_channels; i++)
-		if (strcmp(h->channels[i].uuid, uuid) == 0)
-			return h->channels[i].path;
-	return "";
 }
 
 /* Each VM's own cumulative energy goes to its guest on the publisher's schedule. */
@@ -528,7 +510,7 @@ static void feed_publisher(struct vw_host *h)
 	for (size_t i = 0; i < n; i++) {
 		snprintf(e[i].uuid, sizeof(e[i].uuid), "%s", ge[i].id);
 		snprintf(e[i].channel_path, sizeof(e[i].channel_path), "%s",
-			 vm_channel(h, ge[i].id));
+			 vw_vm_channels_get(h->channels, ge[i].id));
 		e[i].n_zones = ge[i].n_zones;
 		memcpy(e[i].zones, ge[i].zones, sizeof(e[i].zones));
 	}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "vm_channels.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct entry {
+	char uuid[VW_UUID_LEN];
+	char path[sizeof(((struct vw_vm_info *)0)->channel_path)];
+};
+
+struct vw_vm_channels {
+	struct entry *e;
+	size_t n;
+};
+
+struct vw_vm_channels *vw_vm_channels_new(void)
+{
+	return calloc(1, sizeof(struct vw_vm_channels));
+}
+
+void vw_vm_channels_free(struct vw_vm_channels *c)
+{
+	if (c)
+		free(c->e);
+	free(c);
+}
+
+static int cmp_entry(const void *a, const void *b)
+{
+	return strcmp(((const struct entry *)a)->uuid, ((const struct entry *)b)->uuid);
+}
+
+int vw_vm_channels_set(struct vw_vm_channels *c, const struct vw_vm_info *vms, size_t n)
+{
+	struct entry *e = calloc(n + 1, sizeof(*e));
+
+	if (!e)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		snprintf(e[i].uuid, sizeof(e[i].uuid), "%s", vms[i].uuid);
+		snprintf(e[i].path, sizeof(e[i].path), "%s", vms[i].channel_path);
+	}
+	qsort(e, n, sizeof(*e), cmp_entry);
+	free(c->e);
+	c->e = e;
+	c->n = n;
+	return 0;
+}
+
+const char *vw_vm_channels_get(const struct vw_vm_channels *c, const char *uuid)
+{
+	struct entry key;
+	const struct entry *found;
+
+	snprintf(key.uuid, sizeof(key.uuid), "%s", uuid);
+	found = c->n ? bsearch(&key, c->e, c->n, sizeof(key), cmp_entry) : NULL;
+	return found ? found->path : "";
+}

@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Each listed VM's passthrough channel (the unix socket of its org.virtwatt.power.0 port), kept
+ * between VM listings for the publisher: only UUID and path (~300 bytes a VM), sorted, looked
+ * up by binary search (hundreds of VMs each interval).
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "vm_source.h"
+
+struct vw_vm_channels;
+
+struct vw_vm_channels *vw_vm_channels_new(void);
+void vw_vm_channels_free(struct vw_vm_channels *c);
+/* Replace the map by the channels of vms[0..n). 0, or -ENOMEM (the previous map kept). */
+int vw_vm_channels_set(struct vw_vm_channels *c, const struct vw_vm_info *vms, size_t n);
+/* The channel of the VM with this UUID: "" when it has none or is unknown. */
+const char *vw_vm_channels_get(const struct vw_vm_channels *c, const char *uuid);
