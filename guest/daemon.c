@@ -431,6 +431,7 @@ static int render_and_publish(struct vw_guest *g, uint64_t dt_ns)
 		.measured = pt && f && strcmp(f->source, "estimator") != 0,
 		.model = source_model(g),
 		.model_clamped = st.clamped,
+		.model_extrapolated = st.extrapolated,
 		.usage_ratio = g->usage,
 		.zones = views,
 		.n_zones = n,

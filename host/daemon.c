@@ -428,6 +428,7 @@ static int render_and_publish(struct vw_host *h)
 				   .measured = h->src.ops->measured,
 				   .model = st.model,
 				   .model_clamped = st.clamped,
+				   .model_extrapolated = st.extrapolated,
 				   .usage_ratio = h->usage,
 				   .zones = views,
 				   .n_zones = h->n_zones,

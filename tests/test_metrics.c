@@ -277,6 +277,8 @@ static void test_estimator_without_meter(void **state)
 	assert_null(strstr(text, "zone=\"core\""));
 	assert_non_null(strstr(text, "virtwatt_node_power_source_info{source=\"estimator\",kind=\"estimated\","
 				     "model=\"builtin:kepler-v0.7.12-intel_rapl-AbsPower-SGD-m5.metal\""));
+	/* 2000 ms/s is well inside the model's training range (up to 95877 ms/s). */
+	assert_non_null(strstr(text, "virtwatt_model_extrapolated_total{node_name=\"test-node\"} 0\n"));
 	assert_int_equal(promtool_check(text), 0);
 	free(text);
 	teardown_host(&c);

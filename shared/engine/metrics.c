@@ -26,7 +26,7 @@ static const char *const l_reason[] = { "reason", "node_name", NULL };
 enum {
 	F_JOULES, F_WATTS, F_ACTIVE_JOULES, F_ACTIVE_WATTS, F_IDLE_JOULES, F_IDLE_WATTS,
 	F_USAGE, F_CPU_INFO, F_BUILD_INFO, F_SOURCE, F_BASELINE, F_GAPS, F_READ_ERRORS,
-	F_CLAMPED, F_LOCK_REFUSED, F_NOT_PUBLISHED, F__COUNT,
+	F_CLAMPED, F_EXTRAPOLATED, F_LOCK_REFUSED, F_NOT_PUBLISHED, F__COUNT,
 };
 
 const struct vw_metric_family vw_host_families[] = {
@@ -70,6 +70,10 @@ const struct vw_metric_family vw_host_families[] = {
 	[F_CLAMPED] = { "virtwatt_model_clamped_total", VW_METRIC_COUNTER,
 			"Model evaluations whose negative output was clamped to zero", NULL,
 			l_node },
+	[F_EXTRAPOLATED] = { "virtwatt_model_extrapolated_total", VW_METRIC_COUNTER,
+			     "Model evaluations with an input beyond the range the model was trained "
+			     "on (its estimate there is least sure)",
+			     NULL, l_node },
 	[F_LOCK_REFUSED] = { "virtwatt_passthrough_lock_refused_total", VW_METRIC_COUNTER,
 			     "Attempts to take a VM's publication lock (passthrough.lock-dir) that "
 			     "another process held",
@@ -170,6 +174,9 @@ static int render_node(struct vw_prom_writer *w, const struct vw_node_view *v)
 		r = vw_prom_single(w, &vw_host_families[F_SOURCE], src, 1);
 	if (r == 0 && !v->measured)
 		r = vw_prom_single(w, &vw_host_families[F_CLAMPED], node, (double)v->model_clamped);
+	if (r == 0 && !v->measured)
+		r = vw_prom_single(w, &vw_host_families[F_EXTRAPOLATED], node,
+				   (double)v->model_extrapolated);
 	return r;
 }
 

@@ -29,6 +29,7 @@ struct vw_node_view {
 	bool measured;
 	const char *model;      /* model identity when estimated, else NULL */
 	uint64_t model_clamped; /* estimator outputs clamped at 0 */
+	uint64_t model_extrapolated; /* estimator inputs beyond the model's training range */
 	double usage_ratio;
 	const struct vw_node_zone_view *zones;
 	size_t n_zones;
