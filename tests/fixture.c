@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 char *vw_fixture_mkdtemp(const char *tag)
@@ -163,6 +165,24 @@ char *vw_fixture_slurp(const char *path, size_t *ret_len)
 	if (ret_len)
 		*ret_len = len;
 	return buf;
+}
+
+double vw_fixture_thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void vw_fixture_spin(double seconds)
+{
+	double end = vw_fixture_thread_cpu_s() + seconds;
+	volatile uint64_t x = 0;
+
+	while (vw_fixture_thread_cpu_s() < end)
+		for (int i = 0; i < 10000; i++)
+			x += (uint64_t)i;
 }
 
 #include <curl/curl.h>

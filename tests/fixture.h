@@ -18,6 +18,11 @@ void vw_fixture_rm(char *root);
 /* Read a whole file into a malloc'd NUL-terminated buffer (NULL on error). */
 char *vw_fixture_slurp(const char *path, size_t *ret_len);
 
+/* This thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID). */
+double vw_fixture_thread_cpu_s(void);
+/* Busy-loop until this thread has run `seconds` more of CPU (safe in a forked child). */
+void vw_fixture_spin(double seconds);
+
 /* GET a URL (5 s timeout); returns the malloc'd body (NUL-terminated) or NULL; *code the status. */
 char *vw_fixture_http_get(const char *url, long *code);
 /* The same with another method (HEAD: no body is read; the result is ""). */
