@@ -27,6 +27,23 @@ char *vw_fixture_mkdtemp(const char *tag)
 	return path;
 }
 
+char *vw_fixture_tmpdir;
+
+int vw_fixture_tmpdir_setup(void **state)
+{
+	(void)state;
+	vw_fixture_tmpdir = vw_fixture_mkdtemp(program_invocation_short_name);
+	return vw_fixture_tmpdir ? 0 : -1;
+}
+
+int vw_fixture_tmpdir_teardown(void **state)
+{
+	(void)state;
+	vw_fixture_rm(vw_fixture_tmpdir);
+	vw_fixture_tmpdir = NULL;
+	return 0;
+}
+
 static int mkdir_p(char *path)
 {
 	for (char *p = path + 1; *p; p++) {

@@ -15,6 +15,14 @@ int vw_fixture_mkdir(const char *root, const char *rel);
 int vw_fixture_symlink(const char *root, const char *target, const char *rel);
 /* Remove a tree and free the path. */
 void vw_fixture_rm(char *root);
+/*
+ * A temporary directory for a whole cmocka group: vw_fixture_tmpdir_setup() makes it (named
+ * after the test program) in vw_fixture_tmpdir, vw_fixture_tmpdir_teardown() removes it. Pass
+ * them to cmocka_run_group_tests().
+ */
+extern char *vw_fixture_tmpdir;
+int vw_fixture_tmpdir_setup(void **state);
+int vw_fixture_tmpdir_teardown(void **state);
 /* Read a whole file into a malloc'd NUL-terminated buffer (NULL on error). */
 char *vw_fixture_slurp(const char *path, size_t *ret_len);
 
