@@ -203,9 +203,36 @@ void vw_fixture_spin(double seconds)
 }
 
 #include <curl/curl.h>
+#include <microhttpd.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <sys/wait.h>
+
+static enum MHD_Result serve_json(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *data,
+				  size_t *size, void **con_cls)
+{
+	const char *body = cls;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	(void)url, (void)method, (void)version, (void)data, (void)size, (void)con_cls;
+	r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+struct MHD_Daemon *vw_fixture_json_server(const char *body, unsigned *ret_port)
+{
+	struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL,
+						serve_json, (void *)body, MHD_OPTION_END);
+
+	if (d)
+		*ret_port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
+	return d;
+}
 
 struct body {
 	char *data;

@@ -31,6 +31,14 @@ double vw_fixture_thread_cpu_s(void);
 /* Busy-loop until this thread has run `seconds` more of CPU (safe in a forked child). */
 void vw_fixture_spin(double seconds);
 
+struct MHD_Daemon;
+/*
+ * An HTTP server on a free 127.0.0.1 port that answers every request 200 with body as
+ * application/json (a fake kubelet or API server). body is not copied: it must outlive the
+ * server. *ret_port gets the port; NULL on failure. Stop it with MHD_stop_daemon().
+ */
+struct MHD_Daemon *vw_fixture_json_server(const char *body, unsigned *ret_port);
+
 /* GET a URL (5 s timeout); returns the malloc'd body (NUL-terminated) or NULL; *code the status. */
 char *vw_fixture_http_get(const char *url, long *code);
 /* The same with another method (HEAD: no body is read; the result is ""). */

@@ -68,22 +68,6 @@ static char *kubelet_list(void)
 	return buf;
 }
 
-static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char *url,
-			     const char *method, const char *version, const char *data,
-			     size_t *size, void **con_cls)
-{
-	const char *body = cls;
-	struct MHD_Response *r;
-	enum MHD_Result ret;
-
-	(void)url, (void)method, (void)version, (void)data, (void)size, (void)con_cls;
-	r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
-	MHD_add_response_header(r, "Content-Type", "application/json");
-	ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-
 /* ---- The registry ---- */
 
 struct churn {
@@ -170,8 +154,8 @@ static void set_vm(struct churn *c, unsigned k)
 static void test_registry_churn(void **state)
 {
 	char *list = kubelet_list(), url[64], id[VW_CONTAINER_ID_LEN], uid[VW_POD_UID_LEN];
-	struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL,
-						serve, list, MHD_OPTION_END);
+	unsigned port = 0;
+	struct MHD_Daemon *d = vw_fixture_json_server(list, &port);
 	struct vw_podmeta_opts po = { .mode = VW_PODMETA_KUBELET, .allow_http = true,
 				      .node_name = "n1", .poll_ns = VW_NSEC_PER_SEC };
 	struct vw_workloads_opts o = { .host_cpus = 2, .processes = true, .containers = true,
@@ -183,8 +167,7 @@ static void test_registry_churn(void **state)
 
 	(void)state;
 	assert_non_null(d);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u",
-		 MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
 	po.url = url;
 	pm = vw_podmeta_start(&po);
 	assert_non_null(pm);

@@ -245,29 +245,12 @@ static const char kubelet_pods[] =
 	"\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"app\","
 	"\"containerID\":\"containerd://" CID_B "\"}]}}]}";
 
-static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char *url,
-			     const char *method, const char *version, const char *data,
-			     size_t *size, void **con_cls)
-{
-	struct MHD_Response *r;
-	enum MHD_Result ret;
-
-	(void)cls, (void)url, (void)method, (void)version, (void)data, (void)size, (void)con_cls;
-	r = MHD_create_response_from_buffer(strlen(kubelet_pods), (void *)kubelet_pods,
-					    MHD_RESPMEM_PERSISTENT);
-	MHD_add_response_header(r, "Content-Type", "application/json");
-	ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-
 static void test_idle_by_pod_request(void **state)
 {
 	static const uint64_t ms[ARRAY_SIZE(procs)] = { 1000, 1000, 1000, 1000, 0, 1000 };
 	static const uint64_t zero[ARRAY_SIZE(procs)];
-	struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL,
-						serve, NULL, MHD_OPTION_END);
-	const union MHD_DaemonInfo *info;
+	unsigned port = 0;
+	struct MHD_Daemon *d = vw_fixture_json_server(kubelet_pods, &port);
 	struct vw_podmeta_opts po = { .mode = VW_PODMETA_KUBELET, .allow_http = true,
 				      .node_name = "n1", .poll_ns = VW_NSEC_PER_SEC };
 	struct vw_podmeta *pm;
@@ -276,8 +259,7 @@ static void test_idle_by_pod_request(void **state)
 
 	(void)state;
 	assert_non_null(d);
-	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u", info->port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
 	po.url = url;
 	pm = vw_podmeta_start(&po);
 	assert_non_null(pm);
@@ -320,13 +302,16 @@ static enum MHD_Result serve_late(void *cls, struct MHD_Connection *conn, const 
 				  size_t *size, void **con_cls)
 {
 	static const char down[] = "not yet";
+	bool up = __atomic_load_n(&kubelet_up, __ATOMIC_ACQUIRE);
+	const char *text = up ? kubelet_pods : down;
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 
-	if (__atomic_load_n(&kubelet_up, __ATOMIC_ACQUIRE))
-		return serve(cls, conn, url, method, version, data, size, con_cls);
-	r = MHD_create_response_from_buffer(strlen(down), (void *)down, MHD_RESPMEM_PERSISTENT);
-	ret = MHD_queue_response(conn, MHD_HTTP_SERVICE_UNAVAILABLE, r);
+	(void)cls, (void)url, (void)method, (void)version, (void)data, (void)size, (void)con_cls;
+	r = MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+	if (up)
+		MHD_add_response_header(r, "Content-Type", "application/json");
+	ret = MHD_queue_response(conn, up ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, r);
 	MHD_destroy_response(r);
 	return ret;
 }
