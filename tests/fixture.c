@@ -300,8 +300,7 @@ double vw_fixture_sample_sum(const char *text, const char *family, const char *m
 	return sum;
 }
 
-/* argv with stdout and stderr to logpath (created or truncated); the child's pid, or -errno. */
-static pid_t spawn_logged(char *const argv[], const char *logpath)
+pid_t vw_fixture_spawn_logged(char *const argv[], const char *logpath)
 {
 	int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	pid_t pid;
@@ -312,7 +311,7 @@ static pid_t spawn_logged(char *const argv[], const char *logpath)
 	if (pid == 0) {
 		dup2(fd, STDOUT_FILENO);
 		dup2(fd, STDERR_FILENO);
-		execv(argv[0], argv);
+		execvp(argv[0], argv);
 		_exit(127);
 	}
 	close(fd);
@@ -321,7 +320,7 @@ static pid_t spawn_logged(char *const argv[], const char *logpath)
 
 int vw_fixture_run_logged(char *const argv[], const char *logpath)
 {
-	pid_t pid = spawn_logged(argv, logpath);
+	pid_t pid = vw_fixture_spawn_logged(argv, logpath);
 	int st;
 
 	if (pid < 0)
@@ -343,7 +342,7 @@ void vw_fixture_kill(pid_t *pid)
 int vw_fixture_start_daemon_logged(char *const argv[], const char *logpath, pid_t *ret_pid,
 				   unsigned *ret_port)
 {
-	pid_t pid = spawn_logged(argv, logpath);
+	pid_t pid = vw_fixture_spawn_logged(argv, logpath);
 
 	if (pid < 0)
 		return pid;

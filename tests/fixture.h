@@ -54,6 +54,11 @@ int vw_fixture_start_daemon(char *const argv[], pid_t *ret_pid, unsigned *ret_po
 /* The same, its output kept in logpath (created or truncated; the caller removes it). */
 int vw_fixture_start_daemon_logged(char *const argv[], const char *logpath, pid_t *ret_pid,
 				   unsigned *ret_port);
+/*
+ * Start argv (argv[0] a path, or a name looked up in PATH) with stdout and stderr to logpath
+ * (created or truncated): the child's pid, or -errno.
+ */
+pid_t vw_fixture_spawn_logged(char *const argv[], const char *logpath);
 /* Run argv to its end, output in logpath: its exit status (128 + signal when killed), -errno. */
 int vw_fixture_run_logged(char *const argv[], const char *logpath);
 /* SIGKILL and reap *pid when it is > 0 (a daemon a failed test left running); *pid = 0. */
