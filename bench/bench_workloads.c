@@ -348,22 +348,6 @@ static char *pods_json(const struct node *nd)
 	return buf;
 }
 
-static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char *url,
-			     const char *method, const char *version, const char *data,
-			     size_t *size, void **con_cls)
-{
-	const char *json = cls;
-	struct MHD_Response *r;
-	enum MHD_Result ret;
-
-	(void)url, (void)method, (void)version, (void)data, (void)size, (void)con_cls;
-	r = MHD_create_response_from_buffer(strlen(json), (void *)json, MHD_RESPMEM_PERSISTENT);
-	MHD_add_response_header(r, "Content-Type", "application/json");
-	ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-
 struct kubelet {
 	char *json;
 	struct MHD_Daemon *mhd;
@@ -374,18 +358,16 @@ static int kubelet_start(struct kubelet *k, const struct node *nd)
 {
 	struct vw_podmeta_opts po = { .mode = VW_PODMETA_KUBELET, .allow_http = true,
 				      .node_name = "bench", .poll_ns = 3600 * VW_NSEC_PER_SEC };
-	const union MHD_DaemonInfo *info;
+	unsigned port;
 	char url[64];
 
 	k->json = pods_json(nd);
 	if (!k->json)
 		return -ENOMEM;
-	k->mhd = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL, serve, k->json,
-				  MHD_OPTION_END);
+	k->mhd = vw_fixture_json_server(k->json, &port);
 	if (!k->mhd)
 		return -EADDRNOTAVAIL;
-	info = MHD_get_daemon_info(k->mhd, MHD_DAEMON_INFO_BIND_PORT);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u", info->port);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u", port);
 	po.url = url;
 	k->pm = vw_podmeta_start(&po);
 	if (!k->pm)

@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdint.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 char *vw_fixture_mkdtemp(const char *tag)
@@ -23,6 +25,23 @@ char *vw_fixture_mkdtemp(const char *tag)
 		return NULL;
 	}
 	return path;
+}
+
+char *vw_fixture_tmpdir;
+
+int vw_fixture_tmpdir_setup(void **state)
+{
+	(void)state;
+	vw_fixture_tmpdir = vw_fixture_mkdtemp(program_invocation_short_name);
+	return vw_fixture_tmpdir ? 0 : -1;
+}
+
+int vw_fixture_tmpdir_teardown(void **state)
+{
+	(void)state;
+	vw_fixture_rm(vw_fixture_tmpdir);
+	vw_fixture_tmpdir = NULL;
+	return 0;
 }
 
 static int mkdir_p(char *path)
@@ -165,10 +184,55 @@ char *vw_fixture_slurp(const char *path, size_t *ret_len)
 	return buf;
 }
 
+double vw_fixture_thread_cpu_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void vw_fixture_spin(double seconds)
+{
+	double end = vw_fixture_thread_cpu_s() + seconds;
+	volatile uint64_t x = 0;
+
+	while (vw_fixture_thread_cpu_s() < end)
+		for (int i = 0; i < 10000; i++)
+			x += (uint64_t)i;
+}
+
 #include <curl/curl.h>
+#include <microhttpd.h>
 #include <stdbool.h>
 #include <signal.h>
 #include <sys/wait.h>
+
+static enum MHD_Result serve_json(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version, const char *data,
+				  size_t *size, void **con_cls)
+{
+	const char *body = cls;
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+
+	(void)url, (void)method, (void)version, (void)data, (void)size, (void)con_cls;
+	r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+struct MHD_Daemon *vw_fixture_json_server(const char *body, unsigned *ret_port)
+{
+	struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL,
+						serve_json, (void *)body, MHD_OPTION_END);
+
+	if (d)
+		*ret_port = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port;
+	return d;
+}
 
 struct body {
 	char *data;
@@ -236,8 +300,7 @@ double vw_fixture_sample_sum(const char *text, const char *family, const char *m
 	return sum;
 }
 
-/* argv with stdout and stderr to logpath (created or truncated); the child's pid, or -errno. */
-static pid_t spawn_logged(char *const argv[], const char *logpath)
+pid_t vw_fixture_spawn_logged(char *const argv[], const char *logpath)
 {
 	int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	pid_t pid;
@@ -248,7 +311,7 @@ static pid_t spawn_logged(char *const argv[], const char *logpath)
 	if (pid == 0) {
 		dup2(fd, STDOUT_FILENO);
 		dup2(fd, STDERR_FILENO);
-		execv(argv[0], argv);
+		execvp(argv[0], argv);
 		_exit(127);
 	}
 	close(fd);
@@ -257,7 +320,7 @@ static pid_t spawn_logged(char *const argv[], const char *logpath)
 
 int vw_fixture_run_logged(char *const argv[], const char *logpath)
 {
-	pid_t pid = spawn_logged(argv, logpath);
+	pid_t pid = vw_fixture_spawn_logged(argv, logpath);
 	int st;
 
 	if (pid < 0)
@@ -279,7 +342,7 @@ void vw_fixture_kill(pid_t *pid)
 int vw_fixture_start_daemon_logged(char *const argv[], const char *logpath, pid_t *ret_pid,
 				   unsigned *ret_port)
 {
-	pid_t pid = spawn_logged(argv, logpath);
+	pid_t pid = vw_fixture_spawn_logged(argv, logpath);
 
 	if (pid < 0)
 		return pid;

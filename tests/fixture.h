@@ -15,8 +15,29 @@ int vw_fixture_mkdir(const char *root, const char *rel);
 int vw_fixture_symlink(const char *root, const char *target, const char *rel);
 /* Remove a tree and free the path. */
 void vw_fixture_rm(char *root);
+/*
+ * A temporary directory for a whole cmocka group: vw_fixture_tmpdir_setup() makes it (named
+ * after the test program) in vw_fixture_tmpdir, vw_fixture_tmpdir_teardown() removes it. Pass
+ * them to cmocka_run_group_tests().
+ */
+extern char *vw_fixture_tmpdir;
+int vw_fixture_tmpdir_setup(void **state);
+int vw_fixture_tmpdir_teardown(void **state);
 /* Read a whole file into a malloc'd NUL-terminated buffer (NULL on error). */
 char *vw_fixture_slurp(const char *path, size_t *ret_len);
+
+/* This thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID). */
+double vw_fixture_thread_cpu_s(void);
+/* Busy-loop until this thread has run `seconds` more of CPU (safe in a forked child). */
+void vw_fixture_spin(double seconds);
+
+struct MHD_Daemon;
+/*
+ * An HTTP server on a free 127.0.0.1 port that answers every request 200 with body as
+ * application/json (a fake kubelet or API server). body is not copied: it must outlive the
+ * server. *ret_port gets the port; NULL on failure. Stop it with MHD_stop_daemon().
+ */
+struct MHD_Daemon *vw_fixture_json_server(const char *body, unsigned *ret_port);
 
 /* GET a URL (5 s timeout); returns the malloc'd body (NUL-terminated) or NULL; *code the status. */
 char *vw_fixture_http_get(const char *url, long *code);
@@ -33,6 +54,11 @@ int vw_fixture_start_daemon(char *const argv[], pid_t *ret_pid, unsigned *ret_po
 /* The same, its output kept in logpath (created or truncated; the caller removes it). */
 int vw_fixture_start_daemon_logged(char *const argv[], const char *logpath, pid_t *ret_pid,
 				   unsigned *ret_port);
+/*
+ * Start argv (argv[0] a path, or a name looked up in PATH) with stdout and stderr to logpath
+ * (created or truncated): the child's pid, or -errno.
+ */
+pid_t vw_fixture_spawn_logged(char *const argv[], const char *logpath);
 /* Run argv to its end, output in logpath: its exit status (128 + signal when killed), -errno. */
 int vw_fixture_run_logged(char *const argv[], const char *logpath);
 /* SIGKILL and reap *pid when it is > 0 (a daemon a failed test left running); *pid = 0. */

@@ -9,7 +9,6 @@
 #include "vw_test.h"
 
 #include <json-c/json.h>
-#include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +24,7 @@
 #include "series_state.h"
 #include "vm_source.h"
 #include "workloads.h"
+#include "workloads_fixture.h"
 
 #define CAP 4
 #define STEPS 12
@@ -68,22 +68,6 @@ static char *kubelet_list(void)
 	return buf;
 }
 
-static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char *url,
-			     const char *method, const char *version, const char *data,
-			     size_t *size, void **con_cls)
-{
-	const char *body = cls;
-	struct MHD_Response *r;
-	enum MHD_Result ret;
-
-	(void)url, (void)method, (void)version, (void)data, (void)size, (void)con_cls;
-	r = MHD_create_response_from_buffer(strlen(body), (void *)body, MHD_RESPMEM_PERSISTENT);
-	MHD_add_response_header(r, "Content-Type", "application/json");
-	ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-
 /* ---- The registry ---- */
 
 struct churn {
@@ -121,36 +105,14 @@ static void step(struct churn *c, size_t n, uint64_t active, uint64_t idle)
 	assert_int_equal(vw_workloads_update(c->w, &snap, ze, 5 * VW_NSEC_PER_SEC), 0);
 }
 
-static char *render(struct churn *c)
+/* A level's CPU and idle joules in text, over its series whose labels hold needle. */
+static double energy(const char *text, const char *level, const char *needle)
 {
-	struct vw_prom_writer *pw = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
-	char *out = NULL;
+	char cpu[64], idle[64];
 
-	assert_non_null(pw);
-	assert_int_equal(vw_workloads_render(c->w, pw, "n1", "procfs"), 0);
-	assert_int_equal(vw_prom_finish(pw, &out, NULL), 0);
-	vw_prom_writer_free(pw);
-	return out;
-}
-
-/* Sum of the samples of `family` whose line holds `needle` (NULL: all). */
-static double sum(const char *text, const char *family, const char *needle)
-{
-	size_t n = strlen(family);
-	double s = 0;
-
-	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		const char *end = strchrnul(l, '\n');
-		char line[2048];
-
-		if (strncmp(l, family, n) != 0 || l[n] != '{' || (size_t)(end - l) >= sizeof(line))
-			continue;
-		memcpy(line, l, (size_t)(end - l));
-		line[end - l] = '\0';
-		if (!needle || strstr(line, needle))
-			s += strtod(strrchr(line, ' ') + 1, NULL);
-	}
-	return s;
+	snprintf(cpu, sizeof(cpu), "kepler_%s_cpu_joules_total", level);
+	snprintf(idle, sizeof(idle), "virtwatt_%s_cpu_idle_joules_total", level);
+	return vw_fixture_sample_sum(text, cpu, needle) + vw_fixture_sample_sum(text, idle, needle);
 }
 
 static void set_vm(struct churn *c, unsigned k)
@@ -169,33 +131,21 @@ static void set_vm(struct churn *c, unsigned k)
  */
 static void test_registry_churn(void **state)
 {
-	char *list = kubelet_list(), url[64], id[VW_CONTAINER_ID_LEN], uid[VW_POD_UID_LEN];
-	struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL,
-						serve, list, MHD_OPTION_END);
-	struct vw_podmeta_opts po = { .mode = VW_PODMETA_KUBELET, .allow_http = true,
-				      .node_name = "n1", .poll_ns = VW_NSEC_PER_SEC };
+	char *list = kubelet_list(), id[VW_CONTAINER_ID_LEN], uid[VW_POD_UID_LEN];
 	struct vw_workloads_opts o = { .host_cpus = 2, .processes = true, .containers = true,
 				       .pods = true, .vms = true, .max_terminated = CAP };
 	struct vw_table_stat t[VW_TABLE__COUNT] = { 0 };
 	struct churn c = { 0 };
-	struct vw_podmeta *pm;
+	struct kubelet_fixture kl;
 	double evicted_c = 0; /* final energy of the cK containers, evicted or not */
 
 	(void)state;
-	assert_non_null(d);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u",
-		 MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT)->port);
-	po.url = url;
-	pm = vw_podmeta_start(&po);
-	assert_non_null(pm);
-	for (int i = 0; i < 500 && !vw_podmeta_synced(pm); i++)
-		usleep(20000);
-	assert_true(vw_podmeta_synced(pm));
+	kubelet_fixture_start(&kl, list);
 	c.root = vw_fixture_mkdtemp("bounds");
 	c.procfd = vw_root_open(c.root);
 	assert_true(c.procfd >= 0);
 	o.procfs_fd = c.procfd;
-	o.podmeta = pm;
+	o.podmeta = kl.pm;
 	c.w = vw_workloads_new(&o);
 	assert_non_null(c.w);
 	pod_uid(uid, 0);
@@ -221,20 +171,15 @@ static void test_registry_churn(void **state)
 						 .exited = true };
 		set_vm(&c, k);
 		step(&c, 3, 6000000, 3000000);
-		text = render(&c);
+		text = workloads_fixture_render(c.w);
 		cid(id, 'c', k);
 		snprintf(needle, sizeof(needle), "container_id=\"%s\"", id);
-		evicted_c += sum(text, "kepler_container_cpu_joules_total", needle) +
-			     sum(text, "virtwatt_container_cpu_idle_joules_total", needle);
+		evicted_c += energy(text, "container", needle);
 		/* Pod 0 = x + every cK that ever ran, evicted ones included. */
 		cid(id, 'e', 0);
 		snprintf(needle, sizeof(needle), "container_id=\"%s\"", id);
-		assert_double_near(sum(text, "kepler_pod_cpu_joules_total", "pod_name=\"pod0\"") +
-					   sum(text, "virtwatt_pod_cpu_idle_joules_total",
-					       "pod_name=\"pod0\""),
-				   evicted_c + sum(text, "kepler_container_cpu_joules_total", needle) +
-					   sum(text, "virtwatt_container_cpu_idle_joules_total", needle),
-				   1e-5);
+		assert_double_near(energy(text, "pod", "pod_name=\"pod0\""),
+				   evicted_c + energy(text, "container", needle), 1e-5);
 		free(text);
 		vw_workloads_published(c.w, ++c.gen, 0); /* nobody scrapes */
 		vw_workloads_table_stats(c.w, t);
@@ -258,8 +203,7 @@ static void test_registry_churn(void **state)
 	assert_int_equal(t[VW_TABLE_VM].entries, 1 + CAP);
 	assert_int_equal(t[VW_TABLE_VM].evictions, STEPS - 1 - CAP);
 	vw_workloads_free(c.w);
-	vw_podmeta_stop(pm);
-	MHD_stop_daemon(d);
+	kubelet_fixture_stop(&kl);
 	close(c.procfd);
 	vw_fixture_rm(c.root);
 	free(list);

@@ -166,29 +166,13 @@ static const struct vw_config_program prog = {
 #define ERRLEN 1024
 #define MAX_ARGS 32
 
-static char *tmpdir;
-
-static int group_setup(void **state)
-{
-	(void)state;
-	tmpdir = vw_fixture_mkdtemp("config");
-	return tmpdir ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	vw_fixture_rm(tmpdir);
-	return 0;
-}
-
-/* Write text to tmpdir/name; the path stays valid until the next call. */
+/* Write text to the group's tmpdir/name; the path stays valid until the next call. */
 static const char *yaml_file(const char *name, const char *text)
 {
 	static char path[4096];
 
-	assert_int_equal(vw_fixture_write(tmpdir, name, text, 0), 0);
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	assert_int_equal(vw_fixture_write(vw_fixture_tmpdir, name, text, 0), 0);
+	snprintf(path, sizeof(path), "%s/%s", vw_fixture_tmpdir, name);
 	return path;
 }
 
@@ -814,7 +798,7 @@ static void test_yaml_errors(void **state)
 
 		expect_err(r, -EINVAL, err, want);
 		/* The message begins with the file's full path. */
-		assert_memory_equal(err, tmpdir, strlen(tmpdir));
+		assert_memory_equal(err, vw_fixture_tmpdir, strlen(vw_fixture_tmpdir));
 		assert_null(c.sysfs);
 	}
 }
@@ -827,10 +811,10 @@ static void test_file_errors(void **state)
 	char *text = malloc(big + 2);
 
 	(void)state;
-	snprintf(flag, sizeof(flag), "--config.file=%s/nope.yaml", tmpdir);
+	snprintf(flag, sizeof(flag), "--config.file=%s/nope.yaml", vw_fixture_tmpdir);
 	expect_err(LOAD(&c, err, flag), -ENOENT, err, "/nope.yaml: No such file or directory");
 	assert_memory_equal(err, "cannot read config file ", 24);
-	snprintf(flag, sizeof(flag), "--config.file=%s", tmpdir);
+	snprintf(flag, sizeof(flag), "--config.file=%s", vw_fixture_tmpdir);
 	expect_err(LOAD(&c, err, flag), -EINVAL, err, ": not a regular file");
 
 	/* Exactly the cap is fine, one byte more is not. */
@@ -847,8 +831,9 @@ static void test_file_errors(void **state)
 	free(text);
 
 	if (geteuid() != 0) { /* root reads anything */
-		assert_int_equal(vw_fixture_write(tmpdir, "secret.yaml", "log:\n", 0000), 0);
-		snprintf(flag, sizeof(flag), "--config.file=%s/secret.yaml", tmpdir);
+		assert_int_equal(vw_fixture_write(vw_fixture_tmpdir, "secret.yaml", "log:\n", 0000),
+				 0);
+		snprintf(flag, sizeof(flag), "--config.file=%s/secret.yaml", vw_fixture_tmpdir);
 		expect_err(LOAD(&c, err, flag), -EACCES, err, "secret.yaml: Permission denied");
 	}
 }
@@ -1112,5 +1097,5 @@ int main(void)
 		cmocka_unit_test(test_load_twice),
 	};
 
-	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+	return cmocka_run_group_tests(tests, vw_fixture_tmpdir_setup, vw_fixture_tmpdir_teardown);
 }

@@ -61,14 +61,6 @@ struct child {
 	int stop; /* write end: closing it ends the sleeper */
 };
 
-static double thread_cpu_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* A child that waits for "go", then spins for ~1.5 s of CPU (busy) or blocks until stopped. */
 static void spawn(struct child *c, bool busy)
 {
@@ -84,16 +76,10 @@ static void spawn(struct child *c, bool busy)
 		close(stop[1]);
 		if (read(go[0], &b, 1) != 1)
 			_exit(2);
-		if (busy) {
-			double end = thread_cpu_s() + 1.5;
-			volatile uint64_t x = 0;
-
-			while (thread_cpu_s() < end)
-				for (int i = 0; i < 10000; i++)
-					x += (uint64_t)i;
-		} else if (read(stop[0], &b, 1) < 0) {
+		if (busy)
+			vw_fixture_spin(1.5);
+		else if (read(stop[0], &b, 1) < 0)
 			_exit(3);
-		}
 		_exit(0);
 	}
 	close(go[0]);
@@ -498,20 +484,10 @@ static void test_procfs_live(void **state)
 
 /* ---- threads that exit before their process ---- */
 
-static void spin_cpu(double seconds)
-{
-	double end = thread_cpu_s() + seconds;
-	volatile uint64_t x = 0;
-
-	while (thread_cpu_s() < end)
-		for (int i = 0; i < 10000; i++)
-			x += (uint64_t)i;
-}
-
 static void *spin_thread(void *arg)
 {
 	(void)arg;
-	spin_cpu(0.25);
+	vw_fixture_spin(0.25);
 	return NULL;
 }
 
@@ -546,7 +522,7 @@ static void run_threads(const char *accountant, uint32_t flags, uint64_t abs_tol
 				_exit(2);
 		for (int i = 0; i < 3; i++)
 			pthread_join(th[i], NULL);
-		spin_cpu(0.25);
+		vw_fixture_spin(0.25);
 		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 		clocks[1] = (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);

@@ -7,31 +7,23 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "config_fixture.h"
 #include "macro.h"
 #include "options.h"
 
 static void test_guest_options(void **state)
 {
-	char err[512] = "";
-
 	(void)state;
-	if (vw_config_check(&vw_guest_program, err, sizeof(err)) != 0)
-		fail_msg("virtwatt-guest option table: %s", err);
+	config_fixture_check_table(&vw_guest_program);
 }
 
 /* Every key of the example is one virtwatt-guest knows (an unknown key fails the load). */
 static void test_example_config_loads(void **state)
 {
 	struct vw_guest_config cfg = { 0 };
-	char arg[1024], err[512] = "";
-	char *argv[] = { "virtwatt-guest", arg, NULL };
 
 	(void)state;
-	snprintf(arg, sizeof(arg), "--config.file=%s/deploy/config/virtwatt-guest.yaml",
-		 VW_SOURCE_ROOT);
-	if (vw_config_load(&vw_guest_program, &cfg, 2, argv, stdout, err, sizeof(err)) != 0)
-		fail_msg("%s", err);
+	config_fixture_load_example(&vw_guest_program, &cfg);
 	assert_int_equal(cfg.common.interval_ns, 5 * VW_NSEC_PER_SEC);
 	assert_string_equal(cfg.common.listen_address, ":28282");
 	assert_true(cfg.passthrough_enable);
@@ -47,8 +39,7 @@ static void test_unknown_key_refused(void **state)
 {
 	struct vw_guest_config cfg = { 0 };
 	char path[] = "/tmp/vw-guest-config-XXXXXX";
-	char arg[1024], err[512] = "";
-	char *argv[] = { "virtwatt-guest", arg, NULL };
+	char err[512] = "";
 	int fd;
 	FILE *f;
 
@@ -60,9 +51,7 @@ static void test_unknown_key_refused(void **state)
 	/* passthrough.shareRoot is the host's key, not the guest's */
 	fputs("passthrough:\n  shareRoot: /run/virtwatt/share\n", f);
 	fclose(f);
-	snprintf(arg, sizeof(arg), "--config.file=%s", path);
-	assert_int_not_equal(vw_config_load(&vw_guest_program, &cfg, 2, argv, stdout, err,
-					    sizeof(err)),
+	assert_int_not_equal(config_fixture_load(&vw_guest_program, &cfg, path, err, sizeof(err)),
 			     0);
 	assert_non_null(strstr(err, "shareRoot"));
 	vw_config_free(&vw_guest_program, &cfg);

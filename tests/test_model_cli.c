@@ -52,22 +52,6 @@ struct cli_table {
 	struct cli_score scores[MAX_COMPS];
 };
 
-static char *tmpdir;
-
-static int setup(void **state)
-{
-	(void)state;
-	tmpdir = vw_fixture_mkdtemp("model-cli");
-	return tmpdir ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	vw_fixture_rm(tmpdir);
-	return 0;
-}
-
 static char *data_path(const char *sub, const char *file)
 {
 	char *p;
@@ -88,8 +72,8 @@ static struct cli_result run_cli(const char *const *args)
 
 	for (; args[n - 1] && n < ARRAY_SIZE(argv) - 1; n++)
 		argv[n] = (char *)args[n - 1];
-	snprintf(out_path, sizeof(out_path), "%s/stdout", tmpdir);
-	snprintf(err_path, sizeof(err_path), "%s/stderr", tmpdir);
+	snprintf(out_path, sizeof(out_path), "%s/stdout", vw_fixture_tmpdir);
+	snprintf(err_path, sizeof(err_path), "%s/stderr", vw_fixture_tmpdir);
 	assert_int_equal(posix_spawn_file_actions_init(&fa), 0);
 	posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
 	posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -403,14 +387,14 @@ static void test_errors(void **state)
 	struct cli_result r;
 
 	(void)state;
-	snprintf(bad, sizeof(bad), "%s/bad.csv", tmpdir);
-	assert_int_equal(vw_fixture_write(tmpdir, "bad.csv",
+	snprintf(bad, sizeof(bad), "%s/bad.csv", vw_fixture_tmpdir);
+	assert_int_equal(vw_fixture_write(vw_fixture_tmpdir, "bad.csv",
 					  "bpf_cpu_time_us,package_power\n100,50\n200,x1\n", 0),
 			 0);
-	snprintf(short_row, sizeof(short_row), "%s/short.csv", tmpdir);
-	assert_int_equal(
-		vw_fixture_write(tmpdir, "short.csv", "bpf_cpu_time_us,package_power\n100\n", 0),
-		0);
+	snprintf(short_row, sizeof(short_row), "%s/short.csv", vw_fixture_tmpdir);
+	assert_int_equal(vw_fixture_write(vw_fixture_tmpdir, "short.csv",
+					  "bpf_cpu_time_us,package_power\n100\n", 0),
+			 0);
 	expect_failure((const char *[]){NULL}, 2, "expected MODEL.json and DATA.csv");
 	expect_failure((const char *[]){"--format", "json", "builtin", rapl, NULL}, 2, "only csv");
 	expect_failure((const char *[]){"--host-cores", "0", "builtin", rapl, NULL}, 2,
@@ -464,7 +448,7 @@ static void test_train(void **state)
 	double log_mae, lin_mae;
 
 	(void)state;
-	snprintf(out, sizeof(out), "%s/trained", tmpdir);
+	snprintf(out, sizeof(out), "%s/trained", vw_fixture_tmpdir);
 	r = run_cli((const char *[]){"train", "-o", out, "--seed", "1", "-k", "10", rapl, NULL});
 	if (r.status != 0)
 		fail_msg("train: exit %d: %s", r.status, r.err);
@@ -512,8 +496,8 @@ static void test_train_errors(void **state)
 					    "--dry-run"};
 
 	(void)state;
-	snprintf(bad, sizeof(bad), "%s/train-bad.csv", tmpdir);
-	assert_int_equal(vw_fixture_write(tmpdir, "train-bad.csv",
+	snprintf(bad, sizeof(bad), "%s/train-bad.csv", vw_fixture_tmpdir);
+	assert_int_equal(vw_fixture_write(vw_fixture_tmpdir, "train-bad.csv",
 					  "bpf_cpu_time_ms,package_power\n1,2\n3,4\n5,oops\n", 0),
 			 0);
 	expect_failure((const char *[]){"train", NULL}, 2, "expected one DATA.csv");
@@ -546,5 +530,5 @@ int main(void)
 		cmocka_unit_test(test_train_errors),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, vw_fixture_tmpdir_setup, vw_fixture_tmpdir_teardown);
 }

@@ -25,22 +25,6 @@
 		     "LinearRegressionTrainer_1.json"
 #define PUBLISHED_LINEAR_MAE_W 23.1 /* docs/models.md, whole file */
 
-static char *tmpdir;
-
-static int setup(void **state)
-{
-	(void)state;
-	tmpdir = vw_fixture_mkdtemp("model-train");
-	return tmpdir ? 0 : -1;
-}
-
-static int teardown(void **state)
-{
-	(void)state;
-	vw_fixture_rm(tmpdir);
-	return 0;
-}
-
 static size_t *all_rows(size_t n)
 {
 	size_t *rows = calloc(n, sizeof(*rows));
@@ -310,7 +294,7 @@ static void test_roundtrip(void **state)
 	}
 }
 
-/* Write text to tmpdir/name, read it with the CSV reader; the error must contain want. */
+/* Write text to the group's tmpdir/name, read it with the CSV reader; the error must contain want. */
 static void csv_expect(const char *name, const char *text, int ret, const char *want)
 {
 	char path[1024], err[512] = "";
@@ -319,8 +303,8 @@ static void csv_expect(const char *name, const char *text, int ret, const char *
 	size_t rows = 0, cols[] = {0, 1};
 	int r;
 
-	assert_int_equal(vw_fixture_write(tmpdir, name, text, 0), 0);
-	snprintf(path, sizeof(path), "%s/%s", tmpdir, name);
+	assert_int_equal(vw_fixture_write(vw_fixture_tmpdir, name, text, 0), 0);
+	snprintf(path, sizeof(path), "%s/%s", vw_fixture_tmpdir, name);
 	r = vw_csv_open(path, &c, err, sizeof(err));
 	if (r == 0) {
 		r = vw_csv_read_numbers(c, cols, 2, 3, &v, &rows, err, sizeof(err));
@@ -348,10 +332,10 @@ static void test_csv(void **state)
 	csv_expect("nodata.csv", "a,b\n\n", -ENODATA, "no data rows");
 	csv_expect("cap.csv", "a,b\n1,2\n1,2\n1,2\n1,2\n", -EFBIG, "cap.csv:5: more than 3");
 	/* quotes, an empty (index) name, CRLF, blank lines, other columns free text */
-	assert_int_equal(vw_fixture_write(tmpdir, "ok.csv",
+	assert_int_equal(vw_fixture_write(vw_fixture_tmpdir, "ok.csv",
 					  ",\"x,y\",z\r\n0,\"1,5\",2.5\r\n\r\n1,txt,-3e2\r\n", 0),
 			 0);
-	snprintf(path, sizeof(path), "%s/ok.csv", tmpdir);
+	snprintf(path, sizeof(path), "%s/ok.csv", vw_fixture_tmpdir);
 	assert_int_equal(vw_csv_open(path, &c, err, sizeof(err)), 0);
 	assert_int_equal(vw_csv_n_columns(c), 3);
 	assert_string_equal(vw_csv_column_name(c, 1), "x,y");
@@ -448,5 +432,5 @@ int main(void)
 		cmocka_unit_test(test_nx12),
 	};
 
-	return cmocka_run_group_tests(tests, setup, teardown);
+	return cmocka_run_group_tests(tests, vw_fixture_tmpdir_setup, vw_fixture_tmpdir_teardown);
 }

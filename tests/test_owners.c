@@ -22,6 +22,7 @@
 #include "cgroupfs.h"
 #include "cpu_account.h"
 #include "fileio.h"
+#include "fixture.h"
 #include "workloads.h"
 
 /* A container ID of this run's own (a daemon running beside the test sees it come and go: one
@@ -51,24 +52,6 @@ static double mono_s(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double thread_cpu_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void spin(double seconds)
-{
-	double end = thread_cpu_s() + seconds;
-	volatile uint64_t x = 0;
-
-	while (thread_cpu_s() < end)
-		for (int i = 0; i < 10000; i++)
-			x += (uint64_t)i;
 }
 
 /* Write pid into a cgroup's cgroup.procs (also from a child, which must not assert). */
@@ -238,7 +221,7 @@ static void driver(double seconds)
 		pid_t p = fork();
 
 		if (p == 0) {
-			spin(0.004); /* a compiler job: lives a few ms, far below one interval */
+			vw_fixture_spin(0.004); /* a compiler job: lives a few ms, far below one interval */
 			_exit(0);
 		}
 		if (p < 0 || waitpid(p, NULL, 0) != p)
@@ -293,10 +276,10 @@ static void mover(int hold)
 {
 	char c;
 
-	spin(0.3);
+	vw_fixture_spin(0.3);
 	if (join(run.cont, getpid()) < 0)
 		_exit(3);
-	spin(0.3);
+	vw_fixture_spin(0.3);
 	while (read(hold, &c, 1) < 0 && errno == EINTR)
 		;
 	_exit(0);

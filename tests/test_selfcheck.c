@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "config.h"
+#include "config_fixture.h"
 #include "family_tables.h"
 #include "metrics.h"
 #include "workloads.h"
@@ -111,25 +111,17 @@ static void test_families(void **state)
 
 static void test_host_options(void **state)
 {
-	char err[512] = "";
-
 	(void)state;
-	if (vw_config_check(&vw_host_program, err, sizeof(err)) != 0)
-		fail_msg("virtwatt-host option table: %s", err);
+	config_fixture_check_table(&vw_host_program);
 }
 
 /* The example configuration shipped in deploy/ loads as it is. */
 static void test_example_config_loads(void **state)
 {
 	struct vw_host_config cfg = { 0 };
-	char arg[1024], err[512] = "";
-	char *argv[] = { "virtwatt-host", arg, NULL };
 
 	(void)state;
-	snprintf(arg, sizeof(arg), "--config.file=%s/deploy/config/virtwatt-host.yaml",
-		 VW_SOURCE_ROOT);
-	if (vw_config_load(&vw_host_program, &cfg, 2, argv, stdout, err, sizeof(err)) != 0)
-		fail_msg("%s", err);
+	config_fixture_load_example(&vw_host_program, &cfg);
 	assert_int_equal(cfg.common.interval_ns, 5 * VW_NSEC_PER_SEC);
 	assert_string_equal(cfg.common.listen_address, ":28282");
 	vw_config_free(&vw_host_program, &cfg);

@@ -10,7 +10,6 @@
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
@@ -68,23 +67,13 @@ static pid_t start_prometheus(const char *config, unsigned port)
 	char cfg[600], tsdb[600], listen[64], log[512];
 	char *argv[] = { "prometheus", cfg, tsdb, listen, NULL };
 	pid_t pid;
-	int fd;
 
 	snprintf(cfg, sizeof(cfg), "--config.file=%s/%s", tf.dir, config);
 	snprintf(tsdb, sizeof(tsdb), "--storage.tsdb.path=%s/tsdb", tf.dir);
 	snprintf(listen, sizeof(listen), "--web.listen-address=127.0.0.1:%u", port);
-	fd = open(tls_fixture_path(&tf, "prometheus.log", log, sizeof(log)),
-		  O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	assert_true(fd >= 0);
-	pid = fork();
-	assert_true(pid >= 0);
-	if (pid == 0) {
-		dup2(fd, STDOUT_FILENO);
-		dup2(fd, STDERR_FILENO);
-		execvp(argv[0], argv);
-		_exit(127);
-	}
-	close(fd);
+	pid = vw_fixture_spawn_logged(argv,
+				      tls_fixture_path(&tf, "prometheus.log", log, sizeof(log)));
+	assert_true(pid > 0);
 	return pid;
 }
 

@@ -352,6 +352,7 @@ struct fx {
 	int procfd;
 	uint64_t now;
 	void *src;
+	struct vw_vm_info *v; /* the last list_n() */
 };
 
 static struct fx *fx_new(void)
@@ -386,6 +387,7 @@ static void fx_open(struct fx *x, uint64_t list_timeout_ns)
 static void fx_free(struct fx *x)
 {
 	vw_vm_libvirt_close(x->src);
+	free(x->v);
 	vw_clock_set_fake(NULL);
 	close(x->procfd);
 	vw_fixture_rm(x->root);
@@ -408,12 +410,16 @@ static void qemu_proc(struct fx *x, uint32_t pid, uint64_t start, const char *uu
 	assert_int_equal(vm_fixture_proc(x->root, pid, start, argv, threads, cg), 0);
 }
 
-static struct vw_vm_info *list(struct fx *x, size_t *n)
+/* List the source's VMs into x->v (the previous list freed), asserting there are n. */
+static struct vw_vm_info *list_n(struct fx *x, size_t n)
 {
-	struct vw_vm_info *v = NULL;
+	size_t got = 0;
 
-	assert_int_equal(vw_vm_libvirt_list(x->src, &v, n), 0);
-	return v;
+	free(x->v);
+	x->v = NULL;
+	assert_int_equal(vw_vm_libvirt_list(x->src, &x->v, &got), 0);
+	assert_int_equal(got, n);
+	return x->v;
 }
 
 static const struct vw_vm_info *find(const struct vw_vm_info *v, size_t n, const char *uuid)
@@ -434,15 +440,12 @@ static struct fx *fx_alpha(void)
 {
 	struct fx *x = fx_new();
 	struct vw_vm_info *v;
-	size_t n;
 
 	qemu_proc(x, 100, 5000, UA, "alpha");
 	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
 	fx_open(x, 0);
-	v = list(x, &n);
-	assert_int_equal(n, 1);
+	v = list_n(x, 1);
 	assert_int_equal(v[0].qemu_pid, 100);
-	free(v);
 	return x;
 }
 
@@ -453,7 +456,6 @@ static void test_start_stop(void **state)
 	struct fx *x = fx_new();
 	struct vw_vm_info *v;
 	const struct vw_vm_info *a;
-	size_t n;
 
 	(void)state;
 	qemu_proc(x, 100, 5000, UA, "alpha");
@@ -462,8 +464,7 @@ static void test_start_stop(void **state)
 	fake_set(&fk, UA, VW_VM_RUNNING, 123456789, false);
 	fx_open(x, 0);
 
-	v = list(x, &n);
-	assert_int_equal(n, 1);
+	v = list_n(x, 1);
 	a = &v[0];
 	assert_string_equal(a->uuid, UA);
 	assert_string_equal(a->name, "alpha");
@@ -481,30 +482,23 @@ static void test_start_stop(void **state)
 	assert_string_equal(a->channel_path, "/run/vw/alpha.sock");
 	assert_string_equal(a->share_dir, "/srv/vw/alpha");
 	assert_int_equal(a->cpu_time_ns, 123456789);
-	free(v);
 
 	/* Every list() asks for fresh stats. */
 	fake_set(&fk, UA, VW_VM_RUNNING, 223456789, false);
-	v = list(x, &n);
+	v = list_n(x, 1);
 	assert_int_equal(v[0].cpu_time_ns, 223456789);
-	free(v);
 
 	/* Paused, then stopped: shutoff is reported once, then the VM is forgotten. */
 	fake_set(&fk, UA, VW_VM_PAUSED, 300000000, true);
-	v = list(x, &n);
+	v = list_n(x, 1);
 	assert_int_equal(v[0].state, VW_VM_PAUSED);
-	free(v);
 	fake_stop(&fk, UA, true);
 	vm_fixture_kill(x->root, 100);
-	v = list(x, &n);
-	assert_int_equal(n, 1);
+	v = list_n(x, 1);
 	assert_int_equal(v[0].state, VW_VM_SHUTOFF);
 	assert_int_equal(v[0].qemu_pid, 100); /* what it was */
 	assert_int_equal(v[0].cpu_time_ns, 300000000);
-	free(v);
-	v = list(x, &n);
-	assert_int_equal(n, 0);
-	free(v);
+	list_n(x, 0);
 	fx_free(x);
 }
 
@@ -513,7 +507,6 @@ static void test_events_between_reconciles(void **state)
 	struct fx *x = fx_new();
 	struct vw_vm_libvirt_counters c0, c1;
 	struct vw_vm_info *v;
-	size_t n;
 
 	(void)state;
 	fx_open(x, 0);
@@ -533,25 +526,20 @@ static void test_events_between_reconciles(void **state)
 	fake_start(&fk, UC, "gamma", dom_xml("gamma", 4, "/c.sock", "/c"), true);
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
 	fake_stop(&fk, UC, true);
-	v = list(x, &n);
-	assert_int_equal(n, 2);
-	assert_int_equal(find(v, n, UB)->state, VW_VM_RUNNING);
-	assert_int_equal(find(v, n, UB)->qemu_pid, 200);
-	assert_int_equal(find(v, n, UC)->state, VW_VM_SHUTOFF);
-	assert_int_equal(find(v, n, UC)->vcpus, 4);
-	free(v);
+	v = list_n(x, 2);
+	assert_int_equal(find(v, 2, UB)->state, VW_VM_RUNNING);
+	assert_int_equal(find(v, 2, UB)->qemu_pid, 200);
+	assert_int_equal(find(v, 2, UC)->state, VW_VM_SHUTOFF);
+	assert_int_equal(find(v, 2, UC)->vcpus, 4);
 
 	/* A missed event: the stats of the next list() show an unknown domain -> reconcile. */
 	fake_start(&fk, UC, "gamma", dom_xml("gamma", 4, "/c.sock", "/c"), false);
-	v = list(x, &n);
-	assert_int_equal(n, 2);
-	assert_int_equal(find(v, n, UC)->state, VW_VM_RUNNING);
-	free(v);
+	v = list_n(x, 2);
+	assert_int_equal(find(v, 2, UC)->state, VW_VM_RUNNING);
 	/* ... and a missed stop: gone from the stats -> shutoff. */
 	fake_stop(&fk, UC, false);
-	v = list(x, &n);
-	assert_int_equal(find(v, n, UC)->state, VW_VM_SHUTOFF);
-	free(v);
+	v = list_n(x, 2);
+	assert_int_equal(find(v, 2, UC)->state, VW_VM_SHUTOFF);
 
 	/* The periodic reconcile fetches every XML again (a hot-plugged channel appears). */
 	pthread_mutex_lock(&fk.mu);
@@ -563,10 +551,8 @@ static void test_events_between_reconciles(void **state)
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
 	counters(x, &c1);
 	assert_int_equal(c1.reconciles, c0.reconciles + 1);
-	v = list(x, &n);
-	assert_int_equal(n, 1);
+	v = list_n(x, 1);
 	assert_string_equal(v[0].channel_path, "/b2.sock");
-	free(v);
 	fx_free(x);
 }
 
@@ -574,17 +560,14 @@ static void test_rename(void **state)
 {
 	struct fx *x = fx_alpha();
 	struct vw_vm_info *v;
-	size_t n;
 
 	(void)state;
 	fake_rename(&fk, UA, "alpha-renamed");
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
-	v = list(x, &n);
-	assert_int_equal(n, 1);
+	v = list_n(x, 1);
 	assert_string_equal(v[0].uuid, UA);
 	assert_string_equal(v[0].name, "alpha-renamed");
 	assert_int_equal(v[0].qemu_pid, 100); /* same QEMU */
-	free(v);
 	fx_free(x);
 }
 
@@ -592,7 +575,6 @@ static void test_recreate_same_uuid(void **state)
 {
 	struct fx *x = fx_alpha();
 	struct vw_vm_info *v;
-	size_t n;
 
 	(void)state;
 
@@ -603,15 +585,13 @@ static void test_recreate_same_uuid(void **state)
 	qemu_proc(x, 150, 5500, UA, "alpha");
 	fake_start(&fk, UA, "alpha", dom_xml("alpha", 4, "/a.sock", "/a"), true);
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
-	v = list(x, &n);
-	assert_int_equal(n, 1);
+	v = list_n(x, 1);
 	assert_string_equal(v[0].uuid, UA);
 	assert_int_equal(v[0].state, VW_VM_RUNNING);
 	assert_int_equal(v[0].qemu_pid, 150);
 	assert_int_equal(v[0].qemu_start_time, 5500);
 	assert_int_equal(v[0].vcpus, 4);
 	assert_int_equal(v[0].vcpu_tids[0], 152);
-	free(v);
 
 	/* Same again without events, the old QEMU's PID still alive: found by the new ID. */
 	fake_stop(&fk, UA, false);
@@ -619,10 +599,8 @@ static void test_recreate_same_uuid(void **state)
 	fake_start(&fk, UA, "alpha", dom_xml("alpha", 4, "/a.sock", "/a"), false);
 	x->now += 3601 * VW_NSEC_PER_SEC; /* the periodic pass sees the new ID */
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
-	v = list(x, &n);
-	assert_int_equal(n, 1);
+	v = list_n(x, 1);
 	assert_int_equal(v[0].qemu_pid, 160); /* the younger of the two QEMUs with this UUID */
-	free(v);
 	fx_free(x);
 }
 
@@ -630,7 +608,6 @@ static void test_pid_reuse(void **state)
 {
 	struct fx *x = fx_alpha();
 	struct vw_vm_info *v;
-	size_t n;
 
 	(void)state;
 
@@ -638,19 +615,16 @@ static void test_pid_reuse(void **state)
 	vm_fixture_kill(x->root, 100);
 	assert_int_equal(vm_fixture_proc(x->root, 100, 9000, "/bin/sleep|100",
 					 (const char *const[]){ "sleep", NULL }, NULL), 0);
-	v = list(x, &n);
-	assert_int_equal(n, 1);
+	v = list_n(x, 1);
 	assert_int_equal(v[0].qemu_pid, 0);
 	assert_int_equal(v[0].n_vcpu_tids, 0);
 	assert_int_equal(v[0].n_other_tids, 0);
-	free(v);
 
 	/* Its QEMU shows up under another PID (e.g. the fixture was late): found again. */
 	qemu_proc(x, 300, 9100, UA, "alpha");
-	v = list(x, &n);
+	v = list_n(x, 1);
 	assert_int_equal(v[0].qemu_pid, 300);
 	assert_int_equal(v[0].n_vcpu_tids, 2);
-	free(v);
 	fx_free(x);
 }
 
@@ -661,7 +635,6 @@ static void test_libvirtd_restart(void **state)
 	struct fx *x = fx_new();
 	struct vw_vm_libvirt_counters c;
 	struct vw_vm_info *v;
-	size_t n;
 
 	(void)state;
 	qemu_proc(x, 100, 5000, UA, "alpha");
@@ -677,11 +650,9 @@ static void test_libvirtd_restart(void **state)
 	counters(x, &c);
 	assert_false(c.connected);
 	assert_int_equal(fk.connect_attempts, 1);
-	v = list(x, &n);
-	assert_int_equal(n, 2);
-	assert_int_equal(find(v, n, UA)->cpu_time_ns, 1000);
-	assert_int_equal(find(v, n, UA)->qemu_pid, 100);
-	free(v);
+	v = list_n(x, 2);
+	assert_int_equal(find(v, 2, UA)->cpu_time_ns, 1000);
+	assert_int_equal(find(v, 2, UA)->qemu_pid, 100);
 
 	/* Retries double: +1 s, +2 s, +4 s, +8 s, capped at 8 s. */
 	for (unsigned i = 0, wait = 1; i < 5; i++, wait = wait < 8 ? wait * 2 : 8) {
@@ -705,27 +676,21 @@ static void test_libvirtd_restart(void **state)
 	counters(x, &c);
 	assert_true(c.connected);
 	assert_int_equal(c.connects, 2);
-	v = list(x, &n);
-	assert_int_equal(n, 2);
-	assert_int_equal(find(v, n, UA)->state, VW_VM_RUNNING);
-	assert_int_equal(find(v, n, UA)->cpu_time_ns, 5000);
-	assert_int_equal(find(v, n, UA)->qemu_pid, 100);
-	assert_int_equal(find(v, n, UB)->state, VW_VM_SHUTOFF);
-	free(v);
+	v = list_n(x, 2);
+	assert_int_equal(find(v, 2, UA)->state, VW_VM_RUNNING);
+	assert_int_equal(find(v, 2, UA)->cpu_time_ns, 5000);
+	assert_int_equal(find(v, 2, UA)->qemu_pid, 100);
+	assert_int_equal(find(v, 2, UB)->state, VW_VM_SHUTOFF);
 
 	/* Dies again, this time silently: the next call fails and the worker notices. */
 	fake_kill(&fk, false);
-	v = list(x, &n);
-	assert_int_equal(n, 1);
-	free(v);
+	list_n(x, 1);
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
 	counters(x, &c);
 	assert_false(c.connected);
 	assert_int_equal(c.next_connect_ns, x->now + VW_NSEC_PER_SEC); /* backoff was reset */
-	v = list(x, &n);
-	assert_int_equal(n, 1);
+	v = list_n(x, 1);
 	assert_string_equal(v[0].uuid, UA);
-	free(v);
 	fx_free(x);
 }
 
@@ -742,7 +707,6 @@ static void test_hung_libvirtd(void **state)
 	struct fx *x = fx_new();
 	struct vw_vm_info *v;
 	uint64_t t0;
-	size_t n;
 
 	(void)state;
 	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
@@ -753,17 +717,13 @@ static void test_hung_libvirtd(void **state)
 	fk.hang_stats = true;
 	pthread_mutex_unlock(&fk.mu);
 	t0 = mono_ms();
-	v = list(x, &n); /* waits list_timeout_ns for stats that never come */
+	v = list_n(x, 1); /* waits list_timeout_ns for stats that never come */
 	assert_true(mono_ms() - t0 >= 150);
 	assert_true(mono_ms() - t0 < 2000);
-	assert_int_equal(n, 1);
 	assert_int_equal(v[0].cpu_time_ns, 42);
-	free(v);
 	t0 = mono_ms();
-	v = list(x, &n); /* the request is still stuck: no second wait */
+	list_n(x, 1); /* the request is still stuck: no second wait */
 	assert_true(mono_ms() - t0 < 100);
-	assert_int_equal(n, 1);
-	free(v);
 
 	pthread_mutex_lock(&fk.mu);
 	fk.hang_stats = false;
@@ -771,9 +731,8 @@ static void test_hung_libvirtd(void **state)
 	pthread_cond_broadcast(&fk.cond);
 	pthread_mutex_unlock(&fk.mu);
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
-	v = list(x, &n);
+	v = list_n(x, 1);
 	assert_int_equal(v[0].cpu_time_ns, 43);
-	free(v);
 	fx_free(x);
 }
 
@@ -781,8 +740,6 @@ static void test_no_libvirtd_at_start(void **state)
 {
 	struct fx *x = fx_new();
 	struct vw_vm_libvirt_counters c;
-	struct vw_vm_info *v;
-	size_t n;
 
 	(void)state;
 	fk.up = false;
@@ -790,16 +747,12 @@ static void test_no_libvirtd_at_start(void **state)
 	counters(x, &c);
 	assert_false(c.connected);
 	assert_int_equal(c.connect_failures, 1);
-	v = list(x, &n);
-	assert_int_equal(n, 0);
-	free(v);
+	list_n(x, 0);
 	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
 	fake_revive(&fk);
 	x->now += VW_NSEC_PER_SEC;
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
-	v = list(x, &n);
-	assert_int_equal(n, 1);
-	free(v);
+	list_n(x, 1);
 	fx_free(x);
 }
 
@@ -849,7 +802,6 @@ static void test_hostile_xml(void **state)
 		"<target name='org.virtwatt.power.0'/></channel></devices></domain>";
 	struct fx *x = fx_new();
 	struct vw_vm_info *v;
-	size_t n;
 
 	(void)state;
 	/* A bad-UTF-8, control-character name; a 5 MiB XML (over the cap); an entity bomb. */
@@ -857,21 +809,18 @@ static void test_hostile_xml(void **state)
 	fake_start(&fk, UB, "deep", deep_xml(200000, true), false);
 	fake_start(&fk, UC, "bomb", strdup(bomb), false);
 	fx_open(x, 0);
-	v = list(x, &n);
-	assert_int_equal(n, 3);
-	assert_string_equal(find(v, n, UA)->name, "bad??name?[31m");
-	assert_string_equal(find(v, n, UA)->channel_path, "");
-	assert_string_equal(find(v, n, UA)->hypervisor, "kvm"); /* the URI's default */
-	assert_string_equal(find(v, n, UB)->channel_path, "/deep.sock");
-	assert_string_equal(find(v, n, UC)->channel_path, "");
-	assert_int_equal(find(v, n, UC)->state, VW_VM_RUNNING);
-	free(v);
+	v = list_n(x, 3);
+	assert_string_equal(find(v, 3, UA)->name, "bad??name?[31m");
+	assert_string_equal(find(v, 3, UA)->channel_path, "");
+	assert_string_equal(find(v, 3, UA)->hypervisor, "kvm"); /* the URI's default */
+	assert_string_equal(find(v, 3, UB)->channel_path, "/deep.sock");
+	assert_string_equal(find(v, 3, UC)->channel_path, "");
+	assert_int_equal(find(v, 3, UC)->state, VW_VM_RUNNING);
 	/* A bad document is not fetched again and again. */
 	pthread_mutex_lock(&fk.mu);
 	fk.xml_calls = 0;
 	pthread_mutex_unlock(&fk.mu);
-	v = list(x, &n);
-	free(v);
+	list_n(x, 3);
 	assert_int_equal(fk.xml_calls, 0);
 	fx_free(x);
 }

@@ -7,12 +7,12 @@
 #include "vw_test.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "fixture.h"
 #include "log.h"
 #include "vm_fixture.h"
@@ -165,6 +165,28 @@ static void test_cgroup_text(void **state)
 	assert_string_equal(out, "/b");
 }
 
+/* The procscan source over the tree at root (env->procfs_fd opened on it, for close()). */
+static void *scan_open(const char *root, struct vw_vm_env *env)
+{
+	void *src = NULL;
+
+	env->procfs_fd = vw_root_open(root);
+	assert_true(env->procfs_fd >= 0);
+	assert_int_equal(vw_vm_procscan.open(env, &src), 0);
+	return src;
+}
+
+/* One list of src, which must hold n VMs (free() it). */
+static struct vw_vm_info *list_n(void *src, size_t n)
+{
+	struct vw_vm_info *v = NULL;
+	size_t got = 0;
+
+	assert_int_equal(vw_vm_procscan.list(src, &v, &got), 0);
+	assert_int_equal(got, n);
+	return v;
+}
+
 struct fx {
 	char *root;
 	int procfd;
@@ -219,10 +241,8 @@ static int setup(void **state)
 	r |= vm_fixture_proc(f->root, 501, 2, "", (const char *const[]){ "kworker/0:1", NULL }, NULL);
 	if (r)
 		return -1;
-	f->procfd = open(f->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	env.procfs_fd = f->procfd;
-	if (vw_vm_procscan.open(&env, &f->src) < 0)
-		return -1;
+	f->src = scan_open(f->root, &env);
+	f->procfd = env.procfs_fd;
 	*state = f;
 	return 0;
 }
@@ -249,12 +269,10 @@ static const struct vw_vm_info *by_pid(const struct vw_vm_info *v, size_t n, uin
 static void test_scan(void **state)
 {
 	struct fx *f = *state;
-	struct vw_vm_info *v = NULL, *v2 = NULL;
+	struct vw_vm_info *v = list_n(f->src, 4), *v2;
 	const struct vw_vm_info *web, *kv, *a, *b;
-	size_t n = 0, n2 = 0;
+	size_t n = 4;
 
-	assert_int_equal(vw_vm_procscan.list(f->src, &v, &n), 0);
-	assert_int_equal(n, 4);
 	web = by_pid(v, n, 100);
 	assert_non_null(web);
 	assert_string_equal(web->uuid, U1);
@@ -304,23 +322,20 @@ static void test_scan(void **state)
 	assert_null(by_pid(v, n, 310));
 
 	/* The stable ID is stable. */
-	assert_int_equal(vw_vm_procscan.list(f->src, &v2, &n2), 0);
-	assert_int_equal(n2, 4);
-	assert_string_equal(by_pid(v2, n2, 400)->uuid, a->uuid);
+	v2 = list_n(f->src, 4);
+	assert_string_equal(by_pid(v2, 4, 400)->uuid, a->uuid);
 	free(v2);
 
 	/* QEMU 100 exits: reported stopped once, with what was known, then forgotten. */
 	assert_int_equal(vm_fixture_kill(f->root, 100), 0);
-	assert_int_equal(vw_vm_procscan.list(f->src, &v2, &n2), 0);
-	assert_int_equal(n2, 4);
-	web = by_pid(v2, n2, 100);
+	v2 = list_n(f->src, 4);
+	web = by_pid(v2, 4, 100);
 	assert_non_null(web);
 	assert_int_equal(web->state, VW_VM_SHUTOFF);
 	assert_string_equal(web->uuid, U1);
 	free(v2);
-	assert_int_equal(vw_vm_procscan.list(f->src, &v2, &n2), 0);
-	assert_int_equal(n2, 3);
-	assert_null(by_pid(v2, n2, 100));
+	v2 = list_n(f->src, 3);
+	assert_null(by_pid(v2, 3, 100));
 	free(v2);
 	free(v);
 }
@@ -330,10 +345,8 @@ static void test_duplicate_uuid_and_many_threads(void **state)
 	char *root = vw_fixture_mkdtemp("vmscan2");
 	const char **names = calloc(601, sizeof(*names));
 	struct vw_vm_env env = { 0 };
-	struct vw_vm_info *v = NULL;
-	void *src = NULL;
-	size_t n = 0;
-	int fd;
+	struct vw_vm_info *v;
+	void *src;
 
 	(void)state;
 	names[0] = "qemu-system-x86";
@@ -347,17 +360,14 @@ static void test_duplicate_uuid_and_many_threads(void **state)
 					 names, NULL), 0);
 	/* An older QEMU claiming the same UUID (exiting after a restart): one VM, the young one. */
 	assert_int_equal(vm_fixture_proc(root, 20, 0, "qemu-system-x86_64|-uuid|" U1, NULL, NULL), 0);
-	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	env.procfs_fd = fd;
-	assert_int_equal(vw_vm_procscan.open(&env, &src), 0);
-	assert_int_equal(vw_vm_procscan.list(src, &v, &n), 0);
-	assert_int_equal(n, 1);
+	src = scan_open(root, &env);
+	v = list_n(src, 1);
 	assert_int_equal(v[0].vcpus, 599);
 	assert_int_equal(v[0].n_vcpu_tids, VW_VM_MAX_THREADS);
 	assert_int_equal(v[0].vcpu_tids[0], 11);
 	free(v);
 	vw_vm_procscan.close(src);
-	close(fd);
+	close(env.procfs_fd);
 	for (int i = 1; i < 600; i++)
 		free((char *)names[i]);
 	free(names);
@@ -371,39 +381,28 @@ static void test_scan_interval(void **state)
 	char *root = vw_fixture_mkdtemp("vmscan");
 	struct vw_vm_env env = { .procscan_interval_ns = 10 * VW_NSEC_PER_SEC };
 	uint64_t now = 1000 * VW_NSEC_PER_SEC;
-	struct vw_vm_info *v = NULL;
-	size_t n = 0;
+	struct vw_vm_info *v;
 	void *src;
-	int fd;
 
 	(void)state;
 	vw_clock_set_fake(&now);
 	assert_int_equal(vm_fixture_proc(root, 10, 100, "qemu-system-x86_64|-uuid|" U1, NULL, NULL), 0);
-	fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	env.procfs_fd = fd;
-	assert_int_equal(vw_vm_procscan.open(&env, &src), 0);
-	assert_int_equal(vw_vm_procscan.list(src, &v, &n), 0);
-	assert_int_equal(n, 1);
-	free(v);
+	src = scan_open(root, &env);
+	free(list_n(src, 1));
 	/* A second QEMU starts: not seen until the interval has passed. */
 	assert_int_equal(vm_fixture_proc(root, 20, 200, "qemu-kvm|-name|guest=b", NULL, NULL), 0);
 	now += 5 * VW_NSEC_PER_SEC;
-	assert_int_equal(vw_vm_procscan.list(src, &v, &n), 0);
-	assert_int_equal(n, 1);
-	free(v);
+	free(list_n(src, 1));
 	now += 6 * VW_NSEC_PER_SEC;
-	assert_int_equal(vw_vm_procscan.list(src, &v, &n), 0);
-	assert_int_equal(n, 2);
-	free(v);
+	free(list_n(src, 2));
 	/* The first exits: the very next list scans and reports it stopped. */
 	assert_int_equal(vm_fixture_kill(root, 10), 0);
 	now += VW_NSEC_PER_SEC;
-	assert_int_equal(vw_vm_procscan.list(src, &v, &n), 0);
-	assert_int_equal(n, 2);
-	assert_int_equal(by_pid(v, n, 10)->state, VW_VM_SHUTOFF);
+	v = list_n(src, 2);
+	assert_int_equal(by_pid(v, 2, 10)->state, VW_VM_SHUTOFF);
 	free(v);
 	vw_vm_procscan.close(src);
-	close(fd);
+	close(env.procfs_fd);
 	vw_clock_set_fake(NULL);
 	vw_fixture_rm(root);
 }

@@ -21,6 +21,7 @@
 #include "perf_counters.h"
 #include "vm_source.h"
 #include "workloads.h"
+#include "workloads_fixture.h"
 
 #define CID_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define CID_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -138,18 +139,6 @@ static void assert_conserved(struct ctx *c)
 		}
 }
 
-static char *render(struct ctx *c)
-{
-	struct vw_prom_writer *pw = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
-	char *out = NULL;
-
-	assert_non_null(pw);
-	assert_int_equal(vw_workloads_render(c->w, pw, "n1", "procfs"), 0);
-	assert_int_equal(vw_prom_finish(pw, &out, NULL), 0);
-	vw_prom_writer_free(pw);
-	return out;
-}
-
 static double value(const char *text, const char *prefix)
 {
 	const char *l = strstr(text, prefix);
@@ -170,7 +159,7 @@ static void test_split_without_pods(void **state)
 	interval(&c, zero, 0, 0); /* baseline */
 	interval(&c, ms, 10000000, 5000000);
 	assert_conserved(&c);
-	text = render(&c);
+	text = workloads_fixture_render(c.w);
 	/* Nothing reserved: idle follows CPU time like active. A has 2 of 5 s. */
 	assert_double_near(value(text, "kepler_container_cpu_joules_total{container_id=\"" CID_A
 				       "\",container_name=\"\",runtime=\"docker\",state=\"running\","
@@ -215,7 +204,7 @@ static void test_terminated_kept_until_scraped(void **state)
 	c.cpu[1].exited = true; /* 101 exits after one more slice */
 	interval(&c, ms, 1000000, 1000000);
 	c.snap.n_procs = ARRAY_SIZE(procs); /* the accountant reports an exit once... */
-	text = render(&c);
+	text = workloads_fixture_render(c.w);
 	assert_non_null(strstr(text, "pid=\"101\",comm=\"nginx\",exe=\"\",type=\"container\",state=\"terminated\""));
 	free(text);
 	vw_workloads_published(c.w, 7, 0); /* published as generation 7, nothing scraped yet */
@@ -223,11 +212,11 @@ static void test_terminated_kept_until_scraped(void **state)
 	c.snap.n_procs = ARRAY_SIZE(procs) - 1;
 	interval(&c, zero, 1000000, 0);
 	vw_workloads_published(c.w, 8, 6); /* a scrape served generation 6: keep */
-	text = render(&c);
+	text = workloads_fixture_render(c.w);
 	assert_non_null(strstr(text, "pid=\"101\""));
 	free(text);
 	vw_workloads_published(c.w, 9, 7); /* generation 7 (its final value) was served: drop */
-	text = render(&c);
+	text = workloads_fixture_render(c.w);
 	assert_null(strstr(text, "pid=\"101\""));
 	/* Its energy stays in its container, which lives on with process 100. */
 	assert_non_null(strstr(text, "container_id=\"" CID_A "\",container_name=\"\",runtime=\"docker\",state=\"running\""));
@@ -245,54 +234,22 @@ static const char kubelet_pods[] =
 	"\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"app\","
 	"\"containerID\":\"containerd://" CID_B "\"}]}}]}";
 
-static enum MHD_Result serve(void *cls, struct MHD_Connection *conn, const char *url,
-			     const char *method, const char *version, const char *data,
-			     size_t *size, void **con_cls)
-{
-	struct MHD_Response *r;
-	enum MHD_Result ret;
-
-	(void)cls, (void)url, (void)method, (void)version, (void)data, (void)size, (void)con_cls;
-	r = MHD_create_response_from_buffer(strlen(kubelet_pods), (void *)kubelet_pods,
-					    MHD_RESPMEM_PERSISTENT);
-	MHD_add_response_header(r, "Content-Type", "application/json");
-	ret = MHD_queue_response(conn, MHD_HTTP_OK, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-
 static void test_idle_by_pod_request(void **state)
 {
 	static const uint64_t ms[ARRAY_SIZE(procs)] = { 1000, 1000, 1000, 1000, 0, 1000 };
 	static const uint64_t zero[ARRAY_SIZE(procs)];
-	struct MHD_Daemon *d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD, 0, NULL, NULL,
-						serve, NULL, MHD_OPTION_END);
-	const union MHD_DaemonInfo *info;
-	struct vw_podmeta_opts po = { .mode = VW_PODMETA_KUBELET, .allow_http = true,
-				      .node_name = "n1", .poll_ns = VW_NSEC_PER_SEC };
-	struct vw_podmeta *pm;
-	char url[64], *text;
+	struct kubelet_fixture k;
+	char *text;
 	struct ctx c;
 
 	(void)state;
-	assert_non_null(d);
-	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u", info->port);
-	po.url = url;
-	pm = vw_podmeta_start(&po);
-	assert_non_null(pm);
-	for (int i = 0; i < 100 && !vw_podmeta_synced(pm); i++) {
-		struct timespec ts = { 0, 20 * 1000 * 1000 };
-
-		nanosleep(&ts, NULL);
-	}
-	assert_true(vw_podmeta_synced(pm));
-	setup(&c, pm);
+	kubelet_fixture_start(&k, kubelet_pods);
+	setup(&c, k.pm);
 	interval(&c, zero, 0, 0);
 	/* 5 s of CPU, 10 J active, 8 J idle; the pod reserves 500m of 2000m: 2 J of idle. */
 	interval(&c, ms, 10000000, 8000000);
 	assert_conserved(&c);
-	text = render(&c);
+	text = workloads_fixture_render(c.w);
 	assert_double_near(value(text, "virtwatt_pod_cpu_idle_joules_total{pod_id=\"" POD_UID "\","
 				       "pod_name=\"web\",pod_namespace=\"shop\",state=\"running\","
 				       "zone=\"package\",node_name=\"n1\"}"),
@@ -308,8 +265,7 @@ static void test_idle_by_pod_request(void **state)
 			   6.0, 1e-9);
 	free(text);
 	teardown(&c);
-	vw_podmeta_stop(pm);
-	MHD_stop_daemon(d);
+	kubelet_fixture_stop(&k);
 }
 
 /* A kubelet that says 503 until told to answer: a pod list that arrives late. */
@@ -320,13 +276,16 @@ static enum MHD_Result serve_late(void *cls, struct MHD_Connection *conn, const 
 				  size_t *size, void **con_cls)
 {
 	static const char down[] = "not yet";
+	bool up = __atomic_load_n(&kubelet_up, __ATOMIC_ACQUIRE);
+	const char *text = up ? kubelet_pods : down;
 	struct MHD_Response *r;
 	enum MHD_Result ret;
 
-	if (__atomic_load_n(&kubelet_up, __ATOMIC_ACQUIRE))
-		return serve(cls, conn, url, method, version, data, size, con_cls);
-	r = MHD_create_response_from_buffer(strlen(down), (void *)down, MHD_RESPMEM_PERSISTENT);
-	ret = MHD_queue_response(conn, MHD_HTTP_SERVICE_UNAVAILABLE, r);
+	(void)cls, (void)url, (void)method, (void)version, (void)data, (void)size, (void)con_cls;
+	r = MHD_create_response_from_buffer(strlen(text), (void *)text, MHD_RESPMEM_PERSISTENT);
+	if (up)
+		MHD_add_response_header(r, "Content-Type", "application/json");
+	ret = MHD_queue_response(conn, up ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, r);
 	MHD_destroy_response(r);
 	return ret;
 }
@@ -363,7 +322,7 @@ static void test_pod_list_arrives_late(void **state)
 	interval(&c, ms, 10000000, 8000000);
 	vw_workloads_totals(c.w, &t);
 	assert_int_equal(t.pods[VW_ZONE_PACKAGE][0], 0); /* no pod known: none owns anything */
-	text = render(&c);
+	text = workloads_fixture_render(c.w);
 	assert_non_null(strstr(text, "container_id=\"" CID_B "\",container_name=\"\""));
 	free(text);
 
@@ -380,7 +339,7 @@ static void test_pod_list_arrives_late(void **state)
 	vw_workloads_totals(c.w, &t);
 	assert_int_equal(t.pods[VW_ZONE_PACKAGE][0], 2000000);
 	assert_int_equal(t.pods[VW_ZONE_PACKAGE][1], 2000000);
-	text = render(&c);
+	text = workloads_fixture_render(c.w);
 	assert_non_null(strstr(text, "container_id=\"" CID_B "\",container_name=\"app\""));
 	assert_double_near(value(text, "kepler_pod_cpu_joules_total{pod_id=\"" POD_UID "\","
 				       "pod_name=\"web\",pod_namespace=\"shop\",state=\"running\","
@@ -418,7 +377,7 @@ static void test_split_keys_from_counters(void **state)
 	ze[VW_ZONE_DRAM] = (struct vw_zone_energy){ true, 5000000, 0 };
 	ze[VW_ZONE_UNCORE] = (struct vw_zone_energy){ true, 2000000, 0 };
 	assert_int_equal(vw_workloads_update(c.w, &c.snap, ze, 5 * VW_NSEC_PER_SEC), 0);
-	text = render(&c);
+	text = workloads_fixture_render(c.w);
 	assert_non_null(strstr(text, "zone=\"package\",pod_id=\"\",node_name=\"n1\"} 6\n"));
 	assert_non_null(strstr(text, "zone=\"package\",pod_id=\"\",node_name=\"n1\"} 2\n"));
 	assert_non_null(strstr(text, "zone=\"dram\",pod_id=\"\",node_name=\"n1\"} 1\n"));
@@ -511,7 +470,7 @@ static void test_vm_energy(void **state)
 	set_vm(&c, 500, true);
 	interval(&c, ms, 8000000, 6000000);
 	assert_conserved(&c);
-	text = render(&c);
+	text = workloads_fixture_render(c.w);
 	/* Active by CPU: 2 of 4 s. Idle: 1 vCPU of 2 host CPUs reserves half: 3 J; the other half
 	 * is unreserved and stays with the node (the VM is the only reservation). */
 	assert_double_near(value(text, "kepler_vm_cpu_joules_total" VML("package", "running")), 4.0, 1e-9);
@@ -530,19 +489,19 @@ static void test_vm_energy(void **state)
 	/* The VM is destroyed: terminated, shown once more, then hidden after a scrape. */
 	set_vm(&c, 500, false);
 	interval(&c, zero, 1000000, 1000000);
-	text = render(&c);
+	text = workloads_fixture_render(c.w);
 	assert_double_near(value(text, "kepler_vm_cpu_joules_total" VML("package", "terminated")), 4.0, 1e-9);
 	free(text);
 	vw_workloads_published(c.w, 3, 0);
 	vw_workloads_published(c.w, 4, 3);
-	text = render(&c);
+	text = workloads_fixture_render(c.w);
 	assert_null(strstr(text, "kepler_vm_cpu_joules_total{vm_id"));
 	free(text);
 
 	/* Re-created with the same UUID (same QEMU PID here): the counters carry on. */
 	set_vm(&c, 500, true);
 	interval(&c, ms, 8000000, 0);
-	text = render(&c);
+	text = workloads_fixture_render(c.w);
 	assert_double_near(value(text, "kepler_vm_cpu_joules_total" VML("package", "running")), 8.0, 1e-9);
 	free(text);
 	assert_conserved(&c);

@@ -16,6 +16,7 @@
 
 #include "fileio.h"
 #include "macro.h"
+#include "utf8.h"
 #include "vm_priv.h"
 
 #define SMP_MAX 16384u
@@ -55,35 +56,6 @@ int vw_vm_uuid_canon(const char *s, size_t len, char out[VW_UUID_LEN])
 	return 0;
 }
 
-/* Length of the valid UTF-8 sequence at s (at most n bytes), 0 when invalid. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	uint32_t cp;
-	size_t len;
-
-	if (s[0] < 0x80)
-		return 1;
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		len = 2, cp = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		len = 3, cp = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		len = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	if (len > n)
-		return 0;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
 void vw_vm_name_sanitize(char *dst, size_t size, const char *src, size_t len)
 {
 	const unsigned char *s = (const unsigned char *)src;
@@ -92,7 +64,8 @@ void vw_vm_name_sanitize(char *dst, size_t size, const char *src, size_t len)
 	if (size == 0)
 		return;
 	for (size_t i = 0; i < len && s[i];) {
-		size_t n = utf8_len(s + i, len - i);
+		uint32_t cp;
+		size_t n = vw_utf8_decode(s + i, len - i, &cp);
 
 		if (n == 0 || s[i] < 0x20 || s[i] == 0x7f) {
 			if (o + 1 >= size)

@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "macro.h"
+#include "utf8.h"
 
 #define TOTAL_SUFFIX "_total"
 #define EOF_TRAILER "# EOF\n"
@@ -47,40 +48,6 @@ struct vw_prom_writer {
 };
 
 /* ---- UTF-8 and escaping ---- */
-
-/*
- * Length of the valid UTF-8 sequence at s (1 to 4) with its code point, or 0 when s does not
- * start one (RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF). s is
- * NUL-terminated; a NUL is never a continuation byte, so this never reads past it.
- */
-static size_t utf8_decode(const unsigned char *s, uint32_t *ret_cp)
-{
-	static const uint32_t min_cp[] = {0, 0, 0x80, 0x800, 0x10000};
-	uint32_t cp;
-	size_t n;
-
-	if (s[0] < 0x80) {
-		*ret_cp = s[0];
-		return 1;
-	}
-	if (s[0] >= 0xc2 && s[0] <= 0xdf)
-		n = 2, cp = s[0] & 0x1f;
-	else if (s[0] >= 0xe0 && s[0] <= 0xef)
-		n = 3, cp = s[0] & 0x0f;
-	else if (s[0] >= 0xf0 && s[0] <= 0xf4)
-		n = 4, cp = s[0] & 0x07;
-	else
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (s[i] & 0x3f);
-	}
-	if (cp < min_cp[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	*ret_cp = cp;
-	return n;
-}
 
 static bool is_control(uint32_t cp)
 {
@@ -128,7 +95,7 @@ static size_t label_char(const unsigned char *s, const char **ret_piece, size_t 
 {
 	static const char replacement[] = "\xef\xbf\xbd"; /* U+FFFD */
 	uint32_t cp;
-	size_t n = utf8_decode(s, &cp);
+	size_t n = vw_utf8_decode(s, SIZE_MAX, &cp);
 
 	if (n == 0) {
 		*ret_piece = replacement;
@@ -250,7 +217,7 @@ static bool help_valid(const char *help)
 		return false;
 	while (*s) {
 		uint32_t cp;
-		size_t n = utf8_decode(s, &cp);
+		size_t n = vw_utf8_decode(s, SIZE_MAX, &cp);
 
 		if (n == 0 || (is_control(cp) && cp != '\n'))
 			return false;

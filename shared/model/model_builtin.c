@@ -21,75 +21,38 @@
 
 const char vw_model_builtin_name[] = "builtin:kepler-v0.7.12-intel_rapl-AbsPower-SGD-m5.metal";
 
+/*
+ * The file's four components differ only in the bias and the weight of bpf_cpu_time_ms (the same
+ * scale in all; bpf_page_cache_hit weighs 0 everywhere): one macro writes each, the numbers as
+ * the file's text.
+ */
+#define COMPONENT(name, bias, cpu_weight)                                                          \
+	"  \"" name "\": {\n"                                                                      \
+	"    \"All_Weights\": {\n"                                                                 \
+	"      \"Bias_Weight\": " bias ",\n"                                                       \
+	"      \"Categorical_Variables\": {},\n"                                                   \
+	"      \"Numerical_Variables\": {\n"                                                       \
+	"        \"bpf_cpu_time_ms\": {\n"                                                         \
+	"          \"scale\": 95877.00000000001,\n"                                                \
+	"          \"weight\": " cpu_weight "\n"                                                   \
+	"        },\n"                                                                             \
+	"        \"bpf_page_cache_hit\": {\n"                                                      \
+	"          \"scale\": 1.0,\n"                                                              \
+	"          \"weight\": 0.0\n"                                                              \
+	"        }\n"                                                                              \
+	"      }\n"                                                                                \
+	"    }\n"                                                                                  \
+	"  }"
+
 static const char builtin_json[] =
 	"{\n"
 	"  \"model_name\": \"SGDRegressorTrainer_0\",\n"
 	"  \"machine_spec\": {\"processor\": \"intel_xeon_platinum_8259cl\", \"cores\": 96,\n"
 	"    \"chips\": 2, \"memory\": 377, \"frequency\": 3500},\n"
-	"  \"package\": {\n"
-	"    \"All_Weights\": {\n"
-	"      \"Bias_Weight\": 143.81206324506658,\n"
-	"      \"Categorical_Variables\": {},\n"
-	"      \"Numerical_Variables\": {\n"
-	"        \"bpf_cpu_time_ms\": {\n"
-	"          \"scale\": 95877.00000000001,\n"
-	"          \"weight\": 305.148172889668\n"
-	"        },\n"
-	"        \"bpf_page_cache_hit\": {\n"
-	"          \"scale\": 1.0,\n"
-	"          \"weight\": 0.0\n"
-	"        }\n"
-	"      }\n"
-	"    }\n"
-	"  },\n"
-	"  \"core\": {\n"
-	"    \"All_Weights\": {\n"
-	"      \"Bias_Weight\": 0.0,\n"
-	"      \"Categorical_Variables\": {},\n"
-	"      \"Numerical_Variables\": {\n"
-	"        \"bpf_cpu_time_ms\": {\n"
-	"          \"scale\": 95877.00000000001,\n"
-	"          \"weight\": 0.0\n"
-	"        },\n"
-	"        \"bpf_page_cache_hit\": {\n"
-	"          \"scale\": 1.0,\n"
-	"          \"weight\": 0.0\n"
-	"        }\n"
-	"      }\n"
-	"    }\n"
-	"  },\n"
-	"  \"uncore\": {\n"
-	"    \"All_Weights\": {\n"
-	"      \"Bias_Weight\": 0.0,\n"
-	"      \"Categorical_Variables\": {},\n"
-	"      \"Numerical_Variables\": {\n"
-	"        \"bpf_cpu_time_ms\": {\n"
-	"          \"scale\": 95877.00000000001,\n"
-	"          \"weight\": 0.0\n"
-	"        },\n"
-	"        \"bpf_page_cache_hit\": {\n"
-	"          \"scale\": 1.0,\n"
-	"          \"weight\": 0.0\n"
-	"        }\n"
-	"      }\n"
-	"    }\n"
-	"  },\n"
-	"  \"dram\": {\n"
-	"    \"All_Weights\": {\n"
-	"      \"Bias_Weight\": 18.616285480502686,\n"
-	"      \"Categorical_Variables\": {},\n"
-	"      \"Numerical_Variables\": {\n"
-	"        \"bpf_cpu_time_ms\": {\n"
-	"          \"scale\": 95877.00000000001,\n"
-	"          \"weight\": 8.434209551249596\n"
-	"        },\n"
-	"        \"bpf_page_cache_hit\": {\n"
-	"          \"scale\": 1.0,\n"
-	"          \"weight\": 0.0\n"
-	"        }\n"
-	"      }\n"
-	"    }\n"
-	"  }\n"
+	COMPONENT("package", "143.81206324506658", "305.148172889668") ",\n"
+	COMPONENT("core", "0.0", "0.0") ",\n"
+	COMPONENT("uncore", "0.0", "0.0") ",\n"
+	COMPONENT("dram", "18.616285480502686", "8.434209551249596") "\n"
 	"}\n";
 
 int vw_model_load_builtin(struct vw_model **ret)

@@ -133,23 +133,6 @@ static int alloc_entries(struct vw_model_parse *p, json_object *obj, const char 
 	return *ret ? 0 : vw_model_oom(p);
 }
 
-static int parse_numerical(struct vw_model_parse *p, struct vw_model_comp *c, json_object *nv)
-{
-	char where[64];
-	int r;
-
-	snprintf(where, sizeof(where), "%s.Numerical_Variables", c->name);
-	r = alloc_entries(p, nv, where, VW_MODEL_MAX_TERMS, sizeof(*c->terms), (void **)&c->terms);
-	if (r < 0)
-		return r;
-	json_object_object_foreach (nv, key, val) {
-		r = parse_term(p, c, key, val);
-		if (r < 0)
-			return r;
-	}
-	return 0;
-}
-
 /* ---- Categorical_Variables: {feature: {value: {"weight": w}}} ---- */
 
 static int parse_level(struct vw_model_parse *p, struct vw_model_catvar *v, const char *key,
@@ -204,17 +187,25 @@ static int parse_catvar(struct vw_model_parse *p, struct vw_model_comp *c, const
 	return 0;
 }
 
-static int parse_categorical(struct vw_model_parse *p, struct vw_model_comp *c, json_object *cv)
+/*
+ * A component's Numerical_Variables or Categorical_Variables (section): an object of at most
+ * limit entries, one element of size bytes allocated in *ret for each, each parsed by fn.
+ */
+typedef int entry_fn(struct vw_model_parse *p, struct vw_model_comp *c, const char *key,
+		     json_object *obj);
+
+static int parse_section(struct vw_model_parse *p, struct vw_model_comp *c, json_object *obj,
+			 const char *section, size_t limit, size_t size, void **ret, entry_fn *fn)
 {
 	char where[64];
 	int r;
 
-	snprintf(where, sizeof(where), "%s.Categorical_Variables", c->name);
-	r = alloc_entries(p, cv, where, VW_MODEL_MAX_CATS, sizeof(*c->cats), (void **)&c->cats);
+	snprintf(where, sizeof(where), "%s.%s", c->name, section);
+	r = alloc_entries(p, obj, where, limit, size, ret);
 	if (r < 0)
 		return r;
-	json_object_object_foreach (cv, key, val) {
-		r = parse_catvar(p, c, key, val);
+	json_object_object_foreach (obj, key, val) {
+		r = fn(p, c, key, val);
 		if (r < 0)
 			return r;
 	}
@@ -322,10 +313,12 @@ static int parse_weights_key(struct vw_model_parse *p, struct vw_model_comp *c, 
 	}
 	if (strcmp(key, "Numerical_Variables") == 0) {
 		*has_numerical = true;
-		return parse_numerical(p, c, val);
+		return parse_section(p, c, val, key, VW_MODEL_MAX_TERMS, sizeof(*c->terms),
+				     (void **)&c->terms, parse_term);
 	}
 	if (strcmp(key, "Categorical_Variables") == 0)
-		return parse_categorical(p, c, val);
+		return parse_section(p, c, val, key, VW_MODEL_MAX_CATS, sizeof(*c->cats),
+				     (void **)&c->cats, parse_catvar);
 	if (strcmp(key, "CurveFit_Weights") == 0)
 		return parse_curve(p, c, val);
 	if (strcasecmp(key, "XGBoost_Weights") == 0)

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A daemon's option table and configuration files, read as the daemon itself reads them
+ * (test_selfcheck for virtwatt-host, test_guest_config for virtwatt-guest).
+ */
+#pragma once
+
+#include "vw_test.h"
+
+#include <stdio.h>
+
+#include "config.h"
+
+/* p's option table passes vw_config_check(); the test fails with its message otherwise. */
+static inline void config_fixture_check_table(const struct vw_config_program *p)
+{
+	char err[512] = "";
+
+	if (vw_config_check(p, err, sizeof(err)) != 0)
+		fail_msg("%s option table: %s", p->name, err);
+}
+
+/* Load cfg as `<p->name> --config.file=<path>` would: vw_config_load()'s result (err: why). */
+static inline int config_fixture_load(const struct vw_config_program *p, void *cfg,
+				      const char *path, char *err, size_t errlen)
+{
+	char arg[1024];
+	char *argv[] = { (char *)p->name, arg, NULL };
+
+	snprintf(arg, sizeof(arg), "--config.file=%s", path);
+	return vw_config_load(p, cfg, 2, argv, stdout, err, errlen);
+}
+
+/* The example deploy/config/<p->name>.yaml loads into cfg; the test fails with why otherwise. */
+static inline void config_fixture_load_example(const struct vw_config_program *p, void *cfg)
+{
+	char path[1024], err[512] = "";
+
+	snprintf(path, sizeof(path), "%s/deploy/config/%s.yaml", VW_SOURCE_ROOT, p->name);
+	if (config_fixture_load(p, cfg, path, err, sizeof(err)) != 0)
+		fail_msg("%s: %s", path, err);
+}
