@@ -306,12 +306,9 @@ const struct vw_family_table vw_guest_family_table = {
 /* The model behind this interval's energy: the host's (passthrough) or ours. */
 static const char *source_model(const struct vw_guest *g)
 {
-	const struct vw_host_frame *f = g->reader ? vw_reader_last(g->reader) : NULL;
+	const struct vw_power_source *s = &g->src[g->used];
 	struct vw_power_source_stats st = { 0 };
 
-	const struct vw_power_source *s = &g->src[g->used];
-
-	(void)f;
 	if (s->ops->stats)
 		s->ops->stats(s->state, &st);
 	return st.model;

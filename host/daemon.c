@@ -139,9 +139,6 @@ static int setup_vms(struct vw_host *h)
 	struct vw_power_source_stats st = { 0 };
 	struct vw_publish_opts po;
 
-	h->channels = vw_vm_channels_new();
-	if (!h->channels)
-		return -ENOMEM;
 	h->vms = vw_vms_open(&env);
 	if (!h->vms) {
 		if (c->passthrough)
@@ -152,6 +149,9 @@ static int setup_vms(struct vw_host *h)
 	}
 	if (!c->passthrough)
 		return 0;
+	h->channels = vw_vm_channels_new(); /* what the publisher needs of each listing */
+	if (!h->channels)
+		return -ENOMEM;
 	if (h->src.ops->stats)
 		h->src.ops->stats(h->src.state, &st);
 	po = (struct vw_publish_opts){
@@ -486,7 +486,7 @@ static void refresh_vms(struct vw_host *h)
 		return; /* keep the VMs as they were */
 	}
 	vw_release(&h->vm_complaint, VW_LOG_INFO, "vm: listing VMs works again");
-	if (vw_vm_channels_set(h->channels, vms, n) < 0 ||
+	if ((h->channels && vw_vm_channels_set(h->channels, vms, n) < 0) ||
 	    vms_as_groups(vms, n, &groups, &n_groups) < 0 ||
 	    vw_workloads_set_groups(h->d.workloads, groups, n_groups) < 0)
 		vw_complain(&h->vm_complaint, VW_LOG_WARN, "vm: out of memory tracking VMs");

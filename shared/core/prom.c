@@ -593,16 +593,18 @@ int vw_prom_counter(struct vw_prom_writer *w, const char *const *label_values, d
 {
 	char num[NUM_MAX];
 	uint64_t micro = 0;
+	bool filtered;
 
 	if (!family_is(w, VW_METRIC_COUNTER) || !isfinite(value) || value < 0)
 		return -EINVAL;
 	if (value == 0)
 		value = 0; /* -0 prints as 0 */
-	/* From 1.8e13 units on, micro-units would overflow: such a sample is not filtered. */
-	if (value < 1.8e13)
+	/* For a filter only; from 1.8e13 units on, micro-units would overflow: not filtered. */
+	filtered = w->filter && value < 1.8e13;
+	if (filtered)
 		micro = (uint64_t)llround(value * 1e6);
 	return put_sample(w, label_values, num, format_double(value, num),
-			  value < 1.8e13 ? &micro : NULL);
+			  filtered ? &micro : NULL);
 }
 
 int vw_prom_single(struct vw_prom_writer *w, const struct vw_metric_family *f,
