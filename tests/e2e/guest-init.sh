@@ -33,7 +33,7 @@ ip route add default via 10.0.2.2
 echo "e2e-guest: ready, burner $!"
 # No ASan quarantine: freed memory is returned at once, so RSS shows what the daemon keeps
 # (tests/e2e/faults.py checks it stays flat).
-export ASAN_OPTIONS=detect_leaks=0:quarantine_size_mb=0
+export ASAN_OPTIONS=detect_leaks=0:quarantine_size_mb=0:allocator_release_to_os_interval_ms=500
 # The guest daemon; restarted if it dies, so the console shows why.
 while :; do
 	/bin/virtwatt-guest --web.listen-address=:28282 --monitor.interval=1s \

@@ -250,7 +250,7 @@ if [ "$mode" = faults ]; then
 	host_flags="--kube.enable --kube.pod-source=kubelet --kube.kubelet-url=https://127.0.0.1:$kubelet_port"
 	host_flags="$host_flags --kube.poll-interval=1s --kube.token-file=$work/token"
 	host_flags="$host_flags --kube.ca-file=$work/kubelet.crt"
-	host_env="ASAN_OPTIONS=quarantine_size_mb=0"
+	host_env="ASAN_OPTIONS=quarantine_size_mb=0:allocator_release_to_os_interval_ms=500"
 fi
 cat >"$work/start-host.sh" <<EOF
 #!/bin/sh
