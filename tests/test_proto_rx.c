@@ -546,12 +546,12 @@ static void test_framer_resync_and_limits(void **state)
 	assert_string_equal(l->got[0], "one");
 	assert_string_equal(l->got[1], "fifteen-bytes-x");
 	assert_string_equal(l->got[2], "ok");
-	assert_true(vw_framer_oversized(fr) == 1 && vw_framer_resyncs(fr) == 1);
+	assert_true(vw_framer_stats(fr).oversized == 1 && vw_framer_stats(fr).resyncs == 1);
 	/* A NUL inside a line makes it invalid; the next line is fine. */
 	vw_framer_feed(fr, b, sizeof(b) - 1, collect, l);
 	assert_int_equal(l->n, 4);
 	assert_string_equal(l->got[3], "ef");
-	assert_true(vw_framer_invalid(fr) == 1);
+	assert_true(vw_framer_stats(fr).invalid == 1);
 	/* 0xFF also ends an oversized line's drop; reset drops a partial line. */
 	vw_framer_feed(fr, "0123456789abcdefXYZ\xffgood\nhalf", 29, collect, l);
 	vw_framer_reset(fr);
@@ -559,7 +559,7 @@ static void test_framer_resync_and_limits(void **state)
 	assert_int_equal(l->n, 6);
 	assert_string_equal(l->got[4], "good");
 	assert_string_equal(l->got[5], "new");
-	assert_true(vw_framer_oversized(fr) == 2);
+	assert_true(vw_framer_stats(fr).oversized == 2);
 	vw_framer_free(fr);
 	free(l);
 }
@@ -584,7 +584,7 @@ static void test_framer_flood(void **state)
 		vw_framer_feed(fr, chunk, 1 << 20, count_line, &lines);
 	vw_framer_feed(fr, "\nok\n", 4, count_line, &lines);
 	assert_int_equal(lines, 1);
-	assert_true(vw_framer_oversized(fr) == 1);
+	assert_true(vw_framer_stats(fr).oversized == 1);
 	for (size_t i = 0; i < (1 << 20); i += 2)
 		chunk[i + 1] = '\n';
 	for (int i = 0; i < 8; i++)

@@ -104,17 +104,7 @@ void vw_framer_feed(struct vw_framer *f, const void *data, size_t len, vw_framer
 	}
 }
 
-uint64_t vw_framer_oversized(const struct vw_framer *f)
+struct vw_framer_stats vw_framer_stats(const struct vw_framer *f)
 {
-	return f->oversized;
-}
-
-uint64_t vw_framer_invalid(const struct vw_framer *f)
-{
-	return f->invalid;
-}
-
-uint64_t vw_framer_resyncs(const struct vw_framer *f)
-{
-	return f->resyncs;
+	return (struct vw_framer_stats){ f->oversized, f->invalid, f->resyncs };
 }

@@ -98,6 +98,9 @@ typedef void (*vw_framer_line_fn)(const char *line, size_t len, void *userdata);
 void vw_framer_feed(struct vw_framer *f, const void *data, size_t len, vw_framer_line_fn cb,
 		    void *userdata);
 void vw_framer_reset(struct vw_framer *f);
-uint64_t vw_framer_oversized(const struct vw_framer *f);
-uint64_t vw_framer_invalid(const struct vw_framer *f); /* lines dropped for a NUL byte */
-uint64_t vw_framer_resyncs(const struct vw_framer *f);  /* 0xFF bytes seen */
+struct vw_framer_stats {
+	uint64_t oversized; /* lines longer than max_line, dropped */
+	uint64_t invalid;   /* lines dropped for a NUL byte */
+	uint64_t resyncs;   /* 0xFF bytes seen */
+};
+struct vw_framer_stats vw_framer_stats(const struct vw_framer *f);

@@ -452,24 +452,26 @@ bool vw_reader_fresh(const struct vw_reader *r)
 
 void vw_reader_health(const struct vw_reader *r, struct vw_reader_health *ret)
 {
+	struct vw_framer_stats fs = vw_framer_stats(r->framer);
+
 	*ret = (struct vw_reader_health){
 		.kind = r->kind,
 		.open = r->fd >= 0,
 		.have = r->rx.have,
 		.fresh = vw_reader_fresh(r),
 		.age_ns = age_ns(r),
-		.frames = r->frames + vw_framer_oversized(r->framer) + vw_framer_invalid(r->framer),
+		.frames = r->frames + fs.oversized + fs.invalid,
 		.accepted = r->rx.accepted,
 		.epochs = r->rx.epochs,
 		.takeovers = r->rx.takeovers,
 		.opens = r->opens,
 		.reopens = r->reopens,
-		.resyncs = vw_framer_resyncs(r->framer),
+		.resyncs = fs.resyncs,
 		.torn = r->torn,
 		.hellos = r->hellos,
 	};
 	snprintf(ret->path, sizeof(ret->path), "%s", r->kind ? r->where : "");
 	memcpy(ret->rejected, r->rx.rejected, sizeof(ret->rejected));
-	ret->rejected[VW_PROTO_E_OVERSIZE] += vw_framer_oversized(r->framer);
-	ret->rejected[VW_PROTO_E_SYNTAX] += vw_framer_invalid(r->framer);
+	ret->rejected[VW_PROTO_E_OVERSIZE] += fs.oversized;
+	ret->rejected[VW_PROTO_E_SYNTAX] += fs.invalid;
 }

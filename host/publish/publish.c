@@ -626,11 +626,6 @@ uint64_t vw_publisher_seq(const struct vw_publisher *p)
 	return p->seq;
 }
 
-uint64_t vw_publisher_epoch(const struct vw_publisher *p)
-{
-	return p->epoch;
-}
-
 int vw_publisher_vm_stats(const struct vw_publisher *p, const char *uuid,
 			  struct vw_publish_vm_stats *ret)
 {

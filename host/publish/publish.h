@@ -116,7 +116,6 @@ int vw_publisher_fd(const struct vw_publisher *p);
 
 /* Rounds published so far (the seq of the latest frame). */
 uint64_t vw_publisher_seq(const struct vw_publisher *p);
-uint64_t vw_publisher_epoch(const struct vw_publisher *p);
 /* -ENOENT for an unknown VM. */
 int vw_publisher_vm_stats(const struct vw_publisher *p, const char *uuid,
 			  struct vw_publish_vm_stats *ret);

@@ -444,53 +444,61 @@ static void ctr_free(struct vw_podtable *t, struct ctr *c)
 	free(c);
 }
 
-/* The entry of a table gone the longest ago: its node at node_off, its gone_ns at gone_off. */
-static struct hnode *oldest_gone(const struct htab *h, size_t node_off, size_t gone_off)
+static void drop_pod(struct vw_podtable *t, struct hnode *n)
+{
+	pod_free(t, container_of(n, struct pod, by_uid));
+}
+
+static void drop_ctr(struct vw_podtable *t, struct hnode *n)
+{
+	ctr_free(t, container_of(n, struct ctr, by_id));
+}
+
+/* A table the cap applies to: where its entries keep their node and gone_ns, how one goes. */
+struct capped {
+	size_t node_off, gone_off;
+	void (*drop)(struct vw_podtable *t, struct hnode *n);
+};
+static const struct capped capped_pods = { offsetof(struct pod, by_uid),
+					   offsetof(struct pod, gone_ns), drop_pod };
+static const struct capped capped_ctrs = { offsetof(struct ctr, by_id),
+					   offsetof(struct ctr, gone_ns), drop_ctr };
+
+static uint64_t gone_ns(const struct capped *k, const struct hnode *n)
+{
+	return *(const uint64_t *)((const char *)n - k->node_off + k->gone_off);
+}
+
+/* The entry gone the longest ago; NULL when none is gone. */
+static struct hnode *oldest_gone(const struct capped *k, const struct htab *h)
 {
 	struct hnode *old = NULL;
-	uint64_t old_ns = 0;
 
 	htab_foreach(h, i, n, nx) {
-		uint64_t gone = *(const uint64_t *)((const char *)n - node_off + gone_off);
+		uint64_t gone = gone_ns(k, n);
 
-		if (gone && (!old || gone < old_ns))
-			old = n, old_ns = gone;
+		if (gone && (!old || gone < gone_ns(k, old)))
+			old = n;
 	}
 	return old;
 }
 
 /*
- * Room for one more pod: at the cap, the pod deleted the longest ago goes (counted when its
- * grace period had not ended); none deleted: false (the new pod is refused, counted too).
+ * Room for one more entry in h, which holds n of at most max: at the cap, the entry deleted (or,
+ * for containers, replaced) the longest ago goes, counted in *evicted when its grace period had
+ * not ended; none deleted: false (the new entry is refused, counted too).
  */
-static bool pod_room(struct vw_podtable *t, uint64_t now)
+static bool room(struct vw_podtable *t, uint64_t now, const struct capped *k, struct htab *h,
+		 size_t n, size_t max, uint64_t *evicted)
 {
-	struct hnode *n;
-	struct pod *old;
+	struct hnode *old;
 
-	if (t->npods < t->max_pods)
+	if (n < max)
 		return true;
-	n = oldest_gone(&t->pods, offsetof(struct pod, by_uid), offsetof(struct pod, gone_ns));
-	old = n ? container_of(n, struct pod, by_uid) : NULL;
-	t->evicted_pods += !old || !expired(t, old->gone_ns, now);
+	old = oldest_gone(k, h);
+	*evicted += !old || !expired(t, gone_ns(k, old), now);
 	if (old)
-		pod_free(t, old);
-	return old != NULL;
-}
-
-/* The same for containers: the one replaced or deleted the longest ago. */
-static bool ctr_room(struct vw_podtable *t, uint64_t now)
-{
-	struct hnode *n;
-	struct ctr *old;
-
-	if (t->nctrs < t->max_ctrs)
-		return true;
-	n = oldest_gone(&t->ctrs, offsetof(struct ctr, by_id), offsetof(struct ctr, gone_ns));
-	old = n ? container_of(n, struct ctr, by_id) : NULL;
-	t->evicted_ctrs += !old || !expired(t, old->gone_ns, now);
-	if (old)
-		ctr_free(t, old);
+		k->drop(t, old);
 	return old != NULL;
 }
 
@@ -500,7 +508,8 @@ static struct pod *pod_upsert(struct vw_podtable *t, const struct pod_doc *d, ui
 	uint64_t stamp = ++t->stamp;
 
 	if (!p) {
-		if (!pod_room(t, now) || !(p = calloc(1, sizeof(*p)))) {
+		if (!room(t, now, &capped_pods, &t->pods, t->npods, t->max_pods, &t->evicted_pods) ||
+		    !(p = calloc(1, sizeof(*p)))) {
 			vw_complain(&t->c_full, VW_LOG_WARN,
 				    "podmeta: pod table full (%zu pods, none deleted): pod %s/%s "
 				    "has no metadata", t->npods, d->info.namespace_, d->info.name);
@@ -519,7 +528,9 @@ static struct pod *pod_upsert(struct vw_podtable *t, const struct pod_doc *d, ui
 		struct ctr *c = ctr_get(t, d->ctr[i].id);
 
 		if (!c) {
-			if (!ctr_room(t, now) || !(c = calloc(1, sizeof(*c)))) {
+			if (!room(t, now, &capped_ctrs, &t->ctrs, t->nctrs, t->max_ctrs,
+				  &t->evicted_ctrs) ||
+			    !(c = calloc(1, sizeof(*c)))) {
 				vw_complain(&t->c_full, VW_LOG_WARN,
 					    "podmeta: container table full (%zu containers, none "
 					    "gone)", t->nctrs);
