@@ -29,23 +29,18 @@ enum {
 	F_CLAMPED, F_EXTRAPOLATED, F_LOCK_REFUSED, F_NOT_PUBLISHED, F__COUNT,
 };
 
+/* Kepler's node zone families: energy and power, whole or in one state. */
+#define KEPLER_NODE(fj, fw, state, in_state)                                                       \
+	[fj] = { "kepler_node_cpu_" state "joules_total", VW_METRIC_COUNTER,                       \
+		 "Energy consumption of cpu" in_state " at node level in joules", "joules",        \
+		 l_zone },                                                                         \
+	[fw] = { "kepler_node_cpu_" state "watts", VW_METRIC_GAUGE,                                \
+		 "Power consumption of cpu" in_state " at node level in watts", "watts", l_zone }
+
 const struct vw_metric_family vw_host_families[] = {
-	[F_JOULES] = { "kepler_node_cpu_joules_total", VW_METRIC_COUNTER,
-		       "Energy consumption of cpu at node level in joules", "joules", l_zone },
-	[F_WATTS] = { "kepler_node_cpu_watts", VW_METRIC_GAUGE,
-		      "Power consumption of cpu at node level in watts", "watts", l_zone },
-	[F_ACTIVE_JOULES] = { "kepler_node_cpu_active_joules_total", VW_METRIC_COUNTER,
-			      "Energy consumption of cpu in active state at node level in joules",
-			      "joules", l_zone },
-	[F_ACTIVE_WATTS] = { "kepler_node_cpu_active_watts", VW_METRIC_GAUGE,
-			     "Power consumption of cpu in active state at node level in watts",
-			     "watts", l_zone },
-	[F_IDLE_JOULES] = { "kepler_node_cpu_idle_joules_total", VW_METRIC_COUNTER,
-			    "Energy consumption of cpu in idle state at node level in joules",
-			    "joules", l_zone },
-	[F_IDLE_WATTS] = { "kepler_node_cpu_idle_watts", VW_METRIC_GAUGE,
-			   "Power consumption of cpu in idle state at node level in watts", "watts",
-			   l_zone },
+	KEPLER_NODE(F_JOULES, F_WATTS, "", ""),
+	KEPLER_NODE(F_ACTIVE_JOULES, F_ACTIVE_WATTS, "active_", " in active state"),
+	KEPLER_NODE(F_IDLE_JOULES, F_IDLE_WATTS, "idle_", " in idle state"),
 	[F_USAGE] = { "kepler_node_cpu_usage_ratio", VW_METRIC_GAUGE,
 		      "CPU usage ratio of a node (value between 0.0 and 1.0)", NULL, l_node },
 	[F_CPU_INFO] = { "kepler_node_cpu_info", VW_METRIC_GAUGE,

@@ -36,38 +36,33 @@ enum {
 	F_UNATTR, F_UNCONT, F_METHOD,
 };
 
+/* Kepler's per-level families: the same three, their help naming the level. */
+#define KEPLER_ENERGY(f, level, labels)                                                            \
+	[f##_J] = { "kepler_" level "_cpu_joules_total", VW_METRIC_COUNTER,                        \
+		    "Energy consumption of cpu at " level " level in joules", "joules", labels },  \
+	[f##_W] = { "kepler_" level "_cpu_watts", VW_METRIC_GAUGE,                                 \
+		    "Power consumption of cpu at " level " level in watts", "watts", labels }
+#define KEPLER_SECONDS(f, level, labels)                                                           \
+	[f##_SEC] = { "kepler_" level "_cpu_seconds_total", VW_METRIC_COUNTER,                     \
+		      "Total user and system time of cpu at " level " level in seconds",           \
+		      "seconds", labels }
+
 const struct vw_metric_family vw_workload_families[] = {
-	[F_PROC_J] = { "kepler_process_cpu_joules_total", VW_METRIC_COUNTER,
-		       "Energy consumption of cpu at process level in joules", "joules", l_proc },
-	[F_PROC_W] = { "kepler_process_cpu_watts", VW_METRIC_GAUGE,
-		       "Power consumption of cpu at process level in watts", "watts", l_proc },
+	KEPLER_ENERGY(F_PROC, "process", l_proc),
 	[F_PROC_IDLE_J] = { "virtwatt_process_cpu_idle_joules_total", VW_METRIC_COUNTER,
 			    "Idle energy of cpu attributed to a process in joules", "joules",
 			    l_proc },
-	[F_PROC_SEC] = { "kepler_process_cpu_seconds_total", VW_METRIC_COUNTER,
-			 "Total user and system time of cpu at process level in seconds",
-			 "seconds", l_proc_sec },
-	[F_CONT_J] = { "kepler_container_cpu_joules_total", VW_METRIC_COUNTER,
-		       "Energy consumption of cpu at container level in joules", "joules", l_cont },
-	[F_CONT_W] = { "kepler_container_cpu_watts", VW_METRIC_GAUGE,
-		       "Power consumption of cpu at container level in watts", "watts", l_cont },
+	KEPLER_SECONDS(F_PROC, "process", l_proc_sec),
+	KEPLER_ENERGY(F_CONT, "container", l_cont),
 	[F_CONT_IDLE_J] = { "virtwatt_container_cpu_idle_joules_total", VW_METRIC_COUNTER,
 			    "Idle energy of cpu attributed to a container in joules", "joules",
 			    l_cont },
-	[F_CONT_SEC] = { "kepler_container_cpu_seconds_total", VW_METRIC_COUNTER,
-			 "Total user and system time of cpu at container level in seconds",
-			 "seconds", l_cont_sec },
-	[F_POD_J] = { "kepler_pod_cpu_joules_total", VW_METRIC_COUNTER,
-		      "Energy consumption of cpu at pod level in joules", "joules", l_pod },
-	[F_POD_W] = { "kepler_pod_cpu_watts", VW_METRIC_GAUGE,
-		      "Power consumption of cpu at pod level in watts", "watts", l_pod },
+	KEPLER_SECONDS(F_CONT, "container", l_cont_sec),
+	KEPLER_ENERGY(F_POD, "pod", l_pod),
 	[F_POD_IDLE_J] = { "virtwatt_pod_cpu_idle_joules_total", VW_METRIC_COUNTER,
 			   "Idle energy of cpu attributed to a pod (by its CPU requests) in joules",
 			   "joules", l_pod },
-	[F_VM_J] = { "kepler_vm_cpu_joules_total", VW_METRIC_COUNTER,
-		     "Energy consumption of cpu at vm level in joules", "joules", l_vm },
-	[F_VM_W] = { "kepler_vm_cpu_watts", VW_METRIC_GAUGE,
-		     "Power consumption of cpu at vm level in watts", "watts", l_vm },
+	KEPLER_ENERGY(F_VM, "vm", l_vm),
 	[F_VM_IDLE_J] = { "virtwatt_vm_cpu_idle_joules_total", VW_METRIC_COUNTER,
 			  "Idle energy of cpu attributed to a VM (by its vCPUs' share of host CPUs) "
 			  "in joules",
