@@ -38,12 +38,19 @@ const volatile __u64 open_ns = 0;      /* CLOCK_MONOTONIC at open: later threads
 const volatile __u32 use_pid_hash = 0; /* per-thread state in task_hash (raw_tp) */
 const volatile __u32 cgroup_v1 = 0;    /* report the cpuacct v1 hierarchy's cgroup ids */
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct vw_bpf_cpu);
-} cpus SEC(".maps");
+/* A map of one entry, or of as many as user space sizes it to before load. */
+#define VW_MAP(kind, k, v)                                                                         \
+	struct {                                                                                   \
+		__uint(type, kind);                                                                \
+		__uint(max_entries, 1);                                                            \
+		__type(key, k);                                                                    \
+		__type(value, v);                                                                  \
+	}
+
+VW_MAP(BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct vw_bpf_cpu) cpus SEC(".maps");
+/* These two sized by user space */
+VW_MAP(BPF_MAP_TYPE_LRU_HASH, __u32, struct vw_bpf_task) task_hash SEC(".maps");
+VW_MAP(BPF_MAP_TYPE_HASH, __u32, struct vw_bpf_proc) procs SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -51,21 +58,6 @@ struct {
 	__type(key, int);
 	__type(value, struct vw_bpf_task);
 } task_store SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 1); /* sized by user space */
-	__type(key, __u32);
-	__type(value, struct vw_bpf_task);
-} task_hash SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1); /* sized by user space */
-	__type(key, __u32);
-	__type(value, struct vw_bpf_proc);
-} procs SEC(".maps");
-
 
 static __always_inline struct vw_bpf_cpu *this_cpu(void)
 {
@@ -339,19 +331,9 @@ VW_PERF_ARRAY(hw_cycles);
 VW_PERF_ARRAY(hw_instructions);
 VW_PERF_ARRAY(hw_cache_misses);
 
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct vw_bpf_hw_cpu);
-} hw_cpus SEC(".maps");
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1); /* sized by user space */
-	__type(key, __u32);
-	__type(value, struct vw_bpf_hw_proc);
-} hw_procs SEC(".maps");
+VW_MAP(BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct vw_bpf_hw_cpu) hw_cpus SEC(".maps");
+/* sized by user space */
+VW_MAP(BPF_MAP_TYPE_HASH, __u32, struct vw_bpf_hw_proc) hw_procs SEC(".maps");
 
 /* The increase of one kind since the last switch on this CPU, scaled by enabled/running. */
 static __always_inline __u64 hw_delta(struct vw_bpf_hw_cpu *c, void *map, __u32 k)
