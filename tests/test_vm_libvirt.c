@@ -38,7 +38,6 @@ struct fake_dom {
 	int id;
 	bool active;
 	enum vw_vm_state state;
-	uint64_t cpu_ns;
 	char *xml;
 };
 
@@ -210,9 +209,7 @@ static int fake_stats(void *conn, struct vw_virt_stat **ret, size_t *ret_n)
 		if (!f->doms[i].active)
 			continue;
 		memcpy(out[o].uuid, f->doms[i].uuid, VW_UUID_LEN);
-		out[o].state = f->doms[i].state;
-		out[o].has_cpu_time = true;
-		out[o++].cpu_time_ns = f->doms[i].cpu_ns;
+		out[o++].state = f->doms[i].state;
 	}
 	pthread_mutex_unlock(&f->mu);
 	*ret = out;
@@ -280,7 +277,6 @@ static void fake_start(struct fake *f, const char *uuid, const char *name, char 
 	d->id = ++f->next_id;
 	d->active = true;
 	d->state = VW_VM_RUNNING;
-	d->cpu_ns = 0;
 	if (event)
 		fire(f, uuid, VW_VIRT_EV_STARTED);
 	pthread_mutex_unlock(&f->mu);
@@ -295,12 +291,10 @@ static void fake_stop(struct fake *f, const char *uuid, bool event)
 	pthread_mutex_unlock(&f->mu);
 }
 
-static void fake_set(struct fake *f, const char *uuid, enum vw_vm_state st, uint64_t cpu_ns,
-		     bool event)
+static void fake_set(struct fake *f, const char *uuid, enum vw_vm_state st, bool event)
 {
 	pthread_mutex_lock(&f->mu);
 	fake_find(f, uuid)->state = st;
-	fake_find(f, uuid)->cpu_ns = cpu_ns;
 	if (event)
 		fire(f, uuid, st == VW_VM_PAUSED ? VW_VIRT_EV_SUSPENDED : VW_VIRT_EV_RESUMED);
 	pthread_mutex_unlock(&f->mu);
@@ -461,7 +455,6 @@ static void test_start_stop(void **state)
 	qemu_proc(x, 100, 5000, UA, "alpha");
 	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/run/vw/alpha.sock", "/srv/vw/alpha"),
 		   false);
-	fake_set(&fk, UA, VW_VM_RUNNING, 123456789, false);
 	fx_open(x, 0);
 
 	v = list_n(x, 1);
@@ -481,15 +474,17 @@ static void test_start_stop(void **state)
 	assert_string_equal(a->cgroup, "/machine/qemu-100-alpha.libvirt-qemu");
 	assert_string_equal(a->channel_path, "/run/vw/alpha.sock");
 	assert_string_equal(a->share_dir, "/srv/vw/alpha");
-	assert_int_equal(a->cpu_time_ns, 123456789);
 
-	/* Every list() asks for fresh stats. */
-	fake_set(&fk, UA, VW_VM_RUNNING, 223456789, false);
+	/* Every list() asks for fresh stats: a pause that sent no event shows at once. */
+	fake_set(&fk, UA, VW_VM_PAUSED, false);
 	v = list_n(x, 1);
-	assert_int_equal(v[0].cpu_time_ns, 223456789);
+	assert_int_equal(v[0].state, VW_VM_PAUSED);
+	fake_set(&fk, UA, VW_VM_RUNNING, false);
+	v = list_n(x, 1);
+	assert_int_equal(v[0].state, VW_VM_RUNNING);
 
 	/* Paused, then stopped: shutoff is reported once, then the VM is forgotten. */
-	fake_set(&fk, UA, VW_VM_PAUSED, 300000000, true);
+	fake_set(&fk, UA, VW_VM_PAUSED, true);
 	v = list_n(x, 1);
 	assert_int_equal(v[0].state, VW_VM_PAUSED);
 	fake_stop(&fk, UA, true);
@@ -497,7 +492,6 @@ static void test_start_stop(void **state)
 	v = list_n(x, 1);
 	assert_int_equal(v[0].state, VW_VM_SHUTOFF);
 	assert_int_equal(v[0].qemu_pid, 100); /* what it was */
-	assert_int_equal(v[0].cpu_time_ns, 300000000);
 	list_n(x, 0);
 	fx_free(x);
 }
@@ -641,7 +635,6 @@ static void test_libvirtd_restart(void **state)
 	qemu_proc(x, 200, 6000, UB, "beta");
 	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
 	fake_start(&fk, UB, "beta", dom_xml("beta", 1, "/b.sock", "/b"), false);
-	fake_set(&fk, UA, VW_VM_RUNNING, 1000, false);
 	fx_open(x, 0);
 
 	/* libvirtd exits; the close callback fires. The list survives. */
@@ -651,7 +644,6 @@ static void test_libvirtd_restart(void **state)
 	assert_false(c.connected);
 	assert_int_equal(fk.connect_attempts, 1);
 	v = list_n(x, 2);
-	assert_int_equal(find(v, 2, UA)->cpu_time_ns, 1000);
 	assert_int_equal(find(v, 2, UA)->qemu_pid, 100);
 
 	/* Retries double: +1 s, +2 s, +4 s, +8 s, capped at 8 s. */
@@ -669,7 +661,6 @@ static void test_libvirtd_restart(void **state)
 
 	/* Back, with beta stopped meanwhile and alpha still running. */
 	fake_stop(&fk, UB, false);
-	fake_set(&fk, UA, VW_VM_RUNNING, 5000, false);
 	fake_revive(&fk);
 	x->now += 8 * VW_NSEC_PER_SEC;
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
@@ -678,7 +669,6 @@ static void test_libvirtd_restart(void **state)
 	assert_int_equal(c.connects, 2);
 	v = list_n(x, 2);
 	assert_int_equal(find(v, 2, UA)->state, VW_VM_RUNNING);
-	assert_int_equal(find(v, 2, UA)->cpu_time_ns, 5000);
 	assert_int_equal(find(v, 2, UA)->qemu_pid, 100);
 	assert_int_equal(find(v, 2, UB)->state, VW_VM_SHUTOFF);
 
@@ -710,29 +700,29 @@ static void test_hung_libvirtd(void **state)
 
 	(void)state;
 	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
-	fake_set(&fk, UA, VW_VM_RUNNING, 42, false);
 	fx_open(x, 200 * VW_NSEC_PER_MSEC);
 
+	/* The domain pauses (no event) while libvirtd hangs in the stats call. */
 	pthread_mutex_lock(&fk.mu);
 	fk.hang_stats = true;
+	fake_find(&fk, UA)->state = VW_VM_PAUSED;
 	pthread_mutex_unlock(&fk.mu);
 	t0 = mono_ms();
 	v = list_n(x, 1); /* waits list_timeout_ns for stats that never come */
 	assert_true(mono_ms() - t0 >= 150);
 	assert_true(mono_ms() - t0 < 2000);
-	assert_int_equal(v[0].cpu_time_ns, 42);
+	assert_int_equal(v[0].state, VW_VM_RUNNING); /* the cache */
 	t0 = mono_ms();
 	list_n(x, 1); /* the request is still stuck: no second wait */
 	assert_true(mono_ms() - t0 < 100);
 
 	pthread_mutex_lock(&fk.mu);
 	fk.hang_stats = false;
-	fake_find(&fk, UA)->cpu_ns = 43;
 	pthread_cond_broadcast(&fk.cond);
 	pthread_mutex_unlock(&fk.mu);
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
 	v = list_n(x, 1);
-	assert_int_equal(v[0].cpu_time_ns, 43);
+	assert_int_equal(v[0].state, VW_VM_PAUSED);
 	fx_free(x);
 }
 
@@ -1036,7 +1026,6 @@ static void test_merge_fill(void **state)
 	snprintf(stat_vms[0][0].uuid, VW_UUID_LEN, "%s", UA);
 	snprintf(stat_vms[0][0].source, 16, "first");
 	snprintf(stat_vms[0][0].channel_path, 256, "/first.sock");
-	stat_vms[0][0].cpu_time_ns = 7;
 	stat_vms[1][0] = stat_vms[0][0];
 	snprintf(stat_vms[1][0].source, 16, "second");
 	snprintf(stat_vms[1][0].name, 256, "from-second");
@@ -1047,7 +1036,6 @@ static void test_merge_fill(void **state)
 	stat_vms[1][0].vcpus = 3;
 	stat_vms[1][0].n_vcpu_tids = 1;
 	stat_vms[1][0].vcpu_tids[0] = 78;
-	stat_vms[1][0].cpu_time_ns = 9;
 
 	vms = vw_vms_open_with(&env, sources);
 	assert_non_null(vms);
@@ -1055,7 +1043,6 @@ static void test_merge_fill(void **state)
 	assert_int_equal(n, 1);
 	assert_string_equal(v[0].source, "first");
 	assert_string_equal(v[0].channel_path, "/first.sock"); /* kept */
-	assert_int_equal(v[0].cpu_time_ns, 7);                  /* kept */
 	assert_string_equal(v[0].name, "from-second");          /* filled */
 	assert_int_equal(v[0].qemu_pid, 77);
 	assert_int_equal(v[0].vcpus, 3);

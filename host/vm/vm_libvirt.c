@@ -334,12 +334,8 @@ static void read_record(virDomainStatsRecordPtr rec, struct vw_virt_stat *st)
 	for (int j = 0; j < rec->nparams; j++) {
 		const virTypedParameter *p = &rec->params[j];
 
-		if (strcmp(p->field, "state.state") == 0 && p->type == VIR_TYPED_PARAM_INT) {
+		if (strcmp(p->field, "state.state") == 0 && p->type == VIR_TYPED_PARAM_INT)
 			st->state = map_state(p->value.i);
-		} else if (strcmp(p->field, "cpu.time") == 0 && p->type == VIR_TYPED_PARAM_ULLONG) {
-			st->cpu_time_ns = p->value.ul;
-			st->has_cpu_time = true;
-		}
 	}
 }
 
@@ -351,8 +347,8 @@ static int api_stats(void *conn, struct vw_virt_stat **ret, size_t *ret_n)
 	size_t o = 0;
 	int n;
 
-	n = virConnectGetAllDomainStats(c->c, VIR_DOMAIN_STATS_STATE | VIR_DOMAIN_STATS_CPU_TOTAL,
-					&recs, VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE);
+	n = virConnectGetAllDomainStats(c->c, VIR_DOMAIN_STATS_STATE, &recs,
+					VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE);
 	if (n < 0)
 		return call_error(c);
 	out = calloc(n ? (size_t)n : 1, sizeof(*out));

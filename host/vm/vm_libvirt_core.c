@@ -265,8 +265,6 @@ static void apply_stats(struct lv *lv, const struct vw_virt_stat *st, size_t n)
 			continue;
 		}
 		d->info.state = s->state;
-		if (s->has_cpu_time)
-			d->info.cpu_time_ns = s->cpu_time_ns;
 	}
 	for (size_t j = 0; j < n; j++)
 		if (st[j].state != VW_VM_SHUTOFF && !find_dom(lv, st[j].uuid))

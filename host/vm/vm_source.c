@@ -114,8 +114,6 @@ static void fill(struct vw_vm_info *dst, const struct vw_vm_info *src)
 		memcpy(dst->hypervisor, src->hypervisor, sizeof(src->hypervisor));
 	if (!dst->vcpus)
 		dst->vcpus = src->vcpus;
-	if (!dst->cpu_time_ns)
-		dst->cpu_time_ns = src->cpu_time_ns;
 }
 
 static struct suppressed *find_supp(struct vw_vms *v, const struct vw_vm_info *vm)

@@ -38,7 +38,6 @@ struct vw_vm_info {
 	char cgroup[512];       /* the VM's cgroup path (v2, or the v1 cpu controller's), or "" */
 	char channel_path[256]; /* unix socket of the org.virtwatt.power.0 channel, or "" */
 	char share_dir[256];    /* source dir of a filesystem with target virtwatt, or "" */
-	uint64_t cpu_time_ns;   /* hypervisor-reported CPU time (libvirt cpu.time), 0 if unknown */
 	char pod_uid[VW_UUID_LEN]; /* KubeVirt: the virt-launcher pod holding the QEMU, or "" */
 };
 
