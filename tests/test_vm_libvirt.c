@@ -394,14 +394,12 @@ static void qemu_proc(struct fx *x, uint32_t pid, uint64_t start, const char *uu
 {
 	static const char *const threads[] = { "qemu-system-x86", "IO mon_iothread", "CPU 0/TCG",
 					       "CPU 1/TCG", NULL };
-	char argv[512], cg[256];
+	char argv[512];
 
 	snprintf(argv, sizeof(argv),
 		 "/usr/bin/qemu-system-x86_64|-name|guest=%s,debug-threads=on|-uuid|%s|-smp|2", name,
 		 uuid);
-	snprintf(cg, sizeof(cg), "1:cpu:/machine/qemu-%u-%s.libvirt-qemu/emulator\n0::/\n", pid,
-		 name);
-	assert_int_equal(vm_fixture_proc(x->root, pid, start, argv, threads, cg), 0);
+	assert_int_equal(vm_fixture_proc(x->root, pid, start, argv, threads, NULL), 0);
 }
 
 /* List the source's VMs into x->v (the previous list freed), asserting there are n. */
@@ -467,11 +465,6 @@ static void test_start_stop(void **state)
 	assert_int_equal(a->vcpus, 2);
 	assert_int_equal(a->qemu_pid, 100);
 	assert_int_equal(a->qemu_start_time, 5000);
-	assert_int_equal(a->n_vcpu_tids, 2);
-	assert_int_equal(a->vcpu_tids[0], 102);
-	assert_int_equal(a->vcpu_tids[1], 103);
-	assert_int_equal(a->n_other_tids, 2);
-	assert_string_equal(a->cgroup, "/machine/qemu-100-alpha.libvirt-qemu");
 	assert_string_equal(a->channel_path, "/run/vw/alpha.sock");
 	assert_string_equal(a->share_dir, "/srv/vw/alpha");
 
@@ -585,7 +578,6 @@ static void test_recreate_same_uuid(void **state)
 	assert_int_equal(v[0].qemu_pid, 150);
 	assert_int_equal(v[0].qemu_start_time, 5500);
 	assert_int_equal(v[0].vcpus, 4);
-	assert_int_equal(v[0].vcpu_tids[0], 152);
 
 	/* Same again without events, the old QEMU's PID still alive: found by the new ID. */
 	fake_stop(&fk, UA, false);
@@ -611,15 +603,55 @@ static void test_pid_reuse(void **state)
 					 (const char *const[]){ "sleep", NULL }, NULL), 0);
 	v = list_n(x, 1);
 	assert_int_equal(v[0].qemu_pid, 0);
-	assert_int_equal(v[0].n_vcpu_tids, 0);
-	assert_int_equal(v[0].n_other_tids, 0);
+	assert_int_equal(v[0].qemu_start_time, 0);
 
 	/* Its QEMU shows up under another PID (e.g. the fixture was late): found again. */
 	qemu_proc(x, 300, 9100, UA, "alpha");
 	v = list_n(x, 1);
 	assert_int_equal(v[0].qemu_pid, 300);
-	assert_int_equal(v[0].n_vcpu_tids, 2);
+	assert_int_equal(v[0].qemu_start_time, 9100);
 	fx_free(x);
+}
+
+/* A domain whose XML gives no vCPU count: its QEMU's vCPU threads are counted, however many. */
+static void test_vcpus_from_threads(void **state)
+{
+	static const char xml[] = "<domain type='kvm'><devices/></domain>";
+	const char **names = calloc(601, sizeof(*names));
+	struct fx *x = fx_new();
+	struct vw_vm_info *v;
+
+	(void)state;
+	names[0] = "qemu-system-x86";
+	for (int i = 1; i < 600; i++)
+		assert_true(asprintf((char **)&names[i], "CPU %d/KVM", i - 1) > 0);
+	qemu_proc(x, 100, 5000, UA, "alpha"); /* CPU 0/TCG, CPU 1/TCG */
+	assert_int_equal(vm_fixture_proc(x->root, 200, 6000, "qemu-system-x86_64|-uuid|" UB, names,
+					 NULL), 0);
+	/* Without -name ...,debug-threads=on no thread is named as a vCPU: still unknown. */
+	assert_int_equal(vm_fixture_proc(x->root, 300, 7000, "qemu-system-x86_64|-uuid|" UC, NULL,
+					 NULL), 0);
+	fake_start(&fk, UA, "alpha", strdup(xml), false);
+	fake_start(&fk, UB, "beta", strdup(xml), false);
+	fake_start(&fk, UC, "gamma", strdup(xml), false);
+	fx_open(x, 0);
+	v = list_n(x, 3);
+	assert_int_equal(find(v, 3, UA)->qemu_pid, 100);
+	assert_int_equal(find(v, 3, UA)->vcpus, 2);
+	assert_int_equal(find(v, 3, UB)->qemu_pid, 200);
+	assert_int_equal(find(v, 3, UB)->vcpus, 599);
+	assert_int_equal(find(v, 3, UC)->qemu_pid, 300);
+	assert_int_equal(find(v, 3, UC)->vcpus, 0);
+	/* Counted once: the same QEMU without its thread names still has 2. */
+	assert_int_equal(vm_fixture_kill(x->root, 100), 0);
+	assert_int_equal(vm_fixture_proc(x->root, 100, 5000, "qemu-system-x86_64|-uuid|" UA, NULL,
+					 NULL), 0);
+	v = list_n(x, 3);
+	assert_int_equal(find(v, 3, UA)->vcpus, 2);
+	fx_free(x);
+	for (int i = 1; i < 600; i++)
+		free((char *)names[i]);
+	free(names);
 }
 
 /* ---- libvirtd goes away ---- */
@@ -1030,12 +1062,9 @@ static void test_merge_fill(void **state)
 	snprintf(stat_vms[1][0].source, 16, "second");
 	snprintf(stat_vms[1][0].name, 256, "from-second");
 	snprintf(stat_vms[1][0].channel_path, 256, "/second.sock");
-	snprintf(stat_vms[1][0].cgroup, 256, "/machine/x");
 	stat_vms[1][0].qemu_pid = 77;
 	stat_vms[1][0].qemu_start_time = 8;
 	stat_vms[1][0].vcpus = 3;
-	stat_vms[1][0].n_vcpu_tids = 1;
-	stat_vms[1][0].vcpu_tids[0] = 78;
 
 	vms = vw_vms_open_with(&env, sources);
 	assert_non_null(vms);
@@ -1045,10 +1074,8 @@ static void test_merge_fill(void **state)
 	assert_string_equal(v[0].channel_path, "/first.sock"); /* kept */
 	assert_string_equal(v[0].name, "from-second");          /* filled */
 	assert_int_equal(v[0].qemu_pid, 77);
+	assert_int_equal(v[0].qemu_start_time, 8);
 	assert_int_equal(v[0].vcpus, 3);
-	assert_int_equal(v[0].n_vcpu_tids, 1);
-	assert_int_equal(v[0].vcpu_tids[0], 78);
-	assert_string_equal(v[0].cgroup, "/machine/x");
 	free(v);
 	vw_vms_close(vms);
 	assert_null(vw_vms_open_with(&(struct vw_vm_env){ .procfs_fd = -1 }, sources));
@@ -1105,6 +1132,7 @@ int main(void)
 		cmocka_unit_test(test_rename),
 		cmocka_unit_test(test_recreate_same_uuid),
 		cmocka_unit_test(test_pid_reuse),
+		cmocka_unit_test(test_vcpus_from_threads),
 		cmocka_unit_test(test_libvirtd_restart),
 		cmocka_unit_test(test_hung_libvirtd),
 		cmocka_unit_test(test_no_libvirtd_at_start),

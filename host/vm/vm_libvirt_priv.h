@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The libvirt source is two halves: vm_libvirt_core.c (a worker thread, the domain cache,
- * events, reconcile, reconnect with backoff, QEMU PIDs and threads from procfs) and the table
+ * events, reconcile, reconnect with backoff, QEMU PIDs from procfs) and the table
  * below, the only code that calls libvirt (vm_libvirt.c). Unit tests plug a fake libvirt into
  * the same core through this table.
  *
