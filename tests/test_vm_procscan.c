@@ -135,35 +135,6 @@ static void test_stable_id(void **state)
 	assert_string_not_equal(a, d);
 }
 
-static void test_cgroup_text(void **state)
-{
-	char out[256];
-
-	(void)state;
-	/* Hybrid host (this CI machine): the v1 cpu controller's path, libvirt's leaf removed. */
-	assert_int_equal(vw_qemu_cgroup_from_text("9:name=systemd:/\n2:cpuacct:/\n"
-						  "1:cpu:/machine/qemu-1-vw.libvirt-qemu/emulator\n"
-						  "0::/machine/qemu-1-vw.libvirt-qemu/emulator\n",
-						  out, sizeof(out)), 0);
-	assert_string_equal(out, "/machine/qemu-1-vw.libvirt-qemu");
-	assert_int_equal(vw_qemu_cgroup_from_text("4:cpu,cpuacct:/machine/qemu-3-x.libvirt-qemu/vcpu0\n",
-						  out, sizeof(out)), 0);
-	assert_string_equal(out, "/machine/qemu-3-x.libvirt-qemu");
-	/* cgroup v2 under systemd: <scope>/libvirt/<leaf>. */
-	assert_int_equal(vw_qemu_cgroup_from_text(
-				 "0::/machine.slice/machine-qemu\\x2d1\\x2dvm.scope/libvirt/vcpu1\n",
-				 out, sizeof(out)), 0);
-	assert_string_equal(out, "/machine.slice/machine-qemu\\x2d1\\x2dvm.scope");
-	/* Not libvirt's: kept whole, even with a leaf named emulator. */
-	assert_int_equal(vw_qemu_cgroup_from_text("0::/user.slice/emulator\n", out, sizeof(out)), 0);
-	assert_string_equal(out, "/user.slice/emulator");
-	assert_int_equal(vw_qemu_cgroup_from_text("3:cpuset:/x\n", out, sizeof(out)), -ENOENT);
-	assert_int_equal(vw_qemu_cgroup_from_text("", out, sizeof(out)), -ENOENT);
-	/* cpuacct is not cpu. */
-	assert_int_equal(vw_qemu_cgroup_from_text("2:cpuacct:/a\n0::/b\n", out, sizeof(out)), 0);
-	assert_string_equal(out, "/b");
-}
-
 /* The procscan source over the tree at root (env->procfs_fd opened on it, for close()). */
 static void *scan_open(const char *root, struct vw_vm_env *env)
 {
@@ -391,7 +362,6 @@ int main(void)
 		cmocka_unit_test(test_cmdline),
 		cmocka_unit_test(test_smp_and_names),
 		cmocka_unit_test(test_stable_id),
-		cmocka_unit_test(test_cgroup_text),
 		cmocka_unit_test_setup_teardown(test_scan, setup, teardown),
 		cmocka_unit_test(test_duplicate_uuid),
 		cmocka_unit_test(test_scan_interval),

@@ -85,12 +85,6 @@ void vw_qemu_resolve(int procfd, struct vw_vm_info *vms, size_t n);
 /* <pid>/stat starttime (clock ticks since boot). -ESRCH when the process is gone. */
 int vw_qemu_read_start_time(int procfd, uint32_t pid, uint64_t *ret);
 
-/*
- * The VM's cgroup from /proc/PID/cgroup text: the v1 cpu controller's path when there is one,
- * else the v2 path, without libvirt's per-thread leaf (emulator, vcpuN, iothreadN). -ENOENT.
- */
-int vw_qemu_cgroup_from_text(const char *text, char *out, size_t size);
-
 /* ---- Domain XML (vm_xml.c) ---- */
 
 #define VW_DOMXML_MAX (4u << 20) /* larger documents are refused, not parsed */
