@@ -29,6 +29,7 @@
 #define UB "bbbbbbbb-2222-4333-8444-555555555555"
 #define UC "cccccccc-2222-4333-8444-555555555555"
 #define SETTLE_MS 5000
+#define FAKE_DOMS 8
 
 /* ---- The fake libvirt ---- */
 
@@ -53,13 +54,13 @@ struct fake {
 	pthread_cond_t cond;
 	bool up;
 	unsigned epoch; /* a restart of libvirtd kills the connections of older epochs */
-	struct fake_dom doms[8];
+	struct fake_dom doms[FAKE_DOMS];
 	size_t n;
 	int next_id;
 	struct fake_conn *conn;
 	int loop_refs;
-	bool hang_stats, in_stats;
-	unsigned connect_attempts, stats_calls, xml_calls;
+	bool hang_stats;
+	unsigned connect_attempts, xml_calls;
 };
 
 static struct fake fk = { .mu = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
@@ -132,29 +133,41 @@ static bool alive(struct fake_conn *c)
 	return c->f->up && c->epoch == c->f->epoch;
 }
 
-static int fake_list(void *conn, struct vw_virt_dom **ret, size_t *ret_n)
+/* The active domains as a call on connection c sees them (copies, for reading). -ENOTCONN. */
+static int fake_active(struct fake_conn *c, struct fake_dom out[FAKE_DOMS], size_t *ret_n)
 {
-	struct fake_conn *c = conn;
 	struct fake *f = c->f;
-	struct vw_virt_dom *out = calloc(8, sizeof(*out));
 	size_t o = 0;
+	int r = 0;
 
 	pthread_mutex_lock(&f->mu);
-	if (!alive(c)) {
-		pthread_mutex_unlock(&f->mu);
-		free(out);
-		return -ENOTCONN;
-	}
-	for (size_t i = 0; i < f->n; i++) {
-		if (!f->doms[i].active)
-			continue;
-		memcpy(out[o].uuid, f->doms[i].uuid, VW_UUID_LEN);
-		memcpy(out[o].name, f->doms[i].name, sizeof(out[o].name));
-		out[o++].id = f->doms[i].id;
-	}
+	if (!alive(c))
+		r = -ENOTCONN;
+	for (size_t i = 0; r == 0 && i < f->n; i++)
+		if (f->doms[i].active)
+			out[o++] = f->doms[i];
 	pthread_mutex_unlock(&f->mu);
-	*ret = out;
 	*ret_n = o;
+	return r;
+}
+
+static int fake_list(void *conn, struct vw_virt_dom **ret, size_t *ret_n)
+{
+	struct fake_dom doms[FAKE_DOMS];
+	struct vw_virt_dom *out;
+	size_t n;
+	int r = fake_active(conn, doms, &n);
+
+	if (r < 0)
+		return r;
+	out = calloc(n + 1, sizeof(*out));
+	for (size_t i = 0; i < n; i++) {
+		memcpy(out[i].uuid, doms[i].uuid, VW_UUID_LEN);
+		memcpy(out[i].name, doms[i].name, sizeof(out[i].name));
+		out[i].id = doms[i].id;
+	}
+	*ret = out;
+	*ret_n = n;
 	return 0;
 }
 
@@ -190,30 +203,25 @@ static int fake_stats(void *conn, struct vw_virt_stat **ret, size_t *ret_n)
 {
 	struct fake_conn *c = conn;
 	struct fake *f = c->f;
-	struct vw_virt_stat *out = calloc(8, sizeof(*out));
-	size_t o = 0;
+	struct fake_dom doms[FAKE_DOMS];
+	struct vw_virt_stat *out;
+	size_t n;
+	int r;
 
 	pthread_mutex_lock(&f->mu);
-	f->stats_calls++;
-	f->in_stats = true;
-	pthread_cond_broadcast(&f->cond);
 	while (f->hang_stats)
 		pthread_cond_wait(&f->cond, &f->mu);
-	f->in_stats = false;
-	if (!alive(c)) {
-		pthread_mutex_unlock(&f->mu);
-		free(out);
-		return -ENOTCONN;
-	}
-	for (size_t i = 0; i < f->n; i++) {
-		if (!f->doms[i].active)
-			continue;
-		memcpy(out[o].uuid, f->doms[i].uuid, VW_UUID_LEN);
-		out[o++].state = f->doms[i].state;
-	}
 	pthread_mutex_unlock(&f->mu);
+	r = fake_active(c, doms, &n);
+	if (r < 0)
+		return r;
+	out = calloc(n + 1, sizeof(*out));
+	for (size_t i = 0; i < n; i++) {
+		memcpy(out[i].uuid, doms[i].uuid, VW_UUID_LEN);
+		out[i].state = doms[i].state;
+	}
 	*ret = out;
-	*ret_n = o;
+	*ret_n = n;
 	return 0;
 }
 
@@ -334,7 +342,7 @@ static void fake_reset(struct fake *f)
 	f->up = true;
 	f->epoch++;
 	f->hang_stats = false;
-	f->connect_attempts = f->stats_calls = f->xml_calls = 0;
+	f->connect_attempts = f->xml_calls = 0;
 	assert_null(f->conn);
 	assert_int_equal(f->loop_refs, 0);
 }
