@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The VM sources against a real libvirtd and a real QEMU (TCG): the VM appears via vw_vms_list()
- * with its UUID, name, vCPUs, QEMU PID and vCPU threads (checked against libvirt's own status
- * file and /proc), channel and share; its threads' CPU time matches libvirt's cpu.time; libvirtd
- * is killed and restarted under it; and the VM disappears when destroyed.
+ * with its UUID, name, vCPUs, QEMU PID (checked against libvirt's own pid file), channel and
+ * share; libvirtd is killed and restarted under it (a pause after the restart shows); and the VM
+ * disappears when destroyed.
  *
  * Private state. virtlogd and libvirtd run in a mount namespace of their own where /etc/libvirt,
  * /run/libvirt, /var/{lib,cache,log}/libvirt are bind mounts of directories under a temporary
@@ -22,7 +22,6 @@
  */
 #include "vw_test.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -412,66 +411,19 @@ static char *libvirt_run_file(const char *name, const char *ext)
 	return vw_fixture_slurp(path, NULL);
 }
 
-/* Sum of a per-thread value over /proc/PID/task/<tid>/<file> (file NULL: count threads). */
-static uint64_t over_tasks(pid_t pid, const char *file)
-{
-	char path[512], buf[128];
-	struct dirent *de;
-	uint64_t sum = 0;
-	DIR *d;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	d = opendir(path);
-	assert_non_null(d);
-	while ((de = readdir(d))) {
-		FILE *f;
-
-		if (de->d_name[0] == '.')
-			continue;
-		if (!file) {
-			sum++;
-			continue;
-		}
-		snprintf(path, sizeof(path), "/proc/%d/task/%s/%s", (int)pid, de->d_name, file);
-		f = fopen(path, "r");
-		if (!f)
-			continue; /* exited meanwhile */
-		if (fgets(buf, sizeof(buf), f))
-			sum += strtoull(buf, NULL, 10);
-		fclose(f);
-	}
-	closedir(d);
-	return sum;
-}
-
-static void read_comm(pid_t pid, uint32_t tid, char *out, size_t size)
-{
-	char path[128];
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%u/comm", (int)pid, tid);
-	f = fopen(path, "r");
-	out[0] = '\0';
-	if (f) {
-		if (fgets(out, (int)size, f))
-			out[strcspn(out, "\n")] = '\0';
-		fclose(f);
-	}
-}
-
 /* ---- Tests, in order ---- */
 
 static void test_vm_listed(void **state)
 {
 	struct vw_vm_info vm;
 	uint64_t end = mono_ms() + DEADLINE_S * 1000ULL;
-	char *pidfile, *status, comm[64], path[512], want[128];
+	char *pidfile, path[512];
 	struct stat st;
 	bool ok = false;
 
 	(void)state;
 	while (!ok && mono_ms() < end) {
-		ok = list_vm(&vm) && vm.qemu_pid && vm.n_vcpu_tids == 2;
+		ok = list_vm(&vm) && vm.qemu_pid;
 		if (!ok)
 			sleep_ms(200);
 	}
@@ -483,29 +435,11 @@ static void test_vm_listed(void **state)
 	assert_int_equal(vm.state, VW_VM_RUNNING);
 	assert_int_equal(vm.vcpus, 2);
 
-	/* The QEMU PID and vCPU TIDs that libvirt itself recorded. */
+	/* The QEMU PID that libvirt itself recorded. */
 	pidfile = libvirt_run_file(dom_name, "pid");
 	assert_non_null(pidfile);
 	assert_int_equal(atoi(pidfile), (int)vm.qemu_pid);
 	free(pidfile);
-	status = libvirt_run_file(dom_name, "xml");
-	assert_non_null(status);
-	for (unsigned i = 0; i < 2; i++) {
-		snprintf(want, sizeof(want), "<vcpu id='%u' pid='%u'/>", i, vm.vcpu_tids[i]);
-		if (!strstr(status, want))
-			fail_msg("status XML lacks %s", want);
-		read_comm(qemu_pid, vm.vcpu_tids[i], comm, sizeof(comm));
-		snprintf(want, sizeof(want), "CPU %u/TCG", i);
-		assert_string_equal(comm, want);
-	}
-	free(status);
-	/* Every other thread of QEMU is an I/O or emulator thread. */
-	assert_int_equal(vm.n_other_tids, over_tasks(qemu_pid, NULL) - 2);
-	for (size_t i = 0; i < vm.n_other_tids; i++) {
-		read_comm(qemu_pid, vm.other_tids[i], comm, sizeof(comm));
-		assert_null(strstr(comm, "/TCG"));
-	}
-	assert_true(vm.other_tids[0] == vm.qemu_pid || vm.n_other_tids > 1);
 
 	snprintf(path, sizeof(path), "%s/power.sock", work);
 	assert_string_equal(vm.channel_path, path);
@@ -513,54 +447,50 @@ static void test_vm_listed(void **state)
 	assert_true(S_ISSOCK(st.st_mode));
 	snprintf(path, sizeof(path), "%s/share", work);
 	assert_string_equal(vm.share_dir, path);
-	/* /machine/qemu-N-NAME.libvirt-qemu here; machine-qemu\x2dN\x2d....scope under systemd. */
-	if (!strstr(vm.cgroup, "machine") || !strstr(vm.cgroup, "qemu") ||
-	    strstr(vm.cgroup, "emulator"))
-		fail_msg("cgroup %s is not the VM's", vm.cgroup);
-	printf("# QEMU %u, vCPU threads %u %u, %zu other threads, cgroup %s\n", vm.qemu_pid,
-	       vm.vcpu_tids[0], vm.vcpu_tids[1], vm.n_other_tids, vm.cgroup);
+	printf("# QEMU %u\n", vm.qemu_pid);
 }
 
-static void test_cpu_time(void **state)
+/* Pause or resume the domain through a read-write connection (a libvirtd just started may
+ * still be reattaching to its QEMU: retried until the deadline). */
+static void set_paused(bool paused)
 {
-	struct vw_vm_info a, b;
-	uint64_t s0, s1, d_sched, d_virt, diff, end = mono_ms() + DEADLINE_S * 1000ULL;
+	uint64_t end = mono_ms() + DEADLINE_S * 1000ULL;
+	virConnectPtr c = connect_rw(5);
+	virDomainPtr d;
+	int r;
 
-	(void)state;
-	assert_true(qemu_pid > 0);
-	/* Stats flow once two lists 200 ms apart differ: right after the start libvirt can hold a
-	 * stats call for seconds (the domain's start job), and list() then answers from its cache. */
-	do {
-		assert_true(list_vm(&a));
+	assert_non_null(c);
+	d = virDomainLookupByUUIDString(c, dom_uuid);
+	assert_non_null(d);
+	while ((r = paused ? virDomainSuspend(d) : virDomainResume(d)) < 0 && mono_ms() < end)
 		sleep_ms(200);
-		assert_true(list_vm(&b));
-	} while ((!a.cpu_time_ns || a.cpu_time_ns == b.cpu_time_ns) && mono_ms() < end);
-	assert_int_not_equal(a.cpu_time_ns, b.cpu_time_ns);
+	if (r < 0)
+		fail_msg("%s: %s", paused ? "suspend" : "resume", virGetLastErrorMessage());
+	virDomainFree(d);
+	virConnectClose(c);
+}
 
-	assert_true(list_vm(&a));
-	s0 = over_tasks(qemu_pid, "schedstat");
-	sleep_ms(3000);
-	assert_true(list_vm(&b));
-	s1 = over_tasks(qemu_pid, "schedstat");
-	d_sched = s1 - s0;
-	d_virt = b.cpu_time_ns - a.cpu_time_ns;
-	diff = d_sched > d_virt ? d_sched - d_virt : d_virt - d_sched;
-	printf("# 3 s: schedstat %.3f s, libvirt cpu.time %.3f s, difference %.2f %%\n",
-	       (double)d_sched / 1e9, (double)d_virt / 1e9, 100.0 * (double)diff / (double)d_virt);
-	assert_true(d_virt > 500000000ULL); /* vCPU 0 spins (on a loaded host it gets less) */
-	assert_true(diff * 50 <= d_virt);   /* within 2 % */
+/* Lists until the VM is in state st (copied to vm); false at the deadline. */
+static bool wait_state(enum vw_vm_state st, struct vw_vm_info *vm)
+{
+	uint64_t end = mono_ms() + DEADLINE_S * 1000ULL;
+
+	while (mono_ms() < end) {
+		if (list_vm(vm) && vm->state == st)
+			return true;
+		sleep_ms(250);
+	}
+	return false;
 }
 
 static void test_libvirtd_restart(void **state)
 {
 	struct vw_vm_info vm;
-	uint64_t t0, before, end;
 	char msg[256] = "";
-	bool back = false;
+	uint64_t t0;
 
 	(void)state;
 	assert_true(list_vm(&vm));
-	before = vm.cpu_time_ns;
 	stop_pid(read_pid("libvirtd.pid"));
 	assert_false(running(read_pid("libvirtd.pid")));
 	assert_true(running(qemu_pid)); /* QEMU outlives libvirtd */
@@ -574,17 +504,15 @@ static void test_libvirtd_restart(void **state)
 
 	if (start_libvirtd(msg, sizeof(msg)) < 0)
 		fail_msg("restart libvirtd: %s", msg);
-	/* Reconnected when fresh stats flow again. */
-	for (end = mono_ms() + DEADLINE_S * 1000ULL; !back && mono_ms() < end;) {
-		back = list_vm(&vm) && vm.cpu_time_ns > before + 100000000ULL;
-		if (!back)
-			sleep_ms(250);
-	}
-	assert_true(back);
+	/* Reconnected when a pause made after the restart shows (only libvirt knows of it). */
+	set_paused(true);
+	assert_true(wait_state(VW_VM_PAUSED, &vm));
+	set_paused(false);
+	assert_true(wait_state(VW_VM_RUNNING, &vm));
 	assert_string_equal(vm.uuid, dom_uuid);
 	assert_string_equal(vm.name, dom_name);
 	assert_int_equal(vm.qemu_pid, (uint32_t)qemu_pid);
-	assert_int_equal(vm.n_vcpu_tids, 2);
+	assert_int_equal(vm.vcpus, 2);
 }
 
 static double sum_lines(const char *text, const char *family, const char *must1,
@@ -758,7 +686,6 @@ int main(void)
 	static const char *const both[] = { "virtlogd", "libvirtd" };
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vm_listed),
-		cmocka_unit_test(test_cpu_time),
 		cmocka_unit_test(test_daemon_vm_energy),
 		cmocka_unit_test(test_libvirtd_restart),
 		cmocka_unit_test(test_destroyed),

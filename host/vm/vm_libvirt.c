@@ -194,14 +194,24 @@ static enum vw_virt_event map_event(int event)
 	}
 }
 
+/* A domain's UUID, canonical. 0, or -EINVAL. */
+static int dom_uuid(virDomainPtr dom, char out[VW_UUID_LEN])
+{
+	char raw[VIR_UUID_STRING_BUFLEN];
+
+	if (virDomainGetUUIDString(dom, raw) < 0)
+		return -EINVAL;
+	return vw_vm_uuid_canon(raw, strlen(raw), out);
+}
+
 static int on_lifecycle(virConnectPtr vc, virDomainPtr dom, int event, int detail, void *opaque)
 {
 	struct conn *c = opaque;
-	char raw[VIR_UUID_STRING_BUFLEN], uuid[VW_UUID_LEN];
+	char uuid[VW_UUID_LEN];
 
 	(void)vc;
 	(void)detail;
-	if (virDomainGetUUIDString(dom, raw) < 0 || vw_vm_uuid_canon(raw, strlen(raw), uuid) < 0)
+	if (dom_uuid(dom, uuid) < 0)
 		return 0;
 	pthread_mutex_lock(&c->mu);
 	if (!c->closed)
@@ -276,11 +286,9 @@ static int api_list(void *conn, struct vw_virt_dom **ret, size_t *ret_n)
 		return call_error(c);
 	out = calloc(n ? (size_t)n : 1, sizeof(*out));
 	for (int i = 0; i < n; i++) {
-		char raw[VIR_UUID_STRING_BUFLEN];
 		const char *name = virDomainGetName(doms[i]);
 
-		if (out && virDomainGetUUIDString(doms[i], raw) == 0 &&
-		    vw_vm_uuid_canon(raw, strlen(raw), out[o].uuid) == 0) {
+		if (out && dom_uuid(doms[i], out[o].uuid) == 0) {
 			snprintf(out[o].name, sizeof(out[o].name), "%s", name ? name : "");
 			out[o].id = (int)virDomainGetID(doms[i]);
 			o++;
@@ -334,12 +342,8 @@ static void read_record(virDomainStatsRecordPtr rec, struct vw_virt_stat *st)
 	for (int j = 0; j < rec->nparams; j++) {
 		const virTypedParameter *p = &rec->params[j];
 
-		if (strcmp(p->field, "state.state") == 0 && p->type == VIR_TYPED_PARAM_INT) {
+		if (strcmp(p->field, "state.state") == 0 && p->type == VIR_TYPED_PARAM_INT)
 			st->state = map_state(p->value.i);
-		} else if (strcmp(p->field, "cpu.time") == 0 && p->type == VIR_TYPED_PARAM_ULLONG) {
-			st->cpu_time_ns = p->value.ul;
-			st->has_cpu_time = true;
-		}
 	}
 }
 
@@ -351,19 +355,14 @@ static int api_stats(void *conn, struct vw_virt_stat **ret, size_t *ret_n)
 	size_t o = 0;
 	int n;
 
-	n = virConnectGetAllDomainStats(c->c, VIR_DOMAIN_STATS_STATE | VIR_DOMAIN_STATS_CPU_TOTAL,
-					&recs, VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE);
+	n = virConnectGetAllDomainStats(c->c, VIR_DOMAIN_STATS_STATE, &recs,
+					VIR_CONNECT_GET_ALL_DOMAINS_STATS_ACTIVE);
 	if (n < 0)
 		return call_error(c);
 	out = calloc(n ? (size_t)n : 1, sizeof(*out));
-	for (int i = 0; out && i < n; i++) {
-		char raw[VIR_UUID_STRING_BUFLEN];
-
-		if (virDomainGetUUIDString(recs[i]->dom, raw) < 0 ||
-		    vw_vm_uuid_canon(raw, strlen(raw), out[o].uuid) < 0)
-			continue;
-		read_record(recs[i], &out[o++]);
-	}
+	for (int i = 0; out && i < n; i++)
+		if (dom_uuid(recs[i]->dom, out[o].uuid) == 0)
+			read_record(recs[i], &out[o++]);
 	virDomainStatsRecordListFree(recs);
 	if (!out)
 		return -ENOMEM;

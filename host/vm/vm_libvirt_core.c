@@ -10,10 +10,11 @@
  *
  * list() asks the worker for fresh stats and waits at most list_timeout_ns for them (not at all
  * while a previous request is still outstanding: a hung libvirtd costs one timeout, not one per
- * call), then returns the cache. QEMU PIDs and threads come from procfs in the caller's thread:
- * libvirt has no API for the PID (the pid file and status XML under /run/libvirt are root-only
- * and per-driver), so the QEMU whose -uuid is the domain's is found by a scan of command lines,
- * kept with its start time and rechecked on every list() (a reused PID has another start time).
+ * call), then returns the cache. QEMU PIDs (and vCPU counts the XML lacks) come from procfs in
+ * the caller's thread: libvirt has no API for the PID (the pid file and status XML under
+ * /run/libvirt are root-only and per-driver), so the QEMU whose -uuid is the domain's is found
+ * by a scan of command lines, kept with its start time and rechecked on every list() (a reused
+ * PID has another start time).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -65,8 +66,7 @@ struct lv {
 	struct vw_vm_libvirt_counters counters;
 	struct vw_complaint connect_complaint, call_complaint;
 
-	pthread_mutex_t list_mu; /* one list() at a time; the field below */
-	struct vw_qemu_cache procs;
+	pthread_mutex_t list_mu; /* one list() at a time */
 };
 
 static struct dom *find_dom(struct lv *lv, const char *uuid)
@@ -265,8 +265,6 @@ static void apply_stats(struct lv *lv, const struct vw_virt_stat *st, size_t n)
 			continue;
 		}
 		d->info.state = s->state;
-		if (s->has_cpu_time)
-			d->info.cpu_time_ns = s->cpu_time_ns;
 	}
 	for (size_t j = 0; j < n; j++)
 		if (st[j].state != VW_VM_SHUTOFF && !find_dom(lv, st[j].uuid))
@@ -519,7 +517,6 @@ int vw_vm_libvirt_open_api(const struct vw_vm_env *env, const struct vw_virt_api
 				    lv->backoff_min_ns);
 	lv->list_timeout_ns = env->list_timeout_ns ? env->list_timeout_ns : DEFAULT_LIST_TIMEOUT_NS;
 	lv->backoff_ns = lv->backoff_min_ns;
-	lv->procs.rescan_ns = lv->reconcile_ns;
 	lv->next_connect_ns = vw_now_ns();
 	r = lv->uri ? init_locks(lv) : -ENOMEM;
 	if (r == 0) {
@@ -561,7 +558,6 @@ void vw_vm_libvirt_close(void *state)
 		pthread_cond_destroy(&lv->done);
 	}
 	free(lv->doms);
-	vw_qemu_cache_free(&lv->procs);
 	free(lv->uri);
 	free(lv);
 }
@@ -622,12 +618,6 @@ static void write_back(struct lv *lv, const struct vw_vm_info *vms, const int *i
 			continue;
 		d->info.qemu_pid = vms[i].qemu_pid;
 		d->info.qemu_start_time = vms[i].qemu_start_time;
-		memcpy(d->info.vcpu_tids, vms[i].vcpu_tids, sizeof(vms[i].vcpu_tids));
-		d->info.n_vcpu_tids = vms[i].n_vcpu_tids;
-		memcpy(d->info.other_tids, vms[i].other_tids, sizeof(vms[i].other_tids));
-		d->info.n_other_tids = vms[i].n_other_tids;
-		memcpy(d->info.cgroup, vms[i].cgroup, sizeof(vms[i].cgroup));
-		memcpy(d->info.pod_uid, vms[i].pod_uid, sizeof(vms[i].pod_uid));
 		if (!d->info.vcpus)
 			d->info.vcpus = vms[i].vcpus;
 	}
@@ -649,7 +639,7 @@ int vw_vm_libvirt_list(void *state, struct vw_vm_info **ret, size_t *ret_n)
 	r = snapshot(lv, &vms, &ids, &n);
 	pthread_mutex_unlock(&lv->mu);
 	if (r == 0) {
-		vw_qemu_resolve(lv->procfd, &lv->procs, vms, n);
+		vw_qemu_resolve(lv->procfd, vms, n);
 		pthread_mutex_lock(&lv->mu);
 		write_back(lv, vms, ids, n);
 		pthread_mutex_unlock(&lv->mu);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The libvirt source is two halves: vm_libvirt_core.c (a worker thread, the domain cache,
- * events, reconcile, reconnect with backoff, QEMU PIDs and threads from procfs) and the table
+ * events, reconcile, reconnect with backoff, QEMU PIDs from procfs) and the table
  * below, the only code that calls libvirt (vm_libvirt.c). Unit tests plug a fake libvirt into
  * the same core through this table.
  *
@@ -39,8 +39,6 @@ struct vw_virt_dom {
 struct vw_virt_stat {
 	char uuid[VW_UUID_LEN];
 	enum vw_vm_state state;
-	bool has_cpu_time;
-	uint64_t cpu_time_ns;
 };
 
 struct vw_virt_handlers {
@@ -62,7 +60,7 @@ struct vw_virt_api {
 	int (*list)(void *conn, struct vw_virt_dom **ret, size_t *ret_n);
 	/* The live XML of one domain (malloc'd). -ENOENT when it is gone. */
 	int (*get_xml)(void *conn, const char *uuid, char **ret);
-	/* State and cpu.time of every active domain (malloc'd array). */
+	/* The state of every active domain (malloc'd array). */
 	int (*stats)(void *conn, struct vw_virt_stat **ret, size_t *ret_n);
 	/* Text of the calling thread's last failure, for logs; never NULL. */
 	const char *(*last_error)(void *data);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Internals shared by the VM sources (vm_*.c) and their tests: QEMU command lines, QEMU
- * processes and their threads under an injected procfs, the small domain XML reader, UUIDs and
- * label-safe names.
+ * processes and their vCPU threads under an injected procfs, the small domain XML reader, UUIDs
+ * and label-safe names.
  */
 #pragma once
 
@@ -61,17 +61,9 @@ struct vw_qemu_proc {
 	struct vw_qemu_cmdline cmd;
 };
 
-/* A vhost worker that is a kernel thread of its own (kernels before 6.4): "vhost-<owner>". */
-struct vw_vhost_thread {
-	uint32_t tid;
-	uint32_t owner;
-};
-
 struct vw_qemu_scan {
 	struct vw_qemu_proc *procs;
 	size_t n;
-	struct vw_vhost_thread *vhost;
-	size_t n_vhost;
 };
 
 /* Every QEMU process under procfd. */
@@ -84,36 +76,14 @@ const struct vw_qemu_proc *vw_qemu_scan_find(const struct vw_qemu_scan *s, const
 
 /*
  * The QEMU of each VM that libvirt knows by UUID. A VM's qemu_pid is rechecked (same start time:
- * not a reused PID); missing ones are looked up by a scan, done when some VM lacks its QEMU and
- * anyway every rescan_ns (which also refreshes the vhost kernel threads). Then threads, cgroup
- * and, when vcpus is 0, the vCPU thread count. VW_VM_SHUTOFF entries are left alone.
+ * not a reused PID); missing ones are looked up by a scan, done only when some VM lacks its
+ * QEMU. A VM whose vcpus is 0 gets the number of its QEMU's vCPU threads ("CPU N/KVM", ...).
+ * VW_VM_SHUTOFF entries are left alone.
  */
-struct vw_qemu_cache {
-	uint64_t rescan_ns;
-	uint64_t last_scan_ns; /* vw_now_ns(); 0 = never */
-	struct vw_vhost_thread *vhost;
-	size_t n_vhost;
-};
-
-void vw_qemu_resolve(int procfd, struct vw_qemu_cache *c, struct vw_vm_info *vms, size_t n);
-void vw_qemu_cache_free(struct vw_qemu_cache *c);
+void vw_qemu_resolve(int procfd, struct vw_vm_info *vms, size_t n);
 
 /* <pid>/stat starttime (clock ticks since boot). -ESRCH when the process is gone. */
 int vw_qemu_read_start_time(int procfd, uint32_t pid, uint64_t *ret);
-
-/*
- * Fill vm->vcpu_tids (threads named "CPU N/TCG", "CPU N/KVM", ... ordered by N), other_tids (the
- * rest of the process's threads, then the vhost kernel threads of this owner from vhost[]) and
- * vm->cgroup / vm->pod_uid from <pid>/cgroup. -ESRCH when the process is gone.
- */
-int vw_qemu_fill_threads(int procfd, uint32_t pid, const struct vw_vhost_thread *vhost,
-			 size_t n_vhost, struct vw_vm_info *vm);
-
-/*
- * The VM's cgroup from /proc/PID/cgroup text: the v1 cpu controller's path when there is one,
- * else the v2 path, without libvirt's per-thread leaf (emulator, vcpuN, iothreadN). -ENOENT.
- */
-int vw_qemu_cgroup_from_text(const char *text, char *out, size_t size);
 
 /* ---- Domain XML (vm_xml.c) ---- */
 

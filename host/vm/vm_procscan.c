@@ -3,7 +3,7 @@
  * VMs from QEMU processes, whoever started them: plain qemu-system-*, OpenStack's and RHEL's
  * /usr/libexec/qemu-kvm, Debian's kvm wrapper, Proxmox, and KubeVirt, whose qemu-kvm runs in a
  * virt-launcher pod with a libvirt of its own that the host cannot reach. Each list() is one scan
- * of <procfs>: command lines (argv[0] decides), start times, threads, cgroups.
+ * of <procfs>: command lines (argv[0] decides) and start times.
  *
  * Identity: -uuid when given (libvirt, KubeVirt, Proxmox and OpenStack always pass it); else a
  * stable ID (vw_qemu_stable_id) over the binary, -name, PID, start time and boot ID, so two
@@ -57,9 +57,9 @@ static void procscan_close(void *state)
 	free(ps);
 }
 
-/* One QEMU process into vm. -ESRCH when it exited during the scan. */
-static int describe(struct procscan *ps, const struct vw_qemu_scan *scan,
-		    const struct vw_qemu_proc *p, struct vw_vm_info *vm)
+/* One QEMU process into vm. */
+static void describe(const struct procscan *ps, const struct vw_qemu_proc *p,
+		     struct vw_vm_info *vm)
 {
 	memset(vm, 0, sizeof(*vm));
 	if (p->cmd.uuid[0])
@@ -73,7 +73,6 @@ static int describe(struct procscan *ps, const struct vw_qemu_scan *scan,
 	vm->vcpus = p->cmd.vcpus;
 	vm->qemu_pid = p->pid;
 	vm->qemu_start_time = p->start_time;
-	return vw_qemu_fill_threads(ps->procfd, p->pid, scan->vhost, scan->n_vhost, vm);
 }
 
 /*
@@ -124,8 +123,7 @@ static int procscan_list(void *state, struct vw_vm_info **ret, size_t *ret_n)
 		r = vw_array_grow((void **)&out, sizeof(*out), n, &cap);
 		if (r < 0)
 			goto out;
-		if (describe(ps, &scan, &scan.procs[i], &out[n]) < 0)
-			continue; /* exited meanwhile */
+		describe(ps, &scan.procs[i], &out[n]);
 		dup = vw_vm_find(out, n, out[n].uuid);
 		if (!dup) {
 			n++;

@@ -3,7 +3,7 @@
  * The VM source registry and the merged view. Sources are listed in preference order and a VM is
  * one VM per UUID: the first source that reports it decides its state and what it knows; later
  * sources fill only what it lacks (a libvirt VM whose QEMU was not found gets the process scan's
- * PID and threads).
+ * PID).
  *
  * A VM libvirt reports stopped can still be seen by the process scan while its QEMU exits; that
  * (UUID, PID, start time) is remembered and the scan's report of it is dropped until it is gone,
@@ -97,25 +97,12 @@ static void fill(struct vw_vm_info *dst, const struct vw_vm_info *src)
 		dst->qemu_pid = src->qemu_pid;
 		dst->qemu_start_time = src->qemu_start_time;
 	}
-	if (dst->qemu_pid == src->qemu_pid && dst->qemu_start_time == src->qemu_start_time &&
-	    !dst->n_vcpu_tids && !dst->n_other_tids) {
-		memcpy(dst->vcpu_tids, src->vcpu_tids, sizeof(src->vcpu_tids));
-		dst->n_vcpu_tids = src->n_vcpu_tids;
-		memcpy(dst->other_tids, src->other_tids, sizeof(src->other_tids));
-		dst->n_other_tids = src->n_other_tids;
-		if (!dst->cgroup[0])
-			memcpy(dst->cgroup, src->cgroup, sizeof(src->cgroup));
-		if (!dst->pod_uid[0])
-			memcpy(dst->pod_uid, src->pod_uid, sizeof(src->pod_uid));
-	}
 	if (!dst->name[0])
 		memcpy(dst->name, src->name, sizeof(src->name));
 	if (!dst->hypervisor[0])
 		memcpy(dst->hypervisor, src->hypervisor, sizeof(src->hypervisor));
 	if (!dst->vcpus)
 		dst->vcpus = src->vcpus;
-	if (!dst->cpu_time_ns)
-		dst->cpu_time_ns = src->cpu_time_ns;
 }
 
 static struct suppressed *find_supp(struct vw_vms *v, const struct vw_vm_info *vm)

@@ -2,9 +2,8 @@
 /*
  * VM sources: static const ops tables probed in preference order. libvirt (read-only
  * connection, lifecycle events plus periodic reconcile, reconnect with backoff) finds the VMs it
- * manages; a process scan (QEMU command lines and machine cgroups: plain qemu-system-*,
- * OpenStack's qemu-kvm, Proxmox, KubeVirt virt-launcher) finds the rest. A VM found by both is
- * one VM, keyed by UUID.
+ * manages; a process scan (QEMU command lines: plain qemu-system-*, OpenStack's qemu-kvm,
+ * Proxmox, KubeVirt virt-launcher) finds the rest. A VM found by both is one VM, keyed by UUID.
  */
 #pragma once
 
@@ -13,8 +12,6 @@
 #include <stdint.h>
 
 #include "macro.h"
-
-#define VW_VM_MAX_THREADS 512
 
 enum vw_vm_state {
 	VW_VM_RUNNING,
@@ -28,18 +25,11 @@ struct vw_vm_info {
 	char hypervisor[16];    /* Kepler's label: "kvm" (also for TCG QEMU), "xen", ... */
 	char source[16];        /* "libvirt", "procscan" */
 	enum vw_vm_state state;
-	unsigned vcpus;
+	unsigned vcpus;         /* the domain's or -smp; else its QEMU's vCPU threads; 0 unknown */
 	uint32_t qemu_pid;      /* the VMM process (TGID); 0 if unknown */
 	uint64_t qemu_start_time; /* /proc/PID/stat starttime: detects PID reuse */
-	uint32_t vcpu_tids[VW_VM_MAX_THREADS]; /* vCPU thread ids */
-	size_t n_vcpu_tids;
-	uint32_t other_tids[VW_VM_MAX_THREADS]; /* I/O, emulator and vhost threads */
-	size_t n_other_tids;
-	char cgroup[512];       /* the VM's cgroup path (v2, or the v1 cpu controller's), or "" */
 	char channel_path[256]; /* unix socket of the org.virtwatt.power.0 channel, or "" */
 	char share_dir[256];    /* source dir of a filesystem with target virtwatt, or "" */
-	uint64_t cpu_time_ns;   /* hypervisor-reported CPU time (libvirt cpu.time), 0 if unknown */
-	char pod_uid[VW_UUID_LEN]; /* KubeVirt: the virt-launcher pod holding the QEMU, or "" */
 };
 
 struct vw_vm_env {
