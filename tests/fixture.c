@@ -44,6 +44,29 @@ int vw_fixture_tmpdir_teardown(void **state)
 	return 0;
 }
 
+int vw_fixture_root_setup(void **state)
+{
+	struct vw_fixture_root *r = calloc(1, sizeof(*r));
+
+	*state = r;
+	if (!r)
+		return -1;
+	r->path = vw_fixture_mkdtemp(program_invocation_short_name);
+	r->fd = r->path ? open(r->path, O_PATH | O_DIRECTORY | O_CLOEXEC) : -1;
+	return r->fd >= 0 ? 0 : -1;
+}
+
+int vw_fixture_root_teardown(void **state)
+{
+	struct vw_fixture_root *r = *state;
+
+	if (r->fd >= 0)
+		close(r->fd);
+	vw_fixture_rm(r->path);
+	free(r);
+	return 0;
+}
+
 static int mkdir_p(char *path)
 {
 	for (char *p = path + 1; *p; p++) {

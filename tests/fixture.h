@@ -23,6 +23,18 @@ void vw_fixture_rm(char *root);
 extern char *vw_fixture_tmpdir;
 int vw_fixture_tmpdir_setup(void **state);
 int vw_fixture_tmpdir_teardown(void **state);
+/*
+ * A fresh directory (named after the test program) and an O_PATH fd on it, for one test:
+ * vw_fixture_root_setup() makes them and puts a struct vw_fixture_root in *state,
+ * vw_fixture_root_teardown() closes and removes them. Pass them to
+ * cmocka_unit_test_setup_teardown().
+ */
+struct vw_fixture_root {
+	char *path;
+	int fd;
+};
+int vw_fixture_root_setup(void **state);
+int vw_fixture_root_teardown(void **state);
 /* Read a whole file into a malloc'd NUL-terminated buffer (NULL on error). */
 char *vw_fixture_slurp(const char *path, size_t *ret_len);
 

@@ -3,7 +3,8 @@
  * CPU accountants. Live: a busy and a sleeping child in a fresh cgroup v2 group, measured by
  * the bpf accountant (tp_btf, then raw_tp with key-by-key map reads) and by the procfs one
  * against /proc/PID/schedstat. Offline: the procfs parser on fixture trees, the snapshot
- * history, the registry, and hardware counters with a fake source.
+ * history, opening through the registry (its entries are checked in test_selfcheck), and
+ * hardware counters with a fake source.
  *
  * The bpf cases need root and kernel BTF: elsewhere they skip with the reason, under CI=true a
  * missing capability fails.
@@ -880,28 +881,6 @@ static void test_history(void **state)
 	vw_cpu_history_free(&h);
 }
 
-static void test_registry(void **state)
-{
-	size_t n = 0;
-
-	(void)state;
-	for (size_t i = 0; vw_cpu_accountants[i]; i++, n++) {
-		const struct vw_cpu_account_ops *o = vw_cpu_accountants[i];
-
-		assert_non_null(o->name);
-		assert_non_null(o->open);
-		assert_non_null(o->read);
-		assert_non_null(o->close);
-		for (size_t j = 0; j < i; j++)
-			assert_string_not_equal(o->name, vw_cpu_accountants[j]->name);
-	}
-	/* Measured in the kernel first, the procfs scan last. */
-	assert_int_equal(n, VW_HAVE_BPF ? 2 : 1);
-	if (VW_HAVE_BPF)
-		assert_string_equal(vw_cpu_accountants[0]->name, "bpf");
-	assert_string_equal(vw_cpu_accountants[n - 1]->name, "procfs");
-}
-
 /* ---- hardware counters ---- */
 
 static void test_split_key(void **state)
@@ -1005,7 +984,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_procfs_garbage, procfs_fx_setup, procfs_fx_teardown),
 		cmocka_unit_test(test_procfs_empty_root),
 		cmocka_unit_test(test_history),
-		cmocka_unit_test(test_registry),
 		cmocka_unit_test(test_split_key),
 		cmocka_unit_test(test_hw_open),
 	};

@@ -50,6 +50,14 @@ static void test_delta_table(void **state)
 	}
 }
 
+/* c with its ceiling (µW) and the first reading, raw µJ at ns: the baseline. */
+static void counter_start(struct vw_energy_counter *c, uint64_t max_range_uj, uint64_t max_uw,
+			  uint64_t raw_uj, uint64_t ns)
+{
+	vw_energy_counter_init(c, max_range_uj, max_uw);
+	assert_int_equal(vw_energy_counter_update(c, raw_uj, ns, NULL), VW_ENERGY_BASELINE);
+}
+
 static void test_baseline_then_growth(void **state)
 {
 	struct vw_energy_counter c;
@@ -80,8 +88,7 @@ static void test_wrap(void **state)
 	uint64_t d;
 
 	(void)state;
-	vw_energy_counter_init(&c, MAX_RANGE, 300 * WATT);
-	vw_energy_counter_update(&c, MAX_RANGE - 1000, 10 * SEC, NULL);
+	counter_start(&c, MAX_RANGE, 300 * WATT, MAX_RANGE - 1000, 10 * SEC);
 	assert_int_equal(vw_energy_counter_update(&c, 500, 11 * SEC, &d), VW_ENERGY_WRAPPED);
 	assert_int_equal(d, 1500);
 	assert_int_equal(c.total_uj, 1500);
@@ -97,8 +104,7 @@ static void test_decrease_max_unknown_is_gap(void **state)
 	uint64_t d = 7;
 
 	(void)state;
-	vw_energy_counter_init(&c, 0, 0);
-	vw_energy_counter_update(&c, 1000, 1 * SEC, NULL);
+	counter_start(&c, 0, 0, 1000, 1 * SEC);
 	vw_energy_counter_update(&c, 3000, 2 * SEC, NULL);
 	assert_int_equal(vw_energy_counter_update(&c, 200, 3 * SEC, &d), VW_ENERGY_GAP);
 	assert_int_equal(d, 0);
@@ -118,13 +124,11 @@ static void test_long_elapsed_is_gap(void **state)
 	uint64_t wrap_ns = MAX_RANGE * 1000 / 300 + 1;
 
 	(void)state;
-	vw_energy_counter_init(&c, MAX_RANGE, 300 * WATT);
-	vw_energy_counter_update(&c, 1000, 0, NULL);
+	counter_start(&c, MAX_RANGE, 300 * WATT, 1000, 0);
 	/* Just short of a whole range at the ceiling: fine, even on a small increase. */
 	assert_int_equal(vw_energy_counter_update(&c, 2000, wrap_ns - 2, NULL), VW_ENERGY_OK);
 	/* A clock jump of ~14.6 min: at 300 W the meter could have gone round once... */
-	vw_energy_counter_init(&c, MAX_RANGE, 300 * WATT);
-	vw_energy_counter_update(&c, 1000, 0, NULL);
+	counter_start(&c, MAX_RANGE, 300 * WATT, 1000, 0);
 	assert_int_equal(vw_energy_counter_update(&c, 2000, wrap_ns, NULL), VW_ENERGY_GAP);
 	assert_int_equal(c.total_uj, 0);
 	assert_int_equal(c.gaps, 1);
@@ -132,12 +136,10 @@ static void test_long_elapsed_is_gap(void **state)
 	assert_int_equal(vw_energy_counter_update(&c, 3000, wrap_ns + SEC, NULL), VW_ENERGY_OK);
 	assert_int_equal(c.total_uj, 1000);
 	/* The boundary: 300 J range at 300 W is exactly one second; a whole second is a gap. */
-	vw_energy_counter_init(&c, 300000000, 300 * WATT);
-	vw_energy_counter_update(&c, 0, 0, NULL);
+	counter_start(&c, 300000000, 300 * WATT, 0, 0);
 	assert_int_equal(vw_energy_counter_update(&c, 10, SEC - 1, NULL), VW_ENERGY_OK);
 	assert_int_equal(c.total_uj, 10);
-	vw_energy_counter_init(&c, 300000000, 300 * WATT);
-	vw_energy_counter_update(&c, 0, 0, NULL);
+	counter_start(&c, 300000000, 300 * WATT, 0, 0);
 	assert_int_equal(vw_energy_counter_update(&c, 10, SEC, NULL), VW_ENERGY_GAP);
 	assert_int_equal(c.total_uj, 0);
 }
@@ -148,8 +150,7 @@ static void test_implausible_jump_is_gap(void **state)
 	uint64_t d;
 
 	(void)state;
-	vw_energy_counter_init(&c, MAX_RANGE, 100 * WATT);
-	vw_energy_counter_update(&c, 1000000, 1 * SEC, NULL);
+	counter_start(&c, MAX_RANGE, 100 * WATT, 1000000, 1 * SEC);
 	/* 100 J in 1 s is exactly the ceiling: accepted. */
 	assert_int_equal(vw_energy_counter_update(&c, 101000000, 2 * SEC, &d), VW_ENERGY_OK);
 	assert_int_equal(d, 100000000);
@@ -198,8 +199,7 @@ static void test_clock_backwards_is_gap(void **state)
 	struct vw_energy_counter c;
 
 	(void)state;
-	vw_energy_counter_init(&c, MAX_RANGE, 0);
-	vw_energy_counter_update(&c, 1000, 10 * SEC, NULL);
+	counter_start(&c, MAX_RANGE, 0, 1000, 10 * SEC);
 	assert_int_equal(vw_energy_counter_update(&c, 2000, 9 * SEC, NULL), VW_ENERGY_GAP);
 	assert_int_equal(vw_energy_counter_update(&c, 2600, 10 * SEC, NULL), VW_ENERGY_OK);
 	assert_int_equal(c.total_uj, 600);
@@ -212,17 +212,14 @@ static void test_uint64_edges(void **state)
 
 	(void)state;
 	/* A ceiling so high that elapsed x ceiling needs more than 64 bits. */
-	vw_energy_counter_init(&c, UINT64_MAX, UINT64_MAX);
-	vw_energy_counter_update(&c, UINT64_MAX - 10, 0, NULL);
+	counter_start(&c, UINT64_MAX, UINT64_MAX, UINT64_MAX - 10, 0);
 	assert_int_equal(vw_energy_counter_update(&c, 5, 1, &d), VW_ENERGY_WRAPPED);
 	assert_true(d == 15);
 	/* elapsed = 2^64-1 ns at 2^64-1 µW: about 3.4e29 µJ, far beyond any range: a gap. */
-	vw_energy_counter_init(&c, MAX_RANGE, UINT64_MAX);
-	vw_energy_counter_update(&c, 0, 0, NULL);
+	counter_start(&c, MAX_RANGE, UINT64_MAX, 0, 0);
 	assert_int_equal(vw_energy_counter_update(&c, 1, UINT64_MAX, NULL), VW_ENERGY_GAP);
 	/* A big delta against a small ceiling must not overflow into acceptance. */
-	vw_energy_counter_init(&c, 0, 1);
-	vw_energy_counter_update(&c, 0, 0, NULL);
+	counter_start(&c, 0, 1, 0, 0);
 	assert_int_equal(vw_energy_counter_update(&c, UINT64_MAX, UINT64_MAX, NULL),
 			 VW_ENERGY_GAP);
 	/* The total saturates instead of wrapping. */
@@ -307,8 +304,7 @@ static void test_property_totals(void **state)
 	uint64_t seed = 0x5eed2465, now = 0, last_total = 0;
 
 	(void)state;
-	vw_energy_counter_init(&c, P_RANGE, P_CEIL);
-	vw_energy_counter_update(&c, r.true_uj % P_RANGE, now, NULL);
+	counter_start(&c, P_RANGE, P_CEIL, r.true_uj % P_RANGE, now);
 	r.prev_valid = true;
 	for (int i = 0; i < 200000; i++) {
 		uint64_t elapsed, energy, raw;

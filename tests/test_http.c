@@ -193,6 +193,24 @@ static void server_start_published(struct server *s, struct vw_http_opts opts)
 	publish(s->x, sample_text, sample_om);
 }
 
+/* cmocka setup and teardown: *state is a server_start_published() with the default options. */
+static int server_setup(void **state)
+{
+	struct server *s = calloc(1, sizeof(*s));
+
+	assert_non_null(s);
+	server_start_published(s, (struct vw_http_opts){0});
+	*state = s;
+	return 0;
+}
+
+static int server_teardown(void **state)
+{
+	server_stop(*state);
+	free(*state);
+	return 0;
+}
+
 /* ---- Tests ---- */
 
 static void test_parse_listen(void **state)
@@ -202,24 +220,29 @@ static void test_parse_listen(void **state)
 		":80 ", "::1:80", "[::1]", "[::1:80", "[]:80", "[x]:80", "::1]:80", "a b:80",
 		"host/x:80", "h\n:80", ":123456", "[::1]x:80",
 	};
+	static const struct {
+		const char *listen, *host;
+		uint16_t port;
+	} good[] = {
+		{ ":28282", "", 28282 },
+		{ "127.0.0.1:0", "127.0.0.1", 0 },
+		{ "[::1]:9", "::1", 9 },
+		{ "localhost:65535", "localhost", 65535 },
+		{ "[fe80::1%eth0]:80", "fe80::1%eth0", 80 },
+	};
 	char host[64], tiny[4];
 	uint16_t port;
 
 	(void)state;
-	assert_int_equal(vw_http_parse_listen(":28282", host, sizeof(host), &port), 0);
-	assert_string_equal(host, "");
-	assert_int_equal(port, 28282);
-	assert_int_equal(vw_http_parse_listen("127.0.0.1:0", host, sizeof(host), &port), 0);
-	assert_string_equal(host, "127.0.0.1");
-	assert_int_equal(port, 0);
-	assert_int_equal(vw_http_parse_listen("[::1]:9", host, sizeof(host), &port), 0);
-	assert_string_equal(host, "::1");
-	assert_int_equal(port, 9);
-	assert_int_equal(vw_http_parse_listen("localhost:65535", host, sizeof(host), &port), 0);
-	assert_string_equal(host, "localhost");
-	assert_int_equal(port, 65535);
-	assert_int_equal(vw_http_parse_listen("[fe80::1%eth0]:80", host, sizeof(host), &port), 0);
-	assert_string_equal(host, "fe80::1%eth0");
+	for (size_t i = 0; i < ARRAY_SIZE(good); i++) {
+		int r;
+
+		host[0] = '\0', port = 0;
+		r = vw_http_parse_listen(good[i].listen, host, sizeof(host), &port);
+		if (r != 0 || strcmp(host, good[i].host) != 0 || port != good[i].port)
+			fail_msg("'%s': %d, host '%s' port %u; expected 0, '%s' %u", good[i].listen, r,
+				 host, port, good[i].host, good[i].port);
+	}
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		if (vw_http_parse_listen(bad[i], host, sizeof(host), &port) != -EINVAL)
 			fail_msg("accepted listen address '%s'", bad[i]);
@@ -319,39 +342,35 @@ static void test_health_and_ready(void **state)
 
 static void test_metrics_negotiated(void **state)
 {
-	struct server s;
+	struct server *s = *state;
 	struct reply r;
 
-	(void)state;
-	server_start_published(&s, (struct vw_http_opts){0});
-
-	r = fetch(s.port, &(struct request){.path = "/metrics"});
+	r = fetch(s->port, &(struct request){.path = "/metrics"});
 	assert_int_equal(r.status, 200);
 	assert_string_equal(r.body, sample_text);
 	assert_string_equal(r.content_type, TEXT_CT);
 	assert_true(has_header(&r, "\r\nVary: Accept\r\n"));
 	reply_clear(&r);
 
-	r = fetch(s.port, &(struct request){.path = "/metrics", .accept = OM_ACCEPT});
+	r = fetch(s->port, &(struct request){.path = "/metrics", .accept = OM_ACCEPT});
 	assert_int_equal(r.status, 200);
 	assert_string_equal(r.body, sample_om);
 	assert_string_equal(r.content_type, OM_CT);
 	reply_clear(&r);
 
 	/* queries are ignored */
-	r = fetch(s.port, &(struct request){.path = "/metrics?format=json&x=%00"});
+	r = fetch(s->port, &(struct request){.path = "/metrics?format=json&x=%00"});
 	assert_int_equal(r.status, 200);
 	assert_string_equal(r.body, sample_text);
 	reply_clear(&r);
 
 	/* no OpenMetrics rendering published: OpenMetrics clients get text */
-	publish(s.x, "vw_up 2\n", NULL);
-	r = fetch(s.port, &(struct request){.path = "/metrics", .accept = OM_ACCEPT});
+	publish(s->x, "vw_up 2\n", NULL);
+	r = fetch(s->port, &(struct request){.path = "/metrics", .accept = OM_ACCEPT});
 	assert_int_equal(r.status, 200);
 	assert_string_equal(r.body, "vw_up 2\n");
 	assert_string_equal(r.content_type, TEXT_CT);
 	reply_clear(&r);
-	server_stop(&s);
 }
 
 /* The window on given times: nothing before a request, then until the window after the last. */
@@ -487,13 +506,11 @@ static void test_openmetrics_on_demand(void **state)
 
 static void test_head(void **state)
 {
-	struct server s;
+	struct server *s = *state;
 	struct reply r;
 	char cl[64];
 
-	(void)state;
-	server_start_published(&s, (struct vw_http_opts){0});
-	r = fetch(s.port, &(struct request){.method = "HEAD", .path = "/metrics"});
+	r = fetch(s->port, &(struct request){.method = "HEAD", .path = "/metrics"});
 	assert_int_equal(r.code, CURLE_OK);
 	assert_int_equal(r.status, 200);
 	assert_int_equal(r.body_len, 0);
@@ -501,7 +518,6 @@ static void test_head(void **state)
 	snprintf(cl, sizeof(cl), "\r\nContent-Length: %zu\r\n", strlen(sample_text));
 	assert_true(has_header(&r, cl));
 	reply_clear(&r);
-	server_stop(&s);
 }
 
 static void test_index_and_404(void **state)
@@ -531,13 +547,11 @@ static void test_index_and_404(void **state)
 static void test_methods(void **state)
 {
 	static const char *const methods[] = {"POST", "PUT", "DELETE", "PATCH", "OPTIONS"};
-	struct server s;
+	struct server *s = *state;
 
-	(void)state;
-	server_start_published(&s, (struct vw_http_opts){0});
 	for (size_t i = 0; i < ARRAY_SIZE(methods); i++) {
-		struct reply r = fetch(s.port, &(struct request){.method = methods[i],
-								  .path = "/metrics"});
+		struct reply r = fetch(s->port, &(struct request){.method = methods[i],
+								   .path = "/metrics"});
 
 		assert_int_equal(r.code, CURLE_OK);
 		assert_int_equal(r.status, 405);
@@ -546,40 +560,34 @@ static void test_methods(void **state)
 		reply_clear(&r);
 	}
 	/* a body with a forbidden method is still a 405 */
-	struct reply r = fetch(s.port, &(struct request){.method = "POST", .path = "/metrics",
-							  .body = "x=1"});
+	struct reply r = fetch(s->port, &(struct request){.method = "POST", .path = "/metrics",
+							   .body = "x=1"});
 	assert_int_equal(r.status, 405);
 	reply_clear(&r);
-	server_stop(&s);
 }
 
 static void test_body_rejected(void **state)
 {
-	struct server s;
+	struct server *s = *state;
 	struct reply r;
 
-	(void)state;
-	server_start_published(&s, (struct vw_http_opts){0});
-	r = fetch(s.port, &(struct request){.path = "/metrics", .body = "hello=world"});
+	r = fetch(s->port, &(struct request){.path = "/metrics", .body = "hello=world"});
 	assert_int_equal(r.status, 413);
 	assert_null(strstr(r.body, "vw_up"));
 	reply_clear(&r);
 	/* still serving */
-	assert_int_equal(get_status(s.port, "/metrics", sample_text), 200);
-	server_stop(&s);
+	assert_int_equal(get_status(s->port, "/metrics", sample_text), 200);
 }
 
 static void test_oversized_requests(void **state)
 {
-	struct server s;
+	struct server *s = *state;
 	size_t n = 100 * 1024;
 	_cleanup_free_ char *hdr = malloc(n + 16), *path = malloc(n + 16);
 	struct curl_slist *list;
 	struct reply r = {0};
 	CURL *c;
 
-	(void)state;
-	server_start_published(&s, (struct vw_http_opts){0});
 	/* a 100 KiB header */
 	strcpy(hdr, "X-Big: ");
 	memset(hdr + 7, 'a', n);
@@ -587,7 +595,7 @@ static void test_oversized_requests(void **state)
 	list = curl_slist_append(NULL, hdr);
 	c = curl_easy_init();
 	curl_easy_setopt(c, CURLOPT_URL, "http://127.0.0.1/metrics");
-	curl_easy_setopt(c, CURLOPT_PORT, (long)s.port);
+	curl_easy_setopt(c, CURLOPT_PORT, (long)s->port);
 	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
 	curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
@@ -602,11 +610,10 @@ static void test_oversized_requests(void **state)
 	path[0] = '/';
 	memset(path + 1, 'p', n);
 	path[n + 1] = '\0';
-	r = fetch(s.port, &(struct request){.path = path});
+	r = fetch(s->port, &(struct request){.path = path});
 	assert_true(r.code != CURLE_OK || (r.status >= 400 && r.status < 500));
 	reply_clear(&r);
-	assert_int_equal(get_status(s.port, "/metrics", sample_text), 200);
-	server_stop(&s);
+	assert_int_equal(get_status(s->port, "/metrics", sample_text), 200);
 }
 
 /* A raw TCP connection to the server that sends nothing. */
@@ -854,14 +861,16 @@ int main(void)
 		cmocka_unit_test(test_start_errors),
 		cmocka_unit_test(test_health_and_ready),
 		cmocka_unit_test(test_ready_reasons),
-		cmocka_unit_test(test_metrics_negotiated),
+		cmocka_unit_test_setup_teardown(test_metrics_negotiated, server_setup,
+						server_teardown),
 		cmocka_unit_test(test_openmetrics_window),
 		cmocka_unit_test(test_openmetrics_on_demand),
-		cmocka_unit_test(test_head),
+		cmocka_unit_test_setup_teardown(test_head, server_setup, server_teardown),
 		cmocka_unit_test(test_index_and_404),
-		cmocka_unit_test(test_methods),
-		cmocka_unit_test(test_body_rejected),
-		cmocka_unit_test(test_oversized_requests),
+		cmocka_unit_test_setup_teardown(test_methods, server_setup, server_teardown),
+		cmocka_unit_test_setup_teardown(test_body_rejected, server_setup, server_teardown),
+		cmocka_unit_test_setup_teardown(test_oversized_requests, server_setup,
+						server_teardown),
 		cmocka_unit_test(test_idle_timeout),
 		cmocka_unit_test(test_connection_limits),
 		cmocka_unit_test(test_dual_stack),

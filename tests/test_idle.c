@@ -21,6 +21,37 @@ static void feed_line(struct vw_idle_fit *f, uint64_t *seed, int n, double idle,
 	}
 }
 
+static void fit_freep(struct vw_idle_fit **f)
+{
+	vw_idle_fit_free(*f);
+}
+
+/* A fit that is freed when f goes out of scope. */
+#define _cleanup_fit_ _cleanup_(fit_freep)
+
+static struct vw_idle_fit *fit_new(size_t window, double min_spread)
+{
+	struct vw_idle_fit *f = vw_idle_fit_new(window, min_spread);
+
+	assert_non_null(f);
+	return f;
+}
+
+struct point {
+	double usage, watts;
+};
+
+static void add_points(struct vw_idle_fit *f, const struct point *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		vw_idle_fit_add(f, p[i].usage, p[i].watts);
+}
+
+/* ADD_POINTS(f, { usage, watts }, ...): add these points to f in order. */
+#define ADD_POINTS(f, ...)                                                                         \
+	add_points((f), (const struct point[]){ __VA_ARGS__ },                                     \
+		   ARRAY_SIZE(((const struct point[]){ __VA_ARGS__ })))
+
 static double fitted(const struct vw_idle_fit *f)
 {
 	double w = -123;
@@ -52,11 +83,10 @@ static void test_new_rejects_bad_arguments(void **state)
 
 static void test_fit_synthetic(void **state)
 {
-	struct vw_idle_fit *f = vw_idle_fit_new(120, 0.05);
+	_cleanup_fit_ struct vw_idle_fit *f = fit_new(120, 0.05);
 	uint64_t seed = 40100;
 
 	(void)state;
-	assert_non_null(f);
 	/* Two points are not enough, even with spread. */
 	vw_idle_fit_add(f, 0.1, 50);
 	vw_idle_fit_add(f, 0.9, 130);
@@ -68,25 +98,20 @@ static void test_fit_synthetic(void **state)
 	/* Noise-free data gives the intercept exactly. */
 	feed_line(f, &seed, 120, 40, 100, 0.1, 0.9, 0);
 	assert_double_near(fitted(f), 40, 1e-9);
-	vw_idle_fit_free(f);
 }
 
 static void test_no_spread_keeps_last_good(void **state)
 {
-	struct vw_idle_fit *f = vw_idle_fit_new(4, 0.09);
+	_cleanup_fit_ struct vw_idle_fit *f = fit_new(4, 0.09);
 	uint64_t seed = 7;
 	double w;
 
 	(void)state;
-	assert_non_null(f);
 	/* Steady load: usage stddev ~0.006 < 0.09, nothing to fit yet. */
 	feed_line(f, &seed, 4, 40, 100, 0.49, 0.51, 0.5);
 	assert_int_equal(vw_idle_fit_get(f, &w), -EAGAIN);
 	/* Load varies (usage stddev exactly 0.1): a fit. */
-	vw_idle_fit_add(f, 0.4, 80);
-	vw_idle_fit_add(f, 0.6, 100);
-	vw_idle_fit_add(f, 0.4, 80);
-	vw_idle_fit_add(f, 0.6, 100);
+	ADD_POINTS(f, { 0.4, 80 }, { 0.6, 100 }, { 0.4, 80 }, { 0.6, 100 });
 	double good = fitted(f);
 	assert_double_near(good, 40, 1e-9);
 	/*
@@ -99,29 +124,23 @@ static void test_no_spread_keeps_last_good(void **state)
 		assert_true(fitted(f) == good);
 	}
 	/* Spread returns: a new fit. */
-	vw_idle_fit_add(f, 0.2, 40);
-	vw_idle_fit_add(f, 0.8, 100);
-	vw_idle_fit_add(f, 0.2, 40);
-	vw_idle_fit_add(f, 0.8, 100);
+	ADD_POINTS(f, { 0.2, 40 }, { 0.8, 100 }, { 0.2, 40 }, { 0.8, 100 });
 	assert_double_near(fitted(f), 20, 1e-9);
 	vw_idle_fit_free(f);
 
 	/* Identical usage everywhere (Sxx = 0) is no spread either, even with min_spread 0. */
-	f = vw_idle_fit_new(5, 0);
-	assert_non_null(f);
+	f = fit_new(5, 0);
 	for (int i = 0; i < 5; i++)
 		vw_idle_fit_add(f, 0.3, 70 + i);
 	assert_int_equal(vw_idle_fit_get(f, &w), -EAGAIN);
-	vw_idle_fit_free(f);
 }
 
 static void test_window_slides_down_and_up(void **state)
 {
-	struct vw_idle_fit *f = vw_idle_fit_new(60, 0.05);
+	_cleanup_fit_ struct vw_idle_fit *f = fit_new(60, 0.05);
 	uint64_t seed = 1811;
 
 	(void)state;
-	assert_non_null(f);
 	feed_line(f, &seed, 60, 60, 80, 0.05, 0.95, 1);
 	assert_double_near(fitted(f), 60, 1.5);
 	/* Idle falls (a C-state fix, fans slower): the estimate follows down... */
@@ -137,28 +156,23 @@ static void test_window_slides_down_and_up(void **state)
 	feed_line(f, &seed, 30, 20, 80, 0.05, 0.95, 0);
 	double mid = fitted(f);
 	assert_true(mid > 20 && mid < 50);
-	vw_idle_fit_free(f);
 }
 
 static void test_negative_slope_rejected(void **state)
 {
-	struct vw_idle_fit *f = vw_idle_fit_new(10, 0.05);
+	_cleanup_fit_ struct vw_idle_fit *f = fit_new(10, 0.05);
 	uint64_t seed = 99;
 	double w;
 
 	(void)state;
-	assert_non_null(f);
 	/* Power falling with load never yields a fit. */
 	feed_line(f, &seed, 10, 100, -50, 0.1, 0.9, 0);
 	assert_int_equal(vw_idle_fit_get(f, &w), -EAGAIN);
 	vw_idle_fit_free(f);
 
 	/* After a good fit (40 W + 50 W x u), every window below slopes down: 40 stays. */
-	f = vw_idle_fit_new(3, 0.05);
-	assert_non_null(f);
-	vw_idle_fit_add(f, 0.1, 45);
-	vw_idle_fit_add(f, 0.5, 65);
-	vw_idle_fit_add(f, 0.9, 85);
+	f = fit_new(3, 0.05);
+	ADD_POINTS(f, { 0.1, 45 }, { 0.5, 65 }, { 0.9, 85 });
 	assert_double_near(fitted(f), 40, 1e-9);
 	vw_idle_fit_add(f, 0.1, 200);
 	assert_double_near(fitted(f), 40, 1e-9);
@@ -169,45 +183,33 @@ static void test_negative_slope_rejected(void **state)
 	vw_idle_fit_free(f);
 
 	/* A flat line (slope 0) is fine: idle is all there is. */
-	f = vw_idle_fit_new(3, 0.05);
-	assert_non_null(f);
-	vw_idle_fit_add(f, 0.1, 42);
-	vw_idle_fit_add(f, 0.5, 42);
-	vw_idle_fit_add(f, 0.9, 42);
+	f = fit_new(3, 0.05);
+	ADD_POINTS(f, { 0.1, 42 }, { 0.5, 42 }, { 0.9, 42 });
 	assert_double_near(fitted(f), 42, 1e-9);
-	vw_idle_fit_free(f);
 }
 
 static void test_intercept_clamped(void **state)
 {
-	struct vw_idle_fit *f = vw_idle_fit_new(4, 0.05);
+	_cleanup_fit_ struct vw_idle_fit *f = fit_new(4, 0.05);
 
 	(void)state;
-	assert_non_null(f);
 	/* Line through (0.2, 10), (0.5, 70), (0.8, 130): slope 200, intercept -30 -> 0. */
-	vw_idle_fit_add(f, 0.2, 10);
-	vw_idle_fit_add(f, 0.5, 70);
-	vw_idle_fit_add(f, 0.8, 130);
+	ADD_POINTS(f, { 0.2, 10 }, { 0.5, 70 }, { 0.8, 130 });
 	assert_double_near(fitted(f), 0, 0);
 	/*
 	 * (0.5, 10), (0.5, 90), (0.9, 50), (0.9, 60): slope 12.5, intercept 43.75, above the
 	 * lowest power seen (10 W): clamped to 10.
 	 */
-	vw_idle_fit_add(f, 0.5, 10);
-	vw_idle_fit_add(f, 0.5, 90);
-	vw_idle_fit_add(f, 0.9, 50);
-	vw_idle_fit_add(f, 0.9, 60);
+	ADD_POINTS(f, { 0.5, 10 }, { 0.5, 90 }, { 0.9, 50 }, { 0.9, 60 });
 	assert_double_near(fitted(f), 10, 0);
-	vw_idle_fit_free(f);
 }
 
 static void test_bad_points_ignored(void **state)
 {
-	struct vw_idle_fit *f = vw_idle_fit_new(3, 0.05);
+	_cleanup_fit_ struct vw_idle_fit *f = fit_new(3, 0.05);
 	double w;
 
 	(void)state;
-	assert_non_null(f);
 	vw_idle_fit_add(f, 0.2, 30);
 	vw_idle_fit_add(f, NAN, 500);
 	vw_idle_fit_add(f, 0.5, INFINITY);
@@ -220,7 +222,6 @@ static void test_bad_points_ignored(void **state)
 	 */
 	vw_idle_fit_add(f, 5.0, 70);
 	assert_double_near(fitted(f), 20, 1e-9);
-	vw_idle_fit_free(f);
 }
 
 static void split(uint64_t energy, uint64_t elapsed, double idle_w, double usage,
@@ -320,15 +321,11 @@ static void test_split_conservation_property(void **state)
 /* The worked example of docs/idle.md, number for number. */
 static void test_docs_example(void **state)
 {
-	struct vw_idle_fit *f = vw_idle_fit_new(4, 0.05);
+	_cleanup_fit_ struct vw_idle_fit *f = fit_new(4, 0.05);
 	uint64_t idle, active;
 
 	(void)state;
-	assert_non_null(f);
-	vw_idle_fit_add(f, 0.2, 62);
-	vw_idle_fit_add(f, 0.4, 78);
-	vw_idle_fit_add(f, 0.6, 102);
-	vw_idle_fit_add(f, 0.8, 118);
+	ADD_POINTS(f, { 0.2, 62 }, { 0.4, 78 }, { 0.6, 102 }, { 0.8, 118 });
 	assert_double_near(fitted(f), 42, 1e-9);
 	/* Next interval: 1 s at 90 % usage, 130 J measured. */
 	vw_idle_split(130000000, SEC, fitted(f), 0.9, &idle, &active);
@@ -342,7 +339,6 @@ static void test_docs_example(void **state)
 	vw_idle_split(10, 3000, 0.5, 0.5, &idle, &active);
 	assert_int_equal(idle, 2);
 	assert_int_equal(active, 8);
-	vw_idle_fit_free(f);
 }
 
 #define NX12_RAPL                                                                                  \
@@ -379,13 +375,12 @@ static void test_fit_real_data(void **state)
 {
 	static struct sample rows[4096];
 	size_t n = load_nx12(rows, ARRAY_SIZE(rows));
-	struct vw_idle_fit *f = vw_idle_fit_new(60, 0.05);
+	_cleanup_fit_ struct vw_idle_fit *f = fit_new(60, 0.05);
 	double max_ms = 0, lo = INFINITY, hi = -INFINITY, res_sum = 0;
 	size_t fits = 0, busy = 0;
 
 	(void)state;
 	assert_int_equal(n, 2202);
-	assert_non_null(f);
 	for (size_t i = 0; i < n; i++)
 		max_ms = fmax(max_ms, rows[i].cpu_ms);
 	for (size_t i = 0; i < n; i++) {
@@ -408,7 +403,6 @@ static void test_fit_real_data(void **state)
 			 hi);
 	assert_true(busy > 400);
 	assert_true(res_sum / (double)busy < 20); /* about 13 W */
-	vw_idle_fit_free(f);
 }
 
 static void test_method_names(void **state)

@@ -89,6 +89,20 @@ static int load(const char *file, struct vw_model **ret, char *err, size_t errle
 	return vw_model_load_file(path, ret, err, errlen);
 }
 
+static void model_freep(struct vw_model **m)
+{
+	vw_model_free(*m);
+}
+
+static void json_putp(json_object **j)
+{
+	json_object_put(*j);
+}
+
+/* Freed (put) when the variable goes out of scope. */
+#define _cleanup_model_ _cleanup_(model_freep)
+#define _cleanup_json_ _cleanup_(json_putp)
+
 static struct vw_model *load_ok(const char *file)
 {
 	struct vw_model *m = NULL;
@@ -262,8 +276,8 @@ static void test_eval_v07_scale(void **state)
 	static const char *const comps[] = {"package", "dram"};
 	static const char *const key[] = {"bpf_cpu_time_ms"};
 	const double xs[] = {0, 1, 500, 5000, 95877, 150000};
-	struct vw_model *m = load_ok(file);
-	json_object *j = vw_ref_load(file);
+	_cleanup_model_ struct vw_model *m = load_ok(file);
+	_cleanup_json_ json_object *j = vw_ref_load(file);
 
 	(void)state;
 	for (size_t c = 0; c < ARRAY_SIZE(comps); c++) {
@@ -288,8 +302,6 @@ static void test_eval_v07_scale(void **state)
 	assert_int_equal(vw_model_n_features(m), 1);
 	assert_string_equal(vw_model_feature(m, 0), "bpf_cpu_time_ms");
 	assert_string_equal(vw_model_name(m), "SGDRegressorTrainer_0");
-	json_object_put(j);
-	vw_model_free(m);
 }
 
 /* Three counters, negative weights included. */
@@ -299,8 +311,8 @@ static void test_eval_counters(void **state)
 	static const char *const keys[] = {"cache_miss", "cpu_cycles", "cpu_instructions"};
 	const double x[] = {1.2e9, 2.5e11, 3.1e11};
 	struct vw_feature f[] = {{"cache_miss", x[0]}, {"cpu_cycles", x[1]}, {"cpu_instr", x[2]}};
-	struct vw_model *m = load_ok(file);
-	json_object *j = vw_ref_load(file);
+	_cleanup_model_ struct vw_model *m = load_ok(file);
+	_cleanup_json_ json_object *j = vw_ref_load(file);
 
 	(void)state;
 	assert_double_near(eval_n(m, "package", f, 3, 0).watts,
@@ -308,8 +320,6 @@ static void test_eval_counters(void **state)
 	assert_double_near(eval_n(m, "dram", f, 3, 0).watts,
 			   ref_linear_scale(j, "dram", keys, x, 3), EPS);
 	assert_int_equal(vw_model_n_features(m), 3);
-	json_object_put(j);
-	vw_model_free(m);
 }
 
 /* v0.6 nx12: {scale, mean: 0, variance: 0}; the file says bpf_cpu_time_us (an alias). */
@@ -318,8 +328,8 @@ static void test_eval_v06_alias(void **state)
 	const char *file = NX12 "rapl_AbsPower_BPFOnly_SGDRegressorTrainer_1.json";
 	static const char *const key[] = {"bpf_cpu_time_us"};
 	const double xs[] = {0, 219, 5911, 12000, 29170};
-	struct vw_model *m = load_ok(file);
-	json_object *j = vw_ref_load(file);
+	_cleanup_model_ struct vw_model *m = load_ok(file);
+	_cleanup_json_ json_object *j = vw_ref_load(file);
 
 	(void)state;
 	assert_string_equal(vw_model_feature(m, 0), "bpf_cpu_time_ms");
@@ -336,8 +346,6 @@ static void test_eval_v06_alias(void **state)
 		assert_int_equal(us.extrapolated, xs[i] / s > 1);
 	}
 	assert_null(vw_model_warning(m));
-	json_object_put(j);
-	vw_model_free(m);
 }
 
 /* <= v0.5: x̂ = (x − mean)/√variance; idle is the model at x = 0. */
@@ -347,8 +355,8 @@ static void test_eval_mean_variance(void **state)
 	static const char *const key[] = {"bpf_cpu_time_us"};
 	const double xs[] = {0, 1000, 5608, 40000};
 	const double zero = 0;
-	struct vw_model *m = load_ok(file);
-	json_object *j = vw_ref_load(file);
+	_cleanup_model_ struct vw_model *m = load_ok(file);
+	_cleanup_json_ json_object *j = vw_ref_load(file);
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(xs); i++) {
@@ -360,8 +368,6 @@ static void test_eval_mean_variance(void **state)
 		assert_double_near(eval1(m, "dram", "bpf_cpu_time_ms", xs[i], 0).watts,
 				   ref_linear_std(j, "dram", key, &xs[i], 1), EPS);
 	}
-	json_object_put(j);
-	vw_model_free(m);
 }
 
 /* 2023 total model: mean/variance, cpu_instr alias, categorical cpu_architecture. */
@@ -375,8 +381,8 @@ static void test_eval_categorical(void **state)
 	struct vw_category broadwell = {"cpu_architecture", "Broadwell"};
 	struct vw_category zen = {"cpu_architecture", "Zen 4"};
 	struct vw_model_input in = {.features = f, .n_features = 3, .n_categories = 1};
-	struct vw_model *m = load_ok(file);
-	json_object *j = vw_ref_load(file);
+	_cleanup_model_ struct vw_model *m = load_ok(file);
+	_cleanup_json_ json_object *j = vw_ref_load(file);
 	struct vw_model_result r;
 	double c;
 
@@ -389,8 +395,6 @@ static void test_eval_categorical(void **state)
 	assert_int_equal(vw_model_eval(m, 0, &in, &r), 0);
 	assert_double_near(r.watts, ref_linear_std(j, NULL, keys, x, 3), EPS);
 	assert_string_equal(vw_model_component(m, 0), "total");
-	json_object_put(j);
-	vw_model_free(m);
 }
 
 /* Exponential: P = a·e^{b·x̂} + c; the dram curve's feature is bpf_page_cache_hit. */
@@ -398,8 +402,8 @@ static void test_eval_exponential(void **state)
 {
 	const char *file = EC2 "BPFOnly_ExponentialRegressionTrainer_0.json";
 	const double xs[] = {0, 1000, 20000, 95877};
-	struct vw_model *m = load_ok(file);
-	json_object *j = vw_ref_load(file);
+	_cleanup_model_ struct vw_model *m = load_ok(file);
+	_cleanup_json_ json_object *j = vw_ref_load(file);
 	double a = ref_curve(j, "package", 0), b = ref_curve(j, "package", 1);
 	double c = ref_curve(j, "package", 2),
 	       s = ref_term(j, "package", "bpf_cpu_time_ms", "scale");
@@ -427,8 +431,6 @@ static void test_eval_exponential(void **state)
 		assert_int_equal(r.clamped, raw < 0);
 	}
 	assert_true(ad * exp(bd) + cd < -3900);
-	json_object_put(j);
-	vw_model_free(m);
 }
 
 /* Logarithmic: P = a·ln(b·x̂ + 1) + c, c = −683.4 W: negative below ≈ 370 ms/s, clamped. */
@@ -436,8 +438,8 @@ static void test_eval_logarithmic_clamp(void **state)
 {
 	const char *file = EC2 "BPFOnly_LogarithmicRegressionTrainer_0.json";
 	const double xs[] = {0, 100, 360, 380, 1000, 50000};
-	struct vw_model *m = load_ok(file);
-	json_object *j = vw_ref_load(file);
+	_cleanup_model_ struct vw_model *m = load_ok(file);
+	_cleanup_json_ json_object *j = vw_ref_load(file);
 	double a = ref_curve(j, "package", 0), b = ref_curve(j, "package", 1);
 	double c = ref_curve(j, "package", 2),
 	       s = ref_term(j, "package", "bpf_cpu_time_ms", "scale");
@@ -456,8 +458,6 @@ static void test_eval_logarithmic_clamp(void **state)
 	}
 	assert_double_near(eval1(m, "dram", "bpf_cpu_time_ms", 50000, 0).watts,
 			   ref_curve(j, "dram", 2), 1e-12);
-	json_object_put(j);
-	vw_model_free(m);
 }
 
 static const char logistic_json[] =
@@ -565,8 +565,8 @@ static void test_anomaly(void **state)
 	const char *node_info =
 		"{\"platform\": {\"All_Weights\": {\"Bias_Weight\": 1.0, "
 		"\"Numerical_Variables\": {\"node_info\": {\"scale\": 0.5, \"weight\": 2.0}}}}}";
-	struct vw_model *m = load_ok(file);
-	json_object *j = vw_ref_load(file);
+	_cleanup_model_ struct vw_model *m = load_ok(file);
+	_cleanup_json_ json_object *j = vw_ref_load(file);
 	double s = ref_term(j, "package", "bpf_cpu_time_us", "scale");
 	const double xs[] = {0, 10000, 20000, 29170};
 	struct vw_model *ok;
@@ -594,8 +594,6 @@ static void test_anomaly(void **state)
 	assert_double_near(eval1(ok, "platform", "node_info", 1, 0).watts, 1.0 + 2.0 * 1 / 0.5,
 			   EPS);
 	vw_model_free(ok);
-	json_object_put(j);
-	vw_model_free(m);
 }
 
 /* The curve's feature is chosen by name, whatever the order in the file. */

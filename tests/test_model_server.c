@@ -126,16 +126,26 @@ static const struct vw_machine_spec spec = { .vendor = "intel",
 					     .memory_gb = 16,
 					     .frequency_mhz = 2500 };
 
+/* Ask url for the model of `spec` (timeout_ms): vw_model_server_fetch()'s result, *m, err. */
+static int fetch(const char *url, unsigned timeout_ms, struct vw_model **m, char *err,
+		 size_t errlen)
+{
+	struct vw_model_server_opts o = { .url = url, .timeout_ms = timeout_ms };
+
+	*m = NULL;
+	err[0] = '\0';
+	return vw_model_server_fetch(&o, &spec, m, err, errlen);
+}
+
 static void test_good(void **state)
 {
 	struct server *s = *state;
-	struct vw_model_server_opts o = { .url = s->url, .timeout_ms = 5000 };
-	struct vw_model *m = NULL;
 	struct json_object *req, *v, *ms;
-	char err[256] = "";
+	struct vw_model *m;
+	char err[256];
 
 	s->mode = GOOD;
-	assert_int_equal(vw_model_server_fetch(&o, &spec, &m, err, sizeof(err)), 0);
+	assert_int_equal(fetch(s->url, 5000, &m, err, sizeof(err)), 0);
 	assert_non_null(m);
 	assert_true(vw_model_n_components(m) > 0);
 	vw_model_free(m);
@@ -168,12 +178,11 @@ static void test_good(void **state)
 static void test_slow_times_out(void **state)
 {
 	struct server *s = *state;
-	struct vw_model_server_opts o = { .url = s->url, .timeout_ms = 300 };
-	struct vw_model *m = NULL;
-	char err[256] = "";
+	struct vw_model *m;
+	char err[256];
 
 	s->mode = SLOW;
-	assert_int_equal(vw_model_server_fetch(&o, &spec, &m, err, sizeof(err)), -ETIMEDOUT);
+	assert_int_equal(fetch(s->url, 300, &m, err, sizeof(err)), -ETIMEDOUT);
 	assert_null(m);
 	assert_non_null(strstr(err, "/model"));
 }
@@ -181,46 +190,37 @@ static void test_slow_times_out(void **state)
 static void test_500_and_garbage_refused(void **state)
 {
 	struct server *s = *state;
-	struct vw_model_server_opts o = { .url = s->url, .timeout_ms = 5000 };
-	struct vw_model *m = NULL;
-	char err[256] = "";
+	struct vw_model *m;
+	char err[256];
 
 	s->mode = FAIL500;
-	assert_true(vw_model_server_fetch(&o, &spec, &m, err, sizeof(err)) < 0);
+	assert_true(fetch(s->url, 5000, &m, err, sizeof(err)) < 0);
 	assert_null(m);
 	s->mode = GARBAGE;
-	assert_int_equal(vw_model_server_fetch(&o, &spec, &m, err, sizeof(err)), -EINVAL);
+	assert_int_equal(fetch(s->url, 5000, &m, err, sizeof(err)), -EINVAL);
 	assert_null(m);
 	assert_non_null(strstr(err, "not a model"));
 	/* Not http(s): refused before any request. */
-	o.url = "file:///etc/passwd";
-	assert_int_equal(vw_model_server_fetch(&o, &spec, &m, err, sizeof(err)), -EINVAL);
+	assert_int_equal(fetch("file:///etc/passwd", 5000, &m, err, sizeof(err)), -EINVAL);
 }
 
 static void test_machine_spec(void **state)
 {
-	char *root = vw_fixture_mkdtemp("spec");
+	static const char cpuinfo[] =
+		"processor\t: 0\nvendor_id\t: GenuineIntel\n"
+		"model name\t: Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz\n"
+		"cpu MHz\t\t: 2499.998\nphysical id\t: 0\ncore id\t\t: 0\n\n"
+		"processor\t: 1\nvendor_id\t: GenuineIntel\n"
+		"model name\t: Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz\n"
+		"physical id\t: 0\ncore id\t\t: 0\n\n";
+	static const char meminfo[] = "MemTotal:       16318508 kB\n";
+	const struct vw_fixture_root *root = *state;
 	struct vw_machine_spec sp;
 	char norm[64];
-	int fd;
 
-	(void)state;
-	assert_non_null(root);
-	assert_int_equal(vw_fixture_write(root, "cpuinfo",
-					  "processor\t: 0\nvendor_id\t: GenuineIntel\n"
-					  "model name\t: Intel(R) Xeon(R) Platinum 8259CL CPU @ "
-					  "2.50GHz\ncpu MHz\t\t: 2499.998\nphysical id\t: 0\n"
-					  "core id\t\t: 0\n\nprocessor\t: 1\nvendor_id\t: "
-					  "GenuineIntel\nmodel name\t: Intel(R) Xeon(R) Platinum "
-					  "8259CL CPU @ 2.50GHz\nphysical id\t: 0\ncore id\t\t: 0\n\n",
-					  0),
-			 0);
-	assert_int_equal(vw_fixture_write(root, "meminfo", "MemTotal:       16318508 kB\n", 0),
-			 0);
-	fd = vw_root_open(root);
-	assert_true(fd >= 0);
-	assert_int_equal(vw_machine_spec_read(fd, &sp), 0);
-	close(fd);
+	assert_int_equal(vw_fixture_write(root->path, "cpuinfo", cpuinfo, 0), 0);
+	assert_int_equal(vw_fixture_write(root->path, "meminfo", meminfo, 0), 0);
+	assert_int_equal(vw_machine_spec_read(root->fd, &sp), 0);
 	assert_string_equal(sp.vendor, "intel");
 	assert_string_equal(sp.processor, "intel_r_xeon_r_platinum_8259cl_cpu_2_50ghz");
 	assert_int_equal(sp.cores, 2);
@@ -230,7 +230,6 @@ static void test_machine_spec(void **state)
 	assert_int_equal(sp.frequency_mhz, 2500);
 	vw_machine_spec_normalise("  AMD EPYC 7R13 ", norm, sizeof(norm));
 	assert_string_equal(norm, "amd_epyc_7r13");
-	vw_fixture_rm(root);
 }
 
 int main(void)
@@ -239,7 +238,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_good, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_slow_times_out, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_500_and_garbage_refused, setup, teardown),
-		cmocka_unit_test(test_machine_spec),
+		cmocka_unit_test_setup_teardown(test_machine_spec, vw_fixture_root_setup,
+						vw_fixture_root_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -81,6 +81,8 @@ static void start(const char *accountant)
 	char *mnt = run.mnt;
 	int r;
 
+	if (strcmp(accountant, "bpf") == 0)
+		REQUIRE(VW_HAVE_BPF, "built without BPF (-Dbpf)");
 	REQUIRE(geteuid() == 0, "cgroups and BPF need root");
 	run.cg = vw_cgroupfs_open(sysfd);
 	REQUIRE(run.cg, "no cgroup hierarchy accounts CPU time under /sys/fs/cgroup");
@@ -230,8 +232,10 @@ static void driver(double seconds)
 	_exit(0);
 }
 
-static void burst(const char *accountant)
+/* *state: the accountant, "bpf" or "procfs". */
+static void test_burst(void **state)
 {
+	const char *accountant = *state;
 	int st;
 
 	start(accountant);
@@ -255,19 +259,6 @@ static void burst(const char *accountant)
 	check_rendered();
 }
 
-static void test_burst_bpf(void **state)
-{
-	(void)state;
-	REQUIRE(VW_HAVE_BPF, "built without BPF (-Dbpf)");
-	burst("bpf");
-}
-
-static void test_burst_procfs(void **state)
-{
-	(void)state;
-	burst("procfs");
-}
-
 /* ---- a process that runs outside the container, then moves in ---- */
 
 /* Runs 0.3 s outside, moves in, runs 0.3 s, then waits (alive, inside) for its pipe to close:
@@ -285,8 +276,10 @@ static void mover(int hold)
 	_exit(0);
 }
 
-static void move_in(const char *accountant)
+/* *state: the accountant, "bpf" or "procfs". */
+static void test_move_in(void **state)
 {
+	const char *accountant = *state;
 	int st, hold[2];
 
 	start(accountant);
@@ -317,26 +310,13 @@ static void move_in(const char *accountant)
 	check_conserved();
 }
 
-static void test_move_bpf(void **state)
-{
-	(void)state;
-	REQUIRE(VW_HAVE_BPF, "built without BPF (-Dbpf)");
-	move_in("bpf");
-}
-
-static void test_move_procfs(void **state)
-{
-	(void)state;
-	move_in("procfs");
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_teardown(test_burst_bpf, teardown),
-		cmocka_unit_test_teardown(test_burst_procfs, teardown),
-		cmocka_unit_test_teardown(test_move_bpf, teardown),
-		cmocka_unit_test_teardown(test_move_procfs, teardown),
+		vw_unit_test_case("test_burst_bpf", test_burst, NULL, teardown, "bpf"),
+		vw_unit_test_case("test_burst_procfs", test_burst, NULL, teardown, "procfs"),
+		vw_unit_test_case("test_move_bpf", test_move_in, NULL, teardown, "bpf"),
+		vw_unit_test_case("test_move_procfs", test_move_in, NULL, teardown, "procfs"),
 	};
 	int r;
 

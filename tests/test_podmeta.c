@@ -350,6 +350,17 @@ static struct vw_podmeta_opts env_opts(struct env *e, route_fn route, const char
 	};
 }
 
+/* env_opts() for the kubelet's /pods (token "kubelet-tok"), polled every 50 ms. */
+static struct vw_podmeta_opts kubelet_opts(struct env *e, route_fn route)
+{
+	struct vw_podmeta_opts o = env_opts(e, route, "kubelet-tok");
+
+	o.mode = VW_PODMETA_KUBELET;
+	o.node_name = NULL;
+	o.poll_ns = 50 * VW_NSEC_PER_MSEC;
+	return o;
+}
+
 static void env_start(struct env *e, const struct vw_podmeta_opts *o)
 {
 	e->pm = vw_podmeta_start(o);
@@ -410,6 +421,32 @@ static void route_resume(struct fake *f, const struct req *r, size_t nth, struct
 	reply_stream(out, text, END_BREAK);
 }
 
+/* Every container ID the list and watch of test_list_watch_resume leave, and its pod. */
+static const struct {
+	const char *cid, *uid, *ns, *name;
+	uint64_t millis;
+	const char *container;
+} resumed[] = {
+	{ ID_APISERVER, UID_APISERVER, "kube-system", "kube-apiserver-node-a", 250,
+	  "kube-apiserver" },
+	/* Init containers count only as sidecars: 1 + 10m; the plain init container's 0.1 not. */
+	{ ID_PROM_MAIN, UID_PROM, "monitoring", "prometheus-k8s-0", 1010, "prometheus" },
+	/* lastState.terminated: the OOM-killed run */
+	{ ID_PROM_MAIN_OLD, UID_PROM, "monitoring", "prometheus-k8s-0", 1010, "prometheus" },
+	{ ID_PROM_INIT, UID_PROM, "monitoring", "prometheus-k8s-0", 1010, "init-config-reloader" },
+	/* MODIFIED: config-reloader restarted; both its IDs resolve. */
+	{ ID_PROM_RELOADER_NEW, UID_PROM, "monitoring", "prometheus-k8s-0", 1010,
+	  "config-reloader" },
+	{ ID_PROM_RELOADER, UID_PROM, "monitoring", "prometheus-k8s-0", 1010, "config-reloader" },
+	{ ID_REPORT, UID_REPORT, "batch", "report-28391520-qz8wm", 2000, "report" },
+	/* DELETED, but within the grace period: cri-o IDs of container, sidecar, ephemeral. */
+	{ ID_CHECKOUT_MAIN, UID_CHECKOUT, "shop", "checkout-7f9c6b8d4-x2m8q", 1550, "checkout" },
+	{ ID_CHECKOUT_ISTIO, UID_CHECKOUT, "shop", "checkout-7f9c6b8d4-x2m8q", 1550,
+	  "istio-proxy" },
+	{ ID_CHECKOUT_DEBUG, UID_CHECKOUT, "shop", "checkout-7f9c6b8d4-x2m8q", 1550,
+	  "debugger-7x2kq" },
+};
+
 static void test_list_watch_resume(void **state)
 {
 	struct env e = { 0 };
@@ -446,28 +483,9 @@ static void test_list_watch_resume(void **state)
 	assert_true(vw_podmeta_synced(e.pm));
 	/* apiserver, prometheus, report (ADDED); checkout was DELETED. */
 	assert_int_equal(vw_podmeta_count(e.pm), 3);
-	expect_pod(e.pm, ID_APISERVER, UID_APISERVER, "kube-system", "kube-apiserver-node-a", 250,
-		   "kube-apiserver");
-	/* Init containers count only as sidecars: 1 + 10m; the plain init container's 0.1 not. */
-	expect_pod(e.pm, ID_PROM_MAIN, UID_PROM, "monitoring", "prometheus-k8s-0", 1010,
-		   "prometheus");
-	expect_pod(e.pm, ID_PROM_MAIN_OLD, UID_PROM, "monitoring", "prometheus-k8s-0", 1010,
-		   "prometheus"); /* lastState.terminated: the OOM-killed run */
-	expect_pod(e.pm, ID_PROM_INIT, UID_PROM, "monitoring", "prometheus-k8s-0", 1010,
-		   "init-config-reloader");
-	/* MODIFIED: config-reloader restarted; both its IDs resolve. */
-	expect_pod(e.pm, ID_PROM_RELOADER_NEW, UID_PROM, "monitoring", "prometheus-k8s-0", 1010,
-		   "config-reloader");
-	expect_pod(e.pm, ID_PROM_RELOADER, UID_PROM, "monitoring", "prometheus-k8s-0", 1010,
-		   "config-reloader");
-	expect_pod(e.pm, ID_REPORT, UID_REPORT, "batch", "report-28391520-qz8wm", 2000, "report");
-	/* DELETED, but within the grace period: cri-o IDs of container, sidecar, ephemeral. */
-	expect_pod(e.pm, ID_CHECKOUT_MAIN, UID_CHECKOUT, "shop", "checkout-7f9c6b8d4-x2m8q", 1550,
-		   "checkout");
-	expect_pod(e.pm, ID_CHECKOUT_ISTIO, UID_CHECKOUT, "shop", "checkout-7f9c6b8d4-x2m8q", 1550,
-		   "istio-proxy");
-	expect_pod(e.pm, ID_CHECKOUT_DEBUG, UID_CHECKOUT, "shop", "checkout-7f9c6b8d4-x2m8q", 1550,
-		   "debugger-7x2kq");
+	for (size_t i = 0; i < ARRAY_SIZE(resumed); i++)
+		expect_pod(e.pm, resumed[i].cid, resumed[i].uid, resumed[i].ns, resumed[i].name,
+			   resumed[i].millis, resumed[i].container);
 	assert_int_equal(vw_podmeta_by_uid(e.pm, UID_CHECKOUT, &info), 0);
 	/* By UID, and a mirror pod by the config hash its cgroups are named after. */
 	assert_int_equal(vw_podmeta_by_uid(e.pm, UID_PROM, &info), 0);
@@ -776,13 +794,10 @@ static void route_padded(struct fake *f, const struct req *r, size_t nth, struct
 static void test_big_list_item_by_item(void **state)
 {
 	struct env e = { 0 };
-	struct vw_podmeta_opts o = env_opts(&e, route_padded, "kubelet-tok");
+	struct vw_podmeta_opts o = kubelet_opts(&e, route_padded);
 	struct vw_pod_info info;
 
 	(void)state;
-	o.mode = VW_PODMETA_KUBELET;
-	o.node_name = NULL;
-	o.poll_ns = 50 * VW_NSEC_PER_MSEC;
 	env_start(&e, &o);
 	assert_true(WAIT_UNTIL(vw_podmeta_synced(e.pm), 10000));
 	expect_pod(e.pm, ID_ETCD_MAIN, HASH_ETCD, "openshift-etcd", "etcd-node-b", 340, "etcd");
@@ -798,14 +813,11 @@ static void test_big_list_item_by_item(void **state)
 static void test_kubelet_poll(void **state)
 {
 	struct env e = { 0 };
-	struct vw_podmeta_opts o = env_opts(&e, route_kubelet, "kubelet-tok");
+	struct vw_podmeta_opts o = kubelet_opts(&e, route_kubelet);
 	struct vw_pod_info info;
 	struct req r;
 
 	(void)state;
-	o.mode = VW_PODMETA_KUBELET;
-	o.node_name = NULL;
-	o.poll_ns = 50 * VW_NSEC_PER_MSEC;
 	o.grace_ns = 300 * VW_NSEC_PER_MSEC;
 	env_start(&e, &o);
 	assert_true(WAIT_UNTIL(vw_podmeta_synced(e.pm), 5000));

@@ -440,19 +440,23 @@ static void test_skipped_zones(void **state)
 
 static void test_multi_die(void **state)
 {
+	/* Same zone kind on the same socket: the path decides, whatever readdir says. */
+	static const char *const made[][2] = { /* entry, name */
+		{ "intel-rapl:1", "package-0-die-1\n" },
+		{ "intel-rapl:4", "package-0-die-4\n" },
+		{ "intel-rapl:0", "package-0-die-0\n" },
+		{ "intel-rapl:3", "package-0-die-3\n" },
+		{ "intel-rapl:1:0", "dram\n" },
+		{ "intel-rapl:2", "package-0-die-2\n" },
+		{ "intel-rapl:5", "package-1-die-0\n" },
+		{ "intel-rapl:6", "package-1-die-x\n" },
+	};
 	struct tree t;
 
 	(void)state;
 	tree_new(&t);
-	/* Same zone kind on the same socket: the path decides, whatever readdir says. */
-	add_zone(&t, "intel-rapl:1", "package-0-die-1\n", "1\n", MAX_RANGE_S, NULL);
-	add_zone(&t, "intel-rapl:4", "package-0-die-4\n", "1\n", MAX_RANGE_S, NULL);
-	add_zone(&t, "intel-rapl:0", "package-0-die-0\n", "1\n", MAX_RANGE_S, NULL);
-	add_zone(&t, "intel-rapl:3", "package-0-die-3\n", "1\n", MAX_RANGE_S, NULL);
-	add_zone(&t, "intel-rapl:1:0", "dram\n", "1\n", MAX_RANGE_S, NULL);
-	add_zone(&t, "intel-rapl:2", "package-0-die-2\n", "1\n", MAX_RANGE_S, NULL);
-	add_zone(&t, "intel-rapl:5", "package-1-die-0\n", "1\n", MAX_RANGE_S, NULL);
-	add_zone(&t, "intel-rapl:6", "package-1-die-x\n", "1\n", MAX_RANGE_S, NULL);
+	for (size_t i = 0; i < ARRAY_SIZE(made); i++)
+		add_zone(&t, made[i][0], made[i][1], "1\n", MAX_RANGE_S, NULL);
 	assert_int_equal(tree_open(&t), 0);
 	expect_zones(&t,
 		     { VW_ZONE_PACKAGE, 0, "intel-rapl:0" },

@@ -17,30 +17,19 @@ static const char *const vm_labels[] = {"uuid", "name", NULL};
 static const char *const case_labels[] = {"case", NULL};
 
 static const struct vw_metric_family fam_energy = {
-	.name = "virtwatt_node_energy_joules_total",
-	.type = VW_METRIC_COUNTER,
-	.help = "Energy used by the node, by zone.",
-	.unit = "joules",
-	.labels = zone_labels,
+	"virtwatt_node_energy_joules_total", VW_METRIC_COUNTER, "Energy used by the node, by zone.",
+	"joules", zone_labels
 };
 static const struct vw_metric_family fam_power = {
-	.name = "virtwatt_vm_power_watts",
-	.type = VW_METRIC_GAUGE,
-	.help = "Power drawn by a VM.\nEstimated; see \\docs.",
-	.unit = "watts",
-	.labels = vm_labels,
+	"virtwatt_vm_power_watts", VW_METRIC_GAUGE, "Power drawn by a VM.\nEstimated; see \\docs.",
+	"watts", vm_labels
 };
 static const struct vw_metric_family fam_up = {
-	.name = "virtwatt_up",
-	.type = VW_METRIC_GAUGE,
-	.help = "Whether the last read \"worked\".",
+	"virtwatt_up", VW_METRIC_GAUGE, "Whether the last read \"worked\".", NULL, NULL
 };
 /* A unit that does not match the name: no UNIT line. */
 static const struct vw_metric_family fam_cpu = {
-	.name = "virtwatt_cpu_time_total",
-	.type = VW_METRIC_COUNTER,
-	.help = "CPU time.",
-	.unit = "seconds",
+	"virtwatt_cpu_time_total", VW_METRIC_COUNTER, "CPU time.", "seconds", NULL
 };
 
 static char *render_golden(enum vw_prom_format fmt, size_t *ret_len)
@@ -68,57 +57,60 @@ static char *render_golden(enum vw_prom_format fmt, size_t *ret_len)
 	return buf;
 }
 
-static void test_golden_text(void **state)
+/* The families of render_golden() in one exposition format, as they must be written. */
+struct golden {
+	enum vw_prom_format fmt;
+	const char *expected;
+};
+
+static const struct golden golden_text = {
+	VW_PROM_TEXT_0_0_4,
+	"# HELP virtwatt_node_energy_joules_total Energy used by the node, by zone.\n"
+	"# TYPE virtwatt_node_energy_joules_total counter\n"
+	"virtwatt_node_energy_joules_total{zone=\"package-0\"} 1.234567\n"
+	"virtwatt_node_energy_joules_total{zone=\"dram\"} 0\n"
+	"# HELP virtwatt_vm_power_watts Power drawn by a VM.\\nEstimated; see \\\\docs.\n"
+	"# TYPE virtwatt_vm_power_watts gauge\n"
+	"virtwatt_vm_power_watts{uuid=\"6f1c\",name=\"web \\\"1\\\"\"} 12.5\n"
+	"virtwatt_vm_power_watts{uuid=\"77ab\",name=\"db\\\\2\"} NaN\n"
+	"# HELP virtwatt_up Whether the last read \"worked\".\n"
+	"# TYPE virtwatt_up gauge\n"
+	"virtwatt_up 1\n"
+	"# HELP virtwatt_cpu_time_total CPU time.\n"
+	"# TYPE virtwatt_cpu_time_total counter\n"
+	"virtwatt_cpu_time_total 2.5\n"
+};
+
+static const struct golden golden_openmetrics = {
+	VW_PROM_OPENMETRICS_1_0_0,
+	"# TYPE virtwatt_node_energy_joules counter\n"
+	"# UNIT virtwatt_node_energy_joules joules\n"
+	"# HELP virtwatt_node_energy_joules Energy used by the node, by zone.\n"
+	"virtwatt_node_energy_joules_total{zone=\"package-0\"} 1.234567\n"
+	"virtwatt_node_energy_joules_total{zone=\"dram\"} 0\n"
+	"# TYPE virtwatt_vm_power_watts gauge\n"
+	"# UNIT virtwatt_vm_power_watts watts\n"
+	"# HELP virtwatt_vm_power_watts Power drawn by a VM.\\nEstimated; see \\\\docs.\n"
+	"virtwatt_vm_power_watts{uuid=\"6f1c\",name=\"web \\\"1\\\"\"} 12.5\n"
+	"virtwatt_vm_power_watts{uuid=\"77ab\",name=\"db\\\\2\"} NaN\n"
+	"# TYPE virtwatt_up gauge\n"
+	"# HELP virtwatt_up Whether the last read \\\"worked\\\".\n"
+	"virtwatt_up 1\n"
+	"# TYPE virtwatt_cpu_time counter\n"
+	"# HELP virtwatt_cpu_time CPU time.\n"
+	"virtwatt_cpu_time_total 2.5\n"
+	"# EOF\n"
+};
+
+/* *state: the struct golden of one format. */
+static void test_golden(void **state)
 {
-	static const char expected[] =
-		"# HELP virtwatt_node_energy_joules_total Energy used by the node, by zone.\n"
-		"# TYPE virtwatt_node_energy_joules_total counter\n"
-		"virtwatt_node_energy_joules_total{zone=\"package-0\"} 1.234567\n"
-		"virtwatt_node_energy_joules_total{zone=\"dram\"} 0\n"
-		"# HELP virtwatt_vm_power_watts Power drawn by a VM.\\nEstimated; see \\\\docs.\n"
-		"# TYPE virtwatt_vm_power_watts gauge\n"
-		"virtwatt_vm_power_watts{uuid=\"6f1c\",name=\"web \\\"1\\\"\"} 12.5\n"
-		"virtwatt_vm_power_watts{uuid=\"77ab\",name=\"db\\\\2\"} NaN\n"
-		"# HELP virtwatt_up Whether the last read \"worked\".\n"
-		"# TYPE virtwatt_up gauge\n"
-		"virtwatt_up 1\n"
-		"# HELP virtwatt_cpu_time_total CPU time.\n"
-		"# TYPE virtwatt_cpu_time_total counter\n"
-		"virtwatt_cpu_time_total 2.5\n";
+	const struct golden *g = *state;
 	size_t len;
-	_cleanup_free_ char *out = render_golden(VW_PROM_TEXT_0_0_4, &len);
+	_cleanup_free_ char *out = render_golden(g->fmt, &len);
 
-	(void)state;
-	assert_string_equal(out, expected);
-	assert_int_equal(len, strlen(expected));
-}
-
-static void test_golden_openmetrics(void **state)
-{
-	static const char expected[] =
-		"# TYPE virtwatt_node_energy_joules counter\n"
-		"# UNIT virtwatt_node_energy_joules joules\n"
-		"# HELP virtwatt_node_energy_joules Energy used by the node, by zone.\n"
-		"virtwatt_node_energy_joules_total{zone=\"package-0\"} 1.234567\n"
-		"virtwatt_node_energy_joules_total{zone=\"dram\"} 0\n"
-		"# TYPE virtwatt_vm_power_watts gauge\n"
-		"# UNIT virtwatt_vm_power_watts watts\n"
-		"# HELP virtwatt_vm_power_watts Power drawn by a VM.\\nEstimated; see \\\\docs.\n"
-		"virtwatt_vm_power_watts{uuid=\"6f1c\",name=\"web \\\"1\\\"\"} 12.5\n"
-		"virtwatt_vm_power_watts{uuid=\"77ab\",name=\"db\\\\2\"} NaN\n"
-		"# TYPE virtwatt_up gauge\n"
-		"# HELP virtwatt_up Whether the last read \\\"worked\\\".\n"
-		"virtwatt_up 1\n"
-		"# TYPE virtwatt_cpu_time counter\n"
-		"# HELP virtwatt_cpu_time CPU time.\n"
-		"virtwatt_cpu_time_total 2.5\n"
-		"# EOF\n";
-	size_t len;
-	_cleanup_free_ char *out = render_golden(VW_PROM_OPENMETRICS_1_0_0, &len);
-
-	(void)state;
-	assert_string_equal(out, expected);
-	assert_int_equal(len, strlen(expected));
+	assert_string_equal(out, g->expected);
+	assert_int_equal(len, strlen(g->expected));
 }
 
 static void test_empty_output(void **state)
@@ -404,26 +396,49 @@ static void test_counter_values(void **state)
 /* ---- Bounded buffer ---- */
 
 static const struct vw_metric_family fam_many = {
-	.name = "virtwatt_many_watts",
-	.type = VW_METRIC_GAUGE,
-	.help = "Many.",
-	.labels = case_labels,
+	"virtwatt_many_watts", VW_METRIC_GAUGE, "Many.", NULL, case_labels
 };
 
-static void test_rollback(void **state)
-{
-	static const char small[] = "# HELP virtwatt_up Whether the last read \"worked\".\n"
-				    "# TYPE virtwatt_up gauge\n"
-				    "virtwatt_up 1\n";
-	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, strlen(small) + 200);
-	_cleanup_free_ char *out = NULL;
-	int r = 0, i;
-	size_t len;
+/* fam_up at 1 as text: what a writer holds when a family does not fit after it. */
+static const char up_text[] = "# HELP virtwatt_up Whether the last read \"worked\".\n"
+			      "# TYPE virtwatt_up gauge\n"
+			      "virtwatt_up 1\n";
 
-	(void)state;
+/* A text writer with room for up_text and 200 bytes more, up_text written. */
+static struct vw_prom_writer *writer_with_up(bool drop_oversize)
+{
+	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, strlen(up_text) + 200);
+
+	assert_non_null(w);
+	if (drop_oversize)
+		vw_prom_writer_drop_oversize(w);
 	assert_int_equal(vw_prom_family(w, &fam_up), 0);
 	assert_int_equal(vw_prom_gauge(w, NULL, 1), 0);
 	assert_int_equal(vw_prom_family_end(w), 0);
+	return w;
+}
+
+/* Finish and free w: up_text, then fam_cpu at 7; the family that did not fit left nothing. */
+static void finish_up_then_cpu(struct vw_prom_writer *w)
+{
+	_cleanup_free_ char *out = NULL;
+	size_t len;
+
+	assert_int_equal(vw_prom_finish(w, &out, &len), 0);
+	assert_true(len <= strlen(up_text) + 200);
+	assert_int_equal(strncmp(out, up_text, strlen(up_text)), 0);
+	assert_string_equal(out + strlen(up_text), "# HELP virtwatt_cpu_time_total CPU time.\n"
+						   "# TYPE virtwatt_cpu_time_total counter\n"
+						   "virtwatt_cpu_time_total 7\n");
+	vw_prom_writer_free(w);
+}
+
+static void test_rollback(void **state)
+{
+	struct vw_prom_writer *w = writer_with_up(false);
+	int r = 0, i;
+
+	(void)state;
 	/* This family does not fit: every sample from the overflow on fails, end reports it. */
 	assert_int_equal(vw_prom_family(w, &fam_many), 0);
 	for (i = 0; i < 100 && r == 0; i++)
@@ -437,13 +452,7 @@ static void test_rollback(void **state)
 	assert_int_equal(vw_prom_family(w, &fam_cpu), 0);
 	assert_int_equal(vw_prom_counter(w, NULL, 7), 0);
 	assert_int_equal(vw_prom_family_end(w), 0);
-	assert_int_equal(vw_prom_finish(w, &out, &len), 0);
-	assert_true(len <= strlen(small) + 200);
-	assert_int_equal(strncmp(out, small, strlen(small)), 0);
-	assert_string_equal(out + strlen(small), "# HELP virtwatt_cpu_time_total CPU time.\n"
-						 "# TYPE virtwatt_cpu_time_total counter\n"
-						 "virtwatt_cpu_time_total 7\n");
-	vw_prom_writer_free(w);
+	finish_up_then_cpu(w);
 }
 
 static void test_rollback_header_and_eof(void **state)
@@ -474,18 +483,9 @@ static void test_rollback_header_and_eof(void **state)
 /* Drop-oversize mode: the overflowing family is left out whole, reported, and the next one fits. */
 static void test_drop_oversize(void **state)
 {
-	static const char small[] = "# HELP virtwatt_up Whether the last read \"worked\".\n"
-				    "# TYPE virtwatt_up gauge\n"
-				    "virtwatt_up 1\n";
-	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, strlen(small) + 200);
-	_cleanup_free_ char *out = NULL;
-	size_t len;
+	struct vw_prom_writer *w = writer_with_up(true);
 
 	(void)state;
-	vw_prom_writer_drop_oversize(w);
-	assert_int_equal(vw_prom_family(w, &fam_up), 0);
-	assert_int_equal(vw_prom_gauge(w, NULL, 1), 0);
-	assert_int_equal(vw_prom_family_end(w), 0);
 	assert_int_equal(vw_prom_family(w, &fam_many), 0);
 	for (int i = 0; i < 100; i++) /* every sample "succeeds": the renderer carries on */
 		assert_int_equal(vw_prom_gauge(w, (const char *[]){"x", NULL}, i), 0);
@@ -498,12 +498,7 @@ static void test_drop_oversize(void **state)
 	assert_int_equal(vw_prom_family_end(w), 0);
 	assert_ptr_equal(vw_prom_writer_dropped(w, 0), &fam_many);
 	assert_null(vw_prom_writer_dropped(w, 1));
-	assert_int_equal(vw_prom_finish(w, &out, &len), 0);
-	assert_int_equal(strncmp(out, small, strlen(small)), 0);
-	assert_string_equal(out + strlen(small), "# HELP virtwatt_cpu_time_total CPU time.\n"
-						 "# TYPE virtwatt_cpu_time_total counter\n"
-						 "virtwatt_cpu_time_total 7\n");
-	vw_prom_writer_free(w);
+	finish_up_then_cpu(w);
 }
 
 /* A family dropped from both renderings of a snapshot counts once; tables render by name. */
@@ -801,8 +796,9 @@ static void test_counter_filter(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_golden_text),
-		cmocka_unit_test(test_golden_openmetrics),
+		vw_unit_test_case("test_golden_text", test_golden, NULL, NULL, &golden_text),
+		vw_unit_test_case("test_golden_openmetrics", test_golden, NULL, NULL,
+				  &golden_openmetrics),
 		cmocka_unit_test(test_empty_output),
 		cmocka_unit_test(test_label_escaping),
 		cmocka_unit_test(test_label_invalid_utf8),

@@ -27,12 +27,15 @@ static uint64_t fake_now = 1000 * SEC;
 struct ctx {
 	char *root;
 	char path[512];
+	struct vw_reader *r; /* a FIFO test's reader and its end of the FIFO (fifo_reader()) */
+	int w;
 };
 
 static int setup(void **state)
 {
 	struct ctx *c = calloc(1, sizeof(*c));
 
+	c->w = -1;
 	c->root = vw_fixture_mkdtemp("reader");
 	assert_non_null(c->root);
 	snprintf(c->path, sizeof(c->path), "%s/port", c->root);
@@ -46,6 +49,9 @@ static int teardown(void **state)
 {
 	struct ctx *c = *state;
 
+	if (c->w >= 0)
+		close(c->w);
+	vw_reader_free(c->r);
 	vw_clock_set_fake(NULL);
 	vw_fixture_rm(c->root);
 	free(c);
@@ -87,30 +93,43 @@ static int fifo_writer(const char *path)
 	return fd;
 }
 
+static struct vw_reader *reader_new(const struct vw_reader_config *cfg)
+{
+	struct vw_reader *r = vw_reader_new(cfg);
+
+	assert_non_null(r);
+	return r;
+}
+
+/* A FIFO at c->path, a reader of cfg on it (c->r) and the test's end of it (c->w), both
+ * closed by the teardown; returns the reader. */
+static struct vw_reader *fifo_reader(struct ctx *c, const struct vw_reader_config *cfg)
+{
+	assert_int_equal(mkfifo(c->path, 0600), 0);
+	c->r = reader_new(cfg);
+	c->w = fifo_writer(c->path);
+	return c->r;
+}
+
 static void test_fifo_frames_and_garbage(void **state)
 {
 	struct ctx *c = *state;
 	struct vw_reader_config cfg = {.path = c->path};
 	struct vw_reader_health h;
-	struct vw_reader *r;
-	int w;
+	struct vw_reader *r = fifo_reader(c, &cfg);
 
-	assert_int_equal(mkfifo(c->path, 0600), 0);
-	r = vw_reader_new(&cfg);
-	assert_non_null(r);
-	w = fifo_writer(c->path);
 	assert_int_equal(vw_reader_poll(r), 0); /* open, nothing yet */
 	assert_true(vw_reader_fd(r) >= 0);
 	assert_null(vw_reader_last(r));
 	assert_false(vw_reader_fresh(r));
 
-	send_frame(w, 7, 1);
-	write_all(w, "\x01\x02{{{ garbage\n", 14);
-	write_all(w, "{\"v\":1,\"half", 13);
-	write_all(w, "\xff", 1); /* the host reconnected: the partial line is dropped */
-	send_frame(w, 7, 2);
-	send_frame(w, 7, 2); /* repeat */
-	write_all(w, "{\"v\":9}\n", 8);
+	send_frame(c->w, 7, 1);
+	write_all(c->w, "\x01\x02{{{ garbage\n", 14);
+	write_all(c->w, "{\"v\":1,\"half", 13);
+	write_all(c->w, "\xff", 1); /* the host reconnected: the partial line is dropped */
+	send_frame(c->w, 7, 2);
+	send_frame(c->w, 7, 2); /* repeat */
+	write_all(c->w, "{\"v\":9}\n", 8);
 	assert_int_equal(vw_reader_poll(r), 2);
 	assert_true(vw_reader_last(r)->seq == 2);
 	assert_true(vw_reader_acc(r)->zones[VW_ZONE_PACKAGE].active_uj == 4000);
@@ -121,8 +140,6 @@ static void test_fifo_frames_and_garbage(void **state)
 	assert_true(h.accepted == 2 && h.frames == 5 && h.resyncs == 1);
 	assert_true(h.rejected[VW_PROTO_E_SYNTAX] == 1 && h.rejected[VW_PROTO_E_SEQ] == 1);
 	assert_true(h.rejected[VW_PROTO_E_VERSION] == 1);
-	close(w);
-	vw_reader_free(r);
 }
 
 static void test_fifo_staleness(void **state)
@@ -130,13 +147,9 @@ static void test_fifo_staleness(void **state)
 	struct ctx *c = *state;
 	struct vw_reader_config cfg = {.path = c->path, .stale_intervals = 2};
 	struct vw_reader_health h;
-	struct vw_reader *r;
-	int w;
+	struct vw_reader *r = fifo_reader(c, &cfg);
 
-	assert_int_equal(mkfifo(c->path, 0600), 0);
-	r = vw_reader_new(&cfg);
-	w = fifo_writer(c->path);
-	send_frame(w, 1, 1);
+	send_frame(c->w, 1, 1);
 	assert_int_equal(vw_reader_poll(r), 1);
 	/* Interval 5 s, 2 intervals: fresh up to 10 s after the frame, stale after. */
 	fake_now += 10 * SEC;
@@ -147,18 +160,16 @@ static void test_fifo_staleness(void **state)
 	assert_false(h.fresh);
 	assert_true(h.have && h.age_ns == 10 * SEC + 1);
 	/* Rejected frames do not refresh; an accepted one does. */
-	send_frame(w, 1, 1);
+	send_frame(c->w, 1, 1);
 	assert_int_equal(vw_reader_poll(r), 0);
 	assert_false(vw_reader_fresh(r));
-	send_frame(w, 1, 2);
+	send_frame(c->w, 1, 2);
 	assert_int_equal(vw_reader_poll(r), 1);
 	assert_true(vw_reader_fresh(r));
 	/* The last good frame is kept while stale. */
 	fake_now += 3600 * SEC;
 	assert_false(vw_reader_fresh(r));
 	assert_true(vw_reader_last(r)->seq == 2);
-	close(w);
-	vw_reader_free(r);
 }
 
 static void test_fifo_writer_restarts(void **state)
@@ -166,31 +177,26 @@ static void test_fifo_writer_restarts(void **state)
 	struct ctx *c = *state;
 	struct vw_reader_config cfg = {.path = c->path};
 	struct vw_reader_health h;
-	struct vw_reader *r;
+	struct vw_reader *r = fifo_reader(c, &cfg);
 	uint64_t before;
-	int w;
 
-	assert_int_equal(mkfifo(c->path, 0600), 0);
-	r = vw_reader_new(&cfg);
-	w = fifo_writer(c->path);
-	send_frame(w, 1, 5);
-	write_all(w, "{\"v\":1,\"torn", 12); /* the writer dies mid-frame */
+	send_frame(c->w, 1, 5);
+	write_all(c->w, "{\"v\":1,\"torn", 12); /* the writer dies mid-frame */
 	assert_int_equal(vw_reader_poll(r), 1);
-	close(w);
+	close(c->w);
+	c->w = -1;
 	assert_int_equal(vw_reader_poll(r), 0); /* end of file: closed */
 	assert_int_equal(vw_reader_fd(r), -1);
 	before = vw_reader_acc(r)->zones[VW_ZONE_PACKAGE].idle_uj;
 	/* A restarted host: a new epoch, counters from low values again. */
-	w = fifo_writer(c->path);
+	c->w = fifo_writer(c->path);
 	assert_int_equal(vw_reader_poll(r), 0);
-	send_frame(w, 2, 1);
+	send_frame(c->w, 2, 1);
 	assert_int_equal(vw_reader_poll(r), 1);
 	assert_true(vw_reader_acc(r)->zones[VW_ZONE_PACKAGE].idle_uj == before + 1000);
 	vw_reader_health(r, &h);
 	assert_true(h.opens == 2 && h.reopens == 1 && h.epochs == 1 && h.open);
 	assert_true(h.rejected[VW_PROTO_E_SYNTAX] == 0); /* the torn tail was dropped, not parsed */
-	close(w);
-	vw_reader_free(r);
 }
 
 /* A pty slave is a character device: the reader treats it as a port and writes its hello. */
@@ -217,7 +223,7 @@ static void test_port_hello(void **state)
 	cfmakeraw(&t);
 	assert_int_equal(tcsetattr(s, TCSANOW, &t), 0);
 	cfg.path = c->path;
-	r = vw_reader_new(&cfg);
+	r = reader_new(&cfg);
 	assert_int_equal(vw_reader_poll(r), 0);
 	n = read(m, buf, sizeof(buf) - 1);
 	assert_true(n > 0);
@@ -261,7 +267,7 @@ static void test_folder(void **state)
 	char buf[VW_PROTO_MAX_FRAME], *big;
 	size_t len;
 
-	r = vw_reader_new(&cfg);
+	r = reader_new(&cfg);
 	assert_int_equal(vw_reader_poll(r), -ENOENT); /* the folder is there, frame.json not yet */
 	put_frame(c->root, 4, 1);
 	assert_int_equal(vw_reader_poll(r), 1);
@@ -312,20 +318,20 @@ static void test_folder_layouts(void **state)
 	snprintf(dir, sizeof(dir), "%s/" UUID, c->root);
 	assert_int_equal(vw_fixture_mkdir(c->root, UUID), 0);
 	put_frame(dir, 1, 1);
-	r = vw_reader_new(&cfg);
+	r = reader_new(&cfg);
 	assert_int_equal(vw_reader_poll(r), 1);
 	vw_reader_free(r);
 	/* The file itself as the path. */
 	snprintf(file, sizeof(file), "%s/" VW_READER_FRAME_FILE, dir);
 	cfg = (struct vw_reader_config){.path = file};
-	r = vw_reader_new(&cfg);
+	r = reader_new(&cfg);
 	assert_int_equal(vw_reader_poll(r), 1);
 	vw_reader_free(r);
 	/* frame.json as a symlink: refused (O_NOFOLLOW). */
 	assert_int_equal(vw_fixture_symlink(c->root, UUID "/" VW_READER_FRAME_FILE,
 					    VW_READER_FRAME_FILE), 0);
 	cfg = (struct vw_reader_config){.path = c->root};
-	r = vw_reader_new(&cfg);
+	r = reader_new(&cfg);
 	assert_int_equal(vw_reader_poll(r), -ELOOP);
 	vw_reader_free(r);
 	/* A bad configured UUID is refused up front. */
@@ -342,6 +348,16 @@ static void make_fifo(const char *root, const char *rel)
 
 	snprintf(p, sizeof(p), "%s/%s", root, rel);
 	assert_int_equal(mkfifo(p, 0600), 0);
+}
+
+/* A reader of cfg polled once (the poll returns `want`): its health in *h, the reader freed. */
+static void discover(const struct vw_reader_config *cfg, int want, struct vw_reader_health *h)
+{
+	struct vw_reader *r = reader_new(cfg);
+
+	assert_int_equal(vw_reader_poll(r), want);
+	vw_reader_health(r, h);
+	vw_reader_free(r);
 }
 
 static void test_discovery(void **state)
@@ -364,12 +380,10 @@ static void test_discovery(void **state)
 	make_fifo(c->root, "dev/vport1p0");
 
 	/* Nothing yet: no port named ours has a device node, no folder configured. */
-	r = vw_reader_new(&cfg);
-	assert_int_equal(vw_reader_poll(r), -ENOENT);
-	vw_reader_free(r);
+	discover(&cfg, -ENOENT, &h);
 	/* The folder as the last resort. */
 	cfg.folder = share;
-	r = vw_reader_new(&cfg);
+	r = reader_new(&cfg);
 	put_frame(share, 1, 1);
 	assert_int_equal(vw_reader_poll(r), 1);
 	vw_reader_health(r, &h);
@@ -377,31 +391,22 @@ static void test_discovery(void **state)
 	vw_reader_free(r);
 	/* By name through sysfs (libvirt: vport1p1). */
 	make_fifo(c->root, "dev/vport1p1");
-	r = vw_reader_new(&cfg);
-	assert_int_equal(vw_reader_poll(r), 0);
-	vw_reader_health(r, &h);
+	discover(&cfg, 0, &h);
 	snprintf(want, sizeof(want), "%s/vport1p1", dev);
 	assert_string_equal(h.path, want);
-	vw_reader_free(r);
 	/* The udev link wins when present. */
 	make_fifo(c->root, "dev/vport9p9");
 	assert_int_equal(vw_fixture_symlink(c->root, "../vport9p9",
 					    "dev/virtio-ports/" VW_PROTO_PORT_NAME), 0);
-	r = vw_reader_new(&cfg);
-	assert_int_equal(vw_reader_poll(r), 0);
-	vw_reader_health(r, &h);
+	discover(&cfg, 0, &h);
 	assert_int_equal(h.kind, VW_READER_FIFO);
 	assert_non_null(strstr(h.path, "/virtio-ports/" VW_PROTO_PORT_NAME));
-	vw_reader_free(r);
 	/* Another name (plain QEMU numbering is the same lookup). */
 	cfg.port_name = "org.qemu.guest_agent.0";
 	cfg.folder = NULL;
-	r = vw_reader_new(&cfg);
-	assert_int_equal(vw_reader_poll(r), 0);
-	vw_reader_health(r, &h);
+	discover(&cfg, 0, &h);
 	snprintf(want, sizeof(want), "%s/vport1p0", dev);
 	assert_string_equal(h.path, want);
-	vw_reader_free(r);
 }
 
 int main(void)

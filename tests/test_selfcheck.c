@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Every static table is complete and consistent: power and VM sources, metric families. */
+/*
+ * Every static table is complete and consistent: power and VM sources, CPU accountants, metric
+ * families.
+ */
 #include "vw_test.h"
 
 #include <ctype.h>
@@ -7,6 +10,7 @@
 #include <string.h>
 
 #include "config_fixture.h"
+#include "cpu_account.h"
 #include "family_tables.h"
 #include "metrics.h"
 #include "workloads.h"
@@ -14,50 +18,95 @@
 #include "power.h"
 #include "vm_source.h"
 
+#define MAX_ENTRIES 16 /* in one registry */
+
+/* The entries of one registry (a NULL-terminated array of ops) seen so far. */
+struct registry {
+	const char *what; /* "power source" */
+	const char *names[MAX_ENTRIES];
+	size_t n;
+};
+
+/*
+ * The registry's next entry: a name, unlike every earlier entry's, and no hook missing (missing:
+ * the name of the first hook that is not set, or NULL).
+ */
+static void registry_add(struct registry *r, const char *name, const char *missing)
+{
+	if (!name)
+		fail_msg("%s %zu has no name", r->what, r->n);
+	if (missing)
+		fail_msg("%s %s: no %s hook", r->what, name, missing);
+	for (size_t j = 0; j < r->n; j++)
+		if (strcmp(name, r->names[j]) == 0)
+			fail_msg("%s %s twice", r->what, name);
+	assert_true(r->n < MAX_ENTRIES);
+	r->names[r->n++] = name;
+}
+
+/* The first hook an entry lacks, or NULL. */
+static const char *power_source_missing(const struct vw_power_source_ops *o)
+{
+	return !o->open    ? "open"
+	       : !o->zones ? "zones"
+	       : !o->read  ? "read"
+	       : !o->close ? "close"
+			   : NULL;
+}
+
+static const char *vm_source_missing(const struct vw_vm_source_ops *o)
+{
+	return !o->open ? "open" : !o->list ? "list" : !o->close ? "close" : NULL;
+}
+
+static const char *accountant_missing(const struct vw_cpu_account_ops *o)
+{
+	return !o->open ? "open" : !o->read ? "read" : !o->close ? "close" : NULL;
+}
+
 static void test_power_sources(void **state)
 {
-	size_t n = 0;
+	struct registry r = { .what = "power source" };
 
 	(void)state;
-	for (size_t i = 0; vw_host_power_sources[i]; i++, n++) {
-		const struct vw_power_source_ops *o = vw_host_power_sources[i];
-
-		assert_non_null(o->name);
-		assert_non_null(o->open);
-		assert_non_null(o->zones);
-		assert_non_null(o->read);
-		assert_non_null(o->close);
-		for (size_t j = 0; j < i; j++)
-			assert_string_not_equal(o->name, vw_host_power_sources[j]->name);
-	}
-	assert_true(n >= 2);
+	for (const struct vw_power_source_ops *const *o = vw_host_power_sources; *o; o++)
+		registry_add(&r, (*o)->name, power_source_missing(*o));
+	assert_true(r.n >= 2);
 	/* Real meters come before estimates. */
 	assert_true(vw_host_power_sources[0]->measured);
-	assert_false(vw_host_power_sources[n - 1]->measured);
+	assert_false(vw_host_power_sources[r.n - 1]->measured);
 }
 
 static void test_vm_sources(void **state)
 {
-	size_t n = 0;
+	struct registry r = { .what = "VM source" };
 
 	(void)state;
-	for (size_t i = 0; vw_vm_sources[i]; i++, n++) {
-		const struct vw_vm_source_ops *o = vw_vm_sources[i];
-
-		assert_non_null(o->name);
-		assert_true(strlen(o->name) < sizeof(((struct vw_vm_info *)0)->source));
-		assert_non_null(o->open);
-		assert_non_null(o->list);
-		assert_non_null(o->close);
-		for (size_t j = 0; j < i; j++)
-			assert_string_not_equal(o->name, vw_vm_sources[j]->name);
+	for (const struct vw_vm_source_ops *const *o = vw_vm_sources; *o; o++) {
+		registry_add(&r, (*o)->name, vm_source_missing(*o));
+		/* It fits the VM's `source` label. */
+		assert_true(strlen((*o)->name) < sizeof(((struct vw_vm_info *)0)->source));
 	}
 	/* libvirt (when built) first: its data wins the merge; the process scan catches the rest. */
-	assert_int_equal(n, VW_HAVE_LIBVIRT ? 2 : 1);
-	assert_ptr_equal(vw_vm_sources[n - 1], &vw_vm_procscan);
+	assert_int_equal(r.n, VW_HAVE_LIBVIRT ? 2 : 1);
+	assert_ptr_equal(vw_vm_sources[r.n - 1], &vw_vm_procscan);
 #if VW_HAVE_LIBVIRT
 	assert_ptr_equal(vw_vm_sources[0], &vw_vm_libvirt);
 #endif
+}
+
+static void test_cpu_accountants(void **state)
+{
+	struct registry r = { .what = "CPU accountant" };
+
+	(void)state;
+	for (const struct vw_cpu_account_ops *const *o = vw_cpu_accountants; *o; o++)
+		registry_add(&r, (*o)->name, accountant_missing(*o));
+	/* Measured in the kernel first, the procfs scan last. */
+	assert_int_equal(r.n, VW_HAVE_BPF ? 2 : 1);
+	if (VW_HAVE_BPF)
+		assert_string_equal(vw_cpu_accountants[0]->name, "bpf");
+	assert_string_equal(vw_cpu_accountants[r.n - 1]->name, "procfs");
 }
 
 static bool valid_name(const char *s)
@@ -132,6 +181,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_power_sources),
 		cmocka_unit_test(test_vm_sources),
+		cmocka_unit_test(test_cpu_accountants),
 		cmocka_unit_test(test_families),
 		cmocka_unit_test(test_host_options),
 		cmocka_unit_test(test_example_config_loads),

@@ -49,7 +49,7 @@ static void load_bad(const char *text, int line, int col, const char *needle)
 		fail_msg("accepted, expected \"%s\":\n%s", needle, text);
 	snprintf(where, sizeof(where), "web.yml:%d:%d: ", line, col);
 	if (!strstr(err, where) || !strstr(err, needle))
-		fail_msg("error \"%s\", expected %s...%s", err, where, needle);
+		fail_msg("error \"%s\", expected %s...%s\n---\n%s", err, where, needle, text);
 	assert_null(wc);
 }
 
@@ -220,32 +220,76 @@ static void test_inline_and_defaults(void **state)
 	free(ca);
 }
 
+/* A tls_server_config that loads (a certificate and its key): refusals add a line to it. */
+#define TLS "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+
 static void test_errors(void **state)
 {
+	/* Each file is refused with "web.yml:LINE:COL: ...NEEDLE...". */
+	static const struct {
+		const char *text;
+		int line, col;
+		const char *needle;
+	} bad[] = {
+		{ "tls_server_config:\n  cert_file: server.crt\n  key_fil: server.key\n",
+		  3, 3, "unknown key \"key_fil\" in tls_server_config" },
+		{ "basic_auth_user:\n  a: b\n", 1, 1, "unknown key \"basic_auth_user\"" },
+		{ TLS "  min_version: TLS14\n", 4, 16, "unknown TLS version \"TLS14\"" },
+		{ TLS "  max_version: TLS11\n", 4, 16, "TLS 1.2 and 1.3 only" },
+		{ TLS "  min_version: TLS13\n  max_version: TLS12\n", 4, 16, "above max_version" },
+		{ "tls_server_config:\n  cert_file: server.crt\n  key_file: missing.key\n",
+		  3, 13, "key_file: cannot read" },
+		{ "tls_server_config:\n  cert_file: server.crt\n",
+		  1, 1, "missing one of key or key_file" },
+		{ "tls_server_config:\n  key_file: server.key\n  cert_file: \"\"\n",
+		  1, 1, "missing one of cert or cert_file" },
+		{ "tls_server_config:\n  cert_file: server.crt\n  key_file: client.key\n",
+		  3, 13, "cannot use the certificate and key" },
+		{ "basic_auth_users:\n  alice: secret\n", 2, 10, "not a bcrypt hash" },
+		/* A valid-looking hash of another scheme. */
+		{ "basic_auth_users:\n  alice: $1$abcdefgh$0123456789012345678901\n",
+		  2, 10, "not a bcrypt hash" },
+		{ TLS "  cipher_suites:\n  - TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n"
+		  "  - TLS_FOO_WITH_BAR\n",
+		  5, 3, "unknown cipher \"TLS_FOO_WITH_BAR\"" },
+		{ TLS "  cipher_suites: [TLS_RSA_WITH_RC4_128_SHA]\n", 4, 18, "insecure suites" },
+		{ TLS "  curve_preferences: [CurveP256, CurveP1024]\n",
+		  4, 22, "unknown curve \"CurveP1024\"" },
+		{ "http_server_config:\n  headers:\n    Authorization: x\n",
+		  3, 20, "\"Authorization\" can not be configured" },
+		{ "http_server_config:\n  headers:\n    Content-Type: text/html\n",
+		  3, 19, "\"Content-Type\" can not be configured" },
+		{ "http_server_config:\n  headers:\n    X-Frame-Options: allow\n",
+		  3, 22, "invalid value for X-Frame-Options" },
+		{ "http_server_config:\n  http2: maybe\n", 2, 10, "expected true or false" },
+		{ TLS "  client_ca_file: ca.crt\n", 4, 19, "without a client_auth_type" },
+		{ TLS "  client_auth_type: RequireAndVerifyClientCert\n",
+		  4, 21, "needs client_ca_file" },
+		{ TLS "  client_auth_type: Always\n",
+		  4, 21, "client_auth_type: invalid \"Always\"" },
+		{ TLS "  client_auth_type: RequireAndVerifyClientCert\n"
+		  "  client_ca_file: server.key\n",
+		  5, 19, "no certificate could be read" },
+		{ TLS "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n"
+		  "  client_allowed_sans: [a]\n",
+		  6, 3, "client_allowed_sans is not supported" },
+		{ "rate_limit:\n  interval: 5x\n", 2, 13, "invalid duration" },
+		{ "rate_limit:\n  burst: -1\n", 2, 10, "expected a whole number" },
+		{ "tls_server_config: &a\n  cert_file: x\n",
+		  1, 20, "anchors (&a) are not supported" },
+		{ "tls_server_config:\n  cert_file: [a]\n", 2, 14, "expected a string" },
+		{ "basic_auth_excluded_paths: /x\n", 1, 28, "expected a list" },
+		{ "tls_server_config:\n  cert_file: a\n  cert_file: b\n", 3, 3, "duplicate key" },
+		{ "- a\n", 1, 1, "expected a mapping" },
+		{ "a: b\n---\nc: d\n", 1, 1, "unknown key \"a\"" },
+		{ "tls_server_config:\n  cert_file: \"a\n", 3, 1, "YAML syntax error" },
+	};
 	char text[1024], hash[128];
 
 	(void)state;
-	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_fil: server.key\n", 3, 3,
-		 "unknown key \"key_fil\" in tls_server_config");
-	load_bad("basic_auth_user:\n  a: b\n", 1, 1, "unknown key \"basic_auth_user\"");
-	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
-		 "  min_version: TLS14\n", 4, 16, "unknown TLS version \"TLS14\"");
-	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
-		 "  max_version: TLS11\n", 4, 16, "TLS 1.2 and 1.3 only");
-	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
-		 "  min_version: TLS13\n  max_version: TLS12\n", 4, 16, "above max_version");
-	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: missing.key\n", 3, 13,
-		 "key_file: cannot read");
-	load_bad("tls_server_config:\n  cert_file: server.crt\n", 1, 1,
-		 "missing one of key or key_file");
-	load_bad("tls_server_config:\n  key_file: server.key\n  cert_file: \"\"\n", 1, 1,
-		 "missing one of cert or cert_file");
-	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: client.key\n", 3, 13,
-		 "cannot use the certificate and key");
-	load_bad("basic_auth_users:\n  alice: secret\n", 2, 10, "not a bcrypt hash");
-	/* A valid-looking hash of another scheme, and a cost out of range. */
-	load_bad("basic_auth_users:\n  alice: $1$abcdefgh$0123456789012345678901\n", 2, 10,
-		 "not a bcrypt hash");
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		load_bad(bad[i].text, bad[i].line, bad[i].col, bad[i].needle);
+	/* A bcrypt hash whose cost is out of range. */
 	assert_int_equal(tls_fixture_bcrypt("x", hash, sizeof(hash)), 0);
 	hash[4] = '3', hash[5] = '2';
 	snprintf(text, sizeof(text), "basic_auth_users:\n  bob: '%s'\n", hash);
@@ -253,42 +297,6 @@ static void test_errors(void **state)
 	assert_int_equal(tls_fixture_bcrypt("x", hash, sizeof(hash)), 0);
 	snprintf(text, sizeof(text), "basic_auth_users:\n  bob: '%s'\n  bob: '%s'\n", hash, hash);
 	load_bad(text, 3, 3, "duplicate key \"bob\"");
-	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
-		 "  cipher_suites:\n  - TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256\n"
-		 "  - TLS_FOO_WITH_BAR\n", 5, 3, "unknown cipher \"TLS_FOO_WITH_BAR\"");
-	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
-		 "  cipher_suites: [TLS_RSA_WITH_RC4_128_SHA]\n", 4, 18, "insecure suites");
-	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
-		 "  curve_preferences: [CurveP256, CurveP1024]\n", 4, 22,
-		 "unknown curve \"CurveP1024\"");
-	load_bad("http_server_config:\n  headers:\n    Authorization: x\n", 3, 20,
-		 "\"Authorization\" can not be configured");
-	load_bad("http_server_config:\n  headers:\n    Content-Type: text/html\n", 3, 19,
-		 "\"Content-Type\" can not be configured");
-	load_bad("http_server_config:\n  headers:\n    X-Frame-Options: allow\n", 3, 22,
-		 "invalid value for X-Frame-Options");
-	load_bad("http_server_config:\n  http2: maybe\n", 2, 10, "expected true or false");
-	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
-		 "  client_ca_file: ca.crt\n", 4, 19, "without a client_auth_type");
-	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
-		 "  client_auth_type: RequireAndVerifyClientCert\n", 4, 21, "needs client_ca_file");
-	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
-		 "  client_auth_type: Always\n", 4, 21, "client_auth_type: invalid \"Always\"");
-	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
-		 "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: server.key\n",
-		 5, 19, "no certificate could be read");
-	load_bad("tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
-		 "  client_auth_type: RequireAndVerifyClientCert\n  client_ca_file: ca.crt\n"
-		 "  client_allowed_sans: [a]\n", 6, 3, "client_allowed_sans is not supported");
-	load_bad("rate_limit:\n  interval: 5x\n", 2, 13, "invalid duration");
-	load_bad("rate_limit:\n  burst: -1\n", 2, 10, "expected a whole number");
-	load_bad("tls_server_config: &a\n  cert_file: x\n", 1, 20, "anchors (&a) are not supported");
-	load_bad("tls_server_config:\n  cert_file: [a]\n", 2, 14, "expected a string");
-	load_bad("basic_auth_excluded_paths: /x\n", 1, 28, "expected a list");
-	load_bad("tls_server_config:\n  cert_file: a\n  cert_file: b\n", 3, 3, "duplicate key");
-	load_bad("- a\n", 1, 1, "expected a mapping");
-	load_bad("a: b\n---\nc: d\n", 1, 1, "unknown key \"a\"");
-	load_bad("tls_server_config:\n  cert_file: \"a\n", 3, 1, "YAML syntax error");
 }
 
 /*

@@ -105,6 +105,9 @@ static void teardown(struct ctx *c)
 	vw_fixture_rm(c->root);
 }
 
+/* No CPU time for any process: the baseline interval, or one where nothing ran. */
+static const uint64_t zero[ARRAY_SIZE(procs)];
+
 /* One interval: add CPU ms to each process (by index), split `active`/`idle` µJ of package. */
 static void interval(struct ctx *c, const uint64_t *cpu_ms, uint64_t active, uint64_t idle)
 {
@@ -116,6 +119,25 @@ static void interval(struct ctx *c, const uint64_t *cpu_ms, uint64_t active, uin
 	c->node[VW_ZONE_PACKAGE][0] += active;
 	c->node[VW_ZONE_PACKAGE][1] += idle;
 	assert_int_equal(vw_workloads_update(c->w, &c->snap, ze, 5 * VW_NSEC_PER_SEC), 0);
+}
+
+/* cmocka setup and teardown: *state is a ctx without pods, its baseline interval taken. */
+static int baseline_setup(void **state)
+{
+	struct ctx *c = malloc(sizeof(*c));
+
+	assert_non_null(c);
+	setup(c, NULL);
+	interval(c, zero, 0, 0);
+	*state = c;
+	return 0;
+}
+
+static int baseline_teardown(void **state)
+{
+	teardown(*state);
+	free(*state);
+	return 0;
 }
 
 static void assert_conserved(struct ctx *c)
@@ -150,16 +172,12 @@ static void test_split_without_pods(void **state)
 {
 	/* 100, 101 in container A; 200 in container B; 300 system; 2 and 400 kernel. */
 	static const uint64_t ms[ARRAY_SIZE(procs)] = { 1000, 1000, 2000, 500, 0, 500 };
-	static const uint64_t zero[ARRAY_SIZE(procs)];
-	struct ctx c;
+	struct ctx *c = *state;
 	char *text;
 
-	(void)state;
-	setup(&c, NULL);
-	interval(&c, zero, 0, 0); /* baseline */
-	interval(&c, ms, 10000000, 5000000);
-	assert_conserved(&c);
-	text = workloads_fixture_render(c.w);
+	interval(c, ms, 10000000, 5000000);
+	assert_conserved(c);
+	text = workloads_fixture_render(c->w);
 	/* Nothing reserved: idle follows CPU time like active. A has 2 of 5 s. */
 	assert_double_near(value(text, "kepler_container_cpu_joules_total{container_id=\"" CID_A
 				       "\",container_name=\"\",runtime=\"docker\",state=\"running\","
@@ -185,44 +203,38 @@ static void test_split_without_pods(void **state)
 			   0.0, 0);
 	free(text);
 	/* An interval where nothing ran: all of it is unattributed, still conserved. */
-	interval(&c, zero, 3000000, 1000000);
-	assert_conserved(&c);
-	teardown(&c);
+	interval(c, zero, 3000000, 1000000);
+	assert_conserved(c);
 }
 
 static void test_terminated_kept_until_scraped(void **state)
 {
 	static const uint64_t ms[ARRAY_SIZE(procs)] = { 100, 100, 100, 100, 0, 0 };
-	static const uint64_t zero[ARRAY_SIZE(procs)];
-	struct ctx c;
+	struct ctx *c = *state;
 	char *text;
 
-	(void)state;
-	setup(&c, NULL);
-	interval(&c, zero, 0, 0);
-	interval(&c, ms, 1000000, 1000000);
-	c.cpu[1].exited = true; /* 101 exits after one more slice */
-	interval(&c, ms, 1000000, 1000000);
-	c.snap.n_procs = ARRAY_SIZE(procs); /* the accountant reports an exit once... */
-	text = workloads_fixture_render(c.w);
+	interval(c, ms, 1000000, 1000000);
+	c->cpu[1].exited = true; /* 101 exits after one more slice */
+	interval(c, ms, 1000000, 1000000);
+	c->snap.n_procs = ARRAY_SIZE(procs); /* the accountant reports an exit once... */
+	text = workloads_fixture_render(c->w);
 	assert_non_null(strstr(text, "pid=\"101\",comm=\"nginx\",exe=\"\",type=\"container\",state=\"terminated\""));
 	free(text);
-	vw_workloads_published(c.w, 7, 0); /* published as generation 7, nothing scraped yet */
-	c.cpu[1] = c.cpu[5];                /* ...and not again: 101 leaves the snapshot */
-	c.snap.n_procs = ARRAY_SIZE(procs) - 1;
-	interval(&c, zero, 1000000, 0);
-	vw_workloads_published(c.w, 8, 6); /* a scrape served generation 6: keep */
-	text = workloads_fixture_render(c.w);
+	vw_workloads_published(c->w, 7, 0); /* published as generation 7, nothing scraped yet */
+	c->cpu[1] = c->cpu[5];              /* ...and not again: 101 leaves the snapshot */
+	c->snap.n_procs = ARRAY_SIZE(procs) - 1;
+	interval(c, zero, 1000000, 0);
+	vw_workloads_published(c->w, 8, 6); /* a scrape served generation 6: keep */
+	text = workloads_fixture_render(c->w);
 	assert_non_null(strstr(text, "pid=\"101\""));
 	free(text);
-	vw_workloads_published(c.w, 9, 7); /* generation 7 (its final value) was served: drop */
-	text = workloads_fixture_render(c.w);
+	vw_workloads_published(c->w, 9, 7); /* generation 7 (its final value) was served: drop */
+	text = workloads_fixture_render(c->w);
 	assert_null(strstr(text, "pid=\"101\""));
 	/* Its energy stays in its container, which lives on with process 100. */
 	assert_non_null(strstr(text, "container_id=\"" CID_A "\",container_name=\"\",runtime=\"docker\",state=\"running\""));
 	free(text);
-	assert_conserved(&c);
-	teardown(&c);
+	assert_conserved(c);
 }
 
 /* ---- Pods from a fake kubelet ---- */
@@ -237,7 +249,6 @@ static const char kubelet_pods[] =
 static void test_idle_by_pod_request(void **state)
 {
 	static const uint64_t ms[ARRAY_SIZE(procs)] = { 1000, 1000, 1000, 1000, 0, 1000 };
-	static const uint64_t zero[ARRAY_SIZE(procs)];
 	struct kubelet_fixture k;
 	char *text;
 	struct ctx c;
@@ -355,7 +366,15 @@ static void test_pod_list_arrives_late(void **state)
 static void test_split_keys_from_counters(void **state)
 {
 	static const uint64_t ms[ARRAY_SIZE(procs)] = { 1000, 0, 1000, 0, 0, 0 };
-	static const uint64_t zero[ARRAY_SIZE(procs)];
+	/* Containers A and B: package 6 and 2 J, dram 1 and 4 J; uncore has no fitting counter:
+	 * CPU time, 1 J each. */
+	static const char *const want[] = {
+		"zone=\"package\",pod_id=\"\",node_name=\"n1\"} 6\n",
+		"zone=\"package\",pod_id=\"\",node_name=\"n1\"} 2\n",
+		"zone=\"dram\",pod_id=\"\",node_name=\"n1\"} 1\n",
+		"zone=\"dram\",pod_id=\"\",node_name=\"n1\"} 4\n",
+		"zone=\"uncore\",pod_id=\"\",node_name=\"n1\"} 1\n",
+	};
 	struct vw_proc_counters hw[ARRAY_SIZE(procs)] = { 0 };
 	struct vw_zone_energy ze[VW_ZONE__COUNT] = { 0 };
 	struct vw_workloads_totals t;
@@ -378,12 +397,9 @@ static void test_split_keys_from_counters(void **state)
 	ze[VW_ZONE_UNCORE] = (struct vw_zone_energy){ true, 2000000, 0 };
 	assert_int_equal(vw_workloads_update(c.w, &c.snap, ze, 5 * VW_NSEC_PER_SEC), 0);
 	text = workloads_fixture_render(c.w);
-	assert_non_null(strstr(text, "zone=\"package\",pod_id=\"\",node_name=\"n1\"} 6\n"));
-	assert_non_null(strstr(text, "zone=\"package\",pod_id=\"\",node_name=\"n1\"} 2\n"));
-	assert_non_null(strstr(text, "zone=\"dram\",pod_id=\"\",node_name=\"n1\"} 1\n"));
-	assert_non_null(strstr(text, "zone=\"dram\",pod_id=\"\",node_name=\"n1\"} 4\n"));
-	/* uncore has no fitting counter: CPU time, 1 J each. */
-	assert_non_null(strstr(text, "zone=\"uncore\",pod_id=\"\",node_name=\"n1\"} 1\n"));
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++)
+		if (!strstr(text, want[i]))
+			fail_msg("no container sample ending %s in:\n%s", want[i], text);
 	free(text);
 	vw_workloads_totals(c.w, &t);
 	assert_int_equal(t.containers[VW_ZONE_PACKAGE][0], 8000000);
@@ -409,7 +425,6 @@ static void set_vm(struct ctx *c, uint32_t qemu_pid, bool listed)
  */
 static void test_scan_beyond_root_total(void **state)
 {
-	static const uint64_t zero[ARRAY_SIZE(procs)];
 	/* nginx (container A) 400 ms, sshd 900 ms: 1.3 s read, 1.0 s ran. */
 	static const uint64_t ms[ARRAY_SIZE(procs)] = { 400, 0, 0, 900, 0, 0, 0, 0 };
 	struct vw_workloads_opts o = { .host_cpus = 2, .processes = true, .containers = true,
@@ -458,7 +473,6 @@ static void test_vm_energy(void **state)
 {
 	/* Only the VM runs: QEMU 1.5 s and its vhost thread 0.5 s; sshd 2 s. */
 	static const uint64_t ms[ARRAY_SIZE(procs)] = { 0, 0, 0, 2000, 0, 0, 1500, 500 };
-	static const uint64_t zero[ARRAY_SIZE(procs)];
 	struct vw_workloads_totals t;
 	struct ctx c;
 	char *text;
@@ -520,33 +534,32 @@ static uint64_t rnd(void)
 
 static void test_conservation_property(void **state)
 {
-	struct ctx c;
+	struct ctx *c = *state;
 	uint64_t ms[ARRAY_SIZE(procs)] = { 0 };
 
-	(void)state;
-	setup(&c, NULL);
-	interval(&c, ms, 0, 0);
 	for (int step = 0; step < 2000; step++) {
 		for (size_t i = 0; i < ARRAY_SIZE(procs); i++)
 			ms[i] = rnd() % 4 == 0 ? 0 : rnd() % 5000;
-		interval(&c, ms, rnd() % 1000000000000ULL, rnd() % 500000000000ULL);
-		assert_conserved(&c);
-		vw_workloads_published(c.w, (uint64_t)step + 1, (uint64_t)step);
+		interval(c, ms, rnd() % 1000000000000ULL, rnd() % 500000000000ULL);
+		assert_conserved(c);
+		vw_workloads_published(c->w, (uint64_t)step + 1, (uint64_t)step);
 	}
-	teardown(&c);
 }
 
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_split_without_pods),
-		cmocka_unit_test(test_terminated_kept_until_scraped),
+		cmocka_unit_test_setup_teardown(test_split_without_pods, baseline_setup,
+						baseline_teardown),
+		cmocka_unit_test_setup_teardown(test_terminated_kept_until_scraped, baseline_setup,
+						baseline_teardown),
 		cmocka_unit_test(test_idle_by_pod_request),
 		cmocka_unit_test(test_pod_list_arrives_late),
 		cmocka_unit_test(test_split_keys_from_counters),
 		cmocka_unit_test(test_scan_beyond_root_total),
 		cmocka_unit_test(test_vm_energy),
-		cmocka_unit_test(test_conservation_property),
+		cmocka_unit_test_setup_teardown(test_conservation_property, baseline_setup,
+						baseline_teardown),
 	};
 
 	vw_log_set_level(VW_LOG_WARN);

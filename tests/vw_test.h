@@ -14,6 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+/*
+ * One test function run as several cases: each has its own name in the TAP output and finds arg
+ * in *state (cmocka_unit_test_prestate_setup_teardown() names every case after the function).
+ */
+#define vw_unit_test_case(name, f, setup, teardown, arg)                                           \
+	{ name, f, setup, teardown, (void *)(arg) }
+
 /* CI=true: a missing capability is a failure there, never a skip. */
 static inline bool vw_test_in_ci(void)
 {
