@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "daemon_options.h"
 
 /* p's option table passes vw_config_check(); the test fails with its message otherwise. */
 static inline void config_fixture_check_table(const struct vw_config_program *p)
@@ -18,6 +19,12 @@ static inline void config_fixture_check_table(const struct vw_config_program *p)
 
 	if (vw_config_check(p, err, sizeof(err)) != 0)
 		fail_msg("%s option table: %s", p->name, err);
+}
+
+/* A cmocka test of the option table of the vw_config_program in *state (vw_unit_test_case()). */
+static inline void config_fixture_test_table(void **state)
+{
+	config_fixture_check_table(*state);
 }
 
 /* Load cfg as `<p->name> --config.file=<path>` would: vw_config_load()'s result (err: why). */
@@ -39,4 +46,11 @@ static inline void config_fixture_load_example(const struct vw_config_program *p
 	snprintf(path, sizeof(path), "%s/deploy/config/%s.yaml", VW_SOURCE_ROOT, p->name);
 	if (config_fixture_load(p, cfg, path, err, sizeof(err)) != 0)
 		fail_msg("%s: %s", path, err);
+}
+
+/* The shared daemon options as both examples set them: a 5 s interval, /metrics on :28282. */
+static inline void config_fixture_check_example_common(const struct vw_daemon_options *o)
+{
+	assert_int_equal(o->interval_ns, 5 * VW_NSEC_PER_SEC);
+	assert_string_equal(o->listen_address, ":28282");
 }

@@ -11,12 +11,6 @@
 #include "macro.h"
 #include "options.h"
 
-static void test_guest_options(void **state)
-{
-	(void)state;
-	config_fixture_check_table(&vw_guest_program);
-}
-
 /* Every key of the example is one virtwatt-guest knows (an unknown key fails the load). */
 static void test_example_config_loads(void **state)
 {
@@ -24,8 +18,7 @@ static void test_example_config_loads(void **state)
 
 	(void)state;
 	config_fixture_load_example(&vw_guest_program, &cfg);
-	assert_int_equal(cfg.common.interval_ns, 5 * VW_NSEC_PER_SEC);
-	assert_string_equal(cfg.common.listen_address, ":28282");
+	config_fixture_check_example_common(&cfg.common);
 	assert_true(cfg.passthrough_enable);
 	assert_int_equal(cfg.passthrough_stale_after, 3);
 	assert_string_equal(cfg.passthrough_folder, "/run/virtwatt/host");
@@ -61,7 +54,8 @@ static void test_unknown_key_refused(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_guest_options),
+		vw_unit_test_case("test_guest_options", config_fixture_test_table, NULL, NULL,
+				  &vw_guest_program),
 		cmocka_unit_test(test_example_config_loads),
 		cmocka_unit_test(test_unknown_key_refused),
 	};

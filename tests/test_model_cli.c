@@ -378,11 +378,13 @@ static void expect_failure(const char *const *args, int status, const char *msg)
 
 static void test_errors(void **state)
 {
-	char *rapl = data_path("nx12", RAPL_CSV), *acpi = data_path("nx12", ACPI_CSV);
-	char *counters = data_path(
+	_cleanup_free_ char *rapl = data_path("nx12", RAPL_CSV);
+	_cleanup_free_ char *acpi = data_path("nx12", ACPI_CSV);
+	_cleanup_free_ char *counters = data_path(
 		"models",
 		"kepler-model-db_v0.7_ec2-0.7.11_rapl-sysfs_AbsPower_CounterOnly_SGDRegressorTrainer_0.json");
-	char *index = data_path("models", "kepler-model-db_v0.7_ec2-0.7.11_node_type_index.json");
+	_cleanup_free_ char *index =
+		data_path("models", "kepler-model-db_v0.7_ec2-0.7.11_node_type_index.json");
 	char bad[1024], short_row[1024];
 	struct cli_result r;
 
@@ -412,10 +414,6 @@ static void test_errors(void **state)
 	assert_non_null(strstr(r.out, "zero_actuals_skipped"));
 	assert_non_null(strstr(r.out, "Exit status"));
 	cli_result_free(&r);
-	free(rapl);
-	free(acpi);
-	free(counters);
-	free(index);
 }
 
 /* The held-out MAE the train subcommand printed for one output type, zone and trainer. */

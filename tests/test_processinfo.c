@@ -19,14 +19,12 @@
 
 static void test_fixture(void **state)
 {
-	char *root = vw_fixture_mkdtemp("processinfo");
+	const struct vw_fixture_root *root = *state;
 	struct vw_processinfo s;
 	double start = 0;
-	int procfd, self;
+	int self, empty;
 
-	(void)state;
-	assert_non_null(root);
-	assert_int_equal(vw_fixture_write(root, "self/status",
+	assert_int_equal(vw_fixture_write(root->path, "self/status",
 					  "Name:\tvirtwatt-host\nVmPeak:\t 9000 kB\nVmSize:\t"
 					  "    8000 kB\nVmHWM:\t    3000 kB\nVmRSS:\t    2048 kB\n",
 					  0), 0);
@@ -34,11 +32,9 @@ static void test_fixture(void **state)
 		char rel[32];
 
 		snprintf(rel, sizeof(rel), "self/fd/%d", i);
-		assert_int_equal(vw_fixture_write(root, rel, "", 0), 0);
+		assert_int_equal(vw_fixture_write(root->path, rel, "", 0), 0);
 	}
-	procfd = vw_root_open(root);
-	assert_true(procfd >= 0);
-	self = vw_processinfo_open(procfd, &start);
+	self = vw_processinfo_open(root->fd, &start);
 	assert_true(self >= 0);
 	assert_true(start > 1.6e9); /* a Unix time, not a monotonic one */
 	assert_int_equal(vw_processinfo_read(self, &s), 0);
@@ -47,25 +43,20 @@ static void test_fixture(void **state)
 	assert_int_equal(s.vm_bytes, 8000 * 1024);
 	assert_int_equal(s.open_fds, 4); /* five entries, one of them the reader's own */
 	close(self);
-	close(procfd);
 
 	/* A status file without the fields: zeros and an error, nothing invented. */
-	procfd = vw_root_open(root);
-	assert_int_equal(vw_fixture_write(root, "self/status", "garbage\n", 0), 0);
-	self = vw_processinfo_open(procfd, &start);
+	assert_int_equal(vw_fixture_write(root->path, "self/status", "garbage\n", 0), 0);
+	self = vw_processinfo_open(root->fd, &start);
 	assert_true(self >= 0);
 	assert_int_equal(vw_processinfo_read(self, &s), -ENODATA);
 	assert_int_equal(s.rss_bytes, 0);
 	close(self);
-	close(procfd);
 	/* A procfs root without self (another test's fixture): no process_* at all. */
-	vw_fixture_rm(root);
-	root = vw_fixture_mkdtemp("processinfo-none");
-	close(procfd);
-	procfd = vw_root_open(root);
-	assert_int_equal(vw_processinfo_open(procfd, &start), -1);
-	close(procfd);
-	vw_fixture_rm(root);
+	assert_int_equal(vw_fixture_mkdir(root->path, "empty"), 0);
+	empty = vw_dir_open_at(root->fd, "empty");
+	assert_true(empty >= 0);
+	assert_int_equal(vw_processinfo_open(empty, &start), -1);
+	close(empty);
 }
 
 static void test_this_process(void **state)
@@ -129,7 +120,8 @@ static void test_written(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_fixture),
+		cmocka_unit_test_setup_teardown(test_fixture, vw_fixture_root_setup,
+						vw_fixture_root_teardown),
 		cmocka_unit_test(test_this_process),
 		cmocka_unit_test(test_written),
 	};

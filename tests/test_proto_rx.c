@@ -163,6 +163,16 @@ static double total_j(const struct guest *g)
 	return (double)(z->idle_uj + z->active_uj) / 1e6;
 }
 
+/* p runs secs and publishes; the guest reads that frame dt later (*now += dt): feed()'s result. */
+static enum vw_proto_error publish(struct guest *g, struct pub *p, double secs, uint64_t *now,
+				   uint64_t dt)
+{
+	struct vw_host_frame f = pub_run(p, secs);
+
+	*now += dt;
+	return feed(g, &f, *now);
+}
+
 /* A guest starting on a live host: p's current frame taken whole at now; its total then. */
 static struct guest *guest_on(const struct pub *p, uint64_t now, double *ret_start)
 {
@@ -216,20 +226,15 @@ static void test_two_publishers_from_start(void **state)
 	struct pub a = { .epoch = 5, .interval_ms = 1000, .watts = 20 };
 	struct pub b = { .epoch = 6, .interval_ms = 1000, .watts = 20 };
 	struct guest *g = calloc(1, sizeof(*g));
-	struct vw_host_frame f;
 	uint64_t now = T0;
 	double used;
 
 	(void)state;
-	f = pub_run(&a, 1);
-	assert_int_equal(feed(g, &f, now += SEC), VW_PROTO_OK);
-	f = pub_run(&b, 1.5);
-	assert_int_equal(feed(g, &f, now += SEC / 2), VW_PROTO_OK); /* 30 J: a restart */
+	assert_int_equal(publish(g, &a, 1, &now, SEC), VW_PROTO_OK);
+	assert_int_equal(publish(g, &b, 1.5, &now, SEC / 2), VW_PROTO_OK); /* 30 J: a restart */
 	for (int i = 0; i < 11; i++) {
-		f = pub_run(&a, 1);
-		assert_int_equal(feed(g, &f, now += SEC / 2), VW_PROTO_E_CONFLICT);
-		f = pub_run(&b, 1);
-		assert_int_equal(feed(g, &f, now += SEC / 2), VW_PROTO_OK);
+		assert_int_equal(publish(g, &a, 1, &now, SEC / 2), VW_PROTO_E_CONFLICT);
+		assert_int_equal(publish(g, &b, 1, &now, SEC / 2), VW_PROTO_OK);
 	}
 	used = 20 * 12.5;
 	print_message("# both from the start: counted %.1f J of %.1f J\n", total_j(g), used);
@@ -250,19 +255,16 @@ static void test_takeover_when_current_stops(void **state)
 	uint64_t now = T0;
 	double start;
 	struct guest *g = guest_on(&a, now, &start);
-	struct vw_host_frame f;
 
 	(void)state;
 	for (int i = 0; i < 6; i++) {
-		f = pub_run(&b, 1);
-		assert_int_equal(feed(g, &f, now += SEC / 2), VW_PROTO_E_CONFLICT);
-		f = pub_run(&a, 1);
-		assert_int_equal(feed(g, &f, now += SEC / 2), VW_PROTO_OK);
+		assert_int_equal(publish(g, &b, 1, &now, SEC / 2), VW_PROTO_E_CONFLICT);
+		assert_int_equal(publish(g, &a, 1, &now, SEC / 2), VW_PROTO_OK);
 	}
 	/* A is gone; B goes on: rejected until A has been silent 2 s, then B takes over. */
 	for (int i = 0; i < 6; i++) {
-		f = pub_run(&b, 1);
-		assert_int_equal(feed(g, &f, now += SEC), i < 2 ? VW_PROTO_E_CONFLICT : VW_PROTO_OK);
+		assert_int_equal(publish(g, &b, 1, &now, SEC),
+				 i < 2 ? VW_PROTO_E_CONFLICT : VW_PROTO_OK);
 	}
 	print_message("# takeover: counted %.1f J of 240 J\n", total_j(g) - start);
 	assert_true(g->rx.takeovers == 1 && g->rx.epoch == b.epoch && g->rx.epochs == 1);
@@ -270,8 +272,7 @@ static void test_takeover_when_current_stops(void **state)
 	assert_true(total_j(g) - start >= 240 - 20 - 1e-6); /* one interval at most */
 	assert_double_near(total_j(g) - start, 240, 24);
 	/* A's frames, should any still come, are conflicts now. */
-	f = pub_run(&a, 1);
-	assert_int_equal(feed(g, &f, now += SEC / 2), VW_PROTO_E_CONFLICT);
+	assert_int_equal(publish(g, &a, 1, &now, SEC / 2), VW_PROTO_E_CONFLICT);
 	free(g);
 }
 
@@ -294,8 +295,7 @@ static void test_takeover_without_base(void **state)
 	assert_int_equal(feed(g, &f, now += 11 * SEC), VW_PROTO_OK);
 	assert_int_equal(g->rx.take, VW_PROTO_TAKE_BASE);
 	assert_double_near(total_j(g), before, 1e-6);
-	f = pub_run(&b, 5);
-	assert_int_equal(feed(g, &f, now += 5 * SEC), VW_PROTO_OK);
+	assert_int_equal(publish(g, &b, 5, &now, 5 * SEC), VW_PROTO_OK);
 	assert_double_near(total_j(g), before + 100, 1e-6);
 	free(g);
 }
@@ -306,7 +306,7 @@ static void test_replay(void **state)
 	struct pub a = { .epoch = 10, .interval_ms = 1000, .watts = 20, .uj = 100e6 };
 	struct pub b = { .epoch = 11, .interval_ms = 1000, .watts = 20 };
 	struct guest *g = calloc(1, sizeof(*g));
-	struct vw_host_frame old[5], f;
+	struct vw_host_frame old[5];
 	uint64_t now = T0;
 	double total;
 
@@ -317,8 +317,7 @@ static void test_replay(void **state)
 	}
 	for (int i = 0; i < 5; i++)
 		assert_int_equal(feed(g, &old[i], now), VW_PROTO_E_SEQ);
-	f = pub_run(&b, 2); /* the host restarted */
-	assert_int_equal(feed(g, &f, now += 2 * SEC), VW_PROTO_OK);
+	assert_int_equal(publish(g, &b, 2, &now, 2 * SEC), VW_PROTO_OK); /* the host restarted */
 	total = total_j(g);
 	/* Old frames again, even after the current epoch fell silent: never a takeover. */
 	now += 10 * SEC;
@@ -335,31 +334,25 @@ static void test_restarts(void **state)
 	struct pub a = { .epoch = 70, .interval_ms = 5000, .watts = 30, .uj = 7000e6 };
 	struct pub b = { .epoch = 71, .interval_ms = 5000, .watts = 30 };
 	struct guest *g = calloc(1, sizeof(*g));
-	struct vw_host_frame f;
 	uint64_t now = T0;
 
 	(void)state;
-	f = pub_run(&a, 5);
-	assert_int_equal(feed(g, &f, now), VW_PROTO_OK);
+	assert_int_equal(publish(g, &a, 5, &now, 0), VW_PROTO_OK);
 	assert_double_near(total_j(g), 7150, 1e-6); /* the host's figure */
 	for (int i = 0; i < 3; i++) {
-		f = pub_run(&a, 5);
-		assert_int_equal(feed(g, &f, now += 5 * SEC), VW_PROTO_OK);
+		assert_int_equal(publish(g, &a, 5, &now, 5 * SEC), VW_PROTO_OK);
 	}
 	/* The host stops; 4 s later a new one starts and publishes 3 s after that. */
-	f = pub_run(&b, 3);
-	assert_int_equal(feed(g, &f, now += 12 * SEC), VW_PROTO_OK);
+	assert_int_equal(publish(g, &b, 3, &now, 12 * SEC), VW_PROTO_OK);
 	assert_int_equal(g->rx.take, VW_PROTO_TAKE_WHOLE);
 	for (int i = 0; i < 3; i++) {
-		f = pub_run(&b, 5);
-		assert_int_equal(feed(g, &f, now += 5 * SEC), VW_PROTO_OK);
+		assert_int_equal(publish(g, &b, 5, &now, 5 * SEC), VW_PROTO_OK);
 	}
 	assert_double_near(total_j(g), a.uj / 1e6 + b.uj / 1e6, 1e-6); /* nothing lost */
 	assert_true(g->rx.epochs == 1 && g->rx.takeovers == 0 && g->acc.restarts == 1);
 	/* A restart after a long silence may carry a long history: it began after our last frame. */
 	b = (struct pub){ .epoch = 72, .interval_ms = 5000, .watts = 30 };
-	f = pub_run(&b, 3000);
-	assert_int_equal(feed(g, &f, now += 3600 * SEC), VW_PROTO_OK);
+	assert_int_equal(publish(g, &b, 3000, &now, 3600 * SEC), VW_PROTO_OK);
 	assert_int_equal(g->rx.take, VW_PROTO_TAKE_WHOLE);
 	free(g);
 }
@@ -402,27 +395,21 @@ static void test_spike_max_watts(void **state)
 {
 	struct pub a = { .epoch = 3, .interval_ms = 1000, .watts = 20 };
 	struct guest *g = calloc(1, sizeof(*g));
-	struct vw_host_frame f;
 	uint64_t now = T0;
 
 	(void)state;
 	g->rx.max_watts = 100;
-	f = pub_run(&a, 1);
-	assert_int_equal(feed(g, &f, now += SEC), VW_PROTO_OK);
+	assert_int_equal(publish(g, &a, 1, &now, SEC), VW_PROTO_OK);
 	a.watts = 90;
-	f = pub_run(&a, 1);
-	assert_int_equal(feed(g, &f, now += SEC), VW_PROTO_OK);
+	assert_int_equal(publish(g, &a, 1, &now, SEC), VW_PROTO_OK);
 	a.watts = 150; /* over 100 W, even when the frame says so */
-	f = pub_run(&a, 1);
-	assert_int_equal(feed(g, &f, now += SEC), VW_PROTO_E_SPIKE);
+	assert_int_equal(publish(g, &a, 1, &now, SEC), VW_PROTO_E_SPIKE);
 	/* Automatic: 4 x 300 W reported is allowed. */
 	memset(g, 0, sizeof(*g));
 	a.watts = 20;
-	f = pub_run(&a, 1);
-	assert_int_equal(feed(g, &f, now += SEC), VW_PROTO_OK);
+	assert_int_equal(publish(g, &a, 1, &now, SEC), VW_PROTO_OK);
 	a.watts = 300;
-	f = pub_run(&a, 1);
-	assert_int_equal(feed(g, &f, now += SEC), VW_PROTO_OK);
+	assert_int_equal(publish(g, &a, 1, &now, SEC), VW_PROTO_OK);
 	free(g);
 }
 
@@ -434,14 +421,13 @@ static void test_spike_lasting_step(void **state)
 	uint64_t now = T0;
 	double start;
 	struct guest *g = guest_on(&a, now, &start);
-	struct vw_host_frame f;
 
 	(void)state;
 	for (int i = 0; i < 12; i++) {
 		if (i == 4)
 			a.uj += 5e12; /* 5 MJ, for good */
-		f = pub_run(&a, 1);
-		assert_int_equal(feed(g, &f, now += SEC), i == 4 ? VW_PROTO_E_SPIKE : VW_PROTO_OK);
+		assert_int_equal(publish(g, &a, 1, &now, SEC),
+				 i == 4 ? VW_PROTO_E_SPIKE : VW_PROTO_OK);
 	}
 	print_message("# lasting step: counted %.1f J of 240 J\n", total_j(g) - start);
 	assert_double_near(total_j(g) - start, 240 - 20, 1e-6);

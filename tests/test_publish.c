@@ -413,6 +413,34 @@ static void rig_free(struct rig *r)
 	vw_fixture_rm(r->dir);
 }
 
+/* cmocka setups and teardown: *state is a rig with one VM, or two. */
+static int rig_setup(void **state, size_t n)
+{
+	struct rig *r = malloc(sizeof(*r));
+
+	assert_non_null(r);
+	rig_init(r, n);
+	*state = r;
+	return 0;
+}
+
+static int one_vm_setup(void **state)
+{
+	return rig_setup(state, 1);
+}
+
+static int two_vms_setup(void **state)
+{
+	return rig_setup(state, 2);
+}
+
+static int rig_teardown(void **state)
+{
+	rig_free(*state);
+	free(*state);
+	return 0;
+}
+
 /* Publish one round now (whatever the schedule says) and let every peer read it. */
 static void rig_round(struct rig *r)
 {
@@ -439,18 +467,16 @@ static const struct vw_proto_zone *last_zone(const struct peer *pe, enum vw_zone
 
 static void test_rounding(void **state)
 {
-	struct rig r;
+	struct rig *r = *state;
 	const struct vw_proto_zone *z;
 	uint64_t rng = 5, prev_i = 0, prev_a = 0;
 
-	(void)state;
-	rig_init(&r, 1);
-	r.vms[0].zones[0] = (struct vw_zone_owner_energy){
+	r->vms[0].zones[0] = (struct vw_zone_owner_energy){
 		.zone = VW_ZONE_PACKAGE, .idle_uj = 123456789, .active_uj = 987654321,
 		.idle_w = 12.345, .active_w = 0.04,
 	};
-	rig_round(&r);
-	z = last_zone(&r.peers[0], VW_ZONE_PACKAGE);
+	rig_round(r);
+	z = last_zone(&r->peers[0], VW_ZONE_PACKAGE);
 	assert_non_null(z);
 	assert_int_equal(z->idle_uj, 123400000); /* down to 0.1 J */
 	assert_int_equal(z->active_uj, 987600000);
@@ -458,7 +484,7 @@ static void test_rounding(void **state)
 	assert_true(z->active_w == 0.0);
 	/* Random growth, and a source that resets: published counters never fall. */
 	for (int i = 0; i < 200; i++) {
-		struct vw_zone_owner_energy *in = &r.vms[0].zones[0];
+		struct vw_zone_owner_energy *in = &r->vms[0].zones[0];
 
 		if (i == 100) {
 			in->idle_uj = 10; /* the source restarted counting */
@@ -467,8 +493,8 @@ static void test_rounding(void **state)
 		in->idle_uj += vw_test_rng_range(&rng, 0, 300000);
 		in->active_uj += vw_test_rng_range(&rng, 0, 3000000);
 		in->idle_w = vw_test_rng_double(&rng, 0, 50);
-		rig_round(&r);
-		z = last_zone(&r.peers[0], VW_ZONE_PACKAGE);
+		rig_round(r);
+		z = last_zone(&r->peers[0], VW_ZONE_PACKAGE);
 		assert_non_null(z);
 		assert_true(z->idle_uj >= prev_i && z->active_uj >= prev_a);
 		assert_int_equal(z->idle_uj % 100000, 0);
@@ -477,76 +503,69 @@ static void test_rounding(void **state)
 		prev_i = z->idle_uj;
 		prev_a = z->active_uj;
 	}
-	assert_int_equal(r.peers[0].rx.accepted, 201);
-	rig_free(&r);
+	assert_int_equal(r->peers[0].rx.accepted, 201);
 }
 
 static void test_own_numbers(void **state)
 {
-	struct rig r;
+	struct rig *r = *state;
 
-	(void)state;
-	rig_init(&r, 2);
-	r.vms[1].n_zones = 2;
-	r.vms[1].zones[1] = (struct vw_zone_owner_energy){ .zone = VW_ZONE_DRAM };
+	r->vms[1].n_zones = 2;
+	r->vms[1].zones[1] = (struct vw_zone_owner_energy){ .zone = VW_ZONE_DRAM };
 	for (int i = 0; i < 5; i++) {
-		vm_run(&r.vms[0], 1, 9);
-		vm_run(&r.vms[1], 3, 27);
-		r.vms[1].zones[1].active_uj += 2000000;
-		r.vms[1].zones[1].active_w = 2;
-		rig_round(&r);
+		vm_run(&r->vms[0], 1, 9);
+		vm_run(&r->vms[1], 3, 27);
+		r->vms[1].zones[1].active_uj += 2000000;
+		r->vms[1].zones[1].active_w = 2;
+		rig_round(r);
 	}
 	for (size_t i = 0; i < 2; i++) {
-		const struct vw_host_frame *f = &r.peers[i].rx.last;
-		const struct vw_proto_zone *z = last_zone(&r.peers[i], VW_ZONE_PACKAGE);
+		const struct vw_host_frame *f = &r->peers[i].rx.last;
+		const struct vw_proto_zone *z = last_zone(&r->peers[i], VW_ZONE_PACKAGE);
 
 		/* on_line() already checked every frame carried this VM's UUID only */
-		assert_int_equal(r.peers[i].rx.accepted, 5);
+		assert_int_equal(r->peers[i].rx.accepted, 5);
 		assert_int_equal(f->n_zones, i == 0 ? 1 : 2);
 		assert_int_equal(z->active_uj, i == 0 ? 45000000 : 135000000);
 		assert_true(z->active_w == (i == 0 ? 9.0 : 27.0));
 		assert_int_equal(f->epoch, 7);
 		assert_int_equal(f->seq, 5);
 	}
-	assert_null(last_zone(&r.peers[0], VW_ZONE_DRAM));
-	assert_int_equal(last_zone(&r.peers[1], VW_ZONE_DRAM)->active_uj, 10000000);
-	rig_free(&r);
+	assert_null(last_zone(&r->peers[0], VW_ZONE_DRAM));
+	assert_int_equal(last_zone(&r->peers[1], VW_ZONE_DRAM)->active_uj, 10000000);
 }
 
 static void test_vanish_and_return(void **state)
 {
-	struct rig r;
+	struct rig *r = *state;
 	struct vw_publish_vm_stats st;
 	char c;
 
-	(void)state;
-	rig_init(&r, 1);
-	vm_run(&r.vms[0], 0, 100); /* 100 J */
-	rig_round(&r);
+	vm_run(&r->vms[0], 0, 100); /* 100 J */
+	rig_round(r);
 	/* Gone: closed at once (the peer sees EOF), counters kept. */
-	assert_int_equal(vw_publisher_update(r.p, NULL, 0), 0);
-	assert_int_equal(vw_publisher_tick(r.p, r.now + 1, NULL), 0);
-	assert_int_equal(recv(r.peers[0].cfd, &c, 1, MSG_DONTWAIT), 0);
-	assert_int_equal(vw_publisher_vm_stats(r.p, U_GOOD, &st), 0);
+	assert_int_equal(vw_publisher_update(r->p, NULL, 0), 0);
+	assert_int_equal(vw_publisher_tick(r->p, r->now + 1, NULL), 0);
+	assert_int_equal(recv(r->peers[0].cfd, &c, 1, MSG_DONTWAIT), 0);
+	assert_int_equal(vw_publisher_vm_stats(r->p, U_GOOD, &st), 0);
 	assert_false(st.connected);
-	assert_int_equal(vw_publisher_bytes_held(r.p), 0);
-	close(r.peers[0].cfd);
-	r.peers[0].cfd = -1;
+	assert_int_equal(vw_publisher_bytes_held(r->p), 0);
+	close(r->peers[0].cfd);
+	r->peers[0].cfd = -1;
 	/* Back with the source still counting: no reset, no double count. */
-	vm_run(&r.vms[0], 0, 30);
-	rig_round(&r);
-	assert_int_equal(last_zone(&r.peers[0], VW_ZONE_PACKAGE)->active_uj, 130000000);
+	vm_run(&r->vms[0], 0, 30);
+	rig_round(r);
+	assert_int_equal(last_zone(&r->peers[0], VW_ZONE_PACKAGE)->active_uj, 130000000);
 	/* Back after the source forgot it (its counter restarted): still continues. */
-	assert_int_equal(vw_publisher_update(r.p, NULL, 0), 0);
-	assert_int_equal(vw_publisher_tick(r.p, r.now + 1, NULL), 0);
-	peer_read(&r.peers[0], SIZE_MAX, r.now + 1);
-	assert_int_equal(r.peers[0].cfd, -1); /* EOF seen */
-	r.vms[0].zones[0].active_uj = 5000000;
-	rig_round(&r);
-	assert_int_equal(last_zone(&r.peers[0], VW_ZONE_PACKAGE)->active_uj, 135000000);
-	assert_int_equal(r.peers[0].connections, 3);
-	assert_int_equal(r.peers[0].resync_bad, 0);
-	rig_free(&r);
+	assert_int_equal(vw_publisher_update(r->p, NULL, 0), 0);
+	assert_int_equal(vw_publisher_tick(r->p, r->now + 1, NULL), 0);
+	peer_read(&r->peers[0], SIZE_MAX, r->now + 1);
+	assert_int_equal(r->peers[0].cfd, -1); /* EOF seen */
+	r->vms[0].zones[0].active_uj = 5000000;
+	rig_round(r);
+	assert_int_equal(last_zone(&r->peers[0], VW_ZONE_PACKAGE)->active_uj, 135000000);
+	assert_int_equal(r->peers[0].connections, 3);
+	assert_int_equal(r->peers[0].resync_bad, 0);
 }
 
 static void test_invalid_uuid(void **state)
@@ -575,70 +594,64 @@ static void test_invalid_uuid(void **state)
 
 static void test_guest_bytes(void **state)
 {
-	struct rig r;
+	struct rig *r = *state;
 	struct vw_publish_vm_stats st;
 	char hello[VW_PROTO_MAX_HELLO], junk[65536];
 	size_t len;
 	uint64_t t1;
 
-	(void)state;
-	rig_init(&r, 1);
-	vm_run(&r.vms[0], 1, 1);
-	rig_round(&r);
+	vm_run(&r->vms[0], 1, 1);
+	rig_round(r);
 	assert_int_equal(vw_proto_encode_hello(&(struct vw_guest_hello){ .version = 1, .ack_seq = 1 },
 					       hello, sizeof(hello), &len), 0);
-	assert_int_equal(send(r.peers[0].cfd, hello, len, 0), (ssize_t)len);
-	assert_int_equal(send(r.peers[0].cfd, "{\"v\":1,\"hello\":\"x\"}\n", 20, 0), 20);
+	assert_int_equal(send(r->peers[0].cfd, hello, len, 0), (ssize_t)len);
+	assert_int_equal(send(r->peers[0].cfd, "{\"v\":1,\"hello\":\"x\"}\n", 20, 0), 20);
 	memset(junk, 'x', sizeof(junk)); /* one endless line: dropped, never buffered */
 	for (int i = 0; i < 8; i++)
-		(void)send(r.peers[0].cfd, junk, sizeof(junk), MSG_DONTWAIT);
+		(void)send(r->peers[0].cfd, junk, sizeof(junk), MSG_DONTWAIT);
 	t1 = real_ns();
 	for (int i = 0; i < 40; i++)
-		assert_int_equal(vw_publisher_tick(r.p, r.now + (uint64_t)i, NULL), 0);
+		assert_int_equal(vw_publisher_tick(r->p, r->now + (uint64_t)i, NULL), 0);
 	assert_true(real_ns() - t1 < 2 * SEC);
-	assert_int_equal(vw_publisher_vm_stats(r.p, U_GOOD, &st), 0);
+	assert_int_equal(vw_publisher_vm_stats(r->p, U_GOOD, &st), 0);
 	assert_true(st.connected);
 	assert_int_equal(st.hellos, 1);
 	assert_int_equal(st.ack_seq, 1);
 	assert_int_equal(st.rx_bad, 1);
 	assert_true(st.rx_bytes > 20 + len);
 	/* Guest bytes never make the host publish: still one round. */
-	assert_int_equal(vw_publisher_seq(r.p), 1);
-	rig_free(&r);
+	assert_int_equal(vw_publisher_seq(r->p), 1);
 }
 
 static void test_backoff_and_path_change(void **state)
 {
-	struct rig r;
+	struct rig *r = *state;
 	struct vw_publish_vm_stats st;
 	uint64_t t;
 
-	(void)state;
-	rig_init(&r, 1);
-	snprintf(r.vms[0].channel_path, sizeof(r.vms[0].channel_path), "%.200s/other.sock", r.dir);
-	vm_run(&r.vms[0], 1, 1);
-	assert_int_equal(vw_publisher_update(r.p, r.vms, 1), 0);
+	snprintf(r->vms[0].channel_path, sizeof(r->vms[0].channel_path), "%.200s/other.sock", r->dir);
+	vm_run(&r->vms[0], 1, 1);
+	assert_int_equal(vw_publisher_update(r->p, r->vms, 1), 0);
 	/* Nobody listens there: retried with backoff, not on every tick. */
 	for (t = 0; t < 60 * SEC; t += 10 * MSEC)
-		assert_int_equal(vw_publisher_tick(r.p, T0 + t, NULL), 0);
-	assert_int_equal(vw_publisher_vm_stats(r.p, U_GOOD, &st), 0);
+		assert_int_equal(vw_publisher_tick(r->p, T0 + t, NULL), 0);
+	assert_int_equal(vw_publisher_vm_stats(r->p, U_GOOD, &st), 0);
 	assert_false(st.connected);
 	assert_true(st.connect_errors >= 5 && st.connect_errors <= 12);
 	assert_true(st.bytes_held <= 2 * VW_PROTO_MAX_FRAME);
 	assert_true(st.replaced > 0);
 	/* The VM's domain XML now names the listening socket: reconnected at once. */
-	snprintf(r.vms[0].channel_path, sizeof(r.vms[0].channel_path), "%s", r.peers[0].path);
-	assert_int_equal(vw_publisher_update(r.p, r.vms, 1), 0);
-	assert_true(vw_publisher_next_due(r.p) <= T0 + t);
-	assert_int_equal(vw_publisher_tick(r.p, T0 + t, NULL), 0);
-	peer_accept(&r.peers[0]);
-	peer_read(&r.peers[0], SIZE_MAX, T0 + t);
-	assert_int_equal(r.peers[0].connections, 1);
-	assert_int_equal(r.peers[0].resync_bad, 0);
+	snprintf(r->vms[0].channel_path, sizeof(r->vms[0].channel_path), "%s", r->peers[0].path);
+	assert_int_equal(vw_publisher_update(r->p, r->vms, 1), 0);
+	assert_true(vw_publisher_next_due(r->p) <= T0 + t);
+	assert_int_equal(vw_publisher_tick(r->p, T0 + t, NULL), 0);
+	peer_accept(&r->peers[0]);
+	peer_read(&r->peers[0], SIZE_MAX, T0 + t);
+	assert_int_equal(r->peers[0].connections, 1);
+	assert_int_equal(r->peers[0].resync_bad, 0);
 	/* The newest frame, sent on connecting rather than a period later. */
-	assert_int_equal(r.peers[0].rx.accepted, 1);
-	assert_int_equal(r.peers[0].rx.last.seq, vw_publisher_seq(r.p));
-	rig_free(&r);
+	assert_int_equal(r->peers[0].rx.accepted, 1);
+	assert_int_equal(r->peers[0].rx.last.seq, vw_publisher_seq(r->p));
 }
 
 int main(void)
@@ -647,12 +660,13 @@ int main(void)
 		cmocka_unit_test(test_hostile_peers),
 		cmocka_unit_test(test_options),
 		cmocka_unit_test(test_schedule),
-		cmocka_unit_test(test_rounding),
-		cmocka_unit_test(test_own_numbers),
-		cmocka_unit_test(test_vanish_and_return),
+		cmocka_unit_test_setup_teardown(test_rounding, one_vm_setup, rig_teardown),
+		cmocka_unit_test_setup_teardown(test_own_numbers, two_vms_setup, rig_teardown),
+		cmocka_unit_test_setup_teardown(test_vanish_and_return, one_vm_setup, rig_teardown),
 		cmocka_unit_test(test_invalid_uuid),
-		cmocka_unit_test(test_guest_bytes),
-		cmocka_unit_test(test_backoff_and_path_change),
+		cmocka_unit_test_setup_teardown(test_guest_bytes, one_vm_setup, rig_teardown),
+		cmocka_unit_test_setup_teardown(test_backoff_and_path_change, one_vm_setup,
+						rig_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

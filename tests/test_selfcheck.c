@@ -158,12 +158,6 @@ static void test_families(void **state)
 	assert_true(seen >= vw_host_family_table.n + vw_workload_family_table.n);
 }
 
-static void test_host_options(void **state)
-{
-	(void)state;
-	config_fixture_check_table(&vw_host_program);
-}
-
 /* The example configuration shipped in deploy/ loads as it is. */
 static void test_example_config_loads(void **state)
 {
@@ -171,8 +165,7 @@ static void test_example_config_loads(void **state)
 
 	(void)state;
 	config_fixture_load_example(&vw_host_program, &cfg);
-	assert_int_equal(cfg.common.interval_ns, 5 * VW_NSEC_PER_SEC);
-	assert_string_equal(cfg.common.listen_address, ":28282");
+	config_fixture_check_example_common(&cfg.common);
 	vw_config_free(&vw_host_program, &cfg);
 }
 
@@ -183,7 +176,8 @@ int main(void)
 		cmocka_unit_test(test_vm_sources),
 		cmocka_unit_test(test_cpu_accountants),
 		cmocka_unit_test(test_families),
-		cmocka_unit_test(test_host_options),
+		vw_unit_test_case("test_host_options", config_fixture_test_table, NULL, NULL,
+				  &vw_host_program),
 		cmocka_unit_test(test_example_config_loads),
 	};
 
