@@ -335,9 +335,21 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 			const char *node_name, const char *method)
 {
 	struct vw_workloads_totals t = w->totals;
-	int r = 0;
+	const char *v[] = { method, node_name, NULL };
+	int r;
 
-	if (w->o.processes)
+	/* The node's remainders first: a workload family that overflows --metrics.max-bytes is
+	 * left out, never these few series. */
+	r = render_rest(w, pw, F_UNATTR, t.unattributed, node_name);
+	if (r == 0)
+		r = render_rest(w, pw, F_UNCONT, t.uncontained, node_name);
+	if (r == 0)
+		r = vw_prom_family(pw, &vw_workload_families[F_METHOD]);
+	if (r == 0)
+		r = vw_prom_gauge(pw, v, 1);
+	if (r == 0)
+		r = vw_prom_family_end(pw);
+	if (r == 0 && w->o.processes)
 		r = render_processes(w, pw, node_name);
 	if (r == 0 && w->o.containers)
 		r = render_containers(w, pw, node_name);
@@ -345,18 +357,5 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 		r = render_pods(w, pw, node_name);
 	if (r == 0 && w->o.vms)
 		r = render_vms(w, pw, node_name);
-	if (r == 0)
-		r = render_rest(w, pw, F_UNATTR, t.unattributed, node_name);
-	if (r == 0)
-		r = render_rest(w, pw, F_UNCONT, t.uncontained, node_name);
-	if (r == 0) {
-		const char *v[] = { method, node_name, NULL };
-
-		r = vw_prom_family(pw, &vw_workload_families[F_METHOD]);
-		if (r == 0)
-			r = vw_prom_gauge(pw, v, 1);
-		if (r == 0)
-			r = vw_prom_family_end(pw);
-	}
 	return r;
 }
