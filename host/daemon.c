@@ -30,13 +30,25 @@ struct zone_state {
 	struct vw_idle_fit *fit;
 	struct vw_node_zone_view view;
 	uint64_t int_idle_uj, int_active_uj; /* the last interval's split */
+	bool measured; /* its source is a meter: the idle baseline may be learned from it */
 };
+
+/* An open power source and where its zones went: map[j] is the host's index of the source's
+ * zone j, or -1 for one left out (a model's platform zone where a platform meter exists). */
+struct host_source {
+	struct vw_power_source ps;
+	int map[VW_POWER_MAX_ZONES];
+	size_t n_zones;
+};
+
+enum { SRC_CPU, SRC_PLATFORM }; /* the CPU zones' source (always), the platform meter's */
 
 struct vw_host {
 	struct vw_daemon d; /* roots, model, accountant, workloads, exposition (daemon_base.h) */
 	const struct vw_host_config *cfg;
-	struct vw_power_source src;
-	const struct vw_zone_info *zones;
+	struct host_source src[2]; /* [SRC_CPU], then [SRC_PLATFORM] when a platform meter opened */
+	size_t n_src;
+	struct vw_zone_info zones[VW_POWER_MAX_ZONES]; /* every source's zones, as used */
 	size_t n_zones;
 	struct zone_state *zs;
 	struct vw_cpu_stat stat_sample, stat_publish;
@@ -86,6 +98,27 @@ static int parse_idle_overrides(const struct vw_strlist *l, double out[VW_ZONE__
 	return 0;
 }
 
+/* The sources' zones into h->zones: a platform meter's platform zone replaces a model's. */
+static void gather_zones(struct vw_host *h)
+{
+	for (size_t s = 0; s < h->n_src; s++) {
+		struct host_source *hs = &h->src[s];
+		const struct vw_zone_info *zi;
+
+		hs->n_zones = VW_MIN(hs->ps.ops->zones(hs->ps.state, &zi), VW_POWER_MAX_ZONES);
+		for (size_t j = 0; j < hs->n_zones; j++) {
+			bool replaced = s == SRC_CPU && h->n_src > SRC_PLATFORM &&
+					zi[j].zone == VW_ZONE_PLATFORM;
+
+			hs->map[j] = -1;
+			if (replaced || h->n_zones == VW_POWER_MAX_ZONES)
+				continue;
+			hs->map[j] = (int)h->n_zones;
+			h->zones[h->n_zones++] = zi[j];
+		}
+	}
+}
+
 static int setup_zones(struct vw_host *h)
 {
 	double overrides[VW_ZONE__COUNT];
@@ -93,10 +126,14 @@ static int setup_zones(struct vw_host *h)
 
 	if (r < 0)
 		return r;
-	h->n_zones = h->src.ops->zones(h->src.state, &h->zones);
+	gather_zones(h);
 	h->zs = calloc(h->n_zones ? h->n_zones : 1, sizeof(*h->zs));
 	if (!h->zs)
 		return -ENOMEM;
+	for (size_t s = 0; s < h->n_src; s++)
+		for (size_t j = 0; j < h->src[s].n_zones; j++)
+			if (h->src[s].map[j] >= 0)
+				h->zs[h->src[s].map[j]].measured = h->src[s].ps.ops->measured;
 	for (size_t i = 0; i < h->n_zones; i++) {
 		struct zone_state *z = &h->zs[i];
 
@@ -152,8 +189,8 @@ static int setup_vms(struct vw_host *h)
 	h->channels = vw_vm_channels_new(); /* what the publisher needs of each listing */
 	if (!h->channels)
 		return -ENOMEM;
-	if (h->src.ops->stats)
-		h->src.ops->stats(h->src.state, &st);
+	if (h->src[SRC_CPU].ps.ops->stats)
+		h->src[SRC_CPU].ps.ops->stats(h->src[SRC_CPU].ps.state, &st);
 	po = (struct vw_publish_opts){
 		.period_ns = c->passthrough_interval_ns ? c->passthrough_interval_ns
 							: VW_MAX(c->common.interval_ns, VW_NSEC_PER_SEC),
@@ -161,7 +198,7 @@ static int setup_vms(struct vw_host *h)
 		.energy_step_uj = (uint64_t)(c->passthrough_energy_step_j * 1e6),
 		.power_step_w = c->passthrough_power_step_w,
 		.share_root = nonempty(c->passthrough_share_root),
-		.source = h->src.ops->name,
+		.source = h->src[SRC_CPU].ps.ops->name,
 		.model = st.model,
 		.lock_dir = nonempty(c->passthrough_lock_dir),
 		.procfs_root = c->common.procfs,
@@ -252,11 +289,49 @@ static const struct vw_daemon_hooks host_hooks = {
 	.tables = host_tables,
 };
 
+static const char *const *names_or_all(const struct vw_strlist *l)
+{
+	return l->n ? (const char *const *)l->v : NULL;
+}
+
+/*
+ * The CPU zones' source (one must open), then a platform meter if the machine has one: none is
+ * a value, not an error (said once; the platform zone is then a model's, or absent).
+ */
+static int open_sources(struct vw_host *h, const struct vw_power_env *env)
+{
+	const struct vw_strlist *plat = &h->cfg->platform_sources;
+	int r = vw_power_source_open(vw_host_power_sources, env, names_or_all(&h->cfg->sources),
+				     &h->src[SRC_CPU].ps);
+
+	if (r < 0) {
+		vw_error("power: no power source could be opened");
+		return r;
+	}
+	h->n_src = 1;
+	if (plat->n == 1 && strcmp(plat->v[0], "none") == 0)
+		return 0;
+	r = vw_power_source_open(vw_host_platform_sources, env, names_or_all(plat),
+				 &h->src[SRC_PLATFORM].ps);
+	if (r == -EINVAL) {
+		vw_error("config: --platform.sources names a meter this build does not have "
+			 "(known: acpi; none for no platform meter)");
+		return r;
+	}
+	if (r < 0) {
+		vw_log(plat->n ? VW_LOG_WARN : VW_LOG_INFO,
+		       "power: no platform meter found (%s): %s", strerror(-r),
+		       plat->n ? "check --platform.sources and the meter" : "no measured platform zone");
+		return 0;
+	}
+	h->n_src = 2;
+	return 0;
+}
+
 int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 {
 	struct vw_host *h = calloc(1, sizeof(*h));
 	struct vw_power_env env;
-	const char *const *only;
 	int r;
 
 	if (!h)
@@ -272,13 +347,9 @@ int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 				     .model = h->d.model,
 				     .model_origin = h->d.model_origin,
 				     .host_cores = h->d.stat.ncpus };
-	only = cfg->sources.n ? (const char *const *)cfg->sources.v : NULL;
-	r = vw_power_source_open(vw_host_power_sources, &env, only, &h->src);
-	if (r < 0) {
-		vw_error("power: no power source could be opened");
-		goto fail;
-	}
-	r = setup_zones(h);
+	r = open_sources(h, &env);
+	if (r == 0)
+		r = setup_zones(h);
 	if (r == 0)
 		r = setup_workloads(h);
 	if (r < 0)
@@ -300,8 +371,9 @@ void vw_host_free(struct vw_host *h)
 	vw_publisher_free(h->publisher);
 	vw_vms_close(h->vms);
 	vw_vm_channels_free(h->channels);
-	/* The workloads hold no reference to the source: the engine's part goes after it. */
-	vw_power_source_close(&h->src);
+	/* The workloads hold no reference to the sources: the engine's part goes after them. */
+	for (size_t s = 0; s < h->n_src; s++)
+		vw_power_source_close(&h->src[s].ps);
 	vw_daemon_fini(&h->d);
 	free(h);
 }
@@ -311,22 +383,32 @@ struct vw_exposition *vw_host_exposition(struct vw_host *h)
 	return h->d.expo;
 }
 
-static void read_meters(struct vw_host *h, const struct vw_node_activity *act)
+static void read_source(struct vw_host *h, struct host_source *hs,
+			const struct vw_node_activity *act)
 {
 	uint64_t raw[VW_POWER_MAX_ZONES] = { 0 };
 	int errs[VW_POWER_MAX_ZONES] = { 0 };
 
-	(void)h->src.ops->read(h->src.state, act, raw, errs);
-	for (size_t i = 0; i < h->n_zones; i++) {
-		struct zone_state *z = &h->zs[i];
+	(void)hs->ps.ops->read(hs->ps.state, act, raw, errs);
+	for (size_t j = 0; j < hs->n_zones; j++) {
+		struct zone_state *z;
 
+		if (hs->map[j] < 0)
+			continue;
+		z = &h->zs[hs->map[j]];
 		/* The source logs its own failures (rate-limited); count them here. */
-		if (errs[i] < 0) {
+		if (errs[j] < 0) {
 			z->read_errors++;
 			continue;
 		}
-		vw_energy_counter_update(&z->ctr, raw[i], act->now_ns, NULL);
+		vw_energy_counter_update(&z->ctr, raw[j], act->now_ns, NULL);
 	}
+}
+
+static void read_meters(struct vw_host *h, const struct vw_node_activity *act)
+{
+	for (size_t s = 0; s < h->n_src; s++)
+		read_source(h, &h->src[s], act);
 }
 
 int vw_host_sample(struct vw_host *h, uint64_t now_ns)
@@ -394,7 +476,7 @@ static void close_zone_interval(struct vw_host *h, size_t i, uint64_t dt_ns)
 
 	vw_idle_split(energy, dt_ns, idle_w, h->usage, &idle_uj, &active_uj);
 	/* Learn the baseline only from clean intervals of a real meter. */
-	if (h->src.ops->measured && z->ctr.gaps == z->published_gaps && dt_ns > 0)
+	if (z->measured && z->ctr.gaps == z->published_gaps && dt_ns > 0)
 		vw_idle_fit_add(z->fit, h->usage, vw_energy_watts(energy, dt_ns));
 	z->published_uj = z->ctr.total_uj;
 	z->published_gaps = z->ctr.gaps;
@@ -415,6 +497,7 @@ static void close_zone_interval(struct vw_host *h, size_t i, uint64_t dt_ns)
 
 static int render_and_publish(struct vw_host *h)
 {
+	const struct vw_power_source *cpu = &h->src[SRC_CPU].ps;
 	struct vw_node_zone_view views[VW_POWER_MAX_ZONES];
 	struct vw_power_source_stats st = { 0 };
 	struct vw_publish_stats ps = { 0 };
@@ -422,10 +505,13 @@ static int render_and_publish(struct vw_host *h)
 
 	for (size_t i = 0; i < h->n_zones; i++)
 		views[i] = h->zs[i].view;
-	if (h->src.ops->stats)
-		h->src.ops->stats(h->src.state, &st);
-	v = (struct vw_node_view){ .source = h->src.ops->name,
-				   .measured = h->src.ops->measured,
+	if (cpu->ops->stats)
+		cpu->ops->stats(cpu->state, &st);
+	v = (struct vw_node_view){ .source = cpu->ops->name,
+				   .measured = cpu->ops->measured,
+				   .platform_source = h->n_src > SRC_PLATFORM
+							      ? h->src[SRC_PLATFORM].ps.ops->name
+							      : NULL,
 				   .model = st.model,
 				   .model_clamped = st.clamped,
 				   .model_extrapolated = st.extrapolated,

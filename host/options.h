@@ -13,6 +13,7 @@ struct vw_host_config {
 	struct vw_daemon_options common; /* the flags virtwatt-guest shares */
 	uint64_t sample_ns;          /* meter sampling period (<= interval; wrap safety) */
 	struct vw_strlist sources;   /* power sources in preference order; empty = all */
+	struct vw_strlist platform_sources; /* whole-node meters; empty = all, "none" = off */
 	struct vw_strlist idle_watts; /* zone=W overrides, e.g. package=42.5 */
 	uint64_t idle_window;         /* intervals in the idle fit's sliding window */
 	double idle_min_spread;       /* usage spread needed to fit */

@@ -75,6 +75,11 @@ static void test_power_sources(void **state)
 	/* Real meters come before estimates. */
 	assert_true(vw_host_power_sources[0]->measured);
 	assert_false(vw_host_power_sources[r.n - 1]->measured);
+	/* Platform meters: real meters only, named apart from the CPU zones' sources. */
+	for (const struct vw_power_source_ops *const *o = vw_host_platform_sources; *o; o++) {
+		registry_add(&r, (*o)->name, power_source_missing(*o));
+		assert_true((*o)->measured);
+	}
 }
 
 static void test_vm_sources(void **state)

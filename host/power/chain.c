@@ -8,3 +8,7 @@ const struct vw_power_source_ops *const vw_host_power_sources[] = {
 	&vw_src_estimator,
 	NULL,
 };
+
+const struct vw_power_source_ops *const vw_host_platform_sources[] = {
+	NULL,
+};

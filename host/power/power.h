@@ -15,3 +15,8 @@ extern const struct vw_power_source_ops vw_src_powercap;
 
 /* Preference order: a real meter first, the model only where no meter exists (NULL-ended). */
 extern const struct vw_power_source_ops *const vw_host_power_sources[];
+/*
+ * Whole-node meters, in preference order (NULL-ended): the first that opens gives the node's
+ * platform zone, beside the CPU zones of vw_host_power_sources.
+ */
+extern const struct vw_power_source_ops *const vw_host_platform_sources[];

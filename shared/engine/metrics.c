@@ -50,7 +50,8 @@ const struct vw_metric_family vw_host_families[] = {
 			   "(goversion carries the C compiler)",
 			   NULL, l_build },
 	[F_SOURCE] = { "virtwatt_node_power_source_info", VW_METRIC_GAUGE,
-		       "The power source in use: kind is measured (a meter) or estimated (a model)",
+		       "The power sources in use (the CPU zones', then a platform meter's): kind is "
+		       "measured (a meter) or estimated (a model)",
 		       NULL, l_source },
 	[F_BASELINE] = { "virtwatt_node_cpu_idle_baseline_watts", VW_METRIC_GAUGE,
 			 "Idle power used to split energy into idle and active, and how it was "
@@ -162,11 +163,18 @@ static int render_node(struct vw_prom_writer *w, const struct vw_node_view *v)
 	const char *node[] = { v->node_name, NULL };
 	const char *src[] = { v->source, v->measured ? "measured" : "estimated",
 			      v->model ? v->model : "none", v->node_name, NULL };
+	const char *plat[] = { v->platform_source, "measured", "none", v->node_name, NULL };
 	int r;
 
 	r = vw_prom_single(w, &vw_host_families[F_USAGE], node, v->usage_ratio);
 	if (r == 0)
-		r = vw_prom_single(w, &vw_host_families[F_SOURCE], src, 1);
+		r = vw_prom_family(w, &vw_host_families[F_SOURCE]);
+	if (r == 0)
+		r = vw_prom_gauge(w, src, 1);
+	if (r == 0 && v->platform_source)
+		r = vw_prom_gauge(w, plat, 1);
+	if (r == 0)
+		r = vw_prom_family_end(w);
 	if (r == 0 && !v->measured)
 		r = vw_prom_single(w, &vw_host_families[F_CLAMPED], node, (double)v->model_clamped);
 	if (r == 0 && !v->measured)

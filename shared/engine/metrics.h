@@ -25,8 +25,9 @@ struct vw_node_zone_view {
 
 struct vw_node_view {
 	const char *node_name;
-	const char *source;     /* "rapl", "estimator" */
+	const char *source;     /* the CPU zones': "rapl", "estimator" */
 	bool measured;
+	const char *platform_source; /* the platform meter ("acpi"), or NULL for none */
 	const char *model;      /* model identity when estimated, else NULL */
 	uint64_t model_clamped; /* estimator outputs clamped at 0 */
 	uint64_t model_extrapolated; /* estimator inputs beyond the model's training range */
