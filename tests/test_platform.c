@@ -1,0 +1,217 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The platform zone end to end: the real virtwatt-host over a sysfs tree with an ACPI power
+ * meter (hwmon "power_meter", power1_average in µW) and this machine's real /proc. The meter's
+ * power comes back as the platform zone, beside the CPU zones' source; its energy is split into
+ * idle and active and given to the processes that ran, to the µJ; a busy child owns a share of
+ * it as it owns a share of the CPU zones'.
+ */
+#include "vw_test.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fixture.h"
+
+#define METER_W 150.0
+#define HWMON_DEV "devices/platform/ACPI000D:00/hwmon/hwmon3"
+
+static pid_t daemon_pid;
+
+static int stop_leftover(void **state)
+{
+	(void)state;
+	vw_fixture_kill(&daemon_pid);
+	return 0;
+}
+
+/* A sysfs with no powercap (the CPU zones come from the model) and one ACPI power meter. */
+static char *make_sysfs(void)
+{
+	char *dir = vw_fixture_mkdtemp("platform");
+	char text[64], target[600], link[600];
+
+	assert_non_null(dir);
+	assert_int_equal(vw_fixture_mkdir(dir, "sys/" HWMON_DEV), 0);
+	assert_int_equal(vw_fixture_mkdir(dir, "sys/class/hwmon"), 0);
+	assert_int_equal(vw_fixture_write(dir, "sys/" HWMON_DEV "/name", "power_meter\n", 0), 0);
+	snprintf(text, sizeof(text), "%.0f\n", METER_W * 1e6);
+	assert_int_equal(vw_fixture_write(dir, "sys/" HWMON_DEV "/power1_average", text, 0), 0);
+	assert_int_equal(
+		vw_fixture_write(dir, "sys/" HWMON_DEV "/power1_average_interval", "1000\n", 0), 0);
+	assert_int_equal(vw_fixture_write(dir, "sys/" HWMON_DEV "/power1_cap", "0\n", 0), 0);
+	snprintf(target, sizeof(target), "../../%s", HWMON_DEV);
+	snprintf(link, sizeof(link), "%s/sys/class/hwmon/hwmon3", dir);
+	assert_int_equal(symlink(target, link), 0);
+	return dir;
+}
+
+static char *scrape(unsigned port)
+{
+	char url[64];
+	long code = 0;
+	char *body;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+	body = vw_fixture_http_get(url, &code);
+	assert_non_null(body);
+	assert_int_equal(code, 200);
+	return body;
+}
+
+static double monotonic_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* The sum of a family's samples in a zone (and more labels, "" for none). */
+static double zone_sum(const char *body, const char *family, const char *zone, const char *more)
+{
+	char match[256];
+
+	snprintf(match, sizeof(match), "zone=\"%s\"%s", zone, more);
+	return vw_fixture_sample_sum(body, family, match);
+}
+
+/* The sum of a family's samples whose labels hold both a and b. */
+static double sum_where(const char *body, const char *family, const char *a, const char *b)
+{
+	size_t flen = strlen(family);
+	double sum = 0;
+
+	for (const char *p = body; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
+		const char *end = strchr(p, '}');
+		const char *eol = strchr(p, '\n');
+
+		if (strncmp(p, family, flen) != 0 || p[flen] != '{' || !end || (eol && end > eol))
+			continue;
+		if (memmem(p, (size_t)(end - p), a, strlen(a)) &&
+		    memmem(p, (size_t)(end - p), b, strlen(b)))
+			sum += strtod(end + 1, NULL);
+	}
+	return sum;
+}
+
+/* What processes, the uncontained and the unattributed rest got of a zone, idle and active. */
+static void check_conserved(const char *body, const char *zone)
+{
+	double node_a = zone_sum(body, "kepler_node_cpu_active_joules_total", zone, "");
+	double node_i = zone_sum(body, "kepler_node_cpu_idle_joules_total", zone, "");
+	double proc_a = zone_sum(body, "kepler_process_cpu_joules_total", zone, "");
+	double proc_i = zone_sum(body, "virtwatt_process_cpu_idle_joules_total", zone, "");
+	double rest_a = zone_sum(body, "virtwatt_node_cpu_unattributed_joules_total", zone,
+				 ",mode=\"active\"");
+	double rest_i = zone_sum(body, "virtwatt_node_cpu_unattributed_joules_total", zone,
+				 ",mode=\"idle\"");
+
+	print_message("# %s: node active %.6f J idle %.6f J; processes %.6f + %.6f J, "
+		      "unattributed %.6f + %.6f J\n",
+		      zone, node_a, node_i, proc_a, proc_i, rest_a, rest_i);
+	assert_true(node_a > 0);
+	assert_double_near(proc_a + rest_a, node_a, 2e-6);
+	assert_double_near(proc_i + rest_i, node_i, 2e-6);
+}
+
+static void test_platform_meter(void **state)
+{
+	char *dir = make_sysfs();
+	char sys[600], busy[64], log[640], *body;
+	char *argv[] = { VW_HOST_BIN, sys, "--host.procfs=/proc", "--libvirt.uri=",
+			 "--passthrough.enable=false", "--web.listen-address=127.0.0.1:0",
+			 "--monitor.interval=1s", "--monitor.sample-interval=250ms",
+			 "--metrics.process-top-n=0", "--kube.node-name=plat", NULL };
+	double j0 = -1, t0 = 0, j1, t1, w;
+	unsigned port = 0;
+	pid_t child;
+
+	(void)state;
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s/sys", dir);
+	snprintf(log, sizeof(log), "%s/host.log", dir);
+	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &daemon_pid, &port), 0);
+
+	/* The platform zone appears, from the meter, beside the model's CPU zones. */
+	for (int i = 0; i < 100 && j0 < 0; i++) {
+		body = scrape(port);
+		if (strstr(body, "kepler_node_cpu_joules_total{zone=\"platform\"")) {
+			j0 = zone_sum(body, "kepler_node_cpu_joules_total", "platform", "");
+			t0 = monotonic_s();
+			assert_true(vw_fixture_sample_sum(body, "virtwatt_node_power_source_info",
+							  "source=\"acpi\",kind=\"measured\"") ==
+				    1);
+			assert_true(vw_fixture_sample_sum(body, "virtwatt_node_power_source_info",
+							  NULL) == 2);
+			assert_non_null(strstr(body, "zone=\"platform\",path=\"/sys/class/hwmon/"
+						     "hwmon3\""));
+		}
+		free(body);
+		if (j0 < 0)
+			usleep(100 * 1000);
+	}
+	assert_true(j0 >= 0);
+
+	/* A busy child runs 2 s of CPU, then exits; the daemon sees it at its next interval. */
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		vw_fixture_spin(2.0);
+		_exit(0);
+	}
+	waitpid(child, NULL, 0);
+	sleep(3);
+	body = scrape(port);
+	t1 = monotonic_s();
+	j1 = zone_sum(body, "kepler_node_cpu_joules_total", "platform", "");
+	w = zone_sum(body, "kepler_node_cpu_watts", "platform", "");
+	print_message("# platform: %.3f J in %.2f s (%.2f W; the meter says %.0f W), last "
+		      "interval %.3f W\n",
+		      j1 - j0, t1 - t0, (j1 - j0) / (t1 - t0), METER_W, w);
+	/* Each interval's power is the meter's; the counter follows it (interval granularity:
+	 * published once a second, read between publications). */
+	assert_double_near(w, METER_W, METER_W / 100);
+	assert_true(j1 - j0 >= METER_W * (t1 - t0 - 1.5) && j1 - j0 <= METER_W * (t1 - t0 + 1.5));
+
+	/* Every zone's energy went to processes or the named rest, to the µJ. */
+	check_conserved(body, "platform");
+	check_conserved(body, "package");
+
+	/* The child owns of the platform's active energy what it owns of the package's: both
+	 * are split by the same CPU time, interval by interval. */
+	snprintf(busy, sizeof(busy), "pid=\"%d\"", (int)child);
+	{
+		double plat = zone_sum(body, "kepler_node_cpu_active_joules_total", "platform", "");
+		double pkg = zone_sum(body, "kepler_node_cpu_active_joules_total", "package", "");
+		double plat_c = sum_where(body, "kepler_process_cpu_joules_total", busy,
+					  "zone=\"platform\"");
+		double pkg_c = sum_where(body, "kepler_process_cpu_joules_total", busy,
+					 "zone=\"package\"");
+
+		print_message("# child %s: platform active %.3f of %.3f J (%.1f %%), package "
+			      "active %.3f of %.3f J (%.1f %%)\n",
+			      busy, plat_c, plat, 100 * plat_c / plat, pkg_c, pkg,
+			      100 * pkg_c / pkg);
+		assert_true(plat_c > 0 && pkg_c > 0);
+		/* The split differs only by how each zone's energy is spread over the intervals. */
+		assert_true(plat_c / plat > 0.5 * pkg_c / pkg && plat_c / plat < 2 * pkg_c / pkg);
+	}
+	free(body);
+	assert_int_equal(vw_fixture_stop_daemon(daemon_pid), 0);
+	daemon_pid = 0;
+	vw_fixture_rm(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_platform_meter, stop_leftover),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
