@@ -13,6 +13,16 @@
  */
 extern const struct vw_power_source_ops vw_src_powercap;
 
+/*
+ * The ACPI 4.0 power meter through <sysfs>/class/hwmon (src_hwmon.c, name "acpi"): one
+ * VW_ZONE_PLATFORM zone per hwmon device named "power_meter", socket = its place in hwmon
+ * order, path "/sys/class/hwmon/hwmonN". Its power1_average (µW) is integrated over act->now_ns
+ * into a µJ counter that never wraps; a failed read counts no energy up to the next good one.
+ * open(): -ENODEV without a meter (logged at debug only), -EACCES when every meter refuses.
+ * Not in vw_host_power_sources: the host's platform chain takes it.
+ */
+extern const struct vw_power_source_ops vw_src_acpi_power_meter;
+
 /* Preference order: a real meter first, the model only where no meter exists (NULL-ended). */
 extern const struct vw_power_source_ops *const vw_host_power_sources[];
 /*
