@@ -1,0 +1,741 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The ACPI power meter source (host/power/src_hwmon.c) on fixture sysfs trees shaped like a
+ * real server's: class/hwmon/hwmonN are symlinks into devices/; a CPU temperature chip keeps
+ * its attributes on the hwmon device, while acpi_power_meter (still on hwmon_device_register())
+ * keeps `name`, power1_average and the rest on the ACPI device, hwmonN/device. The daemon's
+ * clock is driven by hand (act.now_ns). openat is wrapped (-Wl,--wrap, tests/meson.build) to
+ * refuse a meter with EACCES even as root and to catch any open for writing.
+ */
+#include "vw_test.h"
+
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "energy.h"
+#include "fileio.h"
+#include "fixture.h"
+#include "log.h"
+#include "power.h"
+
+#define SRC vw_src_acpi_power_meter
+#define MS VW_NSEC_PER_MSEC
+#define T0 (1000 * VW_NSEC_PER_SEC) /* the daemon's monotonic clock at the first read */
+#define ACPI_DEV "devices/LNXSYSTM:00/LNXSYBUS:00/ACPI000D:%02u"
+#define PMM_NONE "4294967295000\n" /* _PMM's "no reading" (0xFFFFFFFF mW) as the driver shows it */
+
+typedef unsigned __int128 u128;
+
+/* ---- openat: refuse power1_average, count opens for writing --------------------------------- */
+
+static struct {
+	bool deny_all;  /* every power1_average refused with EACCES */
+	ino_t deny_ino; /* ... or only the one in the directory with this inode */
+	unsigned writes;
+} io;
+
+int __real_openat(int dirfd, const char *path, int flags, ...);
+int __wrap_openat(int dirfd, const char *path, int flags, ...);
+int __real_openat64(int dirfd, const char *path, int flags, ...);
+int __wrap_openat64(int dirfd, const char *path, int flags, ...);
+
+static bool refused(int dirfd, const char *path, int flags)
+{
+	struct stat st;
+
+	if (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND))
+		io.writes++;
+	if (strcmp(path, "power1_average") != 0)
+		return false;
+	return io.deny_all || (io.deny_ino && fstat(dirfd, &st) == 0 && st.st_ino == io.deny_ino);
+}
+
+/* fileio.c calls openat64 where _FILE_OFFSET_BITS=64 redirects it; both names lead here. */
+#define WRAP_OPENAT(name)                                                                          \
+	int __wrap_##name(int dirfd, const char *path, int flags, ...)                             \
+	{                                                                                          \
+		va_list ap;                                                                        \
+		mode_t mode;                                                                       \
+                                                                                                   \
+		va_start(ap, flags);                                                               \
+		mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;              \
+		va_end(ap);                                                                        \
+		if (refused(dirfd, path, flags)) {                                                 \
+			errno = EACCES;                                                            \
+			return -1;                                                                 \
+		}                                                                                  \
+		return __real_##name(dirfd, path, flags, mode);                                    \
+	}
+WRAP_OPENAT(openat)
+WRAP_OPENAT(openat64)
+
+/* ---- log lines by level ------------------------------------------------------------------- */
+
+struct logged {
+	unsigned at[VW_LOG_DEBUG + 1]; /* lines per level */
+	char text[8192];
+};
+
+static void logged_sink(enum vw_log_level level, const char *msg, void *ud)
+{
+	struct logged *l = ud;
+	size_t used = strlen(l->text);
+
+	l->at[level]++;
+	snprintf(l->text + used, sizeof(l->text) - used, "%s: %s\n", vw_log_level_name(level), msg);
+}
+
+static void log_to(struct logged *l)
+{
+	memset(l, 0, sizeof(*l));
+	vw_log_set_sink(logged_sink, l);
+	vw_log_set_level(VW_LOG_DEBUG);
+}
+
+static void log_restore(void)
+{
+	vw_log_set_sink(NULL, NULL);
+	vw_log_set_level(VW_LOG_INFO);
+}
+
+#define assert_logged(l, s)                                                                        \
+	do {                                                                                       \
+		if (!strstr((l)->text, (s)))                                                       \
+			fail_msg("log lacks \"%s\"; it has:\n%s", (s), (l)->text);                 \
+	} while (0)
+
+/* ---- fixture machines --------------------------------------------------------------------- */
+
+struct machine {
+	char *root;
+	int sysfs_fd;
+	void *state;
+	const struct vw_zone_info *zones;
+	size_t n;
+	uint64_t raw[VW_POWER_MAX_ZONES];
+	int errs[VW_POWER_MAX_ZONES];
+};
+
+static void put(struct machine *m, const char *rel, const char *text)
+{
+	assert_int_equal(vw_fixture_write(m->root, rel, text, 0), 0);
+}
+
+/* class/hwmon/hwmonN -> ../../<devdir>/hwmon/hwmonN, whose `device` links back to devdir. */
+static void link_hwmon(struct machine *m, const char *devdir, unsigned n)
+{
+	char hw[256], target[300], rel[300];
+
+	snprintf(hw, sizeof(hw), "%s/hwmon/hwmon%u", devdir, n);
+	assert_int_equal(vw_fixture_mkdir(m->root, hw), 0);
+	snprintf(target, sizeof(target), "../../../%s", strrchr(devdir, '/') + 1);
+	snprintf(rel, sizeof(rel), "%s/device", hw);
+	assert_int_equal(vw_fixture_symlink(m->root, target, rel), 0);
+	assert_int_equal(vw_fixture_mkdir(m->root, "class/hwmon"), 0);
+	snprintf(target, sizeof(target), "../../%s", hw);
+	snprintf(rel, sizeof(rel), "class/hwmon/hwmon%u", n);
+	assert_int_equal(vw_fixture_symlink(m->root, target, rel), 0);
+}
+
+/* A CPU temperature chip (a modern driver: its attributes on hwmonN itself). */
+static void add_temp_chip(struct machine *m, unsigned n, const char *name, const char *pci)
+{
+	char dev[128], rel[256], text[64];
+
+	snprintf(dev, sizeof(dev), "devices/pci0000:00/%s", pci);
+	link_hwmon(m, dev, n);
+	snprintf(rel, sizeof(rel), "%s/hwmon/hwmon%u/name", dev, n);
+	snprintf(text, sizeof(text), "%s\n", name);
+	put(m, rel, text);
+	snprintf(rel, sizeof(rel), "%s/hwmon/hwmon%u/temp1_input", dev, n);
+	put(m, rel, "45250\n");
+}
+
+/* A file of ACPI power meter number acpi (on the ACPI device); NULL text removes it. */
+static void meter_file(struct machine *m, unsigned acpi, const char *file, const char *text)
+{
+	char rel[256], path[512];
+
+	snprintf(rel, sizeof(rel), ACPI_DEV "/%s", acpi, file);
+	if (text) {
+		put(m, rel, text);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/%s", m->root, rel);
+	assert_int_equal(unlink(path), 0);
+}
+
+static void set_power(struct machine *m, unsigned acpi, uint64_t uw)
+{
+	char text[32];
+
+	snprintf(text, sizeof(text), "%llu\n", (unsigned long long)uw);
+	meter_file(m, acpi, "power1_average", text);
+}
+
+/* acpi_power_meter as a server has it: measuring, a writable cap, trip points not set. */
+static void add_meter(struct machine *m, unsigned n, unsigned acpi, uint64_t uw)
+{
+	char dev[128];
+
+	snprintf(dev, sizeof(dev), ACPI_DEV, acpi);
+	link_hwmon(m, dev, n);
+	meter_file(m, acpi, "name", "power_meter\n");
+	set_power(m, acpi, uw);
+	meter_file(m, acpi, "power1_average_interval", "1000\n");
+	meter_file(m, acpi, "power1_average_interval_min", "1000\n");
+	meter_file(m, acpi, "power1_average_interval_max", "60000\n");
+	meter_file(m, acpi, "power1_cap", "450000000\n");
+	meter_file(m, acpi, "power1_average_max", "unknown\n");
+	meter_file(m, acpi, "power1_average_min", "unknown\n");
+	meter_file(m, acpi, "power1_accuracy", "95.0%\n");
+	meter_file(m, acpi, "power1_is_battery", "0\n");
+}
+
+/* A Supermicro-like box: k10temp at hwmon0, the ACPI meter at hwmon1, an NVMe at hwmon2. */
+static void add_server(struct machine *m, uint64_t uw)
+{
+	add_temp_chip(m, 0, "k10temp", "0000:00:18.3");
+	add_meter(m, 1, 0, uw);
+	add_temp_chip(m, 2, "nvme", "0000:00:01.1/0000:01:00.0");
+}
+
+static void machine_new(struct machine *m)
+{
+	*m = (struct machine){ .root = vw_fixture_mkdtemp("hwmon"), .sysfs_fd = -1 };
+	assert_non_null(m->root);
+	m->sysfs_fd = vw_root_open(m->root);
+	assert_true(m->sysfs_fd >= 0);
+	memset(&io, 0, sizeof(io));
+}
+
+static void machine_free(struct machine *m)
+{
+	SRC.close(m->state);
+	if (m->sysfs_fd >= 0)
+		close(m->sysfs_fd);
+	vw_fixture_rm(m->root);
+	memset(&io, 0, sizeof(io));
+	*m = (struct machine){ .sysfs_fd = -1 };
+}
+
+static int machine_open(struct machine *m)
+{
+	struct vw_power_env env = { .sysfs_fd = m->sysfs_fd };
+	int r = SRC.open(&env, &m->state);
+
+	if (r == 0)
+		m->n = SRC.zones(m->state, &m->zones);
+	return r;
+}
+
+/* One read at the daemon's time now_ns. */
+static int machine_read(struct machine *m, uint64_t now_ns)
+{
+	struct vw_node_activity act = { .now_ns = now_ns };
+
+	for (size_t i = 0; i < VW_POWER_MAX_ZONES; i++) {
+		m->raw[i] = 0xdeadbeef;
+		m->errs[i] = 1;
+	}
+	return SRC.read(m->state, &act, m->raw, m->errs);
+}
+
+static void assert_zone(const struct machine *m, size_t i, unsigned socket, const char *path)
+{
+	assert_true(i < m->n);
+	if (m->zones[i].zone != VW_ZONE_PLATFORM || m->zones[i].socket != socket ||
+	    strcmp(m->zones[i].path, path) != 0)
+		fail_msg("zone %zu: %s socket %u %s, expected platform socket %u %s", i,
+			 vw_zone_name(m->zones[i].zone), m->zones[i].socket, m->zones[i].path,
+			 socket, path);
+	assert_int_equal(m->zones[i].max_range_uj, 0);
+	assert_double_near(m->zones[i].idle_w, -1, 0);
+}
+
+/* ---- tests -------------------------------------------------------------------------------- */
+
+static void test_ops_table(void **state)
+{
+	(void)state;
+	assert_string_equal(SRC.name, "acpi");
+	assert_true(SRC.measured);
+	assert_non_null(SRC.open);
+	assert_non_null(SRC.zones);
+	assert_non_null(SRC.read);
+	assert_non_null(SRC.close);
+	SRC.close(NULL);
+}
+
+/* No meter is the usual case: -ENODEV, and nothing said above debug. */
+static void test_no_meter(void **state)
+{
+	struct vw_power_env env = { .sysfs_fd = -1 };
+	struct machine m;
+	struct logged l;
+
+	(void)state;
+	assert_int_equal(SRC.open(&env, &m.state), -EBADF);
+	machine_new(&m);
+	log_to(&l);
+	assert_int_equal(machine_open(&m), -ENODEV); /* no class/hwmon */
+	assert_int_equal(vw_fixture_mkdir(m.root, "class/hwmon"), 0);
+	assert_int_equal(machine_open(&m), -ENODEV); /* empty */
+	add_temp_chip(&m, 0, "k10temp", "0000:00:18.3");
+	add_temp_chip(&m, 1, "coretemp", "0000:00:18.4");
+	/* Entries that are no hwmon device, a dangling link, a chip without a name. */
+	assert_int_equal(vw_fixture_symlink(m.root, "../../nowhere", "class/hwmon/hwmon7"), 0);
+	assert_int_equal(vw_fixture_mkdir(m.root, "class/hwmon/hwmon8"), 0);
+	put(&m, "class/hwmon/hwmon01/name", "power_meter\n");
+	put(&m, "class/hwmon/hwmonx/name", "power_meter\n");
+	put(&m, "class/hwmon/power_meter/name", "power_meter\n");
+	assert_int_equal(machine_open(&m), -ENODEV);
+	assert_null(m.state);
+	assert_int_equal(l.at[VW_LOG_ERROR] + l.at[VW_LOG_WARN] + l.at[VW_LOG_INFO], 0);
+
+	/* A power_meter that only caps (no power1_average): not a meter; said at info. */
+	add_meter(&m, 3, 0, 0);
+	meter_file(&m, 0, "power1_average", NULL);
+	assert_int_equal(machine_open(&m), -ENODEV);
+	assert_int_equal(l.at[VW_LOG_ERROR] + l.at[VW_LOG_WARN], 0);
+	assert_logged(&l, "info: acpi: /sys/class/hwmon/hwmon3: power_meter without "
+			  "power1_average");
+	log_restore();
+	machine_free(&m);
+}
+
+static void test_server(void **state)
+{
+	struct machine m;
+	struct logged l;
+
+	(void)state;
+	machine_new(&m);
+	add_server(&m, 123456000);
+	log_to(&l);
+	assert_int_equal(machine_open(&m), 0);
+	log_restore();
+	assert_int_equal(m.n, 1);
+	assert_zone(&m, 0, 0, "/sys/class/hwmon/hwmon1");
+	/* Trip point not set ("unknown"): no ceiling. The averaging window is logged. */
+	assert_int_equal(m.zones[0].max_power_uw, 0);
+	assert_logged(&l, "info: acpi: /sys/class/hwmon/hwmon1: ACPI power meter, power1_average "
+			  "averaged over 1000 ms");
+	assert_int_equal(l.at[VW_LOG_ERROR] + l.at[VW_LOG_WARN], 0);
+	/* The first read only sets the time. */
+	assert_int_equal(machine_read(&m, T0), 0);
+	assert_int_equal(m.errs[0], 0);
+	assert_int_equal(m.raw[0], 0);
+	machine_free(&m);
+
+	/* A trip point set: the ceiling is 4 x power1_average_max. No interval: said so. */
+	machine_new(&m);
+	add_server(&m, 123456000);
+	meter_file(&m, 0, "power1_average_max", "500000000\n");
+	meter_file(&m, 0, "power1_average_interval", NULL);
+	log_to(&l);
+	assert_int_equal(machine_open(&m), 0);
+	log_restore();
+	assert_int_equal(m.zones[0].max_power_uw, 2000000000);
+	assert_logged(&l, "/sys/class/hwmon/hwmon1: ACPI power meter, averaging window unknown");
+	machine_free(&m);
+}
+
+/* The path label is /sys/class/hwmon/hwmonN whatever the injected root is called. */
+static void test_path_label_independent_of_root(void **state)
+{
+	struct machine m;
+	char *sys;
+	int fd;
+	void *st = NULL;
+	const struct vw_zone_info *z;
+
+	(void)state;
+	machine_new(&m);
+	assert_true(asprintf(&sys, "%s/host/sys", m.root) > 0);
+	assert_int_equal(vw_fixture_mkdir(m.root, "host/sys"), 0);
+	fd = vw_root_open(sys);
+	assert_true(fd >= 0);
+	{
+		struct machine inner = { .root = sys, .sysfs_fd = fd };
+		struct vw_power_env env = { .sysfs_fd = fd };
+
+		add_meter(&inner, 4, 2, 1000000);
+		vw_log_set_level(VW_LOG_WARN);
+		assert_int_equal(SRC.open(&env, &st), 0);
+		vw_log_set_level(VW_LOG_INFO);
+	}
+	assert_int_equal(SRC.zones(st, &z), 1);
+	assert_string_equal(z[0].path, "/sys/class/hwmon/hwmon4");
+	SRC.close(st);
+	close(fd);
+	free(sys);
+	machine_free(&m);
+}
+
+/* 123.456 W read every 250 ms: 30.864 J a read, to the µJ, and so says the energy module. */
+static void test_exact_power(void **state)
+{
+	struct machine m;
+	struct vw_energy_counter c;
+
+	(void)state;
+	machine_new(&m);
+	add_server(&m, 123456000);
+	vw_log_set_level(VW_LOG_WARN);
+	assert_int_equal(machine_open(&m), 0);
+	vw_log_set_level(VW_LOG_INFO);
+	vw_energy_counter_init(&c, m.zones[0].max_range_uj, m.zones[0].max_power_uw);
+	for (uint64_t k = 0; k < 10; k++) {
+		assert_int_equal(machine_read(&m, T0 + k * 250 * MS), 0);
+		assert_int_equal(m.errs[0], 0);
+		assert_int_equal(m.raw[0], k * 30864000);
+		vw_energy_counter_update(&c, m.raw[0], T0 + k * 250 * MS, NULL);
+	}
+	assert_int_equal(c.total_uj, 277776000);
+	assert_int_equal(c.gaps, 0);
+	assert_double_near(vw_energy_watts(c.total_uj, 9 * 250 * MS), 123.456, 1e-9);
+	machine_free(&m);
+}
+
+/*
+ * 123.456789 W every 250 ms is 30864197.25 µJ a read: the quarter microjoules add up (exactly
+ * 123456789 µJ every 4 reads), and a microwatt read every millisecond reaches 1 µJ after 1000.
+ */
+static void test_fraction_carried(void **state)
+{
+	struct machine m;
+
+	(void)state;
+	machine_new(&m);
+	add_server(&m, 123456789);
+	vw_log_set_level(VW_LOG_WARN);
+	assert_int_equal(machine_open(&m), 0);
+	for (uint64_t k = 0; k <= 40; k++) {
+		assert_int_equal(machine_read(&m, T0 + k * 250 * MS), 0);
+		assert_int_equal(m.raw[0], k * 30864197 + k / 4);
+	}
+	assert_int_equal(m.raw[0], 10 * 123456789ULL);
+
+	set_power(&m, 0, 1);
+	for (uint64_t k = 1; k <= 1000; k++) {
+		assert_int_equal(machine_read(&m, T0 + 10 * VW_NSEC_PER_SEC + k * MS), 0);
+		assert_int_equal(m.raw[0], 10 * 123456789ULL + (k == 1000));
+	}
+	vw_log_set_level(VW_LOG_INFO);
+	machine_free(&m);
+}
+
+/* Power changing at every read, uneven intervals: the counter is the exact integral, floored. */
+static void test_integral_of_changing_power(void **state)
+{
+	static const uint64_t uw[] = { 87000000, 312500001, 1, 0, 999999999, 450000000, 12345,
+				       250000000, 3, 777777777 };
+	static const uint64_t dt_ns[] = { 250000000, 1, 333333333, 1000000000, 7,
+					  60000000000, 999, 100000000, 123456789, 3 };
+	struct machine m;
+	uint64_t now = T0;
+	u128 exact = 0; /* in 1e-9 µJ */
+
+	(void)state;
+	machine_new(&m);
+	add_server(&m, 1);
+	vw_log_set_level(VW_LOG_WARN);
+	assert_int_equal(machine_open(&m), 0);
+	assert_int_equal(machine_read(&m, now), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(uw); i++) {
+		set_power(&m, 0, uw[i]);
+		now += dt_ns[i];
+		exact += (u128)uw[i] * dt_ns[i];
+		assert_int_equal(machine_read(&m, now), 0);
+		assert_true(m.raw[0] == (uint64_t)(exact / 1000000000u));
+	}
+	vw_log_set_level(VW_LOG_INFO);
+	machine_free(&m);
+}
+
+/* Meters at hwmon2 and hwmon10 (one with its attributes on the class device): numeric order. */
+static void test_two_meters(void **state)
+{
+	struct machine m;
+
+	(void)state;
+	machine_new(&m);
+	add_temp_chip(&m, 11, "coretemp", "0000:00:18.3");
+	add_meter(&m, 10, 1, 200000000);
+	add_temp_chip(&m, 0, "k10temp", "0000:00:18.4");
+	add_meter(&m, 2, 0, 100000000);
+	/* A driver on hwmon_device_register_with_info() keeps its attributes on hwmonN. */
+	meter_file(&m, 1, "name", NULL);
+	meter_file(&m, 1, "power1_average", NULL);
+	put(&m, "devices/LNXSYSTM:00/LNXSYBUS:00/ACPI000D:01/hwmon/hwmon10/name", "power_meter\n");
+	put(&m, "devices/LNXSYSTM:00/LNXSYBUS:00/ACPI000D:01/hwmon/hwmon10/power1_average",
+	    "200000000\n");
+	vw_log_set_level(VW_LOG_WARN);
+	assert_int_equal(machine_open(&m), 0);
+	vw_log_set_level(VW_LOG_INFO);
+	assert_int_equal(m.n, 2);
+	assert_zone(&m, 0, 0, "/sys/class/hwmon/hwmon2");
+	assert_zone(&m, 1, 1, "/sys/class/hwmon/hwmon10");
+	assert_int_equal(machine_read(&m, T0), 0);
+	assert_int_equal(machine_read(&m, T0 + 500 * MS), 0);
+	assert_int_equal(m.raw[0], 50000000);
+	assert_int_equal(m.raw[1], 100000000);
+	machine_free(&m);
+}
+
+/*
+ * A reading that fails (junk, gone, the firmware's "no reading", empty) counts nothing, and
+ * neither does the time until the next good read, which only sets the time: energy is counted
+ * from the recovery on, with no jump. Logged once while it lasts, and once when it is over.
+ */
+static void test_failed_reads_invent_nothing(void **state)
+{
+	static const char *const bad[] = { "12abc\n", NULL, PMM_NONE, "18446744073709550616\n",
+					   "", "-5\n" };
+	static const int err[] = { -EINVAL, -ENOENT, -ENODATA, -ENODATA, -ENODATA, -EINVAL };
+	struct machine m;
+	struct logged l;
+	struct vw_energy_counter c;
+	uint64_t now = T0;
+
+	(void)state;
+	machine_new(&m);
+	add_server(&m, 100000000); /* 100 W */
+	vw_log_set_level(VW_LOG_WARN);
+	assert_int_equal(machine_open(&m), 0);
+	vw_energy_counter_init(&c, m.zones[0].max_range_uj, m.zones[0].max_power_uw);
+	assert_int_equal(machine_read(&m, now), 0);
+	vw_energy_counter_update(&c, m.raw[0], now, NULL);
+	now += VW_NSEC_PER_SEC;
+	assert_int_equal(machine_read(&m, now), 0);
+	vw_energy_counter_update(&c, m.raw[0], now, NULL);
+	assert_int_equal(m.raw[0], 100000000);
+
+	log_to(&l);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		meter_file(&m, 0, "power1_average", bad[i]);
+		now += 10 * VW_NSEC_PER_SEC;
+		/* The only zone fails: so does the read. */
+		assert_int_equal(machine_read(&m, now), err[i]);
+		assert_int_equal(m.errs[0], err[i]);
+		assert_int_equal(m.raw[0], 100000000); /* standing still, not back */
+	}
+	assert_int_equal(l.at[VW_LOG_WARN], 1);
+	assert_logged(&l, "warn: acpi: /sys/class/hwmon/hwmon1: cannot read power1_average: "
+			  "Invalid argument; no energy counted until it reads again");
+
+	/* Back at 300 W, 60 s after the last good read: nothing for those 60 s. */
+	set_power(&m, 0, 300000000);
+	now += 10 * VW_NSEC_PER_SEC;
+	assert_int_equal(machine_read(&m, now), 0);
+	assert_int_equal(m.errs[0], 0);
+	assert_int_equal(m.raw[0], 100000000);
+	vw_energy_counter_update(&c, m.raw[0], now, NULL);
+	assert_int_equal(l.at[VW_LOG_INFO], 1);
+	assert_logged(&l, "info: acpi: /sys/class/hwmon/hwmon1: power1_average readable again; "
+			  "energy counted from this reading on");
+	log_restore();
+	/* From the recovery on, at the power read. */
+	now += 500 * MS;
+	assert_int_equal(machine_read(&m, now), 0);
+	assert_int_equal(m.raw[0], 100000000 + 150000000);
+	vw_energy_counter_update(&c, m.raw[0], now, NULL);
+	assert_int_equal(c.total_uj, 250000000);
+	assert_int_equal(c.gaps, 0);
+	machine_free(&m);
+}
+
+/* One meter failing leaves the other counting; the read succeeds while one zone reads. */
+static void test_one_of_two_fails(void **state)
+{
+	struct machine m;
+
+	(void)state;
+	machine_new(&m);
+	add_meter(&m, 1, 0, 100000000);
+	add_meter(&m, 3, 1, 200000000);
+	vw_log_set_level(VW_LOG_ERROR);
+	assert_int_equal(machine_open(&m), 0);
+	assert_int_equal(machine_read(&m, T0), 0);
+	meter_file(&m, 0, "power1_average", "junk\n");
+	assert_int_equal(machine_read(&m, T0 + VW_NSEC_PER_SEC), 0);
+	assert_int_equal(m.errs[0], -EINVAL);
+	assert_int_equal(m.errs[1], 0);
+	assert_int_equal(m.raw[0], 0);
+	assert_int_equal(m.raw[1], 200000000);
+	/* No time to integrate over: every zone says so, and no counter moves. */
+	assert_int_equal(SRC.read(m.state, NULL, m.raw, m.errs), -EINVAL);
+	assert_int_equal(m.errs[1], -EINVAL);
+	assert_int_equal(m.raw[1], 200000000);
+	vw_log_set_level(VW_LOG_INFO);
+	machine_free(&m);
+}
+
+/* A clock that steps back counts nothing and never turns the counter back. */
+static void test_clock_back(void **state)
+{
+	struct machine m;
+
+	(void)state;
+	machine_new(&m);
+	add_server(&m, 100000000);
+	vw_log_set_level(VW_LOG_WARN);
+	assert_int_equal(machine_open(&m), 0);
+	assert_int_equal(machine_read(&m, T0), 0);
+	assert_int_equal(machine_read(&m, T0 + VW_NSEC_PER_SEC), 0);
+	assert_int_equal(machine_read(&m, T0 + VW_NSEC_PER_SEC), 0); /* no time: nothing */
+	assert_int_equal(m.raw[0], 100000000);
+	assert_int_equal(machine_read(&m, T0), 0);
+	assert_int_equal(m.raw[0], 100000000);
+	assert_int_equal(machine_read(&m, T0 + 2 * VW_NSEC_PER_SEC), 0);
+	assert_int_equal(m.raw[0], 300000000);
+	vw_log_set_level(VW_LOG_INFO);
+	machine_free(&m);
+}
+
+static ino_t meter_ino(const struct machine *m, unsigned acpi)
+{
+	char path[512];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/" ACPI_DEV, m->root, acpi);
+	assert_int_equal(stat(path, &st), 0);
+	return st.st_ino;
+}
+
+static void test_eacces(void **state)
+{
+	struct machine m;
+	struct logged l;
+
+	(void)state;
+	/* Every meter refused: -EACCES, one error line. */
+	machine_new(&m);
+	add_meter(&m, 1, 0, 100000000);
+	add_meter(&m, 2, 1, 100000000);
+	io.deny_all = true;
+	log_to(&l);
+	assert_int_equal(machine_open(&m), -EACCES);
+	log_restore();
+	assert_null(m.state);
+	assert_int_equal(l.at[VW_LOG_ERROR], 1);
+	assert_int_equal(l.at[VW_LOG_WARN], 0);
+	assert_logged(&l, "error: acpi: permission denied reading power1_average of 2 ACPI power "
+			  "meter(s)");
+	machine_free(&m);
+
+	/* One of two refused: the other is socket 0, with a warning. */
+	machine_new(&m);
+	add_meter(&m, 1, 0, 100000000);
+	add_meter(&m, 2, 1, 100000000);
+	io.deny_ino = meter_ino(&m, 0);
+	log_to(&l);
+	assert_int_equal(machine_open(&m), 0);
+	log_restore();
+	assert_int_equal(m.n, 1);
+	assert_zone(&m, 0, 0, "/sys/class/hwmon/hwmon2");
+	assert_int_equal(l.at[VW_LOG_ERROR], 0);
+	assert_logged(&l, "warn: acpi: 1 ACPI power meter(s) refused reading power1_average");
+
+	/* Refused after open: a failed read like any other. */
+	io.deny_ino = meter_ino(&m, 1);
+	vw_log_set_level(VW_LOG_ERROR);
+	assert_int_equal(machine_read(&m, T0), -EACCES);
+	assert_int_equal(m.errs[0], -EACCES);
+	vw_log_set_level(VW_LOG_INFO);
+	machine_free(&m);
+}
+
+/* ---- nothing written ---------------------------------------------------------------------- */
+
+struct snapshot {
+	char text[32768]; /* "path mtime size content" per regular file */
+};
+
+static struct snapshot *snap_into;
+static size_t snap_root_len;
+
+static int snap_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	char *content;
+	size_t used = strlen(snap_into->text);
+
+	(void)ftw;
+	if (flag != FTW_F)
+		return 0;
+	content = vw_fixture_slurp(path, NULL);
+	snprintf(snap_into->text + used, sizeof(snap_into->text) - used, "%s %lld.%09ld %lld %s|",
+		 path + snap_root_len, (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec,
+		 (long long)st->st_size, content ? content : "?");
+	free(content);
+	return 0;
+}
+
+static void snapshot(const struct machine *m, struct snapshot *s)
+{
+	memset(s, 0, sizeof(*s));
+	snap_into = s;
+	snap_root_len = strlen(m->root);
+	assert_int_equal(nftw(m->root, snap_one, 16, FTW_PHYS), 0);
+	assert_true(strlen(s->text) < sizeof(s->text) - 1);
+}
+
+/*
+ * Open, reads, failures and close leave every file as it was (power1_cap, the interval and the
+ * trip points are writable on real meters), and nothing is even opened for writing.
+ */
+static void test_nothing_written(void **state)
+{
+	_cleanup_free_ struct snapshot *before = calloc(1, sizeof(*before));
+	_cleanup_free_ struct snapshot *after = calloc(1, sizeof(*after));
+	struct machine m;
+
+	(void)state;
+	assert_non_null(before);
+	assert_non_null(after);
+	machine_new(&m);
+	add_server(&m, 123456000);
+	meter_file(&m, 0, "power1_average_max", "500000000\n");
+	snapshot(&m, before);
+	usleep(20000); /* a write now would show in the mtimes */
+	vw_log_set_level(VW_LOG_ERROR);
+	io.writes = 0;
+	assert_int_equal(machine_open(&m), 0);
+	for (uint64_t k = 0; k < 5; k++)
+		machine_read(&m, T0 + k * 250 * MS);
+	SRC.close(m.state);
+	m.state = NULL;
+	vw_log_set_level(VW_LOG_INFO);
+	snapshot(&m, after);
+	assert_string_equal(after->text, before->text);
+	assert_non_null(strstr(before->text, "/power1_cap "));
+	assert_int_equal(io.writes, 0);
+	machine_free(&m);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ops_table),
+		cmocka_unit_test(test_no_meter),
+		cmocka_unit_test(test_server),
+		cmocka_unit_test(test_path_label_independent_of_root),
+		cmocka_unit_test(test_exact_power),
+		cmocka_unit_test(test_fraction_carried),
+		cmocka_unit_test(test_integral_of_changing_power),
+		cmocka_unit_test(test_two_meters),
+		cmocka_unit_test(test_failed_reads_invent_nothing),
+		cmocka_unit_test(test_one_of_two_fails),
+		cmocka_unit_test(test_clock_back),
+		cmocka_unit_test(test_eacces),
+		cmocka_unit_test(test_nothing_written),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
