@@ -29,34 +29,40 @@ from vwe2e import Metrics, fetch, log, tap, try_scrape, wait_for
 W = os.environ
 WORK, HOST, GUEST, PROM = W["E2E_WORK"], W["E2E_HOST"], W["E2E_GUEST"], W["E2E_PROM"]
 UUID, SYSFS, WATTS = W["E2E_UUID"], W["E2E_SYSFS"], float(W["E2E_WATTS"])
+PLATFORM_W = float(W.get("E2E_PLATFORM_WATTS", "0"))
 SPAN = float(W.get("E2E_SPAN", "40"))
 PAUSE = os.path.join(SYSFS, "pause")
 
 
 # ---- Figures compared ----
 
-def host_vm(m, mode=None):
-    """The VM's package energy on the host: active, idle, or both."""
-    a = m.sum("kepler_vm_cpu_joules_total", vm_id=UUID, zone="package")
-    i = m.sum("virtwatt_vm_cpu_idle_joules_total", vm_id=UUID, zone="package")
+def host_vm(m, mode=None, zone="package"):
+    """The VM's energy in a zone on the host: active, idle, or both."""
+    a = m.sum("kepler_vm_cpu_joules_total", vm_id=UUID, zone=zone)
+    i = m.sum("virtwatt_vm_cpu_idle_joules_total", vm_id=UUID, zone=zone)
     return {"active": a, "idle": i}.get(mode, a + i)
 
 
-def workloads(m, mode):
-    """Containers + processes in no container + unattributed, one mode, package zone."""
+def workloads(m, mode, zone="package"):
+    """Containers + processes in no container + unattributed, one mode, one zone."""
     cont = "kepler_container_cpu_joules_total" if mode == "active" else \
         "virtwatt_container_cpu_idle_joules_total"
-    return (m.sum(cont, zone="package") +
-            m.sum("virtwatt_node_cpu_uncontained_joules_total", zone="package", mode=mode) +
-            m.sum("virtwatt_node_cpu_unattributed_joules_total", zone="package", mode=mode))
+    return (m.sum(cont, zone=zone) +
+            m.sum("virtwatt_node_cpu_uncontained_joules_total", zone=zone, mode=mode) +
+            m.sum("virtwatt_node_cpu_unattributed_joules_total", zone=zone, mode=mode))
 
 
-def node(m, mode):
-    return m.sum("kepler_node_cpu_%s_joules_total" % mode, zone="package")
+def node(m, mode, zone="package"):
+    return m.sum("kepler_node_cpu_%s_joules_total" % mode, zone=zone)
 
 
-def guest_sum(m):
-    return workloads(m, "active") + workloads(m, "idle")
+def guest_sum(m, zone="package"):
+    return workloads(m, "active", zone) + workloads(m, "idle", zone)
+
+
+def platform_truth():
+    with open(os.path.join(SYSFS, "platform_truth")) as f:
+        return float(f.read())
 
 
 def burner(m):
@@ -77,7 +83,8 @@ def meter_uj():
 
 
 def settle(tag):
-    """Hold the meter until host and guest agree twice in a row; the reads, or None."""
+    """Hold the meters until host and guest agree twice in a row: the two scrapes, the RAPL
+    counter and the joules the power meter read; or None."""
     open(PAUSE, "w").close()
     try:
         time.sleep(3)
@@ -85,17 +92,46 @@ def settle(tag):
         while time.monotonic() < end:
             h, g = try_scrape(HOST), try_scrape(GUEST)
             if h and g:
-                cur = (round(host_vm(h), 6), round(guest_sum(g), 6), meter_uj())
+                cur = (round(host_vm(h), 6), round(guest_sum(g), 6), meter_uj(),
+                       round(host_vm(h, zone="platform"), 6),
+                       round(guest_sum(g, "platform"), 6))
                 if prev == cur:
-                    log("%s: settled: host VM %.6f J, guest workloads %.6f J, meter %d uJ"
-                        % (tag, cur[0], cur[1], cur[2]))
-                    return h, g, cur[2]
+                    log("%s: settled: host VM %.6f J, guest workloads %.6f J, meter %d uJ; "
+                        "platform: host VM %.6f J, guest %.6f J"
+                        % (tag, cur[0], cur[1], cur[2], cur[3], cur[4]))
+                    return h, g, cur[2], platform_truth()
                 prev = cur
             time.sleep(1.2)
         log("%s: host and guest never settled (last %r)" % (tag, prev))
         return None
     finally:
         os.unlink(PAUSE)
+
+
+PLATFORM_CHECKS = (
+    "host: the platform zone's energy over the span = the power meter's (within 3 %)",
+    "host: the platform zone is owned: VM + the rest = node, per mode",
+    "guest: its platform energy within 1% of the host's for the VM")
+
+
+def platform_span(h1, g1, p1, h2, g2, p2):
+    """The ACPI power meter's zone over the settled span (the meter read p1, then p2 joules):
+    measured, owned, passed through to the guest."""
+    dn = sum(node(h2, mo, "platform") - node(h1, mo, "platform") for mo in ("active", "idle"))
+    tap(p2 > p1 and abs(dn - (p2 - p1)) <= 0.03 * (p2 - p1), PLATFORM_CHECKS[0],
+        "node %.3f J, meter %.3f J (%.0f W)" % (dn, p2 - p1, PLATFORM_W))
+    bad = []
+    for mode in ("active", "idle"):
+        n, parts = node(h2, mode, "platform"), workloads(h2, mode, "platform")
+        vm = host_vm(h2, mode, "platform")
+        if abs(n - parts) > 1e-5 or not 0 < vm <= parts + 1e-6:
+            bad.append("%s: node %.6f, workloads+remainders %.6f, VM %.6f" % (mode, n, parts, vm))
+    tap(not bad, PLATFORM_CHECKS[1], "; ".join(bad))
+    dh = host_vm(h2, zone="platform") - host_vm(h1, zone="platform")
+    dg = guest_sum(g2, "platform") - guest_sum(g1, "platform")
+    err = abs(dg - dh) / dh if dh > 0 else 1
+    tap(dh > 0 and err <= 0.01, PLATFORM_CHECKS[2],
+        "guest %.6f J, host %.6f J, difference %.4f %%" % (dg, dh, 100 * err))
 
 
 def main():
@@ -144,7 +180,7 @@ def main():
     time.sleep(SPAN)
     b = settle("span end") if a else None
     if a and b:
-        (h1, g1, e1), (h2, g2, e2) = a, b
+        (h1, g1, e1, p1), (h2, g2, e2, p2) = a, b
         dh, dg = host_vm(h2) - host_vm(h1), guest_sum(g2) - guest_sum(g1)
         dn = (node(h2, "active") + node(h2, "idle")) - (node(h1, "active") + node(h1, "idle"))
         dm = ((e2 - e1) % 262143328850) / 1e6
@@ -157,10 +193,11 @@ def main():
         db = burner(g2) - burner(g1)
         tap(dg > 0 and db > 0.5 * dg, "guest: the burner owns most of it",
             "burner %.3f J of %.3f J (%.1f %%)" % (db, dg, 100 * db / dg if dg else 0))
+        platform_span(h1, g1, p1, h2, g2, p2)
     else:
         for what in ("host: node energy over the span = the meter's",
                      "guest: workload energy within 1% of the host's for the VM",
-                     "guest: the burner owns most of it"):
+                     "guest: the burner owns most of it") + PLATFORM_CHECKS:
             tap(False, what, "no settled span")
 
     # 4. Host stopped: the model takes over within the staleness window (3 x 1 s).

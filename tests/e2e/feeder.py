@@ -1,15 +1,21 @@
 #!/usr/bin/env python3
-"""A powercap fixture tree whose package counter advances in real time at a known wattage.
+"""A powercap fixture tree whose package counter advances in real time at a known wattage, and
+an ACPI power meter (the platform zone) that reads a known power.
 
-    feeder.py SYSFS_ROOT WATTS [MAX_ENERGY_RANGE_UJ]
+    feeder.py SYSFS_ROOT WATTS [MAX_ENERGY_RANGE_UJ [PLATFORM_WATTS]]
 
 Creates SYSFS_ROOT/class/powercap/intel-rapl:0/{name,max_energy_range_uj,energy_uj,
 constraint_0_max_power_uw} and then,
 every 100 ms, writes energy_uj = WATTS x (seconds fed so far) in microjoules, modulo the range
 (default a real package's), atomically (a temporary file renamed over it: virtwatt-host opens
 the file for every read). It writes the true, unwrapped energy in joules to SYSFS_ROOT/truth
-the same way, for checks. Controls, files under SYSFS_ROOT (tests/e2e/faults.py uses them):
-  pause   while it exists the counter holds still (0 W), so every stage downstream can settle
+the same way, for checks. With PLATFORM_WATTS (> 0), class/hwmon/hwmon0 links to an ACPI
+power meter (name power_meter, its files on the ACPI device as the driver has them) whose
+power1_average is PLATFORM_WATTS in microwatts, or 0 while paused; SYSFS_ROOT/platform_truth
+holds the joules it has read so far. Controls, files under SYSFS_ROOT (tests/e2e/faults.py uses
+them):
+  pause   while it exists the counter holds still (0 W) and the power meter reads 0 W, so every
+          stage downstream can settle
   watts   a number: the power from now on instead of WATTS (removed: WATTS again)
   vanish  while it exists the zone directory is gone (removed, as when the intel_rapl module is
           unloaded: a daemon's open directory handle goes stale too); the energy keeps running
@@ -24,6 +30,7 @@ import time
 
 root, watts = sys.argv[1], float(sys.argv[2])
 MAX = int(sys.argv[3]) if len(sys.argv) > 3 else 262143328850  # a real package's range
+PLATFORM_W = float(sys.argv[4]) if len(sys.argv) > 4 else 0
 powercap = os.path.join(root, "class", "powercap")
 zone = os.path.join(powercap, "intel-rapl:0")
 START = 1000000
@@ -54,6 +61,24 @@ def create_zone(energy_j):
     put(zone, "energy_uj", int(START + energy_j * 1e6) % MAX)
 
 
+def create_meter():
+    dev = os.path.join(root, "devices", "LNXSYSTM:00", "LNXSYBUS:00", "ACPI000D:00")
+    hw = os.path.join(dev, "hwmon", "hwmon0")
+    os.makedirs(hw, exist_ok=True)
+    os.makedirs(os.path.join(root, "class", "hwmon"), exist_ok=True)
+    link = os.path.join(root, "class", "hwmon", "hwmon0")
+    if not os.path.islink(link):
+        os.symlink("../../devices/LNXSYSTM:00/LNXSYBUS:00/ACPI000D:00/hwmon/hwmon0", link)
+    if not os.path.islink(os.path.join(hw, "device")):
+        os.symlink("../../../ACPI000D:00", os.path.join(hw, "device"))
+    put(dev, "name", "power_meter")
+    put(dev, "power1_average_interval", 1000)
+    put(dev, "power1_average", int(PLATFORM_W * 1e6))
+    return dev
+
+
+meter = create_meter() if PLATFORM_W > 0 else None
+platform_j = 0.0
 create_zone(0)
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
 energy = 0.0  # joules fed so far
@@ -61,9 +86,14 @@ last = time.monotonic()
 while True:
     time.sleep(0.1)
     now = time.monotonic()
-    if not os.path.exists(os.path.join(root, "pause")):
+    paused = os.path.exists(os.path.join(root, "pause"))
+    if not paused:
         energy += power() * (now - last)
+        platform_j += PLATFORM_W * (now - last)
     last = now
+    if meter:
+        put(meter, "power1_average", 0 if paused else int(PLATFORM_W * 1e6))
+        put(root, "platform_truth", "%.6f" % platform_j)
     if os.path.exists(os.path.join(root, "vanish")):
         shutil.rmtree(zone, ignore_errors=True)
     elif not os.path.isdir(zone):

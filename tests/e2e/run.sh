@@ -14,8 +14,10 @@
 #    tests/test_vm_integration.c): a host libvirtd is neither seen nor disturbed.
 # 3. A TCG domain with the org.virtwatt.power.0 channel, the VM's shared folder (9p, read-only)
 #    and a user-mode network forwarding a 127.0.0.1 port to the guest's :28282.
-# 4. tests/e2e/feeder.py advances sys/class/powercap/intel-rapl:0/energy_uj at E2E_WATTS;
-#    virtwatt-host reads it (--host.sysfs), the real /proc (BPF accounting), the private libvirtd.
+# 4. tests/e2e/feeder.py advances sys/class/powercap/intel-rapl:0/energy_uj at E2E_WATTS and
+#    keeps an ACPI power meter (class/hwmon/hwmon0, the platform zone) at E2E_PLATFORM_WATTS;
+#    virtwatt-host reads both (--host.sysfs), the real /proc (BPF accounting), the private
+#    libvirtd.
 # 5. Prometheus on 127.0.0.1 scraping both; tests/e2e/checks.py runs the checks (TAP).
 # Everything is stopped and removed on exit (VW_KEEP_WORK=1 keeps the work dir).
 set -uo pipefail
@@ -26,6 +28,7 @@ build=$(realpath "${1:-$root/build}")
 mode=${2:-checks}
 case $mode in checks | faults) ;; *) echo "usage: $0 [BUILD_DIR [checks|faults]]" >&2; exit 2 ;; esac
 export E2E_WATTS=${E2E_WATTS:-40}
+export E2E_PLATFORM_WATTS=${E2E_PLATFORM_WATTS:-100} # the ACPI power meter: the platform zone
 t_start=$(date +%s)
 
 # Not runnable here: a TAP skip, except under CI=true where it is a failure.
@@ -235,9 +238,10 @@ echo "# domain $name ($uuid) started, QEMU $(pid_of qemu) ($(elapsed))"
 # ---- 4. Meter feeder and virtwatt-host ----
 meter_range=262143328850 # a real package's max_energy_range_uj
 [ "$mode" = faults ] && meter_range=4294967296 # 107 s at 40 W: wraps happen, and can be outrun
-python3 "$src/feeder.py" "$work/sys" "$E2E_WATTS" "$meter_range" >"$work/feeder.log" 2>&1 &
+python3 "$src/feeder.py" "$work/sys" "$E2E_WATTS" "$meter_range" "$E2E_PLATFORM_WATTS" \
+	>"$work/feeder.log" 2>&1 &
 echo $! >"$work/feeder.pid"
-for i in $(seq 50); do [ -f "$work/sys/class/powercap/intel-rapl:0/energy_uj" ] && break; sleep 0.1; done
+for i in $(seq 50); do [ -f "$work/sys/class/powercap/intel-rapl:0/energy_uj" ] && [ -e "$work/sys/class/hwmon/hwmon0/device/power1_average" ] && break; sleep 0.1; done
 
 kubelet_port=$(free_port)
 host_flags="" host_env=""
