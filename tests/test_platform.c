@@ -231,10 +231,49 @@ static void test_platform_meter(void **state)
 	vw_fixture_rm(dir);
 }
 
+/* --platform.sources: none leaves the meter unread; a meter this build lacks is refused. */
+static void test_platform_sources_flag(void **state)
+{
+	char *dir = make_sysfs();
+	char sys[600], log[640], *body = NULL, *said;
+	char *none[] = { VW_HOST_BIN, sys, "--host.procfs=/proc", "--libvirt.uri=",
+			 "--passthrough.enable=false", "--web.listen-address=127.0.0.1:0",
+			 "--monitor.interval=1s", "--monitor.sample-interval=250ms",
+			 "--platform.sources=none", NULL };
+	char *unknown[] = { VW_HOST_BIN, sys, "--host.procfs=/proc", "--libvirt.uri=",
+			    "--passthrough.enable=false", "--web.listen-address=127.0.0.1:0",
+			    "--platform.sources=redfish", NULL };
+	unsigned port = 0;
+
+	(void)state;
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s/sys", dir);
+	snprintf(log, sizeof(log), "%s/host.log", dir);
+	assert_int_equal(vw_fixture_start_daemon_logged(none, log, &daemon_pid, &port), 0);
+	for (int i = 0; i < 100 && !body; i++) {
+		body = try_scrape(port);
+		if (!body)
+			usleep(100 * 1000);
+	}
+	assert_non_null(body);
+	assert_null(strstr(body, "zone=\"platform\",path=\"/sys/class/hwmon/"));
+	assert_null(strstr(body, "source=\"acpi\""));
+	free(body);
+	assert_int_equal(vw_fixture_stop_daemon(daemon_pid), 0);
+	daemon_pid = 0;
+
+	assert_int_not_equal(vw_fixture_run_logged(unknown, log), 0);
+	said = vw_fixture_slurp(log, NULL);
+	assert_non_null(said);
+	assert_non_null(strstr(said, "--platform.sources names a meter this build does not have"));
+	free(said);
+	vw_fixture_rm(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_platform_meter, stop_leftover),
+		cmocka_unit_test_teardown(test_platform_sources_flag, stop_leftover),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
