@@ -87,7 +87,7 @@ struct hwmon {
 /* ---- the scan --------------------------------------------------------------------------- */
 
 /* "hwmonN" -> N (decimal, no sign, no leading zero); anything else is not a hwmon device. */
-static int parse_hwmon(const char *name, unsigned *ret)
+static int parse_hwmon(const char *name, uint32_t *ret)
 {
 	const char *s = name + strlen(HWMON_PREFIX);
 	unsigned v = 0;
@@ -103,39 +103,6 @@ static int parse_hwmon(const char *name, unsigned *ret)
 		v = v * 10 + (unsigned)(*s - '0');
 	}
 	*ret = v;
-	return 0;
-}
-
-static int cmp_unsigned(const void *a, const void *b)
-{
-	unsigned x = *(const unsigned *)a, y = *(const unsigned *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* The N of every hwmonN entry, sorted numerically (hwmon10 after hwmon2). */
-static int list_indices(int classfd, unsigned **ret, size_t *ret_n)
-{
-	_cleanup_(vw_closedirp) DIR *d = vw_opendir_at(classfd, ".");
-	_cleanup_free_ unsigned *v = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		unsigned idx;
-
-		if (parse_hwmon(de->d_name, &idx) < 0)
-			continue;
-		if (vw_array_grow((void **)&v, sizeof(*v), n, &cap) < 0)
-			return -ENOMEM;
-		v[n++] = idx;
-	}
-	if (n)
-		qsort(v, n, sizeof(*v), cmp_unsigned);
-	*ret = VW_TAKE_PTR(v);
-	*ret_n = n;
 	return 0;
 }
 
@@ -277,9 +244,10 @@ static const struct hw_probe *find_probe(const struct hw_probe *p, size_t n, con
 static int scan(int classfd, const struct hw_probe *probes, size_t n_probes, struct hwmon *hw,
 		size_t *ret_found)
 {
-	_cleanup_free_ unsigned *idx = NULL;
+	_cleanup_free_ uint32_t *idx = NULL;
 	size_t n = 0, found = 0;
-	int r = list_indices(classfd, &idx, &n);
+	/* hwmonN in numeric order (hwmon10 after hwmon2) */
+	int r = vw_dir_numbers(classfd, ".", parse_hwmon, &idx, &n);
 
 	if (r < 0)
 		return r;
@@ -426,8 +394,6 @@ static int hwmon_read(void *state, const struct vw_node_activity *act, uint64_t 
 		      int *errs)
 {
 	struct hwmon *hw = state;
-	int first = 0;
-	bool any = false;
 
 	for (size_t i = 0; i < hw->n; i++) {
 		if (!act) {
@@ -437,10 +403,8 @@ static int hwmon_read(void *state, const struct vw_node_activity *act, uint64_t 
 			errs[i] = read_zone(&hw->zone[i], hw->info[i].path, act->now_ns,
 					    &raw_uj[i]);
 		}
-		any |= errs[i] == 0;
-		first = first ? first : errs[i];
 	}
-	return any ? 0 : (first ? first : -ENODEV);
+	return vw_power_read_result(errs, hw->n);
 }
 
 const struct vw_power_source_ops vw_src_acpi_power_meter = {

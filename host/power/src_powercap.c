@@ -469,16 +469,11 @@ static int powercap_read(void *state, const struct vw_node_activity *act, uint64
 			 int *errs)
 {
 	struct powercap *pc = state;
-	int first = 0;
-	bool any = false;
 
 	(void)act;
-	for (size_t i = 0; i < pc->n; i++) {
+	for (size_t i = 0; i < pc->n; i++)
 		errs[i] = read_zone(pc->pcfd, &pc->zone[i], &raw_uj[i]);
-		any |= errs[i] == 0;
-		first = first ? first : errs[i];
-	}
-	return any ? 0 : (first ? first : -ENODEV);
+	return vw_power_read_result(errs, pc->n);
 }
 
 const struct vw_power_source_ops vw_src_powercap = {

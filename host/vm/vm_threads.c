@@ -26,30 +26,6 @@
 #define CMDLINE_PEEK 4096u        /* enough for argv[0] and most command lines */
 #define CMDLINE_MAX (256u << 10) /* libvirt's are a few KiB; QEMU's ARG_MAX is far above */
 
-/* The numeric entries of dirfd/rel. -errno when the directory cannot be read. */
-static int list_ids(int dirfd, const char *rel, uint32_t **ret, size_t *ret_n)
-{
-	_cleanup_(vw_closedirp) DIR *d = vw_opendir_at(dirfd, rel);
-	_cleanup_free_ uint32_t *ids = NULL;
-	size_t n = 0, cap = 0;
-	struct dirent *de;
-
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		uint32_t id;
-
-		if (vw_parse_pid(de->d_name, &id) < 0)
-			continue;
-		if (vw_array_grow((void **)&ids, sizeof(*ids), n, &cap) < 0)
-			return -ENOMEM;
-		ids[n++] = id;
-	}
-	*ret = VW_TAKE_PTR(ids);
-	*ret_n = n;
-	return 0;
-}
-
 int vw_qemu_read_start_time(int procfd, uint32_t pid, uint64_t *ret)
 {
 	char rel[32], buf[1024], comm[VW_COMM_LEN];
@@ -109,7 +85,7 @@ int vw_qemu_scan(int procfd, struct vw_qemu_scan *ret)
 	struct vw_qemu_scan s = { 0 };
 	int r;
 
-	r = list_ids(procfd, ".", &pids, &n_pids);
+	r = vw_dir_numbers(procfd, ".", vw_parse_pid, &pids, &n_pids);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n_pids; i++) {
@@ -221,7 +197,7 @@ static int count_vcpu_threads(int procfd, uint32_t pid, unsigned *ret)
 	int r;
 
 	snprintf(rel, sizeof(rel), "%" PRIu32 "/task", pid);
-	r = list_ids(procfd, rel, &tids, &n_tids);
+	r = vw_dir_numbers(procfd, rel, vw_parse_pid, &tids, &n_tids);
 	if (r < 0)
 		return r == -ENOENT ? -ESRCH : r;
 	for (size_t i = 0; i < n_tids; i++) {

@@ -47,6 +47,39 @@ void vw_closedirp(DIR **d)
 		closedir(*d);
 }
 
+static int cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int vw_dir_numbers(int dirfd, const char *rel, int (*parse)(const char *name, uint32_t *ret),
+		   uint32_t **ret, size_t *ret_n)
+{
+	_cleanup_(vw_closedirp) DIR *d = vw_opendir_at(dirfd, rel);
+	_cleanup_free_ uint32_t *v = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *de;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		uint32_t x;
+
+		if (parse(de->d_name, &x) < 0)
+			continue;
+		if (vw_array_grow((void **)&v, sizeof(*v), n, &cap) < 0)
+			return -ENOMEM;
+		v[n++] = x;
+	}
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_u32);
+	*ret = VW_TAKE_PTR(v);
+	*ret_n = n;
+	return 0;
+}
+
 int vw_open_in_root(int dirfd, const char *rel, int flags)
 {
 	struct open_how how = {

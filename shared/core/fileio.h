@@ -17,6 +17,12 @@ int vw_dir_open_at(int dirfd, const char *rel);
  * declare it _cleanup_(vw_closedirp). */
 DIR *vw_opendir_at(int dirfd, const char *rel);
 void vw_closedirp(DIR **d);
+/*
+ * The numbers of the entries of dirfd/rel that parse() accepts (a PID, the N of hwmonN), in
+ * ascending order, malloc'd into *ret. -errno when the directory cannot be read.
+ */
+int vw_dir_numbers(int dirfd, const char *rel, int (*parse)(const char *name, uint32_t *ret),
+		   uint32_t **ret, size_t *ret_n);
 
 /*
  * Open rel below dirfd with every symlink (absolute ones too) and ".." resolved inside dirfd as

@@ -60,6 +60,18 @@ int vw_power_source_open(const struct vw_power_source_ops *const *chain,
 	return err;
 }
 
+int vw_power_read_result(const int *errs, size_t n)
+{
+	int first = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (errs[i] == 0)
+			return 0;
+		first = first ? first : errs[i];
+	}
+	return first ? first : -ENODEV;
+}
+
 void vw_power_source_close(struct vw_power_source *src)
 {
 	if (src->ops && src->state)

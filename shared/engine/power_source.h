@@ -73,6 +73,10 @@ struct vw_power_source_ops {
 	void (*close)(void *state);
 };
 
+/* What read() returns for per-zone results errs[0..n): 0 when one zone was read, else the first
+ * error (-ENODEV for no zone). */
+int vw_power_read_result(const int *errs, size_t n);
+
 /* The model estimator (src_estimator.c): the source of last resort, in both daemons' chains. */
 extern const struct vw_power_source_ops vw_src_estimator;
 
