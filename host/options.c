@@ -19,7 +19,7 @@ static const struct vw_option host_options[] = {
 	{ "platform.sources", "platform.sources", VW_OPT_STRLIST, OFF(platform_sources), NULL,
 	  "SOURCE,...",
 	  "whole-node meters to try for the platform zone, in order: acpi (an ACPI power meter in "
-	  "hwmon); none: no platform zone (default: all, the first found is used)" },
+	  "hwmon); none: read no platform meter (default: all, the first found is used)" },
 	{ "power.idle-watts", "power.idleWatts", VW_OPT_STRLIST, OFF(idle_watts), NULL,
 	  "ZONE=WATTS,...", "fixed idle power per zone (e.g. package=42.5), overriding the fit" },
 	{ "power.idle-window", "power.idleWindow", VW_OPT_UINT, OFF(idle_window), "720", "N",
