@@ -144,6 +144,40 @@ static void test_known_watts(void **state)
 	vw_src_redfish.close(st);
 }
 
+/* Without EnvironmentMetrics: the deprecated Power; without that too: the PSUs' sum. */
+static void test_fallbacks(void **state)
+{
+	static const struct {
+		const char *hide;
+		const char *path;
+	} cases[] = {
+		{ "EnvironmentMetrics\n", "/redfish/v1/Chassis/1U/Power" },
+		{ "EnvironmentMetrics Power\n", "/redfish/v1/Chassis/1U/PowerSubsystem" },
+	};
+	struct vw_redfish_config cfg = cfg_good();
+	const struct vw_zone_info *z;
+	uint64_t raw;
+	int err;
+	void *st = NULL;
+
+	(void)state;
+	ctl("mode", "ok\n");
+	ctl("watts", "250\n");
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		ctl("hide", cases[i].hide);
+		assert_int_equal(open_with(&cfg, &st), 0);
+		assert_int_equal(vw_src_redfish.zones(st, &z), 1);
+		assert_string_equal(z->path, cases[i].path);
+		assert_int_equal(read_at(st, T0, &raw, &err), 0);
+		assert_int_equal(read_at(st, T0 + 2 * SEC, &raw, &err), 0);
+		assert_int_equal(raw, 500000000); /* 250 W x 2 s */
+		vw_src_redfish.close(st);
+	}
+	ctl("hide", "EnvironmentMetrics Power PowerSubsystem\n");
+	assert_int_equal(open_with(&cfg, &st), -ENODEV);
+	ctl("hide", "\n");
+}
+
 static void test_refused(void **state)
 {
 	struct vw_redfish_config cfg = cfg_good();
@@ -206,6 +240,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_not_configured),
 		cmocka_unit_test(test_known_watts),
+		cmocka_unit_test(test_fallbacks),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_faults),
 	};

@@ -28,6 +28,9 @@ Readings (with --control DIR, read on every request):
               ok | slow [N] (sleep N s, default 2, then answer) | 401 | 503 | garbage (200 with
               random bytes) | truncated (half the JSON, then the connection closes) | reset
               (the socket closed with RST, no answer).
+  DIR/hide    chassis links to take away (whitespace-separated: EnvironmentMetrics Power
+              PowerSubsystem Sensors): gone from Chassis/1U, and their resources answer 404, so
+              a client's fallback to an older representation can be tested.
 Written by the server into DIR: `sessions` (live sessions), `requests` (requests answered).
 
 Prints "port N" on stdout once listening (--port 0: an ephemeral port). SIGTERM/SIGINT end it.
@@ -114,6 +117,9 @@ class State:
             watts = int(self.watts) if self.watts.is_integer() else self.watts
             return watts, self.args.energy_start_kwh + self.energy_j / 3.6e6
 
+    def hidden(self):
+        return (self._read_control('hide') or '').split()
+
     def mode(self):
         return (self._read_control('mode') or 'ok').split()
 
@@ -153,9 +159,12 @@ class State:
             return list(self.sessions)
 
 
-def live(doc, path, watts, kwh):
+def live(doc, path, watts, kwh, hidden=()):
     """The mockup's resource with this moment's readings."""
-    if path == CHASSIS + '/Power':
+    if path == CHASSIS:
+        for h in hidden:
+            doc.pop(h, None)
+    elif path == CHASSIS + '/Power':
         for pc in doc.get('PowerControl', [])[:1]:
             pc['PowerConsumedWatts'] = watts
     elif path == CHASSIS + '/EnvironmentMetrics':
@@ -281,6 +290,10 @@ class Handler(BaseHTTPRequestHandler):
         parts = path.split('/')[1:]
         if parts[:2] != ['redfish', 'v1'] or any(p in ('', '.', '..') for p in parts):
             return self.send_error_json(404, 'not found')
+        hidden = st.hidden()
+        if any(path == CHASSIS + '/' + h or path.startswith(CHASSIS + '/' + h + '/')
+               for h in hidden):
+            return self.send_error_json(404, 'not found')
         f = os.path.join(st.args.root, *parts, 'index.json')
         try:
             with open(f) as fh:
@@ -288,7 +301,7 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             return self.send_error_json(404, 'not found')
         watts, kwh = st.update()
-        body = json.dumps(live(doc, path, watts, kwh), indent=1).encode()
+        body = json.dumps(live(doc, path, watts, kwh, hidden), indent=1).encode()
         if self.truncated:
             self.send_response(200)
             self.send_header('Content-Type', 'application/json')

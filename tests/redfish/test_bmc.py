@@ -152,6 +152,14 @@ def run(bmc):
        'EnergykWh integrates watts: %.3f kW.h in %.3f s at 3.6 MW' % (e1 - e0, dt))
     bmc.set('watts', '200')
 
+    # Hidden representations.
+    bmc.set('hide', 'EnvironmentMetrics Power')
+    ch = bmc.json('/redfish/v1/Chassis/1U')
+    _, code, _, _ = bmc.curl(ENV)
+    ok(ch and 'EnvironmentMetrics' not in ch and 'Power' not in ch and 'PowerSubsystem' in ch
+       and code == 404, 'hide: links gone from the chassis, their resources 404')
+    bmc.set('hide', '')
+
     # Faults.
     bmc.set('mode', 'slow 1')
     t0 = time.monotonic()
