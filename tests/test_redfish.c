@@ -178,6 +178,46 @@ static void test_fallbacks(void **state)
 	ctl("hide", "\n");
 }
 
+static int live_sessions(void)
+{
+	char path[300];
+	_cleanup_free_ char *text = NULL;
+
+	snprintf(path, sizeof(path), "%s/sessions", bmc.dir);
+	text = vw_fixture_slurp(path, NULL);
+	return text ? atoi(text) : 0;
+}
+
+/* A session while open, deleted at close; a new login when the BMC forgets it; basic auth
+ * leaves none. */
+static void test_sessions(void **state)
+{
+	struct vw_redfish_config cfg = cfg_good();
+	uint64_t raw;
+	int err;
+	void *st = NULL;
+
+	(void)state;
+	ctl("mode", "ok\n");
+	ctl("watts", "100\n");
+	assert_int_equal(live_sessions(), 0);
+	assert_int_equal(open_with(&cfg, &st), 0);
+	assert_int_equal(live_sessions(), 1);
+	assert_int_equal(read_at(st, T0, &raw, &err), 0);
+	ctl("expire", "\n"); /* the BMC times every session out */
+	assert_int_equal(read_at(st, T0 + SEC, &raw, &err), 0);
+	assert_int_equal(raw, 100000000);
+	assert_int_equal(live_sessions(), 1);
+	vw_src_redfish.close(st);
+	assert_int_equal(live_sessions(), 0);
+
+	cfg.auth = VW_REDFISH_AUTH_BASIC;
+	assert_int_equal(open_with(&cfg, &st), 0);
+	assert_int_equal(read_at(st, T0, &raw, &err), 0);
+	assert_int_equal(live_sessions(), 0);
+	vw_src_redfish.close(st);
+}
+
 static void test_refused(void **state)
 {
 	struct vw_redfish_config cfg = cfg_good();
@@ -241,6 +281,7 @@ int main(void)
 		cmocka_unit_test(test_not_configured),
 		cmocka_unit_test(test_known_watts),
 		cmocka_unit_test(test_fallbacks),
+		cmocka_unit_test(test_sessions),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_faults),
 	};

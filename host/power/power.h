@@ -29,6 +29,10 @@ extern const struct vw_power_source_ops vw_src_acpi_power_meter;
  * like the ACPI meter. Groundwork for issue #13: configured through env->ctx (a struct
  * vw_redfish_config; open() gives -ENODEV without one) and not in any chain yet.
  */
+enum vw_redfish_auth {
+	VW_REDFISH_AUTH_SESSION, /* a session (X-Auth-Token), basic where the BMC has none */
+	VW_REDFISH_AUTH_BASIC,   /* HTTP basic on every request */
+};
 struct vw_redfish_config {
 	const char *endpoint; /* https://host[:port] */
 	const char *username;
@@ -36,6 +40,7 @@ struct vw_redfish_config {
 	const char *ca_file; /* PEM CA bundle; NULL: the system's */
 	bool insecure;       /* no certificate check (Kepler's `insecure`) */
 	long timeout_ms;     /* per request; 0: 5000 */
+	enum vw_redfish_auth auth;
 };
 extern const struct vw_power_source_ops vw_src_redfish;
 

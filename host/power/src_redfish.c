@@ -18,7 +18,11 @@
  * first read only sets the time, a failed read counts nothing and the next good one only sets
  * the time again. The EnergykWh counters are not used: 0.001 kW.h steps are 3.6 kJ.
  *
- * Auth: HTTP basic on every request (CURLOPT_USERNAME/PASSWORD). Errors map to -errno:
+ * Auth (cfg->auth): a session by default: POST SessionService/Sessions, X-Auth-Token on every
+ * request, one new login when the BMC refuses the token (it times sessions out), DELETE of the
+ * session's Location at close (BMCs allow 4-16 sessions: never leave one behind); a BMC with no
+ * session service gets basic auth. VW_REDFISH_AUTH_BASIC: HTTP basic on every request. A login
+ * refused for too many sessions is -EUSERS. Errors map to -errno:
  * 401/403 -EACCES, 404 -ENOENT, 503 and 429 -EAGAIN, another status -EIO, a timeout
  * -ETIMEDOUT, a TLS failure -EPROTO, a connection refused/reset -ECONNREFUSED/-ECONNRESET, a
  * body that is no JSON or a short one -EBADMSG, a reading that is null -ENODATA.
@@ -27,24 +31,25 @@
  *   - The GET runs on the sampling thread here and a BMC takes 100 ms to seconds: it must move
  *     off that thread (a poller thread per BMC keeping the last reading and its time, read()
  *     integrating what it has; fresh() saying whether it is recent).
- *   - Sessions (POST SessionService/Sessions, X-Auth-Token, DELETE the Location at close; BMCs
- *     cap sessions), re-login on 401.
- *   - Config from --platform.redfish.config-file (Kepler's nodes/bmcs YAML) instead of
+ *  *   - Config from --platform.redfish.config-file (Kepler's nodes/bmcs YAML) instead of
  *     env->ctx, the chain entry, kepler_platform_watts, Sensors (ReadingType Power).
  */
 #include <curl/curl.h>
 #include <errno.h>
 #include <json-c/json.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "log.h"
 #include "macro.h"
 #include "power.h"
 
 #define RF_ROOT "/redfish/v1/"
+#define RF_SESSIONS RF_ROOT "SessionService/Sessions"
 #define RF_BODY_MAX (1u << 20)      /* a resource larger than 1 MiB is not one we read */
 #define RF_TIMEOUT_MS_DEFAULT 5000L
 #define RF_MAX_PSU 16
@@ -68,6 +73,12 @@ struct redfish {
 		size_t len;
 		bool overflow;
 	} body;
+	/* Session auth: the token sent as X-Auth-Token, the session's path to DELETE at close. */
+	bool use_session;
+	char *username, *password;
+	char token[256];
+	char session[256];
+	struct curl_slist *headers;
 	enum rf_kind kind;
 	char *psu[RF_MAX_PSU]; /* RF_KIND_PSU_METRICS: each supply's Metrics path */
 	size_t npsu;
@@ -141,17 +152,51 @@ static int status_errno(long status)
 	return -EIO;
 }
 
-/* GET `path` (an @odata.id: /redfish/v1/...) and parse it; *ret owned by the caller. */
-static int rf_get(struct redfish *rf, const char *path, struct json_object **ret)
+static void json_putp(struct json_object **p)
+{
+	json_object_put(*p);
+}
+#define _cleanup_json_ _cleanup_(json_putp)
+
+/* During a login: X-Auth-Token and Location. */
+static size_t on_header(char *p, size_t size, size_t n, void *userdata)
+{
+	struct redfish *rf = userdata;
+	size_t len = size * n, k, v;
+	static const struct {
+		const char *name;
+		size_t off;
+	} want[] = {
+		{ "X-Auth-Token", offsetof(struct redfish, token) },
+		{ "Location", offsetof(struct redfish, session) },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
+		k = strlen(want[i].name);
+		if (len <= k || strncasecmp(p, want[i].name, k) != 0 || p[k] != ':')
+			continue;
+		for (v = k + 1; v < len && (p[v] == ' ' || p[v] == '\t'); v++)
+			;
+		while (len > v && (p[len - 1] == '\r' || p[len - 1] == '\n' || p[len - 1] == ' '))
+			len--;
+		if (len - v < 256) /* both fields are 256 bytes */
+			snprintf((char *)rf + want[i].off, 256, "%.*s", (int)(len - v), p + v);
+	}
+	return size * n;
+}
+
+/*
+ * One request: method "GET", "POST" (body: JSON text) or "DELETE" on `path` (an @odata.id,
+ * /redfish/v1/...). 0 with *ret_status for any HTTP answer, -errno for transport failures.
+ */
+static int rf_request(struct redfish *rf, const char *method, const char *path, const char *body,
+		      long *ret_status)
 {
 	_cleanup_free_ char *url = NULL;
-	enum json_tokener_error jerr;
-	struct json_object *doc;
-	long status = 0;
+	struct curl_slist *post_headers = NULL;
 	CURLcode cc;
-	int r;
 
-	*ret = NULL;
+	*ret_status = 0;
 	if (strncmp(path, RF_ROOT, strlen(RF_ROOT)) != 0 || strchr(path, '#'))
 		return -EBADMSG;
 	if (asprintf(&url, "%s%s", rf->endpoint, path) < 0)
@@ -161,10 +206,39 @@ static int rf_get(struct redfish *rf, const char *path, struct json_object **ret
 	rf->body.len = 0;
 	rf->body.overflow = false;
 	curl_easy_setopt(rf->easy, CURLOPT_URL, url);
+	curl_easy_setopt(rf->easy, CURLOPT_HTTPGET, 1L);
+	curl_easy_setopt(rf->easy, CURLOPT_CUSTOMREQUEST, NULL);
+	curl_easy_setopt(rf->easy, CURLOPT_HTTPHEADER, rf->headers);
+	if (strcmp(method, "POST") == 0) {
+		post_headers = curl_slist_append(NULL, "Content-Type: application/json");
+		if (!post_headers)
+			return -ENOMEM;
+		curl_easy_setopt(rf->easy, CURLOPT_HTTPHEADER, post_headers);
+		curl_easy_setopt(rf->easy, CURLOPT_COPYPOSTFIELDS, body);
+	} else if (strcmp(method, "DELETE") == 0) {
+		curl_easy_setopt(rf->easy, CURLOPT_CUSTOMREQUEST, "DELETE");
+	}
 	cc = curl_easy_perform(rf->easy);
+	curl_easy_setopt(rf->easy, CURLOPT_HTTPHEADER, rf->headers);
+	curl_slist_free_all(post_headers);
 	if (cc != CURLE_OK)
 		return rf->body.overflow ? -EFBIG : curl_errno(cc);
-	curl_easy_getinfo(rf->easy, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(rf->easy, CURLINFO_RESPONSE_CODE, ret_status);
+	return 0;
+}
+
+/* GET `path` and parse it; *ret owned by the caller. */
+static int rf_get_once(struct redfish *rf, const char *path, struct json_object **ret)
+{
+	enum json_tokener_error jerr;
+	struct json_object *doc;
+	long status;
+	int r;
+
+	*ret = NULL;
+	r = rf_request(rf, "GET", path, NULL, &status);
+	if (r < 0)
+		return r;
 	r = status_errno(status);
 	if (r < 0)
 		return r;
@@ -179,11 +253,99 @@ static int rf_get(struct redfish *rf, const char *path, struct json_object **ret
 	return 0;
 }
 
-static void json_putp(struct json_object **p)
+/* ---- sessions --------------------------------------------------------------------------- */
+
+static int set_token_header(struct redfish *rf)
 {
-	json_object_put(*p);
+	char h[sizeof(rf->token) + 32];
+
+	curl_slist_free_all(rf->headers);
+	rf->headers = NULL;
+	if (!rf->token[0])
+		return 0;
+	snprintf(h, sizeof(h), "X-Auth-Token: %s", rf->token);
+	rf->headers = curl_slist_append(NULL, h);
+	return rf->headers ? 0 : -ENOMEM;
 }
-#define _cleanup_json_ _cleanup_(json_putp)
+
+/* DELETE our session (best effort: the BMC may have timed it out already). */
+static void rf_logout(struct redfish *rf)
+{
+	long status;
+	int r;
+
+	if (!rf->session[0])
+		return;
+	r = rf_request(rf, "DELETE", rf->session, NULL, &status);
+	if (r == 0 && status != 200 && status != 204 && status != 404 && status != 401)
+		r = -EIO;
+	if (r < 0)
+		vw_warn("redfish: %s: cannot end session %s: %s", rf->endpoint, rf->session,
+			strerror(-r));
+	rf->session[0] = rf->token[0] = '\0';
+	(void)set_token_header(rf);
+}
+
+/* Location may be a path or an absolute URL on the BMC: keep the path. */
+static int session_path(struct redfish *rf)
+{
+	const char *p = rf->session;
+
+	if (strncmp(p, "https://", 8) == 0) {
+		p = strchr(p + 8, '/');
+		if (!p)
+			return -EBADMSG;
+		memmove(rf->session, p, strlen(p) + 1);
+	}
+	return strncmp(rf->session, RF_ROOT, strlen(RF_ROOT)) == 0 ? 0 : -EBADMSG;
+}
+
+/* POST SessionService/Sessions; from then on X-Auth-Token instead of basic auth. */
+static int rf_login(struct redfish *rf)
+{
+	_cleanup_json_ struct json_object *req = json_object_new_object();
+	long status;
+	int r;
+
+	if (!req || json_object_object_add(req, "UserName",
+					   json_object_new_string(rf->username)) < 0 ||
+	    json_object_object_add(req, "Password", json_object_new_string(rf->password)) < 0)
+		return -ENOMEM;
+	rf->session[0] = rf->token[0] = '\0';
+	(void)set_token_header(rf);
+	curl_easy_setopt(rf->easy, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(rf->easy, CURLOPT_HEADERDATA, rf);
+	r = rf_request(rf, "POST", RF_SESSIONS,
+		       json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN), &status);
+	/* Both: with HEADERDATA set and no HEADERFUNCTION, curl hands headers to on_body. */
+	curl_easy_setopt(rf->easy, CURLOPT_HEADERFUNCTION, NULL);
+	curl_easy_setopt(rf->easy, CURLOPT_HEADERDATA, NULL);
+	if (r < 0)
+		return r;
+	if (status != 201 && status != 200)
+		return status == 503 ? -EUSERS : status_errno(status) ?: -EIO;
+	if (!rf->token[0] || !rf->session[0] || session_path(rf) < 0) {
+		rf->session[0] = rf->token[0] = '\0';
+		return -EBADMSG;
+	}
+	return set_token_header(rf);
+}
+
+/* GET, logging in again once when the BMC has forgotten our session (it times them out). */
+static int rf_get(struct redfish *rf, const char *path, struct json_object **ret)
+{
+	int r = rf_get_once(rf, path, ret);
+
+	if (r != -EACCES || !rf->use_session)
+		return r;
+	vw_debug("redfish: %s: session refused, logging in again", rf->endpoint);
+	rf_logout(rf);
+	r = rf_login(rf);
+	if (r < 0)
+		return r;
+	return rf_get_once(rf, path, ret);
+}
+
 
 /* obj[key]["@odata.id"], or NULL. */
 static const char *link_of(struct json_object *obj, const char *key)
@@ -380,8 +542,13 @@ static void rf_free(struct redfish *rf)
 {
 	if (!rf)
 		return;
-	if (rf->easy)
+	if (rf->easy) {
+		rf_logout(rf);
 		curl_easy_cleanup(rf->easy);
+	}
+	curl_slist_free_all(rf->headers);
+	free(rf->username);
+	free(rf->password);
 	for (size_t i = 0; i < rf->npsu; i++)
 		free(rf->psu[i]);
 	free(rf->body.data);
@@ -396,8 +563,10 @@ static int rf_setup(struct redfish *rf, const struct vw_redfish_config *cfg)
 	while (n > 0 && cfg->endpoint[n - 1] == '/')
 		n--;
 	rf->endpoint = strndup(cfg->endpoint, n);
+	rf->username = strdup(cfg->username ? cfg->username : "");
+	rf->password = strdup(cfg->password ? cfg->password : "");
 	rf->easy = curl_easy_init();
-	if (!rf->endpoint || !rf->easy)
+	if (!rf->endpoint || !rf->username || !rf->password || !rf->easy)
 		return -ENOMEM;
 	rf->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : RF_TIMEOUT_MS_DEFAULT;
 	curl_easy_setopt(rf->easy, CURLOPT_PROTOCOLS_STR, "https");
@@ -419,6 +588,33 @@ static int rf_setup(struct redfish *rf, const struct vw_redfish_config *cfg)
 	return 0;
 }
 
+/*
+ * Session auth where asked for; a BMC without a session service (404, 405, 501 to the login)
+ * is read with basic auth instead. Basic auth stays configured on the handle meanwhile: the
+ * token header takes over once set (a BMC accepts either).
+ */
+static int rf_auth(struct redfish *rf, const struct vw_redfish_config *cfg)
+{
+	int r;
+
+	if (cfg->auth == VW_REDFISH_AUTH_BASIC)
+		return 0;
+	r = rf_login(rf);
+	if (r == -ENOENT || r == -EIO) {
+		vw_info("redfish: %s: no session service (%s), using basic auth", rf->endpoint,
+			strerror(-r));
+		return 0;
+	}
+	if (r < 0)
+		return r;
+	rf->use_session = true;
+	/* With a token, send no basic credentials. */
+	curl_easy_setopt(rf->easy, CURLOPT_HTTPAUTH, (long)CURLAUTH_NONE);
+	curl_easy_setopt(rf->easy, CURLOPT_USERNAME, NULL);
+	curl_easy_setopt(rf->easy, CURLOPT_PASSWORD, NULL);
+	return 0;
+}
+
 static int redfish_open(const struct vw_power_env *env, void **ret_state)
 {
 	const struct vw_redfish_config *cfg = env ? env->ctx : NULL;
@@ -434,6 +630,8 @@ static int redfish_open(const struct vw_power_env *env, void **ret_state)
 	if (!rf)
 		return -ENOMEM;
 	r = rf_setup(rf, cfg);
+	if (r == 0)
+		r = rf_auth(rf, cfg);
 	if (r == 0)
 		r = discover(rf);
 	if (r < 0) {

@@ -31,6 +31,8 @@ Readings (with --control DIR, read on every request):
   DIR/hide    chassis links to take away (whitespace-separated: EnvironmentMetrics Power
               PowerSubsystem Sensors): gone from Chassis/1U, and their resources answer 404, so
               a client's fallback to an older representation can be tested.
+  DIR/expire  one-shot: the next request with a token finds every session gone (the BMC
+              timed them out); the file is removed.
 Written by the server into DIR: `sessions` (live sessions), `requests` (requests answered).
 
 Prints "port N" on stdout once listening (--port 0: an ephemeral port). SIGTERM/SIGINT end it.
@@ -152,6 +154,10 @@ class State:
 
     def token_ok(self, token):
         with self.lock:
+            if self.args.control and os.path.exists(os.path.join(self.args.control, 'expire')):
+                os.unlink(os.path.join(self.args.control, 'expire'))
+                self.sessions.clear()
+                self._write_control('sessions', 0)
             return token in self.sessions.values()
 
     def session_ids(self):
