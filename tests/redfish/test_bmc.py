@@ -133,6 +133,15 @@ def run(bmc):
     with open(os.path.join(bmc.ctl, 'sessions')) as f:
         ok(f.read().strip() == '0', 'no live session left')
 
+    # A session the BMC forgets.
+    _, code, hdr, _ = bmc.curl(SESSIONS, '-H', 'Content-Type: application/json', '-d',
+                               '{"UserName":"admin","Password":"pw"}', auth=False)
+    tok = ['-H', 'X-Auth-Token: %s' % hdr.get('x-auth-token')]
+    bmc.set('expire', '')
+    _, code, _, _ = bmc.curl(POWER, *tok, auth=False)
+    ok(code == 401 and not os.path.exists(os.path.join(bmc.ctl, 'expire')),
+       'expire: the token is refused once the BMC forgets every session')
+
     # Live readings.
     bmc.set('watts', '123.5')
     doc = bmc.json(POWER)
