@@ -188,8 +188,8 @@ static int live_sessions(void)
 	return text ? atoi(text) : 0;
 }
 
-/* A session while open, deleted at close; a new login when the BMC forgets it; basic auth
- * leaves none. */
+/* A session while open, deleted at close; a new login when the BMC forgets it; the BMC's
+ * session cap; basic auth leaves none. */
 static void test_sessions(void **state)
 {
 	struct vw_redfish_config cfg = cfg_good();
@@ -209,6 +209,17 @@ static void test_sessions(void **state)
 	assert_int_equal(raw, 100000000);
 	assert_int_equal(live_sessions(), 1);
 	vw_src_redfish.close(st);
+	assert_int_equal(live_sessions(), 0);
+
+	/* The BMC allows 4 (bmc.py --max-sessions): the fifth login is refused, -EUSERS. */
+	void *four[4];
+
+	for (size_t i = 0; i < ARRAY_SIZE(four); i++)
+		assert_int_equal(open_with(&cfg, &four[i]), 0);
+	assert_int_equal(live_sessions(), 4);
+	assert_int_equal(open_with(&cfg, &st), -EUSERS);
+	for (size_t i = 0; i < ARRAY_SIZE(four); i++)
+		vw_src_redfish.close(four[i]);
 	assert_int_equal(live_sessions(), 0);
 
 	cfg.auth = VW_REDFISH_AUTH_BASIC;

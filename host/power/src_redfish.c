@@ -431,7 +431,14 @@ static int read_uw(struct redfish *rf, uint64_t *ret_uw)
 
 /* ---- discovery -------------------------------------------------------------------------- */
 
-/* PowerSubsystem -> PowerSupplies -> each member's Metrics link. */
+static void psus_clear(struct redfish *rf)
+{
+	for (size_t i = 0; i < rf->npsu; i++)
+		free(rf->psu[i]);
+	rf->npsu = 0;
+}
+
+/* PowerSubsystem -> PowerSupplies -> each member's Metrics link (a previous chassis's gone). */
 static int find_psus(struct redfish *rf, const char *subsystem)
 {
 	_cleanup_json_ struct json_object *ps = NULL, *coll = NULL;
@@ -439,6 +446,7 @@ static int find_psus(struct redfish *rf, const char *subsystem)
 	const char *link;
 	int r;
 
+	psus_clear(rf);
 	r = rf_get(rf, subsystem, &ps);
 	if (r < 0)
 		return r;
@@ -549,8 +557,7 @@ static void rf_free(struct redfish *rf)
 	curl_slist_free_all(rf->headers);
 	free(rf->username);
 	free(rf->password);
-	for (size_t i = 0; i < rf->npsu; i++)
-		free(rf->psu[i]);
+	psus_clear(rf);
 	free(rf->body.data);
 	free(rf->endpoint);
 	free(rf);
