@@ -16,7 +16,8 @@
  * Each read() GETs the reading (W) and integrates it into a cumulative µJ counter of its own,
  * like the ACPI meter (src_hwmon.c): µW x ns in integers, the part below 1 µJ carried, the
  * first read only sets the time, a failed read counts nothing and the next good one only sets
- * the time again. The EnergykWh counters are not used: 0.001 kW.h steps are 3.6 kJ.
+ * the time again. The EnergykWh counters are not used: 0.001 kW.h steps are 3.6 kJ. A failing
+ * BMC is warned about once while it lasts (rate-limited) and once when it reads again.
  *
  * Auth (cfg->auth): a session by default: POST SessionService/Sessions, X-Auth-Token on every
  * request, one new login when the BMC refuses the token (it times sessions out), DELETE of the
@@ -88,6 +89,7 @@ struct redfish {
 	uint64_t last_ns;
 	bool primed;
 	uint64_t last_uw; /* the last good reading */
+	struct vw_complaint complaint;
 };
 
 /* ---- HTTP ------------------------------------------------------------------------------- */
@@ -686,7 +688,13 @@ static int redfish_read(void *state, const struct vw_node_activity *act, uint64_
 	r = act ? read_uw(rf, &uw) : -EINVAL;
 	if (r < 0) {
 		rf->primed = false;
+		vw_complain(&rf->complaint, VW_LOG_WARN,
+			    "redfish: %s: cannot read %s: %s; no energy counted until it reads again",
+			    rf->endpoint, rf->info.path, strerror(-r));
 	} else {
+		vw_release(&rf->complaint, VW_LOG_INFO,
+			   "redfish: %s: %s readable again; energy counted from this reading on",
+			   rf->endpoint, rf->info.path);
 		rf->last_uw = uw;
 		integrate(rf, uw, act->now_ns);
 	}
