@@ -32,7 +32,7 @@
  *   - The GET runs on the sampling thread here and a BMC takes 100 ms to seconds: it must move
  *     off that thread (a poller thread per BMC keeping the last reading and its time, read()
  *     integrating what it has; fresh() saying whether it is recent).
- *  *   - Config from --platform.redfish.config-file (Kepler's nodes/bmcs YAML) instead of
+ *   - Config from --platform.redfish.config-file (Kepler's nodes/bmcs YAML) instead of
  *     env->ctx, the chain entry, kepler_platform_watts, Sensors (ReadingType Power).
  */
 #include <curl/curl.h>
@@ -54,6 +54,7 @@
 #define RF_BODY_MAX (1u << 20)      /* a resource larger than 1 MiB is not one we read */
 #define RF_TIMEOUT_MS_DEFAULT 5000L
 #define RF_MAX_PSU 16
+#define RF_FIELD 256 /* a session's token and path, as kept */
 #define RF_MAX_WATTS 10e6           /* 10 MW: beyond any node; junk */
 #define NS_UW_PER_UJ 1000000000ULL /* ns x µW per µJ */
 
@@ -77,8 +78,8 @@ struct redfish {
 	/* Session auth: the token sent as X-Auth-Token, the session's path to DELETE at close. */
 	bool use_session;
 	char *username, *password;
-	char token[256];
-	char session[256];
+	char token[RF_FIELD];
+	char session[RF_FIELD];
 	struct curl_slist *headers;
 	enum rf_kind kind;
 	char *psu[RF_MAX_PSU]; /* RF_KIND_PSU_METRICS: each supply's Metrics path */
@@ -181,8 +182,8 @@ static size_t on_header(char *p, size_t size, size_t n, void *userdata)
 			;
 		while (len > v && (p[len - 1] == '\r' || p[len - 1] == '\n' || p[len - 1] == ' '))
 			len--;
-		if (len - v < 256) /* both fields are 256 bytes */
-			snprintf((char *)rf + want[i].off, 256, "%.*s", (int)(len - v), p + v);
+		if (len - v < RF_FIELD) /* longer: not a token or a path we keep */
+			snprintf((char *)rf + want[i].off, RF_FIELD, "%.*s", (int)(len - v), p + v);
 	}
 	return size * n;
 }
