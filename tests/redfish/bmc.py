@@ -395,7 +395,8 @@ def main():
     ap.add_argument('--password', default='secret')
     ap.add_argument('--cert', help='server certificate (PEM); with --key')
     ap.add_argument('--key', help='its private key (PEM)')
-    ap.add_argument('--ca-out', help='write the generated CA certificate here')
+    ap.add_argument('--ca-out',
+                    help='write the generated CA certificate here (not with --cert/--key)')
     ap.add_argument('--control', help='control directory: watts, mode (see the header)')
     ap.add_argument('--energy-start-kwh', type=float, default=325675.0,
                     help="the energy counter's start (the mockup's TotalEnergy)")
@@ -406,10 +407,12 @@ def main():
 
     tmp = tempfile.mkdtemp(prefix='vw-bmc-')
     try:
-        if args.cert and args.key:
-            cert, key = args.cert, args.key
-        elif args.cert or args.key:
+        if bool(args.cert) != bool(args.key):
             ap.error('--cert and --key go together')
+        if args.cert and args.ca_out:
+            ap.error('--ca-out is for the CA this script makes, not with --cert/--key')
+        if args.cert:
+            cert, key = args.cert, args.key
         else:
             cert, key, ca = make_certs(tmp)
             if args.ca_out:
