@@ -21,7 +21,7 @@ Readings (with --control DIR, read on every request):
               no power property in its schema.
   energy      integrated from watts on this process's monotonic clock (polled every 20 ms and
               at each request), in kW.h from --energy-start-kwh: EnvironmentMetrics
-              EnergykWh.Reading (in the schema since EnvironmentMetrics v1_2; the mockup's
+              EnergykWh.Reading (an EnvironmentMetrics property in DMTF's schema; the mockup's
               resource lacks it, it is added), Sensors/TotalEnergy Reading, Bay1/Metrics
               EnergykWh.Reading.
   DIR/mode    a fault for the requests that follow (the service root and login included):
