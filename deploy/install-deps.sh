@@ -15,7 +15,8 @@ build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicroh
 # libvirt-clients (virsh), busybox-static, kmod (depmod, modprobe --show-depends): tests/e2e.
 # podman, runc (+ busybox-static for the image): tests/test_ctrmeta_podman.c, a real container.
 # openssl (test CAs and certificates), apache2-utils (htpasswd -B bcrypt hashes): tests/test_tls*.c,
-# tests/test_webconfig.c.
+# tests/test_webconfig.c, the Redfish BMC simulator (tests/redfish/bmc.py, with python3; curl for
+# its self-test).
 test_pkgs=(libcmocka-dev prometheus curl python3 libclang-rt-14-dev libvirt-daemon
 	libvirt-daemon-driver-qemu qemu-system-x86 nodejs npm systemd libvirt-clients busybox-static
 	kmod podman runc openssl apache2-utils)

@@ -23,6 +23,27 @@ extern const struct vw_power_source_ops vw_src_powercap;
  */
 extern const struct vw_power_source_ops vw_src_acpi_power_meter;
 
+/*
+ * A BMC's whole-node power over Redfish (src_redfish.c, name "redfish"): one VW_ZONE_PLATFORM
+ * zone, the first chassis with EnvironmentMetrics, Power or PowerSubsystem readings, integrated
+ * like the ACPI meter. Groundwork for issue #13: configured through env->ctx (a struct
+ * vw_redfish_config; open() gives -ENODEV without one) and not in any chain yet.
+ */
+enum vw_redfish_auth {
+	VW_REDFISH_AUTH_SESSION, /* a session (X-Auth-Token), basic where the BMC has none */
+	VW_REDFISH_AUTH_BASIC,   /* HTTP basic on every request */
+};
+struct vw_redfish_config {
+	const char *endpoint; /* https://host[:port] */
+	const char *username;
+	const char *password;
+	const char *ca_file; /* PEM CA bundle; NULL: the system's */
+	bool insecure;       /* no certificate check (Kepler's `insecure`) */
+	long timeout_ms;     /* per request; 0: 5000 */
+	enum vw_redfish_auth auth;
+};
+extern const struct vw_power_source_ops vw_src_redfish;
+
 /* Preference order: a real meter first, the model only where no meter exists (NULL-ended). */
 extern const struct vw_power_source_ops *const vw_host_power_sources[];
 /*

@@ -1,0 +1,308 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The Redfish meter (host/power/src_redfish.c) against the test BMC (tests/redfish/bmc.py, DMTF's
+ * public-rackmount1 mockup over HTTPS with a CA of its own): discovery, the known watts
+ * integrated exactly on a clock driven by hand, auth and TLS refusals, and the BMC's faults
+ * counting no energy. One BMC for the whole group; each case sets its watts and mode.
+ */
+#include "vw_test.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "log.h"
+#include "macro.h"
+#include "power.h"
+
+#define SEC VW_NSEC_PER_SEC
+#define T0 (1000 * SEC)
+#define ENV_PATH "/redfish/v1/Chassis/1U/EnvironmentMetrics"
+
+static struct {
+	char *dir;
+	char ca[256];
+	char endpoint[64];
+	pid_t pid;
+} bmc;
+
+static void ctl(const char *name, const char *text)
+{
+	assert_int_equal(vw_fixture_replace(bmc.dir, name, text), 0);
+}
+
+static int bmc_start(void **state)
+{
+	char log[256], ctldir[256], port_s[32];
+	char *argv[] = { "python3", VW_SOURCE_ROOT "/tests/redfish/bmc.py", "--port", "0",
+			 "--control", ctldir, "--ca-out", bmc.ca, "--user", "admin",
+			 "--password", "pw", NULL };
+
+	(void)state;
+	bmc.dir = vw_fixture_mkdtemp("redfish");
+	if (!bmc.dir)
+		return -1;
+	snprintf(ctldir, sizeof(ctldir), "%s", bmc.dir);
+	snprintf(bmc.ca, sizeof(bmc.ca), "%s/ca.pem", bmc.dir);
+	snprintf(log, sizeof(log), "%s/bmc.log", bmc.dir);
+	bmc.pid = vw_fixture_spawn_logged(argv, log);
+	if (bmc.pid < 0)
+		return -1;
+	for (int i = 0; i < 200; i++) { /* 10 s for openssl and the listening socket */
+		_cleanup_free_ char *out = vw_fixture_slurp(log, NULL);
+		unsigned port;
+
+		if (out && sscanf(out, "port %u", &port) == 1 && strchr(out, '\n')) {
+			snprintf(port_s, sizeof(port_s), "%u", port);
+			snprintf(bmc.endpoint, sizeof(bmc.endpoint), "https://127.0.0.1:%s", port_s);
+			return 0;
+		}
+		usleep(50000);
+	}
+	vw_fixture_kill(&bmc.pid);
+	return -1;
+}
+
+static int bmc_stop(void **state)
+{
+	(void)state;
+	if (bmc.pid > 0)
+		vw_fixture_stop_daemon(bmc.pid);
+	vw_fixture_rm(bmc.dir);
+	return 0;
+}
+
+static struct vw_redfish_config cfg_good(void)
+{
+	return (struct vw_redfish_config){ .endpoint = bmc.endpoint, .username = "admin",
+					   .password = "pw", .ca_file = bmc.ca,
+					   .timeout_ms = 3000 };
+}
+
+static int open_with(const struct vw_redfish_config *cfg, void **ret)
+{
+	struct vw_power_env env = { .sysfs_fd = -1, .ctx = cfg };
+
+	return vw_src_redfish.open(&env, ret);
+}
+
+static int read_at(void *st, uint64_t now_ns, uint64_t *raw, int *err)
+{
+	struct vw_node_activity act = { .now_ns = now_ns };
+
+	return vw_src_redfish.read(st, &act, raw, err);
+}
+
+static void test_not_configured(void **state)
+{
+	struct vw_power_env env = { .sysfs_fd = -1 };
+	struct vw_redfish_config none = { 0 };
+	void *st = NULL;
+
+	(void)state;
+	assert_int_equal(vw_src_redfish.open(&env, &st), -ENODEV);
+	assert_int_equal(open_with(&none, &st), -ENODEV);
+	none.endpoint = "http://127.0.0.1:1";
+	assert_int_equal(open_with(&none, &st), -EINVAL); /* https only */
+	assert_string_equal(vw_src_redfish.name, "redfish");
+	assert_true(vw_src_redfish.measured);
+}
+
+/* The mockup's chassis 1U: EnvironmentMetrics first; the known watts integrated exactly. */
+static void test_known_watts(void **state)
+{
+	struct vw_redfish_config cfg = cfg_good();
+	const struct vw_zone_info *z;
+	uint64_t raw;
+	int err;
+	void *st = NULL;
+
+	(void)state;
+	ctl("mode", "ok\n");
+	ctl("watts", "123.5\n");
+	assert_int_equal(open_with(&cfg, &st), 0);
+	assert_int_equal(vw_src_redfish.zones(st, &z), 1);
+	assert_int_equal(z->zone, VW_ZONE_PLATFORM);
+	assert_string_equal(z->path, ENV_PATH);
+	assert_int_equal(z->max_range_uj, 0);
+
+	assert_int_equal(read_at(st, T0, &raw, &err), 0); /* sets the time only */
+	assert_int_equal(err, 0);
+	assert_int_equal(raw, 0);
+	assert_int_equal(read_at(st, T0 + SEC, &raw, &err), 0);
+	assert_int_equal(raw, 123500000); /* 123.5 W x 1 s */
+	ctl("watts", "200\n");
+	assert_int_equal(read_at(st, T0 + 3 * SEC, &raw, &err), 0);
+	assert_int_equal(raw, 123500000 + 400000000); /* + 200 W x 2 s */
+	ctl("watts", "0.000001\n");                  /* 1 µW: carried below the µJ */
+	assert_int_equal(read_at(st, T0 + 3 * SEC + SEC / 2, &raw, &err), 0);
+	assert_int_equal(raw, 523500000);
+	assert_int_equal(read_at(st, T0 + 4 * SEC + SEC / 2, &raw, &err), 0);
+	assert_int_equal(raw, 523500001); /* 0.5 µJ + 1 µJ */
+	vw_src_redfish.close(st);
+}
+
+/* Without EnvironmentMetrics: the deprecated Power; without that too: the PSUs' sum. */
+static void test_fallbacks(void **state)
+{
+	static const struct {
+		const char *hide;
+		const char *path;
+	} cases[] = {
+		{ "EnvironmentMetrics\n", "/redfish/v1/Chassis/1U/Power" },
+		{ "EnvironmentMetrics Power\n", "/redfish/v1/Chassis/1U/PowerSubsystem" },
+	};
+	struct vw_redfish_config cfg = cfg_good();
+	const struct vw_zone_info *z;
+	uint64_t raw;
+	int err;
+	void *st = NULL;
+
+	(void)state;
+	ctl("mode", "ok\n");
+	ctl("watts", "250\n");
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		ctl("hide", cases[i].hide);
+		assert_int_equal(open_with(&cfg, &st), 0);
+		assert_int_equal(vw_src_redfish.zones(st, &z), 1);
+		assert_string_equal(z->path, cases[i].path);
+		assert_int_equal(read_at(st, T0, &raw, &err), 0);
+		assert_int_equal(read_at(st, T0 + 2 * SEC, &raw, &err), 0);
+		assert_int_equal(raw, 500000000); /* 250 W x 2 s */
+		vw_src_redfish.close(st);
+	}
+	ctl("hide", "EnvironmentMetrics Power PowerSubsystem\n");
+	assert_int_equal(open_with(&cfg, &st), -ENODEV);
+	ctl("hide", "\n");
+}
+
+static int live_sessions(void)
+{
+	char path[300];
+	_cleanup_free_ char *text = NULL;
+
+	snprintf(path, sizeof(path), "%s/sessions", bmc.dir);
+	text = vw_fixture_slurp(path, NULL);
+	return text ? atoi(text) : 0;
+}
+
+/* A session while open, deleted at close; a new login when the BMC forgets it; the BMC's
+ * session cap; basic auth leaves none. */
+static void test_sessions(void **state)
+{
+	struct vw_redfish_config cfg = cfg_good();
+	uint64_t raw;
+	int err;
+	void *st = NULL;
+
+	(void)state;
+	ctl("mode", "ok\n");
+	ctl("watts", "100\n");
+	assert_int_equal(live_sessions(), 0);
+	assert_int_equal(open_with(&cfg, &st), 0);
+	assert_int_equal(live_sessions(), 1);
+	assert_int_equal(read_at(st, T0, &raw, &err), 0);
+	ctl("expire", "\n"); /* the BMC times every session out */
+	assert_int_equal(read_at(st, T0 + SEC, &raw, &err), 0);
+	assert_int_equal(raw, 100000000);
+	assert_int_equal(live_sessions(), 1);
+	vw_src_redfish.close(st);
+	assert_int_equal(live_sessions(), 0);
+
+	/* The BMC allows 4 (bmc.py --max-sessions): the fifth login is refused, -EUSERS. */
+	void *four[4];
+
+	for (size_t i = 0; i < ARRAY_SIZE(four); i++)
+		assert_int_equal(open_with(&cfg, &four[i]), 0);
+	assert_int_equal(live_sessions(), 4);
+	assert_int_equal(open_with(&cfg, &st), -EUSERS);
+	for (size_t i = 0; i < ARRAY_SIZE(four); i++)
+		vw_src_redfish.close(four[i]);
+	assert_int_equal(live_sessions(), 0);
+
+	cfg.auth = VW_REDFISH_AUTH_BASIC;
+	assert_int_equal(open_with(&cfg, &st), 0);
+	assert_int_equal(read_at(st, T0, &raw, &err), 0);
+	assert_int_equal(live_sessions(), 0);
+	vw_src_redfish.close(st);
+}
+
+static void test_refused(void **state)
+{
+	struct vw_redfish_config cfg = cfg_good();
+	void *st = NULL;
+
+	(void)state;
+	ctl("mode", "ok\n");
+	cfg.password = "wrong";
+	assert_int_equal(open_with(&cfg, &st), -EACCES);
+	cfg = cfg_good();
+	cfg.ca_file = VW_SOURCE_ROOT "/tests/data/redfish-mockup/README.md"; /* no CA in it */
+	assert_int_equal(open_with(&cfg, &st), -EPROTO);
+	cfg.ca_file = NULL; /* the system's CAs do not know the test CA */
+	assert_int_equal(open_with(&cfg, &st), -EPROTO);
+	cfg.insecure = true;
+	assert_int_equal(open_with(&cfg, &st), 0);
+	vw_src_redfish.close(st);
+}
+
+/* Each fault fails the read with its -errno, counts nothing, and the read after it only sets
+ * the time again. */
+static void test_faults(void **state)
+{
+	static const struct {
+		const char *mode;
+		int err;
+	} faults[] = {
+		{ "401\n", -EACCES },	  { "503\n", -EAGAIN },	   { "garbage\n", -EBADMSG },
+		{ "truncated\n", -EBADMSG }, { "reset\n", -ECONNRESET }, { "slow 2\n", -ETIMEDOUT },
+	};
+	struct vw_redfish_config cfg = cfg_good();
+	uint64_t raw, now = T0, before;
+	int err;
+	void *st = NULL;
+
+	(void)state;
+	ctl("mode", "ok\n");
+	ctl("watts", "100\n");
+	cfg.timeout_ms = 1000;
+	assert_int_equal(open_with(&cfg, &st), 0);
+	assert_int_equal(read_at(st, now, &raw, &err), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(faults); i++) {
+		assert_int_equal(read_at(st, now += SEC, &raw, &err), 0);
+		before = raw;
+		ctl("mode", faults[i].mode);
+		assert_int_equal(read_at(st, now += SEC, &raw, &err), faults[i].err);
+		assert_int_equal(err, faults[i].err);
+		assert_int_equal(raw, before);
+		ctl("mode", "ok\n");
+		assert_int_equal(read_at(st, now += 10 * SEC, &raw, &err), 0);
+		assert_int_equal(raw, before); /* the gap is not made up */
+	}
+	assert_int_equal(read_at(st, now + SEC, &raw, &err), 0);
+	assert_int_equal(raw, before + 100000000);
+	vw_src_redfish.close(st);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_not_configured),
+		cmocka_unit_test(test_known_watts),
+		cmocka_unit_test(test_fallbacks),
+		cmocka_unit_test(test_sessions),
+		cmocka_unit_test(test_refused),
+		cmocka_unit_test(test_faults),
+	};
+
+	vw_log_set_level(VW_LOG_WARN);
+	/* The simulated BMC needs python3 and the openssl CLI: skip without them, except in CI. */
+	if (system("command -v python3 >/dev/null && command -v openssl >/dev/null") != 0 &&
+	    !vw_test_in_ci()) {
+		printf("1..0 # SKIP python3 or openssl missing\n");
+		return 0;
+	}
+	return cmocka_run_group_tests(tests, bmc_start, bmc_stop);
+}
