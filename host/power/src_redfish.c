@@ -390,6 +390,32 @@ static struct json_object *member(struct json_object *obj, const char *a, const 
 	return x;
 }
 
+/*
+ * GET path, follow its link `key` to a collection and GET that: *ret_coll (the caller's to put)
+ * and its Members array in *ret_members. -ENOENT without the link, -EBADMSG without Members.
+ */
+static int get_members(struct redfish *rf, const char *path, const char *key,
+		       struct json_object **ret_coll, struct json_object **ret_members)
+{
+	_cleanup_json_ struct json_object *obj = NULL, *coll = NULL;
+	const char *link;
+	int r = rf_get(rf, path, &obj);
+
+	if (r < 0)
+		return r;
+	link = link_of(obj, key);
+	if (!link)
+		return -ENOENT;
+	r = rf_get(rf, link, &coll);
+	if (r < 0)
+		return r;
+	*ret_members = member(coll, "Members", NULL);
+	if (!*ret_members || !json_object_is_type(*ret_members, json_type_array))
+		return -EBADMSG;
+	*ret_coll = VW_TAKE_PTR(coll);
+	return 0;
+}
+
 /* ---- readings --------------------------------------------------------------------------- */
 
 static int read_psu_sum(struct redfish *rf, uint64_t *ret_uw)
@@ -444,24 +470,15 @@ static void psus_clear(struct redfish *rf)
 /* PowerSubsystem -> PowerSupplies -> each member's Metrics link (a previous chassis's gone). */
 static int find_psus(struct redfish *rf, const char *subsystem)
 {
-	_cleanup_json_ struct json_object *ps = NULL, *coll = NULL;
+	_cleanup_json_ struct json_object *coll = NULL;
 	struct json_object *members;
 	const char *link;
 	int r;
 
 	psus_clear(rf);
-	r = rf_get(rf, subsystem, &ps);
+	r = get_members(rf, subsystem, "PowerSupplies", &coll, &members);
 	if (r < 0)
 		return r;
-	link = link_of(ps, "PowerSupplies");
-	if (!link)
-		return -ENOENT;
-	r = rf_get(rf, link, &coll);
-	if (r < 0)
-		return r;
-	members = member(coll, "Members", NULL);
-	if (!members || !json_object_is_type(members, json_type_array))
-		return -EBADMSG;
 	for (size_t i = 0; i < json_object_array_length(members) && rf->npsu < RF_MAX_PSU; i++) {
 		_cleanup_json_ struct json_object *psu = NULL;
 		const char *id = json_object_get_string(
@@ -515,23 +532,13 @@ static int try_chassis(struct redfish *rf, const char *chassis)
 
 static int discover(struct redfish *rf)
 {
-	_cleanup_json_ struct json_object *root = NULL, *coll = NULL;
+	_cleanup_json_ struct json_object *coll = NULL;
 	struct json_object *members;
-	const char *link;
 	int r, first = -ENODEV;
 
-	r = rf_get(rf, RF_ROOT, &root);
+	r = get_members(rf, RF_ROOT, "Chassis", &coll, &members);
 	if (r < 0)
-		return r;
-	link = link_of(root, "Chassis");
-	if (!link)
-		return -ENODEV;
-	r = rf_get(rf, link, &coll);
-	if (r < 0)
-		return r;
-	members = member(coll, "Members", NULL);
-	if (!members || !json_object_is_type(members, json_type_array))
-		return -EBADMSG;
+		return r == -ENOENT ? -ENODEV : r;
 	for (size_t i = 0; i < json_object_array_length(members); i++) {
 		const char *id = json_object_get_string(
 			member(json_object_array_get_idx(members, i), "@odata.id", NULL));
