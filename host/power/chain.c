@@ -1,7 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "power.h"
 
+#include <errno.h>
 #include <stddef.h>
+
+#include "fileio.h"
+
+int vw_power_sysfs_class(const struct vw_power_env *env, const char *rel)
+{
+	int fd;
+
+	if (!env || env->sysfs_fd < 0)
+		return -EBADF;
+	fd = vw_dir_open_at(env->sysfs_fd, rel);
+	return fd == -ENOENT || fd == -ENOTDIR ? -ENODEV : fd;
+}
 
 const struct vw_power_source_ops *const vw_host_power_sources[] = {
 	&vw_src_powercap,

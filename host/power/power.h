@@ -44,6 +44,12 @@ struct vw_redfish_config {
 };
 extern const struct vw_power_source_ops vw_src_redfish;
 
+/*
+ * A meter's class directory below --host.sysfs (class/powercap, class/hwmon): its fd, -EBADF
+ * without a sysfs root, -ENODEV when the machine has no such class (no meter of that kind).
+ */
+int vw_power_sysfs_class(const struct vw_power_env *env, const char *rel);
+
 /* Preference order: a real meter first, the model only where no meter exists (NULL-ended). */
 extern const struct vw_power_source_ops *const vw_host_power_sources[];
 /*

@@ -304,11 +304,9 @@ static int acpi_open(const struct vw_power_env *env, void **ret_state)
 	size_t found = 0;
 	int r;
 
-	if (!env || env->sysfs_fd < 0)
-		return -EBADF;
-	classfd = vw_dir_open_at(env->sysfs_fd, HWMON_DIR);
+	classfd = vw_power_sysfs_class(env, HWMON_DIR);
 	if (classfd < 0)
-		return classfd == -ENOENT || classfd == -ENOTDIR ? -ENODEV : classfd;
+		return classfd;
 	hw = calloc(1, sizeof(*hw));
 	if (!hw)
 		return -ENOMEM;

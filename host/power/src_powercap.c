@@ -393,11 +393,9 @@ static int powercap_open(const struct vw_power_env *env, void **ret_state)
 	_cleanup_(pc_list_done) struct pc_list l = { 0 };
 	int r;
 
-	if (!env || env->sysfs_fd < 0)
-		return -EBADF;
-	pcfd = vw_dir_open_at(env->sysfs_fd, POWERCAP_DIR);
+	pcfd = vw_power_sysfs_class(env, POWERCAP_DIR);
 	if (pcfd < 0)
-		return pcfd == -ENOENT || pcfd == -ENOTDIR ? -ENODEV : pcfd;
+		return pcfd;
 	pc = calloc(1, sizeof(*pc));
 	if (!pc)
 		return -ENOMEM;
