@@ -65,9 +65,9 @@ def platform_truth():
         return float(f.read())
 
 
-def burner(m):
-    return (m.sum("kepler_process_cpu_joules_total", comm="burner", zone="package") +
-            m.sum("virtwatt_process_cpu_idle_joules_total", comm="burner", zone="package"))
+def burner(m, zone="package"):
+    return (m.sum("kepler_process_cpu_joules_total", comm="burner", zone=zone) +
+            m.sum("virtwatt_process_cpu_idle_joules_total", comm="burner", zone=zone))
 
 
 def guest_source(m):
@@ -111,7 +111,8 @@ def settle(tag):
 PLATFORM_CHECKS = (
     "host: the platform zone's energy over the span = the power meter's (within 3 %)",
     "host: the platform zone is owned: VM + the rest = node, per mode",
-    "guest: its platform energy within 1% of the host's for the VM")
+    "guest: its platform energy within 1% of the host's for the VM",
+    "guest: the burner owns most of its platform energy")
 
 
 def platform_span(h1, g1, p1, h2, g2, p2):
@@ -132,6 +133,9 @@ def platform_span(h1, g1, p1, h2, g2, p2):
     err = abs(dg - dh) / dh if dh > 0 else 1
     tap(dh > 0 and err <= 0.01, PLATFORM_CHECKS[2],
         "guest %.6f J, host %.6f J, difference %.4f %%" % (dg, dh, 100 * err))
+    db = burner(g2, "platform") - burner(g1, "platform")
+    tap(dg > 0 and db > 0.5 * dg, PLATFORM_CHECKS[3],
+        "burner %.3f J of %.3f J (%.1f %%)" % (db, dg, 100 * db / dg if dg else 0))
 
 
 def main():
