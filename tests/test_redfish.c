@@ -83,7 +83,8 @@ static struct vw_redfish_config cfg_good(void)
 
 static int open_with(const struct vw_redfish_config *cfg, void **ret)
 {
-	struct vw_power_env env = { .sysfs_fd = -1, .ctx = cfg };
+	struct vw_meter_config meters = { .redfish = cfg };
+	struct vw_power_env env = { .sysfs_fd = -1, .ctx = &meters };
 
 	return vw_src_redfish.open(&env, ret);
 }

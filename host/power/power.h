@@ -27,7 +27,7 @@ extern const struct vw_power_source_ops vw_src_acpi_power_meter;
  * A BMC's whole-node power over Redfish (src_redfish.c, name "redfish"): one VW_ZONE_PLATFORM
  * zone, the first chassis with EnvironmentMetrics, Power or PowerSubsystem readings, integrated
  * like the ACPI meter. Groundwork for issue #13: configured through env->ctx (a struct
- * vw_redfish_config; open() gives -ENODEV without one) and not in any chain yet.
+ * vw_meter_config; open() gives -ENODEV without its redfish member) and not in any chain yet.
  */
 enum vw_redfish_auth {
 	VW_REDFISH_AUTH_SESSION, /* a session (X-Auth-Token), basic where the BMC has none */
@@ -43,6 +43,14 @@ struct vw_redfish_config {
 	enum vw_redfish_auth auth;
 };
 extern const struct vw_power_source_ops vw_src_redfish;
+
+/*
+ * What the host's meters are told by its options: env->ctx for both host chains (a meter with
+ * nothing configured here looks for itself, or gives -ENODEV). Each member NULL when unset.
+ */
+struct vw_meter_config {
+	const struct vw_redfish_config *redfish; /* a BMC over Redfish */
+};
 
 /*
  * A meter's class directory below --host.sysfs (class/powercap, class/hwmon): its fd, -EBADF

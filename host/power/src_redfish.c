@@ -634,7 +634,8 @@ static int rf_auth(struct redfish *rf, const struct vw_redfish_config *cfg)
 
 static int redfish_open(const struct vw_power_env *env, void **ret_state)
 {
-	const struct vw_redfish_config *cfg = env ? env->ctx : NULL;
+	const struct vw_meter_config *meters = env ? env->ctx : NULL;
+	const struct vw_redfish_config *cfg = meters ? meters->redfish : NULL;
 	struct redfish *rf;
 	int r;
 
