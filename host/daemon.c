@@ -11,6 +11,7 @@
 #include "fileio.h"
 #include "idle.h"
 #include "log.h"
+#include "meters.h"
 #include "metrics.h"
 #include "model.h"
 #include "power.h"
@@ -46,6 +47,7 @@ enum { SRC_CPU, SRC_PLATFORM }; /* the CPU zones' source (always), the platform 
 struct vw_host {
 	struct vw_daemon d; /* roots, model, accountant, workloads, exposition (daemon_base.h) */
 	const struct vw_host_config *cfg;
+	struct vw_host_meters meters; /* the meters' configuration, from cfg */
 	struct host_source src[2]; /* [SRC_CPU], then [SRC_PLATFORM] when a platform meter opened */
 	size_t n_src;
 	struct vw_zone_info zones[VW_POWER_MAX_ZONES]; /* every source's zones, as used */
@@ -343,10 +345,14 @@ int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 	if (r < 0)
 		goto fail;
 	h->stat_sample = h->d.stat;
+	r = vw_host_meters_setup(&h->meters, cfg, h->d.node_name);
+	if (r < 0)
+		goto fail;
 	env = (struct vw_power_env){ .sysfs_fd = h->d.sysfs_fd,
 				     .model = h->d.model,
 				     .model_origin = h->d.model_origin,
-				     .host_cores = h->d.stat.ncpus };
+				     .host_cores = h->d.stat.ncpus,
+				     .ctx = &h->meters.cfg };
 	r = open_sources(h, &env);
 	if (r == 0)
 		r = setup_zones(h);
@@ -374,6 +380,7 @@ void vw_host_free(struct vw_host *h)
 	/* The workloads hold no reference to the sources: the engine's part goes after them. */
 	for (size_t s = 0; s < h->n_src; s++)
 		vw_power_source_close(&h->src[s].ps);
+	vw_host_meters_fini(&h->meters);
 	vw_daemon_fini(&h->d);
 	free(h);
 }

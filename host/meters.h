@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The host's options -> what its meters are told (struct vw_meter_config, power/power.h): the
+ * one place that reads meter flags and the files they name (BMC credentials), so that the
+ * meters themselves know nothing of options.
+ */
+#pragma once
+
+#include "options.h"
+#include "power.h"
+
+struct vw_host_meters {
+	struct vw_meter_config cfg; /* env->ctx for the host's chains; points into the rest */
+};
+
+/* Fill m from the options; -errno (logged, naming the flag) on a configuration error. */
+int vw_host_meters_setup(struct vw_host_meters *m, const struct vw_host_config *cfg,
+			 const char *node_name);
+void vw_host_meters_fini(struct vw_host_meters *m);
