@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bmc_fixture.h"
 #include "fixture.h"
 #include "log.h"
 #include "macro.h"
@@ -22,56 +23,23 @@
 #define T0 (1000 * SEC)
 #define ENV_PATH "/redfish/v1/Chassis/1U/EnvironmentMetrics"
 
-static struct {
-	char *dir;
-	char ca[256];
-	char endpoint[64];
-	pid_t pid;
-} bmc;
+static struct vw_test_bmc bmc;
 
 static void ctl(const char *name, const char *text)
 {
-	assert_int_equal(vw_fixture_replace(bmc.dir, name, text), 0);
+	vw_test_bmc_ctl(&bmc, name, text);
 }
 
 static int bmc_start(void **state)
 {
-	char log[256], ctldir[256], port_s[32];
-	char *argv[] = { "python3", VW_SOURCE_ROOT "/tests/redfish/bmc.py", "--port", "0",
-			 "--control", ctldir, "--ca-out", bmc.ca, "--user", "admin",
-			 "--password", "pw", NULL };
-
 	(void)state;
-	bmc.dir = vw_fixture_mkdtemp("redfish");
-	if (!bmc.dir)
-		return -1;
-	snprintf(ctldir, sizeof(ctldir), "%s", bmc.dir);
-	snprintf(bmc.ca, sizeof(bmc.ca), "%s/ca.pem", bmc.dir);
-	snprintf(log, sizeof(log), "%s/bmc.log", bmc.dir);
-	bmc.pid = vw_fixture_spawn_logged(argv, log);
-	if (bmc.pid < 0)
-		return -1;
-	for (int i = 0; i < 200; i++) { /* 10 s for openssl and the listening socket */
-		_cleanup_free_ char *out = vw_fixture_slurp(log, NULL);
-		unsigned port;
-
-		if (out && sscanf(out, "port %u", &port) == 1 && strchr(out, '\n')) {
-			snprintf(port_s, sizeof(port_s), "%u", port);
-			snprintf(bmc.endpoint, sizeof(bmc.endpoint), "https://127.0.0.1:%s", port_s);
-			return 0;
-		}
-		usleep(50000);
-	}
-	vw_fixture_kill(&bmc.pid);
-	return -1;
+	return vw_test_bmc_start(&bmc, "admin", "pw");
 }
 
 static int bmc_stop(void **state)
 {
 	(void)state;
-	if (bmc.pid > 0)
-		vw_fixture_stop_daemon(bmc.pid);
-	vw_fixture_rm(bmc.dir);
+	vw_test_bmc_stop(&bmc);
 	return 0;
 }
 
@@ -426,8 +394,7 @@ int main(void)
 
 	vw_log_set_level(VW_LOG_WARN);
 	/* The simulated BMC needs python3 and the openssl CLI: skip without them, except in CI. */
-	if (system("command -v python3 >/dev/null && command -v openssl >/dev/null") != 0 &&
-	    !vw_test_in_ci()) {
+	if (!vw_test_bmc_available() && !vw_test_in_ci()) {
 		printf("1..0 # SKIP python3 or openssl missing\n");
 		return 0;
 	}
