@@ -174,8 +174,8 @@ static void test_known_watts(void **state)
 	vw_src_redfish.close(st);
 }
 
-/* Without EnvironmentMetrics: the deprecated Power; without that too: the PSUs' sum. Each
- * names what it read as Kepler does (PowerControl, PowerSupply). */
+/* Without EnvironmentMetrics: the chassis's power sensor; then the deprecated Power; then the
+ * PSUs' sum. Each names what it read as Kepler does (PowerControl, PowerSupply) or Sensor. */
 static void test_fallbacks(void **state)
 {
 	static const struct {
@@ -183,9 +183,11 @@ static void test_fallbacks(void **state)
 		const char *path;
 		const char *type, *id, *name;
 	} cases[] = {
-		{ "EnvironmentMetrics\n", "/redfish/v1/Chassis/1U/Power", "PowerControl", "0",
+		{ "EnvironmentMetrics\n", "/redfish/v1/Chassis/1U/Sensors/TotalPower", "Sensor",
+		  "TotalPower", "Power reading for the Chassis" },
+		{ "EnvironmentMetrics Sensors\n", "/redfish/v1/Chassis/1U/Power", "PowerControl", "0",
 		  "System Input Power" },
-		{ "EnvironmentMetrics Power\n", "/redfish/v1/Chassis/1U/PowerSubsystem",
+		{ "EnvironmentMetrics Sensors Power\n", "/redfish/v1/Chassis/1U/PowerSubsystem",
 		  "PowerSupply", "Bay1", "Power Supply Bay 1" },
 	};
 	struct vw_platform_reading rows[VW_PLATFORM_MAX_READINGS];
@@ -215,7 +217,7 @@ static void test_fallbacks(void **state)
 		assert_int_equal(raw, 500000000); /* 250 W x 2 s */
 		vw_src_redfish.close(st);
 	}
-	ctl("hide", "EnvironmentMetrics Power PowerSubsystem\n");
+	ctl("hide", "EnvironmentMetrics Sensors Power PowerSubsystem\n");
 	assert_int_equal(open_with(&cfg, &st), -ENODEV);
 	ctl("hide", "\n");
 }

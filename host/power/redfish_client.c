@@ -6,6 +6,8 @@
  * chassis (in the collection's order) that links one of these, newest schema first:
  *
  *   EnvironmentMetrics          PowerWatts.Reading (a Sensors/ Power excerpt in DMTF's schema)
+ *   Sensors                     Reading of the first sensor with ReadingType Power and
+ *                               PhysicalContext Chassis (the whole chassis's)
  *   Power (deprecated)          PowerControl[0].PowerConsumedWatts (the most common in service)
  *   PowerSubsystem              the sum of PowerSupplies/<each>/Metrics InputPowerWatts.Reading
  *
@@ -13,7 +15,7 @@
  * (/redfish/v1/Chassis/1U/EnvironmentMetrics), never the endpoint, so that labels stay put.
  * Each read also names what it read as kepler_platform_watts rows: the chassis's Id, and
  * source_type EnvironmentMetrics, PowerControl (its MemberId and Name) or PowerSupply (one row
- * per supply, its Id and Name, its input power: the wall's side).
+ * per supply, its Id and Name, its input power: the wall's side) or Sensor (its Id and Name).
  *
  * Auth (cfg->auth): a session by default: POST SessionService/Sessions, X-Auth-Token on every
  * request, one new login when the BMC refuses the token (it times sessions out), DELETE of the
@@ -47,9 +49,11 @@
 #define RF_FIELD 256 /* a session's token and path, as kept */
 #define RF_MAX_WATTS 10e6           /* 10 MW: beyond any node; junk */
 #define LOGOUT_MS_MAX 2000L
+#define RF_MAX_SENSORS 256 /* GETs at discovery, once, to find the chassis's power sensor */
 
 enum rf_kind {
 	RF_KIND_ENV_METRICS,
+	RF_KIND_SENSOR,
 	RF_KIND_POWER_CONTROL,
 	RF_KIND_PSU_METRICS,
 };
@@ -468,6 +472,16 @@ static int read_uw(struct vw_rf_client *rf, struct vw_rf_reading *rd)
 	r = rf_get(rf, rf->path, &doc);
 	if (r < 0)
 		return r;
+	if (rf->kind == RF_KIND_SENSOR) {
+		r = watts_uw(member(doc, "Reading", NULL), &uw);
+		if (r < 0)
+			return r;
+		row = add_row(rf, rd, "Sensor", uw);
+		label_of(doc, "Id", row->source_id);
+		label_of(doc, "Name", row->source_name);
+		rd->uw = uw;
+		return 0;
+	}
 	if (rf->kind == RF_KIND_ENV_METRICS) {
 		r = watts_uw(member(doc, "PowerWatts", "Reading"), &uw);
 		if (r < 0)
@@ -533,6 +547,36 @@ static int find_psus(struct vw_rf_client *rf, const char *subsystem)
 	return rf->npsu > 0 ? 0 : -ENOENT;
 }
 
+/* Sensors: the first that reads the whole chassis's power (its path into rf->path). */
+static int find_power_sensor(struct vw_rf_client *rf, const char *sensors)
+{
+	_cleanup_json_ struct json_object *coll = NULL;
+	struct json_object *members;
+	int r = rf_get(rf, sensors, &coll);
+
+	if (r < 0)
+		return r;
+	members = member(coll, "Members", NULL);
+	if (!members || !json_object_is_type(members, json_type_array))
+		return -EBADMSG;
+	for (size_t i = 0; i < json_object_array_length(members) && i < RF_MAX_SENSORS; i++) {
+		_cleanup_json_ struct json_object *sn = NULL;
+		const char *id = json_object_get_string(
+			member(json_object_array_get_idx(members, i), "@odata.id", NULL));
+		const char *type, *context;
+
+		if (!id || strlen(id) >= sizeof(rf->path) || rf_get(rf, id, &sn) < 0)
+			continue;
+		type = json_object_get_string(member(sn, "ReadingType", NULL));
+		context = json_object_get_string(member(sn, "PhysicalContext", NULL));
+		if (type && context && !strcmp(type, "Power") && !strcmp(context, "Chassis")) {
+			snprintf(rf->path, sizeof(rf->path), "%s", id);
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 /* Try one chassis: its first representation, newest first, that reads now. */
 static int try_chassis(struct vw_rf_client *rf, const char *chassis)
 {
@@ -541,6 +585,7 @@ static int try_chassis(struct vw_rf_client *rf, const char *chassis)
 		enum rf_kind kind;
 	} order[] = {
 		{ "EnvironmentMetrics", RF_KIND_ENV_METRICS },
+		{ "Sensors", RF_KIND_SENSOR },
 		{ "Power", RF_KIND_POWER_CONTROL },
 		{ "PowerSubsystem", RF_KIND_PSU_METRICS },
 	};
@@ -558,7 +603,9 @@ static int try_chassis(struct vw_rf_client *rf, const char *chassis)
 			continue;
 		rf->kind = order[i].kind;
 		snprintf(rf->path, sizeof(rf->path), "%s", link);
-		r = rf->kind == RF_KIND_PSU_METRICS ? find_psus(rf, link) : 0;
+		r = rf->kind == RF_KIND_PSU_METRICS ? find_psus(rf, link)
+		    : rf->kind == RF_KIND_SENSOR    ? find_power_sensor(rf, link)
+						    : 0;
 		if (r == 0)
 			r = read_uw(rf, &rd);
 		if (r == 0)
