@@ -351,14 +351,15 @@ static void busy_child_exit(int seconds)
 }
 
 /*
- * The real machine: BPF accounting (as root), the estimator (no RAPL here), and workload
- * energy that adds up to the node's, per zone and mode, to the microjoule.
+ * The real machine: BPF accounting (as root), the estimator (no RAPL here: Kepler's default
+ * model, for its package and dram zones), and workload energy that adds up to the node's, per
+ * zone and mode, to the microjoule.
  */
 static void test_workloads_add_up_on_this_machine(void **state)
 {
 	char *argv[] = { VW_HOST_BIN, "--web.listen-address=127.0.0.1:0", "--monitor.interval=1s",
 			 "--monitor.sample-interval=250ms", "--kube.node-name=e2e",
-			 "--metrics.process-top-n=0", NULL };
+			 "--metrics.process-top-n=0", "--model.builtin=kepler", NULL };
 	bool ci = getenv("CI") && strcmp(getenv("CI"), "true") == 0;
 	struct buf b = { 0 };
 	char url[128], busy_pid[64], gone[600];

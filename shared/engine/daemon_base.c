@@ -111,16 +111,33 @@ static int model_from_server(struct vw_daemon *d, const char *url, long timeout_
 	return 0;
 }
 
+#define CPUINFO_MAX (1u << 20)
+
 int vw_daemon_load_model(struct vw_daemon *d, const char *server_url)
 {
 	const struct vw_daemon_options *o = d->opts;
 	long timeout_ms = (long)(o->model_timeout_ns / VW_NSEC_PER_MSEC);
-	const struct vw_model_source_opts mo = { .file = nonempty(o->model_file),
-						 .url = nonempty(o->model_url),
-						 .cache_dir = nonempty(o->model_cache_dir),
-						 .timeout_ms = timeout_ms };
+	_cleanup_free_ char *cpuinfo = malloc(CPUINFO_MAX);
+	bool percpu = !o->model_builtin || strcmp(o->model_builtin, "kepler") != 0;
+	const struct vw_model_source_opts mo = {
+		.file = nonempty(o->model_file),
+		.url = nonempty(o->model_url),
+		.cache_dir = nonempty(o->model_cache_dir),
+		.timeout_ms = timeout_ms,
+		.cpuinfo = cpuinfo && percpu &&
+					   vw_read_file_at(d->procfs_fd, "cpuinfo", cpuinfo,
+							   CPUINFO_MAX, NULL) == 0
+				   ? cpuinfo
+				   : NULL,
+		.percpu = percpu,
+	};
 	char err[512] = "";
 	int r;
+
+	if (o->model_builtin && strcmp(o->model_builtin, "auto") != 0 && percpu) {
+		vw_error("config: --model.builtin: \"%s\" is not auto or kepler", o->model_builtin);
+		return -EINVAL;
+	}
 
 	/* A local file is what the user asked for: it wins over the server. */
 	if (nonempty(server_url) && !mo.file && model_from_server(d, server_url, timeout_ms) == 0)

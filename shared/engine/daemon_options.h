@@ -41,6 +41,7 @@ struct vw_daemon_options {
 	char *model_url;
 	char *model_cache_dir;
 	uint64_t model_timeout_ns;
+	char *model_builtin; /* "auto": per-vCPU figures by architecture; "kepler": Kepler's default */
 };
 
 extern const char *const vw_accounting_names[];
@@ -120,7 +121,12 @@ extern const char *const vw_pod_source_names[];
 	{ "model.cache-dir", "model.cacheDir", VW_OPT_STRING, VW_DO_OFF(type, model_cache_dir),    \
 	  "/var/cache/virtwatt", "PATH", "where a model fetched from model.url is cached" },       \
 	{ "model.timeout", "model.timeout", VW_OPT_DURATION, VW_DO_OFF(type, model_timeout_ns),    \
-	  "10s", "DURATION", "timeout for fetching a model", 0.1, 600 }
+	  "10s", "DURATION", "timeout for fetching a model", 0.1, 600 },                          \
+	{ "model.builtin", "model.builtin", VW_OPT_STRING, VW_DO_OFF(type, model_builtin), "auto", \
+	  "auto|kepler",                                                                           \
+	  "the model used without model.file or model.url: auto picks per-vCPU watts for this "   \
+	  "processor's architecture (Kepler v0.7.12's table; a public-cloud VM's best guess), "    \
+	  "Kepler's default m5.metal model where the table lacks it; kepler always that one" }
 
 /*
  * Health of a daemon's loop, for /healthz and /readyz (docs/configuration.md): the snapshot is

@@ -106,20 +106,48 @@ int vw_model_eval(const struct vw_model *m, size_t comp, const struct vw_model_i
 int vw_model_load_builtin(struct vw_model **ret);
 extern const char vw_model_builtin_name[];
 
+/* What /proc/cpuinfo says of the processor (model_percpu.c). */
+struct vw_cpu_ident {
+	char vendor[16];       /* vendor_id: GenuineIntel, AuthenticAMD; "" on Arm */
+	char model_name[128];
+	int family, model, stepping; /* x86; -1 when absent */
+	long implementer, part;      /* Arm's "CPU implementer", "CPU part"; -1 when absent */
+	unsigned ncpu;               /* "processor" entries: the vCPUs this machine sees */
+};
+/* -ENODATA when no processor is listed. */
+int vw_cpu_ident_parse(const char *cpuinfo, struct vw_cpu_ident *ret);
+/*
+ * The architecture of the per-vCPU table ("Cascade Lake", "EPYC 2nd Gen", "Graviton2", ...)
+ * or NULL when none fits; *ret_exact false when it is the nearest listed (a newer part).
+ */
+const char *vw_cpu_arch(const struct vw_cpu_ident *id, bool *ret_exact);
+/*
+ * The per-vCPU model of arch for ncpu vCPUs (Kepler v0.7.12's legacy power data: min and max
+ * watts per vCPU), named in name ("builtin:percpu-Cascade_Lake-4vcpu"). -ENOENT for an
+ * architecture the table lacks.
+ */
+int vw_model_percpu(const char *arch, unsigned ncpu, struct vw_model **ret, char *name,
+		    size_t namelen);
+
 /*
  * Where a model comes from, in order: a local file (an error if it is bad: the user asked for
  * it), an HTTP(S) URL fetched with libcurl (timeout; the last good copy cached in cache_dir and
- * used when the fetch fails), then the built-in default.
+ * used when the fetch fails), then a built-in one: with `cpuinfo` and `percpu`, the per-vCPU
+ * model of this processor's architecture where the table has it, else the default
+ * (vw_model_load_builtin).
  */
 struct vw_model_source_opts {
 	const char *file;
 	const char *url;
 	const char *cache_dir; /* NULL: no cache */
 	long timeout_ms;       /* 0: 10 s */
+	const char *cpuinfo;   /* this machine's /proc/cpuinfo text, or NULL */
+	bool percpu;           /* pick the built-in model by architecture (--model.builtin=auto) */
 };
 
 /*
- * ret_origin gets "file:PATH", "url:URL", "cache:PATH" or "builtin". A bad file, or a URL that is
+ * ret_origin gets "file:PATH", "url:URL", "cache:PATH", "builtin:percpu-..." or "builtin". A
+ * bad file, or a URL that is
  * not http(s), is an error (-errno, reason in err, not logged: the caller logs it with context);
  * a failed fetch or a bad body falls back to the cache, then to the builtin, and logs a warning
  * saying which. The cache file is cache_dir/model-<FNV-1a 64 of the URL>.json, replaced

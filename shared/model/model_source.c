@@ -251,6 +251,31 @@ static bool url_scheme_ok(const char *url)
 	return strncasecmp(url, "http://", 7) == 0 || strncasecmp(url, "https://", 8) == 0;
 }
 
+/* The per-vCPU model of this machine's processor, if the table knows its architecture. */
+static int builtin_percpu(const struct vw_model_source_opts *o, struct vw_model **ret,
+			  char *ret_origin, size_t originlen)
+{
+	struct vw_cpu_ident id;
+	const char *arch;
+	bool exact;
+	int r = vw_cpu_ident_parse(o->cpuinfo, &id);
+
+	arch = r == 0 ? vw_cpu_arch(&id, &exact) : NULL;
+	if (!arch) {
+		vw_info("model: no per-vCPU figures for this processor (%s, %s family %d model %d); "
+			"the default built-in model",
+			id.vendor[0] ? id.vendor : "unknown vendor",
+			id.model_name[0] ? id.model_name : "unnamed", id.family, id.model);
+		return -ENOENT;
+	}
+	r = vw_model_percpu(arch, id.ncpu, ret, ret_origin, originlen);
+	if (r == 0)
+		vw_info("model: %s: %s (%s) x %u vCPUs, Kepler v0.7.12's per-vCPU figures%s",
+			ret_origin, arch, id.model_name, id.ncpu,
+			exact ? "" : " (the nearest architecture listed)");
+	return r;
+}
+
 int vw_model_source_load(const struct vw_model_source_opts *o, struct vw_model **ret,
 			 char *ret_origin, size_t originlen, char *err, size_t errlen)
 {
@@ -272,6 +297,8 @@ int vw_model_source_load(const struct vw_model_source_opts *o, struct vw_model *
 		return -EINVAL;
 	}
 	if (o->url && from_url(o, ret, ret_origin, originlen) == 0)
+		return 0;
+	if (o->percpu && builtin_percpu(o, ret, ret_origin, originlen) == 0)
 		return 0;
 	r = vw_model_load_builtin(ret);
 	if (r < 0) {
