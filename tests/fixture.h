@@ -71,6 +71,9 @@ int vw_fixture_start_daemon_logged(char *const argv[], const char *logpath, pid_
  * (created or truncated): the child's pid, or -errno.
  */
 pid_t vw_fixture_spawn_logged(char *const argv[], const char *logpath);
+/* The same, the child killed (SIGKILL) when the test process dies, however it dies: a peer
+ * server that must never outlive its test. */
+pid_t vw_fixture_spawn_tied(char *const argv[], const char *logpath);
 /* Run argv to its end, output in logpath: its exit status (128 + signal when killed), -errno. */
 int vw_fixture_run_logged(char *const argv[], const char *logpath);
 /* SIGKILL and reap *pid when it is > 0 (a daemon a failed test left running); *pid = 0. */
