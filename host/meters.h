@@ -11,6 +11,9 @@
 
 struct vw_host_meters {
 	struct vw_meter_config cfg; /* env->ctx for the host's chains; points into the rest */
+	struct vw_ipmi_config ipmi; /* --platform.ipmi.*; its strings point into cfg or below */
+	char *ipmi_password;        /* read from --platform.ipmi.password-file; wiped at fini */
+	const char **ipmi_workarounds; /* NULL-ended */
 };
 
 /* Fill m from the options; -errno (logged, naming the flag) on a configuration error. */

@@ -14,6 +14,19 @@ struct vw_host_config {
 	uint64_t sample_ns;          /* meter sampling period (<= interval; wrap safety) */
 	struct vw_strlist sources;   /* power sources in preference order; empty = all */
 	struct vw_strlist platform_sources; /* whole-node meters; empty = all, "none" = off */
+	struct {
+		char *driver;          /* auto, inband, lan */
+		char *device;          /* in band: the kernel's IPMI device */
+		char *host;            /* lan */
+		uint64_t port;
+		char *username;
+		char *password_file;   /* the password, read by host/meters.c */
+		char *privilege;       /* user, operator, admin */
+		struct vw_strlist workarounds; /* FreeIPMI's -W names */
+		uint64_t timeout_ns;
+		uint64_t interval_ns;
+		uint64_t stale_ns;     /* 0: 3 x interval */
+	} ipmi; /* --platform.ipmi.*: a BMC over IPMI (power/src_ipmi.c) */
 	struct vw_strlist idle_watts; /* zone=W overrides, e.g. package=42.5 */
 	uint64_t idle_window;         /* intervals in the idle fit's sliding window */
 	double idle_min_spread;       /* usage spread needed to fit */
