@@ -9,29 +9,86 @@
 #include "fileio.h"
 #include "log.h"
 
-#define PASSWORD_MAX 256 /* IPMI 2.0 takes 20 bytes; longer is refused by the meter itself */
+#define PASSWORD_MAX 1024
+#define MS(ns) ((long)((ns) / 1000000ULL))
+
+/* A secret file's first line (a Kubernetes Secret mounted as a file has no newline). */
+static int read_secret(const char *path, char **ret)
+{
+	char buf[PASSWORD_MAX + 1];
+	size_t len = 0;
+	int r = vw_read_file_at(AT_FDCWD, path, buf, sizeof(buf), &len);
+
+	if (r < 0)
+		return r;
+	if (len > PASSWORD_MAX)
+		return -EFBIG;
+	buf[len] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	*ret = strdup(buf);
+	explicit_bzero(buf, sizeof(buf));
+	return *ret ? 0 : -ENOMEM;
+}
+
+static int setup_redfish(struct vw_host_meters *m, const struct vw_host_config *cfg,
+			 const char *node_name)
+{
+	const char *file = cfg->redfish_config_file;
+	const char *node = cfg->redfish_node_name && *cfg->redfish_node_name
+				   ? cfg->redfish_node_name
+				   : node_name;
+	char err[512] = "";
+	int r;
+
+	if (!file || !*file)
+		return 0;
+	r = vw_bmc_file_lookup(file, node, &m->bmc, err, sizeof(err));
+	if (r == -ENOENT && err[0]) {
+		vw_warn("config: %s; no Redfish platform meter (set platform.redfish.node-name to "
+			"this node's name in the file)",
+			err);
+		return 0;
+	}
+	if (r < 0) {
+		vw_error("config: platform.redfish.config-file: %s", err[0] ? err : strerror(-r));
+		return r;
+	}
+	if (m->bmc.password_file) {
+		r = read_secret(m->bmc.password_file, &m->bmc_password);
+		if (r < 0) {
+			vw_error("config: %s: BMC \"%s\": cannot read passwordFile %s: %s", file,
+				 m->bmc.id, m->bmc.password_file, strerror(-r));
+			return r;
+		}
+	}
+	m->redfish = (struct vw_redfish_config){
+		.id = m->bmc.id,
+		.endpoint = m->bmc.endpoint,
+		.username = m->bmc.username,
+		.password = m->bmc_password ? m->bmc_password : m->bmc.password,
+		.ca_file = m->bmc.ca_file,
+		.insecure = m->bmc.insecure,
+		.timeout_ms = MS(cfg->redfish_timeout_ns),
+		.interval_ms = MS(cfg->redfish_interval_ns),
+		.staleness_ms = MS(cfg->redfish_staleness_ns),
+	};
+	if (strncmp(m->bmc.endpoint, "https://", 8) != 0) {
+		vw_error("config: %s: BMC \"%s\": endpoint %s is not https:// (credentials are not "
+			 "sent in clear)",
+			 file, m->bmc.id, m->bmc.endpoint);
+		return -EINVAL;
+	}
+	if (m->bmc.insecure)
+		vw_warn("redfish: BMC \"%s\": insecure: its certificate is not checked", m->bmc.id);
+	m->cfg.redfish = &m->redfish;
+	vw_info("redfish: node \"%s\" -> BMC \"%s\" (%s)", node, m->bmc.id, m->bmc.endpoint);
+	return 0;
+}
+
 
 static bool empty(const char *s)
 {
 	return !s || !*s;
-}
-
-/* The first line of --platform.ipmi.password-file, trailing whitespace removed. */
-static int read_password(const char *path, char **ret)
-{
-	char buf[PASSWORD_MAX];
-	int r = vw_read_str_at(AT_FDCWD, path, buf, sizeof(buf));
-
-	if (r == -ENODATA)
-		vw_error("config: --platform.ipmi.password-file: %s is empty", path);
-	else if (r < 0)
-		vw_error("config: --platform.ipmi.password-file: cannot read %s: %s", path,
-			 strerror(-r));
-	if (r < 0)
-		return r;
-	*ret = strdup(buf);
-	explicit_bzero(buf, sizeof(buf));
-	return *ret ? 0 : -ENOMEM;
 }
 
 static int ipmi_privilege(const char *s, enum vw_ipmi_privilege *ret)
@@ -50,50 +107,63 @@ static int ipmi_privilege(const char *s, enum vw_ipmi_privilege *ret)
 	return -EINVAL; /* the option table's choices keep this from happening */
 }
 
-/* --platform.ipmi.*: always a configuration (in band by default, the device's path injected). */
-static int setup_ipmi(struct vw_host_meters *m, const struct vw_host_config *cfg)
+/* The LAN part: the password from its file, the workarounds as a NULL-ended list. */
+static int setup_ipmi_lan(struct vw_host_meters *m, const struct vw_host_config *cfg)
 {
-	const char *driver = cfg->ipmi.driver ? cfg->ipmi.driver : "auto";
-	struct vw_ipmi_config *ic = &m->ipmi;
-	bool lan = strcmp(driver, "lan") == 0 ||
-		   (strcmp(driver, "auto") == 0 && !empty(cfg->ipmi.host));
+	const char *file = cfg->ipmi.password_file;
 	int r;
 
-	*ic = (struct vw_ipmi_config){
-		.driver = lan ? VW_IPMI_DRIVER_LAN : VW_IPMI_DRIVER_INBAND,
-		.device = empty(cfg->ipmi.device) ? NULL : cfg->ipmi.device,
-		.host = empty(cfg->ipmi.host) ? NULL : cfg->ipmi.host,
-		.port = (unsigned)cfg->ipmi.port,
-		.username = empty(cfg->ipmi.username) ? NULL : cfg->ipmi.username,
-		.timeout_ms = (long)(cfg->ipmi.timeout_ns / VW_NSEC_PER_MSEC),
-		.interval_ns = cfg->ipmi.interval_ns,
-		.stale_ns = cfg->ipmi.stale_ns,
-	};
-	m->cfg.ipmi = ic;
-	r = ipmi_privilege(cfg->ipmi.privilege ? cfg->ipmi.privilege : "user", &ic->privilege);
-	if (r < 0) {
-		vw_error("config: --platform.ipmi.privilege: not user, operator or admin");
-		return r;
-	}
-	if (lan && !ic->host) {
+	if (!m->ipmi.host) {
 		vw_error("config: --platform.ipmi.driver=lan needs --platform.ipmi.host");
 		return -EINVAL;
 	}
-	if (!lan)
-		return 0;
-	if (!empty(cfg->ipmi.password_file)) {
-		r = read_password(cfg->ipmi.password_file, &m->ipmi_password);
-		if (r < 0)
+	if (!empty(file)) {
+		r = read_secret(file, &m->ipmi_password);
+		if (r == 0 && !*m->ipmi_password)
+			r = -ENODATA;
+		if (r < 0) {
+			vw_error("config: --platform.ipmi.password-file: cannot read %s: %s", file,
+				 r == -ENODATA ? "it is empty" : strerror(-r));
 			return r;
-		ic->password = m->ipmi_password;
+		}
+		m->ipmi.password = m->ipmi_password;
 	}
 	m->ipmi_workarounds = calloc(cfg->ipmi.workarounds.n + 1, sizeof(char *));
 	if (!m->ipmi_workarounds)
 		return -ENOMEM;
 	for (size_t i = 0; i < cfg->ipmi.workarounds.n; i++)
 		m->ipmi_workarounds[i] = cfg->ipmi.workarounds.v[i];
-	ic->workarounds = m->ipmi_workarounds;
+	m->ipmi.workarounds = m->ipmi_workarounds;
 	return 0;
+}
+
+/* --platform.ipmi.*: always a configuration (in band by default, the device's path injected). */
+static int setup_ipmi(struct vw_host_meters *m, const struct vw_host_config *cfg)
+{
+	const char *driver = cfg->ipmi.driver ? cfg->ipmi.driver : "auto";
+	bool lan = strcmp(driver, "lan") == 0 ||
+		   (strcmp(driver, "auto") == 0 && !empty(cfg->ipmi.host));
+	int r;
+
+	m->ipmi = (struct vw_ipmi_config){
+		.driver = lan ? VW_IPMI_DRIVER_LAN : VW_IPMI_DRIVER_INBAND,
+		.device = empty(cfg->ipmi.device) ? NULL : cfg->ipmi.device,
+		.host = empty(cfg->ipmi.host) ? NULL : cfg->ipmi.host,
+		.port = (unsigned)cfg->ipmi.port,
+		.username = empty(cfg->ipmi.username) ? NULL : cfg->ipmi.username,
+		.timeout_ms = MS(cfg->ipmi.timeout_ns),
+		.interval_ns = cfg->ipmi.interval_ns,
+		.stale_ns = cfg->ipmi.stale_ns,
+	};
+	r = ipmi_privilege(cfg->ipmi.privilege ? cfg->ipmi.privilege : "user", &m->ipmi.privilege);
+	if (r < 0) {
+		vw_error("config: --platform.ipmi.privilege: not user, operator or admin");
+		return r;
+	}
+	r = lan ? setup_ipmi_lan(m, cfg) : 0;
+	if (r == 0)
+		m->cfg.ipmi = &m->ipmi;
+	return r;
 }
 
 int vw_host_meters_setup(struct vw_host_meters *m, const struct vw_host_config *cfg,
@@ -101,16 +171,17 @@ int vw_host_meters_setup(struct vw_host_meters *m, const struct vw_host_config *
 {
 	int r;
 
-	(void)node_name;
-	memset(m, 0, sizeof(*m));
-	r = setup_ipmi(m, cfg);
-	if (r < 0)
-		vw_host_meters_fini(m);
-	return r;
+	memset(m, 0, sizeof(*m)); /* on failure, vw_host_meters_fini() frees what was set */
+	r = setup_redfish(m, cfg, node_name);
+	return r < 0 ? r : setup_ipmi(m, cfg);
 }
 
 void vw_host_meters_fini(struct vw_host_meters *m)
 {
+	if (m->bmc_password)
+		explicit_bzero(m->bmc_password, strlen(m->bmc_password));
+	free(m->bmc_password);
+	vw_bmc_entry_clear(&m->bmc);
 	if (m->ipmi_password)
 		explicit_bzero(m->ipmi_password, strlen(m->ipmi_password));
 	free(m->ipmi_password);

@@ -295,6 +295,7 @@ static void test_not_configured(void **state)
 /* DCMI's watts (not the sensors'), integrated over a measured span; a change is followed. */
 static void test_dcmi_watts(void **state)
 {
+	struct vw_platform_reading rows[4];
 	void *st;
 
 	(void)state;
@@ -305,6 +306,10 @@ static void test_dcmi_watts(void **state)
 	wait_watts(st, 250, 3 * SEC);
 	assert_true(vw_src_ipmi.fresh(st));
 	assert_float_equal(measure_watts(st, SEC), 250, 2.5);
+	assert_int_equal(vw_src_ipmi.readings(st, rows, ARRAY_SIZE(rows)), 1);
+	assert_int_equal(rows[0].uw, 250000000);
+	assert_string_equal(rows[0].source_type, "DCMI");
+	assert_string_equal(rows[0].source_id, "dcmi");
 	ctl("dcmi", "400\n");
 	wait_watts(st, 400, 3 * SEC);
 	assert_float_equal(measure_watts(st, SEC), 400, 4);
@@ -372,6 +377,7 @@ static void test_measurement_inactive(void **state)
 static void test_bmc_killed(void **state)
 {
 	uint64_t t, raw, at_kill, stale_raw = 0, worst_ns = 0, t_close;
+	struct vw_platform_reading rows[4];
 	int err = 0;
 	void *st;
 
@@ -393,6 +399,7 @@ static void test_bmc_killed(void **state)
 	}
 	assert_int_equal(err, -ESTALE);
 	assert_false(vw_src_ipmi.fresh(st));
+	assert_int_equal(vw_src_ipmi.readings(st, rows, ARRAY_SIZE(rows)), 0);
 	assert_true(worst_ns < 50 * MS); /* a request times out after 500 ms: never waited for */
 	assert_int_equal(raw, stale_raw); /* nothing counted once stale */
 	/* At most the staleness bound (and a read's slack) after the last reading. */

@@ -24,7 +24,7 @@ const struct vw_power_source_ops *const vw_host_power_sources[] = {
 
 const struct vw_power_source_ops *const vw_host_platform_sources[] = {
 	&vw_src_acpi_power_meter,
-	/* redfish goes here (issue #13): a configured BMC before the in-band probe below */
+	&vw_src_redfish,
 	&vw_src_ipmi,
 	NULL,
 };

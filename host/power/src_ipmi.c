@@ -869,6 +869,28 @@ static bool ipmi_fresh(void *state)
 	return last_reading(state, vw_now_ns(), &uw) == 0;
 }
 
+/*
+ * kepler_platform_watts: one row while fresh, bmc_id the BMC's address (or the in-band device),
+ * source_id the zone's path, source_type DCMI or SDR (a sum of supplies: its first's name).
+ */
+static size_t ipmi_readings(void *state, struct vw_platform_reading *out, size_t max)
+{
+	struct ipmi *ip = state;
+	uint64_t uw;
+
+	if (max == 0 || last_reading(ip, vw_now_ns(), &uw) < 0)
+		return 0;
+	out[0] = (struct vw_platform_reading){ .uw = uw };
+	snprintf(out[0].bmc_id, sizeof(out[0].bmc_id), "%s", ip->where);
+	snprintf(out[0].source_id, sizeof(out[0].source_id), "%.*s",
+		 (int)sizeof(out[0].source_id) - 1, ip->info.path);
+	snprintf(out[0].source_name, sizeof(out[0].source_name), "%s",
+		 ip->method == IPMI_METHOD_DCMI ? "Get Power Reading" : ip->sensor[0].name);
+	snprintf(out[0].source_type, sizeof(out[0].source_type), "%s",
+		 ip->method == IPMI_METHOD_DCMI ? "DCMI" : "SDR");
+	return 1;
+}
+
 const struct vw_power_source_ops vw_src_ipmi = {
 	.name = "ipmi",
 	.measured = true,
@@ -876,5 +898,6 @@ const struct vw_power_source_ops vw_src_ipmi = {
 	.zones = ipmi_zones,
 	.read = ipmi_read,
 	.fresh = ipmi_fresh,
+	.readings = ipmi_readings,
 	.close = ipmi_close,
 };
