@@ -178,13 +178,9 @@ int vw_host_meters_setup(struct vw_host_meters *m, const struct vw_host_config *
 
 void vw_host_meters_fini(struct vw_host_meters *m)
 {
-	if (m->bmc_password)
-		explicit_bzero(m->bmc_password, strlen(m->bmc_password));
-	free(m->bmc_password);
+	vw_free_secret(m->bmc_password);
 	vw_bmc_entry_clear(&m->bmc);
-	if (m->ipmi_password)
-		explicit_bzero(m->ipmi_password, strlen(m->ipmi_password));
-	free(m->ipmi_password);
+	vw_free_secret(m->ipmi_password);
 	free(m->ipmi_workarounds);
 	memset(m, 0, sizeof(*m));
 }

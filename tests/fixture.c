@@ -229,7 +229,10 @@ void vw_fixture_spin(double seconds)
 #include <microhttpd.h>
 #include <stdbool.h>
 #include <signal.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 static enum MHD_Result serve_json(void *cls, struct MHD_Connection *conn, const char *url,
@@ -342,6 +345,21 @@ static pid_t spawn_logged(char *const argv[], const char *logpath, bool tied)
 	}
 	close(fd);
 	return pid < 0 ? -errno : pid;
+}
+
+unsigned vw_fixture_free_port(int socktype)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, socktype | SOCK_CLOEXEC, 0);
+	unsigned port = 0;
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
 }
 
 pid_t vw_fixture_spawn_logged(char *const argv[], const char *logpath)

@@ -7,6 +7,8 @@
 
 /* Create a fresh directory under $TMPDIR (or /tmp); returns a malloc'd path or NULL. */
 char *vw_fixture_mkdtemp(const char *tag);
+/* A port free on 127.0.0.1 now for socktype (SOCK_STREAM, SOCK_DGRAM); 0 on failure. */
+unsigned vw_fixture_free_port(int socktype);
 /* Write (creating parent directories) root/rel with the given text and mode (0 = 0644). */
 int vw_fixture_write(const char *root, const char *rel, const char *text, int mode);
 /* Write root/rel (0644) as a new file renamed over the old one: no reader sees it half written. */

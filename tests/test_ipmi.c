@@ -12,9 +12,7 @@
  */
 #include "vw_test.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/socket.h>
@@ -58,22 +56,6 @@ static int write_ctl(const char *name, const char *text)
 }
 
 /* ---- the BMC ---------------------------------------------------------------------------- */
-
-/* A UDP port free on 127.0.0.1 now. */
-static unsigned free_udp_port(void)
-{
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	unsigned port = 0;
-
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
 
 /* Whether something listens on UDP 127.0.0.1:port (/proc/net/udp: 0100007F:PORT). */
 static bool udp_bound(unsigned port)
@@ -137,7 +119,7 @@ static int bmc_setup(void **state)
 	if (!bmc.can_run)
 		return 0; /* each case skips, saying why */
 	bmc.dir = vw_fixture_mkdtemp("ipmi");
-	bmc.port = free_udp_port();
+	bmc.port = vw_fixture_free_port(SOCK_DGRAM);
 	if (!bmc.dir || !bmc.port)
 		return -1;
 	snprintf(port_s, sizeof(port_s), "%u", bmc.port);
@@ -214,6 +196,19 @@ static int read_now(void *st, uint64_t *now, uint64_t *raw, int *err)
 	return vw_src_ipmi.read(st, &act, raw, err);
 }
 
+/* Read every 100 ms until read() gives `want`, up to `tries` reads: the last result. */
+static int read_until(void *st, int want, int tries, uint64_t *raw)
+{
+	uint64_t t;
+	int err = 1;
+
+	for (int i = 0; i < tries && err != want; i++) {
+		usleep(100000);
+		read_now(st, &t, raw, &err);
+	}
+	return err;
+}
+
 /*
  * Read until the meter integrates `watts` (two good reads dt_ns apart within 1 %), up to
  * `within_ns`: the BMC's sensors and our poller each take their time to follow a change.
@@ -247,6 +242,17 @@ static double measure_watts(void *st, uint64_t span_ns)
 	assert_int_equal(read_now(st, &t1, &r1, &e), 0);
 	assert_int_equal(e, 0);
 	return (double)(r1 - r0) / ((double)(t1 - t0) / 1e9) / 1e6;
+}
+
+/* The meter on DCMI, 250 W, once it integrates them. */
+static void *open_dcmi_250(void)
+{
+	void *st;
+
+	ctl("dcmi", "250\n");
+	st = open_lan("dcmi");
+	wait_watts(st, 250, 3 * SEC);
+	return st;
 }
 
 /*
@@ -344,26 +350,16 @@ static void test_measurement_inactive(void **state)
 
 	(void)state;
 	SKIP_WITHOUT_BMC();
-	ctl("dcmi", "250\n");
-	st = open_lan("dcmi");
-	wait_watts(st, 250, 3 * SEC);
+	st = open_dcmi_250();
 	ctl("dcmi", "inactive\n");
-	for (int i = 0; i < 30 && err != -ENODATA; i++) {
-		usleep(100000);
-		read_now(st, &t, &raw, &err);
-	}
-	assert_int_equal(err, -ENODATA);
+	assert_int_equal(read_until(st, -ENODATA, 30, &raw), -ENODATA);
 	assert_false(vw_src_ipmi.fresh(st));
 	held = raw;
 	usleep(500000);
 	assert_int_equal(read_now(st, &t, &raw, &err), -ENODATA);
 	assert_int_equal(raw, held); /* nothing counted while the BMC measures nothing */
 	ctl("dcmi", "250\n");
-	for (int i = 0; i < 30 && err != 0; i++) {
-		usleep(100000);
-		read_now(st, &t, &raw, &err);
-	}
-	assert_int_equal(err, 0);
+	assert_int_equal(read_until(st, 0, 30, &raw), 0);
 	assert_int_equal(raw, held); /* the first good read only sets the time */
 	assert_float_equal(measure_watts(st, SEC), 250, 2.5);
 	vw_src_ipmi.close(st);
@@ -383,9 +379,7 @@ static void test_bmc_killed(void **state)
 
 	(void)state;
 	SKIP_WITHOUT_BMC();
-	ctl("dcmi", "250\n");
-	st = open_lan("dcmi");
-	wait_watts(st, 250, 3 * SEC);
+	st = open_dcmi_250();
 	read_now(st, &t, &at_kill, &err);
 	vw_fixture_kill(&bmc.pid);
 	for (uint64_t end = vw_now_ns() + 2 * SEC; vw_now_ns() < end;) {
@@ -406,11 +400,8 @@ static void test_bmc_killed(void **state)
 	assert_true(raw - at_kill <= 250ULL * (STALE_NS + 100 * MS) / 1000);
 
 	assert_int_equal(bmc_start(), 0);
-	for (int i = 0; i < 150 && err != 0; i++) { /* the back-off: up to 3.2 s a try here */
-		usleep(100000);
-		read_now(st, &t, &raw, &err);
-	}
-	assert_int_equal(err, 0);
+	/* the back-off reaches 3.2 s a try here */
+	assert_int_equal(read_until(st, 0, 150, &raw), 0);
 	assert_int_equal(raw, stale_raw); /* the gap is not invented */
 	assert_float_equal(measure_watts(st, SEC), 250, 2.5);
 
@@ -439,7 +430,7 @@ static void test_refused(void **state)
 	cfg.privilege = VW_IPMI_PRIV_USER; /* ipmi_sim answers DCMI to admins only */
 	assert_int_equal(open_with(&cfg, &st), -EACCES);
 	cfg = cfg_lan();
-	cfg.port = free_udp_port(); /* nobody there */
+	cfg.port = vw_fixture_free_port(SOCK_DGRAM); /* nobody there */
 	assert_int_equal(open_with(&cfg, &st), -ETIMEDOUT);
 }
 

@@ -744,9 +744,7 @@ static void ipmi_close(void *state)
 	free(ip->device);
 	free(ip->hostname);
 	free(ip->username);
-	if (ip->password)
-		explicit_bzero(ip->password, strlen(ip->password));
-	free(ip->password);
+	vw_free_secret(ip->password);
 	free(ip);
 }
 
