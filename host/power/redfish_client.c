@@ -457,12 +457,31 @@ static int read_psu_sum(struct vw_rf_client *rf, struct vw_rf_reading *rd)
 	return 0;
 }
 
+/*
+ * One resource, one reading: where the watts are in it, and where the row's labels are (in the
+ * resource itself, or in the first PowerControl member).
+ */
+static const struct {
+	const char *type;    /* source_type */
+	const char *a, *b;   /* the reading: obj[a][b], or obj[a] */
+	bool in_first_pc;    /* the reading and labels are in PowerControl[0] */
+	const char *id_key;  /* source_id */
+	const char *default_id; /* when the resource has none (Id is required, yet DMTF's own
+				 * mockup omits it in EnvironmentMetrics) */
+} single[] = {
+	[RF_KIND_ENV_METRICS] = { "EnvironmentMetrics", "PowerWatts", "Reading", false, "Id",
+				  "EnvironmentMetrics" },
+	[RF_KIND_SENSOR] = { "Sensor", "Reading", NULL, false, "Id", "" },
+	[RF_KIND_POWER_CONTROL] = { "PowerControl", "PowerConsumedWatts", NULL, true, "MemberId",
+				    "" },
+};
+
 /* The node's power now, in µW, and what it is made of. */
 static int read_uw(struct vw_rf_client *rf, struct vw_rf_reading *rd)
 {
 	_cleanup_json_ struct json_object *doc = NULL;
 	struct vw_platform_reading *row;
-	struct json_object *pc, *first;
+	struct json_object *obj, *pc;
 	uint64_t uw;
 	int r;
 
@@ -472,38 +491,23 @@ static int read_uw(struct vw_rf_client *rf, struct vw_rf_reading *rd)
 	r = rf_get(rf, rf->path, &doc);
 	if (r < 0)
 		return r;
-	if (rf->kind == RF_KIND_SENSOR) {
-		r = watts_uw(member(doc, "Reading", NULL), &uw);
-		if (r < 0)
-			return r;
-		row = add_row(rf, rd, "Sensor", uw);
-		label_of(doc, "Id", row->source_id);
-		label_of(doc, "Name", row->source_name);
-		rd->uw = uw;
-		return 0;
+	obj = doc;
+	if (single[rf->kind].in_first_pc) {
+		pc = member(doc, "PowerControl", NULL);
+		if (!pc || !json_object_is_type(pc, json_type_array) ||
+		    json_object_array_length(pc) == 0)
+			return -ENODATA;
+		obj = json_object_array_get_idx(pc, 0);
 	}
-	if (rf->kind == RF_KIND_ENV_METRICS) {
-		r = watts_uw(member(doc, "PowerWatts", "Reading"), &uw);
-		if (r < 0)
-			return r;
-		row = add_row(rf, rd, "EnvironmentMetrics", uw);
-		label_of(doc, "Id", row->source_id);
-		if (!row->source_id[0]) /* Id is required, yet some BMCs (DMTF's mockup) omit it */
-			snprintf(row->source_id, sizeof(row->source_id), "EnvironmentMetrics");
-		label_of(doc, "Name", row->source_name);
-		rd->uw = uw;
-		return 0;
-	}
-	pc = member(doc, "PowerControl", NULL);
-	if (!pc || !json_object_is_type(pc, json_type_array) || json_object_array_length(pc) == 0)
-		return -ENODATA;
-	first = json_object_array_get_idx(pc, 0);
-	r = watts_uw(member(first, "PowerConsumedWatts", NULL), &uw);
+	r = watts_uw(member(obj, single[rf->kind].a, single[rf->kind].b), &uw);
 	if (r < 0)
 		return r;
-	row = add_row(rf, rd, "PowerControl", uw);
-	label_of(first, "MemberId", row->source_id);
-	label_of(first, "Name", row->source_name);
+	row = add_row(rf, rd, single[rf->kind].type, uw);
+	label_of(obj, single[rf->kind].id_key, row->source_id);
+	if (!row->source_id[0])
+		snprintf(row->source_id, sizeof(row->source_id), "%s",
+			 single[rf->kind].default_id);
+	label_of(obj, "Name", row->source_name);
 	rd->uw = uw;
 	return 0;
 }
