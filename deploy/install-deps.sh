@@ -6,7 +6,7 @@ set -euo pipefail
 
 build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicrohttpd-dev
 	libcurl4-openssl-dev libyaml-dev clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool
-	libvirt-dev libgnutls28-dev libcrypt-dev)
+	libvirt-dev libgnutls28-dev libcrypt-dev libfreeipmi-dev)
 # libclang-rt-14-dev: libFuzzer for tests/fuzz (clang-14 only recommends it).
 # libvirt-daemon (libvirtd, virtlogd), its qemu driver and QEMU: tests/test_vm_integration.c.
 # Not libvirt-daemon-system: it pulls systemd, iptables and more (--no-install-recommends below).
@@ -17,9 +17,11 @@ build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicroh
 # openssl (test CAs and certificates), apache2-utils (htpasswd -B bcrypt hashes): tests/test_tls*.c,
 # tests/test_webconfig.c, the Redfish BMC simulator (tests/redfish/bmc.py, with python3; curl for
 # its self-test).
+# openipmi (ipmi_sim, sdrcomp), libopenipmi-dev (mcserv.h for tests/ipmi/dcmi_mod.c, the BMC's
+# DCMI module): tests/test_ipmi.c's BMC; ipmitool: the reference client to check it by hand.
 test_pkgs=(libcmocka-dev prometheus curl python3 libclang-rt-14-dev libvirt-daemon
 	libvirt-daemon-driver-qemu qemu-system-x86 nodejs npm systemd libvirt-clients busybox-static
-	kmod podman runc openssl apache2-utils)
+	kmod podman runc openssl apache2-utils openipmi libopenipmi-dev ipmitool)
 bench_pkgs=(prometheus-node-exporter stress-ng)
 
 want=("${build_pkgs[@]}")

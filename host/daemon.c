@@ -320,7 +320,7 @@ static int open_sources(struct vw_host *h, const struct vw_power_env *env)
 				 &h->src[SRC_PLATFORM].ps);
 	if (r == -EINVAL) {
 		vw_error("config: --platform.sources names a meter this build does not have "
-			 "(known: acpi, redfish; none for no platform meter)");
+			 "(known: acpi, redfish, ipmi; none for no platform meter)");
 		return r;
 	}
 	if (r < 0) {

@@ -85,18 +85,102 @@ static int setup_redfish(struct vw_host_meters *m, const struct vw_host_config *
 	return 0;
 }
 
+
+static bool empty(const char *s)
+{
+	return !s || !*s;
+}
+
+static int ipmi_privilege(const char *s, enum vw_ipmi_privilege *ret)
+{
+	static const char *const names[] = {
+		[VW_IPMI_PRIV_USER] = "user",
+		[VW_IPMI_PRIV_OPERATOR] = "operator",
+		[VW_IPMI_PRIV_ADMIN] = "admin",
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(names); i++)
+		if (s && strcmp(s, names[i]) == 0) {
+			*ret = (enum vw_ipmi_privilege)i;
+			return 0;
+		}
+	return -EINVAL; /* the option table's choices keep this from happening */
+}
+
+/* The LAN part: the password from its file, the workarounds as a NULL-ended list. */
+static int setup_ipmi_lan(struct vw_host_meters *m, const struct vw_host_config *cfg)
+{
+	const char *file = cfg->ipmi.password_file;
+	int r;
+
+	if (!m->ipmi.host) {
+		vw_error("config: --platform.ipmi.driver=lan needs --platform.ipmi.host");
+		return -EINVAL;
+	}
+	if (!empty(file)) {
+		r = read_secret(file, &m->ipmi_password);
+		if (r == 0 && !*m->ipmi_password)
+			r = -ENODATA;
+		if (r < 0) {
+			vw_error("config: --platform.ipmi.password-file: cannot read %s: %s", file,
+				 r == -ENODATA ? "it is empty" : strerror(-r));
+			return r;
+		}
+		m->ipmi.password = m->ipmi_password;
+	}
+	m->ipmi_workarounds = calloc(cfg->ipmi.workarounds.n + 1, sizeof(char *));
+	if (!m->ipmi_workarounds)
+		return -ENOMEM;
+	for (size_t i = 0; i < cfg->ipmi.workarounds.n; i++)
+		m->ipmi_workarounds[i] = cfg->ipmi.workarounds.v[i];
+	m->ipmi.workarounds = m->ipmi_workarounds;
+	return 0;
+}
+
+/* --platform.ipmi.*: always a configuration (in band by default, the device's path injected). */
+static int setup_ipmi(struct vw_host_meters *m, const struct vw_host_config *cfg)
+{
+	const char *driver = cfg->ipmi.driver ? cfg->ipmi.driver : "auto";
+	bool lan = strcmp(driver, "lan") == 0 ||
+		   (strcmp(driver, "auto") == 0 && !empty(cfg->ipmi.host));
+	int r;
+
+	m->ipmi = (struct vw_ipmi_config){
+		.driver = lan ? VW_IPMI_DRIVER_LAN : VW_IPMI_DRIVER_INBAND,
+		.device = empty(cfg->ipmi.device) ? NULL : cfg->ipmi.device,
+		.host = empty(cfg->ipmi.host) ? NULL : cfg->ipmi.host,
+		.port = (unsigned)cfg->ipmi.port,
+		.username = empty(cfg->ipmi.username) ? NULL : cfg->ipmi.username,
+		.timeout_ms = MS(cfg->ipmi.timeout_ns),
+		.interval_ns = cfg->ipmi.interval_ns,
+		.stale_ns = cfg->ipmi.stale_ns,
+	};
+	r = ipmi_privilege(cfg->ipmi.privilege ? cfg->ipmi.privilege : "user", &m->ipmi.privilege);
+	if (r < 0) {
+		vw_error("config: --platform.ipmi.privilege: not user, operator or admin");
+		return r;
+	}
+	r = lan ? setup_ipmi_lan(m, cfg) : 0;
+	if (r == 0)
+		m->cfg.ipmi = &m->ipmi;
+	return r;
+}
+
 int vw_host_meters_setup(struct vw_host_meters *m, const struct vw_host_config *cfg,
 			 const char *node_name)
 {
-	memset(m, 0, sizeof(*m));
-	return setup_redfish(m, cfg, node_name);
+	int r;
+
+	memset(m, 0, sizeof(*m)); /* on failure, vw_host_meters_fini() frees what was set */
+	r = setup_redfish(m, cfg, node_name);
+	return r < 0 ? r : setup_ipmi(m, cfg);
 }
 
 void vw_host_meters_fini(struct vw_host_meters *m)
 {
-	if (m->bmc_password)
-		explicit_bzero(m->bmc_password, strlen(m->bmc_password));
-	free(m->bmc_password);
+	vw_free_secret(m->bmc_password);
 	vw_bmc_entry_clear(&m->bmc);
+	vw_free_secret(m->ipmi_password);
+	free(m->ipmi_workarounds);
 	memset(m, 0, sizeof(*m));
 }

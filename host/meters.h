@@ -15,6 +15,9 @@ struct vw_host_meters {
 	struct vw_bmc_entry bmc;    /* this node's BMC from the BMC file */
 	char *bmc_password;         /* read from its passwordFile */
 	struct vw_redfish_config redfish;
+	struct vw_ipmi_config ipmi; /* --platform.ipmi.*; its strings: the options' or below */
+	char *ipmi_password;        /* read from --platform.ipmi.password-file; wiped at fini */
+	const char **ipmi_workarounds; /* NULL-ended */
 };
 
 /*

@@ -5,6 +5,8 @@
 
 #define OFF(f) offsetof(struct vw_host_config, f)
 
+static const char *const ipmi_drivers[] = { "auto", "inband", "lan", NULL };
+static const char *const ipmi_privileges[] = { "user", "operator", "admin", NULL };
 
 
 static const struct vw_option host_options[] = {
@@ -19,8 +21,9 @@ static const struct vw_option host_options[] = {
 	{ "platform.sources", "platform.sources", VW_OPT_STRLIST, OFF(platform_sources), NULL,
 	  "SOURCE,...",
 	  "whole-node meters to try for the platform zone, in order: acpi (an ACPI power meter in "
-	  "hwmon), redfish (the BMC named by platform.redfish.config-file); none: read no "
-	  "platform meter (default: all, the first found is used)" },
+	  "hwmon), redfish (the BMC named by platform.redfish.config-file), ipmi (a BMC's DCMI "
+	  "power reading or watts sensor, in band or over LAN); none: read no platform meter "
+	  "(default: all, the first found is used)" },
 	{ "platform.redfish.config-file", "platform.redfish.configFile", VW_OPT_STRING,
 	  OFF(redfish_config_file), NULL, "PATH",
 	  "Kepler's BMC file (nodes: node name -> BMC id; bmcs: id -> endpoint, username, password "
@@ -39,6 +42,42 @@ static const struct vw_option host_options[] = {
 	{ "platform.redfish.staleness", "platform.redfish.staleness", VW_OPT_DURATION,
 	  OFF(redfish_staleness_ns), "0s", "DURATION",
 	  "a BMC reading older than this counts no energy (0: 2 x interval + timeout)", 0, 3600 },
+	{ "platform.ipmi.driver", "platform.ipmi.driver", VW_OPT_STRING, OFF(ipmi.driver), "auto",
+	  "DRIVER",
+	  "how the ipmi meter reaches the BMC: inband (platform.ipmi.device), lan (IPMI 2.0 to "
+	  "platform.ipmi.host), auto (lan with a host, else inband)",
+	  0, 0, ipmi_drivers },
+	{ "platform.ipmi.device", "platform.ipmi.device", VW_OPT_STRING, OFF(ipmi.device),
+	  "/dev/ipmi0", "PATH",
+	  "the kernel's IPMI device (ipmi_devintf) for in-band IPMI; absent: no in-band meter" },
+	{ "platform.ipmi.host", "platform.ipmi.host", VW_OPT_STRING, OFF(ipmi.host), NULL, "HOST",
+	  "the BMC's name or address for IPMI over LAN (default: none)" },
+	{ "platform.ipmi.port", "platform.ipmi.port", VW_OPT_UINT, OFF(ipmi.port), "623", "PORT",
+	  "the BMC's UDP port for IPMI over LAN", 1, 65535 },
+	{ "platform.ipmi.username", "platform.ipmi.username", VW_OPT_STRING, OFF(ipmi.username),
+	  NULL, "NAME", "the BMC user for IPMI over LAN (default: the null user)" },
+	{ "platform.ipmi.password-file", "platform.ipmi.passwordFile", VW_OPT_STRING,
+	  OFF(ipmi.password_file), NULL, "PATH",
+	  "a file whose first line is the BMC user's password (a mounted Kubernetes Secret); "
+	  "never on the command line" },
+	{ "platform.ipmi.privilege", "platform.ipmi.privilege", VW_OPT_STRING,
+	  OFF(ipmi.privilege), "user", "LEVEL",
+	  "the IPMI over LAN session's privilege: user (enough for DCMI and sensors on most "
+	  "BMCs), operator, admin",
+	  0, 0, ipmi_privileges },
+	{ "platform.ipmi.workarounds", "platform.ipmi.workarounds", VW_OPT_STRLIST,
+	  OFF(ipmi.workarounds), NULL, "NAME,...",
+	  "FreeIPMI's IPMI 2.0 workarounds for BMCs that need them (ipmi-sensors -W): authcap, "
+	  "intel20, supermicro20, sun20, opensesspriv, integritycheckvalue, nochecksumcheck" },
+	{ "platform.ipmi.timeout", "platform.ipmi.timeout", VW_OPT_DURATION, OFF(ipmi.timeout_ns),
+	  "5s", "DURATION", "a request to the BMC over LAN fails after this", 0.1, 60 },
+	{ "platform.ipmi.interval", "platform.ipmi.interval", VW_OPT_DURATION,
+	  OFF(ipmi.interval_ns), "2s", "DURATION",
+	  "how often the BMC is asked (in a thread of its own: the sampling never waits for it)",
+	  0.1, 3600 },
+	{ "platform.ipmi.staleness", "platform.ipmi.staleness", VW_OPT_DURATION,
+	  OFF(ipmi.stale_ns), "0s", "DURATION",
+	  "an older BMC reading counts no energy (0: 3 x platform.ipmi.interval)", 0, 86400 },
 	{ "power.idle-watts", "power.idleWatts", VW_OPT_STRLIST, OFF(idle_watts), NULL,
 	  "ZONE=WATTS,...", "fixed idle power per zone (e.g. package=42.5), overriding the fit" },
 	{ "power.idle-window", "power.idleWindow", VW_OPT_UINT, OFF(idle_window), "720", "N",

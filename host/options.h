@@ -19,6 +19,19 @@ struct vw_host_config {
 	uint64_t redfish_interval_ns;       /* between polls of the BMC */
 	uint64_t redfish_timeout_ns;        /* per request */
 	uint64_t redfish_staleness_ns;      /* 0: 2 x interval + timeout */
+	struct {
+		char *driver;          /* auto, inband, lan */
+		char *device;          /* in band: the kernel's IPMI device */
+		char *host;            /* lan */
+		uint64_t port;
+		char *username;
+		char *password_file;   /* the password, read by host/meters.c */
+		char *privilege;       /* user, operator, admin */
+		struct vw_strlist workarounds; /* FreeIPMI's -W names */
+		uint64_t timeout_ns;
+		uint64_t interval_ns;
+		uint64_t stale_ns;     /* 0: 3 x interval */
+	} ipmi; /* --platform.ipmi.*: a BMC over IPMI (power/src_ipmi.c) */
 	struct vw_strlist idle_watts; /* zone=W overrides, e.g. package=42.5 */
 	uint64_t idle_window;         /* intervals in the idle fit's sliding window */
 	double idle_min_spread;       /* usage spread needed to fit */

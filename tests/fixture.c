@@ -229,6 +229,10 @@ void vw_fixture_spin(double seconds)
 #include <microhttpd.h>
 #include <stdbool.h>
 #include <signal.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 
 static enum MHD_Result serve_json(void *cls, struct MHD_Connection *conn, const char *url,
@@ -323,15 +327,17 @@ double vw_fixture_sample_sum(const char *text, const char *family, const char *m
 	return sum;
 }
 
-pid_t vw_fixture_spawn_logged(char *const argv[], const char *logpath)
+static pid_t spawn_logged(char *const argv[], const char *logpath, bool tied)
 {
 	int fd = open(logpath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	pid_t pid;
+	pid_t parent = getpid(), pid;
 
 	if (fd < 0)
 		return -errno;
 	pid = fork();
 	if (pid == 0) {
+		if (tied && (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent))
+			_exit(127);
 		dup2(fd, STDOUT_FILENO);
 		dup2(fd, STDERR_FILENO);
 		execvp(argv[0], argv);
@@ -339,6 +345,31 @@ pid_t vw_fixture_spawn_logged(char *const argv[], const char *logpath)
 	}
 	close(fd);
 	return pid < 0 ? -errno : pid;
+}
+
+unsigned vw_fixture_free_port(int socktype)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sa);
+	int fd = socket(AF_INET, socktype | SOCK_CLOEXEC, 0);
+	unsigned port = 0;
+
+	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
+		port = ntohs(sa.sin_port);
+	if (fd >= 0)
+		close(fd);
+	return port;
+}
+
+pid_t vw_fixture_spawn_logged(char *const argv[], const char *logpath)
+{
+	return spawn_logged(argv, logpath, false);
+}
+
+pid_t vw_fixture_spawn_tied(char *const argv[], const char *logpath)
+{
+	return spawn_logged(argv, logpath, true);
 }
 
 int vw_fixture_run_logged(char *const argv[], const char *logpath)

@@ -7,6 +7,8 @@
 
 /* Create a fresh directory under $TMPDIR (or /tmp); returns a malloc'd path or NULL. */
 char *vw_fixture_mkdtemp(const char *tag);
+/* A port free on 127.0.0.1 now for socktype (SOCK_STREAM, SOCK_DGRAM); 0 on failure. */
+unsigned vw_fixture_free_port(int socktype);
 /* Write (creating parent directories) root/rel with the given text and mode (0 = 0644). */
 int vw_fixture_write(const char *root, const char *rel, const char *text, int mode);
 /* Write root/rel (0644) as a new file renamed over the old one: no reader sees it half written. */
@@ -71,6 +73,9 @@ int vw_fixture_start_daemon_logged(char *const argv[], const char *logpath, pid_
  * (created or truncated): the child's pid, or -errno.
  */
 pid_t vw_fixture_spawn_logged(char *const argv[], const char *logpath);
+/* The same, the child killed (SIGKILL) when the test process dies, however it dies: a peer
+ * server that must never outlive its test. */
+pid_t vw_fixture_spawn_tied(char *const argv[], const char *logpath);
 /* Run argv to its end, output in logpath: its exit status (128 + signal when killed), -errno. */
 int vw_fixture_run_logged(char *const argv[], const char *logpath);
 /* SIGKILL and reap *pid when it is > 0 (a daemon a failed test left running); *pid = 0. */

@@ -31,21 +31,6 @@ static struct tls_fixture tf;
 static struct host_fixture hf;
 static pid_t pids[3]; /* the two daemons and Prometheus */
 
-static unsigned free_port(void)
-{
-	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(sa);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	unsigned port = 0;
-
-	if (fd >= 0 && bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&sa, &len) == 0)
-		port = ntohs(sa.sin_port);
-	if (fd >= 0)
-		close(fd);
-	return port;
-}
-
 static unsigned start_host(pid_t *pid, const char *config)
 {
 	char sys[600], proc[600], wc[600], path[512];
@@ -140,7 +125,7 @@ static void dump_prometheus_log(void)
 static void test_prometheus_scrapes_https(void **state)
 {
 	char hash[128], text[4096], ca[512], crt[512], key[512];
-	unsigned auth_port, cert_port, prom_port = free_port();
+	unsigned auth_port, cert_port, prom_port = vw_fixture_free_port(SOCK_STREAM);
 	time_t deadline = time(NULL) + DEADLINE_S;
 	bool ok = true;
 

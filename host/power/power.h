@@ -50,11 +50,45 @@ struct vw_redfish_config {
 extern const struct vw_power_source_ops vw_src_redfish;
 
 /*
+ * A BMC's whole-node power over IPMI (src_ipmi.c, name "ipmi", libfreeipmi): one
+ * VW_ZONE_PLATFORM zone from DCMI Get Power Reading, or, where the BMC has no DCMI, from its SDR
+ * sensors in watts; integrated like the ACPI meter. A poller thread of its own asks the BMC
+ * (slow: 10 ms to seconds a request) every interval_ns; read() only integrates the last reading
+ * it left, and only while it is fresh. open(): -ENODEV without an ipmi member, or in band
+ * without the device, or with a BMC that has neither DCMI nor a watts sensor; -EACCES when the
+ * BMC refuses the user, password or privilege.
+ */
+enum vw_ipmi_driver {
+	VW_IPMI_DRIVER_INBAND, /* the kernel's IPMI device (ipmi_devintf: /dev/ipmi0) */
+	VW_IPMI_DRIVER_LAN,    /* IPMI 2.0 over LAN (RMCP+) */
+};
+enum vw_ipmi_privilege {
+	VW_IPMI_PRIV_USER, /* enough for DCMI and sensor reads on a compliant BMC */
+	VW_IPMI_PRIV_OPERATOR,
+	VW_IPMI_PRIV_ADMIN,
+};
+struct vw_ipmi_config {
+	enum vw_ipmi_driver driver;
+	const char *device;   /* in band: the device's path (injected: nothing here knows /dev) */
+	const char *host;     /* lan: the BMC's name or address */
+	unsigned port;        /* lan: its UDP port; 0: 623 */
+	const char *username; /* lan; NULL: the null user */
+	const char *password; /* lan; NULL: none (host/meters.c reads it from a file) */
+	enum vw_ipmi_privilege privilege;     /* lan: the session's */
+	const char *const *workarounds;       /* lan: FreeIPMI's -W names, NULL-ended (or NULL) */
+	long timeout_ms;      /* per request (the LAN session timeout); 0: 5000 */
+	uint64_t interval_ns; /* the poller's period; 0: 2 s */
+	uint64_t stale_ns;    /* an older reading counts no energy; 0: 3 x interval_ns */
+};
+extern const struct vw_power_source_ops vw_src_ipmi;
+
+/*
  * What the host's meters are told by its options: env->ctx for both host chains (a meter with
  * nothing configured here looks for itself, or gives -ENODEV). Each member NULL when unset.
  */
 struct vw_meter_config {
 	const struct vw_redfish_config *redfish; /* a BMC over Redfish */
+	const struct vw_ipmi_config *ipmi;       /* a BMC over IPMI, in band or LAN */
 };
 
 /*

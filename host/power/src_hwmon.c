@@ -5,12 +5,8 @@
  *
  * The meter gives power, not energy: power1_average in µW, the firmware's average over the
  * last power1_average_interval ms. Each read integrates it into a cumulative µJ counter kept
- * here (it never wraps: max_range_uj 0):
- *
- *     energy += power just read x (now - time of the previous good read)
- *
- * in integers: µW x ns is 1e-9 µJ, the part below one µJ carried to the next read, so no
- * energy is lost to rounding however often it is read. The first read only sets the time.
+ * here (integrator.h: exact integers, it never wraps: max_range_uj 0). The first read only sets
+ * the time.
  *
  * A failed read (file gone, junk, the firmware's "no reading") counts nothing, and the time it
  * covers is not made up afterwards either: the next good read only sets the time again, and
@@ -25,8 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "energy.h"
 #include "fileio.h"
+#include "integrator.h"
 #include "log.h"
 #include "macro.h"
 #include "power.h"
@@ -50,10 +46,6 @@
  */
 #define PMM_NONE_32 (0xFFFFFFFFULL * 1000ULL)
 #define PMM_NONE_64 (UINT64_MAX - 999ULL)
-#define NS_UW_PER_UJ 1000000000ULL /* ns x µW per µJ */
-
-typedef unsigned __int128 hw_u128;
-
 /* One hwmonN found by the scan. */
 struct hw_chip {
 	unsigned index; /* N */
@@ -69,11 +61,8 @@ enum hw_kind {
 struct hw_zone {
 	enum hw_kind kind;
 	int dirfd;
-	const char *file;   /* the reading, relative to dirfd */
-	uint64_t energy_uj; /* the counter: whole microjoules integrated so far */
-	uint64_t rem_nuj;   /* the integral's part below 1 µJ, in 1e-9 µJ (µW x ns) */
-	uint64_t last_ns;   /* act->now_ns of the last good read */
-	bool primed;        /* last_ns is the previous read's and it was good */
+	const char *file; /* the reading, relative to dirfd */
+	struct vw_power_integrator energy; /* the counter, over act->now_ns */
 	struct vw_complaint complaint;
 };
 
@@ -342,25 +331,6 @@ static size_t hwmon_zones(void *state, const struct vw_zone_info **ret_zones)
 }
 
 /*
- * Add power_uw over (now - last good read) to the counter; the first read, and the first after
- * a failure, only set the time. A clock that went back counts nothing and starts over.
- */
-static void integrate(struct hw_zone *z, uint64_t power_uw, uint64_t now_ns)
-{
-	if (z->primed && now_ns > z->last_ns) {
-		/* < 2^128 - 2^65 + 2^30: the sum cannot overflow. */
-		hw_u128 nuj = (hw_u128)power_uw * (now_ns - z->last_ns) + z->rem_nuj;
-		hw_u128 whole = nuj / NS_UW_PER_UJ;
-
-		z->rem_nuj = (uint64_t)(nuj % NS_UW_PER_UJ);
-		z->energy_uj = vw_energy_add(z->energy_uj,
-					     whole > UINT64_MAX ? UINT64_MAX : (uint64_t)whole);
-	}
-	z->last_ns = now_ns;
-	z->primed = true;
-}
-
-/*
  * The attributes of acpi_power_meter live on the ACPI device, whose directory outlives a reload
  * of the driver (only the hwmon class device comes and goes): the handle stays valid, and a
  * reading that went away reads again when it is back. (Drivers with their attributes on the
@@ -372,8 +342,8 @@ static int read_zone(struct hw_zone *z, const char *path, uint64_t now_ns, uint6
 	int r = read_power_uw(z->dirfd, z->file, &uw);
 
 	if (r < 0) {
-		z->primed = false; /* no energy for the time until the next good read */
-		*ret_raw = z->energy_uj;
+		vw_power_integrator_break(&z->energy); /* none until the next good read */
+		*ret_raw = z->energy.energy_uj;
 		vw_complain(&z->complaint, VW_LOG_WARN,
 			    "acpi: %s: cannot read %s: %s; no energy counted until it reads again",
 			    path, z->file,
@@ -383,8 +353,7 @@ static int read_zone(struct hw_zone *z, const char *path, uint64_t now_ns, uint6
 	vw_release(&z->complaint, VW_LOG_INFO,
 		   "acpi: %s: %s readable again; energy counted from this reading on", path,
 		   z->file);
-	integrate(z, uw, now_ns);
-	*ret_raw = z->energy_uj;
+	*ret_raw = vw_power_integrate(&z->energy, uw, now_ns);
 	return 0;
 }
 
@@ -396,7 +365,7 @@ static int hwmon_read(void *state, const struct vw_node_activity *act, uint64_t 
 	for (size_t i = 0; i < hw->n; i++) {
 		if (!act) {
 			errs[i] = -EINVAL; /* no time: nothing to integrate over */
-			raw_uj[i] = hw->zone[i].energy_uj;
+			raw_uj[i] = hw->zone[i].energy.energy_uj;
 		} else {
 			errs[i] = read_zone(&hw->zone[i], hw->info[i].path, act->now_ns,
 					    &raw_uj[i]);

@@ -23,7 +23,7 @@ enum vw_opt_type {
 };
 
 struct vw_strlist {
-	char **v;
+	char **v; /* n strings and a NULL (v itself NULL while empty) */
 	size_t n;
 };
 

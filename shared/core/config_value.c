@@ -207,11 +207,12 @@ int vw_strlist_push(struct vw_strlist *l, const char *s, size_t len)
 
 	if (!dup)
 		return -ENOMEM;
-	nv = reallocarray(l->v, l->n + 1, sizeof(*nv));
+	nv = reallocarray(l->v, l->n + 2, sizeof(*nv)); /* and the NULL after the last */
 	if (!nv)
 		return -ENOMEM;
 	l->v = nv;
 	l->v[l->n++] = VW_TAKE_PTR(dup);
+	l->v[l->n] = NULL;
 	return 0;
 }
 

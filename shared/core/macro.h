@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -37,6 +38,14 @@ static inline void vw_fclosep(FILE **f)
 {
 	if (*f)
 		fclose(*f);
+}
+
+/* Free a secret (a password) after overwriting it; NULL is a no-op. */
+static inline void vw_free_secret(char *s)
+{
+	if (s)
+		explicit_bzero(s, strlen(s));
+	free(s);
 }
 
 #define _cleanup_free_ _cleanup_(vw_freep)

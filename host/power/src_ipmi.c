@@ -1,0 +1,901 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The IPMI meter (issue #13): a BMC's whole-node power through libfreeipmi, one
+ * VW_ZONE_PLATFORM zone, in band (the kernel's OpenIPMI device, its path injected by the
+ * configuration) or over LAN (IPMI 2.0, RMCP+).
+ *
+ * What is read, chosen at open():
+ *   1. DCMI Get Power Reading (NetFn 0x2C, cmd 0x02, group extension 0xDC), mode "system power
+ *      statistics": its current watts, while its "power measurement active" bit is set (clear:
+ *      -ENODATA, no energy). Path label "dcmi".
+ *   2. Where the BMC has no DCMI (the command invalid or unsupported), or DCMI measures nothing
+ *      at open while a sensor does: the SDR repository's threshold sensors whose unit is plain
+ *      watts (no rate, no modifier, no percentage), by name (case ignored, '_' and '-' read as
+ *      spaces):
+ *        a. the first, in repository order, whose name says it is the node's total: it holds
+ *           "total", "consumption", "system power", "sys power", "node power" or "power meter",
+ *           or is "power" or "pwr" alone ("Pwr Consumption", "Total_Power", "SYS_POWER");
+ *        b. else the sum of the power supplies' inputs: names holding "input" or the word
+ *           "pin" ("PS1 Input Power", "PSU2_PIN"); every one must read, a partial sum is no
+ *           node power.
+ *      A sensor in watts that is neither (CPU, memory, a supply's output) is a part, never the
+ *      node. Path label "sdr:<sensor name>" (the first's, for a sum). Nothing: -ENODEV.
+ *
+ * BMCs are slow (tens of ms to seconds a request, more when they time out), so no request runs
+ * on the sampling thread after open(): a poller thread owns the IPMI context, asks every
+ * interval_ns and leaves the last good reading with its time (vw_now_ns(), the clock of
+ * act->now_ns) under a mutex. read() integrates that reading over act->now_ns (integrator.h,
+ * like the ACPI meter) only while it is at most stale_ns old; an older one, or none, is
+ * -ESTALE (or the poller's error: -ENODATA for a BMC that says it measures nothing): no energy,
+ * and the next fresh reading only sets the time again, so a BMC's outage is never made up with
+ * invented energy. fresh() says whether there is a fresh reading now.
+ *
+ * The poller: a failed request is retried after a back-off that starts at interval_ns and
+ * doubles up to 60 s; a transport failure (timeout, session lost) drops the session and the
+ * next attempt opens a new one (a BMC that restarted forgets its sessions). Every LAN request
+ * has the session timeout timeout_ms (retransmissions within it); in band the kernel driver's
+ * own timeouts apply. close() wakes the poller and joins it: at most one request's timeout.
+ *
+ * Errors (-errno): a refused user, password or privilege -EACCES; no answer -ETIMEDOUT; a BMC
+ * without the command -EOPNOTSUPP; a busy one -EBUSY; a reply that does not parse -EBADMSG;
+ * watts out of range -ERANGE; anything else -EIO. The poller and read() each complain once
+ * while a failure lasts (rate-limited) and once when it clears.
+ */
+#include <errno.h>
+#include <freeipmi/freeipmi.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "integrator.h"
+#include "log.h"
+#include "macro.h"
+#include "power.h"
+#include "thread.h"
+
+#define IPMI_TIMEOUT_MS_DEFAULT 5000L
+#define IPMI_INTERVAL_NS_DEFAULT (2 * VW_NSEC_PER_SEC)
+#define IPMI_STALE_PERIODS 3
+#define IPMI_BACKOFF_MAX_NS (60 * VW_NSEC_PER_SEC)
+#define IPMI_PORT_DEFAULT 623u
+#define IPMI_CIPHER_SUITE 3 /* HMAC-SHA1, HMAC-SHA1-96, AES-CBC-128: FreeIPMI's default */
+#define IPMI_MAX_WATTS 10e6 /* 10 MW: beyond any node; junk */
+#define IPMI_MAX_SENSORS 8
+#define SDR_MAX_RECORDS 4096 /* a repository walk stops there whatever the links say */
+#define SDR_HEADER_LEN 5
+#define SDR_RECORD_MAX (SDR_HEADER_LEN + 255)
+#define SDR_CHUNK 16 /* bytes per Get SDR where a BMC will not return a whole record */
+#define SDR_LAST_RECORD 0xFFFF
+
+enum ipmi_method {
+	IPMI_METHOD_DCMI,
+	IPMI_METHOD_SDR,
+};
+
+struct ipmi_sensor {
+	uint8_t record[SDR_RECORD_MAX];
+	unsigned len;
+	char name[32];
+};
+
+struct ipmi {
+	/* Set by open(), read-only afterwards. */
+	enum vw_ipmi_driver driver;
+	char *device, *hostname, *username, *password; /* hostname: "host[:port]" for FreeIPMI */
+	uint8_t privilege;
+	unsigned workaround_flags;
+	unsigned timeout_ms;
+	uint64_t interval_ns, stale_ns;
+	const char *where; /* for the log: the device or the hostname */
+	struct vw_zone_info info;
+	enum ipmi_method method;
+	struct ipmi_sensor sensor[IPMI_MAX_SENSORS];
+	size_t nsensor;
+
+	/* The poller's own (open()'s until the poller starts). */
+	ipmi_ctx_t ctx;
+	ipmi_sensor_read_ctx_t sread;
+	uint64_t backoff_ns;
+	struct vw_complaint poll_complaint;
+	pthread_t thread;
+	bool running;
+
+	/* Shared: under lock. */
+	pthread_mutex_t lock;
+	pthread_cond_t wake; /* on CLOCK_MONOTONIC */
+	bool stop;
+	uint64_t last_uw; /* the last good reading */
+	uint64_t last_ns; /* its vw_now_ns(); 0: none to hold (never, or the BMC has none now) */
+	int last_err;     /* the last request's result */
+
+	/* read()'s own (the sampling thread). */
+	struct vw_power_integrator energy;
+	struct vw_complaint complaint;
+};
+
+static void fiid_obj_destroyp(fiid_obj_t *o)
+{
+	if (*o)
+		fiid_obj_destroy(*o);
+}
+#define _cleanup_fiid_ _cleanup_(fiid_obj_destroyp)
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- errors ----------------------------------------------------------------------------- */
+
+static int ctx_errno(ipmi_ctx_t ctx)
+{
+	switch (ipmi_ctx_errnum(ctx)) {
+	case IPMI_ERR_PERMISSION:
+	case IPMI_ERR_USERNAME_INVALID:
+	case IPMI_ERR_PASSWORD_INVALID:
+	case IPMI_ERR_K_G_INVALID:
+	case IPMI_ERR_PRIVILEGE_LEVEL_INSUFFICIENT:
+	case IPMI_ERR_PRIVILEGE_LEVEL_CANNOT_BE_OBTAINED:
+	case IPMI_ERR_AUTHENTICATION_TYPE_UNAVAILABLE:
+	case IPMI_ERR_PASSWORD_VERIFICATION_TIMEOUT:
+		return -EACCES;
+	case IPMI_ERR_CONNECTION_TIMEOUT:
+	case IPMI_ERR_SESSION_TIMEOUT:
+	case IPMI_ERR_MESSAGE_TIMEOUT:
+	case IPMI_ERR_DRIVER_TIMEOUT:
+		return -ETIMEDOUT;
+	case IPMI_ERR_DEVICE_NOT_FOUND:
+	case IPMI_ERR_DEVICE_NOT_SUPPORTED:
+		return -ENODEV;
+	case IPMI_ERR_COMMAND_INVALID_OR_UNSUPPORTED:
+	case IPMI_ERR_COMMAND_INVALID_FOR_SELECTED_INTERFACE:
+		return -EOPNOTSUPP;
+	case IPMI_ERR_BMC_BUSY:
+	case IPMI_ERR_DRIVER_BUSY:
+		return -EBUSY;
+	case IPMI_ERR_IPMI_2_0_UNAVAILABLE:
+	case IPMI_ERR_CIPHER_SUITE_ID_UNAVAILABLE:
+		return -EPROTONOSUPPORT;
+	case IPMI_ERR_HOSTNAME_INVALID:
+	case IPMI_ERR_PARAMETERS:
+		return -EINVAL;
+	case IPMI_ERR_OUT_OF_MEMORY:
+		return -ENOMEM;
+	default:
+		return -EIO;
+	}
+}
+
+/* Whether a failure leaves the session usable (else it is dropped and opened again). */
+static bool session_survives(int r)
+{
+	return r == -ENODATA || r == -EBUSY || r == -ERANGE || r == -EOPNOTSUPP;
+}
+
+/* ---- the session ------------------------------------------------------------------------ */
+
+static void ipmi_disconnect(struct ipmi *ip)
+{
+	if (ip->sread) {
+		ipmi_sensor_read_ctx_destroy(ip->sread);
+		ip->sread = NULL;
+	}
+	if (ip->ctx) {
+		ipmi_ctx_close(ip->ctx);
+		ipmi_ctx_destroy(ip->ctx);
+		ip->ctx = NULL;
+	}
+}
+
+static int open_ctx(struct ipmi *ip, ipmi_ctx_t ctx)
+{
+	if (ip->driver == VW_IPMI_DRIVER_INBAND)
+		return ipmi_ctx_open_inband(ctx, IPMI_DEVICE_OPENIPMI, 0, 0, 0, ip->device, 0,
+					    IPMI_FLAGS_DEFAULT);
+	return ipmi_ctx_open_outofband_2_0(ctx, ip->hostname, ip->username, ip->password, NULL,
+					   0, ip->privilege, IPMI_CIPHER_SUITE, ip->timeout_ms,
+					   VW_MAX(ip->timeout_ms / 4, 50u), ip->workaround_flags,
+					   IPMI_FLAGS_DEFAULT);
+}
+
+/* A session (in band: the device opened); *ret_msg FreeIPMI's words for a failure. */
+static int ipmi_connect(struct ipmi *ip, const char **ret_msg)
+{
+	ipmi_ctx_t ctx = ipmi_ctx_create();
+	int r;
+
+	*ret_msg = NULL;
+	if (!ctx)
+		return -ENOMEM;
+	if (open_ctx(ip, ctx) < 0) {
+		r = ctx_errno(ctx);
+		*ret_msg = ipmi_ctx_errormsg(ctx); /* a static string */
+		ipmi_ctx_destroy(ctx);
+		return r;
+	}
+	ip->ctx = ctx;
+	ip->sread = ipmi_sensor_read_ctx_create(ctx);
+	if (!ip->sread) {
+		ipmi_disconnect(ip);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* ---- DCMI ------------------------------------------------------------------------------- */
+
+static int read_dcmi(struct ipmi *ip, uint64_t *ret_uw)
+{
+	_cleanup_fiid_ fiid_obj_t rs = fiid_obj_create(tmpl_cmd_dcmi_get_power_reading_rs);
+	uint64_t watts, active;
+
+	if (!rs)
+		return -ENOMEM;
+	if (ipmi_cmd_dcmi_get_power_reading(ip->ctx,
+					    IPMI_DCMI_POWER_READING_MODE_SYSTEM_POWER_STATISTICS, 0,
+					    rs) < 0)
+		return ctx_errno(ip->ctx);
+	if (fiid_obj_get(rs, "power_reading_state.power_measurement", &active) <= 0 ||
+	    fiid_obj_get(rs, "current_power", &watts) <= 0)
+		return -EBADMSG;
+	if (active != IPMI_DCMI_POWER_READING_STATE_POWER_MEASUREMENT_ACTIVE)
+		return -ENODATA;
+	*ret_uw = watts * VW_USEC_PER_SEC;
+	return 0;
+}
+
+/* ---- SDR sensors ------------------------------------------------------------------------ */
+
+static int get_sdr_part(struct ipmi *ip, uint16_t reservation, uint16_t id, uint8_t off,
+			uint8_t n, uint8_t *buf, unsigned *ret_len, uint16_t *ret_next)
+{
+	_cleanup_fiid_ fiid_obj_t rs = fiid_obj_create(tmpl_cmd_get_sdr_rs);
+	uint64_t next;
+	int len;
+
+	if (!rs)
+		return -ENOMEM;
+	if (ipmi_cmd_get_sdr(ip->ctx, reservation, id, off, n, rs) < 0)
+		return ctx_errno(ip->ctx);
+	len = fiid_obj_get_data(rs, "record_data", buf, SDR_RECORD_MAX - off);
+	if (len < 0 || fiid_obj_get(rs, "next_record_id", &next) <= 0)
+		return -EBADMSG;
+	*ret_len = (unsigned)len;
+	*ret_next = (uint16_t)next;
+	return 0;
+}
+
+/*
+ * Record `id` into buf: whole (bytes_to_read 0xFF), or, where the BMC cannot return that many
+ * bytes, its header and then SDR_CHUNK bytes at a time under a reservation.
+ */
+static int get_sdr(struct ipmi *ip, uint16_t id, uint8_t *buf, unsigned *ret_len,
+		   uint16_t *ret_next)
+{
+	_cleanup_fiid_ fiid_obj_t res = NULL;
+	unsigned len, got;
+	uint64_t reservation;
+	int r = get_sdr_part(ip, 0, id, 0, 0xFF, buf, &len, ret_next);
+
+	if (r == 0 && len >= SDR_HEADER_LEN && len == SDR_HEADER_LEN + (unsigned)buf[4]) {
+		*ret_len = len;
+		return 0;
+	}
+	if (r < 0 && !session_survives(r) && r != -EIO)
+		return r;
+	res = fiid_obj_create(tmpl_cmd_reserve_sdr_repository_rs);
+	if (!res)
+		return -ENOMEM;
+	if (ipmi_cmd_reserve_sdr_repository(ip->ctx, res) < 0)
+		return ctx_errno(ip->ctx);
+	if (fiid_obj_get(res, "reservation_id", &reservation) <= 0)
+		return -EBADMSG;
+	r = get_sdr_part(ip, (uint16_t)reservation, id, 0, SDR_HEADER_LEN, buf, &got, ret_next);
+	if (r < 0)
+		return r;
+	if (got != SDR_HEADER_LEN)
+		return -EBADMSG;
+	len = SDR_HEADER_LEN + (unsigned)buf[4];
+	for (unsigned off = SDR_HEADER_LEN; off < len; off += got) {
+		r = get_sdr_part(ip, (uint16_t)reservation, id, (uint8_t)off,
+				 (uint8_t)VW_MIN(SDR_CHUNK, len - off), buf + off, &got, ret_next);
+		if (r < 0)
+			return r;
+		if (got == 0)
+			return -EBADMSG;
+	}
+	*ret_len = len;
+	return 0;
+}
+
+enum sensor_tier {
+	TIER_TOTAL,     /* the node's total */
+	TIER_PSU_INPUT, /* one power supply's input: summed */
+	TIER_NONE,
+};
+
+/* Lower case, '_' and '-' as spaces, surrounded by one space each side (for word matches). */
+static void normalise(const char *name, char *out, size_t size)
+{
+	size_t n = 0;
+
+	out[n++] = ' ';
+	for (; *name && n + 2 < size; name++)
+		out[n++] = *name == '_' || *name == '-' ? ' ' :
+			   (char)(*name >= 'A' && *name <= 'Z' ? *name - 'A' + 'a' : *name);
+	out[n++] = ' ';
+	out[n] = '\0';
+}
+
+static enum sensor_tier sensor_tier(const char *name)
+{
+	static const char *const total[] = { "total", "consumption", "system power",
+					     "sys power", "node power", "power meter" };
+	static const char *const alone[] = { " power ", " pwr " };
+	char s[48];
+
+	normalise(name, s, sizeof(s));
+	for (size_t i = 0; i < ARRAY_SIZE(total); i++)
+		if (strstr(s, total[i]))
+			return TIER_TOTAL;
+	for (size_t i = 0; i < ARRAY_SIZE(alone); i++)
+		if (strcmp(s, alone[i]) == 0)
+			return TIER_TOTAL;
+	if (strstr(s, "input") || strstr(s, " pin "))
+		return TIER_PSU_INPUT;
+	return TIER_NONE;
+}
+
+/* A threshold sensor whose reading is plain watts: its tier by name, else TIER_NONE. */
+static enum sensor_tier classify(ipmi_sdr_ctx_t sdr, const uint8_t *rec, unsigned len,
+				 char *name, size_t name_size)
+{
+	uint8_t pct, mod, rate, base, mod_base, erc;
+	uint16_t id;
+	uint8_t type;
+	int n;
+
+	if (ipmi_sdr_parse_record_id_and_type(sdr, rec, len, &id, &type) < 0 ||
+	    (type != IPMI_SDR_FORMAT_FULL_SENSOR_RECORD &&
+	     type != IPMI_SDR_FORMAT_COMPACT_SENSOR_RECORD) ||
+	    ipmi_sdr_parse_event_reading_type_code(sdr, rec, len, &erc) < 0 ||
+	    erc != IPMI_EVENT_READING_TYPE_CODE_THRESHOLD ||
+	    ipmi_sdr_parse_sensor_units(sdr, rec, len, &pct, &mod, &rate, &base, &mod_base) < 0 ||
+	    pct != IPMI_SDR_PERCENTAGE_NO || mod != IPMI_SDR_MODIFIER_UNIT_NONE ||
+	    rate != IPMI_SENSOR_RATE_UNIT_NONE || base != IPMI_SENSOR_UNIT_WATTS)
+		return TIER_NONE;
+	n = ipmi_sdr_parse_id_string(sdr, rec, len, name, (unsigned)name_size - 1);
+	if (n < 0)
+		return TIER_NONE;
+	name[n] = '\0';
+	return sensor_tier(name);
+}
+
+static void keep_sensor(struct ipmi *ip, const uint8_t *rec, unsigned len, const char *name)
+{
+	struct ipmi_sensor *s = &ip->sensor[ip->nsensor++];
+
+	memcpy(s->record, rec, len);
+	s->len = len;
+	snprintf(s->name, sizeof(s->name), "%s", name);
+}
+
+/* Walk the repository: the first total sensor, else every power supply input. */
+static int find_sensors(struct ipmi *ip)
+{
+	ipmi_sdr_ctx_t sdr = ipmi_sdr_ctx_create();
+	uint16_t id = 0, next;
+	int r = 0;
+
+	if (!sdr)
+		return -ENOMEM;
+	ip->nsensor = 0;
+	for (unsigned i = 0; i < SDR_MAX_RECORDS && id != SDR_LAST_RECORD; i++, id = next) {
+		uint8_t rec[SDR_RECORD_MAX];
+		char name[sizeof(ip->sensor[0].name)];
+		unsigned len;
+
+		r = get_sdr(ip, id, rec, &len, &next);
+		if (r < 0)
+			break;
+		switch (classify(sdr, rec, len, name, sizeof(name))) {
+		case TIER_TOTAL:
+			ip->nsensor = 0;
+			keep_sensor(ip, rec, len, name);
+			ipmi_sdr_ctx_destroy(sdr);
+			return 0;
+		case TIER_PSU_INPUT:
+			if (ip->nsensor < IPMI_MAX_SENSORS)
+				keep_sensor(ip, rec, len, name);
+			break;
+		case TIER_NONE:
+			break;
+		}
+	}
+	ipmi_sdr_ctx_destroy(sdr);
+	/* An empty repository answers "not present" to its first record. */
+	if (r < 0 && !(id == 0 && r == -EIO))
+		return r;
+	return ip->nsensor ? 0 : -ENODEV;
+}
+
+static int sread_errno(struct ipmi *ip)
+{
+	switch (ipmi_sensor_read_ctx_errnum(ip->sread)) {
+	case IPMI_SENSOR_READ_ERR_SENSOR_READING_UNAVAILABLE:
+	case IPMI_SENSOR_READ_ERR_SENSOR_SCANNING_DISABLED:
+	case IPMI_SENSOR_READ_ERR_SENSOR_READING_CANNOT_BE_OBTAINED:
+		return -ENODATA;
+	case IPMI_SENSOR_READ_ERR_NODE_BUSY:
+		return -EBUSY;
+	case IPMI_SENSOR_READ_ERR_IPMI_ERROR:
+		return ctx_errno(ip->ctx);
+	case IPMI_SENSOR_READ_ERR_OUT_OF_MEMORY:
+		return -ENOMEM;
+	default:
+		return -EIO;
+	}
+}
+
+static int read_sensor(struct ipmi *ip, const struct ipmi_sensor *s, uint64_t *ret_uw)
+{
+	_cleanup_free_ double *watts = NULL;
+	uint16_t events;
+	uint8_t raw;
+	int r = ipmi_sensor_read(ip->sread, s->record, s->len, 0, &raw, &watts, &events);
+
+	if (r < 0)
+		return sread_errno(ip);
+	if (r == 0 || !watts)
+		return -ENODATA;
+	if (!isfinite(*watts) || *watts < 0 || *watts > IPMI_MAX_WATTS)
+		return -ERANGE;
+	*ret_uw = (uint64_t)llround(*watts * 1e6);
+	return 0;
+}
+
+static int read_sdr(struct ipmi *ip, uint64_t *ret_uw)
+{
+	uint64_t sum = 0;
+
+	for (size_t i = 0; i < ip->nsensor; i++) {
+		uint64_t uw;
+		int r = read_sensor(ip, &ip->sensor[i], &uw);
+
+		if (r < 0)
+			return r; /* a partial sum would be a wrong node power */
+		sum += uw;
+	}
+	*ret_uw = sum;
+	return 0;
+}
+
+static int read_uw(struct ipmi *ip, uint64_t *ret_uw)
+{
+	return ip->method == IPMI_METHOD_DCMI ? read_dcmi(ip, ret_uw) : read_sdr(ip, ret_uw);
+}
+
+/* ---- the poller ------------------------------------------------------------------------- */
+
+/* One request, a session first where there is none; a broken session is dropped. */
+static int poll_once(struct ipmi *ip, uint64_t *ret_uw)
+{
+	const char *msg;
+	int r = ip->ctx ? 0 : ipmi_connect(ip, &msg);
+
+	if (r == 0)
+		r = read_uw(ip, ret_uw);
+	if (r < 0 && !session_survives(r))
+		ipmi_disconnect(ip);
+	return r;
+}
+
+/* Under lock: the result of a request at now_ns. */
+static void publish(struct ipmi *ip, int r, uint64_t uw, uint64_t now_ns)
+{
+	ip->last_err = r;
+	if (r == 0) {
+		ip->last_uw = uw;
+		ip->last_ns = now_ns;
+	} else if (r == -ENODATA) {
+		ip->last_ns = 0; /* the BMC says it measures nothing now: nothing to hold */
+	}
+}
+
+/* The wait before the next request: the period, or the back-off after a failure. */
+static uint64_t next_delay(struct ipmi *ip, int r)
+{
+	if (r == 0 || r == -ENODATA) {
+		ip->backoff_ns = 0;
+		return ip->interval_ns;
+	}
+	ip->backoff_ns = ip->backoff_ns ? VW_MIN(2 * ip->backoff_ns, IPMI_BACKOFF_MAX_NS)
+					: ip->interval_ns;
+	return ip->backoff_ns;
+}
+
+static void log_poll(struct ipmi *ip, int r, uint64_t delay_ns)
+{
+	if (r == 0 || r == -ENODATA)
+		vw_release(&ip->poll_complaint, VW_LOG_INFO, "ipmi: %s: the BMC answers again",
+			   ip->where);
+	else
+		vw_complain(&ip->poll_complaint, VW_LOG_WARN,
+			    "ipmi: %s: %s reading failed: %s; retrying in %llu ms", ip->where,
+			    ip->method == IPMI_METHOD_DCMI ? "DCMI power" : "sensor", strerror(-r),
+			    (unsigned long long)(delay_ns / VW_NSEC_PER_MSEC));
+}
+
+/* Sleep until due_ns (CLOCK_MONOTONIC) or stop; under lock. false when stopping. */
+static bool wait_until(struct ipmi *ip, uint64_t due_ns)
+{
+	while (!ip->stop && mono_ns() < due_ns) {
+		struct timespec ts = { .tv_sec = (time_t)(due_ns / VW_NSEC_PER_SEC),
+				       .tv_nsec = (long)(due_ns % VW_NSEC_PER_SEC) };
+
+		pthread_cond_timedwait(&ip->wake, &ip->lock, &ts);
+	}
+	return !ip->stop;
+}
+
+static void *poller(void *arg)
+{
+	struct ipmi *ip = arg;
+	uint64_t due = mono_ns() + ip->interval_ns; /* open() took the first reading */
+
+	pthread_mutex_lock(&ip->lock);
+	while (wait_until(ip, due)) {
+		uint64_t uw = 0, start = mono_ns(), delay;
+		int r;
+
+		pthread_mutex_unlock(&ip->lock); /* the slow part: read() never waits for it */
+		r = poll_once(ip, &uw);
+		delay = next_delay(ip, r);
+		log_poll(ip, r, delay);
+		pthread_mutex_lock(&ip->lock);
+		publish(ip, r, uw, vw_now_ns());
+		due = start + delay;
+	}
+	pthread_mutex_unlock(&ip->lock);
+	return NULL;
+}
+
+static int start_poller(struct ipmi *ip)
+{
+	pthread_condattr_t ca;
+	int r;
+
+	r = -pthread_condattr_init(&ca);
+	if (r < 0)
+		return r;
+	r = -pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (r == 0)
+		r = -pthread_cond_init(&ip->wake, &ca);
+	pthread_condattr_destroy(&ca);
+	if (r < 0)
+		return r;
+	r = vw_thread_create(&ip->thread, poller, ip);
+	if (r < 0) {
+		pthread_cond_destroy(&ip->wake);
+		return r;
+	}
+	ip->running = true;
+	return 0;
+}
+
+/* ---- configuration ---------------------------------------------------------------------- */
+
+/* FreeIPMI's names for its IPMI 2.0 workarounds (ipmi-sensors -W). */
+static const struct {
+	const char *name;
+	unsigned flag;
+} workarounds[] = {
+	{ "authcap", IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_AUTHENTICATION_CAPABILITIES },
+	{ "intel20", IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_INTEL_2_0_SESSION },
+	{ "supermicro20", IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_SUPERMICRO_2_0_SESSION },
+	{ "sun20", IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_SUN_2_0_SESSION },
+	{ "opensesspriv", IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_OPEN_SESSION_PRIVILEGE },
+	{ "integritycheckvalue", IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_NON_EMPTY_INTEGRITY_CHECK_VALUE },
+	{ "nochecksumcheck", IPMI_WORKAROUND_FLAGS_OUTOFBAND_2_0_NO_CHECKSUM_CHECK },
+};
+
+static int workaround_flags(const char *const *names, unsigned *ret)
+{
+	*ret = 0;
+	for (; names && *names; names++) {
+		size_t i;
+
+		for (i = 0; i < ARRAY_SIZE(workarounds); i++)
+			if (strcmp(*names, workarounds[i].name) == 0)
+				break;
+		if (i == ARRAY_SIZE(workarounds)) {
+			vw_error("ipmi: unknown workaround \"%s\" (known: authcap, intel20, "
+				 "supermicro20, sun20, opensesspriv, integritycheckvalue, "
+				 "nochecksumcheck)",
+				 *names);
+			return -EINVAL;
+		}
+		*ret |= workarounds[i].flag;
+	}
+	return 0;
+}
+
+static int lan_setup(struct ipmi *ip, const struct vw_ipmi_config *cfg)
+{
+	static const uint8_t privs[] = {
+		[VW_IPMI_PRIV_USER] = IPMI_PRIVILEGE_LEVEL_USER,
+		[VW_IPMI_PRIV_OPERATOR] = IPMI_PRIVILEGE_LEVEL_OPERATOR,
+		[VW_IPMI_PRIV_ADMIN] = IPMI_PRIVILEGE_LEVEL_ADMIN,
+	};
+	unsigned port = cfg->port ? cfg->port : IPMI_PORT_DEFAULT;
+	int r;
+
+	if (!cfg->host || !*cfg->host || port > 65535 || (unsigned)cfg->privilege >= ARRAY_SIZE(privs))
+		return -EINVAL;
+	/* FreeIPMI takes "host:port"; an IPv6 address only on the standard port. */
+	if (port != IPMI_PORT_DEFAULT && strchr(cfg->host, ':'))
+		return -EINVAL;
+	r = port == IPMI_PORT_DEFAULT ? asprintf(&ip->hostname, "%s", cfg->host)
+				      : asprintf(&ip->hostname, "%s:%u", cfg->host, port);
+	if (r < 0) {
+		ip->hostname = NULL;
+		return -ENOMEM;
+	}
+	ip->username = cfg->username ? strdup(cfg->username) : NULL;
+	ip->password = cfg->password ? strdup(cfg->password) : NULL;
+	if ((cfg->username && !ip->username) || (cfg->password && !ip->password))
+		return -ENOMEM;
+	ip->privilege = privs[cfg->privilege];
+	ip->where = ip->hostname;
+	return workaround_flags(cfg->workarounds, &ip->workaround_flags);
+}
+
+/* In band: -ENODEV (quietly) without the device, the usual case on a machine with no BMC. */
+static int inband_setup(struct ipmi *ip, const struct vw_ipmi_config *cfg)
+{
+	struct stat st;
+
+	if (!cfg->device || !*cfg->device)
+		return -ENODEV;
+	if (stat(cfg->device, &st) < 0) {
+		vw_debug("ipmi: no in-band IPMI device %s: %s", cfg->device, strerror(errno));
+		return errno == ENOENT || errno == ENOTDIR ? -ENODEV : -errno;
+	}
+	ip->device = strdup(cfg->device);
+	if (!ip->device)
+		return -ENOMEM;
+	ip->where = ip->device;
+	return 0;
+}
+
+static int setup(struct ipmi *ip, const struct vw_ipmi_config *cfg)
+{
+	ip->driver = cfg->driver;
+	ip->timeout_ms = (unsigned)(cfg->timeout_ms > 0 ? cfg->timeout_ms : IPMI_TIMEOUT_MS_DEFAULT);
+	ip->interval_ns = cfg->interval_ns ? cfg->interval_ns : IPMI_INTERVAL_NS_DEFAULT;
+	ip->stale_ns = cfg->stale_ns ? cfg->stale_ns : IPMI_STALE_PERIODS * ip->interval_ns;
+	ip->info = (struct vw_zone_info){ .zone = VW_ZONE_PLATFORM, .idle_w = -1 };
+	return cfg->driver == VW_IPMI_DRIVER_LAN ? lan_setup(ip, cfg) : inband_setup(ip, cfg);
+}
+
+/* ---- discovery -------------------------------------------------------------------------- */
+
+static void label_sdr(struct ipmi *ip)
+{
+	ip->method = IPMI_METHOD_SDR;
+	snprintf(ip->info.path, sizeof(ip->info.path), "sdr:%s%s", ip->sensor[0].name,
+		 ip->nsensor > 1 ? " (+ other supplies)" : "");
+}
+
+/*
+ * DCMI first; the SDR sensors where it is missing, or where it measures nothing now and a
+ * sensor does. The first reading (or DCMI's -ENODATA) in *ret_uw / the result.
+ */
+static int discover(struct ipmi *ip, uint64_t *ret_uw)
+{
+	int r = read_dcmi(ip, ret_uw), s;
+
+	if (r == 0 || (r < 0 && r != -EOPNOTSUPP && r != -ENODATA)) {
+		ip->method = IPMI_METHOD_DCMI;
+		snprintf(ip->info.path, sizeof(ip->info.path), "dcmi");
+		return r;
+	}
+	s = find_sensors(ip);
+	if (s == 0) {
+		label_sdr(ip);
+		return read_sdr(ip, ret_uw);
+	}
+	if (r == -ENODATA) { /* DCMI, measuring nothing yet, and no sensor: wait for DCMI */
+		ip->method = IPMI_METHOD_DCMI;
+		snprintf(ip->info.path, sizeof(ip->info.path), "dcmi");
+		return r;
+	}
+	vw_info("ipmi: %s: the BMC has no DCMI power reading and no sensor in watts for the "
+		"node (%s)",
+		ip->where, strerror(-s));
+	return s == -ENODEV ? -ENODEV : s;
+}
+
+/* ---- the ops ---------------------------------------------------------------------------- */
+
+static void ipmi_close(void *state)
+{
+	struct ipmi *ip = state;
+
+	if (!ip)
+		return;
+	if (ip->running) {
+		pthread_mutex_lock(&ip->lock);
+		ip->stop = true;
+		pthread_cond_signal(&ip->wake);
+		pthread_mutex_unlock(&ip->lock);
+		pthread_join(ip->thread, NULL);
+		pthread_cond_destroy(&ip->wake);
+	}
+	ipmi_disconnect(ip);
+	pthread_mutex_destroy(&ip->lock);
+	free(ip->device);
+	free(ip->hostname);
+	free(ip->username);
+	vw_free_secret(ip->password);
+	free(ip);
+}
+
+static void ipmi_closep(struct ipmi **ip)
+{
+	ipmi_close(*ip);
+}
+
+static void log_refusal(const struct ipmi *ip, int r, const char *msg)
+{
+	if (r == -EACCES)
+		vw_error("ipmi: %s: the BMC refuses user \"%s\": %s (check the user, its password "
+			 "file and the privilege level)",
+			 ip->where, ip->username ? ip->username : "", msg ? msg : strerror(-r));
+	else
+		vw_warn("ipmi: %s: no IPMI session: %s", ip->where, msg ? msg : strerror(-r));
+}
+
+static int ipmi_open(const struct vw_power_env *env, void **ret_state)
+{
+	const struct vw_meter_config *meters = env ? env->ctx : NULL;
+	const struct vw_ipmi_config *cfg = meters ? meters->ipmi : NULL;
+	_cleanup_(ipmi_closep) struct ipmi *ip = NULL;
+	const char *msg;
+	uint64_t uw = 0;
+	int r;
+
+	if (!cfg)
+		return -ENODEV; /* nothing configured: nothing to look for */
+	ip = calloc(1, sizeof(*ip));
+	if (!ip)
+		return -ENOMEM;
+	r = -pthread_mutex_init(&ip->lock, NULL);
+	if (r < 0) {
+		free(VW_TAKE_PTR(ip));
+		return r;
+	}
+	r = setup(ip, cfg);
+	if (r < 0)
+		return r;
+	r = ipmi_connect(ip, &msg);
+	if (r < 0) {
+		log_refusal(ip, r, msg);
+		return r;
+	}
+	r = discover(ip, &uw);
+	if (r == -EACCES)
+		vw_error("ipmi: %s: the BMC refuses user \"%s\" the power reading at this privilege "
+			 "level (see --platform.ipmi.privilege)",
+			 ip->where, ip->username ? ip->username : "");
+	else if (r < 0 && r != -ENODATA)
+		vw_debug("ipmi: %s: no power reading: %s", ip->where, strerror(-r));
+	if (r < 0 && r != -ENODATA)
+		return r;
+	publish(ip, r, uw, vw_now_ns());
+	r = start_poller(ip);
+	if (r < 0)
+		return r;
+	vw_info("ipmi: %s: reading %s every %llu ms (%llu W now)", ip->where, ip->info.path,
+		(unsigned long long)(ip->interval_ns / VW_NSEC_PER_MSEC),
+		(unsigned long long)(uw / VW_USEC_PER_SEC));
+	*ret_state = VW_TAKE_PTR(ip);
+	return 0;
+}
+
+static size_t ipmi_zones(void *state, const struct vw_zone_info **ret_zones)
+{
+	struct ipmi *ip = state;
+
+	*ret_zones = &ip->info;
+	return 1;
+}
+
+/* The poller's last reading: 0 and *ret_uw when it is fresh at now_ns, else why not. */
+static int last_reading(struct ipmi *ip, uint64_t now_ns, uint64_t *ret_uw)
+{
+	int r;
+
+	pthread_mutex_lock(&ip->lock);
+	if (ip->last_ns == 0)
+		r = ip->last_err < 0 ? ip->last_err : -ESTALE;
+	else if (now_ns > ip->last_ns && now_ns - ip->last_ns > ip->stale_ns)
+		r = -ESTALE;
+	else
+		r = 0;
+	*ret_uw = ip->last_uw;
+	pthread_mutex_unlock(&ip->lock);
+	return r;
+}
+
+static int ipmi_read(void *state, const struct vw_node_activity *act, uint64_t *raw_uj,
+		     int *errs)
+{
+	struct ipmi *ip = state;
+	uint64_t uw;
+	int r = act ? last_reading(ip, act->now_ns, &uw) : -EINVAL;
+
+	if (r < 0) {
+		vw_power_integrator_break(&ip->energy);
+		vw_complain(&ip->complaint, VW_LOG_WARN,
+			    "ipmi: %s: %s; no energy counted until a fresh reading", ip->where,
+			    r == -ESTALE ? "no fresh reading from the BMC"
+			    : r == -ENODATA ? "the BMC measures no power now"
+					    : strerror(-r));
+	} else {
+		vw_release(&ip->complaint, VW_LOG_INFO,
+			   "ipmi: %s: fresh readings again; energy counted from this one on",
+			   ip->where);
+		vw_power_integrate(&ip->energy, uw, act->now_ns);
+	}
+	raw_uj[0] = ip->energy.energy_uj;
+	errs[0] = r;
+	return vw_power_read_result(errs, 1);
+}
+
+static bool ipmi_fresh(void *state)
+{
+	uint64_t uw;
+
+	return last_reading(state, vw_now_ns(), &uw) == 0;
+}
+
+/*
+ * kepler_platform_watts: one row while fresh, bmc_id the BMC's address (or the in-band device),
+ * source_id the zone's path, source_type DCMI or SDR (a sum of supplies: its first's name).
+ */
+static size_t ipmi_readings(void *state, struct vw_platform_reading *out, size_t max)
+{
+	struct ipmi *ip = state;
+	uint64_t uw;
+
+	if (max == 0 || last_reading(ip, vw_now_ns(), &uw) < 0)
+		return 0;
+	out[0] = (struct vw_platform_reading){ .uw = uw };
+	snprintf(out[0].bmc_id, sizeof(out[0].bmc_id), "%s", ip->where);
+	snprintf(out[0].source_id, sizeof(out[0].source_id), "%.*s",
+		 (int)sizeof(out[0].source_id) - 1, ip->info.path);
+	snprintf(out[0].source_name, sizeof(out[0].source_name), "%s",
+		 ip->method == IPMI_METHOD_DCMI ? "Get Power Reading" : ip->sensor[0].name);
+	snprintf(out[0].source_type, sizeof(out[0].source_type), "%s",
+		 ip->method == IPMI_METHOD_DCMI ? "DCMI" : "SDR");
+	return 1;
+}
+
+const struct vw_power_source_ops vw_src_ipmi = {
+	.name = "ipmi",
+	.measured = true,
+	.open = ipmi_open,
+	.zones = ipmi_zones,
+	.read = ipmi_read,
+	.fresh = ipmi_fresh,
+	.readings = ipmi_readings,
+	.close = ipmi_close,
+};

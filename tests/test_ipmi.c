@@ -1,0 +1,461 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The IPMI meter (host/power/src_ipmi.c) against a real BMC implementation: OpenIPMI's ipmi_sim
+ * over IPMI 2.0 (RMCP+) on 127.0.0.1, with tests/ipmi/'s configuration, SDRs (compiled here
+ * with sdrcomp) and DCMI module (dcmi_mod.c, built by meson). The test writes the DCMI control
+ * file and the sensors' reading files; the meter's poller reads them through the BMC.
+ *
+ * Energy is checked on the real clock (the poller's readings carry vw_now_ns(), as
+ * act->now_ns does): known watts over a measured span within 1 %. One ipmi_sim for the group,
+ * killed and restarted by the outage case; it is tied to this process (SIGKILL when it dies)
+ * and killed in the group teardown, so none outlives the test.
+ */
+#include "vw_test.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fixture.h"
+#include "log.h"
+#include "macro.h"
+#include "power.h"
+
+#define SEC VW_NSEC_PER_SEC
+#define MS VW_NSEC_PER_MSEC
+#define INTERVAL_NS (200 * MS)
+#define STALE_NS (600 * MS)
+#define TIMEOUT_MS 500
+#define USER "vw"
+#define PASSWORD "s3cret"
+
+static struct {
+	char *dir;
+	char state[300];
+	char conf[300];
+	char emu[300];
+	char log[300];
+	unsigned port;
+	pid_t pid;
+	bool can_run;
+} bmc;
+
+static const char *const workarounds[] = { "opensesspriv", NULL };
+
+static void ctl(const char *name, const char *text)
+{
+	assert_int_equal(vw_fixture_replace(bmc.dir, name, text), 0);
+}
+
+static int write_ctl(const char *name, const char *text)
+{
+	return vw_fixture_replace(bmc.dir, name, text);
+}
+
+/* ---- the BMC ---------------------------------------------------------------------------- */
+
+/* Whether something listens on UDP 127.0.0.1:port (/proc/net/udp: 0100007F:PORT). */
+static bool udp_bound(unsigned port)
+{
+	_cleanup_free_ char *t = vw_fixture_slurp("/proc/net/udp", NULL);
+	char want[32];
+
+	snprintf(want, sizeof(want), "0100007F:%04X ", port);
+	return t && strstr(t, want);
+}
+
+/* tests/ipmi/<name> with each @KEY@ replaced, written to <dir>/<name>. */
+static int instantiate(const char *name, const char *const *subst)
+{
+	char src[512];
+	_cleanup_free_ char *t = NULL;
+
+	snprintf(src, sizeof(src), VW_SOURCE_ROOT "/tests/ipmi/%s", name);
+	t = vw_fixture_slurp(src, NULL);
+	if (!t)
+		return -ENOENT;
+	for (; subst[0]; subst += 2) {
+		char *at;
+
+		while ((at = strstr(t, subst[0]))) {
+			char *n = NULL;
+
+			if (asprintf(&n, "%.*s%s%s", (int)(at - t), t, subst[1],
+				     at + strlen(subst[0])) < 0)
+				return -ENOMEM;
+			free(t);
+			t = n;
+		}
+	}
+	return vw_fixture_write(bmc.dir, name, t, 0);
+}
+
+static int bmc_start(void)
+{
+	char *argv[] = { "ipmi_sim", "-c", bmc.conf, "-f", bmc.emu, "-s", bmc.state, "-n", NULL };
+
+	bmc.pid = vw_fixture_spawn_tied(argv, bmc.log);
+	if (bmc.pid < 0)
+		return -1;
+	for (int i = 0; i < 200; i++) { /* 10 s */
+		if (udp_bound(bmc.port))
+			return 0;
+		usleep(50000);
+	}
+	vw_fixture_kill(&bmc.pid);
+	return -1;
+}
+
+static int bmc_setup(void **state)
+{
+	char port_s[16], dcmi[320], sdr[360], log[320];
+	char *sdrcomp[] = { "sdrcomp", "-o", sdr, VW_SOURCE_ROOT "/tests/ipmi/bmc.sdrs", NULL };
+
+	(void)state;
+	bmc.can_run = VW_IPMI_DCMI_MODULE[0] && access("/usr/bin/ipmi_sim", X_OK) == 0;
+	if (!bmc.can_run)
+		return 0; /* each case skips, saying why */
+	bmc.dir = vw_fixture_mkdtemp("ipmi");
+	bmc.port = vw_fixture_free_port(SOCK_DGRAM);
+	if (!bmc.dir || !bmc.port)
+		return -1;
+	snprintf(port_s, sizeof(port_s), "%u", bmc.port);
+	snprintf(dcmi, sizeof(dcmi), "%s/dcmi", bmc.dir);
+	snprintf(bmc.conf, sizeof(bmc.conf), "%s/lan.conf", bmc.dir);
+	snprintf(bmc.emu, sizeof(bmc.emu), "%s/bmc.emu", bmc.dir);
+	snprintf(bmc.log, sizeof(bmc.log), "%s/ipmi_sim.log", bmc.dir);
+	snprintf(bmc.state, sizeof(bmc.state), "%s/state", bmc.dir);
+	/* where `mc_add ... persist_sdr` looks: <state>/ipmi_sim/<name>/sdr.<mc>.main */
+	snprintf(sdr, sizeof(sdr), "%s/state/ipmi_sim/vwbmc/sdr.20.main", bmc.dir);
+	snprintf(log, sizeof(log), "%s/sdrcomp.log", bmc.dir);
+	if (instantiate("lan.conf", (const char *const[]){ "@PORT@", port_s, "@MODULE@",
+							    VW_IPMI_DCMI_MODULE, "@DCMI@", dcmi,
+							    NULL }) < 0 ||
+	    instantiate("bmc.emu", (const char *const[]){ "@DIR@", bmc.dir, NULL }) < 0 ||
+	    vw_fixture_mkdir(bmc.dir, "state/ipmi_sim/vwbmc") < 0 ||
+	    vw_fixture_run_logged(sdrcomp, log) != 0)
+		return -1;
+	if (write_ctl("cpu", "90\n") < 0 || write_ctl("psu1", "130\n") < 0 ||
+	    write_ctl("total", "180\n") < 0 || write_ctl("dcmi", "250\n") < 0)
+		return -1;
+	return bmc_start();
+}
+
+static int bmc_teardown(void **state)
+{
+	(void)state;
+	vw_fixture_kill(&bmc.pid);
+	vw_fixture_rm(bmc.dir);
+	return 0;
+}
+
+/* ---- the meter -------------------------------------------------------------------------- */
+
+static struct vw_ipmi_config cfg_lan(void)
+{
+	return (struct vw_ipmi_config){ .driver = VW_IPMI_DRIVER_LAN, .host = "127.0.0.1",
+					.port = bmc.port, .username = USER,
+					.password = PASSWORD,
+					/* ipmi_sim wants admin for commands outside its own table
+					 * (DCMI) and the privilege sent at Open Session */
+					.privilege = VW_IPMI_PRIV_ADMIN, .workarounds = workarounds,
+					.timeout_ms = TIMEOUT_MS, .interval_ns = INTERVAL_NS,
+					.stale_ns = STALE_NS };
+}
+
+static int open_with(const struct vw_ipmi_config *cfg, void **ret)
+{
+	struct vw_meter_config meters = { .ipmi = cfg };
+	struct vw_power_env env = { .sysfs_fd = -1, .ctx = &meters };
+
+	return vw_src_ipmi.open(&env, ret);
+}
+
+static void *open_lan(const char *want_path)
+{
+	struct vw_ipmi_config cfg = cfg_lan();
+	const struct vw_zone_info *z;
+	void *st = NULL;
+
+	assert_int_equal(open_with(&cfg, &st), 0);
+	assert_int_equal(vw_src_ipmi.zones(st, &z), 1);
+	assert_int_equal(z->zone, VW_ZONE_PLATFORM);
+	assert_int_equal(z->max_range_uj, 0);
+	assert_string_equal(z->path, want_path);
+	return st;
+}
+
+static int read_now(void *st, uint64_t *now, uint64_t *raw, int *err)
+{
+	struct vw_node_activity act = { .now_ns = vw_now_ns() };
+
+	*now = act.now_ns;
+	return vw_src_ipmi.read(st, &act, raw, err);
+}
+
+/* Read every 100 ms until read() gives `want`, up to `tries` reads: the last result. */
+static int read_until(void *st, int want, int tries, uint64_t *raw)
+{
+	uint64_t t;
+	int err = 1;
+
+	for (int i = 0; i < tries && err != want; i++) {
+		usleep(100000);
+		read_now(st, &t, raw, &err);
+	}
+	return err;
+}
+
+/*
+ * Read until the meter integrates `watts` (two good reads dt_ns apart within 1 %), up to
+ * `within_ns`: the BMC's sensors and our poller each take their time to follow a change.
+ */
+static void wait_watts(void *st, double watts, uint64_t within_ns)
+{
+	uint64_t t0, t1, r0, r1, end = vw_now_ns() + within_ns;
+	int e0, e1;
+
+	read_now(st, &t0, &r0, &e0);
+	while (vw_now_ns() < end) {
+		usleep(100000);
+		read_now(st, &t1, &r1, &e1);
+		if (e0 == 0 && e1 == 0 && r1 > r0 &&
+		    fabs((double)(r1 - r0) / ((double)(t1 - t0) / 1e9) / 1e6 - watts) < watts / 100)
+			return;
+		t0 = t1, r0 = r1, e0 = e1;
+	}
+	fail_msg("the meter never integrated %.0f W", watts);
+}
+
+/* The energy integrated over a measured span of about span_ns, as watts; both reads good. */
+static double measure_watts(void *st, uint64_t span_ns)
+{
+	uint64_t t0, t1, r0, r1;
+	int e;
+
+	assert_int_equal(read_now(st, &t0, &r0, &e), 0);
+	assert_int_equal(e, 0);
+	usleep((useconds_t)(span_ns / 1000));
+	assert_int_equal(read_now(st, &t1, &r1, &e), 0);
+	assert_int_equal(e, 0);
+	return (double)(r1 - r0) / ((double)(t1 - t0) / 1e9) / 1e6;
+}
+
+/* The meter on DCMI, 250 W, once it integrates them. */
+static void *open_dcmi_250(void)
+{
+	void *st;
+
+	ctl("dcmi", "250\n");
+	st = open_lan("dcmi");
+	wait_watts(st, 250, 3 * SEC);
+	return st;
+}
+
+/*
+ * Without ipmi_sim or the module: a skip here, a failure in CI (CI=true). With them: the BMC up
+ * (a case that failed half-way through an outage may have left it down).
+ */
+#define SKIP_WITHOUT_BMC()                                                                         \
+	do {                                                                                       \
+		if (bmc.can_run && bmc.pid <= 0)                                                   \
+			assert_int_equal(bmc_start(), 0);                                          \
+		if (!bmc.can_run && vw_test_in_ci())                                               \
+			fail_msg("ipmi_sim or the DCMI module is missing in CI");                  \
+		if (!bmc.can_run) {                                                                \
+			print_message("# ipmi_sim or the DCMI module is missing "                  \
+				      "(deploy/install-deps.sh --test: openipmi, "                 \
+				      "libopenipmi-dev)\n");                                       \
+			skip();                                                                    \
+		}                                                                                  \
+	} while (0)
+
+/* ---- the cases -------------------------------------------------------------------------- */
+
+static void test_not_configured(void **state)
+{
+	struct vw_power_env env = { .sysfs_fd = -1 };
+	struct vw_ipmi_config cfg = { .driver = VW_IPMI_DRIVER_INBAND };
+	char missing[300];
+	void *st = NULL;
+
+	(void)state;
+	assert_string_equal(vw_src_ipmi.name, "ipmi");
+	assert_true(vw_src_ipmi.measured);
+	assert_non_null(vw_src_ipmi.fresh);
+	assert_int_equal(vw_src_ipmi.open(&env, &st), -ENODEV); /* no ipmi member */
+	assert_int_equal(open_with(&cfg, &st), -ENODEV);        /* in band, no device named */
+	snprintf(missing, sizeof(missing), "%s/ipmi0", vw_fixture_tmpdir);
+	cfg.device = missing;
+	assert_int_equal(open_with(&cfg, &st), -ENODEV); /* in band, no such device */
+	cfg = (struct vw_ipmi_config){ .driver = VW_IPMI_DRIVER_LAN };
+	assert_int_equal(open_with(&cfg, &st), -EINVAL); /* LAN without a host */
+	cfg = cfg_lan();
+	cfg.workarounds = (const char *const[]){ "nosuch", NULL };
+	assert_int_equal(open_with(&cfg, &st), -EINVAL);
+}
+
+/* DCMI's watts (not the sensors'), integrated over a measured span; a change is followed. */
+static void test_dcmi_watts(void **state)
+{
+	struct vw_platform_reading rows[4];
+	void *st;
+
+	(void)state;
+	SKIP_WITHOUT_BMC();
+	ctl("dcmi", "250\n");
+	ctl("total", "180\n");
+	st = open_lan("dcmi");
+	wait_watts(st, 250, 3 * SEC);
+	assert_true(vw_src_ipmi.fresh(st));
+	assert_float_equal(measure_watts(st, SEC), 250, 2.5);
+	assert_int_equal(vw_src_ipmi.readings(st, rows, ARRAY_SIZE(rows)), 1);
+	assert_int_equal(rows[0].uw, 250000000);
+	assert_string_equal(rows[0].source_type, "DCMI");
+	assert_string_equal(rows[0].source_id, "dcmi");
+	ctl("dcmi", "400\n");
+	wait_watts(st, 400, 3 * SEC);
+	assert_float_equal(measure_watts(st, SEC), 400, 4);
+	vw_src_ipmi.close(st);
+}
+
+/* A BMC without DCMI: the SDR's total sensor, not the CPU's or a supply's listed first. */
+static void test_sdr_fallback(void **state)
+{
+	void *st;
+
+	(void)state;
+	SKIP_WITHOUT_BMC();
+	ctl("dcmi", "invalid\n");
+	ctl("total", "250\n");
+	st = open_lan("sdr:Pwr Consumption");
+	wait_watts(st, 250, 4 * SEC); /* ipmi_sim reads the file once a second */
+	assert_float_equal(measure_watts(st, SEC), 250, 2.5);
+	ctl("total", "310\n");
+	wait_watts(st, 310, 4 * SEC);
+	assert_float_equal(measure_watts(st, SEC), 310, 3.1);
+	vw_src_ipmi.close(st);
+	ctl("dcmi", "250\n");
+}
+
+/* "Power measurement active" clear: -ENODATA and no energy; set again: counted from then on. */
+static void test_measurement_inactive(void **state)
+{
+	uint64_t t, raw, held;
+	int err = 0;
+	void *st;
+
+	(void)state;
+	SKIP_WITHOUT_BMC();
+	st = open_dcmi_250();
+	ctl("dcmi", "inactive\n");
+	assert_int_equal(read_until(st, -ENODATA, 30, &raw), -ENODATA);
+	assert_false(vw_src_ipmi.fresh(st));
+	held = raw;
+	usleep(500000);
+	assert_int_equal(read_now(st, &t, &raw, &err), -ENODATA);
+	assert_int_equal(raw, held); /* nothing counted while the BMC measures nothing */
+	ctl("dcmi", "250\n");
+	assert_int_equal(read_until(st, 0, 30, &raw), 0);
+	assert_int_equal(raw, held); /* the first good read only sets the time */
+	assert_float_equal(measure_watts(st, SEC), 250, 2.5);
+	vw_src_ipmi.close(st);
+}
+
+/*
+ * ipmi_sim killed: read() never waits for the BMC (the poller does), the reading goes stale
+ * within the bound and nothing is counted; after a restart the poller opens a new session and
+ * energy resumes from the first fresh read on, the outage not made up.
+ */
+static void test_bmc_killed(void **state)
+{
+	uint64_t t, raw, at_kill, stale_raw = 0, worst_ns = 0, t_close;
+	struct vw_platform_reading rows[4];
+	int err = 0;
+	void *st;
+
+	(void)state;
+	SKIP_WITHOUT_BMC();
+	st = open_dcmi_250();
+	read_now(st, &t, &at_kill, &err);
+	vw_fixture_kill(&bmc.pid);
+	for (uint64_t end = vw_now_ns() + 2 * SEC; vw_now_ns() < end;) {
+		uint64_t t0 = vw_now_ns();
+
+		read_now(st, &t, &raw, &err);
+		worst_ns = VW_MAX(worst_ns, vw_now_ns() - t0);
+		if (err == -ESTALE && !stale_raw)
+			stale_raw = raw;
+		usleep(20000);
+	}
+	assert_int_equal(err, -ESTALE);
+	assert_false(vw_src_ipmi.fresh(st));
+	assert_int_equal(vw_src_ipmi.readings(st, rows, ARRAY_SIZE(rows)), 0);
+	assert_true(worst_ns < 50 * MS); /* a request times out after 500 ms: never waited for */
+	assert_int_equal(raw, stale_raw); /* nothing counted once stale */
+	/* At most the staleness bound (and a read's slack) after the last reading. */
+	assert_true(raw - at_kill <= 250ULL * (STALE_NS + 100 * MS) / 1000);
+
+	assert_int_equal(bmc_start(), 0);
+	/* the back-off reaches 3.2 s a try here */
+	assert_int_equal(read_until(st, 0, 150, &raw), 0);
+	assert_int_equal(raw, stale_raw); /* the gap is not invented */
+	assert_float_equal(measure_watts(st, SEC), 250, 2.5);
+
+	vw_fixture_kill(&bmc.pid); /* close() with the poller waiting on a dead BMC */
+	usleep(300000);
+	t_close = vw_now_ns();
+	vw_src_ipmi.close(st);
+	assert_true(vw_now_ns() - t_close < TIMEOUT_MS * MS + 500 * MS);
+	assert_int_equal(bmc_start(), 0);
+}
+
+/* A wrong password or an unknown user: -EACCES at open. */
+static void test_refused(void **state)
+{
+	struct vw_ipmi_config cfg = cfg_lan();
+	void *st = NULL;
+
+	(void)state;
+	SKIP_WITHOUT_BMC();
+	cfg.password = "wrong";
+	assert_int_equal(open_with(&cfg, &st), -EACCES);
+	cfg = cfg_lan();
+	cfg.username = "nobody";
+	assert_int_equal(open_with(&cfg, &st), -EACCES);
+	cfg = cfg_lan();
+	cfg.privilege = VW_IPMI_PRIV_USER; /* ipmi_sim answers DCMI to admins only */
+	assert_int_equal(open_with(&cfg, &st), -EACCES);
+	cfg = cfg_lan();
+	cfg.port = vw_fixture_free_port(SOCK_DGRAM); /* nobody there */
+	assert_int_equal(open_with(&cfg, &st), -ETIMEDOUT);
+}
+
+static int group_setup(void **state)
+{
+	return vw_fixture_tmpdir_setup(state) ?: bmc_setup(state);
+}
+
+static int group_teardown(void **state)
+{
+	bmc_teardown(state);
+	return vw_fixture_tmpdir_teardown(state);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_not_configured),
+		cmocka_unit_test(test_dcmi_watts),
+		cmocka_unit_test(test_sdr_fallback),
+		cmocka_unit_test(test_measurement_inactive),
+		cmocka_unit_test(test_bmc_killed),
+		cmocka_unit_test(test_refused),
+	};
+
+	vw_log_set_level(VW_LOG_WARN);
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
