@@ -320,7 +320,7 @@ static double await_publish(unsigned port, const char *zone, double *ret_t)
 	double j0 = zone_sum(body, "kepler_node_cpu_joules_total", zone, ""), j = j0;
 
 	free(body);
-	for (int i = 0; i < 200 && j == j0; i++) {
+	for (int i = 0; i < 750 && j == j0; i++) { /* 15 s: a BMC poller may be backing off */
 		usleep(20 * 1000);
 		body = scrape(port);
 		j = zone_sum(body, "kepler_node_cpu_joules_total", zone, "");
