@@ -1,0 +1,259 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * hwmon chip rules (host/power/hwmon_rules.c) on their own: parsing CHIP[:LABEL]=ZONE[@SOCKET],
+ * matching chips and labels, the socket each form gives, the built-in rules, Kepler's zone
+ * filter. No sysfs.
+ */
+#include "vw_test.h"
+
+#include <errno.h>
+#include <stdio.h>
+
+#include "hwmon_rules.h"
+#include "macro.h"
+
+static struct vw_hwmon_rules *parse_ok(const char *const *specs, size_t n)
+{
+	struct vw_hwmon_rules *r = NULL;
+	char err[256] = "";
+	int q = vw_hwmon_rules_parse(specs, n, &r, err, sizeof(err));
+
+	if (q != 0)
+		fail_msg("parse: %d: %s", q, err);
+	assert_non_null(r);
+	return r;
+}
+
+static struct vw_hwmon_rules *builtin(void)
+{
+	size_t n = 0;
+
+	while (vw_hwmon_builtin_rules[n])
+		n++;
+	return parse_ok(vw_hwmon_builtin_rules, n);
+}
+
+/* The zone and socket a sensor gets, or "-" (no rule), "none" (left out), "?" (no socket). */
+static const char *where(const struct vw_hwmon_rules *r, const char *chip, unsigned instance,
+			 const char *label, char *buf, size_t size)
+{
+	struct vw_hwmon_target t;
+	unsigned socket;
+
+	if (vw_hwmon_rules_match(r, chip, label, &t) < 0)
+		return "-";
+	if (t.ignore)
+		return "none";
+	assert_non_null(t.rule);
+	if (vw_hwmon_target_socket(&t, instance, label, &socket) < 0)
+		return "?";
+	snprintf(buf, size, "%s@%u", vw_zone_name(t.zone), socket);
+	return buf;
+}
+
+#define assert_where(r, chip, instance, label, expected)                                           \
+	do {                                                                                       \
+		char b_[64];                                                                       \
+		assert_string_equal(where(r, chip, instance, label, b_, sizeof(b_)), expected);    \
+	} while (0)
+
+/* Every built-in rule parses, and says what docs/platform.md says it does. */
+static void test_builtin(void **state)
+{
+	struct vw_hwmon_rules *r = builtin();
+
+	(void)state;
+	/* amd_energy and zenergy: each socket's counter is its package, the socket its label's. */
+	assert_where(r, "amd_energy", 0, "Esocket0", "package@0");
+	assert_where(r, "amd_energy", 0, "Esocket1", "package@1");
+	assert_where(r, "zenergy", 0, "Esocket1", "package@1");
+	/* The per-core counters are left to a rule of the operator's. */
+	assert_where(r, "amd_energy", 0, "Ecore000", "-");
+	assert_where(r, "zenergy", 0, "Ecore017", "-");
+	/* Jetson ina3221 rails: the module input, the CPU-only rails; socket from the chip. */
+	assert_where(r, "ina3221", 0, "VDD_IN", "platform@0");
+	assert_where(r, "ina3221", 1, "VDD_IN", "platform@1");
+	assert_where(r, "ina3221", 0, "POM_5V_IN", "platform@0");
+	assert_where(r, "ina3221", 0, "POM_5V_CPU", "package@0");
+	assert_where(r, "ina3221", 0, "VDD_SYS_CPU", "package@0");
+	assert_where(r, "ina3221", 0, "VDD_CPU_GPU_CV", "-");
+	assert_where(r, "ina3221", 0, "VDD_SOC", "-");
+	/* Chips with no safe meaning: none. */
+	assert_where(r, "zenpower", 0, "SVI2_P_Core", "-");
+	assert_where(r, "amdgpu", 0, "PPT", "-");
+	assert_where(r, "power_meter", 0, "power1", "-");
+	vw_hwmon_rules_free(r);
+}
+
+static void test_forms(void **state)
+{
+	static const char *const specs[] = {
+		"amd_energy:Ecore*=core",        /* every core in the chip's socket */
+		"ina226=platform",               /* any sensor of the chip */
+		"ina3221:VDD_CPU*=package@3",    /* a fixed socket */
+		"ina2??:vdd_?n*=dram@label",     /* globs on both, socket from the label */
+		"k10temp=none",                  /* left out */
+		"zen*:svi2_p_*=uncore",          /* a chip glob */
+		"chip:a=b=psys",                 /* the last '=' ends the label */
+		"chip:x:y=core@4095",            /* the first ':' ends the chip */
+	};
+	struct vw_hwmon_rules *r = parse_ok(specs, ARRAY_SIZE(specs));
+	struct vw_hwmon_target t;
+
+	(void)state;
+	assert_where(r, "amd_energy", 0, "Ecore042", "core@0");
+	assert_where(r, "amd_energy", 1, "Ecore042", "core@1");
+	assert_where(r, "amd_energy", 0, "Esocket0", "-");
+	assert_where(r, "ina226", 2, "power1", "platform@2");
+	assert_where(r, "ina226", 0, "anything at all", "platform@0");
+	assert_where(r, "ina3221", 0, "VDD_CPU_GPU_CV", "package@3");
+	assert_where(r, "ina3221", 0, "VDD_SOC", "-");
+	/* Globs and case: ? is one character, names and labels in any case. */
+	assert_where(r, "INA219", 0, "VDD_IN7", "dram@7");
+	assert_where(r, "ina219", 0, "vdd_xin7", "-");
+	assert_where(r, "ina21", 0, "vdd_in7", "-");
+	/* @label with no number at the end: no socket. */
+	assert_where(r, "ina219", 0, "vdd_in", "?");
+	assert_where(r, "k10temp", 0, "Tctl", "none");
+	assert_where(r, "zenpower", 1, "SVI2_P_SoC", "uncore@1");
+	assert_where(r, "chip", 0, "a=b", "psys@0");
+	assert_where(r, "chip", 0, "a", "-");
+	assert_where(r, "chip", 0, "x:y", "core@4095");
+	/* The rule comes back as written, for the logs. */
+	assert_int_equal(vw_hwmon_rules_match(r, "ina3221", "VDD_CPU", &t), 0);
+	assert_string_equal(t.rule, "ina3221:VDD_CPU*=package@3");
+	assert_int_equal(t.socket_from, VW_HWMON_SOCKET_FIXED);
+	assert_int_equal(vw_hwmon_rules_match(r, "nct6775", "power1", &t), -ENOENT);
+	assert_int_equal(vw_hwmon_rules_match(NULL, "ina226", "power1", &t), -ENOENT);
+	vw_hwmon_rules_free(r);
+	vw_hwmon_rules_free(NULL);
+}
+
+/* The first rule that matches decides: an operator's rule before the built-in one. */
+static void test_first_match_wins(void **state)
+{
+	static const char *const specs[] = {
+		"amd_energy:Esocket1=none",
+		"amd_energy:Esocket*=package@0",
+		"amd_energy:Esocket0=dram",
+	};
+	struct vw_hwmon_rules *r = parse_ok(specs, ARRAY_SIZE(specs));
+	struct vw_hwmon_rules *b = builtin();
+
+	(void)state;
+	assert_where(r, "amd_energy", 0, "Esocket1", "none");
+	assert_where(r, "amd_energy", 0, "Esocket0", "package@0");
+	assert_where(r, "amd_energy", 0, "Esocket2", "package@0");
+	assert_where(b, "amd_energy", 0, "Esocket2", "package@2");
+	vw_hwmon_rules_free(r);
+	vw_hwmon_rules_free(b);
+}
+
+/* @label: the number the label ends with, leading zeros allowed, 0..4095. */
+static void test_socket_from_label(void **state)
+{
+	static const char *const specs[] = { "c=package@label" };
+	struct vw_hwmon_rules *r = parse_ok(specs, 1);
+
+	(void)state;
+	assert_where(r, "c", 5, "Esocket0", "package@0");
+	assert_where(r, "c", 5, "Esocket01", "package@1");
+	assert_where(r, "c", 5, "Esocket000", "package@0");
+	assert_where(r, "c", 5, "CPU 12", "package@12");
+	assert_where(r, "c", 5, "s4095", "package@4095");
+	assert_where(r, "c", 5, "s4096", "?");
+	assert_where(r, "c", 5, "s99999999999999999999999", "?");
+	assert_where(r, "c", 5, "Esocket", "?");
+	assert_where(r, "c", 5, "1st socket", "?");
+	assert_where(r, "c", 5, "", "?");
+	vw_hwmon_rules_free(r);
+}
+
+/* A bad rule: -EINVAL, and the message quotes it and says what is wrong. */
+static void test_errors(void **state)
+{
+	static const struct {
+		const char *spec, *why;
+	} bad[] = {
+		{ "", "not CHIP[:LABEL]=ZONE[@SOCKET]" },
+		{ "ina226", "not CHIP[:LABEL]=ZONE[@SOCKET]" },
+		{ "ina226:VDD_IN", "not CHIP[:LABEL]=ZONE[@SOCKET]" },
+		{ "=package", "CHIP is empty" },
+		{ ":VDD_IN=package", "CHIP is empty" },
+		{ "ina 226=package", "has a space" },
+		{ "ina226:=package", "LABEL after ':' is empty" },
+		{ "ina226=pkg", "unknown zone" },
+		{ "ina226=", "unknown zone" },
+		{ "ina226=Package", "unknown zone" },
+		{ "ina226=package-0", "unknown zone" },
+		{ "ina226=package@", "SOCKET is a number" },
+		{ "ina226=package@-1", "SOCKET is a number" },
+		{ "ina226=package@4096", "SOCKET is a number" },
+		{ "ina226=package@01", "SOCKET is a number" },
+		{ "ina226=package@one", "SOCKET is a number" },
+		{ "ina226=package@1@2", "SOCKET is a number" },
+		{ "ina226=none@1", "none takes no @SOCKET" },
+		{ "power_meter=platform", "power_meter is the ACPI power meter" },
+		{ "POWER_METER:power1=platform", "power_meter is the ACPI power meter" },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		/* A good rule first: the bad one is found wherever it is. */
+		const char *specs[] = { "ina226=platform", bad[i].spec };
+		struct vw_hwmon_rules *r = NULL;
+		char err[256] = "", quoted[128];
+
+		assert_int_equal(vw_hwmon_rules_parse(specs, 2, &r, err, sizeof(err)), -EINVAL);
+		assert_null(r);
+		snprintf(quoted, sizeof(quoted), "\"%s\": ", bad[i].spec);
+		if (strncmp(err, quoted, strlen(quoted)) != 0 || !strstr(err, bad[i].why))
+			fail_msg("\"%s\": said \"%s\", expected \"%s...%s\"", bad[i].spec, err,
+				 quoted, bad[i].why);
+	}
+}
+
+/* No rule at all: parses, matches nothing. */
+static void test_empty(void **state)
+{
+	struct vw_hwmon_rules *r = parse_ok(NULL, 0);
+	struct vw_hwmon_target t;
+
+	(void)state;
+	assert_int_equal(vw_hwmon_rules_match(r, "amd_energy", "Esocket0", &t), -ENOENT);
+	vw_hwmon_rules_free(r);
+}
+
+/* Kepler's experimental.hwmon.zones: names compared as Kepler cleans them. */
+static void test_zone_filter(void **state)
+{
+	static const char *const zones[] = { "vdd_in", " CPU Power ", "esocket1", "ina226_power1" };
+
+	(void)state;
+	assert_true(vw_hwmon_zone_wanted(NULL, 0, "anything"));
+	assert_true(vw_hwmon_zone_wanted(zones, 4, "VDD_IN"));
+	assert_true(vw_hwmon_zone_wanted(zones, 4, "vdd-in"));
+	assert_true(vw_hwmon_zone_wanted(zones, 4, "cpu_power"));
+	assert_true(vw_hwmon_zone_wanted(zones, 4, "_CPU-Power_"));
+	assert_true(vw_hwmon_zone_wanted(zones, 4, "Esocket1"));
+	assert_true(vw_hwmon_zone_wanted(zones, 4, "ina226_power1"));
+	assert_false(vw_hwmon_zone_wanted(zones, 4, "Esocket0"));
+	assert_false(vw_hwmon_zone_wanted(zones, 4, "vdd_in2"));
+	assert_false(vw_hwmon_zone_wanted(zones, 4, "cpu"));
+	assert_false(vw_hwmon_zone_wanted(zones, 1, "cpu_power"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_builtin),
+		cmocka_unit_test(test_forms),
+		cmocka_unit_test(test_first_match_wins),
+		cmocka_unit_test(test_socket_from_label),
+		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_zone_filter),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
