@@ -70,9 +70,9 @@ static void test_builtin(void **state)
 	/* The per-core counters are left to a rule of the operator's. */
 	assert_where(r, "amd_energy", 0, "Ecore000", "-");
 	assert_where(r, "zenergy", 0, "Ecore017", "-");
-	/* Jetson ina3221 rails: the module input, the CPU-only rails; socket from the chip. */
+	/* Jetson ina3221 rails: the module input, the CPU-only rails; one socket. */
 	assert_where(r, "ina3221", 0, "VDD_IN", "platform@0");
-	assert_where(r, "ina3221", 1, "VDD_IN", "platform@1");
+	assert_where(r, "ina3221", 1, "VDD_IN", "platform@0");
 	assert_where(r, "ina3221", 0, "POM_5V_IN", "platform@0");
 	assert_where(r, "ina3221", 0, "POM_5V_CPU", "package@0");
 	assert_where(r, "ina3221", 0, "VDD_SYS_CPU", "package@0");
@@ -88,12 +88,12 @@ static void test_builtin(void **state)
 static void test_forms(void **state)
 {
 	static const char *const specs[] = {
-		"amd_energy:Ecore*=core",        /* every core in the chip's socket */
+		"amd_energy:Ecore*=core",        /* every core, in socket 0 */
 		"ina226=platform",               /* any sensor of the chip */
 		"ina3221:VDD_CPU*=package@3",    /* a fixed socket */
 		"ina2??:vdd_?n*=dram@label",     /* globs on both, socket from the label */
 		"k10temp=none",                  /* left out */
-		"zen*:svi2_p_*=uncore",          /* a chip glob */
+		"zen*:svi2_p_*=uncore@chip",     /* a chip glob, a socket per chip */
 		"chip:a=b=psys",                 /* the last '=' ends the label */
 		"chip:x:y=core@4095",            /* the first ':' ends the chip */
 	};
@@ -102,9 +102,9 @@ static void test_forms(void **state)
 
 	(void)state;
 	assert_where(r, "amd_energy", 0, "Ecore042", "core@0");
-	assert_where(r, "amd_energy", 1, "Ecore042", "core@1");
+	assert_where(r, "amd_energy", 1, "Ecore042", "core@0");
 	assert_where(r, "amd_energy", 0, "Esocket0", "-");
-	assert_where(r, "ina226", 2, "power1", "platform@2");
+	assert_where(r, "ina226", 2, "power1", "platform@0");
 	assert_where(r, "ina226", 0, "anything at all", "platform@0");
 	assert_where(r, "ina3221", 0, "VDD_CPU_GPU_CV", "package@3");
 	assert_where(r, "ina3221", 0, "VDD_SOC", "-");
@@ -116,6 +116,7 @@ static void test_forms(void **state)
 	assert_where(r, "ina219", 0, "vdd_in", "?");
 	assert_where(r, "k10temp", 0, "Tctl", "none");
 	assert_where(r, "zenpower", 1, "SVI2_P_SoC", "uncore@1");
+	assert_where(r, "zenpower", 0, "SVI2_P_Core", "uncore@0");
 	assert_where(r, "chip", 0, "a=b", "psys@0");
 	assert_where(r, "chip", 0, "a", "-");
 	assert_where(r, "chip", 0, "x:y", "core@4095");
@@ -191,6 +192,7 @@ static void test_errors(void **state)
 		{ "ina226=package@4096", "SOCKET is a number" },
 		{ "ina226=package@01", "SOCKET is a number" },
 		{ "ina226=package@one", "SOCKET is a number" },
+		{ "ina226=package@Label", "SOCKET is a number" },
 		{ "ina226=package@1@2", "SOCKET is a number" },
 		{ "ina226=none@1", "none takes no @SOCKET" },
 		{ "power_meter=platform", "power_meter is the ACPI power meter" },

@@ -14,6 +14,7 @@
 
 #define MAX_SOCKET 4095
 #define SOCKET_FROM_LABEL "label"
+#define SOCKET_FROM_CHIP "chip"
 #define ZONE_NONE "none"
 
 /*
@@ -100,14 +101,15 @@ static const char *parse_target(char *s, struct vw_hwmon_target *t)
 	}
 	if (parse_zone_word(s, t) < 0)
 		return "unknown zone (package, core, uncore, dram, psys, platform, or none)";
+	t->socket_from = VW_HWMON_SOCKET_FIXED;
 	if (!at)
-		t->socket_from = VW_HWMON_SOCKET_CHIP;
+		t->socket = 0;
 	else if (strcmp(at, SOCKET_FROM_LABEL) == 0)
 		t->socket_from = VW_HWMON_SOCKET_LABEL;
-	else if (parse_socket(at, &t->socket) == 0)
-		t->socket_from = VW_HWMON_SOCKET_FIXED;
-	else
-		return "SOCKET is a number from 0 to 4095, or label";
+	else if (strcmp(at, SOCKET_FROM_CHIP) == 0)
+		t->socket_from = VW_HWMON_SOCKET_CHIP;
+	else if (parse_socket(at, &t->socket) < 0)
+		return "SOCKET is a number from 0 to 4095, label or chip";
 	return NULL;
 }
 

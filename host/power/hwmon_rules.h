@@ -9,8 +9,9 @@
  *   CHIP    a glob (fnmatch: * ? [...]) on the chip's hwmon `name`, case-insensitive
  *   LABEL   a glob on the sensor's label, case-insensitive; without it every sensor of the chip
  *   ZONE    package, core, uncore, dram, psys or platform; none leaves the sensor out
- *   SOCKET  a number (0..4095); `label`, the number the label ends with (Esocket1 -> 1); without
- *           it, the chip's place among the chips of that name in hwmon order (0 for the first)
+ *   SOCKET  a number (0..4095, 0 without @SOCKET); `label`, the number the label ends with
+ *           (Esocket1 -> 1); `chip`, the chip's place among the chips of that name in hwmon
+ *           order (0 for the first: one chip per socket, as zenpower)
  *
  * The first rule that matches decides: the configured ones in their order, then the built-in
  * ones (vw_hwmon_builtin_rules). A sensor no rule matches is not used.
@@ -26,9 +27,9 @@
 struct vw_hwmon_rules;
 
 enum vw_hwmon_socket_from {
-	VW_HWMON_SOCKET_CHIP,  /* the chip's place among the chips of its name (no @SOCKET) */
-	VW_HWMON_SOCKET_FIXED, /* @N */
+	VW_HWMON_SOCKET_FIXED, /* @N, or no @SOCKET: 0 */
 	VW_HWMON_SOCKET_LABEL, /* @label */
+	VW_HWMON_SOCKET_CHIP,  /* @chip: the chip's place among the chips of its name */
 };
 
 /* What a rule says of a sensor it matches. */
