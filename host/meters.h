@@ -11,6 +11,8 @@
 
 struct vw_host_meters {
 	struct vw_meter_config cfg; /* env->ctx for the host's chains; points into the rest */
+	struct vw_hwmon_config hwmon;
+	struct vw_hwmon_rules *hwmon_rules; /* --power.hwmon.chip-rules */
 };
 
 /* Fill m from the options; -errno (logged, naming the flag) on a configuration error. */

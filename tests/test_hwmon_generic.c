@@ -19,6 +19,8 @@
 #include "fixture.h"
 #include "hwmon_fixture.h"
 #include "hwmon_rules.h"
+#include "meters.h"
+#include "options.h"
 #include "power.h"
 
 #define SRC vw_src_hwmon
@@ -910,6 +912,49 @@ static void test_nothing_written(void **state)
 	machine_free(&m);
 }
 
+/* The host's options into the meters' configuration: a bad rule is refused naming the flag. */
+static void test_meters_setup(void **state)
+{
+	char *good[] = { "amd_energy:Ecore*=core", "ina226=none" };
+	char *bad[] = { "amd_energy:Ecore*=core", "ina226=pkg" };
+	char *zones[] = { "vdd_in" };
+	struct vw_host_config cfg = { .hwmon_enabled = true };
+	struct vw_host_meters hm;
+	struct vw_hwmon_target t;
+	struct logged l;
+
+	(void)state;
+	assert_int_equal(vw_host_meters_setup(&hm, &cfg, "node"), 0);
+	assert_ptr_equal(hm.cfg.hwmon, &hm.hwmon);
+	assert_false(hm.hwmon.disabled);
+	assert_int_equal(hm.hwmon.n_zones, 0);
+	assert_int_equal(vw_hwmon_rules_match(hm.hwmon.rules, "amd_energy", "Ecore000", &t),
+			 -ENOENT);
+	vw_host_meters_fini(&hm);
+
+	cfg.hwmon_chip_rules = (struct vw_strlist){ .v = good, .n = 2 };
+	cfg.hwmon_zones = (struct vw_strlist){ .v = zones, .n = 1 };
+	cfg.hwmon_enabled = false;
+	assert_int_equal(vw_host_meters_setup(&hm, &cfg, "node"), 0);
+	assert_true(hm.hwmon.disabled);
+	assert_int_equal(hm.hwmon.n_zones, 1);
+	assert_string_equal(hm.hwmon.zones[0], "vdd_in");
+	assert_int_equal(vw_hwmon_rules_match(hm.hwmon.rules, "amd_energy", "Ecore000", &t), 0);
+	assert_int_equal(t.zone, VW_ZONE_CORE);
+	assert_int_equal(vw_hwmon_rules_match(hm.hwmon.rules, "ina226", "power1", &t), 0);
+	assert_true(t.ignore);
+	vw_host_meters_fini(&hm);
+
+	cfg.hwmon_chip_rules = (struct vw_strlist){ .v = bad, .n = 2 };
+	log_to(&l);
+	assert_int_equal(vw_host_meters_setup(&hm, &cfg, "node"), -EINVAL);
+	log_restore();
+	assert_int_equal(l.at[VW_LOG_ERROR], 1);
+	assert_logged(&l, "error: config: --power.hwmon.chip-rules (power.hwmon.chipRules): "
+			  "'ina226=pkg': unknown zone");
+	vw_host_meters_fini(&hm);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -928,6 +973,7 @@ int main(void)
 		cmocka_unit_test(test_kepler_keys),
 		cmocka_unit_test(test_eacces),
 		cmocka_unit_test(test_nothing_written),
+		cmocka_unit_test(test_meters_setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
