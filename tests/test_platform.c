@@ -47,13 +47,11 @@ static void add_hwmon(const char *dir, const char *dev)
 	assert_int_equal(symlink(target, link), 0);
 }
 
-/* A sysfs with no powercap (the CPU zones come from the model) and one ACPI power meter. */
-static char *make_sysfs(void)
+/* An ACPI power meter reading METER_W at hwmon3. */
+static void add_acpi_meter(const char *dir)
 {
-	char *dir = vw_fixture_mkdtemp("platform");
 	char text[64];
 
-	assert_non_null(dir);
 	add_hwmon(dir, HWMON_DEV);
 	assert_int_equal(vw_fixture_write(dir, "sys/" HWMON_DEV "/name", "power_meter\n", 0), 0);
 	snprintf(text, sizeof(text), "%.0f\n", METER_W * 1e6);
@@ -61,6 +59,15 @@ static char *make_sysfs(void)
 	assert_int_equal(
 		vw_fixture_write(dir, "sys/" HWMON_DEV "/power1_average_interval", "1000\n", 0), 0);
 	assert_int_equal(vw_fixture_write(dir, "sys/" HWMON_DEV "/power1_cap", "0\n", 0), 0);
+}
+
+/* A sysfs with no powercap (the CPU zones come from the model) and one ACPI power meter. */
+static char *make_sysfs(void)
+{
+	char *dir = vw_fixture_mkdtemp("platform");
+
+	assert_non_null(dir);
+	add_acpi_meter(dir);
 	return dir;
 }
 
@@ -86,6 +93,21 @@ static char *scrape(unsigned port)
 
 	assert_non_null(body);
 	return body;
+}
+
+/* The first /metrics (within 10 s) that holds `needle`. */
+static char *scrape_when(unsigned port, const char *needle)
+{
+	for (int i = 0; i < 100; i++) {
+		char *body = try_scrape(port);
+
+		if (body && strstr(body, needle))
+			return body;
+		free(body);
+		usleep(100 * 1000);
+	}
+	fail_msg("no /metrics with %s", needle);
+	return NULL;
 }
 
 static double monotonic_s(void)
@@ -331,7 +353,8 @@ static char *make_hwmon_sysfs(void)
 
 /*
  * A hwmon-only machine: the package of each socket from its amd_energy counter (the built-in
- * rule), to the µJ; the platform zone from the ina226 a flag maps; the model never opened.
+ * rule), to the µJ; the platform zone from the ina226 a flag maps; the model never opened. With
+ * an ACPI power meter as well, the meter's platform zone replaces the rail's.
  */
 static void test_hwmon_only_machine(void **state)
 {
@@ -342,23 +365,15 @@ static void test_hwmon_only_machine(void **state)
 			 "--monitor.interval=1s", "--monitor.sample-interval=250ms",
 			 "--metrics.process-top-n=0", "--kube.node-name=hw",
 			 "--power.hwmon.chip-rules=ina226:vdd_in=platform", NULL };
-	double j0 = -1, j1 = -1, w;
+	double j0, j1 = -1, w = -1;
 	unsigned port = 0;
 
 	(void)state;
 	snprintf(sys, sizeof(sys), "--host.sysfs=%s/sys", dir);
 	snprintf(log, sizeof(log), "%s/host.log", dir);
 	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &daemon_pid, &port), 0);
-	for (int i = 0; i < 100 && j0 < 0; i++) {
-		body = try_scrape(port);
-		if (body && strstr(body, "kepler_node_cpu_joules_total{zone=\"package\""))
-			j0 = zone_sum(body, "kepler_node_cpu_joules_total", "package", "");
-		else
-			usleep(100 * 1000);
-		if (j0 < 0)
-			free(body);
-	}
-	assert_true(j0 >= 0);
+	body = scrape_when(port, "kepler_node_cpu_joules_total{zone=\"package\"");
+	j0 = zone_sum(body, "kepler_node_cpu_joules_total", "package", "");
 	/* The CPU zones' source is hwmon, measured; no platform meter, no model. */
 	assert_true(vw_fixture_sample_sum(body, "virtwatt_node_power_source_info",
 					  "source=\"hwmon\",kind=\"measured\"") == 1);
@@ -389,6 +404,21 @@ static void test_hwmon_only_machine(void **state)
 		      w, RAIL_W);
 	assert_double_near(j1 - j0, 19.999999, 1e-7);
 	assert_double_near(w, RAIL_W, RAIL_W / 100);
+	assert_int_equal(vw_fixture_stop_daemon(daemon_pid), 0);
+	daemon_pid = 0;
+
+	/* An ACPI power meter too: one platform zone, the meter's; the CPU zones still hwmon's. */
+	add_acpi_meter(dir);
+	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &daemon_pid, &port), 0);
+	body = scrape_when(port, "zone=\"platform\",path=\"/sys/class/hwmon/hwmon3\"");
+	assert_true(vw_fixture_sample_sum(body, "virtwatt_node_power_source_info",
+					  "source=\"hwmon\",kind=\"measured\"") == 1);
+	assert_true(vw_fixture_sample_sum(body, "virtwatt_node_power_source_info",
+					  "source=\"acpi\",kind=\"measured\"") == 1);
+	assert_null(strstr(body, "hwmon5/power1_input"));
+	assert_non_null(strstr(body, "zone=\"package\",path=\"/sys/class/hwmon/hwmon2/"
+				     "energy5_input\""));
+	free(body);
 	assert_int_equal(vw_fixture_stop_daemon(daemon_pid), 0);
 	daemon_pid = 0;
 	vw_fixture_rm(dir);
