@@ -153,6 +153,16 @@ int machine_open(struct machine *m)
 	return r;
 }
 
+int machine_open_quiet(struct machine *m)
+{
+	int r;
+
+	vw_log_set_level(VW_LOG_WARN);
+	r = machine_open(m);
+	vw_log_set_level(VW_LOG_INFO);
+	return r;
+}
+
 int machine_read(struct machine *m, uint64_t now_ns)
 {
 	struct vw_node_activity act = { .now_ns = now_ns };
@@ -192,4 +202,30 @@ void snapshot(const struct machine *m, struct snapshot *s)
 	snap_root_len = strlen(m->root);
 	assert_int_equal(nftw(m->root, snap_one, 16, FTW_PHYS), 0);
 	assert_true(strlen(s->text) < sizeof(s->text) - 1);
+}
+
+size_t assert_nothing_written(struct machine *m, unsigned reads, const char *must_have)
+{
+	_cleanup_free_ struct snapshot *before = calloc(1, sizeof(*before));
+	_cleanup_free_ struct snapshot *after = calloc(1, sizeof(*after));
+	size_t n;
+
+	assert_non_null(before);
+	assert_non_null(after);
+	snapshot(m, before);
+	usleep(20000); /* a write now would show in the mtimes */
+	vw_log_set_level(VW_LOG_ERROR);
+	hw_io.writes = 0;
+	assert_int_equal(machine_open(m), 0);
+	n = m->n;
+	for (uint64_t k = 0; k < reads; k++)
+		machine_read(m, HW_T0 + k * 250 * HW_MS);
+	m->src->close(m->state);
+	m->state = NULL;
+	vw_log_set_level(VW_LOG_INFO);
+	snapshot(m, after);
+	assert_string_equal(after->text, before->text);
+	assert_non_null(strstr(before->text, must_have));
+	assert_int_equal(hw_io.writes, 0);
+	return n;
 }

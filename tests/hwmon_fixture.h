@@ -65,6 +65,8 @@ void machine_new(struct machine *m, const struct vw_power_source_ops *src);
 void machine_free(struct machine *m);
 /* src->open over the tree (env->ctx = m->ctx): its result; the zones on success. */
 int machine_open(struct machine *m);
+/* The same with the log at warn (what opening says at info is another test's). */
+int machine_open_quiet(struct machine *m);
 /* One read at the daemon's time now_ns. */
 int machine_read(struct machine *m, uint64_t now_ns);
 
@@ -84,3 +86,9 @@ struct snapshot {
 
 /* Every regular file of the tree, with its time, size and content. */
 void snapshot(const struct machine *m, struct snapshot *s);
+/*
+ * Open, `reads` reads 250 ms apart and close leave every file of the tree as it was (the tree
+ * has `must_have`, a file a meter could write), and nothing is even opened for writing. The
+ * number of zones the source had.
+ */
+size_t assert_nothing_written(struct machine *m, unsigned reads, const char *must_have);

@@ -51,37 +51,55 @@ static const char *where(const struct vw_hwmon_rules *r, const char *chip, unsig
 	return buf;
 }
 
-#define assert_where(r, chip, instance, label, expected)                                           \
-	do {                                                                                       \
-		char b_[64];                                                                       \
-		assert_string_equal(where(r, chip, instance, label, b_, sizeof(b_)), expected);    \
-	} while (0)
+/* A sensor and where it should count. */
+struct sensor_case {
+	const char *chip;
+	unsigned instance; /* the chip's place among its namesakes */
+	const char *label;
+	const char *expected; /* as where() says it */
+};
+
+static void assert_cases(const struct vw_hwmon_rules *r, const struct sensor_case *c, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		char buf[64];
+		const char *got = where(r, c[i].chip, c[i].instance, c[i].label, buf, sizeof(buf));
+
+		if (strcmp(got, c[i].expected) != 0)
+			fail_msg("%s #%u '%s': %s, expected %s", c[i].chip, c[i].instance,
+				 c[i].label, got, c[i].expected);
+	}
+}
 
 /* Every built-in rule parses, and says what docs/platform.md says it does. */
 static void test_builtin(void **state)
 {
+	static const struct sensor_case cases[] = {
+		/* amd_energy and zenergy: each socket's counter is its package, the socket its
+		 * label's. */
+		{ "amd_energy", 0, "Esocket0", "package@0" },
+		{ "amd_energy", 0, "Esocket1", "package@1" },
+		{ "zenergy", 0, "Esocket1", "package@1" },
+		/* The per-core counters are left to a rule of the operator's. */
+		{ "amd_energy", 0, "Ecore000", "-" },
+		{ "zenergy", 0, "Ecore017", "-" },
+		/* Jetson ina3221 rails: the module input, the CPU-only rails; one socket. */
+		{ "ina3221", 0, "VDD_IN", "platform@0" },
+		{ "ina3221", 1, "VDD_IN", "platform@0" },
+		{ "ina3221", 0, "POM_5V_IN", "platform@0" },
+		{ "ina3221", 0, "POM_5V_CPU", "package@0" },
+		{ "ina3221", 0, "VDD_SYS_CPU", "package@0" },
+		{ "ina3221", 0, "VDD_CPU_GPU_CV", "-" },
+		{ "ina3221", 0, "VDD_SOC", "-" },
+		/* Chips with no safe meaning: none. */
+		{ "zenpower", 0, "SVI2_P_Core", "-" },
+		{ "amdgpu", 0, "PPT", "-" },
+		{ "power_meter", 0, "power1", "-" },
+	};
 	struct vw_hwmon_rules *r = builtin();
 
 	(void)state;
-	/* amd_energy and zenergy: each socket's counter is its package, the socket its label's. */
-	assert_where(r, "amd_energy", 0, "Esocket0", "package@0");
-	assert_where(r, "amd_energy", 0, "Esocket1", "package@1");
-	assert_where(r, "zenergy", 0, "Esocket1", "package@1");
-	/* The per-core counters are left to a rule of the operator's. */
-	assert_where(r, "amd_energy", 0, "Ecore000", "-");
-	assert_where(r, "zenergy", 0, "Ecore017", "-");
-	/* Jetson ina3221 rails: the module input, the CPU-only rails; one socket. */
-	assert_where(r, "ina3221", 0, "VDD_IN", "platform@0");
-	assert_where(r, "ina3221", 1, "VDD_IN", "platform@0");
-	assert_where(r, "ina3221", 0, "POM_5V_IN", "platform@0");
-	assert_where(r, "ina3221", 0, "POM_5V_CPU", "package@0");
-	assert_where(r, "ina3221", 0, "VDD_SYS_CPU", "package@0");
-	assert_where(r, "ina3221", 0, "VDD_CPU_GPU_CV", "-");
-	assert_where(r, "ina3221", 0, "VDD_SOC", "-");
-	/* Chips with no safe meaning: none. */
-	assert_where(r, "zenpower", 0, "SVI2_P_Core", "-");
-	assert_where(r, "amdgpu", 0, "PPT", "-");
-	assert_where(r, "power_meter", 0, "power1", "-");
+	assert_cases(r, cases, ARRAY_SIZE(cases));
 	vw_hwmon_rules_free(r);
 }
 
@@ -97,29 +115,32 @@ static void test_forms(void **state)
 		"chip:a=b=psys",                 /* the last '=' ends the label */
 		"chip:x:y=core@4095",            /* the first ':' ends the chip */
 	};
+	static const struct sensor_case cases[] = {
+		{ "amd_energy", 0, "Ecore042", "core@0" },
+		{ "amd_energy", 1, "Ecore042", "core@0" },
+		{ "amd_energy", 0, "Esocket0", "-" },
+		{ "ina226", 2, "power1", "platform@0" },
+		{ "ina226", 0, "anything at all", "platform@0" },
+		{ "ina3221", 0, "VDD_CPU_GPU_CV", "package@3" },
+		{ "ina3221", 0, "VDD_SOC", "-" },
+		/* Globs and case: ? is one character, names and labels in any case. */
+		{ "INA219", 0, "VDD_IN7", "dram@7" },
+		{ "ina219", 0, "vdd_xin7", "-" },
+		{ "ina21", 0, "vdd_in7", "-" },
+		/* @label with no number at the end: no socket. */
+		{ "ina219", 0, "vdd_in", "?" },
+		{ "k10temp", 0, "Tctl", "none" },
+		{ "zenpower", 1, "SVI2_P_SoC", "uncore@1" },
+		{ "zenpower", 0, "SVI2_P_Core", "uncore@0" },
+		{ "chip", 0, "a=b", "psys@0" },
+		{ "chip", 0, "a", "-" },
+		{ "chip", 0, "x:y", "core@4095" },
+	};
 	struct vw_hwmon_rules *r = parse_ok(specs, ARRAY_SIZE(specs));
 	struct vw_hwmon_target t;
 
 	(void)state;
-	assert_where(r, "amd_energy", 0, "Ecore042", "core@0");
-	assert_where(r, "amd_energy", 1, "Ecore042", "core@0");
-	assert_where(r, "amd_energy", 0, "Esocket0", "-");
-	assert_where(r, "ina226", 2, "power1", "platform@0");
-	assert_where(r, "ina226", 0, "anything at all", "platform@0");
-	assert_where(r, "ina3221", 0, "VDD_CPU_GPU_CV", "package@3");
-	assert_where(r, "ina3221", 0, "VDD_SOC", "-");
-	/* Globs and case: ? is one character, names and labels in any case. */
-	assert_where(r, "INA219", 0, "VDD_IN7", "dram@7");
-	assert_where(r, "ina219", 0, "vdd_xin7", "-");
-	assert_where(r, "ina21", 0, "vdd_in7", "-");
-	/* @label with no number at the end: no socket. */
-	assert_where(r, "ina219", 0, "vdd_in", "?");
-	assert_where(r, "k10temp", 0, "Tctl", "none");
-	assert_where(r, "zenpower", 1, "SVI2_P_SoC", "uncore@1");
-	assert_where(r, "zenpower", 0, "SVI2_P_Core", "uncore@0");
-	assert_where(r, "chip", 0, "a=b", "psys@0");
-	assert_where(r, "chip", 0, "a", "-");
-	assert_where(r, "chip", 0, "x:y", "core@4095");
+	assert_cases(r, cases, ARRAY_SIZE(cases));
 	/* The rule comes back as written, for the logs. */
 	assert_int_equal(vw_hwmon_rules_match(r, "ina3221", "VDD_CPU", &t), 0);
 	assert_string_equal(t.rule, "ina3221:VDD_CPU*=package@3");
@@ -138,14 +159,18 @@ static void test_first_match_wins(void **state)
 		"amd_energy:Esocket*=package@0",
 		"amd_energy:Esocket0=dram",
 	};
+	static const struct sensor_case cases[] = {
+		{ "amd_energy", 0, "Esocket1", "none" },
+		{ "amd_energy", 0, "Esocket0", "package@0" },
+		{ "amd_energy", 0, "Esocket2", "package@0" },
+	};
+	static const struct sensor_case builtin_case = { "amd_energy", 0, "Esocket2", "package@2" };
 	struct vw_hwmon_rules *r = parse_ok(specs, ARRAY_SIZE(specs));
 	struct vw_hwmon_rules *b = builtin();
 
 	(void)state;
-	assert_where(r, "amd_energy", 0, "Esocket1", "none");
-	assert_where(r, "amd_energy", 0, "Esocket0", "package@0");
-	assert_where(r, "amd_energy", 0, "Esocket2", "package@0");
-	assert_where(b, "amd_energy", 0, "Esocket2", "package@2");
+	assert_cases(r, cases, ARRAY_SIZE(cases));
+	assert_cases(b, &builtin_case, 1);
 	vw_hwmon_rules_free(r);
 	vw_hwmon_rules_free(b);
 }
@@ -154,19 +179,22 @@ static void test_first_match_wins(void **state)
 static void test_socket_from_label(void **state)
 {
 	static const char *const specs[] = { "c=package@label" };
+	static const struct sensor_case cases[] = {
+		{ "c", 5, "Esocket0", "package@0" },
+		{ "c", 5, "Esocket01", "package@1" },
+		{ "c", 5, "Esocket000", "package@0" },
+		{ "c", 5, "CPU 12", "package@12" },
+		{ "c", 5, "s4095", "package@4095" },
+		{ "c", 5, "s4096", "?" },
+		{ "c", 5, "s99999999999999999999999", "?" },
+		{ "c", 5, "Esocket", "?" },
+		{ "c", 5, "1st socket", "?" },
+		{ "c", 5, "", "?" },
+	};
 	struct vw_hwmon_rules *r = parse_ok(specs, 1);
 
 	(void)state;
-	assert_where(r, "c", 5, "Esocket0", "package@0");
-	assert_where(r, "c", 5, "Esocket01", "package@1");
-	assert_where(r, "c", 5, "Esocket000", "package@0");
-	assert_where(r, "c", 5, "CPU 12", "package@12");
-	assert_where(r, "c", 5, "s4095", "package@4095");
-	assert_where(r, "c", 5, "s4096", "?");
-	assert_where(r, "c", 5, "s99999999999999999999999", "?");
-	assert_where(r, "c", 5, "Esocket", "?");
-	assert_where(r, "c", 5, "1st socket", "?");
-	assert_where(r, "c", 5, "", "?");
+	assert_cases(r, cases, ARRAY_SIZE(cases));
 	vw_hwmon_rules_free(r);
 }
 
