@@ -66,8 +66,8 @@ int vw_hwmon_target_socket(const struct vw_hwmon_target *t, unsigned chip_instan
 
 /*
  * Kepler's experimental.hwmon.zones filter: whether `name` (a sensor's label, else
- * <chip>_<sensor> such as ina226_power1) is among zones[0..n), both compared as Kepler names
- * them: lower case, every character but [a-z0-9:_] turned to '_', no '_' at either end. n == 0
- * wants every sensor.
+ * <chip>_<sensor> such as ina226_power1, where Kepler would use the device path) is among
+ * zones[0..n), both compared as Kepler cleans names: lower case, every character but
+ * [a-z0-9:_] turned to '_', no '_' at either end. n == 0 wants every sensor.
  */
 bool vw_hwmon_zone_wanted(const char *const *zones, size_t n, const char *name);
