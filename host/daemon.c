@@ -58,6 +58,9 @@ struct vw_host {
 	bool sampled;
 	double usage;
 	struct vw_complaint stat_complaint;
+	bool has_noncpu;    /* a platform zone and CPU zones: their difference is shown */
+	uint64_t noncpu_uj; /* platform minus package and dram, each interval's at least 0 */
+	double noncpu_w;
 	struct vw_vms *vms;
 	struct vw_vm_channels *channels; /* each listed VM's channel, for the publisher */
 	struct vw_publisher *publisher;
@@ -317,7 +320,7 @@ static int open_sources(struct vw_host *h, const struct vw_power_env *env)
 				 &h->src[SRC_PLATFORM].ps);
 	if (r == -EINVAL) {
 		vw_error("config: --platform.sources names a meter this build does not have "
-			 "(known: acpi; none for no platform meter)");
+			 "(known: acpi, redfish; none for no platform meter)");
 		return r;
 	}
 	if (r < 0) {
@@ -502,8 +505,34 @@ static void close_zone_interval(struct vw_host *h, size_t i, uint64_t dt_ns)
 	v->read_errors = z->read_errors;
 }
 
+/* Platform energy beyond the CPU zones this interval (both measured to the same sample). */
+static void close_noncpu(struct vw_host *h, uint64_t dt_ns)
+{
+	uint64_t plat = 0, cpu = 0, d;
+	bool has_plat = false, has_cpu = false;
+
+	for (size_t i = 0; i < h->n_zones; i++) {
+		uint64_t e = h->zs[i].int_idle_uj + h->zs[i].int_active_uj;
+
+		if (h->zones[i].zone == VW_ZONE_PLATFORM) {
+			plat += e;
+			has_plat = true;
+		} else if (h->zones[i].zone == VW_ZONE_PACKAGE || h->zones[i].zone == VW_ZONE_DRAM) {
+			cpu += e;
+			has_cpu = true;
+		}
+	}
+	h->has_noncpu = has_plat && has_cpu;
+	d = plat > cpu ? plat - cpu : 0;
+	h->noncpu_uj = vw_energy_add(h->noncpu_uj, d);
+	h->noncpu_w = vw_energy_watts(d, dt_ns);
+}
+
 static int render_and_publish(struct vw_host *h)
 {
+	struct vw_platform_reading rows[VW_PLATFORM_MAX_READINGS];
+	const struct vw_power_source *plat =
+		h->n_src > SRC_PLATFORM ? &h->src[SRC_PLATFORM].ps : NULL;
 	const struct vw_power_source *cpu = &h->src[SRC_CPU].ps;
 	struct vw_node_zone_view views[VW_POWER_MAX_ZONES];
 	struct vw_power_source_stats st = { 0 };
@@ -516,9 +545,7 @@ static int render_and_publish(struct vw_host *h)
 		cpu->ops->stats(cpu->state, &st);
 	v = (struct vw_node_view){ .source = cpu->ops->name,
 				   .measured = cpu->ops->measured,
-				   .platform_source = h->n_src > SRC_PLATFORM
-							      ? h->src[SRC_PLATFORM].ps.ops->name
-							      : NULL,
+				   .platform_source = plat ? plat->ops->name : NULL,
 				   .model = st.model,
 				   .model_clamped = st.clamped,
 				   .model_extrapolated = st.extrapolated,
@@ -527,7 +554,13 @@ static int render_and_publish(struct vw_host *h)
 				   .n_zones = h->n_zones,
 				   .cpus = h->d.cpus,
 				   .n_cpus = h->d.n_cpus,
-				   .publishing = h->publisher != NULL };
+				   .publishing = h->publisher != NULL,
+				   .platform_readings = rows,
+				   .has_noncpu = h->has_noncpu,
+				   .noncpu_uj = h->noncpu_uj,
+				   .noncpu_watts = h->noncpu_w };
+	if (plat && plat->ops->readings)
+		v.n_platform_readings = plat->ops->readings(plat->state, rows, ARRAY_SIZE(rows));
 	if (h->publisher) {
 		vw_publisher_stats(h->publisher, &ps);
 		v.lock_refused = ps.lock_refused;
@@ -643,6 +676,7 @@ int vw_host_publish(struct vw_host *h, uint64_t now_ns)
 	h->usage = vw_cpu_stat_usage(&h->stat_publish, &h->stat_sample);
 	for (size_t i = 0; i < h->n_zones; i++)
 		close_zone_interval(h, i, dt_ns);
+	close_noncpu(h, dt_ns);
 	attribute_workloads(h, dt_ns);
 	h->stat_publish = h->stat_sample;
 	h->publish_ns = h->sample_ns;

@@ -2,10 +2,89 @@
 #include "meters.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "fileio.h"
 #include "hwmon_rules.h"
 #include "log.h"
+
+#define PASSWORD_MAX 1024
+#define MS(ns) ((long)((ns) / 1000000ULL))
+
+/* A secret file's first line (a Kubernetes Secret mounted as a file has no newline). */
+static int read_secret(const char *path, char **ret)
+{
+	char buf[PASSWORD_MAX + 1];
+	size_t len = 0;
+	int r = vw_read_file_at(AT_FDCWD, path, buf, sizeof(buf), &len);
+
+	if (r < 0)
+		return r;
+	if (len > PASSWORD_MAX)
+		return -EFBIG;
+	buf[len] = '\0';
+	buf[strcspn(buf, "\r\n")] = '\0';
+	*ret = strdup(buf);
+	explicit_bzero(buf, sizeof(buf));
+	return *ret ? 0 : -ENOMEM;
+}
+
+static int setup_redfish(struct vw_host_meters *m, const struct vw_host_config *cfg,
+			 const char *node_name)
+{
+	const char *file = cfg->redfish_config_file;
+	const char *node = cfg->redfish_node_name && *cfg->redfish_node_name
+				   ? cfg->redfish_node_name
+				   : node_name;
+	char err[512] = "";
+	int r;
+
+	if (!file || !*file)
+		return 0;
+	r = vw_bmc_file_lookup(file, node, &m->bmc, err, sizeof(err));
+	if (r == -ENOENT && err[0]) {
+		vw_warn("config: %s; no Redfish platform meter (set platform.redfish.node-name to "
+			"this node's name in the file)",
+			err);
+		return 0;
+	}
+	if (r < 0) {
+		vw_error("config: platform.redfish.config-file: %s", err[0] ? err : strerror(-r));
+		return r;
+	}
+	if (m->bmc.password_file) {
+		r = read_secret(m->bmc.password_file, &m->bmc_password);
+		if (r < 0) {
+			vw_error("config: %s: BMC \"%s\": cannot read passwordFile %s: %s", file,
+				 m->bmc.id, m->bmc.password_file, strerror(-r));
+			return r;
+		}
+	}
+	m->redfish = (struct vw_redfish_config){
+		.id = m->bmc.id,
+		.endpoint = m->bmc.endpoint,
+		.username = m->bmc.username,
+		.password = m->bmc_password ? m->bmc_password : m->bmc.password,
+		.ca_file = m->bmc.ca_file,
+		.insecure = m->bmc.insecure,
+		.timeout_ms = MS(cfg->redfish_timeout_ns),
+		.interval_ms = MS(cfg->redfish_interval_ns),
+		.staleness_ms = MS(cfg->redfish_staleness_ns),
+	};
+	if (strncmp(m->bmc.endpoint, "https://", 8) != 0) {
+		vw_error("config: %s: BMC \"%s\": endpoint %s is not https:// (credentials are not "
+			 "sent in clear)",
+			 file, m->bmc.id, m->bmc.endpoint);
+		return -EINVAL;
+	}
+	if (m->bmc.insecure)
+		vw_warn("redfish: BMC \"%s\": insecure: its certificate is not checked", m->bmc.id);
+	m->cfg.redfish = &m->redfish;
+	vw_info("redfish: node \"%s\" -> BMC \"%s\" (%s)", node, m->bmc.id, m->bmc.endpoint);
+	return 0;
+}
 
 /* The generic hwmon meter's chip rules and Kepler's experimental.hwmon keys. */
 static int setup_hwmon(struct vw_host_meters *m, const struct vw_host_config *cfg)
@@ -31,13 +110,19 @@ static int setup_hwmon(struct vw_host_meters *m, const struct vw_host_config *cf
 int vw_host_meters_setup(struct vw_host_meters *m, const struct vw_host_config *cfg,
 			 const char *node_name)
 {
-	(void)node_name;
+	int r;
+
 	memset(m, 0, sizeof(*m));
-	return setup_hwmon(m, cfg);
+	r = setup_hwmon(m, cfg);
+	return r < 0 ? r : setup_redfish(m, cfg, node_name);
 }
 
 void vw_host_meters_fini(struct vw_host_meters *m)
 {
 	vw_hwmon_rules_free(m->hwmon_rules);
+	if (m->bmc_password)
+		explicit_bzero(m->bmc_password, strlen(m->bmc_password));
+	free(m->bmc_password);
+	vw_bmc_entry_clear(&m->bmc);
 	memset(m, 0, sizeof(*m));
 }

@@ -20,7 +20,26 @@ static const struct vw_option host_options[] = {
 	{ "platform.sources", "platform.sources", VW_OPT_STRLIST, OFF(platform_sources), NULL,
 	  "SOURCE,...",
 	  "whole-node meters to try for the platform zone, in order: acpi (an ACPI power meter in "
-	  "hwmon); none: read no platform meter (default: all, the first found is used)" },
+	  "hwmon), redfish (the BMC named by platform.redfish.config-file); none: read no "
+	  "platform meter (default: all, the first found is used)" },
+	{ "platform.redfish.config-file", "platform.redfish.configFile", VW_OPT_STRING,
+	  OFF(redfish_config_file), NULL, "PATH",
+	  "Kepler's BMC file (nodes: node name -> BMC id; bmcs: id -> endpoint, username, password "
+	  "or passwordFile, insecure, caFile): this node's BMC gives the platform zone over "
+	  "Redfish (default: none)" },
+	{ "platform.redfish.node-name", "platform.redfish.nodeName", VW_OPT_STRING,
+	  OFF(redfish_node_name), NULL, "NAME",
+	  "this node's name in the BMC file (default: the node name, kube.node-name)" },
+	{ "platform.redfish.interval", "platform.redfish.interval", VW_OPT_DURATION,
+	  OFF(redfish_interval_ns), "5s", "DURATION",
+	  "how often the BMC is polled (off the sampling thread; backs off to 60s while it fails)",
+	  0.05, 3600 },
+	{ "platform.redfish.timeout", "platform.redfish.httpTimeout", VW_OPT_DURATION,
+	  OFF(redfish_timeout_ns), "5s", "DURATION", "limit for each request to the BMC", 0.05,
+	  300 },
+	{ "platform.redfish.staleness", "platform.redfish.staleness", VW_OPT_DURATION,
+	  OFF(redfish_staleness_ns), "0s", "DURATION",
+	  "a BMC reading older than this counts no energy (0: 2 x interval + timeout)", 0, 3600 },
 	{ "power.hwmon.chip-rules", "power.hwmon.chipRules", VW_OPT_STRLIST, OFF(hwmon_chip_rules),
 	  NULL, "CHIP[:LABEL]=ZONE[@SOCKET],...",
 	  "which hwmon sensor counts in which zone, before the built-in rules: a chip name and an "

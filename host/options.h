@@ -14,6 +14,11 @@ struct vw_host_config {
 	uint64_t sample_ns;          /* meter sampling period (<= interval; wrap safety) */
 	struct vw_strlist sources;   /* power sources in preference order; empty = all */
 	struct vw_strlist platform_sources; /* whole-node meters; empty = all, "none" = off */
+	char *redfish_config_file;          /* Kepler's BMC file; "": no Redfish */
+	char *redfish_node_name;            /* this node in it; "": the node name */
+	uint64_t redfish_interval_ns;       /* between polls of the BMC */
+	uint64_t redfish_timeout_ns;        /* per request */
+	uint64_t redfish_staleness_ns;      /* 0: 2 x interval + timeout */
 	struct vw_strlist idle_watts; /* zone=W overrides, e.g. package=42.5 */
 	uint64_t idle_window;         /* intervals in the idle fit's sliding window */
 	double idle_min_spread;       /* usage spread needed to fit */

@@ -10,8 +10,10 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "bmc_fixture.h"
 #include "fixture.h"
 #include "log.h"
 #include "macro.h"
@@ -21,64 +23,32 @@
 #define T0 (1000 * SEC)
 #define ENV_PATH "/redfish/v1/Chassis/1U/EnvironmentMetrics"
 
-static struct {
-	char *dir;
-	char ca[256];
-	char endpoint[64];
-	pid_t pid;
-} bmc;
+static struct vw_test_bmc bmc;
 
 static void ctl(const char *name, const char *text)
 {
-	assert_int_equal(vw_fixture_replace(bmc.dir, name, text), 0);
+	vw_test_bmc_ctl(&bmc, name, text);
 }
 
 static int bmc_start(void **state)
 {
-	char log[256], ctldir[256], port_s[32];
-	char *argv[] = { "python3", VW_SOURCE_ROOT "/tests/redfish/bmc.py", "--port", "0",
-			 "--control", ctldir, "--ca-out", bmc.ca, "--user", "admin",
-			 "--password", "pw", NULL };
-
 	(void)state;
-	bmc.dir = vw_fixture_mkdtemp("redfish");
-	if (!bmc.dir)
-		return -1;
-	snprintf(ctldir, sizeof(ctldir), "%s", bmc.dir);
-	snprintf(bmc.ca, sizeof(bmc.ca), "%s/ca.pem", bmc.dir);
-	snprintf(log, sizeof(log), "%s/bmc.log", bmc.dir);
-	bmc.pid = vw_fixture_spawn_logged(argv, log);
-	if (bmc.pid < 0)
-		return -1;
-	for (int i = 0; i < 200; i++) { /* 10 s for openssl and the listening socket */
-		_cleanup_free_ char *out = vw_fixture_slurp(log, NULL);
-		unsigned port;
-
-		if (out && sscanf(out, "port %u", &port) == 1 && strchr(out, '\n')) {
-			snprintf(port_s, sizeof(port_s), "%u", port);
-			snprintf(bmc.endpoint, sizeof(bmc.endpoint), "https://127.0.0.1:%s", port_s);
-			return 0;
-		}
-		usleep(50000);
-	}
-	vw_fixture_kill(&bmc.pid);
-	return -1;
+	return vw_test_bmc_start(&bmc, "admin", "pw");
 }
 
 static int bmc_stop(void **state)
 {
 	(void)state;
-	if (bmc.pid > 0)
-		vw_fixture_stop_daemon(bmc.pid);
-	vw_fixture_rm(bmc.dir);
+	vw_test_bmc_stop(&bmc);
 	return 0;
 }
 
 static struct vw_redfish_config cfg_good(void)
 {
-	return (struct vw_redfish_config){ .endpoint = bmc.endpoint, .username = "admin",
-					   .password = "pw", .ca_file = bmc.ca,
-					   .timeout_ms = 3000 };
+	return (struct vw_redfish_config){ .id = "bmc-1", .endpoint = bmc.endpoint,
+					   .username = "admin", .password = "pw",
+					   .ca_file = bmc.ca, .timeout_ms = 3000,
+					   .interval_ms = 50 };
 }
 
 static int open_with(const struct vw_redfish_config *cfg, void **ret)
@@ -94,6 +64,52 @@ static int read_at(void *st, uint64_t now_ns, uint64_t *raw, int *err)
 	struct vw_node_activity act = { .now_ns = now_ns };
 
 	return vw_src_redfish.read(st, &act, raw, err);
+}
+
+static uint64_t monotonic_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* The poller's reading, as its kepler_platform_watts rows: their µW summed (0: none). */
+static uint64_t rows_uw(void *st, struct vw_platform_reading *rows, size_t *ret_n)
+{
+	uint64_t sum = 0;
+	size_t n = vw_src_redfish.readings(st, rows, VW_PLATFORM_MAX_READINGS);
+
+	for (size_t i = 0; i < n; i++)
+		sum += rows[i].uw;
+	if (ret_n)
+		*ret_n = n;
+	return sum;
+}
+
+/* Wait (10 s at most) until the poller has read uw from the BMC. */
+static void await_uw(void *st, uint64_t uw)
+{
+	struct vw_platform_reading rows[VW_PLATFORM_MAX_READINGS];
+
+	for (int i = 0; i < 1000 && rows_uw(st, rows, NULL) != uw; i++)
+		usleep(10000);
+	assert_int_equal(rows_uw(st, rows, NULL), uw);
+}
+
+/* Read at now_ns (the same clock value each time, so nothing is integrated meanwhile) until
+ * the zone says err (10 s at most). */
+static void await_err(void *st, uint64_t now_ns, int want, uint64_t *raw)
+{
+	int err = 1;
+
+	for (int i = 0; i < 1000; i++) {
+		(void)read_at(st, now_ns, raw, &err);
+		if (err == want)
+			return;
+		usleep(10000);
+	}
+	assert_int_equal(err, want);
 }
 
 static void test_not_configured(void **state)
@@ -114,9 +130,11 @@ static void test_not_configured(void **state)
 /* The mockup's chassis 1U: EnvironmentMetrics first; the known watts integrated exactly. */
 static void test_known_watts(void **state)
 {
+	struct vw_platform_reading rows[VW_PLATFORM_MAX_READINGS];
 	struct vw_redfish_config cfg = cfg_good();
 	const struct vw_zone_info *z;
 	uint64_t raw;
+	size_t n;
 	int err;
 	void *st = NULL;
 
@@ -128,6 +146,15 @@ static void test_known_watts(void **state)
 	assert_int_equal(z->zone, VW_ZONE_PLATFORM);
 	assert_string_equal(z->path, ENV_PATH);
 	assert_int_equal(z->max_range_uj, 0);
+	await_uw(st, 123500000);
+	assert_true(vw_src_redfish.fresh(st));
+	assert_int_equal(rows_uw(st, rows, &n), 123500000);
+	assert_int_equal(n, 1);
+	assert_string_equal(rows[0].bmc_id, "bmc-1");
+	assert_string_equal(rows[0].chassis_id, "1U");
+	assert_string_equal(rows[0].source_type, "EnvironmentMetrics");
+	assert_string_equal(rows[0].source_id, "EnvironmentMetrics");
+	assert_string_equal(rows[0].source_name, "Chassis Environment Metrics");
 
 	assert_int_equal(read_at(st, T0, &raw, &err), 0); /* sets the time only */
 	assert_int_equal(err, 0);
@@ -135,9 +162,11 @@ static void test_known_watts(void **state)
 	assert_int_equal(read_at(st, T0 + SEC, &raw, &err), 0);
 	assert_int_equal(raw, 123500000); /* 123.5 W x 1 s */
 	ctl("watts", "200\n");
+	await_uw(st, 200000000);
 	assert_int_equal(read_at(st, T0 + 3 * SEC, &raw, &err), 0);
 	assert_int_equal(raw, 123500000 + 400000000); /* + 200 W x 2 s */
 	ctl("watts", "0.000001\n");                  /* 1 µW: carried below the µJ */
+	await_uw(st, 1);
 	assert_int_equal(read_at(st, T0 + 3 * SEC + SEC / 2, &raw, &err), 0);
 	assert_int_equal(raw, 523500000);
 	assert_int_equal(read_at(st, T0 + 4 * SEC + SEC / 2, &raw, &err), 0);
@@ -145,19 +174,27 @@ static void test_known_watts(void **state)
 	vw_src_redfish.close(st);
 }
 
-/* Without EnvironmentMetrics: the deprecated Power; without that too: the PSUs' sum. */
+/* Without EnvironmentMetrics: the chassis's power sensor; then the deprecated Power; then the
+ * PSUs' sum. Each names what it read as Kepler does (PowerControl, PowerSupply) or Sensor. */
 static void test_fallbacks(void **state)
 {
 	static const struct {
 		const char *hide;
 		const char *path;
+		const char *type, *id, *name;
 	} cases[] = {
-		{ "EnvironmentMetrics\n", "/redfish/v1/Chassis/1U/Power" },
-		{ "EnvironmentMetrics Power\n", "/redfish/v1/Chassis/1U/PowerSubsystem" },
+		{ "EnvironmentMetrics\n", "/redfish/v1/Chassis/1U/Sensors/TotalPower", "Sensor",
+		  "TotalPower", "Power reading for the Chassis" },
+		{ "EnvironmentMetrics Sensors\n", "/redfish/v1/Chassis/1U/Power", "PowerControl", "0",
+		  "System Input Power" },
+		{ "EnvironmentMetrics Sensors Power\n", "/redfish/v1/Chassis/1U/PowerSubsystem",
+		  "PowerSupply", "Bay1", "Power Supply Bay 1" },
 	};
+	struct vw_platform_reading rows[VW_PLATFORM_MAX_READINGS];
 	struct vw_redfish_config cfg = cfg_good();
 	const struct vw_zone_info *z;
 	uint64_t raw;
+	size_t n;
 	int err;
 	void *st = NULL;
 
@@ -169,12 +206,18 @@ static void test_fallbacks(void **state)
 		assert_int_equal(open_with(&cfg, &st), 0);
 		assert_int_equal(vw_src_redfish.zones(st, &z), 1);
 		assert_string_equal(z->path, cases[i].path);
+		await_uw(st, 250000000);
+		assert_int_equal(rows_uw(st, rows, &n), 250000000);
+		assert_int_equal(n, 1);
+		assert_string_equal(rows[0].source_type, cases[i].type);
+		assert_string_equal(rows[0].source_id, cases[i].id);
+		assert_string_equal(rows[0].source_name, cases[i].name);
 		assert_int_equal(read_at(st, T0, &raw, &err), 0);
 		assert_int_equal(read_at(st, T0 + 2 * SEC, &raw, &err), 0);
 		assert_int_equal(raw, 500000000); /* 250 W x 2 s */
 		vw_src_redfish.close(st);
 	}
-	ctl("hide", "EnvironmentMetrics Power PowerSubsystem\n");
+	ctl("hide", "EnvironmentMetrics Sensors Power PowerSubsystem\n");
 	assert_int_equal(open_with(&cfg, &st), -ENODEV);
 	ctl("hide", "\n");
 }
@@ -190,7 +233,7 @@ static int live_sessions(void)
 }
 
 /* A session while open, deleted at close; a new login when the BMC forgets it; the BMC's
- * session cap; basic auth leaves none. */
+ * session cap (the meter waits for a free one); basic auth leaves none. */
 static void test_sessions(void **state)
 {
 	struct vw_redfish_config cfg = cfg_good();
@@ -204,35 +247,45 @@ static void test_sessions(void **state)
 	assert_int_equal(live_sessions(), 0);
 	assert_int_equal(open_with(&cfg, &st), 0);
 	assert_int_equal(live_sessions(), 1);
-	assert_int_equal(read_at(st, T0, &raw, &err), 0);
+	await_uw(st, 100000000);
 	ctl("expire", "\n"); /* the BMC times every session out */
-	assert_int_equal(read_at(st, T0 + SEC, &raw, &err), 0);
-	assert_int_equal(raw, 100000000);
+	ctl("watts", "101\n");
+	await_uw(st, 101000000); /* read again: logged in again */
 	assert_int_equal(live_sessions(), 1);
 	vw_src_redfish.close(st);
 	assert_int_equal(live_sessions(), 0);
 
-	/* The BMC allows 4 (bmc.py --max-sessions): the fifth login is refused, -EUSERS. */
+	/* The BMC allows 4 (bmc.py --max-sessions): the fifth opens without a reading (-EUSERS)
+	 * and logs in once one of the four ends. */
 	void *four[4];
 
 	for (size_t i = 0; i < ARRAY_SIZE(four); i++)
 		assert_int_equal(open_with(&cfg, &four[i]), 0);
 	assert_int_equal(live_sessions(), 4);
-	assert_int_equal(open_with(&cfg, &st), -EUSERS);
-	for (size_t i = 0; i < ARRAY_SIZE(four); i++)
+	assert_int_equal(open_with(&cfg, &st), 0);
+	await_err(st, T0, -EUSERS, &raw);
+	assert_false(vw_src_redfish.fresh(st));
+	vw_src_redfish.close(four[0]);
+	await_uw(st, 101000000);
+	assert_int_equal(live_sessions(), 4);
+	vw_src_redfish.close(st);
+	for (size_t i = 1; i < ARRAY_SIZE(four); i++)
 		vw_src_redfish.close(four[i]);
 	assert_int_equal(live_sessions(), 0);
 
 	cfg.auth = VW_REDFISH_AUTH_BASIC;
 	assert_int_equal(open_with(&cfg, &st), 0);
+	await_uw(st, 101000000);
 	assert_int_equal(read_at(st, T0, &raw, &err), 0);
 	assert_int_equal(live_sessions(), 0);
 	vw_src_redfish.close(st);
 }
 
+/* What the BMC will keep refusing fails open() (said at start); a BMC not up yet does not. */
 static void test_refused(void **state)
 {
 	struct vw_redfish_config cfg = cfg_good();
+	uint64_t raw;
 	void *st = NULL;
 
 	(void)state;
@@ -247,10 +300,20 @@ static void test_refused(void **state)
 	cfg.insecure = true;
 	assert_int_equal(open_with(&cfg, &st), 0);
 	vw_src_redfish.close(st);
+
+	cfg = cfg_good();
+	ctl("mode", "reset\n"); /* rebooting */
+	assert_int_equal(open_with(&cfg, &st), 0);
+	await_err(st, T0, -ECONNRESET, &raw);
+	assert_int_equal(raw, 0);
+	ctl("watts", "77\n");
+	ctl("mode", "ok\n");
+	await_uw(st, 77000000);
+	vw_src_redfish.close(st);
 }
 
-/* Each fault fails the read with its -errno, counts nothing, and the read after it only sets
- * the time again. */
+/* A reading older than the staleness bound counts nothing, with the poller's -errno, and the
+ * read after it only sets the time again. */
 static void test_faults(void **state)
 {
 	static const struct {
@@ -269,22 +332,54 @@ static void test_faults(void **state)
 	ctl("mode", "ok\n");
 	ctl("watts", "100\n");
 	cfg.timeout_ms = 1000;
+	cfg.staleness_ms = 300;
 	assert_int_equal(open_with(&cfg, &st), 0);
+	await_uw(st, 100000000);
 	assert_int_equal(read_at(st, now, &raw, &err), 0);
 	for (size_t i = 0; i < ARRAY_SIZE(faults); i++) {
 		assert_int_equal(read_at(st, now += SEC, &raw, &err), 0);
 		before = raw;
 		ctl("mode", faults[i].mode);
-		assert_int_equal(read_at(st, now += SEC, &raw, &err), faults[i].err);
-		assert_int_equal(err, faults[i].err);
-		assert_int_equal(raw, before);
+		await_err(st, now += SEC, faults[i].err, &raw);
+		assert_int_equal(raw, before + 100000000); /* the second before the fault was seen */
+		before = raw;
+		assert_false(vw_src_redfish.fresh(st));
+		assert_int_equal(rows_uw(st, (struct vw_platform_reading[16]){ 0 }, NULL), 0);
 		ctl("mode", "ok\n");
-		assert_int_equal(read_at(st, now += 10 * SEC, &raw, &err), 0);
-		assert_int_equal(raw, before); /* the gap is not made up */
+		await_err(st, now += 10 * SEC, 0, &raw);
+		assert_int_equal(raw, before); /* the stale span is not made up */
 	}
 	assert_int_equal(read_at(st, now + SEC, &raw, &err), 0);
 	assert_int_equal(raw, before + 100000000);
 	vw_src_redfish.close(st);
+}
+
+/* A BMC that hangs never holds up read(), and close() cancels the request in flight. */
+static void test_never_stalls(void **state)
+{
+	struct vw_redfish_config cfg = cfg_good();
+	uint64_t raw, t, worst = 0;
+	int err;
+	void *st = NULL;
+
+	(void)state;
+	ctl("mode", "ok\n");
+	ctl("watts", "100\n");
+	cfg.timeout_ms = 8000;
+	assert_int_equal(open_with(&cfg, &st), 0);
+	await_uw(st, 100000000);
+	ctl("mode", "slow 6\n"); /* each request takes 6 s */
+	for (int i = 0; i < 20; i++) {                 /* 2 s of reads while a poll hangs */
+		t = monotonic_ms();
+		(void)read_at(st, T0 + (uint64_t)i * SEC, &raw, &err);
+		worst = VW_MAX(worst, monotonic_ms() - t);
+		usleep(100000);
+	}
+	assert_true(worst < 500);
+	t = monotonic_ms();
+	vw_src_redfish.close(st);
+	assert_true(monotonic_ms() - t < 4500); /* cancelled (~1 s), logout bounded (2 s) */
+	ctl("mode", "ok\n");
 }
 
 int main(void)
@@ -296,12 +391,12 @@ int main(void)
 		cmocka_unit_test(test_sessions),
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_faults),
+		cmocka_unit_test(test_never_stalls),
 	};
 
 	vw_log_set_level(VW_LOG_WARN);
 	/* The simulated BMC needs python3 and the openssl CLI: skip without them, except in CI. */
-	if (system("command -v python3 >/dev/null && command -v openssl >/dev/null") != 0 &&
-	    !vw_test_in_ci()) {
+	if (!vw_test_bmc_available() && !vw_test_in_ci()) {
 		printf("1..0 # SKIP python3 or openssl missing\n");
 		return 0;
 	}

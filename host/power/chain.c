@@ -25,5 +25,6 @@ const struct vw_power_source_ops *const vw_host_power_sources[] = {
 
 const struct vw_power_source_ops *const vw_host_platform_sources[] = {
 	&vw_src_acpi_power_meter,
+	&vw_src_redfish,
 	NULL,
 };

@@ -44,21 +44,26 @@ extern const struct vw_power_source_ops vw_src_hwmon;
 
 /*
  * A BMC's whole-node power over Redfish (src_redfish.c, name "redfish"): one VW_ZONE_PLATFORM
- * zone, the first chassis with EnvironmentMetrics, Power or PowerSubsystem readings, integrated
- * like the ACPI meter. Groundwork for issue #13: configured through env->ctx (a struct
- * vw_meter_config; open() gives -ENODEV without its redfish member) and not in any chain yet.
+ * zone, the first chassis with EnvironmentMetrics, Power or PowerSubsystem readings, polled by
+ * a thread of its own (a BMC takes seconds) and integrated on the sampling clock like the ACPI
+ * meter; a reading older than `staleness` counts nothing. Configured through env->ctx (struct
+ * vw_meter_config): -ENODEV without its redfish member.
  */
 enum vw_redfish_auth {
 	VW_REDFISH_AUTH_SESSION, /* a session (X-Auth-Token), basic where the BMC has none */
 	VW_REDFISH_AUTH_BASIC,   /* HTTP basic on every request */
 };
 struct vw_redfish_config {
+	const char *id;       /* the BMC's id in the BMC file (kepler_platform_watts bmc_id) */
 	const char *endpoint; /* https://host[:port] */
 	const char *username;
 	const char *password;
 	const char *ca_file; /* PEM CA bundle; NULL: the system's */
 	bool insecure;       /* no certificate check (Kepler's `insecure`) */
 	long timeout_ms;     /* per request; 0: 5000 */
+	long interval_ms;    /* between polls; 0: 5000 */
+	long staleness_ms;   /* a reading older than this counts nothing; 0: 2 x interval +
+			      * timeout */
 	enum vw_redfish_auth auth;
 };
 extern const struct vw_power_source_ops vw_src_redfish;

@@ -1,635 +1,176 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The Redfish meter (issue #13, groundwork): a BMC's whole-node power over HTTPS, one
- * VW_ZONE_PLATFORM zone. NOT in vw_host_platform_sources yet (see "Next" below).
+ * The Redfish meter: a BMC's whole-node power, one VW_ZONE_PLATFORM zone (the client that
+ * speaks to the BMC is redfish_client.c).
  *
- * Discovery at open(): the service root -> its Chassis collection -> the first chassis (in the
- * collection's order) that links one of these, newest schema first:
+ * A BMC answers in hundreds of ms to seconds, rate-limits and sometimes hangs, so no request
+ * runs on the sampling thread: a poller thread of this source's own owns the client, polls
+ * every `interval` (backing off, doubling to 60 s, while the BMC fails) and keeps the last good
+ * reading with the time it was taken. read() takes that reading and integrates it over the
+ * sampling clock like the ACPI meter (src_hwmon.c): µW x ns in integers, the part below 1 µJ
+ * carried, the first read only setting the time. A reading older than `staleness` is stale:
+ * it counts nothing (it is never carried forward past that), the zone reports the poller's
+ * error (or -ESTALE), and the next fresh read only sets the time again. Within `staleness`
+ * a poll that failed (a 503 from a busy BMC) leaves the last reading in use.
  *
- *   EnvironmentMetrics          PowerWatts.Reading
- *   Power (deprecated)          PowerControl[0].PowerConsumedWatts (the most common in service)
- *   PowerSubsystem              the sum of PowerSupplies/<each>/Metrics InputPowerWatts.Reading
+ * open() connects once on the caller's thread (bounded by the request timeout): credentials
+ * refused, a certificate not trusted or a BMC with no power reading fail it, so that the
+ * daemon says so at start; a BMC that does not answer yet (down, rebooting, out of sessions)
+ * does not: the zone opens stale and the poller connects when it can.
  *
- * and whose reading answers now. The zone's `path` label is that resource's path on the BMC
- * (/redfish/v1/Chassis/1U/EnvironmentMetrics), never the endpoint, so that it stays put.
- *
- * Each read() GETs the reading (W) and integrates it into a cumulative µJ counter of its own,
- * like the ACPI meter (src_hwmon.c): µW x ns in integers, the part below 1 µJ carried, the
- * first read only sets the time, a failed read counts nothing and the next good one only sets
- * the time again. The EnergykWh counters are not used: 0.001 kW.h steps are 3.6 kJ. A failing
- * BMC is warned about once while it lasts (rate-limited) and once when it reads again.
- *
- * Auth (cfg->auth): a session by default: POST SessionService/Sessions, X-Auth-Token on every
- * request, one new login when the BMC refuses the token (it times sessions out), DELETE of the
- * session's Location at close (BMCs allow 4-16 sessions: never leave one behind); a BMC with no
- * session service gets basic auth. VW_REDFISH_AUTH_BASIC: HTTP basic on every request. A login
- * refused for too many sessions is -EUSERS. Errors map to -errno:
- * 401/403 -EACCES, 404 -ENOENT, 503 and 429 -EAGAIN, another status -EIO, a timeout
- * -ETIMEDOUT, a TLS failure -EPROTO, a connection refused/reset -ECONNREFUSED/-ECONNRESET, a
- * body that is no JSON or a short one -EBADMSG, a reading that is null -ENODATA.
- *
- * Next (the following session's):
- *   - The GET runs on the sampling thread here and a BMC takes 100 ms to seconds: it must move
- *     off that thread (a poller thread per BMC keeping the last reading and its time, read()
- *     integrating what it has; fresh() saying whether it is recent).
- *   - Config from --platform.redfish.config-file (Kepler's nodes/bmcs YAML) instead of
- *     env->ctx, the chain entry, kepler_platform_watts, Sensors (ReadingType Power).
+ * The EnergykWh counters are not used: 0.001 kW.h steps are 3.6 kJ on most BMCs, coarser than
+ * a whole interval of a node's energy.
  */
-#include <curl/curl.h>
 #include <errno.h>
-#include <json-c/json.h>
-#include <math.h>
-#include <stddef.h>
-#include <stdio.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
+#include <time.h>
 
 #include "log.h"
 #include "macro.h"
 #include "power.h"
+#include "redfish_client.h"
+#include "thread.h"
 
-#define RF_ROOT "/redfish/v1/"
-#define RF_SESSIONS RF_ROOT "SessionService/Sessions"
-#define RF_BODY_MAX (1u << 20)      /* a resource larger than 1 MiB is not one we read */
-#define RF_TIMEOUT_MS_DEFAULT 5000L
-#define RF_MAX_PSU 16
-#define RF_FIELD 256 /* a session's token and path, as kept */
-#define RF_MAX_WATTS 10e6           /* 10 MW: beyond any node; junk */
+#define INTERVAL_MS_DEFAULT 5000L
+#define TIMEOUT_MS_DEFAULT 5000L
+#define BACKOFF_MS_MAX 60000L
+#define NS_PER_MS 1000000ULL
 #define NS_UW_PER_UJ 1000000000ULL /* ns x µW per µJ */
+#define PATH_UNKNOWN "/redfish/v1/" /* the zone's path while the BMC has not been found yet */
 
 typedef unsigned __int128 rf_u128;
 
-enum rf_kind {
-	RF_KIND_ENV_METRICS,
-	RF_KIND_POWER_CONTROL,
-	RF_KIND_PSU_METRICS,
-};
-
 struct redfish {
-	CURL *easy;
-	char *endpoint; /* https://host[:port], no trailing slash */
-	long timeout_ms;
-	struct {
-		char *data;
-		size_t len;
-		bool overflow;
-	} body;
-	/* Session auth: the token sent as X-Auth-Token, the session's path to DELETE at close. */
-	bool use_session;
-	char *username, *password;
-	char token[RF_FIELD];
-	char session[RF_FIELD];
-	struct curl_slist *headers;
-	enum rf_kind kind;
-	char *psu[RF_MAX_PSU]; /* RF_KIND_PSU_METRICS: each supply's Metrics path */
-	size_t npsu;
+	struct vw_rf_client *client; /* the poller's alone once it runs */
+	pthread_t thread;
+	bool running;
+	atomic_bool cancel; /* aborts the request in flight at close */
+	long interval_ms;
+	uint64_t staleness_ns;
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* wakes the poller to stop */
+	/* Under mu: */
+	bool stop;
+	bool connected;
+	struct vw_rf_reading last; /* the last good poll */
+	uint64_t last_at_ns;       /* vw_now_ns() when it was taken; 0: none yet */
+	int poll_err;              /* the last poll's result */
+	/* The sampling thread's: */
 	struct vw_zone_info info;
 	uint64_t energy_uj;
 	uint64_t rem_nuj; /* below 1 µJ, in 1e-9 µJ (µW x ns) */
 	uint64_t last_ns;
 	bool primed;
-	uint64_t last_uw; /* the last good reading */
 	struct vw_complaint complaint;
+	struct vw_complaint poll_complaint; /* the poller's */
 };
 
-/* ---- HTTP ------------------------------------------------------------------------------- */
-
-static size_t on_body(char *p, size_t size, size_t n, void *userdata)
+static long backoff_ms(long interval_ms, unsigned failures)
 {
-	struct redfish *rf = userdata;
-	size_t len = size * n;
-	char *d;
+	long d = interval_ms;
 
-	if (rf->body.len + len > RF_BODY_MAX) {
-		rf->body.overflow = true;
-		return 0;
+	for (unsigned i = 0; i < failures && d < BACKOFF_MS_MAX; i++)
+		d *= 2;
+	return VW_MIN(d, BACKOFF_MS_MAX);
+}
+
+/* Sleep on rf->cv (mu held) until ms from now or stop. */
+static void wait_ms(struct redfish *rf, long ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (ms % 1000) * (long)NS_PER_MS;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
 	}
-	d = realloc(rf->body.data, rf->body.len + len + 1);
-	if (!d)
-		return 0;
-	memcpy(d + rf->body.len, p, len);
-	rf->body.data = d;
-	rf->body.len += len;
-	d[rf->body.len] = '\0';
-	return len;
+	while (!rf->stop && pthread_cond_timedwait(&rf->cv, &rf->mu, &ts) == 0)
+		;
 }
 
-static int curl_errno(CURLcode cc)
+static int poll_once(struct redfish *rf, bool connected, struct vw_rf_reading *rd)
 {
-	switch (cc) {
-	case CURLE_OPERATION_TIMEDOUT:
-		return -ETIMEDOUT;
-	case CURLE_COULDNT_CONNECT:
-		return -ECONNREFUSED;
-	case CURLE_RECV_ERROR:
-	case CURLE_SEND_ERROR:
-	case CURLE_GOT_NOTHING:
-		return -ECONNRESET;
-	case CURLE_PARTIAL_FILE:
-		return -EBADMSG;
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_SSL_CACERT_BADFILE:
-	case CURLE_SSL_CERTPROBLEM:
-		return -EPROTO;
-	case CURLE_WRITE_ERROR:
-		return -EFBIG;
-	case CURLE_OUT_OF_MEMORY:
-		return -ENOMEM;
-	default:
-		return -EIO;
+	int r = connected ? 0 : vw_rf_client_connect(rf->client);
+
+	if (r == 0 && !connected)
+		vw_info("redfish: %s: reading %s", vw_rf_client_endpoint(rf->client),
+			vw_rf_client_path(rf->client));
+	return r < 0 ? r : vw_rf_client_read(rf->client, rd);
+}
+
+static void *poller(void *arg)
+{
+	struct redfish *rf = arg;
+	unsigned failures = 0;
+	struct vw_rf_reading rd;
+
+	pthread_mutex_lock(&rf->mu);
+	while (!rf->stop) {
+		bool connected = rf->connected;
+		int r;
+
+		pthread_mutex_unlock(&rf->mu);
+		r = poll_once(rf, connected, &rd);
+		if (r < 0 && r != -ECANCELED)
+			vw_complain(&rf->poll_complaint, VW_LOG_WARN,
+				    "redfish: %s: %s: %s; polling again with back-off",
+				    vw_rf_client_endpoint(rf->client),
+				    connected ? "cannot read the node's power" : "cannot connect",
+				    strerror(-r));
+		else if (r == 0)
+			vw_release(&rf->poll_complaint, VW_LOG_INFO, "redfish: %s: answering again",
+				   vw_rf_client_endpoint(rf->client));
+		pthread_mutex_lock(&rf->mu);
+		rf->poll_err = r;
+		if (r == 0) {
+			rf->connected = true;
+			rf->last = rd;
+			rf->last_at_ns = vw_now_ns();
+			failures = 0;
+		} else {
+			failures++;
+		}
+		wait_ms(rf, r == 0 ? rf->interval_ms : backoff_ms(rf->interval_ms, failures));
 	}
+	pthread_mutex_unlock(&rf->mu);
+	return NULL;
 }
-
-static int status_errno(long status)
-{
-	if (status == 200)
-		return 0;
-	if (status == 401 || status == 403)
-		return -EACCES;
-	if (status == 404)
-		return -ENOENT;
-	if (status == 429 || status == 503)
-		return -EAGAIN;
-	return -EIO;
-}
-
-static void json_putp(struct json_object **p)
-{
-	json_object_put(*p);
-}
-#define _cleanup_json_ _cleanup_(json_putp)
-
-/* During a login: X-Auth-Token and Location. */
-static size_t on_header(char *p, size_t size, size_t n, void *userdata)
-{
-	struct redfish *rf = userdata;
-	size_t len = size * n, k, v;
-	static const struct {
-		const char *name;
-		size_t off;
-	} want[] = {
-		{ "X-Auth-Token", offsetof(struct redfish, token) },
-		{ "Location", offsetof(struct redfish, session) },
-	};
-
-	for (size_t i = 0; i < ARRAY_SIZE(want); i++) {
-		k = strlen(want[i].name);
-		if (len <= k || strncasecmp(p, want[i].name, k) != 0 || p[k] != ':')
-			continue;
-		for (v = k + 1; v < len && (p[v] == ' ' || p[v] == '\t'); v++)
-			;
-		while (len > v && (p[len - 1] == '\r' || p[len - 1] == '\n' || p[len - 1] == ' '))
-			len--;
-		if (len - v < RF_FIELD) /* longer: not a token or a path we keep */
-			snprintf((char *)rf + want[i].off, RF_FIELD, "%.*s", (int)(len - v), p + v);
-	}
-	return size * n;
-}
-
-/*
- * One request: method "GET", "POST" (body: JSON text) or "DELETE" on `path` (an @odata.id,
- * /redfish/v1/...). 0 with *ret_status for any HTTP answer, -errno for transport failures.
- */
-static int rf_request(struct redfish *rf, const char *method, const char *path, const char *body,
-		      long *ret_status)
-{
-	_cleanup_free_ char *url = NULL;
-	struct curl_slist *post_headers = NULL;
-	CURLcode cc;
-
-	*ret_status = 0;
-	if (strncmp(path, RF_ROOT, strlen(RF_ROOT)) != 0 || strchr(path, '#'))
-		return -EBADMSG;
-	if (asprintf(&url, "%s%s", rf->endpoint, path) < 0)
-		return -ENOMEM;
-	free(rf->body.data);
-	rf->body.data = NULL;
-	rf->body.len = 0;
-	rf->body.overflow = false;
-	curl_easy_setopt(rf->easy, CURLOPT_URL, url);
-	curl_easy_setopt(rf->easy, CURLOPT_HTTPGET, 1L);
-	curl_easy_setopt(rf->easy, CURLOPT_CUSTOMREQUEST, NULL);
-	curl_easy_setopt(rf->easy, CURLOPT_HTTPHEADER, rf->headers);
-	if (strcmp(method, "POST") == 0) {
-		post_headers = curl_slist_append(NULL, "Content-Type: application/json");
-		if (!post_headers)
-			return -ENOMEM;
-		curl_easy_setopt(rf->easy, CURLOPT_HTTPHEADER, post_headers);
-		curl_easy_setopt(rf->easy, CURLOPT_COPYPOSTFIELDS, body);
-	} else if (strcmp(method, "DELETE") == 0) {
-		curl_easy_setopt(rf->easy, CURLOPT_CUSTOMREQUEST, "DELETE");
-	}
-	cc = curl_easy_perform(rf->easy);
-	curl_easy_setopt(rf->easy, CURLOPT_HTTPHEADER, rf->headers);
-	curl_slist_free_all(post_headers);
-	if (cc != CURLE_OK)
-		return rf->body.overflow ? -EFBIG : curl_errno(cc);
-	curl_easy_getinfo(rf->easy, CURLINFO_RESPONSE_CODE, ret_status);
-	return 0;
-}
-
-/* GET `path` and parse it; *ret owned by the caller. */
-static int rf_get_once(struct redfish *rf, const char *path, struct json_object **ret)
-{
-	enum json_tokener_error jerr;
-	struct json_object *doc;
-	long status;
-	int r;
-
-	*ret = NULL;
-	r = rf_request(rf, "GET", path, NULL, &status);
-	if (r < 0)
-		return r;
-	r = status_errno(status);
-	if (r < 0)
-		return r;
-	if (!rf->body.data)
-		return -EBADMSG;
-	doc = json_tokener_parse_verbose(rf->body.data, &jerr);
-	if (!doc || !json_object_is_type(doc, json_type_object)) {
-		json_object_put(doc);
-		return -EBADMSG;
-	}
-	*ret = doc;
-	return 0;
-}
-
-/* ---- sessions --------------------------------------------------------------------------- */
-
-static int set_token_header(struct redfish *rf)
-{
-	char h[sizeof(rf->token) + 32];
-
-	curl_slist_free_all(rf->headers);
-	rf->headers = NULL;
-	if (!rf->token[0])
-		return 0;
-	snprintf(h, sizeof(h), "X-Auth-Token: %s", rf->token);
-	rf->headers = curl_slist_append(NULL, h);
-	return rf->headers ? 0 : -ENOMEM;
-}
-
-/* DELETE our session (best effort: the BMC may have timed it out already). */
-static void rf_logout(struct redfish *rf)
-{
-	long status;
-	int r;
-
-	if (!rf->session[0])
-		return;
-	r = rf_request(rf, "DELETE", rf->session, NULL, &status);
-	if (r == 0 && status != 200 && status != 204 && status != 404 && status != 401)
-		r = -EIO;
-	if (r < 0)
-		vw_warn("redfish: %s: cannot end session %s: %s", rf->endpoint, rf->session,
-			strerror(-r));
-	rf->session[0] = rf->token[0] = '\0';
-	(void)set_token_header(rf);
-}
-
-/* Location may be a path or an absolute URL on the BMC: keep the path. */
-static int session_path(struct redfish *rf)
-{
-	const char *p = rf->session;
-
-	if (strncmp(p, "https://", 8) == 0) {
-		p = strchr(p + 8, '/');
-		if (!p)
-			return -EBADMSG;
-		memmove(rf->session, p, strlen(p) + 1);
-	}
-	return strncmp(rf->session, RF_ROOT, strlen(RF_ROOT)) == 0 ? 0 : -EBADMSG;
-}
-
-/* POST SessionService/Sessions; from then on X-Auth-Token instead of basic auth. */
-static int rf_login(struct redfish *rf)
-{
-	_cleanup_json_ struct json_object *req = json_object_new_object();
-	long status;
-	int r;
-
-	if (!req || json_object_object_add(req, "UserName",
-					   json_object_new_string(rf->username)) < 0 ||
-	    json_object_object_add(req, "Password", json_object_new_string(rf->password)) < 0)
-		return -ENOMEM;
-	rf->session[0] = rf->token[0] = '\0';
-	(void)set_token_header(rf);
-	curl_easy_setopt(rf->easy, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(rf->easy, CURLOPT_HEADERDATA, rf);
-	r = rf_request(rf, "POST", RF_SESSIONS,
-		       json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN), &status);
-	/* Both: with HEADERDATA set and no HEADERFUNCTION, curl hands headers to on_body. */
-	curl_easy_setopt(rf->easy, CURLOPT_HEADERFUNCTION, NULL);
-	curl_easy_setopt(rf->easy, CURLOPT_HEADERDATA, NULL);
-	if (r < 0)
-		return r;
-	if (status != 201 && status != 200)
-		return status == 503 ? -EUSERS : status_errno(status) ?: -EIO;
-	if (!rf->token[0] || !rf->session[0] || session_path(rf) < 0) {
-		rf->session[0] = rf->token[0] = '\0';
-		return -EBADMSG;
-	}
-	return set_token_header(rf);
-}
-
-/* GET, logging in again once when the BMC has forgotten our session (it times them out). */
-static int rf_get(struct redfish *rf, const char *path, struct json_object **ret)
-{
-	int r = rf_get_once(rf, path, ret);
-
-	if (r != -EACCES || !rf->use_session)
-		return r;
-	vw_debug("redfish: %s: session refused, logging in again", rf->endpoint);
-	rf_logout(rf);
-	r = rf_login(rf);
-	if (r < 0)
-		return r;
-	return rf_get_once(rf, path, ret);
-}
-
-
-/* obj[key]["@odata.id"], or NULL. */
-static const char *link_of(struct json_object *obj, const char *key)
-{
-	struct json_object *l, *id;
-
-	if (!json_object_object_get_ex(obj, key, &l) ||
-	    !json_object_object_get_ex(l, "@odata.id", &id) ||
-	    !json_object_is_type(id, json_type_string))
-		return NULL;
-	return json_object_get_string(id);
-}
-
-/* A reading in W -> µW: -ENODATA when null or absent, -ERANGE when negative or absurd. */
-static int watts_uw(struct json_object *v, uint64_t *ret_uw)
-{
-	double w;
-
-	if (!v || json_object_is_type(v, json_type_null))
-		return -ENODATA;
-	if (!json_object_is_type(v, json_type_double) && !json_object_is_type(v, json_type_int))
-		return -EBADMSG;
-	w = json_object_get_double(v);
-	if (!isfinite(w) || w < 0 || w > RF_MAX_WATTS)
-		return -ERANGE;
-	*ret_uw = (uint64_t)llround(w * 1e6);
-	return 0;
-}
-
-/* obj[a][b] (b NULL: obj[a]), or NULL. */
-static struct json_object *member(struct json_object *obj, const char *a, const char *b)
-{
-	struct json_object *x;
-
-	if (!json_object_object_get_ex(obj, a, &x))
-		return NULL;
-	if (b && !json_object_object_get_ex(x, b, &x))
-		return NULL;
-	return x;
-}
-
-/*
- * GET path, follow its link `key` to a collection and GET that: *ret_coll (the caller's to put)
- * and its Members array in *ret_members. -ENOENT without the link, -EBADMSG without Members.
- */
-static int get_members(struct redfish *rf, const char *path, const char *key,
-		       struct json_object **ret_coll, struct json_object **ret_members)
-{
-	_cleanup_json_ struct json_object *obj = NULL, *coll = NULL;
-	const char *link;
-	int r = rf_get(rf, path, &obj);
-
-	if (r < 0)
-		return r;
-	link = link_of(obj, key);
-	if (!link)
-		return -ENOENT;
-	r = rf_get(rf, link, &coll);
-	if (r < 0)
-		return r;
-	*ret_members = member(coll, "Members", NULL);
-	if (!*ret_members || !json_object_is_type(*ret_members, json_type_array))
-		return -EBADMSG;
-	*ret_coll = VW_TAKE_PTR(coll);
-	return 0;
-}
-
-/* ---- readings --------------------------------------------------------------------------- */
-
-static int read_psu_sum(struct redfish *rf, uint64_t *ret_uw)
-{
-	uint64_t sum = 0;
-
-	for (size_t i = 0; i < rf->npsu; i++) {
-		_cleanup_json_ struct json_object *m = NULL;
-		uint64_t uw;
-		int r = rf_get(rf, rf->psu[i], &m);
-
-		if (r == 0)
-			r = watts_uw(member(m, "InputPowerWatts", "Reading"), &uw);
-		if (r < 0)
-			return r; /* a partial sum would be a wrong node power */
-		sum += uw;
-	}
-	*ret_uw = sum;
-	return 0;
-}
-
-/* The node's power now, in µW. */
-static int read_uw(struct redfish *rf, uint64_t *ret_uw)
-{
-	_cleanup_json_ struct json_object *doc = NULL;
-	struct json_object *pc;
-	int r;
-
-	if (rf->kind == RF_KIND_PSU_METRICS)
-		return read_psu_sum(rf, ret_uw);
-	r = rf_get(rf, rf->info.path, &doc);
-	if (r < 0)
-		return r;
-	if (rf->kind == RF_KIND_ENV_METRICS)
-		return watts_uw(member(doc, "PowerWatts", "Reading"), ret_uw);
-	pc = member(doc, "PowerControl", NULL);
-	if (!pc || !json_object_is_type(pc, json_type_array) || json_object_array_length(pc) == 0)
-		return -ENODATA;
-	return watts_uw(member(json_object_array_get_idx(pc, 0), "PowerConsumedWatts", NULL),
-			ret_uw);
-}
-
-/* ---- discovery -------------------------------------------------------------------------- */
-
-static void psus_clear(struct redfish *rf)
-{
-	for (size_t i = 0; i < rf->npsu; i++)
-		free(rf->psu[i]);
-	rf->npsu = 0;
-}
-
-/* PowerSubsystem -> PowerSupplies -> each member's Metrics link (a previous chassis's gone). */
-static int find_psus(struct redfish *rf, const char *subsystem)
-{
-	_cleanup_json_ struct json_object *coll = NULL;
-	struct json_object *members;
-	const char *link;
-	int r;
-
-	psus_clear(rf);
-	r = get_members(rf, subsystem, "PowerSupplies", &coll, &members);
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < json_object_array_length(members) && rf->npsu < RF_MAX_PSU; i++) {
-		_cleanup_json_ struct json_object *psu = NULL;
-		const char *id = json_object_get_string(
-			member(json_object_array_get_idx(members, i), "@odata.id", NULL));
-
-		if (!id || rf_get(rf, id, &psu) < 0 || !(link = link_of(psu, "Metrics")))
-			continue; /* a supply without metrics (Bay2 in DMTF's mockup) adds nothing */
-		rf->psu[rf->npsu] = strdup(link);
-		if (!rf->psu[rf->npsu])
-			return -ENOMEM;
-		rf->npsu++;
-	}
-	return rf->npsu > 0 ? 0 : -ENOENT;
-}
-
-/* Try one chassis: its first representation, newest first, that reads now. */
-static int try_chassis(struct redfish *rf, const char *chassis)
-{
-	static const struct {
-		const char *key;
-		enum rf_kind kind;
-	} order[] = {
-		{ "EnvironmentMetrics", RF_KIND_ENV_METRICS },
-		{ "Power", RF_KIND_POWER_CONTROL },
-		{ "PowerSubsystem", RF_KIND_PSU_METRICS },
-	};
-	_cleanup_json_ struct json_object *ch = NULL;
-	int r = rf_get(rf, chassis, &ch), first = -ENOENT;
-
-	if (r < 0)
-		return r;
-	for (size_t i = 0; i < ARRAY_SIZE(order); i++) {
-		const char *link = link_of(ch, order[i].key);
-		uint64_t uw;
-
-		if (!link || strlen(link) >= sizeof(rf->info.path))
-			continue;
-		rf->kind = order[i].kind;
-		snprintf(rf->info.path, sizeof(rf->info.path), "%s", link);
-		r = rf->kind == RF_KIND_PSU_METRICS ? find_psus(rf, link) : 0;
-		if (r == 0)
-			r = read_uw(rf, &uw);
-		if (r == 0)
-			return 0;
-		vw_debug("redfish: %s: %s does not read: %s", rf->endpoint, link, strerror(-r));
-		if (first == -ENOENT)
-			first = r;
-	}
-	return first;
-}
-
-static int discover(struct redfish *rf)
-{
-	_cleanup_json_ struct json_object *coll = NULL;
-	struct json_object *members;
-	int r, first = -ENODEV;
-
-	r = get_members(rf, RF_ROOT, "Chassis", &coll, &members);
-	if (r < 0)
-		return r == -ENOENT ? -ENODEV : r;
-	for (size_t i = 0; i < json_object_array_length(members); i++) {
-		const char *id = json_object_get_string(
-			member(json_object_array_get_idx(members, i), "@odata.id", NULL));
-
-		if (!id)
-			continue;
-		r = try_chassis(rf, id);
-		if (r == 0)
-			return 0;
-		if (first == -ENODEV && r != -ENOENT)
-			first = r;
-	}
-	return first;
-}
-
-/* ---- the ops ---------------------------------------------------------------------------- */
 
 static void rf_free(struct redfish *rf)
 {
 	if (!rf)
 		return;
-	if (rf->easy) {
-		rf_logout(rf);
-		curl_easy_cleanup(rf->easy);
+	if (rf->running) {
+		pthread_mutex_lock(&rf->mu);
+		rf->stop = true;
+		atomic_store(&rf->cancel, true);
+		pthread_cond_signal(&rf->cv);
+		pthread_mutex_unlock(&rf->mu);
+		pthread_join(rf->thread, NULL);
 	}
-	curl_slist_free_all(rf->headers);
-	free(rf->username);
-	free(rf->password);
-	psus_clear(rf);
-	free(rf->body.data);
-	free(rf->endpoint);
+	vw_rf_client_free(rf->client);
+	pthread_cond_destroy(&rf->cv);
+	pthread_mutex_destroy(&rf->mu);
 	free(rf);
 }
 
-static int rf_setup(struct redfish *rf, const struct vw_redfish_config *cfg)
+static int rf_init_sync(struct redfish *rf)
 {
-	size_t n = strlen(cfg->endpoint);
-
-	while (n > 0 && cfg->endpoint[n - 1] == '/')
-		n--;
-	rf->endpoint = strndup(cfg->endpoint, n);
-	rf->username = strdup(cfg->username ? cfg->username : "");
-	rf->password = strdup(cfg->password ? cfg->password : "");
-	rf->easy = curl_easy_init();
-	if (!rf->endpoint || !rf->username || !rf->password || !rf->easy)
-		return -ENOMEM;
-	rf->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : RF_TIMEOUT_MS_DEFAULT;
-	curl_easy_setopt(rf->easy, CURLOPT_PROTOCOLS_STR, "https");
-	curl_easy_setopt(rf->easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(rf->easy, CURLOPT_USERAGENT, "virtwatt/" VW_VERSION);
-	curl_easy_setopt(rf->easy, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(rf->easy, CURLOPT_WRITEDATA, rf);
-	curl_easy_setopt(rf->easy, CURLOPT_TIMEOUT_MS, rf->timeout_ms);
-	curl_easy_setopt(rf->easy, CURLOPT_CONNECTTIMEOUT_MS, rf->timeout_ms);
-	curl_easy_setopt(rf->easy, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-	curl_easy_setopt(rf->easy, CURLOPT_USERNAME, cfg->username ? cfg->username : "");
-	curl_easy_setopt(rf->easy, CURLOPT_PASSWORD, cfg->password ? cfg->password : "");
-	if (cfg->ca_file)
-		curl_easy_setopt(rf->easy, CURLOPT_CAINFO, cfg->ca_file);
-	if (cfg->insecure) {
-		curl_easy_setopt(rf->easy, CURLOPT_SSL_VERIFYPEER, 0L);
-		curl_easy_setopt(rf->easy, CURLOPT_SSL_VERIFYHOST, 0L);
-	}
-	return 0;
-}
-
-/*
- * Session auth where asked for; a BMC without a session service (404, 405, 501 to the login)
- * is read with basic auth instead. Basic auth stays configured on the handle meanwhile: the
- * token header takes over once set (a BMC accepts either).
- */
-static int rf_auth(struct redfish *rf, const struct vw_redfish_config *cfg)
-{
+	pthread_condattr_t ca;
 	int r;
 
-	if (cfg->auth == VW_REDFISH_AUTH_BASIC)
-		return 0;
-	r = rf_login(rf);
-	if (r == -ENOENT || r == -EIO) {
-		vw_info("redfish: %s: no session service (%s), using basic auth", rf->endpoint,
-			strerror(-r));
-		return 0;
-	}
-	if (r < 0)
-		return r;
-	rf->use_session = true;
-	/* With a token, send no basic credentials. */
-	curl_easy_setopt(rf->easy, CURLOPT_HTTPAUTH, (long)CURLAUTH_NONE);
-	curl_easy_setopt(rf->easy, CURLOPT_USERNAME, NULL);
-	curl_easy_setopt(rf->easy, CURLOPT_PASSWORD, NULL);
-	return 0;
+	r = -pthread_condattr_init(&ca);
+	if (r == 0)
+		r = -pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	if (r == 0)
+		r = -pthread_cond_init(&rf->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	return r < 0 ? r : -pthread_mutex_init(&rf->mu, NULL);
 }
 
 static int redfish_open(const struct vw_power_env *env, void **ret_state)
@@ -637,21 +178,42 @@ static int redfish_open(const struct vw_power_env *env, void **ret_state)
 	const struct vw_meter_config *meters = env ? env->ctx : NULL;
 	const struct vw_redfish_config *cfg = meters ? meters->redfish : NULL;
 	struct redfish *rf;
+	long timeout_ms;
 	int r;
 
 	if (!cfg || !cfg->endpoint || !*cfg->endpoint)
 		return -ENODEV; /* no BMC configured: the usual case */
-	if (strncmp(cfg->endpoint, "https://", 8) != 0)
-		return -EINVAL;
-	curl_global_init(CURL_GLOBAL_DEFAULT);
 	rf = calloc(1, sizeof(*rf));
 	if (!rf)
 		return -ENOMEM;
-	r = rf_setup(rf, cfg);
-	if (r == 0)
-		r = rf_auth(rf, cfg);
-	if (r == 0)
-		r = discover(rf);
+	r = rf_init_sync(rf);
+	if (r < 0) {
+		free(rf);
+		return r;
+	}
+	rf->interval_ms = cfg->interval_ms > 0 ? cfg->interval_ms : INTERVAL_MS_DEFAULT;
+	timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : TIMEOUT_MS_DEFAULT;
+	rf->staleness_ns = (cfg->staleness_ms > 0 ? (uint64_t)cfg->staleness_ms
+						  : (uint64_t)(2 * rf->interval_ms + timeout_ms)) *
+			   NS_PER_MS;
+	r = vw_rf_client_new(cfg, &rf->cancel, &rf->client);
+	if (r == 0) {
+		r = vw_rf_client_connect(rf->client);
+		if (r < 0 && !vw_rf_error_is_config(r)) {
+			vw_warn("redfish: %s: not answering at start (%s): the platform zone counts "
+				"nothing until it does",
+				cfg->endpoint, strerror(-r));
+			r = 0;
+		} else if (r == 0) {
+			rf->connected = true;
+			vw_info("redfish: %s: reading %s", cfg->endpoint,
+				vw_rf_client_path(rf->client));
+		}
+	}
+	if (r == 0) {
+		r = -vw_thread_create(&rf->thread, poller, rf);
+		rf->running = r == 0;
+	}
 	if (r < 0) {
 		vw_debug("redfish: %s: no power reading: %s", cfg->endpoint, strerror(-r));
 		rf_free(rf);
@@ -659,7 +221,8 @@ static int redfish_open(const struct vw_power_env *env, void **ret_state)
 	}
 	rf->info.zone = VW_ZONE_PLATFORM;
 	rf->info.idle_w = -1;
-	vw_info("redfish: %s: reading %s", rf->endpoint, rf->info.path);
+	snprintf(rf->info.path, sizeof(rf->info.path), "%s",
+		 rf->connected ? vw_rf_client_path(rf->client) : PATH_UNKNOWN);
 	*ret_state = rf;
 	return 0;
 }
@@ -672,8 +235,26 @@ static size_t redfish_zones(void *state, const struct vw_zone_info **ret_zones)
 	return 1;
 }
 
-/* energy += uw x (now - last), in integers; the first read (or the first after a failure) only
- * sets the time, and a clock that steps back counts nothing. */
+/* The last reading, if fresh: 0 and its µW, else the poller's error or -ESTALE. Takes mu. */
+static int current(struct redfish *rf, struct vw_rf_reading *ret)
+{
+	uint64_t now = vw_now_ns();
+	int r;
+
+	pthread_mutex_lock(&rf->mu);
+	if (rf->last_at_ns && now - rf->last_at_ns <= rf->staleness_ns) {
+		r = 0;
+		if (ret)
+			*ret = rf->last;
+	} else {
+		r = rf->poll_err < 0 ? rf->poll_err : rf->last_at_ns ? -ESTALE : -ENODATA;
+	}
+	pthread_mutex_unlock(&rf->mu);
+	return r;
+}
+
+/* energy += uw x (now - last), in integers; the first read (or the first after a stale span)
+ * only sets the time, and a clock that steps back counts nothing. */
 static void integrate(struct redfish *rf, uint64_t uw, uint64_t now_ns)
 {
 	if (rf->primed && now_ns > rf->last_ns) {
@@ -690,26 +271,41 @@ static int redfish_read(void *state, const struct vw_node_activity *act, uint64_
 			int *errs)
 {
 	struct redfish *rf = state;
-	uint64_t uw;
-	int r;
+	struct vw_rf_reading rd;
+	int r = act ? current(rf, &rd) : -EINVAL;
 
-	/* Blocking GET on the caller's (the sampling) thread: the next step moves it to a poller. */
-	r = act ? read_uw(rf, &uw) : -EINVAL;
 	if (r < 0) {
 		rf->primed = false;
 		vw_complain(&rf->complaint, VW_LOG_WARN,
-			    "redfish: %s: cannot read %s: %s; no energy counted until it reads again",
-			    rf->endpoint, rf->info.path, strerror(-r));
+			    "redfish: %s: no fresh reading: %s; no energy counted until there is",
+			    rf->info.path, strerror(-r));
 	} else {
 		vw_release(&rf->complaint, VW_LOG_INFO,
-			   "redfish: %s: %s readable again; energy counted from this reading on",
-			   rf->endpoint, rf->info.path);
-		rf->last_uw = uw;
-		integrate(rf, uw, act->now_ns);
+			   "redfish: %s: fresh readings again; energy counted from this one on",
+			   rf->info.path);
+		integrate(rf, rd.uw, act->now_ns);
 	}
 	raw_uj[0] = rf->energy_uj;
 	errs[0] = r;
 	return vw_power_read_result(errs, 1);
+}
+
+static bool redfish_fresh(void *state)
+{
+	return current(state, NULL) == 0;
+}
+
+static size_t redfish_readings(void *state, struct vw_platform_reading *out, size_t max)
+{
+	struct redfish *rf = state;
+	struct vw_rf_reading rd;
+	size_t n;
+
+	if (current(rf, &rd) < 0)
+		return 0;
+	n = VW_MIN(rd.n_rows, max);
+	memcpy(out, rd.rows, n * sizeof(*out));
+	return n;
 }
 
 static void redfish_close(void *state)
@@ -723,5 +319,7 @@ const struct vw_power_source_ops vw_src_redfish = {
 	.open = redfish_open,
 	.zones = redfish_zones,
 	.read = redfish_read,
+	.fresh = redfish_fresh,
+	.readings = redfish_readings,
 	.close = redfish_close,
 };

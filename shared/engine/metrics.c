@@ -22,11 +22,14 @@ static const char *const l_build[] = { "arch", "branch", "revision", "version", 
 static const char *const l_source[] = { "source", "kind", "model", "node_name", NULL };
 static const char *const l_baseline[] = { "zone", "path", "method", "node_name", NULL };
 static const char *const l_reason[] = { "reason", "node_name", NULL };
+static const char *const l_platform[] = { "source", "node_name", "bmc_id", "chassis_id",
+					  "source_id", "source_name", "source_type", NULL };
 
 enum {
 	F_JOULES, F_WATTS, F_ACTIVE_JOULES, F_ACTIVE_WATTS, F_IDLE_JOULES, F_IDLE_WATTS,
 	F_USAGE, F_CPU_INFO, F_BUILD_INFO, F_SOURCE, F_BASELINE, F_GAPS, F_READ_ERRORS,
-	F_CLAMPED, F_EXTRAPOLATED, F_LOCK_REFUSED, F_NOT_PUBLISHED, F__COUNT,
+	F_CLAMPED, F_EXTRAPOLATED, F_LOCK_REFUSED, F_NOT_PUBLISHED, F_PLATFORM_WATTS,
+	F_NONCPU_JOULES, F_NONCPU_WATTS, F__COUNT,
 };
 
 /* Kepler's node zone families: energy and power, whole or in one state. */
@@ -78,6 +81,18 @@ const struct vw_metric_family vw_host_families[] = {
 			      "VMs seen but not published to their guests: another process holds "
 			      "their lock (held_elsewhere), or it could not be taken (lock_error)",
 			      NULL, l_reason },
+	[F_PLATFORM_WATTS] = { "kepler_platform_watts", VW_METRIC_GAUGE,
+			       "Current platform power from the platform meter's own readings (a "
+			       "BMC's PowerControl, power supplies or environment metrics), as it "
+			       "reported them",
+			       "watts", l_platform },
+	[F_NONCPU_JOULES] = { "virtwatt_node_platform_noncpu_joules_total", VW_METRIC_COUNTER,
+			      "Platform energy beyond the CPU zones (platform minus package and "
+			      "dram, each interval at least 0): fans, disks, NICs, PSU losses",
+			      "joules", l_node },
+	[F_NONCPU_WATTS] = { "virtwatt_node_platform_noncpu_watts", VW_METRIC_GAUGE,
+			     "Platform power beyond the CPU zones over the last interval", "watts",
+			     l_node },
 };
 const struct vw_family_table vw_host_family_table = {
 	"shared/engine/metrics.c: vw_host_metrics_write()", "virtwatt-host, virtwatt-guest",
@@ -183,6 +198,34 @@ static int render_node(struct vw_prom_writer *w, const struct vw_node_view *v)
 	return r;
 }
 
+static int render_platform(struct vw_prom_writer *w, const struct vw_node_view *v)
+{
+	const char *node[] = { v->node_name, NULL };
+	int r = 0;
+
+	if (v->n_platform_readings)
+		r = vw_prom_family(w, &vw_host_families[F_PLATFORM_WATTS]);
+	for (size_t i = 0; r == 0 && i < v->n_platform_readings; i++) {
+		const struct vw_platform_reading *p = &v->platform_readings[i];
+		const char *labels[] = { v->platform_source, v->node_name, p->bmc_id,
+					 p->chassis_id, p->source_id, p->source_name,
+					 p->source_type, NULL };
+
+		r = vw_prom_gauge(w, labels, (double)p->uw / 1e6);
+		if (r == 0 && i + 1 == v->n_platform_readings)
+			r = vw_prom_family_end(w);
+	}
+	if (r < 0 || !v->has_noncpu)
+		return r;
+	r = vw_prom_family(w, &vw_host_families[F_NONCPU_JOULES]);
+	if (r == 0)
+		r = vw_prom_counter_micro(w, node, v->noncpu_uj);
+	if (r == 0)
+		r = vw_prom_family_end(w);
+	return r < 0 ? r : vw_prom_single(w, &vw_host_families[F_NONCPU_WATTS], node,
+					  v->noncpu_watts);
+}
+
 static int render_publishing(struct vw_prom_writer *w, const struct vw_node_view *v)
 {
 	const char *node[] = { v->node_name, NULL };
@@ -234,6 +277,8 @@ int vw_host_metrics_write(const struct vw_node_view *v, struct vw_prom_writer *w
 		r = render_baseline(w, v);
 	if (r == 0)
 		r = render_node(w, v);
+	if (r == 0)
+		r = render_platform(w, v);
 	if (r == 0)
 		r = render_publishing(w, v);
 	if (r == 0)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "idle.h"
+#include "power_source.h"
 #include "procfs.h"
 #include "prom.h"
 #include "processinfo.h"
@@ -28,6 +29,14 @@ struct vw_node_view {
 	const char *source;     /* the CPU zones': "rapl", "estimator" */
 	bool measured;
 	const char *platform_source; /* the platform meter ("acpi"), or NULL for none */
+	/* The platform meter's own readings (kepler_platform_watts rows); none while stale. */
+	const struct vw_platform_reading *platform_readings;
+	size_t n_platform_readings;
+	/* Platform minus the CPU zones (package, dram), each interval's clamped at 0 and summed:
+	 * fans, disks, NICs, PSU losses. Rendered where the node has both. */
+	bool has_noncpu;
+	uint64_t noncpu_uj;
+	double noncpu_watts;
 	const char *model;      /* model identity when estimated, else NULL */
 	uint64_t model_clamped; /* estimator outputs clamped at 0 */
 	uint64_t model_extrapolated; /* estimator inputs beyond the model's training range */

@@ -25,6 +25,23 @@ struct vw_zone_info {
 	double idle_w;         /* source-provided idle power (a model at zero load); <0 = none */
 };
 
+/*
+ * One reading of a whole-node meter, as a row of Kepler's kepler_platform_watts{source,
+ * node_name, bmc_id, chassis_id, source_id, source_name, source_type}: what the meter itself
+ * calls it (a Redfish chassis's PowerControl or PowerSupply, a DCMI reading). Empty strings are
+ * labels the meter has no value for.
+ */
+#define VW_PLATFORM_LABEL 64
+struct vw_platform_reading {
+	char bmc_id[VW_PLATFORM_LABEL];
+	char chassis_id[VW_PLATFORM_LABEL];
+	char source_id[VW_PLATFORM_LABEL];
+	char source_name[VW_PLATFORM_LABEL];
+	char source_type[VW_PLATFORM_LABEL];
+	uint64_t uw; /* the reading, µW */
+};
+#define VW_PLATFORM_MAX_READINGS 16
+
 /* What the node sampler knows about the interval; the estimator needs it. */
 struct vw_node_activity {
 	uint64_t now_ns;
@@ -70,6 +87,9 @@ struct vw_power_source_ops {
 	/* Optional: whether the source has fresh readings now (without it: always). A daemon
 	 * that keeps a chain open uses its first fresh source (vw_power_source_pick). */
 	bool (*fresh)(void *state);
+	/* Optional: a whole-node meter's current readings (at most max; none while they are
+	 * stale), for kepler_platform_watts. */
+	size_t (*readings)(void *state, struct vw_platform_reading *out, size_t max);
 	void (*close)(void *state);
 };
 

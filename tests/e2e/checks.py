@@ -112,12 +112,13 @@ PLATFORM_CHECKS = (
     "host: the platform zone's energy over the span = the power meter's (within 3 %)",
     "host: the platform zone is owned: VM + the rest = node, per mode",
     "guest: its platform energy within 1% of the host's for the VM",
-    "guest: the burner owns most of its platform energy")
+    "guest: the burner owns most of its platform energy",
+    "host: kepler_platform_watts names the BMC's reading with Kepler's labels")
 
 
 def platform_span(h1, g1, p1, h2, g2, p2):
-    """The ACPI power meter's zone over the settled span (the meter read p1, then p2 joules):
-    measured, owned, passed through to the guest."""
+    """The BMC's platform zone over the settled span (the meter read p1, then p2 joules):
+    measured, owned, passed through to the guest, and shown as Kepler shows it."""
     dn = sum(node(h2, mo, "platform") - node(h1, mo, "platform") for mo in ("active", "idle"))
     tap(p2 > p1 and abs(dn - (p2 - p1)) <= 0.03 * (p2 - p1), PLATFORM_CHECKS[0],
         "node %.3f J, meter %.3f J (%.0f W)" % (dn, p2 - p1, PLATFORM_W))
@@ -136,6 +137,11 @@ def platform_span(h1, g1, p1, h2, g2, p2):
     db = burner(g2, "platform") - burner(g1, "platform")
     tap(dg > 0 and db > 0.5 * dg, PLATFORM_CHECKS[3],
         "burner %.3f J of %.3f J (%.1f %%)" % (db, dg, 100 * db / dg if dg else 0))
+    want = {"source": "redfish", "node_name": "e2e-host", "bmc_id": "e2e-bmc",
+            "chassis_id": "1U", "source_id": "EnvironmentMetrics",
+            "source_name": "Chassis Environment Metrics", "source_type": "EnvironmentMetrics"}
+    rows = [l for n, l, v in h2.samples if n == "kepler_platform_watts"]
+    tap(rows == [want], PLATFORM_CHECKS[4], "rows %r" % rows)
 
 
 def main():

@@ -2,7 +2,7 @@
 """A powercap fixture tree whose package counter advances in real time at a known wattage, and
 an ACPI power meter (the platform zone) that reads a known power.
 
-    feeder.py SYSFS_ROOT WATTS [MAX_ENERGY_RANGE_UJ [PLATFORM_WATTS]]
+    feeder.py SYSFS_ROOT WATTS [MAX_ENERGY_RANGE_UJ [PLATFORM_WATTS [BMC_CONTROL_DIR]]]
 
 Creates SYSFS_ROOT/class/powercap/intel-rapl:0/{name,max_energy_range_uj,energy_uj,
 constraint_0_max_power_uw} and then,
@@ -12,9 +12,11 @@ the file for every read). It writes the true, unwrapped energy in joules to SYSF
 the same way, for checks. With PLATFORM_WATTS (> 0), class/hwmon/hwmon0 links to an ACPI
 power meter (name power_meter, its files on the ACPI device as the driver has them) whose
 power1_average is PLATFORM_WATTS in microwatts, or 0 while paused; SYSFS_ROOT/platform_truth
-holds the joules it has read so far. Controls, files under SYSFS_ROOT (tests/e2e/faults.py uses
+holds the joules it has read so far. With BMC_CONTROL_DIR (the test BMC's, tests/redfish/bmc.py)
+the platform power is the BMC's instead: its `watts` file is kept at PLATFORM_WATTS (0 while
+paused) and there is no ACPI meter. Controls, files under SYSFS_ROOT (tests/e2e/faults.py uses
 them):
-  pause   while it exists the counter holds still (0 W) and the power meter reads 0 W, so every
+  pause   while it exists the counter holds still (0 W) and the platform meter reads 0 W, so every
           stage downstream can settle
   watts   a number: the power from now on instead of WATTS (removed: WATTS again)
   vanish  while it exists the zone directory is gone (removed, as when the intel_rapl module is
@@ -31,6 +33,7 @@ import time
 root, watts = sys.argv[1], float(sys.argv[2])
 MAX = int(sys.argv[3]) if len(sys.argv) > 3 else 262143328850  # a real package's range
 PLATFORM_W = float(sys.argv[4]) if len(sys.argv) > 4 else 0
+BMC = sys.argv[5] if len(sys.argv) > 5 else None
 powercap = os.path.join(root, "class", "powercap")
 zone = os.path.join(powercap, "intel-rapl:0")
 START = 1000000
@@ -77,7 +80,7 @@ def create_meter():
     return dev
 
 
-meter = create_meter() if PLATFORM_W > 0 else None
+meter = create_meter() if PLATFORM_W > 0 and not BMC else None
 platform_j = 0.0
 create_zone(0)
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
@@ -93,6 +96,9 @@ while True:
     last = now
     if meter:
         put(meter, "power1_average", 0 if paused else int(PLATFORM_W * 1e6))
+    if BMC and PLATFORM_W > 0:
+        put(BMC, "watts", 0 if paused else PLATFORM_W)
+    if PLATFORM_W > 0:
         put(root, "platform_truth", "%.6f" % platform_j)
     if os.path.exists(os.path.join(root, "vanish")):
         shutil.rmtree(zone, ignore_errors=True)

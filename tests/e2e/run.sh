@@ -15,8 +15,9 @@
 # 3. A TCG domain with the org.virtwatt.power.0 channel, the VM's shared folder (9p, read-only)
 #    and a user-mode network forwarding a 127.0.0.1 port to the guest's :28282.
 # 4. tests/e2e/feeder.py advances sys/class/powercap/intel-rapl:0/energy_uj at E2E_WATTS and
-#    keeps an ACPI power meter (class/hwmon/hwmon0, the platform zone) at E2E_PLATFORM_WATTS;
-#    virtwatt-host reads both (--host.sysfs), the real /proc (BPF accounting), the private
+#    keeps the test BMC (tests/redfish/bmc.py: DMTF's mockup over HTTPS, the platform zone) at
+#    E2E_PLATFORM_WATTS; virtwatt-host reads both (--host.sysfs; the BMC through a Kepler BMC
+#    file with a password file and the BMC's CA), the real /proc (BPF accounting), the private
 #    libvirtd.
 # 5. Prometheus on 127.0.0.1 scraping both; tests/e2e/checks.py runs the checks (TAP).
 # Everything is stopped and removed on exit (VW_KEEP_WORK=1 keeps the work dir).
@@ -28,7 +29,7 @@ build=$(realpath "${1:-$root/build}")
 mode=${2:-checks}
 case $mode in checks | faults) ;; *) echo "usage: $0 [BUILD_DIR [checks|faults]]" >&2; exit 2 ;; esac
 export E2E_WATTS=${E2E_WATTS:-40}
-export E2E_PLATFORM_WATTS=${E2E_PLATFORM_WATTS:-100} # the ACPI power meter: the platform zone
+export E2E_PLATFORM_WATTS=${E2E_PLATFORM_WATTS:-100} # the BMC's power: the platform zone
 t_start=$(date +%s)
 
 # Not runnable here: a TAP skip, except under CI=true where it is a failure.
@@ -238,10 +239,28 @@ echo "# domain $name ($uuid) started, QEMU $(pid_of qemu) ($(elapsed))"
 # ---- 4. Meter feeder and virtwatt-host ----
 meter_range=262143328850 # a real package's max_energy_range_uj
 [ "$mode" = faults ] && meter_range=4294967296 # 107 s at 40 W: wraps happen, and can be outrun
+mkdir -p "$work/bmc"
+head -c 12 /dev/urandom | base64 | tr -d '/+=' >"$work/bmc-password"
+python3 "$root/tests/redfish/bmc.py" --port 0 --control "$work/bmc" --ca-out "$work/bmc-ca.pem" \
+	--user e2e --password "$(cat "$work/bmc-password")" >"$work/bmc.log" 2>&1 &
+echo $! >"$work/bmc.pid"
+for i in $(seq 100); do grep -q '^port [0-9]' "$work/bmc.log" 2>/dev/null && break; sleep 0.1; done
+bmc_port=$(sed -n 's/^port \([0-9]*\)$/\1/p' "$work/bmc.log")
+[ -n "$bmc_port" ] || fail_setup "the test BMC did not start: $(cat "$work/bmc.log")"
+cat >"$work/bmcs.yaml" <<EOF
+nodes:
+  e2e-host: e2e-bmc
+bmcs:
+  e2e-bmc:
+    endpoint: https://127.0.0.1:$bmc_port
+    username: e2e
+    passwordFile: $work/bmc-password
+    caFile: $work/bmc-ca.pem
+EOF
 python3 "$src/feeder.py" "$work/sys" "$E2E_WATTS" "$meter_range" "$E2E_PLATFORM_WATTS" \
-	>"$work/feeder.log" 2>&1 &
+	"$work/bmc" >"$work/feeder.log" 2>&1 &
 echo $! >"$work/feeder.pid"
-for i in $(seq 50); do [ -f "$work/sys/class/powercap/intel-rapl:0/energy_uj" ] && [ -e "$work/sys/class/hwmon/hwmon0/device/power1_average" ] && break; sleep 0.1; done
+for i in $(seq 50); do [ -f "$work/sys/class/powercap/intel-rapl:0/energy_uj" ] && [ -f "$work/sys/platform_truth" ] && break; sleep 0.1; done
 
 kubelet_port=$(free_port)
 host_flags="" host_env=""
@@ -262,6 +281,8 @@ $host_env "$host_bin" --host.sysfs="$work/sys" --host.procfs=/proc --libvirt.uri
 	--passthrough.share-root="$work/share" --passthrough.lock-dir="$work/lock" \\
 	--web.listen-address=127.0.0.1:$host_port \\
 	--monitor.interval=1s --monitor.sample-interval=250ms --passthrough.interval=1s \\
+	--platform.sources=redfish --platform.redfish.config-file="$work/bmcs.yaml" \\
+	--platform.redfish.interval=250ms \\
 	--kube.node-name=e2e-host --log.level=info $host_flags >>"$work/host.log" 2>&1 &
 echo \$! >"$work/host.pid"
 echo \$! >>"$pids_file"
