@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "fileio.h"
+#include "hwmon_rules.h"
 #include "log.h"
 
 #define PASSWORD_MAX 1024
@@ -166,18 +167,42 @@ static int setup_ipmi(struct vw_host_meters *m, const struct vw_host_config *cfg
 	return r;
 }
 
+/* The generic hwmon meter's chip rules and Kepler's experimental.hwmon keys. */
+static int setup_hwmon(struct vw_host_meters *m, const struct vw_host_config *cfg)
+{
+	char err[256] = "";
+	int r = vw_hwmon_rules_parse((const char *const *)cfg->hwmon_chip_rules.v,
+				     cfg->hwmon_chip_rules.n, &m->hwmon_rules, err, sizeof(err));
+
+	if (r == -EINVAL)
+		vw_error("config: --power.hwmon.chip-rules (power.hwmon.chipRules): %s; a rule is "
+			 "CHIP[:LABEL]=ZONE[@SOCKET] or CHIP[:LABEL]=none",
+			 err);
+	if (r < 0)
+		return r;
+	m->hwmon = (struct vw_hwmon_config){ .rules = m->hwmon_rules,
+					     .zones = (const char *const *)cfg->hwmon_zones.v,
+					     .n_zones = cfg->hwmon_zones.n,
+					     .disabled = !cfg->hwmon_enabled };
+	m->cfg.hwmon = &m->hwmon;
+	return 0;
+}
+
 int vw_host_meters_setup(struct vw_host_meters *m, const struct vw_host_config *cfg,
 			 const char *node_name)
 {
 	int r;
 
 	memset(m, 0, sizeof(*m)); /* on failure, vw_host_meters_fini() frees what was set */
-	r = setup_redfish(m, cfg, node_name);
+	r = setup_hwmon(m, cfg);
+	if (r == 0)
+		r = setup_redfish(m, cfg, node_name);
 	return r < 0 ? r : setup_ipmi(m, cfg);
 }
 
 void vw_host_meters_fini(struct vw_host_meters *m)
 {
+	vw_hwmon_rules_free(m->hwmon_rules);
 	vw_free_secret(m->bmc_password);
 	vw_bmc_entry_clear(&m->bmc);
 	vw_free_secret(m->ipmi_password);

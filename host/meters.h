@@ -12,6 +12,8 @@
 
 struct vw_host_meters {
 	struct vw_meter_config cfg; /* env->ctx for the host's chains; points into the rest */
+	struct vw_hwmon_config hwmon;
+	struct vw_hwmon_rules *hwmon_rules; /* --power.hwmon.chip-rules */
 	struct vw_bmc_entry bmc;    /* this node's BMC from the BMC file */
 	char *bmc_password;         /* read from its passwordFile */
 	struct vw_redfish_config redfish;

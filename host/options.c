@@ -17,7 +17,8 @@ static const struct vw_option host_options[] = {
 	  "RAPL counter cannot wrap twice between reads)",
 	  0.1, 3600 },
 	{ "power.sources", "power.sources", VW_OPT_STRLIST, OFF(sources), NULL, "SOURCE,...",
-	  "power sources to try, in order: rapl, estimator (default: both, in that order)" },
+	  "power sources of the CPU zones to try, in order: rapl, hwmon (sensors a chip rule maps), "
+	  "estimator (default: all three, in that order)" },
 	{ "platform.sources", "platform.sources", VW_OPT_STRLIST, OFF(platform_sources), NULL,
 	  "SOURCE,...",
 	  "whole-node meters to try for the platform zone, in order: acpi (an ACPI power meter in "
@@ -78,6 +79,21 @@ static const struct vw_option host_options[] = {
 	{ "platform.ipmi.staleness", "platform.ipmi.staleness", VW_OPT_DURATION,
 	  OFF(ipmi.stale_ns), "0s", "DURATION",
 	  "an older BMC reading counts no energy (0: 3 x platform.ipmi.interval)", 0, 86400 },
+	{ "power.hwmon.chip-rules", "power.hwmon.chipRules", VW_OPT_STRLIST, OFF(hwmon_chip_rules),
+	  NULL, "CHIP[:LABEL]=ZONE[@SOCKET],...",
+	  "which hwmon sensor counts in which zone, before the built-in rules: a chip name and an "
+	  "optional sensor label (globs, any case) to package, core, uncore, dram, psys or "
+	  "platform, in a socket (a number, 0 by default; label: the number the label ends with; "
+	  "chip: the chip's place among chips of its name), or to none "
+	  "(e.g. amd_energy:Ecore*=core)" },
+	{ "experimental.hwmon.enabled", "experimental.hwmon.enabled", VW_OPT_BOOL,
+	  OFF(hwmon_enabled), "true", NULL,
+	  "read generic hwmon sensors where no RAPL is (Kepler's key; false drops hwmon from "
+	  "power.sources)" },
+	{ "experimental.hwmon.zones", "experimental.hwmon.zones", VW_OPT_STRLIST, OFF(hwmon_zones),
+	  NULL, "LABEL,...",
+	  "use only the hwmon sensors with these labels, compared as Kepler names them (lower "
+	  "case, _ for other characters; default: every sensor a chip rule maps)" },
 	{ "power.idle-watts", "power.idleWatts", VW_OPT_STRLIST, OFF(idle_watts), NULL,
 	  "ZONE=WATTS,...", "fixed idle power per zone (e.g. package=42.5), overriding the fit" },
 	{ "power.idle-window", "power.idleWindow", VW_OPT_UINT, OFF(idle_window), "720", "N",

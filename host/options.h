@@ -44,6 +44,9 @@ struct vw_host_config {
 	char *passthrough_lock_dir;       /* "" : no per-VM locks */
 	double passthrough_energy_step_j;
 	double passthrough_power_step_w;
+	struct vw_strlist hwmon_chip_rules; /* CHIP[:LABEL]=ZONE[@SOCKET], before the built-in ones */
+	bool hwmon_enabled;                 /* Kepler's experimental.hwmon.enabled */
+	struct vw_strlist hwmon_zones;      /* Kepler's experimental.hwmon.zones: labels to use */
 };
 
 extern const struct vw_config_program vw_host_program;

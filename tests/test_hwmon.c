@@ -4,143 +4,30 @@
  * real server's: class/hwmon/hwmonN are symlinks into devices/; a CPU temperature chip keeps
  * its attributes on the hwmon device, while acpi_power_meter (still on hwmon_device_register())
  * keeps `name`, power1_average and the rest on the ACPI device, hwmonN/device. The daemon's
- * clock is driven by hand (act.now_ns). openat is wrapped (-Wl,--wrap, tests/meson.build) to
- * refuse a meter with EACCES even as root and to catch any open for writing.
+ * clock is driven by hand (act.now_ns); openat refuses a meter with EACCES even as root and
+ * catches any open for writing (tests/hwmon_fixture.h).
  */
 #include "vw_test.h"
 
-#include <fcntl.h>
-#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "energy.h"
 #include "fileio.h"
 #include "fixture.h"
+#include "hwmon_fixture.h"
 #include "log.h"
 #include "power.h"
 
 #define SRC vw_src_acpi_power_meter
-#define MS VW_NSEC_PER_MSEC
-#define T0 (1000 * VW_NSEC_PER_SEC) /* the daemon's monotonic clock at the first read */
+#define MS HW_MS
+#define T0 HW_T0
 #define ACPI_DEV "devices/LNXSYSTM:00/LNXSYBUS:00/ACPI000D:%02u"
 #define PMM_NONE "4294967295000\n" /* _PMM's "no reading" (0xFFFFFFFF mW) as the driver shows it */
 
 typedef unsigned __int128 u128;
-
-/* ---- openat: refuse power1_average, count opens for writing --------------------------------- */
-
-static struct {
-	bool deny_all;  /* every power1_average refused with EACCES */
-	ino_t deny_ino; /* ... or only the one in the directory with this inode */
-	unsigned writes;
-} io;
-
-int __real_openat(int dirfd, const char *path, int flags, ...);
-int __wrap_openat(int dirfd, const char *path, int flags, ...);
-int __real_openat64(int dirfd, const char *path, int flags, ...);
-int __wrap_openat64(int dirfd, const char *path, int flags, ...);
-
-static bool refused(int dirfd, const char *path, int flags)
-{
-	struct stat st;
-
-	if (flags & (O_WRONLY | O_RDWR | O_CREAT | O_TRUNC | O_APPEND))
-		io.writes++;
-	if (strcmp(path, "power1_average") != 0)
-		return false;
-	return io.deny_all || (io.deny_ino && fstat(dirfd, &st) == 0 && st.st_ino == io.deny_ino);
-}
-
-/* fileio.c calls openat64 where _FILE_OFFSET_BITS=64 redirects it; both names lead here. */
-#define WRAP_OPENAT(name)                                                                          \
-	int __wrap_##name(int dirfd, const char *path, int flags, ...)                             \
-	{                                                                                          \
-		va_list ap;                                                                        \
-		mode_t mode;                                                                       \
-                                                                                                   \
-		va_start(ap, flags);                                                               \
-		mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;              \
-		va_end(ap);                                                                        \
-		if (refused(dirfd, path, flags)) {                                                 \
-			errno = EACCES;                                                            \
-			return -1;                                                                 \
-		}                                                                                  \
-		return __real_##name(dirfd, path, flags, mode);                                    \
-	}
-WRAP_OPENAT(openat)
-WRAP_OPENAT(openat64)
-
-/* ---- log lines by level ------------------------------------------------------------------- */
-
-struct logged {
-	unsigned at[VW_LOG_DEBUG + 1]; /* lines per level */
-	char text[8192];
-};
-
-static void logged_sink(enum vw_log_level level, const char *msg, void *ud)
-{
-	struct logged *l = ud;
-	size_t used = strlen(l->text);
-
-	l->at[level]++;
-	snprintf(l->text + used, sizeof(l->text) - used, "%s: %s\n", vw_log_level_name(level), msg);
-}
-
-static void log_to(struct logged *l)
-{
-	memset(l, 0, sizeof(*l));
-	vw_log_set_sink(logged_sink, l);
-	vw_log_set_level(VW_LOG_DEBUG);
-}
-
-static void log_restore(void)
-{
-	vw_log_set_sink(NULL, NULL);
-	vw_log_set_level(VW_LOG_INFO);
-}
-
-#define assert_logged(l, s)                                                                        \
-	do {                                                                                       \
-		if (!strstr((l)->text, (s)))                                                       \
-			fail_msg("log lacks \"%s\"; it has:\n%s", (s), (l)->text);                 \
-	} while (0)
-
-/* ---- fixture machines --------------------------------------------------------------------- */
-
-struct machine {
-	char *root;
-	int sysfs_fd;
-	void *state;
-	const struct vw_zone_info *zones;
-	size_t n;
-	uint64_t raw[VW_POWER_MAX_ZONES];
-	int errs[VW_POWER_MAX_ZONES];
-};
-
-static void put(struct machine *m, const char *rel, const char *text)
-{
-	assert_int_equal(vw_fixture_write(m->root, rel, text, 0), 0);
-}
-
-/* class/hwmon/hwmonN -> ../../<devdir>/hwmon/hwmonN, whose `device` links back to devdir. */
-static void link_hwmon(struct machine *m, const char *devdir, unsigned n)
-{
-	char hw[256], target[300], rel[300];
-
-	snprintf(hw, sizeof(hw), "%s/hwmon/hwmon%u", devdir, n);
-	assert_int_equal(vw_fixture_mkdir(m->root, hw), 0);
-	snprintf(target, sizeof(target), "../../../%s", strrchr(devdir, '/') + 1);
-	snprintf(rel, sizeof(rel), "%s/device", hw);
-	assert_int_equal(vw_fixture_symlink(m->root, target, rel), 0);
-	assert_int_equal(vw_fixture_mkdir(m->root, "class/hwmon"), 0);
-	snprintf(target, sizeof(target), "../../%s", hw);
-	snprintf(rel, sizeof(rel), "class/hwmon/hwmon%u", n);
-	assert_int_equal(vw_fixture_symlink(m->root, target, rel), 0);
-}
 
 /* A CPU temperature chip (a modern driver: its attributes on hwmonN itself). */
 static void add_temp_chip(struct machine *m, unsigned n, const char *name, const char *pci)
@@ -159,23 +46,18 @@ static void add_temp_chip(struct machine *m, unsigned n, const char *name, const
 /* A file of ACPI power meter number acpi (on the ACPI device); NULL text removes it. */
 static void meter_file(struct machine *m, unsigned acpi, const char *file, const char *text)
 {
-	char rel[256], path[512];
+	char rel[256];
 
 	snprintf(rel, sizeof(rel), ACPI_DEV "/%s", acpi, file);
-	if (text) {
-		put(m, rel, text);
-		return;
-	}
-	snprintf(path, sizeof(path), "%s/%s", m->root, rel);
-	assert_int_equal(unlink(path), 0);
+	put(m, rel, text);
 }
 
 static void set_power(struct machine *m, unsigned acpi, uint64_t uw)
 {
-	char text[32];
+	char rel[256];
 
-	snprintf(text, sizeof(text), "%llu\n", (unsigned long long)uw);
-	meter_file(m, acpi, "power1_average", text);
+	snprintf(rel, sizeof(rel), ACPI_DEV "/power1_average", acpi);
+	put_u64(m, rel, uw);
 }
 
 /* acpi_power_meter as a server has it: measuring, a writable cap, trip points not set. */
@@ -203,47 +85,6 @@ static void add_server(struct machine *m, uint64_t uw)
 	add_temp_chip(m, 0, "k10temp", "0000:00:18.3");
 	add_meter(m, 1, 0, uw);
 	add_temp_chip(m, 2, "nvme", "0000:00:01.1/0000:01:00.0");
-}
-
-static void machine_new(struct machine *m)
-{
-	*m = (struct machine){ .root = vw_fixture_mkdtemp("hwmon"), .sysfs_fd = -1 };
-	assert_non_null(m->root);
-	m->sysfs_fd = vw_root_open(m->root);
-	assert_true(m->sysfs_fd >= 0);
-	memset(&io, 0, sizeof(io));
-}
-
-static void machine_free(struct machine *m)
-{
-	SRC.close(m->state);
-	if (m->sysfs_fd >= 0)
-		close(m->sysfs_fd);
-	vw_fixture_rm(m->root);
-	memset(&io, 0, sizeof(io));
-	*m = (struct machine){ .sysfs_fd = -1 };
-}
-
-static int machine_open(struct machine *m)
-{
-	struct vw_power_env env = { .sysfs_fd = m->sysfs_fd };
-	int r = SRC.open(&env, &m->state);
-
-	if (r == 0)
-		m->n = SRC.zones(m->state, &m->zones);
-	return r;
-}
-
-/* One read at the daemon's time now_ns. */
-static int machine_read(struct machine *m, uint64_t now_ns)
-{
-	struct vw_node_activity act = { .now_ns = now_ns };
-
-	for (size_t i = 0; i < VW_POWER_MAX_ZONES; i++) {
-		m->raw[i] = 0xdeadbeef;
-		m->errs[i] = 1;
-	}
-	return SRC.read(m->state, &act, m->raw, m->errs);
 }
 
 static void assert_zone(const struct machine *m, size_t i, unsigned socket, const char *path)
@@ -281,7 +122,7 @@ static void test_no_meter(void **state)
 
 	(void)state;
 	assert_int_equal(SRC.open(&env, &m.state), -EBADF);
-	machine_new(&m);
+	machine_new(&m, &SRC);
 	log_to(&l);
 	assert_int_equal(machine_open(&m), -ENODEV); /* no class/hwmon */
 	assert_int_equal(vw_fixture_mkdir(m.root, "class/hwmon"), 0);
@@ -315,7 +156,7 @@ static void test_server(void **state)
 	struct logged l;
 
 	(void)state;
-	machine_new(&m);
+	machine_new(&m, &SRC);
 	add_server(&m, 123456000);
 	log_to(&l);
 	assert_int_equal(machine_open(&m), 0);
@@ -334,7 +175,7 @@ static void test_server(void **state)
 	machine_free(&m);
 
 	/* A trip point set: the ceiling is 4 x power1_average_max. No interval: said so. */
-	machine_new(&m);
+	machine_new(&m, &SRC);
 	add_server(&m, 123456000);
 	meter_file(&m, 0, "power1_average_max", "500000000\n");
 	meter_file(&m, 0, "power1_average_interval", NULL);
@@ -356,7 +197,7 @@ static void test_path_label_independent_of_root(void **state)
 	const struct vw_zone_info *z;
 
 	(void)state;
-	machine_new(&m);
+	machine_new(&m, &SRC);
 	assert_true(asprintf(&sys, "%s/host/sys", m.root) > 0);
 	assert_int_equal(vw_fixture_mkdir(m.root, "host/sys"), 0);
 	fd = vw_root_open(sys);
@@ -385,7 +226,7 @@ static void test_exact_power(void **state)
 	struct vw_energy_counter c;
 
 	(void)state;
-	machine_new(&m);
+	machine_new(&m, &SRC);
 	add_server(&m, 123456000);
 	vw_log_set_level(VW_LOG_WARN);
 	assert_int_equal(machine_open(&m), 0);
@@ -412,7 +253,7 @@ static void test_fraction_carried(void **state)
 	struct machine m;
 
 	(void)state;
-	machine_new(&m);
+	machine_new(&m, &SRC);
 	add_server(&m, 123456789);
 	vw_log_set_level(VW_LOG_WARN);
 	assert_int_equal(machine_open(&m), 0);
@@ -443,7 +284,7 @@ static void test_integral_of_changing_power(void **state)
 	u128 exact = 0; /* in 1e-9 µJ */
 
 	(void)state;
-	machine_new(&m);
+	machine_new(&m, &SRC);
 	add_server(&m, 1);
 	vw_log_set_level(VW_LOG_WARN);
 	assert_int_equal(machine_open(&m), 0);
@@ -465,7 +306,7 @@ static void test_two_meters(void **state)
 	struct machine m;
 
 	(void)state;
-	machine_new(&m);
+	machine_new(&m, &SRC);
 	add_temp_chip(&m, 11, "coretemp", "0000:00:18.3");
 	add_meter(&m, 10, 1, 200000000);
 	add_temp_chip(&m, 0, "k10temp", "0000:00:18.4");
@@ -505,7 +346,7 @@ static void test_failed_reads_invent_nothing(void **state)
 	uint64_t now = T0;
 
 	(void)state;
-	machine_new(&m);
+	machine_new(&m, &SRC);
 	add_server(&m, 100000000); /* 100 W */
 	vw_log_set_level(VW_LOG_WARN);
 	assert_int_equal(machine_open(&m), 0);
@@ -557,7 +398,7 @@ static void test_one_of_two_fails(void **state)
 	struct machine m;
 
 	(void)state;
-	machine_new(&m);
+	machine_new(&m, &SRC);
 	add_meter(&m, 1, 0, 100000000);
 	add_meter(&m, 3, 1, 200000000);
 	vw_log_set_level(VW_LOG_ERROR);
@@ -583,7 +424,7 @@ static void test_clock_back(void **state)
 	struct machine m;
 
 	(void)state;
-	machine_new(&m);
+	machine_new(&m, &SRC);
 	add_server(&m, 100000000);
 	vw_log_set_level(VW_LOG_WARN);
 	assert_int_equal(machine_open(&m), 0);
@@ -601,12 +442,10 @@ static void test_clock_back(void **state)
 
 static ino_t meter_ino(const struct machine *m, unsigned acpi)
 {
-	char path[512];
-	struct stat st;
+	char rel[128];
 
-	snprintf(path, sizeof(path), "%s/" ACPI_DEV, m->root, acpi);
-	assert_int_equal(stat(path, &st), 0);
-	return st.st_ino;
+	snprintf(rel, sizeof(rel), ACPI_DEV, acpi);
+	return machine_ino(m, rel);
 }
 
 static void test_eacces(void **state)
@@ -616,10 +455,11 @@ static void test_eacces(void **state)
 
 	(void)state;
 	/* Every meter refused: -EACCES, one error line. */
-	machine_new(&m);
+	machine_new(&m, &SRC);
 	add_meter(&m, 1, 0, 100000000);
 	add_meter(&m, 2, 1, 100000000);
-	io.deny_all = true;
+	hw_io.deny_file = "power1_average";
+	hw_io.deny_all = true;
 	log_to(&l);
 	assert_int_equal(machine_open(&m), -EACCES);
 	log_restore();
@@ -631,10 +471,11 @@ static void test_eacces(void **state)
 	machine_free(&m);
 
 	/* One of two refused: the other is socket 0, with a warning. */
-	machine_new(&m);
+	machine_new(&m, &SRC);
 	add_meter(&m, 1, 0, 100000000);
 	add_meter(&m, 2, 1, 100000000);
-	io.deny_ino = meter_ino(&m, 0);
+	hw_io.deny_file = "power1_average";
+	hw_io.deny_ino = meter_ino(&m, 0);
 	log_to(&l);
 	assert_int_equal(machine_open(&m), 0);
 	log_restore();
@@ -644,7 +485,7 @@ static void test_eacces(void **state)
 	assert_logged(&l, "warn: acpi: 1 ACPI power meter(s) refused reading power1_average");
 
 	/* Refused after open: a failed read like any other. */
-	io.deny_ino = meter_ino(&m, 1);
+	hw_io.deny_ino = meter_ino(&m, 1);
 	vw_log_set_level(VW_LOG_ERROR);
 	assert_int_equal(machine_read(&m, T0), -EACCES);
 	assert_int_equal(m.errs[0], -EACCES);
@@ -654,68 +495,19 @@ static void test_eacces(void **state)
 
 /* ---- nothing written ---------------------------------------------------------------------- */
 
-struct snapshot {
-	char text[32768]; /* "path mtime size content" per regular file */
-};
-
-static struct snapshot *snap_into;
-static size_t snap_root_len;
-
-static int snap_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	char *content;
-	size_t used = strlen(snap_into->text);
-
-	(void)ftw;
-	if (flag != FTW_F)
-		return 0;
-	content = vw_fixture_slurp(path, NULL);
-	snprintf(snap_into->text + used, sizeof(snap_into->text) - used, "%s %lld.%09ld %lld %s|",
-		 path + snap_root_len, (long long)st->st_mtim.tv_sec, st->st_mtim.tv_nsec,
-		 (long long)st->st_size, content ? content : "?");
-	free(content);
-	return 0;
-}
-
-static void snapshot(const struct machine *m, struct snapshot *s)
-{
-	memset(s, 0, sizeof(*s));
-	snap_into = s;
-	snap_root_len = strlen(m->root);
-	assert_int_equal(nftw(m->root, snap_one, 16, FTW_PHYS), 0);
-	assert_true(strlen(s->text) < sizeof(s->text) - 1);
-}
-
 /*
  * Open, reads, failures and close leave every file as it was (power1_cap, the interval and the
  * trip points are writable on real meters), and nothing is even opened for writing.
  */
 static void test_nothing_written(void **state)
 {
-	_cleanup_free_ struct snapshot *before = calloc(1, sizeof(*before));
-	_cleanup_free_ struct snapshot *after = calloc(1, sizeof(*after));
 	struct machine m;
 
 	(void)state;
-	assert_non_null(before);
-	assert_non_null(after);
-	machine_new(&m);
+	machine_new(&m, &SRC);
 	add_server(&m, 123456000);
 	meter_file(&m, 0, "power1_average_max", "500000000\n");
-	snapshot(&m, before);
-	usleep(20000); /* a write now would show in the mtimes */
-	vw_log_set_level(VW_LOG_ERROR);
-	io.writes = 0;
-	assert_int_equal(machine_open(&m), 0);
-	for (uint64_t k = 0; k < 5; k++)
-		machine_read(&m, T0 + k * 250 * MS);
-	SRC.close(m.state);
-	m.state = NULL;
-	vw_log_set_level(VW_LOG_INFO);
-	snapshot(&m, after);
-	assert_string_equal(after->text, before->text);
-	assert_non_null(strstr(before->text, "/power1_cap "));
-	assert_int_equal(io.writes, 0);
+	assert_int_equal(assert_nothing_written(&m, 5, "/power1_cap "), 1);
 	machine_free(&m);
 }
 

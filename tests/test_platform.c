@@ -4,7 +4,9 @@
  * meter (hwmon "power_meter", power1_average in µW) and this machine's real /proc. The meter's
  * power comes back as the platform zone, beside the CPU zones' source; its energy is split into
  * idle and active (at the configured idle power) and given to the processes that ran, to the
- * µJ; a busy child owns a part of the active energy bounded by the time it ran.
+ * µJ; a busy child owns a part of the active energy bounded by the time it ran. And a machine
+ * with no powercap but hwmon sensors (amd_energy, an ina226 rail mapped by a flag): its CPU
+ * zones and its platform zone come from hwmon, not the model.
  */
 #include "vw_test.h"
 
@@ -35,24 +37,40 @@ static int stop_leftover(void **state)
 	return 0;
 }
 
-/* A sysfs with no powercap (the CPU zones come from the model) and one ACPI power meter. */
-static char *make_sysfs(void)
+/* sys/<dev> (.../hwmon/hwmonN) and its class/hwmon link. */
+static void add_hwmon(const char *dir, const char *dev)
 {
-	char *dir = vw_fixture_mkdtemp("platform");
-	char text[64], target[600], link[600];
+	char rel[600], target[600], link[600];
 
-	assert_non_null(dir);
-	assert_int_equal(vw_fixture_mkdir(dir, "sys/" HWMON_DEV), 0);
+	snprintf(rel, sizeof(rel), "sys/%s", dev);
+	assert_int_equal(vw_fixture_mkdir(dir, rel), 0);
 	assert_int_equal(vw_fixture_mkdir(dir, "sys/class/hwmon"), 0);
+	snprintf(target, sizeof(target), "../../%s", dev);
+	snprintf(link, sizeof(link), "%s/sys/class/hwmon/%s", dir, strrchr(dev, '/') + 1);
+	assert_int_equal(symlink(target, link), 0);
+}
+
+/* An ACPI power meter reading METER_W at hwmon3. */
+static void add_acpi_meter(const char *dir)
+{
+	char text[64];
+
+	add_hwmon(dir, HWMON_DEV);
 	assert_int_equal(vw_fixture_write(dir, "sys/" HWMON_DEV "/name", "power_meter\n", 0), 0);
 	snprintf(text, sizeof(text), "%.0f\n", METER_W * 1e6);
 	assert_int_equal(vw_fixture_write(dir, "sys/" HWMON_DEV "/power1_average", text, 0), 0);
 	assert_int_equal(
 		vw_fixture_write(dir, "sys/" HWMON_DEV "/power1_average_interval", "1000\n", 0), 0);
 	assert_int_equal(vw_fixture_write(dir, "sys/" HWMON_DEV "/power1_cap", "0\n", 0), 0);
-	snprintf(target, sizeof(target), "../../%s", HWMON_DEV);
-	snprintf(link, sizeof(link), "%s/sys/class/hwmon/hwmon3", dir);
-	assert_int_equal(symlink(target, link), 0);
+}
+
+/* A sysfs with no powercap (the CPU zones come from the model) and one ACPI power meter. */
+static char *make_sysfs(void)
+{
+	char *dir = vw_fixture_mkdtemp("platform");
+
+	assert_non_null(dir);
+	add_acpi_meter(dir);
 	return dir;
 }
 
@@ -78,6 +96,21 @@ static char *scrape(unsigned port)
 
 	assert_non_null(body);
 	return body;
+}
+
+/* The first /metrics (within 10 s) that holds `needle`. */
+static char *scrape_when(unsigned port, const char *needle)
+{
+	for (int i = 0; i < 100; i++) {
+		char *body = try_scrape(port);
+
+		if (body && strstr(body, needle))
+			return body;
+		free(body);
+		usleep(100 * 1000);
+	}
+	fail_msg("no /metrics with %s", needle);
+	return NULL;
 }
 
 static double monotonic_s(void)
@@ -281,6 +314,128 @@ static void test_platform_sources_flag(void **state)
 	vw_fixture_rm(dir);
 }
 
+#define AMD_HWMON "devices/platform/amd_energy.0/hwmon/hwmon2"
+#define INA_HWMON "devices/platform/soc/ff0a0000.i2c/i2c-1/1-0040/hwmon/hwmon5"
+#define RAIL_W 150.0
+#define S0_UJ 900000000000ULL /* the sockets' counters at start */
+#define S1_UJ 800000000000ULL
+
+static void put_file(const char *dir, const char *dev, const char *file, const char *text)
+{
+	char rel[600];
+
+	snprintf(rel, sizeof(rel), "sys/%s/%s", dev, file);
+	assert_int_equal(vw_fixture_replace(dir, rel, text), 0);
+}
+
+static void put_energy(const char *dir, unsigned n, uint64_t uj)
+{
+	char file[32], text[32];
+
+	snprintf(file, sizeof(file), "energy%u_input", n);
+	snprintf(text, sizeof(text), "%llu\n", (unsigned long long)uj);
+	put_file(dir, AMD_HWMON, file, text);
+}
+
+/* No powercap: a 2-socket EPYC's amd_energy (4 cores) and an ina226 on the board's input. */
+static char *make_hwmon_sysfs(void)
+{
+	char *dir = vw_fixture_mkdtemp("platform");
+	char file[32], text[64];
+
+	assert_non_null(dir);
+	add_hwmon(dir, AMD_HWMON);
+	put_file(dir, AMD_HWMON, "name", "amd_energy\n");
+	for (unsigned i = 1; i <= 6; i++) {
+		snprintf(file, sizeof(file), "energy%u_label", i);
+		if (i <= 4)
+			snprintf(text, sizeof(text), "Ecore%03u\n", i - 1);
+		else
+			snprintf(text, sizeof(text), "Esocket%u\n", i - 5);
+		put_file(dir, AMD_HWMON, file, text);
+		put_energy(dir, i, i == 5 ? S0_UJ : i == 6 ? S1_UJ : 1000 * i);
+	}
+	add_hwmon(dir, INA_HWMON);
+	put_file(dir, INA_HWMON, "name", "ina226\n");
+	put_file(dir, INA_HWMON, "label", "vdd_in\n");
+	snprintf(text, sizeof(text), "%.0f\n", RAIL_W * 1e6);
+	put_file(dir, INA_HWMON, "power1_input", text);
+	return dir;
+}
+
+/*
+ * A hwmon-only machine: the package of each socket from its amd_energy counter (the built-in
+ * rule), to the µJ; the platform zone from the ina226 a flag maps; the model never opened. With
+ * an ACPI power meter as well, the meter's platform zone replaces the rail's.
+ */
+static void test_hwmon_only_machine(void **state)
+{
+	char *dir = make_hwmon_sysfs();
+	char sys[600], log[640], *body = NULL;
+	char *argv[] = { VW_HOST_BIN, sys, "--host.procfs=/proc", "--libvirt.uri=",
+			 "--passthrough.enable=false", "--web.listen-address=127.0.0.1:0",
+			 "--monitor.interval=1s", "--monitor.sample-interval=250ms",
+			 "--metrics.process-top-n=0", "--kube.node-name=hw",
+			 "--power.hwmon.chip-rules=ina226:vdd_in=platform", NULL };
+	double j0, j1 = -1, w = -1;
+	unsigned port = 0;
+
+	(void)state;
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s/sys", dir);
+	snprintf(log, sizeof(log), "%s/host.log", dir);
+	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &daemon_pid, &port), 0);
+	body = scrape_when(port, "kepler_node_cpu_joules_total{zone=\"package\"");
+	j0 = zone_sum(body, "kepler_node_cpu_joules_total", "package", "");
+	/* The CPU zones' source is hwmon, measured; no platform meter, no model. */
+	assert_true(vw_fixture_sample_sum(body, "virtwatt_node_power_source_info",
+					  "source=\"hwmon\",kind=\"measured\"") == 1);
+	assert_true(vw_fixture_sample_sum(body, "virtwatt_node_power_source_info", NULL) == 1);
+	assert_null(strstr(body, "source=\"estimator\""));
+	assert_non_null(strstr(body, "zone=\"package\",path=\"/sys/class/hwmon/hwmon2/"
+				     "energy5_input\""));
+	assert_non_null(strstr(body, "zone=\"package\",path=\"/sys/class/hwmon/hwmon2/"
+				     "energy6_input\""));
+	assert_non_null(strstr(body, "zone=\"platform\",path=\"/sys/class/hwmon/hwmon5/"
+				     "power1_input\""));
+	assert_null(strstr(body, "zone=\"core\""));
+	free(body);
+
+	/* The sockets count 12.345678 J and 7.654321 J: the package zone has them to the µJ. */
+	put_energy(dir, 5, S0_UJ + 12345678);
+	put_energy(dir, 6, S1_UJ + 7654321);
+	for (int i = 0; i < 50; i++) {
+		body = scrape(port);
+		j1 = zone_sum(body, "kepler_node_cpu_joules_total", "package", "");
+		w = zone_sum(body, "kepler_node_cpu_watts", "platform", "");
+		free(body);
+		if (j1 - j0 >= 19.999999 - 1e-7)
+			break;
+		usleep(100 * 1000);
+	}
+	print_message("# package: %.6f J counted; platform %.3f W (the rail: %.0f W)\n", j1 - j0,
+		      w, RAIL_W);
+	assert_double_near(j1 - j0, 19.999999, 1e-7);
+	assert_double_near(w, RAIL_W, RAIL_W / 100);
+	assert_int_equal(vw_fixture_stop_daemon(daemon_pid), 0);
+	daemon_pid = 0;
+
+	/* An ACPI power meter too: one platform zone, the meter's; the CPU zones still hwmon's. */
+	add_acpi_meter(dir);
+	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &daemon_pid, &port), 0);
+	body = scrape_when(port, "zone=\"platform\",path=\"/sys/class/hwmon/hwmon3\"");
+	assert_true(vw_fixture_sample_sum(body, "virtwatt_node_power_source_info",
+					  "source=\"hwmon\",kind=\"measured\"") == 1);
+	assert_true(vw_fixture_sample_sum(body, "virtwatt_node_power_source_info",
+					  "source=\"acpi\",kind=\"measured\"") == 1);
+	assert_null(strstr(body, "hwmon5/power1_input"));
+	assert_non_null(strstr(body, "zone=\"package\",path=\"/sys/class/hwmon/hwmon2/"
+				     "energy5_input\""));
+	free(body);
+	assert_int_equal(vw_fixture_stop_daemon(daemon_pid), 0);
+	daemon_pid = 0;
+	vw_fixture_rm(dir);
+}
+
 /* Kepler's BMC file as its documentation gives it (EP-001), this node's BMC the test BMC. */
 static const char kepler_bmc_file[] =
 	"nodes:\n"
@@ -451,6 +606,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_platform_meter, stop_leftover),
 		cmocka_unit_test_teardown(test_redfish_platform, stop_leftover),
 		cmocka_unit_test_teardown(test_platform_sources_flag, stop_leftover),
+		cmocka_unit_test_teardown(test_hwmon_only_machine, stop_leftover),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -18,6 +18,7 @@ int vw_power_sysfs_class(const struct vw_power_env *env, const char *rel)
 
 const struct vw_power_source_ops *const vw_host_power_sources[] = {
 	&vw_src_powercap,
+	&vw_src_hwmon, /* a RAPL fallback, as in Kepler */
 	&vw_src_estimator,
 	NULL,
 };

@@ -24,6 +24,25 @@ extern const struct vw_power_source_ops vw_src_powercap;
 extern const struct vw_power_source_ops vw_src_acpi_power_meter;
 
 /*
+ * Generic hwmon sensors through <sysfs>/class/hwmon (src_hwmon_generic.c, name "hwmon"): each
+ * chip's energyN_input counters (µJ), else its powerN_average / powerN_input readings (µW,
+ * integrated like the ACPI meter's), else the rails of chips read as inN x currN (ina3221),
+ * mapped to zones by chip rules (hwmon_rules.h) and summed per zone and socket; an energy
+ * counter beats a power reading of the same zone and socket. Not the ACPI meter's power_meter.
+ * A source of CPU zones (a RAPL fallback, as in Kepler): open() gives -ENODEV unless some sensor
+ * maps to a zone other than platform; a platform sensor rides along (a platform meter replaces
+ * it). Configured through env->ctx's hwmon member (NULL: the built-in rules only).
+ */
+struct vw_hwmon_rules; /* hwmon_rules.h */
+struct vw_hwmon_config {
+	const struct vw_hwmon_rules *rules; /* --power.hwmon.chip-rules: before the built-in ones */
+	const char *const *zones; /* Kepler's experimental.hwmon.zones: the sensors to use by label */
+	size_t n_zones;           /* 0: every sensor a rule maps */
+	bool disabled;            /* Kepler's experimental.hwmon.enabled=false */
+};
+extern const struct vw_power_source_ops vw_src_hwmon;
+
+/*
  * A BMC's whole-node power over Redfish (src_redfish.c, name "redfish"): one VW_ZONE_PLATFORM
  * zone, the first chassis with EnvironmentMetrics, Power or PowerSubsystem readings, polled by
  * a thread of its own (a BMC takes seconds) and integrated on the sampling clock like the ACPI
@@ -89,6 +108,7 @@ extern const struct vw_power_source_ops vw_src_ipmi;
 struct vw_meter_config {
 	const struct vw_redfish_config *redfish; /* a BMC over Redfish */
 	const struct vw_ipmi_config *ipmi;       /* a BMC over IPMI, in band or LAN */
+	const struct vw_hwmon_config *hwmon;     /* generic hwmon sensors: which is what */
 };
 
 /*

@@ -1,12 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * hwmon meters under <sysfs>/class/hwmon/hwmonN. This slice reads the ACPI 4.0 power meter
- * (driver acpi_power_meter, hwmon name "power_meter"): one VW_ZONE_PLATFORM zone per meter.
+ * The ACPI 4.0 power meter under <sysfs>/class/hwmon/hwmonN (driver acpi_power_meter, hwmon name
+ * "power_meter"): one VW_ZONE_PLATFORM zone per meter. The other hwmon chips' energy and power
+ * sensors are src_hwmon_generic.c's; what both use to find chips and integrate is hwmon_chip.c.
  *
  * The meter gives power, not energy: power1_average in µW, the firmware's average over the
  * last power1_average_interval ms. Each read integrates it into a cumulative µJ counter kept
- * here (integrator.h: exact integers, it never wraps: max_range_uj 0). The first read only sets
- * the time.
+ * here (it never wraps: max_range_uj 0):
+ *
+ *     energy += power just read x (now - time of the previous good read)
+ *
+ * in integers: µW x ns is 1e-9 µJ, the part below one µJ carried to the next read, so no
+ * energy is lost to rounding however often it is read. The first read only sets the time.
  *
  * A failed read (file gone, junk, the firmware's "no reading") counts nothing, and the time it
  * covers is not made up afterwards either: the next good read only sets the time again, and
@@ -21,17 +26,16 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "energy.h"
 #include "fileio.h"
+#include "hwmon_chip.h"
 #include "integrator.h"
 #include "log.h"
 #include "macro.h"
 #include "power.h"
 
-#define HWMON_DIR "class/hwmon"
-#define HWMON_PREFIX "hwmon"
-/* Only the `path` label: independent of --host.sysfs so that output is stable. */
-#define PATH_LABEL_PREFIX "/sys/class/hwmon/"
-#define ACPI_METER_CHIP "power_meter"
+#define HWMON_PREFIX VW_HWMON_PREFIX
+#define PATH_LABEL_PREFIX VW_HWMON_PATH_PREFIX
 #define ACPI_POWER_FILE "power1_average"
 /*
  * power1_average_max is an upper trip point (the driver's _PTP, set by an operator or the
@@ -46,23 +50,11 @@
  */
 #define PMM_NONE_32 (0xFFFFFFFFULL * 1000ULL)
 #define PMM_NONE_64 (UINT64_MAX - 999ULL)
-/* One hwmonN found by the scan. */
-struct hw_chip {
-	unsigned index; /* N */
-	int dirfd;      /* where its attributes are: hwmonN itself, or hwmonN/device */
-	char name[64];
-};
-
-/* How a zone's counter comes about; the generic energyN_input counters will be a second kind. */
-enum hw_kind {
-	HW_KIND_POWER_AVERAGE, /* integrate a power reading in µW */
-};
 
 struct hw_zone {
-	enum hw_kind kind;
 	int dirfd;
-	const char *file; /* the reading, relative to dirfd */
-	struct vw_power_integrator energy; /* the counter, over act->now_ns */
+	const char *file;              /* the reading, relative to dirfd */
+	struct vw_power_integrator integ; /* the counter: power1_average integrated */
 	struct vw_complaint complaint;
 };
 
@@ -72,63 +64,6 @@ struct hwmon {
 	struct hw_zone zone[VW_POWER_MAX_ZONES];
 	size_t eacces; /* meters refused for permission while opening */
 };
-
-/* ---- the scan --------------------------------------------------------------------------- */
-
-/* "hwmonN" -> N (decimal, no sign, no leading zero); anything else is not a hwmon device. */
-static int parse_hwmon(const char *name, uint32_t *ret)
-{
-	const char *s = name + strlen(HWMON_PREFIX);
-	unsigned v = 0;
-
-	if (strncmp(name, HWMON_PREFIX, strlen(HWMON_PREFIX)) != 0 || *s < '0' || *s > '9' ||
-	    (s[0] == '0' && s[1] != '\0'))
-		return -EINVAL;
-	for (; *s; s++) {
-		if (*s < '0' || *s > '9')
-			return -EINVAL;
-		if (v > 99999999)
-			return -ERANGE;
-		v = v * 10 + (unsigned)(*s - '0');
-	}
-	*ret = v;
-	return 0;
-}
-
-/*
- * Open hwmonN (a symlink into devices/, followed relative to classfd) and find its `name`.
- * Drivers still on hwmon_device_register(), acpi_power_meter among them, put no attribute on
- * the class device: `name` and the readings sit on the parent, hwmonN/device (libsensors looks
- * in both places too).
- */
-static int chip_open(int classfd, unsigned index, struct hw_chip *ret)
-{
-	_cleanup_close_ int fd = -1;
-	char rel[32];
-	int r;
-
-	*ret = (struct hw_chip){ .index = index, .dirfd = -1 };
-	snprintf(rel, sizeof(rel), HWMON_PREFIX "%u", index);
-	fd = vw_dir_open_at(classfd, rel);
-	if (fd < 0)
-		return fd;
-	r = vw_read_str_at(fd, "name", ret->name, sizeof(ret->name));
-	if (r == -ENOENT) {
-		_cleanup_close_ int dev = vw_dir_open_at(fd, "device");
-
-		if (dev < 0)
-			return r;
-		r = vw_read_str_at(dev, "name", ret->name, sizeof(ret->name));
-		if (r == 0) {
-			vw_closep(&fd);
-			fd = VW_TAKE_FD(dev);
-		}
-	}
-	if (r < 0)
-		return r;
-	ret->dirfd = VW_TAKE_FD(fd);
-	return 0;
-}
 
 /* ---- the ACPI power meter --------------------------------------------------------------- */
 
@@ -173,7 +108,7 @@ static void log_meter(const struct vw_zone_info *info, int dirfd)
  * A power_meter chip becomes a zone when its power1_average reads now. -ENODEV without one (a
  * meter that only caps or trips), -EACCES refused, other -errno unreadable.
  */
-static int probe_acpi_meter(struct hwmon *hw, struct hw_chip *chip)
+static int probe_acpi_meter(struct hwmon *hw, struct vw_hwmon_chip *chip)
 {
 	struct vw_zone_info *info = &hw->info[hw->n];
 	uint64_t uw;
@@ -202,7 +137,6 @@ static int probe_acpi_meter(struct hwmon *hw, struct hw_chip *chip)
 	};
 	snprintf(info->path, sizeof(info->path), PATH_LABEL_PREFIX HWMON_PREFIX "%u", chip->index);
 	hw->zone[hw->n] = (struct hw_zone){
-		.kind = HW_KIND_POWER_AVERAGE,
 		.dirfd = VW_TAKE_FD(chip->dirfd),
 		.file = ACPI_POWER_FILE,
 	};
@@ -214,11 +148,11 @@ static int probe_acpi_meter(struct hwmon *hw, struct hw_chip *chip)
 /* What to make of a chip, by its name. A generic hwmon source adds its own table. */
 struct hw_probe {
 	const char *chip;
-	int (*probe)(struct hwmon *hw, struct hw_chip *chip);
+	int (*probe)(struct hwmon *hw, struct vw_hwmon_chip *chip);
 };
 
 static const struct hw_probe acpi_probes[] = {
-	{ ACPI_METER_CHIP, probe_acpi_meter },
+	{ VW_HWMON_ACPI_CHIP, probe_acpi_meter },
 };
 
 static const struct hw_probe *find_probe(const struct hw_probe *p, size_t n, const char *name)
@@ -236,15 +170,15 @@ static int scan(int classfd, const struct hw_probe *probes, size_t n_probes, str
 	_cleanup_free_ uint32_t *idx = NULL;
 	size_t n = 0, found = 0;
 	/* hwmonN in numeric order (hwmon10 after hwmon2) */
-	int r = vw_dir_numbers(classfd, ".", parse_hwmon, &idx, &n);
+	int r = vw_hwmon_chip_numbers(classfd, &idx, &n);
 
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n; i++) {
 		const struct hw_probe *p;
-		struct hw_chip chip;
+		struct vw_hwmon_chip chip;
 
-		r = chip_open(classfd, idx[i], &chip);
+		r = vw_hwmon_chip_open(classfd, idx[i], &chip);
 		if (r < 0) {
 			vw_debug("hwmon: " HWMON_PREFIX "%u: no readable name: %s; skipped", idx[i],
 				 strerror(-r));
@@ -293,7 +227,7 @@ static int acpi_open(const struct vw_power_env *env, void **ret_state)
 	size_t found = 0;
 	int r;
 
-	classfd = vw_power_sysfs_class(env, HWMON_DIR);
+	classfd = vw_power_sysfs_class(env, VW_HWMON_DIR);
 	if (classfd < 0)
 		return classfd;
 	hw = calloc(1, sizeof(*hw));
@@ -334,7 +268,7 @@ static size_t hwmon_zones(void *state, const struct vw_zone_info **ret_zones)
  * The attributes of acpi_power_meter live on the ACPI device, whose directory outlives a reload
  * of the driver (only the hwmon class device comes and goes): the handle stays valid, and a
  * reading that went away reads again when it is back. (Drivers with their attributes on the
- * class device will need powercap's look-up-again; the generic slice brings it.)
+ * class device need powercap's look-up-again: src_hwmon_generic.c has it.)
  */
 static int read_zone(struct hw_zone *z, const char *path, uint64_t now_ns, uint64_t *ret_raw)
 {
@@ -342,8 +276,8 @@ static int read_zone(struct hw_zone *z, const char *path, uint64_t now_ns, uint6
 	int r = read_power_uw(z->dirfd, z->file, &uw);
 
 	if (r < 0) {
-		vw_power_integrator_break(&z->energy); /* none until the next good read */
-		*ret_raw = z->energy.energy_uj;
+		vw_power_integrator_break(&z->integ);
+		*ret_raw = z->integ.energy_uj;
 		vw_complain(&z->complaint, VW_LOG_WARN,
 			    "acpi: %s: cannot read %s: %s; no energy counted until it reads again",
 			    path, z->file,
@@ -353,7 +287,8 @@ static int read_zone(struct hw_zone *z, const char *path, uint64_t now_ns, uint6
 	vw_release(&z->complaint, VW_LOG_INFO,
 		   "acpi: %s: %s readable again; energy counted from this reading on", path,
 		   z->file);
-	*ret_raw = vw_power_integrate(&z->energy, uw, now_ns);
+	vw_power_integrate(&z->integ, uw, now_ns);
+	*ret_raw = z->integ.energy_uj;
 	return 0;
 }
 
@@ -365,7 +300,7 @@ static int hwmon_read(void *state, const struct vw_node_activity *act, uint64_t 
 	for (size_t i = 0; i < hw->n; i++) {
 		if (!act) {
 			errs[i] = -EINVAL; /* no time: nothing to integrate over */
-			raw_uj[i] = hw->zone[i].energy.energy_uj;
+			raw_uj[i] = hw->zone[i].integ.energy_uj;
 		} else {
 			errs[i] = read_zone(&hw->zone[i], hw->info[i].path, act->now_ns,
 					    &raw_uj[i]);

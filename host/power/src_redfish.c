@@ -7,8 +7,8 @@
  * runs on the sampling thread: a poller thread of this source's own owns the client, polls
  * every `interval` (backing off, doubling to 60 s, while the BMC fails) and keeps the last good
  * reading with the time it was taken. read() takes that reading and integrates it over the
- * sampling clock like the ACPI meter (src_hwmon.c): µW x ns in integers, the part below 1 µJ
- * carried, the first read only setting the time. A reading older than `staleness` is stale:
+ * sampling clock (integrator.h: µW x ns in integers, the part below 1 µJ carried, the first
+ * read only setting the time). A reading older than `staleness` is stale:
  * it counts nothing (it is never carried forward past that), the zone reports the poller's
  * error (or -ESTALE), and the next fresh read only sets the time again. Within `staleness`
  * a poll that failed (a 503 from a busy BMC) leaves the last reading in use.
@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "integrator.h"
 #include "log.h"
 #include "macro.h"
 #include "power.h"
@@ -38,10 +39,7 @@
 #define TIMEOUT_MS_DEFAULT 5000L
 #define BACKOFF_MS_MAX 60000L
 #define NS_PER_MS 1000000ULL
-#define NS_UW_PER_UJ 1000000000ULL /* ns x µW per µJ */
 #define PATH_UNKNOWN "/redfish/v1/" /* the zone's path while the BMC has not been found yet */
-
-typedef unsigned __int128 rf_u128;
 
 struct redfish {
 	struct vw_rf_client *client; /* the poller's alone once it runs */
@@ -60,10 +58,7 @@ struct redfish {
 	int poll_err;              /* the last poll's result */
 	/* The sampling thread's: */
 	struct vw_zone_info info;
-	uint64_t energy_uj;
-	uint64_t rem_nuj; /* below 1 µJ, in 1e-9 µJ (µW x ns) */
-	uint64_t last_ns;
-	bool primed;
+	struct vw_power_integrator energy; /* the fresh readings over act->now_ns */
 	struct vw_complaint complaint;
 	struct vw_complaint poll_complaint; /* the poller's */
 };
@@ -253,20 +248,6 @@ static int current(struct redfish *rf, struct vw_rf_reading *ret)
 	return r;
 }
 
-/* energy += uw x (now - last), in integers; the first read (or the first after a stale span)
- * only sets the time, and a clock that steps back counts nothing. */
-static void integrate(struct redfish *rf, uint64_t uw, uint64_t now_ns)
-{
-	if (rf->primed && now_ns > rf->last_ns) {
-		rf_u128 nuj = (rf_u128)uw * (now_ns - rf->last_ns) + rf->rem_nuj;
-
-		rf->energy_uj += (uint64_t)(nuj / NS_UW_PER_UJ);
-		rf->rem_nuj = (uint64_t)(nuj % NS_UW_PER_UJ);
-	}
-	rf->last_ns = now_ns;
-	rf->primed = true;
-}
-
 static int redfish_read(void *state, const struct vw_node_activity *act, uint64_t *raw_uj,
 			int *errs)
 {
@@ -275,7 +256,7 @@ static int redfish_read(void *state, const struct vw_node_activity *act, uint64_
 	int r = act ? current(rf, &rd) : -EINVAL;
 
 	if (r < 0) {
-		rf->primed = false;
+		vw_power_integrator_break(&rf->energy);
 		vw_complain(&rf->complaint, VW_LOG_WARN,
 			    "redfish: %s: no fresh reading: %s; no energy counted until there is",
 			    rf->info.path, strerror(-r));
@@ -283,9 +264,9 @@ static int redfish_read(void *state, const struct vw_node_activity *act, uint64_
 		vw_release(&rf->complaint, VW_LOG_INFO,
 			   "redfish: %s: fresh readings again; energy counted from this one on",
 			   rf->info.path);
-		integrate(rf, rd.uw, act->now_ns);
+		vw_power_integrate(&rf->energy, rd.uw, act->now_ns);
 	}
-	raw_uj[0] = rf->energy_uj;
+	raw_uj[0] = rf->energy.energy_uj;
 	errs[0] = r;
 	return vw_power_read_result(errs, 1);
 }

@@ -1,0 +1,334 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Generic hwmon sensors under <sysfs>/class/hwmon/hwmonN (name "hwmon"): every chip but the ACPI
+ * power meter (src_hwmon.c's), each of its sensors of one of three kinds, best first:
+ *
+ *   energyN_input                    a cumulative µJ counter (amd_energy, zenergy, ibmpowernv)
+ *   powerN_average, else powerN_input a power reading in µW (ina2xx, BMC-backed drivers)
+ *   inN_input x currN_input          mV x mA = µW, for chips whose rails read that way (ina3221)
+ *
+ * Chip rules (hwmon_rules.h: the operator's, then the built-in ones) say which zone and socket a
+ * sensor counts in, by the chip's name and the sensor's label (<kind>N_label, else the chip's own
+ * `label`, else the sensor's name such as power1); a sensor no rule maps is not used. Finding
+ * and reading the sensors is hwmon_sensors.c's; here they become zones. Sensors of one zone
+ * and socket are summed. An energy counter beats a power reading: where a zone and
+ * socket has one, that zone's power sensors are left out.
+ *
+ * Energy zones hand the engine the sum of their counters as they read, with max_range_uj 0: the
+ * energy counter (shared/energy) takes any decrease, a counter reset by a reloaded driver or a
+ * wrap at a width hwmon does not publish, as a gap (that interval counts nothing) rather than
+ * guess a range. Power zones hand the sum of their sensors' integrals, kept here exactly as the
+ * ACPI meter keeps its own (hwmon_chip.h): a failed read counts nothing, and the next good read
+ * only sets the time. A zone reads while one of its sensors does; a failing sensor stands still
+ * (its last counter, or its integral) and is logged, rate-limited, until it reads again.
+ *
+ * Nothing here writes. Every file is read relative to a chip's directory fd, opened below the
+ * injected sysfs root; a chip whose directory went away (its driver reloaded) is looked up again
+ * at the same hwmonN, by name.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "energy.h"
+#include "hwmon_sensors_priv.h"
+#include "macro.h"
+
+/* ---- sensors into zones ---------------------------------------------------------------- */
+
+static bool same_place(const struct hg_sensor *a, const struct hg_sensor *b)
+{
+	return a->zone == b->zone && a->socket == b->socket;
+}
+
+/* Where a zone and socket has an energy counter, its power sensors are left out. */
+static void prefer_energy(struct hwmon_generic *hg)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < hg->n_s; i++) {
+		struct hg_sensor *s = &hg->s[i];
+		bool beaten = false;
+
+		for (size_t j = 0; s->kind != HG_ENERGY && j < hg->n_s && !beaten; j++)
+			beaten = hg->s[j].kind == HG_ENERGY && same_place(&hg->s[j], s);
+		if (beaten) {
+			vw_info("hwmon: %s ('%s'): zone %s socket %u has an energy counter; this "
+				"%s is left out",
+				s->path, s->label, vw_zone_name(s->zone), s->socket,
+				vw_hwmon_kind_names[s->kind]);
+			continue;
+		}
+		hg->s[k++] = *s;
+	}
+	hg->n_s = k;
+}
+
+static int cmp_place(const void *a, const void *b)
+{
+	const struct vw_zone_info *x = a, *y = b;
+
+	if (x->zone != y->zone)
+		return x->zone < y->zone ? -1 : 1;
+	return x->socket < y->socket ? -1 : x->socket > y->socket;
+}
+
+static size_t find_zone(const struct hwmon_generic *hg, enum vw_zone zone, unsigned socket)
+{
+	for (size_t z = 0; z < hg->n; z++)
+		if (hg->info[z].zone == zone && hg->info[z].socket == socket)
+			return z;
+	return hg->n;
+}
+
+/* One zone per zone and socket, in that order, named by its first sensor's path. */
+static void make_zones(struct hwmon_generic *hg)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < hg->n_s; i++) {
+		const struct hg_sensor *s = &hg->s[i];
+
+		if (find_zone(hg, s->zone, s->socket) < hg->n)
+			continue;
+		if (hg->n == VW_POWER_MAX_ZONES) {
+			vw_warn("hwmon: more than %d zones; %s (zone %s socket %u) and later unused",
+				VW_POWER_MAX_ZONES, s->path, vw_zone_name(s->zone), s->socket);
+			break;
+		}
+		hg->info[hg->n] = (struct vw_zone_info){ .zone = s->zone, .socket = s->socket,
+							 .idle_w = -1 };
+		snprintf(hg->info[hg->n].path, sizeof(hg->info[0].path), "%s", s->path);
+		hg->n++;
+	}
+	qsort(hg->info, hg->n, sizeof(hg->info[0]), cmp_place);
+	for (size_t i = 0; i < hg->n_s; i++) {
+		struct hg_sensor *s = &hg->s[i];
+
+		s->zone_idx = find_zone(hg, s->zone, s->socket);
+		if (s->zone_idx == hg->n)
+			continue; /* over the limit */
+		hg->energy[s->zone_idx] = s->kind == HG_ENERGY;
+		hg->s[k++] = *s;
+	}
+	hg->n_s = k;
+}
+
+static void log_zones(const struct hwmon_generic *hg)
+{
+	for (size_t z = 0; z < hg->n; z++) {
+		size_t n = 0;
+
+		for (size_t i = 0; i < hg->n_s; i++)
+			n += hg->s[i].zone_idx == z;
+		vw_info("hwmon: zone %s socket %u: %zu %s%s summed, the first %s",
+			vw_zone_name(hg->info[z].zone), hg->info[z].socket, n,
+			hg->energy[z] ? "energy counter" : "power sensor", n == 1 ? "" : "s",
+			hg->info[z].path);
+	}
+}
+
+/* ---- the ops --------------------------------------------------------------------------- */
+
+static void hg_close(void *state)
+{
+	struct hwmon_generic *hg = state;
+
+	if (!hg)
+		return;
+	for (size_t i = 0; i < hg->n_chip; i++)
+		vw_closep(&hg->chip[i].dirfd);
+	vw_closep(&hg->classfd);
+	free(hg->chip);
+	free(hg->s);
+	free(hg);
+}
+
+static void hg_closep(struct hwmon_generic **hg)
+{
+	hg_close(*hg);
+}
+
+static void rules_freep(struct vw_hwmon_rules **r)
+{
+	vw_hwmon_rules_free(*r);
+}
+
+static bool has_cpu_zone(const struct hwmon_generic *hg)
+{
+	for (size_t z = 0; z < hg->n; z++)
+		if (hg->info[z].zone != VW_ZONE_PLATFORM)
+			return true;
+	return false;
+}
+
+/* What opening found, said once: 0, or -ENODEV / -EACCES for nothing this source can use. */
+static int judge(const struct hwmon_generic *hg)
+{
+	if (hg->n == 0 && hg->eacces) {
+		vw_error("hwmon: permission denied reading %zu hwmon sensor(s) a chip rule maps: "
+			 "run with access to them, or map other sensors",
+			 hg->eacces);
+		return -EACCES;
+	}
+	if (hg->n == 0) {
+		vw_debug("hwmon: no hwmon sensor a chip rule maps");
+		return -ENODEV;
+	}
+	if (!has_cpu_zone(hg)) {
+		vw_info("hwmon: only platform sensors are mapped (the first %s): hwmon gives CPU "
+			"zones, so the next source does; map a CPU sensor with "
+			"--power.hwmon.chip-rules to use them",
+			hg->info[0].path);
+		return -ENODEV;
+	}
+	if (hg->eacces)
+		vw_warn("hwmon: %zu mapped hwmon sensor(s) refused reading; skipped", hg->eacces);
+	log_zones(hg);
+	return 0;
+}
+
+static int hg_open(const struct vw_power_env *env, void **ret_state)
+{
+	const struct vw_meter_config *mc = env ? env->ctx : NULL;
+	_cleanup_(hg_closep) struct hwmon_generic *hg = NULL;
+	_cleanup_(rules_freep) struct vw_hwmon_rules *builtin = NULL;
+	const struct vw_hwmon_config *cfg = mc ? mc->hwmon : NULL;
+	char err[256];
+	size_t n_builtin = 0;
+	int classfd, r;
+
+	if (cfg && cfg->disabled) {
+		vw_debug("hwmon: off (experimental.hwmon.enabled is false)");
+		return -ENODEV;
+	}
+	classfd = vw_power_sysfs_class(env, VW_HWMON_DIR);
+	if (classfd < 0)
+		return classfd;
+	hg = calloc(1, sizeof(*hg));
+	if (!hg) {
+		vw_closep(&classfd);
+		return -ENOMEM;
+	}
+	hg->classfd = classfd;
+	while (vw_hwmon_builtin_rules[n_builtin])
+		n_builtin++;
+	r = vw_hwmon_rules_parse(vw_hwmon_builtin_rules, n_builtin, &builtin, err, sizeof(err));
+	if (r < 0)
+		return r; /* the tests parse every built-in rule */
+	r = vw_hwmon_sensors_find(hg, cfg, builtin);
+	if (r < 0)
+		return r;
+	prefer_energy(hg);
+	make_zones(hg);
+	r = judge(hg);
+	if (r < 0)
+		return r;
+	*ret_state = VW_TAKE_PTR(hg);
+	return 0;
+}
+
+static size_t hg_zones(void *state, const struct vw_zone_info **ret_zones)
+{
+	struct hwmon_generic *hg = state;
+
+	*ret_zones = hg->info;
+	return hg->n;
+}
+
+/*
+ * The chip's directory is gone (its driver reloaded: the class device is new): look hwmonN up
+ * again, and take it if it is still the chip of that name. A chip that comes back under another
+ * number is not followed.
+ */
+static int reopen_chip(int classfd, struct hg_chip *c)
+{
+	struct vw_hwmon_chip again;
+	int r = vw_hwmon_chip_open(classfd, c->index, &again);
+
+	if (r < 0)
+		return r;
+	if (strcmp(again.name, c->name) != 0) {
+		vw_closep(&again.dirfd);
+		return -ENODEV;
+	}
+	vw_closep(&c->dirfd);
+	c->dirfd = again.dirfd;
+	return 0;
+}
+
+static int read_sensor(struct hwmon_generic *hg, struct hg_sensor *s, uint64_t *ret)
+{
+	struct hg_chip *c = &hg->chip[s->chip];
+	int r = vw_hwmon_sensor_read(c->dirfd, s, ret);
+
+	if ((r == -ENOENT || r == -ENODEV || r == -ESTALE) && reopen_chip(hg->classfd, c) == 0)
+		r = vw_hwmon_sensor_read(c->dirfd, s, ret);
+	return r;
+}
+
+/* Read one sensor into its counter at now_ns (NULL: no time, so only energy counters read). */
+static int update_sensor(struct hwmon_generic *hg, struct hg_sensor *s, const uint64_t *now_ns)
+{
+	uint64_t v;
+	int r;
+
+	if (s->kind != HG_ENERGY && !now_ns)
+		return -EINVAL; /* no time: nothing to integrate over */
+	r = read_sensor(hg, s, &v);
+	if (r < 0) {
+		if (s->kind != HG_ENERGY)
+			vw_power_integrator_break(&s->integ);
+		vw_complain(&s->complaint, VW_LOG_WARN,
+			    "hwmon: %s ('%s'): cannot read: %s; %s", s->path, s->label,
+			    strerror(-r),
+			    s->kind == HG_ENERGY ? "its counter stands still until it reads again"
+						 : "no energy counted until it reads again");
+		return r;
+	}
+	vw_release(&s->complaint, VW_LOG_INFO, "hwmon: %s ('%s'): readable again", s->path,
+		   s->label);
+	if (s->kind == HG_ENERGY)
+		s->raw_uj = v;
+	else
+		vw_power_integrate(&s->integ, v, *now_ns);
+	return 0;
+}
+
+static int hg_read(void *state, const struct vw_node_activity *act, uint64_t *raw_uj, int *errs)
+{
+	struct hwmon_generic *hg = state;
+	bool read_one[VW_POWER_MAX_ZONES] = { false };
+
+	for (size_t z = 0; z < hg->n; z++) {
+		raw_uj[z] = 0;
+		errs[z] = 0;
+	}
+	for (size_t i = 0; i < hg->n_s; i++) {
+		struct hg_sensor *s = &hg->s[i];
+		size_t z = s->zone_idx;
+		int r = update_sensor(hg, s, act ? &act->now_ns : NULL);
+
+		/* A zone reads while one of its sensors does; else its first error. */
+		if (r == 0)
+			read_one[z] = true;
+		else if (!errs[z])
+			errs[z] = r;
+		raw_uj[z] = vw_energy_add(raw_uj[z],
+					  s->kind == HG_ENERGY ? s->raw_uj : s->integ.energy_uj);
+	}
+	for (size_t z = 0; z < hg->n; z++)
+		if (read_one[z])
+			errs[z] = 0;
+	return vw_power_read_result(errs, hg->n);
+}
+
+const struct vw_power_source_ops vw_src_hwmon = {
+	.name = "hwmon",
+	.measured = true,
+	.open = hg_open,
+	.zones = hg_zones,
+	.read = hg_read,
+	.close = hg_close,
+};
