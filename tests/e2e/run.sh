@@ -88,6 +88,7 @@ cleanup() {
 	stop_pid "$(pid_of prometheus)"
 	stop_pid "$(pid_of host)"
 	stop_pid "$(pid_of feeder)"
+	stop_pid "$(pid_of bmc)"
 	if alive "$(pid_of libvirtd)"; then
 		timeout 30 virsh -c "$uri_rw" destroy "$name" >/dev/null 2>&1
 	fi
