@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
+#include "ipmi_fixture.h"
 #include "log.h"
 #include "macro.h"
 #include "power.h"
@@ -29,126 +30,33 @@
 #define INTERVAL_NS (200 * MS)
 #define STALE_NS (600 * MS)
 #define TIMEOUT_MS 500
-#define USER "vw"
-#define PASSWORD "s3cret"
+#define USER VW_TEST_IPMI_USER
+#define PASSWORD VW_TEST_IPMI_PASSWORD
 
-static struct {
-	char *dir;
-	char state[300];
-	char conf[300];
-	char emu[300];
-	char log[300];
-	unsigned port;
-	pid_t pid;
-	bool can_run;
-} bmc;
+static struct vw_test_ipmi bmc;
 
 static const char *const workarounds[] = { "opensesspriv", NULL };
 
 static void ctl(const char *name, const char *text)
 {
-	assert_int_equal(vw_fixture_replace(bmc.dir, name, text), 0);
-}
-
-static int write_ctl(const char *name, const char *text)
-{
-	return vw_fixture_replace(bmc.dir, name, text);
-}
-
-/* ---- the BMC ---------------------------------------------------------------------------- */
-
-/* Whether something listens on UDP 127.0.0.1:port (/proc/net/udp: 0100007F:PORT). */
-static bool udp_bound(unsigned port)
-{
-	_cleanup_free_ char *t = vw_fixture_slurp("/proc/net/udp", NULL);
-	char want[32];
-
-	snprintf(want, sizeof(want), "0100007F:%04X ", port);
-	return t && strstr(t, want);
-}
-
-/* tests/ipmi/<name> with each @KEY@ replaced, written to <dir>/<name>. */
-static int instantiate(const char *name, const char *const *subst)
-{
-	char src[512];
-	_cleanup_free_ char *t = NULL;
-
-	snprintf(src, sizeof(src), VW_SOURCE_ROOT "/tests/ipmi/%s", name);
-	t = vw_fixture_slurp(src, NULL);
-	if (!t)
-		return -ENOENT;
-	for (; subst[0]; subst += 2) {
-		char *at;
-
-		while ((at = strstr(t, subst[0]))) {
-			char *n = NULL;
-
-			if (asprintf(&n, "%.*s%s%s", (int)(at - t), t, subst[1],
-				     at + strlen(subst[0])) < 0)
-				return -ENOMEM;
-			free(t);
-			t = n;
-		}
-	}
-	return vw_fixture_write(bmc.dir, name, t, 0);
+	vw_test_ipmi_ctl(&bmc, name, text);
 }
 
 static int bmc_start(void)
 {
-	char *argv[] = { "ipmi_sim", "-c", bmc.conf, "-f", bmc.emu, "-s", bmc.state, "-n", NULL };
-
-	bmc.pid = vw_fixture_spawn_tied(argv, bmc.log);
-	if (bmc.pid < 0)
-		return -1;
-	for (int i = 0; i < 200; i++) { /* 10 s */
-		if (udp_bound(bmc.port))
-			return 0;
-		usleep(50000);
-	}
-	vw_fixture_kill(&bmc.pid);
-	return -1;
+	return vw_test_ipmi_restart(&bmc);
 }
 
 static int bmc_setup(void **state)
 {
-	char port_s[16], dcmi[320], sdr[360], log[320];
-	char *sdrcomp[] = { "sdrcomp", "-o", sdr, VW_SOURCE_ROOT "/tests/ipmi/bmc.sdrs", NULL };
-
 	(void)state;
-	bmc.can_run = VW_IPMI_DCMI_MODULE[0] && access("/usr/bin/ipmi_sim", X_OK) == 0;
-	if (!bmc.can_run)
-		return 0; /* each case skips, saying why */
-	bmc.dir = vw_fixture_mkdtemp("ipmi");
-	bmc.port = vw_fixture_free_port(SOCK_DGRAM);
-	if (!bmc.dir || !bmc.port)
-		return -1;
-	snprintf(port_s, sizeof(port_s), "%u", bmc.port);
-	snprintf(dcmi, sizeof(dcmi), "%s/dcmi", bmc.dir);
-	snprintf(bmc.conf, sizeof(bmc.conf), "%s/lan.conf", bmc.dir);
-	snprintf(bmc.emu, sizeof(bmc.emu), "%s/bmc.emu", bmc.dir);
-	snprintf(bmc.log, sizeof(bmc.log), "%s/ipmi_sim.log", bmc.dir);
-	snprintf(bmc.state, sizeof(bmc.state), "%s/state", bmc.dir);
-	/* where `mc_add ... persist_sdr` looks: <state>/ipmi_sim/<name>/sdr.<mc>.main */
-	snprintf(sdr, sizeof(sdr), "%s/state/ipmi_sim/vwbmc/sdr.20.main", bmc.dir);
-	snprintf(log, sizeof(log), "%s/sdrcomp.log", bmc.dir);
-	if (instantiate("lan.conf", (const char *const[]){ "@PORT@", port_s, "@MODULE@",
-							    VW_IPMI_DCMI_MODULE, "@DCMI@", dcmi,
-							    NULL }) < 0 ||
-	    instantiate("bmc.emu", (const char *const[]){ "@DIR@", bmc.dir, NULL }) < 0 ||
-	    vw_fixture_mkdir(bmc.dir, "state/ipmi_sim/vwbmc") < 0 ||
-	    vw_fixture_run_logged(sdrcomp, log) != 0)
-		return -1;
-	if (write_ctl("cpu", "90\n") < 0 || write_ctl("psu1", "130\n") < 0 ||
-	    write_ctl("total", "180\n") < 0 || write_ctl("dcmi", "250\n") < 0)
-		return -1;
-	return bmc_start();
+	return vw_test_ipmi_start(&bmc);
 }
 
 static int bmc_teardown(void **state)
 {
 	(void)state;
-	vw_fixture_kill(&bmc.pid);
-	vw_fixture_rm(bmc.dir);
+	vw_test_ipmi_stop(&bmc);
 	return 0;
 }
 

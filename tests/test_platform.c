@@ -20,6 +20,7 @@
 
 #include "bmc_fixture.h"
 #include "fixture.h"
+#include "ipmi_fixture.h"
 
 #define METER_W 150.0
 #define IDLE_W 100.0 /* configured: each interval's platform energy is 100 W idle, 50 W active */
@@ -28,12 +29,14 @@
 
 static pid_t daemon_pid;
 static struct vw_test_bmc bmc;
+static struct vw_test_ipmi ipmi;
 
 static int stop_leftover(void **state)
 {
 	(void)state;
 	vw_fixture_kill(&daemon_pid);
 	vw_test_bmc_stop(&bmc);
+	vw_test_ipmi_stop(&ipmi);
 	return 0;
 }
 
@@ -600,11 +603,80 @@ static void test_redfish_platform(void **state)
 	vw_fixture_rm(dir);
 }
 
+/*
+ * The BMC's DCMI power reading over IPMI 2.0 (ipmi_sim with our DCMI module) through the flags
+ * a user gives: the platform zone grows at the BMC's watts (within 3 %), split and owned to the
+ * µJ, named in kepler_platform_watts; the password only in a file.
+ */
+static void test_ipmi_platform(void **state)
+{
+	char *dir, sys[600], log[640], port[64], pwfile[700], *body = NULL;
+	char *argv[] = { VW_HOST_BIN, sys, "--host.procfs=/proc", "--libvirt.uri=",
+			 "--passthrough.enable=false", "--web.listen-address=127.0.0.1:0",
+			 "--monitor.interval=1s", "--monitor.sample-interval=250ms",
+			 "--metrics.process-top-n=0", "--kube.node-name=worker-ipmi",
+			 "--power.idle-watts=platform=" IDLE_W_TEXT, "--platform.sources=ipmi",
+			 "--platform.ipmi.driver=lan", "--platform.ipmi.host=127.0.0.1", port,
+			 "--platform.ipmi.username=" VW_TEST_IPMI_USER, pwfile,
+			 /* ipmi_sim answers DCMI to administrators only, and needs this workaround */
+			 "--platform.ipmi.privilege=admin", "--platform.ipmi.workarounds=opensesspriv",
+			 "--platform.ipmi.interval=250ms", NULL };
+	double j0, t0 = 0, j1, t1 = 0;
+	unsigned hport = 0;
+
+	(void)state;
+	assert_int_equal(vw_test_ipmi_start(&ipmi), 0);
+	if (!ipmi.can_run && !vw_test_in_ci())
+		skip(); /* ipmi_sim or the DCMI module missing */
+	assert_true(ipmi.can_run);
+	vw_test_ipmi_ctl(&ipmi, "dcmi", "275\n");
+	dir = make_sysfs();
+	assert_int_equal(vw_fixture_write(dir, "pw", VW_TEST_IPMI_PASSWORD "\n", 0600), 0);
+	snprintf(pwfile, sizeof(pwfile), "--platform.ipmi.password-file=%s/pw", dir);
+	snprintf(port, sizeof(port), "--platform.ipmi.port=%u", ipmi.port);
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s/sys", dir);
+	snprintf(log, sizeof(log), "%s/host.log", dir);
+	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &daemon_pid, &hport), 0);
+	for (int i = 0; i < 100; i++) {
+		body = try_scrape(hport);
+		if (body && strstr(body, "kepler_platform_watts{"))
+			break;
+		free(body);
+		body = NULL;
+		usleep(100 * 1000);
+	}
+	assert_non_null(body);
+	assert_double_near(vw_fixture_sample_sum(body, "kepler_platform_watts",
+						 "source=\"ipmi\",node_name=\"worker-ipmi\""),
+			   275, 1e-9);
+	assert_true(vw_fixture_sample_sum(body, "virtwatt_node_power_source_info",
+					  "source=\"ipmi\",kind=\"measured\"") == 1);
+	free(body);
+
+	j0 = await_publish(hport, "platform", &t0);
+	sleep(8);
+	j1 = await_publish(hport, "platform", &t1);
+	print_message("# ipmi: %.3f J in %.3f s: %.2f W (the BMC says 275 W)\n", j1 - j0,
+		      t1 - t0, (j1 - j0) / (t1 - t0));
+	assert_double_near((j1 - j0) / (t1 - t0), 275, 275 * 0.03);
+	body = scrape(hport);
+	assert_double_near(zone_sum(body, "kepler_node_cpu_watts", "platform", ""), 275, 2.75);
+	assert_double_near(zone_sum(body, "kepler_node_cpu_idle_watts", "platform", ""), IDLE_W,
+			   IDLE_W / 100);
+	check_conserved(body, "platform");
+	free(body);
+	assert_int_equal(vw_fixture_stop_daemon(daemon_pid), 0);
+	daemon_pid = 0;
+	vw_test_ipmi_stop(&ipmi);
+	vw_fixture_rm(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_platform_meter, stop_leftover),
 		cmocka_unit_test_teardown(test_redfish_platform, stop_leftover),
+		cmocka_unit_test_teardown(test_ipmi_platform, stop_leftover),
 		cmocka_unit_test_teardown(test_platform_sources_flag, stop_leftover),
 		cmocka_unit_test_teardown(test_hwmon_only_machine, stop_leftover),
 	};
