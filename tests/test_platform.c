@@ -471,6 +471,23 @@ static const char kepler_bmc_file[] =
 	"source_id=\"EnvironmentMetrics\",source_name=\"Chassis Environment Metrics\","     \
 	"source_type=\"EnvironmentMetrics\""
 
+/* Scrape until the platform meter's kepler_platform_watts row is there (10 s): the body. */
+static char *await_platform_row(unsigned port)
+{
+	char *body = NULL;
+
+	for (int i = 0; i < 100; i++) {
+		body = try_scrape(port);
+		if (body && strstr(body, "kepler_platform_watts{"))
+			break;
+		free(body);
+		body = NULL;
+		usleep(100 * 1000);
+	}
+	assert_non_null(body);
+	return body;
+}
+
 /* Scrape until the zone's counter moves (a snapshot was just published): its value and when. */
 static double await_publish(unsigned port, const char *zone, double *ret_t)
 {
@@ -521,15 +538,7 @@ static void test_redfish_platform(void **state)
 	snprintf(log, sizeof(log), "%s/host.log", dir);
 	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &daemon_pid, &port), 0);
 
-	for (int i = 0; i < 100; i++) {
-		body = try_scrape(port);
-		if (body && strstr(body, "kepler_platform_watts{"))
-			break;
-		free(body);
-		body = NULL;
-		usleep(100 * 1000);
-	}
-	assert_non_null(body);
+	body = await_platform_row(port);
 	assert_double_near(vw_fixture_sample_sum(body, "kepler_platform_watts", PLATFORM_ROW), BMC_W,
 			   1e-9);
 	assert_true(vw_fixture_sample_sum(body, "virtwatt_node_power_source_info",
@@ -637,15 +646,7 @@ static void test_ipmi_platform(void **state)
 	snprintf(sys, sizeof(sys), "--host.sysfs=%s/sys", dir);
 	snprintf(log, sizeof(log), "%s/host.log", dir);
 	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &daemon_pid, &hport), 0);
-	for (int i = 0; i < 100; i++) {
-		body = try_scrape(hport);
-		if (body && strstr(body, "kepler_platform_watts{"))
-			break;
-		free(body);
-		body = NULL;
-		usleep(100 * 1000);
-	}
-	assert_non_null(body);
+	body = await_platform_row(hport);
 	assert_double_near(vw_fixture_sample_sum(body, "kepler_platform_watts",
 						 "source=\"ipmi\",node_name=\"worker-ipmi\""),
 			   275, 1e-9);
