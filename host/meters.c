@@ -86,7 +86,6 @@ static int setup_redfish(struct vw_host_meters *m, const struct vw_host_config *
 	return 0;
 }
 
-
 static bool empty(const char *s)
 {
 	return !s || !*s;
