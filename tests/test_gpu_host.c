@@ -1,0 +1,241 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * GPUs end to end: the real virtwatt-host with --gpu.nvml-library pointing at the fake
+ * libnvidia-ml.so.1 (fake_nvml.c), scraped over HTTP. Two GPUs: GPU 0 with an energy counter
+ * (what it adds comes back to the mJ), GPU 1 power-only (its energy call NOT_SUPPORTED: its
+ * power comes back within 1 %). Kepler's kepler_node_gpu_* families with their labels, the
+ * configured idle power splitting each interval exactly. And with no library at all the host
+ * runs as before: no GPU series, one info line, the CPU families all there.
+ */
+#include "vw_test.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fixture.h"
+
+#define UUID0 "GPU-5d1c7a3e-0f42-4b1a-9c3d-1e2f3a4b5c6d"
+#define UUID1 "GPU-77aa88bb-99cc-4dd0-8ee1-f2a3b4c5d6e7"
+#define LABELS0 "gpu=\"0\",gpu_uuid=\"" UUID0 "\",gpu_name=\"NVIDIA H100 80GB HBM3\"," \
+		"vendor=\"nvidia\",node_name=\"gpu-node\""
+#define LABELS1 "gpu=\"1\",gpu_uuid=\"" UUID1 "\",gpu_name=\"Tesla T4\",vendor=\"nvidia\"," \
+		"node_name=\"gpu-node\""
+#define GPU1_W 70.0
+#define IDLE_W 30.0
+
+static pid_t daemon_pid;
+static char *dir;
+
+static int stop_leftover(void **state)
+{
+	(void)state;
+	vw_fixture_kill(&daemon_pid);
+	if (dir)
+		vw_fixture_rm(dir);
+	dir = NULL;
+	return 0;
+}
+
+static void write_state(unsigned long long energy0_mj)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text),
+		 "count=2\n"
+		 "0.uuid=" UUID0 "\n0.name=NVIDIA H100 80GB HBM3\n0.energy_mj=%llu\n"
+		 "0.power_mw=118000\n0.util=0\n0.mig=0\n"
+		 "1.uuid=" UUID1 "\n1.name=Tesla T4\n1.energy_ret=3\n1.power_mw=%.0f\n"
+		 "1.util=35\n1.mig_ret=3\n",
+		 energy0_mj, GPU1_W * 1000);
+	assert_int_equal(vw_fixture_replace(dir, "nvml.state", text), 0);
+}
+
+static double monotonic_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* /metrics, or NULL before the first snapshot (503). */
+static char *try_scrape(unsigned port)
+{
+	char url[64];
+	long code = 0;
+	char *body;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+	body = vw_fixture_http_get(url, &code);
+	if (code != 200) {
+		free(body);
+		return NULL;
+	}
+	return body;
+}
+
+static double sample(const char *body, const char *family, const char *labels)
+{
+	return vw_fixture_sample_sum(body, family, labels);
+}
+
+/* Scrape until `family{labels}` equals want (10 s at most); the body that had it. */
+static char *await_value(unsigned port, const char *family, const char *labels, double want)
+{
+	for (int i = 0; i < 200; i++) {
+		char *body = try_scrape(port);
+
+		if (body && strstr(body, family) && sample(body, family, labels) == want)
+			return body;
+		free(body);
+		usleep(50 * 1000);
+	}
+	fail_msg("%s{%s} never reached %g", family, labels, want);
+	return NULL;
+}
+
+/* Idle and active add up to the total, for a GPU's counters, to the µJ. */
+static void check_split(const char *body, const char *labels)
+{
+	double total = sample(body, "kepler_node_gpu_joules_total", labels);
+	double idle = sample(body, "kepler_node_gpu_idle_joules_total", labels);
+	double active = sample(body, "kepler_node_gpu_active_joules_total", labels);
+
+	assert_double_near(idle + active, total, 2e-6);
+}
+
+static void test_host_gpu_families(void **state)
+{
+	char sys[600], state_env[600], lib[600], log[640], *body;
+	char *argv[] = { VW_HOST_BIN, sys, "--host.procfs=/proc", "--libvirt.uri=",
+			 "--passthrough.enable=false", "--web.listen-address=127.0.0.1:0",
+			 "--monitor.interval=1s", "--monitor.sample-interval=250ms",
+			 "--metrics=node", "--kube.node-name=gpu-node", lib,
+			 "--gpu.idle-watts=30", NULL };
+	double j1a, j1b, t_a, t_b, w1;
+	unsigned port = 0;
+
+	(void)state;
+	dir = vw_fixture_mkdtemp("gpu_host");
+	assert_non_null(dir);
+	assert_int_equal(vw_fixture_mkdir(dir, "sys"), 0);
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s/sys", dir);
+	snprintf(lib, sizeof(lib), "--gpu.nvml-library=%s", VW_FAKE_NVML);
+	snprintf(state_env, sizeof(state_env), "%s/nvml.state", dir);
+	snprintf(log, sizeof(log), "%s/host.log", dir);
+	setenv("FAKE_NVML_STATE", state_env, 1); /* the daemon inherits it */
+	write_state(7000000); /* GPU 0's counter: 7000 J since the driver loaded */
+	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &daemon_pid, &port), 0);
+
+	/* Both GPUs, with Kepler's labels; GPU 0's counter has not moved yet: 0 J counted. */
+	body = await_value(port, "kepler_node_gpu_info", LABELS1, 1);
+	assert_non_null(strstr(body, "kepler_node_gpu_info{" LABELS0 "} 1\n"));
+	assert_non_null(strstr(body, "kepler_node_gpu_joules_total{" LABELS0 "} 0\n"));
+	assert_non_null(strstr(body, "virtwatt_node_gpu_meter_info{gpu=\"0\",gpu_uuid=\"" UUID0
+				     "\",source=\"nvml\",energy=\"counter\",mig_mode=\"disabled\","
+				     "node_name=\"gpu-node\"} 1\n"));
+	assert_non_null(strstr(body, "virtwatt_node_gpu_meter_info{gpu=\"1\",gpu_uuid=\"" UUID1
+				     "\",source=\"nvml\",energy=\"power\",mig_mode=\"unsupported\","
+				     "node_name=\"gpu-node\"} 1\n"));
+	assert_non_null(strstr(body, "method=\"configured\""));
+	assert_non_null(strstr(body, "kepler_node_cpu_joules_total{")); /* the CPU's as ever */
+	free(body);
+
+	/* GPU 0 uses 1234.567 J: exactly that comes back, split at 30 W idle. */
+	write_state(7000000 + 1234567);
+	body = await_value(port, "kepler_node_gpu_joules_total", LABELS0, 1234.567);
+	check_split(body, LABELS0);
+	check_split(body, LABELS1);
+	free(body);
+
+	/* GPU 1's power integrated: 70 W per interval and over two seconds, within 1 %. */
+	body = await_value(port, "kepler_node_gpu_info", LABELS1, 1);
+	j1a = sample(body, "kepler_node_gpu_joules_total", LABELS1);
+	t_a = monotonic_s();
+	free(body);
+	sleep(3);
+	body = await_value(port, "kepler_node_gpu_info", LABELS1, 1);
+	t_b = monotonic_s();
+	j1b = sample(body, "kepler_node_gpu_joules_total", LABELS1);
+	w1 = sample(body, "kepler_node_gpu_watts", LABELS1);
+	print_message("# GPU 1: %.3f J in %.2f s, last interval %.4f W\n", j1b - j1a, t_b - t_a,
+		      w1);
+	assert_double_near(w1, GPU1_W, GPU1_W / 100);
+	assert_double_near(sample(body, "kepler_node_gpu_idle_watts", LABELS1), IDLE_W,
+			   IDLE_W / 100);
+	assert_double_near(sample(body, "kepler_node_gpu_active_watts", LABELS1), GPU1_W - IDLE_W,
+			   GPU1_W / 100);
+	/* Published once a second: the counter lags the scrape by up to an interval at each end. */
+	assert_true(j1b - j1a >= GPU1_W * (t_b - t_a - 1.5) &&
+		    j1b - j1a <= GPU1_W * (t_b - t_a + 1.5));
+	assert_double_near(sample(body, "virtwatt_node_gpu_usage_ratio",
+				  "gpu=\"1\",gpu_uuid=\"" UUID1 "\""),
+			   0.35, 1e-9);
+	/* GPU 0 has not moved since: still exactly what it used, its watts now 0. */
+	assert_double_near(sample(body, "kepler_node_gpu_joules_total", LABELS0), 1234.567, 0);
+	assert_double_near(sample(body, "kepler_node_gpu_watts", LABELS0), 0, 0);
+	check_split(body, LABELS0);
+	check_split(body, LABELS1);
+	assert_double_near(sample(body, "virtwatt_node_gpu_read_errors_total", NULL), 0, 0);
+	free(body);
+	assert_int_equal(vw_fixture_stop_daemon(daemon_pid), 0);
+	daemon_pid = 0;
+	stop_leftover(NULL);
+}
+
+/* No NVML library: the host starts and serves as before, with no GPU series, said once. */
+static void test_host_without_library(void **state)
+{
+	char sys[600], log[640], *body = NULL, *said;
+	char *argv[] = { VW_HOST_BIN, sys, "--host.procfs=/proc", "--libvirt.uri=",
+			 "--passthrough.enable=false", "--web.listen-address=127.0.0.1:0",
+			 "--monitor.interval=1s", "--monitor.sample-interval=250ms",
+			 "--metrics=node", "--gpu.nvml-library=/nonexistent/libnvidia-ml.so.1",
+			 NULL };
+	unsigned port = 0;
+	const char *p;
+	int lines = 0;
+
+	(void)state;
+	dir = vw_fixture_mkdtemp("gpu_host");
+	assert_non_null(dir);
+	assert_int_equal(vw_fixture_mkdir(dir, "sys"), 0);
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s/sys", dir);
+	snprintf(log, sizeof(log), "%s/host.log", dir);
+	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &daemon_pid, &port), 0);
+	for (int i = 0; i < 100 && !body; i++) {
+		body = try_scrape(port);
+		if (!body)
+			usleep(100 * 1000);
+	}
+	assert_non_null(body);
+	assert_null(strstr(body, "_gpu_")); /* (the branch label may say gpu) */
+	assert_non_null(strstr(body, "kepler_node_cpu_joules_total{"));
+	free(body);
+	assert_int_equal(vw_fixture_stop_daemon(daemon_pid), 0);
+	daemon_pid = 0;
+	said = vw_fixture_slurp(log, NULL);
+	assert_non_null(said);
+	for (p = said; (p = strstr(p, "gpu:")); p++)
+		lines++;
+	assert_int_equal(lines, 1);
+	assert_non_null(strstr(said, "level=info msg=\"gpu: no GPU found (nvml: cannot load "
+				     "/nonexistent/libnvidia-ml.so.1"));
+	free(said);
+	stop_leftover(NULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_host_gpu_families, stop_leftover),
+		cmocka_unit_test_teardown(test_host_without_library, stop_leftover),
+	};
+
+	signal(SIGPIPE, SIG_IGN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
