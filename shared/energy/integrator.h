@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A power reading integrated into a cumulative microjoule counter on the caller's clock, for
- * meters that give power, not energy:
+ * A meter that gives power, not energy (the ACPI power meter, a BMC's DCMI reading or watts
+ * sensor, a GPU without an energy counter), integrated into a cumulative µJ counter that never
+ * wraps (max_range_uj 0):
  *
- *     energy += power just read x (now - time of the previous good reading)
+ *     energy += power just read x (now - time of the previous good read)
  *
- * exact in integers: µW x ns is 1e-9 µJ and the part below one µJ is carried to the next
- * reading, so nothing is lost to rounding however often it is read. The first reading, and the
- * first after a break (a failed read), only set the time: a span the meter could not be read
- * is not made up afterwards. A clock that steps back counts nothing and starts over. The
- * counter saturates at UINT64_MAX; it never wraps and never goes back.
+ * in integers: µW x ns is 1e-9 µJ, the part below one µJ carried to the next read, so no energy
+ * is lost to rounding however often it is read. The first read only sets the time; so does the
+ * first after a failure (vw_power_integrator_break()): the time a failure covers is never made
+ * up afterwards, the counter stands still meanwhile and never goes back.
  */
 #pragma once
 
@@ -19,16 +19,15 @@
 struct vw_power_integrator {
 	uint64_t energy_uj; /* whole microjoules integrated so far */
 	uint64_t rem_nuj;   /* the integral's part below 1 µJ, in 1e-9 µJ (µW x ns) */
-	uint64_t last_ns;   /* time of the last good reading */
-	bool primed;        /* last_ns is the previous reading's and it was good */
+	uint64_t last_ns;   /* the time of the last good read */
+	bool primed;        /* last_ns is the previous read's and it was good */
 };
 
-/* Add power_uw held over (now_ns - the last reading's time); returns the µJ added. */
-uint64_t vw_power_integrator_add(struct vw_power_integrator *in, uint64_t power_uw,
-				 uint64_t now_ns);
-
-/* A reading failed: the next good one only sets the time again. */
-static inline void vw_power_integrator_break(struct vw_power_integrator *in)
-{
-	in->primed = false;
-}
+/*
+ * A good reading of power_uw at now_ns: add power_uw x (now_ns - last good read) unless this is
+ * the first since a break. A clock that went back counts nothing and starts over. Returns the
+ * counter.
+ */
+uint64_t vw_power_integrate(struct vw_power_integrator *in, uint64_t power_uw, uint64_t now_ns);
+/* A failed read: nothing counted up to the next good one, which only sets the time again. */
+void vw_power_integrator_break(struct vw_power_integrator *in);

@@ -187,8 +187,9 @@ static void sample_device(struct gpu_dev *d, uint64_t now_ns)
 		err = rd.power_err;
 		what = "power";
 		if (err == 0) {
-			vw_power_integrator_add(&d->integ, rd.power_uw, now_ns);
-			vw_energy_counter_update(&d->ctr, d->integ.energy_uj, now_ns, NULL);
+			vw_energy_counter_update(&d->ctr,
+						 vw_power_integrate(&d->integ, rd.power_uw, now_ns),
+						 now_ns, NULL);
 		} else {
 			vw_power_integrator_break(&d->integ); /* the span until it reads is lost */
 		}
