@@ -82,6 +82,13 @@ static struct vw_gpus *open_gpus(const char *lib, double idle_w, size_t window)
 	return g;
 }
 
+/* The fake in state f, then the GPUs opened over lib. */
+static struct vw_gpus *start(const struct fake *f, const char *lib, double idle_w, size_t window)
+{
+	write_state(f);
+	return open_gpus(lib, idle_w, window);
+}
+
 static struct vw_gpu_view view(const struct vw_gpus *g, size_t i)
 {
 	struct vw_gpu_view v;
@@ -100,8 +107,7 @@ static void test_two_gpus_energy_and_power(void **state)
 	uint64_t t = 10 * SEC;
 
 	(void)state;
-	write_state(&f);
-	g = open_gpus(VW_FAKE_NVML, 0, 720);
+	g = start(&f, VW_FAKE_NVML, 0, 720);
 	assert_int_equal(vw_gpus_count(g), 2);
 	v0 = view(g, 0);
 	v1 = view(g, 1);
@@ -148,8 +154,7 @@ static void test_counter_reset(void **state)
 	uint64_t t = 0;
 
 	(void)state;
-	write_state(&f);
-	g = open_gpus(VW_FAKE_NVML, 0, 720);
+	g = start(&f, VW_FAKE_NVML, 0, 720);
 	vw_gpus_sample(g, t);
 	f.energy0_mj += 100000; /* +100 J */
 	write_state(&f);
@@ -209,8 +214,7 @@ static void test_old_driver_symbols_missing(void **state)
 	struct vw_gpu_view v0;
 
 	(void)state;
-	write_state(&f);
-	g = open_gpus(VW_FAKE_NVML_OLD, 0, 720);
+	g = start(&f, VW_FAKE_NVML_OLD, 0, 720);
 	assert_int_equal(vw_gpus_count(g), 2);
 	v0 = view(g, 0);
 	assert_false(v0.info->has_energy);
@@ -236,8 +240,7 @@ static void test_gpu_lost(void **state)
 	uint64_t t = 0;
 
 	(void)state;
-	write_state(&f);
-	g = open_gpus(VW_FAKE_NVML, 0, 720);
+	g = start(&f, VW_FAKE_NVML, 0, 720);
 	vw_gpus_sample(g, t);
 	f.energy0_mj += 50000;
 	write_state(&f);
@@ -269,8 +272,7 @@ static void test_configured_idle(void **state)
 	struct vw_gpu_view v0, v1;
 
 	(void)state;
-	write_state(&f);
-	g = open_gpus(VW_FAKE_NVML, 50, 720);
+	g = start(&f, VW_FAKE_NVML, 50, 720);
 	vw_gpus_sample(g, 0);
 	f.energy0_mj = 300000; /* 300 J in 2 s: 150 W */
 	write_state(&f);
@@ -310,8 +312,7 @@ static void test_idle_floor_tracks(void **state)
 	uint64_t t = 0;
 
 	(void)state;
-	write_state(&f);
-	g = open_gpus(VW_FAKE_NVML, 0, 60);
+	g = start(&f, VW_FAKE_NVML, 0, 60);
 	vw_gpus_sample(g, t);
 	interval(g, &f, &t, 250, 90);
 	v1 = view(g, 1);
@@ -344,8 +345,7 @@ static void test_render(void **state)
 	size_t len;
 
 	(void)state;
-	write_state(&f);
-	g = open_gpus(VW_FAKE_NVML, 30, 720);
+	g = start(&f, VW_FAKE_NVML, 30, 720);
 	vw_gpus_sample(g, 0);
 	f.energy0_mj = 200000;
 	write_state(&f);
@@ -383,8 +383,7 @@ static void test_shutdown_called(void **state)
 	(void)state;
 	snprintf(calls, sizeof(calls), "%s.calls", state_path);
 	unlink(calls);
-	write_state(&f);
-	vw_gpus_free(open_gpus(VW_FAKE_NVML, 0, 720));
+	vw_gpus_free(start(&f, VW_FAKE_NVML, 0, 720));
 	text = vw_fixture_slurp(calls, NULL);
 	assert_non_null(text);
 	assert_string_equal(text, "init\nshutdown\n");

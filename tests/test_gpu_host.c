@@ -40,6 +40,17 @@ static int stop_leftover(void **state)
 	return 0;
 }
 
+/* A fresh directory with an empty sys/ (no meter: the CPU zones are the model's); argv's
+ * --host.sysfs into sys, the log's path into log. */
+static void make_dir(char sys[600], char log[640])
+{
+	dir = vw_fixture_mkdtemp("gpu_host");
+	assert_non_null(dir);
+	assert_int_equal(vw_fixture_mkdir(dir, "sys"), 0);
+	snprintf(sys, 600, "--host.sysfs=%s/sys", dir);
+	snprintf(log, 640, "%s/host.log", dir);
+}
+
 static void write_state(unsigned long long energy0_mj)
 {
 	char text[1024];
@@ -54,30 +65,6 @@ static void write_state(unsigned long long energy0_mj)
 	assert_int_equal(vw_fixture_replace(dir, "nvml.state", text), 0);
 }
 
-static double monotonic_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* /metrics, or NULL before the first snapshot (503). */
-static char *try_scrape(unsigned port)
-{
-	char url[64];
-	long code = 0;
-	char *body;
-
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
-	body = vw_fixture_http_get(url, &code);
-	if (code != 200) {
-		free(body);
-		return NULL;
-	}
-	return body;
-}
-
 static double sample(const char *body, const char *family, const char *labels)
 {
 	return vw_fixture_sample_sum(body, family, labels);
@@ -87,7 +74,7 @@ static double sample(const char *body, const char *family, const char *labels)
 static char *await_value(unsigned port, const char *family, const char *labels, double want)
 {
 	for (int i = 0; i < 200; i++) {
-		char *body = try_scrape(port);
+		char *body = vw_fixture_try_scrape(port);
 
 		if (body && strstr(body, family) && sample(body, family, labels) == want)
 			return body;
@@ -120,13 +107,9 @@ static void test_host_gpu_families(void **state)
 	unsigned port = 0;
 
 	(void)state;
-	dir = vw_fixture_mkdtemp("gpu_host");
-	assert_non_null(dir);
-	assert_int_equal(vw_fixture_mkdir(dir, "sys"), 0);
-	snprintf(sys, sizeof(sys), "--host.sysfs=%s/sys", dir);
+	make_dir(sys, log);
 	snprintf(lib, sizeof(lib), "--gpu.nvml-library=%s", VW_FAKE_NVML);
 	snprintf(state_env, sizeof(state_env), "%s/nvml.state", dir);
-	snprintf(log, sizeof(log), "%s/host.log", dir);
 	setenv("FAKE_NVML_STATE", state_env, 1); /* the daemon inherits it */
 	write_state(7000000); /* GPU 0's counter: 7000 J since the driver loaded */
 	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &daemon_pid, &port), 0);
@@ -155,11 +138,11 @@ static void test_host_gpu_families(void **state)
 	/* GPU 1's power integrated: 70 W per interval and over two seconds, within 1 %. */
 	body = await_value(port, "kepler_node_gpu_info", LABELS1, 1);
 	j1a = sample(body, "kepler_node_gpu_joules_total", LABELS1);
-	t_a = monotonic_s();
+	t_a = vw_fixture_monotonic_s();
 	free(body);
 	sleep(3);
 	body = await_value(port, "kepler_node_gpu_info", LABELS1, 1);
-	t_b = monotonic_s();
+	t_b = vw_fixture_monotonic_s();
 	j1b = sample(body, "kepler_node_gpu_joules_total", LABELS1);
 	w1 = sample(body, "kepler_node_gpu_watts", LABELS1);
 	print_message("# GPU 1: %.3f J in %.2f s, last interval %.4f W\n", j1b - j1a, t_b - t_a,
@@ -190,7 +173,7 @@ static void test_host_gpu_families(void **state)
 /* No NVML library: the host starts and serves as before, with no GPU series, said once. */
 static void test_host_without_library(void **state)
 {
-	char sys[600], log[640], *body = NULL, *said;
+	char sys[600], log[640], *body, *said;
 	char *argv[] = { VW_HOST_BIN, sys, "--host.procfs=/proc", "--libvirt.uri=",
 			 "--passthrough.enable=false", "--web.listen-address=127.0.0.1:0",
 			 "--monitor.interval=1s", "--monitor.sample-interval=250ms",
@@ -201,17 +184,9 @@ static void test_host_without_library(void **state)
 	int lines = 0;
 
 	(void)state;
-	dir = vw_fixture_mkdtemp("gpu_host");
-	assert_non_null(dir);
-	assert_int_equal(vw_fixture_mkdir(dir, "sys"), 0);
-	snprintf(sys, sizeof(sys), "--host.sysfs=%s/sys", dir);
-	snprintf(log, sizeof(log), "%s/host.log", dir);
+	make_dir(sys, log);
 	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &daemon_pid, &port), 0);
-	for (int i = 0; i < 100 && !body; i++) {
-		body = try_scrape(port);
-		if (!body)
-			usleep(100 * 1000);
-	}
+	body = vw_fixture_scrape_when(port, "kepler_node_cpu_joules_total{");
 	assert_non_null(body);
 	assert_null(strstr(body, "_gpu_")); /* (the branch label may say gpu) */
 	assert_non_null(strstr(body, "kepler_node_cpu_joules_total{"));

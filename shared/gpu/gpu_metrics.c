@@ -69,43 +69,21 @@ const struct vw_family_table vw_gpu_family_table = {
 };
 
 /* The per-device families that show one view field each. */
-enum gpu_value { GV_MICRO, GV_WATTS, GV_COUNT };
-
-#define GV(f, kind, field) { f, kind, offsetof(struct vw_gpu_view, field) }
+#define GV(f, kind, field) { f, VW_PROM_FIELD_##kind, offsetof(struct vw_gpu_view, field) }
 static const struct {
 	int family;
-	enum gpu_value kind;
+	enum vw_prom_field kind;
 	size_t off;
 } value_families[] = {
-	GV(F_JOULES, GV_MICRO, total_uj),
-	GV(F_WATTS, GV_WATTS, watts),
-	GV(F_ACTIVE_JOULES, GV_MICRO, active_uj),
-	GV(F_ACTIVE_WATTS, GV_WATTS, active_watts),
-	GV(F_IDLE_JOULES, GV_MICRO, idle_uj),
-	GV(F_IDLE_WATTS, GV_WATTS, idle_watts),
-	GV(F_GAPS, GV_COUNT, gaps),
-	GV(F_READ_ERRORS, GV_COUNT, read_errors),
+	GV(F_JOULES, MICRO, total_uj),
+	GV(F_WATTS, GAUGE, watts),
+	GV(F_ACTIVE_JOULES, MICRO, active_uj),
+	GV(F_ACTIVE_WATTS, GAUGE, active_watts),
+	GV(F_IDLE_JOULES, MICRO, idle_uj),
+	GV(F_IDLE_WATTS, GAUGE, idle_watts),
+	GV(F_GAPS, COUNT, gaps),
+	GV(F_READ_ERRORS, COUNT, read_errors),
 };
-
-static int value_sample(struct vw_prom_writer *w, const char *const *labels,
-			const struct vw_gpu_view *v, size_t k)
-{
-	const char *p = (const char *)v + value_families[k].off;
-	uint64_t u;
-	double d;
-
-	switch (value_families[k].kind) {
-	case GV_MICRO:
-		memcpy(&u, p, sizeof(u));
-		return vw_prom_counter_micro(w, labels, u);
-	case GV_COUNT:
-		memcpy(&u, p, sizeof(u));
-		return vw_prom_counter(w, labels, (double)u);
-	default:
-		memcpy(&d, p, sizeof(d));
-		return vw_prom_gauge(w, labels, d);
-	}
-}
 
 /* A device's label values, in each label set's order. */
 struct dev_labels {
@@ -147,7 +125,8 @@ static int render_values(const struct vw_gpus *g, struct vw_prom_writer *w, cons
 
 		vw_gpus_view(g, i, &v);
 		fill_labels(&l, &v, node);
-		r = value_sample(w, f->labels == l_gpu ? l.gpu : l.dev, &v, k);
+		r = vw_prom_field_sample(w, f->labels == l_gpu ? l.gpu : l.dev, &v,
+					 value_families[k].off, value_families[k].kind);
 	}
 	return r < 0 ? r : vw_prom_family_end(w);
 }
