@@ -17,6 +17,9 @@
  *   I.power_mw=N       the power reading      I.power_ret=N
  *   I.util=N           utilization, percent   I.util_ret=N
  *   I.mig=0|1          MIG mode               I.mig_ret=N
+ *   I.procs=P:S,...    compute processes running (pid P), each with a utilization sample of
+ *                      S % SM (none when S is 0), stamped with the time of the call
+ *   I.procs_ret=N      I.putil_ret=N     the two process calls' results
  *   I.lost=1           every call on the device fails with GPU_IS_LOST (15)
  *
  * Calls are counted in $FAKE_NVML_STATE.calls (one line per nvmlInit_v2/nvmlShutdown) so a
@@ -25,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 
 #include "nvml.h"
 
@@ -222,6 +226,87 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
 	if (r == NVML_SUCCESS)
 		*u = (nvmlUtilization_t){ .gpu = (unsigned)dev_number(device, "util", 0) };
 	return r;
+}
+
+/* Device d's procs list: pids and SM percents, at most max; how many. */
+static unsigned dev_procs(const struct nvmlDevice_st *d, unsigned *pid, unsigned *sm, unsigned max)
+{
+	char k[64], v[512], *save = NULL;
+	unsigned n = 0;
+
+	snprintf(k, sizeof(k), "%u.procs", d->index);
+	if (lookup(k, v, sizeof(v)) < 0)
+		return 0;
+	for (char *t = strtok_r(v, ",", &save); t && n < max; t = strtok_r(NULL, ",", &save)) {
+		char *colon = strchr(t, ':');
+
+		pid[n] = (unsigned)strtoul(t, NULL, 10);
+		sm[n] = colon ? (unsigned)strtoul(colon + 1, NULL, 10) : 0;
+		n++;
+	}
+	return n;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *count,
+						     nvmlProcessInfo_t *infos);
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
+					     nvmlProcessUtilizationSample_t *samples,
+					     unsigned int *count, unsigned long long last_seen_us);
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *count,
+						     nvmlProcessInfo_t *infos)
+{
+	unsigned pid[64], sm[64], n;
+	nvmlReturn_t r = dev_result(device, "procs_ret");
+
+	if (r != NVML_SUCCESS)
+		return r;
+	n = dev_procs(device, pid, sm, 64);
+	if (n > *count) {
+		*count = n;
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	}
+	for (unsigned i = 0; i < n; i++)
+		infos[i] = (nvmlProcessInfo_t){ .pid = pid[i], .usedGpuMemory = 1 << 30,
+						.gpuInstanceId = 0xFFFFFFFFu,
+						.computeInstanceId = 0xFFFFFFFFu };
+	*count = n;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
+					     nvmlProcessUtilizationSample_t *samples,
+					     unsigned int *count, unsigned long long last_seen_us)
+{
+	unsigned pid[64], sm[64], n, k = 0;
+	nvmlReturn_t r = dev_result(device, "putil_ret");
+	struct timeval tv;
+	unsigned long long now;
+
+	if (r != NVML_SUCCESS)
+		return r;
+	gettimeofday(&tv, NULL);
+	now = (unsigned long long)tv.tv_sec * 1000000ULL + (unsigned long long)tv.tv_usec;
+	if (now <= last_seen_us)
+		now = last_seen_us + 1; /* a driver samples on its own clock: always a new one here */
+	n = dev_procs(device, pid, sm, 64);
+	for (unsigned i = 0; i < n; i++) {
+		if (!sm[i])
+			continue;
+		if (samples && k < *count)
+			samples[k] = (nvmlProcessUtilizationSample_t){ .pid = pid[i],
+								       .timeStamp = now,
+								       .smUtil = sm[i] };
+		k++;
+	}
+	if (!k)
+		return NVML_ERROR_NOT_FOUND;
+	if (!samples || k > *count) {
+		*count = k;
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	}
+	*count = k;
+	return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *cur, unsigned int *pending)

@@ -374,6 +374,71 @@ static void test_render(void **state)
 	vw_gpus_free(g);
 }
 
+/* The active energy of the last interval for pid (0 when it got none). */
+static uint64_t pid_uj(const struct vw_gpus *g, uint32_t pid, uint64_t *ret_active)
+{
+	struct vw_gpu_pid_energy e[16];
+	size_t n = vw_gpus_process_energy(g, e, ARRAY_SIZE(e), ret_active);
+
+	for (size_t i = 0; i < n; i++)
+		if (e[i].pid == pid)
+			return e[i].active_uj;
+	return 0;
+}
+
+/* GPU 0: two processes sampled at 60 % and 20 % SM share its active energy 3 : 1; GPU 1: one
+ * process listed without samples takes all of its active energy; the same PID on both GPUs
+ * gets both shares. Nothing is left over. */
+static void test_process_shares(void **state)
+{
+	struct fake f = { .energy0_mj = 0, .power1_mw = 90000, .util0 = 80, .util1 = 50,
+			  .extra = "0.procs=4242:60,5151:20\n1.procs=4242:0\n" };
+	struct vw_gpus *g;
+	uint64_t active = 0, a0, a1;
+
+	(void)state;
+	g = start(&f, VW_FAKE_NVML, 50, 720);
+	vw_gpus_sample(g, 0);
+	f.energy0_mj = 500000; /* 500 J in 2 s: 250 W, 150 W above the configured 50 W */
+	write_state(&f);
+	vw_gpus_sample(g, SEC);
+	vw_gpus_sample(g, 2 * SEC);
+	vw_gpus_close_interval(g);
+	a0 = view(g, 0).int_active_uj;
+	a1 = view(g, 1).int_active_uj;
+	assert_int_equal(a0, 400000000ULL);
+	assert_int_equal(a1, 80000000ULL); /* 90 - 50 W, 2 s */
+	assert_int_equal(pid_uj(g, 5151, &active), a0 / 4);
+	assert_int_equal(pid_uj(g, 4242, &active), a0 * 3 / 4 + a1);
+	assert_int_equal(active, a0 + a1);
+	assert_int_equal(pid_uj(g, 9999, &active), 0);
+	/* The next interval without processes: nobody gets anything, it is the node's. */
+	f.extra = NULL;
+	write_state(&f);
+	vw_gpus_sample(g, 3 * SEC);
+	vw_gpus_close_interval(g);
+	assert_int_equal(pid_uj(g, 4242, &active), 0);
+	vw_gpus_free(g);
+}
+
+/* The old driver has no process calls: no shares, the energy is the node's. */
+static void test_process_calls_missing(void **state)
+{
+	struct fake f = { .energy0_mj = 0, .power0_mw = 100000, .power1_mw = 90000,
+			  .extra = "0.procs=4242:60\n" };
+	struct vw_gpus *g;
+	uint64_t active = 0;
+
+	(void)state;
+	g = start(&f, VW_FAKE_NVML_OLD, 50, 720);
+	vw_gpus_sample(g, 0);
+	vw_gpus_sample(g, SEC);
+	vw_gpus_close_interval(g);
+	assert_int_equal(pid_uj(g, 4242, &active), 0);
+	assert_int_equal(active, 90000000ULL); /* (100 - 50) + (90 - 50) W for 1 s */
+	vw_gpus_free(g);
+}
+
 /* The library is shut down when the set is freed. */
 static void test_shutdown_called(void **state)
 {
@@ -416,6 +481,8 @@ int main(void)
 		cmocka_unit_test_setup(test_configured_idle, setup),
 		cmocka_unit_test_setup(test_idle_floor_tracks, setup),
 		cmocka_unit_test_setup(test_render, setup),
+		cmocka_unit_test_setup(test_process_shares, setup),
+		cmocka_unit_test_setup(test_process_calls_missing, setup),
 		cmocka_unit_test_setup(test_shutdown_called, setup),
 		cmocka_unit_test_setup(test_bad_options, setup),
 	};

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "energy.h"
+#include "gpu_procs.h"
 #include "idle_floor.h"
 #include "integrator.h"
 #include "log.h"
@@ -47,6 +48,9 @@ struct gpu_dev {
 	unsigned util_n;
 	struct vw_gpu_view view;
 	struct vw_complaint complaint;
+	struct vw_gpu_procs procs;
+	bool procs_off;                  /* the source lists no processes */
+	struct vw_complaint proc_complaint;
 };
 
 struct vw_gpus {
@@ -170,6 +174,35 @@ size_t vw_gpus_count(const struct vw_gpus *g)
 	return g ? g->n_dev : 0;
 }
 
+/* The processes on the device this tick, where the source lists them. */
+static void sample_processes(struct gpu_dev *d)
+{
+	struct vw_gpu_proc_sample s[VW_GPU_MAX_PROCS];
+	size_t n = 0;
+	int r;
+
+	if (d->procs_off)
+		return;
+	r = d->src->ops->processes ? d->src->ops->processes(d->src->state, d->idx, s,
+							    ARRAY_SIZE(s), &n)
+				   : -EOPNOTSUPP;
+	if (r == -EOPNOTSUPP) {
+		d->procs_off = true;
+		vw_info("gpu: %s device %u (%s): no process list: its active energy stays the "
+			"node's", d->src->ops->name, d->info->index, d->info->uuid);
+		return;
+	}
+	if (r < 0) {
+		vw_complain(&d->proc_complaint, VW_LOG_WARN,
+			    "gpu: %s device %u (%s): listing its processes: %s", d->src->ops->name,
+			    d->info->index, d->info->uuid, strerror(-r));
+		return;
+	}
+	vw_release(&d->proc_complaint, VW_LOG_INFO, "gpu: %s device %u (%s): processes listed again",
+		   d->src->ops->name, d->info->index, d->info->uuid);
+	vw_gpu_procs_add(&d->procs, s, n);
+}
+
 /* One device at now_ns: its counter, or its power integrated; utilization summed. */
 static void sample_device(struct gpu_dev *d, uint64_t now_ns)
 {
@@ -198,6 +231,7 @@ static void sample_device(struct gpu_dev *d, uint64_t now_ns)
 		d->util_sum += rd.util;
 		d->util_n++;
 	}
+	sample_processes(d);
 	if (err < 0) {
 		d->view.read_errors++;
 		vw_complain(&d->complaint, VW_LOG_WARN,
@@ -214,8 +248,16 @@ void vw_gpus_sample(struct vw_gpus *g, uint64_t now_ns)
 {
 	if (!g)
 		return;
-	for (size_t i = 0; i < g->n_dev; i++)
-		sample_device(&g->dev[i], now_ns);
+	for (size_t i = 0; i < g->n_dev; i++) {
+		struct gpu_dev *d = &g->dev[i];
+
+		sample_device(d, now_ns);
+		if (!g->sampled) { /* the baseline: what it saw was before the first interval */
+			d->util_sum = 0;
+			d->util_n = 0;
+			d->procs.n_use = 0;
+		}
+	}
 	if (!g->sampled)
 		g->start_ns = now_ns;
 	g->last_ns = now_ns;
@@ -255,6 +297,8 @@ static void close_device(const struct vw_gpus *g, struct gpu_dev *d, uint64_t dt
 	d->closed_uj = d->ctr.total_uj;
 	d->closed_gaps = d->ctr.gaps;
 	d->closed_errors = v->read_errors;
+	(void)vw_gpu_procs_close(&d->procs, v->int_active_uj,
+				 d->util_n ? (uint64_t)llround(d->util_sum * 100) : 0);
 	d->util_sum = 0;
 	d->util_n = 0;
 	v->total_uj = vw_energy_add(v->total_uj, energy);
@@ -278,6 +322,32 @@ void vw_gpus_close_interval(struct vw_gpus *g)
 	for (size_t i = 0; i < g->n_dev; i++)
 		close_device(g, &g->dev[i], dt_ns);
 	g->start_ns = g->last_ns;
+}
+
+size_t vw_gpus_process_energy(const struct vw_gpus *g, struct vw_gpu_pid_energy *out, size_t max,
+			      uint64_t *ret_active_uj)
+{
+	size_t n = 0;
+
+	*ret_active_uj = 0;
+	for (size_t i = 0; g && i < g->n_dev; i++) {
+		const struct gpu_dev *d = &g->dev[i];
+
+		*ret_active_uj = vw_energy_add(*ret_active_uj, d->view.int_active_uj);
+		for (size_t k = 0; k < d->procs.n_last; k++) {
+			const struct vw_gpu_pid_energy *e = &d->procs.last[k];
+			size_t j = 0;
+
+			while (j < n && out[j].pid != e->pid)
+				j++;
+			if (j == n && n == max)
+				continue; /* no room: the node's */
+			if (j == n)
+				out[n++] = (struct vw_gpu_pid_energy){ .pid = e->pid };
+			out[j].active_uj = vw_energy_add(out[j].active_uj, e->active_uj);
+		}
+	}
+	return n;
 }
 
 void vw_gpus_view(const struct vw_gpus *g, size_t i, struct vw_gpu_view *ret)

@@ -13,7 +13,10 @@
  *             first sustained run) the residual (1 - utilization) x energy, which is all idle
  *             for a device that reports no utilization;
  *   interval  from one close to the next, ending at the last sample: idle + active == energy,
- *             and each device's idle and active totals add up to its energy total exactly.
+ *             and each device's idle and active totals add up to its energy total exactly;
+ *   processes where the source lists them (NVML: running compute processes, utilization
+ *             samples), each tick's are summed and at the close the device's active energy is
+ *             shared out by SM utilization (gpu_share.h) for the workload registry.
  *
  * No source, no device: -ENODEV from vw_gpus_open, said once; a daemon then has no GPU series
  * and nothing else changes. Sampling and closing run on the daemon's sampling thread only.
@@ -71,6 +74,21 @@ struct vw_gpu_view {
 size_t vw_gpus_count(const struct vw_gpus *g);
 /* Device i (0..count) as of the last close. */
 void vw_gpus_view(const struct vw_gpus *g, size_t i, struct vw_gpu_view *ret);
+
+/* A process's active GPU energy of the last closed interval, every device's summed. */
+struct vw_gpu_pid_energy {
+	uint32_t pid; /* in the driver's PID namespace (the host's) */
+	uint64_t active_uj;
+};
+
+/*
+ * The last closed interval's active GPU energy per process (at most max entries, merged by
+ * pid; returns how many) and, in *ret_active_uj, every GPU's active energy of that interval:
+ * what the processes did not take of it is the node's. Without a per-process reading (an old
+ * driver) there are none.
+ */
+size_t vw_gpus_process_energy(const struct vw_gpus *g, struct vw_gpu_pid_energy *out, size_t max,
+			      uint64_t *ret_active_uj);
 
 /* The node GPU families (gpu_metrics.c) for every device. */
 int vw_gpus_render(const struct vw_gpus *g, struct vw_prom_writer *w, const char *node_name);

@@ -46,6 +46,20 @@ struct vw_gpu_reading {
 	int util_err;
 };
 
+/*
+ * A process on a device as one processes() call saw it: in the running-process list, and/or
+ * with a utilization sample newer than the previous call's (its SM share of the library's last
+ * sample period, percent).
+ */
+struct vw_gpu_proc_sample {
+	uint32_t pid;      /* in the driver's PID namespace (the host's) */
+	unsigned sm_util;  /* 0..100; 0 without a sample */
+	bool sampled;      /* a utilization sample came */
+	bool running;      /* listed as a compute process */
+};
+
+#define VW_GPU_MAX_PROCS 256 /* per device per call */
+
 struct vw_gpu_env {
 	const char *nvml_library; /* NULL: "libnvidia-ml.so.1" from the loader's search path */
 };
@@ -62,6 +76,13 @@ struct vw_gpu_source_ops {
 	size_t (*devices)(void *state, const struct vw_gpu_info **ret);
 	/* Read device i (an index into devices()): every part it has, each with its own result. */
 	void (*read)(void *state, size_t i, struct vw_gpu_reading *ret);
+	/*
+	 * Optional: the processes on device i since the previous call (at most max, merged by
+	 * pid). -EOPNOTSUPP when the library offers neither a process list nor samples; else
+	 * what it has (either part may be missing), or -errno when the device cannot be read.
+	 */
+	int (*processes)(void *state, size_t i, struct vw_gpu_proc_sample *out, size_t max,
+			 size_t *ret_n);
 	void (*close)(void *state);
 };
 

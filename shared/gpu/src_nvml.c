@@ -5,7 +5,8 @@
  * and each entry point is looked up on its own: the handful without which no device can be
  * named (init, count, handle, UUID, name) are required; every other one only turns a feature
  * off when an older driver lacks it (the energy counter: power is integrated instead; power;
- * utilization; MIG mode). No library, no driver or no device: -ENODEV and one line saying which.
+ * utilization; MIG mode; the running processes and their utilization samples). No library, no
+ * driver or no device: -ENODEV and one line saying which.
  *
  * Per device the energy counter is probed once at open (mJ since the driver loaded, Volta and
  * newer): NOT_SUPPORTED there means the device is read for power only, for good. Reads map
@@ -38,6 +39,8 @@ struct nvml_api {
 	nvml_get_power_fn get_power;
 	nvml_get_utilization_fn get_utilization;
 	nvml_get_mig_mode_fn get_mig_mode;
+	nvml_get_processes_fn get_processes;
+	nvml_get_process_util_fn get_process_util;
 };
 
 struct nvml {
@@ -47,6 +50,10 @@ struct nvml {
 	size_t n;
 	nvmlDevice_t handle[VW_GPU_MAX_DEVICES];
 	struct vw_gpu_info info[VW_GPU_MAX_DEVICES];
+	unsigned long long last_seen_us[VW_GPU_MAX_DEVICES]; /* newest process sample taken */
+	/* scratch for processes() */
+	nvmlProcessInfo_t infos[VW_GPU_MAX_PROCS];
+	nvmlProcessUtilizationSample_t samples[VW_GPU_MAX_PROCS];
 };
 
 /* An entry point's name and where its address goes; required ones make open fail. */
@@ -69,6 +76,8 @@ static const struct symbol symbols[] = {
 	SYM("nvmlDeviceGetPowerUsage", get_power, false),
 	SYM("nvmlDeviceGetUtilizationRates", get_utilization, false),
 	SYM("nvmlDeviceGetMigMode", get_mig_mode, false),
+	SYM("nvmlDeviceGetComputeRunningProcesses_v3", get_processes, false),
+	SYM("nvmlDeviceGetProcessUtilization", get_process_util, false),
 };
 
 /* NVML's results as errno values (the caller's logs name them with strerror). */
@@ -280,11 +289,91 @@ static void nvml_read(void *state, size_t i, struct vw_gpu_reading *ret)
 	}
 }
 
+/* out[0..*n) holds pid, or gets it (zeroed) when there is room; NULL when full. */
+static struct vw_gpu_proc_sample *proc_slot(struct vw_gpu_proc_sample *out, size_t max, size_t *n,
+					    uint32_t pid)
+{
+	for (size_t k = 0; k < *n; k++)
+		if (out[k].pid == pid)
+			return &out[k];
+	if (*n == max)
+		return NULL;
+	out[*n] = (struct vw_gpu_proc_sample){ .pid = pid };
+	return &out[(*n)++];
+}
+
+/* The compute processes listed now. */
+static int running_processes(struct nvml *nv, size_t i, struct vw_gpu_proc_sample *out,
+			     size_t max, size_t *n)
+{
+	unsigned count = VW_GPU_MAX_PROCS;
+	nvmlReturn_t r = nv->api.get_processes(nv->handle[i], &count, nv->infos);
+
+	if (r != NVML_SUCCESS)
+		return nvml_errno(r); /* INSUFFICIENT_SIZE: more than we take, none given */
+	for (unsigned k = 0; k < count && k < VW_GPU_MAX_PROCS; k++) {
+		struct vw_gpu_proc_sample *s = proc_slot(out, max, n, nv->infos[k].pid);
+
+		if (s)
+			s->running = true;
+	}
+	return 0;
+}
+
+/* The utilization samples newer than the last call's (NOT_FOUND: none, no error). */
+static int sampled_processes(struct nvml *nv, size_t i, struct vw_gpu_proc_sample *out,
+			     size_t max, size_t *n)
+{
+	unsigned count = VW_GPU_MAX_PROCS;
+	unsigned long long newest = nv->last_seen_us[i];
+	nvmlReturn_t r = nv->api.get_process_util(nv->handle[i], nv->samples, &count, newest);
+
+	if (r == NVML_ERROR_NOT_FOUND)
+		return 0;
+	if (r != NVML_SUCCESS)
+		return nvml_errno(r);
+	for (unsigned k = 0; k < count && k < VW_GPU_MAX_PROCS; k++) {
+		const nvmlProcessUtilizationSample_t *u = &nv->samples[k];
+		struct vw_gpu_proc_sample *s;
+
+		if (u->timeStamp <= nv->last_seen_us[i])
+			continue; /* already counted */
+		newest = VW_MAX(newest, u->timeStamp);
+		s = proc_slot(out, max, n, u->pid);
+		if (s) {
+			s->sampled = true;
+			s->sm_util = VW_MIN(s->sm_util + u->smUtil, 100u);
+		}
+	}
+	nv->last_seen_us[i] = newest;
+	return 0;
+}
+
+static int nvml_processes(void *state, size_t i, struct vw_gpu_proc_sample *out, size_t max,
+			  size_t *ret_n)
+{
+	struct nvml *nv = state;
+	int r1 = 0, r2 = 0;
+
+	*ret_n = 0;
+	if (!nv->api.get_processes && !nv->api.get_process_util)
+		return -EOPNOTSUPP;
+	if (nv->api.get_processes)
+		r1 = running_processes(nv, i, out, max, ret_n);
+	if (nv->api.get_process_util)
+		r2 = sampled_processes(nv, i, out, max, ret_n);
+	/* One part failing leaves the other's; both failing is the device's error. */
+	return (r1 < 0 || !nv->api.get_processes) && (r2 < 0 || !nv->api.get_process_util)
+		       ? (r1 < 0 ? r1 : r2)
+		       : 0;
+}
+
 const struct vw_gpu_source_ops vw_gpu_src_nvml = {
 	.name = "nvml",
 	.vendor = "nvidia",
 	.open = nvml_open,
 	.devices = nvml_devices,
 	.read = nvml_read,
+	.processes = nvml_processes,
 	.close = nvml_close,
 };
