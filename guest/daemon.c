@@ -502,6 +502,7 @@ int vw_guest_tick(struct vw_guest *g, uint64_t now_ns)
 	attribute(g, dt_ns);
 	vw_gpus_sample(g->d.gpus, now_ns); /* once a tick: the interval is the tick's */
 	vw_gpus_close_interval(g->d.gpus);
+	vw_daemon_attribute_gpus(&g->d);
 	g->last_ns = now_ns;
 	g->ticked = true;
 	r = render_and_publish(g, dt_ns);

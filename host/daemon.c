@@ -682,6 +682,7 @@ int vw_host_publish(struct vw_host *h, uint64_t now_ns)
 	close_noncpu(h, dt_ns);
 	vw_gpus_close_interval(h->d.gpus); /* to the same last sample */
 	attribute_workloads(h, dt_ns);
+	vw_daemon_attribute_gpus(&h->d);
 	h->stat_publish = h->stat_sample;
 	h->publish_ns = h->sample_ns;
 	return render_and_publish(h);

@@ -15,6 +15,7 @@ const struct vw_family_table *const vw_all_family_tables[] = {
 	&vw_host_family_table,
 	&vw_gpu_family_table,
 	&vw_workload_family_table,
+	&vw_workload_gpu_family_table,
 	&vw_guest_family_table,
 	&vw_state_file_family_table,
 	&vw_selfstats_family_table,

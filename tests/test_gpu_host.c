@@ -4,8 +4,9 @@
  * libnvidia-ml.so.1 (fake_nvml.c), scraped over HTTP. Two GPUs: GPU 0 with an energy counter
  * (what it adds comes back to the mJ), GPU 1 power-only (its energy call NOT_SUPPORTED: its
  * power comes back within 1 %). Kepler's kepler_node_gpu_* families with their labels, the
- * configured idle power splitting each interval exactly. And with no library at all the host
- * runs as before: no GPU series, one info line, the CPU families all there.
+ * configured idle power splitting each interval exactly; per-process shares to the processes the
+ * host knows. And with no library at all the host runs as before: no GPU series, one info
+ * line, the CPU families all there.
  */
 #include "vw_test.h"
 
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "fixture.h"
@@ -51,18 +53,24 @@ static void make_dir(char sys[600], char log[640])
 	snprintf(log, 640, "%s/host.log", dir);
 }
 
-static void write_state(unsigned long long energy0_mj)
+/* The fake's two GPUs, GPU 0's counter at energy0_mj; procs: more lines (processes), or "". */
+static void write_state_procs(unsigned long long energy0_mj, const char *procs)
 {
 	char text[1024];
 
 	snprintf(text, sizeof(text),
 		 "count=2\n"
 		 "0.uuid=" UUID0 "\n0.name=NVIDIA H100 80GB HBM3\n0.energy_mj=%llu\n"
-		 "0.power_mw=118000\n0.util=0\n0.mig=0\n"
+		 "0.power_mw=118000\n0.util=%u\n0.mig=0\n"
 		 "1.uuid=" UUID1 "\n1.name=Tesla T4\n1.energy_ret=3\n1.power_mw=%.0f\n"
-		 "1.util=35\n1.mig_ret=3\n",
-		 energy0_mj, GPU1_W * 1000);
+		 "1.util=35\n1.mig_ret=3\n%s",
+		 energy0_mj, *procs ? 80 : 0, GPU1_W * 1000, procs);
 	assert_int_equal(vw_fixture_replace(dir, "nvml.state", text), 0);
+}
+
+static void write_state(unsigned long long energy0_mj)
+{
+	write_state_procs(energy0_mj, "");
 }
 
 static double sample(const char *body, const char *family, const char *labels)
@@ -170,6 +178,81 @@ static void test_host_gpu_families(void **state)
 	stop_leftover(NULL);
 }
 
+/*
+ * Per process: this test (PID self) and a child of it run on GPU 0, sampled at 60 % and 20 %
+ * SM; the child alone is listed on GPU 1, without samples. The real host with process
+ * metrics: GPU 0's active energy goes 3 : 1 to them, GPU 1's all to the child, with Kepler's
+ * process labels, and the node's active GPU energy is the processes' plus the unattributed
+ * rest, exactly.
+ */
+static void test_host_gpu_processes(void **state)
+{
+	char sys[600], state_env[600], lib[600], log[640], procs[128], self[64], kid[64], *body;
+	char *argv[] = { VW_HOST_BIN, sys, "--host.procfs=/proc", "--libvirt.uri=",
+			 "--passthrough.enable=false", "--web.listen-address=127.0.0.1:0",
+			 "--monitor.interval=1s", "--monitor.sample-interval=250ms",
+			 "--metrics=node,process", "--metrics.process-top-n=0",
+			 "--cpu.accounting=procfs", "--kube.node-name=gpu-node", lib,
+			 "--gpu.idle-watts=30", NULL };
+	double node0, node1, p_self, p_kid, rest, uncont;
+	unsigned port = 0;
+	pid_t child;
+
+	(void)state;
+	make_dir(sys, log);
+	snprintf(lib, sizeof(lib), "--gpu.nvml-library=%s", VW_FAKE_NVML);
+	snprintf(state_env, sizeof(state_env), "%s/nvml.state", dir);
+	setenv("FAKE_NVML_STATE", state_env, 1);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+	snprintf(procs, sizeof(procs), "0.procs=%d:60,%d:20\n1.procs=%d:0\n", (int)getpid(),
+		 (int)child, (int)child);
+	snprintf(self, sizeof(self), "pid=\"%d\"", (int)getpid());
+	snprintf(kid, sizeof(kid), "pid=\"%d\"", (int)child);
+	write_state_procs(7000000, procs);
+	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &daemon_pid, &port), 0);
+	body = vw_fixture_scrape_when(port, "kepler_process_gpu_joules_total{");
+	assert_non_null(body);
+	free(body);
+	write_state_procs(7000000 + 1234567, procs); /* GPU 0 uses 1234.567 J */
+	body = await_value(port, "kepler_node_gpu_joules_total", LABELS0, 1234.567);
+	free(body);
+	sleep(2);
+	body = await_value(port, "kepler_node_gpu_joules_total", LABELS0, 1234.567);
+	node0 = sample(body, "kepler_node_gpu_active_joules_total", LABELS0);
+	node1 = sample(body, "kepler_node_gpu_active_joules_total", LABELS1);
+	p_self = sample(body, "kepler_process_gpu_joules_total", self);
+	p_kid = sample(body, "kepler_process_gpu_joules_total", kid);
+	rest = sample(body, "virtwatt_node_gpu_unattributed_joules_total", NULL);
+	uncont = sample(body, "virtwatt_node_gpu_uncontained_joules_total", NULL);
+	print_message("# GPU 0 active %.6f J, GPU 1 active %.6f J; self %.6f J, child %.6f J, "
+		      "unattributed %.6f J, uncontained %.6f J\n",
+		      node0, node1, p_self, p_kid, rest, uncont);
+	assert_true(node0 > 1000 && node1 > 0);
+	assert_double_near(p_self, node0 * 3 / 4, 2e-6);
+	assert_double_near(p_kid, node0 / 4 + node1, 3e-6);
+	assert_double_near(p_self + p_kid + rest, node0 + node1, 3e-6);
+	assert_double_near(rest, 0, 0);
+	assert_double_near(uncont, p_self + p_kid, 3e-6); /* this test runs in no container */
+	assert_non_null(strstr(body, "kepler_process_gpu_watts{"));
+	{
+		char want[256];
+
+		snprintf(want, sizeof(want), "kepler_process_gpu_joules_total{%s,comm=\"", self);
+		assert_non_null(strstr(body, want));
+	}
+	free(body);
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	assert_int_equal(vw_fixture_stop_daemon(daemon_pid), 0);
+	daemon_pid = 0;
+	stop_leftover(NULL);
+}
+
 /* No NVML library: the host starts and serves as before, with no GPU series, said once. */
 static void test_host_without_library(void **state)
 {
@@ -208,6 +291,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_host_gpu_families, stop_leftover),
+		cmocka_unit_test_teardown(test_host_gpu_processes, stop_leftover),
 		cmocka_unit_test_teardown(test_host_without_library, stop_leftover),
 	};
 

@@ -271,6 +271,19 @@ void vw_daemon_open_gpus(struct vw_daemon *d)
 		vw_warn("gpu: cannot read the GPUs: %s; no GPU series", strerror(-r));
 }
 
+void vw_daemon_attribute_gpus(struct vw_daemon *d)
+{
+	_cleanup_free_ struct vw_gpu_pid_energy *e = NULL;
+	size_t max = vw_gpus_count(d->gpus) * VW_GPU_MAX_TRACKED, n;
+	uint64_t active = 0;
+
+	if (!d->gpus || !d->workloads)
+		return;
+	e = calloc(max, sizeof(*e));
+	n = vw_gpus_process_energy(d->gpus, e, e ? max : 0, &active); /* no memory: the node's */
+	(void)vw_workloads_gpu(d->workloads, e, n, active);
+}
+
 /* ---- render and publish -------------------------------------------------------------------- */
 
 static void daemon_tables(const struct vw_daemon *d, struct vw_table_stat t[VW_TABLE__COUNT])
@@ -311,6 +324,8 @@ static int render(struct vw_daemon *d, const struct vw_node_view *v, enum vw_pro
 		r = k->render(d->ud, w);
 	if (r == 0 && d->workloads)
 		r = vw_workloads_render(d->workloads, w, d->node_name, d->cpu.ops->name);
+	if (r == 0 && d->workloads)
+		r = vw_workloads_render_gpu(d->workloads, w, d->node_name);
 	if (r == 0)
 		r = vw_selfstats_write(d->self, w, tables, d->node_name, d->snapshots, max);
 	if (r == 0)

@@ -120,6 +120,9 @@ int vw_daemon_open_workloads(struct vw_daemon *d, struct vw_workloads_opts *o, b
  * (vw_gpus_close_interval).
  */
 void vw_daemon_open_gpus(struct vw_daemon *d);
+/* After the interval's workload update and the GPUs' close: their per-process active energy to
+ * the workloads (nothing without both). */
+void vw_daemon_attribute_gpus(struct vw_daemon *d);
 
 /* Render the snapshot of v (the skeleton fills v->node_name and v->self) and publish it. */
 int vw_daemon_render_publish(struct vw_daemon *d, struct vw_node_view *v);

@@ -122,13 +122,8 @@ static int cmp_energy_desc(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-struct proc_labels {
-	char pid[16];
-	const char *v[10];
-};
-
-static void proc_label_values(const struct vw_workloads *w, const struct wl_proc *p,
-			      const char *node, const char *zone, struct proc_labels *l)
+void vw_wl_proc_labels(const struct vw_workloads *w, const struct wl_proc *p, const char *node,
+		       const char *zone, struct proc_labels *l)
 {
 	const struct wl_container *c = p->container >= 0 ? &w->conts[p->container] : NULL;
 	const struct wl_vm *vm = p->vm >= 0 ? &w->vms[p->vm] : NULL;
@@ -162,7 +157,7 @@ static int render_procs(const struct vw_workloads *w, struct vw_prom_writer *pw,
 
 				if (!w->present[z])
 					continue;
-				proc_label_values(w, p, node, vw_zone_name((enum vw_zone)z), &l);
+				vw_wl_proc_labels(w, p, node, vw_zone_name((enum vw_zone)z), &l);
 				r = fams[f] == F_PROC_J   ? vw_prom_counter_micro(pw, l.v, p->z[z].uj[M_ACTIVE])
 				    : fams[f] == F_PROC_W ? vw_prom_gauge(pw, l.v, interval_watts(w, &p->z[z]))
 							  : vw_prom_counter_micro(pw, l.v, p->z[z].uj[M_IDLE]);
@@ -178,7 +173,7 @@ static int render_procs(const struct vw_workloads *w, struct vw_prom_writer *pw,
 		struct proc_labels l;
 		const char *v[8];
 
-		proc_label_values(w, p, node, "", &l);
+		vw_wl_proc_labels(w, p, node, "", &l);
 		/* pid, comm, exe, type, container_id, vm_id, node_name */
 		v[0] = l.v[0], v[1] = l.v[1], v[2] = l.v[2], v[3] = l.v[3];
 		v[4] = l.v[5], v[5] = l.v[6], v[6] = node, v[7] = NULL;

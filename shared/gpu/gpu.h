@@ -75,6 +75,9 @@ size_t vw_gpus_count(const struct vw_gpus *g);
 /* Device i (0..count) as of the last close. */
 void vw_gpus_view(const struct vw_gpus *g, size_t i, struct vw_gpu_view *ret);
 
+/* Processes tracked per device per interval; more get nothing (their share is the node's). */
+#define VW_GPU_MAX_TRACKED 512
+
 /* A process's active GPU energy of the last closed interval, every device's summed. */
 struct vw_gpu_pid_energy {
 	uint32_t pid; /* in the driver's PID namespace (the host's) */

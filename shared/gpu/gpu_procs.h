@@ -13,8 +13,6 @@
 #include "gpu_share.h"
 #include "gpu_source.h"
 
-/* Processes tracked per device per interval; more are counted in `dropped` and get nothing. */
-#define VW_GPU_MAX_TRACKED 512
 
 struct vw_gpu_procs {
 	struct vw_gpu_proc_use use[VW_GPU_MAX_TRACKED]; /* this interval's */
