@@ -247,19 +247,27 @@ static const char kubelet_pods[] =
 	"\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"app\","
 	"\"containerID\":\"containerd://" CID_B "\"}]}}]}";
 
-static void test_idle_by_pod_request(void **state)
+/* A registry with the kubelet's pod, its baseline and one interval: 5 s of CPU (every process
+ * but kthreadd ran 1 s), 10 J active, 8 J idle of package. */
+static void pod_interval_start(struct ctx *c, struct kubelet_fixture *k)
 {
 	static const uint64_t ms[ARRAY_SIZE(procs)] = { 1000, 1000, 1000, 1000, 0, 1000 };
+
+	kubelet_fixture_start(k, kubelet_pods);
+	setup(c, k->pm);
+	interval(c, zero, 0, 0);
+	interval(c, ms, 10000000, 8000000);
+}
+
+static void test_idle_by_pod_request(void **state)
+{
 	struct kubelet_fixture k;
 	char *text;
 	struct ctx c;
 
 	(void)state;
-	kubelet_fixture_start(&k, kubelet_pods);
-	setup(&c, k.pm);
-	interval(&c, zero, 0, 0);
-	/* 5 s of CPU, 10 J active, 8 J idle; the pod reserves 500m of 2000m: 2 J of idle. */
-	interval(&c, ms, 10000000, 8000000);
+	/* The pod reserves 500m of 2000m: 2 J of the 8 J idle. */
+	pod_interval_start(&c, &k);
 	assert_conserved(&c);
 	text = workloads_fixture_render(c.w);
 	assert_double_near(value(text, "virtwatt_pod_cpu_idle_joules_total{pod_id=\"" POD_UID "\","
@@ -287,7 +295,6 @@ static void test_idle_by_pod_request(void **state)
  */
 static void test_gpu_energy(void **state)
 {
-	static const uint64_t ms[ARRAY_SIZE(procs)] = { 1000, 1000, 1000, 1000, 0, 1000 };
 	const struct vw_gpu_pid_energy e[] = {
 		{ 100, 3000000 }, { 200, 2000000 }, { 300, 1000000 }, { 999, 500000 },
 	};
@@ -296,10 +303,7 @@ static void test_gpu_energy(void **state)
 	struct ctx c;
 
 	(void)state;
-	kubelet_fixture_start(&k, kubelet_pods);
-	setup(&c, k.pm);
-	interval(&c, zero, 0, 0);
-	interval(&c, ms, 10000000, 8000000);
+	pod_interval_start(&c, &k);
 	text = workloads_fixture_render(c.w);
 	assert_null(strstr(text, "_gpu_")); /* no GPU: no GPU family */
 	free(text);

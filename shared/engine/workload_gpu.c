@@ -143,40 +143,22 @@ static int acc_sample(const struct vw_workloads *w, struct vw_prom_writer *pw, b
 		      : vw_prom_gauge(pw, v, gpu_watts(w, a));
 }
 
-struct ranked_gpu {
-	uint64_t uj;
-	size_t idx;
-};
-
-static int cmp_desc(const void *a, const void *b)
+static uint64_t gpu_energy(const struct wl_proc *p)
 {
-	const struct ranked_gpu *x = a, *y = b;
-
-	if (x->uj != y->uj)
-		return x->uj > y->uj ? -1 : 1;
-	return x->idx < y->idx ? -1 : x->idx > y->idx;
+	return p->gpu.uj[M_ACTIVE];
 }
 
 /* The processes that used a GPU, the most energetic --metrics.process-top-n of them. */
 static int render_procs(const struct vw_workloads *w, struct vw_prom_writer *pw, const char *node)
 {
-	_cleanup_free_ struct ranked_gpu *rank = calloc(w->n_procs + 1, sizeof(*rank));
+	_cleanup_free_ size_t *order = calloc(w->n_procs + 1, sizeof(size_t));
 	size_t n = 0;
-	int r = 0;
+	int r = order ? vw_wl_top_procs(w, gpu_energy, true, order, &n) : -ENOMEM;
 
-	if (!rank)
-		return -ENOMEM;
-	for (size_t i = 0; i < w->n_procs; i++)
-		if (w->procs[i].gpu.uj[M_ACTIVE])
-			rank[n++] = (struct ranked_gpu){ w->procs[i].gpu.uj[M_ACTIVE], i };
-	if (w->o.process_top_n && n > w->o.process_top_n) {
-		qsort(rank, n, sizeof(*rank), cmp_desc);
-		n = w->o.process_top_n;
-	}
 	for (int f = F_PROC_J; r == 0 && f <= F_PROC_W; f++) {
 		r = vw_prom_family(pw, &gpu_families[f]);
 		for (size_t k = 0; r == 0 && k < n; k++) {
-			const struct wl_proc *p = &w->procs[rank[k].idx];
+			const struct wl_proc *p = &w->procs[order[k]];
 			struct proc_labels l;
 			const char *v[9];
 

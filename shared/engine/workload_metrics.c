@@ -122,6 +122,30 @@ static int cmp_energy_desc(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+int vw_wl_top_procs(const struct vw_workloads *w, uint64_t (*energy)(const struct wl_proc *),
+		    bool skip_zero, size_t *order, size_t *ret_n)
+{
+	_cleanup_free_ struct ranked *rank = calloc(w->n_procs + 1, sizeof(*rank));
+	size_t n = 0;
+
+	if (!rank)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->n_procs; i++) {
+		uint64_t e = energy(&w->procs[i]);
+
+		if (e || !skip_zero)
+			rank[n++] = (struct ranked){ .energy = e, .idx = i };
+	}
+	if (w->o.process_top_n && n > w->o.process_top_n) {
+		qsort(rank, n, sizeof(*rank), cmp_energy_desc);
+		n = w->o.process_top_n;
+	}
+	for (size_t i = 0; i < n; i++)
+		order[i] = rank[i].idx;
+	*ret_n = n;
+	return 0;
+}
+
 void vw_wl_proc_labels(const struct vw_workloads *w, const struct wl_proc *p, const char *node,
 		       const char *zone, struct proc_labels *l)
 {
@@ -185,21 +209,11 @@ static int render_procs(const struct vw_workloads *w, struct vw_prom_writer *pw,
 static int render_processes(const struct vw_workloads *w, struct vw_prom_writer *pw,
 			    const char *node)
 {
-	_cleanup_free_ struct ranked *rank = calloc(w->n_procs + 1, sizeof(*rank));
 	_cleanup_free_ size_t *order = calloc(w->n_procs + 1, sizeof(size_t));
-	size_t n = w->n_procs;
+	size_t n = 0;
+	int r = order ? vw_wl_top_procs(w, proc_energy, false, order, &n) : -ENOMEM;
 
-	if (!rank || !order)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		rank[i] = (struct ranked){ .energy = proc_energy(&w->procs[i]), .idx = i };
-	if (w->o.process_top_n && n > w->o.process_top_n) {
-		qsort(rank, n, sizeof(*rank), cmp_energy_desc);
-		n = w->o.process_top_n;
-	}
-	for (size_t i = 0; i < n; i++)
-		order[i] = rank[i].idx;
-	return render_procs(w, pw, node, order, n);
+	return r < 0 ? r : render_procs(w, pw, node, order, n);
 }
 
 /* ---- Containers and pods ---- */

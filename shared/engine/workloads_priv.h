@@ -124,6 +124,11 @@ struct proc_labels {
 };
 void vw_wl_proc_labels(const struct vw_workloads *w, const struct wl_proc *p, const char *node,
 		       const char *zone, struct proc_labels *l);
+/* The processes to export into order[0..*ret_n) (indices into w->procs): all of them, or the
+ * --metrics.process-top-n with the most energy(p); with skip_zero, none with energy(p) == 0.
+ * order has room for w->n_procs. -ENOMEM. */
+int vw_wl_top_procs(const struct vw_workloads *w, uint64_t (*energy)(const struct wl_proc *),
+		    bool skip_zero, size_t *order, size_t *ret_n);
 /* The live entry for tgid in the table's sorted first `sorted` entries, NULL when none. */
 struct wl_proc *vw_wl_lookup_live(struct vw_workloads *w, uint32_t tgid, size_t sorted);
 
