@@ -55,7 +55,7 @@ struct gpu_dev {
 
 struct vw_gpus {
 	double idle_w;
-	struct gpu_source src[VW_GPU_MAX_DEVICES];
+	struct gpu_source src[8]; /* the sources that found devices (one per vendor library) */
 	size_t n_src;
 	struct gpu_dev *dev;
 	size_t n_dev;
