@@ -10,6 +10,7 @@
 #include "daemon_base.h"
 #include "energy.h"
 #include "fileio.h"
+#include "gpu.h"
 #include "guest_families.h"
 #include "guest_sources.h"
 #include "idle.h"
@@ -179,6 +180,7 @@ int vw_guest_new(const struct vw_guest_config *cfg, struct vw_guest **ret)
 		r = setup_workloads(g);
 	if (r < 0)
 		goto fail;
+	vw_daemon_open_gpus(&g->d); /* a GPU passed through to this VM: read here, as on a host */
 	*ret = g;
 	return 0;
 fail:
@@ -498,6 +500,9 @@ int vw_guest_tick(struct vw_guest *g, uint64_t now_ns)
 	if (best != g->want)
 		switch_to(g, best, &act);
 	attribute(g, dt_ns);
+	vw_gpus_sample(g->d.gpus, now_ns); /* once a tick: the interval is the tick's */
+	vw_gpus_close_interval(g->d.gpus);
+	vw_daemon_attribute_gpus(&g->d);
 	g->last_ns = now_ns;
 	g->ticked = true;
 	r = render_and_publish(g, dt_ns);

@@ -9,6 +9,7 @@
 #include "daemon_base.h"
 #include "energy.h"
 #include "fileio.h"
+#include "gpu.h"
 #include "idle.h"
 #include "log.h"
 #include "meters.h"
@@ -363,6 +364,7 @@ int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 		r = setup_workloads(h);
 	if (r < 0)
 		goto fail;
+	vw_daemon_open_gpus(&h->d); /* none is no error */
 	*ret = h;
 	return 0;
 fail:
@@ -448,6 +450,7 @@ int vw_host_sample(struct vw_host *h, uint64_t now_ns)
 		h->publish_ns = now_ns;
 	}
 	read_meters(h, &act);
+	vw_gpus_sample(h->d.gpus, now_ns);
 	h->stat_sample = cur;
 	h->sample_ns = now_ns;
 	h->sampled = true;
@@ -677,7 +680,9 @@ int vw_host_publish(struct vw_host *h, uint64_t now_ns)
 	for (size_t i = 0; i < h->n_zones; i++)
 		close_zone_interval(h, i, dt_ns);
 	close_noncpu(h, dt_ns);
+	vw_gpus_close_interval(h->d.gpus); /* to the same last sample */
 	attribute_workloads(h, dt_ns);
+	vw_daemon_attribute_gpus(&h->d);
 	h->stat_publish = h->stat_sample;
 	h->publish_ns = h->sample_ns;
 	return render_and_publish(h);

@@ -3,6 +3,7 @@
 
 #include <stddef.h>
 
+#include "gpu.h"
 #include "guest_families.h"
 #include "metrics.h"
 #include "processinfo.h"
@@ -12,7 +13,9 @@
 
 const struct vw_family_table *const vw_all_family_tables[] = {
 	&vw_host_family_table,
+	&vw_gpu_family_table,
 	&vw_workload_family_table,
+	&vw_workload_gpu_family_table,
 	&vw_guest_family_table,
 	&vw_state_file_family_table,
 	&vw_selfstats_family_table,

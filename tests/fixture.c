@@ -285,6 +285,44 @@ char *vw_fixture_http_get(const char *url, long *code)
 	return vw_fixture_http(url, "GET", code);
 }
 
+char *vw_fixture_try_scrape(unsigned port)
+{
+	char url[64];
+	long code = 0;
+	char *body;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+	body = vw_fixture_http_get(url, &code);
+	if (code != 200) {
+		free(body);
+		return NULL;
+	}
+	return body;
+}
+
+char *vw_fixture_scrape_when(unsigned port, const char *needle)
+{
+	const struct timespec pause = { .tv_nsec = 100 * 1000 * 1000 };
+
+	for (int i = 0; i < 100; i++) {
+		char *body = vw_fixture_try_scrape(port);
+
+		if (body && strstr(body, needle))
+			return body;
+		free(body);
+		nanosleep(&pause, NULL);
+	}
+	return NULL;
+}
+
+double vw_fixture_monotonic_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
 char *vw_fixture_http(const char *url, const char *method, long *code)
 {
 	CURL *c = curl_easy_init();

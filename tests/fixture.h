@@ -57,6 +57,13 @@ struct MHD_Daemon *vw_fixture_json_server(const char *body, unsigned *ret_port);
 char *vw_fixture_http_get(const char *url, long *code);
 /* The same with another method (HEAD: no body is read; the result is ""). */
 char *vw_fixture_http(const char *url, const char *method, long *code);
+/* /metrics of a daemon on 127.0.0.1:port, or NULL unless it answered 200 (503 before the first
+ * snapshot). */
+char *vw_fixture_try_scrape(unsigned port);
+/* The first /metrics (polled for 10 s at most) that holds needle; NULL when none did. */
+char *vw_fixture_scrape_when(unsigned port, const char *needle);
+/* CLOCK_MONOTONIC in seconds. */
+double vw_fixture_monotonic_s(void);
 /* The sum of the samples of a family in an exposition whose labels hold `match` (NULL: all). */
 double vw_fixture_sample_sum(const char *text, const char *family, const char *match);
 /*

@@ -77,25 +77,9 @@ static char *make_sysfs(void)
 	return dir;
 }
 
-/* /metrics, or NULL before the first snapshot (503). */
-static char *try_scrape(unsigned port)
-{
-	char url[64];
-	long code = 0;
-	char *body;
-
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
-	body = vw_fixture_http_get(url, &code);
-	if (code != 200) {
-		free(body);
-		return NULL;
-	}
-	return body;
-}
-
 static char *scrape(unsigned port)
 {
-	char *body = try_scrape(port);
+	char *body = vw_fixture_try_scrape(port);
 
 	assert_non_null(body);
 	return body;
@@ -104,24 +88,11 @@ static char *scrape(unsigned port)
 /* The first /metrics (within 10 s) that holds `needle`. */
 static char *scrape_when(unsigned port, const char *needle)
 {
-	for (int i = 0; i < 100; i++) {
-		char *body = try_scrape(port);
+	char *body = vw_fixture_scrape_when(port, needle);
 
-		if (body && strstr(body, needle))
-			return body;
-		free(body);
-		usleep(100 * 1000);
-	}
-	fail_msg("no /metrics with %s", needle);
-	return NULL;
-}
-
-static double monotonic_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	if (!body)
+		fail_msg("no /metrics with %s", needle);
+	return body;
 }
 
 /* The sum of a family's samples in a zone (and more labels, "" for none). */
@@ -201,10 +172,10 @@ static void test_platform_meter(void **state)
 
 	/* The platform zone appears, from the meter, beside the model's CPU zones. */
 	for (int i = 0; i < 100 && j0 < 0; i++) {
-		body = try_scrape(port);
+		body = vw_fixture_try_scrape(port);
 		if (body && strstr(body, "kepler_node_cpu_joules_total{zone=\"platform\"")) {
 			j0 = zone_sum(body, "kepler_node_cpu_joules_total", "platform", "");
-			t0 = monotonic_s();
+			t0 = vw_fixture_monotonic_s();
 			assert_true(vw_fixture_sample_sum(body, "virtwatt_node_power_source_info",
 							  "source=\"acpi\",kind=\"measured\"") ==
 				    1);
@@ -220,7 +191,7 @@ static void test_platform_meter(void **state)
 	assert_true(j0 >= 0);
 
 	/* A busy child runs 2 s of CPU, then exits; the daemon sees it at its next interval. */
-	spin_t0 = monotonic_s();
+	spin_t0 = vw_fixture_monotonic_s();
 	child = fork();
 	assert_true(child >= 0);
 	if (child == 0) {
@@ -228,10 +199,10 @@ static void test_platform_meter(void **state)
 		_exit(0);
 	}
 	waitpid(child, NULL, 0);
-	spun_s = monotonic_s() - spin_t0;
+	spun_s = vw_fixture_monotonic_s() - spin_t0;
 	sleep(3);
 	body = scrape(port);
-	t1 = monotonic_s();
+	t1 = vw_fixture_monotonic_s();
 	j1 = zone_sum(body, "kepler_node_cpu_joules_total", "platform", "");
 	w = zone_sum(body, "kepler_node_cpu_watts", "platform", "");
 	print_message("# platform: %.3f J in %.2f s (%.2f W; the meter says %.0f W), last "
@@ -298,7 +269,7 @@ static void test_platform_sources_flag(void **state)
 	snprintf(log, sizeof(log), "%s/host.log", dir);
 	assert_int_equal(vw_fixture_start_daemon_logged(none, log, &daemon_pid, &port), 0);
 	for (int i = 0; i < 100 && !body; i++) {
-		body = try_scrape(port);
+		body = vw_fixture_try_scrape(port);
 		if (!body)
 			usleep(100 * 1000);
 	}
@@ -474,16 +445,8 @@ static const char kepler_bmc_file[] =
 /* Scrape until the platform meter's kepler_platform_watts row is there (10 s): the body. */
 static char *await_platform_row(unsigned port)
 {
-	char *body = NULL;
+	char *body = vw_fixture_scrape_when(port, "kepler_platform_watts{");
 
-	for (int i = 0; i < 100; i++) {
-		body = try_scrape(port);
-		if (body && strstr(body, "kepler_platform_watts{"))
-			break;
-		free(body);
-		body = NULL;
-		usleep(100 * 1000);
-	}
 	assert_non_null(body);
 	return body;
 }
@@ -499,7 +462,7 @@ static double await_publish(unsigned port, const char *zone, double *ret_t)
 		usleep(20 * 1000);
 		body = scrape(port);
 		j = zone_sum(body, "kepler_node_cpu_joules_total", zone, "");
-		*ret_t = monotonic_s();
+		*ret_t = vw_fixture_monotonic_s();
 		free(body);
 	}
 	assert_true(j > j0);

@@ -17,6 +17,7 @@
 #include "cgroupfs.h"
 #include "fileio.h"
 #include "fixture.h"
+#include "gpu.h"
 #include "log.h"
 #include "perf_counters.h"
 #include "vm_source.h"
@@ -246,19 +247,27 @@ static const char kubelet_pods[] =
 	"\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"app\","
 	"\"containerID\":\"containerd://" CID_B "\"}]}}]}";
 
-static void test_idle_by_pod_request(void **state)
+/* A registry with the kubelet's pod, its baseline and one interval: 5 s of CPU (every process
+ * but kthreadd ran 1 s), 10 J active, 8 J idle of package. */
+static void pod_interval_start(struct ctx *c, struct kubelet_fixture *k)
 {
 	static const uint64_t ms[ARRAY_SIZE(procs)] = { 1000, 1000, 1000, 1000, 0, 1000 };
+
+	kubelet_fixture_start(k, kubelet_pods);
+	setup(c, k->pm);
+	interval(c, zero, 0, 0);
+	interval(c, ms, 10000000, 8000000);
+}
+
+static void test_idle_by_pod_request(void **state)
+{
 	struct kubelet_fixture k;
 	char *text;
 	struct ctx c;
 
 	(void)state;
-	kubelet_fixture_start(&k, kubelet_pods);
-	setup(&c, k.pm);
-	interval(&c, zero, 0, 0);
-	/* 5 s of CPU, 10 J active, 8 J idle; the pod reserves 500m of 2000m: 2 J of idle. */
-	interval(&c, ms, 10000000, 8000000);
+	/* The pod reserves 500m of 2000m: 2 J of the 8 J idle. */
+	pod_interval_start(&c, &k);
 	assert_conserved(&c);
 	text = workloads_fixture_render(c.w);
 	assert_double_near(value(text, "virtwatt_pod_cpu_idle_joules_total{pod_id=\"" POD_UID "\","
@@ -275,6 +284,66 @@ static void test_idle_by_pod_request(void **state)
 				       "mode=\"idle\",node_name=\"n1\"}"),
 			   6.0, 1e-9);
 	free(text);
+	teardown(&c);
+	kubelet_fixture_stop(&k);
+}
+
+/*
+ * GPU energy (workload_gpu.c): each process's share goes to it, its container and its pod; an
+ * unknown PID's and what no process took stay the node's; nothing is given beyond the node's
+ * active GPU energy; only workloads that used a GPU have GPU series.
+ */
+static void test_gpu_energy(void **state)
+{
+	const struct vw_gpu_pid_energy e[] = {
+		{ 100, 3000000 }, { 200, 2000000 }, { 300, 1000000 }, { 999, 500000 },
+	};
+	struct kubelet_fixture k;
+	char *text;
+	struct ctx c;
+
+	(void)state;
+	pod_interval_start(&c, &k);
+	text = workloads_fixture_render(c.w);
+	assert_null(strstr(text, "_gpu_")); /* no GPU: no GPU family */
+	free(text);
+	assert_int_equal(vw_workloads_gpu(c.w, e, ARRAY_SIZE(e), 7000000), 0);
+	text = workloads_fixture_render(c.w);
+	assert_double_near(value(text, "kepler_process_gpu_joules_total{pid=\"100\",comm=\"nginx\","
+				       "exe=\"\",type=\"container\",state=\"running\",container_id=\""
+				       CID_A "\",vm_id=\"\",node_name=\"n1\"}"),
+			   3.0, 1e-9);
+	assert_double_near(value(text, "kepler_process_gpu_watts{pid=\"100\",comm=\"nginx\","
+				       "exe=\"\",type=\"container\",state=\"running\",container_id=\""
+				       CID_A "\",vm_id=\"\",node_name=\"n1\"}"),
+			   0.6, 1e-9); /* 3 J over the 5 s interval */
+	assert_double_near(value(text, "kepler_container_gpu_joules_total{container_id=\"" CID_A
+				       "\",container_name=\"\",runtime=\"docker\",state=\"running\","
+				       "pod_id=\"\",node_name=\"n1\"}"),
+			   3.0, 1e-9);
+	assert_double_near(value(text, "kepler_pod_gpu_joules_total{pod_id=\"" POD_UID "\","
+				       "pod_name=\"web\",pod_namespace=\"shop\",state=\"running\","
+				       "node_name=\"n1\"}"),
+			   2.0, 1e-9);
+	assert_double_near(value(text, "virtwatt_node_gpu_uncontained_joules_total{node_name=\"n1\"}"),
+			   1.0, 1e-9); /* sshd's */
+	assert_double_near(value(text, "virtwatt_node_gpu_unattributed_joules_total{node_name=\"n1\"}"),
+			   1.0, 1e-9); /* PID 999's 0.5 J and the 0.5 J nobody took */
+	assert_null(strstr(text, "kepler_process_gpu_joules_total{pid=\"101\""));
+	free(text);
+	/* Shares beyond the node's active GPU energy are cut to it. */
+	assert_int_equal(vw_workloads_gpu(c.w, e, ARRAY_SIZE(e), 1000000), 0);
+	text = workloads_fixture_render(c.w);
+	assert_double_near(value(text, "kepler_process_gpu_joules_total{pid=\"100\",comm=\"nginx\","
+				       "exe=\"\",type=\"container\",state=\"running\",container_id=\""
+				       CID_A "\",vm_id=\"\",node_name=\"n1\"}"),
+			   4.0, 1e-9);
+	assert_double_near(value(text, "kepler_pod_gpu_joules_total{pod_id=\"" POD_UID "\","
+				       "pod_name=\"web\",pod_namespace=\"shop\",state=\"running\","
+				       "node_name=\"n1\"}"),
+			   2.0, 1e-9);
+	free(text);
+	assert_int_equal(vw_workloads_gpu(c.w, NULL, 1, 0), -EINVAL);
 	teardown(&c);
 	kubelet_fixture_stop(&k);
 }
@@ -554,6 +623,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_terminated_kept_until_scraped, baseline_setup,
 						baseline_teardown),
 		cmocka_unit_test(test_idle_by_pod_request),
+		cmocka_unit_test(test_gpu_energy),
 		cmocka_unit_test(test_pod_list_arrives_late),
 		cmocka_unit_test(test_split_keys_from_counters),
 		cmocka_unit_test(test_scan_beyond_root_total),

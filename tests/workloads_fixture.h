@@ -17,5 +17,6 @@ struct kubelet_fixture {
 void kubelet_fixture_start(struct kubelet_fixture *k, const char *body);
 void kubelet_fixture_stop(struct kubelet_fixture *k);
 
-/* w rendered as text 0.0.4 for node "n1" and accountant "procfs" (malloc'd; fails the test). */
+/* w rendered as text 0.0.4 for node "n1" and accountant "procfs", its GPU families too
+ * (malloc'd; fails the test). */
 char *workloads_fixture_render(struct vw_workloads *w);

@@ -607,6 +607,26 @@ int vw_prom_counter(struct vw_prom_writer *w, const char *const *label_values, d
 			  filtered ? &micro : NULL);
 }
 
+int vw_prom_field_sample(struct vw_prom_writer *w, const char *const *label_values,
+			 const void *base, size_t off, enum vw_prom_field kind)
+{
+	const char *p = (const char *)base + off;
+	uint64_t u;
+	double d;
+
+	switch (kind) {
+	case VW_PROM_FIELD_MICRO:
+		memcpy(&u, p, sizeof(u));
+		return vw_prom_counter_micro(w, label_values, u);
+	case VW_PROM_FIELD_COUNT:
+		memcpy(&u, p, sizeof(u));
+		return vw_prom_counter(w, label_values, (double)u);
+	default:
+		memcpy(&d, p, sizeof(d));
+		return vw_prom_gauge(w, label_values, d);
+	}
+}
+
 int vw_prom_single(struct vw_prom_writer *w, const struct vw_metric_family *f,
 		   const char *const *label_values, double value)
 {

@@ -125,6 +125,14 @@ int vw_prom_counter(struct vw_prom_writer *w, const char *const *label_values, d
 int vw_prom_single(struct vw_prom_writer *w, const struct vw_metric_family *f,
 		   const char *const *label_values, double value);
 /*
+ * A sample whose value is a field of a struct, for families rendered from a table of rows that
+ * each name a field (offsetof) and its kind: a uint64_t in micro-units as an exact counter
+ * (vw_prom_counter_micro), a uint64_t count as a counter, or a double as a gauge.
+ */
+enum vw_prom_field { VW_PROM_FIELD_MICRO, VW_PROM_FIELD_COUNT, VW_PROM_FIELD_GAUGE };
+int vw_prom_field_sample(struct vw_prom_writer *w, const char *const *label_values,
+			 const void *base, size_t off, enum vw_prom_field kind);
+/*
  * Close the current family: 0, or the error that rolled it back (-ENOBUFS, -ENOMEM);
  * -EINVAL when no family is open.
  */

@@ -36,6 +36,7 @@ static const char *const method_names[] = {
 	[VW_IDLE_SOURCE] = "source",
 	[VW_IDLE_FITTED] = "fitted",
 	[VW_IDLE_RESIDUAL] = "residual",
+	[VW_IDLE_FLOOR] = "floor",
 };
 
 const char *vw_idle_method_name(enum vw_idle_method m)

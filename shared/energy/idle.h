@@ -18,6 +18,7 @@ enum vw_idle_method {
 	VW_IDLE_SOURCE,   /* the power source knows it (estimator model at zero load) */
 	VW_IDLE_FITTED,   /* intercept of the sliding-window fit */
 	VW_IDLE_RESIDUAL, /* bootstrap: (1 - usage) x power, until a fit exists */
+	VW_IDLE_FLOOR,    /* lowest power sustained at low utilization (idle_floor.h: GPUs) */
 };
 
 const char *vw_idle_method_name(enum vw_idle_method m);

@@ -12,6 +12,7 @@
 #include "cgroupfs.h"
 #include "ctrmeta.h"
 #include "fileio.h"
+#include "gpu.h"
 #include "model.h"
 #include "model_server.h"
 #include "workload.h"
@@ -75,6 +76,7 @@ int vw_daemon_init(struct vw_daemon *d, const struct vw_daemon_options *o,
 void vw_daemon_fini(struct vw_daemon *d)
 {
 	vw_workloads_free(d->workloads);
+	vw_gpus_free(d->gpus);
 	vw_podmeta_stop(d->podmeta);
 	vw_ctrmeta_free(d->ctrmeta);
 	vw_cpu_accountant_close(&d->cpu);
@@ -250,6 +252,38 @@ int vw_daemon_open_workloads(struct vw_daemon *d, struct vw_workloads_opts *o, b
 	return 0;
 }
 
+/* ---- GPUs ---------------------------------------------------------------------------------- */
+
+void vw_daemon_open_gpus(struct vw_daemon *d)
+{
+	const struct vw_daemon_options *o = d->opts;
+	struct vw_gpu_opts go = { .nvml_library = nonempty(o->gpu_nvml_library),
+				  .idle_w = o->gpu_idle_w,
+				  .idle_window = (size_t)o->gpu_idle_window };
+	int r;
+
+	if (!o->gpu_enable) {
+		vw_info("gpu: --gpu.enable=false: no GPU series");
+		return;
+	}
+	r = vw_gpus_open(&go, &d->gpus);
+	if (r < 0 && r != -ENODEV) /* -ENODEV: none found, said already */
+		vw_warn("gpu: cannot read the GPUs: %s; no GPU series", strerror(-r));
+}
+
+void vw_daemon_attribute_gpus(struct vw_daemon *d)
+{
+	_cleanup_free_ struct vw_gpu_pid_energy *e = NULL;
+	size_t max = vw_gpus_count(d->gpus) * VW_GPU_MAX_TRACKED, n;
+	uint64_t active = 0;
+
+	if (!d->gpus || !d->workloads)
+		return;
+	e = calloc(max, sizeof(*e));
+	n = vw_gpus_process_energy(d->gpus, e, e ? max : 0, &active); /* no memory: the node's */
+	(void)vw_workloads_gpu(d->workloads, e, n, active);
+}
+
 /* ---- render and publish -------------------------------------------------------------------- */
 
 static void daemon_tables(const struct vw_daemon *d, struct vw_table_stat t[VW_TABLE__COUNT])
@@ -284,10 +318,14 @@ static int render(struct vw_daemon *d, const struct vw_node_view *v, enum vw_pro
 	vw_selfstats_hold_room(w, max);
 	daemon_tables(d, tables);
 	r = vw_host_metrics_write(v, w);
+	if (r == 0 && d->gpus)
+		r = vw_gpus_render(d->gpus, w, d->node_name);
 	if (r == 0 && k->render)
 		r = k->render(d->ud, w);
 	if (r == 0 && d->workloads)
 		r = vw_workloads_render(d->workloads, w, d->node_name, d->cpu.ops->name);
+	if (r == 0 && d->workloads)
+		r = vw_workloads_render_gpu(d->workloads, w, d->node_name);
 	if (r == 0)
 		r = vw_selfstats_write(d->self, w, tables, d->node_name, d->snapshots, max);
 	if (r == 0)

@@ -5,7 +5,8 @@
  * loops.
  *
  *   set-up      vw_daemon_init (node name, roots, /proc/stat, CPU inventory, exposition),
- *               vw_daemon_load_model, vw_daemon_parse_levels + vw_daemon_open_workloads
+ *               vw_daemon_load_model, vw_daemon_parse_levels + vw_daemon_open_workloads,
+ *               vw_daemon_open_gpus
  *   an interval the daemon's own code closes it, then hands a node view to
  *               vw_daemon_render_publish (node families, the daemon's own, workloads,
  *               self-stats; text always, OpenMetrics while a scraper asks for it)
@@ -28,6 +29,7 @@
 #include "selfstats.h"
 #include "workloads.h"
 
+struct vw_gpus;
 struct vw_model;
 struct vw_podmeta;
 struct vw_ctrmeta;
@@ -78,6 +80,7 @@ struct vw_daemon {
 	struct vw_cgroupfs *cgroupfs;
 	struct vw_ctrmeta *ctrmeta;
 	struct vw_workloads *workloads;
+	struct vw_gpus *gpus; /* NULL: no GPU (or --gpu.enable=false) */
 	struct vw_complaint cpu_complaint;
 	struct vw_exposition *expo;
 	struct vw_selfstats *self;
@@ -109,6 +112,17 @@ int vw_daemon_parse_levels(const struct vw_strlist *l, bool allow_vm,
  * error (logged) if --cpu.accounting named one, else logged and 0 (node metrics only).
  */
 int vw_daemon_open_workloads(struct vw_daemon *d, struct vw_workloads_opts *o, bool cpu_required);
+
+/*
+ * The GPUs (--gpu.*) into d->gpus, whose families every snapshot then carries after the node's.
+ * None found, or none readable, is said once and leaves d->gpus NULL: never an error. The
+ * daemon samples them with its meters (vw_gpus_sample) and closes their interval with its own
+ * (vw_gpus_close_interval).
+ */
+void vw_daemon_open_gpus(struct vw_daemon *d);
+/* After the interval's workload update and the GPUs' close: their per-process active energy to
+ * the workloads (nothing without both). */
+void vw_daemon_attribute_gpus(struct vw_daemon *d);
 
 /* Render the snapshot of v (the skeleton fills v->node_name and v->self) and publish it. */
 int vw_daemon_render_publish(struct vw_daemon *d, struct vw_node_view *v);

@@ -42,6 +42,10 @@ struct vw_daemon_options {
 	char *model_cache_dir;
 	uint64_t model_timeout_ns;
 	char *model_builtin; /* "auto": per-vCPU figures by architecture; "kepler": Kepler's default */
+	bool gpu_enable;
+	char *gpu_nvml_library; /* NULL: libnvidia-ml.so.1 from the loader's search path */
+	double gpu_idle_w;      /* 0: found per device (shared/gpu/gpu.h) */
+	uint64_t gpu_idle_window;
 };
 
 extern const char *const vw_accounting_names[];
@@ -126,7 +130,22 @@ extern const char *const vw_pod_source_names[];
 	  "auto|kepler",                                                                           \
 	  "the model used without model.file or model.url: auto picks per-vCPU watts for this "   \
 	  "processor's architecture (Kepler v0.7.12's table; a public-cloud VM's best guess), "    \
-	  "Kepler's default m5.metal model where the table lacks it; kepler always that one" }
+	  "Kepler's default m5.metal model where the table lacks it; kepler always that one" },    \
+	{ "gpu.enable", "experimental.gpu.enabled", VW_OPT_BOOL, VW_DO_OFF(type, gpu_enable),     \
+	  "true", NULL,                                                                            \
+	  "read the GPUs (NVIDIA through NVML) for kepler_node_gpu_*; none found is not an error"  \
+	},                                                                                         \
+	{ "gpu.nvml-library", "experimental.gpu.nvmlLibrary", VW_OPT_STRING,                      \
+	  VW_DO_OFF(type, gpu_nvml_library), NULL, "PATH",                                         \
+	  "NVML library to load (default: libnvidia-ml.so.1 from the loader's search path)" },    \
+	{ "gpu.idle-watts", "experimental.gpu.idlePower", VW_OPT_DOUBLE,                          \
+	  VW_DO_OFF(type, gpu_idle_w), "0", "WATTS",                                               \
+	  "every GPU's idle power (0: each GPU's lowest power sustained at low utilization over "  \
+	  "gpu.idle-window)", 0, 10000 },                                                          \
+	{ "gpu.idle-window", "experimental.gpu.idleWindow", VW_OPT_UINT,                          \
+	  VW_DO_OFF(type, gpu_idle_window), "720", "N",                                            \
+	  "intervals a GPU's idle power is sought over (it follows the GPU down at once, and up "  \
+	  "once lower levels are older than this)", 3, 65536 }
 
 /*
  * Health of a daemon's loop, for /healthz and /readyz (docs/configuration.md): the snapshot is

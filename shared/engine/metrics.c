@@ -108,43 +108,21 @@ static const char *or_unknown(const char *s)
 }
 
 /* The per-zone families, each row naming the view field it shows and how. */
-enum zone_value { ZV_MICRO, ZV_WATTS, ZV_COUNT };
-
-#define ZV(f, kind, field) { f, kind, offsetof(struct vw_node_zone_view, field) }
+#define ZV(f, kind, field) { f, VW_PROM_FIELD_##kind, offsetof(struct vw_node_zone_view, field) }
 static const struct {
 	int family;
-	enum zone_value kind;
+	enum vw_prom_field kind;
 	size_t off;
 } zone_families[] = {
-	ZV(F_JOULES, ZV_MICRO, total_uj),
-	ZV(F_WATTS, ZV_WATTS, watts),
-	ZV(F_ACTIVE_JOULES, ZV_MICRO, active_uj),
-	ZV(F_ACTIVE_WATTS, ZV_WATTS, active_watts),
-	ZV(F_IDLE_JOULES, ZV_MICRO, idle_uj),
-	ZV(F_IDLE_WATTS, ZV_WATTS, idle_watts),
-	ZV(F_GAPS, ZV_COUNT, gaps),
-	ZV(F_READ_ERRORS, ZV_COUNT, read_errors),
+	ZV(F_JOULES, MICRO, total_uj),
+	ZV(F_WATTS, GAUGE, watts),
+	ZV(F_ACTIVE_JOULES, MICRO, active_uj),
+	ZV(F_ACTIVE_WATTS, GAUGE, active_watts),
+	ZV(F_IDLE_JOULES, MICRO, idle_uj),
+	ZV(F_IDLE_WATTS, GAUGE, idle_watts),
+	ZV(F_GAPS, COUNT, gaps),
+	ZV(F_READ_ERRORS, COUNT, read_errors),
 };
-
-static int zone_sample(struct vw_prom_writer *w, const char *const *labels,
-		       const struct vw_node_zone_view *z, size_t k)
-{
-	const char *p = (const char *)z + zone_families[k].off;
-	uint64_t u;
-	double d;
-
-	switch (zone_families[k].kind) {
-	case ZV_MICRO:
-		memcpy(&u, p, sizeof(u));
-		return vw_prom_counter_micro(w, labels, u);
-	case ZV_COUNT:
-		memcpy(&u, p, sizeof(u));
-		return vw_prom_counter(w, labels, (double)u);
-	default:
-		memcpy(&d, p, sizeof(d));
-		return vw_prom_gauge(w, labels, d);
-	}
-}
 
 static int render_zone_family(struct vw_prom_writer *w, const struct vw_node_view *v, size_t k)
 {
@@ -154,7 +132,8 @@ static int render_zone_family(struct vw_prom_writer *w, const struct vw_node_vie
 		const struct vw_node_zone_view *z = &v->zones[i];
 		const char *labels[] = { vw_zone_name(z->zone), z->path, v->node_name, NULL };
 
-		r = zone_sample(w, labels, z, k);
+		r = vw_prom_field_sample(w, labels, z, zone_families[k].off,
+					 zone_families[k].kind);
 	}
 	return r < 0 ? r : vw_prom_family_end(w);
 }

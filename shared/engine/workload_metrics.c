@@ -122,13 +122,32 @@ static int cmp_energy_desc(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-struct proc_labels {
-	char pid[16];
-	const char *v[10];
-};
+int vw_wl_top_procs(const struct vw_workloads *w, uint64_t (*energy)(const struct wl_proc *),
+		    bool skip_zero, size_t *order, size_t *ret_n)
+{
+	_cleanup_free_ struct ranked *rank = calloc(w->n_procs + 1, sizeof(*rank));
+	size_t n = 0;
 
-static void proc_label_values(const struct vw_workloads *w, const struct wl_proc *p,
-			      const char *node, const char *zone, struct proc_labels *l)
+	if (!rank)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->n_procs; i++) {
+		uint64_t e = energy(&w->procs[i]);
+
+		if (e || !skip_zero)
+			rank[n++] = (struct ranked){ .energy = e, .idx = i };
+	}
+	if (w->o.process_top_n && n > w->o.process_top_n) {
+		qsort(rank, n, sizeof(*rank), cmp_energy_desc);
+		n = w->o.process_top_n;
+	}
+	for (size_t i = 0; i < n; i++)
+		order[i] = rank[i].idx;
+	*ret_n = n;
+	return 0;
+}
+
+void vw_wl_proc_labels(const struct vw_workloads *w, const struct wl_proc *p, const char *node,
+		       const char *zone, struct proc_labels *l)
 {
 	const struct wl_container *c = p->container >= 0 ? &w->conts[p->container] : NULL;
 	const struct wl_vm *vm = p->vm >= 0 ? &w->vms[p->vm] : NULL;
@@ -162,7 +181,7 @@ static int render_procs(const struct vw_workloads *w, struct vw_prom_writer *pw,
 
 				if (!w->present[z])
 					continue;
-				proc_label_values(w, p, node, vw_zone_name((enum vw_zone)z), &l);
+				vw_wl_proc_labels(w, p, node, vw_zone_name((enum vw_zone)z), &l);
 				r = fams[f] == F_PROC_J   ? vw_prom_counter_micro(pw, l.v, p->z[z].uj[M_ACTIVE])
 				    : fams[f] == F_PROC_W ? vw_prom_gauge(pw, l.v, interval_watts(w, &p->z[z]))
 							  : vw_prom_counter_micro(pw, l.v, p->z[z].uj[M_IDLE]);
@@ -178,7 +197,7 @@ static int render_procs(const struct vw_workloads *w, struct vw_prom_writer *pw,
 		struct proc_labels l;
 		const char *v[8];
 
-		proc_label_values(w, p, node, "", &l);
+		vw_wl_proc_labels(w, p, node, "", &l);
 		/* pid, comm, exe, type, container_id, vm_id, node_name */
 		v[0] = l.v[0], v[1] = l.v[1], v[2] = l.v[2], v[3] = l.v[3];
 		v[4] = l.v[5], v[5] = l.v[6], v[6] = node, v[7] = NULL;
@@ -190,21 +209,11 @@ static int render_procs(const struct vw_workloads *w, struct vw_prom_writer *pw,
 static int render_processes(const struct vw_workloads *w, struct vw_prom_writer *pw,
 			    const char *node)
 {
-	_cleanup_free_ struct ranked *rank = calloc(w->n_procs + 1, sizeof(*rank));
 	_cleanup_free_ size_t *order = calloc(w->n_procs + 1, sizeof(size_t));
-	size_t n = w->n_procs;
+	size_t n = 0;
+	int r = order ? vw_wl_top_procs(w, proc_energy, false, order, &n) : -ENOMEM;
 
-	if (!rank || !order)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		rank[i] = (struct ranked){ .energy = proc_energy(&w->procs[i]), .idx = i };
-	if (w->o.process_top_n && n > w->o.process_top_n) {
-		qsort(rank, n, sizeof(*rank), cmp_energy_desc);
-		n = w->o.process_top_n;
-	}
-	for (size_t i = 0; i < n; i++)
-		order[i] = rank[i].idx;
-	return render_procs(w, pw, node, order, n);
+	return r < 0 ? r : render_procs(w, pw, node, order, n);
 }
 
 /* ---- Containers and pods ---- */

@@ -251,7 +251,7 @@ static int cmp_proc(const void *a, const void *b)
 	return (int)y->terminated - (int)x->terminated;
 }
 
-static struct wl_proc *lookup_live(struct vw_workloads *w, uint32_t tgid, size_t sorted)
+struct wl_proc *vw_wl_lookup_live(struct vw_workloads *w, uint32_t tgid, size_t sorted)
 {
 	size_t lo = 0, hi = sorted;
 
@@ -303,7 +303,7 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 	w->hw_available = snap->counters ? snap->hw_available : 0;
 	for (size_t i = 0; i < snap->n_procs; i++) {
 		const struct vw_proc_cpu *s = &snap->procs[i];
-		struct wl_proc *p = lookup_live(w, s->tgid, sorted);
+		struct wl_proc *p = vw_wl_lookup_live(w, s->tgid, sorted);
 
 		if (p && s->start_time && p->start_time && s->start_time != p->start_time) {
 			terminate_proc(p); /* the PID was reused */

@@ -129,5 +129,19 @@ size_t vw_workloads_n_groups(const struct vw_workloads *w);
 void vw_workloads_table_stats(const struct vw_workloads *w,
 			      struct vw_table_stat tables[VW_TABLE__COUNT]);
 
+/*
+ * One interval's active GPU energy (workload_gpu.c): e[0..n) per process (shared/gpu/gpu.h's
+ * per-PID shares) goes to the processes this registry knows, their containers and pods; the
+ * rest of active_uj is the node's. Call after each update, while GPUs are read.
+ */
+struct vw_gpu_pid_energy;
+int vw_workloads_gpu(struct vw_workloads *w, const struct vw_gpu_pid_energy *e, size_t n,
+		     uint64_t active_uj);
+/* kepler_{process,container,pod}_gpu_* and the node's GPU remainders; nothing before the first
+ * vw_workloads_gpu(). */
+int vw_workloads_render_gpu(const struct vw_workloads *w, struct vw_prom_writer *pw,
+			    const char *node_name);
+extern const struct vw_family_table vw_workload_gpu_family_table;
+
 extern const struct vw_metric_family vw_workload_families[];
 extern const struct vw_family_table vw_workload_family_table;

@@ -33,6 +33,7 @@ struct wl_proc {
 	bool seen; /* in the current snapshot */
 	uint64_t final_gen; /* generation holding the final value; 0 = not yet published */
 	struct acc z[VW_ZONE__COUNT];
+	struct acc gpu; /* active GPU energy (workload_gpu.c) */
 };
 
 struct wl_container {
@@ -51,6 +52,7 @@ struct wl_container {
 	bool terminated;
 	uint64_t final_gen;
 	struct acc z[VW_ZONE__COUNT];
+	struct acc gpu;
 };
 
 struct wl_pod {
@@ -59,6 +61,7 @@ struct wl_pod {
 	bool terminated;
 	uint64_t final_gen;
 	struct acc z[VW_ZONE__COUNT];
+	struct acc gpu;
 };
 
 struct wl_vm {
@@ -108,5 +111,24 @@ struct vw_workloads {
 					       * VM processes (in no pod) by VM */
 	unsigned hw_available; /* of the last snapshot */
 	uint64_t evictions[VW_TABLE__COUNT]; /* process, container, pod, vm (workload_retention.c) */
+	/* GPU energy (workload_gpu.c): whether any came, where it went (cumulative µJ). */
+	bool gpu_present;
+	uint64_t gpu_uncontained_uj, gpu_unattributed_uj;
 };
+
+/* A process's Kepler label values (pid, comm, exe, type, state, container_id, vm_id, zone,
+ * node_name), the pid's text kept in pid. */
+struct proc_labels {
+	char pid[16];
+	const char *v[10];
+};
+void vw_wl_proc_labels(const struct vw_workloads *w, const struct wl_proc *p, const char *node,
+		       const char *zone, struct proc_labels *l);
+/* The processes to export into order[0..*ret_n) (indices into w->procs): all of them, or the
+ * --metrics.process-top-n with the most energy(p); with skip_zero, none with energy(p) == 0.
+ * order has room for w->n_procs. -ENOMEM. */
+int vw_wl_top_procs(const struct vw_workloads *w, uint64_t (*energy)(const struct wl_proc *),
+		    bool skip_zero, size_t *order, size_t *ret_n);
+/* The live entry for tgid in the table's sorted first `sorted` entries, NULL when none. */
+struct wl_proc *vw_wl_lookup_live(struct vw_workloads *w, uint32_t tgid, size_t sorted);
 

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A meter that gives power, not energy (the ACPI power meter, a BMC's DCMI reading or watts
- * sensor), integrated into a cumulative µJ counter that never wraps (max_range_uj 0):
+ * sensor, a GPU without an energy counter), integrated into a cumulative µJ counter that never
+ * wraps (max_range_uj 0):
  *
  *     energy += power just read x (now - time of the previous good read)
  *

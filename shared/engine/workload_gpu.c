@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * GPU energy in the workload registry: each interval's active GPU energy per process (from the
+ * GPUs' own per-process shares, shared/gpu/gpu_share.h) goes to the process the registry knows
+ * by that PID, then to its container and pod by the same ownership as its CPU energy; what no
+ * known process takes is the node's, explicitly. Kepler's families, with its CPU families'
+ * labels minus zone: kepler_{process,container,pod}_gpu_{joules_total,watts} (active energy, as
+ * Kepler counts it), shown for the workloads that used a GPU.
+ *
+ * For every interval: node GPU active = containers' + uncontained processes' + unattributed.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "energy.h"
+#include "gpu.h"
+#include "workloads_priv.h"
+
+static const char *const l_proc[] = { "pid", "comm", "exe", "type", "state", "container_id",
+				      "vm_id", "node_name", NULL };
+static const char *const l_cont[] = { "container_id", "container_name", "runtime", "state",
+				      "pod_id", "node_name", NULL };
+static const char *const l_pod[] = { "pod_id", "pod_name", "pod_namespace", "state", "node_name",
+				     NULL };
+static const char *const l_node[] = { "node_name", NULL };
+
+enum { F_PROC_J, F_PROC_W, F_CONT_J, F_CONT_W, F_POD_J, F_POD_W, F_UNATTR, F_UNCONT };
+
+#define KEPLER_GPU(f, level, labels)                                                               \
+	[f##_J] = { "kepler_" level "_gpu_joules_total", VW_METRIC_COUNTER,                        \
+		    "Energy consumption of gpu at " level " level in joules", "joules", labels },  \
+	[f##_W] = { "kepler_" level "_gpu_watts", VW_METRIC_GAUGE,                                 \
+		    "Power consumption of gpu at " level " level in watts", "watts", labels }
+
+static const struct vw_metric_family gpu_families[] = {
+	KEPLER_GPU(F_PROC, "process", l_proc),
+	KEPLER_GPU(F_CONT, "container", l_cont),
+	KEPLER_GPU(F_POD, "pod", l_pod),
+	[F_UNATTR] = { "virtwatt_node_gpu_unattributed_joules_total", VW_METRIC_COUNTER,
+		       "Active GPU energy no workload took: intervals with no GPU process listed, "
+		       "processes this exporter does not know (another PID namespace, gone)",
+		       "joules", l_node },
+	[F_UNCONT] = { "virtwatt_node_gpu_uncontained_joules_total", VW_METRIC_COUNTER,
+		       "Active GPU energy of processes in no container, including those that have "
+		       "exited",
+		       "joules", l_node },
+};
+const struct vw_family_table vw_workload_gpu_family_table = {
+	"shared/engine/workload_gpu.c: vw_workloads_render_gpu()", "virtwatt-host, virtwatt-guest",
+	"where a GPU lists its processes, per --metrics level, the workloads that used a GPU",
+	gpu_families, ARRAY_SIZE(gpu_families),
+};
+
+/* The registry's entry for a GPU process: the live one, else one that ended and whose final
+ * value is not published yet (a job that finished within the interval). */
+static struct wl_proc *gpu_owner(struct vw_workloads *w, uint32_t pid)
+{
+	struct wl_proc *p = vw_wl_lookup_live(w, pid, w->n_procs);
+
+	if (p)
+		return p;
+	for (size_t i = 0; i < w->n_procs; i++)
+		if (w->procs[i].tgid == pid && w->procs[i].terminated && !w->procs[i].final_gen)
+			return &w->procs[i];
+	return NULL;
+}
+
+static void clear_gpu_intervals(struct vw_workloads *w)
+{
+	for (size_t i = 0; i < w->n_procs; i++)
+		w->procs[i].gpu.interval[M_ACTIVE] = 0;
+	for (size_t i = 0; i < w->n_conts; i++)
+		w->conts[i].gpu.interval[M_ACTIVE] = 0;
+	for (size_t i = 0; i < w->n_pods; i++)
+		w->pods[i].gpu.interval[M_ACTIVE] = 0;
+}
+
+static void add_gpu(struct acc *a, uint64_t uj)
+{
+	a->uj[M_ACTIVE] = vw_energy_add(a->uj[M_ACTIVE], uj);
+	a->interval[M_ACTIVE] += uj;
+}
+
+/* uj to p, and to its container and pod; returns false when p is in no container. */
+static bool give_gpu(struct vw_workloads *w, struct wl_proc *p, uint64_t uj)
+{
+	struct wl_container *c = p->container >= 0 ? &w->conts[p->container] : NULL;
+
+	add_gpu(&p->gpu, uj);
+	if (!c)
+		return false;
+	add_gpu(&c->gpu, uj);
+	if (c->pod >= 0)
+		add_gpu(&w->pods[c->pod].gpu, uj);
+	return true;
+}
+
+int vw_workloads_gpu(struct vw_workloads *w, const struct vw_gpu_pid_energy *e, size_t n,
+		     uint64_t active_uj)
+{
+	uint64_t given = 0;
+
+	if (!w || (n && !e))
+		return -EINVAL;
+	clear_gpu_intervals(w);
+	w->gpu_present = true;
+	for (size_t i = 0; i < n; i++) {
+		struct wl_proc *p = gpu_owner(w, e[i].pid);
+		uint64_t uj = VW_MIN(e[i].active_uj, active_uj - given);
+
+		if (!p || !uj)
+			continue;
+		given += uj;
+		if (!give_gpu(w, p, uj))
+			w->gpu_uncontained_uj = vw_energy_add(w->gpu_uncontained_uj, uj);
+	}
+	w->gpu_unattributed_uj = vw_energy_add(w->gpu_unattributed_uj, active_uj - given);
+	return 0;
+}
+
+/* ---- rendering ---- */
+
+/* A one-sample counter family of exact joules. */
+static int single_micro(struct vw_prom_writer *pw, int fam, const char *const *v, uint64_t uj)
+{
+	int r = vw_prom_family(pw, &gpu_families[fam]);
+
+	if (r == 0)
+		r = vw_prom_counter_micro(pw, v, uj);
+	return r < 0 ? r : vw_prom_family_end(pw);
+}
+
+static double gpu_watts(const struct vw_workloads *w, const struct acc *a)
+{
+	return vw_energy_watts(a->interval[M_ACTIVE], w->dt_ns);
+}
+
+static int acc_sample(const struct vw_workloads *w, struct vw_prom_writer *pw, bool joules,
+		      const char *const *v, const struct acc *a)
+{
+	return joules ? vw_prom_counter_micro(pw, v, a->uj[M_ACTIVE])
+		      : vw_prom_gauge(pw, v, gpu_watts(w, a));
+}
+
+static uint64_t gpu_energy(const struct wl_proc *p)
+{
+	return p->gpu.uj[M_ACTIVE];
+}
+
+/* The processes that used a GPU, the most energetic --metrics.process-top-n of them. */
+static int render_procs(const struct vw_workloads *w, struct vw_prom_writer *pw, const char *node)
+{
+	_cleanup_free_ size_t *order = calloc(w->n_procs + 1, sizeof(size_t));
+	size_t n = 0;
+	int r = order ? vw_wl_top_procs(w, gpu_energy, true, order, &n) : -ENOMEM;
+
+	for (int f = F_PROC_J; r == 0 && f <= F_PROC_W; f++) {
+		r = vw_prom_family(pw, &gpu_families[f]);
+		for (size_t k = 0; r == 0 && k < n; k++) {
+			const struct wl_proc *p = &w->procs[order[k]];
+			struct proc_labels l;
+			const char *v[9];
+
+			vw_wl_proc_labels(w, p, node, "", &l);
+			/* pid, comm, exe, type, state, container_id, vm_id: no zone */
+			memcpy(v, l.v, 7 * sizeof(*v));
+			v[7] = node, v[8] = NULL;
+			r = acc_sample(w, pw, f == F_PROC_J, v, &p->gpu);
+		}
+		if (r == 0)
+			r = vw_prom_family_end(pw);
+	}
+	return r;
+}
+
+static int render_containers(const struct vw_workloads *w, struct vw_prom_writer *pw,
+			     const char *node)
+{
+	int r = 0;
+
+	for (int f = F_CONT_J; r == 0 && f <= F_CONT_W; f++) {
+		r = vw_prom_family(pw, &gpu_families[f]);
+		for (size_t i = 0; r == 0 && i < w->n_conts; i++) {
+			const struct wl_container *c = &w->conts[i];
+			const char *v[] = { c->id, c->name, vw_runtime_name(c->runtime),
+					    c->terminated ? "terminated" : "running",
+					    c->pod >= 0 ? w->pods[c->pod].info.uid : "", node, NULL };
+
+			if (c->gpu.uj[M_ACTIVE] && c->final_gen != UINT64_MAX)
+				r = acc_sample(w, pw, f == F_CONT_J, v, &c->gpu);
+		}
+		if (r == 0)
+			r = vw_prom_family_end(pw);
+	}
+	return r;
+}
+
+static int render_pods(const struct vw_workloads *w, struct vw_prom_writer *pw, const char *node)
+{
+	int r = 0;
+
+	for (int f = F_POD_J; r == 0 && f <= F_POD_W; f++) {
+		r = vw_prom_family(pw, &gpu_families[f]);
+		for (size_t i = 0; r == 0 && i < w->n_pods; i++) {
+			const struct wl_pod *p = &w->pods[i];
+			const char *v[] = { p->info.uid, p->info.name, p->info.namespace_,
+					    p->terminated ? "terminated" : "running", node, NULL };
+
+			if (p->gpu.uj[M_ACTIVE] && p->final_gen != UINT64_MAX)
+				r = acc_sample(w, pw, f == F_POD_J, v, &p->gpu);
+		}
+		if (r == 0)
+			r = vw_prom_family_end(pw);
+	}
+	return r;
+}
+
+int vw_workloads_render_gpu(const struct vw_workloads *w, struct vw_prom_writer *pw,
+			    const char *node_name)
+{
+	const char *node[] = { node_name, NULL };
+	int r;
+
+	if (!w || !w->gpu_present)
+		return 0;
+	/* The node's remainders first, as for the CPU: never the ones left out for size. */
+	r = single_micro(pw, F_UNATTR, node, w->gpu_unattributed_uj);
+	if (r == 0)
+		r = single_micro(pw, F_UNCONT, node, w->gpu_uncontained_uj);
+	if (r == 0 && w->o.processes)
+		r = render_procs(w, pw, node_name);
+	if (r == 0 && w->o.containers)
+		r = render_containers(w, pw, node_name);
+	if (r == 0 && w->o.pods)
+		r = render_pods(w, pw, node_name);
+	return r;
+}

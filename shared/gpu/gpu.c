@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "gpu.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "energy.h"
+#include "gpu_procs.h"
+#include "idle_floor.h"
+#include "integrator.h"
+#include "log.h"
+#include "macro.h"
+
+const struct vw_gpu_source_ops *const vw_gpu_sources[] = {
+	&vw_gpu_src_nvml,
+	NULL,
+};
+
+static const char *const mig_names[] = {
+	[VW_GPU_MIG_UNSUPPORTED] = "unsupported",
+	[VW_GPU_MIG_DISABLED] = "disabled",
+	[VW_GPU_MIG_ENABLED] = "enabled",
+};
+
+const char *vw_gpu_mig_name(enum vw_gpu_mig m)
+{
+	return (size_t)m < ARRAY_SIZE(mig_names) ? mig_names[m] : "unknown";
+}
+
+/* An open source and the devices it found. */
+struct gpu_source {
+	const struct vw_gpu_source_ops *ops;
+	void *state;
+};
+
+struct gpu_dev {
+	const struct gpu_source *src;
+	size_t idx; /* in its source */
+	const struct vw_gpu_info *info;
+	struct vw_energy_counter ctr;     /* the device's counter, or the integrator's total */
+	struct vw_power_integrator integ; /* devices without a counter */
+	struct vw_idle_floor *floor;
+	uint64_t closed_uj;              /* ctr.total_uj at the last close */
+	uint64_t closed_gaps, closed_errors;
+	double util_sum;                 /* this interval's utilization readings */
+	unsigned util_n;
+	struct vw_gpu_view view;
+	struct vw_complaint complaint;
+	struct vw_gpu_procs procs;
+	bool procs_off;                  /* the source lists no processes */
+	struct vw_complaint proc_complaint;
+};
+
+struct vw_gpus {
+	double idle_w;
+	struct gpu_source src[8]; /* the sources that found devices (one per vendor library) */
+	size_t n_src;
+	struct gpu_dev *dev;
+	size_t n_dev;
+	uint64_t start_ns, last_ns; /* the open interval's start and the last sample */
+	bool sampled;
+};
+
+void vw_gpus_free(struct vw_gpus *g)
+{
+	if (!g)
+		return;
+	for (size_t i = 0; i < g->n_dev; i++)
+		vw_idle_floor_free(g->dev[i].floor);
+	free(g->dev);
+	for (size_t s = 0; s < g->n_src; s++)
+		g->src[s].ops->close(g->src[s].state);
+	free(g);
+}
+
+static void gpus_freep(struct vw_gpus **g)
+{
+	vw_gpus_free(*g);
+}
+
+/* Every source in the chain that finds devices. Why the others found none goes to `why`, for
+ * the one line said when no source finds any; a source that fails otherwise is warned of. */
+static size_t open_sources(struct vw_gpus *g, const struct vw_gpu_opts *o, char *why,
+			   size_t why_len)
+{
+	const struct vw_gpu_source_ops *const *chain = o->sources ? o->sources : vw_gpu_sources;
+	struct vw_gpu_env env = { .nvml_library = o->nvml_library };
+	size_t n_dev = 0, used = 0;
+
+	for (size_t i = 0; chain[i] && g->n_src < ARRAY_SIZE(g->src); i++) {
+		const struct vw_gpu_info *gi;
+		char reason[512] = "";
+		void *state = NULL;
+		int r = chain[i]->open(&env, &state, reason, sizeof(reason));
+
+		if (r == 0) {
+			g->src[g->n_src++] = (struct gpu_source){ .ops = chain[i], .state = state };
+			n_dev += chain[i]->devices(state, &gi);
+			continue;
+		}
+		if (!reason[0])
+			snprintf(reason, sizeof(reason), "%s", strerror(-r));
+		if (r != -ENODEV)
+			vw_warn("gpu: %s: cannot open: %s", chain[i]->name, reason);
+		if (used < why_len)
+			used += (size_t)snprintf(why + used, why_len - used, "%s%s: %s",
+						 used ? "; " : "", chain[i]->name, reason);
+	}
+	return n_dev;
+}
+
+static int setup_device(struct vw_gpus *g, const struct vw_gpu_opts *o, struct gpu_dev *d)
+{
+	/* Counters since a driver load never wrap in practice: a decrease is a reset (a gap). */
+	vw_energy_counter_init(&d->ctr, 0, 0);
+	d->floor = vw_idle_floor_new(o->idle_window, VW_GPU_IDLE_SUSTAIN, VW_GPU_IDLE_MAX_UTIL);
+	if (!d->floor)
+		return -errno;
+	d->view = (struct vw_gpu_view){ .info = d->info,
+					.vendor = d->src->ops->vendor,
+					.source = d->src->ops->name,
+					.idle_baseline_w = g->idle_w > 0 ? g->idle_w : -1,
+					.idle_method = g->idle_w > 0 ? VW_IDLE_CONFIGURED
+								     : VW_IDLE_RESIDUAL,
+					.util = NAN };
+	return 0;
+}
+
+int vw_gpus_open(const struct vw_gpu_opts *o, struct vw_gpus **ret)
+{
+	_cleanup_(gpus_freep) struct vw_gpus *g = NULL;
+	char why[1024] = "";
+	size_t n;
+
+	if (!(o->idle_w >= 0) || o->idle_window < VW_GPU_IDLE_SUSTAIN ||
+	    o->idle_window > VW_IDLE_MAX_WINDOW)
+		return -EINVAL;
+	g = calloc(1, sizeof(*g));
+	if (!g)
+		return -ENOMEM;
+	g->idle_w = o->idle_w;
+	n = open_sources(g, o, why, sizeof(why));
+	if (n == 0) {
+		vw_info("gpu: no GPU found (%s): no GPU series", why[0] ? why : "no GPU source");
+		return -ENODEV;
+	}
+	g->dev = calloc(n, sizeof(*g->dev));
+	if (!g->dev)
+		return -ENOMEM;
+	for (size_t s = 0; s < g->n_src; s++) {
+		const struct vw_gpu_info *gi;
+		size_t k = g->src[s].ops->devices(g->src[s].state, &gi);
+
+		for (size_t j = 0; j < k && g->n_dev < n; j++) {
+			struct gpu_dev *d = &g->dev[g->n_dev++];
+			int r;
+
+			d->src = &g->src[s];
+			d->idx = j;
+			d->info = &gi[j];
+			r = setup_device(g, o, d);
+			if (r < 0)
+				return r;
+		}
+	}
+	*ret = VW_TAKE_PTR(g);
+	return 0;
+}
+
+size_t vw_gpus_count(const struct vw_gpus *g)
+{
+	return g ? g->n_dev : 0;
+}
+
+/* The processes on the device this tick, where the source lists them. */
+static void sample_processes(struct gpu_dev *d)
+{
+	struct vw_gpu_proc_sample s[VW_GPU_MAX_PROCS];
+	size_t n = 0;
+	int r;
+
+	if (d->procs_off)
+		return;
+	r = d->src->ops->processes ? d->src->ops->processes(d->src->state, d->idx, s,
+							    ARRAY_SIZE(s), &n)
+				   : -EOPNOTSUPP;
+	if (r == -EOPNOTSUPP) {
+		d->procs_off = true;
+		vw_info("gpu: %s device %u (%s): no process list: its active energy stays the "
+			"node's", d->src->ops->name, d->info->index, d->info->uuid);
+		return;
+	}
+	if (r < 0) {
+		vw_complain(&d->proc_complaint, VW_LOG_WARN,
+			    "gpu: %s device %u (%s): listing its processes: %s", d->src->ops->name,
+			    d->info->index, d->info->uuid, strerror(-r));
+		return;
+	}
+	vw_release(&d->proc_complaint, VW_LOG_INFO, "gpu: %s device %u (%s): processes listed again",
+		   d->src->ops->name, d->info->index, d->info->uuid);
+	vw_gpu_procs_add(&d->procs, s, n);
+}
+
+/* One device at now_ns: its counter, or its power integrated; utilization summed. */
+static void sample_device(struct gpu_dev *d, uint64_t now_ns)
+{
+	struct vw_gpu_reading rd;
+	const char *what;
+	int err;
+
+	d->src->ops->read(d->src->state, d->idx, &rd);
+	if (d->info->has_energy) {
+		err = rd.energy_err;
+		what = "energy";
+		if (err == 0)
+			vw_energy_counter_update(&d->ctr, rd.energy_uj, now_ns, NULL);
+	} else {
+		err = rd.power_err;
+		what = "power";
+		if (err == 0) {
+			vw_energy_counter_update(&d->ctr,
+						 vw_power_integrate(&d->integ, rd.power_uw, now_ns),
+						 now_ns, NULL);
+		} else {
+			vw_power_integrator_break(&d->integ); /* the span until it reads is lost */
+		}
+	}
+	if (rd.util_err == 0 && isfinite(rd.util)) {
+		d->util_sum += rd.util;
+		d->util_n++;
+	}
+	sample_processes(d);
+	if (err < 0) {
+		d->view.read_errors++;
+		vw_complain(&d->complaint, VW_LOG_WARN,
+			    "gpu: %s device %u (%s): reading %s: %s; no energy counted until it "
+			    "reads again",
+			    d->src->ops->name, d->info->index, d->info->uuid, what, strerror(-err));
+	} else {
+		vw_release(&d->complaint, VW_LOG_INFO, "gpu: %s device %u (%s): %s readable again",
+			   d->src->ops->name, d->info->index, d->info->uuid, what);
+	}
+}
+
+void vw_gpus_sample(struct vw_gpus *g, uint64_t now_ns)
+{
+	if (!g)
+		return;
+	for (size_t i = 0; i < g->n_dev; i++) {
+		struct gpu_dev *d = &g->dev[i];
+
+		sample_device(d, now_ns);
+		if (!g->sampled) { /* the baseline: what it saw was before the first interval */
+			d->util_sum = 0;
+			d->util_n = 0;
+			d->procs.n_use = 0;
+		}
+	}
+	if (!g->sampled)
+		g->start_ns = now_ns;
+	g->last_ns = now_ns;
+	g->sampled = true;
+}
+
+/* The idle power this interval's split uses, and how it was found (< 0: the residual rule). */
+static double pick_idle(const struct vw_gpus *g, const struct gpu_dev *d,
+			enum vw_idle_method *method)
+{
+	double w;
+
+	if (g->idle_w > 0) {
+		*method = VW_IDLE_CONFIGURED;
+		return g->idle_w;
+	}
+	if (vw_idle_floor_get(d->floor, &w) == 0) {
+		*method = VW_IDLE_FLOOR;
+		return w;
+	}
+	*method = VW_IDLE_RESIDUAL;
+	return -1;
+}
+
+static void close_device(const struct vw_gpus *g, struct gpu_dev *d, uint64_t dt_ns)
+{
+	struct vw_gpu_view *v = &d->view;
+	uint64_t energy = d->ctr.total_uj - d->closed_uj;
+	double util = d->util_n ? d->util_sum / d->util_n : NAN;
+	double idle_w = pick_idle(g, d, &v->idle_method);
+	bool clean = d->ctr.gaps == d->closed_gaps && v->read_errors == d->closed_errors;
+
+	vw_idle_split(energy, dt_ns, idle_w, util, &v->int_idle_uj, &v->int_active_uj);
+	/* The baseline is learnt from whole intervals only: no gap, no failed read. */
+	if (clean && dt_ns > 0)
+		vw_idle_floor_add(d->floor, vw_energy_watts(energy, dt_ns), util);
+	d->closed_uj = d->ctr.total_uj;
+	d->closed_gaps = d->ctr.gaps;
+	d->closed_errors = v->read_errors;
+	(void)vw_gpu_procs_close(&d->procs, v->int_active_uj,
+				 d->util_n ? (uint64_t)llround(d->util_sum * 100) : 0);
+	d->util_sum = 0;
+	d->util_n = 0;
+	v->total_uj = vw_energy_add(v->total_uj, energy);
+	v->idle_uj = vw_energy_add(v->idle_uj, v->int_idle_uj);
+	v->active_uj = vw_energy_add(v->active_uj, v->int_active_uj);
+	v->watts = vw_energy_watts(energy, dt_ns);
+	v->idle_watts = vw_energy_watts(v->int_idle_uj, dt_ns);
+	v->active_watts = vw_energy_watts(v->int_active_uj, dt_ns);
+	v->idle_baseline_w = idle_w >= 0 ? idle_w : v->idle_watts;
+	v->util = util;
+	v->gaps = d->ctr.gaps;
+}
+
+void vw_gpus_close_interval(struct vw_gpus *g)
+{
+	uint64_t dt_ns;
+
+	if (!g || !g->sampled)
+		return;
+	dt_ns = g->last_ns > g->start_ns ? g->last_ns - g->start_ns : 0;
+	for (size_t i = 0; i < g->n_dev; i++)
+		close_device(g, &g->dev[i], dt_ns);
+	g->start_ns = g->last_ns;
+}
+
+size_t vw_gpus_process_energy(const struct vw_gpus *g, struct vw_gpu_pid_energy *out, size_t max,
+			      uint64_t *ret_active_uj)
+{
+	size_t n = 0;
+
+	*ret_active_uj = 0;
+	for (size_t i = 0; g && i < g->n_dev; i++) {
+		const struct gpu_dev *d = &g->dev[i];
+
+		*ret_active_uj = vw_energy_add(*ret_active_uj, d->view.int_active_uj);
+		for (size_t k = 0; k < d->procs.n_last; k++) {
+			const struct vw_gpu_pid_energy *e = &d->procs.last[k];
+			size_t j = 0;
+
+			while (j < n && out[j].pid != e->pid)
+				j++;
+			if (j == n && n == max)
+				continue; /* no room: the node's */
+			if (j == n)
+				out[n++] = (struct vw_gpu_pid_energy){ .pid = e->pid };
+			out[j].active_uj = vw_energy_add(out[j].active_uj, e->active_uj);
+		}
+	}
+	return n;
+}
+
+void vw_gpus_view(const struct vw_gpus *g, size_t i, struct vw_gpu_view *ret)
+{
+	*ret = g->dev[i].view;
+}

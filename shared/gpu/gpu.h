@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The node's GPUs: every GPU source that finds devices (gpu_source.h), each device's energy as
+ * a monotonic µJ counter, and each interval's split into idle and active energy.
+ *
+ *   energy    the device's own counter where it has one (NVML: mJ since the driver loaded),
+ *             under the same rules as RAPL's (energy.h): a counter that goes back (a driver
+ *             reload, a GPU reset) or cannot be read with certainty is a gap, counted, never
+ *             negative or invented energy; else its power integrated on the caller's clock
+ *             (integrator.h: exact µW x ns, a failed read's span not made up);
+ *   idle      --gpu.idle-watts where set, else the lowest power the device sustained at low
+ *             utilization over a sliding window of intervals (idle_floor.h), else (before the
+ *             first sustained run) the residual (1 - utilization) x energy, which is all idle
+ *             for a device that reports no utilization;
+ *   interval  from one close to the next, ending at the last sample: idle + active == energy,
+ *             and each device's idle and active totals add up to its energy total exactly;
+ *   processes where the source lists them (NVML: running compute processes, utilization
+ *             samples), each tick's are summed and at the close the device's active energy is
+ *             shared out by SM utilization (gpu_share.h) for the workload registry.
+ *
+ * No source, no device: -ENODEV from vw_gpus_open, said once; a daemon then has no GPU series
+ * and nothing else changes. Sampling and closing run on the daemon's sampling thread only.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpu_source.h"
+#include "idle.h"
+
+#include "prom.h"
+
+/* An idle interval's utilization is at most this, and `sustain` of them make a level. */
+#define VW_GPU_IDLE_MAX_UTIL 0.10
+#define VW_GPU_IDLE_SUSTAIN 3
+
+struct vw_gpu_opts {
+	const char *nvml_library; /* NULL or "": libnvidia-ml.so.1 from the loader's path */
+	double idle_w;            /* > 0: every device's idle power; 0: found (idle_floor.h) */
+	size_t idle_window;       /* intervals the baseline is sought over */
+	/* the sources to probe, NULL-terminated (NULL: vw_gpu_sources); tests pass their own */
+	const struct vw_gpu_source_ops *const *sources;
+};
+
+struct vw_gpus;
+
+/* Open every source that finds devices. -ENODEV (said once, at info) when none does; other
+ * -errno (EINVAL for bad opts, ENOMEM) on failure. */
+int vw_gpus_open(const struct vw_gpu_opts *o, struct vw_gpus **ret);
+void vw_gpus_free(struct vw_gpus *g);
+
+/* Read every device at now_ns (CLOCK_MONOTONIC; the first call only sets baselines). */
+void vw_gpus_sample(struct vw_gpus *g, uint64_t now_ns);
+/* Close the interval since the last close, ending at the last sample: split, accumulate, learn. */
+void vw_gpus_close_interval(struct vw_gpus *g);
+
+/* One device as the metrics show it, as of the last close. */
+struct vw_gpu_view {
+	const struct vw_gpu_info *info;
+	const char *vendor;                   /* "nvidia" */
+	const char *source;                   /* "nvml" */
+	uint64_t total_uj, idle_uj, active_uj; /* cumulative; idle + active == total */
+	double watts, idle_watts, active_watts; /* over the last interval */
+	uint64_t int_idle_uj, int_active_uj;  /* the last interval's split */
+	double idle_baseline_w;               /* idle power the split used (residual: as given) */
+	enum vw_idle_method idle_method;      /* configured, floor or residual */
+	double util;                          /* the last interval's mean utilization; NaN unknown */
+	uint64_t gaps;                        /* counter readings skipped (resets, junk) */
+	uint64_t read_errors;
+};
+
+size_t vw_gpus_count(const struct vw_gpus *g);
+/* Device i (0..count) as of the last close. */
+void vw_gpus_view(const struct vw_gpus *g, size_t i, struct vw_gpu_view *ret);
+
+/* Processes tracked per device per interval; more get nothing (their share is the node's). */
+#define VW_GPU_MAX_TRACKED 512
+
+/* A process's active GPU energy of the last closed interval, every device's summed. */
+struct vw_gpu_pid_energy {
+	uint32_t pid; /* in the driver's PID namespace (the host's) */
+	uint64_t active_uj;
+};
+
+/*
+ * The last closed interval's active GPU energy per process (at most max entries, merged by
+ * pid; returns how many) and, in *ret_active_uj, every GPU's active energy of that interval:
+ * what the processes did not take of it is the node's. Without a per-process reading (an old
+ * driver) there are none.
+ */
+size_t vw_gpus_process_energy(const struct vw_gpus *g, struct vw_gpu_pid_energy *out, size_t max,
+			      uint64_t *ret_active_uj);
+
+/* The node GPU families (gpu_metrics.c) for every device. */
+int vw_gpus_render(const struct vw_gpus *g, struct vw_prom_writer *w, const char *node_name);
+extern const struct vw_family_table vw_gpu_family_table;

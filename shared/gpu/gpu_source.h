@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * GPU sources: one static const ops table per vendor library (NVML now; AMD's amdsmi and
+ * Intel's Level Zero can follow), probed in preference order at start-up. Unlike the CPU
+ * zones' power sources, every source that finds devices is kept: a node may hold GPUs of two
+ * vendors. A source gives devices and, on each read, one device's raw readings; gpu.c turns
+ * those into energy counters, idle/active splits and metrics.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VW_GPU_MAX_DEVICES 64
+#define VW_GPU_UUID_MAX 96 /* NVML_DEVICE_UUID_V2_BUFFER_SIZE */
+#define VW_GPU_NAME_MAX 96
+
+enum vw_gpu_mig {
+	VW_GPU_MIG_UNSUPPORTED, /* the device (or the library) has no MIG */
+	VW_GPU_MIG_DISABLED,
+	VW_GPU_MIG_ENABLED,
+};
+
+/* "unsupported", "disabled", "enabled" */
+const char *vw_gpu_mig_name(enum vw_gpu_mig m);
+
+/* One device as its source found it at start-up. */
+struct vw_gpu_info {
+	unsigned index;              /* the library's device index: Kepler's `gpu` label */
+	char uuid[VW_GPU_UUID_MAX];  /* "GPU-8f6c..." */
+	char name[VW_GPU_NAME_MAX];  /* "NVIDIA A100-SXM4-40GB" */
+	bool has_energy;             /* a cumulative energy counter (else power is integrated) */
+	bool has_power;              /* a power reading */
+	bool has_utilization;        /* a device utilization reading */
+	enum vw_gpu_mig mig;
+};
+
+/* One read of one device; each part 0 or -errno on its own (-EOPNOTSUPP: not offered). */
+struct vw_gpu_reading {
+	uint64_t energy_uj; /* raw cumulative counter (since the driver loaded, say) */
+	int energy_err;
+	uint64_t power_uw;
+	int power_err;
+	double util;        /* 0..1 over the library's last sample period */
+	int util_err;
+};
+
+/*
+ * A process on a device as one processes() call saw it: in the running-process list, and/or
+ * with a utilization sample newer than the previous call's (its SM share of the library's last
+ * sample period, percent).
+ */
+struct vw_gpu_proc_sample {
+	uint32_t pid;      /* in the driver's PID namespace (the host's) */
+	unsigned sm_util;  /* 0..100; 0 without a sample */
+	bool sampled;      /* a utilization sample came */
+	bool running;      /* listed as a compute process */
+};
+
+#define VW_GPU_MAX_PROCS 256 /* per device per call */
+
+struct vw_gpu_env {
+	const char *nvml_library; /* NULL: "libnvidia-ml.so.1" from the loader's search path */
+};
+
+struct vw_gpu_source_ops {
+	const char *name;   /* "nvml": logs */
+	const char *vendor; /* Kepler's `vendor` label: "nvidia" */
+	/*
+	 * -ENODEV when there is no library, driver or device (why says which, for the one log
+	 * line the caller writes); other -errno on failure.
+	 */
+	int (*open)(const struct vw_gpu_env *env, void **ret_state, char *why, size_t why_len);
+	/* The devices found at open; valid until close. */
+	size_t (*devices)(void *state, const struct vw_gpu_info **ret);
+	/* Read device i (an index into devices()): every part it has, each with its own result. */
+	void (*read)(void *state, size_t i, struct vw_gpu_reading *ret);
+	/*
+	 * Optional: the processes on device i since the previous call (at most max, merged by
+	 * pid). -EOPNOTSUPP when the library offers neither a process list nor samples; else
+	 * what it has (either part may be missing), or -errno when the device cannot be read.
+	 */
+	int (*processes)(void *state, size_t i, struct vw_gpu_proc_sample *out, size_t max,
+			 size_t *ret_n);
+	void (*close)(void *state);
+};
+
+extern const struct vw_gpu_source_ops vw_gpu_src_nvml;
+
+/* Every GPU source in preference order, NULL-terminated. */
+extern const struct vw_gpu_source_ops *const vw_gpu_sources[];

@@ -1,0 +1,379 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * NVIDIA GPUs through NVML (nvml.h: the subset, from NVIDIA's documented API). The library is
+ * opened with dlopen() at start-up ("libnvidia-ml.so.1", the driver's, or --gpu.nvml-library)
+ * and each entry point is looked up on its own: the handful without which no device can be
+ * named (init, count, handle, UUID, name) are required; every other one only turns a feature
+ * off when an older driver lacks it (the energy counter: power is integrated instead; power;
+ * utilization; MIG mode; the running processes and their utilization samples). No library, no
+ * driver or no device: -ENODEV and one line saying which.
+ *
+ * Per device the energy counter is probed once at open (mJ since the driver loaded, Volta and
+ * newer): NOT_SUPPORTED there means the device is read for power only, for good. Reads map
+ * NVML's results to errno values; a GPU that fell off the bus reads -ENODEV until it is back.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu_source.h"
+#include "log.h"
+#include "macro.h"
+#include "nvml.h"
+
+#define NVML_DEFAULT_LIBRARY "libnvidia-ml.so.1"
+#define MIG_UNAVAILABLE 0xFFFFFFFFu
+
+struct nvml_api {
+	nvml_init_fn init;
+	nvml_shutdown_fn shutdown;
+	nvml_error_string_fn error_string;
+	nvml_get_count_fn get_count;
+	nvml_get_handle_fn get_handle;
+	nvml_get_string_fn get_uuid;
+	nvml_get_string_fn get_name;
+	/* optional */
+	nvml_get_energy_fn get_energy;
+	nvml_get_power_fn get_power;
+	nvml_get_utilization_fn get_utilization;
+	nvml_get_mig_mode_fn get_mig_mode;
+	nvml_get_processes_fn get_processes;
+	nvml_get_process_util_fn get_process_util;
+};
+
+struct nvml {
+	void *dl;
+	bool initialized;
+	struct nvml_api api;
+	size_t n;
+	nvmlDevice_t handle[VW_GPU_MAX_DEVICES];
+	struct vw_gpu_info info[VW_GPU_MAX_DEVICES];
+	unsigned long long last_seen_us[VW_GPU_MAX_DEVICES]; /* newest process sample taken */
+	/* scratch for processes() */
+	nvmlProcessInfo_t infos[VW_GPU_MAX_PROCS];
+	nvmlProcessUtilizationSample_t samples[VW_GPU_MAX_PROCS];
+};
+
+/* An entry point's name and where its address goes; required ones make open fail. */
+struct symbol {
+	const char *name;
+	size_t off;
+	bool required;
+};
+
+#define SYM(n, f, req) { n, offsetof(struct nvml_api, f), req }
+static const struct symbol symbols[] = {
+	SYM("nvmlInit_v2", init, true),
+	SYM("nvmlShutdown", shutdown, true),
+	SYM("nvmlErrorString", error_string, true),
+	SYM("nvmlDeviceGetCount_v2", get_count, true),
+	SYM("nvmlDeviceGetHandleByIndex_v2", get_handle, true),
+	SYM("nvmlDeviceGetUUID", get_uuid, true),
+	SYM("nvmlDeviceGetName", get_name, true),
+	SYM("nvmlDeviceGetTotalEnergyConsumption", get_energy, false),
+	SYM("nvmlDeviceGetPowerUsage", get_power, false),
+	SYM("nvmlDeviceGetUtilizationRates", get_utilization, false),
+	SYM("nvmlDeviceGetMigMode", get_mig_mode, false),
+	SYM("nvmlDeviceGetComputeRunningProcesses_v3", get_processes, false),
+	SYM("nvmlDeviceGetProcessUtilization", get_process_util, false),
+};
+
+/* NVML's results as errno values (the caller's logs name them with strerror). */
+static int nvml_errno(nvmlReturn_t r)
+{
+	switch (r) {
+	case NVML_SUCCESS:
+		return 0;
+	case NVML_ERROR_NOT_SUPPORTED:
+	case NVML_ERROR_FUNCTION_NOT_FOUND:
+		return -EOPNOTSUPP;
+	case NVML_ERROR_NO_PERMISSION:
+		return -EACCES;
+	case NVML_ERROR_NOT_FOUND:
+		return -ENOENT;
+	case NVML_ERROR_INSUFFICIENT_SIZE:
+		return -ENOBUFS;
+	case NVML_ERROR_TIMEOUT:
+		return -ETIMEDOUT;
+	case NVML_ERROR_MEMORY:
+		return -ENOMEM;
+	case NVML_ERROR_NO_DATA:
+		return -ENODATA;
+	case NVML_ERROR_UNINITIALIZED:
+	case NVML_ERROR_DRIVER_NOT_LOADED:
+	case NVML_ERROR_LIBRARY_NOT_FOUND:
+	case NVML_ERROR_GPU_IS_LOST:
+	case NVML_ERROR_RESET_REQUIRED:
+		return -ENODEV;
+	case NVML_ERROR_INVALID_ARGUMENT:
+		return -EINVAL;
+	default:
+		return -EIO;
+	}
+}
+
+static const char *nvml_strerror(const struct nvml *nv, nvmlReturn_t r)
+{
+	const char *s = nv->api.error_string ? nv->api.error_string(r) : NULL;
+
+	return s ? s : "unknown NVML error";
+}
+
+static void nvml_close(void *state)
+{
+	struct nvml *nv = state;
+
+	if (!nv)
+		return;
+	if (nv->initialized)
+		(void)nv->api.shutdown();
+	if (nv->dl)
+		dlclose(nv->dl);
+	free(nv);
+}
+
+static void nvml_freep(struct nvml **nv)
+{
+	nvml_close(*nv);
+}
+
+/* Every entry point on its own; -ENODEV naming the first required one missing. */
+static int resolve(struct nvml *nv, char *why, size_t len)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(symbols); i++) {
+		void *p = dlsym(nv->dl, symbols[i].name);
+
+		if (!p && symbols[i].required) {
+			snprintf(why, len, "the library has no %s", symbols[i].name);
+			return -ENODEV;
+		}
+		if (!p)
+			vw_info("gpu: nvml: this driver's library has no %s: %s", symbols[i].name,
+				symbols[i].off == offsetof(struct nvml_api, get_energy)
+					? "energy is integrated from power"
+					: "that reading is left out");
+		/* dlsym hands out data pointers; the entry points are functions (POSIX). */
+		memcpy((char *)&nv->api + symbols[i].off, &p, sizeof(p));
+	}
+	return 0;
+}
+
+static enum vw_gpu_mig probe_mig(const struct nvml *nv, nvmlDevice_t h)
+{
+	unsigned int cur = MIG_UNAVAILABLE, pending = MIG_UNAVAILABLE;
+
+	if (!nv->api.get_mig_mode || nv->api.get_mig_mode(h, &cur, &pending) != NVML_SUCCESS)
+		return VW_GPU_MIG_UNSUPPORTED;
+	return cur == NVML_DEVICE_MIG_ENABLE ? VW_GPU_MIG_ENABLED : VW_GPU_MIG_DISABLED;
+}
+
+/* What device i has: a counter, power, utilization (each tried once now). */
+static void probe_features(const struct nvml *nv, nvmlDevice_t h, struct vw_gpu_info *gi)
+{
+	unsigned long long mj;
+	unsigned int mw;
+	nvmlUtilization_t u;
+
+	gi->has_energy = nv->api.get_energy && nv->api.get_energy(h, &mj) == NVML_SUCCESS;
+	gi->has_power = nv->api.get_power && nv->api.get_power(h, &mw) == NVML_SUCCESS;
+	gi->has_utilization =
+		nv->api.get_utilization && nv->api.get_utilization(h, &u) == NVML_SUCCESS;
+	gi->mig = probe_mig(nv, h);
+}
+
+/* Device i into the table when it can be named and measured; else said and left out. */
+static void add_device(struct nvml *nv, unsigned i)
+{
+	struct vw_gpu_info *gi = &nv->info[nv->n];
+	nvmlDevice_t h;
+	nvmlReturn_t r = nv->api.get_handle(i, &h);
+
+	*gi = (struct vw_gpu_info){ .index = i };
+	if (r == NVML_SUCCESS)
+		r = nv->api.get_uuid(h, gi->uuid, sizeof(gi->uuid));
+	if (r == NVML_SUCCESS)
+		r = nv->api.get_name(h, gi->name, sizeof(gi->name));
+	if (r != NVML_SUCCESS) {
+		vw_warn("gpu: nvml: device %u: %s; left out", i, nvml_strerror(nv, r));
+		return;
+	}
+	gi->uuid[sizeof(gi->uuid) - 1] = gi->name[sizeof(gi->name) - 1] = '\0';
+	probe_features(nv, h, gi);
+	if (!gi->has_energy && !gi->has_power) {
+		vw_warn("gpu: nvml: device %u (%s) reports neither energy nor power; left out", i,
+			gi->uuid);
+		return;
+	}
+	nv->handle[nv->n++] = h;
+	vw_info("gpu: nvml: device %u %s \"%s\": %s, utilization %s, MIG %s", i, gi->uuid,
+		gi->name, gi->has_energy ? "energy counter" : "power integrated",
+		gi->has_utilization ? "read" : "not reported", vw_gpu_mig_name(gi->mig));
+}
+
+static int nvml_open(const struct vw_gpu_env *env, void **ret_state, char *why, size_t len)
+{
+	_cleanup_(nvml_freep) struct nvml *nv = calloc(1, sizeof(*nv));
+	const char *lib = env && env->nvml_library && *env->nvml_library ? env->nvml_library
+									  : NVML_DEFAULT_LIBRARY;
+	unsigned count = 0;
+	nvmlReturn_t r;
+
+	if (!nv)
+		return -ENOMEM;
+	nv->dl = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+	if (!nv->dl) {
+		const char *e = dlerror();
+
+		snprintf(why, len, "cannot load %s: %s", lib, e ? e : "unknown error");
+		return -ENODEV;
+	}
+	if (resolve(nv, why, len) < 0)
+		return -ENODEV;
+	r = nv->api.init();
+	if (r != NVML_SUCCESS) {
+		snprintf(why, len, "nvmlInit: %s", nvml_strerror(nv, r));
+		return nvml_errno(r); /* no driver: -ENODEV */
+	}
+	nv->initialized = true;
+	r = nv->api.get_count(&count);
+	if (r != NVML_SUCCESS) {
+		snprintf(why, len, "nvmlDeviceGetCount: %s", nvml_strerror(nv, r));
+		return nvml_errno(r);
+	}
+	if (count > VW_GPU_MAX_DEVICES)
+		vw_warn("gpu: nvml: %u devices; the first %d are read", count, VW_GPU_MAX_DEVICES);
+	for (unsigned i = 0; i < count && nv->n < VW_GPU_MAX_DEVICES; i++)
+		add_device(nv, i);
+	if (nv->n == 0) {
+		snprintf(why, len, "%s: no device that can be measured (%u found)", lib, count);
+		return -ENODEV;
+	}
+	*ret_state = VW_TAKE_PTR(nv);
+	return 0;
+}
+
+static size_t nvml_devices(void *state, const struct vw_gpu_info **ret)
+{
+	struct nvml *nv = state;
+
+	*ret = nv->info;
+	return nv->n;
+}
+
+static void nvml_read(void *state, size_t i, struct vw_gpu_reading *ret)
+{
+	struct nvml *nv = state;
+	const struct vw_gpu_info *gi = &nv->info[i];
+	nvmlDevice_t h = nv->handle[i];
+	unsigned long long mj = 0;
+	unsigned int mw = 0;
+	nvmlUtilization_t u = { 0 };
+
+	*ret = (struct vw_gpu_reading){ .energy_err = -EOPNOTSUPP,
+					.power_err = -EOPNOTSUPP,
+					.util_err = -EOPNOTSUPP };
+	if (gi->has_energy) {
+		ret->energy_err = nvml_errno(nv->api.get_energy(h, &mj));
+		/* mJ to µJ: 2^64 µJ is 584 years at 1 kW, far beyond a driver's uptime */
+		ret->energy_uj = mj > UINT64_MAX / 1000 ? UINT64_MAX : (uint64_t)mj * 1000;
+	}
+	if (gi->has_power) {
+		ret->power_err = nvml_errno(nv->api.get_power(h, &mw));
+		ret->power_uw = (uint64_t)mw * 1000;
+	}
+	if (gi->has_utilization) {
+		ret->util_err = nvml_errno(nv->api.get_utilization(h, &u));
+		ret->util = u.gpu > 100 ? 1.0 : (double)u.gpu / 100.0;
+	}
+}
+
+/* out[0..*n) holds pid, or gets it (zeroed) when there is room; NULL when full. */
+static struct vw_gpu_proc_sample *proc_slot(struct vw_gpu_proc_sample *out, size_t max, size_t *n,
+					    uint32_t pid)
+{
+	for (size_t k = 0; k < *n; k++)
+		if (out[k].pid == pid)
+			return &out[k];
+	if (*n == max)
+		return NULL;
+	out[*n] = (struct vw_gpu_proc_sample){ .pid = pid };
+	return &out[(*n)++];
+}
+
+/* The compute processes listed now. */
+static int running_processes(struct nvml *nv, size_t i, struct vw_gpu_proc_sample *out,
+			     size_t max, size_t *n)
+{
+	unsigned count = VW_GPU_MAX_PROCS;
+	nvmlReturn_t r = nv->api.get_processes(nv->handle[i], &count, nv->infos);
+
+	if (r != NVML_SUCCESS)
+		return nvml_errno(r); /* INSUFFICIENT_SIZE: more than we take, none given */
+	for (unsigned k = 0; k < count && k < VW_GPU_MAX_PROCS; k++) {
+		struct vw_gpu_proc_sample *s = proc_slot(out, max, n, nv->infos[k].pid);
+
+		if (s)
+			s->running = true;
+	}
+	return 0;
+}
+
+/* The utilization samples newer than the last call's (NOT_FOUND: none, no error). */
+static int sampled_processes(struct nvml *nv, size_t i, struct vw_gpu_proc_sample *out,
+			     size_t max, size_t *n)
+{
+	unsigned count = VW_GPU_MAX_PROCS;
+	unsigned long long newest = nv->last_seen_us[i];
+	nvmlReturn_t r = nv->api.get_process_util(nv->handle[i], nv->samples, &count, newest);
+
+	if (r == NVML_ERROR_NOT_FOUND)
+		return 0;
+	if (r != NVML_SUCCESS)
+		return nvml_errno(r);
+	for (unsigned k = 0; k < count && k < VW_GPU_MAX_PROCS; k++) {
+		const nvmlProcessUtilizationSample_t *u = &nv->samples[k];
+		struct vw_gpu_proc_sample *s;
+
+		if (u->timeStamp <= nv->last_seen_us[i])
+			continue; /* already counted */
+		newest = VW_MAX(newest, u->timeStamp);
+		s = proc_slot(out, max, n, u->pid);
+		if (s) {
+			s->sampled = true;
+			s->sm_util = VW_MIN(s->sm_util + u->smUtil, 100u);
+		}
+	}
+	nv->last_seen_us[i] = newest;
+	return 0;
+}
+
+static int nvml_processes(void *state, size_t i, struct vw_gpu_proc_sample *out, size_t max,
+			  size_t *ret_n)
+{
+	struct nvml *nv = state;
+	int r1 = 0, r2 = 0;
+
+	*ret_n = 0;
+	if (!nv->api.get_processes && !nv->api.get_process_util)
+		return -EOPNOTSUPP;
+	if (nv->api.get_processes)
+		r1 = running_processes(nv, i, out, max, ret_n);
+	if (nv->api.get_process_util)
+		r2 = sampled_processes(nv, i, out, max, ret_n);
+	/* One part failing leaves the other's; both failing is the device's error. */
+	return (r1 < 0 || !nv->api.get_processes) && (r2 < 0 || !nv->api.get_process_util)
+		       ? (r1 < 0 ? r1 : r2)
+		       : 0;
+}
+
+const struct vw_gpu_source_ops vw_gpu_src_nvml = {
+	.name = "nvml",
+	.vendor = "nvidia",
+	.open = nvml_open,
+	.devices = nvml_devices,
+	.read = nvml_read,
+	.processes = nvml_processes,
+	.close = nvml_close,
+};

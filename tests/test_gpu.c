@@ -1,0 +1,491 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The GPU set (shared/gpu/gpu.h) over the fake libnvidia-ml.so.1 (fake_nvml.c), loaded through
+ * the product's dlopen() path, on a clock driven by hand. Two GPUs: GPU 0 with the energy
+ * counter, GPU 1 power-only (its energy call says NOT_SUPPORTED). Known energy comes back to
+ * the µJ, known power within 1 %; a counter that goes back (a driver reload) counts nothing
+ * negative and nothing invented; no library or no driver is -ENODEV with one info line; an old
+ * driver without the energy call still gives power; a GPU that falls off the bus costs only
+ * its own span; idle and active add up to the total exactly, at a configured idle power or at
+ * the floor the device sustains.
+ */
+#include "vw_test.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fixture.h"
+#include "gpu.h"
+#include "log.h"
+#include "macro.h"
+#include "prom.h"
+
+#define SEC VW_NSEC_PER_SEC
+#define UUID0 "GPU-0a1b2c3d-0000-1111-2222-333344445555"
+#define UUID1 "GPU-9f8e7d6c-aaaa-bbbb-cccc-ddddeeeeffff"
+
+static char state_path[1024];
+
+/* The fake's state: GPU 0's counter (mJ) and GPU 1's power (mW), utilization, extra lines. */
+struct fake {
+	unsigned long long energy0_mj;
+	unsigned power0_mw, power1_mw;
+	unsigned util0, util1;
+	const char *extra;
+};
+
+static void write_state(const struct fake *f)
+{
+	char text[2048];
+
+	snprintf(text, sizeof(text),
+		 "count=2\n"
+		 "0.uuid=" UUID0 "\n0.name=NVIDIA A100-SXM4-40GB\n0.energy_mj=%llu\n"
+		 "0.power_mw=%u\n0.util=%u\n0.mig=1\n"
+		 "1.uuid=" UUID1 "\n1.name=Tesla T4\n1.energy_ret=3\n1.power_mw=%u\n"
+		 "1.util=%u\n1.mig_ret=3\n%s",
+		 f->energy0_mj, f->power0_mw, f->util0, f->power1_mw, f->util1,
+		 f->extra ? f->extra : "");
+	assert_int_equal(vw_fixture_replace(vw_fixture_tmpdir, "nvml.state", text), 0);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	snprintf(state_path, sizeof(state_path), "%s/nvml.state", vw_fixture_tmpdir);
+	setenv("FAKE_NVML_STATE", state_path, 1);
+	unlink(state_path);
+	return 0;
+}
+
+/* Log lines at warn or above, and all lines, while a test runs. */
+static unsigned n_warn, n_lines;
+static char last_line[1024];
+
+static void sink(enum vw_log_level level, const char *msg, void *ud)
+{
+	(void)ud;
+	n_lines++;
+	n_warn += level <= VW_LOG_WARN;
+	snprintf(last_line, sizeof(last_line), "%s", msg);
+}
+
+static struct vw_gpus *open_gpus(const char *lib, double idle_w, size_t window)
+{
+	struct vw_gpu_opts o = { .nvml_library = lib, .idle_w = idle_w, .idle_window = window };
+	struct vw_gpus *g = NULL;
+
+	assert_int_equal(vw_gpus_open(&o, &g), 0);
+	assert_non_null(g);
+	return g;
+}
+
+/* The fake in state f, then the GPUs opened over lib. */
+static struct vw_gpus *start(const struct fake *f, const char *lib, double idle_w, size_t window)
+{
+	write_state(f);
+	return open_gpus(lib, idle_w, window);
+}
+
+static struct vw_gpu_view view(const struct vw_gpus *g, size_t i)
+{
+	struct vw_gpu_view v;
+
+	vw_gpus_view(g, i, &v);
+	assert_int_equal(v.idle_uj + v.active_uj, v.total_uj); /* always exact */
+	return v;
+}
+
+static void test_two_gpus_energy_and_power(void **state)
+{
+	struct fake f = { .energy0_mj = 123456789, .power0_mw = 61000, .power1_mw = 70000 };
+	struct vw_gpus *g;
+	struct vw_gpu_view v0, v1;
+	double expect1_j = 0;
+	uint64_t t = 10 * SEC;
+
+	(void)state;
+	g = start(&f, VW_FAKE_NVML, 0, 720);
+	assert_int_equal(vw_gpus_count(g), 2);
+	v0 = view(g, 0);
+	v1 = view(g, 1);
+	assert_int_equal(v0.info->index, 0);
+	assert_string_equal(v0.info->uuid, UUID0);
+	assert_string_equal(v0.info->name, "NVIDIA A100-SXM4-40GB");
+	assert_true(v0.info->has_energy);
+	assert_int_equal(v0.info->mig, VW_GPU_MIG_ENABLED);
+	assert_string_equal(v0.vendor, "nvidia");
+	assert_string_equal(v1.info->uuid, UUID1);
+	assert_false(v1.info->has_energy);
+	assert_true(v1.info->has_power);
+	assert_int_equal(v1.info->mig, VW_GPU_MIG_UNSUPPORTED);
+
+	vw_gpus_sample(g, t); /* baselines */
+	/* Five seconds, sampled every 250 ms: GPU 0's counter +250.5 J per second, GPU 1's power
+	 * stepping between 70 and 130 W. */
+	for (int i = 1; i <= 20; i++) {
+		f.energy0_mj += 62625;
+		f.power1_mw = 70000 + (unsigned)(i % 4) * 20000;
+		write_state(&f);
+		t += SEC / 4;
+		expect1_j += f.power1_mw / 1000.0 * 0.25;
+		vw_gpus_sample(g, t);
+	}
+	vw_gpus_close_interval(g);
+	v0 = view(g, 0);
+	v1 = view(g, 1);
+	assert_int_equal(v0.total_uj, 1252500000ULL); /* exact: 20 x 62.625 J */
+	assert_double_near(v0.watts, 250.5, 1e-9);
+	assert_double_near((double)v1.total_uj / 1e6, expect1_j, expect1_j * 0.01);
+	assert_double_near(v1.watts, expect1_j / 5.0, expect1_j / 5.0 * 0.01);
+	assert_int_equal(v0.gaps + v1.gaps + v0.read_errors + v1.read_errors, 0);
+	vw_gpus_free(g);
+}
+
+/* A driver reload (or a GPU reset) sets the counter back: no negative energy, none invented;
+ * counting goes on from the new value. */
+static void test_counter_reset(void **state)
+{
+	struct fake f = { .energy0_mj = 900000000, .power0_mw = 61000, .power1_mw = 70000 };
+	struct vw_gpus *g;
+	struct vw_gpu_view v0;
+	uint64_t t = 0;
+
+	(void)state;
+	g = start(&f, VW_FAKE_NVML, 0, 720);
+	vw_gpus_sample(g, t);
+	f.energy0_mj += 100000; /* +100 J */
+	write_state(&f);
+	vw_gpus_sample(g, t += SEC);
+	f.energy0_mj = 40000; /* reloaded: 40 J since, unknowable how much before */
+	write_state(&f);
+	vw_gpus_sample(g, t += SEC);
+	f.energy0_mj += 100000;
+	write_state(&f);
+	vw_gpus_sample(g, t += SEC);
+	vw_gpus_close_interval(g);
+	v0 = view(g, 0);
+	assert_int_equal(v0.total_uj, 200000000ULL); /* 100 J + 100 J, the reload's span skipped */
+	assert_int_equal(v0.gaps, 1);
+	assert_true(v0.watts >= 0);
+	vw_gpus_free(g);
+}
+
+static void test_library_missing(void **state)
+{
+	struct vw_gpu_opts o = { .nvml_library = "/nonexistent/libnvidia-ml.so.1",
+				 .idle_window = 720 };
+	struct vw_gpus *g = NULL;
+
+	(void)state;
+	n_warn = n_lines = 0;
+	vw_log_set_sink(sink, NULL);
+	assert_int_equal(vw_gpus_open(&o, &g), -ENODEV);
+	vw_log_set_sink(NULL, NULL);
+	assert_null(g);
+	assert_int_equal(n_warn, 0); /* quietly: one info line */
+	assert_int_equal(n_lines, 1);
+	assert_non_null(strstr(last_line, "cannot load /nonexistent/libnvidia-ml.so.1"));
+	/* No state file: the fake acts as a library whose driver is not loaded. */
+	n_warn = n_lines = 0;
+	o.nvml_library = VW_FAKE_NVML;
+	vw_log_set_sink(sink, NULL);
+	assert_int_equal(vw_gpus_open(&o, &g), -ENODEV);
+	vw_log_set_sink(NULL, NULL);
+	assert_int_equal(n_warn, 0);
+	assert_int_equal(n_lines, 1);
+	assert_non_null(strstr(last_line, "Driver Not Loaded"));
+	/* A driver with no device. */
+	assert_int_equal(vw_fixture_replace(vw_fixture_tmpdir, "nvml.state", "count=0\n"), 0);
+	assert_int_equal(vw_gpus_open(&o, &g), -ENODEV);
+	assert_int_equal(vw_gpus_render(NULL, NULL, "n"), 0); /* nothing to render */
+	vw_gpus_sample(NULL, 1);
+	vw_gpus_close_interval(NULL);
+}
+
+/* An old driver's library without nvmlDeviceGetTotalEnergyConsumption (nor utilization, nor
+ * MIG): the GPUs are still there, read for power. */
+static void test_old_driver_symbols_missing(void **state)
+{
+	struct fake f = { .energy0_mj = 1000, .power0_mw = 61000, .power1_mw = 70000 };
+	struct vw_gpus *g;
+	struct vw_gpu_view v0;
+
+	(void)state;
+	g = start(&f, VW_FAKE_NVML_OLD, 0, 720);
+	assert_int_equal(vw_gpus_count(g), 2);
+	v0 = view(g, 0);
+	assert_false(v0.info->has_energy);
+	assert_true(v0.info->has_power);
+	assert_false(v0.info->has_utilization);
+	assert_int_equal(v0.info->mig, VW_GPU_MIG_UNSUPPORTED);
+	vw_gpus_sample(g, 0);
+	vw_gpus_sample(g, 2 * SEC);
+	vw_gpus_close_interval(g);
+	v0 = view(g, 0);
+	assert_int_equal(v0.total_uj, 122000000ULL); /* 61 W x 2 s */
+	assert_true(isnan(v0.util));
+	vw_gpus_free(g);
+}
+
+/* GPU 1 falls off the bus for two seconds: its span is lost (power cannot be known), counted
+ * as read errors; GPU 0's counter covers its own span in full when it is back. */
+static void test_gpu_lost(void **state)
+{
+	struct fake f = { .energy0_mj = 5000, .power0_mw = 61000, .power1_mw = 100000 };
+	struct vw_gpus *g;
+	struct vw_gpu_view v0, v1;
+	uint64_t t = 0;
+
+	(void)state;
+	g = start(&f, VW_FAKE_NVML, 0, 720);
+	vw_gpus_sample(g, t);
+	f.energy0_mj += 50000;
+	write_state(&f);
+	vw_gpus_sample(g, t += SEC);
+	f.energy0_mj += 100000;
+	f.extra = "0.lost=1\n1.lost=1\n";
+	write_state(&f);
+	vw_gpus_sample(g, t += SEC);
+	vw_gpus_sample(g, t += SEC);
+	f.extra = NULL;
+	write_state(&f);
+	vw_gpus_sample(g, t += SEC); /* back: GPU 1 only sets its time again */
+	vw_gpus_sample(g, t += SEC);
+	vw_gpus_close_interval(g);
+	v0 = view(g, 0);
+	v1 = view(g, 1);
+	assert_int_equal(v0.total_uj, 150000000ULL);
+	assert_int_equal(v0.read_errors, 2);
+	assert_int_equal(v1.total_uj, 200000000ULL); /* 100 W x (1 s before + 1 s after) */
+	assert_int_equal(v1.read_errors, 2);
+	vw_gpus_free(g);
+}
+
+/* Configured idle power: idle = W x time, active the rest, exactly. */
+static void test_configured_idle(void **state)
+{
+	struct fake f = { .energy0_mj = 0, .power0_mw = 0, .power1_mw = 90000, .util1 = 50 };
+	struct vw_gpus *g;
+	struct vw_gpu_view v0, v1;
+
+	(void)state;
+	g = start(&f, VW_FAKE_NVML, 50, 720);
+	vw_gpus_sample(g, 0);
+	f.energy0_mj = 300000; /* 300 J in 2 s: 150 W */
+	write_state(&f);
+	vw_gpus_sample(g, 2 * SEC);
+	vw_gpus_close_interval(g);
+	v0 = view(g, 0);
+	v1 = view(g, 1);
+	assert_int_equal(v0.idle_method, VW_IDLE_CONFIGURED);
+	assert_int_equal(v0.idle_uj, 100000000ULL);
+	assert_int_equal(v0.active_uj, 200000000ULL);
+	assert_double_near(v0.idle_baseline_w, 50, 0);
+	assert_int_equal(v1.idle_uj, 100000000ULL);
+	assert_int_equal(v1.active_uj, 80000000ULL); /* 90 W - 50 W, 2 s */
+	assert_double_near(v1.util, 0.5, 1e-12);
+	vw_gpus_free(g);
+}
+
+/* One 5 s interval of GPU 1 at power_w and utilization util. */
+static void interval(struct vw_gpus *g, struct fake *f, uint64_t *t, unsigned power_w,
+		     unsigned util)
+{
+	f->power1_mw = power_w * 1000;
+	f->util1 = util;
+	write_state(f);
+	for (int i = 0; i < 5; i++)
+		vw_gpus_sample(g, *t += SEC);
+	vw_gpus_close_interval(g);
+}
+
+/* No configured idle: residual until the device has sustained a low level, then the floor,
+ * which follows a drop of the idle power. */
+static void test_idle_floor_tracks(void **state)
+{
+	struct fake f = { .energy0_mj = 0, .power0_mw = 0, .power1_mw = 250000, .util1 = 90 };
+	struct vw_gpus *g;
+	struct vw_gpu_view v1;
+	uint64_t t = 0;
+
+	(void)state;
+	g = start(&f, VW_FAKE_NVML, 0, 60);
+	vw_gpus_sample(g, t);
+	interval(g, &f, &t, 250, 90);
+	v1 = view(g, 1);
+	assert_int_equal(v1.idle_method, VW_IDLE_RESIDUAL);
+	assert_int_equal(v1.int_idle_uj, 125000000ULL); /* (1 - 0.9) x 1250 J */
+	for (int i = 0; i < 3; i++)
+		interval(g, &f, &t, 60, 0);
+	interval(g, &f, &t, 250, 90);
+	v1 = view(g, 1);
+	assert_int_equal(v1.idle_method, VW_IDLE_FLOOR);
+	assert_double_near(v1.idle_baseline_w, 60, 1e-9);
+	assert_int_equal(v1.int_idle_uj, 300000000ULL);  /* 60 W x 5 s */
+	assert_int_equal(v1.int_active_uj, 950000000ULL); /* 190 W x 5 s */
+	for (int i = 0; i < 3; i++)
+		interval(g, &f, &t, 42, 1);
+	v1 = view(g, 1);
+	interval(g, &f, &t, 250, 90);
+	v1 = view(g, 1);
+	assert_double_near(v1.idle_baseline_w, 42, 1e-9);
+	vw_gpus_free(g);
+}
+
+/* The families as Prometheus text, with Kepler's names and labels. */
+static void test_render(void **state)
+{
+	struct fake f = { .energy0_mj = 0, .power0_mw = 0, .power1_mw = 90000, .util1 = 50 };
+	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	struct vw_gpus *g;
+	char *text = NULL;
+	size_t len;
+
+	(void)state;
+	g = start(&f, VW_FAKE_NVML, 30, 720);
+	vw_gpus_sample(g, 0);
+	f.energy0_mj = 200000;
+	write_state(&f);
+	vw_gpus_sample(g, 2 * SEC);
+	vw_gpus_close_interval(g);
+	assert_int_equal(vw_gpus_render(g, w, "node-a"), 0);
+	assert_int_equal(vw_prom_finish(w, &text, &len), 0);
+	assert_non_null(strstr(text, "kepler_node_gpu_joules_total{gpu=\"0\",gpu_uuid=\"" UUID0
+				     "\",gpu_name=\"NVIDIA A100-SXM4-40GB\",vendor=\"nvidia\","
+				     "node_name=\"node-a\"} 200\n"));
+	assert_non_null(strstr(text, "kepler_node_gpu_idle_joules_total{gpu=\"1\",gpu_uuid=\"" UUID1
+				     "\",gpu_name=\"Tesla T4\",vendor=\"nvidia\",node_name=\"node-a\"} "
+				     "60\n"));
+	assert_non_null(strstr(text, "kepler_node_gpu_active_watts{gpu=\"0\""));
+	assert_non_null(strstr(text, "kepler_node_gpu_info{gpu=\"1\",gpu_uuid=\"" UUID1
+				     "\",gpu_name=\"Tesla T4\",vendor=\"nvidia\",node_name=\"node-a\"} 1\n"));
+	assert_non_null(strstr(text, "virtwatt_node_gpu_meter_info{gpu=\"0\",gpu_uuid=\"" UUID0
+				     "\",source=\"nvml\",energy=\"counter\",mig_mode=\"enabled\","
+				     "node_name=\"node-a\"} 1\n"));
+	assert_non_null(strstr(text, "energy=\"power\",mig_mode=\"unsupported\""));
+	assert_non_null(strstr(text, "virtwatt_node_gpu_idle_baseline_watts{gpu=\"1\",gpu_uuid=\""
+				     UUID1 "\",method=\"configured\",node_name=\"node-a\"} 30\n"));
+	assert_non_null(strstr(text, "virtwatt_node_gpu_usage_ratio{gpu=\"1\""));
+	free(text);
+	vw_prom_writer_free(w);
+	vw_gpus_free(g);
+}
+
+/* The active energy of the last interval for pid (0 when it got none). */
+static uint64_t pid_uj(const struct vw_gpus *g, uint32_t pid, uint64_t *ret_active)
+{
+	struct vw_gpu_pid_energy e[16];
+	size_t n = vw_gpus_process_energy(g, e, ARRAY_SIZE(e), ret_active);
+
+	for (size_t i = 0; i < n; i++)
+		if (e[i].pid == pid)
+			return e[i].active_uj;
+	return 0;
+}
+
+/* GPU 0: two processes sampled at 60 % and 20 % SM share its active energy 3 : 1; GPU 1: one
+ * process listed without samples takes all of its active energy; the same PID on both GPUs
+ * gets both shares. Nothing is left over. */
+static void test_process_shares(void **state)
+{
+	struct fake f = { .energy0_mj = 0, .power1_mw = 90000, .util0 = 80, .util1 = 50,
+			  .extra = "0.procs=4242:60,5151:20\n1.procs=4242:0\n" };
+	struct vw_gpus *g;
+	uint64_t active = 0, a0, a1;
+
+	(void)state;
+	g = start(&f, VW_FAKE_NVML, 50, 720);
+	vw_gpus_sample(g, 0);
+	f.energy0_mj = 500000; /* 500 J in 2 s: 250 W, 150 W above the configured 50 W */
+	write_state(&f);
+	vw_gpus_sample(g, SEC);
+	vw_gpus_sample(g, 2 * SEC);
+	vw_gpus_close_interval(g);
+	a0 = view(g, 0).int_active_uj;
+	a1 = view(g, 1).int_active_uj;
+	assert_int_equal(a0, 400000000ULL);
+	assert_int_equal(a1, 80000000ULL); /* 90 - 50 W, 2 s */
+	assert_int_equal(pid_uj(g, 5151, &active), a0 / 4);
+	assert_int_equal(pid_uj(g, 4242, &active), a0 * 3 / 4 + a1);
+	assert_int_equal(active, a0 + a1);
+	assert_int_equal(pid_uj(g, 9999, &active), 0);
+	/* The next interval without processes: nobody gets anything, it is the node's. */
+	f.extra = NULL;
+	write_state(&f);
+	vw_gpus_sample(g, 3 * SEC);
+	vw_gpus_close_interval(g);
+	assert_int_equal(pid_uj(g, 4242, &active), 0);
+	vw_gpus_free(g);
+}
+
+/* The old driver has no process calls: no shares, the energy is the node's. */
+static void test_process_calls_missing(void **state)
+{
+	struct fake f = { .energy0_mj = 0, .power0_mw = 100000, .power1_mw = 90000,
+			  .extra = "0.procs=4242:60\n" };
+	struct vw_gpus *g;
+	uint64_t active = 0;
+
+	(void)state;
+	g = start(&f, VW_FAKE_NVML_OLD, 50, 720);
+	vw_gpus_sample(g, 0);
+	vw_gpus_sample(g, SEC);
+	vw_gpus_close_interval(g);
+	assert_int_equal(pid_uj(g, 4242, &active), 0);
+	assert_int_equal(active, 90000000ULL); /* (100 - 50) + (90 - 50) W for 1 s */
+	vw_gpus_free(g);
+}
+
+/* The library is shut down when the set is freed. */
+static void test_shutdown_called(void **state)
+{
+	struct fake f = { .energy0_mj = 1, .power1_mw = 1 };
+	char calls[1100], *text;
+
+	(void)state;
+	snprintf(calls, sizeof(calls), "%s.calls", state_path);
+	unlink(calls);
+	vw_gpus_free(start(&f, VW_FAKE_NVML, 0, 720));
+	text = vw_fixture_slurp(calls, NULL);
+	assert_non_null(text);
+	assert_string_equal(text, "init\nshutdown\n");
+	free(text);
+}
+
+static void test_bad_options(void **state)
+{
+	struct vw_gpu_opts o = { .nvml_library = VW_FAKE_NVML, .idle_window = 2 };
+	struct vw_gpus *g = NULL;
+
+	(void)state;
+	assert_int_equal(vw_gpus_open(&o, &g), -EINVAL);
+	o.idle_window = 720;
+	o.idle_w = -1;
+	assert_int_equal(vw_gpus_open(&o, &g), -EINVAL);
+	o.idle_w = NAN;
+	assert_int_equal(vw_gpus_open(&o, &g), -EINVAL);
+	assert_string_equal(vw_gpu_mig_name((enum vw_gpu_mig)9), "unknown");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_two_gpus_energy_and_power, setup),
+		cmocka_unit_test_setup(test_counter_reset, setup),
+		cmocka_unit_test_setup(test_library_missing, setup),
+		cmocka_unit_test_setup(test_old_driver_symbols_missing, setup),
+		cmocka_unit_test_setup(test_gpu_lost, setup),
+		cmocka_unit_test_setup(test_configured_idle, setup),
+		cmocka_unit_test_setup(test_idle_floor_tracks, setup),
+		cmocka_unit_test_setup(test_render, setup),
+		cmocka_unit_test_setup(test_process_shares, setup),
+		cmocka_unit_test_setup(test_process_calls_missing, setup),
+		cmocka_unit_test_setup(test_shutdown_called, setup),
+		cmocka_unit_test_setup(test_bad_options, setup),
+	};
+
+	return cmocka_run_group_tests(tests, vw_fixture_tmpdir_setup, vw_fixture_tmpdir_teardown);
+}
