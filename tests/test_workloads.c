@@ -243,7 +243,8 @@ static void test_terminated_kept_until_scraped(void **state)
 static const char kubelet_pods[] =
 	"{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":[{\"metadata\":{\"name\":\"web\","
 	"\"namespace\":\"shop\",\"uid\":\"" POD_UID "\"},\"spec\":{\"nodeName\":\"n1\","
-	"\"containers\":[{\"name\":\"app\",\"resources\":{\"requests\":{\"cpu\":\"500m\"}}}]},"
+	"\"containers\":[{\"name\":\"app\",\"resources\":{\"requests\":{\"cpu\":\"500m\"},"
+	"\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},"
 	"\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"app\","
 	"\"containerID\":\"containerd://" CID_B "\"}]}}]}";
 
@@ -291,7 +292,8 @@ static void test_idle_by_pod_request(void **state)
 /*
  * GPU energy (workload_gpu.c): each process's share goes to it, its container and its pod; an
  * unknown PID's and what no process took stay the node's; nothing is given beyond the node's
- * active GPU energy; only workloads that used a GPU have GPU series.
+ * active GPU energy; only workloads that used a GPU have GPU series; idle GPU energy by the
+ * pods' nvidia.com/gpu requests.
  */
 static void test_gpu_energy(void **state)
 {
@@ -344,6 +346,29 @@ static void test_gpu_energy(void **state)
 			   2.0, 1e-9);
 	free(text);
 	assert_int_equal(vw_workloads_gpu(c.w, NULL, 1, 0), -EINVAL);
+	/* Idle GPU energy by nvidia.com/gpu: the pod's one GPU (a limit alone) of the node's two
+	 * reserves half of the 8 J; the other half is the node's, unreserved. */
+	assert_int_equal(vw_workloads_gpu_idle(c.w, 8000000, 2), 0);
+	text = workloads_fixture_render(c.w);
+	assert_double_near(value(text, "virtwatt_pod_gpu_idle_joules_total{pod_id=\"" POD_UID "\","
+				       "pod_name=\"web\",pod_namespace=\"shop\",state=\"running\","
+				       "node_name=\"n1\"}"),
+			   4.0, 1e-9);
+	assert_double_near(value(text, "virtwatt_node_gpu_idle_unreserved_joules_total{"
+				       "node_name=\"n1\"}"),
+			   4.0, 1e-9);
+	free(text);
+	/* A node whose GPUs cannot be counted keeps it all; the pod's figure stands still. */
+	assert_int_equal(vw_workloads_gpu_idle(c.w, 1000000, 0), 0);
+	text = workloads_fixture_render(c.w);
+	assert_double_near(value(text, "virtwatt_pod_gpu_idle_joules_total{pod_id=\"" POD_UID "\","
+				       "pod_name=\"web\",pod_namespace=\"shop\",state=\"running\","
+				       "node_name=\"n1\"}"),
+			   4.0, 1e-9);
+	assert_double_near(value(text, "virtwatt_node_gpu_idle_unreserved_joules_total{"
+				       "node_name=\"n1\"}"),
+			   5.0, 1e-9);
+	free(text);
 	teardown(&c);
 	kubelet_fixture_stop(&k);
 }

@@ -11,6 +11,7 @@
 
 #include "cgroupfs.h"
 #include "ctrmeta.h"
+#include "energy.h"
 #include "fileio.h"
 #include "gpu.h"
 #include "model.h"
@@ -275,13 +276,20 @@ void vw_daemon_attribute_gpus(struct vw_daemon *d)
 {
 	_cleanup_free_ struct vw_gpu_pid_energy *e = NULL;
 	size_t max = vw_gpus_count(d->gpus) * VW_GPU_MAX_TRACKED, n;
-	uint64_t active = 0;
+	uint64_t active = 0, idle = 0;
 
 	if (!d->gpus || !d->workloads)
 		return;
 	e = calloc(max, sizeof(*e));
 	n = vw_gpus_process_energy(d->gpus, e, e ? max : 0, &active); /* no memory: the node's */
 	(void)vw_workloads_gpu(d->workloads, e, n, active);
+	for (size_t i = 0; i < vw_gpus_count(d->gpus); i++) {
+		struct vw_gpu_view v;
+
+		vw_gpus_view(d->gpus, i, &v);
+		idle = vw_energy_add(idle, v.int_idle_uj);
+	}
+	(void)vw_workloads_gpu_idle(d->workloads, idle, vw_gpus_count(d->gpus));
 }
 
 /* ---- render and publish -------------------------------------------------------------------- */

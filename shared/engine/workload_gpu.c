@@ -15,6 +15,7 @@
 
 #include "energy.h"
 #include "gpu.h"
+#include "ratio.h"
 #include "workloads_priv.h"
 
 static const char *const l_proc[] = { "pid", "comm", "exe", "type", "state", "container_id",
@@ -25,7 +26,8 @@ static const char *const l_pod[] = { "pod_id", "pod_name", "pod_namespace", "sta
 				     NULL };
 static const char *const l_node[] = { "node_name", NULL };
 
-enum { F_PROC_J, F_PROC_W, F_CONT_J, F_CONT_W, F_POD_J, F_POD_W, F_UNATTR, F_UNCONT };
+enum { F_PROC_J, F_PROC_W, F_CONT_J, F_CONT_W, F_POD_J, F_POD_W, F_UNATTR, F_UNCONT, F_POD_IDLE,
+       F_UNRESERVED };
 
 #define KEPLER_GPU(f, level, labels)                                                               \
 	[f##_J] = { "kepler_" level "_gpu_joules_total", VW_METRIC_COUNTER,                        \
@@ -45,6 +47,13 @@ static const struct vw_metric_family gpu_families[] = {
 		       "Active GPU energy of processes in no container, including those that have "
 		       "exited",
 		       "joules", l_node },
+	[F_POD_IDLE] = { "virtwatt_pod_gpu_idle_joules_total", VW_METRIC_COUNTER,
+			 "Idle GPU energy a pod reserved: the node's GPUs' idle energy by its "
+			 "containers' nvidia.com/gpu requests out of the node's GPUs",
+			 "joules", l_pod },
+	[F_UNRESERVED] = { "virtwatt_node_gpu_idle_unreserved_joules_total", VW_METRIC_COUNTER,
+			   "Idle GPU energy no pod's nvidia.com/gpu request reserved (the node's)",
+			   "joules", l_node },
 };
 const struct vw_family_table vw_workload_gpu_family_table = {
 	"shared/engine/workload_gpu.c: vw_workloads_render_gpu()", "virtwatt-host, virtwatt-guest",
@@ -117,6 +126,34 @@ int vw_workloads_gpu(struct vw_workloads *w, const struct vw_gpu_pid_energy *e, 
 	}
 	w->gpu_unattributed_uj = vw_energy_add(w->gpu_unattributed_uj, active_uj - given);
 	return 0;
+}
+
+int vw_workloads_gpu_idle(struct vw_workloads *w, uint64_t idle_uj, size_t n_gpus)
+{
+	_cleanup_free_ uint64_t *reserve = NULL, *out = NULL;
+	uint64_t rest = idle_uj;
+
+	if (!w)
+		return -EINVAL;
+	for (size_t i = 0; i < w->n_pods; i++)
+		w->pods[i].gpu.interval[M_IDLE] = 0;
+	w->gpu_present = true;
+	reserve = calloc(w->n_pods + 1, sizeof(*reserve));
+	out = calloc(w->n_pods + 1, sizeof(*out));
+	if (reserve && out && n_gpus) {
+		for (size_t i = 0; i < w->n_pods; i++)
+			reserve[i] = w->pods[i].live ? w->pods[i].info.gpu_request : 0;
+		if (vw_ratio_split_idle(idle_uj, reserve, NULL, w->n_pods, n_gpus, out, &rest) < 0)
+			rest = idle_uj, memset(out, 0, (w->n_pods + 1) * sizeof(*out));
+	}
+	for (size_t i = 0; out && i < w->n_pods; i++) {
+		struct acc *a = &w->pods[i].gpu;
+
+		a->uj[M_IDLE] = vw_energy_add(a->uj[M_IDLE], out[i]);
+		a->interval[M_IDLE] = out[i];
+	}
+	w->gpu_idle_unreserved_uj = vw_energy_add(w->gpu_idle_unreserved_uj, rest);
+	return reserve && out ? 0 : -ENOMEM;
 }
 
 /* ---- rendering ---- */
@@ -216,6 +253,22 @@ static int render_pods(const struct vw_workloads *w, struct vw_prom_writer *pw, 
 	return r;
 }
 
+static int render_pod_idle(const struct vw_workloads *w, struct vw_prom_writer *pw,
+			   const char *node)
+{
+	int r = vw_prom_family(pw, &gpu_families[F_POD_IDLE]);
+
+	for (size_t i = 0; r == 0 && i < w->n_pods; i++) {
+		const struct wl_pod *p = &w->pods[i];
+		const char *v[] = { p->info.uid, p->info.name, p->info.namespace_,
+				    p->terminated ? "terminated" : "running", node, NULL };
+
+		if (p->gpu.uj[M_IDLE] && p->final_gen != UINT64_MAX)
+			r = vw_prom_counter_micro(pw, v, p->gpu.uj[M_IDLE]);
+	}
+	return r < 0 ? r : vw_prom_family_end(pw);
+}
+
 int vw_workloads_render_gpu(const struct vw_workloads *w, struct vw_prom_writer *pw,
 			    const char *node_name)
 {
@@ -228,11 +281,15 @@ int vw_workloads_render_gpu(const struct vw_workloads *w, struct vw_prom_writer 
 	r = single_micro(pw, F_UNATTR, node, w->gpu_unattributed_uj);
 	if (r == 0)
 		r = single_micro(pw, F_UNCONT, node, w->gpu_uncontained_uj);
+	if (r == 0)
+		r = single_micro(pw, F_UNRESERVED, node, w->gpu_idle_unreserved_uj);
 	if (r == 0 && w->o.processes)
 		r = render_procs(w, pw, node_name);
 	if (r == 0 && w->o.containers)
 		r = render_containers(w, pw, node_name);
 	if (r == 0 && w->o.pods)
 		r = render_pods(w, pw, node_name);
+	if (r == 0 && w->o.pods)
+		r = render_pod_idle(w, pw, node_name);
 	return r;
 }

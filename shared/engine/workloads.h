@@ -137,6 +137,12 @@ void vw_workloads_table_stats(const struct vw_workloads *w,
 struct vw_gpu_pid_energy;
 int vw_workloads_gpu(struct vw_workloads *w, const struct vw_gpu_pid_energy *e, size_t n,
 		     uint64_t active_uj);
+/*
+ * One interval's idle GPU energy, every device's (workload_gpu.c): to the live pods by their
+ * nvidia.com/gpu requests out of n_gpus (vw_ratio_split_idle: over-commit normalised by the
+ * requests), the unreserved rest the node's; without requests all of it the node's.
+ */
+int vw_workloads_gpu_idle(struct vw_workloads *w, uint64_t idle_uj, size_t n_gpus);
 /* kepler_{process,container,pod}_gpu_* and the node's GPU remainders; nothing before the first
  * vw_workloads_gpu(). */
 int vw_workloads_render_gpu(const struct vw_workloads *w, struct vw_prom_writer *pw,

@@ -13,6 +13,8 @@
 #include "log.h"
 #include "macro.h"
 
+#define GPU_RESOURCE "nvidia.com/gpu" /* NVIDIA's device plugin's extended resource */
+
 #define MAX_PODS 16384
 #define MAX_CTRS 65536
 #define MAX_CTRS_PER_POD 256
@@ -292,15 +294,39 @@ static uint64_t container_request(struct vw_podtable *t, struct json_object *c, 
 	return m;
 }
 
+/*
+ * Whole GPUs a container asks for: an extended resource, so its request equals its limit and
+ * may be given as the limit alone (Kubernetes then copies it to the request).
+ */
+static uint64_t container_gpus(struct vw_podtable *t, struct json_object *c, const char *pod)
+{
+	struct json_object *res = vw_jobj(c, "resources");
+	const char *q = vw_jstr(vw_jobj(res, "limits"), GPU_RESOURCE);
+	uint64_t m;
+
+	if (!q)
+		q = vw_jstr(vw_jobj(res, "requests"), GPU_RESOURCE);
+	if (!q)
+		return 0;
+	if (vw_podmeta_parse_cpu_millis(q, &m) < 0 || m % 1000) {
+		vw_complain(&t->c_pod, VW_LOG_WARN, "podmeta: pod %s: bad %s request '%.32s'", pod,
+			    GPU_RESOURCE, q);
+		return 0;
+	}
+	return m / 1000;
+}
+
 /* Regular containers, plus restartable init containers (sidecars) that run alongside them. */
-static uint64_t pod_request(struct vw_podtable *t, struct json_object *spec, const char *pod)
+static uint64_t pod_request(struct vw_podtable *t, struct json_object *spec, const char *pod,
+			    uint64_t (*each)(struct vw_podtable *, struct json_object *,
+					     const char *))
 {
 	struct json_object *a;
 	uint64_t sum = 0;
 
 	if ((a = vw_jarr(spec, "containers"))) {
 		for (size_t i = 0; i < json_object_array_length(a); i++)
-			sum = sat_add(sum, container_request(t, json_object_array_get_idx(a, i), pod));
+			sum = sat_add(sum, each(t, json_object_array_get_idx(a, i), pod));
 	}
 	if ((a = vw_jarr(spec, "initContainers"))) {
 		for (size_t i = 0; i < json_object_array_length(a); i++) {
@@ -308,7 +334,7 @@ static uint64_t pod_request(struct vw_podtable *t, struct json_object *spec, con
 			const char *policy = vw_jstr(c, "restartPolicy");
 
 			if (policy && strcmp(policy, "Always") == 0)
-				sum = sat_add(sum, container_request(t, c, pod));
+				sum = sat_add(sum, each(t, c, pod));
 		}
 	}
 	return sum;
@@ -372,7 +398,9 @@ static int parse_pod(struct vw_podtable *t, struct json_object *pod, struct pod_
 		return -EINVAL;
 	if (hash && strlen(hash) == 32 && strspn(hash, "0123456789abcdef") == 32)
 		memcpy(d->hash, hash, 33);
-	d->info.cpu_request_millis = pod_request(t, vw_jobj(pod, "spec"), d->info.name);
+	d->info.cpu_request_millis =
+		pod_request(t, vw_jobj(pod, "spec"), d->info.name, container_request);
+	d->info.gpu_request = pod_request(t, vw_jobj(pod, "spec"), d->info.name, container_gpus);
 	doc_add_statuses(t, d, vw_jobj(pod, "status"));
 	return 0;
 }

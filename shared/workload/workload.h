@@ -57,6 +57,7 @@ struct vw_pod_info {
 	char name[254];
 	char namespace_[64];
 	uint64_t cpu_request_millis; /* sum of its containers' CPU requests */
+	uint64_t gpu_request;        /* sum of its containers' nvidia.com/gpu (whole GPUs) */
 };
 
 enum vw_podmeta_mode {
