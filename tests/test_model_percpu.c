@@ -11,7 +11,9 @@
 #include <string.h>
 
 #include "log.h"
+#include "macro.h"
 #include "model.h"
+#include "procfs.h"
 
 /* n processors of one x86 part, as /proc/cpuinfo lists them. */
 static void x86(char *buf, size_t size, unsigned n, const char *vendor, int family, int model,
@@ -52,19 +54,21 @@ static void test_architectures(void **state)
 		{ "GenuineIntel", 15, 6, 1, "Common KVM processor", NULL, false },
 	};
 	char text[4096];
-	struct vw_cpu_ident id;
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		_cleanup_free_ struct vw_cpu_info *cpus = NULL;
 		const char *arch;
+		size_t n;
 		bool exact;
 
 		x86(text, sizeof(text), 3, cases[i].vendor, cases[i].family, cases[i].model,
 		    cases[i].stepping, cases[i].name);
-		assert_int_equal(vw_cpu_ident_parse(text, &id), 0);
-		assert_int_equal(id.ncpu, 3);
-		assert_string_equal(id.model_name, cases[i].name);
-		arch = vw_cpu_arch(&id, &exact);
+		assert_int_equal(vw_procfs_parse_cpuinfo(text, &cpus, &n), 0);
+		assert_int_equal(n, 3);
+		assert_string_equal(cpus[2].model_name, cases[i].name);
+		assert_int_equal(cpus[2].stepping, cases[i].stepping);
+		arch = vw_cpu_arch(&cpus[0], &exact);
 		if (!cases[i].arch) {
 			assert_null(arch);
 			continue;
@@ -74,7 +78,8 @@ static void test_architectures(void **state)
 	}
 }
 
-/* aarch64's /proc/cpuinfo: no vendor_id or model name, the implementer and part instead. */
+/* aarch64's /proc/cpuinfo: no vendor_id or model name, the implementer and part instead
+ * (hexadecimal, read by the project's cpuinfo parser). */
 static void test_arm(void **state)
 {
 	static const struct {
@@ -87,12 +92,13 @@ static void test_arm(void **state)
 		{ "0xd03", NULL, false },        /* Cortex-A53: not a server part the table has */
 	};
 	char text[1024];
-	struct vw_cpu_ident id;
 
 	(void)state;
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		_cleanup_free_ struct vw_cpu_info *cpus = NULL;
 		bool exact;
 		const char *arch;
+		size_t n;
 
 		snprintf(text, sizeof(text),
 			 "processor\t: 0\nBogoMIPS\t: 243.75\nFeatures\t: fp asimd\n"
@@ -100,9 +106,11 @@ static void test_arm(void **state)
 			 "CPU part\t: %s\nCPU revision\t: 1\n\n"
 			 "processor\t: 1\nCPU implementer\t: 0x41\nCPU part\t: %s\n\n",
 			 cases[i].part, cases[i].part);
-		assert_int_equal(vw_cpu_ident_parse(text, &id), 0);
-		assert_int_equal(id.ncpu, 2);
-		arch = vw_cpu_arch(&id, &exact);
+		assert_int_equal(vw_procfs_parse_cpuinfo(text, &cpus, &n), 0);
+		assert_int_equal(n, 2);
+		assert_int_equal(cpus[0].implementer, 0x41);
+		assert_int_equal(cpus[0].family, -1);
+		arch = vw_cpu_arch(&cpus[0], &exact);
 		if (!cases[i].arch) {
 			assert_null(arch);
 			continue;
@@ -111,7 +119,6 @@ static void test_arm(void **state)
 		assert_string_equal(arch, cases[i].arch);
 		assert_int_equal(exact, cases[i].exact);
 	}
-	assert_int_equal(vw_cpu_ident_parse("", &id), -ENODATA);
 }
 
 static double eval(const struct vw_model *m, double cpu_ms, double *idle)
@@ -151,12 +158,15 @@ static void test_watts(void **state)
 static void test_source_load(void **state)
 {
 	char text[4096], origin[128], err[256];
-	struct vw_model_source_opts o = { .cpuinfo = text, .percpu = true };
+	struct vw_model_source_opts o = { .percpu = true };
+	struct vw_cpu_info *cpus = NULL;
 	struct vw_model *m = NULL;
 	double idle;
 
 	(void)state;
 	x86(text, sizeof(text), 2, "AuthenticAMD", 23, 49, 0, "AMD EPYC 7R32");
+	assert_int_equal(vw_procfs_parse_cpuinfo(text, &cpus, &o.n_cpus), 0);
+	o.cpus = cpus;
 	assert_int_equal(vw_model_source_load(&o, &m, origin, sizeof(origin), err, sizeof(err)),
 			 0);
 	assert_string_equal(origin, "builtin:percpu-EPYC_2nd_Gen-2vcpu");
@@ -170,7 +180,17 @@ static void test_source_load(void **state)
 	vw_model_free(m);
 
 	o.percpu = true;
+	free(cpus);
 	x86(text, sizeof(text), 2, "AuthenticAMD", 15, 107, 1, "QEMU Virtual CPU version 2.5+");
+	assert_int_equal(vw_procfs_parse_cpuinfo(text, &cpus, &o.n_cpus), 0);
+	o.cpus = cpus;
+	assert_int_equal(vw_model_source_load(&o, &m, origin, sizeof(origin), err, sizeof(err)),
+			 0);
+	assert_string_equal(origin, "builtin");
+	vw_model_free(m);
+	free(cpus);
+
+	o.cpus = NULL, o.n_cpus = 0; /* no cpuinfo read: the default */
 	assert_int_equal(vw_model_source_load(&o, &m, origin, sizeof(origin), err, sizeof(err)),
 			 0);
 	assert_string_equal(origin, "builtin");

@@ -2,7 +2,9 @@
 #include "procfs.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +146,40 @@ static void copy_value(char *dst, size_t size, const char *colon)
 	dst[n] = '\0';
 }
 
+/* The numbered identity fields (decimal on x86, 0x... on Arm). */
+static void cpu_number(struct vw_cpu_info *cur, const char *line, size_t keylen,
+		       const char *colon)
+{
+	static const struct {
+		const char *key;
+		bool is_long;
+		size_t off;
+	} keys[] = {
+		{ "cpu family", false, offsetof(struct vw_cpu_info, family) },
+		{ "model", false, offsetof(struct vw_cpu_info, model) },
+		{ "stepping", false, offsetof(struct vw_cpu_info, stepping) },
+		{ "CPU implementer", true, offsetof(struct vw_cpu_info, implementer) },
+		{ "CPU part", true, offsetof(struct vw_cpu_info, part) },
+	};
+	char num[24], *end;
+	long v;
+
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++) {
+		if (keylen != strlen(keys[i].key) || strncmp(line, keys[i].key, keylen) != 0)
+			continue;
+		copy_value(num, sizeof(num), colon);
+		errno = 0;
+		v = strtol(num, &end, 0);
+		if (end == num || errno || v < 0 || v > INT_MAX)
+			return;
+		if (keys[i].is_long)
+			*(long *)((char *)cur + keys[i].off) = v;
+		else
+			*(int *)((char *)cur + keys[i].off) = (int)v;
+		return;
+	}
+}
+
 int vw_procfs_parse_cpuinfo(const char *text, struct vw_cpu_info **ret, size_t *ret_n)
 {
 	_cleanup_free_ struct vw_cpu_info *arr = NULL;
@@ -166,7 +202,8 @@ int vw_procfs_parse_cpuinfo(const char *text, struct vw_cpu_info **ret, size_t *
 				if (vw_array_grow((void **)&arr, sizeof(*arr), n, &cap) < 0)
 					return -ENOMEM;
 				cur = &arr[n++];
-				*cur = (struct vw_cpu_info){ 0 };
+				*cur = (struct vw_cpu_info){ .family = -1, .model = -1, .stepping = -1,
+							     .implementer = -1, .part = -1 };
 				copy_value(num, sizeof(num), colon);
 				cur->processor = vw_parse_u64(num, &v) == 0 ? (unsigned)v : 0;
 			} else if (cur && keylen == 9 && strncmp(line, "vendor_id", 9) == 0) {
@@ -177,6 +214,8 @@ int vw_procfs_parse_cpuinfo(const char *text, struct vw_cpu_info **ret, size_t *
 				copy_value(cur->physical_id, sizeof(cur->physical_id), colon);
 			} else if (cur && keylen == 7 && strncmp(line, "core id", 7) == 0) {
 				copy_value(cur->core_id, sizeof(cur->core_id), colon);
+			} else if (cur) {
+				cpu_number(cur, line, keylen, colon);
 			}
 		}
 		line = next ? next + 1 : NULL;

@@ -32,6 +32,8 @@ struct vw_cpu_info {
 	char model_name[128];
 	char physical_id[16];
 	char core_id[16];
+	int family, model, stepping; /* x86's "cpu family", "model", "stepping"; -1 absent */
+	long implementer, part;      /* Arm's "CPU implementer", "CPU part"; -1 absent */
 };
 
 /* malloc'd array in *ret (caller frees), count in *ret_n. */

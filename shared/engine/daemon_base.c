@@ -114,24 +114,18 @@ static int model_from_server(struct vw_daemon *d, const char *url, long timeout_
 	return 0;
 }
 
-#define CPUINFO_MAX (1u << 20)
-
 int vw_daemon_load_model(struct vw_daemon *d, const char *server_url)
 {
 	const struct vw_daemon_options *o = d->opts;
 	long timeout_ms = (long)(o->model_timeout_ns / VW_NSEC_PER_MSEC);
-	_cleanup_free_ char *cpuinfo = malloc(CPUINFO_MAX);
 	bool percpu = !o->model_builtin || strcmp(o->model_builtin, "kepler") != 0;
 	const struct vw_model_source_opts mo = {
 		.file = nonempty(o->model_file),
 		.url = nonempty(o->model_url),
 		.cache_dir = nonempty(o->model_cache_dir),
 		.timeout_ms = timeout_ms,
-		.cpuinfo = cpuinfo && percpu &&
-					   vw_read_file_at(d->procfs_fd, "cpuinfo", cpuinfo,
-							   CPUINFO_MAX, NULL) == 0
-				   ? cpuinfo
-				   : NULL,
+		.cpus = d->cpus, /* read once at init, for kepler_node_cpu_info */
+		.n_cpus = d->n_cpus,
 		.percpu = percpu,
 	};
 	char err[512] = "";

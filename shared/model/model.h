@@ -106,21 +106,12 @@ int vw_model_eval(const struct vw_model *m, size_t comp, const struct vw_model_i
 int vw_model_load_builtin(struct vw_model **ret);
 extern const char vw_model_builtin_name[];
 
-/* What /proc/cpuinfo says of the processor (model_percpu.c). */
-struct vw_cpu_ident {
-	char vendor[16];       /* vendor_id: GenuineIntel, AuthenticAMD; "" on Arm */
-	char model_name[128];
-	int family, model, stepping; /* x86; -1 when absent */
-	long implementer, part;      /* Arm's "CPU implementer", "CPU part"; -1 when absent */
-	unsigned ncpu;               /* "processor" entries: the vCPUs this machine sees */
-};
-/* -ENODATA when no processor is listed. */
-int vw_cpu_ident_parse(const char *cpuinfo, struct vw_cpu_ident *ret);
 /*
  * The architecture of the per-vCPU table ("Cascade Lake", "EPYC 2nd Gen", "Graviton2", ...)
  * or NULL when none fits; *ret_exact false when it is the nearest listed (a newer part).
  */
-const char *vw_cpu_arch(const struct vw_cpu_ident *id, bool *ret_exact);
+struct vw_cpu_info;
+const char *vw_cpu_arch(const struct vw_cpu_info *cpu, bool *ret_exact);
 /*
  * The per-vCPU model of arch for ncpu vCPUs (Kepler v0.7.12's legacy power data: min and max
  * watts per vCPU), named in name ("builtin:percpu-Cascade_Lake-4vcpu"). -ENOENT for an
@@ -132,17 +123,18 @@ int vw_model_percpu(const char *arch, unsigned ncpu, struct vw_model **ret, char
 /*
  * Where a model comes from, in order: a local file (an error if it is bad: the user asked for
  * it), an HTTP(S) URL fetched with libcurl (timeout; the last good copy cached in cache_dir and
- * used when the fetch fails), then a built-in one: with `cpuinfo` and `percpu`, the per-vCPU
- * model of this processor's architecture where the table has it, else the default
- * (vw_model_load_builtin).
+ * used when the fetch fails), then a built-in one: with `cpus` and `percpu`, the per-vCPU
+ * model of this processor's architecture for n_cpus vCPUs where the table has it, else the
+ * default (vw_model_load_builtin).
  */
 struct vw_model_source_opts {
 	const char *file;
 	const char *url;
 	const char *cache_dir; /* NULL: no cache */
 	long timeout_ms;       /* 0: 10 s */
-	const char *cpuinfo;   /* this machine's /proc/cpuinfo text, or NULL */
-	bool percpu;           /* pick the built-in model by architecture (--model.builtin=auto) */
+	const struct vw_cpu_info *cpus; /* this machine's /proc/cpuinfo (procfs.h), or NULL */
+	size_t n_cpus;
+	bool percpu; /* pick the built-in model by architecture (--model.builtin=auto) */
 };
 
 /*

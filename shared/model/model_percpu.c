@@ -22,6 +22,7 @@
 
 #include "macro.h"
 #include "model.h"
+#include "procfs.h"
 
 static const struct {
 	const char *name;
@@ -56,59 +57,7 @@ static const struct {
 	{ 186, "Alder Lake" },  { 191, "Alder Lake" },
 };
 
-/* The value of the first "key<tabs>: value" line, or NULL; copied into buf. */
-static const char *field(const char *text, const char *key, char *buf, size_t size)
-{
-	size_t k = strlen(key);
-
-	for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		const char *q = p + k, *eol;
-
-		if (strncmp(p, key, k) != 0)
-			continue;
-		while (*q == ' ' || *q == '\t')
-			q++;
-		if (*q != ':')
-			continue;
-		for (q++; *q == ' '; q++)
-			;
-		eol = strchrnul(q, '\n');
-		snprintf(buf, size, "%.*s", (int)(eol - q), q);
-		return buf;
-	}
-	return NULL;
-}
-
-static long number(const char *text, const char *key)
-{
-	char buf[32], *end;
-	long v;
-
-	if (!field(text, key, buf, sizeof(buf)))
-		return -1;
-	v = strtol(buf, &end, 0);
-	return end == buf ? -1 : v;
-}
-
-int vw_cpu_ident_parse(const char *cpuinfo, struct vw_cpu_ident *ret)
-{
-	memset(ret, 0, sizeof(*ret));
-	if (!cpuinfo)
-		return -EINVAL;
-	for (const char *p = cpuinfo; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-		ret->ncpu += strncmp(p, "processor", 9) == 0 && (p[9] == '\t' || p[9] == ' ' ||
-								  p[9] == ':');
-	field(cpuinfo, "vendor_id", ret->vendor, sizeof(ret->vendor));
-	field(cpuinfo, "model name", ret->model_name, sizeof(ret->model_name));
-	ret->family = (int)number(cpuinfo, "cpu family");
-	ret->model = (int)number(cpuinfo, "model");
-	ret->stepping = (int)number(cpuinfo, "stepping");
-	ret->implementer = number(cpuinfo, "CPU implementer");
-	ret->part = number(cpuinfo, "CPU part");
-	return ret->ncpu ? 0 : -ENODATA;
-}
-
-static const char *intel_arch(const struct vw_cpu_ident *id, bool *exact)
+static const char *intel_arch(const struct vw_cpu_info *id, bool *exact)
 {
 	if (id->family != 6)
 		return NULL;
@@ -126,7 +75,7 @@ static const char *intel_arch(const struct vw_cpu_ident *id, bool *exact)
 	return id->model > 85 ? "Cascade Lake" : NULL;
 }
 
-static const char *amd_arch(const struct vw_cpu_ident *id, bool *exact)
+static const char *amd_arch(const struct vw_cpu_info *id, bool *exact)
 {
 	if (id->family == 0x17) { /* Zen, Zen 2: Naples is model 0x01, Rome 0x31 */
 		*exact = id->model == 0x01 || id->model == 0x31;
@@ -136,7 +85,7 @@ static const char *amd_arch(const struct vw_cpu_ident *id, bool *exact)
 	return id->family > 0x17 ? "EPYC 2nd Gen" : NULL;
 }
 
-static const char *arm_arch(const struct vw_cpu_ident *id, bool *exact)
+static const char *arm_arch(const struct vw_cpu_info *id, bool *exact)
 {
 	if (id->implementer != 0x41) /* Arm Ltd's own cores: Graviton's */
 		return NULL;
@@ -154,14 +103,14 @@ static const char *arm_arch(const struct vw_cpu_ident *id, bool *exact)
 	}
 }
 
-const char *vw_cpu_arch(const struct vw_cpu_ident *id, bool *ret_exact)
+const char *vw_cpu_arch(const struct vw_cpu_info *id, bool *ret_exact)
 {
 	bool exact = true;
 	const char *a = NULL;
 
-	if (strcmp(id->vendor, "GenuineIntel") == 0)
+	if (strcmp(id->vendor_id, "GenuineIntel") == 0)
 		a = intel_arch(id, &exact);
-	else if (strcmp(id->vendor, "AuthenticAMD") == 0)
+	else if (strcmp(id->vendor_id, "AuthenticAMD") == 0)
 		a = amd_arch(id, &exact);
 	else if (id->implementer > 0)
 		a = arm_arch(id, &exact);

@@ -19,6 +19,7 @@
 #include "macro.h"
 #include "model.h"
 #include "model_priv.h"
+#include "procfs.h"
 
 #define DEFAULT_TIMEOUT_MS 10000L
 #define CACHE_NAME_MAX 48
@@ -255,23 +256,24 @@ static bool url_scheme_ok(const char *url)
 static int builtin_percpu(const struct vw_model_source_opts *o, struct vw_model **ret,
 			  char *ret_origin, size_t originlen)
 {
-	struct vw_cpu_ident id;
+	const struct vw_cpu_info *cpu = o->n_cpus ? &o->cpus[0] : NULL;
 	const char *arch;
 	bool exact;
-	int r = vw_cpu_ident_parse(o->cpuinfo, &id);
+	int r;
 
-	arch = r == 0 ? vw_cpu_arch(&id, &exact) : NULL;
+	arch = cpu ? vw_cpu_arch(cpu, &exact) : NULL;
 	if (!arch) {
 		vw_info("model: no per-vCPU figures for this processor (%s, %s family %d model %d); "
 			"the default built-in model",
-			id.vendor[0] ? id.vendor : "unknown vendor",
-			id.model_name[0] ? id.model_name : "unnamed", id.family, id.model);
+			cpu && cpu->vendor_id[0] ? cpu->vendor_id : "unknown vendor",
+			cpu && cpu->model_name[0] ? cpu->model_name : "unnamed",
+			cpu ? cpu->family : -1, cpu ? cpu->model : -1);
 		return -ENOENT;
 	}
-	r = vw_model_percpu(arch, id.ncpu, ret, ret_origin, originlen);
+	r = vw_model_percpu(arch, (unsigned)o->n_cpus, ret, ret_origin, originlen);
 	if (r == 0)
-		vw_info("model: %s: %s (%s) x %u vCPUs, Kepler v0.7.12's per-vCPU figures%s",
-			ret_origin, arch, id.model_name, id.ncpu,
+		vw_info("model: %s: %s (%s) x %zu vCPUs, Kepler v0.7.12's per-vCPU figures%s",
+			ret_origin, arch, cpu->model_name, o->n_cpus,
 			exact ? "" : " (the nearest architecture listed)");
 	return r;
 }
