@@ -289,6 +289,21 @@ static void test_idle_by_pod_request(void **state)
 	kubelet_fixture_stop(&k);
 }
 
+/* The pod's idle GPU joules and the node's unreserved ones, as rendered. */
+static void assert_gpu_idle(struct vw_workloads *w, double pod_j, double unreserved_j)
+{
+	char *text = workloads_fixture_render(w);
+
+	assert_double_near(value(text, "virtwatt_pod_gpu_idle_joules_total{pod_id=\"" POD_UID "\","
+				       "pod_name=\"web\",pod_namespace=\"shop\",state=\"running\","
+				       "node_name=\"n1\"}"),
+			   pod_j, 1e-9);
+	assert_double_near(value(text, "virtwatt_node_gpu_idle_unreserved_joules_total{"
+				       "node_name=\"n1\"}"),
+			   unreserved_j, 1e-9);
+	free(text);
+}
+
 /*
  * GPU energy (workload_gpu.c): each process's share goes to it, its container and its pod; an
  * unknown PID's and what no process took stay the node's; nothing is given beyond the node's
@@ -349,26 +364,10 @@ static void test_gpu_energy(void **state)
 	/* Idle GPU energy by nvidia.com/gpu: the pod's one GPU (a limit alone) of the node's two
 	 * reserves half of the 8 J; the other half is the node's, unreserved. */
 	assert_int_equal(vw_workloads_gpu_idle(c.w, 8000000, 2), 0);
-	text = workloads_fixture_render(c.w);
-	assert_double_near(value(text, "virtwatt_pod_gpu_idle_joules_total{pod_id=\"" POD_UID "\","
-				       "pod_name=\"web\",pod_namespace=\"shop\",state=\"running\","
-				       "node_name=\"n1\"}"),
-			   4.0, 1e-9);
-	assert_double_near(value(text, "virtwatt_node_gpu_idle_unreserved_joules_total{"
-				       "node_name=\"n1\"}"),
-			   4.0, 1e-9);
-	free(text);
+	assert_gpu_idle(c.w, 4.0, 4.0);
 	/* A node whose GPUs cannot be counted keeps it all; the pod's figure stands still. */
 	assert_int_equal(vw_workloads_gpu_idle(c.w, 1000000, 0), 0);
-	text = workloads_fixture_render(c.w);
-	assert_double_near(value(text, "virtwatt_pod_gpu_idle_joules_total{pod_id=\"" POD_UID "\","
-				       "pod_name=\"web\",pod_namespace=\"shop\",state=\"running\","
-				       "node_name=\"n1\"}"),
-			   4.0, 1e-9);
-	assert_double_near(value(text, "virtwatt_node_gpu_idle_unreserved_joules_total{"
-				       "node_name=\"n1\"}"),
-			   5.0, 1e-9);
-	free(text);
+	assert_gpu_idle(c.w, 4.0, 5.0);
 	teardown(&c);
 	kubelet_fixture_stop(&k);
 }
