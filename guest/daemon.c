@@ -48,6 +48,7 @@ struct vw_guest {
 	struct vw_cpu_stat stat;
 	uint64_t last_ns;
 	bool ticked;
+	bool gpu_share_tried; /* the host's vGPU share attached as a GPU (src_gpu_passthrough.c) */
 	double usage;
 	struct vw_reader *reader;
 	/* The chain: passthrough (when enabled), then the estimator; want: the source chosen for
@@ -459,6 +460,21 @@ static void switch_to(struct vw_guest *g, size_t k, const struct vw_node_activit
 		h.path);
 }
 
+/* Once the host sends this VM a vGPU share (a `gpu` zone), it becomes one of the guest's GPUs. */
+static void attach_gpu_share(struct vw_guest *g)
+{
+	int r;
+
+	if (g->gpu_share_tried || !g->reader || !vw_reader_acc(g->reader)->zones[VW_ZONE_GPU].seen)
+		return;
+	g->gpu_share_tried = true; /* said once either way */
+	r = vw_daemon_attach_gpus(&g->d, &vw_gpu_src_passthrough, g->reader);
+	if (r == 0)
+		vw_info("gpu: the host sends this VM's vGPU share: exported as gpu=\"vm\"");
+	else if (r != -ENODEV)
+		vw_warn("gpu: cannot show the host's vGPU share: %s", strerror(-r));
+}
+
 int vw_guest_tick(struct vw_guest *g, uint64_t now_ns)
 {
 	struct vw_node_activity act = { .now_ns = now_ns, .ncpus = g->stat.ncpus };
@@ -500,9 +516,10 @@ int vw_guest_tick(struct vw_guest *g, uint64_t now_ns)
 	if (best != g->want)
 		switch_to(g, best, &act);
 	attribute(g, dt_ns);
+	attach_gpu_share(g);
 	vw_gpus_sample(g->d.gpus, now_ns); /* once a tick: the interval is the tick's */
 	vw_gpus_close_interval(g->d.gpus);
-	vw_daemon_attribute_gpus(&g->d);
+	vw_daemon_attribute_gpus(&g->d, NULL, NULL); /* no VMs in a guest */
 	g->last_ns = now_ns;
 	g->ticked = true;
 	r = render_and_publish(g, dt_ns);

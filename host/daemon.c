@@ -63,6 +63,8 @@ struct vw_host {
 	uint64_t noncpu_uj; /* platform minus package and dram, each interval's at least 0 */
 	double noncpu_w;
 	struct vw_vms *vms;
+	struct vw_vm_info *vm_list; /* the VM sources' last list: vGPUs are matched to it */
+	size_t n_vm_list;
 	struct vw_vm_channels *channels; /* each listed VM's channel, for the publisher */
 	struct vw_publisher *publisher;
 	struct vw_complaint vm_complaint;
@@ -381,6 +383,7 @@ void vw_host_free(struct vw_host *h)
 	free(h->zs);
 	vw_publisher_free(h->publisher);
 	vw_vms_close(h->vms);
+	free(h->vm_list);
 	vw_vm_channels_free(h->channels);
 	/* The workloads hold no reference to the sources: the engine's part goes after them. */
 	for (size_t s = 0; s < h->n_src; s++)
@@ -619,7 +622,18 @@ static void refresh_vms(struct vw_host *h)
 	    vms_as_groups(vms, n, &groups, &n_groups) < 0 ||
 	    vw_workloads_set_groups(h->d.workloads, groups, n_groups) < 0)
 		vw_complain(&h->vm_complaint, VW_LOG_WARN, "vm: out of memory tracking VMs");
-	free(vms);
+	free(h->vm_list);
+	h->vm_list = vms;
+	h->n_vm_list = n;
+}
+
+/* A vGPU's VM among the listed ones (vw_vm_vgpu_owner). */
+static bool vgpu_owner(void *ud, const struct vw_gpu_vgpu_energy *e, char id[VW_UUID_LEN])
+{
+	const struct vw_host *h = ud;
+
+	return vw_vm_vgpu_owner(h->vm_list, h->n_vm_list, e->vm_id,
+				e->vm_id_type == VW_GPU_VM_ID_UUID, id);
 }
 
 /* Each VM's own cumulative energy goes to its guest on the publisher's schedule. */
@@ -629,7 +643,7 @@ static void feed_publisher(struct vw_host *h)
 	_cleanup_free_ struct vw_vm_energy *e = NULL;
 	size_t max, n;
 
-	if (!h->publisher)
+	if (!h->publisher || !h->d.workloads)
 		return;
 	max = vw_workloads_n_groups(h->d.workloads);
 	ge = calloc(max + 1, sizeof(*ge));
@@ -664,7 +678,6 @@ static void attribute_workloads(struct vw_host *h, uint64_t dt_ns)
 	}
 	refresh_vms(h);
 	(void)vw_workloads_interval(h->d.workloads, &h->d.cpu, ze, dt_ns, &h->d.cpu_complaint);
-	feed_publisher(h);
 }
 
 int vw_host_publish(struct vw_host *h, uint64_t now_ns)
@@ -682,7 +695,8 @@ int vw_host_publish(struct vw_host *h, uint64_t now_ns)
 	close_noncpu(h, dt_ns);
 	vw_gpus_close_interval(h->d.gpus); /* to the same last sample */
 	attribute_workloads(h, dt_ns);
-	vw_daemon_attribute_gpus(&h->d);
+	vw_daemon_attribute_gpus(&h->d, vgpu_owner, h);
+	feed_publisher(h); /* each VM's zones, its vGPUs' included */
 	h->stat_publish = h->stat_sample;
 	h->publish_ns = h->sample_ns;
 	return render_and_publish(h);

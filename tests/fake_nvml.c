@@ -21,6 +21,11 @@
  *                      S % SM (none when S is 0), stamped with the time of the call
  *   I.procs_ret=N      I.putil_ret=N     the two process calls' results
  *   I.lost=1           every call on the device fails with GPU_IS_LOST (15)
+ *   I.vgpus=V:VM:N:S,...  a vGPU host: active vGPU instances V (unique across devices),
+ *                      each serving VM (a UUID, or a domain id with I.vgpu_idtype=0), of a
+ *                      type the device holds at most N of, with a utilization sample of S %
+ *                      SM (none when S is 0). No key: not a vGPU host (NOT_SUPPORTED)
+ *   vgpu.V.mdev=UUID   vGPU V's mediated device    I.vutil_ret=N  the samples call's result
  *
  * Calls are counted in $FAKE_NVML_STATE.calls (one line per nvmlInit_v2/nvmlShutdown) so a
  * test can see the library was shut down.
@@ -305,6 +310,177 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
 		*count = k;
 		return NVML_ERROR_INSUFFICIENT_SIZE;
 	}
+	*count = k;
+	return NVML_SUCCESS;
+}
+
+/* ---- vGPU hosts ---- */
+
+struct fake_vgpu {
+	unsigned inst, max, sm;
+	char vm[96];
+};
+
+/* Device d's vGPUs, at most max; -1 when it is no vGPU host. */
+static int dev_vgpus(const struct nvmlDevice_st *d, struct fake_vgpu *out, unsigned max)
+{
+	char k[64], v[1024], *save = NULL;
+	int n = 0;
+
+	snprintf(k, sizeof(k), "%u.vgpus", d->index);
+	if (lookup(k, v, sizeof(v)) < 0)
+		return -1;
+	for (char *t = strtok_r(v, ",", &save); t && (unsigned)n < max;
+	     t = strtok_r(NULL, ",", &save)) {
+		struct fake_vgpu *g = &out[n];
+
+		*g = (struct fake_vgpu){ 0 };
+		if (sscanf(t, "%u:%95[^:]:%u:%u", &g->inst, g->vm, &g->max, &g->sm) == 4)
+			n++;
+	}
+	return n;
+}
+
+/* The device and entry of vGPU instance inst; NULL when none has it. */
+static const struct nvmlDevice_st *find_vgpu(unsigned inst, struct fake_vgpu *ret)
+{
+	struct fake_vgpu g[64];
+
+	for (unsigned i = 0; i < number("count", 0) && i < FAKE_MAX_DEVICES; i++) {
+		int n;
+
+		devices[i].index = i;
+		n = dev_vgpus(&devices[i], g, 64);
+		for (int k = 0; k < n; k++)
+			if (g[k].inst == inst) {
+				*ret = g[k];
+				return &devices[i];
+			}
+	}
+	return NULL;
+}
+
+nvmlReturn_t nvmlDeviceGetActiveVgpus(nvmlDevice_t device, unsigned int *count,
+				      nvmlVgpuInstance_t *instances);
+nvmlReturn_t nvmlVgpuInstanceGetVmID(nvmlVgpuInstance_t vgpu, char *vm_id, unsigned int size,
+				     nvmlVgpuVmIdType_t *type);
+nvmlReturn_t nvmlVgpuInstanceGetMdevUUID(nvmlVgpuInstance_t vgpu, char *buf, unsigned int size);
+nvmlReturn_t nvmlVgpuInstanceGetType(nvmlVgpuInstance_t vgpu, nvmlVgpuTypeId_t *type);
+nvmlReturn_t nvmlVgpuTypeGetMaxInstances(nvmlDevice_t device, nvmlVgpuTypeId_t type,
+					 unsigned int *count);
+nvmlReturn_t nvmlDeviceGetVgpuUtilization(nvmlDevice_t device, unsigned long long last_seen_us,
+					  nvmlValueType_t *type, unsigned int *count,
+					  nvmlVgpuInstanceUtilizationSample_t *samples);
+
+nvmlReturn_t nvmlDeviceGetActiveVgpus(nvmlDevice_t device, unsigned int *count,
+				      nvmlVgpuInstance_t *instances)
+{
+	struct fake_vgpu g[64];
+	nvmlReturn_t r = dev_result(device, "vgpus_ret");
+	int n;
+
+	if (r != NVML_SUCCESS)
+		return r;
+	n = dev_vgpus(device, g, 64);
+	if (n < 0)
+		return NVML_ERROR_NOT_SUPPORTED;
+	if ((unsigned)n > *count) {
+		*count = (unsigned)n;
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	}
+	for (int k = 0; k < n; k++)
+		instances[k] = g[k].inst;
+	*count = (unsigned)n;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlVgpuInstanceGetVmID(nvmlVgpuInstance_t vgpu, char *vm_id, unsigned int size,
+				     nvmlVgpuVmIdType_t *type)
+{
+	struct fake_vgpu g;
+	const struct nvmlDevice_st *d = find_vgpu(vgpu, &g);
+
+	if (!d)
+		return NVML_ERROR_NOT_FOUND;
+	if (strlen(g.vm) >= size)
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	memcpy(vm_id, g.vm, strlen(g.vm) + 1);
+	*type = (nvmlVgpuVmIdType_t)dev_number(d, "vgpu_idtype", NVML_VGPU_VM_ID_UUID);
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlVgpuInstanceGetMdevUUID(nvmlVgpuInstance_t vgpu, char *buf, unsigned int size)
+{
+	char k[64], v[128];
+	struct fake_vgpu g;
+
+	if (!find_vgpu(vgpu, &g))
+		return NVML_ERROR_NOT_FOUND;
+	snprintf(k, sizeof(k), "vgpu.%u.mdev", vgpu);
+	if (lookup(k, v, sizeof(v)) < 0)
+		return NVML_ERROR_NOT_SUPPORTED;
+	if (strlen(v) >= size)
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	memcpy(buf, v, strlen(v) + 1);
+	return NVML_SUCCESS;
+}
+
+/* The fake's vGPU type ids are the most instances a device holds of them. */
+nvmlReturn_t nvmlVgpuInstanceGetType(nvmlVgpuInstance_t vgpu, nvmlVgpuTypeId_t *type)
+{
+	struct fake_vgpu g;
+
+	if (!find_vgpu(vgpu, &g))
+		return NVML_ERROR_NOT_FOUND;
+	*type = g.max;
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlVgpuTypeGetMaxInstances(nvmlDevice_t device, nvmlVgpuTypeId_t type,
+					 unsigned int *count)
+{
+	nvmlReturn_t r = dev_result(device, "none_ret");
+
+	if (r == NVML_SUCCESS)
+		*count = type;
+	return r;
+}
+
+/* Samples as a driver gives them: unsigned int values, stamped now. */
+nvmlReturn_t nvmlDeviceGetVgpuUtilization(nvmlDevice_t device, unsigned long long last_seen_us,
+					  nvmlValueType_t *type, unsigned int *count,
+					  nvmlVgpuInstanceUtilizationSample_t *samples)
+{
+	struct fake_vgpu g[64];
+	nvmlReturn_t r = dev_result(device, "vutil_ret");
+	unsigned k = 0;
+	struct timeval tv;
+	unsigned long long now;
+	int n;
+
+	if (r != NVML_SUCCESS)
+		return r;
+	gettimeofday(&tv, NULL);
+	now = (unsigned long long)tv.tv_sec * 1000000ULL + (unsigned long long)tv.tv_usec;
+	if (now <= last_seen_us)
+		now = last_seen_us + 1;
+	n = dev_vgpus(device, g, 64);
+	for (int i = 0; i < n; i++) {
+		if (!g[i].sm)
+			continue;
+		if (k < *count)
+			samples[k] = (nvmlVgpuInstanceUtilizationSample_t){
+				.vgpuInstance = g[i].inst, .timeStamp = now,
+				.smUtil = { .uiVal = g[i].sm } };
+		k++;
+	}
+	if (!k)
+		return NVML_ERROR_NOT_FOUND;
+	if (k > *count) {
+		*count = k;
+		return NVML_ERROR_INSUFFICIENT_SIZE;
+	}
+	*type = NVML_VALUE_TYPE_UNSIGNED_INT;
 	*count = k;
 	return NVML_SUCCESS;
 }

@@ -421,6 +421,103 @@ static void test_process_shares(void **state)
 	vw_gpus_free(g);
 }
 
+#define VM_A "6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b"
+#define VM_B "0b6cbd1e-7a55-4f0e-9b8a-58a0b4c3d2e1"
+#define VM_C "c3a0f6de-1111-4222-8333-944455556666"
+
+/* VM vm's entry of the last interval (zeroed when it got none). */
+static struct vw_gpu_vgpu_energy vm_energy(const struct vw_gpus *g, const char *vm)
+{
+	struct vw_gpu_vgpu_energy e[8];
+	size_t n = vw_gpus_vgpu_energy(g, e, ARRAY_SIZE(e));
+
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(e[i].vm_id, vm) == 0)
+			return e[i];
+	return (struct vw_gpu_vgpu_energy){ 0 };
+}
+
+/*
+ * A vGPU host. GPU 0 (400 J active, 100 J idle over 2 s) holds VM A's vGPU at 60 % SM and
+ * VM B's at 20 %, both of a type it holds 4 of, beside a host process at 20 %, and VM C's
+ * vGPU (a type it holds 2 of), listed for the second tick only, without samples. GPU 1
+ * (80 J active, 100 J idle) holds another vGPU of VM A (a type it holds 2 of), alone at 50 %.
+ * Active energy by SM share (A 240 + 80 J, B 80 J, the process 80 J); idle by reservation
+ * for the ticks listed (A 25 + 50 J, B 25 J, C 1/2 x 1/2 = 25 J), the rest the node's. An
+ * interval after the vGPUs went: nothing for them.
+ */
+static void test_vgpu_shares(void **state)
+{
+	struct fake f = { .energy0_mj = 0, .power1_mw = 100000, .util0 = 100, .util1 = 50,
+			  .extra = "0.procs=4242:20\n0.vgpus=7:" VM_A ":4:60,8:" VM_B ":4:20\n"
+				   "1.vgpus=10:" VM_A ":2:50\nvgpu.7.mdev=" VM_C "\n" };
+	struct vw_gpus *g;
+	struct vw_gpu_vgpu_energy a, b, c;
+	uint64_t active = 0;
+
+	(void)state;
+	g = start(&f, VW_FAKE_NVML, 50, 720);
+	vw_gpus_sample(g, 0);
+	vw_gpus_sample(g, SEC);
+	f.energy0_mj = 500000; /* 500 J in 2 s: 400 J above the configured 50 W */
+	f.extra = "0.procs=4242:20\n0.vgpus=7:" VM_A ":4:60,8:" VM_B ":4:20,9:" VM_C ":2:0\n"
+		  "1.vgpus=10:" VM_A ":2:50\nvgpu.7.mdev=" VM_C "\n";
+	write_state(&f);
+	vw_gpus_sample(g, 2 * SEC);
+	vw_gpus_close_interval(g);
+	assert_int_equal(view(g, 0).int_active_uj, 400000000ULL);
+	assert_int_equal(view(g, 1).int_active_uj, 100000000ULL); /* 100 - 50 W, 2 s */
+	a = vm_energy(g, VM_A);
+	b = vm_energy(g, VM_B);
+	c = vm_energy(g, VM_C);
+	assert_int_equal(a.vm_id_type, VW_GPU_VM_ID_UUID);
+	assert_string_equal(a.mdev_uuid, VM_C); /* vGPU 7's mediated device */
+	assert_int_equal(a.active_uj, 240000000ULL + 100000000ULL);
+	assert_int_equal(b.active_uj, 80000000ULL);
+	assert_int_equal(c.active_uj, 0);
+	assert_int_equal(pid_uj(g, 4242, &active), 80000000ULL);
+	assert_int_equal(a.idle_uj, 25000000ULL + 50000000ULL);
+	assert_int_equal(b.idle_uj, 25000000ULL);
+	assert_int_equal(c.idle_uj, 25000000ULL);
+	/* Gone: the next interval's energy is nobody's. */
+	f.extra = NULL;
+	write_state(&f);
+	vw_gpus_sample(g, 3 * SEC);
+	vw_gpus_close_interval(g);
+	assert_int_equal(vm_energy(g, VM_A).active_uj + vm_energy(g, VM_A).idle_uj, 0);
+	assert_string_equal(vm_energy(g, VM_A).vm_id, "");
+	vw_gpus_free(g);
+}
+
+/* A driver without vGPU calls, or a device that is no vGPU host: no VM shares, no noise. */
+static void test_vgpu_not_a_host(void **state)
+{
+	struct fake f = { .energy0_mj = 0, .power1_mw = 90000,
+			  .extra = "0.vgpus=7:" VM_A ":4:60\n" };
+	struct vw_gpus *g;
+
+	(void)state;
+	n_warn = 0;
+	vw_log_set_sink(sink, NULL);
+	g = start(&f, VW_FAKE_NVML_OLD, 50, 720);
+	vw_gpus_sample(g, 0);
+	vw_gpus_sample(g, SEC);
+	vw_gpus_close_interval(g);
+	assert_string_equal(vm_energy(g, VM_A).vm_id, "");
+	assert_int_equal(n_warn, 0);
+	vw_gpus_free(g);
+	/* The current driver's library on a device with no vGPUs listed (NOT_SUPPORTED). */
+	f.extra = "0.vgpus_ret=3\n";
+	g = start(&f, VW_FAKE_NVML, 50, 720);
+	vw_gpus_sample(g, 0);
+	vw_gpus_sample(g, SEC);
+	vw_gpus_close_interval(g);
+	assert_string_equal(vm_energy(g, VM_A).vm_id, "");
+	assert_int_equal(n_warn, 0);
+	vw_gpus_free(g);
+	vw_log_set_sink(NULL, NULL);
+}
+
 /* The old driver has no process calls: no shares, the energy is the node's. */
 static void test_process_calls_missing(void **state)
 {
@@ -483,6 +580,8 @@ int main(void)
 		cmocka_unit_test_setup(test_render, setup),
 		cmocka_unit_test_setup(test_process_shares, setup),
 		cmocka_unit_test_setup(test_process_calls_missing, setup),
+		cmocka_unit_test_setup(test_vgpu_shares, setup),
+		cmocka_unit_test_setup(test_vgpu_not_a_host, setup),
 		cmocka_unit_test_setup(test_shutdown_called, setup),
 		cmocka_unit_test_setup(test_bad_options, setup),
 	};

@@ -97,7 +97,7 @@ static void test_golden_decode(void **state)
 	assert_frames_equal(&got, &want);
 	/* Hand-written: other order, whitespace, unknown fields, exponent watts, an unknown zone. */
 	assert_int_equal(
-		decode_str("{ \"zones\" : {\"gpu\":{\"x\":1}, \"core\":{\"active_w\":2E1,\"idle_w\":0,"
+		decode_str("{ \"zones\" : {\"npu\":{\"x\":1}, \"core\":{\"active_w\":2E1,\"idle_w\":0,"
 			   "\"active_uj\":5,\"idle_uj\":6,\"note\":\"hi\"}}, \"model\":\"m\", "
 			   "\"src\":\"estimator\", \"interval_ms\":15000, \"vm\":\"" UUID "\", "
 			   "\"seq\":0, \"epoch\":0, \"v\":1, \"later\":{\"a\":[1,2,{}]} }",
@@ -126,7 +126,7 @@ static void test_golden_decode(void **state)
 
 		f.epoch = vw_test_rng_range(&s, 0, INT64_MAX);
 		f.seq = vw_test_rng_range(&s, 0, INT64_MAX);
-		f.n_zones = vw_test_rng_range(&s, 1, VW_ZONE__COUNT);
+		f.n_zones = vw_test_rng_range(&s, 1, VW_ZONE__WIRE_COUNT);
 		for (size_t z = 0; z < f.n_zones; z++)
 			f.zones[z] = (struct vw_proto_zone){
 				(enum vw_zone)z, vw_test_rng_range(&s, 0, VW_PROTO_MAX_ENERGY_UJ),
@@ -163,9 +163,9 @@ static void test_encode_refuses(void **state)
 	REFUSE(f.source[0] = 'R');
 	REFUSE(f.model[0] = '\n');
 	REFUSE(f.n_zones = 0);
-	REFUSE(f.n_zones = VW_ZONE__COUNT + 1);
+	REFUSE(f.n_zones = VW_ZONE__WIRE_COUNT + 1);
 	REFUSE(f.zones[1].zone = VW_ZONE_PACKAGE);
-	REFUSE(f.zones[1].zone = VW_ZONE__COUNT);
+	REFUSE(f.zones[1].zone = VW_ZONE__WIRE_COUNT);
 	REFUSE(f.zones[0].idle_uj = VW_PROTO_MAX_ENERGY_UJ + 1);
 	REFUSE(f.zones[0].active_w = NAN);
 	REFUSE(f.zones[0].idle_w = INFINITY);
@@ -289,7 +289,11 @@ static const struct hostile hostile[] = {
 	 VW_PROTO_OK},
 	{"extra zone field ignored", "\"idle_w\":12.5", "\"idle_w\":12.5,\"cstate\":[1]",
 	 VW_PROTO_OK},
-	{"unknown zone ignored", "\"zones\":{", "\"zones\":{\"gpu\":{\"w\":1},", VW_PROTO_OK},
+	{"unknown zone ignored", "\"zones\":{", "\"zones\":{\"npu\":{\"w\":1},", VW_PROTO_OK},
+	{"gpu zone is known", "\"zones\":{", "\"zones\":{\"gpu\":{\"w\":1},", VW_PROTO_E_MISSING},
+	{"gpu zone", "\"zones\":{",
+	 "\"zones\":{\"gpu\":{\"idle_uj\":1,\"active_uj\":2,\"idle_w\":0,\"active_w\":1},",
+	 VW_PROTO_OK},
 	{"duplicate key: last wins", "\"seq\":42", "\"seq\":1,\"seq\":42", VW_PROTO_OK},
 	{"energy at 2^62", "987654321", "4611686018427387904", VW_PROTO_OK},
 	{"watts -0.0 (stored as +0)", "\"active_w\":3.25", "\"active_w\":-0.0", VW_PROTO_OK},
@@ -324,7 +328,7 @@ static const struct hostile hostile[] = {
 	{"zones array", "\"zones\":{" P ",", "\"zones\":[],\"z\":{", VW_PROTO_E_TYPE},
 	{"zone not an object", P, "\"package\":5", VW_PROTO_E_TYPE},
 	{"zones empty", "\"zones\":{" P ",", "\"zones\":{},\"z\":{", VW_PROTO_E_MISSING},
-	{"known zone renamed unknown", "\"package\"", "\"gpu\"", VW_PROTO_OK},
+	{"known zone renamed unknown", "\"package\"", "\"npu\"", VW_PROTO_OK},
 	{"zone key hostile", "\"package\"", "\"pack age\"", VW_PROTO_E_RANGE},
 	{"zone key empty", "\"package\"", "\"\"", VW_PROTO_E_RANGE},
 	{"zone name not canonical", "\"package\"", "\"package-0\"", VW_PROTO_OK},

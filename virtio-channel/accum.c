@@ -33,7 +33,7 @@ static const struct vw_proto_zone *find_zone(const struct vw_host_frame *f, enum
 
 static bool zone_ok(const struct vw_proto_zone *z)
 {
-	return (unsigned)z->zone < VW_ZONE__COUNT;
+	return (unsigned)z->zone < VW_ZONE__WIRE_COUNT;
 }
 
 static double zone_watts(const struct vw_proto_zone *z)
@@ -396,7 +396,7 @@ void vw_proto_acc_add(struct vw_proto_acc *acc, const struct vw_proto_rx *rx)
 
 	if (acc->have && f->epoch != acc->epoch) {
 		acc->restarts++;
-		for (size_t z = 0; z < VW_ZONE__COUNT; z++)
+		for (size_t z = 0; z < VW_ZONE__WIRE_COUNT; z++)
 			acc->zones[z].seen = false;
 	}
 	acc->have = true;

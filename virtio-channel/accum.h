@@ -72,7 +72,7 @@ struct vw_proto_rx {
 	uint64_t epoch, seq;
 	struct vw_host_frame last; /* the last accepted frame */
 	uint64_t last_ns;          /* when it was accepted */
-	struct vw_proto_rx_zone zones[VW_ZONE__COUNT];
+	struct vw_proto_rx_zone zones[VW_ZONE__WIRE_COUNT];
 	enum vw_proto_take take;   /* how the last accepted frame counts */
 	struct vw_host_frame from; /* VW_PROTO_TAKE_FROM's base */
 
@@ -112,7 +112,7 @@ struct vw_proto_acc {
 	uint64_t epoch;
 	uint64_t restarts; /* epoch changes folded in (restarts and takeovers) */
 	uint64_t falls;    /* a counter below its base: added 0 */
-	struct vw_proto_acc_zone zones[VW_ZONE__COUNT];
+	struct vw_proto_acc_zone zones[VW_ZONE__WIRE_COUNT];
 };
 
 /* Zero-initialise acc; after each frame vw_proto_rx_accept() accepts, add it as rx->take says. */

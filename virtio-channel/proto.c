@@ -105,7 +105,7 @@ static bool watts_valid(double w)
 
 static bool zone_valid(const struct vw_proto_zone *z)
 {
-	return (unsigned)z->zone < VW_ZONE__COUNT && z->idle_uj <= VW_PROTO_MAX_ENERGY_UJ &&
+	return (unsigned)z->zone < VW_ZONE__WIRE_COUNT && z->idle_uj <= VW_PROTO_MAX_ENERGY_UJ &&
 	       z->active_uj <= VW_PROTO_MAX_ENERGY_UJ && watts_valid(z->idle_w) &&
 	       watts_valid(z->active_w);
 }
@@ -120,7 +120,7 @@ static bool frame_valid(const struct vw_host_frame *f)
 		return false;
 	if (!vw_proto_uuid_valid(f->vm_uuid) || !source_valid(f->source) || !model_valid(f->model))
 		return false;
-	if (f->n_zones == 0 || f->n_zones > VW_ZONE__COUNT)
+	if (f->n_zones == 0 || f->n_zones > VW_ZONE__WIRE_COUNT)
 		return false;
 	for (size_t i = 0; i < f->n_zones; i++) {
 		if (!zone_valid(&f->zones[i]) || (seen & (1u << f->zones[i].zone)))
@@ -381,7 +381,7 @@ static enum vw_proto_error get_version(struct json_object *o, unsigned *ret)
 
 static int zone_lookup(const char *key)
 {
-	for (int z = 0; z < VW_ZONE__COUNT; z++)
+	for (int z = 0; z < VW_ZONE__WIRE_COUNT; z++)
 		if (strcmp(key, vw_zone_name((enum vw_zone)z)) == 0)
 			return z;
 	return -1;
@@ -416,7 +416,7 @@ static enum vw_proto_error decode_zones(struct json_object *o, struct vw_host_fr
 		z = zone_lookup(key);
 		if (z < 0)
 			continue;
-		if (f->n_zones >= VW_ZONE__COUNT)
+		if (f->n_zones >= VW_ZONE__WIRE_COUNT)
 			return VW_PROTO_E_RANGE; /* cannot happen: keys are unique */
 		f->zones[f->n_zones].zone = (enum vw_zone)z;
 		e = decode_zone(val, &f->zones[f->n_zones]);

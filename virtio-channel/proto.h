@@ -40,7 +40,7 @@ struct vw_host_frame {
 	char source[16];         /* the host's meter: "rapl", "estimator" */
 	char model[128];         /* the host's model identity ("" for a meter) */
 	size_t n_zones;
-	struct vw_proto_zone zones[VW_ZONE__COUNT];
+	struct vw_proto_zone zones[VW_ZONE__WIRE_COUNT];
 };
 
 enum vw_proto_error {

@@ -37,7 +37,7 @@ struct pub_vm {
 	bool published; /* a frame went out for it in this epoch */
 	uint64_t gone_ns;
 	char channel_path[256]; /* as listed; connected while live */
-	struct pub_zone z[VW_ZONE__COUNT];
+	struct pub_zone z[VW_ZONE__WIRE_COUNT];
 	struct vw_pub_chan chan;
 	struct vw_pub_share share;
 	uint64_t share_writes, share_errors;
@@ -302,7 +302,7 @@ static bool vm_lock(struct vw_publisher *p, struct pub_vm *vm)
 			   "passthrough: VM %s: its lock is ours now, publishing it", vm->uuid);
 	vm->lock_err = 0;
 	vm->lock_holder_pid = 0;
-	for (size_t z = 0; z < VW_ZONE__COUNT && !vm->published; z++)
+	for (size_t z = 0; z < VW_ZONE__WIRE_COUNT && !vm->published; z++)
 		vm->z[z].acc_idle = vm->z[z].acc_active = 0;
 	return true;
 }
@@ -327,13 +327,13 @@ static int vm_open(struct vw_publisher *p, struct pub_vm *vm)
 /* Fold the caller's cumulative values into our own accumulators: a decrease is a reset. */
 static void vm_take_zones(struct pub_vm *vm, const struct vw_vm_energy *in)
 {
-	for (size_t z = 0; z < VW_ZONE__COUNT; z++)
+	for (size_t z = 0; z < VW_ZONE__WIRE_COUNT; z++)
 		vm->z[z].listed = false;
-	for (size_t i = 0; i < in->n_zones && i < VW_ZONE__COUNT; i++) {
+	for (size_t i = 0; i < in->n_zones && i < VW_ZONE__WIRE_COUNT; i++) {
 		const struct vw_zone_owner_energy *iz = &in->zones[i];
 		struct pub_zone *z;
 
-		if ((unsigned)iz->zone >= VW_ZONE__COUNT || vm->z[iz->zone].listed)
+		if ((unsigned)iz->zone >= VW_ZONE__WIRE_COUNT || vm->z[iz->zone].listed)
 			continue;
 		z = &vm->z[iz->zone];
 		z->acc_idle = vw_energy_add(z->acc_idle, z->present && iz->idle_uj >= z->in_idle
@@ -456,7 +456,7 @@ static bool build_frame(const struct vw_publisher *p, const struct pub_vm *vm,
 	memcpy(f->vm_uuid, vm->uuid, sizeof(f->vm_uuid));
 	memcpy(f->source, p->source, sizeof(f->source));
 	memcpy(f->model, p->model, sizeof(f->model));
-	for (size_t z = 0; z < VW_ZONE__COUNT; z++) {
+	for (size_t z = 0; z < VW_ZONE__WIRE_COUNT; z++) {
 		const struct pub_zone *pz = &vm->z[z];
 
 		if (!pz->listed)

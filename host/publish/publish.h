@@ -63,7 +63,7 @@ struct vw_vm_energy {
 	char uuid[VW_UUID_LEN];   /* canonical lower-case */
 	char channel_path[256];   /* unix socket of the VM's org.virtwatt.power.0 channel, or "" */
 	size_t n_zones;
-	struct vw_zone_owner_energy zones[VW_ZONE__COUNT];
+	struct vw_zone_owner_energy zones[VW_ZONE__WIRE_COUNT];
 };
 
 struct vw_publish_vm_stats {

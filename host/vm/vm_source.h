@@ -70,3 +70,10 @@ struct vw_vms;
 struct vw_vms *vw_vms_open(const struct vw_vm_env *env);
 void vw_vms_close(struct vw_vms *v);
 int vw_vms_list(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n);
+
+/*
+ * The running VM of vms[0..n) a vGPU serves, its UUID into out: by the VM id its driver gives
+ * (is_uuid: a UUID, KVM's; else a domain id, which names none here). vm_vgpu.c.
+ */
+bool vw_vm_vgpu_owner(const struct vw_vm_info *vms, size_t n, const char *vm_id, bool is_uuid,
+		      char out[VW_UUID_LEN]);

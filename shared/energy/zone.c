@@ -7,14 +7,15 @@
 #include "fileio.h"
 #include "macro.h"
 
-static const char *const zone_names[VW_ZONE__COUNT] = {
+static const char *const zone_names[VW_ZONE__WIRE_COUNT] = {
 	[VW_ZONE_PACKAGE] = "package", [VW_ZONE_CORE] = "core", [VW_ZONE_UNCORE] = "uncore",
 	[VW_ZONE_DRAM] = "dram",       [VW_ZONE_PSYS] = "psys", [VW_ZONE_PLATFORM] = "platform",
+	[VW_ZONE_GPU] = "gpu",
 };
 
 const char *vw_zone_name(enum vw_zone zone)
 {
-	if ((unsigned)zone >= VW_ZONE__COUNT)
+	if ((unsigned)zone >= VW_ZONE__WIRE_COUNT)
 		return "unknown";
 	return zone_names[zone];
 }

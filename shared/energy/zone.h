@@ -9,7 +9,13 @@ enum vw_zone {
 	VW_ZONE_DRAM,
 	VW_ZONE_PSYS,
 	VW_ZONE_PLATFORM, /* whole-node meters and ACPI-trained models */
-	VW_ZONE__COUNT,
+	VW_ZONE__COUNT,   /* the zones of power sources and CPU attribution end here */
+	/*
+	 * A VM's share of the host's GPUs (its vGPUs'): only on the wire, host to guest
+	 * (virtio-channel/PROTOCOL.md), never a power source's zone or a CPU family's label.
+	 */
+	VW_ZONE_GPU = VW_ZONE__COUNT,
+	VW_ZONE__WIRE_COUNT,
 };
 
 #include <stdint.h>
@@ -22,7 +28,7 @@ struct vw_zone_owner_energy {
 	double idle_w, active_w;     /* over the latest interval */
 };
 
-/* "package", "core", ... */
+/* "package", "core", ... "gpu" */
 const char *vw_zone_name(enum vw_zone zone);
 /*
  * Map a powercap zone name or a model component name to a zone: "package-0"/"package"/"pkg" ->

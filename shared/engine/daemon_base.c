@@ -249,15 +249,19 @@ int vw_daemon_open_workloads(struct vw_daemon *d, struct vw_workloads_opts *o, b
 
 /* ---- GPUs ---------------------------------------------------------------------------------- */
 
+static struct vw_gpu_opts gpu_opts(const struct vw_daemon_options *o)
+{
+	return (struct vw_gpu_opts){ .nvml_library = nonempty(o->gpu_nvml_library),
+				     .idle_w = o->gpu_idle_w,
+				     .idle_window = (size_t)o->gpu_idle_window };
+}
+
 void vw_daemon_open_gpus(struct vw_daemon *d)
 {
-	const struct vw_daemon_options *o = d->opts;
-	struct vw_gpu_opts go = { .nvml_library = nonempty(o->gpu_nvml_library),
-				  .idle_w = o->gpu_idle_w,
-				  .idle_window = (size_t)o->gpu_idle_window };
+	struct vw_gpu_opts go = gpu_opts(d->opts);
 	int r;
 
-	if (!o->gpu_enable) {
+	if (!d->opts->gpu_enable) {
 		vw_info("gpu: --gpu.enable=false: no GPU series");
 		return;
 	}
@@ -266,24 +270,53 @@ void vw_daemon_open_gpus(struct vw_daemon *d)
 		vw_warn("gpu: cannot read the GPUs: %s; no GPU series", strerror(-r));
 }
 
-void vw_daemon_attribute_gpus(struct vw_daemon *d)
+int vw_daemon_attach_gpus(struct vw_daemon *d, const struct vw_gpu_source_ops *ops, void *ctx)
+{
+	struct vw_gpu_opts go = gpu_opts(d->opts);
+
+	return d->opts->gpu_enable ? vw_gpus_attach(&d->gpus, &go, ops, ctx) : -ENODEV;
+}
+
+/* The VMs' vGPU shares to their groups; *ret_idle and *ret_active: what they took. */
+static void attribute_vgpus(struct vw_daemon *d, vw_vgpu_owner_fn owner, void *ud,
+			    uint64_t *ret_idle, uint64_t *ret_active)
+{
+	size_t max = vw_gpus_count(d->gpus) * VW_GPU_MAX_VGPUS, n;
+	_cleanup_free_ struct vw_gpu_vgpu_energy *e = calloc(max + 1, sizeof(*e));
+	_cleanup_free_ struct vw_group_gpu *g = calloc(max + 1, sizeof(*g));
+
+	*ret_idle = *ret_active = 0;
+	if (!e || !g)
+		return; /* no memory: the node's */
+	n = vw_gpus_vgpu_energy(d->gpus, e, max);
+	for (size_t i = 0; i < n; i++) {
+		g[i] = (struct vw_group_gpu){ .idle_uj = e[i].idle_uj, .active_uj = e[i].active_uj };
+		if (!owner || !owner(ud, &e[i], g[i].id))
+			g[i].id[0] = '\0';
+	}
+	(void)vw_workloads_group_gpu(d->workloads, g, n, ret_idle, ret_active);
+}
+
+void vw_daemon_attribute_gpus(struct vw_daemon *d, vw_vgpu_owner_fn owner, void *ud)
 {
 	_cleanup_free_ struct vw_gpu_pid_energy *e = NULL;
 	size_t max = vw_gpus_count(d->gpus) * VW_GPU_MAX_TRACKED, n;
-	uint64_t active = 0, idle = 0;
+	uint64_t active = 0, idle = 0, vm_idle, vm_active;
 
 	if (!d->gpus || !d->workloads)
 		return;
+	attribute_vgpus(d, owner, ud, &vm_idle, &vm_active);
 	e = calloc(max, sizeof(*e));
 	n = vw_gpus_process_energy(d->gpus, e, e ? max : 0, &active); /* no memory: the node's */
-	(void)vw_workloads_gpu(d->workloads, e, n, active);
+	(void)vw_workloads_gpu(d->workloads, e, n, active - VW_MIN(vm_active, active));
 	for (size_t i = 0; i < vw_gpus_count(d->gpus); i++) {
 		struct vw_gpu_view v;
 
 		vw_gpus_view(d->gpus, i, &v);
 		idle = vw_energy_add(idle, v.int_idle_uj);
 	}
-	(void)vw_workloads_gpu_idle(d->workloads, idle, vw_gpus_count(d->gpus));
+	(void)vw_workloads_gpu_idle(d->workloads, idle - VW_MIN(vm_idle, idle),
+				    vw_gpus_count(d->gpus));
 }
 
 /* ---- render and publish -------------------------------------------------------------------- */

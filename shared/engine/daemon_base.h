@@ -120,9 +120,22 @@ int vw_daemon_open_workloads(struct vw_daemon *d, struct vw_workloads_opts *o, b
  * (vw_gpus_close_interval).
  */
 void vw_daemon_open_gpus(struct vw_daemon *d);
-/* After the interval's workload update and the GPUs' close: their per-process active energy to
- * the workloads (nothing without both). */
-void vw_daemon_attribute_gpus(struct vw_daemon *d);
+/* One more GPU source into d->gpus (vw_gpus_attach), unless --gpu.enable=false: 0 or -errno. */
+struct vw_gpu_source_ops;
+int vw_daemon_attach_gpus(struct vw_daemon *d, const struct vw_gpu_source_ops *ops, void *ctx);
+/*
+ * Names the group (a VM's UUID) a vGPU's VM is, into id; false when it is none the caller knows
+ * (its share stays the node's).
+ */
+struct vw_gpu_vgpu_energy;
+typedef bool (*vw_vgpu_owner_fn)(void *ud, const struct vw_gpu_vgpu_energy *e,
+				 char id[VW_UUID_LEN]);
+/*
+ * After the interval's workload update and the GPUs' close: the VMs' vGPU shares to their
+ * groups (owner: NULL where there are no VMs), then the per-process active energy and the
+ * pods' idle reservations out of what the VMs did not take (nothing without workloads).
+ */
+void vw_daemon_attribute_gpus(struct vw_daemon *d, vw_vgpu_owner_fn owner, void *ud);
 
 /* Render the snapshot of v (the skeleton fills v->node_name and v->self) and publish it. */
 int vw_daemon_render_publish(struct vw_daemon *d, struct vw_node_view *v);

@@ -7,7 +7,11 @@
  * labels minus zone: kepler_{process,container,pod}_gpu_{joules_total,watts} (active energy, as
  * Kepler counts it), shown for the workloads that used a GPU.
  *
- * For every interval: node GPU active = containers' + uncontained processes' + unattributed.
+ * A VM with vGPUs (a vGPU host) takes its vGPUs' shares of the devices' active and idle energy
+ * before the processes and pods take theirs: virtwatt_vm_gpu_{,idle_}{joules_total,watts}.
+ *
+ * For every interval: node GPU active = containers' + uncontained processes' + VMs' +
+ * unattributed, and node GPU idle = pods' + VMs' + unreserved.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,10 +28,12 @@ static const char *const l_cont[] = { "container_id", "container_name", "runtime
 				      "pod_id", "node_name", NULL };
 static const char *const l_pod[] = { "pod_id", "pod_name", "pod_namespace", "state", "node_name",
 				     NULL };
+static const char *const l_vm[] = { "vm_id", "vm_name", "hypervisor", "state", "node_name",
+				    NULL };
 static const char *const l_node[] = { "node_name", NULL };
 
 enum { F_PROC_J, F_PROC_W, F_CONT_J, F_CONT_W, F_POD_J, F_POD_W, F_UNATTR, F_UNCONT, F_POD_IDLE,
-       F_UNRESERVED };
+       F_UNRESERVED, F_VM_J, F_VM_W, F_VM_IDLE_J, F_VM_IDLE_W };
 
 #define KEPLER_GPU(f, level, labels)                                                               \
 	[f##_J] = { "kepler_" level "_gpu_joules_total", VW_METRIC_COUNTER,                        \
@@ -52,8 +58,22 @@ static const struct vw_metric_family gpu_families[] = {
 			 "containers' nvidia.com/gpu requests out of the node's GPUs",
 			 "joules", l_pod },
 	[F_UNRESERVED] = { "virtwatt_node_gpu_idle_unreserved_joules_total", VW_METRIC_COUNTER,
-			   "Idle GPU energy no pod's nvidia.com/gpu request reserved (the node's)",
+			   "Idle GPU energy no pod's nvidia.com/gpu request or VM's vGPU reserved "
+			   "(the node's)",
 			   "joules", l_node },
+	[F_VM_J] = { "virtwatt_vm_gpu_joules_total", VW_METRIC_COUNTER,
+		     "Active GPU energy of a VM's vGPUs in joules: their share of the devices' "
+		     "active energy by SM utilization (as kepler_pod_gpu_joules_total)",
+		     "joules", l_vm },
+	[F_VM_W] = { "virtwatt_vm_gpu_watts", VW_METRIC_GAUGE,
+		     "Active GPU power of a VM's vGPUs in watts", "watts", l_vm },
+	[F_VM_IDLE_J] = { "virtwatt_vm_gpu_idle_joules_total", VW_METRIC_COUNTER,
+			  "Idle GPU energy a VM's vGPUs reserved in joules: each vGPU holds the "
+			  "share of its device its type reserves (1 of the most instances of that "
+			  "type the device holds)",
+			  "joules", l_vm },
+	[F_VM_IDLE_W] = { "virtwatt_vm_gpu_idle_watts", VW_METRIC_GAUGE,
+			  "Idle GPU power a VM's vGPUs reserved in watts", "watts", l_vm },
 };
 const struct vw_family_table vw_workload_gpu_family_table = {
 	"shared/engine/workload_gpu.c: vw_workloads_render_gpu()", "virtwatt-host, virtwatt-guest",
@@ -154,6 +174,35 @@ int vw_workloads_gpu_idle(struct vw_workloads *w, uint64_t idle_uj, size_t n_gpu
 	}
 	w->gpu_idle_unreserved_uj = vw_energy_add(w->gpu_idle_unreserved_uj, rest);
 	return reserve && out ? 0 : -ENOMEM;
+}
+
+int vw_workloads_group_gpu(struct vw_workloads *w, const struct vw_group_gpu *e, size_t n,
+			   uint64_t *ret_idle_uj, uint64_t *ret_active_uj)
+{
+	if (!w || (n && !e) || !ret_idle_uj || !ret_active_uj)
+		return -EINVAL;
+	*ret_idle_uj = *ret_active_uj = 0;
+	for (size_t k = 0; k < w->n_vms; k++)
+		w->vms[k].gpu.interval[M_IDLE] = w->vms[k].gpu.interval[M_ACTIVE] = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct wl_vm *vm = NULL;
+
+		for (size_t k = 0; e[i].id[0] && k < w->n_vms && !vm; k++)
+			if (w->vms[k].listed && strcmp(w->vms[k].uuid, e[i].id) == 0)
+				vm = &w->vms[k];
+		if (!vm)
+			continue; /* the node's */
+		vm->has_gpu = true;
+		for (int m = 0; m < M__COUNT; m++) {
+			uint64_t uj = m == M_IDLE ? e[i].idle_uj : e[i].active_uj;
+
+			vm->gpu.uj[m] = vw_energy_add(vm->gpu.uj[m], uj);
+			vm->gpu.interval[m] += uj;
+		}
+		*ret_idle_uj = vw_energy_add(*ret_idle_uj, e[i].idle_uj);
+		*ret_active_uj = vw_energy_add(*ret_active_uj, e[i].active_uj);
+	}
+	return 0;
 }
 
 /* ---- rendering ---- */
@@ -269,6 +318,32 @@ static int render_pod_idle(const struct vw_workloads *w, struct vw_prom_writer *
 	return r < 0 ? r : vw_prom_family_end(pw);
 }
 
+static int render_vms(const struct vw_workloads *w, struct vw_prom_writer *pw, const char *node)
+{
+	int r = 0;
+
+	for (int f = F_VM_J; r == 0 && f <= F_VM_IDLE_W; f++) {
+		int m = f >= F_VM_IDLE_J ? M_IDLE : M_ACTIVE;
+
+		r = vw_prom_family(pw, &gpu_families[f]);
+		for (size_t k = 0; r == 0 && k < w->n_vms; k++) {
+			const struct wl_vm *vm = &w->vms[k];
+			const char *v[] = { vm->uuid, vm->name, vm->hypervisor,
+					    vm->terminated ? "terminated" : "running", node, NULL };
+
+			if (!vm->has_gpu || vm->hidden)
+				continue;
+			r = f == F_VM_J || f == F_VM_IDLE_J
+				    ? vw_prom_counter_micro(pw, v, vm->gpu.uj[m])
+				    : vw_prom_gauge(pw, v, vw_energy_watts(vm->gpu.interval[m],
+									   w->dt_ns));
+		}
+		if (r == 0)
+			r = vw_prom_family_end(pw);
+	}
+	return r;
+}
+
 int vw_workloads_render_gpu(const struct vw_workloads *w, struct vw_prom_writer *pw,
 			    const char *node_name)
 {
@@ -291,5 +366,7 @@ int vw_workloads_render_gpu(const struct vw_workloads *w, struct vw_prom_writer 
 		r = render_pods(w, pw, node_name);
 	if (r == 0 && w->o.pods)
 		r = render_pod_idle(w, pw, node_name);
+	if (r == 0 && w->o.vms)
+		r = render_vms(w, pw, node_name);
 	return r;
 }

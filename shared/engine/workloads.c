@@ -412,6 +412,14 @@ size_t vw_workloads_group_energy(const struct vw_workloads *w, struct vw_group_e
 				.active_w = vw_energy_watts(v->z[z].interval[M_ACTIVE], w->dt_ns),
 			};
 		}
+		if (v->has_gpu)
+			e->zones[e->n_zones++] = (struct vw_zone_owner_energy){
+				.zone = VW_ZONE_GPU,
+				.idle_uj = v->gpu.uj[M_IDLE],
+				.active_uj = v->gpu.uj[M_ACTIVE],
+				.idle_w = vw_energy_watts(v->gpu.interval[M_IDLE], w->dt_ns),
+				.active_w = vw_energy_watts(v->gpu.interval[M_ACTIVE], w->dt_ns),
+			};
 		n++;
 	}
 	return n;

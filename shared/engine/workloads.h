@@ -108,7 +108,7 @@ int vw_workloads_set_groups(struct vw_workloads *w, const struct vw_group *group
 struct vw_group_energy {
 	char id[VW_UUID_LEN];
 	size_t n_zones;
-	struct vw_zone_owner_energy zones[VW_ZONE__COUNT];
+	struct vw_zone_owner_energy zones[VW_ZONE__WIRE_COUNT]; /* zone gpu: its vGPUs' */
 };
 /* Fills at most max entries of out; returns how many. */
 size_t vw_workloads_group_energy(const struct vw_workloads *w, struct vw_group_energy *out,
@@ -143,6 +143,18 @@ int vw_workloads_gpu(struct vw_workloads *w, const struct vw_gpu_pid_energy *e, 
  * requests), the unreserved rest the node's; without requests all of it the node's.
  */
 int vw_workloads_gpu_idle(struct vw_workloads *w, uint64_t idle_uj, size_t n_gpus);
+/*
+ * One interval's GPU energy of groups (a VM's vGPUs'; workload_gpu.c), before vw_workloads_gpu
+ * and vw_workloads_gpu_idle, which are then given what the groups did not take. Entries for a
+ * group not listed (or "" ids) are not taken. *ret_idle_uj and *ret_active_uj: what the groups
+ * took. Groups named twice take both.
+ */
+struct vw_group_gpu {
+	char id[VW_UUID_LEN];
+	uint64_t idle_uj, active_uj;
+};
+int vw_workloads_group_gpu(struct vw_workloads *w, const struct vw_group_gpu *e, size_t n,
+			   uint64_t *ret_idle_uj, uint64_t *ret_active_uj);
 /* kepler_{process,container,pod}_gpu_* and the node's GPU remainders; nothing before the first
  * vw_workloads_gpu(). */
 int vw_workloads_render_gpu(const struct vw_workloads *w, struct vw_prom_writer *pw,

@@ -79,6 +79,8 @@ struct wl_vm {
 	bool hidden;            /* terminated and its final value served: no longer exported */
 	uint64_t publications_gone; /* kept this long so a VM re-created with its UUID carries on */
 	struct acc z[VW_ZONE__COUNT];
+	bool has_gpu;   /* a vGPU's share came to it (workload_gpu.c): its guest gets zone gpu */
+	struct acc gpu; /* its vGPUs' idle and active GPU energy */
 };
 
 /* Publications a gone VM is remembered for (about an hour at the default 5 s interval). */

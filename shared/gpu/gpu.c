@@ -51,6 +51,12 @@ struct gpu_dev {
 	struct vw_gpu_procs procs;
 	bool procs_off;                  /* the source lists no processes */
 	struct vw_complaint proc_complaint;
+	bool vgpus_off;                  /* the source lists no vGPUs (not a vGPU host) */
+	struct vw_complaint vgpu_complaint;
+	/* A source that splits its energy itself (idle_err 0): its idle counter. */
+	bool source_split;
+	struct vw_energy_counter idle_ctr;
+	uint64_t closed_idle_uj;
 };
 
 struct vw_gpus {
@@ -115,6 +121,9 @@ static int setup_device(struct vw_gpus *g, const struct vw_gpu_opts *o, struct g
 {
 	/* Counters since a driver load never wrap in practice: a decrease is a reset (a gap). */
 	vw_energy_counter_init(&d->ctr, 0, 0);
+	vw_energy_counter_init(&d->idle_ctr, 0, 0);
+	if (d->info->counts_from_zero) /* its first reading is energy, not a baseline */
+		d->ctr.primed = d->idle_ctr.primed = true;
 	d->floor = vw_idle_floor_new(o->idle_window, VW_GPU_IDLE_SUSTAIN, VW_GPU_IDLE_MAX_UTIL);
 	if (!d->floor)
 		return -errno;
@@ -128,44 +137,93 @@ static int setup_device(struct vw_gpus *g, const struct vw_gpu_opts *o, struct g
 	return 0;
 }
 
+/* Source s's devices appended to g->dev. */
+static int add_devices(struct vw_gpus *g, const struct vw_gpu_opts *o, size_t s)
+{
+	const struct vw_gpu_info *gi;
+	size_t k = g->src[s].ops->devices(g->src[s].state, &gi);
+	struct gpu_dev *dev = realloc(g->dev, (g->n_dev + k + 1) * sizeof(*dev));
+
+	if (!dev)
+		return -ENOMEM;
+	g->dev = dev;
+	for (size_t j = 0; j < k; j++) {
+		struct gpu_dev *d = &g->dev[g->n_dev];
+		int r;
+
+		*d = (struct gpu_dev){ .src = &g->src[s], .idx = j, .info = &gi[j] };
+		r = setup_device(g, o, d);
+		if (r < 0)
+			return r;
+		g->n_dev++;
+	}
+	return 0;
+}
+
+static int check_opts(const struct vw_gpu_opts *o)
+{
+	return !(o->idle_w >= 0) || o->idle_window < VW_GPU_IDLE_SUSTAIN ||
+			       o->idle_window > VW_IDLE_MAX_WINDOW
+		       ? -EINVAL
+		       : 0;
+}
+
 int vw_gpus_open(const struct vw_gpu_opts *o, struct vw_gpus **ret)
 {
 	_cleanup_(gpus_freep) struct vw_gpus *g = NULL;
 	char why[1024] = "";
-	size_t n;
+	int r = check_opts(o);
 
-	if (!(o->idle_w >= 0) || o->idle_window < VW_GPU_IDLE_SUSTAIN ||
-	    o->idle_window > VW_IDLE_MAX_WINDOW)
-		return -EINVAL;
+	if (r < 0)
+		return r;
 	g = calloc(1, sizeof(*g));
 	if (!g)
 		return -ENOMEM;
 	g->idle_w = o->idle_w;
-	n = open_sources(g, o, why, sizeof(why));
-	if (n == 0) {
+	if (open_sources(g, o, why, sizeof(why)) == 0) {
 		vw_info("gpu: no GPU found (%s): no GPU series", why[0] ? why : "no GPU source");
 		return -ENODEV;
 	}
-	g->dev = calloc(n, sizeof(*g->dev));
-	if (!g->dev)
-		return -ENOMEM;
 	for (size_t s = 0; s < g->n_src; s++) {
-		const struct vw_gpu_info *gi;
-		size_t k = g->src[s].ops->devices(g->src[s].state, &gi);
-
-		for (size_t j = 0; j < k && g->n_dev < n; j++) {
-			struct gpu_dev *d = &g->dev[g->n_dev++];
-			int r;
-
-			d->src = &g->src[s];
-			d->idx = j;
-			d->info = &gi[j];
-			r = setup_device(g, o, d);
-			if (r < 0)
-				return r;
-		}
+		r = add_devices(g, o, s);
+		if (r < 0)
+			return r;
 	}
 	*ret = VW_TAKE_PTR(g);
+	return 0;
+}
+
+int vw_gpus_attach(struct vw_gpus **gp, const struct vw_gpu_opts *o,
+		   const struct vw_gpu_source_ops *ops, void *ctx)
+{
+	struct vw_gpu_env env = { .nvml_library = o->nvml_library, .ctx = ctx };
+	_cleanup_(gpus_freep) struct vw_gpus *fresh = NULL;
+	struct vw_gpus *g = *gp;
+	char why[512] = "";
+	void *state = NULL;
+	int r = check_opts(o);
+
+	if (r < 0)
+		return r;
+	if (!g) {
+		g = fresh = calloc(1, sizeof(*g));
+		if (!g)
+			return -ENOMEM;
+		g->idle_w = o->idle_w;
+	}
+	if (g->n_src == ARRAY_SIZE(g->src))
+		return -ENOSPC;
+	r = ops->open(&env, &state, why, sizeof(why));
+	if (r < 0) {
+		vw_warn("gpu: %s: cannot open: %s", ops->name, why[0] ? why : strerror(-r));
+		return r;
+	}
+	g->src[g->n_src++] = (struct gpu_source){ .ops = ops, .state = state };
+	r = add_devices(g, o, g->n_src - 1); /* on failure the source is closed with g */
+	if (r < 0)
+		return r;
+	*gp = g;
+	fresh = NULL;
 	return 0;
 }
 
@@ -203,6 +261,33 @@ static void sample_processes(struct gpu_dev *d)
 	vw_gpu_procs_add(&d->procs, s, n);
 }
 
+/* The vGPUs on the device this tick, where the source lists them (a vGPU host). */
+static void sample_vgpus(struct gpu_dev *d)
+{
+	struct vw_gpu_vgpu_sample s[VW_GPU_MAX_VGPUS];
+	size_t n = 0;
+	int r;
+
+	if (d->vgpus_off)
+		return;
+	r = d->src->ops->vgpus ? d->src->ops->vgpus(d->src->state, d->idx, s, ARRAY_SIZE(s), &n)
+			       : -EOPNOTSUPP;
+	if (r == -EOPNOTSUPP) {
+		d->vgpus_off = true; /* not a vGPU host: nothing to say */
+		return;
+	}
+	if (r < 0) {
+		vw_complain(&d->vgpu_complaint, VW_LOG_WARN,
+			    "gpu: %s device %u (%s): listing its vGPUs: %s; their energy stays the "
+			    "node's",
+			    d->src->ops->name, d->info->index, d->info->uuid, strerror(-r));
+		return;
+	}
+	vw_release(&d->vgpu_complaint, VW_LOG_INFO, "gpu: %s device %u (%s): vGPUs listed again",
+		   d->src->ops->name, d->info->index, d->info->uuid);
+	vw_gpu_procs_add_vgpus(&d->procs, s, n);
+}
+
 /* One device at now_ns: its counter, or its power integrated; utilization summed. */
 static void sample_device(struct gpu_dev *d, uint64_t now_ns)
 {
@@ -216,6 +301,10 @@ static void sample_device(struct gpu_dev *d, uint64_t now_ns)
 		what = "energy";
 		if (err == 0)
 			vw_energy_counter_update(&d->ctr, rd.energy_uj, now_ns, NULL);
+		if (err == 0 && rd.idle_err == 0) { /* the source's own split */
+			d->source_split = true;
+			vw_energy_counter_update(&d->idle_ctr, rd.idle_uj, now_ns, NULL);
+		}
 	} else {
 		err = rd.power_err;
 		what = "power";
@@ -232,6 +321,7 @@ static void sample_device(struct gpu_dev *d, uint64_t now_ns)
 		d->util_n++;
 	}
 	sample_processes(d);
+	sample_vgpus(d);
 	if (err < 0) {
 		d->view.read_errors++;
 		vw_complain(&d->complaint, VW_LOG_WARN,
@@ -255,7 +345,7 @@ void vw_gpus_sample(struct vw_gpus *g, uint64_t now_ns)
 		if (!g->sampled) { /* the baseline: what it saw was before the first interval */
 			d->util_sum = 0;
 			d->util_n = 0;
-			d->procs.n_use = 0;
+			vw_gpu_procs_reset(&d->procs);
 		}
 	}
 	if (!g->sampled)
@@ -290,14 +380,22 @@ static void close_device(const struct vw_gpus *g, struct gpu_dev *d, uint64_t dt
 	double idle_w = pick_idle(g, d, &v->idle_method);
 	bool clean = d->ctr.gaps == d->closed_gaps && v->read_errors == d->closed_errors;
 
-	vw_idle_split(energy, dt_ns, idle_w, util, &v->int_idle_uj, &v->int_active_uj);
+	if (d->source_split) { /* as the source split it (the guest: its host's split) */
+		v->int_idle_uj = VW_MIN(energy, d->idle_ctr.total_uj - d->closed_idle_uj);
+		v->int_active_uj = energy - v->int_idle_uj;
+		v->idle_method = VW_IDLE_SOURCE;
+		idle_w = -1;
+		d->closed_idle_uj = d->idle_ctr.total_uj;
+	} else {
+		vw_idle_split(energy, dt_ns, idle_w, util, &v->int_idle_uj, &v->int_active_uj);
+	}
 	/* The baseline is learnt from whole intervals only: no gap, no failed read. */
 	if (clean && dt_ns > 0)
 		vw_idle_floor_add(d->floor, vw_energy_watts(energy, dt_ns), util);
 	d->closed_uj = d->ctr.total_uj;
 	d->closed_gaps = d->ctr.gaps;
 	d->closed_errors = v->read_errors;
-	(void)vw_gpu_procs_close(&d->procs, v->int_active_uj,
+	(void)vw_gpu_procs_close(&d->procs, v->int_active_uj, v->int_idle_uj,
 				 d->util_n ? (uint64_t)llround(d->util_sum * 100) : 0);
 	d->util_sum = 0;
 	d->util_n = 0;
@@ -344,6 +442,33 @@ size_t vw_gpus_process_energy(const struct vw_gpus *g, struct vw_gpu_pid_energy 
 				continue; /* no room: the node's */
 			if (j == n)
 				out[n++] = (struct vw_gpu_pid_energy){ .pid = e->pid };
+			out[j].active_uj = vw_energy_add(out[j].active_uj, e->active_uj);
+		}
+	}
+	return n;
+}
+
+size_t vw_gpus_vgpu_energy(const struct vw_gpus *g, struct vw_gpu_vgpu_energy *out, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; g && i < g->n_dev; i++) {
+		const struct vw_gpu_procs *p = &g->dev[i].procs;
+
+		for (size_t k = 0; k < p->n_vlast; k++) {
+			const struct vw_gpu_vgpu_energy *e = &p->vlast[k];
+			size_t j = 0;
+
+			while (j < n && (out[j].vm_id_type != e->vm_id_type ||
+					 strcmp(out[j].vm_id, e->vm_id) != 0))
+				j++;
+			if (j == n && n == max)
+				continue; /* no room: the node's */
+			if (j == n) {
+				out[n++] = *e;
+				continue;
+			}
+			out[j].idle_uj = vw_energy_add(out[j].idle_uj, e->idle_uj);
 			out[j].active_uj = vw_energy_add(out[j].active_uj, e->active_uj);
 		}
 	}

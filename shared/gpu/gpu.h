@@ -50,6 +50,13 @@ struct vw_gpus;
  * -errno (EINVAL for bad opts, ENOMEM) on failure. */
 int vw_gpus_open(const struct vw_gpu_opts *o, struct vw_gpus **ret);
 void vw_gpus_free(struct vw_gpus *g);
+/*
+ * Open one more source (ctx: its own context) and add its devices, creating *g when NULL: a
+ * device that appears later (the guest's host-measured vGPU share, once its host sends one).
+ * -errno (said) when the source does not open; *g is then unchanged.
+ */
+int vw_gpus_attach(struct vw_gpus **g, const struct vw_gpu_opts *o,
+		   const struct vw_gpu_source_ops *ops, void *ctx);
 
 /* Read every device at now_ns (CLOCK_MONOTONIC; the first call only sets baselines). */
 void vw_gpus_sample(struct vw_gpus *g, uint64_t now_ns);
@@ -92,6 +99,22 @@ struct vw_gpu_pid_energy {
  */
 size_t vw_gpus_process_energy(const struct vw_gpus *g, struct vw_gpu_pid_energy *out, size_t max,
 			      uint64_t *ret_active_uj);
+
+/* A VM's GPU energy of the last closed interval, as its vGPUs' (every device's, summed). */
+struct vw_gpu_vgpu_energy {
+	char vm_id[VW_GPU_VM_ID_MAX]; /* as the library names the VM */
+	enum vw_gpu_vm_id_type vm_id_type;
+	char mdev_uuid[VW_GPU_VM_ID_MAX]; /* one of its vGPUs' mediated devices, or "" */
+	uint64_t idle_uj;   /* its vGPUs' reservations of the devices' idle energy */
+	uint64_t active_uj; /* its vGPUs' shares of the devices' active energy */
+};
+
+/*
+ * The last closed interval's GPU energy per VM with a vGPU (at most max entries, merged by
+ * VM; returns how many). The shares come out of the devices' idle and active energy: what the
+ * VMs and processes did not take is the node's.
+ */
+size_t vw_gpus_vgpu_energy(const struct vw_gpus *g, struct vw_gpu_vgpu_energy *out, size_t max);
 
 /* The node GPU families (gpu_metrics.c) for every device. */
 int vw_gpus_render(const struct vw_gpus *g, struct vw_prom_writer *w, const char *node_name);

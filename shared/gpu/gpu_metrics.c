@@ -98,7 +98,10 @@ static void fill_labels(struct dev_labels *l, const struct vw_gpu_view *v, const
 {
 	const struct vw_gpu_info *gi = v->info;
 
-	snprintf(l->index, sizeof(l->index), "%u", gi->index);
+	if (gi->label[0])
+		snprintf(l->index, sizeof(l->index), "%s", gi->label);
+	else
+		snprintf(l->index, sizeof(l->index), "%u", gi->index);
 	memcpy(l->gpu, (const char *[]){ l->index, gi->uuid, gi->name, v->vendor, node, NULL },
 	       sizeof(l->gpu));
 	memcpy(l->dev, (const char *[]){ l->index, gi->uuid, node, NULL }, sizeof(l->dev));

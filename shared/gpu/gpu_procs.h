@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * One GPU's processes over an interval (gpu.c's, not for other modules): what each sample tick
- * saw of them is summed, and at the interval's close the device's active energy is shared out
- * (gpu_share.h); the shares stay until the next close.
+ * One GPU's processes and vGPUs over an interval (gpu.c's, not for other modules): what each
+ * sample tick saw of them is summed, and at the interval's close the device's active energy is
+ * shared out among them all by SM utilization (gpu_share.h: a vGPU is one more consumer, its
+ * VM's work as a whole), and its idle energy among the vGPUs by reservation (each holds the
+ * share of the device its type reserves, for the ticks it was listed; the unreserved rest is
+ * the node's). The shares stay until the next close.
  */
 #pragma once
 
@@ -14,16 +17,36 @@
 #include "gpu_source.h"
 
 
+struct vw_gpu_vgpu_use {
+	struct vw_gpu_vgpu_sample id; /* as last listed (sm_util, sampled: that tick's) */
+	uint64_t sm_sum;              /* SM utilization (percent) summed over the samples */
+	uint64_t ticks;               /* ticks it was listed in */
+};
+
 struct vw_gpu_procs {
 	struct vw_gpu_proc_use use[VW_GPU_MAX_TRACKED]; /* this interval's */
 	size_t n_use;
 	struct vw_gpu_pid_energy last[VW_GPU_MAX_TRACKED]; /* the last closed interval's shares */
 	size_t n_last;
 	uint64_t dropped;
+	struct vw_gpu_vgpu_use vuse[VW_GPU_MAX_VGPUS]; /* this interval's vGPUs */
+	size_t n_vuse;
+	uint64_t vticks; /* vgpus() calls this interval */
+	struct vw_gpu_vgpu_energy vlast[VW_GPU_MAX_VGPUS]; /* the last closed interval's */
+	size_t n_vlast;
 };
 
 /* One tick's processes (a processes() call's). */
 void vw_gpu_procs_add(struct vw_gpu_procs *p, const struct vw_gpu_proc_sample *s, size_t n);
-/* Close the interval: share active_uj (busy_sum: the device's utilization percent summed over
- * the ticks, 0 unknown) and start the next. Returns what no process took. */
-uint64_t vw_gpu_procs_close(struct vw_gpu_procs *p, uint64_t active_uj, uint64_t busy_sum);
+/* One tick's vGPUs (a vgpus() call's). */
+void vw_gpu_procs_add_vgpus(struct vw_gpu_procs *p, const struct vw_gpu_vgpu_sample *s,
+			    size_t n);
+/* Forget this interval's ticks (the baseline sample: what it saw was before the interval). */
+void vw_gpu_procs_reset(struct vw_gpu_procs *p);
+/*
+ * Close the interval: share active_uj (busy_sum: the device's utilization percent summed over
+ * the ticks, 0 unknown) among processes and vGPUs, idle_uj among the vGPUs' reservations, and
+ * start the next. Returns what no process or vGPU took of active_uj.
+ */
+uint64_t vw_gpu_procs_close(struct vw_gpu_procs *p, uint64_t active_uj, uint64_t idle_uj,
+			    uint64_t busy_sum);

@@ -33,13 +33,20 @@ struct vw_gpu_info {
 	bool has_energy;             /* a cumulative energy counter (else power is integrated) */
 	bool has_power;              /* a power reading */
 	bool has_utilization;        /* a device utilization reading */
+	bool counts_from_zero;       /* its counter began at 0 when the source opened: the first
+				      * reading is energy to count, not a baseline */
 	enum vw_gpu_mig mig;
+	char label[16];              /* Kepler's `gpu` label: the index ("0"), or a source's name */
 };
 
 /* One read of one device; each part 0 or -errno on its own (-EOPNOTSUPP: not offered). */
 struct vw_gpu_reading {
 	uint64_t energy_uj; /* raw cumulative counter (since the driver loaded, say) */
 	int energy_err;
+	/* The idle part of energy_uj, for a source that splits its energy itself (the guest's
+	 * passthrough: its host's split); -EOPNOTSUPP for the others, which gpu.c splits. */
+	uint64_t idle_uj;
+	int idle_err;
 	uint64_t power_uw;
 	int power_err;
 	double util;        /* 0..1 over the library's last sample period */
@@ -60,8 +67,34 @@ struct vw_gpu_proc_sample {
 
 #define VW_GPU_MAX_PROCS 256 /* per device per call */
 
+/* How a vGPU names the VM it serves (NVML's nvmlVgpuVmIdType_t). */
+enum vw_gpu_vm_id_type {
+	VW_GPU_VM_ID_DOMAIN, /* a hypervisor's domain id (Xen) */
+	VW_GPU_VM_ID_UUID,   /* the VM's UUID (KVM: QEMU's -uuid, libvirt's domain UUID) */
+};
+
+#define VW_GPU_VM_ID_MAX 80 /* NVML_DEVICE_UUID_BUFFER_SIZE */
+#define VW_GPU_MAX_VGPUS 64  /* per device per call */
+
+/*
+ * A vGPU on a device (NVIDIA vGPU hosts) as one vgpus() call saw it: the VM it serves, its
+ * reservation of the device, and its utilization sample newer than the previous call's.
+ */
+struct vw_gpu_vgpu_sample {
+	unsigned instance;               /* the library's vGPU instance id */
+	char vm_id[VW_GPU_VM_ID_MAX];    /* as the library gives it */
+	enum vw_gpu_vm_id_type vm_id_type;
+	char mdev_uuid[VW_GPU_VM_ID_MAX]; /* its mediated device's UUID (KVM), or "" */
+	/* Its share of the device in millionths: one instance of a type the device holds at most
+	 * N of reserves 1/N (a time-sliced A100-4C: 1/10); 0 unknown. */
+	uint32_t reserved_ppm;
+	unsigned sm_util; /* 0..100; 0 without a sample */
+	bool sampled;     /* a utilization sample came */
+};
+
 struct vw_gpu_env {
 	const char *nvml_library; /* NULL: "libnvidia-ml.so.1" from the loader's search path */
+	void *ctx;                /* a source's own context (the guest's passthrough reader) */
 };
 
 struct vw_gpu_source_ops {
@@ -83,6 +116,12 @@ struct vw_gpu_source_ops {
 	 */
 	int (*processes)(void *state, size_t i, struct vw_gpu_proc_sample *out, size_t max,
 			 size_t *ret_n);
+	/*
+	 * Optional: the active vGPUs on device i (at most max). -EOPNOTSUPP when the library or
+	 * the device has no vGPUs to list (not a vGPU host), else 0 or -errno.
+	 */
+	int (*vgpus)(void *state, size_t i, struct vw_gpu_vgpu_sample *out, size_t max,
+		     size_t *ret_n);
 	void (*close)(void *state);
 };
 

@@ -35,6 +35,28 @@
  *                                                unsigned long long lastSeenTimeStamp);
  *       one sample per process with non-zero utilization since lastSeenTimeStamp (µs, CPU
  *       time); NOT_FOUND when there is none; utilization NULL asks for the count
+ *
+ * vGPU hosts (group "vGPU Management" / "vGPU Queries"; struct reference
+ * structnvmlVgpuInstanceUtilizationSample__t.html, union nvmlValue_t):
+ *
+ *   nvmlReturn_t nvmlDeviceGetActiveVgpus(nvmlDevice_t device, unsigned int *vgpuCount,
+ *                                         nvmlVgpuInstance_t *vgpuInstances);
+ *       INSUFFICIENT_SIZE with *vgpuCount set when the array is too small
+ *   nvmlReturn_t nvmlVgpuInstanceGetVmID(nvmlVgpuInstance_t vgpuInstance, char *vmId,
+ *                                        unsigned int size, nvmlVgpuVmIdType_t *vmIdType);
+ *       at most 80 bytes with the NUL; the VM's UUID on KVM, a domain id on Xen
+ *   nvmlReturn_t nvmlVgpuInstanceGetMdevUUID(nvmlVgpuInstance_t vgpuInstance, char *mdevUuid,
+ *                                            unsigned int size);     KVM only
+ *   nvmlReturn_t nvmlVgpuInstanceGetType(nvmlVgpuInstance_t vgpuInstance,
+ *                                        nvmlVgpuTypeId_t *vgpuTypeId);
+ *   nvmlReturn_t nvmlVgpuTypeGetMaxInstances(nvmlDevice_t device, nvmlVgpuTypeId_t vgpuTypeId,
+ *                                            unsigned int *vgpuInstanceCount);
+ *   nvmlReturn_t nvmlDeviceGetVgpuUtilization(nvmlDevice_t device,
+ *                                             unsigned long long lastSeenTimeStamp,
+ *                                             nvmlValueType_t *sampleValType,
+ *                                             unsigned int *vgpuInstanceSamplesCount,
+ *                                             nvmlVgpuInstanceUtilizationSample_t *samples);
+ *       samples newer than lastSeenTimeStamp (µs); NOT_FOUND when there is none
  */
 #pragma once
 
@@ -100,6 +122,44 @@ typedef struct {
 	unsigned int decUtil;         /* video decoder */
 } nvmlProcessUtilizationSample_t;
 
+typedef unsigned int nvmlVgpuInstance_t;
+typedef unsigned int nvmlVgpuTypeId_t;
+typedef int nvmlVgpuVmIdType_t;
+enum {
+	NVML_VGPU_VM_ID_DOMAIN_ID = 0,
+	NVML_VGPU_VM_ID_UUID = 1,
+};
+
+typedef int nvmlValueType_t;
+enum {
+	NVML_VALUE_TYPE_DOUBLE = 0,
+	NVML_VALUE_TYPE_UNSIGNED_INT = 1,
+	NVML_VALUE_TYPE_UNSIGNED_LONG = 2,
+	NVML_VALUE_TYPE_UNSIGNED_LONG_LONG = 3,
+	NVML_VALUE_TYPE_SIGNED_LONG_LONG = 4,
+	NVML_VALUE_TYPE_SIGNED_INT = 5,
+};
+
+typedef union {
+	double dVal;
+	int siVal;
+	unsigned int uiVal;
+	unsigned long ulVal;
+	unsigned long long ullVal;
+	signed long long sllVal;
+} nvmlValue_t;
+
+typedef struct {
+	nvmlVgpuInstance_t vgpuInstance;
+	unsigned long long timeStamp; /* CPU timestamp, µs */
+	nvmlValue_t smUtil;           /* SM (3D/compute) utilization, percent */
+	nvmlValue_t memUtil;
+	nvmlValue_t encUtil;
+	nvmlValue_t decUtil;
+} nvmlVgpuInstanceUtilizationSample_t;
+
+#define NVML_VGPU_VM_ID_BUFFER_SIZE 80
+
 /* The pointer types src_nvml.c looks the entry points up as. */
 typedef nvmlReturn_t (*nvml_init_fn)(void);
 typedef nvmlReturn_t (*nvml_shutdown_fn)(void);
@@ -118,3 +178,16 @@ typedef nvmlReturn_t (*nvml_get_process_util_fn)(nvmlDevice_t device,
 						 nvmlProcessUtilizationSample_t *samples,
 						 unsigned int *count,
 						 unsigned long long last_seen_us);
+typedef nvmlReturn_t (*nvml_get_active_vgpus_fn)(nvmlDevice_t device, unsigned int *count,
+						 nvmlVgpuInstance_t *instances);
+typedef nvmlReturn_t (*nvml_vgpu_vm_id_fn)(nvmlVgpuInstance_t vgpu, char *vm_id,
+					   unsigned int size, nvmlVgpuVmIdType_t *type);
+typedef nvmlReturn_t (*nvml_vgpu_string_fn)(nvmlVgpuInstance_t vgpu, char *buf,
+					    unsigned int size);
+typedef nvmlReturn_t (*nvml_vgpu_type_fn)(nvmlVgpuInstance_t vgpu, nvmlVgpuTypeId_t *type);
+typedef nvmlReturn_t (*nvml_vgpu_max_instances_fn)(nvmlDevice_t device, nvmlVgpuTypeId_t type,
+						   unsigned int *count);
+typedef nvmlReturn_t (*nvml_get_vgpu_util_fn)(nvmlDevice_t device,
+					      unsigned long long last_seen_us,
+					      nvmlValueType_t *type, unsigned int *count,
+					      nvmlVgpuInstanceUtilizationSample_t *samples);

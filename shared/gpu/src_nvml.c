@@ -41,6 +41,13 @@ struct nvml_api {
 	nvml_get_mig_mode_fn get_mig_mode;
 	nvml_get_processes_fn get_processes;
 	nvml_get_process_util_fn get_process_util;
+	/* optional, vGPU hosts */
+	nvml_get_active_vgpus_fn get_active_vgpus;
+	nvml_vgpu_vm_id_fn vgpu_vm_id;
+	nvml_vgpu_string_fn vgpu_mdev_uuid;
+	nvml_vgpu_type_fn vgpu_type;
+	nvml_vgpu_max_instances_fn vgpu_max_instances;
+	nvml_get_vgpu_util_fn get_vgpu_util;
 };
 
 struct nvml {
@@ -51,9 +58,12 @@ struct nvml {
 	nvmlDevice_t handle[VW_GPU_MAX_DEVICES];
 	struct vw_gpu_info info[VW_GPU_MAX_DEVICES];
 	unsigned long long last_seen_us[VW_GPU_MAX_DEVICES]; /* newest process sample taken */
-	/* scratch for processes() */
+	unsigned long long vgpu_seen_us[VW_GPU_MAX_DEVICES];  /* newest vGPU sample taken */
+	/* scratch for processes() and vgpus() */
 	nvmlProcessInfo_t infos[VW_GPU_MAX_PROCS];
 	nvmlProcessUtilizationSample_t samples[VW_GPU_MAX_PROCS];
+	nvmlVgpuInstance_t vgpus[VW_GPU_MAX_VGPUS];
+	nvmlVgpuInstanceUtilizationSample_t vsamples[VW_GPU_MAX_VGPUS];
 };
 
 /* An entry point's name and where its address goes; required ones make open fail. */
@@ -78,6 +88,12 @@ static const struct symbol symbols[] = {
 	SYM("nvmlDeviceGetMigMode", get_mig_mode, false),
 	SYM("nvmlDeviceGetComputeRunningProcesses_v3", get_processes, false),
 	SYM("nvmlDeviceGetProcessUtilization", get_process_util, false),
+	SYM("nvmlDeviceGetActiveVgpus", get_active_vgpus, false),
+	SYM("nvmlVgpuInstanceGetVmID", vgpu_vm_id, false),
+	SYM("nvmlVgpuInstanceGetMdevUUID", vgpu_mdev_uuid, false),
+	SYM("nvmlVgpuInstanceGetType", vgpu_type, false),
+	SYM("nvmlVgpuTypeGetMaxInstances", vgpu_max_instances, false),
+	SYM("nvmlDeviceGetVgpuUtilization", get_vgpu_util, false),
 };
 
 /* NVML's results as errno values (the caller's logs name them with strerror). */
@@ -149,7 +165,8 @@ static int resolve(struct nvml *nv, char *why, size_t len)
 			snprintf(why, len, "the library has no %s", symbols[i].name);
 			return -ENODEV;
 		}
-		if (!p)
+		/* a vGPU host's calls: absent from other drivers' libraries, said by vgpus() */
+		if (!p && symbols[i].off < offsetof(struct nvml_api, get_active_vgpus))
 			vw_info("gpu: nvml: this driver's library has no %s: %s", symbols[i].name,
 				symbols[i].off == offsetof(struct nvml_api, get_energy)
 					? "energy is integrated from power"
@@ -272,6 +289,7 @@ static void nvml_read(void *state, size_t i, struct vw_gpu_reading *ret)
 	nvmlUtilization_t u = { 0 };
 
 	*ret = (struct vw_gpu_reading){ .energy_err = -EOPNOTSUPP,
+					.idle_err = -EOPNOTSUPP,
 					.power_err = -EOPNOTSUPP,
 					.util_err = -EOPNOTSUPP };
 	if (gi->has_energy) {
@@ -368,6 +386,112 @@ static int nvml_processes(void *state, size_t i, struct vw_gpu_proc_sample *out,
 		       : 0;
 }
 
+/* A utilization value of the type the library gave, as a percent 0..100. */
+static unsigned value_percent(nvmlValueType_t type, nvmlValue_t v)
+{
+	long double x;
+
+	switch (type) {
+	case NVML_VALUE_TYPE_DOUBLE:
+		x = v.dVal;
+		break;
+	case NVML_VALUE_TYPE_UNSIGNED_INT:
+		x = v.uiVal;
+		break;
+	case NVML_VALUE_TYPE_UNSIGNED_LONG:
+		x = v.ulVal;
+		break;
+	case NVML_VALUE_TYPE_UNSIGNED_LONG_LONG:
+		x = v.ullVal;
+		break;
+	case NVML_VALUE_TYPE_SIGNED_LONG_LONG:
+		x = v.sllVal;
+		break;
+	case NVML_VALUE_TYPE_SIGNED_INT:
+		x = v.siVal;
+		break;
+	default:
+		return 0; /* a type this header does not know: no sample */
+	}
+	return !(x > 0) ? 0 : x >= 100 ? 100 : (unsigned)x; /* NaN: 0 */
+}
+
+/* The share of device h one instance of vGPU v's type reserves, in millionths; 0 unknown. */
+static uint32_t reserved_ppm(const struct nvml *nv, nvmlDevice_t h, nvmlVgpuInstance_t v)
+{
+	nvmlVgpuTypeId_t type;
+	unsigned max = 0;
+
+	if (!nv->api.vgpu_type || !nv->api.vgpu_max_instances ||
+	    nv->api.vgpu_type(v, &type) != NVML_SUCCESS ||
+	    nv->api.vgpu_max_instances(h, type, &max) != NVML_SUCCESS || max == 0)
+		return 0;
+	return 1000000u / max;
+}
+
+/* The vGPU utilization samples newer than the last call's, onto out[0..n) by instance. */
+static void vgpu_samples(struct nvml *nv, size_t i, struct vw_gpu_vgpu_sample *out, size_t n)
+{
+	unsigned count = VW_GPU_MAX_VGPUS;
+	unsigned long long newest = nv->vgpu_seen_us[i];
+	nvmlValueType_t type = NVML_VALUE_TYPE_UNSIGNED_INT;
+
+	if (!nv->api.get_vgpu_util ||
+	    nv->api.get_vgpu_util(nv->handle[i], newest, &type, &count, nv->vsamples) !=
+		    NVML_SUCCESS)
+		return; /* NOT_FOUND: no sample since; else none this tick */
+	for (unsigned k = 0; k < count && k < VW_GPU_MAX_VGPUS; k++) {
+		const nvmlVgpuInstanceUtilizationSample_t *u = &nv->vsamples[k];
+
+		if (u->timeStamp <= nv->vgpu_seen_us[i])
+			continue; /* already counted */
+		newest = VW_MAX(newest, u->timeStamp);
+		for (size_t j = 0; j < n; j++)
+			if (out[j].instance == u->vgpuInstance) {
+				out[j].sampled = true;
+				out[j].sm_util =
+					VW_MIN(out[j].sm_util + value_percent(type, u->smUtil), 100u);
+			}
+	}
+	nv->vgpu_seen_us[i] = newest;
+}
+
+static int nvml_vgpus(void *state, size_t i, struct vw_gpu_vgpu_sample *out, size_t max,
+		      size_t *ret_n)
+{
+	struct nvml *nv = state;
+	unsigned count = VW_GPU_MAX_VGPUS;
+	nvmlReturn_t r;
+
+	*ret_n = 0;
+	if (!nv->api.get_active_vgpus || !nv->api.vgpu_vm_id)
+		return -EOPNOTSUPP;
+	r = nv->api.get_active_vgpus(nv->handle[i], &count, nv->vgpus);
+	if (r != NVML_SUCCESS)
+		return nvml_errno(r); /* NOT_SUPPORTED: not a vGPU host */
+	for (unsigned k = 0; k < count && k < VW_GPU_MAX_VGPUS && *ret_n < max; k++) {
+		struct vw_gpu_vgpu_sample *s = &out[*ret_n];
+		nvmlVgpuVmIdType_t type = NVML_VGPU_VM_ID_DOMAIN_ID;
+
+		*s = (struct vw_gpu_vgpu_sample){ .instance = nv->vgpus[k] };
+		if (nv->api.vgpu_vm_id(nv->vgpus[k], s->vm_id, sizeof(s->vm_id), &type) !=
+		    NVML_SUCCESS)
+			continue; /* a VM it cannot name: its share stays the node's */
+		s->vm_id[sizeof(s->vm_id) - 1] = '\0';
+		s->vm_id_type = type == NVML_VGPU_VM_ID_UUID ? VW_GPU_VM_ID_UUID
+							     : VW_GPU_VM_ID_DOMAIN;
+		if (!nv->api.vgpu_mdev_uuid ||
+		    nv->api.vgpu_mdev_uuid(nv->vgpus[k], s->mdev_uuid, sizeof(s->mdev_uuid)) !=
+			    NVML_SUCCESS)
+			s->mdev_uuid[0] = '\0';
+		s->mdev_uuid[sizeof(s->mdev_uuid) - 1] = '\0';
+		s->reserved_ppm = reserved_ppm(nv, nv->handle[i], nv->vgpus[k]);
+		(*ret_n)++;
+	}
+	vgpu_samples(nv, i, out, *ret_n);
+	return 0;
+}
+
 const struct vw_gpu_source_ops vw_gpu_src_nvml = {
 	.name = "nvml",
 	.vendor = "nvidia",
@@ -375,5 +499,6 @@ const struct vw_gpu_source_ops vw_gpu_src_nvml = {
 	.devices = nvml_devices,
 	.read = nvml_read,
 	.processes = nvml_processes,
+	.vgpus = nvml_vgpus,
 	.close = nvml_close,
 };
