@@ -519,6 +519,73 @@ static void test_hello(void **state)
 	assert_int_equal(vw_proto_decode_hello(big, sizeof(big), &got), VW_PROTO_E_OVERSIZE);
 }
 
+/* A model frame round trip; a tampered, oversized, misnamed or mis-kinded one refused. */
+static void test_model_frame(void **state)
+{
+	static struct vw_model_frame m, got;
+	static char buf[VW_PROTO_MAX_FRAME + 64], big[VW_PROTO_MAX_FRAME + 64];
+	const char *body = "{\"model_name\":\"host-vm\",\"All_Weights\":{\"Bias_Weight\":12.5,"
+			   "\"Numerical_Variables\":{\"bpf_cpu_time_ms\":{\"weight\":0.01}}}}";
+	struct vw_host_frame f = golden_frame();
+	size_t len;
+	const char *p;
+	char *q;
+
+	(void)state;
+	m = (struct vw_model_frame){ .epoch = 17, .mseq = 3, .name = "host:vm:linear" };
+	memcpy(m.vm_uuid, f.vm_uuid, sizeof(m.vm_uuid));
+	m.body_len = strlen(body);
+	memcpy(m.body, body, m.body_len + 1);
+	assert_int_equal(vw_proto_encode_model(&m, buf, sizeof(buf), &len), 0);
+	assert_int_equal(buf[len - 1], '\n');
+	assert_true(vw_proto_line_is_model(buf, len - 1));
+	assert_int_equal(vw_proto_decode_model(buf, len - 1, &got), VW_PROTO_OK);
+	assert_string_equal(got.body, body);
+	assert_int_equal(got.body_len, strlen(body));
+	assert_int_equal(got.mseq, 3);
+	assert_int_equal(got.epoch, 17);
+	assert_string_equal(got.name, "host:vm:linear");
+	assert_string_equal(got.sha256, m.sha256);
+	/* An energy frame is not a model frame, nor is garbage. */
+	assert_int_equal(vw_proto_encode_host(&f, big, sizeof(big), &len), 0);
+	assert_false(vw_proto_line_is_model(big, len - 1));
+	p = "{\"kind\":\"model\"";
+	assert_false(vw_proto_line_is_model(p, strlen(p)));
+	/* Tampered: one weight changed in transit, the hash left as it was. */
+	assert_int_equal(vw_proto_encode_model(&m, buf, sizeof(buf), &len), 0);
+	q = strstr(buf, "12.5");
+	assert_non_null(q);
+	q[0] = '9';
+	assert_int_equal(vw_proto_decode_model(buf, len - 1, &got), VW_PROTO_E_INTEGRITY);
+	/* The hash altered instead. */
+	assert_int_equal(vw_proto_encode_model(&m, buf, sizeof(buf), &len), 0);
+	q = strstr(buf, m.sha256);
+	assert_non_null(q);
+	q[0] = q[0] == 'a' ? 'b' : 'a';
+	assert_int_equal(vw_proto_decode_model(buf, len - 1, &got), VW_PROTO_E_INTEGRITY);
+	/* Oversized: a body past the cap cannot be encoded, and a line past the frame cap is
+	 * refused before it is parsed. */
+	memset(m.body, ' ', VW_PROTO_MAX_MODEL + 1);
+	m.body_len = VW_PROTO_MAX_MODEL + 1;
+	assert_int_equal(vw_proto_encode_model(&m, buf, sizeof(buf), &len), -EINVAL);
+	memset(big, ' ', sizeof(big));
+	memcpy(big, "{\"v\":1,\"kind\":\"model\",\"body\":\"", 29);
+	memcpy(big + VW_PROTO_MAX_FRAME, "\"}", 2);
+	assert_int_equal(vw_proto_decode_model(big, VW_PROTO_MAX_FRAME + 2, &got),
+			 VW_PROTO_E_OVERSIZE);
+	/* A name outside its alphabet; a body that is not a string; another kind. */
+	m.body_len = strlen(body);
+	memcpy(m.body, body, m.body_len + 1);
+	snprintf(m.name, sizeof(m.name), "../x");
+	assert_int_equal(vw_proto_encode_model(&m, buf, sizeof(buf), &len), -EINVAL);
+	p = "{\"v\":1,\"kind\":\"model\",\"epoch\":1,\"vm\":\"6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b\","
+	    "\"mseq\":1,\"name\":\"a\",\"sha256\":\"00000000000000000000000000000000000000000000"
+	    "00000000000000000000\",\"body\":{\"x\":1}}";
+	assert_int_equal(vw_proto_decode_model(p, strlen(p), &got), VW_PROTO_E_TYPE);
+	p = "{\"v\":1,\"kind\":\"frame\"}";
+	assert_int_equal(vw_proto_decode_model(p, strlen(p), &got), VW_PROTO_E_RANGE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -529,6 +596,7 @@ int main(void)
 		cmocka_unit_test(test_duplicate_key_last_wins),
 		cmocka_unit_test(test_error_names),
 		cmocka_unit_test(test_hello),
+		cmocka_unit_test(test_model_frame),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "proto_priv.h"
 
 #define HOST_DEPTH 6  /* frames need 3 levels; a little room for unknown nested fields */
 #define HELLO_DEPTH 3
@@ -36,6 +37,7 @@ static const char *const error_names[VW_PROTO_E__COUNT] = {
 	[VW_PROTO_E_ENERGY] = "energy",
 	[VW_PROTO_E_CONFLICT] = "conflict",
 	[VW_PROTO_E_SPIKE] = "spike",
+	[VW_PROTO_E_INTEGRITY] = "integrity",
 };
 
 const char *vw_proto_error_name(enum vw_proto_error e)
@@ -231,7 +233,7 @@ int vw_proto_encode_hello(const struct vw_guest_hello *h, char *buf, size_t size
 
 /* ---- decoder ---- */
 
-static void json_putp(struct json_object **o)
+void vw_proto_json_putp(struct json_object **o)
 {
 	json_object_put(*o);
 }
@@ -257,7 +259,7 @@ static bool has_escaped_nul(const char *s, size_t len)
  * Parse one line (under cap bytes with its '\n') as a single JSON object: no partial parse, no
  * trailing bytes, no NUL, raw or escaped.
  */
-static enum vw_proto_error parse_object(const char *line, size_t len, size_t cap, int depth,
+enum vw_proto_error vw_proto_parse_object(const char *line, size_t len, size_t cap, int depth,
 					struct json_object **ret)
 {
 	struct json_tokener *tok;
@@ -289,7 +291,7 @@ static enum vw_proto_error parse_object(const char *line, size_t len, size_t cap
 	return VW_PROTO_OK;
 }
 
-static enum vw_proto_error get_field(struct json_object *o, const char *key, enum json_type type,
+enum vw_proto_error vw_proto_get_field(struct json_object *o, const char *key, enum json_type type,
 				     struct json_object **ret)
 {
 	if (!json_object_object_get_ex(o, key, ret))
@@ -316,11 +318,11 @@ static enum vw_proto_error int_value(struct json_object *v, uint64_t max, uint64
 	return VW_PROTO_OK;
 }
 
-static enum vw_proto_error get_u64(struct json_object *o, const char *key, uint64_t max,
+enum vw_proto_error vw_proto_get_u64(struct json_object *o, const char *key, uint64_t max,
 				   uint64_t *ret)
 {
 	struct json_object *v;
-	enum vw_proto_error e = get_field(o, key, json_type_int, &v);
+	enum vw_proto_error e = vw_proto_get_field(o, key, json_type_int, &v);
 
 	return e ? e : int_value(v, max, ret);
 }
@@ -350,11 +352,11 @@ static enum vw_proto_error get_watts(struct json_object *o, const char *key, dou
 }
 
 /* A string without embedded NULs that fits size and passes check(). */
-static enum vw_proto_error get_string(struct json_object *o, const char *key, char *buf,
+enum vw_proto_error vw_proto_get_string(struct json_object *o, const char *key, char *buf,
 				      size_t size, bool (*check)(const char *))
 {
 	struct json_object *v;
-	enum vw_proto_error e = get_field(o, key, json_type_string, &v);
+	enum vw_proto_error e = vw_proto_get_field(o, key, json_type_string, &v);
 	const char *s;
 	int n;
 
@@ -368,10 +370,10 @@ static enum vw_proto_error get_string(struct json_object *o, const char *key, ch
 	return VW_PROTO_OK;
 }
 
-static enum vw_proto_error get_version(struct json_object *o, unsigned *ret)
+enum vw_proto_error vw_proto_get_version(struct json_object *o, unsigned *ret)
 {
 	uint64_t v;
-	enum vw_proto_error e = get_u64(o, "v", INT64_MAX, &v);
+	enum vw_proto_error e = vw_proto_get_u64(o, "v", INT64_MAX, &v);
 
 	if (e == VW_PROTO_E_RANGE || (e == VW_PROTO_OK && v != VW_PROTO_VERSION))
 		return VW_PROTO_E_VERSION;
@@ -393,8 +395,8 @@ static enum vw_proto_error decode_zone(struct json_object *o, struct vw_proto_zo
 
 	if (!json_object_is_type(o, json_type_object))
 		return VW_PROTO_E_TYPE;
-	if ((e = get_u64(o, "idle_uj", VW_PROTO_MAX_ENERGY_UJ, &z->idle_uj)) ||
-	    (e = get_u64(o, "active_uj", VW_PROTO_MAX_ENERGY_UJ, &z->active_uj)) ||
+	if ((e = vw_proto_get_u64(o, "idle_uj", VW_PROTO_MAX_ENERGY_UJ, &z->idle_uj)) ||
+	    (e = vw_proto_get_u64(o, "active_uj", VW_PROTO_MAX_ENERGY_UJ, &z->active_uj)) ||
 	    (e = get_watts(o, "idle_w", &z->idle_w)) || (e = get_watts(o, "active_w", &z->active_w)))
 		return e;
 	return VW_PROTO_OK;
@@ -404,7 +406,7 @@ static enum vw_proto_error decode_zone(struct json_object *o, struct vw_proto_zo
 static enum vw_proto_error decode_zones(struct json_object *o, struct vw_host_frame *f)
 {
 	struct json_object *zones;
-	enum vw_proto_error e = get_field(o, "zones", json_type_object, &zones);
+	enum vw_proto_error e = vw_proto_get_field(o, "zones", json_type_object, &zones);
 
 	if (e)
 		return e;
@@ -431,27 +433,27 @@ static enum vw_proto_error decode_host_fields(struct json_object *o, struct vw_h
 {
 	enum vw_proto_error e;
 
-	if ((e = get_version(o, &f->version)) ||
-	    (e = get_u64(o, "epoch", INT64_MAX, &f->epoch)) ||
-	    (e = get_u64(o, "seq", INT64_MAX, &f->seq)) ||
-	    (e = get_string(o, "vm", f->vm_uuid, sizeof(f->vm_uuid), vw_proto_uuid_valid)) ||
-	    (e = get_u64(o, "interval_ms", VW_PROTO_MAX_INTERVAL_MS, &f->interval_ms)))
+	if ((e = vw_proto_get_version(o, &f->version)) ||
+	    (e = vw_proto_get_u64(o, "epoch", INT64_MAX, &f->epoch)) ||
+	    (e = vw_proto_get_u64(o, "seq", INT64_MAX, &f->seq)) ||
+	    (e = vw_proto_get_string(o, "vm", f->vm_uuid, sizeof(f->vm_uuid), vw_proto_uuid_valid)) ||
+	    (e = vw_proto_get_u64(o, "interval_ms", VW_PROTO_MAX_INTERVAL_MS, &f->interval_ms)))
 		return e;
 	if (f->interval_ms < VW_PROTO_MIN_INTERVAL_MS)
 		return VW_PROTO_E_RANGE;
-	if ((e = get_string(o, "src", f->source, sizeof(f->source), source_valid)) ||
-	    (e = get_string(o, "model", f->model, sizeof(f->model), model_valid)))
+	if ((e = vw_proto_get_string(o, "src", f->source, sizeof(f->source), source_valid)) ||
+	    (e = vw_proto_get_string(o, "model", f->model, sizeof(f->model), model_valid)))
 		return e;
 	return decode_zones(o, f);
 }
 
 enum vw_proto_error vw_proto_decode_host(const char *line, size_t len, struct vw_host_frame *ret)
 {
-	_cleanup_(json_putp) struct json_object *obj = NULL;
+	_cleanup_(vw_proto_json_putp) struct json_object *obj = NULL;
 	struct vw_host_frame f = {0};
 	enum vw_proto_error e;
 
-	e = parse_object(line, len, VW_PROTO_MAX_FRAME, HOST_DEPTH, &obj);
+	e = vw_proto_parse_object(line, len, VW_PROTO_MAX_FRAME, HOST_DEPTH, &obj);
 	if (e)
 		return e;
 	e = decode_host_fields(obj, &f);
@@ -468,17 +470,17 @@ static bool hello_name_valid(const char *s)
 
 enum vw_proto_error vw_proto_decode_hello(const char *line, size_t len, struct vw_guest_hello *ret)
 {
-	_cleanup_(json_putp) struct json_object *obj = NULL;
+	_cleanup_(vw_proto_json_putp) struct json_object *obj = NULL;
 	struct vw_guest_hello h = {0};
 	char name[sizeof(HELLO_NAME)];
 	enum vw_proto_error e;
 
-	e = parse_object(line, len, VW_PROTO_MAX_HELLO, HELLO_DEPTH, &obj);
+	e = vw_proto_parse_object(line, len, VW_PROTO_MAX_HELLO, HELLO_DEPTH, &obj);
 	if (e)
 		return e;
-	if ((e = get_version(obj, &h.version)) ||
-	    (e = get_string(obj, "hello", name, sizeof(name), hello_name_valid)) ||
-	    (e = get_u64(obj, "ack", INT64_MAX, &h.ack_seq)))
+	if ((e = vw_proto_get_version(obj, &h.version)) ||
+	    (e = vw_proto_get_string(obj, "hello", name, sizeof(name), hello_name_valid)) ||
+	    (e = vw_proto_get_u64(obj, "ack", INT64_MAX, &h.ack_seq)))
 		return e;
 	*ret = h;
 	return VW_PROTO_OK;

@@ -57,6 +57,7 @@ enum vw_proto_error {
 	VW_PROTO_E_ENERGY,    /* a cumulative counter fell within an epoch */
 	VW_PROTO_E_CONFLICT,  /* another publisher's epoch, or a superseded one (accum.h) */
 	VW_PROTO_E_SPIKE,     /* an energy increase no VM can have drawn (accum.h) */
+	VW_PROTO_E_INTEGRITY, /* a model frame whose body does not match its sha256 */
 	VW_PROTO_E__COUNT,
 };
 
@@ -73,6 +74,35 @@ bool vw_proto_uuid_valid(const char *s);
 int vw_proto_encode_host(const struct vw_host_frame *f, char *buf, size_t size, size_t *ret_len);
 /* Decode one line (without its '\n'). Field rules only; acceptance rules are accum.h's. */
 enum vw_proto_error vw_proto_decode_host(const char *line, size_t len, struct vw_host_frame *ret);
+
+/*
+ * Model frames (PROTOCOL.md §2a): the host's model for this VM, a Kepler model-server weight
+ * file carried as a JSON string, with its SHA-256. Same line cap as energy frames; the body
+ * at most VW_PROTO_MAX_MODEL bytes. A line is a model frame when its "kind" is "model".
+ */
+#define VW_PROTO_MAX_MODEL 12288
+#define VW_PROTO_MODEL_NAME_MAX 64
+
+struct vw_model_frame {
+	unsigned version;
+	uint64_t epoch;     /* the host's run, as its energy frames' */
+	char vm_uuid[37];
+	uint64_t mseq;      /* a newer model of the epoch has a higher mseq */
+	char name[VW_PROTO_MODEL_NAME_MAX]; /* [A-Za-z0-9_.:-], 1-63 bytes */
+	char sha256[65];    /* lower-case hex of the body */
+	size_t body_len;
+	char body[VW_PROTO_MAX_MODEL + 1]; /* NUL-terminated */
+};
+
+/* Whether a line is a model frame (a JSON object whose "kind" is "model"); anything else,
+ * invalid JSON included, is for vw_proto_decode_host to judge. */
+bool vw_proto_line_is_model(const char *line, size_t len);
+/* Encode m (its sha256 computed here from the body) as one line ending in '\n'; -EINVAL for
+ * what the decoder would reject, -ENOBUFS when it does not fit. */
+int vw_proto_encode_model(struct vw_model_frame *m, char *buf, size_t size, size_t *ret_len);
+/* Decode one line (without its '\n'): the field rules, and the body against its sha256. On
+ * an error *ret holds whatever was decoded so far: decode into scratch, keep the last good. */
+enum vw_proto_error vw_proto_decode_model(const char *line, size_t len, struct vw_model_frame *ret);
 
 /* Guest -> host hello/ack: {"v":1,"hello":"virtwatt-guest","ack":SEQ} under VW_PROTO_MAX_HELLO. */
 struct vw_guest_hello {
