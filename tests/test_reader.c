@@ -17,6 +17,7 @@
 #include "fileio.h"
 #include "fixture.h"
 #include "log.h"
+#include "model_rx.h"
 #include "reader.h"
 
 #define UUID "6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b"
@@ -142,6 +143,85 @@ static void test_fifo_frames_and_garbage(void **state)
 	assert_true(h.rejected[VW_PROTO_E_VERSION] == 1);
 }
 
+/* A model line for vm (epoch, mseq), its body naming the bias b; tampered: one byte of the
+ * body changed after the hash was taken. */
+static size_t model_line(const char *vm, uint64_t epoch, uint64_t mseq, int b, bool tampered,
+			 char *buf, size_t size)
+{
+	static struct vw_model_frame m;
+	size_t len;
+	char *p;
+
+	m = (struct vw_model_frame){ .epoch = epoch, .mseq = mseq };
+	snprintf(m.vm_uuid, sizeof(m.vm_uuid), "%s", vm);
+	snprintf(m.name, sizeof(m.name), "host:vm:%d", b);
+	m.body_len = (size_t)snprintf(m.body, sizeof(m.body),
+				      "{\"All_Weights\":{\"Bias_Weight\":%d}}", b);
+	assert_int_equal(vw_proto_encode_model(&m, buf, size, &len), 0);
+	if (tampered) {
+		p = strstr(buf, "Bias_Weight");
+		assert_non_null(p);
+		p[0] = 'b';
+	}
+	return len;
+}
+
+static void send_model(int fd, const char *vm, uint64_t epoch, uint64_t mseq, int b,
+		       bool tampered)
+{
+	char buf[VW_PROTO_MAX_FRAME];
+
+	write_all(fd, buf, model_line(vm, epoch, mseq, b, tampered, buf, sizeof(buf)));
+}
+
+/* Model frames on the port: taken for this VM once its frames name it, a resend changes
+ * nothing, and a tampered, foreign, older, too-soon or oversized one is refused and counted
+ * while the last good model stays. Energy frames are not disturbed. */
+static void test_fifo_models(void **state)
+{
+	struct ctx *c = *state;
+	struct vw_reader_config cfg = {.path = c->path};
+	struct vw_reader *r = fifo_reader(c, &cfg);
+	const struct vw_model_rx *m = vw_reader_models(r);
+	char big[VW_PROTO_MAX_FRAME + 100];
+
+	send_model(c->w, UUID, 7, 1, 10, false); /* before any frame: which VM is this? */
+	send_frame(c->w, 7, 1);
+	send_model(c->w, UUID, 7, 1, 10, false);
+	send_model(c->w, UUID, 7, 1, 10, false); /* the host's resend */
+	assert_int_equal(vw_reader_poll(r), 1);
+	assert_int_equal(m->rejected[VW_PROTO_E_UUID], 1);
+	assert_true(m->gen == 1 && m->accepted == 1 && m->unchanged == 1);
+	assert_string_equal(m->cur->name, "host:vm:10");
+	assert_string_equal(m->cur->body, "{\"All_Weights\":{\"Bias_Weight\":10}}");
+	/* Refused: tampered, another VM's, not newer, too soon after the last change. */
+	send_model(c->w, UUID, 7, 2, 11, true);
+	send_model(c->w, "0b6cbd1e-7a55-4f0e-9b8a-58a0b4c3d2e1", 7, 2, 12, false);
+	send_model(c->w, UUID, 7, 1, 13, false);
+	send_model(c->w, UUID, 7, 2, 14, false);
+	memset(big, 'x', sizeof(big));
+	big[sizeof(big) - 1] = '\n';
+	write_all(c->w, big, sizeof(big)); /* dropped by the framer, never parsed */
+	send_frame(c->w, 7, 2);
+	assert_int_equal(vw_reader_poll(r), 1);
+	assert_int_equal(m->rejected[VW_PROTO_E_INTEGRITY], 1);
+	assert_int_equal(m->rejected[VW_PROTO_E_UUID], 2);
+	assert_int_equal(m->rejected[VW_PROTO_E_SEQ], 1);
+	assert_int_equal(m->rejected[VW_PROTO_E_RATE], 1);
+	assert_string_equal(m->cur->name, "host:vm:10");
+	assert_int_equal(m->gen, 1);
+	assert_true(vw_reader_last(r)->seq == 2); /* the energy frames went on */
+	/* Later, a newer model is taken; a restarted host's first model too. */
+	fake_now += VW_MODEL_RX_MIN_CHANGE_NS;
+	send_model(c->w, UUID, 7, 3, 15, false);
+	assert_int_equal(vw_reader_poll(r), 0);
+	assert_string_equal(m->cur->name, "host:vm:15");
+	fake_now += VW_MODEL_RX_MIN_CHANGE_NS;
+	send_model(c->w, UUID, 8, 1, 16, false);
+	assert_int_equal(vw_reader_poll(r), 0);
+	assert_true(m->gen == 3 && !strcmp(m->cur->name, "host:vm:16"));
+}
+
 static void test_fifo_staleness(void **state)
 {
 	struct ctx *c = *state;
@@ -256,6 +336,39 @@ static void put_frame(const char *dir, uint64_t epoch, uint64_t seq)
 
 	assert_int_equal(vw_write_file_atomic_at(fd, VW_READER_FRAME_FILE, buf, len, 0644), 0);
 	close(fd);
+}
+
+/* The folder's model.json beside frame.json: read when it changes; a tampered one refused
+ * and the last good kept; a symlink in its place is never followed. */
+static void test_folder_model(void **state)
+{
+	struct ctx *c = *state;
+	struct vw_reader_config cfg = {.folder = c->root};
+	struct vw_reader *r = reader_new(&cfg);
+	const struct vw_model_rx *m = vw_reader_models(r);
+	char buf[VW_PROTO_MAX_FRAME];
+	int fd = open(c->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	size_t len;
+
+	put_frame(c->root, 4, 1);
+	len = model_line(UUID, 4, 1, 20, false, buf, sizeof(buf));
+	assert_int_equal(vw_write_file_atomic_at(fd, VW_READER_MODEL_FILE, buf, len, 0644), 0);
+	assert_int_equal(vw_reader_poll(r), 1);
+	assert_true(m->gen == 1 && !strcmp(m->cur->name, "host:vm:20"));
+	assert_int_equal(vw_reader_poll(r), 0); /* unchanged: not read again */
+	assert_true(m->accepted == 1 && m->unchanged == 0);
+	fake_now += VW_MODEL_RX_MIN_CHANGE_NS;
+	len = model_line(UUID, 4, 2, 21, true, buf, sizeof(buf));
+	assert_int_equal(vw_write_file_atomic_at(fd, VW_READER_MODEL_FILE, buf, len, 0644), 0);
+	assert_int_equal(vw_reader_poll(r), 0);
+	assert_int_equal(m->rejected[VW_PROTO_E_INTEGRITY], 1);
+	assert_string_equal(m->cur->name, "host:vm:20");
+	assert_int_equal(unlinkat(fd, VW_READER_MODEL_FILE, 0), 0);
+	assert_int_equal(symlinkat("/etc/passwd", fd, VW_READER_MODEL_FILE), 0);
+	assert_int_equal(vw_reader_poll(r), 0);
+	assert_true(m->gen == 1 && m->rejected[VW_PROTO_E_SYNTAX] == 0);
+	close(fd);
+	vw_reader_free(r);
 }
 
 static void test_folder(void **state)
@@ -414,6 +527,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_fifo_frames_and_garbage, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fifo_staleness, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fifo_models, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_folder_model, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fifo_writer_restarts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_port_hello, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_folder, setup, teardown),

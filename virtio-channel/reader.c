@@ -20,6 +20,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "model_rx.h"
 
 #define READ_CHUNK 65536
 #define READ_BUDGET (16 * READ_CHUNK) /* per poll: a flooding host cannot starve the guest */
@@ -46,6 +47,12 @@ struct vw_reader {
 	bool file_seen;       /* last_file holds the folder file last examined */
 	size_t last_file_len; /* to skip it when unchanged */
 	char last_file[VW_PROTO_MAX_FRAME + 1];
+
+	struct vw_model_rx models; /* the host's model for this VM (model frames) */
+	struct vw_complaint model_complaint;
+	bool model_file_seen;      /* the folder's model.json, as last examined */
+	size_t model_file_len;
+	char *model_file;          /* VW_PROTO_MAX_FRAME + 1 bytes, once a folder has one */
 };
 
 const char *vw_reader_kind_name(enum vw_reader_kind kind)
@@ -95,7 +102,7 @@ struct vw_reader *vw_reader_new(const struct vw_reader_config *cfg)
 	r->cfg.vm_uuid = NULL; /* lives in rx.expect_uuid */
 	r->rx.max_watts = cfg->max_watts;
 	r->framer = vw_framer_new(VW_PROTO_MAX_FRAME);
-	if (!r->framer || dup_str(&r->path, &r->cfg.path) < 0 ||
+	if (!r->framer || vw_model_rx_init(&r->models) < 0 || dup_str(&r->path, &r->cfg.path) < 0 ||
 	    dup_str(&r->dev_root, &r->cfg.dev_root) < 0 ||
 	    dup_str(&r->sys_root, &r->cfg.sys_root) < 0 || dup_str(&r->folder, &r->cfg.folder) < 0 ||
 	    dup_str(&r->port_name, &r->cfg.port_name) < 0) {
@@ -119,6 +126,8 @@ void vw_reader_free(struct vw_reader *r)
 		return;
 	reader_close(r);
 	vw_framer_free(r->framer);
+	vw_model_rx_done(&r->models);
+	free(r->model_file);
 	free(r->path);
 	free(r->dev_root);
 	free(r->sys_root);
@@ -270,10 +279,35 @@ static void took(struct vw_reader *r, enum vw_proto_error e)
 	r->accepted_now++;
 }
 
+/* The VM this guest is: configured, else fixed by the first accepted frame ("" before). */
+static const char *this_vm(const struct vw_reader *r)
+{
+	return r->rx.expect_uuid[0] ? r->rx.expect_uuid : r->rx.have ? r->rx.last.vm_uuid : "";
+}
+
+static void took_model(struct vw_reader *r, const char *line, size_t len)
+{
+	uint64_t gen = r->models.gen;
+	enum vw_proto_error e = vw_model_rx_line(&r->models, this_vm(r), line, len, vw_now_ns());
+
+	if (e != VW_PROTO_OK)
+		vw_complain(&r->model_complaint, VW_LOG_WARN,
+			    "passthrough: a model frame refused (%s): keeping %s",
+			    vw_proto_error_name(e),
+			    r->models.cur ? r->models.cur->name : "the model this guest has");
+	else if (r->models.gen != gen)
+		vw_info("passthrough: the host sent its model %s for this VM",
+			r->models.cur->name);
+}
+
 static void on_line(const char *line, size_t len, void *userdata)
 {
 	struct vw_reader *r = userdata;
 
+	if (vw_proto_line_is_model(line, len)) {
+		took_model(r, line, len);
+		return;
+	}
 	r->frames++;
 	took(r, vw_proto_rx_line(&r->rx, line, len, vw_now_ns()));
 }
@@ -310,7 +344,7 @@ static int read_stream(struct vw_reader *r)
 
 /* ---- the shared folder ---- */
 
-static int open_frame_file(struct vw_reader *r)
+static int open_folder_file(struct vw_reader *r, const char *name)
 {
 	_cleanup_close_ int dir = -1;
 	struct stat st;
@@ -319,25 +353,27 @@ static int open_frame_file(struct vw_reader *r)
 
 	if (stat(r->where, &st) < 0)
 		return -errno;
-	if (S_ISREG(st.st_mode)) {
+	if (S_ISREG(st.st_mode)) { /* a frame file: no model beside it */
+		if (strcmp(name, VW_READER_FRAME_FILE) != 0)
+			return -ENOENT;
 		fd = open(r->where, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 		return fd < 0 ? -errno : fd;
 	}
 	dir = open(r->where, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dir < 0)
 		return -errno;
-	fd = openat(dir, VW_READER_FRAME_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	fd = openat(dir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0 && errno == ENOENT && r->rx.expect_uuid[0]) {
-		snprintf(rel, sizeof(rel), "%s/" VW_READER_FRAME_FILE, r->rx.expect_uuid);
+		snprintf(rel, sizeof(rel), "%s/%s", r->rx.expect_uuid, name);
 		fd = openat(dir, rel, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	}
 	return fd < 0 ? -errno : fd;
 }
 
 /* Read the whole file, at most VW_PROTO_MAX_FRAME + 1 bytes (one more than allowed). */
-static int read_frame_file(struct vw_reader *r, char *buf, size_t *ret_len)
+static int read_folder_file(struct vw_reader *r, const char *name, char *buf, size_t *ret_len)
 {
-	_cleanup_close_ int fd = open_frame_file(r);
+	_cleanup_close_ int fd = open_folder_file(r, name);
 	struct stat st;
 
 	if (fd < 0)
@@ -359,7 +395,29 @@ static enum vw_proto_error check_file(const char *buf, size_t len)
 	return VW_PROTO_OK;
 }
 
-static int poll_folder(struct vw_reader *r)
+/* The folder's model.json, when it changed: one line, as the channel's model frames. */
+static void poll_model_file(struct vw_reader *r)
+{
+	char buf[VW_PROTO_MAX_FRAME + 1];
+	size_t len = 0;
+
+	if (read_folder_file(r, VW_READER_MODEL_FILE, buf, &len) < 0)
+		return; /* none (yet): the host has no model for this VM */
+	if (r->model_file_seen && len == r->model_file_len && memcmp(buf, r->model_file, len) == 0)
+		return;
+	if (!r->model_file && !(r->model_file = malloc(VW_PROTO_MAX_FRAME + 1)))
+		return;
+	r->model_file_seen = true;
+	r->model_file_len = len;
+	memcpy(r->model_file, buf, len);
+	if (check_file(buf, len) != VW_PROTO_OK) {
+		r->models.rejected[check_file(buf, len)]++;
+		return;
+	}
+	took_model(r, buf, len - 1);
+}
+
+static int poll_frame_file(struct vw_reader *r)
 {
 	char buf[VW_PROTO_MAX_FRAME + 1];
 	enum vw_proto_error e = VW_PROTO_OK;
@@ -367,7 +425,7 @@ static int poll_folder(struct vw_reader *r)
 	size_t len = 0;
 
 	for (int attempt = 0; attempt < TORN_RETRIES; attempt++) {
-		int err = read_frame_file(r, buf, &len);
+		int err = read_folder_file(r, VW_READER_FRAME_FILE, buf, &len);
 
 		if (err < 0)
 			return err;
@@ -390,6 +448,16 @@ static int poll_folder(struct vw_reader *r)
 		e = vw_proto_rx_accept(&r->rx, &f, vw_now_ns());
 	took(r, e);
 	return r->accepted_now;
+}
+
+/* The frame first (a model is taken for the VM the frames name), then the model. */
+static int poll_folder(struct vw_reader *r)
+{
+	int n = poll_frame_file(r);
+
+	if (n >= 0)
+		poll_model_file(r);
+	return n;
 }
 
 /* ---- the poll ---- */
@@ -431,6 +499,11 @@ const struct vw_host_frame *vw_reader_last(const struct vw_reader *r)
 const struct vw_proto_acc *vw_reader_acc(const struct vw_reader *r)
 {
 	return &r->acc;
+}
+
+const struct vw_model_rx *vw_reader_models(const struct vw_reader *r)
+{
+	return &r->models;
 }
 
 static uint64_t age_ns(const struct vw_reader *r)

@@ -15,6 +15,7 @@
 
 #define VW_READER_STALE_INTERVALS 3
 #define VW_READER_FRAME_FILE "frame.json"
+#define VW_READER_MODEL_FILE "model.json" /* the host's model for the VM (PROTOCOL.md §2a) */
 
 enum vw_reader_kind {
 	VW_READER_NONE,   /* nothing found or open yet */
@@ -83,4 +84,7 @@ const struct vw_proto_acc *vw_reader_acc(const struct vw_reader *r);
 /* Fresh: a frame was accepted within stale_intervals of its publication interval (vw_now_ns). */
 bool vw_reader_fresh(const struct vw_reader *r);
 void vw_reader_health(const struct vw_reader *r, struct vw_reader_health *ret);
+/* The host's model frames for this VM: the last accepted (cur, gen) and the refusals. */
+struct vw_model_rx;
+const struct vw_model_rx *vw_reader_models(const struct vw_reader *r);
 const char *vw_reader_kind_name(enum vw_reader_kind kind);
