@@ -22,6 +22,7 @@
 #include "reader.h"
 #include "selfstats.h"
 #include "series_state.h"
+#include "host_model.h"
 #include "state_file.h"
 
 #define ZONE_PATH "vm" /* one series per zone kind whatever the source: counters continue */
@@ -35,7 +36,7 @@ struct gzone {
 	enum vw_idle_method method;
 };
 
-#define GUEST_MAX_SOURCES 2
+#define GUEST_MAX_SOURCES 3
 
 /* A source's counters at the end of the last interval it gave (or its baseline). */
 struct source_base {
@@ -61,6 +62,8 @@ struct vw_guest {
 	struct vw_series_state *series;
 	struct vw_state_file *state;
 	struct vw_complaint stat_complaint;
+	struct vw_guest_host_model host_model; /* the model the host pushed for this VM */
+	struct vw_guest_ctx ctx;               /* the guest's sources' input */
 };
 
 static const char *nonempty(const char *s)
@@ -96,17 +99,18 @@ static void rebase(struct vw_guest *g, size_t k, const struct vw_node_activity *
 		s->ops->idle(s->state, g->base[k].idle);
 }
 
-/* The guest's chain: its host's figures while they come, else the model on this VM's CPU time
- * (the engine's estimator, as the host has it). */
+/* The guest's chain: its host's figures while they come, else the model its host trained for
+ * it once it has one, else the default model on this VM's CPU time (the engine's estimator). */
 static int open_sources(struct vw_guest *g)
 {
-	static const struct vw_power_source_ops *const chain[] = { &vw_src_passthrough,
-								   &vw_src_estimator, NULL };
+	static const struct vw_power_source_ops *const chain[] = {
+		&vw_src_passthrough, &vw_src_host_model, &vw_src_estimator, NULL
+	};
 	struct vw_power_env env = { .sysfs_fd = g->d.sysfs_fd,
 				    .model = g->d.model,
 				    .model_origin = g->d.model_origin,
 				    .host_cores = g->stat.ncpus,
-				    .ctx = g->reader };
+				    .ctx = &g->ctx };
 	int r = vw_power_source_open_each(chain, &env, g->src, GUEST_MAX_SOURCES, &g->n_src);
 
 	if (r < 0 || g->src[g->n_src - 1].ops != &vw_src_estimator) {
@@ -139,7 +143,8 @@ static int open_reader(struct vw_guest *g)
 		vw_error("passthrough: %s", strerror(errno));
 		return -errno;
 	}
-	return 0;
+	g->ctx = (struct vw_guest_ctx){ .reader = g->reader, .host_model = &g->host_model };
+	return vw_guest_host_model_init(&g->host_model, nonempty(c->state_file));
 }
 
 static int setup_workloads(struct vw_guest *g)
@@ -200,6 +205,7 @@ void vw_guest_free(struct vw_guest *g)
 	for (size_t i = 0; i < g->n_src; i++)
 		vw_power_source_close(&g->src[i]);
 	vw_reader_free(g->reader);
+	vw_guest_host_model_done(&g->host_model);
 	vw_daemon_fini(&g->d);
 	vw_series_state_free(g->series);
 	free(g);
@@ -363,6 +369,8 @@ static int guest_render(void *ud, struct vw_prom_writer *w)
 	struct vw_guest *g = ud;
 	int r = render_guest(g, w);
 
+	if (r == 0)
+		r = vw_guest_host_model_render(&g->host_model, g->reader, w, g->d.node_name);
 	return r < 0 ? r : vw_state_file_render(g->state, w, g->d.node_name);
 }
 
@@ -502,6 +510,7 @@ int vw_guest_tick(struct vw_guest *g, uint64_t now_ns)
 	g->stat = cur;
 	if (g->reader)
 		(void)vw_reader_poll(g->reader); /* -ENOENT until a channel exists: not an error */
+	vw_guest_host_model_poll(&g->host_model, g->reader);
 	for (size_t i = 0; i < VW_ZONE__COUNT; i++)
 		g->z[i].int_idle = g->z[i].int_active = g->z[i].given_idle = 0;
 	/* The source chosen stays while fresh; a stale one hands over to the next fresh one at

@@ -1,12 +1,24 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The guest's power sources: its chain is passthrough, then the engine's estimator. */
+/* The guest's power sources: its chain is passthrough, the host's model, then the engine's
+ * estimator on the default model. */
 #pragma once
 
 #include "gpu_source.h"
 #include "power_source.h"
 
-/* This VM's energy from its host (src_passthrough.c); vw_power_env.ctx is the reader. */
+struct vw_reader;
+struct vw_guest_host_model;
+
+/* vw_power_env.ctx of the guest's own sources. */
+struct vw_guest_ctx {
+	const struct vw_reader *reader;           /* NULL: --passthrough.enable=false */
+	struct vw_guest_host_model *host_model;   /* NULL likewise */
+};
+
+/* This VM's energy from its host (src_passthrough.c). */
 extern const struct vw_power_source_ops vw_src_passthrough;
+/* The estimator on the model the host pushed for this VM (src_host_model.c). */
+extern const struct vw_power_source_ops vw_src_host_model;
 
 /* This VM's vGPU energy from its host (src_gpu_passthrough.c); vw_gpu_env.ctx is the reader. */
 extern const struct vw_gpu_source_ops vw_gpu_src_passthrough;

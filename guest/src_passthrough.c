@@ -27,12 +27,14 @@ static int pt_open(const struct vw_power_env *env, void **ret_state)
 {
 	struct passthrough *p;
 
-	if (!env->ctx)
+	const struct vw_guest_ctx *ctx = env->ctx;
+
+	if (!ctx || !ctx->reader)
 		return -ENODEV; /* --passthrough.enable=false */
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return -ENOMEM;
-	p->reader = env->ctx;
+	p->reader = ctx->reader;
 	for (size_t i = 0; i < VW_ZONE__COUNT; i++) {
 		p->info[i] = (struct vw_zone_info){ .zone = (enum vw_zone)i, .idle_w = -1 };
 		snprintf(p->info[i].path, sizeof(p->info[i].path), "vm");

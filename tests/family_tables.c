@@ -5,6 +5,7 @@
 
 #include "gpu.h"
 #include "guest_families.h"
+#include "host_model.h"
 #include "metrics.h"
 #include "processinfo.h"
 #include "selfstats.h"
@@ -17,6 +18,7 @@ const struct vw_family_table *const vw_all_family_tables[] = {
 	&vw_workload_family_table,
 	&vw_workload_gpu_family_table,
 	&vw_guest_family_table,
+	&vw_guest_host_model_family_table,
 	&vw_state_file_family_table,
 	&vw_selfstats_family_table,
 	&vw_processinfo_family_table,

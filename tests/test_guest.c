@@ -27,6 +27,7 @@
 #include "log.h"
 #include "macro.h"
 #include "options.h"
+#include "model_rx.h"
 #include "proto.h"
 
 #define UUID "6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b"
@@ -472,6 +473,107 @@ static void test_passthrough_two_publishers_and_spike(void **state)
 	assert_int_equal(vw_guest_source_used(c->g), VW_GUEST_PASSTHROUGH);
 }
 
+/* The host's model for this VM, package at a constant watts (its bias); tampered: one byte of
+ * the body changed after the hash was taken. */
+static void send_model(struct ctx *c, uint64_t mseq, const char *name, int watts, bool tampered)
+{
+	static struct vw_model_frame m;
+	char buf[VW_PROTO_MAX_FRAME], *p;
+	size_t len;
+
+	m = (struct vw_model_frame){ .epoch = c->epoch, .mseq = mseq };
+	snprintf(m.vm_uuid, sizeof(m.vm_uuid), UUID);
+	snprintf(m.name, sizeof(m.name), "%s", name);
+	m.body_len = (size_t)snprintf(
+		m.body, sizeof(m.body),
+		"{\"package\":{\"All_Weights\":{\"Bias_Weight\":%d,\"Categorical_Variables\":{},"
+		"\"Numerical_Variables\":{\"bpf_cpu_time_ms\":{\"scale\":1,\"mean\":0,"
+		"\"variance\":0,\"weight\":0.0}}}}}",
+		watts);
+	assert_int_equal(vw_proto_encode_model(&m, buf, sizeof(buf), &len), 0);
+	if (tampered) {
+		p = strstr(buf, "Bias_Weight");
+		assert_non_null(p);
+		p[0] = 'b';
+	}
+	assert_int_equal(write(c->w, buf, len), (ssize_t)len);
+}
+
+static char *exposition(struct ctx *c)
+{
+	char *text = NULL;
+	size_t len;
+
+	assert_int_equal(vw_exposition_copy(vw_guest_exposition(c->g), 0, &text, &len), 0);
+	return text;
+}
+
+/*
+ * The host pushes its model for this VM: the guest shows it, refuses a tampered one (counted,
+ * the good one kept), and when the host stops publishing estimates with the host's model (12 W
+ * on package: 60 J per 5 s interval exactly), counters going on; restarted on its state file,
+ * it has the model before any frame comes.
+ */
+static void test_host_model_push(void **state)
+{
+	struct ctx *c = *state;
+	char *text;
+	double before, after;
+
+	start_guest(c);
+	for (uint64_t k = 0; k < 3; k++) {
+		run_procs(c);
+		host_runs(c, k);
+		send_frame(c);
+		tick(c);
+	}
+	send_model(c, 1, "host-vm:lin", 12, false);
+	send_frame(c);
+	tick(c);
+	text = exposition(c);
+	assert_non_null(strstr(text, "virtwatt_guest_host_model_info{model=\"host-vm:lin\""));
+	assert_non_null(strstr(text, "source=\"passthrough\""));
+	free(text);
+	fake_now += VW_MODEL_RX_MIN_CHANGE_NS;
+	send_model(c, 2, "host-vm:evil", 999, true);
+	send_frame(c);
+	tick(c);
+	text = exposition(c);
+	assert_double_near(vw_fixture_sample_sum(text, "virtwatt_guest_host_model_refused_total",
+						 "reason=\"integrity\""),
+			   1, 0);
+	assert_non_null(strstr(text, "virtwatt_guest_host_model_info{model=\"host-vm:lin\""));
+	free(text);
+	/* The host stops: stale after 3 intervals, then the host's model. */
+	for (int i = 0; i < 5; i++) {
+		run_procs(c);
+		tick(c);
+	}
+	text = exposition(c);
+	assert_non_null(strstr(text, "source=\"model\""));
+	assert_non_null(strstr(text, "model=\"host:host-vm:lin\""));
+	before = vw_fixture_sample_sum(text, "kepler_node_cpu_joules_total", "zone=\"package\"");
+	free(text);
+	run_procs(c);
+	tick(c);
+	text = exposition(c);
+	after = vw_fixture_sample_sum(text, "kepler_node_cpu_joules_total", "zone=\"package\"");
+	free(text);
+	assert_double_near(after - before, 60, 1e-6);
+	/* Restarted on its state: the host's model is there before any frame. */
+	vw_guest_free(c->g);
+	c->g = NULL;
+	free(c->last_metrics);
+	c->last_metrics = NULL;
+	start_guest(c);
+	run_procs(c);
+	tick(c);
+	text = exposition(c);
+	assert_non_null(strstr(text, "virtwatt_guest_host_model_info{model=\"host-vm:lin\""));
+	assert_non_null(strstr(text, "model=\"host:host-vm:lin\""));
+	free(text);
+}
+
 static void test_model_server_down_falls_back(void **state)
 {
 	struct ctx *c = *state;
@@ -608,6 +710,7 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_passthrough_two_publishers_and_spike, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_host_model_push, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_model_server_down_falls_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_binary_serves_passthrough, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_binary_two_publishers_and_spike, setup,
