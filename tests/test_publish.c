@@ -20,6 +20,7 @@
 #include "fixture.h"
 #include "macro.h"
 #include "accum.h"
+#include "model_rx.h"
 #include "proto.h"
 #include "publish.h"
 
@@ -41,13 +42,23 @@ struct peer {
 	size_t n;
 	char head[16];               /* the first bytes ever read */
 	size_t n_head;
+	struct vw_model_rx models;   /* model frames, for this VM only */
 };
 
 static void on_line(const char *line, size_t len, void *userdata)
 {
 	struct peer *pe = userdata;
+	enum vw_proto_error e;
 
-	enum vw_proto_error e = vw_proto_rx_line(&pe->rx, line, len, pe->now);
+	if (vw_proto_line_is_model(line, len)) {
+		if (!pe->models.scratch)
+			assert_int_equal(vw_model_rx_init(&pe->models), 0);
+		e = vw_model_rx_line(&pe->models, pe->uuid, line, len, pe->now);
+		if (e != VW_PROTO_OK)
+			fail_msg("%s: model: %s", pe->uuid, vw_proto_error_name(e));
+		return;
+	}
+	e = vw_proto_rx_line(&pe->rx, line, len, pe->now);
 
 	if (e != VW_PROTO_OK)
 		fail_msg("%s: %s: %.*s", pe->uuid, vw_proto_error_name(e), (int)len, line);
@@ -99,6 +110,7 @@ static void peer_free(struct peer *pe)
 {
 	peer_close(pe);
 	vw_framer_free(pe->fr);
+	vw_model_rx_done(&pe->models);
 }
 
 static void peer_accept(struct peer *pe)
@@ -535,6 +547,53 @@ static void test_own_numbers(void **state)
 	assert_int_equal(last_zone(&r->peers[1], VW_ZONE_DRAM)->active_uj, 10000000);
 }
 
+/* The VM's model goes out with its next frame, again every VW_PUBLISH_MODEL_RESEND rounds and
+ * after its guest reconnects; the same model set again is no news; only to a listed VM, with a
+ * body and name a frame carries. The other VM never gets it. */
+static void test_model_push(void **state)
+{
+	struct rig *r = *state;
+	const char *body = "{\"package\":{\"All_Weights\":{\"Bias_Weight\":12}}}";
+	char big[VW_PROTO_MAX_MODEL + 2];
+	struct peer *pe = &r->peers[0];
+
+	rig_round(r);
+	assert_int_equal(vw_publisher_set_model(r->p, U_GOOD, "host:vm:lin", body, strlen(body)),
+			 0);
+	rig_round(r);
+	assert_true(pe->models.accepted == 1 && pe->models.unchanged == 0);
+	assert_string_equal(pe->models.cur->body, body);
+	assert_string_equal(pe->models.cur->name, "host:vm:lin");
+	assert_int_equal(pe->models.cur->epoch, 7);
+	assert_int_equal(vw_publisher_set_model(r->p, U_GOOD, "host:vm:lin", body, strlen(body)),
+			 0);
+	for (int i = 0; i < VW_PUBLISH_MODEL_RESEND - 1; i++)
+		rig_round(r);
+	assert_true(pe->models.accepted == 1 && pe->models.unchanged == 0);
+	rig_round(r); /* the resend */
+	assert_true(pe->models.accepted == 1 && pe->models.unchanged == 1);
+	assert_null(r->peers[1].models.cur);
+	/* The guest reconnects (QEMU restarted): it gets the model with its first frame. */
+	close(pe->cfd);
+	pe->cfd = -1;
+	for (int i = 0; i < 100 && pe->models.unchanged == 1; i++) {
+		r->now += 100 * MSEC;
+		assert_int_equal(vw_publisher_tick(r->p, r->now, NULL), 0);
+		peer_accept(pe);
+		peer_read(pe, SIZE_MAX, r->now);
+	}
+	assert_int_equal(pe->connections, 2);
+	assert_int_equal(pe->models.unchanged, 2);
+	/* Refused: a VM not listed, an oversized body, a name outside the alphabet. */
+	memset(big, ' ', sizeof(big));
+	assert_int_equal(vw_publisher_set_model(r->p, "0b6cbd1e-7a55-4f0e-9b8a-58a0b4c3d2e1",
+						"x", body, strlen(body)),
+			 -ENOENT);
+	assert_int_equal(vw_publisher_set_model(r->p, U_GOOD, "x", big, sizeof(big)), -EINVAL);
+	assert_int_equal(vw_publisher_set_model(r->p, U_GOOD, "a/b", body, strlen(body)),
+			 -EINVAL);
+}
+
 static void test_vanish_and_return(void **state)
 {
 	struct rig *r = *state;
@@ -663,6 +722,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rounding, one_vm_setup, rig_teardown),
 		cmocka_unit_test_setup_teardown(test_own_numbers, two_vms_setup, rig_teardown),
 		cmocka_unit_test_setup_teardown(test_vanish_and_return, one_vm_setup, rig_teardown),
+		cmocka_unit_test_setup_teardown(test_model_push, two_vms_setup, rig_teardown),
 		cmocka_unit_test(test_invalid_uuid),
 		cmocka_unit_test_setup_teardown(test_guest_bytes, one_vm_setup, rig_teardown),
 		cmocka_unit_test_setup_teardown(test_backoff_and_path_change, one_vm_setup,

@@ -42,6 +42,12 @@ struct pub_vm {
 	struct vw_pub_share share;
 	uint64_t share_writes, share_errors;
 	struct vw_pub_lock lock;
+	/* Its model frame line (vw_publisher_set_model), and when it last went out. */
+	char *model_line;
+	size_t model_len;
+	char model_sha[65];
+	uint64_t model_rounds; /* rounds since it went on the channel */
+	bool model_share_due;  /* model.json to (re)write */
 	int lock_err; /* the last attempt: 0, -EBUSY (another process holds it) or -errno */
 	int lock_holder_pid;
 	uint64_t lock_retry_ns, lock_refused;
@@ -62,6 +68,7 @@ struct vw_publisher {
 	bool started;
 	struct vw_complaint bad_uuid;
 	uint64_t evictions; /* vanished VMs forgotten early, past PUB_MAX_RETAINED */
+	uint64_t mseq;      /* model frames made (PROTOCOL.md §2a: newer, higher) */
 };
 
 static uint64_t random_u64(void)
@@ -172,11 +179,13 @@ static void vm_close(struct vw_publisher *p, struct pub_vm *vm)
 	vw_pub_share_done(&vm->share);
 	vw_pub_lock_drop(&vm->lock); /* last: nothing of ours reaches the VM any more */
 	vm->live = false;
+	vm->model_share_due = vm->model_line != NULL; /* the folder is written again when back */
 }
 
 static void vm_free(struct vw_publisher *p, struct pub_vm *vm)
 {
 	vm_close(p, vm);
+	free(vm->model_line);
 	free(vm);
 }
 
@@ -518,6 +527,39 @@ static bool lock_lost(struct vw_publisher *p, struct pub_vm *vm)
 	return true;
 }
 
+/* The frame, and the VM's model line after it when due: new, a reconnected guest's (nothing
+ * delivered on this connection yet), or every VW_PUBLISH_MODEL_RESEND rounds. */
+static void offer_with_model(struct vw_publisher *p, struct pub_vm *vm, const char *frame,
+			     size_t len, uint64_t now_ns)
+{
+	char buf[VW_PUB_CHAN_MAX_OFFER];
+	bool due = vm->model_line && (++vm->model_rounds >= VW_PUBLISH_MODEL_RESEND ||
+				      !vm->chan.delivered);
+
+	if (!due) {
+		(void)vw_pub_chan_offer(&vm->chan, p->epfd, frame, len, now_ns);
+		return;
+	}
+	memcpy(buf, frame, len);
+	memcpy(buf + len, vm->model_line, vm->model_len);
+	if (vw_pub_chan_offer(&vm->chan, p->epfd, buf, len + vm->model_len, now_ns) == 0)
+		vm->model_rounds = 0;
+}
+
+static void share_model(struct pub_vm *vm)
+{
+	int r;
+
+	if (!vm->model_share_due)
+		return;
+	r = vw_pub_share_write_model(&vm->share, vm->model_line, vm->model_len);
+	if (r == 0)
+		vm->model_share_due = false;
+	else if (r != -EAGAIN)
+		vw_complain(&vm->share.complaint, VW_LOG_WARN,
+			    "publish: shared folder of %s: model.json: %s", vm->uuid, strerror(-r));
+}
+
 static void publish_vm(struct vw_publisher *p, struct pub_vm *vm, uint64_t now_ns)
 {
 	struct vw_host_frame f;
@@ -536,10 +578,12 @@ static void publish_vm(struct vw_publisher *p, struct pub_vm *vm, uint64_t now_n
 	if (vm->chan.path[0]) {
 		vw_pub_chan_check_identity(&vm->chan, p->epfd, now_ns);
 		vw_pub_chan_poll(&vm->chan, p->epfd, now_ns);
-		(void)vw_pub_chan_offer(&vm->chan, p->epfd, buf, len, now_ns);
+		offer_with_model(p, vm, buf, len, now_ns);
 	}
-	if (p->share_fd >= 0)
+	if (p->share_fd >= 0) {
 		share_frame(p, vm, &f, buf, len);
+		share_model(vm);
+	}
 	vm->published = true;
 }
 
@@ -624,6 +668,45 @@ int vw_publisher_fd(const struct vw_publisher *p)
 uint64_t vw_publisher_seq(const struct vw_publisher *p)
 {
 	return p->seq;
+}
+
+int vw_publisher_set_model(struct vw_publisher *p, const char *uuid, const char *name,
+			   const char *body, size_t len)
+{
+	_cleanup_free_ struct vw_model_frame *m = calloc(1, sizeof(*m));
+	struct pub_vm *vm = uuid ? vm_find(p, uuid) : NULL;
+	char line[VW_PROTO_MAX_FRAME], *copy;
+	size_t n;
+	int r;
+
+	if (!vm || !vm->listed)
+		return -ENOENT;
+	if (!m)
+		return -ENOMEM;
+	if (!name || !body || len > VW_PROTO_MAX_MODEL)
+		return -EINVAL;
+	*m = (struct vw_model_frame){ .epoch = p->epoch, .mseq = p->mseq + 1, .body_len = len };
+	memcpy(m->vm_uuid, vm->uuid, sizeof(m->vm_uuid));
+	if (snprintf(m->name, sizeof(m->name), "%s", name) >= (int)sizeof(m->name))
+		return -EINVAL;
+	memcpy(m->body, body, len);
+	r = vw_proto_encode_model(m, line, sizeof(line), &n);
+	if (r < 0)
+		return r;
+	if (vm->model_line && strcmp(m->sha256, vm->model_sha) == 0)
+		return 0; /* the same model: nothing new to say */
+	copy = malloc(n);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, line, n);
+	free(vm->model_line);
+	vm->model_line = copy;
+	vm->model_len = n;
+	memcpy(vm->model_sha, m->sha256, sizeof(vm->model_sha));
+	vm->model_rounds = VW_PUBLISH_MODEL_RESEND; /* with the next frame */
+	vm->model_share_due = true;
+	p->mseq++;
+	return 0;
 }
 
 int vw_publisher_vm_stats(const struct vw_publisher *p, const char *uuid,

@@ -77,7 +77,8 @@ struct vw_publish_vm_stats {
 	uint64_t hellos;         /* valid hello/ack lines */
 	uint64_t ack_seq;        /* the last acknowledged seq */
 	uint64_t share_writes, share_errors;
-	size_t bytes_held;       /* frame buffer bytes held for this VM (at most 2 x 16 KiB) */
+	size_t bytes_held;       /* frame buffer bytes held for this VM (at most 2 x 32 KiB: a
+				  * frame and its model frame, in flight and pending) */
 	bool locked;             /* this process holds the VM's lock (always true without locks) */
 	uint64_t lock_refused;   /* attempts refused because another process held the lock */
 	int lock_holder_pid;     /* that process, as last seen (0: unknown) */
@@ -113,6 +114,18 @@ int vw_publisher_tick(struct vw_publisher *p, uint64_t now_ns, bool *ret_publish
 uint64_t vw_publisher_next_due(const struct vw_publisher *p);
 /* An epoll fd that is readable when a VM socket needs tick(). */
 int vw_publisher_fd(const struct vw_publisher *p);
+
+/*
+ * The model for VM uuid (listed in the last update) that its guest should estimate with when
+ * publication stops (PROTOCOL.md §2a): a Kepler weight file body[0..len), named name
+ * ([A-Za-z0-9_.:-]). Unchanged (the same bytes): nothing. A new one goes out with the VM's next
+ * frame on its channel (again every VW_PUBLISH_MODEL_RESEND rounds and after each reconnect,
+ * for guests that start later) and as model.json in its folder. -ENOENT for a VM not listed,
+ * -EINVAL for a body or name a frame cannot carry.
+ */
+#define VW_PUBLISH_MODEL_RESEND 60
+int vw_publisher_set_model(struct vw_publisher *p, const char *uuid, const char *name,
+			   const char *body, size_t len);
 
 /* Rounds published so far (the seq of the latest frame). */
 uint64_t vw_publisher_seq(const struct vw_publisher *p);

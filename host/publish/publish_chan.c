@@ -180,7 +180,7 @@ int vw_pub_chan_offer(struct vw_pub_chan *c, int epfd, const char *frame, size_t
 {
 	int r;
 
-	if (len == 0 || len > VW_PROTO_MAX_FRAME)
+	if (len == 0 || len > VW_PUB_CHAN_MAX_OFFER)
 		return -EINVAL;
 	/* Never-started frames are replaced, never queued. */
 	if (c->tx.off == 0 && c->tx.len > 0) {

@@ -50,6 +50,8 @@ int vw_pub_chan_init(struct vw_pub_chan *c);
 void vw_pub_chan_done(struct vw_pub_chan *c, int epfd);
 /* A new path (or "" for none): disconnect and retry at once. */
 void vw_pub_chan_set_path(struct vw_pub_chan *c, int epfd, const char *path, uint64_t now_ns);
+/* An offer: a frame line, and the VM's model frame line after it when it is due. */
+#define VW_PUB_CHAN_MAX_OFFER (2 * VW_PROTO_MAX_FRAME)
 /* Hand over the newest frame; written at once as far as the socket takes it. */
 int vw_pub_chan_offer(struct vw_pub_chan *c, int epfd, const char *frame, size_t len,
 		      uint64_t now_ns);
@@ -92,6 +94,9 @@ void vw_pub_share_done(struct vw_pub_share *s);
 int vw_pub_share_write(struct vw_pub_share *s, int root_fd, const char *uuid, const char *frame,
 		       size_t len, const bool have[VW_PUB_RAPL__COUNT],
 		       const uint64_t energy_uj[VW_PUB_RAPL__COUNT], uint64_t max_range_uj);
+
+/* The VM's model frame line as model.json in its folder (after a first frame made the folder). */
+int vw_pub_share_write_model(struct vw_pub_share *s, const char *line, size_t len);
 
 /* ---- publication lock (publish_lock.c) ---- */
 

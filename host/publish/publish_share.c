@@ -157,3 +157,10 @@ int vw_pub_share_write(struct vw_pub_share *s, int root_fd, const char *uuid, co
 	}
 	return vw_write_file_atomic_at(s->dirfd, "frame.json", frame, len, 0644);
 }
+
+int vw_pub_share_write_model(struct vw_pub_share *s, const char *line, size_t len)
+{
+	if (s->dirfd < 0)
+		return -EAGAIN; /* the folder comes with the first frame */
+	return vw_write_file_atomic_at(s->dirfd, "model.json", line, len, 0644);
+}
