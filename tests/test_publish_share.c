@@ -17,7 +17,9 @@
 #include "fixture.h"
 #include "macro.h"
 #include "proto.h"
+#include "model_rx.h"
 #include "publish.h"
+#include "reader.h"
 
 #define SEC VW_NSEC_PER_SEC
 #define UUID "5a0c9e0e-7f3b-4c61-9d1e-2b7a4f6c8d90"
@@ -140,6 +142,31 @@ static void test_layout_and_units(void **state)
 	assert_int_equal(vw_read_str_at(r.fd, UUID "/intel-rapl:0:0/name", buf, sizeof(buf)), 0);
 	assert_string_equal(buf, "dram");
 	assert_int_equal(energy_uj(&r, "intel-rapl:0:0"), 3000000);
+	rig_free(&r);
+}
+
+/* The VM's model as model.json beside frame.json, read back by the guest's own reader. */
+static void test_model_file(void **state)
+{
+	struct rig r;
+	const char *body = "{\"package\":{\"All_Weights\":{\"Bias_Weight\":12}}}";
+	char dir[600];
+	struct vw_reader_config rc = { .path = dir, .vm_uuid = UUID };
+	struct vw_reader *rd;
+
+	(void)state;
+	rig_init(&r, 0);
+	rig_run(&r, 1, 10);
+	assert_int_equal(vw_publisher_set_model(r.p, UUID, "host:vm:lin", body, strlen(body)), 0);
+	rig_run(&r, 1, 10);
+	snprintf(dir, sizeof(dir), "%s/" UUID, r.root);
+	rd = vw_reader_new(&rc);
+	assert_non_null(rd);
+	assert_int_equal(vw_reader_poll(rd), 1);
+	assert_non_null(vw_reader_models(rd)->cur);
+	assert_string_equal(vw_reader_models(rd)->cur->body, body);
+	assert_string_equal(vw_reader_models(rd)->cur->name, "host:vm:lin");
+	vw_reader_free(rd);
 	rig_free(&r);
 }
 
@@ -369,6 +396,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_layout_and_units),
+		cmocka_unit_test(test_model_file),
 		cmocka_unit_test(test_restart_continues),
 		cmocka_unit_test(test_vm_returns),
 		cmocka_unit_test(test_wrap),
