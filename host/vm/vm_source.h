@@ -19,6 +19,14 @@ enum vw_vm_state {
 	VW_VM_SHUTOFF, /* gone: reported once, then forgotten */
 };
 
+/*
+ * Host devices a domain's XML assigns to it (libvirt only: a QEMU command line is not read for
+ * them). 32 each: a VM given a whole 8-GPU board also gets its NVSwitches and NICs, and a GPU
+ * must not be lost behind them; those beyond are left out.
+ */
+#define VW_VM_MAX_HOSTDEVS 32
+#define VW_PCI_ADDR_SIZE 16 /* "0000:3b:00.0" and its NUL, with room */
+
 struct vw_vm_info {
 	char uuid[VW_UUID_LEN]; /* lower-case canonical */
 	char name[256];         /* libvirt name or -name guest=; may be "" */
@@ -30,6 +38,14 @@ struct vw_vm_info {
 	uint64_t qemu_start_time; /* /proc/PID/stat starttime: detects PID reuse */
 	char channel_path[256]; /* unix socket of the org.virtwatt.power.0 channel, or "" */
 	char share_dir[256];    /* source dir of a filesystem with target virtwatt, or "" */
+	/* <hostdev mode='subsystem' type='pci'>: each <source><address>, canonical
+	 * "dddd:bb:ss.f" in lower case, each once, in document order. */
+	char pci_hostdev[VW_VM_MAX_HOSTDEVS][VW_PCI_ADDR_SIZE];
+	size_t n_pci_hostdev;
+	/* <hostdev mode='subsystem' type='mdev'>: each <source><address uuid=>, lower case
+	 * (mediated devices: an NVIDIA vGPU is one), each once, in document order. */
+	char mdev_uuid[VW_VM_MAX_HOSTDEVS][VW_UUID_LEN];
+	size_t n_mdev;
 };
 
 struct vw_vm_env {
