@@ -72,34 +72,7 @@ static void pid2(const char *root, bool kthread)
 			 0);
 }
 
-struct fx {
-	char *root;
-	int fd;
-};
-
-static int fx_setup(void **state)
-{
-	struct fx *f = calloc(1, sizeof(*f));
-
-	f->root = vw_fixture_mkdtemp("pidns");
-	assert_non_null(f->root);
-	f->fd = open(f->root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	assert_true(f->fd >= 0);
-	*state = f;
-	return 0;
-}
-
-static int fx_teardown(void **state)
-{
-	struct fx *f = *state;
-
-	close(f->fd);
-	vw_fixture_rm(f->root);
-	free(f);
-	return 0;
-}
-
-static struct vw_gpu_pidns probe(struct fx *f, enum vw_gpu_pidns_mode want)
+static struct vw_gpu_pidns probe(struct vw_fixture_root *f, enum vw_gpu_pidns_mode want)
 {
 	struct vw_gpu_pidns ns;
 
@@ -112,143 +85,102 @@ static struct vw_gpu_pidns probe(struct fx *f, enum vw_gpu_pidns_mode want)
 
 /* ---- The probe on fixtures ---- */
 
-static void test_same(void **state)
+struct fx_proc {
+	unsigned pid;
+	const char *nspid, *link; /* as proc() takes them */
+};
+
+struct probe_case {
+	const char *what;
+	struct fx_proc procs[3];
+	unsigned self; /* <root>/self -> this PID, 0: none */
+	int kthreadd;  /* 2/stat: -1 none, 0 a plain process, 1 kthreadd */
+	enum vw_gpu_pidns_mode want;
+	uint32_t daemon_pid;
+	unsigned level;
+	uint64_t procfs_ino; /* 0: not checked */
+	const char *how;     /* a part of the explanation */
+};
+
+static const struct probe_case probe_cases[] = {
+	{ "the host's /proc, the daemon in it", { { 1, "1", INIT }, { 100, "100", INIT } }, 100,
+	  -1, VW_GPU_PIDNS_SAME, 100, 0, VW_GPU_PIDNS_INIT_INO, "1/ns/pid is pid:[4026531836]" },
+	{ "a container's own /proc", { { 1, "1", CHILD }, { 7, "7", CHILD } }, 7, -1,
+	  VW_GPU_PIDNS_CHILD_PROCFS, 7, 0, 4026532177u, NULL },
+	{ "another namespace's /proc, the daemon not in it (self dangling)", { { 1, "1", CHILD } },
+	  4242, -1, VW_GPU_PIDNS_CHILD_PROCFS, 0, 0, 4026532177u, "not among" },
+	{ "a pod without hostPID mounting the host's /proc",
+	  { { 1, "1", INIT }, { 4242, "4242\t1", OTHER } }, 4242, -1, VW_GPU_PIDNS_DAEMON_IN_CHILD,
+	  4242, 1, VW_GPU_PIDNS_INIT_INO, NULL },
+	/* PID 1's link unreadable (as for root here: PID 1 holds capabilities the test lacks). */
+	{ "the daemon in it tells by its own link", { { 1, "1", NULL }, { 100, "100", INIT } }, 100,
+	  -1, VW_GPU_PIDNS_SAME, 100, 0, VW_GPU_PIDNS_INIT_INO, "the daemon lives in it" },
+	{ "the daemon in it, a child namespace", { { 1, "1", NULL }, { 101, "101", CHILD } }, 101,
+	  -1, VW_GPU_PIDNS_CHILD_PROCFS, 101, 0, 4026532177u, NULL },
+	{ "the daemon below it, nothing else to tell",
+	  { { 1, "1", NULL }, { 4242, "4242\t1", OTHER } }, 4242, -1, VW_GPU_PIDNS_UNKNOWN, 4242, 1,
+	  0, "2/stat unreadable" },
+	{ "the daemon below it, kthreadd in it", { { 1, "1", NULL }, { 4242, "4242\t1", OTHER } },
+	  4242, 1, VW_GPU_PIDNS_DAEMON_IN_CHILD, 4242, 1, 0, "PID 2 is a kernel thread" },
+	{ "the daemon below it, no kernel thread in it",
+	  { { 1, "1", NULL }, { 4242, "4242\t1", OTHER } }, 4242, 0, VW_GPU_PIDNS_CHILD_PROCFS, 4242,
+	  1, 0, "PID 2 is not a kernel thread" },
+	/* Before Linux 4.1 there is no NSpid: the two links decide, and nothing without them. */
+	{ "no NSpid, the links differ", { { 1, "", INIT }, { 300, "", OTHER } }, 300, -1,
+	  VW_GPU_PIDNS_DAEMON_IN_CHILD, 0, 1, VW_GPU_PIDNS_INIT_INO, NULL },
+	{ "no NSpid, the links agree", { { 1, "", INIT }, { 301, "", INIT } }, 301, -1,
+	  VW_GPU_PIDNS_SAME, 0, 0, VW_GPU_PIDNS_INIT_INO, NULL },
+	{ "no NSpid, no link of PID 1", { { 1, "", NULL }, { 302, "", OTHER } }, 302, 1,
+	  VW_GPU_PIDNS_UNKNOWN, 0, 0, 0, "own namespace unknown" },
+	{ "nothing at all", { { 0 } }, 0, -1, VW_GPU_PIDNS_UNKNOWN, 0, 0, 0, "neither self nor 1" },
+};
+
+static void test_probe(void **state)
 {
-	struct fx *f = *state;
-	struct vw_gpu_pidns ns;
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(probe_cases); i++) {
+		const struct probe_case *c = &probe_cases[i];
+		struct vw_fixture_root *f;
+		struct vw_gpu_pidns ns;
 
-	proc(f->root, 1, "1", INIT);
-	proc(f->root, 100, "100", INIT);
-	self_is(f->root, 100);
-	ns = probe(f, VW_GPU_PIDNS_SAME);
-	assert_int_equal(ns.daemon_pid, 100);
-	assert_int_equal(ns.daemon_level, 0);
-	assert_int_equal(ns.procfs_ino, VW_GPU_PIDNS_INIT_INO);
-	assert_int_equal(ns.daemon_ino, VW_GPU_PIDNS_INIT_INO);
-	assert_non_null(strstr(ns.how, "1/ns/pid is pid:[4026531836]"));
-}
-
-/* A container's own /proc: the daemon in it, PID 1 the container's init. */
-static void test_child_procfs(void **state)
-{
-	struct fx *f = *state;
-	struct vw_gpu_pidns ns;
-
-	proc(f->root, 1, "1", CHILD);
-	proc(f->root, 7, "7", CHILD);
-	self_is(f->root, 7);
-	ns = probe(f, VW_GPU_PIDNS_CHILD_PROCFS);
-	assert_int_equal(ns.procfs_ino, 4026532177u);
-	assert_int_equal(ns.daemon_pid, 7);
-}
-
-/* Another namespace's procfs the daemon is not in: self does not resolve. */
-static void test_child_procfs_without_self(void **state)
-{
-	struct fx *f = *state;
-	struct vw_gpu_pidns ns;
-
-	proc(f->root, 1, "1", CHILD);
-	assert_int_equal(vw_fixture_symlink(f->root, "4242", "self"), 0); /* dangling */
-	ns = probe(f, VW_GPU_PIDNS_CHILD_PROCFS);
-	assert_int_equal(ns.daemon_pid, 0);
-	assert_int_equal(ns.procfs_ino, 4026532177u);
-	assert_non_null(strstr(ns.how, "not among"));
-}
-
-/* A pod without hostPID that mounts the host's /proc: NSpid has two entries. */
-static void test_daemon_in_child(void **state)
-{
-	struct fx *f = *state;
-	struct vw_gpu_pidns ns;
-
-	proc(f->root, 1, "1", INIT);
-	proc(f->root, 4242, "4242\t1", OTHER);
-	self_is(f->root, 4242);
-	ns = probe(f, VW_GPU_PIDNS_DAEMON_IN_CHILD);
-	assert_int_equal(ns.daemon_pid, 4242);
-	assert_int_equal(ns.daemon_level, 1);
-	assert_int_equal(ns.daemon_ino, 4026532300u);
-}
-
-/* PID 1's link unreadable (as for root here, PID 1 holding capabilities the reader lacks). */
-static void test_fallbacks(void **state)
-{
-	struct fx *f = *state;
-	struct vw_gpu_pidns ns;
-	char *r = f->root;
-
-	/* The daemon lives in the procfs's namespace: its own link tells which. */
-	proc(r, 1, "1", NULL);
-	proc(r, 100, "100", INIT);
-	self_is(r, 100);
-	ns = probe(f, VW_GPU_PIDNS_SAME);
-	assert_non_null(strstr(ns.how, "the daemon lives in it"));
-	assert_int_equal(ns.procfs_ino, VW_GPU_PIDNS_INIT_INO);
-	proc(r, 101, "101", CHILD);
-	self_is(r, 101);
-	probe(f, VW_GPU_PIDNS_CHILD_PROCFS);
-
-	/* The daemon a level down: kthreadd in the procfs says it is the host's. */
-	proc(r, 4242, "4242\t1", OTHER);
-	self_is(r, 4242);
-	probe(f, VW_GPU_PIDNS_UNKNOWN); /* no 2/stat yet */
-	pid2(r, true);
-	ns = probe(f, VW_GPU_PIDNS_DAEMON_IN_CHILD);
-	assert_non_null(strstr(ns.how, "PID 2 is a kernel thread"));
-	pid2(r, false);
-	ns = probe(f, VW_GPU_PIDNS_CHILD_PROCFS);
-	assert_non_null(strstr(ns.how, "PID 2 is not a kernel thread"));
-}
-
-/* Before Linux 4.1 there is no NSpid: the two links decide, and nothing without them. */
-static void test_no_nspid(void **state)
-{
-	struct fx *f = *state;
-	struct vw_gpu_pidns ns;
-
-	proc(f->root, 1, "", INIT);
-	proc(f->root, 300, "", OTHER);
-	self_is(f->root, 300);
-	ns = probe(f, VW_GPU_PIDNS_DAEMON_IN_CHILD);
-	assert_int_equal(ns.daemon_pid, 0);
-	assert_int_equal(ns.daemon_level, 1);
-	proc(f->root, 301, "", INIT);
-	self_is(f->root, 301);
-	probe(f, VW_GPU_PIDNS_SAME);
-	/* Without PID 1's link, the daemon's own namespace cannot be placed. */
-	proc(f->root, 302, "", OTHER);
-	self_is(f->root, 302);
-	{
-		char path[600];
-
-		snprintf(path, sizeof(path), "%s/1/ns/pid", f->root);
-		assert_int_equal(unlink(path), 0);
+		print_message("# %s\n", c->what);
+		assert_int_equal(vw_fixture_root_setup((void **)&f), 0);
+		for (size_t j = 0; j < ARRAY_SIZE(c->procs) && c->procs[j].pid; j++)
+			proc(f->path, c->procs[j].pid, c->procs[j].nspid, c->procs[j].link);
+		if (c->self)
+			self_is(f->path, c->self);
+		if (c->kthreadd >= 0)
+			pid2(f->path, c->kthreadd);
+		ns = probe(f, c->want);
+		assert_int_equal(ns.daemon_pid, c->daemon_pid);
+		assert_int_equal(ns.daemon_level, c->level);
+		if (c->procfs_ino)
+			assert_int_equal(ns.procfs_ino, c->procfs_ino);
+		if (c->how && !strstr(ns.how, c->how))
+			fail_msg("\"%s\" does not say \"%s\"", ns.how, c->how);
+		vw_fixture_root_teardown((void **)&f);
 	}
-	pid2(f->root, true);
-	ns = probe(f, VW_GPU_PIDNS_UNKNOWN);
-	assert_non_null(strstr(ns.how, "own namespace unknown"));
 }
 
 /* Malformed links and NSpid lines are not believed. */
 static void test_malformed(void **state)
 {
-	struct fx *f = *state;
+	struct vw_fixture_root *f = *state;
 	static const char *const bad[] = { "4242\tx", "4242\t-1", "\t", "4242\t1\t",
 					   "99999999999\t1" };
 	char path[600];
 
-	proc(f->root, 1, "1", "pid:[abc]");
-	proc(f->root, 4242, "4242\t1", "mnt:[4026531836]");
-	self_is(f->root, 4242);
+	proc(f->path, 1, "1", "pid:[abc]");
+	proc(f->path, 4242, "4242\t1", "mnt:[4026531836]");
+	self_is(f->path, 4242);
 	/* Neither 1/ns/pid nor 2/stat: cannot tell. */
 	probe(f, VW_GPU_PIDNS_UNKNOWN);
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
 		struct vw_gpu_pidns ns;
 
-		snprintf(path, sizeof(path), "%s/4242/status", f->root);
+		snprintf(path, sizeof(path), "%s/4242/status", f->path);
 		assert_int_equal(unlink(path), 0);
-		proc(f->root, 4242, bad[i], NULL);
+		proc(f->path, 4242, bad[i], NULL);
 		assert_int_equal(vw_gpu_pidns_probe(f->fd, &ns), 0);
 		if (i == 3) /* a trailing tab is still a whole line */
 			assert_int_equal(ns.daemon_pid, 4242);
@@ -263,8 +195,8 @@ static void test_malformed(void **state)
 
 static void test_map(void **state)
 {
-	struct fx *f = *state;
-	char *r = f->root;
+	struct vw_fixture_root *f = *state;
+	char *r = f->path;
 	struct vw_gpu_pidns ns;
 	uint32_t pids[] = { 7, 1, 5000, 0, 8, 9, 12345 };
 	uint32_t again[] = { 7 };
@@ -577,14 +509,9 @@ outside:
 
 int main(void)
 {
-#define FX(t) cmocka_unit_test_setup_teardown(t, fx_setup, fx_teardown)
+#define FX(t) cmocka_unit_test_setup_teardown(t, vw_fixture_root_setup, vw_fixture_root_teardown)
 	const struct CMUnitTest tests[] = {
-		FX(test_same),
-		FX(test_child_procfs),
-		FX(test_child_procfs_without_self),
-		FX(test_daemon_in_child),
-		FX(test_fallbacks),
-		FX(test_no_nspid),
+		cmocka_unit_test(test_probe),
 		FX(test_malformed),
 		FX(test_map),
 		cmocka_unit_test(test_log),
