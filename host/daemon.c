@@ -21,6 +21,7 @@
 #include "selfstats.h"
 #include "vm_channels.h"
 #include "vm_source.h"
+#include "vm_vfio.h"
 #include "workloads.h"
 
 struct zone_state {
@@ -68,6 +69,7 @@ struct vw_host {
 	struct vw_vm_channels *channels; /* each listed VM's channel, for the publisher */
 	struct vw_publisher *publisher;
 	struct vw_complaint vm_complaint;
+	struct vw_vm_vfio *vfio; /* GPUs passed through to VMs, named as theirs */
 };
 
 static const char *nonempty(const char *s)
@@ -192,6 +194,9 @@ static int setup_vms(struct vw_host *h)
 		vw_warn("vm: no VM source could be opened: %s; no VM series", strerror(errno));
 		return 0;
 	}
+	h->vfio = vw_vm_vfio_new(h->d.sysfs_fd);
+	if (!h->vfio)
+		return -ENOMEM;
 	if (!c->passthrough)
 		return 0;
 	h->channels = vw_vm_channels_new(); /* what the publisher needs of each listing */
@@ -287,6 +292,14 @@ static void host_tables(void *ud, struct vw_table_stat t[VW_TABLE__COUNT])
 		vw_publisher_table_stat(h->publisher, &t[VW_TABLE_PUBLISHER_VM]);
 }
 
+/* The host's own families: the GPUs passed through to VMs. */
+static int host_render(void *ud, struct vw_prom_writer *w)
+{
+	struct vw_host *h = ud;
+
+	return vw_vm_vfio_render(h->vfio, w, h->d.node_name);
+}
+
 static const struct vw_daemon_hooks host_hooks = {
 	.program = "virtwatt-host",
 	.sample = host_sample,
@@ -294,6 +307,7 @@ static const struct vw_daemon_hooks host_hooks = {
 	.wake_fd = publisher_fd,
 	.wake_due = publisher_due,
 	.woken = publisher_woken,
+	.render = host_render,
 	.tables = host_tables,
 };
 
@@ -384,6 +398,7 @@ void vw_host_free(struct vw_host *h)
 	vw_publisher_free(h->publisher);
 	vw_vms_close(h->vms);
 	free(h->vm_list);
+	vw_vm_vfio_free(h->vfio);
 	vw_vm_channels_free(h->channels);
 	/* The workloads hold no reference to the sources: the engine's part goes after them. */
 	for (size_t s = 0; s < h->n_src; s++)
@@ -619,6 +634,7 @@ static void refresh_vms(struct vw_host *h)
 	}
 	vw_release(&h->vm_complaint, VW_LOG_INFO, "vm: listing VMs works again");
 	if ((h->channels && vw_vm_channels_set(h->channels, vms, n) < 0) ||
+	    (h->vfio && vw_vm_vfio_update(h->vfio, vms, n) < 0) ||
 	    vms_as_groups(vms, n, &groups, &n_groups) < 0 ||
 	    vw_workloads_set_groups(h->d.workloads, groups, n_groups) < 0)
 		vw_complain(&h->vm_complaint, VW_LOG_WARN, "vm: out of memory tracking VMs");
@@ -633,7 +649,7 @@ static bool vgpu_owner(void *ud, const struct vw_gpu_vgpu_energy *e, char id[VW_
 	const struct vw_host *h = ud;
 
 	return vw_vm_vgpu_owner(h->vm_list, h->n_vm_list, e->vm_id,
-				e->vm_id_type == VW_GPU_VM_ID_UUID, id);
+				e->vm_id_type == VW_GPU_VM_ID_UUID, e->mdev_uuid, id);
 }
 
 /* Each VM's own cumulative energy goes to its guest on the publisher's schedule. */

@@ -10,6 +10,7 @@
 #include "processinfo.h"
 #include "selfstats.h"
 #include "state_file.h"
+#include "vm_vfio.h"
 #include "workloads.h"
 
 const struct vw_family_table *const vw_all_family_tables[] = {
@@ -17,6 +18,7 @@ const struct vw_family_table *const vw_all_family_tables[] = {
 	&vw_gpu_family_table,
 	&vw_workload_family_table,
 	&vw_workload_gpu_family_table,
+	&vw_vm_vfio_family_table,
 	&vw_guest_family_table,
 	&vw_guest_host_model_family_table,
 	&vw_state_file_family_table,

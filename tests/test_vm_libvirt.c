@@ -936,6 +936,142 @@ static void test_domxml(void **state)
 	free(big);
 }
 
+/* A domain with host devices around and between the ones that count. */
+static const char hostdev_doc[] =
+	"<domain type='kvm'><devices>"
+	/* The H100: its source address counts, not the guest-side <address type='pci'>. */
+	"<hostdev mode='subsystem' type='pci' managed='yes'><driver name='vfio'/>"
+	"<source><address domain='0x0000' bus='0x3B' slot='0x00' function='0x0'/></source>"
+	"<alias name='hostdev0'/>"
+	"<address type='pci' domain='0x0000' bus='0x06' slot='0x00' function='0x0'/></hostdev>"
+	/* Its audio function, in decimal and octal as libvirt also reads them, no domain. */
+	"<hostdev mode='subsystem' type='pci'><source>"
+	"<address bus='59' slot='0' function='01'/></source></hostdev>"
+	/* The same device again: kept once. */
+	"<hostdev mode='subsystem' type='pci'><source><address domain='0' bus='0x3b' "
+	"slot='0x0' function='0x0'/></source></hostdev>"
+	/* Out of range or not numbers: left out. */
+	"<hostdev mode='subsystem' type='pci'><source><address domain='0x10000' bus='0' "
+	"slot='0' function='0'/></source></hostdev>"
+	"<hostdev mode='subsystem' type='pci'><source><address bus='0x100' slot='0' "
+	"function='0'/></source></hostdev>"
+	"<hostdev mode='subsystem' type='pci'><source><address bus='1' slot='0x20' "
+	"function='0'/></source></hostdev>"
+	"<hostdev mode='subsystem' type='pci'><source><address bus='1' slot='0' "
+	"function='8'/></source></hostdev>"
+	"<hostdev mode='subsystem' type='pci'><source><address bus='+1' slot='0' "
+	"function='0'/></source></hostdev>"
+	"<hostdev mode='subsystem' type='pci'><source><address bus=' 1' slot='0' "
+	"function='0'/></source></hostdev>"
+	"<hostdev mode='subsystem' type='pci'><source><address bus='0x1g' slot='0' "
+	"function='0'/></source></hostdev>"
+	"<hostdev mode='subsystem' type='pci'><source><address bus='08' slot='0' "
+	"function='0'/></source></hostdev>"
+	"<hostdev mode='subsystem' type='pci'><source><address slot='0' function='0'/>"
+	"</source></hostdev>"
+	"<hostdev mode='subsystem' type='pci'><source><address bus='99999999999999999999' "
+	"slot='0' function='0'/></source></hostdev>"
+	/* The first source address decides: this one is bad, the second does not count. */
+	"<hostdev mode='subsystem' type='pci'><source><address bus='0x100' slot='0' "
+	"function='0'/><address bus='0x77' slot='0' function='0'/></source></hostdev>"
+	/* No source; a USB device; mode capabilities; an SR-IOV NIC as <interface>. */
+	"<hostdev mode='subsystem' type='pci'><address type='pci' bus='0x55' slot='0' "
+	"function='0'/></hostdev>"
+	"<hostdev mode='subsystem' type='usb'><source><address bus='1' device='2'/></source>"
+	"</hostdev>"
+	"<hostdev mode='capabilities' type='pci'><source><address bus='0x56' slot='0' "
+	"function='0'/></source></hostdev>"
+	"<interface type='hostdev'><source><address type='pci' domain='0' bus='0x57' "
+	"slot='0' function='0'/></source></interface>"
+	/* A function at the top of every range, through character references. */
+	"<hostdev mode='subsystem' type='pci'><source><address domain='&#x30;xffff' "
+	"bus='0xff' slot='0x1f' function='7'/></source></hostdev>"
+	/* mdevs: upper case made lower, a repeat kept once, a bad UUID left out. */
+	"<hostdev mode='subsystem' type='mdev' model='vfio-pci'><source>"
+	"<address uuid='C2177883-F1BB-47F0-914D-32A22E3A8804'/></source></hostdev>"
+	"<hostdev mode='subsystem' type='mdev' model='vfio-pci'><source>"
+	"<address uuid='c2177883-f1bb-47f0-914d-32a22e3a8804'/></source></hostdev>"
+	"<hostdev mode='subsystem' type='mdev' model='vfio-pci'><source>"
+	"<address uuid='c2177883-f1bb-47f0-914d-32a22e3a880'/></source></hostdev>"
+	"<hostdev mode='subsystem' type='mdev' model='vfio-ap'><source>"
+	"<address uuid='9f2c1e8a-0d4b-4c3e-8a7f-1b2c3d4e5f60'/></source></hostdev>"
+	"</devices>"
+	/* Outside <devices>: not a device. */
+	"<hostdev mode='subsystem' type='pci'><source><address bus='0x58' slot='0' "
+	"function='0'/></source></hostdev>"
+	"</domain>";
+
+static void test_domxml_hostdevs(void **state)
+{
+	struct vw_domxml d;
+	char *doc = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	(void)state;
+	assert_int_equal(vw_domxml_parse(hostdev_doc, strlen(hostdev_doc), &d), 0);
+	assert_int_equal(d.n_pci_hostdev, 3);
+	assert_string_equal(d.pci_hostdev[0], "0000:3b:00.0");
+	assert_string_equal(d.pci_hostdev[1], "0000:3b:00.1");
+	assert_string_equal(d.pci_hostdev[2], "ffff:ff:1f.7");
+	assert_int_equal(d.n_mdev, 2);
+	assert_string_equal(d.mdev_uuid[0], "c2177883-f1bb-47f0-914d-32a22e3a8804");
+	assert_string_equal(d.mdev_uuid[1], "9f2c1e8a-0d4b-4c3e-8a7f-1b2c3d4e5f60");
+
+	/* More than VW_VM_MAX_HOSTDEVS: the first ones are kept. */
+	f = open_memstream(&doc, &len);
+	fputs("<domain><devices>", f);
+	for (unsigned i = 0; i < VW_VM_MAX_HOSTDEVS + 4; i++)
+		fprintf(f, "<hostdev mode='subsystem' type='pci'><source><address bus='%u' "
+			   "slot='0' function='0'/></source></hostdev><hostdev mode='subsystem' "
+			   "type='mdev'><source><address uuid='00000000-0000-4000-8000-%012x'/>"
+			   "</source></hostdev>", i, i);
+	fputs("</devices></domain>", f);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(vw_domxml_parse(doc, len, &d), 0);
+	assert_int_equal(d.n_pci_hostdev, VW_VM_MAX_HOSTDEVS);
+	assert_int_equal(d.n_mdev, VW_VM_MAX_HOSTDEVS);
+	assert_string_equal(d.pci_hostdev[VW_VM_MAX_HOSTDEVS - 1], "0000:1f:00.0");
+	assert_string_equal(d.mdev_uuid[VW_VM_MAX_HOSTDEVS - 1],
+			    "00000000-0000-4000-8000-00000000001f");
+	free(doc);
+
+	/* A malformed document keeps nothing, host devices included. */
+	assert_int_equal(vw_domxml_parse(hostdev_doc, strlen(hostdev_doc) - 3, &d), -EINVAL);
+	assert_int_equal(d.n_pci_hostdev, 0);
+	assert_int_equal(d.n_mdev, 0);
+	assert_string_equal(d.pci_hostdev[0], "");
+}
+
+/* The source hands a domain's host devices on, and a domain re-created without them has none. */
+static void test_hostdevs_listed(void **state)
+{
+	struct fx *x = fx_new();
+	struct vw_vm_info *v;
+
+	(void)state;
+	qemu_proc(x, 100, 5000, UA, "alpha");
+	fake_start(&fk, UA, "alpha", strdup(hostdev_doc), false);
+	fx_open(x, 0);
+	v = list_n(x, 1);
+	assert_int_equal(v[0].n_pci_hostdev, 3);
+	assert_string_equal(v[0].pci_hostdev[0], "0000:3b:00.0");
+	assert_string_equal(v[0].pci_hostdev[2], "ffff:ff:1f.7");
+	assert_int_equal(v[0].n_mdev, 2);
+	assert_string_equal(v[0].mdev_uuid[1], "9f2c1e8a-0d4b-4c3e-8a7f-1b2c3d4e5f60");
+
+	fake_stop(&fk, UA, true);
+	v = list_n(x, 1);
+	assert_int_equal(v[0].state, VW_VM_SHUTOFF);
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), true);
+	v = list_n(x, 1);
+	assert_int_equal(v[0].state, VW_VM_RUNNING);
+	assert_int_equal(v[0].n_pci_hostdev, 0);
+	assert_int_equal(v[0].n_mdev, 0);
+	assert_string_equal(v[0].pci_hostdev[0], "");
+	fx_free(x);
+}
+
 /* ---- Merge by UUID ---- */
 
 static const struct vw_vm_source_ops fake_libvirt_ops;
@@ -1073,6 +1209,12 @@ static void test_merge_fill(void **state)
 	stat_vms[1][0].qemu_pid = 77;
 	stat_vms[1][0].qemu_start_time = 8;
 	stat_vms[1][0].vcpus = 3;
+	snprintf(stat_vms[1][0].pci_hostdev[0], VW_PCI_ADDR_SIZE, "0000:3b:00.0");
+	stat_vms[1][0].n_pci_hostdev = 1;
+	snprintf(stat_vms[0][0].mdev_uuid[0], VW_UUID_LEN, "%s", UB);
+	stat_vms[0][0].n_mdev = 1;
+	snprintf(stat_vms[1][0].mdev_uuid[0], VW_UUID_LEN, "%s", UC);
+	stat_vms[1][0].n_mdev = 1;
 
 	vms = vw_vms_open_with(&env, sources);
 	assert_non_null(vms);
@@ -1084,6 +1226,10 @@ static void test_merge_fill(void **state)
 	assert_int_equal(v[0].qemu_pid, 77);
 	assert_int_equal(v[0].qemu_start_time, 8);
 	assert_int_equal(v[0].vcpus, 3);
+	assert_int_equal(v[0].n_pci_hostdev, 1); /* filled */
+	assert_string_equal(v[0].pci_hostdev[0], "0000:3b:00.0");
+	assert_int_equal(v[0].n_mdev, 1); /* kept */
+	assert_string_equal(v[0].mdev_uuid[0], UB);
 	free(v);
 	vw_vms_close(vms);
 	assert_null(vw_vms_open_with(&(struct vw_vm_env){ .procfs_fd = -1 }, sources));
@@ -1096,6 +1242,16 @@ static void test_merge_fill(void **state)
 /* ---- The real libvirt calls, on libvirt's test driver ---- */
 
 #if VW_HAVE_LIBVIRT
+#define TEST_NODE_XML                                                                              \
+	"<node><domain type='test'><name>gpuvm</name>"                                             \
+	"<uuid>4dea22b3-1d52-d8f3-2516-782e98ab3fa0</uuid><memory>1048576</memory>"                \
+	"<vcpu>2</vcpu><os><type>hvm</type></os><devices>"                                         \
+	"<hostdev mode='subsystem' type='pci' managed='yes'><source><address domain='0' "          \
+	"bus='59' slot='0' function='0'/></source></hostdev>"                                      \
+	"<hostdev mode='subsystem' type='mdev' model='vfio-pci'><source>"                          \
+	"<address uuid='C2177883-F1BB-47F0-914D-32A22E3A8804'/></source></hostdev>"                \
+	"</devices></domain></node>\n"
+
 static void test_real_test_driver(void **state)
 {
 	char *root = vw_fixture_mkdtemp("vmlvt");
@@ -1118,6 +1274,27 @@ static void test_real_test_driver(void **state)
 	assert_int_equal(v[0].qemu_pid, 0); /* no QEMU behind the test driver */
 	free(v);
 	vw_vm_libvirt.close(src);
+
+	/* A node file of the test driver whose running domain was given a GPU and a vGPU: the
+	 * host devices come through libvirt's own parser and formatter. */
+	{
+		char uri[600];
+
+		assert_int_equal(vw_fixture_write(root, "node.xml", TEST_NODE_XML, 0), 0);
+		snprintf(uri, sizeof(uri), "test://%s/node.xml", root);
+		env.libvirt_uri = uri;
+		assert_int_equal(vw_vm_libvirt.open(&env, &src), 0);
+		assert_int_equal(vw_vm_libvirt.list(src, &v, &n), 0);
+		assert_int_equal(n, 1);
+		assert_string_equal(v[0].name, "gpuvm");
+		assert_int_equal(v[0].state, VW_VM_RUNNING);
+		assert_int_equal(v[0].n_pci_hostdev, 1);
+		assert_string_equal(v[0].pci_hostdev[0], "0000:3b:00.0");
+		assert_int_equal(v[0].n_mdev, 1);
+		assert_string_equal(v[0].mdev_uuid[0], "c2177883-f1bb-47f0-914d-32a22e3a8804");
+		free(v);
+		vw_vm_libvirt.close(src);
+	}
 
 	/* Nothing listens there: open still succeeds, list is empty, retries run behind. */
 	env.libvirt_uri = "qemu:///system?socket=/nonexistent/vw-test-sock";
@@ -1146,6 +1323,8 @@ int main(void)
 		cmocka_unit_test(test_no_libvirtd_at_start),
 		cmocka_unit_test(test_hostile_xml),
 		cmocka_unit_test(test_domxml),
+		cmocka_unit_test(test_domxml_hostdevs),
+		cmocka_unit_test(test_hostdevs_listed),
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_merge_fill),
 #if VW_HAVE_LIBVIRT

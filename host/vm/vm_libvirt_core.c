@@ -209,6 +209,10 @@ static void apply_xml(struct lv *lv, struct dom *d, const struct fetched *f)
 	d->info.vcpus = f->xml.vcpus;
 	memcpy(d->info.channel_path, f->xml.channel_path, sizeof(d->info.channel_path));
 	memcpy(d->info.share_dir, f->xml.share_dir, sizeof(d->info.share_dir));
+	memcpy(d->info.pci_hostdev, f->xml.pci_hostdev, sizeof(d->info.pci_hostdev));
+	d->info.n_pci_hostdev = f->xml.n_pci_hostdev;
+	memcpy(d->info.mdev_uuid, f->xml.mdev_uuid, sizeof(d->info.mdev_uuid));
+	d->info.n_mdev = f->xml.n_mdev;
 	d->have_xml = true;
 }
 
@@ -313,8 +317,8 @@ static void fetch_xml(struct lv *lv, void *conn, struct fetched *f)
 	}
 	r = vw_domxml_parse(xml, strlen(xml), &f->xml);
 	if (r < 0)
-		vw_debug("vm: libvirt: XML of %s unreadable (%s): no channel or share", f->dom.uuid,
-			 strerror(-r));
+		vw_debug("vm: libvirt: XML of %s unreadable (%s): no channel, share or host device",
+			 f->dom.uuid, strerror(-r));
 	f->have_xml = true; /* a bad document is not fetched again until the next full pass */
 }
 

@@ -96,12 +96,21 @@ struct vw_domxml {
 	unsigned vcpus;          /* <vcpu current=>, else <vcpu>N</vcpu>; 0 when absent */
 	char channel_path[256];  /* <channel type='unix'> with target name VW_DOMXML_CHANNEL */
 	char share_dir[256];     /* <filesystem> with target dir VW_DOMXML_SHARE */
+	/* <hostdev mode='subsystem' type='pci'> <source><address domain= bus= slot= function=/>:
+	 * numbers as libvirt reads them (0x hex, 0 octal, else decimal; domain may be absent),
+	 * within 0xffff, 0xff, 0x1f and 7, canonical "dddd:bb:ss.f"; any other is left out. */
+	char pci_hostdev[VW_VM_MAX_HOSTDEVS][VW_PCI_ADDR_SIZE];
+	size_t n_pci_hostdev;
+	/* <hostdev mode='subsystem' type='mdev'> <source><address uuid=/>, lower case. */
+	char mdev_uuid[VW_VM_MAX_HOSTDEVS][VW_UUID_LEN];
+	size_t n_mdev;
 };
 
 /*
- * A small, non-recursive reader for the few elements above; everything else is skipped. Linear
- * in len whatever the nesting. -EFBIG over VW_DOMXML_MAX, -EINVAL when malformed (unbalanced,
- * a DOCTYPE, an unterminated construct, no <domain> root); *ret is then all empty.
+ * A small, non-recursive reader for the few elements above (a repeated host device is kept
+ * once); everything else is skipped. Linear in len whatever the nesting. -EFBIG over
+ * VW_DOMXML_MAX, -EINVAL when malformed (unbalanced, a DOCTYPE, an unterminated construct, no
+ * <domain> root); *ret is then all empty.
  */
 int vw_domxml_parse(const char *xml, size_t len, struct vw_domxml *ret);
 

@@ -103,6 +103,14 @@ static void fill(struct vw_vm_info *dst, const struct vw_vm_info *src)
 		memcpy(dst->hypervisor, src->hypervisor, sizeof(src->hypervisor));
 	if (!dst->vcpus)
 		dst->vcpus = src->vcpus;
+	if (!dst->n_pci_hostdev) {
+		memcpy(dst->pci_hostdev, src->pci_hostdev, sizeof(src->pci_hostdev));
+		dst->n_pci_hostdev = src->n_pci_hostdev;
+	}
+	if (!dst->n_mdev) {
+		memcpy(dst->mdev_uuid, src->mdev_uuid, sizeof(src->mdev_uuid));
+		dst->n_mdev = src->n_mdev;
+	}
 }
 
 static struct suppressed *find_supp(struct vw_vms *v, const struct vw_vm_info *vm)

@@ -19,6 +19,14 @@ enum vw_vm_state {
 	VW_VM_SHUTOFF, /* gone: reported once, then forgotten */
 };
 
+/*
+ * Host devices a domain's XML assigns to it (libvirt only: a QEMU command line is not read for
+ * them). 32 each: a VM given a whole 8-GPU board also gets its NVSwitches and NICs, and a GPU
+ * must not be lost behind them; those beyond are left out.
+ */
+#define VW_VM_MAX_HOSTDEVS 32
+#define VW_PCI_ADDR_SIZE 16 /* "0000:3b:00.0" and its NUL, with room */
+
 struct vw_vm_info {
 	char uuid[VW_UUID_LEN]; /* lower-case canonical */
 	char name[256];         /* libvirt name or -name guest=; may be "" */
@@ -30,6 +38,14 @@ struct vw_vm_info {
 	uint64_t qemu_start_time; /* /proc/PID/stat starttime: detects PID reuse */
 	char channel_path[256]; /* unix socket of the org.virtwatt.power.0 channel, or "" */
 	char share_dir[256];    /* source dir of a filesystem with target virtwatt, or "" */
+	/* <hostdev mode='subsystem' type='pci'>: each <source><address>, canonical
+	 * "dddd:bb:ss.f" in lower case, each once, in document order. */
+	char pci_hostdev[VW_VM_MAX_HOSTDEVS][VW_PCI_ADDR_SIZE];
+	size_t n_pci_hostdev;
+	/* <hostdev mode='subsystem' type='mdev'>: each <source><address uuid=>, lower case
+	 * (mediated devices: an NVIDIA vGPU is one), each once, in document order. */
+	char mdev_uuid[VW_VM_MAX_HOSTDEVS][VW_UUID_LEN];
+	size_t n_mdev;
 };
 
 struct vw_vm_env {
@@ -73,7 +89,8 @@ int vw_vms_list(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n);
 
 /*
  * The running VM of vms[0..n) a vGPU serves, its UUID into out: by the VM id its driver gives
- * (is_uuid: a UUID, KVM's; else a domain id, which names none here). vm_vgpu.c.
+ * (is_uuid: a UUID, KVM's; a domain id names none by itself), else by its mediated device
+ * (mdev, "" or NULL: none) among the VMs' mdev host devices. vm_vgpu.c.
  */
 bool vw_vm_vgpu_owner(const struct vw_vm_info *vms, size_t n, const char *vm_id, bool is_uuid,
-		      char out[VW_UUID_LEN]);
+		      const char *mdev, char out[VW_UUID_LEN]);

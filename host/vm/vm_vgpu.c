@@ -2,9 +2,9 @@
 /*
  * Which listed VM a vGPU serves. NVIDIA's host driver names a vGPU's VM by the VM's UUID on KVM
  * (QEMU's -uuid: libvirt's domain UUID, the id every VM source keys VMs by) and by a domain id
- * on Xen; on KVM a vGPU is also a mediated device whose UUID the domain's XML lists. A VM that
- * is not listed, or a domain id (not kept by the VM sources), names none: that share stays the
- * node's, explicitly.
+ * on Xen; on KVM a vGPU is also a mediated device whose UUID the domain's XML lists (found when
+ * the VM id is not a listed VM's UUID). A VM that is not listed, or a domain id with no listed
+ * mediated device, names none: that share stays the node's, explicitly.
  */
 #include <string.h>
 
@@ -18,15 +18,27 @@ static const struct vw_vm_info *find_vm(const struct vw_vm_info *vms, size_t n, 
 	return NULL;
 }
 
+/* The running VM whose domain lists the mediated device mdev. */
+static const struct vw_vm_info *find_mdev(const struct vw_vm_info *vms, size_t n,
+					  const char *mdev)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t k = 0; vms[i].state != VW_VM_SHUTOFF && k < vms[i].n_mdev; k++)
+			if (strcmp(vms[i].mdev_uuid[k], mdev) == 0)
+				return &vms[i];
+	return NULL;
+}
+
 bool vw_vm_vgpu_owner(const struct vw_vm_info *vms, size_t n, const char *vm_id, bool is_uuid,
-		      char out[VW_UUID_LEN])
+		      const char *mdev, char out[VW_UUID_LEN])
 {
 	char uuid[VW_UUID_LEN];
-	const struct vw_vm_info *vm;
+	const struct vw_vm_info *vm = NULL;
 
-	if (!is_uuid || vw_vm_uuid_canon(vm_id, strlen(vm_id), uuid) < 0)
-		return false;
-	vm = find_vm(vms, n, uuid);
+	if (is_uuid && vw_vm_uuid_canon(vm_id, strlen(vm_id), uuid) == 0)
+		vm = find_vm(vms, n, uuid);
+	if (!vm && mdev && vw_vm_uuid_canon(mdev, strlen(mdev), uuid) == 0)
+		vm = find_mdev(vms, n, uuid);
 	if (!vm)
 		return false;
 	memcpy(out, vm->uuid, VW_UUID_LEN);

@@ -1,16 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A small reader for libvirt domain XML: <domain type=>, <vcpu>, the org.virtwatt.power.0 unix
- * channel and the virtwatt filesystem. libvirt-dev does not pull in libxml2, and four values do
- * not justify a DOM parser; this one is a single forward pass with no recursion and no
- * allocation, so a huge or deeply nested document costs linear time and constant memory.
- * Element names are remembered for the first TRACK_DEPTH levels (the values sit at depth <= 4);
+ * channel, the virtwatt filesystem and the PCI and mdev host devices. libvirt-dev does not pull
+ * in libxml2, and these few values do not justify a DOM parser; this one is a single forward
+ * pass with no recursion and no allocation, so a huge or deeply nested document costs linear
+ * time and constant memory.
+ * Element names are remembered for the first TRACK_DEPTH levels (the values sit at depth <= 5);
  * deeper elements are still checked for balance by count. DOCTYPEs (entity expansion) are
  * refused; character references and the five predefined entities are decoded in the attribute
  * values that are kept.
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fileio.h"
@@ -42,12 +44,19 @@ struct device {
 	char path[256];
 };
 
+/* One <hostdev mode='subsystem'> of type pci or mdev being read: its source's address. */
+struct hostdev {
+	bool open, pci, mdev, addressed;
+	char id[VW_UUID_LEN]; /* canonical PCI address or mdev UUID; "" when invalid */
+};
+
 struct parser {
 	const char *p, *end;
 	size_t depth;
 	struct view stack[TRACK_DEPTH];
 	bool root_seen, root_closed;
 	struct device chan, fs;
+	struct hostdev hd;
 	bool in_vcpu, vcpu_current;
 	char vcpu_text[32];
 	size_t vcpu_len;
@@ -303,12 +312,60 @@ static void vcpu_set(struct parser *ps, const char *text)
 		ps->out->vcpus = (unsigned)v;
 }
 
+/*
+ * A PCI address number as libvirt reads it (strtoul base 0: 0x hex, 0 octal, else decimal) up
+ * to max; an absent attribute is 0 when optional. -EINVAL otherwise (a sign, space, junk).
+ */
+static int pci_number(const struct tag *t, const char *name, unsigned long max, bool optional,
+		      unsigned *ret)
+{
+	const struct view *v = find_attr(t, name);
+	char buf[24], *end;
+	unsigned long n;
+
+	if (!v) {
+		*ret = 0;
+		return optional ? 0 : -EINVAL;
+	}
+	if (attr_value(v, buf, sizeof(buf)) < 0 || buf[0] < '0' || buf[0] > '9')
+		return -EINVAL;
+	errno = 0;
+	n = strtoul(buf, &end, 0);
+	if (errno || *end || n > max)
+		return -EINVAL;
+	*ret = (unsigned)n;
+	return 0;
+}
+
+/* <source><address …/> of a host device: the first one decides, valid or not. */
+static void hostdev_address(struct hostdev *hd, const struct tag *t)
+{
+	unsigned dom, bus, slot, fn;
+
+	if (hd->addressed)
+		return;
+	hd->addressed = true;
+	if (hd->mdev) {
+		char uuid[64];
+
+		attr_copy(t, "uuid", uuid, sizeof(uuid));
+		if (vw_vm_uuid_canon(uuid, strlen(uuid), hd->id) < 0)
+			hd->id[0] = '\0';
+	} else if (pci_number(t, "domain", 0xffff, true, &dom) == 0 &&
+		   pci_number(t, "bus", 0xff, false, &bus) == 0 &&
+		   pci_number(t, "slot", 0x1f, false, &slot) == 0 &&
+		   pci_number(t, "function", 7, false, &fn) == 0) {
+		snprintf(hd->id, sizeof(hd->id), "%04x:%02x:%02x.%x", dom, bus, slot, fn);
+	}
+}
+
 static void start_element(struct parser *ps, const struct tag *t)
 {
 	static const char *const p_dom[] = { "domain" };
 	static const char *const p_dev[] = { "domain", "devices" };
 	static const char *const p_chan[] = { "domain", "devices", "channel" };
 	static const char *const p_fs[] = { "domain", "devices", "filesystem" };
+	static const char *const p_hd_src[] = { "domain", "devices", "hostdev", "source" };
 
 	if (ps->depth == 0) {
 		hypervisor_label(t, ps->out->hypervisor, sizeof(ps->out->hypervisor));
@@ -325,6 +382,15 @@ static void start_element(struct parser *ps, const struct tag *t)
 		ps->chan = (struct device){ .open = true, .wanted_type = attr_is(t, "type", "unix") };
 	} else if (at(ps, 2, p_dev) && view_eq(t->name, "filesystem")) {
 		ps->fs = (struct device){ .open = true, .wanted_type = true };
+	} else if (at(ps, 2, p_dev) && view_eq(t->name, "hostdev")) {
+		bool sub = attr_is(t, "mode", "subsystem");
+
+		ps->hd = (struct hostdev){ .open = true,
+					   .pci = sub && attr_is(t, "type", "pci"),
+					   .mdev = sub && attr_is(t, "type", "mdev") };
+	} else if (at(ps, 4, p_hd_src) && ps->hd.open && (ps->hd.pci || ps->hd.mdev) &&
+		   view_eq(t->name, "address")) {
+		hostdev_address(&ps->hd, t);
 	} else if (at(ps, 3, p_chan) && ps->chan.open) {
 		if (view_eq(t->name, "source"))
 			attr_copy(t, "path", ps->chan.path, sizeof(ps->chan.path));
@@ -345,10 +411,34 @@ static void finish_device(struct device *d, char *out, size_t size)
 	d->open = false;
 }
 
+/* id into rows[*n] (rows of width bytes) unless already there or the list is full. */
+static void add_once(char *rows, size_t width, size_t *n, const char *id)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp(rows + i * width, id) == 0)
+			return;
+	if (*n < VW_VM_MAX_HOSTDEVS)
+		snprintf(rows + (*n)++ * width, width, "%s", id);
+}
+
+static void finish_hostdev(struct parser *ps)
+{
+	struct hostdev *hd = &ps->hd;
+
+	if (hd->open && hd->id[0] && hd->pci)
+		add_once((char *)ps->out->pci_hostdev, VW_PCI_ADDR_SIZE, &ps->out->n_pci_hostdev,
+			 hd->id);
+	else if (hd->open && hd->id[0] && hd->mdev)
+		add_once((char *)ps->out->mdev_uuid, VW_UUID_LEN, &ps->out->n_mdev, hd->id);
+	hd->open = false;
+}
+
 /* ps->depth is the closed element's depth. */
 static void end_element(struct parser *ps, struct view name)
 {
-	if (ps->depth == 2 && view_eq(name, "channel"))
+	if (ps->depth == 2 && view_eq(name, "hostdev"))
+		finish_hostdev(ps);
+	else if (ps->depth == 2 && view_eq(name, "channel"))
 		finish_device(&ps->chan, ps->out->channel_path, sizeof(ps->out->channel_path));
 	else if (ps->depth == 2 && view_eq(name, "filesystem"))
 		finish_device(&ps->fs, ps->out->share_dir, sizeof(ps->out->share_dir));
