@@ -78,6 +78,7 @@ void vw_daemon_fini(struct vw_daemon *d)
 {
 	vw_workloads_free(d->workloads);
 	vw_gpus_free(d->gpus);
+	vw_gpu_pidns_fini(&d->gpu_pidns);
 	vw_podmeta_stop(d->podmeta);
 	vw_ctrmeta_free(d->ctrmeta);
 	vw_cpu_accountant_close(&d->cpu);
@@ -268,6 +269,8 @@ void vw_daemon_open_gpus(struct vw_daemon *d)
 	r = vw_gpus_open(&go, &d->gpus);
 	if (r < 0 && r != -ENODEV) /* -ENODEV: none found, said already */
 		vw_warn("gpu: cannot read the GPUs: %s; no GPU series", strerror(-r));
+	if (r == 0 && vw_gpu_pidns_probe(d->procfs_fd, &d->gpu_pidns) == 0)
+		vw_gpu_pidns_log(&d->gpu_pidns, d->opts->procfs);
 }
 
 int vw_daemon_attach_gpus(struct vw_daemon *d, const struct vw_gpu_source_ops *ops, void *ctx)
@@ -297,6 +300,25 @@ static void attribute_vgpus(struct vw_daemon *d, vw_vgpu_owner_fn owner, void *u
 	(void)vw_workloads_group_gpu(d->workloads, g, n, ret_idle, ret_active);
 }
 
+/* The driver's PIDs as the procfs numbers them (a daemon in a child PID namespace). */
+static void map_gpu_pids(struct vw_daemon *d, struct vw_gpu_pid_energy *e, size_t n)
+{
+	_cleanup_free_ uint32_t *pids = NULL;
+
+	if (d->gpu_pidns.mode != VW_GPU_PIDNS_DAEMON_IN_CHILD || n == 0)
+		return;
+	vw_gpu_pidns_next_interval(&d->gpu_pidns);
+	pids = calloc(n, sizeof(*pids));
+	if (!pids)
+		return;
+	for (size_t i = 0; i < n; i++)
+		pids[i] = e[i].pid;
+	if (vw_gpu_pidns_map(&d->gpu_pidns, d->procfs_fd, pids, n) < 0)
+		return; /* as given: the host's, or unattributed */
+	for (size_t i = 0; i < n; i++)
+		e[i].pid = pids[i];
+}
+
 void vw_daemon_attribute_gpus(struct vw_daemon *d, vw_vgpu_owner_fn owner, void *ud)
 {
 	_cleanup_free_ struct vw_gpu_pid_energy *e = NULL;
@@ -308,6 +330,7 @@ void vw_daemon_attribute_gpus(struct vw_daemon *d, vw_vgpu_owner_fn owner, void 
 	attribute_vgpus(d, owner, ud, &vm_idle, &vm_active);
 	e = calloc(max, sizeof(*e));
 	n = vw_gpus_process_energy(d->gpus, e, e ? max : 0, &active); /* no memory: the node's */
+	map_gpu_pids(d, e, n);
 	(void)vw_workloads_gpu(d->workloads, e, n, active - VW_MIN(vm_active, active));
 	for (size_t i = 0; i < vw_gpus_count(d->gpus); i++) {
 		struct vw_gpu_view v;

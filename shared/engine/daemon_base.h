@@ -22,6 +22,7 @@
 
 #include "cpu_account.h"
 #include "daemon_options.h"
+#include "gpu_pidns.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
@@ -81,6 +82,7 @@ struct vw_daemon {
 	struct vw_ctrmeta *ctrmeta;
 	struct vw_workloads *workloads;
 	struct vw_gpus *gpus; /* NULL: no GPU (or --gpu.enable=false) */
+	struct vw_gpu_pidns gpu_pidns; /* the GPU driver's PIDs against the procfs's (gpu_pidns.h) */
 	struct vw_complaint cpu_complaint;
 	struct vw_exposition *expo;
 	struct vw_selfstats *self;
