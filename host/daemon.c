@@ -19,6 +19,7 @@
 #include "procfs.h"
 #include "publish.h"
 #include "selfstats.h"
+#include "training.h"
 #include "vm_channels.h"
 #include "vm_source.h"
 #include "workloads.h"
@@ -66,6 +67,7 @@ struct vw_host {
 	struct vw_vm_channels *channels; /* each listed VM's channel, for the publisher */
 	struct vw_publisher *publisher;
 	struct vw_complaint vm_complaint;
+	struct vw_host_training *training; /* --model.train.*: NULL when off */
 };
 
 static const char *nonempty(const char *s)
@@ -277,6 +279,13 @@ static void publisher_woken(void *ud, uint64_t now_ns, bool fd_ready)
 		(void)vw_publisher_tick(h->publisher, now_ns, NULL);
 }
 
+static int host_render(void *ud, struct vw_prom_writer *w)
+{
+	struct vw_host *h = ud;
+
+	return vw_host_training_render(h->training, w, h->d.node_name);
+}
+
 static void host_tables(void *ud, struct vw_table_stat t[VW_TABLE__COUNT])
 {
 	struct vw_host *h = ud;
@@ -292,6 +301,7 @@ static const struct vw_daemon_hooks host_hooks = {
 	.wake_fd = publisher_fd,
 	.wake_due = publisher_due,
 	.woken = publisher_woken,
+	.render = host_render,
 	.tables = host_tables,
 };
 
@@ -362,6 +372,8 @@ int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 		r = setup_zones(h);
 	if (r == 0)
 		r = setup_workloads(h);
+	if (r == 0)
+		r = vw_host_training_new(&cfg->train, &h->training);
 	if (r < 0)
 		goto fail;
 	vw_daemon_open_gpus(&h->d); /* none is no error */
@@ -379,6 +391,7 @@ void vw_host_free(struct vw_host *h)
 	for (size_t i = 0; h->zs && i < h->n_zones; i++)
 		vw_idle_fit_free(h->zs[i].fit);
 	free(h->zs);
+	vw_host_training_free(h->training);
 	vw_publisher_free(h->publisher);
 	vw_vms_close(h->vms);
 	vw_vm_channels_free(h->channels);
@@ -667,6 +680,17 @@ static void attribute_workloads(struct vw_host *h, uint64_t dt_ns)
 	feed_publisher(h);
 }
 
+/* The interval's measured energy and CPU time to the models the host trains (training.h). */
+static void train_interval(struct vw_host *h)
+{
+	struct vw_host_train_zone z[VW_POWER_MAX_ZONES];
+
+	for (size_t i = 0; i < h->n_zones; i++)
+		z[i] = (struct vw_host_train_zone){ &h->zs[i].view, h->zs[i].measured };
+	vw_host_training_interval(h->training, h->sample_ns, &h->stat_sample, z, h->n_zones,
+				  h->d.workloads);
+}
+
 int vw_host_publish(struct vw_host *h, uint64_t now_ns)
 {
 	uint64_t dt_ns;
@@ -683,6 +707,7 @@ int vw_host_publish(struct vw_host *h, uint64_t now_ns)
 	vw_gpus_close_interval(h->d.gpus); /* to the same last sample */
 	attribute_workloads(h, dt_ns);
 	vw_daemon_attribute_gpus(&h->d);
+	train_interval(h);
 	h->stat_publish = h->stat_sample;
 	h->publish_ns = h->sample_ns;
 	return render_and_publish(h);

@@ -32,4 +32,6 @@ int host_fixture_init(struct host_fixture *f, const struct host_fixture_zone *zo
 		      unsigned n_zones, unsigned ncpus);
 /* Advance the simulated clock by one second at the given CPU usage (0..1). */
 int host_fixture_advance(struct host_fixture *f, double usage);
+/* The same over ms milliseconds (a multiple of 10 for whole ticks; `seconds` is left alone). */
+int host_fixture_advance_ms(struct host_fixture *f, double usage, uint64_t ms);
 void host_fixture_fini(struct host_fixture *f);

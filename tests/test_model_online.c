@@ -130,9 +130,12 @@ static void test_bounded(void **state)
 	assert_int_equal(vw_online_target(s, "vm-c", &u), -ENOSPC);
 	assert_int_equal(vw_online_target(s, "vm-a", &u), 0);
 	assert_int_equal(u, 1);
+	vw_online_set_label(s, 2, "b's name");
 	vw_online_remove(s, u);
 	assert_int_equal(vw_online_n_targets(s), 2);
 	assert_string_equal(vw_online_id(s, 1), "vm-b");
+	assert_string_equal(vw_online_label(s, 1), "b's name");
+	assert_string_equal(vw_online_label(s, 0), "");
 	assert_int_equal(vw_online_target(s, "vm-c", &u), 0);
 	assert_int_equal(u, 2);
 	assert_int_equal(vw_online_n_samples(s, u), 0);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -13,6 +14,7 @@
 
 struct target {
 	char id[VW_ONLINE_ID_MAX];
+	char label[VW_ONLINE_LABEL_MAX];
 	double *x;           /* max_samples CPU times (ms/s) */
 	double *y;           /* max_samples rows of n_zones powers (W), NAN for none */
 	size_t head, count;  /* the next row written; rows held */
@@ -102,6 +104,17 @@ int vw_online_target(struct vw_online *s, const char *id, size_t *ret)
 	s->t[s->n] = t;
 	*ret = s->n++;
 	return 0;
+}
+
+void vw_online_set_label(struct vw_online *s, size_t t, const char *label)
+{
+	if (t < s->n)
+		snprintf(s->t[t]->label, sizeof(s->t[t]->label), "%s", label);
+}
+
+const char *vw_online_label(const struct vw_online *s, size_t t)
+{
+	return t < s->n ? s->t[t]->label : NULL;
 }
 
 void vw_online_remove(struct vw_online *s, size_t t)

@@ -22,6 +22,7 @@
 #define VW_ONLINE_FEATURE "bpf_cpu_time_ms"
 #define VW_ONLINE_MAX_ZONES 8
 #define VW_ONLINE_ID_MAX 128 /* a target's id, NUL included */
+#define VW_ONLINE_LABEL_MAX 256
 
 struct vw_online_opts {
 	const char *const *zones; /* component names ("package", "dram", ...), kept by pointer */
@@ -64,6 +65,9 @@ void vw_online_free(struct vw_online *s);
  * max_targets, -EINVAL for an empty id or one of VW_ONLINE_ID_MAX bytes or more, -ENOMEM.
  */
 int vw_online_target(struct vw_online *s, const char *id, size_t *ret);
+/* A name shown with target t (a VM's), at most VW_ONLINE_LABEL_MAX - 1 bytes kept; "" at first. */
+void vw_online_set_label(struct vw_online *s, size_t t, const char *label);
+const char *vw_online_label(const struct vw_online *s, size_t t);
 /* Forget target t, samples and fits: the last target takes its index. */
 void vw_online_remove(struct vw_online *s, size_t t);
 

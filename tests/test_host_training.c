@@ -1,0 +1,349 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * virtwatt-host trains its own models (host/training.c): over a fixture meter whose power is a
+ * known law of CPU load, the node's model recovers the law, its fit quality is exported, it is
+ * refitted on schedule over a bounded window, and the file it writes loads through --model.file's
+ * loader to the law's predictions.
+ * - In process, simulated time: exact figures.
+ * - The real daemon in real time, with a QEMU process in the fixture /proc: the node's and the
+ *   VM's fit metrics and files.
+ */
+#include "vw_test.h"
+
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon.h"
+#include "fixture.h"
+#include "host_fixture.h"
+#include "http.h"
+#include "log.h"
+#include "macro.h"
+#include "model.h"
+#include "options.h"
+#include "vm_fixture.h"
+
+#define T0 (1000 * VW_NSEC_PER_SEC)
+#define MAXR 262143328850ULL
+#define NCPUS 4
+#define UUID "5e0f1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b"
+#define QEMU_PID 4343
+
+static const struct host_fixture_zone zones[] = {
+	{ "intel-rapl:0", "package-0", MAXR, 0, 20 },
+	{ "intel-rapl:0:0", "dram", MAXR, 0, 5 },
+};
+
+/* The law: package 20 W + 10 W per busy CPU, dram 5 W + 1 W per busy CPU. In CPU ms per second
+ * (x): package = 20 + 0.01·x, dram = 5 + 0.001·x. */
+static void set_load(struct host_fixture *f, unsigned busy)
+{
+	f->watts[0] = 20 + 10 * busy;
+	f->watts[1] = 5 + busy;
+}
+
+static const unsigned cycle[] = { 0, 4, 1, 3, 2, 4, 0, 2, 1 };
+
+#define NODE_FIT(zone) "{target=\"node\",vm_id=\"\",vm_name=\"\",zone=\"" zone "\",model_type=\"LinearRegressionTrainer\",node_name=\"train-node\"}"
+
+static char *path_of(const char *a, const char *b)
+{
+	char *p = NULL;
+
+	assert_true(asprintf(&p, "%s/%s", a, b) > 0);
+	return p;
+}
+
+/* The value of the sample line starting with `prefix` (name and labels), or NAN. */
+static double sample_value(const char *text, const char *prefix)
+{
+	size_t n = strlen(prefix);
+
+	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
+		if (strncmp(l, prefix, n) == 0 && l[n] == ' ')
+			return strtod(l + n + 1, NULL);
+	return NAN;
+}
+
+static char *scrape(struct vw_host *h)
+{
+	char *text = NULL;
+	size_t len = 0;
+
+	assert_int_equal(vw_exposition_copy(vw_host_exposition(h), 0, &text, &len), 0);
+	return text;
+}
+
+/* The file as --model.file loads it predicts the law (within tol W) at 0..4000 ms/s. */
+static void check_model_file(const char *path, double tol)
+{
+	struct vw_model_source_opts o = { .file = path };
+	struct vw_model *m = NULL;
+	char origin[600], err[256] = "";
+
+	if (vw_model_source_load(&o, &m, origin, sizeof(origin), err, sizeof(err)) < 0)
+		fail_msg("%s: %s", path, err);
+	assert_int_equal(vw_model_n_components(m), 2);
+	assert_string_equal(vw_model_component(m, 0), "package");
+	assert_string_equal(vw_model_component(m, 1), "dram");
+	for (double x = 0; x <= 4000; x += 1000) {
+		struct vw_feature f = { "bpf_cpu_time_ms", x };
+		struct vw_model_input in = { .features = &f, .n_features = 1 };
+		struct vw_model_result r;
+
+		assert_int_equal(vw_model_eval(m, 0, &in, &r), 0);
+		assert_double_near(r.watts, 20 + 0.01 * x, tol);
+		assert_int_equal(vw_model_eval(m, 1, &in, &r), 0);
+		assert_double_near(r.watts, 5 + 0.001 * x, tol);
+	}
+	vw_model_free(m);
+}
+
+struct ctx {
+	struct host_fixture fx;
+	struct vw_host_config cfg;
+	struct vw_host *host;
+	char *dir;
+	unsigned step;
+};
+
+/* One simulated second at the cycle's next load, then the interval closes. */
+static void one_interval(struct ctx *c)
+{
+	unsigned busy = cycle[c->step++ % ARRAY_SIZE(cycle)];
+
+	set_load(&c->fx, busy);
+	assert_int_equal(host_fixture_advance(&c->fx, (double)busy / NCPUS), 0);
+	vw_host_sample(c->host, T0 + c->fx.seconds * VW_NSEC_PER_SEC);
+	assert_int_equal(vw_host_publish(c->host, T0 + c->fx.seconds * VW_NSEC_PER_SEC), 0);
+}
+
+static double node_value(struct ctx *c, const char *family, const char *zone)
+{
+	char prefix[512];
+	_cleanup_free_ char *text = scrape(c->host);
+
+	snprintf(prefix, sizeof(prefix), "%s" NODE_FIT("%s"), family, zone);
+	return sample_value(text, prefix);
+}
+
+static void test_in_process(void **state)
+{
+	struct ctx c = { 0 };
+	_cleanup_free_ char *models = NULL, *node_json = NULL;
+	char sys[600], proc[600], cache[600], dir[600];
+	char *argv[] = { "virtwatt-host", sys, proc, cache, dir, "--kube.node-name=train-node",
+			 "--monitor.interval=1s", "--metrics=node", "--passthrough.enable=false",
+			 "--model.train.interval=10s", "--model.train.min-samples=8",
+			 "--model.train.max-samples=16", NULL };
+	char err[512] = "";
+	char *text;
+
+	(void)state;
+	assert_int_equal(host_fixture_init(&c.fx, zones, ARRAY_SIZE(zones), NCPUS), 0);
+	c.dir = vw_fixture_mkdtemp("train");
+	models = path_of(c.dir, "state/models"); /* created by the daemon */
+	node_json = path_of(models, "node.json");
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s", c.fx.sys);
+	snprintf(proc, sizeof(proc), "--host.procfs=%s", c.fx.proc);
+	snprintf(cache, sizeof(cache), "--model.cache-dir=%s", c.dir);
+	snprintf(dir, sizeof(dir), "--model.train.dir=%s", models);
+	if (vw_config_load(&vw_host_program, &c.cfg, ARRAY_SIZE(argv) - 1, argv, stdout, err,
+			   sizeof(err)) != 0)
+		fail_msg("config: %s", err);
+	assert_int_equal(vw_host_new(&c.cfg, &c.host), 0);
+	vw_host_sample(c.host, T0);
+
+	/* Eight intervals (the first publication is the baseline): nothing fitted yet. */
+	for (int i = 0; i < 8; i++)
+		one_interval(&c);
+	text = scrape(c.host);
+	assert_null(strstr(text, "virtwatt_model_fit"));
+	free(text);
+	assert_int_not_equal(access(node_json, F_OK), 0);
+
+	/* The ninth: eight samples, the first fit, exact on a law without noise. */
+	one_interval(&c);
+	assert_double_near(node_value(&c, "virtwatt_model_fit_samples", "package"), 8, 0);
+	assert_double_near(node_value(&c, "virtwatt_model_fit_samples", "dram"), 8, 0);
+	assert_true(node_value(&c, "virtwatt_model_fit_r2", "package") > 1 - 1e-9);
+	assert_true(node_value(&c, "virtwatt_model_fit_r2", "dram") > 1 - 1e-9);
+	assert_double_near(node_value(&c, "virtwatt_model_fit_mae_watts", "package"), 0, 1e-6);
+	assert_double_near(node_value(&c, "virtwatt_model_fit_timestamp_seconds", "package"),
+			   (double)time(NULL), 5);
+	text = scrape(c.host);
+	assert_double_near(sample_value(text, "virtwatt_model_fit_failures_total{target=\"node\","
+					      "vm_id=\"\",vm_name=\"\",zone=\"package\","
+					      "node_name=\"train-node\"}"),
+			   0, 0);
+	free(text);
+	check_model_file(node_json, 1e-6);
+
+	/* No refit before --model.train.interval (10 s) has passed; then one over the newest
+	 * --model.train.max-samples (16) intervals. */
+	for (int i = 0; i < 9; i++)
+		one_interval(&c);
+	assert_double_near(node_value(&c, "virtwatt_model_fit_samples", "package"), 8, 0);
+	one_interval(&c);
+	assert_double_near(node_value(&c, "virtwatt_model_fit_samples", "package"), 16, 0);
+	check_model_file(node_json, 1e-6);
+
+	vw_host_free(c.host);
+	vw_config_free(&vw_host_program, &c.cfg);
+	host_fixture_fini(&c.fx);
+	vw_fixture_rm(c.dir);
+}
+
+/* ---- the real daemon ---- */
+
+struct meter {
+	struct host_fixture fx;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	bool stop;
+	uint64_t vcpu_ns; /* each of the VM's two vCPU threads */
+};
+
+static uint64_t now_ms(void)
+{
+	return vw_now_ns() / 1000000;
+}
+
+/*
+ * The meter follows the law in real time: every ~50 ms it advances by the time that passed (in
+ * whole 10 ms ticks), at a load that changes every 600 ms; the VM runs on up to two of the busy
+ * CPUs.
+ */
+static void *meter_main(void *ud)
+{
+	struct meter *m = ud;
+	uint64_t t0 = now_ms(), done = t0;
+
+	for (;;) {
+		uint64_t now = now_ms(), ms = (now - done) / 10 * 10;
+		unsigned busy = cycle[((now - t0) / 600) % ARRAY_SIZE(cycle)];
+		char rel[64], text[64];
+
+		pthread_mutex_lock(&m->lock);
+		if (m->stop) {
+			pthread_mutex_unlock(&m->lock);
+			return NULL;
+		}
+		if (ms > 0) {
+			m->vcpu_ns += (uint64_t)VW_MIN(busy, 2u) * ms * 1000000 / 2;
+			for (int t = 1; t <= 2; t++) {
+				snprintf(rel, sizeof(rel), "%d/task/%d/schedstat", QEMU_PID,
+					 QEMU_PID + t);
+				snprintf(text, sizeof(text), "%" PRIu64 " 0 0\n", m->vcpu_ns);
+				(void)vw_fixture_replace(m->fx.proc, rel, text);
+			}
+			set_load(&m->fx, busy);
+			(void)host_fixture_advance_ms(&m->fx, (double)busy / NCPUS, ms);
+			done += ms;
+		}
+		pthread_mutex_unlock(&m->lock);
+		usleep(50 * 1000);
+	}
+}
+
+static void test_daemon(void **state)
+{
+	static const char *const threads[] = { "qemu-system-x86", "CPU 0/KVM", "CPU 1/KVM", NULL };
+	struct meter *m = calloc(1, sizeof(*m));
+	char *dir = vw_fixture_mkdtemp("traind");
+	_cleanup_free_ char *models = path_of(dir, "models"), *log = path_of(dir, "host.log");
+	_cleanup_free_ char *node_json = path_of(models, "node.json");
+	_cleanup_free_ char *vm_json = path_of(models, "vm-" UUID ".json");
+	_cleanup_free_ char *body = NULL;
+	char sys[600], proc[600], md[600];
+	char *argv[] = { VW_HOST_BIN, sys, proc, md, "--libvirt.uri=", "--kube.node-name=train-node",
+			 "--web.listen-address=127.0.0.1:0", "--monitor.interval=1s",
+			 "--monitor.sample-interval=200ms", "--cpu.accounting=procfs",
+			 "--metrics=node,vm", "--passthrough.enable=false",
+			 "--model.train.interval=1s", "--model.train.min-samples=5", NULL };
+	double r2, r2_vm, samples_vm;
+	unsigned port = 0;
+	pid_t pid;
+
+	(void)state;
+	assert_non_null(m);
+	assert_int_equal(host_fixture_init(&m->fx, zones, ARRAY_SIZE(zones), NCPUS), 0);
+	assert_int_equal(vm_fixture_proc(m->fx.proc, QEMU_PID, 5000,
+					 "/usr/bin/qemu-system-x86_64|-name|guest=trained|-uuid|" UUID
+					 "|-smp|2",
+					 threads, NULL),
+			 0);
+	m->fx.atomic = true; /* the daemon reads the meter while it advances */
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s", m->fx.sys);
+	snprintf(proc, sizeof(proc), "--host.procfs=%s", m->fx.proc);
+	snprintf(md, sizeof(md), "--model.train.dir=%s", models);
+	pthread_mutex_init(&m->lock, NULL);
+	assert_int_equal(pthread_create(&m->thread, NULL, meter_main, m), 0);
+	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &pid, &port), 0);
+
+	/* The VM's model too (it is seen a little after the node). */
+	for (int i = 0; i < 300; i++) {
+		free(body);
+		body = vw_fixture_try_scrape(port);
+		if (body && strstr(body, "virtwatt_model_fit_samples{target=\"" UUID "\"") &&
+		    access(vm_json, F_OK) == 0)
+			break;
+		usleep(100 * 1000);
+	}
+	assert_non_null(body);
+	r2 = vw_fixture_sample_sum(body, "virtwatt_model_fit_r2",
+				   "target=\"node\",vm_id=\"\",vm_name=\"\",zone=\"package\"");
+	r2_vm = vw_fixture_sample_sum(body, "virtwatt_model_fit_r2",
+				      "target=\"" UUID "\",vm_id=\"" UUID "\",vm_name=\"trained\","
+				      "zone=\"package\"");
+	samples_vm = vw_fixture_sample_sum(body, "virtwatt_model_fit_samples",
+					   "vm_name=\"trained\",zone=\"package\"");
+	print_message("# node package: R² %.4f over %.0f intervals, MAE %.3f W; VM: R² %.4f over "
+		      "%.0f intervals\n",
+		      r2, vw_fixture_sample_sum(body, "virtwatt_model_fit_samples",
+						"target=\"node\",vm_id=\"\",vm_name=\"\",zone=\"package\""),
+		      vw_fixture_sample_sum(body, "virtwatt_model_fit_mae_watts",
+					    "target=\"node\",vm_id=\"\",vm_name=\"\",zone=\"package\""),
+		      r2_vm, samples_vm);
+	assert_true(vw_fixture_sample_sum(body, "virtwatt_model_fit_samples",
+					  "target=\"node\",vm_id=\"\",vm_name=\"\",zone=\"package\"") >= 5);
+	assert_true(r2 > 0.9 && r2 <= 1);
+	assert_true(samples_vm >= 5);
+	assert_true(r2_vm <= 1); /* NaN compares false: a VM whose power varied */
+	assert_int_equal(access(node_json, F_OK), 0);
+	check_model_file(node_json, 3); /* the real-time meter's jitter: a few W */
+	{
+		struct vw_model_source_opts o = { .file = vm_json };
+		struct vw_model *vm = NULL;
+		char origin[600], err[256] = "";
+
+		if (vw_model_source_load(&o, &vm, origin, sizeof(origin), err, sizeof(err)) < 0)
+			fail_msg("%s: %s", vm_json, err);
+		assert_int_equal(vw_model_n_components(vm), 2);
+		vw_model_free(vm);
+	}
+	assert_int_equal(vw_fixture_stop_daemon(pid), 0);
+	pthread_mutex_lock(&m->lock);
+	m->stop = true;
+	pthread_mutex_unlock(&m->lock);
+	pthread_join(m->thread, NULL);
+	host_fixture_fini(&m->fx);
+	free(m);
+	vw_fixture_rm(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_in_process),
+		cmocka_unit_test(test_daemon),
+	};
+
+	vw_log_set_level(VW_LOG_WARN);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
