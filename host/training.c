@@ -275,18 +275,38 @@ static void refit_round(struct vw_host_training *t)
 	}
 }
 
+/* "package R² 0.981, MAE 0.66 W; dram ..." for the log. */
+static void describe_fits(const struct vw_host_training *t, size_t i, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (size_t z = 0; z < t->n_zones && n < len; z++) {
+		const struct vw_online_fit *f = vw_online_zone_fit(t->store, i, z);
+
+		if (f->valid)
+			n += (size_t)snprintf(buf + n, len - n, "%s%s R² %.3f, MAE %.2f W",
+					      n ? "; " : "", t->zone_name[z], f->score.r2,
+					      f->score.mae_w);
+	}
+}
+
 /* The first round once the node has enough intervals, then one every interval. */
 static void refit_due(struct vw_host_training *t, uint64_t now_ns, size_t node)
 {
-	if (!t->rounds && vw_online_n_samples(t->store, node) < t->o.min_samples)
+	bool first = !t->rounds;
+	char fits[256];
+
+	if (first && vw_online_n_samples(t->store, node) < t->o.min_samples)
 		return;
-	if (t->rounds && now_ns < t->next_ns)
+	if (!first && now_ns < t->next_ns)
 		return;
-	if (!t->rounds)
-		vw_info("model: %zu intervals seen: first fit of the node's model", (size_t)t->o.min_samples);
 	t->rounds = true;
 	t->next_ns = now_ns + t->o.interval_ns;
 	refit_round(t);
+	describe_fits(t, node, fits, sizeof(fits));
+	vw_log(first ? VW_LOG_INFO : VW_LOG_DEBUG, "model: the node's model on %zu intervals: %s",
+	       vw_online_n_samples(t->store, node), fits[0] ? fits : "no zone fitted");
 }
 
 void vw_host_training_interval(struct vw_host_training *t, uint64_t now_ns,
