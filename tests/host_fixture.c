@@ -144,3 +144,36 @@ void host_fixture_fini(struct host_fixture *f)
 	vw_fixture_rm(f->root);
 	f->root = NULL;
 }
+
+static void *clock_main(void *ud)
+{
+	struct host_fixture_clock *c = ud;
+
+	for (;;) {
+		pthread_mutex_lock(&c->lock);
+		if (c->stop) {
+			pthread_mutex_unlock(&c->lock);
+			return NULL;
+		}
+		c->step(c->ud);
+		pthread_mutex_unlock(&c->lock);
+		usleep(c->period_ms * 1000);
+	}
+}
+
+int host_fixture_clock_start(struct host_fixture_clock *c, unsigned period_ms,
+			     void (*step)(void *ud), void *ud)
+{
+	*c = (struct host_fixture_clock){ .period_ms = period_ms, .step = step, .ud = ud };
+	pthread_mutex_init(&c->lock, NULL);
+	return -pthread_create(&c->thread, NULL, clock_main, c);
+}
+
+void host_fixture_clock_stop(struct host_fixture_clock *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->stop = true;
+	pthread_mutex_unlock(&c->lock);
+	pthread_join(c->thread, NULL);
+	pthread_mutex_destroy(&c->lock);
+}
