@@ -209,8 +209,8 @@ static void observe_vms(struct vw_host_training *t, const struct vw_online_count
 	}
 	if (refused)
 		vw_complain(&t->cap_complaint, VW_LOG_WARN,
-			    "model: %zu VMs are not trained: --model.train.max-vms=%llu are", refused,
-			    (unsigned long long)t->o.max_vms);
+			    "model: %zu VMs beyond --model.train.max-vms=%llu are not trained",
+			    refused, (unsigned long long)t->o.max_vms);
 	else
 		vw_release(&t->cap_complaint, VW_LOG_INFO, "model: every VM is trained again");
 }

@@ -5,6 +5,9 @@
  * refitted on schedule over a bounded window, and the file it writes loads through --model.file's
  * loader to the law's predictions.
  * - In process, simulated time: exact figures.
+ * - Its training on its own (host/training.c), with a workload registry holding three VMs and
+ *   room for two: first come first trained, a VM that leaves makes room, only measured zones
+ *   (not psys) are learnt from, an interval whose meter skipped energy is left out.
  * - The real daemon in real time, with a QEMU process in the fixture /proc that runs all the
  *   load and reserves every CPU, idle power pinned: the VM's power is the node's, so its model
  *   recovers the same law from its own CPU time.
@@ -19,6 +22,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "fileio.h"
 #include "fixture.h"
 #include "host_fixture.h"
 #include "http.h"
@@ -26,7 +30,9 @@
 #include "macro.h"
 #include "model.h"
 #include "options.h"
+#include "training.h"
 #include "vm_fixture.h"
+#include "workloads.h"
 
 #define T0 (1000 * VW_NSEC_PER_SEC)
 #define MAXR 262143328850ULL
@@ -191,6 +197,189 @@ static void test_in_process(void **state)
 	vw_fixture_rm(c.dir);
 }
 
+/* ---- the training on its own, with VMs ---- */
+
+#define VM_ID(i) "00000000-0000-4000-8000-00000000000" #i
+#define VM_TARGET(i) "target=\"" VM_ID(i) "\",vm_id=\"" VM_ID(i) "\",vm_name=\"vm" #i "\""
+
+struct glue {
+	char *root, *dir;
+	int procfd;
+	struct vw_workloads *w;
+	struct vw_proc_cpu cpu[3]; /* the VMs' QEMU processes, PIDs 501..503 */
+	struct vw_group groups[3];
+	size_t n_groups;
+	struct vw_node_zone_view views[3]; /* package (measured), dram (a model's), psys */
+	struct vw_host_train_zone zones[3];
+	struct vw_cpu_stat stat;
+	struct vw_host_training *t;
+	uint64_t k; /* intervals so far */
+};
+
+static void glue_setup(struct glue *g)
+{
+	struct vw_workloads_opts o = { .host_cpus = NCPUS, .vms = true, .max_terminated = 10 };
+	struct vw_host_train_options to = { .interval_ns = 10 * VW_NSEC_PER_SEC, .min_samples = 5,
+					    .max_samples = 20, .max_vms = 2 };
+	static const enum vw_zone kinds[3] = { VW_ZONE_PACKAGE, VW_ZONE_DRAM, VW_ZONE_PSYS };
+
+	memset(g, 0, sizeof(*g));
+	g->root = vw_fixture_mkdtemp("trainvm");
+	g->dir = vw_fixture_mkdtemp("trainvm-models");
+	to.dir = g->dir;
+	for (uint32_t i = 0; i < 3; i++) {
+		uint32_t pid = 501 + i;
+		char rel[64], stat[256];
+
+		snprintf(rel, sizeof(rel), "%u/cgroup", pid);
+		assert_int_equal(vw_fixture_write(g->root, rel, "0::/machine.slice\n", 0), 0);
+		snprintf(rel, sizeof(rel), "%u/stat", pid);
+		snprintf(stat, sizeof(stat),
+			 "%u (qemu-system-x86) S 1 1 1 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 %u 0 0\n", pid,
+			 1000 + pid);
+		assert_int_equal(vw_fixture_write(g->root, rel, stat, 0), 0);
+		g->cpu[i] = (struct vw_proc_cpu){ .tgid = pid, .start_time = 1000 + pid,
+						  .comm = "qemu-system-x86" };
+		g->groups[i] = (struct vw_group){ .kind = "kvm", .reserved_cpus = 1,
+						  .leader_pid = pid, .leader_start_time = 1000 + pid };
+		snprintf(g->groups[i].id, sizeof(g->groups[i].id), "00000000-0000-4000-8000-00000000000%u",
+			 i + 1);
+		snprintf(g->groups[i].name, sizeof(g->groups[i].name), "vm%u", i + 1);
+	}
+	g->n_groups = 3;
+	g->procfd = vw_root_open(g->root);
+	o.procfs_fd = g->procfd;
+	assert_non_null(g->w = vw_workloads_new(&o));
+	for (int z = 0; z < 3; z++) {
+		g->views[z] = (struct vw_node_zone_view){ .zone = kinds[z] };
+		g->zones[z] = (struct vw_host_train_zone){ &g->views[z], kinds[z] != VW_ZONE_DRAM };
+	}
+	assert_int_equal(vw_host_training_new(&to, &g->t), 0);
+	assert_non_null(g->t);
+}
+
+/*
+ * One 1 s interval: VM i (1-based) runs (k + i) % 4 × 250 ms, the node's package follows the law
+ * on the node's busy time (the VMs' sum), dram and psys count too. The registry splits the
+ * package energy (idle 4 W, the rest active) before the training sees it, as the host does.
+ */
+static void glue_interval(struct glue *g)
+{
+	struct vw_cpu_snapshot snap = { .procs = g->cpu, .n_procs = 3 };
+	struct vw_zone_energy ze[VW_ZONE__COUNT] = { 0 };
+	uint64_t busy_ms = 0, pkg_uj;
+
+	for (uint32_t i = 0; i < 3; i++) {
+		uint64_t ms = g->k == 0 ? 0 : (g->k + i + 1) % 4 * 250;
+
+		g->cpu[i].cpu_ns += ms * 1000000;
+		busy_ms += ms;
+	}
+	pkg_uj = g->k == 0 ? 0 : (uint64_t)(PKG_W((double)busy_ms) * 1e6 + 0.5);
+	g->stat.user += busy_ms / 10; /* ticks */
+	g->views[0].total_uj += pkg_uj;
+	g->views[1].total_uj += 3000000;
+	g->views[2].total_uj += 90000000;
+	ze[VW_ZONE_PACKAGE] = (struct vw_zone_energy){ true, pkg_uj - 4000000 * (g->k > 0),
+						       4000000 * (g->k > 0) };
+	assert_int_equal(vw_workloads_set_groups(g->w, g->groups, g->n_groups), 0);
+	assert_int_equal(vw_workloads_update(g->w, &snap, ze, VW_NSEC_PER_SEC), 0);
+	vw_host_training_interval(g->t, T0 + g->k++ * VW_NSEC_PER_SEC, &g->stat, g->zones, 3, g->w);
+}
+
+static char *glue_render(struct glue *g)
+{
+	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	char *text = NULL;
+	size_t len;
+
+	assert_non_null(w);
+	assert_int_equal(vw_host_training_render(g->t, w, "n1"), 0);
+	assert_int_equal(vw_prom_finish(w, &text, &len), 0);
+	vw_prom_writer_free(w);
+	return text;
+}
+
+static bool file_exists(const char *dir, const char *name)
+{
+	_cleanup_free_ char *p = path_of(dir, name);
+
+	return access(p, F_OK) == 0;
+}
+
+static double glue_samples(const char *text, const char *target)
+{
+	char match[256];
+
+	snprintf(match, sizeof(match), "%s,zone=\"package\"", target);
+	return vw_fixture_sample_sum(text, "virtwatt_model_fit_samples", match);
+}
+
+#define NODE_TARGET "target=\"node\",vm_id=\"\",vm_name=\"\""
+
+static void test_vms_and_zones(void **state)
+{
+	struct glue g;
+	char *text;
+
+	(void)state;
+	glue_setup(&g);
+	/* A baseline and 5 samples: the first round, of the node alone (the VMs' energy starts
+	 * an interval later, after the registry's own baseline: 4 samples, too young). */
+	for (int i = 0; i < 6; i++)
+		glue_interval(&g);
+	text = glue_render(&g);
+	assert_double_near(glue_samples(text, NODE_TARGET), 5, 0);
+	assert_true(vw_fixture_sample_sum(text, "virtwatt_model_fit_r2", NODE_TARGET) > 1 - 1e-9);
+	assert_null(strstr(text, "vm_id=\"0"));
+	assert_null(strstr(text, "zone=\"dram\"")); /* a model's power */
+	assert_null(strstr(text, "zone=\"psys\"")); /* no Kepler component */
+	free(text);
+	assert_true(file_exists(g.dir, "node.json"));
+	assert_false(file_exists(g.dir, "vm-" VM_ID(1) ".json"));
+
+	/* The meter skips energy in one interval: left out. 10 s later the next round: two VMs,
+	 * the third has no room. */
+	glue_interval(&g);
+	g.views[0].gaps++;
+	for (int i = 0; i < 9; i++)
+		glue_interval(&g);
+	text = glue_render(&g);
+	assert_double_near(glue_samples(text, NODE_TARGET), 14, 0); /* 15 intervals, a gap */
+	assert_double_near(glue_samples(text, VM_TARGET(1)), 13, 0);
+	assert_double_near(glue_samples(text, VM_TARGET(2)), 13, 0);
+	assert_null(strstr(text, VM_ID(3)));
+	free(text);
+	assert_true(file_exists(g.dir, "vm-" VM_ID(1) ".json") &&
+		    file_exists(g.dir, "vm-" VM_ID(2) ".json"));
+	assert_false(file_exists(g.dir, "vm-" VM_ID(3) ".json"));
+
+	/* vm1 stops: forgotten at once (its file stays), vm3 takes its place and is fitted at the
+	 * next round; the node's window is full (--model.train.max-samples 20). */
+	g.groups[0] = g.groups[2];
+	g.n_groups = 2;
+	glue_interval(&g);
+	text = glue_render(&g);
+	assert_null(strstr(text, VM_ID(1)));
+	free(text);
+	for (int i = 0; i < 9; i++)
+		glue_interval(&g);
+	text = glue_render(&g);
+	assert_double_near(glue_samples(text, NODE_TARGET), 20, 0);
+	assert_double_near(glue_samples(text, VM_TARGET(3)), 9, 0);
+	assert_double_near(glue_samples(text, VM_TARGET(2)), 20, 0);
+	assert_null(strstr(text, VM_ID(1)));
+	free(text);
+	assert_true(file_exists(g.dir, "vm-" VM_ID(1) ".json") &&
+		    file_exists(g.dir, "vm-" VM_ID(3) ".json"));
+
+	vw_host_training_free(g.t);
+	vw_workloads_free(g.w);
+	close(g.procfd);
+	vw_fixture_rm(g.root);
+	vw_fixture_rm(g.dir);
+}
+
 /* ---- the real daemon ---- */
 
 struct meter {
@@ -336,6 +525,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_example_config),
 		cmocka_unit_test(test_in_process),
+		cmocka_unit_test(test_vms_and_zones),
 		cmocka_unit_test(test_daemon),
 	};
 
