@@ -19,6 +19,7 @@
 #include "procfs.h"
 #include "publish.h"
 #include "selfstats.h"
+#include "training.h"
 #include "vm_channels.h"
 #include "vm_source.h"
 #include "vm_vfio.h"
@@ -70,6 +71,7 @@ struct vw_host {
 	struct vw_publisher *publisher;
 	struct vw_complaint vm_complaint;
 	struct vw_vm_vfio *vfio; /* GPUs passed through to VMs, named as theirs */
+	struct vw_host_training *training; /* --model.train.*: NULL when off */
 };
 
 static const char *nonempty(const char *s)
@@ -292,12 +294,13 @@ static void host_tables(void *ud, struct vw_table_stat t[VW_TABLE__COUNT])
 		vw_publisher_table_stat(h->publisher, &t[VW_TABLE_PUBLISHER_VM]);
 }
 
-/* The host's own families: the GPUs passed through to VMs. */
+/* The host's own families: the models it trains, the GPUs passed through to VMs. */
 static int host_render(void *ud, struct vw_prom_writer *w)
 {
 	struct vw_host *h = ud;
+	int r = vw_host_training_render(h->training, w, h->d.node_name);
 
-	return vw_vm_vfio_render(h->vfio, w, h->d.node_name);
+	return r < 0 ? r : vw_vm_vfio_render(h->vfio, w, h->d.node_name);
 }
 
 static const struct vw_daemon_hooks host_hooks = {
@@ -378,6 +381,8 @@ int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 		r = setup_zones(h);
 	if (r == 0)
 		r = setup_workloads(h);
+	if (r == 0)
+		r = vw_host_training_new(&cfg->train, &h->training);
 	if (r < 0)
 		goto fail;
 	vw_daemon_open_gpus(&h->d); /* none is no error */
@@ -395,6 +400,7 @@ void vw_host_free(struct vw_host *h)
 	for (size_t i = 0; h->zs && i < h->n_zones; i++)
 		vw_idle_fit_free(h->zs[i].fit);
 	free(h->zs);
+	vw_host_training_free(h->training);
 	vw_publisher_free(h->publisher);
 	vw_vms_close(h->vms);
 	free(h->vm_list);
@@ -696,6 +702,29 @@ static void attribute_workloads(struct vw_host *h, uint64_t dt_ns)
 	(void)vw_workloads_interval(h->d.workloads, &h->d.cpu, ze, dt_ns, &h->d.cpu_complaint);
 }
 
+/* The interval's measured energy and CPU time to the models the host trains (training.h). */
+static void train_interval(struct vw_host *h)
+{
+	struct vw_host_train_zone z[VW_POWER_MAX_ZONES];
+
+	for (size_t i = 0; i < h->n_zones; i++)
+		z[i] = (struct vw_host_train_zone){ &h->zs[i].view, h->zs[i].measured };
+	vw_host_training_interval(h->training, h->sample_ns, &h->stat_sample, z, h->n_zones,
+				  h->d.workloads);
+}
+
+/* A VM's model, freshly refitted, to its guest (PROTOCOL.md §2a). */
+static void push_vm_model(void *ud, const char *vm_uuid, const char *name, const char *json,
+			  size_t len)
+{
+	struct vw_host *h = ud;
+	int r = vw_publisher_set_model(h->publisher, vm_uuid, name, json, len);
+
+	if (r < 0 && r != -ENOENT) /* -ENOENT: not listed now */
+		vw_complain(&h->vm_complaint, VW_LOG_WARN, "model: pushing VM %s's model: %s",
+			    vm_uuid, strerror(-r));
+}
+
 int vw_host_publish(struct vw_host *h, uint64_t now_ns)
 {
 	uint64_t dt_ns;
@@ -712,7 +741,10 @@ int vw_host_publish(struct vw_host *h, uint64_t now_ns)
 	vw_gpus_close_interval(h->d.gpus); /* to the same last sample */
 	attribute_workloads(h, dt_ns);
 	vw_daemon_attribute_gpus(&h->d, vgpu_owner, h);
+	train_interval(h);
 	feed_publisher(h); /* each VM's zones, its vGPUs' included */
+	if (h->publisher)
+		(void)vw_host_training_vm_models(h->training, push_vm_model, h);
 	h->stat_publish = h->stat_sample;
 	h->publish_ns = h->sample_ns;
 	return render_and_publish(h);

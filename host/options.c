@@ -101,6 +101,26 @@ static const struct vw_option host_options[] = {
 	{ "power.idle-min-spread", "power.idleMinSpread", VW_OPT_DOUBLE, OFF(idle_min_spread),
 	  "0.1", "RATIO", "CPU usage spread (max - min) the window needs before fitting", 0.01,
 	  1 },
+	{ "model.train.interval", "model.train.interval", VW_OPT_DURATION, OFF(train.interval_ns),
+	  "10m", "DURATION",
+	  "how often the node's model and each VM's are refitted from this host's meters and CPU "
+	  "time (fit quality in virtwatt_model_fit_*; 0: no training)",
+	  0, 86400 },
+	{ "model.train.min-samples", "model.train.minSamples", VW_OPT_UINT, OFF(train.min_samples),
+	  "30", "N",
+	  "intervals with a measured power a zone needs before it is fitted (fewer: its last good "
+	  "model stays)",
+	  5, 100000 },
+	{ "model.train.max-samples", "model.train.maxSamples", VW_OPT_UINT, OFF(train.max_samples),
+	  "720", "N",
+	  "latest intervals kept per model (the node and each VM): at most (1 + max-vms) x N x "
+	  "(1 + zones) x 8 bytes",
+	  5, 100000 },
+	{ "model.train.max-vms", "model.train.maxVMs", VW_OPT_UINT, OFF(train.max_vms), "64", "N",
+	  "VMs trained at most; those beyond are not (said in the log)", 0, 4096 },
+	{ "model.train.dir", "model.train.dir", VW_OPT_STRING, OFF(train.dir), NULL, "PATH",
+	  "write each model, after each refit, as a Kepler weight file usable with --model.file: "
+	  "PATH/node.json, PATH/vm-<uuid>.json (PATH is created; default: no files)" },
 	{ "metrics", "exporter.prometheus.metricsLevel", VW_OPT_STRLIST, OFF(metrics),
 	  "node,process,container,pod,vm", "LEVEL,...",
 	  "metric levels to export: node, process, container, pod, vm (node is always on)" },

@@ -11,11 +11,13 @@
 #include "selfstats.h"
 #include "state_file.h"
 #include "vm_vfio.h"
+#include "training.h"
 #include "workloads.h"
 
 const struct vw_family_table *const vw_all_family_tables[] = {
 	&vw_host_family_table,
 	&vw_gpu_family_table,
+	&vw_host_training_family_table,
 	&vw_workload_family_table,
 	&vw_workload_gpu_family_table,
 	&vw_vm_vfio_family_table,

@@ -119,22 +119,61 @@ int host_fixture_init(struct host_fixture *f, const struct host_fixture_zone *zo
 	return r;
 }
 
-int host_fixture_advance(struct host_fixture *f, double usage)
+int host_fixture_advance_ms(struct host_fixture *f, double usage, uint64_t ms)
 {
-	uint64_t ticks = 100ULL * f->ncpus; /* USER_HZ 100 */
+	uint64_t ticks = f->ncpus * ms / 10; /* USER_HZ 100 */
 	uint64_t busy = (uint64_t)(usage * (double)ticks + 0.5);
+	int r;
 
-	f->seconds++;
 	for (unsigned i = 0; i < f->n_zones; i++)
-		f->energy_uj[i] += f->watts[i] * 1000000ULL;
+		f->energy_uj[i] += f->watts[i] * ms * 1000ULL;
 	f->busy_ticks += busy;
 	f->idle_ticks += ticks - busy;
-	int r = write_zones(f);
+	r = write_zones(f);
 	return r < 0 ? r : write_stat(f);
+}
+
+int host_fixture_advance(struct host_fixture *f, double usage)
+{
+	f->seconds++;
+	return host_fixture_advance_ms(f, usage, 1000);
 }
 
 void host_fixture_fini(struct host_fixture *f)
 {
 	vw_fixture_rm(f->root);
 	f->root = NULL;
+}
+
+static void *clock_main(void *ud)
+{
+	struct host_fixture_clock *c = ud;
+
+	for (;;) {
+		pthread_mutex_lock(&c->lock);
+		if (c->stop) {
+			pthread_mutex_unlock(&c->lock);
+			return NULL;
+		}
+		c->step(c->ud);
+		pthread_mutex_unlock(&c->lock);
+		usleep(c->period_ms * 1000);
+	}
+}
+
+int host_fixture_clock_start(struct host_fixture_clock *c, unsigned period_ms,
+			     void (*step)(void *ud), void *ud)
+{
+	*c = (struct host_fixture_clock){ .period_ms = period_ms, .step = step, .ud = ud };
+	pthread_mutex_init(&c->lock, NULL);
+	return -pthread_create(&c->thread, NULL, clock_main, c);
+}
+
+void host_fixture_clock_stop(struct host_fixture_clock *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->stop = true;
+	pthread_mutex_unlock(&c->lock);
+	pthread_join(c->thread, NULL);
+	pthread_mutex_destroy(&c->lock);
 }

@@ -2,6 +2,7 @@
 /* A fake host for virtwatt-host tests: sysfs powercap zones and procfs stat/cpuinfo. */
 #pragma once
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -32,4 +33,24 @@ int host_fixture_init(struct host_fixture *f, const struct host_fixture_zone *zo
 		      unsigned n_zones, unsigned ncpus);
 /* Advance the simulated clock by one second at the given CPU usage (0..1). */
 int host_fixture_advance(struct host_fixture *f, double usage);
+/* The same over ms milliseconds (a multiple of 10 for whole ticks; `seconds` is left alone). */
+int host_fixture_advance_ms(struct host_fixture *f, double usage, uint64_t ms);
 void host_fixture_fini(struct host_fixture *f);
+
+/*
+ * A thread that calls step(ud) every period_ms with `lock` held, until stopped: a fixture that
+ * moves in real time while a daemon reads it. Take `lock` to change what step reads.
+ */
+struct host_fixture_clock {
+	pthread_t thread;
+	pthread_mutex_t lock;
+	bool stop;
+	unsigned period_ms;
+	void (*step)(void *ud);
+	void *ud;
+};
+
+int host_fixture_clock_start(struct host_fixture_clock *c, unsigned period_ms,
+			     void (*step)(void *ud), void *ud);
+/* Stop the thread and wait for it (after its current step). */
+void host_fixture_clock_stop(struct host_fixture_clock *c);

@@ -143,6 +143,29 @@ static void test_write_atomic(void **state)
 	assert_string_equal(buf, "keep");
 }
 
+/* mkdir -p, then open: existing parts kept, a file in the way refused. */
+static void test_dir_create_open(void **state)
+{
+	const struct vw_fixture_root *r = *state;
+	char path[1024], buf[16];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/a/b/c", r->path);
+	fd = vw_dir_create_open(path);
+	assert_true(fd >= 0);
+	assert_int_equal(vw_write_file_atomic_at(fd, "x", "in c", 4, 0644), 0);
+	close(fd);
+	assert_int_equal(vw_read_str_at(r->fd, "a/b/c/x", buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "in c");
+	fd = vw_dir_create_open(path); /* again: all there */
+	assert_true(fd >= 0);
+	close(fd);
+	assert_int_equal(vw_fixture_write(r->path, "file", "x", 0), 0);
+	snprintf(path, sizeof(path), "%s/file/d", r->path);
+	assert_int_equal(vw_dir_create_open(path), -ENOTDIR);
+	assert_int_equal(vw_dir_create_open(""), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +175,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_read_at, vw_fixture_root_setup,
 						vw_fixture_root_teardown),
 		cmocka_unit_test_setup_teardown(test_write_atomic, vw_fixture_root_setup,
+						vw_fixture_root_teardown),
+		cmocka_unit_test_setup_teardown(test_dir_create_open, vw_fixture_root_setup,
 						vw_fixture_root_teardown),
 	};
 

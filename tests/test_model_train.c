@@ -226,6 +226,25 @@ static void test_log_beats_linear(void **state)
 	assert_true(lg < 1.1); /* uniform noise ±2 has mean |e| = 1 */
 }
 
+/* R²: 1 for exact predictions, 0 for the mean, below 0 for worse, NAN for constant actuals. */
+static void test_score_r2(void **state)
+{
+	const double y[] = {1, 2, 3, 4}, mean[] = {2.5, 2.5, 2.5, 2.5}, flat[] = {3, 3, 3, 3};
+	const double off[] = {2, 1, 4, 3}; /* Σe² = 4, Σ(y - ȳ)² = 5 */
+	struct vw_train_score s;
+
+	(void)state;
+	vw_train_score(y, y, 4, &s);
+	assert_double_near(s.r2, 1, 0);
+	vw_train_score(mean, y, 4, &s);
+	assert_double_near(s.r2, 0, 1e-15);
+	vw_train_score(off, y, 4, &s);
+	assert_double_near(s.r2, 1 - 4.0 / 5, 1e-15);
+	assert_double_near(s.mae_w, 1, 0);
+	vw_train_score(y, flat, 4, &s);
+	assert_true(isnan(s.r2));
+}
+
 /* Write the fits as a weight file, parse it with our loader: identical predictions. */
 static void check_roundtrip(const struct vw_train_fit *fits, const char *origin,
 			    const double *x, size_t n, size_t p, const char *const *feats)
@@ -427,6 +446,7 @@ int main(void)
 		cmocka_unit_test(test_folds),
 		cmocka_unit_test(test_log_exact),
 		cmocka_unit_test(test_log_beats_linear),
+		cmocka_unit_test(test_score_r2),
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_csv),
 		cmocka_unit_test(test_nx12),

@@ -233,47 +233,34 @@ static void test_lock_dir_unusable(void **state)
 
 struct meter {
 	struct host_fixture fx;
-	pthread_t thread;
-	pthread_mutex_t lock;
-	bool run, stop;
+	struct host_fixture_clock clock;
+	bool run;
 	uint64_t vcpu_ns; /* the QEMU's vCPU threads' CPU time */
 };
 
 /* While `run`, every 100 ms: the meter advances a simulated second (half busy) and the VM's
  * vCPU threads run 100 ms and 50 ms. */
-static void *meter_main(void *ud)
+static void meter_step(void *ud)
 {
 	struct meter *m = ud;
+	char rel[64], text[64];
 
-	for (;;) {
-		pthread_mutex_lock(&m->lock);
-		if (m->stop) {
-			pthread_mutex_unlock(&m->lock);
-			return NULL;
-		}
-		if (m->run) {
-			char rel[64], text[64];
-
-			m->vcpu_ns += 50000000;
-			for (int t = 1; t <= 2; t++) {
-				snprintf(rel, sizeof(rel), "%d/task/%d/schedstat", QEMU_PID,
-					 QEMU_PID + t);
-				snprintf(text, sizeof(text), "%" PRIu64 " 0 0\n",
-					 m->vcpu_ns * (uint64_t)(3 - t));
-				(void)vw_fixture_replace(m->fx.proc, rel, text);
-			}
-			(void)host_fixture_advance(&m->fx, 0.5);
-		}
-		pthread_mutex_unlock(&m->lock);
-		usleep(100 * 1000);
+	if (!m->run)
+		return;
+	m->vcpu_ns += 50000000;
+	for (int t = 1; t <= 2; t++) {
+		snprintf(rel, sizeof(rel), "%d/task/%d/schedstat", QEMU_PID, QEMU_PID + t);
+		snprintf(text, sizeof(text), "%" PRIu64 " 0 0\n", m->vcpu_ns * (uint64_t)(3 - t));
+		(void)vw_fixture_replace(m->fx.proc, rel, text);
 	}
+	(void)host_fixture_advance(&m->fx, 0.5);
 }
 
 static void meter_run(struct meter *m, bool run)
 {
-	pthread_mutex_lock(&m->lock);
+	pthread_mutex_lock(&m->clock.lock);
 	m->run = run;
-	pthread_mutex_unlock(&m->lock);
+	pthread_mutex_unlock(&m->clock.lock);
 }
 
 /* The VM's package energy as a daemon counts it (active + idle), or -1 if unreachable. */
@@ -394,9 +381,8 @@ static void test_two_daemons(void **state)
 	snprintf(sh, sizeof(sh), "--passthrough.share-root=%s", share);
 	snprintf(lk, sizeof(lk), "--passthrough.lock-dir=%s", locks);
 	m->fx.atomic = true; /* two daemons read the meter while it advances */
-	pthread_mutex_init(&m->lock, NULL);
 	m->run = true;
-	assert_int_equal(pthread_create(&m->thread, NULL, meter_main, m), 0);
+	assert_int_equal(host_fixture_clock_start(&m->clock, 100, meter_step, m), 0);
 
 	/* The first daemon publishes the VM. */
 	snprintf(name, sizeof(name), "--kube.node-name=lock1");
@@ -461,10 +447,7 @@ static void test_two_daemons(void **state)
 
 	assert_int_equal(vw_fixture_stop_daemon(pid2), 0);
 	vw_reader_free(rd);
-	pthread_mutex_lock(&m->lock);
-	m->stop = true;
-	pthread_mutex_unlock(&m->lock);
-	pthread_join(m->thread, NULL);
+	host_fixture_clock_stop(&m->clock);
 	host_fixture_fini(&m->fx);
 	free(m);
 	vw_fixture_rm(dir);

@@ -592,6 +592,17 @@ static void test_vm_energy(void **state)
 	vw_workloads_totals(c.w, &t);
 	assert_int_equal(t.vms[VW_ZONE_PACKAGE][0], 4000000);
 	assert_int_equal(t.vms[VW_ZONE_PACKAGE][1], 3000000);
+	{ /* what the publisher and the host's training read of it: energy, name, CPU time */
+		struct vw_group_energy ge[2];
+
+		assert_int_equal(vw_workloads_group_energy(c.w, ge, 2), 1);
+		assert_string_equal(ge[0].id, VM_UUID);
+		assert_string_equal(ge[0].name, "vm1");
+		assert_int_equal(ge[0].cpu_ns, 2000000000ULL); /* QEMU 1.5 s + vhost 0.5 s */
+		assert_int_equal(ge[0].zones[0].zone, VW_ZONE_PACKAGE);
+		assert_int_equal(ge[0].zones[0].active_uj, 4000000);
+		assert_int_equal(ge[0].zones[0].idle_uj, 3000000);
+	}
 
 	/* The VM is destroyed: terminated, shown once more, then hidden after a scrape. */
 	set_vm(&c, 500, false);

@@ -241,7 +241,7 @@ static int lock_dir_open(struct vw_publisher *p)
 
 	if (p->lock_fd >= 0)
 		return 0;
-	fd = vw_pub_lock_dir_open(p->lock_dir);
+	fd = vw_dir_create_open(p->lock_dir); /* creating what is missing of it */
 	if (fd < 0) {
 		vw_complain(&p->lock_dir_complaint, VW_LOG_ERROR,
 			    "passthrough: cannot open the lock directory %s: %s; publishing no VM "

@@ -142,27 +142,3 @@ int vw_pub_lock_take(struct vw_pub_lock *l, int dir_fd, const char *uuid, uint64
 	l->fd = fd;
 	return 0;
 }
-
-int vw_pub_lock_dir_open(const char *path)
-{
-	char buf[4096];
-	size_t len = strlen(path);
-
-	if (len == 0 || len >= sizeof(buf))
-		return -EINVAL;
-	memcpy(buf, path, len + 1);
-	/* Each missing component, 0755 (/run/virtwatt/lock may be the first of /run/virtwatt). */
-	for (char *p = buf + 1;; p++) {
-		bool end = *p == '\0';
-
-		if (*p != '/' && !end)
-			continue;
-		*p = '\0';
-		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		if (end)
-			break;
-		*p = '/';
-	}
-	return vw_root_open(path);
-}

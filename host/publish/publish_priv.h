@@ -112,8 +112,6 @@ struct vw_pub_lock_holder {
 	char note[VW_PUB_LOCK_NOTE_MAX]; /* what the holder wrote in the file ("" if nothing) */
 };
 
-/* Open the lock directory, creating what is missing of its path (0755): a fd or -errno. */
-int vw_pub_lock_dir_open(const char *path);
 void vw_pub_lock_init(struct vw_pub_lock *l);
 bool vw_pub_lock_held(const struct vw_pub_lock *l);
 /*

@@ -5,14 +5,12 @@
  * reads every file back to the same predictions.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "csv.h"
 #include "fileio.h"
@@ -442,20 +440,8 @@ static int fit_zone(const struct train_opts *o, const struct dataset *d, const d
 {
 	struct vw_train_opts to = {.kind = kind, .ridge = o->ridge,
 				   .curve_feature = curve_feature(o)};
-	_cleanup_free_ double *pred = calloc(d->n_rows, sizeof(*pred));
-	_cleanup_free_ size_t *all = calloc(d->n_rows, sizeof(*all));
-	int r;
 
-	if (!pred || !all)
-		return -ENOMEM;
-	for (size_t i = 0; i < d->n_rows; i++)
-		all[i] = i;
-	r = vw_train_cross_validate(&to, d->x, y, d->p, d->n_rows, d->fold, o->k, pred);
-	if (r == 0)
-		r = vw_train_fit(&to, d->x, y, d->p, all, d->n_rows, fit);
-	if (r == 0)
-		vw_train_score(pred, y, d->n_rows, score);
-	return r;
+	return vw_train_evaluate(&to, d->x, y, d->p, d->n_rows, d->fold, o->k, score, fit);
 }
 
 /* DynPower: each zone minus its minimum (MinIdleIsolator). */
@@ -529,19 +515,6 @@ static void print_results(const struct train_opts *o, const struct dataset *d, b
 
 /* ---- files ---- */
 
-static int mkdir_p(char *path)
-{
-	for (char *s = strchr(path + 1, '/');; s = strchr(s + 1, '/')) {
-		if (s)
-			*s = '\0';
-		if (mkdir(path, 0755) < 0 && errno != EEXIST)
-			return -errno;
-		if (!s)
-			return 0;
-		*s = '/';
-	}
-}
-
 /* Load the written file with virtwatt's loader; every row must predict what the fit does. */
 static int verify(const struct train_opts *o, const struct dataset *d, const char *path,
 		  const struct vw_train_fit *fits)
@@ -585,6 +558,7 @@ static int write_model(const struct train_opts *o, const struct dataset *d, bool
 {
 	const char *names[VW_TRAIN_MAX_FEATURES];
 	_cleanup_free_ char *json = NULL, *dir = NULL, *path = NULL;
+	_cleanup_close_ int dfd = -1;
 	int r;
 
 	for (size_t j = 0; j < d->p; j++)
@@ -598,9 +572,9 @@ static int write_model(const struct train_opts *o, const struct dataset *d, bool
 		dir = path = NULL;
 		return -ENOMEM;
 	}
-	r = mkdir_p(dir);
-	if (r == 0)
-		r = vw_write_file_atomic_at(AT_FDCWD, path, json, strlen(json), 0644);
+	r = dfd = vw_dir_create_open(dir);
+	if (r >= 0)
+		r = vw_write_file_atomic_at(dfd, strrchr(path, '/') + 1, json, strlen(json), 0644);
 	if (r < 0) {
 		fprintf(stderr, "virtwatt-model train: %s: %s\n", path, strerror(-r));
 		return r;

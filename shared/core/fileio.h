@@ -11,6 +11,12 @@
 
 /* Open a directory to serve as a root (O_PATH|O_DIRECTORY|O_CLOEXEC). fd or -errno. */
 int vw_root_open(const char *path);
+/*
+ * Create the directory path and each missing parent (mode 0755; existing ones are left as they
+ * are), then open it as vw_root_open() does. fd or -errno (-EINVAL for "" or a path longer than
+ * PATH_MAX).
+ */
+int vw_dir_create_open(const char *path);
 /* Open a directory below a root. fd or -errno. */
 int vw_dir_open_at(int dirfd, const char *rel);
 /* Open a directory below dirfd for readdir(): NULL with errno set. Close with closedir(), or

@@ -401,6 +401,8 @@ size_t vw_workloads_group_energy(const struct vw_workloads *w, struct vw_group_e
 			continue;
 		*e = (struct vw_group_energy){ 0 };
 		snprintf(e->id, sizeof(e->id), "%s", v->uuid);
+		snprintf(e->name, sizeof(e->name), "%s", v->name);
+		e->cpu_ns = v->cpu_ns;
 		for (int z = 0; z < VW_ZONE__COUNT; z++) {
 			if (!w->present[z])
 				continue;

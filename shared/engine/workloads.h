@@ -104,9 +104,12 @@ struct vw_group {
 };
 int vw_workloads_set_groups(struct vw_workloads *w, const struct vw_group *groups, size_t n);
 
-/* Each listed group's cumulative idle and active energy per zone (a VM's, for its guest). */
+/* Each listed group's cumulative idle and active energy per zone (a VM's, for its guest) and
+ * CPU time (for the host's training). */
 struct vw_group_energy {
 	char id[VW_UUID_LEN];
+	char name[256];
+	uint64_t cpu_ns;
 	size_t n_zones;
 	struct vw_zone_owner_energy zones[VW_ZONE__WIRE_COUNT]; /* zone gpu: its vGPUs' */
 };

@@ -383,13 +383,17 @@ int vw_train_cross_validate(const struct vw_train_opts *o, const double *x, cons
 void vw_train_score(const double *pred, const double *actual, size_t n,
 		    struct vw_train_score *ret)
 {
-	double abs_sum = 0, pct_sum = 0;
+	double abs_sum = 0, pct_sum = 0, sq_sum = 0, mean = 0, var_sum = 0;
 	size_t mape_rows = 0;
 
+	for (size_t i = 0; i < n; i++)
+		mean += actual[i] / (double)n;
 	for (size_t i = 0; i < n; i++) {
 		double e = fabs(pred[i] - actual[i]);
 
 		abs_sum += e;
+		sq_sum += e * e;
+		var_sum += (actual[i] - mean) * (actual[i] - mean);
 		if (fabs(actual[i]) >= ZERO_W) {
 			pct_sum += e / fabs(actual[i]);
 			mape_rows++;
@@ -400,5 +404,26 @@ void vw_train_score(const double *pred, const double *actual, size_t n,
 		.mae_w = n ? abs_sum / (double)n : NAN,
 		.mape_rows = mape_rows,
 		.mape_pct = mape_rows ? 100 * pct_sum / (double)mape_rows : NAN,
+		.r2 = var_sum > 0 ? 1 - sq_sum / var_sum : NAN,
 	};
+}
+
+int vw_train_evaluate(const struct vw_train_opts *o, const double *x, const double *y,
+		      size_t n_features, size_t n_rows, const unsigned *fold, unsigned k,
+		      struct vw_train_score *ret_score, struct vw_train_fit *ret_fit)
+{
+	_cleanup_free_ double *pred = calloc(n_rows ? n_rows : 1, sizeof(*pred));
+	_cleanup_free_ size_t *all = calloc(n_rows ? n_rows : 1, sizeof(*all));
+	int r;
+
+	if (!pred || !all)
+		return -ENOMEM;
+	for (size_t i = 0; i < n_rows; i++)
+		all[i] = i;
+	r = vw_train_cross_validate(o, x, y, n_features, n_rows, fold, k, pred);
+	if (r == 0)
+		r = vw_train_fit(o, x, y, n_features, all, n_rows, ret_fit);
+	if (r == 0)
+		vw_train_score(pred, y, n_rows, ret_score);
+	return r;
 }

@@ -86,10 +86,20 @@ struct vw_train_score {
 	double mae_w;
 	size_t mape_rows; /* rows whose actual is not 0 (|actual| >= 1 µW) */
 	double mape_pct;  /* NAN when mape_rows is 0 */
+	double r2; /* 1 - Σ(pred - actual)² / Σ(actual - mean)²; NAN when the actuals are all equal */
 };
 
 void vw_train_score(const double *pred, const double *actual, size_t n,
 		    struct vw_train_score *ret);
+
+/*
+ * What a trainer does with one target: cross-validate on the folds (the held-out score, from
+ * the out-of-fold predictions clamped at 0), then fit on all n_rows rows (the model to keep).
+ * Errors as vw_train_fit's.
+ */
+int vw_train_evaluate(const struct vw_train_opts *o, const double *x, const double *y,
+		      size_t n_features, size_t n_rows, const unsigned *fold, unsigned k,
+		      struct vw_train_score *ret_score, struct vw_train_fit *ret_fit);
 
 /*
  * The Kepler weight file (v0.7 layout, what kepler-model-db publishes and Kepler's regressor
