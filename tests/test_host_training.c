@@ -458,12 +458,12 @@ static void test_daemon(void **state)
 	_cleanup_free_ char *node_json = path_of(models, "node.json");
 	_cleanup_free_ char *vm_json = path_of(models, "vm-" UUID ".json");
 	_cleanup_free_ char *body = NULL;
-	_cleanup_free_ char *share = path_of(dir, "share");
-	char sys[600], proc[600], md[600], sh[600];
+	_cleanup_free_ char *share = path_of(dir, "share"), *locks = path_of(dir, "lock");
+	char sys[600], proc[600], md[600], sh[600], lk[600];
 	char *argv[] = { VW_HOST_BIN, sys, proc, md, "--libvirt.uri=", "--kube.node-name=train-node",
 			 "--web.listen-address=127.0.0.1:0", "--monitor.interval=1s",
 			 "--monitor.sample-interval=200ms", "--cpu.accounting=procfs",
-			 "--metrics=node,vm", sh, "--passthrough.interval=1s",
+			 "--metrics=node,vm", sh, lk, "--passthrough.interval=1s",
 			 "--power.idle-watts=package=4,dram=1",
 			 "--model.train.interval=1s", "--model.train.min-samples=8", NULL };
 	double r2, r2_vm, samples_vm;
@@ -483,6 +483,7 @@ static void test_daemon(void **state)
 	snprintf(proc, sizeof(proc), "--host.procfs=%s", m->fx.proc);
 	snprintf(md, sizeof(md), "--model.train.dir=%s", models);
 	snprintf(sh, sizeof(sh), "--passthrough.share-root=%s", share);
+	snprintf(lk, sizeof(lk), "--passthrough.lock-dir=%s", locks);
 	assert_int_equal(vw_fixture_mkdir(dir, "share"), 0);
 	m->t0_ms = m->done_ms = now_ms();
 	assert_int_equal(host_fixture_clock_start(&m->clock, 50, meter_step, m), 0);
