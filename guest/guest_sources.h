@@ -3,6 +3,8 @@
  * estimator on the default model. */
 #pragma once
 
+#include <stdio.h>
+
 #include "gpu_source.h"
 #include "power_source.h"
 
@@ -22,3 +24,12 @@ extern const struct vw_power_source_ops vw_src_host_model;
 
 /* This VM's vGPU energy from its host (src_gpu_passthrough.c); vw_gpu_env.ctx is the reader. */
 extern const struct vw_gpu_source_ops vw_gpu_src_passthrough;
+
+/* One zone info per zone kind, each at path (a guest source's zones: passthrough, host model). */
+static inline void vw_guest_zone_kinds(struct vw_zone_info info[VW_ZONE__COUNT], const char *path)
+{
+	for (size_t i = 0; i < VW_ZONE__COUNT; i++) {
+		info[i] = (struct vw_zone_info){ .zone = (enum vw_zone)i, .idle_w = -1 };
+		snprintf(info[i].path, sizeof(info[i].path), "%s", path);
+	}
+}

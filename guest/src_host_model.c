@@ -40,10 +40,7 @@ static int hm_open(const struct vw_power_env *env, void **ret_state)
 		return -ENOMEM;
 	h->slot = ctx->host_model;
 	h->host_cores = env->host_cores;
-	for (size_t i = 0; i < VW_ZONE__COUNT; i++) {
-		h->info[i] = (struct vw_zone_info){ .zone = (enum vw_zone)i, .idle_w = -1 };
-		snprintf(h->info[i].path, sizeof(h->info[i].path), "model");
-	}
+	vw_guest_zone_kinds(h->info, "model");
 	*ret_state = h;
 	return 0;
 }

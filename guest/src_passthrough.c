@@ -35,10 +35,7 @@ static int pt_open(const struct vw_power_env *env, void **ret_state)
 	if (!p)
 		return -ENOMEM;
 	p->reader = ctx->reader;
-	for (size_t i = 0; i < VW_ZONE__COUNT; i++) {
-		p->info[i] = (struct vw_zone_info){ .zone = (enum vw_zone)i, .idle_w = -1 };
-		snprintf(p->info[i].path, sizeof(p->info[i].path), "vm");
-	}
+	vw_guest_zone_kinds(p->info, "vm");
 	*ret_state = p;
 	return 0;
 }

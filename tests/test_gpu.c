@@ -492,29 +492,27 @@ static void test_vgpu_shares(void **state)
 /* A driver without vGPU calls, or a device that is no vGPU host: no VM shares, no noise. */
 static void test_vgpu_not_a_host(void **state)
 {
-	struct fake f = { .energy0_mj = 0, .power1_mw = 90000,
-			  .extra = "0.vgpus=7:" VM_A ":4:60\n" };
-	struct vw_gpus *g;
+	/* The old driver's library (no vGPU calls) with a vGPU scripted; the current one on a
+	 * device with no vGPUs listed (NOT_SUPPORTED). */
+	static const struct {
+		const char *lib, *extra;
+	} cases[] = { { VW_FAKE_NVML_OLD, "0.vgpus=7:" VM_A ":4:60\n" },
+		      { VW_FAKE_NVML, "0.vgpus_ret=3\n" } };
 
 	(void)state;
 	n_warn = 0;
 	vw_log_set_sink(sink, NULL);
-	g = start(&f, VW_FAKE_NVML_OLD, 50, 720);
-	vw_gpus_sample(g, 0);
-	vw_gpus_sample(g, SEC);
-	vw_gpus_close_interval(g);
-	assert_string_equal(vm_energy(g, VM_A).vm_id, "");
-	assert_int_equal(n_warn, 0);
-	vw_gpus_free(g);
-	/* The current driver's library on a device with no vGPUs listed (NOT_SUPPORTED). */
-	f.extra = "0.vgpus_ret=3\n";
-	g = start(&f, VW_FAKE_NVML, 50, 720);
-	vw_gpus_sample(g, 0);
-	vw_gpus_sample(g, SEC);
-	vw_gpus_close_interval(g);
-	assert_string_equal(vm_energy(g, VM_A).vm_id, "");
-	assert_int_equal(n_warn, 0);
-	vw_gpus_free(g);
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct fake f = { .energy0_mj = 0, .power1_mw = 90000, .extra = cases[i].extra };
+		struct vw_gpus *g = start(&f, cases[i].lib, 50, 720);
+
+		vw_gpus_sample(g, 0);
+		vw_gpus_sample(g, SEC);
+		vw_gpus_close_interval(g);
+		assert_string_equal(vm_energy(g, VM_A).vm_id, "");
+		assert_int_equal(n_warn, 0);
+		vw_gpus_free(g);
+	}
 	vw_log_set_sink(NULL, NULL);
 }
 

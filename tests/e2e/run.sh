@@ -282,6 +282,7 @@ $host_env "$host_bin" --host.sysfs="$work/sys" --host.procfs=/proc --libvirt.uri
 	--passthrough.share-root="$work/share" --passthrough.lock-dir="$work/lock" \\
 	--web.listen-address=127.0.0.1:$host_port \\
 	--monitor.interval=1s --monitor.sample-interval=250ms --passthrough.interval=1s \\
+	--model.train.interval=12s --model.train.min-samples=10 --model.train.max-samples=15 \\
 	--platform.sources=redfish --platform.redfish.config-file="$work/bmcs.yaml" \\
 	--platform.redfish.interval=250ms \\
 	--kube.node-name=e2e-host --log.level=info $host_flags >>"$work/host.log" 2>&1 &
@@ -331,7 +332,7 @@ E2E_WORK=$work E2E_HOST=127.0.0.1:$host_port E2E_GUEST=127.0.0.1:$guest_port \
 	E2E_PROM=127.0.0.1:$prom_port E2E_UUID=$uuid E2E_NAME=$name E2E_SYSFS=$work/sys \
 	E2E_START_HOST=$work/start-host.sh E2E_STOP_HOST=$work/stop-host.sh \
 	E2E_URI=$uri_rw E2E_START_LIBVIRTD=$work/start-libvirtd.sh E2E_KUBELET_PORT=$kubelet_port \
-	E2E_METER_RANGE=$meter_range E2E_PIDS=$pids_file \
+	E2E_METER_RANGE=$meter_range E2E_PIDS=$pids_file E2E_MODEL_CLI=$build/shared/virtwatt-model \
 	python3 -u "$src/$mode.py" &
 echo $! >"$work/checks.pid"
 wait "$(pid_of checks)" # in the background, so a SIGTERM (meson's timeout) is handled at once
