@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dmi.h"
 #include "fileio.h"
 #include "fixture.h"
 
@@ -166,9 +167,32 @@ static void test_dir_create_open(void **state)
 	assert_int_equal(vw_dir_create_open(""), -EINVAL);
 }
 
+/* The machine as DMI names it, from a fixture sysfs; none where there is no DMI. */
+static void test_dmi_machine(void **state)
+{
+	char *root = vw_fixture_mkdtemp("dmi"), buf[128];
+	int fd;
+
+	(void)state;
+	assert_non_null(root);
+	fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(vw_dmi_machine(fd, buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(vw_fixture_write(root, "class/dmi/id/product_name", "c5.large\n", 0), 0);
+	assert_int_equal(vw_dmi_machine(fd, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "c5.large");
+	assert_int_equal(vw_fixture_write(root, "class/dmi/id/sys_vendor", "Amazon EC2\t\x01 \n", 0),
+			 0);
+	assert_int_equal(vw_dmi_machine(fd, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "Amazon EC2?? c5.large");
+	close(fd);
+	vw_fixture_rm(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dmi_machine),
 		cmocka_unit_test(test_parse_u64),
 		cmocka_unit_test_setup_teardown(test_parse_pid_and_dirs, vw_fixture_root_setup,
 						vw_fixture_root_teardown),

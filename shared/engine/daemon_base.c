@@ -13,6 +13,7 @@
 #include "ctrmeta.h"
 #include "energy.h"
 #include "fileio.h"
+#include "dmi.h"
 #include "gpu.h"
 #include "model.h"
 #include "model_server.h"
@@ -120,6 +121,8 @@ int vw_daemon_load_model(struct vw_daemon *d, const char *server_url)
 	const struct vw_daemon_options *o = d->opts;
 	long timeout_ms = (long)(o->model_timeout_ns / VW_NSEC_PER_MSEC);
 	bool percpu = !o->model_builtin || strcmp(o->model_builtin, "kepler") != 0;
+	char machine[128];
+	bool dmi = vw_dmi_machine(d->sysfs_fd, machine, sizeof(machine)) == 0;
 	const struct vw_model_source_opts mo = {
 		.file = nonempty(o->model_file),
 		.url = nonempty(o->model_url),
@@ -128,6 +131,7 @@ int vw_daemon_load_model(struct vw_daemon *d, const char *server_url)
 		.cpus = d->cpus, /* read once at init, for kepler_node_cpu_info */
 		.n_cpus = d->n_cpus,
 		.percpu = percpu,
+		.machine = dmi ? machine : NULL,
 	};
 	char err[512] = "";
 	int r;

@@ -135,6 +135,7 @@ struct vw_model_source_opts {
 	const struct vw_cpu_info *cpus; /* this machine's /proc/cpuinfo (procfs.h), or NULL */
 	size_t n_cpus;
 	bool percpu; /* pick the built-in model by architecture (--model.builtin=auto) */
+	const char *machine; /* the firmware's name of the machine (dmi.h), for the log; or NULL */
 };
 
 /*

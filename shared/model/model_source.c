@@ -263,18 +263,19 @@ static int builtin_percpu(const struct vw_model_source_opts *o, struct vw_model 
 
 	arch = cpu ? vw_cpu_arch(cpu, &exact) : NULL;
 	if (!arch) {
-		vw_info("model: no per-vCPU figures for this processor (%s, %s family %d model %d); "
+		vw_info("model: no per-vCPU figures for this processor (%s, %s family %d model %d%s%s); "
 			"the default built-in model",
 			cpu && cpu->vendor_id[0] ? cpu->vendor_id : "unknown vendor",
 			cpu && cpu->model_name[0] ? cpu->model_name : "unnamed",
-			cpu ? cpu->family : -1, cpu ? cpu->model : -1);
+			cpu ? cpu->family : -1, cpu ? cpu->model : -1, o->machine ? ", on " : "",
+			o->machine ? o->machine : "");
 		return -ENOENT;
 	}
 	r = vw_model_percpu(arch, (unsigned)o->n_cpus, ret, ret_origin, originlen);
 	if (r == 0)
-		vw_info("model: %s: %s (%s) x %zu vCPUs, Kepler v0.7.12's per-vCPU figures%s",
-			ret_origin, arch, cpu->model_name, o->n_cpus,
-			exact ? "" : " (the nearest architecture listed)");
+		vw_info("model: %s: %s (%s) x %zu vCPUs%s%s, Kepler v0.7.12's per-vCPU figures%s",
+			ret_origin, arch, cpu->model_name, o->n_cpus, o->machine ? " on " : "",
+			o->machine ? o->machine : "", exact ? "" : " (the nearest architecture listed)");
 	return r;
 }
 
