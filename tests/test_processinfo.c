@@ -61,7 +61,7 @@ static void test_fixture(void **state)
 
 static void test_this_process(void **state)
 {
-	struct vw_processinfo a, b;
+	struct vw_processinfo a, b, c;
 	struct rlimit rl;
 	double start = 0;
 	int procfd = vw_root_open("/proc"), self, extra[8];
@@ -87,7 +87,12 @@ static void test_this_process(void **state)
 	assert_int_equal(b.open_fds, a.open_fds + 8);
 	assert_true(b.rss_bytes >= a.rss_bytes + (60u << 20));
 	assert_true(b.peak_rss_bytes >= b.rss_bytes);
+	assert_true(a.heap_bytes > 0);
+	assert_true(b.heap_bytes >= a.heap_bytes + (64u << 20));
+	/* Freed: the heap says so at once, whatever the allocator keeps resident. */
 	free(big);
+	assert_int_equal(vw_processinfo_read(self, &c), 0);
+	assert_true(c.heap_bytes + (60u << 20) <= b.heap_bytes);
 	for (int i = 0; i < 8; i++)
 		close(extra[i]);
 	close(self);
@@ -97,7 +102,8 @@ static void test_this_process(void **state)
 static void test_written(void **state)
 {
 	struct vw_processinfo s = { .rss_bytes = 5 << 20, .peak_rss_bytes = 7 << 20,
-				 .vm_bytes = 1 << 30, .open_fds = 12, .max_fds = 1024,
+				 .vm_bytes = 1 << 30, .heap_bytes = 3 << 20, .open_fds = 12,
+				 .max_fds = 1024,
 				 .start_time_s = 1700000000.5 };
 	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
 	char *text = NULL;
@@ -110,6 +116,8 @@ static void test_written(void **state)
 				     "process_resident_memory_bytes 5242880\n"));
 	assert_non_null(strstr(text, "\nvirtwatt_process_peak_resident_memory_bytes 7340032\n"));
 	assert_non_null(strstr(text, "\nprocess_virtual_memory_bytes 1073741824\n"));
+	assert_non_null(strstr(text, "# TYPE virtwatt_process_heap_inuse_bytes gauge\n"
+				     "virtwatt_process_heap_inuse_bytes 3145728\n"));
 	assert_non_null(strstr(text, "\nprocess_open_fds 12\n"));
 	assert_non_null(strstr(text, "\nprocess_max_fds 1024\n"));
 	assert_non_null(strstr(text, "\nprocess_start_time_seconds 1700000000.5\n"));

@@ -3,7 +3,8 @@
  * The daemon's own resource use, as every Prometheus exporter reports it (the client
  * libraries' process collector): process_resident_memory_bytes, process_virtual_memory_bytes,
  * process_open_fds, process_max_fds and process_start_time_seconds, plus
- * virtwatt_process_peak_resident_memory_bytes (VmHWM). Read once per interval with the
+ * virtwatt_process_peak_resident_memory_bytes (VmHWM) and virtwatt_process_heap_inuse_bytes
+ * (the allocator's live bytes, which RSS hides under its slack). Read once per interval with the
  * snapshot, so a scrape costs nothing; all gauges, so the guest's restart-proof counter
  * offsets never touch them.
  */
@@ -15,6 +16,7 @@
 
 struct vw_processinfo {
 	uint64_t rss_bytes, peak_rss_bytes, vm_bytes;
+	uint64_t heap_bytes; /* malloc'd and not freed (the allocator's own count) */
 	uint64_t open_fds, max_fds;
 	double start_time_s; /* Unix time */
 };
@@ -31,6 +33,6 @@ int vw_processinfo_open(int procfs_fd, double *ret_start_time_s);
  * the caller's (the daemon's own start, taken once).
  */
 int vw_processinfo_read(int self_fd, struct vw_processinfo *ret);
-/* The six families above, without labels (as the client libraries write them). */
+/* The seven families above, without labels (as the client libraries write them). */
 int vw_processinfo_write(struct vw_prom_writer *w, const struct vw_processinfo *s);
 extern const struct vw_family_table vw_processinfo_family_table;
