@@ -8,6 +8,7 @@
 #include "config.h"
 #include "daemon_options.h"
 #include "log.h"
+#include "training_options.h"
 
 struct vw_host_config {
 	struct vw_daemon_options common; /* the flags virtwatt-guest shares */
@@ -47,13 +48,7 @@ struct vw_host_config {
 	struct vw_strlist hwmon_chip_rules; /* CHIP[:LABEL]=ZONE[@SOCKET], before the built-in ones */
 	bool hwmon_enabled;                 /* Kepler's experimental.hwmon.enabled */
 	struct vw_strlist hwmon_zones;      /* Kepler's experimental.hwmon.zones: labels to use */
-	struct vw_host_train_options {
-		uint64_t interval_ns; /* between refits; 0: no training */
-		uint64_t min_samples; /* intervals a zone needs to be fitted */
-		uint64_t max_samples; /* intervals kept per model */
-		uint64_t max_vms;     /* VMs trained at most */
-		char *dir;            /* "": no files */
-	} train; /* --model.train.*: what the host trains (host/training.c) */
+	struct vw_host_train_options train; /* --model.train.*: what the host trains (training/) */
 };
 
 extern const struct vw_config_program vw_host_program;

@@ -3,8 +3,9 @@
   - nothing under shared/ includes a header that lives in host/ or guest/ (the engine and the
     libraries below it compile with neither on the include path);
   - host/ and guest/ never include each other's headers;
-  - virtwatt-guest carries no host meter (powercap, hwmon), libvirt, VM-source or publisher code
-    (nm).
+  - virtwatt-guest carries no host meter (powercap, hwmon), libvirt, VM-source, publisher or
+    training code (nm);
+  - host/ keeps a handful of files at its root (the daemon's wiring); the rest is in rooms.
 usage: check_layering.py SOURCE_ROOT GUEST_BINARY"""
 import pathlib
 import re
@@ -48,11 +49,14 @@ for top, forbidden in (("shared", (host_h | guest_h) - shared_h),
 
 syms = subprocess.run(["nm", guest_bin], capture_output=True, text=True, check=True).stdout
 pat = re.compile(r"\b(vw_src_powercap|powercap_\w+|vw_src_acpi_power_meter|hwmon_\w+|"
-                 r"vw_publisher_\w+|vw_vms_\w+|vw_vm_\w+|"
+                 r"vw_publisher_\w+|vw_vms_\w+|vw_vm_\w+|vw_host_training\w*|"
                  r"vw_qemu_\w+|vir[A-Z]\w+)\b")
 found = sorted(set(pat.findall(syms)))
 tap(syms.strip() != "" and not found,
-    "virtwatt-guest carries no host meter (powercap, hwmon), libvirt, VM-source or publisher code",
-    ", ".join(found[:40]))
+    "virtwatt-guest carries no host meter (powercap, hwmon), libvirt, VM-source, publisher or "
+    "training code", ", ".join(found[:40]))
+at_root = sorted(p.name for p in (root / "host").iterdir() if p.is_file())
+tap(len(at_root) <= 8, "host/ holds at most 8 files at its root (%d)" % len(at_root),
+    ", ".join(at_root))
 print("1..%d" % n)
 sys.exit(1 if failed else 0)

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * virtwatt-host trains its own models (host/training.c): over a fixture meter whose power is a
+ * virtwatt-host trains its own models (host/training/training.c): over a fixture meter whose power is a
  * known law of CPU load, the node's model recovers the law, its fit quality is exported, it is
  * refitted on schedule over a bounded window, and the file it writes loads through --model.file's
  * loader to the law's predictions.
  * - In process, simulated time: exact figures.
- * - Its training on its own (host/training.c), with a workload registry holding three VMs and
+ * - Its training on its own (host/training/training.c), with a workload registry holding three VMs and
  *   room for two: first come first trained, a VM that leaves makes room, only measured zones
  *   (not psys) are learnt from, an interval whose meter skipped energy is left out.
  * - The real daemon in real time, with a QEMU process in the fixture /proc that runs all the

@@ -14,9 +14,9 @@
 #include <stdint.h>
 
 #include "metrics.h"
-#include "options.h"
 #include "procfs.h"
 #include "prom.h"
+#include "training_options.h"
 #include "workloads.h"
 
 struct vw_host_training;

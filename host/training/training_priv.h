@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Between host/training.c and its families (training_metrics.c). */
+/* Between host/training/training.c and its families (training_metrics.c). */
 #pragma once
 
 #include "model_online.h"

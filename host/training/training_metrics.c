@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The fit quality of the models virtwatt-host trains (host/training.c): per target (the node, or
+ * The fit quality of the models virtwatt-host trains (host/training/training.c): per target (the node, or
  * a VM with Kepler's vm_id and vm_name) and zone, the held-out R² and MAE, the intervals it was
  * fitted on, when, and the refits that kept an older model.
  */
@@ -43,7 +43,7 @@ static const struct vw_metric_family families[] = {
 };
 
 const struct vw_family_table vw_host_training_family_table = {
-	"host/training_metrics.c: vw_host_training_render()", "virtwatt-host",
+	"host/training/training_metrics.c: vw_host_training_render()", "virtwatt-host",
 	"the models the host trains from its meters (--model.train.interval, on by default): the "
 	"node's and each VM's, per measured zone, once fitted",
 	families, ARRAY_SIZE(families),
