@@ -294,12 +294,15 @@ static void host_tables(void *ud, struct vw_table_stat t[VW_TABLE__COUNT])
 		vw_publisher_table_stat(h->publisher, &t[VW_TABLE_PUBLISHER_VM]);
 }
 
-/* The host's own families: the models it trains, the GPUs passed through to VMs. */
+/* The host's own families: its publication's locks, the models it trains, the GPUs passed
+ * through to VMs. */
 static int host_render(void *ud, struct vw_prom_writer *w)
 {
 	struct vw_host *h = ud;
-	int r = vw_host_training_render(h->training, w, h->d.node_name);
+	int r = vw_publisher_render(h->publisher, w, h->d.node_name);
 
+	if (r == 0)
+		r = vw_host_training_render(h->training, w, h->d.node_name);
 	return r < 0 ? r : vw_vm_vfio_render(h->vfio, w, h->d.node_name);
 }
 
@@ -529,6 +532,7 @@ static void close_zone_interval(struct vw_host *h, size_t i, uint64_t dt_ns)
 	v->idle_baseline_w = idle_w >= 0 ? idle_w : v->idle_watts;
 	v->idle_method = method;
 	v->gaps = z->ctr.gaps;
+	v->wraps = z->ctr.wraps;
 	v->read_errors = z->read_errors;
 }
 
@@ -563,7 +567,6 @@ static int render_and_publish(struct vw_host *h)
 	const struct vw_power_source *cpu = &h->src[SRC_CPU].ps;
 	struct vw_node_zone_view views[VW_POWER_MAX_ZONES];
 	struct vw_power_source_stats st = { 0 };
-	struct vw_publish_stats ps = { 0 };
 	struct vw_node_view v;
 
 	for (size_t i = 0; i < h->n_zones; i++)
@@ -581,19 +584,12 @@ static int render_and_publish(struct vw_host *h)
 				   .n_zones = h->n_zones,
 				   .cpus = h->d.cpus,
 				   .n_cpus = h->d.n_cpus,
-				   .publishing = h->publisher != NULL,
 				   .platform_readings = rows,
 				   .has_noncpu = h->has_noncpu,
 				   .noncpu_uj = h->noncpu_uj,
 				   .noncpu_watts = h->noncpu_w };
 	if (plat && plat->ops->readings)
 		v.n_platform_readings = plat->ops->readings(plat->state, rows, ARRAY_SIZE(rows));
-	if (h->publisher) {
-		vw_publisher_stats(h->publisher, &ps);
-		v.lock_refused = ps.lock_refused;
-		v.vms_held_elsewhere = ps.vms_held_elsewhere;
-		v.vms_lock_failed = ps.vms_lock_failed;
-	}
 	return vw_daemon_render_publish(&h->d, &v);
 }
 

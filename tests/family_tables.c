@@ -8,6 +8,7 @@
 #include "host_model.h"
 #include "metrics.h"
 #include "processinfo.h"
+#include "publish.h"
 #include "selfstats.h"
 #include "state_file.h"
 #include "vm_vfio.h"
@@ -18,6 +19,7 @@ const struct vw_family_table *const vw_all_family_tables[] = {
 	&vw_host_family_table,
 	&vw_gpu_family_table,
 	&vw_host_training_family_table,
+	&vw_publish_family_table,
 	&vw_workload_family_table,
 	&vw_workload_gpu_family_table,
 	&vw_vm_vfio_family_table,

@@ -182,6 +182,9 @@ static void test_rapl_zones(void **state)
 	assert_double_near(sample_value(text, "kepler_node_cpu_active_joules_total" ZL("package", "intel-rapl:0")), 125, 1e-9);
 	assert_double_near(sample_value(text, "kepler_node_cpu_idle_watts" ZL("package", "intel-rapl:1")), 20, 1e-9);
 	assert_double_near(sample_value(text, "virtwatt_node_energy_gaps_total" ZL("package", "intel-rapl:1")), 0, 0);
+	/* intel-rapl:1 wrapped once in the interval and was unwrapped; intel-rapl:0 did not. */
+	assert_double_near(sample_value(text, "virtwatt_node_energy_wraps_total" ZL("package", "intel-rapl:1")), 1, 0);
+	assert_double_near(sample_value(text, "virtwatt_node_energy_wraps_total" ZL("package", "intel-rapl:0")), 0, 0);
 	assert_non_null(strstr(text, "virtwatt_node_power_source_info{source=\"rapl\",kind=\"measured\""));
 	assert_non_null(strstr(text, "kepler_node_cpu_info{processor=\"1\",vendor_id=\"GenuineIntel\""));
 	assert_non_null(strstr(text, "\nkepler_build_info{arch=\""));

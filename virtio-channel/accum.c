@@ -12,12 +12,6 @@
 
 /* ---- helpers ---- */
 
-/* Saturating: totals stop at UINT64_MAX rather than wrap (2^64 uJ is 584 000 years at 1 kW). */
-static uint64_t add_sat(uint64_t a, uint64_t b)
-{
-	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
 static uint64_t sub_floor(uint64_t cur, uint64_t prev)
 {
 	return cur >= prev ? cur - prev : 0;
@@ -104,7 +98,7 @@ static bool spike_in_epoch(const struct vw_proto_rx *rx, const struct vw_host_fr
 
 		if (!zone_ok(z) || !(s = &rx->zones[z->zone])->seen)
 			continue; /* a zone new to the epoch has no base */
-		de = add_sat(sub_floor(z->idle_uj, s->idle_uj),
+		de = vw_add_sat(sub_floor(z->idle_uj, s->idle_uj),
 			     sub_floor(z->active_uj, s->active_uj));
 		if (exceeds(de, spike_ceiling_w(rx, s->watts, zone_watts(z)),
 			    elapsed_s(f, now_ns, s->since_ns, s->since_seq)))
@@ -124,7 +118,7 @@ static bool continues(const struct vw_proto_rx *rx, const struct vw_host_frame *
 	for (size_t i = 0; i < f->n_zones; i++) {
 		const struct vw_proto_zone *z = &f->zones[i], *b = find_zone(base, z->zone);
 
-		if (b && exceeds(add_sat(z->idle_uj - b->idle_uj, z->active_uj - b->active_uj),
+		if (b && exceeds(vw_add_sat(z->idle_uj - b->idle_uj, z->active_uj - b->active_uj),
 				 spike_ceiling_w(rx, zone_watts(b), zone_watts(z)), s))
 			return false;
 	}
@@ -146,7 +140,7 @@ static bool restart_plausible(const struct vw_proto_rx *rx, const struct vw_host
 		const struct vw_proto_zone *z = &f->zones[i];
 		double w_prev = zone_ok(z) && rx->zones[z->zone].seen ? rx->zones[z->zone].watts : 0;
 
-		if (exceeds(add_sat(z->idle_uj, z->active_uj),
+		if (exceeds(vw_add_sat(z->idle_uj, z->active_uj),
 			    restart_ceiling_w(rx, w_prev, zone_watts(z)), s))
 			return false;
 	}
@@ -381,8 +375,8 @@ static void add_zone(struct vw_proto_acc *acc, const struct vw_proto_rx *rx,
 	case VW_PROTO_TAKE_BASE:
 		break;
 	}
-	t->idle_uj = add_sat(t->idle_uj, di);
-	t->active_uj = add_sat(t->active_uj, da);
+	t->idle_uj = vw_add_sat(t->idle_uj, di);
+	t->active_uj = vw_add_sat(t->active_uj, da);
 	t->prev_idle_uj = z->idle_uj;
 	t->prev_active_uj = z->active_uj;
 	t->idle_w = z->idle_w;

@@ -66,15 +66,8 @@ static void pc_list_done(struct pc_list *l)
 
 static int pc_list_push(struct pc_list *l, const struct pc_zone *z)
 {
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		struct pc_zone *nz = reallocarray(l->z, cap, sizeof(*nz));
-
-		if (!nz)
-			return -ENOMEM;
-		l->z = nz;
-		l->cap = cap;
-	}
+	if (vw_array_grow((void **)&l->z, sizeof(*l->z), l->n, &l->cap) < 0)
+		return -ENOMEM;
 	l->z[l->n++] = *z;
 	return 0;
 }

@@ -216,15 +216,8 @@ static struct pub_vm *vm_add(struct vw_publisher *p, const char *uuid)
 {
 	struct pub_vm *vm;
 
-	if (p->n_vms == p->cap_vms) {
-		size_t cap = p->cap_vms ? p->cap_vms * 2 : 16;
-		struct pub_vm **n = reallocarray(p->vms, cap, sizeof(*n));
-
-		if (!n)
-			return NULL;
-		p->vms = n;
-		p->cap_vms = cap;
-	}
+	if (vw_array_grow((void **)&p->vms, sizeof(*p->vms), p->n_vms, &p->cap_vms) < 0)
+		return NULL;
 	vm = calloc(1, sizeof(*vm));
 	if (!vm)
 		return NULL;

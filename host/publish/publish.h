@@ -28,6 +28,7 @@
 #include <stdint.h>
 
 #include "macro.h"
+#include "prom.h"
 #include "zone.h"
 
 #define VW_PUBLISH_MIN_PERIOD_NS (1 * 1000000000ULL)     /* the floor, not configurable */
@@ -133,6 +134,12 @@ uint64_t vw_publisher_seq(const struct vw_publisher *p);
 int vw_publisher_vm_stats(const struct vw_publisher *p, const char *uuid,
 			  struct vw_publish_vm_stats *ret);
 void vw_publisher_stats(const struct vw_publisher *p, struct vw_publish_stats *ret);
+
+/* virtwatt_passthrough_lock_refused_total and _vms_not_published; nothing when p is NULL. */
+int vw_publisher_render(const struct vw_publisher *p, struct vw_prom_writer *w,
+			const char *node_name);
+/* Those families (publish_metrics.c), for docs/metrics.md. */
+extern const struct vw_family_table vw_publish_family_table;
 /* Frame bytes held for all VMs together. */
 size_t vw_publisher_bytes_held(const struct vw_publisher *p);
 /* Per-VM states held (listed and vanished ones) and vanished ones forgotten early at the cap. */

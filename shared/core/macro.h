@@ -3,6 +3,7 @@
 #pragma once
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,12 @@
 
 #define VW_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define VW_MAX(a, b) ((a) > (b) ? (a) : (b))
+
+/* a + b, stopping at UINT64_MAX rather than wrapping (2^64 µJ is 584 000 years at 1 kW). */
+static inline uint64_t vw_add_sat(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
 
 static inline void vw_freep(void *p)
 {

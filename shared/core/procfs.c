@@ -99,25 +99,20 @@ static uint64_t fwd(uint64_t a, uint64_t b)
 	return b >= a ? b - a : 0;
 }
 
-/* Sums saturate, so busy never exceeds total however absurd the counters. */
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
+/* Sums saturate (vw_add_sat), so busy never exceeds total however absurd the counters. */
 uint64_t vw_cpu_stat_busy_delta(const struct vw_cpu_stat *p, const struct vw_cpu_stat *c)
 {
 	uint64_t sum = fwd(p->user, c->user);
 
-	sum = sat_add(sum, fwd(p->nice, c->nice));
-	sum = sat_add(sum, fwd(p->system, c->system));
-	sum = sat_add(sum, fwd(p->irq, c->irq));
-	return sat_add(sum, fwd(p->softirq, c->softirq));
+	sum = vw_add_sat(sum, fwd(p->nice, c->nice));
+	sum = vw_add_sat(sum, fwd(p->system, c->system));
+	sum = vw_add_sat(sum, fwd(p->irq, c->irq));
+	return vw_add_sat(sum, fwd(p->softirq, c->softirq));
 }
 
 uint64_t vw_cpu_stat_total_delta(const struct vw_cpu_stat *p, const struct vw_cpu_stat *c)
 {
-	return sat_add(sat_add(vw_cpu_stat_busy_delta(p, c), fwd(p->idle, c->idle)),
+	return vw_add_sat(vw_add_sat(vw_cpu_stat_busy_delta(p, c), fwd(p->idle, c->idle)),
 		       fwd(p->iowait, c->iowait));
 }
 

@@ -331,15 +331,8 @@ static int name_remember(struct vw_prom_writer *w, const char *name)
 	for (size_t i = 0; i < w->nnames; i++)
 		if (strcmp(w->names[i], name) == 0)
 			return -EEXIST;
-	if (w->nnames == w->names_cap) {
-		size_t cap = w->names_cap ? w->names_cap * 2 : 16;
-		char **p = reallocarray(w->names, cap, sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		w->names = p;
-		w->names_cap = cap;
-	}
+	if (vw_array_grow((void **)&w->names, sizeof(*w->names), w->nnames, &w->names_cap) < 0)
+		return -ENOMEM;
 	copy = strdup(name);
 	if (!copy)
 		return -ENOMEM;

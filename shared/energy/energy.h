@@ -9,6 +9,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "macro.h"
+
 struct vw_energy_counter {
 	uint64_t total_uj;     /* accumulated since start; only grows */
 	uint64_t last_raw_uj;  /* last raw reading (baseline for the next delta) */
@@ -50,7 +52,7 @@ enum vw_energy_result vw_energy_counter_update(struct vw_energy_counter *c, uint
 /* Saturating add for derived accumulators (never wraps, never decreases). */
 static inline uint64_t vw_energy_add(uint64_t total_uj, uint64_t delta_uj)
 {
-	return total_uj > UINT64_MAX - delta_uj ? UINT64_MAX : total_uj + delta_uj;
+	return vw_add_sat(total_uj, delta_uj);
 }
 
 /* Power from an energy delta over an interval, in watts (0 for an empty interval). */

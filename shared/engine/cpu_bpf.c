@@ -560,15 +560,8 @@ static int add_proc(struct bpf_state *s, struct vw_cpu_table *t, const void *key
 	p->exited = v->exited != 0;
 	if (!p->exited)
 		return 0;
-	if (s->n_exited == s->cap_exited) {
-		size_t cap = s->cap_exited ? s->cap_exited * 2 : 64;
-		uint32_t *ne = reallocarray(s->exited, cap, sizeof(*ne));
-
-		if (!ne)
-			return -ENOMEM;
-		s->exited = ne;
-		s->cap_exited = cap;
-	}
+	if (vw_array_grow((void **)&s->exited, sizeof(*s->exited), s->n_exited, &s->cap_exited) < 0)
+		return -ENOMEM;
 	s->exited[s->n_exited++] = p->tgid;
 	return 0;
 }

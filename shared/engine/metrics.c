@@ -21,14 +21,13 @@ static const char *const l_build[] = { "arch", "branch", "revision", "version", 
 				       NULL };
 static const char *const l_source[] = { "source", "kind", "model", "node_name", NULL };
 static const char *const l_baseline[] = { "zone", "path", "method", "node_name", NULL };
-static const char *const l_reason[] = { "reason", "node_name", NULL };
 static const char *const l_platform[] = { "source", "node_name", "bmc_id", "chassis_id",
 					  "source_id", "source_name", "source_type", NULL };
 
 enum {
 	F_JOULES, F_WATTS, F_ACTIVE_JOULES, F_ACTIVE_WATTS, F_IDLE_JOULES, F_IDLE_WATTS,
-	F_USAGE, F_CPU_INFO, F_BUILD_INFO, F_SOURCE, F_BASELINE, F_GAPS, F_READ_ERRORS,
-	F_CLAMPED, F_EXTRAPOLATED, F_LOCK_REFUSED, F_NOT_PUBLISHED, F_PLATFORM_WATTS,
+	F_USAGE, F_CPU_INFO, F_BUILD_INFO, F_SOURCE, F_BASELINE, F_GAPS, F_WRAPS, F_READ_ERRORS,
+	F_CLAMPED, F_EXTRAPOLATED, F_PLATFORM_WATTS,
 	F_NONCPU_JOULES, F_NONCPU_WATTS, F__COUNT,
 };
 
@@ -64,6 +63,10 @@ const struct vw_metric_family vw_host_families[] = {
 		     "Meter readings that could not be unwrapped with certainty and were "
 		     "skipped (energy not invented)",
 		     NULL, l_zone },
+	[F_WRAPS] = { "virtwatt_node_energy_wraps_total", VW_METRIC_COUNTER,
+		      "Meter counter wraps (past max_energy_range_uj) unwrapped into the energy "
+		      "counters",
+		      NULL, l_zone },
 	[F_READ_ERRORS] = { "virtwatt_node_meter_read_errors_total", VW_METRIC_COUNTER,
 			    "Failed meter reads", NULL, l_zone },
 	[F_CLAMPED] = { "virtwatt_model_clamped_total", VW_METRIC_COUNTER,
@@ -73,14 +76,6 @@ const struct vw_metric_family vw_host_families[] = {
 			     "Model evaluations with an input beyond the range the model was trained "
 			     "on (its estimate there is least sure)",
 			     NULL, l_node },
-	[F_LOCK_REFUSED] = { "virtwatt_passthrough_lock_refused_total", VW_METRIC_COUNTER,
-			     "Attempts to take a VM's publication lock (passthrough.lock-dir) that "
-			     "another process held",
-			     NULL, l_node },
-	[F_NOT_PUBLISHED] = { "virtwatt_passthrough_vms_not_published", VW_METRIC_GAUGE,
-			      "VMs seen but not published to their guests: another process holds "
-			      "their lock (held_elsewhere), or it could not be taken (lock_error)",
-			      NULL, l_reason },
 	[F_PLATFORM_WATTS] = { "kepler_platform_watts", VW_METRIC_GAUGE,
 			       "Current platform power from the platform meter's own readings (a "
 			       "BMC's PowerControl, power supplies or environment metrics), as it "
@@ -121,6 +116,7 @@ static const struct {
 	ZV(F_IDLE_JOULES, MICRO, idle_uj),
 	ZV(F_IDLE_WATTS, GAUGE, idle_watts),
 	ZV(F_GAPS, COUNT, gaps),
+	ZV(F_WRAPS, COUNT, wraps),
 	ZV(F_READ_ERRORS, COUNT, read_errors),
 };
 
@@ -205,25 +201,6 @@ static int render_platform(struct vw_prom_writer *w, const struct vw_node_view *
 					  v->noncpu_watts);
 }
 
-static int render_publishing(struct vw_prom_writer *w, const struct vw_node_view *v)
-{
-	const char *node[] = { v->node_name, NULL };
-	const char *held[] = { "held_elsewhere", v->node_name, NULL };
-	const char *failed[] = { "lock_error", v->node_name, NULL };
-	int r;
-
-	if (!v->publishing)
-		return 0;
-	r = vw_prom_single(w, &vw_host_families[F_LOCK_REFUSED], node, (double)v->lock_refused);
-	if (r == 0)
-		r = vw_prom_family(w, &vw_host_families[F_NOT_PUBLISHED]);
-	if (r == 0)
-		r = vw_prom_gauge(w, held, (double)v->vms_held_elsewhere);
-	if (r == 0)
-		r = vw_prom_gauge(w, failed, (double)v->vms_lock_failed);
-	return r < 0 ? r : vw_prom_family_end(w);
-}
-
 static int render_info(struct vw_prom_writer *w, const struct vw_node_view *v)
 {
 	struct utsname u;
@@ -258,8 +235,6 @@ int vw_host_metrics_write(const struct vw_node_view *v, struct vw_prom_writer *w
 		r = render_node(w, v);
 	if (r == 0)
 		r = render_platform(w, v);
-	if (r == 0)
-		r = render_publishing(w, v);
 	if (r == 0)
 		r = render_info(w, v);
 	if (r == 0 && v->self)

@@ -21,6 +21,7 @@ struct vw_node_zone_view {
 	double idle_baseline_w; /* idle power the split used this interval */
 	enum vw_idle_method idle_method;
 	uint64_t gaps;
+	uint64_t wraps; /* counter wraps unwrapped */
 	uint64_t read_errors;
 };
 
@@ -45,10 +46,6 @@ struct vw_node_view {
 	size_t n_zones;
 	const struct vw_cpu_info *cpus;
 	size_t n_cpus;
-	bool publishing;            /* passthrough on: the publication lock families are rendered */
-	uint64_t lock_refused;      /* VM lock attempts another process refused */
-	size_t vms_held_elsewhere;  /* VMs not published: another process holds their lock */
-	size_t vms_lock_failed;     /* VMs not published: their lock could not be taken */
 	const struct vw_processinfo *self; /* the daemon's own process_* gauges, or NULL */
 };
 

@@ -274,11 +274,6 @@ static bool valid_uid(const char *s)
 	return (n == 36 || n == 32) && strspn(s, "0123456789abcdef-") == n;
 }
 
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
 static uint64_t container_request(struct vw_podtable *t, struct json_object *c, const char *pod)
 {
 	const char *q = vw_jstr(vw_jobj(vw_jobj(c, "resources"), "requests"), "cpu");
@@ -326,7 +321,7 @@ static uint64_t pod_request(struct vw_podtable *t, struct json_object *spec, con
 
 	if ((a = vw_jarr(spec, "containers"))) {
 		for (size_t i = 0; i < json_object_array_length(a); i++)
-			sum = sat_add(sum, each(t, json_object_array_get_idx(a, i), pod));
+			sum = vw_add_sat(sum, each(t, json_object_array_get_idx(a, i), pod));
 	}
 	if ((a = vw_jarr(spec, "initContainers"))) {
 		for (size_t i = 0; i < json_object_array_length(a); i++) {
@@ -334,7 +329,7 @@ static uint64_t pod_request(struct vw_podtable *t, struct json_object *spec, con
 			const char *policy = vw_jstr(c, "restartPolicy");
 
 			if (policy && strcmp(policy, "Always") == 0)
-				sum = sat_add(sum, each(t, c, pod));
+				sum = vw_add_sat(sum, each(t, c, pod));
 		}
 	}
 	return sum;
