@@ -2,6 +2,7 @@
 #include "host_fixture.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -165,8 +166,20 @@ int host_fixture_clock_start(struct host_fixture_clock *c, unsigned period_ms,
 			     void (*step)(void *ud), void *ud)
 {
 	*c = (struct host_fixture_clock){ .period_ms = period_ms, .step = step, .ud = ud };
+	struct sched_param sp = { .sched_priority = 1 };
+	int r;
+
 	pthread_mutex_init(&c->lock, NULL);
-	return -pthread_create(&c->thread, NULL, clock_main, c);
+	r = -pthread_create(&c->thread, NULL, clock_main, c);
+	/*
+	 * A real meter advances whatever the load; a fixture thread starved by a busy machine
+	 * (CI runs tests side by side) would lag and catch up, giving one interval 0.6 s of energy
+	 * and the next 1.4 s. As root the clock runs real-time (it sleeps between short steps);
+	 * without the privilege it stays as it was.
+	 */
+	if (r == 0)
+		(void)pthread_setschedparam(c->thread, SCHED_FIFO, &sp);
+	return r;
 }
 
 void host_fixture_clock_stop(struct host_fixture_clock *c)
