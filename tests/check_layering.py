@@ -5,14 +5,16 @@
   - host/ and guest/ never include each other's headers;
   - virtwatt-guest carries no host meter (powercap, hwmon), libvirt, VM-source, publisher or
     training code (nm);
-  - host/ keeps a handful of files at its root (the daemon's wiring); the rest is in rooms.
-usage: check_layering.py SOURCE_ROOT GUEST_BINARY"""
+  - host/ keeps a handful of files at its root (the daemon's wiring); the rest is in rooms;
+  - neither daemon links libcurl, libvirt or libfreeipmi: they are loaded on first use
+    (shared/core/dynlib.h), so a node that needs none never maps them.
+usage: check_layering.py SOURCE_ROOT GUEST_BINARY HOST_BINARY"""
 import pathlib
 import re
 import subprocess
 import sys
 
-root, guest_bin = pathlib.Path(sys.argv[1]), sys.argv[2]
+root, guest_bin, host_bin = pathlib.Path(sys.argv[1]), sys.argv[2], sys.argv[3]
 n = 0
 failed = 0
 
@@ -58,5 +60,12 @@ tap(syms.strip() != "" and not found,
 at_root = sorted(p.name for p in (root / "host").iterdir() if p.is_file())
 tap(len(at_root) <= 8, "host/ holds at most 8 files at its root (%d)" % len(at_root),
     ", ".join(at_root))
+for binary in (guest_bin, host_bin):
+    dyn = subprocess.run(["readelf", "-d", binary], capture_output=True, text=True,
+                         check=True).stdout
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dyn)
+    lazy = [lib for lib in needed if re.match(r"lib(curl|virt|freeipmi)\b", lib)]
+    tap(needed and not lazy, "%s links no library it loads on first use (NEEDED: %s)"
+        % (pathlib.Path(binary).name, ", ".join(needed)), ", ".join(lazy))
 print("1..%d" % n)
 sys.exit(1 if failed else 0)

@@ -1088,6 +1088,64 @@ static const struct vw_vm_source_ops fake_libvirt_ops = {
 	.close = vw_vm_libvirt_close,
 };
 
+static int fake_libvirt_open_dormant(const struct vw_vm_env *env, void **ret)
+{
+	return vw_vm_libvirt_open_dormant(env, &fake_api, &fk, ret);
+}
+
+static const struct vw_vm_source_ops fake_dormant_ops = {
+	.name = "libvirt",
+	.open = fake_libvirt_open_dormant,
+	.list = vw_vm_libvirt_list,
+	.close = vw_vm_libvirt_close,
+	.vms_seen = vw_vm_libvirt_vms_seen,
+};
+
+/*
+ * The host's own QEMU driver waits for a VM: with libvirt up and a domain defined but no QEMU
+ * process, nothing of libvirt is touched (no event loop, no connection: the real table would
+ * not even have loaded the library). The process scan's first QEMU wakes it, and that very
+ * round is listed again: the VM is libvirt's from its first appearance, with what only its XML
+ * says (a VM that changed source between rounds would be a new workload).
+ */
+static void test_dormant_until_a_vm(void **state)
+{
+	static const struct vw_vm_source_ops *const sources[] = { &fake_dormant_ops,
+								  &vw_vm_procscan, NULL };
+	struct fx *x = fx_new();
+	struct vw_vm_env env = { .procfs_fd = x->procfd, .libvirt_uri = "fake:///system" };
+	struct vw_vms *vms;
+	struct vw_vm_info *v;
+	size_t n;
+
+	(void)state;
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
+	vms = vw_vms_open_with(&env, sources);
+	assert_non_null(vms);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(vw_vms_list(vms, &v, &n), 0);
+		assert_int_equal(n, 0);
+		free(v);
+	}
+	assert_int_equal(fk.loop_refs, 0);
+	assert_int_equal(fk.connect_attempts, 0);
+
+	qemu_proc(x, 100, 5000, UA, "alpha"); /* its QEMU starts */
+	for (int round = 0; round < 3; round++) { /* libvirt's from the round that woke it on */
+		assert_int_equal(vw_vms_list(vms, &v, &n), 0);
+		assert_int_equal(fk.loop_refs, 1);
+		assert_int_equal(n, 1);
+		assert_string_equal(v[0].source, "libvirt");
+		assert_string_equal(v[0].channel_path, "/a.sock");
+		assert_int_equal(v[0].qemu_pid, 100);
+		free(v);
+	}
+	assert_true(fk.connect_attempts >= 1);
+	vw_vms_close(vms);
+	assert_int_equal(fk.loop_refs, 0);
+	fx_free(x);
+}
+
 static void test_merge(void **state)
 {
 	static const struct vw_vm_source_ops *const sources[] = { &fake_libvirt_ops,
@@ -1326,6 +1384,7 @@ int main(void)
 		cmocka_unit_test(test_domxml_hostdevs),
 		cmocka_unit_test(test_hostdevs_listed),
 		cmocka_unit_test(test_merge),
+		cmocka_unit_test(test_dormant_until_a_vm),
 		cmocka_unit_test(test_merge_fill),
 #if VW_HAVE_LIBVIRT
 		cmocka_unit_test(test_real_test_driver),

@@ -38,6 +38,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "curl_lazy.h"
 #include "log.h"
 #include "macro.h"
 
@@ -724,12 +725,18 @@ int vw_rf_client_new(const struct vw_redfish_config *cfg, const atomic_bool *can
 		     struct vw_rf_client **ret)
 {
 	struct vw_rf_client *rf;
+	char why[320];
 	int r;
 
 	if (!cfg || !cfg->endpoint || !*cfg->endpoint)
 		return -ENODEV;
 	if (strncmp(cfg->endpoint, "https://", 8) != 0)
 		return -EINVAL;
+	r = vw_curl_load(why, sizeof(why));
+	if (r < 0) {
+		vw_error("redfish: %s: %s", cfg->endpoint, why);
+		return r;
+	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	rf = calloc(1, sizeof(*rf));
 	if (!rf)

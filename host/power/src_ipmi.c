@@ -42,7 +42,6 @@
  * while a failure lasts (rate-limited) and once when it clears.
  */
 #include <errno.h>
-#include <freeipmi/freeipmi.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -52,6 +51,7 @@
 #include <time.h>
 
 #include "integrator.h"
+#include "ipmi_lazy.h"
 #include "log.h"
 #include "macro.h"
 #include "power.h"
@@ -212,8 +212,10 @@ static int ipmi_connect(struct ipmi *ip, const char **ret_msg)
 	int r;
 
 	*ret_msg = NULL;
-	if (!ctx)
-		return -ENOMEM;
+	if (!ctx) {
+		*ret_msg = vw_ipmi_load(); /* NULL when loaded: then it was memory */
+		return *ret_msg ? -ENOPKG : -ENOMEM;
+	}
 	if (open_ctx(ip, ctx) < 0) {
 		r = ctx_errno(ctx);
 		*ret_msg = ipmi_ctx_errormsg(ctx); /* a static string */
@@ -233,7 +235,8 @@ static int ipmi_connect(struct ipmi *ip, const char **ret_msg)
 
 static int read_dcmi(struct ipmi *ip, uint64_t *ret_uw)
 {
-	_cleanup_fiid_ fiid_obj_t rs = fiid_obj_create(tmpl_cmd_dcmi_get_power_reading_rs);
+	_cleanup_fiid_ fiid_obj_t rs =
+		fiid_obj_create(VW_IPMI_TMPL(tmpl_cmd_dcmi_get_power_reading_rs));
 	uint64_t watts, active;
 
 	if (!rs)
@@ -256,7 +259,7 @@ static int read_dcmi(struct ipmi *ip, uint64_t *ret_uw)
 static int get_sdr_part(struct ipmi *ip, uint16_t reservation, uint16_t id, uint8_t off,
 			uint8_t n, uint8_t *buf, unsigned *ret_len, uint16_t *ret_next)
 {
-	_cleanup_fiid_ fiid_obj_t rs = fiid_obj_create(tmpl_cmd_get_sdr_rs);
+	_cleanup_fiid_ fiid_obj_t rs = fiid_obj_create(VW_IPMI_TMPL(tmpl_cmd_get_sdr_rs));
 	uint64_t next;
 	int len;
 
@@ -290,7 +293,7 @@ static int get_sdr(struct ipmi *ip, uint16_t id, uint8_t *buf, unsigned *ret_len
 	}
 	if (r < 0 && !session_survives(r) && r != -EIO)
 		return r;
-	res = fiid_obj_create(tmpl_cmd_reserve_sdr_repository_rs);
+	res = fiid_obj_create(VW_IPMI_TMPL(tmpl_cmd_reserve_sdr_repository_rs));
 	if (!res)
 		return -ENOMEM;
 	if (ipmi_cmd_reserve_sdr_repository(ip->ctx, res) < 0)

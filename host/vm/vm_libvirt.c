@@ -75,10 +75,15 @@ static void *loop_main(void *arg)
 
 static int api_loop_start(void *data)
 {
+	const char *why = vw_libvirt_load(); /* the first call loads it (libvirt_lazy.c) */
 	sigset_t old_mask;
 	int r = 0;
 
 	(void)data;
+	if (why) {
+		vw_warn("vm: libvirt: %s", why);
+		return -ENOPKG;
+	}
 	pthread_mutex_lock(&loop_mu);
 	/* Whatever threads libvirt starts from here on inherit a mask with every signal blocked. */
 	vw_signals_block_all(&old_mask);
@@ -389,8 +394,20 @@ static const struct vw_virt_api libvirt_api = {
 	.last_error = api_last_error,
 };
 
+/*
+ * This host's own QEMU driver (qemu:///system, the default, or qemu:///session) has nothing to
+ * say before a VM runs here: the source waits, libvirt unloaded, until the process scan finds a
+ * QEMU. Any other URI (a remote host, Xen, a test driver) connects at once.
+ */
 static int libvirt_open(const struct vw_vm_env *env, void **ret_state)
 {
+	const char *uri = env->libvirt_uri && env->libvirt_uri[0] ? env->libvirt_uri : NULL;
+
+	if (!uri || strncmp(uri, "qemu:///", 8) == 0) {
+		vw_info("vm: libvirt: %s is opened once a VM runs here (a QEMU process)",
+			uri ? uri : "qemu:///system");
+		return vw_vm_libvirt_open_dormant(env, &libvirt_api, NULL, ret_state);
+	}
 	return vw_vm_libvirt_open_api(env, &libvirt_api, NULL, ret_state);
 }
 
@@ -399,4 +416,5 @@ const struct vw_vm_source_ops vw_vm_libvirt = {
 	.open = libvirt_open,
 	.list = vw_vm_libvirt_list,
 	.close = vw_vm_libvirt_close,
+	.vms_seen = vw_vm_libvirt_vms_seen,
 };

@@ -56,6 +56,7 @@ struct lv {
 	pthread_cond_t wake, done;
 	pthread_t thread;
 	bool locks_ready, thread_started, loop_started, stop, busy;
+	bool dormant; /* opened with vw_vm_libvirt_open_dormant, no VM seen yet: nothing started */
 	void *conn;
 	bool lost;
 	uint64_t backoff_ns, next_connect_ns, next_reconcile_ns;
@@ -496,8 +497,23 @@ static void wait_first(struct lv *lv)
 	pthread_mutex_unlock(&lv->mu);
 }
 
-int vw_vm_libvirt_open_api(const struct vw_vm_env *env, const struct vw_virt_api *api, void *data,
-			   void **ret_state)
+/* The event loop (the real table loads libvirt there), the worker, its first connection. */
+static int start(struct lv *lv)
+{
+	int r = lv->api->loop_start(lv->data);
+
+	lv->loop_started = r == 0;
+	if (r == 0) {
+		r = vw_thread_create(&lv->thread, worker, lv);
+		lv->thread_started = r == 0;
+	}
+	if (r == 0)
+		wait_first(lv);
+	return r;
+}
+
+static int open_lv(const struct vw_vm_env *env, const struct vw_virt_api *api, void *data,
+		   bool dormant, void **ret_state)
 {
 	const char *uri = env->libvirt_uri && env->libvirt_uri[0] ? env->libvirt_uri : DEFAULT_URI;
 	struct lv *lv;
@@ -522,22 +538,45 @@ int vw_vm_libvirt_open_api(const struct vw_vm_env *env, const struct vw_virt_api
 	lv->list_timeout_ns = env->list_timeout_ns ? env->list_timeout_ns : DEFAULT_LIST_TIMEOUT_NS;
 	lv->backoff_ns = lv->backoff_min_ns;
 	lv->next_connect_ns = vw_now_ns();
+	lv->dormant = dormant;
 	r = lv->uri ? init_locks(lv) : -ENOMEM;
-	if (r == 0) {
-		r = api->loop_start(data);
-		lv->loop_started = r == 0;
-	}
-	if (r == 0) {
-		r = vw_thread_create(&lv->thread, worker, lv);
-		lv->thread_started = r == 0;
-	}
+	if (r == 0 && !dormant)
+		r = start(lv);
 	if (r < 0) {
 		vw_vm_libvirt_close(lv);
 		return r;
 	}
-	wait_first(lv);
 	*ret_state = lv;
 	return 0;
+}
+
+int vw_vm_libvirt_open_api(const struct vw_vm_env *env, const struct vw_virt_api *api, void *data,
+			   void **ret_state)
+{
+	return open_lv(env, api, data, false, ret_state);
+}
+
+int vw_vm_libvirt_open_dormant(const struct vw_vm_env *env, const struct vw_virt_api *api,
+			       void *data, void **ret_state)
+{
+	return open_lv(env, api, data, true, ret_state);
+}
+
+bool vw_vm_libvirt_vms_seen(void *state, size_t n)
+{
+	struct lv *lv = state;
+	int r;
+
+	if (!lv || !lv->dormant || n == 0)
+		return false;
+	lv->dormant = false;
+	vw_info("vm: libvirt: a VM runs here: connecting to %s", lv->uri);
+	lv->next_connect_ns = vw_now_ns();
+	r = start(lv);
+	if (r < 0) /* the library missing (said where it was looked for) or no thread */
+		vw_warn("vm: libvirt: not started (%s): VMs are found by the process scan alone",
+			strerror(-r));
+	return r == 0;
 }
 
 void vw_vm_libvirt_close(void *state)
@@ -637,6 +676,11 @@ int vw_vm_libvirt_list(void *state, struct vw_vm_info **ret, size_t *ret_n)
 
 	if (!lv || !ret || !ret_n)
 		return -EINVAL;
+	if (!lv->thread_started) { /* dormant, or it could not start: nothing of libvirt's */
+		*ret = calloc(1, sizeof(**ret));
+		*ret_n = 0;
+		return *ret ? 0 : -ENOMEM;
+	}
 	pthread_mutex_lock(&lv->list_mu);
 	pthread_mutex_lock(&lv->mu);
 	fresh_stats(lv);

@@ -66,8 +66,21 @@ struct vw_virt_api {
 	const char *(*last_error)(void *data);
 };
 
+/* Load libvirt (libvirt_lazy.c): NULL, or why not, naming the package (a static string). */
+const char *vw_libvirt_load(void);
+
 int vw_vm_libvirt_open_api(const struct vw_vm_env *env, const struct vw_virt_api *api, void *data,
 			   void **ret_state);
+/*
+ * The same, dormant: nothing starts (the real table: libvirt is not even loaded) until
+ * vw_vm_libvirt_vms_seen reports a VM that the other sources found (a QEMU process); list()
+ * reports none meanwhile. A node that runs no VM never maps libvirt, GLib, libxml2 or ICU.
+ */
+int vw_vm_libvirt_open_dormant(const struct vw_vm_env *env, const struct vw_virt_api *api,
+			       void *data, void **ret_state);
+/* After each round of the registry: n VMs were listed. The first n > 0 wakes a dormant source
+ * (its first connection waited for, as at open): true then, if it started. */
+bool vw_vm_libvirt_vms_seen(void *state, size_t n);
 int vw_vm_libvirt_list(void *state, struct vw_vm_info **ret, size_t *ret_n);
 void vw_vm_libvirt_close(void *state);
 

@@ -161,13 +161,11 @@ static void merge(struct vw_vms *v, struct vw_vm_info *out, size_t *n, const str
 	}
 }
 
-int vw_vms_list(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
+static int list_round(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
 {
 	struct vw_vm_info *lists[MAX_SOURCES] = { 0 }, *out;
 	size_t counts[MAX_SOURCES] = { 0 }, total = 0, n = 0, n_first = 0;
 
-	if (!v || !ret || !ret_n)
-		return -EINVAL;
 	for (size_t i = 0; i < v->n; i++) {
 		int r = v->ops[i]->list(v->state[i], &lists[i], &counts[i]);
 
@@ -206,4 +204,31 @@ int vw_vms_list(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
 	*ret = out;
 	*ret_n = n;
 	return 0;
+}
+
+/* Tell the sources what the round found; true if one woke and would list differently now. */
+static bool tell_sources(struct vw_vms *v, size_t n)
+{
+	bool woke = false;
+
+	for (size_t i = 0; i < v->n; i++)
+		if (v->ops[i]->vms_seen)
+			woke |= v->ops[i]->vms_seen(v->state[i], n);
+	return woke;
+}
+
+int vw_vms_list(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
+{
+	int r;
+
+	if (!v || !ret || !ret_n)
+		return -EINVAL;
+	r = list_round(v, ret, ret_n);
+	/* A source that woke on this round's VMs (libvirt, at the first QEMU) lists them now:
+	 * a VM is never reported by one source for a round and by another the next. */
+	if (r == 0 && tell_sources(v, *ret_n)) {
+		free(*ret);
+		r = list_round(v, ret, ret_n);
+	}
+	return r;
 }

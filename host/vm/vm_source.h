@@ -69,6 +69,9 @@ struct vw_vm_source_ops {
 	 */
 	int (*list)(void *state, struct vw_vm_info **ret, size_t *ret_n);
 	void (*close)(void *state);
+	/* Optional: after each list round, how many VMs all sources listed together; true when
+	 * that woke the source (it lists what it did not before: the round is listed again). */
+	bool (*vms_seen)(void *state, size_t n);
 };
 
 extern const struct vw_vm_source_ops vw_vm_libvirt; /* only when built with libvirt (VW_HAVE_LIBVIRT) */

@@ -23,6 +23,7 @@
 
 #include "fileio.h"
 #include "json_scan.h"
+#include "curl_lazy.h"
 #include "log.h"
 #include "macro.h"
 #include "thread.h"
@@ -884,9 +885,12 @@ struct vw_podmeta *vw_podmeta_new_offline(const struct vw_podmeta_opts *opts)
 {
 	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct vw_podmeta *pm;
+	char why[320];
 	int r;
 
 	r = check_opts(opts);
+	if (r == 0 && (r = vw_curl_load(why, sizeof(why))) < 0)
+		vw_error("kube: pod metadata: %s", why);
 	if (r < 0) {
 		errno = -r;
 		return NULL;

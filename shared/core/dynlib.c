@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "dynlib.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* dlerror() is per thread, state is not */
+
+static bool load_locked(struct vw_dynlib *l)
+{
+	const char *e;
+
+	if (l->state)
+		return l->state > 0;
+	/* RTLD_LOCAL: its symbols never interpose on anything else loaded here. */
+	l->handle = dlopen(l->soname, RTLD_NOW | RTLD_LOCAL);
+	if (l->handle) {
+		l->state = 1;
+		return true;
+	}
+	e = dlerror();
+	snprintf(l->error, sizeof(l->error), "%s", e ? e : l->soname);
+	l->state = -1;
+	return false;
+}
+
+void *vw_dynlib_sym(struct vw_dynlib *l, const char *symbol)
+{
+	void *p = NULL;
+
+	pthread_mutex_lock(&mu);
+	if (load_locked(l)) {
+		p = dlsym(l->handle, symbol);
+		if (!p)
+			snprintf(l->error, sizeof(l->error), "%s has no %s", l->soname, symbol);
+	}
+	pthread_mutex_unlock(&mu);
+	return p;
+}
+
+bool vw_dynlib_available(struct vw_dynlib *l)
+{
+	bool ok;
+
+	pthread_mutex_lock(&mu);
+	ok = load_locked(l);
+	pthread_mutex_unlock(&mu);
+	return ok;
+}
+
+const char *vw_dynlib_error(const struct vw_dynlib *l)
+{
+	return l->error[0] ? l->error : "no error";
+}
