@@ -20,6 +20,7 @@
 #include "hwmon_fixture.h"
 #include "log.h"
 #include "power.h"
+#include "power_fixture.h"
 
 #define SRC vw_src_acpi_power_meter
 #define MS HW_MS
@@ -116,13 +117,7 @@ static void assert_zone(const struct machine *m, size_t i, unsigned socket, cons
 static void test_ops_table(void **state)
 {
 	(void)state;
-	assert_string_equal(SRC.name, "acpi");
-	assert_true(SRC.measured);
-	assert_non_null(SRC.open);
-	assert_non_null(SRC.zones);
-	assert_non_null(SRC.read);
-	assert_non_null(SRC.close);
-	SRC.close(NULL);
+	vw_fixture_assert_source_ops(&SRC, "acpi");
 }
 
 /* No meter is the usual case: -ENODEV, and nothing said above debug. */

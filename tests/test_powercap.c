@@ -19,6 +19,7 @@
 #include "fixture.h"
 #include "log.h"
 #include "power.h"
+#include "power_fixture.h"
 
 #define MAX_RANGE 262143328850ULL
 #define MAX_RANGE_S "262143328850"
@@ -298,13 +299,7 @@ static void capture_stop(void)
 static void test_ops_table(void **state)
 {
 	(void)state;
-	assert_string_equal(vw_src_powercap.name, "rapl");
-	assert_true(vw_src_powercap.measured);
-	assert_non_null(vw_src_powercap.open);
-	assert_non_null(vw_src_powercap.zones);
-	assert_non_null(vw_src_powercap.read);
-	assert_non_null(vw_src_powercap.close);
-	vw_src_powercap.close(NULL);
+	vw_fixture_assert_source_ops(&vw_src_powercap, "rapl");
 }
 
 static void test_no_powercap(void **state)
