@@ -11,17 +11,14 @@
 
 #include "fileio.h"
 #include "fixture.h"
+#include "openat_fixture.h"
 
 struct hw_io hw_io;
 
 /* ---- openat --------------------------------------------------------------------------- */
 
-int __real_openat(int dirfd, const char *path, int flags, ...);
-int __wrap_openat(int dirfd, const char *path, int flags, ...);
-int __real_openat64(int dirfd, const char *path, int flags, ...);
-int __wrap_openat64(int dirfd, const char *path, int flags, ...);
-
-static bool refused(int dirfd, const char *path, int flags)
+/* hw_io's file refused; every open for writing counted (tests/openat_fixture.c asks). */
+bool vw_fixture_openat_refused(int dirfd, const char *path, int flags)
 {
 	struct stat st;
 
@@ -32,25 +29,6 @@ static bool refused(int dirfd, const char *path, int flags)
 	return hw_io.deny_all ||
 	       (hw_io.deny_ino && fstat(dirfd, &st) == 0 && st.st_ino == hw_io.deny_ino);
 }
-
-/* fileio.c calls openat64 where _FILE_OFFSET_BITS=64 redirects it; both names lead here. */
-#define WRAP_OPENAT(name)                                                                          \
-	int __wrap_##name(int dirfd, const char *path, int flags, ...)                             \
-	{                                                                                          \
-		va_list ap;                                                                        \
-		mode_t mode;                                                                       \
-                                                                                                   \
-		va_start(ap, flags);                                                               \
-		mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;              \
-		va_end(ap);                                                                        \
-		if (refused(dirfd, path, flags)) {                                                 \
-			errno = EACCES;                                                            \
-			return -1;                                                                 \
-		}                                                                                  \
-		return __real_##name(dirfd, path, flags, mode);                                    \
-	}
-WRAP_OPENAT(openat)
-WRAP_OPENAT(openat64)
 
 /* ---- the log -------------------------------------------------------------------------- */
 

@@ -3,8 +3,8 @@
  * What the hwmon meters' tests share (test_hwmon.c, the ACPI meter; test_hwmon_generic.c, the
  * generic sensors): fixture machines whose class/hwmon/hwmonN are symlinks into devices/ as on
  * a real one, a source opened and read over them at a time driven by hand, the log by level,
- * openat wrapped (-Wl,--wrap=openat,--wrap=openat64 in tests/meson.build) to refuse a file with
- * EACCES even as root and to count opens for writing, and snapshots of a whole tree.
+ * openat wrapped (tests/openat_fixture.h) to refuse a file with EACCES even as root and to
+ * count opens for writing, and snapshots of a whole tree.
  */
 #pragma once
 

@@ -508,6 +508,15 @@ static char *exposition(struct ctx *c)
 	return text;
 }
 
+/* The exposition names both a and b. */
+static void assert_exposes(struct ctx *c, const char *a, const char *b)
+{
+	_cleanup_free_ char *text = exposition(c);
+
+	assert_non_null(strstr(text, a));
+	assert_non_null(strstr(text, b));
+}
+
 /*
  * The host pushes its model for this VM: the guest shows it, refuses a tampered one (counted,
  * the good one kept), and when the host stops publishing estimates with the host's model (12 W
@@ -530,10 +539,8 @@ static void test_host_model_push(void **state)
 	send_model(c, 1, "host-vm:lin", 12, false);
 	send_frame(c);
 	tick(c);
-	text = exposition(c);
-	assert_non_null(strstr(text, "virtwatt_guest_host_model_info{model=\"host-vm:lin\""));
-	assert_non_null(strstr(text, "source=\"passthrough\""));
-	free(text);
+	assert_exposes(c, "virtwatt_guest_host_model_info{model=\"host-vm:lin\"",
+		       "source=\"passthrough\"");
 	fake_now += VW_MODEL_RX_MIN_CHANGE_NS;
 	send_model(c, 2, "host-vm:evil", 999, true);
 	send_frame(c);
@@ -568,10 +575,8 @@ static void test_host_model_push(void **state)
 	start_guest(c);
 	run_procs(c);
 	tick(c);
-	text = exposition(c);
-	assert_non_null(strstr(text, "virtwatt_guest_host_model_info{model=\"host-vm:lin\""));
-	assert_non_null(strstr(text, "model=\"host:host-vm:lin\""));
-	free(text);
+	assert_exposes(c, "virtwatt_guest_host_model_info{model=\"host-vm:lin\"",
+		       "model=\"host:host-vm:lin\"");
 }
 
 static void test_model_server_down_falls_back(void **state)

@@ -20,6 +20,7 @@
 #include "hwmon_fixture.h"
 #include "log.h"
 #include "power.h"
+#include "power_fixture.h"
 
 #define SRC vw_src_acpi_power_meter
 #define MS HW_MS
@@ -87,6 +88,18 @@ static void add_server(struct machine *m, uint64_t uw)
 	add_temp_chip(m, 2, "nvme", "0000:00:01.1/0000:01:00.0");
 }
 
+/*
+ * That server metering uw, opened with the log left at warn (what opening says at info is
+ * test_server's); the caller sets it back to info.
+ */
+static void open_server(struct machine *m, uint64_t uw)
+{
+	machine_new(m, &SRC);
+	add_server(m, uw);
+	vw_log_set_level(VW_LOG_WARN);
+	assert_int_equal(machine_open(m), 0);
+}
+
 static void assert_zone(const struct machine *m, size_t i, unsigned socket, const char *path)
 {
 	assert_true(i < m->n);
@@ -104,13 +117,7 @@ static void assert_zone(const struct machine *m, size_t i, unsigned socket, cons
 static void test_ops_table(void **state)
 {
 	(void)state;
-	assert_string_equal(SRC.name, "acpi");
-	assert_true(SRC.measured);
-	assert_non_null(SRC.open);
-	assert_non_null(SRC.zones);
-	assert_non_null(SRC.read);
-	assert_non_null(SRC.close);
-	SRC.close(NULL);
+	vw_fixture_assert_source_ops(&SRC, "acpi");
 }
 
 /* No meter is the usual case: -ENODEV, and nothing said above debug. */
@@ -226,10 +233,7 @@ static void test_exact_power(void **state)
 	struct vw_energy_counter c;
 
 	(void)state;
-	machine_new(&m, &SRC);
-	add_server(&m, 123456000);
-	vw_log_set_level(VW_LOG_WARN);
-	assert_int_equal(machine_open(&m), 0);
+	open_server(&m, 123456000);
 	vw_log_set_level(VW_LOG_INFO);
 	vw_energy_counter_init(&c, m.zones[0].max_range_uj, m.zones[0].max_power_uw);
 	for (uint64_t k = 0; k < 10; k++) {
@@ -253,10 +257,7 @@ static void test_fraction_carried(void **state)
 	struct machine m;
 
 	(void)state;
-	machine_new(&m, &SRC);
-	add_server(&m, 123456789);
-	vw_log_set_level(VW_LOG_WARN);
-	assert_int_equal(machine_open(&m), 0);
+	open_server(&m, 123456789);
 	for (uint64_t k = 0; k <= 40; k++) {
 		assert_int_equal(machine_read(&m, T0 + k * 250 * MS), 0);
 		assert_int_equal(m.raw[0], k * 30864197 + k / 4);
@@ -284,10 +285,7 @@ static void test_integral_of_changing_power(void **state)
 	u128 exact = 0; /* in 1e-9 µJ */
 
 	(void)state;
-	machine_new(&m, &SRC);
-	add_server(&m, 1);
-	vw_log_set_level(VW_LOG_WARN);
-	assert_int_equal(machine_open(&m), 0);
+	open_server(&m, 1);
 	assert_int_equal(machine_read(&m, now), 0);
 	for (size_t i = 0; i < ARRAY_SIZE(uw); i++) {
 		set_power(&m, 0, uw[i]);
@@ -317,9 +315,7 @@ static void test_two_meters(void **state)
 	put(&m, "devices/LNXSYSTM:00/LNXSYBUS:00/ACPI000D:01/hwmon/hwmon10/name", "power_meter\n");
 	put(&m, "devices/LNXSYSTM:00/LNXSYBUS:00/ACPI000D:01/hwmon/hwmon10/power1_average",
 	    "200000000\n");
-	vw_log_set_level(VW_LOG_WARN);
-	assert_int_equal(machine_open(&m), 0);
-	vw_log_set_level(VW_LOG_INFO);
+	assert_int_equal(machine_open_quiet(&m), 0);
 	assert_int_equal(m.n, 2);
 	assert_zone(&m, 0, 0, "/sys/class/hwmon/hwmon2");
 	assert_zone(&m, 1, 1, "/sys/class/hwmon/hwmon10");
@@ -346,10 +342,7 @@ static void test_failed_reads_invent_nothing(void **state)
 	uint64_t now = T0;
 
 	(void)state;
-	machine_new(&m, &SRC);
-	add_server(&m, 100000000); /* 100 W */
-	vw_log_set_level(VW_LOG_WARN);
-	assert_int_equal(machine_open(&m), 0);
+	open_server(&m, 100000000); /* 100 W */
 	vw_energy_counter_init(&c, m.zones[0].max_range_uj, m.zones[0].max_power_uw);
 	assert_int_equal(machine_read(&m, now), 0);
 	vw_energy_counter_update(&c, m.raw[0], now, NULL);
@@ -424,10 +417,7 @@ static void test_clock_back(void **state)
 	struct machine m;
 
 	(void)state;
-	machine_new(&m, &SRC);
-	add_server(&m, 100000000);
-	vw_log_set_level(VW_LOG_WARN);
-	assert_int_equal(machine_open(&m), 0);
+	open_server(&m, 100000000);
 	assert_int_equal(machine_read(&m, T0), 0);
 	assert_int_equal(machine_read(&m, T0 + VW_NSEC_PER_SEC), 0);
 	assert_int_equal(machine_read(&m, T0 + VW_NSEC_PER_SEC), 0); /* no time: nothing */

@@ -18,28 +18,31 @@ static void test_first_reading_sets_the_time(void **state)
 	assert_int_equal(in.energy_uj, 200000000);
 }
 
-/* 1 µW for 1 ms, a thousand times: 1 µJ, nothing lost to rounding. */
-static void test_carry_is_exact(void **state)
+/* A fresh integrator fed uw at 0, then steps times dt_ns apart (the first only sets the time). */
+static struct vw_power_integrator integrate_steps(uint64_t uw, uint64_t dt_ns, int steps)
 {
 	struct vw_power_integrator in = { 0 };
 	uint64_t t = 0;
 
-	(void)state;
-	vw_power_integrate(&in, 1, t);
-	for (int i = 0; i < 1000; i++) {
-		t += 1000000;
-		vw_power_integrate(&in, 1, t);
+	vw_power_integrate(&in, uw, t);
+	for (int i = 0; i < steps; i++) {
+		t += dt_ns;
+		vw_power_integrate(&in, uw, t);
 	}
+	return in;
+}
+
+/* 1 µW for 1 ms, a thousand times: 1 µJ, nothing lost to rounding. */
+static void test_carry_is_exact(void **state)
+{
+	struct vw_power_integrator in;
+
+	(void)state;
+	in = integrate_steps(1, 1000000, 1000);
 	assert_int_equal(in.energy_uj, 1);
 	assert_int_equal(in.rem_nuj, 0);
 	/* 333.333333 W for 9 steps of 0.333333333 s, summed in steps as in one product. */
-	in = (struct vw_power_integrator){ 0 };
-	t = 0;
-	vw_power_integrate(&in, 333333333, t);
-	for (int i = 0; i < 9; i++) {
-		t += 333333333;
-		vw_power_integrate(&in, 333333333, t);
-	}
+	in = integrate_steps(333333333, 333333333, 9);
 	/* 333333333 µW x 2999999997 ns = 999999998000000001 (1e-9 µJ) */
 	assert_int_equal(in.energy_uj, 999999998);
 	assert_int_equal(in.rem_nuj, 1);

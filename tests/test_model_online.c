@@ -18,7 +18,9 @@
 
 static const char *const zones[] = { "package", "dram" };
 
-static struct vw_online *store(size_t max_samples, size_t max_targets, size_t min_samples)
+/* A store whose first target is the node's (its id in *ret_node), as the host's is. */
+static struct vw_online *store(size_t max_samples, size_t max_targets, size_t min_samples,
+			       size_t *ret_node)
 {
 	struct vw_online_opts o = { .zones = zones, .n_zones = 2, .max_samples = max_samples,
 				    .max_targets = max_targets, .min_samples = min_samples,
@@ -26,6 +28,7 @@ static struct vw_online *store(size_t max_samples, size_t max_targets, size_t mi
 	struct vw_online *s = vw_online_new(&o);
 
 	assert_non_null(s);
+	assert_int_equal(vw_online_target(s, "node", ret_node), 0);
 	return s;
 }
 
@@ -47,12 +50,11 @@ static double slope(const struct vw_online_fit *f)
 
 static void test_linear_law(void **state)
 {
-	struct vw_online *s = store(200, 4, 20);
-	const struct vw_online_fit *pkg, *dram;
 	size_t t;
+	struct vw_online *s = store(200, 4, 20, &t);
+	const struct vw_online_fit *pkg, *dram;
 
 	(void)state;
-	assert_int_equal(vw_online_target(s, "node", &t), 0);
 	add_law(s, t, 19, 1, 20);
 	assert_int_equal(vw_online_refit(s, t, 1000), 0); /* 19 < min-samples 20 */
 	assert_false(vw_online_zone_fit(s, t, 0)->valid);
@@ -83,12 +85,11 @@ static void test_linear_law(void **state)
 /* Power that does not depend on CPU time: the held-out R² says so. */
 static void test_noise(void **state)
 {
-	struct vw_online *s = store(300, 1, 30);
-	uint64_t seed = 9;
 	size_t t;
+	struct vw_online *s = store(300, 1, 30, &t);
+	uint64_t seed = 9;
 
 	(void)state;
-	assert_int_equal(vw_online_target(s, "node", &t), 0);
 	for (int i = 0; i < 300; i++) {
 		double x = vw_test_rng_double(&seed, 0, 4000);
 		double y[2] = { 50 + vw_test_rng_double(&seed, -10, 10), NAN };
@@ -108,12 +109,11 @@ static void test_noise(void **state)
 /* 10x the ring: it holds its cap, and the fit is of the newest rows only. */
 static void test_bounded(void **state)
 {
-	struct vw_online *s = store(50, 3, 10);
-	double nan_row[2] = { NAN, NAN };
 	size_t t, u;
+	struct vw_online *s = store(50, 3, 10, &t);
+	double nan_row[2] = { NAN, NAN };
 
 	(void)state;
-	assert_int_equal(vw_online_target(s, "node", &t), 0);
 	add_law(s, t, 450, 3, 100); /* an older law: 100 W idle */
 	assert_int_equal(vw_online_n_samples(s, t), 50);
 	add_law(s, t, 50, 4, 20);
@@ -146,12 +146,11 @@ static void test_bounded(void **state)
 /* A zone that no longer has enough samples keeps its last good fit; the other moves on. */
 static void test_keeps_last_good(void **state)
 {
-	struct vw_online *s = store(10, 1, 10);
-	uint64_t seed = 5;
 	size_t t;
+	struct vw_online *s = store(10, 1, 10, &t);
+	uint64_t seed = 5;
 
 	(void)state;
-	assert_int_equal(vw_online_target(s, "node", &t), 0);
 	add_law(s, t, 10, 6, 20);
 	assert_int_equal(vw_online_refit(s, t, 1), 2);
 	for (int i = 0; i < 10; i++) { /* dram's meter fails: no dram power */
@@ -183,12 +182,11 @@ static struct vw_online_counters counters(uint64_t t_ms, uint64_t cpu_ms, uint64
 /* Cumulative counters to rates: CPU ms per second and watts, exactly. */
 static void test_observe(void **state)
 {
-	struct vw_online *s = store(10, 1, 5);
-	struct vw_online_counters c = counters(1000, 0, 0, 0);
 	size_t t;
+	struct vw_online *s = store(10, 1, 5, &t);
+	struct vw_online_counters c = counters(1000, 0, 0, 0);
 
 	(void)state;
-	assert_int_equal(vw_online_target(s, "node", &t), 0);
 	assert_int_equal(vw_online_observe(s, t, &c), 0); /* the baseline */
 	c = counters(3000, 1000, 60000000, 10000000);     /* 2 s: 500 ms/s, 30 W, 5 W */
 	assert_int_equal(vw_online_observe(s, t, &c), 1);
@@ -236,14 +234,13 @@ static void test_observe(void **state)
 /* The file the host writes, read by the loader --model.file uses: the same predictions. */
 static void test_json_roundtrip(void **state)
 {
-	struct vw_online *s = store(100, 1, 10);
+	size_t t;
+	struct vw_online *s = store(100, 1, 10, &t);
 	_cleanup_free_ char *json = NULL;
 	struct vw_model *m = NULL;
 	char err[256] = "";
-	size_t t;
 
 	(void)state;
-	assert_int_equal(vw_online_target(s, "node", &t), 0);
 	add_law(s, t, 100, 8, 20);
 	assert_int_equal(vw_online_refit(s, t, 1), 2);
 	assert_int_equal(vw_online_to_json(s, t, &json), 0);

@@ -154,10 +154,21 @@ static void test_watts(void **state)
 	assert_int_equal(vw_model_percpu("Haswell", 0, &m, name, sizeof(name)), -ENOENT);
 }
 
+/* The loader's model for o, which must say it came from want. */
+static struct vw_model *load_from(const struct vw_model_source_opts *o, const char *want)
+{
+	char origin[128], err[256];
+	struct vw_model *m = NULL;
+
+	assert_int_equal(vw_model_source_load(o, &m, origin, sizeof(origin), err, sizeof(err)), 0);
+	assert_string_equal(origin, want);
+	return m;
+}
+
 /* The loader: per-vCPU where the architecture is known and asked for, the default otherwise. */
 static void test_source_load(void **state)
 {
-	char text[4096], origin[128], err[256];
+	char text[4096];
 	struct vw_model_source_opts o = { .percpu = true };
 	struct vw_cpu_info *cpus = NULL;
 	struct vw_model *m = NULL;
@@ -167,16 +178,12 @@ static void test_source_load(void **state)
 	x86(text, sizeof(text), 2, "AuthenticAMD", 23, 49, 0, "AMD EPYC 7R32");
 	assert_int_equal(vw_procfs_parse_cpuinfo(text, &cpus, &o.n_cpus), 0);
 	o.cpus = cpus;
-	assert_int_equal(vw_model_source_load(&o, &m, origin, sizeof(origin), err, sizeof(err)),
-			 0);
-	assert_string_equal(origin, "builtin:percpu-EPYC_2nd_Gen-2vcpu");
+	m = load_from(&o, "builtin:percpu-EPYC_2nd_Gen-2vcpu");
 	assert_double_near(eval(m, 0, &idle), 2 * 0.4742621527777778, 1e-9);
 	vw_model_free(m);
 
 	o.percpu = false; /* --model.builtin=kepler */
-	assert_int_equal(vw_model_source_load(&o, &m, origin, sizeof(origin), err, sizeof(err)),
-			 0);
-	assert_string_equal(origin, "builtin");
+	m = load_from(&o, "builtin");
 	vw_model_free(m);
 
 	o.percpu = true;
@@ -184,16 +191,12 @@ static void test_source_load(void **state)
 	x86(text, sizeof(text), 2, "AuthenticAMD", 15, 107, 1, "QEMU Virtual CPU version 2.5+");
 	assert_int_equal(vw_procfs_parse_cpuinfo(text, &cpus, &o.n_cpus), 0);
 	o.cpus = cpus;
-	assert_int_equal(vw_model_source_load(&o, &m, origin, sizeof(origin), err, sizeof(err)),
-			 0);
-	assert_string_equal(origin, "builtin");
+	m = load_from(&o, "builtin");
 	vw_model_free(m);
 	free(cpus);
 
 	o.cpus = NULL, o.n_cpus = 0; /* no cpuinfo read: the default */
-	assert_int_equal(vw_model_source_load(&o, &m, origin, sizeof(origin), err, sizeof(err)),
-			 0);
-	assert_string_equal(origin, "builtin");
+	m = load_from(&o, "builtin");
 	vw_model_free(m);
 }
 

@@ -27,6 +27,15 @@
 #define IDLE_W_TEXT "100"
 #define HWMON_DEV "devices/platform/ACPI000D:00/hwmon/hwmon3"
 
+/*
+ * The flags every case's host daemon starts with: the sysfs flag (text in sys), no VMs, a 1 s
+ * interval sampled every 250 ms, no process rows, the node called node.
+ */
+#define HOST_ARGV(sys, node)                                                                       \
+	VW_HOST_BIN, (sys), "--host.procfs=/proc", "--libvirt.uri=", "--passthrough.enable=false", \
+	"--web.listen-address=127.0.0.1:0", "--monitor.interval=1s",                               \
+	"--monitor.sample-interval=250ms", "--metrics.process-top-n=0", "--kube.node-name=" node
+
 static pid_t daemon_pid;
 static struct vw_test_bmc bmc;
 static struct vw_test_ipmi ipmi;
@@ -156,11 +165,7 @@ static void test_platform_meter(void **state)
 {
 	char *dir = make_sysfs();
 	char sys[600], busy[64], log[640], *body;
-	char *argv[] = { VW_HOST_BIN, sys, "--host.procfs=/proc", "--libvirt.uri=",
-			 "--passthrough.enable=false", "--web.listen-address=127.0.0.1:0",
-			 "--monitor.interval=1s", "--monitor.sample-interval=250ms",
-			 "--metrics.process-top-n=0", "--kube.node-name=plat",
-			 "--power.idle-watts=platform=" IDLE_W_TEXT, NULL };
+	char *argv[] = { HOST_ARGV(sys, "plat"), "--power.idle-watts=platform=" IDLE_W_TEXT, NULL };
 	double j0 = -1, t0 = 0, j1, t1, w, spin_t0, spun_s;
 	unsigned port = 0;
 	pid_t child;
@@ -346,10 +351,7 @@ static void test_hwmon_only_machine(void **state)
 {
 	char *dir = make_hwmon_sysfs();
 	char sys[600], log[640], *body = NULL;
-	char *argv[] = { VW_HOST_BIN, sys, "--host.procfs=/proc", "--libvirt.uri=",
-			 "--passthrough.enable=false", "--web.listen-address=127.0.0.1:0",
-			 "--monitor.interval=1s", "--monitor.sample-interval=250ms",
-			 "--metrics.process-top-n=0", "--kube.node-name=hw",
+	char *argv[] = { HOST_ARGV(sys, "hw"),
 			 "--power.hwmon.chip-rules=ina226:vdd_in=platform", NULL };
 	double j0, j1 = -1, w = -1;
 	unsigned port = 0;
@@ -470,6 +472,30 @@ static double await_publish(unsigned port, const char *zone, double *ret_t)
 }
 
 /*
+ * The platform zone's energy between two publications 8 s apart is the BMC's bmc_w (within 3 %),
+ * and so are its watts (1 %), its idle watts the configured, the split conserved: the scrape.
+ */
+static char *check_bmc_watts(unsigned port, const char *bmc_name, double bmc_w)
+{
+	double j0, t0 = 0, j1, t1 = 0;
+	char *body;
+
+	j0 = await_publish(port, "platform", &t0);
+	sleep(8);
+	j1 = await_publish(port, "platform", &t1);
+	print_message("# %s: %.3f J in %.3f s: %.2f W (the BMC says %.0f W)\n", bmc_name, j1 - j0,
+		      t1 - t0, (j1 - j0) / (t1 - t0), bmc_w);
+	assert_double_near((j1 - j0) / (t1 - t0), bmc_w, bmc_w * 0.03);
+	body = scrape(port);
+	assert_double_near(zone_sum(body, "kepler_node_cpu_watts", "platform", ""), bmc_w,
+			   bmc_w / 100);
+	assert_double_near(zone_sum(body, "kepler_node_cpu_idle_watts", "platform", ""), IDLE_W,
+			   IDLE_W / 100);
+	check_conserved(body, "platform");
+	return body;
+}
+
+/*
  * The BMC's power through a Kepler BMC file: kepler_platform_watts with Kepler's labels, a
  * platform zone whose energy grows at the BMC's watts (within 3 %), split and attributed to the
  * µJ, the non-CPU remainder; a BMC that stops answering stalls nothing and its span counts
@@ -478,14 +504,11 @@ static double await_publish(unsigned port, const char *zone, double *ret_t)
 static void test_redfish_platform(void **state)
 {
 	char *dir, sys[600], log[640], cfgarg[700], text[2048], *body = NULL;
-	char *argv[] = { VW_HOST_BIN, sys, "--host.procfs=/proc", "--libvirt.uri=",
-			 "--passthrough.enable=false", "--web.listen-address=127.0.0.1:0",
-			 "--monitor.interval=1s", "--monitor.sample-interval=250ms",
-			 "--metrics.process-top-n=0", "--kube.node-name=worker-rf",
+	char *argv[] = { HOST_ARGV(sys, "worker-rf"),
 			 "--power.idle-watts=platform=" IDLE_W_TEXT, "--platform.sources=redfish",
 			 cfgarg, "--platform.redfish.interval=200ms",
 			 "--platform.redfish.timeout=1s", NULL };
-	double j0, t0 = 0, j1, t1 = 0, pkg0, pkg1, stale_j, w;
+	double j0, t0 = 0, pkg0, pkg1, stale_j, w;
 	unsigned port = 0;
 
 	(void)state;
@@ -510,19 +533,7 @@ static void test_redfish_platform(void **state)
 				     "EnvironmentMetrics\""));
 	free(body);
 
-	/* The zone's energy between two publications 8 s apart is the BMC's watts. */
-	j0 = await_publish(port, "platform", &t0);
-	sleep(8);
-	j1 = await_publish(port, "platform", &t1);
-	print_message("# redfish: %.3f J in %.3f s: %.2f W (the BMC says %.0f W)\n", j1 - j0,
-		      t1 - t0, (j1 - j0) / (t1 - t0), BMC_W);
-	assert_double_near((j1 - j0) / (t1 - t0), BMC_W, BMC_W * 0.03);
-	body = scrape(port);
-	assert_double_near(zone_sum(body, "kepler_node_cpu_watts", "platform", ""), BMC_W,
-			   BMC_W / 100);
-	assert_double_near(zone_sum(body, "kepler_node_cpu_idle_watts", "platform", ""), IDLE_W,
-			   IDLE_W / 100);
-	check_conserved(body, "platform");
+	body = check_bmc_watts(port, "redfish", BMC_W);
 	/* The remainder beyond the CPU zones: the platform's interval minus package and dram. */
 	w = zone_sum(body, "kepler_node_cpu_watts", "platform", "") -
 	    zone_sum(body, "kepler_node_cpu_watts", "package", "") -
@@ -583,17 +594,13 @@ static void test_redfish_platform(void **state)
 static void test_ipmi_platform(void **state)
 {
 	char *dir, sys[600], log[640], port[64], pwfile[700], *body = NULL;
-	char *argv[] = { VW_HOST_BIN, sys, "--host.procfs=/proc", "--libvirt.uri=",
-			 "--passthrough.enable=false", "--web.listen-address=127.0.0.1:0",
-			 "--monitor.interval=1s", "--monitor.sample-interval=250ms",
-			 "--metrics.process-top-n=0", "--kube.node-name=worker-ipmi",
+	char *argv[] = { HOST_ARGV(sys, "worker-ipmi"),
 			 "--power.idle-watts=platform=" IDLE_W_TEXT, "--platform.sources=ipmi",
 			 "--platform.ipmi.driver=lan", "--platform.ipmi.host=127.0.0.1", port,
 			 "--platform.ipmi.username=" VW_TEST_IPMI_USER, pwfile,
 			 /* ipmi_sim answers DCMI to administrators only, and needs this workaround */
 			 "--platform.ipmi.privilege=admin", "--platform.ipmi.workarounds=opensesspriv",
 			 "--platform.ipmi.interval=250ms", NULL };
-	double j0, t0 = 0, j1, t1 = 0;
 	unsigned hport = 0;
 
 	(void)state;
@@ -617,18 +624,7 @@ static void test_ipmi_platform(void **state)
 					  "source=\"ipmi\",kind=\"measured\"") == 1);
 	free(body);
 
-	j0 = await_publish(hport, "platform", &t0);
-	sleep(8);
-	j1 = await_publish(hport, "platform", &t1);
-	print_message("# ipmi: %.3f J in %.3f s: %.2f W (the BMC says 275 W)\n", j1 - j0,
-		      t1 - t0, (j1 - j0) / (t1 - t0));
-	assert_double_near((j1 - j0) / (t1 - t0), 275, 275 * 0.03);
-	body = scrape(hport);
-	assert_double_near(zone_sum(body, "kepler_node_cpu_watts", "platform", ""), 275, 2.75);
-	assert_double_near(zone_sum(body, "kepler_node_cpu_idle_watts", "platform", ""), IDLE_W,
-			   IDLE_W / 100);
-	check_conserved(body, "platform");
-	free(body);
+	free(check_bmc_watts(hport, "ipmi", 275));
 	assert_int_equal(vw_fixture_stop_daemon(daemon_pid), 0);
 	daemon_pid = 0;
 	vw_test_ipmi_stop(&ipmi);

@@ -18,7 +18,9 @@
 #include "fileio.h"
 #include "fixture.h"
 #include "log.h"
+#include "openat_fixture.h"
 #include "power.h"
+#include "power_fixture.h"
 
 #define MAX_RANGE 262143328850ULL
 #define MAX_RANGE_S "262143328850"
@@ -36,10 +38,6 @@ struct fault {
 
 static struct fault fault;
 
-int __real_openat(int dirfd, const char *path, int flags, ...);
-int __wrap_openat(int dirfd, const char *path, int flags, ...);
-int __real_openat64(int dirfd, const char *path, int flags, ...);
-int __wrap_openat64(int dirfd, const char *path, int flags, ...);
 ssize_t __real_read(int fd, void *buf, size_t n);
 ssize_t __wrap_read(int fd, void *buf, size_t n);
 
@@ -50,47 +48,13 @@ static bool is_file(int fd, dev_t dev, ino_t ino)
 	return ino && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
 }
 
-static bool deny_open(int dirfd, const char *path)
+/* An energy_uj as fault says (tests/openat_fixture.c asks). */
+bool vw_fixture_openat_refused(int dirfd, const char *path, int flags)
 {
+	(void)flags;
 	if (strcmp(path, "energy_uj") != 0)
 		return false;
 	return fault.deny_all || is_file(dirfd, fault.deny_dev, fault.deny_ino);
-}
-
-typedef int (*openat_fn)(int dirfd, const char *path, int flags, ...);
-
-static int fake_openat(openat_fn real, int dirfd, const char *path, int flags, va_list ap)
-{
-	mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;
-
-	if (deny_open(dirfd, path)) {
-		errno = EACCES;
-		return -1;
-	}
-	return real(dirfd, path, flags, mode);
-}
-
-/* fileio.c calls openat64 where _FILE_OFFSET_BITS=64 redirects it; wrap both names. */
-int __wrap_openat(int dirfd, const char *path, int flags, ...)
-{
-	va_list ap;
-	int r;
-
-	va_start(ap, flags);
-	r = fake_openat(__real_openat, dirfd, path, flags, ap);
-	va_end(ap);
-	return r;
-}
-
-int __wrap_openat64(int dirfd, const char *path, int flags, ...)
-{
-	va_list ap;
-	int r;
-
-	va_start(ap, flags);
-	r = fake_openat(__real_openat64, dirfd, path, flags, ap);
-	va_end(ap);
-	return r;
 }
 
 ssize_t __wrap_read(int fd, void *buf, size_t n)
@@ -298,13 +262,7 @@ static void capture_stop(void)
 static void test_ops_table(void **state)
 {
 	(void)state;
-	assert_string_equal(vw_src_powercap.name, "rapl");
-	assert_true(vw_src_powercap.measured);
-	assert_non_null(vw_src_powercap.open);
-	assert_non_null(vw_src_powercap.zones);
-	assert_non_null(vw_src_powercap.read);
-	assert_non_null(vw_src_powercap.close);
-	vw_src_powercap.close(NULL);
+	vw_fixture_assert_source_ops(&vw_src_powercap, "rapl");
 }
 
 static void test_no_powercap(void **state)

@@ -30,6 +30,13 @@ static void ctl(const char *name, const char *text)
 	vw_test_bmc_ctl(&bmc, name, text);
 }
 
+/* The BMC answering as it should, its chassis drawing watts (text, as bmc.py takes it). */
+static void bmc_ok(const char *watts)
+{
+	ctl("mode", "ok\n");
+	ctl("watts", watts);
+}
+
 static int bmc_start(void **state)
 {
 	(void)state;
@@ -97,6 +104,26 @@ static void await_uw(void *st, uint64_t uw)
 	assert_int_equal(rows_uw(st, rows, NULL), uw);
 }
 
+/*
+ * Opened on the mockup with the BMC's watts at uw: one zone, at path, whose poller reads uw as
+ * one row (in rows).
+ */
+static const struct vw_zone_info *open_one(const struct vw_redfish_config *cfg, void **st,
+					   const char *path, uint64_t uw,
+					   struct vw_platform_reading *rows)
+{
+	const struct vw_zone_info *z;
+	size_t n;
+
+	assert_int_equal(open_with(cfg, st), 0);
+	assert_int_equal(vw_src_redfish.zones(*st, &z), 1);
+	assert_string_equal(z->path, path);
+	await_uw(*st, uw);
+	assert_int_equal(rows_uw(*st, rows, &n), uw);
+	assert_int_equal(n, 1);
+	return z;
+}
+
 /* Read at now_ns (the same clock value each time, so nothing is integrated meanwhile) until
  * the zone says err (10 s at most). */
 static void await_err(void *st, uint64_t now_ns, int want, uint64_t *raw)
@@ -134,22 +161,15 @@ static void test_known_watts(void **state)
 	struct vw_redfish_config cfg = cfg_good();
 	const struct vw_zone_info *z;
 	uint64_t raw;
-	size_t n;
 	int err;
 	void *st = NULL;
 
 	(void)state;
-	ctl("mode", "ok\n");
-	ctl("watts", "123.5\n");
-	assert_int_equal(open_with(&cfg, &st), 0);
-	assert_int_equal(vw_src_redfish.zones(st, &z), 1);
+	bmc_ok("123.5\n");
+	z = open_one(&cfg, &st, ENV_PATH, 123500000, rows);
 	assert_int_equal(z->zone, VW_ZONE_PLATFORM);
-	assert_string_equal(z->path, ENV_PATH);
 	assert_int_equal(z->max_range_uj, 0);
-	await_uw(st, 123500000);
 	assert_true(vw_src_redfish.fresh(st));
-	assert_int_equal(rows_uw(st, rows, &n), 123500000);
-	assert_int_equal(n, 1);
 	assert_string_equal(rows[0].bmc_id, "bmc-1");
 	assert_string_equal(rows[0].chassis_id, "1U");
 	assert_string_equal(rows[0].source_type, "EnvironmentMetrics");
@@ -192,23 +212,15 @@ static void test_fallbacks(void **state)
 	};
 	struct vw_platform_reading rows[VW_PLATFORM_MAX_READINGS];
 	struct vw_redfish_config cfg = cfg_good();
-	const struct vw_zone_info *z;
 	uint64_t raw;
-	size_t n;
 	int err;
 	void *st = NULL;
 
 	(void)state;
-	ctl("mode", "ok\n");
-	ctl("watts", "250\n");
+	bmc_ok("250\n");
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		ctl("hide", cases[i].hide);
-		assert_int_equal(open_with(&cfg, &st), 0);
-		assert_int_equal(vw_src_redfish.zones(st, &z), 1);
-		assert_string_equal(z->path, cases[i].path);
-		await_uw(st, 250000000);
-		assert_int_equal(rows_uw(st, rows, &n), 250000000);
-		assert_int_equal(n, 1);
+		open_one(&cfg, &st, cases[i].path, 250000000, rows);
 		assert_string_equal(rows[0].source_type, cases[i].type);
 		assert_string_equal(rows[0].source_id, cases[i].id);
 		assert_string_equal(rows[0].source_name, cases[i].name);
@@ -242,8 +254,7 @@ static void test_sessions(void **state)
 	void *st = NULL;
 
 	(void)state;
-	ctl("mode", "ok\n");
-	ctl("watts", "100\n");
+	bmc_ok("100\n");
 	assert_int_equal(live_sessions(), 0);
 	assert_int_equal(open_with(&cfg, &st), 0);
 	assert_int_equal(live_sessions(), 1);
@@ -329,8 +340,7 @@ static void test_faults(void **state)
 	void *st = NULL;
 
 	(void)state;
-	ctl("mode", "ok\n");
-	ctl("watts", "100\n");
+	bmc_ok("100\n");
 	cfg.timeout_ms = 1000;
 	cfg.staleness_ms = 300;
 	assert_int_equal(open_with(&cfg, &st), 0);
@@ -363,8 +373,7 @@ static void test_never_stalls(void **state)
 	void *st = NULL;
 
 	(void)state;
-	ctl("mode", "ok\n");
-	ctl("watts", "100\n");
+	bmc_ok("100\n");
 	cfg.timeout_ms = 8000;
 	assert_int_equal(open_with(&cfg, &st), 0);
 	await_uw(st, 100000000);

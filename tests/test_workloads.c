@@ -27,6 +27,13 @@
 #define CID_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define CID_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 #define POD_UID "11111111-2222-3333-4444-555555555555"
+/* The rows the pod cases read: nginx's (PID 100, in container A); the pod web's, with more. */
+#define NGINX_ROW                                                                                  \
+	"{pid=\"100\",comm=\"nginx\",exe=\"\",type=\"container\",state=\"running\","               \
+	"container_id=\"" CID_A "\",vm_id=\"\",node_name=\"n1\"}"
+#define WEB_POD(more)                                                                              \
+	"{pod_id=\"" POD_UID "\",pod_name=\"web\",pod_namespace=\"shop\",state=\"running\"," more  \
+	"node_name=\"n1\"}"
 
 struct proc_def {
 	uint32_t pid, ppid;
@@ -271,13 +278,10 @@ static void test_idle_by_pod_request(void **state)
 	pod_interval_start(&c, &k);
 	assert_conserved(&c);
 	text = workloads_fixture_render(c.w);
-	assert_double_near(value(text, "virtwatt_pod_cpu_idle_joules_total{pod_id=\"" POD_UID "\","
-				       "pod_name=\"web\",pod_namespace=\"shop\",state=\"running\","
-				       "zone=\"package\",node_name=\"n1\"}"),
+	assert_double_near(value(text, "virtwatt_pod_cpu_idle_joules_total"
+				       WEB_POD("zone=\"package\",")),
 			   2.0, 1e-9);
-	assert_double_near(value(text, "kepler_pod_cpu_joules_total{pod_id=\"" POD_UID "\","
-				       "pod_name=\"web\",pod_namespace=\"shop\",state=\"running\","
-				       "zone=\"package\",node_name=\"n1\"}"),
+	assert_double_near(value(text, "kepler_pod_cpu_joules_total" WEB_POD("zone=\"package\",")),
 			   2.0, 1e-9);
 	assert_non_null(strstr(text, "container_id=\"" CID_B "\",container_name=\"app\""));
 	/* The unreserved 6 J of idle stay with the node; non-pod workloads get no idle. */
@@ -294,9 +298,7 @@ static void assert_gpu_idle(struct vw_workloads *w, double pod_j, double unreser
 {
 	char *text = workloads_fixture_render(w);
 
-	assert_double_near(value(text, "virtwatt_pod_gpu_idle_joules_total{pod_id=\"" POD_UID "\","
-				       "pod_name=\"web\",pod_namespace=\"shop\",state=\"running\","
-				       "node_name=\"n1\"}"),
+	assert_double_near(value(text, "virtwatt_pod_gpu_idle_joules_total" WEB_POD("")),
 			   pod_j, 1e-9);
 	assert_double_near(value(text, "virtwatt_node_gpu_idle_unreserved_joules_total{"
 				       "node_name=\"n1\"}"),
@@ -326,22 +328,14 @@ static void test_gpu_energy(void **state)
 	free(text);
 	assert_int_equal(vw_workloads_gpu(c.w, e, ARRAY_SIZE(e), 7000000), 0);
 	text = workloads_fixture_render(c.w);
-	assert_double_near(value(text, "kepler_process_gpu_joules_total{pid=\"100\",comm=\"nginx\","
-				       "exe=\"\",type=\"container\",state=\"running\",container_id=\""
-				       CID_A "\",vm_id=\"\",node_name=\"n1\"}"),
-			   3.0, 1e-9);
-	assert_double_near(value(text, "kepler_process_gpu_watts{pid=\"100\",comm=\"nginx\","
-				       "exe=\"\",type=\"container\",state=\"running\",container_id=\""
-				       CID_A "\",vm_id=\"\",node_name=\"n1\"}"),
+	assert_double_near(value(text, "kepler_process_gpu_joules_total" NGINX_ROW), 3.0, 1e-9);
+	assert_double_near(value(text, "kepler_process_gpu_watts" NGINX_ROW),
 			   0.6, 1e-9); /* 3 J over the 5 s interval */
 	assert_double_near(value(text, "kepler_container_gpu_joules_total{container_id=\"" CID_A
 				       "\",container_name=\"\",runtime=\"docker\",state=\"running\","
 				       "pod_id=\"\",node_name=\"n1\"}"),
 			   3.0, 1e-9);
-	assert_double_near(value(text, "kepler_pod_gpu_joules_total{pod_id=\"" POD_UID "\","
-				       "pod_name=\"web\",pod_namespace=\"shop\",state=\"running\","
-				       "node_name=\"n1\"}"),
-			   2.0, 1e-9);
+	assert_double_near(value(text, "kepler_pod_gpu_joules_total" WEB_POD("")), 2.0, 1e-9);
 	assert_double_near(value(text, "virtwatt_node_gpu_uncontained_joules_total{node_name=\"n1\"}"),
 			   1.0, 1e-9); /* sshd's */
 	assert_double_near(value(text, "virtwatt_node_gpu_unattributed_joules_total{node_name=\"n1\"}"),
@@ -351,14 +345,8 @@ static void test_gpu_energy(void **state)
 	/* Shares beyond the node's active GPU energy are cut to it. */
 	assert_int_equal(vw_workloads_gpu(c.w, e, ARRAY_SIZE(e), 1000000), 0);
 	text = workloads_fixture_render(c.w);
-	assert_double_near(value(text, "kepler_process_gpu_joules_total{pid=\"100\",comm=\"nginx\","
-				       "exe=\"\",type=\"container\",state=\"running\",container_id=\""
-				       CID_A "\",vm_id=\"\",node_name=\"n1\"}"),
-			   4.0, 1e-9);
-	assert_double_near(value(text, "kepler_pod_gpu_joules_total{pod_id=\"" POD_UID "\","
-				       "pod_name=\"web\",pod_namespace=\"shop\",state=\"running\","
-				       "node_name=\"n1\"}"),
-			   2.0, 1e-9);
+	assert_double_near(value(text, "kepler_process_gpu_joules_total" NGINX_ROW), 4.0, 1e-9);
+	assert_double_near(value(text, "kepler_pod_gpu_joules_total" WEB_POD("")), 2.0, 1e-9);
 	free(text);
 	assert_int_equal(vw_workloads_gpu(c.w, NULL, 1, 0), -EINVAL);
 	/* Idle GPU energy by nvidia.com/gpu: the pod's one GPU (a limit alone) of the node's two
@@ -445,9 +433,7 @@ static void test_pod_list_arrives_late(void **state)
 	assert_int_equal(t.pods[VW_ZONE_PACKAGE][1], 2000000);
 	text = workloads_fixture_render(c.w);
 	assert_non_null(strstr(text, "container_id=\"" CID_B "\",container_name=\"app\""));
-	assert_double_near(value(text, "kepler_pod_cpu_joules_total{pod_id=\"" POD_UID "\","
-				       "pod_name=\"web\",pod_namespace=\"shop\",state=\"running\","
-				       "zone=\"package\",node_name=\"n1\"}"),
+	assert_double_near(value(text, "kepler_pod_cpu_joules_total" WEB_POD("zone=\"package\",")),
 			   2.0, 1e-9);
 	free(text);
 	teardown(&c);
