@@ -52,17 +52,9 @@ static const struct vw_option guest_options[] = {
 	  100, 10000000 },
 };
 
-const struct vw_config_program vw_guest_program = {
-	.name = "virtwatt-guest",
-	.version = VW_VERSION,
-	.summary =
-		"Power and energy exporter inside a VM. Takes the energy its host measured for this "
-		"VM over the passthrough channel (virtio port or shared folder), or estimates it with "
-		"a Kepler model when none is fresh, splits it over this VM's processes, containers "
-		"and pods, and serves Kepler-compatible Prometheus metrics on /metrics.",
-	.opts = guest_options,
-	.n_opts = sizeof(guest_options) / sizeof(guest_options[0]),
-};
-
-/* vw_daemon_main() reads the shared options at the start of the config. */
-_Static_assert(offsetof(struct vw_guest_config, common) == 0, "common options first");
+VW_DAEMON_PROGRAM(vw_guest_program, "virtwatt-guest", struct vw_guest_config, guest_options,
+		  "Power and energy exporter inside a VM. Takes the energy its host measured for "
+		  "this VM over the passthrough channel (virtio port or shared folder), or "
+		  "estimates it with a Kepler model when none is fresh, splits it over this VM's "
+		  "processes, containers and pods, and serves Kepler-compatible Prometheus metrics "
+		  "on /metrics.");

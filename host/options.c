@@ -153,17 +153,8 @@ static const struct vw_option host_options[] = {
 	  0.001, 1000 },
 };
 
-const struct vw_config_program vw_host_program = {
-	.name = "virtwatt-host",
-	.version = VW_VERSION,
-	.summary =
-		"Power and energy exporter for bare-metal and virtualization hosts. Measures node "
-		"power (RAPL through powercap sysfs; a Kepler model of CPU time where no meter "
-		"exists), splits each interval's energy into idle and active parts and serves "
-		"Kepler-compatible Prometheus metrics on /metrics.",
-	.opts = host_options,
-	.n_opts = sizeof(host_options) / sizeof(host_options[0]),
-};
-
-/* vw_daemon_main() reads the shared options at the start of the config. */
-_Static_assert(offsetof(struct vw_host_config, common) == 0, "common options first");
+VW_DAEMON_PROGRAM(vw_host_program, "virtwatt-host", struct vw_host_config, host_options,
+		  "Power and energy exporter for bare-metal and virtualization hosts. Measures "
+		  "node power (RAPL through powercap sysfs; a Kepler model of CPU time where no "
+		  "meter exists), splits each interval's energy into idle and active parts and "
+		  "serves Kepler-compatible Prometheus metrics on /metrics.");

@@ -620,6 +620,28 @@ int vw_prom_field_sample(struct vw_prom_writer *w, const char *const *label_valu
 	}
 }
 
+int vw_prom_field_families(struct vw_prom_writer *w, const struct vw_metric_family *table,
+			   const struct vw_prom_field_family *rows, size_t n_rows, size_t n_items,
+			   vw_prom_item_fn item, void *ctx)
+{
+	int r = 0;
+
+	for (size_t k = 0; r == 0 && k < n_rows; k++) {
+		const struct vw_metric_family *f = &table[rows[k].family];
+
+		r = vw_prom_family(w, f);
+		for (size_t i = 0; r == 0 && i < n_items; i++) {
+			const char *const *labels;
+			const void *base = item(ctx, i, f, &labels);
+
+			r = vw_prom_field_sample(w, labels, base, rows[k].off, rows[k].kind);
+		}
+		if (r == 0)
+			r = vw_prom_family_end(w);
+	}
+	return r;
+}
+
 int vw_prom_single(struct vw_prom_writer *w, const struct vw_metric_family *f,
 		   const char *const *label_values, double value)
 {

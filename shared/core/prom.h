@@ -132,6 +132,27 @@ int vw_prom_single(struct vw_prom_writer *w, const struct vw_metric_family *f,
 enum vw_prom_field { VW_PROM_FIELD_MICRO, VW_PROM_FIELD_COUNT, VW_PROM_FIELD_GAUGE };
 int vw_prom_field_sample(struct vw_prom_writer *w, const char *const *label_values,
 			 const void *base, size_t off, enum vw_prom_field kind);
+/* A family of such samples, one an item: its index in its module's table, and the field. */
+struct vw_prom_field_family {
+	int family;
+	enum vw_prom_field kind;
+	size_t off;
+};
+#define VW_PROM_FIELD_FAMILY(f, kind, type, field)                                                 \
+	{ (f), VW_PROM_FIELD_##kind, offsetof(type, field) }
+/*
+ * Item i (0..n_items): the struct its fields are read from, and in *ret_labels its label values
+ * for family f (valid until the next call).
+ */
+typedef const void *(*vw_prom_item_fn)(void *ctx, size_t i, const struct vw_metric_family *f,
+				       const char *const **ret_labels);
+/*
+ * Each row in turn, a whole family (table[row.family]) with one sample of each item: families
+ * declared once, produced by one callback. Returns 0 or the first error.
+ */
+int vw_prom_field_families(struct vw_prom_writer *w, const struct vw_metric_family *table,
+			   const struct vw_prom_field_family *rows, size_t n_rows, size_t n_items,
+			   vw_prom_item_fn item, void *ctx);
 /*
  * Close the current family: 0, or the error that rolled it back (-ENOBUFS, -ENOMEM);
  * -EINVAL when no family is open.

@@ -176,3 +176,12 @@ struct vw_ctrmeta *vw_daemon_open_ctrmeta(const struct vw_daemon_options *o);
 #include <signal.h>
 int vw_daemon_main(const struct vw_config_program *p, void *cfg, int argc, char **argv,
 		   int (*run)(void *cfg, volatile sig_atomic_t *stop));
+/*
+ * A daemon's program for vw_daemon_main(): its name, summary and options table, whose config
+ * type cfg_type must embed the shared options at its start (vw_daemon_main() reads them there).
+ */
+#define VW_DAEMON_PROGRAM(var, prog, cfg_type, options, text)                                      \
+	_Static_assert(offsetof(cfg_type, common) == 0, "common options first");                   \
+	const struct vw_config_program var = { .name = prog, .version = VW_VERSION,               \
+						.summary = text, .opts = options,                  \
+						.n_opts = sizeof(options) / sizeof(options[0]) }

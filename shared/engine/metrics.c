@@ -12,6 +12,7 @@
 #include <sys/utsname.h>
 
 #include "macro.h"
+#include "split_families.h"
 
 static const char *const l_zone[] = { "zone", "path", "node_name", NULL };
 static const char *const l_node[] = { "node_name", NULL };
@@ -25,24 +26,13 @@ static const char *const l_platform[] = { "source", "node_name", "bmc_id", "chas
 					  "source_id", "source_name", "source_type", NULL };
 
 enum {
-	F_JOULES, F_WATTS, F_ACTIVE_JOULES, F_ACTIVE_WATTS, F_IDLE_JOULES, F_IDLE_WATTS,
-	F_USAGE, F_CPU_INFO, F_BUILD_INFO, F_SOURCE, F_BASELINE, F_GAPS, F_WRAPS, F_READ_ERRORS,
-	F_CLAMPED, F_EXTRAPOLATED, F_PLATFORM_WATTS,
-	F_NONCPU_JOULES, F_NONCPU_WATTS, F__COUNT,
+	F_USAGE = VW_SPLIT__COUNT, F_CPU_INFO, F_BUILD_INFO, F_SOURCE, F_BASELINE, F_GAPS, F_WRAPS,
+	F_READ_ERRORS, F_CLAMPED, F_EXTRAPOLATED, F_PLATFORM_WATTS, F_NONCPU_JOULES, F_NONCPU_WATTS,
+	F__COUNT,
 };
 
-/* Kepler's node zone families: energy and power, whole or in one state. */
-#define KEPLER_NODE(fj, fw, state, in_state)                                                       \
-	[fj] = { "kepler_node_cpu_" state "joules_total", VW_METRIC_COUNTER,                       \
-		 "Energy consumption of cpu" in_state " at node level in joules", "joules",        \
-		 l_zone },                                                                         \
-	[fw] = { "kepler_node_cpu_" state "watts", VW_METRIC_GAUGE,                                \
-		 "Power consumption of cpu" in_state " at node level in watts", "watts", l_zone }
-
 const struct vw_metric_family vw_host_families[] = {
-	KEPLER_NODE(F_JOULES, F_WATTS, "", ""),
-	KEPLER_NODE(F_ACTIVE_JOULES, F_ACTIVE_WATTS, "active_", " in active state"),
-	KEPLER_NODE(F_IDLE_JOULES, F_IDLE_WATTS, "idle_", " in idle state"),
+	VW_SPLIT_FAMILIES("cpu", l_zone),
 	[F_USAGE] = { "kepler_node_cpu_usage_ratio", VW_METRIC_GAUGE,
 		      "CPU usage ratio of a node (value between 0.0 and 1.0)", NULL, l_node },
 	[F_CPU_INFO] = { "kepler_node_cpu_info", VW_METRIC_GAUGE,
@@ -103,35 +93,32 @@ static const char *or_unknown(const char *s)
 }
 
 /* The per-zone families, each row naming the view field it shows and how. */
-#define ZV(f, kind, field) { f, VW_PROM_FIELD_##kind, offsetof(struct vw_node_zone_view, field) }
-static const struct {
-	int family;
-	enum vw_prom_field kind;
-	size_t off;
-} zone_families[] = {
-	ZV(F_JOULES, MICRO, total_uj),
-	ZV(F_WATTS, GAUGE, watts),
-	ZV(F_ACTIVE_JOULES, MICRO, active_uj),
-	ZV(F_ACTIVE_WATTS, GAUGE, active_watts),
-	ZV(F_IDLE_JOULES, MICRO, idle_uj),
-	ZV(F_IDLE_WATTS, GAUGE, idle_watts),
+#define ZV(f, kind, field) VW_PROM_FIELD_FAMILY(f, kind, struct vw_node_zone_view, field)
+static const struct vw_prom_field_family zone_families[] = {
+	VW_SPLIT_FIELDS(struct vw_node_zone_view),
 	ZV(F_GAPS, COUNT, gaps),
 	ZV(F_WRAPS, COUNT, wraps),
 	ZV(F_READ_ERRORS, COUNT, read_errors),
 };
 
-static int render_zone_family(struct vw_prom_writer *w, const struct vw_node_view *v, size_t k)
+/* A zone and its label values (l_zone's). */
+struct zone_item {
+	const struct vw_node_view *v;
+	const char *labels[4];
+};
+
+static const void *zone_item(void *ctx, size_t i, const struct vw_metric_family *f,
+			     const char *const **ret_labels)
 {
-	int r = vw_prom_family(w, &vw_host_families[zone_families[k].family]);
+	struct zone_item *it = ctx;
+	const struct vw_node_zone_view *z = &it->v->zones[i];
 
-	for (size_t i = 0; r == 0 && i < v->n_zones; i++) {
-		const struct vw_node_zone_view *z = &v->zones[i];
-		const char *labels[] = { vw_zone_name(z->zone), z->path, v->node_name, NULL };
-
-		r = vw_prom_field_sample(w, labels, z, zone_families[k].off,
-					 zone_families[k].kind);
-	}
-	return r < 0 ? r : vw_prom_family_end(w);
+	(void)f;
+	it->labels[0] = vw_zone_name(z->zone);
+	it->labels[1] = z->path;
+	it->labels[2] = it->v->node_name;
+	*ret_labels = it->labels;
+	return z;
 }
 
 static int render_baseline(struct vw_prom_writer *w, const struct vw_node_view *v)
@@ -225,10 +212,10 @@ static int render_info(struct vw_prom_writer *w, const struct vw_node_view *v)
 
 int vw_host_metrics_write(const struct vw_node_view *v, struct vw_prom_writer *w)
 {
-	int r = 0;
+	struct zone_item zones = { .v = v };
+	int r = vw_prom_field_families(w, vw_host_families, zone_families,
+				       ARRAY_SIZE(zone_families), v->n_zones, zone_item, &zones);
 
-	for (size_t k = 0; r == 0 && k < ARRAY_SIZE(zone_families); k++)
-		r = render_zone_family(w, v, k);
 	if (r == 0)
 		r = render_baseline(w, v);
 	if (r == 0)
@@ -241,3 +228,5 @@ int vw_host_metrics_write(const struct vw_node_view *v, struct vw_prom_writer *w
 		r = vw_processinfo_write(w, v->self);
 	return r;
 }
+
+_Static_assert(ARRAY_SIZE(vw_host_families) == F__COUNT, "every family in the table");

@@ -217,21 +217,53 @@ static int single_micro(struct vw_prom_writer *pw, int fam, const char *const *v
 	return r < 0 ? r : vw_prom_family_end(pw);
 }
 
-static double gpu_watts(const struct vw_workloads *w, const struct acc *a)
-{
-	return vw_energy_watts(a->interval[M_ACTIVE], w->dt_ns);
-}
-
-static int acc_sample(const struct vw_workloads *w, struct vw_prom_writer *pw, bool joules,
-		      const char *const *v, const struct acc *a)
-{
-	return joules ? vw_prom_counter_micro(pw, v, a->uj[M_ACTIVE])
-		      : vw_prom_gauge(pw, v, gpu_watts(w, a));
-}
-
 static uint64_t gpu_energy(const struct wl_proc *p)
 {
 	return p->gpu.uj[M_ACTIVE];
+}
+
+/* The levels' items, each giving its GPU accumulator (z is -1: no zone). */
+static const struct acc *proc_item(const struct vw_workloads *w, const void *ctx, size_t i,
+				   int z, const char *node, struct wl_labels *l)
+{
+	const struct wl_proc *p = &w->procs[((const size_t *)ctx)[i]];
+
+	(void)z;
+	vw_wl_proc_labels(w, p, node, NULL, l);
+	return &p->gpu;
+}
+
+static const struct acc *cont_item(const struct vw_workloads *w, const void *ctx, size_t i,
+				   int z, const char *node, struct wl_labels *l)
+{
+	const struct wl_container *c = &w->conts[i];
+
+	(void)ctx, (void)z;
+	VW_WL_LABELS(l, c->id, c->name, vw_runtime_name(c->runtime),
+		     vw_wl_state_name(c->terminated), vw_wl_cont_pod(w, c), node);
+	return c->gpu.uj[M_ACTIVE] && c->final_gen != UINT64_MAX ? &c->gpu : NULL;
+}
+
+static const struct acc *pod_item(const struct vw_workloads *w, const void *ctx, size_t i,
+				  int z, const char *node, struct wl_labels *l)
+{
+	const struct wl_pod *p = &w->pods[i];
+
+	(void)ctx, (void)z;
+	VW_WL_LABELS(l, p->info.uid, p->info.name, p->info.namespace_,
+		     vw_wl_state_name(p->terminated), node);
+	return p->gpu.uj[M_ACTIVE] && p->final_gen != UINT64_MAX ? &p->gpu : NULL;
+}
+
+static const struct acc *vm_item(const struct vw_workloads *w, const void *ctx, size_t i,
+				 int z, const char *node, struct wl_labels *l)
+{
+	const struct wl_vm *vm = &w->vms[i];
+
+	(void)ctx, (void)z;
+	VW_WL_LABELS(l, vm->uuid, vm->name, vm->hypervisor, vw_wl_state_name(vm->terminated),
+		     node);
+	return vm->has_gpu && !vm->hidden ? &vm->gpu : NULL;
 }
 
 /* The processes that used a GPU, the most energetic --metrics.process-top-n of them. */
@@ -241,65 +273,8 @@ static int render_procs(const struct vw_workloads *w, struct vw_prom_writer *pw,
 	size_t n = 0;
 	int r = order ? vw_wl_top_procs(w, gpu_energy, true, order, &n) : -ENOMEM;
 
-	for (int f = F_PROC_J; r == 0 && f <= F_PROC_W; f++) {
-		r = vw_prom_family(pw, &gpu_families[f]);
-		for (size_t k = 0; r == 0 && k < n; k++) {
-			const struct wl_proc *p = &w->procs[order[k]];
-			struct proc_labels l;
-			const char *v[9];
-
-			vw_wl_proc_labels(w, p, node, "", &l);
-			/* pid, comm, exe, type, state, container_id, vm_id: no zone */
-			memcpy(v, l.v, 7 * sizeof(*v));
-			v[7] = node, v[8] = NULL;
-			r = acc_sample(w, pw, f == F_PROC_J, v, &p->gpu);
-		}
-		if (r == 0)
-			r = vw_prom_family_end(pw);
-	}
-	return r;
-}
-
-static int render_containers(const struct vw_workloads *w, struct vw_prom_writer *pw,
-			     const char *node)
-{
-	int r = 0;
-
-	for (int f = F_CONT_J; r == 0 && f <= F_CONT_W; f++) {
-		r = vw_prom_family(pw, &gpu_families[f]);
-		for (size_t i = 0; r == 0 && i < w->n_conts; i++) {
-			const struct wl_container *c = &w->conts[i];
-			const char *v[] = { c->id, c->name, vw_runtime_name(c->runtime),
-					    c->terminated ? "terminated" : "running",
-					    c->pod >= 0 ? w->pods[c->pod].info.uid : "", node, NULL };
-
-			if (c->gpu.uj[M_ACTIVE] && c->final_gen != UINT64_MAX)
-				r = acc_sample(w, pw, f == F_CONT_J, v, &c->gpu);
-		}
-		if (r == 0)
-			r = vw_prom_family_end(pw);
-	}
-	return r;
-}
-
-static int render_pods(const struct vw_workloads *w, struct vw_prom_writer *pw, const char *node)
-{
-	int r = 0;
-
-	for (int f = F_POD_J; r == 0 && f <= F_POD_W; f++) {
-		r = vw_prom_family(pw, &gpu_families[f]);
-		for (size_t i = 0; r == 0 && i < w->n_pods; i++) {
-			const struct wl_pod *p = &w->pods[i];
-			const char *v[] = { p->info.uid, p->info.name, p->info.namespace_,
-					    p->terminated ? "terminated" : "running", node, NULL };
-
-			if (p->gpu.uj[M_ACTIVE] && p->final_gen != UINT64_MAX)
-				r = acc_sample(w, pw, f == F_POD_J, v, &p->gpu);
-		}
-		if (r == 0)
-			r = vw_prom_family_end(pw);
-	}
-	return r;
+	return r < 0 ? r : vw_wl_render_level(w, pw, node, &gpu_families[F_PROC_J],
+					      VW_WL_ACTIVE_W + 1, false, n, proc_item, order);
 }
 
 static int render_pod_idle(const struct vw_workloads *w, struct vw_prom_writer *pw,
@@ -310,7 +285,7 @@ static int render_pod_idle(const struct vw_workloads *w, struct vw_prom_writer *
 	for (size_t i = 0; r == 0 && i < w->n_pods; i++) {
 		const struct wl_pod *p = &w->pods[i];
 		const char *v[] = { p->info.uid, p->info.name, p->info.namespace_,
-				    p->terminated ? "terminated" : "running", node, NULL };
+				    vw_wl_state_name(p->terminated), node, NULL };
 
 		if (p->gpu.uj[M_IDLE] && p->final_gen != UINT64_MAX)
 			r = vw_prom_counter_micro(pw, v, p->gpu.uj[M_IDLE]);
@@ -318,31 +293,10 @@ static int render_pod_idle(const struct vw_workloads *w, struct vw_prom_writer *
 	return r < 0 ? r : vw_prom_family_end(pw);
 }
 
-static int render_vms(const struct vw_workloads *w, struct vw_prom_writer *pw, const char *node)
-{
-	int r = 0;
-
-	for (int f = F_VM_J; r == 0 && f <= F_VM_IDLE_W; f++) {
-		int m = f >= F_VM_IDLE_J ? M_IDLE : M_ACTIVE;
-
-		r = vw_prom_family(pw, &gpu_families[f]);
-		for (size_t k = 0; r == 0 && k < w->n_vms; k++) {
-			const struct wl_vm *vm = &w->vms[k];
-			const char *v[] = { vm->uuid, vm->name, vm->hypervisor,
-					    vm->terminated ? "terminated" : "running", node, NULL };
-
-			if (!vm->has_gpu || vm->hidden)
-				continue;
-			r = f == F_VM_J || f == F_VM_IDLE_J
-				    ? vw_prom_counter_micro(pw, v, vm->gpu.uj[m])
-				    : vw_prom_gauge(pw, v, vw_energy_watts(vm->gpu.interval[m],
-									   w->dt_ns));
-		}
-		if (r == 0)
-			r = vw_prom_family_end(pw);
-	}
-	return r;
-}
+_Static_assert(F_PROC_W == F_PROC_J + VW_WL_ACTIVE_W && F_CONT_W == F_CONT_J + VW_WL_ACTIVE_W &&
+		       F_POD_W == F_POD_J + VW_WL_ACTIVE_W &&
+		       F_VM_IDLE_W == F_VM_J + VW_WL_IDLE_W,
+	       "a level's families in order");
 
 int vw_workloads_render_gpu(const struct vw_workloads *w, struct vw_prom_writer *pw,
 			    const char *node_name)
@@ -361,12 +315,15 @@ int vw_workloads_render_gpu(const struct vw_workloads *w, struct vw_prom_writer 
 	if (r == 0 && w->o.processes)
 		r = render_procs(w, pw, node_name);
 	if (r == 0 && w->o.containers)
-		r = render_containers(w, pw, node_name);
+		r = vw_wl_render_level(w, pw, node_name, &gpu_families[F_CONT_J],
+				       VW_WL_ACTIVE_W + 1, false, w->n_conts, cont_item, NULL);
 	if (r == 0 && w->o.pods)
-		r = render_pods(w, pw, node_name);
+		r = vw_wl_render_level(w, pw, node_name, &gpu_families[F_POD_J],
+				       VW_WL_ACTIVE_W + 1, false, w->n_pods, pod_item, NULL);
 	if (r == 0 && w->o.pods)
 		r = render_pod_idle(w, pw, node_name);
 	if (r == 0 && w->o.vms)
-		r = render_vms(w, pw, node_name);
+		r = vw_wl_render_level(w, pw, node_name, &gpu_families[F_VM_J], VW_WL_IDLE_W + 1,
+				       false, w->n_vms, vm_item, NULL);
 	return r;
 }

@@ -87,7 +87,7 @@ const struct vw_family_table vw_workload_family_table = {
 	"unattributed and uncontained parts", vw_workload_families, ARRAY_SIZE(vw_workload_families),
 };
 
-static const char *state_name(bool terminated)
+const char *vw_wl_state_name(bool terminated)
 {
 	return terminated ? "terminated" : "running";
 }
@@ -147,7 +147,7 @@ int vw_wl_top_procs(const struct vw_workloads *w, uint64_t (*energy)(const struc
 }
 
 void vw_wl_proc_labels(const struct vw_workloads *w, const struct wl_proc *p, const char *node,
-		       const char *zone, struct proc_labels *l)
+		       const char *zone, struct wl_labels *l)
 {
 	const struct wl_container *c = p->container >= 0 ? &w->conts[p->container] : NULL;
 	const struct wl_vm *vm = p->vm >= 0 ? &w->vms[p->vm] : NULL;
@@ -157,44 +157,93 @@ void vw_wl_proc_labels(const struct vw_workloads *w, const struct wl_proc *p, co
 	l->v[1] = p->comm;
 	l->v[2] = p->exe;
 	l->v[3] = vm ? "vm" : c ? "container" : "regular";
-	l->v[4] = state_name(p->terminated);
+	l->v[4] = vw_wl_state_name(p->terminated);
 	l->v[5] = c ? c->id : "";
 	l->v[6] = vm ? vm->uuid : "";
-	l->v[7] = zone;
-	l->v[8] = node;
+	l->v[7] = zone ? zone : node;
+	l->v[8] = zone ? node : NULL;
 	l->v[9] = NULL;
 }
 
-static int render_procs(const struct vw_workloads *w, struct vw_prom_writer *pw,
-			const char *node, const size_t *order, size_t n)
+/* ---- Each level: processes (top N by energy), containers, pods, VMs ---- */
+
+_Static_assert(F_PROC_IDLE_J == F_PROC_J + VW_WL_IDLE_J &&
+		       F_CONT_IDLE_J == F_CONT_J + VW_WL_IDLE_J &&
+		       F_POD_IDLE_J == F_POD_J + VW_WL_IDLE_J &&
+		       F_VM_IDLE_W == F_VM_J + VW_WL_IDLE_W,
+	       "a level's families in order");
+
+static int level_sample(const struct vw_workloads *w, struct vw_prom_writer *pw, int f,
+			const char *const *v, const struct acc *a)
 {
-	static const int fams[] = { F_PROC_J, F_PROC_W, F_PROC_IDLE_J };
+	switch (f) {
+	case VW_WL_ACTIVE_J:
+		return vw_prom_counter_micro(pw, v, a->uj[M_ACTIVE]);
+	case VW_WL_ACTIVE_W:
+		return vw_prom_gauge(pw, v, interval_watts(w, a));
+	case VW_WL_IDLE_J:
+		return vw_prom_counter_micro(pw, v, a->uj[M_IDLE]);
+	default:
+		return vw_prom_gauge(pw, v, vw_energy_watts(a->interval[M_IDLE], w->dt_ns));
+	}
+}
+
+int vw_wl_render_level(const struct vw_workloads *w, struct vw_prom_writer *pw, const char *node,
+		       const struct vw_metric_family *fams, int n, bool zones, size_t n_items,
+		       vw_wl_item_fn item, const void *ctx)
+{
 	int r = 0;
 
-	for (size_t f = 0; r == 0 && f < ARRAY_SIZE(fams); f++) {
-		r = vw_prom_family(pw, &vw_workload_families[fams[f]]);
-		for (size_t k = 0; r == 0 && k < n; k++) {
-			const struct wl_proc *p = &w->procs[order[k]];
+	for (int f = 0; r == 0 && f < n; f++) {
+		r = vw_prom_family(pw, &fams[f]);
+		for (size_t i = 0; r == 0 && i < n_items; i++)
+			for (int k = 0; r == 0 && k < (zones ? VW_ZONE__COUNT : 1); k++) {
+				int z = zones ? k : -1;
+				struct wl_labels l;
+				const struct acc *a;
 
-			for (int z = 0; r == 0 && z < VW_ZONE__COUNT; z++) {
-				struct proc_labels l;
-
-				if (!w->present[z])
+				if (z >= 0 && !w->present[z])
 					continue;
-				vw_wl_proc_labels(w, p, node, vw_zone_name((enum vw_zone)z), &l);
-				r = fams[f] == F_PROC_J   ? vw_prom_counter_micro(pw, l.v, p->z[z].uj[M_ACTIVE])
-				    : fams[f] == F_PROC_W ? vw_prom_gauge(pw, l.v, interval_watts(w, &p->z[z]))
-							  : vw_prom_counter_micro(pw, l.v, p->z[z].uj[M_IDLE]);
+				a = item(w, ctx, i, z, node, &l);
+				if (a)
+					r = level_sample(w, pw, f, l.v, a);
 			}
-		}
 		if (r == 0)
 			r = vw_prom_family_end(pw);
 	}
+	return r;
+}
+
+/* The CPU levels' items, each giving its zone z's accumulator. */
+static const char *zone(int z)
+{
+	return vw_zone_name((enum vw_zone)z);
+}
+
+static const struct acc *proc_item(const struct vw_workloads *w, const void *ctx, size_t i,
+				   int z, const char *node, struct wl_labels *l)
+{
+	const struct wl_proc *p = &w->procs[((const size_t *)ctx)[i]];
+
+	vw_wl_proc_labels(w, p, node, zone(z), l);
+	return &p->z[z];
+}
+
+static int render_processes(const struct vw_workloads *w, struct vw_prom_writer *pw,
+			    const char *node)
+{
+	_cleanup_free_ size_t *order = calloc(w->n_procs + 1, sizeof(size_t));
+	size_t n = 0;
+	int r = order ? vw_wl_top_procs(w, proc_energy, false, order, &n) : -ENOMEM;
+
+	if (r == 0)
+		r = vw_wl_render_level(w, pw, node, &vw_workload_families[F_PROC_J],
+				       VW_WL_IDLE_J + 1, true, n, proc_item, order);
 	if (r == 0)
 		r = vw_prom_family(pw, &vw_workload_families[F_PROC_SEC]);
 	for (size_t k = 0; r == 0 && k < n; k++) {
 		const struct wl_proc *p = &w->procs[order[k]];
-		struct proc_labels l;
+		struct wl_labels l;
 		const char *v[8];
 
 		vw_wl_proc_labels(w, p, node, "", &l);
@@ -206,122 +255,62 @@ static int render_procs(const struct vw_workloads *w, struct vw_prom_writer *pw,
 	return r < 0 ? r : vw_prom_family_end(pw);
 }
 
-static int render_processes(const struct vw_workloads *w, struct vw_prom_writer *pw,
-			    const char *node)
+const char *vw_wl_cont_pod(const struct vw_workloads *w, const struct wl_container *c)
 {
-	_cleanup_free_ size_t *order = calloc(w->n_procs + 1, sizeof(size_t));
-	size_t n = 0;
-	int r = order ? vw_wl_top_procs(w, proc_energy, false, order, &n) : -ENOMEM;
-
-	return r < 0 ? r : render_procs(w, pw, node, order, n);
+	return c->pod >= 0 ? w->pods[c->pod].info.uid : "";
 }
 
-/* ---- Containers and pods ---- */
+static const struct acc *cont_item(const struct vw_workloads *w, const void *ctx, size_t i,
+				   int z, const char *node, struct wl_labels *l)
+{
+	const struct wl_container *c = &w->conts[i];
+
+	(void)ctx;
+	VW_WL_LABELS(l, c->id, c->name, vw_runtime_name(c->runtime),
+		     vw_wl_state_name(c->terminated), zone(z), vw_wl_cont_pod(w, c), node);
+	return c->final_gen == UINT64_MAX ? NULL : &c->z[z];
+}
 
 static int render_containers(const struct vw_workloads *w, struct vw_prom_writer *pw,
 			     const char *node)
 {
-	static const int fams[] = { F_CONT_J, F_CONT_W, F_CONT_IDLE_J, F_CONT_SEC };
-	int r = 0;
+	int r = vw_wl_render_level(w, pw, node, &vw_workload_families[F_CONT_J], VW_WL_IDLE_J + 1,
+				   true, w->n_conts, cont_item, NULL);
 
-	for (size_t f = 0; r == 0 && f < ARRAY_SIZE(fams); f++) {
-		r = vw_prom_family(pw, &vw_workload_families[fams[f]]);
-		for (size_t i = 0; r == 0 && i < w->n_conts; i++) {
-			const struct wl_container *c = &w->conts[i];
-			const char *pod = c->pod >= 0 ? w->pods[c->pod].info.uid : "";
+	if (r == 0)
+		r = vw_prom_family(pw, &vw_workload_families[F_CONT_SEC]);
+	for (size_t i = 0; r == 0 && i < w->n_conts; i++) {
+		const struct wl_container *c = &w->conts[i];
+		const char *v[] = { c->id, c->name, vw_runtime_name(c->runtime),
+				    vw_wl_state_name(c->terminated), vw_wl_cont_pod(w, c), node,
+				    NULL };
 
-			if (c->final_gen == UINT64_MAX)
-				continue;
-			if (fams[f] == F_CONT_SEC) {
-				const char *v[] = { c->id, c->name, vw_runtime_name(c->runtime),
-						    state_name(c->terminated), pod, node, NULL };
-
-				r = vw_prom_counter_micro(pw, v, c->cpu_ns / 1000);
-				continue;
-			}
-			for (int z = 0; r == 0 && z < VW_ZONE__COUNT; z++) {
-				const char *v[] = { c->id, c->name, vw_runtime_name(c->runtime),
-						    state_name(c->terminated),
-						    vw_zone_name((enum vw_zone)z), pod, node, NULL };
-
-				if (!w->present[z])
-					continue;
-				r = fams[f] == F_CONT_J   ? vw_prom_counter_micro(pw, v, c->z[z].uj[M_ACTIVE])
-				    : fams[f] == F_CONT_W ? vw_prom_gauge(pw, v, interval_watts(w, &c->z[z]))
-							  : vw_prom_counter_micro(pw, v, c->z[z].uj[M_IDLE]);
-			}
-		}
-		if (r == 0)
-			r = vw_prom_family_end(pw);
+		if (c->final_gen != UINT64_MAX)
+			r = vw_prom_counter_micro(pw, v, c->cpu_ns / 1000);
 	}
-	return r;
+	return r < 0 ? r : vw_prom_family_end(pw);
 }
 
-static int render_pods(const struct vw_workloads *w, struct vw_prom_writer *pw, const char *node)
+static const struct acc *pod_item(const struct vw_workloads *w, const void *ctx, size_t i,
+				  int z, const char *node, struct wl_labels *l)
 {
-	static const int fams[] = { F_POD_J, F_POD_W, F_POD_IDLE_J };
-	int r = 0;
+	const struct wl_pod *p = &w->pods[i];
 
-	for (size_t f = 0; r == 0 && f < ARRAY_SIZE(fams); f++) {
-		r = vw_prom_family(pw, &vw_workload_families[fams[f]]);
-		for (size_t i = 0; r == 0 && i < w->n_pods; i++) {
-			const struct wl_pod *p = &w->pods[i];
-
-			for (int z = 0; r == 0 && z < VW_ZONE__COUNT; z++) {
-				const char *v[] = { p->info.uid, p->info.name, p->info.namespace_,
-						    state_name(p->terminated),
-						    vw_zone_name((enum vw_zone)z), node, NULL };
-
-				if (!w->present[z] || p->final_gen == UINT64_MAX)
-					continue;
-				r = fams[f] == F_POD_J   ? vw_prom_counter_micro(pw, v, p->z[z].uj[M_ACTIVE])
-				    : fams[f] == F_POD_W ? vw_prom_gauge(pw, v, interval_watts(w, &p->z[z]))
-							 : vw_prom_counter_micro(pw, v, p->z[z].uj[M_IDLE]);
-			}
-		}
-		if (r == 0)
-			r = vw_prom_family_end(pw);
-	}
-	return r;
+	(void)ctx;
+	VW_WL_LABELS(l, p->info.uid, p->info.name, p->info.namespace_,
+		     vw_wl_state_name(p->terminated), zone(z), node);
+	return p->final_gen == UINT64_MAX ? NULL : &p->z[z];
 }
 
-static int vm_sample(const struct vw_workloads *w, struct vw_prom_writer *pw, int fam,
-		     const char *const *v, const struct acc *a)
+static const struct acc *vm_item(const struct vw_workloads *w, const void *ctx, size_t i,
+				 int z, const char *node, struct wl_labels *l)
 {
-	switch (fam) {
-	case F_VM_J:
-		return vw_prom_counter_micro(pw, v, a->uj[M_ACTIVE]);
-	case F_VM_W:
-		return vw_prom_gauge(pw, v, vw_energy_watts(a->interval[M_ACTIVE], w->dt_ns));
-	case F_VM_IDLE_J:
-		return vw_prom_counter_micro(pw, v, a->uj[M_IDLE]);
-	default:
-		return vw_prom_gauge(pw, v, vw_energy_watts(a->interval[M_IDLE], w->dt_ns));
-	}
-}
+	const struct wl_vm *vm = &w->vms[i];
 
-static int render_vms(const struct vw_workloads *w, struct vw_prom_writer *pw, const char *node)
-{
-	int r = 0;
-
-	for (int f = F_VM_J; r == 0 && f <= F_VM_IDLE_W; f++) {
-		r = vw_prom_family(pw, &vw_workload_families[f]);
-		for (size_t k = 0; r == 0 && k < w->n_vms; k++) {
-			const struct wl_vm *vm = &w->vms[k];
-
-			for (int z = 0; r == 0 && z < VW_ZONE__COUNT; z++) {
-				const char *v[] = { vm->uuid, vm->name, vm->hypervisor,
-						    state_name(vm->terminated),
-						    vw_zone_name((enum vw_zone)z), node, NULL };
-
-				if (w->present[z] && !vm->hidden)
-					r = vm_sample(w, pw, f, v, &vm->z[z]);
-			}
-		}
-		if (r == 0)
-			r = vw_prom_family_end(pw);
-	}
-	return r;
+	(void)ctx;
+	VW_WL_LABELS(l, vm->uuid, vm->name, vm->hypervisor, vw_wl_state_name(vm->terminated),
+		     zone(z), node);
+	return vm->hidden ? NULL : &vm->z[z];
 }
 
 static int render_rest(const struct vw_workloads *w, struct vw_prom_writer *pw, int fam,
@@ -363,8 +352,10 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 	if (r == 0 && w->o.containers)
 		r = render_containers(w, pw, node_name);
 	if (r == 0 && w->o.pods)
-		r = render_pods(w, pw, node_name);
+		r = vw_wl_render_level(w, pw, node_name, &vw_workload_families[F_POD_J],
+				       VW_WL_IDLE_J + 1, true, w->n_pods, pod_item, NULL);
 	if (r == 0 && w->o.vms)
-		r = render_vms(w, pw, node_name);
+		r = vw_wl_render_level(w, pw, node_name, &vw_workload_families[F_VM_J],
+				       VW_WL_IDLE_W + 1, true, w->n_vms, vm_item, NULL);
 	return r;
 }

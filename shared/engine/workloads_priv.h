@@ -119,14 +119,35 @@ struct vw_workloads {
 	uint64_t gpu_idle_unreserved_uj; /* idle GPU energy no pod's nvidia.com/gpu reserved */
 };
 
-/* A process's Kepler label values (pid, comm, exe, type, state, container_id, vm_id, zone,
- * node_name), the pid's text kept in pid. */
-struct proc_labels {
+/* A workload series' label values, NULL-terminated (a process's pid's text kept in pid). */
+struct wl_labels {
 	char pid[16];
 	const char *v[10];
 };
+#define VW_WL_LABELS(l, ...)                                                                       \
+	memcpy((l)->v, (const char *[]){ __VA_ARGS__, NULL },                                      \
+	       sizeof((const char *[]){ __VA_ARGS__, NULL }))
+/* A process's Kepler label values: pid, comm, exe, type, state, container_id, vm_id, zone (none
+ * where zone is NULL), node_name. */
 void vw_wl_proc_labels(const struct vw_workloads *w, const struct wl_proc *p, const char *node,
-		       const char *zone, struct proc_labels *l);
+		       const char *zone, struct wl_labels *l);
+const char *vw_wl_state_name(bool terminated); /* "terminated" or "running" */
+/* A container's pod_id label: its pod's UID, "" for none. */
+const char *vw_wl_cont_pod(const struct vw_workloads *w, const struct wl_container *c);
+
+/* A level's families, in this order from its first: active joules and watts, idle joules and
+ * watts (the ones it has). */
+enum { VW_WL_ACTIVE_J, VW_WL_ACTIVE_W, VW_WL_IDLE_J, VW_WL_IDLE_W };
+/* Item i of a level: its label values for zone z (-1: the level's families have no zone) into l,
+ * and the accumulator shown, or NULL where the item is not shown. */
+typedef const struct acc *(*vw_wl_item_fn)(const struct vw_workloads *w, const void *ctx,
+					    size_t i, int z, const char *node,
+					    struct wl_labels *l);
+/* The level's families fams[0..n), each a sample per item shown (and, with zones, per zone
+ * present). */
+int vw_wl_render_level(const struct vw_workloads *w, struct vw_prom_writer *pw, const char *node,
+		       const struct vw_metric_family *fams, int n, bool zones, size_t n_items,
+		       vw_wl_item_fn item, const void *ctx);
 /* The processes to export into order[0..*ret_n) (indices into w->procs): all of them, or the
  * --metrics.process-top-n with the most energy(p); with skip_zero, none with energy(p) == 0.
  * order has room for w->n_procs. -ENOMEM. */

@@ -232,6 +232,29 @@ size_t vw_gpus_count(const struct vw_gpus *g)
 	return g ? g->n_dev : 0;
 }
 
+/*
+ * What a device's list call (processes, vGPUs) returned: -EOPNOTSUPP turns the list off for
+ * good (*off), a failure is complained about while it lasts (its note after the error), a list
+ * after failures is said to be back. True where there is a list.
+ */
+static bool listed(const struct gpu_dev *d, int r, bool *off, struct vw_complaint *cx,
+		   const char *what, const char *note)
+{
+	if (r == -EOPNOTSUPP) {
+		*off = true;
+		return false;
+	}
+	if (r < 0) {
+		vw_complain(cx, VW_LOG_WARN, "gpu: %s device %u (%s): listing its %s: %s%s",
+			    d->src->ops->name, d->info->index, d->info->uuid, what, strerror(-r),
+			    note);
+		return false;
+	}
+	vw_release(cx, VW_LOG_INFO, "gpu: %s device %u (%s): %s listed again", d->src->ops->name,
+		   d->info->index, d->info->uuid, what);
+	return true;
+}
+
 /* The processes on the device this tick, where the source lists them. */
 static void sample_processes(struct gpu_dev *d)
 {
@@ -244,24 +267,15 @@ static void sample_processes(struct gpu_dev *d)
 	r = d->src->ops->processes ? d->src->ops->processes(d->src->state, d->idx, s,
 							    ARRAY_SIZE(s), &n)
 				   : -EOPNOTSUPP;
-	if (r == -EOPNOTSUPP) {
-		d->procs_off = true;
+	if (listed(d, r, &d->procs_off, &d->proc_complaint, "processes", ""))
+		vw_gpu_procs_add(&d->procs, s, n);
+	else if (d->procs_off)
 		vw_info("gpu: %s device %u (%s): no process list: its active energy stays the "
 			"node's", d->src->ops->name, d->info->index, d->info->uuid);
-		return;
-	}
-	if (r < 0) {
-		vw_complain(&d->proc_complaint, VW_LOG_WARN,
-			    "gpu: %s device %u (%s): listing its processes: %s", d->src->ops->name,
-			    d->info->index, d->info->uuid, strerror(-r));
-		return;
-	}
-	vw_release(&d->proc_complaint, VW_LOG_INFO, "gpu: %s device %u (%s): processes listed again",
-		   d->src->ops->name, d->info->index, d->info->uuid);
-	vw_gpu_procs_add(&d->procs, s, n);
 }
 
-/* The vGPUs on the device this tick, where the source lists them (a vGPU host). */
+/* The vGPUs on the device this tick, where the source lists them (a vGPU host; elsewhere,
+ * nothing to say). */
 static void sample_vgpus(struct gpu_dev *d)
 {
 	struct vw_gpu_vgpu_sample s[VW_GPU_MAX_VGPUS];
@@ -272,20 +286,9 @@ static void sample_vgpus(struct gpu_dev *d)
 		return;
 	r = d->src->ops->vgpus ? d->src->ops->vgpus(d->src->state, d->idx, s, ARRAY_SIZE(s), &n)
 			       : -EOPNOTSUPP;
-	if (r == -EOPNOTSUPP) {
-		d->vgpus_off = true; /* not a vGPU host: nothing to say */
-		return;
-	}
-	if (r < 0) {
-		vw_complain(&d->vgpu_complaint, VW_LOG_WARN,
-			    "gpu: %s device %u (%s): listing its vGPUs: %s; their energy stays the "
-			    "node's",
-			    d->src->ops->name, d->info->index, d->info->uuid, strerror(-r));
-		return;
-	}
-	vw_release(&d->vgpu_complaint, VW_LOG_INFO, "gpu: %s device %u (%s): vGPUs listed again",
-		   d->src->ops->name, d->info->index, d->info->uuid);
-	vw_gpu_procs_add_vgpus(&d->procs, s, n);
+	if (listed(d, r, &d->vgpus_off, &d->vgpu_complaint, "vGPUs",
+		   "; their energy stays the node's"))
+		vw_gpu_procs_add_vgpus(&d->procs, s, n);
 }
 
 /* One device at now_ns: its counter, or its power integrated; utilization summed. */

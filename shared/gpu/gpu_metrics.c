@@ -12,6 +12,7 @@
 #include "gpu.h"
 #include "macro.h"
 #include "prom.h"
+#include "split_families.h"
 
 static const char *const l_gpu[] = { "gpu", "gpu_uuid", "gpu_name", "vendor", "node_name", NULL };
 static const char *const l_dev[] = { "gpu", "gpu_uuid", "node_name", NULL };
@@ -20,21 +21,11 @@ static const char *const l_meter[] = { "gpu", "gpu_uuid", "source", "energy", "m
 				       "node_name", NULL };
 
 enum {
-	F_JOULES, F_WATTS, F_ACTIVE_JOULES, F_ACTIVE_WATTS, F_IDLE_JOULES, F_IDLE_WATTS, F_INFO,
-	F_METER, F_BASELINE, F_USAGE, F_GAPS, F_READ_ERRORS, F__COUNT,
+	F_INFO = VW_SPLIT__COUNT, F_METER, F_BASELINE, F_USAGE, F_GAPS, F_READ_ERRORS, F__COUNT,
 };
 
-#define KEPLER_GPU(fj, fw, state, in_state)                                                        \
-	[fj] = { "kepler_node_gpu_" state "joules_total", VW_METRIC_COUNTER,                       \
-		 "Energy consumption of gpu" in_state " at node level in joules", "joules",        \
-		 l_gpu },                                                                          \
-	[fw] = { "kepler_node_gpu_" state "watts", VW_METRIC_GAUGE,                                \
-		 "Power consumption of gpu" in_state " at node level in watts", "watts", l_gpu }
-
 static const struct vw_metric_family gpu_families[] = {
-	KEPLER_GPU(F_JOULES, F_WATTS, "", ""),
-	KEPLER_GPU(F_ACTIVE_JOULES, F_ACTIVE_WATTS, "active_", " in active state"),
-	KEPLER_GPU(F_IDLE_JOULES, F_IDLE_WATTS, "idle_", " in idle state"),
+	VW_SPLIT_FAMILIES("gpu", l_gpu),
 	[F_INFO] = { "kepler_node_gpu_info", VW_METRIC_GAUGE,
 		     "GPU device information for mapping index to UUID/name", NULL, l_gpu },
 	[F_METER] = { "virtwatt_node_gpu_meter_info", VW_METRIC_GAUGE,
@@ -69,18 +60,9 @@ const struct vw_family_table vw_gpu_family_table = {
 };
 
 /* The per-device families that show one view field each. */
-#define GV(f, kind, field) { f, VW_PROM_FIELD_##kind, offsetof(struct vw_gpu_view, field) }
-static const struct {
-	int family;
-	enum vw_prom_field kind;
-	size_t off;
-} value_families[] = {
-	GV(F_JOULES, MICRO, total_uj),
-	GV(F_WATTS, GAUGE, watts),
-	GV(F_ACTIVE_JOULES, MICRO, active_uj),
-	GV(F_ACTIVE_WATTS, GAUGE, active_watts),
-	GV(F_IDLE_JOULES, MICRO, idle_uj),
-	GV(F_IDLE_WATTS, GAUGE, idle_watts),
+#define GV(f, kind, field) VW_PROM_FIELD_FAMILY(f, kind, struct vw_gpu_view, field)
+static const struct vw_prom_field_family value_families[] = {
+	VW_SPLIT_FIELDS(struct vw_gpu_view),
 	GV(F_GAPS, COUNT, gaps),
 	GV(F_READ_ERRORS, COUNT, read_errors),
 };
@@ -116,22 +98,23 @@ static void fill_labels(struct dev_labels *l, const struct vw_gpu_view *v, const
 	       sizeof(l->meter));
 }
 
-static int render_values(const struct vw_gpus *g, struct vw_prom_writer *w, const char *node,
-			 size_t k)
+/* Device i's view and label values. */
+struct gpu_item {
+	const struct vw_gpus *g;
+	const char *node;
+	struct vw_gpu_view v;
+	struct dev_labels l;
+};
+
+static const void *gpu_item(void *ctx, size_t i, const struct vw_metric_family *f,
+			    const char *const **ret_labels)
 {
-	const struct vw_metric_family *f = &gpu_families[value_families[k].family];
-	int r = vw_prom_family(w, f);
+	struct gpu_item *it = ctx;
 
-	for (size_t i = 0; r == 0 && i < vw_gpus_count(g); i++) {
-		struct dev_labels l;
-		struct vw_gpu_view v;
-
-		vw_gpus_view(g, i, &v);
-		fill_labels(&l, &v, node);
-		r = vw_prom_field_sample(w, f->labels == l_gpu ? l.gpu : l.dev, &v,
-					 value_families[k].off, value_families[k].kind);
-	}
-	return r < 0 ? r : vw_prom_family_end(w);
+	vw_gpus_view(it->g, i, &it->v);
+	fill_labels(&it->l, &it->v, it->node);
+	*ret_labels = f->labels == l_gpu ? it->l.gpu : it->l.dev;
+	return &it->v;
 }
 
 /* The gauges whose labels or presence differ per family. */
@@ -172,18 +155,16 @@ static bool any_usage(const struct vw_gpus *g)
 
 int vw_gpus_render(const struct vw_gpus *g, struct vw_prom_writer *w, const char *node_name)
 {
-	int r = 0;
+	static const int gauges[] = { F_INFO, F_METER, F_BASELINE };
+	struct gpu_item it = { .g = g, .node = node_name };
+	int r;
 
 	if (vw_gpus_count(g) == 0)
 		return 0;
-	for (size_t k = 0; r == 0 && k < ARRAY_SIZE(value_families); k++)
-		r = render_values(g, w, node_name, k);
-	if (r == 0)
-		r = render_gauges(g, w, node_name, F_INFO);
-	if (r == 0)
-		r = render_gauges(g, w, node_name, F_METER);
-	if (r == 0)
-		r = render_gauges(g, w, node_name, F_BASELINE);
+	r = vw_prom_field_families(w, gpu_families, value_families, ARRAY_SIZE(value_families),
+				   vw_gpus_count(g), gpu_item, &it);
+	for (size_t k = 0; r == 0 && k < ARRAY_SIZE(gauges); k++)
+		r = render_gauges(g, w, node_name, gauges[k]);
 	if (r == 0 && any_usage(g))
 		r = render_gauges(g, w, node_name, F_USAGE);
 	return r;
