@@ -20,12 +20,19 @@ VW_DYNLIB_FORWARD(absent, -42, int, vw_test_absent_call, (int x), (x))
 /* A library that is not installed: the call's failure value, and the loader's reason. */
 static void test_missing_library(void **state)
 {
+	const char *need;
+
 	(void)state;
 	assert_int_equal(vw_test_absent_call(7), -42);
 	assert_false(vw_dynlib_available(&absent));
 	assert_null(vw_dynlib_sym(&absent, "anything"));
 	assert_non_null(strstr(vw_dynlib_error(&absent), "libvirtwatt-absent.so.0"));
 	assert_int_equal(vw_test_absent_call(7), -42); /* asked again: the same answer */
+	/* what the user reads: what is missing, the loader's words, the package */
+	need = vw_dynlib_need(&absent, "libabsent", "libabsent0");
+	assert_non_null(need);
+	assert_true(strncmp(need, "libabsent is not installed (libvirtwatt-absent.so.0", 51) == 0);
+	assert_non_null(strstr(need, "): install libabsent0"));
 }
 
 /* A present library: its entry points work; one it lacks is NULL and named. */
@@ -37,6 +44,7 @@ static void test_present_library(void **state)
 
 	(void)state;
 	assert_true(vw_dynlib_available(&libm));
+	assert_null(vw_dynlib_need(&libm, "libm", "libc6"));
 	p = vw_dynlib_sym(&libm, "cbrt");
 	assert_non_null(p);
 	memcpy(&fn, &p, sizeof(fn));

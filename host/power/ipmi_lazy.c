@@ -3,7 +3,7 @@
  * libfreeipmi, loaded on first use (dynlib.h): only a configured BMC (--platform.ipmi.*) needs
  * it, and it is ~2 MiB of resident memory otherwise. These are the calls src_ipmi.c makes.
  */
-#include <stdio.h>
+#include <stddef.h>
 
 #include "dynlib.h"
 #include "ipmi_lazy.h"
@@ -12,13 +12,7 @@ static struct vw_dynlib lib = VW_DYNLIB("libfreeipmi.so.17");
 
 const char *vw_ipmi_load(void)
 {
-	static char why[320];
-
-	if (vw_dynlib_available(&lib))
-		return NULL;
-	snprintf(why, sizeof(why), "libfreeipmi is not installed (%s): install libfreeipmi17",
-		 vw_dynlib_error(&lib));
-	return why;
+	return vw_dynlib_need(&lib, "libfreeipmi", "libfreeipmi17");
 }
 
 struct fiid_field *vw_ipmi_template(const char *name)

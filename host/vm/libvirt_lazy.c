@@ -7,7 +7,6 @@
  */
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
-#include <stdio.h>
 
 #include "dynlib.h"
 #include "vm_libvirt_priv.h"
@@ -16,13 +15,7 @@ static struct vw_dynlib lib = VW_DYNLIB("libvirt.so.0");
 
 const char *vw_libvirt_load(void)
 {
-	static char why[320];
-
-	if (vw_dynlib_available(&lib))
-		return NULL;
-	snprintf(why, sizeof(why), "libvirt is not installed (%s): install libvirt0",
-		 vw_dynlib_error(&lib));
-	return why;
+	return vw_dynlib_need(&lib, "libvirt", "libvirt0");
 }
 
 VW_DYNLIB_FORWARD(lib, -1, int, virInitialize, (void), ())

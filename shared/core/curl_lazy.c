@@ -22,11 +22,12 @@ static struct vw_dynlib lib = VW_DYNLIB("libcurl.so.4");
 
 int vw_curl_load(char *why, size_t len)
 {
-	if (vw_dynlib_available(&lib))
+	const char *need = vw_dynlib_need(&lib, "libcurl", "libcurl4");
+
+	if (!need)
 		return 0;
 	if (why && len)
-		snprintf(why, len, "libcurl is not installed (%s): install libcurl4",
-			 vw_dynlib_error(&lib));
+		snprintf(why, len, "%s", need);
 	return -ENOPKG;
 }
 

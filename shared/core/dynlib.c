@@ -53,3 +53,14 @@ const char *vw_dynlib_error(const struct vw_dynlib *l)
 {
 	return l->error[0] ? l->error : "no error";
 }
+
+const char *vw_dynlib_need(struct vw_dynlib *l, const char *what, const char *package)
+{
+	if (vw_dynlib_available(l))
+		return NULL;
+	pthread_mutex_lock(&mu);
+	snprintf(l->need, sizeof(l->need), "%s is not installed (%s): install %s", what, l->error,
+		 package);
+	pthread_mutex_unlock(&mu);
+	return l->need;
+}

@@ -20,6 +20,7 @@ struct vw_dynlib {
 	int state; /* 0 not tried, 1 loaded, -1 failed */
 	void *handle;
 	char error[256];
+	char need[384]; /* vw_dynlib_need's words */
 };
 
 #define VW_DYNLIB(name) { .soname = (name) }
@@ -33,6 +34,12 @@ bool vw_dynlib_available(struct vw_dynlib *l);
 
 /* Why the last load or lookup failed: "libvirt.so.0: cannot open shared object file...". */
 const char *vw_dynlib_error(const struct vw_dynlib *l);
+
+/*
+ * Load it now: NULL, or what to tell the user, "<what> is not installed (<the loader's words>):
+ * install <package>" (kept in l).
+ */
+const char *vw_dynlib_need(struct vw_dynlib *l, const char *what, const char *package);
 
 /* vw_dynlib_sym, remembered in *slot (a forwarder's static): one lookup per entry point. */
 static inline void *vw_dynlib_cached(struct vw_dynlib *l, void **slot, const char *symbol)
