@@ -4,7 +4,7 @@
  * the bpf accountant (tp_btf, then raw_tp with key-by-key map reads) and by the procfs one
  * against /proc/PID/schedstat. Offline: the procfs parser on fixture trees, the snapshot
  * history, opening through the registry (its entries are checked in test_selfcheck), and
- * hardware counters with a fake source.
+ * hardware counters with a fake source. bpf's loader child leaves no process and no fd behind.
  *
  * The bpf cases need root and kernel BTF: elsewhere they skip with the reason, under CI=true a
  * missing capability fails.
@@ -12,6 +12,7 @@
 #include "vw_test.h"
 
 #include <errno.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -561,6 +562,108 @@ static void test_bpf_threads(void **state)
 	run_threads("bpf", 0, 100 * 1000);
 }
 
+/* ---- the loader child ---- */
+
+/* Open fds, and in *ret_no_cloexec those without FD_CLOEXEC among fds >= from. */
+static int count_fds(int from, int *ret_no_cloexec)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	int n = 0;
+
+	assert_non_null(d);
+	*ret_no_cloexec = 0;
+	while ((e = readdir(d))) {
+		int fd = atoi(e->d_name);
+
+		if (e->d_name[0] == '.' || fd == dirfd(d))
+			continue;
+		n++;
+		if (fd >= from && !(fcntl(fd, F_GETFD) & FD_CLOEXEC))
+			(*ret_no_cloexec)++;
+	}
+	closedir(d);
+	return n;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static void *spin_timed(void *arg)
+{
+	vw_fixture_spin(0.3);
+	*(uint64_t *)arg = thread_cpu_ns();
+	return NULL;
+}
+
+static uint64_t own_cpu_ns(void)
+{
+	struct vw_cpu_snapshot snap;
+	const struct vw_proc_cpu *p;
+
+	assert_int_equal(live.acc.ops->read(live.acc.state, &snap), 0);
+	p = find_proc(&snap, getpid());
+	assert_non_null(p);
+	return p ? p->cpu_ns : 0;
+}
+
+/*
+ * bpf loads in a child that parses the kernel's BTF and hands over its fds (cpu_bpf.c): once
+ * open, that child is reaped, the accountant holds a few close-on-exec fds and nothing else,
+ * none after close, and a thread that ran and exited in between is counted.
+ */
+static void test_bpf_loader_child(void **state)
+{
+	struct vw_cpu_env env = { .procfs_fd = procfd, .sysfs_fd = sysfd };
+	int fds0, fds1, fds2, first, nocloexec0, nocloexec;
+	uint64_t before, after, main0, main1, spun = 0;
+	pthread_t th;
+	int r;
+
+	(void)state;
+	REQUIRE(VW_HAVE_BPF, "built without BPF (-Dbpf)");
+	REQUIRE(geteuid() == 0, "BPF needs root");
+	errno = 0;
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1);
+	assert_int_equal(errno, ECHILD);
+	first = dup(0); /* the lowest free fd: anything the accountant takes is at or above */
+	assert_true(first >= 0);
+	close(first);
+	fds0 = count_fds(first, &nocloexec0);
+
+	r = vw_cpu_accountant_open(&env, "bpf", &live.acc);
+	REQUIRE(r == 0, "bpf accountant unavailable here: %s", strerror(-r));
+	errno = 0;
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* the loader is gone, reaped */
+	assert_int_equal(errno, ECHILD);
+	fds1 = count_fds(first, &nocloexec);
+	print_message("# fds: %d before open, %d open\n", fds0, fds1);
+	assert_true(fds1 > fds0 && fds1 <= fds0 + 16); /* maps and links */
+	assert_int_equal(nocloexec, nocloexec0);
+
+	main0 = thread_cpu_ns();
+	before = own_cpu_ns();
+	assert_int_equal(pthread_create(&th, NULL, spin_timed, &spun), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	after = own_cpu_ns();
+	main1 = thread_cpu_ns();
+	print_message("# a thread ran %.6f s, this one %.6f s, the accountant counted %.6f s\n",
+		      (double)spun / 1e9, (double)(main1 - main0) / 1e9,
+		      (double)(after - before) / 1e9);
+	/* Plus this thread's reads and join; a running thread's value lags up to a tick. */
+	assert_true(after - before + vw_cpu_ns_per_tick() >= spun);
+	assert_true(after - before <= spun + (main1 - main0) + vw_cpu_ns_per_tick());
+
+	vw_cpu_accountant_close(&live.acc);
+	fds2 = count_fds(first, &nocloexec);
+	assert_int_equal(fds2, fds0);
+}
+
 /* procfs sees the dead threads through stat only: 2 ticks. */
 static void test_procfs_threads_live(void **state)
 {
@@ -972,6 +1075,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bpf_hw_standin_raw_tp, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_procfs_live, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_threads, live_setup, live_teardown),
+		cmocka_unit_test_setup_teardown(test_bpf_loader_child, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_procfs_threads_live, live_setup, live_teardown),
 		cmocka_unit_test(test_parse_pid_stat),
 		cmocka_unit_test_setup_teardown(test_procfs_threads, procfs_fx_setup, procfs_fx_teardown),

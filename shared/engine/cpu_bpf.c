@@ -3,6 +3,12 @@
  * CPU accountant on bpf/cpu_time.bpf.c: open the skeleton, size the maps, pick tp_btf or its
  * raw_tp twins, seed every existing thread's runtime (values count from open), attach.
  *
+ * All of that runs in a short-lived child: libbpf parses the kernel's BTF (CO-RE relocation,
+ * the tp_btf probe), ~12 MiB of heap at its peak that this process would keep as VmHWM. Over
+ * a socketpair the child sends its log lines, then its result with the fds to keep (SCM_RIGHTS):
+ * the maps the reads use, the perf event arrays, the programs' links and the read iterator's.
+ * This process holds only those fds and reads the maps through the bpf(2) wrappers.
+ *
  * A read takes, in this order: the per-process map (time of exited threads, exit marks), then
  * the read iterator (every live thread's time since open). The iterator can only miss what
  * moved into the map meanwhile, never count it twice: a read can be a slice short, and the
@@ -13,9 +19,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,6 +44,58 @@
 #define ITER_CHUNK (64u * 1024u)
 #define ENOTSUPP_KERNEL 524 /* the kernel's internal ENOTSUPP, leaked by some map ops */
 
+/*
+ * The fds the loader child hands over, in this order. The perf event arrays are kept although
+ * never read: their entries go when the map file they were set through is released.
+ */
+enum {
+	FD_PROCS,
+	FD_CPUS,
+	FD_HW_PROCS,
+	FD_HW_CPUS,
+	FD_HW_ARRAYS,                              /* one per enum vw_hw_counter */
+	FD_ITER_READ = FD_HW_ARRAYS + VW_HW__COUNT, /* the read iterator's link */
+	FD_LINKS,                                  /* then the attached programs' links */
+	FD__MAX = FD_LINKS + 8,                    /* 8: every program of the skeleton */
+};
+
+/* What the parent decided, for the loader child. */
+struct load_req {
+	char btf[PATH_MAX];
+	uint32_t max_procs;
+	uint32_t flags; /* VW_CPU_BPF_* */
+	bool cgroup_v1;
+	int ncpus;
+};
+
+/* One record on the loader's socket: a log line, or the result with the fds. */
+enum { MSG_LOG = 1, MSG_RESULT };
+
+struct load_msg {
+	uint32_t kind;
+	int32_t level;    /* MSG_LOG: enum vw_log_level */
+	int32_t err;      /* MSG_RESULT: what bpf_open returns */
+	uint32_t raw;     /* the raw_tp twins were attached */
+	uint32_t hw_mask; /* VW_HW_BIT() of the counters in use */
+	uint32_t n_fds;   /* FD_LINKS plus the links, with err 0 */
+	char text[1024];  /* MSG_LOG */
+};
+
+/* The loader child's objects: none of them outlives it. */
+struct loader {
+	struct cpu_time_bpf *skel;
+	struct bpf_link *iter_read;
+	int ncpus;
+	bool cgroup_v1;
+	unsigned hw_mask;
+	int *hw_fds; /* [cpu * VW_HW__COUNT + kind], -1 when not open */
+};
+
+struct iter_buf {
+	unsigned char *p;
+	size_t len, cap;
+};
+
 /* A hw_procs entry as read, and a key the collector saw without a process. */
 struct hw_rec {
 	uint32_t tgid;
@@ -48,16 +110,13 @@ struct hw_key {
 };
 
 struct bpf_state {
-	struct cpu_time_bpf *skel;
-	struct bpf_link *iter_read;
+	int fd[FD__MAX]; /* from the loader child, -1 where absent */
 	bool no_batch;
-	bool cgroup_v1; /* vw_cpu_env.cgroup_v1 */
 	int ncpus;
 	uint64_t ns_per_tick;
 	struct vw_cpu_history hist;
 	/* scratch reused between reads */
-	unsigned char *iter_buf;
-	size_t iter_len, iter_cap;
+	struct iter_buf iter;
 	uint32_t *exited;
 	size_t n_exited, cap_exited;
 	void *keys, *vals;
@@ -66,8 +125,7 @@ struct bpf_state {
 	uint64_t stats_seen[VW_BPF_STAT__COUNT];
 	struct vw_complaint stats_complaint;
 	/* Per-process counters: none of this is used when hw_mask is 0. */
-	unsigned hw_mask;   /* VW_HW_BIT() of the kinds whose per-CPU events opened */
-	int *hw_fds;        /* [cpu * VW_HW__COUNT + kind], -1 when not open */
+	unsigned hw_mask; /* VW_HW_BIT() of the kinds whose per-CPU events opened */
 	struct hw_rec *hw_recs;
 	size_t n_hw, cap_hw;
 	struct vw_proc_counters *hwc[2]; /* parallel to hist.t[i].procs */
@@ -87,6 +145,27 @@ _Static_assert((int)VW_BPF_HW__COUNT == (int)VW_HW__COUNT &&
 		       (int)VW_BPF_HW_INSTRUCTIONS == (int)VW_HW_INSTRUCTIONS &&
 		       (int)VW_BPF_HW_CACHE_MISSES == (int)VW_HW_CACHE_MISSES,
 	       "counter kinds");
+/* A per-CPU lookup fills ncpus values of the size rounded up to 8. */
+_Static_assert(sizeof(struct vw_bpf_cpu) % 8 == 0 && sizeof(struct vw_bpf_hw_cpu) % 8 == 0,
+	       "per-CPU value sizes");
+
+/* In the loader child: the socket its log lines go to. */
+static int loader_sock = -1;
+
+/* The parent's log; in the loader child a record for the parent to log. */
+_printf_(2, 3) static void say(enum vw_log_level lv, const char *fmt, ...)
+{
+	struct load_msg m = { .kind = MSG_LOG, .level = (int32_t)lv };
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (loader_sock < 0)
+		vw_logv(lv, fmt, ap);
+	else if (lv <= vw_log_get_level() && vsnprintf(m.text, sizeof(m.text), fmt, ap) >= 0)
+		(void)send(loader_sock, &m, offsetof(struct load_msg, text) + strlen(m.text) + 1,
+			   MSG_NOSIGNAL);
+	va_end(ap);
+}
 
 /* libbpf's messages go to our log; its debug chatter is dropped. */
 _printf_(2, 0) static int libbpf_sink(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -100,7 +179,7 @@ _printf_(2, 0) static int libbpf_sink(enum libbpf_print_level level, const char 
 	if (vasprintf(&msg, fmt, ap) < 0)
 		return 0;
 	for (line = strtok_r(msg, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
-		vw_log(lv, "cpu: bpf: libbpf: %s", line);
+		say(lv, "cpu: bpf: libbpf: %s", line);
 	return 0;
 }
 
@@ -182,54 +261,51 @@ static uint64_t mono_ns(void)
  * stand-ins. A kind counts only if it opened on every CPU that is online (-ENODEV: offline);
  * without any, hw_mask stays 0 and the counter program is never loaded.
  */
-static int hw_open(struct bpf_state *s, bool standin)
+static int hw_open(struct loader *l, bool standin)
 {
-	size_t n = (size_t)s->ncpus * VW_HW__COUNT;
+	size_t n = (size_t)l->ncpus * VW_HW__COUNT;
 	int err[VW_HW__COUNT] = { 0 };
 
-	s->hw_fds = malloc(n * sizeof(*s->hw_fds));
-	if (!s->hw_fds)
+	l->hw_fds = malloc(n * sizeof(*l->hw_fds));
+	if (!l->hw_fds)
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
-		s->hw_fds[i] = -1;
+		l->hw_fds[i] = -1;
 	for (unsigned c = 0; c < VW_HW__COUNT; c++) {
 		bool any = false;
 
-		for (int cpu = 0; cpu < s->ncpus && !err[c]; cpu++) {
+		for (int cpu = 0; cpu < l->ncpus && !err[c]; cpu++) {
 			int fd = vw_hw_open_cpu(c, (unsigned)cpu, standin);
 
 			if (fd >= 0)
 				any = true;
 			else if (fd != -ENODEV)
 				err[c] = fd;
-			s->hw_fds[(size_t)cpu * VW_HW__COUNT + c] = fd;
+			l->hw_fds[(size_t)cpu * VW_HW__COUNT + c] = fd;
 		}
 		if (any && !err[c])
-			s->hw_mask |= VW_HW_BIT(c);
+			l->hw_mask |= VW_HW_BIT(c);
 		else
-			for (int cpu = 0; cpu < s->ncpus; cpu++)
-				vw_closep(&s->hw_fds[(size_t)cpu * VW_HW__COUNT + c]);
+			for (int cpu = 0; cpu < l->ncpus; cpu++)
+				vw_closep(&l->hw_fds[(size_t)cpu * VW_HW__COUNT + c]);
 	}
-	if (s->hw_mask) {
-		s->hw_cpu = calloc((size_t)s->ncpus, sizeof(*s->hw_cpu));
-		if (!s->hw_cpu)
-			return -ENOMEM;
-	} else {
+	if (!l->hw_mask) {
 		int r = err[VW_HW_INSTRUCTIONS] ? err[VW_HW_INSTRUCTIONS] : -ENOENT;
 
-		vw_info("cpu: bpf: hardware counters unavailable (%s): splitting by CPU time",
-			strerror(-r));
+		say(VW_LOG_INFO,
+		    "cpu: bpf: hardware counters unavailable (%s): splitting by CPU time",
+		    strerror(-r));
 		return 0;
 	}
-	vw_info("cpu: bpf: per-process %s counters:%s%s%s", standin ? "stand-in (software)" : "hardware",
-		s->hw_mask & VW_HW_BIT(VW_HW_CYCLES) ? " cycles" : "",
-		s->hw_mask & VW_HW_BIT(VW_HW_INSTRUCTIONS) ? " instructions" : "",
-		s->hw_mask & VW_HW_BIT(VW_HW_CACHE_MISSES) ? " cache_misses" : "");
+	say(VW_LOG_INFO, "cpu: bpf: per-process %s counters:%s%s%s",
+	    standin ? "stand-in (software)" : "hardware",
+	    l->hw_mask & VW_HW_BIT(VW_HW_CYCLES) ? " cycles" : "",
+	    l->hw_mask & VW_HW_BIT(VW_HW_INSTRUCTIONS) ? " instructions" : "",
+	    l->hw_mask & VW_HW_BIT(VW_HW_CACHE_MISSES) ? " cache_misses" : "");
 	return 0;
 }
 
-/* The loaded perf event arrays get each CPU's event. */
-static int hw_fill(struct bpf_state *s, struct cpu_time_bpf *skel)
+static const struct bpf_map *hw_array(const struct cpu_time_bpf *skel, unsigned c)
 {
 	const struct bpf_map *maps[VW_HW__COUNT] = {
 		[VW_HW_CYCLES] = skel->maps.hw_cycles,
@@ -237,13 +313,21 @@ static int hw_fill(struct bpf_state *s, struct cpu_time_bpf *skel)
 		[VW_HW_CACHE_MISSES] = skel->maps.hw_cache_misses,
 	};
 
-	for (unsigned c = 0; c < VW_HW__COUNT; c++) {
-		if (!(s->hw_mask & VW_HW_BIT(c)))
-			continue;
-		for (uint32_t cpu = 0; cpu < (uint32_t)s->ncpus; cpu++) {
-			int fd = s->hw_fds[(size_t)cpu * VW_HW__COUNT + c];
+	return maps[c];
+}
 
-			if (fd >= 0 && bpf_map_update_elem(bpf_map__fd(maps[c]), &cpu, &fd, BPF_ANY) < 0)
+/* The loaded perf event arrays get each CPU's event. */
+static int hw_fill(struct loader *l, struct cpu_time_bpf *skel)
+{
+	for (unsigned c = 0; c < VW_HW__COUNT; c++) {
+		int map_fd = bpf_map__fd(hw_array(skel, c));
+
+		if (!(l->hw_mask & VW_HW_BIT(c)))
+			continue;
+		for (uint32_t cpu = 0; cpu < (uint32_t)l->ncpus; cpu++) {
+			int fd = l->hw_fds[(size_t)cpu * VW_HW__COUNT + c];
+
+			if (fd >= 0 && bpf_map_update_elem(map_fd, &cpu, &fd, BPF_ANY) < 0)
 				return -errno;
 		}
 	}
@@ -251,7 +335,7 @@ static int hw_fill(struct bpf_state *s, struct cpu_time_bpf *skel)
 }
 
 /* Open and load one variant: the tp_btf programs with task storage, or the raw_tp twins. */
-static int load_variant(struct bpf_state *s, const char *btf_file, bool raw, uint32_t max_procs)
+static int load_variant(struct loader *l, const char *btf_file, bool raw, uint32_t max_procs)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = btf_file);
 	struct cpu_time_bpf *skel = cpu_time_bpf__open_opts(&oo);
@@ -261,14 +345,14 @@ static int load_variant(struct bpf_state *s, const char *btf_file, bool raw, uin
 		return -errno;
 	skel->rodata->open_ns = mono_ns();
 	skel->rodata->use_pid_hash = raw;
-	skel->rodata->cgroup_v1 = s->cgroup_v1;
+	skel->rodata->cgroup_v1 = l->cgroup_v1;
 	bpf_program__set_autoload(skel->progs.vw_switch_btf, !raw);
 	bpf_program__set_autoload(skel->progs.vw_exit_btf, !raw);
 	bpf_program__set_autoload(skel->progs.vw_switch_raw, raw);
 	bpf_program__set_autoload(skel->progs.vw_exit_raw, raw);
-	skel->rodata->hw_mask = s->hw_mask;
-	bpf_program__set_autoload(skel->progs.vw_hwc_btf, s->hw_mask && !raw);
-	bpf_program__set_autoload(skel->progs.vw_hwc_raw, s->hw_mask && raw);
+	skel->rodata->hw_mask = l->hw_mask;
+	bpf_program__set_autoload(skel->progs.vw_hwc_btf, l->hw_mask && !raw);
+	bpf_program__set_autoload(skel->progs.vw_hwc_raw, l->hw_mask && raw);
 	bpf_program__set_autoattach(skel->progs.vw_iter_seed, false);
 	bpf_program__set_autoattach(skel->progs.vw_iter_read, false);
 	r = bpf_map__set_max_entries(skel->maps.procs, max_procs);
@@ -277,74 +361,312 @@ static int load_variant(struct bpf_state *s, const char *btf_file, bool raw, uin
 		r = bpf_map__set_max_entries(skel->maps.task_hash,
 					     raw ? VW_MIN(max_procs, UINT32_MAX / 4) * 4 : 1);
 	if (r == 0)
-		r = bpf_map__set_max_entries(skel->maps.hw_procs, s->hw_mask ? max_procs : 1);
+		r = bpf_map__set_max_entries(skel->maps.hw_procs, l->hw_mask ? max_procs : 1);
 	if (r == 0)
 		r = cpu_time_bpf__load(skel);
 	if (r == 0)
-		r = hw_fill(s, skel);
+		r = hw_fill(l, skel);
 	if (r < 0) {
 		cpu_time_bpf__destroy(skel);
 		return r;
 	}
-	s->skel = skel;
+	l->skel = skel;
 	return 0;
 }
 
-/* Run an iterator link to the end; its output lands in s->iter_buf. */
-static int iter_run(struct bpf_state *s, struct bpf_link *link)
+/* Run an iterator (its link's fd) to the end; its output lands in *b. */
+static int iter_run(struct iter_buf *b, int link_fd)
 {
-	_cleanup_close_ int fd = bpf_iter_create(bpf_link__fd(link));
+	_cleanup_close_ int fd = bpf_iter_create(link_fd);
 
 	if (fd < 0)
 		return fd;
-	s->iter_len = 0;
+	b->len = 0;
 	for (;;) {
 		ssize_t n;
 
-		if (s->iter_cap - s->iter_len < ITER_CHUNK) {
-			size_t cap = s->iter_cap ? s->iter_cap * 2 : 4 * ITER_CHUNK;
-			unsigned char *nb = realloc(s->iter_buf, cap);
+		if (b->cap - b->len < ITER_CHUNK) {
+			size_t cap = b->cap ? b->cap * 2 : 4 * ITER_CHUNK;
+			unsigned char *nb = realloc(b->p, cap);
 
 			if (!nb)
 				return -ENOMEM;
-			s->iter_buf = nb;
-			s->iter_cap = cap;
+			b->p = nb;
+			b->cap = cap;
 		}
-		n = read(fd, s->iter_buf + s->iter_len, s->iter_cap - s->iter_len);
+		n = read(fd, b->p + b->len, b->cap - b->len);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n < 0)
 			return -errno;
 		if (n == 0)
 			return 0;
-		s->iter_len += (size_t)n;
+		b->len += (size_t)n;
 	}
 }
 
 /* Every existing thread gets its seed (its runtime now): values count from open. */
-static int seed(struct bpf_state *s)
+static int seed(struct loader *l)
 {
-	struct bpf_link *link = bpf_program__attach_iter(s->skel->progs.vw_iter_seed, NULL);
+	struct bpf_link *link = bpf_program__attach_iter(l->skel->progs.vw_iter_seed, NULL);
+	struct iter_buf b = { 0 };
 	int r;
 
 	if (!link)
 		return -errno;
-	r = iter_run(s, link);
+	r = iter_run(&b, bpf_link__fd(link));
+	free(b.p);
 	bpf_link__destroy(link);
 	return r;
 }
 
-static int attach(struct bpf_state *s)
+static int attach(struct loader *l)
 {
-	int r = seed(s);
+	int r = seed(l);
 
 	if (r < 0)
 		return r;
-	r = cpu_time_bpf__attach(s->skel);
+	r = cpu_time_bpf__attach(l->skel);
 	if (r < 0)
 		return r;
-	s->iter_read = bpf_program__attach_iter(s->skel->progs.vw_iter_read, NULL);
-	return s->iter_read ? 0 : -errno;
+	l->iter_read = bpf_program__attach_iter(l->skel->progs.vw_iter_read, NULL);
+	return l->iter_read ? 0 : -errno;
+}
+
+/* Everything that parses the kernel's BTF: the probe, CO-RE relocation at load, attach. */
+static int load(struct loader *l, const struct load_req *q, bool *ret_raw)
+{
+	bool raw;
+	int r, tp;
+
+	tp = probe_tp_btf(q->btf, "sched_switch");
+	if (tp < 0) {
+		say(VW_LOG_INFO, "cpu: bpf: load a probe program: %s", verdict(tp));
+		return tp;
+	}
+	r = hw_open(l, q->flags & VW_CPU_BPF_HW_STANDIN);
+	if (r < 0)
+		return r;
+	raw = !tp || (q->flags & VW_CPU_BPF_RAW_TP);
+	r = load_variant(l, q->btf, raw, q->max_procs);
+	if (r < 0 && r != -EPERM && !raw) {
+		say(VW_LOG_INFO, "cpu: bpf: tp_btf programs did not load (%s), trying raw_tp",
+		    strerror(-r));
+		raw = true;
+		r = load_variant(l, q->btf, raw, q->max_procs);
+	}
+	if (r < 0) {
+		say(VW_LOG_INFO, "cpu: bpf: load: %s", verdict(r));
+		return unavailable(r);
+	}
+	r = attach(l);
+	if (r < 0) {
+		say(VW_LOG_INFO, "cpu: bpf: attach: %s", verdict(r));
+		return unavailable(r);
+	}
+	*ret_raw = raw;
+	return 0;
+}
+
+/* The fds the parent keeps, in the FD_* order; their number, or -E2BIG. */
+static int loader_fds(const struct loader *l, int fds[FD__MAX])
+{
+	const struct bpf_object_skeleton *sk = l->skel->skeleton;
+	int n = FD_LINKS;
+
+	fds[FD_PROCS] = bpf_map__fd(l->skel->maps.procs);
+	fds[FD_CPUS] = bpf_map__fd(l->skel->maps.cpus);
+	fds[FD_HW_PROCS] = bpf_map__fd(l->skel->maps.hw_procs);
+	fds[FD_HW_CPUS] = bpf_map__fd(l->skel->maps.hw_cpus);
+	for (unsigned c = 0; c < VW_HW__COUNT; c++)
+		fds[FD_HW_ARRAYS + c] = bpf_map__fd(hw_array(l->skel, c));
+	fds[FD_ITER_READ] = bpf_link__fd(l->iter_read);
+	for (int i = 0; i < sk->prog_cnt; i++) {
+		struct bpf_link *link = *sk->progs[i].link;
+
+		if (!link)
+			continue;
+		if (n == FD__MAX)
+			return -E2BIG;
+		fds[n++] = bpf_link__fd(link);
+	}
+	return n;
+}
+
+/*
+ * The loader child: its result and fds go to the parent, then it is gone with every object
+ * libbpf made (the kernel's BTF parsed, the ELF). _exit only: no atexit or test handlers here.
+ */
+__attribute__((noreturn)) static void loader_main(int sock, const struct load_req *q)
+{
+	static const int crash[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+	struct loader l = { .ncpus = q->ncpus, .cgroup_v1 = q->cgroup_v1 };
+	struct load_msg m = { .kind = MSG_RESULT };
+	char cbuf[CMSG_SPACE(sizeof(int) * FD__MAX)] = { 0 };
+	struct iovec iov = { .iov_base = &m, .iov_len = offsetof(struct load_msg, text) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int fds[FD__MAX], r;
+	bool raw = false;
+
+	/* A crash is to end this process, not to land in a handler of the parent's. */
+	for (size_t i = 0; i < ARRAY_SIZE(crash); i++)
+		signal(crash[i], SIG_DFL);
+	loader_sock = sock;
+	libbpf_set_print(libbpf_sink);
+	r = load(&l, q, &raw);
+	if (r == 0)
+		r = loader_fds(&l, fds);
+	if (r > 0) {
+		struct cmsghdr *cm;
+
+		m.n_fds = (uint32_t)r;
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * m.n_fds);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * m.n_fds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * m.n_fds);
+		r = 0;
+	}
+	m.err = r;
+	m.raw = raw;
+	m.hw_mask = l.hw_mask;
+	_exit(sendmsg(sock, &mh, MSG_NOSIGNAL) < 0);
+}
+
+/* The fds of one received record, up to max; MSG_CMSG_CLOEXEC made them close-on-exec. */
+static size_t take_fds(struct msghdr *mh, int *fds, size_t max)
+{
+	size_t n = 0;
+
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		size_t k;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(fd));
+			if (n < max)
+				fds[n++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return n;
+}
+
+static void close_fds(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		vw_closep(&fds[i]);
+}
+
+/* Log the child's lines until its result comes: 0, or -EIO when it breaks off. */
+static int recv_result(int sock, struct load_msg *m, int fds[FD__MAX])
+{
+	for (;;) {
+		char cbuf[CMSG_SPACE(sizeof(int) * FD__MAX)];
+		struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+				     .msg_controllen = sizeof(cbuf) };
+		ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+		size_t got;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		got = take_fds(&mh, fds, FD__MAX);
+		if ((size_t)n < offsetof(struct load_msg, text) ||
+		    (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+			break;
+		if (m->kind == MSG_LOG && got == 0) {
+			enum vw_log_level lv = VW_MIN((uint32_t)m->level, (uint32_t)VW_LOG_DEBUG);
+
+			m->text[VW_MIN((size_t)n - offsetof(struct load_msg, text),
+				       sizeof(m->text) - 1)] = '\0';
+			vw_log(lv, "%s", m->text);
+			continue;
+		}
+		if (m->kind != MSG_RESULT || m->err > 0 || got != m->n_fds ||
+		    (m->err == 0 && got < FD_LINKS))
+			break;
+		return 0;
+	}
+	close_fds(fds, FD__MAX);
+	return -EIO;
+}
+
+/*
+ * Load and attach in a child, which hands over the fds to keep: libbpf's BTF parse and
+ * relocation (~12 MiB at peak) never touch this process's memory. Reaped before return.
+ */
+static int load_in_child(const struct load_req *q, struct load_msg *m, int fds[FD__MAX])
+{
+	int sv[2], status = 0, r;
+	pid_t pid;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid = fork();
+	if (pid == 0) {
+		close(sv[0]);
+		loader_main(sv[1], q);
+	}
+	r = pid < 0 ? -errno : 0;
+	close(sv[1]);
+	if (r == 0)
+		r = recv_result(sv[0], m, fds);
+	close(sv[0]);
+	if (pid < 0) {
+		vw_warn("cpu: bpf: start the loader process: %s", strerror(-r));
+		return r;
+	}
+	if (r < 0)
+		(void)kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (r == 0)
+		return 0;
+	if (WIFSIGNALED(status))
+		vw_warn("cpu: bpf: the loader process was killed by signal %d (%s) before its "
+			"result", WTERMSIG(status), strsignal(WTERMSIG(status)));
+	else
+		vw_warn("cpu: bpf: the loader process ended (status %d) without a usable result",
+			WEXITSTATUS(status));
+	return -EIO;
+}
+
+/* The maps are what bpf/cpu_time.h says: the reads below size their buffers by it. */
+static int check_map(int fd, uint32_t ksz, uint32_t vsz)
+{
+	struct bpf_map_info info = { 0 };
+	uint32_t len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len) < 0)
+		return -errno;
+	if (info.key_size == ksz && info.value_size == vsz)
+		return 0;
+	vw_warn("cpu: bpf: map %s has %u-byte keys and %u-byte values, expected %u and %u",
+		info.name, info.key_size, info.value_size, ksz, vsz);
+	return -EIO;
+}
+
+static int check_maps(const struct bpf_state *s)
+{
+	int r = check_map(s->fd[FD_PROCS], sizeof(uint32_t), sizeof(struct vw_bpf_proc));
+
+	if (r == 0)
+		r = check_map(s->fd[FD_CPUS], sizeof(uint32_t), sizeof(struct vw_bpf_cpu));
+	if (r == 0)
+		r = check_map(s->fd[FD_HW_PROCS], sizeof(uint32_t), sizeof(struct vw_bpf_hw_proc));
+	if (r == 0)
+		r = check_map(s->fd[FD_HW_CPUS], sizeof(uint32_t), sizeof(struct vw_bpf_hw_cpu));
+	return r;
 }
 
 static void bpf_close(void *state)
@@ -353,17 +675,13 @@ static void bpf_close(void *state)
 
 	if (!s)
 		return;
-	bpf_link__destroy(s->iter_read);
-	cpu_time_bpf__destroy(s->skel);
+	close_fds(s->fd, FD__MAX);
 	vw_cpu_history_free(&s->hist);
-	free(s->iter_buf);
+	free(s->iter.p);
 	free(s->exited);
 	free(s->keys);
 	free(s->vals);
 	free(s->cpu_a);
-	for (size_t i = 0; s->hw_fds && i < (size_t)s->ncpus * VW_HW__COUNT; i++)
-		vw_closep(&s->hw_fds[i]);
-	free(s->hw_fds);
 	free(s->hw_recs);
 	free(s->hwc[0]);
 	free(s->hwc[1]);
@@ -375,28 +693,24 @@ static void bpf_close(void *state)
 
 static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 {
-	uint32_t max_procs = env && env->max_procs ? env->max_procs : VW_CPU_DEFAULT_MAX_PROCS;
+	struct load_req q = { 0 };
+	struct load_msg m;
 	struct bpf_state *s;
-	char btf[PATH_MAX];
-	bool raw;
-	int r, tp;
+	int r;
 
 	if (!env || env->sysfs_fd < 0 || env->procfs_fd < 0)
 		return -EINVAL;
-	r = btf_path(env, btf, sizeof(btf));
+	r = btf_path(env, q.btf, sizeof(q.btf));
 	if (r < 0) {
 		vw_info("cpu: bpf: no kernel BTF (kernel/btf/vmlinux) under the sysfs root");
 		return r == -ENAMETOOLONG ? r : -ENODEV;
 	}
 	libbpf_set_print(libbpf_sink);
-	tp = probe_tp_btf(btf, "sched_switch");
-	if (tp < 0) {
-		vw_info("cpu: bpf: load a probe program: %s", verdict(tp));
-		return tp;
-	}
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
+	for (size_t i = 0; i < FD__MAX; i++)
+		s->fd[i] = -1;
 	s->ns_per_tick = vw_cpu_ns_per_tick();
 	s->no_batch = env->flags & VW_CPU_BPF_NO_BATCH;
 	s->ncpus = libbpf_num_possible_cpus();
@@ -404,35 +718,34 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 		r = s->ncpus ? s->ncpus : -ENODEV;
 		goto fail;
 	}
-	s->cgroup_v1 = env->cgroup_v1;
 	s->cpu_a = calloc((size_t)s->ncpus, sizeof(*s->cpu_a));
 	if (!s->cpu_a) {
 		r = -ENOMEM;
 		goto fail;
 	}
-	r = hw_open(s, env->flags & VW_CPU_BPF_HW_STANDIN);
+	q.max_procs = env->max_procs ? env->max_procs : VW_CPU_DEFAULT_MAX_PROCS;
+	q.flags = env->flags;
+	q.cgroup_v1 = env->cgroup_v1;
+	q.ncpus = s->ncpus;
+	r = load_in_child(&q, &m, s->fd);
+	if (r == 0)
+		r = m.err;
 	if (r < 0)
 		goto fail;
-	raw = !tp || (env->flags & VW_CPU_BPF_RAW_TP);
-	r = load_variant(s, btf, raw, max_procs);
-	if (r < 0 && r != -EPERM && !raw) {
-		vw_info("cpu: bpf: tp_btf programs did not load (%s), trying raw_tp", strerror(-r));
-		raw = true;
-		r = load_variant(s, btf, raw, max_procs);
+	s->hw_mask = m.hw_mask;
+	if (s->hw_mask) {
+		s->hw_cpu = calloc((size_t)s->ncpus, sizeof(*s->hw_cpu));
+		if (!s->hw_cpu) {
+			r = -ENOMEM;
+			goto fail;
+		}
 	}
-	if (r < 0) {
-		vw_info("cpu: bpf: load: %s", verdict(r));
-		r = unavailable(r);
+	r = check_maps(s);
+	if (r < 0)
 		goto fail;
-	}
-	r = attach(s);
-	if (r < 0) {
-		vw_info("cpu: bpf: attach: %s", verdict(r));
-		r = unavailable(r);
-		goto fail;
-	}
 	vw_debug("cpu: bpf: %s programs attached%s, maps for %u processes, %d CPUs",
-		 raw ? "raw_tp" : "tp_btf", s->hw_mask ? " with counters" : "", max_procs, s->ncpus);
+		 m.raw ? "raw_tp" : "tp_btf", s->hw_mask ? " with counters" : "", q.max_procs,
+		 s->ncpus);
 	*ret_state = s;
 	return 0;
 fail:
@@ -520,11 +833,11 @@ static int for_each_key(struct bpf_state *s, struct vw_cpu_table *t, int fd, siz
 	return r == -ENOENT ? 0 : r;
 }
 
-static int map_for_each(struct bpf_state *s, struct vw_cpu_table *t, const struct bpf_map *map,
-			entry_fn fn)
+/* Every entry of a map whose key and value sizes check_maps() confirmed. */
+static int map_for_each(struct bpf_state *s, struct vw_cpu_table *t, int fd, size_t ksz,
+			size_t vsz, entry_fn fn)
 {
-	size_t ksz = bpf_map__key_size(map), vsz = bpf_map__value_size(map);
-	int fd = bpf_map__fd(map), r;
+	int r;
 
 	if (ksz > sizeof(uint64_t))
 		return -EINVAL;
@@ -582,10 +895,10 @@ static int cmp_rec(const void *a, const void *b)
  */
 static int add_live(struct bpf_state *s, struct vw_cpu_table *t)
 {
-	struct vw_bpf_task_rec *recs = (struct vw_bpf_task_rec *)s->iter_buf;
-	size_t n = s->iter_len / sizeof(*recs), n_sorted = t->n_procs;
+	struct vw_bpf_task_rec *recs = (struct vw_bpf_task_rec *)s->iter.p;
+	size_t n = s->iter.len / sizeof(*recs), n_sorted = t->n_procs;
 
-	if (s->iter_len % sizeof(*recs))
+	if (s->iter.len % sizeof(*recs))
 		return -EBADMSG;
 	if (n)
 		qsort(recs, n, sizeof(*recs), cmp_rec);
@@ -624,7 +937,7 @@ static void check_stats(struct bpf_state *s)
 	char msg[256] = "";
 	size_t used = 0;
 
-	if (bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.cpus), &zero, s->cpu_a) < 0)
+	if (bpf_map_lookup_elem(s->fd[FD_CPUS], &zero, s->cpu_a) < 0)
 		return;
 
 	for (uint32_t k = 0; k < VW_BPF_STAT__COUNT; k++) {
@@ -688,7 +1001,8 @@ static int hw_collect(struct bpf_state *s, struct vw_cpu_table *t)
 	s->n_hw = 0;
 	if (!s->hw_mask)
 		return 0;
-	r = map_for_each(s, t, s->skel->maps.hw_procs, add_hw);
+	r = map_for_each(s, t, s->fd[FD_HW_PROCS], sizeof(uint32_t), sizeof(struct vw_bpf_hw_proc),
+			 add_hw);
 	if (r == 0 && s->n_hw)
 		qsort(s->hw_recs, s->n_hw, sizeof(*s->hw_recs), cmp_hw_rec);
 	return r;
@@ -708,7 +1022,7 @@ static void hw_max(struct vw_proc_counters *c, const struct vw_proc_counters *wa
  */
 static int hw_sweep(struct bpf_state *s)
 {
-	int fd = bpf_map__fd(s->skel->maps.hw_procs);
+	int fd = s->fd[FD_HW_PROCS];
 	struct hw_key *swap;
 	size_t cap;
 
@@ -742,7 +1056,7 @@ static int hw_attach(struct bpf_state *s, struct vw_cpu_snapshot *snap)
 {
 	unsigned cur = s->hist.cur;
 	const struct vw_cpu_table *prev = vw_cpu_history_prev(&s->hist);
-	int fd = bpf_map__fd(s->skel->maps.hw_procs);
+	int fd = s->fd[FD_HW_PROCS];
 	struct vw_proc_counters *out;
 
 	if (!s->hw_mask)
@@ -786,7 +1100,7 @@ static void hw_check_stats(struct bpf_state *s)
 	uint64_t sum[VW_BPF_HW_STAT__COUNT] = { 0 };
 
 	if (!s->hw_mask ||
-	    bpf_map_lookup_elem(bpf_map__fd(s->skel->maps.hw_cpus), &zero, s->hw_cpu) < 0)
+	    bpf_map_lookup_elem(s->fd[FD_HW_CPUS], &zero, s->hw_cpu) < 0)
 		return;
 	for (int i = 0; i < s->ncpus; i++)
 		for (uint32_t k = 0; k < VW_BPF_HW_STAT__COUNT; k++)
@@ -813,9 +1127,10 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	int r;
 
 	s->n_exited = 0;
-	r = map_for_each(s, t, s->skel->maps.procs, add_proc);
+	r = map_for_each(s, t, s->fd[FD_PROCS], sizeof(uint32_t), sizeof(struct vw_bpf_proc),
+			 add_proc);
 	if (r == 0)
-		r = iter_run(s, s->iter_read);
+		r = iter_run(&s->iter, s->fd[FD_ITER_READ]);
 	if (r == 0) {
 		vw_cpu_table_sort(t);
 		r = add_live(s, t);
@@ -828,7 +1143,7 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	}
 	/* Reported below, once: the entries go now. */
 	for (size_t i = 0; i < s->n_exited; i++)
-		(void)bpf_map_delete_elem(bpf_map__fd(s->skel->maps.procs), &s->exited[i]);
+		(void)bpf_map_delete_elem(s->fd[FD_PROCS], &s->exited[i]);
 	check_stats(s);
 	hw_check_stats(s);
 	vw_cpu_history_finish(&s->hist, ret);

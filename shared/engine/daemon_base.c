@@ -233,7 +233,7 @@ int vw_daemon_open_workloads(struct vw_daemon *d, struct vw_workloads_opts *o, b
 		if (r < 0)
 			return r;
 	}
-	/* Loading BPF parses the kernel's BTF: give that transient heap back (~16 MiB of RSS). */
+	/* Start-up's transient heap goes back; BPF's BTF parse is in a child (cpu_bpf.c). */
 	malloc_trim(0);
 	o->procfs_fd = d->procfs_fd;
 	o->host_cpus = d->stat.ncpus;
