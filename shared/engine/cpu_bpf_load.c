@@ -1,0 +1,538 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The BPF accountant's loader (cpu_bpf_priv.h): everything that needs libbpf's object and the
+ * kernel's BTF runs in a short-lived child: the tp_btf probe, opening the skeleton, sizing the
+ * maps, the hardware counters' perf event arrays, the load (tp_btf, else the raw_tp twins), the
+ * seeding iterator and the attach. libbpf's BTF parse and CO-RE relocation (~12 MiB of heap at
+ * its peak) never touch the daemon's memory. Over a SOCK_SEQPACKET socketpair the child sends
+ * its log lines, then its result with the fds to keep (SCM_RIGHTS): the maps the reads use, the
+ * perf event arrays, the programs' links and the read iterator's. It then _exit()s.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+
+#include "cpu_account_priv.h"
+#include "cpu_bpf_priv.h"
+#include "cpu_time.h"
+#include "cpu_time.skel.h"
+#include "log.h"
+
+#define ITER_CHUNK (64u * 1024u)
+
+/* The loader child's objects: none of them outlives it. */
+struct loader {
+	struct cpu_time_bpf *skel;
+	struct bpf_link *iter_read;
+	int ncpus;
+	bool cgroup_v1;
+	unsigned hw_mask;
+	int *hw_fds; /* [cpu * VW_HW__COUNT + kind], -1 when not open */
+};
+
+/* In the loader child: the socket its log lines go to. */
+static int loader_sock = -1;
+
+/* The parent's log; in the loader child a record for the parent to log. */
+_printf_(2, 3) static void say(enum vw_log_level lv, const char *fmt, ...)
+{
+	struct vw_bpf_load_msg m = { .kind = VW_BPF_MSG_LOG, .level = (int32_t)lv };
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (loader_sock < 0)
+		vw_logv(lv, fmt, ap);
+	else if (lv <= vw_log_get_level() && vsnprintf(m.text, sizeof(m.text), fmt, ap) >= 0)
+		(void)send(loader_sock, &m, offsetof(struct vw_bpf_load_msg, text) + strlen(m.text) + 1,
+			   MSG_NOSIGNAL);
+	va_end(ap);
+}
+
+/* libbpf's messages go to our log; its debug chatter is dropped. */
+_printf_(2, 0) static int libbpf_sink(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	enum vw_log_level lv = level == LIBBPF_WARN ? VW_LOG_WARN : VW_LOG_DEBUG;
+	_cleanup_free_ char *msg = NULL;
+	char *line, *save = NULL;
+
+	if (level == LIBBPF_DEBUG || lv > vw_log_get_level())
+		return 0;
+	if (vasprintf(&msg, fmt, ap) < 0)
+		return 0;
+	for (line = strtok_r(msg, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
+		say(lv, "cpu: bpf: libbpf: %s", line);
+	return 0;
+}
+
+static const char *verdict(int r)
+{
+	return r == -EPERM ? "not permitted (needs root, or CAP_BPF with CAP_PERFMON)" : strerror(-r);
+}
+
+/* Anything but "not permitted" or "not here" means this kernel cannot run us: try the next. */
+static int unavailable(int r)
+{
+	return r == -EPERM || r == -ENODEV ? r : -EOPNOTSUPP;
+}
+
+/*
+ * Kernel BTF below the injected sysfs root, as a path for libbpf's CO-RE relocation: the
+ * root's own path comes from <procfs>/self/fd/N, so nothing here names /sys.
+ */
+int vw_cpu_bpf_btf_path(const struct vw_cpu_env *env, char *buf, size_t size)
+{
+	char link[64], root[PATH_MAX];
+	ssize_t n;
+	int r;
+
+	if (faccessat(env->sysfs_fd, "kernel/btf/vmlinux", R_OK, 0) < 0)
+		return -ENODEV;
+	snprintf(link, sizeof(link), "self/fd/%d", env->sysfs_fd);
+	n = readlinkat(env->procfs_fd, link, root, sizeof(root) - 1);
+	if (n <= 0)
+		return -ENODEV;
+	root[n] = '\0';
+	r = snprintf(buf, size, "%s/kernel/btf/vmlinux", strcmp(root, "/") == 0 ? "" : root);
+	return r < 0 || (size_t)r >= size ? -ENAMETOOLONG : 0;
+}
+
+/*
+ * Does this kernel attach BPF_PROG_TYPE_TRACING to the tracepoint's BTF type (tp_btf)? Loads a
+ * two-instruction program, as libbpf-tools' probe_tp_btf() does, with libbpf muted. 1 yes,
+ * 0 no, -EPERM.
+ */
+static int probe_tp_btf(const char *btf_file, const char *tp)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	libbpf_print_fn_t old = libbpf_set_print(NULL);
+	struct btf *btf = btf__parse(btf_file, NULL);
+	char name[64];
+	int id, fd, r = 0;
+
+	snprintf(name, sizeof(name), "btf_trace_%s", tp);
+	id = btf ? btf__find_by_name_kind(btf, name, BTF_KIND_TYPEDEF) : -ENOENT;
+	if (id > 0) {
+		LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_RAW_TP,
+			    .attach_btf_id = (__u32)id);
+
+		fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", insns, ARRAY_SIZE(insns),
+				   &opts);
+		r = fd >= 0 ? 1 : (fd == -EPERM ? -EPERM : 0);
+		if (fd >= 0)
+			close(fd);
+	}
+	btf__free(btf);
+	libbpf_set_print(old);
+	return r;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Per-CPU counting events for the counter program: the hardware ones, or their software
+ * stand-ins. A kind counts only if it opened on every CPU that is online (-ENODEV: offline);
+ * without any, hw_mask stays 0 and the counter program is never loaded.
+ */
+static int hw_open(struct loader *l, bool standin)
+{
+	size_t n = (size_t)l->ncpus * VW_HW__COUNT;
+	int err[VW_HW__COUNT] = { 0 };
+
+	l->hw_fds = malloc(n * sizeof(*l->hw_fds));
+	if (!l->hw_fds)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		l->hw_fds[i] = -1;
+	for (unsigned c = 0; c < VW_HW__COUNT; c++) {
+		bool any = false;
+
+		for (int cpu = 0; cpu < l->ncpus && !err[c]; cpu++) {
+			int fd = vw_hw_open_cpu(c, (unsigned)cpu, standin);
+
+			if (fd >= 0)
+				any = true;
+			else if (fd != -ENODEV)
+				err[c] = fd;
+			l->hw_fds[(size_t)cpu * VW_HW__COUNT + c] = fd;
+		}
+		if (any && !err[c])
+			l->hw_mask |= VW_HW_BIT(c);
+		else
+			for (int cpu = 0; cpu < l->ncpus; cpu++)
+				vw_closep(&l->hw_fds[(size_t)cpu * VW_HW__COUNT + c]);
+	}
+	if (!l->hw_mask) {
+		int r = err[VW_HW_INSTRUCTIONS] ? err[VW_HW_INSTRUCTIONS] : -ENOENT;
+
+		say(VW_LOG_INFO,
+		    "cpu: bpf: hardware counters unavailable (%s): splitting by CPU time",
+		    strerror(-r));
+		return 0;
+	}
+	say(VW_LOG_INFO, "cpu: bpf: per-process %s counters:%s%s%s",
+	    standin ? "stand-in (software)" : "hardware",
+	    l->hw_mask & VW_HW_BIT(VW_HW_CYCLES) ? " cycles" : "",
+	    l->hw_mask & VW_HW_BIT(VW_HW_INSTRUCTIONS) ? " instructions" : "",
+	    l->hw_mask & VW_HW_BIT(VW_HW_CACHE_MISSES) ? " cache_misses" : "");
+	return 0;
+}
+
+static const struct bpf_map *hw_array(const struct cpu_time_bpf *skel, unsigned c)
+{
+	const struct bpf_map *maps[VW_HW__COUNT] = {
+		[VW_HW_CYCLES] = skel->maps.hw_cycles,
+		[VW_HW_INSTRUCTIONS] = skel->maps.hw_instructions,
+		[VW_HW_CACHE_MISSES] = skel->maps.hw_cache_misses,
+	};
+
+	return maps[c];
+}
+
+/* The loaded perf event arrays get each CPU's event. */
+static int hw_fill(struct loader *l, struct cpu_time_bpf *skel)
+{
+	for (unsigned c = 0; c < VW_HW__COUNT; c++) {
+		int map_fd = bpf_map__fd(hw_array(skel, c));
+
+		if (!(l->hw_mask & VW_HW_BIT(c)))
+			continue;
+		for (uint32_t cpu = 0; cpu < (uint32_t)l->ncpus; cpu++) {
+			int fd = l->hw_fds[(size_t)cpu * VW_HW__COUNT + c];
+
+			if (fd >= 0 && bpf_map_update_elem(map_fd, &cpu, &fd, BPF_ANY) < 0)
+				return -errno;
+		}
+	}
+	return 0;
+}
+
+/* Open and load one variant: the tp_btf programs with task storage, or the raw_tp twins. */
+static int load_variant(struct loader *l, const char *btf_file, bool raw, uint32_t max_procs)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = btf_file);
+	struct cpu_time_bpf *skel = cpu_time_bpf__open_opts(&oo);
+	int r;
+
+	if (!skel)
+		return -errno;
+	skel->rodata->open_ns = mono_ns();
+	skel->rodata->use_pid_hash = raw;
+	skel->rodata->cgroup_v1 = l->cgroup_v1;
+	bpf_program__set_autoload(skel->progs.vw_switch_btf, !raw);
+	bpf_program__set_autoload(skel->progs.vw_exit_btf, !raw);
+	bpf_program__set_autoload(skel->progs.vw_switch_raw, raw);
+	bpf_program__set_autoload(skel->progs.vw_exit_raw, raw);
+	skel->rodata->hw_mask = l->hw_mask;
+	bpf_program__set_autoload(skel->progs.vw_hwc_btf, l->hw_mask && !raw);
+	bpf_program__set_autoload(skel->progs.vw_hwc_raw, l->hw_mask && raw);
+	bpf_program__set_autoattach(skel->progs.vw_iter_seed, false);
+	bpf_program__set_autoattach(skel->progs.vw_iter_read, false);
+	r = bpf_map__set_max_entries(skel->maps.procs, max_procs);
+	/* Threads outnumber processes; LRU evicts slots of tasks long gone first. */
+	if (r == 0)
+		r = bpf_map__set_max_entries(skel->maps.task_hash,
+					     raw ? VW_MIN(max_procs, UINT32_MAX / 4) * 4 : 1);
+	if (r == 0)
+		r = bpf_map__set_max_entries(skel->maps.hw_procs, l->hw_mask ? max_procs : 1);
+	if (r == 0)
+		r = cpu_time_bpf__load(skel);
+	if (r == 0)
+		r = hw_fill(l, skel);
+	if (r < 0) {
+		cpu_time_bpf__destroy(skel);
+		return r;
+	}
+	l->skel = skel;
+	return 0;
+}
+
+/* Run an iterator (its link's fd) to the end; its output lands in *b. */
+int vw_cpu_bpf_iter_run(struct vw_bpf_iter_buf *b, int link_fd)
+{
+	_cleanup_close_ int fd = bpf_iter_create(link_fd);
+
+	if (fd < 0)
+		return fd;
+	b->len = 0;
+	for (;;) {
+		ssize_t n;
+
+		if (b->cap - b->len < ITER_CHUNK) {
+			size_t cap = b->cap ? b->cap * 2 : 4 * ITER_CHUNK;
+			unsigned char *nb = realloc(b->p, cap);
+
+			if (!nb)
+				return -ENOMEM;
+			b->p = nb;
+			b->cap = cap;
+		}
+		n = read(fd, b->p + b->len, b->cap - b->len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return 0;
+		b->len += (size_t)n;
+	}
+}
+
+/* Every existing thread gets its seed (its runtime now): values count from open. */
+static int seed(struct loader *l)
+{
+	struct bpf_link *link = bpf_program__attach_iter(l->skel->progs.vw_iter_seed, NULL);
+	struct vw_bpf_iter_buf b = { 0 };
+	int r;
+
+	if (!link)
+		return -errno;
+	r = vw_cpu_bpf_iter_run(&b, bpf_link__fd(link));
+	free(b.p);
+	bpf_link__destroy(link);
+	return r;
+}
+
+static int attach(struct loader *l)
+{
+	int r = seed(l);
+
+	if (r < 0)
+		return r;
+	r = cpu_time_bpf__attach(l->skel);
+	if (r < 0)
+		return r;
+	l->iter_read = bpf_program__attach_iter(l->skel->progs.vw_iter_read, NULL);
+	return l->iter_read ? 0 : -errno;
+}
+
+/* Everything that parses the kernel's BTF: the probe, CO-RE relocation at load, attach. */
+static int load(struct loader *l, const struct vw_bpf_load_req *q, bool *ret_raw)
+{
+	bool raw;
+	int r, tp;
+
+	tp = probe_tp_btf(q->btf, "sched_switch");
+	if (tp < 0) {
+		say(VW_LOG_INFO, "cpu: bpf: load a probe program: %s", verdict(tp));
+		return tp;
+	}
+	r = hw_open(l, q->flags & VW_CPU_BPF_HW_STANDIN);
+	if (r < 0)
+		return r;
+	raw = !tp || (q->flags & VW_CPU_BPF_RAW_TP);
+	r = load_variant(l, q->btf, raw, q->max_procs);
+	if (r < 0 && r != -EPERM && !raw) {
+		say(VW_LOG_INFO, "cpu: bpf: tp_btf programs did not load (%s), trying raw_tp",
+		    strerror(-r));
+		raw = true;
+		r = load_variant(l, q->btf, raw, q->max_procs);
+	}
+	if (r < 0) {
+		say(VW_LOG_INFO, "cpu: bpf: load: %s", verdict(r));
+		return unavailable(r);
+	}
+	r = attach(l);
+	if (r < 0) {
+		say(VW_LOG_INFO, "cpu: bpf: attach: %s", verdict(r));
+		return unavailable(r);
+	}
+	*ret_raw = raw;
+	return 0;
+}
+
+/* The fds the parent keeps, in the FD_* order; their number, or -E2BIG. */
+static int loader_fds(const struct loader *l, int fds[VW_BPF_FD__MAX])
+{
+	const struct bpf_object_skeleton *sk = l->skel->skeleton;
+	int n = VW_BPF_FD_LINKS;
+
+	fds[VW_BPF_FD_PROCS] = bpf_map__fd(l->skel->maps.procs);
+	fds[VW_BPF_FD_CPUS] = bpf_map__fd(l->skel->maps.cpus);
+	fds[VW_BPF_FD_HW_PROCS] = bpf_map__fd(l->skel->maps.hw_procs);
+	fds[VW_BPF_FD_HW_CPUS] = bpf_map__fd(l->skel->maps.hw_cpus);
+	for (unsigned c = 0; c < VW_HW__COUNT; c++)
+		fds[VW_BPF_FD_HW_ARRAYS + c] = bpf_map__fd(hw_array(l->skel, c));
+	fds[VW_BPF_FD_ITER_READ] = bpf_link__fd(l->iter_read);
+	for (int i = 0; i < sk->prog_cnt; i++) {
+		struct bpf_link *link = *sk->progs[i].link;
+
+		if (!link)
+			continue;
+		if (n == VW_BPF_FD__MAX)
+			return -E2BIG;
+		fds[n++] = bpf_link__fd(link);
+	}
+	return n;
+}
+
+/*
+ * The loader child: its result and fds go to the parent, then it is gone with every object
+ * libbpf made (the kernel's BTF parsed, the ELF). _exit only: no atexit or test handlers here.
+ */
+__attribute__((noreturn)) static void loader_main(int sock, const struct vw_bpf_load_req *q)
+{
+	static const int crash[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
+	struct loader l = { .ncpus = q->ncpus, .cgroup_v1 = q->cgroup_v1 };
+	struct vw_bpf_load_msg m = { .kind = VW_BPF_MSG_RESULT };
+	char cbuf[CMSG_SPACE(sizeof(int) * VW_BPF_FD__MAX)] = { 0 };
+	struct iovec iov = { .iov_base = &m, .iov_len = offsetof(struct vw_bpf_load_msg, text) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int fds[VW_BPF_FD__MAX], r;
+	bool raw = false;
+
+	/* A crash is to end this process, not to land in a handler of the parent's. */
+	for (size_t i = 0; i < ARRAY_SIZE(crash); i++)
+		signal(crash[i], SIG_DFL);
+	loader_sock = sock;
+	libbpf_set_print(libbpf_sink);
+	r = load(&l, q, &raw);
+	if (r == 0)
+		r = loader_fds(&l, fds);
+	if (r > 0) {
+		struct cmsghdr *cm;
+
+		m.n_fds = (uint32_t)r;
+		mh.msg_control = cbuf;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * m.n_fds);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * m.n_fds);
+		memcpy(CMSG_DATA(cm), fds, sizeof(int) * m.n_fds);
+		r = 0;
+	}
+	m.err = r;
+	m.raw = raw;
+	m.hw_mask = l.hw_mask;
+	_exit(sendmsg(sock, &mh, MSG_NOSIGNAL) < 0);
+}
+
+/* The fds of one received record, up to max; MSG_CMSG_CLOEXEC made them close-on-exec. */
+static size_t take_fds(struct msghdr *mh, int *fds, size_t max)
+{
+	size_t n = 0;
+
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		size_t k;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		k = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < k; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(fd));
+			if (n < max)
+				fds[n++] = fd;
+			else
+				close(fd);
+		}
+	}
+	return n;
+}
+
+void vw_cpu_bpf_close_fds(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		vw_closep(&fds[i]);
+}
+
+/* Log the child's lines until its result comes: 0, or -EIO when it breaks off. */
+static int recv_result(int sock, struct vw_bpf_load_msg *m, int fds[VW_BPF_FD__MAX])
+{
+	for (;;) {
+		char cbuf[CMSG_SPACE(sizeof(int) * VW_BPF_FD__MAX)];
+		struct iovec iov = { .iov_base = m, .iov_len = sizeof(*m) };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+				     .msg_controllen = sizeof(cbuf) };
+		ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+		size_t got;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		got = take_fds(&mh, fds, VW_BPF_FD__MAX);
+		if ((size_t)n < offsetof(struct vw_bpf_load_msg, text) ||
+		    (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+			break;
+		if (m->kind == VW_BPF_MSG_LOG && got == 0) {
+			enum vw_log_level lv = VW_MIN((uint32_t)m->level, (uint32_t)VW_LOG_DEBUG);
+
+			m->text[VW_MIN((size_t)n - offsetof(struct vw_bpf_load_msg, text),
+				       sizeof(m->text) - 1)] = '\0';
+			vw_log(lv, "%s", m->text);
+			continue;
+		}
+		if (m->kind != VW_BPF_MSG_RESULT || m->err > 0 || got != m->n_fds ||
+		    (m->err == 0 && got < VW_BPF_FD_LINKS))
+			break;
+		return 0;
+	}
+	vw_cpu_bpf_close_fds(fds, VW_BPF_FD__MAX);
+	return -EIO;
+}
+
+/*
+ * Load and attach in a child, which hands over the fds to keep: libbpf's BTF parse and
+ * relocation (~12 MiB at peak) never touch this process's memory. Reaped before return.
+ */
+int vw_cpu_bpf_load(const struct vw_bpf_load_req *q, struct vw_bpf_load_msg *m,
+		    int fds[VW_BPF_FD__MAX])
+{
+	int sv[2], status = 0, r;
+	pid_t pid;
+
+	libbpf_set_print(libbpf_sink); /* the child inherits it */
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid = fork();
+	if (pid == 0) {
+		close(sv[0]);
+		loader_main(sv[1], q);
+	}
+	r = pid < 0 ? -errno : 0;
+	close(sv[1]);
+	if (r == 0)
+		r = recv_result(sv[0], m, fds);
+	close(sv[0]);
+	if (pid < 0) {
+		vw_warn("cpu: bpf: start the loader process: %s", strerror(-r));
+		return r;
+	}
+	if (r < 0)
+		(void)kill(pid, SIGKILL);
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (r == 0)
+		return 0;
+	if (WIFSIGNALED(status))
+		vw_warn("cpu: bpf: the loader process was killed by signal %d (%s) before its "
+			"result", WTERMSIG(status), strsignal(WTERMSIG(status)));
+	else
+		vw_warn("cpu: bpf: the loader process ended (status %d) without a usable result",
+			WEXITSTATUS(status));
+	return -EIO;
+}

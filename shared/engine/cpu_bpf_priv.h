@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The BPF accountant's two halves: cpu_bpf_load.c loads and attaches the programs in a
+ * short-lived child and hands over the fds to keep; cpu_bpf.c reads the maps through them.
+ */
+#pragma once
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu_account.h"
+#include "perf_counters.h"
+
+/*
+ * The fds the loader child hands over, in this order. The perf event arrays are kept although
+ * never read: their entries go when the map file they were set through is released.
+ */
+enum {
+	VW_BPF_FD_PROCS,
+	VW_BPF_FD_CPUS,
+	VW_BPF_FD_HW_PROCS,
+	VW_BPF_FD_HW_CPUS,
+	VW_BPF_FD_HW_ARRAYS,                              /* one per enum vw_hw_counter */
+	VW_BPF_FD_ITER_READ = VW_BPF_FD_HW_ARRAYS + VW_HW__COUNT, /* the read iterator's link */
+	VW_BPF_FD_LINKS,                                  /* then the attached programs' links */
+	VW_BPF_FD__MAX = VW_BPF_FD_LINKS + 8,                    /* 8: every program of the skeleton */
+};
+
+/* What the parent decided, for the loader child. */
+struct vw_bpf_load_req {
+	char btf[PATH_MAX];
+	uint32_t max_procs;
+	uint32_t flags; /* VW_CPU_BPF_* */
+	bool cgroup_v1;
+	int ncpus;
+};
+
+/* One record on the loader's socket: a log line, or the result with the fds. */
+enum { VW_BPF_MSG_LOG = 1, VW_BPF_MSG_RESULT };
+
+struct vw_bpf_load_msg {
+	uint32_t kind;
+	int32_t level;    /* VW_BPF_MSG_LOG: enum vw_log_level */
+	int32_t err;      /* VW_BPF_MSG_RESULT: what bpf_open returns */
+	uint32_t raw;     /* the raw_tp twins were attached */
+	uint32_t hw_mask; /* VW_HW_BIT() of the counters in use */
+	uint32_t n_fds;   /* VW_BPF_FD_LINKS plus the links, with err 0 */
+	char text[1024];  /* VW_BPF_MSG_LOG */
+};
+
+struct vw_bpf_iter_buf {
+	unsigned char *p;
+	size_t len, cap;
+};
+
+/* Kernel BTF below the injected sysfs root, as a path libbpf can open. */
+int vw_cpu_bpf_btf_path(const struct vw_cpu_env *env, char *buf, size_t size);
+
+/*
+ * Load and attach in a child, which hands over the fds to keep (fds[], -1 where absent) and
+ * its result (*m: err, raw, hw_mask); its log lines are logged here. Reaped before return.
+ * 0 when the child answered (then m->err says how the load went), or -errno.
+ */
+int vw_cpu_bpf_load(const struct vw_bpf_load_req *q, struct vw_bpf_load_msg *m,
+		    int fds[VW_BPF_FD__MAX]);
+
+/* Run an iterator link to its end into b (b->len bytes). */
+int vw_cpu_bpf_iter_run(struct vw_bpf_iter_buf *b, int link_fd);
+
+/* Close the n fds that are open, setting them to -1. */
+void vw_cpu_bpf_close_fds(int *fds, size_t n);
