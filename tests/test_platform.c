@@ -453,8 +453,11 @@ static char *await_platform_row(unsigned port)
 	return body;
 }
 
-/* Scrape until the zone's counter moves (a snapshot was just published): its value and when. */
-static double await_publish(unsigned port, const char *zone, double *ret_t)
+/*
+ * Scrape until the zone's counter moves (a snapshot was just published): its value, when this
+ * process saw it, and (if ret_idle) the zone's idle energy in the same snapshot.
+ */
+static double await_publish_idle(unsigned port, const char *zone, double *ret_t, double *ret_idle)
 {
 	char *body = scrape(port);
 	double j0 = zone_sum(body, "kepler_node_cpu_joules_total", zone, ""), j = j0;
@@ -465,27 +468,46 @@ static double await_publish(unsigned port, const char *zone, double *ret_t)
 		body = scrape(port);
 		j = zone_sum(body, "kepler_node_cpu_joules_total", zone, "");
 		*ret_t = vw_fixture_monotonic_s();
+		if (ret_idle)
+			*ret_idle = zone_sum(body, "kepler_node_cpu_idle_joules_total", zone, "");
 		free(body);
 	}
 	assert_true(j > j0);
 	return j;
 }
 
+static double await_publish(unsigned port, const char *zone, double *ret_t)
+{
+	return await_publish_idle(port, zone, ret_t, NULL);
+}
+
 /*
- * The platform zone's energy between two publications 8 s apart is the BMC's bmc_w (within 3 %),
- * and so are its watts (1 %), its idle watts the configured, the split conserved: the scrape.
+ * The platform zone's energy between two publications 8 s apart is the BMC's bmc_w, and so are
+ * its watts (1 %), its idle watts the configured, the split conserved: the scrape.
+ *
+ * The time base. The daemon's own: the zone's idle energy is the configured IDLE_W over each
+ * interval it measured, so energy / (idle / IDLE_W) is the BMC's watts over exactly the time the
+ * daemon integrated (1 %). And this process's clock, which sees each publication late on a loaded
+ * machine (CI runs tests side by side: 156 W seen for 150 W, 301 W for 275 W with the CPUs
+ * saturated), judged loosely (15 %): the daemon's intervals are real time and none went missing
+ * wholesale.
  */
 static char *check_bmc_watts(unsigned port, const char *bmc_name, double bmc_w)
 {
-	double j0, t0 = 0, j1, t1 = 0;
+	double j0, t0 = 0, i0 = 0, j1, t1 = 0, i1 = 0, daemon_s;
 	char *body;
 
-	j0 = await_publish(port, "platform", &t0);
+	j0 = await_publish_idle(port, "platform", &t0, &i0);
 	sleep(8);
-	j1 = await_publish(port, "platform", &t1);
-	print_message("# %s: %.3f J in %.3f s: %.2f W (the BMC says %.0f W)\n", bmc_name, j1 - j0,
-		      t1 - t0, (j1 - j0) / (t1 - t0), bmc_w);
-	assert_double_near((j1 - j0) / (t1 - t0), bmc_w, bmc_w * 0.03);
+	j1 = await_publish_idle(port, "platform", &t1, &i1);
+	daemon_s = (i1 - i0) / IDLE_W;
+	print_message("# %s: %.3f J in %.3f s (the daemon's), %.3f s (seen here): %.2f W, %.2f W "
+		      "(the BMC says %.0f W)\n",
+		      bmc_name, j1 - j0, daemon_s, t1 - t0, (j1 - j0) / daemon_s,
+		      (j1 - j0) / (t1 - t0), bmc_w);
+	assert_true(daemon_s > 6);
+	assert_double_near((j1 - j0) / daemon_s, bmc_w, bmc_w / 100);
+	assert_double_near(daemon_s, t1 - t0, (t1 - t0) * 0.15);
 	body = scrape(port);
 	assert_double_near(zone_sum(body, "kepler_node_cpu_watts", "platform", ""), bmc_w,
 			   bmc_w / 100);
@@ -497,8 +519,8 @@ static char *check_bmc_watts(unsigned port, const char *bmc_name, double bmc_w)
 
 /*
  * The BMC's power through a Kepler BMC file: kepler_platform_watts with Kepler's labels, a
- * platform zone whose energy grows at the BMC's watts (within 3 %), split and attributed to the
- * µJ, the non-CPU remainder; a BMC that stops answering stalls nothing and its span counts
+ * platform zone whose energy grows at the BMC's watts (check_bmc_watts), split and attributed
+ * to the µJ, the non-CPU remainder; a BMC that stops answering stalls nothing and its span counts
  * nothing; the session is ended at exit.
  */
 static void test_redfish_platform(void **state)
@@ -588,8 +610,8 @@ static void test_redfish_platform(void **state)
 
 /*
  * The BMC's DCMI power reading over IPMI 2.0 (ipmi_sim with our DCMI module) through the flags
- * a user gives: the platform zone grows at the BMC's watts (within 3 %), split and owned to the
- * µJ, named in kepler_platform_watts; the password only in a file.
+ * a user gives: the platform zone grows at the BMC's watts (check_bmc_watts), split and owned
+ * to the µJ, named in kepler_platform_watts; the password only in a file.
  */
 static void test_ipmi_platform(void **state)
 {
