@@ -6,7 +6,8 @@ set -euo pipefail
 
 build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicrohttpd-dev
 	libcurl4-openssl-dev libyaml-dev clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool
-	libvirt-dev libgnutls28-dev libcrypt-dev libfreeipmi-dev)
+	libvirt-dev libtirpc-dev libgnutls28-dev libcrypt-dev libfreeipmi-dev)
+# libtirpc-dev: sanitized builds link libtirpc for ASan's XDR interceptors (host/vm/meson.build).
 # libclang-rt-14-dev: libFuzzer for tests/fuzz (clang-14 only recommends it).
 # libvirt-daemon (libvirtd, virtlogd), its qemu driver and QEMU: tests/test_vm_integration.c.
 # Not libvirt-daemon-system: it pulls systemd, iptables and more (--no-install-recommends below).

@@ -1088,6 +1088,16 @@ static const struct vw_vm_source_ops fake_libvirt_ops = {
 	.close = vw_vm_libvirt_close,
 };
 
+/* The registry over these sources (fake libvirt at fake:///system), on x's procfs. */
+static struct vw_vms *fx_registry(struct fx *x, const struct vw_vm_source_ops *const *sources)
+{
+	struct vw_vm_env env = { .procfs_fd = x->procfd, .libvirt_uri = "fake:///system" };
+	struct vw_vms *vms = vw_vms_open_with(&env, sources);
+
+	assert_non_null(vms);
+	return vms;
+}
+
 static int fake_libvirt_open_dormant(const struct vw_vm_env *env, void **ret)
 {
 	return vw_vm_libvirt_open_dormant(env, &fake_api, &fk, ret);
@@ -1113,15 +1123,13 @@ static void test_dormant_until_a_vm(void **state)
 	static const struct vw_vm_source_ops *const sources[] = { &fake_dormant_ops,
 								  &vw_vm_procscan, NULL };
 	struct fx *x = fx_new();
-	struct vw_vm_env env = { .procfs_fd = x->procfd, .libvirt_uri = "fake:///system" };
 	struct vw_vms *vms;
 	struct vw_vm_info *v;
 	size_t n;
 
 	(void)state;
 	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
-	vms = vw_vms_open_with(&env, sources);
-	assert_non_null(vms);
+	vms = fx_registry(x, sources);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(vw_vms_list(vms, &v, &n), 0);
 		assert_int_equal(n, 0);
@@ -1146,12 +1154,35 @@ static void test_dormant_until_a_vm(void **state)
 	fx_free(x);
 }
 
+/* Which URIs wait: this host's QEMU driver (also as the default, an empty URI); not others. */
+static void test_local_uri_waits(void **state)
+{
+	static const char *const local[] = { "", "qemu:///system", "qemu:///session" };
+	struct fx *x = fx_new();
+	struct vw_vm_env env = { .procfs_fd = x->procfd };
+	void *src = NULL;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(local); i++) {
+		env.libvirt_uri = local[i];
+		assert_int_equal(vw_vm_libvirt_open_local(&env, &fake_api, &fk, &src), 0);
+		assert_int_equal(fk.loop_refs, 0); /* nothing started */
+		vw_vm_libvirt_close(src);
+	}
+	env.libvirt_uri = "fake:///system";
+	assert_int_equal(vw_vm_libvirt_open_local(&env, &fake_api, &fk, &src), 0);
+	assert_int_equal(fk.loop_refs, 1);
+	assert_true(fk.connect_attempts >= 1);
+	vw_vm_libvirt_close(src);
+	assert_int_equal(fk.loop_refs, 0);
+	fx_free(x);
+}
+
 static void test_merge(void **state)
 {
 	static const struct vw_vm_source_ops *const sources[] = { &fake_libvirt_ops,
 								  &vw_vm_procscan, NULL };
 	struct fx *x = fx_new();
-	struct vw_vm_env env = { .procfs_fd = x->procfd, .libvirt_uri = "fake:///system" };
 	struct vw_vms *vms;
 	struct vw_vm_info *v;
 	size_t n;
@@ -1162,8 +1193,7 @@ static void test_merge(void **state)
 					 "qemu-system-x86_64|-name|guest=loose|-uuid|" UC, NULL,
 					 NULL), 0);
 	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
-	vms = vw_vms_open_with(&env, sources);
-	assert_non_null(vms);
+	vms = fx_registry(x, sources);
 
 	assert_int_equal(vw_vms_list(vms, &v, &n), 0);
 	assert_int_equal(n, 2);
@@ -1385,6 +1415,7 @@ int main(void)
 		cmocka_unit_test(test_hostdevs_listed),
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_dormant_until_a_vm),
+		cmocka_unit_test(test_local_uri_waits),
 		cmocka_unit_test(test_merge_fill),
 #if VW_HAVE_LIBVIRT
 		cmocka_unit_test(test_real_test_driver),

@@ -394,21 +394,9 @@ static const struct vw_virt_api libvirt_api = {
 	.last_error = api_last_error,
 };
 
-/*
- * This host's own QEMU driver (qemu:///system, the default, or qemu:///session) has nothing to
- * say before a VM runs here: the source waits, libvirt unloaded, until the process scan finds a
- * QEMU. Any other URI (a remote host, Xen, a test driver) connects at once.
- */
 static int libvirt_open(const struct vw_vm_env *env, void **ret_state)
 {
-	const char *uri = env->libvirt_uri && env->libvirt_uri[0] ? env->libvirt_uri : NULL;
-
-	if (!uri || strncmp(uri, "qemu:///", 8) == 0) {
-		vw_info("vm: libvirt: %s is opened once a VM runs here (a QEMU process)",
-			uri ? uri : "qemu:///system");
-		return vw_vm_libvirt_open_dormant(env, &libvirt_api, NULL, ret_state);
-	}
-	return vw_vm_libvirt_open_api(env, &libvirt_api, NULL, ret_state);
+	return vw_vm_libvirt_open_local(env, &libvirt_api, NULL, ret_state);
 }
 
 const struct vw_vm_source_ops vw_vm_libvirt = {

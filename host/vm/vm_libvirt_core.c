@@ -556,6 +556,17 @@ int vw_vm_libvirt_open_api(const struct vw_vm_env *env, const struct vw_virt_api
 	return open_lv(env, api, data, false, ret_state);
 }
 
+int vw_vm_libvirt_open_local(const struct vw_vm_env *env, const struct vw_virt_api *api,
+			     void *data, void **ret_state)
+{
+	const char *uri = env->libvirt_uri && env->libvirt_uri[0] ? env->libvirt_uri : DEFAULT_URI;
+	bool local = strncmp(uri, "qemu:///", 8) == 0;
+
+	if (local)
+		vw_info("vm: libvirt: %s is opened once a VM runs here (a QEMU process)", uri);
+	return open_lv(env, api, data, local, ret_state);
+}
+
 int vw_vm_libvirt_open_dormant(const struct vw_vm_env *env, const struct vw_virt_api *api,
 			       void *data, void **ret_state)
 {

@@ -78,6 +78,10 @@ int vw_vm_libvirt_open_api(const struct vw_vm_env *env, const struct vw_virt_api
  */
 int vw_vm_libvirt_open_dormant(const struct vw_vm_env *env, const struct vw_virt_api *api,
 			       void *data, void **ret_state);
+/* Dormant for this host's own QEMU driver (qemu:///system, the default, or qemu:///session),
+ * which has nothing to say before a VM runs here; any other URI connects at once. */
+int vw_vm_libvirt_open_local(const struct vw_vm_env *env, const struct vw_virt_api *api,
+			     void *data, void **ret_state);
 /* After each round of the registry: n VMs were listed. The first n > 0 wakes a dormant source
  * (its first connection waited for, as at open): true then, if it started. */
 bool vw_vm_libvirt_vms_seen(void *state, size_t n);
