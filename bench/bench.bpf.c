@@ -5,6 +5,10 @@
  * null_switch: an empty tp_btf/sched_switch program, the floor of what kernel.bpf_stats
  * reports per event on this machine (trampoline and clock reads included).
  *
+ * tail_switch: the common path of the sched_switch program virtwatt ran until 2026-11-24 (it
+ * only acted when prev was exiting, to add an exiting thread's last slices; sched_process_free
+ * does that now): a flags load and a return on every switch.
+ *
  * kl_switch: the shape of Kepler v0.7's sched_switch program
  * (timestamp at switch-in per (pid, cpu), lookup + delete at switch-out, per-process hash
  * update with comm and cgroup), minus its three perf-counter reads, which have no hardware
@@ -47,6 +51,14 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(null_switch, bool preempt, struct task_struct *prev)
 {
 	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(tail_switch, bool preempt, struct task_struct *prev)
+{
+	if (!(prev->flags & 0x00000004 /* PF_EXITING */) || !prev->pid)
+		return 0;
+	return 1;
 }
 
 SEC("tp_btf/sched_switch")

@@ -1,9 +1,15 @@
 #!/usr/bin/env bash
-# Per-event cost of the CPU accountant's sched_switch program, measured by the kernel
-# (kernel.bpf_stats_enabled: run_time_ns / run_cnt) under stress-ng --switch, for the tp_btf
-# program, its raw_tp twin, the optional counter program (loaded only where counters open; here
-# on software stand-in events, whose reads cost about what a PMU's do), and two baselines from bench/bench.bpf.c: an empty program (what
-# bpf_stats reports for nothing: trampoline and clock reads) and a Kepler-v0.7-like one.
+# What the CPU accountant's BPF programs cost the machine's scheduler, measured by the kernel
+# (kernel.bpf_stats_enabled: run_time_ns and run_cnt per program), under two loads:
+#   switch: stress-ng --switch 1 (a context-switch storm: what a per-switch program costs)
+#   fork:   stress-ng --fork 1   (processes born and gone: what the exit and free programs cost)
+# Rows: the accountant as it is (sched_process_exit + sched_process_free, no sched_switch
+# program), its raw_tp twins, the optional counter program (a sched_switch program, loaded only
+# where counters open; here on software stand-ins, whose reads cost about what a PMU's do), and
+# three baselines from bench/bench.bpf.c: an empty sched_switch program (the floor of a
+# per-switch hook: trampoline and bpf_stats' clock reads), the exit-tail switch program the
+# accountant ran until 2026-11-24, and a Kepler-v0.7-like one.
+# For each: runs, ns per run, and the in-kernel time per second and per context switch.
 #   bench/bpf_switch.sh [seconds]      (root; BUILD=build by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,10 +34,29 @@ cleanup() {
 trap cleanup EXIT
 sysctl -qw kernel.bpf_stats_enabled=1
 
-# measure LABEL PROGRAM [loader options]
+stat_field() { awk -v k="$1" '$1 == k { print $2 }' /proc/stat; }
+
+# Sum of run_time_ns and run_cnt over the programs of process PID (its prog and link fds; a
+# daemon or test elsewhere on the machine may hold programs of the same names) whose names are
+# in NAMES (space-separated).
+prog_stats() {
+	local pid=$1 names=" $2 " ns=0 cnt=0 line id name n c
+	for id in $(grep -h '^prog_id:' /proc/"$pid"/fdinfo/* 2>/dev/null | awk '{ print $2 }' | sort -un); do
+		line=$("$BPFTOOL" prog show id "$id" 2>/dev/null | sed -n 1p)
+		name=$(sed -n 's/.* name \([^ ]*\) .*/\1/p' <<<"$line")
+		[[ $names == *" $name "* ]] || continue
+		n=$(sed -n 's/.*run_time_ns \([0-9]*\).*/\1/p' <<<"$line")
+		c=$(sed -n 's/.*run_cnt \([0-9]*\).*/\1/p' <<<"$line")
+		ns=$((ns + ${n:-0}))
+		cnt=$((cnt + ${c:-0}))
+	done
+	echo "$ns $cnt"
+}
+
+# measure LABEL LOAD "PROGRAMS" [loader options]
 measure() {
-	local label=$1 prog=$2 line ns cnt
-	shift 2
+	local label=$1 load=$2 progs=$3 ns cnt ctxt0 ctxt1 t0 t1
+	shift 3
 	"$LOADER" "$@" >"$tmp/out" 2>"$tmp/err" &
 	loader=$!
 	for _ in $(seq 100); do
@@ -39,24 +64,30 @@ measure() {
 		kill -0 "$loader" 2>/dev/null || { cat "$tmp/err" >&2; exit 1; }
 		sleep 0.1
 	done
-	stress-ng --switch 1 --timeout "${SECONDS_RUN}s" --quiet
-	line=$("$BPFTOOL" prog show name "$prog" | grep -m1 run_time_ns || true)
+	ctxt0=$(stat_field ctxt)
+	t0=$(date +%s.%N)
+	stress-ng --"$load" 1 --timeout "${SECONDS_RUN}s" --quiet
+	t1=$(date +%s.%N)
+	ctxt1=$(stat_field ctxt)
+	read -r ns cnt < <(prog_stats "$loader" "$progs")
 	kill "$loader"
 	wait "$loader" || true
 	loader=
-	ns=$(sed -n 's/.*run_time_ns \([0-9]*\).*/\1/p' <<<"$line")
-	cnt=$(sed -n 's/.*run_cnt \([0-9]*\).*/\1/p' <<<"$line")
-	if [ -z "$ns" ] || [ -z "$cnt" ] || [ "$cnt" -eq 0 ]; then
-		echo "$label: no stats for $prog" >&2
-		return 1
-	fi
-	awk -v l="$label" -v p="$prog" -v ns="$ns" -v c="$cnt" \
-		'BEGIN { printf "%-28s %-14s %10d events %8.1f ns/event\n", l, p, c, ns / c }'
+	awk -v l="$label" -v load="$load" -v ns="$ns" -v c="$cnt" -v sw=$((ctxt1 - ctxt0)) \
+		-v s="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" \
+		'BEGIN { printf "%-36s %-6s %10d %9s %10.3f %12.1f %10d\n", l, load, c,
+			 c ? sprintf("%.1f", ns / c) : "-", ns / s / 1e6, ns / sw, sw / s }'
 }
 
-echo "stress-ng --switch 1 for ${SECONDS_RUN}s per program, $(nproc) CPUs, $(uname -r)"
-measure "empty program (floor)" null_switch --null
-measure "virtwatt tp_btf" vw_switch_btf
-measure "virtwatt raw_tp twin" vw_switch_raw --raw-tp
-measure "+ counters (sw stand-ins)" vw_hwc_btf --hw-standin
-measure "Kepler-like (no perf reads)" kl_switch --kepler-like
+echo "# stress-ng 1 worker for ${SECONDS_RUN}s per row, $(nproc) CPUs, $(uname -r)"
+printf '%-36s %-6s %10s %9s %10s %12s %10s\n' program load runs ns/run "kern ms/s" \
+	"ns/ctx-sw" "ctx-sw/s"
+ACC="vw_exit_btf vw_free_btf"
+for load in switch fork; do
+	measure "virtwatt (exit + free)" "$load" "$ACC"
+	measure "virtwatt raw_tp twins" "$load" "vw_exit_raw vw_free_raw" --raw-tp
+	measure "virtwatt + counters (sw stand-ins)" "$load" "$ACC vw_hwc_btf" --hw-standin
+	measure "empty switch program (floor)" "$load" null_switch --null
+	measure "until 2026-11-24: exit + tail switch" "$load" "tail_switch vw_exit_btf" --tail-switch
+	measure "Kepler-like (no perf reads)" "$load" kl_switch --kepler-like
+done

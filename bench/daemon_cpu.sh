@@ -9,9 +9,9 @@
 # node_exporter on free 127.0.0.1 ports, waits for both to be ready and WARMUP more seconds,
 # scrapes each once a second for INTERVALS seconds, and reads each one's CPU time before and
 # after (utime+stime from /proc/PID/stat, and the threads' exact schedstat run time) and its
-# VmRSS/VmHWM at the end. With bpf it also reports what the daemon's sched_switch and exit
+# VmRSS/VmHWM at the end. With bpf it also reports what the daemon's exit and free
 # programs cost inside the kernel over the window (kernel.bpf_stats_enabled, restored
-# afterwards): that time is charged to the tasks being switched, not to the daemon (its task
+# afterwards): that time is charged to the tasks that exit, not to the daemon (its task
 # iterator runs in its own read() calls and is in its CPU time already). Everything it starts is stopped, and
 # anything it changes (kernel.pid_max when too small, bpf stats) is restored, on exit (trap).
 set -euo pipefail
@@ -65,7 +65,8 @@ cpu_of() {
 bpf_ids_of() {
 	grep -h "^$2:" /proc/"$1"/fdinfo/* 2>/dev/null | awk '{ print $2 }' | sort -un
 }
-# Run time (ns) of its event programs (sched_switch, exit). Its task iterators run inside its
+# Run time (ns) of its event programs (sched_process_exit, sched_process_free; sched_switch only
+# where counters opened). Its task iterators run inside its
 # own read() calls, so their time is already in its CPU time and is left out here.
 bpf_run_ns() {
 	local id sum=0 ns line
@@ -221,7 +222,7 @@ header() {
 
 echo "# $(nproc) CPUs, $(uname -r), $(date -u +%FT%TZ); $INTERVALS s windows after ${WARMUP} s of warm-up, monitor.interval=1s, one scrape/s of each server"
 echo "# vw_ms: virtwatt CPU ms per interval from utime+stime (10 ms ticks); vw_ms_ex: the same from its threads' schedstat (ns)"
-echo "# bpf_kern: ms per second its sched_switch/exit BPF programs ran (charged to the switching tasks, not to virtwatt)"
+echo "# bpf_kern: ms per second its exit/free BPF programs ran (charged to the exiting tasks, not to virtwatt)"
 echo "# ne_ms, ne_ms_ex: node_exporter CPU ms per second the same two ways; rss/hwm in KiB; bpf_maps: the daemon's map memlock KiB"
 echo "# cpu_x = vw_ms_ex / ne_ms_ex, hwm_x = vw_hwm / ne_hwm (virtwatt / node_exporter)"
 header

@@ -6,16 +6,22 @@
  * Per process. A live thread's time since open is its sum_exec_runtime minus its seed (its
  * value at open; 0 for threads started later): the read iterator emits it for every live
  * thread, exact at read time. sched_process_exit adds an exiting thread's time to its
- * process's entry (procs), any runtime after that is added at its later switch-outs, and the
- * group is marked exited with its last thread: user space reports it once, then deletes it.
+ * process's entry (procs); what it runs after that (closing its files, exit_notify(), up to its
+ * last switch-out) is added at sched_process_free, which the kernel fires only once the task
+ * has both been released and switched out for the last time (the two references of
+ * task->rcu_users), so its sum_exec_runtime is final there. The group is marked exited when its
+ * last thread has passed sched_process_exit and every thread that did has been freed: user
+ * space reports it once, then deletes it. (A zombie leader is freed when it is reaped: until
+ * then its process is reported live, with its time, as /proc still lists it.)
  *
  * Per cgroup. Nothing here: the kernel's own cgroup accounting (cpuacct.usage, cpu.stat) holds
  * every cgroup's total, exited tasks included. Each record and exit carries the task's cgroup id
  * in the hierarchy that accounts CPU time (v1 cpuacct where it is mounted, else v2), so user
  * space places every process, exited ones too, in the cgroup it ran in.
  *
- * Cost. The switch program only looks at prev's flags: an exiting thread's last slices go to
- * its process (below); everything else returns at once, no map, no helper call.
+ * Cost. Nothing runs on the scheduler's switch path: the programs run once per thread exit and
+ * once per task free, and the iterator at each read. (Only the optional counter program below,
+ * loaded where a PMU counts, is a sched_switch program: per-slice counts exist nowhere else.)
  *
  * Each tracepoint has a tp_btf program (task storage, direct loads) and a raw_tp twin (LRU
  * hash keyed by pid, CO-RE probe reads); user space loads one of each pair.
@@ -29,7 +35,7 @@
 #include "cpu_time.h"
 
 #define PF_EXITING 0x00000004 /* include/linux/sched.h: set in exit_signals(), never cleared */
-#define barrier() asm volatile("" ::: "memory")
+#define READ_ONCE_U64(x) (*(volatile __u64 *)&(x))
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -169,10 +175,9 @@ static __always_inline struct vw_bpf_proc *proc_get(struct vw_bpf_cpu *c, struct
 }
 
 /*
- * sched_process_exit: add the thread's time since open to its process; the last thread of the
- * group marks it exited (do_exit() decremented signal->live before the tracepoint). Runs in
- * process context: the exit_ns/flags order lets a switch-out that preempts it see either
- * nothing or a consistent exit_ns.
+ * sched_process_exit: add the thread's time since open to its process and count it pending
+ * until it is freed; the last thread of the group marks it dead (do_exit() decremented
+ * signal->live before the tracepoint).
  */
 static __always_inline void on_exit(struct task_struct *p, struct vw_bpf_task *t, __u64 sre)
 {
@@ -188,62 +193,39 @@ static __always_inline void on_exit(struct task_struct *p, struct vw_bpf_task *t
 	if (t->flags & VW_BPF_TASK_EXITED)
 		return;
 	proc = proc_get(c, p, tgid, true);
-	if (proc) {
-		__sync_fetch_and_add(&proc->dead_ns, sre > t->seed_ns ? sre - t->seed_ns : 0);
-		proc->cgroup_id = cgid;
-	}
 	t->exit_ns = sre;
-	barrier();
 	t->flags |= VW_BPF_TASK_EXITED;
-	if (!proc || BPF_CORE_READ(p, signal, live.counter) != 0)
+	if (!proc)
+		return;
+	__sync_fetch_and_add(&proc->dead_ns, sre > t->seed_ns ? sre - t->seed_ns : 0);
+	__sync_fetch_and_add(&proc->pending, 1);
+	proc->cgroup_id = cgid;
+	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return;
 	BPF_CORE_READ_STR_INTO(&proc->comm, p, group_leader, comm); /* after any exec */
-	proc->exited = 1;
+	proc->group_dead = 1;
 }
 
-/* An exiting thread switches out: what it ran since sched_process_exit goes to its process. */
-static __always_inline void exit_tail(struct vw_bpf_cpu *c, struct task_struct *prev,
-				      struct vw_bpf_task *t, __u64 sre)
+/*
+ * sched_process_free: the thread's runtime is final; what it ran since sched_process_exit goes to
+ * its process. The free that leaves a dead group with nothing pending marks it exited (two
+ * frees on two CPUs may both see that: both write the same 1). A thread whose exit was not seen
+ * (it was exiting at open) brings nothing.
+ */
+static __always_inline void on_free(struct task_struct *p, struct vw_bpf_task *t, __u64 sre)
 {
 	struct vw_bpf_proc *proc;
 
-	if (!t || !(t->flags & VW_BPF_TASK_EXITED) || sre <= t->exit_ns)
+	if (!t || !(t->flags & VW_BPF_TASK_EXITED))
 		return;
-	proc = proc_get(c, prev, BPF_CORE_READ(prev, tgid), false);
-	if (proc)
+	proc = proc_get(this_cpu(), p, BPF_CORE_READ(p, tgid), false);
+	if (!proc)
+		return;
+	if (sre > t->exit_ns)
 		__sync_fetch_and_add(&proc->dead_ns, sre - t->exit_ns);
-	t->exit_ns = sre;
-}
-
-/* ---- sched_switch ---- */
-
-/* Only an exiting thread's switch-out does anything: what it ran since sched_process_exit. */
-SEC("tp_btf/sched_switch")
-int BPF_PROG(vw_switch_btf, bool preempt, struct task_struct *prev, struct task_struct *next)
-{
-	__u64 sre;
-
-	if (!(prev->flags & PF_EXITING) || !prev->pid)
-		return 0;
-	sre = prev->se.sum_exec_runtime;
-	exit_tail(this_cpu(), prev, task_slot(prev, sre, false), sre);
-	return 0;
-}
-
-SEC("raw_tp/sched_switch")
-int BPF_PROG(vw_switch_raw, bool preempt, struct task_struct *prev, struct task_struct *next)
-{
-	__u32 pid;
-	__u64 sre;
-
-	if (!(BPF_CORE_READ(prev, flags) & PF_EXITING))
-		return 0;
-	pid = BPF_CORE_READ(prev, pid);
-	if (!pid)
-		return 0;
-	sre = BPF_CORE_READ(prev, se.sum_exec_runtime);
-	exit_tail(this_cpu(), prev, hash_slot(pid, BPF_CORE_READ(prev, start_time), sre, false), sre);
-	return 0;
+	__sync_fetch_and_add(&proc->pending, -1);
+	if (proc->group_dead && READ_ONCE_U64(proc->pending) == 0)
+		proc->exited = 1;
 }
 
 /* ---- sched_process_exit ---- */
@@ -266,6 +248,34 @@ int BPF_PROG(vw_exit_raw, struct task_struct *p)
 
 	if (pid)
 		on_exit(p, hash_slot(pid, BPF_CORE_READ(p, start_time), sre, true), sre);
+	return 0;
+}
+
+/* ---- sched_process_free ---- */
+
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(vw_free_btf, struct task_struct *p)
+{
+	if (p->pid)
+		on_free(p, task_slot(p, 0, false), p->se.sum_exec_runtime);
+	return 0;
+}
+
+/* The pid's slot goes with the task (task storage needs no such care). */
+SEC("raw_tp/sched_process_free")
+int BPF_PROG(vw_free_raw, struct task_struct *p)
+{
+	__u32 pid = BPF_CORE_READ(p, pid);
+	__u64 start = BPF_CORE_READ(p, start_time);
+	struct vw_bpf_task *t;
+
+	if (!pid)
+		return 0;
+	t = bpf_map_lookup_elem(&task_hash, &pid);
+	if (!t || t->start_ns != start)
+		return 0;
+	on_free(p, t, BPF_CORE_READ(p, se.sum_exec_runtime));
+	bpf_map_delete_elem(&task_hash, &pid);
 	return 0;
 }
 
@@ -311,11 +321,11 @@ int vw_iter_read(struct bpf_iter__task *ctx)
 /* ---- optional per-process counters ---- */
 
 /*
- * A second sched_switch program, loaded only where user space opened counters (a hardware PMU,
+ * The one sched_switch program, loaded only where user space opened counters (a hardware PMU,
  * or software stand-ins in tests): it reads each kind's per-CPU counting event on this CPU and
  * charges the increase since the previous switch here (the slice that ends now) to prev's
- * thread group. Its helper calls and hash update are what the CPU-time program avoids; keeping
- * it separate leaves that program's cost unchanged where there are no counters.
+ * thread group. A per-CPU counter says nothing of whose slice it was except at the switch;
+ * where no counter opens, nothing of this accountant runs per switch.
  */
 const volatile __u32 hw_mask = 0; /* bit k: kind k's map is filled */
 

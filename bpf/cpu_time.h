@@ -33,8 +33,10 @@ struct vw_bpf_proc {
 	__u64 cgroup_id; /* cgroup id (see task_cgroup_id()) of the thread that exited last */
 	__u64 start_ns;  /* group leader's start_boottime (ns): tells pid reuse */
 	char comm[VW_BPF_COMM_LEN]; /* leader's comm, rewritten when the group exits */
-	__u32 exited;    /* 1: the whole group exited; user space reports it once, deletes it */
-	__u32 pad;
+	__u32 exited;    /* 1: the whole group exited and every thread of it was freed (its
+			  * runtime final): user space reports it once, deletes it */
+	__u32 group_dead; /* 1: its last thread passed sched_process_exit */
+	__u64 pending;   /* threads that passed sched_process_exit, not yet sched_process_free */
 };
 
 /* Counters of the per-CPU value: events not accounted the normal way. */
@@ -62,8 +64,7 @@ struct vw_bpf_task_rec {
 };
 
 /*
- * Optional per-process counters (the second sched_switch program, loaded only where counters
- * opened): one BPF_MAP_TYPE_PERF_EVENT_ARRAY per kind, filled by user space with a counting
+ * Optional per-process counters (a sched_switch program, loaded only where counters opened): one BPF_MAP_TYPE_PERF_EVENT_ARRAY per kind, filled by user space with a counting
  * event per CPU. The order is shared/engine/perf_counters.h's enum vw_hw_counter.
  */
 enum {
@@ -107,7 +108,7 @@ _Static_assert(sizeof(struct vw_bpf_hw_cpu) == 24 * VW_BPF_HW__COUNT + 8 + 8 * V
 	       "vw_bpf_hw_cpu layout");
 _Static_assert(sizeof(struct vw_bpf_hw_proc) == 8 * VW_BPF_HW__COUNT + 8, "vw_bpf_hw_proc layout");
 _Static_assert(sizeof(struct vw_bpf_task) == 32, "vw_bpf_task layout");
-_Static_assert(sizeof(struct vw_bpf_proc) == 48, "vw_bpf_proc layout");
+_Static_assert(sizeof(struct vw_bpf_proc) == 56, "vw_bpf_proc layout");
 _Static_assert(sizeof(struct vw_bpf_cpu) == 8 * VW_BPF_STAT__COUNT, "vw_bpf_cpu layout");
 _Static_assert(sizeof(struct vw_bpf_task_rec) == 48, "vw_bpf_task_rec layout");
 

@@ -52,6 +52,9 @@ enum {
 	 * (vw_hw_open_cpu()): CPU time in ns as cycles and instructions, context switches as
 	 * cache misses. Tests and benchmarks on machines without a PMU only. */
 	VW_CPU_BPF_HW_STANDIN = 1u << 2,
+	/* No per-process counters even where a PMU counts (--cpu.hardware-counters=false): no
+	 * program on the scheduler's switch path at all. */
+	VW_CPU_BPF_NO_HW = 1u << 3,
 };
 
 struct vw_cpu_env {

@@ -240,10 +240,10 @@ static int load_variant(struct loader *l, const char *btf_file, bool raw, uint32
 	skel->rodata->open_ns = mono_ns();
 	skel->rodata->use_pid_hash = raw;
 	skel->rodata->cgroup_v1 = l->cgroup_v1;
-	bpf_program__set_autoload(skel->progs.vw_switch_btf, !raw);
 	bpf_program__set_autoload(skel->progs.vw_exit_btf, !raw);
-	bpf_program__set_autoload(skel->progs.vw_switch_raw, raw);
+	bpf_program__set_autoload(skel->progs.vw_free_btf, !raw);
 	bpf_program__set_autoload(skel->progs.vw_exit_raw, raw);
+	bpf_program__set_autoload(skel->progs.vw_free_raw, raw);
 	skel->rodata->hw_mask = l->hw_mask;
 	bpf_program__set_autoload(skel->progs.vw_hwc_btf, l->hw_mask && !raw);
 	bpf_program__set_autoload(skel->progs.vw_hwc_raw, l->hw_mask && raw);
@@ -333,13 +333,15 @@ static int load(struct loader *l, const struct vw_bpf_load_req *q, bool *ret_raw
 	bool raw;
 	int r, tp;
 
-	tp = probe_tp_btf(q->btf, "sched_switch");
+	tp = probe_tp_btf(q->btf, "sched_process_free");
 	if (tp < 0) {
 		say(VW_LOG_INFO, "cpu: bpf: load a probe program: %s", verdict(tp));
 		return tp;
 	}
-	r = hw_open(l, q->flags & VW_CPU_BPF_HW_STANDIN);
-	if (r < 0)
+	if (q->flags & VW_CPU_BPF_NO_HW)
+		say(VW_LOG_INFO, "cpu: bpf: hardware counters off (--cpu.hardware-counters=false): "
+				 "splitting by CPU time");
+	else if ((r = hw_open(l, q->flags & VW_CPU_BPF_HW_STANDIN)) < 0)
 		return r;
 	raw = !tp || (q->flags & VW_CPU_BPF_RAW_TP);
 	r = load_variant(l, q->btf, raw, q->max_procs);

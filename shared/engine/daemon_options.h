@@ -29,6 +29,7 @@ struct vw_daemon_options {
 	uint64_t metrics_max_bytes;
 	uint64_t max_terminated;
 	char *cpu_accounting; /* auto, bpf, procfs */
+	bool cpu_hw_counters;
 	bool kube_enable;
 	char *kube_pod_source; /* apiserver, kubelet */
 	char *kube_api_url;
@@ -99,6 +100,11 @@ extern const char *const vw_pod_source_names[];
 	  "auto", "METHOD",                                                                        \
 	  "per-process CPU time: bpf (CO-RE eBPF, exact), procfs, or auto (bpf, else procfs)", 0, \
 	  0, vw_accounting_names },                                                                \
+	{ "cpu.hardware-counters", "cpu.hardwareCounters", VW_OPT_BOOL,                            \
+	  VW_DO_OFF(type, cpu_hw_counters), "true", NULL,                                          \
+	  "split package, core and dram by per-process instructions and cache misses where a PMU " \
+	  "counts (bpf accounting; a program on every context switch, ~0.6 us each); false: by "   \
+	  "CPU time, nothing on the switch path" },                                                \
 	{ "kube.enable", "kube.enable", VW_OPT_BOOL, VW_DO_OFF(type, kube_enable), "false", NULL, \
 	  "look up pod names, namespaces and CPU requests for containers" },                      \
 	{ "kube.pod-source", "kube.podSource", VW_OPT_STRING, VW_DO_OFF(type, kube_pod_source),   \

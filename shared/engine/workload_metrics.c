@@ -78,7 +78,7 @@ const struct vw_metric_family vw_workload_families[] = {
 		       "including those that have exited",
 		       "joules", l_rest },
 	[F_METHOD] = { "virtwatt_cpu_accounting_info", VW_METRIC_GAUGE,
-		       "How per-process CPU time is measured: bpf (sched_switch, exact) or procfs",
+		       "How per-process CPU time is measured: bpf (sum_exec_runtime, exact) or procfs",
 		       NULL, l_method },
 };
 const struct vw_family_table vw_workload_family_table = {
