@@ -6,8 +6,9 @@
   - virtwatt-guest carries no host meter (powercap, hwmon), libvirt, VM-source, publisher or
     training code (nm);
   - host/ keeps a handful of files at its root (the daemon's wiring); the rest is in rooms;
-  - neither daemon links libcurl, libvirt or libfreeipmi: they are loaded on first use
-    (shared/core/dynlib.h), so a node that needs none never maps them.
+  - neither daemon links libcurl, libvirt, libfreeipmi or libbpf (nor libelf with it): they are
+    loaded on first use (shared/core/dynlib.h), so a node that needs none never maps them, and
+    libbpf is loaded only by the BPF accountant's short-lived loader child.
 usage: check_layering.py SOURCE_ROOT GUEST_BINARY HOST_BINARY"""
 import pathlib
 import re
@@ -64,7 +65,7 @@ for binary in (guest_bin, host_bin):
     dyn = subprocess.run(["readelf", "-d", binary], capture_output=True, text=True,
                          check=True).stdout
     needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dyn)
-    lazy = [lib for lib in needed if re.match(r"lib(curl|virt|freeipmi)\b", lib)]
+    lazy = [lib for lib in needed if re.match(r"lib(curl|virt|freeipmi|bpf|elf)\b", lib)]
     tap(needed and not lazy, "%s links no library it loads on first use (NEEDED: %s)"
         % (pathlib.Path(binary).name, ", ".join(needed)), ", ".join(lazy))
 print("1..%d" % n)

@@ -4,7 +4,8 @@
  * the bpf accountant (tp_btf, then raw_tp with key-by-key map reads) and by the procfs one
  * against /proc/PID/schedstat. Offline: the procfs parser on fixture trees, the snapshot
  * history, opening through the registry (its entries are checked in test_selfcheck), and
- * hardware counters with a fake source. bpf's loader child leaves no process and no fd behind.
+ * hardware counters with a fake source. bpf's loader child leaves no process and no fd behind,
+ * and only it loads libbpf: without the library, bpf is unavailable with the package named.
  *
  * The bpf cases need root and kernel BTF: elsewhere they skip with the reason, under CI=true a
  * missing capability fails.
@@ -31,6 +32,9 @@
 
 #include "cpu_account.h"
 #include "cpu_account_priv.h"
+#if VW_HAVE_BPF
+#include "cpu_bpf_priv.h"
+#endif
 #include "cgroupfs.h"
 #include "fileio.h"
 #include "fixture.h"
@@ -651,10 +655,24 @@ static uint64_t own_cpu_ns(void)
 	return p ? p->cpu_ns : 0;
 }
 
+/* Whether this process maps a file whose name holds `name`. */
+static bool maps_library(const char *name)
+{
+	_cleanup_fclose_ FILE *f = fopen("/proc/self/maps", "re");
+	char line[512];
+
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f))
+		if (strstr(line, name))
+			return true;
+	return false;
+}
+
 /*
  * bpf loads in a child that parses the kernel's BTF and hands over its fds (cpu_bpf.c): once
  * open, that child is reaped, the accountant holds a few close-on-exec fds and nothing else,
- * none after close, and a thread that ran and exited in between is counted.
+ * none after close, and a thread that ran and exited in between is counted. libbpf was loaded
+ * in that child only: this process reads the maps with bpf(2) and never maps it.
  */
 static void test_bpf_loader_child(void **state)
 {
@@ -684,6 +702,8 @@ static void test_bpf_loader_child(void **state)
 	print_message("# fds: %d before open, %d open\n", fds0, fds1);
 	assert_true(fds1 > fds0 && fds1 <= fds0 + 16); /* maps and links */
 	assert_int_equal(nocloexec, nocloexec0);
+	assert_false(maps_library("/libbpf.so"));
+	assert_false(maps_library("/libelf"));
 
 	main0 = thread_cpu_ns();
 	before = own_cpu_ns();
@@ -701,6 +721,54 @@ static void test_bpf_loader_child(void **state)
 	vw_cpu_accountant_close(&live.acc);
 	fds2 = count_fds(first, &nocloexec);
 	assert_int_equal(fds2, fds0);
+	assert_false(maps_library("/libbpf.so"));
+}
+
+static void log_to_buffer(enum vw_log_level level, const char *msg, void *userdata)
+{
+	char *buf = userdata;
+	size_t used = strlen(buf);
+
+	(void)level;
+	snprintf(buf + used, 4096 - used, "# %s\n", msg); /* TAP comments when printed */
+}
+
+/*
+ * Without libbpf (its name pointed at one that is not installed), the loader child says what to
+ * install; bpf is unavailable, not broken (no root needed: the child stops before any BPF), and
+ * auto falls back to procfs as where BPF cannot load.
+ */
+static void test_bpf_no_libbpf(void **state)
+{
+#if VW_HAVE_BPF
+	struct vw_cpu_env env = { .procfs_fd = procfd, .sysfs_fd = sysfd };
+	char logged[4096] = "";
+	int r;
+
+	(void)state;
+	REQUIRE(faccessat(sysfd, "kernel/btf/vmlinux", R_OK, 0) == 0, "no kernel BTF here");
+	vw_libbpf_set_soname("libvirtwatt-absent.so.0");
+	vw_log_set_sink(log_to_buffer, logged);
+	r = vw_cpu_accountant_open(&env, "bpf", &live.acc);
+	assert_int_equal(r, -ENOPKG);
+	assert_null(live.acc.ops);
+	r = vw_cpu_accountant_open(&env, NULL, &live.acc);
+	vw_log_set_sink(NULL, NULL);
+	vw_libbpf_set_soname("libbpf.so.1");
+	print_message("%s", logged);
+	assert_int_equal(r, 0);
+	assert_string_equal(live.acc.ops->name, "procfs");
+	assert_non_null(strstr(logged, "bpf: libbpf is not installed (libvirtwatt-absent.so.0"));
+	assert_non_null(strstr(logged, "): install libbpf1"));
+	assert_non_null(strstr(logged, "accounting CPU time with procfs, not bpf"));
+	errno = 0;
+	assert_int_equal(waitpid(-1, NULL, WNOHANG), -1); /* each loader reaped */
+	assert_int_equal(errno, ECHILD);
+	assert_false(maps_library("/libbpf.so"));
+#else
+	(void)state;
+	skip();
+#endif
 }
 
 #if VW_HAVE_BPF
@@ -1194,6 +1262,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bpf_threads, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_loader_child, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_switch_path, live_setup, live_teardown),
+		cmocka_unit_test_setup_teardown(test_bpf_no_libbpf, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_procfs_threads_live, live_setup, live_teardown),
 		cmocka_unit_test(test_parse_pid_stat),
 		cmocka_unit_test_setup_teardown(test_procfs_threads, procfs_fx_setup, procfs_fx_teardown),

@@ -7,6 +7,25 @@
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER; /* dlerror() is per thread, state is not */
 
+/*
+ * Held across fork(): a child (the BPF loader, cpu_bpf_load.c, loads libbpf) never inherits it
+ * locked, nor a library half loaded by another thread of ours.
+ */
+static void fork_lock(void)
+{
+	pthread_mutex_lock(&mu);
+}
+
+static void fork_unlock(void)
+{
+	pthread_mutex_unlock(&mu);
+}
+
+__attribute__((constructor)) static void fork_handlers(void)
+{
+	(void)pthread_atfork(fork_lock, fork_unlock, fork_unlock);
+}
+
 static bool load_locked(struct vw_dynlib *l)
 {
 	const char *e;

@@ -2,10 +2,11 @@
 /*
  * Libraries loaded on first use. A back-end that only some machines need (libcurl for the
  * kubelet, a BMC or a model server; libvirt on hypervisors; libfreeipmi where a BMC is
- * configured) is not linked: a small forwarding file defines the calls the code makes, and the
- * first call loads the library (dlopen) and each entry point (dlsym). A daemon that never needs
- * it never maps it: no pages of it, nor of what it pulls in (OpenSSL, GLib, ICU, Kerberos...),
- * are in its memory.
+ * configured; libbpf, which only the BPF accountant's short-lived loader child needs) is not
+ * linked: a small forwarding file defines the calls the code makes, and the first call loads the
+ * library (dlopen) and each entry point (dlsym). A daemon that never needs it never maps it: no
+ * pages of it, nor of what it pulls in (OpenSSL, GLib, ICU, Kerberos, libelf...), are in its
+ * memory.
  *
  * A missing library is a value, not a crash: the forwarders return the call's own failure value
  * (NULL, -1, an error code) and vw_dynlib_error() says what was missing, so each caller's
@@ -26,7 +27,8 @@ struct vw_dynlib {
 #define VW_DYNLIB(name) { .soname = (name) }
 
 /* The library's entry point `symbol`, loading the library first if need be; NULL if either is
- * missing (vw_dynlib_error says which). Thread-safe; the library stays loaded. */
+ * missing (vw_dynlib_error says which). Thread-safe, and fork-safe: a child forked while
+ * another thread loads a library starts with that load finished. The library stays loaded. */
 void *vw_dynlib_sym(struct vw_dynlib *l, const char *symbol);
 
 /* Whether the library is loaded (or loads now). */

@@ -20,7 +20,7 @@ const struct vw_cpu_account_ops *const vw_cpu_accountants[] = {
 
 static bool unavailable(int r)
 {
-	return r == -ENODEV || r == -EPERM || r == -EOPNOTSUPP;
+	return r == -ENODEV || r == -EPERM || r == -EOPNOTSUPP || r == -ENOPKG;
 }
 
 int vw_cpu_accountant_open(const struct vw_cpu_env *env, const char *name,

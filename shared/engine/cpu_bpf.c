@@ -4,7 +4,7 @@
  * picks tp_btf or its raw_tp twins, seeds every existing thread's runtime (values count from
  * open) and attaches, all in a short-lived child (libbpf's BTF parse, ~12 MiB at its peak, never
  * in this process); this process holds only the fds it hands over and reads the maps through
- * the bpf(2) wrappers.
+ * its own bpf(2) wrappers (bpf_sys.c): libbpf is loaded in the child alone.
  *
  * A read takes, in this order: the per-process map (time of exited threads, exit marks), then
  * the read iterator (every live thread's time since open). The iterator can only miss what
@@ -23,9 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <bpf/bpf.h>
-#include <bpf/libbpf.h>
-
+#include "bpf_sys.h"
 #include "cpu_account.h"
 #include "cpu_account_priv.h"
 #include "cpu_bpf_priv.h"
@@ -35,6 +33,7 @@
 
 #define BATCH_MIN 256u
 #define ENOTSUPP_KERNEL 524 /* the kernel's internal ENOTSUPP, leaked by some map ops */
+#define VW_BPF_MAX_CPUS 65536 /* the loader child's count, checked: it sizes per-CPU reads */
 
 
 /* A hw_procs entry as read, and a key the collector saw without a process. */
@@ -94,11 +93,11 @@ _Static_assert(sizeof(struct vw_bpf_cpu) % 8 == 0 && sizeof(struct vw_bpf_hw_cpu
 /* The maps are what bpf/cpu_time.h says: the reads below size their buffers by it. */
 static int check_map(int fd, uint32_t ksz, uint32_t vsz)
 {
-	struct bpf_map_info info = { 0 };
-	uint32_t len = sizeof(info);
+	struct bpf_map_info info;
+	int r = vw_bpf_map_info(fd, &info);
 
-	if (bpf_obj_get_info_by_fd(fd, &info, &len) < 0)
-		return -errno;
+	if (r < 0)
+		return r;
 	if (info.key_size == ksz && info.value_size == vsz)
 		return 0;
 	vw_warn("cpu: bpf: map %s has %u-byte keys and %u-byte values, expected %u and %u",
@@ -162,25 +161,22 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 		s->fd[i] = -1;
 	s->ns_per_tick = vw_cpu_ns_per_tick();
 	s->no_batch = env->flags & VW_CPU_BPF_NO_BATCH;
-	s->ncpus = libbpf_num_possible_cpus();
-	if (s->ncpus <= 0) {
-		r = s->ncpus ? s->ncpus : -ENODEV;
+	q.max_procs = env->max_procs ? env->max_procs : VW_CPU_DEFAULT_MAX_PROCS;
+	q.flags = env->flags;
+	q.cgroup_v1 = env->cgroup_v1;
+	r = vw_cpu_bpf_load(&q, &m, s->fd);
+	if (r == 0)
+		r = m.err;
+	if (r == 0 && (m.ncpus <= 0 || m.ncpus > VW_BPF_MAX_CPUS))
+		r = -EBADMSG;
+	if (r < 0)
 		goto fail;
-	}
+	s->ncpus = m.ncpus;
 	s->cpu_a = calloc((size_t)s->ncpus, sizeof(*s->cpu_a));
 	if (!s->cpu_a) {
 		r = -ENOMEM;
 		goto fail;
 	}
-	q.max_procs = env->max_procs ? env->max_procs : VW_CPU_DEFAULT_MAX_PROCS;
-	q.flags = env->flags;
-	q.cgroup_v1 = env->cgroup_v1;
-	q.ncpus = s->ncpus;
-	r = vw_cpu_bpf_load(&q, &m, s->fd);
-	if (r == 0)
-		r = m.err;
-	if (r < 0)
-		goto fail;
 	s->hw_mask = m.hw_mask;
 	if (s->hw_mask) {
 		s->hw_cpu = calloc((size_t)s->ncpus, sizeof(*s->hw_cpu));
@@ -224,7 +220,6 @@ static int batch_buffers(struct bpf_state *s, uint32_t cap, size_t ksz, size_t v
 static int for_each_batch(struct bpf_state *s, struct vw_cpu_table *t, int fd, size_t ksz,
 			  size_t vsz, entry_fn fn)
 {
-	LIBBPF_OPTS(bpf_map_batch_opts, opts);
 	uint64_t in = 0, out = 0;
 	bool first = true;
 	uint32_t cap = VW_MAX(s->batch_cap, BATCH_MIN);
@@ -236,8 +231,7 @@ static int for_each_batch(struct bpf_state *s, struct vw_cpu_table *t, int fd, s
 
 		if (r < 0)
 			return r;
-		r = bpf_map_lookup_batch(fd, first ? NULL : &in, &out, s->keys, s->vals, &count,
-					 &opts);
+		r = vw_bpf_map_lookup_batch(fd, first ? NULL : &in, &out, s->keys, s->vals, &count);
 		if (r == -ENOSPC) { /* a hash bucket larger than the batch */
 			cap *= 2;
 			r = batch_buffers(s, cap, ksz, vsz);
@@ -270,8 +264,8 @@ static int for_each_key(struct bpf_state *s, struct vw_cpu_table *t, int fd, siz
 
 	if (!val)
 		return -ENOMEM;
-	while ((r = bpf_map_get_next_key(fd, first ? NULL : &cur, &next)) == 0) {
-		if (bpf_map_lookup_elem(fd, &next, val) == 0) {
+	while ((r = vw_bpf_map_get_next_key(fd, first ? NULL : &cur, &next)) == 0) {
+		if (vw_bpf_map_lookup_elem(fd, &next, val) == 0) {
 			r = fn(s, t, &next, val);
 			if (r < 0)
 				return r;
@@ -386,7 +380,7 @@ static void check_stats(struct bpf_state *s)
 	char msg[256] = "";
 	size_t used = 0;
 
-	if (bpf_map_lookup_elem(s->fd[VW_BPF_FD_CPUS], &zero, s->cpu_a) < 0)
+	if (vw_bpf_map_lookup_elem(s->fd[VW_BPF_FD_CPUS], &zero, s->cpu_a) < 0)
 		return;
 
 	for (uint32_t k = 0; k < VW_BPF_STAT__COUNT; k++) {
@@ -483,7 +477,7 @@ static int hw_sweep(struct bpf_state *s)
 			continue;
 		if (s->n_orphans &&
 		    bsearch(&k, s->hw_orphans, s->n_orphans, sizeof(k), cmp_hw_key)) {
-			(void)bpf_map_delete_elem(fd, &k.tgid);
+			(void)vw_bpf_map_delete_elem(fd, &k.tgid);
 			continue;
 		}
 		if (vw_array_grow((void **)&s->hw_next, sizeof(k), s->n_next, &s->cap_next) < 0)
@@ -531,7 +525,7 @@ static int hw_attach(struct bpf_state *s, struct vw_cpu_snapshot *snap)
 			h->used = true;
 			out[i] = h->c;
 			if (p->exited)
-				(void)bpf_map_delete_elem(fd, &h->tgid);
+				(void)vw_bpf_map_delete_elem(fd, &h->tgid);
 		}
 		was = vw_cpu_table_find(prev, p->tgid, p->start_time);
 		if (was && (size_t)(was - prev->procs) < s->n_hwc[cur ^ 1])
@@ -549,7 +543,7 @@ static void hw_check_stats(struct bpf_state *s)
 	uint64_t sum[VW_BPF_HW_STAT__COUNT] = { 0 };
 
 	if (!s->hw_mask ||
-	    bpf_map_lookup_elem(s->fd[VW_BPF_FD_HW_CPUS], &zero, s->hw_cpu) < 0)
+	    vw_bpf_map_lookup_elem(s->fd[VW_BPF_FD_HW_CPUS], &zero, s->hw_cpu) < 0)
 		return;
 	for (int i = 0; i < s->ncpus; i++)
 		for (uint32_t k = 0; k < VW_BPF_HW_STAT__COUNT; k++)
@@ -592,7 +586,7 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	}
 	/* Reported below, once: the entries go now. */
 	for (size_t i = 0; i < s->n_exited; i++)
-		(void)bpf_map_delete_elem(s->fd[VW_BPF_FD_PROCS], &s->exited[i]);
+		(void)vw_bpf_map_delete_elem(s->fd[VW_BPF_FD_PROCS], &s->exited[i]);
 	check_stats(s);
 	hw_check_stats(s);
 	vw_cpu_history_finish(&s->hist, ret);

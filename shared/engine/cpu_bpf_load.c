@@ -7,6 +7,12 @@
  * its peak) never touch the daemon's memory. Over a SOCK_SEQPACKET socketpair the child sends
  * its log lines, then its result with the fds to keep (SCM_RIGHTS): the maps the reads use, the
  * perf event arrays, the programs' links and the read iterator's. It then _exit()s.
+ *
+ * libbpf itself is loaded by the child (libbpf_lazy.c), so the daemon never maps it. dlopen
+ * after fork is safe here: the guest has no other thread yet when its accountant opens, and
+ * the host's only earlier ones are a BMC's pollers (Redfish, IPMI), which load nothing
+ * themselves (libcurl and libfreeipmi are loaded before they start, and dynlib.c holds its
+ * lock across fork); glibc resets the loader's own lock in the child.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -25,6 +31,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "bpf_sys.h"
 #include "cpu_account_priv.h"
 #include "cpu_bpf_priv.h"
 #include "cpu_time.h"
@@ -271,7 +278,7 @@ static int load_variant(struct loader *l, const char *btf_file, bool raw, uint32
 /* Run an iterator (its link's fd) to the end; its output lands in *b. */
 int vw_cpu_bpf_iter_run(struct vw_bpf_iter_buf *b, int link_fd)
 {
-	_cleanup_close_ int fd = bpf_iter_create(link_fd);
+	_cleanup_close_ int fd = vw_bpf_iter_create(link_fd);
 
 	if (fd < 0)
 		return fd;
@@ -389,6 +396,24 @@ static int loader_fds(const struct loader *l, int fds[VW_BPF_FD__MAX])
 	return n;
 }
 
+/* libbpf, its messages routed to ours, and the CPUs it sizes per-CPU values by. */
+static int load_libbpf(struct loader *l)
+{
+	const char *need = vw_libbpf_load();
+
+	if (need) {
+		say(VW_LOG_WARN, "cpu: bpf: %s", need);
+		return -ENOPKG;
+	}
+	libbpf_set_print(libbpf_sink);
+	l->ncpus = libbpf_num_possible_cpus();
+	if (l->ncpus > 0)
+		return 0;
+	say(VW_LOG_WARN, "cpu: bpf: count the possible CPUs: %s",
+	    strerror(l->ncpus ? -l->ncpus : ENODEV));
+	return l->ncpus ? l->ncpus : -ENODEV;
+}
+
 /*
  * The loader child: its result and fds go to the parent, then it is gone with every object
  * libbpf made (the kernel's BTF parsed, the ELF). _exit only: no atexit or test handlers here.
@@ -396,7 +421,7 @@ static int loader_fds(const struct loader *l, int fds[VW_BPF_FD__MAX])
 __attribute__((noreturn)) static void loader_main(int sock, const struct vw_bpf_load_req *q)
 {
 	static const int crash[] = { SIGSEGV, SIGBUS, SIGILL, SIGFPE, SIGABRT };
-	struct loader l = { .ncpus = q->ncpus, .cgroup_v1 = q->cgroup_v1 };
+	struct loader l = { .cgroup_v1 = q->cgroup_v1 };
 	struct vw_bpf_load_msg m = { .kind = VW_BPF_MSG_RESULT };
 	char cbuf[CMSG_SPACE(sizeof(int) * VW_BPF_FD__MAX)] = { 0 };
 	struct iovec iov = { .iov_base = &m, .iov_len = offsetof(struct vw_bpf_load_msg, text) };
@@ -408,8 +433,9 @@ __attribute__((noreturn)) static void loader_main(int sock, const struct vw_bpf_
 	for (size_t i = 0; i < ARRAY_SIZE(crash); i++)
 		signal(crash[i], SIG_DFL);
 	loader_sock = sock;
-	libbpf_set_print(libbpf_sink);
-	r = load(&l, q, &raw);
+	r = load_libbpf(&l);
+	if (r == 0)
+		r = load(&l, q, &raw);
 	if (r == 0)
 		r = loader_fds(&l, fds);
 	if (r > 0) {
@@ -428,6 +454,7 @@ __attribute__((noreturn)) static void loader_main(int sock, const struct vw_bpf_
 	m.err = r;
 	m.raw = raw;
 	m.hw_mask = l.hw_mask;
+	m.ncpus = l.ncpus;
 	_exit(sendmsg(sock, &mh, MSG_NOSIGNAL) < 0);
 }
 
@@ -507,7 +534,6 @@ int vw_cpu_bpf_load(const struct vw_bpf_load_req *q, struct vw_bpf_load_msg *m,
 	int sv[2], status = 0, r;
 	pid_t pid;
 
-	libbpf_set_print(libbpf_sink); /* the child inherits it */
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
 	pid = fork();

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The BPF accountant's two halves: cpu_bpf_load.c loads and attaches the programs in a
- * short-lived child and hands over the fds to keep; cpu_bpf.c reads the maps through them.
+ * short-lived child and hands over the fds to keep; cpu_bpf.c reads the maps through them with
+ * bpf(2) (bpf_sys.h). Only the child loads libbpf (libbpf_lazy.c).
  */
 #pragma once
 #include <limits.h>
@@ -33,7 +34,6 @@ struct vw_bpf_load_req {
 	uint32_t max_procs;
 	uint32_t flags; /* VW_CPU_BPF_* */
 	bool cgroup_v1;
-	int ncpus;
 };
 
 /* One record on the loader's socket: a log line, or the result with the fds. */
@@ -46,6 +46,7 @@ struct vw_bpf_load_msg {
 	uint32_t raw;     /* the raw_tp twins were attached */
 	uint32_t hw_mask; /* VW_HW_BIT() of the counters in use */
 	uint32_t n_fds;   /* VW_BPF_FD_LINKS plus the links, with err 0 */
+	int32_t ncpus;    /* possible CPUs: the per-CPU maps' values, with err 0 */
 	char text[1024];  /* VW_BPF_MSG_LOG */
 };
 
@@ -54,12 +55,21 @@ struct vw_bpf_iter_buf {
 	size_t len, cap;
 };
 
+/*
+ * Load libbpf (in the loader child only): NULL, or what to tell the user, "libbpf is not
+ * installed (<the loader's words>): install libbpf1".
+ */
+const char *vw_libbpf_load(void);
+
+/* Test only: the library vw_libbpf_load loads, before it is first loaded ("libbpf.so.1"). */
+void vw_libbpf_set_soname(const char *soname);
+
 /* Kernel BTF below the injected sysfs root, as a path libbpf can open. */
 int vw_cpu_bpf_btf_path(const struct vw_cpu_env *env, char *buf, size_t size);
 
 /*
  * Load and attach in a child, which hands over the fds to keep (fds[], -1 where absent) and
- * its result (*m: err, raw, hw_mask); its log lines are logged here. Reaped before return.
+ * its result (*m: err, raw, hw_mask, ncpus); its log lines are logged here. Reaped before return.
  * 0 when the child answered (then m->err says how the load went), or -errno.
  */
 int vw_cpu_bpf_load(const struct vw_bpf_load_req *q, struct vw_bpf_load_msg *m,

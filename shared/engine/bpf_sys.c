@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * bpf(2) for the BPF accountant's reader (bpf_sys.h). The attribute union is zeroed beyond the
+ * fields each command uses, as the kernel requires of a size larger than it knows.
+ */
+#include "bpf_sys.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static uint64_t ptr(const void *p)
+{
+	return (uint64_t)(uintptr_t)p;
+}
+
+static int sys_bpf(enum bpf_cmd cmd, union bpf_attr *attr)
+{
+	long r = syscall(__NR_bpf, cmd, attr, sizeof(*attr));
+
+	return r < 0 ? -errno : (int)r;
+}
+
+int vw_bpf_map_lookup_elem(int fd, const void *key, void *value)
+{
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.map_fd = (uint32_t)fd;
+	a.key = ptr(key);
+	a.value = ptr(value);
+	return sys_bpf(BPF_MAP_LOOKUP_ELEM, &a);
+}
+
+int vw_bpf_map_delete_elem(int fd, const void *key)
+{
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.map_fd = (uint32_t)fd;
+	a.key = ptr(key);
+	return sys_bpf(BPF_MAP_DELETE_ELEM, &a);
+}
+
+int vw_bpf_map_get_next_key(int fd, const void *key, void *next_key)
+{
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.map_fd = (uint32_t)fd;
+	a.key = ptr(key);
+	a.next_key = ptr(next_key);
+	return sys_bpf(BPF_MAP_GET_NEXT_KEY, &a);
+}
+
+int vw_bpf_map_lookup_batch(int fd, const void *in_batch, void *out_batch, void *keys,
+			    void *values, uint32_t *count)
+{
+	union bpf_attr a;
+	int r;
+
+	memset(&a, 0, sizeof(a));
+	a.batch.map_fd = (uint32_t)fd;
+	a.batch.in_batch = ptr(in_batch);
+	a.batch.out_batch = ptr(out_batch);
+	a.batch.keys = ptr(keys);
+	a.batch.values = ptr(values);
+	a.batch.count = *count;
+	r = sys_bpf(BPF_MAP_LOOKUP_BATCH, &a);
+	*count = a.batch.count; /* what was copied, on -ENOENT too */
+	return r;
+}
+
+int vw_bpf_map_info(int fd, struct bpf_map_info *ret)
+{
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	memset(ret, 0, sizeof(*ret));
+	a.info.bpf_fd = (uint32_t)fd;
+	a.info.info_len = sizeof(*ret);
+	a.info.info = ptr(ret);
+	return sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &a);
+}
+
+int vw_bpf_iter_create(int link_fd)
+{
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.iter_create.link_fd = (uint32_t)link_fd;
+	return sys_bpf(BPF_ITER_CREATE, &a);
+}
