@@ -27,12 +27,13 @@
 #include <unistd.h>
 
 #if VW_HAVE_BPF
-#include <bpf/bpf.h>
+#include <linux/bpf.h>
 #endif
 
 #include "cpu_account.h"
 #include "cpu_account_priv.h"
 #if VW_HAVE_BPF
+#include "bpf_sys.h"
 #include "cpu_bpf_priv.h"
 #endif
 #include "cgroupfs.h"
@@ -781,9 +782,8 @@ static void attached_programs(char *buf, size_t size)
 	assert_non_null(d);
 	buf[0] = '\0';
 	while ((e = readdir(d))) {
-		struct bpf_link_info link = { 0 };
-		struct bpf_prog_info prog = { 0 };
-		__u32 len = sizeof(link);
+		struct bpf_link_info link;
+		struct bpf_prog_info prog;
 		int fd = atoi(e->d_name), pfd;
 		char path[64], target[64];
 		ssize_t n;
@@ -795,11 +795,10 @@ static void attached_programs(char *buf, size_t size)
 		target[n] = '\0';
 		if (strcmp(target, "anon_inode:bpf_link") != 0)
 			continue;
-		assert_int_equal(bpf_obj_get_info_by_fd(fd, &link, &len), 0);
-		pfd = bpf_prog_get_fd_by_id(link.prog_id);
+		assert_int_equal(vw_bpf_obj_info(fd, &link, sizeof(link)), 0);
+		pfd = vw_bpf_prog_fd_by_id(link.prog_id);
 		assert_true(pfd >= 0);
-		len = sizeof(prog);
-		assert_int_equal(bpf_obj_get_info_by_fd(pfd, &prog, &len), 0);
+		assert_int_equal(vw_bpf_obj_info(pfd, &prog, sizeof(prog)), 0);
 		close(pfd);
 		snprintf(buf + strlen(buf), size - strlen(buf), "%s%s", buf[0] ? " " : "", prog.name);
 	}

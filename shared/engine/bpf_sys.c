@@ -72,16 +72,30 @@ int vw_bpf_map_lookup_batch(int fd, const void *in_batch, void *out_batch, void 
 	return r;
 }
 
-int vw_bpf_map_info(int fd, struct bpf_map_info *ret)
+int vw_bpf_obj_info(int fd, void *info, uint32_t size)
 {
 	union bpf_attr a;
 
 	memset(&a, 0, sizeof(a));
-	memset(ret, 0, sizeof(*ret));
+	memset(info, 0, size);
 	a.info.bpf_fd = (uint32_t)fd;
-	a.info.info_len = sizeof(*ret);
-	a.info.info = ptr(ret);
+	a.info.info_len = size;
+	a.info.info = ptr(info);
 	return sys_bpf(BPF_OBJ_GET_INFO_BY_FD, &a);
+}
+
+int vw_bpf_map_info(int fd, struct bpf_map_info *ret)
+{
+	return vw_bpf_obj_info(fd, ret, sizeof(*ret));
+}
+
+int vw_bpf_prog_fd_by_id(uint32_t id)
+{
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.prog_id = id;
+	return sys_bpf(BPF_PROG_GET_FD_BY_ID, &a);
 }
 
 int vw_bpf_iter_create(int link_fd)

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The bpf(2) commands the BPF accountant's reader makes on the fds its loader child handed
- * over (cpu_bpf.c): map reads and deletes, one map's info, an iterator's instance. Thin
+ * over (cpu_bpf.c): map reads and deletes, one map's info, an iterator's instance (and, for the tests, a
+ * link's program and its name). Thin
  * wrappers over the system call, so that the running daemon needs no libbpf: only the loader
  * child loads it (libbpf_lazy.c). Each returns 0 (vw_bpf_iter_create: the new fd) or -errno,
  * with errno set as well.
@@ -25,6 +26,12 @@ int vw_bpf_map_lookup_batch(int fd, const void *in_batch, void *out_batch, void 
 
 /* The map's key and value sizes, type, name... */
 int vw_bpf_map_info(int fd, struct bpf_map_info *ret);
+
+/* Any object's info (a link's, a program's...) into info, size bytes, zeroed first. */
+int vw_bpf_obj_info(int fd, void *info, uint32_t size);
+
+/* A new fd for the program with this id (close-on-exec by the kernel's default), or -errno. */
+int vw_bpf_prog_fd_by_id(uint32_t id);
 
 /* A new instance of an iterator link: read it to its end. Close-on-exec. */
 int vw_bpf_iter_create(int link_fd);
