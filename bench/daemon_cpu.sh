@@ -47,19 +47,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 now() { date +%s.%N; }
-# How many paths a glob matched (processes come and go: no ls over /proc).
-count() { echo $#; }
 CLK_TCK=$(getconf CLK_TCK)
-
-# "utime+stime (ticks) schedstat (ns, sum over live threads)" of a PID.
-cpu_of() {
-	local ticks ns=0 t
-	ticks=$(sed 's/.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }')
-	for t in /proc/"$1"/task/*/schedstat; do
-		read -r run _ 2>/dev/null <"$t" && ns=$((ns + run))
-	done
-	echo "$ticks $ns"
-}
 
 # The daemon's own BPF programs and maps, from its file descriptors.
 bpf_ids_of() {
@@ -85,34 +73,6 @@ bpf_map_kib() {
 		sum=$((sum + ${b:-0}))
 	done
 	echo $((sum / 1024))
-}
-
-# Room for N more tasks: pid_max (raised if needed, restored on exit), RLIMIT_NPROC, pids.max.
-make_room() {
-	local n=$1 tasks need pid_max cg limit
-	tasks=$(count /proc/[0-9]*/task/[0-9]*)
-	need=$((tasks + n + 2000))
-	pid_max=$(cat /proc/sys/kernel/pid_max)
-	if [ "$pid_max" -lt "$need" ]; then
-		[ "$(id -u)" -eq 0 ] || { echo "kernel.pid_max $pid_max < $need; run as root or raise it" >&2; exit 1; }
-		[ -n "$old_pid_max" ] || old_pid_max=$pid_max
-		sysctl -qw kernel.pid_max="$need"
-		echo "# kernel.pid_max raised from $pid_max to $need for this run"
-	fi
-	if [ "$(id -u)" -ne 0 ] && [ "$(ulimit -u)" != unlimited ] && [ "$(ulimit -u)" -lt "$need" ]; then
-		ulimit -Su "$(ulimit -Hu)" 2>/dev/null || true
-		[ "$(ulimit -u)" = unlimited ] || [ "$(ulimit -u)" -ge "$need" ] ||
-			{ echo "ulimit -u $(ulimit -u) is below $need" >&2; exit 1; }
-	fi
-	cg=$(awk -F: '$2 == "pids" || ($1 == "0" && $2 == "") { print $3; exit }' /proc/self/cgroup)
-	for f in /sys/fs/cgroup/pids"$cg"/pids.max /sys/fs/cgroup"$cg"/pids.max; do
-		[ -r "$f" ] || continue
-		limit=$(cat "$f")
-		if [ "$limit" != max ] && [ "$limit" -lt "$need" ]; then
-			echo "$f is $limit, below $need" >&2
-			exit 1
-		fi
-	done
 }
 
 start_spawner() {
