@@ -263,6 +263,7 @@ window() {
 		"${r[share_p50_ms]}/${r[share_p95_ms]}/${r[share_max_ms]}" \
 		"${r[chan_spread_p50_ms]}" "${r[chan_missed]}/${r[share_missed]}" \
 		"${r[noread_queued_start_b]}->${r[noread_queued_end_b]}" | tee -a "$tmp/rows"
+	echo "# $name: load $(cut -d' ' -f1-3 /proc/loadavg) at the end; $(grep -c '^200$' "$dir/vw.codes") scrapes" >&2
 	[ "$nvms" = 0 ] || {
 		echo "# $name: reference ${r[reference]} (${r[sends]} syscalls), ${r[fakes_connected]} channels connected,"
 		echo "#   first delivery of a round p50 ${r[chan_first_p50_ms]} ms, spread max ${r[chan_spread_max_ms]} ms," \
@@ -270,7 +271,7 @@ window() {
 	} >&2
 }
 
-echo "# $(nproc) CPUs, $(uname -r), $(date -u +%FT%TZ); $VMS VMs, $PROCS idle processes, windows of" \
+echo "# $(nproc) CPUs, $(uname -r), $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg); $VMS VMs, $PROCS idle processes, windows of" \
 	"$INTERVALS intervals (slow: $SLOW_INTERVALS of 5 s) after $WARMUP s; one scrape/s of each server"
 echo "# vw_ms: virtwatt-host CPU ms per interval (threads' schedstat); ne_ms: node_exporter CPU ms/s;"
 echo "#   rss>rss/hwm: VmRSS at the window's start > at its end / VmHWM, MiB; vms: ours in /metrics;"
@@ -301,3 +302,4 @@ for win in $WINDOWS; do
 	*) echo "unknown window $win" >&2; exit 1 ;;
 	esac
 done
+echo "# done $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg)"
