@@ -177,6 +177,16 @@ static int passthrough_impossible(const char *why, const char *fix)
 	return -EINVAL;
 }
 
+/* The VM scan's view of the host's processes: the workload registry's (vw_vm_env.processes). */
+static int host_processes(void *ud,
+			  void (*each)(void *ctx, uint32_t pid, uint64_t start_time, const char *comm),
+			  void *ctx)
+{
+	const struct vw_host *h = ud;
+
+	return h->d.workloads ? vw_workloads_each_process(h->d.workloads, each, ctx) : -EAGAIN;
+}
+
 static int setup_vms(struct vw_host *h)
 {
 	const struct vw_host_config *c = h->cfg;
@@ -184,7 +194,9 @@ static int setup_vms(struct vw_host *h)
 	struct vw_vm_env env = { .procfs_fd = h->d.procfs_fd,
 				 .libvirt_uri = nonempty(c->libvirt_uri),
 				 .procscan_interval_ns = VW_MAX(c->common.interval_ns,
-								10 * VW_NSEC_PER_SEC) };
+								10 * VW_NSEC_PER_SEC),
+				 .processes = host_processes,
+				 .processes_ud = h };
 	struct vw_power_source_stats st = { 0 };
 	struct vw_publish_opts po;
 

@@ -347,6 +347,112 @@ static void test_scan_interval(void **state)
 	vw_fixture_rm(root);
 }
 
+/* The host's process list, as the workload registry gives it (vw_vm_env.processes). */
+struct hint {
+	uint32_t pid;
+	uint64_t start_time;
+	const char *comm;
+};
+
+struct hints {
+	struct hint h[8];
+	size_t n;
+	bool absent; /* -EAGAIN: no list now */
+	unsigned calls;
+};
+
+static int give_hints(void *ud,
+		      void (*each)(void *ctx, uint32_t pid, uint64_t start_time, const char *comm),
+		      void *ctx)
+{
+	struct hints *hs = ud;
+
+	hs->calls++;
+	if (hs->absent)
+		return -EAGAIN;
+	for (size_t i = 0; i < hs->n; i++)
+		each(ctx, hs->h[i].pid, hs->h[i].start_time, hs->h[i].comm);
+	return 0;
+}
+
+/*
+ * Given the host's process list, a full scan reads a command line only under an identity (PID,
+ * start time, comm) it has not classified before: a process whose command line changed under
+ * the same identity keeps its verdict, one that exec'd (new comm) or is new is read, one the
+ * list lacks is not looked at, and without a list every process is read.
+ */
+static void test_scan_hinted(void **state)
+{
+	char *root = vw_fixture_mkdtemp("vmscan");
+	struct hints hs = { .h = { { 1, 1, "init" },
+				   { 10, 100, "qemu-system-x86" },
+				   { 20, 200, "bash" } },
+			    .n = 3,
+			    .absent = true };
+	struct vw_vm_env env = { .processes = give_hints, .processes_ud = &hs };
+	struct vw_vm_info *v;
+	void *src;
+
+	(void)state;
+	assert_int_equal(vm_fixture_proc(root, 1, 1, "/sbin/init", NULL, NULL), 0);
+	assert_int_equal(vm_fixture_proc(root, 10, 100, "qemu-system-x86_64|-uuid|" U1 "|-name|a",
+					 NULL, NULL), 0);
+	assert_int_equal(vm_fixture_proc(root, 20, 200, "bash", NULL, NULL), 0);
+	/* Not in the host's list (it lags /proc): found by the scan without the list, kept while
+	 * it runs. */
+	assert_int_equal(vm_fixture_proc(root, 30, 300, "qemu-kvm|-uuid|" U2, NULL, NULL), 0);
+	src = scan_open(root, &env);
+	free(list_n(src, 2)); /* no list: every process read */
+	hs.absent = false;
+	free(list_n(src, 2));
+	assert_int_equal(hs.calls, 2);
+	assert_int_equal(vm_fixture_kill(root, 30), 0);
+	v = list_n(src, 2);
+	assert_int_equal(by_pid(v, 2, 30)->state, VW_VM_SHUTOFF);
+	free(v);
+	free(list_n(src, 1));
+	/* A QEMU the list does not name yet is not looked for. */
+	assert_int_equal(vm_fixture_proc(root, 50, 500, "qemu-kvm|-uuid|" U2, NULL, NULL), 0);
+	free(list_n(src, 1));
+	assert_int_equal(vm_fixture_kill(root, 50), 0);
+
+	/* 20's command line now reads as a QEMU, its identity unchanged: not read again. */
+	assert_int_equal(vm_fixture_proc(root, 20, 200, "qemu-kvm|-uuid|" U2, NULL, NULL), 0);
+	free(list_n(src, 1));
+	/* It exec'd: a new comm, read, a VM. */
+	hs.h[2].comm = "qemu-kvm";
+	v = list_n(src, 2);
+	assert_int_equal(by_pid(v, 2, 20)->state, VW_VM_RUNNING);
+	assert_string_equal(by_pid(v, 2, 20)->uuid, U2);
+	free(v);
+
+	/* 10's command line reads empty now: its verdict (and name) kept under the same identity. */
+	assert_int_equal(vm_fixture_proc(root, 10, 100, "", NULL, NULL), 0);
+	v = list_n(src, 2);
+	assert_string_equal(by_pid(v, 2, 10)->name, "a");
+	free(v);
+	/* PID 10 reused (another start time): read again, no QEMU now; the VM stopped. */
+	assert_int_equal(vm_fixture_proc(root, 10, 101, "", NULL, NULL), 0);
+	hs.h[1].start_time = 101;
+	v = list_n(src, 2);
+	assert_int_equal(by_pid(v, 2, 10)->state, VW_VM_SHUTOFF);
+	free(v);
+	free(list_n(src, 1));
+
+	/* A process the list names but /proc no longer has is classified once it is there. */
+	hs.h[3] = (struct hint){ 40, 400, "qemu-system-x86" };
+	hs.n = 4;
+	free(list_n(src, 1));
+	assert_int_equal(vm_fixture_proc(root, 40, 400, "qemu-system-x86_64|-uuid|" U1, NULL,
+					 NULL), 0);
+	v = list_n(src, 2);
+	assert_int_equal(by_pid(v, 2, 40)->state, VW_VM_RUNNING);
+	free(v);
+	vw_vm_procscan.close(src);
+	close(env.procfs_fd);
+	vw_fixture_rm(root);
+}
+
 static void test_unreadable_procfs(void **state)
 {
 	struct vw_vm_env env = { .procfs_fd = -1 };
@@ -365,6 +471,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_scan, setup, teardown),
 		cmocka_unit_test(test_duplicate_uuid),
 		cmocka_unit_test(test_scan_interval),
+		cmocka_unit_test(test_scan_hinted),
 		cmocka_unit_test(test_unreadable_procfs),
 	};
 

@@ -69,6 +69,9 @@ struct vw_qemu_scan {
 /* Every QEMU process under procfd. */
 int vw_qemu_scan(int procfd, struct vw_qemu_scan *ret);
 void vw_qemu_scan_free(struct vw_qemu_scan *s);
+/* Process pid appended to s (cap: its capacity) when it is a QEMU: 0 when classified either
+ * way, -ESRCH when its command line or start time could not be read (gone), -ENOMEM. */
+int vw_qemu_scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *cap);
 /* The QEMU process running the VM with this UUID, or NULL. Several (the VM started again while
  * its old QEMU exits): the one whose -name equals name when given, else the youngest. */
 const struct vw_qemu_proc *vw_qemu_scan_find(const struct vw_qemu_scan *s, const char *uuid,

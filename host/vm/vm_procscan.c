@@ -9,6 +9,13 @@
  * stable ID (vw_qemu_stable_id) over the binary, -name, PID, start time and boot ID, so two
  * anonymous VMs of one binary never collide the way Kepler's cmdline-prefix hex IDs do. A VM
  * seen by the previous list() and missing now is reported once as VW_VM_SHUTOFF.
+ *
+ * Cost. A full scan is at most one per env->procscan_interval_ns (the last list, its QEMUs
+ * re-checked by start time, in between). Given the host's process list (env->processes), a full
+ * scan reads the command line only of processes it has not classified before under the same
+ * PID, start time and comm: new ones, and those that exec'd or renamed themselves (exec sets the
+ * comm to the new binary's name; libvirt's QEMU is a fork of libvirtd that exec'd). Without it,
+ * every process's.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,7 +25,16 @@
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "procfs.h"
 #include "vm_priv.h"
+
+/* A process as the last full scan classified it, under the identity it had then. */
+struct seen {
+	uint32_t pid;
+	uint32_t qemu; /* 1 + its index in procscan.qemus; 0: not a QEMU */
+	uint64_t start_time;
+	char comm[VW_COMM_LEN];
+};
 
 struct procscan {
 	int procfd;
@@ -27,6 +43,13 @@ struct procscan {
 	size_t n_prev;
 	uint64_t interval_ns;  /* between full scans; 0: every list() */
 	uint64_t last_scan_ns;
+	int (*processes)(void *ud,
+			 void (*each)(void *ctx, uint32_t pid, uint64_t start_time, const char *comm),
+			 void *ctx);
+	void *processes_ud;
+	struct seen *seen; /* PID order; empty after a scan without the process list */
+	size_t n_seen;
+	struct vw_qemu_scan qemus; /* the QEMUs of the last scan */
 };
 
 static int procscan_open(const struct vw_vm_env *env, void **ret_state)
@@ -40,6 +63,8 @@ static int procscan_open(const struct vw_vm_env *env, void **ret_state)
 		return -ENOMEM;
 	ps->procfd = env->procfs_fd;
 	ps->interval_ns = env->procscan_interval_ns;
+	ps->processes = env->processes;
+	ps->processes_ud = env->processes_ud;
 	if (vw_read_str_at(ps->procfd, "sys/kernel/random/boot_id", ps->boot_id,
 			   sizeof(ps->boot_id)) < 0)
 		ps->boot_id[0] = '\0';
@@ -54,6 +79,8 @@ static void procscan_close(void *state)
 	if (!ps)
 		return;
 	free(ps->prev);
+	free(ps->seen);
+	vw_qemu_scan_free(&ps->qemus);
 	free(ps);
 }
 
@@ -103,6 +130,138 @@ static bool cached_list(struct procscan *ps, struct vw_vm_info **ret, size_t *re
 	return true;
 }
 
+/* ---- A full scan given the host's process list ---- */
+
+struct hinted {
+	const struct procscan *ps;
+	struct seen *seen; /* this scan's classification */
+	size_t n, cap;
+	struct vw_qemu_scan out;
+	size_t out_cap;
+	int err;
+};
+
+static int cmp_seen(const void *a, const void *b)
+{
+	const struct seen *x = a, *y = b;
+
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static const struct seen *seen_find(const struct procscan *ps, uint32_t pid)
+{
+	struct seen key = { .pid = pid };
+
+	return ps->n_seen ? bsearch(&key, ps->seen, ps->n_seen, sizeof(key), cmp_seen) : NULL;
+}
+
+static int keep_qemu(struct hinted *h, const struct vw_qemu_proc *q)
+{
+	if (vw_array_grow((void **)&h->out.procs, sizeof(*h->out.procs), h->out.n, &h->out_cap) < 0)
+		return -ENOMEM;
+	h->out.procs[h->out.n++] = *q;
+	return 0;
+}
+
+static void hinted_one(void *ctx, uint32_t pid, uint64_t start_time, const char *comm)
+{
+	struct hinted *h = ctx;
+	const struct seen *old;
+	struct seen e = { .pid = pid, .start_time = start_time };
+	size_t before = h->out.n;
+	int r;
+
+	if (h->err)
+		return;
+	snprintf(e.comm, sizeof(e.comm), "%s", comm);
+	old = seen_find(h->ps, pid);
+	if (old && old->start_time == start_time && strcmp(old->comm, e.comm) == 0)
+		r = old->qemu ? keep_qemu(h, &h->ps->qemus.procs[old->qemu - 1]) : 0;
+	else
+		r = vw_qemu_scan_one(h->ps->procfd, pid, &h->out, &h->out_cap);
+	if (r == -ESRCH)
+		return; /* gone, or unreadable now: not classified, tried again next scan */
+	if (r >= 0)
+		r = vw_array_grow((void **)&h->seen, sizeof(*h->seen), h->n, &h->cap);
+	if (r < 0) {
+		h->err = r;
+		return;
+	}
+	if (h->out.n > before)
+		e.qemu = (uint32_t)h->out.n;
+	h->seen[h->n++] = e;
+}
+
+static bool has_pid(const struct vw_qemu_scan *s, uint32_t pid)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->procs[i].pid == pid)
+			return true;
+	return false;
+}
+
+/*
+ * The QEMUs among the host's processes into h->out, command lines read only where the
+ * classification is new. A QEMU of the last scan that the list lacks (it lags /proc by up to
+ * an interval) is kept while it runs under the same start time. -EAGAIN: no list now.
+ */
+static int hinted_scan(struct procscan *ps, struct hinted *h)
+{
+	int r = ps->processes(ps->processes_ud, hinted_one, h);
+
+	if (r >= 0)
+		r = h->err;
+	for (size_t i = 0; r >= 0 && i < ps->qemus.n; i++) {
+		const struct vw_qemu_proc *q = &ps->qemus.procs[i];
+		uint64_t start;
+
+		if (!has_pid(&h->out, q->pid) &&
+		    vw_qemu_read_start_time(ps->procfd, q->pid, &start) == 0 && start == q->start_time)
+			r = keep_qemu(h, q);
+	}
+	for (size_t i = 1; r >= 0 && i < h->n; i++)
+		if (h->seen[i - 1].pid > h->seen[i].pid) {
+			qsort(h->seen, h->n, sizeof(*h->seen), cmp_seen);
+			break;
+		}
+	return r;
+}
+
+/*
+ * One full scan into *ret: given the host's process list, command lines read only where the
+ * classification is new; without it, every process's. Its classification and QEMUs are kept
+ * for the next one.
+ */
+static int full_scan(struct procscan *ps, struct vw_qemu_scan *ret)
+{
+	struct hinted h = { .ps = ps };
+	struct vw_qemu_proc *copy = NULL;
+	int r = ps->processes ? hinted_scan(ps, &h) : -EAGAIN;
+
+	if (r == -EAGAIN) {
+		free(h.seen);
+		vw_qemu_scan_free(&h.out);
+		h = (struct hinted){ .ps = ps };
+		r = vw_qemu_scan(ps->procfd, &h.out); /* no classification kept */
+	}
+	if (r >= 0 && h.out.n && !(copy = malloc(h.out.n * sizeof(*copy))))
+		r = -ENOMEM;
+	if (r < 0) {
+		free(h.seen);
+		vw_qemu_scan_free(&h.out);
+		return r;
+	}
+	if (h.out.n)
+		memcpy(copy, h.out.procs, h.out.n * sizeof(*copy));
+	free(ps->seen);
+	ps->seen = h.seen;
+	ps->n_seen = h.n;
+	vw_qemu_scan_free(&ps->qemus);
+	ps->qemus = (struct vw_qemu_scan){ .procs = copy, .n = h.out.n };
+	*ret = h.out;
+	return 0;
+}
+
 static int procscan_list(void *state, struct vw_vm_info **ret, size_t *ret_n)
 {
 	struct procscan *ps = state;
@@ -114,7 +273,7 @@ static int procscan_list(void *state, struct vw_vm_info **ret, size_t *ret_n)
 	if (cached_list(ps, ret, ret_n))
 		return 0;
 	ps->last_scan_ns = vw_now_ns();
-	r = vw_qemu_scan(ps->procfd, &scan);
+	r = full_scan(ps, &scan);
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < scan.n; i++) {

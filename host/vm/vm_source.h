@@ -57,6 +57,17 @@ struct vw_vm_env {
 	/* The process scan reads every process's command line: at most once per this period,
 	 * returning its last list (QEMUs re-checked by start time) in between; 0 = every list(). */
 	uint64_t procscan_interval_ns;
+	/*
+	 * Optional: the host's live processes as its CPU accountant last listed them, each given
+	 * to `each` (PID, start time in clock ticks since boot, comm); -EAGAIN when it has no
+	 * current list. With it, a full scan reads the command line only of processes it has not
+	 * classified before under the same PID, start time and comm (new ones, and those that
+	 * exec'd or renamed themselves); without it, or on -EAGAIN, every process's.
+	 */
+	int (*processes)(void *ud,
+			 void (*each)(void *ctx, uint32_t pid, uint64_t start_time, const char *comm),
+			 void *ctx);
+	void *processes_ud;
 };
 
 struct vw_vm_source_ops {

@@ -48,8 +48,7 @@ uint32_t vw_vm_vhost_owner(const char *comm)
 	return strncmp(comm, "vhost-", 6) == 0 && vw_parse_pid(comm + 6, &owner) == 0 ? owner : 0;
 }
 
-/* One process: appended to s when it is a QEMU. */
-static int scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *cap)
+int vw_qemu_scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *cap)
 {
 	_cleanup_free_ char *big = NULL;
 	char rel[32], peek[CMDLINE_PEEK];
@@ -59,19 +58,20 @@ static int scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *ca
 
 	snprintf(rel, sizeof(rel), "%" PRIu32 "/cmdline", pid);
 	if (vw_read_prefix_at(procfd, rel, peek, sizeof(peek), &len) < 0)
-		return 0; /* exited meanwhile */
+		return -ESRCH; /* exited meanwhile */
 	if (vw_qemu_cmdline_parse(peek, len, &c) < 0)
 		return 0; /* not a QEMU, or a kernel thread (empty) */
 	if (len == sizeof(peek) - 1) {
 		big = malloc(CMDLINE_MAX);
 		if (!big)
 			return -ENOMEM;
-		if (vw_read_prefix_at(procfd, rel, big, CMDLINE_MAX, &len) < 0 ||
-		    vw_qemu_cmdline_parse(big, len, &c) < 0)
+		if (vw_read_prefix_at(procfd, rel, big, CMDLINE_MAX, &len) < 0)
+			return -ESRCH;
+		if (vw_qemu_cmdline_parse(big, len, &c) < 0)
 			return 0;
 	}
 	if (vw_qemu_read_start_time(procfd, pid, &start) < 0)
-		return 0;
+		return -ESRCH;
 	if (vw_array_grow((void **)&s->procs, sizeof(*s->procs), s->n, cap) < 0)
 		return -ENOMEM;
 	s->procs[s->n++] = (struct vw_qemu_proc){ .pid = pid, .start_time = start, .cmd = c };
@@ -89,8 +89,8 @@ int vw_qemu_scan(int procfd, struct vw_qemu_scan *ret)
 	if (r < 0)
 		return r;
 	for (size_t i = 0; i < n_pids; i++) {
-		r = scan_one(procfd, pids[i], &s, &cap);
-		if (r < 0) {
+		r = vw_qemu_scan_one(procfd, pids[i], &s, &cap);
+		if (r < 0 && r != -ESRCH) {
 			vw_qemu_scan_free(&s);
 			return r;
 		}

@@ -290,6 +290,37 @@ static void take_counters(struct wl_proc *p, const struct vw_proc_counters *c)
 	p->last_hw = *c;
 }
 
+/*
+ * The table back in PID order after processes were appended behind its sorted first `sorted`:
+ * the few new ones sorted, then one merge pass (a full sort would copy the whole table log n
+ * times every interval). Nothing to do when none was appended: terminating one changes no order
+ * (a terminated entry and a live one share a PID only when the live one is new).
+ */
+static int sort_added(struct vw_workloads *w, size_t sorted)
+{
+	size_t n = w->n_procs, i = 0, j = sorted, k = 0;
+	_cleanup_free_ struct wl_proc *out = NULL;
+
+	if (n == sorted)
+		return 0;
+	qsort(w->procs + sorted, n - sorted, sizeof(*w->procs), cmp_proc);
+	if (!sorted || cmp_proc(&w->procs[sorted - 1], &w->procs[sorted]) <= 0)
+		return 0;
+	out = malloc(n * sizeof(*out));
+	if (!out) { /* sort in place instead: slower, no memory needed */
+		qsort(w->procs, n, sizeof(*w->procs), cmp_proc);
+		return 0;
+	}
+	while (i < sorted || j < n)
+		out[k++] = j >= n || (i < sorted && cmp_proc(&w->procs[i], &w->procs[j]) <= 0) ?
+				   w->procs[i++] :
+				   w->procs[j++];
+	free(w->procs);
+	w->procs = VW_TAKE_PTR(out);
+	w->cap_procs = n;
+	return 0;
+}
+
 /* Merge the snapshot into the process table; sets each process's delta_ns. */
 static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *snap)
 {
@@ -317,6 +348,11 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 			p = &w->procs[w->n_procs - 1];
 		}
 		p->seen = true;
+		if (s->comm[0] && strncmp(p->comm, s->comm, VW_COMM_LEN - 1) != 0 && !p->kernel) {
+			/* It exec'd (or renamed itself): shown under its new name and binary. */
+			memcpy(p->comm, s->comm, VW_COMM_LEN - 1);
+			read_exe(w->o.procfs_fd, s->tgid, p->exe, sizeof(p->exe));
+		}
 		p->delta_ns = fwd(p->last_cpu_ns, s->cpu_ns);
 		if (s->cgroup_id && s->cgroup_id != p->cgroup_id && !p->kernel) {
 			p->cgroup_id = s->cgroup_id; /* it moved (docker exec, a scope move) */
@@ -334,8 +370,7 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 		if (s->exited)
 			terminate_proc(p);
 	}
-	qsort(w->procs, w->n_procs, sizeof(*w->procs), cmp_proc);
-	return 0;
+	return sort_added(w, sorted);
 }
 
 /* Every snapshot lists every live process (cpu_account.h): one missing from it has gone. */
@@ -932,11 +967,13 @@ int vw_workloads_update(struct vw_workloads *w, const struct vw_cpu_snapshot *sn
 	w->rescanned = false;
 	if (w->o.cgroupfs && !w->baseline_taken && vw_cgroupfs_scans(w->o.cgroupfs) == 0)
 		(void)vw_cgroupfs_scan(w->o.cgroupfs);
+	w->listed = false;
 	if (snap) {
 		r = merge_snapshot(w, snap);
 		if (r < 0)
 			return r;
 		reap_vanished(w);
+		w->listed = true;
 	} else {
 		/* No CPU snapshot this interval: nobody ran, as far as we know; nobody ended. */
 		for (size_t i = 0; i < w->n_procs; i++)
@@ -990,6 +1027,19 @@ int vw_workloads_interval(struct vw_workloads *w, const struct vw_cpu_accountant
 void vw_workloads_totals(const struct vw_workloads *w, struct vw_workloads_totals *ret)
 {
 	*ret = w->totals;
+}
+
+int vw_workloads_each_process(const struct vw_workloads *w,
+			      void (*each)(void *ctx, uint32_t tgid, uint64_t start_time,
+					   const char *comm),
+			      void *ctx)
+{
+	if (!w->listed)
+		return -EAGAIN;
+	for (size_t i = 0; i < w->n_procs; i++)
+		if (!w->procs[i].terminated)
+			each(ctx, w->procs[i].tgid, w->procs[i].start_time, w->procs[i].comm);
+	return 0;
 }
 
 size_t vw_workloads_n_processes(const struct vw_workloads *w)

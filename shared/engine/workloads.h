@@ -127,6 +127,15 @@ struct vw_workloads_totals {
 };
 void vw_workloads_totals(const struct vw_workloads *w, struct vw_workloads_totals *ret);
 size_t vw_workloads_n_processes(const struct vw_workloads *w);
+/*
+ * Every live process as the last update's CPU snapshot listed it, in PID order: its PID, start
+ * time (clock ticks since boot, /proc/PID/stat's) and current comm. -EAGAIN when the last
+ * update had no snapshot (none yet, or the accountant failed): the list would be stale.
+ */
+int vw_workloads_each_process(const struct vw_workloads *w,
+			      void (*each)(void *ctx, uint32_t tgid, uint64_t start_time,
+					   const char *comm),
+			      void *ctx);
 size_t vw_workloads_n_groups(const struct vw_workloads *w);
 /* Entries and evictions of the process, container, pod and VM tables (the others untouched). */
 void vw_workloads_table_stats(const struct vw_workloads *w,

@@ -89,6 +89,7 @@ struct wl_vm {
 struct vw_workloads {
 	struct vw_workloads_opts o;
 	bool baseline_taken;
+	bool listed; /* the last update merged a snapshot: procs lists every live process */
 	bool present[VW_ZONE__COUNT];
 	uint64_t dt_ns;
 	struct wl_proc *procs;
