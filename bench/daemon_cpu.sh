@@ -2,8 +2,9 @@
 # The daemon's CPU time per interval with 1,000 and 10,000 processes, end to end, next to
 # prometheus-node-exporter on the same machine in the same windows.
 #   bench/daemon_cpu.sh                       COUNTS="1000 10000" INTERVALS=20 by default
-#   COUNTS=5000 INTERVALS=30 bench/daemon_cpu.sh
-# For each count N it forks N sleeping processes (bench/spawn_idle), then for each CPU
+#   COUNTS=5000 INTERVALS=30 CHURN=0 bench/daemon_cpu.sh
+# For each count N it forks N sleeping processes (bench/spawn_idle), CHURN per mille of them
+# replaced every second (default 10: 1 % churn per 1 s interval, oldest first), then for each CPU
 # accountant (auto: bpf as root, else procfs; then procfs) starts virtwatt-host (release build in
 # build-bench/, --monitor.interval=1s, defaults otherwise: process top-N 50) and a default
 # node_exporter on free 127.0.0.1 ports, waits for both to be ready and WARMUP more seconds,
@@ -20,6 +21,7 @@ cd "$(dirname "$0")/.."
 
 COUNTS=${COUNTS:-"1000 10000"}
 INTERVALS=${INTERVALS:-20}
+CHURN=${CHURN:-10}
 WARMUP=${WARMUP:-3}
 BUILD=${BUILD:-build-bench}
 NODE_EXPORTER=${NODE_EXPORTER:-prometheus-node-exporter}
@@ -76,7 +78,7 @@ bpf_map_kib() {
 }
 
 start_spawner() {
-	"$spawn" "$1" >"$tmp/spawn.out" &
+	"$spawn" "$1" "$CHURN" >"$tmp/spawn.out" &
 	spawner=$!
 	for _ in $(seq 600); do
 		grep -q '^ready' "$tmp/spawn.out" && return 0
@@ -180,7 +182,8 @@ header() {
 		ne_ms ne_ms_ex ne_rss ne_hwm cpu_x hwm_x
 }
 
-echo "# $(nproc) CPUs, $(uname -r), $(date -u +%FT%TZ); $INTERVALS s windows after ${WARMUP} s of warm-up, monitor.interval=1s, one scrape/s of each server"
+echo "# $(nproc) CPUs, $(uname -r), $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg); $INTERVALS s windows after ${WARMUP} s of warm-up, monitor.interval=1s, one scrape/s of each server"
+echo "# churn: $CHURN per mille of the processes replaced every second (oldest first)"
 echo "# vw_ms: virtwatt CPU ms per interval from utime+stime (10 ms ticks); vw_ms_ex: the same from its threads' schedstat (ns)"
 echo "# bpf_kern: ms per second its exit/free BPF programs ran (charged to the exiting tasks, not to virtwatt)"
 echo "# ne_ms, ne_ms_ex: node_exporter CPU ms per second the same two ways; rss/hwm in KiB; bpf_maps: the daemon's map memlock KiB"
