@@ -14,6 +14,7 @@
 #include "guest_families.h"
 #include "guest_sources.h"
 #include "idle.h"
+#include "interval.h"
 #include "log.h"
 #include "metrics.h"
 #include "workload.h"
@@ -234,25 +235,20 @@ static void source_interval(struct vw_guest *g, const struct vw_node_activity *a
 	for (size_t i = 0; i < n; i++) {
 		struct gzone *z = &g->z[zones[i].zone];
 		uint64_t e = raw[i] >= b->raw[i] ? raw[i] - b->raw[i] : 0;
-		uint64_t idle, active;
+		uint64_t source_idle = idle_now[i] >= b->idle[i] ? idle_now[i] - b->idle[i] : 0;
+		struct vw_interval_split sp;
 
 		if (errs[i] == -ENODATA) /* the source has never had this zone */
 			continue;
 		b->raw[i] = raw[i];
-		if (errs[i] < 0)
-			e = 0;
-		if (s->ops->idle) {
-			idle = VW_MIN(e, idle_now[i] >= b->idle[i] ? idle_now[i] - b->idle[i] : 0);
-			active = e - idle;
-			b->idle[i] = idle_now[i];
-		} else {
-			vw_idle_split(e, act->elapsed_ns, zones[i].idle_w, g->usage, &idle, &active);
-		}
+		b->idle[i] = idle_now[i];
+		vw_interval_split(errs[i] < 0 ? 0 : e, s->ops->idle ? &source_idle : NULL,
+				  act->elapsed_ns, zones[i].idle_w, g->usage, &sp);
 		z->present = true;
-		z->int_idle = vw_energy_add(z->int_idle, idle);
-		z->int_active = vw_energy_add(z->int_active, active);
+		z->int_idle = vw_energy_add(z->int_idle, sp.idle_uj);
+		z->int_active = vw_energy_add(z->int_active, sp.active_uj);
 		if (s->ops->idle)
-			z->given_idle = vw_energy_add(z->given_idle, idle);
+			z->given_idle = vw_energy_add(z->given_idle, sp.idle_uj);
 		z->method = VW_IDLE_SOURCE;
 		z->baseline_w = zones[i].idle_w;
 	}

@@ -11,6 +11,7 @@
 #include "fileio.h"
 #include "gpu.h"
 #include "idle.h"
+#include "interval.h"
 #include "log.h"
 #include "meters.h"
 #include "metrics.h"
@@ -27,8 +28,7 @@
 
 struct zone_state {
 	struct vw_energy_counter ctr;
-	uint64_t published_uj; /* ctr.total_uj at the last publication */
-	uint64_t published_gaps;
+	struct vw_interval_mark closed; /* ctr at the last publication */
 	uint64_t read_errors;
 	double configured_idle_w; /* < 0: none */
 	struct vw_idle_fit *fit;
@@ -521,28 +521,16 @@ static void close_zone_interval(struct vw_host *h, size_t i, uint64_t dt_ns)
 {
 	struct zone_state *z = &h->zs[i];
 	struct vw_node_zone_view *v = &z->view;
-	uint64_t energy = z->ctr.total_uj - z->published_uj;
-	uint64_t idle_uj, active_uj;
-	enum vw_idle_method method;
-	double idle_w = pick_idle(z, &h->zones[i], &method);
+	double idle_w = pick_idle(z, &h->zones[i], &v->idle_method);
+	struct vw_interval_split s;
+	bool clean = vw_interval_close(&z->closed, &z->ctr, NULL, dt_ns, idle_w, h->usage, &s);
 
-	vw_idle_split(energy, dt_ns, idle_w, h->usage, &idle_uj, &active_uj);
 	/* Learn the baseline only from clean intervals of a real meter. */
-	if (z->measured && z->ctr.gaps == z->published_gaps && dt_ns > 0)
-		vw_idle_fit_add(z->fit, h->usage, vw_energy_watts(energy, dt_ns));
-	z->published_uj = z->ctr.total_uj;
-	z->published_gaps = z->ctr.gaps;
-	z->int_idle_uj = idle_uj;
-	z->int_active_uj = active_uj;
-	v->total_uj = z->ctr.total_uj;
-	v->idle_uj = vw_energy_add(v->idle_uj, idle_uj);
-	v->active_uj = vw_energy_add(v->active_uj, active_uj);
-	v->watts = vw_energy_watts(energy, dt_ns);
-	v->idle_watts = vw_energy_watts(idle_uj, dt_ns);
-	v->active_watts = vw_energy_watts(active_uj, dt_ns);
-	/* The residual rule has no fixed baseline: report the idle power it gave. */
-	v->idle_baseline_w = idle_w >= 0 ? idle_w : v->idle_watts;
-	v->idle_method = method;
+	if (z->measured && clean && dt_ns > 0)
+		vw_idle_fit_add(z->fit, h->usage, s.watts);
+	z->int_idle_uj = s.idle_uj;
+	z->int_active_uj = s.active_uj;
+	VW_INTERVAL_ADD(v, &s);
 	v->gaps = z->ctr.gaps;
 	v->wraps = z->ctr.wraps;
 	v->read_errors = z->read_errors;

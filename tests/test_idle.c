@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "idle.h"
+#include "interval.h"
 #include "macro.h"
 
 #define SEC VW_NSEC_PER_SEC
@@ -415,6 +416,50 @@ static void test_method_names(void **state)
 	assert_string_equal(vw_idle_method_name((enum vw_idle_method)42), "unknown");
 }
 
+/* Closing intervals of a counter: the energy since the last close, split by an idle power or
+ * by the source's own idle counter; the view's totals add up to the counter; a gap makes the
+ * interval unclean. */
+static void test_interval_close(void **state)
+{
+	struct vw_energy_counter ctr, idle_ctr;
+	struct vw_interval_mark m = { 0 };
+	struct vw_interval_split s;
+	struct {
+		uint64_t total_uj, idle_uj, active_uj;
+		double watts, idle_watts, active_watts, idle_baseline_w;
+	} v = { 0 };
+
+	(void)state;
+	vw_energy_counter_init(&ctr, 0, 0);
+	vw_energy_counter_init(&idle_ctr, 0, 0);
+	ctr.total_uj = 50000000; /* 50 J over 5 s at 4 W idle: 20 J idle */
+	assert_true(vw_interval_close(&m, &ctr, NULL, 5 * VW_NSEC_PER_SEC, 4.0, 0.5, &s));
+	assert_int_equal(s.energy_uj, 50000000);
+	assert_int_equal(s.idle_uj, 20000000);
+	assert_int_equal(s.active_uj, 30000000);
+	assert_double_near(s.watts, 10.0, 1e-9);
+	assert_double_near(s.idle_baseline_w, 4.0, 1e-9);
+	VW_INTERVAL_ADD(&v, &s);
+	/* The source's own split: 10 J more, of which its idle counter says 3 J. */
+	ctr.total_uj += 10000000;
+	idle_ctr.total_uj = 3000000;
+	ctr.gaps = 1;
+	assert_false(vw_interval_close(&m, &ctr, &idle_ctr, 5 * VW_NSEC_PER_SEC, 4.0, 0.5, &s));
+	assert_int_equal(s.idle_uj, 3000000);
+	assert_int_equal(s.active_uj, 7000000);
+	assert_double_near(s.idle_baseline_w, 0.6, 1e-9); /* none used: the idle power it gave */
+	VW_INTERVAL_ADD(&v, &s);
+	assert_int_equal(v.total_uj, ctr.total_uj);
+	assert_int_equal(v.idle_uj + v.active_uj, v.total_uj);
+	assert_double_near(v.watts, 2.0, 1e-9);
+	/* The residual rule, and nothing since the last close. */
+	assert_true(vw_interval_close(&m, &ctr, NULL, 5 * VW_NSEC_PER_SEC, -1, 0.25, &s));
+	assert_int_equal(s.energy_uj, 0);
+	vw_interval_split(1000, NULL, VW_NSEC_PER_SEC, -1, 0.25, &s);
+	assert_int_equal(s.idle_uj, 750);
+	assert_double_near(s.idle_baseline_w, s.idle_watts, 1e-12);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -432,6 +477,7 @@ int main(void)
 		cmocka_unit_test(test_docs_example),
 		cmocka_unit_test(test_fit_real_data),
 		cmocka_unit_test(test_method_names),
+		cmocka_unit_test(test_interval_close),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -10,6 +10,7 @@
 #include "gpu_procs.h"
 #include "idle_floor.h"
 #include "integrator.h"
+#include "interval.h"
 #include "log.h"
 #include "macro.h"
 
@@ -42,8 +43,8 @@ struct gpu_dev {
 	struct vw_energy_counter ctr;     /* the device's counter, or the integrator's total */
 	struct vw_power_integrator integ; /* devices without a counter */
 	struct vw_idle_floor *floor;
-	uint64_t closed_uj;              /* ctr.total_uj at the last close */
-	uint64_t closed_gaps, closed_errors;
+	struct vw_interval_mark closed;  /* ctr (and idle_ctr) at the last close */
+	uint64_t closed_errors;
 	double util_sum;                 /* this interval's utilization readings */
 	unsigned util_n;
 	struct vw_gpu_view view;
@@ -56,7 +57,6 @@ struct gpu_dev {
 	/* A source that splits its energy itself (idle_err 0): its idle counter. */
 	bool source_split;
 	struct vw_energy_counter idle_ctr;
-	uint64_t closed_idle_uj;
 };
 
 struct vw_gpus {
@@ -378,37 +378,27 @@ static double pick_idle(const struct vw_gpus *g, const struct gpu_dev *d,
 static void close_device(const struct vw_gpus *g, struct gpu_dev *d, uint64_t dt_ns)
 {
 	struct vw_gpu_view *v = &d->view;
-	uint64_t energy = d->ctr.total_uj - d->closed_uj;
 	double util = d->util_n ? d->util_sum / d->util_n : NAN;
 	double idle_w = pick_idle(g, d, &v->idle_method);
-	bool clean = d->ctr.gaps == d->closed_gaps && v->read_errors == d->closed_errors;
+	bool clean = v->read_errors == d->closed_errors;
+	struct vw_interval_split s;
 
-	if (d->source_split) { /* as the source split it (the guest: its host's split) */
-		v->int_idle_uj = VW_MIN(energy, d->idle_ctr.total_uj - d->closed_idle_uj);
-		v->int_active_uj = energy - v->int_idle_uj;
+	/* As the source split it (the guest: its host's split), else by the idle power. */
+	if (d->source_split)
 		v->idle_method = VW_IDLE_SOURCE;
-		idle_w = -1;
-		d->closed_idle_uj = d->idle_ctr.total_uj;
-	} else {
-		vw_idle_split(energy, dt_ns, idle_w, util, &v->int_idle_uj, &v->int_active_uj);
-	}
+	clean &= vw_interval_close(&d->closed, &d->ctr, d->source_split ? &d->idle_ctr : NULL,
+				   dt_ns, idle_w, util, &s);
 	/* The baseline is learnt from whole intervals only: no gap, no failed read. */
 	if (clean && dt_ns > 0)
-		vw_idle_floor_add(d->floor, vw_energy_watts(energy, dt_ns), util);
-	d->closed_uj = d->ctr.total_uj;
-	d->closed_gaps = d->ctr.gaps;
+		vw_idle_floor_add(d->floor, s.watts, util);
 	d->closed_errors = v->read_errors;
+	v->int_idle_uj = s.idle_uj;
+	v->int_active_uj = s.active_uj;
 	(void)vw_gpu_procs_close(&d->procs, v->int_active_uj, v->int_idle_uj,
 				 d->util_n ? (uint64_t)llround(d->util_sum * 100) : 0);
 	d->util_sum = 0;
 	d->util_n = 0;
-	v->total_uj = vw_energy_add(v->total_uj, energy);
-	v->idle_uj = vw_energy_add(v->idle_uj, v->int_idle_uj);
-	v->active_uj = vw_energy_add(v->active_uj, v->int_active_uj);
-	v->watts = vw_energy_watts(energy, dt_ns);
-	v->idle_watts = vw_energy_watts(v->int_idle_uj, dt_ns);
-	v->active_watts = vw_energy_watts(v->int_active_uj, dt_ns);
-	v->idle_baseline_w = idle_w >= 0 ? idle_w : v->idle_watts;
+	VW_INTERVAL_ADD(v, &s);
 	v->util = util;
 	v->gaps = d->ctr.gaps;
 }
