@@ -2,6 +2,8 @@
 /* Power integrated into µJ on the caller's clock (integrator.h): exact, carried, no made-up spans. */
 #include "vw_test.h"
 
+#include <math.h>
+
 #include "integrator.h"
 #include "macro.h"
 
@@ -75,6 +77,24 @@ static void test_clock_back_and_saturation(void **state)
 	assert_true(vw_power_integrate(&in, 1, UINT64_MAX) == UINT64_MAX);
 }
 
+/* The estimator's spans: watts as whole µW (nothing for NaN or below zero), integrated over each
+ * span with the carry, so a million 3 ns spans give what one 3 ms span does. */
+static void test_spans_and_watts(void **state)
+{
+	struct vw_power_integrator fine = { 0 }, coarse = { 0 };
+
+	(void)state;
+	assert_int_equal(vw_power_uw(12.3456789), 12345679);
+	assert_int_equal(vw_power_uw(-1.0), 0);
+	assert_int_equal(vw_power_uw(NAN), 0);
+	assert_int_equal(vw_power_uw(1e300), UINT64_MAX);
+	for (int i = 0; i < 1000000; i++)
+		(void)vw_power_integrate_span(&fine, vw_power_uw(42.5), 3);
+	assert_int_equal(vw_power_integrate_span(&coarse, vw_power_uw(42.5), 3000000), 127500);
+	assert_int_equal(fine.energy_uj, coarse.energy_uj);
+	assert_int_equal(vw_power_integrate_span(&coarse, 0, VW_NSEC_PER_SEC), 127500);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -82,6 +102,7 @@ int main(void)
 		cmocka_unit_test(test_carry_is_exact),
 		cmocka_unit_test(test_break_skips_the_span),
 		cmocka_unit_test(test_clock_back_and_saturation),
+		cmocka_unit_test(test_spans_and_watts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A meter that gives power, not energy (the ACPI power meter, a BMC's DCMI reading or watts
- * sensor, a GPU without an energy counter), integrated into a cumulative µJ counter that never
- * wraps (max_range_uj 0):
+ * sensor, a GPU without an energy counter, the estimator's model), integrated into a cumulative
+ * µJ counter that never wraps (max_range_uj 0):
  *
  *     energy += power just read x (now - time of the previous good read)
  *
@@ -29,5 +29,14 @@ struct vw_power_integrator {
  * counter.
  */
 uint64_t vw_power_integrate(struct vw_power_integrator *in, uint64_t power_uw, uint64_t now_ns);
+/*
+ * power_uw over a span of elapsed_ns added to the counter, the part below 1 µJ carried: for a
+ * source that knows each read's span rather than its time (the estimator: the model's watts
+ * over the interval). Returns the counter.
+ */
+uint64_t vw_power_integrate_span(struct vw_power_integrator *in, uint64_t power_uw,
+				 uint64_t elapsed_ns);
+/* Watts as whole µW (rounded; 0 for a negative, zero or NaN power, saturated above). */
+uint64_t vw_power_uw(double watts);
 /* A failed read: nothing counted up to the next good one, which only sets the time again. */
 void vw_power_integrator_break(struct vw_power_integrator *in);

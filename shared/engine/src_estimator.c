@@ -2,25 +2,24 @@
 /*
  * The estimator power source: where no meter exists, node power per component comes from a
  * Kepler model evaluated on the node's CPU time (bpf_cpu_time_ms = CPU ms per wall second).
- * Power is integrated over each read's elapsed time into a cumulative microjoule counter per
- * zone (whole microjoules, the fraction carried to the next read), so the rest of the pipeline
- * treats it like any meter. The model's value at zero load is
- * each zone's idle power.
+ * The model's watts are integrated over each read's elapsed time straight into a cumulative µJ
+ * counter per zone that only grows (shared/energy/integrator.h: µW x ns in integers, the part
+ * below 1 µJ carried to the next read), as for any meter that gives power: it never wraps
+ * (max_range_uj 0) and has nothing to unwrap. The model's value at zero load is each zone's idle
+ * power.
  */
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
 #include "model.h"
-#include "energy.h"
+#include "integrator.h"
 #include "power_source.h"
 
 struct est_zone {
-	size_t comp;        /* model component index */
-	uint64_t energy_uj; /* the counter: whole microjoules integrated so far */
-	double carry_uj;    /* the integral's fraction of a microjoule not yet counted */
+	size_t comp;                        /* model component index */
+	struct vw_power_integrator counter; /* the zone's µJ so far */
 };
 
 struct estimator {
@@ -126,16 +125,6 @@ static size_t est_zones(void *state, const struct vw_zone_info **ret)
 	return e->n;
 }
 
-/* Add uj (finite, > 0) to the zone's counter: whole microjoules, the fraction carried, so the
- * counter stays exact however long it runs (a double total loses microjoules past 2^53). */
-static void integrate(struct est_zone *z, double uj)
-{
-	double whole;
-
-	z->carry_uj = modf(z->carry_uj + uj, &whole);
-	z->energy_uj = vw_energy_add(z->energy_uj, whole >= 1.8e19 ? UINT64_MAX : (uint64_t)whole);
-}
-
 static int est_read(void *state, const struct vw_node_activity *act, uint64_t *raw_uj, int *errs)
 {
 	struct estimator *e = state;
@@ -149,7 +138,7 @@ static int est_read(void *state, const struct vw_node_activity *act, uint64_t *r
 
 		errs[i] = r;
 		if (r < 0) {
-			raw_uj[i] = e->z[i].energy_uj;
+			raw_uj[i] = e->z[i].counter.energy_uj;
 			continue;
 		}
 		e->clamped += res.clamped;
@@ -158,9 +147,8 @@ static int est_read(void *state, const struct vw_node_activity *act, uint64_t *r
 			vw_complain(&e->complaint, VW_LOG_WARN,
 				    "estimator: model %s gave negative power for %s; clamped to 0",
 				    e->name, vw_zone_name(e->info[i].zone));
-		if (isfinite(res.watts) && res.watts > 0)
-			integrate(&e->z[i], res.watts * (double)act->elapsed_ns / 1e3);
-		raw_uj[i] = e->z[i].energy_uj;
+		raw_uj[i] = vw_power_integrate_span(&e->z[i].counter, vw_power_uw(res.watts),
+						    act->elapsed_ns);
 	}
 	return 0;
 }
