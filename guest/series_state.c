@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "series_state.h"
+#include "series_state_priv.h"
 
 #include <errno.h>
 #include <json-c/json.h>

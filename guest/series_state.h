@@ -45,8 +45,6 @@ int vw_series_state_end(struct vw_series_state *s);
 int vw_series_state_learn(void *s, const char *key, size_t len, uint64_t micro, uint64_t *ret);
 int vw_series_state_offset(void *s, const char *key, size_t len, uint64_t micro, uint64_t *ret);
 
-/* Exported value in microunits of a series ("name{labels}"), for tests. -ENOENT if unknown. */
-int vw_series_state_get(const struct vw_series_state *s, const char *key, uint64_t *ret_micro);
 size_t vw_series_state_size(const struct vw_series_state *s);
 /* Series evicted at the cap, or too long to keep, so far. */
 uint64_t vw_series_state_evictions(const struct vw_series_state *s);

@@ -21,7 +21,7 @@
 #include "podmeta-priv.h"
 #include "publish.h"
 #include "selfstats.h"
-#include "series_state.h"
+#include "series_state_priv.h"
 #include "vm_source.h"
 #include "workloads.h"
 #include "workloads_fixture.h"

@@ -17,7 +17,7 @@
 #include "fileio.h"
 #include "fixture.h"
 #include "log.h"
-#include "series_state.h"
+#include "series_state_priv.h"
 #include "state_file.h"
 
 static uint64_t fake_now;

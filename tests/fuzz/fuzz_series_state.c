@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "fuzz_common.h"
-#include "series_state.h"
+#include "series_state_priv.h"
 
 #define RAW_MICRO 5000000u /* "5" */
 
