@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -315,6 +316,24 @@ char *vw_fixture_scrape_when(unsigned port, const char *needle)
 	return NULL;
 }
 
+char *vw_fixture_await_sample(unsigned port, const char *family, const char *labels, double want,
+			      bool at_least, double timeout_s)
+{
+	const struct timespec pause = { .tv_nsec = 50 * 1000 * 1000 };
+
+	for (double t = 0; t < timeout_s; t += 0.05) {
+		char *body = vw_fixture_try_scrape(port);
+		double v = body && strstr(body, family) ? vw_fixture_sample_sum(body, family, labels)
+							: NAN;
+
+		if (at_least ? v >= want : v == want)
+			return body;
+		free(body);
+		nanosleep(&pause, NULL);
+	}
+	return NULL;
+}
+
 double vw_fixture_monotonic_s(void)
 {
 	struct timespec ts;
@@ -347,22 +366,29 @@ char *vw_fixture_http(const char *url, const char *method, long *code)
 	return b.data;
 }
 
-double vw_fixture_sample_sum(const char *text, const char *family, const char *match)
+double vw_fixture_sample_sum_all(const char *text, const char *family, const char *const *must)
 {
 	size_t n = strlen(family);
 	double sum = 0;
 
 	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
 		const char *end = strchr(l, '\n'), *sp;
+		bool all = true;
 
 		if (strncmp(l, family, n) != 0 || (l[n] != '{' && l[n] != ' '))
 			continue;
 		sp = memrchr(l, ' ', end ? (size_t)(end - l) : strlen(l));
-		if (!sp || (match && !memmem(l, (size_t)(sp - l), match, strlen(match))))
-			continue;
-		sum += strtod(sp + 1, NULL);
+		for (size_t i = 0; sp && must && must[i]; i++)
+			all = all && memmem(l, (size_t)(sp - l), must[i], strlen(must[i]));
+		if (sp && all)
+			sum += strtod(sp + 1, NULL);
 	}
 	return sum;
+}
+
+double vw_fixture_sample_sum(const char *text, const char *family, const char *match)
+{
+	return vw_fixture_sample_sum_all(text, family, (const char *const[]){ match, NULL });
 }
 
 static pid_t spawn_logged(char *const argv[], const char *logpath, bool tied)

@@ -2,6 +2,7 @@
 /* Temporary fixture trees for tests: mkdtemp, write files by relative path, remove all. */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -62,10 +63,18 @@ char *vw_fixture_http(const char *url, const char *method, long *code);
 char *vw_fixture_try_scrape(unsigned port);
 /* The first /metrics (polled for 10 s at most) that holds needle; NULL when none did. */
 char *vw_fixture_scrape_when(unsigned port, const char *needle);
+/* The first /metrics (polled every 50 ms for timeout_s at most) whose family's samples with
+ * labels (vw_fixture_sample_sum) sum to want, or at least want when at_least; NULL when none
+ * did. */
+char *vw_fixture_await_sample(unsigned port, const char *family, const char *labels, double want,
+			      bool at_least, double timeout_s);
 /* CLOCK_MONOTONIC in seconds. */
 double vw_fixture_monotonic_s(void);
 /* The sum of the samples of a family in an exposition whose labels hold `match` (NULL: all). */
 double vw_fixture_sample_sum(const char *text, const char *family, const char *match);
+/* The same over the samples whose name and labels hold every string of must (NULL-terminated;
+ * NULL: all). */
+double vw_fixture_sample_sum_all(const char *text, const char *family, const char *const *must);
 /*
  * Start a daemon (argv[0] is its path) with stdout+stderr to a file, and wait (up to 10 s) for
  * its "(port N)" log line. 0 with *ret_pid and *ret_port, or -errno; the daemon is killed on

@@ -315,30 +315,6 @@ static void test_serves_metrics(void **state)
 	host_fixture_fini(&fx);
 }
 
-/* Sum the samples of `family` whose line contains every string in `must` (NULL-terminated). */
-static double sum_family(const char *text, const char *family, const char *const *must)
-{
-	size_t n = strlen(family);
-	double sum = 0;
-
-	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		const char *end = strchr(l, '\n');
-		char line[4096];
-		size_t len = end ? (size_t)(end - l) : strlen(l);
-		bool ok = true;
-
-		if (strncmp(l, family, n) != 0 || l[n] != '{' || len >= sizeof(line))
-			continue;
-		memcpy(line, l, len);
-		line[len] = '\0';
-		for (size_t i = 0; must[i]; i++)
-			ok = ok && strstr(line, must[i]);
-		if (ok)
-			sum += strtod(strrchr(line, ' ') + 1, NULL);
-	}
-	return sum;
-}
-
 static void busy_child_exit(int seconds)
 {
 	struct timespec t0, t;
@@ -398,18 +374,19 @@ static void test_workloads_add_up_on_this_machine(void **state)
 		assert_non_null(strstr(b.data, "virtwatt_cpu_accounting_info{method=\"bpf\""));
 	else if (!strstr(b.data, "method=\"bpf\""))
 		print_message("# note: CPU accounting is not bpf here (not root?)\n");
+#define SUM(family, must) vw_fixture_sample_sum_all(b.data, family, must)
 	for (const char *const *zone = (const char *const[]){ "zone=\"package\"", "zone=\"dram\"", NULL };
 	     *zone; zone++) {
 		const char *act[] = { *zone, NULL }, *actm[] = { *zone, "mode=\"active\"", NULL };
 		const char *idlem[] = { *zone, "mode=\"idle\"", NULL };
-		double node_a = sum_family(b.data, "kepler_node_cpu_active_joules_total", act);
-		double node_i = sum_family(b.data, "kepler_node_cpu_idle_joules_total", act);
-		double wl_a = sum_family(b.data, "kepler_container_cpu_joules_total", act) +
-			      sum_family(b.data, "virtwatt_node_cpu_uncontained_joules_total", actm) +
-			      sum_family(b.data, "virtwatt_node_cpu_unattributed_joules_total", actm);
-		double wl_i = sum_family(b.data, "virtwatt_container_cpu_idle_joules_total", act) +
-			      sum_family(b.data, "virtwatt_node_cpu_uncontained_joules_total", idlem) +
-			      sum_family(b.data, "virtwatt_node_cpu_unattributed_joules_total", idlem);
+		double node_a = SUM("kepler_node_cpu_active_joules_total", act);
+		double node_i = SUM("kepler_node_cpu_idle_joules_total", act);
+		double wl_a = SUM("kepler_container_cpu_joules_total", act) +
+			      SUM("virtwatt_node_cpu_uncontained_joules_total", actm) +
+			      SUM("virtwatt_node_cpu_unattributed_joules_total", actm);
+		double wl_i = SUM("virtwatt_container_cpu_idle_joules_total", act) +
+			      SUM("virtwatt_node_cpu_uncontained_joules_total", idlem) +
+			      SUM("virtwatt_node_cpu_unattributed_joules_total", idlem);
 
 		assert_true(node_a > 0);
 		assert_double_near(wl_a, node_a, 2e-6);
@@ -420,8 +397,8 @@ static void test_workloads_add_up_on_this_machine(void **state)
 	{
 		const char *m[] = { busy_pid, "zone=\"package\"", "state=\"terminated\"", NULL };
 		const char *sec[] = { busy_pid, NULL };
-		double mine = sum_family(b.data, "kepler_process_cpu_joules_total", m);
-		double cpu = sum_family(b.data, "kepler_process_cpu_seconds_total", sec);
+		double mine = SUM("kepler_process_cpu_joules_total", m);
+		double cpu = SUM("kepler_process_cpu_seconds_total", sec);
 
 		if (!(mine > 0 && cpu > 0.3 && cpu < 3.5)) {
 			const char *l = strstr(b.data, busy_pid);
@@ -430,6 +407,7 @@ static void test_workloads_add_up_on_this_machine(void **state)
 				 cpu, l ? l : "(none)");
 		}
 	}
+#undef SUM
 	free(b.data);
 	kill(p.pid, SIGTERM);
 	assert_int_equal(finish(&p), 0);

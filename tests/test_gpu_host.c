@@ -81,16 +81,11 @@ static double sample(const char *body, const char *family, const char *labels)
 /* Scrape until `family{labels}` equals want (10 s at most); the body that had it. */
 static char *await_value(unsigned port, const char *family, const char *labels, double want)
 {
-	for (int i = 0; i < 200; i++) {
-		char *body = vw_fixture_try_scrape(port);
+	char *body = vw_fixture_await_sample(port, family, labels, want, false, 10);
 
-		if (body && strstr(body, family) && sample(body, family, labels) == want)
-			return body;
-		free(body);
-		usleep(50 * 1000);
-	}
-	fail_msg("%s{%s} never reached %g", family, labels, want);
-	return NULL;
+	if (!body)
+		fail_msg("%s{%s} never reached %g", family, labels, want);
+	return body;
 }
 
 /* Idle and active add up to the total, for a GPU's counters, to the µJ. */

@@ -69,16 +69,11 @@ static double val(const char *body, const char *family, const char *labels)
 /* A scrape of port whose family{labels} is at least want (20 s at most). */
 static char *await_at_least(unsigned port, const char *family, const char *labels, double want)
 {
-	for (int i = 0; i < 400; i++) {
-		char *body = vw_fixture_try_scrape(port);
+	char *body = vw_fixture_await_sample(port, family, labels, want, true, 20);
 
-		if (body && strstr(body, family) && val(body, family, labels) >= want)
-			return body;
-		free(body);
-		usleep(50 * 1000);
-	}
-	fail_msg("%s{%s} never reached %g", family, labels, want);
-	return NULL;
+	if (!body)
+		fail_msg("%s{%s} never reached %g", family, labels, want);
+	return body;
 }
 
 /* The VM's frame in the shared folder, once its gpu zone holds at least want_uj. */

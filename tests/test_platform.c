@@ -113,25 +113,6 @@ static double zone_sum(const char *body, const char *family, const char *zone, c
 	return vw_fixture_sample_sum(body, family, match);
 }
 
-/* The sum of a family's samples whose labels hold both a and b. */
-static double sum_where(const char *body, const char *family, const char *a, const char *b)
-{
-	size_t flen = strlen(family);
-	double sum = 0;
-
-	for (const char *p = body; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL) {
-		const char *end = strchr(p, '}');
-		const char *eol = strchr(p, '\n');
-
-		if (strncmp(p, family, flen) != 0 || p[flen] != '{' || !end || (eol && end > eol))
-			continue;
-		if (memmem(p, (size_t)(end - p), a, strlen(a)) &&
-		    memmem(p, (size_t)(end - p), b, strlen(b)))
-			sum += strtod(end + 1, NULL);
-	}
-	return sum;
-}
-
 /*
  * What containers, the processes in none (uncontained) and the unattributed rest got of a zone,
  * idle and active: the node's figure to the µJ. Node-level counters, so that processes of this
@@ -237,10 +218,10 @@ static void test_platform_meter(void **state)
 	{
 		double plat = zone_sum(body, "kepler_node_cpu_active_joules_total", "platform", "");
 		double pkg = zone_sum(body, "kepler_node_cpu_active_joules_total", "package", "");
-		double plat_c = sum_where(body, "kepler_process_cpu_joules_total", busy,
-					  "zone=\"platform\"");
-		double pkg_c = sum_where(body, "kepler_process_cpu_joules_total", busy,
-					 "zone=\"package\"");
+		double plat_c = vw_fixture_sample_sum_all(body, "kepler_process_cpu_joules_total",
+							  (const char *const[]){ busy, "zone=\"platform\"", NULL });
+		double pkg_c = vw_fixture_sample_sum_all(body, "kepler_process_cpu_joules_total",
+							 (const char *const[]){ busy, "zone=\"package\"", NULL });
 
 		print_message("# child %s: platform active %.3f of %.3f J (%.1f %%), package "
 			      "active %.3f of %.3f J (%.1f %%)\n",
