@@ -218,10 +218,12 @@ static void test_platform_meter(void **state)
 	{
 		double plat = zone_sum(body, "kepler_node_cpu_active_joules_total", "platform", "");
 		double pkg = zone_sum(body, "kepler_node_cpu_active_joules_total", "package", "");
+		const char *in_plat[] = { busy, "zone=\"platform\"", NULL };
+		const char *in_pkg[] = { busy, "zone=\"package\"", NULL };
 		double plat_c = vw_fixture_sample_sum_all(body, "kepler_process_cpu_joules_total",
-							  (const char *const[]){ busy, "zone=\"platform\"", NULL });
+							  in_plat);
 		double pkg_c = vw_fixture_sample_sum_all(body, "kepler_process_cpu_joules_total",
-							 (const char *const[]){ busy, "zone=\"package\"", NULL });
+							 in_pkg);
 
 		print_message("# child %s: platform active %.3f of %.3f J (%.1f %%), package "
 			      "active %.3f of %.3f J (%.1f %%)\n",
