@@ -84,8 +84,8 @@ struct vw_ctrmeta {
 	char *docker_dir, *podman_dirs, *nerdctl_dir; /* podman_dirs: NUL-separated, "" ended */
 	struct json_tokener *tok;
 	struct index podman, nerdctl;
-	struct cached *cache;
-	size_t n_cached, max_cached;
+	struct cached *cache; /* grown on demand up to max_cached (most nodes run no Docker) */
+	size_t n_cached, cap_cached, max_cached;
 	uint64_t tick;
 };
 
@@ -453,6 +453,7 @@ static int docker_parse(struct vw_ctrmeta *m, const char *buf, size_t len, const
 	return 0;
 }
 
+/* The entry for id, else a new one (or the least recently used); NULL on ENOMEM. */
 static struct cached *cache_slot(struct vw_ctrmeta *m, const char *id)
 {
 	struct cached *lru = NULL;
@@ -463,8 +464,18 @@ static struct cached *cache_slot(struct vw_ctrmeta *m, const char *id)
 		if (!lru || m->cache[i].used < lru->used)
 			lru = &m->cache[i];
 	}
-	if (m->n_cached < m->max_cached)
+	if (m->n_cached < m->max_cached) {
+		if (m->n_cached == m->cap_cached) {
+			size_t cap = VW_MIN(m->cap_cached ? m->cap_cached * 2 : 8, m->max_cached);
+			struct cached *nc = reallocarray(m->cache, cap, sizeof(*nc));
+
+			if (!nc)
+				return NULL;
+			m->cache = nc;
+			m->cap_cached = cap;
+		}
 		lru = &m->cache[m->n_cached++];
+	}
 	*lru = (struct cached){ 0 };
 	memcpy(lru->id, id, ID_HEX + 1);
 	return lru;
@@ -493,6 +504,8 @@ static int docker_lookup(struct vw_ctrmeta *m, const char *id, struct vw_ctrmeta
 		return -errno;
 	now = stamp_of(&st);
 	c = cache_slot(m, id);
+	if (!c)
+		return -ENOMEM;
 	c->used = ++m->tick;
 	if (c->valid && stamp_eq(&c->st, &now)) {
 		*ret = c->info;
@@ -683,9 +696,8 @@ struct vw_ctrmeta *vw_ctrmeta_new(const struct vw_ctrmeta_opts *o)
 	if (!m->podman_dirs)
 		goto fail;
 	m->max_cached = o->max_cached ? o->max_cached : DEFAULT_MAX_CACHED;
-	m->cache = calloc(m->max_cached, sizeof(*m->cache));
 	m->tok = vw_json_tokener_new(JSON_DEPTH);
-	if (!m->cache || !m->tok) {
+	if (!m->tok) {
 		errno = ENOMEM;
 		goto fail;
 	}
