@@ -236,10 +236,13 @@ static void compact_procs(struct vw_workloads *w, const struct pass *p, uint64_t
 	for (size_t i = 0; i < w->n_procs; i++) {
 		const struct wl_proc *pr = &w->procs[i];
 
-		if (!p->leave_p[i])
+		if (!p->leave_p[i]) {
 			w->procs[j++] = *pr;
-		else if (unserved(pr->terminated, pr->final_gen, served_gen))
+			continue;
+		}
+		if (unserved(pr->terminated, pr->final_gen, served_gen))
 			w->evictions[VW_TABLE_PROCESS]++;
+		vw_intern_put(w->exes, pr->exe);
 	}
 	w->n_procs = j;
 }

@@ -24,6 +24,11 @@ struct vw_workloads *vw_workloads_new(const struct vw_workloads_opts *opts)
 	if (!w)
 		return NULL;
 	w->o = *opts;
+	w->exes = vw_intern_new();
+	if (!w->exes) {
+		free(w);
+		return NULL;
+	}
 	if (w->o.max_terminated == 0)
 		w->o.max_terminated = VW_WORKLOADS_DEFAULT_MAX_TERMINATED;
 	return w;
@@ -52,7 +57,10 @@ void vw_workloads_free(struct vw_workloads *w)
 {
 	if (!w)
 		return;
+	for (size_t i = 0; i < w->n_procs; i++)
+		vw_intern_put(w->exes, w->procs[i].exe);
 	free(w->procs);
+	vw_intern_free(w->exes);
 	for (size_t i = 0; i < w->n_conts; i++)
 		free(w->conts[i].cg_path);
 	free(w->conts);
@@ -224,14 +232,20 @@ static int add_proc(struct vw_workloads *w, const struct vw_proc_cpu *p)
 	if (vw_array_grow((void **)&w->procs, sizeof(*w->procs), w->n_procs, &w->cap_procs) < 0)
 		return -ENOMEM;
 	np = &w->procs[w->n_procs];
-	*np = (struct wl_proc){ .tgid = p->tgid, .container = -1, .vm = -1 };
+	*np = (struct wl_proc){ .tgid = p->tgid, .exe = "", .container = -1, .vm = -1 };
 	memcpy(np->comm, p->comm, sizeof(np->comm));
 	np->comm[VW_COMM_LEN - 1] = '\0';
 	if (read_stat(w->o.procfs_fd, p->tgid, &ppid, &start) == 0 && !np->start_time)
 		np->start_time = p->start_time ? p->start_time : start;
 	np->kernel = p->tgid == 2 || ppid == 2 || p->tgid == 0;
-	if (!np->kernel)
-		read_exe(w->o.procfs_fd, p->tgid, np->exe, sizeof(np->exe));
+	if (!np->kernel) {
+		char exe[VW_WL_EXE_MAX];
+
+		read_exe(w->o.procfs_fd, p->tgid, exe, sizeof(exe));
+		np->exe = vw_intern_get(w->exes, exe);
+		if (!np->exe)
+			return -ENOMEM;
+	}
 	np->cgroup_id = p->cgroup_id;
 	if (!np->kernel)
 		np->container = place_proc(w, p->tgid, p->cgroup_id);

@@ -3,6 +3,7 @@
  * workload_metrics.c (rendering). Not for other modules. */
 #pragma once
 
+#include "intern.h"
 #include "workloads.h"
 
 enum { M_ACTIVE, M_IDLE, M__COUNT };
@@ -22,7 +23,7 @@ struct wl_proc {
 	uint32_t tgid;
 	uint64_t start_time;
 	char comm[VW_COMM_LEN];
-	char exe[160];
+	const char *exe; /* in w->exes (truncated to VW_WL_EXE_MAX - 1 bytes), "" for none */
 	int container; /* index, -1: none */
 	uint64_t cgroup_id; /* the cgroup it was last seen in (bpf), 0: unknown */
 	int vm;        /* index, -1: none (the VM's QEMU process or one of its vhost threads) */
@@ -86,6 +87,9 @@ struct wl_vm {
 /* Publications a gone VM is remembered for (about an hour at the default 5 s interval). */
 #define VW_VM_GRACE_PUBLICATIONS 720
 
+/* An executable's path as kept: /proc/PID/exe's first 159 bytes. */
+#define VW_WL_EXE_MAX 160
+
 struct vw_workloads {
 	struct vw_workloads_opts o;
 	bool baseline_taken;
@@ -94,6 +98,7 @@ struct vw_workloads {
 	uint64_t dt_ns;
 	struct wl_proc *procs;
 	size_t n_procs, cap_procs;
+	struct vw_intern *exes; /* the processes' executables, one copy each */
 	struct wl_container *conts;
 	size_t n_conts, cap_conts;
 	struct wl_pod *pods;
