@@ -6,9 +6,9 @@
   - virtwatt-guest carries no host meter (powercap, hwmon), libvirt, VM-source, publisher or
     training code (nm);
   - host/ keeps a handful of files at its root (the daemon's wiring); the rest is in rooms;
-  - neither daemon links libcurl, libvirt, libfreeipmi or libbpf (nor libelf with it): they are
-    loaded on first use (shared/core/dynlib.h), so a node that needs none never maps them, and
-    libbpf is loaded only by the BPF accountant's short-lived loader child.
+  - neither daemon links libcurl, libvirt, libfreeipmi, libyaml, libcrypt or libbpf (nor libelf
+    with it): they are loaded on first use (shared/core/dynlib.h), so a node that needs none
+    never maps them, and libbpf is loaded only by the BPF accountant's short-lived loader child.
 usage: check_layering.py SOURCE_ROOT GUEST_BINARY HOST_BINARY"""
 import pathlib
 import re
@@ -65,7 +65,8 @@ for binary in (guest_bin, host_bin):
     dyn = subprocess.run(["readelf", "-d", binary], capture_output=True, text=True,
                          check=True).stdout
     needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dyn)
-    lazy = [lib for lib in needed if re.match(r"lib(curl|virt|freeipmi|bpf|elf)\b", lib)]
+    lazy = [lib for lib in needed
+            if re.match(r"lib(curl|virt|freeipmi|yaml|crypt|bpf|elf)\b", lib)]
     tap(needed and not lazy, "%s links no library it loads on first use (NEEDED: %s)"
         % (pathlib.Path(binary).name, ", ".join(needed)), ", ".join(lazy))
 print("1..%d" % n)

@@ -35,6 +35,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "crypt_lazy.h"
 #include "log.h"
 #include "macro.h"
 #include "prom.h"
@@ -917,6 +918,13 @@ static struct server *server_new(struct vw_http *h, struct vw_webconfig *wc)
 	if (wc) {
 		s->rate_tokens = (double)wc->rate_burst;
 		r = webconfig_supported(wc, h->web_config_file);
+	}
+	if (r == 0 && wc && wc->n_users) {
+		char why[512];
+
+		r = vw_crypt_load(why, sizeof(why));
+		if (r < 0)
+			vw_error("http: basic authentication: %s", why);
 	}
 	if (r == 0 && wc && wc->n_users) {
 		s->auth = vw_webauth_new(wc->users, wc->n_users);

@@ -12,6 +12,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "yaml_lazy.h"
+
 static int msg(struct vw_yaml *y, int r, const char *fmt, ...) _printf_(3, 4);
 static int msg(struct vw_yaml *y, int r, const char *fmt, ...)
 {
@@ -181,6 +183,13 @@ static int file_read(struct vw_yaml *y, const char *what, size_t max)
 /* Start the parser on y->buf. */
 static int parser_start(struct vw_yaml *y)
 {
+	char why[512];
+	int r = vw_yaml_load(why, sizeof(why));
+
+	if (r < 0) {
+		vw_yaml_close(y);
+		return msg(y, r, "%s: %s", y->path, why);
+	}
 	if (!yaml_parser_initialize(&y->parser)) {
 		vw_yaml_close(y);
 		return msg(y, -ENOMEM, "%s: out of memory", y->path);
