@@ -223,6 +223,21 @@ static int place_proc(struct vw_workloads *w, uint32_t tgid, uint64_t cgroup_id)
 	return -1;
 }
 
+/* The process's executable path, read now and interned (the one it had before released). */
+static int set_exe(struct vw_workloads *w, struct wl_proc *p)
+{
+	char exe[VW_WL_EXE_MAX];
+	const char *e;
+
+	read_exe(w->o.procfs_fd, p->tgid, exe, sizeof(exe));
+	e = vw_intern_get(w->exes, exe);
+	if (!e)
+		return -ENOMEM;
+	vw_intern_put(w->exes, p->exe);
+	p->exe = e;
+	return 0;
+}
+
 static int add_proc(struct vw_workloads *w, const struct vw_proc_cpu *p)
 {
 	struct wl_proc *np;
@@ -238,14 +253,8 @@ static int add_proc(struct vw_workloads *w, const struct vw_proc_cpu *p)
 	if (read_stat(w->o.procfs_fd, p->tgid, &ppid, &start) == 0 && !np->start_time)
 		np->start_time = p->start_time ? p->start_time : start;
 	np->kernel = p->tgid == 2 || ppid == 2 || p->tgid == 0;
-	if (!np->kernel) {
-		char exe[VW_WL_EXE_MAX];
-
-		read_exe(w->o.procfs_fd, p->tgid, exe, sizeof(exe));
-		np->exe = vw_intern_get(w->exes, exe);
-		if (!np->exe)
-			return -ENOMEM;
-	}
+	if (!np->kernel && set_exe(w, np) < 0)
+		return -ENOMEM;
 	np->cgroup_id = p->cgroup_id;
 	if (!np->kernel)
 		np->container = place_proc(w, p->tgid, p->cgroup_id);
@@ -365,7 +374,7 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 		if (s->comm[0] && strncmp(p->comm, s->comm, VW_COMM_LEN - 1) != 0 && !p->kernel) {
 			/* It exec'd (or renamed itself): shown under its new name and binary. */
 			memcpy(p->comm, s->comm, VW_COMM_LEN - 1);
-			read_exe(w->o.procfs_fd, s->tgid, p->exe, sizeof(p->exe));
+			(void)set_exe(w, p); /* out of memory: the old path stays */
 		}
 		p->delta_ns = fwd(p->last_cpu_ns, s->cpu_ns);
 		if (s->cgroup_id && s->cgroup_id != p->cgroup_id && !p->kernel) {
