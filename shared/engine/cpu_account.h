@@ -20,12 +20,12 @@
 
 struct vw_proc_cpu {
 	uint32_t tgid;
+	bool exited; /* final value: the process is gone (reported once); beside tgid: 48 bytes */
 	uint64_t cgroup_id; /* id of the cgroup it ran in last (vw_cpu_env.cgroup_v1 says in which
 			     * hierarchy), 0 if unknown (procfs) */
 	uint64_t cpu_ns;    /* cumulative on-CPU time of all its threads since open */
 	uint64_t start_time; /* /proc/PID/stat starttime (ticks since boot): tells PID reuse */
 	char comm[VW_COMM_LEN];
-	bool exited; /* final value: the process is gone (reported once) */
 };
 
 /* Optional hardware counters per process (cumulative); zero when unavailable. */

@@ -103,8 +103,8 @@ static uint64_t proc_energy(const struct wl_proc *p)
 {
 	uint64_t e = 0;
 
-	for (int z = 0; z < VW_ZONE__COUNT; z++)
-		e += p->z[z].uj[M_ACTIVE] + p->z[z].uj[M_IDLE];
+	for (size_t k = 0; k < p->n_z; k++)
+		e += p->z[k].uj[M_ACTIVE] + p->z[k].uj[M_IDLE];
 	return e;
 }
 
@@ -226,7 +226,7 @@ static const struct acc *proc_item(const struct vw_workloads *w, const void *ctx
 	const struct wl_proc *p = &w->procs[((const size_t *)ctx)[i]];
 
 	vw_wl_proc_labels(w, p, node, zone(z), l);
-	return &p->z[z];
+	return vw_wl_proc_acc(w, p, z);
 }
 
 static int render_processes(const struct vw_workloads *w, struct vw_prom_writer *pw,

@@ -243,6 +243,7 @@ static void compact_procs(struct vw_workloads *w, const struct pass *p, uint64_t
 		if (unserved(pr->terminated, pr->final_gen, served_gen))
 			w->evictions[VW_TABLE_PROCESS]++;
 		vw_intern_put(w->exes, pr->exe);
+		free(pr->z);
 	}
 	w->n_procs = j;
 }

@@ -29,6 +29,7 @@ struct vw_workloads *vw_workloads_new(const struct vw_workloads_opts *opts)
 		free(w);
 		return NULL;
 	}
+	memset(w->zslot, -1, sizeof(w->zslot));
 	if (w->o.max_terminated == 0)
 		w->o.max_terminated = VW_WORKLOADS_DEFAULT_MAX_TERMINATED;
 	return w;
@@ -57,8 +58,10 @@ void vw_workloads_free(struct vw_workloads *w)
 {
 	if (!w)
 		return;
-	for (size_t i = 0; i < w->n_procs; i++)
+	for (size_t i = 0; i < w->n_procs; i++) {
 		vw_intern_put(w->exes, w->procs[i].exe);
+		free(w->procs[i].z);
+	}
 	free(w->procs);
 	vw_intern_free(w->exes);
 	for (size_t i = 0; i < w->n_conts; i++)
@@ -543,9 +546,40 @@ static void give_container(struct vw_workloads *w, struct wl_container *c, enum 
 	}
 }
 
+const struct acc *vw_wl_proc_acc(const struct vw_workloads *w, const struct wl_proc *p, int z)
+{
+	static const struct acc none;
+	int k = w->zslot[z];
+
+	return k >= 0 && k < p->n_z ? &p->z[k] : &none;
+}
+
+/* Slots for the zones present from now on, in every process (before splitting them). */
+static int zone_slots(struct vw_workloads *w, const struct vw_zone_energy zones[VW_ZONE__COUNT])
+{
+	for (int z = 0; z < VW_ZONE__COUNT; z++)
+		if (zones[z].present && w->zslot[z] < 0)
+			w->zslot[z] = (int8_t)w->n_zslots++;
+	for (size_t i = 0; i < w->n_procs; i++) {
+		struct wl_proc *p = &w->procs[i];
+		struct acc *a;
+
+		if (p->n_z == w->n_zslots)
+			continue;
+		a = reallocarray(p->z, w->n_zslots, sizeof(*a));
+		if (!a)
+			return -ENOMEM;
+		memset(&a[p->n_z], 0, (w->n_zslots - p->n_z) * sizeof(*a));
+		p->z = a;
+		p->n_z = w->n_zslots;
+	}
+	return 0;
+}
+
+/* Zone z is present: zone_slots() gave every process its slot. */
 static void give(struct vw_workloads *w, struct wl_proc *p, enum vw_zone z, int m, uint64_t uj)
 {
-	add_acc(&p->z[z], m, uj);
+	add_acc(&p->z[w->zslot[z]], m, uj);
 	w->totals.processes[z][m] += uj;
 	if (p->vm >= 0) {
 		add_acc(&w->vms[p->vm].z[z], m, uj);
@@ -892,22 +926,22 @@ static void count_live(struct vw_workloads *w)
 	}
 }
 
-static void clear_acc(struct acc *z)
+static void clear_acc(struct acc *z, size_t n)
 {
-	for (int i = 0; i < VW_ZONE__COUNT; i++)
+	for (size_t i = 0; i < n; i++)
 		z[i].interval[M_ACTIVE] = z[i].interval[M_IDLE] = 0;
 }
 
 static void clear_intervals(struct vw_workloads *w)
 {
 	for (size_t i = 0; i < w->n_procs; i++)
-		clear_acc(w->procs[i].z);
+		clear_acc(w->procs[i].z, w->procs[i].n_z);
 	for (size_t i = 0; i < w->n_conts; i++)
-		clear_acc(w->conts[i].z);
+		clear_acc(w->conts[i].z, VW_ZONE__COUNT);
 	for (size_t i = 0; i < w->n_pods; i++)
-		clear_acc(w->pods[i].z);
+		clear_acc(w->pods[i].z, VW_ZONE__COUNT);
 	for (size_t k = 0; k < w->n_vms; k++)
-		clear_acc(w->vms[k].z);
+		clear_acc(w->vms[k].z, VW_ZONE__COUNT);
 }
 
 /* Containers with no live process, and pods with no live container, are terminated. */
@@ -1015,6 +1049,9 @@ int vw_workloads_update(struct vw_workloads *w, const struct vw_cpu_snapshot *sn
 	if (r < 0)
 		return r;
 	w->dt_ns = dt_ns;
+	r = zone_slots(w, zones);
+	if (r < 0)
+		return r;
 	for (int z = 0; z < VW_ZONE__COUNT; z++) {
 		if (!zones[z].present)
 			continue;

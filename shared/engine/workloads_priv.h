@@ -33,7 +33,10 @@ struct wl_proc {
 	bool terminated;
 	bool seen; /* in the current snapshot */
 	uint64_t final_gen; /* generation holding the final value; 0 = not yet published */
-	struct acc z[VW_ZONE__COUNT];
+	/* Per zone present, at index w->zslot[zone]: a node has 1 to 4 of the 6 zones, so a
+	 * process keeps only those (vw_wl_proc_acc). n_z slots; NULL before its first energy. */
+	struct acc *z;
+	uint8_t n_z;
 	struct acc gpu; /* active GPU energy (workload_gpu.c) */
 };
 
@@ -99,6 +102,8 @@ struct vw_workloads {
 	struct wl_proc *procs;
 	size_t n_procs, cap_procs;
 	struct vw_intern *exes; /* the processes' executables, one copy each */
+	int8_t zslot[VW_ZONE__COUNT]; /* a zone's index in a process's z[], -1 before it is present */
+	uint8_t n_zslots;
 	struct wl_container *conts;
 	size_t n_conts, cap_conts;
 	struct wl_pod *pods;
@@ -138,6 +143,8 @@ struct wl_labels {
 void vw_wl_proc_labels(const struct vw_workloads *w, const struct wl_proc *p, const char *node,
 		       const char *zone, struct wl_labels *l);
 const char *vw_wl_state_name(bool terminated); /* "terminated" or "running" */
+/* A process's accumulator for zone z: all zeros where it has had no energy there. */
+const struct acc *vw_wl_proc_acc(const struct vw_workloads *w, const struct wl_proc *p, int z);
 /* A container's pod_id label: its pod's UID, "" for none. */
 const char *vw_wl_cont_pod(const struct vw_workloads *w, const struct wl_container *c);
 
