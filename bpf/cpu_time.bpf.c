@@ -3,16 +3,19 @@
  * On-CPU time per process, and the cgroup it ran in, from task->se.sum_exec_runtime, the scheduler's own
  * counter (what /proc/PID/schedstat shows), never from switch timestamps.
  *
- * Per process. A live thread's time since open is its sum_exec_runtime minus its seed (its
- * value at open; 0 for threads started later): the read iterator emits it for every live
- * thread, exact at read time. sched_process_exit adds an exiting thread's time to its
- * process's entry (procs); what it runs after that (closing its files, exit_notify(), up to its
- * last switch-out) is added at sched_process_free, which the kernel fires only once the task
- * has both been released and switched out for the last time (the two references of
- * task->rcu_users), so its sum_exec_runtime is final there. The group is marked exited when its
- * last thread has passed sched_process_exit and every thread that did has been freed: user
- * space reports it once, then deletes it. (A zombie leader is freed when it is reaped: until
- * then its process is reported live, with its time, as /proc still lists it.)
+ * Per process. The read iterator emits every live thread's se.sum_exec_runtime as it is, with no
+ * per-thread state to look up: user space subtracts each process's base, the sum of its threads'
+ * runtimes at open (the seed iterator's records), so values count from open. sched_process_exit
+ * adds an exiting thread's time to its process's entry (procs): all of it for a thread the seed
+ * iterator saw (its runtime at open is in its process's base), all of it for a thread started
+ * after open, nothing of the past for an older thread first met at its exit. What it runs after
+ * that (closing its files, exit_notify(), up to its last switch-out) is added at
+ * sched_process_free, which the kernel fires only once the task has both been released and
+ * switched out for the last time (the two references of task->rcu_users), so its
+ * sum_exec_runtime is final there. The group is marked exited when its last thread has passed
+ * sched_process_exit and every thread that did has been freed: user space reports it once, then
+ * deletes it. (A zombie leader is freed when it is reaped: until then its process is reported
+ * live, with its time, as /proc still lists it.)
  *
  * Per cgroup. Nothing here: the kernel's own cgroup accounting (cpuacct.usage, cpu.stat) holds
  * every cgroup's total, exited tasks included. Each record and exit carries the task's cgroup id
@@ -20,7 +23,8 @@
  * space places every process, exited ones too, in the cgroup it ran in.
  *
  * Cost. Nothing runs on the scheduler's switch path: the programs run once per thread exit and
- * once per task free, and the iterator at each read. (Only the optional counter program below,
+ * once per task free, and the iterator at each read, which reads each thread's own fields and
+ * its leader's, nothing else (no task storage or hash lookup per thread). (Only the optional counter program below,
  * loaded where a PMU counts, is a sched_switch program: per-slice counts exist nowhere else.)
  *
  * Each tracepoint has a tp_btf program (task storage, direct loads) and a raw_tp twin (LRU
@@ -103,10 +107,11 @@ static __always_inline __u64 task_cgroup_id(struct task_struct *task)
 
 /* ---- per thread ---- */
 
-/* A thread first seen: one started after open counts from 0, an older one from now. */
-static __always_inline void task_init(struct vw_bpf_task *t, __u64 start, __u64 sre)
+/* A thread first seen: one started after open counts from 0, an older one from `old` (its runtime
+ * now at its exit: nothing of its past; 0 from the seed iterator: its base is user space's). */
+static __always_inline void task_init(struct vw_bpf_task *t, __u64 start, __u64 old)
 {
-	t->seed_ns = start >= open_ns ? 0 : sre;
+	t->seed_ns = start >= open_ns ? 0 : old;
 	t->exit_ns = 0;
 	t->start_ns = start;
 	t->flags = VW_BPF_TASK_INIT;
@@ -281,14 +286,39 @@ int BPF_PROG(vw_free_raw, struct task_struct *p)
 
 /* ---- iterators ---- */
 
-/* At open, before the switch programs attach: every thread's runtime so far is the past. */
+/* One live thread's record: its runtime as the scheduler counts it, and its group's identity. */
+static __always_inline void emit(struct seq_file *seq, struct task_struct *task, __u64 runtime)
+{
+	struct task_struct *leader = task->group_leader;
+	struct vw_bpf_task_rec rec = {};
+
+	rec.tgid = task->tgid;
+	rec.pid = task->pid;
+	rec.runtime_ns = runtime;
+	rec.cgroup_id = task_cgroup_id(task);
+	rec.start_ns = vw_task_start_boottime(leader);
+	BPF_CORE_READ_STR_INTO(&rec.comm, leader, comm);
+	bpf_seq_write(seq, &rec, sizeof(rec));
+}
+
+/*
+ * Once, after the exit and free programs attached: every live thread started before open gets
+ * its state with seed 0 (its exit adds all its runtime) and a record of its runtime now, which
+ * user space sums per process into the base it subtracts. A thread that already has state was
+ * met by its exit first, and is not emitted: its past is not in its process's dead time either.
+ */
 SEC("iter/task")
 int vw_iter_seed(struct bpf_iter__task *ctx)
 {
 	struct task_struct *task = ctx->task;
+	__u64 sre;
 
-	if (task && task->pid)
-		task_slot(task, task->se.sum_exec_runtime, true);
+	if (!task || !task->pid || (task->flags & PF_EXITING) || task->start_time >= open_ns)
+		return 0;
+	sre = task->se.sum_exec_runtime;
+	if (task_slot(task, 0, false) || !task_slot(task, 0, true))
+		return 0;
+	emit(ctx->meta->seq, task, sre);
 	return 0;
 }
 
@@ -296,25 +326,11 @@ int vw_iter_seed(struct bpf_iter__task *ctx)
 SEC("iter/task")
 int vw_iter_read(struct bpf_iter__task *ctx)
 {
-	struct task_struct *task = ctx->task, *leader;
-	struct vw_bpf_task_rec rec = {};
-	struct vw_bpf_task *t;
-	__u64 sre;
+	struct task_struct *task = ctx->task;
 
 	if (!task || !task->pid || (task->flags & PF_EXITING))
 		return 0;
-	sre = task->se.sum_exec_runtime;
-	t = task_slot(task, sre, true);
-	if (!t)
-		return 0;
-	rec.tgid = task->tgid;
-	rec.pid = task->pid;
-	rec.runtime_ns = sre > t->seed_ns ? sre - t->seed_ns : 0;
-	rec.cgroup_id = task_cgroup_id(task);
-	leader = task->group_leader;
-	rec.start_ns = vw_task_start_boottime(leader);
-	BPF_CORE_READ_STR_INTO(&rec.comm, leader, comm);
-	bpf_seq_write(ctx->meta->seq, &rec, sizeof(rec));
+	emit(ctx->meta->seq, task, task->se.sum_exec_runtime);
 	return 0;
 }
 

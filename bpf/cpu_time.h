@@ -15,7 +15,9 @@
 
 /* Per-thread state: task storage under tp_btf, LRU hash keyed by pid under raw_tp. */
 struct vw_bpf_task {
-	__u64 seed_ns;  /* se.sum_exec_runtime at open (0 for threads started after it) */
+	__u64 seed_ns;  /* runtime its exit leaves out: 0 for a thread the seed iterator saw (its
+			 * past is in its process's base) or started after open, the runtime at
+			 * its exit for an older thread met there first */
 	__u64 exit_ns;  /* runtime already added to its process by the exit path */
 	__u64 start_ns; /* task->start_time (CLOCK_MONOTONIC): identity against pid reuse */
 	__u32 flags;    /* VW_BPF_TASK_* */
@@ -27,7 +29,8 @@ enum {
 	VW_BPF_TASK_EXITED = 1u << 1, /* sched_process_exit added it to its process */
 };
 
-/* Per-process value (key: __u32 tgid): what its exited threads ran since open. */
+/* Per-process value (key: __u32 tgid): what its exited threads ran, less what they had run
+ * before open unless the seed iterator saw them (see vw_bpf_task.seed_ns). */
 struct vw_bpf_proc {
 	__u64 dead_ns;
 	__u64 cgroup_id; /* cgroup id (see task_cgroup_id()) of the thread that exited last */
@@ -53,11 +56,11 @@ struct vw_bpf_cpu {
 	__u64 stats[VW_BPF_STAT__COUNT];
 };
 
-/* One live thread, written by the read iterator (iter/task). */
+/* One live thread, written by the seed and read iterators (iter/task). */
 struct vw_bpf_task_rec {
 	__u32 tgid;
 	__u32 pid;
-	__u64 runtime_ns; /* on-CPU time since open (schedstat's se.sum_exec_runtime - seed) */
+	__u64 runtime_ns; /* on-CPU time: se.sum_exec_runtime (what schedstat shows), all of it */
 	__u64 cgroup_id;  /* see task_cgroup_id() */
 	__u64 start_ns;   /* group leader's start_boottime (ns) */
 	char comm[VW_BPF_COMM_LEN]; /* group leader's comm */

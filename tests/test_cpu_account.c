@@ -606,6 +606,126 @@ static void test_bpf_threads(void **state)
 	run_threads("bpf", 0, 100 * 1000);
 }
 
+/* ---- a process that ran before open ---- */
+
+struct pre_open {
+	int go[2], rep[2], mark[2];
+};
+
+static uint64_t thread_cpu_ns(void);
+
+/* The second thread: 0.2 s before open, report, wait, 0.2 s more, report, exit. */
+static void *pre_open_thread(void *arg)
+{
+	struct pre_open *c = arg;
+	uint64_t t;
+	char b;
+
+	vw_fixture_spin(0.2);
+	t = thread_cpu_ns();
+	if (write(c->rep[1], &t, sizeof(t)) != sizeof(t) || read(c->go[0], &b, 1) != 1)
+		_exit(2);
+	vw_fixture_spin(0.2);
+	t = thread_cpu_ns();
+	if (write(c->rep[1], &t, sizeof(t)) != sizeof(t))
+		_exit(2);
+	return NULL;
+}
+
+/* The child: both threads run 0.2 s, block until the test opens; each runs 0.2 s more, the
+ * second thread exits first, then the whole process. */
+static void pre_open_child(struct pre_open *c)
+{
+	pthread_t th;
+	char b = 'm';
+
+	if (pthread_create(&th, NULL, pre_open_thread, c) != 0)
+		_exit(2);
+	vw_fixture_spin(0.2);
+	if (write(c->mark[1], &b, 1) != 1 || pthread_join(th, NULL) != 0)
+		_exit(2);
+	vw_fixture_spin(0.2);
+	_exit(0);
+}
+
+/*
+ * Values count from open: a process that ran 0.4 s before it reads ~0 after it, and what it
+ * reports at its exit is what its threads ran since open, the thread that exited first
+ * included: the leader's schedstat growth plus the thread's own clock growth. Without the
+ * bases (the seed iterator's runtimes) it would read 0.4 s high; with one thread's base
+ * forgotten at its exit, 0.2 s.
+ */
+static void run_pre_open(uint32_t flags)
+{
+	struct vw_cpu_env env = { .procfs_fd = procfd, .sysfs_fd = sysfd, .flags = flags };
+	struct child *c = &live.busy;
+	struct pre_open po;
+	struct vw_cpu_snapshot snap;
+	const struct vw_proc_cpu *p;
+	uint64_t t0 = 0, t1 = 0, lead0, lead1, want, exit_ns = 0;
+	pid_t pid;
+	char b;
+	int r;
+
+	REQUIRE(VW_HAVE_BPF, "built without BPF (-Dbpf)");
+	REQUIRE(geteuid() == 0, "BPF needs root");
+	assert_int_equal(pipe2(po.go, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(po.rep, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(po.mark, O_CLOEXEC), 0);
+	c->pid = fork();
+	assert_true(c->pid >= 0);
+	if (c->pid == 0)
+		pre_open_child(&po);
+	pid = c->pid;
+	close(po.go[0]);
+	close(po.rep[1]);
+	close(po.mark[1]);
+	c->go = po.go[1];
+	c->stop = po.rep[0];
+	assert_int_equal(read(c->stop, &t0, sizeof(t0)), sizeof(t0));
+	assert_int_equal(read(po.mark[0], &b, 1), 1);
+	close(po.mark[0]);
+	usleep(20 * 1000); /* both blocked now */
+	lead0 = schedstat_ns(c->pid);
+	assert_true(lead0 + t0 >= 350 * VW_NSEC_PER_MSEC);
+	r = vw_cpu_accountant_open(&env, "bpf", &live.acc);
+	REQUIRE(r == 0, "bpf accountant unavailable here: %s", strerror(-r));
+	assert_int_equal(live.acc.ops->read(live.acc.state, &snap), 0);
+	assert_non_null(p = find_proc(&snap, c->pid));
+	print_message("# ran %.3f s before open, %.6f s since\n", (double)(lead0 + t0) / 1e9,
+		      (double)p->cpu_ns / 1e9);
+	assert_true(p->cpu_ns < 5 * VW_NSEC_PER_MSEC);
+
+	assert_int_equal(write(c->go, "g", 1), 1);
+	assert_int_equal(read(c->stop, &t1, sizeof(t1)), sizeof(t1));
+	lead1 = wait_zombie(c);
+	want = (lead1 - lead0) + (t1 - t0);
+	assert_int_equal(live.acc.ops->read(live.acc.state, &snap), 0);
+	assert_non_null(p = find_proc(&snap, c->pid));
+	print_message("# since open: leader %.6f s + thread %.6f s, accountant %.6f s\n",
+		      (double)(lead1 - lead0) / 1e9, (double)(t1 - t0) / 1e9,
+		      (double)p->cpu_ns / 1e9);
+	/* The zombie leader's time after its exit tracepoint (its mm torn down) is in at its
+	 * free, when it is reaped: up to a few ms short here, never over. */
+	assert_true(p->cpu_ns <= want + 200 * 1000);
+	assert_true(p->cpu_ns + 20 * VW_NSEC_PER_MSEC >= want);
+	reap(c);
+	assert_int_equal(read_past_exit(&live.acc, pid, &exit_ns, NULL, NULL), 1);
+	assert_ns_near(exit_ns, want, 0.005, 200 * 1000);
+}
+
+static void test_bpf_since_open(void **state)
+{
+	(void)state;
+	run_pre_open(0);
+}
+
+static void test_bpf_since_open_raw_tp(void **state)
+{
+	(void)state;
+	run_pre_open(VW_CPU_BPF_RAW_TP);
+}
+
 /* ---- the loader child ---- */
 
 /* Open fds, and in *ret_no_cloexec those without FD_CLOEXEC among fds >= from. */
@@ -1259,6 +1379,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bpf_hw_standin_raw_tp, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_procfs_live, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_threads, live_setup, live_teardown),
+		cmocka_unit_test_setup_teardown(test_bpf_since_open, live_setup, live_teardown),
+		cmocka_unit_test_setup_teardown(test_bpf_since_open_raw_tp, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_loader_child, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_switch_path, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_no_libbpf, live_setup, live_teardown),

@@ -6,9 +6,11 @@
  * in this process); this process holds only the fds it hands over and reads the maps through
  * its own bpf(2) wrappers (bpf_sys.c): libbpf is loaded in the child alone.
  *
- * A read takes, in this order: the per-process map (time of exited threads, exit marks), then
- * the read iterator (every live thread's time since open). The iterator can only miss what
- * moved into the map meanwhile, never count it twice: a read can be a slice short, and the
+ * At open the seed iterator gives every older thread's runtime: summed per process, the bases
+ * (struct base) subtracted from what later reads find, so values count from open. A read takes,
+ * in this order: the per-process map (time of exited threads, exit marks), then the read
+ * iterator (every live thread's runtime, as the scheduler counts it). The iterator can only miss
+ * what moved into the map meanwhile, never count it twice: a read can be a slice short, and the
  * history layer holds the value until the next read catches up. Exited processes are reported
  * once and deleted from the map. Every process carries the id of the cgroup it ran in last (in
  * the hierarchy vw_cpu_env.cgroup_v1 names); per-cgroup totals are the kernel's (cgroupfs.h).
@@ -49,12 +51,23 @@ struct hw_key {
 	uint64_t start_ns;
 };
 
+/* A process that was running at open: its threads' runtime then, left out of every read. */
+struct base {
+	uint32_t tgid;
+	uint64_t start_time; /* ticks, as vw_proc_cpu */
+	uint64_t ns;         /* BASE_GONE once its exit was reported */
+};
+
+#define BASE_GONE UINT64_MAX
+
 struct bpf_state {
 	int fd[VW_BPF_FD__MAX]; /* from the loader child, -1 where absent */
 	bool no_batch;
 	int ncpus;
 	uint64_t ns_per_tick;
 	struct vw_cpu_history hist;
+	struct base *base; /* sorted by tgid, start_time */
+	size_t n_base, n_base_gone;
 	/* scratch reused between reads */
 	struct vw_bpf_iter_buf iter;
 	uint32_t *exited;
@@ -126,6 +139,7 @@ static void bpf_close(void *state)
 		return;
 	vw_cpu_bpf_close_fds(s->fd, VW_BPF_FD__MAX);
 	vw_cpu_history_free(&s->hist);
+	free(s->base);
 	free(s->iter.p);
 	free(s->exited);
 	free(s->keys);
@@ -139,6 +153,8 @@ static void bpf_close(void *state)
 	free(s->hw_cpu);
 	free(s);
 }
+
+static int bases_read(struct bpf_state *s);
 
 static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 {
@@ -186,6 +202,8 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 		}
 	}
 	r = check_maps(s);
+	if (r == 0)
+		r = bases_read(s);
 	if (r < 0)
 		goto fail;
 	vw_debug("cpu: bpf: %s programs attached%s, maps for %u processes, %d CPUs",
@@ -366,6 +384,79 @@ static int add_live(struct bpf_state *s, struct vw_cpu_table *t)
 		comm_copy(p->comm, lead->comm);
 	}
 	return 0;
+}
+
+/*
+ * The seed iterator, once: each process running at open gets a base, its threads' runtime now.
+ * Reads subtract it, so every value counts from open (a thread started later has no base).
+ */
+static int bases_read(struct bpf_state *s)
+{
+	struct vw_bpf_task_rec *recs;
+	size_t n;
+	int r = vw_cpu_bpf_iter_run(&s->iter, s->fd[VW_BPF_FD_ITER_SEED]);
+
+	vw_closep(&s->fd[VW_BPF_FD_ITER_SEED]);
+	if (r < 0)
+		return r;
+	if (s->iter.len % sizeof(*recs))
+		return -EBADMSG;
+	recs = (struct vw_bpf_task_rec *)s->iter.p;
+	n = s->iter.len / sizeof(*recs);
+	if (n)
+		qsort(recs, n, sizeof(*recs), cmp_rec);
+	s->base = calloc(n ? n : 1, sizeof(*s->base));
+	if (!s->base)
+		return -ENOMEM;
+	for (size_t i = 0, j; i < n; i = j) {
+		struct base *b = &s->base[s->n_base++];
+
+		*b = (struct base){ .tgid = recs[i].tgid,
+				    .start_time = recs[i].start_ns / s->ns_per_tick };
+		for (j = i; j < n && recs[j].tgid == recs[i].tgid; j++)
+			b->ns += recs[j].runtime_ns;
+	}
+	return 0;
+}
+
+static int cmp_base(uint32_t tgid, uint64_t start, const struct base *b)
+{
+	if (tgid != b->tgid)
+		return tgid < b->tgid ? -1 : 1;
+	return start < b->start_time ? -1 : start > b->start_time;
+}
+
+/*
+ * Values from open: each process of the sorted table less its base. A value below its base (a
+ * thread that exited between the map's read and the iterator's pass is in neither) reads 0
+ * here, and the history layer keeps what the last read reported. An exited process's base goes
+ * with its report.
+ */
+static void bases_apply(struct bpf_state *s, struct vw_cpu_table *t)
+{
+	size_t j = 0, n = 0;
+
+	for (size_t i = 0; i < t->n_procs && j < s->n_base; i++) {
+		struct vw_proc_cpu *p = &t->procs[i];
+		int c = -1;
+
+		while (j < s->n_base && (c = cmp_base(p->tgid, p->start_time, &s->base[j])) > 0)
+			j++;
+		if (c != 0 || s->base[j].ns == BASE_GONE)
+			continue;
+		p->cpu_ns = p->cpu_ns > s->base[j].ns ? p->cpu_ns - s->base[j].ns : 0;
+		if (p->exited) {
+			s->base[j].ns = BASE_GONE;
+			s->n_base_gone++;
+		}
+	}
+	if (s->n_base_gone < 64 || s->n_base_gone < s->n_base / 2)
+		return;
+	for (size_t i = 0; i < s->n_base; i++)
+		if (s->base[i].ns != BASE_GONE)
+			s->base[n++] = s->base[i];
+	s->n_base = n;
+	s->n_base_gone = 0;
 }
 
 static void check_stats(struct bpf_state *s)
@@ -577,6 +668,10 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	if (r == 0) {
 		vw_cpu_table_sort(t);
 		r = add_live(s, t);
+	}
+	if (r == 0) {
+		vw_cpu_table_sort(t);
+		bases_apply(s, t);
 	}
 	if (r == 0)
 		r = hw_collect(s, t);

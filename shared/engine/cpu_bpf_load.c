@@ -2,11 +2,11 @@
 /*
  * The BPF accountant's loader (cpu_bpf_priv.h): everything that needs libbpf's object and the
  * kernel's BTF runs in a short-lived child: the tp_btf probe, opening the skeleton, sizing the
- * maps, the hardware counters' perf event arrays, the load (tp_btf, else the raw_tp twins), the
- * seeding iterator and the attach. libbpf's BTF parse and CO-RE relocation (~12 MiB of heap at
+ * maps, the hardware counters' perf event arrays, the load (tp_btf, else the raw_tp twins) and
+ * the attach. libbpf's BTF parse and CO-RE relocation (~12 MiB of heap at
  * its peak) never touch the daemon's memory. Over a SOCK_SEQPACKET socketpair the child sends
  * its log lines, then its result with the fds to keep (SCM_RIGHTS): the maps the reads use, the
- * perf event arrays, the programs' links and the read iterator's. It then _exit()s.
+ * perf event arrays, the programs' links and the seed and read iterators'. It then _exit()s.
  *
  * libbpf itself is loaded by the child (libbpf_lazy.c), so the daemon never maps it. dlopen
  * after fork is safe here: the guest has no other thread yet when its accountant opens, and
@@ -43,7 +43,7 @@
 /* The loader child's objects: none of them outlives it. */
 struct loader {
 	struct cpu_time_bpf *skel;
-	struct bpf_link *iter_read;
+	struct bpf_link *iter_seed, *iter_read;
 	int ncpus;
 	bool cgroup_v1;
 	unsigned hw_mask;
@@ -306,30 +306,21 @@ int vw_cpu_bpf_iter_run(struct vw_bpf_iter_buf *b, int link_fd)
 	}
 }
 
-/* Every existing thread gets its seed (its runtime now): values count from open. */
-static int seed(struct loader *l)
-{
-	struct bpf_link *link = bpf_program__attach_iter(l->skel->progs.vw_iter_seed, NULL);
-	struct vw_bpf_iter_buf b = { 0 };
-	int r;
-
-	if (!link)
-		return -errno;
-	r = vw_cpu_bpf_iter_run(&b, bpf_link__fd(link));
-	free(b.p);
-	bpf_link__destroy(link);
-	return r;
-}
-
+/*
+ * The exit and free programs first, then the two iterators' links: the daemon runs the seed
+ * iterator once (cpu_bpf.c: every older thread's runtime now, its processes' bases) and the read
+ * iterator at every read. A thread that exits before the seed iterator meets it is the exit
+ * path's alone (task_init()).
+ */
 static int attach(struct loader *l)
 {
-	int r = seed(l);
+	int r = cpu_time_bpf__attach(l->skel);
 
 	if (r < 0)
 		return r;
-	r = cpu_time_bpf__attach(l->skel);
-	if (r < 0)
-		return r;
+	l->iter_seed = bpf_program__attach_iter(l->skel->progs.vw_iter_seed, NULL);
+	if (!l->iter_seed)
+		return -errno;
 	l->iter_read = bpf_program__attach_iter(l->skel->progs.vw_iter_read, NULL);
 	return l->iter_read ? 0 : -errno;
 }
@@ -383,6 +374,7 @@ static int loader_fds(const struct loader *l, int fds[VW_BPF_FD__MAX])
 	fds[VW_BPF_FD_HW_CPUS] = bpf_map__fd(l->skel->maps.hw_cpus);
 	for (unsigned c = 0; c < VW_HW__COUNT; c++)
 		fds[VW_BPF_FD_HW_ARRAYS + c] = bpf_map__fd(hw_array(l->skel, c));
+	fds[VW_BPF_FD_ITER_SEED] = bpf_link__fd(l->iter_seed);
 	fds[VW_BPF_FD_ITER_READ] = bpf_link__fd(l->iter_read);
 	for (int i = 0; i < sk->prog_cnt; i++) {
 		struct bpf_link *link = *sk->progs[i].link;

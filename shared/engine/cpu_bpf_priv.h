@@ -23,7 +23,8 @@ enum {
 	VW_BPF_FD_HW_PROCS,
 	VW_BPF_FD_HW_CPUS,
 	VW_BPF_FD_HW_ARRAYS,                              /* one per enum vw_hw_counter */
-	VW_BPF_FD_ITER_READ = VW_BPF_FD_HW_ARRAYS + VW_HW__COUNT, /* the read iterator's link */
+	VW_BPF_FD_ITER_SEED = VW_BPF_FD_HW_ARRAYS + VW_HW__COUNT, /* run once at open, then closed */
+	VW_BPF_FD_ITER_READ,                              /* the read iterator's link */
 	VW_BPF_FD_LINKS,                                  /* then the attached programs' links */
 	VW_BPF_FD__MAX = VW_BPF_FD_LINKS + 8,                    /* 8: every program of the skeleton */
 };
