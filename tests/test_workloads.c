@@ -636,6 +636,61 @@ static void test_conservation_property(void **state)
 	}
 }
 
+/* vw_workloads_each_process's callback: PIDs must come in ascending order, and all of them. */
+struct pid_order {
+	uint32_t last;
+	size_t n;
+	bool ascending;
+};
+
+static void each_pid(void *ctx, uint32_t tgid, uint64_t start_time, const char *comm)
+{
+	struct pid_order *o = ctx;
+
+	(void)start_time;
+	(void)comm;
+	if (o->n && tgid <= o->last)
+		o->ascending = false;
+	o->last = tgid;
+	o->n++;
+}
+
+/*
+ * Processes that appear with PIDs below known ones (PIDs wrap) are merged into the table in
+ * place: each keeps its own CPU time and energy, lookups find all of them, the list stays in
+ * PID order. sshd (300) ran 1 s and kworker (400, added after 300 with 2 below it) 3 s of the
+ * 4 s: 1/4 and 3/4 of the package's active energy.
+ */
+static void test_added_below_known_pids(void **state)
+{
+	static const uint64_t ms[ARRAY_SIZE(procs)] = { 0, 0, 0, 1000, 0, 3000, 0, 0 };
+	struct ctx c;
+	struct pid_order o = { .ascending = true };
+	char *text;
+
+	(void)state;
+	setup(&c, NULL);
+	c.snap.n_procs = 4; /* 100, 101, 200, 300 */
+	interval(&c, zero, 0, 0);
+	c.snap.n_procs = ARRAY_SIZE(procs); /* then 2, 400, 500, 501: 2 sorts first */
+	interval(&c, zero, 0, 0);
+	interval(&c, ms, 4000000, 0);
+	assert_int_equal(vw_workloads_each_process(c.w, each_pid, &o), 0);
+	assert_int_equal(o.n, ARRAY_SIZE(procs));
+	assert_true(o.ascending);
+	text = workloads_fixture_render(c.w);
+	assert_double_near(value(text, "kepler_process_cpu_joules_total{pid=\"300\",comm=\"sshd\","
+				       "exe=\"\",type=\"regular\",state=\"running\",container_id=\"\","
+				       "vm_id=\"\",zone=\"package\",node_name=\"n1\"}"),
+			   1.0, 1e-9);
+	assert_double_near(value(text, "kepler_process_cpu_joules_total{pid=\"400\",comm=\"kworker/0:1\","
+				       "exe=\"\",type=\"regular\",state=\"running\",container_id=\"\","
+				       "vm_id=\"\",zone=\"package\",node_name=\"n1\"}"),
+			   3.0, 1e-9);
+	free(text);
+	teardown(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -644,6 +699,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_terminated_kept_until_scraped, baseline_setup,
 						baseline_teardown),
 		cmocka_unit_test(test_idle_by_pod_request),
+		cmocka_unit_test(test_added_below_known_pids),
 		cmocka_unit_test(test_gpu_energy),
 		cmocka_unit_test(test_pod_list_arrives_late),
 		cmocka_unit_test(test_split_keys_from_counters),

@@ -318,32 +318,32 @@ static void take_counters(struct wl_proc *p, const struct vw_proc_counters *c)
 
 /*
  * The table back in PID order after processes were appended behind its sorted first `sorted`:
- * the few new ones sorted, then one merge pass (a full sort would copy the whole table log n
- * times every interval). Nothing to do when none was appended: terminating one changes no order
- * (a terminated entry and a live one share a PID only when the live one is new).
+ * the few new ones sorted and set aside, then merged in from the back, in place: only the
+ * entries above the smallest new PID move, and no table-sized buffer is allocated (a fresh one
+ * every interval cost its page faults; PIDs wrap, so new ones often sort below old ones).
+ * Nothing to do when none was appended: terminating one changes no order (a terminated entry
+ * and a live one share a PID only when the live one is new).
  */
 static int sort_added(struct vw_workloads *w, size_t sorted)
 {
-	size_t n = w->n_procs, i = 0, j = sorted, k = 0;
-	_cleanup_free_ struct wl_proc *out = NULL;
+	size_t n = w->n_procs, i = sorted, j = n - sorted, dst = n;
+	_cleanup_free_ struct wl_proc *added = NULL;
 
 	if (n == sorted)
 		return 0;
 	qsort(w->procs + sorted, n - sorted, sizeof(*w->procs), cmp_proc);
 	if (!sorted || cmp_proc(&w->procs[sorted - 1], &w->procs[sorted]) <= 0)
 		return 0;
-	out = malloc(n * sizeof(*out));
-	if (!out) { /* sort in place instead: slower, no memory needed */
+	added = malloc(j * sizeof(*added));
+	if (!added) { /* sort in place instead: slower, no memory needed */
 		qsort(w->procs, n, sizeof(*w->procs), cmp_proc);
 		return 0;
 	}
-	while (i < sorted || j < n)
-		out[k++] = j >= n || (i < sorted && cmp_proc(&w->procs[i], &w->procs[j]) <= 0) ?
-				   w->procs[i++] :
-				   w->procs[j++];
-	free(w->procs);
-	w->procs = VW_TAKE_PTR(out);
-	w->cap_procs = n;
+	memcpy(added, w->procs + sorted, j * sizeof(*added));
+	while (j > 0)
+		w->procs[--dst] = i > 0 && cmp_proc(&w->procs[i - 1], &added[j - 1]) > 0 ?
+					  w->procs[--i] :
+					  added[--j];
 	return 0;
 }
 
