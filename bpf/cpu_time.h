@@ -66,6 +66,13 @@ struct vw_bpf_task_rec {
 	char comm[VW_BPF_COMM_LEN]; /* group leader's comm */
 };
 
+/* What the walk (cpu_walk.bpf.c) writes to its seq file: n records in walk_out[0..n), and how
+ * many processes found no room there. */
+struct vw_bpf_walk_hdr {
+	__u32 n;
+	__u32 lost;
+};
+
 /*
  * Optional per-process counters (a sched_switch program, loaded only where counters opened): one BPF_MAP_TYPE_PERF_EVENT_ARRAY per kind, filled by user space with a counting
  * event per CPU. The order is shared/engine/perf_counters.h's enum vw_hw_counter.
@@ -114,5 +121,6 @@ _Static_assert(sizeof(struct vw_bpf_task) == 32, "vw_bpf_task layout");
 _Static_assert(sizeof(struct vw_bpf_proc) == 56, "vw_bpf_proc layout");
 _Static_assert(sizeof(struct vw_bpf_cpu) == 8 * VW_BPF_STAT__COUNT, "vw_bpf_cpu layout");
 _Static_assert(sizeof(struct vw_bpf_task_rec) == 48, "vw_bpf_task_rec layout");
+_Static_assert(sizeof(struct vw_bpf_walk_hdr) == 8, "vw_bpf_walk_hdr layout");
 
 #endif

@@ -498,10 +498,11 @@ static void test_bpf_tp_btf(void **state)
 	run_bpf(0);
 }
 
+/* raw_tp twins, maps read key by key, and the task/ iterator where the walk would load. */
 static void test_bpf_raw_tp_no_batch(void **state)
 {
 	(void)state;
-	run_bpf(VW_CPU_BPF_RAW_TP | VW_CPU_BPF_NO_BATCH);
+	run_bpf(VW_CPU_BPF_RAW_TP | VW_CPU_BPF_NO_BATCH | VW_CPU_BPF_NO_WALK);
 }
 
 /* The counter program on software stand-ins (no PMU here): cpu-clock per process. */
@@ -720,10 +721,11 @@ static void test_bpf_since_open(void **state)
 	run_pre_open(0);
 }
 
+/* raw_tp, and the task/ iterator instead of the walk. */
 static void test_bpf_since_open_raw_tp(void **state)
 {
 	(void)state;
-	run_pre_open(VW_CPU_BPF_RAW_TP);
+	run_pre_open(VW_CPU_BPF_RAW_TP | VW_CPU_BPF_NO_WALK);
 }
 
 /* ---- the loader child ---- */
@@ -931,6 +933,44 @@ static void attached_programs(char *buf, size_t size)
  * and its read iterator; a sched_switch program only where counters opened (here their
  * software stand-ins), and none when they are turned off (--cpu.hardware-counters=false).
  */
+/* Whether this kernel has the open-coded task iterator (6.7+): its kfunc's name in its BTF. */
+static bool have_task_walk(void)
+{
+	_cleanup_free_ char *btf = NULL;
+	size_t len = 0;
+
+	if (vw_read_alloc_in_root(sysfd, "kernel/btf/vmlinux", 64u << 20, &btf, &len, NULL) < 0)
+		return false;
+	return memmem(btf, len, "bpf_iter_task_new", sizeof("bpf_iter_task_new")) != NULL;
+}
+
+/*
+ * The walk's array holds max_procs records: with more processes than that, a read falls back
+ * to the task/ iterator and still lists every process, this one with its time since open.
+ */
+static void test_bpf_walk_full(void **state)
+{
+	struct vw_cpu_env env = { .procfs_fd = procfd, .sysfs_fd = sysfd, .max_procs = 8 };
+	struct vw_cpu_snapshot snap;
+	const struct vw_proc_cpu *p;
+	uint64_t before;
+
+	(void)state;
+	REQUIRE(VW_HAVE_BPF, "built without BPF (-Dbpf)");
+	REQUIRE(geteuid() == 0, "BPF needs root");
+	assert_int_equal(vw_cpu_accountant_open(&env, "bpf", &live.acc), 0);
+	assert_int_equal(live.acc.ops->read(live.acc.state, &snap), 0);
+	assert_true(snap.n_procs > 8);
+	assert_non_null(p = find_proc(&snap, getpid()));
+	before = p->cpu_ns;
+	vw_fixture_spin(0.1);
+	assert_int_equal(live.acc.ops->read(live.acc.state, &snap), 0);
+	assert_true(snap.n_procs > 8);
+	assert_non_null(p = find_proc(&snap, getpid()));
+	assert_true(p->cpu_ns >= before + 90 * VW_NSEC_PER_MSEC);
+	assert_true(p->cpu_ns < 60 * VW_NSEC_PER_SEC); /* since open, not since this process began */
+}
+
 static void test_bpf_switch_path(void **state)
 {
 	static const uint32_t cases[] = {
@@ -940,12 +980,16 @@ static void test_bpf_switch_path(void **state)
 		VW_CPU_BPF_HW_STANDIN | VW_CPU_BPF_RAW_TP,
 		VW_CPU_BPF_HW_STANDIN | VW_CPU_BPF_NO_HW,
 		VW_CPU_BPF_NO_HW,
+		VW_CPU_BPF_NO_WALK,
 	};
+	bool walk_here;
 
 	(void)state;
 	REQUIRE(VW_HAVE_BPF, "built without BPF (-Dbpf)");
 	REQUIRE(geteuid() == 0, "BPF needs root");
 #if VW_HAVE_BPF
+	walk_here = have_task_walk();
+	print_message("# open-coded task walk: %s\n", walk_here ? "yes" : "no (kernel < 6.7)");
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		struct vw_cpu_env env = { .procfs_fd = procfd, .sysfs_fd = sysfd, .flags = cases[i] };
 		const char *kind = cases[i] & VW_CPU_BPF_RAW_TP ? "raw" : "btf";
@@ -954,8 +998,11 @@ static void test_bpf_switch_path(void **state)
 		struct vw_cpu_snapshot snap;
 		char names[256], want[256];
 
-		snprintf(want, sizeof(want), "vw_iter_read vw_exit_%s vw_free_%s%s%s", kind, kind,
-			 counters ? " vw_hwc_" : "", counters ? kind : "");
+		bool walk = walk_here && !(cases[i] & VW_CPU_BPF_NO_WALK);
+
+		snprintf(want, sizeof(want), "vw_iter_read%s vw_exit_%s vw_free_%s%s%s",
+			 walk ? " vw_walk" : "", kind, kind, counters ? " vw_hwc_" : "",
+			 counters ? kind : "");
 		assert_int_equal(vw_cpu_accountant_open(&env, "bpf", &live.acc), 0);
 		attached_programs(names, sizeof(names));
 		print_message("# flags 0x%x: %s\n", cases[i], names);
@@ -1381,6 +1428,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bpf_threads, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_since_open, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_since_open_raw_tp, live_setup, live_teardown),
+		cmocka_unit_test_setup_teardown(test_bpf_walk_full, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_loader_child, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_switch_path, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_no_libbpf, live_setup, live_teardown),

@@ -55,6 +55,8 @@ enum {
 	/* No per-process counters even where a PMU counts (--cpu.hardware-counters=false): no
 	 * program on the scheduler's switch path at all. */
 	VW_CPU_BPF_NO_HW = 1u << 3,
+	/* Read the task/ iterator even where the open-coded walk loads (cpu_walk.bpf.c). */
+	VW_CPU_BPF_NO_WALK = 1u << 4,
 };
 
 struct vw_cpu_env {

@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -66,6 +67,10 @@ struct bpf_state {
 	int ncpus;
 	uint64_t ns_per_tick;
 	struct vw_cpu_history hist;
+	const struct vw_bpf_task_rec *walk; /* the walk's output, mapped; NULL: no walk */
+	size_t walk_len;
+	uint32_t walk_cap;
+	struct vw_complaint walk_complaint;
 	struct base *base; /* sorted by tgid, start_time */
 	size_t n_base, n_base_gone;
 	/* scratch reused between reads */
@@ -137,6 +142,8 @@ static void bpf_close(void *state)
 
 	if (!s)
 		return;
+	if (s->walk)
+		munmap((void *)s->walk, s->walk_len);
 	vw_cpu_bpf_close_fds(s->fd, VW_BPF_FD__MAX);
 	vw_cpu_history_free(&s->hist);
 	free(s->base);
@@ -155,6 +162,39 @@ static void bpf_close(void *state)
 }
 
 static int bases_read(struct bpf_state *s);
+
+/* One fd of s->fd closed before the others: -1 from now on (bpf_close closes the rest). */
+static void close_slot(struct bpf_state *s, int k)
+{
+	vw_closep(&s->fd[k]);
+	s->fd[k] = -1;
+}
+
+/* The walk's output array, mapped read-only (cpu_walk.bpf.c); none is no error. */
+static int walk_map(struct bpf_state *s)
+{
+	int fd = s->fd[VW_BPF_FD_WALK_OUT];
+	long page = sysconf(_SC_PAGESIZE);
+	struct bpf_map_info info;
+	void *p;
+	int r;
+
+	if (fd < 0 || s->fd[VW_BPF_FD_ITER_WALK] < 0)
+		return 0;
+	r = check_map(fd, sizeof(uint32_t), sizeof(struct vw_bpf_task_rec));
+	if (r == 0)
+		r = vw_bpf_map_info(fd, &info);
+	if (r < 0)
+		return r;
+	s->walk_len = ((size_t)info.max_entries * sizeof(*s->walk) + (size_t)page - 1) &
+		      ~((size_t)page - 1);
+	p = mmap(NULL, s->walk_len, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -errno;
+	s->walk = p;
+	s->walk_cap = info.max_entries;
+	return 0;
+}
 
 static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 {
@@ -188,6 +228,10 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 	if (r < 0)
 		goto fail;
 	s->ncpus = m.ncpus;
+	if (!m.walk) { /* stand-ins */
+		close_slot(s, VW_BPF_FD_WALK_OUT);
+		close_slot(s, VW_BPF_FD_ITER_WALK);
+	}
 	s->cpu_a = calloc((size_t)s->ncpus, sizeof(*s->cpu_a));
 	if (!s->cpu_a) {
 		r = -ENOMEM;
@@ -203,12 +247,14 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 	}
 	r = check_maps(s);
 	if (r == 0)
+		r = walk_map(s);
+	if (r == 0)
 		r = bases_read(s);
 	if (r < 0)
 		goto fail;
-	vw_debug("cpu: bpf: %s programs attached%s, maps for %u processes, %d CPUs",
+	vw_debug("cpu: bpf: %s programs attached%s, maps for %u processes, %d CPUs, reads by %s",
 		 m.raw ? "raw_tp" : "tp_btf", s->hw_mask ? " with counters" : "", q.max_procs,
-		 s->ncpus);
+		 s->ncpus, s->walk ? "the open-coded task walk" : "the task iterator");
 	*ret_state = s;
 	return 0;
 fail:
@@ -396,7 +442,7 @@ static int bases_read(struct bpf_state *s)
 	size_t n;
 	int r = vw_cpu_bpf_iter_run(&s->iter, s->fd[VW_BPF_FD_ITER_SEED]);
 
-	vw_closep(&s->fd[VW_BPF_FD_ITER_SEED]);
+	close_slot(s, VW_BPF_FD_ITER_SEED);
 	if (r < 0)
 		return r;
 	if (s->iter.len % sizeof(*recs))
@@ -457,6 +503,45 @@ static void bases_apply(struct bpf_state *s, struct vw_cpu_table *t)
 			s->base[n++] = s->base[i];
 	s->n_base = n;
 	s->n_base_gone = 0;
+}
+
+/*
+ * Every live thread's runtime into s->iter: the walk's records (one per process) where it
+ * loaded and they all fit, else the task/ iterator's (one per thread).
+ */
+static int read_live(struct bpf_state *s)
+{
+	struct vw_bpf_walk_hdr h;
+	size_t len;
+	int r;
+
+	if (!s->walk)
+		return vw_cpu_bpf_iter_run(&s->iter, s->fd[VW_BPF_FD_ITER_READ]);
+	r = vw_cpu_bpf_iter_run(&s->iter, s->fd[VW_BPF_FD_ITER_WALK]);
+	if (r < 0)
+		return r;
+	if (s->iter.len != sizeof(h))
+		return -EBADMSG;
+	memcpy(&h, s->iter.p, sizeof(h));
+	if (h.lost || h.n > s->walk_cap) {
+		vw_complain(&s->walk_complaint, VW_LOG_WARN,
+			    "cpu: bpf: %u processes found no room in the walk's %u records: "
+			    "reading the task iterator instead",
+			    h.lost, s->walk_cap);
+		return vw_cpu_bpf_iter_run(&s->iter, s->fd[VW_BPF_FD_ITER_READ]);
+	}
+	len = (size_t)h.n * sizeof(*s->walk);
+	if (len > s->iter.cap) {
+		unsigned char *nb = realloc(s->iter.p, len);
+
+		if (!nb)
+			return -ENOMEM;
+		s->iter.p = nb;
+		s->iter.cap = len;
+	}
+	memcpy(s->iter.p, s->walk, len);
+	s->iter.len = len;
+	return 0;
 }
 
 static void check_stats(struct bpf_state *s)
@@ -664,7 +749,7 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	r = map_for_each(s, t, s->fd[VW_BPF_FD_PROCS], sizeof(uint32_t), sizeof(struct vw_bpf_proc),
 			 add_proc);
 	if (r == 0)
-		r = vw_cpu_bpf_iter_run(&s->iter, s->fd[VW_BPF_FD_ITER_READ]);
+		r = read_live(s);
 	if (r == 0) {
 		vw_cpu_table_sort(t);
 		r = add_live(s, t);

@@ -36,6 +36,7 @@
 #include "cpu_bpf_priv.h"
 #include "cpu_time.h"
 #include "cpu_time.skel.h"
+#include "cpu_walk.skel.h"
 #include "log.h"
 
 #define ITER_CHUNK (64u * 1024u)
@@ -44,6 +45,8 @@
 struct loader {
 	struct cpu_time_bpf *skel;
 	struct bpf_link *iter_seed, *iter_read;
+	struct cpu_walk_bpf *walk; /* NULL where the kernel has no open-coded task iterator */
+	struct bpf_link *iter_walk;
 	int ncpus;
 	bool cgroup_v1;
 	unsigned hw_mask;
@@ -325,6 +328,42 @@ static int attach(struct loader *l)
 	return l->iter_read ? 0 : -errno;
 }
 
+/*
+ * The walk (cpu_walk.bpf.c), where this kernel has the open-coded task iterator (6.7+): its
+ * iterator runs for the daemon's main thread only, our parent. Optional: without it the daemon
+ * reads the task/ iterator, as it does when the walk's array is full.
+ */
+static void load_walk(struct loader *l, const char *btf_file, uint32_t max_procs)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = btf_file);
+	LIBBPF_OPTS(bpf_iter_attach_opts, ao);
+	union bpf_iter_link_info info = { .task.tid = (__u32)getppid() };
+	struct cpu_walk_bpf *w = cpu_walk_bpf__open_opts(&oo);
+	int r;
+
+	if (!w) {
+		say(VW_LOG_DEBUG, "cpu: bpf: walk: open: %s", strerror(errno));
+		return;
+	}
+	w->rodata->cgroup_v1 = l->cgroup_v1;
+	r = bpf_map__set_max_entries(w->maps.walk_out, max_procs);
+	if (r == 0)
+		r = cpu_walk_bpf__load(w);
+	if (r == 0) {
+		ao.link_info = &info;
+		ao.link_info_len = sizeof(info);
+		l->iter_walk = bpf_program__attach_iter(w->progs.vw_walk, &ao);
+		r = l->iter_walk ? 0 : -errno;
+	}
+	if (r < 0) {
+		say(VW_LOG_DEBUG, "cpu: bpf: no open-coded task walk here (%s): reading the task "
+				  "iterator", strerror(-r));
+		cpu_walk_bpf__destroy(w);
+		return;
+	}
+	l->walk = w;
+}
+
 /* Everything that parses the kernel's BTF: the probe, CO-RE relocation at load, attach. */
 static int load(struct loader *l, const struct vw_bpf_load_req *q, bool *ret_raw)
 {
@@ -358,6 +397,8 @@ static int load(struct loader *l, const struct vw_bpf_load_req *q, bool *ret_raw
 		say(VW_LOG_INFO, "cpu: bpf: attach: %s", verdict(r));
 		return unavailable(r);
 	}
+	if (!(q->flags & VW_CPU_BPF_NO_WALK))
+		load_walk(l, q->btf, q->max_procs);
 	*ret_raw = raw;
 	return 0;
 }
@@ -376,6 +417,9 @@ static int loader_fds(const struct loader *l, int fds[VW_BPF_FD__MAX])
 		fds[VW_BPF_FD_HW_ARRAYS + c] = bpf_map__fd(hw_array(l->skel, c));
 	fds[VW_BPF_FD_ITER_SEED] = bpf_link__fd(l->iter_seed);
 	fds[VW_BPF_FD_ITER_READ] = bpf_link__fd(l->iter_read);
+	/* No walk: the procs map stands in (SCM_RIGHTS has no empty slot); msg.walk says so. */
+	fds[VW_BPF_FD_WALK_OUT] = l->walk ? bpf_map__fd(l->walk->maps.walk_out) : fds[VW_BPF_FD_PROCS];
+	fds[VW_BPF_FD_ITER_WALK] = l->walk ? bpf_link__fd(l->iter_walk) : fds[VW_BPF_FD_PROCS];
 	for (int i = 0; i < sk->prog_cnt; i++) {
 		struct bpf_link *link = *sk->progs[i].link;
 
@@ -446,6 +490,7 @@ __attribute__((noreturn)) static void loader_main(int sock, const struct vw_bpf_
 	m.err = r;
 	m.raw = raw;
 	m.hw_mask = l.hw_mask;
+	m.walk = l.walk != NULL;
 	m.ncpus = l.ncpus;
 	_exit(sendmsg(sock, &mh, MSG_NOSIGNAL) < 0);
 }
@@ -476,8 +521,10 @@ static size_t take_fds(struct msghdr *mh, int *fds, size_t max)
 
 void vw_cpu_bpf_close_fds(int *fds, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		vw_closep(&fds[i]);
+		fds[i] = -1;
+	}
 }
 
 /* Log the child's lines until its result comes: 0, or -EIO when it breaks off. */

@@ -25,6 +25,8 @@ enum {
 	VW_BPF_FD_HW_ARRAYS,                              /* one per enum vw_hw_counter */
 	VW_BPF_FD_ITER_SEED = VW_BPF_FD_HW_ARRAYS + VW_HW__COUNT, /* run once at open, then closed */
 	VW_BPF_FD_ITER_READ,                              /* the read iterator's link */
+	VW_BPF_FD_WALK_OUT,  /* the walk's output array (cpu_walk.bpf.c): see vw_bpf_load_msg.walk */
+	VW_BPF_FD_ITER_WALK, /* the walk's link */
 	VW_BPF_FD_LINKS,                                  /* then the attached programs' links */
 	VW_BPF_FD__MAX = VW_BPF_FD_LINKS + 8,                    /* 8: every program of the skeleton */
 };
@@ -46,6 +48,7 @@ struct vw_bpf_load_msg {
 	int32_t err;      /* VW_BPF_MSG_RESULT: what bpf_open returns */
 	uint32_t raw;     /* the raw_tp twins were attached */
 	uint32_t hw_mask; /* VW_HW_BIT() of the counters in use */
+	uint32_t walk;    /* the walk loaded: VW_BPF_FD_WALK_OUT and _ITER_WALK are its */
 	uint32_t n_fds;   /* VW_BPF_FD_LINKS plus the links, with err 0 */
 	int32_t ncpus;    /* possible CPUs: the per-CPU maps' values, with err 0 */
 	char text[1024];  /* VW_BPF_MSG_LOG */
