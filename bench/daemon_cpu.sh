@@ -56,13 +56,13 @@ bpf_ids_of() {
 	grep -h "^$2:" /proc/"$1"/fdinfo/* 2>/dev/null | awk '{ print $2 }' | sort -un
 }
 # Run time (ns) of its event programs (sched_process_exit, sched_process_free; sched_switch only
-# where counters opened). Its task iterators run inside its
-# own read() calls, so their time is already in its CPU time and is left out here.
+# where counters opened). Its task iterators and the walk (vw_walk) run inside its own read()
+# calls, so their time is already in its CPU time and is left out here.
 bpf_run_ns() {
 	local id sum=0 ns line
 	for id in $(bpf_ids_of "$1" prog_id); do
 		line=$(bpftool prog show id "$id" 2>/dev/null | head -n1)
-		case $line in *" name vw_iter_"*) continue ;; esac
+		case $line in *" name vw_iter_"* | *" name vw_walk"*) continue ;; esac
 		ns=$(sed -n 's/.*run_time_ns \([0-9]*\).*/\1/p' <<<"$line")
 		sum=$((sum + ${ns:-0}))
 	done

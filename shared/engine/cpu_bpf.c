@@ -67,9 +67,10 @@ struct bpf_state {
 	int ncpus;
 	uint64_t ns_per_tick;
 	struct vw_cpu_history hist;
-	const struct vw_bpf_task_rec *walk; /* the walk's output, mapped; NULL: no walk */
+	bool walk;                          /* the walk loaded */
+	const struct vw_bpf_task_rec *walk_map; /* its first walk_len bytes, mapped; or NULL */
 	size_t walk_len;
-	uint32_t walk_cap;
+	uint32_t walk_cap;                  /* records the array holds */
 	struct vw_complaint walk_complaint;
 	struct base *base; /* sorted by tgid, start_time */
 	size_t n_base, n_base_gone;
@@ -142,8 +143,8 @@ static void bpf_close(void *state)
 
 	if (!s)
 		return;
-	if (s->walk)
-		munmap((void *)s->walk, s->walk_len);
+	if (s->walk_map)
+		munmap((void *)s->walk_map, s->walk_len);
 	vw_cpu_bpf_close_fds(s->fd, VW_BPF_FD__MAX);
 	vw_cpu_history_free(&s->hist);
 	free(s->base);
@@ -170,13 +171,11 @@ static void close_slot(struct bpf_state *s, int k)
 	s->fd[k] = -1;
 }
 
-/* The walk's output array, mapped read-only (cpu_walk.bpf.c); none is no error. */
-static int walk_map(struct bpf_state *s)
+/* The walk's output array (cpu_walk.bpf.c), when it loaded: checked, its size noted. */
+static int walk_check(struct bpf_state *s)
 {
 	int fd = s->fd[VW_BPF_FD_WALK_OUT];
-	long page = sysconf(_SC_PAGESIZE);
 	struct bpf_map_info info;
-	void *p;
 	int r;
 
 	if (fd < 0 || s->fd[VW_BPF_FD_ITER_WALK] < 0)
@@ -186,13 +185,33 @@ static int walk_map(struct bpf_state *s)
 		r = vw_bpf_map_info(fd, &info);
 	if (r < 0)
 		return r;
-	s->walk_len = ((size_t)info.max_entries * sizeof(*s->walk) + (size_t)page - 1) &
-		      ~((size_t)page - 1);
-	p = mmap(NULL, s->walk_len, PROT_READ, MAP_SHARED, fd, 0);
+	s->walk = true;
+	s->walk_cap = info.max_entries;
+	return 0;
+}
+
+/*
+ * The first n records mapped (read-only). The kernel maps every page of an mmap'd BPF array at
+ * once, so the mapping covers what the reads need, with room to grow, not the whole array (1.5
+ * MiB for 32,768 processes, all of it resident otherwise).
+ */
+static int walk_map_records(struct bpf_state *s, uint32_t n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), need = (size_t)n * sizeof(*s->walk_map), len;
+	size_t full = ((size_t)s->walk_cap * sizeof(*s->walk_map) + page - 1) & ~(page - 1);
+	void *p;
+
+	if (s->walk_map && need <= s->walk_len)
+		return 0;
+	len = VW_MIN(((need + need / 2 + page - 1) & ~(page - 1)) + page, full);
+	if (s->walk_map)
+		munmap((void *)s->walk_map, s->walk_len);
+	s->walk_map = NULL;
+	p = mmap(NULL, len, PROT_READ, MAP_SHARED, s->fd[VW_BPF_FD_WALK_OUT], 0);
 	if (p == MAP_FAILED)
 		return -errno;
-	s->walk = p;
-	s->walk_cap = info.max_entries;
+	s->walk_map = p;
+	s->walk_len = len;
 	return 0;
 }
 
@@ -247,7 +266,7 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 	}
 	r = check_maps(s);
 	if (r == 0)
-		r = walk_map(s);
+		r = walk_check(s);
 	if (r == 0)
 		r = bases_read(s);
 	if (r < 0)
@@ -530,7 +549,10 @@ static int read_live(struct bpf_state *s)
 			    h.lost, s->walk_cap);
 		return vw_cpu_bpf_iter_run(&s->iter, s->fd[VW_BPF_FD_ITER_READ]);
 	}
-	len = (size_t)h.n * sizeof(*s->walk);
+	r = walk_map_records(s, h.n);
+	if (r < 0)
+		return r;
+	len = (size_t)h.n * sizeof(*s->walk_map);
 	if (len > s->iter.cap) {
 		unsigned char *nb = realloc(s->iter.p, len);
 
@@ -539,7 +561,7 @@ static int read_live(struct bpf_state *s)
 		s->iter.p = nb;
 		s->iter.cap = len;
 	}
-	memcpy(s->iter.p, s->walk, len);
+	memcpy(s->iter.p, s->walk_map, len);
 	s->iter.len = len;
 	return 0;
 }
