@@ -32,3 +32,17 @@ static __always_inline __u32 vw_task_cpu(struct task_struct *t)
 		return BPF_CORE_READ(t, thread_info.cpu);
 	return BPF_CORE_READ((struct task_struct___cpu *)t, cpu);
 }
+
+/* The cgroup id of a trusted task pointer (iterators): plain loads, which fault to 0 safely.
+ * v1: the cpuacct controller's cgroup, where one is mounted; else the default (v2) cgroup. */
+static __always_inline __u64 vw_task_cgroup_id_btf(struct task_struct *task, bool v1)
+{
+	struct cgroup_subsys_state *css;
+
+	if (v1 && bpf_core_enum_value_exists(enum cgroup_subsys_id, cpuacct_cgrp_id)) {
+		css = task->cgroups->subsys[bpf_core_enum_value(enum cgroup_subsys_id,
+								 cpuacct_cgrp_id)];
+		return css ? css->cgroup->kn->id : 0;
+	}
+	return task->cgroups->dfl_cgrp->kn->id;
+}

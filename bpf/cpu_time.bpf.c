@@ -105,19 +105,6 @@ static __always_inline __u64 task_cgroup_id(struct task_struct *task)
 	return BPF_CORE_READ(task, cgroups, dfl_cgrp, kn, id);
 }
 
-/* The same from a trusted task pointer (iterators): plain loads, which fault to 0 safely. */
-static __always_inline __u64 task_cgroup_id_btf(struct task_struct *task)
-{
-	struct cgroup_subsys_state *css;
-
-	if (cgroup_v1 && bpf_core_enum_value_exists(enum cgroup_subsys_id, cpuacct_cgrp_id)) {
-		css = task->cgroups->subsys[bpf_core_enum_value(enum cgroup_subsys_id,
-								 cpuacct_cgrp_id)];
-		return css ? css->cgroup->kn->id : 0;
-	}
-	return task->cgroups->dfl_cgrp->kn->id;
-}
-
 /* ---- per thread ---- */
 
 /* A thread first seen: one started after open counts from 0, an older one from `old` (its runtime
@@ -313,7 +300,7 @@ static __always_inline void emit(struct seq_file *seq, struct task_struct *task,
 	rec.tgid = task->tgid;
 	rec.pid = task->pid;
 	rec.runtime_ns = runtime;
-	rec.cgroup_id = task_cgroup_id_btf(task);
+	rec.cgroup_id = vw_task_cgroup_id_btf(task, cgroup_v1);
 	rec.start_ns = leader->start_boottime;
 	__builtin_memcpy(rec.comm, leader->comm, sizeof(rec.comm));
 	rec.comm[sizeof(rec.comm) - 1] = '\0';

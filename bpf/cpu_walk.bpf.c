@@ -18,6 +18,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#include "core_fixes.bpf.h"
 #include "cpu_time.h"
 
 #define PF_EXITING 0x00000004
@@ -39,18 +40,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct vw_bpf_task_rec);
 } walk_out SEC(".maps");
-
-static __always_inline __u64 cgroup_id(struct task_struct *task)
-{
-	struct cgroup_subsys_state *css;
-
-	if (cgroup_v1 && bpf_core_enum_value_exists(enum cgroup_subsys_id, cpuacct_cgrp_id)) {
-		css = task->cgroups->subsys[bpf_core_enum_value(enum cgroup_subsys_id,
-								 cpuacct_cgrp_id)];
-		return css ? css->cgroup->kn->id : 0;
-	}
-	return task->cgroups->dfl_cgrp->kn->id;
-}
 
 /* The record of the process being summed, closed: stored, or counted lost. */
 static __always_inline void put(struct vw_bpf_walk_hdr *h, struct vw_bpf_task_rec *cur)
@@ -91,7 +80,7 @@ int vw_walk(struct bpf_iter__task *ctx)
 			cur.tgid = tgid;
 			cur.pid = tgid;
 			cur.runtime_ns = 0;
-			cur.cgroup_id = cgroup_id(t);
+			cur.cgroup_id = vw_task_cgroup_id_btf(t, cgroup_v1);
 			cur.start_ns = leader->start_boottime;
 			__builtin_memcpy(cur.comm, leader->comm, sizeof(cur.comm));
 			cur.comm[sizeof(cur.comm) - 1] = '\0';
