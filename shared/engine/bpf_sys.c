@@ -6,6 +6,7 @@
 #include "bpf_sys.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -22,36 +23,34 @@ static int sys_bpf(enum bpf_cmd cmd, union bpf_attr *attr)
 	return r < 0 ? -errno : (int)r;
 }
 
-int vw_bpf_map_lookup_elem(int fd, const void *key, void *value)
+/* The three per-key map commands: `out` is the value (lookup) or the next key (get_next_key),
+ * which share their place in the attribute; delete has none. */
+static int map_key_cmd(enum bpf_cmd cmd, int fd, const void *key, void *out)
 {
 	union bpf_attr a;
 
+	_Static_assert(offsetof(union bpf_attr, value) == offsetof(union bpf_attr, next_key),
+		       "bpf_attr: value and next_key share their place");
 	memset(&a, 0, sizeof(a));
 	a.map_fd = (uint32_t)fd;
 	a.key = ptr(key);
-	a.value = ptr(value);
-	return sys_bpf(BPF_MAP_LOOKUP_ELEM, &a);
+	a.value = ptr(out);
+	return sys_bpf(cmd, &a);
+}
+
+int vw_bpf_map_lookup_elem(int fd, const void *key, void *value)
+{
+	return map_key_cmd(BPF_MAP_LOOKUP_ELEM, fd, key, value);
 }
 
 int vw_bpf_map_delete_elem(int fd, const void *key)
 {
-	union bpf_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.map_fd = (uint32_t)fd;
-	a.key = ptr(key);
-	return sys_bpf(BPF_MAP_DELETE_ELEM, &a);
+	return map_key_cmd(BPF_MAP_DELETE_ELEM, fd, key, NULL);
 }
 
 int vw_bpf_map_get_next_key(int fd, const void *key, void *next_key)
 {
-	union bpf_attr a;
-
-	memset(&a, 0, sizeof(a));
-	a.map_fd = (uint32_t)fd;
-	a.key = ptr(key);
-	a.next_key = ptr(next_key);
-	return sys_bpf(BPF_MAP_GET_NEXT_KEY, &a);
+	return map_key_cmd(BPF_MAP_GET_NEXT_KEY, fd, key, next_key);
 }
 
 int vw_bpf_map_lookup_batch(int fd, const void *in_batch, void *out_batch, void *keys,
