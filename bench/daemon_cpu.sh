@@ -132,18 +132,7 @@ window() {
 	t0=$(now)
 	read -r vw_t0 vw_n0 < <(cpu_of "$vw_pid")
 	read -r ne_t0 ne_n0 < <(cpu_of "$ne_pid")
-	# One scraper process per server, one scrape a second (curl --rate), for the window.
-	local vw_args=() ne_args=()
-	for _ in $(seq "$INTERVALS"); do
-		vw_args+=(-o /dev/null "http://127.0.0.1:$vw_port/metrics")
-		ne_args+=(-o /dev/null "http://127.0.0.1:$ne_port/metrics")
-	done
-	curl -s --rate 1/s -w '%{http_code}\n' "${vw_args[@]}" >"$tmp/vw.codes" &
-	local c1=$!
-	curl -s --rate 1/s -w '%{http_code}\n' "${ne_args[@]}" >"$tmp/ne.codes" &
-	local c2=$!
-	sleep "$INTERVALS"
-	wait "$c1" "$c2" || true
+	scrape_both "$vw_port" "$ne_port" "$INTERVALS" "$tmp"
 	t1=$(now)
 	read -r vw_t1 vw_n1 < <(cpu_of "$vw_pid")
 	read -r ne_t1 ne_n1 < <(cpu_of "$ne_pid")

@@ -63,6 +63,22 @@ cpu_of() {
 	echo "$ticks $ns"
 }
 
+# scrape_both VW_PORT NE_PORT SECONDS DIR: one scraper process per server, one scrape of
+# /metrics a second (curl --rate) for SECONDS; each one's HTTP codes in DIR/vw.codes, DIR/ne.codes.
+scrape_both() {
+	local vw_args=() ne_args=() c1 c2
+	for _ in $(seq "$3"); do
+		vw_args+=(-o /dev/null "http://127.0.0.1:$1/metrics")
+		ne_args+=(-o /dev/null "http://127.0.0.1:$2/metrics")
+	done
+	curl -s --rate 1/s -w '%{http_code}\n' "${vw_args[@]}" >"$4/vw.codes" &
+	c1=$!
+	curl -s --rate 1/s -w '%{http_code}\n' "${ne_args[@]}" >"$4/ne.codes" &
+	c2=$!
+	sleep "$3"
+	wait "$c1" "$c2" || true
+}
+
 # make_room N: room for N more tasks: kernel.pid_max (raised if needed: the caller restores
 # $old_pid_max, which is set the first time, on exit), RLIMIT_NPROC, pids.max.
 make_room() {

@@ -195,17 +195,7 @@ window() {
 	read -r vw_rss0 _ < <(memory_of "$vw_pid")
 	read -r _ vw_n0 < <(cpu_of "$vw_pid")
 	read -r _ ne_n0 < <(cpu_of "$ne_pid")
-	local vw_args=() ne_args=()
-	for _ in $(seq $((n * ival))); do
-		vw_args+=(-o /dev/null "http://127.0.0.1:$vw_port/metrics")
-		ne_args+=(-o /dev/null "http://127.0.0.1:$ne_port/metrics")
-	done
-	curl -s --rate 1/s -w '%{http_code}\n' "${vw_args[@]}" >"$dir/vw.codes" &
-	local c1=$!
-	curl -s --rate 1/s -w '%{http_code}\n' "${ne_args[@]}" >"$dir/ne.codes" &
-	local c2=$!
-	sleep $((n * ival))
-	wait "$c1" "$c2" || true
+	scrape_both "$vw_port" "$ne_port" $((n * ival)) "$dir"
 	t1=$(mono_ns)
 	read -r _ vw_n1 < <(cpu_of "$vw_pid")
 	read -r _ ne_n1 < <(cpu_of "$ne_pid")
