@@ -67,10 +67,9 @@ struct bpf_state {
 	int ncpus;
 	uint64_t ns_per_tick;
 	struct vw_cpu_history hist;
-	bool walk;                          /* the walk loaded */
+	uint32_t walk_cap; /* records the walk's array holds; 0: no walk (the task/ iterator) */
 	const struct vw_bpf_task_rec *walk_map; /* its first walk_len bytes, mapped; or NULL */
 	size_t walk_len;
-	uint32_t walk_cap;                  /* records the array holds */
 	struct vw_complaint walk_complaint;
 	struct base *base; /* sorted by tgid, start_time */
 	size_t n_base, n_base_gone;
@@ -185,7 +184,6 @@ static int walk_check(struct bpf_state *s)
 		r = vw_bpf_map_info(fd, &info);
 	if (r < 0)
 		return r;
-	s->walk = true;
 	s->walk_cap = info.max_entries;
 	return 0;
 }
@@ -273,7 +271,7 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 		goto fail;
 	vw_debug("cpu: bpf: %s programs attached%s, maps for %u processes, %d CPUs, reads by %s",
 		 m.raw ? "raw_tp" : "tp_btf", s->hw_mask ? " with counters" : "", q.max_procs,
-		 s->ncpus, s->walk ? "the open-coded task walk" : "the task iterator");
+		 s->ncpus, s->walk_cap ? "the open-coded task walk" : "the task iterator");
 	*ret_state = s;
 	return 0;
 fail:
@@ -534,7 +532,7 @@ static int read_live(struct bpf_state *s)
 	size_t len;
 	int r;
 
-	if (!s->walk)
+	if (!s->walk_cap)
 		return vw_cpu_bpf_iter_run(&s->iter, s->fd[VW_BPF_FD_ITER_READ]);
 	r = vw_cpu_bpf_iter_run(&s->iter, s->fd[VW_BPF_FD_ITER_WALK]);
 	if (r < 0)
