@@ -8,6 +8,10 @@
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
 
+/* include/linux/sched.h's task flags (macros: not in vmlinux.h). */
+#define PF_EXITING 0x00000004 /* set in exit_signals(), never cleared */
+#define PF_KTHREAD 0x00200000 /* a kernel thread */
+
 /* v5.5, "time: Rename tsk->real_start_time to ->start_boottime". */
 struct task_struct___o {
 	u64 real_start_time;

@@ -38,7 +38,6 @@
 #include "core_fixes.bpf.h"
 #include "cpu_time.h"
 
-#define PF_EXITING 0x00000004 /* include/linux/sched.h: set in exit_signals(), never cleared */
 #define READ_ONCE_U64(x) (*(volatile __u64 *)&(x))
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -304,6 +303,7 @@ static __always_inline void emit(struct seq_file *seq, struct task_struct *task,
 	rec.start_ns = leader->start_boottime;
 	__builtin_memcpy(rec.comm, leader->comm, sizeof(rec.comm));
 	rec.comm[sizeof(rec.comm) - 1] = '\0';
+	rec.flags = task->flags & PF_KTHREAD ? VW_BPF_REC_KTHREAD : 0;
 	bpf_seq_write(seq, &rec, sizeof(rec));
 }
 

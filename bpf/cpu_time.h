@@ -64,6 +64,13 @@ struct vw_bpf_task_rec {
 	__u64 cgroup_id;  /* see task_cgroup_id() */
 	__u64 start_ns;   /* group leader's start_boottime (ns) */
 	char comm[VW_BPF_COMM_LEN]; /* group leader's comm */
+	__u32 flags;      /* VW_BPF_REC_* */
+	__u32 pad;
+};
+
+enum {
+	VW_BPF_REC_KTHREAD = 1u << 0, /* a kernel thread (PF_KTHREAD): user space need not read
+				       * /proc/PID/stat to tell */
 };
 
 /* What the walk (cpu_walk.bpf.c) writes to its seq file: n records in walk_out[0..n), and how
@@ -120,7 +127,7 @@ _Static_assert(sizeof(struct vw_bpf_hw_proc) == 8 * VW_BPF_HW__COUNT + 8, "vw_bp
 _Static_assert(sizeof(struct vw_bpf_task) == 32, "vw_bpf_task layout");
 _Static_assert(sizeof(struct vw_bpf_proc) == 56, "vw_bpf_proc layout");
 _Static_assert(sizeof(struct vw_bpf_cpu) == 8 * VW_BPF_STAT__COUNT, "vw_bpf_cpu layout");
-_Static_assert(sizeof(struct vw_bpf_task_rec) == 48, "vw_bpf_task_rec layout");
+_Static_assert(sizeof(struct vw_bpf_task_rec) == 56, "vw_bpf_task_rec layout");
 _Static_assert(sizeof(struct vw_bpf_walk_hdr) == 8, "vw_bpf_walk_hdr layout");
 
 #endif

@@ -21,7 +21,6 @@
 #include "core_fixes.bpf.h"
 #include "cpu_time.h"
 
-#define PF_EXITING 0x00000004
 #define VW_TASK_ITER_ALL_THREADS 1 /* kernel/bpf/task_iter.c: processes, each with its threads */
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -84,6 +83,7 @@ int vw_walk(struct bpf_iter__task *ctx)
 			cur.start_ns = leader->start_boottime;
 			__builtin_memcpy(cur.comm, leader->comm, sizeof(cur.comm));
 			cur.comm[sizeof(cur.comm) - 1] = '\0';
+			cur.flags = t->flags & PF_KTHREAD ? VW_BPF_REC_KTHREAD : 0;
 		}
 		cur.runtime_ns += t->se.sum_exec_runtime;
 	}

@@ -56,6 +56,19 @@ static uint64_t schedstat_ns(pid_t pid)
 	return v;
 }
 
+/* The kernel's task flags of a process (/proc/PID/stat field 9); false when it is gone. */
+static bool stat_flags(pid_t pid, unsigned long *ret)
+{
+	char path[64], buf[1024];
+	const char *p;
+
+	snprintf(path, sizeof(path), "%d/stat", (int)pid);
+	if (vw_read_file_at(procfd, path, buf, sizeof(buf), NULL) < 0)
+		return false;
+	p = strrchr(buf, ')');
+	return p && sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %lu", ret) == 1;
+}
+
 /* The CPU-accounting hierarchy under /sys (what the daemon uses), its path in *buf. */
 static struct vw_cgroupfs *cpu_hierarchy(char *buf, size_t size)
 {
@@ -316,6 +329,33 @@ static void check_sleeper(const struct vw_cpu_snapshot *snap, void *ctx)
 	c->cg_total = cg_ns - c->cg_base;
 }
 
+/*
+ * Each process's kind against the kernel's PF_KTHREAD: the bpf accountant tells for every live
+ * process (kthreadd is a kernel thread, the test a user process), procfs for none.
+ */
+static void check_kinds(const struct scenario *sc, const struct vw_cpu_snapshot *snap)
+{
+	const unsigned long pf_kthread = 0x00200000;
+	bool bpf = strcmp(sc->accountant, "bpf") == 0;
+	size_t checked = 0;
+
+	assert_int_equal(find_proc(snap, 2)->kind, bpf ? VW_PROC_KIND_KTHREAD : VW_PROC_KIND_UNKNOWN);
+	assert_int_equal(find_proc(snap, getpid())->kind,
+			 bpf ? VW_PROC_KIND_USER : VW_PROC_KIND_UNKNOWN);
+	for (size_t i = 0; i < snap->n_procs; i++) {
+		const struct vw_proc_cpu *p = &snap->procs[i];
+		unsigned long flags;
+
+		if (p->exited || !stat_flags((pid_t)p->tgid, &flags))
+			continue;
+		assert_int_equal(p->kind, !bpf		       ? VW_PROC_KIND_UNKNOWN :
+					  flags & pf_kthread ? VW_PROC_KIND_KTHREAD :
+							       VW_PROC_KIND_USER);
+		checked++;
+	}
+	assert_true(checked > 10);
+}
+
 static void run_scenario(const struct scenario *sc)
 {
 	static unsigned seq;
@@ -358,6 +398,7 @@ static void run_scenario(const struct scenario *sc)
 	/* Before: both children are there, with next to nothing. */
 	assert_int_equal(acc->ops->read(acc->state, &snap), 0);
 	check_hw(sc, &snap);
+	check_kinds(sc, &snap);
 	assert_non_null(p = find_proc(&snap, busy->pid));
 	assert_false(p->exited);
 	assert_true(p->cpu_ns < 50 * VW_NSEC_PER_MSEC);

@@ -691,6 +691,74 @@ static void test_added_below_known_pids(void **state)
 	teardown(&c);
 }
 
+/*
+ * What the accountant tells of a process wins over /proc/PID/stat, which is then not read: a
+ * kernel thread in a container's cgroup (a vhost worker) stays out of the container; a user
+ * process whose stat names kthreadd as its parent (a usermode helper) is the container's. The
+ * registry reads stat only where the accountant does not say (kind unknown).
+ */
+static void test_kind_from_accountant(void **state)
+{
+	static const char cg_a[] = "0::/system.slice/docker-" CID_A ".scope\n";
+	struct vw_proc_cpu cpu[ARRAY_SIZE(procs) + 3];
+	struct ctx c;
+	char *text;
+
+	(void)state;
+	setup(&c, NULL);
+	memcpy(cpu, c.cpu, sizeof(c.cpu));
+	cpu[ARRAY_SIZE(procs)] = (struct vw_proc_cpu){ .tgid = 600, .start_time = 1600,
+						       .kind = VW_PROC_KIND_KTHREAD,
+						       .comm = "vhost-worker" };
+	cpu[ARRAY_SIZE(procs) + 1] = (struct vw_proc_cpu){ .tgid = 601, .start_time = 1601,
+							   .kind = VW_PROC_KIND_USER,
+							   .comm = "modprobe" };
+	cpu[ARRAY_SIZE(procs) + 2] = (struct vw_proc_cpu){ .tgid = 602, .start_time = 1602,
+							   .comm = "helper" };
+	assert_int_equal(vw_fixture_write(c.root, "600/cgroup", cg_a, 0), 0);
+	assert_int_equal(vw_fixture_write(c.root, "601/cgroup", cg_a, 0), 0);
+	assert_int_equal(vw_fixture_write(c.root, "601/stat",
+					  "601 (modprobe) S 2 1 1 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 "
+					  "0 1601 0 0\n", 0), 0);
+	assert_int_equal(vw_fixture_write(c.root, "602/cgroup", cg_a, 0), 0);
+	assert_int_equal(vw_fixture_write(c.root, "602/stat",
+					  "602 (helper) S 2 1 1 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 "
+					  "0 1602 0 0\n", 0), 0);
+	c.snap.procs = cpu;
+	c.snap.n_procs = ARRAY_SIZE(cpu);
+	assert_int_equal(vw_workloads_update(c.w, &c.snap, (struct vw_zone_energy[VW_ZONE__COUNT]){ 0 },
+					     5 * VW_NSEC_PER_SEC), 0);
+	for (size_t i = ARRAY_SIZE(procs); i < ARRAY_SIZE(cpu); i++)
+		cpu[i].cpu_ns += 1000000000ULL;
+	{
+		struct vw_zone_energy ze[VW_ZONE__COUNT] = { 0 };
+
+		ze[VW_ZONE_PACKAGE] = (struct vw_zone_energy){ true, 3000000, 0 };
+		assert_int_equal(vw_workloads_update(c.w, &c.snap, ze, 5 * VW_NSEC_PER_SEC), 0);
+	}
+	text = workloads_fixture_render(c.w);
+	/* 1 J each: the kernel thread outside, the user process in A; the unknown one's stat
+	 * says kthreadd's child (the old rule): outside. */
+	assert_double_near(value(text, "kepler_process_cpu_joules_total{pid=\"600\",comm=\"vhost-worker\","
+				       "exe=\"\",type=\"regular\",state=\"running\",container_id=\"\","
+				       "vm_id=\"\",zone=\"package\",node_name=\"n1\"}"),
+			   1.0, 1e-9);
+	assert_double_near(value(text, "kepler_process_cpu_joules_total{pid=\"601\",comm=\"modprobe\","
+				       "exe=\"\",type=\"container\",state=\"running\",container_id=\"" CID_A
+				       "\",vm_id=\"\",zone=\"package\",node_name=\"n1\"}"),
+			   1.0, 1e-9);
+	assert_double_near(value(text, "kepler_process_cpu_joules_total{pid=\"602\",comm=\"helper\","
+				       "exe=\"\",type=\"regular\",state=\"running\",container_id=\"\","
+				       "vm_id=\"\",zone=\"package\",node_name=\"n1\"}"),
+			   1.0, 1e-9);
+	assert_double_near(value(text, "kepler_container_cpu_joules_total{container_id=\"" CID_A
+				       "\",container_name=\"\",runtime=\"docker\",state=\"running\","
+				       "zone=\"package\",pod_id=\"\",node_name=\"n1\"}"),
+			   1.0, 1e-9);
+	free(text);
+	teardown(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -700,6 +768,7 @@ int main(void)
 						baseline_teardown),
 		cmocka_unit_test(test_idle_by_pod_request),
 		cmocka_unit_test(test_added_below_known_pids),
+		cmocka_unit_test(test_kind_from_accountant),
 		cmocka_unit_test(test_gpu_energy),
 		cmocka_unit_test(test_pod_list_arrives_late),
 		cmocka_unit_test(test_split_keys_from_counters),

@@ -18,15 +18,25 @@
 #include "procfs.h"
 
 
+/* Whether a process is a kernel thread, where the accountant tells (the bpf one does: the
+ * workload registry then need not read /proc/PID/stat for each new process). */
+enum vw_proc_kind {
+	VW_PROC_KIND_UNKNOWN,
+	VW_PROC_KIND_USER,
+	VW_PROC_KIND_KTHREAD,
+};
+
 struct vw_proc_cpu {
 	uint32_t tgid;
 	bool exited; /* final value: the process is gone (reported once); beside tgid: 48 bytes */
+	uint8_t kind; /* enum vw_proc_kind: what the accountant saw of it */
 	uint64_t cgroup_id; /* id of the cgroup it ran in last (vw_cpu_env.cgroup_v1 says in which
 			     * hierarchy), 0 if unknown (procfs) */
 	uint64_t cpu_ns;    /* cumulative on-CPU time of all its threads since open */
 	uint64_t start_time; /* /proc/PID/stat starttime (ticks since boot): tells PID reuse */
 	char comm[VW_COMM_LEN];
 };
+_Static_assert(sizeof(struct vw_proc_cpu) == 48, "vw_proc_cpu: a table of 10,000 is 480 KB");
 
 /* Optional hardware counters per process (cumulative); zero when unavailable. */
 struct vw_proc_counters {

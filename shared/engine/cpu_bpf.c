@@ -444,6 +444,7 @@ static int add_live(struct bpf_state *s, struct vw_cpu_table *t)
 		p->start_time = start;
 		p->cpu_ns += runtime;
 		p->cgroup_id = lead->cgroup_id;
+		p->kind = lead->flags & VW_BPF_REC_KTHREAD ? VW_PROC_KIND_KTHREAD : VW_PROC_KIND_USER;
 		comm_copy(p->comm, lead->comm);
 	}
 	return 0;
