@@ -87,11 +87,12 @@ static uint32_t adopted_by(const char *comm)
 	return strcmp(comm, "vhost-500") == 0 ? 500 : 0;
 }
 
-static void setup(struct ctx *c, struct vw_podmeta *pm)
+static void setup_top(struct ctx *c, struct vw_podmeta *pm, size_t top_n)
 {
 	struct vw_workloads_opts o = { .host_cpus = 2, .processes = true, .containers = true,
 				       .pods = true, .vms = true, .podmeta = pm,
-				       .max_terminated = 100, .adopted_by = adopted_by };
+				       .max_terminated = 100, .adopted_by = adopted_by,
+				       .process_top_n = top_n };
 
 	memset(c, 0, sizeof(*c));
 	c->root = vw_fixture_mkdtemp("wl");
@@ -104,6 +105,11 @@ static void setup(struct ctx *c, struct vw_podmeta *pm)
 	assert_non_null(c->w);
 	c->snap.procs = c->cpu;
 	c->snap.n_procs = ARRAY_SIZE(procs);
+}
+
+static void setup(struct ctx *c, struct vw_podmeta *pm)
+{
+	setup_top(c, pm, 0);
 }
 
 static void teardown(struct ctx *c)
@@ -759,6 +765,93 @@ static void test_kind_from_accountant(void **state)
 	teardown(&c);
 }
 
+/* The PIDs of the process family's package series, in the order rendered, into pids[]. */
+static size_t rendered_pids(const char *text, uint32_t *pids, size_t max)
+{
+	static const char fam[] = "\nkepler_process_cpu_joules_total{pid=\"";
+	size_t n = 0;
+
+	for (const char *l = strstr(text, fam); l; l = strstr(l + 1, fam)) {
+		const char *eol = strchr(l + 1, '\n');
+
+		if (eol && memmem(l, (size_t)(eol - l), "zone=\"package\"", 14)) {
+			assert_true(n < max);
+			pids[n++] = (uint32_t)strtoul(l + sizeof(fam) - 1, NULL, 10);
+		}
+	}
+	return n;
+}
+
+static int cmp_ms_desc(const void *a, const void *b)
+{
+	const uint32_t *x = a, *y = b; /* {ms, pid} */
+
+	if (x[0] != y[0])
+		return x[0] > y[0] ? -1 : 1;
+	return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+/*
+ * --metrics.process-top-n: exactly the N processes with the most energy, most first, equal
+ * energy in PID order. Scripted: 101 and 300 ran 400 ms each (1 J each, exactly), 200 300 ms;
+ * 400 and 100 less. Then 300 processes with distinct times in a shuffled PID order against a
+ * sort of the same numbers.
+ */
+static void test_top_n(void **state)
+{
+	static const uint64_t ms[ARRAY_SIZE(procs)] = { 100, 400, 300, 400, 0, 200, 0, 0 };
+	enum { MANY = 300, TOP = 20 };
+	struct vw_zone_energy ze[VW_ZONE__COUNT] = { 0 };
+	struct vw_proc_cpu many[MANY];
+	uint32_t pids[MANY], want[MANY][2];
+	struct ctx c;
+	char *text;
+	size_t n;
+
+	(void)state;
+	setup_top(&c, NULL, 3);
+	interval(&c, zero, 0, 0);
+	interval(&c, ms, 1400000, 0);
+	text = workloads_fixture_render(c.w);
+	n = rendered_pids(text, pids, MANY);
+	free(text);
+	assert_int_equal(n, 3);
+	assert_int_equal(pids[0], 101);
+	assert_int_equal(pids[1], 300);
+	assert_int_equal(pids[2], 200);
+	teardown(&c);
+
+	setup_top(&c, NULL, TOP);
+	srand(16);
+	for (uint32_t i = 0; i < MANY; i++) {
+		uint32_t j = i ? (uint32_t)rand() % (i + 1) : 0;
+
+		want[i][0] = want[j][0]; /* a shuffle of 1 .. MANY ms */
+		want[j][0] = i + 1;
+	}
+	for (uint32_t i = 0; i < MANY; i++) {
+		want[i][1] = 1000 + i;
+		many[i] = (struct vw_proc_cpu){ .tgid = want[i][1], .start_time = 1,
+						.kind = VW_PROC_KIND_USER, .comm = "w" };
+	}
+	c.snap.procs = many;
+	c.snap.n_procs = MANY;
+	assert_int_equal(vw_workloads_update(c.w, &c.snap, ze, 5 * VW_NSEC_PER_SEC), 0);
+	for (uint32_t i = 0; i < MANY; i++)
+		many[i].cpu_ns = want[i][0] * VW_NSEC_PER_MSEC;
+	ze[VW_ZONE_PACKAGE] = (struct vw_zone_energy){ true, 45150000, 0 }; /* 1 mJ per ms */
+	assert_int_equal(vw_workloads_update(c.w, &c.snap, ze, 5 * VW_NSEC_PER_SEC), 0);
+	text = workloads_fixture_render(c.w);
+	n = rendered_pids(text, pids, MANY);
+	free(text);
+	qsort(want, MANY, sizeof(want[0]), cmp_ms_desc);
+	assert_int_equal(n, TOP);
+	for (size_t i = 0; i < TOP; i++)
+		assert_int_equal(pids[i], want[i][1]);
+	assert_int_equal(want[0][0], MANY);
+	teardown(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -769,6 +862,7 @@ int main(void)
 		cmocka_unit_test(test_idle_by_pod_request),
 		cmocka_unit_test(test_added_below_known_pids),
 		cmocka_unit_test(test_kind_from_accountant),
+		cmocka_unit_test(test_top_n),
 		cmocka_unit_test(test_gpu_energy),
 		cmocka_unit_test(test_pod_list_arrives_late),
 		cmocka_unit_test(test_split_keys_from_counters),

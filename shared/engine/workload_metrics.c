@@ -122,6 +122,43 @@ static int cmp_energy_desc(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
+/* Sift h[i] down the heap h[0..n) whose root sorts last of all (cmp_energy_desc). */
+static void sift_down(struct ranked *h, size_t n, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, m = i;
+
+		if (l < n && cmp_energy_desc(&h[l], &h[m]) > 0)
+			m = l;
+		if (l + 1 < n && cmp_energy_desc(&h[l + 1], &h[m]) > 0)
+			m = l + 1;
+		if (m == i)
+			return;
+		struct ranked t = h[i];
+
+		h[i] = h[m];
+		h[m] = t;
+		i = m;
+	}
+}
+
+/*
+ * The top k of rank[0..n) into rank[0..k), in order: a heap of the k best so far, whose root
+ * (the worst of them) most candidates fail to beat, then a sort of those k. O(n log k): a
+ * full sort of 10,000 processes to keep 50 was 5 % of the daemon's CPU.
+ */
+static void top_k(struct ranked *rank, size_t n, size_t k)
+{
+	for (size_t i = k / 2; i-- > 0;)
+		sift_down(rank, k, i);
+	for (size_t i = k; i < n; i++)
+		if (cmp_energy_desc(&rank[i], &rank[0]) < 0) {
+			rank[0] = rank[i];
+			sift_down(rank, k, 0);
+		}
+	qsort(rank, k, sizeof(*rank), cmp_energy_desc);
+}
+
 int vw_wl_top_procs(const struct vw_workloads *w, uint64_t (*energy)(const struct wl_proc *),
 		    bool skip_zero, size_t *order, size_t *ret_n)
 {
@@ -137,7 +174,7 @@ int vw_wl_top_procs(const struct vw_workloads *w, uint64_t (*energy)(const struc
 			rank[n++] = (struct ranked){ .energy = e, .idx = i };
 	}
 	if (w->o.process_top_n && n > w->o.process_top_n) {
-		qsort(rank, n, sizeof(*rank), cmp_energy_desc);
+		top_k(rank, n, w->o.process_top_n);
 		n = w->o.process_top_n;
 	}
 	for (size_t i = 0; i < n; i++)
