@@ -1376,6 +1376,83 @@ static void test_history(void **state)
 	vw_cpu_history_free(&h);
 }
 
+/* Two reads of a few thousand processes in scrambled order, against a search of the first for
+ * each process of the second: gone ones stay gone, a value never goes back, PID reuse is a new
+ * process, an exit reported last time is not reported again. */
+static void test_history_many(void **state)
+{
+	enum { N = 3000 };
+	struct vw_proc_cpu *first = calloc(N, sizeof(*first));
+	struct vw_cpu_history h = { 0 };
+	struct vw_cpu_snapshot snap;
+	struct vw_cpu_table *t;
+	size_t want = 0;
+
+	(void)state;
+	assert_non_null(first);
+	srand(12);
+	t = vw_cpu_history_begin(&h);
+	for (size_t i = 0; i < N; i++) {
+		struct vw_proc_cpu *p = vw_cpu_table_new_proc(t);
+
+		assert_non_null(p);
+		*p = (struct vw_proc_cpu){ .tgid = (uint32_t)(N - i) * 3, .start_time = 1,
+					   .cpu_ns = (uint64_t)(rand() % 1000),
+					   .exited = rand() % 10 == 0 };
+	}
+	vw_cpu_history_finish(&h, &snap);
+	assert_int_equal(snap.n_procs, N);
+	memcpy(first, snap.procs, N * sizeof(*first));
+	t = vw_cpu_history_begin(&h);
+	for (uint32_t pid = 1; pid <= 3 * N + 10; pid++) {
+		struct vw_proc_cpu *p;
+
+		if (rand() % 3 == 0)
+			continue; /* gone, or never there */
+		assert_non_null(p = vw_cpu_table_new_proc(t));
+		*p = (struct vw_proc_cpu){ .tgid = pid, .start_time = rand() % 8 ? 1 : 2,
+					   .cpu_ns = (uint64_t)(rand() % 1000) };
+	}
+	for (size_t i = 0; i + 1 < t->n_procs; i += 2) { /* out of order */
+		struct vw_proc_cpu x = t->procs[i];
+
+		t->procs[i] = t->procs[t->n_procs - 1 - i];
+		t->procs[t->n_procs - 1 - i] = x;
+	}
+	{
+		size_t n = t->n_procs;
+		struct vw_proc_cpu *second = malloc(n * sizeof(*second));
+
+		assert_non_null(second);
+		memcpy(second, t->procs, n * sizeof(*second));
+		vw_cpu_history_finish(&h, &snap);
+		for (uint32_t pid = 1; pid <= 3 * N + 10; pid++)
+			for (size_t k = 0; k < n; k++) {
+				const struct vw_proc_cpu *s = &second[k], *was = NULL, *got;
+				uint64_t ns = s->cpu_ns;
+
+				if (s->tgid != pid)
+					continue;
+				for (size_t f = 0; f < N; f++)
+					if (first[f].tgid == pid && first[f].start_time == s->start_time)
+						was = &first[f];
+				if (was && was->exited)
+					continue;
+				if (was && was->cpu_ns > ns)
+					ns = was->cpu_ns;
+				assert_true(want < snap.n_procs);
+				got = &snap.procs[want++];
+				assert_int_equal(got->tgid, pid);
+				assert_int_equal(got->start_time, s->start_time);
+				assert_int_equal(got->cpu_ns, ns);
+			}
+		assert_int_equal(want, snap.n_procs);
+		free(second);
+	}
+	vw_cpu_history_free(&h);
+	free(first);
+}
+
 /* ---- hardware counters ---- */
 
 static void test_split_key(void **state)
@@ -1485,6 +1562,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_procfs_garbage, procfs_fx_setup, procfs_fx_teardown),
 		cmocka_unit_test(test_procfs_empty_root),
 		cmocka_unit_test(test_history),
+		cmocka_unit_test(test_history_many),
 		cmocka_unit_test(test_split_key),
 		cmocka_unit_test(test_hw_open),
 	};

@@ -9,6 +9,7 @@
 
 #include "cpu_account_priv.h"
 #include "log.h"
+#include "sort.h"
 
 const struct vw_cpu_account_ops *const vw_cpu_accountants[] = {
 #if VW_HAVE_BPF
@@ -103,14 +104,10 @@ static int cmp_proc(const void *a, const void *b)
 }
 
 /* A read sorts its table where it needs it in order, then vw_cpu_history_finish() once more:
- * a table already in order costs one pass, not a sort. */
+ * a table already in order costs one pass, a sorted part and another appended one merge. */
 void vw_cpu_table_sort(struct vw_cpu_table *t)
 {
-	for (size_t i = 1; i < t->n_procs; i++)
-		if (cmp_proc(&t->procs[i - 1], &t->procs[i]) > 0) {
-			qsort(t->procs, t->n_procs, sizeof(*t->procs), cmp_proc);
-			return;
-		}
+	vw_sort_runs(t->procs, t->n_procs, sizeof(*t->procs), cmp_proc);
 }
 
 const struct vw_proc_cpu *vw_cpu_table_find_n(const struct vw_cpu_table *t, size_t n,
@@ -158,17 +155,23 @@ void vw_cpu_history_abort(struct vw_cpu_history *h)
 	h->cur ^= 1;
 }
 
+/* Both tables in order (prev is an earlier finish's): one walk of the two, not a search each. */
 void vw_cpu_history_finish(struct vw_cpu_history *h, struct vw_cpu_snapshot *ret)
 {
 	struct vw_cpu_table *cur = &h->t[h->cur];
 	const struct vw_cpu_table *prev = &h->t[h->cur ^ 1];
-	size_t n = 0;
+	size_t n = 0, j = 0;
 
 	vw_cpu_table_sort(cur);
 	for (size_t i = 0; i < cur->n_procs; i++) {
 		struct vw_proc_cpu *p = &cur->procs[i];
-		const struct vw_proc_cpu *was = vw_cpu_table_find(prev, p->tgid, p->start_time);
+		const struct vw_proc_cpu *was = NULL;
+		int c = -1;
 
+		while (j < prev->n_procs && (c = cmp_proc(&prev->procs[j], p)) < 0)
+			j++;
+		if (j < prev->n_procs && c == 0)
+			was = &prev->procs[j];
 		if (was && was->exited)
 			continue; /* reported last time */
 		if (was && was->cpu_ns > p->cpu_ns)

@@ -33,6 +33,7 @@
 #include "cpu_time.h"
 #include "log.h"
 #include "perf_counters.h"
+#include "sort.h"
 
 #define BATCH_MIN 256u
 #define ENOTSUPP_KERNEL 524 /* the kernel's internal ENOTSUPP, leaked by some map ops */
@@ -424,8 +425,8 @@ static int add_live(struct bpf_state *s, struct vw_cpu_table *t)
 
 	if (s->iter.len % sizeof(*recs))
 		return -EBADMSG;
-	if (n)
-		qsort(recs, n, sizeof(*recs), cmp_rec);
+	/* The walk's come in task-list (creation) order: a run of PIDs per wrap of pid_max. */
+	vw_sort_runs(recs, n, sizeof(*recs), cmp_rec);
 	for (size_t i = 0, j; i < n; i = j) {
 		const struct vw_bpf_task_rec *lead = &recs[i];
 		uint64_t start = lead->start_ns / s->ns_per_tick, runtime = 0;
@@ -467,8 +468,7 @@ static int bases_read(struct bpf_state *s)
 		return -EBADMSG;
 	recs = (struct vw_bpf_task_rec *)s->iter.p;
 	n = s->iter.len / sizeof(*recs);
-	if (n)
-		qsort(recs, n, sizeof(*recs), cmp_rec);
+	vw_sort_runs(recs, n, sizeof(*recs), cmp_rec);
 	s->base = calloc(n ? n : 1, sizeof(*s->base));
 	if (!s->base)
 		return -ENOMEM;
