@@ -179,7 +179,8 @@ static int passthrough_impossible(const char *why, const char *fix)
 
 /* The VM scan's view of the host's processes: the workload registry's (vw_vm_env.processes). */
 static int host_processes(void *ud,
-			  void (*each)(void *ctx, uint32_t pid, uint64_t start_time, const char *comm),
+			  void (*each)(void *ctx, uint32_t pid, uint64_t start_time, const char *comm,
+				       const char *exe),
 			  void *ctx)
 {
 	const struct vw_host *h = ud;

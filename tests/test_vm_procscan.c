@@ -352,6 +352,7 @@ struct hint {
 	uint32_t pid;
 	uint64_t start_time;
 	const char *comm;
+	const char *exe; /* NULL: a kernel thread */
 };
 
 struct hints {
@@ -362,7 +363,8 @@ struct hints {
 };
 
 static int give_hints(void *ud,
-		      void (*each)(void *ctx, uint32_t pid, uint64_t start_time, const char *comm),
+		      void (*each)(void *ctx, uint32_t pid, uint64_t start_time, const char *comm,
+				   const char *exe),
 		      void *ctx)
 {
 	struct hints *hs = ud;
@@ -371,7 +373,7 @@ static int give_hints(void *ud,
 	if (hs->absent)
 		return -EAGAIN;
 	for (size_t i = 0; i < hs->n; i++)
-		each(ctx, hs->h[i].pid, hs->h[i].start_time, hs->h[i].comm);
+		each(ctx, hs->h[i].pid, hs->h[i].start_time, hs->h[i].comm, hs->h[i].exe);
 	return 0;
 }
 
@@ -384,9 +386,9 @@ static int give_hints(void *ud,
 static void test_scan_hinted(void **state)
 {
 	char *root = vw_fixture_mkdtemp("vmscan");
-	struct hints hs = { .h = { { 1, 1, "init" },
-				   { 10, 100, "qemu-system-x86" },
-				   { 20, 200, "bash" } },
+	struct hints hs = { .h = { { 1, 1, "init", "" },
+				   { 10, 100, "qemu-system-x86", "" },
+				   { 20, 200, "bash", "" } },
 			    .n = 3,
 			    .absent = true };
 	struct vw_vm_env env = { .processes = give_hints, .processes_ud = &hs };
@@ -440,13 +442,53 @@ static void test_scan_hinted(void **state)
 	free(list_n(src, 1));
 
 	/* A process the list names but /proc no longer has is classified once it is there. */
-	hs.h[3] = (struct hint){ 40, 400, "qemu-system-x86" };
+	hs.h[3] = (struct hint){ 40, 400, "qemu-system-x86", "" };
 	hs.n = 4;
 	free(list_n(src, 1));
 	assert_int_equal(vm_fixture_proc(root, 40, 400, "qemu-system-x86_64|-uuid|" U1, NULL,
 					 NULL), 0);
 	v = list_n(src, 2);
 	assert_int_equal(by_pid(v, 2, 40)->state, VW_VM_RUNNING);
+	free(v);
+	vw_vm_procscan.close(src);
+	close(env.procfs_fd);
+	vw_fixture_rm(root);
+}
+
+/*
+ * With the executables in the host's list, a command line is read only where the comm or the
+ * executable names a QEMU (or the executable is unknown): a QEMU renamed by -name process= is
+ * found by its binary, a deleted (upgraded) binary by its name, one whose binary is unknown is
+ * read; a shell and a kernel thread are not, so a QEMU-like command line of theirs is no VM.
+ */
+static void test_scan_hinted_names(void **state)
+{
+	char *root = vw_fixture_mkdtemp("vmscan");
+	struct hints hs = { .h = { { 60, 600, "worker", "/usr/bin/qemu-system-x86_64" },
+				   { 61, 610, "bash", "/usr/bin/bash" },
+				   { 62, 620, "vhost-60", NULL },
+				   { 63, 630, "x", "/usr/libexec/qemu-kvm (deleted)" },
+				   { 64, 640, "sleep", "" } },
+			    .n = 5 };
+	struct vw_vm_env env = { .processes = give_hints, .processes_ud = &hs };
+	struct vw_vm_info *v;
+	void *src;
+
+	(void)state;
+	assert_int_equal(vm_fixture_proc(root, 60, 600, "qemu-system-x86_64|-uuid|" U1, NULL,
+					 NULL), 0);
+	assert_int_equal(vm_fixture_proc(root, 61, 610, "qemu-kvm|-uuid|" U2, NULL, NULL), 0);
+	assert_int_equal(vm_fixture_proc(root, 62, 620, "qemu-kvm|-name|k", NULL, NULL), 0);
+	assert_int_equal(vm_fixture_proc(root, 63, 630, "/usr/libexec/qemu-kvm|-name|b", NULL,
+					 NULL), 0);
+	assert_int_equal(vm_fixture_proc(root, 64, 640, "qemu-kvm|-name|c", NULL, NULL), 0);
+	src = scan_open(root, &env);
+	v = list_n(src, 3);
+	assert_string_equal(by_pid(v, 3, 60)->uuid, U1);
+	assert_string_equal(by_pid(v, 3, 63)->name, "b");
+	assert_string_equal(by_pid(v, 3, 64)->name, "c"); /* its binary unknown: read */
+	assert_null(by_pid(v, 3, 61));
+	assert_null(by_pid(v, 3, 62));
 	free(v);
 	vw_vm_procscan.close(src);
 	close(env.procfs_fd);
@@ -472,6 +514,7 @@ int main(void)
 		cmocka_unit_test(test_duplicate_uuid),
 		cmocka_unit_test(test_scan_interval),
 		cmocka_unit_test(test_scan_hinted),
+		cmocka_unit_test(test_scan_hinted_names),
 		cmocka_unit_test(test_unreadable_procfs),
 	};
 

@@ -647,14 +647,20 @@ struct pid_order {
 	uint32_t last;
 	size_t n;
 	bool ascending;
+	uint32_t kernel_pids; /* their sum */
 };
 
-static void each_pid(void *ctx, uint32_t tgid, uint64_t start_time, const char *comm)
+static void each_pid(void *ctx, uint32_t tgid, uint64_t start_time, const char *comm,
+		     const char *exe)
 {
 	struct pid_order *o = ctx;
 
 	(void)start_time;
 	(void)comm;
+	if (!exe) /* a kernel thread */
+		o->kernel_pids += tgid;
+	else
+		assert_string_equal(exe, ""); /* the fixture has no exe links */
 	if (o->n && tgid <= o->last)
 		o->ascending = false;
 	o->last = tgid;
@@ -684,6 +690,7 @@ static void test_added_below_known_pids(void **state)
 	assert_int_equal(vw_workloads_each_process(c.w, each_pid, &o), 0);
 	assert_int_equal(o.n, ARRAY_SIZE(procs));
 	assert_true(o.ascending);
+	assert_int_equal(o.kernel_pids, 2 + 400 + 501); /* kthreadd and its children */
 	text = workloads_fixture_render(c.w);
 	assert_double_near(value(text, "kepler_process_cpu_joules_total{pid=\"300\",comm=\"sshd\","
 				       "exe=\"\",type=\"regular\",state=\"running\",container_id=\"\","

@@ -41,6 +41,9 @@ struct vw_qemu_cmdline {
  */
 int vw_qemu_cmdline_parse(const char *buf, size_t len, struct vw_qemu_cmdline *ret);
 
+/* Whether a path's (or a comm's) last part names a QEMU binary: qemu-system-*, qemu-kvm, kvm. */
+bool vw_qemu_binary_name(const char *path);
+
 /* The value of -smp ("4", "cpus=4,sockets=2", "sockets=2,cores=2"): cpus, else the product of the
  * topology, else 1. */
 unsigned vw_qemu_parse_smp(const char *val);

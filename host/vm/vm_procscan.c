@@ -18,6 +18,7 @@
  * every process's.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,8 @@ struct procscan {
 	uint64_t interval_ns;  /* between full scans; 0: every list() */
 	uint64_t last_scan_ns;
 	int (*processes)(void *ud,
-			 void (*each)(void *ctx, uint32_t pid, uint64_t start_time, const char *comm),
+			 void (*each)(void *ctx, uint32_t pid, uint64_t start_time, const char *comm,
+				      const char *exe),
 			 void *ctx);
 	void *processes_ud;
 	struct seen *seen; /* PID order; empty after a scan without the process list */
@@ -163,7 +165,32 @@ static int keep_qemu(struct hinted *h, const struct vw_qemu_proc *q)
 	return 0;
 }
 
-static void hinted_one(void *ctx, uint32_t pid, uint64_t start_time, const char *comm)
+/*
+ * Whether a process can be a QEMU, before its command line is read (~25 us each on a VM: a
+ * read of another process's memory): its comm (a -name process= rename) or executable is a
+ * QEMU's name, or its executable is unknown. Not a kernel thread (exe NULL). A QEMU started
+ * under another binary name and comm both (exec -a, a copied binary) is not found this way.
+ */
+static bool might_be_qemu(const char *comm, const char *exe)
+{
+	static const char deleted[] = " (deleted)"; /* the binary was replaced (an upgrade) */
+	size_t n = exe ? strlen(exe) : 0, d = sizeof(deleted) - 1;
+	char path[PATH_MAX];
+
+	if (!exe)
+		return false;
+	if (!n || vw_qemu_binary_name(comm))
+		return true;
+	if (n > d && n - d < sizeof(path) && strcmp(exe + n - d, deleted) == 0) {
+		memcpy(path, exe, n - d);
+		path[n - d] = '\0';
+		return vw_qemu_binary_name(path);
+	}
+	return vw_qemu_binary_name(exe);
+}
+
+static void hinted_one(void *ctx, uint32_t pid, uint64_t start_time, const char *comm,
+		       const char *exe)
 {
 	struct hinted *h = ctx;
 	const struct seen *old;
@@ -177,6 +204,8 @@ static void hinted_one(void *ctx, uint32_t pid, uint64_t start_time, const char 
 	old = seen_find(h->ps, pid);
 	if (old && old->start_time == start_time && strcmp(old->comm, e.comm) == 0)
 		r = old->qemu ? keep_qemu(h, &h->ps->qemus.procs[old->qemu - 1]) : 0;
+	else if (!might_be_qemu(comm, exe))
+		r = 0;
 	else
 		r = vw_qemu_scan_one(h->ps->procfd, pid, &h->out, &h->out_cap);
 	if (r == -ESRCH)

@@ -176,7 +176,7 @@ unsigned vw_qemu_parse_smp(const char *val)
 
 /* ---- Command lines ---- */
 
-static bool is_qemu_binary(const char *argv0)
+bool vw_qemu_binary_name(const char *argv0)
 {
 	const char *base = strrchr(argv0, '/');
 
@@ -218,7 +218,7 @@ int vw_qemu_cmdline_parse(const char *buf, size_t len, struct vw_qemu_cmdline *r
 	argv0 = next_arg(buf, len, &pos, tmp[t++ % 4], sizeof(tmp[0]));
 	if (!argv0 || !*argv0)
 		return -EINVAL;
-	if (!is_qemu_binary(argv0))
+	if (!vw_qemu_binary_name(argv0))
 		return -ENOENT;
 	vw_vm_name_sanitize(ret->binary, sizeof(ret->binary), argv0, strlen(argv0));
 	while ((a = next_arg(buf, len, &pos, tmp[t++ % 4], sizeof(tmp[0])))) {

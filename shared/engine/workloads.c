@@ -1116,14 +1116,17 @@ void vw_workloads_totals(const struct vw_workloads *w, struct vw_workloads_total
 
 int vw_workloads_each_process(const struct vw_workloads *w,
 			      void (*each)(void *ctx, uint32_t tgid, uint64_t start_time,
-					   const char *comm),
+					   const char *comm, const char *exe),
 			      void *ctx)
 {
 	if (!w->listed)
 		return -EAGAIN;
-	for (size_t i = 0; i < w->n_procs; i++)
-		if (!w->procs[i].terminated)
-			each(ctx, w->procs[i].tgid, w->procs[i].start_time, w->procs[i].comm);
+	for (size_t i = 0; i < w->n_procs; i++) {
+		const struct wl_proc *p = &w->procs[i];
+
+		if (!p->terminated)
+			each(ctx, p->tgid, p->start_time, p->comm, p->kernel ? NULL : p->exe);
+	}
 	return 0;
 }
 
