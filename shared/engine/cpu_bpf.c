@@ -69,13 +69,15 @@ struct bpf_state {
 	uint64_t ns_per_tick;
 	struct vw_cpu_history hist;
 	uint32_t walk_cap; /* records the walk's array holds; 0: no walk (the task/ iterator) */
-	const struct vw_bpf_task_rec *walk_map; /* its first walk_len bytes, mapped; or NULL */
+	struct vw_bpf_task_rec *walk_map; /* its first walk_len bytes, mapped; or NULL */
 	size_t walk_len;
 	struct vw_complaint walk_complaint;
 	struct base *base; /* sorted by tgid, start_time */
 	size_t n_base, n_base_gone;
 	/* scratch reused between reads */
 	struct vw_bpf_iter_buf iter;
+	struct vw_bpf_task_rec *live; /* this read's records: in walk_map or iter */
+	size_t n_live;
 	uint32_t *exited;
 	size_t n_exited, cap_exited;
 	void *keys, *vals;
@@ -190,7 +192,7 @@ static int walk_check(struct bpf_state *s)
 }
 
 /*
- * The first n records mapped (read-only). The kernel maps every page of an mmap'd BPF array at
+ * The first n records mapped (writable: a read sorts them where they lie). The kernel maps every page of an mmap'd BPF array at
  * once, so the mapping covers what the reads need, with room to grow, not the whole array (1.5
  * MiB for 32,768 processes, all of it resident otherwise).
  */
@@ -206,7 +208,7 @@ static int walk_map_records(struct bpf_state *s, uint32_t n)
 	if (s->walk_map)
 		munmap((void *)s->walk_map, s->walk_len);
 	s->walk_map = NULL;
-	p = mmap(NULL, len, PROT_READ, MAP_SHARED, s->fd[VW_BPF_FD_WALK_OUT], 0);
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd[VW_BPF_FD_WALK_OUT], 0);
 	if (p == MAP_FAILED)
 		return -errno;
 	s->walk_map = p;
@@ -420,11 +422,9 @@ static int cmp_rec(const void *a, const void *b)
  */
 static int add_live(struct bpf_state *s, struct vw_cpu_table *t)
 {
-	struct vw_bpf_task_rec *recs = (struct vw_bpf_task_rec *)s->iter.p;
-	size_t n = s->iter.len / sizeof(*recs), n_sorted = t->n_procs;
+	struct vw_bpf_task_rec *recs = s->live;
+	size_t n = s->n_live, n_sorted = t->n_procs;
 
-	if (s->iter.len % sizeof(*recs))
-		return -EBADMSG;
 	/* The walk's come in task-list (creation) order: a run of PIDs per wrap of pid_max. */
 	vw_sort_runs(recs, n, sizeof(*recs), cmp_rec);
 	for (size_t i = 0, j; i < n; i = j) {
@@ -523,18 +523,32 @@ static void bases_apply(struct bpf_state *s, struct vw_cpu_table *t)
 	s->n_base_gone = 0;
 }
 
+/* The task/ iterator's records (one per thread) as this read's. */
+static int read_threads(struct bpf_state *s)
+{
+	int r = vw_cpu_bpf_iter_run(&s->iter, s->fd[VW_BPF_FD_ITER_READ]);
+
+	if (r < 0)
+		return r;
+	if (s->iter.len % sizeof(*s->live))
+		return -EBADMSG;
+	s->live = (struct vw_bpf_task_rec *)s->iter.p;
+	s->n_live = s->iter.len / sizeof(*s->live);
+	return 0;
+}
+
 /*
- * Every live thread's runtime into s->iter: the walk's records (one per process) where it
- * loaded and they all fit, else the task/ iterator's (one per thread).
+ * Every live thread's runtime as s->live: the walk's records (one per process, read where the
+ * walk left them, no copy) where it loaded and they all fit, else the task/ iterator's (one
+ * per thread).
  */
 static int read_live(struct bpf_state *s)
 {
 	struct vw_bpf_walk_hdr h;
-	size_t len;
 	int r;
 
 	if (!s->walk_cap)
-		return vw_cpu_bpf_iter_run(&s->iter, s->fd[VW_BPF_FD_ITER_READ]);
+		return read_threads(s);
 	r = vw_cpu_bpf_iter_run(&s->iter, s->fd[VW_BPF_FD_ITER_WALK]);
 	if (r < 0)
 		return r;
@@ -546,22 +560,13 @@ static int read_live(struct bpf_state *s)
 			    "cpu: bpf: %u processes found no room in the walk's %u records: "
 			    "reading the task iterator instead",
 			    h.lost, s->walk_cap);
-		return vw_cpu_bpf_iter_run(&s->iter, s->fd[VW_BPF_FD_ITER_READ]);
+		return read_threads(s);
 	}
 	r = walk_map_records(s, h.n);
 	if (r < 0)
 		return r;
-	len = (size_t)h.n * sizeof(*s->walk_map);
-	if (len > s->iter.cap) {
-		unsigned char *nb = realloc(s->iter.p, len);
-
-		if (!nb)
-			return -ENOMEM;
-		s->iter.p = nb;
-		s->iter.cap = len;
-	}
-	memcpy(s->iter.p, s->walk_map, len);
-	s->iter.len = len;
+	s->live = s->walk_map;
+	s->n_live = h.n;
 	return 0;
 }
 

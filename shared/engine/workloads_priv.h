@@ -19,26 +19,28 @@ struct bucket {
 	size_t cap_start, cap_items;
 };
 
+/* Fields ordered for no padding (176 bytes): a table of 10,000 is 1.7 MiB. */
 struct wl_proc {
 	uint32_t tgid;
+	int container; /* index, -1: none */
 	uint64_t start_time;
 	char comm[VW_COMM_LEN];
 	const char *exe; /* in w->exes (truncated to VW_WL_EXE_MAX - 1 bytes), "" for none */
-	int container; /* index, -1: none */
 	uint64_t cgroup_id; /* the cgroup it was last seen in (bpf), 0: unknown */
 	int vm;        /* index, -1: none (the VM's QEMU process or one of its vhost threads) */
 	bool kernel;
-	uint64_t last_cpu_ns, delta_ns, cpu_ns;
-	struct vw_proc_counters last_hw, delta_hw; /* hardware counters, when the snapshot has them */
 	bool terminated;
 	bool seen; /* in the current snapshot */
+	uint8_t n_z;
+	uint64_t last_cpu_ns, delta_ns, cpu_ns;
+	struct vw_proc_counters last_hw, delta_hw; /* hardware counters, when the snapshot has them */
 	uint64_t final_gen; /* generation holding the final value; 0 = not yet published */
 	/* Per zone present, at index w->zslot[zone]: a node has 1 to 4 of the 6 zones, so a
 	 * process keeps only those (vw_wl_proc_acc). n_z slots; NULL before its first energy. */
 	struct acc *z;
-	uint8_t n_z;
 	struct acc gpu; /* active GPU energy (workload_gpu.c) */
 };
+_Static_assert(sizeof(struct wl_proc) == 176 || sizeof(void *) != 8, "wl_proc without holes");
 
 struct wl_container {
 	char id[VW_CONTAINER_ID_LEN];
