@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A stand-in for one QEMU process, for bench/vms.sh: started with argv[0] qemu-system-x86_64
- * (bash's exec -a) and the options libvirt passes for a VM with a virtwatt channel and share,
+ * A stand-in for one QEMU process, for bench/vms.sh: a copy named qemu-system-x86_64 (so its
+ * executable and comm are a QEMU's), started with argv[0] qemu-system-x86_64 and the options
+ * libvirt passes for a VM with a virtwatt channel and share,
  *
  *   qemu-system-x86_64 -name guest=NAME,debug-threads=on -uuid UUID -smp 1
  *     -chardev socket,id=charchannel0,path=SOCK,server=on,wait=off
