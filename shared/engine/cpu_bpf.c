@@ -192,9 +192,9 @@ static int walk_check(struct bpf_state *s)
 }
 
 /*
- * The first n records mapped (writable: a read sorts them where they lie). The kernel maps every page of an mmap'd BPF array at
- * once, so the mapping covers what the reads need, with room to grow, not the whole array (1.5
- * MiB for 32,768 processes, all of it resident otherwise).
+ * The first n records mapped, writable (a read sorts them where they lie). The kernel maps
+ * every page of an mmap'd BPF array at once, so the mapping covers what the reads need, with
+ * room to grow, not the whole array (1.5 MiB for 32,768 processes, all resident otherwise).
  */
 static int walk_map_records(struct bpf_state *s, uint32_t n)
 {

@@ -125,6 +125,8 @@ static int cmp_energy_desc(const void *a, const void *b)
 /* Sift h[i] down the heap h[0..n) whose root sorts last of all (cmp_energy_desc). */
 static void sift_down(struct ranked *h, size_t n, size_t i)
 {
+	struct ranked t;
+
 	for (;;) {
 		size_t l = 2 * i + 1, m = i;
 
@@ -134,8 +136,7 @@ static void sift_down(struct ranked *h, size_t n, size_t i)
 			m = l + 1;
 		if (m == i)
 			return;
-		struct ranked t = h[i];
-
+		t = h[i];
 		h[i] = h[m];
 		h[m] = t;
 		i = m;
