@@ -3,6 +3,8 @@
 
 #include <fcntl.h>
 #include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -124,6 +126,59 @@ static void test_read_at(void **state)
 	assert_int_equal(len, 7);
 }
 
+/* Whole files of unknown length: every size around the first buffer's and its doublings. */
+static void test_read_whole(void **state)
+{
+	const struct vw_fixture_root *r = *state;
+	const size_t first = VW_READ_WHOLE_FIRST;
+	const size_t sizes[] = { 0, 1, first - 2, first - 1, first, first + 1, 2 * first - 1,
+				 2 * first, 5 * first + 7 };
+	char *text = malloc(5 * first + 8);
+	int proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	assert_non_null(text);
+	for (size_t i = 0; i < ARRAY_SIZE(sizes); i++) {
+		_cleanup_free_ char *got = NULL;
+		size_t len = SIZE_MAX;
+
+		for (size_t k = 0; k < sizes[i]; k++)
+			text[k] = (char)('a' + (k * 7 + i) % 26);
+		text[sizes[i]] = '\0';
+		assert_int_equal(vw_fixture_write(r->path, "w/file", text, 0), 0);
+		assert_int_equal(vw_read_whole_at(r->fd, "w/file", 1 << 20, &got, &len), 0);
+		assert_int_equal(len, sizes[i]);
+		assert_string_equal(got, text);
+	}
+	/* The cap: a file of max bytes is read whole, one byte more is refused. */
+	char *got = NULL;
+
+	assert_int_equal(vw_read_whole_at(r->fd, "w/file", 5 * first + 6, &got, NULL), -EFBIG);
+	assert_null(got);
+	assert_int_equal(vw_read_whole_at(r->fd, "w/file", 2 * first, &got, NULL), -EFBIG);
+	assert_int_equal(vw_read_whole_at(r->fd, "w/file", 0, &got, NULL), -EFBIG);
+	assert_int_equal(vw_read_whole_at(r->fd, "w/file", 5 * first + 7, &got, NULL), 0);
+	assert_string_equal(got, text);
+	free(got);
+	/* A file as long as a doubled buffer and as max. */
+	text[2 * first] = '\0';
+	assert_int_equal(vw_fixture_write(r->path, "w/file", text, 0), 0);
+	assert_int_equal(vw_read_whole_at(r->fd, "w/file", 2 * first, &got, NULL), 0);
+	assert_string_equal(got, text);
+	free(got);
+	assert_int_equal(vw_fixture_write(r->path, "w/empty", "", 0), 0);
+	assert_int_equal(vw_read_whole_at(r->fd, "w/empty", 0, &got, NULL), 0);
+	assert_string_equal(got, "");
+	free(got);
+	assert_int_equal(vw_read_whole_at(r->fd, "w/missing", 100, &got, NULL), -ENOENT);
+	/* procfs: st_size 0, the length known only at the end. */
+	assert_true(proc >= 0);
+	assert_int_equal(vw_read_whole_at(proc, "self/status", 1 << 20, &got, NULL), 0);
+	assert_non_null(strstr(got, "\nVmRSS:"));
+	free(got);
+	close(proc);
+	free(text);
+}
+
 static void test_write_atomic(void **state)
 {
 	const struct vw_fixture_root *r = *state;
@@ -197,6 +252,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_parse_pid_and_dirs, vw_fixture_root_setup,
 						vw_fixture_root_teardown),
 		cmocka_unit_test_setup_teardown(test_read_at, vw_fixture_root_setup,
+						vw_fixture_root_teardown),
+		cmocka_unit_test_setup_teardown(test_read_whole, vw_fixture_root_setup,
 						vw_fixture_root_teardown),
 		cmocka_unit_test_setup_teardown(test_write_atomic, vw_fixture_root_setup,
 						vw_fixture_root_teardown),

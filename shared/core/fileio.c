@@ -187,6 +187,52 @@ static int open_and_read(int dirfd, const char *rel, char *buf, size_t size, siz
 	return r;
 }
 
+int vw_read_whole_at(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, cap = 0, n;
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		size_t want;
+
+		if (len + 1 >= cap) {
+			size_t ncap = VW_MAX(cap * 2, (size_t)VW_READ_WHOLE_FIRST);
+			char *nb, probe;
+
+			if (cap > max) { /* max bytes in hand: refuse one more */
+				r = vw_read_fd(fd, &probe, 1, &n);
+				if (r < 0)
+					return r;
+				if (n)
+					return -EFBIG;
+				break;
+			}
+			ncap = VW_MIN(ncap, max + 1);
+			nb = realloc(buf, ncap);
+			if (!nb)
+				return -ENOMEM;
+			buf = nb;
+			cap = ncap;
+		}
+		want = cap - 1 - len;
+		r = vw_read_fd(fd, buf + len, want, &n);
+		if (r < 0)
+			return r;
+		len += n;
+		if (n < want)
+			break; /* the end of the file */
+	}
+	buf[len] = '\0';
+	if (ret_len)
+		*ret_len = len;
+	*ret = VW_TAKE_PTR(buf);
+	return 0;
+}
+
 int vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)
 {
 	_cleanup_close_ int fd = -1;

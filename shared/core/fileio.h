@@ -57,6 +57,13 @@ int vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *
  * added). *ret_len gets the count; a file longer than max shows as *ret_len == max.
  */
 int vw_read_fd(int fd, void *buf, size_t max, size_t *ret_len);
+/*
+ * A whole file of unknown length (procfs, sysfs) into a malloc'd NUL-terminated *ret, the
+ * buffer grown from VW_READ_WHOLE_FIRST bytes as the file needs; -EFBIG for a file of more
+ * than max bytes. *ret_len (optional) gets the byte count.
+ */
+#define VW_READ_WHOLE_FIRST 4096u
+int vw_read_whole_at(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len);
 /* Up to size - 1 bytes of a file, NUL-terminated: a prefix, never -EFBIG. */
 int vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len);
 

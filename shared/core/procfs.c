@@ -72,24 +72,10 @@ int vw_procfs_parse_stat(const char *text, struct vw_cpu_stat *ret)
 }
 
 /* procfs/rel whole into a malloc'd *ret of max bytes (a procfs file has no size to go by). */
-static int read_proc(int procfd, const char *rel, size_t max, char **ret)
-{
-	_cleanup_free_ char *buf = malloc(max);
-	int r;
-
-	if (!buf)
-		return -ENOMEM;
-	r = vw_read_file_at(procfd, rel, buf, max, NULL);
-	if (r < 0)
-		return r;
-	*ret = VW_TAKE_PTR(buf);
-	return 0;
-}
-
 int vw_procfs_read_stat(int procfd, struct vw_cpu_stat *ret)
 {
 	_cleanup_free_ char *buf = NULL;
-	int r = read_proc(procfd, "stat", STAT_MAX, &buf);
+	int r = vw_read_whole_at(procfd, "stat", STAT_MAX, &buf, NULL);
 
 	return r < 0 ? r : vw_procfs_parse_stat(buf, ret);
 }
@@ -223,7 +209,7 @@ int vw_procfs_parse_cpuinfo(const char *text, struct vw_cpu_info **ret, size_t *
 int vw_procfs_read_cpuinfo(int procfd, struct vw_cpu_info **ret, size_t *ret_n)
 {
 	_cleanup_free_ char *buf = NULL;
-	int r = read_proc(procfd, "cpuinfo", CPUINFO_MAX, &buf);
+	int r = vw_read_whole_at(procfd, "cpuinfo", CPUINFO_MAX, &buf, NULL);
 
 	return r < 0 ? r : vw_procfs_parse_cpuinfo(buf, ret, ret_n);
 }
