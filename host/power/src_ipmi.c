@@ -22,19 +22,17 @@
  *      node. Path label "sdr:<sensor name>" (the first's, for a sum). Nothing: -ENODEV.
  *
  * BMCs are slow (tens of ms to seconds a request, more when they time out), so no request runs
- * on the sampling thread after open(): a poller thread owns the IPMI context, asks every
- * interval_ns and leaves the last good reading with its time (vw_now_ns(), the clock of
- * act->now_ns) under a mutex. read() integrates that reading over act->now_ns (integrator.h,
- * like the ACPI meter) only while it is at most stale_ns old; an older one, or none, is
- * -ESTALE (or the poller's error: -ENODATA for a BMC that says it measures nothing): no energy,
- * and the next fresh reading only sets the time again, so a BMC's outage is never made up with
- * invented energy. fresh() says whether there is a fresh reading now.
+ * on the sampling thread after open(): a poller thread (poller.h) owns the IPMI context, asks
+ * every interval_ns (backing off while the BMC fails) and read() integrates the last reading
+ * while it is at most stale_ns old; an older one, or none, counts nothing and reports the last
+ * request's error (-ENODATA for a BMC that says it measures nothing, -ESTALE while a request
+ * is still out), and the next fresh reading only sets the time again, so a BMC's outage is
+ * never made up with invented energy. fresh() says whether there is a fresh reading now.
  *
- * The poller: a failed request is retried after a back-off that starts at interval_ns and
- * doubles up to 60 s; a transport failure (timeout, session lost) drops the session and the
- * next attempt opens a new one (a BMC that restarted forgets its sessions). Every LAN request
- * has the session timeout timeout_ms (retransmissions within it); in band the kernel driver's
- * own timeouts apply. close() wakes the poller and joins it: at most one request's timeout.
+ * A transport failure (timeout, session lost) drops the session and the next attempt opens a
+ * new one (a BMC that restarted forgets its sessions). Every LAN request has the session
+ * timeout timeout_ms (retransmissions within it); in band the kernel driver's own timeouts
+ * apply. close() wakes the poller and joins it: at most one request's timeout.
  *
  * Errors (-errno): a refused user, password or privilege -EACCES; no answer -ETIMEDOUT; a BMC
  * without the command -EOPNOTSUPP; a busy one -EBUSY; a reply that does not parse -EBADMSG;
@@ -43,24 +41,20 @@
  */
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
-#include "integrator.h"
 #include "ipmi_lazy.h"
 #include "log.h"
 #include "macro.h"
+#include "poller.h"
 #include "power.h"
-#include "thread.h"
 
 #define IPMI_TIMEOUT_MS_DEFAULT 5000L
 #define IPMI_INTERVAL_NS_DEFAULT (2 * VW_NSEC_PER_SEC)
 #define IPMI_STALE_PERIODS 3
-#define IPMI_BACKOFF_MAX_NS (60 * VW_NSEC_PER_SEC)
 #define IPMI_PORT_DEFAULT 623u
 #define IPMI_CIPHER_SUITE 3 /* HMAC-SHA1, HMAC-SHA1-96, AES-CBC-128: FreeIPMI's default */
 #define IPMI_MAX_WATTS 10e6 /* 10 MW: beyond any node; junk */
@@ -99,22 +93,8 @@ struct ipmi {
 	/* The poller's own (open()'s until the poller starts). */
 	ipmi_ctx_t ctx;
 	ipmi_sensor_read_ctx_t sread;
-	uint64_t backoff_ns;
-	struct vw_complaint poll_complaint;
-	pthread_t thread;
-	bool running;
 
-	/* Shared: under lock. */
-	pthread_mutex_t lock;
-	pthread_cond_t wake; /* on CLOCK_MONOTONIC */
-	bool stop;
-	uint64_t last_uw; /* the last good reading */
-	uint64_t last_ns; /* its vw_now_ns(); 0: none to hold (never, or the BMC has none now) */
-	int last_err;     /* the last request's result */
-
-	/* read()'s own (the sampling thread). */
-	struct vw_power_integrator energy;
-	struct vw_complaint complaint;
+	struct vw_poller poller; /* its readings: uint64_t µW */
 };
 
 static void fiid_obj_destroyp(fiid_obj_t *o)
@@ -123,14 +103,6 @@ static void fiid_obj_destroyp(fiid_obj_t *o)
 		fiid_obj_destroy(*o);
 }
 #define _cleanup_fiid_ _cleanup_(fiid_obj_destroyp)
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
 
 /* ---- errors ----------------------------------------------------------------------------- */
 
@@ -487,9 +459,12 @@ static int read_uw(struct ipmi *ip, uint64_t *ret_uw)
 
 /* ---- the poller ------------------------------------------------------------------------- */
 
-/* One request, a session first where there is none; a broken session is dropped. */
-static int poll_once(struct ipmi *ip, uint64_t *ret_uw)
+/* The poller's request (µW into *ret), a session first where there is none; a broken session
+ * is dropped. */
+static int poll_once(void *ctx, void *ret)
 {
+	struct ipmi *ip = ctx;
+	uint64_t *ret_uw = ret;
 	const char *msg;
 	int r = ip->ctx ? 0 : ipmi_connect(ip, &msg);
 
@@ -500,98 +475,14 @@ static int poll_once(struct ipmi *ip, uint64_t *ret_uw)
 	return r;
 }
 
-/* Under lock: the result of a request at now_ns. */
-static void publish(struct ipmi *ip, int r, uint64_t uw, uint64_t now_ns)
+static const char *failing(void *ctx)
 {
-	ip->last_err = r;
-	if (r == 0) {
-		ip->last_uw = uw;
-		ip->last_ns = now_ns;
-	} else if (r == -ENODATA) {
-		ip->last_ns = 0; /* the BMC says it measures nothing now: nothing to hold */
-	}
+	const struct ipmi *ip = ctx;
+
+	return ip->method == IPMI_METHOD_DCMI ? "the DCMI power reading" : "the sensor reading";
 }
 
-/* The wait before the next request: the period, or the back-off after a failure. */
-static uint64_t next_delay(struct ipmi *ip, int r)
-{
-	if (r == 0 || r == -ENODATA) {
-		ip->backoff_ns = 0;
-		return ip->interval_ns;
-	}
-	ip->backoff_ns = ip->backoff_ns ? VW_MIN(2 * ip->backoff_ns, IPMI_BACKOFF_MAX_NS)
-					: ip->interval_ns;
-	return ip->backoff_ns;
-}
-
-static void log_poll(struct ipmi *ip, int r, uint64_t delay_ns)
-{
-	if (r == 0 || r == -ENODATA)
-		vw_release(&ip->poll_complaint, VW_LOG_INFO, "ipmi: %s: the BMC answers again",
-			   ip->where);
-	else
-		vw_complain(&ip->poll_complaint, VW_LOG_WARN,
-			    "ipmi: %s: %s reading failed: %s; retrying in %llu ms", ip->where,
-			    ip->method == IPMI_METHOD_DCMI ? "DCMI power" : "sensor", strerror(-r),
-			    (unsigned long long)(delay_ns / VW_NSEC_PER_MSEC));
-}
-
-/* Sleep until due_ns (CLOCK_MONOTONIC) or stop; under lock. false when stopping. */
-static bool wait_until(struct ipmi *ip, uint64_t due_ns)
-{
-	while (!ip->stop && mono_ns() < due_ns) {
-		struct timespec ts = { .tv_sec = (time_t)(due_ns / VW_NSEC_PER_SEC),
-				       .tv_nsec = (long)(due_ns % VW_NSEC_PER_SEC) };
-
-		pthread_cond_timedwait(&ip->wake, &ip->lock, &ts);
-	}
-	return !ip->stop;
-}
-
-static void *poller(void *arg)
-{
-	struct ipmi *ip = arg;
-	uint64_t due = mono_ns() + ip->interval_ns; /* open() took the first reading */
-
-	pthread_mutex_lock(&ip->lock);
-	while (wait_until(ip, due)) {
-		uint64_t uw = 0, start = mono_ns(), delay;
-		int r;
-
-		pthread_mutex_unlock(&ip->lock); /* the slow part: read() never waits for it */
-		r = poll_once(ip, &uw);
-		delay = next_delay(ip, r);
-		log_poll(ip, r, delay);
-		pthread_mutex_lock(&ip->lock);
-		publish(ip, r, uw, vw_now_ns());
-		due = start + delay;
-	}
-	pthread_mutex_unlock(&ip->lock);
-	return NULL;
-}
-
-static int start_poller(struct ipmi *ip)
-{
-	pthread_condattr_t ca;
-	int r;
-
-	r = -pthread_condattr_init(&ca);
-	if (r < 0)
-		return r;
-	r = -pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	if (r == 0)
-		r = -pthread_cond_init(&ip->wake, &ca);
-	pthread_condattr_destroy(&ca);
-	if (r < 0)
-		return r;
-	r = vw_thread_create(&ip->thread, poller, ip);
-	if (r < 0) {
-		pthread_cond_destroy(&ip->wake);
-		return r;
-	}
-	ip->running = true;
-	return 0;
-}
+static const struct vw_poller_ops ipmi_poller_ops = { .poll = poll_once, .failing = failing };
 
 /* ---- configuration ---------------------------------------------------------------------- */
 
@@ -734,16 +625,8 @@ static void ipmi_close(void *state)
 
 	if (!ip)
 		return;
-	if (ip->running) {
-		pthread_mutex_lock(&ip->lock);
-		ip->stop = true;
-		pthread_cond_signal(&ip->wake);
-		pthread_mutex_unlock(&ip->lock);
-		pthread_join(ip->thread, NULL);
-		pthread_cond_destroy(&ip->wake);
-	}
+	vw_poller_fini(&ip->poller);
 	ipmi_disconnect(ip);
-	pthread_mutex_destroy(&ip->lock);
 	free(ip->device);
 	free(ip->hostname);
 	free(ip->username);
@@ -771,6 +654,7 @@ static int ipmi_open(const struct vw_power_env *env, void **ret_state)
 	const struct vw_meter_config *meters = env ? env->ctx : NULL;
 	const struct vw_ipmi_config *cfg = meters ? meters->ipmi : NULL;
 	_cleanup_(ipmi_closep) struct ipmi *ip = NULL;
+	char what[160];
 	const char *msg;
 	uint64_t uw = 0;
 	int r;
@@ -780,12 +664,12 @@ static int ipmi_open(const struct vw_power_env *env, void **ret_state)
 	ip = calloc(1, sizeof(*ip));
 	if (!ip)
 		return -ENOMEM;
-	r = -pthread_mutex_init(&ip->lock, NULL);
-	if (r < 0) {
-		free(VW_TAKE_PTR(ip));
-		return r;
-	}
 	r = setup(ip, cfg);
+	if (r < 0)
+		return r;
+	snprintf(what, sizeof(what), "ipmi: %s", ip->where);
+	r = vw_poller_init(&ip->poller, &ipmi_poller_ops, ip, what, ip->interval_ns, ip->stale_ns,
+			   sizeof(uint64_t));
 	if (r < 0)
 		return r;
 	r = ipmi_connect(ip, &msg);
@@ -802,8 +686,8 @@ static int ipmi_open(const struct vw_power_env *env, void **ret_state)
 		vw_debug("ipmi: %s: no power reading: %s", ip->where, strerror(-r));
 	if (r < 0 && r != -ENODATA)
 		return r;
-	publish(ip, r, uw, vw_now_ns());
-	r = start_poller(ip);
+	vw_poller_seed(&ip->poller, r, &uw);
+	r = vw_poller_start(&ip->poller, ip->interval_ns); /* after this first reading */
 	if (r < 0)
 		return r;
 	vw_info("ipmi: %s: reading %s every %llu ms (%llu W now)", ip->where, ip->info.path,
@@ -821,53 +705,21 @@ static size_t ipmi_zones(void *state, const struct vw_zone_info **ret_zones)
 	return 1;
 }
 
-/* The poller's last reading: 0 and *ret_uw when it is fresh at now_ns, else why not. */
-static int last_reading(struct ipmi *ip, uint64_t now_ns, uint64_t *ret_uw)
-{
-	int r;
-
-	pthread_mutex_lock(&ip->lock);
-	if (ip->last_ns == 0)
-		r = ip->last_err < 0 ? ip->last_err : -ESTALE;
-	else if (now_ns > ip->last_ns && now_ns - ip->last_ns > ip->stale_ns)
-		r = -ESTALE;
-	else
-		r = 0;
-	*ret_uw = ip->last_uw;
-	pthread_mutex_unlock(&ip->lock);
-	return r;
-}
-
 static int ipmi_read(void *state, const struct vw_node_activity *act, uint64_t *raw_uj,
 		     int *errs)
 {
 	struct ipmi *ip = state;
-	uint64_t uw;
-	int r = act ? last_reading(ip, act->now_ns, &uw) : -EINVAL;
 
-	if (r < 0) {
-		vw_power_integrator_break(&ip->energy);
-		vw_complain(&ip->complaint, VW_LOG_WARN,
-			    "ipmi: %s: %s; no energy counted until a fresh reading", ip->where,
-			    r == -ESTALE ? "no fresh reading from the BMC"
-			    : r == -ENODATA ? "the BMC measures no power now"
-					    : strerror(-r));
-	} else {
-		vw_release(&ip->complaint, VW_LOG_INFO,
-			   "ipmi: %s: fresh readings again; energy counted from this one on",
-			   ip->where);
-		vw_power_integrate(&ip->energy, uw, act->now_ns);
-	}
-	raw_uj[0] = ip->energy.energy_uj;
-	errs[0] = r;
-	return vw_power_read_result(errs, 1);
+	if (!act)
+		return -EINVAL;
+	return vw_poller_read(&ip->poller, act->now_ns, raw_uj, errs);
 }
 
 static bool ipmi_fresh(void *state)
 {
-	uint64_t uw;
+	struct ipmi *ip = state;
 
-	return last_reading(state, vw_now_ns(), &uw) == 0;
+	return vw_poller_current(&ip->poller, NULL) == 0;
 }
 
 /*
@@ -879,7 +731,7 @@ static size_t ipmi_readings(void *state, struct vw_platform_reading *out, size_t
 	struct ipmi *ip = state;
 	uint64_t uw;
 
-	if (max == 0 || last_reading(ip, vw_now_ns(), &uw) < 0)
+	if (max == 0 || vw_poller_current(&ip->poller, &uw) < 0)
 		return 0;
 	out[0] = (struct vw_platform_reading){ .uw = uw };
 	snprintf(out[0].bmc_id, sizeof(out[0].bmc_id), "%s", ip->where);

@@ -1,0 +1,206 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "poller.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "macro.h"
+#include "power_source.h"
+#include "thread.h"
+
+/* The poller's own clock: real time even under a test's fake vw_now_ns(). */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+int vw_poller_init(struct vw_poller *p, const struct vw_poller_ops *ops, void *ctx,
+		   const char *what, uint64_t interval_ns, uint64_t stale_ns, size_t reading_size)
+{
+	pthread_condattr_t ca;
+	int r;
+
+	*p = (struct vw_poller){ .ops = ops, .ctx = ctx, .interval_ns = interval_ns,
+				 .stale_ns = stale_ns, .reading_size = reading_size };
+	snprintf(p->what, sizeof(p->what), "%s", what);
+	p->last = calloc(1, reading_size);
+	if (!p->last)
+		return -ENOMEM;
+	r = -pthread_condattr_init(&ca);
+	if (r == 0) {
+		r = -pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		if (r == 0)
+			r = -pthread_cond_init(&p->wake, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	if (r == 0) {
+		r = -pthread_mutex_init(&p->lock, NULL);
+		if (r < 0)
+			pthread_cond_destroy(&p->wake);
+	}
+	if (r < 0) {
+		free(p->last);
+		p->last = NULL;
+	}
+	return r;
+}
+
+/* Under lock: a request's result at now_ns. */
+static void publish(struct vw_poller *p, int r, const void *reading, uint64_t now_ns)
+{
+	p->last_err = r;
+	if (r == 0) {
+		memcpy(p->last, reading, p->reading_size);
+		p->last_ns = now_ns;
+	} else if (r == -ENODATA) {
+		p->last_ns = 0; /* the meter says it measures nothing now: nothing to hold */
+	}
+}
+
+void vw_poller_seed(struct vw_poller *p, int r, const void *reading)
+{
+	publish(p, r, reading, vw_now_ns());
+}
+
+/* The wait before the next request: the interval, or the back-off after a failure. */
+static uint64_t next_delay(struct vw_poller *p, int r)
+{
+	if (r == 0 || r == -ENODATA) {
+		p->backoff_ns = 0;
+		return p->interval_ns;
+	}
+	p->backoff_ns = p->backoff_ns ? VW_MIN(2 * p->backoff_ns, VW_POLLER_BACKOFF_MAX_NS)
+				      : p->interval_ns;
+	return p->backoff_ns;
+}
+
+static void log_poll(struct vw_poller *p, int r, uint64_t delay_ns)
+{
+	if (r == 0 || r == -ENODATA)
+		vw_release(&p->poll_complaint, VW_LOG_INFO, "%s: answering again", p->what);
+	else if (r != -ECANCELED)
+		vw_complain(&p->poll_complaint, VW_LOG_WARN, "%s: %s failed: %s; retrying in %llu ms",
+			    p->what, p->ops->failing ? p->ops->failing(p->ctx) : "the power reading",
+			    strerror(-r), (unsigned long long)(delay_ns / VW_NSEC_PER_MSEC));
+}
+
+/* Sleep until due_ns (mono_ns()) or stop; under lock. false when stopping. */
+static bool wait_until(struct vw_poller *p, uint64_t due_ns)
+{
+	while (!p->stop && mono_ns() < due_ns) {
+		struct timespec ts = { .tv_sec = (time_t)(due_ns / VW_NSEC_PER_SEC),
+				       .tv_nsec = (long)(due_ns % VW_NSEC_PER_SEC) };
+
+		pthread_cond_timedwait(&p->wake, &p->lock, &ts);
+	}
+	return !p->stop;
+}
+
+static void *poller(void *arg)
+{
+	struct vw_poller *p = arg;
+	void *reading = calloc(1, p->reading_size);
+	uint64_t due = mono_ns() + p->first_delay_ns;
+
+	pthread_mutex_lock(&p->lock);
+	while (reading && wait_until(p, due)) {
+		uint64_t start = mono_ns(), delay;
+		int r;
+
+		pthread_mutex_unlock(&p->lock); /* the slow part: read() never waits for it */
+		r = p->ops->poll(p->ctx, reading);
+		delay = next_delay(p, r);
+		log_poll(p, r, delay);
+		pthread_mutex_lock(&p->lock);
+		publish(p, r, reading, vw_now_ns());
+		due = start + delay;
+	}
+	if (!reading)
+		p->last_err = -ENOMEM;
+	pthread_mutex_unlock(&p->lock);
+	free(reading);
+	return NULL;
+}
+
+int vw_poller_start(struct vw_poller *p, uint64_t first_delay_ns)
+{
+	int r;
+
+	p->first_delay_ns = first_delay_ns;
+	r = vw_thread_create(&p->thread, poller, p);
+	p->running = r == 0;
+	return r;
+}
+
+void vw_poller_fini(struct vw_poller *p)
+{
+	if (!p->last)
+		return; /* never set up */
+	if (p->running) {
+		pthread_mutex_lock(&p->lock);
+		p->stop = true;
+		if (p->ops->cancel)
+			p->ops->cancel(p->ctx);
+		pthread_cond_signal(&p->wake);
+		pthread_mutex_unlock(&p->lock);
+		pthread_join(p->thread, NULL);
+		p->running = false;
+	}
+	pthread_cond_destroy(&p->wake);
+	pthread_mutex_destroy(&p->lock);
+	free(p->last);
+	p->last = NULL;
+}
+
+/* Under lock: 0 when the held reading is fresh now, else what the zone reports. */
+static int fresh_locked(const struct vw_poller *p)
+{
+	uint64_t now = vw_now_ns();
+
+	if (p->last_ns && !(now > p->last_ns && now - p->last_ns > p->stale_ns))
+		return 0;
+	return p->last_err < 0 ? p->last_err : p->last_ns ? -ESTALE : -ENODATA;
+}
+
+int vw_poller_current(struct vw_poller *p, void *ret)
+{
+	int r;
+
+	pthread_mutex_lock(&p->lock);
+	r = fresh_locked(p);
+	if (r == 0 && ret)
+		memcpy(ret, p->last, p->reading_size);
+	pthread_mutex_unlock(&p->lock);
+	return r;
+}
+
+int vw_poller_read(struct vw_poller *p, uint64_t now_ns, uint64_t *raw_uj, int *err)
+{
+	uint64_t uw = 0;
+	int r;
+
+	pthread_mutex_lock(&p->lock);
+	r = fresh_locked(p);
+	if (r == 0)
+		memcpy(&uw, p->last, sizeof(uw));
+	pthread_mutex_unlock(&p->lock);
+	if (r < 0) {
+		vw_power_integrator_break(&p->energy);
+		vw_complain(&p->complaint, VW_LOG_WARN,
+			    "%s: no fresh reading (%s); no energy counted until there is one",
+			    p->what, r == -ENODATA ? "the meter measures no power now" : strerror(-r));
+	} else {
+		vw_release(&p->complaint, VW_LOG_INFO,
+			   "%s: fresh readings again; energy counted from this one on", p->what);
+		vw_power_integrate(&p->energy, uw, now_ns);
+	}
+	*raw_uj = p->energy.energy_uj;
+	*err = r;
+	return vw_power_read_result(err, 1);
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A meter read on a thread of its own: the BMCs (Redfish, IPMI/DCMI), which answer in hundreds
+ * of ms to seconds, rate-limit and sometimes hang, so no request runs on the sampling thread.
+ *
+ * The poller thread makes one request every interval_ns (measured from each request's start),
+ * backing off while the meter fails (the interval, then doubling to 60 s), and keeps the last
+ * good reading with the vw_now_ns() it was taken at. The sampling thread's read() takes that
+ * reading and integrates its power over the sampling clock (integrator.h: µW x ns in
+ * integers, the part below 1 µJ carried, the first read only setting the time).
+ *
+ * A reading older than stale_ns is stale: it counts nothing (it is never carried forward past
+ * that) and the next fresh read only sets the time again. Within stale_ns a failed request (a
+ * 503 from a busy BMC) leaves the last reading in use. A request answering -ENODATA (the meter
+ * says it measures nothing now) drops the held reading at once and is no failure (no back-off).
+ * What a zone without a fresh reading reports: the last request's error, else -ESTALE (a
+ * request still in flight), else -ENODATA (none yet).
+ */
+#pragma once
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "integrator.h"
+#include "log.h"
+
+#define VW_POLLER_BACKOFF_MAX_NS (60ULL * 1000000000ULL)
+
+struct vw_poller_ops {
+	/*
+	 * One request, on the poller's thread: 0 and a reading into *ret (reading_size bytes,
+	 * beginning with its power as a uint64_t µW), -ENODATA when the meter measures nothing
+	 * now, -ECANCELED when cancel() aborted it, else -errno.
+	 */
+	int (*poll)(void *ctx, void *ret);
+	/* Optional, called by vw_poller_fini() before it joins: abort the request in flight. */
+	void (*cancel)(void *ctx);
+	/* Optional: what failed, for the log ("cannot connect"); else "the power reading". */
+	const char *(*failing)(void *ctx);
+};
+
+struct vw_poller {
+	const struct vw_poller_ops *ops;
+	void *ctx;
+	char what[160]; /* the log's prefix: "redfish: https://bmc.example" */
+	uint64_t interval_ns, stale_ns;
+	size_t reading_size;
+
+	/* The poller thread's own. */
+	pthread_t thread;
+	bool running;
+	uint64_t first_delay_ns;
+	uint64_t backoff_ns;
+	struct vw_complaint poll_complaint;
+
+	/* Shared: under lock. */
+	pthread_mutex_t lock;
+	pthread_cond_t wake; /* on CLOCK_MONOTONIC */
+	bool stop;
+	void *last;       /* the last good reading */
+	uint64_t last_ns; /* its vw_now_ns(); 0: none to hold (never, or -ENODATA since) */
+	int last_err;     /* the last request's result */
+
+	/* read()'s own (the sampling thread). */
+	struct vw_power_integrator energy;
+	struct vw_complaint complaint;
+};
+
+/* Set up p (not started) for ops on ctx; what names the meter in the log. 0 or -errno. */
+int vw_poller_init(struct vw_poller *p, const struct vw_poller_ops *ops, void *ctx,
+		   const char *what, uint64_t interval_ns, uint64_t stale_ns, size_t reading_size);
+/* Before start: a request's result made on the caller's thread (open()'s first reading). */
+void vw_poller_seed(struct vw_poller *p, int r, const void *reading);
+/* Start the thread, its first request first_delay_ns from now. 0 or -errno. */
+int vw_poller_start(struct vw_poller *p, uint64_t first_delay_ns);
+/* Stop the thread (cancelling the request in flight) and free what init() set up. */
+void vw_poller_fini(struct vw_poller *p);
+
+/* 0 and the last reading into *ret (optional) when fresh now, else what the zone reports. */
+int vw_poller_current(struct vw_poller *p, void *ret);
+/*
+ * A power source's read() of its one zone: the fresh reading's power integrated up to now_ns
+ * into *raw_uj, *err 0; else nothing counted (the next fresh read only sets the time) and *err
+ * what the zone reports, complained about once. vw_power_read_result() of it.
+ */
+int vw_poller_read(struct vw_poller *p, uint64_t now_ns, uint64_t *raw_uj, int *err);
