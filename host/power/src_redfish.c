@@ -132,17 +132,19 @@ static int redfish_open(const struct vw_power_env *env, void **ret_state)
 		r = vw_rf_client_new(cfg, &rf->cancel, &rf->client);
 	if (r == 0)
 		r = rf_connect_at_open(rf, cfg->endpoint);
-	if (r == 0)
+	if (r == 0) {
+		/* Before the poller runs: from then on the client and `connected` are its own. */
+		rf->info.zone = VW_ZONE_PLATFORM;
+		rf->info.idle_w = -1;
+		snprintf(rf->info.path, sizeof(rf->info.path), "%s",
+			 rf->connected ? vw_rf_client_path(rf->client) : PATH_UNKNOWN);
 		r = vw_poller_start(&rf->poller, 0);
+	}
 	if (r < 0) {
 		vw_debug("redfish: %s: no power reading: %s", cfg->endpoint, strerror(-r));
 		rf_free(rf);
 		return r;
 	}
-	rf->info.zone = VW_ZONE_PLATFORM;
-	rf->info.idle_w = -1;
-	snprintf(rf->info.path, sizeof(rf->info.path), "%s",
-		 rf->connected ? vw_rf_client_path(rf->client) : PATH_UNKNOWN);
 	*ret_state = rf;
 	return 0;
 }
