@@ -367,7 +367,7 @@ static size_t load_nx12(struct sample *rows, size_t max)
 }
 
 /*
- * Real measurements (shared/fixtures/nx12-power-dataset: one machine under stress-ng, a row
+ * Real measurements (tests/data/nx12, Kepler's nx12 data set: one machine under stress-ng, a row
  * every 3 s, package idle about 31 W). Usage is the CPU rate over the highest in the file. A
  * 3-minute window keeps the intercept at the machine's idle all along, through every load level;
  * the residual (1 - u) x P gives well under that whenever the load is high (#2465).

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * json-c for untrusted input (security.md §5): a strict tokener with a depth limit, one parse of
+ * json-c for untrusted input: a strict tokener with a depth limit, one parse of
  * a whole buffer into a value of an expected type, and type-checked accessors. Shared by the
  * pod metadata client and the container-runtime metadata reader.
  */

@@ -5,8 +5,7 @@
  *
  *     watts = vCPUs x min + (max - min) x busy vCPUs        (busy vCPUs = CPU ms per s / 1000)
  *
- * Provenance (Apache-2.0): Kepler tag v0.7.12, data/legacy/power_data.csv (a copy is in
- * ../shared/fixtures/nx12-power-dataset/kepler-v0.7.12_data_legacy_power_data.csv), the
+ * Provenance (Apache-2.0): Kepler tag v0.7.12, data/legacy/power_data.csv, the
  * "Min Watts" and "Max Watts" per vCPU of each architecture, which Kepler took from Cloud Carbon
  * Footprint's coefficients (SPECpower results averaged per microarchitecture). The numbers below
  * are that file's, to the digit.

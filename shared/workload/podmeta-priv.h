@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Internal to the pod metadata client: the pod table (podtable.c) that podmeta.c fills from the
- * API server or the kubelet, using the type-checked json-c accessors of json.h (security.md §5).
+ * API server or the kubelet, using the type-checked json-c accessors of json.h (untrusted input).
  * Not for other modules; tests drive the table directly with explicit times.
  */
 #pragma once

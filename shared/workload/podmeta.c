@@ -132,7 +132,7 @@ static uint64_t rng_next(struct vw_podmeta *pm)
 	return pm->rng = x;
 }
 
-/* ---- JSON (security.md §5): strict tokener, depth limit, type checks on every access ---- */
+/* ---- JSON from outside: strict tokener, depth limit, type checks on every access ---- */
 
 static struct json_object *json_parse(struct vw_podmeta *pm, const char *s, size_t len)
 {
