@@ -14,6 +14,9 @@
  *   count=N            devices
  *   I.uuid=TEXT        I.name=TEXT
  *   I.energy_mj=N      the energy counter     I.energy_ret=N  its result (3: not supported)
+ *   I.energy_run=E:P:T the counter was E mJ at CLOCK_MONOTONIC time T (ns) and runs on by
+ *                      itself at P mW, read at the call (instead of energy_mj): a meter whose
+ *                      truth does not hang on how often or how late the file is rewritten
  *   I.power_mw=N       the power reading      I.power_ret=N
  *   I.util=N           utilization, percent   I.util_ret=N
  *   I.mig=0|1          MIG mode               I.mig_ret=N
@@ -34,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include "nvml.h"
 
@@ -215,12 +219,31 @@ nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned l
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *u);
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *cur, unsigned int *pending);
 
+/* Device d's energy_run counter now, in mJ; def when it has none. One key, read at once, so a
+ * rewrite of the file between reads cannot pair one state's energy with another's time. */
+static unsigned long long dev_running_energy(const struct nvmlDevice_st *d,
+					     unsigned long long def)
+{
+	unsigned long long e, mw, at, now;
+	char k[64], v[128];
+	struct timespec ts;
+
+	snprintf(k, sizeof(k), "%u.energy_run", d->index);
+	if (lookup(k, v, sizeof(v)) < 0 || sscanf(v, "%llu:%llu:%llu", &e, &mw, &at) != 3)
+		return def;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+	if (now > at) /* mW x ns = 1e-12 J, so mJ: / 1e9 */
+		e += (unsigned long long)((long double)mw * (long double)(now - at) / 1e9L);
+	return e;
+}
+
 nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long *mj)
 {
 	nvmlReturn_t r = dev_result(device, "energy_ret");
 
 	if (r == NVML_SUCCESS)
-		*mj = dev_number(device, "energy_mj", 0);
+		*mj = dev_running_energy(device, dev_number(device, "energy_mj", 0));
 	return r;
 }
 
