@@ -67,8 +67,13 @@ for so in libbpf.so.1 libyaml-0.so.2; do
 	cp -Ln "$p" "$out/lib/$so"
 	copy_with_deps "$p"
 done
-# The loader itself, under its own name, for the fallback.
+# The loader under its own name, and glibc's compatibility libraries that the driver's
+# libnvidia-ml.so.1 may still name: with the bundled glibc they must come from the same glibc.
 [ -e "$out/glibc/ld-linux-x86-64.so.2" ] || cp -L /lib64/ld-linux-x86-64.so.2 "$out/glibc/"
+for so in libc.so.6 libm.so.6 libpthread.so.0 libdl.so.2 librt.so.1; do
+	p=$(resolve "$so")
+	[ -z "$p" ] || [ -e "$out/glibc/$so" ] || cp -L "$p" "$out/glibc/$so"
+done
 
 {
 	echo "virtwatt truth bundle: built $(date -u +%Y-%m-%dT%H:%MZ) on $(uname -m)," \

@@ -809,7 +809,17 @@ def analyse(kind, sampler, phases, interval_s, scripted=None):
             w["error_alone_scripted_pct"] = err(w["scripted_attributed_alone_w"], scripted[role])
         res["workloads"][role] = w
     if P.get("idle", {}).get("meter_w") is not None and P.get("A+B", {}).get("meter_w") is not None:
-        res["together_increment_w"] = P["A+B"]["meter_w"] - P["idle"]["meter_w"]
+        # A real device need not add up (a power cap, shared clocks, contention): the together
+        # increment against the two alone increments, and each workload's error once the alone
+        # increments are scaled to the together increment, which is the split's own error.
+        tog = res["together_increment_w"] = P["A+B"]["meter_w"] - P["idle"]["meter_w"]
+        inc = [res["workloads"][r].get("increment_w") for r in ("A", "B")]
+        if all(i is not None for i in inc) and sum(inc) > 0:
+            res["additivity_pct"] = err(tog, sum(inc))
+            for r, i in zip(("A", "B"), inc):
+                w = res["workloads"][r]
+                w["split_truth_w"] = tog * i / sum(inc)
+                w["error_split_pct"] = err(w.get("attributed_together_w"), w["split_truth_w"])
     # The node: every publication of the whole protocol, virtwatt's energy against the meter's
     # (read by this script at the scrape that first saw each publication).
     fr = fresh(sampler, node_key, phases[0]["t0"], phases[-1]["t1"] + 1.0)
@@ -884,7 +894,7 @@ def table(results):
             L.append("| " + " | ".join(cells) + " |")
         L.append("")
         cols = ["workload", "alone increment W (meter)", "virtwatt alone W", "virtwatt together W",
-                "error together %", "error alone %"]
+                "error together %", "error alone %", "error of the split %"]
         if sc:
             cols += ["scripted increment W", "error together vs scripted %", "error alone vs scripted %"]
         L.append("| " + " | ".join(cols) + " |")
@@ -892,7 +902,8 @@ def table(results):
         for role, w in r["workloads"].items():
             cells = ["%s: %s" % (role, w["what"]), f(w.get("increment_w"), "%.2f"),
                      f(w.get("attributed_alone_w"), "%.2f"), f(w.get("attributed_together_w"), "%.2f"),
-                     f(w.get("error_together_pct"), "%+.2f"), f(w.get("error_alone_pct"), "%+.2f")]
+                     f(w.get("error_together_pct"), "%+.2f"), f(w.get("error_alone_pct"), "%+.2f"),
+                     f(w.get("error_split_pct"), "%+.2f")]
             if sc:
                 cells += [f(w.get("scripted_increment_w"), "%.2f"),
                           f(w.get("error_together_scripted_pct"), "%+.2f"),
@@ -903,8 +914,13 @@ def table(results):
             inc = sum(w.get("increment_w") or 0 for w in r["workloads"].values())
             for c, v in ctr.items():
                 cells = ["container %s (A and B)" % c[:12], f(inc, "%.2f"), "-", f(v, "%.2f"),
-                         f(100 * (v - inc) / inc if inc else None, "%+.2f"), "-"]
+                         f(100 * (v - inc) / inc if inc else None, "%+.2f"), "-", "-"]
                 L.append("| " + " | ".join(cells + (["", "", ""] if sc else [])) + " |")
+        if r.get("additivity_pct") is not None:
+            L.append("")
+            L.append("Together the meter rose %.2f W over idle, %s %% against the sum of the alone "
+                     "increments (the error of the split scales the alone increments to it)."
+                     % (r["together_increment_w"], f(r["additivity_pct"], "%+.2f")))
         n = r.get("node")
         if n:
             L.append("")
@@ -915,13 +931,24 @@ def table(results):
                          % (n["power_int_j"], f(n["power_int_error_pct"], "%+.3f")))
             if n.get("idle_baseline"):
                 line += " virtwatt's idle baseline at the end: " + ", ".join(
-                    "%s %.2f W (%s)" % (g, v, m) for g, (m, v) in sorted(n["idle_baseline"].items())) + "."
+                    "%s%s %.2f W (%s)" % ("GPU " if kind == "gpu" else "", g, v, m)
+                    for g, (m, v) in sorted(n["idle_baseline"].items())) + "."
             L.append(line)
     L.append("")
     L.append("virtwatt's W for a workload = its share of virtwatt's node energy over the intervals "
              "published inside the phase x the meter's mean power in the phase; the alone increment = "
              "the meter's mean power with the workload alone minus idle; error = (virtwatt - increment) "
              "/ increment.")
+    if results.get("host_cpu_s") is not None:
+        L.append("")
+        L.append("virtwatt-host's own CPU time over the run: %.2f s in %.0f s (%.2f %% of one core)."
+                 % (results["host_cpu_s"], results["duration_s"], 100 * results["host_cpu_s"] / results["duration_s"]))
+    if results.get("host_said"):
+        L.append("")
+        L.append("virtwatt-host said:")
+        L.append("")
+        for l in results["host_said"]:
+            L.append("    " + l)
     if results.get("error"):
         L.append("")
         L.append("FAILED: " + results["error"])
@@ -1024,7 +1051,12 @@ def main():
     results = {"head": head, "absent": absent}
     host = sampler = None
     rc = 0
+    if not gpu_ok and not rapl:
+        results["error"] = "no meter to compare with on this machine (see absent)"
+        rc = 3
     try:
+        if rc:
+            raise RuntimeError(results["error"])
         host, url = start_host(args, args.outdir, sysfs, procfs, nvml.path if nvml else None,
                                interval, sample)
         sampler = Sampler(nvml if gpu_ok else None, rapl, url)
@@ -1079,6 +1111,11 @@ def main():
             results["scrape_errors"] = sampler.errors
             write_series(args.outdir, sampler)
         if host:
+            try:  # the daemon's own CPU time over the run (its main process; threads included)
+                st = open("/proc/%d/stat" % host.pid).read().rsplit(")", 1)[1].split()
+                results["host_cpu_s"] = (int(st[11]) + int(st[12])) / os.sysconf("SC_CLK_TCK")
+            except (OSError, IndexError, ValueError):
+                pass
             host.terminate()
             try:
                 host.wait(10)
@@ -1091,6 +1128,12 @@ def main():
             nvml.close()
         shutil.rmtree(workdir, ignore_errors=True)
     results["duration_s"] = time.monotonic() - started
+    try:  # what the daemon said about the GPUs and its CPU accounting
+        with open(os.path.join(args.outdir, "host.log")) as fh:
+            results["host_said"] = [l.strip() for l in fh
+                                    if any(k in l for k in ("gpu", "nvml", "cpu: accounting", "level=warn", "level=error"))][:20]
+    except OSError:
+        pass
     with open(os.path.join(args.outdir, "results.json"), "w") as fh:
         json.dump(results, fh, indent=1, sort_keys=True)
     text = table(results)
