@@ -955,12 +955,13 @@ def table(results):
     return "\n".join(L) + "\n"
 
 
-def write_series(outdir, sampler):
+def write_series(outdir, sampler, pids):
     with open(os.path.join(outdir, "meter_series.csv"), "w") as fh:
         fh.write("t_s,gpu_counter_j,gpu_power_w,gpu_power_integrated_j,cpu_package_j,t_package_s\n")
         for row in sampler.meter:
             fh.write(",".join("" if v is None else "%.6f" % v for v in row) + "\n")
     with open(os.path.join(outdir, "tool_series.csv"), "w") as fh:
+        # process columns: PID=J pairs (every process with GPU energy; the workloads' CPU energy)
         fh.write("t_s,node_gpu_j,node_cpu_package_j,gpu_unattributed_j,process_gpu_j,process_cpu_package_j\n")
         for t, s in sampler.tool:
             fh.write("%.6f,%s,%s,%s,%s,%s\n" % (
@@ -968,7 +969,7 @@ def write_series(outdir, sampler):
                 "" if s["node_cpu"] is None else "%.6f" % s["node_cpu"],
                 "" if s["gpu_unattributed"] is None else "%.6f" % s["gpu_unattributed"],
                 " ".join("%s=%.6f" % kv for kv in sorted(s["gpu"].items())),
-                " ".join("%s=%.6f" % kv for kv in sorted(s["cpu"].items()) if kv[1] > 0)))
+                " ".join("%s=%.6f" % kv for kv in sorted(s["cpu"].items()) if kv[0] in pids)))
 
 
 def main():
@@ -997,6 +998,8 @@ def main():
     sysfs, procfs = args.sysfs, args.procfs
     workdir = tempfile.mkdtemp(prefix="vw-truth-loads-")  # ready files, the workloads' output
     if args.fake:
+        for kind, model in (("gpu", FAKE_GPU), ("cpu", FAKE_CPU)):
+            WORKLOADS[kind] = {r: model[r]["what"] for r in ("A", "B")}
         if not args.nvml_library:
             sys.exit("truth: --fake needs --nvml-library (the fake libnvidia-ml.so.1 of tests/fake_nvml.c)")
         # In memory where there is a tmpfs: a disk's writeback on a busy machine would stall the
@@ -1050,6 +1053,7 @@ def main():
             "seconds": seconds, "meters": meters}
     results = {"head": head, "absent": absent}
     host = sampler = None
+    phases = {}
     rc = 0
     if not gpu_ok and not rapl:
         results["error"] = "no meter to compare with on this machine (see absent)"
@@ -1069,7 +1073,7 @@ def main():
 
         ready_timeout = 5 if args.fake else 120
         kinds = (["gpu"] if gpu_ok else []) + (["cpu"] if rapl else [])
-        phases, errors = {}, []
+        errors = []
 
         def protocol(kind):
             try:
@@ -1109,7 +1113,8 @@ def main():
         if sampler:
             sampler.close()
             results["scrape_errors"] = sampler.errors
-            write_series(args.outdir, sampler)
+            write_series(args.outdir, sampler,
+                         {pid for k in ("gpu", "cpu") for ph in phases.get(k, []) for pid in ph["pids"].values()})
         if host:
             try:  # the daemon's own CPU time over the run (its main process; threads included)
                 st = open("/proc/%d/stat" % host.pid).read().rsplit(")", 1)[1].split()
