@@ -814,7 +814,7 @@ def analyse(kind, sampler, phases, interval_s, scripted=None):
         # increments are scaled to the together increment, which is the split's own error.
         tog = res["together_increment_w"] = P["A+B"]["meter_w"] - P["idle"]["meter_w"]
         inc = [res["workloads"][r].get("increment_w") for r in ("A", "B")]
-        if all(i is not None for i in inc) and sum(inc) > 0:
+        if all(i is not None and i > 0.5 for i in inc):  # each a measurable rise (W)
             res["additivity_pct"] = err(tog, sum(inc))
             for r, i in zip(("A", "B"), inc):
                 w = res["workloads"][r]
