@@ -84,4 +84,15 @@ elif [ -z "$host_bin" ]; then
 	extra+=(--host-bin "$wrap/virtwatt-host")
 fi
 
-"$py" "$here/truth.py" "$outdir" "$@" "${extra[@]}"
+# A SIGTERM (a timeout) goes on to the check, which stops its workloads and the daemon and
+# writes what it measured so far.
+"$py" "$here/truth.py" "$outdir" "$@" "${extra[@]}" &
+child=$!
+trap 'kill -TERM "$child" 2>/dev/null' TERM INT
+rc=0
+wait "$child" || rc=$?
+if [ "$rc" -gt 128 ]; then # the trap ran: wait for the check itself
+	rc=0
+	wait "$child" || rc=$?
+fi
+exit "$rc"

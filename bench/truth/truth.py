@@ -710,29 +710,38 @@ def fresh(sampler, key, t0, t1):
 # ---------------------------------------------------------------------------------------------
 
 
-def run_protocol(kind, sampler, make, seconds, settle, ready_timeout):
-    """Phases idle, A, B, A+B, idle-after: [{name, t0, t1, pids}]."""
-    phases = []
+class Interrupted(Exception):
+    pass
+
+
+def on_term(_sig, _frame):
+    raise Interrupted("interrupted (SIGTERM)")
+
+
+def run_protocol(kind, sampler, make, seconds, settle, ready_timeout, done):
+    """Phases idle, A, B, A+B, idle-after, each appended to done ({name, t0, t1, pids}) as it
+    ends, so that an interrupted run keeps the phases it finished."""
     for name, roles, secs in (("idle", (), seconds), ("A", ("A",), seconds),
                               ("B", ("B",), seconds), ("A+B", ("A", "B"), seconds),
                               ("idle-after", (), max(2 * settle, seconds / 2))):
-        loads = {r: make(kind, r) for r in roles}
-        ok = all(w.wait_ready(ready_timeout) for w in loads.values())
-        if not ok:
+        loads = {}
+        try:
+            for r in roles:
+                loads[r] = make(kind, r)
+            if not all(w.wait_ready(ready_timeout) for w in loads.values()):
+                raise RuntimeError("%s workload %s did not start (see run.log)" % (kind, name))
+            t0 = time.monotonic()
+            log("%s phase %-10s %5.1f s  pids %s" % (kind, name, secs,
+                                                     " ".join("%s=%d" % (r, w.pid) for r, w in loads.items())))
+            time.sleep(secs)
+            t1 = time.monotonic()
+        finally:
             for w in loads.values():
                 w.stop()
-            raise RuntimeError("%s workload %s did not start (see run.log)" % (kind, name))
-        t0 = time.monotonic()
-        log("%s phase %-10s %5.1f s  pids %s" % (kind, name, secs,
-                                                 " ".join("%s=%d" % (r, w.pid) for r, w in loads.items())))
-        time.sleep(secs)
-        t1 = time.monotonic()
-        for w in loads.values():
-            w.stop()
-        phases.append({"name": name, "t0": t0, "t1": t1,
-                       "pids": {r: str(w.pid) for r, w in loads.items()}})
+        done.append({"name": name, "t0": t0, "t1": t1,
+                     "pids": {r: str(w.pid) for r, w in loads.items()}})
         time.sleep(settle)  # the stopped workloads' last interval is published
-    return phases
+    return done
 
 
 def meter_window(sampler, t0, t1, col):
@@ -985,12 +994,15 @@ def main():
     ap.add_argument("--gpu-index", type=int, default=0, help="the GPU the workloads run on")
     ap.add_argument("--no-gpu", action="store_true")
     ap.add_argument("--no-cpu", action="store_true")
+    ap.add_argument("--budget", type=float, default=0,
+                    help="seconds the whole run may take: a meter's protocol that would not fit is skipped")
     args = ap.parse_args()
     args.host_cmd = [args.host_bin]
     seconds = args.seconds if args.seconds is not None else (6.0 if args.fake else 30.0)
     interval, sample, interval_s = ("1s", "100ms", 1.0) if args.fake else ("1s", "200ms", 1.0)
     settle = interval_s + 0.3
     os.makedirs(args.outdir, exist_ok=True)
+    signal.signal(signal.SIGTERM, on_term)
     LOG_FILE = open(os.path.join(args.outdir, "run.log"), "w")
     started = time.monotonic()
 
@@ -1076,8 +1088,15 @@ def main():
         errors = []
 
         def protocol(kind):
+            if args.budget and not fake:
+                need = 4.5 * seconds + 5 * settle + (4 * 20 if kind == "gpu" else 0)
+                if time.monotonic() - started + need > args.budget:
+                    absent.append("%s: skipped, not enough of --budget %g s left (about %.0f s needed)"
+                                  % (kind.upper(), args.budget, need))
+                    return
+            phases[kind] = []
             try:
-                phases[kind] = run_protocol(kind, sampler, make, seconds, settle, ready_timeout)
+                run_protocol(kind, sampler, make, seconds, settle, ready_timeout, phases[kind])
             except RuntimeError as e:
                 errors.append(str(e))
 
@@ -1094,7 +1113,16 @@ def main():
                 protocol(k)
         if errors:
             raise RuntimeError("; ".join(errors))
-        for kind in kinds:
+    except (RuntimeError, Interrupted) as e:
+        log("truth: " + str(e))
+        results["error"] = str(e)
+        rc = rc or 1
+    finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # the results are written whatever comes
+        if sampler:
+            sampler.close()
+            results["scrape_errors"] = sampler.errors
+        for kind in [k for k in ("gpu", "cpu") if phases.get(k)]:
             scripted = None
             if fake and kind == "gpu":
                 scripted = {r: FAKE_GPU["w_per_sm"] * FAKE_GPU[r]["sm"] for r in ("A", "B")}
@@ -1102,17 +1130,15 @@ def main():
             elif fake:
                 scripted = {r: FAKE_CPU["w_per_core"] * FAKE_CPU[r]["cores"] for r in ("A", "B")}
                 scripted["idle"] = FAKE_CPU["idle_w"]
-            results[kind] = analyse(kind, sampler, phases[kind], interval_s, scripted)
+            try:
+                results[kind] = analyse(kind, sampler, phases[kind], interval_s, scripted)
+            except (ArithmeticError, KeyError, TypeError, ValueError, IndexError) as e:
+                results[kind] = {"phases": {}, "workloads": {}, "analysis_error": repr(e)}
+                results["error"] = (results.get("error", "") + "; %s analysis: %r" % (kind, e)).lstrip("; ")
+                rc = rc or 1
             results[kind]["phase_times"] = phases[kind]
             results[kind]["scripted"] = scripted
-    except RuntimeError as e:
-        log("truth: " + str(e))
-        results["error"] = str(e)
-        rc = 1
-    finally:
         if sampler:
-            sampler.close()
-            results["scrape_errors"] = sampler.errors
             write_series(args.outdir, sampler,
                          {pid for k in ("gpu", "cpu") for ph in phases.get(k, []) for pid in ph["pids"].values()})
         if host:
