@@ -5,8 +5,9 @@ The truth check (bench/truth, issue 31) on fakes with known truth, as one test: 
 --fake runs the real virtwatt-host over the fake NVML (tests/fake_nvml.c) and a fixture RAPL and
 procfs that bench/truth/truth.py advances in real time, with two simulated GPU workloads (+180 W
 at 60 % SM, +75 W at 25 % SM over a 60 W idle GPU) and two CPU ones (1 and 0.4 cores at 20 W
-per core over a 40 W idle package), alone and together. Its table must say what the fakes were
-scripted to draw:
+per core over a 40 W idle package), alone and together. First, the analysis alone on made-up
+series with known answers (a GPU that does not add up, virtwatt's node 0.5 % high). Then the
+run's table must say what the fakes were scripted to draw:
 
 - the meters as the check reads them: each phase's power the scripted one;
 - the node: virtwatt's GPU and CPU package energy over the whole run within 1 % of the meter's
@@ -43,6 +44,73 @@ def ok(cond, what):
 def near(got, want, tol):
     return got is not None and want is not None and abs(got - want) <= tol
 
+
+sys.path.insert(0, os.path.join(root, "bench/truth"))
+import truth  # noqa: E402  (the check's analysis, on its own)
+
+
+class Synthetic:
+    """A sampler's series made up: a GPU that draws idle 100 W, A alone 500 W, B alone 250 W and
+    both 600 W (a power cap: not additive); virtwatt publishing once a second, giving A 60 % and
+    B 20 % of the node's energy together and nearly all of the active energy alone, its node
+    counter 0.5 % high; scrapes every 0.1 s, meters every 0.05 s."""
+
+    PHASES = (("idle", {}, 100.0), ("A", {"A": 0.78}, 500.0), ("B", {"B": 0.58}, 250.0),
+              ("A+B", {"A": 0.6, "B": 0.2}, 600.0), ("idle-after", {}, 100.0))
+
+    def __init__(self):
+        self.meter, self.tool, self.phases = [], [], []
+        e = 0.0
+        pub = {"node_gpu": 0.0, "gpu": {}, "node_cpu": None, "gpu_unattributed": 0.0,
+               "ctr_gpu": {}, "gpu_idle_baseline": {}, "cpu_idle_baseline": {}}
+        t = 100.0
+        for k, (name, share, w) in enumerate(self.PHASES):
+            pids = {r: str(1000 + 10 * k + i) for i, r in enumerate(share)}
+            self.phases.append({"name": name, "t0": t, "t1": t + 10.0, "pids": pids})
+            for step in range(200):  # 10 s at 50 ms
+                tt = t + step * 0.05
+                self.meter.append((tt, e, w, e, None, tt))
+                if step % 20 == 0:  # a publication each second: the last second's energy
+                    pub = dict(pub, gpu=dict(pub["gpu"]))
+                    pub["node_gpu"] += w * 1.005
+                    for r, f in share.items():
+                        pub["gpu"][pids[r]] = pub["gpu"].get(pids[r], 0.0) + f * w * 1.005
+                if step % 2 == 0:
+                    self.tool.append((tt + 0.01, pub))
+                e += w * 0.05
+            t += 10.0
+
+    def meter_at(self, t, col):
+        return truth.Sampler.meter_at(self, t, col)
+
+
+def check_analysis():
+    s = Synthetic()
+    r = truth.analyse("gpu", s, s.phases, 1.0)
+    P, W = r["phases"], r["workloads"]
+    for name, _, w in Synthetic.PHASES:
+        ok(near(P[name]["meter_w"], w, 1e-6), "analysis: %s meter %s W, made %s W" % (name, P[name]["meter_w"], w))
+    ok(near(P["A+B"]["share"]["A"], 0.6, 1e-9) and near(P["A+B"]["share"]["B"], 0.2, 1e-9),
+       "analysis: together shares %s" % P["A+B"]["share"])
+    ok(near(W["A"]["increment_w"], 400, 1e-6) and near(W["B"]["increment_w"], 150, 1e-6),
+       "analysis: alone increments %s, %s" % (W["A"]["increment_w"], W["B"]["increment_w"]))
+    ok(near(W["A"]["attributed_together_w"], 360, 1e-6) and near(W["B"]["attributed_together_w"], 120, 1e-6),
+       "analysis: together 360 W and 120 W (%s, %s)" % (W["A"]["attributed_together_w"], W["B"]["attributed_together_w"]))
+    ok(near(W["A"]["error_together_pct"], -10, 1e-6) and near(W["B"]["error_together_pct"], -20, 1e-6),
+       "analysis: errors together -10 %% and -20 %% (%s, %s)" % (W["A"]["error_together_pct"], W["B"]["error_together_pct"]))
+    ok(near(W["A"]["error_alone_pct"], -2.5, 1e-6) and near(W["B"]["error_alone_pct"], 100 * (0.58 * 250 - 150) / 150, 1e-6),
+       "analysis: errors alone (%s, %s)" % (W["A"]["error_alone_pct"], W["B"]["error_alone_pct"]))
+    ok(near(r["additivity_pct"], 100 * (500 - 550) / 550, 1e-6), "analysis: additivity %s %%" % r["additivity_pct"])
+    ok(near(W["A"]["error_split_pct"], 100 * (360 - 500 * 400 / 550) / (500 * 400 / 550), 1e-6) and
+       near(W["B"]["error_split_pct"], 100 * (120 - 500 * 150 / 550) / (500 * 150 / 550), 1e-6),
+       "analysis: errors of the split (%s, %s)" % (W["A"]["error_split_pct"], W["B"]["error_split_pct"]))
+    ok(near(r["node"]["error_pct"], 0.5, 0.05), "analysis: node error %s %% (made +0.5 %%)" % r["node"]["error_pct"])
+
+
+try:
+    check_analysis()
+except (KeyError, TypeError, ValueError, ZeroDivisionError) as e:
+    ok(False, "the analysis ran on synthetic series: %r" % e)
 
 try:
     p = subprocess.run(["bash", os.path.join(root, "bench/truth/run.sh"), out, "--fake",
