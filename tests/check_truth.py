@@ -114,7 +114,8 @@ except (KeyError, TypeError, ValueError, ZeroDivisionError) as e:
 
 try:
     p = subprocess.run(["bash", os.path.join(root, "bench/truth/run.sh"), out, "--fake",
-                        "--host-bin", host_bin, "--nvml-library", fake_nvml],
+                        "--host-bin", host_bin, "--nvml-library", fake_nvml,
+                        "--fake-sample-period-ms", "2000"],
                        capture_output=True, text=True, timeout=150)
     for line in (p.stdout + p.stderr).splitlines():
         print("# " + line)

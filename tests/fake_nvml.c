@@ -23,6 +23,10 @@
  *   I.procs=P:S,...    compute processes running (pid P), each with a utilization sample of
  *                      S % SM (none when S is 0), stamped with the time of the call
  *   I.procs_ret=N      I.putil_ret=N     the two process calls' results
+ *   I.putil_period_ms=N  the driver samples process utilization every N ms (NVML: 1/6 s to
+ *                      1 s by product): a call gets a sample stamped at the last period's end,
+ *                      none (NOT_FOUND) when that one was seen already; without it, every
+ *                      call gets a new sample stamped at the call
  *   I.lost=1           every call on the device fails with GPU_IS_LOST (15)
  *   I.vgpus=V:VM:N:S,...  a vGPU host: active vGPU instances V (unique across devices),
  *                      each serving VM (a UUID, or a domain id with I.vgpu_idtype=0), of a
@@ -309,14 +313,20 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
 	unsigned pid[64], sm[64], n, k = 0;
 	nvmlReturn_t r = dev_result(device, "putil_ret");
 	struct timeval tv;
-	unsigned long long now;
+	unsigned long long now, period;
 
 	if (r != NVML_SUCCESS)
 		return r;
 	gettimeofday(&tv, NULL);
 	now = (unsigned long long)tv.tv_sec * 1000000ULL + (unsigned long long)tv.tv_usec;
-	if (now <= last_seen_us)
+	period = dev_number(device, "putil_period_ms", 0) * 1000ULL;
+	if (period) {
+		now -= now % period;
+		if (now <= last_seen_us)
+			return NVML_ERROR_NOT_FOUND;
+	} else if (now <= last_seen_us) {
 		now = last_seen_us + 1; /* a driver samples on its own clock: always a new one here */
+	}
 	n = dev_procs(device, pid, sm, 64);
 	for (unsigned i = 0; i < n; i++) {
 		if (!sm[i])

@@ -258,8 +258,9 @@ class FakeMachine:
     The GPU's counter runs by itself in the fake NVML (energy_run), exact whenever it is read.
     """
 
-    def __init__(self, root):
+    def __init__(self, root, putil_period_ms=0):
         self.root = root
+        self.putil_period_ms = putil_period_ms
         self.sys = os.path.join(root, "sys")
         self.proc = os.path.join(root, "proc")
         self.nvml_state = os.path.join(root, "nvml.state")
@@ -420,9 +421,11 @@ class FakeMachine:
         atomic_write(self.nvml_state,
                      "count=1\n0.uuid=GPU-7e57f00d-0000-4000-8000-000000000031\n"
                      "0.name=Fake GPU (truth self-test)\n0.energy_run=%d:%d:%d\n0.power_mw=%d\n"
-                     "0.util=%d\n0.mig=0\n%s" % (int(self.gpu_mj), int(self.gpu_w * 1000),
-                                                 self.gpu_at, int(self.gpu_w * 1000), self.gpu_util,
-                                                 "0.procs=%s\n" % procs if procs else ""))
+                     "0.util=%d\n0.mig=0\n%s%s" % (int(self.gpu_mj), int(self.gpu_w * 1000),
+                                                   self.gpu_at, int(self.gpu_w * 1000), self.gpu_util,
+                                                   "0.procs=%s\n" % procs if procs else "",
+                                                   "0.putil_period_ms=%d\n" % self.putil_period_ms
+                                                   if self.putil_period_ms else ""))
         atomic_write(os.path.join(self.rapl_dir, "energy_uj"),
                      "%d\n" % (int(self.rapl_uj) % self.rapl_max))
         atomic_write(os.path.join(self.proc, "stat"),
@@ -994,6 +997,8 @@ def main():
     ap.add_argument("--gpu-index", type=int, default=0, help="the GPU the workloads run on")
     ap.add_argument("--no-gpu", action="store_true")
     ap.add_argument("--no-cpu", action="store_true")
+    ap.add_argument("--fake-sample-period-ms", type=int, default=0,
+                    help="fake: the driver's process utilization sampling period (default: every call)")
     ap.add_argument("--budget", type=float, default=0,
                     help="seconds the whole run may take: a meter's protocol that would not fit is skipped")
     args = ap.parse_args()
@@ -1018,7 +1023,7 @@ def main():
         # fake meters' files for seconds.
         shm = "/dev/shm" if os.path.isdir("/dev/shm") and os.access("/dev/shm", os.W_OK) else None
         tmp = tempfile.mkdtemp(prefix="vw-truth-", dir=shm)
-        fake = FakeMachine(tmp)
+        fake = FakeMachine(tmp, args.fake_sample_period_ms)
         os.environ["FAKE_NVML_STATE"] = fake.nvml_state
         sysfs, procfs = fake.sys, fake.proc
 
