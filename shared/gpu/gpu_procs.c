@@ -22,13 +22,22 @@ static struct vw_gpu_proc_use *use_of(struct vw_gpu_procs *p, uint32_t pid)
 
 void vw_gpu_procs_add(struct vw_gpu_procs *p, const struct vw_gpu_proc_sample *s, size_t n)
 {
+	uint64_t weight = 0;
+
+	p->ticks++;
+	p->since_sample++;
+	for (size_t i = 0; i < n && !weight; i++)
+		if (s[i].sampled)
+			weight = VW_MIN(p->since_sample, p->ticks + p->prev_ticks);
+	if (weight)
+		p->since_sample = 0;
 	for (size_t i = 0; i < n; i++) {
 		struct vw_gpu_proc_use *u = use_of(p, s[i].pid);
 
 		if (!u)
 			continue;
 		if (s[i].sampled)
-			u->sm_sum += s[i].sm_util;
+			u->sm_sum += s[i].sm_util * weight;
 		if (s[i].running)
 			u->ticks++;
 	}
@@ -64,6 +73,7 @@ void vw_gpu_procs_add_vgpus(struct vw_gpu_procs *p, const struct vw_gpu_vgpu_sam
 
 void vw_gpu_procs_reset(struct vw_gpu_procs *p)
 {
+	p->ticks = 0;
 	p->n_use = 0;
 	p->n_vuse = 0;
 	p->vticks = 0;
@@ -161,6 +171,7 @@ uint64_t vw_gpu_procs_close(struct vw_gpu_procs *p, uint64_t active_uj, uint64_t
 		memcpy(e->vm_id, id->vm_id, sizeof(e->vm_id));
 		memcpy(e->mdev_uuid, id->mdev_uuid, sizeof(e->mdev_uuid));
 	}
+	p->prev_ticks = p->ticks;
 	vw_gpu_procs_reset(p);
 	return rest;
 }

@@ -39,6 +39,9 @@ struct vw_gpu_procs {
 	struct vw_gpu_sm_rate rate[VW_GPU_MAX_TRACKED];
 	size_t n_rate;
 	unsigned rate_age;
+	uint64_t ticks;        /* processes() calls this interval */
+	uint64_t prev_ticks;   /* ... in the last closed one */
+	uint64_t since_sample; /* calls since the last that brought a sample (kept across closes) */
 	struct vw_gpu_pid_energy last[VW_GPU_MAX_TRACKED]; /* the last closed interval's shares */
 	size_t n_last;
 	uint64_t dropped;
@@ -49,7 +52,14 @@ struct vw_gpu_procs {
 	size_t n_vlast;
 };
 
-/* One tick's processes (a processes() call's). */
+/*
+ * One tick's processes (a processes() call's). NVML gives each process its utilization
+ * averaged since the newest sample the previous call returned: where the driver samples less
+ * often than the ticks, a value that comes after calls that brought none stands for them too.
+ * So each sample counts for the ticks since the last call that brought one (as far back as
+ * the last interval's first): the samples' sums are then SM percent times ticks, on the scale
+ * of the device's utilization summed over the ticks (busy_sum), whatever the driver's period.
+ */
 void vw_gpu_procs_add(struct vw_gpu_procs *p, const struct vw_gpu_proc_sample *s, size_t n);
 /* One tick's vGPUs (a vgpus() call's). */
 void vw_gpu_procs_add_vgpus(struct vw_gpu_procs *p, const struct vw_gpu_vgpu_sample *s,
