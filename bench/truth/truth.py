@@ -988,7 +988,7 @@ def main():
     global LOG_FILE
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[1])
     ap.add_argument("outdir")
-    ap.add_argument("--host-bin", required=True, help="virtwatt-host (a path, or a command line with the loader)")
+    ap.add_argument("--host-bin", required=True, help="the virtwatt-host to run (run.sh gives the bundle's)")
     ap.add_argument("--seconds", type=float, default=None, help="each phase (default 30; fake: 4)")
     ap.add_argument("--fake", action="store_true", help="self-test on the fake NVML and a fixture RAPL")
     ap.add_argument("--nvml-library", default=None, help="NVML to read (default: the driver's libnvidia-ml.so.1)")
