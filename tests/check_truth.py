@@ -45,6 +45,7 @@ def near(got, want, tol):
     return got is not None and want is not None and abs(got - want) <= tol
 
 
+sys.dont_write_bytecode = True  # nothing written into the source tree
 sys.path.insert(0, os.path.join(root, "bench/truth"))
 import truth  # noqa: E402  (the check's analysis, on its own)
 
