@@ -14,12 +14,19 @@
  *   count=N            devices
  *   I.uuid=TEXT        I.name=TEXT
  *   I.energy_mj=N      the energy counter     I.energy_ret=N  its result (3: not supported)
+ *   I.energy_run=E:P:T the counter was E mJ at CLOCK_MONOTONIC time T (ns) and runs on by
+ *                      itself at P mW, read at the call (instead of energy_mj): a meter whose
+ *                      truth does not hang on how often or how late the file is rewritten
  *   I.power_mw=N       the power reading      I.power_ret=N
  *   I.util=N           utilization, percent   I.util_ret=N
  *   I.mig=0|1          MIG mode               I.mig_ret=N
  *   I.procs=P:S,...    compute processes running (pid P), each with a utilization sample of
  *                      S % SM (none when S is 0), stamped with the time of the call
  *   I.procs_ret=N      I.putil_ret=N     the two process calls' results
+ *   I.putil_period_ms=N  the driver samples process utilization every N ms (NVML: 1/6 s to
+ *                      1 s by product): a call gets a sample stamped at the last period's end,
+ *                      none (NOT_FOUND) when that one was seen already; without it, every
+ *                      call gets a new sample stamped at the call
  *   I.lost=1           every call on the device fails with GPU_IS_LOST (15)
  *   I.vgpus=V:VM:N:S,...  a vGPU host: active vGPU instances V (unique across devices),
  *                      each serving VM (a UUID, or a domain id with I.vgpu_idtype=0), of a
@@ -34,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
+#include <time.h>
 
 #include "nvml.h"
 
@@ -215,12 +223,31 @@ nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned l
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *u);
 nvmlReturn_t nvmlDeviceGetMigMode(nvmlDevice_t device, unsigned int *cur, unsigned int *pending);
 
+/* Device d's energy_run counter now, in mJ; def when it has none. One key, read at once, so a
+ * rewrite of the file between reads cannot pair one state's energy with another's time. */
+static unsigned long long dev_running_energy(const struct nvmlDevice_st *d,
+					     unsigned long long def)
+{
+	unsigned long long e, mw, at, now;
+	char k[64], v[128];
+	struct timespec ts;
+
+	snprintf(k, sizeof(k), "%u.energy_run", d->index);
+	if (lookup(k, v, sizeof(v)) < 0 || sscanf(v, "%llu:%llu:%llu", &e, &mw, &at) != 3)
+		return def;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (unsigned long long)ts.tv_sec * 1000000000ULL + (unsigned long long)ts.tv_nsec;
+	if (now > at) /* mW x ns = 1e-12 J, so mJ: / 1e9 */
+		e += (unsigned long long)((long double)mw * (long double)(now - at) / 1e9L);
+	return e;
+}
+
 nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device, unsigned long long *mj)
 {
 	nvmlReturn_t r = dev_result(device, "energy_ret");
 
 	if (r == NVML_SUCCESS)
-		*mj = dev_number(device, "energy_mj", 0);
+		*mj = dev_running_energy(device, dev_number(device, "energy_mj", 0));
 	return r;
 }
 
@@ -286,14 +313,20 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
 	unsigned pid[64], sm[64], n, k = 0;
 	nvmlReturn_t r = dev_result(device, "putil_ret");
 	struct timeval tv;
-	unsigned long long now;
+	unsigned long long now, period;
 
 	if (r != NVML_SUCCESS)
 		return r;
 	gettimeofday(&tv, NULL);
 	now = (unsigned long long)tv.tv_sec * 1000000ULL + (unsigned long long)tv.tv_usec;
-	if (now <= last_seen_us)
+	period = dev_number(device, "putil_period_ms", 0) * 1000ULL;
+	if (period) {
+		now -= now % period;
+		if (now <= last_seen_us)
+			return NVML_ERROR_NOT_FOUND;
+	} else if (now <= last_seen_us) {
 		now = last_seen_us + 1; /* a driver samples on its own clock: always a new one here */
+	}
 	n = dev_procs(device, pid, sm, 64);
 	for (unsigned i = 0; i < n; i++) {
 		if (!sm[i])

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* One GPU's active energy among its processes (gpu_share.h), on fixed numbers, exact. */
+/* One GPU's active energy among its processes (gpu_share.h), on fixed numbers, exact; and an
+ * interval's processes as gpu.c feeds them (gpu_procs.h), tick by tick. */
 #include "vw_test.h"
 
 #include <errno.h>
 
+#include "gpu_procs.h"
 #include "gpu_share.h"
 #include "macro.h"
 
@@ -111,6 +113,93 @@ static void test_conserved(void **state)
 	}
 }
 
+static struct vw_gpu_procs procs; /* large: not on the stack */
+
+/* One interval of `ticks` ticks at `busy` % device utilization: processes 100 and 200 listed
+ * each tick; the driver brings a sample only at the interval's first tick (where sampled), of
+ * a % and b % SM (0: none for that process); closed over 1,000,000 µJ of active energy. Each
+ * one's share in *ra and *rb. */
+static void interval(unsigned ticks, unsigned busy, unsigned a, unsigned b, bool sampled,
+		     uint64_t *ra, uint64_t *rb)
+{
+	uint64_t rest;
+
+	for (unsigned t = 0; t < ticks; t++) {
+		bool now = sampled && t == 0;
+		const struct vw_gpu_proc_sample s[] = {
+			{ .pid = 100, .sm_util = now ? a : 0, .sampled = now && a, .running = true },
+			{ .pid = 200, .sm_util = now ? b : 0, .sampled = now && b, .running = true },
+		};
+
+		vw_gpu_procs_add(&procs, s, 2);
+	}
+	rest = vw_gpu_procs_close(&procs, 1000000, 0, (uint64_t)busy * ticks);
+	*ra = *rb = 0;
+	for (size_t k = 0; k < procs.n_last; k++) {
+		if (procs.last[k].pid == 100)
+			*ra = procs.last[k].active_uj;
+		if (procs.last[k].pid == 200)
+			*rb = procs.last[k].active_uj;
+	}
+	assert_int_equal(*ra + *rb + rest, 1000000);
+}
+
+/*
+ * A driver that samples process utilization less often than the interval (NVML: every 1/6 s to
+ * 1 s by product): an interval without any sample while both processes run keeps their last
+ * sampled split (60 : 25 here), as bench/truth found with the fake NVML sampling every 2 s
+ * against 1 s intervals (A -15 %, B +35 % when such intervals split evenly by listing time);
+ * for VW_GPU_CARRY_INTERVALS intervals in a row, then by listing time again.
+ */
+static void test_interval_without_samples(void **state)
+{
+	uint64_t a, b;
+
+	(void)state;
+	procs = (struct vw_gpu_procs){ 0 };
+	interval(5, 85, 60, 25, true, &a, &b);
+	assert_int_equal(a, 1000000 * 60 / 85);
+	assert_int_equal(b, 1000000 - 1000000 * 60 / 85);
+	for (unsigned i = 0; i < VW_GPU_CARRY_INTERVALS; i++) {
+		uint64_t a2, b2;
+
+		interval(5, 85, 0, 0, false, &a2, &b2);
+		assert_int_equal(a2, a); /* not 500000 each */
+		assert_int_equal(b2, b);
+	}
+	interval(5, 85, 0, 0, false, &a, &b); /* too long without: listing time */
+	assert_int_equal(a, 500000);
+	assert_int_equal(b, 500000);
+	interval(5, 85, 60, 25, true, &a, &b); /* sampled again */
+	interval(5, 85, 0, 0, false, &a, &b);
+	assert_int_equal(a, 1000000 * 60 / 85);
+}
+
+/*
+ * The same driver, one value per process per call averaged since the last sample: a sample
+ * after four calls without one stands for five ticks. Process 100 runs at 60 % SM on a device
+ * 60 % busy; process 200 only holds a context (listed, never sampled). 100 takes it all: its
+ * sample times the five ticks explains the device's busy time. Counted once per call it
+ * explained 60 of 300 and 200 took 80 %.
+ */
+static void test_sparse_samples_weighted(void **state)
+{
+	uint64_t a, b;
+
+	(void)state;
+	procs = (struct vw_gpu_procs){ 0 };
+	interval(5, 60, 60, 0, true, &a, &b); /* the first sample: no span known before it */
+	for (unsigned i = 0; i < 3; i++) {
+		interval(5, 60, 60, 0, true, &a, &b);
+		assert_int_equal(a, 1000000);
+		assert_int_equal(b, 0);
+	}
+	/* Busier than the samples explain (85 % against 60 %): 200 takes the unexplained 25. */
+	interval(5, 85, 60, 0, true, &a, &b);
+	assert_int_equal(a, 1000000 * 60 / 85);
+	assert_int_equal(b, 1000000 - 1000000 * 60 / 85);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -119,6 +208,8 @@ int main(void)
 		cmocka_unit_test(test_remainder_to_unsampled),
 		cmocka_unit_test(test_no_process),
 		cmocka_unit_test(test_conserved),
+		cmocka_unit_test(test_interval_without_samples),
+		cmocka_unit_test(test_sparse_samples_weighted),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
