@@ -11,6 +11,7 @@
 #include "publish.h"
 #include "selfstats.h"
 #include "state_file.h"
+#include "vm_meta.h"
 #include "vm_vfio.h"
 #include "training.h"
 #include "workloads.h"
@@ -23,6 +24,7 @@ const struct vw_family_table *const vw_all_family_tables[] = {
 	&vw_workload_family_table,
 	&vw_workload_gpu_family_table,
 	&vw_vm_vfio_family_table,
+	&vw_vm_meta_family_table,
 	&vw_guest_family_table,
 	&vw_guest_host_model_family_table,
 	&vw_state_file_family_table,
