@@ -86,6 +86,7 @@ struct vw_daemon {
 	struct vw_complaint cpu_complaint;
 	struct vw_exposition *expo;
 	struct vw_selfstats *self;
+	struct vw_otlp *otlp; /* --exporter.otlp.endpoint: NULL when off */
 	uint64_t snapshots;    /* rendered so far */
 	uint64_t last_loop_ns; /* for /healthz; atomic */
 };
