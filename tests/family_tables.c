@@ -6,6 +6,7 @@
 #include "gpu.h"
 #include "guest_families.h"
 #include "host_model.h"
+#include "carbon.h"
 #include "metrics.h"
 #include "otlp.h"
 #include "processinfo.h"
@@ -29,6 +30,7 @@ const struct vw_family_table *const vw_all_family_tables[] = {
 	&vw_guest_family_table,
 	&vw_guest_host_model_family_table,
 	&vw_state_file_family_table,
+	&vw_carbon_family_table,
 	&vw_otlp_family_table,
 	&vw_selfstats_family_table,
 	&vw_processinfo_family_table,

@@ -19,6 +19,7 @@
 #include "model.h"
 #include "model_server.h"
 #include "otlp.h"
+#include "carbon.h"
 #include "workload.h"
 
 static const char *nonempty(const char *s)
@@ -73,6 +74,26 @@ static int open_otlp(struct vw_daemon *d, const struct vw_daemon_options *o)
 	return 0;
 }
 
+/* --carbon.intensity or --carbon.intensity-file: the tracker (nothing without). -errno. */
+static int open_carbon(struct vw_daemon *d, const struct vw_daemon_options *o)
+{
+	struct vw_carbon_opts co = { .static_g_per_kwh = o->carbon_intensity,
+				     .file = o->carbon_intensity_file,
+				     .baseline_first = d->hooks->counters_persist };
+	char why[600] = "";
+
+	if (!(o->carbon_intensity > 0) && !nonempty(o->carbon_intensity_file))
+		return 0;
+	d->carbon = vw_carbon_new(&co, why, sizeof(why));
+	if (!d->carbon) {
+		vw_error("%s: carbon: %s", d->hooks->program, why[0] ? why : strerror(errno));
+		return -errno;
+	}
+	vw_info("%s: carbon figures from %s", d->hooks->program,
+		nonempty(o->carbon_intensity_file) ? o->carbon_intensity_file : "a static intensity");
+	return 0;
+}
+
 int vw_daemon_init(struct vw_daemon *d, const struct vw_daemon_options *o,
 		   const struct vw_daemon_hooks *hooks, void *ud, bool sysfs_required)
 {
@@ -111,12 +132,14 @@ int vw_daemon_init(struct vw_daemon *d, const struct vw_daemon_options *o,
 	d->self = vw_selfstats_new();
 	if (!d->expo || !d->self)
 		return -ENOMEM;
-	return open_otlp(d, o);
+	r = open_carbon(d, o);
+	return r < 0 ? r : open_otlp(d, o);
 }
 
 void vw_daemon_fini(struct vw_daemon *d)
 {
 	vw_otlp_free(d->otlp);
+	vw_carbon_free(d->carbon);
 	vw_workloads_free(d->workloads);
 	vw_gpus_free(d->gpus);
 	vw_gpu_pidns_fini(&d->gpu_pidns);
@@ -418,6 +441,13 @@ static int render(struct vw_daemon *d, const struct vw_node_view *v, enum vw_pro
 		return -errno;
 	if (k->render_begin)
 		k->render_begin(d->ud, w, text);
+	if (text && d->carbon) { /* carbon follows the energy counters as they are written */
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		vw_carbon_begin(d->carbon, (int64_t)ts.tv_sec * (int64_t)VW_NSEC_PER_SEC + ts.tv_nsec);
+		vw_prom_writer_observe_counters(w, vw_carbon_observe, d->carbon);
+	}
 	vw_prom_writer_drop_oversize(w);
 	vw_selfstats_hold_room(w, max);
 	daemon_tables(d, tables);
@@ -430,6 +460,8 @@ static int render(struct vw_daemon *d, const struct vw_node_view *v, enum vw_pro
 		r = vw_workloads_render(d->workloads, w, d->node_name, d->cpu.ops->name);
 	if (r == 0 && d->workloads)
 		r = vw_workloads_render_gpu(d->workloads, w, d->node_name);
+	if (r == 0)
+		r = vw_carbon_render(d->carbon, w, d->node_name, text);
 	if (r == 0)
 		r = vw_otlp_render(d->otlp, w, d->node_name);
 	if (r == 0)

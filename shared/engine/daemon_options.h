@@ -53,6 +53,9 @@ struct vw_daemon_options {
 	char *otlp_headers, *otlp_ca_file, *otlp_cert_file, *otlp_key_file;
 	char *otlp_compression; /* gzip, none */
 	uint64_t otlp_queue;
+	/* carbon (shared/carbon/carbon.h): off when both are unset */
+	double carbon_intensity;
+	char *carbon_intensity_file;
 };
 
 extern const char *const vw_accounting_names[];
@@ -188,6 +191,18 @@ extern const char *const vw_otlp_compression_names[];
 	  0, vw_otlp_compression_names },                                                          \
 	{ "exporter.otlp.queue", "exporter.otlp.queueSize", VW_OPT_UINT, VW_DO_OFF(type, otlp_queue), \
 	  "8", "N", "snapshots kept while the receiver is away (the oldest go first)", 1, 1024 }
+
+/* Carbon's rows (shared/carbon/carbon.h), after VW_DAEMON_OPTIONS in both daemons' tables. */
+#define VW_DAEMON_CARBON_OPTIONS(type)                                                             \
+	{ "carbon.intensity", "carbon.intensity", VW_OPT_DOUBLE,                                   \
+	  VW_DO_OFF(type, carbon_intensity), "0", "GRAMS",                                         \
+	  "a static grid carbon intensity in gCO2e/kWh: each interval's energy times it gives "    \
+	  "virtwatt_{node,container,pod,vm}_co2e_grams_total (0: no carbon figures)", 0, 10000 },  \
+	{ "carbon.intensity-file", "carbon.intensityFile", VW_OPT_STRING,                         \
+	  VW_DO_OFF(type, carbon_intensity_file), NULL, "PATH",                                    \
+	  "a table of \"TIME INTENSITY\" lines (Unix seconds or RFC 3339, gCO2e/kWh) you refresh " \
+	  "from a grid operator's feed; each entry holds until the next; re-read when it changes; " \
+	  "wins over carbon.intensity" }
 
 /*
  * Health of a daemon's loop, for /healthz and /readyz (docs/configuration.md): the snapshot is
