@@ -14,6 +14,8 @@ build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicroh
 # nodejs, npm: tests/deploy/validate_k8s.mjs (kubernetes-models from the npm registry);
 # systemd: systemd-analyze verify of deploy/systemd/*.service (tests/deploy/check_configs.sh).
 # libvirt-clients (virsh), busybox-static, kmod (depmod, modprobe --show-depends): tests/e2e.
+# victoria-metrics: tests/test_fleet.c (Prometheus remote_write into a real distributed TSDB).
+# protobuf-compiler, python3-protobuf: tests/otlp/test_otlp.py (the official OTLP protos decode the pushes).
 # podman, runc (+ busybox-static for the image): tests/test_ctrmeta_podman.c, a real container.
 # openssl (test CAs and certificates), apache2-utils (htpasswd -B bcrypt hashes): tests/test_tls*.c,
 # tests/test_webconfig.c, the Redfish BMC simulator (tests/redfish/bmc.py, with python3; curl for
@@ -22,7 +24,8 @@ build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicroh
 # DCMI module): tests/test_ipmi.c's BMC; ipmitool: the reference client to check it by hand.
 test_pkgs=(libcmocka-dev prometheus curl python3 libclang-rt-14-dev libvirt-daemon
 	libvirt-daemon-driver-qemu qemu-system-x86 nodejs npm systemd libvirt-clients busybox-static
-	kmod podman runc openssl apache2-utils openipmi libopenipmi-dev ipmitool)
+	kmod podman runc openssl apache2-utils openipmi libopenipmi-dev ipmitool victoria-metrics
+	protobuf-compiler python3-protobuf)
 bench_pkgs=(prometheus-node-exporter stress-ng)
 
 want=("${build_pkgs[@]}")

@@ -602,6 +602,7 @@ static const struct vw_daemon_hooks guest_hooks = {
 	.render_end = guest_render_end,
 	.tables = guest_tables,
 	.ready = guest_ready,
+	.counters_persist = true, /* the state file keeps them across restarts */
 };
 
 int vw_guest_run(struct vw_guest *g, volatile sig_atomic_t *stop)

@@ -9,6 +9,8 @@
 /* The flags shared with virtwatt-host keep its names, YAML keys and defaults. */
 static const struct vw_option guest_options[] = {
 	VW_DAEMON_OPTIONS(struct vw_guest_config),
+	VW_DAEMON_OTLP_OPTIONS(struct vw_guest_config),
+	VW_DAEMON_CARBON_OPTIONS(struct vw_guest_config),
 	{ "host.devfs", "host.devfs", VW_OPT_STRING, OFF(devfs), "/dev", "PATH",
 	  "root of this VM's /dev (the virtio-serial port)" },
 	{ "metrics", "exporter.prometheus.metricsLevel", VW_OPT_STRLIST, OFF(metrics),

@@ -23,6 +23,7 @@
 #include "training.h"
 #include "vm_channels.h"
 #include "vm_source.h"
+#include "vm_meta.h"
 #include "vm_vfio.h"
 #include "workloads.h"
 
@@ -316,6 +317,8 @@ static int host_render(void *ud, struct vw_prom_writer *w)
 
 	if (r == 0)
 		r = vw_host_training_render(h->training, w, h->d.node_name);
+	if (r == 0 && h->vms)
+		r = vw_vm_meta_render(h->vm_list, h->n_vm_list, w, h->d.node_name);
 	return r < 0 ? r : vw_vm_vfio_render(h->vfio, w, h->d.node_name);
 }
 

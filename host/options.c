@@ -11,6 +11,8 @@ static const char *const ipmi_privileges[] = { "user", "operator", "admin", NULL
 
 static const struct vw_option host_options[] = {
 	VW_DAEMON_OPTIONS(struct vw_host_config),
+	VW_DAEMON_OTLP_OPTIONS(struct vw_host_config),
+	VW_DAEMON_CARBON_OPTIONS(struct vw_host_config),
 	{ "monitor.sample-interval", "monitor.sampleInterval", VW_OPT_DURATION, OFF(sample_ns), "1s",
 	  "DURATION",
 	  "how often meters are read (never slower than monitor.interval; fast enough that a "

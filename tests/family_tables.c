@@ -6,11 +6,14 @@
 #include "gpu.h"
 #include "guest_families.h"
 #include "host_model.h"
+#include "carbon.h"
 #include "metrics.h"
+#include "otlp.h"
 #include "processinfo.h"
 #include "publish.h"
 #include "selfstats.h"
 #include "state_file.h"
+#include "vm_meta.h"
 #include "vm_vfio.h"
 #include "training.h"
 #include "workloads.h"
@@ -23,9 +26,12 @@ const struct vw_family_table *const vw_all_family_tables[] = {
 	&vw_workload_family_table,
 	&vw_workload_gpu_family_table,
 	&vw_vm_vfio_family_table,
+	&vw_vm_meta_family_table,
 	&vw_guest_family_table,
 	&vw_guest_host_model_family_table,
 	&vw_state_file_family_table,
+	&vw_carbon_family_table,
+	&vw_otlp_family_table,
 	&vw_selfstats_family_table,
 	&vw_processinfo_family_table,
 	NULL,

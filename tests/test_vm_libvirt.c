@@ -855,6 +855,110 @@ static void test_hostile_xml(void **state)
 	fx_free(x);
 }
 
+/*
+ * What OpenStack Nova writes into each domain's <metadata> (nova/virt/libvirt/config.py,
+ * LibvirtConfigGuestMetaNovaInstance; namespace .../nova/1.1), as `virsh dumpxml` shows it on a
+ * compute node; IDs are Keystone's (32 hex digits, no dashes).
+ */
+#define NOVA_META                                                                                  \
+	"<metadata>"                                                                               \
+	"<nova:instance xmlns:nova=\"http://openstack.org/xmlns/libvirt/nova/1.1\">"               \
+	"<nova:package version=\"29.0.1\"/>"                                                       \
+	"<nova:name>web-01</nova:name>"                                                            \
+	"<nova:creationTime>2025-03-04 09:12:51</nova:creationTime>"                               \
+	"<nova:flavor name=\"m1.small\"><nova:memory>2048</nova:memory><nova:disk>20</nova:disk>"  \
+	"<nova:swap>0</nova:swap><nova:ephemeral>0</nova:ephemeral><nova:vcpus>1</nova:vcpus>"     \
+	"</nova:flavor>"                                                                           \
+	"<nova:owner>"                                                                             \
+	"<nova:user uuid=\"85bd8e9aba8a4d5d8b6a3a7a5c2e1f00\">admin</nova:user>"                  \
+	"<nova:project uuid=\"2fa3b6c8d1e04b5f9a7c6d5e4f3a2b10\">demo</nova:project>"             \
+	"</nova:owner>"                                                                            \
+	"<nova:root type=\"image\" uuid=\"0e1a3a4e-1f5c-4a43-9a3b-2c7d9c1b8f55\"/>"                \
+	"<nova:ports><nova:port uuid=\"3d3a0f53-3bd6-4c3d-8f4f-5e8d6f1f0f7e\">"                    \
+	"<nova:ip type=\"fixed\" address=\"10.0.0.5\" ipVersion=\"4\"/></nova:port></nova:ports>"  \
+	"</nova:instance>"                                                                         \
+	"</metadata>"
+
+static void assert_nova_owner(const struct vw_vm_owner *o)
+{
+	assert_string_equal(o->platform, "openstack");
+	assert_string_equal(o->instance_name, "web-01");
+	assert_string_equal(o->flavor, "m1.small");
+	assert_string_equal(o->user_id, "85bd8e9aba8a4d5d8b6a3a7a5c2e1f00");
+	assert_string_equal(o->user_name, "admin");
+	assert_string_equal(o->project_id, "2fa3b6c8d1e04b5f9a7c6d5e4f3a2b10");
+	assert_string_equal(o->project_name, "demo");
+	assert_string_equal(o->vmid, "");
+}
+
+static void parse_owner(const char *doc, struct vw_domxml *d)
+{
+	assert_int_equal(vw_domxml_parse(doc, strlen(doc), d), 0);
+}
+
+/* Nova's owner of an instance, whatever prefix binds its namespace; nothing from elsewhere. */
+static void test_domxml_nova(void **state)
+{
+	struct vw_domxml d;
+
+	(void)state;
+	parse_owner("<domain type='kvm'><name>instance-0000002a</name>" NOVA_META
+		    "<vcpu>1</vcpu><devices/></domain>",
+		    &d);
+	assert_nova_owner(&d.owner);
+	assert_int_equal(d.vcpus, 1); /* the rest of the document is still read */
+
+	/* Another prefix, namespace 1.0, and a default namespace. */
+	parse_owner("<domain><metadata><os:instance xmlns:os='http://openstack.org/xmlns/libvirt/"
+		    "nova/1.0'><os:name>a</os:name><os:flavor name='f'/><os:owner>"
+		    "<os:project uuid='p1'>proj</os:project></os:owner></os:instance></metadata>"
+		    "</domain>",
+		    &d);
+	assert_string_equal(d.owner.platform, "openstack");
+	assert_string_equal(d.owner.instance_name, "a");
+	assert_string_equal(d.owner.flavor, "f");
+	assert_string_equal(d.owner.project_id, "p1");
+	assert_string_equal(d.owner.project_name, "proj");
+	assert_string_equal(d.owner.user_name, "");
+	parse_owner("<domain><metadata><instance xmlns='http://openstack.org/xmlns/libvirt/nova/1.1'>"
+		    "<name> spaced \n</name></instance></metadata></domain>",
+		    &d);
+	assert_string_equal(d.owner.platform, "openstack");
+	assert_string_equal(d.owner.instance_name, "spaced");
+
+	/* Not Nova's: another namespace, Nova's element outside <metadata>, a name under
+	 * <flavor>, a user outside <owner>. (libvirt writes each metadata element with its own
+	 * namespace declaration, which is where the reader looks for it.) */
+	parse_owner("<domain><metadata><nova:instance xmlns:nova='http://example.com/nova/1.1'>"
+		    "<nova:name>x</nova:name></nova:instance></metadata></domain>",
+		    &d);
+	assert_string_equal(d.owner.platform, "");
+	assert_string_equal(d.owner.instance_name, "");
+	parse_owner("<domain><devices><nova:instance xmlns:nova='http://openstack.org/xmlns/libvirt/"
+		    "nova/1.1'><nova:name>x</nova:name></nova:instance></devices></domain>",
+		    &d);
+	assert_string_equal(d.owner.platform, "");
+	parse_owner("<domain><metadata><app:x xmlns:app='urn:a'><app:name>no</app:name></app:x>"
+		    "<n:instance xmlns:n='http://openstack.org/xmlns/libvirt/nova/1.1'>"
+		    "<n:flavor name='f'><n:name>inner</n:name></n:flavor>"
+		    "<n:user uuid='u'>loose</n:user><n:name>a&amp;b &lt;c&gt;&#x1;</n:name>"
+		    "</n:instance></metadata></domain>",
+		    &d);
+	assert_string_equal(d.owner.platform, "openstack");
+	assert_string_equal(d.owner.instance_name, "a&b <c>?"); /* decoded, control char '?' */
+	assert_string_equal(d.owner.flavor, "f");
+	assert_string_equal(d.owner.user_id, "");
+	assert_string_equal(d.owner.user_name, "");
+
+	/* A bad reference empties that value only. */
+	parse_owner("<domain><metadata><nova:instance xmlns:nova='http://openstack.org/xmlns/libvirt/"
+		    "nova/1.1'><nova:name>a&bogus;</nova:name><nova:flavor name='ok'/>"
+		    "</nova:instance></metadata></domain>",
+		    &d);
+	assert_string_equal(d.owner.instance_name, "");
+	assert_string_equal(d.owner.flavor, "ok");
+}
+
 static void test_domxml(void **state)
 {
 	struct vw_domxml d;
@@ -1333,7 +1437,7 @@ static void test_merge_fill(void **state)
 #define TEST_NODE_XML                                                                              \
 	"<node><domain type='test'><name>gpuvm</name>"                                             \
 	"<uuid>4dea22b3-1d52-d8f3-2516-782e98ab3fa0</uuid><memory>1048576</memory>"                \
-	"<vcpu>2</vcpu><os><type>hvm</type></os><devices>"                                         \
+	"<vcpu>2</vcpu><os><type>hvm</type></os>" NOVA_META "<devices>"                            \
 	"<hostdev mode='subsystem' type='pci' managed='yes'><source><address domain='0' "          \
 	"bus='59' slot='0' function='0'/></source></hostdev>"                                      \
 	"<hostdev mode='subsystem' type='mdev' model='vfio-pci'><source>"                          \
@@ -1380,6 +1484,8 @@ static void test_real_test_driver(void **state)
 		assert_string_equal(v[0].pci_hostdev[0], "0000:3b:00.0");
 		assert_int_equal(v[0].n_mdev, 1);
 		assert_string_equal(v[0].mdev_uuid[0], "c2177883-f1bb-47f0-914d-32a22e3a8804");
+		/* Nova's metadata through libvirt's own parser and formatter. */
+		assert_nova_owner(&v[0].owner);
 		free(v);
 		vw_vm_libvirt.close(src);
 	}
@@ -1411,6 +1517,7 @@ int main(void)
 		cmocka_unit_test(test_no_libvirtd_at_start),
 		cmocka_unit_test(test_hostile_xml),
 		cmocka_unit_test(test_domxml),
+		cmocka_unit_test(test_domxml_nova),
 		cmocka_unit_test(test_domxml_hostdevs),
 		cmocka_unit_test(test_hostdevs_listed),
 		cmocka_unit_test(test_merge),

@@ -314,6 +314,69 @@ static void test_duplicate_uuid(void **state)
 	vw_fixture_rm(root);
 }
 
+/*
+ * Proxmox VE: /usr/bin/kvm with its own -id VMID, the name before ",debug-threads=on" and the
+ * VM's identity as its SMBIOS UUID (no -uuid); the command line as qemu-server's own tests
+ * (the .conf.cmd files of test/cfg2cmd) expect it, shortened.
+ */
+#define PVE_UUID "7b10d7af-b932-4c66-b2c3-3996152ec465"
+#define PVE_CMD                                                                                   \
+	"/usr/bin/kvm|-id|8006|-name|simple,debug-threads=on|-no-shutdown|-chardev|"              \
+	"socket,id=qmp,path=/var/run/qemu-server/8006.qmp,server=on,wait=off|-mon|"              \
+	"chardev=qmp,mode=control|-pidfile|/var/run/qemu-server/8006.pid|-daemonize|-smbios|"    \
+	"type=1,uuid=" PVE_UUID "|-smp|3,sockets=1,cores=3,maxcpus=3|-nodefaults|-m|512"
+
+static void test_proxmox(void **state)
+{
+	char *root = vw_fixture_mkdtemp("vmscanpve");
+	struct vw_vm_env env = { 0 };
+	struct vw_qemu_cmdline c;
+	struct vw_vm_info *v;
+	void *src;
+
+	(void)state;
+	assert_int_equal(parse(PVE_CMD, &c), 0);
+	assert_string_equal(c.vmid, "8006");
+	assert_string_equal(c.name, "simple");
+	assert_string_equal(c.uuid, PVE_UUID);
+	assert_int_equal(c.vcpus, 3);
+	/* -uuid wins over the SMBIOS one; an SMBIOS table other than type 1 is not the VM's. */
+	assert_int_equal(parse("/usr/bin/kvm|-smbios|type=1,uuid=" PVE_UUID "|-uuid|" U1, &c), 0);
+	assert_string_equal(c.uuid, U1);
+	assert_int_equal(parse("/usr/bin/kvm|-smbios|type=2,uuid=" PVE_UUID, &c), 0);
+	assert_string_equal(c.uuid, "");
+	/* A VMID is digits (else absent); plain QEMU has no -id. */
+	assert_int_equal(parse("/usr/bin/kvm|-id|80x6", &c), 0);
+	assert_string_equal(c.vmid, "");
+	assert_int_equal(parse("/usr/bin/kvm|-id|123456789012345678", &c), 0);
+	assert_string_equal(c.vmid, "");
+	assert_int_equal(parse("qemu-system-x86_64|-name|x", &c), 0);
+	assert_string_equal(c.vmid, "");
+
+	/* Listed by the scan: platform proxmox with its VMID; a plain QEMU beside it has none. */
+	assert_int_equal(vm_fixture_proc(root, 10, 100, PVE_CMD, NULL, NULL), 0);
+	assert_int_equal(vm_fixture_proc(root, 20, 200, "qemu-system-x86_64|-uuid|" U1, NULL, NULL),
+			 0);
+	src = scan_open(root, &env);
+	v = list_n(src, 2);
+	for (size_t i = 0; i < 2; i++) {
+		if (v[i].qemu_pid == 10) {
+			assert_string_equal(v[i].uuid, PVE_UUID);
+			assert_string_equal(v[i].name, "simple");
+			assert_string_equal(v[i].owner.platform, "proxmox");
+			assert_string_equal(v[i].owner.vmid, "8006");
+		} else {
+			assert_string_equal(v[i].uuid, U1);
+			assert_string_equal(v[i].owner.platform, "");
+			assert_string_equal(v[i].owner.vmid, "");
+		}
+	}
+	free(v);
+	vw_vm_procscan.close(src);
+	close(env.procfs_fd);
+	vw_fixture_rm(root);
+}
+
 /* With an interval, full scans are rate-limited: a new QEMU waits for the next scan, a gone
  * one is noticed at once (its start time no longer matches) and reported stopped. */
 static void test_scan_interval(void **state)
@@ -508,6 +571,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_cmdline),
+		cmocka_unit_test(test_proxmox),
 		cmocka_unit_test(test_smp_and_names),
 		cmocka_unit_test(test_stable_id),
 		cmocka_unit_test_setup_teardown(test_scan, setup, teardown),

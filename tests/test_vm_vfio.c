@@ -323,6 +323,16 @@ static void test_rows_capped(void **state)
 	"<domain type='test'><name>" name "</name><uuid>" uuid "</uuid>"                           \
 	"<memory>1048576</memory><vcpu>2</vcpu><os><type>hvm</type></os><devices>" devices        \
 	"</devices></domain>"
+/* A domain as an OpenStack compute node defines it: Nova's owner in <metadata>. */
+#define NOVA_DOMAIN(name, uuid, devices)                                                           \
+	"<domain type='test'><name>" name "</name><uuid>" uuid "</uuid>"                           \
+	"<metadata><nova:instance xmlns:nova='http://openstack.org/xmlns/libvirt/nova/1.1'>"       \
+	"<nova:name>web-01</nova:name><nova:flavor name='m1.small'><nova:vcpus>2</nova:vcpus>"     \
+	"</nova:flavor><nova:owner><nova:user uuid='85bd8e9aba8a4d5d8b6a3a7a5c2e1f00'>admin"       \
+	"</nova:user><nova:project uuid='2fa3b6c8d1e04b5f9a7c6d5e4f3a2b10'>demo</nova:project>"    \
+	"</nova:owner></nova:instance></metadata>"                                                 \
+	"<memory>1048576</memory><vcpu>2</vcpu><os><type>hvm</type></os><devices>" devices        \
+	"</devices></domain>"
 #define HOSTDEV_MDEV(uuid)                                                                         \
 	"<hostdev mode='subsystem' type='mdev' model='vfio-pci'><source><address uuid='" uuid    \
 	"'/></source></hostdev>"
@@ -345,7 +355,7 @@ static void test_host(void **state)
 	static const char node[] =
 		"<node>"
 		NODE_DOMAIN("gpuvm", U1, HOSTDEV_PCI("0x3b", "0x0") HOSTDEV_PCI("0x3b", "0x1"))
-		NODE_DOMAIN("mdevvm", U2, HOSTDEV_MDEV("c2177883-f1bb-47f0-914d-32a22e3a8804"))
+		NOVA_DOMAIN("mdevvm", U2, HOSTDEV_MDEV("c2177883-f1bb-47f0-914d-32a22e3a8804"))
 		"</node>\n";
 
 	assert_int_equal(vw_fixture_write(s->root, "node.xml", node, 0), 0);
@@ -368,6 +378,20 @@ static void test_host(void **state)
 			   1, 0);
 	/* Both VMs are VMs all the same. */
 	assert_non_null(strstr(body, "vm_id=\"" U2 "\""));
+	/* Who each belongs to: the Nova instance's owner and flavor, through the real libvirt
+	 * driver and the host's render; the other VM has no platform. */
+	assert_non_null(strstr(
+		body, "virtwatt_vm_info{vm_id=\"" U2 "\",vm_name=\"mdevvm\",hypervisor=\"test\","
+		      "source=\"libvirt\",platform=\"openstack\",instance_name=\"web-01\","
+		      "flavor=\"m1.small\",user_id=\"85bd8e9aba8a4d5d8b6a3a7a5c2e1f00\","
+		      "user_name=\"admin\",project_id=\"2fa3b6c8d1e04b5f9a7c6d5e4f3a2b10\","
+		      "project_name=\"demo\",proxmox_vmid=\"\",node_name=\"node-a\"} 1\n"));
+	assert_non_null(strstr(
+		body, "virtwatt_vm_info{vm_id=\"" U1 "\",vm_name=\"gpuvm\",hypervisor=\"test\","
+		      "source=\"libvirt\",platform=\"\",instance_name=\"\",flavor=\"\","
+		      "user_id=\"\",user_name=\"\",project_id=\"\",project_name=\"\","
+		      "proxmox_vmid=\"\",node_name=\"node-a\"} 1\n"));
+	assert_double_near(vw_fixture_sample_sum(body, "virtwatt_vm_info", NULL), 2, 0);
 	free(body);
 	assert_int_equal(vw_fixture_stop_daemon(daemon_pid), 0);
 	daemon_pid = 0;

@@ -214,6 +214,7 @@ static void apply_xml(struct lv *lv, struct dom *d, const struct fetched *f)
 	d->info.n_pci_hostdev = f->xml.n_pci_hostdev;
 	memcpy(d->info.mdev_uuid, f->xml.mdev_uuid, sizeof(d->info.mdev_uuid));
 	d->info.n_mdev = f->xml.n_mdev;
+	d->info.owner = f->xml.owner;
 	d->have_xml = true;
 }
 

@@ -30,6 +30,7 @@ struct vw_qemu_cmdline {
 	char binary[256];       /* argv[0] as given */
 	char uuid[VW_UUID_LEN]; /* from -uuid, lower case, or "" */
 	char name[256];         /* -name guest=X / -name X, sanitized, or "" */
+	char vmid[16];          /* Proxmox VE's -id N (digits only), or "" */
 	unsigned vcpus;         /* -smp; 1 when absent */
 	bool xen;               /* -xen-domid or -accel xen */
 };
@@ -110,6 +111,10 @@ struct vw_domxml {
 	/* <hostdev mode='subsystem' type='mdev'> <source><address uuid=/>, lower case. */
 	char mdev_uuid[VW_VM_MAX_HOSTDEVS][VW_UUID_LEN];
 	size_t n_mdev;
+	/* <metadata><nova:instance xmlns:nova="http://openstack.org/xmlns/libvirt/nova/1.x">
+	 * (any prefix bound to that namespace, or none): name, flavor, owner; platform
+	 * "openstack" when the element is there. */
+	struct vw_vm_owner owner;
 };
 
 /*

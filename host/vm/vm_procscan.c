@@ -102,6 +102,10 @@ static void describe(const struct procscan *ps, const struct vw_qemu_proc *p,
 	vm->vcpus = p->cmd.vcpus;
 	vm->qemu_pid = p->pid;
 	vm->qemu_start_time = p->start_time;
+	if (p->cmd.vmid[0]) {
+		snprintf(vm->owner.platform, sizeof(vm->owner.platform), "proxmox");
+		memcpy(vm->owner.vmid, p->cmd.vmid, sizeof(vm->owner.vmid));
+	}
 }
 
 /*

@@ -136,6 +136,36 @@ static void parse_name(const char *val, char *out, size_t size)
 	}
 }
 
+/* Proxmox VE's "-id VMID" (its own QEMU option; upstream QEMU has none): digits only. */
+static void parse_vmid(const char *val, char *out, size_t size)
+{
+	size_t n = strlen(val);
+
+	out[0] = '\0';
+	if (!n || n >= size || strspn(val, "0123456789") != n)
+		return;
+	memcpy(out, val, n + 1);
+}
+
+/* "-smbios type=1,...,uuid=U": U canonical into out, else out untouched. */
+static void parse_smbios_uuid(const char *val, char out[VW_UUID_LEN])
+{
+	char elem[512], uuid[VW_UUID_LEN];
+	const char *u = NULL;
+	bool type1 = false;
+
+	for (const char *p = val; (p = opts_next(p, elem, sizeof(elem)));) {
+		const char *v;
+
+		if (opts_key(elem, "type", &v))
+			type1 = strcmp(v, "1") == 0;
+		else if (opts_key(elem, "uuid", &v) && vw_vm_uuid_canon(v, strlen(v), uuid) == 0)
+			u = uuid;
+	}
+	if (type1 && u)
+		memcpy(out, u, VW_UUID_LEN);
+}
+
 static unsigned smp_value(const char *s)
 {
 	uint64_t v;
@@ -210,6 +240,7 @@ int vw_qemu_cmdline_parse(const char *buf, size_t len, struct vw_qemu_cmdline *r
 {
 	char tmp[4][512];
 	const char *a, *argv0;
+	char smbios_uuid[VW_UUID_LEN] = "";
 	size_t pos = 0;
 	unsigned t = 0;
 
@@ -230,7 +261,7 @@ int vw_qemu_cmdline_parse(const char *buf, size_t len, struct vw_qemu_cmdline *r
 		if (strcmp(opt, "xen-domid") == 0)
 			ret->xen = true;
 		if (strcmp(opt, "uuid") != 0 && strcmp(opt, "name") != 0 && strcmp(opt, "smp") != 0 &&
-		    strcmp(opt, "accel") != 0)
+		    strcmp(opt, "accel") != 0 && strcmp(opt, "id") != 0 && strcmp(opt, "smbios") != 0)
 			continue;
 		val = next_arg(buf, len, &pos, tmp[t++ % 4], sizeof(tmp[0]));
 		if (!val)
@@ -244,7 +275,14 @@ int vw_qemu_cmdline_parse(const char *buf, size_t len, struct vw_qemu_cmdline *r
 			ret->vcpus = vw_qemu_parse_smp(val);
 		else if (strcmp(opt, "accel") == 0 && strncmp(val, "xen", 3) == 0)
 			ret->xen = true;
+		else if (strcmp(opt, "id") == 0)
+			parse_vmid(val, ret->vmid, sizeof(ret->vmid));
+		else if (strcmp(opt, "smbios") == 0)
+			parse_smbios_uuid(val, smbios_uuid);
 	}
+	/* Proxmox VE gives the VM's identity as its SMBIOS UUID, not -uuid. */
+	if (!ret->uuid[0] && smbios_uuid[0])
+		memcpy(ret->uuid, smbios_uuid, VW_UUID_LEN);
 	return 0;
 }
 

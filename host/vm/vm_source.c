@@ -111,6 +111,8 @@ static void fill(struct vw_vm_info *dst, const struct vw_vm_info *src)
 		memcpy(dst->mdev_uuid, src->mdev_uuid, sizeof(src->mdev_uuid));
 		dst->n_mdev = src->n_mdev;
 	}
+	if (!dst->owner.platform[0])
+		dst->owner = src->owner;
 }
 
 static struct suppressed *find_supp(struct vw_vms *v, const struct vw_vm_info *vm)

@@ -27,6 +27,20 @@ enum vw_vm_state {
 #define VW_VM_MAX_HOSTDEVS 32
 #define VW_PCI_ADDR_SIZE 16 /* "0000:3b:00.0" and its NUL, with room */
 
+/*
+ * Who a VM belongs to, where the platform that made it says so (vm_meta.c renders it as
+ * virtwatt_vm_info). Every field is "" when unknown; names are label-safe (valid UTF-8, no
+ * control characters), IDs as the platform wrote them.
+ */
+struct vw_vm_owner {
+	char platform[16];      /* "openstack" (Nova metadata), "proxmox" (-id), or "" */
+	char instance_name[128]; /* <nova:name>: the instance's display name */
+	char flavor[64];        /* <nova:flavor name=> */
+	char user_id[48], user_name[64];       /* <nova:owner><nova:user uuid=>name */
+	char project_id[48], project_name[64]; /* <nova:owner><nova:project uuid=>name */
+	char vmid[16];          /* Proxmox VE's VMID (QEMU's -id) */
+};
+
 struct vw_vm_info {
 	char uuid[VW_UUID_LEN]; /* lower-case canonical */
 	char name[256];         /* libvirt name or -name guest=; may be "" */
@@ -46,6 +60,7 @@ struct vw_vm_info {
 	 * (mediated devices: an NVIDIA vGPU is one), each once, in document order. */
 	char mdev_uuid[VW_VM_MAX_HOSTDEVS][VW_UUID_LEN];
 	size_t n_mdev;
+	struct vw_vm_owner owner;
 };
 
 struct vw_vm_env {

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A small reader for libvirt domain XML: <domain type=>, <vcpu>, the org.virtwatt.power.0 unix
- * channel, the virtwatt filesystem and the PCI and mdev host devices. libvirt-dev does not pull
+ * channel, the virtwatt filesystem, the PCI and mdev host devices, and the owner OpenStack Nova
+ * writes into <metadata> (instance name, flavor, user and project). libvirt-dev does not pull
  * in libxml2, and these few values do not justify a DOM parser; this one is a single forward
  * pass with no recursion and no allocation, so a huge or deeply nested document costs linear
  * time and constant memory.
@@ -50,6 +51,21 @@ struct hostdev {
 	char id[VW_UUID_LEN]; /* canonical PCI address or mdev UUID; "" when invalid */
 };
 
+/*
+ * Nova's <metadata><nova:instance xmlns:nova="http://openstack.org/xmlns/libvirt/nova/1.1">
+ * being read (nova/virt/libvirt/config.py, LibvirtConfigGuestMetaNovaInstance): the prefix the
+ * element binds to Nova's namespace, and the text of the element being captured.
+ */
+#define NOVA_NS "http://openstack.org/xmlns/libvirt/nova/"
+struct nova {
+	bool open, in_owner;
+	char prefix[32]; /* "" for a default namespace */
+	char *cap;       /* where the captured element's text goes, or NULL */
+	size_t cap_size, cap_depth;
+	char raw[256];
+	size_t raw_len;
+};
+
 struct parser {
 	const char *p, *end;
 	size_t depth;
@@ -60,6 +76,7 @@ struct parser {
 	bool in_vcpu, vcpu_current;
 	char vcpu_text[32];
 	size_t vcpu_len;
+	struct nova nova;
 	struct vw_domxml *out;
 };
 
@@ -359,6 +376,110 @@ static void hostdev_address(struct hostdev *hd, const struct tag *t)
 	}
 }
 
+/* ---- Nova's metadata ---- */
+
+/* Whether name is the Nova element local (prefix:local, or local in a default namespace). */
+static bool nova_is(const struct nova *nv, struct view name, const char *local)
+{
+	size_t pl = strlen(nv->prefix), ll = strlen(local);
+
+	if (!pl)
+		return view_eq(name, local);
+	return name.n == pl + 1 + ll && memcmp(name.s, nv->prefix, pl) == 0 && name.s[pl] == ':' &&
+	       memcmp(name.s + pl + 1, local, ll) == 0;
+}
+
+/* <P:instance> (or <instance>) under <metadata> whose own xmlns:P names Nova's namespace. */
+static void nova_open(struct parser *ps, const struct tag *t)
+{
+	struct nova *nv = &ps->nova;
+	const char *colon = memchr(t->name.s, ':', t->name.n);
+	size_t pl = colon ? (size_t)(colon - t->name.s) : 0;
+	char decl[40], ns[128];
+
+	if (t->name.n - (colon ? pl + 1 : 0) != strlen("instance") ||
+	    memcmp(t->name.s + (colon ? pl + 1 : 0), "instance", 8) != 0 || pl >= sizeof(nv->prefix))
+		return;
+	snprintf(decl, sizeof(decl), "xmlns%s%.*s", colon ? ":" : "", (int)pl, t->name.s);
+	attr_copy(t, decl, ns, sizeof(ns));
+	if (strncmp(ns, NOVA_NS, strlen(NOVA_NS)) != 0)
+		return;
+	*nv = (struct nova){ .open = true };
+	memcpy(nv->prefix, t->name.s, pl);
+	nv->prefix[pl] = '\0';
+	snprintf(ps->out->owner.platform, sizeof(ps->out->owner.platform), "openstack");
+}
+
+/* An attribute value, decoded and made label-safe, into out ("" when absent or invalid). */
+static void attr_label(const struct tag *t, const char *name, char *out, size_t size)
+{
+	char buf[256];
+
+	attr_copy(t, name, buf, sizeof(buf));
+	vw_vm_name_sanitize(out, size, buf, strlen(buf));
+}
+
+static void nova_capture(struct parser *ps, char *out, size_t size)
+{
+	ps->nova.cap = out;
+	ps->nova.cap_size = size;
+	ps->nova.cap_depth = ps->depth;
+	ps->nova.raw_len = 0;
+}
+
+/* An element inside the open <nova:instance> (ps->depth is its depth). */
+static void nova_element(struct parser *ps, const struct tag *t)
+{
+	struct nova *nv = &ps->nova;
+	struct vw_vm_owner *o = &ps->out->owner;
+
+	if (ps->depth == 3 && nova_is(nv, t->name, "name")) {
+		nova_capture(ps, o->instance_name, sizeof(o->instance_name));
+	} else if (ps->depth == 3 && nova_is(nv, t->name, "flavor")) {
+		attr_label(t, "name", o->flavor, sizeof(o->flavor));
+	} else if (ps->depth == 3 && nova_is(nv, t->name, "owner")) {
+		nv->in_owner = true;
+	} else if (ps->depth == 4 && nv->in_owner && nova_is(nv, t->name, "user")) {
+		attr_label(t, "uuid", o->user_id, sizeof(o->user_id));
+		nova_capture(ps, o->user_name, sizeof(o->user_name));
+	} else if (ps->depth == 4 && nv->in_owner && nova_is(nv, t->name, "project")) {
+		attr_label(t, "uuid", o->project_id, sizeof(o->project_id));
+		nova_capture(ps, o->project_name, sizeof(o->project_name));
+	}
+}
+
+/* The captured text, entities decoded, spaces trimmed, label-safe; "" when invalid. */
+static void nova_capture_end(struct nova *nv)
+{
+	struct view v = { nv->raw, nv->raw_len };
+	char buf[sizeof(nv->raw) + 4];
+
+	while (v.n && is_space(v.s[0])) {
+		v.s++;
+		v.n--;
+	}
+	while (v.n && is_space(v.s[v.n - 1]))
+		v.n--;
+	if (attr_value(&v, buf, sizeof(buf)) < 0)
+		buf[0] = '\0';
+	vw_vm_name_sanitize(nv->cap, nv->cap_size, buf, strlen(buf));
+	nv->cap = NULL;
+}
+
+static void nova_end(struct parser *ps, struct view name)
+{
+	struct nova *nv = &ps->nova;
+
+	if (nv->cap && ps->depth == nv->cap_depth)
+		nova_capture_end(nv);
+	if (ps->depth == 3 && nova_is(nv, name, "owner"))
+		nv->in_owner = false;
+	else if (ps->depth == 2 && nova_is(nv, name, "instance"))
+		nv->open = false;
+}
+
+/* ---- The elements kept ---- */
+
 static void start_element(struct parser *ps, const struct tag *t)
 {
 	static const char *const p_dom[] = { "domain" };
@@ -366,8 +487,13 @@ static void start_element(struct parser *ps, const struct tag *t)
 	static const char *const p_chan[] = { "domain", "devices", "channel" };
 	static const char *const p_fs[] = { "domain", "devices", "filesystem" };
 	static const char *const p_hd_src[] = { "domain", "devices", "hostdev", "source" };
+	static const char *const p_meta[] = { "domain", "metadata" };
 
-	if (ps->depth == 0) {
+	if (ps->nova.open) {
+		nova_element(ps, t);
+	} else if (at(ps, 2, p_meta) && !ps->out->owner.platform[0]) {
+		nova_open(ps, t);
+	} else if (ps->depth == 0) {
 		hypervisor_label(t, ps->out->hypervisor, sizeof(ps->out->hypervisor));
 	} else if (at(ps, 1, p_dom) && view_eq(t->name, "vcpu")) {
 		char cur[32];
@@ -436,7 +562,9 @@ static void finish_hostdev(struct parser *ps)
 /* ps->depth is the closed element's depth. */
 static void end_element(struct parser *ps, struct view name)
 {
-	if (ps->depth == 2 && view_eq(name, "hostdev"))
+	if (ps->nova.open)
+		nova_end(ps, name);
+	else if (ps->depth == 2 && view_eq(name, "hostdev"))
 		finish_hostdev(ps);
 	else if (ps->depth == 2 && view_eq(name, "channel"))
 		finish_device(&ps->chan, ps->out->channel_path, sizeof(ps->out->channel_path));
@@ -478,7 +606,8 @@ static int handle_tag(struct parser *ps, const struct tag *t)
 	return 0;
 }
 
-/* Character data up to the next '<': only <vcpu>'s matters, and nothing outside the root. */
+/* Character data up to the next '<': only <vcpu>'s and Nova's names matter, and nothing outside
+ * the root. */
 static int text(struct parser *ps)
 {
 	const char *lt = memchr(ps->p, '<', (size_t)(ps->end - ps->p));
@@ -492,6 +621,12 @@ static int text(struct parser *ps)
 		for (const char *q = ps->p; q < stop; q++)
 			if (!is_space(*q) && ps->vcpu_len + 1 < sizeof(ps->vcpu_text))
 				ps->vcpu_text[ps->vcpu_len++] = *q;
+	} else if (ps->nova.cap && ps->depth == ps->nova.cap_depth + 1) {
+		struct nova *nv = &ps->nova;
+		size_t n = VW_MIN((size_t)(stop - ps->p), sizeof(nv->raw) - 1 - nv->raw_len);
+
+		memcpy(nv->raw + nv->raw_len, ps->p, n);
+		nv->raw_len += n;
 	}
 	ps->p = stop;
 	return 0;

@@ -45,6 +45,9 @@ struct vw_prom_writer {
 	/* Sees every counter sample (vw_prom_writer_filter_counters). */
 	vw_prom_counter_filter filter;
 	void *filter_ctx;
+	/* Sees every counter sample as written (vw_prom_writer_observe_counters). */
+	vw_prom_counter_observer observer;
+	void *observer_ctx;
 };
 
 /* ---- UTF-8 and escaping ---- */
@@ -376,6 +379,15 @@ void vw_prom_writer_filter_counters(struct vw_prom_writer *w, vw_prom_counter_fi
 	}
 }
 
+void vw_prom_writer_observe_counters(struct vw_prom_writer *w, vw_prom_counter_observer observer,
+				     void *ctx)
+{
+	if (w) {
+		w->observer = observer;
+		w->observer_ctx = ctx;
+	}
+}
+
 void vw_prom_writer_hold_back(struct vw_prom_writer *w, size_t bytes)
 {
 	if (w)
@@ -525,6 +537,7 @@ static int put_sample(struct vw_prom_writer *w, const char *const *values, const
 		      size_t numlen, const uint64_t *micro)
 {
 	char filtered[NUM_MAX];
+	uint64_t seen = micro ? *micro : 0;
 	size_t start;
 	int r;
 
@@ -550,8 +563,11 @@ static int put_sample(struct vw_prom_writer *w, const char *const *values, const
 		if (r > 0) {
 			numlen = format_micro(out, filtered);
 			num = filtered;
+			seen = out;
 		}
 	}
+	if (micro && w->observer && !w->fam_err)
+		w->observer(w->observer_ctx, w->fam, values, seen);
 	put(w, " ", 1);
 	put(w, num, numlen);
 	put(w, "\n", 1);
@@ -593,7 +609,7 @@ int vw_prom_counter(struct vw_prom_writer *w, const char *const *label_values, d
 	if (value == 0)
 		value = 0; /* -0 prints as 0 */
 	/* For a filter only; from 1.8e13 units on, micro-units would overflow: not filtered. */
-	filtered = w->filter && value < 1.8e13;
+	filtered = (w->filter || w->observer) && value < 1.8e13;
 	if (filtered)
 		micro = (uint64_t)llround(value * 1e6);
 	return put_sample(w, label_values, num, format_double(value, num),

@@ -86,6 +86,15 @@ typedef int (*vw_prom_counter_filter)(void *ctx, const char *key, size_t key_len
 				      uint64_t *ret_micro);
 void vw_prom_writer_filter_counters(struct vw_prom_writer *w, vw_prom_counter_filter filter,
 				    void *ctx);
+/*
+ * A callback that sees every counter sample as it is written (after the filter): its family,
+ * label values (in the family's order) and value in micro-units. Read-only; it runs inside
+ * the writer's call. Carbon figures follow the energy counters this way (carbon.h).
+ */
+typedef void (*vw_prom_counter_observer)(void *ctx, const struct vw_metric_family *f,
+					 const char *const *label_values, uint64_t micro);
+void vw_prom_writer_observe_counters(struct vw_prom_writer *w, vw_prom_counter_observer observer,
+				     void *ctx);
 /* The i-th family dropped so far (in drop-oversize mode), NULL past the last. */
 const struct vw_metric_family *vw_prom_writer_dropped(const struct vw_prom_writer *w, size_t i);
 

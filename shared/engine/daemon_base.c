@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cgroupfs.h"
@@ -17,6 +18,8 @@
 #include "gpu.h"
 #include "model.h"
 #include "model_server.h"
+#include "otlp.h"
+#include "carbon.h"
 #include "workload.h"
 
 static const char *nonempty(const char *s)
@@ -37,6 +40,58 @@ static void pick_node_name(const struct vw_daemon_options *o, char *buf, size_t 
 		snprintf(buf, size, "%s", u.nodename);
 	else
 		snprintf(buf, size, "unknown");
+}
+
+/* --exporter.otlp.endpoint: the pusher (nothing without it). -errno, logged. */
+static int open_otlp(struct vw_daemon *d, const struct vw_daemon_options *o)
+{
+	char host[256] = "", why[512] = "";
+	struct vw_otlp_opts oo = {
+		.endpoint = o->otlp_endpoint,
+		.interval_ns = VW_MAX(o->otlp_interval_ns, o->interval_ns),
+		.timeout_ns = o->otlp_timeout_ns,
+		.headers = o->otlp_headers,
+		.ca_file = o->otlp_ca_file,
+		.cert_file = o->otlp_cert_file,
+		.key_file = o->otlp_key_file,
+		.gzip = !o->otlp_compression || strcmp(o->otlp_compression, "none") != 0,
+		.queue_max = (size_t)o->otlp_queue,
+	};
+	struct vw_otlp_resource res = { d->hooks->program, VW_VERSION, host,
+					o->kube_enable ? d->node_name : NULL };
+	int r;
+
+	if (!o->otlp_endpoint || !*o->otlp_endpoint)
+		return 0;
+	(void)gethostname(host, sizeof(host) - 1);
+	r = vw_otlp_new(&oo, &res, (uint64_t)(d->start_time_s * 1e9), &d->otlp, why, sizeof(why));
+	if (r < 0) {
+		vw_error("%s: OTLP export: %s", d->hooks->program, why[0] ? why : strerror(-r));
+		return r;
+	}
+	vw_info("%s: pushing OTLP metrics to %s every %.0f s%s", d->hooks->program,
+		o->otlp_endpoint, (double)oo.interval_ns / 1e9, oo.gzip ? " (gzip)" : "");
+	return 0;
+}
+
+/* --carbon.intensity or --carbon.intensity-file: the tracker (nothing without). -errno. */
+static int open_carbon(struct vw_daemon *d, const struct vw_daemon_options *o)
+{
+	struct vw_carbon_opts co = { .static_g_per_kwh = o->carbon_intensity,
+				     .file = o->carbon_intensity_file,
+				     .baseline_first = d->hooks->counters_persist };
+	char why[600] = "";
+
+	if (!(o->carbon_intensity > 0) && !nonempty(o->carbon_intensity_file))
+		return 0;
+	d->carbon = vw_carbon_new(&co, why, sizeof(why));
+	if (!d->carbon) {
+		vw_error("%s: carbon: %s", d->hooks->program, why[0] ? why : strerror(errno));
+		return -errno;
+	}
+	vw_info("%s: carbon figures from %s", d->hooks->program,
+		nonempty(o->carbon_intensity_file) ? o->carbon_intensity_file : "a static intensity");
+	return 0;
 }
 
 int vw_daemon_init(struct vw_daemon *d, const struct vw_daemon_options *o,
@@ -75,11 +130,16 @@ int vw_daemon_init(struct vw_daemon *d, const struct vw_daemon_options *o,
 			o->procfs);
 	d->expo = vw_exposition_new();
 	d->self = vw_selfstats_new();
-	return d->expo && d->self ? 0 : -ENOMEM;
+	if (!d->expo || !d->self)
+		return -ENOMEM;
+	r = open_carbon(d, o);
+	return r < 0 ? r : open_otlp(d, o);
 }
 
 void vw_daemon_fini(struct vw_daemon *d)
 {
+	vw_otlp_free(d->otlp);
+	vw_carbon_free(d->carbon);
 	vw_workloads_free(d->workloads);
 	vw_gpus_free(d->gpus);
 	vw_gpu_pidns_fini(&d->gpu_pidns);
@@ -381,6 +441,13 @@ static int render(struct vw_daemon *d, const struct vw_node_view *v, enum vw_pro
 		return -errno;
 	if (k->render_begin)
 		k->render_begin(d->ud, w, text);
+	if (text && d->carbon) { /* carbon follows the energy counters as they are written */
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		vw_carbon_begin(d->carbon, (int64_t)ts.tv_sec * (int64_t)VW_NSEC_PER_SEC + ts.tv_nsec);
+		vw_prom_writer_observe_counters(w, vw_carbon_observe, d->carbon);
+	}
 	vw_prom_writer_drop_oversize(w);
 	vw_selfstats_hold_room(w, max);
 	daemon_tables(d, tables);
@@ -393,6 +460,10 @@ static int render(struct vw_daemon *d, const struct vw_node_view *v, enum vw_pro
 		r = vw_workloads_render(d->workloads, w, d->node_name, d->cpu.ops->name);
 	if (r == 0 && d->workloads)
 		r = vw_workloads_render_gpu(d->workloads, w, d->node_name);
+	if (r == 0)
+		r = vw_carbon_render(d->carbon, w, d->node_name, text);
+	if (r == 0)
+		r = vw_otlp_render(d->otlp, w, d->node_name);
 	if (r == 0)
 		r = vw_selfstats_write(d->self, w, tables, d->node_name, d->snapshots, max);
 	if (r == 0)
@@ -432,6 +503,13 @@ int vw_daemon_render_publish(struct vw_daemon *d, struct vw_node_view *v)
 		free(text);
 		vw_error("metrics: rendering failed: %s", strerror(-r));
 		return r;
+	}
+	if (d->otlp) { /* the very snapshot /metrics serves, stamped now */
+		struct timespec ts;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		vw_otlp_offer(d->otlp, text, text_len,
+			      (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec);
 	}
 	gen = vw_exposition_publish(d->expo, text, text_len, om, om_len);
 	if (d->workloads && gen)

@@ -60,6 +60,9 @@ struct vw_daemon_hooks {
 	void (*tables)(void *ud, struct vw_table_stat t[VW_TABLE__COUNT]);
 	/* /readyz beyond a fresh snapshot (NULL: ready). */
 	bool (*ready)(void *ud, char *why, size_t len);
+	/* The daemon's counters survive its restarts (the guest's state file): the first
+	 * snapshot's are baselines for carbon, not energy of its first interval. */
+	bool counters_persist;
 };
 
 /* The part of a daemon the skeleton owns; each daemon embeds one. */
@@ -86,6 +89,8 @@ struct vw_daemon {
 	struct vw_complaint cpu_complaint;
 	struct vw_exposition *expo;
 	struct vw_selfstats *self;
+	struct vw_otlp *otlp; /* --exporter.otlp.endpoint: NULL when off */
+	struct vw_carbon *carbon; /* --carbon.*: NULL when off */
 	uint64_t snapshots;    /* rendered so far */
 	uint64_t last_loop_ns; /* for /healthz; atomic */
 };

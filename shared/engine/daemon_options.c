@@ -12,6 +12,7 @@
 
 const char *const vw_accounting_names[] = { "auto", "bpf", "procfs", NULL };
 const char *const vw_pod_source_names[] = { "apiserver", "kubelet", NULL };
+const char *const vw_otlp_compression_names[] = { "gzip", "none", NULL };
 
 struct vw_ctrmeta *vw_daemon_open_ctrmeta(const struct vw_daemon_options *o)
 {

@@ -47,6 +47,15 @@ struct vw_daemon_options {
 	char *gpu_nvml_library; /* NULL: libnvidia-ml.so.1 from the loader's search path */
 	double gpu_idle_w;      /* 0: found per device (shared/gpu/gpu.h) */
 	uint64_t gpu_idle_window;
+	/* OTLP push (shared/export/otlp.h): off without an endpoint */
+	char *otlp_endpoint;
+	uint64_t otlp_interval_ns, otlp_timeout_ns;
+	char *otlp_headers, *otlp_ca_file, *otlp_cert_file, *otlp_key_file;
+	char *otlp_compression; /* gzip, none */
+	uint64_t otlp_queue;
+	/* carbon (shared/carbon/carbon.h): off when both are unset */
+	double carbon_intensity;
+	char *carbon_intensity_file;
 };
 
 extern const char *const vw_accounting_names[];
@@ -152,6 +161,48 @@ extern const char *const vw_pod_source_names[];
 	  VW_DO_OFF(type, gpu_idle_window), "720", "N",                                            \
 	  "intervals a GPU's idle power is sought over (it follows the GPU down at once, and up "  \
 	  "once lower levels are older than this)", 3, 65536 }
+
+extern const char *const vw_otlp_compression_names[];
+
+/* OTLP push's rows (docs/fleet.md), after VW_DAEMON_OPTIONS in both daemons' tables. */
+#define VW_DAEMON_OTLP_OPTIONS(type)                                                               \
+	{ "exporter.otlp.endpoint", "exporter.otlp.endpoint", VW_OPT_STRING,                       \
+	  VW_DO_OFF(type, otlp_endpoint), NULL, "URL",                                             \
+	  "push every family /metrics serves to this OTLP/HTTP receiver (an OpenTelemetry "        \
+	  "Collector: http://HOST:4318) as OTLP metrics in JSON, POSTed to URL/v1/metrics; off "   \
+	  "when unset" },                                                                          \
+	{ "exporter.otlp.interval", "exporter.otlp.interval", VW_OPT_DURATION,                     \
+	  VW_DO_OFF(type, otlp_interval_ns), "30s", "DURATION",                                    \
+	  "between OTLP exports (each sends the newest snapshot)", 1, 86400 },                    \
+	{ "exporter.otlp.timeout", "exporter.otlp.timeout", VW_OPT_DURATION,                       \
+	  VW_DO_OFF(type, otlp_timeout_ns), "10s", "DURATION", "one OTLP request", 0.1, 600 },    \
+	{ "exporter.otlp.headers", "exporter.otlp.headers", VW_OPT_STRING,                         \
+	  VW_DO_OFF(type, otlp_headers), NULL, "K=V,...",                                          \
+	  "request headers, e.g. Authorization=Bearer TOKEN (OTEL_EXPORTER_OTLP_HEADERS' format)" }, \
+	{ "exporter.otlp.ca-file", "exporter.otlp.caFile", VW_OPT_STRING,                          \
+	  VW_DO_OFF(type, otlp_ca_file), NULL, "PATH", "CA bundle the receiver's certificate is "  \
+	  "checked against (https; default: the system's)" },                                    \
+	{ "exporter.otlp.cert-file", "exporter.otlp.certFile", VW_OPT_STRING,                      \
+	  VW_DO_OFF(type, otlp_cert_file), NULL, "PATH", "client certificate (mutual TLS)" },     \
+	{ "exporter.otlp.key-file", "exporter.otlp.keyFile", VW_OPT_STRING,                        \
+	  VW_DO_OFF(type, otlp_key_file), NULL, "PATH", "client certificate's key" },             \
+	{ "exporter.otlp.compression", "exporter.otlp.compression", VW_OPT_STRING,                 \
+	  VW_DO_OFF(type, otlp_compression), "gzip", "gzip|none", "request body compression", 0,  \
+	  0, vw_otlp_compression_names },                                                          \
+	{ "exporter.otlp.queue", "exporter.otlp.queueSize", VW_OPT_UINT, VW_DO_OFF(type, otlp_queue), \
+	  "8", "N", "snapshots kept while the receiver is away (the oldest go first)", 1, 1024 }
+
+/* Carbon's rows (shared/carbon/carbon.h), after VW_DAEMON_OPTIONS in both daemons' tables. */
+#define VW_DAEMON_CARBON_OPTIONS(type)                                                             \
+	{ "carbon.intensity", "carbon.intensity", VW_OPT_DOUBLE,                                   \
+	  VW_DO_OFF(type, carbon_intensity), "0", "GRAMS",                                         \
+	  "a static grid carbon intensity in gCO2e/kWh: each interval's energy times it gives "    \
+	  "virtwatt_{node,container,pod,vm}_co2e_grams_total (0: no carbon figures)", 0, 10000 },  \
+	{ "carbon.intensity-file", "carbon.intensityFile", VW_OPT_STRING,                         \
+	  VW_DO_OFF(type, carbon_intensity_file), NULL, "PATH",                                    \
+	  "a table of \"TIME INTENSITY\" lines (Unix seconds or RFC 3339, gCO2e/kWh) you refresh " \
+	  "from a grid operator's feed; each entry holds until the next; re-read when it changes; " \
+	  "wins over carbon.intensity" }
 
 /*
  * Health of a daemon's loop, for /healthz and /readyz (docs/configuration.md): the snapshot is

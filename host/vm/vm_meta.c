@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Who each VM belongs to (vm_meta.h). */
+#include "vm_meta.h"
+
+#include "macro.h"
+
+static const char *const l_meta[] = { "vm_id",        "vm_name",      "hypervisor",
+				      "source",       "platform",     "instance_name",
+				      "flavor",       "user_id",      "user_name",
+				      "project_id",   "project_name", "proxmox_vmid",
+				      "node_name",    NULL };
+
+static const struct vw_metric_family meta_families[] = {
+	{ "virtwatt_vm_info", VW_METRIC_GAUGE,
+	  "A VM the host runs, and who it belongs to where its platform says so: platform is "
+	  "openstack (Nova's metadata in the domain XML: instance_name, flavor, user_id, "
+	  "user_name, project_id, project_name), proxmox (proxmox_vmid, QEMU's -id) or empty; "
+	  "source is the VM source that found it (libvirt, procscan). Always 1; join it to the "
+	  "kepler_vm_* series on vm_id",
+	  NULL, l_meta },
+};
+
+const struct vw_family_table vw_vm_meta_family_table = {
+	"host/vm/vm_meta.c: vw_vm_meta_render()", "virtwatt-host",
+	"with --metrics including vm: one row per running or paused VM of the VM sources",
+	meta_families, ARRAY_SIZE(meta_families),
+};
+
+int vw_vm_meta_render(const struct vw_vm_info *vms, size_t n, struct vw_prom_writer *w,
+		      const char *node_name)
+{
+	bool open = false;
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		const struct vw_vm_info *vm = &vms[i];
+		const struct vw_vm_owner *o = &vm->owner;
+		const char *labels[] = { vm->uuid,
+					 vm->name,
+					 vm->hypervisor,
+					 vm->source,
+					 o->platform,
+					 o->instance_name,
+					 o->flavor,
+					 o->user_id,
+					 o->user_name,
+					 o->project_id,
+					 o->project_name,
+					 o->vmid,
+					 node_name,
+					 NULL };
+
+		if (vm->state == VW_VM_SHUTOFF)
+			continue;
+		if (!open) {
+			r = vw_prom_family(w, &meta_families[0]);
+			open = true;
+		}
+		if (r == 0)
+			r = vw_prom_gauge(w, labels, 1);
+	}
+	return r < 0 || !open ? r : vw_prom_family_end(w);
+}

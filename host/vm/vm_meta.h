@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Who each VM belongs to: virtwatt_vm_info, one series per running or paused VM, joined to
+ * Kepler's kepler_vm_* series on vm_id. Its labels name the platform that made the VM and what
+ * that platform says of it: OpenStack Nova's instance name, flavor, user and project (from the
+ * domain XML's <metadata>), Proxmox VE's VMID (from QEMU's -id). Kepler's own VM series keep
+ * their label sets; a user who cannot join uses PromQL's group_left over this one.
+ */
+#pragma once
+
+#include <stddef.h>
+
+#include "prom.h"
+#include "vm_source.h"
+
+/* virtwatt_vm_info for vms[0..n) that are running or paused; nothing at all when none is. */
+int vw_vm_meta_render(const struct vw_vm_info *vms, size_t n, struct vw_prom_writer *w,
+		      const char *node_name);
+
+extern const struct vw_family_table vw_vm_meta_family_table;
