@@ -2,6 +2,7 @@
 # Install the Debian 12 packages virtwatt needs that are not installed yet.
 #   deploy/install-deps.sh          build and run
 #   deploy/install-deps.sh --test   also what the test suite needs (promtool, ...)
+#   deploy/install-deps.sh --package  also what deploy/package.sh deb needs (debhelper, ...)
 set -euo pipefail
 
 build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicrohttpd-dev
@@ -23,14 +24,19 @@ build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicroh
 test_pkgs=(libcmocka-dev prometheus curl python3 libclang-rt-14-dev libvirt-daemon
 	libvirt-daemon-driver-qemu qemu-system-x86 nodejs npm systemd libvirt-clients busybox-static
 	kmod podman runc openssl apache2-utils openipmi libopenipmi-dev ipmitool)
+# debhelper, dpkg-dev, fakeroot, help2man, lintian: deploy/package.sh deb (deploy/debian);
+# mmdebstrap: the clean Debian 12 root tests/deploy/deb_install.sh installs the packages into.
+package_pkgs=(debhelper dpkg-dev fakeroot help2man lintian mmdebstrap)
 bench_pkgs=(prometheus-node-exporter stress-ng)
 
 want=("${build_pkgs[@]}")
 for arg in "$@"; do
 	case "$arg" in
-	--test) want+=("${test_pkgs[@]}") ;;
-	--bench) want+=("${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
-	*) echo "usage: $0 [--test] [--bench]" >&2; exit 2 ;;
+	--package) want+=("${package_pkgs[@]}") ;;
+	# the suite builds and installs the packages (tests/deploy/deb_install.sh)
+	--test) want+=("${test_pkgs[@]}" "${package_pkgs[@]}") ;;
+	--bench) want+=("${test_pkgs[@]}" "${package_pkgs[@]}" "${bench_pkgs[@]}") ;;
+	*) echo "usage: $0 [--test] [--bench] [--package]" >&2; exit 2 ;;
 	esac
 done
 

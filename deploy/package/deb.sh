@@ -5,11 +5,12 @@
 # (build-deb/virtwatt-VERSION/, the files git tracks or would track), built there with
 # dpkg-buildpackage -b. The version is meson's project version, which must head
 # deploy/debian/changelog. Build dependencies: deploy/install-deps.sh --package.
+# VW_DEB_WORK and VW_DIST move the staging folder and the output (the tests do).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 src=$PWD
 work=${VW_DEB_WORK:-$src/build-deb}
-dist=$src/dist
+dist=${VW_DIST:-$src/dist}
 
 version=$(meson introspect --projectinfo meson.build | python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')
 changelog_version=$(dpkg-parsechangelog -l deploy/debian/changelog -S Version)
