@@ -222,6 +222,25 @@ else
 	notok "virtwatt-guest from the package (no passthrough) serves its estimated kepler_node_cpu_joules_total, counting"
 fi
 grep -hE 'starting|power: using|cpu: accounting' "$tmp/virtwatt-guest.log" | sed 's/^/# guest: /'
+for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+wait 2>/dev/null
+pids=()
+
+# ---- the maintainer scripts again: a reinstall over itself (postinst with the user present),
+# then a purge (conffiles and /etc/default gone; the user stays, as Debian's policy has it)
+if chroot "$root" dpkg -i $(for d in "${debs[@]}"; do echo "/tmp/${d##*/}"; done) >"$tmp/out" 2>&1; then
+	ok "dpkg -i again over the installed packages"
+else
+	notok "dpkg -i again over the installed packages"
+fi
+if chroot "$root" dpkg --purge virtwatt-host virtwatt-guest virtwatt-model >"$tmp/out" 2>&1 &&
+	! ls "$root/etc/virtwatt/"*.yaml "$root/etc/default/virtwatt-"* >>"$tmp/out" 2>&1 &&
+	! chroot "$root" dpkg-query -W -f='${Status}\n' virtwatt-host virtwatt-guest virtwatt-model 2>/dev/null |
+		grep -q 'install ok installed'; then
+	ok "dpkg --purge removes the three and their conffiles"
+else
+	notok "dpkg --purge removes the three and their conffiles"
+fi
 
 echo "1..$n"
 echo "# $((n - failed)) passed, $failed failed"
