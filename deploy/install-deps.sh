@@ -2,11 +2,16 @@
 # Install the Debian 12 packages virtwatt needs that are not installed yet.
 #   deploy/install-deps.sh          build and run
 #   deploy/install-deps.sh --test   also what the test suite needs (promtool, ...)
+#   deploy/install-deps.sh --package  also what deploy/package.sh deb needs (debhelper, ...)
+#   deploy/install-deps.sh --guest  only what a guest-only build needs (meson -Dhost=disabled)
 set -euo pipefail
 
-build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicrohttpd-dev
+# virtwatt-guest's (and the CLI's) build; host_pkgs: virtwatt-host's on top
+guest_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicrohttpd-dev
 	libcurl4-openssl-dev libyaml-dev clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool
-	libvirt-dev libtirpc-dev libgnutls28-dev libcrypt-dev libfreeipmi-dev)
+	libgnutls28-dev libcrypt-dev)
+host_pkgs=(libvirt-dev libtirpc-dev libfreeipmi-dev)
+build_pkgs=("${guest_pkgs[@]}" "${host_pkgs[@]}")
 # libtirpc-dev: sanitized builds link libtirpc for ASan's XDR interceptors (host/vm/meson.build).
 # libclang-rt-14-dev: libFuzzer for tests/fuzz (clang-14 only recommends it).
 # libvirt-daemon (libvirtd, virtlogd), its qemu driver and QEMU: tests/test_vm_integration.c.
@@ -26,14 +31,20 @@ test_pkgs=(libcmocka-dev prometheus curl python3 libclang-rt-14-dev libvirt-daem
 	libvirt-daemon-driver-qemu qemu-system-x86 nodejs npm systemd libvirt-clients busybox-static
 	kmod podman runc openssl apache2-utils openipmi libopenipmi-dev ipmitool victoria-metrics
 	protobuf-compiler python3-protobuf)
+# debhelper, dpkg-dev, fakeroot, help2man, lintian: deploy/package.sh deb (deploy/debian);
+# mmdebstrap: the clean Debian 12 root tests/deploy/deb_install.sh installs the packages into.
+package_pkgs=(debhelper dpkg-dev fakeroot help2man lintian mmdebstrap)
 bench_pkgs=(prometheus-node-exporter stress-ng)
 
 want=("${build_pkgs[@]}")
 for arg in "$@"; do
 	case "$arg" in
-	--test) want+=("${test_pkgs[@]}") ;;
-	--bench) want+=("${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
-	*) echo "usage: $0 [--test] [--bench]" >&2; exit 2 ;;
+	--guest) want=("${guest_pkgs[@]}") ;;
+	--package) want+=("${package_pkgs[@]}") ;;
+	# the suite builds and installs the packages (tests/deploy/deb_install.sh)
+	--test) want+=("${test_pkgs[@]}" "${package_pkgs[@]}") ;;
+	--bench) want+=("${test_pkgs[@]}" "${package_pkgs[@]}" "${bench_pkgs[@]}") ;;
+	*) echo "usage: $0 [--guest | --test | --bench | --package]..." >&2; exit 2 ;;
 	esac
 done
 
