@@ -18,7 +18,10 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-char LICENSE[] SEC("license") = "Dual BSD/GPL";
+/* GPL-2.0 OR Apache-2.0 (the SPDX line): the kernel is given the GPL-2.0 alternative, the one of
+ * its known strings (include/linux/license.h) that this licence offers; "Dual BSD/GPL" named a
+ * BSD licence these sources never had. */
+char LICENSE[] SEC("license") = "GPL";
 
 struct pid_cpu {
 	__u32 pid;

@@ -40,7 +40,10 @@
 
 #define READ_ONCE_U64(x) (*(volatile __u64 *)&(x))
 
-char LICENSE[] SEC("license") = "Dual BSD/GPL";
+/* GPL-2.0 OR Apache-2.0 (the SPDX line): the kernel is given the GPL-2.0 alternative, the one of
+ * its known strings (include/linux/license.h) that this licence offers; "Dual BSD/GPL" named a
+ * BSD licence these sources never had. */
+char LICENSE[] SEC("license") = "GPL";
 
 /* Set by user space between open and load. */
 const volatile __u64 open_ns = 0;      /* CLOCK_MONOTONIC at open: later threads seed at 0 */

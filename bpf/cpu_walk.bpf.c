@@ -23,7 +23,10 @@
 
 #define VW_TASK_ITER_ALL_THREADS 1 /* kernel/bpf/task_iter.c: processes, each with its threads */
 
-char LICENSE[] SEC("license") = "Dual BSD/GPL";
+/* GPL-2.0 OR Apache-2.0 (the SPDX line): the kernel is given the GPL-2.0 alternative, the one of
+ * its known strings (include/linux/license.h) that this licence offers; "Dual BSD/GPL" named a
+ * BSD licence these sources never had. */
+char LICENSE[] SEC("license") = "GPL";
 
 const volatile __u32 cgroup_v1 = 0;
 
