@@ -32,6 +32,12 @@ if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 else
 	tar -C "$src" --exclude='./build*' --exclude=./dist --exclude=./.git -cf - . | tar -C "$stage" -xf -
 fi
+# what --version and the build info say (no .git in the stage)
+if rev=$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null); then
+	dirty=""
+	git -C "$src" diff --quiet HEAD 2>/dev/null || dirty=-dirty
+	echo "$rev$dirty $(git -C "$src" rev-parse --abbrev-ref HEAD)" >"$stage/.revision"
+fi
 rm -rf "$stage/debian"
 cp -a deploy/debian "$stage/debian"
 

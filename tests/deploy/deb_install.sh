@@ -52,11 +52,12 @@ done
 ok "virtwatt-host, virtwatt-guest, virtwatt-model built"
 
 # ---- lintian: the .changes holds the .debs and the .buildinfo; any E: or W: fails
-lintian --info --display-level '>=warning' "$changes" >"$tmp/out" 2>&1
-if grep -qE '^[EW]: ' "$tmp/out"; then
-	notok "lintian: no error or warning"
-else
+if lintian --fail-on error,warning --display-level '>=info' "$changes" >"$tmp/out" 2>&1 &&
+	! grep -qE '^[EW]: ' "$tmp/out"; then
 	ok "lintian: no error or warning"
+	grep -E '^[IP]: ' "$tmp/out" | sed 's/^/# lintian: /'
+else
+	notok "lintian: no error or warning"
 fi
 
 # ---- what the packages declare
@@ -131,10 +132,17 @@ if echo "$conffiles" | grep -qx /etc/virtwatt/virtwatt-host.yaml &&
 else
 	notok "the YAML configs and /etc/default files are conffiles"
 fi
+# built from this tree's commit (the staging copy has no .git: package.sh passes it on)
+want_rev=$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null || echo unknown)
 if chroot "$root" virtwatt-model --version >"$tmp/out" 2>&1; then
 	ok "virtwatt-model --version in the root"
 else
 	notok "virtwatt-model --version in the root"
+fi
+if chroot "$root" virtwatt-host --version >"$tmp/out" 2>&1 && grep -q "revision $want_rev" "$tmp/out"; then
+	ok "virtwatt-host --version in the root: revision $want_rev"
+else
+	notok "virtwatt-host --version in the root: revision $want_rev"
 fi
 
 # ---- systemd-analyze on each installed unit: verify (the root has no systemd, so the unit is
