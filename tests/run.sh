@@ -1,24 +1,26 @@
 #!/usr/bin/env bash
-# Install what is missing, build with sanitizers (build/, build-dev.ini) and run every test.
+# Install what is missing, build with sanitizers (build-test/, build-dev.ini) and run every test.
+# build-test/ is the suite's own: deploy/quickstart.sh builds release daemons in build-release/.
 # Ends with one line: "N passed, N failed[, N skipped]". Under CI=true a skipped test fails.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 
 ./deploy/install-deps.sh --test || exit 1
 
-if [ ! -f build/build.ninja ]; then
-	meson setup build --native-file build-dev.ini || exit 1
+b=build-test
+if [ ! -f $b/build.ninja ]; then
+	meson setup $b --native-file build-dev.ini || exit 1
 else
-	meson configure build -Dbuildtype=debug -Dwerror=true -Db_sanitize=address,undefined \
+	meson configure $b -Dbuildtype=debug -Dwerror=true -Db_sanitize=address,undefined \
 		-Db_lundef=false >/dev/null || exit 1
 fi
-ninja -C build || { echo "0 passed, 1 failed"; exit 1; }
+ninja -C $b || { echo "0 passed, 1 failed"; exit 1; }
 
-meson test -C build --print-errorlogs --num-processes 2 "$@"
+meson test -C $b --print-errorlogs --num-processes 2 "$@"
 rc=$?
 
 # Count individual cases from the TAP each test printed (meson counts executables).
-log=build/meson-logs/testlog.txt
+log=$b/meson-logs/testlog.txt
 # (cmocka 1.1.5 prints a skipped case as "not ok N # SKIP"; a whole skipped program "1..0 # SKIP".)
 skip_re='^(not )?ok [0-9]+.*# (SKIP|skip)|^1\.\.0 # (SKIP|skip)'
 ok=$(grep -cE '^ok [0-9]+' "$log")

@@ -5,11 +5,12 @@
 # (build-deb/virtwatt-VERSION/, the files git tracks or would track), built there with
 # dpkg-buildpackage -b. The version is meson's project version, which must head
 # deploy/debian/changelog. Build dependencies: deploy/install-deps.sh --package.
+# VW_DEB_WORK and VW_DIST move the staging folder and the output (the tests do).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 src=$PWD
 work=${VW_DEB_WORK:-$src/build-deb}
-dist=$(realpath -m "${VW_DIST:-$src/dist}") # VW_DIST: elsewhere (tests/deploy/check_image.py)
+dist=${VW_DIST:-$src/dist}
 
 version=$(meson introspect --projectinfo meson.build | python3 -c 'import json,sys; print(json.load(sys.stdin)["version"])')
 changelog_version=$(dpkg-parsechangelog -l deploy/debian/changelog -S Version)
@@ -30,6 +31,12 @@ if git -C "$src" rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 	# a file deleted in the work tree but still in the index is skipped above (cp fails): fine
 else
 	tar -C "$src" --exclude='./build*' --exclude=./dist --exclude=./.git -cf - . | tar -C "$stage" -xf -
+fi
+# what --version and the build info say (no .git in the stage)
+if rev=$(git -C "$src" rev-parse --short=12 HEAD 2>/dev/null); then
+	dirty=""
+	git -C "$src" diff --quiet HEAD 2>/dev/null || dirty=-dirty
+	echo "$rev$dirty $(git -C "$src" rev-parse --abbrev-ref HEAD)" >"$stage/.revision"
 fi
 rm -rf "$stage/debian"
 cp -a deploy/debian "$stage/debian"
