@@ -10,7 +10,8 @@
    kubelet seccomp directory; then virtwatt-host with exactly the container's command, args,
    env, capabilities, user, no-new-privileges, read-only root, Localhost seccomp profile, memory
    and CPU limits and volumes (host paths read-only as the manifest says; the writable host
-   path, the publish locks, in a scratch directory), in a network namespace of its own as a pod
+   paths the node creates (DirectoryOrCreate: publish locks, kubelet seccomp directory, the guest's
+   share and state) in a scratch directory), in a network namespace of its own as a pod
    has (no API server: pod metadata is absent, logged). Nothing of this is copied by hand: it is
    read from the rendered manifest.
    Asserted: /metrics answers, CPU is accounted with bpf (no fallback series), and a busy Podman
@@ -18,6 +19,9 @@
    container ID and runtime podman grows, more than an idle container's and than any other's.
 3. The same with Podman's default seccomp profile (containers/common's): procfs accounting,
    virtwatt_cpu_accounting_fallback{reason="seccomp"} 1, and the warning naming seccomp.
+4. virtwatt-guest from the image with exactly the guest DaemonSet's settings (the chart with
+   guest.enabled), its shared folder fed frames as a host publishes them: the energy comes from
+   the passthrough, CPU is accounted with bpf.
 usage: check_image.py SOURCE_ROOT BUILD_ROOT
 """
 import json
@@ -210,12 +214,14 @@ def podman_args(c, seccomp_profile_dir, default_seccomp=False):
         v = vols[m["name"]]
         if "hostPath" in v:
             path = v["hostPath"]["path"]
-            if not m.get("readOnly"):  # writable host paths live in the scratch node
+            if v["hostPath"].get("type") != "Directory":  # the node's own state: a scratch node
                 path = kubelet + path
                 os.makedirs(path, exist_ok=True)
-            elif v["hostPath"].get("type") == "DirectoryOrCreate":
-                os.makedirs(path, exist_ok=True)
-            a += ["--volume", "%s:%s:%s" % (path, m["mountPath"], "ro" if m.get("readOnly") else "rw")]
+            opts = ["ro" if m.get("readOnly") else "rw"]
+            prop = {"HostToContainer": "rslave", "Bidirectional": "rshared"}.get(m.get("mountPropagation"))
+            if prop:
+                opts.append(prop)
+            a += ["--volume", "%s:%s:%s" % (path, m["mountPath"], ",".join(opts))]
         elif "emptyDir" in v:
             size = v["emptyDir"].get("sizeLimit")
             a += ["--mount", "type=tmpfs,destination=%s%s" % (
@@ -370,4 +376,60 @@ if pid:
     check(len(warn) == 1 and "Localhost" in warn[0], "one warning naming seccomp and the fix", logs[-3000:])
     if warn:
         note(warn[0])
+
+# ---- 4. virtwatt-guest with the guest DaemonSet's settings, beside a shared-folder passthrough ----
+p = run([helm, "template", "virtwatt", os.path.join(src, "deploy/helm/virtwatt"), "-n", "virtwatt",
+         "--set", "host.enabled=false", "--set", "guest.enabled=true"])
+gds = [d for d in yaml.safe_load_all(p.stdout) if d and d["kind"] == "DaemonSet"]
+check(p.returncode == 0 and len(gds) == 1, "helm template with guest.enabled", p.stderr)
+pod = gds[0]["spec"]["template"]["spec"]
+ctr = [c for c in pod["containers"] if c["name"] == "virtwatt-guest"][0]
+gvols = {v["name"]: v for v in pod["volumes"]}
+share_mount = [m for m in ctr["volumeMounts"] if m["name"] == "passthrough"][0]
+share = kubelet + gvols["passthrough"]["hostPath"]["path"]
+os.makedirs(share, exist_ok=True)
+epoch, seq, idle_uj, active_uj = 1700000000000001, 0, 0, 0
+
+
+def publish():
+    """One frame as the host writes it: frame.json replaced atomically."""
+    global seq, idle_uj, active_uj
+    seq += 1
+    idle_uj += 10_000_000
+    active_uj += 15_000_000
+    frame = {"v": 1, "epoch": epoch, "seq": seq, "vm": "6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b",
+             "interval_ms": 1000, "src": "rapl", "model": "",
+             "zones": {"package": {"idle_uj": idle_uj, "active_uj": active_uj, "idle_w": 10.0,
+                                   "active_w": 15.0}}}
+    with open(os.path.join(share, ".frame.tmp"), "w") as f:
+        f.write(json.dumps(frame, separators=(",", ":")) + "\n")
+    os.rename(os.path.join(share, ".frame.tmp"), os.path.join(share, "frame.json"))
+
+
+publish()
+gname = "vw-image-guest-%d" % os.getpid()
+args, cargs = podman_args(ctr, profile_root)
+p = run(PODMAN + ["run", "-d", "--name", gname] + args + [image] + cargs)
+if check(p.returncode == 0, "virtwatt-guest starts with the guest DaemonSet's settings",
+         " ".join(map(shlex.quote, args + cargs)) + "\n" + p.stdout + p.stderr):
+    started.append(gname)
+    gpid = run(PODMAN + ["inspect", "-f", "{{.State.Pid}}", gname]).stdout.strip()
+    body = ""
+    for _ in range(40):
+        publish()
+        time.sleep(1)
+        body = scrape(gpid) or ""
+        acc = series(body, "virtwatt_guest_passthrough_accepted_total")
+        if 'virtwatt_guest_power_source_info{source="passthrough"' in body and \
+                acc and max(acc.values()) >= 3:
+            break
+    check('virtwatt_guest_power_source_info{source="passthrough"' in body,
+          "the guest's energy comes from the passthrough in " + share_mount["mountPath"],
+          "\n".join(l for l in body.splitlines() if "virtwatt_guest_" in l) + "\n" +
+          run(PODMAN + ["logs", gname]).stderr[-2000:])
+    acc = series(body, "virtwatt_guest_passthrough_accepted_total")
+    check(acc and max(acc.values()) >= 3, "frames accepted", acc)
+    check('virtwatt_cpu_accounting_info{method="bpf"' in body
+          and "virtwatt_cpu_accounting_fallback{" not in body,
+          "the guest accounts CPU with bpf under the Localhost profile")
 finish()
