@@ -217,8 +217,9 @@ static enum vw_cpu_fallback bpf_fallback(struct vw_daemon *d, int err, bool aske
 	p.btf = faccessat(d->sysfs_fd, "kernel/btf/vmlinux", F_OK, 0) == 0;
 	vw_cpu_probe(&p);
 	f = vw_cpu_fallback_classify(&p);
-	vw_warn("cpu: %s, not bpf: reason=%s (%s); to fix it: %s",
-		asked ? "no CPU accounting" : "procfs accounts CPU time (coarser)",
+	vw_warn("cpu: %s: reason=%s (%s); to fix it: %s",
+		asked ? "--cpu.accounting=bpf cannot open"
+		      : "procfs accounts CPU time (coarser), not bpf",
 		vw_cpu_fallback_name(f), strerror(-err), vw_cpu_fallback_fix(f));
 	return f;
 }
@@ -241,7 +242,7 @@ int vw_daemon_open_workloads(struct vw_daemon *d, struct vw_workloads_opts *o, b
 	d->cgroupfs = vw_workloads_cgroupfs(d->sysfs_fd);
 	env.cgroup_v1 = d->cgroupfs && vw_cgroupfs_is_v1(d->cgroupfs);
 	r = vw_cpu_accountant_open(&env, method, &d->cpu);
-	if (r < 0 && method && strcmp(method, "bpf") == 0)
+	if (r < 0 && VW_HAVE_BPF && method && strcmp(method, "bpf") == 0)
 		(void)bpf_fallback(d, r, true);
 	if (r < 0 && cpu_required)
 		return -ENODEV;
