@@ -3,11 +3,15 @@
 #   deploy/install-deps.sh          build and run
 #   deploy/install-deps.sh --test   also what the test suite needs (promtool, ...)
 #   deploy/install-deps.sh --package  also what deploy/package.sh deb and image need (debhelper, ...)
+#   deploy/install-deps.sh --guest  only what a guest-only build needs (meson -Dhost=disabled)
 set -euo pipefail
 
-build_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicrohttpd-dev
+# virtwatt-guest's (and the CLI's) build; host_pkgs: virtwatt-host's on top
+guest_pkgs=(build-essential meson ninja-build pkg-config libjson-c-dev libmicrohttpd-dev
 	libcurl4-openssl-dev libyaml-dev clang llvm libbpf-dev libelf-dev zlib1g-dev bpftool
-	libvirt-dev libtirpc-dev libgnutls28-dev libcrypt-dev libfreeipmi-dev)
+	libgnutls28-dev libcrypt-dev)
+host_pkgs=(libvirt-dev libtirpc-dev libfreeipmi-dev)
+build_pkgs=("${guest_pkgs[@]}" "${host_pkgs[@]}")
 # libtirpc-dev: sanitized builds link libtirpc for ASan's XDR interceptors (host/vm/meson.build).
 # libclang-rt-14-dev: libFuzzer for tests/fuzz (clang-14 only recommends it).
 # libvirt-daemon (libvirtd, virtlogd), its qemu driver and QEMU: tests/test_vm_integration.c.
@@ -34,11 +38,12 @@ bench_pkgs=(prometheus-node-exporter stress-ng)
 want=("${build_pkgs[@]}")
 for arg in "$@"; do
 	case "$arg" in
+	--guest) want=("${guest_pkgs[@]}") ;;
 	--package) want+=("${package_pkgs[@]}") ;;
 	# the suite builds and installs the packages (tests/deploy/deb_install.sh)
 	--test) want+=("${test_pkgs[@]}" "${package_pkgs[@]}") ;;
 	--bench) want+=("${test_pkgs[@]}" "${package_pkgs[@]}" "${bench_pkgs[@]}") ;;
-	*) echo "usage: $0 [--test] [--bench] [--package]" >&2; exit 2 ;;
+	*) echo "usage: $0 [--guest | --test | --bench | --package]..." >&2; exit 2 ;;
 	esac
 done
 

@@ -47,7 +47,8 @@ export SOURCE_DATE_EPOCH
 echo "package.sh deb: dpkg-buildpackage -b (release build, no tests or fuzzers)" >&2
 (cd "$stage" && dpkg-buildpackage -b -us -uc --no-sign) >"$work/build.log" 2>&1 || {
 	tail -n 60 "$work/build.log" >&2
-	echo "package.sh deb: dpkg-buildpackage failed; the whole log: $work/build.log" >&2
+	echo "package.sh deb: dpkg-buildpackage failed; the whole log: $work/build.log" \
+		"(unmet build dependencies: deploy/install-deps.sh --package)" >&2
 	exit 1
 }
 

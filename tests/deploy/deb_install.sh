@@ -85,7 +85,7 @@ key=$(printf 'bookworm essential %s\n' "$deps" | sha256sum | cut -c1-16)
 tarball=$work/root-$key.tar
 if [ ! -s "$tarball" ]; then
 	rm -f "$work"/root-*.tar
-	if mmdebstrap --quiet --variant=essential --include="$deps" bookworm "$tarball.new" >"$tmp/out" 2>&1; then
+	if mmdebstrap --quiet --format=tar --variant=essential --include="$deps" bookworm "$tarball.new" >"$tmp/out" 2>&1; then
 		mv "$tarball.new" "$tarball"
 	else
 		rm -f "$tarball.new"; notok "mmdebstrap bookworm root with $deps"; bail "no root"
