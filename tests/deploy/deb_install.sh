@@ -96,7 +96,9 @@ tar -C "$root" -xf "$tarball"
 ok "clean Debian 12 root (essential + $deps)"
 
 cp "${debs[@]}" "$root/tmp/"
-if chroot "$root" dpkg -i $(for d in "${debs[@]}"; do echo "/tmp/${d##*/}"; done) >"$tmp/out" 2>&1; then
+in_root=()
+for d in "${debs[@]}"; do in_root+=("/tmp/${d##*/}"); done
+if chroot "$root" dpkg -i "${in_root[@]}" >"$tmp/out" 2>&1; then
 	ok "dpkg -i the three packages into the root"
 else
 	notok "dpkg -i the three packages into the root"; bail "not installed"
@@ -194,8 +196,8 @@ run_unit() { # NAME PORT: the unit's ExecStart, with its EnvironmentFile (ARGS s
 	pids+=($!)
 }
 scrape() { # PORT METRIC [LABELS]: /metrics until a METRIC series (holding LABELS) is above 0 (40 s)
-	local i
-	for i in $(seq 80); do
+	local _
+	for _ in $(seq 80); do
 		if curl -sf "http://127.0.0.1:$1/metrics" >"$tmp/metrics" 2>/dev/null &&
 			awk -v m="$2{" -v l="${3:-}" 'index($0, m) == 1 && index($0, l) && $NF + 0 > 0 { f = 1 } END { exit !f }' "$tmp/metrics"; then
 			return 0
@@ -222,6 +224,25 @@ else
 	notok "virtwatt-guest from the package (no passthrough) serves its estimated kepler_node_cpu_joules_total, counting"
 fi
 grep -hE 'starting|power: using|cpu: accounting' "$tmp/virtwatt-guest.log" | sed 's/^/# guest: /'
+for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+wait 2>/dev/null
+pids=()
+
+# ---- the maintainer scripts again: a reinstall over itself (postinst with the user present),
+# then a purge (conffiles and /etc/default gone; the user stays, as Debian's policy has it)
+if chroot "$root" dpkg -i "${in_root[@]}" >"$tmp/out" 2>&1; then
+	ok "dpkg -i again over the installed packages"
+else
+	notok "dpkg -i again over the installed packages"
+fi
+if chroot "$root" dpkg --purge virtwatt-host virtwatt-guest virtwatt-model >"$tmp/out" 2>&1 &&
+	! ls "$root/etc/virtwatt/"*.yaml "$root/etc/default/virtwatt-"* >>"$tmp/out" 2>&1 &&
+	! chroot "$root" dpkg-query -W -f='${Status}\n' virtwatt-host virtwatt-guest virtwatt-model 2>/dev/null |
+		grep -q 'install ok installed'; then
+	ok "dpkg --purge removes the three and their conffiles"
+else
+	notok "dpkg --purge removes the three and their conffiles"
+fi
 
 echo "1..$n"
 echo "# $((n - failed)) passed, $failed failed"
