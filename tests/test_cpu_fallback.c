@@ -5,7 +5,10 @@
  * children that lose what bpf needs the way containers do: one under a seccomp filter that
  * answers bpf() with EPERM (as containers/common's default profile does without
  * CAP_SYS_ADMIN), one without CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN. Root only for the real
- * probes (skipped otherwise, a failure under CI=true).
+ * probes (skipped otherwise, a failure under CI=true). Last, the real virtwatt-host on a sysfs
+ * root without BTF: procfs accounts, the warning names btf, and
+ * virtwatt_cpu_accounting_fallback{reason="btf"} says so; with --cpu.accounting=procfs asked
+ * for, no fallback is reported. (tests/deploy/check_image.py shows reason=seccomp in Podman.)
  */
 #include "vw_test.h"
 
@@ -21,6 +24,8 @@
 #include <unistd.h>
 
 #include "cpu_fallback.h"
+#include "fixture.h"
+#include "macro.h"
 
 static void test_classify(void **state)
 {
@@ -147,11 +152,71 @@ static void test_probe_real(void **state)
 	assert_int_equal(probe_in_child(2), VW_CPU_FALLBACK_CAPABILITY);
 }
 
+/* The daemon's /metrics once it has an accountant; its log in *log. */
+static char *scrape_daemon(const char *sys, const char *accounting, char **log)
+{
+	char sysarg[600], logpath[600];
+	char *argv[] = { VW_HOST_BIN, sysarg, "--web.listen-address=127.0.0.1:0",
+			 "--monitor.interval=1s", "--kube.node-name=fallback",
+			 "--metrics=node,process", "--passthrough.enable=false", (char *)accounting,
+			 NULL };
+	char url[64], *body = NULL;
+	unsigned port = 0;
+	pid_t pid = 0;
+	long code = 0;
+
+	snprintf(sysarg, sizeof(sysarg), "--host.sysfs=%s", sys);
+	snprintf(logpath, sizeof(logpath), "%s/daemon.log", sys);
+	assert_int_equal(vw_fixture_start_daemon_logged(argv, logpath, &pid, &port), 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+	for (int i = 0; i < 50; i++) {
+		free(body);
+		body = vw_fixture_http_get(url, &code);
+		if (body && code == 200 && strstr(body, "virtwatt_cpu_accounting_info{"))
+			break;
+		usleep(100 * 1000);
+	}
+	assert_int_equal(vw_fixture_stop_daemon(pid), 0);
+	*log = vw_fixture_slurp(logpath, NULL);
+	unlink(logpath);
+	assert_non_null(body);
+	return body;
+}
+
+static void test_daemon_without_btf(void **state)
+{
+	char *sys, *log = NULL, *body;
+
+	(void)state;
+	REQUIRE(VW_HAVE_BPF, "built without BPF");
+	sys = vw_fixture_mkdtemp("cpu-fallback-sys");
+	assert_non_null(sys);
+	/* auto: bpf expected, no kernel/btf/vmlinux under this sysfs root */
+	body = scrape_daemon(sys, NULL, &log);
+	assert_non_null(strstr(body, "virtwatt_cpu_accounting_info{method=\"procfs\""));
+	assert_non_null(strstr(body, "virtwatt_cpu_accounting_fallback{reason=\"btf\","
+				     "node_name=\"fallback\"} 1"));
+	assert_non_null(log);
+	assert_non_null(strstr(log, "level=warn msg=\"cpu: procfs accounts CPU time (coarser), "
+				    "not bpf: reason=btf"));
+	free(body);
+	free(log);
+	/* procfs asked for: nothing fell back */
+	body = scrape_daemon(sys, "--cpu.accounting=procfs", &log);
+	assert_non_null(strstr(body, "virtwatt_cpu_accounting_info{method=\"procfs\""));
+	assert_null(strstr(body, "virtwatt_cpu_accounting_fallback"));
+	assert_null(strstr(log, "reason="));
+	free(body);
+	free(log);
+	vw_fixture_rm(sys); /* frees it */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_probe_real),
+		cmocka_unit_test(test_daemon_without_btf),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
