@@ -2,7 +2,8 @@
 # deploy/Containerfile built by the real Podman as a user with a registry would, against a
 # Debian 12 base made here instead of docker.io/library/debian:12 (mmdebstrap --variant=apt,
 # imported once as localhost/virtwatt-test-base:bookworm; apt inside reaches Debian's mirror):
-# the image builds, its programs run, virtwatt-host serves /metrics in it (TAP). Root only;
+# the image builds, its programs run, virtwatt-host serves /metrics in it (TAP). No layer cache
+# (--layers=false: no 1 GB build stage left behind per run); the image is removed. Root only;
 # skips without Podman or mmdebstrap, a failure under CI=true.
 # usage: check_containerfile.sh SOURCE_ROOT BUILD_ROOT
 set -u
@@ -54,7 +55,8 @@ make_base() {
 }
 t "a Debian 12 base image made with mmdebstrap ($base)" make_base
 t "podman build -f deploy/Containerfile --build-arg BASE=$base" \
-	$podman build --network host --build-arg BASE=$base -f "$src/deploy/Containerfile" -t "$tag" "$src"
+	$podman build --layers=false --network host --build-arg BASE=$base -f "$src/deploy/Containerfile" \
+	-t "$tag" "$src"
 t "virtwatt-host --version in the image" $podman run --rm --network none "$tag" --version
 t "virtwatt-guest --version in the image" \
 	$podman run --rm --network none --entrypoint /usr/sbin/virtwatt-guest "$tag" --version
