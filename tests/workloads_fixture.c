@@ -42,7 +42,7 @@ char *workloads_fixture_render(struct vw_workloads *w)
 	char *out = NULL;
 
 	assert_non_null(pw);
-	assert_int_equal(vw_workloads_render(w, pw, "n1", "procfs"), 0);
+	assert_int_equal(vw_workloads_render(w, pw, "n1", "procfs", NULL), 0);
 	assert_int_equal(vw_workloads_render_gpu(w, pw, "n1"), 0); /* nothing without GPUs */
 	assert_int_equal(vw_prom_finish(pw, &out, NULL), 0);
 	vw_prom_writer_free(pw);

@@ -42,7 +42,8 @@ int vw_cpu_accountant_open(const struct vw_cpu_env *env, const char *name,
 		if (r == 0) {
 			vw_info("cpu: accounting CPU time with %s%s%s", ops->name,
 				used ? ", not " : "", why);
-			*ret = (struct vw_cpu_accountant){ .ops = ops, .state = state };
+			*ret = (struct vw_cpu_accountant){ .ops = ops, .state = state,
+							   .skipped_err = first_err };
 			return 0;
 		}
 		if (!unavailable(r))

@@ -94,6 +94,7 @@ extern const struct vw_cpu_account_ops *const vw_cpu_accountants[];
 struct vw_cpu_accountant {
 	const struct vw_cpu_account_ops *ops;
 	void *state;
+	int skipped_err; /* -errno of the preferred accountant that did not open (0: none) */
 };
 
 /* Open the first that works (or only `name` when non-NULL); logs the choice once. */

@@ -3,6 +3,7 @@
 #include "daemon_base.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 #include "cgroupfs.h"
+#include "cpu_fallback.h"
 #include "ctrmeta.h"
 #include "energy.h"
 #include "fileio.h"
@@ -263,6 +265,25 @@ static int start_podmeta(struct vw_daemon *d)
 	return 0;
 }
 
+/*
+ * bpf was asked for (--cpu.accounting=bpf: an error follows) or expected (auto, built with BPF)
+ * and did not open: the cause and its fix, once, as a warning (the alert is the metric).
+ */
+static enum vw_cpu_fallback bpf_fallback(struct vw_daemon *d, int err, bool asked)
+{
+	struct vw_cpu_probe p = { .err = err };
+	enum vw_cpu_fallback f;
+
+	p.btf = faccessat(d->sysfs_fd, "kernel/btf/vmlinux", F_OK, 0) == 0;
+	vw_cpu_probe(&p);
+	f = vw_cpu_fallback_classify(&p);
+	vw_warn("cpu: %s: reason=%s (%s); to fix it: %s",
+		asked ? "--cpu.accounting=bpf cannot open"
+		      : "procfs accounts CPU time (coarser), not bpf",
+		vw_cpu_fallback_name(f), strerror(-err), vw_cpu_fallback_fix(f));
+	return f;
+}
+
 int vw_daemon_open_workloads(struct vw_daemon *d, struct vw_workloads_opts *o, bool cpu_required)
 {
 	const struct vw_daemon_options *c = d->opts;
@@ -281,6 +302,8 @@ int vw_daemon_open_workloads(struct vw_daemon *d, struct vw_workloads_opts *o, b
 	d->cgroupfs = vw_workloads_cgroupfs(d->sysfs_fd);
 	env.cgroup_v1 = d->cgroupfs && vw_cgroupfs_is_v1(d->cgroupfs);
 	r = vw_cpu_accountant_open(&env, method, &d->cpu);
+	if (r < 0 && VW_HAVE_BPF && method && strcmp(method, "bpf") == 0)
+		(void)bpf_fallback(d, r, true);
 	if (r < 0 && cpu_required)
 		return -ENODEV;
 	if (r < 0 && method) {
@@ -288,6 +311,8 @@ int vw_daemon_open_workloads(struct vw_daemon *d, struct vw_workloads_opts *o, b
 			 method, strerror(-r));
 		return r;
 	}
+	if (r == 0 && !method && d->cpu.skipped_err && VW_HAVE_BPF)
+		d->cpu_fallback = bpf_fallback(d, d->cpu.skipped_err, false);
 	if (r < 0) {
 		/* Node power is still worth serving: degrade to node-level metrics. */
 		vw_error("cpu: no per-process CPU accounting: exporting node metrics only");
@@ -457,7 +482,8 @@ static int render(struct vw_daemon *d, const struct vw_node_view *v, enum vw_pro
 	if (r == 0 && k->render)
 		r = k->render(d->ud, w);
 	if (r == 0 && d->workloads)
-		r = vw_workloads_render(d->workloads, w, d->node_name, d->cpu.ops->name);
+		r = vw_workloads_render(d->workloads, w, d->node_name, d->cpu.ops->name,
+					 vw_cpu_fallback_name(d->cpu_fallback));
 	if (r == 0 && d->workloads)
 		r = vw_workloads_render_gpu(d->workloads, w, d->node_name);
 	if (r == 0)

@@ -80,6 +80,7 @@ struct vw_daemon {
 	struct vw_model *model;
 	char model_origin[600];
 	struct vw_cpu_accountant cpu;
+	int cpu_fallback; /* enum vw_cpu_fallback: why not bpf, when bpf was expected */
 	struct vw_podmeta *podmeta;
 	struct vw_cgroupfs *cgroupfs;
 	struct vw_ctrmeta *ctrmeta;

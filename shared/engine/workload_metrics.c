@@ -27,13 +27,14 @@ static const char *const l_vm[] = { "vm_id", "vm_name", "hypervisor", "state", "
 				    "node_name", NULL };
 static const char *const l_rest[] = { "zone", "mode", "node_name", NULL };
 static const char *const l_method[] = { "method", "node_name", NULL };
+static const char *const l_fallback[] = { "reason", "node_name", NULL };
 
 enum {
 	F_PROC_J, F_PROC_W, F_PROC_IDLE_J, F_PROC_SEC,
 	F_CONT_J, F_CONT_W, F_CONT_IDLE_J, F_CONT_SEC,
 	F_POD_J, F_POD_W, F_POD_IDLE_J,
 	F_VM_J, F_VM_W, F_VM_IDLE_J, F_VM_IDLE_W,
-	F_UNATTR, F_UNCONT, F_METHOD,
+	F_UNATTR, F_UNCONT, F_METHOD, F_FALLBACK,
 };
 
 /* Kepler's per-level families: the same three, their help naming the level. */
@@ -80,6 +81,11 @@ const struct vw_metric_family vw_workload_families[] = {
 	[F_METHOD] = { "virtwatt_cpu_accounting_info", VW_METRIC_GAUGE,
 		       "How per-process CPU time is measured: bpf (sum_exec_runtime, exact) or procfs",
 		       NULL, l_method },
+	[F_FALLBACK] = { "virtwatt_cpu_accounting_fallback", VW_METRIC_GAUGE,
+			 "1 when procfs accounts CPU time because bpf, expected, could not open; "
+			 "reason: capability, seccomp, btf, permission or kernel (absent when bpf runs "
+			 "or procfs was asked for)",
+			 NULL, l_fallback },
 };
 const struct vw_family_table vw_workload_family_table = {
 	"shared/engine/workload_metrics.c: vw_workloads_render()", "virtwatt-host, virtwatt-guest",
@@ -368,10 +374,10 @@ static int render_rest(const struct vw_workloads *w, struct vw_prom_writer *pw, 
 }
 
 int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
-			const char *node_name, const char *method)
+			const char *node_name, const char *method, const char *fallback)
 {
 	struct vw_workloads_totals t = w->totals;
-	const char *v[] = { method, node_name, NULL };
+	const char *v[] = { method, node_name, NULL }, *fv[] = { fallback, node_name, NULL };
 	int r;
 
 	/* The node's remainders first: a workload family that overflows --metrics.max-bytes is
@@ -385,6 +391,13 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 		r = vw_prom_gauge(pw, v, 1);
 	if (r == 0)
 		r = vw_prom_family_end(pw);
+	if (r == 0 && fallback && *fallback) {
+		r = vw_prom_family(pw, &vw_workload_families[F_FALLBACK]);
+		if (r == 0)
+			r = vw_prom_gauge(pw, fv, 1);
+		if (r == 0)
+			r = vw_prom_family_end(pw);
+	}
 	if (r == 0 && w->o.processes)
 		r = render_processes(w, pw, node_name);
 	if (r == 0 && w->o.containers)

@@ -83,8 +83,10 @@ int vw_workloads_interval(struct vw_workloads *w, const struct vw_cpu_accountant
  * more than max_terminated per level await a scrape (workload_retention.c). */
 void vw_workloads_published(struct vw_workloads *w, uint64_t gen, uint64_t served_gen);
 
+/* method: the accountant's name; fallback: why bpf is not it when it was expected (the reason
+ * label of virtwatt_cpu_accounting_fallback), NULL or "" for none. */
 int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
-			const char *node_name, const char *method);
+			const char *node_name, const char *method, const char *fallback);
 
 /* Totals for checks: node-level sums per zone and mode (0 active, 1 idle). */
 /*

@@ -3,15 +3,19 @@
 //   the ServiceMonitor against @kubernetes-models/prometheus-operator's CRD schema;
 // - our own rules: every flag a container passes exists in that binary's --help, nothing
 //   privileged, capabilities exactly ALL dropped and BPF, PERFMON, DAC_READ_SEARCH, SYS_PTRACE
-//   added, read-only root filesystem, no privilege escalation, RuntimeDefault seccomp, no
-//   hostPID/hostNetwork, host mounts read-only except the guest's state directory.
-// usage: node validate_k8s.mjs NODE_MODULES K8S_DIR HOST_BIN GUEST_BIN
+//   added, read-only root filesystem, no privilege escalation, seccomp RuntimeDefault or
+//   virtwatt's Localhost profile installed by an init container that holds no capability and
+//   writes only the kubelet's seccomp/virtwatt directory, no hostPID/hostNetwork, host mounts
+//   read-only except the guest's state directory and the publish locks.
+// usage: node validate_k8s.mjs NODE_MODULES K8S_DIR HOST_BIN GUEST_BIN [--rendered]
+//   --rendered: K8S_DIR holds rendered output (helm template), not kustomizations
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { execFileSync } from 'node:child_process';
 
-const [nm, k8sDir, hostBin, guestBin] = process.argv.slice(2);
+const [nm, k8sDir, hostBin, guestBin, mode] = process.argv.slice(2);
+const rendered = mode === '--rendered';
 const load = (p) => import(pathToFileURL(join(nm, p)).href);
 
 const YAML = await load('yaml/dist/index.js');
@@ -28,8 +32,14 @@ const models = {
   'monitoring.coreos.com/v1/ServiceMonitor':
     (await load('@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor.js'))
       .ServiceMonitor,
+  'monitoring.coreos.com/v1/PodMonitor':
+    (await load('@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor.js'))
+      .PodMonitor,
+  'networking.k8s.io/v1/NetworkPolicy':
+    (await load('kubernetes-models/networking.k8s.io/v1/NetworkPolicy.js')).NetworkPolicy,
 };
 
+const PROFILE = 'virtwatt/virtwatt-host.json';
 const CAPS = ['BPF', 'DAC_READ_SEARCH', 'PERFMON', 'SYS_PTRACE'];
 const WRITABLE_HOST_PATHS = new Set(['/var/lib/virtwatt-guest', '/run/virtwatt/lock']);
 
@@ -106,7 +116,7 @@ for (const f of files) {
 }
 
 // Every manifest file is in a kustomization, so `kubectl apply -k` applies all of them.
-for (const f of files) {
+for (const f of rendered ? [] : files) {
   const rel = relative(k8sDir, f);
   if (/kustomization\.ya?ml$/.test(rel)) continue;
   ok(kustomized.has(join(rel)), `${rel} is listed in a kustomization.yaml`);
@@ -114,15 +124,36 @@ for (const f of files) {
 for (const k of ['apps/v1/DaemonSet', 'v1/Service', 'v1/ServiceAccount', 'v1/Namespace',
   'rbac.authorization.k8s.io/v1/ClusterRole', 'rbac.authorization.k8s.io/v1/ClusterRoleBinding',
   'monitoring.coreos.com/v1/ServiceMonitor'])
-  ok(seen.has(k), `deploy/k8s has a ${k}`);
+  if (!rendered) ok(seen.has(k), `deploy/k8s has a ${k}`);
+  else if (k.endsWith('/DaemonSet')) ok(seen.has(k), `the rendered chart has a ${k}`);
 
 function checkDaemonSet(where, ds) {
   const spec = ds.spec.template.spec;
   ok(!spec.hostPID && !spec.hostNetwork && !spec.hostIPC, `${where} no hostPID/hostNetwork/hostIPC`);
-  ok(spec.securityContext?.seccompProfile?.type === 'RuntimeDefault', `${where} seccomp RuntimeDefault`);
+  ok(spec.securityContext?.seccompProfile?.type === 'RuntimeDefault', `${where} pod seccomp RuntimeDefault`);
   const hostPaths = new Map();
   for (const v of spec.volumes ?? []) if (v.hostPath) hostPaths.set(v.name, v.hostPath.path);
-  for (const c of [...(spec.initContainers ?? []), ...spec.containers]) {
+  // The profile installer: cp from the image into the kubelet's seccomp/virtwatt, no capability.
+  const installers = new Set();
+  for (const c of spec.initContainers ?? []) {
+    const w = `${where} ${c.name}`;
+    const sc = c.securityContext ?? {};
+    const mounts = (c.volumeMounts ?? []).filter((m) => hostPaths.has(m.name));
+    ok(c.command?.[0] === 'cp' && c.command.length === 3 && (c.args ?? []).length === 0,
+      `${w} only copies a file`, `command ${c.command} args ${c.args}`);
+    ok(sc.privileged !== true && sc.allowPrivilegeEscalation === false
+      && sc.readOnlyRootFilesystem === true, `${w} unprivileged, read-only root`);
+    ok(JSON.stringify(sc.capabilities?.drop) === '["ALL"]' && !(sc.capabilities?.add ?? []).length,
+      `${w} drops ALL capabilities and adds none`);
+    ok((sc.seccompProfile?.type ?? 'RuntimeDefault') === 'RuntimeDefault', `${w} seccomp RuntimeDefault`);
+    ok(mounts.length === 1 && /\/seccomp\/virtwatt$/.test(hostPaths.get(mounts[0].name)),
+      `${w} writes only the kubelet's seccomp/virtwatt directory`,
+      mounts.map((m) => hostPaths.get(m.name)).join(' '));
+    const dest = c.command?.[2] ?? '';
+    if (mounts.length === 1 && dest.startsWith(mounts[0].mountPath + '/'))
+      installers.add('virtwatt/' + dest.slice(mounts[0].mountPath.length + 1));
+  }
+  for (const c of spec.containers) {
     const w = `${where} ${c.name}`;
     const bin = (c.command ?? [])[0]?.split('/').pop();
     ok(bin in binFlags, `${w} runs virtwatt-host or virtwatt-guest`, `command ${c.command}`);
@@ -134,6 +165,10 @@ function checkDaemonSet(where, ds) {
     }
     ok(bad.length === 0, `${w} passes only flags ${bin} accepts`, `unknown: ${bad.join(' ')}`);
     const sc = c.securityContext ?? {};
+    const sp = sc.seccompProfile ?? spec.securityContext?.seccompProfile ?? {};
+    ok(sp.type === 'RuntimeDefault' || (sp.type === 'Localhost' && sp.localhostProfile === PROFILE
+      && installers.has(PROFILE)), `${w} seccomp RuntimeDefault, or ${PROFILE} installed by an init container`,
+      JSON.stringify(sp));
     ok(sc.privileged !== true, `${w} not privileged`);
     ok(sc.allowPrivilegeEscalation === false, `${w} allowPrivilegeEscalation false`);
     ok(sc.readOnlyRootFilesystem === true, `${w} readOnlyRootFilesystem`);
