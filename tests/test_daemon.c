@@ -73,10 +73,19 @@ static void make_room(struct proc *p)
 	p->log[p->log_len] = '\0';
 }
 
-/* Read child output until `needle` appears or timeout_ms passes. */
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* Read child output until `needle` appears or timeout_ms passes (by the clock: a chatty child,
+ * log.level debug, gives many short reads). */
 static bool wait_output(struct proc *p, const char *needle, int timeout_ms)
 {
-	for (int waited = 0; waited < timeout_ms; waited += 50) {
+	for (long long end = now_ms() + timeout_ms; now_ms() < end;) {
 		struct pollfd pfd = { .fd = p->err_fd, .events = POLLIN };
 
 		if (strstr(p->log, needle))
@@ -93,6 +102,24 @@ static bool wait_output(struct proc *p, const char *needle, int timeout_ms)
 		}
 	}
 	return strstr(p->log, needle) != NULL;
+}
+
+/* The port of the first "http: listening on ... (port N)" line, whole (0: none in 10 s). */
+static unsigned listen_port(struct proc *p)
+{
+	long long end = now_ms() + 10000;
+	unsigned port;
+	char close;
+
+	while (now_ms() < end) {
+		const char *at = strstr(p->log, "(port ");
+
+		if (at && sscanf(at + 6, "%u%c", &port, &close) == 2 && (close == ')' || close == ','))
+			return port;
+		(void)wait_output(p, "\x01never", 50);
+	}
+	fputs(p->log, stderr);
+	return 0;
 }
 
 /* Read what the child wrote so far without waiting: a daemon whose stderr pipe fills up stops
@@ -130,7 +157,8 @@ static void test_help_and_errors(void **state)
 	char *bad[] = { VW_HOST_BIN, "--monitor.interval=5x", NULL };
 	char *dir = vw_fixture_mkdtemp("cfg");
 	char cfgarg[600];
-	char *badcfg[] = { VW_HOST_BIN, cfgarg, NULL };
+	/* An unknown key is a warning (as in Kepler), an error with --config.strict. */
+	char *badcfg[] = { VW_HOST_BIN, cfgarg, "--config.strict", NULL };
 	struct proc p;
 
 	(void)state;
@@ -315,6 +343,158 @@ static void test_serves_metrics(void **state)
 	host_fixture_fini(&fx);
 }
 
+/* Each non-empty line of the log is one JSON object (--log.format=json). */
+static void assert_json_lines(const char *log)
+{
+	size_t lines = 0;
+
+	for (const char *l = log; *l;) {
+		size_t len = strcspn(l, "\n");
+
+		if (len) {
+			if (strncmp(l, "{\"time\":\"", 9) != 0 || l[len - 1] != '}' ||
+			    !memmem(l, len, "\"level\":\"", 9) || !memmem(l, len, "\"msg\":\"", 7))
+				fail_msg("not a JSON log line: %.*s", (int)len, l);
+			lines++;
+		}
+		l += len + (l[len] == '\n');
+	}
+	assert_true(lines >= 3);
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+/*
+ * Kepler's own configuration files, unchanged, start virtwatt-host and it serves node energy:
+ * their keys map to ours or are accepted with one warning each saying why they mean nothing
+ * here. Only the roots (fixture meters) and the port (tests run side by side) come from flags,
+ * which beat the file as in Kepler; --log.format=json makes every line a JSON object.
+ */
+static void test_kepler_config_files(void **state)
+{
+	static const struct host_fixture_zone zones[] = {
+		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 60 },
+	};
+	static const char *const files[] = { "config.yaml", "compose-default-config.yaml" };
+
+	(void)state;
+	for (size_t f = 0; f < ARRAY_SIZE(files); f++) {
+		struct host_fixture fx;
+		char sys[600], proc[600], cfg[600], url[128];
+		char *argv[] = { VW_HOST_BIN, cfg, sys, proc, "--web.listen-address=127.0.0.1:0",
+				 "--log.format=json", "--kube.node-name=kepler-file", NULL };
+		struct buf b = { 0 };
+		struct proc p;
+		unsigned port = 0;
+		long code = 0;
+
+		assert_int_equal(host_fixture_init(&fx, zones, 1, 2), 0);
+		snprintf(cfg, sizeof(cfg), "--config.file=%s/tests/data/kepler-config/%s",
+			 VW_SOURCE_ROOT, files[f]);
+		snprintf(sys, sizeof(sys), "--host.sysfs=%s", fx.sys);
+		snprintf(proc, sizeof(proc), "--host.procfs=%s", fx.proc);
+		assert_int_equal(spawn(&p, argv), 0);
+		port = listen_port(&p);
+		if (!port)
+			fail_msg("%s: no server", files[f]);
+		snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+		/* monitor.interval: 5s in the file: the second snapshot has the first interval. */
+		for (int i = 0; i < 150 && !(b.data && strstr(b.data, "kepler_node_cpu_joules_total{"));
+		     i++) {
+			struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+			assert_int_equal(host_fixture_advance(&fx, 0.5), 0);
+			nanosleep(&ts, NULL);
+			drain(&p);
+			code = http(url, "GET", &b);
+		}
+		assert_int_equal(code, 200);
+		if (!strstr(b.data, "kepler_node_cpu_joules_total{zone=\"package\","))
+			fail_msg("%s: no node energy:\n%s", files[f], b.data);
+		drain(&p);
+		/* Each key without effect is said once, with why; nothing is an error. */
+		assert_int_equal(count(p.log, "debug.pprof.enabled is accepted but has no effect"), 1);
+		assert_int_equal(count(p.log, "exporter.prometheus.debugCollectors is accepted"), 1);
+		assert_int_equal(count(p.log, "monitor.staleness is accepted"), 1);
+		assert_null(strstr(p.log, "unknown key"));
+		/* (A fixture /proc has no processes: the CPU accountant's errors are this fixture's.)
+		 * Passthrough, auto, is off without accounting: said, no error. */
+		if ((strstr(p.log, "\"level\":\"error\",\"msg\":\"config") ||
+		     strstr(p.log, "\"level\":\"error\",\"msg\":\"passthrough")) &&
+		    fputs(p.log, stderr) >= 0)
+			fail_msg("%s: an error logged", files[f]);
+		assert_non_null(strstr(p.log, "passthrough: off: "));
+		/* experimental.platform.redfish.enabled: false: its configFile is not read. */
+		assert_non_null(strstr(p.log, "platform.redfish.enabled is false"));
+		kill(p.pid, SIGTERM);
+		assert_int_equal(finish(&p), 0);
+		assert_json_lines(p.log);
+		free(b.data);
+		host_fixture_fini(&fx);
+	}
+}
+
+/*
+ * Kepler's flags parse as kingpin reads them: booleans with their --no- form, repeatable
+ * --web.listen-address and --metrics, flags without effect warned about once. The daemon
+ * serves on both addresses.
+ */
+static void test_kepler_flags(void **state)
+{
+	static const struct host_fixture_zone zones[] = {
+		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 60 },
+	};
+	struct host_fixture fx;
+	char sys[600], proc[600], url[128];
+	char *argv[] = { VW_HOST_BIN, sys, proc, "--web.listen-address=127.0.0.1:0",
+			 "--web.listen-address=[::1]:0", "--monitor.interval=1s",
+			 "--metrics=node", "--metrics=container", "--metrics", "pod",
+			 "--log.format", "json", "--log.level=info", "--debug.pprof",
+			 "--no-exporter.prometheus", "--exporter.stdout", "--no-kube.enable",
+			 "--experimental.gpu.enabled=false", "--no-experimental.platform.redfish.enabled",
+			 "--experimental.hwmon.force-enabled=false", "--kube.node-name=flags", NULL };
+	struct buf b = { 0 };
+	struct proc p;
+	unsigned port = 0;
+	long code = 0;
+
+	(void)state;
+	assert_int_equal(host_fixture_init(&fx, zones, 1, 2), 0);
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s", fx.sys);
+	snprintf(proc, sizeof(proc), "--host.procfs=%s", fx.proc);
+	assert_int_equal(spawn(&p, argv), 0);
+	port = listen_port(&p);
+	assert_true(port > 0);
+	/* Two servers: one per --web.listen-address. */
+	assert_true(wait_output(&p, "http: listening on [::1]:0", 5000));
+	assert_true(wait_output(&p, "http: listening on 127.0.0.1:0", 5000));
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/healthz", port);
+	for (int i = 0; i < 40 && code != 200; i++) {
+		struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+		assert_int_equal(host_fixture_advance(&fx, 0.5), 0);
+		nanosleep(&ts, NULL);
+		drain(&p);
+		code = http(url, "GET", &b);
+	}
+	assert_int_equal(code, 200);
+	/* --exporter.stdout: the snapshot on standard output. */
+	assert_true(wait_output(&p, "# TYPE kepler_node_cpu_joules_total counter", 5000));
+	assert_int_equal(count(p.log, "--debug.pprof is accepted but has no effect"), 1);
+	assert_int_equal(count(p.log, "--no-exporter.prometheus is accepted but has no effect"), 1);
+	kill(p.pid, SIGTERM);
+	assert_int_equal(finish(&p), 0);
+	free(b.data);
+	host_fixture_fini(&fx);
+}
+
 static void busy_child_exit(int seconds)
 {
 	struct timespec t0, t;
@@ -418,6 +598,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_help_and_errors, stop_leftover),
 		cmocka_unit_test_teardown(test_serves_metrics, stop_leftover),
+		cmocka_unit_test_teardown(test_kepler_config_files, stop_leftover),
+		cmocka_unit_test_teardown(test_kepler_flags, stop_leftover),
 		cmocka_unit_test_teardown(test_workloads_add_up_on_this_machine, stop_leftover),
 	};
 

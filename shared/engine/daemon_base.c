@@ -433,6 +433,10 @@ int vw_daemon_render_publish(struct vw_daemon *d, struct vw_node_view *v)
 		vw_error("metrics: rendering failed: %s", strerror(-r));
 		return r;
 	}
+	if (d->opts->exporter_stdout) { /* Kepler's stdout exporter: the snapshot as served */
+		fwrite(text, 1, text_len, stdout);
+		fflush(stdout);
+	}
 	gen = vw_exposition_publish(d->expo, text, text_len, om, om_len);
 	if (d->workloads && gen)
 		vw_workloads_published(d->workloads, gen, vw_exposition_served(d->expo));
