@@ -495,6 +495,34 @@ static void test_kepler_flags(void **state)
 	host_fixture_fini(&fx);
 }
 
+/*
+ * Passthrough asked for explicitly where no VM can be accounted (a fixture /proc: no CPU
+ * accounting) stays an error naming the fix; by default (auto) the host starts without it.
+ */
+static void test_passthrough_asked_but_impossible(void **state)
+{
+	static const struct host_fixture_zone zones[] = {
+		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 60 },
+	};
+	struct host_fixture fx;
+	char sys[600], proc[600];
+	char *argv[] = { VW_HOST_BIN, sys, proc, "--web.listen-address=127.0.0.1:0",
+			 "--metrics=node,container,pod", "--passthrough.enable=true", NULL };
+	struct proc p;
+
+	(void)state;
+	assert_int_equal(host_fixture_init(&fx, zones, 1, 2), 0);
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s", fx.sys);
+	snprintf(proc, sizeof(proc), "--host.procfs=%s", fx.proc);
+	assert_int_equal(spawn(&p, argv), 0);
+	assert_int_equal(finish(&p), 1);
+	if (!strstr(p.log, "passthrough: --passthrough.enable=true but no per-process CPU "
+			   "accounting could be opened"))
+		fail_msg("%s", p.log);
+	assert_null(strstr(p.log, "--metrics lacks vm"));
+	host_fixture_fini(&fx);
+}
+
 static void busy_child_exit(int seconds)
 {
 	struct timespec t0, t;
@@ -600,6 +628,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_serves_metrics, stop_leftover),
 		cmocka_unit_test_teardown(test_kepler_config_files, stop_leftover),
 		cmocka_unit_test_teardown(test_kepler_flags, stop_leftover),
+		cmocka_unit_test_teardown(test_passthrough_asked_but_impossible, stop_leftover),
 		cmocka_unit_test_teardown(test_workloads_add_up_on_this_machine, stop_leftover),
 	};
 
