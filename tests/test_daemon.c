@@ -523,6 +523,59 @@ static void test_passthrough_asked_but_impossible(void **state)
 	host_fixture_fini(&fx);
 }
 
+/*
+ * A guest with no passthrough says where it looked, each place on its line, and once at warn
+ * level that none was found with the fix; it never claims to use the passthrough, and its
+ * power source info says estimated.
+ */
+static void test_guest_says_where_it_looked(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("gsearch");
+	char dev[600], sys[600], folder[600], want[800], url[128];
+	char *argv[] = { VW_GUEST_BIN, dev, sys, folder, "--web.listen-address=127.0.0.1:0",
+			 "--monitor.interval=1s", "--state.file=", "--cpu.accounting=procfs",
+			 "--kube.node-name=gsearch", NULL };
+	struct buf b = { 0 };
+	struct proc p;
+	unsigned port;
+	long code = 0;
+
+	(void)state;
+	assert_int_equal(vw_fixture_mkdir(dir, "dev"), 0);
+	assert_int_equal(vw_fixture_mkdir(dir, "sys"), 0);
+	snprintf(dev, sizeof(dev), "--host.devfs=%s/dev", dir);
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s/sys", dir);
+	snprintf(folder, sizeof(folder), "--passthrough.folder=%s/run/virtwatt/host", dir);
+	assert_int_equal(spawn(&p, argv), 0);
+	port = listen_port(&p);
+	assert_true(port > 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+	for (int i = 0; i < 50 && code != 200; i++) {
+		usleep(100 * 1000);
+		code = http(url, "GET", &b);
+	}
+	assert_int_equal(code, 200);
+	usleep(2500 * 1000); /* a few ticks: the warning is not repeated */
+	drain(&p);
+	snprintf(want, sizeof(want),
+		 "passthrough: looked at %s/dev/virtio-ports/org.virtwatt.power.0: absent\"", dir);
+	assert_non_null(strstr(p.log, want));
+	snprintf(want, sizeof(want),
+		 "passthrough: looked at %s/run/virtwatt/host (--passthrough.folder): absent\"", dir);
+	assert_non_null(strstr(p.log, want));
+	assert_non_null(strstr(p.log, "passthrough: looked at /run/virtwatt-host: "));
+	assert_int_equal(count(p.log, "level=warn msg=\"passthrough: no channel or shared folder "
+				      "from the host found"),
+			 1);
+	assert_non_null(strstr(p.log, "attach deploy/libvirt/power-channel.xml"));
+	assert_null(strstr(p.log, "using source passthrough"));
+	assert_non_null(strstr(b.data, "virtwatt_guest_power_source_info{source=\"model\",host_source=\"none\",kind=\"estimated\","));
+	kill(p.pid, SIGTERM);
+	assert_int_equal(finish(&p), 0);
+	free(b.data);
+	vw_fixture_rm(dir);
+}
+
 static void busy_child_exit(int seconds)
 {
 	struct timespec t0, t;
@@ -629,6 +682,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_kepler_config_files, stop_leftover),
 		cmocka_unit_test_teardown(test_kepler_flags, stop_leftover),
 		cmocka_unit_test_teardown(test_passthrough_asked_but_impossible, stop_leftover),
+		cmocka_unit_test_teardown(test_guest_says_where_it_looked, stop_leftover),
 		cmocka_unit_test_teardown(test_workloads_add_up_on_this_machine, stop_leftover),
 	};
 
