@@ -109,6 +109,25 @@ def main():
                 "virtwatt_guest_power_source_info", "virtwatt_guest_passthrough_last_frame_age_seconds"}
         ok(want <= used, "%s shows node, VM, pod, process power, source and guest health" % path.name,
            "missing: %s" % sorted(want - used))
+        want = {"kepler_node_gpu_watts", "kepler_node_gpu_active_watts", "kepler_node_gpu_idle_watts",
+                "kepler_pod_gpu_watts", "kepler_platform_watts", "virtwatt_node_energy_gaps_total",
+                "virtwatt_vm_passthrough_last_success_timestamp_seconds",
+                "virtwatt_vm_passthrough_failures_total", "virtwatt_vm_passthrough_channel_state",
+                "virtwatt_cpu_accounting_info"}
+        ok(want <= used, "%s shows GPUs, the platform meter, meter gaps, passthrough delivery and "
+           "the accounting method" % path.name, "missing: %s" % sorted(want - used))
+        # Every panel but a row shows something: a query whose metrics docs/metrics.md lists.
+        def leaves(ps):
+            for p in ps:
+                if p.get("type") == "row":
+                    yield from leaves(p.get("panels", []))
+                else:
+                    yield p
+        for p in leaves(dash["panels"]):
+            names = [x for t in p.get("targets", []) if t.get("expr") for x in metric_names(t["expr"])]
+            ok(names and all(x in fams for x in names),
+               "%s: panel %r shows an exported metric" % (path.name, p.get("title")),
+               "metrics: %s" % names)
         ids = [p.get("id") for p in dash["panels"]]
         ok(len(ids) == len(set(ids)), "%s panel ids are unique" % path.name)
 
