@@ -151,6 +151,15 @@ static int finish(struct proc *p)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+static const char *const bad_values[][2] = {
+	{ "--web.listen-address=:70000", "--web.listen-address: invalid address \":70000\"" },
+	{ "--metrics=node,vms", "--metrics: invalid item \"vms\" (expected one of: node, process, "
+				"container, pod, vm)" },
+	{ "--monitor.interval=0s", "--monitor.interval:" },
+	{ "--log.format=xml", "--log.format: invalid value \"xml\"" },
+	{ "--passthrough.enable=maybe", "--passthrough.enable: invalid value \"maybe\"" },
+};
+
 static void test_help_and_errors(void **state)
 {
 	char *help[] = { VW_HOST_BIN, "--help", NULL };
@@ -173,6 +182,16 @@ static void test_help_and_errors(void **state)
 	assert_int_equal(spawn(&p, bad), 0);
 	assert_int_equal(finish(&p), 2);
 	assert_non_null(strstr(p.log, "monitor.interval"));
+
+	/* Values checked when parsed: exit 2 with the reason, before any start-up line. */
+	for (size_t i = 0; i < ARRAY_SIZE(bad_values); i++) {
+		char *argv[] = { VW_HOST_BIN, (char *)bad_values[i][0], NULL };
+
+		assert_int_equal(spawn(&p, argv), 0);
+		assert_int_equal(finish(&p), 2);
+		if (!strstr(p.log, bad_values[i][1]) || strstr(p.log, "starting"))
+			fail_msg("%s:\n%s", bad_values[i][0], p.log);
+	}
 
 	assert_int_equal(vw_fixture_write(dir, "c.yaml", "monitor:\n  interval: 5s\n  intervl: 1s\n", 0), 0);
 	snprintf(cfgarg, sizeof(cfgarg), "--config.file=%s/c.yaml", dir);

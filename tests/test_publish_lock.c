@@ -170,6 +170,61 @@ static void test_two_publishers_in_process(void **state)
 
 /* A VM that vanishes from a publisher's list is unlocked: another may take it; when it comes
  * back the first is refused, and takes it again only once the other lets go. */
+struct captured {
+	unsigned warn, error;
+};
+
+static void capture_sink(enum vw_log_level level, const char *msg, void *ud)
+{
+	struct captured *c = ud;
+
+	if (!strstr(msg, "is published by another process"))
+		return;
+	c->warn += level == VW_LOG_WARN;
+	c->error += level == VW_LOG_ERROR;
+}
+
+/*
+ * A VM another process publishes is an expected state (a handover, two instances side by
+ * side): a warning, rate-limited, not an error on every retry (once a second).
+ */
+static void test_lock_conflict_rate_limited_warning(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("lockw");
+	_cleanup_free_ char *locks = path_of(dir, "lock");
+	struct vw_publish_opts o = { .period_ns = SEC, .energy_step_uj = 1, .lock_dir = locks,
+				     .procfs_root = "/proc", .seed = 3 };
+	struct captured c = { 0 };
+	struct vw_publisher *p1, *p2;
+	struct vw_publish_stats st;
+	struct vw_vm_energy e;
+	uint64_t now = 1000 * SEC;
+
+	(void)state;
+	vw_clock_set_fake(&now);
+	o.epoch = 1;
+	p1 = vw_publisher_new(&o);
+	o.epoch = 2;
+	p2 = vw_publisher_new(&o);
+	assert_true(p1 && p2);
+	vm_energy(&e, 10000000);
+	assert_int_equal(vw_publisher_update(p1, &e, 1), 0);
+	assert_int_equal(vw_publisher_update(p2, &e, 1), 0);
+	assert_int_equal(vw_publisher_tick(p1, now, NULL), 0);
+	vw_log_set_sink(capture_sink, &c);
+	for (int i = 0; i < 600; i++, now += SEC / 10) /* a minute of 100 ms ticks */
+		assert_int_equal(vw_publisher_tick(p2, now, NULL), 0);
+	vw_log_set_sink(NULL, NULL);
+	vw_clock_set_fake(NULL);
+	vw_publisher_stats(p2, &st);
+	assert_true(st.lock_refused >= 55); /* retried every second all along */
+	assert_int_equal(c.error, 0);
+	assert_true(c.warn >= 1 && c.warn <= 7); /* 0, 1, 3, 7, 15, 31 s: six, not thirty */
+	vw_publisher_free(p1);
+	vw_publisher_free(p2);
+	vw_fixture_rm(dir);
+}
+
 static void test_vanished_vm_unlocked(void **state)
 {
 	char *dir = vw_fixture_mkdtemp("lock");
@@ -589,6 +644,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_two_publishers_in_process),
+		cmocka_unit_test(test_lock_conflict_rate_limited_warning),
 		cmocka_unit_test(test_vanished_vm_unlocked),
 		cmocka_unit_test(test_lock_dir_unusable),
 		cmocka_unit_test(test_two_daemons),

@@ -261,7 +261,7 @@ static void lock_refused(struct vw_publisher *p, struct pub_vm *vm,
 	vm->lock_holder_pid = h->pid;
 	if (h->pid > 0)
 		snprintf(pid, sizeof(pid), "pid %d", h->pid);
-	vw_complain(&vm->lock_complaint, VW_LOG_ERROR,
+	vw_complain(&vm->lock_complaint, VW_LOG_WARN,
 		    "passthrough: VM %s is published by another process (%s; its lock file says "
 		    "\"%s\") holding %s/%s.lock: not publishing it here, as two publishers make "
 		    "its guest count its energy twice. Stop the other virtwatt-host (a systemd unit "
