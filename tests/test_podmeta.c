@@ -19,6 +19,7 @@
 #include "fixture.h"
 #include "log.h"
 #include "macro.h"
+#include "kubeconfig.h"
 #include "podmeta-priv.h"
 #include "workload.h"
 
@@ -616,6 +617,50 @@ static void test_unauthorized_rereads_token(void **state)
 	assert_true(env_stop(&e) < 1.0);
 }
 
+/* ---- a kubeconfig's user: its token, read from the file, no token file ---- */
+
+static void route_kubeconfig(struct fake *f, const struct req *r, size_t nth, struct reply *out)
+{
+	(void)f;
+	if (strcmp(r->auth, "Bearer kc-token") != 0)
+		reply_file(out, 401, "status-401.json");
+	else if (!route_usual(r, nth, out))
+		reply_stall(out);
+}
+
+static void test_kubeconfig_token(void **state)
+{
+	struct env e = { 0 };
+	struct vw_podmeta_opts o = env_opts(&e, route_kubeconfig, "not-this-one\n");
+	_cleanup_free_ char *text = NULL;
+	char path[1024], err[512] = "";
+	struct vw_kubeconfig k;
+
+	(void)state;
+	/* kubectl's shape: the server is the fake (plain HTTP: tests only), a user with a token. */
+	assert_true(asprintf(&text,
+			     "apiVersion: v1\nkind: Config\ncurrent-context: dev\n"
+			     "clusters:\n- name: other\n  cluster: {server: https://10.9.9.9:6443}\n"
+			     "- name: fake\n  cluster:\n    server: %s\n"
+			     "contexts:\n- name: dev\n  context: {cluster: fake, user: u}\n"
+			     "users:\n- name: u\n  user:\n    token: kc-token\n",
+			     e.f->url) > 0);
+	assert_int_equal(vw_fixture_write(e.dir, "kubeconfig", text, 0600), 0);
+	snprintf(path, sizeof(path), "%s/kubeconfig", e.dir);
+	if (vw_kubeconfig_load(path, &k, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_string_equal(k.server, e.f->url);
+	o.url = k.server;
+	o.token_file = NULL; /* as the daemon does: the kubeconfig's token replaces it */
+	o.token = k.token;
+	env_start(&e, &o);
+	vw_kubeconfig_free(&k);
+	assert_true(WAIT_UNTIL(vw_podmeta_synced(e.pm), 3000));
+	assert_string_equal(fake_req(e.f, 0).auth, "Bearer kc-token");
+	assert_int_equal(vw_podmeta_count(e.pm), 3);
+	assert_true(env_stop(&e) < 1.0);
+}
+
 /* ---- garbage and oversized events ---- */
 
 #define UID_GARBAGE "0b9e6f1c-2d3a-4b5c-8d7e-6f5a4b3c2d1e"
@@ -1122,6 +1167,7 @@ int main(void)
 		cmocka_unit_test(test_grace_expiry),
 		cmocka_unit_test(test_gone_relists),
 		cmocka_unit_test(test_unauthorized_rereads_token),
+		cmocka_unit_test(test_kubeconfig_token),
 		cmocka_unit_test(test_hostile_events),
 		cmocka_unit_test(test_kubelet_poll),
 		cmocka_unit_test(test_big_list_item_by_item),
