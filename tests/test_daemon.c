@@ -595,6 +595,67 @@ static void test_guest_says_where_it_looked(void **state)
 	vw_fixture_rm(dir);
 }
 
+/* One daemon run on a fixture meter: the first /metrics holding `needle` (NULL after 8 s). */
+static char *serve_until(struct host_fixture *fx, char *const argv[], const char *needle)
+{
+	struct buf b = { 0 };
+	struct proc p;
+	char url[128];
+	unsigned port;
+
+	assert_int_equal(spawn(&p, argv), 0);
+	port = listen_port(&p);
+	assert_true(port > 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+	for (int i = 0; i < 80; i++) {
+		struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+		assert_int_equal(host_fixture_advance(fx, 0.5), 0);
+		nanosleep(&ts, NULL);
+		drain(&p);
+		if (http(url, "GET", &b) == 200 && strstr(b.data, needle))
+			break;
+	}
+	kill(p.pid, SIGTERM);
+	assert_int_equal(finish(&p), 0);
+	return b.data;
+}
+
+/* Kepler's rapl.zones reads only the zones named; cpu.preferredMeters [fake] is the estimate. */
+static void test_rapl_zones_and_preferred_meters(void **state)
+{
+	static const struct host_fixture_zone zones[] = {
+		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 60 },
+		{ "intel-rapl:0:0", "dram", 65712999613ULL, 0, 10 },
+	};
+	struct host_fixture fx;
+	char sys[600], proc[600];
+	char *argv[] = { VW_HOST_BIN, sys, proc, "--web.listen-address=127.0.0.1:0",
+			 "--monitor.interval=1s", "--kube.node-name=zones", NULL, NULL };
+	char *body;
+
+	(void)state;
+	assert_int_equal(host_fixture_init(&fx, zones, 2, 2), 0);
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s", fx.sys);
+	snprintf(proc, sizeof(proc), "--host.procfs=%s", fx.proc);
+	/* Both zones without it (the test can fail). */
+	body = serve_until(&fx, argv, "kepler_node_cpu_joules_total{zone=\"dram\"");
+	assert_non_null(strstr(body, "kepler_node_cpu_joules_total{zone=\"dram\""));
+	free(body);
+	argv[6] = "--rapl.zones=package";
+	body = serve_until(&fx, argv, "kepler_node_cpu_joules_total{zone=\"package\"");
+	assert_non_null(strstr(body, "kepler_node_cpu_joules_total{zone=\"package\""));
+	assert_non_null(strstr(body, "source=\"rapl\""));
+	assert_null(strstr(body, "kepler_node_cpu_joules_total{zone=\"dram\""));
+	free(body);
+	argv[6] = "--cpu.preferred-meters=fake";
+	body = serve_until(&fx, argv, "virtwatt_node_power_source_info{source=\"estimator\"");
+	assert_non_null(strstr(body, "virtwatt_node_power_source_info{source=\"estimator\""));
+	assert_null(strstr(body, "source=\"rapl\""));
+	free(body);
+	host_fixture_fini(&fx);
+}
+
 static void busy_child_exit(int seconds)
 {
 	struct timespec t0, t;
@@ -702,6 +763,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_kepler_flags, stop_leftover),
 		cmocka_unit_test_teardown(test_passthrough_asked_but_impossible, stop_leftover),
 		cmocka_unit_test_teardown(test_guest_says_where_it_looked, stop_leftover),
+		cmocka_unit_test_teardown(test_rapl_zones_and_preferred_meters, stop_leftover),
 		cmocka_unit_test_teardown(test_workloads_add_up_on_this_machine, stop_leftover),
 	};
 
