@@ -304,12 +304,15 @@ static void test_help_grouped(void **state)
 	assert_true(strstr(r.out, "--kube.config=PATH") > kube);
 	assert_null(strstr(r.out, "--platform.ipmi.host"));
 	assert_null(strstr(r.out, "--model.train.interval"));
-	assert_non_null(strstr(r.out, "more flags (advanced tuning, Kepler's spellings): --help-all"));
+	assert_non_null(strstr(r.out, "more flags (advanced tuning), each setting's YAML key and "
+				      "Kepler's spellings: --help-all"));
+	assert_null(strstr(r.out, "YAML: ")); /* the short form */
 	assert_int_equal(LOAD(&r, "--help-all"), VW_CONFIG_EXIT_OK);
 	assert_non_null(strstr(r.out, "\nPlatform meter: IPMI:\n"));
 	assert_non_null(strstr(r.out, "--platform.ipmi.host"));
 	assert_non_null(strstr(r.out, "--model.train.interval"));
 	assert_non_null(strstr(r.out, "\nKepler's spellings (accepted as they are):\n"));
+	assert_non_null(strstr(r.out, "YAML: web.listenAddress\n"));
 	assert_non_null(strstr(r.out, "YAML kube.enabled -> --kube.enable"));
 	assert_non_null(strstr(r.out, "--debug.pprof, YAML debug.pprof.enabled has no effect: "));
 	/* Every option appears exactly once in --help-all. */

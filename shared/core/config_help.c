@@ -60,7 +60,8 @@ static void usage_default(const struct vw_option *o, FILE *m)
 		fprintf(m, " (default:" NBSP "%s)", zero[o->type]);
 }
 
-static void usage_option(const struct vw_option *o, FILE *out)
+/* One option; short (--help of a program with headings): without its YAML key line. */
+static void usage_option(const struct vw_option *o, bool brief, FILE *out)
 {
 	_cleanup_free_ char *body = NULL;
 	size_t len = 0, head;
@@ -101,7 +102,8 @@ static void usage_option(const struct vw_option *o, FILE *out)
 	}
 	fprintf(out, "%*s", (int)(USAGE_COL - head), "");
 	wrap(out, body, USAGE_COL, USAGE_COL);
-	fprintf(out, "%*sYAML: %s\n", USAGE_COL, "", o->yaml ? o->yaml : "(flag only)");
+	if (!brief)
+		fprintf(out, "%*sYAML: %s\n", USAGE_COL, "", o->yaml ? o->yaml : "(flag only)");
 }
 
 /* The heading an option goes under: the first whose prefix its flag starts with. */
@@ -160,7 +162,7 @@ void vw_config_usage_all(const struct vw_config_program *p, bool all, FILE *out)
 	if (!p->groups) {
 		fputs("\nFlags:\n", out);
 		for (size_t i = 0; i < p->n_opts; i++)
-			usage_option(&p->opts[i], out);
+			usage_option(&p->opts[i], false, out);
 	}
 	for (const struct vw_help_group *g = p->groups; g && g->title; g++) {
 		bool any = false, seen = false;
@@ -179,7 +181,7 @@ void vw_config_usage_all(const struct vw_config_program *p, bool all, FILE *out)
 			if (!any)
 				fprintf(out, "\n%s:\n", g->title);
 			any = true;
-			usage_option(&p->opts[i], out);
+			usage_option(&p->opts[i], !all, out);
 		}
 	}
 	fputs("\nHelp:\n", out);
@@ -190,7 +192,8 @@ void vw_config_usage_all(const struct vw_config_program *p, bool all, FILE *out)
 	if (all)
 		usage_aliases(p, out);
 	else if (hidden)
-		fprintf(out, "\n%zu more flags (advanced tuning, Kepler's spellings): --help-all\n",
+		fprintf(out, "\n%zu more flags (advanced tuning), each setting's YAML key and Kepler's "
+			"spellings: --help-all\n",
 			hidden);
 }
 
