@@ -125,6 +125,37 @@ static int open_sources(struct vw_guest *g)
 
 /* ---- state, passthrough, workloads --------------------------------------------------------- */
 
+/* Where deploy/libvirt/README.md mounted the host's folder before it agreed with the guest's
+ * default (--passthrough.folder, /run/virtwatt/host): still looked at. */
+#define GUEST_FOLDER_ALT "/run/virtwatt-host"
+
+/*
+ * Say at start where the passthrough was looked for, each place on its line, and which one is
+ * used; none: one warning with the fix (the guest keeps looking, so a channel attached later
+ * is picked up).
+ */
+static void report_search(struct vw_guest *g)
+{
+	char buf[2048];
+	int r = vw_reader_search_report(g->reader, buf, sizeof(buf));
+
+	for (char *line = buf, *end; *line; line = end + (*end == '\n')) {
+		end = line + strcspn(line, "\n");
+		if (end > line)
+			vw_info("passthrough: looked at%.*s", (int)(end - line - 1), line + 1);
+		if (!*end)
+			break;
+	}
+	if (r == 0)
+		return;
+	vw_warn("passthrough: no channel or shared folder from the host found: this VM's power is "
+		"estimated by a model (virtwatt_guest_power_source_info says estimated), not "
+		"measured by its host. To receive it, attach deploy/libvirt/power-channel.xml to "
+		"the VM (virsh attach-device --config), or share the host's folder read-only and "
+		"mount it at %s (deploy/libvirt/README.md); either is picked up while this runs",
+		g->cfg->passthrough_folder ? g->cfg->passthrough_folder : "/run/virtwatt/host");
+}
+
 static int open_reader(struct vw_guest *g)
 {
 	const struct vw_guest_config *c = g->cfg;
@@ -132,6 +163,11 @@ static int open_reader(struct vw_guest *g)
 				       .dev_root = nonempty(c->devfs),
 				       .sys_root = nonempty(c->common.sysfs),
 				       .folder = nonempty(c->passthrough_folder),
+				       .folder_alt = nonempty(c->passthrough_folder) &&
+							     strcmp(c->passthrough_folder,
+								    GUEST_FOLDER_ALT) != 0
+							     ? GUEST_FOLDER_ALT
+							     : NULL,
 				       .vm_uuid = nonempty(c->passthrough_vm_uuid),
 				       .stale_intervals = (unsigned)c->passthrough_stale_after,
 				       .max_watts = c->passthrough_max_watts,
@@ -145,6 +181,7 @@ static int open_reader(struct vw_guest *g)
 		return -errno;
 	}
 	g->ctx = (struct vw_guest_ctx){ .reader = g->reader, .host_model = &g->host_model };
+	report_search(g);
 	return vw_guest_host_model_init(&g->host_model, nonempty(c->state_file));
 }
 

@@ -5,6 +5,8 @@
 
 #define OFF(f) offsetof(struct vw_guest_config, f)
 
+static const char *const metric_levels[] = { "node", "process", "container", "pod", NULL };
+
 
 /* The flags shared with virtwatt-host keep its names, YAML keys and defaults. */
 static const struct vw_option guest_options[] = {
@@ -15,7 +17,7 @@ static const struct vw_option guest_options[] = {
 	  "root of this VM's /dev (the virtio-serial port)" },
 	{ "metrics", "exporter.prometheus.metricsLevel", VW_OPT_STRLIST, OFF(metrics),
 	  "node,process,container,pod", "LEVEL,...",
-	  "metric levels to export: node, process, container, pod (node is always on)" },
+	  "metric levels to export (node is always on)", 0, 0, metric_levels },
 	{ "passthrough.enable", "passthrough.enable", VW_OPT_BOOL, OFF(passthrough_enable), "true",
 	  NULL, "read the energy the host measured for this VM (else: models only)" },
 	{ "passthrough.path", "passthrough.path", VW_OPT_STRING, OFF(passthrough_path), NULL,
@@ -54,7 +56,13 @@ static const struct vw_option guest_options[] = {
 	  100, 10000000 },
 };
 
+static const struct vw_option_alias guest_aliases[] = {
+	VW_DAEMON_ALIASES,
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
 VW_DAEMON_PROGRAM(vw_guest_program, "virtwatt-guest", struct vw_guest_config, guest_options,
+		  guest_aliases,
 		  "Power and energy exporter inside a VM. Takes the energy its host measured for "
 		  "this VM over the passthrough channel (virtio port or shared folder), or "
 		  "estimates it with a Kepler model when none is fresh, splits it over this VM's "

@@ -143,6 +143,7 @@ static void hm_close(void *state)
 
 const struct vw_power_source_ops vw_src_host_model = {
 	.name = "estimator",
+	.standby = true,
 	.measured = false,
 	.open = hm_open,
 	.zones = hm_zones,

@@ -107,6 +107,7 @@ static void pt_close(void *state)
 
 const struct vw_power_source_ops vw_src_passthrough = {
 	.name = "passthrough",
+	.standby = true,
 	.measured = true, /* the host's figures; whether it measured them is in its frames */
 	.open = pt_open,
 	.zones = pt_zones,

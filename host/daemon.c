@@ -169,11 +169,31 @@ static int setup_zones(struct vw_host *h)
 	return 0;
 }
 
-/* Passthrough is on (the default) but cannot run as configured: an error that names the fix. */
-static int passthrough_impossible(const char *why, const char *fix)
+static bool passthrough_asked(const struct vw_host_config *c)
 {
-	vw_error("passthrough: --passthrough.enable is on but %s: %s, or set "
-		 "--passthrough.enable=false if no guest needs its energy",
+	return c->passthrough && strcmp(c->passthrough, "true") == 0;
+}
+
+static bool passthrough_wanted(const struct vw_host_config *c)
+{
+	return !c->passthrough || strcmp(c->passthrough, "false") != 0;
+}
+
+/*
+ * Passthrough cannot run here. Asked for (--passthrough.enable=true): an error that names the
+ * fix; by default (auto): said once, and the host runs without it.
+ */
+static int passthrough_impossible(const struct vw_host_config *c, const char *why,
+				  const char *fix)
+{
+	if (!passthrough_asked(c)) {
+		vw_info("passthrough: off: %s (--passthrough.enable=auto; to pass VMs their "
+			"energy: %s)",
+			why, fix);
+		return 0;
+	}
+	vw_error("passthrough: --passthrough.enable=true but %s: %s, or leave "
+		 "--passthrough.enable at auto",
 		 why, fix);
 	return -EINVAL;
 }
@@ -204,16 +224,16 @@ static int setup_vms(struct vw_host *h)
 
 	h->vms = vw_vms_open(&env);
 	if (!h->vms) {
-		if (c->passthrough)
-			return passthrough_impossible("no VM source could be opened",
-						      "check --libvirt.uri and --host.procfs");
 		vw_warn("vm: no VM source could be opened: %s; no VM series", strerror(errno));
-		return 0;
+		return passthrough_wanted(c)
+			       ? passthrough_impossible(c, "no VM source could be opened",
+							"check --libvirt.uri and --host.procfs")
+			       : 0;
 	}
 	h->vfio = vw_vm_vfio_new(h->d.sysfs_fd);
 	if (!h->vfio)
 		return -ENOMEM;
-	if (!c->passthrough)
+	if (!passthrough_wanted(c))
 		return 0;
 	h->channels = vw_vm_channels_new(); /* what the publisher needs of each listing */
 	if (!h->channels)
@@ -252,17 +272,28 @@ static int setup_workloads(struct vw_host *h)
 
 	if (r < 0)
 		return r;
-	if (c->passthrough && !o.vms)
-		return passthrough_impossible("--metrics lacks vm (each VM's own energy is what is "
-					      "passed through)", "add vm to --metrics");
-	r = vw_daemon_open_workloads(&h->d, &o, c->passthrough);
+	/* A VM's energy is computed whenever VMs are accounted: passthrough needs it, whether or
+	 * not the vm series are exported. */
+	if (passthrough_wanted(c) && !o.vms)
+		o.vms = o.vms_unexported = true;
+	r = vw_daemon_open_workloads(&h->d, &o, passthrough_asked(c));
 	if (r == -ENODEV)
 		return passthrough_impossible(
+			c,
 			"no per-process CPU accounting could be opened (a VM's energy is its QEMU "
 			"threads' CPU-time share)",
 			"run as root for bpf or give access to --host.procfs (--cpu.accounting=procfs)");
-	if (r < 0 || !h->d.workloads)
+	if (r < 0)
 		return r;
+	if (!h->d.workloads) {
+		if (passthrough_wanted(c) && !passthrough_asked(c))
+			vw_info("passthrough: off: no per-process CPU accounting here (a VM's energy "
+				"is its QEMU threads' CPU-time share)");
+		else if (passthrough_asked(c))
+			return passthrough_impossible(c, "no per-process CPU accounting is open",
+						      "see the cpu: lines above");
+		return 0;
+	}
 	return o.vms ? setup_vms(h) : 0;
 }
 
@@ -339,15 +370,53 @@ static const char *const *names_or_all(const struct vw_strlist *l)
 }
 
 /*
+ * The CPU zones' sources in preference order: power.sources; else Kepler's cpu.preferredMeters
+ * (fake, Kepler's random meter, is our estimate) with the estimator last; else hwmon first with
+ * experimental.hwmon.forceEnabled; else all. names has room for 8 and the NULL.
+ */
+static int cpu_source_names(const struct vw_host_config *c, const char **names,
+			    const char *const **ret)
+{
+	size_t n = 0;
+
+	*ret = names_or_all(&c->sources);
+	if (c->sources.n)
+		return 0;
+	if (!c->preferred_meters.n && !c->hwmon_force)
+		return 0;
+	for (size_t i = 0; i < c->preferred_meters.n && n < 6; i++) {
+		const char *m = c->preferred_meters.v[i];
+
+		if (strcmp(m, "rapl") != 0 && strcmp(m, "hwmon") != 0 && strcmp(m, "fake") != 0) {
+			vw_error("config: cpu.preferredMeters: unknown meter \"%s\" (rapl, hwmon, fake)",
+				 m);
+			return -EINVAL;
+		}
+		names[n++] = strcmp(m, "fake") == 0 ? "estimator" : m;
+	}
+	if (!n) {
+		names[n++] = "hwmon";
+		names[n++] = "rapl";
+	}
+	names[n++] = "estimator";
+	names[n] = NULL;
+	*ret = names;
+	return 0;
+}
+
+/*
  * The CPU zones' source (one must open), then a platform meter if the machine has one: none is
  * a value, not an error (said once; the platform zone is then a model's, or absent).
  */
 static int open_sources(struct vw_host *h, const struct vw_power_env *env)
 {
 	const struct vw_strlist *plat = &h->cfg->platform_sources;
-	int r = vw_power_source_open(vw_host_power_sources, env, names_or_all(&h->cfg->sources),
-				     &h->src[SRC_CPU].ps);
+	const char *buf[9];
+	const char *const *cpu_names;
+	int r = cpu_source_names(h->cfg, buf, &cpu_names);
 
+	if (r == 0)
+		r = vw_power_source_open(vw_host_power_sources, env, cpu_names, &h->src[SRC_CPU].ps);
 	if (r < 0) {
 		vw_error("power: no power source could be opened");
 		return r;

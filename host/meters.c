@@ -43,6 +43,10 @@ static int setup_redfish(struct vw_host_meters *m, const struct vw_host_config *
 
 	if (!file || !*file)
 		return 0;
+	if (!cfg->redfish_enabled) {
+		vw_info("redfish: platform.redfish.enabled is false: %s is not read", file);
+		return 0;
+	}
 	r = vw_bmc_file_lookup(file, node, &m->bmc, err, sizeof(err));
 	if (r == -ENOENT && err[0]) {
 		vw_warn("config: %s; no Redfish platform meter (set platform.redfish.node-name to "
@@ -194,6 +198,7 @@ int vw_host_meters_setup(struct vw_host_meters *m, const struct vw_host_config *
 
 	memset(m, 0, sizeof(*m)); /* on failure, vw_host_meters_fini() frees what was set */
 	r = setup_hwmon(m, cfg);
+	m->cfg.rapl_zones = cfg->rapl_zones.n ? (const char *const *)cfg->rapl_zones.v : NULL;
 	if (r == 0)
 		r = setup_redfish(m, cfg, node_name);
 	return r < 0 ? r : setup_ipmi(m, cfg);

@@ -7,6 +7,10 @@
 
 static const char *const ipmi_drivers[] = { "auto", "inband", "lan", NULL };
 static const char *const ipmi_privileges[] = { "user", "operator", "admin", NULL };
+static const char *const metric_levels[] = { "node", "process", "container", "pod", "vm", NULL };
+static const char *const passthrough_modes[] = { "auto", "true", "false", NULL };
+static const char *const kepler_meters[] = { "rapl", "hwmon", "fake", NULL };
+static const char *const rapl_zone_names[] = { "package", "core", "uncore", "dram", "psys", NULL };
 
 
 static const struct vw_option host_options[] = {
@@ -27,6 +31,17 @@ static const struct vw_option host_options[] = {
 	  "hwmon), redfish (the BMC named by platform.redfish.config-file), ipmi (a BMC's DCMI "
 	  "power reading or watts sensor, in band or over LAN); none: read no platform meter "
 	  "(default: all, the first found is used)" },
+	{ "cpu.preferred-meters", "cpu.preferredMeters", VW_OPT_STRLIST, OFF(preferred_meters),
+	  NULL, "METER,...",
+	  "Kepler's CPU meter preference, used when power.sources is not set: rapl, hwmon, fake "
+	  "(here the model estimate), the estimator always last",
+	  0, 0, kepler_meters },
+	{ "rapl.zones", "rapl.zones", VW_OPT_STRLIST, OFF(rapl_zones), NULL, "ZONE,...",
+	  "read only these RAPL zones (default: all)", 0, 0, rapl_zone_names },
+	{ "platform.redfish.enabled", "platform.redfish.enabled", VW_OPT_BOOL,
+	  OFF(redfish_enabled), "true", NULL,
+	  "read the BMC of platform.redfish.config-file (Kepler's "
+	  "experimental.platform.redfish.enabled; false: no Redfish meter even with a file)" },
 	{ "platform.redfish.config-file", "platform.redfish.configFile", VW_OPT_STRING,
 	  OFF(redfish_config_file), NULL, "PATH",
 	  "Kepler's BMC file (nodes: node name -> BMC id; bmcs: id -> endpoint, username, password "
@@ -92,6 +107,10 @@ static const struct vw_option host_options[] = {
 	  OFF(hwmon_enabled), "true", NULL,
 	  "read generic hwmon sensors where no RAPL is (Kepler's key; false drops hwmon from "
 	  "power.sources)" },
+	{ "experimental.hwmon.force-enabled", "experimental.hwmon.forceEnabled", VW_OPT_BOOL,
+	  OFF(hwmon_force), "false", NULL,
+	  "prefer hwmon sensors to RAPL, when power.sources and cpu.preferred-meters are not set "
+	  "(Kepler's deprecated key)" },
 	{ "experimental.hwmon.zones", "experimental.hwmon.zones", VW_OPT_STRLIST, OFF(hwmon_zones),
 	  NULL, "LABEL,...",
 	  "use only the hwmon sensors with these labels, compared as Kepler names them (lower "
@@ -125,13 +144,16 @@ static const struct vw_option host_options[] = {
 	  "PATH/node.json, PATH/vm-<uuid>.json (PATH is created; default: no files)" },
 	{ "metrics", "exporter.prometheus.metricsLevel", VW_OPT_STRLIST, OFF(metrics),
 	  "node,process,container,pod,vm", "LEVEL,...",
-	  "metric levels to export: node, process, container, pod, vm (node is always on)" },
+	  "metric levels to export (node is always on)", 0, 0, metric_levels },
 	{ "libvirt.uri", "libvirt.uri", VW_OPT_STRING, OFF(libvirt_uri), "qemu:///system", "URI",
 	  "libvirt connection for VM discovery (read-only); VMs libvirt does not manage are found "
 	  "from QEMU processes" },
-	{ "passthrough.enable", "passthrough.enable", VW_OPT_BOOL, OFF(passthrough), "true", NULL,
+	{ "passthrough.enable", "passthrough.enable", VW_OPT_STRING, OFF(passthrough), "auto",
+	  "auto|true|false",
 	  "send each VM its own idle and active energy over its org.virtwatt.power.0 channel "
-	  "(and shared folder, with passthrough.share-root)" },
+	  "(and shared folder, with passthrough.share-root), whether or not --metrics exports "
+	  "vm series; auto: whenever VMs can be accounted here; true: or fail the start",
+	  0, 0, passthrough_modes },
 	{ "passthrough.interval", "passthrough.interval", VW_OPT_DURATION,
 	  OFF(passthrough_interval_ns), "0s", "DURATION",
 	  "publication period to guests, jittered, never under 1s (0: monitor.interval)", 0, 3600 },
@@ -155,7 +177,26 @@ static const struct vw_option host_options[] = {
 	  0.001, 1000 },
 };
 
+/* Kepler's spellings of the host's own settings (config/config.go). */
+static const struct vw_option_alias host_aliases[] = {
+	VW_DAEMON_ALIASES,
+	{ "experimental.platform.redfish.enabled", "experimental.platform.redfish.enabled",
+	  "platform.redfish.enabled", NULL, NULL },
+	{ "experimental.platform.redfish.config-file", "experimental.platform.redfish.configFile",
+	  "platform.redfish.config-file", NULL, NULL },
+	{ "experimental.platform.redfish.node-name", "experimental.platform.redfish.nodeName",
+	  "platform.redfish.node-name", NULL, NULL },
+	{ NULL, "experimental.platform.redfish.httpTimeout", "platform.redfish.timeout", NULL,
+	  NULL },
+	{ NULL, "experimental.hwmon.chipRules", NULL,
+	  "Kepler's rules pair voltage and current inputs; virtwatt reads power and energy sensors "
+	  "and maps them with power.hwmon.chip-rules",
+	  "" },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
 VW_DAEMON_PROGRAM(vw_host_program, "virtwatt-host", struct vw_host_config, host_options,
+		  host_aliases,
 		  "Power and energy exporter for bare-metal and virtualization hosts. Measures "
 		  "node power (RAPL through powercap sysfs; a Kepler model of CPU time where no "
 		  "meter exists), splits each interval's energy into idle and active parts and "

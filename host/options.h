@@ -38,7 +38,7 @@ struct vw_host_config {
 	double idle_min_spread;       /* usage spread needed to fit */
 	struct vw_strlist metrics;    /* levels: node, process, container, pod */
 	char *libvirt_uri;
-	bool passthrough;
+	char *passthrough; /* auto (when VMs can be accounted), true (or fail), false */
 	uint64_t passthrough_interval_ns; /* 0: monitor interval */
 	double passthrough_jitter;
 	char *passthrough_share_root;     /* "" : no shared folders */
@@ -47,6 +47,10 @@ struct vw_host_config {
 	double passthrough_power_step_w;
 	struct vw_strlist hwmon_chip_rules; /* CHIP[:LABEL]=ZONE[@SOCKET], before the built-in ones */
 	bool hwmon_enabled;                 /* Kepler's experimental.hwmon.enabled */
+	bool hwmon_force;                   /* Kepler's experimental.hwmon.forceEnabled */
+	struct vw_strlist preferred_meters; /* Kepler's cpu.preferredMeters */
+	struct vw_strlist rapl_zones;       /* Kepler's rapl.zones */
+	bool redfish_enabled;               /* off: no Redfish meter even with a BMC file */
 	struct vw_strlist hwmon_zones;      /* Kepler's experimental.hwmon.zones: labels to use */
 	struct vw_host_train_options train; /* --model.train.*: what the host trains (training/) */
 };

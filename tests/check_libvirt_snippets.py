@@ -2,8 +2,12 @@
 # SPDX-License-Identifier: Apache-2.0
 """TAP check of deploy/libvirt/*.xml: each snippet parses, names the channel and folder the host
 publisher uses, keeps the share read-only, and (where virt-xml-validate is installed) a domain
-holding it validates against libvirt's schema."""
+holding it validates against libvirt's schema. Then every document, snippet, unit and default
+that mounts the host's folder in a guest mounts it where virtwatt-guest looks by default
+(--passthrough.folder in guest/options.c), so a tenant following any of them gets measured
+power."""
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -46,10 +50,65 @@ def check(path):
     return "schema-validated" if validator else "parsed (no virt-xml-validate)"
 
 
+def guest_default_folder(root):
+    """The default of virtwatt-guest's --passthrough.folder, from its option table."""
+    text = open(os.path.join(root, "guest", "options.c"), encoding="utf-8").read()
+    m = re.search(r'\{\s*"passthrough\.folder",\s*"passthrough\.folder",\s*VW_OPT_STRING,'
+                  r'\s*OFF\(passthrough_folder\),\s*"([^"]+)"', text)
+    assert m, "guest/options.c: no passthrough.folder default"
+    return m.group(1)
+
+
+# A guest-side mount of the share: `mount ... virtwatt PATH`, an fstab line `virtwatt PATH 9p`,
+# a `mkdir -p PATH` before one, a bind mount from it, a mountPath/path in the guest's manifests.
+MOUNT_RES = [
+    re.compile(r"mount\s+-t\s+(?:9p|virtiofs)\b[^\n]*?\svirtwatt\s+(/\S+)"),
+    re.compile(r"^\s*#?\s*virtwatt\s+(/\S+)\s+(?:9p|virtiofs)\b", re.M),
+    re.compile(r"[\"']virtwatt\s+(/\S+)\s+(?:9p|virtiofs)\b"),
+    re.compile(r"mount\s+--bind\s+(/\S+)\s"),
+    re.compile(r"--passthrough\.(?:path|folder)=(/\S+)"),
+]
+MOUNT_DOCS = ["README.md", "docs", "deploy/libvirt", "deploy/systemd", "deploy/k8s/guest",
+              "deploy/config/virtwatt-guest.yaml", "virtio-channel/PROTOCOL.md", "tests/e2e"]
+
+
+def doc_files(root):
+    for rel in MOUNT_DOCS:
+        path = os.path.join(root, rel)
+        if os.path.isfile(path):
+            yield rel
+        elif os.path.isdir(path):
+            for dirpath, _, names in os.walk(path):
+                for n in sorted(names):
+                    if n.endswith((".md", ".xml", ".service", ".yaml", ".yml", ".sh")):
+                        yield os.path.relpath(os.path.join(dirpath, n), root)
+
+
+def check_mount_paths(root, rel, want):
+    text = open(os.path.join(root, rel), encoding="utf-8").read()
+    seen = 0
+    for rx in MOUNT_RES:
+        for m in rx.finditer(text):
+            path = m.group(1).rstrip("`'\",;)")
+            if path.startswith("/run/virtwatt") and "lock" not in path and "share" not in path:
+                seen += 1
+                line = text.count("\n", 0, m.start()) + 1
+                assert path == want, "%s:%d mounts the share at %s, the guest looks in %s" % (
+                    rel, line, path, want)
+    # The old path only where a line says the guest still looks there for older setups.
+    old = "/run/virtwatt-host"
+    for n, line in enumerate(text.splitlines(), 1):
+        if old in line and "older" not in line:
+            raise AssertionError("%s:%d names %s; the guest's folder is %s" % (rel, n, old, want))
+    return seen
+
+
 def main():
     d = sys.argv[1]
+    root = os.path.dirname(os.path.dirname(os.path.abspath(d)))
     files = sorted(f for f in os.listdir(d) if f.endswith(".xml"))
-    print("1..%d" % len(files))
+    docs = sorted(set(doc_files(root)))
+    print("1..%d" % (len(files) + len(docs) + 1))
     failed = 0
     for i, name in enumerate(files, 1):
         try:
@@ -58,6 +117,23 @@ def main():
         except Exception as e:  # noqa: BLE001 - report any failure as TAP
             failed += 1
             print("not ok %d - %s: %s" % (i, name, e))
+    want = guest_default_folder(root)
+    total = 0
+    for i, rel in enumerate(docs, len(files) + 1):
+        try:
+            n = check_mount_paths(root, rel, want)
+            total += n
+            print("ok %d - %s: %d guest mount(s), all at %s" % (i, rel, n, want))
+        except Exception as e:  # noqa: BLE001
+            failed += 1
+            print("not ok %d - %s" % (i, e))
+    # Not vacuous: the libvirt README and both share snippets mount it.
+    i = len(files) + len(docs) + 1
+    if total >= 3:
+        print("ok %d - %d guest mounts checked" % (i, total))
+    else:
+        failed += 1
+        print("not ok %d - only %d guest mounts found: the patterns no longer match" % (i, total))
     return 1 if failed or not files else 0
 
 

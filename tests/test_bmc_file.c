@@ -135,6 +135,12 @@ static void test_meters_setup(void **state)
 	cfg.redfish_config_file = path;
 	cfg.redfish_interval_ns = 2000000000ULL;
 
+	/* Kepler's experimental.platform.redfish.enabled: false: the file is not read. */
+	assert_int_equal(vw_host_meters_setup(&m, &cfg, "n1"), 0);
+	assert_null(m.cfg.redfish);
+	vw_host_meters_fini(&m);
+	cfg.redfish_enabled = true; /* the option's default */
+
 	assert_int_equal(vw_host_meters_setup(&m, &cfg, "n1"), 0);
 	assert_non_null(m.cfg.redfish);
 	assert_string_equal(m.cfg.redfish->id, "b");

@@ -837,6 +837,7 @@ static void test_help(void **state)
 	assert_non_null(strstr(text, "Range: 100ms to 1h."));
 	assert_non_null(strstr(text, "Range: 0 to 100000."));
 	assert_non_null(strstr(text, "-h, --help"));
+	assert_non_null(strstr(text, "--help-all"));
 	assert_non_null(strstr(text, "--version"));
 	/* Wrapped to 80 columns. */
 	for (const char *line = text; *line; line += strcspn(line, "\n") + 1)

@@ -73,10 +73,19 @@ static void make_room(struct proc *p)
 	p->log[p->log_len] = '\0';
 }
 
-/* Read child output until `needle` appears or timeout_ms passes. */
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* Read child output until `needle` appears or timeout_ms passes (by the clock: a chatty child,
+ * log.level debug, gives many short reads). */
 static bool wait_output(struct proc *p, const char *needle, int timeout_ms)
 {
-	for (int waited = 0; waited < timeout_ms; waited += 50) {
+	for (long long end = now_ms() + timeout_ms; now_ms() < end;) {
 		struct pollfd pfd = { .fd = p->err_fd, .events = POLLIN };
 
 		if (strstr(p->log, needle))
@@ -93,6 +102,24 @@ static bool wait_output(struct proc *p, const char *needle, int timeout_ms)
 		}
 	}
 	return strstr(p->log, needle) != NULL;
+}
+
+/* The port of the first "http: listening on ... (port N)" line, whole (0: none in 10 s). */
+static unsigned listen_port(struct proc *p)
+{
+	long long end = now_ms() + 10000;
+	unsigned port;
+	char close;
+
+	while (now_ms() < end) {
+		const char *at = strstr(p->log, "(port ");
+
+		if (at && sscanf(at + 6, "%u%c", &port, &close) == 2 && (close == ')' || close == ','))
+			return port;
+		(void)wait_output(p, "\x01never", 50);
+	}
+	fputs(p->log, stderr);
+	return 0;
 }
 
 /* Read what the child wrote so far without waiting: a daemon whose stderr pipe fills up stops
@@ -124,13 +151,23 @@ static int finish(struct proc *p)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
+static const char *const bad_values[][2] = {
+	{ "--web.listen-address=:70000", "--web.listen-address: invalid address \":70000\"" },
+	{ "--metrics=node,vms", "--metrics: invalid item \"vms\" (expected one of: node, process, "
+				"container, pod, vm)" },
+	{ "--monitor.interval=0s", "--monitor.interval:" },
+	{ "--log.format=xml", "--log.format: invalid value \"xml\"" },
+	{ "--passthrough.enable=maybe", "--passthrough.enable: invalid value \"maybe\"" },
+};
+
 static void test_help_and_errors(void **state)
 {
 	char *help[] = { VW_HOST_BIN, "--help", NULL };
 	char *bad[] = { VW_HOST_BIN, "--monitor.interval=5x", NULL };
 	char *dir = vw_fixture_mkdtemp("cfg");
 	char cfgarg[600];
-	char *badcfg[] = { VW_HOST_BIN, cfgarg, NULL };
+	/* An unknown key is a warning (as in Kepler), an error with --config.strict. */
+	char *badcfg[] = { VW_HOST_BIN, cfgarg, "--config.strict", NULL };
 	struct proc p;
 
 	(void)state;
@@ -145,6 +182,16 @@ static void test_help_and_errors(void **state)
 	assert_int_equal(spawn(&p, bad), 0);
 	assert_int_equal(finish(&p), 2);
 	assert_non_null(strstr(p.log, "monitor.interval"));
+
+	/* Values checked when parsed: exit 2 with the reason, before any start-up line. */
+	for (size_t i = 0; i < ARRAY_SIZE(bad_values); i++) {
+		char *argv[] = { VW_HOST_BIN, (char *)bad_values[i][0], NULL };
+
+		assert_int_equal(spawn(&p, argv), 0);
+		assert_int_equal(finish(&p), 2);
+		if (!strstr(p.log, bad_values[i][1]) || strstr(p.log, "starting"))
+			fail_msg("%s:\n%s", bad_values[i][0], p.log);
+	}
 
 	assert_int_equal(vw_fixture_write(dir, "c.yaml", "monitor:\n  interval: 5s\n  intervl: 1s\n", 0), 0);
 	snprintf(cfgarg, sizeof(cfgarg), "--config.file=%s/c.yaml", dir);
@@ -315,6 +362,300 @@ static void test_serves_metrics(void **state)
 	host_fixture_fini(&fx);
 }
 
+/* Each non-empty line of the log is one JSON object (--log.format=json). */
+static void assert_json_lines(const char *log)
+{
+	size_t lines = 0;
+
+	for (const char *l = log; *l;) {
+		size_t len = strcspn(l, "\n");
+
+		if (len) {
+			if (strncmp(l, "{\"time\":\"", 9) != 0 || l[len - 1] != '}' ||
+			    !memmem(l, len, "\"level\":\"", 9) || !memmem(l, len, "\"msg\":\"", 7))
+				fail_msg("not a JSON log line: %.*s", (int)len, l);
+			lines++;
+		}
+		l += len + (l[len] == '\n');
+	}
+	assert_true(lines >= 3);
+}
+
+static size_t count(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *p = strstr(hay, needle); p; p = strstr(p + 1, needle))
+		n++;
+	return n;
+}
+
+/*
+ * Kepler's own configuration files, unchanged, start virtwatt-host and it serves node energy:
+ * their keys map to ours or are accepted with one warning each saying why they mean nothing
+ * here. Only the roots (fixture meters) and the port (tests run side by side) come from flags,
+ * which beat the file as in Kepler; --log.format=json makes every line a JSON object.
+ */
+static void test_kepler_config_files(void **state)
+{
+	static const struct host_fixture_zone zones[] = {
+		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 60 },
+	};
+	static const char *const files[] = { "config.yaml", "compose-default-config.yaml" };
+
+	(void)state;
+	for (size_t f = 0; f < ARRAY_SIZE(files); f++) {
+		struct host_fixture fx;
+		char sys[600], proc[600], cfg[600], url[128];
+		char *argv[] = { VW_HOST_BIN, cfg, sys, proc, "--web.listen-address=127.0.0.1:0",
+				 "--log.format=json", "--kube.node-name=kepler-file", NULL };
+		struct buf b = { 0 };
+		struct proc p;
+		unsigned port = 0;
+		long code = 0;
+
+		assert_int_equal(host_fixture_init(&fx, zones, 1, 2), 0);
+		snprintf(cfg, sizeof(cfg), "--config.file=%s/tests/data/kepler-config/%s",
+			 VW_SOURCE_ROOT, files[f]);
+		snprintf(sys, sizeof(sys), "--host.sysfs=%s", fx.sys);
+		snprintf(proc, sizeof(proc), "--host.procfs=%s", fx.proc);
+		assert_int_equal(spawn(&p, argv), 0);
+		port = listen_port(&p);
+		if (!port)
+			fail_msg("%s: no server", files[f]);
+		snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+		/* monitor.interval: 5s in the file: the second snapshot has the first interval. */
+		for (int i = 0; i < 150 && !(b.data && strstr(b.data, "kepler_node_cpu_joules_total{"));
+		     i++) {
+			struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+			assert_int_equal(host_fixture_advance(&fx, 0.5), 0);
+			nanosleep(&ts, NULL);
+			drain(&p);
+			code = http(url, "GET", &b);
+		}
+		assert_int_equal(code, 200);
+		if (!strstr(b.data, "kepler_node_cpu_joules_total{zone=\"package\","))
+			fail_msg("%s: no node energy:\n%s", files[f], b.data);
+		drain(&p);
+		/* Each key without effect is said once, with why; nothing is an error. */
+		assert_int_equal(count(p.log, "debug.pprof.enabled is accepted but has no effect"), 1);
+		assert_int_equal(count(p.log, "exporter.prometheus.debugCollectors is accepted"), 1);
+		assert_int_equal(count(p.log, "monitor.staleness is accepted"), 1);
+		assert_null(strstr(p.log, "unknown key"));
+		/* (A fixture /proc has no processes: the CPU accountant's errors are this fixture's.)
+		 * Passthrough, auto, is off without accounting: said, no error. */
+		if ((strstr(p.log, "\"level\":\"error\",\"msg\":\"config") ||
+		     strstr(p.log, "\"level\":\"error\",\"msg\":\"passthrough")) &&
+		    fputs(p.log, stderr) >= 0)
+			fail_msg("%s: an error logged", files[f]);
+		assert_non_null(strstr(p.log, "passthrough: off: "));
+		/* experimental.platform.redfish.enabled: false: its configFile is not read. */
+		assert_non_null(strstr(p.log, "platform.redfish.enabled is false"));
+		kill(p.pid, SIGTERM);
+		assert_int_equal(finish(&p), 0);
+		assert_json_lines(p.log);
+		free(b.data);
+		host_fixture_fini(&fx);
+	}
+}
+
+/*
+ * Kepler's flags parse as kingpin reads them: booleans with their --no- form, repeatable
+ * --web.listen-address and --metrics, flags without effect warned about once. The daemon
+ * serves on both addresses.
+ */
+static void test_kepler_flags(void **state)
+{
+	static const struct host_fixture_zone zones[] = {
+		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 60 },
+	};
+	struct host_fixture fx;
+	char sys[600], proc[600], url[128];
+	char *argv[] = { VW_HOST_BIN, sys, proc, "--web.listen-address=127.0.0.1:0",
+			 "--web.listen-address=[::1]:0", "--monitor.interval=1s",
+			 "--metrics=node", "--metrics=container", "--metrics", "pod",
+			 "--log.format", "json", "--log.level=info", "--debug.pprof",
+			 "--no-exporter.prometheus", "--exporter.stdout", "--no-kube.enable",
+			 "--experimental.gpu.enabled=false", "--no-experimental.platform.redfish.enabled",
+			 "--experimental.hwmon.force-enabled=false", "--kube.node-name=flags", NULL };
+	struct buf b = { 0 };
+	struct proc p;
+	unsigned port = 0;
+	long code = 0;
+
+	(void)state;
+	assert_int_equal(host_fixture_init(&fx, zones, 1, 2), 0);
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s", fx.sys);
+	snprintf(proc, sizeof(proc), "--host.procfs=%s", fx.proc);
+	assert_int_equal(spawn(&p, argv), 0);
+	port = listen_port(&p);
+	assert_true(port > 0);
+	/* Two servers: one per --web.listen-address. */
+	assert_true(wait_output(&p, "http: listening on [::1]:0", 5000));
+	assert_true(wait_output(&p, "http: listening on 127.0.0.1:0", 5000));
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/healthz", port);
+	for (int i = 0; i < 40 && code != 200; i++) {
+		struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+		assert_int_equal(host_fixture_advance(&fx, 0.5), 0);
+		nanosleep(&ts, NULL);
+		drain(&p);
+		code = http(url, "GET", &b);
+	}
+	assert_int_equal(code, 200);
+	/* --exporter.stdout: the snapshot on standard output. */
+	assert_true(wait_output(&p, "# TYPE kepler_node_cpu_joules_total counter", 5000));
+	assert_int_equal(count(p.log, "--debug.pprof is accepted but has no effect"), 1);
+	assert_int_equal(count(p.log, "--no-exporter.prometheus is accepted but has no effect"), 1);
+	kill(p.pid, SIGTERM);
+	assert_int_equal(finish(&p), 0);
+	free(b.data);
+	host_fixture_fini(&fx);
+}
+
+/*
+ * Passthrough asked for explicitly where no VM can be accounted (a fixture /proc: no CPU
+ * accounting) stays an error naming the fix; by default (auto) the host starts without it.
+ */
+static void test_passthrough_asked_but_impossible(void **state)
+{
+	static const struct host_fixture_zone zones[] = {
+		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 60 },
+	};
+	struct host_fixture fx;
+	char sys[600], proc[600];
+	char *argv[] = { VW_HOST_BIN, sys, proc, "--web.listen-address=127.0.0.1:0",
+			 "--metrics=node,container,pod", "--passthrough.enable=true", NULL };
+	struct proc p;
+
+	(void)state;
+	assert_int_equal(host_fixture_init(&fx, zones, 1, 2), 0);
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s", fx.sys);
+	snprintf(proc, sizeof(proc), "--host.procfs=%s", fx.proc);
+	assert_int_equal(spawn(&p, argv), 0);
+	assert_int_equal(finish(&p), 1);
+	if (!strstr(p.log, "passthrough: --passthrough.enable=true but no per-process CPU "
+			   "accounting could be opened"))
+		fail_msg("%s", p.log);
+	assert_null(strstr(p.log, "--metrics lacks vm"));
+	host_fixture_fini(&fx);
+}
+
+/*
+ * A guest with no passthrough says where it looked, each place on its line, and once at warn
+ * level that none was found with the fix; it never claims to use the passthrough, and its
+ * power source info says estimated.
+ */
+static void test_guest_says_where_it_looked(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("gsearch");
+	char dev[600], sys[600], folder[600], want[800], url[128];
+	char *argv[] = { VW_GUEST_BIN, dev, sys, folder, "--web.listen-address=127.0.0.1:0",
+			 "--monitor.interval=1s", "--state.file=", "--cpu.accounting=procfs",
+			 "--kube.node-name=gsearch", NULL };
+	struct buf b = { 0 };
+	struct proc p;
+	unsigned port;
+	long code = 0;
+
+	(void)state;
+	assert_int_equal(vw_fixture_mkdir(dir, "dev"), 0);
+	assert_int_equal(vw_fixture_mkdir(dir, "sys"), 0);
+	snprintf(dev, sizeof(dev), "--host.devfs=%s/dev", dir);
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s/sys", dir);
+	snprintf(folder, sizeof(folder), "--passthrough.folder=%s/run/virtwatt/host", dir);
+	assert_int_equal(spawn(&p, argv), 0);
+	port = listen_port(&p);
+	assert_true(port > 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+	for (int i = 0; i < 50 && code != 200; i++) {
+		usleep(100 * 1000);
+		code = http(url, "GET", &b);
+	}
+	assert_int_equal(code, 200);
+	usleep(2500 * 1000); /* a few ticks: the warning is not repeated */
+	drain(&p);
+	snprintf(want, sizeof(want),
+		 "passthrough: looked at %s/dev/virtio-ports/org.virtwatt.power.0: absent\"", dir);
+	assert_non_null(strstr(p.log, want));
+	snprintf(want, sizeof(want),
+		 "passthrough: looked at %s/run/virtwatt/host (--passthrough.folder): absent\"", dir);
+	assert_non_null(strstr(p.log, want));
+	assert_non_null(strstr(p.log, "passthrough: looked at /run/virtwatt-host: "));
+	assert_int_equal(count(p.log, "level=warn msg=\"passthrough: no channel or shared folder "
+				      "from the host found"),
+			 1);
+	assert_non_null(strstr(p.log, "attach deploy/libvirt/power-channel.xml"));
+	assert_null(strstr(p.log, "using source passthrough"));
+	assert_non_null(strstr(b.data, "virtwatt_guest_power_source_info{source=\"model\",host_source=\"none\",kind=\"estimated\","));
+	kill(p.pid, SIGTERM);
+	assert_int_equal(finish(&p), 0);
+	free(b.data);
+	vw_fixture_rm(dir);
+}
+
+/* One daemon run on a fixture meter: the first /metrics holding `needle` (NULL after 8 s). */
+static char *serve_until(struct host_fixture *fx, char *const argv[], const char *needle)
+{
+	struct buf b = { 0 };
+	struct proc p;
+	char url[128];
+	unsigned port;
+
+	assert_int_equal(spawn(&p, argv), 0);
+	port = listen_port(&p);
+	assert_true(port > 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+	for (int i = 0; i < 80; i++) {
+		struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+		assert_int_equal(host_fixture_advance(fx, 0.5), 0);
+		nanosleep(&ts, NULL);
+		drain(&p);
+		if (http(url, "GET", &b) == 200 && strstr(b.data, needle))
+			break;
+	}
+	kill(p.pid, SIGTERM);
+	assert_int_equal(finish(&p), 0);
+	return b.data;
+}
+
+/* Kepler's rapl.zones reads only the zones named; cpu.preferredMeters [fake] is the estimate. */
+static void test_rapl_zones_and_preferred_meters(void **state)
+{
+	static const struct host_fixture_zone zones[] = {
+		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 60 },
+		{ "intel-rapl:0:0", "dram", 65712999613ULL, 0, 10 },
+	};
+	struct host_fixture fx;
+	char sys[600], proc[600];
+	char *argv[] = { VW_HOST_BIN, sys, proc, "--web.listen-address=127.0.0.1:0",
+			 "--monitor.interval=1s", "--kube.node-name=zones", NULL, NULL };
+	char *body;
+
+	(void)state;
+	assert_int_equal(host_fixture_init(&fx, zones, 2, 2), 0);
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s", fx.sys);
+	snprintf(proc, sizeof(proc), "--host.procfs=%s", fx.proc);
+	/* Both zones without it (the test can fail). */
+	body = serve_until(&fx, argv, "kepler_node_cpu_joules_total{zone=\"dram\"");
+	assert_non_null(strstr(body, "kepler_node_cpu_joules_total{zone=\"dram\""));
+	free(body);
+	argv[6] = "--rapl.zones=package";
+	body = serve_until(&fx, argv, "kepler_node_cpu_joules_total{zone=\"package\"");
+	assert_non_null(strstr(body, "kepler_node_cpu_joules_total{zone=\"package\""));
+	assert_non_null(strstr(body, "source=\"rapl\""));
+	assert_null(strstr(body, "kepler_node_cpu_joules_total{zone=\"dram\""));
+	free(body);
+	argv[6] = "--cpu.preferred-meters=fake";
+	body = serve_until(&fx, argv, "virtwatt_node_power_source_info{source=\"estimator\"");
+	assert_non_null(strstr(body, "virtwatt_node_power_source_info{source=\"estimator\""));
+	assert_null(strstr(body, "source=\"rapl\""));
+	free(body);
+	host_fixture_fini(&fx);
+}
+
 static void busy_child_exit(int seconds)
 {
 	struct timespec t0, t;
@@ -418,6 +759,11 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_help_and_errors, stop_leftover),
 		cmocka_unit_test_teardown(test_serves_metrics, stop_leftover),
+		cmocka_unit_test_teardown(test_kepler_config_files, stop_leftover),
+		cmocka_unit_test_teardown(test_kepler_flags, stop_leftover),
+		cmocka_unit_test_teardown(test_passthrough_asked_but_impossible, stop_leftover),
+		cmocka_unit_test_teardown(test_guest_says_where_it_looked, stop_leftover),
+		cmocka_unit_test_teardown(test_rapl_zones_and_preferred_meters, stop_leftover),
 		cmocka_unit_test_teardown(test_workloads_add_up_on_this_machine, stop_leftover),
 	};
 

@@ -39,6 +39,7 @@ struct ctx {
 	struct host_fixture f;
 	char fifo[600], state[600];
 	char *metrics_levels[3];
+	char *listen[2];
 	struct vw_guest_config cfg;
 	struct vw_guest *g;
 	int w; /* the FIFO's writing end */
@@ -184,11 +185,12 @@ static int setup(void **state)
 	assert_int_equal(mkfifo(c->fifo, 0600), 0);
 	c->w = open(c->fifo, O_RDWR | O_CLOEXEC);
 	assert_true(c->w >= 0);
+	c->listen[0] = "127.0.0.1:0";
 	c->metrics_levels[0] = "process";
 	c->metrics_levels[1] = "container";
 	c->metrics_levels[2] = "pod";
 	c->cfg = (struct vw_guest_config){
-		.common = { .listen_address = "127.0.0.1:0",
+		.common = { .listen_address = { c->listen, 1 },
 			    .sysfs = c->f.sys,
 			    .procfs = c->f.proc,
 			    .interval_ns = 5 * VW_NSEC_PER_SEC,

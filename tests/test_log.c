@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "vw_test.h"
 
+#include <errno.h>
+#include <json-c/json.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "fixture.h"
 #include "log.h"
 
 struct capture {
@@ -81,12 +86,61 @@ static void test_complain_rate_limited(void **state)
 	vw_clock_set_fake(NULL);
 }
 
+/* --log.format=json: the stderr sink writes one JSON object per line, json-c parses each, and
+ * the message comes back whole (a backslash escaped, quotes and control bytes as in text). */
+static void test_json_format(void **state)
+{
+	char path[] = "/tmp/vw-log-json-XXXXXX";
+	int fd = mkstemp(path), saved = dup(STDERR_FILENO);
+	enum vw_log_format f;
+	char *text, *line, *save = NULL;
+	size_t n = 0;
+
+	(void)state;
+	assert_int_equal(vw_log_format_parse("json", &f), 0);
+	assert_int_equal(f, VW_LOG_FORMAT_JSON);
+	assert_int_equal(vw_log_format_parse("logfmt", &f), 0);
+	assert_int_equal(vw_log_format_parse("yaml", &f), -EINVAL);
+	assert_true(fd >= 0 && saved >= 0);
+	fflush(stderr);
+	dup2(fd, STDERR_FILENO);
+	vw_log_set_format(VW_LOG_FORMAT_JSON);
+	vw_log(VW_LOG_WARN, "path C:\\dir \"quoted\"\nnext");
+	vw_log(VW_LOG_INFO, "plain");
+	vw_log_set_format(VW_LOG_FORMAT_TEXT);
+	fflush(stderr);
+	dup2(saved, STDERR_FILENO);
+	close(saved);
+	close(fd);
+	text = vw_fixture_slurp(path, NULL);
+	assert_non_null(text);
+	for (line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save), n++) {
+		json_object *j = json_tokener_parse(line), *msg, *level;
+
+		if (!j)
+			fail_msg("not JSON: %s", line);
+		assert_true(json_object_object_get_ex(j, "time", NULL));
+		assert_true(json_object_object_get_ex(j, "level", &level));
+		assert_true(json_object_object_get_ex(j, "msg", &msg));
+		if (n == 0) {
+			assert_string_equal(json_object_get_string(level), "warn");
+			assert_string_equal(json_object_get_string(msg),
+					    "path C:\\dir 'quoted' next");
+		}
+		json_object_put(j);
+	}
+	assert_int_equal(n, 2);
+	free(text);
+	unlink(path);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_level_parse),
 		cmocka_unit_test(test_filter_and_sanitise),
 		cmocka_unit_test(test_complain_rate_limited),
+		cmocka_unit_test(test_json_format),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -517,6 +517,59 @@ static void test_train_errors(void **state)
 	free(rapl);
 }
 
+/*
+ * "auto" is what the daemons pick without --model.file on this machine (named on stderr, as
+ * in their log and virtwatt_node_power_source_info{model}), and that name given back as
+ * builtin:percpu-... evaluates to the same numbers, so a user can reproduce the estimate.
+ */
+static void test_auto_and_percpu(void **state)
+{
+	char csv[1024], proc[1024], name[160];
+	struct cli_result a, b, c;
+	const char *at;
+
+	(void)state;
+	snprintf(csv, sizeof(csv), "%s/cpu.csv", vw_fixture_tmpdir);
+	assert_int_equal(vw_fixture_write(vw_fixture_tmpdir, "cpu.csv",
+					  "bpf_cpu_time_ms\n0\n250\n1000\n4000\n", 0),
+			 0);
+	/* A 4-CPU Cascade Lake (an AWS m5's Xeon Platinum 8259CL), as its cpuinfo reads. */
+	{
+		char text[2048] = "";
+		size_t n = 0;
+
+		for (int i = 0; i < 4; i++)
+			n += (size_t)snprintf(text + n, sizeof(text) - n,
+					      "processor\t: %d\nvendor_id\t: GenuineIntel\ncpu family\t: 6\n"
+					      "model\t\t: 85\nmodel name\t: Intel(R) Xeon(R) Platinum 8259CL CPU @ 2.50GHz\n"
+					      "stepping\t: 7\nphysical id\t: 0\ncore id\t\t: %d\n\n",
+					      i, i / 2);
+		assert_int_equal(vw_fixture_write(vw_fixture_tmpdir, "proc/cpuinfo", text, 0), 0);
+	}
+	snprintf(proc, sizeof(proc), "%s/proc", vw_fixture_tmpdir);
+	a = run_cli((const char *[]){"--procfs", proc, "auto", csv, NULL});
+	if (a.status != 0)
+		fail_msg("auto: %s", a.err);
+	at = strstr(a.err, "virtwatt-model: auto: builtin:percpu-");
+	assert_non_null(at);
+	assert_int_equal(sscanf(at + strlen("virtwatt-model: auto: "), "%159s", name), 1);
+	assert_string_equal(name, "builtin:percpu-Cascade_Lake-4vcpu");
+	b = run_cli((const char *[]){"--host-cores", "4", name, csv, NULL});
+	assert_int_equal(b.status, 0);
+	assert_string_equal(a.out, b.out);
+	/* It is not Kepler's default model: the numbers differ. */
+	c = run_cli((const char *[]){"builtin", csv, NULL});
+	assert_int_equal(c.status, 0);
+	assert_string_not_equal(a.out, c.out);
+	cli_result_free(&a);
+	cli_result_free(&b);
+	cli_result_free(&c);
+	expect_failure((const char *[]){"builtin:percpu-Nowhere-4vcpu", csv, NULL}, 1,
+		       "no per-vCPU figures for \"Nowhere\"");
+	expect_failure((const char *[]){"builtin:percpu-4vcpu", csv, NULL}, 1,
+		       "expected builtin:percpu-ARCH-Nvcpu");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -524,6 +577,7 @@ int main(void)
 		cmocka_unit_test(test_nx12_linear_anomaly),
 		cmocka_unit_test(test_v0712_and_builtin),
 		cmocka_unit_test(test_errors),
+		cmocka_unit_test(test_auto_and_percpu),
 		cmocka_unit_test(test_train),
 		cmocka_unit_test(test_train_errors),
 	};

@@ -370,10 +370,20 @@ static void test_file(void **state)
 	assert_int_equal(o.r, -EINVAL);
 	assert_null(o.m);
 	assert_non_null(strstr(o.err, "package"));
+	/* A bad file's error names the file (and the flag), once. */
+	{
+		char want[1100];
+
+		snprintf(want, sizeof(want), "--model.file %s: ", bad);
+		if (strncmp(o.err, want, strlen(want)) != 0)
+			fail_msg("error does not name the file: %s", o.err);
+	}
 	o = load("/nonexistent/virtwatt/model.json", "/good", NULL, 300);
 	assert_int_equal(o.r, -ENOENT);
 	assert_null(o.m);
 	assert_non_null(strstr(o.err, "cannot read"));
+	assert_string_equal(o.err, "--model.file: cannot read /nonexistent/virtwatt/model.json: No "
+				   "such file or directory");
 	free(bad);
 }
 

@@ -7,6 +7,7 @@
 #include "vw_test.h"
 
 #include <arpa/inet.h>
+#include <gnutls/gnutls.h>
 #include <json-c/json.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
@@ -19,6 +20,8 @@
 #include "fixture.h"
 #include "log.h"
 #include "macro.h"
+#include "kubeconfig.h"
+#include "tls_fixture.h"
 #include "podmeta-priv.h"
 #include "workload.h"
 
@@ -64,6 +67,7 @@ struct req {
 	char rv[64];
 	char field[96];
 	char auth[160];
+	bool client_verified; /* a TLS client certificate the fake's CA signed */
 };
 
 enum end {
@@ -142,6 +146,18 @@ static void copy_arg(struct MHD_Connection *c, enum MHD_ValueKind kind, const ch
 		*present = v != NULL;
 }
 
+/* Over TLS: the client's certificate, verified against the trust list MHD was given. */
+static bool client_verified(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	unsigned n = 0, status = 0;
+
+	if (!ci || !ci->tls_session || !gnutls_certificate_get_peers(ci->tls_session, &n) || !n)
+		return false;
+	return gnutls_certificate_verify_peers2(ci->tls_session, &status) == 0 && status == 0;
+}
+
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const char *url,
 				  const char *method, const char *version, const char *upload,
 				  size_t *upload_size, void **con_cls)
@@ -163,6 +179,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	copy_arg(c, MHD_GET_ARGUMENT_KIND, "resourceVersion", r.rv, sizeof(r.rv), &r.has_rv);
 	copy_arg(c, MHD_GET_ARGUMENT_KIND, "fieldSelector", r.field, sizeof(r.field), NULL);
 	copy_arg(c, MHD_HEADER_KIND, "Authorization", r.auth, sizeof(r.auth), NULL);
+	r.client_verified = client_verified(c);
 
 	pthread_mutex_lock(&f->lock);
 	if (f->nreq < ARRAY_SIZE(f->reqs))
@@ -193,7 +210,17 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *c, const cha
 	return ret;
 }
 
+static struct fake *fake_start_tls(route_fn route, const char *key, const char *cert,
+				   const char *trust);
+
 static struct fake *fake_start(route_fn route)
+{
+	return fake_start_tls(route, NULL, NULL, NULL);
+}
+
+/* With key and cert (PEM text): HTTPS, asking for a client certificate trust signed. */
+static struct fake *fake_start_tls(route_fn route, const char *key, const char *cert,
+				   const char *trust)
 {
 	struct fake *f = calloc(1, sizeof(*f));
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = 0 };
@@ -204,13 +231,22 @@ static struct fake *fake_start(route_fn route)
 	pthread_cond_init(&f->cond, NULL);
 	f->route = route;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	f->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_THREAD_PER_CONNECTION, 0,
-				NULL, NULL, on_request, f, MHD_OPTION_SOCK_ADDR, &sin, MHD_OPTION_END);
+	if (key)
+		f->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+						MHD_USE_THREAD_PER_CONNECTION | MHD_USE_TLS,
+					0, NULL, NULL, on_request, f, MHD_OPTION_SOCK_ADDR, &sin,
+					MHD_OPTION_HTTPS_MEM_KEY, key, MHD_OPTION_HTTPS_MEM_CERT,
+					cert, MHD_OPTION_HTTPS_MEM_TRUST, trust, MHD_OPTION_END);
+	else
+		f->d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD |
+						MHD_USE_THREAD_PER_CONNECTION,
+					0, NULL, NULL, on_request, f, MHD_OPTION_SOCK_ADDR, &sin,
+					MHD_OPTION_END);
 	assert_non_null(f->d);
 	info = MHD_get_daemon_info(f->d, MHD_DAEMON_INFO_BIND_PORT);
 	assert_non_null(info);
 	f->port = info->port;
-	snprintf(f->url, sizeof(f->url), "http://127.0.0.1:%u", f->port);
+	snprintf(f->url, sizeof(f->url), "%s://127.0.0.1:%u", key ? "https" : "http", f->port);
 	return f;
 }
 
@@ -614,6 +650,136 @@ static void test_unauthorized_rereads_token(void **state)
 	assert_true(vw_podmeta_synced(e.pm));
 	assert_int_equal(vw_podmeta_count(e.pm), 3);
 	assert_true(env_stop(&e) < 1.0);
+}
+
+/* ---- a kubeconfig's user: its token, read from the file, no token file ---- */
+
+static void route_kubeconfig(struct fake *f, const struct req *r, size_t nth, struct reply *out)
+{
+	(void)f;
+	if (strcmp(r->auth, "Bearer kc-token") != 0)
+		reply_file(out, 401, "status-401.json");
+	else if (!route_usual(r, nth, out))
+		reply_stall(out);
+}
+
+static void test_kubeconfig_token(void **state)
+{
+	struct env e = { 0 };
+	struct vw_podmeta_opts o = env_opts(&e, route_kubeconfig, "not-this-one\n");
+	_cleanup_free_ char *text = NULL;
+	char path[1024], err[512] = "";
+	struct vw_kubeconfig k;
+
+	(void)state;
+	/* kubectl's shape: the server is the fake (plain HTTP: tests only), a user with a token. */
+	assert_true(asprintf(&text,
+			     "apiVersion: v1\nkind: Config\ncurrent-context: dev\n"
+			     "clusters:\n- name: other\n  cluster: {server: https://10.9.9.9:6443}\n"
+			     "- name: fake\n  cluster:\n    server: %s\n"
+			     "contexts:\n- name: dev\n  context: {cluster: fake, user: u}\n"
+			     "users:\n- name: u\n  user:\n    token: kc-token\n",
+			     e.f->url) > 0);
+	assert_int_equal(vw_fixture_write(e.dir, "kubeconfig", text, 0600), 0);
+	snprintf(path, sizeof(path), "%s/kubeconfig", e.dir);
+	if (vw_kubeconfig_load(path, &k, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_string_equal(k.server, e.f->url);
+	o.url = k.server;
+	o.token_file = NULL; /* as the daemon does: the kubeconfig's token replaces it */
+	o.token = k.token;
+	env_start(&e, &o);
+	vw_kubeconfig_free(&k);
+	assert_true(WAIT_UNTIL(vw_podmeta_synced(e.pm), 3000));
+	assert_string_equal(fake_req(e.f, 0).auth, "Bearer kc-token");
+	assert_int_equal(vw_podmeta_count(e.pm), 3);
+	assert_true(env_stop(&e) < 1.0);
+}
+
+/* ---- a kubeconfig's client certificate and CA, as kind writes them (base64 PEM data) ---- */
+
+static void route_client_cert(struct fake *f, const struct req *r, size_t nth, struct reply *out)
+{
+	(void)f;
+	if (!r->client_verified || r->auth[0])
+		reply_file(out, 401, "status-401.json");
+	else if (!route_usual(r, nth, out))
+		reply_stall(out);
+}
+
+static char *b64_file(const char *path)
+{
+	char cmd[1200];
+	FILE *p;
+	char *out = calloc(1, 65536);
+	size_t n;
+
+	snprintf(cmd, sizeof(cmd), "base64 -w0 '%s'", path);
+	p = popen(cmd, "r");
+	assert_non_null(p);
+	assert_non_null(out);
+	n = fread(out, 1, 65535, p);
+	out[n] = '\0';
+	assert_int_equal(pclose(p), 0);
+	return out;
+}
+
+static void test_kubeconfig_client_certificate(void **state)
+{
+	struct tls_fixture tf;
+	struct env e = { 0 };
+	struct vw_podmeta_opts o;
+	struct vw_kubeconfig k;
+	char buf[1024], path[1024], err[512] = "";
+	_cleanup_free_ char *key = NULL, *cert = NULL, *ca = NULL, *text = NULL;
+	_cleanup_free_ char *ca64 = NULL, *crt64 = NULL, *key64 = NULL;
+
+	(void)state;
+	if (tls_fixture_init(&tf) < 0) {
+		if (getenv("CI") && strcmp(getenv("CI"), "true") == 0)
+			fail_msg("openssl is needed for the TLS fixture");
+		skip();
+	}
+	key = vw_fixture_slurp(tls_fixture_path(&tf, "server.key", buf, sizeof(buf)), NULL);
+	cert = vw_fixture_slurp(tls_fixture_path(&tf, "server.crt", buf, sizeof(buf)), NULL);
+	ca = vw_fixture_slurp(tls_fixture_path(&tf, "ca.crt", buf, sizeof(buf)), NULL);
+	assert_true(key && cert && ca);
+	ca64 = b64_file(tls_fixture_path(&tf, "ca.crt", buf, sizeof(buf)));
+	crt64 = b64_file(tls_fixture_path(&tf, "client.crt", buf, sizeof(buf)));
+	key64 = b64_file(tls_fixture_path(&tf, "client.key", buf, sizeof(buf)));
+	o = env_opts(&e, route_client_cert, "unused\n");
+	fake_stop(e.f); /* the plain one: this test's server is HTTPS */
+	e.f = fake_start_tls(route_client_cert, key, cert, ca);
+	assert_true(asprintf(&text,
+			     "apiVersion: v1\nkind: Config\ncurrent-context: kind-kind\n"
+			     "clusters:\n- cluster:\n    certificate-authority-data: %s\n"
+			     "    server: %s\n  name: kind-kind\n"
+			     "contexts:\n- context:\n    cluster: kind-kind\n    user: kind-kind\n"
+			     "  name: kind-kind\n"
+			     "users:\n- name: kind-kind\n  user:\n"
+			     "    client-certificate-data: %s\n    client-key-data: %s\n",
+			     ca64, e.f->url, crt64, key64) > 0);
+	assert_int_equal(vw_fixture_write(e.dir, "kubeconfig", text, 0600), 0);
+	snprintf(path, sizeof(path), "%s/kubeconfig", e.dir);
+	if (vw_kubeconfig_load(path, &k, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	/* As the daemon hands it over: https, the CA and the certificate from the file. */
+	o.url = k.server;
+	o.allow_http = false;
+	o.token_file = NULL;
+	o.ca_pem = k.ca_pem;
+	o.cert_pem = k.cert_pem;
+	o.key_pem = k.key_pem;
+	env_start(&e, &o);
+	vw_kubeconfig_free(&k);
+	if (!WAIT_UNTIL(vw_podmeta_synced(e.pm), 5000))
+		fail_msg("not synced over TLS with the client certificate (%zu requests)",
+			 fake_count(e.f, false));
+	assert_true(fake_req(e.f, 0).client_verified);
+	assert_string_equal(fake_req(e.f, 0).auth, "");
+	assert_int_equal(vw_podmeta_count(e.pm), 3);
+	assert_true(env_stop(&e) < 1.0);
+	tls_fixture_fini(&tf);
 }
 
 /* ---- garbage and oversized events ---- */
@@ -1122,6 +1288,8 @@ int main(void)
 		cmocka_unit_test(test_grace_expiry),
 		cmocka_unit_test(test_gone_relists),
 		cmocka_unit_test(test_unauthorized_rereads_token),
+		cmocka_unit_test(test_kubeconfig_token),
+		cmocka_unit_test(test_kubeconfig_client_certificate),
 		cmocka_unit_test(test_hostile_events),
 		cmocka_unit_test(test_kubelet_poll),
 		cmocka_unit_test(test_big_list_item_by_item),

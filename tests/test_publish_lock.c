@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "fixture.h"
@@ -168,6 +170,61 @@ static void test_two_publishers_in_process(void **state)
 
 /* A VM that vanishes from a publisher's list is unlocked: another may take it; when it comes
  * back the first is refused, and takes it again only once the other lets go. */
+struct captured {
+	unsigned warn, error;
+};
+
+static void capture_sink(enum vw_log_level level, const char *msg, void *ud)
+{
+	struct captured *c = ud;
+
+	if (!strstr(msg, "is published by another process"))
+		return;
+	c->warn += level == VW_LOG_WARN;
+	c->error += level == VW_LOG_ERROR;
+}
+
+/*
+ * A VM another process publishes is an expected state (a handover, two instances side by
+ * side): a warning, rate-limited, not an error on every retry (once a second).
+ */
+static void test_lock_conflict_rate_limited_warning(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("lockw");
+	_cleanup_free_ char *locks = path_of(dir, "lock");
+	struct vw_publish_opts o = { .period_ns = SEC, .energy_step_uj = 1, .lock_dir = locks,
+				     .procfs_root = "/proc", .seed = 3 };
+	struct captured c = { 0 };
+	struct vw_publisher *p1, *p2;
+	struct vw_publish_stats st;
+	struct vw_vm_energy e;
+	uint64_t now = 1000 * SEC;
+
+	(void)state;
+	vw_clock_set_fake(&now);
+	o.epoch = 1;
+	p1 = vw_publisher_new(&o);
+	o.epoch = 2;
+	p2 = vw_publisher_new(&o);
+	assert_true(p1 && p2);
+	vm_energy(&e, 10000000);
+	assert_int_equal(vw_publisher_update(p1, &e, 1), 0);
+	assert_int_equal(vw_publisher_update(p2, &e, 1), 0);
+	assert_int_equal(vw_publisher_tick(p1, now, NULL), 0);
+	vw_log_set_sink(capture_sink, &c);
+	for (int i = 0; i < 600; i++, now += SEC / 10) /* a minute of 100 ms ticks */
+		assert_int_equal(vw_publisher_tick(p2, now, NULL), 0);
+	vw_log_set_sink(NULL, NULL);
+	vw_clock_set_fake(NULL);
+	vw_publisher_stats(p2, &st);
+	assert_true(st.lock_refused >= 55); /* retried every second all along */
+	assert_int_equal(c.error, 0);
+	assert_true(c.warn >= 1 && c.warn <= 7); /* 0, 1, 3, 7, 15, 31 s: six, not thirty */
+	vw_publisher_free(p1);
+	vw_publisher_free(p2);
+	vw_fixture_rm(dir);
+}
+
 static void test_vanished_vm_unlocked(void **state)
 {
 	char *dir = vw_fixture_mkdtemp("lock");
@@ -453,13 +510,145 @@ static void test_two_daemons(void **state)
 	vw_fixture_rm(dir);
 }
 
+/* /metrics of the daemon on port (NULL on failure). */
+static char *scrape(unsigned port)
+{
+	char url[64];
+	long code = 0;
+	char *body;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+	body = vw_fixture_http_get(url, &code);
+	if (body && code != 200) {
+		free(body);
+		body = NULL;
+	}
+	return body;
+}
+
+/*
+ * A Kepler command line on a node with VMs, --metrics=node,container,pod: the host starts, the
+ * VM's energy is still computed and passed to it (no kepler_vm_* series), and whether the VM
+ * receives its power is in virtwatt_vm_passthrough_*: frames written, the last success, the
+ * state; a folder that cannot be written counts failures and the last success stops.
+ */
+static void test_delivery_metrics_without_vm_series(void **state)
+{
+	static const struct host_fixture_zone zones[] = {
+		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 20 },
+	};
+	static const char *const threads[] = { "qemu-system-x86", "CPU 0/TCG", "CPU 1/TCG", NULL };
+	struct meter *m = calloc(1, sizeof(*m));
+	char *dir = vw_fixture_mkdtemp("deliv");
+	_cleanup_free_ char *share = path_of(dir, "share"), *locks = path_of(dir, "lock");
+	_cleanup_free_ char *vmdir = path_of(share, UUID), *log = path_of(dir, "host.log");
+	_cleanup_free_ char *body = NULL;
+	char sys[600], proc[600], sh[600], lk[600];
+	char *argv[] = { VW_HOST_BIN, sys, proc, sh, lk, "--libvirt.uri=",
+			 "--web.listen-address=127.0.0.1:0", "--monitor.interval=1s",
+			 "--monitor.sample-interval=200ms", "--passthrough.interval=1s",
+			 "--cpu.accounting=procfs", "--metrics=node,container,pod",
+			 "--kube.node-name=deliv", NULL };
+	const char *frames_share[] = { THE_VM, "transport=\"share\"", NULL };
+	const char *absent[] = { THE_VM, "state=\"absent\"", NULL };
+	const char *share_fail[] = { THE_VM, "reason=\"share_write\"", NULL };
+	struct vw_host_frame f;
+	unsigned port = 0;
+	pid_t pid;
+	double last_ok = 0, frames = 0;
+	int i;
+
+	(void)state;
+	assert_non_null(m);
+	assert_int_equal(host_fixture_init(&m->fx, zones, 1, 4), 0);
+	assert_int_equal(vm_fixture_proc(m->fx.proc, QEMU_PID, 5000,
+					 "/usr/bin/qemu-system-x86_64|-name|guest=vm1|-uuid|" UUID
+					 "|-smp|2",
+					 threads, NULL),
+			 0);
+	assert_int_equal(vw_fixture_mkdir(dir, "share"), 0);
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s", m->fx.sys);
+	snprintf(proc, sizeof(proc), "--host.procfs=%s", m->fx.proc);
+	snprintf(sh, sizeof(sh), "--passthrough.share-root=%s", share);
+	snprintf(lk, sizeof(lk), "--passthrough.lock-dir=%s", locks);
+	m->fx.atomic = true;
+	m->run = true;
+	assert_int_equal(host_fixture_clock_start(&m->clock, 100, meter_step, m), 0);
+	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &pid, &port), 0);
+	/* The VM gets frames with energy in them. */
+	for (i = 0; i < 150 && !(read_frame(share, &f) && f.n_zones && f.zones[0].active_uj > 0);
+	     i++)
+		usleep(100 * 1000);
+	assert_true(i < 150);
+	for (i = 0; i < 100; i++) {
+		free(body);
+		body = scrape(port);
+		if (body && vw_fixture_sample_sum_all(body, "virtwatt_vm_passthrough_frames_total",
+						      frames_share) >= 2)
+			break;
+		usleep(100 * 1000);
+	}
+	assert_non_null(body);
+	/* No VM series: --metrics lacks vm. */
+	assert_null(strstr(body, "kepler_vm_cpu_joules_total{"));
+	frames = vw_fixture_sample_sum_all(body, "virtwatt_vm_passthrough_frames_total",
+					   frames_share);
+	assert_true(frames >= 2);
+	last_ok = vw_fixture_sample_sum(body,
+					"virtwatt_vm_passthrough_last_success_timestamp_seconds",
+					THE_VM);
+	assert_true(fabs(last_ok - (double)time(NULL)) < 30);
+	assert_true(vw_fixture_sample_sum_all(body, "virtwatt_vm_passthrough_channel_state",
+					      absent) == 1);
+	assert_true(vw_fixture_sample_sum_all(body, "virtwatt_vm_passthrough_failures_total",
+					      share_fail) == 0);
+	/* The folder becomes unwritable (a file where the VM's directory was). */
+	vw_fixture_rm(strdup(vmdir)); /* takes its argument */
+	assert_int_equal(vw_fixture_write(share, UUID, "not a directory", 0), 0);
+	for (i = 0; i < 100; i++) {
+		free(body);
+		body = scrape(port);
+		if (body && vw_fixture_sample_sum_all(body, "virtwatt_vm_passthrough_failures_total",
+						      share_fail) >= 2)
+			break;
+		usleep(100 * 1000);
+	}
+	assert_true(i < 100);
+	/* The last success stays where it was while failures go on: an alert on time() - it
+	 * fires. */
+	{
+		const char *ts = "virtwatt_vm_passthrough_last_success_timestamp_seconds";
+		double ok1 = vw_fixture_sample_sum(body, ts, THE_VM), fail1, ok2;
+
+		fail1 = vw_fixture_sample_sum_all(body, "virtwatt_vm_passthrough_failures_total",
+						  share_fail);
+		assert_true(ok1 - last_ok < 2.5);
+		usleep(2500 * 1000);
+		free(body);
+		body = scrape(port);
+		assert_non_null(body);
+		ok2 = vw_fixture_sample_sum(body, ts, THE_VM);
+		assert_true(ok2 == ok1);
+		assert_true((double)time(NULL) - ok2 >= 2);
+		assert_true(vw_fixture_sample_sum_all(body, "virtwatt_vm_passthrough_failures_total",
+						      share_fail) > fail1);
+	}
+	assert_int_equal(vw_fixture_stop_daemon(pid), 0);
+	host_fixture_clock_stop(&m->clock);
+	host_fixture_fini(&m->fx);
+	free(m);
+	vw_fixture_rm(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_two_publishers_in_process),
+		cmocka_unit_test(test_lock_conflict_rate_limited_warning),
 		cmocka_unit_test(test_vanished_vm_unlocked),
 		cmocka_unit_test(test_lock_dir_unusable),
 		cmocka_unit_test(test_two_daemons),
+		cmocka_unit_test(test_delivery_metrics_without_vm_series),
 	};
 
 	vw_log_set_level(VW_LOG_WARN);

@@ -522,6 +522,55 @@ static void test_discovery(void **state)
 	assert_string_equal(h.path, want);
 }
 
+/*
+ * The shared folder where the guest's default says (folder), or where an older document
+ * mounted it (folder_alt): an empty mount point is no share, the other is found; the report
+ * names each place looked at and what it holds.
+ */
+static void test_folder_alt_and_report(void **state)
+{
+	struct ctx *c = *state;
+	char dev[600], sys[600], a[600], b[600], report[2048], want[800];
+	struct vw_reader_config cfg = { .dev_root = dev, .sys_root = sys, .folder = a,
+					.folder_alt = b };
+	struct vw_reader_health h;
+	struct vw_reader *r;
+
+	snprintf(dev, sizeof(dev), "%s/dev", c->root);
+	snprintf(sys, sizeof(sys), "%s/sys", c->root);
+	snprintf(a, sizeof(a), "%s/run/virtwatt/host", c->root);
+	snprintf(b, sizeof(b), "%s/run/virtwatt-host", c->root);
+	assert_int_equal(vw_fixture_mkdir(c->root, "run/virtwatt/host"), 0); /* not mounted */
+	r = reader_new(&cfg);
+	assert_int_equal(vw_reader_search_report(r, report, sizeof(report)), -ENOENT);
+	snprintf(want, sizeof(want), "  %s/virtio-ports/" VW_PROTO_PORT_NAME ": absent\n", dev);
+	assert_non_null(strstr(report, want));
+	snprintf(want, sizeof(want), "  %s (--passthrough.folder): an empty directory (not "
+				     "mounted)\n", a);
+	assert_non_null(strstr(report, want));
+	snprintf(want, sizeof(want), "  %s: absent\n", b);
+	assert_non_null(strstr(report, want));
+	assert_null(strstr(report, "-> using"));
+	assert_true(vw_reader_poll(r) <= 0);
+	/* The share mounted where the old document said: found. */
+	assert_int_equal(vw_fixture_mkdir(c->root, "run/virtwatt-host"), 0);
+	put_frame(b, 1, 1);
+	assert_int_equal(vw_reader_search_report(r, report, sizeof(report)), 0);
+	snprintf(want, sizeof(want), "  -> using %s\n", b);
+	assert_non_null(strstr(report, want));
+	assert_int_equal(vw_reader_poll(r), 1);
+	vw_reader_health(r, &h);
+	assert_string_equal(h.path, b);
+	vw_reader_free(r);
+	/* Both: the default place wins. */
+	put_frame(a, 1, 2);
+	r = reader_new(&cfg);
+	assert_int_equal(vw_reader_poll(r), 1);
+	vw_reader_health(r, &h);
+	assert_string_equal(h.path, a);
+	vw_reader_free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -534,6 +583,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_folder, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_folder_layouts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_discovery, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_folder_alt_and_report, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

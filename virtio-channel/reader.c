@@ -28,7 +28,7 @@
 
 struct vw_reader {
 	struct vw_reader_config cfg; /* strings point into the copies below */
-	char *path, *dev_root, *sys_root, *folder, *port_name;
+	char *path, *dev_root, *sys_root, *folder, *folder_alt, *port_name;
 
 	enum vw_reader_kind kind;
 	char where[512]; /* resolved channel */
@@ -105,6 +105,7 @@ struct vw_reader *vw_reader_new(const struct vw_reader_config *cfg)
 	if (!r->framer || vw_model_rx_init(&r->models) < 0 || dup_str(&r->path, &r->cfg.path) < 0 ||
 	    dup_str(&r->dev_root, &r->cfg.dev_root) < 0 ||
 	    dup_str(&r->sys_root, &r->cfg.sys_root) < 0 || dup_str(&r->folder, &r->cfg.folder) < 0 ||
+	    dup_str(&r->folder_alt, &r->cfg.folder_alt) < 0 ||
 	    dup_str(&r->port_name, &r->cfg.port_name) < 0) {
 		vw_reader_free(r);
 		errno = ENOMEM;
@@ -132,6 +133,7 @@ void vw_reader_free(struct vw_reader *r)
 	free(r->dev_root);
 	free(r->sys_root);
 	free(r->folder);
+	free(r->folder_alt);
 	free(r->port_name);
 	free(r);
 }
@@ -151,6 +153,27 @@ static enum vw_reader_kind kind_of(const char *path)
 	if (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))
 		return VW_READER_FOLDER;
 	return VW_READER_NONE;
+}
+
+/* A directory with something in it (an empty one is a mount point without its share). */
+static bool folder_populated(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *de;
+	bool any = false;
+
+	if (!d)
+		return false;
+	while (!any && (de = readdir(d)))
+		any = strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0;
+	closedir(d);
+	return any;
+}
+
+static char *vw_str_join3(char *buf, size_t size, const char *a, const char *b, const char *c)
+{
+	snprintf(buf, size, "%s%s%s", a, b, c);
+	return buf;
 }
 
 /* Is a/b (b may be "") something we can read? Sets where and kind. */
@@ -200,6 +223,18 @@ static int scan_sysfs(struct vw_reader *r, char *ret, size_t size)
 	return found;
 }
 
+/* A conventional folder: a directory with something in it, or a frame file. */
+static bool try_folder(struct vw_reader *r, const char *folder)
+{
+	struct stat st;
+
+	if (!folder || !try_path(r, folder, "") || r->kind != VW_READER_FOLDER)
+		return false;
+	if (stat(folder, &st) == 0 && S_ISDIR(st.st_mode) && !folder_populated(folder))
+		return false;
+	return true;
+}
+
 static int resolve(struct vw_reader *r)
 {
 	char entry[256];
@@ -213,10 +248,67 @@ static int resolve(struct vw_reader *r)
 	if (r->cfg.dev_root && r->cfg.sys_root && scan_sysfs(r, entry, sizeof(entry)) == 0 &&
 	    try_path(r, r->cfg.dev_root, entry))
 		return 0;
-	if (r->cfg.folder && try_path(r, r->cfg.folder, "") && r->kind == VW_READER_FOLDER)
+	if (try_folder(r, r->cfg.folder) || try_folder(r, r->cfg.folder_alt))
 		return 0;
 	r->kind = VW_READER_NONE;
 	return -ENOENT;
+}
+
+/* What one place holds, for the report: "absent", "empty", "a folder", ... */
+static const char *place_state(const char *path, bool folder)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return errno == ENOENT ? "absent" : "unreadable";
+	if (folder && S_ISDIR(st.st_mode))
+		return folder_populated(path) ? "a shared folder" : "an empty directory (not mounted)";
+	switch (kind_of(path)) {
+	case VW_READER_PORT:
+		return "a port";
+	case VW_READER_FIFO:
+		return "a FIFO";
+	case VW_READER_FOLDER:
+		return S_ISDIR(st.st_mode) ? "a folder" : "a frame file";
+	default:
+		return "not a channel";
+	}
+}
+
+int vw_reader_search_report(struct vw_reader *r, char *buf, size_t size)
+{
+	FILE *f = fmemopen(buf, size, "w");
+	char entry[256];
+	int found = resolve(r);
+
+	if (!f)
+		return -errno;
+	if (r->cfg.path) {
+		fprintf(f, "  %s (--passthrough.path): %s\n", r->cfg.path,
+			place_state(r->cfg.path, false));
+	} else {
+		if (r->cfg.dev_root)
+			fprintf(f, "  %s/virtio-ports/%s: %s\n", r->cfg.dev_root, r->cfg.port_name,
+				place_state(vw_str_join3(entry, sizeof(entry), r->cfg.dev_root,
+							 "/virtio-ports/", r->cfg.port_name),
+					    false));
+		if (r->cfg.dev_root && r->cfg.sys_root)
+			fprintf(f, "  %s/class/virtio-ports/*/name = %s: %s\n", r->cfg.sys_root,
+				r->cfg.port_name,
+				scan_sysfs(r, entry, sizeof(entry)) == 0 ? entry : "none");
+		if (r->cfg.folder)
+			fprintf(f, "  %s (--passthrough.folder): %s\n", r->cfg.folder,
+				place_state(r->cfg.folder, true));
+		if (r->cfg.folder_alt)
+			fprintf(f, "  %s: %s\n", r->cfg.folder_alt, place_state(r->cfg.folder_alt, true));
+	}
+	if (found == 0)
+		fprintf(f, "  -> using %s\n", r->where);
+	fclose(f);
+	if (size)
+		buf[size - 1] = '\0';
+	(void)resolve(r); /* the place found, as before the report */
+	return found;
 }
 
 /* ---- streams ---- */

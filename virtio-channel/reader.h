@@ -30,12 +30,14 @@ struct vw_reader_config {
 	 * folder: frame.json in it, or <vm_uuid>/frame.json) or a regular file (a frame file).
 	 * NULL: discover, in order, <dev_root>/virtio-ports/<port_name>, then the entry of
 	 * <sys_root>/class/virtio-ports/ whose `name` is port_name (opened as <dev_root>/<entry>),
-	 * then the folder.
+	 * then the folder, then folder_alt (a folder counts once something is in it: an empty
+	 * mount point is not a share).
 	 */
 	const char *path;
 	const char *dev_root;  /* "/dev" in production; NULL skips both port lookups */
 	const char *sys_root;  /* "/sys" in production; NULL skips the sysfs scan */
 	const char *folder;    /* where the shared folder is conventionally mounted; NULL: none */
+	const char *folder_alt; /* another place it may be mounted (an older document's); NULL */
 	const char *port_name; /* NULL: VW_PROTO_PORT_NAME */
 	const char *vm_uuid;   /* this VM (any case); NULL or "": the first frame's VM */
 	unsigned stale_intervals; /* fresh while a frame came within this many intervals; 0: 3 */
@@ -74,6 +76,11 @@ void vw_reader_free(struct vw_reader *r);
  * next call (the host may have restarted). Bad input is counted, never returned.
  */
 int vw_reader_poll(struct vw_reader *r);
+/*
+ * Where discovery looks, one place per line ("  /dev/virtio-ports/org.virtwatt.power.0:
+ * absent"), and which one it uses: 0 when one was found (also said in buf), -ENOENT when none.
+ */
+int vw_reader_search_report(struct vw_reader *r, char *buf, size_t size);
 /* The open port or FIFO, for poll(2); -1 otherwise. After POLLHUP call vw_reader_poll(). */
 int vw_reader_fd(const struct vw_reader *r);
 

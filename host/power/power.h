@@ -109,6 +109,9 @@ struct vw_meter_config {
 	const struct vw_redfish_config *redfish; /* a BMC over Redfish */
 	const struct vw_ipmi_config *ipmi;       /* a BMC over IPMI, in band or LAN */
 	const struct vw_hwmon_config *hwmon;     /* generic hwmon sensors: which is what */
+	/* Kepler's rapl.zones: the RAPL zones read, by name (package, core, uncore, dram, psys);
+	 * none: all. NULL-ended, or NULL. */
+	const char *const *rapl_zones;
 };
 
 /*

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "fileio.h"
 #include "log.h"
@@ -379,6 +380,35 @@ static int find_zones(int pcfd, struct pc_list *l)
 	return -ENODEV;
 }
 
+/* Kepler's rapl.zones: keep only the zones named (none named: all); -ENODEV if none is left. */
+static int keep_named(struct pc_list *l, const char *const *names)
+{
+	size_t keep = 0;
+
+	if (!names || !names[0])
+		return 0;
+	for (size_t i = 0; i < l->n; i++) {
+		const char *name = vw_zone_name(l->z[i].info.zone);
+		bool wanted = false;
+
+		for (size_t k = 0; names[k] && !wanted; k++)
+			wanted = strcasecmp(names[k], name) == 0;
+		if (!wanted) {
+			vw_debug("powercap: %s (%s) is not in rapl.zones, skipped", l->z[i].info.path,
+				 name);
+			vw_closep(&l->z[i].dirfd);
+			continue;
+		}
+		l->z[keep++] = l->z[i];
+	}
+	l->n = keep;
+	if (keep)
+		return 0;
+	vw_warn("powercap: no RAPL zone here is named in rapl.zones (package, core, uncore, dram, "
+		"psys): no RAPL meter");
+	return -ENODEV;
+}
+
 static int powercap_open(const struct vw_power_env *env, void **ret_state)
 {
 	_cleanup_(powercap_closep) struct powercap *pc = NULL;
@@ -394,6 +424,8 @@ static int powercap_open(const struct vw_power_env *env, void **ret_state)
 		return -ENOMEM;
 	pc->pcfd = -1;
 	r = find_zones(pcfd, &l);
+	if (r == 0 && env->ctx)
+		r = keep_named(&l, ((const struct vw_meter_config *)env->ctx)->rapl_zones);
 	if (r < 0)
 		return r;
 	take_zones(pc, &l);

@@ -41,6 +41,7 @@ struct pub_vm {
 	struct vw_pub_chan chan;
 	struct vw_pub_share share;
 	uint64_t share_writes, share_errors;
+	uint64_t share_ok_unix_ns; /* wall clock of the last complete folder write */
 	struct vw_pub_lock lock;
 	/* Its model frame line (vw_publisher_set_model), and when it last went out. */
 	char *model_line;
@@ -260,7 +261,7 @@ static void lock_refused(struct vw_publisher *p, struct pub_vm *vm,
 	vm->lock_holder_pid = h->pid;
 	if (h->pid > 0)
 		snprintf(pid, sizeof(pid), "pid %d", h->pid);
-	vw_complain(&vm->lock_complaint, VW_LOG_ERROR,
+	vw_complain(&vm->lock_complaint, VW_LOG_WARN,
 		    "passthrough: VM %s is published by another process (%s; its lock file says "
 		    "\"%s\") holding %s/%s.lock: not publishing it here, as two publishers make "
 		    "its guest count its energy twice. Stop the other virtwatt-host (a systemd unit "
@@ -501,6 +502,7 @@ static void share_frame(struct vw_publisher *p, struct pub_vm *vm, const struct 
 		return;
 	}
 	vm->share_writes++;
+	vm->share_ok_unix_ns = vw_pub_unix_ns();
 	vw_release(&vm->share.complaint, VW_LOG_INFO, "publish: shared folder of %s written again",
 		   vm->uuid);
 }
@@ -716,7 +718,24 @@ int vw_publisher_vm_stats(const struct vw_publisher *p, const char *uuid,
 	ret->locked = !p->lock_dir || vw_pub_lock_held(&vm->lock);
 	ret->lock_refused = vm->lock_refused;
 	ret->lock_holder_pid = vm->lock_holder_pid;
+	ret->last_ok_unix_ns = VW_MAX(vm->chan.st.last_ok_unix_ns, vm->share_ok_unix_ns);
+	ret->has_channel = vm->channel_path[0] != '\0';
+	ret->has_share = p->share_fd >= 0;
+	ret->lock_failed = !ret->locked && vm->lock_err && vm->lock_err != -EBUSY;
 	return 0;
+}
+
+void vw_publisher_each_vm(const struct vw_publisher *p,
+			  void (*fn)(void *ud, const char *uuid,
+				     const struct vw_publish_vm_stats *st),
+			  void *ud)
+{
+	for (size_t i = 0; p && i < p->n_vms; i++) {
+		struct vw_publish_vm_stats st;
+
+		if (p->vms[i]->listed && vw_publisher_vm_stats(p, p->vms[i]->uuid, &st) == 0)
+			fn(ud, p->vms[i]->uuid, &st);
+	}
 }
 
 void vw_publisher_stats(const struct vw_publisher *p, struct vw_publish_stats *ret)

@@ -83,6 +83,11 @@ struct vw_publish_vm_stats {
 	bool locked;             /* this process holds the VM's lock (always true without locks) */
 	uint64_t lock_refused;   /* attempts refused because another process held the lock */
 	int lock_holder_pid;     /* that process, as last seen (0: unknown) */
+	uint64_t last_ok_unix_ns; /* wall clock of the last frame written whole, either way (0:
+				   * none yet) */
+	bool has_channel;        /* the VM has an org.virtwatt.power.0 channel */
+	bool has_share;          /* ... and a shared folder is written (passthrough.share-root) */
+	bool lock_failed;        /* not published: its lock could not be taken (not refused) */
 };
 
 /* The lock's effect on the VMs listed in the latest update. */
@@ -134,6 +139,11 @@ uint64_t vw_publisher_seq(const struct vw_publisher *p);
 int vw_publisher_vm_stats(const struct vw_publisher *p, const char *uuid,
 			  struct vw_publish_vm_stats *ret);
 void vw_publisher_stats(const struct vw_publisher *p, struct vw_publish_stats *ret);
+/* Each VM listed in the latest update, with its delivery statistics. */
+void vw_publisher_each_vm(const struct vw_publisher *p,
+			  void (*fn)(void *ud, const char *uuid,
+				     const struct vw_publish_vm_stats *st),
+			  void *ud);
 
 /* virtwatt_passthrough_lock_refused_total and _vms_not_published; nothing when p is NULL. */
 int vw_publisher_render(const struct vw_publisher *p, struct vw_prom_writer *w,

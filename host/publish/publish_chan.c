@@ -13,6 +13,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "proto.h"
@@ -23,6 +24,14 @@
 #define CHAN_RX_MAX_PER_EVENT (16 * CHAN_RX_CHUNK) /* bound the work one guest can cause */
 #define CHAN_BACKOFF_MIN_NS (500 * VW_NSEC_PER_MSEC)
 #define CHAN_BACKOFF_MAX_NS (30 * VW_NSEC_PER_SEC)
+
+uint64_t vw_pub_unix_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
 
 int vw_pub_chan_init(struct vw_pub_chan *c)
 {
@@ -128,6 +137,7 @@ static int flush(struct vw_pub_chan *c)
 			if (c->tx.off == c->tx.len) {
 				if (c->tx.len > 0) {
 					c->st.sent++;
+					c->st.last_ok_unix_ns = vw_pub_unix_ns();
 					c->delivered = true;
 					c->tx.len = c->tx.off = 0;
 				}

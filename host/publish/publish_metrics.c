@@ -1,16 +1,32 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The publisher's own families: what the per-VM locks (passthrough.lock-dir) did. Rendered by
- * the host only while it publishes (the engine knows nothing of publication).
+ * The publisher's own families: what the per-VM locks (passthrough.lock-dir) did, and whether
+ * each VM is receiving its power (frames and files written, failures by reason, the last
+ * success, the channel's state) so an operator can alert on a VM that gets nothing. Rendered
+ * by the host only while it publishes (the engine knows nothing of publication).
  */
 #include "publish.h"
+
+#include <string.h>
 
 #include "macro.h"
 
 static const char *const l_node[] = { "node_name", NULL };
 static const char *const l_reason[] = { "reason", "node_name", NULL };
+static const char *const l_vm[] = { "vm_id", "node_name", NULL };
+static const char *const l_vm_transport[] = { "vm_id", "transport", "node_name", NULL };
+static const char *const l_vm_reason[] = { "vm_id", "reason", "node_name", NULL };
+static const char *const l_vm_state[] = { "vm_id", "state", "node_name", NULL };
 
-enum { F_LOCK_REFUSED, F_NOT_PUBLISHED, F__COUNT };
+enum {
+	F_LOCK_REFUSED,
+	F_NOT_PUBLISHED,
+	F_VM_FRAMES,
+	F_VM_FAILURES,
+	F_VM_LAST_OK,
+	F_VM_STATE,
+	F__COUNT
+};
 
 static const struct vw_metric_family families[F__COUNT] = {
 	[F_LOCK_REFUSED] = { "virtwatt_passthrough_lock_refused_total", VW_METRIC_COUNTER,
@@ -21,7 +37,98 @@ static const struct vw_metric_family families[F__COUNT] = {
 			      "VMs seen but not published to their guests: another process holds "
 			      "their lock (held_elsewhere), or it could not be taken (lock_error)",
 			      NULL, l_reason },
+	[F_VM_FRAMES] = { "virtwatt_vm_passthrough_frames_total", VW_METRIC_COUNTER,
+			  "Frames of its own energy delivered whole to the VM: written on its "
+			  "org.virtwatt.power.0 channel (transport=channel) or to its shared folder "
+			  "(transport=share)",
+			  NULL, l_vm_transport },
+	[F_VM_FAILURES] = { "virtwatt_vm_passthrough_failures_total", VW_METRIC_COUNTER,
+			    "Failed deliveries to the VM by reason: connect (its channel's socket), "
+			    "send (a write on it), share_write (its shared folder), lock_refused "
+			    "(another virtwatt-host holds its lock)",
+			    NULL, l_vm_reason },
+	[F_VM_LAST_OK] = { "virtwatt_vm_passthrough_last_success_timestamp_seconds",
+			   VW_METRIC_GAUGE,
+			   "Unix time of the last frame delivered whole to the VM, either way (0: "
+			   "none yet); time() minus it is how long the guest has had no power",
+			   NULL, l_vm },
+	[F_VM_STATE] = { "virtwatt_vm_passthrough_channel_state", VW_METRIC_GAUGE,
+			 "The VM's delivery state, 1 for the current one: connected (its channel "
+			 "is connected), disconnected (it has one, not connected now), absent (no "
+			 "org.virtwatt.power.0 channel: the shared folder only, if any), "
+			 "not_published (another process holds its lock, or it could not be taken)",
+			 NULL, l_vm_state },
 };
+
+static const char *const vm_states[] = { "connected", "disconnected", "absent", "not_published" };
+
+struct vm_render {
+	struct vw_prom_writer *w;
+	const char *node_name;
+	int family;
+	int r;
+};
+
+static const char *vm_state(const struct vw_publish_vm_stats *st)
+{
+	if (!st->locked)
+		return "not_published";
+	if (!st->has_channel)
+		return "absent";
+	return st->connected ? "connected" : "disconnected";
+}
+
+static void vm_rows(void *ud, const char *uuid, const struct vw_publish_vm_stats *st)
+{
+	struct vm_render *v = ud;
+	const char *n = v->node_name;
+	int r = v->r;
+
+	if (r < 0)
+		return;
+	switch (v->family) {
+	case F_VM_FRAMES:
+		if (st->has_channel)
+			r = vw_prom_counter(v->w, (const char *const[]){ uuid, "channel", n, NULL },
+					    (double)st->sent);
+		if (r == 0 && st->has_share)
+			r = vw_prom_counter(v->w, (const char *const[]){ uuid, "share", n, NULL },
+					    (double)st->share_writes);
+		break;
+	case F_VM_FAILURES: {
+		const char *reasons[] = { "connect", "send", "share_write", "lock_refused" };
+		const uint64_t counts[] = { st->connect_errors, st->send_errors, st->share_errors,
+					    st->lock_refused };
+
+		for (size_t i = 0; i < ARRAY_SIZE(reasons) && r == 0; i++)
+			r = vw_prom_counter(v->w, (const char *const[]){ uuid, reasons[i], n, NULL },
+					    (double)counts[i]);
+		break;
+	}
+	case F_VM_LAST_OK:
+		r = vw_prom_gauge(v->w, (const char *const[]){ uuid, n, NULL },
+				  (double)(st->last_ok_unix_ns / VW_NSEC_PER_MSEC) / 1e3);
+		break;
+	default:
+		for (size_t i = 0; i < ARRAY_SIZE(vm_states) && r == 0; i++)
+			r = vw_prom_gauge(v->w, (const char *const[]){ uuid, vm_states[i], n, NULL },
+					  strcmp(vm_states[i], vm_state(st)) == 0);
+	}
+	v->r = r;
+}
+
+/* One family of rows per listed VM. */
+static int render_vms(const struct vw_publisher *p, struct vw_prom_writer *w,
+		      const char *node_name, int family)
+{
+	struct vm_render v = { .w = w, .node_name = node_name, .family = family };
+	int r = vw_prom_family(w, &families[family]);
+
+	if (r < 0)
+		return r;
+	vw_publisher_each_vm(p, vm_rows, &v);
+	return v.r < 0 ? v.r : vw_prom_family_end(w);
+}
 
 const struct vw_family_table vw_publish_family_table = {
 	"host/publish/publish_metrics.c: vw_publisher_render()", "virtwatt-host",
@@ -47,5 +154,9 @@ int vw_publisher_render(const struct vw_publisher *p, struct vw_prom_writer *w,
 		r = vw_prom_gauge(w, held, (double)ps.vms_held_elsewhere);
 	if (r == 0)
 		r = vw_prom_gauge(w, failed, (double)ps.vms_lock_failed);
-	return r < 0 ? r : vw_prom_family_end(w);
+	if (r == 0)
+		r = vw_prom_family_end(w);
+	for (int f = F_VM_FRAMES; f < F__COUNT && r == 0; f++)
+		r = render_vms(p, w, node_name, f);
+	return r;
 }

@@ -45,6 +45,9 @@ struct vw_pub_chan {
 	struct vw_complaint complaint;
 };
 
+/* CLOCK_REALTIME in ns: when a frame last reached a guest, for the delivery metrics. */
+uint64_t vw_pub_unix_ns(void);
+
 int vw_pub_chan_init(struct vw_pub_chan *c);
 /* Close the socket and free buffers. */
 void vw_pub_chan_done(struct vw_pub_chan *c, int epfd);

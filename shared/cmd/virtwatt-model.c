@@ -16,6 +16,7 @@
 #include "fileio.h"
 #include "macro.h"
 #include "model.h"
+#include "procfs.h"
 #include "train.h"
 
 enum { EXIT_OK = 0, EXIT_DATA = 1, EXIT_USAGE = 2, DONE = -1 /* --help, --version */ };
@@ -27,6 +28,7 @@ struct options {
 	unsigned host_cores;
 	const char *model;
 	const char *data;
+	const char *procfs; /* for MODEL "auto": this machine's processors */
 };
 
 /* Accuracy of one component against its <component>_power column. */
@@ -37,7 +39,7 @@ struct score {
 };
 
 struct run {
-	const struct options *opt;
+	struct options *opt; /* load_model may set host_cores ("auto") */
 	struct vw_model *model;
 	FILE *in;
 	char **header;
@@ -58,7 +60,12 @@ static void usage(FILE *f)
 	      "Evaluate a Kepler power model (a weight JSON of any era, see docs/models.md) on every\n"
 	      "row of DATA.csv and print one CSV line per row: the row index (from 0), then one\n"
 	      "prediction in W per component, in columns named <component>_watts. MODEL may be\n"
-	      "\"builtin\" for the model compiled in.\n"
+	      "\"builtin\" (or \"builtin:kepler\") for Kepler's default model compiled in,\n"
+	      "\"builtin:percpu-ARCH-Nvcpu\" for a per-vCPU model as the daemons name it in their\n"
+	      "log and virtwatt_node_power_source_info{model} (builtin:percpu-Cascade_Lake-4vcpu),\n"
+	      "or \"auto\" for what virtwatt-host and virtwatt-guest pick on this machine without\n"
+	      "--model.file (--model.builtin=auto: this processor's per-vCPU model, else Kepler's\n"
+	      "default; its name on stderr, and --host-cores defaults to this machine's CPUs).\n"
 	      "\n"
 	      "The CSV's header names the features, as Kepler's per-second rates; aliases are\n"
 	      "accepted (bpf_cpu_time_us is bpf_cpu_time_ms, cpu_instr is cpu_instructions). Other\n"
@@ -78,6 +85,7 @@ static void usage(FILE *f)
 	      "  --host-cores N  logical CPUs of the machine the data came from: with a model whose\n"
 	      "                  machine_spec has at least N cores, idle is scaled by N/cores\n"
 	      "  --format csv    output format (csv, the only one, is the default)\n"
+	      "  --procfs PATH   the procfs whose cpuinfo \"auto\" reads (default: /proc)\n"
 	      "  -h, --help      show this help\n"
 	      "  --version       show the version\n"
 	      "\n"
@@ -90,6 +98,7 @@ static int parse_args(int argc, char **argv, struct options *o)
 	static const struct option longopts[] = {
 		{"host-cores", required_argument, NULL, 'c'},
 		{"format", required_argument, NULL, 'f'},
+		{"procfs", required_argument, NULL, 'p'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{NULL, 0, NULL, 0},
@@ -113,6 +122,9 @@ static int parse_args(int argc, char **argv, struct options *o)
 					"virtwatt-model: --format: only csv is supported\n");
 				return EXIT_USAGE;
 			}
+			break;
+		case 'p':
+			o->procfs = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -311,13 +323,83 @@ static void print_scores(const struct run *run)
 	}
 }
 
-static int load_model(const struct options *o, struct vw_model **ret)
+/* "builtin:percpu-Cascade_Lake-4vcpu": the architecture (underscores are spaces) and vCPUs. */
+static int load_percpu(const char *name, struct vw_model **ret)
+{
+	const char *spec = name + strlen("builtin:percpu-"), *dash = strrchr(spec, '-');
+	char arch[128], got[160];
+	uint64_t n;
+	size_t len;
+
+	if (!dash || dash == spec || (size_t)(dash - spec) >= sizeof(arch) ||
+	    strlen(dash) < 6 || strcmp(dash + strlen(dash) - 4, "vcpu") != 0)
+		goto bad;
+	len = strlen(dash + 1) - 4;
+	{
+		char num[32];
+
+		if (len == 0 || len >= sizeof(num))
+			goto bad;
+		memcpy(num, dash + 1, len);
+		num[len] = '\0';
+		if (vw_parse_u64(num, &n) < 0 || n == 0 || n > 65536)
+			goto bad;
+	}
+	memcpy(arch, spec, (size_t)(dash - spec));
+	arch[dash - spec] = '\0';
+	for (char *c = arch; *c; c++)
+		*c = *c == '_' ? ' ' : *c;
+	if (vw_model_percpu(arch, (unsigned)n, ret, got, sizeof(got)) == 0)
+		return 0;
+	fprintf(stderr, "virtwatt-model: %s: no per-vCPU figures for \"%s\"\n", name, arch);
+	return -ENOENT;
+bad:
+	fprintf(stderr, "virtwatt-model: %s: expected builtin:percpu-ARCH-Nvcpu (e.g. "
+			"builtin:percpu-Cascade_Lake-4vcpu)\n",
+		name);
+	return -EINVAL;
+}
+
+/* What the daemons pick without --model.file: vw_model_source_load with --model.builtin=auto
+ * on this machine's processors. Its name to stderr; *host_cores: this machine's CPUs. */
+static int load_auto(const struct options *o, struct vw_model **ret, unsigned *host_cores)
+{
+	_cleanup_close_ int fd = vw_root_open(o->procfs ? o->procfs : "/proc");
+	struct vw_cpu_info *cpus = NULL;
+	size_t n = 0;
+	char origin[256] = "", err[256] = "";
+	int r;
+
+	if (fd < 0 || vw_procfs_read_cpuinfo(fd, &cpus, &n) < 0) {
+		fprintf(stderr, "virtwatt-model: auto: cannot read %s/cpuinfo\n",
+			o->procfs ? o->procfs : "/proc");
+		return -ENOENT;
+	}
+	r = vw_model_source_load(&(struct vw_model_source_opts){ .cpus = cpus, .n_cpus = n,
+								 .percpu = true },
+				 ret, origin, sizeof(origin), err, sizeof(err));
+	free(cpus);
+	if (r < 0) {
+		fprintf(stderr, "virtwatt-model: auto: %s\n", err[0] ? err : strerror(-r));
+		return r;
+	}
+	fprintf(stderr, "virtwatt-model: auto: %s (%zu CPUs)\n", origin, n);
+	if (!*host_cores)
+		*host_cores = (unsigned)n;
+	return 0;
+}
+
+static int load_model(struct options *o, struct vw_model **ret)
 {
 	char err[256];
 	int r;
 
-	if (strcmp(o->model, "builtin") == 0)
+	if (strcmp(o->model, "builtin") == 0 || strcmp(o->model, "builtin:kepler") == 0)
 		return vw_model_load_builtin(ret);
+	if (strncmp(o->model, "builtin:percpu-", strlen("builtin:percpu-")) == 0)
+		return load_percpu(o->model, ret);
+	if (strcmp(o->model, "auto") == 0)
+		return load_auto(o, ret, &o->host_cores);
 	r = vw_model_load_file(o->model, ret, err, sizeof(err));
 	if (r < 0)
 		fprintf(stderr, "virtwatt-model: %s: %s\n", o->model, err);

@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,11 +19,20 @@
 /* getopt_long values: 1 is a positional argument in RETURN_IN_ORDER mode. */
 #define FLAG_VAL_HELP 'h'
 #define FLAG_VAL_VERSION 0x80
+#define FLAG_VAL_HELP_ALL 0x81
 #define FLAG_VAL_OPT 0x100
 
 struct flag_arg {
-	size_t opt;
+	size_t opt; /* SIZE_MAX: a setting accepted without effect */
 	const char *val; /* NULL: a bool flag without "=value" */
+};
+
+/* What a long flag stands for: an option or an alias, perhaps in its --no- form. */
+struct flag_def {
+	char *name; /* "web.listen-address", "no-kube.enable" (allocated) */
+	const struct vw_option *opt;	 /* the option set (an alias's target), or NULL */
+	const struct vw_option_alias *alias; /* set through this alias, or NULL */
+	bool negated;
 };
 
 struct loader {
@@ -31,6 +41,9 @@ struct loader {
 	char *err;
 	size_t errlen;
 	bool *list_replaced; /* per option: a flag has replaced the earlier list */
+	struct vw_strlist *warnings;
+	struct flag_def *defs;
+	size_t n_defs;
 };
 
 const struct vw_option *vw_opt_by_flag(const struct vw_config_program *p, const char *flag)
@@ -49,6 +62,48 @@ const struct vw_option *vw_opt_by_yaml(const struct vw_config_program *p, const 
 	return NULL;
 }
 
+const struct vw_option_alias *vw_alias_by_flag(const struct vw_config_program *p, const char *flag)
+{
+	for (const struct vw_option_alias *a = p->aliases; a && (a->flag || a->yaml); a++)
+		if (a->flag && strcmp(a->flag, flag) == 0)
+			return a;
+	return NULL;
+}
+
+const struct vw_option_alias *vw_alias_by_yaml(const struct vw_config_program *p, const char *path)
+{
+	for (const struct vw_option_alias *a = p->aliases; a && (a->flag || a->yaml); a++)
+		if (a->yaml && strcmp(a->yaml, path) == 0)
+			return a;
+	return NULL;
+}
+
+int vw_config_warn(struct vw_strlist *warnings, const char *fmt, ...)
+{
+	_cleanup_free_ char *msg = NULL;
+	va_list ap;
+	int n;
+
+	if (!warnings)
+		return 0;
+	va_start(ap, fmt);
+	n = vasprintf(&msg, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return -ENOMEM;
+	for (size_t i = 0; i < warnings->n; i++)
+		if (strcmp(warnings->v[i], msg) == 0)
+			return 0;
+	return vw_strlist_push(warnings, msg, (size_t)n);
+}
+
+int vw_config_warn_noeffect(struct vw_strlist *warnings, const char *what,
+			    const struct vw_option_alias *a)
+{
+	return vw_config_warn(warnings, "%s is accepted but has no effect in virtwatt: %s", what,
+			      a->why ? a->why : "it has no counterpart here");
+}
+
 bool vw_yaml_below(const char *y, const char *path, size_t len)
 {
 	return y && (len == 0 || (strncmp(y, path, len) == 0 && y[len] == '.'));
@@ -60,6 +115,9 @@ bool vw_yaml_is_section(const struct vw_config_program *p, const char *path)
 
 	for (size_t i = 0; i < p->n_opts; i++)
 		if (len && vw_yaml_below(p->opts[i].yaml, path, len))
+			return true;
+	for (const struct vw_option_alias *a = p->aliases; a && (a->flag || a->yaml); a++)
+		if (len && vw_yaml_below(a->yaml, path, len))
 			return true;
 	return false;
 }
@@ -135,7 +193,7 @@ static int check_option(const struct vw_config_program *p, size_t i, char *err, 
 	if (o->yaml && !name_ok(o->yaml, true))
 		return vw_config_msg(err, errlen, -EINVAL, "--%s: bad YAML key \"%s\"", o->flag,
 				     o->yaml);
-	if (o->choices && o->type != VW_OPT_STRING)
+	if (o->choices && o->type != VW_OPT_STRING && o->type != VW_OPT_STRLIST)
 		return vw_config_msg(err, errlen, -EINVAL, "--%s: choices need a string option",
 				     o->flag);
 	if (o->min > o->max)
@@ -181,6 +239,30 @@ static int check_defaults(const struct vw_config_program *p, char *err, size_t e
 	return r < 0 ? -EINVAL : 0;
 }
 
+/* An alias names no option's flag or key, and a target that exists. */
+static int check_alias(const struct vw_config_program *p, const struct vw_option_alias *a,
+		       char *err, size_t errlen)
+{
+	const struct vw_option *t = a->target ? vw_opt_by_flag(p, a->target) : NULL;
+	const char *name = a->flag ? a->flag : a->yaml;
+
+	if ((a->flag && (!name_ok(a->flag, false) || vw_opt_by_flag(p, a->flag) ||
+			 vw_alias_by_flag(p, a->flag) != a)) ||
+	    (a->yaml && (!name_ok(a->yaml, true) || vw_opt_by_yaml(p, a->yaml) ||
+			 vw_alias_by_yaml(p, a->yaml) != a)))
+		return vw_config_msg(err, errlen, -EINVAL, "alias %s: bad or taken name", name);
+	if (a->target && !t)
+		return vw_config_msg(err, errlen, -EINVAL, "alias %s: no option --%s", name,
+				     a->target);
+	if (!a->target && !a->why)
+		return vw_config_msg(err, errlen, -EINVAL, "alias %s: no target and no reason",
+				     name);
+	if (a->flag && strncmp(a->flag, "no-", 3) == 0)
+		return vw_config_msg(err, errlen, -EINVAL, "alias %s: the no- prefix is reserved",
+				     name);
+	return 0;
+}
+
 int vw_config_check(const struct vw_config_program *p, char *err, size_t errlen)
 {
 	if (!p || !p->name || (p->n_opts && !p->opts))
@@ -190,27 +272,99 @@ int vw_config_check(const struct vw_config_program *p, char *err, size_t errlen)
 
 		if (r < 0)
 			return r;
+		if (strncmp(p->opts[i].flag, "no-", 3) == 0)
+			return vw_config_msg(err, errlen, -EINVAL,
+					     "--%s: the no- prefix is reserved", p->opts[i].flag);
+	}
+	for (const struct vw_option_alias *a = p->aliases; a && (a->flag || a->yaml); a++) {
+		int r = check_alias(p, a, err, errlen);
+
+		if (r < 0)
+			return r;
 	}
 	return check_defaults(p, err, errlen);
 }
 
 /* ---- flags --------------------------------------------------------------------------------- */
 
-static struct option *longopts_new(const struct vw_config_program *p)
+static void flag_defs_free(struct loader *ld)
 {
-	struct option *lo = calloc(p->n_opts + 3, sizeof(*lo));
+	for (size_t i = 0; i < ld->n_defs; i++)
+		free(ld->defs[i].name);
+	free(ld->defs);
+	ld->defs = NULL;
+	ld->n_defs = 0;
+}
+
+/* A flag without effect is a boolean when the value that asks for nothing is one (or none is
+ * given); else it takes any value ("" asking for nothing). */
+static bool alias_boolean(const struct vw_option_alias *a)
+{
+	bool b;
+
+	return !a->quiet || vw_parse_bool(a->quiet, &b) == 0;
+}
+
+static int flag_def_add(struct loader *ld, const char *name, const struct vw_option *o,
+			const struct vw_option_alias *a)
+{
+	bool boolean = o ? vw_opt_boolish(o) : alias_boolean(a);
+
+	for (int neg = 0; neg <= (boolean ? 1 : 0); neg++) {
+		struct flag_def *d = &ld->defs[ld->n_defs];
+
+		if (asprintf(&d->name, "%s%s", neg ? "no-" : "", name) < 0)
+			return -ENOMEM;
+		d->opt = o;
+		d->alias = a;
+		d->negated = neg;
+		ld->n_defs++;
+	}
+	return 0;
+}
+
+/* Every flag: the options, the aliases, and the --no- form of each boolean. */
+static int flag_defs_new(struct loader *ld)
+{
+	const struct vw_config_program *p = ld->p;
+	size_t n = p->n_opts;
+
+	for (const struct vw_option_alias *a = p->aliases; a && (a->flag || a->yaml); a++)
+		n++;
+	ld->defs = calloc(2 * n + 1, sizeof(*ld->defs));
+	if (!ld->defs)
+		return -ENOMEM;
+	for (size_t i = 0; i < p->n_opts; i++)
+		if (flag_def_add(ld, p->opts[i].flag, &p->opts[i], NULL) < 0)
+			return -ENOMEM;
+	for (const struct vw_option_alias *a = p->aliases; a && (a->flag || a->yaml); a++)
+		if (a->flag && flag_def_add(ld, a->flag,
+					    a->target ? vw_opt_by_flag(p, a->target) : NULL, a) < 0)
+			return -ENOMEM;
+	return 0;
+}
+
+static struct option *longopts_new(const struct loader *ld)
+{
+	struct option *lo = calloc(ld->n_defs + 4, sizeof(*lo));
 
 	if (!lo)
 		return NULL;
-	for (size_t i = 0; i < p->n_opts; i++)
+	for (size_t i = 0; i < ld->n_defs; i++) {
+		const struct flag_def *d = &ld->defs[i];
+		bool boolean = d->opt ? vw_opt_boolish(d->opt) : alias_boolean(d->alias);
+
 		lo[i] = (struct option){
-			.name = p->opts[i].flag,
-			.has_arg = p->opts[i].type == VW_OPT_BOOL ? optional_argument
-								  : required_argument,
+			.name = d->name,
+			.has_arg = d->negated ? no_argument
+				   : boolean  ? optional_argument
+					      : required_argument,
 			.val = FLAG_VAL_OPT + (int)i,
 		};
-	lo[p->n_opts] = (struct option){ .name = "help", .val = FLAG_VAL_HELP };
-	lo[p->n_opts + 1] = (struct option){ .name = "version", .val = FLAG_VAL_VERSION };
+	}
+	lo[ld->n_defs] = (struct option){ .name = "help", .val = FLAG_VAL_HELP };
+	lo[ld->n_defs + 1] = (struct option){ .name = "version", .val = FLAG_VAL_VERSION };
+	lo[ld->n_defs + 2] = (struct option){ .name = "help-all", .val = FLAG_VAL_HELP_ALL };
 	return lo;
 }
 
@@ -222,9 +376,10 @@ static int unknown_flag(struct loader *ld, const char *tok)
 
 	if (!word)
 		return -ENOMEM;
-	for (size_t i = 0; i < ld->p->n_opts; i++)
-		vw_suggest_consider(&s, ld->p->opts[i].flag, strlen(ld->p->opts[i].flag));
+	for (size_t i = 0; i < ld->n_defs; i++)
+		vw_suggest_consider(&s, ld->defs[i].name, strlen(ld->defs[i].name));
 	vw_suggest_consider(&s, "help", 4);
+	vw_suggest_consider(&s, "help-all", 8);
 	vw_suggest_consider(&s, "version", 7);
 	if (s.best)
 		return vw_config_msg(ld->err, ld->errlen, -EINVAL,
@@ -237,11 +392,14 @@ static int unknown_flag(struct loader *ld, const char *tok)
 static int stray_argument(struct loader *ld, char **argv, int i)
 {
 	const char *prev = i > 0 ? argv[i - 1] : "";
-	const struct vw_option *o =
-		strncmp(prev, "--", 2) == 0 ? vw_opt_by_flag(ld->p, prev + 2) : NULL;
+	const struct vw_option_alias *a =
+		strncmp(prev, "--", 2) == 0 ? vw_alias_by_flag(ld->p, prev + 2) : NULL;
+	const struct vw_option *o = strncmp(prev, "--", 2) != 0 ? NULL
+				    : a && a->target    ? vw_opt_by_flag(ld->p, a->target)
+							: vw_opt_by_flag(ld->p, prev + 2);
 	bool b;
 
-	if (o && o->type == VW_OPT_BOOL && vw_parse_bool(argv[i], &b) == 0)
+	if (o && vw_opt_boolish(o) && vw_parse_bool(argv[i], &b) == 0)
 		return vw_config_msg(ld->err, ld->errlen, -EINVAL,
 				     "unexpected argument \"%s\" (a boolean flag takes its value "
 				     "after '=': --%s=%s)",
@@ -289,7 +447,7 @@ static int flag_error(struct loader *ld, int c, char **argv)
 	if (c == ':')
 		return vw_config_msg(ld->err, ld->errlen, -EINVAL,
 				     "%s: missing value (expected %s)", tok,
-				     vw_opt_types[ld->p->opts[optopt - FLAG_VAL_OPT].type].expect);
+				     vw_opt_types[ld->defs[optopt - FLAG_VAL_OPT].opt->type].expect);
 	if (optopt && strncmp(tok, "--", 2) == 0)
 		return vw_config_msg(ld->err, ld->errlen, -EINVAL, "%.*s takes no value",
 				     (int)strcspn(tok, "="), tok);
@@ -300,6 +458,36 @@ static int flag_error(struct loader *ld, int c, char **argv)
 	return unknown_flag(ld, tok);
 }
 
+/* A flag's value for the option it sets, or the warning for one without effect. */
+static int flag_def_arg(struct loader *ld, const struct flag_def *d, struct flag_arg *ret)
+{
+	const char *val = d->negated ? "false" : optarg;
+	char what[VW_CONFIG_MSG_MAX];
+	bool b, quiet;
+
+	if (d->opt) {
+		*ret = (struct flag_arg){ .opt = (size_t)(d->opt - ld->p->opts), .val = val };
+		return 0;
+	}
+	*ret = (struct flag_arg){ .opt = SIZE_MAX };
+	if (!alias_boolean(d->alias)) {
+		quiet = val && strcmp(val, d->alias->quiet) == 0;
+	} else {
+		if (val && vw_parse_bool(val, &b) < 0)
+			return vw_config_msg(ld->err, ld->errlen, -EINVAL,
+					     "--%s: invalid boolean \"%.*s\" (expected %s)",
+					     d->alias->flag, VW_CONFIG_QUOTE_MAX, val,
+					     vw_opt_types[VW_OPT_BOOL].expect);
+		b = val ? b : true;
+		quiet = d->alias->quiet && vw_parse_bool(d->alias->quiet, &quiet) == 0 &&
+			quiet == b;
+	}
+	if (quiet)
+		return 0;
+	snprintf(what, sizeof(what), "--%s%s", d->negated ? "no-" : "", d->alias->flag);
+	return vw_config_warn_noeffect(ld->warnings, what, d->alias);
+}
+
 /* One getopt_long return value: 0 (stored in *ret), VW_CONFIG_EXIT_OK, or -errno. */
 static int flag_one(struct loader *ld, int c, char **argv, FILE *out, struct flag_arg *ret)
 {
@@ -307,26 +495,29 @@ static int flag_one(struct loader *ld, int c, char **argv, FILE *out, struct fla
 
 	if (c == 1 || c == ':' || c == '?')
 		return flag_error(ld, c, argv);
-	name = c == FLAG_VAL_HELP      ? "help"
-	       : c == FLAG_VAL_VERSION ? "version"
-				       : ld->p->opts[c - FLAG_VAL_OPT].flag;
+	name = c == FLAG_VAL_HELP       ? "help"
+	       : c == FLAG_VAL_HELP_ALL ? "help-all"
+	       : c == FLAG_VAL_VERSION  ? "version"
+					: ld->defs[c - FLAG_VAL_OPT].name;
 	tok = flag_token(argv, optarg);
 	if (!flag_token_exact(tok, name))
 		return unknown_flag(ld, tok);
-	if (c == FLAG_VAL_HELP || c == FLAG_VAL_VERSION) {
+	if (c == FLAG_VAL_HELP || c == FLAG_VAL_HELP_ALL || c == FLAG_VAL_VERSION) {
 		out = out ? out : stdout;
-		(c == FLAG_VAL_HELP ? vw_config_usage : print_version)(ld->p, out);
+		if (c == FLAG_VAL_VERSION)
+			print_version(ld->p, out);
+		else
+			vw_config_usage_all(ld->p, c == FLAG_VAL_HELP_ALL, out);
 		fflush(out);
 		return VW_CONFIG_EXIT_OK;
 	}
-	*ret = (struct flag_arg){ .opt = (size_t)(c - FLAG_VAL_OPT), .val = optarg };
-	return 0;
+	return flag_def_arg(ld, &ld->defs[c - FLAG_VAL_OPT], ret);
 }
 
 static int flags_collect(struct loader *ld, int argc, char **argv, FILE *out, struct flag_arg *args,
 			 size_t *ret_n)
 {
-	_cleanup_free_ struct option *lo = longopts_new(ld->p);
+	_cleanup_free_ struct option *lo = longopts_new(ld);
 	size_t n = 0;
 	int c, r;
 
@@ -346,15 +537,23 @@ static int flags_collect(struct loader *ld, int argc, char **argv, FILE *out, st
 	return 0;
 }
 
-/* Apply the collected flags: only --config.file, or all the others. */
+static bool flag_is_config(const struct vw_option *o)
+{
+	return strcmp(o->flag, VW_CONFIG_FILE_FLAG) == 0 || strcmp(o->flag, VW_CONFIG_STRICT_FLAG) == 0;
+}
+
+/* Apply the collected flags: only --config.file and --config.strict, or all the others. */
 static int flags_apply(struct loader *ld, const struct flag_arg *args, size_t n, bool config_file)
 {
 	for (size_t i = 0; i < n; i++) {
-		const struct vw_option *o = &ld->p->opts[args[i].opt];
+		const struct vw_option *o;
 		char why[VW_CONFIG_MSG_MAX];
 		int r;
 
-		if ((strcmp(o->flag, VW_CONFIG_FILE_FLAG) == 0) != config_file)
+		if (args[i].opt == SIZE_MAX)
+			continue; /* accepted without effect (warned) */
+		o = &ld->p->opts[args[i].opt];
+		if (flag_is_config(o) != config_file)
 			continue;
 		if (o->type == VW_OPT_STRLIST && !ld->list_replaced[args[i].opt]) {
 			vw_strlist_clear(vw_opt_field(o, ld->cfg));
@@ -399,6 +598,7 @@ static int load_all(struct loader *ld, int argc, char **argv, FILE *out)
 {
 	_cleanup_free_ struct flag_arg *args = calloc((size_t)VW_MAX(argc, 1), sizeof(*args));
 	const struct vw_option *cf = vw_opt_by_flag(ld->p, VW_CONFIG_FILE_FLAG);
+	const struct vw_option *strict = vw_opt_by_flag(ld->p, VW_CONFIG_STRICT_FLAG);
 	size_t n = 0;
 	int r;
 
@@ -411,9 +611,15 @@ static int load_all(struct loader *ld, int argc, char **argv, FILE *out)
 		r = flags_apply(ld, args, n, true);
 	if (r == 0 && cf) {
 		const char *path = *(char **)vw_opt_field(cf, ld->cfg);
+		struct vw_config_yaml_mode mode = {
+			/* A program without --config.strict is always strict. */
+			.strict = !strict || strict->type != VW_OPT_BOOL ||
+				  *(bool *)vw_opt_field(strict, ld->cfg),
+			.warnings = ld->warnings,
+		};
 
 		if (path && *path)
-			r = vw_config_yaml_load(ld->p, ld->cfg, path, ld->err, ld->errlen);
+			r = vw_config_yaml_load(ld->p, ld->cfg, path, &mode, ld->err, ld->errlen);
 	}
 	if (r == 0)
 		r = flags_apply(ld, args, n, false);
@@ -423,8 +629,16 @@ static int load_all(struct loader *ld, int argc, char **argv, FILE *out)
 int vw_config_load(const struct vw_config_program *p, void *cfg, int argc, char **argv, FILE *out,
 		   char *err, size_t errlen)
 {
+	return vw_config_load_warn(p, cfg, argc, argv, out, NULL, err, errlen);
+}
+
+int vw_config_load_warn(const struct vw_config_program *p, void *cfg, int argc, char **argv,
+			FILE *out, struct vw_strlist *warnings, char *err, size_t errlen)
+{
 	_cleanup_free_ bool *replaced = NULL;
-	struct loader ld = { .p = p, .cfg = cfg, .err = err, .errlen = errlen };
+	struct loader ld = {
+		.p = p, .cfg = cfg, .err = err, .errlen = errlen, .warnings = warnings
+	};
 	int r;
 
 	if (err && errlen)
@@ -437,7 +651,10 @@ int vw_config_load(const struct vw_config_program *p, void *cfg, int argc, char 
 	vw_config_free(p, cfg);
 	replaced = calloc(VW_MAX(p->n_opts, 1), sizeof(*replaced));
 	ld.list_replaced = replaced;
-	r = load_all(&ld, argc, argv, out);
+	r = flag_defs_new(&ld);
+	if (r == 0)
+		r = load_all(&ld, argc, argv, out);
+	flag_defs_free(&ld);
 	if (r == -ENOMEM && err && errlen && !err[0])
 		vw_config_msg(err, errlen, r, "%s", strerror(ENOMEM));
 	if (r != VW_CONFIG_CONTINUE)

@@ -2,8 +2,10 @@
 /*
  * Options declared once in a table per daemon; each has a Kepler-style flag
  * (--web.listen-address) and a YAML key path (web.listenAddress). Defaults, then the YAML file
- * named by --config.file, then flags (flags win). Unknown YAML keys and bad values are rejected
- * with file:line:column.
+ * named by --config.file, then flags (flags win). Bad values are rejected with file:line:column;
+ * unknown YAML keys are warnings (skipped), errors with --config.strict. Another program's
+ * spellings (Kepler's) are aliases: they set one of our options, or are accepted without effect
+ * with one warning saying why.
  */
 #pragma once
 
@@ -39,8 +41,28 @@ struct vw_option {
 	const char *const *choices; /* allowed string values (NULL-terminated), or NULL */
 };
 
+/*
+ * Another program's spelling (Kepler's) of one of our options, or one of its settings that
+ * means nothing here. flag (no dashes) and/or yaml. target: the flag of the option it sets (its
+ * value is read as that option reads it; a boolean target's flag also has its --no- form).
+ * target NULL: accepted without effect, with one warning carrying why; such a flag is a boolean
+ * (--debug.pprof, --no-debug.pprof), such a YAML key any value. quiet: a value that asks for
+ * nothing we lack ("false", "" for an empty list or string), accepted without the warning.
+ * A table of aliases ends with an all-NULL row.
+ */
+struct vw_option_alias {
+	const char *flag;
+	const char *yaml;
+	const char *target;
+	const char *why;
+	const char *quiet;
+};
+
 /* The --config.file option every daemon has (a char * field). */
 #define VW_CONFIG_FILE_FLAG "config.file"
+/* An optional flag-only boolean: unknown YAML keys are errors, not warnings. A program without
+ * it is always strict. */
+#define VW_CONFIG_STRICT_FLAG "config.strict"
 /* Larger configuration files are refused (-EFBIG). */
 #define VW_CONFIG_MAX_BYTES (1024 * 1024)
 /* Enough for any vw_format_duration() result ("9223372036854775807ns" and the NUL). */
@@ -57,6 +79,16 @@ struct vw_config_program {
 	const char *summary; /* one paragraph for --help */
 	const struct vw_option *opts;
 	size_t n_opts;
+	const struct vw_option_alias *aliases; /* NULL, or ended by an all-NULL row */
+	/* --help's headings: an option goes under the first whose prefix its flag starts with;
+	 * NULL-ended; NULL: one list. Options under a heading marked advanced show in --help-all. */
+	const struct vw_help_group *groups;
+};
+
+struct vw_help_group {
+	const char *prefix; /* "web." ("" matches all) */
+	const char *title;
+	bool advanced; /* only in --help-all */
 };
 
 /*
@@ -70,6 +102,12 @@ struct vw_config_program {
 int vw_config_load(const struct vw_config_program *p, void *cfg, int argc, char **argv,
 		   FILE *out, char *err, size_t errlen);
 /*
+ * The same, with the warnings (unknown YAML keys, settings accepted without effect) appended to
+ * warnings (NULL: dropped), each once, for the caller to log once logging is set up.
+ */
+int vw_config_load_warn(const struct vw_config_program *p, void *cfg, int argc, char **argv,
+			FILE *out, struct vw_strlist *warnings, char *err, size_t errlen);
+/*
  * Check an option table: flag and YAML key syntax, no duplicates, no key that is both a value
  * and a mapping, defaults that parse, bounds, choices only on strings. 0 or -EINVAL with err.
  * vw_config_load runs it first; a selfcheck test can run it on every daemon's table.
@@ -77,7 +115,10 @@ int vw_config_load(const struct vw_config_program *p, void *cfg, int argc, char 
 int vw_config_check(const struct vw_config_program *p, char *err, size_t errlen);
 /* Free the strings and lists the loader allocated. */
 void vw_config_free(const struct vw_config_program *p, void *cfg);
+/* --help (all false: the common headings) and --help-all (all true: every option). */
 void vw_config_usage(const struct vw_config_program *p, FILE *out);
+void vw_config_usage_all(const struct vw_config_program *p, bool all, FILE *out);
+void vw_strlist_free(struct vw_strlist *l);
 /* Print the effective configuration as YAML (for --config.print and the logs). */
 void vw_config_print(const struct vw_config_program *p, const void *cfg, FILE *out);
 

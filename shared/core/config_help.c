@@ -60,7 +60,8 @@ static void usage_default(const struct vw_option *o, FILE *m)
 		fprintf(m, " (default:" NBSP "%s)", zero[o->type]);
 }
 
-static void usage_option(const struct vw_option *o, FILE *out)
+/* One option; short (--help of a program with headings): without its YAML key line. */
+static void usage_option(const struct vw_option *o, bool brief, FILE *out)
 {
 	_cleanup_free_ char *body = NULL;
 	size_t len = 0, head;
@@ -70,7 +71,10 @@ static void usage_option(const struct vw_option *o, FILE *out)
 	if (!m)
 		return;
 	fputs(o->help ? o->help : "", m);
-	if (o->choices) {
+	if (o->choices && o->type == VW_OPT_STRLIST) {
+		vw_opt_choices_join(o, buf, sizeof(buf));
+		fprintf(m, " Repeatable; values may be comma-separated, each one of: %s.", buf);
+	} else if (o->choices) {
 		vw_opt_choices_join(o, buf, sizeof(buf));
 		fprintf(m, " One of: %s.", buf);
 	} else if (o->type == VW_OPT_LOG_LEVEL) {
@@ -98,11 +102,49 @@ static void usage_option(const struct vw_option *o, FILE *out)
 	}
 	fprintf(out, "%*s", (int)(USAGE_COL - head), "");
 	wrap(out, body, USAGE_COL, USAGE_COL);
-	fprintf(out, "%*sYAML: %s\n", USAGE_COL, "", o->yaml ? o->yaml : "(flag only)");
+	if (!brief)
+		fprintf(out, "%*sYAML: %s\n", USAGE_COL, "", o->yaml ? o->yaml : "(flag only)");
+}
+
+/* The heading an option goes under: the first whose prefix its flag starts with. */
+static const struct vw_help_group *option_group(const struct vw_config_program *p,
+						 const struct vw_option *o)
+{
+	for (const struct vw_help_group *g = p->groups; g && g->title; g++)
+		if (strncmp(o->flag, g->prefix, strlen(g->prefix)) == 0)
+			return g;
+	return NULL;
+}
+
+static void usage_aliases(const struct vw_config_program *p, FILE *out)
+{
+	if (!p->aliases || !(p->aliases[0].flag || p->aliases[0].yaml))
+		return;
+	fputs("\nKepler's spellings (accepted as they are):\n", out);
+	for (const struct vw_option_alias *a = p->aliases; a->flag || a->yaml; a++) {
+		_cleanup_free_ char *text = NULL;
+		int n = asprintf(&text, "%s%s%s%s%s %s%s%s", a->flag ? "--" : "",
+				 a->flag ? a->flag : "", a->flag && a->yaml ? ", " : "",
+				 a->yaml ? "YAML " : "", a->yaml ? a->yaml : "",
+				 a->target ? "-> --" : "has no effect: ",
+				 a->target ? a->target : a->why, a->target ? "" : ".");
+
+		if (n < 0)
+			return;
+		fputs("  ", out);
+		wrap(out, text, 2, 6);
+	}
 }
 
 void vw_config_usage(const struct vw_config_program *p, FILE *out)
 {
+	vw_config_usage_all(p, false, out);
+}
+
+void vw_config_usage_all(const struct vw_config_program *p, bool all, FILE *out)
+{
+	size_t hidden = 0;
+
 	if (!out)
 		out = stdout;
 	fprintf(out, "Usage: %s [--FLAG[=VALUE]]...\n\n", p->name);
@@ -114,14 +156,45 @@ void vw_config_usage(const struct vw_config_program *p, FILE *out)
 	     "Settings start from the defaults shown below, then the YAML file named by "
 	     "--config.file, then the flags: flags win. Each setting's YAML key nests by its "
 	     "dots: web.listenAddress is listenAddress inside the web mapping. Write flags as "
-	     "--flag=value or --flag value; a boolean flag alone means true. Durations use Go "
-	     "syntax: 300ms, 5s, 1m30s, 1.5h.",
+	     "--flag=value or --flag value; a boolean flag alone means true, --no-FLAG false. "
+	     "Durations use Go syntax: 300ms, 5s, 1m30s, 1.5h.",
 	     0, 0);
-	fputs("\nFlags:\n", out);
-	for (size_t i = 0; i < p->n_opts; i++)
-		usage_option(&p->opts[i], out);
-	fprintf(out, "  %-*sShow this help and exit.\n", USAGE_COL - 2, "-h, --help");
+	if (!p->groups) {
+		fputs("\nFlags:\n", out);
+		for (size_t i = 0; i < p->n_opts; i++)
+			usage_option(&p->opts[i], false, out);
+	}
+	for (const struct vw_help_group *g = p->groups; g && g->title; g++) {
+		bool any = false, seen = false;
+
+		for (const struct vw_help_group *e = p->groups; e != g && !seen; e++)
+			seen = strcmp(e->title, g->title) == 0; /* one heading, several prefixes */
+		for (size_t i = 0; i < p->n_opts && !seen; i++) {
+			const struct vw_help_group *og = option_group(p, &p->opts[i]);
+
+			if (!og || strcmp(og->title, g->title) != 0)
+				continue;
+			if (g->advanced && !all) {
+				hidden++;
+				continue;
+			}
+			if (!any)
+				fprintf(out, "\n%s:\n", g->title);
+			any = true;
+			usage_option(&p->opts[i], !all, out);
+		}
+	}
+	fputs("\nHelp:\n", out);
+	fprintf(out, "  %-*sShow the common flags and exit.\n", USAGE_COL - 2, "-h, --help");
+	fprintf(out, "  %-*sShow every flag and Kepler's names, and exit.\n", USAGE_COL - 2,
+		"--help-all");
 	fprintf(out, "  %-*sShow the version and exit.\n", USAGE_COL - 2, "--version");
+	if (all)
+		usage_aliases(p, out);
+	else if (hidden)
+		fprintf(out, "\n%zu more flags (advanced tuning), each setting's YAML key and Kepler's "
+			"spellings: --help-all\n",
+			hidden);
 }
 
 /*

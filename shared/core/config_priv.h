@@ -45,9 +45,14 @@ int vw_opt_set(const struct vw_option *o, void *cfg, const char *s, char *why, s
 /* Free a string or list field and zero it. */
 void vw_opt_free(const struct vw_option *o, void *cfg);
 bool vw_opt_bounded(const struct vw_option *o);
+/* A boolean flag (--x, --x=false, --no-x): a bool, or a string whose choices hold true and
+ * false besides others (auto|true|false). */
+bool vw_opt_boolish(const struct vw_option *o);
 /* A bound as the user would write it: "1s" for a duration, "100" for a number. */
 void vw_opt_bound_format(const struct vw_option *o, double v, char *buf, size_t size);
 void vw_opt_choices_join(const struct vw_option *o, char *buf, size_t size);
+/* s is one of the option's choices (a string's value, a list's item), or -EINVAL with why. */
+int vw_opt_check_choice(const struct vw_option *o, const char *s, char *why, size_t whylen);
 
 void vw_strlist_clear(struct vw_strlist *l);
 int vw_strlist_push(struct vw_strlist *l, const char *s, size_t len);
@@ -73,9 +78,27 @@ struct vw_suggestion {
 	}
 void vw_suggest_consider(struct vw_suggestion *s, const char *cand, size_t len);
 
+const struct vw_option_alias *vw_alias_by_flag(const struct vw_config_program *p,
+					       const char *flag);
+const struct vw_option_alias *vw_alias_by_yaml(const struct vw_config_program *p,
+					       const char *path);
+/* Append a warning unless the same text is there already (each said once). 0 or -ENOMEM. */
+int vw_config_warn(struct vw_strlist *warnings, const char *fmt, ...) _printf_(2, 3);
+/* The warning for a setting accepted without effect. */
+int vw_config_warn_noeffect(struct vw_strlist *warnings, const char *what,
+			    const struct vw_option_alias *a);
+
+/* How the YAML file is read: unknown keys are errors (strict) or warnings. */
+struct vw_config_yaml_mode {
+	bool strict;
+	struct vw_strlist *warnings; /* NULL: warnings dropped */
+};
+
 /* Read the YAML file at path into cfg; errors start with "path:line:column: ". */
-int vw_config_yaml_load(const struct vw_config_program *p, void *cfg, const char *path, char *err,
-			size_t errlen);
-/* The same for the file's text in memory (tests, fuzzing); path names it in messages. */
+int vw_config_yaml_load(const struct vw_config_program *p, void *cfg, const char *path,
+			const struct vw_config_yaml_mode *mode, char *err, size_t errlen);
+/* The same for the file's text in memory (tests, fuzzing); path names it in messages.
+ * mode NULL: strict, as before aliases and warnings existed. */
 int vw_config_yaml_load_buf(const struct vw_config_program *p, void *cfg, const char *path,
-			    const char *buf, size_t len, char *err, size_t errlen);
+			    const char *buf, size_t len, const struct vw_config_yaml_mode *mode,
+			    char *err, size_t errlen);

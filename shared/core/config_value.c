@@ -200,6 +200,11 @@ void vw_strlist_clear(struct vw_strlist *l)
 	l->n = 0;
 }
 
+void vw_strlist_free(struct vw_strlist *l)
+{
+	vw_strlist_clear(l);
+}
+
 int vw_strlist_push(struct vw_strlist *l, const char *s, size_t len)
 {
 	_cleanup_free_ char *dup = strndup(s, len);
@@ -289,21 +294,46 @@ static int bad_value(const struct vw_option *o, const char *s, char *why, size_t
 			     VW_CONFIG_QUOTE_MAX, s, vw_opt_types[o->type].expect);
 }
 
-static int set_string(const struct vw_option *o, void *cfg, const char *s, char *why, size_t whylen)
+int vw_opt_check_choice(const struct vw_option *o, const char *s, char *why, size_t whylen)
 {
-	char **field = vw_opt_field(o, cfg), *dup;
 	bool ok = !o->choices;
+	char list[VW_CONFIG_MSG_MAX / 2];
 
 	for (size_t i = 0; o->choices && o->choices[i]; i++)
 		ok = ok || strcmp(s, o->choices[i]) == 0;
-	if (!ok) {
-		char list[VW_CONFIG_MSG_MAX / 2];
+	if (ok)
+		return 0;
+	vw_opt_choices_join(o, list, sizeof(list));
+	return vw_config_msg(why, whylen, -EINVAL, "invalid %s \"%.*s\" (expected one of: %s)",
+			     o->type == VW_OPT_STRLIST ? "item" : "value", VW_CONFIG_QUOTE_MAX, s,
+			     list);
+}
 
-		vw_opt_choices_join(o, list, sizeof(list));
-		return vw_config_msg(why, whylen, -EINVAL,
-				     "invalid value \"%.*s\" (expected one of: %s)",
-				     VW_CONFIG_QUOTE_MAX, s, list);
+bool vw_opt_boolish(const struct vw_option *o)
+{
+	bool t = false, f = false;
+
+	if (o->type == VW_OPT_BOOL)
+		return true;
+	for (size_t i = 0; o->type == VW_OPT_STRING && o->choices && o->choices[i]; i++) {
+		t = t || strcmp(o->choices[i], "true") == 0;
+		f = f || strcmp(o->choices[i], "false") == 0;
 	}
+	return t && f;
+}
+
+static int set_string(const struct vw_option *o, void *cfg, const char *s, char *why, size_t whylen)
+{
+	char **field = vw_opt_field(o, cfg), *dup;
+	bool b;
+	int r;
+
+	if (vw_opt_boolish(o) && vw_parse_bool(s, &b) == 0)
+		s = b ? "true" : "false"; /* auto|true|false: every boolean spelling */
+	r = vw_opt_check_choice(o, s, why, whylen);
+
+	if (r < 0)
+		return r;
 	dup = strdup(s);
 	if (!dup)
 		return vw_config_msg(why, whylen, -ENOMEM, "%s", strerror(ENOMEM));
@@ -383,7 +413,17 @@ static int set_log_level(const struct vw_option *o, void *cfg, const char *s, ch
 static int set_strlist(const struct vw_option *o, void *cfg, const char *s, char *why,
 		       size_t whylen)
 {
-	return strlist_add_csv(vw_opt_field(o, cfg), s, why, whylen);
+	struct vw_strlist *l = vw_opt_field(o, cfg);
+	size_t before = l->n;
+	int r = strlist_add_csv(l, s, why, whylen);
+
+	for (size_t i = before; r == 0 && i < l->n; i++)
+		r = vw_opt_check_choice(o, l->v[i], why, whylen);
+	while (r < 0 && l->n > before) { /* the list as it was */
+		free(l->v[--l->n]);
+		l->v[l->n] = NULL;
+	}
+	return r;
 }
 
 typedef int (*set_fn)(const struct vw_option *o, void *cfg, const char *s, char *why,

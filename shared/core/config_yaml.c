@@ -3,6 +3,8 @@
  * The YAML configuration file, read with libyaml's event parser: a mapping of mappings whose
  * key paths ("web.listenAddress") name options. Every error carries file:line:column from
  * libyaml's marks. Anchors and aliases are refused, so nothing can expand (billion laughs).
+ * Unknown keys are skipped with a warning unless strict; another program's keys (aliases) set
+ * our options or are skipped with one warning saying why they mean nothing here.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@ struct yaml_reader {
 	const struct vw_config_program *p;
 	void *cfg;
 	struct vw_yaml y;
+	struct vw_config_yaml_mode mode;
 };
 
 #define at_mark(rd, m, ...) vw_yaml_err(&(rd)->y, m, __VA_ARGS__)
@@ -63,6 +66,7 @@ static int yaml_sequence_option(struct yaml_reader *rd, const struct vw_option *
 {
 	struct vw_strlist *l = vw_opt_field(o, rd->cfg);
 	_cleanup_free_ char *what = NULL;
+	char why[VW_CONFIG_MSG_MAX];
 
 	if (asprintf(&what, "%s: a list item", path) < 0)
 		return -ENOMEM;
@@ -77,6 +81,8 @@ static int yaml_sequence_option(struct yaml_reader *rd, const struct vw_option *
 		if (scalar_is_null(&ev) || !ev.data.scalar.length)
 			return at_mark(rd, &ev.start_mark, "%s: empty list item", path);
 		r = scalar_text(rd, &ev, path, o, &v);
+		if (r == 0 && vw_opt_check_choice(o, v, why, sizeof(why)) < 0)
+			return at_mark(rd, &ev.start_mark, "%s: %s", path, why);
 		if (r == 0)
 			r = vw_strlist_push(l, v, strlen(v));
 		if (r < 0)
@@ -191,6 +197,75 @@ static int yaml_unknown_key(struct yaml_reader *rd, const char *prefix, const ch
 
 static int yaml_mapping(struct yaml_reader *rd, const char *prefix);
 
+/* Consume the next node whole (a scalar, or a sequence or mapping with all it holds). With
+ * quiet, *ret_quiet says whether the node was that value: a scalar equal to it (booleans
+ * compared as booleans), or, for "", an empty sequence, mapping, string or null. */
+static int skip_node(struct yaml_reader *rd, const char *quiet, bool *ret_quiet)
+{
+	size_t depth = 0, items = 0;
+	bool is_quiet = false;
+
+	do {
+		_cleanup_event_ yaml_event_t ev = { 0 };
+		int r = yaml_next(rd, &ev);
+
+		if (r < 0)
+			return r;
+		if (depth == 0 && ev.type == YAML_SCALAR_EVENT && quiet) {
+			const char *v = (const char *)ev.data.scalar.value;
+			bool a, b;
+
+			is_quiet = vw_yaml_is_null(&ev) ? !*quiet
+				   : vw_parse_bool(v, &a) == 0 && vw_parse_bool(quiet, &b) == 0
+					   ? a == b
+					   : strcmp(v, quiet) == 0;
+		}
+		bool end = ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT;
+
+		if (depth == 1 && !end)
+			items++;
+		if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT)
+			depth++;
+		else if (end && --depth == 0)
+			is_quiet = quiet && !*quiet && items == 0;
+	} while (depth > 0);
+	if (ret_quiet)
+		*ret_quiet = is_quiet;
+	return 0;
+}
+
+/* Without --config.strict an unknown key is a warning (as in Kepler since 2026-08) and its
+ * value, whatever it holds, is skipped. */
+static int yaml_unknown(struct yaml_reader *rd, const char *prefix, const char *path,
+			const yaml_event_t *key)
+{
+	int r = yaml_unknown_key(rd, prefix, path, key);
+
+	if (rd->mode.strict || r != -EINVAL)
+		return r;
+	r = vw_config_warn(rd->mode.warnings, "%s; ignored (--config.strict makes it an error)",
+			   rd->y.err ? rd->y.err : path);
+	if (rd->y.err && rd->y.errlen)
+		rd->y.err[0] = '\0';
+	return r < 0 ? r : skip_node(rd, NULL, NULL);
+}
+
+/* One of another program's settings that means nothing here: one warning, unless its value
+ * asks for nothing. */
+static int yaml_noeffect(struct yaml_reader *rd, const struct vw_option_alias *a, const char *path,
+			 const yaml_event_t *key)
+{
+	char where[VW_CONFIG_MSG_MAX];
+	bool quiet = false;
+	int r = skip_node(rd, a->quiet, &quiet);
+
+	if (r < 0 || quiet)
+		return r;
+	snprintf(where, sizeof(where), "%s:%zu: %s", rd->y.path ? rd->y.path : "config",
+		 (size_t)key->start_mark.line + 1, path);
+	return vw_config_warn_noeffect(rd->mode.warnings, where, a);
+}
+
 /* A key that names a mapping of further keys ("web:"); null stands for an empty one. */
 static int yaml_section(struct yaml_reader *rd, const char *path)
 {
@@ -212,17 +287,23 @@ static int yaml_key(struct yaml_reader *rd, const char *prefix, const yaml_event
 {
 	const char *name = (const char *)key->data.scalar.value;
 	_cleanup_free_ char *path = NULL;
+	const struct vw_option_alias *a;
 	const struct vw_option *o;
 	int r;
 
 	if (asprintf(&path, "%s%s%s", prefix, *prefix ? "." : "", name) < 0)
 		return -ENOMEM;
 	o = strchr(name, '.') ? NULL : vw_opt_by_yaml(rd->p, path);
-	if (!o && (strchr(name, '.') || !vw_yaml_is_section(rd->p, path)))
-		return yaml_unknown_key(rd, prefix, path, key);
+	a = o || strchr(name, '.') ? NULL : vw_alias_by_yaml(rd->p, path);
+	if (a && a->target)
+		o = vw_opt_by_flag(rd->p, a->target);
+	if (!o && !a && (strchr(name, '.') || !vw_yaml_is_section(rd->p, path)))
+		return yaml_unknown(rd, prefix, path, key);
 	r = seen_keys_add(rd, seen, path, key);
 	if (r < 0)
 		return r;
+	if (a && !a->target)
+		return yaml_noeffect(rd, a, path, key);
 	return o ? yaml_option(rd, o, path) : yaml_section(rd, path);
 }
 
@@ -284,19 +365,22 @@ static int yaml_read(struct yaml_reader *rd, int opened)
 	return r;
 }
 
-int vw_config_yaml_load(const struct vw_config_program *p, void *cfg, const char *path, char *err,
-			size_t errlen)
+static const struct vw_config_yaml_mode strict_mode = { .strict = true };
+
+int vw_config_yaml_load(const struct vw_config_program *p, void *cfg, const char *path,
+			const struct vw_config_yaml_mode *mode, char *err, size_t errlen)
 {
-	struct yaml_reader rd = { .p = p, .cfg = cfg };
+	struct yaml_reader rd = { .p = p, .cfg = cfg, .mode = *(mode ? mode : &strict_mode) };
 
 	return yaml_read(&rd, vw_yaml_open(&rd.y, path, "config file", VW_CONFIG_MAX_BYTES, err,
 					   errlen));
 }
 
 int vw_config_yaml_load_buf(const struct vw_config_program *p, void *cfg, const char *path,
-			    const char *buf, size_t len, char *err, size_t errlen)
+			    const char *buf, size_t len, const struct vw_config_yaml_mode *mode,
+			    char *err, size_t errlen)
 {
-	struct yaml_reader rd = { .p = p, .cfg = cfg };
+	struct yaml_reader rd = { .p = p, .cfg = cfg, .mode = *(mode ? mode : &strict_mode) };
 
 	return yaml_read(&rd, vw_yaml_open_buf(&rd.y, path, "config file", buf, len,
 					       VW_CONFIG_MAX_BYTES, err, errlen));

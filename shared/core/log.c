@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "log.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
@@ -19,6 +20,23 @@ static enum vw_log_level log_level = VW_LOG_INFO;
 static vw_log_sink_fn log_sink;
 static void *log_userdata;
 static const uint64_t *fake_now;
+static enum vw_log_format log_format = VW_LOG_FORMAT_TEXT;
+
+int vw_log_format_parse(const char *s, enum vw_log_format *ret)
+{
+	if (s && (strcasecmp(s, "text") == 0 || strcasecmp(s, "logfmt") == 0))
+		*ret = VW_LOG_FORMAT_TEXT;
+	else if (s && strcasecmp(s, "json") == 0)
+		*ret = VW_LOG_FORMAT_JSON;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+void vw_log_set_format(enum vw_log_format f)
+{
+	__atomic_store_n(&log_format, f, __ATOMIC_RELAXED);
+}
 
 int vw_log_level_parse(const char *s, enum vw_log_level *ret)
 {
@@ -71,6 +89,18 @@ static void stderr_sink(enum vw_log_level level, const char *msg)
 	clock_gettime(CLOCK_REALTIME, &ts);
 	if (gmtime_r(&ts.tv_sec, &tm))
 		strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S", &tm);
+	/* msg holds no quote or control byte (vw_logv); a backslash is the one JSON escape left. */
+	if (__atomic_load_n(&log_format, __ATOMIC_RELAXED) == VW_LOG_FORMAT_JSON) {
+		fprintf(stderr, "{\"time\":\"%s.%03ldZ\",\"level\":\"%s\",\"msg\":\"", stamp,
+			ts.tv_nsec / 1000000L, vw_log_level_name(level));
+		for (const char *p = msg; *p; p++) {
+			if (*p == '\\')
+				fputc('\\', stderr);
+			fputc(*p, stderr);
+		}
+		fputs("\"}\n", stderr);
+		return;
+	}
 	fprintf(stderr, "time=%s.%03ldZ level=%s msg=\"%s\"\n", stamp, ts.tv_nsec / 1000000L,
 		vw_log_level_name(level), msg);
 }

@@ -24,6 +24,11 @@ void vw_log_set_level(enum vw_log_level level);
 enum vw_log_level vw_log_get_level(void);
 /* Replace the sink (NULL restores stderr). Thread-safe: messages are serialised. */
 void vw_log_set_sink(vw_log_sink_fn fn, void *userdata);
+/* The stderr sink's format: logfmt (time=... level=... msg="...", the default) or one JSON
+ * object per line ({"time":"...","level":"...","msg":"..."}), as Kepler's --log.format. */
+enum vw_log_format { VW_LOG_FORMAT_TEXT, VW_LOG_FORMAT_JSON };
+int vw_log_format_parse(const char *s, enum vw_log_format *ret);
+void vw_log_set_format(enum vw_log_format f);
 
 void vw_log(enum vw_log_level level, const char *fmt, ...) _printf_(2, 3);
 void vw_logv(enum vw_log_level level, const char *fmt, va_list ap) _printf_(2, 0);

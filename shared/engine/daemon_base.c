@@ -15,6 +15,7 @@
 #include "cpu_fallback.h"
 #include "ctrmeta.h"
 #include "energy.h"
+#include "kubeconfig.h"
 #include "fileio.h"
 #include "dmi.h"
 #include "gpu.h"
@@ -241,6 +242,41 @@ int vw_daemon_parse_levels(const struct vw_strlist *l, bool allow_vm, struct vw_
 	return 0;
 }
 
+/*
+ * Kepler's kube.config: a kubeconfig for running outside a pod. Its current context's server
+ * is the API server, its CA and credentials reach it (and the kubelet); --kube.api-server,
+ * --kube.ca-file and --kube.token-file win over the file.
+ */
+static int apply_kubeconfig(const struct vw_daemon_options *c, struct vw_kubeconfig *k,
+			    struct vw_podmeta_opts *po, bool kubelet)
+{
+	char err[512] = "";
+	int r = vw_kubeconfig_load(c->kube_config, k, err, sizeof(err));
+
+	if (r < 0) {
+		vw_error("kube: --kube.config: %s", err[0] ? err : strerror(-r));
+		return r;
+	}
+	vw_info("kube: kubeconfig %s: context %s, cluster %s (%s), user %s", c->kube_config,
+		k->context, k->cluster, k->server, k->user ? k->user : "(none)");
+	if (!kubelet && !po->url)
+		po->url = k->server;
+	if (!po->ca_file) {
+		po->ca_file = k->ca_file;
+		po->ca_pem = k->ca_pem;
+	}
+	if (!po->token_file) {
+		po->token_file = k->token_file;
+		po->token = k->token;
+		po->cert_file = k->cert_file;
+		po->key_file = k->key_file;
+		po->cert_pem = k->cert_pem;
+		po->key_pem = k->key_pem;
+	}
+	po->insecure_skip_verify = po->insecure_skip_verify || k->insecure;
+	return 0;
+}
+
 static int start_podmeta(struct vw_daemon *d)
 {
 	const struct vw_daemon_options *c = d->opts;
@@ -255,8 +291,12 @@ static int start_podmeta(struct vw_daemon *d)
 		.insecure_skip_verify = c->kube_insecure,
 		.poll_ns = c->kube_poll_ns,
 	};
+	struct vw_kubeconfig k = { 0 };
 
-	d->podmeta = vw_podmeta_start(&po);
+	if (nonempty(c->kube_config) && apply_kubeconfig(c, &k, &po, kubelet) < 0)
+		return -EINVAL;
+	d->podmeta = vw_podmeta_start(&po); /* copies what it keeps */
+	vw_kubeconfig_free(&k);
 	if (!d->podmeta) {
 		vw_error("kube: cannot start pod metadata (%s): %s", kubelet ? "kubelet" : "apiserver",
 			 strerror(errno));
@@ -529,6 +569,10 @@ int vw_daemon_render_publish(struct vw_daemon *d, struct vw_node_view *v)
 		free(text);
 		vw_error("metrics: rendering failed: %s", strerror(-r));
 		return r;
+	}
+	if (d->opts->exporter_stdout) { /* Kepler's stdout exporter: the snapshot as served */
+		fwrite(text, 1, text_len, stdout);
+		fflush(stdout);
 	}
 	if (d->otlp) { /* the very snapshot /metrics serves, stamped now */
 		struct timespec ts;

@@ -66,6 +66,9 @@ struct vw_daemon_hooks {
 };
 
 /* The part of a daemon the skeleton owns; each daemon embeds one. */
+/* web.listen-address: addresses served at most (each its own server). */
+#define VW_DAEMON_MAX_LISTEN 8
+
 struct vw_daemon {
 	const struct vw_daemon_options *opts;
 	const struct vw_daemon_hooks *hooks;

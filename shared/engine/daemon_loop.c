@@ -55,7 +55,6 @@ int vw_daemon_run(struct vw_daemon *d, uint64_t sample_ns, uint64_t first_ns,
 	const struct vw_daemon_options *o = d->opts;
 	const struct vw_daemon_hooks *k = d->hooks;
 	struct vw_http_opts ho = {
-		.listen_address = o->listen_address,
 		.max_connections = (unsigned)o->web_max_connections,
 		.timeout_s = (unsigned)(o->web_timeout_ns / VW_NSEC_PER_SEC),
 		.web_config_file = o->web_config_file,
@@ -67,17 +66,27 @@ int vw_daemon_run(struct vw_daemon *d, uint64_t sample_ns, uint64_t first_ns,
 		.stale_after_ns = vw_daemon_stale_after_ns(o->interval_ns),
 	};
 	uint64_t t0 = vw_now_ns(), next_sample, next_publish;
-	struct vw_http *http;
+	struct vw_http *http[VW_DAEMON_MAX_LISTEN] = { 0 };
+	size_t n_http = VW_MIN(o->listen_address.n, ARRAY_SIZE(http));
 
 	/* The baseline: what came before the loop belongs to no interval. */
 	(void)(k->sample ? k->sample(d->ud, t0) : k->publish(d->ud, t0));
 	progress(d);
-	http = vw_http_start(&ho, d->expo);
-	if (!http) {
-		int r = -errno;
+	if (o->listen_address.n > n_http)
+		vw_warn("http: %zu listen addresses, only the first %zu are served",
+			o->listen_address.n, n_http);
+	/* One server per address (Kepler's repeatable --web.listen-address), one exposition. */
+	for (size_t i = 0; i < n_http; i++) {
+		ho.listen_address = o->listen_address.v[i];
+		http[i] = vw_http_start(&ho, d->expo);
+		if (!http[i]) {
+			int r = -errno;
 
-		vw_error("http: cannot serve on %s: %s", o->listen_address, strerror(-r));
-		return r;
+			vw_error("http: cannot serve on %s: %s", ho.listen_address, strerror(-r));
+			while (i > 0)
+				vw_http_stop(http[--i]);
+			return r;
+		}
 	}
 	if (!k->sample)
 		sample_ns = o->interval_ns;
@@ -110,6 +119,7 @@ int vw_daemon_run(struct vw_daemon *d, uint64_t sample_ns, uint64_t first_ns,
 		progress(d);
 	}
 	vw_info("%s: stopping", k->program);
-	vw_http_stop(http);
+	for (size_t i = 0; i < n_http; i++)
+		vw_http_stop(http[i]);
 	return 0;
 }

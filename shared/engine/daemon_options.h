@@ -15,7 +15,8 @@
 
 struct vw_daemon_options {
 	char *config_file;
-	char *listen_address;
+	bool config_strict;
+	struct vw_strlist listen_address; /* one server per address */
 	uint64_t web_max_connections;
 	uint64_t web_timeout_ns;
 	char *web_config_file;
@@ -24,13 +25,16 @@ struct vw_daemon_options {
 	char *rootfs;
 	uint64_t interval_ns;
 	enum vw_log_level log_level;
+	char *log_format; /* text, json */
 	char *node_name;
 	uint64_t process_top_n;
 	uint64_t metrics_max_bytes;
 	uint64_t max_terminated;
+	bool exporter_stdout; /* each snapshot's exposition to stdout too */
 	char *cpu_accounting; /* auto, bpf, procfs */
 	bool cpu_hw_counters;
 	bool kube_enable;
+	char *kube_config; /* a kubeconfig file: server, CA, token or client certificate */
 	char *kube_pod_source; /* apiserver, kubelet */
 	char *kube_api_url;
 	char *kube_kubelet_url;
@@ -60,16 +64,23 @@ struct vw_daemon_options {
 
 extern const char *const vw_accounting_names[];
 extern const char *const vw_pod_source_names[];
+extern const char *const vw_log_format_names[];
+extern const struct vw_help_group vw_daemon_help_groups[];
 
 #define VW_DO_OFF(type, f) offsetof(type, common.f)
 
 /* The shared rows of an option table (a comma-separated list of struct vw_option). */
 #define VW_DAEMON_OPTIONS(type)                                                                    \
 	{ "config.file", NULL, VW_OPT_STRING, VW_DO_OFF(type, config_file), NULL, "PATH",          \
-	  "YAML configuration file; flags override its values" },                                 \
-	{ "web.listen-address", "web.listenAddress", VW_OPT_STRING,                                \
+	  "YAML configuration file (Kepler's files are read unchanged); flags override its "       \
+	  "values" },                                                                              \
+	{ "config.strict", NULL, VW_OPT_BOOL, VW_DO_OFF(type, config_strict), "false", NULL,       \
+	  "an unknown key in the configuration file stops the start (default: a warning, as in "  \
+	  "Kepler)" },                                                                             \
+	{ "web.listen-address", "web.listenAddress", VW_OPT_STRLIST,                               \
 	  VW_DO_OFF(type, listen_address), ":28282", "[HOST]:PORT",                                \
-	  "address to serve /metrics, /healthz, /readyz and / on" },                              \
+	  "addresses to serve /metrics, /healthz, /readyz and / on (Kepler's "                    \
+	  "web.listenAddresses)" },                                                                \
 	{ "web.max-connections", "web.maxConnections", VW_OPT_UINT,                                \
 	  VW_DO_OFF(type, web_max_connections), "64", "N", "concurrent HTTP connections accepted", \
 	  1, 10000 },                                                                              \
@@ -91,6 +102,9 @@ extern const char *const vw_pod_source_names[];
 	  3600 },                                                                                  \
 	{ "log.level", "log.level", VW_OPT_LOG_LEVEL, VW_DO_OFF(type, log_level), "info", "LEVEL", \
 	  "error, warn, info or debug" },                                                          \
+	{ "log.format", "log.format", VW_OPT_STRING, VW_DO_OFF(type, log_format), "text",          \
+	  "FORMAT", "text (logfmt lines) or json (one JSON object per line)", 0, 0,              \
+	  vw_log_format_names },                                                                   \
 	{ "kube.node-name", "kube.nodeName", VW_OPT_STRING, VW_DO_OFF(type, node_name), NULL,      \
 	  "NAME", "node_name label (default: $NODE_NAME, else the host name)" },                  \
 	{ "metrics.process-top-n", "exporter.prometheus.processTopN", VW_OPT_UINT,                 \
@@ -105,6 +119,9 @@ extern const char *const vw_pod_source_names[];
 	{ "monitor.max-terminated", "monitor.maxTerminated", VW_OPT_UINT,                          \
 	  VW_DO_OFF(type, max_terminated), "500", "N",                                             \
 	  "terminated workloads kept until a scrape has seen their final values", 1, 1000000 },   \
+	{ "exporter.stdout", "exporter.stdout.enabled", VW_OPT_BOOL,                               \
+	  VW_DO_OFF(type, exporter_stdout), "false", NULL,                                         \
+	  "also write each snapshot's exposition (the /metrics text) to standard output" },       \
 	{ "cpu.accounting", "cpu.accounting", VW_OPT_STRING, VW_DO_OFF(type, cpu_accounting),     \
 	  "auto", "METHOD",                                                                        \
 	  "per-process CPU time: bpf (CO-RE eBPF, exact), procfs, or auto (bpf, else procfs)", 0, \
@@ -116,6 +133,10 @@ extern const char *const vw_pod_source_names[];
 	  "CPU time, nothing on the switch path" },                                                \
 	{ "kube.enable", "kube.enable", VW_OPT_BOOL, VW_DO_OFF(type, kube_enable), "false", NULL, \
 	  "look up pod names, namespaces and CPU requests for containers" },                      \
+	{ "kube.config", "kube.config", VW_OPT_STRING, VW_DO_OFF(type, kube_config), NULL, "PATH", \
+	  "kubeconfig file for running outside a pod: its current context's server, CA, and "     \
+	  "token or client certificate reach the API server (kube.api-server, kube.ca-file and "  \
+	  "kube.token-file win over it; default: in-cluster)" },                                  \
 	{ "kube.pod-source", "kube.podSource", VW_OPT_STRING, VW_DO_OFF(type, kube_pod_source),   \
 	  "apiserver", "SOURCE",                                                                   \
 	  "where pods come from: apiserver (list+watch, this node only) or kubelet (/pods)", 0, 0, \
@@ -205,6 +226,44 @@ extern const char *const vw_otlp_compression_names[];
 	  "wins over carbon.intensity" }
 
 /*
+ * Kepler's spellings both daemons accept (config/config.go, main and v0.10): rows of a
+ * struct vw_option_alias table, before the daemon's own and the all-NULL end.
+ */
+#define VW_DAEMON_ALIASES                                                                          \
+	{ NULL, "web.listenAddresses", "web.listen-address", NULL, NULL },                          \
+	{ NULL, "kube.enabled", "kube.enable", NULL, NULL },                                        \
+	{ NULL, "kube.podInformer.mode", "kube.pod-source", NULL, NULL },                           \
+	{ NULL, "kube.podInformer.pollInterval", "kube.poll-interval", NULL, NULL },                \
+	{ "experimental.gpu.enabled", NULL, "gpu.enable", NULL, NULL },                             \
+	{ "experimental.gpu.idle-power", NULL, "gpu.idle-watts", NULL, NULL },                      \
+	{ "experimental.gpu.dcgm-endpoint", "experimental.gpu.dcgmEndpoint", NULL,                 \
+	  "MIG partitions are read through NVML itself, no dcgm-exporter is needed", "" },          \
+	{ "debug.pprof", "debug.pprof.enabled", NULL,                                               \
+	  "virtwatt is not a Go program: it has no pprof; profile it with perf", "false" },         \
+	{ NULL, "exporter.prometheus.debugCollectors", NULL,                                        \
+	  "Go's runtime and process collectors do not exist here; virtwatt's own "                 \
+	  "virtwatt_process_* and virtwatt_* families are always exported",                         \
+	  "" },                                                                                     \
+	{ "exporter.prometheus", "exporter.prometheus.enabled", NULL,                               \
+	  "the Prometheus endpoint is virtwatt's output and is always served on "                  \
+	  "web.listen-address",                                                                     \
+	  "true" },                                                                                 \
+	{ NULL, "dev.fake-cpu-meter.enabled", NULL,                                                 \
+	  "virtwatt has no random fake meter: without a meter it estimates from CPU time with a "  \
+	  "Kepler model (power.sources estimator)",                                                 \
+	  "false" },                                                                                \
+	{ NULL, "dev.fake-cpu-meter.zones", NULL,                                                   \
+	  "virtwatt has no fake meter (see dev.fake-cpu-meter.enabled)", "" },                      \
+	{ NULL, "monitor.staleness", NULL,                                                          \
+	  "virtwatt computes once per monitor.interval and serves that one snapshot to every "     \
+	  "scraper, so scrapers in a Prometheus HA pair already read the same values",              \
+	  NULL },                                                                                   \
+	{ NULL, "monitor.minTerminatedEnergyThreshold", NULL,                                       \
+	  "a terminated workload is exported until a scrape has served its final value, whatever " \
+	  "its energy, so no energy is lost from the sums (monitor.max-terminated bounds them)",    \
+	  "0" }
+
+/*
  * Health of a daemon's loop, for /healthz and /readyz (docs/configuration.md): the snapshot is
  * stale (not ready) once older than VW_STALE_INTERVALS monitor intervals plus 5 s, the loop is
  * stuck (unhealthy) after as many intervals plus 10 s without progress. The slack keeps a loaded
@@ -216,6 +275,13 @@ uint64_t vw_daemon_stuck_after_ns(uint64_t interval_ns);
 /* Whether a loop last made progress at last_ns (vw_now_ns(); 0: never) within limit_ns; when
  * not, why in `why`. */
 bool vw_daemon_loop_alive(uint64_t last_ns, uint64_t limit_ns, char *why, size_t len);
+
+/*
+ * What the option table cannot say about one value: every listen address parses ([HOST]:PORT,
+ * port 0-65535). 0, or -EINVAL with the message; vw_daemon_main exits 2 on it before any
+ * start-up line.
+ */
+int vw_daemon_options_check(const struct vw_daemon_options *o, char *err, size_t errlen);
 
 /*
  * Container names from the runtimes' files below --host.rootfs, for vw_workloads_opts.ctrmeta.
@@ -237,8 +303,10 @@ int vw_daemon_main(const struct vw_config_program *p, void *cfg, int argc, char 
  * A daemon's program for vw_daemon_main(): its name, summary and options table, whose config
  * type cfg_type must embed the shared options at its start (vw_daemon_main() reads them there).
  */
-#define VW_DAEMON_PROGRAM(var, prog, cfg_type, options, text)                                      \
+#define VW_DAEMON_PROGRAM(var, prog, cfg_type, options, alias_table, text)                         \
 	_Static_assert(offsetof(cfg_type, common) == 0, "common options first");                   \
 	const struct vw_config_program var = { .name = prog, .version = VW_VERSION,               \
 						.summary = text, .opts = options,                  \
-						.n_opts = sizeof(options) / sizeof(options[0]) }
+						.n_opts = sizeof(options) / sizeof(options[0]),    \
+						.aliases = alias_table,                            \
+						.groups = vw_daemon_help_groups }

@@ -22,8 +22,11 @@ static int try_open(const struct vw_power_source_ops *ops, const struct vw_power
 	}
 	ret->ops = ops;
 	ret->state = state;
-	vw_info("power: %s source %s (%s)", what, ops->name,
-		ops->measured ? "measured" : "estimated");
+	if (ops->standby)
+		vw_info("power: source %s standing by: used while its data comes", ops->name);
+	else
+		vw_info("power: %s source %s (%s)", what, ops->name,
+			ops->measured ? "measured" : "estimated");
 	return 0;
 }
 

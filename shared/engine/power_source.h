@@ -70,6 +70,8 @@ struct vw_power_source_stats {
 struct vw_power_source_ops {
 	const char *name; /* "rapl", "estimator": the `source` label */
 	bool measured;    /* a real meter (false: estimated) */
+	bool standby;     /* opens at once, used only while its data comes (the guest's
+			   * passthrough): said so at start, not "using" */
 	/* -ENODEV when this machine has no such meter; other -errno on failure. */
 	int (*open)(const struct vw_power_env *env, void **ret_state);
 	/* Zones of this source; valid until close. */

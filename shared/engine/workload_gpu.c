@@ -322,7 +322,7 @@ int vw_workloads_render_gpu(const struct vw_workloads *w, struct vw_prom_writer 
 				       VW_WL_ACTIVE_W + 1, false, w->n_pods, pod_item, NULL);
 	if (r == 0 && w->o.pods)
 		r = render_pod_idle(w, pw, node_name);
-	if (r == 0 && w->o.vms)
+	if (r == 0 && w->o.vms && !w->o.vms_unexported)
 		r = vw_wl_render_level(w, pw, node_name, &gpu_families[F_VM_J], VW_WL_IDLE_W + 1,
 				       false, w->n_vms, vm_item, NULL);
 	return r;

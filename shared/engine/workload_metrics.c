@@ -405,7 +405,7 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 	if (r == 0 && w->o.pods)
 		r = vw_wl_render_level(w, pw, node_name, &vw_workload_families[F_POD_J],
 				       VW_WL_IDLE_J + 1, true, w->n_pods, pod_item, NULL);
-	if (r == 0 && w->o.vms)
+	if (r == 0 && w->o.vms && !w->o.vms_unexported)
 		r = vw_wl_render_level(w, pw, node_name, &vw_workload_families[F_VM_J],
 				       VW_WL_IDLE_W + 1, true, w->n_vms, vm_item, NULL);
 	return r;

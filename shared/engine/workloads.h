@@ -37,7 +37,9 @@ struct vw_workloads_opts {
 	bool processes;           /* export process series */
 	unsigned process_top_n;   /* at most this many process series (0: no limit) */
 	bool containers, pods;    /* export container / pod series */
-	bool vms;                 /* export VM series (reservation groups, below) */
+	bool vms;                 /* account VMs (reservation groups, below) and export them */
+	bool vms_unexported;      /* ... but without their series (VMs accounted for passthrough
+				   * while --metrics lacks vm) */
 	/* A process that works for a group's leader without being its child or thread, named by
 	 * its comm (a host's vhost-<QEMU PID> kernel threads): the leader's PID, 0 for none.
 	 * NULL: no such processes. */

@@ -287,10 +287,19 @@ int vw_model_source_load(const struct vw_model_source_opts *o, struct vw_model *
 	if (err && errlen)
 		err[0] = '\0';
 	if (o->file) {
-		r = vw_model_load_file(o->file, ret, err, errlen);
+		char why[400] = "";
+
+		r = vw_model_load_file(o->file, ret, why, sizeof(why));
 		if (r == 0) {
 			set_origin(ret_origin, originlen, "file", o->file);
 			vw_info("model: loaded %s from %s", vw_model_name(*ret), o->file);
+		} else if (err && errlen) {
+			/* The file named once, whatever the parser said (a read error names it). */
+			if (strstr(why, o->file))
+				snprintf(err, errlen, "--model.file: %s", why);
+			else
+				snprintf(err, errlen, "--model.file %s: %s", o->file,
+					 why[0] ? why : strerror(-r));
 		}
 		return r;
 	}

@@ -80,6 +80,7 @@ struct vw_podmeta {
 	/* Fixed after start. */
 	enum vw_podmeta_mode mode;
 	char *base_url, *token_file, *ca_file, *node_name;
+	char *static_token, *ca_pem, *cert_file, *key_file, *cert_pem, *key_pem; /* kubeconfig */
 	bool insecure, allow_http;
 	uint64_t poll_ns, timeout_ns, grace_ns, backoff_min_ns, backoff_max_ns;
 	size_t max_event;
@@ -483,6 +484,12 @@ static int token_load(struct vw_podmeta *pm)
 	int r;
 
 	pm->token_read_ns = mono_ns();
+	if (!pm->token_file) { /* a kubeconfig's token, or a client certificate: fixed */
+		if (pm->headers)
+			return 0;
+		pm->headers = build_headers(pm->static_token);
+		return pm->headers ? 0 : -ENOMEM;
+	}
 	r = vw_read_str_at(AT_FDCWD, pm->token_file, buf, sizeof(buf));
 	if (r == 0 && !token_ok(buf))
 		r = -EINVAL;
@@ -515,6 +522,16 @@ static int token_load(struct vw_podmeta *pm)
 	return token ? 1 : 0;
 }
 
+/* A kubeconfig's PEM text (its *-data fields) handed to curl, copied. */
+static void set_blob(CURL *e, CURLoption opt, const char *pem)
+{
+	struct curl_blob b = { .data = (void *)pem, .len = pem ? strlen(pem) : 0,
+			       .flags = CURL_BLOB_COPY };
+
+	if (pem)
+		curl_easy_setopt(e, opt, &b);
+}
+
 static void xfer_setup(struct vw_podmeta *pm, const char *url, struct xfer *x, long timeout_ms)
 {
 	CURL *e = pm->easy;
@@ -539,6 +556,13 @@ static void xfer_setup(struct vw_podmeta *pm, const char *url, struct xfer *x, l
 	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
 	if (pm->ca_file)
 		curl_easy_setopt(e, CURLOPT_CAINFO, pm->ca_file);
+	set_blob(e, CURLOPT_CAINFO_BLOB, pm->ca_pem);
+	if (pm->cert_file)
+		curl_easy_setopt(e, CURLOPT_SSLCERT, pm->cert_file);
+	if (pm->key_file)
+		curl_easy_setopt(e, CURLOPT_SSLKEY, pm->key_file);
+	set_blob(e, CURLOPT_SSLCERT_BLOB, pm->cert_pem);
+	set_blob(e, CURLOPT_SSLKEY_BLOB, pm->key_pem);
 	if (pm->insecure) {
 		curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
 		curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
@@ -780,6 +804,15 @@ static void pm_free(struct vw_podmeta *pm)
 	free(pm->base_url);
 	free(pm->token_file);
 	free(pm->ca_file);
+	token_free(pm->static_token);
+	free(pm->ca_pem);
+	free(pm->cert_file);
+	free(pm->key_file);
+	free(pm->cert_pem);
+	if (pm->key_pem) {
+		explicit_bzero(pm->key_pem, strlen(pm->key_pem));
+		free(pm->key_pem);
+	}
 	free(pm->node_name);
 	pthread_mutex_destroy(&pm->lock);
 	free(pm);
@@ -842,6 +875,12 @@ static int check_opts(const struct vw_podmeta_opts *o)
 	return 0;
 }
 
+static int dup_opt(char **ret, const char *s)
+{
+	*ret = empty(s) ? NULL : strdup(s);
+	return empty(s) || *ret ? 0 : -ENOMEM;
+}
+
 static int pm_init(struct vw_podmeta *pm, const struct vw_podmeta_opts *o)
 {
 	const char *ca = empty(o->ca_file) ? in_cluster.ca_file : o->ca_file;
@@ -860,12 +899,23 @@ static int pm_init(struct vw_podmeta *pm, const struct vw_podmeta_opts *o)
 	pm->rng = mono_ns() ^ (uintptr_t)pm ^ 0x9e3779b97f4a7c15ULL;
 	pm->list_from = LIST_CACHED;
 	pm->base_url = empty(o->url) ? default_url(o) : strdup(o->url);
-	pm->token_file = strdup(empty(o->token_file) ? in_cluster.token_file : o->token_file);
-	/* The in-cluster CA only when present; otherwise the system store verifies. */
-	if (!empty(o->ca_file) || access(ca, R_OK) == 0)
+	/* A kubeconfig's inline token or client certificate replaces the in-cluster token. */
+	bool fixed_auth = empty(o->token_file) &&
+			  (!empty(o->token) || !empty(o->cert_file) || !empty(o->cert_pem));
+
+	pm->token_file = fixed_auth ? NULL
+				    : strdup(empty(o->token_file) ? in_cluster.token_file
+								  : o->token_file);
+	if (dup_opt(&pm->static_token, o->token) < 0 || dup_opt(&pm->ca_pem, o->ca_pem) < 0 ||
+	    dup_opt(&pm->cert_file, o->cert_file) < 0 || dup_opt(&pm->key_file, o->key_file) < 0 ||
+	    dup_opt(&pm->cert_pem, o->cert_pem) < 0 || dup_opt(&pm->key_pem, o->key_pem) < 0)
+		return -ENOMEM;
+	/* The in-cluster CA only when present (and no kubeconfig CA); otherwise the system store
+	 * verifies. */
+	if (!empty(o->ca_file) || (!pm->ca_pem && access(ca, R_OK) == 0))
 		pm->ca_file = strdup(ca);
 	pm->node_name = strdup(empty(o->node_name) ? "" : o->node_name);
-	if (!pm->base_url || !pm->token_file || !pm->node_name || (!pm->ca_file && !empty(o->ca_file)))
+	if (!pm->base_url || (!pm->token_file && !fixed_auth) || !pm->node_name || (!pm->ca_file && !empty(o->ca_file)))
 		return -ENOMEM;
 	n = strlen(pm->base_url);
 	while (n > 0 && pm->base_url[n - 1] == '/')

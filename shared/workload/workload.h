@@ -72,6 +72,13 @@ struct vw_podmeta_opts {
 	const char *ca_file;    /* NULL/"" = in-cluster CA when present, else the system store */
 	const char *node_name;  /* spec.nodeName field selector (apiserver mode) */
 	bool insecure_skip_verify; /* kubelet self-signed certs */
+	/* From a kubeconfig (kube.config): a bearer token given inline (used when token_file is
+	 * not given), the CA and a client certificate and key as PEM text or files. A client
+	 * certificate replaces the in-cluster token. */
+	const char *token;
+	const char *ca_pem;
+	const char *cert_file, *key_file;
+	const char *cert_pem, *key_pem;
 	bool allow_http;        /* accept http:// (kubectl proxy on localhost, tests) */
 	uint64_t poll_ns;       /* kubelet mode poll period (0 = 15 s) */
 	uint64_t timeout_ns;    /* one list or poll request (0 = 30 s) */

@@ -1,6 +1,8 @@
 #!/bin/sh
 # deploy/prometheus/prometheus.yml through `promtool check config` (also its commented
-# kubernetes_sd_configs variant, uncommented) and deploy/systemd/*.service through
+# kubernetes_sd_configs variant, uncommented), the alerts (virtwatt-alerts.yml) through
+# `promtool check rules` and their unit test `promtool test rules`, the PrometheusRule holding
+# the same groups, and deploy/systemd/*.service through
 # `systemd-analyze verify` (ExecStart pointed at the built binaries). TAP. A missing tool is a
 # skip, or a failure under CI=true.
 # usage: check_configs.sh SOURCE_ROOT HOST_BIN GUEST_BIN
@@ -25,7 +27,9 @@ prom=$src/deploy/prometheus/prometheus.yml
 if command -v promtool >/dev/null 2>&1; then
 	if promtool check config "$prom" >"$tmp/out" 2>&1; then ok "promtool check config prometheus.yml"
 	else notok "promtool check config prometheus.yml"; fi
-	# The commented Kubernetes job, uncommented and appended to scrape_configs.
+	# The commented Kubernetes job, uncommented and appended to scrape_configs (in $tmp, with
+	# the rules file it names).
+	cp "$src/deploy/prometheus/virtwatt-alerts.yml" "$tmp/"
 	{
 		sed '/In Kubernetes without/,$d' "$prom"
 		sed -n '/# - job_name: virtwatt-kubernetes/,$p' "$prom" | sed 's/^  # \{0,1\}/  /'
@@ -47,6 +51,27 @@ if command -v promtool >/dev/null 2>&1; then
 		fi
 	else
 		notok "promtool check config, kubernetes_sd variant"
+	fi
+	alerts=$src/deploy/prometheus/virtwatt-alerts.yml
+	if promtool check rules "$alerts" >"$tmp/out" 2>&1; then ok "promtool check rules virtwatt-alerts.yml"
+	else notok "promtool check rules virtwatt-alerts.yml"; fi
+	if (cd "$src/deploy/prometheus" && promtool test rules virtwatt-alerts.test.yml) >"$tmp/out" 2>&1
+	then ok "promtool test rules virtwatt-alerts.test.yml"
+	else notok "promtool test rules virtwatt-alerts.test.yml"; fi
+	# The PrometheusRule's groups are the rules file's, and promtool accepts them as rules.
+	if python3 - "$alerts" "$src/deploy/prometheus/virtwatt-prometheusrule.yaml" "$tmp/pr-rules.yml" >"$tmp/out" 2>&1 <<'PY'
+import sys, yaml
+rules = yaml.safe_load(open(sys.argv[1]))
+pr = yaml.safe_load(open(sys.argv[2]))
+assert pr["kind"] == "PrometheusRule" and pr["apiVersion"] == "monitoring.coreos.com/v1", pr["kind"]
+assert pr["spec"]["groups"] == rules["groups"], "spec.groups differ from virtwatt-alerts.yml"
+yaml.safe_dump({"groups": pr["spec"]["groups"]}, open(sys.argv[3], "w"))
+PY
+	then
+		if promtool check rules "$tmp/pr-rules.yml" >"$tmp/out" 2>&1; then ok "PrometheusRule = virtwatt-alerts.yml, promtool check rules"
+		else notok "PrometheusRule's groups through promtool check rules"; fi
+	else
+		notok "PrometheusRule holds virtwatt-alerts.yml's groups"
 	fi
 else
 	missing "promtool check config prometheus.yml" promtool

@@ -65,18 +65,26 @@ def expressions(dash):
 
 # What each dashboard must show (a dashboard not listed here must be added).
 WANT = {
-    "virtwatt-dashboard.json": (
-        {"kepler_node_cpu_watts", "kepler_node_cpu_active_watts", "kepler_node_cpu_idle_watts",
-         "kepler_vm_cpu_watts", "virtwatt_vm_cpu_idle_watts", "kepler_pod_cpu_watts",
-         "kepler_process_cpu_watts", "virtwatt_node_power_source_info",
-         "virtwatt_guest_power_source_info", "virtwatt_guest_passthrough_last_frame_age_seconds"},
-        "node, VM, pod, process power, source and guest health"),
-    "virtwatt-fleet.json": (
-        {"kepler_vm_cpu_joules_total", "virtwatt_vm_info", "virtwatt_vm_co2e_grams_total",
-         "kepler_node_cpu_watts", "virtwatt_node_co2e_grams_total", "kepler_vm_cpu_watts",
-         "kepler_platform_watts", "kepler_node_gpu_active_watts",
-         "virtwatt_carbon_intensity_grams_per_kwh"},
-        "energy and carbon per project and flavor, per node, top VMs, platform and GPU power"),
+    "virtwatt-dashboard.json": [
+        ({"kepler_node_cpu_watts", "kepler_node_cpu_active_watts", "kepler_node_cpu_idle_watts",
+          "kepler_vm_cpu_watts", "virtwatt_vm_cpu_idle_watts", "kepler_pod_cpu_watts",
+          "kepler_process_cpu_watts", "virtwatt_node_power_source_info",
+          "virtwatt_guest_power_source_info", "virtwatt_guest_passthrough_last_frame_age_seconds"},
+         "node, VM, pod, process power, source and guest health"),
+        ({"kepler_node_gpu_watts", "kepler_node_gpu_active_watts", "kepler_node_gpu_idle_watts",
+          "kepler_pod_gpu_watts", "kepler_platform_watts", "virtwatt_node_energy_gaps_total",
+          "virtwatt_vm_passthrough_last_success_timestamp_seconds",
+          "virtwatt_vm_passthrough_failures_total", "virtwatt_vm_passthrough_channel_state",
+          "virtwatt_cpu_accounting_info"},
+         "GPUs, the platform meter, meter gaps, passthrough delivery and the accounting method"),
+    ],
+    "virtwatt-fleet.json": [
+        ({"kepler_vm_cpu_joules_total", "virtwatt_vm_info", "virtwatt_vm_co2e_grams_total",
+          "kepler_node_cpu_watts", "virtwatt_node_co2e_grams_total", "kepler_vm_cpu_watts",
+          "kepler_platform_watts", "kepler_node_gpu_active_watts",
+          "virtwatt_carbon_intensity_grams_per_kwh"},
+         "energy and carbon per project and flavor, per node, top VMs, platform and GPU power"),
+    ],
 }
 
 
@@ -121,8 +129,20 @@ def main():
             raw = [x for x in names if fams.get(x) == "counter" and x not in ranged]
             ok(not raw, "%s: %s: no raw counter" % (path.name, title), "raw: %s" % raw)
         ok(path.name in WANT, "%s: what it must show is listed in WANT" % path.name)
-        want, what = WANT.get(path.name, (set(), "its panels"))
-        ok(want <= used, "%s shows %s" % (path.name, what), "missing: %s" % sorted(want - used))
+        for want, what in WANT.get(path.name, []):
+            ok(want <= used, "%s shows %s" % (path.name, what), "missing: %s" % sorted(want - used))
+        # Every panel but a row shows something: a query whose metrics docs/metrics.md lists.
+        def leaves(ps):
+            for p in ps:
+                if p.get("type") == "row":
+                    yield from leaves(p.get("panels", []))
+                else:
+                    yield p
+        for p in leaves(dash["panels"]):
+            names = [x for t in p.get("targets", []) if t.get("expr") for x in metric_names(t["expr"])]
+            ok(names and all(x in fams for x in names),
+               "%s: panel %r shows an exported metric" % (path.name, p.get("title")),
+               "metrics: %s" % names)
         ids = [p.get("id") for p in dash["panels"]]
         ok(len(ids) == len(set(ids)), "%s panel ids are unique" % path.name)
 

@@ -80,7 +80,7 @@ static void one_program(const struct vw_config_program *p, const uint8_t *data, 
 	int r;
 
 	defaults(p, &cfg);
-	r = vw_config_yaml_load_buf(p, &cfg, "fuzz.yaml", (const char *)data, size, err,
+	r = vw_config_yaml_load_buf(p, &cfg, "fuzz.yaml", (const char *)data, size, NULL, err,
 				    sizeof(err));
 	vw_fuzz_assert(r <= 0, "%s: load returned %d", p->name, r);
 	if (r < 0) {
@@ -93,7 +93,7 @@ static void one_program(const struct vw_config_program *p, const uint8_t *data, 
 	vw_config_free(p, &cfg);
 
 	defaults(p, &again);
-	r = vw_config_yaml_load_buf(p, &again, "printed.yaml", text, len, err, sizeof(err));
+	r = vw_config_yaml_load_buf(p, &again, "printed.yaml", text, len, NULL, err, sizeof(err));
 	vw_fuzz_assert(r == 0, "%s: the printed configuration does not load: %s\n%s", p->name,
 		       err, text);
 	text2 = print(p, &again, &len2);

@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Kepler's configuration surface as virtwatt-host's own option table reads it: Kepler's config
+ * files (tests/data/kepler-config/, unchanged) map to our settings or are accepted with one
+ * warning each; Kepler's flags, kingpin's --no-NAME form and repeatable flags parse; unknown
+ * keys warn unless --config.strict; values are checked when parsed; --help is grouped.
+ */
+#include "vw_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "daemon_options.h"
+#include "macro.h"
+#include "options.h"
+
+#define MAX_ARGS 40
+
+struct run {
+	struct vw_host_config cfg;
+	struct vw_strlist warnings;
+	char err[1024];
+	char *out; /* --help's text */
+	size_t out_len;
+};
+
+static int load(struct run *r, const char *const *args)
+{
+	char *argv[MAX_ARGS + 2] = { (char *)"virtwatt-host" };
+	int argc = 1;
+	FILE *out;
+	int rc;
+
+	vw_config_free(&vw_host_program, &r->cfg);
+	vw_strlist_free(&r->warnings);
+	free(r->out);
+	r->out = NULL;
+	memset(&r->cfg, 0, sizeof(r->cfg));
+	for (; *args && argc <= MAX_ARGS; args++)
+		argv[argc++] = (char *)*args;
+	out = open_memstream(&r->out, &r->out_len);
+	assert_non_null(out);
+	rc = vw_config_load_warn(&vw_host_program, &r->cfg, argc, argv, out, &r->warnings, r->err,
+				 sizeof(r->err));
+	fclose(out);
+	return rc;
+}
+
+#define LOAD(r, ...) load(r, (const char *const[]){ __VA_ARGS__, NULL })
+
+static void run_free(struct run *r)
+{
+	vw_config_free(&vw_host_program, &r->cfg);
+	vw_strlist_free(&r->warnings);
+	free(r->out);
+}
+
+static size_t warned(const struct run *r, const char *needle)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < r->warnings.n; i++)
+		n += strstr(r->warnings.v[i], needle) != NULL;
+	return n;
+}
+
+static void assert_list(const struct vw_strlist *l, const char *const *want)
+{
+	size_t n = 0;
+
+	for (; want[n]; n++) {
+		assert_true(n < l->n);
+		assert_string_equal(l->v[n], want[n]);
+	}
+	assert_int_equal(l->n, n);
+}
+
+static const char *kepler_file(const char *name)
+{
+	static char arg[1024];
+
+	snprintf(arg, sizeof(arg), "--config.file=%s/tests/data/kepler-config/%s", VW_SOURCE_ROOT,
+		 name);
+	return arg;
+}
+
+/* Kepler's Compose config.yaml (hack/config.yaml's keys, /host roots): every key Kepler reads,
+ * each mapped or warned about once. */
+static void test_kepler_file_maps(void **state)
+{
+	struct run r = { 0 };
+	const struct vw_host_config *c = &r.cfg;
+
+	(void)state;
+	if (LOAD(&r, kepler_file("compose-default-config.yaml")) != 0)
+		fail_msg("%s", r.err);
+	assert_int_equal(c->common.log_level, VW_LOG_DEBUG);
+	assert_string_equal(c->common.log_format, "text");
+	assert_string_equal(c->common.sysfs, "/host/sys");
+	assert_string_equal(c->common.procfs, "/host/proc");
+	assert_int_equal(c->common.interval_ns, 5 * VW_NSEC_PER_SEC);
+	assert_int_equal(c->common.max_terminated, 500);
+	assert_list(&c->preferred_meters, (const char *const[]){ "rapl", "hwmon", NULL });
+	assert_int_equal(c->rapl_zones.n, 0);
+	assert_false(c->common.exporter_stdout);
+	assert_list(&c->metrics,
+		    (const char *const[]){ "node", "process", "container", "vm", "pod", NULL });
+	assert_string_equal(c->common.web_config_file, "");
+	assert_list(&c->common.listen_address, (const char *const[]){ ":28282", NULL });
+	assert_false(c->common.kube_enable);
+	assert_string_equal(c->common.kube_config, "/host/kube/kubeconfig");
+	assert_string_equal(c->common.node_name, "kind-control-plane");
+	assert_string_equal(c->common.kube_pod_source, "kubelet");
+	assert_int_equal(c->common.kube_poll_ns, 15 * VW_NSEC_PER_SEC);
+	assert_false(c->redfish_enabled);
+	assert_string_equal(c->redfish_config_file, "/etc/kepler/redfish.yaml");
+	assert_string_equal(c->redfish_node_name, "");
+	assert_int_equal(c->redfish_timeout_ns, 5 * VW_NSEC_PER_SEC);
+	assert_false(c->hwmon_force);
+	assert_int_equal(c->hwmon_zones.n, 0);
+	assert_false(c->common.gpu_enable);
+	assert_true(c->common.gpu_idle_w == 0);
+	/* Accepted without effect: one warning each, with the file's line; those whose value
+	 * asks for nothing we lack (pprof off, no fake meter, no chip rules) are silent. */
+	assert_int_equal(warned(&r, "compose-default-config.yaml:21: monitor.staleness is accepted but has no "
+				    "effect in virtwatt: "),
+			 1);
+	assert_int_equal(warned(&r, "monitor.minTerminatedEnergyThreshold is accepted"), 1);
+	assert_int_equal(warned(&r, "exporter.prometheus.debugCollectors is accepted"), 1);
+	assert_int_equal(warned(&r, "debug.pprof.enabled is accepted"), 1);
+	assert_int_equal(r.warnings.n, 4);
+	/* hack/config.yaml: the same keys, the host's own roots. */
+	if (LOAD(&r, kepler_file("config.yaml")) != 0)
+		fail_msg("%s", r.err);
+	assert_string_equal(c->common.sysfs, "/sys");
+	assert_string_equal(c->common.kube_config, "");
+	assert_string_equal(c->redfish_config_file, "hack/redfish.yaml");
+	assert_int_equal(r.warnings.n, 4);
+	run_free(&r);
+}
+
+/* A file that asks for the features without effect, or holds keys nobody knows. */
+static void test_warnings_and_strict(void **state)
+{
+	char path[] = "/tmp/vw-kepler-XXXXXX";
+	char arg[64];
+	struct run r = { 0 };
+	FILE *f;
+	int fd = mkstemp(path);
+
+	(void)state;
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	fputs("dev:\n  fake-cpu-meter:\n    enabled: true\n    zones: [package]\n"
+	      "experimental:\n  hwmon:\n    chipRules:\n      - name: ina3221\n        pairings: {1: 1}\n"
+	      "  gpu:\n    dcgmEndpoint: http://dcgm:9400/metrics\n"
+	      "monitr:\n  interval: 1s\n"
+	      "monitor:\n  intervl: [1, {a: b}]\n  interval: 2s\n",
+	      f);
+	fclose(f);
+	snprintf(arg, sizeof(arg), "--config.file=%s", path);
+	if (LOAD(&r, arg) != 0)
+		fail_msg("%s", r.err);
+	assert_int_equal(r.cfg.common.interval_ns, 2 * VW_NSEC_PER_SEC); /* after the skipped */
+	assert_int_equal(warned(&r, "dev.fake-cpu-meter.enabled is accepted"), 1);
+	assert_int_equal(warned(&r, "dev.fake-cpu-meter.zones is accepted"), 1);
+	assert_int_equal(warned(&r, "experimental.hwmon.chipRules is accepted"), 1);
+	assert_int_equal(warned(&r, "experimental.gpu.dcgmEndpoint is accepted"), 1);
+	assert_int_equal(warned(&r, ":12:1: unknown key \"monitr\" (did you mean \"monitor\"?); "
+				    "ignored (--config.strict makes it an error)"),
+			 1);
+	assert_int_equal(warned(&r, ":15:3: unknown key \"monitor.intervl\""), 1);
+	assert_int_equal(r.warnings.n, 6);
+	/* --config.strict keeps our strictness, wherever it stands among the flags. */
+	assert_int_equal(LOAD(&r, "--config.strict", arg), -EINVAL);
+	assert_non_null(strstr(r.err, ":12:1: unknown key \"monitr\" (did you mean \"monitor\"?)"));
+	assert_int_equal(LOAD(&r, arg, "--config.strict=true"), -EINVAL);
+	assert_int_equal(LOAD(&r, arg, "--no-config.strict"), 0);
+	run_free(&r);
+	unlink(path);
+}
+
+/* Kepler's flags, as kingpin reads them. */
+static void test_kepler_flags(void **state)
+{
+	struct run r = { 0 };
+	const struct vw_host_config *c = &r.cfg;
+
+	(void)state;
+	if (LOAD(&r, "--log.level=warn", "--log.format=json", "--host.sysfs=/hs", "--host.procfs",
+		 "/hp", "--monitor.interval=3s", "--monitor.max-terminated=7", "--debug.pprof",
+		 "--web.config-file=/w.yml", "--web.listen-address=:1", "--web.listen-address",
+		 "[::1]:2", "--exporter.stdout", "--exporter.prometheus", "--metrics=node",
+		 "--metrics", "pod", "--metrics=container,vm", "--kube.enable", "--kube.config=/kc",
+		 "--kube.node-name=n1", "--experimental.platform.redfish.enabled=false",
+		 "--experimental.platform.redfish.node-name=bmc-n1",
+		 "--experimental.platform.redfish.config-file=/r.yaml",
+		 "--experimental.hwmon.force-enabled", "--experimental.hwmon.zones=power1",
+		 "--experimental.gpu.enabled=false", "--experimental.gpu.idle-power=12.5",
+		 "--experimental.gpu.dcgm-endpoint=http://x") != 0)
+		fail_msg("%s", r.err);
+	assert_int_equal(c->common.log_level, VW_LOG_WARN);
+	assert_string_equal(c->common.log_format, "json");
+	assert_string_equal(c->common.sysfs, "/hs");
+	assert_string_equal(c->common.procfs, "/hp");
+	assert_int_equal(c->common.interval_ns, 3 * VW_NSEC_PER_SEC);
+	assert_int_equal(c->common.max_terminated, 7);
+	assert_string_equal(c->common.web_config_file, "/w.yml");
+	assert_list(&c->common.listen_address, (const char *const[]){ ":1", "[::1]:2", NULL });
+	assert_true(c->common.exporter_stdout);
+	assert_list(&c->metrics, (const char *const[]){ "node", "pod", "container", "vm", NULL });
+	assert_true(c->common.kube_enable);
+	assert_string_equal(c->common.kube_config, "/kc");
+	assert_string_equal(c->common.node_name, "n1");
+	assert_false(c->redfish_enabled);
+	assert_string_equal(c->redfish_node_name, "bmc-n1");
+	assert_string_equal(c->redfish_config_file, "/r.yaml");
+	assert_true(c->hwmon_force);
+	assert_list(&c->hwmon_zones, (const char *const[]){ "power1", NULL });
+	assert_false(c->common.gpu_enable);
+	assert_true(c->common.gpu_idle_w == 12.5);
+	/* --debug.pprof and --experimental.gpu.dcgm-endpoint (a string flag) warn;
+	 * --exporter.prometheus (on, as here always) does not. */
+	assert_int_equal(warned(&r, "--debug.pprof is accepted but has no effect"), 1);
+	assert_int_equal(warned(&r, "--experimental.gpu.dcgm-endpoint is accepted"), 1);
+	assert_int_equal(warned(&r, "exporter.prometheus"), 0);
+
+	/* kingpin's --no-NAME for every boolean, ours and Kepler's. */
+	if (LOAD(&r, "--kube.enable", "--no-kube.enable", "--no-exporter.stdout", "--no-debug.pprof",
+		 "--no-experimental.gpu.enabled", "--no-exporter.prometheus",
+		 "--no-cpu.hardware-counters", "--no-passthrough.enable") != 0)
+		fail_msg("%s", r.err);
+	assert_false(c->common.kube_enable);
+	assert_false(c->common.exporter_stdout);
+	assert_false(c->common.gpu_enable);
+	assert_false(c->common.cpu_hw_counters);
+	assert_string_equal(c->passthrough, "false");
+	assert_int_equal(warned(&r, "--no-exporter.prometheus is accepted but has no effect"), 1);
+	assert_int_equal(warned(&r, "pprof"), 0);
+	assert_int_equal(r.warnings.n, 1);
+	/* passthrough.enable: auto by default; every boolean spelling is true or false. */
+	assert_int_equal(LOAD(&r, "--passthrough.enable"), 0);
+	assert_string_equal(c->passthrough, "true");
+	assert_int_equal(LOAD(&r, "--passthrough.enable=no"), 0);
+	assert_string_equal(c->passthrough, "false");
+	assert_int_equal(LOAD(&r, "--monitor.interval=2s"), 0);
+	assert_string_equal(c->passthrough, "auto");
+	/* The --no- form takes no value. */
+	assert_int_equal(LOAD(&r, "--no-kube.enable=true"), -EINVAL);
+	assert_non_null(strstr(r.err, "--no-kube.enable takes no value"));
+	run_free(&r);
+}
+
+/* Values are checked as they are parsed: the daemon exits 2 before starting anything. */
+static void test_values_checked_at_parse(void **state)
+{
+	struct run r = { 0 };
+	char err[512];
+
+	(void)state;
+	assert_int_equal(LOAD(&r, "--metrics=node,containers"), -EINVAL);
+	assert_non_null(strstr(r.err, "--metrics: invalid item \"containers\" (expected one of: "
+				      "node, process, container, pod, vm)"));
+	assert_int_equal(LOAD(&r, "--cpu.preferred-meters=rapl,msr"), -EINVAL);
+	assert_non_null(strstr(r.err, "invalid item \"msr\""));
+	assert_int_equal(LOAD(&r, "--rapl.zones=package,gpu"), -EINVAL);
+	assert_int_equal(LOAD(&r, "--log.format=xml"), -EINVAL);
+	assert_non_null(strstr(r.err, "--log.format: invalid value \"xml\" (expected one of: text, "
+				      "json)"));
+	assert_int_equal(LOAD(&r, "--monitor.interval=0s"), -EINVAL);
+	assert_int_equal(LOAD(&r, "--monitor.interval=10"), -EINVAL);
+	assert_non_null(strstr(r.err, "invalid duration"));
+	/* A port out of range: the options' own check (vw_daemon_main, before any start-up). */
+	assert_int_equal(LOAD(&r, "--web.listen-address=:8080", "--web.listen-address=:70000"), 0);
+	assert_int_equal(vw_daemon_options_check(&r.cfg.common, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "invalid address \":70000\""));
+	assert_int_equal(LOAD(&r, "--web.listen-address=[::1]:8080"), 0);
+	assert_int_equal(vw_daemon_options_check(&r.cfg.common, err, sizeof(err)), 0);
+	run_free(&r);
+}
+
+/* --help: headings by prefix, the common flags; --help-all: every flag and Kepler's spellings. */
+static void test_help_grouped(void **state)
+{
+	struct run r = { 0 };
+	const char *web, *kube, *pt, *model;
+
+	(void)state;
+	assert_int_equal(LOAD(&r, "--help"), VW_CONFIG_EXIT_OK);
+	web = strstr(r.out, "\nWeb server:\n  --web.listen-address");
+	kube = strstr(r.out, "\nKubernetes:\n");
+	pt = strstr(r.out, "\nVMs and passthrough:\n");
+	model = strstr(r.out, "\nModel:\n");
+	assert_non_null(web);
+	assert_non_null(kube);
+	assert_non_null(pt);
+	assert_non_null(model);
+	assert_non_null(strstr(r.out, "\nPower meters:\n"));
+	assert_non_null(strstr(r.out, "\nMonitor:\n"));
+	/* Each option once, under its heading: --kube.config between Kubernetes and the next. */
+	assert_true(strstr(r.out, "--kube.config=PATH") > kube);
+	assert_null(strstr(r.out, "--platform.ipmi.host"));
+	assert_null(strstr(r.out, "--model.train.interval"));
+	assert_non_null(strstr(r.out, "more flags (advanced tuning), each setting's YAML key and "
+				      "Kepler's spellings: --help-all"));
+	assert_null(strstr(r.out, "YAML: ")); /* the short form */
+	assert_int_equal(LOAD(&r, "--help-all"), VW_CONFIG_EXIT_OK);
+	assert_non_null(strstr(r.out, "\nPlatform meter: IPMI:\n"));
+	assert_non_null(strstr(r.out, "--platform.ipmi.host"));
+	assert_non_null(strstr(r.out, "--model.train.interval"));
+	assert_non_null(strstr(r.out, "\nKepler's spellings (accepted as they are):\n"));
+	assert_non_null(strstr(r.out, "YAML: web.listenAddress\n"));
+	assert_non_null(strstr(r.out, "YAML kube.enabled -> --kube.enable"));
+	assert_non_null(strstr(r.out, "--debug.pprof, YAML debug.pprof.enabled has no effect: "));
+	/* Every option appears exactly once in --help-all. */
+	for (size_t i = 0; i < vw_host_program.n_opts; i++) {
+		char flag[128];
+		const char *at;
+
+		snprintf(flag, sizeof(flag), "  --%s", vw_host_program.opts[i].flag);
+		at = strstr(r.out, flag);
+		while (at && at[strlen(flag)] != '=' && at[strlen(flag)] != ' ' &&
+		       at[strlen(flag)] != '\n')
+			at = strstr(at + 1, flag);
+		if (!at)
+			fail_msg("--help-all lacks %s", flag);
+	}
+	run_free(&r);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_kepler_file_maps),
+		cmocka_unit_test(test_warnings_and_strict),
+		cmocka_unit_test(test_kepler_flags),
+		cmocka_unit_test(test_values_checked_at_parse),
+		cmocka_unit_test(test_help_grouped),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
