@@ -20,6 +20,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -36,6 +37,7 @@
 #include <unistd.h>
 
 #include "crypt_lazy.h"
+#include "fileio.h"
 #include "log.h"
 #include "macro.h"
 #include "prom.h"
@@ -368,7 +370,9 @@ static int bound_port(int fd, uint16_t *ret)
 
 /* ---- Server ---- */
 
-#define WEBCONFIG_CHECK_S 2 /* how often the web config and its files are checked for changes */
+#define WEBCONFIG_CHECK_MS 2000 /* how often the web config and its files are checked */
+#define WEBCONFIG_SETTLE_S 30	/* a weaker file must stay unchanged this long (and say so) */
+#define CONFIG_DIGEST_LEN 32	/* SHA-256 of the web config's text */
 
 /* The web config file and the files it names, as last loaded: a change means a reload. */
 struct file_stamp {
@@ -380,6 +384,12 @@ struct file_stamp {
 };
 
 enum { STAMP_CONFIG, STAMP_CERT, STAMP_KEY, STAMP_CA, N_STAMPS };
+
+/* What a poll saw: the files' stamps and a digest of the config's text. */
+struct config_seen {
+	struct file_stamp stamps[N_STAMPS];
+	uint8_t digest[CONFIG_DIGEST_LEN];
+};
 
 /*
  * One running MHD daemon and the web config it was started with. A reload starts a new one on
@@ -412,8 +422,13 @@ struct vw_http {
 	struct vw_complaint log_complaint;
 	/* --web.config-file: re-read when it or a file it names changes */
 	char *web_config_file;
-	struct file_stamp stamps[N_STAMPS];
-	struct vw_complaint reload_complaint; /* watcher thread only */
+	unsigned reload_poll_ms, reload_settle_s;
+	/* watcher thread only: what is loaded; a different state seen by the last poll and when
+	 * it was first seen (applied only once a second poll sees it unchanged) */
+	struct config_seen loaded, pending;
+	bool has_pending;
+	uint64_t pending_since_ns;
+	struct vw_complaint reload_complaint, weaker_complaint;
 	pthread_t watcher;
 	bool watching, stopping; /* stopping: under watch_lock */
 	pthread_mutex_t watch_lock;
@@ -948,56 +963,131 @@ static void stamp_take(const char *path, struct file_stamp *st)
 {
 	struct stat sb;
 
-	*st = (struct file_stamp){ 0 };
+	memset(st, 0, sizeof(*st)); /* compared with memcmp: padding zeroed */
 	if (!path || stat(path, &sb) < 0)
 		return;
-	*st = (struct file_stamp){ .present = true, .dev = sb.st_dev, .ino = sb.st_ino,
-				   .size = sb.st_size, .mtime = sb.st_mtim, .ctime = sb.st_ctim };
+	st->present = true;
+	st->dev = sb.st_dev;
+	st->ino = sb.st_ino;
+	st->size = sb.st_size;
+	st->mtime = sb.st_mtim;
+	st->ctime = sb.st_ctim;
 }
 
-static void stamps_take(const char *config, const struct vw_webconfig *wc,
-			struct file_stamp st[N_STAMPS])
+/* The stamps of the config file and of the files wc names, and the digest of text. */
+static void config_seen_take(const char *config, const struct vw_webconfig *wc, const char *text,
+			     size_t len, struct config_seen *seen)
 {
-	stamp_take(config, &st[STAMP_CONFIG]);
-	stamp_take(wc ? wc->cert_file : NULL, &st[STAMP_CERT]);
-	stamp_take(wc ? wc->key_file : NULL, &st[STAMP_KEY]);
-	stamp_take(wc ? wc->client_ca_file : NULL, &st[STAMP_CA]);
+	memset(seen, 0, sizeof(*seen));
+	stamp_take(config, &seen->stamps[STAMP_CONFIG]);
+	stamp_take(wc ? wc->cert_file : NULL, &seen->stamps[STAMP_CERT]);
+	stamp_take(wc ? wc->key_file : NULL, &seen->stamps[STAMP_KEY]);
+	stamp_take(wc ? wc->client_ca_file : NULL, &seen->stamps[STAMP_CA]);
+	if (text)
+		gnutls_hash_fast(GNUTLS_DIG_SHA256, text, len, seen->digest);
 }
 
-static int webconfig_read(const char *path, struct vw_webconfig **ret)
+/* The config file's text (malloc'd, NUL-terminated): 0 or -errno with the reason in err. */
+static int config_text_read(const char *path, char **ret, size_t *ret_len, char *err,
+			    size_t errlen)
 {
-	char err[1024] = "";
-	int r = vw_webconfig_load(path, ret, err, sizeof(err));
+	int r = vw_read_whole_at(AT_FDCWD, path, VW_WEBCONFIG_MAX_BYTES, ret, ret_len);
 
 	if (r < 0)
-		vw_error("http: web config: %s", err[0] ? err : strerror(-r));
+		snprintf(err, errlen, "%s: %s", path,
+			 r == -EFBIG ? "larger than 256 KiB" : strerror(-r));
 	return r;
 }
 
+static int webconfig_read(const char *path, struct vw_webconfig **ret, struct config_seen *seen)
+{
+	char err[1024] = "";
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int r = config_text_read(path, &text, &len, err, sizeof(err));
+
+	if (r == 0)
+		r = vw_webconfig_load_buf(path, text, len, ret, err, sizeof(err));
+	if (r < 0) {
+		vw_error("http: web config: %s", err[0] ? err : strerror(-r));
+		return r;
+	}
+	config_seen_take(path, *ret, text, len, seen);
+	return 0;
+}
+
 /*
- * The watcher's check: when the web config or a file it names changed, load it and start a
- * server with it; only then retire the old one. A broken file keeps the old configuration
- * (and is retried, its complaint rate-limited).
+ * A reload that would weaken security (vw_webconfig_diff) is applied only when the file says
+ * so explicitly and has stayed as it is for the settle period: a file caught half-written, cut
+ * short or emptied by a careless copy never turns TLS or authentication off.
+ */
+static bool weaker_allowed(struct vw_http *h, const char *text, size_t len, uint64_t now,
+			   const char *changes)
+{
+	bool marked = vw_webconfig_allows_weaker(text, len);
+	uint64_t settled = now - h->pending_since_ns;
+
+	if (marked && settled >= (uint64_t)h->reload_settle_s * VW_NSEC_PER_SEC)
+		return true;
+	vw_complain(&h->weaker_complaint, VW_LOG_WARN,
+		    "http: web config %s changed but would weaken security (%s): refused, still "
+		    "serving the previous configuration; to apply it on purpose, add the line "
+		    "'%s' and leave the file unchanged for %u s%s",
+		    h->web_config_file, changes, VW_WEBCONFIG_WEAKER_MARKER, h->reload_settle_s,
+		    marked ? " (it has the line; waiting for the file to settle)" : "");
+	return false;
+}
+
+/*
+ * The watcher's check. A change (the file's size, times, inode or text, or those of the files
+ * it names) is only noted at first; it is loaded once the next poll sees the same state, so a
+ * file being written is never loaded half-way. A loadable file starts a new server, which then
+ * replaces the old one, and what changed is logged at warn. A broken file keeps the previous
+ * configuration (retried, its complaint rate-limited), and so does a weaker one unless it is
+ * marked and settled (weaker_allowed).
  */
 static void webconfig_poll(struct vw_http *h)
 {
-	struct file_stamp now[N_STAMPS];
+	struct config_seen now;
 	struct vw_webconfig *wc = NULL;
-	char err[1024] = "";
+	_cleanup_free_ char *text = NULL;
+	char err[1024] = "", changes[1024];
 	struct server *s, *old = h->srv;
+	uint64_t t = vw_now_ns();
+	size_t len = 0;
 	int r;
 
-	stamps_take(h->web_config_file, old->wc, now);
-	if (memcmp(now, h->stamps, sizeof(now)) == 0)
+	r = config_text_read(h->web_config_file, &text, &len, err, sizeof(err));
+	config_seen_take(h->web_config_file, old->wc, r == 0 ? text : NULL, len, &now);
+	if (memcmp(&now, &h->loaded, sizeof(now)) == 0) {
+		h->has_pending = false;
+		vw_release(&h->weaker_complaint, VW_LOG_WARN,
+			   "http: web config %s is back to the configuration being served",
+			   h->web_config_file);
 		return;
-	r = vw_webconfig_load(h->web_config_file, &wc, err, sizeof(err));
+	}
+	if (!h->has_pending || memcmp(&now, &h->pending, sizeof(now)) != 0) {
+		h->pending = now;
+		h->has_pending = true;
+		h->pending_since_ns = t;
+		vw_debug("http: web config %s changed; applied once unchanged for one more check",
+			 h->web_config_file);
+		return;
+	}
+	if (r == 0)
+		r = vw_webconfig_load_buf(h->web_config_file, text, len, &wc, err, sizeof(err));
 	if (r < 0) {
 		vw_complain(&h->reload_complaint, VW_LOG_ERROR,
 			    "http: web config changed but is not usable, keeping the previous one: %s",
 			    err[0] ? err : strerror(-r));
 		return;
 	}
-	stamps_take(h->web_config_file, wc, now);
+	if (vw_webconfig_diff(old->wc, wc, changes, sizeof(changes)) &&
+	    !weaker_allowed(h, text, len, t, changes)) {
+		vw_webconfig_free(wc);
+		return;
+	}
+	config_seen_take(h->web_config_file, wc, text, len, &now);
 	s = server_new(h, wc);
 	if (!s) {
 		vw_complain(&h->reload_complaint, VW_LOG_ERROR,
@@ -1007,11 +1097,14 @@ static void webconfig_poll(struct vw_http *h)
 	}
 	vw_release(&h->reload_complaint, VW_LOG_INFO, "http: web config %s usable again",
 		   h->web_config_file);
+	vw_release(&h->weaker_complaint, VW_LOG_WARN, "http: web config %s: weaker settings "
+		   "applied as the file asks", h->web_config_file);
 	webconfig_log(s->wc, h->web_config_file);
 	h->srv = s;
-	memcpy(h->stamps, now, sizeof(now));
+	h->loaded = now;
+	h->has_pending = false;
 	server_free(old);
-	vw_info("http: web config %s reloaded", h->web_config_file);
+	vw_warn("http: web config %s reloaded: %s", h->web_config_file, changes);
 }
 
 static void *watch_main(void *arg)
@@ -1022,7 +1115,12 @@ static void *watch_main(void *arg)
 	pthread_mutex_lock(&h->watch_lock);
 	while (!h->stopping) {
 		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += WEBCONFIG_CHECK_S;
+		until.tv_sec += h->reload_poll_ms / 1000;
+		until.tv_nsec += (long)(h->reload_poll_ms % 1000) * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
 		pthread_cond_timedwait(&h->watch_cond, &h->watch_lock, &until);
 		if (h->stopping)
 			break;
@@ -1099,6 +1197,8 @@ static int http_init(struct vw_http *h, const struct vw_http_opts *opts, struct 
 		.ready = opts->ready,
 		.userdata = opts->userdata,
 		.stale_after_ns = opts->stale_after_ns,
+		.reload_poll_ms = opts->reload_poll_ms ? opts->reload_poll_ms : WEBCONFIG_CHECK_MS,
+		.reload_settle_s = opts->reload_settle_s ? opts->reload_settle_s : WEBCONFIG_SETTLE_S,
 	};
 	pthread_mutex_init(&h->log_lock, NULL);
 	pthread_mutex_init(&h->watch_lock, NULL);
@@ -1117,10 +1217,9 @@ static int http_serve(struct vw_http *h)
 	int r;
 
 	if (h->web_config_file) {
-		r = webconfig_read(h->web_config_file, &wc);
+		r = webconfig_read(h->web_config_file, &wc, &h->loaded);
 		if (r < 0)
 			return r;
-		stamps_take(h->web_config_file, wc, h->stamps);
 		webconfig_log(wc, h->web_config_file);
 	}
 	h->srv = server_new(h, wc);

@@ -88,6 +88,14 @@ struct vw_http_opts {
 	void *userdata;
 	/* /readyz answers 503 while the last snapshot is older than this (0: never stale). */
 	uint64_t stale_after_ns;
+	/*
+	 * Web config reloads: how often the files are checked (0: every 2 s; a change is applied
+	 * once the next check sees it unchanged), and how long a file that weakens security
+	 * (webconfig.h: vw_webconfig_diff) must stay unchanged, besides carrying
+	 * VW_WEBCONFIG_WEAKER_MARKER, before it is applied (0: 30 s).
+	 */
+	unsigned reload_poll_ms;
+	unsigned reload_settle_s;
 };
 
 struct vw_http;
