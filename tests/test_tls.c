@@ -509,6 +509,44 @@ static void test_reload_waits_for_stable_file(void **state)
 	capture_stop();
 }
 
+static double since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/*
+ * A cost-13 user (htpasswd -B -C 13: seconds of bcrypt here) neither delays the start nor a
+ * stop: nothing is hashed before listening. Costs above 14 are refused (test_webconfig).
+ */
+static void test_high_cost_starts_promptly(void **state)
+{
+	_cleanup_free_ char *cfg = config_fmt(
+		TLS_FILES "basic_auth_users:\n  carol: "
+			  "$2y$13$abcdefghijklmnopqrstuOabcdefghijklmnopqrstuvwxyz01234\n"
+			  "  alice: '%s'\n",
+		hash_alice);
+	struct server s = { 0 };
+	struct timespec t0;
+	double t;
+
+	(void)state;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	server_start(&s, cfg);
+	t = since(&t0);
+	if (t > 1.0)
+		fail_msg("listening took %.2f s with a cost-13 user", t);
+	assert_int_equal(status_of(s.port, &(struct client){ .user = "alice", .pass = "alice-pw" }),
+			 200);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	server_stop(&s);
+	t = since(&t0);
+	if (t > 1.0)
+		fail_msg("stopping took %.2f s", t);
+}
+
 static void test_bad_file_fails_start(void **state)
 {
 	struct vw_http_opts o = { .listen_address = "127.0.0.1:0" };
@@ -557,6 +595,7 @@ int main(void)
 		cmocka_unit_test(test_reload),
 		cmocka_unit_test(test_reload_never_weaker),
 		cmocka_unit_test(test_reload_waits_for_stable_file),
+		cmocka_unit_test(test_high_cost_starts_promptly),
 		cmocka_unit_test(test_bad_file_fails_start),
 	};
 

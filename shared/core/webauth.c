@@ -41,30 +41,35 @@ static bool ct_equal(const void *a, const void *b, size_t n)
 	return d == 0;
 }
 
-static unsigned hash_cost(const char *h)
-{
-	return (unsigned)(h[4] - '0') * 10 + (unsigned)(h[5] - '0');
-}
-
-/* A hash of a random password at the users' highest cost: what an unknown user is checked by. */
+/*
+ * What an unknown user's password is checked against: a setting at the users' highest cost
+ * with a random salt, and 31 random characters where the hash would be. bcrypt computes the
+ * same rounds whatever follows the salt, and no password can be known to produce random bytes
+ * (its result never counts anyway), so nothing is hashed here: making the object, at start or
+ * on a reload, costs no bcrypt however high the cost.
+ */
 static int make_dummy(struct vw_webauth *a)
 {
-	char salt[CRYPT_GENSALT_OUTPUT_SIZE], pw[33];
-	uint8_t rnd[16];
+	static const char b64[] = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	char salt[CRYPT_GENSALT_OUTPUT_SIZE];
+	uint8_t rnd[31];
 	unsigned cost = 10;
+	size_t n;
 
 	for (size_t i = 0; i < a->n_users; i++)
-		cost = i ? VW_MAX(cost, hash_cost(a->users[i].value)) : hash_cost(a->users[i].value);
-	if (gnutls_rnd(GNUTLS_RND_RANDOM, rnd, sizeof(rnd)) < 0)
+		cost = i ? VW_MAX(cost, vw_bcrypt_hash_cost(a->users[i].value))
+			 : vw_bcrypt_hash_cost(a->users[i].value);
+	if (gnutls_rnd(GNUTLS_RND_NONCE, rnd, sizeof(rnd)) < 0)
 		return -EIO;
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(pw + 2 * i, 3, "%02x", rnd[i]);
 	if (!crypt_gensalt_rn("$2b$", cost, NULL, 0, salt, sizeof(salt)))
-		return -errno ? -errno : -EINVAL;
-	if (!crypt_rn(pw, salt, &a->cd, sizeof(a->cd)) || a->cd.output[0] == '*')
+		return errno ? -errno : -EINVAL;
+	n = strlen(salt);
+	if (n != 29 || n + sizeof(rnd) >= sizeof(a->dummy))
 		return -EINVAL;
-	snprintf(a->dummy, sizeof(a->dummy), "%s", a->cd.output);
-	explicit_bzero(pw, sizeof(pw));
+	memcpy(a->dummy, salt, n);
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		a->dummy[n + i] = b64[rnd[i] % 64];
+	a->dummy[n + sizeof(rnd)] = '\0';
 	return 0;
 }
 
