@@ -35,6 +35,7 @@ struct client {
 	const char *cacert; /* fixture file name; default ca.crt */
 	const char *cert;   /* client certificate (fixture name without .crt/.key) */
 	bool plain;	    /* http:// */
+	const char *from;   /* local address to connect from (127.0.0.2, ...), or NULL */
 	long tls_min;	    /* CURL_SSLVERSION_* or 0 */
 };
 
@@ -80,6 +81,8 @@ static struct answer get(uint16_t port, const struct client *q)
 		snprintf(name, sizeof(name), "%s.key", q->cert);
 		curl_easy_setopt(c, CURLOPT_SSLKEY, tls_fixture_path(&tf, name, key, sizeof(key)));
 	}
+	if (q->from)
+		curl_easy_setopt(c, CURLOPT_INTERFACE, q->from);
 	if (q->user) {
 		curl_easy_setopt(c, CURLOPT_USERNAME, q->user);
 		curl_easy_setopt(c, CURLOPT_PASSWORD, q->pass);
@@ -547,6 +550,135 @@ static void test_high_cost_starts_promptly(void **state)
 		fail_msg("stopping took %.2f s", t);
 }
 
+/* ---- Wrong-password floods ---- */
+
+/* A cost-12 hash no password is known to match: each wrong login is a full cost-12 bcrypt. */
+#define BOB_COST12 "$2y$12$abcdefghijklmnopqrstuOabcdefghijklmnopqrstuvwxyz01234"
+#define FLOODERS 16
+
+struct flood {
+	uint16_t port;
+	int stop;
+	unsigned n_401, n_other;
+	char from[16];
+};
+
+/* Wrong passwords as fast as answers come, from one source address, until stopped. */
+static void *flooder(void *arg)
+{
+	struct flood *f = arg;
+
+	while (!__atomic_load_n(&f->stop, __ATOMIC_RELAXED)) {
+		struct answer a = get(f->port, &(struct client){ .plain = true, .from = f->from,
+								  .user = "bob", .pass = "guess" });
+
+		if (a.code == CURLE_OK && a.status == 401) {
+			__atomic_add_fetch(&f->n_401, 1, __ATOMIC_RELAXED);
+		} else {
+			__atomic_add_fetch(&f->n_other, 1, __ATOMIC_RELAXED);
+			usleep(20 * 1000); /* refused at once (429, 503): do not spin */
+		}
+		answer_clear(&a);
+	}
+	return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * 16 connections from 4 addresses send wrong passwords for a cost-12 user while a scrape with
+ * a cached login and the excluded /healthz must each still answer in well under 100 ms: bcrypt
+ * runs off the HTTP thread, and each source may start only so many.
+ */
+static void test_wrong_password_flood(void **state)
+{
+	_cleanup_free_ char *cfg = config_fmt("basic_auth_users:\n  alice: '%s'\n  bob: " BOB_COST12
+					      "\nbasic_auth_excluded_paths: [/healthz]\n",
+					      hash_alice);
+	const struct client alice = { .plain = true, .user = "alice", .pass = "alice-pw" };
+	const struct client healthz = { .plain = true, .path = "/healthz" };
+	struct flood f[FLOODERS];
+	pthread_t th[FLOODERS];
+	double took[2][10];
+	struct server s = { 0 };
+	unsigned wrong = 0;
+
+	(void)state;
+	server_start(&s, cfg);
+	assert_int_equal(status_of(s.port, &alice), 200); /* now cached */
+	for (int i = 0; i < FLOODERS; i++) {
+		f[i] = (struct flood){ .port = s.port };
+		snprintf(f[i].from, sizeof(f[i].from), "127.0.0.%d", 2 + i % 4);
+		assert_int_equal(pthread_create(&th[i], NULL, flooder, &f[i]), 0);
+	}
+	usleep(1000 * 1000);
+	for (int i = 0; i < 10; i++) {
+		struct timespec t0;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		assert_int_equal(status_of(s.port, &alice), 200);
+		took[0][i] = since(&t0);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		assert_int_equal(status_of(s.port, &healthz), 200);
+		took[1][i] = since(&t0);
+		usleep(100 * 1000);
+	}
+	for (int i = 0; i < FLOODERS; i++) {
+		__atomic_store_n(&f[i].stop, 1, __ATOMIC_RELAXED);
+		pthread_join(th[i], NULL);
+		wrong += f[i].n_401 + f[i].n_other;
+	}
+	assert_true(wrong > 0);
+	for (int k = 0; k < 2; k++) {
+		qsort(took[k], 10, sizeof(double), cmp_double);
+		if (took[k][5] > 0.1 || took[k][9] > 0.5)
+			fail_msg("%s during the flood: median %.3f s, slowest %.3f s",
+				 k ? "/healthz" : "a cached scrape", took[k][5], took[k][9]);
+	}
+	server_stop(&s);
+}
+
+/*
+ * Failed logins are limited per source: past its allowance an address gets 429 with no bcrypt,
+ * while another address is still checked (401) and a cached login from the limited one passes.
+ */
+static void test_failed_logins_limited_per_source(void **state)
+{
+	_cleanup_free_ char *cfg = config_fmt(
+		"basic_auth_users:\n  alice: '%s'\n"
+		"  bob: $2y$04$abcdefghijklmnopqrstuOabcdefghijklmnopqrstuvwxyz01234\n",
+		hash_alice);
+	const struct client wrong2 = { .plain = true, .from = "127.0.0.2", .user = "bob",
+				       .pass = "guess" };
+	struct server s = { 0 };
+	int i;
+
+	(void)state;
+	server_start(&s, cfg);
+	assert_int_equal(status_of(s.port, &(struct client){ .plain = true, .from = "127.0.0.2",
+							      .user = "alice",
+							      .pass = "alice-pw" }),
+			 200);
+	for (i = 0; i < 100; i++)
+		if (status_of(s.port, &wrong2) == 429)
+			break;
+	assert_true(i >= 20 && i < 100); /* a few dozen wrong passwords are answered 401 first */
+	assert_int_equal(status_of(s.port, &wrong2), 429);
+	assert_int_equal(status_of(s.port, &(struct client){ .plain = true, .from = "127.0.0.3",
+							      .user = "bob", .pass = "guess" }),
+			 401);
+	assert_int_equal(status_of(s.port, &(struct client){ .plain = true, .from = "127.0.0.2",
+							      .user = "alice",
+							      .pass = "alice-pw" }),
+			 200);
+	server_stop(&s);
+}
+
 static void test_bad_file_fails_start(void **state)
 {
 	struct vw_http_opts o = { .listen_address = "127.0.0.1:0" };
@@ -596,6 +728,8 @@ int main(void)
 		cmocka_unit_test(test_reload_never_weaker),
 		cmocka_unit_test(test_reload_waits_for_stable_file),
 		cmocka_unit_test(test_high_cost_starts_promptly),
+		cmocka_unit_test(test_wrong_password_flood),
+		cmocka_unit_test(test_failed_logins_limited_per_source),
 		cmocka_unit_test(test_bad_file_fails_start),
 	};
 

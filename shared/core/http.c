@@ -36,6 +36,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "authpool.h"
 #include "crypt_lazy.h"
 #include "fileio.h"
 #include "log.h"
@@ -400,6 +401,7 @@ struct server {
 	struct MHD_Daemon *mhd;
 	struct vw_webconfig *wc; /* NULL: no web config (plain HTTP, no authentication) */
 	struct vw_webauth *auth; /* NULL: no basic_auth_users */
+	struct vw_authpool *pool; /* bcrypt off the HTTP thread, with auth */
 	pthread_mutex_t rate_lock;
 	double rate_tokens;
 	uint64_t rate_last_ns;
@@ -682,27 +684,67 @@ static bool auth_excluded(const struct server *s, const char *url)
 	return false;
 }
 
-static bool basic_auth_ok(struct server *s, struct MHD_Connection *c, const char *url)
+static void connection_park(void *cls)
 {
-	char *user, *pass = NULL;
-	bool ok;
+	MHD_suspend_connection(cls);
+}
 
-	if (!s->auth || auth_excluded(s, url))
-		return true;
+static void connection_unpark(void *cls)
+{
+	MHD_resume_connection(cls);
+}
+
+/*
+ * Basic authentication, never a bcrypt on this thread: a cached login passes at once, others
+ * go to the worker pool with the connection suspended (VW_AUTH_QUEUED, *job set); MHD calls
+ * on_request again once a worker resumed it, and auth_finish gives the answer.
+ */
+static enum vw_auth_result auth_start(struct server *s, struct MHD_Connection *c,
+				      struct vw_auth_job **job)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	struct vw_src_key src;
+	char *user, *pass = NULL;
+	enum vw_auth_result r;
+
+	vw_src_key(ci ? ci->client_addr : NULL, &src);
 	user = MHD_basic_auth_get_username_password(c, &pass);
-	ok = user && pass && vw_webauth_check(s->auth, user, pass);
+	r = vw_authpool_submit(s->pool, &src, user, pass, connection_park, connection_unpark, c,
+			       job);
 	if (pass)
 		explicit_bzero(pass, strlen(pass));
 	MHD_free(user);
 	MHD_free(pass);
-	return ok;
+	return r;
 }
 
-/* The web config's checks before a request is served: false with the refusal queued in *ret. */
+/* The refusal for an authentication result other than VW_AUTH_OK. */
+static VW_MHD_RESULT auth_refuse(struct server *s, struct MHD_Connection *c,
+				 enum vw_auth_result r)
+{
+	if (r == VW_AUTH_LIMITED)
+		return reply_text(s, c, MHD_HTTP_TOO_MANY_REQUESTS,
+				  "too many failed logins from this address\n",
+				  MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	if (r == VW_AUTH_BUSY || r == VW_AUTH_CANCELLED)
+		return reply_text(s, c, MHD_HTTP_SERVICE_UNAVAILABLE,
+				  "too many logins being checked, try again\n",
+				  MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	return reply_text(s, c, MHD_HTTP_UNAUTHORIZED, "unauthorized\n",
+			  MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic");
+}
+
+/*
+ * The web config's checks before any other work: false with the refusal queued in *ret. The
+ * client certificate and the rate limit first; paths excluded from basic auth are then served
+ * with no authentication work at all; a login needing a bcrypt parks the request (*job).
+ */
 static bool gatekeep(struct server *s, struct MHD_Connection *c, const char *url,
-		     VW_MHD_RESULT *ret)
+		     VW_MHD_RESULT *ret, struct vw_auth_job **job)
 {
 	const char *refusal = client_cert_refusal(s, c);
+	enum vw_auth_result r;
 
 	if (refusal) {
 		*ret = reply_text(s, c, MHD_HTTP_FORBIDDEN, refusal, NULL, NULL);
@@ -713,33 +755,32 @@ static bool gatekeep(struct server *s, struct MHD_Connection *c, const char *url
 				  NULL);
 		return false;
 	}
-	if (!basic_auth_ok(s, c, url)) {
-		*ret = reply_text(s, c, MHD_HTTP_UNAUTHORIZED, "unauthorized\n",
-				  MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic");
-		return false;
-	}
-	return true;
+	if (!s->auth || auth_excluded(s, url))
+		return true;
+	r = auth_start(s, c, job);
+	if (r == VW_AUTH_OK)
+		return true;
+	*ret = r == VW_AUTH_QUEUED ? MHD_YES : auth_refuse(s, c, r);
+	return false;
 }
 
-/*
- * Every answer is queued on the first call, once the headers are in; MHD then never reads a
- * body and closes a connection that still had one coming. A later call (body data) is refused.
- * The web config's checks (client certificate, rate limit, basic auth) come first, on every
- * path, as in exporter-toolkit.
- */
-static VW_MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *url,
-				const char *method, const char *version, const char *upload_data,
-				size_t *upload_data_size, void **con_cls)
+/* After the login's job is done: 0 when it passed, else the refusal queued in *ret. */
+static bool auth_finish(struct server *s, struct MHD_Connection *c, struct vw_auth_job *job,
+			VW_MHD_RESULT *ret)
 {
-	struct server *s = cls;
-	VW_MHD_RESULT ret;
+	enum vw_auth_result r = vw_auth_job_result(job);
 
-	(void)version, (void)upload_data, (void)upload_data_size;
-	if (*con_cls)
-		return MHD_NO;
-	*con_cls = s;
-	if (s->wc && !gatekeep(s, c, url, &ret))
-		return ret;
+	vw_auth_job_release(job);
+	if (r == VW_AUTH_OK)
+		return true;
+	*ret = auth_refuse(s, c, r);
+	return false;
+}
+
+/* Everything after the web config's checks: method, body, route. */
+static VW_MHD_RESULT route(struct server *s, struct MHD_Connection *c, const char *url,
+			   const char *method)
+{
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return reply_text(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n",
 				  MHD_HTTP_HEADER_ALLOW, ALLOWED_METHODS);
@@ -751,6 +792,56 @@ static VW_MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char 
 			return routes[i].serve(s, c);
 	return reply_text(s, c, MHD_HTTP_NOT_FOUND, "not found\n", NULL, NULL);
 }
+
+/*
+ * Every answer is queued on the first call, once the headers are in; MHD then never reads a
+ * body and closes a connection that still had one coming. The exception is a login parked for
+ * a bcrypt: *con_cls holds its job, and MHD calls again once a worker resumed the connection.
+ * Any other later call (body data) is refused. The web config's checks (client certificate,
+ * rate limit, basic auth) come first, on every path, as in exporter-toolkit; a request
+ * announcing a body is refused before a login is checked (nothing is read from it).
+ */
+static VW_MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *url,
+				const char *method, const char *version, const char *upload_data,
+				size_t *upload_data_size, void **con_cls)
+{
+	struct server *s = cls;
+	struct vw_auth_job *job = NULL;
+	VW_MHD_RESULT ret;
+
+	(void)version, (void)upload_data, (void)upload_data_size;
+	if (*con_cls == s)
+		return MHD_NO;
+	if (*con_cls) {
+		job = *con_cls;
+		*con_cls = s;
+		if (!auth_finish(s, c, job, &ret))
+			return ret;
+		return route(s, c, url, method);
+	}
+	*con_cls = s;
+	if (s->auth && has_body(c) && !auth_excluded(s, url))
+		return reply_text(s, c, MHD_HTTP_CONTENT_TOO_LARGE, "request body not accepted\n",
+				  NULL, NULL);
+	if (s->wc && !gatekeep(s, c, url, &ret, &job)) {
+		if (job)
+			*con_cls = job;
+		return ret;
+	}
+	return route(s, c, url, method);
+}
+
+/* A request ends (answered, or its connection closed): a parked login's job is let go. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode why)
+{
+	(void)c, (void)why;
+	if (con_cls && *con_cls && *con_cls != cls)
+		vw_auth_job_release(*con_cls);
+	if (con_cls)
+		*con_cls = NULL;
+}
+
 /* Append s to the index page with &, <, >, " and ' escaped. */
 static void html_escape(FILE *f, const char *s)
 {
@@ -791,7 +882,8 @@ static int index_render(struct vw_http *h, const char *program, const char *vers
 static unsigned mhd_flags(bool tls)
 {
 	/* ITC: a retired daemon must not shutdown() the listening socket its successor shares. */
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC |
+			 MHD_ALLOW_SUSPEND_RESUME;
 
 	if (tls)
 		flags |= MHD_USE_TLS;
@@ -854,6 +946,7 @@ static int server_start_mhd(struct server *s)
 	vw_signals_block_all(&old_mask);
 	s->mhd = MHD_start_daemon(mhd_flags(wc && wc->tls), 0, NULL, NULL, on_request, s,
 				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 				  MHD_OPTION_ARRAY, tls,
 				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
 				  MHD_OPTION_CONNECTION_LIMIT, h->max_connections,
@@ -879,10 +972,14 @@ static void server_free(struct server *s)
 	if (s->mhd) {
 		MHD_socket fd = MHD_quiesce_daemon(s->mhd);
 
+		/* Every parked login resumed (cancelled or answered) before MHD stops: it must
+		 * not find a suspended connection. */
+		vw_authpool_stop(s->pool);
 		MHD_stop_daemon(s->mhd);
 		if (fd != MHD_INVALID_SOCKET)
 			close(fd);
 	}
+	vw_authpool_free(s->pool);
 	vw_webauth_free(s->auth);
 	vw_webconfig_free(s->wc);
 	pthread_mutex_destroy(&s->rate_lock);
@@ -943,7 +1040,8 @@ static struct server *server_new(struct vw_http *h, struct vw_webconfig *wc)
 	}
 	if (r == 0 && wc && wc->n_users) {
 		s->auth = vw_webauth_new(wc->users, wc->n_users);
-		if (!s->auth) {
+		s->pool = s->auth ? vw_authpool_new(s->auth, 0) : NULL;
+		if (!s->pool) {
 			r = -errno;
 			vw_error("http: basic authentication: %s", strerror(-r));
 		}

@@ -26,8 +26,7 @@ struct vw_webauth {
 	struct user_cache *cache;
 	char dummy[CRYPT_OUTPUT_SIZE]; /* hashed for unknown users */
 	uint8_t key[DIGEST_LEN];       /* HMAC key: random per object */
-	pthread_mutex_t lock;          /* bcrypt one at a time; the cache */
-	struct crypt_data cd;          /* crypt_rn's scratch, under lock */
+	pthread_mutex_t lock;          /* the cache and the count; never held during bcrypt */
 	unsigned long n_bcrypt;
 };
 
@@ -121,42 +120,83 @@ static const struct vw_webconfig_pair *find_user(struct vw_webauth *a, const cha
 	return NULL;
 }
 
-/* bcrypt pass against hash, under the lock; true on a match. */
+/* bcrypt pass against hash (no lock held: callers may run it in parallel); true on a match. */
 static bool bcrypt_matches(struct vw_webauth *a, const char *hash, const char *pass)
 {
+	struct crypt_data *cd = malloc(sizeof(*cd)); /* 32 KiB: not on a worker's stack */
 	const char *out;
 	size_t n = strlen(hash);
+	bool ok;
 
+	pthread_mutex_lock(&a->lock);
 	a->n_bcrypt++;
-	out = crypt_rn(pass, hash, &a->cd, sizeof(a->cd));
-	return out && out[0] != '*' && strlen(out) == n && ct_equal(out, hash, n);
+	pthread_mutex_unlock(&a->lock);
+	if (!cd)
+		return false;
+	memset(cd, 0, sizeof(*cd));
+	out = crypt_rn(pass, hash, cd, sizeof(*cd));
+	ok = out && out[0] != '*' && strlen(out) == n && ct_equal(out, hash, n);
+	explicit_bzero(cd, sizeof(*cd)); /* the password in crypt's scratch */
+	free(cd);
+	return ok;
+}
+
+/* The user's table index and the password's HMAC: false when the HMAC fails. */
+static bool lookup(struct vw_webauth *a, const char *user, const char *pass,
+		   const struct vw_webconfig_pair **u, size_t *i, uint8_t digest[DIGEST_LEN])
+{
+	if (gnutls_hmac_fast(GNUTLS_MAC_SHA256, a->key, sizeof(a->key), pass, strlen(pass),
+			     digest) < 0)
+		return false;
+	*u = find_user(a, user, i);
+	return true;
+}
+
+static bool cache_hit(struct vw_webauth *a, const struct vw_webconfig_pair *u, size_t i,
+		      const uint8_t digest[DIGEST_LEN])
+{
+	bool hit;
+
+	pthread_mutex_lock(&a->lock);
+	hit = u && a->cache[i].valid && ct_equal(a->cache[i].digest, digest, DIGEST_LEN);
+	pthread_mutex_unlock(&a->lock);
+	return hit;
+}
+
+bool vw_webauth_cached(struct vw_webauth *a, const char *user, const char *pass)
+{
+	uint8_t digest[DIGEST_LEN];
+	const struct vw_webconfig_pair *u = NULL;
+	size_t i = 0;
+	bool hit;
+
+	if (!a || !user || !pass || !lookup(a, user, pass, &u, &i, digest))
+		return false;
+	hit = cache_hit(a, u, i, digest);
+	explicit_bzero(digest, sizeof(digest));
+	return hit;
 }
 
 bool vw_webauth_check(struct vw_webauth *a, const char *user, const char *pass)
 {
 	uint8_t digest[DIGEST_LEN];
-	const struct vw_webconfig_pair *u;
+	const struct vw_webconfig_pair *u = NULL;
 	size_t i = 0;
 	bool ok;
 
-	if (!a || !user || !pass)
+	if (!a || !user || !pass || !lookup(a, user, pass, &u, &i, digest))
 		return false;
-	if (gnutls_hmac_fast(GNUTLS_MAC_SHA256, a->key, sizeof(a->key), pass, strlen(pass),
-			     digest) < 0)
-		return false;
-	u = find_user(a, user, &i);
-	pthread_mutex_lock(&a->lock);
-	if (u && a->cache[i].valid && ct_equal(a->cache[i].digest, digest, DIGEST_LEN)) {
-		ok = true;
-	} else {
+	ok = cache_hit(a, u, i, digest);
+	if (!ok) {
 		/* An unknown user costs the same bcrypt, and its result never counts. */
 		ok = bcrypt_matches(a, u ? u->value : a->dummy, pass) && u;
 		if (ok) {
+			pthread_mutex_lock(&a->lock);
 			a->cache[i].valid = true;
 			memcpy(a->cache[i].digest, digest, DIGEST_LEN);
+			pthread_mutex_unlock(&a->lock);
 		}
 	}
-	pthread_mutex_unlock(&a->lock);
 	explicit_bzero(digest, sizeof(digest));
 	return ok;
 }
