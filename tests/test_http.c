@@ -10,10 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "conntable.h"
 #include "http.h"
 #include "log.h"
 #include "macro.h"
@@ -673,49 +677,257 @@ static void capture_sink(enum vw_log_level level, const char *msg, void *userdat
 }
 
 /*
- * With a limit of one connection, a second one is not served until the first goes away. Over
- * the total limit MHD stops accepting (the client waits in the backlog: queued); over the
- * per-IP limit it accepts and closes at once.
+ * With a limit of one connection, a connection that never sent a request head gives its slot
+ * to a new one (evicted, closed at once), so a scrape is served; over the per-IP limit a new
+ * connection is accepted and closed at once.
  */
-static void limit_check(struct vw_http_opts opts, bool queued)
+static void test_connection_limits(void **state)
 {
 	struct server s;
 	struct reply r;
-	int fd, tries = 0;
+	int fd;
+	double t;
 
-	server_start_published(&s, opts);
-	fd = idle_connect(s.port);
-	usleep(100 * 1000); /* let MHD accept it */
-	r = fetch(s.port, &(struct request){.path = "/metrics", .timeout_ms = 1500});
-	if (queued)
-		assert_int_equal(r.code, CURLE_OPERATION_TIMEDOUT);
-	else
-		assert_true(r.code == CURLE_GOT_NOTHING || r.code == CURLE_RECV_ERROR);
-	reply_clear(&r);
-	close(fd);
-	do {
-		usleep(50 * 1000);
-		r = fetch(s.port, &(struct request){.path = "/metrics"});
-		if (r.code == CURLE_OK)
-			break;
-		reply_clear(&r);
-	} while (++tries < 100);
-	assert_int_equal(r.status, 200);
-	reply_clear(&r);
-	server_stop(&s);
-}
-
-static void test_connection_limits(void **state)
-{
 	(void)state;
 	seen_log[0] = '\0';
 	vw_log_set_sink(capture_sink, NULL);
-	limit_check((struct vw_http_opts){.max_connections = 1}, true);
-	limit_check((struct vw_http_opts){.per_ip_connections = 1}, false);
+	server_start_published(&s, (struct vw_http_opts){.max_connections = 1});
+	fd = idle_connect(s.port);
+	usleep(100 * 1000); /* let MHD accept it */
+	r = fetch(s.port, &(struct request){.path = "/metrics", .timeout_ms = 1500});
+	assert_int_equal(r.code, CURLE_OK);
+	assert_int_equal(r.status, 200);
+	reply_clear(&r);
+	t = seconds_until_closed(fd, 5);
+	assert_true(t >= 0 && t < 1);
+	close(fd);
+	server_stop(&s);
+
+	server_start_published(&s, (struct vw_http_opts){.per_ip_connections = 1});
+	fd = idle_connect(s.port);
+	usleep(100 * 1000);
+	r = fetch(s.port, &(struct request){.path = "/metrics", .timeout_ms = 1500});
+	assert_true(r.code == CURLE_GOT_NOTHING || r.code == CURLE_RECV_ERROR);
+	reply_clear(&r);
+	close(fd);
+	usleep(200 * 1000);
+	assert_int_equal(get_status(s.port, "/metrics", sample_text), 200);
+	server_stop(&s);
 	vw_log_set_sink(NULL, NULL);
-	/* libmicrohttpd's own complaint went through vw_log */
-	if (!strstr(seen_log, "http: libmicrohttpd: "))
-		fail_msg("no libmicrohttpd message in the log:\n%s", seen_log);
+	if (!strstr(seen_log, "http: refused a connection from 127.0.0.1: it has 1 open already") &&
+	    !strstr(seen_log, "http: libmicrohttpd: "))
+		fail_msg("no refusal in the log:\n%s", seen_log);
+}
+
+static void key_of(const char *addr, struct vw_src_key *k)
+{
+	struct sockaddr_in6 in6 = {.sin6_family = AF_INET6};
+	struct sockaddr_in in4 = {.sin_family = AF_INET};
+
+	if (inet_pton(AF_INET, addr, &in4.sin_addr) == 1) {
+		vw_src_key((struct sockaddr *)&in4, k);
+		return;
+	}
+	assert_int_equal(inet_pton(AF_INET6, addr, &in6.sin6_addr), 1);
+	vw_src_key((struct sockaddr *)&in6, k);
+}
+
+static bool same_source(const char *a, const char *b)
+{
+	struct vw_src_key x, y;
+
+	key_of(a, &x);
+	key_of(b, &y);
+	return vw_src_key_equal(&x, &y);
+}
+
+static void noop_close(int fd)
+{
+	(void)fd;
+}
+
+/*
+ * Sources are IPv4 addresses and IPv6 /64s: one host picks from a whole /64, so limits per
+ * IPv6 address would limit nothing; a dual-stack socket's IPv4 clients count as IPv4.
+ */
+static void test_source_limits_per_64(void **state)
+{
+	struct vw_conntable *t = vw_conntable_new(64, 2);
+	struct vw_src_key k;
+	bool full;
+	char buf[64];
+
+	(void)state;
+	assert_true(same_source("2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:fffe"));
+	assert_false(same_source("2001:db8:1:2::1", "2001:db8:1:3::1"));
+	assert_true(same_source("::ffff:192.0.2.7", "192.0.2.7"));
+	assert_false(same_source("192.0.2.7", "192.0.2.8"));
+	key_of("2001:db8:1:2:3:4:5:6", &k);
+	vw_src_key_str(&k, buf, sizeof(buf));
+	assert_string_equal(buf, "2001:db8:1:2::/64");
+	/* Two connections from one /64, a third from another address of it is refused. */
+	assert_non_null(t);
+	for (int i = 0; i < 2; i++) {
+		key_of(i ? "2001:db8::2" : "2001:db8::1", &k);
+		assert_true(vw_conntable_admit(t, &k, noop_close, &full));
+		assert_non_null(vw_conntable_add(t, &k, 100 + i, 1));
+	}
+	key_of("2001:db8::ffff:3", &k);
+	assert_false(vw_conntable_admit(t, &k, noop_close, &full));
+	assert_true(full);
+	key_of("2001:db8:0:1::1", &k);
+	assert_true(vw_conntable_admit(t, &k, noop_close, &full));
+	vw_conntable_free(t);
+}
+
+/* A TCP connection to the server from a given loopback address. */
+static int connect_from(uint16_t port, const char *from)
+{
+	struct sockaddr_in local = {.sin_family = AF_INET};
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(inet_pton(AF_INET, from, &local.sin_addr), 1);
+	assert_int_equal(bind(fd, (struct sockaddr *)&local, sizeof(local)), 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* Whether the server has closed fd (EOF or an error, without waiting). */
+static bool closed_by_server(int fd)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char buf[256];
+
+	if (poll(&p, 1, 0) != 1)
+		return false;
+	return read(fd, buf, sizeof(buf)) <= 0;
+}
+
+#define LORIS_SOURCES 5
+#define LORIS_EACH 16
+
+/*
+ * Slowloris from 5 addresses, 16 connections each (80: more than the 64 slots), each sending
+ * its request head one header line every 0.5 s (the idle timeout never fires): a scrape is
+ * still served at once, and every trickling connection is closed once the 2 s head deadline
+ * has passed.
+ */
+static void test_slowloris(void **state)
+{
+	static const char line[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
+	int fds[LORIS_SOURCES * LORIS_EACH];
+	struct server s;
+	unsigned open_after = 0;
+
+	(void)state;
+	server_start_published(&s, (struct vw_http_opts){.header_timeout_s = 2, .timeout_s = 30});
+	for (int i = 0; i < LORIS_SOURCES * LORIS_EACH; i++) {
+		char from[16];
+
+		snprintf(from, sizeof(from), "127.0.0.%d", 2 + i / LORIS_EACH);
+		fds[i] = connect_from(s.port, from);
+		(void)!send(fds[i], line, sizeof(line) - 1, MSG_NOSIGNAL);
+	}
+	for (int step = 0; step < 10; step++) {
+		usleep(500 * 1000);
+		for (int i = 0; i < LORIS_SOURCES * LORIS_EACH; i++)
+			(void)!send(fds[i], "X-Slow: 1\r\n", 11, MSG_NOSIGNAL);
+		if (step % 2 == 0) {
+			struct timespec t0, t1;
+			struct reply r;
+			double took;
+
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			r = fetch(s.port, &(struct request){.path = "/metrics", .timeout_ms = 3000});
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+			if (r.code != CURLE_OK || r.status != 200 || took > 1.0)
+				fail_msg("scrape during slowloris: curl %d, status %ld, %.2f s", r.code,
+					 r.status, took);
+			reply_clear(&r);
+		}
+	}
+	/* 5 s of trickling: every connection is past its 2 s deadline. */
+	for (int i = 0; i < LORIS_SOURCES * LORIS_EACH; i++) {
+		open_after += !closed_by_server(fds[i]);
+		close(fds[i]);
+	}
+	if (open_after)
+		fail_msg("%u trickling connections still open after 5 s", open_after);
+	server_stop(&s);
+}
+
+/*
+ * Under `ulimit -n 64` the default 64 connections would take every descriptor: the limit is
+ * lowered with a warning at start, and with 70 connections open files can still be opened (the
+ * meters' reads). Runs in a child: the limit is the process's.
+ */
+static void test_fd_limit(void **state)
+{
+	int to_child[2], to_parent[2], status, fds[70];
+	uint16_t port;
+	pid_t pid;
+	char go;
+
+	(void)state;
+	assert_int_equal(pipe(to_child), 0);
+	assert_int_equal(pipe(to_parent), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rlimit rl = {.rlim_cur = 64, .rlim_max = 64};
+		struct vw_exposition *x = vw_exposition_new();
+		struct vw_http *h;
+		int failed = 0;
+
+		close(to_child[1]);
+		close(to_parent[0]);
+		seen_log[0] = '\0';
+		vw_log_set_sink(capture_sink, NULL);
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			_exit(10);
+		h = vw_http_start(&(struct vw_http_opts){.listen_address = "127.0.0.1:0"}, x);
+		if (!h)
+			_exit(11);
+		if (!strstr(seen_log, "does not fit the open-file limit (RLIMIT_NOFILE 64") ||
+		    !strstr(seen_log, "serving at most 8 connections"))
+			_exit(12);
+		port = vw_http_port(h);
+		if (write(to_parent[1], &port, sizeof(port)) != sizeof(port) ||
+		    read(to_child[0], &go, 1) != 1)
+			_exit(13);
+		for (int i = 0; i < 20; i++) {
+			int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+			failed += fd < 0;
+			fds[i] = fd;
+		}
+		for (int i = 0; i < 20; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		vw_http_stop(h);
+		vw_exposition_free(x);
+		_exit(failed ? 14 : 0);
+	}
+	close(to_child[0]);
+	close(to_parent[1]);
+	assert_int_equal(read(to_parent[0], &port, sizeof(port)), sizeof(port));
+	for (int i = 0; i < 70; i++)
+		fds[i] = idle_connect(port);
+	usleep(500 * 1000); /* accepted, as far as the server will */
+	assert_int_equal(write(to_child[1], "g", 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	for (int i = 0; i < 70; i++)
+		close(fds[i]);
+	close(to_child[1]);
+	close(to_parent[0]);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) != 0)
+		fail_msg("child failed at step %d (12: no warning, 14: files could not be opened)",
+			 WEXITSTATUS(status));
 }
 
 static void test_dual_stack(void **state)
@@ -873,6 +1085,9 @@ int main(void)
 						server_teardown),
 		cmocka_unit_test(test_idle_timeout),
 		cmocka_unit_test(test_connection_limits),
+		cmocka_unit_test(test_source_limits_per_64),
+		cmocka_unit_test(test_slowloris),
+		cmocka_unit_test(test_fd_limit),
 		cmocka_unit_test(test_dual_stack),
 		cmocka_unit_test(test_concurrent_scrapes),
 	};

@@ -31,12 +31,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "authpool.h"
+#include "conntable.h"
 #include "crypt_lazy.h"
 #include "fileio.h"
 #include "log.h"
@@ -60,6 +62,9 @@
 #define DEFAULT_MAX_CONNECTIONS 64
 #define DEFAULT_PER_IP_CONNECTIONS 16
 #define DEFAULT_TIMEOUT_S 10
+#define DEFAULT_HEADER_TIMEOUT_S 10 /* the whole request head, from accept */
+#define HOUSEKEEPING_MS 250	    /* how often head deadlines are checked */
+#define FD_RESERVE 48 /* descriptors kept from connections: meters, /proc, BPF, logs, libraries */
 #define CONNECTION_MEMORY (32 * 1024) /* request headers and MHD's buffers, per connection */
 #define LISTEN_BACKLOG 64
 #define ALLOWED_METHODS "GET, HEAD"
@@ -411,7 +416,9 @@ struct vw_http {
 	struct server *srv; /* replaced only by the watcher thread */
 	int listen_fd;	    /* ours; every MHD daemon gets a duplicate */
 	char *listen_address;
-	unsigned max_connections, per_ip_connections, timeout_s;
+	unsigned max_connections, per_ip_connections, timeout_s, header_timeout_s;
+	struct vw_conntable *conns;
+	struct vw_complaint conn_complaint; /* under log_lock */
 	struct vw_exposition *x;
 	bool (*healthy)(void *userdata, char *why, size_t len);
 	bool (*ready)(void *userdata, char *why, size_t len);
@@ -628,6 +635,68 @@ static bool has_body(struct MHD_Connection *c)
 	return cl && strspn(cl, "0") != strlen(cl);
 }
 
+/* ---- Connections: per-source limits, head deadlines, eviction (conntable.h) ---- */
+
+/* Ends a connection MHD owns: it sees the socket fail and closes it (fd stays its own). */
+static void conn_shutdown(int fd)
+{
+	shutdown(fd, SHUT_RDWR);
+}
+
+/* MHD's accept policy: per-source limits and slots, evicting a head-less connection if full. */
+static VW_MHD_RESULT on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct vw_http *h = cls;
+	struct vw_src_key src;
+	bool source_full;
+	char who[64];
+
+	(void)addrlen;
+	vw_src_key(addr, &src);
+	if (vw_conntable_admit(h->conns, &src, conn_shutdown, &source_full))
+		return MHD_YES;
+	vw_src_key_str(&src, who, sizeof(who));
+	pthread_mutex_lock(&h->log_lock);
+	if (source_full)
+		vw_complain(&h->conn_complaint, VW_LOG_WARN,
+			    "http: refused a connection from %s: it has %u open already "
+			    "(per address, IPv6 per /64)", who, h->per_ip_connections);
+	else
+		vw_complain(&h->conn_complaint, VW_LOG_WARN,
+			    "http: refused a connection from %s: all %u connections are busy "
+			    "serving requests (web.max-connections)", who, h->max_connections);
+	pthread_mutex_unlock(&h->log_lock);
+	return MHD_NO;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct vw_http *h = cls;
+	const union MHD_ConnectionInfo *fd, *addr;
+	struct vw_src_key src;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		vw_conntable_remove(h->conns, *socket_context);
+		*socket_context = NULL;
+		return;
+	}
+	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	vw_src_key(addr ? addr->client_addr : NULL, &src);
+	*socket_context = fd ? vw_conntable_add(h->conns, &src, fd->connect_fd, vw_now_ns()) : NULL;
+	if (!*socket_context && fd)
+		shutdown(fd->connect_fd, SHUT_RDWR); /* no slot (two servers during a reload) */
+}
+
+static struct vw_conn *conn_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
 /* ---- Web config: client certificates, rate limit, basic authentication ---- */
 
 /* NULL when client_auth_type lets this connection through, else why not (a reply body). */
@@ -820,6 +889,7 @@ static VW_MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char 
 		return route(s, c, url, method);
 	}
 	*con_cls = s;
+	vw_conn_head_done(s->h->conns, conn_of(c));
 	if (s->auth && has_body(c) && !auth_excluded(s, url))
 		return reply_text(s, c, MHD_HTTP_CONTENT_TOO_LARGE, "request body not accepted\n",
 				  NULL, NULL);
@@ -835,7 +905,10 @@ static VW_MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char 
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			 enum MHD_RequestTerminationCode why)
 {
-	(void)c, (void)why;
+	struct server *s = cls;
+
+	(void)why;
+	vw_conn_request_done(s->h->conns, conn_of(c), vw_now_ns());
 	if (con_cls && *con_cls && *con_cls != cls)
 		vw_auth_job_release(*con_cls);
 	if (con_cls)
@@ -944,12 +1017,13 @@ static int server_start_mhd(struct server *s)
 		return -errno;
 	/* MHD's threads inherit this thread's signal mask: signals stay with the main thread. */
 	vw_signals_block_all(&old_mask);
-	s->mhd = MHD_start_daemon(mhd_flags(wc && wc->tls), 0, NULL, NULL, on_request, s,
+	s->mhd = MHD_start_daemon(mhd_flags(wc && wc->tls), 0, on_accept, h, on_request, s,
 				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 				  MHD_OPTION_ARRAY, tls,
 				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
-				  MHD_OPTION_CONNECTION_LIMIT, h->max_connections,
+				  MHD_OPTION_CONNECTION_LIMIT, h->max_connections + VW_CONNTABLE_SLACK,
 				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->per_ip_connections,
 				  MHD_OPTION_CONNECTION_TIMEOUT, h->timeout_s,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
@@ -1205,16 +1279,22 @@ static void webconfig_poll(struct vw_http *h)
 	vw_warn("http: web config %s reloaded: %s", h->web_config_file, changes);
 }
 
+/*
+ * The housekeeping thread: request heads past their deadline every HOUSEKEEPING_MS, the web
+ * config (if any) every reload_poll_ms.
+ */
 static void *watch_main(void *arg)
 {
 	struct vw_http *h = arg;
+	uint64_t next_poll = vw_now_ns() + (uint64_t)h->reload_poll_ms * 1000000ULL;
 	struct timespec until;
 
 	pthread_mutex_lock(&h->watch_lock);
 	while (!h->stopping) {
+		uint64_t now;
+
 		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += h->reload_poll_ms / 1000;
-		until.tv_nsec += (long)(h->reload_poll_ms % 1000) * 1000000L;
+		until.tv_nsec += HOUSEKEEPING_MS * 1000000L;
 		if (until.tv_nsec >= 1000000000L) {
 			until.tv_sec++;
 			until.tv_nsec -= 1000000000L;
@@ -1223,7 +1303,13 @@ static void *watch_main(void *arg)
 		if (h->stopping)
 			break;
 		pthread_mutex_unlock(&h->watch_lock);
-		webconfig_poll(h);
+		now = vw_now_ns();
+		vw_conntable_expire(h->conns, now, (uint64_t)h->header_timeout_s * VW_NSEC_PER_SEC,
+				    conn_shutdown);
+		if (h->web_config_file && now >= next_poll) {
+			webconfig_poll(h);
+			next_poll = now + (uint64_t)h->reload_poll_ms * 1000000ULL;
+		}
 		pthread_mutex_lock(&h->watch_lock);
 	}
 	pthread_mutex_unlock(&h->watch_lock);
@@ -1241,7 +1327,7 @@ static int watch_start(struct vw_http *h)
 	pthread_condattr_destroy(&ca);
 	r = vw_thread_create(&h->watcher, watch_main, h);
 	if (r < 0) {
-		vw_error("http: start the web config watcher: %s", strerror(-r));
+		vw_error("http: start the housekeeping thread: %s", strerror(-r));
 		return r;
 	}
 	h->watching = true;
@@ -1269,6 +1355,7 @@ static void http_free(struct vw_http *h)
 		return;
 	watch_stop(h);
 	server_free(h->srv);
+	vw_conntable_free(h->conns);
 	if (h->listen_fd >= 0)
 		close(h->listen_fd);
 	pthread_mutex_destroy(&h->watch_lock);
@@ -1277,6 +1364,31 @@ static void http_free(struct vw_http *h)
 	free(h->listen_address);
 	free(h->web_config_file);
 	free(h);
+}
+
+/*
+ * Every connection is a descriptor: web.max-connections (plus the slots of connections being
+ * evicted) must leave FD_RESERVE of RLIMIT_NOFILE to the meters, /proc and the libraries, or a
+ * flood of connections makes every meter read fail with EMFILE.
+ */
+static void connections_clamp(struct vw_http *h)
+{
+	struct rlimit rl;
+	rlim_t fit;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	fit = rl.rlim_cur > FD_RESERVE + VW_CONNTABLE_SLACK
+		      ? rl.rlim_cur - FD_RESERVE - VW_CONNTABLE_SLACK : 1;
+	if (h->max_connections <= fit)
+		return;
+	vw_warn("http: web.max-connections %u does not fit the open-file limit (RLIMIT_NOFILE "
+		"%llu, %u kept for meters and /proc): serving at most %llu connections; raise the "
+		"limit (systemd LimitNOFILE=, ulimit -n) to serve more",
+		h->max_connections, (unsigned long long)rl.rlim_cur, FD_RESERVE,
+		(unsigned long long)fit);
+	h->max_connections = (unsigned)fit;
+	h->per_ip_connections = VW_MIN(h->per_ip_connections, h->max_connections);
 }
 
 static int http_init(struct vw_http *h, const struct vw_http_opts *opts, struct vw_exposition *x)
@@ -1290,6 +1402,8 @@ static int http_init(struct vw_http *h, const struct vw_http_opts *opts, struct 
 		.per_ip_connections = opts->per_ip_connections ? opts->per_ip_connections
 							       : DEFAULT_PER_IP_CONNECTIONS,
 		.timeout_s = opts->timeout_s ? opts->timeout_s : DEFAULT_TIMEOUT_S,
+		.header_timeout_s = opts->header_timeout_s ? opts->header_timeout_s
+							   : DEFAULT_HEADER_TIMEOUT_S,
 		.x = x,
 		.healthy = opts->healthy,
 		.ready = opts->ready,
@@ -1303,6 +1417,10 @@ static int http_init(struct vw_http *h, const struct vw_http_opts *opts, struct 
 	h->listen_address = strdup(opts->listen_address);
 	h->web_config_file = wcf && *wcf ? strdup(wcf) : NULL;
 	if (!h->listen_address || (wcf && *wcf && !h->web_config_file))
+		return -ENOMEM;
+	connections_clamp(h);
+	h->conns = vw_conntable_new(h->max_connections, h->per_ip_connections);
+	if (!h->conns)
 		return -ENOMEM;
 	return index_render(h, opts->program ? opts->program : "virtwatt",
 			    opts->version ? opts->version : "");
@@ -1346,7 +1464,7 @@ struct vw_http *vw_http_start(const struct vw_http_opts *opts, struct vw_exposit
 	if (r == 0)
 		vw_info("http: listening on %s (port %u%s)", opts->listen_address,
 			(unsigned)h->port, h->srv->wc && h->srv->wc->tls ? ", TLS" : "");
-	if (r == 0 && h->web_config_file)
+	if (r == 0)
 		r = watch_start(h);
 	if (r < 0) {
 		http_free(h);

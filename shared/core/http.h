@@ -67,6 +67,15 @@ struct vw_http_opts {
 	unsigned max_connections;   /* 0: 64 */
 	unsigned per_ip_connections; /* 0: 16 */
 	unsigned timeout_s;          /* idle connection timeout, 0: 10 */
+	/*
+	 * The whole request head (TLS handshake, request line, headers) must arrive within this
+	 * from accept (or from the previous answer on a kept-alive connection), whatever trickles
+	 * in meanwhile, as Go's ReadHeaderTimeout; 0: 10. When every connection is taken, a new
+	 * one takes the slot of the one that has waited longest for its head. per_ip_connections
+	 * counts an IPv6 /64 as one address. max_connections is lowered, with a warning, to fit
+	 * RLIMIT_NOFILE with descriptors to spare for the meters and /proc.
+	 */
+	unsigned header_timeout_s;
 	const char *program;         /* for the index page ("virtwatt-host") */
 	const char *version;
 	/*
