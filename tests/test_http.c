@@ -362,6 +362,15 @@ static void test_metrics_negotiated(void **state)
 	assert_string_equal(r.content_type, OM_CT);
 	reply_clear(&r);
 
+	/* OpenMetrics 0.0.1 asked for: the same rendering, announced as 0.0.1 */
+	r = fetch(s->port, &(struct request){.path = "/metrics",
+					      .accept = "application/openmetrics-text;version=0.0.1"});
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, sample_om);
+	assert_string_equal(r.content_type,
+			    "application/openmetrics-text; version=0.0.1; charset=utf-8");
+	reply_clear(&r);
+
 	/* queries are ignored */
 	r = fetch(s->port, &(struct request){.path = "/metrics?format=json&x=%00"});
 	assert_int_equal(r.status, 200);
@@ -956,6 +965,30 @@ static void test_dual_stack(void **state)
 	server_stop(&s);
 }
 
+/* [::]:PORT listens on IPv4 too, as node_exporter's (Helm charts copy "[::]:9100"). */
+static void test_any6_dual_stack(void **state)
+{
+	struct server s;
+	struct reply r;
+	char url[64];
+	CURL *c;
+
+	(void)state;
+	server_start_published(&s, (struct vw_http_opts){.listen_address = "[::]:0"});
+	assert_int_equal(get_status(s.port, "/metrics", sample_text), 200); /* 127.0.0.1 */
+	c = curl_easy_init();
+	snprintf(url, sizeof(url), "http://[::1]:%u/readyz", (unsigned)s.port);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+	r.code = curl_easy_perform(c);
+	assert_int_equal(r.code, CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+	assert_int_equal(r.status, 200);
+	curl_easy_cleanup(c);
+	server_stop(&s);
+}
+
 /* ---- Concurrency: 50 scrapers while snapshots are replaced in a loop ---- */
 
 #define SCRAPERS 50
@@ -1089,6 +1122,7 @@ int main(void)
 		cmocka_unit_test(test_slowloris),
 		cmocka_unit_test(test_fd_limit),
 		cmocka_unit_test(test_dual_stack),
+		cmocka_unit_test(test_any6_dual_stack),
 		cmocka_unit_test(test_concurrent_scrapes),
 	};
 	int r;

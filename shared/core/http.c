@@ -352,7 +352,11 @@ static int listen_host(const char *host, uint16_t port)
 		return r == EAI_SYSTEM ? -errno : -EADDRNOTAVAIL;
 	}
 	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-		fd = socket_listen(ai->ai_family, ai->ai_addr, ai->ai_addrlen, false);
+		/* [::] means every address, IPv4 too, as node_exporter (Go) has it. */
+		bool any6 = ai->ai_family == AF_INET6 &&
+			    IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr);
+
+		fd = socket_listen(ai->ai_family, ai->ai_addr, ai->ai_addrlen, any6);
 		if (fd >= 0)
 			break;
 	}
@@ -537,17 +541,17 @@ static VW_MHD_RESULT serve_metrics(struct server *srv, struct MHD_Connection *c)
 	size_t len;
 
 	/* Noted first: a scraper that asks before the first snapshot gets OpenMetrics in it. */
-	if (fmt == VW_PROM_OPENMETRICS_1_0_0)
+	if (vw_prom_is_openmetrics(fmt))
 		vw_exposition_openmetrics_asked(h->x, vw_now_ns());
 	if (!s)
 		return reply_text(srv, c, MHD_HTTP_SERVICE_UNAVAILABLE,
 				  "no metrics published yet\n", NULL, NULL);
 	/* Not rendered (nobody asked before this snapshot): text, announced as text. */
-	if (fmt == VW_PROM_OPENMETRICS_1_0_0 && !s->om)
+	if (vw_prom_is_openmetrics(fmt) && !s->om)
 		fmt = VW_PROM_TEXT_0_0_4;
 	mark_served(h->x, s->gen);
-	body = fmt == VW_PROM_OPENMETRICS_1_0_0 ? s->om : s->text;
-	len = fmt == VW_PROM_OPENMETRICS_1_0_0 ? s->om_len : s->text_len;
+	body = vw_prom_is_openmetrics(fmt) ? s->om : s->text;
+	len = vw_prom_is_openmetrics(fmt) ? s->om_len : s->text_len;
 #if MHD_VERSION >= 0x00097302
 	/* Zero-copy: the response holds the reference until MHD is done sending. */
 	resp = MHD_create_response_from_buffer_with_free_callback_cls(len, body, snapshot_release,

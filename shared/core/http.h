@@ -113,7 +113,8 @@ struct vw_http;
  * Bind, listen and start serving on MHD's own thread. NULL with errno set on failure (EINVAL
  * for a bad address, EADDRINUSE, EADDRNOTAVAIL for a name that does not resolve, ...); the
  * reason is already logged with the address, so callers need not log it again.
- * ":PORT" binds all addresses (IPv6 dual-stack when the kernel has IPv6, else IPv4); a name
+ * ":PORT" and "[::]:PORT" bind all addresses (IPv6 dual-stack when the kernel has IPv6, else
+ * IPv4 for ":PORT"); a name
  * binds the first address getaddrinfo() returns that works.
  */
 struct vw_http *vw_http_start(const struct vw_http_opts *opts, struct vw_exposition *x);

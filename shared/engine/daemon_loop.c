@@ -73,12 +73,8 @@ int vw_daemon_run(struct vw_daemon *d, uint64_t sample_ns, uint64_t first_ns,
 	(void)(k->sample ? k->sample(d->ud, t0) : k->publish(d->ud, t0));
 	progress(d);
 	http = vw_http_start(&ho, d->expo);
-	if (!http) {
-		int r = -errno;
-
-		vw_error("http: cannot serve on %s: %s", o->listen_address, strerror(-r));
-		return r;
-	}
+	if (!http)
+		return -errno; /* vw_http_start logged why */
 	if (!k->sample)
 		sample_ns = o->interval_ns;
 	next_sample = t0 + sample_ns;
