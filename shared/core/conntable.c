@@ -8,7 +8,7 @@
 #include "macro.h"
 
 struct vw_conn {
-	bool used, head_done, evicted;
+	bool used, head_done, evicted, served; /* served: a request was answered */
 	int fd;
 	struct vw_src_key src;
 	uint64_t head_start_ns;
@@ -126,12 +126,13 @@ void vw_conn_request_done(struct vw_conntable *t, struct vw_conn *c, uint64_t no
 		return;
 	pthread_mutex_lock(&t->lock);
 	c->head_done = false;
+	c->served = true;
 	c->head_start_ns = now_ns;
 	pthread_mutex_unlock(&t->lock);
 }
 
 unsigned vw_conntable_expire(struct vw_conntable *t, uint64_t now_ns, uint64_t deadline_ns,
-			     void (*close_fn)(int fd))
+			     void (*close_fn)(int fd), bool (*peer_gone)(int fd))
 {
 	unsigned n = 0;
 
@@ -139,8 +140,10 @@ unsigned vw_conntable_expire(struct vw_conntable *t, uint64_t now_ns, uint64_t d
 	for (unsigned i = 0; i < t->cap; i++) {
 		struct vw_conn *c = &t->c[i];
 
-		if (!c->used || c->head_done || c->evicted || now_ns < c->head_start_ns ||
-		    now_ns - c->head_start_ns < deadline_ns)
+		if (!c->used || c->head_done || c->evicted)
+			continue;
+		if ((now_ns < c->head_start_ns || now_ns - c->head_start_ns < deadline_ns) &&
+		    !(c->served && peer_gone && peer_gone(c->fd)))
 			continue;
 		c->evicted = true;
 		close_fn(c->fd);

@@ -45,10 +45,12 @@ void vw_conn_head_done(struct vw_conntable *t, struct vw_conn *c);
 /* ... and the request was answered: the next head's deadline starts now. */
 void vw_conn_request_done(struct vw_conntable *t, struct vw_conn *c, uint64_t now_ns);
 /*
- * Connections whose head is not complete after deadline_ns: each marked and its fd passed to
- * close_fn (called with the table locked: it must only shutdown()). Returns how many.
+ * Connections whose head is not complete after deadline_ns, and kept-alive connections
+ * waiting for their next request whose peer_gone(fd) says the peer has closed its side (NULL:
+ * not checked): each marked and its fd passed to close_fn (called with the table locked: both
+ * callbacks must only look at the socket or shutdown() it). Returns how many.
  */
 unsigned vw_conntable_expire(struct vw_conntable *t, uint64_t now_ns, uint64_t deadline_ns,
-			     void (*close_fn)(int fd));
+			     void (*close_fn)(int fd), bool (*peer_gone)(int fd));
 /* Connections recorded (tests, logs). */
 unsigned vw_conntable_count(struct vw_conntable *t);

@@ -590,24 +590,93 @@ static VW_MHD_RESULT serve_healthz(struct server *srv, struct MHD_Connection *c)
 }
 
 /* Ready: a snapshot exists, it is not stale, and the daemon has nothing against it. */
+static bool ready_check(struct vw_http *h, char *why, size_t len);
+
 static VW_MHD_RESULT serve_readyz(struct server *srv, struct MHD_Connection *c)
 {
-	struct vw_http *h = srv->h;
-	uint64_t age = vw_exposition_age_ns(h->x);
-	char why[400] = "the daemon reports a problem";
+	char why[400];
 
-	if (age == UINT64_MAX)
-		return reply_unavailable(srv, c, "not ready", "no metrics published yet");
+	if (!ready_check(srv->h, why, sizeof(why)))
+		return reply_unavailable(srv, c, "not ready", why);
+	return reply_text(srv, c, MHD_HTTP_OK, "ok\n", NULL, NULL);
+}
+
+/*
+ * Kepler's probe endpoints (its probe service: /probe/livez, /probe/readyz): JSON, 200 with
+ * {"status":"alive"} or {"status":"ok"}, else 503 with {"status":"not alive"} or
+ * {"status":"not ready"} and a "reason" naming the failing check. The checks are those of
+ * /healthz and /readyz.
+ */
+static VW_MHD_RESULT reply_json_status(const struct server *s, struct MHD_Connection *c,
+				       bool ok, const char *status, const char *reason)
+{
+	char *body = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&body, &len);
+	struct MHD_Response *resp;
+
+	if (!f)
+		return MHD_NO;
+	fprintf(f, "{\"status\":\"%s\"", status);
+	if (!ok) {
+		fputs(",\"reason\":\"", f);
+		for (const unsigned char *p = (const unsigned char *)reason; *p; p++) {
+			if (*p == '"' || *p == '\\')
+				fprintf(f, "\\%c", *p);
+			else if (*p < 0x20)
+				fprintf(f, "\\u%04x", *p);
+			else
+				fputc(*p, f);
+		}
+		fputc('"', f);
+	}
+	fputs("}\n", f);
+	if (fclose(f) != 0) {
+		free(body);
+		return MHD_NO;
+	}
+	resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!resp)
+		free(body);
+	return queue(s, c, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, resp,
+		     "application/json", NULL, NULL);
+}
+
+/* Why the daemon is not ready (a sentence into why), or true. */
+static bool ready_check(struct vw_http *h, char *why, size_t len)
+{
+	uint64_t age = vw_exposition_age_ns(h->x);
+
+	if (age == UINT64_MAX) {
+		snprintf(why, len, "no metrics published yet");
+		return false;
+	}
 	if (h->stale_after_ns && age > h->stale_after_ns) {
-		snprintf(why, sizeof(why),
+		snprintf(why, len,
 			 "the last metrics snapshot is %.1f s old (stale after %.1f s): the sampling "
 			 "loop is stuck or rendering fails, see the log",
 			 (double)age / 1e9, (double)h->stale_after_ns / 1e9);
-		return reply_unavailable(srv, c, "not ready", why);
+		return false;
 	}
-	if (h->ready && !h->ready(h->userdata, why, sizeof(why)))
-		return reply_unavailable(srv, c, "not ready", why);
-	return reply_text(srv, c, MHD_HTTP_OK, "ok\n", NULL, NULL);
+	snprintf(why, len, "the daemon reports a problem");
+	return !h->ready || h->ready(h->userdata, why, len);
+}
+
+static VW_MHD_RESULT serve_probe_livez(struct server *srv, struct MHD_Connection *c)
+{
+	struct vw_http *h = srv->h;
+	char why[400] = "the main loop reports a problem";
+	bool ok = !h->healthy || h->healthy(h->userdata, why, sizeof(why));
+
+	return reply_json_status(srv, c, ok, ok ? "alive" : "not alive", why);
+}
+
+static VW_MHD_RESULT serve_probe_readyz(struct server *srv, struct MHD_Connection *c)
+{
+	char why[400];
+	bool ok = ready_check(srv->h, why, sizeof(why));
+
+	return reply_json_status(srv, c, ok, ok ? "ok" : "not ready", why);
 }
 
 static VW_MHD_RESULT serve_index(struct server *srv, struct MHD_Connection *c)
@@ -625,6 +694,8 @@ static const struct route {
 	{"/metrics", serve_metrics},
 	{"/healthz", serve_healthz},
 	{"/readyz", serve_readyz},
+	{"/probe/livez", serve_probe_livez},
+	{"/probe/readyz", serve_probe_readyz},
 	{"/", serve_index},
 };
 
@@ -645,6 +716,17 @@ static bool has_body(struct MHD_Connection *c)
 static void conn_shutdown(int fd)
 {
 	shutdown(fd, SHUT_RDWR);
+}
+
+/*
+ * A kept-alive connection whose client closed its side (end of file waiting): MHD 0.9.75 would
+ * hold it until the idle timeout. Peeking leaves any data to MHD.
+ */
+static bool conn_peer_gone(int fd)
+{
+	char b;
+
+	return recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
 }
 
 /* MHD's accept policy: per-source limits and slots, evicting a head-less connection if full. */
@@ -866,34 +948,19 @@ static VW_MHD_RESULT route(struct server *s, struct MHD_Connection *c, const cha
 	return reply_text(s, c, MHD_HTTP_NOT_FOUND, "not found\n", NULL, NULL);
 }
 
-/*
- * Every answer is queued on the first call, once the headers are in; MHD then never reads a
- * body and closes a connection that still had one coming. The exception is a login parked for
- * a bcrypt: *con_cls holds its job, and MHD calls again once a worker resumed the connection.
- * Any other later call (body data) is refused. The web config's checks (client certificate,
- * rate limit, basic auth) come first, on every path, as in exporter-toolkit; a request
- * announcing a body is refused before a login is checked (nothing is read from it).
- */
-static VW_MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *url,
-				const char *method, const char *version, const char *upload_data,
-				size_t *upload_data_size, void **con_cls)
+/* *con_cls of a request whose head is in and that announced no body: answered on the next
+ * call, once MHD knows there is nothing more to read (an answer queued before that closes the
+ * connection: no keep-alive). */
+static char head_seen;
+
+/* The answer, once: the web config's checks first, on every path, as in exporter-toolkit. */
+static VW_MHD_RESULT answer(struct server *s, struct MHD_Connection *c, const char *url,
+			    const char *method, void **con_cls)
 {
-	struct server *s = cls;
 	struct vw_auth_job *job = NULL;
 	VW_MHD_RESULT ret;
 
-	(void)version, (void)upload_data, (void)upload_data_size;
-	if (*con_cls == s)
-		return MHD_NO;
-	if (*con_cls) {
-		job = *con_cls;
-		*con_cls = s;
-		if (!auth_finish(s, c, job, &ret))
-			return ret;
-		return route(s, c, url, method);
-	}
 	*con_cls = s;
-	vw_conn_head_done(s->h->conns, conn_of(c));
 	if (s->auth && has_body(c) && !auth_excluded(s, url))
 		return reply_text(s, c, MHD_HTTP_CONTENT_TOO_LARGE, "request body not accepted\n",
 				  NULL, NULL);
@@ -905,6 +972,41 @@ static VW_MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char 
 	return route(s, c, url, method);
 }
 
+/*
+ * A request without a body is answered on MHD's second call (keep-alive stays possible); one
+ * announcing a body is refused on the first call, once the headers are in: MHD then never reads
+ * the body and closes the connection. A login parked for a bcrypt has its job in *con_cls, and
+ * MHD calls again once a worker resumed the connection. Any other later call (body data) is
+ * refused. A request announcing a body is refused before a login is checked.
+ */
+static VW_MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *url,
+				const char *method, const char *version, const char *upload_data,
+				size_t *upload_data_size, void **con_cls)
+{
+	struct server *s = cls;
+	struct vw_auth_job *job;
+	VW_MHD_RESULT ret;
+
+	(void)version, (void)upload_data;
+	if (*con_cls == s)
+		return MHD_NO;
+	if (!*con_cls) {
+		vw_conn_head_done(s->h->conns, conn_of(c));
+		if (!has_body(c)) {
+			*con_cls = &head_seen;
+			return MHD_YES;
+		}
+		return answer(s, c, url, method, con_cls);
+	}
+	if (*con_cls == &head_seen)
+		return *upload_data_size ? MHD_NO : answer(s, c, url, method, con_cls);
+	job = *con_cls;
+	*con_cls = s;
+	if (!auth_finish(s, c, job, &ret))
+		return ret;
+	return route(s, c, url, method);
+}
+
 /* A request ends (answered, or its connection closed): a parked login's job is let go. */
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			 enum MHD_RequestTerminationCode why)
@@ -913,7 +1015,7 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 	(void)why;
 	vw_conn_request_done(s->h->conns, conn_of(c), vw_now_ns());
-	if (con_cls && *con_cls && *con_cls != cls)
+	if (con_cls && *con_cls && *con_cls != cls && *con_cls != &head_seen)
 		vw_auth_job_release(*con_cls);
 	if (con_cls)
 		*con_cls = NULL;
@@ -1309,7 +1411,7 @@ static void *watch_main(void *arg)
 		pthread_mutex_unlock(&h->watch_lock);
 		now = vw_now_ns();
 		vw_conntable_expire(h->conns, now, (uint64_t)h->header_timeout_s * VW_NSEC_PER_SEC,
-				    conn_shutdown);
+				    conn_shutdown, conn_peer_gone);
 		if (h->web_config_file && now >= next_poll) {
 			webconfig_poll(h);
 			next_poll = now + (uint64_t)h->reload_poll_ms * 1000000ULL;
