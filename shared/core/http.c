@@ -41,6 +41,7 @@
 #include "conntable.h"
 #include "crypt_lazy.h"
 #include "fileio.h"
+#include "gzip.h"
 #include "log.h"
 #include "macro.h"
 #include "prom.h"
@@ -79,6 +80,12 @@ struct snapshot {
 	size_t text_len;
 	char *om;
 	size_t om_len;
+	/* gzip of each, made by the first scrape that accepts gzip (under gz_lock), then kept:
+	 * compressed once per snapshot, not per scrape */
+	pthread_mutex_t gz_lock;
+	char *gz[2];
+	size_t gz_len[2];
+	bool gz_failed[2];
 };
 
 struct vw_exposition {
@@ -88,6 +95,7 @@ struct vw_exposition {
 	uint64_t served_gen; /* highest generation a GET /metrics has served; atomic */
 	uint64_t published_ns; /* vw_now_ns() of the last publish, 0 before; atomic */
 	uint64_t om_asked_ns;  /* latest request for OpenMetrics (at least 1), 0: none; atomic */
+	uint64_t compressions; /* gzip renderings made; atomic */
 };
 
 /* *p = max(*p, v), for values several threads raise. */
@@ -106,7 +114,37 @@ static void snapshot_unref(struct snapshot *s)
 		return;
 	free(s->text);
 	free(s->om);
+	free(s->gz[0]);
+	free(s->gz[1]);
+	pthread_mutex_destroy(&s->gz_lock);
 	free(s);
+}
+
+uint64_t vw_exposition_compressions(struct vw_exposition *x)
+{
+	return __atomic_load_n(&x->compressions, __ATOMIC_ACQUIRE);
+}
+
+/* The gzip of the snapshot's text (om false) or OpenMetrics rendering, made on first use;
+ * NULL when it cannot be made (then the plain body is sent). */
+static const char *snapshot_gzip(struct vw_exposition *x, struct snapshot *s, bool om,
+				 size_t *ret_len)
+{
+	const char *gz = NULL;
+
+	pthread_mutex_lock(&s->gz_lock);
+	if (!s->gz[om] && !s->gz_failed[om]) {
+		int r = vw_gzip(om ? s->om : s->text, om ? s->om_len : s->text_len, &s->gz[om],
+				&s->gz_len[om]);
+
+		s->gz_failed[om] = r < 0;
+		if (r == 0)
+			__atomic_add_fetch(&x->compressions, 1, __ATOMIC_RELEASE);
+	}
+	gz = s->gz[om];
+	*ret_len = s->gz_len[om];
+	pthread_mutex_unlock(&s->gz_lock);
+	return gz;
 }
 
 struct vw_exposition *vw_exposition_new(void)
@@ -154,6 +192,7 @@ uint64_t vw_exposition_publish(struct vw_exposition *x, char *text, size_t text_
 	}
 	*s = (struct snapshot){.refs = 1, .text = text, .text_len = text_len, .om = om,
 			       .om_len = om ? om_len : 0};
+	pthread_mutex_init(&s->gz_lock, NULL);
 	pthread_mutex_lock(&x->lock);
 	gen = s->gen = ++x->gen;
 	old = x->cur;
@@ -530,15 +569,57 @@ static void snapshot_release(void *cls)
 	snapshot_unref(cls);
 }
 
+/*
+ * Whether an Accept-Encoding header takes gzip: "gzip" (or "x-gzip") with a q above 0, or "*"
+ * with a q above 0 when gzip is not named. Absent: no.
+ */
+bool vw_http_accepts_gzip(const char *ae)
+{
+	int gzip_q = -1, any_q = -1;
+
+	for (const char *p = ae; p && *p;) {
+		size_t n = strcspn(p, ","), tok;
+		const char *q;
+		int qv = 1000;
+
+		while (n && (*p == ' ' || *p == '\t'))
+			p++, n--;
+		tok = strcspn(p, ";, \t");
+		tok = VW_MIN(tok, n);
+		q = memchr(p, ';', n);
+		if (q) {
+			const char *v = q + 1;
+
+			while (v < p + n && (*v == ' ' || *v == '\t'))
+				v++;
+			/* "q=0", "q=0.000": refused; any other weight: taken */
+			if (v + 2 <= p + n && (v[0] == 'q' || v[0] == 'Q') && v[1] == '=')
+				qv = strtod(v + 2, NULL) > 0 ? 1000 : 0;
+		}
+		if ((tok == 4 && strncasecmp(p, "gzip", 4) == 0) ||
+		    (tok == 6 && strncasecmp(p, "x-gzip", 6) == 0))
+			gzip_q = VW_MAX(gzip_q, qv);
+		else if (tok == 1 && *p == '*')
+			any_q = VW_MAX(any_q, qv);
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return gzip_q > 0 || (gzip_q < 0 && any_q > 0);
+}
+
 static VW_MHD_RESULT serve_metrics(struct server *srv, struct MHD_Connection *c)
 {
 	struct vw_http *h = srv->h;
 	const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+	const char *ae = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_ACCEPT_ENCODING);
 	enum vw_prom_format fmt = vw_prom_negotiate(accept);
 	struct snapshot *s = exposition_get(h->x);
 	struct MHD_Response *resp;
-	char *body;
-	size_t len;
+	const char *body, *gz = NULL;
+	size_t len, gz_len = 0;
+	bool om;
 
 	/* Noted first: a scraper that asks before the first snapshot gets OpenMetrics in it. */
 	if (vw_prom_is_openmetrics(fmt))
@@ -549,21 +630,31 @@ static VW_MHD_RESULT serve_metrics(struct server *srv, struct MHD_Connection *c)
 	/* Not rendered (nobody asked before this snapshot): text, announced as text. */
 	if (vw_prom_is_openmetrics(fmt) && !s->om)
 		fmt = VW_PROM_TEXT_0_0_4;
+	om = vw_prom_is_openmetrics(fmt);
 	mark_served(h->x, s->gen);
-	body = vw_prom_is_openmetrics(fmt) ? s->om : s->text;
-	len = vw_prom_is_openmetrics(fmt) ? s->om_len : s->text_len;
+	body = om ? s->om : s->text;
+	len = om ? s->om_len : s->text_len;
+	if (vw_http_accepts_gzip(ae))
+		gz = snapshot_gzip(h->x, s, om, &gz_len);
+	if (gz)
+		body = gz, len = gz_len;
 #if MHD_VERSION >= 0x00097302
 	/* Zero-copy: the response holds the reference until MHD is done sending. */
-	resp = MHD_create_response_from_buffer_with_free_callback_cls(len, body, snapshot_release,
-								      s);
+	resp = MHD_create_response_from_buffer_with_free_callback_cls(len, (void *)body,
+								      snapshot_release, s);
 	if (!resp)
 		snapshot_unref(s);
 #else
-	resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_COPY);
+	resp = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
 	snapshot_release(s);
 #endif
+	if (resp && gz &&
+	    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip") != MHD_YES) {
+		MHD_destroy_response(resp);
+		return MHD_NO;
+	}
 	return queue(srv, c, MHD_HTTP_OK, resp, vw_prom_content_type(fmt), MHD_HTTP_HEADER_VARY,
-		     "Accept");
+		     "Accept, Accept-Encoding");
 }
 
 /* A 503 whose text says why: "<what>: <why>\n". */

@@ -39,6 +39,12 @@ uint64_t vw_exposition_served(struct vw_exposition *x);
  * without OpenMetrics gives the text. -EAGAIN before the first.
  */
 int vw_exposition_copy(struct vw_exposition *x, int om, char **ret, size_t *ret_len);
+/* gzip renderings made so far (each snapshot's text or OpenMetrics is compressed at most once,
+ * by the first scrape that accepts gzip). */
+uint64_t vw_exposition_compressions(struct vw_exposition *x);
+/* Whether an Accept-Encoding header value takes gzip (q above 0; "*" too unless gzip is
+ * refused by name). NULL: no. */
+bool vw_http_accepts_gzip(const char *accept_encoding);
 /* True once a snapshot exists. */
 bool vw_exposition_ready(struct vw_exposition *x);
 /* Nanoseconds since the last publish (vw_now_ns() clock); UINT64_MAX before the first. */
