@@ -434,6 +434,14 @@ static void test_metrics_negotiated(void **state)
 	assert_string_equal(r.body, sample_om);
 	assert_string_equal(r.content_type, OM_CT);
 	reply_clear(&r);
+	/* Prometheus 3 with scrape_protocols: [PrometheusText1.0.0]: the text, as 1.0.0 */
+	r = fetch(s->port, &(struct request){.path = "/metrics",
+					      .accept = "text/plain;version=1.0.0;escaping=allow-utf-8;"
+							"q=0.4,*/*;q=0.2"});
+	assert_string_equal(r.body, sample_text);
+	assert_string_equal(r.content_type,
+			    "text/plain; version=1.0.0; charset=utf-8; escaping=underscores");
+	reply_clear(&r);
 	/* Prometheus 3 with scrape_protocols: [PrometheusText0.0.4] */
 	r = fetch(s->port, &(struct request){.path = "/metrics",
 					      .accept = "text/plain;version=0.0.4;q=0.3,*/*;q=0.2"});
