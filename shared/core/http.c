@@ -1424,6 +1424,7 @@ static void webconfig_poll(struct vw_http *h)
 	struct server *s, *old = h->srv;
 	uint64_t t = vw_now_ns();
 	size_t len = 0;
+	bool weaker;
 	int r;
 
 	r = config_text_read(h->web_config_file, &text, &len, err, sizeof(err));
@@ -1451,8 +1452,8 @@ static void webconfig_poll(struct vw_http *h)
 			    err[0] ? err : strerror(-r));
 		return;
 	}
-	if (vw_webconfig_diff(old->wc, wc, changes, sizeof(changes)) &&
-	    !weaker_allowed(h, text, len, t, changes)) {
+	weaker = vw_webconfig_diff(old->wc, wc, changes, sizeof(changes));
+	if (weaker && !weaker_allowed(h, text, len, t, changes)) {
 		vw_webconfig_free(wc);
 		return;
 	}
@@ -1466,8 +1467,9 @@ static void webconfig_poll(struct vw_http *h)
 	}
 	vw_release(&h->reload_complaint, VW_LOG_INFO, "http: web config %s usable again",
 		   h->web_config_file);
-	vw_release(&h->weaker_complaint, VW_LOG_WARN, "http: web config %s: weaker settings "
-		   "applied as the file asks", h->web_config_file);
+	vw_release(&h->weaker_complaint, VW_LOG_WARN, "http: web config %s: %s",
+		   h->web_config_file, weaker ? "weaker settings applied as the file asks"
+					      : "a file that does not weaken security replaced the refused one");
 	webconfig_log(s->wc, h->web_config_file);
 	h->srv = s;
 	h->loaded = now;
