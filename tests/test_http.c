@@ -10,10 +10,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <zlib.h>
 
+#include "conntable.h"
 #include "http.h"
 #include "log.h"
 #include "macro.h"
@@ -22,6 +27,14 @@
 #define TEXT_CT "text/plain; version=0.0.4; charset=utf-8"
 #define OM_CT "application/openmetrics-text; version=1.0.0; charset=utf-8"
 #define OM_ACCEPT "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5"
+/* What Prometheus 3 sends by default, and Prometheus 2.5x. */
+#define PROM3_ACCEPT                                                                               \
+	"application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,application/"     \
+	"openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;escaping=allow-utf-8;"    \
+	"q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2"
+#define PROM2_ACCEPT                                                                               \
+	"application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"  \
+	"q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
 
 /* ---- Client ---- */
 
@@ -47,6 +60,7 @@ struct request {
 	const char *path;
 	const char *accept;
 	const char *body; /* sent with Content-Length */
+	const char *header; /* one more request header line, or NULL */
 	long timeout_ms;  /* 0: 20 s */
 };
 
@@ -92,8 +106,11 @@ static void perform(CURL *c, uint16_t port, const struct request *q, struct repl
 	if (q->accept) {
 		snprintf(accept, sizeof(accept), "Accept: %s", q->accept);
 		list = curl_slist_append(NULL, accept);
-		curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
 	}
+	if (q->header)
+		list = curl_slist_append(list, q->header);
+	if (list)
+		curl_easy_setopt(c, CURLOPT_HTTPHEADER, list);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, hdrs);
 	r->code = curl_easy_perform(c);
@@ -317,6 +334,47 @@ static void test_ready_reasons(void **state)
 	vw_clock_set_fake(NULL);
 }
 
+/* Kepler's /probe/livez and /probe/readyz: JSON, 503 naming the failing check, GET and HEAD. */
+static void test_kepler_probes(void **state)
+{
+	struct server s;
+	struct reply r;
+
+	(void)state;
+	healthy_flag = true;
+	server_start(&s, (struct vw_http_opts){.healthy = is_healthy, .userdata = &healthy_flag});
+	r = fetch(s.port, &(struct request){.path = "/probe/readyz"});
+	assert_int_equal(r.status, 503);
+	assert_string_equal(r.content_type, "application/json");
+	assert_string_equal(r.body, "{\"status\":\"not ready\",\"reason\":\"no metrics published "
+				    "yet\"}\n");
+	reply_clear(&r);
+	publish(s.x, sample_text, sample_om);
+	r = fetch(s.port, &(struct request){.path = "/probe/readyz"});
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, "{\"status\":\"ok\"}\n");
+	reply_clear(&r);
+	r = fetch(s.port, &(struct request){.path = "/probe/livez"});
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.content_type, "application/json");
+	assert_string_equal(r.body, "{\"status\":\"alive\"}\n");
+	reply_clear(&r);
+	__atomic_store_n(&healthy_flag, false, __ATOMIC_RELAXED);
+	r = fetch(s.port, &(struct request){.path = "/probe/livez"});
+	assert_int_equal(r.status, 503);
+	assert_string_equal(r.body, "{\"status\":\"not alive\",\"reason\":\"test says so\"}\n");
+	reply_clear(&r);
+	__atomic_store_n(&healthy_flag, true, __ATOMIC_RELAXED);
+	r = fetch(s.port, &(struct request){.method = "HEAD", .path = "/probe/livez"});
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.body_len, 0);
+	reply_clear(&r);
+	r = fetch(s.port, &(struct request){.method = "POST", .path = "/probe/readyz"});
+	assert_int_equal(r.status, 405);
+	reply_clear(&r);
+	server_stop(&s);
+}
+
 static void test_health_and_ready(void **state)
 {
 	struct server s;
@@ -349,13 +407,46 @@ static void test_metrics_negotiated(void **state)
 	assert_int_equal(r.status, 200);
 	assert_string_equal(r.body, sample_text);
 	assert_string_equal(r.content_type, TEXT_CT);
-	assert_true(has_header(&r, "\r\nVary: Accept\r\n"));
+	assert_true(has_header(&r, "\r\nVary: Accept, Accept-Encoding\r\n"));
 	reply_clear(&r);
 
 	r = fetch(s->port, &(struct request){.path = "/metrics", .accept = OM_ACCEPT});
 	assert_int_equal(r.status, 200);
 	assert_string_equal(r.body, sample_om);
 	assert_string_equal(r.content_type, OM_CT);
+	reply_clear(&r);
+
+	/* OpenMetrics 0.0.1 asked for: the same rendering, announced as 0.0.1 */
+	r = fetch(s->port, &(struct request){.path = "/metrics",
+					      .accept = "application/openmetrics-text;version=0.0.1"});
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.body, sample_om);
+	assert_string_equal(r.content_type,
+			    "application/openmetrics-text; version=0.0.1; charset=utf-8");
+	reply_clear(&r);
+
+	/* The literal Accept headers of Prometheus 3 and 2 (2.5x): OpenMetrics 1.0.0. */
+	r = fetch(s->port, &(struct request){.path = "/metrics", .accept = PROM3_ACCEPT});
+	assert_string_equal(r.body, sample_om);
+	assert_string_equal(r.content_type, OM_CT);
+	reply_clear(&r);
+	r = fetch(s->port, &(struct request){.path = "/metrics", .accept = PROM2_ACCEPT});
+	assert_string_equal(r.body, sample_om);
+	assert_string_equal(r.content_type, OM_CT);
+	reply_clear(&r);
+	/* Prometheus 3 with scrape_protocols: [PrometheusText1.0.0]: the text, as 1.0.0 */
+	r = fetch(s->port, &(struct request){.path = "/metrics",
+					      .accept = "text/plain;version=1.0.0;escaping=allow-utf-8;"
+							"q=0.4,*/*;q=0.2"});
+	assert_string_equal(r.body, sample_text);
+	assert_string_equal(r.content_type,
+			    "text/plain; version=1.0.0; charset=utf-8; escaping=underscores");
+	reply_clear(&r);
+	/* Prometheus 3 with scrape_protocols: [PrometheusText0.0.4] */
+	r = fetch(s->port, &(struct request){.path = "/metrics",
+					      .accept = "text/plain;version=0.0.4;q=0.3,*/*;q=0.2"});
+	assert_string_equal(r.body, sample_text);
+	assert_string_equal(r.content_type, TEXT_CT);
 	reply_clear(&r);
 
 	/* queries are ignored */
@@ -468,7 +559,7 @@ static void test_openmetrics_on_demand(void **state)
 	assert_string_equal(r.body, sample_text);
 	assert_string_equal(r.content_type, TEXT_CT);
 	assert_content_length(&r, strlen(sample_text));
-	assert_true(has_header(&r, "\r\nVary: Accept\r\n"));
+	assert_true(has_header(&r, "\r\nVary: Accept, Accept-Encoding\r\n"));
 	reply_clear(&r);
 	assert_true(vw_exposition_openmetrics_wanted(s.x, now));
 	assert_true(vw_exposition_openmetrics_wanted(s.x, now + VW_EXPOSITION_OM_WINDOW_NS));
@@ -673,49 +764,263 @@ static void capture_sink(enum vw_log_level level, const char *msg, void *userdat
 }
 
 /*
- * With a limit of one connection, a second one is not served until the first goes away. Over
- * the total limit MHD stops accepting (the client waits in the backlog: queued); over the
- * per-IP limit it accepts and closes at once.
+ * With a limit of one connection, a connection that never sent a request head gives its slot
+ * to a new one (evicted, closed at once), so a scrape is served; over the per-IP limit a new
+ * connection is accepted and closed at once.
  */
-static void limit_check(struct vw_http_opts opts, bool queued)
+static void test_connection_limits(void **state)
 {
 	struct server s;
 	struct reply r;
-	int fd, tries = 0;
+	int fd;
+	double t;
 
-	server_start_published(&s, opts);
-	fd = idle_connect(s.port);
-	usleep(100 * 1000); /* let MHD accept it */
-	r = fetch(s.port, &(struct request){.path = "/metrics", .timeout_ms = 1500});
-	if (queued)
-		assert_int_equal(r.code, CURLE_OPERATION_TIMEDOUT);
-	else
-		assert_true(r.code == CURLE_GOT_NOTHING || r.code == CURLE_RECV_ERROR);
-	reply_clear(&r);
-	close(fd);
-	do {
-		usleep(50 * 1000);
-		r = fetch(s.port, &(struct request){.path = "/metrics"});
-		if (r.code == CURLE_OK)
-			break;
-		reply_clear(&r);
-	} while (++tries < 100);
-	assert_int_equal(r.status, 200);
-	reply_clear(&r);
-	server_stop(&s);
-}
-
-static void test_connection_limits(void **state)
-{
 	(void)state;
 	seen_log[0] = '\0';
 	vw_log_set_sink(capture_sink, NULL);
-	limit_check((struct vw_http_opts){.max_connections = 1}, true);
-	limit_check((struct vw_http_opts){.per_ip_connections = 1}, false);
+	server_start_published(&s, (struct vw_http_opts){.max_connections = 1});
+	fd = idle_connect(s.port);
+	usleep(100 * 1000); /* let MHD accept it */
+	r = fetch(s.port, &(struct request){.path = "/metrics", .timeout_ms = 1500});
+	assert_int_equal(r.code, CURLE_OK);
+	assert_int_equal(r.status, 200);
+	reply_clear(&r);
+	t = seconds_until_closed(fd, 5);
+	assert_true(t >= 0 && t < 1);
+	close(fd);
+	server_stop(&s);
+
+	server_start_published(&s, (struct vw_http_opts){.per_ip_connections = 1});
+	fd = idle_connect(s.port);
+	usleep(100 * 1000);
+	r = fetch(s.port, &(struct request){.path = "/metrics", .timeout_ms = 1500});
+	assert_true(r.code == CURLE_GOT_NOTHING || r.code == CURLE_RECV_ERROR);
+	reply_clear(&r);
+	close(fd);
+	usleep(200 * 1000);
+	assert_int_equal(get_status(s.port, "/metrics", sample_text), 200);
+	server_stop(&s);
 	vw_log_set_sink(NULL, NULL);
-	/* libmicrohttpd's own complaint went through vw_log */
-	if (!strstr(seen_log, "http: libmicrohttpd: "))
-		fail_msg("no libmicrohttpd message in the log:\n%s", seen_log);
+	if (!strstr(seen_log, "http: refused a connection from 127.0.0.1: it has 1 open already") &&
+	    !strstr(seen_log, "http: libmicrohttpd: "))
+		fail_msg("no refusal in the log:\n%s", seen_log);
+}
+
+static void key_of(const char *addr, struct vw_src_key *k)
+{
+	struct sockaddr_in6 in6 = {.sin6_family = AF_INET6};
+	struct sockaddr_in in4 = {.sin_family = AF_INET};
+
+	if (inet_pton(AF_INET, addr, &in4.sin_addr) == 1) {
+		vw_src_key((struct sockaddr *)&in4, k);
+		return;
+	}
+	assert_int_equal(inet_pton(AF_INET6, addr, &in6.sin6_addr), 1);
+	vw_src_key((struct sockaddr *)&in6, k);
+}
+
+static bool same_source(const char *a, const char *b)
+{
+	struct vw_src_key x, y;
+
+	key_of(a, &x);
+	key_of(b, &y);
+	return vw_src_key_equal(&x, &y);
+}
+
+static void noop_close(int fd)
+{
+	(void)fd;
+}
+
+/*
+ * Sources are IPv4 addresses and IPv6 /64s: one host picks from a whole /64, so limits per
+ * IPv6 address would limit nothing; a dual-stack socket's IPv4 clients count as IPv4.
+ */
+static void test_source_limits_per_64(void **state)
+{
+	struct vw_conntable *t = vw_conntable_new(64, 2);
+	struct vw_src_key k;
+	bool full;
+	char buf[64];
+
+	(void)state;
+	assert_true(same_source("2001:db8:1:2::1", "2001:db8:1:2:ffff:ffff:ffff:fffe"));
+	assert_false(same_source("2001:db8:1:2::1", "2001:db8:1:3::1"));
+	assert_true(same_source("::ffff:192.0.2.7", "192.0.2.7"));
+	assert_false(same_source("192.0.2.7", "192.0.2.8"));
+	key_of("2001:db8:1:2:3:4:5:6", &k);
+	vw_src_key_str(&k, buf, sizeof(buf));
+	assert_string_equal(buf, "2001:db8:1:2::/64");
+	/* Two connections from one /64, a third from another address of it is refused. */
+	assert_non_null(t);
+	for (int i = 0; i < 2; i++) {
+		key_of(i ? "2001:db8::2" : "2001:db8::1", &k);
+		assert_true(vw_conntable_admit(t, &k, noop_close, &full));
+		assert_non_null(vw_conntable_add(t, &k, 100 + i, 1));
+	}
+	key_of("2001:db8::ffff:3", &k);
+	assert_false(vw_conntable_admit(t, &k, noop_close, &full));
+	assert_true(full);
+	key_of("2001:db8:0:1::1", &k);
+	assert_true(vw_conntable_admit(t, &k, noop_close, &full));
+	vw_conntable_free(t);
+}
+
+/* A TCP connection to the server from a given loopback address. */
+static int connect_from(uint16_t port, const char *from)
+{
+	struct sockaddr_in local = {.sin_family = AF_INET};
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port),
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	assert_int_equal(inet_pton(AF_INET, from, &local.sin_addr), 1);
+	assert_int_equal(bind(fd, (struct sockaddr *)&local, sizeof(local)), 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/* Whether the server has closed fd (EOF or an error), waiting up to wait_ms. */
+static bool closed_by_server(int fd, int wait_ms)
+{
+	struct pollfd p = {.fd = fd, .events = POLLIN};
+	char buf[256];
+
+	if (poll(&p, 1, wait_ms) != 1)
+		return false;
+	return read(fd, buf, sizeof(buf)) <= 0;
+}
+
+#define LORIS_SOURCES 5
+#define LORIS_EACH 16
+
+/*
+ * Slowloris from 5 addresses, 16 connections each (80: more than the 64 slots), each sending
+ * its request head one header line every 0.5 s (the idle timeout never fires): a scrape is
+ * still served at once, and every trickling connection is closed once the 2 s head deadline
+ * has passed.
+ */
+static void test_slowloris(void **state)
+{
+	static const char line[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
+	int fds[LORIS_SOURCES * LORIS_EACH];
+	struct server s;
+	unsigned open_after = 0;
+
+	(void)state;
+	server_start_published(&s, (struct vw_http_opts){.header_timeout_s = 2, .timeout_s = 30});
+	for (int i = 0; i < LORIS_SOURCES * LORIS_EACH; i++) {
+		char from[16];
+
+		snprintf(from, sizeof(from), "127.0.0.%d", 2 + i / LORIS_EACH);
+		fds[i] = connect_from(s.port, from);
+		(void)!send(fds[i], line, sizeof(line) - 1, MSG_NOSIGNAL);
+	}
+	for (int step = 0; step < 10; step++) {
+		usleep(500 * 1000);
+		for (int i = 0; i < LORIS_SOURCES * LORIS_EACH; i++)
+			(void)!send(fds[i], "X-Slow: 1\r\n", 11, MSG_NOSIGNAL);
+		if (step % 2 == 0) {
+			struct timespec t0, t1;
+			struct reply r;
+			double took;
+
+			clock_gettime(CLOCK_MONOTONIC, &t0);
+			r = fetch(s.port, &(struct request){.path = "/metrics", .timeout_ms = 3000});
+			clock_gettime(CLOCK_MONOTONIC, &t1);
+			took = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+			if (r.code != CURLE_OK || r.status != 200 || took > 1.0)
+				fail_msg("scrape during slowloris: curl %d, status %ld, %.2f s", r.code,
+					 r.status, took);
+			reply_clear(&r);
+		}
+	}
+	/* 5 s of trickling: every connection is past its 2 s deadline (a busy machine may take
+	 * another second to close them all). */
+	for (int i = 0; i < LORIS_SOURCES * LORIS_EACH; i++) {
+		open_after += !closed_by_server(fds[i], i ? 20 : 1000);
+		close(fds[i]);
+	}
+	if (open_after)
+		fail_msg("%u trickling connections still open after 5 s", open_after);
+	server_stop(&s);
+}
+
+/*
+ * Under `ulimit -n 64` the default 64 connections would take every descriptor: the limit is
+ * lowered with a warning at start, and with 70 connections open files can still be opened (the
+ * meters' reads). Runs in a child: the limit is the process's.
+ */
+static void test_fd_limit(void **state)
+{
+	int to_child[2], to_parent[2], status, fds[70];
+	uint16_t port;
+	pid_t pid;
+	char go;
+
+	(void)state;
+	assert_int_equal(pipe(to_child), 0);
+	assert_int_equal(pipe(to_parent), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct rlimit rl = {.rlim_cur = 64, .rlim_max = 64};
+		struct vw_exposition *x = vw_exposition_new();
+		struct vw_http *h;
+		int failed = 0;
+		bool warned;
+
+		close(to_child[1]);
+		close(to_parent[0]);
+		seen_log[0] = '\0';
+		vw_log_set_sink(capture_sink, NULL);
+		if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+			_exit(10);
+		h = vw_http_start(&(struct vw_http_opts){.listen_address = "127.0.0.1:0"}, x);
+		if (!h)
+			_exit(11);
+		warned = strstr(seen_log, "does not fit the open-file limit (RLIMIT_NOFILE 64") &&
+			 strstr(seen_log, "serving at most 8 connections");
+		port = vw_http_port(h);
+		if (write(to_parent[1], &port, sizeof(port)) != sizeof(port) ||
+		    read(to_child[0], &go, 1) != 1)
+			_exit(13);
+		for (int i = 0; i < 20; i++) {
+			int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+			failed += fd < 0;
+			fds[i] = fd;
+		}
+		for (int i = 0; i < 20; i++)
+			if (fds[i] >= 0)
+				close(fds[i]);
+		vw_http_stop(h);
+		vw_exposition_free(x);
+		_exit((warned ? 0 : 2) | (failed ? 4 : 0));
+	}
+	close(to_child[0]);
+	close(to_parent[1]);
+	assert_int_equal(read(to_parent[0], &port, sizeof(port)), sizeof(port));
+	for (int i = 0; i < 70; i++) { /* from 5 addresses: past the limit per address */
+		char from[16];
+
+		snprintf(from, sizeof(from), "127.0.0.%d", 2 + i % 5);
+		fds[i] = connect_from(port, from);
+	}
+	usleep(500 * 1000); /* accepted, as far as the server will */
+	assert_int_equal(write(to_child[1], "g", 1), 1);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	for (int i = 0; i < 70; i++)
+		close(fds[i]);
+	close(to_child[1]);
+	close(to_parent[0]);
+	assert_true(WIFEXITED(status));
+	if (WEXITSTATUS(status) != 0)
+		fail_msg("child: %s%s%s", WEXITSTATUS(status) & 2 ? "no warning at start; " : "",
+			 WEXITSTATUS(status) & 4 ? "files could not be opened (EMFILE); " : "",
+			 WEXITSTATUS(status) & ~6 ? "failed before the check" : "");
 }
 
 static void test_dual_stack(void **state)
@@ -740,6 +1045,137 @@ static void test_dual_stack(void **state)
 		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
 		assert_int_equal(r.status, 200);
 	}
+	curl_easy_cleanup(c);
+	server_stop(&s);
+}
+
+/* Inflate a gzip body (as a scraper does). */
+static char *gunzip(const char *in, size_t len)
+{
+	z_stream zs = {0};
+	static char out[65536];
+
+	assert_int_equal(inflateInit2(&zs, 15 + 16), Z_OK);
+	zs.next_in = (Bytef *)in;
+	zs.avail_in = (uInt)len;
+	zs.next_out = (Bytef *)out;
+	zs.avail_out = sizeof(out) - 1;
+	assert_int_equal(inflate(&zs, Z_FINISH), Z_STREAM_END);
+	out[zs.total_out] = '\0';
+	inflateEnd(&zs);
+	return out;
+}
+
+static void test_accepts_gzip(void **state)
+{
+	static const struct {
+		const char *ae;
+		bool gzip;
+	} cases[] = {
+		{NULL, false}, {"", false}, {"gzip", true}, {"GZip", true}, {"x-gzip", true},
+		{"deflate, gzip, br, zstd", true}, {"gzip;q=0", false}, {"gzip; q=0.000", false},
+		{"gzip;q=0.5", true}, {"*", true}, {"*;q=0", false}, {"gzip;q=0, *", false},
+		{"identity", false}, {"gzipx", false}, {"br;q=1, *;q=0.1", true},
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++)
+		if (vw_http_accepts_gzip(cases[i].ae) != cases[i].gzip)
+			fail_msg("Accept-Encoding: %s: expected %s", cases[i].ae ? cases[i].ae : "(none)",
+				 cases[i].gzip ? "gzip" : "identity");
+}
+
+/*
+ * gzip to scrapers that accept it (Prometheus always sends Accept-Encoding: gzip), each
+ * snapshot's rendering compressed once however many scrapes; identity otherwise.
+ */
+static void test_gzip(void **state)
+{
+	struct server s;
+	struct reply r;
+
+	(void)state;
+	server_start_published(&s, (struct vw_http_opts){0});
+	for (int i = 0; i < 3; i++) {
+		r = fetch(s.port, &(struct request){.path = "/metrics",
+						      .header = "Accept-Encoding: gzip"});
+		assert_int_equal(r.status, 200);
+		assert_true(has_header(&r, "\r\nContent-Encoding: gzip\r\n"));
+		assert_true(has_header(&r, "\r\nVary: Accept, Accept-Encoding\r\n"));
+		assert_true(r.body_len > 2 && (unsigned char)r.body[0] == 0x1f &&
+			    (unsigned char)r.body[1] == 0x8b);
+		assert_string_equal(gunzip(r.body, r.body_len), sample_text);
+		reply_clear(&r);
+	}
+	assert_int_equal(vw_exposition_compressions(s.x), 1);
+	/* Prometheus 3's request: OpenMetrics, gzipped. */
+	r = fetch(s.port, &(struct request){.path = "/metrics", .accept = PROM3_ACCEPT,
+					      .header = "Accept-Encoding: gzip"});
+	assert_string_equal(r.content_type, OM_CT);
+	assert_string_equal(gunzip(r.body, r.body_len), sample_om);
+	reply_clear(&r);
+	assert_int_equal(vw_exposition_compressions(s.x), 2);
+	/* No Accept-Encoding, or gzip refused: identity. */
+	r = fetch(s.port, &(struct request){.path = "/metrics", .header = "Accept-Encoding: gzip;q=0"});
+	assert_false(has_header(&r, "Content-Encoding"));
+	assert_string_equal(r.body, sample_text);
+	reply_clear(&r);
+	/* A new snapshot: compressed again, once. */
+	publish(s.x, "vw_up 2\n", NULL);
+	for (int i = 0; i < 2; i++) {
+		r = fetch(s.port, &(struct request){.path = "/metrics",
+						      .header = "Accept-Encoding: gzip"});
+		assert_string_equal(gunzip(r.body, r.body_len), "vw_up 2\n");
+		reply_clear(&r);
+	}
+	assert_int_equal(vw_exposition_compressions(s.x), 3);
+	server_stop(&s);
+}
+
+/* Keep-alive: scrapes on one connection, each a new request (curl reuses it). */
+static void test_keep_alive(void **state)
+{
+	struct server s;
+	CURL *c = curl_easy_init();
+	long new_conns = -1;
+
+	(void)state;
+	server_start_published(&s, (struct vw_http_opts){0});
+	for (int i = 0; i < 3; i++) {
+		struct reply r = {0};
+
+		perform(c, s.port, &(struct request){.path = "/metrics"}, &r);
+		assert_int_equal(r.status, 200);
+		assert_string_equal(r.body, sample_text);
+		curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &new_conns);
+		if (i > 0)
+			assert_int_equal(new_conns, 0); /* the same connection */
+		reply_clear(&r);
+	}
+	curl_easy_cleanup(c);
+	server_stop(&s);
+}
+
+/* [::]:PORT listens on IPv4 too, as node_exporter's (Helm charts copy "[::]:9100"). */
+static void test_any6_dual_stack(void **state)
+{
+	struct server s;
+	struct reply r;
+	char url[64];
+	CURL *c;
+
+	(void)state;
+	server_start_published(&s, (struct vw_http_opts){.listen_address = "[::]:0"});
+	assert_int_equal(get_status(s.port, "/metrics", sample_text), 200); /* 127.0.0.1 */
+	c = curl_easy_init();
+	snprintf(url, sizeof(url), "http://[::1]:%u/readyz", (unsigned)s.port);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, discard);
+	r.code = curl_easy_perform(c);
+	assert_int_equal(r.code, CURLE_OK);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+	assert_int_equal(r.status, 200);
 	curl_easy_cleanup(c);
 	server_stop(&s);
 }
@@ -861,6 +1297,7 @@ int main(void)
 		cmocka_unit_test(test_start_errors),
 		cmocka_unit_test(test_health_and_ready),
 		cmocka_unit_test(test_ready_reasons),
+		cmocka_unit_test(test_kepler_probes),
 		cmocka_unit_test_setup_teardown(test_metrics_negotiated, server_setup,
 						server_teardown),
 		cmocka_unit_test(test_openmetrics_window),
@@ -873,7 +1310,14 @@ int main(void)
 						server_teardown),
 		cmocka_unit_test(test_idle_timeout),
 		cmocka_unit_test(test_connection_limits),
+		cmocka_unit_test(test_source_limits_per_64),
+		cmocka_unit_test(test_slowloris),
+		cmocka_unit_test(test_fd_limit),
 		cmocka_unit_test(test_dual_stack),
+		cmocka_unit_test(test_any6_dual_stack),
+		cmocka_unit_test(test_keep_alive),
+		cmocka_unit_test(test_accepts_gzip),
+		cmocka_unit_test(test_gzip),
 		cmocka_unit_test(test_concurrent_scrapes),
 	};
 	int r;

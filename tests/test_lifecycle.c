@@ -376,6 +376,70 @@ static void test_guest_sigterm_flushes_state(void **state)
 	vw_fixture_rm(dir);
 }
 
+/*
+ * SIGUSR1, SIGUSR2 and SIGALRM mean nothing to the daemons: ignored (their default action
+ * killed the guest without its state flush). A SIGTERM after them still flushes the state.
+ */
+static void test_meaningless_signals_ignored(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("gsig");
+	char statearg[720], statepath[700], *text;
+	char *argv[] = { VW_GUEST_BIN, "--web.listen-address=127.0.0.1:0", "--monitor.interval=1s",
+			 "--kube.node-name=lifecycle-sig", "--passthrough.enable=false",
+			 "--state.write-interval=1h", statearg, NULL };
+	static const int sigs[] = { SIGUSR1, SIGUSR2, SIGALRM };
+	unsigned port;
+	double took;
+	int st;
+
+	(void)state;
+	snprintf(statepath, sizeof(statepath), "%s/state.json", dir);
+	snprintf(statearg, sizeof(statearg), "--state.file=%s", statepath);
+	port = start(argv, "sig");
+	assert_true(wait_http(port, "/readyz", 200, "ok", 30) >= 0);
+	for (size_t i = 0; i < ARRAY_SIZE(sigs); i++) {
+		kill(running_pid, sigs[i]);
+		usleep(200 * 1000);
+		if (waitpid(running_pid, &st, WNOHANG) != 0)
+			fail_msg("signal %d stopped the guest (status %d)", sigs[i], st);
+	}
+	assert_true(wait_http(port, "/readyz", 200, "ok", 5) >= 0);
+	kill(running_pid, SIGTERM);
+	took = wait_exit(10, &st);
+	assert_true(took >= 0 && took < 3);
+	assert_int_equal(st, 0);
+	text = vw_fixture_slurp(statepath, NULL);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "\"clean\":true"));
+	free(text);
+	unlink(logpath);
+	vw_fixture_rm(dir);
+}
+
+/* A bad web config stops the start with its own message, not a second misleading one. */
+static void test_web_config_error_said_once(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("gweb");
+	char webarg[720], webpath[700];
+	char *argv[] = { VW_GUEST_BIN, "--web.listen-address=127.0.0.1:0",
+			 "--kube.node-name=lifecycle-web", "--passthrough.enable=false", webarg,
+			 NULL };
+
+	(void)state;
+	snprintf(webpath, sizeof(webpath), "%s/web.yml", dir);
+	snprintf(webarg, sizeof(webarg), "--web.config-file=%s", webpath);
+	assert_int_equal(vw_fixture_write(dir, "web.yml", "basic_auth_users:\n  a: nothash\n", 0),
+			 0);
+	snprintf(logpath, sizeof(logpath), "/tmp/vw-lifecycle-web-%d.log", (int)getpid());
+	assert_int_not_equal(vw_fixture_run_logged(argv, logpath), 0);
+	assert_true(log_has("web.yml:2:6: basic_auth_users: a: not a bcrypt hash"));
+	if (log_has("cannot serve on") || log_has("Invalid argument"))
+		fail_msg("a misleading second message after the web config error:\n%s",
+			 vw_fixture_slurp(logpath, NULL));
+	unlink(logpath);
+	vw_fixture_rm(dir);
+}
+
 /* ---- Degrade per family ---- */
 
 /* n children that each burn a little CPU and wait to be killed: process series for sure. */
@@ -504,6 +568,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_second_signal_exits_at_once, stop_leftover),
 		cmocka_unit_test_teardown(test_sigterm_with_threads_and_scrapes, stop_leftover),
 		cmocka_unit_test_teardown(test_guest_sigterm_flushes_state, stop_leftover),
+		cmocka_unit_test_teardown(test_meaningless_signals_ignored, stop_leftover),
+		cmocka_unit_test_teardown(test_web_config_error_said_once, stop_leftover),
 		cmocka_unit_test_teardown(test_family_over_cap_dropped, stop_leftover),
 		cmocka_unit_test_teardown(test_metrics_without_vm_starts, stop_leftover),
 		cmocka_unit_test_teardown(test_passthrough_without_cpu_accounting, stop_leftover),

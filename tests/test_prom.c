@@ -695,7 +695,26 @@ static void test_negotiate(void **state)
 		 VW_PROM_OPENMETRICS_1_0_0},
 		{"APPLICATION/OpenMetrics-Text;Version=1.0.0", VW_PROM_OPENMETRICS_1_0_0},
 		{"application/openmetrics-text;version=\"1.0.0\"", VW_PROM_OPENMETRICS_1_0_0},
-		{"application/openmetrics-text;version=0.0.1", VW_PROM_OPENMETRICS_1_0_0},
+		{"application/openmetrics-text;version=0.0.1", VW_PROM_OPENMETRICS_0_0_1},
+		{"application/openmetrics-text; version=0.0.1,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
+		 VW_PROM_OPENMETRICS_0_0_1},
+		{"application/openmetrics-text;version=0.0.1,application/openmetrics-text;version=1.0.0;q=0.5",
+		 VW_PROM_OPENMETRICS_0_0_1},
+		/* Prometheus 2.5x: 1.0.0 first, 0.0.1 as a fallback. */
+		{"application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
+		 "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1", VW_PROM_OPENMETRICS_1_0_0},
+		{"application/openmetrics-text;version=0.0.1;q=0.4,text/plain;version=0.0.4;q=0.5",
+		 VW_PROM_TEXT_0_0_4},
+		/* Prometheus 3's default, and with scrape_protocols [PrometheusText1.0.0] or
+		 * [PrometheusText0.0.4]. */
+		{"application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,application/"
+		 "openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;escaping=allow-utf-8;"
+		 "q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2", VW_PROM_OPENMETRICS_1_0_0},
+		{"text/plain;version=1.0.0;escaping=allow-utf-8;q=0.4,*/*;q=0.2", VW_PROM_TEXT_1_0_0},
+		{"text/plain;version=0.0.4;q=0.3,*/*;q=0.2", VW_PROM_TEXT_0_0_4},
+		{"text/plain;version=1.0.0;q=0.3,text/plain;version=0.0.4;q=0.3", VW_PROM_TEXT_0_0_4},
+		{"text/plain;version=1.0.0", VW_PROM_TEXT_1_0_0},
+		{"text/plain;version=2.0.0", VW_PROM_TEXT_0_0_4},
 		{"application/openmetrics-text;version=2.0.0", VW_PROM_TEXT_0_0_4},
 		{"application/openmetrics-text;q=0", VW_PROM_TEXT_0_0_4},
 		{"application/openmetrics-text; q=0.000", VW_PROM_TEXT_0_0_4},
@@ -728,6 +747,10 @@ static void test_negotiate(void **state)
 			    "text/plain; version=0.0.4; charset=utf-8");
 	assert_string_equal(vw_prom_content_type(VW_PROM_OPENMETRICS_1_0_0),
 			    "application/openmetrics-text; version=1.0.0; charset=utf-8");
+	assert_string_equal(vw_prom_content_type(VW_PROM_OPENMETRICS_0_0_1),
+			    "application/openmetrics-text; version=0.0.1; charset=utf-8");
+	assert_string_equal(vw_prom_content_type(VW_PROM_TEXT_1_0_0),
+			    "text/plain; version=1.0.0; charset=utf-8; escaping=underscores");
 }
 
 /* A filter that records what it sees and adds 1 to the dram series (micro-units: 1e-6). */

@@ -371,6 +371,27 @@ static void test_folder_model(void **state)
 	vw_reader_free(r);
 }
 
+/* Warnings logged, for the checks that a silent fault is no longer silent. */
+static char warned[2048];
+
+static void warn_sink(enum vw_log_level level, const char *msg, void *userdata)
+{
+	(void)userdata;
+	if (level <= VW_LOG_WARN && strlen(warned) + strlen(msg) + 2 < sizeof(warned)) {
+		strcat(warned, msg);
+		strcat(warned, "\n");
+	}
+}
+
+static unsigned count_in(const char *hay, const char *needle)
+{
+	unsigned n = 0;
+
+	for (const char *p = hay; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
 static void test_folder(void **state)
 {
 	struct ctx *c = *state;
@@ -417,6 +438,37 @@ static void test_folder(void **state)
 	put_frame(c->root, 4, 9);
 	assert_int_equal(vw_reader_poll(r), 1);
 	assert_true(vw_reader_acc(r)->zones[VW_ZONE_PACKAGE].idle_uj == 9000);
+	vw_reader_free(r);
+}
+
+/* frame.json as a directory, or far too large: ignored, and said once at warn. */
+static void test_folder_odd_file_said(void **state)
+{
+	struct ctx *c = *state;
+	struct vw_reader_config cfg = {.folder = c->root};
+	struct vw_reader *r;
+	char path[600];
+	FILE *f;
+
+	warned[0] = '\0';
+	vw_log_set_sink(warn_sink, NULL);
+	assert_int_equal(vw_fixture_mkdir(c->root, VW_READER_FRAME_FILE), 0);
+	r = reader_new(&cfg);
+	assert_int_equal(vw_reader_poll(r), -EINVAL);
+	assert_int_equal(vw_reader_poll(r), -EINVAL);
+	assert_int_equal(count_in(warned, "frame.json is not a regular file"), 1);
+	snprintf(path, sizeof(path), "%s/" VW_READER_FRAME_FILE, c->root);
+	assert_int_equal(rmdir(path), 0);
+	/* 300 MB (sparse): read up to the cap, never whole. */
+	f = fopen(path, "w");
+	assert_non_null(f);
+	assert_int_equal(ftruncate(fileno(f), 300L << 20), 0);
+	fclose(f);
+	assert_int_equal(vw_reader_poll(r), 0);
+	assert_int_equal(vw_reader_poll(r), 0);
+	vw_log_set_sink(NULL, NULL);
+	if (count_in(warned, "frame.json is larger than") != 1)
+		fail_msg("expected one warning about the large file:\n%s", warned);
 	vw_reader_free(r);
 }
 
@@ -581,6 +633,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fifo_writer_restarts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_port_hello, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_folder, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_folder_odd_file_said, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_folder_layouts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_discovery, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_folder_alt_and_report, setup, teardown),

@@ -9,6 +9,7 @@
 
 #include <curl/curl.h>
 #include <microhttpd.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "log.h"
 #include "macro.h"
 #include "tls_fixture.h"
+#include "webconfig.h"
 
 #define METRIC "virtwatt_tls_test_metric 42\n"
 
@@ -33,6 +35,7 @@ struct client {
 	const char *cacert; /* fixture file name; default ca.crt */
 	const char *cert;   /* client certificate (fixture name without .crt/.key) */
 	bool plain;	    /* http:// */
+	const char *from;   /* local address to connect from (127.0.0.2, ...), or NULL */
 	long tls_min;	    /* CURL_SSLVERSION_* or 0 */
 };
 
@@ -78,6 +81,8 @@ static struct answer get(uint16_t port, const struct client *q)
 		snprintf(name, sizeof(name), "%s.key", q->cert);
 		curl_easy_setopt(c, CURLOPT_SSLKEY, tls_fixture_path(&tf, name, key, sizeof(key)));
 	}
+	if (q->from)
+		curl_easy_setopt(c, CURLOPT_INTERFACE, q->from);
 	if (q->user) {
 		curl_easy_setopt(c, CURLOPT_USERNAME, q->user);
 		curl_easy_setopt(c, CURLOPT_PASSWORD, q->pass);
@@ -111,6 +116,7 @@ struct server {
 	struct vw_http *h;
 	uint16_t port;
 	char config[512];
+	unsigned poll_ms, settle_s; /* reload options, 0: the defaults */
 };
 
 static void write_config(struct server *s, const char *text)
@@ -134,6 +140,8 @@ static void server_start(struct server *s, const char *config_text)
 	vw_exposition_publish(s->x, strdup(METRIC), strlen(METRIC), NULL, 0);
 	write_config(s, config_text);
 	o.web_config_file = s->config;
+	o.reload_poll_ms = s->poll_ms;
+	o.reload_settle_s = s->settle_s;
 	s->h = vw_http_start(&o, s->x);
 	assert_non_null(s->h);
 	s->port = vw_http_port(s->h);
@@ -165,7 +173,7 @@ static void test_tls_basic_auth(void **state)
 						      "  bob: '%s'\n",
 					      hash_alice, hash_bob);
 	const char *paths[] = { "/metrics", "/healthz", "/readyz", "/", "/nope" };
-	struct server s;
+	struct server s = { 0 };
 	struct answer a;
 
 	(void)state;
@@ -217,7 +225,7 @@ static void test_versions_headers_excluded(void **state)
 			  "basic_auth_users:\n  alice: '%s'\n"
 			  "basic_auth_excluded_paths: [/healthz]\n",
 		hash_alice);
-	struct server s;
+	struct server s = { 0 };
 	struct answer a;
 
 	(void)state;
@@ -250,7 +258,7 @@ static void test_client_certificates(void **state)
 		TLS_FILES "  client_auth_type: VerifyClientCertIfGiven\n  client_ca_file: ca.crt\n");
 	_cleanup_free_ char *any = config_fmt(TLS_FILES "  client_auth_type: RequireAnyClientCert\n"
 							"  client_ca_file: other-ca.crt\n");
-	struct server s;
+	struct server s = { 0 };
 
 	(void)state;
 	server_start(&s, verify);
@@ -280,7 +288,7 @@ static void test_rate_limit(void **state)
 	_cleanup_free_ char *cfg = config_fmt(TLS_FILES "basic_auth_users:\n  alice: '%s'\n"
 						      "rate_limit:\n  interval: 1h\n  burst: 2\n",
 					      hash_alice);
-	struct server s;
+	struct server s = { 0 };
 
 	(void)state;
 	server_start(&s, cfg);
@@ -330,7 +338,7 @@ static void test_reload(void **state)
 	_cleanup_free_ char *auth = config_fmt(TLS_FILES "basic_auth_users:\n  alice: '%s'\n",
 					       hash_alice);
 	const struct client anon = { 0 }, alice = { .user = "alice", .pass = "alice-pw" };
-	struct server s;
+	struct server s = { 0 };
 
 	(void)state;
 	server_start(&s, TLS_FILES);
@@ -362,6 +370,313 @@ static void test_reload(void **state)
 	server_stop(&s);
 	restore_file("server.crt");
 	restore_file("server.key");
+}
+
+/* Log lines at info and above ("W: " at warn and above, else "I: "), for the reload tests. */
+static pthread_mutex_t seen_lock = PTHREAD_MUTEX_INITIALIZER;
+static char seen_log[16384];
+
+static void capture_sink(enum vw_log_level level, const char *msg, void *userdata)
+{
+	(void)userdata;
+	if (level > VW_LOG_INFO)
+		return;
+	pthread_mutex_lock(&seen_lock);
+	if (strlen(seen_log) + strlen(msg) + 5 < sizeof(seen_log)) {
+		strcat(seen_log, level <= VW_LOG_WARN ? "W: " : "I: ");
+		strcat(seen_log, msg);
+		strcat(seen_log, "\n");
+	}
+	pthread_mutex_unlock(&seen_lock);
+}
+
+static void capture_start(void)
+{
+	seen_log[0] = '\0';
+	vw_log_set_level(VW_LOG_INFO);
+	vw_log_set_sink(capture_sink, NULL);
+}
+
+static void capture_stop(void)
+{
+	vw_log_set_sink(NULL, NULL);
+	vw_log_set_level(VW_LOG_ERROR);
+}
+
+static unsigned seen_count(const char *what)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&seen_lock);
+	for (const char *p = seen_log; (p = strstr(p, what)); p++)
+		n++;
+	pthread_mutex_unlock(&seen_lock);
+	return n;
+}
+
+/* Rewrite the config in place (open with O_TRUNC, as cp does), only its first len bytes. */
+static void write_in_place(struct server *s, const char *text, size_t len)
+{
+	FILE *f = fopen(s->config, "r+");
+
+	assert_non_null(f);
+	assert_int_equal(ftruncate(fileno(f), 0), 0);
+	assert_int_equal(fwrite(text, 1, len, f), len);
+	assert_int_equal(fclose(f), 0);
+}
+
+/* TLS, authentication or both must still be in force: plain HTTP gets nothing, no user 401. */
+static void assert_still_protected(const struct server *s)
+{
+	assert_int_equal(status_of(s->port, &(struct client){ .plain = true }), 0);
+	assert_int_equal(status_of(s->port, &(struct client){ 0 }), 401);
+	assert_int_equal(status_of(s->port, &(struct client){ .user = "alice",
+							       .pass = "alice-pw" }),
+			 200);
+}
+
+/*
+ * A web config truncated or caught half-written (a plain cp over it) never turns TLS or
+ * authentication off: a weaker file is refused unless it carries the marker and has settled.
+ */
+static void test_reload_never_weaker(void **state)
+{
+	_cleanup_free_ char *auth = config_fmt(TLS_FILES "basic_auth_users:\n  alice: '%s'\n",
+					       hash_alice);
+	_cleanup_free_ char *marked = config_fmt(TLS_FILES "%s\n", VW_WEBCONFIG_WEAKER_MARKER);
+	struct server s = { .poll_ms = 200, .settle_s = 3 };
+	struct timespec t0, t1;
+
+	(void)state;
+	capture_start();
+	server_start(&s, auth);
+	assert_still_protected(&s);
+	/* Emptied (a truncation left as it is): an empty file is a valid, open config. */
+	write_in_place(&s, "", 0);
+	usleep(2500 * 1000);
+	assert_still_protected(&s);
+	/* Cut short after the TLS part: valid YAML, TLS on, no users. */
+	write_in_place(&s, auth, strlen(TLS_FILES));
+	usleep(2500 * 1000);
+	assert_still_protected(&s);
+	assert_non_null(strstr(seen_log, "would weaken security (basic authentication OFF"));
+	assert_null(strstr(seen_log, "reloaded"));
+	/* Wanted on purpose: the marker, and the file unchanged for the settle period. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	write_config(&s, marked);
+	usleep(1500 * 1000);
+	assert_int_equal(status_of(s.port, &(struct client){ 0 }), 401);
+	assert_true(eventually(s.port, &(struct client){ 0 }, 200));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_true(t1.tv_sec - t0.tv_sec >= 3);
+	assert_int_equal(status_of(s.port, &(struct client){ .plain = true }), 0); /* TLS stays */
+	if (!strstr(seen_log, "W: http: web config") ||
+	    !strstr(seen_log, "reloaded: basic authentication OFF (no users left); user alice "
+			      "removed"))
+		fail_msg("no warning saying what the reload changed:\n%s", seen_log);
+	server_stop(&s);
+	capture_stop();
+}
+
+/* A file that keeps changing is never loaded; once it stops, it is, once, with what changed. */
+static void test_reload_waits_for_stable_file(void **state)
+{
+	_cleanup_free_ char *auth = config_fmt(TLS_FILES "basic_auth_users:\n  alice: '%s'\n",
+					       hash_alice);
+	_cleanup_free_ char *more = NULL;
+	struct server s = { .poll_ms = 700 };
+
+	(void)state;
+	capture_start();
+	server_start(&s, auth);
+	/* Growing every 100 ms for 3 s, as a slow writer would: each state a valid, stronger
+	 * config (users added), so only the stability rule holds it back. */
+	for (int i = 0; i < 30; i++) {
+		char *next = config_fmt("%s  user%d: '%s'\n", i ? more : auth, i, hash_bob);
+
+		free(more);
+		more = next;
+		write_in_place(&s, more, strlen(more));
+		usleep(100 * 1000);
+	}
+	if (seen_count("reloaded") != 0)
+		fail_msg("a file still being written was loaded:\n%s", seen_log);
+	usleep(2000 * 1000);
+	assert_int_equal(seen_count("reloaded"), 1);
+	/* At warn, saying what changed. */
+	if (!strstr(seen_log, "W: http: web config") || !strstr(seen_log, "reloaded: user user0 added;"))
+		fail_msg("no warning saying what the reload changed:\n%s", seen_log);
+	assert_int_equal(status_of(s.port, &(struct client){ .user = "user29", .pass = "b:o b" }),
+			 200);
+	server_stop(&s);
+	capture_stop();
+}
+
+static double since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
+}
+
+/*
+ * A cost-13 user (htpasswd -B -C 13: seconds of bcrypt here) neither delays the start nor a
+ * stop: nothing is hashed before listening. Costs above 14 are refused (test_webconfig).
+ */
+static void test_high_cost_starts_promptly(void **state)
+{
+	_cleanup_free_ char *cfg = config_fmt(
+		TLS_FILES "basic_auth_users:\n  carol: "
+			  "$2y$13$abcdefghijklmnopqrstuOabcdefghijklmnopqrstuvwxyz01234\n"
+			  "  alice: '%s'\n",
+		hash_alice);
+	struct server s = { 0 };
+	struct timespec t0;
+	double t;
+
+	(void)state;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	server_start(&s, cfg);
+	t = since(&t0);
+	if (t > 1.0)
+		fail_msg("listening took %.2f s with a cost-13 user", t);
+	assert_int_equal(status_of(s.port, &(struct client){ .user = "alice", .pass = "alice-pw" }),
+			 200);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	server_stop(&s);
+	t = since(&t0);
+	if (t > 1.0)
+		fail_msg("stopping took %.2f s", t);
+}
+
+/* ---- Wrong-password floods ---- */
+
+/* A cost-12 hash no password is known to match: each wrong login is a full cost-12 bcrypt. */
+#define BOB_COST12 "$2y$12$abcdefghijklmnopqrstuOabcdefghijklmnopqrstuvwxyz01234"
+#define FLOODERS 16
+
+struct flood {
+	uint16_t port;
+	int stop;
+	unsigned n_401, n_other;
+	char from[16];
+};
+
+/* Wrong passwords as fast as answers come, from one source address, until stopped. */
+static void *flooder(void *arg)
+{
+	struct flood *f = arg;
+
+	while (!__atomic_load_n(&f->stop, __ATOMIC_RELAXED)) {
+		struct answer a = get(f->port, &(struct client){ .plain = true, .from = f->from,
+								  .user = "bob", .pass = "guess" });
+
+		if (a.code == CURLE_OK && a.status == 401) {
+			__atomic_add_fetch(&f->n_401, 1, __ATOMIC_RELAXED);
+		} else {
+			__atomic_add_fetch(&f->n_other, 1, __ATOMIC_RELAXED);
+			usleep(20 * 1000); /* refused at once (429, 503): do not spin */
+		}
+		answer_clear(&a);
+	}
+	return NULL;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * 16 connections from 4 addresses send wrong passwords for a cost-12 user while a scrape with
+ * a cached login and the excluded /healthz must each still answer in well under 100 ms: bcrypt
+ * runs off the HTTP thread, and each source may start only so many.
+ */
+static void test_wrong_password_flood(void **state)
+{
+	_cleanup_free_ char *cfg = config_fmt("basic_auth_users:\n  alice: '%s'\n  bob: " BOB_COST12
+					      "\nbasic_auth_excluded_paths: [/healthz]\n",
+					      hash_alice);
+	const struct client alice = { .plain = true, .user = "alice", .pass = "alice-pw" };
+	const struct client healthz = { .plain = true, .path = "/healthz" };
+	struct flood f[FLOODERS];
+	pthread_t th[FLOODERS];
+	double took[2][10];
+	struct server s = { 0 };
+	unsigned wrong = 0;
+
+	(void)state;
+	server_start(&s, cfg);
+	assert_int_equal(status_of(s.port, &alice), 200); /* now cached */
+	for (int i = 0; i < FLOODERS; i++) {
+		f[i] = (struct flood){ .port = s.port };
+		snprintf(f[i].from, sizeof(f[i].from), "127.0.0.%d", 2 + i % 4);
+		assert_int_equal(pthread_create(&th[i], NULL, flooder, &f[i]), 0);
+	}
+	usleep(1000 * 1000);
+	for (int i = 0; i < 10; i++) {
+		struct timespec t0;
+
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		assert_int_equal(status_of(s.port, &alice), 200);
+		took[0][i] = since(&t0);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		assert_int_equal(status_of(s.port, &healthz), 200);
+		took[1][i] = since(&t0);
+		usleep(100 * 1000);
+	}
+	for (int i = 0; i < FLOODERS; i++) {
+		__atomic_store_n(&f[i].stop, 1, __ATOMIC_RELAXED);
+		pthread_join(th[i], NULL);
+		wrong += f[i].n_401 + f[i].n_other;
+	}
+	assert_true(wrong > 0);
+	for (int k = 0; k < 2; k++) {
+		qsort(took[k], 10, sizeof(double), cmp_double);
+		if (took[k][5] > 0.1 || took[k][9] > 0.5)
+			fail_msg("%s during the flood: median %.3f s, slowest %.3f s",
+				 k ? "/healthz" : "a cached scrape", took[k][5], took[k][9]);
+	}
+	server_stop(&s);
+}
+
+/*
+ * Failed logins are limited per source: past its allowance an address gets 429 with no bcrypt,
+ * while another address is still checked (401) and a cached login from the limited one passes.
+ */
+static void test_failed_logins_limited_per_source(void **state)
+{
+	_cleanup_free_ char *cfg = config_fmt(
+		"basic_auth_users:\n  alice: '%s'\n"
+		"  bob: $2y$04$abcdefghijklmnopqrstuOabcdefghijklmnopqrstuvwxyz01234\n",
+		hash_alice);
+	const struct client wrong2 = { .plain = true, .from = "127.0.0.2", .user = "bob",
+				       .pass = "guess" };
+	struct server s = { 0 };
+	int i;
+
+	(void)state;
+	server_start(&s, cfg);
+	assert_int_equal(status_of(s.port, &(struct client){ .plain = true, .from = "127.0.0.2",
+							      .user = "alice",
+							      .pass = "alice-pw" }),
+			 200);
+	for (i = 0; i < 100; i++)
+		if (status_of(s.port, &wrong2) == 429)
+			break;
+	assert_true(i >= 20 && i < 100); /* a few dozen wrong passwords are answered 401 first */
+	assert_int_equal(status_of(s.port, &wrong2), 429);
+	assert_int_equal(status_of(s.port, &(struct client){ .plain = true, .from = "127.0.0.3",
+							      .user = "bob", .pass = "guess" }),
+			 401);
+	assert_int_equal(status_of(s.port, &(struct client){ .plain = true, .from = "127.0.0.2",
+							      .user = "alice",
+							      .pass = "alice-pw" }),
+			 200);
+	server_stop(&s);
 }
 
 static void test_bad_file_fails_start(void **state)
@@ -410,6 +725,11 @@ int main(void)
 		cmocka_unit_test(test_client_certificates),
 		cmocka_unit_test(test_rate_limit),
 		cmocka_unit_test(test_reload),
+		cmocka_unit_test(test_reload_never_weaker),
+		cmocka_unit_test(test_reload_waits_for_stable_file),
+		cmocka_unit_test(test_high_cost_starts_promptly),
+		cmocka_unit_test(test_wrong_password_flood),
+		cmocka_unit_test(test_failed_logins_limited_per_source),
 		cmocka_unit_test(test_bad_file_fails_start),
 	};
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "fixture.h"
 #include "macro.h"
@@ -294,6 +295,17 @@ static void test_errors(void **state)
 	hash[4] = '3', hash[5] = '2';
 	snprintf(text, sizeof(text), "basic_auth_users:\n  bob: '%s'\n", hash);
 	load_bad(text, 2, 8, "not a bcrypt hash");
+	/* Above the ceiling (what htpasswd -B -C 31 makes): refused, saying how to fix it. */
+	hash[4] = '3', hash[5] = '1';
+	snprintf(text, sizeof(text), "basic_auth_users:\n  bob: '%s'\n", hash);
+	load_bad(text, 2, 8, "bob: bcrypt cost 31 is above the ceiling of 14");
+	load_bad(text, 2, 8, "make a new hash with: htpasswd -nB -C 12 bob");
+	hash[4] = '1', hash[5] = '5';
+	snprintf(text, sizeof(text), "basic_auth_users:\n  bob: '%s'\n", hash);
+	load_bad(text, 2, 8, "bcrypt cost 15 is above the ceiling of 14");
+	hash[5] = '4';
+	snprintf(text, sizeof(text), "basic_auth_users:\n  bob: '%s'\n", hash);
+	vw_webconfig_free(load_ok(text));
 	assert_int_equal(tls_fixture_bcrypt("x", hash, sizeof(hash)), 0);
 	snprintf(text, sizeof(text), "basic_auth_users:\n  bob: '%s'\n  bob: '%s'\n", hash, hash);
 	load_bad(text, 3, 3, "duplicate key \"bob\"");
@@ -388,6 +400,43 @@ static void test_auth(void **state)
 }
 
 /*
+ * Making the checker costs no bcrypt, whatever the users' cost: the unknown users' dummy hash
+ * is not computed (it was, at start and on every reload: cost 13 took seconds). An unknown
+ * user still costs one bcrypt, at the users' highest cost.
+ */
+static void test_new_costs_no_bcrypt(void **state)
+{
+	struct vw_webconfig_pair u[] = {
+		{ "alice", "$2b$13$abcdefghijklmnopqrstuOabcdefghijklmnopqrstuvwxyz01234" },
+		{ "bob", "$2y$04$abcdefghijklmnopqrstuOabcdefghijklmnopqrstuvwxyz01234" },
+	};
+	struct timespec t0, t1;
+	struct vw_webauth *a;
+	double s;
+
+	(void)state;
+	assert_true(vw_bcrypt_hash_valid(u[0].value));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	a = vw_webauth_new(u, 2);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_non_null(a);
+	assert_int_equal(vw_webauth_bcrypt_count(a), 0);
+	s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	/* One bcrypt at cost 13 is 0.5 s on a fast core; nothing is computed now. */
+	if (s > 0.1)
+		fail_msg("vw_webauth_new took %.3f s with a cost-13 user", s);
+	/* The unknown user's check runs at cost 13: far slower than bob's cost 4. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_false(vw_webauth_check(a, "mallory", "x"));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	assert_int_equal(vw_webauth_bcrypt_count(a), 1);
+	if (s < 0.05)
+		fail_msg("an unknown user's check took %.3f s: not bcrypt at cost 13", s);
+	vw_webauth_free(a);
+}
+
+/*
  * exporter-toolkit's TestByPassBasicAuthVuln (CVE-2022-46146) and variations: someone who
  * knows a hash (and a valid login of another user) tries to make a cache entry that a later
  * request of theirs would hit. Every attempt must fail, before and after good logins.
@@ -448,6 +497,7 @@ int main(void)
 		cmocka_unit_test(test_bad_base64_certificate),
 		cmocka_unit_test(test_missing_file),
 		cmocka_unit_test(test_auth),
+		cmocka_unit_test(test_new_costs_no_bcrypt),
 		cmocka_unit_test(test_cache_cannot_be_poisoned),
 	};
 

@@ -50,6 +50,7 @@ struct vw_reader {
 
 	struct vw_model_rx models; /* the host's model for this VM (model frames) */
 	struct vw_complaint model_complaint;
+	struct vw_complaint odd_file, big_file; /* frame.json not a regular file; too large */
 	bool model_file_seen;      /* the folder's model.json, as last examined */
 	size_t model_file_len;
 	char *model_file;          /* VW_PROTO_MAX_FRAME + 1 bytes, once a folder has one */
@@ -519,6 +520,11 @@ static int poll_frame_file(struct vw_reader *r)
 	for (int attempt = 0; attempt < TORN_RETRIES; attempt++) {
 		int err = read_folder_file(r, VW_READER_FRAME_FILE, buf, &len);
 
+		if (err == -EINVAL)
+			vw_complain(&r->odd_file, VW_LOG_WARN,
+				    "passthrough: %s: %s is not a regular file (a directory or a "
+				    "device): ignored; the host writes a regular file there",
+				    r->where, VW_READER_FRAME_FILE);
 		if (err < 0)
 			return err;
 		if (r->file_seen && len == r->last_file_len && memcmp(buf, r->last_file, len) == 0)
@@ -534,6 +540,10 @@ static int poll_frame_file(struct vw_reader *r)
 	r->file_seen = true;
 	r->last_file_len = VW_MIN(len, sizeof(r->last_file));
 	memcpy(r->last_file, buf, r->last_file_len);
+	if (e == VW_PROTO_E_OVERSIZE)
+		vw_complain(&r->big_file, VW_LOG_WARN,
+			    "passthrough: %s: %s is larger than %u bytes: ignored", r->where,
+			    VW_READER_FRAME_FILE, (unsigned)VW_PROTO_MAX_FRAME);
 	if (e != VW_PROTO_OK)
 		r->rx.rejected[e]++;
 	else

@@ -20,6 +20,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -30,12 +31,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "authpool.h"
+#include "conntable.h"
 #include "crypt_lazy.h"
+#include "fileio.h"
+#include "gzip.h"
 #include "log.h"
 #include "macro.h"
 #include "prom.h"
@@ -57,6 +63,9 @@
 #define DEFAULT_MAX_CONNECTIONS 64
 #define DEFAULT_PER_IP_CONNECTIONS 16
 #define DEFAULT_TIMEOUT_S 10
+#define DEFAULT_HEADER_TIMEOUT_S 10 /* the whole request head, from accept */
+#define HOUSEKEEPING_MS 250	    /* how often head deadlines are checked */
+#define FD_RESERVE 48 /* descriptors kept from connections: meters, /proc, BPF, logs, libraries */
 #define CONNECTION_MEMORY (32 * 1024) /* request headers and MHD's buffers, per connection */
 #define LISTEN_BACKLOG 64
 #define ALLOWED_METHODS "GET, HEAD"
@@ -71,6 +80,12 @@ struct snapshot {
 	size_t text_len;
 	char *om;
 	size_t om_len;
+	/* gzip of each, made by the first scrape that accepts gzip (under gz_lock), then kept:
+	 * compressed once per snapshot, not per scrape */
+	pthread_mutex_t gz_lock;
+	char *gz[2];
+	size_t gz_len[2];
+	bool gz_failed[2];
 };
 
 struct vw_exposition {
@@ -80,6 +95,7 @@ struct vw_exposition {
 	uint64_t served_gen; /* highest generation a GET /metrics has served; atomic */
 	uint64_t published_ns; /* vw_now_ns() of the last publish, 0 before; atomic */
 	uint64_t om_asked_ns;  /* latest request for OpenMetrics (at least 1), 0: none; atomic */
+	uint64_t compressions; /* gzip renderings made; atomic */
 };
 
 /* *p = max(*p, v), for values several threads raise. */
@@ -98,7 +114,37 @@ static void snapshot_unref(struct snapshot *s)
 		return;
 	free(s->text);
 	free(s->om);
+	free(s->gz[0]);
+	free(s->gz[1]);
+	pthread_mutex_destroy(&s->gz_lock);
 	free(s);
+}
+
+uint64_t vw_exposition_compressions(struct vw_exposition *x)
+{
+	return __atomic_load_n(&x->compressions, __ATOMIC_ACQUIRE);
+}
+
+/* The gzip of the snapshot's text (om false) or OpenMetrics rendering, made on first use;
+ * NULL when it cannot be made (then the plain body is sent). */
+static const char *snapshot_gzip(struct vw_exposition *x, struct snapshot *s, bool om,
+				 size_t *ret_len)
+{
+	const char *gz = NULL;
+
+	pthread_mutex_lock(&s->gz_lock);
+	if (!s->gz[om] && !s->gz_failed[om]) {
+		int r = vw_gzip(om ? s->om : s->text, om ? s->om_len : s->text_len, &s->gz[om],
+				&s->gz_len[om]);
+
+		s->gz_failed[om] = r < 0;
+		if (r == 0)
+			__atomic_add_fetch(&x->compressions, 1, __ATOMIC_RELEASE);
+	}
+	gz = s->gz[om];
+	*ret_len = s->gz_len[om];
+	pthread_mutex_unlock(&s->gz_lock);
+	return gz;
 }
 
 struct vw_exposition *vw_exposition_new(void)
@@ -146,6 +192,7 @@ uint64_t vw_exposition_publish(struct vw_exposition *x, char *text, size_t text_
 	}
 	*s = (struct snapshot){.refs = 1, .text = text, .text_len = text_len, .om = om,
 			       .om_len = om ? om_len : 0};
+	pthread_mutex_init(&s->gz_lock, NULL);
 	pthread_mutex_lock(&x->lock);
 	gen = s->gen = ++x->gen;
 	old = x->cur;
@@ -344,7 +391,11 @@ static int listen_host(const char *host, uint16_t port)
 		return r == EAI_SYSTEM ? -errno : -EADDRNOTAVAIL;
 	}
 	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
-		fd = socket_listen(ai->ai_family, ai->ai_addr, ai->ai_addrlen, false);
+		/* [::] means every address, IPv4 too, as node_exporter (Go) has it. */
+		bool any6 = ai->ai_family == AF_INET6 &&
+			    IN6_IS_ADDR_UNSPECIFIED(&((struct sockaddr_in6 *)ai->ai_addr)->sin6_addr);
+
+		fd = socket_listen(ai->ai_family, ai->ai_addr, ai->ai_addrlen, any6);
 		if (fd >= 0)
 			break;
 	}
@@ -368,7 +419,9 @@ static int bound_port(int fd, uint16_t *ret)
 
 /* ---- Server ---- */
 
-#define WEBCONFIG_CHECK_S 2 /* how often the web config and its files are checked for changes */
+#define WEBCONFIG_CHECK_MS 2000 /* how often the web config and its files are checked */
+#define WEBCONFIG_SETTLE_S 30	/* a weaker file must stay unchanged this long (and say so) */
+#define CONFIG_DIGEST_LEN 32	/* SHA-256 of the web config's text */
 
 /* The web config file and the files it names, as last loaded: a change means a reload. */
 struct file_stamp {
@@ -381,6 +434,12 @@ struct file_stamp {
 
 enum { STAMP_CONFIG, STAMP_CERT, STAMP_KEY, STAMP_CA, N_STAMPS };
 
+/* What a poll saw: the files' stamps and a digest of the config's text. */
+struct config_seen {
+	struct file_stamp stamps[N_STAMPS];
+	uint8_t digest[CONFIG_DIGEST_LEN];
+};
+
 /*
  * One running MHD daemon and the web config it was started with. A reload starts a new one on
  * the same listening socket, then retires the old: TLS settings are fixed per MHD daemon.
@@ -390,6 +449,7 @@ struct server {
 	struct MHD_Daemon *mhd;
 	struct vw_webconfig *wc; /* NULL: no web config (plain HTTP, no authentication) */
 	struct vw_webauth *auth; /* NULL: no basic_auth_users */
+	struct vw_authpool *pool; /* bcrypt off the HTTP thread, with auth */
 	pthread_mutex_t rate_lock;
 	double rate_tokens;
 	uint64_t rate_last_ns;
@@ -399,7 +459,9 @@ struct vw_http {
 	struct server *srv; /* replaced only by the watcher thread */
 	int listen_fd;	    /* ours; every MHD daemon gets a duplicate */
 	char *listen_address;
-	unsigned max_connections, per_ip_connections, timeout_s;
+	unsigned max_connections, per_ip_connections, timeout_s, header_timeout_s;
+	struct vw_conntable *conns;
+	struct vw_complaint conn_complaint; /* under log_lock */
 	struct vw_exposition *x;
 	bool (*healthy)(void *userdata, char *why, size_t len);
 	bool (*ready)(void *userdata, char *why, size_t len);
@@ -412,8 +474,13 @@ struct vw_http {
 	struct vw_complaint log_complaint;
 	/* --web.config-file: re-read when it or a file it names changes */
 	char *web_config_file;
-	struct file_stamp stamps[N_STAMPS];
-	struct vw_complaint reload_complaint; /* watcher thread only */
+	unsigned reload_poll_ms, reload_settle_s;
+	/* watcher thread only: what is loaded; a different state seen by the last poll and when
+	 * it was first seen (applied only once a second poll sees it unchanged) */
+	struct config_seen loaded, pending;
+	bool has_pending;
+	uint64_t pending_since_ns;
+	struct vw_complaint reload_complaint, weaker_complaint;
 	pthread_t watcher;
 	bool watching, stopping; /* stopping: under watch_lock */
 	pthread_mutex_t watch_lock;
@@ -502,40 +569,92 @@ static void snapshot_release(void *cls)
 	snapshot_unref(cls);
 }
 
+/*
+ * Whether an Accept-Encoding header takes gzip: "gzip" (or "x-gzip") with a q above 0, or "*"
+ * with a q above 0 when gzip is not named. Absent: no.
+ */
+bool vw_http_accepts_gzip(const char *ae)
+{
+	int gzip_q = -1, any_q = -1;
+
+	for (const char *p = ae; p && *p;) {
+		size_t n = strcspn(p, ","), tok;
+		const char *q;
+		int qv = 1000;
+
+		while (n && (*p == ' ' || *p == '\t'))
+			p++, n--;
+		tok = strcspn(p, ";, \t");
+		tok = VW_MIN(tok, n);
+		q = memchr(p, ';', n);
+		if (q) {
+			const char *v = q + 1;
+
+			while (v < p + n && (*v == ' ' || *v == '\t'))
+				v++;
+			/* "q=0", "q=0.000": refused; any other weight: taken */
+			if (v + 2 <= p + n && (v[0] == 'q' || v[0] == 'Q') && v[1] == '=')
+				qv = strtod(v + 2, NULL) > 0 ? 1000 : 0;
+		}
+		if ((tok == 4 && strncasecmp(p, "gzip", 4) == 0) ||
+		    (tok == 6 && strncasecmp(p, "x-gzip", 6) == 0))
+			gzip_q = VW_MAX(gzip_q, qv);
+		else if (tok == 1 && *p == '*')
+			any_q = VW_MAX(any_q, qv);
+		p += n;
+		if (*p == ',')
+			p++;
+	}
+	return gzip_q > 0 || (gzip_q < 0 && any_q > 0);
+}
+
 static VW_MHD_RESULT serve_metrics(struct server *srv, struct MHD_Connection *c)
 {
 	struct vw_http *h = srv->h;
 	const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
+	const char *ae = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						     MHD_HTTP_HEADER_ACCEPT_ENCODING);
 	enum vw_prom_format fmt = vw_prom_negotiate(accept);
 	struct snapshot *s = exposition_get(h->x);
 	struct MHD_Response *resp;
-	char *body;
-	size_t len;
+	const char *body, *gz = NULL;
+	size_t len, gz_len = 0;
+	bool om;
 
 	/* Noted first: a scraper that asks before the first snapshot gets OpenMetrics in it. */
-	if (fmt == VW_PROM_OPENMETRICS_1_0_0)
+	if (vw_prom_is_openmetrics(fmt))
 		vw_exposition_openmetrics_asked(h->x, vw_now_ns());
 	if (!s)
 		return reply_text(srv, c, MHD_HTTP_SERVICE_UNAVAILABLE,
 				  "no metrics published yet\n", NULL, NULL);
 	/* Not rendered (nobody asked before this snapshot): text, announced as text. */
-	if (fmt == VW_PROM_OPENMETRICS_1_0_0 && !s->om)
+	if (vw_prom_is_openmetrics(fmt) && !s->om)
 		fmt = VW_PROM_TEXT_0_0_4;
+	om = vw_prom_is_openmetrics(fmt);
 	mark_served(h->x, s->gen);
-	body = fmt == VW_PROM_OPENMETRICS_1_0_0 ? s->om : s->text;
-	len = fmt == VW_PROM_OPENMETRICS_1_0_0 ? s->om_len : s->text_len;
+	body = om ? s->om : s->text;
+	len = om ? s->om_len : s->text_len;
+	if (vw_http_accepts_gzip(ae))
+		gz = snapshot_gzip(h->x, s, om, &gz_len);
+	if (gz)
+		body = gz, len = gz_len;
 #if MHD_VERSION >= 0x00097302
 	/* Zero-copy: the response holds the reference until MHD is done sending. */
-	resp = MHD_create_response_from_buffer_with_free_callback_cls(len, body, snapshot_release,
-								      s);
+	resp = MHD_create_response_from_buffer_with_free_callback_cls(len, (void *)body,
+								      snapshot_release, s);
 	if (!resp)
 		snapshot_unref(s);
 #else
-	resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_COPY);
+	resp = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
 	snapshot_release(s);
 #endif
+	if (resp && gz &&
+	    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_ENCODING, "gzip") != MHD_YES) {
+		MHD_destroy_response(resp);
+		return MHD_NO;
+	}
 	return queue(srv, c, MHD_HTTP_OK, resp, vw_prom_content_type(fmt), MHD_HTTP_HEADER_VARY,
-		     "Accept");
+		     "Accept, Accept-Encoding");
 }
 
 /* A 503 whose text says why: "<what>: <why>\n". */
@@ -562,24 +681,93 @@ static VW_MHD_RESULT serve_healthz(struct server *srv, struct MHD_Connection *c)
 }
 
 /* Ready: a snapshot exists, it is not stale, and the daemon has nothing against it. */
+static bool ready_check(struct vw_http *h, char *why, size_t len);
+
 static VW_MHD_RESULT serve_readyz(struct server *srv, struct MHD_Connection *c)
 {
-	struct vw_http *h = srv->h;
-	uint64_t age = vw_exposition_age_ns(h->x);
-	char why[400] = "the daemon reports a problem";
+	char why[400];
 
-	if (age == UINT64_MAX)
-		return reply_unavailable(srv, c, "not ready", "no metrics published yet");
+	if (!ready_check(srv->h, why, sizeof(why)))
+		return reply_unavailable(srv, c, "not ready", why);
+	return reply_text(srv, c, MHD_HTTP_OK, "ok\n", NULL, NULL);
+}
+
+/*
+ * Kepler's probe endpoints (its probe service: /probe/livez, /probe/readyz): JSON, 200 with
+ * {"status":"alive"} or {"status":"ok"}, else 503 with {"status":"not alive"} or
+ * {"status":"not ready"} and a "reason" naming the failing check. The checks are those of
+ * /healthz and /readyz.
+ */
+static VW_MHD_RESULT reply_json_status(const struct server *s, struct MHD_Connection *c,
+				       bool ok, const char *status, const char *reason)
+{
+	char *body = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&body, &len);
+	struct MHD_Response *resp;
+
+	if (!f)
+		return MHD_NO;
+	fprintf(f, "{\"status\":\"%s\"", status);
+	if (!ok) {
+		fputs(",\"reason\":\"", f);
+		for (const unsigned char *p = (const unsigned char *)reason; *p; p++) {
+			if (*p == '"' || *p == '\\')
+				fprintf(f, "\\%c", *p);
+			else if (*p < 0x20)
+				fprintf(f, "\\u%04x", *p);
+			else
+				fputc(*p, f);
+		}
+		fputc('"', f);
+	}
+	fputs("}\n", f);
+	if (fclose(f) != 0) {
+		free(body);
+		return MHD_NO;
+	}
+	resp = MHD_create_response_from_buffer(len, body, MHD_RESPMEM_MUST_FREE);
+	if (!resp)
+		free(body);
+	return queue(s, c, ok ? MHD_HTTP_OK : MHD_HTTP_SERVICE_UNAVAILABLE, resp,
+		     "application/json", NULL, NULL);
+}
+
+/* Why the daemon is not ready (a sentence into why), or true. */
+static bool ready_check(struct vw_http *h, char *why, size_t len)
+{
+	uint64_t age = vw_exposition_age_ns(h->x);
+
+	if (age == UINT64_MAX) {
+		snprintf(why, len, "no metrics published yet");
+		return false;
+	}
 	if (h->stale_after_ns && age > h->stale_after_ns) {
-		snprintf(why, sizeof(why),
+		snprintf(why, len,
 			 "the last metrics snapshot is %.1f s old (stale after %.1f s): the sampling "
 			 "loop is stuck or rendering fails, see the log",
 			 (double)age / 1e9, (double)h->stale_after_ns / 1e9);
-		return reply_unavailable(srv, c, "not ready", why);
+		return false;
 	}
-	if (h->ready && !h->ready(h->userdata, why, sizeof(why)))
-		return reply_unavailable(srv, c, "not ready", why);
-	return reply_text(srv, c, MHD_HTTP_OK, "ok\n", NULL, NULL);
+	snprintf(why, len, "the daemon reports a problem");
+	return !h->ready || h->ready(h->userdata, why, len);
+}
+
+static VW_MHD_RESULT serve_probe_livez(struct server *srv, struct MHD_Connection *c)
+{
+	struct vw_http *h = srv->h;
+	char why[400] = "the main loop reports a problem";
+	bool ok = !h->healthy || h->healthy(h->userdata, why, sizeof(why));
+
+	return reply_json_status(srv, c, ok, ok ? "alive" : "not alive", why);
+}
+
+static VW_MHD_RESULT serve_probe_readyz(struct server *srv, struct MHD_Connection *c)
+{
+	char why[400];
+	bool ok = ready_check(srv->h, why, sizeof(why));
+
+	return reply_json_status(srv, c, ok, ok ? "ok" : "not ready", why);
 }
 
 static VW_MHD_RESULT serve_index(struct server *srv, struct MHD_Connection *c)
@@ -597,6 +785,8 @@ static const struct route {
 	{"/metrics", serve_metrics},
 	{"/healthz", serve_healthz},
 	{"/readyz", serve_readyz},
+	{"/probe/livez", serve_probe_livez},
+	{"/probe/readyz", serve_probe_readyz},
 	{"/", serve_index},
 };
 
@@ -609,6 +799,79 @@ static bool has_body(struct MHD_Connection *c)
 	if (MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_TRANSFER_ENCODING))
 		return true;
 	return cl && strspn(cl, "0") != strlen(cl);
+}
+
+/* ---- Connections: per-source limits, head deadlines, eviction (conntable.h) ---- */
+
+/* Ends a connection MHD owns: it sees the socket fail and closes it (fd stays its own). */
+static void conn_shutdown(int fd)
+{
+	shutdown(fd, SHUT_RDWR);
+}
+
+/*
+ * A kept-alive connection whose client closed its side (end of file waiting): MHD 0.9.75 would
+ * hold it until the idle timeout. Peeking leaves any data to MHD.
+ */
+static bool conn_peer_gone(int fd)
+{
+	char b;
+
+	return recv(fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) == 0;
+}
+
+/* MHD's accept policy: per-source limits and slots, evicting a head-less connection if full. */
+static VW_MHD_RESULT on_accept(void *cls, const struct sockaddr *addr, socklen_t addrlen)
+{
+	struct vw_http *h = cls;
+	struct vw_src_key src;
+	bool source_full;
+	char who[64];
+
+	(void)addrlen;
+	vw_src_key(addr, &src);
+	if (vw_conntable_admit(h->conns, &src, conn_shutdown, &source_full))
+		return MHD_YES;
+	vw_src_key_str(&src, who, sizeof(who));
+	pthread_mutex_lock(&h->log_lock);
+	if (source_full)
+		vw_complain(&h->conn_complaint, VW_LOG_WARN,
+			    "http: refused a connection from %s: it has %u open already "
+			    "(per address, IPv6 per /64)", who, h->per_ip_connections);
+	else
+		vw_complain(&h->conn_complaint, VW_LOG_WARN,
+			    "http: refused a connection from %s: all %u connections are busy "
+			    "serving requests (web.max-connections)", who, h->max_connections);
+	pthread_mutex_unlock(&h->log_lock);
+	return MHD_NO;
+}
+
+static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
+			  enum MHD_ConnectionNotificationCode toe)
+{
+	struct vw_http *h = cls;
+	const union MHD_ConnectionInfo *fd, *addr;
+	struct vw_src_key src;
+
+	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
+		vw_conntable_remove(h->conns, *socket_context);
+		*socket_context = NULL;
+		return;
+	}
+	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	vw_src_key(addr ? addr->client_addr : NULL, &src);
+	*socket_context = fd ? vw_conntable_add(h->conns, &src, fd->connect_fd, vw_now_ns()) : NULL;
+	if (!*socket_context && fd)
+		shutdown(fd->connect_fd, SHUT_RDWR); /* no slot (two servers during a reload) */
+}
+
+static struct vw_conn *conn_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
 }
 
 /* ---- Web config: client certificates, rate limit, basic authentication ---- */
@@ -667,27 +930,67 @@ static bool auth_excluded(const struct server *s, const char *url)
 	return false;
 }
 
-static bool basic_auth_ok(struct server *s, struct MHD_Connection *c, const char *url)
+static void connection_park(void *cls)
 {
-	char *user, *pass = NULL;
-	bool ok;
+	MHD_suspend_connection(cls);
+}
 
-	if (!s->auth || auth_excluded(s, url))
-		return true;
+static void connection_unpark(void *cls)
+{
+	MHD_resume_connection(cls);
+}
+
+/*
+ * Basic authentication, never a bcrypt on this thread: a cached login passes at once, others
+ * go to the worker pool with the connection suspended (VW_AUTH_QUEUED, *job set); MHD calls
+ * on_request again once a worker resumed it, and auth_finish gives the answer.
+ */
+static enum vw_auth_result auth_start(struct server *s, struct MHD_Connection *c,
+				      struct vw_auth_job **job)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	struct vw_src_key src;
+	char *user, *pass = NULL;
+	enum vw_auth_result r;
+
+	vw_src_key(ci ? ci->client_addr : NULL, &src);
 	user = MHD_basic_auth_get_username_password(c, &pass);
-	ok = user && pass && vw_webauth_check(s->auth, user, pass);
+	r = vw_authpool_submit(s->pool, &src, user, pass, connection_park, connection_unpark, c,
+			       job);
 	if (pass)
 		explicit_bzero(pass, strlen(pass));
 	MHD_free(user);
 	MHD_free(pass);
-	return ok;
+	return r;
 }
 
-/* The web config's checks before a request is served: false with the refusal queued in *ret. */
+/* The refusal for an authentication result other than VW_AUTH_OK. */
+static VW_MHD_RESULT auth_refuse(struct server *s, struct MHD_Connection *c,
+				 enum vw_auth_result r)
+{
+	if (r == VW_AUTH_LIMITED)
+		return reply_text(s, c, MHD_HTTP_TOO_MANY_REQUESTS,
+				  "too many failed logins from this address\n",
+				  MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	if (r == VW_AUTH_BUSY || r == VW_AUTH_CANCELLED)
+		return reply_text(s, c, MHD_HTTP_SERVICE_UNAVAILABLE,
+				  "too many logins being checked, try again\n",
+				  MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	return reply_text(s, c, MHD_HTTP_UNAUTHORIZED, "unauthorized\n",
+			  MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic");
+}
+
+/*
+ * The web config's checks before any other work: false with the refusal queued in *ret. The
+ * client certificate and the rate limit first; paths excluded from basic auth are then served
+ * with no authentication work at all; a login needing a bcrypt parks the request (*job).
+ */
 static bool gatekeep(struct server *s, struct MHD_Connection *c, const char *url,
-		     VW_MHD_RESULT *ret)
+		     VW_MHD_RESULT *ret, struct vw_auth_job **job)
 {
 	const char *refusal = client_cert_refusal(s, c);
+	enum vw_auth_result r;
 
 	if (refusal) {
 		*ret = reply_text(s, c, MHD_HTTP_FORBIDDEN, refusal, NULL, NULL);
@@ -698,33 +1001,32 @@ static bool gatekeep(struct server *s, struct MHD_Connection *c, const char *url
 				  NULL);
 		return false;
 	}
-	if (!basic_auth_ok(s, c, url)) {
-		*ret = reply_text(s, c, MHD_HTTP_UNAUTHORIZED, "unauthorized\n",
-				  MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic");
-		return false;
-	}
-	return true;
+	if (!s->auth || auth_excluded(s, url))
+		return true;
+	r = auth_start(s, c, job);
+	if (r == VW_AUTH_OK)
+		return true;
+	*ret = r == VW_AUTH_QUEUED ? MHD_YES : auth_refuse(s, c, r);
+	return false;
 }
 
-/*
- * Every answer is queued on the first call, once the headers are in; MHD then never reads a
- * body and closes a connection that still had one coming. A later call (body data) is refused.
- * The web config's checks (client certificate, rate limit, basic auth) come first, on every
- * path, as in exporter-toolkit.
- */
-static VW_MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *url,
-				const char *method, const char *version, const char *upload_data,
-				size_t *upload_data_size, void **con_cls)
+/* After the login's job is done: 0 when it passed, else the refusal queued in *ret. */
+static bool auth_finish(struct server *s, struct MHD_Connection *c, struct vw_auth_job *job,
+			VW_MHD_RESULT *ret)
 {
-	struct server *s = cls;
-	VW_MHD_RESULT ret;
+	enum vw_auth_result r = vw_auth_job_result(job);
 
-	(void)version, (void)upload_data, (void)upload_data_size;
-	if (*con_cls)
-		return MHD_NO;
-	*con_cls = s;
-	if (s->wc && !gatekeep(s, c, url, &ret))
-		return ret;
+	vw_auth_job_release(job);
+	if (r == VW_AUTH_OK)
+		return true;
+	*ret = auth_refuse(s, c, r);
+	return false;
+}
+
+/* Everything after the web config's checks: method, body, route. */
+static VW_MHD_RESULT route(struct server *s, struct MHD_Connection *c, const char *url,
+			   const char *method)
+{
 	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
 		return reply_text(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed\n",
 				  MHD_HTTP_HEADER_ALLOW, ALLOWED_METHODS);
@@ -736,6 +1038,80 @@ static VW_MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char 
 			return routes[i].serve(s, c);
 	return reply_text(s, c, MHD_HTTP_NOT_FOUND, "not found\n", NULL, NULL);
 }
+
+/* *con_cls of a request whose head is in and that announced no body: answered on the next
+ * call, once MHD knows there is nothing more to read (an answer queued before that closes the
+ * connection: no keep-alive). */
+static char head_seen;
+
+/* The answer, once: the web config's checks first, on every path, as in exporter-toolkit. */
+static VW_MHD_RESULT answer(struct server *s, struct MHD_Connection *c, const char *url,
+			    const char *method, void **con_cls)
+{
+	struct vw_auth_job *job = NULL;
+	VW_MHD_RESULT ret;
+
+	*con_cls = s;
+	if (s->auth && has_body(c) && !auth_excluded(s, url))
+		return reply_text(s, c, MHD_HTTP_CONTENT_TOO_LARGE, "request body not accepted\n",
+				  NULL, NULL);
+	if (s->wc && !gatekeep(s, c, url, &ret, &job)) {
+		if (job)
+			*con_cls = job;
+		return ret;
+	}
+	return route(s, c, url, method);
+}
+
+/*
+ * A request without a body is answered on MHD's second call (keep-alive stays possible); one
+ * announcing a body is refused on the first call, once the headers are in: MHD then never reads
+ * the body and closes the connection. A login parked for a bcrypt has its job in *con_cls, and
+ * MHD calls again once a worker resumed the connection. Any other later call (body data) is
+ * refused. A request announcing a body is refused before a login is checked.
+ */
+static VW_MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *url,
+				const char *method, const char *version, const char *upload_data,
+				size_t *upload_data_size, void **con_cls)
+{
+	struct server *s = cls;
+	struct vw_auth_job *job;
+	VW_MHD_RESULT ret;
+
+	(void)version, (void)upload_data;
+	if (*con_cls == s)
+		return MHD_NO;
+	if (!*con_cls) {
+		vw_conn_head_done(s->h->conns, conn_of(c));
+		if (!has_body(c)) {
+			*con_cls = &head_seen;
+			return MHD_YES;
+		}
+		return answer(s, c, url, method, con_cls);
+	}
+	if (*con_cls == &head_seen)
+		return *upload_data_size ? MHD_NO : answer(s, c, url, method, con_cls);
+	job = *con_cls;
+	*con_cls = s;
+	if (!auth_finish(s, c, job, &ret))
+		return ret;
+	return route(s, c, url, method);
+}
+
+/* A request ends (answered, or its connection closed): a parked login's job is let go. */
+static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+			 enum MHD_RequestTerminationCode why)
+{
+	struct server *s = cls;
+
+	(void)why;
+	vw_conn_request_done(s->h->conns, conn_of(c), vw_now_ns());
+	if (con_cls && *con_cls && *con_cls != cls && *con_cls != &head_seen)
+		vw_auth_job_release(*con_cls);
+	if (con_cls)
+		*con_cls = NULL;
+}
+
 /* Append s to the index page with &, <, >, " and ' escaped. */
 static void html_escape(FILE *f, const char *s)
 {
@@ -776,7 +1152,8 @@ static int index_render(struct vw_http *h, const char *program, const char *vers
 static unsigned mhd_flags(bool tls)
 {
 	/* ITC: a retired daemon must not shutdown() the listening socket its successor shares. */
-	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC;
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG | MHD_USE_ITC |
+			 MHD_ALLOW_SUSPEND_RESUME;
 
 	if (tls)
 		flags |= MHD_USE_TLS;
@@ -837,11 +1214,13 @@ static int server_start_mhd(struct server *s)
 		return -errno;
 	/* MHD's threads inherit this thread's signal mask: signals stay with the main thread. */
 	vw_signals_block_all(&old_mask);
-	s->mhd = MHD_start_daemon(mhd_flags(wc && wc->tls), 0, NULL, NULL, on_request, s,
+	s->mhd = MHD_start_daemon(mhd_flags(wc && wc->tls), 0, on_accept, h, on_request, s,
 				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 				  MHD_OPTION_ARRAY, tls,
 				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
-				  MHD_OPTION_CONNECTION_LIMIT, h->max_connections,
+				  MHD_OPTION_CONNECTION_LIMIT, h->max_connections + VW_CONNTABLE_SLACK,
 				  MHD_OPTION_PER_IP_CONNECTION_LIMIT, h->per_ip_connections,
 				  MHD_OPTION_CONNECTION_TIMEOUT, h->timeout_s,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)CONNECTION_MEMORY,
@@ -864,10 +1243,14 @@ static void server_free(struct server *s)
 	if (s->mhd) {
 		MHD_socket fd = MHD_quiesce_daemon(s->mhd);
 
+		/* Every parked login resumed (cancelled or answered) before MHD stops: it must
+		 * not find a suspended connection. */
+		vw_authpool_stop(s->pool);
 		MHD_stop_daemon(s->mhd);
 		if (fd != MHD_INVALID_SOCKET)
 			close(fd);
 	}
+	vw_authpool_free(s->pool);
 	vw_webauth_free(s->auth);
 	vw_webconfig_free(s->wc);
 	pthread_mutex_destroy(&s->rate_lock);
@@ -928,7 +1311,8 @@ static struct server *server_new(struct vw_http *h, struct vw_webconfig *wc)
 	}
 	if (r == 0 && wc && wc->n_users) {
 		s->auth = vw_webauth_new(wc->users, wc->n_users);
-		if (!s->auth) {
+		s->pool = s->auth ? vw_authpool_new(s->auth, 0) : NULL;
+		if (!s->pool) {
 			r = -errno;
 			vw_error("http: basic authentication: %s", strerror(-r));
 		}
@@ -948,56 +1332,132 @@ static void stamp_take(const char *path, struct file_stamp *st)
 {
 	struct stat sb;
 
-	*st = (struct file_stamp){ 0 };
+	memset(st, 0, sizeof(*st)); /* compared with memcmp: padding zeroed */
 	if (!path || stat(path, &sb) < 0)
 		return;
-	*st = (struct file_stamp){ .present = true, .dev = sb.st_dev, .ino = sb.st_ino,
-				   .size = sb.st_size, .mtime = sb.st_mtim, .ctime = sb.st_ctim };
+	st->present = true;
+	st->dev = sb.st_dev;
+	st->ino = sb.st_ino;
+	st->size = sb.st_size;
+	st->mtime = sb.st_mtim;
+	st->ctime = sb.st_ctim;
 }
 
-static void stamps_take(const char *config, const struct vw_webconfig *wc,
-			struct file_stamp st[N_STAMPS])
+/* The stamps of the config file and of the files wc names, and the digest of text. */
+static void config_seen_take(const char *config, const struct vw_webconfig *wc, const char *text,
+			     size_t len, struct config_seen *seen)
 {
-	stamp_take(config, &st[STAMP_CONFIG]);
-	stamp_take(wc ? wc->cert_file : NULL, &st[STAMP_CERT]);
-	stamp_take(wc ? wc->key_file : NULL, &st[STAMP_KEY]);
-	stamp_take(wc ? wc->client_ca_file : NULL, &st[STAMP_CA]);
+	memset(seen, 0, sizeof(*seen));
+	stamp_take(config, &seen->stamps[STAMP_CONFIG]);
+	stamp_take(wc ? wc->cert_file : NULL, &seen->stamps[STAMP_CERT]);
+	stamp_take(wc ? wc->key_file : NULL, &seen->stamps[STAMP_KEY]);
+	stamp_take(wc ? wc->client_ca_file : NULL, &seen->stamps[STAMP_CA]);
+	if (text)
+		gnutls_hash_fast(GNUTLS_DIG_SHA256, text, len, seen->digest);
 }
 
-static int webconfig_read(const char *path, struct vw_webconfig **ret)
+/* The config file's text (malloc'd, NUL-terminated): 0 or -errno with the reason in err. */
+static int config_text_read(const char *path, char **ret, size_t *ret_len, char *err,
+			    size_t errlen)
 {
-	char err[1024] = "";
-	int r = vw_webconfig_load(path, ret, err, sizeof(err));
+	int r = vw_read_whole_at(AT_FDCWD, path, VW_WEBCONFIG_MAX_BYTES, ret, ret_len);
 
 	if (r < 0)
-		vw_error("http: web config: %s", err[0] ? err : strerror(-r));
+		snprintf(err, errlen, "%s: %s", path,
+			 r == -EFBIG ? "larger than 256 KiB" : strerror(-r));
 	return r;
 }
 
+static int webconfig_read(const char *path, struct vw_webconfig **ret, struct config_seen *seen)
+{
+	char err[1024] = "";
+	_cleanup_free_ char *text = NULL;
+	size_t len = 0;
+	int r = config_text_read(path, &text, &len, err, sizeof(err));
+
+	if (r == 0)
+		r = vw_webconfig_load_buf(path, text, len, ret, err, sizeof(err));
+	if (r < 0) {
+		vw_error("http: web config: %s", err[0] ? err : strerror(-r));
+		return r;
+	}
+	config_seen_take(path, *ret, text, len, seen);
+	return 0;
+}
+
 /*
- * The watcher's check: when the web config or a file it names changed, load it and start a
- * server with it; only then retire the old one. A broken file keeps the old configuration
- * (and is retried, its complaint rate-limited).
+ * A reload that would weaken security (vw_webconfig_diff) is applied only when the file says
+ * so explicitly and has stayed as it is for the settle period: a file caught half-written, cut
+ * short or emptied by a careless copy never turns TLS or authentication off.
+ */
+static bool weaker_allowed(struct vw_http *h, const char *text, size_t len, uint64_t now,
+			   const char *changes)
+{
+	bool marked = vw_webconfig_allows_weaker(text, len);
+	uint64_t settled = now - h->pending_since_ns;
+
+	if (marked && settled >= (uint64_t)h->reload_settle_s * VW_NSEC_PER_SEC)
+		return true;
+	vw_complain(&h->weaker_complaint, VW_LOG_WARN,
+		    "http: web config %s changed but would weaken security (%s): refused, still "
+		    "serving the previous configuration; to apply it on purpose, add the line "
+		    "'%s' and leave the file unchanged for %u s%s",
+		    h->web_config_file, changes, VW_WEBCONFIG_WEAKER_MARKER, h->reload_settle_s,
+		    marked ? " (it has the line; waiting for the file to settle)" : "");
+	return false;
+}
+
+/*
+ * The watcher's check. A change (the file's size, times, inode or text, or those of the files
+ * it names) is only noted at first; it is loaded once the next poll sees the same state, so a
+ * file being written is never loaded half-way. A loadable file starts a new server, which then
+ * replaces the old one, and what changed is logged at warn. A broken file keeps the previous
+ * configuration (retried, its complaint rate-limited), and so does a weaker one unless it is
+ * marked and settled (weaker_allowed).
  */
 static void webconfig_poll(struct vw_http *h)
 {
-	struct file_stamp now[N_STAMPS];
+	struct config_seen now;
 	struct vw_webconfig *wc = NULL;
-	char err[1024] = "";
+	_cleanup_free_ char *text = NULL;
+	char err[1024] = "", changes[1024];
 	struct server *s, *old = h->srv;
+	uint64_t t = vw_now_ns();
+	size_t len = 0;
+	bool weaker;
 	int r;
 
-	stamps_take(h->web_config_file, old->wc, now);
-	if (memcmp(now, h->stamps, sizeof(now)) == 0)
+	r = config_text_read(h->web_config_file, &text, &len, err, sizeof(err));
+	config_seen_take(h->web_config_file, old->wc, r == 0 ? text : NULL, len, &now);
+	if (memcmp(&now, &h->loaded, sizeof(now)) == 0) {
+		h->has_pending = false;
+		vw_release(&h->weaker_complaint, VW_LOG_WARN,
+			   "http: web config %s is back to the configuration being served",
+			   h->web_config_file);
 		return;
-	r = vw_webconfig_load(h->web_config_file, &wc, err, sizeof(err));
+	}
+	if (!h->has_pending || memcmp(&now, &h->pending, sizeof(now)) != 0) {
+		h->pending = now;
+		h->has_pending = true;
+		h->pending_since_ns = t;
+		vw_debug("http: web config %s changed; applied once unchanged for one more check",
+			 h->web_config_file);
+		return;
+	}
+	if (r == 0)
+		r = vw_webconfig_load_buf(h->web_config_file, text, len, &wc, err, sizeof(err));
 	if (r < 0) {
 		vw_complain(&h->reload_complaint, VW_LOG_ERROR,
 			    "http: web config changed but is not usable, keeping the previous one: %s",
 			    err[0] ? err : strerror(-r));
 		return;
 	}
-	stamps_take(h->web_config_file, wc, now);
+	weaker = vw_webconfig_diff(old->wc, wc, changes, sizeof(changes));
+	if (weaker && !weaker_allowed(h, text, len, t, changes)) {
+		vw_webconfig_free(wc);
+		return;
+	}
+	config_seen_take(h->web_config_file, wc, text, len, &now);
 	s = server_new(h, wc);
 	if (!s) {
 		vw_complain(&h->reload_complaint, VW_LOG_ERROR,
@@ -1007,27 +1467,48 @@ static void webconfig_poll(struct vw_http *h)
 	}
 	vw_release(&h->reload_complaint, VW_LOG_INFO, "http: web config %s usable again",
 		   h->web_config_file);
+	vw_release(&h->weaker_complaint, VW_LOG_WARN, "http: web config %s: %s",
+		   h->web_config_file, weaker ? "weaker settings applied as the file asks"
+					      : "a file that does not weaken security replaced the refused one");
 	webconfig_log(s->wc, h->web_config_file);
 	h->srv = s;
-	memcpy(h->stamps, now, sizeof(now));
+	h->loaded = now;
+	h->has_pending = false;
 	server_free(old);
-	vw_info("http: web config %s reloaded", h->web_config_file);
+	vw_warn("http: web config %s reloaded: %s", h->web_config_file, changes);
 }
 
+/*
+ * The housekeeping thread: request heads past their deadline every HOUSEKEEPING_MS, the web
+ * config (if any) every reload_poll_ms.
+ */
 static void *watch_main(void *arg)
 {
 	struct vw_http *h = arg;
+	uint64_t next_poll = vw_now_ns() + (uint64_t)h->reload_poll_ms * 1000000ULL;
 	struct timespec until;
 
 	pthread_mutex_lock(&h->watch_lock);
 	while (!h->stopping) {
+		uint64_t now;
+
 		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_sec += WEBCONFIG_CHECK_S;
+		until.tv_nsec += HOUSEKEEPING_MS * 1000000L;
+		if (until.tv_nsec >= 1000000000L) {
+			until.tv_sec++;
+			until.tv_nsec -= 1000000000L;
+		}
 		pthread_cond_timedwait(&h->watch_cond, &h->watch_lock, &until);
 		if (h->stopping)
 			break;
 		pthread_mutex_unlock(&h->watch_lock);
-		webconfig_poll(h);
+		now = vw_now_ns();
+		vw_conntable_expire(h->conns, now, (uint64_t)h->header_timeout_s * VW_NSEC_PER_SEC,
+				    conn_shutdown, conn_peer_gone);
+		if (h->web_config_file && now >= next_poll) {
+			webconfig_poll(h);
+			next_poll = now + (uint64_t)h->reload_poll_ms * 1000000ULL;
+		}
 		pthread_mutex_lock(&h->watch_lock);
 	}
 	pthread_mutex_unlock(&h->watch_lock);
@@ -1045,7 +1526,7 @@ static int watch_start(struct vw_http *h)
 	pthread_condattr_destroy(&ca);
 	r = vw_thread_create(&h->watcher, watch_main, h);
 	if (r < 0) {
-		vw_error("http: start the web config watcher: %s", strerror(-r));
+		vw_error("http: start the housekeeping thread: %s", strerror(-r));
 		return r;
 	}
 	h->watching = true;
@@ -1073,6 +1554,7 @@ static void http_free(struct vw_http *h)
 		return;
 	watch_stop(h);
 	server_free(h->srv);
+	vw_conntable_free(h->conns);
 	if (h->listen_fd >= 0)
 		close(h->listen_fd);
 	pthread_mutex_destroy(&h->watch_lock);
@@ -1081,6 +1563,31 @@ static void http_free(struct vw_http *h)
 	free(h->listen_address);
 	free(h->web_config_file);
 	free(h);
+}
+
+/*
+ * Every connection is a descriptor: web.max-connections (plus the slots of connections being
+ * evicted) must leave FD_RESERVE of RLIMIT_NOFILE to the meters, /proc and the libraries, or a
+ * flood of connections makes every meter read fail with EMFILE.
+ */
+static void connections_clamp(struct vw_http *h)
+{
+	struct rlimit rl;
+	rlim_t fit;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur == RLIM_INFINITY)
+		return;
+	fit = rl.rlim_cur > FD_RESERVE + VW_CONNTABLE_SLACK
+		      ? rl.rlim_cur - FD_RESERVE - VW_CONNTABLE_SLACK : 1;
+	if (h->max_connections <= fit)
+		return;
+	vw_warn("http: web.max-connections %u does not fit the open-file limit (RLIMIT_NOFILE "
+		"%llu, %u kept for meters and /proc): serving at most %llu connections; raise the "
+		"limit (systemd LimitNOFILE=, ulimit -n) to serve more",
+		h->max_connections, (unsigned long long)rl.rlim_cur, FD_RESERVE,
+		(unsigned long long)fit);
+	h->max_connections = (unsigned)fit;
+	h->per_ip_connections = VW_MIN(h->per_ip_connections, h->max_connections);
 }
 
 static int http_init(struct vw_http *h, const struct vw_http_opts *opts, struct vw_exposition *x)
@@ -1094,17 +1601,25 @@ static int http_init(struct vw_http *h, const struct vw_http_opts *opts, struct 
 		.per_ip_connections = opts->per_ip_connections ? opts->per_ip_connections
 							       : DEFAULT_PER_IP_CONNECTIONS,
 		.timeout_s = opts->timeout_s ? opts->timeout_s : DEFAULT_TIMEOUT_S,
+		.header_timeout_s = opts->header_timeout_s ? opts->header_timeout_s
+							   : DEFAULT_HEADER_TIMEOUT_S,
 		.x = x,
 		.healthy = opts->healthy,
 		.ready = opts->ready,
 		.userdata = opts->userdata,
 		.stale_after_ns = opts->stale_after_ns,
+		.reload_poll_ms = opts->reload_poll_ms ? opts->reload_poll_ms : WEBCONFIG_CHECK_MS,
+		.reload_settle_s = opts->reload_settle_s ? opts->reload_settle_s : WEBCONFIG_SETTLE_S,
 	};
 	pthread_mutex_init(&h->log_lock, NULL);
 	pthread_mutex_init(&h->watch_lock, NULL);
 	h->listen_address = strdup(opts->listen_address);
 	h->web_config_file = wcf && *wcf ? strdup(wcf) : NULL;
 	if (!h->listen_address || (wcf && *wcf && !h->web_config_file))
+		return -ENOMEM;
+	connections_clamp(h);
+	h->conns = vw_conntable_new(h->max_connections, h->per_ip_connections);
+	if (!h->conns)
 		return -ENOMEM;
 	return index_render(h, opts->program ? opts->program : "virtwatt",
 			    opts->version ? opts->version : "");
@@ -1117,10 +1632,9 @@ static int http_serve(struct vw_http *h)
 	int r;
 
 	if (h->web_config_file) {
-		r = webconfig_read(h->web_config_file, &wc);
+		r = webconfig_read(h->web_config_file, &wc, &h->loaded);
 		if (r < 0)
 			return r;
-		stamps_take(h->web_config_file, wc, h->stamps);
 		webconfig_log(wc, h->web_config_file);
 	}
 	h->srv = server_new(h, wc);
@@ -1149,7 +1663,7 @@ struct vw_http *vw_http_start(const struct vw_http_opts *opts, struct vw_exposit
 	if (r == 0)
 		vw_info("http: listening on %s (port %u%s)", opts->listen_address,
 			(unsigned)h->port, h->srv->wc && h->srv->wc->tls ? ", TLS" : "");
-	if (r == 0 && h->web_config_file)
+	if (r == 0)
 		r = watch_start(h);
 	if (r < 0) {
 		http_free(h);

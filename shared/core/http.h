@@ -39,6 +39,12 @@ uint64_t vw_exposition_served(struct vw_exposition *x);
  * without OpenMetrics gives the text. -EAGAIN before the first.
  */
 int vw_exposition_copy(struct vw_exposition *x, int om, char **ret, size_t *ret_len);
+/* gzip renderings made so far (each snapshot's text or OpenMetrics is compressed at most once,
+ * by the first scrape that accepts gzip). */
+uint64_t vw_exposition_compressions(struct vw_exposition *x);
+/* Whether an Accept-Encoding header value takes gzip (q above 0; "*" too unless gzip is
+ * refused by name). NULL: no. */
+bool vw_http_accepts_gzip(const char *accept_encoding);
 /* True once a snapshot exists. */
 bool vw_exposition_ready(struct vw_exposition *x);
 /* Nanoseconds since the last publish (vw_now_ns() clock); UINT64_MAX before the first. */
@@ -67,6 +73,15 @@ struct vw_http_opts {
 	unsigned max_connections;   /* 0: 64 */
 	unsigned per_ip_connections; /* 0: 16 */
 	unsigned timeout_s;          /* idle connection timeout, 0: 10 */
+	/*
+	 * The whole request head (TLS handshake, request line, headers) must arrive within this
+	 * from accept (or from the previous answer on a kept-alive connection), whatever trickles
+	 * in meanwhile, as Go's ReadHeaderTimeout; 0: 10. When every connection is taken, a new
+	 * one takes the slot of the one that has waited longest for its head. per_ip_connections
+	 * counts an IPv6 /64 as one address. max_connections is lowered, with a warning, to fit
+	 * RLIMIT_NOFILE with descriptors to spare for the meters and /proc.
+	 */
+	unsigned header_timeout_s;
 	const char *program;         /* for the index page ("virtwatt-host") */
 	const char *version;
 	/*
@@ -88,6 +103,14 @@ struct vw_http_opts {
 	void *userdata;
 	/* /readyz answers 503 while the last snapshot is older than this (0: never stale). */
 	uint64_t stale_after_ns;
+	/*
+	 * Web config reloads: how often the files are checked (0: every 2 s; a change is applied
+	 * once the next check sees it unchanged), and how long a file that weakens security
+	 * (webconfig.h: vw_webconfig_diff) must stay unchanged, besides carrying
+	 * VW_WEBCONFIG_WEAKER_MARKER, before it is applied (0: 30 s).
+	 */
+	unsigned reload_poll_ms;
+	unsigned reload_settle_s;
 };
 
 struct vw_http;
@@ -96,7 +119,8 @@ struct vw_http;
  * Bind, listen and start serving on MHD's own thread. NULL with errno set on failure (EINVAL
  * for a bad address, EADDRINUSE, EADDRNOTAVAIL for a name that does not resolve, ...); the
  * reason is already logged with the address, so callers need not log it again.
- * ":PORT" binds all addresses (IPv6 dual-stack when the kernel has IPv6, else IPv4); a name
+ * ":PORT" and "[::]:PORT" bind all addresses (IPv6 dual-stack when the kernel has IPv6, else
+ * IPv4 for ":PORT"); a name
  * binds the first address getaddrinfo() returns that works.
  */
 struct vw_http *vw_http_start(const struct vw_http_opts *opts, struct vw_exposition *x);

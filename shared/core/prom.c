@@ -699,6 +699,10 @@ const char *vw_prom_content_type(enum vw_prom_format fmt)
 {
 	if (fmt == VW_PROM_OPENMETRICS_1_0_0)
 		return "application/openmetrics-text; version=1.0.0; charset=utf-8";
+	if (fmt == VW_PROM_OPENMETRICS_0_0_1)
+		return "application/openmetrics-text; version=0.0.1; charset=utf-8";
+	if (fmt == VW_PROM_TEXT_1_0_0)
+		return "text/plain; version=1.0.0; charset=utf-8; escaping=underscores";
 	return "text/plain; version=0.0.4; charset=utf-8";
 }
 
@@ -810,7 +814,7 @@ static bool version_is(const struct media_range *r, const char *v)
 enum vw_prom_format vw_prom_negotiate(const char *accept)
 {
 	size_t left = accept ? strlen(accept) : 0;
-	int om_q = 0, text_q = 0;
+	int om_q = 0, om001_q = 0, text_q = 0, text100_q = 0;
 
 	for (const char *s = accept; left > 0;) {
 		size_t n = span_until(s, left, ',');
@@ -822,14 +826,20 @@ enum vw_prom_format vw_prom_negotiate(const char *accept)
 		if (r.q < 0)
 			continue;
 		if (range_is(&r, "application/openmetrics-text")) {
-			if (!r.version || version_is(&r, "1.0.0") || version_is(&r, "0.0.1"))
+			if (!r.version || version_is(&r, "1.0.0"))
 				om_q = VW_MAX(om_q, r.q);
+			else if (version_is(&r, "0.0.1"))
+				om001_q = VW_MAX(om001_q, r.q);
 		} else if (range_is(&r, "text/plain")) {
 			if (!r.version || version_is(&r, "0.0.4"))
 				text_q = VW_MAX(text_q, r.q);
+			else if (version_is(&r, "1.0.0"))
+				text100_q = VW_MAX(text100_q, r.q);
 		} else if (range_is(&r, "text/*") || range_is(&r, "*/*")) {
 			text_q = VW_MAX(text_q, r.q);
 		}
 	}
-	return om_q > 0 && om_q >= text_q ? VW_PROM_OPENMETRICS_1_0_0 : VW_PROM_TEXT_0_0_4;
+	if (VW_MAX(om_q, om001_q) == 0 || VW_MAX(om_q, om001_q) < VW_MAX(text_q, text100_q))
+		return text100_q > text_q ? VW_PROM_TEXT_1_0_0 : VW_PROM_TEXT_0_0_4;
+	return om_q >= om001_q ? VW_PROM_OPENMETRICS_1_0_0 : VW_PROM_OPENMETRICS_0_0_1;
 }

@@ -39,13 +39,30 @@ struct vw_family_table {
 enum vw_prom_format {
 	VW_PROM_TEXT_0_0_4,
 	VW_PROM_OPENMETRICS_1_0_0,
+	/* Negotiation only: OpenMetrics 0.0.1 (what Prometheus 2.x asked for) is the 1.0.0
+	 * rendering announced as 0.0.1, as client_golang's expfmt answers it. Writers take
+	 * VW_PROM_OPENMETRICS_1_0_0. */
+	VW_PROM_OPENMETRICS_0_0_1,
+	/* Negotiation only: Prometheus text 1.0.0 (Prometheus 3: UTF-8 names, quoted). Every name
+	 * here is a legacy one, so the 0.0.4 rendering is that text unchanged (escaping
+	 * "underscores" changes nothing in it). Writers take VW_PROM_TEXT_0_0_4. */
+	VW_PROM_TEXT_1_0_0,
 };
+
+/* Either OpenMetrics version. */
+static inline bool vw_prom_is_openmetrics(enum vw_prom_format f)
+{
+	return f == VW_PROM_OPENMETRICS_1_0_0 || f == VW_PROM_OPENMETRICS_0_0_1;
+}
 
 /*
  * OpenMetrics only when Accept names application/openmetrics-text (version absent, 1.0.0 or
  * 0.0.1) with a q above 0 and at least the best q of text/plain (version absent or 0.0.4)
- * and the text and full wildcards; else 0.0.4. Media ranges with an invalid q are ignored.
- * NULL or empty: 0.0.4.
+ * and the text and full wildcards; else text. The version answered is the one the best
+ * OpenMetrics range names: 0.0.1 when only 0.0.1 ranges have that q, else 1.0.0. Text is 1.0.0
+ * when a text/plain;version=1.0.0 range has a higher q than text 0.0.4 (version absent or
+ * 0.0.4, and the wildcards), else 0.0.4. Media ranges with an invalid q are ignored. NULL or
+ * empty: 0.0.4.
  */
 enum vw_prom_format vw_prom_negotiate(const char *accept);
 const char *vw_prom_content_type(enum vw_prom_format fmt);

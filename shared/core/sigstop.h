@@ -4,7 +4,8 @@
  * readable, so the main loop's poll() returns at once whatever it was waiting for (no race
  * between checking the flag and sleeping); the daemon then stops cleanly (state flushed).
  * A second one exits at once (_exit(128 + signal)), for a daemon stuck in a call that does not
- * return. SIGPIPE and SIGHUP are ignored. Worker threads never take these signals
+ * return. SIGPIPE, SIGHUP, SIGUSR1, SIGUSR2 and SIGALRM are ignored (their default action
+ * would kill the daemon without its state flush). Worker threads never take these signals
  * (thread.h), so they always land on the main thread and interrupt what it is doing.
  */
 #pragma once

@@ -26,8 +26,7 @@ struct vw_webauth {
 	struct user_cache *cache;
 	char dummy[CRYPT_OUTPUT_SIZE]; /* hashed for unknown users */
 	uint8_t key[DIGEST_LEN];       /* HMAC key: random per object */
-	pthread_mutex_t lock;          /* bcrypt one at a time; the cache */
-	struct crypt_data cd;          /* crypt_rn's scratch, under lock */
+	pthread_mutex_t lock;          /* the cache and the count; never held during bcrypt */
 	unsigned long n_bcrypt;
 };
 
@@ -41,30 +40,35 @@ static bool ct_equal(const void *a, const void *b, size_t n)
 	return d == 0;
 }
 
-static unsigned hash_cost(const char *h)
-{
-	return (unsigned)(h[4] - '0') * 10 + (unsigned)(h[5] - '0');
-}
-
-/* A hash of a random password at the users' highest cost: what an unknown user is checked by. */
+/*
+ * What an unknown user's password is checked against: a setting at the users' highest cost
+ * with a random salt, and 31 random characters where the hash would be. bcrypt computes the
+ * same rounds whatever follows the salt, and no password can be known to produce random bytes
+ * (its result never counts anyway), so nothing is hashed here: making the object, at start or
+ * on a reload, costs no bcrypt however high the cost.
+ */
 static int make_dummy(struct vw_webauth *a)
 {
-	char salt[CRYPT_GENSALT_OUTPUT_SIZE], pw[33];
-	uint8_t rnd[16];
+	static const char b64[] = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+	char salt[CRYPT_GENSALT_OUTPUT_SIZE];
+	uint8_t rnd[31];
 	unsigned cost = 10;
+	size_t n;
 
 	for (size_t i = 0; i < a->n_users; i++)
-		cost = i ? VW_MAX(cost, hash_cost(a->users[i].value)) : hash_cost(a->users[i].value);
-	if (gnutls_rnd(GNUTLS_RND_RANDOM, rnd, sizeof(rnd)) < 0)
+		cost = i ? VW_MAX(cost, vw_bcrypt_hash_cost(a->users[i].value))
+			 : vw_bcrypt_hash_cost(a->users[i].value);
+	if (gnutls_rnd(GNUTLS_RND_NONCE, rnd, sizeof(rnd)) < 0)
 		return -EIO;
-	for (size_t i = 0; i < sizeof(rnd); i++)
-		snprintf(pw + 2 * i, 3, "%02x", rnd[i]);
 	if (!crypt_gensalt_rn("$2b$", cost, NULL, 0, salt, sizeof(salt)))
-		return -errno ? -errno : -EINVAL;
-	if (!crypt_rn(pw, salt, &a->cd, sizeof(a->cd)) || a->cd.output[0] == '*')
+		return errno ? -errno : -EINVAL;
+	n = strlen(salt);
+	if (n != 29 || n + sizeof(rnd) >= sizeof(a->dummy))
 		return -EINVAL;
-	snprintf(a->dummy, sizeof(a->dummy), "%s", a->cd.output);
-	explicit_bzero(pw, sizeof(pw));
+	memcpy(a->dummy, salt, n);
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		a->dummy[n + i] = b64[rnd[i] % 64];
+	a->dummy[n + sizeof(rnd)] = '\0';
 	return 0;
 }
 
@@ -116,42 +120,83 @@ static const struct vw_webconfig_pair *find_user(struct vw_webauth *a, const cha
 	return NULL;
 }
 
-/* bcrypt pass against hash, under the lock; true on a match. */
+/* bcrypt pass against hash (no lock held: callers may run it in parallel); true on a match. */
 static bool bcrypt_matches(struct vw_webauth *a, const char *hash, const char *pass)
 {
+	struct crypt_data *cd = malloc(sizeof(*cd)); /* 32 KiB: not on a worker's stack */
 	const char *out;
 	size_t n = strlen(hash);
+	bool ok;
 
+	pthread_mutex_lock(&a->lock);
 	a->n_bcrypt++;
-	out = crypt_rn(pass, hash, &a->cd, sizeof(a->cd));
-	return out && out[0] != '*' && strlen(out) == n && ct_equal(out, hash, n);
+	pthread_mutex_unlock(&a->lock);
+	if (!cd)
+		return false;
+	memset(cd, 0, sizeof(*cd));
+	out = crypt_rn(pass, hash, cd, sizeof(*cd));
+	ok = out && out[0] != '*' && strlen(out) == n && ct_equal(out, hash, n);
+	explicit_bzero(cd, sizeof(*cd)); /* the password in crypt's scratch */
+	free(cd);
+	return ok;
+}
+
+/* The user's table index and the password's HMAC: false when the HMAC fails. */
+static bool lookup(struct vw_webauth *a, const char *user, const char *pass,
+		   const struct vw_webconfig_pair **u, size_t *i, uint8_t digest[DIGEST_LEN])
+{
+	if (gnutls_hmac_fast(GNUTLS_MAC_SHA256, a->key, sizeof(a->key), pass, strlen(pass),
+			     digest) < 0)
+		return false;
+	*u = find_user(a, user, i);
+	return true;
+}
+
+static bool cache_hit(struct vw_webauth *a, const struct vw_webconfig_pair *u, size_t i,
+		      const uint8_t digest[DIGEST_LEN])
+{
+	bool hit;
+
+	pthread_mutex_lock(&a->lock);
+	hit = u && a->cache[i].valid && ct_equal(a->cache[i].digest, digest, DIGEST_LEN);
+	pthread_mutex_unlock(&a->lock);
+	return hit;
+}
+
+bool vw_webauth_cached(struct vw_webauth *a, const char *user, const char *pass)
+{
+	uint8_t digest[DIGEST_LEN];
+	const struct vw_webconfig_pair *u = NULL;
+	size_t i = 0;
+	bool hit;
+
+	if (!a || !user || !pass || !lookup(a, user, pass, &u, &i, digest))
+		return false;
+	hit = cache_hit(a, u, i, digest);
+	explicit_bzero(digest, sizeof(digest));
+	return hit;
 }
 
 bool vw_webauth_check(struct vw_webauth *a, const char *user, const char *pass)
 {
 	uint8_t digest[DIGEST_LEN];
-	const struct vw_webconfig_pair *u;
+	const struct vw_webconfig_pair *u = NULL;
 	size_t i = 0;
 	bool ok;
 
-	if (!a || !user || !pass)
+	if (!a || !user || !pass || !lookup(a, user, pass, &u, &i, digest))
 		return false;
-	if (gnutls_hmac_fast(GNUTLS_MAC_SHA256, a->key, sizeof(a->key), pass, strlen(pass),
-			     digest) < 0)
-		return false;
-	u = find_user(a, user, &i);
-	pthread_mutex_lock(&a->lock);
-	if (u && a->cache[i].valid && ct_equal(a->cache[i].digest, digest, DIGEST_LEN)) {
-		ok = true;
-	} else {
+	ok = cache_hit(a, u, i, digest);
+	if (!ok) {
 		/* An unknown user costs the same bcrypt, and its result never counts. */
 		ok = bcrypt_matches(a, u ? u->value : a->dummy, pass) && u;
 		if (ok) {
+			pthread_mutex_lock(&a->lock);
 			a->cache[i].valid = true;
 			memcpy(a->cache[i].digest, digest, DIGEST_LEN);
+			pthread_mutex_unlock(&a->lock);
 		}
 	}
-	pthread_mutex_unlock(&a->lock);
 	explicit_bzero(digest, sizeof(digest));
 	return ok;
 }

@@ -310,6 +310,11 @@ static int read_pairs(struct parser *ps, const char *key, struct vw_webconfig_pa
 	}
 }
 
+unsigned vw_bcrypt_hash_cost(const char *h)
+{
+	return (unsigned)(h[4] - '0') * 10 + (unsigned)(h[5] - '0');
+}
+
 bool vw_bcrypt_hash_valid(const char *h)
 {
 	static const char b64[] = "./ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
@@ -318,7 +323,7 @@ bool vw_bcrypt_hash_valid(const char *h)
 	if (strlen(h) != 60 || h[0] != '$' || h[1] != '2' || !strchr("aby", h[2]) || h[3] != '$' ||
 	    h[4] < '0' || h[4] > '9' || h[5] < '0' || h[5] > '9' || h[6] != '$')
 		return false;
-	cost = (unsigned)(h[4] - '0') * 10 + (unsigned)(h[5] - '0');
+	cost = vw_bcrypt_hash_cost(h);
 	if (cost < 4 || cost > 31)
 		return false;
 	return strspn(h + 7, b64) == 53;
@@ -332,6 +337,15 @@ static int check_user(struct parser *ps, const char *name, const char *hash, con
 			   "basic_auth_users: %.64s: not a bcrypt hash ($2y$, $2a$ or $2b$, cost "
 			   "04-31, 60 characters; make one with: htpasswd -nBC 10 \"\" | tr -d ':\\n')",
 			   name);
+	/* Every failed login costs one bcrypt at this cost: 2^cost rounds, about 0.25 s at 12 on
+	 * a current core and doubling with each step (31: days). */
+	if (vw_bcrypt_hash_cost(hash) > VW_BCRYPT_MAX_COST)
+		return ERR(ps, m,
+			   "basic_auth_users: %.64s: bcrypt cost %u is above the ceiling of %u (each "
+			   "login would cost %u times a cost-12 hash); make a new hash with: "
+			   "htpasswd -nB -C 12 %.64s",
+			   name, vw_bcrypt_hash_cost(hash), VW_BCRYPT_MAX_COST,
+			   1u << (vw_bcrypt_hash_cost(hash) - 12), name);
 	return 0;
 }
 

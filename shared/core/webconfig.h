@@ -68,3 +68,28 @@ void vw_webconfig_free(struct vw_webconfig *c);
 const char *vw_client_auth_name(enum vw_client_auth a);
 /* $2a$, $2b$ or $2y$, a cost of 04..31 and 53 characters of bcrypt's base64. */
 bool vw_bcrypt_hash_valid(const char *h);
+/* The cost of a hash vw_bcrypt_hash_valid() accepts. */
+unsigned vw_bcrypt_hash_cost(const char *h);
+/*
+ * basic_auth_users hashes of a higher cost are refused at load: every wrong password costs the
+ * server one bcrypt at that cost (cost 12: ~0.25 s of a core; each step doubles it).
+ */
+#define VW_BCRYPT_MAX_COST 14u
+
+/*
+ * Reloads. What changed from old to new (either may be NULL: no web config), one clause per
+ * change separated by "; " into out ("no change" when nothing did), and whether new is weaker:
+ * TLS dropped or its minimum version lowered, client certificates no longer required or no
+ * longer verified, basic authentication dropped (no users left) or a path newly excluded from
+ * it. Removing one user of several, rotating certificates or adding users is not weaker.
+ */
+bool vw_webconfig_diff(const struct vw_webconfig *old, const struct vw_webconfig *new,
+		       char *out, size_t len);
+/*
+ * The line that lets a reload weaken security (with the file unchanged for the settle period
+ * too): a YAML comment, so exporter-toolkit and promtool read the file as before.
+ */
+#define VW_WEBCONFIG_WEAKER_MARKER "# virtwatt: allow-weaker-security"
+/* Whether the file's text has VW_WEBCONFIG_WEAKER_MARKER as a line of its own (leading and
+ * trailing blanks allowed). */
+bool vw_webconfig_allows_weaker(const char *text, size_t len);

@@ -80,9 +80,8 @@ int vw_daemon_run(struct vw_daemon *d, uint64_t sample_ns, uint64_t first_ns,
 		ho.listen_address = o->listen_address.v[i];
 		http[i] = vw_http_start(&ho, d->expo);
 		if (!http[i]) {
-			int r = -errno;
+			int r = -errno; /* vw_http_start logged why */
 
-			vw_error("http: cannot serve on %s: %s", ho.listen_address, strerror(-r));
 			while (i > 0)
 				vw_http_stop(http[--i]);
 			return r;
