@@ -35,6 +35,9 @@ const models = {
   'monitoring.coreos.com/v1/PodMonitor':
     (await load('@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PodMonitor.js'))
       .PodMonitor,
+  'monitoring.coreos.com/v1/PrometheusRule':
+    (await load('@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/PrometheusRule.js'))
+      .PrometheusRule,
   'networking.k8s.io/v1/NetworkPolicy':
     (await load('kubernetes-models/networking.k8s.io/v1/NetworkPolicy.js')).NetworkPolicy,
 };
