@@ -33,7 +33,7 @@ enum {
 	F_CONT_J, F_CONT_W, F_CONT_IDLE_J, F_CONT_SEC,
 	F_POD_J, F_POD_W, F_POD_IDLE_J,
 	F_VM_J, F_VM_W, F_VM_IDLE_J, F_VM_IDLE_W,
-	F_UNATTR, F_UNCONT, F_METHOD,
+	F_UNATTR, F_UNCONT, F_METHOD, F_GHOSTS,
 };
 
 /* Kepler's per-level families: the same three, their help naming the level. */
@@ -79,6 +79,10 @@ const struct vw_metric_family vw_workload_families[] = {
 		       "joules", l_rest },
 	[F_METHOD] = { "virtwatt_cpu_accounting_info", VW_METRIC_GAUGE,
 		       "How per-process CPU time is measured: bpf (sum_exec_runtime, exact) or procfs",
+		       NULL, l_method },
+	[F_GHOSTS] = { "virtwatt_cpu_accounting_ghosts_total", VW_METRIC_COUNTER,
+		       "Processes the CPU accountant kept reporting alive after they had gone, found "
+		       "gone from /proc by its check and reported exited then (bpf; 0 for procfs)",
 		       NULL, l_method },
 };
 const struct vw_family_table vw_workload_family_table = {
@@ -383,6 +387,12 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 		r = vw_prom_family(pw, &vw_workload_families[F_METHOD]);
 	if (r == 0)
 		r = vw_prom_gauge(pw, v, 1);
+	if (r == 0)
+		r = vw_prom_family_end(pw);
+	if (r == 0)
+		r = vw_prom_family(pw, &vw_workload_families[F_GHOSTS]);
+	if (r == 0)
+		r = vw_prom_counter(pw, v, w->ghosts);
 	if (r == 0)
 		r = vw_prom_family_end(pw);
 	if (r == 0 && w->o.processes)
