@@ -146,12 +146,14 @@ def platform_span(h1, g1, p1, h2, g2, p2):
 
 
 MODEL_SPAN = float(W.get("E2E_MODEL_SPAN", "30"))
+MODEL_TRIES = int(W.get("E2E_MODEL_TRIES", "3"))
 MODEL_ZONES = ("package", "platform")
 MODEL_CHECKS = (
     "guest: holds the model its host trained and pushed for this VM",
     "guest: estimates with its host's model once the host stops publishing to it",
     "guest: its energy on its host's model within 10 %% of the host's figure for the VM, "
-    "per zone, over a %.0f s burner span" % MODEL_SPAN,
+    "per zone, over a %.0f s burner span in which the host gave the VM the CPU its guest "
+    "counted (within 10 %%)" % MODEL_SPAN,
     "guest: passthrough resumes when the host publishes again")
 
 
@@ -224,16 +226,35 @@ def model_span():
             tap(False, MODEL_CHECKS[2], "the guest never switched to its host's model")
             return
         time.sleep(2)  # a whole interval on the model
-        h1, g1 = try_scrape(HOST), try_scrape(GUEST)
-        time.sleep(MODEL_SPAN)
-        h2, g2 = try_scrape(HOST), try_scrape(GUEST)
+        # The guest's model takes the guest's own CPU time; the host's figure follows the CPU
+        # the host gave the VM's QEMU. They agree unless the host is short of CPU: then the
+        # vCPU is descheduled while the guest, under TCG (no steal clock), counts that time as
+        # its own (a run after a long test sequence saw 1002 ms/s in the guest, 586 on the
+        # host: +35 %). Such a span says nothing of the model: up to MODEL_TRIES spans are
+        # taken, the first in which the two agree within 10 % is judged; if none does, the
+        # check fails saying so.
+        spans = []
+        for attempt in range(MODEL_TRIES):
+            h1, g1 = try_scrape(HOST), try_scrape(GUEST)
+            time.sleep(MODEL_SPAN)
+            h2, g2 = try_scrape(HOST), try_scrape(GUEST)
+            cpu = (g2.sum("kepler_process_cpu_seconds_total") -
+                   g1.sum("kepler_process_cpu_seconds_total")) * 1000 / MODEL_SPAN
+            vm_cpu = (h2.sum("kepler_process_cpu_seconds_total", vm_id=UUID) -
+                      h1.sum("kepler_process_cpu_seconds_total", vm_id=UUID)) * 1000 / MODEL_SPAN
+            spans.append("%.0f/%.0f ms/s" % (cpu, vm_cpu))
+            if cpu > 0 and abs(vm_cpu - cpu) <= 0.10 * cpu:
+                break
+            log("model span %d: the host gave the VM %.1f ms/s of CPU, its guest counted "
+                "%.1f: contended, not judged" % (attempt + 1, vm_cpu, cpu))
+        else:
+            cpu = None
+            tap(False, MODEL_CHECKS[2], "in none of %d spans did the host give the VM the CPU "
+                "its guest counted (guest/host: %s): the host was short of CPU"
+                % (MODEL_TRIES, ", ".join(spans)))
         rows, bad = [], []
-        cpu = (g2.sum("kepler_process_cpu_seconds_total") -
-               g1.sum("kepler_process_cpu_seconds_total")) * 1000 / MODEL_SPAN
-        vm_cpu = (h2.sum("kepler_process_cpu_seconds_total", vm_id=UUID) -
-                  h1.sum("kepler_process_cpu_seconds_total", vm_id=UUID)) * 1000 / MODEL_SPAN
-        kep = kepler_default_joules(cpu, MODEL_SPAN)
-        for z in MODEL_ZONES:
+        kep = kepler_default_joules(cpu, MODEL_SPAN) if cpu is not None else {}
+        for z in (MODEL_ZONES if cpu is not None else ()):
             dh = host_vm(h2, zone=z) - host_vm(h1, zone=z)
             dg = (node(g2, "active", z) + node(g2, "idle", z) -
                   node(g1, "active", z) - node(g1, "idle", z))
@@ -249,12 +270,14 @@ def model_span():
                            "%.1f" % (100 * kape) if kz is not None else "n/a"))
             if ape > 0.10:
                 bad.append("%s off by %.1f %%" % (z, 100 * ape))
-        with open(os.path.join(WORK, "model-mape.txt"), "w") as f:
-            f.write("model %s; guest CPU %.1f ms/s (the host counts %.1f for the VM) over %.0f s"
-                    "\n%s\n" % (pushed, cpu, vm_cpu, MODEL_SPAN, "\n".join(rows)))
-        log("model span (%s): guest CPU %.1f ms/s, the host counts %.1f for the VM; %s"
-            % (pushed, cpu, vm_cpu, "; ".join(rows)))
-        tap(rows and not bad, MODEL_CHECKS[2], "; ".join(bad + rows))
+        if cpu is not None:
+            with open(os.path.join(WORK, "model-mape.txt"), "w") as f:
+                f.write("model %s; guest CPU %.1f ms/s (the host counts %.1f for the VM) over "
+                        "%.0f s (span %d)\n%s\n" % (pushed, cpu, vm_cpu, MODEL_SPAN, len(spans),
+                                                    "\n".join(rows)))
+            log("model span %d (%s): guest CPU %.1f ms/s, the host counts %.1f for the VM; %s"
+                % (len(spans), pushed, cpu, vm_cpu, "; ".join(rows)))
+            tap(rows and not bad, MODEL_CHECKS[2], "; ".join(bad + rows))
     finally:
         os.close(fd)  # the host takes the lock again within a second
     m = wait_for(lambda: (lambda m: m if m and guest_source(m) == "passthrough" else None)(
