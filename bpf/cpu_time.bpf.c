@@ -15,7 +15,9 @@
  * sum_exec_runtime is final there. The group is marked exited when its last thread has passed
  * sched_process_exit and every thread that did has been freed: user space reports it once, then
  * deletes it. (A zombie leader is freed when it is reaped: until then its process is reported
- * live, with its time, as /proc still lists it.)
+ * live, with its time, as /proc still lists it.) The frees are not relied on alone: some never
+ * reach this program after a mass kill (see shared/engine/cpu_bpf.c, ghost_check()), so user
+ * space confirms a process with no live thread against /proc and ends it there.
  *
  * Per cgroup. Nothing here: the kernel's own cgroup accounting (cpuacct.usage, cpu.stat) holds
  * every cgroup's total, exited tasks included. Each record and exit carries the task's cgroup id

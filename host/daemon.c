@@ -31,6 +31,7 @@ struct zone_state {
 	struct vw_energy_counter ctr;
 	struct vw_interval_mark closed; /* ctr at the last publication */
 	uint64_t read_errors;
+	uint64_t filled_ns; /* its source counted from a held reading (a polled meter's) */
 	double configured_idle_w; /* < 0: none */
 	struct vw_idle_fit *fit;
 	struct vw_node_zone_view view;
@@ -44,6 +45,7 @@ struct host_source {
 	struct vw_power_source ps;
 	int map[VW_POWER_MAX_ZONES];
 	size_t n_zones;
+	uint64_t gaps_seen; /* the source's own gap count (a polled meter's) already added */
 };
 
 enum { SRC_CPU, SRC_PLATFORM }; /* the CPU zones' source (always), the platform meter's */
@@ -513,13 +515,24 @@ static void read_source(struct vw_host *h, struct host_source *hs,
 	uint64_t raw[VW_POWER_MAX_ZONES] = { 0 };
 	int errs[VW_POWER_MAX_ZONES] = { 0 };
 
+	struct vw_power_source_stats st = { 0 };
+	uint64_t new_gaps = 0;
+
 	(void)hs->ps.ops->read(hs->ps.state, act, raw, errs);
+	/* A polled meter's gaps (spans it counted nothing for) are its zone's gaps too. */
+	if (hs->ps.ops->stats) {
+		hs->ps.ops->stats(hs->ps.state, &st);
+		new_gaps = st.gaps > hs->gaps_seen ? st.gaps - hs->gaps_seen : 0;
+		hs->gaps_seen = VW_MAX(hs->gaps_seen, st.gaps);
+	}
 	for (size_t j = 0; j < hs->n_zones; j++) {
 		struct zone_state *z;
 
 		if (hs->map[j] < 0)
 			continue;
 		z = &h->zs[hs->map[j]];
+		z->ctr.gaps += new_gaps;
+		z->filled_ns = VW_MAX(z->filled_ns, st.filled_ns);
 		/* The source logs its own failures (rate-limited); count them here. */
 		if (errs[j] < 0) {
 			z->read_errors++;
@@ -607,6 +620,7 @@ static void close_zone_interval(struct vw_host *h, size_t i, uint64_t dt_ns)
 	v->gaps = z->ctr.gaps;
 	v->wraps = z->ctr.wraps;
 	v->read_errors = z->read_errors;
+	v->filled_us = z->filled_ns / 1000;
 }
 
 /* Platform energy beyond the CPU zones this interval (both measured to the same sample). */

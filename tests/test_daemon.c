@@ -711,8 +711,10 @@ static void test_workloads_add_up_on_this_machine(void **state)
 		usleep(100 * 1000);
 	}
 
-	if (geteuid() == 0 && ci)
+	if (geteuid() == 0 && ci) {
 		assert_non_null(strstr(b.data, "virtwatt_cpu_accounting_info{method=\"bpf\""));
+		assert_non_null(strstr(b.data, "virtwatt_cpu_accounting_ghosts_total{method=\"bpf\""));
+	}
 	else if (!strstr(b.data, "method=\"bpf\""))
 		print_message("# note: CPU accounting is not bpf here (not root?)\n");
 #define SUM(family, must) vw_fixture_sample_sum_all(b.data, family, must)

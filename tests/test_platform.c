@@ -575,6 +575,12 @@ static void test_redfish_platform(void **state)
 	vw_test_bmc_ctl(&bmc, "mode", "ok\n");
 	j0 = await_publish(port, "platform", &t0);
 	assert_true(j0 - stale_j < BMC_W * 2.5); /* the interval it came back in, at most */
+	/* The hung span is a counted gap of the platform zone, not lost unseen (issue 29). */
+	body = scrape(port);
+	assert_true(vw_fixture_sample_sum(body, "virtwatt_node_energy_gaps_total",
+					  "zone=\"platform\"") >= 1);
+	assert_non_null(strstr(body, "virtwatt_node_energy_filled_seconds_total{zone=\"platform\""));
+	free(body);
 	assert_int_equal(vw_fixture_stop_daemon(daemon_pid), 0);
 	daemon_pid = 0;
 	{

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The BMC poller (host/power/poller.h) with a scripted meter: what a zone reports and counts
- * for a fresh, a stale, a failed and an empty reading (on a fake clock), then the real thread:
- * its readings, its back-off while the meter fails, and a close that cancels a hung request.
+ * for a fresh, a stale, a failed and an empty reading (on a fake clock), a 45 s outage (its
+ * steps on a fake clock: gaps counted, filling said), then the real thread: its readings, its
+ * back-off while the meter fails, and a close that cancels a hung request.
  */
 #include "vw_test.h"
 
@@ -76,10 +77,11 @@ static void test_zone_reports(void **state)
 	assert_int_equal(raw, 0); /* the first fresh read only sets the time */
 	assert_int_equal(read_at(&p, t += SEC, &raw), 0);
 	assert_int_equal(raw, 100000000); /* 100 W for 1 s */
-	/* A failed request within the bound: the last reading still counts. */
+	/* A failed request within the bound: the last reading still counts, said (filled). */
 	vw_poller_seed(&p, -EAGAIN, &uw);
 	assert_int_equal(read_at(&p, t += SEC, &raw), 0);
 	assert_int_equal(raw, 200000000);
+	assert_int_equal(p.filled_ns, SEC);
 	assert_int_equal(vw_poller_current(&p, &uw), 0);
 	assert_int_equal(uw, w100);
 	/* Past it: nothing counted, the request's error reported. */
@@ -90,17 +92,23 @@ static void test_zone_reports(void **state)
 	vw_poller_seed(&p, 0, &w100);
 	assert_int_equal(read_at(&p, t += 2 * SEC, &raw), -ESTALE);
 	assert_int_equal(raw, 200000000);
-	/* Fresh again: that read only sets the time, the gap is not made up. */
+	/* Fresh again: counted from that reading's own time (a second before this read); the
+	 * 4 s without a fresh reading are not made up but counted as a gap. */
+	assert_int_equal(p.gaps, 0);
 	vw_poller_seed(&p, 0, &w100);
 	assert_int_equal(read_at(&p, t += SEC, &raw), 0);
-	assert_int_equal(raw, 200000000);
-	assert_int_equal(read_at(&p, t += SEC, &raw), 0);
 	assert_int_equal(raw, 300000000);
+	assert_true(p.gaps == 1 && p.unmeasured_ns == 4 * SEC && !p.gap_open);
+	assert_int_equal(read_at(&p, t += SEC, &raw), 0);
+	assert_int_equal(raw, 400000000);
+	/* Every second so far counted (4 s, 1 of them filled) or a gap (4 s). */
+	assert_int_equal(raw / 100 + p.unmeasured_ns / 1000, (t - 1000 * SEC) / 1000); /* µs */
 	/* -ENODATA drops the held reading at once, however fresh. */
 	vw_poller_seed(&p, -ENODATA, &uw);
 	assert_int_equal(vw_poller_current(&p, NULL), -ENODATA);
 	assert_int_equal(read_at(&p, t += SEC, &raw), -ENODATA);
-	assert_int_equal(raw, 300000000);
+	assert_int_equal(raw, 400000000);
+	assert_true(p.gap_open);
 	vw_poller_fini(&p);
 	vw_clock_set_fake(NULL);
 }
@@ -131,14 +139,79 @@ static void test_thread_backoff(void **state)
 	before = atomic_load(&m.calls);
 	usleep(400000);
 	assert_true(atomic_load(&m.calls) - before >= 10);
-	/* Failing: 20, 40, 80, 160 ms apart (then 320): at most 5 in 400 ms. */
+	/* Failing: 20 ms, then 40 ms apart, never more (two intervals): at most 11 in 400 ms. */
 	atomic_store(&m.result, -EIO);
 	wait_calls(&m, atomic_load(&m.calls) + 1);
 	before = atomic_load(&m.calls);
 	usleep(400000);
-	assert_true(atomic_load(&m.calls) - before <= 5);
+	assert_true(atomic_load(&m.calls) - before <= 11);
+	assert_true(atomic_load(&m.calls) - before >= 5);
 	assert_int_equal(vw_poller_current(&p, NULL), 0); /* the bound (1 s) not yet past */
 	vw_poller_fini(&p);
+}
+
+/*
+ * Issue 29: a 45 s BMC outage, on a fake clock (the thread's steps driven here: a request every
+ * 5 s, the back-off after a failure, a sampling read every second, staleness 12 s, 300 W).
+ * The first request after the BMC answers again comes within two intervals, counting resumes
+ * from that reading, and the span counted nothing for is one counted gap: every second is
+ * counted (some filled from the last reading, and said so) or recorded as a gap, none lost
+ * silently. (The old back-off, doubling to 60 s, first asked 25 s after the BMC came back, and
+ * no gap was counted: 6.6 kJ lost unseen.)
+ */
+static void test_outage_recovery(void **state)
+{
+	const uint64_t interval = 5 * SEC, down_at = 1020 * SEC, up_at = down_at + 45 * SEC + SEC / 2;
+	const uint64_t end = up_at + 40 * SEC, uw = 300000000;
+	struct meter m = { 0 };
+	struct vw_poller p;
+	uint64_t t = 1000 * SEC, due = t, raw = 0, first_up = 0, counted_from = 0;
+	uint64_t raw_at_up = 0;
+
+	(void)state;
+	vw_clock_set_fake(&now_ns);
+	now_ns = t;
+	assert_int_equal(vw_poller_init(&p, &meter_ops, &m, "test", interval, 12 * SEC,
+					sizeof(uint64_t)), 0);
+	for (; t <= end; t += SEC) {
+		int err;
+
+		now_ns = t;
+		while (due <= t) { /* the requests due by now, each at its own time */
+			bool up = due < down_at || due >= up_at;
+			uint64_t delay;
+
+			now_ns = due;
+			delay = vw_poller_step(&p, up ? 0 : -EIO, &uw, due);
+			if (up && due >= up_at && !first_up)
+				first_up = due;
+			due += delay;
+		}
+		now_ns = t;
+		err = read_at(&p, t, &raw);
+		if (t >= up_at && !counted_from && err == 0 && raw > raw_at_up)
+			counted_from = t;
+		if (t < up_at)
+			raw_at_up = raw;
+	}
+	print_message("# outage 45 s: BMC back at +0 s, first request +%.0f s, counted again at "
+		      "+%.0f s; %llu gap of %.0f s, %.0f s filled, %.1f J counted of %.1f J\n",
+		      (double)(first_up - up_at) / 1e9, (double)(counted_from - up_at) / 1e9,
+		      (unsigned long long)p.gaps, (double)p.unmeasured_ns / 1e9,
+		      (double)p.filled_ns / 1e9, (double)raw / 1e6,
+		      300.0 * (double)(end - 1000 * SEC) / 1e9);
+	assert_true(first_up - up_at <= 2 * interval);
+	/* Counting resumed at the first read after that request (the sampling second). */
+	assert_true(counted_from >= first_up && counted_from - first_up <= SEC);
+	assert_int_equal(p.gaps, 1);
+	assert_false(p.gap_open);
+	/* Counted + gap = all of it, to the last read (t - 1 s; the first read only set the
+	 * time: from 1000 s). */
+	assert_int_equal(raw / 300 + p.unmeasured_ns / 1000, (t - SEC - 1000 * SEC) / 1000); /* µs */
+	/* What was filled: from the first failed request until the reading went stale. */
+	assert_true(p.filled_ns > 0 && p.filled_ns <= 12 * SEC);
+	vw_poller_fini(&p);
+	vw_clock_set_fake(NULL);
 }
 
 /* A hung request: read() never waits for it and fini() cancels it. */
@@ -168,6 +241,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_zone_reports),
 		cmocka_unit_test(test_thread_backoff),
+		cmocka_unit_test(test_outage_recovery),
 		cmocka_unit_test(test_hung_request),
 	};
 

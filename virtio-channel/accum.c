@@ -223,6 +223,8 @@ static enum vw_proto_error take(struct vw_proto_rx *rx, const struct vw_host_fra
 	known_forget(rx, f->epoch);
 	if (rx->have_rival && rx->rival.epoch == f->epoch)
 		rx->have_rival = false;
+	rx->have_pending = false;
+	rx->writer_gone = false;
 	take_zones(rx, f, now_ns, new_epoch || how != VW_PROTO_TAKE_DELTA);
 	if (from)
 		rx->from = *from;
@@ -237,11 +239,21 @@ static enum vw_proto_error take(struct vw_proto_rx *rx, const struct vw_host_fra
 	return VW_PROTO_OK;
 }
 
+/* The current epoch goes on: a held epoch was another publisher's, never a restart. */
+static void pending_refuted(struct vw_proto_rx *rx)
+{
+	if (!rx->have_pending)
+		return;
+	known_note(rx, rx->pending.epoch, rx->pending.seq);
+	rx->have_pending = false;
+}
+
 static enum vw_proto_error same_epoch(struct vw_proto_rx *rx, const struct vw_host_frame *f,
 				      uint64_t now_ns)
 {
 	if (f->seq <= rx->seq)
 		return VW_PROTO_E_SEQ;
+	pending_refuted(rx);
 	if (energy_fell(&rx->last, f))
 		return VW_PROTO_E_ENERGY;
 	if (!spike_in_epoch(rx, f, now_ns))
@@ -290,9 +302,37 @@ static enum vw_proto_error takeover(struct vw_proto_rx *rx, const struct vw_host
 
 static bool current_silent(const struct vw_proto_rx *rx, uint64_t now_ns)
 {
+	if (rx->writer_gone)
+		return true;
 	return now_ns > rx->last_ns &&
 	       now_ns - rx->last_ns >
 		       VW_PROTO_TAKEOVER_INTERVALS * rx->last.interval_ms * VW_NSEC_PER_MSEC;
+}
+
+/*
+ * A new epoch that can be a restart: taken whole once the current epoch is silent; until then
+ * held. Taking it at once would count both publishers' histories whenever it is in fact a
+ * second one (+12 % for two interleaved from the start).
+ */
+static enum vw_proto_error maybe_restart(struct vw_proto_rx *rx, const struct vw_host_frame *f,
+					 uint64_t now_ns)
+{
+	if (current_silent(rx, now_ns)) {
+		if (restart_plausible(rx, f, now_ns))
+			return take(rx, f, now_ns, VW_PROTO_TAKE_WHOLE, NULL); /* a host restart */
+		return takeover(rx, f, now_ns); /* from the held frame, if it continues from it */
+	}
+	if (rx->have_pending && rx->pending.epoch == f->epoch && f->seq <= rx->pending.seq)
+		return VW_PROTO_E_SEQ;
+	if (!rx->have_rival || rx->rival.epoch != f->epoch || rx->rival_gen != rx->accepted) {
+		rx->rival = *f; /* the base should it take over rather than restart */
+		rx->rival_ns = now_ns;
+		rx->rival_gen = rx->accepted;
+		rx->have_rival = true;
+	}
+	rx->pending = *f;
+	rx->have_pending = true;
+	return VW_PROTO_E_PENDING;
 }
 
 static enum vw_proto_error other_epoch(struct vw_proto_rx *rx, const struct vw_host_frame *f,
@@ -302,8 +342,10 @@ static enum vw_proto_error other_epoch(struct vw_proto_rx *rx, const struct vw_h
 
 	if (k && f->seq <= k->seq)
 		return VW_PROTO_E_CONFLICT; /* a replay, or a repeat: never a takeover */
+	if (rx->have_pending && rx->pending.epoch == f->epoch)
+		return maybe_restart(rx, f, now_ns);
 	if (!k && restart_plausible(rx, f, now_ns))
-		return take(rx, f, now_ns, VW_PROTO_TAKE_WHOLE, NULL); /* a host restart */
+		return maybe_restart(rx, f, now_ns);
 	if (current_silent(rx, now_ns))
 		return takeover(rx, f, now_ns);
 	return conflict(rx, f, now_ns);
@@ -325,6 +367,12 @@ enum vw_proto_error vw_proto_rx_accept(struct vw_proto_rx *rx, const struct vw_h
 	if (e)
 		rx->rejected[e]++;
 	return e;
+}
+
+void vw_proto_rx_writer_gone(struct vw_proto_rx *rx)
+{
+	if (rx->have)
+		rx->writer_gone = true;
 }
 
 enum vw_proto_error vw_proto_rx_line(struct vw_proto_rx *rx, const char *line, size_t len,

@@ -13,7 +13,10 @@
  * last good one. An epoch that cannot be a restart (it comes back after being superseded, or
  * its counters began before the current epoch's last frame) is another publisher: rejected
  * (conflict) while the current epoch keeps coming, and taking over without its history once
- * the current epoch has fallen silent.
+ * the current epoch has fallen silent. One that can be a restart is held (pending) until the
+ * current epoch has been silent VW_PROTO_TAKEOVER_INTERVALS, then taken whole; a frame of the
+ * current epoch meanwhile shows it to be another publisher (a conflict from then on), so its
+ * history is never counted on top of the current one's.
  */
 #pragma once
 
@@ -80,6 +83,11 @@ struct vw_proto_rx {
 	bool have_step;
 	struct vw_host_frame step;
 	uint64_t step_ns;
+	/* A new epoch that may be a restart, held (VW_PROTO_E_PENDING) while the current epoch may
+	 * still be publishing: its last frame. */
+	bool have_pending;
+	struct vw_host_frame pending;
+	bool writer_gone; /* the stream the current epoch came on ended (vw_proto_rx_writer_gone) */
 	/* Another publisher's first frame since the last accepted one: its base for a takeover. */
 	bool have_rival;
 	struct vw_host_frame rival;
@@ -96,6 +104,9 @@ struct vw_proto_rx {
 /* Check f, received at now_ns, against what was accepted; counts the outcome in rx. */
 enum vw_proto_error vw_proto_rx_accept(struct vw_proto_rx *rx, const struct vw_host_frame *f,
 				       uint64_t now_ns);
+/* The stream the frames come on ended (its writer closed it): the current epoch has stopped,
+ * so a new one is a restart (or a takeover) at once, not held for two intervals. */
+void vw_proto_rx_writer_gone(struct vw_proto_rx *rx);
 /* Decode one line and accept it: decode errors are counted in rx->rejected too. */
 enum vw_proto_error vw_proto_rx_line(struct vw_proto_rx *rx, const char *line, size_t len,
 				     uint64_t now_ns);

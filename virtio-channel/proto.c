@@ -39,6 +39,7 @@ static const char *const error_names[VW_PROTO_E__COUNT] = {
 	[VW_PROTO_E_SPIKE] = "spike",
 	[VW_PROTO_E_INTEGRITY] = "integrity",
 	[VW_PROTO_E_RATE] = "rate",
+	[VW_PROTO_E_PENDING] = "pending",
 };
 
 const char *vw_proto_error_name(enum vw_proto_error e)

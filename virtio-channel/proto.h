@@ -59,6 +59,8 @@ enum vw_proto_error {
 	VW_PROTO_E_SPIKE,     /* an energy increase no VM can have drawn (accum.h) */
 	VW_PROTO_E_INTEGRITY, /* a model frame whose body does not match its sha256 */
 	VW_PROTO_E_RATE,      /* a model change sooner than the guest takes them (model_rx.h) */
+	VW_PROTO_E_PENDING,   /* a new epoch held until the current one is known to have stopped
+			       * (a restart then, taken whole; else another publisher: accum.h) */
 	VW_PROTO_E__COUNT,
 };
 

@@ -426,8 +426,10 @@ static int read_stream(struct vw_reader *r)
 		/* End of file (the writer or the host went away) or an error: reopen next time. */
 		int err = n < 0 ? -errno : 0;
 
-		if (r->got_bytes)
+		if (r->got_bytes) {
 			r->reopens++;
+			vw_proto_rx_writer_gone(&r->rx); /* its epoch stopped with it */
+		}
 		vw_debug("passthrough: %s closed: %s", r->where, err ? strerror(-err) : "end of file");
 		reader_close(r);
 		return err;

@@ -77,7 +77,8 @@ static uint64_t next_delay(struct vw_poller *p, int r)
 	}
 	p->backoff_ns = p->backoff_ns ? VW_MIN(2 * p->backoff_ns, VW_POLLER_BACKOFF_MAX_NS)
 				      : p->interval_ns;
-	return p->backoff_ns;
+	p->backoff_ns = VW_MIN(p->backoff_ns, VW_POLLER_BACKOFF_INTERVALS * p->interval_ns);
+	return VW_MAX(p->backoff_ns, 1);
 }
 
 static void log_poll(struct vw_poller *p, int r, uint64_t delay_ns)
@@ -102,6 +103,17 @@ static bool wait_until(struct vw_poller *p, uint64_t due_ns)
 	return !p->stop;
 }
 
+uint64_t vw_poller_step(struct vw_poller *p, int r, const void *reading, uint64_t now_ns)
+{
+	uint64_t delay = next_delay(p, r);
+
+	log_poll(p, r, delay);
+	pthread_mutex_lock(&p->lock);
+	publish(p, r, reading, now_ns);
+	pthread_mutex_unlock(&p->lock);
+	return delay;
+}
+
 static void *poller(void *arg)
 {
 	struct vw_poller *p = arg;
@@ -115,10 +127,8 @@ static void *poller(void *arg)
 
 		pthread_mutex_unlock(&p->lock); /* the slow part: read() never waits for it */
 		r = p->ops->poll(p->ctx, reading);
-		delay = next_delay(p, r);
-		log_poll(p, r, delay);
+		delay = vw_poller_step(p, r, reading, vw_now_ns());
 		pthread_mutex_lock(&p->lock);
-		publish(p, r, reading, vw_now_ns());
 		due = start + delay;
 	}
 	if (!reading)
@@ -168,6 +178,12 @@ static int fresh_locked(const struct vw_poller *p)
 	return p->last_err < 0 ? p->last_err : p->last_ns ? -ESTALE : -ENODATA;
 }
 
+void vw_poller_stats(const struct vw_poller *p, struct vw_power_source_stats *ret)
+{
+	ret->gaps = p->gaps;
+	ret->filled_ns = p->filled_ns;
+}
+
 int vw_poller_current(struct vw_poller *p, void *ret)
 {
 	int r;
@@ -180,17 +196,41 @@ int vw_poller_current(struct vw_poller *p, void *ret)
 	return r;
 }
 
+/* A fresh reading (taken at taken_ns) after counting stopped: the gap ends there. */
+static void gap_close(struct vw_poller *p, uint64_t taken_ns)
+{
+	uint64_t from = p->gap_from_ns, len = taken_ns > from ? taken_ns - from : 0;
+
+	p->gap_open = false;
+	p->gaps++;
+	p->unmeasured_ns += len;
+	/* Counting resumes at the reading's own time: nothing after it is lost. */
+	p->energy.primed = true;
+	p->energy.last_ns = VW_MAX(from, taken_ns);
+	vw_warn("%s: %.1f s not measured (no fresh reading): counted as a gap "
+		"(virtwatt_node_energy_gaps_total), nothing filled in; counting again from the first "
+		"fresh reading's time",
+		p->what, (double)len / 1e9);
+}
+
 int vw_poller_read(struct vw_poller *p, uint64_t now_ns, uint64_t *raw_uj, int *err)
 {
-	uint64_t uw = 0;
-	int r;
+	uint64_t uw = 0, taken = 0;
+	int r, last_err = 0;
 
 	pthread_mutex_lock(&p->lock);
 	r = fresh_locked(p);
-	if (r == 0)
+	if (r == 0) {
 		memcpy(&uw, p->last, sizeof(uw));
+		taken = p->last_ns;
+		last_err = p->last_err;
+	}
 	pthread_mutex_unlock(&p->lock);
 	if (r < 0) {
+		if (p->energy.primed && !p->gap_open) {
+			p->gap_open = true;
+			p->gap_from_ns = p->energy.last_ns;
+		}
 		vw_power_integrator_break(&p->energy);
 		vw_complain(&p->complaint, VW_LOG_WARN,
 			    "%s: no fresh reading (%s); no energy counted until there is one",
@@ -198,6 +238,19 @@ int vw_poller_read(struct vw_poller *p, uint64_t now_ns, uint64_t *raw_uj, int *
 	} else {
 		vw_release(&p->complaint, VW_LOG_INFO,
 			   "%s: fresh readings again; energy counted from this one on", p->what);
+		if (p->gap_open && taken <= now_ns)
+			gap_close(p, taken);
+		if (last_err < 0 && p->energy.primed && now_ns > p->energy.last_ns) {
+			p->filled_ns += now_ns - p->energy.last_ns;
+			vw_complain(&p->fill_complaint, VW_LOG_INFO,
+				    "%s: the last request failed (%s); counting on with the last "
+				    "reading (%.1f W) until it is stale "
+				    "(virtwatt_node_energy_filled_seconds_total)",
+				    p->what, strerror(-last_err), (double)uw / 1e6);
+		} else if (last_err == 0) {
+			vw_release(&p->fill_complaint, VW_LOG_INFO,
+				   "%s: requests answer again; no more filling", p->what);
+		}
 		vw_power_integrate(&p->energy, uw, now_ns);
 	}
 	*raw_uj = p->energy.energy_uj;

@@ -4,14 +4,21 @@
  * of ms to seconds, rate-limit and sometimes hang, so no request runs on the sampling thread.
  *
  * The poller thread makes one request every interval_ns (measured from each request's start),
- * backing off while the meter fails (the interval, then doubling to 60 s), and keeps the last
- * good reading with the vw_now_ns() it was taken at. The sampling thread's read() takes that
+ * backing off while the meter fails (the interval, then twice it: never longer, so a meter
+ * that answers again is heard from within two intervals, and the next request after it comes
+ * at the normal interval), and keeps the last good reading with the vw_now_ns() it was taken
+ * at. The sampling thread's read() takes that
  * reading and integrates its power over the sampling clock (integrator.h: µW x ns in
  * integers, the part below 1 µJ carried, the first read only setting the time).
  *
  * A reading older than stale_ns is stale: it counts nothing (it is never carried forward past
- * that) and the next fresh read only sets the time again. Within stale_ns a failed request (a
- * 503 from a busy BMC) leaves the last reading in use. A request answering -ENODATA (the meter
+ * that). Within stale_ns a failed request (a 503 from a busy BMC) leaves the last reading in
+ * use: that time is *filled* from it, said in the log (info, once a run) and summed in
+ * filled_ns. Every span the zone counted nothing for, from the last time it counted to the
+ * first fresh reading after, is a *gap*: counted (gaps, unmeasured_ns; the daemon adds it to
+ * virtwatt_node_energy_gaps_total) and logged at warn with its length; counting resumes from
+ * that reading's own time, not from the next read. So every span is counted, filled (and
+ * flagged) or recorded as a gap. A request answering -ENODATA (the meter
  * says it measures nothing now) drops the held reading at once and is no failure (no back-off).
  * What a zone without a fresh reading reports: the last request's error, else -ESTALE (a
  * request still in flight), else -ENODATA (none yet).
@@ -25,8 +32,10 @@
 
 #include "integrator.h"
 #include "log.h"
+#include "power_source.h"
 
 #define VW_POLLER_BACKOFF_MAX_NS (60ULL * 1000000000ULL)
+#define VW_POLLER_BACKOFF_INTERVALS 2 /* the back-off never exceeds this many intervals */
 
 struct vw_poller_ops {
 	/*
@@ -65,7 +74,12 @@ struct vw_poller {
 
 	/* read()'s own (the sampling thread). */
 	struct vw_power_integrator energy;
-	struct vw_complaint complaint;
+	struct vw_complaint complaint, fill_complaint;
+	bool gap_open;        /* counting stopped at gap_from_ns and has not resumed */
+	uint64_t gap_from_ns;
+	uint64_t gaps;        /* spans counted nothing for, each ended by a fresh reading */
+	uint64_t unmeasured_ns; /* their length */
+	uint64_t filled_ns;   /* time counted from a reading held after a failed request */
 };
 
 /* Set up p (not started) for ops on ctx; what names the meter in the log. 0 or -errno. */
@@ -73,11 +87,19 @@ int vw_poller_init(struct vw_poller *p, const struct vw_poller_ops *ops, void *c
 		   const char *what, uint64_t interval_ns, uint64_t stale_ns, size_t reading_size);
 /* Before start: a request's result made on the caller's thread (open()'s first reading). */
 void vw_poller_seed(struct vw_poller *p, int r, const void *reading);
+/*
+ * One request's result r (reading when 0) at now_ns, as the thread takes it: published (under
+ * the lock), logged; returns the wait before the next request. The thread's step, callable on a
+ * fake clock without the thread.
+ */
+uint64_t vw_poller_step(struct vw_poller *p, int r, const void *reading, uint64_t now_ns);
 /* Start the thread, its first request first_delay_ns from now. 0 or -errno. */
 int vw_poller_start(struct vw_poller *p, uint64_t first_delay_ns);
 /* Stop the thread (cancelling the request in flight) and free what init() set up. */
 void vw_poller_fini(struct vw_poller *p);
 
+/* A source's stats() of its one zone: gaps and filled_ns (power_source.h). */
+void vw_poller_stats(const struct vw_poller *p, struct vw_power_source_stats *ret);
 /* 0 and the last reading into *ret (optional) when fresh now, else what the zone reports. */
 int vw_poller_current(struct vw_poller *p, void *ret);
 /*

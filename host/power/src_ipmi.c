@@ -26,8 +26,9 @@
  * every interval_ns (backing off while the BMC fails) and read() integrates the last reading
  * while it is at most stale_ns old; an older one, or none, counts nothing and reports the last
  * request's error (-ENODATA for a BMC that says it measures nothing, -ESTALE while a request
- * is still out), and the next fresh reading only sets the time again, so a BMC's outage is
- * never made up with invented energy. fresh() says whether there is a fresh reading now.
+ * is still out), and counting resumes from the next fresh reading's time, the outage a counted
+ * gap (stats()), never made up with invented energy. fresh() says whether there is a fresh
+ * reading now.
  *
  * A transport failure (timeout, session lost) drops the session and the next attempt opens a
  * new one (a BMC that restarted forgets its sessions). Every LAN request has the session
@@ -715,6 +716,13 @@ static int ipmi_read(void *state, const struct vw_node_activity *act, uint64_t *
 	return vw_poller_read(&ip->poller, act->now_ns, raw_uj, errs);
 }
 
+static void ipmi_stats(void *state, struct vw_power_source_stats *ret)
+{
+	struct ipmi *ip = state;
+
+	vw_poller_stats(&ip->poller, ret);
+}
+
 static bool ipmi_fresh(void *state)
 {
 	struct ipmi *ip = state;
@@ -750,6 +758,7 @@ const struct vw_power_source_ops vw_src_ipmi = {
 	.open = ipmi_open,
 	.zones = ipmi_zones,
 	.read = ipmi_read,
+	.stats = ipmi_stats,
 	.fresh = ipmi_fresh,
 	.readings = ipmi_readings,
 	.close = ipmi_close,

@@ -167,6 +167,13 @@ static int redfish_read(void *state, const struct vw_node_activity *act, uint64_
 	return vw_poller_read(&rf->poller, act->now_ns, raw_uj, errs);
 }
 
+static void redfish_stats(void *state, struct vw_power_source_stats *ret)
+{
+	struct redfish *rf = state;
+
+	vw_poller_stats(&rf->poller, ret);
+}
+
 static bool redfish_fresh(void *state)
 {
 	struct redfish *rf = state;
@@ -198,6 +205,7 @@ const struct vw_power_source_ops vw_src_redfish = {
 	.open = redfish_open,
 	.zones = redfish_zones,
 	.read = redfish_read,
+	.stats = redfish_stats,
 	.fresh = redfish_fresh,
 	.readings = redfish_readings,
 	.close = redfish_close,

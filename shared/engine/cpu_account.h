@@ -30,6 +30,8 @@ struct vw_proc_cpu {
 	uint32_t tgid;
 	bool exited; /* final value: the process is gone (reported once); beside tgid: 48 bytes */
 	uint8_t kind; /* enum vw_proc_kind: what the accountant saw of it */
+	uint8_t quiet; /* bpf: reads in a row it was known only from its exited threads (no
+			* live thread listed): the ghost check's clock (cpu_bpf.c) */
 	uint64_t cgroup_id; /* id of the cgroup it ran in last (vw_cpu_env.cgroup_v1 says in which
 			     * hierarchy), 0 if unknown (procfs) */
 	uint64_t cpu_ns;    /* cumulative on-CPU time of all its threads since open */
@@ -52,6 +54,9 @@ struct vw_cpu_snapshot {
 	 * the registry uses them as split keys when present. */
 	const struct vw_proc_counters *counters;
 	unsigned hw_available;
+	/* Processes the accountant had kept reporting alive that the kernel says are gone,
+	 * reported exited by its check (cumulative since open; bpf only, 0 elsewhere). */
+	uint64_t ghosts;
 };
 
 /* vw_cpu_env.flags: test and debugging knobs of the bpf accountant. */

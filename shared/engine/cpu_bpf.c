@@ -31,6 +31,7 @@
 #include "cpu_account_priv.h"
 #include "cpu_bpf_priv.h"
 #include "cpu_time.h"
+#include "fileio.h"
 #include "log.h"
 #include "perf_counters.h"
 #include "sort.h"
@@ -38,6 +39,15 @@
 #define BATCH_MIN 256u
 #define ENOTSUPP_KERNEL 524 /* the kernel's internal ENOTSUPP, leaked by some map ops */
 #define VW_BPF_MAX_CPUS 65536 /* the loader child's count, checked: it sizes per-CPU reads */
+/* The ghost check (ghost_check()): a process known only from its exited threads for this many
+ * reads in a row, and for GHOST_QUIET_NS since the first of them (its frees' RCU grace period
+ * is long past), is looked up in /proc, then again every GHOST_RECHECK reads (a zombie whose
+ * parent has not reaped it yet), at most GHOST_BUDGET lookups a read. */
+#define GHOST_QUIET_READS 2u
+#define GHOST_QUIET_NS (500 * VW_NSEC_PER_MSEC)
+#define GHOST_RECHECK 4u
+#define GHOST_BUDGET 256u
+#define GHOST_RING 256u /* read times kept: quiet counts up to 255 */
 
 
 /* A hw_procs entry as read, and a key the collector saw without a process. */
@@ -64,6 +74,11 @@ struct base {
 
 struct bpf_state {
 	int fd[VW_BPF_FD__MAX]; /* from the loader child, -1 where absent */
+	int procfd;             /* the procfs root (a dup): the ghost check's */
+	uint64_t ghosts;        /* processes the ghost check reported exited */
+	uint64_t n_reads;       /* reads finished */
+	uint64_t read_ns[GHOST_RING]; /* CLOCK_MONOTONIC of read k at [k % GHOST_RING] */
+	struct vw_complaint ghost_complaint;
 	bool no_batch;
 	int ncpus;
 	uint64_t ns_per_tick;
@@ -148,6 +163,7 @@ static void bpf_close(void *state)
 	if (s->walk_map)
 		munmap((void *)s->walk_map, s->walk_len);
 	vw_cpu_bpf_close_fds(s->fd, VW_BPF_FD__MAX);
+	vw_closep(&s->procfd);
 	vw_cpu_history_free(&s->hist);
 	free(s->base);
 	free(s->iter.p);
@@ -235,6 +251,11 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 		return -ENOMEM;
 	for (size_t i = 0; i < VW_BPF_FD__MAX; i++)
 		s->fd[i] = -1;
+	s->procfd = fcntl(env->procfs_fd, F_DUPFD_CLOEXEC, 3);
+	if (s->procfd < 0) {
+		r = -errno;
+		goto fail;
+	}
 	s->ns_per_tick = vw_cpu_ns_per_tick();
 	s->no_batch = env->flags & VW_CPU_BPF_NO_BATCH;
 	q.max_procs = env->max_procs ? env->max_procs : VW_CPU_DEFAULT_MAX_PROCS;
@@ -765,6 +786,94 @@ static void hw_check_stats(struct bpf_state *s)
 	memcpy(s->hw_stats_seen, sum, sizeof(sum));
 }
 
+/* ---- the ghost check ---- */
+
+/* The starttime (ticks since boot) /proc/PID/stat gives; -ENOENT where there is no PID. */
+static int proc_start_ticks(int procfd, uint32_t tgid, uint64_t *ret)
+{
+	char path[32], buf[1024], comm[VW_COMM_LEN];
+	uint64_t ticks;
+	size_t len;
+	int r;
+
+	snprintf(path, sizeof(path), "%u/stat", tgid);
+	r = vw_read_file_at(procfd, path, buf, sizeof(buf), &len);
+	if (r < 0)
+		return r == -ESRCH ? -ENOENT : r;
+	return vw_procfs_parse_pid_stat(buf, comm, &ticks, ret);
+}
+
+/*
+ * A process is reported alive while its entry in the per-process map has no exit mark; the
+ * mark waits for every exited thread's sched_process_free. That wait is not safe to rely on:
+ * after a mass kill whose orphans init reaps, a share of those frees (5 to 45 % of 800 on
+ * 6.18) never reached the program, though the tracepoint fired for each task and the
+ * programs counted no recursion misses, and the processes stayed alive here for good. So a
+ * process known only from the map (no live thread in the read: kind still unknown) for
+ * GHOST_QUIET_READS reads in a row is looked up in /proc under the procfs root: gone, or its
+ * PID now another process's, it is reported exited with what the map holds (all but the
+ * last moments of its threads after their exit) and its entry goes. A zombie not yet reaped
+ * is still in /proc and stays alive, as it does there. Only such processes are looked at,
+ * at most GHOST_BUDGET a read: a process with a live thread is never checked.
+ */
+/* When the read that is `back` reads before this one ran (0: this one). */
+static uint64_t read_time(const struct bpf_state *s, unsigned back)
+{
+	return back < s->n_reads + 1 ? s->read_ns[(s->n_reads - back) % GHOST_RING] : 0;
+}
+
+static void ghost_check(struct bpf_state *s, struct vw_cpu_snapshot *snap)
+{
+	const struct vw_cpu_table *prev = vw_cpu_history_prev(&s->hist);
+	unsigned budget = GHOST_BUDGET;
+	uint64_t caught = 0, now = vw_now_ns();
+
+	s->read_ns[s->n_reads % GHOST_RING] = now;
+
+	for (size_t i = 0; i < snap->n_procs; i++) {
+		struct vw_proc_cpu *p = &snap->procs[i];
+		const struct vw_proc_cpu *was;
+		struct vw_bpf_proc v;
+		uint64_t start = 0, first;
+		int r;
+
+		if (p->exited || p->kind != VW_PROC_KIND_UNKNOWN)
+			continue;
+		was = vw_cpu_table_find(prev, p->tgid, p->start_time);
+		p->quiet = !was ? 1 : was->quiet < UINT8_MAX ? was->quiet + 1 : UINT8_MAX;
+		if (p->quiet < GHOST_QUIET_READS || !budget)
+			continue;
+		first = read_time(s, p->quiet - 1u);
+		if (now - first < GHOST_QUIET_NS)
+			continue;
+		/* Due: when it first became so (the previous read was too early), then every
+		 * GHOST_RECHECK reads. */
+		if (p->quiet > GHOST_QUIET_READS && read_time(s, 1) - first >= GHOST_QUIET_NS &&
+		    p->quiet % GHOST_RECHECK)
+			continue;
+		budget--;
+		r = proc_start_ticks(s->procfd, p->tgid, &start);
+		if (r == 0 && start == p->start_time)
+			continue; /* there: a zombie, or (never seen yet) threads the read missed */
+		if (r < 0 && r != -ENOENT)
+			continue; /* cannot tell now (EMFILE, EACCES): the next round will */
+		p->exited = true;
+		caught++;
+		if (vw_bpf_map_lookup_elem(s->fd[VW_BPF_FD_PROCS], &p->tgid, &v) == 0 &&
+		    v.start_ns / s->ns_per_tick == p->start_time)
+			(void)vw_bpf_map_delete_elem(s->fd[VW_BPF_FD_PROCS], &p->tgid);
+	}
+	if (caught)
+		vw_complain(&s->ghost_complaint, VW_LOG_WARN,
+			    "cpu: bpf: %llu processes had exited without their exit being seen "
+			    "(found gone from /proc): reported exited now "
+			    "(virtwatt_cpu_accounting_ghosts_total counts them)",
+			    (unsigned long long)caught);
+	s->ghosts += caught;
+	s->n_reads++;
+	snap->ghosts = s->ghosts;
+}
+
 static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 {
 	struct bpf_state *s = state;
@@ -796,6 +905,7 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	check_stats(s);
 	hw_check_stats(s);
 	vw_cpu_history_finish(&s->hist, ret);
+	ghost_check(s, ret);
 	return hw_attach(s, ret);
 }
 

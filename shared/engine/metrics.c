@@ -26,7 +26,7 @@ static const char *const l_platform[] = { "source", "node_name", "bmc_id", "chas
 					  "source_id", "source_name", "source_type", NULL };
 
 enum {
-	F_USAGE = VW_SPLIT__COUNT, F_CPU_INFO, F_BUILD_INFO, F_SOURCE, F_BASELINE, F_GAPS, F_WRAPS,
+	F_USAGE = VW_SPLIT__COUNT, F_CPU_INFO, F_BUILD_INFO, F_SOURCE, F_BASELINE, F_GAPS, F_FILLED, F_WRAPS,
 	F_READ_ERRORS, F_CLAMPED, F_EXTRAPOLATED, F_PLATFORM_WATTS, F_NONCPU_JOULES, F_NONCPU_WATTS,
 	F__COUNT,
 };
@@ -50,9 +50,14 @@ const struct vw_metric_family vw_host_families[] = {
 			 "obtained (configured, source, fitted, residual)",
 			 "watts", l_baseline },
 	[F_GAPS] = { "virtwatt_node_energy_gaps_total", VW_METRIC_COUNTER,
-		     "Meter readings that could not be unwrapped with certainty and were "
-		     "skipped (energy not invented)",
+		     "Spans of a zone's energy not measured, left uncounted (energy not invented): "
+		     "readings that could not be unwrapped with certainty, a polled meter's time "
+		     "without a fresh reading",
 		     NULL, l_zone },
+	[F_FILLED] = { "virtwatt_node_energy_filled_seconds_total", VW_METRIC_COUNTER,
+		       "Time a zone's energy was counted from a polled meter's last reading, held "
+		       "after its requests failed (until the reading is stale), not from a fresh one",
+		       "seconds", l_zone },
 	[F_WRAPS] = { "virtwatt_node_energy_wraps_total", VW_METRIC_COUNTER,
 		      "Meter counter wraps (past max_energy_range_uj) unwrapped into the energy "
 		      "counters",
@@ -97,6 +102,7 @@ static const char *or_unknown(const char *s)
 static const struct vw_prom_field_family zone_families[] = {
 	VW_SPLIT_FIELDS(struct vw_node_zone_view),
 	ZV(F_GAPS, COUNT, gaps),
+	ZV(F_FILLED, MICRO, filled_us),
 	ZV(F_WRAPS, COUNT, wraps),
 	ZV(F_READ_ERRORS, COUNT, read_errors),
 };

@@ -23,6 +23,7 @@ struct vw_node_zone_view {
 	uint64_t gaps;
 	uint64_t wraps; /* counter wraps unwrapped */
 	uint64_t read_errors;
+	uint64_t filled_us; /* counted from a meter reading held after a failed request */
 };
 
 struct vw_node_view {

@@ -65,6 +65,10 @@ struct vw_power_source_stats {
 	uint64_t clamped;      /* model evaluations whose output was negative, clamped to 0 */
 	uint64_t extrapolated; /* model evaluations outside the training range */
 	const char *model;     /* model identity, or NULL for a meter */
+	/* A polled meter's (poller.h), for its one zone: spans it counted nothing for (gaps,
+	 * cumulative) and the time it counted from a reading held after a failed request. */
+	uint64_t gaps;
+	uint64_t filled_ns;
 };
 
 struct vw_power_source_ops {

@@ -34,7 +34,7 @@ enum {
 	F_CONT_J, F_CONT_W, F_CONT_IDLE_J, F_CONT_SEC,
 	F_POD_J, F_POD_W, F_POD_IDLE_J,
 	F_VM_J, F_VM_W, F_VM_IDLE_J, F_VM_IDLE_W,
-	F_UNATTR, F_UNCONT, F_METHOD, F_FALLBACK,
+	F_UNATTR, F_UNCONT, F_METHOD, F_FALLBACK, F_GHOSTS,
 };
 
 /* Kepler's per-level families: the same three, their help naming the level. */
@@ -86,6 +86,10 @@ const struct vw_metric_family vw_workload_families[] = {
 			 "reason: capability, seccomp, btf, permission or kernel (absent when bpf runs "
 			 "or procfs was asked for)",
 			 NULL, l_fallback },
+	[F_GHOSTS] = { "virtwatt_cpu_accounting_ghosts_total", VW_METRIC_COUNTER,
+		       "Processes the CPU accountant kept reporting alive after they had gone, found "
+		       "gone from /proc by its check and reported exited then (bpf; 0 for procfs)",
+		       NULL, l_method },
 };
 const struct vw_family_table vw_workload_family_table = {
 	"shared/engine/workload_metrics.c: vw_workloads_render()", "virtwatt-host, virtwatt-guest",
@@ -398,6 +402,12 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 		if (r == 0)
 			r = vw_prom_family_end(pw);
 	}
+	if (r == 0)
+		r = vw_prom_family(pw, &vw_workload_families[F_GHOSTS]);
+	if (r == 0)
+		r = vw_prom_counter(pw, v, w->ghosts);
+	if (r == 0)
+		r = vw_prom_family_end(pw);
 	if (r == 0 && w->o.processes)
 		r = render_processes(w, pw, node_name);
 	if (r == 0 && w->o.containers)

@@ -125,6 +125,7 @@ struct vw_workloads {
 	struct bucket by_cont, by_pod, by_vm; /* processes by container, containers by pod,
 					       * VM processes (in no pod) by VM */
 	unsigned hw_available; /* of the last snapshot */
+	uint64_t ghosts;       /* the accountant's ghost check's count (vw_cpu_snapshot.ghosts) */
 	uint64_t evictions[VW_TABLE__COUNT]; /* process, container, pod, vm (workload_retention.c) */
 	/* GPU energy (workload_gpu.c): whether any came, where it went (cumulative µJ). */
 	bool gpu_present;

@@ -146,12 +146,15 @@ def platform_span(h1, g1, p1, h2, g2, p2):
 
 
 MODEL_SPAN = float(W.get("E2E_MODEL_SPAN", "30"))
+MODEL_TRIES = int(W.get("E2E_MODEL_TRIES", "3"))
 MODEL_ZONES = ("package", "platform")
 MODEL_CHECKS = (
     "guest: holds the model its host trained and pushed for this VM",
     "guest: estimates with its host's model once the host stops publishing to it",
     "guest: its energy on its host's model within 10 %% of the host's figure for the VM, "
-    "per zone, over a %.0f s burner span" % MODEL_SPAN,
+    "per zone, over a %.0f s burner span in which the host gave the VM the CPU its guest "
+    "counted and the energy per VM CPU-second the model learnt (each within 10 %%)"
+    % MODEL_SPAN,
     "guest: passthrough resumes when the host publishes again")
 
 
@@ -208,6 +211,17 @@ def model_span():
     pushed = host_model_info(m) if m else None
     tap(pushed is not None and pushed.startswith("vm-linear-r"), MODEL_CHECKS[0],
         "model %r" % pushed)
+    # The host's energy for the VM per CPU-second it gave it, over the 15 s before the lock is
+    # taken: about the window the guest's model last learnt from (15 intervals).
+    def vm_rates(ha, hb):
+        s = (hb.sum("kepler_process_cpu_seconds_total", vm_id=UUID) -
+             ha.sum("kepler_process_cpu_seconds_total", vm_id=UUID))
+        return {z: (host_vm(hb, zone=z) - host_vm(ha, zone=z)) / s if s > 0 else 0
+                for z in MODEL_ZONES}
+    ha = try_scrape(HOST)
+    time.sleep(15)
+    hb = try_scrape(HOST)
+    learnt = vm_rates(ha, hb) if ha and hb else {}
     lock = os.path.join(WORK, "lock", UUID + ".lock")
     try:
         os.unlink(lock)
@@ -224,16 +238,46 @@ def model_span():
             tap(False, MODEL_CHECKS[2], "the guest never switched to its host's model")
             return
         time.sleep(2)  # a whole interval on the model
-        h1, g1 = try_scrape(HOST), try_scrape(GUEST)
-        time.sleep(MODEL_SPAN)
-        h2, g2 = try_scrape(HOST), try_scrape(GUEST)
+        # The guest's model takes the guest's own CPU time; the host's figure for the VM
+        # follows the CPU the host gave the VM's QEMU, and the VM's share of the node's energy.
+        # Two things a guest cannot see make a span say nothing of it (a run after a long
+        # sequence of other tests: +35 %, another -23 %): a host short of CPU descheduling the
+        # vCPU while the guest, under TCG (no steal clock), counts that time as its own; and
+        # other processes' load changing the VM's share of the feeder's constant power from
+        # what the model learnt. So up to MODEL_TRIES spans are taken and the first in which
+        # the host gave the VM the CPU its guest counted, and its energy per VM CPU-second is
+        # what it was in the 15 s before (the model's window), each within 10 %, is judged;
+        # each other one is logged; none: the check fails saying why.
+        spans, cpu = [], None
+        for attempt in range(MODEL_TRIES):
+            h1, g1 = try_scrape(HOST), try_scrape(GUEST)
+            time.sleep(MODEL_SPAN)
+            h2, g2 = try_scrape(HOST), try_scrape(GUEST)
+            c = (g2.sum("kepler_process_cpu_seconds_total") -
+                 g1.sum("kepler_process_cpu_seconds_total")) * 1000 / MODEL_SPAN
+            vm_cpu = (h2.sum("kepler_process_cpu_seconds_total", vm_id=UUID) -
+                      h1.sum("kepler_process_cpu_seconds_total", vm_id=UUID)) * 1000 / MODEL_SPAN
+            now = vm_rates(h1, h2)
+            why = []
+            if not (c > 0 and abs(vm_cpu - c) <= 0.10 * c):
+                why.append("the host gave the VM %.0f ms/s of CPU, its guest counted %.0f"
+                           % (vm_cpu, c))
+            for z in MODEL_ZONES:
+                was = learnt.get(z, 0)
+                if not (was > 0 and abs(now[z] - was) <= 0.10 * was):
+                    why.append("%s: the host's J per VM CPU-second %.2f, %.2f while the model "
+                               "learnt" % (z, now[z], was))
+            spans.append("span %d: %s" % (attempt + 1, "; ".join(why) or "judged"))
+            if not why:
+                cpu = c
+                break
+            log("model span %d not judged: %s" % (attempt + 1, "; ".join(why)))
+        if cpu is None:
+            tap(False, MODEL_CHECKS[2], "no span the model can be judged on (the host short of "
+                "CPU, or its load unlike the model's): " + " | ".join(spans))
         rows, bad = [], []
-        cpu = (g2.sum("kepler_process_cpu_seconds_total") -
-               g1.sum("kepler_process_cpu_seconds_total")) * 1000 / MODEL_SPAN
-        vm_cpu = (h2.sum("kepler_process_cpu_seconds_total", vm_id=UUID) -
-                  h1.sum("kepler_process_cpu_seconds_total", vm_id=UUID)) * 1000 / MODEL_SPAN
-        kep = kepler_default_joules(cpu, MODEL_SPAN)
-        for z in MODEL_ZONES:
+        kep = kepler_default_joules(cpu, MODEL_SPAN) if cpu is not None else {}
+        for z in (MODEL_ZONES if cpu is not None else ()):
             dh = host_vm(h2, zone=z) - host_vm(h1, zone=z)
             dg = (node(g2, "active", z) + node(g2, "idle", z) -
                   node(g1, "active", z) - node(g1, "idle", z))
@@ -249,12 +293,14 @@ def model_span():
                            "%.1f" % (100 * kape) if kz is not None else "n/a"))
             if ape > 0.10:
                 bad.append("%s off by %.1f %%" % (z, 100 * ape))
-        with open(os.path.join(WORK, "model-mape.txt"), "w") as f:
-            f.write("model %s; guest CPU %.1f ms/s (the host counts %.1f for the VM) over %.0f s"
-                    "\n%s\n" % (pushed, cpu, vm_cpu, MODEL_SPAN, "\n".join(rows)))
-        log("model span (%s): guest CPU %.1f ms/s, the host counts %.1f for the VM; %s"
-            % (pushed, cpu, vm_cpu, "; ".join(rows)))
-        tap(rows and not bad, MODEL_CHECKS[2], "; ".join(bad + rows))
+        if cpu is not None:
+            with open(os.path.join(WORK, "model-mape.txt"), "w") as f:
+                f.write("model %s; guest CPU %.1f ms/s (the host counts %.1f for the VM) over "
+                        "%.0f s (span %d)\n%s\n" % (pushed, cpu, vm_cpu, MODEL_SPAN, len(spans),
+                                                    "\n".join(rows)))
+            log("model span %d (%s): guest CPU %.1f ms/s, the host counts %.1f for the VM; %s"
+                % (len(spans), pushed, cpu, vm_cpu, "; ".join(rows)))
+            tap(rows and not bad, MODEL_CHECKS[2], "; ".join(bad + rows))
     finally:
         os.close(fd)  # the host takes the lock again within a second
     m = wait_for(lambda: (lambda m: m if m and guest_source(m) == "passthrough" else None)(
