@@ -46,7 +46,9 @@
 #define GHOST_QUIET_READS 2u
 #define GHOST_QUIET_NS (500 * VW_NSEC_PER_MSEC)
 #define GHOST_RECHECK 4u
-#define GHOST_BUDGET 256u
+#define GHOST_BUDGET 4096u /* a mass kill's lost frees are all caught in one read (a lookup
+			    * is one small /proc read: ~10 us, 40 ms at the most, then nothing); a
+			    * process left over the budget waits for its GHOST_RECHECK turn */
 #define GHOST_RING 256u /* read times kept: quiet counts up to 255 */
 
 
