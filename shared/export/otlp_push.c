@@ -16,9 +16,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <zlib.h>
 
 #include "curl_lazy.h"
+#include "gzip.h"
 #include "log.h"
 #include "macro.h"
 #include "otlp.h"
@@ -184,36 +184,6 @@ int vw_otlp_new(const struct vw_otlp_opts *o, const struct vw_otlp_resource *res
 
 /* ---- one export ---- */
 
-static int gzip(const char *in, size_t len, char **ret, size_t *ret_len)
-{
-	z_stream zs = { 0 };
-	uLong cap;
-	char *out;
-
-	if (deflateInit2(&zs, Z_DEFAULT_COMPRESSION, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) !=
-	    Z_OK)
-		return -ENOMEM;
-	cap = deflateBound(&zs, (uLong)len);
-	out = malloc(cap);
-	if (!out) {
-		deflateEnd(&zs);
-		return -ENOMEM;
-	}
-	zs.next_in = (Bytef *)in;
-	zs.avail_in = (uInt)len;
-	zs.next_out = (Bytef *)out;
-	zs.avail_out = (uInt)cap;
-	if (deflate(&zs, Z_FINISH) != Z_STREAM_END) {
-		deflateEnd(&zs);
-		free(out);
-		return -EIO;
-	}
-	*ret = out;
-	*ret_len = zs.total_out;
-	deflateEnd(&zs);
-	return 0;
-}
-
 static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
 {
 	struct vw_otlp *p = ud;
@@ -246,7 +216,7 @@ static enum outcome post(struct vw_otlp *p, CURL *h, const struct item *it, char
 
 	if (vw_otlp_json_from_text(it->text, it->len, &p->res, p->start_unix_ns, it->unix_ns,
 				   &json, &json_len) < 0 ||
-	    (p->o.gzip && gzip(json, json_len, &gz, &gz_len) < 0)) {
+	    (p->o.gzip && vw_gzip(json, json_len, &gz, &gz_len) < 0)) {
 		snprintf(why, whylen, "out of memory encoding the snapshot");
 		return REFUSED;
 	}
