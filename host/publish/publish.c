@@ -313,15 +313,26 @@ static bool vm_lock(struct vw_publisher *p, struct pub_vm *vm)
 /* Open the VM's channel and folder once its lock is ours: 0 (open or waiting), -errno. */
 static int vm_open(struct vw_publisher *p, struct pub_vm *vm)
 {
+	struct vw_publish_vm_stats was;
 	int r;
 
 	if (vm->live || !vm_lock(p, vm))
 		return 0;
+	was = vm->chan.st;
 	r = vw_pub_chan_init(&vm->chan);
 	if (r < 0) {
 		vw_pub_lock_drop(&vm->lock);
 		return r;
 	}
+	/* A VM back under its UUID (restarted, or its lock ours again) keeps its delivery
+	 * counters: they are counters, never going back (virtwatt_vm_passthrough_*). */
+	vm->chan.st = (struct vw_publish_vm_stats){
+		.published = was.published, .sent = was.sent, .replaced = was.replaced,
+		.connects = was.connects, .disconnects = was.disconnects,
+		.connect_errors = was.connect_errors, .send_errors = was.send_errors,
+		.rx_bytes = was.rx_bytes, .rx_bad = was.rx_bad, .hellos = was.hellos,
+		.last_ok_unix_ns = was.last_ok_unix_ns,
+	};
 	vm->live = true;
 	vw_pub_chan_set_path(&vm->chan, p->epfd, vm->channel_path, p->now_ns);
 	return 0;
