@@ -347,13 +347,16 @@ static int set_values(struct series *s, const char *const *values, size_t n)
 	return 0;
 }
 
+/* A new series owning id (freed on failure too). */
 static struct series *add(struct vw_carbon *c, enum level l, char *id, const char *const *values,
 			  size_t n)
 {
 	struct series *s;
 
-	if (vw_array_grow((void **)&c->s, sizeof(*c->s), c->n, &c->cap) < 0)
+	if (vw_array_grow((void **)&c->s, sizeof(*c->s), c->n, &c->cap) < 0) {
+		free(id);
 		return NULL;
+	}
 	s = &c->s[c->n];
 	*s = (struct series){ .level = l, .id = id, .values = calloc(n, sizeof(char *)),
 			      .nvalues = n };
@@ -392,10 +395,8 @@ void vw_carbon_observe(void *ctx, const struct vw_metric_family *f, const char *
 		(void)set_values(s, values, n);
 	} else {
 		s = add(c, (enum level)l, id, values, n);
-		if (!s) {
-			free(id);
+		if (!s)
 			return;
-		}
 		delta = c->first && c->o.baseline_first ? 0 : micro;
 	}
 	s->last_micro = micro;
