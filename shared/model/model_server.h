@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A Kepler model server (kepler-model-server, :8100): POST /model asks for the weight file that
- * best fits this machine's spec (docs/models.md, notes/models.md §5). Any failure (timeout,
+ * best fits this machine's spec (docs/models.md). Any failure (timeout,
  * HTTP error, a body that is not a model) is reported; the caller falls back to its local
  * sources (vw_model_source_load: file, URL, built-in).
  */
