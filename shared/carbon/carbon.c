@@ -365,10 +365,18 @@ static struct series *add(struct vw_carbon *c, enum level l, char *id, const cha
 		return NULL;
 	}
 	c->n++;
-	if (index_rebuild(c) < 0) {
-		c->n--;
-		series_free(s);
-		return NULL;
+	if (2 * c->n + 2 > c->index_cap) { /* grown: every series placed again */
+		if (index_rebuild(c) < 0) {
+			c->n--;
+			series_free(s);
+			return NULL;
+		}
+	} else { /* the new one placed alone */
+		size_t h = (size_t)fnv(id) & (c->index_cap - 1);
+
+		while (c->index[h])
+			h = (h + 1) & (c->index_cap - 1);
+		c->index[h] = c->n;
 	}
 	return &c->s[c->n - 1];
 }
