@@ -2,10 +2,8 @@
 #include "daemon.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "daemon_base.h"
 #include "energy.h"
@@ -13,56 +11,29 @@
 #include "gpu.h"
 #include "guest_families.h"
 #include "guest_sources.h"
-#include "idle.h"
-#include "interval.h"
 #include "log.h"
 #include "metrics.h"
+#include "node.h"
 #include "workload.h"
 #include "power_source.h"
-#include "procfs.h"
 #include "reader.h"
 #include "selfstats.h"
 #include "series_state.h"
 #include "host_model.h"
 #include "state_file.h"
 
-#define ZONE_PATH "vm" /* one series per zone kind whatever the source: counters continue */
-
-struct gzone {
-	bool present;
-	uint64_t idle_uj, active_uj;     /* node totals */
-	uint64_t int_idle, int_active;   /* the last interval */
-	uint64_t given_idle;             /* of int_idle, what the workloads got */
-	double idle_w, active_w, baseline_w;
-	enum vw_idle_method method;
-};
-
-#define GUEST_MAX_SOURCES 3
-
-/* A source's counters at the end of the last interval it gave (or its baseline). */
-struct source_base {
-	uint64_t raw[VW_POWER_MAX_ZONES], idle[VW_POWER_MAX_ZONES];
-};
-
 struct vw_guest {
 	struct vw_daemon d; /* roots, model, accountant, workloads, exposition (daemon_base.h) */
 	const struct vw_guest_config *cfg;
-	struct vw_cpu_stat stat;
-	uint64_t last_ns;
 	bool ticked;
 	bool gpu_share_tried; /* the host's vGPU share attached as a GPU (src_gpu_passthrough.c) */
-	double usage;
 	struct vw_reader *reader;
-	/* The chain: passthrough (when enabled), then the estimator; want: the source chosen for
-	 * the next interval (hysteresis), used: the one the last interval's energy came from. */
-	struct vw_power_source src[GUEST_MAX_SOURCES];
-	size_t n_src, want, used;
-	struct source_base base[GUEST_MAX_SOURCES];
-	uint64_t switches;
-	struct gzone z[VW_ZONE__COUNT];
+	/* The node's energy from one chain: passthrough (when enabled), the host's model for this
+	 * VM, then the estimator; the stage uses the first fresh one (node.h). */
+	struct vw_node *node;
+	size_t n_src; /* in the chain: the estimator is the last */
 	struct vw_series_state *series;
 	struct vw_state_file *state;
-	struct vw_complaint stat_complaint;
 	struct vw_guest_host_model host_model; /* the model the host pushed for this VM */
 	struct vw_guest_ctx ctx;               /* the guest's sources' input */
 };
@@ -79,29 +50,14 @@ const char *vw_guest_source_name(enum vw_guest_source s)
 
 /* ---- the model ---------------------------------------------------------------------------- */
 
-static bool is_passthrough(const struct vw_power_source *s)
-{
-	return s->ops == &vw_src_passthrough;
-}
-
 static bool used_passthrough(const struct vw_guest *g)
 {
-	return is_passthrough(&g->src[g->used]);
-}
-
-/* Take source k's counters now as its baseline: what came before is not its to give. */
-static void rebase(struct vw_guest *g, size_t k, const struct vw_node_activity *act)
-{
-	const struct vw_power_source *s = &g->src[k];
-	int errs[VW_POWER_MAX_ZONES] = { 0 };
-
-	(void)s->ops->read(s->state, act, g->base[k].raw, errs);
-	if (s->ops->idle)
-		s->ops->idle(s->state, g->base[k].idle);
+	return vw_node_used(g->node, 0)->ops == &vw_src_passthrough;
 }
 
 /* The guest's chain: its host's figures while they come, else the model its host trained for
- * it once it has one, else the default model on this VM's CPU time (the engine's estimator). */
+ * it once it has one, else the default model on this VM's CPU time (the engine's estimator).
+ * One zone per zone kind whatever the source ("vm"): counters continue across switches. */
 static int open_sources(struct vw_guest *g)
 {
 	static const struct vw_power_source_ops *const chain[] = {
@@ -110,17 +66,26 @@ static int open_sources(struct vw_guest *g)
 	struct vw_power_env env = { .sysfs_fd = g->d.sysfs_fd,
 				    .model = g->d.model,
 				    .model_origin = g->d.model_origin,
-				    .host_cores = g->stat.ncpus,
+				    .host_cores = g->d.stat.ncpus,
 				    .ctx = &g->ctx };
-	int r = vw_power_source_open_each(chain, &env, g->src, GUEST_MAX_SOURCES, &g->n_src);
+	struct vw_node_opts o = { .procfs_fd = g->d.procfs_fd,
+				  .procfs = g->cfg->common.procfs,
+				  .who = "guest",
+				  .stat = g->d.stat,
+				  .zone_path = "vm",
+				  .estimated_idle_to_node = true };
+	struct vw_node_chain c = { 0 };
+	int r = vw_power_source_open_each(chain, &env, c.src, VW_NODE_MAX_CHAIN, &c.n);
 
-	if (r < 0 || g->src[g->n_src - 1].ops != &vw_src_estimator) {
+	if (r < 0 || c.src[c.n - 1].ops != &vw_src_estimator) {
 		vw_error("model: cannot use the model %s", g->d.model_origin);
+		for (size_t i = 0; i < c.n; i++)
+			vw_power_source_close(&c.src[i]);
 		return r < 0 ? r : -EINVAL;
 	}
+	g->n_src = c.n;
 	/* The model until the passthrough is fresh (the first tick's baselines). */
-	g->want = g->used = g->n_src - 1;
-	return 0;
+	return vw_node_new(&o, &c, 1, &g->node);
 }
 
 /* ---- state, passthrough, workloads --------------------------------------------------------- */
@@ -206,7 +171,6 @@ int vw_guest_new(const struct vw_guest_config *cfg, struct vw_guest **ret)
 	r = vw_daemon_init(&g->d, &cfg->common, &guest_hooks, g, false);
 	if (r < 0)
 		goto fail;
-	g->stat = g->d.stat;
 	g->series = vw_series_state_new((size_t)cfg->state_max_series);
 	if (g->series)
 		g->state = vw_state_file_open(cfg->state_file, g->series,
@@ -240,8 +204,7 @@ void vw_guest_free(struct vw_guest *g)
 	if (g->ticked)
 		vw_state_file_flush(g->state);
 	vw_state_file_free(g->state);
-	for (size_t i = 0; i < g->n_src; i++)
-		vw_power_source_close(&g->src[i]);
+	vw_node_free(g->node);
 	vw_reader_free(g->reader);
 	vw_guest_host_model_done(&g->host_model);
 	vw_daemon_fini(&g->d);
@@ -251,59 +214,14 @@ void vw_guest_free(struct vw_guest *g)
 
 /* ---- one interval -------------------------------------------------------------------------- */
 
-/*
- * The interval's energy from the source used: each zone's counter delta since that source's
- * base; split by the source where it knows the split (passthrough: the host's split for this
- * VM, given to the workloads), else by the zone's idle power and this VM's usage (the model's
- * idle is this VM's guess at a host idle share it cannot know: it stays with the node).
- */
-static void source_interval(struct vw_guest *g, const struct vw_node_activity *act)
-{
-	const struct vw_power_source *s = &g->src[g->used];
-	struct source_base *b = &g->base[g->used];
-	const struct vw_zone_info *zones;
-	size_t n = s->ops->zones(s->state, &zones);
-	uint64_t raw[VW_POWER_MAX_ZONES] = { 0 }, idle_now[VW_POWER_MAX_ZONES] = { 0 };
-	int errs[VW_POWER_MAX_ZONES] = { 0 };
-
-	(void)s->ops->read(s->state, act, raw, errs);
-	if (s->ops->idle)
-		s->ops->idle(s->state, idle_now);
-	for (size_t i = 0; i < n; i++) {
-		struct gzone *z = &g->z[zones[i].zone];
-		uint64_t e = raw[i] >= b->raw[i] ? raw[i] - b->raw[i] : 0;
-		uint64_t source_idle = idle_now[i] >= b->idle[i] ? idle_now[i] - b->idle[i] : 0;
-		struct vw_interval_split sp;
-
-		if (errs[i] == -ENODATA) /* the source has never had this zone */
-			continue;
-		b->raw[i] = raw[i];
-		b->idle[i] = idle_now[i];
-		vw_interval_split(errs[i] < 0 ? 0 : e, s->ops->idle ? &source_idle : NULL,
-				  act->elapsed_ns, zones[i].idle_w, g->usage, &sp);
-		z->present = true;
-		z->int_idle = vw_energy_add(z->int_idle, sp.idle_uj);
-		z->int_active = vw_energy_add(z->int_active, sp.active_uj);
-		if (s->ops->idle)
-			z->given_idle = vw_energy_add(z->given_idle, sp.idle_uj);
-		z->method = VW_IDLE_SOURCE;
-		z->baseline_w = zones[i].idle_w;
-	}
-}
-
 static void attribute(struct vw_guest *g, uint64_t dt_ns)
 {
-	struct vw_zone_energy ze[VW_ZONE__COUNT] = { 0 };
+	struct vw_zone_energy ze[VW_ZONE__COUNT];
 
 	if (!g->d.workloads)
 		return;
-	/* Estimated idle is this VM's guess at a host idle share it cannot know: it is not the
-	 * workloads' and stays unattributed, so node = workloads + remainders still holds. */
-	for (size_t i = 0; i < VW_ZONE__COUNT; i++)
-		ze[i] = (struct vw_zone_energy){ .present = g->z[i].present,
-						 .active_uj = g->z[i].int_active,
-						 .idle_uj = g->z[i].int_idle,
-						 .idle_to_node = g->z[i].given_idle != g->z[i].int_idle };
+	/* Estimated idle stays unattributed (node.h: estimated_idle_to_node). */
+	vw_node_zone_energy(g->node, ze);
 	(void)vw_workloads_interval(g->d.workloads, &g->d.cpu, ze, dt_ns, &g->d.cpu_complaint);
 }
 
@@ -348,7 +266,7 @@ const struct vw_family_table vw_guest_family_table = {
 /* The model behind this interval's energy: the host's (passthrough) or ours. */
 static const char *source_model(const struct vw_guest *g)
 {
-	const struct vw_power_source *s = &g->src[g->used];
+	const struct vw_power_source *s = vw_node_used(g->node, 0);
 	struct vw_power_source_stats st = { 0 };
 
 	if (s->ops->stats)
@@ -373,7 +291,8 @@ static int render_guest(struct vw_guest *g, struct vw_prom_writer *w)
 		vw_reader_health(g->reader, &h);
 	r = vw_prom_single(w, &guest_families[G_SOURCE], src, 1);
 	if (r == 0)
-		r = vw_prom_single(w, &guest_families[G_SWITCHES], node, (double)g->switches);
+		r = vw_prom_single(w, &guest_families[G_SWITCHES], node,
+				   (double)vw_node_switches(g->node));
 	if (r < 0 || !g->reader)
 		return r;
 	r = vw_prom_single(w, &guest_families[G_FRAMES], node, (double)h.frames);
@@ -437,34 +356,15 @@ static void guest_tables(void *ud, struct vw_table_stat t[VW_TABLE__COUNT])
 	};
 }
 
-static int render_and_publish(struct vw_guest *g, uint64_t dt_ns)
+static int render_and_publish(struct vw_guest *g)
 {
-	struct vw_node_zone_view views[VW_ZONE__COUNT];
+	struct vw_node_zone_view views[VW_POWER_MAX_ZONES];
 	struct vw_power_source_stats st = { 0 };
 	const struct vw_host_frame *f = g->reader ? vw_reader_last(g->reader) : NULL;
-	const struct vw_power_source *est = &g->src[g->n_src - 1];
+	const struct vw_power_source *est = vw_node_source(g->node, 0, g->n_src - 1);
 	bool pt = used_passthrough(g);
-	size_t n = 0;
 	struct vw_node_view v;
 
-	for (size_t i = 0; i < VW_ZONE__COUNT; i++) {
-		const struct gzone *z = &g->z[i];
-
-		if (!z->present)
-			continue;
-		views[n++] = (struct vw_node_zone_view){
-			.zone = (enum vw_zone)i,
-			.path = ZONE_PATH,
-			.total_uj = vw_energy_add(z->idle_uj, z->active_uj),
-			.idle_uj = z->idle_uj,
-			.active_uj = z->active_uj,
-			.watts = vw_energy_watts(vw_energy_add(z->int_idle, z->int_active), dt_ns),
-			.idle_watts = vw_energy_watts(z->int_idle, dt_ns),
-			.active_watts = vw_energy_watts(z->int_active, dt_ns),
-			.idle_baseline_w = z->baseline_w,
-			.idle_method = z->method,
-		};
-	}
 	if (est->ops->stats) /* the estimator's clamps count whoever is used */
 		est->ops->stats(est->state, &st);
 	v = (struct vw_node_view){
@@ -473,25 +373,20 @@ static int render_and_publish(struct vw_guest *g, uint64_t dt_ns)
 		.model = source_model(g),
 		.model_clamped = st.clamped,
 		.model_extrapolated = st.extrapolated,
-		.usage_ratio = g->usage,
-		.zones = views,
-		.n_zones = n,
 		.cpus = g->d.cpus,
 		.n_cpus = g->d.n_cpus,
 	};
+	vw_node_fill_view(g->node, &v, views);
 	return vw_daemon_render_publish(&g->d, &v);
 }
 
-/* From the next interval on, energy comes from source k (counted from its counters now). */
-static void switch_to(struct vw_guest *g, size_t k, const struct vw_node_activity *act)
+/* Energy comes from another source from the next interval on: said once. */
+static void say_switch(struct vw_guest *g)
 {
+	size_t k = vw_node_want_index(g->node, 0);
 	struct vw_reader_health h;
 
-	if (k != g->used)
-		rebase(g, k, act);
-	g->switches += g->ticked; /* the first tick's choice is no switch */
-	g->want = k;
-	if (!is_passthrough(&g->src[k])) {
+	if (vw_node_source(g->node, 0, k)->ops != &vw_src_passthrough) {
 		vw_warn("guest: passthrough is stale: estimating with the model %s",
 			g->d.model_origin);
 		return;
@@ -518,53 +413,24 @@ static void attach_gpu_share(struct vw_guest *g)
 
 int vw_guest_tick(struct vw_guest *g, uint64_t now_ns)
 {
-	struct vw_node_activity act = { .now_ns = now_ns, .ncpus = g->stat.ncpus };
-	uint64_t dt_ns = g->ticked && now_ns > g->last_ns ? now_ns - g->last_ns : 0;
-	struct vw_cpu_stat cur;
-	size_t best;
-	int r = vw_procfs_read_stat(g->d.procfs_fd, &cur);
+	size_t want = vw_node_want_index(g->node, 0);
+	uint64_t dt_ns;
+	int r;
 
-	if (r < 0) {
-		vw_complain(&g->stat_complaint, VW_LOG_WARN, "guest: reading %s/stat: %s",
-			    g->cfg->common.procfs, strerror(-r));
-		cur = g->stat;
-	} else {
-		vw_release(&g->stat_complaint, VW_LOG_INFO, "guest: %s/stat readable again",
-			   g->cfg->common.procfs);
-	}
-	if (dt_ns) {
-		long hz = sysconf(_SC_CLK_TCK);
-
-		act.elapsed_ns = dt_ns;
-		act.usage_ratio = g->usage = vw_cpu_stat_usage(&g->stat, &cur);
-		act.cpu_ms_per_s = (double)vw_cpu_stat_busy_delta(&g->stat, &cur) * 1000.0 /
-				   (double)(hz > 0 ? hz : 100) / ((double)dt_ns / 1e9);
-	}
-	g->stat = cur;
 	if (g->reader)
 		(void)vw_reader_poll(g->reader); /* -ENOENT until a channel exists: not an error */
 	vw_guest_host_model_poll(&g->host_model, g->reader);
-	for (size_t i = 0; i < VW_ZONE__COUNT; i++)
-		g->z[i].int_idle = g->z[i].int_active = g->z[i].given_idle = 0;
-	/* The source chosen stays while fresh; a stale one hands over to the next fresh one at
-	 * once; a better one that comes back takes over at the next interval (hysteresis). */
-	best = vw_power_source_pick(g->src, g->n_src);
-	g->used = VW_MAX(g->want, best);
-	source_interval(g, &act);
-	for (size_t i = 0; i < VW_ZONE__COUNT; i++) {
-		g->z[i].idle_uj = vw_energy_add(g->z[i].idle_uj, g->z[i].int_idle);
-		g->z[i].active_uj = vw_energy_add(g->z[i].active_uj, g->z[i].int_active);
-	}
-	if (best != g->want)
-		switch_to(g, best, &act);
+	(void)vw_node_sample(g->node, now_ns); /* a /proc/stat it cannot read: complained */
+	dt_ns = vw_node_close(g->node); /* a tick is an interval */
+	if (vw_node_want_index(g->node, 0) != want)
+		say_switch(g);
 	attribute(g, dt_ns);
 	attach_gpu_share(g);
 	vw_gpus_sample(g->d.gpus, now_ns); /* once a tick: the interval is the tick's */
 	vw_gpus_close_interval(g->d.gpus);
 	vw_daemon_attribute_gpus(&g->d, NULL, NULL); /* no VMs in a guest */
-	g->last_ns = now_ns;
 	g->ticked = true;
-	r = render_and_publish(g, dt_ns);
+	r = render_and_publish(g);
 	vw_state_file_tick(g->state, now_ns);
 	return r;
 }
@@ -582,10 +448,13 @@ enum vw_guest_source vw_guest_source_used(const struct vw_guest *g)
 void vw_guest_last_interval(const struct vw_guest *g, uint64_t node[VW_ZONE__COUNT][2],
 			    uint64_t given[VW_ZONE__COUNT][2])
 {
+	struct vw_zone_energy ze[VW_ZONE__COUNT];
+
+	vw_node_zone_energy(g->node, ze);
 	for (size_t i = 0; i < VW_ZONE__COUNT; i++) {
-		node[i][0] = given[i][0] = g->z[i].int_active;
-		node[i][1] = g->z[i].int_idle;
-		given[i][1] = g->z[i].given_idle;
+		node[i][0] = given[i][0] = ze[i].active_uj;
+		node[i][1] = ze[i].idle_uj;
+		given[i][1] = ze[i].idle_to_node ? 0 : ze[i].idle_uj;
 	}
 }
 

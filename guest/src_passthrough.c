@@ -4,17 +4,16 @@
  * received over the virtio-serial port or the shared folder (virtio-channel/reader.h). It is
  * first in the guest's chain, before the estimator, and fresh only while frames keep coming.
  *
- * One zone per zone kind, path "vm": each zone's raw counter is the accumulator's total
- * (idle + active, only grows across host restarts and takeovers), and the idle op gives the
- * idle part, so the host's exact split reaches the guest's workloads. A zone the host never
- * sent reads -ENODATA (not present).
+ * One zone per zone kind, path "vm": each zone's idle and active counters are the accumulator's
+ * (each only grows across host restarts and takeovers), read as the host split them, so its
+ * exact split reaches the guest's workloads. A zone the host never sent reads -ENODATA (not
+ * present).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "energy.h"
 #include "guest_sources.h"
 #include "reader.h"
 
@@ -55,7 +54,8 @@ static const struct vw_proto_acc_zone *acc_zone(const struct passthrough *p, siz
 	return a->seen || a->idle_uj || a->active_uj ? a : NULL;
 }
 
-static int pt_read(void *state, const struct vw_node_activity *act, uint64_t *raw_uj, int *errs)
+static int pt_read_split(void *state, const struct vw_node_activity *act, uint64_t *idle_uj,
+			 uint64_t *active_uj, int *errs)
 {
 	struct passthrough *p = state;
 	int r = -ENODATA;
@@ -65,24 +65,14 @@ static int pt_read(void *state, const struct vw_node_activity *act, uint64_t *ra
 		const struct vw_proto_acc_zone *a = acc_zone(p, i);
 
 		errs[i] = a ? 0 : -ENODATA;
-		raw_uj[i] = a ? vw_energy_add(a->idle_uj, a->active_uj) : 0;
+		idle_uj[i] = a ? a->idle_uj : 0;
+		active_uj[i] = a ? a->active_uj : 0;
 		if (a) {
 			p->info[i].idle_w = a->idle_w; /* the host's baseline for this VM */
 			r = 0;
 		}
 	}
 	return r;
-}
-
-static void pt_idle(void *state, uint64_t *idle_uj)
-{
-	struct passthrough *p = state;
-
-	for (size_t i = 0; i < VW_ZONE__COUNT; i++) {
-		const struct vw_proto_acc_zone *a = acc_zone(p, i);
-
-		idle_uj[i] = a ? a->idle_uj : 0;
-	}
 }
 
 static bool pt_fresh(void *state)
@@ -111,8 +101,7 @@ const struct vw_power_source_ops vw_src_passthrough = {
 	.measured = true, /* the host's figures; whether it measured them is in its frames */
 	.open = pt_open,
 	.zones = pt_zones,
-	.read = pt_read,
-	.idle = pt_idle,
+	.read_split = pt_read_split,
 	.fresh = pt_fresh,
 	.stats = pt_stats,
 	.close = pt_close,

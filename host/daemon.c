@@ -10,14 +10,12 @@
 #include "energy.h"
 #include "fileio.h"
 #include "gpu.h"
-#include "idle.h"
-#include "interval.h"
 #include "log.h"
 #include "meters.h"
 #include "metrics.h"
 #include "model.h"
+#include "node.h"
 #include "power.h"
-#include "procfs.h"
 #include "publish.h"
 #include "selfstats.h"
 #include "training.h"
@@ -27,46 +25,16 @@
 #include "vm_vfio.h"
 #include "workloads.h"
 
-struct zone_state {
-	struct vw_energy_counter ctr;
-	struct vw_interval_mark closed; /* ctr at the last publication */
-	uint64_t read_errors;
-	uint64_t filled_ns; /* its source counted from a held reading (a polled meter's) */
-	double configured_idle_w; /* < 0: none */
-	struct vw_idle_fit *fit;
-	struct vw_node_zone_view view;
-	uint64_t int_idle_uj, int_active_uj; /* the last interval's split */
-	bool measured; /* its source is a meter: the idle baseline may be learned from it */
-};
-
-/* An open power source and where its zones went: map[j] is the host's index of the source's
- * zone j, or -1 for one left out (a model's platform zone where a platform meter exists). */
-struct host_source {
-	struct vw_power_source ps;
-	int map[VW_POWER_MAX_ZONES];
-	size_t n_zones;
-	uint64_t gaps_seen; /* the source's own gap count (a polled meter's) already added */
-};
-
 enum { SRC_CPU, SRC_PLATFORM }; /* the CPU zones' source (always), the platform meter's */
 
 struct vw_host {
 	struct vw_daemon d; /* roots, model, accountant, workloads, exposition (daemon_base.h) */
 	const struct vw_host_config *cfg;
 	struct vw_host_meters meters; /* the meters' configuration, from cfg */
-	struct host_source src[2]; /* [SRC_CPU], then [SRC_PLATFORM] when a platform meter opened */
+	/* Opened: [SRC_CPU], then [SRC_PLATFORM] when a platform meter opened; then the stage's. */
+	struct vw_power_source src[2];
 	size_t n_src;
-	struct vw_zone_info zones[VW_POWER_MAX_ZONES]; /* every source's zones, as used */
-	size_t n_zones;
-	struct zone_state *zs;
-	struct vw_cpu_stat stat_sample, stat_publish;
-	uint64_t sample_ns, publish_ns; /* time of the last sample and publication */
-	bool sampled;
-	double usage;
-	struct vw_complaint stat_complaint;
-	bool has_noncpu;    /* a platform zone and CPU zones: their difference is shown */
-	uint64_t noncpu_uj; /* platform minus package and dram, each interval's at least 0 */
-	double noncpu_w;
+	struct vw_node *node; /* the node's energy: sources, counters, idle, split (node.h) */
 	struct vw_vms *vms;
 	struct vw_vm_info *vm_list; /* the VM sources' last list: vGPUs are matched to it */
 	size_t n_vm_list;
@@ -113,62 +81,28 @@ static int parse_idle_overrides(const struct vw_strlist *l, double out[VW_ZONE__
 	return 0;
 }
 
-/* The sources' zones into h->zones: a platform meter's platform zone replaces a model's. */
-static void gather_zones(struct vw_host *h)
+/* The stage over the sources, which it owns from here. */
+static int setup_node(struct vw_host *h)
 {
-	for (size_t s = 0; s < h->n_src; s++) {
-		struct host_source *hs = &h->src[s];
-		const struct vw_zone_info *zi;
-
-		hs->n_zones = VW_MIN(hs->ps.ops->zones(hs->ps.state, &zi), VW_POWER_MAX_ZONES);
-		for (size_t j = 0; j < hs->n_zones; j++) {
-			bool replaced = s == SRC_CPU && h->n_src > SRC_PLATFORM &&
-					zi[j].zone == VW_ZONE_PLATFORM;
-
-			hs->map[j] = -1;
-			if (replaced || h->n_zones == VW_POWER_MAX_ZONES)
-				continue;
-			hs->map[j] = (int)h->n_zones;
-			h->zones[h->n_zones++] = zi[j];
-		}
-	}
-}
-
-static int setup_zones(struct vw_host *h)
-{
-	double overrides[VW_ZONE__COUNT];
-	int r = parse_idle_overrides(&h->cfg->idle_watts, overrides);
+	double idle_w[VW_ZONE__COUNT];
+	struct vw_node_chain chains[2] = { 0 };
+	struct vw_node_opts o = { .procfs_fd = h->d.procfs_fd,
+				  .procfs = h->cfg->common.procfs,
+				  .who = "host",
+				  .stat = h->d.stat,
+				  .idle_w = idle_w,
+				  .idle_window = h->cfg->idle_window,
+				  .idle_min_spread = h->cfg->idle_min_spread,
+				  .noncpu = true };
+	int r = parse_idle_overrides(&h->cfg->idle_watts, idle_w);
+	size_t n = h->n_src;
 
 	if (r < 0)
 		return r;
-	gather_zones(h);
-	h->zs = calloc(h->n_zones ? h->n_zones : 1, sizeof(*h->zs));
-	if (!h->zs)
-		return -ENOMEM;
-	for (size_t s = 0; s < h->n_src; s++)
-		for (size_t j = 0; j < h->src[s].n_zones; j++)
-			if (h->src[s].map[j] >= 0)
-				h->zs[h->src[s].map[j]].measured = h->src[s].ps.ops->measured;
-	for (size_t i = 0; i < h->n_zones; i++) {
-		struct zone_state *z = &h->zs[i];
-
-		vw_energy_counter_init(&z->ctr, h->zones[i].max_range_uj, h->zones[i].max_power_uw);
-		z->configured_idle_w = overrides[h->zones[i].zone];
-		z->fit = vw_idle_fit_new(h->cfg->idle_window, h->cfg->idle_min_spread);
-		if (!z->fit)
-			return -ENOMEM;
-		z->view = (struct vw_node_zone_view){ .zone = h->zones[i].zone,
-						      .path = h->zones[i].path,
-						      .idle_baseline_w = -1 };
-		if (h->zones[i].max_range_uj)
-			vw_info("power: zone %s socket %u at %s (wraps at %llu uJ)",
-				vw_zone_name(h->zones[i].zone), h->zones[i].socket,
-				h->zones[i].path, (unsigned long long)h->zones[i].max_range_uj);
-		else
-			vw_info("power: zone %s socket %u at %s", vw_zone_name(h->zones[i].zone),
-				h->zones[i].socket, h->zones[i].path);
-	}
-	return 0;
+	for (size_t s = 0; s < n; s++)
+		chains[s] = (struct vw_node_chain){ .src = { h->src[s] }, .n = 1 };
+	h->n_src = 0;
+	return vw_node_new(&o, chains, n, &h->node);
 }
 
 static bool passthrough_asked(const struct vw_host_config *c)
@@ -221,6 +155,7 @@ static int setup_vms(struct vw_host *h)
 								10 * VW_NSEC_PER_SEC),
 				 .processes = host_processes,
 				 .processes_ud = h };
+	const struct vw_power_source *cpu = vw_node_source(h->node, SRC_CPU, 0);
 	struct vw_power_source_stats st = { 0 };
 	struct vw_publish_opts po;
 
@@ -240,8 +175,8 @@ static int setup_vms(struct vw_host *h)
 	h->channels = vw_vm_channels_new(); /* what the publisher needs of each listing */
 	if (!h->channels)
 		return -ENOMEM;
-	if (h->src[SRC_CPU].ps.ops->stats)
-		h->src[SRC_CPU].ps.ops->stats(h->src[SRC_CPU].ps.state, &st);
+	if (cpu->ops->stats)
+		cpu->ops->stats(cpu->state, &st);
 	po = (struct vw_publish_opts){
 		.period_ns = c->passthrough_interval_ns ? c->passthrough_interval_ns
 							: VW_MAX(c->common.interval_ns, VW_NSEC_PER_SEC),
@@ -249,7 +184,7 @@ static int setup_vms(struct vw_host *h)
 		.energy_step_uj = (uint64_t)(c->passthrough_energy_step_j * 1e6),
 		.power_step_w = c->passthrough_power_step_w,
 		.share_root = nonempty(c->passthrough_share_root),
-		.source = h->src[SRC_CPU].ps.ops->name,
+		.source = cpu->ops->name,
 		.model = st.model,
 		.lock_dir = nonempty(c->passthrough_lock_dir),
 		.procfs_root = c->common.procfs,
@@ -418,7 +353,7 @@ static int open_sources(struct vw_host *h, const struct vw_power_env *env)
 	int r = cpu_source_names(h->cfg, buf, &cpu_names);
 
 	if (r == 0)
-		r = vw_power_source_open(vw_host_power_sources, env, cpu_names, &h->src[SRC_CPU].ps);
+		r = vw_power_source_open(vw_host_power_sources, env, cpu_names, &h->src[SRC_CPU]);
 	if (r < 0) {
 		vw_error("power: no power source could be opened");
 		return r;
@@ -427,7 +362,7 @@ static int open_sources(struct vw_host *h, const struct vw_power_env *env)
 	if (plat->n == 1 && strcmp(plat->v[0], "none") == 0)
 		return 0;
 	r = vw_power_source_open(vw_host_platform_sources, env, names_or_all(plat),
-				 &h->src[SRC_PLATFORM].ps);
+				 &h->src[SRC_PLATFORM]);
 	if (r == -EINVAL) {
 		vw_error("config: --platform.sources names a meter this build does not have "
 			 "(known: acpi, redfish, ipmi; none for no platform meter)");
@@ -457,7 +392,6 @@ int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 		r = vw_daemon_load_model(&h->d, NULL);
 	if (r < 0)
 		goto fail;
-	h->stat_sample = h->d.stat;
 	r = vw_host_meters_setup(&h->meters, cfg, h->d.node_name);
 	if (r < 0)
 		goto fail;
@@ -468,7 +402,7 @@ int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 				     .ctx = &h->meters.cfg };
 	r = open_sources(h, &env);
 	if (r == 0)
-		r = setup_zones(h);
+		r = setup_node(h);
 	if (r == 0)
 		r = setup_workloads(h);
 	if (r == 0)
@@ -487,9 +421,6 @@ void vw_host_free(struct vw_host *h)
 {
 	if (!h)
 		return;
-	for (size_t i = 0; h->zs && i < h->n_zones; i++)
-		vw_idle_fit_free(h->zs[i].fit);
-	free(h->zs);
 	vw_host_training_free(h->training);
 	vw_publisher_free(h->publisher);
 	vw_vms_close(h->vms);
@@ -498,7 +429,8 @@ void vw_host_free(struct vw_host *h)
 	vw_vm_channels_free(h->channels);
 	/* The workloads hold no reference to the sources: the engine's part goes after them. */
 	for (size_t s = 0; s < h->n_src; s++)
-		vw_power_source_close(&h->src[s].ps);
+		vw_power_source_close(&h->src[s]);
+	vw_node_free(h->node);
 	vw_host_meters_fini(&h->meters);
 	vw_daemon_fini(&h->d);
 	free(h);
@@ -509,155 +441,23 @@ struct vw_exposition *vw_host_exposition(struct vw_host *h)
 	return h->d.expo;
 }
 
-static void read_source(struct vw_host *h, struct host_source *hs,
-			const struct vw_node_activity *act)
-{
-	uint64_t raw[VW_POWER_MAX_ZONES] = { 0 };
-	int errs[VW_POWER_MAX_ZONES] = { 0 };
-
-	struct vw_power_source_stats st = { 0 };
-	uint64_t new_gaps = 0;
-
-	(void)hs->ps.ops->read(hs->ps.state, act, raw, errs);
-	/* A polled meter's gaps (spans it counted nothing for) are its zone's gaps too. */
-	if (hs->ps.ops->stats) {
-		hs->ps.ops->stats(hs->ps.state, &st);
-		new_gaps = st.gaps > hs->gaps_seen ? st.gaps - hs->gaps_seen : 0;
-		hs->gaps_seen = VW_MAX(hs->gaps_seen, st.gaps);
-	}
-	for (size_t j = 0; j < hs->n_zones; j++) {
-		struct zone_state *z;
-
-		if (hs->map[j] < 0)
-			continue;
-		z = &h->zs[hs->map[j]];
-		z->ctr.gaps += new_gaps;
-		z->filled_ns = VW_MAX(z->filled_ns, st.filled_ns);
-		/* The source logs its own failures (rate-limited); count them here. */
-		if (errs[j] < 0) {
-			z->read_errors++;
-			continue;
-		}
-		vw_energy_counter_update(&z->ctr, raw[j], act->now_ns, NULL);
-	}
-}
-
-static void read_meters(struct vw_host *h, const struct vw_node_activity *act)
-{
-	for (size_t s = 0; s < h->n_src; s++)
-		read_source(h, &h->src[s], act);
-}
-
 int vw_host_sample(struct vw_host *h, uint64_t now_ns)
 {
-	struct vw_node_activity act = { .now_ns = now_ns, .ncpus = h->stat_sample.ncpus };
-	struct vw_cpu_stat cur;
-	int r = vw_procfs_read_stat(h->d.procfs_fd, &cur);
+	int r = vw_node_sample(h->node, now_ns);
 
-	if (r < 0) {
-		vw_complain(&h->stat_complaint, VW_LOG_WARN, "host: reading %s/stat: %s",
-			    h->cfg->common.procfs, strerror(-r));
-		cur = h->stat_sample; /* no CPU time seen this tick */
-	} else {
-		vw_release(&h->stat_complaint, VW_LOG_INFO, "host: %s/stat readable again",
-			   h->cfg->common.procfs);
-	}
-	if (h->sampled && now_ns > h->sample_ns) {
-		long hz = sysconf(_SC_CLK_TCK);
-		double secs = (double)(now_ns - h->sample_ns) / 1e9;
-		uint64_t busy = vw_cpu_stat_busy_delta(&h->stat_sample, &cur);
-
-		act.elapsed_ns = now_ns - h->sample_ns;
-		act.usage_ratio = vw_cpu_stat_usage(&h->stat_sample, &cur);
-		act.cpu_ms_per_s = (double)busy * 1000.0 / (double)(hz > 0 ? hz : 100) / secs;
-	} else {
-		h->stat_publish = cur;
-		h->publish_ns = now_ns;
-	}
-	read_meters(h, &act);
 	vw_gpus_sample(h->d.gpus, now_ns);
-	h->stat_sample = cur;
-	h->sample_ns = now_ns;
-	h->sampled = true;
 	return r;
-}
-
-static double pick_idle(struct zone_state *z, const struct vw_zone_info *zi,
-			enum vw_idle_method *method)
-{
-	double w;
-
-	if (z->configured_idle_w >= 0) {
-		*method = VW_IDLE_CONFIGURED;
-		return z->configured_idle_w;
-	}
-	if (zi->idle_w >= 0) {
-		*method = VW_IDLE_SOURCE;
-		return zi->idle_w;
-	}
-	if (vw_idle_fit_get(z->fit, &w) == 0) {
-		*method = VW_IDLE_FITTED;
-		return w;
-	}
-	*method = VW_IDLE_RESIDUAL;
-	return -1;
-}
-
-static void close_zone_interval(struct vw_host *h, size_t i, uint64_t dt_ns)
-{
-	struct zone_state *z = &h->zs[i];
-	struct vw_node_zone_view *v = &z->view;
-	double idle_w = pick_idle(z, &h->zones[i], &v->idle_method);
-	struct vw_interval_split s;
-	bool clean = vw_interval_close(&z->closed, &z->ctr, NULL, dt_ns, idle_w, h->usage, &s);
-
-	/* Learn the baseline only from clean intervals of a real meter. */
-	if (z->measured && clean && dt_ns > 0)
-		vw_idle_fit_add(z->fit, h->usage, s.watts);
-	z->int_idle_uj = s.idle_uj;
-	z->int_active_uj = s.active_uj;
-	VW_INTERVAL_ADD(v, &s);
-	v->gaps = z->ctr.gaps;
-	v->wraps = z->ctr.wraps;
-	v->read_errors = z->read_errors;
-	v->filled_us = z->filled_ns / 1000;
-}
-
-/* Platform energy beyond the CPU zones this interval (both measured to the same sample). */
-static void close_noncpu(struct vw_host *h, uint64_t dt_ns)
-{
-	uint64_t plat = 0, cpu = 0, d;
-	bool has_plat = false, has_cpu = false;
-
-	for (size_t i = 0; i < h->n_zones; i++) {
-		uint64_t e = h->zs[i].int_idle_uj + h->zs[i].int_active_uj;
-
-		if (h->zones[i].zone == VW_ZONE_PLATFORM) {
-			plat += e;
-			has_plat = true;
-		} else if (h->zones[i].zone == VW_ZONE_PACKAGE || h->zones[i].zone == VW_ZONE_DRAM) {
-			cpu += e;
-			has_cpu = true;
-		}
-	}
-	h->has_noncpu = has_plat && has_cpu;
-	d = plat > cpu ? plat - cpu : 0;
-	h->noncpu_uj = vw_energy_add(h->noncpu_uj, d);
-	h->noncpu_w = vw_energy_watts(d, dt_ns);
 }
 
 static int render_and_publish(struct vw_host *h)
 {
 	struct vw_platform_reading rows[VW_PLATFORM_MAX_READINGS];
-	const struct vw_power_source *plat =
-		h->n_src > SRC_PLATFORM ? &h->src[SRC_PLATFORM].ps : NULL;
-	const struct vw_power_source *cpu = &h->src[SRC_CPU].ps;
+	const struct vw_power_source *plat = vw_node_source(h->node, SRC_PLATFORM, 0);
+	const struct vw_power_source *cpu = vw_node_source(h->node, SRC_CPU, 0);
 	struct vw_node_zone_view views[VW_POWER_MAX_ZONES];
 	struct vw_power_source_stats st = { 0 };
 	struct vw_node_view v;
 
-	for (size_t i = 0; i < h->n_zones; i++)
-		views[i] = h->zs[i].view;
 	if (cpu->ops->stats)
 		cpu->ops->stats(cpu->state, &st);
 	v = (struct vw_node_view){ .source = cpu->ops->name,
@@ -666,15 +466,10 @@ static int render_and_publish(struct vw_host *h)
 				   .model = st.model,
 				   .model_clamped = st.clamped,
 				   .model_extrapolated = st.extrapolated,
-				   .usage_ratio = h->usage,
-				   .zones = views,
-				   .n_zones = h->n_zones,
 				   .cpus = h->d.cpus,
 				   .n_cpus = h->d.n_cpus,
-				   .platform_readings = rows,
-				   .has_noncpu = h->has_noncpu,
-				   .noncpu_uj = h->noncpu_uj,
-				   .noncpu_watts = h->noncpu_w };
+				   .platform_readings = rows };
+	vw_node_fill_view(h->node, &v, views);
 	if (plat && plat->ops->readings)
 		v.n_platform_readings = plat->ops->readings(plat->state, rows, ARRAY_SIZE(rows));
 	return vw_daemon_render_publish(&h->d, &v);
@@ -770,17 +565,11 @@ static void feed_publisher(struct vw_host *h)
 /* Hand the interval's split (sockets summed per zone kind) to the workloads. */
 static void attribute_workloads(struct vw_host *h, uint64_t dt_ns)
 {
-	struct vw_zone_energy ze[VW_ZONE__COUNT] = { 0 };
+	struct vw_zone_energy ze[VW_ZONE__COUNT];
 
 	if (!h->d.workloads)
 		return;
-	for (size_t i = 0; i < h->n_zones; i++) {
-		struct vw_zone_energy *e = &ze[h->zones[i].zone];
-
-		e->present = true;
-		e->active_uj += h->zs[i].int_active_uj;
-		e->idle_uj += h->zs[i].int_idle_uj;
-	}
+	vw_node_zone_energy(h->node, ze);
 	refresh_vms(h);
 	(void)vw_workloads_interval(h->d.workloads, &h->d.cpu, ze, dt_ns, &h->d.cpu_complaint);
 }
@@ -789,10 +578,12 @@ static void attribute_workloads(struct vw_host *h, uint64_t dt_ns)
 static void train_interval(struct vw_host *h)
 {
 	struct vw_host_train_zone z[VW_POWER_MAX_ZONES];
+	size_t n = vw_node_n_zones(h->node);
 
-	for (size_t i = 0; i < h->n_zones; i++)
-		z[i] = (struct vw_host_train_zone){ &h->zs[i].view, h->zs[i].measured };
-	vw_host_training_interval(h->training, h->sample_ns, &h->stat_sample, z, h->n_zones,
+	for (size_t i = 0; i < n; i++)
+		z[i].view = vw_node_zone(h->node, i, &z[i].measured);
+	vw_host_training_interval(h->training, vw_node_sample_ns(h->node), vw_node_stat(h->node),
+				  z, n,
 				  h->d.workloads);
 }
 
@@ -812,15 +603,10 @@ int vw_host_publish(struct vw_host *h, uint64_t now_ns)
 {
 	uint64_t dt_ns;
 
-	if (!h->sampled)
-		return -EAGAIN;
-	/* The interval ends at the last sample: energy and CPU time are both measured to it. */
-	dt_ns = h->sample_ns - h->publish_ns;
 	(void)now_ns;
-	h->usage = vw_cpu_stat_usage(&h->stat_publish, &h->stat_sample);
-	for (size_t i = 0; i < h->n_zones; i++)
-		close_zone_interval(h, i, dt_ns);
-	close_noncpu(h, dt_ns);
+	if (!vw_node_sampled(h->node))
+		return -EAGAIN;
+	dt_ns = vw_node_close(h->node); /* to the last sample */
 	vw_gpus_close_interval(h->d.gpus); /* to the same last sample */
 	attribute_workloads(h, dt_ns);
 	vw_daemon_attribute_gpus(&h->d, vgpu_owner, h);
@@ -828,8 +614,6 @@ int vw_host_publish(struct vw_host *h, uint64_t now_ns)
 	feed_publisher(h); /* each VM's zones, its vGPUs' included */
 	if (h->publisher)
 		(void)vw_host_training_vm_models(h->training, push_vm_model, h);
-	h->stat_publish = h->stat_sample;
-	h->publish_ns = h->sample_ns;
 	return render_and_publish(h);
 }
 

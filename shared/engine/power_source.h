@@ -81,15 +81,17 @@ struct vw_power_source_ops {
 	/* Zones of this source; valid until close. */
 	size_t (*zones)(void *state, const struct vw_zone_info **ret_zones);
 	/*
-	 * Fill raw_uj[i] for each zone; errs[i] = 0 or -errno for that zone. Returns 0 when at least
-	 * one zone was read, else the first error.
+	 * Fill raw_uj[i] for each zone; errs[i] = 0 or -errno for that zone (-ENODATA: the source
+	 * has no energy for it yet). Returns 0 when at least one zone was read, else the first
+	 * error. A source that splits idle and active itself has read_split instead.
 	 */
 	int (*read)(void *state, const struct vw_node_activity *act, uint64_t *raw_uj, int *errs);
+	/* Instead of read, for a source that knows each zone's split (the guest's passthrough:
+	 * its host's split for this VM): the idle and the active counter of each zone. */
+	int (*read_split)(void *state, const struct vw_node_activity *act, uint64_t *idle_uj,
+			  uint64_t *active_uj, int *errs);
 	/* Optional: counters for metrics. */
 	void (*stats)(void *state, struct vw_power_source_stats *ret);
-	/* Optional: the idle part of each zone's last raw counter, where the source knows the
-	 * split itself (the guest's passthrough: the host's split for this VM). */
-	void (*idle)(void *state, uint64_t *idle_uj);
 	/* Optional: whether the source has fresh readings now (without it: always). A daemon
 	 * that keeps a chain open uses its first fresh source (vw_power_source_pick). */
 	bool (*fresh)(void *state);
