@@ -40,6 +40,9 @@ struct vw_host {
 	size_t n_vm_list;
 	struct vw_vm_channels *channels; /* each listed VM's channel, for the publisher */
 	struct vw_publisher *publisher;
+	struct vw_group_energy *feed_ge; /* the publisher's input, kept (feed_publisher) */
+	struct vw_vm_energy *feed_vm;
+	size_t feed_cap;
 	struct vw_complaint vm_complaint;
 	struct vw_vm_vfio *vfio; /* GPUs passed through to VMs, named as theirs */
 	struct vw_host_training *training; /* --model.train.*: NULL when off */
@@ -423,6 +426,8 @@ void vw_host_free(struct vw_host *h)
 		return;
 	vw_host_training_free(h->training);
 	vw_publisher_free(h->publisher);
+	free(h->feed_ge);
+	free(h->feed_vm);
 	vw_vms_close(h->vms);
 	free(h->vm_list);
 	vw_vm_vfio_free(h->vfio);
@@ -536,27 +541,48 @@ static bool vgpu_owner(void *ud, const struct vw_gpu_vgpu_energy *e, char id[VW_
 				e->vm_id_type == VW_GPU_VM_ID_UUID, e->mdev_uuid, id);
 }
 
-/* Each VM's own cumulative energy goes to its guest on the publisher's schedule. */
+/* Room for n VMs in the publisher's buffers (kept: an interval is handed on once only). */
+static int feed_reserve(struct vw_host *h, size_t n)
+{
+	struct vw_group_energy *ge;
+	struct vw_vm_energy *e;
+
+	if (n <= h->feed_cap)
+		return 0;
+	ge = reallocarray(h->feed_ge, n, sizeof(*ge));
+	if (ge)
+		h->feed_ge = ge;
+	e = ge ? reallocarray(h->feed_vm, n, sizeof(*e)) : NULL;
+	if (!e)
+		return -ENOMEM;
+	h->feed_vm = e;
+	h->feed_cap = n;
+	return 0;
+}
+
+/* Each VM's interval to the publisher, which adds them up for its guest. */
 static void feed_publisher(struct vw_host *h)
 {
-	_cleanup_free_ struct vw_group_energy *ge = NULL;
-	_cleanup_free_ struct vw_vm_energy *e = NULL;
-	size_t max, n;
+	struct vw_vm_energy *e;
+	size_t n;
 
 	if (!h->publisher || !h->d.workloads)
 		return;
-	max = vw_workloads_n_groups(h->d.workloads);
-	ge = calloc(max + 1, sizeof(*ge));
-	e = calloc(max + 1, sizeof(*e));
-	if (!ge || !e)
+	if (feed_reserve(h, vw_workloads_n_groups(h->d.workloads) + 1) < 0) {
+		vw_complain(&h->vm_complaint, VW_LOG_WARN,
+			    "passthrough: out of memory: this interval's VM energy is not published");
 		return;
-	n = vw_workloads_group_energy(h->d.workloads, ge, max);
+	}
+	e = h->feed_vm;
+	n = vw_workloads_group_energy(h->d.workloads, h->feed_ge, h->feed_cap);
 	for (size_t i = 0; i < n; i++) {
-		snprintf(e[i].uuid, sizeof(e[i].uuid), "%s", ge[i].id);
+		const struct vw_group_energy *g = &h->feed_ge[i];
+
+		snprintf(e[i].uuid, sizeof(e[i].uuid), "%s", g->id);
 		snprintf(e[i].channel_path, sizeof(e[i].channel_path), "%s",
-			 vw_vm_channels_get(h->channels, ge[i].id));
-		e[i].n_zones = ge[i].n_zones;
-		memcpy(e[i].zones, ge[i].zones, sizeof(e[i].zones));
+			 vw_vm_channels_get(h->channels, g->id));
+		e[i].n_zones = g->n_zones;
+		memcpy(e[i].zones, g->zones, sizeof(e[i].zones));
 	}
 	if (vw_publisher_update(h->publisher, e, n) < 0)
 		vw_complain(&h->vm_complaint, VW_LOG_WARN, "passthrough: update failed");

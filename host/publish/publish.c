@@ -25,8 +25,7 @@
 struct pub_zone {
 	bool present;                  /* ever seen */
 	bool listed;                   /* in the latest update */
-	uint64_t in_idle, in_active;   /* the caller's last cumulative values */
-	uint64_t acc_idle, acc_active; /* accumulated here since first sight (this epoch) */
+	uint64_t acc_idle, acc_active; /* the caller's intervals added up (this epoch) */
 	double idle_w, active_w;
 };
 
@@ -338,7 +337,8 @@ static int vm_open(struct vw_publisher *p, struct pub_vm *vm)
 	return 0;
 }
 
-/* Fold the caller's cumulative values into our own accumulators: a decrease is a reset. */
+/* Add the caller's interval to the VM's accumulators: the only place on the VM's path where
+ * intervals become the counters its guest reads (one per epoch, restarted at the lock). */
 static void vm_take_zones(struct pub_vm *vm, const struct vw_vm_energy *in)
 {
 	for (size_t z = 0; z < VW_ZONE__WIRE_COUNT; z++)
@@ -350,13 +350,8 @@ static void vm_take_zones(struct pub_vm *vm, const struct vw_vm_energy *in)
 		if ((unsigned)iz->zone >= VW_ZONE__WIRE_COUNT || vm->z[iz->zone].listed)
 			continue;
 		z = &vm->z[iz->zone];
-		z->acc_idle = vw_energy_add(z->acc_idle, z->present && iz->idle_uj >= z->in_idle
-							 ? iz->idle_uj - z->in_idle : iz->idle_uj);
-		z->acc_active = vw_energy_add(z->acc_active,
-					      z->present && iz->active_uj >= z->in_active
-						      ? iz->active_uj - z->in_active : iz->active_uj);
-		z->in_idle = iz->idle_uj;
-		z->in_active = iz->active_uj;
+		z->acc_idle = vw_energy_add(z->acc_idle, iz->idle_uj);
+		z->acc_active = vw_energy_add(z->acc_active, iz->active_uj);
 		z->idle_w = iz->idle_w;
 		z->active_w = iz->active_w;
 		z->present = z->listed = true;

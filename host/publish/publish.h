@@ -59,7 +59,7 @@ struct vw_publish_opts {
 
 #define VW_PUBLISH_LOCK_RETRY_NS (1 * 1000000000ULL) /* a refused VM's lock is tried this often */
 
-/* One VM's input: cumulative energy per zone since this process started counting it. */
+/* One VM's input: its energy per zone over the interval since the previous update. */
 struct vw_vm_energy {
 	char uuid[VW_UUID_LEN];   /* canonical lower-case */
 	char channel_path[256];   /* unix socket of the VM's org.virtwatt.power.0 channel, or "" */
@@ -104,7 +104,8 @@ struct vw_publisher *vw_publisher_new(const struct vw_publish_opts *opts);
 void vw_publisher_free(struct vw_publisher *p);
 
 /*
- * The VMs now and their cumulative energy. VMs missing from the list are closed (their state is
+ * The VMs now and their energy since the previous update (each interval given once: the
+ * publisher adds them up, per epoch). VMs missing from the list are closed (their state is
  * kept retain_ns, so one that comes back continues its counters); a changed channel_path
  * reconnects. Invalid UUIDs are skipped: -EINVAL after processing the rest.
  */

@@ -154,7 +154,7 @@ static void vm_counters(const struct vw_host_training *t, const struct vw_group_
 		for (size_t k = 0; k < g->n_zones; k++)
 			if (g->zones[k].zone == t->zone[z]) {
 				c->present[z] = node->present[z];
-				c->energy_uj[z] = g->zones[k].idle_uj + g->zones[k].active_uj;
+				c->energy_uj[z] = g->total_uj[k];
 			}
 	}
 }

@@ -24,8 +24,8 @@ enum vw_zone {
  * power (what a VM's guest is handed, say). */
 struct vw_zone_owner_energy {
 	enum vw_zone zone;
-	uint64_t idle_uj, active_uj; /* cumulative; a decrease is read as a reset of the source */
-	double idle_w, active_w;     /* over the latest interval */
+	uint64_t idle_uj, active_uj; /* over the latest interval */
+	double idle_w, active_w;     /* the same, as power */
 };
 
 /* "package", "core", ... "gpu" */

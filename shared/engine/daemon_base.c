@@ -423,8 +423,10 @@ static void attribute_vgpus(struct vw_daemon *d, vw_vgpu_owner_fn owner, void *u
 	_cleanup_free_ struct vw_group_gpu *g = calloc(max + 1, sizeof(*g));
 
 	*ret_idle = *ret_active = 0;
-	if (!e || !g)
-		return; /* no memory: the node's */
+	if (!e || !g) { /* no memory: the node's, and the VMs' last interval is no more theirs */
+		(void)vw_workloads_group_gpu(d->workloads, NULL, 0, ret_idle, ret_active);
+		return;
+	}
 	n = vw_gpus_vgpu_energy(d->gpus, e, max);
 	for (size_t i = 0; i < n; i++) {
 		g[i] = (struct vw_group_gpu){ .idle_uj = e[i].idle_uj, .active_uj = e[i].active_uj };

@@ -493,22 +493,27 @@ size_t vw_workloads_group_energy(const struct vw_workloads *w, struct vw_group_e
 		for (int z = 0; z < VW_ZONE__COUNT; z++) {
 			if (!w->present[z])
 				continue;
+			e->total_uj[e->n_zones] = vw_energy_add(v->z[z].uj[M_IDLE],
+								v->z[z].uj[M_ACTIVE]);
 			e->zones[e->n_zones++] = (struct vw_zone_owner_energy){
 				.zone = (enum vw_zone)z,
-				.idle_uj = v->z[z].uj[M_IDLE],
-				.active_uj = v->z[z].uj[M_ACTIVE],
+				.idle_uj = v->z[z].interval[M_IDLE],
+				.active_uj = v->z[z].interval[M_ACTIVE],
 				.idle_w = vw_energy_watts(v->z[z].interval[M_IDLE], w->dt_ns),
 				.active_w = vw_energy_watts(v->z[z].interval[M_ACTIVE], w->dt_ns),
 			};
 		}
-		if (v->has_gpu)
+		if (v->has_gpu) {
+			e->total_uj[e->n_zones] = vw_energy_add(v->gpu.uj[M_IDLE],
+								v->gpu.uj[M_ACTIVE]);
 			e->zones[e->n_zones++] = (struct vw_zone_owner_energy){
 				.zone = VW_ZONE_GPU,
-				.idle_uj = v->gpu.uj[M_IDLE],
-				.active_uj = v->gpu.uj[M_ACTIVE],
+				.idle_uj = v->gpu.interval[M_IDLE],
+				.active_uj = v->gpu.interval[M_ACTIVE],
 				.idle_w = vw_energy_watts(v->gpu.interval[M_IDLE], w->dt_ns),
 				.active_w = vw_energy_watts(v->gpu.interval[M_ACTIVE], w->dt_ns),
 			};
+		}
 		n++;
 	}
 	return n;
@@ -1048,6 +1053,9 @@ int vw_workloads_update(struct vw_workloads *w, const struct vw_cpu_snapshot *sn
 	int r = 0;
 
 	w->rescanned = false;
+	/* First: an update that stops early leaves no earlier interval to be given again (the
+	 * groups' intervals go to their guests' publisher, which adds them up). */
+	clear_intervals(w);
 	if (w->o.cgroupfs && !w->baseline_taken && vw_cgroupfs_scans(w->o.cgroupfs) == 0)
 		(void)vw_cgroupfs_scan(w->o.cgroupfs);
 	w->listed = false;
@@ -1068,7 +1076,6 @@ int vw_workloads_update(struct vw_workloads *w, const struct vw_cpu_snapshot *sn
 		w->baseline_taken = true;
 		return 0;
 	}
-	clear_intervals(w);
 	map_vms(w);
 	count_live(w);
 	r = build_groups(w);

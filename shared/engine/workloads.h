@@ -108,14 +108,16 @@ struct vw_group {
 };
 int vw_workloads_set_groups(struct vw_workloads *w, const struct vw_group *groups, size_t n);
 
-/* Each listed group's cumulative idle and active energy per zone (a VM's, for its guest) and
- * CPU time (for the host's training). */
+/* Each listed group's idle and active energy per zone over the latest interval (a VM's, for
+ * its guest's publisher, which adds them up), its cumulative energy and CPU time (for the
+ * host's training). */
 struct vw_group_energy {
 	char id[VW_UUID_LEN];
 	char name[256];
 	uint64_t cpu_ns;
 	size_t n_zones;
 	struct vw_zone_owner_energy zones[VW_ZONE__WIRE_COUNT]; /* zone gpu: its vGPUs' */
+	uint64_t total_uj[VW_ZONE__WIRE_COUNT]; /* zones[k]'s idle + active since first seen */
 };
 /* Fills at most max entries of out; returns how many. */
 size_t vw_workloads_group_energy(const struct vw_workloads *w, struct vw_group_energy *out,
