@@ -291,8 +291,9 @@ static void test_fitted_idle(void **state)
 static void test_chain_switch(void **state)
 {
 	struct fake pt = { .n = 2, .zi = { zone(VW_ZONE_PACKAGE, 0, 1.5), zone(VW_ZONE_DRAM, 0, -1) },
-			   .idle = { 100 * J, 10 * J }, .raw = { 300 * J, 10 * J }, .fresh = true };
-	struct fake model = { .n = 1, .zi = { zone(VW_ZONE_PACKAGE, 0, 1.0) }, .raw = { 5 * J } };
+			   .idle = { 100 * J }, .raw = { 300 * J }, .errs = { 0, -ENODATA },
+			   .fresh = true }; /* dram: not sent yet */
+	struct fake model = { .n = 1, .zi = { zone(VW_ZONE_PACKAGE, 0, 1.0) } }; /* from 0 */
 	struct vw_node_chain c = { .src = { src(&split_ops, &pt), src(&model_ops, &model) }, .n = 2 };
 	struct vw_node_opts o = { .zone_path = "vm", .estimated_idle_to_node = true };
 	struct vw_node_zone_view zv[VW_POWER_MAX_ZONES];
@@ -315,9 +316,9 @@ static void test_chain_switch(void **state)
 	assert_int_equal(vw_node_switches(n), 0); /* the first choice is no switch */
 	vw_node_fill_view(n, &v, zv);
 	assert_int_equal(v.n_zones, 1); /* the model's package; dram once a source read it */
-	/* Its 1 J idle + 3 J active, dram's 0.5 + 0.5, as it split them. */
+	/* Its 1 J idle + 3 J active, dram's first 0.5 + 0.5 (counted from 0), as it split them. */
 	pt.idle[0] += 1 * J, pt.raw[0] += 3 * J;
-	pt.idle[1] += J / 2, pt.raw[1] += J / 2;
+	pt.idle[1] = J / 2, pt.raw[1] = J / 2, pt.errs[1] = 0;
 	rig_stat(&r, 50, 50);
 	assert_int_equal(vw_node_sample(n, 2 * SEC), 0);
 	assert_int_equal(vw_node_close(n), SEC);
@@ -369,12 +370,50 @@ static void test_chain_switch(void **state)
 	rig_free(&r);
 }
 
+/* A chain's source counts from 0 when opened: the first interval it gives after a stale one
+ * hands over (no rebase: it was never used) is all energy, not a baseline. */
+static void test_handover_counts_first_read(void **state)
+{
+	struct fake pt = { .n = 1, .zi = { zone(VW_ZONE_PACKAGE, 0, -1) }, .fresh = true };
+	struct fake host_model = { .n = 1, .zi = { zone(VW_ZONE_PACKAGE, 0, 0.5) }, .fresh = true };
+	struct fake model = { .n = 1, .zi = { zone(VW_ZONE_PACKAGE, 0, 1.0) } };
+	struct vw_node_chain c = { .src = { src(&split_ops, &pt), src(&split_ops, &host_model),
+					    src(&model_ops, &model) },
+				   .n = 3 };
+	struct vw_node_opts o = { .zone_path = "vm", .estimated_idle_to_node = true };
+	const struct vw_node_zone_view *pkg;
+	struct vw_node *n;
+	struct rig r;
+
+	(void)state;
+	host_model.zi[0].idle_w = 0.5;
+	rig_init(&r, &o);
+	assert_int_equal(vw_node_new(&o, &c, 1, &n), 0);
+	pkg = view_of(n, VW_ZONE_PACKAGE);
+	assert_int_equal(vw_node_sample(n, SEC), 0);
+	(void)vw_node_close(n); /* the passthrough from the next interval */
+	pt.idle[0] = 1 * J, pt.raw[0] = 1 * J;
+	assert_int_equal(vw_node_sample(n, 2 * SEC), 0);
+	(void)vw_node_close(n);
+	assert_int_equal(pkg->total_uj, 2 * J);
+	pt.fresh = false; /* the host's model at once, its first reading all this interval's */
+	host_model.idle[0] = J / 2, host_model.raw[0] = 3 * J / 2;
+	assert_int_equal(vw_node_sample(n, 3 * SEC), 0);
+	(void)vw_node_close(n);
+	assert_ptr_equal(vw_node_used(n, 0)->state, &host_model);
+	assert_int_equal(pkg->total_uj, 4 * J);
+	assert_int_equal(model.reads, 1); /* read once, on the first tick */
+	vw_node_free(n);
+	rig_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_meters),
 		cmocka_unit_test(test_fitted_idle),
 		cmocka_unit_test(test_chain_switch),
+		cmocka_unit_test(test_handover_counts_first_read),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

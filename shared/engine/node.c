@@ -65,6 +65,17 @@ struct vw_node {
 	double noncpu_w;
 };
 
+/* Counters that start from what the source reports, without a delta. */
+static void prime_at(struct src_zone *sz, uint64_t raw_uj, uint64_t idle_uj, uint64_t now_ns)
+{
+	sz->ctr.primed = sz->idle.primed = true;
+	sz->ctr.last_raw_uj = raw_uj;
+	sz->idle.last_raw_uj = idle_uj;
+	sz->ctr.last_ns = sz->idle.last_ns = now_ns;
+	sz->mark_uj = sz->ctr.total_uj;
+	sz->mark_idle_uj = sz->idle.total_uj;
+}
+
 /* ---- zones ---------------------------------------------------------------------------------- */
 
 /* A zone kind some chain after c has: chain c's zones of that kind are left out for it (a
@@ -132,6 +143,10 @@ static int map_zones(struct vw_node *n)
 						       zi->max_power_uw);
 				vw_energy_counter_init(&s->z[j].idle, zi->max_range_uj,
 						       zi->max_power_uw);
+				/* A chain's sources count from 0 when opened (they integrate
+				 * from then): their first reading is energy, not a baseline. */
+				if (n->o.zone_path)
+					prime_at(&s->z[j], 0, 0, 0);
 				if (n->o.zone_path)
 					out = zi->zone < VW_ZONE__COUNT ? (int)zi->zone : -1;
 				else if (!replaced_later(n, c, zi->zone) &&
@@ -154,6 +169,9 @@ int vw_node_new(const struct vw_node_opts *o, struct vw_node_chain *chains, size
 	struct vw_node *n = calloc(1, sizeof(*n));
 	int r = n ? 0 : -ENOMEM;
 
+	for (size_t c = 0; c < n_chains; c++)
+		if (!chains[c].n || chains[c].n > VW_NODE_MAX_CHAIN || n_chains > VW_NODE_MAX_CHAINS)
+			r = -EINVAL; /* every source is still closed below */
 	for (size_t c = 0; c < n_chains && c < VW_NODE_MAX_CHAINS; c++) {
 		struct node_chain *ch = n ? &n->c[c] : NULL;
 
@@ -162,7 +180,7 @@ int vw_node_new(const struct vw_node_opts *o, struct vw_node_chain *chains, size
 
 			if (!s) { /* the stage owns the sources from here */
 				vw_power_source_close(&chains[c].src[k]);
-				r = -ENOMEM;
+				r = r < 0 ? r : -ENOMEM;
 				continue;
 			}
 			s->ps = chains[c].src[k];
@@ -249,8 +267,13 @@ static void read_source(struct vw_node *n, struct node_src *s, bool rebase)
 		sz->ctr.gaps += new_gaps;
 		z->gaps += new_gaps;
 		z->filled_ns = VW_MAX(z->filled_ns, filled_ns);
-		if (errs[j] == -ENODATA && !z->present) /* no such zone yet */
+		/* One zone per kind (zone_path): a kind the source lacks now is no error; at a
+		 * rebase its counter starts where the source says it stands. */
+		if (errs[j] == -ENODATA && n->o.zone_path) {
+			if (rebase)
+				prime_at(sz, a[j], idle[j], n->act.now_ns);
 			continue;
+		}
 		if (errs[j] < 0) {
 			z->read_errors += !rebase;
 			continue;
