@@ -10,6 +10,7 @@
 #include "fileio.h"
 #include "gpu.h"
 #include "guest_families.h"
+#include "guest_reader.h"
 #include "guest_sources.h"
 #include "log.h"
 #include "metrics.h"
@@ -90,64 +91,14 @@ static int open_sources(struct vw_guest *g)
 
 /* ---- state, passthrough, workloads --------------------------------------------------------- */
 
-/* Where deploy/libvirt/README.md mounted the host's folder before it agreed with the guest's
- * default (--passthrough.folder, /run/virtwatt/host): still looked at. */
-#define GUEST_FOLDER_ALT "/run/virtwatt-host"
-
-/*
- * Say at start where the passthrough was looked for, each place on its line, and which one is
- * used; none: one warning with the fix (the guest keeps looking, so a channel attached later
- * is picked up).
- */
-static void report_search(struct vw_guest *g)
-{
-	char buf[2048];
-	int r = vw_reader_search_report(g->reader, buf, sizeof(buf));
-
-	for (char *line = buf, *end; *line; line = end + (*end == '\n')) {
-		end = line + strcspn(line, "\n");
-		if (end > line)
-			vw_info("passthrough: looked at%.*s", (int)(end - line - 1), line + 1);
-		if (!*end)
-			break;
-	}
-	if (r == 0)
-		return;
-	vw_warn("passthrough: no channel or shared folder from the host found: this VM's power is "
-		"estimated by a model (virtwatt_guest_power_source_info says estimated), not "
-		"measured by its host. To receive it, attach deploy/libvirt/power-channel.xml to "
-		"the VM (virsh attach-device --config), or share the host's folder read-only and "
-		"mount it at %s (deploy/libvirt/README.md); either is picked up while this runs",
-		g->cfg->passthrough_folder ? g->cfg->passthrough_folder : "/run/virtwatt/host");
-}
-
 static int open_reader(struct vw_guest *g)
 {
-	const struct vw_guest_config *c = g->cfg;
-	struct vw_reader_config rc = { .path = nonempty(c->passthrough_path),
-				       .dev_root = nonempty(c->devfs),
-				       .sys_root = nonempty(c->common.sysfs),
-				       .folder = nonempty(c->passthrough_folder),
-				       .folder_alt = nonempty(c->passthrough_folder) &&
-							     strcmp(c->passthrough_folder,
-								    GUEST_FOLDER_ALT) != 0
-							     ? GUEST_FOLDER_ALT
-							     : NULL,
-				       .vm_uuid = nonempty(c->passthrough_vm_uuid),
-				       .stale_intervals = (unsigned)c->passthrough_stale_after,
-				       .max_watts = c->passthrough_max_watts,
-				       .hello = true };
+	int r = vw_guest_reader_open(g->cfg, &g->reader);
 
-	if (!c->passthrough_enable)
-		return 0;
-	g->reader = vw_reader_new(&rc);
-	if (!g->reader) {
-		vw_error("passthrough: %s", strerror(errno));
-		return -errno;
-	}
+	if (r < 0 || !g->reader)
+		return r;
 	g->ctx = (struct vw_guest_ctx){ .reader = g->reader, .host_model = &g->host_model };
-	report_search(g);
-	return vw_guest_host_model_init(&g->host_model, nonempty(c->state_file));
+	return vw_guest_host_model_init(&g->host_model, nonempty(g->cfg->state_file));
 }
 
 static int setup_workloads(struct vw_guest *g)
@@ -225,44 +176,6 @@ static void attribute(struct vw_guest *g, uint64_t dt_ns)
 	(void)vw_workloads_interval(g->d.workloads, &g->d.cpu, ze, dt_ns, &g->d.cpu_complaint);
 }
 
-/* ---- metrics ------------------------------------------------------------------------------- */
-
-static const char *const l_source[] = { "source", "host_source", "kind", "model", "node_name",
-					NULL };
-static const char *const l_node[] = { "node_name", NULL };
-static const char *const l_reason[] = { "reason", "node_name", NULL };
-
-enum { G_SOURCE, G_FRAMES, G_ACCEPTED, G_REJECTED, G_AGE, G_RESTARTS, G_SWITCHES, G__COUNT };
-
-static const struct vw_metric_family guest_families[] = {
-	[G_SOURCE] = { "virtwatt_guest_power_source_info", VW_METRIC_GAUGE,
-		       "Where this VM's energy comes from: passthrough (the host's figures for this "
-		       "VM) or model (estimated; no idle is given to workloads)",
-		       NULL, l_source },
-	[G_FRAMES] = { "virtwatt_guest_passthrough_frames_total", VW_METRIC_COUNTER,
-		       "Passthrough lines or files received from the host", NULL, l_node },
-	[G_ACCEPTED] = { "virtwatt_guest_passthrough_accepted_total", VW_METRIC_COUNTER,
-			 "Passthrough frames accepted", NULL, l_node },
-	[G_REJECTED] = { "virtwatt_guest_passthrough_rejected_total", VW_METRIC_COUNTER,
-			 "Passthrough frames rejected, by reason (PROTOCOL.md section 9)", NULL,
-			 l_reason },
-	[G_AGE] = { "virtwatt_guest_passthrough_last_frame_age_seconds", VW_METRIC_GAUGE,
-		    "Seconds since the last accepted passthrough frame", "seconds", l_node },
-	[G_RESTARTS] = { "virtwatt_guest_passthrough_host_restarts_total", VW_METRIC_COUNTER,
-			 "Host epoch changes accepted (host daemon restarts, migrations, another "
-			 "publisher taking over)",
-			 NULL,
-			 l_node },
-	[G_SWITCHES] = { "virtwatt_guest_power_source_switches_total", VW_METRIC_COUNTER,
-			 "Switches between passthrough and model", NULL, l_node },
-};
-
-const struct vw_family_table vw_guest_family_table = {
-	"guest/daemon.c: render_guest()", "virtwatt-guest",
-	"where this VM's energy comes from and how the passthrough is doing", guest_families,
-	G__COUNT,
-};
-
 /* The model behind this interval's energy: the host's (passthrough) or ours. */
 static const char *source_model(const struct vw_guest *g)
 {
@@ -278,41 +191,15 @@ static int render_guest(struct vw_guest *g, struct vw_prom_writer *w)
 {
 	const struct vw_host_frame *f = g->reader ? vw_reader_last(g->reader) : NULL;
 	bool pt = used_passthrough(g);
-	bool measured = pt && f && strcmp(f->source, "estimator") != 0;
-	const char *model = source_model(g);
-	const char *node[] = { g->d.node_name, NULL };
-	const char *src[] = { vw_guest_source_name(vw_guest_source_used(g)), pt && f ? f->source : "none",
-			      measured ? "measured" : "estimated", model ? model : "none",
-			      g->d.node_name, NULL };
-	struct vw_reader_health h = { 0 };
-	int r;
+	struct vw_guest_source_view s = {
+		.source = vw_guest_source_name(vw_guest_source_used(g)),
+		.host_source = pt && f ? f->source : "none",
+		.measured = pt && f && strcmp(f->source, "estimator") != 0,
+		.model = source_model(g),
+		.switches = vw_node_switches(g->node),
+	};
 
-	if (g->reader)
-		vw_reader_health(g->reader, &h);
-	r = vw_prom_single(w, &guest_families[G_SOURCE], src, 1);
-	if (r == 0)
-		r = vw_prom_single(w, &guest_families[G_SWITCHES], node,
-				   (double)vw_node_switches(g->node));
-	if (r < 0 || !g->reader)
-		return r;
-	r = vw_prom_single(w, &guest_families[G_FRAMES], node, (double)h.frames);
-	if (r == 0)
-		r = vw_prom_single(w, &guest_families[G_ACCEPTED], node, (double)h.accepted);
-	if (r == 0)
-		r = vw_prom_single(w, &guest_families[G_RESTARTS], node, (double)h.epochs);
-	if (r == 0)
-		r = vw_prom_family(w, &guest_families[G_REJECTED]);
-	for (int e = VW_PROTO_OK + 1; r == 0 && e < VW_PROTO_E__COUNT; e++) {
-		const char *l[] = { vw_proto_error_name((enum vw_proto_error)e), g->d.node_name,
-				    NULL };
-
-		r = vw_prom_counter(w, l, (double)h.rejected[e]);
-	}
-	if (r == 0)
-		r = vw_prom_family_end(w);
-	if (r == 0 && h.have)
-		r = vw_prom_single(w, &guest_families[G_AGE], node, (double)h.age_ns / 1e9);
-	return r;
+	return vw_guest_families_render(w, &s, g->reader, g->d.node_name);
 }
 
 /* The guest's families, then its state file's. */

@@ -16,10 +16,10 @@
 #include "model.h"
 #include "node.h"
 #include "power.h"
+#include "passthrough.h"
 #include "publish.h"
 #include "selfstats.h"
 #include "training.h"
-#include "vm_channels.h"
 #include "vm_source.h"
 #include "vm_meta.h"
 #include "vm_vfio.h"
@@ -38,11 +38,7 @@ struct vw_host {
 	struct vw_vms *vms;
 	struct vw_vm_info *vm_list; /* the VM sources' last list: vGPUs are matched to it */
 	size_t n_vm_list;
-	struct vw_vm_channels *channels; /* each listed VM's channel, for the publisher */
-	struct vw_publisher *publisher;
-	struct vw_group_energy *feed_ge; /* the publisher's input, kept (feed_publisher) */
-	struct vw_vm_energy *feed_vm;
-	size_t feed_cap;
+	struct vw_host_passthrough *pt; /* the publisher and its input (passthrough.h) */
 	struct vw_complaint vm_complaint;
 	struct vw_vm_vfio *vfio; /* GPUs passed through to VMs, named as theirs */
 	struct vw_host_training *training; /* --model.train.*: NULL when off */
@@ -108,35 +104,6 @@ static int setup_node(struct vw_host *h)
 	return vw_node_new(&o, chains, n, &h->node);
 }
 
-static bool passthrough_asked(const struct vw_host_config *c)
-{
-	return c->passthrough && strcmp(c->passthrough, "true") == 0;
-}
-
-static bool passthrough_wanted(const struct vw_host_config *c)
-{
-	return !c->passthrough || strcmp(c->passthrough, "false") != 0;
-}
-
-/*
- * Passthrough cannot run here. Asked for (--passthrough.enable=true): an error that names the
- * fix; by default (auto): said once, and the host runs without it.
- */
-static int passthrough_impossible(const struct vw_host_config *c, const char *why,
-				  const char *fix)
-{
-	if (!passthrough_asked(c)) {
-		vw_info("passthrough: off: %s (--passthrough.enable=auto; to pass VMs their "
-			"energy: %s)",
-			why, fix);
-		return 0;
-	}
-	vw_error("passthrough: --passthrough.enable=true but %s: %s, or leave "
-		 "--passthrough.enable at auto",
-		 why, fix);
-	return -EINVAL;
-}
-
 /* The VM scan's view of the host's processes: the workload registry's (vw_vm_env.processes). */
 static int host_processes(void *ud,
 			  void (*each)(void *ctx, uint32_t pid, uint64_t start_time, const char *comm,
@@ -158,50 +125,21 @@ static int setup_vms(struct vw_host *h)
 								10 * VW_NSEC_PER_SEC),
 				 .processes = host_processes,
 				 .processes_ud = h };
-	const struct vw_power_source *cpu = vw_node_source(h->node, SRC_CPU, 0);
-	struct vw_power_source_stats st = { 0 };
-	struct vw_publish_opts po;
 
 	h->vms = vw_vms_open(&env);
 	if (!h->vms) {
 		vw_warn("vm: no VM source could be opened: %s; no VM series", strerror(errno));
-		return passthrough_wanted(c)
-			       ? passthrough_impossible(c, "no VM source could be opened",
-							"check --libvirt.uri and --host.procfs")
+		return vw_host_passthrough_wanted(c)
+			       ? vw_host_passthrough_impossible(c, "no VM source could be opened",
+								"check --libvirt.uri and --host.procfs")
 			       : 0;
 	}
 	h->vfio = vw_vm_vfio_new(h->d.sysfs_fd);
 	if (!h->vfio)
 		return -ENOMEM;
-	if (!passthrough_wanted(c))
+	if (!vw_host_passthrough_wanted(c))
 		return 0;
-	h->channels = vw_vm_channels_new(); /* what the publisher needs of each listing */
-	if (!h->channels)
-		return -ENOMEM;
-	if (cpu->ops->stats)
-		cpu->ops->stats(cpu->state, &st);
-	po = (struct vw_publish_opts){
-		.period_ns = c->passthrough_interval_ns ? c->passthrough_interval_ns
-							: VW_MAX(c->common.interval_ns, VW_NSEC_PER_SEC),
-		.jitter = c->passthrough_jitter,
-		.energy_step_uj = (uint64_t)(c->passthrough_energy_step_j * 1e6),
-		.power_step_w = c->passthrough_power_step_w,
-		.share_root = nonempty(c->passthrough_share_root),
-		.source = cpu->ops->name,
-		.model = st.model,
-		.lock_dir = nonempty(c->passthrough_lock_dir),
-		.procfs_root = c->common.procfs,
-	};
-	if (!po.lock_dir)
-		vw_warn("passthrough: --passthrough.lock-dir is empty: nothing stops another "
-			"virtwatt-host from publishing the same VMs, whose guests would then count "
-			"their energy twice");
-	h->publisher = vw_publisher_new(&po);
-	if (!h->publisher) {
-		vw_error("passthrough: cannot start the publisher: %s", strerror(errno));
-		return -errno;
-	}
-	return 0;
+	return vw_host_passthrough_new(c, vw_node_source(h->node, SRC_CPU, 0), &h->pt);
 }
 
 static int setup_workloads(struct vw_host *h)
@@ -214,11 +152,11 @@ static int setup_workloads(struct vw_host *h)
 		return r;
 	/* A VM's energy is computed whenever VMs are accounted: passthrough needs it, whether or
 	 * not the vm series are exported. */
-	if (passthrough_wanted(c) && !o.vms)
+	if (vw_host_passthrough_wanted(c) && !o.vms)
 		o.vms = o.vms_unexported = true;
-	r = vw_daemon_open_workloads(&h->d, &o, passthrough_asked(c));
+	r = vw_daemon_open_workloads(&h->d, &o, vw_host_passthrough_asked(c));
 	if (r == -ENODEV)
-		return passthrough_impossible(
+		return vw_host_passthrough_impossible(
 			c,
 			"no per-process CPU accounting could be opened (a VM's energy is its QEMU "
 			"threads' CPU-time share)",
@@ -226,12 +164,12 @@ static int setup_workloads(struct vw_host *h)
 	if (r < 0)
 		return r;
 	if (!h->d.workloads) {
-		if (passthrough_wanted(c) && !passthrough_asked(c))
+		if (vw_host_passthrough_wanted(c) && !vw_host_passthrough_asked(c))
 			vw_info("passthrough: off: no per-process CPU accounting here (a VM's energy "
 				"is its QEMU threads' CPU-time share)");
-		else if (passthrough_asked(c))
-			return passthrough_impossible(c, "no per-process CPU accounting is open",
-						      "see the cpu: lines above");
+		else if (vw_host_passthrough_asked(c))
+			return vw_host_passthrough_impossible(
+				c, "no per-process CPU accounting is open", "see the cpu: lines above");
 		return 0;
 	}
 	return o.vms ? setup_vms(h) : 0;
@@ -247,18 +185,23 @@ static int host_publish(void *ud, uint64_t now_ns)
 	return vw_host_publish(ud, now_ns);
 }
 
+static struct vw_publisher *publisher(const struct vw_host *h)
+{
+	return vw_host_passthrough_publisher(h->pt);
+}
+
 static int publisher_fd(void *ud)
 {
 	struct vw_host *h = ud;
 
-	return h->publisher ? vw_publisher_fd(h->publisher) : -1;
+	return publisher(h) ? vw_publisher_fd(publisher(h)) : -1;
 }
 
 static uint64_t publisher_due(void *ud)
 {
 	struct vw_host *h = ud;
 
-	return h->publisher ? vw_publisher_next_due(h->publisher) : UINT64_MAX;
+	return publisher(h) ? vw_publisher_next_due(publisher(h)) : UINT64_MAX;
 }
 
 /* The publisher's sockets and schedule are served between samples. */
@@ -267,16 +210,16 @@ static void publisher_woken(void *ud, uint64_t now_ns, bool fd_ready)
 	struct vw_host *h = ud;
 
 	(void)fd_ready;
-	if (h->publisher)
-		(void)vw_publisher_tick(h->publisher, now_ns, NULL);
+	if (publisher(h))
+		(void)vw_publisher_tick(publisher(h), now_ns, NULL);
 }
 
 static void host_tables(void *ud, struct vw_table_stat t[VW_TABLE__COUNT])
 {
 	struct vw_host *h = ud;
 
-	if (h->publisher)
-		vw_publisher_table_stat(h->publisher, &t[VW_TABLE_PUBLISHER_VM]);
+	if (publisher(h))
+		vw_publisher_table_stat(publisher(h), &t[VW_TABLE_PUBLISHER_VM]);
 }
 
 /* The host's own families: its publication's locks, the models it trains, the GPUs passed
@@ -284,7 +227,7 @@ static void host_tables(void *ud, struct vw_table_stat t[VW_TABLE__COUNT])
 static int host_render(void *ud, struct vw_prom_writer *w)
 {
 	struct vw_host *h = ud;
-	int r = vw_publisher_render(h->publisher, w, h->d.node_name);
+	int r = vw_publisher_render(publisher(h), w, h->d.node_name);
 
 	if (r == 0)
 		r = vw_host_training_render(h->training, w, h->d.node_name);
@@ -425,13 +368,10 @@ void vw_host_free(struct vw_host *h)
 	if (!h)
 		return;
 	vw_host_training_free(h->training);
-	vw_publisher_free(h->publisher);
-	free(h->feed_ge);
-	free(h->feed_vm);
+	vw_host_passthrough_free(h->pt);
 	vw_vms_close(h->vms);
 	free(h->vm_list);
 	vw_vm_vfio_free(h->vfio);
-	vw_vm_channels_free(h->channels);
 	/* The workloads hold no reference to the sources: the engine's part goes after them. */
 	for (size_t s = 0; s < h->n_src; s++)
 		vw_power_source_close(&h->src[s]);
@@ -522,7 +462,7 @@ static void refresh_vms(struct vw_host *h)
 		return; /* keep the VMs as they were */
 	}
 	vw_release(&h->vm_complaint, VW_LOG_INFO, "vm: listing VMs works again");
-	if ((h->channels && vw_vm_channels_set(h->channels, vms, n) < 0) ||
+	if ((h->pt && vw_host_passthrough_list(h->pt, vms, n) < 0) ||
 	    (h->vfio && vw_vm_vfio_update(h->vfio, vms, n) < 0) ||
 	    vms_as_groups(vms, n, &groups, &n_groups) < 0 ||
 	    vw_workloads_set_groups(h->d.workloads, groups, n_groups) < 0)
@@ -539,53 +479,6 @@ static bool vgpu_owner(void *ud, const struct vw_gpu_vgpu_energy *e, char id[VW_
 
 	return vw_vm_vgpu_owner(h->vm_list, h->n_vm_list, e->vm_id,
 				e->vm_id_type == VW_GPU_VM_ID_UUID, e->mdev_uuid, id);
-}
-
-/* Room for n VMs in the publisher's buffers (kept: an interval is handed on once only). */
-static int feed_reserve(struct vw_host *h, size_t n)
-{
-	struct vw_group_energy *ge;
-	struct vw_vm_energy *e;
-
-	if (n <= h->feed_cap)
-		return 0;
-	ge = reallocarray(h->feed_ge, n, sizeof(*ge));
-	if (ge)
-		h->feed_ge = ge;
-	e = ge ? reallocarray(h->feed_vm, n, sizeof(*e)) : NULL;
-	if (!e)
-		return -ENOMEM;
-	h->feed_vm = e;
-	h->feed_cap = n;
-	return 0;
-}
-
-/* Each VM's interval to the publisher, which adds them up for its guest. */
-static void feed_publisher(struct vw_host *h)
-{
-	struct vw_vm_energy *e;
-	size_t n;
-
-	if (!h->publisher || !h->d.workloads)
-		return;
-	if (feed_reserve(h, vw_workloads_n_groups(h->d.workloads) + 1) < 0) {
-		vw_complain(&h->vm_complaint, VW_LOG_WARN,
-			    "passthrough: out of memory: this interval's VM energy is not published");
-		return;
-	}
-	e = h->feed_vm;
-	n = vw_workloads_group_energy(h->d.workloads, h->feed_ge, h->feed_cap);
-	for (size_t i = 0; i < n; i++) {
-		const struct vw_group_energy *g = &h->feed_ge[i];
-
-		snprintf(e[i].uuid, sizeof(e[i].uuid), "%s", g->id);
-		snprintf(e[i].channel_path, sizeof(e[i].channel_path), "%s",
-			 vw_vm_channels_get(h->channels, g->id));
-		e[i].n_zones = g->n_zones;
-		memcpy(e[i].zones, g->zones, sizeof(e[i].zones));
-	}
-	if (vw_publisher_update(h->publisher, e, n) < 0)
-		vw_complain(&h->vm_complaint, VW_LOG_WARN, "passthrough: update failed");
 }
 
 /* Hand the interval's split (sockets summed per zone kind) to the workloads. */
@@ -613,18 +506,6 @@ static void train_interval(struct vw_host *h)
 				  h->d.workloads);
 }
 
-/* A VM's model, freshly refitted, to its guest (PROTOCOL.md §2a). */
-static void push_vm_model(void *ud, const char *vm_uuid, const char *name, const char *json,
-			  size_t len)
-{
-	struct vw_host *h = ud;
-	int r = vw_publisher_set_model(h->publisher, vm_uuid, name, json, len);
-
-	if (r < 0 && r != -ENOENT) /* -ENOENT: not listed now */
-		vw_complain(&h->vm_complaint, VW_LOG_WARN, "model: pushing VM %s's model: %s",
-			    vm_uuid, strerror(-r));
-}
-
 int vw_host_publish(struct vw_host *h, uint64_t now_ns)
 {
 	uint64_t dt_ns;
@@ -637,9 +518,7 @@ int vw_host_publish(struct vw_host *h, uint64_t now_ns)
 	attribute_workloads(h, dt_ns);
 	vw_daemon_attribute_gpus(&h->d, vgpu_owner, h);
 	train_interval(h);
-	feed_publisher(h); /* each VM's zones, its vGPUs' included */
-	if (h->publisher)
-		(void)vw_host_training_vm_models(h->training, push_vm_model, h);
+	vw_host_passthrough_interval(h->pt, h->d.workloads, h->training);
 	return render_and_publish(h);
 }
 

@@ -2,7 +2,8 @@
 /*
  * Power sources: static const ops tables probed in preference order. A source exposes zones
  * and, on each read, one raw cumulative microjoule counter per zone (wrapping at the zone's
- * max_range_uj, 0 = never). The energy module turns those into monotonic totals.
+ * max_range_uj, 0 = never), or two where it knows the split (read_split: idle and active). The
+ * node-energy stage (node.h) turns those into monotonic totals and intervals.
  */
 #pragma once
 
