@@ -125,51 +125,64 @@ static int setup_vms(struct vw_host *h)
 								10 * VW_NSEC_PER_SEC),
 				 .processes = host_processes,
 				 .processes_ud = h };
+	const char *pt = c->passthrough;
+	struct vw_publish_opts po;
 
 	h->vms = vw_vms_open(&env);
 	if (!h->vms) {
 		vw_warn("vm: no VM source could be opened: %s; no VM series", strerror(errno));
-		return vw_host_passthrough_wanted(c)
-			       ? vw_host_passthrough_impossible(c, "no VM source could be opened",
+		return vw_host_passthrough_wanted(pt)
+			       ? vw_host_passthrough_impossible(pt, "no VM source could be opened",
 								"check --libvirt.uri and --host.procfs")
 			       : 0;
 	}
 	h->vfio = vw_vm_vfio_new(h->d.sysfs_fd);
 	if (!h->vfio)
 		return -ENOMEM;
-	if (!vw_host_passthrough_wanted(c))
+	if (!vw_host_passthrough_wanted(pt))
 		return 0;
-	return vw_host_passthrough_new(c, vw_node_source(h->node, SRC_CPU, 0), &h->pt);
+	po = (struct vw_publish_opts){
+		.period_ns = c->passthrough_interval_ns ? c->passthrough_interval_ns
+							: VW_MAX(c->common.interval_ns, VW_NSEC_PER_SEC),
+		.jitter = c->passthrough_jitter,
+		.energy_step_uj = (uint64_t)(c->passthrough_energy_step_j * 1e6),
+		.power_step_w = c->passthrough_power_step_w,
+		.share_root = nonempty(c->passthrough_share_root),
+		.lock_dir = nonempty(c->passthrough_lock_dir),
+		.procfs_root = c->common.procfs,
+	};
+	return vw_host_passthrough_new(&po, vw_node_source(h->node, SRC_CPU, 0), &h->pt);
 }
 
 static int setup_workloads(struct vw_host *h)
 {
 	const struct vw_host_config *c = h->cfg;
 	struct vw_workloads_opts o = { .adopted_by = vw_vm_vhost_owner };
+	const char *pt = c->passthrough;
 	int r = vw_daemon_parse_levels(&c->metrics, true, &o);
 
 	if (r < 0)
 		return r;
 	/* A VM's energy is computed whenever VMs are accounted: passthrough needs it, whether or
 	 * not the vm series are exported. */
-	if (vw_host_passthrough_wanted(c) && !o.vms)
+	if (vw_host_passthrough_wanted(pt) && !o.vms)
 		o.vms = o.vms_unexported = true;
-	r = vw_daemon_open_workloads(&h->d, &o, vw_host_passthrough_asked(c));
+	r = vw_daemon_open_workloads(&h->d, &o, vw_host_passthrough_asked(pt));
 	if (r == -ENODEV)
 		return vw_host_passthrough_impossible(
-			c,
+			pt,
 			"no per-process CPU accounting could be opened (a VM's energy is its QEMU "
 			"threads' CPU-time share)",
 			"run as root for bpf or give access to --host.procfs (--cpu.accounting=procfs)");
 	if (r < 0)
 		return r;
 	if (!h->d.workloads) {
-		if (vw_host_passthrough_wanted(c) && !vw_host_passthrough_asked(c))
+		if (vw_host_passthrough_wanted(pt) && !vw_host_passthrough_asked(pt))
 			vw_info("passthrough: off: no per-process CPU accounting here (a VM's energy "
 				"is its QEMU threads' CPU-time share)");
-		else if (vw_host_passthrough_asked(c))
-			return vw_host_passthrough_impossible(
-				c, "no per-process CPU accounting is open", "see the cpu: lines above");
+		else if (vw_host_passthrough_asked(pt))
+			return vw_host_passthrough_impossible(pt, "no per-process CPU accounting is open",
+							      "see the cpu: lines above");
 		return 0;
 	}
 	return o.vms ? setup_vms(h) : 0;

@@ -9,27 +9,26 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "options.h"
 #include "power_source.h"
 #include "publish.h"
 #include "training.h"
 #include "vm_source.h"
 #include "workloads.h"
 
-/* --passthrough.enable=true, and anything but false (auto: when it can). */
-bool vw_host_passthrough_asked(const struct vw_host_config *c);
-bool vw_host_passthrough_wanted(const struct vw_host_config *c);
+/* --passthrough.enable (NULL: auto): true, and anything but false (auto: when it can). */
+bool vw_host_passthrough_asked(const char *enable);
+bool vw_host_passthrough_wanted(const char *enable);
 /*
  * Passthrough cannot run here (why), fix naming what would make it run. Asked for: an error
  * naming the fix, -EINVAL; by default (auto): said once, 0, and the host runs without it.
  */
-int vw_host_passthrough_impossible(const struct vw_host_config *c, const char *why,
-				   const char *fix);
+int vw_host_passthrough_impossible(const char *enable, const char *why, const char *fix);
 
 struct vw_host_passthrough;
 
-/* The publisher (--passthrough.*), naming cpu's source and model in its frames. -errno, logged. */
-int vw_host_passthrough_new(const struct vw_host_config *c, const struct vw_power_source *cpu,
+/* The publisher (o: --passthrough.*), naming cpu's source and model in its frames. -errno,
+ * logged. */
+int vw_host_passthrough_new(const struct vw_publish_opts *o, const struct vw_power_source *cpu,
 			    struct vw_host_passthrough **ret);
 void vw_host_passthrough_free(struct vw_host_passthrough *p);
 struct vw_publisher *vw_host_passthrough_publisher(const struct vw_host_passthrough *p);

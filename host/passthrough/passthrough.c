@@ -17,25 +17,19 @@ struct vw_host_passthrough {
 	struct vw_complaint complaint;
 };
 
-static const char *nonempty(const char *s)
+bool vw_host_passthrough_asked(const char *enable)
 {
-	return s && *s ? s : NULL;
+	return enable && strcmp(enable, "true") == 0;
 }
 
-bool vw_host_passthrough_asked(const struct vw_host_config *c)
+bool vw_host_passthrough_wanted(const char *enable)
 {
-	return c->passthrough && strcmp(c->passthrough, "true") == 0;
+	return !enable || strcmp(enable, "false") != 0;
 }
 
-bool vw_host_passthrough_wanted(const struct vw_host_config *c)
+int vw_host_passthrough_impossible(const char *enable, const char *why, const char *fix)
 {
-	return !c->passthrough || strcmp(c->passthrough, "false") != 0;
-}
-
-int vw_host_passthrough_impossible(const struct vw_host_config *c, const char *why,
-				   const char *fix)
-{
-	if (!vw_host_passthrough_asked(c)) {
+	if (!vw_host_passthrough_asked(enable)) {
 		vw_info("passthrough: off: %s (--passthrough.enable=auto; to pass VMs their "
 			"energy: %s)",
 			why, fix);
@@ -47,12 +41,12 @@ int vw_host_passthrough_impossible(const struct vw_host_config *c, const char *w
 	return -EINVAL;
 }
 
-int vw_host_passthrough_new(const struct vw_host_config *c, const struct vw_power_source *cpu,
+int vw_host_passthrough_new(const struct vw_publish_opts *o, const struct vw_power_source *cpu,
 			    struct vw_host_passthrough **ret)
 {
 	struct vw_host_passthrough *p = calloc(1, sizeof(*p));
 	struct vw_power_source_stats st = { 0 };
-	struct vw_publish_opts po;
+	struct vw_publish_opts po = *o;
 
 	if (!p)
 		return -ENOMEM;
@@ -63,18 +57,8 @@ int vw_host_passthrough_new(const struct vw_host_config *c, const struct vw_powe
 	}
 	if (cpu->ops->stats)
 		cpu->ops->stats(cpu->state, &st);
-	po = (struct vw_publish_opts){
-		.period_ns = c->passthrough_interval_ns ? c->passthrough_interval_ns
-							: VW_MAX(c->common.interval_ns, VW_NSEC_PER_SEC),
-		.jitter = c->passthrough_jitter,
-		.energy_step_uj = (uint64_t)(c->passthrough_energy_step_j * 1e6),
-		.power_step_w = c->passthrough_power_step_w,
-		.share_root = nonempty(c->passthrough_share_root),
-		.source = cpu->ops->name,
-		.model = st.model,
-		.lock_dir = nonempty(c->passthrough_lock_dir),
-		.procfs_root = c->common.procfs,
-	};
+	po.source = cpu->ops->name;
+	po.model = st.model;
 	if (!po.lock_dir)
 		vw_warn("passthrough: --passthrough.lock-dir is empty: nothing stops another "
 			"virtwatt-host from publishing the same VMs, whose guests would then count "
