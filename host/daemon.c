@@ -2,7 +2,6 @@
 #include "daemon.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -49,37 +48,6 @@ static const char *nonempty(const char *s)
 	return s && *s ? s : NULL;
 }
 
-static int parse_idle_overrides(const struct vw_strlist *l, double out[VW_ZONE__COUNT])
-{
-	for (size_t z = 0; z < VW_ZONE__COUNT; z++)
-		out[z] = -1;
-	for (size_t i = 0; i < l->n; i++) {
-		char zone[32];
-		const char *eq = strchr(l->v[i], '=');
-		enum vw_zone zk;
-		char *end;
-		double w;
-
-		if (!eq || (size_t)(eq - l->v[i]) >= sizeof(zone))
-			goto bad;
-		memcpy(zone, l->v[i], (size_t)(eq - l->v[i]));
-		zone[eq - l->v[i]] = '\0';
-		errno = 0;
-		w = strtod(eq + 1, &end);
-		if (vw_zone_parse(zone, &zk, NULL) < 0 || errno || *end || end == eq + 1 ||
-		    !isfinite(w) || w < 0 || w > 100000)
-			goto bad;
-		out[zk] = w;
-		continue;
-	bad:
-		vw_error("config: power.idle-watts: \"%s\" is not ZONE=WATTS with a known zone "
-			 "(package, core, uncore, dram, psys, platform) and 0 <= WATTS <= 100000",
-			 l->v[i]);
-		return -EINVAL;
-	}
-	return 0;
-}
-
 /* The stage over the sources, which it owns from here. */
 static int setup_node(struct vw_host *h)
 {
@@ -93,7 +61,8 @@ static int setup_node(struct vw_host *h)
 				  .idle_window = h->cfg->idle_window,
 				  .idle_min_spread = h->cfg->idle_min_spread,
 				  .noncpu = true };
-	int r = parse_idle_overrides(&h->cfg->idle_watts, idle_w);
+	int r = vw_node_parse_idle_watts((const char *const *)h->cfg->idle_watts.v,
+					   h->cfg->idle_watts.n, idle_w);
 	size_t n = h->n_src;
 
 	if (r < 0)

@@ -407,6 +407,24 @@ static void test_handover_counts_first_read(void **state)
 	rig_free(&r);
 }
 
+/* power.idle-watts: ZONE=WATTS per zone kind, anything else refused. */
+static void test_parse_idle_watts(void **state)
+{
+	const char *good[] = { "package=12.5", "dram=0", "platform=100000" };
+	const char *bad[] = { "package", "gpu0=3", "package=-1", "dram=1e9", "core=x", "=3",
+			      "package=nan" };
+	double w[VW_ZONE__COUNT];
+
+	(void)state;
+	assert_int_equal(vw_node_parse_idle_watts(good, ARRAY_SIZE(good), w), 0);
+	assert_double_near(w[VW_ZONE_PACKAGE], 12.5, 0);
+	assert_double_near(w[VW_ZONE_DRAM], 0, 0);
+	assert_double_near(w[VW_ZONE_PLATFORM], 100000, 0);
+	assert_double_near(w[VW_ZONE_CORE], -1, 0);
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++)
+		assert_int_equal(vw_node_parse_idle_watts(&bad[i], 1, w), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -414,6 +432,7 @@ int main(void)
 		cmocka_unit_test(test_fitted_idle),
 		cmocka_unit_test(test_chain_switch),
 		cmocka_unit_test(test_handover_counts_first_read),
+		cmocka_unit_test(test_parse_idle_watts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

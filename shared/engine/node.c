@@ -2,6 +2,7 @@
 #include "node.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -219,6 +220,37 @@ void vw_node_free(struct vw_node *n)
 			free(n->c[c].s[k]);
 		}
 	free(n);
+}
+
+int vw_node_parse_idle_watts(const char *const *v, size_t n, double out[VW_ZONE__COUNT])
+{
+	for (size_t z = 0; z < VW_ZONE__COUNT; z++)
+		out[z] = -1;
+	for (size_t i = 0; i < n; i++) {
+		char zone[32];
+		const char *eq = strchr(v[i], '=');
+		enum vw_zone zk;
+		char *end;
+		double w;
+
+		if (!eq || (size_t)(eq - v[i]) >= sizeof(zone))
+			goto bad;
+		memcpy(zone, v[i], (size_t)(eq - v[i]));
+		zone[eq - v[i]] = '\0';
+		errno = 0;
+		w = strtod(eq + 1, &end);
+		if (vw_zone_parse(zone, &zk, NULL) < 0 || errno || *end || end == eq + 1 ||
+		    !isfinite(w) || w < 0 || w > 100000)
+			goto bad;
+		out[zk] = w;
+		continue;
+	bad:
+		vw_error("config: power.idle-watts: \"%s\" is not ZONE=WATTS with a known zone "
+			 "(package, core, uncore, dram, psys, platform) and 0 <= WATTS <= 100000",
+			 v[i]);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* ---- sampling ------------------------------------------------------------------------------- */

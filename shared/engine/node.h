@@ -58,6 +58,12 @@ struct vw_node_opts {
 	bool noncpu; /* show platform minus package and dram (the host) */
 };
 
+/*
+ * Configured idle power per zone kind from ZONE=WATTS items (power.idle-watts: package, core,
+ * uncore, dram, psys, platform; 0 <= WATTS <= 100000) into out (-1 where none). -EINVAL, logged.
+ */
+int vw_node_parse_idle_watts(const char *const *v, size_t n, double out[VW_ZONE__COUNT]);
+
 struct vw_node;
 
 /*
