@@ -594,6 +594,13 @@ static void test_vm_energy(void **state)
 		assert_int_equal(ge[0].zones[0].zone, VW_ZONE_PACKAGE);
 		assert_int_equal(ge[0].zones[0].active_uj, 4000000);
 		assert_int_equal(ge[0].zones[0].idle_uj, 3000000);
+		assert_int_equal(ge[0].total_uj[0], 7000000);
+		/* The next interval gives nothing: the publisher gets that interval, not the last
+		 * one again; the training still reads the totals. */
+		interval(&c, ms, 0, 0);
+		assert_int_equal(vw_workloads_group_energy(c.w, ge, 2), 1);
+		assert_int_equal(ge[0].zones[0].active_uj + ge[0].zones[0].idle_uj, 0);
+		assert_int_equal(ge[0].total_uj[0], 7000000);
 	}
 
 	/* The VM is destroyed: terminated, shown once more, then hidden after a scrape. */
