@@ -57,7 +57,7 @@ static const struct {
 #define SWEEP_EVERY_NS VW_NSEC_PER_SEC
 #define POLL_SLICE_MS 1000
 /*
- * Kubernetes objects nest deeper than the 8 levels security.md suggests for our own frames:
+ * Kubernetes objects nest far deeper than our own frames (virtio-channel/proto.c: at most 6):
  * list -> items -> pod -> metadata -> managedFields -> fieldsV1 -> f:spec -> f:containers -> ...
  * reaches about 14, pod affinity terms about 15. 32 is json-c's default, set explicitly.
  */
