@@ -79,6 +79,7 @@ OUTSIDE = re.compile("|".join([
     r"shared/" + r"(?:notes|fixtures|seeds|hooks)\b",     # its notes and fixtures
     r"\b(?:style|shipping|security|anchors|meters)\." + r"md\b",  # the notes' pages
     r"DEVELOPERS" + r"\.md",
+    r"(?i:shared " + r"fixtures|project " + r"notes|workplace" + r"'s)",  # the same, in words
 ]))
 SKIP_DIRS = {".git", "node_modules", "__pycache__"}
 MD_LINK = re.compile(r"\]\(([^)\s]+)\)")
