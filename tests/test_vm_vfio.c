@@ -385,12 +385,12 @@ static void test_host(void **state)
 		      "source=\"libvirt\",platform=\"openstack\",instance_name=\"web-01\","
 		      "flavor=\"m1.small\",user_id=\"85bd8e9aba8a4d5d8b6a3a7a5c2e1f00\","
 		      "user_name=\"admin\",project_id=\"2fa3b6c8d1e04b5f9a7c6d5e4f3a2b10\","
-		      "project_name=\"demo\",proxmox_vmid=\"\",node_name=\"node-a\"} 1\n"));
+		      "project_name=\"demo\",proxmox_vmid=\"\",namespace=\"\",pod_name=\"\",node_name=\"node-a\"} 1\n"));
 	assert_non_null(strstr(
 		body, "virtwatt_vm_info{vm_id=\"" U1 "\",vm_name=\"gpuvm\",hypervisor=\"test\","
 		      "source=\"libvirt\",platform=\"\",instance_name=\"\",flavor=\"\","
 		      "user_id=\"\",user_name=\"\",project_id=\"\",project_name=\"\","
-		      "proxmox_vmid=\"\",node_name=\"node-a\"} 1\n"));
+		      "proxmox_vmid=\"\",namespace=\"\",pod_name=\"\",node_name=\"node-a\"} 1\n"));
 	/* (a QEMU running elsewhere on this machine is the process scan's, not counted here) */
 	assert_double_near(vw_fixture_sample_sum(body, "virtwatt_vm_info", "source=\"libvirt\""), 2,
 			   0);

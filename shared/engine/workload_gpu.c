@@ -111,10 +111,11 @@ static void add_gpu(struct acc *a, uint64_t uj)
 	a->interval[M_ACTIVE] += uj;
 }
 
-/* uj to p, and to its container and pod; returns false when p is in no container. */
+/* uj to p, and to its container and pod; returns false when p is in no container (or its
+ * energy is a sole group's: a KubeVirt VM's QEMU). */
 static bool give_gpu(struct vw_workloads *w, struct wl_proc *p, uint64_t uj)
 {
-	struct wl_container *c = p->container >= 0 ? &w->conts[p->container] : NULL;
+	struct wl_container *c = vw_wl_in_container(w, p) ? &w->conts[p->container] : NULL;
 
 	add_gpu(&p->gpu, uj);
 	if (!c)
