@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "carbon.h"
 #include "config.h"
 #include "fileio.h"
 #include "fixture.h"
@@ -356,6 +357,27 @@ static void test_split(void **state)
 	assert_string_equal(vm.name, "default_fedora");
 }
 
+/* The registry rendered with carbon (a static 360 g/kWh) observing its counters. */
+static char *render_with_carbon(struct vw_workloads *w)
+{
+	struct vw_carbon_opts co = { .static_g_per_kwh = 360, .start_ns = VW_NSEC_PER_SEC };
+	struct vw_prom_writer *pw = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	struct vw_carbon *carbon;
+	char why[256], *out = NULL;
+
+	assert_non_null(pw);
+	carbon = vw_carbon_new(&co, why, sizeof(why));
+	assert_non_null(carbon);
+	vw_carbon_begin(carbon, 5 * (int64_t)VW_NSEC_PER_SEC);
+	vw_prom_writer_observe_counters(pw, vw_carbon_observe, carbon);
+	assert_int_equal(vw_workloads_render(w, pw, "n1", "procfs", NULL), 0);
+	assert_int_equal(vw_carbon_render(carbon, pw, "n1", true), 0);
+	assert_int_equal(vw_prom_finish(pw, &out, NULL), 0);
+	vw_prom_writer_free(pw);
+	vw_carbon_free(carbon);
+	return out;
+}
+
 /* --vm.info-labels: the chosen labels after Kepler's on the VM series. */
 static void test_info_labels(void **state)
 {
@@ -384,6 +406,12 @@ static void test_info_labels(void **state)
 				 "zone=\"package\",node_name=\"n1\"}"));
 	/* The other levels keep Kepler's labels. */
 	assert_non_null(strstr(text, "kepler_pod_cpu_joules_total" POD_LABELS));
+	free(text);
+	/* Carbon follows the VM's energy series all the same (its own labels: Kepler's). */
+	text = render_with_carbon(c.w);
+	assert_double_near(value(text, "virtwatt_vm_co2e_grams_total{" VM_LABELS
+				       "zone=\"package\",node_name=\"n1\",intensity_source=\"static\"}"),
+			   6.0 * 360 / 3.6e6, 1e-12);
 	free(text);
 	teardown(&c);
 
