@@ -180,8 +180,8 @@ static const struct vw_option host_options[] = {
 	{ "vm.info-labels", "vm.infoLabels", VW_OPT_STRLIST, OFF(vm_info_labels), NULL,
 	  "LABEL,...",
 	  "also put these virtwatt_vm_info labels on the VM energy series (kepler_vm_cpu_*, "
-	  "virtwatt_vm_cpu_idle_*), after Kepler's labels, for queries that cannot join on "
-	  "vm_id (default: none, Kepler's label sets)",
+	  "virtwatt_vm_cpu_idle_*, virtwatt_vm_gpu_*), after Kepler's labels, for queries that "
+	  "cannot join on vm_id (default: none, Kepler's label sets)",
 	  0, 0, vw_vm_meta_copyable },
 };
 

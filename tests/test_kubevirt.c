@@ -378,10 +378,13 @@ static char *render_with_carbon(struct vw_workloads *w)
 	return out;
 }
 
-/* --vm.info-labels: the chosen labels after Kepler's on the VM series. */
+/* --vm.info-labels: the chosen labels after Kepler's on the VM series, CPU and vGPU. */
 static void test_info_labels(void **state)
 {
 	static const char *const keys[] = { "namespace", "pod_name", "project_name", NULL };
+	static const struct vw_group_gpu vgpu = { .id = VM_UUID, .idle_uj = 1000000,
+						  .active_uj = 2000000 };
+	uint64_t gpu_idle, gpu_active;
 	char *text;
 	struct ctx c;
 
@@ -391,7 +394,18 @@ static void test_info_labels(void **state)
 	interval(&c, zero, 0, 0);
 	refresh(&c, keys);
 	interval(&c, ran, 12000000, 8000000);
+	/* A vGPU of the VM's: 2 J active and 1 J idle of the GPUs' 5 J and 3 J. */
+	assert_int_equal(vw_workloads_group_gpu(c.w, &vgpu, 1, &gpu_idle, &gpu_active), 0);
+	assert_int_equal(vw_workloads_gpu(c.w, NULL, 0, 5000000 - gpu_active), 0);
+	assert_int_equal(vw_workloads_gpu_idle(c.w, 3000000 - gpu_idle, 1), 0);
 	text = workloads_fixture_render(c.w);
+	assert_double_near(value(text, "virtwatt_vm_gpu_joules_total{" VM_LABELS "node_name=\"n1\","
+				       "namespace=\"shop\",pod_name=\"" POD_NAME "\",project_name=\"\"}"),
+			   2.0, 1e-9);
+	assert_double_near(value(text, "virtwatt_vm_gpu_idle_joules_total{" VM_LABELS
+				       "node_name=\"n1\",namespace=\"shop\",pod_name=\"" POD_NAME
+				       "\",project_name=\"\"}"),
+			   1.0, 1e-9);
 	assert_double_near(value(text, "kepler_vm_cpu_joules_total{" VM_LABELS
 				       "zone=\"package\",node_name=\"n1\",namespace=\"shop\","
 				       "pod_name=\"" POD_NAME "\",project_name=\"\"}"),

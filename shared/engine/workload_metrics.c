@@ -366,10 +366,31 @@ static const struct acc *vm_item(const struct vw_workloads *w, const void *ctx, 
 	return vm->hidden ? NULL : &vm->z[z];
 }
 
+/* out[0..4) as src[0..4) with their labels, then the group labels (names: the array, freed by
+ * vw_wl_vm_families_free). */
+static int extend(const struct vw_workloads *w, const struct vw_metric_family *src, size_t n,
+		  struct vw_metric_family *out, const char ***names)
+{
+	size_t base = 0;
+
+	while (src[0].labels[base])
+		base++;
+	*names = calloc(base + n + 1, sizeof(char *));
+	if (!*names)
+		return -ENOMEM;
+	memcpy(*names, src[0].labels, base * sizeof(char *));
+	memcpy(*names + base, w->o.group_labels, n * sizeof(char *));
+	for (int f = 0; f < VW_WL_IDLE_W + 1; f++) {
+		out[f] = src[f];
+		out[f].labels = *names;
+	}
+	return 0;
+}
+
 int vw_wl_vm_families(struct vw_workloads *w)
 {
 	const char *const *g = w->o.group_labels;
-	size_t n = 0, base = ARRAY_SIZE(l_vm) - 1;
+	size_t n = 0;
 
 	while (g && g[n])
 		n++;
@@ -377,14 +398,10 @@ int vw_wl_vm_families(struct vw_workloads *w)
 		return 0;
 	if (n > VW_GROUP_MAX_LABELS)
 		return -EINVAL;
-	w->vm_label_names = calloc(base + n + 1, sizeof(char *));
-	if (!w->vm_label_names)
+	if (extend(w, &vw_workload_families[F_VM_J], n, w->vm_fams, &w->vm_label_names) < 0 ||
+	    extend(w, vw_wl_gpu_vm_families(), n, w->vm_gpu_fams, &w->vm_gpu_label_names) < 0) {
+		vw_wl_vm_families_free(w);
 		return -ENOMEM;
-	memcpy(w->vm_label_names, l_vm, base * sizeof(char *));
-	memcpy(w->vm_label_names + base, g, n * sizeof(char *));
-	for (int f = 0; f < (int)ARRAY_SIZE(w->vm_fams); f++) {
-		w->vm_fams[f] = vw_workload_families[F_VM_J + f];
-		w->vm_fams[f].labels = w->vm_label_names;
 	}
 	w->n_group_labels = n;
 	return 0;
@@ -393,7 +410,8 @@ int vw_wl_vm_families(struct vw_workloads *w)
 void vw_wl_vm_families_free(struct vw_workloads *w)
 {
 	free(w->vm_label_names);
-	w->vm_label_names = NULL;
+	free(w->vm_gpu_label_names);
+	w->vm_label_names = w->vm_gpu_label_names = NULL;
 	w->n_group_labels = 0;
 }
 

@@ -118,8 +118,8 @@ struct vw_workloads {
 	/* The vm level's families with the group labels after Kepler's (workload_metrics.c);
 	 * n_group_labels 0: Kepler's own. */
 	size_t n_group_labels;
-	const char **vm_label_names;
-	struct vw_metric_family vm_fams[4];
+	const char **vm_label_names, **vm_gpu_label_names;
+	struct vw_metric_family vm_fams[4], vm_gpu_fams[4]; /* CPU (zone), GPU (no zone) */
 	/* The root cgroup's total: what ran anywhere this interval, for the uncontained rest. */
 	uint64_t root_last_ns, root_delta_ns;
 	bool root_have_last, root_valid;
@@ -156,6 +156,8 @@ const char *vw_wl_state_name(bool terminated); /* "terminated" or "running" */
 /* The vm level's families (labels: Kepler's, then opts.group_labels): 0, -ENOMEM, -EINVAL (too
  * many group labels). */
 int vw_wl_vm_families(struct vw_workloads *w);
+/* The vm level's four GPU families, Kepler-style labels (workload_gpu.c). */
+const struct vw_metric_family *vw_wl_gpu_vm_families(void);
 void vw_wl_vm_families_free(struct vw_workloads *w);
 /* Whether process p's energy is its container's: it has one, and no sole group owns p. */
 static inline bool vw_wl_in_container(const struct vw_workloads *w, const struct wl_proc *p)
