@@ -7,10 +7,12 @@
  * the QEMU's energy is the VM's and no longer its pod's, container's or process's container_id,
  * every joule once (node = containers + uncontained + unattributed, and = pods + VMs + the rest).
  * Then --vm.info-labels: the chosen virtwatt_vm_info labels on the VM series when asked, Kepler's
- * label sets when not, unknown or repeated keys refused naming the valid ones.
+ * label sets when not, unknown or repeated keys refused naming the valid ones. Last, the real
+ * virtwatt-host in process over that procfs (no pod metadata: the domain name names the VM).
  */
 #include "vw_test.h"
 
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,8 +21,10 @@
 
 #include "carbon.h"
 #include "config.h"
+#include "daemon.h"
 #include "fileio.h"
 #include "fixture.h"
+#include "host_fixture.h"
 #include "log.h"
 #include "options.h"
 #include "prom.h"
@@ -489,6 +493,131 @@ static void test_info_labels_config(void **state)
 	assert_int_equal(vw_vm_groups_check(NULL), 0);
 }
 
+/* ---- The real virtwatt-host, in process on simulated time ---- */
+
+#define T0 (1000 * VW_NSEC_PER_SEC)
+
+struct host_ctx {
+	struct host_fixture fx;
+	struct vw_host_config cfg;
+	struct vw_host *host;
+	uint64_t ns[P__COUNT]; /* each process's CPU time so far */
+};
+
+/* One simulated second: each process runs ms[i] (its schedstat), the meter advances, the
+ * interval closes. */
+static void host_second(struct host_ctx *c, const uint64_t ms[P__COUNT])
+{
+	uint64_t busy = 0;
+
+	for (size_t i = 0; i < P__COUNT; i++) {
+		char rel[64], text[64];
+
+		c->ns[i] += ms[i] * 1000000ULL;
+		busy += ms[i];
+		snprintf(rel, sizeof(rel), "%u/task/%u/schedstat", procs[i].pid, procs[i].pid);
+		snprintf(text, sizeof(text), "%" PRIu64 " 0 0\n", c->ns[i]);
+		assert_int_equal(vw_fixture_write(c->fx.proc, rel, text, 0), 0);
+	}
+	assert_int_equal(host_fixture_advance(&c->fx, (double)busy / 2000), 0);
+	vw_host_sample(c->host, T0 + c->fx.seconds * VW_NSEC_PER_SEC);
+	assert_int_equal(vw_host_publish(c->host, T0 + c->fx.seconds * VW_NSEC_PER_SEC), 0);
+}
+
+static double sum_of(const char *text, const char *family, const char *match)
+{
+	return vw_fixture_sample_sum(text, family, match);
+}
+
+/*
+ * The daemon's own wiring (host/daemon.c): the process scan over --host.procfs finds the QEMU
+ * in its pod's cgroup, no pod metadata here, so its domain name names it; it is a sole group
+ * (its QEMU's energy the VM's, not the compute container's), --vm.info-labels=namespace puts
+ * the namespace on its series, and the node's sums stay exact.
+ */
+static void test_host(void **state)
+{
+	static const struct host_fixture_zone zone[] = {
+		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 20 },
+	};
+	/* The QEMU runs three times what virt-launcher does. */
+	static const uint64_t ms[P__COUNT] = { 0, 100, 0, 300, 200 };
+	struct host_ctx c = { 0 };
+	char sys[600], proc[600], uri[600], err[512] = "", *dir, *text = NULL;
+	char *argv[] = { "virtwatt-host", sys, proc, uri, "--kube.node-name=n1",
+			 "--monitor.interval=1s", "--metrics=node,process,container,pod,vm",
+			 "--cpu.accounting=procfs", "--passthrough.enable=false",
+			 "--gpu.enable=false", "--vm.info-labels=namespace", NULL };
+	double vm_w, cont_w, qemu_w;
+	size_t len = 0;
+
+	(void)state;
+	assert_int_equal(host_fixture_init(&c.fx, zone, ARRAY_SIZE(zone), 2), 0);
+	for (size_t i = 0; i < P__COUNT; i++) {
+		const char *threads[] = { procs[i].comm, NULL };
+
+		assert_int_equal(vm_fixture_proc(c.fx.proc, procs[i].pid, 1000 + procs[i].pid,
+						 procs[i].argv, threads, procs[i].cgroup),
+				 0);
+	}
+	dir = vw_fixture_mkdtemp("kvhost");
+	assert_int_equal(vw_fixture_write(dir, "node.xml", "<node></node>\n", 0), 0);
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s", c.fx.sys);
+	snprintf(proc, sizeof(proc), "--host.procfs=%s", c.fx.proc);
+	snprintf(uri, sizeof(uri), "--libvirt.uri=test://%s/node.xml", dir);
+	if (vw_config_load(&vw_host_program, &c.cfg, ARRAY_SIZE(argv) - 1, argv, stdout, err,
+			   sizeof(err)) != 0)
+		fail_msg("config: %s", err);
+	assert_int_equal(vw_host_new(&c.cfg, &c.host), 0);
+	vw_host_sample(c.host, T0);
+	for (int i = 0; i < 6; i++)
+		host_second(&c, ms);
+	assert_int_equal(vw_exposition_copy(vw_host_exposition(c.host), 0, &text, &len), 0);
+	assert_non_null(strstr(text, "virtwatt_vm_info{vm_id=\"" VM_UUID "\",vm_name=\"web-vm\","
+				     "hypervisor=\"kvm\",source=\"procscan\",platform=\"kubevirt\","));
+	assert_non_null(strstr(text, "namespace=\"shop\",pod_name=\"\",node_name=\"n1\"} 1"));
+	/* The last second's watts: the VM has the QEMU's, the compute container virt-launcher's
+	 * (a third of it), the QEMU's process series no container. */
+	vm_w = sum_of(text, "kepler_vm_cpu_watts", "vm_name=\"web-vm\"");
+	cont_w = sum_of(text, "kepler_container_cpu_watts", "container_id=\"" CID "\"");
+	qemu_w = sum_of(text, "kepler_process_cpu_watts", "pid=\"720\"");
+	print_message("# VM %.6f W, compute container %.6f W, QEMU process %.6f W\n", vm_w, cont_w,
+		      qemu_w);
+	assert_true(vm_w > 1);
+	assert_double_near(vm_w, qemu_w, 1e-6);
+	assert_double_near(cont_w * 3, vm_w, 1e-5);
+	assert_non_null(strstr(text, "kepler_vm_cpu_joules_total{vm_id=\"" VM_UUID "\",vm_name=\"web-vm\","
+				     "hypervisor=\"kvm\",state=\"running\",zone=\"package\","
+				     "node_name=\"n1\",namespace=\"shop\"} "));
+	assert_non_null(strstr(text, "pid=\"720\",comm=\"qemu-kvm\",exe=\"\",type=\"vm\","
+				     "state=\"running\",container_id=\"\",vm_id=\"" VM_UUID "\""));
+	/* Every joule once: node = containers + uncontained + unattributed, per mode. */
+	for (int m = 0; m < 2; m++) {
+		const char *mode = m ? "idle" : "active";
+		char sel[64];
+		double node, parts;
+
+		snprintf(sel, sizeof(sel), "zone=\"package\",mode=\"%s\"", mode);
+		node = sum_of(text, m ? "kepler_node_cpu_idle_joules_total"
+				      : "kepler_node_cpu_active_joules_total",
+			      "zone=\"package\"");
+		parts = sum_of(text, m ? "virtwatt_container_cpu_idle_joules_total"
+				       : "kepler_container_cpu_joules_total",
+			       "zone=\"package\"") +
+			sum_of(text, "virtwatt_node_cpu_uncontained_joules_total", sel) +
+			sum_of(text, "virtwatt_node_cpu_unattributed_joules_total", sel);
+		print_message("# %s: node %.6f J, containers + uncontained + unattributed %.6f J\n",
+			      mode, node, parts);
+		assert_true(node > 0);
+		assert_double_near(parts, node, 1e-5);
+	}
+	free(text);
+	vw_host_free(c.host);
+	vw_config_free(&vw_host_program, &c.cfg);
+	host_fixture_fini(&c.fx);
+	vw_fixture_rm(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -498,6 +627,7 @@ int main(void)
 		cmocka_unit_test(test_other_pod_keeps_both),
 		cmocka_unit_test(test_info_labels),
 		cmocka_unit_test(test_info_labels_config),
+		cmocka_unit_test(test_host),
 	};
 
 	vw_log_set_level(VW_LOG_ERROR);
