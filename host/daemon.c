@@ -22,6 +22,7 @@
 #include "selfstats.h"
 #include "training.h"
 #include "vm_channels.h"
+#include "vm_groups.h"
 #include "vm_source.h"
 #include "vm_meta.h"
 #include "vm_vfio.h"
@@ -278,6 +279,9 @@ static int setup_workloads(struct vw_host *h)
 	 * not the vm series are exported. */
 	if (passthrough_wanted(c) && !o.vms)
 		o.vms = o.vms_unexported = true;
+	o.group_labels = (const char *const *)c->vm_info_labels.v; /* --vm.info-labels */
+	if (vw_vm_groups_check(o.group_labels) < 0)
+		return -EINVAL;
 	r = vw_daemon_open_workloads(&h->d, &o, passthrough_asked(c));
 	if (r == -ENODEV)
 		return passthrough_impossible(
@@ -680,32 +684,6 @@ static int render_and_publish(struct vw_host *h)
 	return vw_daemon_render_publish(&h->d, &v);
 }
 
-/* Each running VM is a reservation group: its QEMU process, the vhost threads adopted by it. */
-static int vms_as_groups(const struct vw_vm_info *vms, size_t n, struct vw_group **ret,
-			 size_t *ret_n)
-{
-	struct vw_group *g = calloc(n + 1, sizeof(*g));
-	size_t k = 0;
-
-	if (!g)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		if (vms[i].state == VW_VM_SHUTOFF)
-			continue;
-		g[k] = (struct vw_group){ .reserved_cpus = vms[i].vcpus,
-					  .leader_pid = vms[i].qemu_pid,
-					  .leader_start_time = vms[i].qemu_start_time };
-		snprintf(g[k].id, sizeof(g[k].id), "%s", vms[i].uuid);
-		snprintf(g[k].name, sizeof(g[k].name), "%s", vms[i].name);
-		snprintf(g[k].kind, sizeof(g[k].kind), "%s",
-			 vms[i].hypervisor[0] ? vms[i].hypervisor : "kvm");
-		k++;
-	}
-	*ret = g;
-	*ret_n = k;
-	return 0;
-}
-
 /* The VM sources' current list (libvirt keeps its last list while libvirtd is away). */
 static void refresh_vms(struct vw_host *h)
 {
@@ -722,9 +700,11 @@ static void refresh_vms(struct vw_host *h)
 		return; /* keep the VMs as they were */
 	}
 	vw_release(&h->vm_complaint, VW_LOG_INFO, "vm: listing VMs works again");
+	vw_vm_kubevirt_resolve(vms, n, h->d.podmeta); /* KubeVirt's VMs: named by their VMI */
 	if ((h->channels && vw_vm_channels_set(h->channels, vms, n) < 0) ||
 	    (h->vfio && vw_vm_vfio_update(h->vfio, vms, n) < 0) ||
-	    vms_as_groups(vms, n, &groups, &n_groups) < 0 ||
+	    vw_vm_groups(vms, n, (const char *const *)h->cfg->vm_info_labels.v, &groups,
+			 &n_groups) < 0 ||
 	    vw_workloads_set_groups(h->d.workloads, groups, n_groups) < 0)
 		vw_complain(&h->vm_complaint, VW_LOG_WARN, "vm: out of memory tracking VMs");
 	free(h->vm_list);

@@ -3,6 +3,8 @@
 
 #include <stddef.h>
 
+#include "vm_meta.h"
+
 #define OFF(f) offsetof(struct vw_host_config, f)
 
 static const char *const ipmi_drivers[] = { "auto", "inband", "lan", NULL };
@@ -175,6 +177,12 @@ static const struct vw_option host_options[] = {
 	{ "passthrough.power-step", "passthrough.powerStep", VW_OPT_DOUBLE,
 	  OFF(passthrough_power_step_w), "0.1", "WATTS", "guests see power rounded to this step",
 	  0.001, 1000 },
+	{ "vm.info-labels", "vm.infoLabels", VW_OPT_STRLIST, OFF(vm_info_labels), NULL,
+	  "LABEL,...",
+	  "also put these virtwatt_vm_info labels on the VM energy series (kepler_vm_cpu_*, "
+	  "virtwatt_vm_cpu_idle_*, virtwatt_vm_gpu_*), after Kepler's labels, for queries that "
+	  "cannot join on vm_id (default: none, Kepler's label sets)",
+	  0, 0, vw_vm_meta_copyable },
 };
 
 /* Kepler's spellings of the host's own settings (config/config.go). */

@@ -38,6 +38,7 @@ struct vw_host_config {
 	double idle_min_spread;       /* usage spread needed to fit */
 	struct vw_strlist metrics;    /* levels: node, process, container, pod */
 	char *libvirt_uri;
+	struct vw_strlist vm_info_labels; /* virtwatt_vm_info labels copied onto the VM series */
 	char *passthrough; /* auto (when VMs can be accounted), true (or fail), false */
 	uint64_t passthrough_interval_ns; /* 0: monitor interval */
 	double passthrough_jitter;

@@ -296,6 +296,8 @@ static void compact_vms(struct vw_workloads *w, const struct pass *p, int *map)
 	for (size_t k = 0; k < w->n_vms; k++)
 		if (!p->leave_vm[k])
 			w->vms[j++] = w->vms[k];
+		else
+			free(w->vms[k].labels);
 	w->n_vms = j;
 }
 

@@ -31,6 +31,11 @@ struct vw_workloads *vw_workloads_new(const struct vw_workloads_opts *opts)
 		return NULL;
 	}
 	memset(w->zslot, -1, sizeof(w->zslot));
+	if (vw_wl_vm_families(w) < 0) {
+		vw_intern_free(w->exes);
+		free(w);
+		return NULL;
+	}
 	if (w->o.max_terminated == 0)
 		w->o.max_terminated = VW_WORKLOADS_DEFAULT_MAX_TERMINATED;
 	return w;
@@ -69,7 +74,10 @@ void vw_workloads_free(struct vw_workloads *w)
 		free(w->conts[i].cg_path);
 	free(w->conts);
 	free(w->pods);
+	for (size_t k = 0; k < w->n_vms; k++)
+		free(w->vms[k].labels);
 	free(w->vms);
+	vw_wl_vm_families_free(w);
 	free(w->weights);
 	free(w->out);
 	free(w->share);
@@ -461,6 +469,12 @@ int vw_workloads_set_groups(struct vw_workloads *w, const struct vw_group *group
 			w->vms[k] = (struct wl_vm){ 0 };
 			snprintf(w->vms[k].uuid, sizeof(w->vms[k].uuid), "%s", g->id);
 		}
+		if (w->n_group_labels && !w->vms[k].labels &&
+		    !(w->vms[k].labels = calloc(w->n_group_labels, sizeof(*w->vms[k].labels))))
+			return -ENOMEM;
+		for (size_t l = 0; l < w->n_group_labels; l++)
+			snprintf(w->vms[k].labels[l], sizeof(w->vms[k].labels[l]), "%s", g->labels[l]);
+		w->vms[k].sole = g->sole;
 		/* Same id, maybe a new leader: the counters carry on. */
 		snprintf(w->vms[k].name, sizeof(w->vms[k].name), "%s", g->name);
 		snprintf(w->vms[k].hypervisor, sizeof(w->vms[k].hypervisor), "%s", g->kind);
@@ -611,7 +625,7 @@ static void give(struct vw_workloads *w, struct wl_proc *p, enum vw_zone z, int 
 		add_acc(&w->vms[p->vm].z[z], m, uj);
 		w->totals.vms[z][m] += uj;
 	}
-	if (p->container < 0)
+	if (!vw_wl_in_container(w, p)) /* in none, or a sole group's (KubeVirt's QEMU) */
 		w->totals.uncontained[z][m] += uj;
 	else
 		give_container(w, &w->conts[p->container], z, m, uj);
@@ -880,8 +894,11 @@ static int attribute_idle(struct vw_workloads *w, enum vw_zone z, uint64_t idle)
 	/* Pods reserve their CPU requests, VMs their vCPUs, of host CPUs x 1000. */
 	for (size_t i = 0; i < w->n_pods; i++)
 		reserve[i] = w->pods[i].live ? w->pods[i].info.cpu_request_millis : 0;
+	/* A VM whose processes are all in pods reserves through them (vm_of): not twice. */
 	for (size_t k = 0; k < w->n_vms; k++)
-		reserve[w->n_pods + k] = w->vms[k].live ? (uint64_t)w->vms[k].vcpus * 1000 : 0;
+		reserve[w->n_pods + k] = w->vms[k].live && bucket_len(&w->by_vm, k)
+						 ? (uint64_t)w->vms[k].vcpus * 1000
+						 : 0;
 	for (size_t i = 0; i < ng; i++)
 		any |= reserve[i];
 	if (!any) {

@@ -4,7 +4,8 @@
  * interval's node energy per zone (active by CPU-time share, idle by reservation; see
  * docs/attribution.md). Parents are exact sums of their children; what no workload takes is
  * kept as an explicit unattributed remainder, so for every zone and mode:
- *   node = sum(containers) + uncontained processes + unattributed.
+ *   node = sum(containers) + uncontained processes + unattributed
+ * (a sole group's processes, vw_group.sole, count as uncontained: their container has them not).
  * Terminated workloads stay until one scrape has seen their final value.
  */
 #pragma once
@@ -44,6 +45,11 @@ struct vw_workloads_opts {
 	 * its comm (a host's vhost-<QEMU PID> kernel threads): the leader's PID, 0 for none.
 	 * NULL: no such processes. */
 	uint32_t (*adopted_by)(const char *comm);
+	/* Labels the vm level's families carry after Kepler's (NULL-terminated names, valid
+	 * Prometheus label names none of Kepler's; each group gives its values, vw_group.labels):
+	 * NULL or empty for Kepler's label sets alone. At most VW_GROUP_MAX_LABELS; owned by the
+	 * caller, kept for the registry's life. */
+	const char *const *group_labels;
 	/* Terminated workloads kept per level (process, container, pod, VM) awaiting a scrape;
 	 * beyond it the oldest are evicted unserved (workload_retention.c). 0: the default. */
 	unsigned max_terminated;
@@ -98,6 +104,8 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
  * (a VM restarted, a new QEMU PID) keeps its counters; one missing from the list is terminated.
  * Call before each update.
  */
+#define VW_GROUP_MAX_LABELS 12
+#define VW_GROUP_LABEL_MAX 256
 struct vw_group {
 	char id[VW_UUID_LEN]; /* unique and stable (a VM's UUID); "" is skipped */
 	char name[256];           /* may be "" */
@@ -105,6 +113,13 @@ struct vw_group {
 	unsigned reserved_cpus;   /* its share of idle: this many host CPUs (a VM's vCPUs) */
 	uint32_t leader_pid;      /* the process that is the group (TGID); 0: none known */
 	uint64_t leader_start_time; /* /proc/PID/stat starttime (PID reuse); 0: not checked */
+	/* Its processes are the group's alone: their energy is not also their container's and
+	 * pod's (it counts as uncontained there), and their process series name no container
+	 * (a KubeVirt VM's QEMU in its virt-launcher pod). Else a group's process in a container
+	 * is both the group's and the container's (two views). */
+	bool sole;
+	/* Values of the vw_workloads_opts.group_labels, in order. */
+	char labels[VW_GROUP_MAX_LABELS][VW_GROUP_LABEL_MAX];
 };
 int vw_workloads_set_groups(struct vw_workloads *w, const struct vw_group *groups, size_t n);
 
