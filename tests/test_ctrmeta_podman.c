@@ -22,7 +22,7 @@
 #include "fileio.h"
 #include "fixture.h"
 #include "macro.h"
-#include "workload.h"
+#include "cgroup_path.h"
 
 #define IMAGE "localhost/vw-names-test:busybox"
 #define PODMAN "podman --runtime runc --cgroup-manager cgroupfs"
