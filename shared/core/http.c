@@ -10,9 +10,10 @@
  *
  * With a web config (webconfig.h): TLS through MHD's GnuTLS, client certificates checked per
  * client_auth_type on the connection's GnuTLS session, rate_limit, then basic auth (webauth.h)
- * on every path not excluded, all before routing. A watcher thread re-reads the file and the
- * files it names every few seconds; a change starts a new MHD daemon on the same socket and
- * retires the old one, a broken change keeps the old one.
+ * on every path not excluded, all before routing. A housekeeping thread checks the file and
+ * the files it names every few seconds (webconfig_watch.c decides what may be applied); a
+ * change starts a new MHD daemon on the same socket and retires the old one, a broken change
+ * keeps the old one.
  */
 #include "http.h"
 
@@ -20,7 +21,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -33,7 +33,6 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -47,6 +46,7 @@
 #include "thread.h"
 #include "webauth.h"
 #include "webconfig.h"
+#include "webconfig_watch.h"
 
 /* enum MHD_Result replaced int in 0.9.71 (collectd write_prometheus.c does the same). */
 #if MHD_VERSION >= 0x00097002
@@ -210,25 +210,6 @@ static int bound_port(int fd, uint16_t *ret)
 
 #define WEBCONFIG_CHECK_MS 2000 /* how often the web config and its files are checked */
 #define WEBCONFIG_SETTLE_S 30	/* a weaker file must stay unchanged this long (and say so) */
-#define CONFIG_DIGEST_LEN 32	/* SHA-256 of the web config's text */
-
-/* The web config file and the files it names, as last loaded: a change means a reload. */
-struct file_stamp {
-	bool present;
-	dev_t dev;
-	ino_t ino;
-	off_t size;
-	struct timespec mtime, ctime;
-};
-
-enum { STAMP_CONFIG, STAMP_CERT, STAMP_KEY, STAMP_CA, N_STAMPS };
-
-/* What a poll saw: the files' stamps and a digest of the config's text. */
-struct config_seen {
-	struct file_stamp stamps[N_STAMPS];
-	uint8_t digest[CONFIG_DIGEST_LEN];
-};
-
 /*
  * One running MHD daemon and the web config it was started with. A reload starts a new one on
  * the same listening socket, then retires the old: TLS settings are fixed per MHD daemon.
@@ -264,12 +245,7 @@ struct vw_http {
 	/* --web.config-file: re-read when it or a file it names changes */
 	char *web_config_file;
 	unsigned reload_poll_ms, reload_settle_s;
-	/* watcher thread only: what is loaded; a different state seen by the last poll and when
-	 * it was first seen (applied only once a second poll sees it unchanged) */
-	struct config_seen loaded, pending;
-	bool has_pending;
-	uint64_t pending_since_ns;
-	struct vw_complaint reload_complaint, weaker_complaint;
+	struct vw_webconfig_watch *watch; /* with web_config_file; the watcher thread's */
 	pthread_t watcher;
 	bool watching, stopping; /* stopping: under watch_lock */
 	pthread_mutex_t watch_lock;
@@ -1111,152 +1087,26 @@ static struct server *server_new(struct vw_http *h, struct vw_webconfig *wc)
 
 /* ---- Web config reloads ---- */
 
-static void stamp_take(const char *path, struct file_stamp *st)
-{
-	struct stat sb;
-
-	memset(st, 0, sizeof(*st)); /* compared with memcmp: padding zeroed */
-	if (!path || stat(path, &sb) < 0)
-		return;
-	st->present = true;
-	st->dev = sb.st_dev;
-	st->ino = sb.st_ino;
-	st->size = sb.st_size;
-	st->mtime = sb.st_mtim;
-	st->ctime = sb.st_ctim;
-}
-
-/* The stamps of the config file and of the files wc names, and the digest of text. */
-static void config_seen_take(const char *config, const struct vw_webconfig *wc, const char *text,
-			     size_t len, struct config_seen *seen)
-{
-	memset(seen, 0, sizeof(*seen));
-	stamp_take(config, &seen->stamps[STAMP_CONFIG]);
-	stamp_take(wc ? wc->cert_file : NULL, &seen->stamps[STAMP_CERT]);
-	stamp_take(wc ? wc->key_file : NULL, &seen->stamps[STAMP_KEY]);
-	stamp_take(wc ? wc->client_ca_file : NULL, &seen->stamps[STAMP_CA]);
-	if (text)
-		gnutls_hash_fast(GNUTLS_DIG_SHA256, text, len, seen->digest);
-}
-
-/* The config file's text (malloc'd, NUL-terminated): 0 or -errno with the reason in err. */
-static int config_text_read(const char *path, char **ret, size_t *ret_len, char *err,
-			    size_t errlen)
-{
-	int r = vw_read_whole_at(AT_FDCWD, path, VW_WEBCONFIG_MAX_BYTES, ret, ret_len);
-
-	if (r < 0)
-		snprintf(err, errlen, "%s: %s", path,
-			 r == -EFBIG ? "larger than 256 KiB" : strerror(-r));
-	return r;
-}
-
-static int webconfig_read(const char *path, struct vw_webconfig **ret, struct config_seen *seen)
-{
-	char err[1024] = "";
-	_cleanup_free_ char *text = NULL;
-	size_t len = 0;
-	int r = config_text_read(path, &text, &len, err, sizeof(err));
-
-	if (r == 0)
-		r = vw_webconfig_load_buf(path, text, len, ret, err, sizeof(err));
-	if (r < 0) {
-		vw_error("http: web config: %s", err[0] ? err : strerror(-r));
-		return r;
-	}
-	config_seen_take(path, *ret, text, len, seen);
-	return 0;
-}
-
 /*
- * A reload that would weaken security (vw_webconfig_diff) is applied only when the file says
- * so explicitly and has stayed as it is for the settle period: a file caught half-written, cut
- * short or emptied by a careless copy never turns TLS or authentication off.
- */
-static bool weaker_allowed(struct vw_http *h, const char *text, size_t len, uint64_t now,
-			   const char *changes)
-{
-	bool marked = vw_webconfig_allows_weaker(text, len);
-	uint64_t settled = now - h->pending_since_ns;
-
-	if (marked && settled >= (uint64_t)h->reload_settle_s * VW_NSEC_PER_SEC)
-		return true;
-	vw_complain(&h->weaker_complaint, VW_LOG_WARN,
-		    "http: web config %s changed but would weaken security (%s): refused, still "
-		    "serving the previous configuration; to apply it on purpose, add the line "
-		    "'%s' and leave the file unchanged for %u s%s",
-		    h->web_config_file, changes, VW_WEBCONFIG_WEAKER_MARKER, h->reload_settle_s,
-		    marked ? " (it has the line; waiting for the file to settle)" : "");
-	return false;
-}
-
-/*
- * The watcher's check. A change (the file's size, times, inode or text, or those of the files
- * it names) is only noted at first; it is loaded once the next poll sees the same state, so a
- * file being written is never loaded half-way. A loadable file starts a new server, which then
- * replaces the old one, and what changed is logged at warn. A broken file keeps the previous
- * configuration (retried, its complaint rate-limited), and so does a weaker one unless it is
- * marked and settled (weaker_allowed).
+ * The watcher's check (webconfig_watch.h decides what may be applied): a configuration to
+ * apply starts a new server, which then replaces the old one, and what changed is logged at
+ * warn; one that cannot be served keeps the old one.
  */
 static void webconfig_poll(struct vw_http *h)
 {
-	struct config_seen now;
 	struct vw_webconfig *wc = NULL;
-	_cleanup_free_ char *text = NULL;
-	char err[1024] = "", changes[1024];
+	char changes[1024];
 	struct server *s, *old = h->srv;
-	uint64_t t = vw_now_ns();
-	size_t len = 0;
-	bool weaker;
-	int r;
+	bool weaker = false;
 
-	r = config_text_read(h->web_config_file, &text, &len, err, sizeof(err));
-	config_seen_take(h->web_config_file, old->wc, r == 0 ? text : NULL, len, &now);
-	if (memcmp(&now, &h->loaded, sizeof(now)) == 0) {
-		h->has_pending = false;
-		vw_release(&h->weaker_complaint, VW_LOG_WARN,
-			   "http: web config %s is back to the configuration being served",
-			   h->web_config_file);
+	if (vw_webconfig_watch_poll(h->watch, old->wc, &wc, changes, sizeof(changes), &weaker) <= 0)
 		return;
-	}
-	if (!h->has_pending || memcmp(&now, &h->pending, sizeof(now)) != 0) {
-		h->pending = now;
-		h->has_pending = true;
-		h->pending_since_ns = t;
-		vw_debug("http: web config %s changed; applied once unchanged for one more check",
-			 h->web_config_file);
-		return;
-	}
-	if (r == 0)
-		r = vw_webconfig_load_buf(h->web_config_file, text, len, &wc, err, sizeof(err));
-	if (r < 0) {
-		vw_complain(&h->reload_complaint, VW_LOG_ERROR,
-			    "http: web config changed but is not usable, keeping the previous one: %s",
-			    err[0] ? err : strerror(-r));
-		return;
-	}
-	weaker = vw_webconfig_diff(old->wc, wc, changes, sizeof(changes));
-	if (weaker && !weaker_allowed(h, text, len, t, changes)) {
-		vw_webconfig_free(wc);
-		return;
-	}
-	config_seen_take(h->web_config_file, wc, text, len, &now);
 	s = server_new(h, wc);
-	if (!s) {
-		vw_complain(&h->reload_complaint, VW_LOG_ERROR,
-			    "http: web config %s changed but cannot be served, keeping the previous "
-			    "one", h->web_config_file);
+	vw_webconfig_watch_done(h->watch, s != NULL, weaker);
+	if (!s)
 		return;
-	}
-	vw_release(&h->reload_complaint, VW_LOG_INFO, "http: web config %s usable again",
-		   h->web_config_file);
-	vw_release(&h->weaker_complaint, VW_LOG_WARN, "http: web config %s: %s",
-		   h->web_config_file, weaker ? "weaker settings applied as the file asks"
-					      : "a file that does not weaken security replaced the refused one");
 	webconfig_log(s->wc, h->web_config_file);
 	h->srv = s;
-	h->loaded = now;
-	h->has_pending = false;
 	server_free(old);
 	vw_warn("http: web config %s reloaded: %s", h->web_config_file, changes);
 }
@@ -1345,6 +1195,7 @@ static void http_free(struct vw_http *h)
 	free(h->index_html);
 	free(h->listen_address);
 	free(h->web_config_file);
+	vw_webconfig_watch_free(h->watch);
 	free(h);
 }
 
@@ -1398,7 +1249,9 @@ static int http_init(struct vw_http *h, const struct vw_http_opts *opts, struct 
 	pthread_mutex_init(&h->watch_lock, NULL);
 	h->listen_address = strdup(opts->listen_address);
 	h->web_config_file = wcf && *wcf ? strdup(wcf) : NULL;
-	if (!h->listen_address || (wcf && *wcf && !h->web_config_file))
+	h->watch = h->web_config_file
+			   ? vw_webconfig_watch_new(h->web_config_file, h->reload_settle_s) : NULL;
+	if (!h->listen_address || (wcf && *wcf && (!h->web_config_file || !h->watch)))
 		return -ENOMEM;
 	connections_clamp(h);
 	h->conns = vw_conntable_new(h->max_connections, h->per_ip_connections);
@@ -1415,7 +1268,7 @@ static int http_serve(struct vw_http *h)
 	int r;
 
 	if (h->web_config_file) {
-		r = webconfig_read(h->web_config_file, &wc, &h->loaded);
+		r = vw_webconfig_watch_load(h->watch, &wc);
 		if (r < 0)
 			return r;
 		webconfig_log(wc, h->web_config_file);
