@@ -96,7 +96,6 @@ int vw_httpc_new(const struct vw_httpc_opts *opts, struct vw_httpc **ret, char *
 		return -ENOMEM;
 	}
 	c->o.what = c->what;
-	/* The TLS strings are the caller's, kept for the client's life (as documented). */
 	*ret = c;
 	return 0;
 }

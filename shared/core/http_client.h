@@ -74,7 +74,8 @@ struct vw_httpc;
 
 /*
  * A client: libcurl loaded and initialised. 0, -ENOPKG (why names the package to install) or
- * -ENOMEM; why gets the reason.
+ * -ENOMEM; why gets the reason. opts is copied, but not the strings of opts->tls: they must
+ * outlive the client.
  */
 int vw_httpc_new(const struct vw_httpc_opts *opts, struct vw_httpc **ret, char *why,
 		 size_t whylen);
