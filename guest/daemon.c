@@ -17,7 +17,7 @@
 #include "interval.h"
 #include "log.h"
 #include "metrics.h"
-#include "workload.h"
+#include "cgroup_path.h"
 #include "power_source.h"
 #include "procfs.h"
 #include "reader.h"

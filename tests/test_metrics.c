@@ -18,6 +18,7 @@
 #include "http.h"
 #include "log.h"
 #include "options.h"
+#include "exposition_fixture.h"
 
 #define T0 (1000 * VW_NSEC_PER_SEC)
 #define MAXR 262143328850ULL
@@ -101,15 +102,10 @@ static char *scrape(struct ctx *c, int om)
 	return text;
 }
 
-/* The value of the sample line starting with `prefix` (name and labels), or NAN. */
-static double sample_value(const char *text, const char *prefix)
+/* The value of the sample `series` (name and labels), or NAN. */
+static double sample_value(const char *text, const char *series)
 {
-	size_t n = strlen(prefix);
-
-	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-		if (strncmp(l, prefix, n) == 0 && l[n] == ' ')
-			return strtod(l + n + 1, NULL);
-	return NAN;
+	return vw_expo_value(text, series);
 }
 
 #define ZL(zone, path) "{zone=\"" zone "\",path=\"/sys/class/powercap/" path "\",node_name=\"test-node\"}"

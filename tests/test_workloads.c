@@ -23,6 +23,7 @@
 #include "vm_source.h"
 #include "workloads.h"
 #include "workloads_fixture.h"
+#include "exposition_fixture.h"
 
 #define CID_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define CID_B "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -175,11 +176,10 @@ static void assert_conserved(struct ctx *c)
 		}
 }
 
-static double value(const char *text, const char *prefix)
+/* The value of the sample `series` (name and labels), or NAN. */
+static double value(const char *text, const char *series)
 {
-	const char *l = strstr(text, prefix);
-
-	return l ? strtod(l + strlen(prefix) + 1, NULL) : NAN;
+	return vw_expo_value(text, series);
 }
 
 static void test_split_without_pods(void **state)

@@ -20,7 +20,7 @@
 #include "macro.h"
 #include "prom.h"
 #include "selfstats.h"
-#include "workload.h"
+#include "cgroup_path.h"
 #include "zone.h"
 
 struct vw_workloads;
