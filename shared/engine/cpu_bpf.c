@@ -30,6 +30,7 @@
 #include "cpu_account.h"
 #include "cpu_account_priv.h"
 #include "cpu_bpf_priv.h"
+#include "cpu_ghost.h"
 #include "cpu_time.h"
 #include "fileio.h"
 #include "log.h"
@@ -39,17 +40,6 @@
 #define BATCH_MIN 256u
 #define ENOTSUPP_KERNEL 524 /* the kernel's internal ENOTSUPP, leaked by some map ops */
 #define VW_BPF_MAX_CPUS 65536 /* the loader child's count, checked: it sizes per-CPU reads */
-/* The ghost check (ghost_check()): a process known only from its exited threads for this many
- * reads in a row, and for GHOST_QUIET_NS since the first of them (its frees' RCU grace period
- * is long past), is looked up in /proc, then again every GHOST_RECHECK reads (a zombie whose
- * parent has not reaped it yet), at most GHOST_BUDGET lookups a read. */
-#define GHOST_QUIET_READS 2u
-#define GHOST_QUIET_NS (500 * VW_NSEC_PER_MSEC)
-#define GHOST_RECHECK 4u
-#define GHOST_BUDGET 4096u /* a mass kill's lost frees are all caught in one read (a lookup
-			    * is one small /proc read: ~10 us, 40 ms at the most, then nothing); a
-			    * process left over the budget waits for its GHOST_RECHECK turn */
-#define GHOST_RING 256u /* read times kept: quiet counts up to 255 */
 
 
 /* A hw_procs entry as read, and a key the collector saw without a process. */
@@ -77,9 +67,7 @@ struct base {
 struct bpf_state {
 	int fd[VW_BPF_FD__MAX]; /* from the loader child, -1 where absent */
 	int procfd;             /* the procfs root (a dup): the ghost check's */
-	uint64_t ghosts;        /* processes the ghost check reported exited */
-	uint64_t n_reads;       /* reads finished */
-	uint64_t read_ns[GHOST_RING]; /* CLOCK_MONOTONIC of read k at [k % GHOST_RING] */
+	struct vw_ghost_check ghost;
 	struct vw_complaint ghost_complaint;
 	bool no_batch;
 	int ncpus;
@@ -183,6 +171,7 @@ static void bpf_close(void *state)
 }
 
 static int bases_read(struct bpf_state *s);
+static int ghost_gone(void *ctx, const struct vw_proc_cpu *p);
 
 /* One fd of s->fd closed before the others: -1 from now on (bpf_close closes the rest). */
 static void close_slot(struct bpf_state *s, int k)
@@ -259,6 +248,7 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 		goto fail;
 	}
 	s->ns_per_tick = vw_cpu_ns_per_tick();
+	s->ghost = (struct vw_ghost_check){ .budget = VW_GHOST_BUDGET, .gone = ghost_gone, .ctx = s };
 	s->no_batch = env->flags & VW_CPU_BPF_NO_BATCH;
 	q.max_procs = env->max_procs ? env->max_procs : VW_CPU_DEFAULT_MAX_PROCS;
 	q.flags = env->flags;
@@ -811,69 +801,42 @@ static int proc_start_ticks(int procfd, uint32_t tgid, uint64_t *ret)
  * after a mass kill whose orphans init reaps, a share of those frees (5 to 45 % of 800 on
  * 6.18) never reached the program, though the tracepoint fired for each task and the
  * programs counted no recursion misses, and the processes stayed alive here for good. So a
- * process known only from the map (no live thread in the read: kind still unknown) for
- * GHOST_QUIET_READS reads in a row is looked up in /proc under the procfs root: gone, or its
+ * process known only from the map (no live thread in the read: kind still unknown) for a
+ * while is looked up in /proc under the procfs root (cpu_ghost.c says when): gone, or its
  * PID now another process's, it is reported exited with what the map holds (all but the
  * last moments of its threads after their exit) and its entry goes. A zombie not yet reaped
- * is still in /proc and stays alive, as it does there. Only such processes are looked at,
- * at most GHOST_BUDGET a read: a process with a live thread is never checked.
+ * is still in /proc and stays alive, as it does there. Only such processes are looked at: a
+ * process with a live thread is never checked.
  */
-/* When the read that is `back` reads before this one ran (0: this one). */
-static uint64_t read_time(const struct bpf_state *s, unsigned back)
+static int ghost_gone(void *ctx, const struct vw_proc_cpu *p)
 {
-	return back < s->n_reads + 1 ? s->read_ns[(s->n_reads - back) % GHOST_RING] : 0;
+	struct bpf_state *s = ctx;
+	struct vw_bpf_proc v;
+	uint64_t start = 0;
+	int r = proc_start_ticks(s->procfd, p->tgid, &start);
+
+	if (r == 0 && start == p->start_time)
+		return 0; /* there: a zombie, or (never seen yet) threads the read missed */
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (vw_bpf_map_lookup_elem(s->fd[VW_BPF_FD_PROCS], &p->tgid, &v) == 0 &&
+	    v.start_ns / s->ns_per_tick == p->start_time)
+		(void)vw_bpf_map_delete_elem(s->fd[VW_BPF_FD_PROCS], &p->tgid);
+	return 1;
 }
 
 static void ghost_check(struct bpf_state *s, struct vw_cpu_snapshot *snap)
 {
-	const struct vw_cpu_table *prev = vw_cpu_history_prev(&s->hist);
-	unsigned budget = GHOST_BUDGET;
-	uint64_t caught = 0, now = vw_now_ns();
+	size_t caught = vw_ghost_check_run(&s->ghost, snap, vw_cpu_history_prev(&s->hist),
+					   vw_now_ns());
 
-	s->read_ns[s->n_reads % GHOST_RING] = now;
-
-	for (size_t i = 0; i < snap->n_procs; i++) {
-		struct vw_proc_cpu *p = &snap->procs[i];
-		const struct vw_proc_cpu *was;
-		struct vw_bpf_proc v;
-		uint64_t start = 0, first;
-		int r;
-
-		if (p->exited || p->kind != VW_PROC_KIND_UNKNOWN)
-			continue;
-		was = vw_cpu_table_find(prev, p->tgid, p->start_time);
-		p->quiet = !was ? 1 : was->quiet < UINT8_MAX ? was->quiet + 1 : UINT8_MAX;
-		if (p->quiet < GHOST_QUIET_READS || !budget)
-			continue;
-		first = read_time(s, p->quiet - 1u);
-		if (now - first < GHOST_QUIET_NS)
-			continue;
-		/* Due: when it first became so (the previous read was too early), then every
-		 * GHOST_RECHECK reads. */
-		if (p->quiet > GHOST_QUIET_READS && read_time(s, 1) - first >= GHOST_QUIET_NS &&
-		    p->quiet % GHOST_RECHECK)
-			continue;
-		budget--;
-		r = proc_start_ticks(s->procfd, p->tgid, &start);
-		if (r == 0 && start == p->start_time)
-			continue; /* there: a zombie, or (never seen yet) threads the read missed */
-		if (r < 0 && r != -ENOENT)
-			continue; /* cannot tell now (EMFILE, EACCES): the next round will */
-		p->exited = true;
-		caught++;
-		if (vw_bpf_map_lookup_elem(s->fd[VW_BPF_FD_PROCS], &p->tgid, &v) == 0 &&
-		    v.start_ns / s->ns_per_tick == p->start_time)
-			(void)vw_bpf_map_delete_elem(s->fd[VW_BPF_FD_PROCS], &p->tgid);
-	}
 	if (caught)
 		vw_complain(&s->ghost_complaint, VW_LOG_WARN,
-			    "cpu: bpf: %llu processes had exited without their exit being seen "
+			    "cpu: bpf: %zu processes had exited without their exit being seen "
 			    "(found gone from /proc): reported exited now "
 			    "(virtwatt_cpu_accounting_ghosts_total counts them)",
-			    (unsigned long long)caught);
-	s->ghosts += caught;
-	s->n_reads++;
-	snap->ghosts = s->ghosts;
+			    caught);
+	snap->ghosts = s->ghost.ghosts;
 }
 
 static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
