@@ -7,13 +7,15 @@
  * its own bpf(2) wrappers (bpf_sys.c): libbpf is loaded in the child alone.
  *
  * At open the seed iterator gives every older thread's runtime: summed per process, the bases
- * (struct base) subtracted from what later reads find, so values count from open. A read takes,
+ * subtracted from what later reads find, so values count from open. A read takes,
  * in this order: the per-process map (time of exited threads, exit marks), then the read
  * iterator (every live thread's runtime, as the scheduler counts it). The iterator can only miss
  * what moved into the map meanwhile, never count it twice: a read can be a slice short, and the
  * history layer holds the value until the next read catches up. Exited processes are reported
  * once and deleted from the map. Every process carries the id of the cgroup it ran in last (in
  * the hierarchy vw_cpu_env.cgroup_v1 names); per-cgroup totals are the kernel's (cgroupfs.h).
+ * The records become the table in cpu_bpf_records.c (fuzzed), the ghost check's cadence is
+ * cpu_ghost.c's; this file makes the bpf(2) calls around them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,12 +32,12 @@
 #include "cpu_account.h"
 #include "cpu_account_priv.h"
 #include "cpu_bpf_priv.h"
+#include "cpu_bpf_records.h"
 #include "cpu_ghost.h"
 #include "cpu_time.h"
 #include "fileio.h"
 #include "log.h"
 #include "perf_counters.h"
-#include "sort.h"
 
 #define BATCH_MIN 256u
 #define ENOTSUPP_KERNEL 524 /* the kernel's internal ENOTSUPP, leaked by some map ops */
@@ -55,15 +57,6 @@ struct hw_key {
 	uint64_t start_ns;
 };
 
-/* A process that was running at open: its threads' runtime then, left out of every read. */
-struct base {
-	uint32_t tgid;
-	uint64_t start_time; /* ticks, as vw_proc_cpu */
-	uint64_t ns;         /* BASE_GONE once its exit was reported */
-};
-
-#define BASE_GONE UINT64_MAX
-
 struct bpf_state {
 	int fd[VW_BPF_FD__MAX]; /* from the loader child, -1 where absent */
 	int procfd;             /* the procfs root (a dup): the ghost check's */
@@ -77,14 +70,11 @@ struct bpf_state {
 	struct vw_bpf_task_rec *walk_map; /* its first walk_len bytes, mapped; or NULL */
 	size_t walk_len;
 	struct vw_complaint walk_complaint;
-	struct base *base; /* sorted by tgid, start_time */
-	size_t n_base, n_base_gone;
+	struct vw_bpf_bases bases;
 	/* scratch reused between reads */
 	struct vw_bpf_iter_buf iter;
 	struct vw_bpf_task_rec *live; /* this read's records: in walk_map or iter */
 	size_t n_live;
-	uint32_t *exited;
-	size_t n_exited, cap_exited;
 	void *keys, *vals;
 	uint32_t batch_cap;
 	struct vw_bpf_cpu *cpu_a; /* the per-CPU value, ncpus */
@@ -155,9 +145,8 @@ static void bpf_close(void *state)
 	vw_cpu_bpf_close_fds(s->fd, VW_BPF_FD__MAX);
 	vw_closep(&s->procfd);
 	vw_cpu_history_free(&s->hist);
-	free(s->base);
+	vw_bpf_bases_free(&s->bases);
 	free(s->iter.p);
-	free(s->exited);
 	free(s->keys);
 	free(s->vals);
 	free(s->cpu_a);
@@ -391,149 +380,20 @@ static int map_for_each(struct bpf_state *s, struct vw_cpu_table *t, int fd, siz
 	return for_each_key(s, t, fd, ksz, vsz, fn);
 }
 
-static void comm_copy(char dst[VW_COMM_LEN], const char src[VW_BPF_COMM_LEN])
-{
-	_Static_assert(VW_COMM_LEN == VW_BPF_COMM_LEN, "comm sizes");
-	memcpy(dst, src, VW_COMM_LEN);
-	dst[VW_COMM_LEN - 1] = '\0';
-}
-
 static int add_proc(struct bpf_state *s, struct vw_cpu_table *t, const void *key, const void *val)
 {
-	const struct vw_bpf_proc *v = val;
-	struct vw_proc_cpu *p = vw_cpu_table_new_proc(t);
-
-	if (!p)
-		return -ENOMEM;
-	memcpy(&p->tgid, key, sizeof(p->tgid));
-	p->cgroup_id = v->cgroup_id;
-	p->cpu_ns = v->dead_ns;
-	p->start_time = v->start_ns / s->ns_per_tick;
-	comm_copy(p->comm, v->comm);
-	p->exited = v->exited != 0;
-	if (!p->exited)
-		return 0;
-	if (vw_array_grow((void **)&s->exited, sizeof(*s->exited), s->n_exited, &s->cap_exited) < 0)
-		return -ENOMEM;
-	s->exited[s->n_exited++] = p->tgid;
-	return 0;
+	return vw_bpf_rec_add_proc(t, key, val, s->ns_per_tick);
 }
 
-static int cmp_rec(const void *a, const void *b)
-{
-	const struct vw_bpf_task_rec *x = a, *y = b;
-	bool xl = x->pid == x->tgid, yl = y->pid == y->tgid;
-
-	if (x->tgid != y->tgid)
-		return x->tgid < y->tgid ? -1 : 1;
-	return xl != yl ? (xl ? -1 : 1) : 0; /* the group leader first */
-}
-
-/*
- * Live threads from the read iterator: their time since open goes to their process (created
- * here when no thread of it has exited yet). t is sorted.
- */
-static int add_live(struct bpf_state *s, struct vw_cpu_table *t)
-{
-	struct vw_bpf_task_rec *recs = s->live;
-	size_t n = s->n_live, n_sorted = t->n_procs;
-
-	/* The walk's come in task-list (creation) order: a run of PIDs per wrap of pid_max. */
-	vw_sort_runs(recs, n, sizeof(*recs), cmp_rec);
-	for (size_t i = 0, j; i < n; i = j) {
-		const struct vw_bpf_task_rec *lead = &recs[i];
-		uint64_t start = lead->start_ns / s->ns_per_tick, runtime = 0;
-		const struct vw_proc_cpu *found;
-		struct vw_proc_cpu *p;
-
-		for (j = i; j < n && recs[j].tgid == lead->tgid; j++)
-			runtime += recs[j].runtime_ns;
-		found = vw_cpu_table_find_n(t, n_sorted, lead->tgid, start);
-		if (found && found->exited)
-			continue; /* cannot be: the iterator skips exiting threads */
-		p = found ? &t->procs[found - t->procs] : vw_cpu_table_new_proc(t);
-		if (!p)
-			return -ENOMEM;
-		p->tgid = lead->tgid;
-		p->start_time = start;
-		p->cpu_ns += runtime;
-		p->cgroup_id = lead->cgroup_id;
-		p->kind = lead->flags & VW_BPF_REC_KTHREAD ? VW_PROC_KIND_KTHREAD : VW_PROC_KIND_USER;
-		comm_copy(p->comm, lead->comm);
-	}
-	return 0;
-}
-
-/*
- * The seed iterator, once: each process running at open gets a base, its threads' runtime now.
- * Reads subtract it, so every value counts from open (a thread started later has no base).
- */
+/* The seed iterator, once: each process running at open gets a base, its threads' runtime now. */
 static int bases_read(struct bpf_state *s)
 {
-	struct vw_bpf_task_rec *recs;
-	size_t n;
 	int r = vw_cpu_bpf_iter_run(&s->iter, s->fd[VW_BPF_FD_ITER_SEED]);
 
 	close_slot(s, VW_BPF_FD_ITER_SEED);
 	if (r < 0)
 		return r;
-	if (s->iter.len % sizeof(*recs))
-		return -EBADMSG;
-	recs = (struct vw_bpf_task_rec *)s->iter.p;
-	n = s->iter.len / sizeof(*recs);
-	vw_sort_runs(recs, n, sizeof(*recs), cmp_rec);
-	s->base = calloc(n ? n : 1, sizeof(*s->base));
-	if (!s->base)
-		return -ENOMEM;
-	for (size_t i = 0, j; i < n; i = j) {
-		struct base *b = &s->base[s->n_base++];
-
-		*b = (struct base){ .tgid = recs[i].tgid,
-				    .start_time = recs[i].start_ns / s->ns_per_tick };
-		for (j = i; j < n && recs[j].tgid == recs[i].tgid; j++)
-			b->ns += recs[j].runtime_ns;
-	}
-	return 0;
-}
-
-static int cmp_base(uint32_t tgid, uint64_t start, const struct base *b)
-{
-	if (tgid != b->tgid)
-		return tgid < b->tgid ? -1 : 1;
-	return start < b->start_time ? -1 : start > b->start_time;
-}
-
-/*
- * Values from open: each process of the sorted table less its base. A value below its base (a
- * thread that exited between the map's read and the iterator's pass is in neither) reads 0
- * here, and the history layer keeps what the last read reported. An exited process's base goes
- * with its report.
- */
-static void bases_apply(struct bpf_state *s, struct vw_cpu_table *t)
-{
-	size_t j = 0, n = 0;
-
-	for (size_t i = 0; i < t->n_procs && j < s->n_base; i++) {
-		struct vw_proc_cpu *p = &t->procs[i];
-		int c = -1;
-
-		while (j < s->n_base && (c = cmp_base(p->tgid, p->start_time, &s->base[j])) > 0)
-			j++;
-		if (c != 0 || s->base[j].ns == BASE_GONE)
-			continue;
-		p->cpu_ns = p->cpu_ns > s->base[j].ns ? p->cpu_ns - s->base[j].ns : 0;
-		if (p->exited) {
-			s->base[j].ns = BASE_GONE;
-			s->n_base_gone++;
-		}
-	}
-	if (s->n_base_gone < 64 || s->n_base_gone < s->n_base / 2)
-		return;
-	for (size_t i = 0; i < s->n_base; i++)
-		if (s->base[i].ns != BASE_GONE)
-			s->base[n++] = s->base[i];
-	s->n_base = n;
-	s->n_base_gone = 0;
+	return vw_bpf_bases_parse(s->iter.p, s->iter.len, s->ns_per_tick, &s->bases);
 }
 
 /* The task/ iterator's records (one per thread) as this read's. */
@@ -845,28 +705,23 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	struct vw_cpu_table *t = vw_cpu_history_begin(&s->hist);
 	int r;
 
-	s->n_exited = 0;
 	r = map_for_each(s, t, s->fd[VW_BPF_FD_PROCS], sizeof(uint32_t), sizeof(struct vw_bpf_proc),
 			 add_proc);
 	if (r == 0)
 		r = read_live(s);
-	if (r == 0) {
-		vw_cpu_table_sort(t);
-		r = add_live(s, t);
-	}
-	if (r == 0) {
-		vw_cpu_table_sort(t);
-		bases_apply(s, t);
-	}
+	if (r == 0)
+		r = vw_bpf_rec_finish(t, s->live, s->n_live * sizeof(*s->live), &s->bases,
+				      s->ns_per_tick);
 	if (r == 0)
 		r = hw_collect(s, t);
 	if (r < 0) {
 		vw_cpu_history_abort(&s->hist);
 		return r;
 	}
-	/* Reported below, once: the entries go now. */
-	for (size_t i = 0; i < s->n_exited; i++)
-		(void)vw_bpf_map_delete_elem(s->fd[VW_BPF_FD_PROCS], &s->exited[i]);
+	/* Reported below, once: the entries go now (only the map's carry an exit mark). */
+	for (size_t i = 0; i < t->n_procs; i++)
+		if (t->procs[i].exited)
+			(void)vw_bpf_map_delete_elem(s->fd[VW_BPF_FD_PROCS], &t->procs[i].tgid);
 	check_stats(s);
 	hw_check_stats(s);
 	vw_cpu_history_finish(&s->hist, ret);
