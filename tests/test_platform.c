@@ -122,8 +122,13 @@ static void check_conserved(const char *body, const char *zone)
 {
 	double node_a = zone_sum(body, "kepler_node_cpu_active_joules_total", zone, "");
 	double node_i = zone_sum(body, "kepler_node_cpu_idle_joules_total", zone, "");
-	double ctr_a = zone_sum(body, "kepler_container_cpu_joules_total", zone, "");
-	double ctr_i = zone_sum(body, "virtwatt_container_cpu_idle_joules_total", zone, "");
+	/* with the containers that ended on this machine and were dropped after a scrape */
+	double ctr_a = zone_sum(body, "kepler_container_cpu_joules_total", zone, "") +
+		       zone_sum(body, "virtwatt_node_cpu_ended_containers_joules_total", zone,
+				",mode=\"active\"");
+	double ctr_i = zone_sum(body, "virtwatt_container_cpu_idle_joules_total", zone, "") +
+		       zone_sum(body, "virtwatt_node_cpu_ended_containers_joules_total", zone,
+				",mode=\"idle\"");
 	double unc_a = zone_sum(body, "virtwatt_node_cpu_uncontained_joules_total", zone,
 				",mode=\"active\"");
 	double unc_i = zone_sum(body, "virtwatt_node_cpu_uncontained_joules_total", zone,

@@ -547,6 +547,8 @@ static void assert_adds_up(const char *m)
 	for (size_t i = 0; i < 2; i++) {
 		double node = sum_lines(m, modes[i][0], "zone=\"package\"", NULL);
 		double parts = sum_lines(m, modes[i][1], "zone=\"package\"", NULL) +
+			       sum_lines(m, "virtwatt_node_cpu_ended_containers_joules_total",
+					 "zone=\"package\"", modes[i][2]) +
 			       sum_lines(m, "virtwatt_node_cpu_uncontained_joules_total",
 					 "zone=\"package\"", modes[i][2]) +
 			       sum_lines(m, "virtwatt_node_cpu_unattributed_joules_total",

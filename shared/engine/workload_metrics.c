@@ -34,7 +34,7 @@ enum {
 	F_CONT_J, F_CONT_W, F_CONT_IDLE_J, F_CONT_SEC,
 	F_POD_J, F_POD_W, F_POD_IDLE_J,
 	F_VM_J, F_VM_W, F_VM_IDLE_J, F_VM_IDLE_W,
-	F_UNATTR, F_UNCONT, F_METHOD, F_FALLBACK, F_GHOSTS,
+	F_UNATTR, F_UNCONT, F_METHOD, F_FALLBACK, F_GHOSTS, F_ENDED,
 };
 
 /* Kepler's per-level families: the same three, their help naming the level. */
@@ -91,6 +91,11 @@ const struct vw_metric_family vw_workload_families[] = {
 		       "Processes the CPU accountant kept reporting alive after they had gone, found "
 		       "gone from /proc by its check and reported exited then (bpf; 0 for procfs)",
 		       NULL, l_method },
+	[F_ENDED] = { "virtwatt_node_cpu_ended_containers_joules_total", VW_METRIC_COUNTER,
+		      "Node energy of containers no longer exported (ended and dropped once a scrape "
+		      "served their final value, or evicted): node = containers + this + "
+		      "uncontained + unattributed in every scrape",
+		      "joules", l_rest },
 };
 const struct vw_family_table vw_workload_family_table = {
 	"shared/engine/workload_metrics.c: vw_workloads_render()", "virtwatt-host, virtwatt-guest",
@@ -443,6 +448,8 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 	r = render_rest(w, pw, F_UNATTR, t.unattributed, node_name);
 	if (r == 0)
 		r = render_rest(w, pw, F_UNCONT, t.uncontained, node_name);
+	if (r == 0 && w->o.containers)
+		r = render_rest(w, pw, F_ENDED, t.ended_containers, node_name);
 	if (r == 0)
 		r = vw_prom_family(pw, &vw_workload_families[F_METHOD]);
 	if (r == 0)

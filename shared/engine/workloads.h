@@ -138,6 +138,9 @@ size_t vw_workloads_group_energy(const struct vw_workloads *w, struct vw_group_e
 
 struct vw_workloads_totals {
 	uint64_t containers[VW_ZONE__COUNT][2];
+	/* Of containers: what those no longer exported held (ended and dropped once served, or
+	 * evicted): exported, so that every scrape adds up to the node. */
+	uint64_t ended_containers[VW_ZONE__COUNT][2];
 	uint64_t pods[VW_ZONE__COUNT][2];
 	uint64_t uncontained[VW_ZONE__COUNT][2];
 	uint64_t unattributed[VW_ZONE__COUNT][2];
