@@ -32,7 +32,7 @@
 #include "vm_groups.h"
 #include "vm_meta.h"
 #include "vm_priv.h"
-#include "workload.h"
+#include "cgroup_path.h"
 #include "workloads.h"
 #include "workloads_fixture.h"
 

@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "vm_priv.h"
-#include "workload.h"
+#include "cgroup_path.h"
 
 #define KUBEVIRT "kubevirt"
 

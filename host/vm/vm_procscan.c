@@ -28,7 +28,7 @@
 #include "macro.h"
 #include "procfs.h"
 #include "vm_priv.h"
-#include "workload.h"
+#include "cgroup_path.h"
 
 /* A process as the last full scan classified it, under the identity it had then. */
 struct seen {
