@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attribute.h" /* struct vw_zone_energy */
 #include "cpu_account.h"
 #include "ctrmeta.h"
 #include "log.h"
@@ -56,14 +57,6 @@ struct vw_workloads *vw_workloads_new(const struct vw_workloads_opts *opts);
  * walked once; NULL (logged once) where there is none. */
 struct vw_cgroupfs *vw_workloads_cgroupfs(int sysfs_fd);
 void vw_workloads_free(struct vw_workloads *w);
-
-/* Per zone kind, the interval's node energy split (sockets summed). */
-struct vw_zone_energy {
-	bool present;
-	uint64_t active_uj, idle_uj;
-	bool idle_to_node; /* the idle is not the workloads' to share (a guest's estimate of a host
-			    * idle share it cannot know): it all stays unattributed */
-};
 
 /*
  * One interval: the accountant's cumulative snapshot and the node's energy per zone. The first
