@@ -37,7 +37,8 @@ static void assert_conserved(const struct vw_attribution *a, const struct vw_att
 			uint64_t in_cont[16] = { 0 }, loose = 0;
 
 			if (in->zones[z].present)
-				node = m == VW_ATTR_ACTIVE ? in->zones[z].active_uj : in->zones[z].idle_uj;
+				node = m == VW_ATTR_ACTIVE ? in->zones[z].active_uj
+							   : in->zones[z].idle_uj;
 			assert_true(in->n_conts <= 16 && in->n_pods <= 16 && in->n_vms <= 16);
 			for (size_t i = 0; i < in->n_procs; i++) {
 				const struct vw_attr_proc *p = &in->procs[i];
@@ -88,8 +89,10 @@ static void expect(const char *who, size_t i, const struct vw_attr_share *got, e
 static void expect_node(const struct vw_attribution *a, enum vw_zone z, uint64_t unc_active,
 			uint64_t unc_idle, uint64_t unattr_active, uint64_t unattr_idle)
 {
-	const uint64_t got[] = { a->uncontained[z][VW_ATTR_ACTIVE], a->uncontained[z][VW_ATTR_IDLE],
-				 a->unattributed[z][VW_ATTR_ACTIVE], a->unattributed[z][VW_ATTR_IDLE] };
+	const uint64_t got[] = {
+		a->uncontained[z][VW_ATTR_ACTIVE], a->uncontained[z][VW_ATTR_IDLE],
+		a->unattributed[z][VW_ATTR_ACTIVE], a->unattributed[z][VW_ATTR_IDLE],
+	};
 	const uint64_t want[] = { unc_active, unc_idle, unattr_active, unattr_idle };
 	static const char *const what[] = { "uncontained active", "uncontained idle",
 					    "unattributed active", "unattributed idle" };
@@ -148,7 +151,8 @@ static void test_worked_example(void **state)
 		     { 7142858, 18750000 });
 	EXPECT_LEVEL("pod", a.pods, PKG, { 57142861, 37500000 }, { 7142858, 18750000 });
 	EXPECT_LEVEL("vm", a.vms, PKG, { 28571430, 37500000 });
-	/* p4 and p5 are in no container; the 3000 of 8000 millicores no one reserved, the node's. */
+	/* p4 and p5 are in no container; the 3000 of 8000 millicores no one reserved: the
+	 * node's. */
 	expect_node(&a, PKG, 28571430 + 7142858, 37500000, 0, 56250000);
 	/* No other zone was given anything. */
 	for (int z = 0; z < VW_ZONE__COUNT; z++)

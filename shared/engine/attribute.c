@@ -47,8 +47,9 @@ static int validate(const struct vw_attr_in *in)
 	for (size_t i = 0; i < in->n_procs; i++) {
 		const struct vw_attr_proc *p = &in->procs[i];
 
-		if (p->container < -1 || (p->container >= 0 && (size_t)p->container >= in->n_conts) ||
-		    p->vm < -1 || (p->vm >= 0 && (size_t)p->vm >= in->n_vms))
+		if (p->container < -1 || p->vm < -1 ||
+		    (p->container >= 0 && (size_t)p->container >= in->n_conts) ||
+		    (p->vm >= 0 && (size_t)p->vm >= in->n_vms))
 			return -EINVAL;
 	}
 	for (size_t c = 0; c < in->n_conts; c++) {
@@ -395,8 +396,8 @@ int vw_attribute(struct vw_attribution *a, const struct vw_attr_in *in)
 		return r;
 	for (int z = 0; z < VW_ZONE__COUNT; z++) {
 		const struct vw_zone_energy *e = &in->zones[z];
-		struct split sp = { .a = a, .in = in, .z = (enum vw_zone)z,
-				    .key = vw_split_key_for_zone((enum vw_zone)z, in->hw_available) };
+		enum vw_split_key key = vw_split_key_for_zone((enum vw_zone)z, in->hw_available);
+		struct split sp = { .a = a, .in = in, .z = (enum vw_zone)z, .key = key };
 
 		if (!e->present)
 			continue;

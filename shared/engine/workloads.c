@@ -621,7 +621,8 @@ static int attr_input(struct vw_workloads *w, const struct vw_zone_energy zones[
 	for (size_t i = 0; i < w->n_pods; i++)
 		w->attr_reserve[i] = w->pods[i].live ? w->pods[i].info.cpu_request_millis : 0;
 	for (size_t k = 0; k < w->n_vms; k++)
-		w->attr_reserve[w->n_pods + k] = w->vms[k].live ? (uint64_t)w->vms[k].vcpus * 1000 : 0;
+		w->attr_reserve[w->n_pods + k] =
+			w->vms[k].live ? (uint64_t)w->vms[k].vcpus * 1000 : 0;
 	*in = (struct vw_attr_in){
 		.procs = w->attr_procs, .n_procs = w->n_procs,
 		.conts = w->attr_conts, .n_conts = w->n_conts,
@@ -634,34 +635,43 @@ static int attr_input(struct vw_workloads *w, const struct vw_zone_energy zones[
 	return 0;
 }
 
-/* The shares of zone z into the owners' counters and the node's totals. */
-static void take_zone(struct vw_workloads *w, const struct vw_attribution *a, int z)
+/* An owner's shares of the zones present (zs[0..nz)) into its counters and a level's totals. */
+static void take(struct acc *z_acc, const int8_t *slot, const struct vw_attr_share *sh,
+		 const int *zs, int nz, uint64_t totals[VW_ZONE__COUNT][M__COUNT])
 {
-	for (int m = 0; m < M__COUNT; m++) {
-		w->totals.uncontained[z][m] += a->uncontained[z][m];
-		w->totals.unattributed[z][m] += a->unattributed[z][m];
-	}
+	for (int k = 0; k < nz; k++)
+		for (int m = 0; m < M__COUNT; m++) {
+			uint64_t uj = sh->uj[zs[k]][m];
+
+			if (!uj)
+				continue;
+			add_acc(&z_acc[slot ? slot[zs[k]] : zs[k]], m, uj);
+			totals[zs[k]][m] += uj;
+		}
+}
+
+/* The shares into the owners' counters (a process's by its zone slots) and the node's totals. */
+static void take_shares(struct vw_workloads *w, const struct vw_attribution *a,
+			const struct vw_zone_energy zones[VW_ZONE__COUNT])
+{
+	int zs[VW_ZONE__COUNT], nz = 0;
+
+	for (int z = 0; z < VW_ZONE__COUNT; z++)
+		if (zones[z].present)
+			zs[nz++] = z;
+	for (int k = 0; k < nz; k++)
+		for (int m = 0; m < M__COUNT; m++) {
+			w->totals.uncontained[zs[k]][m] += a->uncontained[zs[k]][m];
+			w->totals.unattributed[zs[k]][m] += a->unattributed[zs[k]][m];
+		}
 	for (size_t i = 0; i < w->n_procs; i++)
-		for (int m = 0; m < M__COUNT; m++)
-			if (a->procs[i].uj[z][m]) {
-				add_acc(&w->procs[i].z[w->zslot[z]], m, a->procs[i].uj[z][m]);
-				w->totals.processes[z][m] += a->procs[i].uj[z][m];
-			}
+		take(w->procs[i].z, w->zslot, &a->procs[i], zs, nz, w->totals.processes);
 	for (size_t i = 0; i < w->n_conts; i++)
-		for (int m = 0; m < M__COUNT; m++) {
-			add_acc(&w->conts[i].z[z], m, a->conts[i].uj[z][m]);
-			w->totals.containers[z][m] += a->conts[i].uj[z][m];
-		}
+		take(w->conts[i].z, NULL, &a->conts[i], zs, nz, w->totals.containers);
 	for (size_t i = 0; i < w->n_pods; i++)
-		for (int m = 0; m < M__COUNT; m++) {
-			add_acc(&w->pods[i].z[z], m, a->pods[i].uj[z][m]);
-			w->totals.pods[z][m] += a->pods[i].uj[z][m];
-		}
+		take(w->pods[i].z, NULL, &a->pods[i], zs, nz, w->totals.pods);
 	for (size_t k = 0; k < w->n_vms; k++)
-		for (int m = 0; m < M__COUNT; m++) {
-			add_acc(&w->vms[k].z[z], m, a->vms[k].uj[z][m]);
-			w->totals.vms[z][m] += a->vms[k].uj[z][m];
-		}
+		take(w->vms[k].z, NULL, &a->vms[k], zs, nz, w->totals.vms);
 }
 
 /*
@@ -675,13 +685,13 @@ static int attribute(struct vw_workloads *w, const struct vw_zone_energy zones[V
 
 	if (r == 0)
 		r = vw_attribute(&w->attr, &in);
+	if (r == 0)
+		take_shares(w, &w->attr, zones);
 	for (int z = 0; z < VW_ZONE__COUNT; z++) {
 		if (!zones[z].present)
 			continue;
 		w->present[z] = true;
-		if (r == 0) {
-			take_zone(w, &w->attr, z);
-		} else {
+		if (r < 0) {
 			w->totals.unattributed[z][M_ACTIVE] += zones[z].active_uj;
 			w->totals.unattributed[z][M_IDLE] += zones[z].idle_uj;
 		}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The workload registry's tables, shared by workloads.c (accounting) and
- * workload_metrics.c (rendering). Not for other modules. */
+/* The workload registry's tables, shared by workloads.c (accounting; the splits are
+ * attribute.c's) and workload_metrics.c (rendering). Not for other modules. */
 #pragma once
 
 #include "attribute.h"
