@@ -29,8 +29,25 @@ struct owner_want {
 /* Every share, conserved: node = containers + uncontained + unattributed; a container at least
  * its processes; a pod its containers; a VM its processes; the uncontained at least the
  * processes in no container. */
-static void assert_conserved(const struct vw_attribution *a, const struct vw_attr_in *in)
+/* What vw_attribute() gave: the groups' shares and, by the callback, the processes'. */
+struct result {
+	struct vw_attribution a;
+	struct vw_attr_share procs[40];
+};
+
+static void take_proc(void *ctx, size_t i, enum vw_zone z, enum vw_attr_mode m, uint64_t uj)
 {
+	struct result *r = ctx;
+
+	assert_true(i < ARRAY_SIZE(r->procs));
+	assert_true(uj > 0); /* only shares are given */
+	r->procs[i].uj[z][m] += uj;
+}
+
+static void assert_conserved(const struct result *r, const struct vw_attr_in *in)
+{
+	const struct vw_attribution *a = &r->a;
+
 	for (int z = 0; z < VW_ZONE__COUNT; z++)
 		for (int m = 0; m < VW_ATTR__MODES; m++) {
 			uint64_t node = 0, conts = 0, pods[16] = { 0 }, vms[16] = { 0 };
@@ -42,7 +59,7 @@ static void assert_conserved(const struct vw_attribution *a, const struct vw_att
 			assert_true(in->n_conts <= 16 && in->n_pods <= 16 && in->n_vms <= 16);
 			for (size_t i = 0; i < in->n_procs; i++) {
 				const struct vw_attr_proc *p = &in->procs[i];
-				uint64_t uj = a->procs[i].uj[z][m];
+				uint64_t uj = r->procs[i].uj[z][m];
 
 				if (p->container >= 0)
 					in_cont[p->container] += uj;
@@ -86,9 +103,10 @@ static void expect(const char *who, size_t i, const struct vw_attr_share *got, e
 			expect(who, i_, &(shares)[i_], z, w_[i_].active, w_[i_].idle);             \
 	} while (0)
 
-static void expect_node(const struct vw_attribution *a, enum vw_zone z, uint64_t unc_active,
+static void expect_node(const struct result *r, enum vw_zone z, uint64_t unc_active,
 			uint64_t unc_idle, uint64_t unattr_active, uint64_t unattr_idle)
 {
+	const struct vw_attribution *a = &r->a;
 	const uint64_t got[] = {
 		a->uncontained[z][VW_ATTR_ACTIVE], a->uncontained[z][VW_ATTR_IDLE],
 		a->unattributed[z][VW_ATTR_ACTIVE], a->unattributed[z][VW_ATTR_IDLE],
@@ -103,10 +121,11 @@ static void expect_node(const struct vw_attribution *a, enum vw_zone z, uint64_t
 				 (uintmax_t)want[i]);
 }
 
-static void run(struct vw_attribution *a, const struct vw_attr_in *in)
+static void run(struct result *r, const struct vw_attr_in *in)
 {
-	assert_int_equal(vw_attribute(a, in), 0);
-	assert_conserved(a, in);
+	memset(r->procs, 0, sizeof(r->procs));
+	assert_int_equal(vw_attribute(&r->a, in, take_proc, r), 0);
+	assert_conserved(r, in);
 }
 
 /*
@@ -138,27 +157,27 @@ static struct vw_attr_in example(const uint64_t pod_millis[2], const uint64_t vm
 static void test_worked_example(void **state)
 {
 	static const uint64_t pods[] = { 2000, 1000 }, vms[] = { 2000 };
-	struct vw_attribution a = { 0 };
+	struct result r = { 0 };
 	struct vw_attr_in in = example(pods, vms);
 
 	(void)state;
-	run(&a, &in);
+	run(&r, &in);
 	/* Active by CPU time 3000 : 1000 : 500 : 2000 : 500, the 3 µJ left to p1, p3, p5. Idle
 	 * 37.5 J each to pod A and v1, 18.75 J to pod B, pod A's 3 : 1 over a1 and a2. */
-	EXPECT_LEVEL("process", a.procs, PKG, { 42857146, 28125000 }, { 14285715, 9375000 },
+	EXPECT_LEVEL("process", r.procs, PKG, { 42857146, 28125000 }, { 14285715, 9375000 },
 		     { 7142858, 18750000 }, { 28571430, 37500000 }, { 7142858, 0 });
-	EXPECT_LEVEL("container", a.conts, PKG, { 42857146, 28125000 }, { 14285715, 9375000 },
+	EXPECT_LEVEL("container", r.a.conts, PKG, { 42857146, 28125000 }, { 14285715, 9375000 },
 		     { 7142858, 18750000 });
-	EXPECT_LEVEL("pod", a.pods, PKG, { 57142861, 37500000 }, { 7142858, 18750000 });
-	EXPECT_LEVEL("vm", a.vms, PKG, { 28571430, 37500000 });
+	EXPECT_LEVEL("pod", r.a.pods, PKG, { 57142861, 37500000 }, { 7142858, 18750000 });
+	EXPECT_LEVEL("vm", r.a.vms, PKG, { 28571430, 37500000 });
 	/* p4 and p5 are in no container; the 3000 of 8000 millicores no one reserved: the
 	 * node's. */
-	expect_node(&a, PKG, 28571430 + 7142858, 37500000, 0, 56250000);
+	expect_node(&r, PKG, 28571430 + 7142858, 37500000, 0, 56250000);
 	/* No other zone was given anything. */
 	for (int z = 0; z < VW_ZONE__COUNT; z++)
 		if (z != PKG)
-			expect("process", 0, &a.procs[0], (enum vw_zone)z, 0, 0);
-	vw_attribution_release(&a);
+			expect("process", 0, &r.procs[0], (enum vw_zone)z, 0, 0);
+	vw_attribution_release(&r.a);
 }
 
 /* The variants: nothing reserved (idle by CPU time, 3 µJ left to p4, then p3 and p5's tie)
@@ -167,25 +186,25 @@ static void test_worked_example_variants(void **state)
 {
 	static const uint64_t none[] = { 0, 0 }, none_vm[] = { 0 };
 	static const uint64_t over[] = { 4000, 4000 }, over_vm[] = { 2000 };
-	struct vw_attribution a = { 0 };
+	struct result r = { 0 };
 	struct vw_attr_in in = example(none, none_vm);
 
 	(void)state;
-	run(&a, &in);
-	EXPECT_LEVEL("process", a.procs, PKG, { 42857146, 64285714 }, { 14285715, 21428571 },
+	run(&r, &in);
+	EXPECT_LEVEL("process", r.procs, PKG, { 42857146, 64285714 }, { 14285715, 21428571 },
 		     { 7142858, 10714286 }, { 28571430, 42857143 }, { 7142858, 10714286 });
-	EXPECT_LEVEL("pod", a.pods, PKG, { 57142861, 64285714 + 21428571 }, { 7142858, 10714286 });
-	EXPECT_LEVEL("vm", a.vms, PKG, { 28571430, 42857143 });
-	expect_node(&a, PKG, 35714288, 42857143 + 10714286, 0, 0);
+	EXPECT_LEVEL("pod", r.a.pods, PKG, { 57142861, 64285714 + 21428571 }, { 7142858, 10714286 });
+	EXPECT_LEVEL("vm", r.a.vms, PKG, { 28571430, 42857143 });
+	expect_node(&r, PKG, 35714288, 42857143 + 10714286, 0, 0);
 
 	in = example(over, over_vm); /* the same memory, reused: results replaced */
-	run(&a, &in);
-	EXPECT_LEVEL("pod", a.pods, PKG, { 57142861, 60000000 }, { 7142858, 60000000 });
-	EXPECT_LEVEL("container", a.conts, PKG, { 42857146, 45000000 }, { 14285715, 15000000 },
+	run(&r, &in);
+	EXPECT_LEVEL("pod", r.a.pods, PKG, { 57142861, 60000000 }, { 7142858, 60000000 });
+	EXPECT_LEVEL("container", r.a.conts, PKG, { 42857146, 45000000 }, { 14285715, 15000000 },
 		     { 7142858, 60000000 });
-	EXPECT_LEVEL("vm", a.vms, PKG, { 28571430, 30000000 });
-	expect_node(&a, PKG, 35714288, 30000000, 0, 0);
-	vw_attribution_release(&a);
+	EXPECT_LEVEL("vm", r.a.vms, PKG, { 28571430, 30000000 });
+	expect_node(&r, PKG, 35714288, 30000000, 0, 0);
+	vw_attribution_release(&r.a);
 }
 
 /*
@@ -212,29 +231,29 @@ static void test_zero_activity(void **state)
 	struct vw_attr_in in = { .procs = procs, .n_procs = ARRAY_SIZE(procs), .conts = conts,
 				 .n_conts = ARRAY_SIZE(conts), .pod_millis = pods, .n_pods = 2,
 				 .vm_millis = vms, .n_vms = 2, .capacity_millis = 8000 };
-	struct vw_attribution a = { 0 };
+	struct result r = { 0 };
 
 	(void)state;
 	in.zones[PKG] = (struct vw_zone_energy){ .present = true, .active_uj = 5,
 						 .idle_uj = 20000003 };
-	run(&a, &in);
+	run(&r, &in);
 	/* 20,000,003 x {2000, 400, 1000, 600, rest 4000} / 8000: 5,000,000.75, 1,000,000.15,
 	 * 2,500,000.375, 1,500,000.225, 10,000,001.5; the 2 µJ left to .75 and .5. Pod 0's
 	 * 5,000,001 equally over a0 and a1 (the odd µJ to a0), a0's to p0 alone; pod 1's and
 	 * VM 1's to no one. */
-	EXPECT_LEVEL("process", a.procs, PKG, { 0, 2500001 }, { 0, 0 }, { 0, 2500000 },
+	EXPECT_LEVEL("process", r.procs, PKG, { 0, 2500001 }, { 0, 0 }, { 0, 2500000 },
 		     { 0, 1250000 }, { 0, 1250000 }, { 0, 0 }, { 0, 0 });
-	EXPECT_LEVEL("container", a.conts, PKG, { 0, 2500001 }, { 0, 2500000 }, { 0, 0 }, { 0, 0 });
-	EXPECT_LEVEL("pod", a.pods, PKG, { 0, 5000001 }, { 0, 0 });
-	EXPECT_LEVEL("vm", a.vms, PKG, { 0, 2500000 }, { 0, 0 });
-	expect_node(&a, PKG, 0, 2500000, 5, 10000002 + 1000000 + 1500000);
+	EXPECT_LEVEL("container", r.a.conts, PKG, { 0, 2500001 }, { 0, 2500000 }, { 0, 0 }, { 0, 0 });
+	EXPECT_LEVEL("pod", r.a.pods, PKG, { 0, 5000001 }, { 0, 0 });
+	EXPECT_LEVEL("vm", r.a.vms, PKG, { 0, 2500000 }, { 0, 0 });
+	expect_node(&r, PKG, 0, 2500000, 5, 10000002 + 1000000 + 1500000);
 
 	/* Nothing in the interval at all, nothing reserved: all zeros, still conserved. */
 	in.zones[PKG] = (struct vw_zone_energy){ .present = true };
 	in.n_pods = in.n_vms = in.n_conts = in.n_procs = 0;
-	run(&a, &in);
-	expect_node(&a, PKG, 0, 0, 0, 0);
-	vw_attribution_release(&a);
+	run(&r, &in);
+	expect_node(&r, PKG, 0, 0, 0, 0);
+	vw_attribution_release(&r.a);
 }
 
 /*
@@ -264,16 +283,16 @@ static void test_cgroup_and_root_totals(void **state)
 	struct vw_attr_in in = { .procs = procs, .n_procs = ARRAY_SIZE(procs), .conts = conts,
 				 .n_conts = ARRAY_SIZE(conts), .capacity_millis = 2000,
 				 .root_valid = true, .root_ns = 1000000000 };
-	struct vw_attribution a = { 0 };
+	struct result r = { 0 };
 
 	(void)state;
 	in.zones[PKG] = (struct vw_zone_energy){ .present = true, .active_uj = 1000000,
 						 .idle_uj = 3000 };
-	run(&a, &in);
+	run(&r, &in);
 	/* 600 : 200 : 200 unseen of the root's 1000 ms; idle (nothing reserved) the same way. */
-	EXPECT_LEVEL("process", a.procs, PKG, { 400000, 1200 }, { 200000, 600 });
-	EXPECT_LEVEL("container", a.conts, PKG, { 600000, 1800 });
-	expect_node(&a, PKG, 400000, 1200, 0, 0);
+	EXPECT_LEVEL("process", r.procs, PKG, { 400000, 1200 }, { 200000, 600 });
+	EXPECT_LEVEL("container", r.a.conts, PKG, { 600000, 1800 });
+	expect_node(&r, PKG, 400000, 1200, 0, 0);
 
 	/* Read 400 (cgroup) + 300 + 600 = 1300 ms against the root's 1000: the 900 scanned
 	 * shrink to the 600 left, 200 : 400. */
@@ -281,11 +300,11 @@ static void test_cgroup_and_root_totals(void **state)
 				  .n_conts = ARRAY_SIZE(scan_conts), .capacity_millis = 2000,
 				  .root_valid = true, .root_ns = 1000000000 };
 	in.zones[PKG] = (struct vw_zone_energy){ .present = true, .active_uj = 10000000 };
-	run(&a, &in);
-	EXPECT_LEVEL("container", a.conts, PKG, { 4000000, 0 }, { 2000000, 0 });
-	EXPECT_LEVEL("process", a.procs, PKG, { 2000000, 0 }, { 4000000, 0 }, { 0, 0 });
-	expect_node(&a, PKG, 4000000, 0, 0, 0);
-	vw_attribution_release(&a);
+	run(&r, &in);
+	EXPECT_LEVEL("container", r.a.conts, PKG, { 4000000, 0 }, { 2000000, 0 });
+	EXPECT_LEVEL("process", r.procs, PKG, { 2000000, 0 }, { 4000000, 0 }, { 0, 0 });
+	expect_node(&r, PKG, 4000000, 0, 0, 0);
+	vw_attribution_release(&r.a);
 }
 
 /*
@@ -305,19 +324,19 @@ static void test_moved_between_containers(void **state)
 	struct vw_attr_in in = { .procs = procs, .n_procs = 2, .conts = conts, .n_conts = 2,
 				 .pod_millis = pods, .n_pods = 2, .capacity_millis = 4000,
 				 .root_valid = true, .root_ns = 600000000 };
-	struct vw_attribution a = { 0 };
+	struct result r = { 0 };
 
 	(void)state;
 	in.zones[PKG] = (struct vw_zone_energy){ .present = true, .active_uj = 600000,
 						 .idle_uj = 40000 };
-	run(&a, &in);
+	run(&r, &in);
 	/* Idle 1 : 3 by requests: pod 0's 10,000 over c0 (by its cgroup, it alone in its pod),
 	 * then to the process 100 of 400 and c0's own part 300. */
-	EXPECT_LEVEL("process", a.procs, PKG, { 100000, 2500 }, { 200000, 30000 });
-	EXPECT_LEVEL("container", a.conts, PKG, { 400000, 10000 }, { 200000, 30000 });
-	EXPECT_LEVEL("pod", a.pods, PKG, { 400000, 10000 }, { 200000, 30000 });
-	expect_node(&a, PKG, 0, 0, 0, 0);
-	vw_attribution_release(&a);
+	EXPECT_LEVEL("process", r.procs, PKG, { 100000, 2500 }, { 200000, 30000 });
+	EXPECT_LEVEL("container", r.a.conts, PKG, { 400000, 10000 }, { 200000, 30000 });
+	EXPECT_LEVEL("pod", r.a.pods, PKG, { 400000, 10000 }, { 200000, 30000 });
+	expect_node(&r, PKG, 0, 0, 0, 0);
+	vw_attribution_release(&r.a);
 }
 
 /*
@@ -328,10 +347,12 @@ static void test_moved_between_containers(void **state)
 static void test_keys_per_zone(void **state)
 {
 	static const struct vw_attr_proc procs[] = {
-		{ .cpu_ns = 1000, .instructions = 3000, .cache_misses = 1000, .container = 0,
-		  .vm = NONE, .live = true },
-		{ .cpu_ns = 1000, .instructions = 1000, .cache_misses = 4000, .container = 1,
-		  .vm = NONE, .live = true },
+		{ .cpu_ns = 1000, .container = 0, .vm = NONE, .live = true },
+		{ .cpu_ns = 1000, .container = 1, .vm = NONE, .live = true },
+	};
+	static const struct vw_attr_counters hw[] = {
+		{ .instructions = 3000, .cache_misses = 1000 },
+		{ .instructions = 1000, .cache_misses = 4000 },
 	};
 	static const struct vw_attr_container conts[] = {
 		{ .pod = NONE, .live = true, .cg_valid = true, .cg_ns = 3000 },
@@ -339,30 +360,35 @@ static void test_keys_per_zone(void **state)
 	};
 	struct vw_attr_in in = { .procs = procs, .n_procs = 2, .conts = conts, .n_conts = 2,
 				 .capacity_millis = 2000,
+				 .counters = hw,
 				 .hw_available = VW_HW_BIT(VW_HW_INSTRUCTIONS) |
 						 VW_HW_BIT(VW_HW_CACHE_MISSES) };
-	struct vw_attribution a = { 0 };
+	struct result r = { 0 };
 
 	(void)state;
 	in.zones[VW_ZONE_PACKAGE] = (struct vw_zone_energy){ true, 8000000, 4000, false };
 	in.zones[VW_ZONE_DRAM] = (struct vw_zone_energy){ true, 5000000, 0, false };
 	in.zones[VW_ZONE_UNCORE] = (struct vw_zone_energy){ true, 2000000, 0, false };
 	in.zones[VW_ZONE_PSYS] = (struct vw_zone_energy){ true, 4, 7000, true };
-	run(&a, &in);
-	EXPECT_LEVEL("container", a.conts, VW_ZONE_PACKAGE, { 6000000, 3000 }, { 2000000, 1000 });
-	EXPECT_LEVEL("container", a.conts, VW_ZONE_DRAM, { 1000000, 0 }, { 4000000, 0 });
+	run(&r, &in);
+	EXPECT_LEVEL("container", r.a.conts, VW_ZONE_PACKAGE, { 6000000, 3000 }, { 2000000, 1000 });
+	EXPECT_LEVEL("container", r.a.conts, VW_ZONE_DRAM, { 1000000, 0 }, { 4000000, 0 });
 	/* c0's cgroup ran 3000 ns, 2000 beyond its process: c0's own part. */
-	EXPECT_LEVEL("container", a.conts, VW_ZONE_UNCORE, { 1500000, 0 }, { 500000, 0 });
-	EXPECT_LEVEL("process", a.procs, VW_ZONE_UNCORE, { 500000, 0 }, { 500000, 0 });
-	EXPECT_LEVEL("container", a.conts, VW_ZONE_PSYS, { 3, 0 }, { 1, 0 });
-	expect_node(&a, VW_ZONE_PSYS, 0, 0, 0, 7000);
-	expect_node(&a, VW_ZONE_CORE, 0, 0, 0, 0); /* absent */
+	EXPECT_LEVEL("container", r.a.conts, VW_ZONE_UNCORE, { 1500000, 0 }, { 500000, 0 });
+	EXPECT_LEVEL("process", r.procs, VW_ZONE_UNCORE, { 500000, 0 }, { 500000, 0 });
+	EXPECT_LEVEL("container", r.a.conts, VW_ZONE_PSYS, { 3, 0 }, { 1, 0 });
+	expect_node(&r, VW_ZONE_PSYS, 0, 0, 0, 7000);
+	expect_node(&r, VW_ZONE_CORE, 0, 0, 0, 0); /* absent */
 
-	in.hw_available = 0; /* without counters: CPU time everywhere */
-	run(&a, &in);
-	EXPECT_LEVEL("container", a.conts, VW_ZONE_PACKAGE, { 6000000, 3000 }, { 2000000, 1000 });
-	EXPECT_LEVEL("container", a.conts, VW_ZONE_DRAM, { 3750000, 0 }, { 1250000, 0 });
-	vw_attribution_release(&a);
+	in.hw_available = VW_HW_BIT(VW_HW_CACHE_MISSES); /* no instructions: package by CPU */
+	run(&r, &in);
+	EXPECT_LEVEL("container", r.a.conts, VW_ZONE_PACKAGE, { 6000000, 3000 }, { 2000000, 1000 });
+	EXPECT_LEVEL("container", r.a.conts, VW_ZONE_DRAM, { 1000000, 0 }, { 4000000, 0 });
+	in.counters = NULL; /* without counters: CPU time everywhere */
+	run(&r, &in);
+	EXPECT_LEVEL("container", r.a.conts, VW_ZONE_PACKAGE, { 6000000, 3000 }, { 2000000, 1000 });
+	EXPECT_LEVEL("container", r.a.conts, VW_ZONE_DRAM, { 3750000, 0 }, { 1250000, 0 });
+	vw_attribution_release(&r.a);
 }
 
 /* A KubeVirt VM: its QEMU is in a pod's container, so the pod's request is its reservation;
@@ -375,19 +401,19 @@ static void test_vm_in_pod(void **state)
 	struct vw_attr_in in = { .procs = procs, .n_procs = 2, .conts = conts, .n_conts = 1,
 				 .pod_millis = pods, .n_pods = 1, .vm_millis = vms, .n_vms = 1,
 				 .capacity_millis = 4000 };
-	struct vw_attribution a = { 0 };
+	struct result r = { 0 };
 
 	(void)state;
 	in.zones[PKG] = (struct vw_zone_energy){ .present = true, .active_uj = 4000,
 						 .idle_uj = 7000 };
-	run(&a, &in);
+	run(&r, &in);
 	/* Idle 7000 x {1000, 2000, rest 1000} / 4000: the pod's 1750 to QEMU; the VM's 3500
 	 * has no process of its own (QEMU is the pod's) and stays the node's. */
-	EXPECT_LEVEL("process", a.procs, PKG, { 1000, 1750 }, { 3000, 0 });
-	EXPECT_LEVEL("vm", a.vms, PKG, { 1000, 1750 });
-	EXPECT_LEVEL("pod", a.pods, PKG, { 1000, 1750 });
-	expect_node(&a, PKG, 3000, 0, 0, 1750 + 3500);
-	vw_attribution_release(&a);
+	EXPECT_LEVEL("process", r.procs, PKG, { 1000, 1750 }, { 3000, 0 });
+	EXPECT_LEVEL("vm", r.a.vms, PKG, { 1000, 1750 });
+	EXPECT_LEVEL("pod", r.a.pods, PKG, { 1000, 1750 });
+	expect_node(&r, PKG, 3000, 0, 0, 1750 + 3500);
+	vw_attribution_release(&r.a);
 }
 
 static void test_bad_indices(void **state)
@@ -395,19 +421,19 @@ static void test_bad_indices(void **state)
 	struct vw_attr_proc procs[] = { PROC(1, 1, NONE) };
 	struct vw_attr_container conts[] = { CONT(NONE) };
 	struct vw_attr_in in = { .procs = procs, .n_procs = 1, .conts = conts, .n_conts = 1 };
-	struct vw_attribution a = { 0 };
+	struct result r = { 0 };
 
 	(void)state;
-	assert_int_equal(vw_attribute(&a, &in), -EINVAL); /* container 1 of 1 */
+	assert_int_equal(vw_attribute(&r.a, &in, take_proc, &r), -EINVAL); /* container 1 of 1 */
 	procs[0].container = 0;
 	procs[0].vm = 0;
-	assert_int_equal(vw_attribute(&a, &in), -EINVAL); /* VM 0 of none */
+	assert_int_equal(vw_attribute(&r.a, &in, take_proc, &r), -EINVAL); /* VM 0 of none */
 	procs[0].vm = NONE;
 	conts[0].pod = 0;
-	assert_int_equal(vw_attribute(&a, &in), -EINVAL); /* pod 0 of none */
+	assert_int_equal(vw_attribute(&r.a, &in, take_proc, &r), -EINVAL); /* pod 0 of none */
 	conts[0].pod = NONE;
-	assert_int_equal(vw_attribute(&a, &in), 0);
-	vw_attribution_release(&a);
+	assert_int_equal(vw_attribute(&r.a, &in, take_proc, &r), 0);
+	vw_attribution_release(&r.a);
 }
 
 static uint64_t rng = 0x2545f4914f6cdd1dULL;
@@ -424,9 +450,10 @@ static uint64_t rnd(uint64_t n)
 static void test_conservation_property(void **state)
 {
 	struct vw_attr_proc procs[40];
+	struct vw_attr_counters hw[40];
 	struct vw_attr_container conts[12];
 	uint64_t pods[6], vms[6];
-	struct vw_attribution a = { 0 };
+	struct result r = { 0 };
 
 	(void)state;
 	for (int round = 0; round < 2000; round++) {
@@ -435,15 +462,18 @@ static void test_conservation_property(void **state)
 					 .vm_millis = vms, .n_vms = rnd(7),
 					 .capacity_millis = rnd(3) * 4000,
 					 .root_valid = rnd(2), .root_ns = rnd(100000),
+					 .counters = rnd(2) ? hw : NULL,
 					 .hw_available = (unsigned)rnd(8) };
 
-		for (size_t i = 0; i < in.n_procs; i++)
+		for (size_t i = 0; i < in.n_procs; i++) {
 			procs[i] = (struct vw_attr_proc){
-				.cpu_ns = rnd(3) ? rnd(20000) : 0, .instructions = rnd(1000000),
-				.cache_misses = rnd(3) ? rnd(1000) : 0,
+				.cpu_ns = rnd(3) ? rnd(20000) : 0,
 				.container = in.n_conts && rnd(3) ? (int32_t)rnd(in.n_conts) : NONE,
 				.vm = in.n_vms && !rnd(3) ? (int32_t)rnd(in.n_vms) : NONE,
 				.live = rnd(4) };
+			hw[i] = (struct vw_attr_counters){ .instructions = rnd(1000000),
+							   .cache_misses = rnd(3) ? rnd(1000) : 0 };
+		}
 		for (size_t c = 0; c < in.n_conts; c++)
 			conts[c] = (struct vw_attr_container){
 				.pod = in.n_pods && rnd(2) ? (int32_t)rnd(in.n_pods) : NONE,
@@ -453,9 +483,9 @@ static void test_conservation_property(void **state)
 		for (int z = 0; z < VW_ZONE__COUNT; z++)
 			in.zones[z] = (struct vw_zone_energy){ rnd(2), rnd(0) >> rnd(64),
 							       rnd(0) >> rnd(64), !rnd(5) };
-		run(&a, &in);
+		run(&r, &in);
 	}
-	vw_attribution_release(&a);
+	vw_attribution_release(&r.a);
 }
 
 int main(void)

@@ -13,6 +13,8 @@
 struct split {
 	struct vw_attribution *a;
 	const struct vw_attr_in *in;
+	vw_attr_proc_fn proc;
+	void *ctx;
 	enum vw_zone z;
 	enum vw_split_key key;
 };
@@ -122,14 +124,12 @@ static int prepare(struct vw_attribution *a, const struct vw_attr_in *in)
 		       3) < 0 ||
 	    fit_arrays(&s->cap_groups, in->n_pods + in->n_vms + 1, sizeof(uint64_t),
 		       (void **[]){ (void **)&s->reserve, (void **)&s->grp_idle }, 2) < 0 ||
-	    FIT(s->cap_procs, in->n_procs, a->procs) < 0 ||
 	    FIT(s->cap_conts, in->n_conts, a->conts) < 0 ||
 	    FIT(s->cap_pods, in->n_pods, a->pods) < 0 || FIT(s->cap_vms, in->n_vms, a->vms) < 0 ||
 	    bucket_fill(&s->by_cont, in->n_procs, in->n_conts, in, container_of) < 0 ||
 	    bucket_fill(&s->by_pod, in->n_conts, in->n_pods, in, pod_of) < 0 ||
 	    bucket_fill(&s->by_vm, in->n_procs, in->n_vms, in, vm_of) < 0)
 		return -ENOMEM;
-	memset(a->procs, 0, in->n_procs * sizeof(*a->procs));
 	memset(a->conts, 0, in->n_conts * sizeof(*a->conts));
 	memset(a->pods, 0, in->n_pods * sizeof(*a->pods));
 	memset(a->vms, 0, in->n_vms * sizeof(*a->vms));
@@ -156,7 +156,8 @@ static void give(const struct split *sp, size_t i, int m, uint64_t uj)
 {
 	const struct vw_attr_proc *p = &sp->in->procs[i];
 
-	sp->a->procs[i].uj[sp->z][m] += uj;
+	if (sp->proc)
+		sp->proc(sp->ctx, i, sp->z, (enum vw_attr_mode)m, uj);
 	if (p->vm >= 0)
 		sp->a->vms[p->vm].uj[sp->z][m] += uj;
 	if (p->container < 0)
@@ -171,16 +172,14 @@ static void give(const struct split *sp, size_t i, int m, uint64_t uj)
  * instructions for package and core, cache misses for dram) and the snapshot has it. */
 static uint64_t key_delta(const struct split *sp, size_t i)
 {
-	const struct vw_attr_proc *p = &sp->in->procs[i];
-
 	switch (sp->key) {
 	case VW_SPLIT_INSTRUCTIONS:
-		return p->instructions;
+		return sp->in->counters[i].instructions;
 	case VW_SPLIT_CACHE_MISSES:
-		return p->cache_misses;
+		return sp->in->counters[i].cache_misses;
 	case VW_SPLIT_CPU_TIME:
 	default:
-		return p->cpu_ns;
+		return sp->in->procs[i].cpu_ns;
 	}
 }
 
@@ -386,7 +385,8 @@ static void split_idle(const struct split *sp, uint64_t idle)
 			split_vm(sp, k, grp_idle[np + k]);
 }
 
-int vw_attribute(struct vw_attribution *a, const struct vw_attr_in *in)
+int vw_attribute(struct vw_attribution *a, const struct vw_attr_in *in, vw_attr_proc_fn proc,
+		 void *ctx)
 {
 	int r = validate(in);
 
@@ -396,8 +396,10 @@ int vw_attribute(struct vw_attribution *a, const struct vw_attr_in *in)
 		return r;
 	for (int z = 0; z < VW_ZONE__COUNT; z++) {
 		const struct vw_zone_energy *e = &in->zones[z];
-		enum vw_split_key key = vw_split_key_for_zone((enum vw_zone)z, in->hw_available);
-		struct split sp = { .a = a, .in = in, .z = (enum vw_zone)z, .key = key };
+		enum vw_split_key key = vw_split_key_for_zone((enum vw_zone)z,
+							      in->counters ? in->hw_available : 0);
+		struct split sp = { .a = a, .in = in, .proc = proc, .ctx = ctx, .z = (enum vw_zone)z,
+				    .key = key };
 
 		if (!e->present)
 			continue;
@@ -414,7 +416,6 @@ void vw_attribution_release(struct vw_attribution *a)
 {
 	struct vw_attr_scratch *s = &a->s;
 
-	free(a->procs);
 	free(a->conts);
 	free(a->pods);
 	free(a->vms);

@@ -27,14 +27,18 @@ struct vw_zone_energy {
 			    * idle share it cannot know): it all stays unattributed */
 };
 
-/* A process's usage in the interval and where it belongs. */
+/* A process's usage in the interval and where it belongs (24 bytes: one for each of 10,000). */
 struct vw_attr_proc {
-	uint64_t cpu_ns;       /* CPU time: the key of every zone without a counter */
+	uint64_t cpu_ns;   /* CPU time: the key of every zone without a counter */
+	int32_t container; /* index into conts, -1: in none */
+	int32_t vm;        /* index into the VMs, -1: in none */
+	bool live;         /* not terminated: shares its group's idle equally when none ran */
+};
+
+/* A process's hardware counts in the interval, where the snapshot has them. */
+struct vw_attr_counters {
 	uint64_t instructions; /* package and core's key where hw_available has them */
 	uint64_t cache_misses; /* dram's key where hw_available has them */
-	int32_t container;     /* index into conts, -1: in none */
-	int32_t vm;            /* index into the VMs, -1: in none */
-	bool live;             /* not terminated: shares its group's idle equally when none ran */
 };
 
 struct vw_attr_container {
@@ -62,7 +66,10 @@ struct vw_attr_in {
 	/* The root cgroup's total in the interval (what ran anywhere), when root_valid. */
 	bool root_valid;
 	uint64_t root_ns;
-	unsigned hw_available; /* the counters the keys have (VW_HW_BIT()s, perf_counters.h) */
+	/* Each process's counters ([n_procs]) and which of them count (VW_HW_BIT()s,
+	 * perf_counters.h); NULL: none, every zone by CPU time. */
+	const struct vw_attr_counters *counters;
+	unsigned hw_available;
 	struct vw_zone_energy zones[VW_ZONE__COUNT];
 };
 
@@ -71,9 +78,14 @@ struct vw_attr_share {
 	uint64_t uj[VW_ZONE__COUNT][VW_ATTR__MODES];
 };
 
-/* The last vw_attribute()'s results, and the memory it reuses. Zero-initialise it. */
+/* A process's share of zone z in mode m, as it is made (several for one process, zone and mode
+ * add up). */
+typedef void (*vw_attr_proc_fn)(void *ctx, size_t proc, enum vw_zone z, enum vw_attr_mode m,
+				uint64_t uj);
+
+/* The last vw_attribute()'s group shares, and the memory it reuses. Zero-initialise it. */
 struct vw_attribution {
-	struct vw_attr_share *procs, *conts, *pods, *vms; /* [n] of the input */
+	struct vw_attr_share *conts, *pods, *vms; /* [n] of the input */
 	/* Processes in no container and what the root cgroup ran beyond everything seen. */
 	uint64_t uncontained[VW_ZONE__COUNT][VW_ATTR__MODES];
 	/* What no one took: nothing ran, idle no one reserved, idle kept by the node. */
@@ -87,15 +99,18 @@ struct vw_attribution {
 			size_t *start, *items;
 			size_t cap_start, cap_items;
 		} by_cont, by_pod, by_vm;
-		size_t cap_procs, cap_conts, cap_pods, cap_vms; /* of the results */
+		size_t cap_conts, cap_pods, cap_vms; /* of the results */
 	} s; /* private */
 };
 
 /*
  * Share the interval's energy of every zone present: active by usage (containers by their
  * cgroups' totals where valid, then their processes), idle by reservation (pods and VMs, then
- * their containers and processes by usage), or by usage when nothing is reserved. The results
- * replace the last call's. -EINVAL for an index out of range, -ENOMEM (results unspecified).
+ * their containers and processes by usage), or by usage when nothing is reserved. The groups'
+ * shares replace the last call's in *a; the processes' (there may be 10,000: none is kept) go to
+ * proc(ctx, ...) as they are made. -EINVAL for an index out of range, -ENOMEM; on an error
+ * nothing was given.
  */
-int vw_attribute(struct vw_attribution *a, const struct vw_attr_in *in);
+int vw_attribute(struct vw_attribution *a, const struct vw_attr_in *in, vw_attr_proc_fn proc,
+		 void *ctx);
 void vw_attribution_release(struct vw_attribution *a); /* its memory; zeroed again after */

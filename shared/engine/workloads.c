@@ -70,6 +70,7 @@ void vw_workloads_free(struct vw_workloads *w)
 	free(w->pods);
 	free(w->vms);
 	free(w->attr_procs);
+	free(w->attr_counters);
 	free(w->attr_conts);
 	free(w->attr_reserve);
 	vw_attribution_release(&w->attr);
@@ -600,15 +601,20 @@ static int attr_input(struct vw_workloads *w, const struct vw_zone_energy zones[
 	    fit((void **)&w->attr_conts, &w->cap_attr_conts, w->n_conts + 1,
 		sizeof(*w->attr_conts)) < 0 ||
 	    fit((void **)&w->attr_reserve, &w->cap_attr_reserve, ng + 1,
-		sizeof(*w->attr_reserve)) < 0)
+		sizeof(*w->attr_reserve)) < 0 ||
+	    (w->hw_available && fit((void **)&w->attr_counters, &w->cap_attr_counters,
+				    w->n_procs + 1, sizeof(*w->attr_counters)) < 0))
 		return -ENOMEM;
 	for (size_t i = 0; i < w->n_procs; i++) {
 		const struct wl_proc *p = &w->procs[i];
 
-		w->attr_procs[i] = (struct vw_attr_proc){
-			.cpu_ns = p->delta_ns, .instructions = p->delta_hw.instructions,
-			.cache_misses = p->delta_hw.cache_misses, .container = p->container,
-			.vm = p->vm, .live = !p->terminated };
+		w->attr_procs[i] = (struct vw_attr_proc){ .cpu_ns = p->delta_ns,
+							  .container = p->container, .vm = p->vm,
+							  .live = !p->terminated };
+		if (w->hw_available)
+			w->attr_counters[i] = (struct vw_attr_counters){
+				.instructions = p->delta_hw.instructions,
+				.cache_misses = p->delta_hw.cache_misses };
 	}
 	for (size_t i = 0; i < w->n_conts; i++) {
 		const struct wl_container *c = &w->conts[i];
@@ -630,14 +636,15 @@ static int attr_input(struct vw_workloads *w, const struct vw_zone_energy zones[
 		.vm_millis = w->attr_reserve + w->n_pods, .n_vms = w->n_vms,
 		.capacity_millis = (uint64_t)w->o.host_cpus * 1000,
 		.root_valid = w->root_valid, .root_ns = w->root_delta_ns,
+		.counters = w->hw_available ? w->attr_counters : NULL,
 		.hw_available = w->hw_available };
 	memcpy(in->zones, zones, sizeof(in->zones));
 	return 0;
 }
 
-/* An owner's shares of the zones present (zs[0..nz)) into its counters and a level's totals. */
-static void take(struct acc *z_acc, const int8_t *slot, const struct vw_attr_share *sh,
-		 const int *zs, int nz, uint64_t totals[VW_ZONE__COUNT][M__COUNT])
+/* A group's shares of the zones present (zs[0..nz)) into its counters and its level's totals. */
+static void take(struct acc *z_acc, const struct vw_attr_share *sh, const int *zs, int nz,
+		 uint64_t totals[VW_ZONE__COUNT][M__COUNT])
 {
 	for (int k = 0; k < nz; k++)
 		for (int m = 0; m < M__COUNT; m++) {
@@ -645,12 +652,22 @@ static void take(struct acc *z_acc, const int8_t *slot, const struct vw_attr_sha
 
 			if (!uj)
 				continue;
-			add_acc(&z_acc[slot ? slot[zs[k]] : zs[k]], m, uj);
+			add_acc(&z_acc[zs[k]], m, uj);
 			totals[zs[k]][m] += uj;
 		}
 }
 
-/* The shares into the owners' counters (a process's by its zone slots) and the node's totals. */
+/* A process's share, into its counter (at its slot for zone z, present: zone_slots() gave every
+ * process one). */
+static void take_proc(void *ctx, size_t i, enum vw_zone z, enum vw_attr_mode m, uint64_t uj)
+{
+	struct vw_workloads *w = ctx;
+
+	add_acc(&w->procs[i].z[w->zslot[z]], (int)m, uj);
+	w->totals.processes[z][m] += uj;
+}
+
+/* The groups' shares into their counters and the node's totals. */
 static void take_shares(struct vw_workloads *w, const struct vw_attribution *a,
 			const struct vw_zone_energy zones[VW_ZONE__COUNT])
 {
@@ -664,14 +681,12 @@ static void take_shares(struct vw_workloads *w, const struct vw_attribution *a,
 			w->totals.uncontained[zs[k]][m] += a->uncontained[zs[k]][m];
 			w->totals.unattributed[zs[k]][m] += a->unattributed[zs[k]][m];
 		}
-	for (size_t i = 0; i < w->n_procs; i++)
-		take(w->procs[i].z, w->zslot, &a->procs[i], zs, nz, w->totals.processes);
 	for (size_t i = 0; i < w->n_conts; i++)
-		take(w->conts[i].z, NULL, &a->conts[i], zs, nz, w->totals.containers);
+		take(w->conts[i].z, &a->conts[i], zs, nz, w->totals.containers);
 	for (size_t i = 0; i < w->n_pods; i++)
-		take(w->pods[i].z, NULL, &a->pods[i], zs, nz, w->totals.pods);
+		take(w->pods[i].z, &a->pods[i], zs, nz, w->totals.pods);
 	for (size_t k = 0; k < w->n_vms; k++)
-		take(w->vms[k].z, NULL, &a->vms[k], zs, nz, w->totals.vms);
+		take(w->vms[k].z, &a->vms[k], zs, nz, w->totals.vms);
 }
 
 /*
@@ -684,7 +699,7 @@ static int attribute(struct vw_workloads *w, const struct vw_zone_energy zones[V
 	int r = attr_input(w, zones, &in);
 
 	if (r == 0)
-		r = vw_attribute(&w->attr, &in);
+		r = vw_attribute(&w->attr, &in, take_proc, w);
 	if (r == 0)
 		take_shares(w, &w->attr, zones);
 	for (int z = 0; z < VW_ZONE__COUNT; z++) {

@@ -116,9 +116,10 @@ struct vw_workloads {
 	/* Attribution (attribute.c): its input, filled from the tables each interval, and its
 	 * results, reused. */
 	struct vw_attr_proc *attr_procs;
+	struct vw_attr_counters *attr_counters; /* while snapshots have counters */
 	struct vw_attr_container *attr_conts;
 	uint64_t *attr_reserve; /* pods' then VMs' */
-	size_t cap_attr_procs, cap_attr_conts, cap_attr_reserve;
+	size_t cap_attr_procs, cap_attr_counters, cap_attr_conts, cap_attr_reserve;
 	struct vw_attribution attr;
 	unsigned hw_available; /* of the last snapshot */
 	uint64_t ghosts;       /* the accountant's ghost check's count (vw_cpu_snapshot.ghosts) */
