@@ -9,6 +9,9 @@
 #include "perf_counters.h"
 #include "ratio.h"
 
+_Static_assert(sizeof(struct vw_attr_proc) == 24 || sizeof(void *) != 8,
+	       "a process's record is 24 bytes");
+
 /* One call's input and results, and the zone being split by which key. */
 struct split {
 	struct vw_attribution *a;

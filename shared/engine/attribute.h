@@ -3,9 +3,10 @@
  * Attribution: one interval's node energy, per zone, shared among processes, containers, pods
  * and VMs (docs/attribution.md). A pure function of its input: per-process usage (the keys),
  * memberships (process -> container -> pod, process -> VM), reservations and the zones'
- * energies in; every owner's share and the node's remainders out. No I/O, no globals, no
- * registry: the workload registry (workloads.c) fills the input from its tables and adds the
- * shares to its counters. Exact to the µJ, for every zone and mode:
+ * energies in; every owner's share (the processes' through a callback) and the node's
+ * remainders out. No I/O, no globals, no registry: the workload registry (workloads.c) fills
+ * the input from its tables and adds the shares to its counters. Exact to the µJ, for every
+ * zone and mode:
  *   node = sum(containers) + uncontained + unattributed,
  *   container = its processes + its own part, pod = its containers, VM = its processes.
  */
