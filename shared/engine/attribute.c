@@ -9,6 +9,21 @@
 #include "perf_counters.h"
 #include "ratio.h"
 
+/* Items grouped by a key (a counting sort): group g is items[start[g] .. start[g + 1]). */
+struct vw_attr_bucket {
+	size_t *start, *items;
+	size_t cap_start, cap_items;
+};
+
+struct vw_attr_scratch {
+	uint64_t *weights, *out, *share; /* a split's weights and parts */
+	uint64_t *reserve, *grp_idle;    /* pods' then VMs' reservations and idle */
+	size_t cap_weights, cap_groups;
+	/* Processes by container, containers by pod, VM processes in no pod by VM. */
+	struct vw_attr_bucket by_cont, by_pod, by_vm;
+	size_t cap_conts, cap_pods, cap_vms; /* of the results */
+};
+
 _Static_assert(sizeof(struct vw_attr_proc) == 24 || sizeof(void *) != 8,
 	       "a process's record is 24 bytes");
 
@@ -22,8 +37,8 @@ struct split {
 	enum vw_split_key key;
 };
 
-/* The k arrays of 8-byte elements in arrs hold at least n each (contents not kept); *cap is
- * what all of them hold, so one that failed to grow leaves it as it was. */
+/* The k arrays in arrs (elements of elem bytes) hold at least n each (contents not kept);
+ * *cap is what all of them hold, so one that failed to grow leaves it as it was. */
 static int fit_arrays(size_t *cap, size_t n, size_t elem, void **arrs[], size_t k)
 {
 	if (*cap && n <= *cap) /* allocated once even for nothing: no NULL to memset */
@@ -120,8 +135,10 @@ static int vm_of(const struct vw_attr_in *in, size_t i)
 /* Scratch sized for the input, processes grouped, results zeroed. */
 static int prepare(struct vw_attribution *a, const struct vw_attr_in *in)
 {
-	struct vw_attr_scratch *s = &a->s;
+	struct vw_attr_scratch *s = a->s ? a->s : (a->s = calloc(1, sizeof(*a->s)));
 
+	if (!s)
+		return -ENOMEM;
 	if (fit_arrays(&s->cap_weights, in->n_procs + in->n_conts + 1, sizeof(uint64_t),
 		       (void **[]){ (void **)&s->weights, (void **)&s->out, (void **)&s->share },
 		       3) < 0 ||
@@ -196,7 +213,7 @@ static bool by_cgroup(const struct split *sp, size_t c)
 /* The weight of container c at the top level: its cgroup's CPU time, else its processes'. */
 static uint64_t container_weight(const struct split *sp, size_t c)
 {
-	const struct vw_attr_bucket *b = &sp->a->s.by_cont;
+	const struct vw_attr_bucket *b = &sp->a->s->by_cont;
 	uint64_t sum = 0;
 
 	if (by_cgroup(sp, c))
@@ -212,7 +229,7 @@ static uint64_t split_weights(const struct split *sp, size_t n, uint64_t uj)
 {
 	uint64_t rest = 0;
 
-	(void)vw_ratio_split(uj, sp->a->s.weights, n, sp->a->s.out, &rest);
+	(void)vw_ratio_split(uj, sp->a->s->weights, n, sp->a->s->out, &rest);
 	return rest;
 }
 
@@ -225,10 +242,10 @@ static uint64_t split_weights(const struct split *sp, size_t n, uint64_t uj)
  */
 static void split_container(const struct split *sp, size_t c, int m, uint64_t uj, bool equal)
 {
-	const struct vw_attr_bucket *b = &sp->a->s.by_cont;
+	const struct vw_attr_bucket *b = &sp->a->s->by_cont;
 	const size_t *idx = b->items + b->start[c];
 	size_t n = bucket_len(b, c);
-	uint64_t *wt = sp->a->s.weights, *out = sp->a->s.out;
+	uint64_t *wt = sp->a->s->weights, *out = sp->a->s->out;
 	uint64_t sum = 0, any = 0, cg, rest;
 
 	for (size_t k = 0; k < n; k++) {
@@ -259,7 +276,7 @@ static void split_container(const struct split *sp, size_t c, int m, uint64_t uj
 static void fit_to_root(const struct split *sp, size_t n, uint64_t *seen)
 {
 	const struct vw_attr_in *in = sp->in;
-	uint64_t exact = 0, scanned, room, *wt = sp->a->s.weights;
+	uint64_t exact = 0, scanned, room, *wt = sp->a->s->weights;
 
 	if (!in->root_valid || sp->key != VW_SPLIT_CPU_TIME || *seen <= in->root_ns)
 		return;
@@ -285,7 +302,7 @@ static void fit_to_root(const struct split *sp, size_t n, uint64_t *seen)
 static uint64_t split_node(const struct split *sp, int m, uint64_t uj)
 {
 	const struct vw_attr_in *in = sp->in;
-	uint64_t *wt = sp->a->s.weights, *out = sp->a->s.out, *share = sp->a->s.share;
+	uint64_t *wt = sp->a->s->weights, *out = sp->a->s->out, *share = sp->a->s->share;
 	size_t nc = in->n_conts, n = 0;
 	uint64_t seen = 0, rest;
 
@@ -319,10 +336,10 @@ static uint64_t split_node(const struct split *sp, int m, uint64_t uj)
 /* A pod's idle share: to its containers by CPU time (equally among live ones when none ran). */
 static void split_pod(const struct split *sp, size_t pod, uint64_t uj)
 {
-	const struct vw_attr_bucket *b = &sp->a->s.by_pod;
+	const struct vw_attr_bucket *b = &sp->a->s->by_pod;
 	const size_t *idx = b->items + b->start[pod];
 	size_t n = bucket_len(b, pod);
-	uint64_t *wt = sp->a->s.weights, *share = sp->a->s.share;
+	uint64_t *wt = sp->a->s->weights, *share = sp->a->s->share;
 	uint64_t any = 0, rest;
 
 	if (n == 0) {
@@ -335,7 +352,7 @@ static void split_pod(const struct split *sp, size_t pod, uint64_t uj)
 		for (size_t k = 0; k < n; k++)
 			wt[k] = sp->in->conts[idx[k]].live;
 	rest = split_weights(sp, n, uj);
-	memcpy(share, sp->a->s.out, n * sizeof(uint64_t));
+	memcpy(share, sp->a->s->out, n * sizeof(uint64_t));
 	sp->a->unattributed[sp->z][VW_ATTR_IDLE] += rest;
 	for (size_t k = 0; k < n; k++)
 		if (share[k])
@@ -345,10 +362,10 @@ static void split_pod(const struct split *sp, size_t pod, uint64_t uj)
 /* A VM's idle share: to its processes by CPU time (equally among live ones when none ran). */
 static void split_vm(const struct split *sp, size_t vm, uint64_t uj)
 {
-	const struct vw_attr_bucket *b = &sp->a->s.by_vm;
+	const struct vw_attr_bucket *b = &sp->a->s->by_vm;
 	const size_t *idx = b->items + b->start[vm];
 	size_t n = bucket_len(b, vm);
-	uint64_t *wt = sp->a->s.weights, *out = sp->a->s.out;
+	uint64_t *wt = sp->a->s->weights, *out = sp->a->s->out;
 	uint64_t any = 0;
 
 	for (size_t k = 0; k < n; k++)
@@ -369,7 +386,7 @@ static void split_idle(const struct split *sp, uint64_t idle)
 	const struct vw_attr_in *in = sp->in;
 	struct vw_attribution *a = sp->a;
 	size_t np = in->n_pods, ng = np + in->n_vms;
-	uint64_t *reserve = a->s.reserve, *grp_idle = a->s.grp_idle;
+	uint64_t *reserve = a->s->reserve, *grp_idle = a->s->grp_idle;
 	uint64_t rest = 0, any = 0;
 
 	for (size_t i = 0; i < ng; i++)
@@ -417,21 +434,24 @@ int vw_attribute(struct vw_attribution *a, const struct vw_attr_in *in, vw_attr_
 
 void vw_attribution_release(struct vw_attribution *a)
 {
-	struct vw_attr_scratch *s = &a->s;
+	struct vw_attr_scratch *s = a->s;
 
 	free(a->conts);
 	free(a->pods);
 	free(a->vms);
-	free(s->weights);
-	free(s->out);
-	free(s->share);
-	free(s->reserve);
-	free(s->grp_idle);
-	free(s->by_cont.start);
-	free(s->by_cont.items);
-	free(s->by_pod.start);
-	free(s->by_pod.items);
-	free(s->by_vm.start);
-	free(s->by_vm.items);
+	if (s) {
+		free(s->weights);
+		free(s->out);
+		free(s->share);
+		free(s->reserve);
+		free(s->grp_idle);
+		free(s->by_cont.start);
+		free(s->by_cont.items);
+		free(s->by_pod.start);
+		free(s->by_pod.items);
+		free(s->by_vm.start);
+		free(s->by_vm.items);
+		free(s);
+	}
 	*a = (struct vw_attribution){ 0 };
 }

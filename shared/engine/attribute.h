@@ -91,17 +91,7 @@ struct vw_attribution {
 	uint64_t uncontained[VW_ZONE__COUNT][VW_ATTR__MODES];
 	/* What no one took: nothing ran, idle no one reserved, idle kept by the node. */
 	uint64_t unattributed[VW_ZONE__COUNT][VW_ATTR__MODES];
-	struct vw_attr_scratch {
-		uint64_t *weights, *out, *share; /* a split's weights and parts */
-		uint64_t *reserve, *grp_idle;    /* pods' then VMs' reservations and idle */
-		size_t cap_weights, cap_groups;
-		/* Processes by container, containers by pod, VM processes in no pod by VM. */
-		struct vw_attr_bucket {
-			size_t *start, *items;
-			size_t cap_start, cap_items;
-		} by_cont, by_pod, by_vm;
-		size_t cap_conts, cap_pods, cap_vms; /* of the results */
-	} s; /* private */
+	struct vw_attr_scratch *s; /* reused memory (attribute.c) */
 };
 
 /*
