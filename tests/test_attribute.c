@@ -26,9 +26,6 @@ struct owner_want {
 	uint64_t active, idle;
 };
 
-/* Every share, conserved: node = containers + uncontained + unattributed; a container at least
- * its processes; a pod its containers; a VM its processes; the uncontained at least the
- * processes in no container. */
 /* What vw_attribute() gave: the groups' shares and, by the callback, the processes'. */
 struct result {
 	struct vw_attribution a;
@@ -44,6 +41,9 @@ static void take_proc(void *ctx, size_t i, enum vw_zone z, enum vw_attr_mode m, 
 	r->procs[i].uj[z][m] += uj;
 }
 
+/* Every share, conserved: node = containers + uncontained + unattributed; a container at least
+ * its processes; a pod its containers; a VM its processes; the uncontained at least the
+ * processes in no container. */
 static void assert_conserved(const struct result *r, const struct vw_attr_in *in)
 {
 	const struct vw_attribution *a = &r->a;
@@ -193,7 +193,8 @@ static void test_worked_example_variants(void **state)
 	run(&r, &in);
 	EXPECT_LEVEL("process", r.procs, PKG, { 42857146, 64285714 }, { 14285715, 21428571 },
 		     { 7142858, 10714286 }, { 28571430, 42857143 }, { 7142858, 10714286 });
-	EXPECT_LEVEL("pod", r.a.pods, PKG, { 57142861, 64285714 + 21428571 }, { 7142858, 10714286 });
+	EXPECT_LEVEL("pod", r.a.pods, PKG, { 57142861, 64285714 + 21428571 },
+		     { 7142858, 10714286 });
 	EXPECT_LEVEL("vm", r.a.vms, PKG, { 28571430, 42857143 });
 	expect_node(&r, PKG, 35714288, 42857143 + 10714286, 0, 0);
 
@@ -243,7 +244,8 @@ static void test_zero_activity(void **state)
 	 * VM 1's to no one. */
 	EXPECT_LEVEL("process", r.procs, PKG, { 0, 2500001 }, { 0, 0 }, { 0, 2500000 },
 		     { 0, 1250000 }, { 0, 1250000 }, { 0, 0 }, { 0, 0 });
-	EXPECT_LEVEL("container", r.a.conts, PKG, { 0, 2500001 }, { 0, 2500000 }, { 0, 0 }, { 0, 0 });
+	EXPECT_LEVEL("container", r.a.conts, PKG, { 0, 2500001 }, { 0, 2500000 }, { 0, 0 },
+		     { 0, 0 });
 	EXPECT_LEVEL("pod", r.a.pods, PKG, { 0, 5000001 }, { 0, 0 });
 	EXPECT_LEVEL("vm", r.a.vms, PKG, { 0, 2500000 }, { 0, 0 });
 	expect_node(&r, PKG, 0, 2500000, 5, 10000002 + 1000000 + 1500000);

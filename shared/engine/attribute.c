@@ -418,8 +418,8 @@ int vw_attribute(struct vw_attribution *a, const struct vw_attr_in *in, vw_attr_
 		const struct vw_zone_energy *e = &in->zones[z];
 		enum vw_split_key key = vw_split_key_for_zone((enum vw_zone)z,
 							      in->counters ? in->hw_available : 0);
-		struct split sp = { .a = a, .in = in, .proc = proc, .ctx = ctx, .z = (enum vw_zone)z,
-				    .key = key };
+		struct split sp = { .a = a, .in = in, .proc = proc, .ctx = ctx,
+				    .z = (enum vw_zone)z, .key = key };
 
 		if (!e->present)
 			continue;

@@ -2,8 +2,9 @@
 /*
  * The workload registry: processes, containers and pods, their CPU time and their share of each
  * interval's node energy per zone (active by CPU-time share, idle by reservation: computed by
- * attribute.h's vw_attribute() from what the registry knows; see docs/attribution.md). Parents are exact sums of their children; what no workload takes is
- * kept as an explicit unattributed remainder, so for every zone and mode:
+ * attribute.h's vw_attribute() from what the registry knows; see docs/attribution.md).
+ * Parents are exact sums of their children; what no workload takes is kept as an explicit
+ * unattributed remainder, so for every zone and mode:
  *   node = sum(containers) + uncontained processes + unattributed.
  * Terminated workloads stay until one scrape has seen their final value.
  */
