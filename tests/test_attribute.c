@@ -438,6 +438,65 @@ static void test_bad_indices(void **state)
 	vw_attribution_release(&r.a);
 }
 
+/* reallocarray() wrapped (tests/meson.build: mock): the fail_at-th call from now fails. */
+static int fail_at;
+
+void *__real_reallocarray(void *p, size_t n, size_t size);
+void *__wrap_reallocarray(void *p, size_t n, size_t size);
+void *__wrap_reallocarray(void *p, size_t n, size_t size)
+{
+	if (fail_at > 0 && --fail_at == 0)
+		return NULL;
+	return __real_reallocarray(p, n, size);
+}
+
+static void count_given(void *ctx, size_t i, enum vw_zone z, enum vw_attr_mode m, uint64_t uj)
+{
+	(void)i, (void)z, (void)m, (void)uj;
+	++*(int *)ctx;
+}
+
+/* Out of memory at each allocation in turn, on fresh memory and on memory that must grow:
+ * -ENOMEM and nothing given; the next call, with memory, gives the worked example exactly. */
+static void test_out_of_memory(void **state)
+{
+	static const uint64_t pods[] = { 2000, 1000 }, vms[] = { 2000 };
+	struct vw_attr_in in = example(pods, vms), small = in;
+	int k, failed = 0;
+
+	(void)state;
+	small.n_procs = small.n_conts = small.n_pods = small.n_vms = 0;
+	for (k = 1; k < 64; k++) {
+		for (int grown = 0; grown < 2; grown++) {
+			struct result r = { 0 };
+
+			if (grown)
+				run(&r, &small);
+			int given = 0;
+
+			fail_at = k;
+			if (vw_attribute(&r.a, &in, count_given, &given) == 0) {
+				fail_at = 0;
+				assert_true(given > 0);
+				vw_attribution_release(&r.a);
+				continue;
+			}
+			fail_at = 0;
+			assert_int_equal(given, 0);
+			failed++;
+			run(&r, &in);
+			EXPECT_LEVEL("pod", r.a.pods, PKG, { 57142861, 37500000 },
+				     { 7142858, 18750000 });
+			EXPECT_LEVEL("process", r.procs, PKG, { 42857146, 28125000 });
+			vw_attribution_release(&r.a);
+		}
+		if (!failed)
+			break; /* no k-th allocation on either path: all were tried */
+		failed = 0;
+	}
+	assert_true(k > 8); /* the results and the scratch: at least 8 allocations */
+}
+
 static uint64_t rng = 0x2545f4914f6cdd1dULL;
 
 static uint64_t rnd(uint64_t n)
@@ -501,6 +560,7 @@ int main(void)
 		cmocka_unit_test(test_keys_per_zone),
 		cmocka_unit_test(test_vm_in_pod),
 		cmocka_unit_test(test_bad_indices),
+		cmocka_unit_test(test_out_of_memory),
 		cmocka_unit_test(test_conservation_property),
 	};
 
