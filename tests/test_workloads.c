@@ -518,13 +518,18 @@ static void test_split_keys_from_counters(void **state)
 	static const uint64_t ms[ARRAY_SIZE(procs)] = { 1000, 0, 1000, 0, 0, 0 };
 	/* Containers A and B: package 6 and 2 J, dram 1 and 4 J; uncore has no fitting counter:
 	 * CPU time, 1 J each. */
+#define KEYS_ROW(cid, runtime, zone, j)                                                           \
+	"kepler_container_cpu_joules_total{container_id=\"" cid "\",container_name=\"\",runtime=\"" \
+	runtime "\",state=\"running\",zone=\"" zone "\",pod_id=\"\",node_name=\"n1\"} " j "\n"
 	static const char *const want[] = {
-		"zone=\"package\",pod_id=\"\",node_name=\"n1\"} 6\n",
-		"zone=\"package\",pod_id=\"\",node_name=\"n1\"} 2\n",
-		"zone=\"dram\",pod_id=\"\",node_name=\"n1\"} 1\n",
-		"zone=\"dram\",pod_id=\"\",node_name=\"n1\"} 4\n",
-		"zone=\"uncore\",pod_id=\"\",node_name=\"n1\"} 1\n",
+		KEYS_ROW(CID_A, "docker", "package", "6"),
+		KEYS_ROW(CID_B, "containerd", "package", "2"),
+		KEYS_ROW(CID_A, "docker", "dram", "1"),
+		KEYS_ROW(CID_B, "containerd", "dram", "4"),
+		KEYS_ROW(CID_A, "docker", "uncore", "1"),
+		KEYS_ROW(CID_B, "containerd", "uncore", "1"),
 	};
+#undef KEYS_ROW
 	struct vw_proc_counters hw[ARRAY_SIZE(procs)] = { 0 };
 	struct vw_zone_energy ze[VW_ZONE__COUNT] = { 0 };
 	struct vw_workloads_totals t;

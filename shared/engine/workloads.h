@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The workload registry: processes, containers and pods, their CPU time and their share of each
- * interval's node energy per zone (active by CPU-time share, idle by reservation; see
- * docs/attribution.md). Parents are exact sums of their children; what no workload takes is
- * kept as an explicit unattributed remainder, so for every zone and mode:
+ * interval's node energy per zone (active by CPU-time share, idle by reservation: computed by
+ * attribute.h's vw_attribute() from what the registry knows; see docs/attribution.md).
+ * Parents are exact sums of their children; what no workload takes is kept as an explicit
+ * unattributed remainder, so for every zone and mode:
  *   node = sum(containers) + uncontained processes + unattributed
  * (a sole group's processes, vw_group.sole, count as uncontained: their container has them not).
  * Terminated workloads stay until one scrape has seen their final value.
@@ -14,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attribute.h" /* struct vw_zone_energy */
 #include "cpu_account.h"
 #include "ctrmeta.h"
 #include "log.h"
@@ -62,14 +64,6 @@ struct vw_workloads *vw_workloads_new(const struct vw_workloads_opts *opts);
  * walked once; NULL (logged once) where there is none. */
 struct vw_cgroupfs *vw_workloads_cgroupfs(int sysfs_fd);
 void vw_workloads_free(struct vw_workloads *w);
-
-/* Per zone kind, the interval's node energy split (sockets summed). */
-struct vw_zone_energy {
-	bool present;
-	uint64_t active_uj, idle_uj;
-	bool idle_to_node; /* the idle is not the workloads' to share (a guest's estimate of a host
-			    * idle share it cannot know): it all stays unattributed */
-};
 
 /*
  * One interval: the accountant's cumulative snapshot and the node's energy per zone. The first

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The workload registry's tables, shared by workloads.c (accounting) and
- * workload_metrics.c (rendering). Not for other modules. */
+/* The workload registry's tables, shared by workloads.c (accounting; the splits are
+ * attribute.c's) and workload_metrics.c (rendering). Not for other modules. */
 #pragma once
 
+#include "attribute.h"
 #include "intern.h"
 #include "workloads.h"
 
@@ -11,12 +12,6 @@ enum { M_ACTIVE, M_IDLE, M__COUNT };
 struct acc {
 	uint64_t uj[M__COUNT];       /* cumulative */
 	uint64_t interval[M__COUNT]; /* the last interval's share */
-};
-
-/* Items grouped by a key (a counting sort): group g is items[start[g] .. start[g + 1]). */
-struct bucket {
-	size_t *start, *items;
-	size_t cap_start, cap_items;
 };
 
 /* Fields ordered for no padding (176 bytes): a table of 10,000 is 1.7 MiB. */
@@ -125,12 +120,14 @@ struct vw_workloads {
 	bool root_have_last, root_valid;
 	uint64_t cgroup_rescans; /* walks of the hierarchy for ids not known yet */
 	bool rescanned;          /* in this update */
-	/* Scratch reused every interval. */
-	uint64_t *weights, *out;
-	uint64_t *share; /* a split's shares, kept while the next level's split reuses `out` */
-	size_t cap_scratch;
-	struct bucket by_cont, by_pod, by_vm; /* processes by container, containers by pod,
-					       * VM processes (in no pod) by VM */
+	/* Attribution (attribute.c): its input, filled from the tables each interval, and its
+	 * results, reused. */
+	struct vw_attr_proc *attr_procs;
+	struct vw_attr_counters *attr_counters; /* while snapshots have counters */
+	struct vw_attr_container *attr_conts;
+	uint64_t *attr_reserve; /* pods' then VMs' */
+	size_t cap_attr_procs, cap_attr_counters, cap_attr_conts, cap_attr_reserve;
+	struct vw_attribution attr;
 	unsigned hw_available; /* of the last snapshot */
 	uint64_t ghosts;       /* the accountant's ghost check's count (vw_cpu_snapshot.ghosts) */
 	uint64_t evictions[VW_TABLE__COUNT]; /* process, container, pod, vm (workload_retention.c) */
