@@ -14,7 +14,7 @@
 extern const struct vw_power_source_ops vw_src_powercap;
 
 /*
- * The ACPI 4.0 power meter through <sysfs>/class/hwmon (src_hwmon.c, name "acpi"): one
+ * The ACPI 4.0 power meter through <sysfs>/class/hwmon (src_acpi.c, name "acpi"): one
  * VW_ZONE_PLATFORM zone per hwmon device named "power_meter", socket = its place in hwmon
  * order, path "/sys/class/hwmon/hwmonN". Its power1_average (µW) is integrated over act->now_ns
  * into a µJ counter that never wraps; a failed read counts no energy up to the next good one.

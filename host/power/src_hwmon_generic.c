@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Generic hwmon sensors under <sysfs>/class/hwmon/hwmonN (name "hwmon"): every chip but the ACPI
- * power meter (src_hwmon.c's), each of its sensors of one of three kinds, best first:
+ * power meter (src_acpi.c's), each of its sensors of one of three kinds, best first:
  *
  *   energyN_input                    a cumulative µJ counter (amd_energy, zenergy, ibmpowernv)
  *   powerN_average, else powerN_input a power reading in µW (ina2xx, BMC-backed drivers)
