@@ -398,8 +398,12 @@ static int open_sources(struct vw_host *h, const struct vw_power_env *env)
 	r = vw_power_source_open(vw_host_platform_sources, env, names_or_all(plat),
 				 &h->src[SRC_PLATFORM].ps);
 	if (r == -EINVAL) {
+		char known[128];
+
+		vw_power_chain_names(vw_host_platform_sources, known, sizeof(known));
 		vw_error("config: --platform.sources names a meter this build does not have "
-			 "(known: acpi, redfish, ipmi; none for no platform meter)");
+			 "(known: %s; none for no platform meter)",
+			 known);
 		return r;
 	}
 	if (r < 0) {

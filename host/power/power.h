@@ -113,6 +113,9 @@ int vw_power_sysfs_class(const struct vw_power_env *env, const char *rel);
  * vw_free_secret). -errno; -EFBIG past 1024 bytes. */
 int vw_power_read_secret(const char *path, char **ret);
 
+/* The names of chain's sources, ", " between them ("acpi, redfish, ipmi"), cut to fit buf. */
+void vw_power_chain_names(const struct vw_power_source_ops *const *chain, char *buf, size_t len);
+
 /* Preference order: a real meter first, the model only where no meter exists (NULL-ended). */
 extern const struct vw_power_source_ops *const vw_host_power_sources[];
 /*
