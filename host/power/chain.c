@@ -32,6 +32,11 @@ void vw_power_chain_names(const struct vw_power_source_ops *const *chain, char *
 	}
 }
 
+/*
+ * The host's chains. A meter is its src_*.c and its line here (its ops declared in power.h, or
+ * by an extern line above these lists); its options come with its ops (docs/architecture.md,
+ * "Adding a meter").
+ */
 const struct vw_power_source_ops *const vw_host_power_sources[] = {
 	&vw_src_powercap,
 	&vw_src_hwmon, /* a RAPL fallback, as in Kepler */
