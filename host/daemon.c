@@ -376,41 +376,6 @@ static const char *const *names_or_all(const struct vw_strlist *l)
 }
 
 /*
- * The CPU zones' sources in preference order: power.sources; else Kepler's cpu.preferredMeters
- * (fake, Kepler's random meter, is our estimate) with the estimator last; else hwmon first with
- * experimental.hwmon.forceEnabled; else all. names has room for 8 and the NULL.
- */
-static int cpu_source_names(const struct vw_host_config *c, const char **names,
-			    const char *const **ret)
-{
-	size_t n = 0;
-
-	*ret = names_or_all(&c->sources);
-	if (c->sources.n)
-		return 0;
-	if (!c->preferred_meters.n && !c->hwmon_force)
-		return 0;
-	for (size_t i = 0; i < c->preferred_meters.n && n < 6; i++) {
-		const char *m = c->preferred_meters.v[i];
-
-		if (strcmp(m, "rapl") != 0 && strcmp(m, "hwmon") != 0 && strcmp(m, "fake") != 0) {
-			vw_error("config: cpu.preferredMeters: unknown meter \"%s\" (rapl, hwmon, fake)",
-				 m);
-			return -EINVAL;
-		}
-		names[n++] = strcmp(m, "fake") == 0 ? "estimator" : m;
-	}
-	if (!n) {
-		names[n++] = "hwmon";
-		names[n++] = "rapl";
-	}
-	names[n++] = "estimator";
-	names[n] = NULL;
-	*ret = names;
-	return 0;
-}
-
-/*
  * The CPU zones' source (one must open), then a platform meter if the machine has one: none is
  * a value, not an error (said once; the platform zone is then a model's, or absent).
  */
@@ -419,7 +384,7 @@ static int open_sources(struct vw_host *h, const struct vw_power_env *env)
 	const struct vw_strlist *plat = &h->cfg->platform_sources;
 	const char *buf[9];
 	const char *const *cpu_names;
-	int r = cpu_source_names(h->cfg, buf, &cpu_names);
+	int r = vw_host_cpu_source_names(h->cfg, buf, &cpu_names);
 
 	if (r == 0)
 		r = vw_power_source_open(vw_host_power_sources, env, cpu_names, &h->src[SRC_CPU].ps);
@@ -433,8 +398,12 @@ static int open_sources(struct vw_host *h, const struct vw_power_env *env)
 	r = vw_power_source_open(vw_host_platform_sources, env, names_or_all(plat),
 				 &h->src[SRC_PLATFORM].ps);
 	if (r == -EINVAL) {
+		char known[128];
+
+		vw_power_chain_names(vw_host_platform_sources, known, sizeof(known));
 		vw_error("config: --platform.sources names a meter this build does not have "
-			 "(known: acpi, redfish, ipmi; none for no platform meter)");
+			 "(known: %s; none for no platform meter)",
+			 known);
 		return r;
 	}
 	if (r < 0) {
@@ -469,7 +438,8 @@ int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 				     .model = h->d.model,
 				     .model_origin = h->d.model_origin,
 				     .host_cores = h->d.stat.ncpus,
-				     .ctx = &h->meters.cfg };
+				     .configs = h->meters.configs,
+				     .n_configs = h->meters.n };
 	r = open_sources(h, &env);
 	if (r == 0)
 		r = setup_zones(h);

@@ -460,19 +460,19 @@ static void test_info_labels_config(void **state)
 
 	(void)state;
 	memset(&cfg, 0, sizeof(cfg));
-	assert_int_not_equal(vw_config_load(&vw_host_program, &cfg, 2, bad, stdout, err,
+	assert_int_not_equal(vw_config_load(vw_host_program(), &cfg, 2, bad, stdout, err,
 					    sizeof(err)),
 			     0);
 	assert_non_null(strstr(err, "flavour"));
 	assert_non_null(strstr(err, "project_name"));
 	assert_non_null(strstr(err, "namespace"));
-	vw_config_free(&vw_host_program, &cfg);
+	vw_config_free(vw_host_program(), &cfg);
 	memset(&cfg, 0, sizeof(cfg));
-	assert_int_equal(vw_config_load(&vw_host_program, &cfg, 2, good, stdout, err, sizeof(err)),
+	assert_int_equal(vw_config_load(vw_host_program(), &cfg, 2, good, stdout, err, sizeof(err)),
 			 0);
 	assert_int_equal(cfg.vm_info_labels.n, 2);
 	assert_string_equal(cfg.vm_info_labels.v[1], "flavor");
-	vw_config_free(&vw_host_program, &cfg);
+	vw_config_free(vw_host_program(), &cfg);
 
 	dir = vw_fixture_mkdtemp("kvcfg");
 	assert_int_equal(vw_fixture_write(dir, "c.yaml", "vm:\n  infoLabels: [namespace, pod_name]\n",
@@ -480,11 +480,11 @@ static void test_info_labels_config(void **state)
 			 0);
 	snprintf(path, sizeof(path), "--config.file=%s/c.yaml", dir);
 	memset(&cfg, 0, sizeof(cfg));
-	assert_int_equal(vw_config_load(&vw_host_program, &cfg, 2, yaml, stdout, err, sizeof(err)),
+	assert_int_equal(vw_config_load(vw_host_program(), &cfg, 2, yaml, stdout, err, sizeof(err)),
 			 0);
 	assert_int_equal(cfg.vm_info_labels.n, 2);
 	assert_string_equal(cfg.vm_info_labels.v[0], "namespace");
-	vw_config_free(&vw_host_program, &cfg);
+	vw_config_free(vw_host_program(), &cfg);
 	vw_fixture_rm(dir);
 
 	/* The daemon's own check: a key twice, or one the VM series have already. */
@@ -565,7 +565,7 @@ static void test_host(void **state)
 	snprintf(sys, sizeof(sys), "--host.sysfs=%s", c.fx.sys);
 	snprintf(proc, sizeof(proc), "--host.procfs=%s", c.fx.proc);
 	snprintf(uri, sizeof(uri), "--libvirt.uri=test://%s/node.xml", dir);
-	if (vw_config_load(&vw_host_program, &c.cfg, ARRAY_SIZE(argv) - 1, argv, stdout, err,
+	if (vw_config_load(vw_host_program(), &c.cfg, ARRAY_SIZE(argv) - 1, argv, stdout, err,
 			   sizeof(err)) != 0)
 		fail_msg("config: %s", err);
 	assert_int_equal(vw_host_new(&c.cfg, &c.host), 0);
@@ -613,7 +613,7 @@ static void test_host(void **state)
 	}
 	free(text);
 	vw_host_free(c.host);
-	vw_config_free(&vw_host_program, &c.cfg);
+	vw_config_free(vw_host_program(), &c.cfg);
 	host_fixture_fini(&c.fx);
 	vw_fixture_rm(dir);
 }

@@ -52,7 +52,7 @@ static int load_cfg(struct ctx *c, const char *extra)
 	snprintf(sys, sizeof(sys), "--host.sysfs=%s", c->fx.sys);
 	snprintf(proc, sizeof(proc), "--host.procfs=%s", c->fx.proc);
 	snprintf(cache, sizeof(cache), "--model.cache-dir=%s", c->cache);
-	r = vw_config_load(&vw_host_program, &c->cfg, argc, argv, stdout, err, sizeof(err));
+	r = vw_config_load(vw_host_program(), &c->cfg, argc, argv, stdout, err, sizeof(err));
 	if (r != 0)
 		fail_msg("config: %d %s", r, err);
 	return r;
@@ -71,7 +71,7 @@ static void setup_host(struct ctx *c, const struct host_fixture_zone *zones, uns
 static void teardown_host(struct ctx *c)
 {
 	vw_host_free(c->host);
-	vw_config_free(&vw_host_program, &c->cfg);
+	vw_config_free(vw_host_program(), &c->cfg);
 	host_fixture_fini(&c->fx);
 	vw_fixture_rm(c->cache);
 }
@@ -244,7 +244,7 @@ static void test_configured_idle(void **state)
 	c.cache = vw_fixture_mkdtemp("cache");
 	assert_int_equal(load_cfg(&c, "--power.idle-watts=gpu=5"), 0);
 	assert_int_equal(vw_host_new(&c.cfg, &c.host), -EINVAL);
-	vw_config_free(&vw_host_program, &c.cfg);
+	vw_config_free(vw_host_program(), &c.cfg);
 	host_fixture_fini(&c.fx);
 	vw_fixture_rm(c.cache);
 }
