@@ -182,6 +182,25 @@ static size_t format_double(double v, char out[NUM_MAX])
 		return (size_t)snprintf(out, NUM_MAX, "NaN");
 	if (isinf(v))
 		return (size_t)snprintf(out, NUM_MAX, "%s", v > 0 ? "+Inf" : "-Inf");
+	/* An integer below 1e15 (counts, states, most counters): "%.15g" prints its digits and
+	 * strtod gives it back; written here without printf and strtod, the same text. */
+	if (v > -1e15 && v < 1e15 && v == (double)(int64_t)v && !(v == 0 && signbit(v))) {
+		int64_t i = (int64_t)v;
+		uint64_t u = i < 0 ? (uint64_t)-i : (uint64_t)i;
+		char tmp[24];
+		size_t k = 0;
+
+		do {
+			tmp[k++] = (char)('0' + u % 10);
+			u /= 10;
+		} while (u);
+		if (i < 0)
+			out[n++] = '-';
+		while (k)
+			out[n++] = tmp[--k];
+		out[n] = '\0';
+		return (size_t)n;
+	}
 	for (int prec = 15; prec <= 17; prec++) {
 		n = snprintf(out, NUM_MAX, "%.*g", prec, v);
 		if (strtod(out, NULL) == v)
