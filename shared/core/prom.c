@@ -120,8 +120,23 @@ size_t vw_prom_escape_label(const char *in, char *out, size_t outlen)
 		return 0;
 	while (s && *s) {
 		const char *piece = (const char *)s;
-		size_t take = 1, used = 1;
+		size_t take = 1, used = 1, run = 0;
 		bool esc = *s == '\\' || *s == '"';
+
+		/* A run of printable ASCII needing no escape: copied whole, as far as it fits. */
+		while (s[run] >= 0x20 && s[run] < 0x7f && s[run] != '\\' && s[run] != '"')
+			run++;
+		if (run) {
+			size_t fit = VW_MIN(run, VW_MIN(VW_PROM_LABEL_MAX - clean, outlen - 1 - len));
+
+			memcpy(out + len, s, fit);
+			len += fit;
+			clean += fit;
+			s += fit;
+			if (fit < run)
+				break;
+			continue;
+		}
 
 		if (*s < 0x20 || *s >= 0x7f)
 			used = label_char(s, &piece, &take);
