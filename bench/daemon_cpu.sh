@@ -108,7 +108,7 @@ window() {
 	local n=$1 acct=$2 vw_port ne_port vw_pid ne_pid method procs t0 t1 secs
 	local vw_t0 vw_n0 vw_t1 vw_n1 ne_t0 ne_n0 ne_t1 ne_n1 k0=0 k1=0 kern=- maps=- series
 	local vw_rss vw_hwm ne_rss ne_hwm pe_port= pe_pid= pe_t0=0 pe_n0=0 pe_t1=0 pe_n1=0
-	local pe_ms=- pe_exact=- pe_rss=- pe_hwm=- load0
+	local pe_ms=- pe_exact=- pe_rss=- pe_hwm=- load0 lv
 
 	vw_port=$(free_port)
 	"$host" --monitor.interval=1s --web.listen-address="127.0.0.1:$vw_port" \
@@ -150,6 +150,8 @@ window() {
 	read -r vw_rss vw_hwm < <(memory_of "$vw_pid")
 	read -r ne_rss ne_hwm < <(memory_of "$ne_pid")
 	[ -z "$pe_pid" ] || read -r pe_rss pe_hwm < <(memory_of "$pe_pid")
+	lv=n
+	! grep -q 'libvirt\.so' "/proc/$vw_pid/maps" || lv=y
 	if [ "$method" = bpf ]; then
 		k1=$(bpf_run_ns "$vw_pid")
 		[ "$(sysctl -n kernel.bpf_stats_enabled)" = 1 ] ||
@@ -176,18 +178,18 @@ window() {
 		pe_exact=$(div "$(( (pe_n1 - pe_n0) / 1000 ))" "$(awk -v s="$secs" 'BEGIN { print s * 1000 }')")
 	fi
 	[ "$method" != bpf ] || kern=$(div "$(( (k1 - k0) / 1000 ))" "$(awk -v s="$secs" 'BEGIN { print s * 1000 }')")
-	printf "%6s %-12s %6s %7s %8s %8s %8s %9s %9s %9s %8s %8s %8s %8s %7s %7s %8s %8s %8s %7s %7s %11s\n" \
+	printf "%6s %-12s %6s %7s %8s %8s %8s %9s %9s %9s %8s %8s %8s %8s %7s %7s %8s %8s %8s %7s %7s %11s %2s\n" \
 		"$n" "$method$([ "$acct" = auto ] && echo "(auto)")" "$procs" "$series" "$vw_ms" "$vw_exact" "$kern" "$vw_rss" "$vw_hwm" "$maps" \
 		"$ne_ms" "$ne_exact" "$ne_rss" "$ne_hwm" "$(div "$vw_exact" "$ne_exact")" "$(div "$vw_hwm" "$ne_hwm")" \
 		"$pe_exact" "$pe_rss" "$pe_hwm" "$(div "$vw_exact" "$pe_exact")" "$(div "$vw_hwm" "$pe_hwm")" \
-		"$load0>$(load1)" >>"$tmp/rows"
+		"$load0>$(load1)" "$lv" >>"$tmp/rows"
 	tail -n1 "$tmp/rows"
 }
 
 header() {
-	printf "%6s %-12s %6s %7s %8s %8s %8s %9s %9s %9s %8s %8s %8s %8s %7s %7s %8s %8s %8s %7s %7s %11s\n" \
+	printf "%6s %-12s %6s %7s %8s %8s %8s %9s %9s %9s %8s %8s %8s %8s %7s %7s %8s %8s %8s %7s %7s %11s %2s\n" \
 		procs accounting in_proc series vw_ms vw_ms_ex bpf_kern vw_rss vw_hwm bpf_maps \
-		ne_ms ne_ms_ex ne_rss ne_hwm cpu_x hwm_x pe_ms_ex pe_rss pe_hwm cpu_px hwm_px load
+		ne_ms ne_ms_ex ne_rss ne_hwm cpu_x hwm_x pe_ms_ex pe_rss pe_hwm cpu_px hwm_px load lv
 }
 
 echo "# $(nproc) CPUs, $(uname -r), $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg); $INTERVALS s windows after ${WARMUP} s of warm-up, monitor.interval=1s, one scrape/s of each server"
@@ -199,6 +201,7 @@ echo "# cpu_x = vw_ms_ex / ne_ms_ex, hwm_x = vw_hwm / ne_hwm (virtwatt / node_ex
 echo "# pe_*: prometheus-process-exporter (every process, by comm) the same way; cpu_px, hwm_px: virtwatt / it"
 echo "# load: the 1-minute load average at the window's start > at its end (the machine is shared:"
 echo "#   CPU figures under load are upper bounds; bench/vms.sh CALLGRIND=DIR counts instructions)"
+echo "# lv: y where libvirt was loaded (a QEMU ran on the machine, another's test's too): ~14 MiB of RSS"
 header
 for n in $COUNTS; do
 	make_room "$n"

@@ -65,30 +65,34 @@ cpu_of() {
 
 # scrape_both VW_PORT NE_PORT SECONDS DIR [PE_PORT]: one scraper process per server, one scrape
 # of /metrics a second (curl --rate) for SECONDS; each one's HTTP codes in DIR/vw.codes,
-# DIR/ne.codes (and DIR/pe.codes for process-exporter's PE_PORT, stopped with the others).
+# DIR/ne.codes (and DIR/pe.codes for process-exporter's PE_PORT, none of its scrapes past SECONDS).
 scrape_both() {
-	local vw_args=() ne_args=() pe_args=() c1 c2 c3=
+	local vw_args=() ne_args=() c1 c2 c3=
 	for _ in $(seq "$3"); do
 		vw_args+=(-o /dev/null "http://127.0.0.1:$1/metrics")
 		ne_args+=(-o /dev/null "http://127.0.0.1:$2/metrics")
-		[ -z "${5:-}" ] || pe_args+=(-o /dev/null "http://127.0.0.1:$5/metrics")
 	done
 	curl -s --rate 1/s -w '%{http_code}\n' "${vw_args[@]}" >"$4/vw.codes" &
 	c1=$!
 	curl -s --rate 1/s -w '%{http_code}\n' "${ne_args[@]}" >"$4/ne.codes" &
 	c2=$!
 	if [ -n "${5:-}" ]; then
-		curl -s --rate 1/s -w '%{http_code}\n' "${pe_args[@]}" >"$4/pe.codes" &
+		# process-exporter may answer more slowly than once a second (10,000 processes): one
+		# scrape a second at most, each its own curl (its code written when it ends), none
+		# past the window, which is the same for all three; pe.codes counts those answered.
+		(
+			end=$((SECONDS + $3))
+			while [ "$SECONDS" -lt "$end" ]; do
+				next=$((SECONDS + 1))
+				curl -s -o /dev/null -w '%{http_code}\n' --max-time $((end - SECONDS + 1)) \
+					"http://127.0.0.1:$5/metrics" || true
+				while [ "$SECONDS" -lt "$next" ]; do sleep 0.1; done
+			done
+		) >"$4/pe.codes" 2>/dev/null &
 		c3=$!
 	fi
 	sleep "$3"
-	wait "$c1" "$c2" || true
-	# process-exporter may answer more slowly than once a second (10,000 processes): the
-	# window is the same for all three; pe.codes counts the scrapes it answered in it.
-	if [ -n "$c3" ]; then
-		kill "$c3" 2>/dev/null || true
-		wait "$c3" 2>/dev/null || true
-	fi
+	wait "$c1" "$c2" ${c3:+"$c3"} || true
 }
 
 # Debian's prometheus-process-exporter, the per-process exporter people run beside
