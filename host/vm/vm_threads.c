@@ -84,7 +84,9 @@ uint32_t vw_vm_vhost_owner(const char *comm)
 {
 	uint32_t owner;
 
-	return strncmp(comm, "vhost-", 6) == 0 && vw_parse_pid(comm + 6, &owner) == 0 ? owner : 0;
+	if (comm[0] != 'v' || strncmp(comm, "vhost-", 6) != 0)
+		return 0; /* (asked of every process each interval: most fail at the first byte) */
+	return vw_parse_pid(comm + 6, &owner) == 0 ? owner : 0;
 }
 
 int vw_qemu_scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *cap)
