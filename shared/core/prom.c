@@ -254,8 +254,13 @@ static bool help_valid(const char *help)
 		return false;
 	while (*s) {
 		uint32_t cp;
-		size_t n = vw_utf8_decode(s, SIZE_MAX, &cp);
+		size_t n;
 
+		if (*s >= 0x20 && *s < 0x7f) { /* printable ASCII: valid, no control */
+			s++;
+			continue;
+		}
+		n = vw_utf8_decode(s, SIZE_MAX, &cp);
 		if (n == 0 || (is_control(cp) && cp != '\n'))
 			return false;
 		s += n;
@@ -462,8 +467,13 @@ static void put_help(struct vw_prom_writer *w, const struct vw_metric_family *f,
 {
 	bool om = w->fmt == VW_PROM_OPENMETRICS_1_0_0;
 	size_t hlen = strlen(f->help), cap = 2 * hlen + 1;
-	_cleanup_free_ char *esc = malloc(cap);
+	_cleanup_free_ char *esc = NULL;
 
+	if (strcspn(f->help, om ? "\\\n\"" : "\\\n") == hlen) { /* nothing to escape: as is */
+		put_meta(w, "HELP", f->name, nlen, f->help, hlen);
+		return;
+	}
+	esc = malloc(cap);
 	if (!esc) {
 		w->fam_err = w->fam_err ? w->fam_err : -ENOMEM;
 		return;
