@@ -12,7 +12,7 @@
 # them and WARMUP more seconds, scrapes both once a second for the window and reads each one's
 # CPU time (threads' schedstat) before and after and VmRSS/VmHWM at the end; a fake records
 # when each frame reached it, and perf (when it works) when the daemon began each round (its
-# first sendto() or unlinkat(), the share's first syscall). Windows:
+# first sendto(), or the share's first renameat() or unlinkat()). Windows:
 #   base      no VM (an empty libvirt test-driver node): the same daemon without VMs
 #   libvirt   1 s interval; the VMs listed by libvirt's test driver (a node file naming each
 #             VM's channel socket and shared folder, as libvirt's live XML does), their QEMU
@@ -83,8 +83,10 @@ div() { awk -v a="$1" -v b="$2" -v f="${3:-%.1f}" 'BEGIN { if (b + 0 == 0) print
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 
 # perf on the tracepoints of the syscalls that begin a VM's publication (the channel's send, the
-# share's first unlinkat of a temp file), on the CLOCK_MONOTONIC clock; or nothing.
-PERF_EVENTS=(-e syscalls:sys_enter_sendto -e syscalls:sys_enter_unlinkat)
+# share's first rename of a file, or an unlinkat of a leftover temp), on the CLOCK_MONOTONIC
+# clock; or nothing. (The share's temp is created first, a few microseconds before its rename.)
+PERF_EVENTS=(-e syscalls:sys_enter_sendto -e syscalls:sys_enter_unlinkat -e syscalls:sys_enter_renameat
+	-e syscalls:sys_enter_renameat2)
 if [ -n "$PERF" ] && ! "$PERF" record -q -k mono "${PERF_EVENTS[@]}" -o "$tmp/probe.data" -- true \
 	>/dev/null 2>&1; then
 	echo "# perf cannot record syscall tracepoints here: latencies are from each round's first delivery" >&2
@@ -311,7 +313,7 @@ echo "#   load: 1-minute load average at the window's start > end (CPU under loa
 echo "#   rss>rss/hwm: VmRSS at the window's start > at its end / VmHWM, MiB; vms: ours in /metrics;"
 echo "#   pub: the publisher's table; nrd: guests never reading their port"
 echo "# chan, share: publication latency p50/p95/max ms over VMs x rounds, from the round's first syscall"
-echo "#   (perf: sendto or unlinkat) to the fake's read() / inotify event; spread: p50 of (last - first channel delivery)"
+echo "#   (perf: sendto, renameat or unlinkat) to the fake's read() / inotify event; spread: p50 of (last - first channel delivery)"
 echo "#   of a round; missed: (VM, round) pairs never delivered, channel/share; queued: a non-reader's"
 echo "#   unread bytes at the window's start -> end (p50)"
 printf "%-8s %4s %4s %4s %3s %7s %16s %6s %11s %6s %11s %11s %6s %17s %17s %6s %7s %s\n" \
