@@ -107,8 +107,8 @@ div() { awk -v a="$1" -v b="$2" -v f="${3:-%.2f}" 'BEGIN { if (b + 0 == 0) print
 window() {
 	local n=$1 acct=$2 vw_port ne_port vw_pid ne_pid method procs t0 t1 secs
 	local vw_t0 vw_n0 vw_t1 vw_n1 ne_t0 ne_n0 ne_t1 ne_n1 k0=0 k1=0 kern=- maps=- series
-	local vw_rss vw_hwm ne_rss ne_hwm pe_port= pe_pid= pe_t0=0 pe_n0=0 pe_t1=0 pe_n1=0
-	local pe_ms=- pe_exact=- pe_rss=- pe_hwm=- load0 lv
+	local vw_rss vw_hwm ne_rss ne_hwm pe_port='' pe_pid='' pe_n0=0 pe_n1=0
+	local pe_exact=- pe_rss=- pe_hwm=- load0 lv
 
 	vw_port=$(free_port)
 	"$host" --monitor.interval=1s --web.listen-address="127.0.0.1:$vw_port" \
@@ -141,12 +141,12 @@ window() {
 	t0=$(now)
 	read -r vw_t0 vw_n0 < <(cpu_of "$vw_pid")
 	read -r ne_t0 ne_n0 < <(cpu_of "$ne_pid")
-	[ -z "$pe_pid" ] || read -r pe_t0 pe_n0 < <(cpu_of "$pe_pid")
+	[ -z "$pe_pid" ] || read -r _ pe_n0 < <(cpu_of "$pe_pid")
 	scrape_both "$vw_port" "$ne_port" "$INTERVALS" "$tmp" "$pe_port"
 	t1=$(now)
 	read -r vw_t1 vw_n1 < <(cpu_of "$vw_pid")
 	read -r ne_t1 ne_n1 < <(cpu_of "$ne_pid")
-	[ -z "$pe_pid" ] || read -r pe_t1 pe_n1 < <(cpu_of "$pe_pid")
+	[ -z "$pe_pid" ] || read -r _ pe_n1 < <(cpu_of "$pe_pid")
 	read -r vw_rss vw_hwm < <(memory_of "$vw_pid")
 	read -r ne_rss ne_hwm < <(memory_of "$ne_pid")
 	[ -z "$pe_pid" ] || read -r pe_rss pe_hwm < <(memory_of "$pe_pid")
@@ -174,7 +174,6 @@ window() {
 	ne_ms=$(div "$(( (ne_t1 - ne_t0) * 1000 / CLK_TCK ))" "$secs")
 	ne_exact=$(div "$(( (ne_n1 - ne_n0) / 1000 ))" "$(awk -v s="$secs" 'BEGIN { print s * 1000 }')")
 	if [ -n "$pe_pid" ]; then
-		pe_ms=$(div "$(( (pe_t1 - pe_t0) * 1000 / CLK_TCK ))" "$secs")
 		pe_exact=$(div "$(( (pe_n1 - pe_n0) / 1000 ))" "$(awk -v s="$secs" 'BEGIN { print s * 1000 }')")
 	fi
 	[ "$method" != bpf ] || kern=$(div "$(( (k1 - k0) / 1000 ))" "$(awk -v s="$secs" 'BEGIN { print s * 1000 }')")

@@ -111,6 +111,7 @@ start_pe() {
 	printf 'process_names:\n  - name: "{{.Comm}}"\n    cmdline:\n    - ".+"\n' >"$2/pe.yaml"
 	"$PROCESS_EXPORTER" -config.path "$2/pe.yaml" -web.listen-address "127.0.0.1:$1" \
 		>"$2/pe.log" 2>&1 &
+	# shellcheck disable=SC2034 # the caller's
 	pe_pid=$!
 }
 

@@ -41,8 +41,8 @@ BUILD=${BUILD:-build-bench}
 NODE_EXPORTER=${NODE_EXPORTER:-prometheus-node-exporter}
 PERF=${PERF:-perf}
 # CALLGRIND=DIR: the host runs under valgrind --tool=callgrind, instrumented only during each
-# window; its dump goes to DIR/<window>.out and the row's vw_ms is replaced by the instructions
-# it executed per interval (vw_Mir, millions; bench/callgrind_ir.py). Instruction counts repeat
+# window; its dump goes to DIR/<window>.PID.out.1 and the row's vw_ms is replaced by the instructions
+# it executed per interval (millions, "15.7M"; bench/callgrind_ir.py). Instruction counts repeat
 # on a loaded machine, where CPU time does not; latencies are then the slowed daemon's.
 CALLGRIND=${CALLGRIND:-}
 [ -z "$CALLGRIND" ] || { PERF=; mkdir -p "$CALLGRIND"; CALLGRIND=$(cd "$CALLGRIND" && pwd); }
@@ -168,7 +168,7 @@ w=0
 window() {
 	local name=$1 src=$2 ival=$3 n=$4 nvms=$5 noread=$6 share=$7 warm=$8 dir uri vw_port ne_port
 	local vw_pid ne_pid t0 t1 secs vw_n0 vw_n1 ne_n0 ne_n1 vw_rss0 vw_rss vw_hwm ne_rss ne_hwm
-	local listed pub_vms k v share_opt=() pe_port= pe_pid= pe_n0=0 pe_n1=0 pe_ms=- pe_rss=- pe_hwm=- load0
+	local listed pub_vms k v share_opt=() pe_port='' pe_pid='' pe_n0=0 pe_n1=0 pe_ms=- pe_rss=- pe_hwm=- load0
 	local -A r
 	w=$((w + 1))
 	dir="$tmp/w$w"
@@ -277,10 +277,9 @@ window() {
 	local vw_ms ne_ms
 	vw_ms=$(div "$(( (vw_n1 - vw_n0) / 1000 ))" "$(awk -v s="$secs" -v i="$ival" 'BEGIN { print s / i * 1000 }')")
 	if [ -n "$CALLGRIND" ]; then
-		local cg
-		cg=$(ls "$CALLGRIND/$name.$vw_pid.out".* 2>/dev/null | head -n1)
-		vw_ms=$(python3 bench/callgrind_ir.py "$cg" | awk '$1 == "ir_per_interval" { printf "%.2fM", $2 / 1e6 }')
-		python3 bench/callgrind_ir.py --top 40 "$cg" >"$CALLGRIND/$name.top"
+		local cg=("$CALLGRIND/$name.$vw_pid.out".*)
+		vw_ms=$(python3 bench/callgrind_ir.py "${cg[0]}" | awk '$1 == "ir_per_interval" { printf "%.2fM", $2 / 1e6 }')
+		python3 bench/callgrind_ir.py --top 40 "${cg[0]}" >"$CALLGRIND/$name.top"
 	fi
 	ne_ms=$(div "$(( (ne_n1 - ne_n0) / 1000 ))" "$(awk -v s="$secs" 'BEGIN { print s * 1000 }')")
 	if [ -n "$pe_pid" ]; then
