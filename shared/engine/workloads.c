@@ -82,6 +82,7 @@ void vw_workloads_free(struct vw_workloads *w)
 	free(w->attr_conts);
 	free(w->attr_reserve);
 	vw_attribution_release(&w->attr);
+	free(w->vm_by_pid);
 	free(w);
 }
 
@@ -523,26 +524,106 @@ size_t vw_workloads_group_energy(const struct vw_workloads *w, struct vw_group_e
 	return n;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The first entry of the sorted index at or after (pid << 32). */
+static size_t vm_pid_lower(const uint64_t *ix, size_t n, uint32_t pid)
+{
+	uint64_t key = (uint64_t)pid << 32;
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ix[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Each process's VM: the first listed VM (lowest index) whose QEMU it is (same PID, and start
+ * time where both are known) or whose QEMU adopted it (a vhost worker). Through an index of the
+ * listed VMs by QEMU PID: a lookup per process, not a pass over the VMs (10,000 processes x 100
+ * VMs was a million comparisons an interval).
+ */
 static void map_vms(struct vw_workloads *w)
 {
+	size_t n = 0;
+
+	if (w->n_vms > w->cap_vm_by_pid) {
+		uint64_t *ix = realloc(w->vm_by_pid, w->n_vms * sizeof(*ix));
+
+		if (ix) {
+			w->vm_by_pid = ix;
+			w->cap_vm_by_pid = w->n_vms;
+		}
+	}
+	if (w->n_vms > w->cap_vm_by_pid) { /* no memory: the plain pass */
+		for (size_t i = 0; i < w->n_procs; i++) {
+			struct wl_proc *p = &w->procs[i];
+			uint32_t owner;
+
+			if (p->terminated && !p->delta_ns)
+				continue;
+			owner = w->o.adopted_by ? w->o.adopted_by(p->comm) : 0;
+			p->vm = -1;
+			for (size_t k = 0; k < w->n_vms; k++) {
+				const struct wl_vm *v = &w->vms[k];
+				bool same = v->qemu_pid == p->tgid &&
+					    (!v->qemu_start_time || !p->start_time ||
+					     v->qemu_start_time == p->start_time);
+
+				if (v->listed && v->qemu_pid && (same || owner == v->qemu_pid)) {
+					p->vm = (int)k;
+					break;
+				}
+			}
+		}
+		return;
+	}
+	for (size_t k = 0; k < w->n_vms; k++)
+		if (w->vms[k].listed && w->vms[k].qemu_pid)
+			w->vm_by_pid[n++] = (uint64_t)w->vms[k].qemu_pid << 32 | (uint32_t)k;
+	if (n > 1)
+		qsort(w->vm_by_pid, n, sizeof(*w->vm_by_pid), cmp_u64);
 	for (size_t i = 0; i < w->n_procs; i++) {
 		struct wl_proc *p = &w->procs[i];
-		uint32_t owner = w->o.adopted_by ? w->o.adopted_by(p->comm) : 0;
+		uint32_t owner;
+		int vm = -1;
 
 		if (p->terminated && !p->delta_ns)
 			continue;
 		p->vm = -1;
-		for (size_t k = 0; k < w->n_vms; k++) {
-			const struct wl_vm *v = &w->vms[k];
-			bool same = v->qemu_pid == p->tgid &&
-				    (!v->qemu_start_time || !p->start_time ||
-				     v->qemu_start_time == p->start_time);
+		if (!n)
+			continue;
+		/* Its own QEMU: the first with a start time that does not contradict it. */
+		for (size_t j = vm_pid_lower(w->vm_by_pid, n, p->tgid);
+		     j < n && (uint32_t)(w->vm_by_pid[j] >> 32) == p->tgid; j++) {
+			const struct wl_vm *v = &w->vms[(uint32_t)w->vm_by_pid[j]];
 
-			if (v->listed && v->qemu_pid && (same || owner == v->qemu_pid)) {
-				p->vm = (int)k;
+			if (!v->qemu_start_time || !p->start_time ||
+			    v->qemu_start_time == p->start_time) {
+				vm = (int)(uint32_t)w->vm_by_pid[j];
 				break;
 			}
 		}
+		owner = w->o.adopted_by ? w->o.adopted_by(p->comm) : 0;
+		if (owner) { /* or the QEMU that adopted it, if listed first */
+			size_t j = vm_pid_lower(w->vm_by_pid, n, owner);
+
+			if (j < n && (uint32_t)(w->vm_by_pid[j] >> 32) == owner &&
+			    (vm < 0 || (int)(uint32_t)w->vm_by_pid[j] < vm))
+				vm = (int)(uint32_t)w->vm_by_pid[j];
+		}
+		p->vm = vm;
 	}
 }
 

@@ -109,6 +109,9 @@ struct vw_workloads {
 	size_t n_pods, cap_pods;
 	struct wl_vm *vms;
 	size_t n_vms, cap_vms;
+	/* map_vms' index of the listed VMs by QEMU PID, (pid << 32 | VM index) ascending. */
+	uint64_t *vm_by_pid;
+	size_t cap_vm_by_pid;
 	struct vw_workloads_totals totals;
 	/* The vm level's families with the group labels after Kepler's (workload_metrics.c);
 	 * n_group_labels 0: Kepler's own. */
