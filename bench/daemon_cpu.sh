@@ -23,6 +23,7 @@ COUNTS=${COUNTS:-"1000 10000"}
 INTERVALS=${INTERVALS:-20}
 CHURN=${CHURN:-10}
 WARMUP=${WARMUP:-3}
+ACCOUNTING=${ACCOUNTING:-"auto procfs"} # procfs: a second window per count, procfs accounting
 BUILD=${BUILD:-build-bench}
 NODE_EXPORTER=${NODE_EXPORTER:-prometheus-node-exporter}
 
@@ -106,7 +107,8 @@ div() { awk -v a="$1" -v b="$2" -v f="${3:-%.2f}" 'BEGIN { if (b + 0 == 0) print
 window() {
 	local n=$1 acct=$2 vw_port ne_port vw_pid ne_pid method procs t0 t1 secs
 	local vw_t0 vw_n0 vw_t1 vw_n1 ne_t0 ne_n0 ne_t1 ne_n1 k0=0 k1=0 kern=- maps=- series
-	local vw_rss vw_hwm ne_rss ne_hwm
+	local vw_rss vw_hwm ne_rss ne_hwm pe_port='' pe_pid='' pe_n0=0 pe_n1=0
+	local pe_exact=- pe_rss=- pe_hwm=- load0 lv
 
 	vw_port=$(free_port)
 	"$host" --monitor.interval=1s --web.listen-address="127.0.0.1:$vw_port" \
@@ -117,9 +119,15 @@ window() {
 	"$NODE_EXPORTER" --web.listen-address="127.0.0.1:$ne_port" >"$tmp/ne.log" 2>&1 &
 	ne_pid=$!
 	pids+=("$ne_pid")
+	if [ -n "$PROCESS_EXPORTER" ]; then
+		pe_port=$(free_port)
+		start_pe "$pe_port" "$tmp"
+		pids+=("$pe_pid")
+	fi
 	# Up to 60 s: the first procfs scan of 10,000 processes is slow.
 	wait_ready "http://127.0.0.1:$vw_port/readyz" 60 || { cat "$tmp/vw-$n-$acct.log" >&2; exit 1; }
 	wait_ready "http://127.0.0.1:$ne_port/metrics" 60
+	[ -z "$pe_port" ] || wait_ready "http://127.0.0.1:$pe_port/metrics" 60
 	sleep "$WARMUP"
 	method=$(curl -sf "http://127.0.0.1:$vw_port/metrics" |
 		sed -n 's/^virtwatt_cpu_accounting_info{method="\([a-z]*\)".*/\1/p')
@@ -129,15 +137,21 @@ window() {
 		sysctl -qw kernel.bpf_stats_enabled=1
 		k0=$(bpf_run_ns "$vw_pid")
 	fi
+	load0=$(load1)
 	t0=$(now)
 	read -r vw_t0 vw_n0 < <(cpu_of "$vw_pid")
 	read -r ne_t0 ne_n0 < <(cpu_of "$ne_pid")
-	scrape_both "$vw_port" "$ne_port" "$INTERVALS" "$tmp"
+	[ -z "$pe_pid" ] || read -r _ pe_n0 < <(cpu_of "$pe_pid")
+	scrape_both "$vw_port" "$ne_port" "$INTERVALS" "$tmp" "$pe_port"
 	t1=$(now)
 	read -r vw_t1 vw_n1 < <(cpu_of "$vw_pid")
 	read -r ne_t1 ne_n1 < <(cpu_of "$ne_pid")
+	[ -z "$pe_pid" ] || read -r _ pe_n1 < <(cpu_of "$pe_pid")
 	read -r vw_rss vw_hwm < <(memory_of "$vw_pid")
 	read -r ne_rss ne_hwm < <(memory_of "$ne_pid")
+	[ -z "$pe_pid" ] || read -r pe_rss pe_hwm < <(memory_of "$pe_pid")
+	lv=n
+	! grep -q 'libvirt\.so' "/proc/$vw_pid/maps" || lv=y
 	if [ "$method" = bpf ]; then
 		k1=$(bpf_run_ns "$vw_pid")
 		[ "$(sysctl -n kernel.bpf_stats_enabled)" = 1 ] ||
@@ -149,6 +163,8 @@ window() {
 	stop_servers
 	[ "$(grep -c '^200$' "$tmp/vw.codes")" -eq "$INTERVALS" ] || echo "# virtwatt: some scrapes failed" >&2
 	[ "$(grep -c '^200$' "$tmp/ne.codes")" -eq "$INTERVALS" ] || echo "# node_exporter: some scrapes failed" >&2
+	[ -z "$pe_pid" ] || [ "$(grep -c '^200$' "$tmp/pe.codes")" -eq "$INTERVALS" ] ||
+		echo "# process-exporter answered $(grep -c '^200$' "$tmp/pe.codes") of $INTERVALS scrapes in the window" >&2
 
 	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')
 	# Monitor interval is 1 s: intervals in the window = its length in seconds.
@@ -157,18 +173,22 @@ window() {
 	vw_exact=$(div "$(( (vw_n1 - vw_n0) / 1000 ))" "$(awk -v s="$secs" 'BEGIN { print s * 1000 }')")
 	ne_ms=$(div "$(( (ne_t1 - ne_t0) * 1000 / CLK_TCK ))" "$secs")
 	ne_exact=$(div "$(( (ne_n1 - ne_n0) / 1000 ))" "$(awk -v s="$secs" 'BEGIN { print s * 1000 }')")
+	if [ -n "$pe_pid" ]; then
+		pe_exact=$(div "$(( (pe_n1 - pe_n0) / 1000 ))" "$(awk -v s="$secs" 'BEGIN { print s * 1000 }')")
+	fi
 	[ "$method" != bpf ] || kern=$(div "$(( (k1 - k0) / 1000 ))" "$(awk -v s="$secs" 'BEGIN { print s * 1000 }')")
-	printf "%6s %-12s %6s %7s %8s %8s %8s %9s %9s %9s %8s %8s %8s %8s %7s %7s\n" \
+	printf "%6s %-12s %6s %7s %8s %8s %8s %9s %9s %9s %8s %8s %8s %8s %7s %7s %8s %8s %8s %7s %7s %11s %2s\n" \
 		"$n" "$method$([ "$acct" = auto ] && echo "(auto)")" "$procs" "$series" "$vw_ms" "$vw_exact" "$kern" "$vw_rss" "$vw_hwm" "$maps" \
 		"$ne_ms" "$ne_exact" "$ne_rss" "$ne_hwm" "$(div "$vw_exact" "$ne_exact")" "$(div "$vw_hwm" "$ne_hwm")" \
-		>>"$tmp/rows"
+		"$pe_exact" "$pe_rss" "$pe_hwm" "$(div "$vw_exact" "$pe_exact")" "$(div "$vw_hwm" "$pe_hwm")" \
+		"$load0>$(load1)" "$lv" >>"$tmp/rows"
 	tail -n1 "$tmp/rows"
 }
 
 header() {
-	printf "%6s %-12s %6s %7s %8s %8s %8s %9s %9s %9s %8s %8s %8s %8s %7s %7s\n" \
+	printf "%6s %-12s %6s %7s %8s %8s %8s %9s %9s %9s %8s %8s %8s %8s %7s %7s %8s %8s %8s %7s %7s %11s %2s\n" \
 		procs accounting in_proc series vw_ms vw_ms_ex bpf_kern vw_rss vw_hwm bpf_maps \
-		ne_ms ne_ms_ex ne_rss ne_hwm cpu_x hwm_x
+		ne_ms ne_ms_ex ne_rss ne_hwm cpu_x hwm_x pe_ms_ex pe_rss pe_hwm cpu_px hwm_px load lv
 }
 
 echo "# $(nproc) CPUs, $(uname -r), $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg); $INTERVALS s windows after ${WARMUP} s of warm-up, monitor.interval=1s, one scrape/s of each server"
@@ -177,6 +197,10 @@ echo "# vw_ms: virtwatt CPU ms per interval from utime+stime (10 ms ticks); vw_m
 echo "# bpf_kern: ms per second its exit/free BPF programs ran (charged to the exiting tasks, not to virtwatt)"
 echo "# ne_ms, ne_ms_ex: node_exporter CPU ms per second the same two ways; rss/hwm in KiB; bpf_maps: the daemon's map memlock KiB"
 echo "# cpu_x = vw_ms_ex / ne_ms_ex, hwm_x = vw_hwm / ne_hwm (virtwatt / node_exporter)"
+echo "# pe_*: prometheus-process-exporter (every process, by comm) the same way; cpu_px, hwm_px: virtwatt / it"
+echo "# load: the 1-minute load average at the window's start > at its end (the machine is shared:"
+echo "#   CPU figures under load are upper bounds; bench/vms.sh CALLGRIND=DIR counts instructions)"
+echo "# lv: y where libvirt was loaded (a QEMU ran on the machine, another's test's too): ~14 MiB of RSS"
 header
 for n in $COUNTS; do
 	make_room "$n"
@@ -184,7 +208,7 @@ for n in $COUNTS; do
 	window "$n" auto
 	if [ "$(tail -n1 "$tmp/rows" | awk '{ print $2 }')" = "procfs(auto)" ]; then
 		echo "# auto chose procfs (not root, or BPF unavailable): no separate procfs window" >&2
-	else
+	elif [[ " $ACCOUNTING " == *" procfs "* ]]; then
 		window "$n" procfs
 	fi
 	stop_spawner

@@ -63,10 +63,11 @@ cpu_of() {
 	echo "$ticks $ns"
 }
 
-# scrape_both VW_PORT NE_PORT SECONDS DIR: one scraper process per server, one scrape of
-# /metrics a second (curl --rate) for SECONDS; each one's HTTP codes in DIR/vw.codes, DIR/ne.codes.
+# scrape_both VW_PORT NE_PORT SECONDS DIR [PE_PORT]: one scraper process per server, one scrape
+# of /metrics a second (curl --rate) for SECONDS; each one's HTTP codes in DIR/vw.codes,
+# DIR/ne.codes (and DIR/pe.codes for process-exporter's PE_PORT, none of its scrapes past SECONDS).
 scrape_both() {
-	local vw_args=() ne_args=() c1 c2
+	local vw_args=() ne_args=() c1 c2 c3=
 	for _ in $(seq "$3"); do
 		vw_args+=(-o /dev/null "http://127.0.0.1:$1/metrics")
 		ne_args+=(-o /dev/null "http://127.0.0.1:$2/metrics")
@@ -75,9 +76,47 @@ scrape_both() {
 	c1=$!
 	curl -s --rate 1/s -w '%{http_code}\n' "${ne_args[@]}" >"$4/ne.codes" &
 	c2=$!
+	if [ -n "${5:-}" ]; then
+		# process-exporter may answer more slowly than once a second (10,000 processes): one
+		# scrape a second at most, each its own curl (its code written when it ends), none
+		# past the window, which is the same for all three; pe.codes counts those answered.
+		(
+			end=$((SECONDS + $3))
+			while [ "$SECONDS" -lt "$end" ]; do
+				next=$((SECONDS + 1))
+				curl -s -o /dev/null -w '%{http_code}\n' --max-time $((end - SECONDS + 1)) \
+					"http://127.0.0.1:$5/metrics" || true
+				while [ "$SECONDS" -lt "$next" ]; do sleep 0.1; done
+			done
+		) >"$4/pe.codes" 2>/dev/null &
+		c3=$!
+	fi
 	sleep "$3"
-	wait "$c1" "$c2" || true
+	wait "$c1" "$c2" ${c3:+"$c3"} || true
 }
+
+# Debian's prometheus-process-exporter, the per-process exporter people run beside
+# node_exporter, with the package's example configuration (examples/all.yaml: every process,
+# grouped by comm) and its defaults otherwise (threads and smaps gathered). PROCESS_EXPORTER
+# names the binary; empty or missing: none is measured.
+PROCESS_EXPORTER=${PROCESS_EXPORTER-prometheus-process-exporter}
+if [ -n "$PROCESS_EXPORTER" ] && ! command -v "$PROCESS_EXPORTER" >/dev/null; then
+	echo "# $PROCESS_EXPORTER not found (deploy/install-deps.sh --bench): not measured" >&2
+	PROCESS_EXPORTER=
+fi
+
+# start_pe PORT DIR: start process-exporter on 127.0.0.1:PORT (its config and log in DIR); its
+# PID in $pe_pid.
+start_pe() {
+	printf 'process_names:\n  - name: "{{.Comm}}"\n    cmdline:\n    - ".+"\n' >"$2/pe.yaml"
+	"$PROCESS_EXPORTER" -config.path "$2/pe.yaml" -web.listen-address "127.0.0.1:$1" \
+		>"$2/pe.log" 2>&1 &
+	# shellcheck disable=SC2034 # the caller's
+	pe_pid=$!
+}
+
+# The 1-minute load average, for the figures it stands beside.
+load1() { cut -d' ' -f1 /proc/loadavg; }
 
 # make_room N: room for N more tasks: kernel.pid_max (raised if needed: the caller restores
 # $old_pid_max, which is set the first time, on exit), RLIMIT_NPROC, pids.max.

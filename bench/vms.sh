@@ -12,7 +12,7 @@
 # them and WARMUP more seconds, scrapes both once a second for the window and reads each one's
 # CPU time (threads' schedstat) before and after and VmRSS/VmHWM at the end; a fake records
 # when each frame reached it, and perf (when it works) when the daemon began each round (its
-# first sendto() or unlinkat(), the share's first syscall). Windows:
+# first sendto(), or the share's first renameat() or unlinkat()). Windows:
 #   base      no VM (an empty libvirt test-driver node): the same daemon without VMs
 #   libvirt   1 s interval; the VMs listed by libvirt's test driver (a node file naming each
 #             VM's channel socket and shared folder, as libvirt's live XML does), their QEMU
@@ -40,6 +40,12 @@ WINDOWS=${WINDOWS:-"base libvirt noread chanonly procscan slow"}
 BUILD=${BUILD:-build-bench}
 NODE_EXPORTER=${NODE_EXPORTER:-prometheus-node-exporter}
 PERF=${PERF:-perf}
+# CALLGRIND=DIR: the host runs under valgrind --tool=callgrind, instrumented only during each
+# window; its dump goes to DIR/<window>.PID.out.1 and the row's vw_ms is replaced by the instructions
+# it executed per interval (millions, "15.7M"; bench/callgrind_ir.py). Instruction counts repeat
+# on a loaded machine, where CPU time does not; latencies are then the slowed daemon's.
+CALLGRIND=${CALLGRIND:-}
+[ -z "$CALLGRIND" ] || { PERF=; mkdir -p "$CALLGRIND"; CALLGRIND=$(cd "$CALLGRIND" && pwd); }
 
 [ "$(id -u)" = 0 ] || { echo "run as root (BPF accounting, pid_max, perf)" >&2; exit 1; }
 command -v "$NODE_EXPORTER" >/dev/null || { echo "$NODE_EXPORTER not found (deploy/install-deps.sh --bench)" >&2; exit 1; }
@@ -77,8 +83,10 @@ div() { awk -v a="$1" -v b="$2" -v f="${3:-%.1f}" 'BEGIN { if (b + 0 == 0) print
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
 
 # perf on the tracepoints of the syscalls that begin a VM's publication (the channel's send, the
-# share's first unlinkat of a temp file), on the CLOCK_MONOTONIC clock; or nothing.
-PERF_EVENTS=(-e syscalls:sys_enter_sendto -e syscalls:sys_enter_unlinkat)
+# share's first rename of a file, or an unlinkat of a leftover temp), on the CLOCK_MONOTONIC
+# clock; or nothing. (The share's temp is created first, a few microseconds before its rename.)
+PERF_EVENTS=(-e syscalls:sys_enter_sendto -e syscalls:sys_enter_unlinkat -e syscalls:sys_enter_renameat
+	-e syscalls:sys_enter_renameat2)
 if [ -n "$PERF" ] && ! "$PERF" record -q -k mono "${PERF_EVENTS[@]}" -o "$tmp/probe.data" -- true \
 	>/dev/null 2>&1; then
 	echo "# perf cannot record syscall tracepoints here: latencies are from each round's first delivery" >&2
@@ -160,7 +168,7 @@ w=0
 window() {
 	local name=$1 src=$2 ival=$3 n=$4 nvms=$5 noread=$6 share=$7 warm=$8 dir uri vw_port ne_port
 	local vw_pid ne_pid t0 t1 secs vw_n0 vw_n1 ne_n0 ne_n1 vw_rss0 vw_rss vw_hwm ne_rss ne_hwm
-	local listed pub_vms k v share_opt=()
+	local listed pub_vms k v share_opt=() pe_port='' pe_pid='' pe_n0=0 pe_n1=0 pe_ms=- pe_rss=- pe_hwm=- load0
 	local -A r
 	w=$((w + 1))
 	dir="$tmp/w$w"
@@ -171,7 +179,9 @@ window() {
 	procscan) uri="qemu:///system?socket=$dir/no-libvirtd.sock" ;;
 	esac
 	vw_port=$(free_port)
-	"$host" --monitor.interval="${ival}s" --web.listen-address="127.0.0.1:$vw_port" \
+	${CALLGRIND:+valgrind --tool=callgrind --instr-atstart=no -q \
+		--callgrind-out-file="$CALLGRIND/$name.%p.out"} \
+		"$host" --monitor.interval="${ival}s" --web.listen-address="127.0.0.1:$vw_port" \
 		--libvirt.uri="$uri" "${share_opt[@]}" --passthrough.lock-dir="$dir/lock" \
 		>"$dir/host.log" 2>&1 &
 	vw_pid=$!
@@ -180,8 +190,14 @@ window() {
 	"$NODE_EXPORTER" --web.listen-address="127.0.0.1:$ne_port" >"$dir/ne.log" 2>&1 &
 	ne_pid=$!
 	pids+=("$ne_pid")
+	if [ -n "$PROCESS_EXPORTER" ]; then
+		pe_port=$(free_port)
+		start_pe "$pe_port" "$dir"
+		pids+=("$pe_pid")
+	fi
 	wait_ready "http://127.0.0.1:$vw_port/readyz" 60 || { tail -n 20 "$dir/host.log" >&2; exit 1; }
 	wait_ready "http://127.0.0.1:$ne_port/metrics" 30
+	[ -z "$pe_port" ] || wait_ready "http://127.0.0.1:$pe_port/metrics" 60
 	if [ "$nvms" -gt 0 ]; then
 		wait_vms "$vw_port" "$w" "$nvms" $((ival * 5 + 30)) || { tail -n 20 "$dir/host.log" >&2; exit 1; }
 	else
@@ -196,16 +212,25 @@ window() {
 		sleep 1
 	fi
 	[ "$nvms" = 0 ] || kill -USR1 "${fakes[@]}"
+	[ -z "$CALLGRIND" ] || callgrind_control -i on "$vw_pid" >/dev/null 2>&1
+	load0=$(load1)
 	t0=$(mono_ns)
 	read -r vw_rss0 _ < <(memory_of "$vw_pid")
 	read -r _ vw_n0 < <(cpu_of "$vw_pid")
 	read -r _ ne_n0 < <(cpu_of "$ne_pid")
-	scrape_both "$vw_port" "$ne_port" $((n * ival)) "$dir"
+	[ -z "$pe_pid" ] || read -r _ pe_n0 < <(cpu_of "$pe_pid")
+	scrape_both "$vw_port" "$ne_port" $((n * ival)) "$dir" "$pe_port"
 	t1=$(mono_ns)
 	read -r _ vw_n1 < <(cpu_of "$vw_pid")
 	read -r _ ne_n1 < <(cpu_of "$ne_pid")
+	[ -z "$pe_pid" ] || read -r _ pe_n1 < <(cpu_of "$pe_pid")
 	read -r vw_rss vw_hwm < <(memory_of "$vw_pid")
 	read -r ne_rss ne_hwm < <(memory_of "$ne_pid")
+	[ -z "$pe_pid" ] || read -r pe_rss pe_hwm < <(memory_of "$pe_pid")
+	if [ -n "$CALLGRIND" ]; then
+		callgrind_control -i off "$vw_pid" >/dev/null 2>&1
+		callgrind_control -d "$vw_pid" >/dev/null 2>&1
+	fi
 	[ "$nvms" = 0 ] || kill -USR1 "${fakes[@]}"
 	if [ -n "$perf_pid" ]; then
 		kill -INT "$perf_pid"
@@ -222,6 +247,8 @@ window() {
 	[ "$k" = 0 ] || echo "# $name: $k warnings or errors in the host's log, the first: $(grep -m1 -E \
 		'level=(warn|error)' "$dir/host.log" | sed 's/^time=[^ ]* //' | cut -c1-160)" >&2
 	[ "$(grep -c '^200$' "$dir/vw.codes")" -eq $((n * ival)) ] || echo "# $name: some virtwatt scrapes failed" >&2
+	[ -z "$pe_pid" ] || [ "$(grep -c '^200$' "$dir/pe.codes")" -eq $((n * ival)) ] ||
+		echo "# $name: process-exporter answered $(grep -c '^200$' "$dir/pe.codes") of $((n * ival)) scrapes in the window" >&2
 
 	if [ "$nvms" -gt 0 ]; then
 		python3 bench/vms_latency.py --t0 "$t0" --t1 "$t1" --pid "$vw_pid" \
@@ -249,11 +276,22 @@ window() {
 	secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { print (b - a) / 1e9 }')
 	local vw_ms ne_ms
 	vw_ms=$(div "$(( (vw_n1 - vw_n0) / 1000 ))" "$(awk -v s="$secs" -v i="$ival" 'BEGIN { print s / i * 1000 }')")
+	if [ -n "$CALLGRIND" ]; then
+		local cg=("$CALLGRIND/$name.$vw_pid.out".*)
+		vw_ms=$(python3 bench/callgrind_ir.py "${cg[0]}" | awk '$1 == "ir_per_interval" { printf "%.2fM", $2 / 1e6 }')
+		python3 bench/callgrind_ir.py --top 40 "${cg[0]}" >"$CALLGRIND/$name.top"
+	fi
 	ne_ms=$(div "$(( (ne_n1 - ne_n0) / 1000 ))" "$(awk -v s="$secs" 'BEGIN { print s * 1000 }')")
-	printf "%-8s %3ss %4s %4s %3s %7s %16s %6s %11s %6s %17s %17s %6s %7s %s\n" \
+	if [ -n "$pe_pid" ]; then
+		pe_ms=$(div "$(( (pe_n1 - pe_n0) / 1000 ))" "$(awk -v s="$secs" 'BEGIN { print s * 1000 }')")
+		pe_hwm=$(mib "$pe_hwm")
+		pe_rss=$(mib "$pe_rss")
+	fi
+	printf "%-8s %3ss %4s %4s %3s %7s %16s %6s %11s %6s %11s %11s %6s %17s %17s %6s %7s %s\n" \
 		"$name" "$ival" "$listed" "${pub_vms:--}" "$noread" "$vw_ms" \
 		"$(mib "$vw_rss0")>$(mib "$vw_rss")/$(mib "$vw_hwm")" \
-		"$ne_ms" "$(mib "$ne_rss")/$(mib "$ne_hwm")" "${r[rounds]}" \
+		"$ne_ms" "$(mib "$ne_rss")/$(mib "$ne_hwm")" "$pe_ms" "$pe_rss/$pe_hwm" \
+		"$load0>$(load1)" "${r[rounds]}" \
 		"${r[chan_p50_ms]}/${r[chan_p95_ms]}/${r[chan_max_ms]}" \
 		"${r[share_p50_ms]}/${r[share_p95_ms]}/${r[share_max_ms]}" \
 		"${r[chan_spread_p50_ms]}" "${r[chan_missed]}/${r[share_missed]}" \
@@ -269,14 +307,16 @@ window() {
 echo "# $(nproc) CPUs, $(uname -r), $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg); $VMS VMs, $PROCS idle processes, windows of" \
 	"$INTERVALS intervals (slow: $SLOW_INTERVALS of 5 s) after $WARMUP s; one scrape/s of each server"
 echo "# vw_ms: virtwatt-host CPU ms per interval (threads' schedstat); ne_ms: node_exporter CPU ms/s;"
+echo "#   pe_ms, pe_rss/hwm: prometheus-process-exporter (every process, by comm) the same way;"
+echo "#   load: 1-minute load average at the window's start > end (CPU under load: upper bounds);"
 echo "#   rss>rss/hwm: VmRSS at the window's start > at its end / VmHWM, MiB; vms: ours in /metrics;"
 echo "#   pub: the publisher's table; nrd: guests never reading their port"
 echo "# chan, share: publication latency p50/p95/max ms over VMs x rounds, from the round's first syscall"
-echo "#   (perf: sendto or unlinkat) to the fake's read() / inotify event; spread: p50 of (last - first channel delivery)"
+echo "#   (perf: sendto, renameat or unlinkat) to the fake's read() / inotify event; spread: p50 of (last - first channel delivery)"
 echo "#   of a round; missed: (VM, round) pairs never delivered, channel/share; queued: a non-reader's"
 echo "#   unread bytes at the window's start -> end (p50)"
-printf "%-8s %4s %4s %4s %3s %7s %16s %6s %11s %6s %17s %17s %6s %7s %s\n" \
-	window ival vms pub nrd vw_ms "rss>rss/hwm" ne_ms ne_rss/hwm rounds chan_ms share_ms spread missed queued
+printf "%-8s %4s %4s %4s %3s %7s %16s %6s %11s %6s %11s %11s %6s %17s %17s %6s %7s %s\n" \
+	window ival vms pub nrd vw_ms "rss>rss/hwm" ne_ms ne_rss/hwm pe_ms pe_rss/hwm load rounds chan_ms share_ms spread missed queued
 make_room "$((PROCS + VMS))"
 "$spawn" "$PROCS" >"$tmp/spawn.out" &
 spawner=$!

@@ -8,8 +8,8 @@ and, when given, the daemon's sendto() calls recorded by `perf record -k mono` (
 
 A publication round is every VM's frame for one seq. The rounds measured are those whose first
 delivery (channel or folder, any VM) falls in [t0, t1 - 0.3 s]. Each round's reference time is
-the daemon's first sendto() or unlinkat() of that round (in its main thread: the channel's send,
-the share's first syscall; rounds are > 0.3 s apart, so a gap over 0.3 s starts a new one); without perf it is the round's first delivery, and latencies are
+the daemon's first sendto(), renameat() or unlinkat() of that round (in its main thread: the
+channel's send, the share's first rename; rounds are > 0.3 s apart, so a gap over 0.3 s starts a new one); without perf it is the round's first delivery, and latencies are
 then only the spread within a round. Prints "key value" lines.
 """
 import argparse

@@ -36,7 +36,7 @@ test_pkgs=(libcmocka-dev prometheus curl python3 libclang-rt-14-dev libvirt-daem
 # mmdebstrap: the clean Debian 12 root tests/deploy/deb_install.sh installs the packages into,
 # and with umoci and skopeo, deploy/package.sh image (tests/deploy/check_image.py).
 package_pkgs=(debhelper dpkg-dev fakeroot help2man lintian mmdebstrap umoci skopeo)
-bench_pkgs=(prometheus-node-exporter stress-ng)
+bench_pkgs=(prometheus-node-exporter stress-ng prometheus-process-exporter)
 
 want=("${build_pkgs[@]}")
 for arg in "$@"; do

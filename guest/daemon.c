@@ -15,7 +15,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "node.h"
-#include "workload.h"
+#include "cgroup_path.h"
 #include "power_source.h"
 #include "reader.h"
 #include "selfstats.h"

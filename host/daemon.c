@@ -19,6 +19,7 @@
 #include "publish.h"
 #include "selfstats.h"
 #include "training.h"
+#include "vm_groups.h"
 #include "vm_source.h"
 #include "vm_meta.h"
 #include "vm_vfio.h"
@@ -136,6 +137,9 @@ static int setup_workloads(struct vw_host *h)
 	 * not the vm series are exported. */
 	if (vw_host_passthrough_wanted(pt) && !o.vms)
 		o.vms = o.vms_unexported = true;
+	o.group_labels = (const char *const *)c->vm_info_labels.v; /* --vm.info-labels */
+	if (vw_vm_groups_check(o.group_labels) < 0)
+		return -EINVAL;
 	r = vw_daemon_open_workloads(&h->d, &o, vw_host_passthrough_asked(pt));
 	if (r == -ENODEV)
 		return vw_host_passthrough_impossible(
@@ -235,41 +239,6 @@ static const char *const *names_or_all(const struct vw_strlist *l)
 }
 
 /*
- * The CPU zones' sources in preference order: power.sources; else Kepler's cpu.preferredMeters
- * (fake, Kepler's random meter, is our estimate) with the estimator last; else hwmon first with
- * experimental.hwmon.forceEnabled; else all. names has room for 8 and the NULL.
- */
-static int cpu_source_names(const struct vw_host_config *c, const char **names,
-			    const char *const **ret)
-{
-	size_t n = 0;
-
-	*ret = names_or_all(&c->sources);
-	if (c->sources.n)
-		return 0;
-	if (!c->preferred_meters.n && !c->hwmon_force)
-		return 0;
-	for (size_t i = 0; i < c->preferred_meters.n && n < 6; i++) {
-		const char *m = c->preferred_meters.v[i];
-
-		if (strcmp(m, "rapl") != 0 && strcmp(m, "hwmon") != 0 && strcmp(m, "fake") != 0) {
-			vw_error("config: cpu.preferredMeters: unknown meter \"%s\" (rapl, hwmon, fake)",
-				 m);
-			return -EINVAL;
-		}
-		names[n++] = strcmp(m, "fake") == 0 ? "estimator" : m;
-	}
-	if (!n) {
-		names[n++] = "hwmon";
-		names[n++] = "rapl";
-	}
-	names[n++] = "estimator";
-	names[n] = NULL;
-	*ret = names;
-	return 0;
-}
-
-/*
  * The CPU zones' source (one must open), then a platform meter if the machine has one: none is
  * a value, not an error (said once; the platform zone is then a model's, or absent).
  */
@@ -278,7 +247,7 @@ static int open_sources(struct vw_host *h, const struct vw_power_env *env)
 	const struct vw_strlist *plat = &h->cfg->platform_sources;
 	const char *buf[9];
 	const char *const *cpu_names;
-	int r = cpu_source_names(h->cfg, buf, &cpu_names);
+	int r = vw_host_cpu_source_names(h->cfg, buf, &cpu_names);
 
 	if (r == 0)
 		r = vw_power_source_open(vw_host_power_sources, env, cpu_names, &h->src[SRC_CPU]);
@@ -292,8 +261,12 @@ static int open_sources(struct vw_host *h, const struct vw_power_env *env)
 	r = vw_power_source_open(vw_host_platform_sources, env, names_or_all(plat),
 				 &h->src[SRC_PLATFORM]);
 	if (r == -EINVAL) {
+		char known[128];
+
+		vw_power_chain_names(vw_host_platform_sources, known, sizeof(known));
 		vw_error("config: --platform.sources names a meter this build does not have "
-			 "(known: acpi, redfish, ipmi; none for no platform meter)");
+			 "(known: %s; none for no platform meter)",
+			 known);
 		return r;
 	}
 	if (r < 0) {
@@ -327,7 +300,8 @@ int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 				     .model = h->d.model,
 				     .model_origin = h->d.model_origin,
 				     .host_cores = h->d.stat.ncpus,
-				     .ctx = &h->meters.cfg };
+				     .configs = h->meters.configs,
+				     .n_configs = h->meters.n };
 	r = open_sources(h, &env);
 	if (r == 0)
 		r = setup_node(h);
@@ -402,32 +376,6 @@ static int render_and_publish(struct vw_host *h)
 	return vw_daemon_render_publish(&h->d, &v);
 }
 
-/* Each running VM is a reservation group: its QEMU process, the vhost threads adopted by it. */
-static int vms_as_groups(const struct vw_vm_info *vms, size_t n, struct vw_group **ret,
-			 size_t *ret_n)
-{
-	struct vw_group *g = calloc(n + 1, sizeof(*g));
-	size_t k = 0;
-
-	if (!g)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++) {
-		if (vms[i].state == VW_VM_SHUTOFF)
-			continue;
-		g[k] = (struct vw_group){ .reserved_cpus = vms[i].vcpus,
-					  .leader_pid = vms[i].qemu_pid,
-					  .leader_start_time = vms[i].qemu_start_time };
-		snprintf(g[k].id, sizeof(g[k].id), "%s", vms[i].uuid);
-		snprintf(g[k].name, sizeof(g[k].name), "%s", vms[i].name);
-		snprintf(g[k].kind, sizeof(g[k].kind), "%s",
-			 vms[i].hypervisor[0] ? vms[i].hypervisor : "kvm");
-		k++;
-	}
-	*ret = g;
-	*ret_n = k;
-	return 0;
-}
-
 /* The VM sources' current list (libvirt keeps its last list while libvirtd is away). */
 static void refresh_vms(struct vw_host *h)
 {
@@ -444,9 +392,11 @@ static void refresh_vms(struct vw_host *h)
 		return; /* keep the VMs as they were */
 	}
 	vw_release(&h->vm_complaint, VW_LOG_INFO, "vm: listing VMs works again");
+	vw_vm_kubevirt_resolve(vms, n, h->d.podmeta); /* KubeVirt's VMs: named by their VMI */
 	if ((h->pt && vw_host_passthrough_list(h->pt, vms, n) < 0) ||
 	    (h->vfio && vw_vm_vfio_update(h->vfio, vms, n) < 0) ||
-	    vms_as_groups(vms, n, &groups, &n_groups) < 0 ||
+	    vw_vm_groups(vms, n, (const char *const *)h->cfg->vm_info_labels.v, &groups,
+			 &n_groups) < 0 ||
 	    vw_workloads_set_groups(h->d.workloads, groups, n_groups) < 0)
 		vw_complain(&h->vm_complaint, VW_LOG_WARN, "vm: out of memory tracking VMs");
 	free(h->vm_list);

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* virtwatt-host: options, signals, then the daemon loop. */
+#include <stdio.h>
+
 #include "daemon.h"
 #include "daemon_options.h"
 #include "options.h"
@@ -17,7 +19,12 @@ static int run(void *cfg, volatile sig_atomic_t *stop)
 
 int main(int argc, char **argv)
 {
+	const struct vw_config_program *p = vw_host_program();
 	struct vw_host_config cfg = { 0 };
 
-	return vw_daemon_main(&vw_host_program, &cfg, argc, argv, run);
+	if (!p) {
+		fputs("virtwatt-host: the meters' options do not fit (out of memory?)\n", stderr);
+		return 1;
+	}
+	return vw_daemon_main(p, &cfg, argc, argv, run);
 }

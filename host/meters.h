@@ -1,31 +1,36 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The host's options -> what its meters are told (struct vw_meter_config, power/power.h): the
- * one place that reads meter flags and the files they name (BMC credentials), so that the
- * meters themselves know nothing of options.
+ * The host's meters told their options: each source of the host's chains that declares options
+ * (power/src_*.c) makes its configuration from its options struct (its configure(): the BMC
+ * file, a password file), and env->configs hands each one its own at open. Nothing here knows
+ * one meter from another.
  */
 #pragma once
 
-#include "bmc_file.h"
 #include "options.h"
 #include "power.h"
 
+#define VW_HOST_METERS_MAX 16
+
 struct vw_host_meters {
-	struct vw_meter_config cfg; /* env->ctx for the host's chains; points into the rest */
-	struct vw_hwmon_config hwmon;
-	struct vw_hwmon_rules *hwmon_rules; /* --power.hwmon.chip-rules */
-	struct vw_bmc_entry bmc;    /* this node's BMC from the BMC file */
-	char *bmc_password;         /* read from its passwordFile */
-	struct vw_redfish_config redfish;
-	struct vw_ipmi_config ipmi; /* --platform.ipmi.*; its strings: the options' or below */
-	char *ipmi_password;        /* read from --platform.ipmi.password-file; wiped at fini */
-	const char **ipmi_workarounds; /* NULL-ended */
+	struct vw_source_config configs[VW_HOST_METERS_MAX]; /* env->configs */
+	size_t n;
 };
 
 /*
- * Fill m from the options; -errno (logged, naming the flag or the file) on a configuration
- * error. A BMC file that does not name this node is not one: said, and Redfish is off.
+ * Configure every meter of the host's chains, whether or not it will be tried; -errno (logged
+ * by the meter, naming the flag or the file) on a configuration error.
  */
 int vw_host_meters_setup(struct vw_host_meters *m, const struct vw_host_config *cfg,
 			 const char *node_name);
 void vw_host_meters_fini(struct vw_host_meters *m);
+
+/*
+ * The CPU zones' sources in preference order (vw_power_source_open()'s `only`): power.sources;
+ * else Kepler's cpu.preferredMeters (fake, Kepler's random meter, is our estimate) with the
+ * estimator last; else those a source's options put first (experimental.hwmon.forceEnabled:
+ * hwmon) and the chain's others after; else NULL, all in chain order. names has room for 8 and
+ * the NULL. -EINVAL (logged) for a preferred meter Kepler does not have.
+ */
+int vw_host_cpu_source_names(const struct vw_host_config *c, const char **names,
+			     const char *const **ret);

@@ -1,17 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "options.h"
 
+#include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "macro.h"
+#include "power.h"
+
+#include "vm_meta.h"
 
 #define OFF(f) offsetof(struct vw_host_config, f)
+#define ALIGN _Alignof(max_align_t)
 
-static const char *const ipmi_drivers[] = { "auto", "inband", "lan", NULL };
-static const char *const ipmi_privileges[] = { "user", "operator", "admin", NULL };
 static const char *const metric_levels[] = { "node", "process", "container", "pod", "vm", NULL };
 static const char *const passthrough_modes[] = { "auto", "true", "false", NULL };
 static const char *const kepler_meters[] = { "rapl", "hwmon", "fake", NULL };
-static const char *const rapl_zone_names[] = { "package", "core", "uncore", "dram", "psys", NULL };
-
 
 static const struct vw_option host_options[] = {
 	VW_DAEMON_OPTIONS(struct vw_host_config),
@@ -36,85 +42,6 @@ static const struct vw_option host_options[] = {
 	  "Kepler's CPU meter preference, used when power.sources is not set: rapl, hwmon, fake "
 	  "(here the model estimate), the estimator always last",
 	  0, 0, kepler_meters },
-	{ "rapl.zones", "rapl.zones", VW_OPT_STRLIST, OFF(rapl_zones), NULL, "ZONE,...",
-	  "read only these RAPL zones (default: all)", 0, 0, rapl_zone_names },
-	{ "platform.redfish.enabled", "platform.redfish.enabled", VW_OPT_BOOL,
-	  OFF(redfish_enabled), "true", NULL,
-	  "read the BMC of platform.redfish.config-file (Kepler's "
-	  "experimental.platform.redfish.enabled; false: no Redfish meter even with a file)" },
-	{ "platform.redfish.config-file", "platform.redfish.configFile", VW_OPT_STRING,
-	  OFF(redfish_config_file), NULL, "PATH",
-	  "Kepler's BMC file (nodes: node name -> BMC id; bmcs: id -> endpoint, username, password "
-	  "or passwordFile, insecure, caFile): this node's BMC gives the platform zone over "
-	  "Redfish (default: none)" },
-	{ "platform.redfish.node-name", "platform.redfish.nodeName", VW_OPT_STRING,
-	  OFF(redfish_node_name), NULL, "NAME",
-	  "this node's name in the BMC file (default: the node name, kube.node-name)" },
-	{ "platform.redfish.interval", "platform.redfish.interval", VW_OPT_DURATION,
-	  OFF(redfish_interval_ns), "5s", "DURATION",
-	  "how often the BMC is polled (off the sampling thread; backs off to 60s while it fails)",
-	  0.05, 3600 },
-	{ "platform.redfish.timeout", "platform.redfish.httpTimeout", VW_OPT_DURATION,
-	  OFF(redfish_timeout_ns), "5s", "DURATION", "limit for each request to the BMC", 0.05,
-	  300 },
-	{ "platform.redfish.staleness", "platform.redfish.staleness", VW_OPT_DURATION,
-	  OFF(redfish_staleness_ns), "0s", "DURATION",
-	  "a BMC reading older than this counts no energy (0: 2 x interval + timeout)", 0, 3600 },
-	{ "platform.ipmi.driver", "platform.ipmi.driver", VW_OPT_STRING, OFF(ipmi.driver), "auto",
-	  "DRIVER",
-	  "how the ipmi meter reaches the BMC: inband (platform.ipmi.device), lan (IPMI 2.0 to "
-	  "platform.ipmi.host), auto (lan with a host, else inband)",
-	  0, 0, ipmi_drivers },
-	{ "platform.ipmi.device", "platform.ipmi.device", VW_OPT_STRING, OFF(ipmi.device),
-	  "/dev/ipmi0", "PATH",
-	  "the kernel's IPMI device (ipmi_devintf) for in-band IPMI; absent: no in-band meter" },
-	{ "platform.ipmi.host", "platform.ipmi.host", VW_OPT_STRING, OFF(ipmi.host), NULL, "HOST",
-	  "the BMC's name or address for IPMI over LAN (default: none)" },
-	{ "platform.ipmi.port", "platform.ipmi.port", VW_OPT_UINT, OFF(ipmi.port), "623", "PORT",
-	  "the BMC's UDP port for IPMI over LAN", 1, 65535 },
-	{ "platform.ipmi.username", "platform.ipmi.username", VW_OPT_STRING, OFF(ipmi.username),
-	  NULL, "NAME", "the BMC user for IPMI over LAN (default: the null user)" },
-	{ "platform.ipmi.password-file", "platform.ipmi.passwordFile", VW_OPT_STRING,
-	  OFF(ipmi.password_file), NULL, "PATH",
-	  "a file whose first line is the BMC user's password (a mounted Kubernetes Secret); "
-	  "never on the command line" },
-	{ "platform.ipmi.privilege", "platform.ipmi.privilege", VW_OPT_STRING,
-	  OFF(ipmi.privilege), "user", "LEVEL",
-	  "the IPMI over LAN session's privilege: user (enough for DCMI and sensors on most "
-	  "BMCs), operator, admin",
-	  0, 0, ipmi_privileges },
-	{ "platform.ipmi.workarounds", "platform.ipmi.workarounds", VW_OPT_STRLIST,
-	  OFF(ipmi.workarounds), NULL, "NAME,...",
-	  "FreeIPMI's IPMI 2.0 workarounds for BMCs that need them (ipmi-sensors -W): authcap, "
-	  "intel20, supermicro20, sun20, opensesspriv, integritycheckvalue, nochecksumcheck" },
-	{ "platform.ipmi.timeout", "platform.ipmi.timeout", VW_OPT_DURATION, OFF(ipmi.timeout_ns),
-	  "5s", "DURATION", "a request to the BMC over LAN fails after this", 0.1, 60 },
-	{ "platform.ipmi.interval", "platform.ipmi.interval", VW_OPT_DURATION,
-	  OFF(ipmi.interval_ns), "2s", "DURATION",
-	  "how often the BMC is asked (in a thread of its own: the sampling never waits for it)",
-	  0.1, 3600 },
-	{ "platform.ipmi.staleness", "platform.ipmi.staleness", VW_OPT_DURATION,
-	  OFF(ipmi.stale_ns), "0s", "DURATION",
-	  "an older BMC reading counts no energy (0: 3 x platform.ipmi.interval)", 0, 86400 },
-	{ "power.hwmon.chip-rules", "power.hwmon.chipRules", VW_OPT_STRLIST, OFF(hwmon_chip_rules),
-	  NULL, "CHIP[:LABEL]=ZONE[@SOCKET],...",
-	  "which hwmon sensor counts in which zone, before the built-in rules: a chip name and an "
-	  "optional sensor label (globs, any case) to package, core, uncore, dram, psys or "
-	  "platform, in a socket (a number, 0 by default; label: the number the label ends with; "
-	  "chip: the chip's place among chips of its name), or to none "
-	  "(e.g. amd_energy:Ecore*=core)" },
-	{ "experimental.hwmon.enabled", "experimental.hwmon.enabled", VW_OPT_BOOL,
-	  OFF(hwmon_enabled), "true", NULL,
-	  "read generic hwmon sensors where no RAPL is (Kepler's key; false drops hwmon from "
-	  "power.sources)" },
-	{ "experimental.hwmon.force-enabled", "experimental.hwmon.forceEnabled", VW_OPT_BOOL,
-	  OFF(hwmon_force), "false", NULL,
-	  "prefer hwmon sensors to RAPL, when power.sources and cpu.preferred-meters are not set "
-	  "(Kepler's deprecated key)" },
-	{ "experimental.hwmon.zones", "experimental.hwmon.zones", VW_OPT_STRLIST, OFF(hwmon_zones),
-	  NULL, "LABEL,...",
-	  "use only the hwmon sensors with these labels, compared as Kepler names them (lower "
-	  "case, _ for other characters; default: every sensor a chip rule maps)" },
 	{ "power.idle-watts", "power.idleWatts", VW_OPT_STRLIST, OFF(idle_watts), NULL,
 	  "ZONE=WATTS,...", "fixed idle power per zone (e.g. package=42.5), overriding the fit" },
 	{ "power.idle-window", "power.idleWindow", VW_OPT_UINT, OFF(idle_window), "720", "N",
@@ -175,29 +102,127 @@ static const struct vw_option host_options[] = {
 	{ "passthrough.power-step", "passthrough.powerStep", VW_OPT_DOUBLE,
 	  OFF(passthrough_power_step_w), "0.1", "WATTS", "guests see power rounded to this step",
 	  0.001, 1000 },
+	{ "vm.info-labels", "vm.infoLabels", VW_OPT_STRLIST, OFF(vm_info_labels), NULL,
+	  "LABEL,...",
+	  "also put these virtwatt_vm_info labels on the VM energy series (kepler_vm_cpu_*, "
+	  "virtwatt_vm_cpu_idle_*, virtwatt_vm_gpu_*), after Kepler's labels, for queries that "
+	  "cannot join on vm_id (default: none, Kepler's label sets)",
+	  0, 0, vw_vm_meta_copyable },
 };
 
-/* Kepler's spellings of the host's own settings (config/config.go). */
+/* Kepler's spellings of the host's own settings (config/config.go); the meters' are theirs. */
 static const struct vw_option_alias host_aliases[] = {
 	VW_DAEMON_ALIASES,
-	{ "experimental.platform.redfish.enabled", "experimental.platform.redfish.enabled",
-	  "platform.redfish.enabled", NULL, NULL },
-	{ "experimental.platform.redfish.config-file", "experimental.platform.redfish.configFile",
-	  "platform.redfish.config-file", NULL, NULL },
-	{ "experimental.platform.redfish.node-name", "experimental.platform.redfish.nodeName",
-	  "platform.redfish.node-name", NULL, NULL },
-	{ NULL, "experimental.platform.redfish.httpTimeout", "platform.redfish.timeout", NULL,
-	  NULL },
-	{ NULL, "experimental.hwmon.chipRules", NULL,
-	  "Kepler's rules pair voltage and current inputs; virtwatt reads power and energy sensors "
-	  "and maps them with power.hwmon.chip-rules",
-	  "" },
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 
-VW_DAEMON_PROGRAM(vw_host_program, "virtwatt-host", struct vw_host_config, host_options,
-		  host_aliases,
-		  "Power and energy exporter for bare-metal and virtualization hosts. Measures "
-		  "node power (RAPL through powercap sysfs; a Kepler model of CPU time where no "
-		  "meter exists), splits each interval's energy into idle and active parts and "
-		  "serves Kepler-compatible Prometheus metrics on /metrics.");
+_Static_assert(offsetof(struct vw_host_config, common) == 0, "common options first");
+
+/* The host's sources with options, in the order their rows and aliases follow the host's. */
+static const struct vw_power_source_ops *const *const host_chains[] = {
+	vw_host_platform_sources,
+	vw_host_power_sources,
+};
+
+/* The i-th source with options of the host's chains, or NULL past the last. A source is in
+ * one chain only (in two, its rows would be there twice: vw_config_check() refuses that). */
+static const struct vw_power_source_ops *meter_at(size_t i)
+{
+	for (size_t c = 0; c < ARRAY_SIZE(host_chains); c++)
+		for (const struct vw_power_source_ops *const *s = host_chains[c]; *s; s++)
+			if ((*s)->options && i-- == 0)
+				return *s;
+	return NULL;
+}
+
+/* Where meter i's options struct starts in cfg->meters; past the end: their total size. */
+static size_t meter_place(size_t i)
+{
+	size_t at = 0;
+
+	for (size_t j = 0; j < i && meter_at(j); j++)
+		at += (meter_at(j)->options->size + ALIGN - 1) / ALIGN * ALIGN;
+	return at;
+}
+
+const void *vw_host_meter_options(const struct vw_host_config *cfg,
+				  const struct vw_power_source_ops *ops)
+{
+	for (size_t i = 0; ops && meter_at(i); i++)
+		if (meter_at(i) == ops)
+			return cfg->meters + meter_place(i);
+	return NULL;
+}
+
+static struct vw_config_program host_program;
+static pthread_once_t host_program_once = PTHREAD_ONCE_INIT;
+
+static size_t count_aliases(const struct vw_option_alias *a)
+{
+	size_t n = 0;
+
+	while (a && (a[n].flag || a[n].yaml))
+		n++;
+	return n;
+}
+
+/* Copy meter i's rows, rebased into cfg->meters, and its aliases behind the others. */
+static void add_meter(size_t i, struct vw_option *rows, size_t *n_rows,
+		      struct vw_option_alias *aliases, size_t *n_aliases)
+{
+	const struct vw_source_options *o = meter_at(i)->options;
+	size_t base = offsetof(struct vw_host_config, meters) + meter_place(i);
+
+	for (size_t r = 0; r < o->n_rows; r++) {
+		rows[*n_rows] = o->rows[r];
+		rows[(*n_rows)++].offset += base;
+	}
+	for (size_t a = 0; a < count_aliases(o->aliases); a++)
+		aliases[(*n_aliases)++] = o->aliases[a];
+}
+
+static void host_program_build(void)
+{
+	size_t n_rows = ARRAY_SIZE(host_options), n_aliases = count_aliases(host_aliases), n = 0;
+	struct vw_option *rows;
+	struct vw_option_alias *aliases;
+
+	for (; meter_at(n); n++) {
+		n_rows += meter_at(n)->options->n_rows;
+		n_aliases += count_aliases(meter_at(n)->options->aliases);
+	}
+	if (meter_place(n) > VW_HOST_METER_OPTIONS_MAX)
+		return;
+	rows = calloc(n_rows, sizeof(*rows));
+	aliases = calloc(n_aliases + 1, sizeof(*aliases)); /* and the all-NULL end */
+	if (!rows || !aliases) {
+		free(rows);
+		free(aliases);
+		return;
+	}
+	n_rows = ARRAY_SIZE(host_options);
+	n_aliases = count_aliases(host_aliases);
+	memcpy(rows, host_options, sizeof(host_options));
+	memcpy(aliases, host_aliases, n_aliases * sizeof(*aliases));
+	for (size_t i = 0; i < n; i++)
+		add_meter(i, rows, &n_rows, aliases, &n_aliases);
+	host_program = (struct vw_config_program){
+		.name = "virtwatt-host",
+		.version = VW_VERSION,
+		.summary = "Power and energy exporter for bare-metal and virtualization hosts. "
+			   "Measures node power (RAPL through powercap sysfs; a Kepler model of CPU "
+			   "time where no meter exists), splits each interval's energy into idle "
+			   "and active parts and serves Kepler-compatible Prometheus metrics on "
+			   "/metrics.",
+		.opts = rows,
+		.n_opts = n_rows,
+		.aliases = aliases,
+		.groups = vw_daemon_help_groups,
+	};
+}
+
+const struct vw_config_program *vw_host_program(void)
+{
+	(void)pthread_once(&host_program_once, host_program_build);
+	return host_program.opts ? &host_program : NULL;
+}

@@ -8,7 +8,9 @@
   - host/ keeps a handful of files at its root (the daemon's wiring); the rest is in rooms;
   - neither daemon links libcurl, libvirt, libfreeipmi, libyaml, libcrypt or libbpf (nor libelf
     with it): they are loaded on first use (shared/core/dynlib.h), so a node that needs none
-    never maps them, and libbpf is loaded only by the BPF accountant's short-lived loader child.
+    never maps them, and libbpf is loaded only by the BPF accountant's short-lived loader child;
+  - no file of the tree points outside the repository: no workspace path, no project note, no
+    relative path climbing above the root (a copied fixture names its public upstream instead).
 usage: check_layering.py SOURCE_ROOT GUEST_BINARY HOST_BINARY"""
 import pathlib
 import re
@@ -69,5 +71,57 @@ for binary in (guest_bin, host_bin):
             if re.match(r"lib(curl|virt|freeipmi|yaml|crypt|bpf|elf)\b", lib)]
     tap(needed and not lazy, "%s links no library it loads on first use (NEEDED: %s)"
         % (pathlib.Path(binary).name, ", ".join(needed)), ", ".join(lazy))
+
+# References to anything outside the repository. The patterns are spelt in pieces so that this
+# file does not match itself.
+OUTSIDE = re.compile("|".join([
+    r"/" + r"work/",                                     # the workspace
+    r"shared/" + r"(?:notes|fixtures|seeds|hooks)\b",     # its notes and fixtures
+    r"\b(?:style|shipping|security|anchors|meters)\." + r"md\b",  # the notes' pages
+    r"DEVELOPERS" + r"\.md",
+    r"(?i:shared " + r"fixtures|project " + r"notes|workplace" + r"'s)",  # the same, in words
+]))
+SKIP_DIRS = {".git", "node_modules", "__pycache__"}
+MD_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def tree_files():
+    try:
+        out = subprocess.run(["git", "-C", str(root), "ls-files", "-z", "--cached", "--others",
+                              "--exclude-standard"], capture_output=True, check=True).stdout.decode()
+        return [root / f for f in out.split("\0") if f]
+    except (OSError, subprocess.CalledProcessError):
+        files = []
+        for p in root.iterdir():  # no git: the source tree less build outputs
+            if p.name in SKIP_DIRS or p.name.startswith(("build", "dist", ".")):
+                continue
+            files += [p] if p.is_file() else [q for q in p.rglob("*") if q.is_file()
+                                              and not SKIP_DIRS & set(q.parts)]
+        return files
+
+
+bad = []
+for p in tree_files():
+    try:
+        if not p.is_file() or p.stat().st_size > 4 << 20:
+            continue
+        text = p.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        continue  # binary data
+    rel = p.relative_to(root)
+    for i, line in enumerate(text.splitlines(), 1):
+        m = OUTSIDE.search(line)
+        if m:
+            bad.append("%s:%d: %s" % (rel, i, m.group(0)))
+    if p.suffix == ".md":
+        for m in MD_LINK.finditer(text):
+            target = m.group(1).split("#")[0]
+            if not target or re.match(r"[a-z]+:", target) or target.startswith("/"):
+                continue
+            dest = (p.parent / target).resolve()
+            if dest != root.resolve() and root.resolve() not in dest.parents:
+                bad.append("%s: link %s leaves the repository" % (rel, m.group(1)))
+tap(not bad, "no file refers to anything outside the repository (workspace paths, project "
+    "notes, links above the root)", "\n".join(bad[:40]))
 print("1..%d" % n)
 sys.exit(1 if failed else 0)

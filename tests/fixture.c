@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #define _XOPEN_SOURCE 700
 #include "fixture.h"
+#include "exposition_fixture.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -368,22 +369,7 @@ char *vw_fixture_http(const char *url, const char *method, long *code)
 
 double vw_fixture_sample_sum_all(const char *text, const char *family, const char *const *must)
 {
-	size_t n = strlen(family);
-	double sum = 0;
-
-	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		const char *end = strchr(l, '\n'), *sp;
-		bool all = true;
-
-		if (strncmp(l, family, n) != 0 || (l[n] != '{' && l[n] != ' '))
-			continue;
-		sp = memrchr(l, ' ', end ? (size_t)(end - l) : strlen(l));
-		for (size_t i = 0; sp && must && must[i]; i++)
-			all = all && memmem(l, (size_t)(sp - l), must[i], strlen(must[i]));
-		if (sp && all)
-			sum += strtod(sp + 1, NULL);
-	}
-	return sum;
+	return vw_expo_sum(text, family, must);
 }
 
 double vw_fixture_sample_sum(const char *text, const char *family, const char *match)

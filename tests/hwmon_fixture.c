@@ -122,7 +122,8 @@ void machine_free(struct machine *m)
 
 int machine_open(struct machine *m)
 {
-	struct vw_power_env env = { .sysfs_fd = m->sysfs_fd, .ctx = m->ctx };
+	struct vw_source_config c = { .ops = m->src, .config = m->config };
+	struct vw_power_env env = { .sysfs_fd = m->sysfs_fd, .configs = &c, .n_configs = 1 };
 	int r;
 
 	m->state = NULL;

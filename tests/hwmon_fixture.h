@@ -52,7 +52,7 @@ struct machine {
 	char *root;
 	int sysfs_fd;
 	const struct vw_power_source_ops *src;
-	const void *ctx; /* env->ctx at open */
+	const void *config; /* the source's configuration at open (env->configs); NULL: none */
 	void *state;
 	const struct vw_zone_info *zones;
 	size_t n;
@@ -63,7 +63,7 @@ struct machine {
 /* A fresh empty tree for src (hw_io cleared); machine_free() closes the source and removes it. */
 void machine_new(struct machine *m, const struct vw_power_source_ops *src);
 void machine_free(struct machine *m);
-/* src->open over the tree (env->ctx = m->ctx): its result; the zones on success. */
+/* src->open over the tree (with m->config): its result; the zones on success. */
 int machine_open(struct machine *m);
 /* The same with the log at warn (what opening says at info is another test's). */
 int machine_open_quiet(struct machine *m);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Kepler's BMC file (host/bmc_file.c) and what the host makes of it (host/meters.c): the file
+ * Kepler's BMC file (host/bmc_file.c) and what the host makes of it (the Redfish meter's options, host/power/src_redfish.c): the file
  * as Kepler documents it, read unchanged; our passwordFile and caFile; what is not a BMC file.
  */
 #include "vw_test.h"
@@ -12,7 +12,7 @@
 #include "bmc_file.h"
 #include "fixture.h"
 #include "log.h"
-#include "meters.h"
+#include "meter_fixture.h"
 
 /* Kepler EP-001's example, byte for byte in shape, with a key Kepler's reader ignores too. */
 static const char kepler[] =
@@ -118,9 +118,10 @@ static void test_not_a_bmc_file(void **state)
 static void test_meters_setup(void **state)
 {
 	char *dir = vw_fixture_mkdtemp("bmcfile");
-	char path[300], text[600];
-	struct vw_host_config cfg = { 0 };
+	char file[320], text[600];
+	struct vw_host_config cfg;
 	struct vw_host_meters m;
+	const struct vw_redfish_config *rf;
 
 	(void)state;
 	assert_non_null(dir);
@@ -131,36 +132,42 @@ static void test_meters_setup(void **state)
 		 "  plain: {endpoint: http://bmc.example, username: u, password: p}\n",
 		 dir);
 	assert_int_equal(vw_fixture_write(dir, "bmcs.yaml", text, 0600), 0);
-	snprintf(path, sizeof(path), "%s/bmcs.yaml", dir);
-	cfg.redfish_config_file = path;
-	cfg.redfish_interval_ns = 2000000000ULL;
+	snprintf(file, sizeof(file), "--platform.redfish.config-file=%s/bmcs.yaml", dir);
 
 	/* Kepler's experimental.platform.redfish.enabled: false: the file is not read. */
+	METER_FIXTURE_LOAD(&cfg, file, "--platform.redfish.interval=2s",
+			   "--experimental.platform.redfish.enabled=false");
 	assert_int_equal(vw_host_meters_setup(&m, &cfg, "n1"), 0);
-	assert_null(m.cfg.redfish);
+	assert_null(meter_fixture_config(&m, &vw_src_redfish));
 	vw_host_meters_fini(&m);
-	cfg.redfish_enabled = true; /* the option's default */
+	meter_fixture_free(&cfg);
 
+	METER_FIXTURE_LOAD(&cfg, file, "--platform.redfish.interval=2s");
 	assert_int_equal(vw_host_meters_setup(&m, &cfg, "n1"), 0);
-	assert_non_null(m.cfg.redfish);
-	assert_string_equal(m.cfg.redfish->id, "b");
-	assert_string_equal(m.cfg.redfish->password, "s3cret");
-	assert_int_equal(m.cfg.redfish->interval_ms, 2000);
+	rf = meter_fixture_config(&m, &vw_src_redfish);
+	assert_non_null(rf);
+	assert_string_equal(rf->id, "b");
+	assert_string_equal(rf->password, "s3cret");
+	assert_int_equal(rf->interval_ms, 2000);
 	vw_host_meters_fini(&m);
+	meter_fixture_free(&cfg);
 
-	cfg.redfish_node_name = "n2"; /* the flag beats the node name */
+	/* The flag beats the node name. */
+	METER_FIXTURE_LOAD(&cfg, file, "--platform.redfish.node-name=n2");
 	assert_int_equal(vw_host_meters_setup(&m, &cfg, "n1"), -EINVAL);
 	vw_host_meters_fini(&m);
+	meter_fixture_free(&cfg);
 
-	cfg.redfish_node_name = NULL;
+	METER_FIXTURE_LOAD(&cfg, file);
 	assert_int_equal(vw_host_meters_setup(&m, &cfg, "elsewhere"), 0);
-	assert_null(m.cfg.redfish);
+	assert_null(meter_fixture_config(&m, &vw_src_redfish));
 	vw_host_meters_fini(&m);
 
 	snprintf(text, sizeof(text), "%s/pw", dir);
 	assert_int_equal(remove(text), 0); /* the password file gone */
 	assert_int_not_equal(vw_host_meters_setup(&m, &cfg, "n1"), 0);
 	vw_host_meters_fini(&m);
+	meter_fixture_free(&cfg);
 	vw_fixture_rm(dir);
 }
 

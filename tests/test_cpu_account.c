@@ -43,6 +43,8 @@
 #include "fixture.h"
 #include "log.h"
 #include "perf_counters.h"
+#include "prom.h"
+#include "workloads.h"
 
 static int procfd = -1, sysfd = -1;
 
@@ -238,7 +240,12 @@ static struct {
 	struct child busy, idle;
 	char cgdir[600];
 	struct vw_cgroupfs *cg;
+	/* The mass kill's: a parent cgroup of its containers, the registry fed its reads. */
+	char mass_dir[600];
+	struct vw_workloads *w;
 } live;
+
+static void mass_cgroups_remove(void);
 
 static void move_to_cgroup(const char *cgdir, pid_t pid)
 {
@@ -516,6 +523,9 @@ static int live_teardown(void **state)
 	if (live.cgdir[0] && rmdir(live.cgdir) < 0)
 		print_message("# rmdir %s: %s\n", live.cgdir, strerror(errno));
 	live.cgdir[0] = '\0';
+	mass_cgroups_remove();
+	vw_workloads_free(live.w);
+	live.w = NULL;
 	vw_cpu_accountant_close(&live.acc);
 	vw_cgroupfs_free(live.cg);
 	live.cg = NULL;
@@ -1064,6 +1074,10 @@ static void test_bpf_switch_path(void **state)
  * parent (a child subreaper here, init on a host; the same release path in the kernel). Within
  * two reads after the last reap, no killed process may be reported alive, and every process a
  * read reports alive must exist (or be gone by the next read: one that exited in between).
+ * The children live in 100 containers (docker-named cgroups), removed once all are reaped, as a
+ * runtime removes a dead container's; the reads feed the workload registry as the daemon's
+ * intervals do, and within the same two reads none of those containers may be exported
+ * state="running".
  */
 #define MASS_CHILDREN 800
 
@@ -1165,9 +1179,93 @@ static size_t not_there(const struct vw_cpu_snapshot *snap, const uint32_t *kill
 }
 
 #define MASS_MAX_GHOSTS (MASS_CHILDREN + 64)
+/* The children are spread over this many containers (docker-named cgroups), removed after the
+ * kill as a runtime removes a dead container's. */
+#define MASS_CONTAINERS 100
 
 static uint32_t mass_pids[MASS_CHILDREN + 1];
 static struct ghost mass_ghosts[MASS_MAX_GHOSTS];
+static char mass_ids[MASS_CONTAINERS][65];
+
+/* Container k's cgroup directory. */
+static void mass_cgroup(size_t k, char *buf, size_t size)
+{
+	snprintf(buf, size, "%s/docker-%s.scope", live.mass_dir, mass_ids[k]);
+}
+
+/* The containers of this run under a parent cgroup of its own, with IDs of its own (a daemon
+ * running beside the test sees them come and go). */
+static void mass_cgroups_make(void)
+{
+	char mnt[512], dir[700];
+
+	live.cg = cpu_hierarchy(mnt, sizeof(mnt));
+	REQUIRE(live.cg, "no cgroup hierarchy accounts CPU time under /sys/fs/cgroup");
+	snprintf(live.mass_dir, sizeof(live.mass_dir), "%s/vw-mass-%d", mnt, (int)getpid());
+	REQUIRE(mkdir(live.mass_dir, 0755) == 0, "mkdir %s: %s", live.mass_dir, strerror(errno));
+	for (size_t k = 0; k < MASS_CONTAINERS; k++) {
+		snprintf(mass_ids[k], sizeof(mass_ids[k]), "%016llx%016llx%032zx",
+			 (unsigned long long)getpid(), (unsigned long long)vw_now_ns(), k);
+		mass_cgroup(k, dir, sizeof(dir));
+		assert_int_equal(mkdir(dir, 0755), 0);
+	}
+}
+
+/* Every container cgroup removed (the kernel refuses while a task is in one: a while later). */
+static void mass_cgroups_remove(void)
+{
+	char dir[700];
+
+	if (!live.mass_dir[0])
+		return;
+	for (size_t k = 0; k < MASS_CONTAINERS; k++) {
+		mass_cgroup(k, dir, sizeof(dir));
+		for (int tries = 0; rmdir(dir) < 0 && errno == EBUSY && tries < 100; tries++)
+			usleep(20 * 1000);
+	}
+	if (rmdir(live.mass_dir) < 0)
+		print_message("# rmdir %s: %s\n", live.mass_dir, strerror(errno));
+	live.mass_dir[0] = '\0';
+}
+
+/* A read as the daemon makes it each interval: the accountant's snapshot into the registry. */
+static void mass_read(struct vw_cpu_snapshot *snap)
+{
+	struct vw_zone_energy ze[VW_ZONE__COUNT] = { 0 };
+
+	ze[VW_ZONE_PACKAGE] = (struct vw_zone_energy){ .present = true, .active_uj = 1000000 };
+	assert_int_equal(live.acc.ops->read(live.acc.state, snap), 0);
+	assert_int_equal(vw_workloads_update(live.w, snap, ze, VW_NSEC_PER_SEC), 0);
+}
+
+/* How many of this run's containers the registry's exposition reports state="running". */
+static size_t mass_running(void)
+{
+	struct vw_prom_writer *pw = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	char *out = NULL, needle[128];
+	size_t n = 0;
+
+	assert_non_null(pw);
+	assert_int_equal(vw_workloads_render(live.w, pw, "n1", "bpf", NULL), 0);
+	assert_int_equal(vw_prom_finish(pw, &out, NULL), 0);
+	vw_prom_writer_free(pw);
+	for (size_t k = 0; k < MASS_CONTAINERS; k++) {
+		snprintf(needle, sizeof(needle), "container_id=\"%s\"", mass_ids[k]);
+		for (const char *at = out; (at = strstr(at, needle)); at++) {
+			const char *bol = at, *eol = strchr(at, '\n');
+
+			while (bol > out && bol[-1] != '\n')
+				bol--;
+			if (memmem(bol, (size_t)(eol ? eol - bol : (ptrdiff_t)strlen(bol)),
+				   "state=\"running\"", 15)) {
+				n++;
+				break;
+			}
+		}
+	}
+	free(out);
+	return n;
+}
 
 /*
  * The family killed, the last reap done: two reads (intervals) later, nothing killed is
@@ -1178,19 +1276,23 @@ static struct ghost mass_ghosts[MASS_MAX_GHOSTS];
 static void mass_check(struct vw_cpu_accountant *acc, size_t n)
 {
 	struct vw_cpu_snapshot snap;
-	size_t killed = 0, n_g, ghosts = 0;
+	size_t killed = 0, n_g, ghosts = 0, running;
 
+	(void)acc;
 	for (int i = 0; i < 2; i++) { /* two intervals of 0.6 s (the daemon's are 1 s or more) */
 		usleep(600 * 1000);
-		assert_int_equal(acc->ops->read(acc->state, &snap), 0);
+		mass_read(&snap);
 	}
+	running = mass_running();
 	n_g = not_there(&snap, mass_pids, n, &killed, mass_ghosts, MASS_MAX_GHOSTS);
 	print_message("# %zu of %zu killed processes reported alive, not in /proc; %zu in all; "
-		      "%llu caught by the ghost check\n", killed, n, n_g,
-		      (unsigned long long)snap.ghosts);
+		      "%llu caught by the ghost check; %zu of %d removed containers running\n",
+		      killed, n, n_g, (unsigned long long)snap.ghosts, running, MASS_CONTAINERS);
+	/* No container whose cgroup is gone and whose processes are all dead is running. */
+	assert_int_equal(running, 0);
 	n_g = VW_MIN(n_g, (size_t)MASS_MAX_GHOSTS);
 	usleep(500 * 1000);
-	assert_int_equal(acc->ops->read(acc->state, &snap), 0);
+	mass_read(&snap);
 	for (size_t i = 0; i < n_g; i++) {
 		const struct vw_proc_cpu *p = find_proc(&snap, (pid_t)mass_ghosts[i].tgid);
 
@@ -1211,15 +1313,23 @@ static void mass_check(struct vw_cpu_accountant *acc, size_t n)
 static void run_mass_kill(uint32_t flags, bool init_reaps)
 {
 	struct vw_cpu_env env = { .procfs_fd = procfd, .sysfs_fd = sysfd, .flags = flags };
+	struct vw_workloads_opts o = { .procfs_fd = procfd, .containers = true,
+				       .max_terminated = 100000 };
 	struct vw_cpu_snapshot snap;
+	char dir[700];
 	size_t n = 0;
 	int fds[2], status;
 	pid_t reaper;
 
 	REQUIRE(VW_HAVE_BPF, "built without BPF (-Dbpf)");
 	REQUIRE(geteuid() == 0, "BPF needs root");
+	mass_cgroups_make();
+	env.cgroup_v1 = vw_cgroupfs_is_v1(live.cg);
+	o.cgroupfs = live.cg;
+	o.host_cpus = (unsigned)sysconf(_SC_NPROCESSORS_ONLN);
+	assert_non_null(live.w = vw_workloads_new(&o));
 	assert_int_equal(vw_cpu_accountant_open(&env, "bpf", &live.acc), 0);
-	assert_int_equal(live.acc.ops->read(live.acc.state, &snap), 0);
+	mass_read(&snap);
 	assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
 	reaper = mass_family(MASS_CHILDREN, fds[1], !init_reaps);
 	close(fds[1]);
@@ -1234,10 +1344,16 @@ static void run_mass_kill(uint32_t flags, bool init_reaps)
 	}
 	close(fds[0]);
 	assert_int_equal(n, MASS_CHILDREN + 1);
+	/* The children into the containers, in turn (the leader stays outside). */
+	for (size_t i = 1; i < n; i++) {
+		mass_cgroup((i - 1) % MASS_CONTAINERS, dir, sizeof(dir));
+		move_to_cgroup(dir, (pid_t)mass_pids[i]);
+	}
 	usleep(100 * 1000);
-	/* They run, and the accountant sees them. */
-	assert_int_equal(live.acc.ops->read(live.acc.state, &snap), 0);
+	/* They run, and the accountant and the registry see them: every container running. */
+	mass_read(&snap);
 	assert_non_null(find_proc(&snap, (pid_t)mass_pids[n - 1]));
+	assert_int_equal(mass_running(), MASS_CONTAINERS);
 	assert_int_equal(kill(-(pid_t)mass_pids[0], SIGKILL), 0);
 	assert_int_equal(waitpid(reaper, &status, 0), reaper);
 	assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
@@ -1254,6 +1370,7 @@ static void run_mass_kill(uint32_t flags, bool init_reaps)
 		}
 		usleep(50 * 1000);
 	}
+	mass_cgroups_remove(); /* as the runtime does once a container is dead */
 	mass_check(&live.acc, n);
 }
 

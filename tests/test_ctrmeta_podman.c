@@ -22,7 +22,8 @@
 #include "fileio.h"
 #include "fixture.h"
 #include "macro.h"
-#include "workload.h"
+#include "cgroup_path.h"
+#include "exposition_fixture.h"
 
 #define IMAGE "localhost/vw-names-test:busybox"
 #define PODMAN "podman --runtime runc --cgroup-manager cgroupfs"
@@ -114,21 +115,10 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* The line of `family` that holds `labels`; its value in *ret. */
+/* The sample of `family` whose labels hold `labels`; its value in *ret. */
 static bool find_sample(const char *text, const char *family, const char *labels, double *ret)
 {
-	size_t n = strlen(family);
-
-	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		const char *end = strchr(l, '\n'), *hit = strstr(l, labels), *sp;
-
-		if (strncmp(l, family, n) != 0 || l[n] != '{' || !hit || (end && hit > end))
-			continue;
-		sp = memchr(l, ' ', end ? (size_t)(end - l) : strlen(l));
-		*ret = sp ? strtod(sp + 1, NULL) : -1;
-		return true;
-	}
-	return false;
+	return vw_expo_find(text, family, labels, ret);
 }
 
 static void test_real_podman(void **state)

@@ -725,9 +725,11 @@ static void test_workloads_add_up_on_this_machine(void **state)
 		double node_a = SUM("kepler_node_cpu_active_joules_total", act);
 		double node_i = SUM("kepler_node_cpu_idle_joules_total", act);
 		double wl_a = SUM("kepler_container_cpu_joules_total", act) +
+			      SUM("virtwatt_node_cpu_ended_containers_joules_total", actm) +
 			      SUM("virtwatt_node_cpu_uncontained_joules_total", actm) +
 			      SUM("virtwatt_node_cpu_unattributed_joules_total", actm);
 		double wl_i = SUM("virtwatt_container_cpu_idle_joules_total", act) +
+			      SUM("virtwatt_node_cpu_ended_containers_joules_total", idlem) +
 			      SUM("virtwatt_node_cpu_uncontained_joules_total", idlem) +
 			      SUM("virtwatt_node_cpu_unattributed_joules_total", idlem);
 

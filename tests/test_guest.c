@@ -29,6 +29,7 @@
 #include "options.h"
 #include "model_rx.h"
 #include "proto.h"
+#include "exposition_fixture.h"
 
 #define UUID "6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b"
 #define CID "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -113,46 +114,30 @@ static void host_runs(struct ctx *c, uint64_t k)
 	c->active[1] += 2500003;
 }
 
-/* Every counter sample ("name{labels}" -> value) of the current exposition. */
+/* No counter sample ("name{labels}" -> value) of the current exposition is below the same
+ * series in the previous one. */
 static void check_monotonic(struct ctx *c)
 {
-	_cleanup_free_ char *text = NULL;
+	char *text = NULL;
+	struct vw_expo_cursor cur;
+	struct vw_expo_sample s;
 	size_t len;
-	bool counter = false;
 
 	assert_int_equal(vw_exposition_copy(vw_guest_exposition(c->g), 0, &text, &len), 0);
-	for (char *save = NULL, *line = strtok_r(text, "\n", &save); line;
-	     line = strtok_r(NULL, "\n", &save)) {
-		char *sp, *prev, key[1024];
+	vw_expo_begin(&cur, text);
+	while (c->last_metrics && vw_expo_next(&cur, &s)) {
+		char key[1024];
+		double before;
 
-		if (strncmp(line, "# TYPE ", 7) == 0) {
-			counter = strstr(line, " counter") != NULL;
+		if (!s.counter)
 			continue;
-		}
-		if (!counter || line[0] == '#' || !(sp = strrchr(line, ' ')))
-			continue;
-		snprintf(key, sizeof(key), "\n%.*s ", (int)(sp - line), line);
-		/* the same series in the previous exposition must not be larger */
-		if (c->last_metrics && (prev = strstr(c->last_metrics, key))) {
-			double before = strtod(prev + strlen(key), NULL), now = strtod(sp + 1, NULL);
-
-			if (now < before)
-				fail_msg("counter went back: %s %.17g -> %.17g", key + 1, before, now);
-		}
+		snprintf(key, sizeof(key), "%.*s", (int)s.series_len, s.series);
+		before = vw_expo_value(c->last_metrics, key);
+		if (s.value < before)
+			fail_msg("counter went back: %s %.17g -> %.17g", key, before, s.value);
 	}
 	free(c->last_metrics);
-	assert_int_equal(vw_exposition_copy(vw_guest_exposition(c->g), 0, &c->last_metrics, &len),
-			 0);
-	/* prefix with a newline so every series is found as "\nname{...} " */
-	{
-		char *p = malloc(len + 2);
-
-		assert_non_null(p);
-		p[0] = '\n';
-		memcpy(p + 1, c->last_metrics, len + 1);
-		free(c->last_metrics);
-		c->last_metrics = p;
-	}
+	c->last_metrics = text;
 }
 
 static void tick(struct ctx *c)

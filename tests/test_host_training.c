@@ -166,7 +166,7 @@ static void test_in_process(void **state)
 	snprintf(proc, sizeof(proc), "--host.procfs=%s", c.fx.proc);
 	snprintf(cache, sizeof(cache), "--model.cache-dir=%s", c.dir);
 	snprintf(dir, sizeof(dir), "--model.train.dir=%s", models);
-	if (vw_config_load(&vw_host_program, &c.cfg, ARRAY_SIZE(argv) - 1, argv, stdout, err,
+	if (vw_config_load(vw_host_program(), &c.cfg, ARRAY_SIZE(argv) - 1, argv, stdout, err,
 			   sizeof(err)) != 0)
 		fail_msg("config: %s", err);
 	assert_int_equal(vw_host_new(&c.cfg, &c.host), 0);
@@ -205,7 +205,7 @@ static void test_in_process(void **state)
 	check_model_file(node_json, 1e-6);
 
 	vw_host_free(c.host);
-	vw_config_free(&vw_host_program, &c.cfg);
+	vw_config_free(vw_host_program(), &c.cfg);
 	host_fixture_fini(&c.fx);
 	vw_fixture_rm(c.dir);
 }
@@ -566,14 +566,14 @@ static void test_example_config(void **state)
 	char err[512] = "";
 
 	(void)state;
-	if (vw_config_load(&vw_host_program, &cfg, 2, argv, stdout, err, sizeof(err)) != 0)
+	if (vw_config_load(vw_host_program(), &cfg, 2, argv, stdout, err, sizeof(err)) != 0)
 		fail_msg("config: %s", err);
 	assert_int_equal(cfg.train.interval_ns, 600 * VW_NSEC_PER_SEC);
 	assert_int_equal(cfg.train.min_samples, 30);
 	assert_int_equal(cfg.train.max_samples, 720);
 	assert_int_equal(cfg.train.max_vms, 64);
 	assert_string_equal(cfg.train.dir, "/var/lib/virtwatt/models");
-	vw_config_free(&vw_host_program, &cfg);
+	vw_config_free(vw_host_program(), &cfg);
 }
 
 int main(void)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The ACPI power meter source (host/power/src_hwmon.c) on fixture sysfs trees shaped like a
+ * The ACPI power meter source (host/power/src_acpi.c) on fixture sysfs trees shaped like a
  * real server's: class/hwmon/hwmonN are symlinks into devices/; a CPU temperature chip keeps
  * its attributes on the hwmon device, while acpi_power_meter (still on hwmon_device_register())
  * keeps `name`, power1_average and the rest on the ACPI device, hwmonN/device. The daemon's

@@ -19,8 +19,7 @@
 #include "fixture.h"
 #include "hwmon_fixture.h"
 #include "hwmon_rules.h"
-#include "meters.h"
-#include "options.h"
+#include "meter_fixture.h"
 #include "power.h"
 
 #define SRC vw_src_hwmon
@@ -189,12 +188,11 @@ static void remove_dir(const char *path)
 	assert_int_equal(rmdir(path), 0);
 }
 
-/* ---- rules through env->ctx, as the host hands them ---------------------------------- */
+/* ---- rules through the meter's configuration, as the host hands them ------------------ */
 
 struct hwctx {
 	struct vw_hwmon_rules *rules;
 	struct vw_hwmon_config cfg;
-	struct vw_meter_config mc;
 };
 
 static void use_rules(struct machine *m, struct hwctx *x, const char *const *specs, size_t n)
@@ -205,15 +203,14 @@ static void use_rules(struct machine *m, struct hwctx *x, const char *const *spe
 	if (vw_hwmon_rules_parse(specs, n, &x->rules, err, sizeof(err)) < 0)
 		fail_msg("rules: %s", err);
 	x->cfg.rules = x->rules;
-	x->mc.hwmon = &x->cfg;
-	m->ctx = &x->mc;
+	m->config = &x->cfg;
 }
 
 static void drop_rules(struct machine *m, struct hwctx *x)
 {
 	vw_hwmon_rules_free(x->rules);
 	*x = (struct hwctx){ 0 };
-	m->ctx = NULL;
+	m->config = NULL;
 }
 
 /* ---- zones ----------------------------------------------------------------------------- */
@@ -873,40 +870,41 @@ static void test_nothing_written(void **state)
 	machine_free(&m);
 }
 
-/* The host's options into the meters' configuration: a bad rule is refused naming the flag. */
+/* The host's options into the meter's configuration: a bad rule is refused naming the flag. */
 static void test_meters_setup(void **state)
 {
-	char *good[] = { "amd_energy:Ecore*=core", "ina226=none" };
-	char *bad[] = { "amd_energy:Ecore*=core", "ina226=pkg" };
-	char *zones[] = { "vdd_in" };
-	struct vw_host_config cfg = { .hwmon_enabled = true };
+	struct vw_host_config cfg;
 	struct vw_host_meters hm;
+	const struct vw_hwmon_config *hc;
 	struct vw_hwmon_target t;
 	struct logged l;
 
 	(void)state;
+	METER_FIXTURE_LOAD(&cfg, "--log.level=error");
 	assert_int_equal(vw_host_meters_setup(&hm, &cfg, "node"), 0);
-	assert_ptr_equal(hm.cfg.hwmon, &hm.hwmon);
-	assert_false(hm.hwmon.disabled);
-	assert_int_equal(hm.hwmon.n_zones, 0);
-	assert_int_equal(vw_hwmon_rules_match(hm.hwmon.rules, "amd_energy", "Ecore000", &t),
-			 -ENOENT);
+	hc = meter_fixture_config(&hm, &vw_src_hwmon);
+	assert_non_null(hc);
+	assert_false(hc->disabled);
+	assert_int_equal(hc->n_zones, 0);
+	assert_int_equal(vw_hwmon_rules_match(hc->rules, "amd_energy", "Ecore000", &t), -ENOENT);
 	vw_host_meters_fini(&hm);
 
-	cfg.hwmon_chip_rules = (struct vw_strlist){ .v = good, .n = 2 };
-	cfg.hwmon_zones = (struct vw_strlist){ .v = zones, .n = 1 };
-	cfg.hwmon_enabled = false;
+	meter_fixture_free(&cfg);
+	METER_FIXTURE_LOAD(&cfg, "--power.hwmon.chip-rules=amd_energy:Ecore*=core,ina226=none",
+			   "--experimental.hwmon.zones=vdd_in", "--experimental.hwmon.enabled=false");
 	assert_int_equal(vw_host_meters_setup(&hm, &cfg, "node"), 0);
-	assert_true(hm.hwmon.disabled);
-	assert_int_equal(hm.hwmon.n_zones, 1);
-	assert_string_equal(hm.hwmon.zones[0], "vdd_in");
-	assert_int_equal(vw_hwmon_rules_match(hm.hwmon.rules, "amd_energy", "Ecore000", &t), 0);
+	hc = meter_fixture_config(&hm, &vw_src_hwmon);
+	assert_true(hc->disabled);
+	assert_int_equal(hc->n_zones, 1);
+	assert_string_equal(hc->zones[0], "vdd_in");
+	assert_int_equal(vw_hwmon_rules_match(hc->rules, "amd_energy", "Ecore000", &t), 0);
 	assert_int_equal(t.zone, VW_ZONE_CORE);
-	assert_int_equal(vw_hwmon_rules_match(hm.hwmon.rules, "ina226", "power1", &t), 0);
+	assert_int_equal(vw_hwmon_rules_match(hc->rules, "ina226", "power1", &t), 0);
 	assert_true(t.ignore);
 	vw_host_meters_fini(&hm);
 
-	cfg.hwmon_chip_rules = (struct vw_strlist){ .v = bad, .n = 2 };
+	meter_fixture_free(&cfg);
+	METER_FIXTURE_LOAD(&cfg, "--power.hwmon.chip-rules=amd_energy:Ecore*=core,ina226=pkg");
 	log_to(&l);
 	assert_int_equal(vw_host_meters_setup(&hm, &cfg, "node"), -EINVAL);
 	log_restore();
@@ -914,6 +912,7 @@ static void test_meters_setup(void **state)
 	assert_logged(&l, "error: config: --power.hwmon.chip-rules (power.hwmon.chipRules): "
 			  "'ina226=pkg': unknown zone");
 	vw_host_meters_fini(&hm);
+	meter_fixture_free(&cfg);
 }
 
 int main(void)

@@ -76,8 +76,8 @@ static struct vw_ipmi_config cfg_lan(void)
 
 static int open_with(const struct vw_ipmi_config *cfg, void **ret)
 {
-	struct vw_meter_config meters = { .ipmi = cfg };
-	struct vw_power_env env = { .sysfs_fd = -1, .ctx = &meters };
+	struct vw_source_config c = { .ops = &vw_src_ipmi, .config = cfg };
+	struct vw_power_env env = { .sysfs_fd = -1, .configs = &c, .n_configs = 1 };
 
 	return vw_src_ipmi.open(&env, ret);
 }

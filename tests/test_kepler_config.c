@@ -33,7 +33,7 @@ static int load(struct run *r, const char *const *args)
 	FILE *out;
 	int rc;
 
-	vw_config_free(&vw_host_program, &r->cfg);
+	vw_config_free(vw_host_program(), &r->cfg);
 	vw_strlist_free(&r->warnings);
 	free(r->out);
 	r->out = NULL;
@@ -42,17 +42,29 @@ static int load(struct run *r, const char *const *args)
 		argv[argc++] = (char *)*args;
 	out = open_memstream(&r->out, &r->out_len);
 	assert_non_null(out);
-	rc = vw_config_load_warn(&vw_host_program, &r->cfg, argc, argv, out, &r->warnings, r->err,
+	rc = vw_config_load_warn(vw_host_program(), &r->cfg, argc, argv, out, &r->warnings, r->err,
 				 sizeof(r->err));
 	fclose(out);
 	return rc;
+}
+
+/* A meter's option (it lives in the meter's own struct): its field, by flag. */
+#define OPT(c, flag, type) (*(const type *)opt_field(c, flag))
+
+static const void *opt_field(const struct vw_host_config *c, const char *flag)
+{
+	const void *f = vw_config_field(vw_host_program(), c, flag);
+
+	if (!f)
+		fail_msg("no option --%s", flag);
+	return f;
 }
 
 #define LOAD(r, ...) load(r, (const char *const[]){ __VA_ARGS__, NULL })
 
 static void run_free(struct run *r)
 {
-	vw_config_free(&vw_host_program, &r->cfg);
+	vw_config_free(vw_host_program(), &r->cfg);
 	vw_strlist_free(&r->warnings);
 	free(r->out);
 }
@@ -103,7 +115,7 @@ static void test_kepler_file_maps(void **state)
 	assert_int_equal(c->common.interval_ns, 5 * VW_NSEC_PER_SEC);
 	assert_int_equal(c->common.max_terminated, 500);
 	assert_list(&c->preferred_meters, (const char *const[]){ "rapl", "hwmon", NULL });
-	assert_int_equal(c->rapl_zones.n, 0);
+	assert_int_equal(OPT(c, "rapl.zones", struct vw_strlist).n, 0);
 	assert_false(c->common.exporter_stdout);
 	assert_list(&c->metrics,
 		    (const char *const[]){ "node", "process", "container", "vm", "pod", NULL });
@@ -114,12 +126,12 @@ static void test_kepler_file_maps(void **state)
 	assert_string_equal(c->common.node_name, "kind-control-plane");
 	assert_string_equal(c->common.kube_pod_source, "kubelet");
 	assert_int_equal(c->common.kube_poll_ns, 15 * VW_NSEC_PER_SEC);
-	assert_false(c->redfish_enabled);
-	assert_string_equal(c->redfish_config_file, "/etc/kepler/redfish.yaml");
-	assert_string_equal(c->redfish_node_name, "");
-	assert_int_equal(c->redfish_timeout_ns, 5 * VW_NSEC_PER_SEC);
-	assert_false(c->hwmon_force);
-	assert_int_equal(c->hwmon_zones.n, 0);
+	assert_false(OPT(c, "platform.redfish.enabled", bool));
+	assert_string_equal(OPT(c, "platform.redfish.config-file", char *), "/etc/kepler/redfish.yaml");
+	assert_string_equal(OPT(c, "platform.redfish.node-name", char *), "");
+	assert_int_equal(OPT(c, "platform.redfish.timeout", uint64_t), 5 * VW_NSEC_PER_SEC);
+	assert_false(OPT(c, "experimental.hwmon.force-enabled", bool));
+	assert_int_equal(OPT(c, "experimental.hwmon.zones", struct vw_strlist).n, 0);
 	assert_false(c->common.gpu_enable);
 	assert_true(c->common.gpu_idle_w == 0);
 	/* Accepted without effect: one warning each, with the file's line; those whose value
@@ -136,7 +148,7 @@ static void test_kepler_file_maps(void **state)
 		fail_msg("%s", r.err);
 	assert_string_equal(c->common.sysfs, "/sys");
 	assert_string_equal(c->common.kube_config, "");
-	assert_string_equal(c->redfish_config_file, "hack/redfish.yaml");
+	assert_string_equal(OPT(c, "platform.redfish.config-file", char *), "hack/redfish.yaml");
 	assert_int_equal(r.warnings.n, 4);
 	run_free(&r);
 }
@@ -215,11 +227,11 @@ static void test_kepler_flags(void **state)
 	assert_true(c->common.kube_enable);
 	assert_string_equal(c->common.kube_config, "/kc");
 	assert_string_equal(c->common.node_name, "n1");
-	assert_false(c->redfish_enabled);
-	assert_string_equal(c->redfish_node_name, "bmc-n1");
-	assert_string_equal(c->redfish_config_file, "/r.yaml");
-	assert_true(c->hwmon_force);
-	assert_list(&c->hwmon_zones, (const char *const[]){ "power1", NULL });
+	assert_false(OPT(c, "platform.redfish.enabled", bool));
+	assert_string_equal(OPT(c, "platform.redfish.node-name", char *), "bmc-n1");
+	assert_string_equal(OPT(c, "platform.redfish.config-file", char *), "/r.yaml");
+	assert_true(OPT(c, "experimental.hwmon.force-enabled", bool));
+	assert_list(&OPT(c, "experimental.hwmon.zones", struct vw_strlist), (const char *const[]){ "power1", NULL });
 	assert_false(c->common.gpu_enable);
 	assert_true(c->common.gpu_idle_w == 12.5);
 	/* --debug.pprof and --experimental.gpu.dcgm-endpoint (a string flag) warn;
@@ -316,11 +328,11 @@ static void test_help_grouped(void **state)
 	assert_non_null(strstr(r.out, "YAML kube.enabled -> --kube.enable"));
 	assert_non_null(strstr(r.out, "--debug.pprof, YAML debug.pprof.enabled has no effect: "));
 	/* Every option appears exactly once in --help-all. */
-	for (size_t i = 0; i < vw_host_program.n_opts; i++) {
+	for (size_t i = 0; i < vw_host_program()->n_opts; i++) {
 		char flag[128];
 		const char *at;
 
-		snprintf(flag, sizeof(flag), "  --%s", vw_host_program.opts[i].flag);
+		snprintf(flag, sizeof(flag), "  --%s", vw_host_program()->opts[i].flag);
 		at = strstr(r.out, flag);
 		while (at && at[strlen(flag)] != '=' && at[strlen(flag)] != ' ' &&
 		       at[strlen(flag)] != '\n')

@@ -18,6 +18,7 @@
 #include "http.h"
 #include "log.h"
 #include "options.h"
+#include "exposition_fixture.h"
 
 #define T0 (1000 * VW_NSEC_PER_SEC)
 #define MAXR 262143328850ULL
@@ -51,7 +52,7 @@ static int load_cfg(struct ctx *c, const char *extra)
 	snprintf(sys, sizeof(sys), "--host.sysfs=%s", c->fx.sys);
 	snprintf(proc, sizeof(proc), "--host.procfs=%s", c->fx.proc);
 	snprintf(cache, sizeof(cache), "--model.cache-dir=%s", c->cache);
-	r = vw_config_load(&vw_host_program, &c->cfg, argc, argv, stdout, err, sizeof(err));
+	r = vw_config_load(vw_host_program(), &c->cfg, argc, argv, stdout, err, sizeof(err));
 	if (r != 0)
 		fail_msg("config: %d %s", r, err);
 	return r;
@@ -70,7 +71,7 @@ static void setup_host(struct ctx *c, const struct host_fixture_zone *zones, uns
 static void teardown_host(struct ctx *c)
 {
 	vw_host_free(c->host);
-	vw_config_free(&vw_host_program, &c->cfg);
+	vw_config_free(vw_host_program(), &c->cfg);
 	host_fixture_fini(&c->fx);
 	vw_fixture_rm(c->cache);
 }
@@ -101,15 +102,10 @@ static char *scrape(struct ctx *c, int om)
 	return text;
 }
 
-/* The value of the sample line starting with `prefix` (name and labels), or NAN. */
-static double sample_value(const char *text, const char *prefix)
+/* The value of the sample `series` (name and labels), or NAN. */
+static double sample_value(const char *text, const char *series)
 {
-	size_t n = strlen(prefix);
-
-	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL)
-		if (strncmp(l, prefix, n) == 0 && l[n] == ' ')
-			return strtod(l + n + 1, NULL);
-	return NAN;
+	return vw_expo_value(text, series);
 }
 
 #define ZL(zone, path) "{zone=\"" zone "\",path=\"/sys/class/powercap/" path "\",node_name=\"test-node\"}"
@@ -248,7 +244,7 @@ static void test_configured_idle(void **state)
 	c.cache = vw_fixture_mkdtemp("cache");
 	assert_int_equal(load_cfg(&c, "--power.idle-watts=gpu=5"), 0);
 	assert_int_equal(vw_host_new(&c.cfg, &c.host), -EINVAL);
-	vw_config_free(&vw_host_program, &c.cfg);
+	vw_config_free(vw_host_program(), &c.cfg);
 	host_fixture_fini(&c.fx);
 	vw_fixture_rm(c.cache);
 }

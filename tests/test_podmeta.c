@@ -23,7 +23,7 @@
 #include "kubeconfig.h"
 #include "tls_fixture.h"
 #include "podmeta-priv.h"
-#include "workload.h"
+#include "cgroup_path.h"
 
 #define K8S VW_TEST_DATA "/k8s/"
 #define NODE "node-a"

@@ -60,8 +60,8 @@ static struct vw_redfish_config cfg_good(void)
 
 static int open_with(const struct vw_redfish_config *cfg, void **ret)
 {
-	struct vw_meter_config meters = { .redfish = cfg };
-	struct vw_power_env env = { .sysfs_fd = -1, .ctx = &meters };
+	struct vw_source_config c = { .ops = &vw_src_redfish, .config = cfg };
+	struct vw_power_env env = { .sysfs_fd = -1, .configs = &c, .n_configs = 1 };
 
 	return vw_src_redfish.open(&env, ret);
 }

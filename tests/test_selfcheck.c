@@ -169,9 +169,9 @@ static void test_example_config_loads(void **state)
 	struct vw_host_config cfg = { 0 };
 
 	(void)state;
-	config_fixture_load_example(&vw_host_program, &cfg);
+	config_fixture_load_example(vw_host_program(), &cfg);
 	config_fixture_check_example_common(&cfg.common);
-	vw_config_free(&vw_host_program, &cfg);
+	vw_config_free(vw_host_program(), &cfg);
 }
 
 int main(void)
@@ -182,7 +182,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_accountants),
 		cmocka_unit_test(test_families),
 		vw_unit_test_case("test_host_options", config_fixture_test_table, NULL, NULL,
-				  &vw_host_program),
+				  vw_host_program()),
 		cmocka_unit_test(test_example_config_loads),
 	};
 

@@ -42,6 +42,7 @@
 #include "fixture.h"
 #include "log.h"
 #include "vm_source.h"
+#include "exposition_fixture.h"
 
 #define DEADLINE_S 30
 
@@ -518,22 +519,7 @@ static void test_libvirtd_restart(void **state)
 static double sum_lines(const char *text, const char *family, const char *must1,
 			const char *must2)
 {
-	double sum = 0;
-
-	for (const char *l = text; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		const char *end = strchr(l, '\n');
-		size_t len = end ? (size_t)(end - l) : strlen(l);
-		char line[2048];
-
-		if (strncmp(l, family, strlen(family)) || l[strlen(family)] != '{' ||
-		    len >= sizeof(line))
-			continue;
-		memcpy(line, l, len);
-		line[len] = '\0';
-		if (strstr(line, must1) && (!must2 || strstr(line, must2)))
-			sum += strtod(strrchr(line, ' ') + 1, NULL);
-	}
-	return sum;
+	return vw_expo_sum(text, family, (const char *const[]){ must1, must2, NULL });
 }
 
 static char *scrape(unsigned port)
@@ -561,6 +547,8 @@ static void assert_adds_up(const char *m)
 	for (size_t i = 0; i < 2; i++) {
 		double node = sum_lines(m, modes[i][0], "zone=\"package\"", NULL);
 		double parts = sum_lines(m, modes[i][1], "zone=\"package\"", NULL) +
+			       sum_lines(m, "virtwatt_node_cpu_ended_containers_joules_total",
+					 "zone=\"package\"", modes[i][2]) +
 			       sum_lines(m, "virtwatt_node_cpu_uncontained_joules_total",
 					 "zone=\"package\"", modes[i][2]) +
 			       sum_lines(m, "virtwatt_node_cpu_unattributed_joules_total",

@@ -55,11 +55,11 @@ static void test_rows(void **state)
 				     "hypervisor=\"kvm\",source=\"procscan\",platform=\"proxmox\","
 				     "instance_name=\"\",flavor=\"\",user_id=\"\",user_name=\"\","
 				     "project_id=\"\",project_name=\"\",proxmox_vmid=\"8006\","
-				     "node_name=\"node-a\"} 1\n"));
+				     "namespace=\"\",pod_name=\"\",node_name=\"node-a\"} 1\n"));
 	assert_non_null(strstr(text, "virtwatt_vm_info{vm_id=\"" U2 "\",vm_name=\"\",hypervisor=\"\","
 				     "source=\"libvirt\",platform=\"openstack\",instance_name=\"\","
 				     "flavor=\"m1.small\",user_id=\"\",user_name=\"\",project_id=\"\","
-				     "project_name=\"demo\",proxmox_vmid=\"\",node_name=\"node-a\"} 1\n"));
+				     "project_name=\"demo\",proxmox_vmid=\"\",namespace=\"\",pod_name=\"\",node_name=\"node-a\"} 1\n"));
 	assert_null(strstr(text, U3)); /* stopped: no row */
 	free(text);
 

@@ -347,7 +347,8 @@ static void test_host(void **state)
 	char *argv[] = { VW_HOST_BIN, sys, "--host.procfs=/proc", uri,
 			 "--passthrough.enable=false", "--web.listen-address=127.0.0.1:0",
 			 "--monitor.interval=1s", "--metrics=node,vm", "--cpu.accounting=procfs",
-			 "--gpu.enable=false", "--kube.node-name=node-a", NULL };
+			 "--gpu.enable=false", "--kube.node-name=node-a",
+			 "--vm.info-labels=project_name,flavor", NULL };
 	unsigned port = 0;
 
 	/* gpuvm holds the H100 and its audio function, mdevvm a vGPU (an mdev: not this
@@ -385,15 +386,27 @@ static void test_host(void **state)
 		      "source=\"libvirt\",platform=\"openstack\",instance_name=\"web-01\","
 		      "flavor=\"m1.small\",user_id=\"85bd8e9aba8a4d5d8b6a3a7a5c2e1f00\","
 		      "user_name=\"admin\",project_id=\"2fa3b6c8d1e04b5f9a7c6d5e4f3a2b10\","
-		      "project_name=\"demo\",proxmox_vmid=\"\",node_name=\"node-a\"} 1\n"));
+		      "project_name=\"demo\",proxmox_vmid=\"\",namespace=\"\",pod_name=\"\","
+		      "node_name=\"node-a\"} 1\n"));
 	assert_non_null(strstr(
 		body, "virtwatt_vm_info{vm_id=\"" U1 "\",vm_name=\"gpuvm\",hypervisor=\"test\","
 		      "source=\"libvirt\",platform=\"\",instance_name=\"\",flavor=\"\","
 		      "user_id=\"\",user_name=\"\",project_id=\"\",project_name=\"\","
-		      "proxmox_vmid=\"\",node_name=\"node-a\"} 1\n"));
+		      "proxmox_vmid=\"\",namespace=\"\",pod_name=\"\",node_name=\"node-a\"} 1\n"));
 	/* (a QEMU running elsewhere on this machine is the process scan's, not counted here) */
 	assert_double_near(vw_fixture_sample_sum(body, "virtwatt_vm_info", "source=\"libvirt\""), 2,
 			   0);
+	free(body);
+	/* --vm.info-labels: the owner's project and flavor on the VM's own energy series, after
+	 * Kepler's labels. */
+	body = vw_fixture_scrape_when(port, "kepler_vm_cpu_joules_total{");
+	assert_non_null(body);
+	assert_non_null(strstr(body, "kepler_vm_cpu_joules_total{vm_id=\"" U2 "\",vm_name=\"mdevvm\","
+				     "hypervisor=\"test\",state=\"running\",zone=\""));
+	assert_non_null(strstr(body, "\",node_name=\"node-a\",project_name=\"demo\","
+				     "flavor=\"m1.small\"} "));
+	assert_non_null(strstr(body, "virtwatt_vm_cpu_idle_watts{vm_id=\"" U1 "\",vm_name=\"gpuvm\""));
+	assert_non_null(strstr(body, "\",node_name=\"node-a\",project_name=\"\",flavor=\"\"} "));
 	free(body);
 	assert_int_equal(vw_fixture_stop_daemon(daemon_pid), 0);
 	daemon_pid = 0;

@@ -9,7 +9,7 @@
 #include "fileio.h"
 #include "fixture.h"
 #include "macro.h"
-#include "workload.h"
+#include "cgroup_path.h"
 
 /* Container IDs and pod UIDs as seen on real nodes (docker, containerd, cri-o, podman, kind). */
 #define ID_DOCKER "2fa3e04b676df750842faf017052dd37ea0cc5bc7259a3487a1718c7fe100c94"

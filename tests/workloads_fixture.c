@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
-#include "workload.h"
+#include "cgroup_path.h"
 #include "prom.h"
 #include "workloads.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What the hwmon meters share (src_hwmon.c, the ACPI power meter; src_hwmon_generic.c, the
+ * What the hwmon meters share (src_acpi.c, the ACPI power meter; src_hwmon_generic.c, the
  * generic sensors): finding the chips under <sysfs>/class/hwmon, and integrating a power reading
  * into a microjoule counter. Internal to host/power.
  */

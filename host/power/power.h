@@ -14,7 +14,7 @@
 extern const struct vw_power_source_ops vw_src_powercap;
 
 /*
- * The ACPI 4.0 power meter through <sysfs>/class/hwmon (src_hwmon.c, name "acpi"): one
+ * The ACPI 4.0 power meter through <sysfs>/class/hwmon (src_acpi.c, name "acpi"): one
  * VW_ZONE_PLATFORM zone per hwmon device named "power_meter", socket = its place in hwmon
  * order, path "/sys/class/hwmon/hwmonN". Its power1_average (µW) is integrated over act->now_ns
  * into a µJ counter that never wraps; a failed read counts no energy up to the next good one.
@@ -31,7 +31,8 @@ extern const struct vw_power_source_ops vw_src_acpi_power_meter;
  * counter beats a power reading of the same zone and socket. Not the ACPI meter's power_meter.
  * A source of CPU zones (a RAPL fallback, as in Kepler): open() gives -ENODEV unless some sensor
  * maps to a zone other than platform; a platform sensor rides along (a platform meter replaces
- * it). Configured through env->ctx's hwmon member (NULL: the built-in rules only).
+ * it). Its configuration (vw_power_source_config(); NULL: the built-in rules only) is made from
+ * its options, declared in src_hwmon_generic.c.
  */
 struct vw_hwmon_rules; /* hwmon_rules.h */
 struct vw_hwmon_config {
@@ -46,8 +47,9 @@ extern const struct vw_power_source_ops vw_src_hwmon;
  * A BMC's whole-node power over Redfish (src_redfish.c, name "redfish"): one VW_ZONE_PLATFORM
  * zone, the first chassis with EnvironmentMetrics, Power or PowerSubsystem readings, polled by
  * a thread of its own (a BMC takes seconds) and integrated on the sampling clock like the ACPI
- * meter; a reading older than `staleness` counts nothing. Configured through env->ctx (struct
- * vw_meter_config): -ENODEV without its redfish member.
+ * meter; a reading older than `staleness` counts nothing. Its configuration
+ * (vw_power_source_config()) is made from its options and the BMC file they name (src_redfish.c):
+ * -ENODEV without one.
  */
 enum vw_redfish_auth {
 	VW_REDFISH_AUTH_SESSION, /* a session (X-Auth-Token), basic where the BMC has none */
@@ -73,7 +75,7 @@ extern const struct vw_power_source_ops vw_src_redfish;
  * VW_ZONE_PLATFORM zone from DCMI Get Power Reading, or, where the BMC has no DCMI, from its SDR
  * sensors in watts; integrated like the ACPI meter. A poller thread of its own asks the BMC
  * (slow: 10 ms to seconds a request) every interval_ns; read() only integrates the last reading
- * it left, and only while it is fresh. open(): -ENODEV without an ipmi member, or in band
+ * it left, and only while it is fresh. open(): -ENODEV without a configuration (vw_power_source_config()), or in band
  * without the device, or with a BMC that has neither DCMI nor a watts sensor; -EACCES when the
  * BMC refuses the user, password or privilege.
  */
@@ -92,7 +94,7 @@ struct vw_ipmi_config {
 	const char *host;     /* lan: the BMC's name or address */
 	unsigned port;        /* lan: its UDP port; 0: 623 */
 	const char *username; /* lan; NULL: the null user */
-	const char *password; /* lan; NULL: none (host/meters.c reads it from a file) */
+	const char *password; /* lan; NULL: none (read from --platform.ipmi.password-file) */
 	enum vw_ipmi_privilege privilege;     /* lan: the session's */
 	const char *const *workarounds;       /* lan: FreeIPMI's -W names, NULL-ended (or NULL) */
 	long timeout_ms;      /* per request (the LAN session timeout); 0: 5000 */
@@ -102,23 +104,17 @@ struct vw_ipmi_config {
 extern const struct vw_power_source_ops vw_src_ipmi;
 
 /*
- * What the host's meters are told by its options: env->ctx for both host chains (a meter with
- * nothing configured here looks for itself, or gives -ENODEV). Each member NULL when unset.
- */
-struct vw_meter_config {
-	const struct vw_redfish_config *redfish; /* a BMC over Redfish */
-	const struct vw_ipmi_config *ipmi;       /* a BMC over IPMI, in band or LAN */
-	const struct vw_hwmon_config *hwmon;     /* generic hwmon sensors: which is what */
-	/* Kepler's rapl.zones: the RAPL zones read, by name (package, core, uncore, dram, psys);
-	 * none: all. NULL-ended, or NULL. */
-	const char *const *rapl_zones;
-};
-
-/*
  * A meter's class directory below --host.sysfs (class/powercap, class/hwmon): its fd, -EBADF
  * without a sysfs root, -ENODEV when the machine has no such class (no meter of that kind).
  */
 int vw_power_sysfs_class(const struct vw_power_env *env, const char *rel);
+
+/* A secret file's first line (a mounted Kubernetes Secret), into *ret (free with
+ * vw_free_secret). -errno; -EFBIG past 1024 bytes. */
+int vw_power_read_secret(const char *path, char **ret);
+
+/* The names of chain's sources, ", " between them ("acpi, redfish, ipmi"), cut to fit buf. */
+void vw_power_chain_names(const struct vw_power_source_ops *const *chain, char *buf, size_t len);
 
 /* Preference order: a real meter first, the model only where no meter exists (NULL-ended). */
 extern const struct vw_power_source_ops *const vw_host_power_sources[];

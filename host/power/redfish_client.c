@@ -24,11 +24,11 @@
  * login refused for too many sessions is -EUSERS. Errors map to -errno: 401/403 -EACCES, 404
  * -ENOENT, 503 and 429 -EAGAIN, another status -EIO, a timeout -ETIMEDOUT, a TLS failure
  * -EPROTO, a connection refused/reset -ECONNREFUSED/-ECONNRESET, a body that is no JSON or a
- * short one -EBADMSG, a reading that is null -ENODATA, a cancelled request -ECANCELED.
+ * short one -EBADMSG, a reading that is null -ENODATA, a cancelled request -ECANCELED. The
+ * transport (TLS, timeouts, the body's cap, cancellation) is the HTTP client's (http_client.h).
  */
 #include "redfish_client.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <json-c/json.h>
 #include <math.h>
@@ -38,7 +38,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "curl_lazy.h"
+#include "http_client.h"
 #include "log.h"
 #include "macro.h"
 
@@ -65,23 +65,21 @@ struct rf_psu {
 };
 
 struct vw_rf_client {
-	CURL *easy;
+	struct vw_httpc *http;
 	char *endpoint; /* https://host[:port], no trailing slash */
 	char bmc_id[VW_PLATFORM_LABEL];
 	long timeout_ms;
 	enum vw_redfish_auth auth;
 	const atomic_bool *cancel;
-	struct {
-		char *data;
-		size_t len;
-		bool overflow;
-	} body;
+	char *ca_file;
+	struct vw_httpc_resp resp; /* the last answer */
+	long req_timeout_ms;	   /* 0: timeout_ms */
 	/* Session auth: the token sent as X-Auth-Token, the session's path to DELETE at close. */
 	bool use_session;
 	char *username, *password;
 	char token[RF_FIELD];
 	char session[RF_FIELD];
-	struct curl_slist *headers;
+	char token_header[RF_FIELD + 16]; /* "X-Auth-Token: ...", "" before a login */
 	enum rf_kind kind;
 	char path[128];
 	char chassis_id[VW_PLATFORM_LABEL];
@@ -90,55 +88,6 @@ struct vw_rf_client {
 };
 
 /* ---- HTTP ------------------------------------------------------------------------------- */
-
-static size_t on_body(char *p, size_t size, size_t n, void *userdata)
-{
-	struct vw_rf_client *rf = userdata;
-	size_t len = size * n;
-	char *d;
-
-	if (rf->body.len + len > RF_BODY_MAX) {
-		rf->body.overflow = true;
-		return 0;
-	}
-	d = realloc(rf->body.data, rf->body.len + len + 1);
-	if (!d)
-		return 0;
-	memcpy(d + rf->body.len, p, len);
-	rf->body.data = d;
-	rf->body.len += len;
-	d[rf->body.len] = '\0';
-	return len;
-}
-
-static int curl_errno(CURLcode cc)
-{
-	switch (cc) {
-	case CURLE_OPERATION_TIMEDOUT:
-		return -ETIMEDOUT;
-	case CURLE_COULDNT_CONNECT:
-		return -ECONNREFUSED;
-	case CURLE_RECV_ERROR:
-	case CURLE_SEND_ERROR:
-	case CURLE_GOT_NOTHING:
-		return -ECONNRESET;
-	case CURLE_PARTIAL_FILE:
-		return -EBADMSG;
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CONNECT_ERROR:
-	case CURLE_SSL_CACERT_BADFILE:
-	case CURLE_SSL_CERTPROBLEM:
-		return -EPROTO;
-	case CURLE_WRITE_ERROR:
-		return -EFBIG;
-	case CURLE_OUT_OF_MEMORY:
-		return -ENOMEM;
-	case CURLE_ABORTED_BY_CALLBACK:
-		return -ECANCELED;
-	default:
-		return -EIO;
-	}
-}
 
 static int status_errno(long status)
 {
@@ -160,10 +109,10 @@ static void json_putp(struct json_object **p)
 #define _cleanup_json_ _cleanup_(json_putp)
 
 /* During a login: X-Auth-Token and Location. */
-static size_t on_header(char *p, size_t size, size_t n, void *userdata)
+static void on_header(void *userdata, const char *p, size_t len)
 {
 	struct vw_rf_client *rf = userdata;
-	size_t len = size * n, k, v;
+	size_t k, v;
 	static const struct {
 		const char *name;
 		size_t off;
@@ -183,48 +132,40 @@ static size_t on_header(char *p, size_t size, size_t n, void *userdata)
 		if (len - v < RF_FIELD) /* longer: not a token or a path we keep */
 			snprintf((char *)rf + want[i].off, RF_FIELD, "%.*s", (int)(len - v), p + v);
 	}
-	return size * n;
 }
 
 /*
  * One request: method "GET", "POST" (body: JSON text) or "DELETE" on `path` (an @odata.id,
- * /redfish/v1/...). 0 with *ret_status for any HTTP answer, -errno for transport failures.
+ * /redfish/v1/...); login: the answer's X-Auth-Token and Location are kept. 0 with *ret_status
+ * for any HTTP answer (its body in rf->resp), -errno for transport failures.
  */
-static int rf_request(struct vw_rf_client *rf, const char *method, const char *path, const char *body,
-		      long *ret_status)
+static int rf_request(struct vw_rf_client *rf, const char *method, const char *path,
+		      const char *body, bool login, long *ret_status)
 {
+	static const char *const post_headers[] = { "Content-Type: application/json", NULL };
+	const char *token_headers[] = { rf->token_header, NULL };
 	_cleanup_free_ char *url = NULL;
-	struct curl_slist *post_headers = NULL;
-	CURLcode cc;
+	struct vw_httpc_req req;
+	int r;
 
 	*ret_status = 0;
 	if (strncmp(path, RF_ROOT, strlen(RF_ROOT)) != 0 || strchr(path, '#'))
 		return -EBADMSG;
 	if (asprintf(&url, "%s%s", rf->endpoint, path) < 0)
 		return -ENOMEM;
-	free(rf->body.data);
-	rf->body.data = NULL;
-	rf->body.len = 0;
-	rf->body.overflow = false;
-	curl_easy_setopt(rf->easy, CURLOPT_URL, url);
-	curl_easy_setopt(rf->easy, CURLOPT_HTTPGET, 1L);
-	curl_easy_setopt(rf->easy, CURLOPT_CUSTOMREQUEST, NULL);
-	curl_easy_setopt(rf->easy, CURLOPT_HTTPHEADER, rf->headers);
-	if (strcmp(method, "POST") == 0) {
-		post_headers = curl_slist_append(NULL, "Content-Type: application/json");
-		if (!post_headers)
-			return -ENOMEM;
-		curl_easy_setopt(rf->easy, CURLOPT_HTTPHEADER, post_headers);
-		curl_easy_setopt(rf->easy, CURLOPT_COPYPOSTFIELDS, body);
-	} else if (strcmp(method, "DELETE") == 0) {
-		curl_easy_setopt(rf->easy, CURLOPT_CUSTOMREQUEST, "DELETE");
-	}
-	cc = curl_easy_perform(rf->easy);
-	curl_easy_setopt(rf->easy, CURLOPT_HTTPHEADER, rf->headers);
-	curl_slist_free_all(post_headers);
-	if (cc != CURLE_OK)
-		return rf->body.overflow ? -EFBIG : curl_errno(cc);
-	curl_easy_getinfo(rf->easy, CURLINFO_RESPONSE_CODE, ret_status);
+	req = (struct vw_httpc_req){
+		.method = method, .url = url, .timeout_ms = rf->req_timeout_ms,
+		.headers = body ? post_headers : rf->token_header[0] ? token_headers : NULL,
+		.body = body, .body_len = body ? strlen(body) : 0,
+		/* basic credentials until a session's token takes over */
+		.username = rf->use_session ? NULL : rf->username,
+		.password = rf->use_session ? NULL : rf->password,
+		.on_header = login ? on_header : NULL, .userdata = rf,
+	};
+	r = vw_httpc_do(rf->http, &req, &rf->resp);
+	if (r < 0)
+		return r;
+	*ret_status = rf->resp.status;
 	return 0;
 }
 
@@ -237,15 +178,15 @@ static int rf_get_once(struct vw_rf_client *rf, const char *path, struct json_ob
 	int r;
 
 	*ret = NULL;
-	r = rf_request(rf, "GET", path, NULL, &status);
+	r = rf_request(rf, "GET", path, NULL, false, &status);
 	if (r < 0)
 		return r;
 	r = status_errno(status);
 	if (r < 0)
 		return r;
-	if (!rf->body.data)
+	if (!rf->resp.body)
 		return -EBADMSG;
-	doc = json_tokener_parse_verbose(rf->body.data, &jerr);
+	doc = json_tokener_parse_verbose(rf->resp.body, &jerr);
 	if (!doc || !json_object_is_type(doc, json_type_object)) {
 		json_object_put(doc);
 		return -EBADMSG;
@@ -256,17 +197,11 @@ static int rf_get_once(struct vw_rf_client *rf, const char *path, struct json_ob
 
 /* ---- sessions --------------------------------------------------------------------------- */
 
-static int set_token_header(struct vw_rf_client *rf)
+static void set_token_header(struct vw_rf_client *rf)
 {
-	char h[sizeof(rf->token) + 32];
-
-	curl_slist_free_all(rf->headers);
-	rf->headers = NULL;
-	if (!rf->token[0])
-		return 0;
-	snprintf(h, sizeof(h), "X-Auth-Token: %s", rf->token);
-	rf->headers = curl_slist_append(NULL, h);
-	return rf->headers ? 0 : -ENOMEM;
+	rf->token_header[0] = '\0';
+	if (rf->token[0])
+		snprintf(rf->token_header, sizeof(rf->token_header), "X-Auth-Token: %s", rf->token);
 }
 
 /* DELETE our session (best effort: the BMC may have timed it out already). */
@@ -277,14 +212,14 @@ static void rf_logout(struct vw_rf_client *rf)
 
 	if (!rf->session[0])
 		return;
-	r = rf_request(rf, "DELETE", rf->session, NULL, &status);
+	r = rf_request(rf, "DELETE", rf->session, NULL, false, &status);
 	if (r == 0 && status != 200 && status != 204 && status != 404 && status != 401)
 		r = -EIO;
 	if (r < 0)
 		vw_warn("redfish: %s: cannot end session %s: %s", rf->endpoint, rf->session,
 			strerror(-r));
 	rf->session[0] = rf->token[0] = '\0';
-	(void)set_token_header(rf);
+	set_token_header(rf);
 }
 
 /* Location may be a path or an absolute URL on the BMC: keep the path. */
@@ -313,14 +248,9 @@ static int rf_login(struct vw_rf_client *rf)
 	    json_object_object_add(req, "Password", json_object_new_string(rf->password)) < 0)
 		return -ENOMEM;
 	rf->session[0] = rf->token[0] = '\0';
-	(void)set_token_header(rf);
-	curl_easy_setopt(rf->easy, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(rf->easy, CURLOPT_HEADERDATA, rf);
+	set_token_header(rf);
 	r = rf_request(rf, "POST", RF_SESSIONS,
-		       json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN), &status);
-	/* Both: with HEADERDATA set and no HEADERFUNCTION, curl hands headers to on_body. */
-	curl_easy_setopt(rf->easy, CURLOPT_HEADERFUNCTION, NULL);
-	curl_easy_setopt(rf->easy, CURLOPT_HEADERDATA, NULL);
+		       json_object_to_json_string_ext(req, JSON_C_TO_STRING_PLAIN), true, &status);
 	if (r < 0)
 		return r;
 	if (status != 201 && status != 200)
@@ -329,7 +259,8 @@ static int rf_login(struct vw_rf_client *rf)
 		rf->session[0] = rf->token[0] = '\0';
 		return -EBADMSG;
 	}
-	return set_token_header(rf);
+	set_token_header(rf);
+	return 0;
 }
 
 /* GET, logging in again once when the BMC has forgotten our session (it times them out). */
@@ -648,50 +579,41 @@ static int discover(struct vw_rf_client *rf)
 
 /* ---- the client ------------------------------------------------------------------------- */
 
-/* Every second or so in a transfer: non-zero aborts it (CURLE_ABORTED_BY_CALLBACK). */
-static int on_progress(void *userdata, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+/* Polled during a request: true cuts it (-ECANCELED). */
+static bool rf_cancelled(void *userdata)
 {
 	const struct vw_rf_client *rf = userdata;
 
-	(void)dt, (void)dn, (void)ut, (void)un;
 	return rf->cancel && atomic_load(rf->cancel);
 }
 
 static int rf_setup(struct vw_rf_client *rf, const struct vw_redfish_config *cfg)
 {
 	size_t n = strlen(cfg->endpoint);
+	struct vw_httpc_opts o;
+	char why[320];
+	int r;
 
 	while (n > 0 && cfg->endpoint[n - 1] == '/')
 		n--;
 	rf->endpoint = strndup(cfg->endpoint, n);
 	rf->username = strdup(cfg->username ? cfg->username : "");
 	rf->password = strdup(cfg->password ? cfg->password : "");
-	rf->easy = curl_easy_init();
-	if (!rf->endpoint || !rf->username || !rf->password || !rf->easy)
+	rf->ca_file = cfg->ca_file ? strdup(cfg->ca_file) : NULL;
+	if (!rf->endpoint || !rf->username || !rf->password || (cfg->ca_file && !rf->ca_file))
 		return -ENOMEM;
 	snprintf(rf->bmc_id, sizeof(rf->bmc_id), "%s", cfg->id ? cfg->id : "");
 	rf->auth = cfg->auth;
 	rf->timeout_ms = cfg->timeout_ms > 0 ? cfg->timeout_ms : RF_TIMEOUT_MS_DEFAULT;
-	curl_easy_setopt(rf->easy, CURLOPT_PROTOCOLS_STR, "https");
-	curl_easy_setopt(rf->easy, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(rf->easy, CURLOPT_USERAGENT, "virtwatt/" VW_VERSION);
-	curl_easy_setopt(rf->easy, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(rf->easy, CURLOPT_WRITEDATA, rf);
-	curl_easy_setopt(rf->easy, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(rf->easy, CURLOPT_XFERINFODATA, rf);
-	curl_easy_setopt(rf->easy, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(rf->easy, CURLOPT_TIMEOUT_MS, rf->timeout_ms);
-	curl_easy_setopt(rf->easy, CURLOPT_CONNECTTIMEOUT_MS, rf->timeout_ms);
-	curl_easy_setopt(rf->easy, CURLOPT_HTTPAUTH, (long)CURLAUTH_BASIC);
-	curl_easy_setopt(rf->easy, CURLOPT_USERNAME, rf->username);
-	curl_easy_setopt(rf->easy, CURLOPT_PASSWORD, rf->password);
-	if (cfg->ca_file)
-		curl_easy_setopt(rf->easy, CURLOPT_CAINFO, cfg->ca_file);
-	if (cfg->insecure) {
-		curl_easy_setopt(rf->easy, CURLOPT_SSL_VERIFYPEER, 0L);
-		curl_easy_setopt(rf->easy, CURLOPT_SSL_VERIFYHOST, 0L);
-	}
-	return 0;
+	o = (struct vw_httpc_opts){
+		.what = "redfish", .timeout_ms = rf->timeout_ms, .connect_timeout_ms = rf->timeout_ms,
+		.max_body = RF_BODY_MAX, .tls = { .ca_file = rf->ca_file, .insecure = cfg->insecure },
+		.cancelled = rf_cancelled, .userdata = rf,
+	};
+	r = vw_httpc_new(&o, &rf->http, why, sizeof(why));
+	if (r < 0)
+		vw_error("redfish: %s: %s", cfg->endpoint, why);
+	return r;
 }
 
 /*
@@ -713,11 +635,7 @@ static int rf_auth(struct vw_rf_client *rf)
 	}
 	if (r < 0)
 		return r;
-	rf->use_session = true;
-	/* With a token, send no basic credentials. */
-	curl_easy_setopt(rf->easy, CURLOPT_HTTPAUTH, (long)CURLAUTH_NONE);
-	curl_easy_setopt(rf->easy, CURLOPT_USERNAME, NULL);
-	curl_easy_setopt(rf->easy, CURLOPT_PASSWORD, NULL);
+	rf->use_session = true; /* with a token, no basic credentials are sent */
 	return 0;
 }
 
@@ -725,19 +643,12 @@ int vw_rf_client_new(const struct vw_redfish_config *cfg, const atomic_bool *can
 		     struct vw_rf_client **ret)
 {
 	struct vw_rf_client *rf;
-	char why[320];
 	int r;
 
 	if (!cfg || !cfg->endpoint || !*cfg->endpoint)
 		return -ENODEV;
 	if (strncmp(cfg->endpoint, "https://", 8) != 0)
 		return -EINVAL;
-	r = vw_curl_load(why, sizeof(why));
-	if (r < 0) {
-		vw_error("redfish: %s: %s", cfg->endpoint, why);
-		return r;
-	}
-	curl_global_init(CURL_GLOBAL_DEFAULT);
 	rf = calloc(1, sizeof(*rf));
 	if (!rf)
 		return -ENOMEM;
@@ -784,19 +695,19 @@ void vw_rf_client_free(struct vw_rf_client *rf)
 {
 	if (!rf)
 		return;
-	if (rf->easy) {
+	if (rf->http) {
 		/* Not cancelled (a session left is a slot lost until the BMC times it out), but not
 		 * waited for long either: a hung BMC must not hold up a daemon's exit. */
 		rf->cancel = NULL;
-		curl_easy_setopt(rf->easy, CURLOPT_TIMEOUT_MS, VW_MIN(rf->timeout_ms, LOGOUT_MS_MAX));
+		rf->req_timeout_ms = VW_MIN(rf->timeout_ms, LOGOUT_MS_MAX);
 		rf_logout(rf);
-		curl_easy_cleanup(rf->easy);
+		vw_httpc_free(rf->http);
 	}
-	curl_slist_free_all(rf->headers);
+	vw_httpc_resp_clear(&rf->resp);
+	free(rf->ca_file);
 	free(rf->username);
 	free(rf->password);
 	psus_clear(rf);
-	free(rf->body.data);
 	free(rf->endpoint);
 	free(rf);
 }

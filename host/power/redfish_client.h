@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * A Redfish client for one BMC (redfish_client.c): HTTPS with libcurl, session or basic auth,
- * discovery of the node's power and its reading. Blocking: each call makes one or more
- * requests bounded by the configured timeout, so only the meter's poller thread calls it
- * (src_redfish.c), never the sampling thread.
+ * A Redfish client for one BMC (redfish_client.c): HTTPS through the HTTP client
+ * (http_client.h), session or basic auth, discovery of the node's power and its reading.
+ * Blocking: each call makes one or more requests bounded by the configured timeout, so only
+ * the meter's poller thread calls it (src_redfish.c), never the sampling thread.
  */
 #pragma once
 

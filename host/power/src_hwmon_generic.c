@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Generic hwmon sensors under <sysfs>/class/hwmon/hwmonN (name "hwmon"): every chip but the ACPI
- * power meter (src_hwmon.c's), each of its sensors of one of three kinds, best first:
+ * power meter (src_acpi.c's), each of its sensors of one of three kinds, best first:
  *
  *   energyN_input                    a cumulative µJ counter (amd_energy, zenergy, ibmpowernv)
  *   powerN_average, else powerN_input a power reading in µW (ina2xx, BMC-backed drivers)
@@ -27,10 +27,12 @@
  * at the same hwmonN, by name.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "energy.h"
 #include "hwmon_sensors_priv.h"
 #include "macro.h"
@@ -191,10 +193,9 @@ static int judge(const struct hwmon_generic *hg)
 
 static int hg_open(const struct vw_power_env *env, void **ret_state)
 {
-	const struct vw_meter_config *mc = env ? env->ctx : NULL;
 	_cleanup_(hg_closep) struct hwmon_generic *hg = NULL;
 	_cleanup_(rules_freep) struct vw_hwmon_rules *builtin = NULL;
-	const struct vw_hwmon_config *cfg = mc ? mc->hwmon : NULL;
+	const struct vw_hwmon_config *cfg = vw_power_source_config(env, &vw_src_hwmon);
 	char err[256];
 	size_t n_builtin = 0;
 	int classfd, r;
@@ -324,6 +325,108 @@ static int hg_read(void *state, const struct vw_node_activity *act, uint64_t *ra
 	return vw_power_read_result(errs, hg->n);
 }
 
+/* ---- options: --power.hwmon.*, Kepler's experimental.hwmon.* -------------------------- */
+
+/* The flags as given; hg_configure() parses the chip rules. */
+struct hg_options {
+	struct vw_strlist chip_rules; /* CHIP[:LABEL]=ZONE[@SOCKET], before the built-in ones */
+	bool enabled;                 /* Kepler's experimental.hwmon.enabled */
+	bool force;                   /* Kepler's experimental.hwmon.forceEnabled */
+	struct vw_strlist zones;      /* Kepler's experimental.hwmon.zones: labels to use */
+};
+
+#define OFF(f) offsetof(struct hg_options, f)
+static const struct vw_option hg_rows[] = {
+	{ "power.hwmon.chip-rules", "power.hwmon.chipRules", VW_OPT_STRLIST, OFF(chip_rules),
+	  NULL, "CHIP[:LABEL]=ZONE[@SOCKET],...",
+	  "which hwmon sensor counts in which zone, before the built-in rules: a chip name and an "
+	  "optional sensor label (globs, any case) to package, core, uncore, dram, psys or "
+	  "platform, in a socket (a number, 0 by default; label: the number the label ends with; "
+	  "chip: the chip's place among chips of its name), or to none "
+	  "(e.g. amd_energy:Ecore*=core)" },
+	{ "experimental.hwmon.enabled", "experimental.hwmon.enabled", VW_OPT_BOOL,
+	  OFF(enabled), "true", NULL,
+	  "read generic hwmon sensors where no RAPL is (Kepler's key; false drops hwmon from "
+	  "power.sources)" },
+	{ "experimental.hwmon.force-enabled", "experimental.hwmon.forceEnabled", VW_OPT_BOOL,
+	  OFF(force), "false", NULL,
+	  "prefer hwmon sensors to RAPL, when power.sources and cpu.preferred-meters are not set "
+	  "(Kepler's deprecated key)" },
+	{ "experimental.hwmon.zones", "experimental.hwmon.zones", VW_OPT_STRLIST, OFF(zones),
+	  NULL, "LABEL,...",
+	  "use only the hwmon sensors with these labels, compared as Kepler names them (lower "
+	  "case, _ for other characters; default: every sensor a chip rule maps)" },
+};
+#undef OFF
+
+static const struct vw_option_alias hg_aliases[] = {
+	{ NULL, "experimental.hwmon.chipRules", NULL,
+	  "Kepler's rules pair voltage and current inputs; virtwatt reads power and energy sensors "
+	  "and maps them with power.hwmon.chip-rules",
+	  "" },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
+/* The configuration and the rules it owns. */
+struct hg_configured {
+	struct vw_hwmon_config cfg; /* first: what the meter gets */
+	struct vw_hwmon_rules *rules;
+};
+
+static void hg_release(void *config)
+{
+	struct hg_configured *c = config;
+
+	if (!c)
+		return;
+	vw_hwmon_rules_free(c->rules);
+	free(c);
+}
+
+static int hg_configure(const void *opts, const char *node_name, void **ret)
+{
+	const struct hg_options *o = opts;
+	struct hg_configured *c = calloc(1, sizeof(*c));
+	char err[256] = "";
+	int r;
+
+	(void)node_name;
+	if (!c)
+		return -ENOMEM;
+	r = vw_hwmon_rules_parse((const char *const *)o->chip_rules.v, o->chip_rules.n, &c->rules,
+				 err, sizeof(err));
+	if (r == -EINVAL)
+		vw_error("config: --power.hwmon.chip-rules (power.hwmon.chipRules): %s; a rule is "
+			 "CHIP[:LABEL]=ZONE[@SOCKET] or CHIP[:LABEL]=none",
+			 err);
+	if (r < 0) {
+		hg_release(c);
+		return r;
+	}
+	c->cfg = (struct vw_hwmon_config){ .rules = c->rules,
+					   .zones = (const char *const *)o->zones.v,
+					   .n_zones = o->zones.n,
+					   .disabled = !o->enabled };
+	*ret = c;
+	return 0;
+}
+
+/* Kepler's experimental.hwmon.forceEnabled: hwmon before RAPL. */
+static bool hg_first(const void *opts)
+{
+	return ((const struct hg_options *)opts)->force;
+}
+
+static const struct vw_source_options hg_options = {
+	.rows = hg_rows,
+	.n_rows = ARRAY_SIZE(hg_rows),
+	.aliases = hg_aliases,
+	.size = sizeof(struct hg_options),
+	.configure = hg_configure,
+	.release = hg_release,
+	.first = hg_first,
+};
+
 const struct vw_power_source_ops vw_src_hwmon = {
 	.name = "hwmon",
 	.measured = true,
@@ -331,4 +434,5 @@ const struct vw_power_source_ops vw_src_hwmon = {
 	.zones = hg_zones,
 	.read = hg_read,
 	.close = hg_close,
+	.options = &hg_options,
 };

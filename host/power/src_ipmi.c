@@ -42,11 +42,13 @@
  */
 #include <errno.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "config.h"
 #include "ipmi_lazy.h"
 #include "log.h"
 #include "macro.h"
@@ -652,8 +654,7 @@ static void log_refusal(const struct ipmi *ip, int r, const char *msg)
 
 static int ipmi_open(const struct vw_power_env *env, void **ret_state)
 {
-	const struct vw_meter_config *meters = env ? env->ctx : NULL;
-	const struct vw_ipmi_config *cfg = meters ? meters->ipmi : NULL;
+	const struct vw_ipmi_config *cfg = vw_power_source_config(env, &vw_src_ipmi);
 	_cleanup_(ipmi_closep) struct ipmi *ip = NULL;
 	char what[160];
 	const char *msg;
@@ -752,6 +753,174 @@ static size_t ipmi_readings(void *state, struct vw_platform_reading *out, size_t
 	return 1;
 }
 
+/* ---- options: --platform.ipmi.* --------------------------------------------------------- */
+
+/* The flags as given; ipmi_configure() makes a struct vw_ipmi_config of them. */
+struct ipmi_options {
+	char *driver;          /* auto, inband, lan */
+	char *device;          /* in band: the kernel's IPMI device */
+	char *host;            /* lan */
+	uint64_t port;
+	char *username;
+	char *password_file;   /* the password, read by ipmi_configure() */
+	char *privilege;       /* user, operator, admin */
+	struct vw_strlist workarounds; /* FreeIPMI's -W names */
+	uint64_t timeout_ns;
+	uint64_t interval_ns;
+	uint64_t stale_ns;     /* 0: 3 x interval */
+};
+
+#define OFF(f) offsetof(struct ipmi_options, f)
+static const char *const ipmi_drivers[] = { "auto", "inband", "lan", NULL };
+static const char *const ipmi_privileges[] = { "user", "operator", "admin", NULL };
+
+static const struct vw_option ipmi_rows[] = {
+	{ "platform.ipmi.driver", "platform.ipmi.driver", VW_OPT_STRING, OFF(driver), "auto",
+	  "DRIVER",
+	  "how the ipmi meter reaches the BMC: inband (platform.ipmi.device), lan (IPMI 2.0 to "
+	  "platform.ipmi.host), auto (lan with a host, else inband)",
+	  0, 0, ipmi_drivers },
+	{ "platform.ipmi.device", "platform.ipmi.device", VW_OPT_STRING, OFF(device),
+	  "/dev/ipmi0", "PATH",
+	  "the kernel's IPMI device (ipmi_devintf) for in-band IPMI; absent: no in-band meter" },
+	{ "platform.ipmi.host", "platform.ipmi.host", VW_OPT_STRING, OFF(host), NULL, "HOST",
+	  "the BMC's name or address for IPMI over LAN (default: none)" },
+	{ "platform.ipmi.port", "platform.ipmi.port", VW_OPT_UINT, OFF(port), "623", "PORT",
+	  "the BMC's UDP port for IPMI over LAN", 1, 65535 },
+	{ "platform.ipmi.username", "platform.ipmi.username", VW_OPT_STRING, OFF(username),
+	  NULL, "NAME", "the BMC user for IPMI over LAN (default: the null user)" },
+	{ "platform.ipmi.password-file", "platform.ipmi.passwordFile", VW_OPT_STRING,
+	  OFF(password_file), NULL, "PATH",
+	  "a file whose first line is the BMC user's password (a mounted Kubernetes Secret); "
+	  "never on the command line" },
+	{ "platform.ipmi.privilege", "platform.ipmi.privilege", VW_OPT_STRING,
+	  OFF(privilege), "user", "LEVEL",
+	  "the IPMI over LAN session's privilege: user (enough for DCMI and sensors on most "
+	  "BMCs), operator, admin",
+	  0, 0, ipmi_privileges },
+	{ "platform.ipmi.workarounds", "platform.ipmi.workarounds", VW_OPT_STRLIST,
+	  OFF(workarounds), NULL, "NAME,...",
+	  "FreeIPMI's IPMI 2.0 workarounds for BMCs that need them (ipmi-sensors -W): authcap, "
+	  "intel20, supermicro20, sun20, opensesspriv, integritycheckvalue, nochecksumcheck" },
+	{ "platform.ipmi.timeout", "platform.ipmi.timeout", VW_OPT_DURATION, OFF(timeout_ns),
+	  "5s", "DURATION", "a request to the BMC over LAN fails after this", 0.1, 60 },
+	{ "platform.ipmi.interval", "platform.ipmi.interval", VW_OPT_DURATION,
+	  OFF(interval_ns), "2s", "DURATION",
+	  "how often the BMC is asked (in a thread of its own: the sampling never waits for it)",
+	  0.1, 3600 },
+	{ "platform.ipmi.staleness", "platform.ipmi.staleness", VW_OPT_DURATION,
+	  OFF(stale_ns), "0s", "DURATION",
+	  "an older BMC reading counts no energy (0: 3 x platform.ipmi.interval)", 0, 86400 },
+};
+#undef OFF
+
+/* The configuration and what it owns: the password read from its file, the workarounds'
+ * NULL-ended list (its strings the options'). */
+struct ipmi_configured {
+	struct vw_ipmi_config cfg; /* first: what the meter gets */
+	char *password;
+	const char **workarounds;
+};
+
+static bool empty(const char *s)
+{
+	return !s || !*s;
+}
+
+static void ipmi_release(void *config)
+{
+	struct ipmi_configured *c = config;
+
+	if (!c)
+		return;
+	vw_free_secret(c->password);
+	free(c->workarounds);
+	free(c);
+}
+
+static int ipmi_privilege(const char *s, enum vw_ipmi_privilege *ret)
+{
+	for (size_t i = 0; ipmi_privileges[i]; i++)
+		if (s && strcmp(s, ipmi_privileges[i]) == 0) {
+			*ret = (enum vw_ipmi_privilege)i; /* user, operator, admin: the enum's order */
+			return 0;
+		}
+	return -EINVAL; /* the option's choices keep this from happening */
+}
+
+/* The LAN part: the password from its file, the workarounds as a NULL-ended list. */
+static int configure_lan(struct ipmi_configured *c, const struct ipmi_options *o)
+{
+	const char *file = o->password_file;
+	int r;
+
+	if (!c->cfg.host) {
+		vw_error("config: --platform.ipmi.driver=lan needs --platform.ipmi.host");
+		return -EINVAL;
+	}
+	if (!empty(file)) {
+		r = vw_power_read_secret(file, &c->password);
+		if (r == 0 && !*c->password)
+			r = -ENODATA;
+		if (r < 0) {
+			vw_error("config: --platform.ipmi.password-file: cannot read %s: %s", file,
+				 r == -ENODATA ? "it is empty" : strerror(-r));
+			return r;
+		}
+		c->cfg.password = c->password;
+	}
+	c->workarounds = calloc(o->workarounds.n + 1, sizeof(char *));
+	if (!c->workarounds)
+		return -ENOMEM;
+	for (size_t i = 0; i < o->workarounds.n; i++)
+		c->workarounds[i] = o->workarounds.v[i];
+	c->cfg.workarounds = c->workarounds;
+	return 0;
+}
+
+/* Always a configuration: in band by default, the device's path injected. */
+static int ipmi_configure(const void *opts, const char *node_name, void **ret)
+{
+	const struct ipmi_options *o = opts;
+	const char *driver = o->driver ? o->driver : "auto";
+	bool lan = strcmp(driver, "lan") == 0 || (strcmp(driver, "auto") == 0 && !empty(o->host));
+	struct ipmi_configured *c = calloc(1, sizeof(*c));
+	int r;
+
+	(void)node_name;
+	if (!c)
+		return -ENOMEM;
+	c->cfg = (struct vw_ipmi_config){
+		.driver = lan ? VW_IPMI_DRIVER_LAN : VW_IPMI_DRIVER_INBAND,
+		.device = empty(o->device) ? NULL : o->device,
+		.host = empty(o->host) ? NULL : o->host,
+		.port = (unsigned)o->port,
+		.username = empty(o->username) ? NULL : o->username,
+		.timeout_ms = (long)(o->timeout_ns / 1000000ULL),
+		.interval_ns = o->interval_ns,
+		.stale_ns = o->stale_ns,
+	};
+	r = ipmi_privilege(o->privilege ? o->privilege : "user", &c->cfg.privilege);
+	if (r < 0)
+		vw_error("config: --platform.ipmi.privilege: not user, operator or admin");
+	if (r == 0 && lan)
+		r = configure_lan(c, o);
+	if (r < 0) {
+		ipmi_release(c);
+		return r;
+	}
+	*ret = c;
+	return 0;
+}
+
+static const struct vw_source_options ipmi_options = {
+	.rows = ipmi_rows,
+	.n_rows = ARRAY_SIZE(ipmi_rows),
+	.size = sizeof(struct ipmi_options),
+	.configure = ipmi_configure,
+	.release = ipmi_release,
+};
+
 const struct vw_power_source_ops vw_src_ipmi = {
 	.name = "ipmi",
 	.measured = true,
@@ -762,4 +931,5 @@ const struct vw_power_source_ops vw_src_ipmi = {
 	.fresh = ipmi_fresh,
 	.readings = ipmi_readings,
 	.close = ipmi_close,
+	.options = &ipmi_options,
 };

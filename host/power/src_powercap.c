@@ -8,10 +8,12 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
+#include "config.h"
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
@@ -380,6 +382,26 @@ static int find_zones(int pcfd, struct pc_list *l)
 	return -ENODEV;
 }
 
+/* ---- options: Kepler's rapl.zones ------------------------------------------------------ */
+
+/* The flags as given: the meter reads them as they are (no configure()). */
+struct powercap_options {
+	struct vw_strlist zones; /* by name: package, core, uncore, dram, psys; none: all */
+};
+
+static const char *const rapl_zone_names[] = { "package", "core", "uncore", "dram", "psys", NULL };
+
+static const struct vw_option powercap_rows[] = {
+	{ "rapl.zones", "rapl.zones", VW_OPT_STRLIST, offsetof(struct powercap_options, zones), NULL,
+	  "ZONE,...", "read only these RAPL zones (default: all)", 0, 0, rapl_zone_names },
+};
+
+static const struct vw_source_options powercap_options = {
+	.rows = powercap_rows,
+	.n_rows = ARRAY_SIZE(powercap_rows),
+	.size = sizeof(struct powercap_options),
+};
+
 /* Kepler's rapl.zones: keep only the zones named (none named: all); -ENODEV if none is left. */
 static int keep_named(struct pc_list *l, const char *const *names)
 {
@@ -411,6 +433,7 @@ static int keep_named(struct pc_list *l, const char *const *names)
 
 static int powercap_open(const struct vw_power_env *env, void **ret_state)
 {
+	const struct powercap_options *o = vw_power_source_config(env, &vw_src_powercap);
 	_cleanup_(powercap_closep) struct powercap *pc = NULL;
 	_cleanup_close_ int pcfd = -1;
 	_cleanup_(pc_list_done) struct pc_list l = { 0 };
@@ -424,8 +447,8 @@ static int powercap_open(const struct vw_power_env *env, void **ret_state)
 		return -ENOMEM;
 	pc->pcfd = -1;
 	r = find_zones(pcfd, &l);
-	if (r == 0 && env->ctx)
-		r = keep_named(&l, ((const struct vw_meter_config *)env->ctx)->rapl_zones);
+	if (r == 0 && o && o->zones.n)
+		r = keep_named(&l, (const char *const *)o->zones.v);
 	if (r < 0)
 		return r;
 	take_zones(pc, &l);
@@ -506,4 +529,5 @@ const struct vw_power_source_ops vw_src_powercap = {
 	.zones = powercap_zones,
 	.read = powercap_read,
 	.close = powercap_close,
+	.options = &powercap_options,
 };

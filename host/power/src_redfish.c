@@ -22,6 +22,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bmc_file.h"
+#include "config.h"
 #include "log.h"
 #include "macro.h"
 #include "power.h"
@@ -107,8 +109,7 @@ static int rf_connect_at_open(struct redfish *rf, const char *endpoint)
 
 static int redfish_open(const struct vw_power_env *env, void **ret_state)
 {
-	const struct vw_meter_config *meters = env ? env->ctx : NULL;
-	const struct vw_redfish_config *cfg = meters ? meters->redfish : NULL;
+	const struct vw_redfish_config *cfg = vw_power_source_config(env, &vw_src_redfish);
 	struct redfish *rf;
 	long interval_ms, timeout_ms;
 	uint64_t stale_ns;
@@ -199,6 +200,158 @@ static void redfish_close(void *state)
 	rf_free(state);
 }
 
+/* ---- options: --platform.redfish.* ------------------------------------------------------ */
+
+/* The flags as given; redfish_configure() finds this node's BMC in the file they name. */
+struct redfish_options {
+	bool enabled;           /* off: no Redfish meter even with a BMC file */
+	char *config_file;      /* Kepler's BMC file; "": no Redfish */
+	char *node_name;        /* this node in it; "": the node name */
+	uint64_t interval_ns;   /* between polls of the BMC */
+	uint64_t timeout_ns;    /* per request */
+	uint64_t staleness_ns;  /* 0: 2 x interval + timeout */
+};
+
+#define OFF(f) offsetof(struct redfish_options, f)
+static const struct vw_option redfish_rows[] = {
+	{ "platform.redfish.enabled", "platform.redfish.enabled", VW_OPT_BOOL,
+	  OFF(enabled), "true", NULL,
+	  "read the BMC of platform.redfish.config-file (Kepler's "
+	  "experimental.platform.redfish.enabled; false: no Redfish meter even with a file)" },
+	{ "platform.redfish.config-file", "platform.redfish.configFile", VW_OPT_STRING,
+	  OFF(config_file), NULL, "PATH",
+	  "Kepler's BMC file (nodes: node name -> BMC id; bmcs: id -> endpoint, username, password "
+	  "or passwordFile, insecure, caFile): this node's BMC gives the platform zone over "
+	  "Redfish (default: none)" },
+	{ "platform.redfish.node-name", "platform.redfish.nodeName", VW_OPT_STRING,
+	  OFF(node_name), NULL, "NAME",
+	  "this node's name in the BMC file (default: the node name, kube.node-name)" },
+	{ "platform.redfish.interval", "platform.redfish.interval", VW_OPT_DURATION,
+	  OFF(interval_ns), "5s", "DURATION",
+	  "how often the BMC is polled (off the sampling thread; backs off to 60s while it fails)",
+	  0.05, 3600 },
+	{ "platform.redfish.timeout", "platform.redfish.httpTimeout", VW_OPT_DURATION,
+	  OFF(timeout_ns), "5s", "DURATION", "limit for each request to the BMC", 0.05,
+	  300 },
+	{ "platform.redfish.staleness", "platform.redfish.staleness", VW_OPT_DURATION,
+	  OFF(staleness_ns), "0s", "DURATION",
+	  "a BMC reading older than this counts no energy (0: 2 x interval + timeout)", 0, 3600 },
+};
+#undef OFF
+
+/* Kepler's spellings (config/config.go). */
+static const struct vw_option_alias redfish_aliases[] = {
+	{ "experimental.platform.redfish.enabled", "experimental.platform.redfish.enabled",
+	  "platform.redfish.enabled", NULL, NULL },
+	{ "experimental.platform.redfish.config-file", "experimental.platform.redfish.configFile",
+	  "platform.redfish.config-file", NULL, NULL },
+	{ "experimental.platform.redfish.node-name", "experimental.platform.redfish.nodeName",
+	  "platform.redfish.node-name", NULL, NULL },
+	{ NULL, "experimental.platform.redfish.httpTimeout", "platform.redfish.timeout", NULL,
+	  NULL },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
+/* The configuration and what it owns: this node's BMC entry, its password from passwordFile. */
+struct redfish_configured {
+	struct vw_redfish_config cfg; /* first: what the meter gets */
+	struct vw_bmc_entry bmc;
+	char *password;
+};
+
+static void redfish_release(void *config)
+{
+	struct redfish_configured *c = config;
+
+	if (!c)
+		return;
+	vw_free_secret(c->password);
+	vw_bmc_entry_clear(&c->bmc);
+	free(c);
+}
+
+/* This node's BMC from the file: 0 with *found false when the file does not name the node. */
+static int find_bmc(struct redfish_configured *c, const char *file, const char *node, bool *found)
+{
+	char err[512] = "";
+	int r = vw_bmc_file_lookup(file, node, &c->bmc, err, sizeof(err));
+
+	*found = r == 0;
+	if (r == -ENOENT && err[0]) {
+		vw_warn("config: %s; no Redfish platform meter (set platform.redfish.node-name to "
+			"this node's name in the file)",
+			err);
+		return 0;
+	}
+	if (r < 0)
+		vw_error("config: platform.redfish.config-file: %s", err[0] ? err : strerror(-r));
+	if (r == 0 && c->bmc.password_file) {
+		r = vw_power_read_secret(c->bmc.password_file, &c->password);
+		if (r < 0)
+			vw_error("config: %s: BMC \"%s\": cannot read passwordFile %s: %s", file,
+				 c->bmc.id, c->bmc.password_file, strerror(-r));
+	}
+	return r;
+}
+
+/* This node's BMC, or no configuration (no file, disabled, the node not in it). */
+static int redfish_configure(const void *opts, const char *node_name, void **ret)
+{
+	const struct redfish_options *o = opts;
+	const char *file = o->config_file;
+	const char *node = o->node_name && *o->node_name ? o->node_name : node_name;
+	struct redfish_configured *c;
+	bool found = false;
+	int r;
+
+	*ret = NULL;
+	if (!file || !*file)
+		return 0;
+	if (!o->enabled) {
+		vw_info("redfish: platform.redfish.enabled is false: %s is not read", file);
+		return 0;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	r = find_bmc(c, file, node, &found);
+	if (r == 0 && found && strncmp(c->bmc.endpoint, "https://", 8) != 0) {
+		vw_error("config: %s: BMC \"%s\": endpoint %s is not https:// (credentials are not "
+			 "sent in clear)",
+			 file, c->bmc.id, c->bmc.endpoint);
+		r = -EINVAL;
+	}
+	if (r < 0 || !found) {
+		redfish_release(c);
+		return r;
+	}
+	c->cfg = (struct vw_redfish_config){
+		.id = c->bmc.id,
+		.endpoint = c->bmc.endpoint,
+		.username = c->bmc.username,
+		.password = c->password ? c->password : c->bmc.password,
+		.ca_file = c->bmc.ca_file,
+		.insecure = c->bmc.insecure,
+		.timeout_ms = (long)(o->timeout_ns / NS_PER_MS),
+		.interval_ms = (long)(o->interval_ns / NS_PER_MS),
+		.staleness_ms = (long)(o->staleness_ns / NS_PER_MS),
+	};
+	if (c->bmc.insecure)
+		vw_warn("redfish: BMC \"%s\": insecure: its certificate is not checked", c->bmc.id);
+	vw_info("redfish: node \"%s\" -> BMC \"%s\" (%s)", node, c->bmc.id, c->bmc.endpoint);
+	*ret = c;
+	return 0;
+}
+
+static const struct vw_source_options redfish_options = {
+	.rows = redfish_rows,
+	.n_rows = ARRAY_SIZE(redfish_rows),
+	.aliases = redfish_aliases,
+	.size = sizeof(struct redfish_options),
+	.configure = redfish_configure,
+	.release = redfish_release,
+};
+
 const struct vw_power_source_ops vw_src_redfish = {
 	.name = "redfish",
 	.measured = true,
@@ -209,4 +362,5 @@ const struct vw_power_source_ops vw_src_redfish = {
 	.fresh = redfish_fresh,
 	.readings = redfish_readings,
 	.close = redfish_close,
+	.options = &redfish_options,
 };

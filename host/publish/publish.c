@@ -358,7 +358,9 @@ static void vm_take_zones(struct pub_vm *vm, const struct vw_vm_energy *in)
 	}
 }
 
-static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in)
+/* update_one(p, &vms[i], i): the VMs come in the same order round after round, so entry i is
+ * looked at first. */
+static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in, size_t hint)
 {
 	struct pub_vm *vm;
 	int r;
@@ -367,7 +369,8 @@ static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in)
 		vw_complain(&p->bad_uuid, VW_LOG_WARN, "publish: refusing a VM with an invalid UUID");
 		return -EINVAL;
 	}
-	vm = vm_find(p, in->uuid);
+	vm = hint < p->n_vms && strcmp(p->vms[hint]->uuid, in->uuid) == 0 ? p->vms[hint]
+									  : vm_find(p, in->uuid);
 	if (vm && vm->listed)
 		return 0; /* listed twice: the first entry wins */
 	if (!vm) {
@@ -415,7 +418,7 @@ int vw_publisher_update(struct vw_publisher *p, const struct vw_vm_energy *vms, 
 	for (size_t i = 0; i < p->n_vms; i++)
 		p->vms[i]->listed = false;
 	for (size_t i = 0; i < n; i++) {
-		int r = update_one(p, &vms[i]);
+		int r = update_one(p, &vms[i], i);
 
 		if (r < 0 && ret == 0)
 			ret = r;
@@ -710,13 +713,9 @@ int vw_publisher_set_model(struct vw_publisher *p, const char *uuid, const char 
 	return 0;
 }
 
-int vw_publisher_vm_stats(const struct vw_publisher *p, const char *uuid,
-			  struct vw_publish_vm_stats *ret)
+static void vm_stats(const struct vw_publisher *p, const struct pub_vm *vm,
+		     struct vw_publish_vm_stats *ret)
 {
-	const struct pub_vm *vm = uuid ? vm_find(p, uuid) : NULL;
-
-	if (!vm)
-		return -ENOENT;
 	*ret = vm->chan.st;
 	ret->share_writes = vm->share_writes;
 	ret->share_errors = vm->share_errors;
@@ -728,6 +727,16 @@ int vw_publisher_vm_stats(const struct vw_publisher *p, const char *uuid,
 	ret->has_channel = vm->channel_path[0] != '\0';
 	ret->has_share = p->share_fd >= 0;
 	ret->lock_failed = !ret->locked && vm->lock_err && vm->lock_err != -EBUSY;
+}
+
+int vw_publisher_vm_stats(const struct vw_publisher *p, const char *uuid,
+			  struct vw_publish_vm_stats *ret)
+{
+	const struct pub_vm *vm = uuid ? vm_find(p, uuid) : NULL;
+
+	if (!vm)
+		return -ENOENT;
+	vm_stats(p, vm, ret);
 	return 0;
 }
 
@@ -739,8 +748,10 @@ void vw_publisher_each_vm(const struct vw_publisher *p,
 	for (size_t i = 0; p && i < p->n_vms; i++) {
 		struct vw_publish_vm_stats st;
 
-		if (p->vms[i]->listed && vw_publisher_vm_stats(p, p->vms[i]->uuid, &st) == 0)
-			fn(ud, p->vms[i]->uuid, &st);
+		if (!p->vms[i]->listed)
+			continue;
+		vm_stats(p, p->vms[i], &st); /* (no lookup by UUID: 100 VMs made it 5,000 strcmp) */
+		fn(ud, p->vms[i]->uuid, &st);
 	}
 }
 

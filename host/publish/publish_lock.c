@@ -48,13 +48,12 @@ void vw_pub_lock_drop(struct vw_pub_lock *l)
 
 bool vw_pub_lock_still_ours(const struct vw_pub_lock *l, int dir_fd, const char *uuid)
 {
-	struct stat mine, there;
+	struct stat there;
 	char name[64];
 
 	snprintf(name, sizeof(name), "%s.lock", uuid);
-	return l->fd >= 0 && fstat(l->fd, &mine) == 0 &&
-	       fstatat(dir_fd, name, &there, AT_SYMLINK_NOFOLLOW) == 0 &&
-	       mine.st_dev == there.st_dev && mine.st_ino == there.st_ino;
+	return l->fd >= 0 && fstatat(dir_fd, name, &there, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       l->dev == there.st_dev && l->ino == there.st_ino;
 }
 
 static void write_note(int fd, uint64_t epoch)
@@ -119,6 +118,7 @@ static void describe_holder(int fd, int procfs_fd, struct vw_pub_lock_holder *re
 int vw_pub_lock_take(struct vw_pub_lock *l, int dir_fd, const char *uuid, uint64_t epoch,
 		     int procfs_fd, struct vw_pub_lock_holder *ret_holder)
 {
+	struct stat st;
 	char name[64];
 	int fd;
 
@@ -138,7 +138,15 @@ int vw_pub_lock_take(struct vw_pub_lock *l, int dir_fd, const char *uuid, uint64
 		close(fd);
 		return r;
 	}
+	if (fstat(fd, &st) < 0) {
+		int r = -errno;
+
+		close(fd);
+		return r;
+	}
 	write_note(fd, epoch);
 	l->fd = fd;
+	l->dev = st.st_dev;
+	l->ino = st.st_ino;
 	return 0;
 }

@@ -82,6 +82,7 @@ struct vw_pub_share {
 	uint64_t offset_uj[VW_PUB_RAPL__COUNT]; /* energy_uj found at first sight (continued) */
 	uint64_t last_uj[VW_PUB_RAPL__COUNT];   /* last value written, unwrapped */
 	bool primed[VW_PUB_RAPL__COUNT];        /* offset read back (once per process) */
+	bool no_fsync; /* the folder is on tmpfs or ramfs, where fsync() does nothing */
 	struct vw_complaint complaint;
 };
 
@@ -107,6 +108,8 @@ int vw_pub_share_write_model(struct vw_pub_share *s, const char *line, size_t le
 
 struct vw_pub_lock {
 	int fd; /* the locked <uuid>.lock while held, else -1 */
+	dev_t dev;
+	ino_t ino; /* the file held (its identity never changes while held) */
 };
 
 /* Who holds a lock this process was refused. */

@@ -9,9 +9,9 @@
  *   intel-rapl:0/energy_uj            the VM's package energy, idle + active, in microjoules
  *   intel-rapl:0:0/...                "dram", when the VM has dram energy
  *
- * Every file is replaced with temp + fsync + renameat in a directory fd opened O_NOFOLLOW, so a
- * reader sees the old or the new file, never a torn one, and a planted symlink is never
- * followed. energy_uj continues from whatever value the folder held when this process first
+ * Every file is replaced with temp + fsync (none on tmpfs, where it does nothing) + renameat in
+ * a directory fd opened O_NOFOLLOW, so a reader sees the old or the new file, never a torn one,
+ * and a planted symlink is never followed. energy_uj continues from whatever value the folder held when this process first
  * wrote it (a host restart does not reset it), never decreases, and wraps at
  * max_energy_range_uj like RAPL: the value is the unwrapped count modulo the range, so the
  * usual reader formula (max - prev) + cur is exact.
@@ -21,7 +21,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "fileio.h"
@@ -67,17 +69,68 @@ static int open_subdir(int dirfd, const char *name)
 	return fd;
 }
 
-static int write_text(int dirfd, const char *rel, const char *text)
+static int write_all(int fd, const char *p, size_t len)
 {
-	return vw_write_file_atomic_at(dirfd, rel, text, strlen(text), 0644);
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
 }
 
-static int write_u64(int dirfd, const char *rel, uint64_t v)
+/*
+ * vw_write_file_atomic_at() as the folder needs it each round, in fewer system calls: the temp
+ * file (rel.tmp.PID) is removed first only when one is left over (O_EXCL refused it), and not
+ * fsync'ed on tmpfs or ramfs, where fsync() does nothing. A reader still sees the old or the
+ * new file whole; a symlink in the temp's place is removed, never followed.
+ */
+static int write_file(const struct vw_pub_share *s, int dirfd, const char *rel, const void *data,
+		      size_t len)
+{
+	char tmp[64];
+	int fd, r;
+
+	r = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", rel, (long)getpid());
+	if (r < 0 || (size_t)r >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0 && errno == EEXIST) {
+		(void)unlinkat(dirfd, tmp, 0);
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	}
+	if (fd < 0)
+		return -errno;
+	r = write_all(fd, data, len);
+	if (r == 0 && !s->no_fsync && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && renameat(dirfd, tmp, dirfd, rel) < 0)
+		r = -errno;
+	if (r < 0)
+		(void)unlinkat(dirfd, tmp, 0);
+	return r;
+}
+
+static int write_text(const struct vw_pub_share *s, int dirfd, const char *rel, const char *text)
+{
+	return write_file(s, dirfd, rel, text, strlen(text));
+}
+
+static int write_u64(const struct vw_pub_share *s, int dirfd, const char *rel, uint64_t v)
 {
 	char text[32];
 
 	snprintf(text, sizeof(text), "%" PRIu64 "\n", v);
-	return write_text(dirfd, rel, text);
+	return write_text(s, dirfd, rel, text);
 }
 
 /*
@@ -106,9 +159,9 @@ static int open_zone(struct vw_pub_share *s, enum vw_pub_rapl z, uint64_t max_ra
 		s->offset_uj[z] = 0;
 	}
 	s->last_uj[z] = 0;
-	r = write_text(fd, "name", z == VW_PUB_RAPL_PACKAGE ? "package-0\n" : "dram\n");
+	r = write_text(s, fd, "name", z == VW_PUB_RAPL_PACKAGE ? "package-0\n" : "dram\n");
 	if (r == 0)
-		r = write_u64(fd, "max_energy_range_uj", max_range_uj);
+		r = write_u64(s, fd, "max_energy_range_uj", max_range_uj);
 	return r;
 }
 
@@ -128,7 +181,7 @@ static int write_zone(struct vw_pub_share *s, enum vw_pub_rapl z, uint64_t energ
 		v = UINT64_MAX; /* saturate rather than wrap the unwrapped count */
 	if (v < s->last_uj[z])
 		v = s->last_uj[z];
-	r = write_u64(s->zone_fd[z], "energy_uj", v % max_range_uj);
+	r = write_u64(s, s->zone_fd[z], "energy_uj", v % max_range_uj);
 	if (r == 0)
 		s->last_uj[z] = v;
 	return r;
@@ -143,10 +196,14 @@ int vw_pub_share_write(struct vw_pub_share *s, int root_fd, const char *uuid, co
 	if (!vw_proto_uuid_valid(uuid) || max_range_uj == 0)
 		return -EINVAL;
 	if (s->dirfd < 0) {
+		struct statfs fs;
+
 		r = open_subdir(root_fd, uuid);
 		if (r < 0)
 			return r;
 		s->dirfd = r;
+		s->no_fsync = fstatfs(r, &fs) == 0 &&
+			      (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC);
 	}
 	for (size_t z = 0; z < VW_PUB_RAPL__COUNT; z++) {
 		if (!have[z])
@@ -155,12 +212,12 @@ int vw_pub_share_write(struct vw_pub_share *s, int root_fd, const char *uuid, co
 		if (r < 0)
 			return r;
 	}
-	return vw_write_file_atomic_at(s->dirfd, "frame.json", frame, len, 0644);
+	return write_file(s, s->dirfd, "frame.json", frame, len);
 }
 
 int vw_pub_share_write_model(struct vw_pub_share *s, const char *line, size_t len)
 {
 	if (s->dirfd < 0)
 		return -EAGAIN; /* the folder comes with the first frame */
-	return vw_write_file_atomic_at(s->dirfd, "model.json", line, len, 0644);
+	return write_file(s, s->dirfd, "model.json", line, len);
 }

@@ -2,19 +2,30 @@
 /* Who each VM belongs to (vm_meta.h). */
 #include "vm_meta.h"
 
+#include <string.h>
+
 #include "macro.h"
 
 static const char *const l_meta[] = { "vm_id",        "vm_name",      "hypervisor",
 				      "source",       "platform",     "instance_name",
 				      "flavor",       "user_id",      "user_name",
 				      "project_id",   "project_name", "proxmox_vmid",
-				      "node_name",    NULL };
+				      "namespace",    "pod_name",     "node_name",
+				      NULL };
+
+/* The labels --vm.info-labels may copy: virtwatt_vm_info's but those the VM series have. */
+const char *const vw_vm_meta_copyable[] = { "source",     "platform",     "instance_name",
+					    "flavor",     "user_id",      "user_name",
+					    "project_id", "project_name", "proxmox_vmid",
+					    "namespace",  "pod_name",     NULL };
 
 static const struct vw_metric_family meta_families[] = {
 	{ "virtwatt_vm_info", VW_METRIC_GAUGE,
 	  "A VM the host runs, and who it belongs to where its platform says so: platform is "
 	  "openstack (Nova's metadata in the domain XML: instance_name, flavor, user_id, "
-	  "user_name, project_id, project_name), proxmox (proxmox_vmid, QEMU's -id) or empty; "
+	  "user_name, project_id, project_name), proxmox (proxmox_vmid, QEMU's -id), kubevirt "
+	  "(vm_name the VirtualMachineInstance, namespace, pod_name its virt-launcher pod, "
+	  "instance_name its VirtualMachine) or empty; "
 	  "source is the VM source that found it (libvirt, procscan). Always 1; join it to the "
 	  "kepler_vm_* series on vm_id",
 	  NULL, l_meta },
@@ -25,6 +36,31 @@ const struct vw_family_table vw_vm_meta_family_table = {
 	"with --metrics including vm: one row per running or paused VM of the VM sources",
 	meta_families, ARRAY_SIZE(meta_families),
 };
+
+const char *vw_vm_meta_value(const struct vw_vm_info *vm, const char *key)
+{
+	const struct vw_vm_owner *o = &vm->owner;
+	const struct {
+		const char *key, *value;
+	} kv[] = {
+		{ "source", vm->source },
+		{ "platform", o->platform },
+		{ "instance_name", o->instance_name },
+		{ "flavor", o->flavor },
+		{ "user_id", o->user_id },
+		{ "user_name", o->user_name },
+		{ "project_id", o->project_id },
+		{ "project_name", o->project_name },
+		{ "proxmox_vmid", o->vmid },
+		{ "namespace", o->namespace_ },
+		{ "pod_name", o->pod_name },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(kv); i++)
+		if (strcmp(kv[i].key, key) == 0)
+			return kv[i].value;
+	return NULL;
+}
 
 int vw_vm_meta_render(const struct vw_vm_info *vms, size_t n, struct vw_prom_writer *w,
 		      const char *node_name)
@@ -47,6 +83,8 @@ int vw_vm_meta_render(const struct vw_vm_info *vms, size_t n, struct vw_prom_wri
 					 o->project_id,
 					 o->project_name,
 					 o->vmid,
+					 o->namespace_,
+					 o->pod_name,
 					 node_name,
 					 NULL };
 

@@ -18,3 +18,9 @@ int vw_vm_meta_render(const struct vw_vm_info *vms, size_t n, struct vw_prom_wri
 		      const char *node_name);
 
 extern const struct vw_family_table vw_vm_meta_family_table;
+
+/* The labels of virtwatt_vm_info that --vm.info-labels may copy onto the VM energy series
+ * (those they do not have already), NULL-terminated. */
+extern const char *const vw_vm_meta_copyable[];
+/* A VM's value of one of them ("" when unknown), NULL for another key. */
+const char *vw_vm_meta_value(const struct vw_vm_info *vm, const char *key);

@@ -28,6 +28,7 @@
 #include "macro.h"
 #include "procfs.h"
 #include "vm_priv.h"
+#include "cgroup_path.h"
 
 /* A process as the last full scan classified it, under the identity it had then. */
 struct seen {
@@ -90,6 +91,9 @@ static void procscan_close(void *state)
 static void describe(const struct procscan *ps, const struct vw_qemu_proc *p,
 		     struct vw_vm_info *vm)
 {
+	struct vw_cgroup_match m = { 0 };
+	int r;
+
 	memset(vm, 0, sizeof(*vm));
 	if (p->cmd.uuid[0])
 		memcpy(vm->uuid, p->cmd.uuid, VW_UUID_LEN);
@@ -106,6 +110,10 @@ static void describe(const struct procscan *ps, const struct vw_qemu_proc *p,
 		snprintf(vm->owner.platform, sizeof(vm->owner.platform), "proxmox");
 		memcpy(vm->owner.vmid, p->cmd.vmid, sizeof(vm->owner.vmid));
 	}
+	/* A QEMU in a Kubernetes pod (KubeVirt's virt-launcher): the pod, for vm_kubevirt.c. */
+	r = vw_workload_read_pid(ps->procfd, p->pid, &m);
+	if ((r == 0 || r == -ENOENT) && m.kubepods && m.pod_uid[0])
+		memcpy(vm->pod_uid, m.pod_uid, sizeof(vm->pod_uid));
 }
 
 /*

@@ -113,6 +113,8 @@ static void fill(struct vw_vm_info *dst, const struct vw_vm_info *src)
 	}
 	if (!dst->owner.platform[0])
 		dst->owner = src->owner;
+	if (!dst->pod_uid[0])
+		memcpy(dst->pod_uid, src->pod_uid, sizeof(src->pod_uid));
 }
 
 static struct suppressed *find_supp(struct vw_vms *v, const struct vw_vm_info *vm)

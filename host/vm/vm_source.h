@@ -33,12 +33,15 @@ enum vw_vm_state {
  * control characters), IDs as the platform wrote them.
  */
 struct vw_vm_owner {
-	char platform[16];      /* "openstack" (Nova metadata), "proxmox" (-id), or "" */
-	char instance_name[128]; /* <nova:name>: the instance's display name */
+	char platform[16];      /* "openstack" (Nova metadata), "proxmox" (-id), "kubevirt", or "" */
+	char instance_name[128]; /* <nova:name>: the instance's display name; KubeVirt: the
+				  * VirtualMachine (label vm.kubevirt.io/name) */
 	char flavor[64];        /* <nova:flavor name=> */
 	char user_id[48], user_name[64];       /* <nova:owner><nova:user uuid=>name */
 	char project_id[48], project_name[64]; /* <nova:owner><nova:project uuid=>name */
 	char vmid[16];          /* Proxmox VE's VMID (QEMU's -id) */
+	char namespace_[64];    /* KubeVirt: the VirtualMachineInstance's namespace */
+	char pod_name[254];     /* KubeVirt: its virt-launcher pod (from the pod metadata) */
 };
 
 struct vw_vm_info {
@@ -61,6 +64,9 @@ struct vw_vm_info {
 	char mdev_uuid[VW_VM_MAX_HOSTDEVS][VW_UUID_LEN];
 	size_t n_mdev;
 	struct vw_vm_owner owner;
+	/* The Kubernetes pod its QEMU runs in (the UID its cgroup path names), or "": a KubeVirt
+	 * VM's virt-launcher pod (vm_kubevirt.c). */
+	char pod_uid[VW_UUID_LEN];
 };
 
 struct vw_vm_env {
@@ -118,6 +124,22 @@ struct vw_vms;
 struct vw_vms *vw_vms_open(const struct vw_vm_env *env);
 void vw_vms_close(struct vw_vms *v);
 int vw_vms_list(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n);
+
+/*
+ * KubeVirt (vm_kubevirt.c): each VM whose QEMU runs in a pod (pod_uid) is named by its
+ * VirtualMachineInstance: with pod metadata (pm, may be NULL), from a virt-launcher pod's labels
+ * (kubevirt.io=virt-launcher, kubevirt.io/domain, vm.kubevirt.io/name) and the pod's namespace
+ * and name; a pod known to be no virt-launcher leaves the VM as it is (a Kata sandbox's QEMU);
+ * without the pod's metadata, from its libvirt domain name, <namespace>_<vmi>, when both parts
+ * are valid Kubernetes names. A KubeVirt VM gets platform "kubevirt", name = the VMI's, and
+ * owner.namespace_ (and pod_name, instance_name = its VirtualMachine, where the pod says).
+ */
+struct vw_podmeta;
+void vw_vm_kubevirt_resolve(struct vw_vm_info *vms, size_t n, struct vw_podmeta *pm);
+/* Whether a libvirt domain name is KubeVirt's <namespace>_<vmi>: the parts into ns and vmi. */
+bool vw_vm_kubevirt_split(const char *domain, char ns[64], char vmi[254]);
+/* Whether the VM is counted as KubeVirt's (its QEMU's energy is the VM's, not its pod's). */
+bool vw_vm_is_kubevirt(const struct vw_vm_info *vm);
 
 /*
  * The running VM of vms[0..n) a vGPU serves, its UUID into out: by the VM id its driver gives

@@ -297,17 +297,18 @@ static int level_of(const struct vw_metric_family *f)
 	return -1;
 }
 
-/* Whether f's labels are the level's carbon labels but intensity_source (the contract). */
+/* Whether f's labels start with the level's carbon labels but intensity_source (the contract;
+ * labels after them, --vm.info-labels' on the VM series, are not carbon's): how many in *ret_n. */
 static bool labels_match(const struct vw_metric_family *f, enum level l, size_t *ret_n)
 {
 	const char *const *want = carbon_families[l].labels;
 	size_t n = 0;
 
-	for (; f->labels && f->labels[n]; n++)
-		if (!want[n] || strcmp(want[n], f->labels[n]) != 0)
+	for (; want[n] && strcmp(want[n], "intensity_source") != 0; n++)
+		if (!f->labels || !f->labels[n] || strcmp(want[n], f->labels[n]) != 0)
 			return false;
 	*ret_n = n;
-	return want[n] && strcmp(want[n], "intensity_source") == 0 && !want[n + 1];
+	return want[n] && !want[n + 1];
 }
 
 static char *identity(enum level l, const struct vw_metric_family *f, const char *const *values,

@@ -569,6 +569,13 @@ static int flags_apply(struct loader *ld, const struct flag_arg *args, size_t n,
 
 /* ---- loading ------------------------------------------------------------------------------- */
 
+const void *vw_config_field(const struct vw_config_program *p, const void *cfg, const char *flag)
+{
+	const struct vw_option *o = p && cfg && flag ? vw_opt_by_flag(p, flag) : NULL;
+
+	return o ? vw_opt_cfield(o, cfg) : NULL;
+}
+
 void vw_config_free(const struct vw_config_program *p, void *cfg)
 {
 	if (!p || !cfg)

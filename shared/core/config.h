@@ -113,6 +113,8 @@ int vw_config_load_warn(const struct vw_config_program *p, void *cfg, int argc, 
  * vw_config_load runs it first; a selfcheck test can run it on every daemon's table.
  */
 int vw_config_check(const struct vw_config_program *p, char *err, size_t errlen);
+/* The field in cfg of the option whose flag is `flag` (its type the option's); NULL: none. */
+const void *vw_config_field(const struct vw_config_program *p, const void *cfg, const char *flag);
 /* Free the strings and lists the loader allocated. */
 void vw_config_free(const struct vw_config_program *p, void *cfg);
 /* --help (all false: the common headings) and --help-all (all true: every option). */

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * libcurl, loaded on first use (dynlib.h): the kubelet's pod metadata, a BMC over Redfish and
- * a model server are the only users, and most nodes have none of them; libcurl with OpenSSL
- * and Kerberos is ~3.5 MiB of a daemon's resident memory. These are the calls the daemons
- * make. The two variadic ones carry one argument whose type the option's range names
+ * libcurl, loaded on first use (dynlib.h) by the one HTTP client (http_client.c), whose users
+ * are the kubelet's pod metadata, a BMC over Redfish, a model server and the OTLP push; most
+ * nodes have none of them, and libcurl with OpenSSL and Kerberos is ~3.5 MiB of a daemon's
+ * resident memory. These are the calls the client makes. The two variadic ones carry one argument whose type the option's range names
  * (curl.h: CURLOPTTYPE_*; every CURLINFO takes a pointer).
  */
 #define CURL_DISABLE_TYPECHECK

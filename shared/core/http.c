@@ -4,15 +4,16 @@
  * (MHD_OPTION_LISTEN_SOCKET), run MHD's internal thread on epoll (poll where epoll is missing)
  * with connection, per-IP, timeout and memory limits, route MHD's log to vw_log, answer only
  * GET and HEAD, never read a request body (no PostProcessor) and serve /metrics from the last
- * published snapshot: a scrape takes a reference under a mutex and does no other work. A request
+ * published snapshot (exposition.c): a scrape takes a reference and does no other work. A request
  * that negotiates OpenMetrics is noted, so the daemon renders it for the next snapshots; until
  * one has it, such a request is served the text rendering.
  *
  * With a web config (webconfig.h): TLS through MHD's GnuTLS, client certificates checked per
  * client_auth_type on the connection's GnuTLS session, rate_limit, then basic auth (webauth.h)
- * on every path not excluded, all before routing. A watcher thread re-reads the file and the
- * files it names every few seconds; a change starts a new MHD daemon on the same socket and
- * retires the old one, a broken change keeps the old one.
+ * on every path not excluded, all before routing. A housekeeping thread checks the file and
+ * the files it names every few seconds (webconfig_watch.c decides what may be applied); a
+ * change starts a new MHD daemon on the same socket and retires the old one, a broken change
+ * keeps the old one.
  */
 #include "http.h"
 
@@ -20,7 +21,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netdb.h>
@@ -33,7 +33,6 @@
 #include <strings.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -41,13 +40,13 @@
 #include "conntable.h"
 #include "crypt_lazy.h"
 #include "fileio.h"
-#include "gzip.h"
 #include "log.h"
 #include "macro.h"
 #include "prom.h"
 #include "thread.h"
 #include "webauth.h"
 #include "webconfig.h"
+#include "webconfig_watch.h"
 
 /* enum MHD_Result replaced int in 0.9.71 (collectd write_prometheus.c does the same). */
 #if MHD_VERSION >= 0x00097002
@@ -69,216 +68,6 @@
 #define CONNECTION_MEMORY (32 * 1024) /* request headers and MHD's buffers, per connection */
 #define LISTEN_BACKLOG 64
 #define ALLOWED_METHODS "GET, HEAD"
-
-/* ---- Exposition snapshots ---- */
-
-/* One published pair of renderings, freed when the last scrape using it is done. */
-struct snapshot {
-	unsigned refs;
-	uint64_t gen;
-	char *text;
-	size_t text_len;
-	char *om;
-	size_t om_len;
-	/* gzip of each, made by the first scrape that accepts gzip (under gz_lock), then kept:
-	 * compressed once per snapshot, not per scrape */
-	pthread_mutex_t gz_lock;
-	char *gz[2];
-	size_t gz_len[2];
-	bool gz_failed[2];
-};
-
-struct vw_exposition {
-	pthread_mutex_t lock;
-	struct snapshot *cur;
-	uint64_t gen;        /* of the last publish, under lock */
-	uint64_t served_gen; /* highest generation a GET /metrics has served; atomic */
-	uint64_t published_ns; /* vw_now_ns() of the last publish, 0 before; atomic */
-	uint64_t om_asked_ns;  /* latest request for OpenMetrics (at least 1), 0: none; atomic */
-	uint64_t compressions; /* gzip renderings made; atomic */
-};
-
-/* *p = max(*p, v), for values several threads raise. */
-static void atomic_raise(uint64_t *p, uint64_t v)
-{
-	uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
-
-	while (cur < v &&
-	       !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-		;
-}
-
-static void snapshot_unref(struct snapshot *s)
-{
-	if (!s || __atomic_sub_fetch(&s->refs, 1, __ATOMIC_ACQ_REL) != 0)
-		return;
-	free(s->text);
-	free(s->om);
-	free(s->gz[0]);
-	free(s->gz[1]);
-	pthread_mutex_destroy(&s->gz_lock);
-	free(s);
-}
-
-uint64_t vw_exposition_compressions(struct vw_exposition *x)
-{
-	return __atomic_load_n(&x->compressions, __ATOMIC_ACQUIRE);
-}
-
-/* The gzip of the snapshot's text (om false) or OpenMetrics rendering, made on first use;
- * NULL when it cannot be made (then the plain body is sent). */
-static const char *snapshot_gzip(struct vw_exposition *x, struct snapshot *s, bool om,
-				 size_t *ret_len)
-{
-	const char *gz = NULL;
-
-	pthread_mutex_lock(&s->gz_lock);
-	if (!s->gz[om] && !s->gz_failed[om]) {
-		int r = vw_gzip(om ? s->om : s->text, om ? s->om_len : s->text_len, &s->gz[om],
-				&s->gz_len[om]);
-
-		s->gz_failed[om] = r < 0;
-		if (r == 0)
-			__atomic_add_fetch(&x->compressions, 1, __ATOMIC_RELEASE);
-	}
-	gz = s->gz[om];
-	*ret_len = s->gz_len[om];
-	pthread_mutex_unlock(&s->gz_lock);
-	return gz;
-}
-
-struct vw_exposition *vw_exposition_new(void)
-{
-	struct vw_exposition *x = calloc(1, sizeof(*x));
-	int r;
-
-	if (!x)
-		return NULL;
-	r = pthread_mutex_init(&x->lock, NULL);
-	if (r != 0) {
-		free(x);
-		errno = r;
-		return NULL;
-	}
-	return x;
-}
-
-void vw_exposition_free(struct vw_exposition *x)
-{
-	if (!x)
-		return;
-	snapshot_unref(x->cur);
-	pthread_mutex_destroy(&x->lock);
-	free(x);
-}
-
-uint64_t vw_exposition_publish(struct vw_exposition *x, char *text, size_t text_len, char *om,
-			       size_t om_len)
-{
-	struct snapshot *s, *old;
-	uint64_t gen;
-
-	if (!x || !text) {
-		free(text);
-		free(om);
-		return 0;
-	}
-	s = malloc(sizeof(*s));
-	if (!s) {
-		vw_error("http: publish snapshot: %s", strerror(ENOMEM));
-		free(text);
-		free(om);
-		return 0;
-	}
-	*s = (struct snapshot){.refs = 1, .text = text, .text_len = text_len, .om = om,
-			       .om_len = om ? om_len : 0};
-	pthread_mutex_init(&s->gz_lock, NULL);
-	pthread_mutex_lock(&x->lock);
-	gen = s->gen = ++x->gen;
-	old = x->cur;
-	x->cur = s;
-	__atomic_store_n(&x->published_ns, vw_now_ns(), __ATOMIC_RELEASE);
-	pthread_mutex_unlock(&x->lock);
-	snapshot_unref(old);
-	return gen;
-}
-
-uint64_t vw_exposition_served(struct vw_exposition *x)
-{
-	return __atomic_load_n(&x->served_gen, __ATOMIC_ACQUIRE);
-}
-
-static void mark_served(struct vw_exposition *x, uint64_t gen)
-{
-	atomic_raise(&x->served_gen, gen);
-}
-
-void vw_exposition_openmetrics_asked(struct vw_exposition *x, uint64_t now_ns)
-{
-	if (x)
-		atomic_raise(&x->om_asked_ns, VW_MAX(now_ns, 1));
-}
-
-bool vw_exposition_openmetrics_wanted(struct vw_exposition *x, uint64_t now_ns)
-{
-	uint64_t at = x ? __atomic_load_n(&x->om_asked_ns, __ATOMIC_ACQUIRE) : 0;
-
-	/* A request noted after the caller read its clock counts as now. */
-	return at && (now_ns <= at || now_ns - at <= VW_EXPOSITION_OM_WINDOW_NS);
-}
-
-/* The current snapshot with a reference taken, or NULL before the first publish. */
-static struct snapshot *exposition_get(struct vw_exposition *x)
-{
-	struct snapshot *s;
-
-	pthread_mutex_lock(&x->lock);
-	s = x->cur;
-	if (s)
-		__atomic_add_fetch(&s->refs, 1, __ATOMIC_RELAXED);
-	pthread_mutex_unlock(&x->lock);
-	return s;
-}
-
-int vw_exposition_copy(struct vw_exposition *x, int om, char **ret, size_t *ret_len)
-{
-	struct snapshot *s = exposition_get(x);
-	const char *src;
-	size_t len;
-	char *buf;
-
-	if (!s)
-		return -EAGAIN;
-	src = om && s->om ? s->om : s->text;
-	len = om && s->om ? s->om_len : s->text_len;
-	buf = malloc(len + 1);
-	if (buf) {
-		memcpy(buf, src, len);
-		buf[len] = '\0';
-		*ret = buf;
-		*ret_len = len;
-	}
-	snapshot_unref(s);
-	return buf ? 0 : -ENOMEM;
-}
-
-bool vw_exposition_ready(struct vw_exposition *x)
-{
-	struct snapshot *s = x ? exposition_get(x) : NULL;
-
-	snapshot_unref(s);
-	return s != NULL;
-}
-
-uint64_t vw_exposition_age_ns(struct vw_exposition *x)
-{
-	uint64_t at = x ? __atomic_load_n(&x->published_ns, __ATOMIC_ACQUIRE) : 0, now;
-
-	if (!at)
-		return UINT64_MAX;
-	now = vw_now_ns();
-	return now > at ? now - at : 0;
-}
 
 /* ---- Listen address ---- */
 
@@ -421,25 +210,6 @@ static int bound_port(int fd, uint16_t *ret)
 
 #define WEBCONFIG_CHECK_MS 2000 /* how often the web config and its files are checked */
 #define WEBCONFIG_SETTLE_S 30	/* a weaker file must stay unchanged this long (and say so) */
-#define CONFIG_DIGEST_LEN 32	/* SHA-256 of the web config's text */
-
-/* The web config file and the files it names, as last loaded: a change means a reload. */
-struct file_stamp {
-	bool present;
-	dev_t dev;
-	ino_t ino;
-	off_t size;
-	struct timespec mtime, ctime;
-};
-
-enum { STAMP_CONFIG, STAMP_CERT, STAMP_KEY, STAMP_CA, N_STAMPS };
-
-/* What a poll saw: the files' stamps and a digest of the config's text. */
-struct config_seen {
-	struct file_stamp stamps[N_STAMPS];
-	uint8_t digest[CONFIG_DIGEST_LEN];
-};
-
 /*
  * One running MHD daemon and the web config it was started with. A reload starts a new one on
  * the same listening socket, then retires the old: TLS settings are fixed per MHD daemon.
@@ -475,12 +245,7 @@ struct vw_http {
 	/* --web.config-file: re-read when it or a file it names changes */
 	char *web_config_file;
 	unsigned reload_poll_ms, reload_settle_s;
-	/* watcher thread only: what is loaded; a different state seen by the last poll and when
-	 * it was first seen (applied only once a second poll sees it unchanged) */
-	struct config_seen loaded, pending;
-	bool has_pending;
-	uint64_t pending_since_ns;
-	struct vw_complaint reload_complaint, weaker_complaint;
+	struct vw_webconfig_watch *watch; /* with web_config_file; the watcher thread's */
 	pthread_t watcher;
 	bool watching, stopping; /* stopping: under watch_lock */
 	pthread_mutex_t watch_lock;
@@ -566,7 +331,7 @@ static VW_MHD_RESULT reply_text(const struct server *s, struct MHD_Connection *c
 
 static void snapshot_release(void *cls)
 {
-	snapshot_unref(cls);
+	vw_snapshot_unref(cls);
 }
 
 /*
@@ -615,11 +380,11 @@ static VW_MHD_RESULT serve_metrics(struct server *srv, struct MHD_Connection *c)
 	const char *ae = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
 						     MHD_HTTP_HEADER_ACCEPT_ENCODING);
 	enum vw_prom_format fmt = vw_prom_negotiate(accept);
-	struct snapshot *s = exposition_get(h->x);
+	struct vw_snapshot *s = vw_exposition_take(h->x);
 	struct MHD_Response *resp;
-	const char *body, *gz = NULL;
-	size_t len, gz_len = 0;
-	bool om;
+	const char *body;
+	size_t len = 0;
+	bool gz = false;
 
 	/* Noted first: a scraper that asks before the first snapshot gets OpenMetrics in it. */
 	if (vw_prom_is_openmetrics(fmt))
@@ -628,22 +393,16 @@ static VW_MHD_RESULT serve_metrics(struct server *srv, struct MHD_Connection *c)
 		return reply_text(srv, c, MHD_HTTP_SERVICE_UNAVAILABLE,
 				  "no metrics published yet\n", NULL, NULL);
 	/* Not rendered (nobody asked before this snapshot): text, announced as text. */
-	if (vw_prom_is_openmetrics(fmt) && !s->om)
+	if (vw_prom_is_openmetrics(fmt) && !vw_snapshot_has_openmetrics(s))
 		fmt = VW_PROM_TEXT_0_0_4;
-	om = vw_prom_is_openmetrics(fmt);
-	mark_served(h->x, s->gen);
-	body = om ? s->om : s->text;
-	len = om ? s->om_len : s->text_len;
-	if (vw_http_accepts_gzip(ae))
-		gz = snapshot_gzip(h->x, s, om, &gz_len);
-	if (gz)
-		body = gz, len = gz_len;
+	body = vw_snapshot_serve(h->x, s, vw_prom_is_openmetrics(fmt), vw_http_accepts_gzip(ae),
+				 &len, &gz);
 #if MHD_VERSION >= 0x00097302
 	/* Zero-copy: the response holds the reference until MHD is done sending. */
 	resp = MHD_create_response_from_buffer_with_free_callback_cls(len, (void *)body,
 								      snapshot_release, s);
 	if (!resp)
-		snapshot_unref(s);
+		vw_snapshot_unref(s);
 #else
 	resp = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
 	snapshot_release(s);
@@ -1328,152 +1087,26 @@ static struct server *server_new(struct vw_http *h, struct vw_webconfig *wc)
 
 /* ---- Web config reloads ---- */
 
-static void stamp_take(const char *path, struct file_stamp *st)
-{
-	struct stat sb;
-
-	memset(st, 0, sizeof(*st)); /* compared with memcmp: padding zeroed */
-	if (!path || stat(path, &sb) < 0)
-		return;
-	st->present = true;
-	st->dev = sb.st_dev;
-	st->ino = sb.st_ino;
-	st->size = sb.st_size;
-	st->mtime = sb.st_mtim;
-	st->ctime = sb.st_ctim;
-}
-
-/* The stamps of the config file and of the files wc names, and the digest of text. */
-static void config_seen_take(const char *config, const struct vw_webconfig *wc, const char *text,
-			     size_t len, struct config_seen *seen)
-{
-	memset(seen, 0, sizeof(*seen));
-	stamp_take(config, &seen->stamps[STAMP_CONFIG]);
-	stamp_take(wc ? wc->cert_file : NULL, &seen->stamps[STAMP_CERT]);
-	stamp_take(wc ? wc->key_file : NULL, &seen->stamps[STAMP_KEY]);
-	stamp_take(wc ? wc->client_ca_file : NULL, &seen->stamps[STAMP_CA]);
-	if (text)
-		gnutls_hash_fast(GNUTLS_DIG_SHA256, text, len, seen->digest);
-}
-
-/* The config file's text (malloc'd, NUL-terminated): 0 or -errno with the reason in err. */
-static int config_text_read(const char *path, char **ret, size_t *ret_len, char *err,
-			    size_t errlen)
-{
-	int r = vw_read_whole_at(AT_FDCWD, path, VW_WEBCONFIG_MAX_BYTES, ret, ret_len);
-
-	if (r < 0)
-		snprintf(err, errlen, "%s: %s", path,
-			 r == -EFBIG ? "larger than 256 KiB" : strerror(-r));
-	return r;
-}
-
-static int webconfig_read(const char *path, struct vw_webconfig **ret, struct config_seen *seen)
-{
-	char err[1024] = "";
-	_cleanup_free_ char *text = NULL;
-	size_t len = 0;
-	int r = config_text_read(path, &text, &len, err, sizeof(err));
-
-	if (r == 0)
-		r = vw_webconfig_load_buf(path, text, len, ret, err, sizeof(err));
-	if (r < 0) {
-		vw_error("http: web config: %s", err[0] ? err : strerror(-r));
-		return r;
-	}
-	config_seen_take(path, *ret, text, len, seen);
-	return 0;
-}
-
 /*
- * A reload that would weaken security (vw_webconfig_diff) is applied only when the file says
- * so explicitly and has stayed as it is for the settle period: a file caught half-written, cut
- * short or emptied by a careless copy never turns TLS or authentication off.
- */
-static bool weaker_allowed(struct vw_http *h, const char *text, size_t len, uint64_t now,
-			   const char *changes)
-{
-	bool marked = vw_webconfig_allows_weaker(text, len);
-	uint64_t settled = now - h->pending_since_ns;
-
-	if (marked && settled >= (uint64_t)h->reload_settle_s * VW_NSEC_PER_SEC)
-		return true;
-	vw_complain(&h->weaker_complaint, VW_LOG_WARN,
-		    "http: web config %s changed but would weaken security (%s): refused, still "
-		    "serving the previous configuration; to apply it on purpose, add the line "
-		    "'%s' and leave the file unchanged for %u s%s",
-		    h->web_config_file, changes, VW_WEBCONFIG_WEAKER_MARKER, h->reload_settle_s,
-		    marked ? " (it has the line; waiting for the file to settle)" : "");
-	return false;
-}
-
-/*
- * The watcher's check. A change (the file's size, times, inode or text, or those of the files
- * it names) is only noted at first; it is loaded once the next poll sees the same state, so a
- * file being written is never loaded half-way. A loadable file starts a new server, which then
- * replaces the old one, and what changed is logged at warn. A broken file keeps the previous
- * configuration (retried, its complaint rate-limited), and so does a weaker one unless it is
- * marked and settled (weaker_allowed).
+ * The watcher's check (webconfig_watch.h decides what may be applied): a configuration to
+ * apply starts a new server, which then replaces the old one, and what changed is logged at
+ * warn; one that cannot be served keeps the old one.
  */
 static void webconfig_poll(struct vw_http *h)
 {
-	struct config_seen now;
 	struct vw_webconfig *wc = NULL;
-	_cleanup_free_ char *text = NULL;
-	char err[1024] = "", changes[1024];
+	char changes[1024];
 	struct server *s, *old = h->srv;
-	uint64_t t = vw_now_ns();
-	size_t len = 0;
-	bool weaker;
-	int r;
+	bool weaker = false;
 
-	r = config_text_read(h->web_config_file, &text, &len, err, sizeof(err));
-	config_seen_take(h->web_config_file, old->wc, r == 0 ? text : NULL, len, &now);
-	if (memcmp(&now, &h->loaded, sizeof(now)) == 0) {
-		h->has_pending = false;
-		vw_release(&h->weaker_complaint, VW_LOG_WARN,
-			   "http: web config %s is back to the configuration being served",
-			   h->web_config_file);
+	if (vw_webconfig_watch_poll(h->watch, old->wc, &wc, changes, sizeof(changes), &weaker) <= 0)
 		return;
-	}
-	if (!h->has_pending || memcmp(&now, &h->pending, sizeof(now)) != 0) {
-		h->pending = now;
-		h->has_pending = true;
-		h->pending_since_ns = t;
-		vw_debug("http: web config %s changed; applied once unchanged for one more check",
-			 h->web_config_file);
-		return;
-	}
-	if (r == 0)
-		r = vw_webconfig_load_buf(h->web_config_file, text, len, &wc, err, sizeof(err));
-	if (r < 0) {
-		vw_complain(&h->reload_complaint, VW_LOG_ERROR,
-			    "http: web config changed but is not usable, keeping the previous one: %s",
-			    err[0] ? err : strerror(-r));
-		return;
-	}
-	weaker = vw_webconfig_diff(old->wc, wc, changes, sizeof(changes));
-	if (weaker && !weaker_allowed(h, text, len, t, changes)) {
-		vw_webconfig_free(wc);
-		return;
-	}
-	config_seen_take(h->web_config_file, wc, text, len, &now);
 	s = server_new(h, wc);
-	if (!s) {
-		vw_complain(&h->reload_complaint, VW_LOG_ERROR,
-			    "http: web config %s changed but cannot be served, keeping the previous "
-			    "one", h->web_config_file);
+	vw_webconfig_watch_done(h->watch, s != NULL, weaker);
+	if (!s)
 		return;
-	}
-	vw_release(&h->reload_complaint, VW_LOG_INFO, "http: web config %s usable again",
-		   h->web_config_file);
-	vw_release(&h->weaker_complaint, VW_LOG_WARN, "http: web config %s: %s",
-		   h->web_config_file, weaker ? "weaker settings applied as the file asks"
-					      : "a file that does not weaken security replaced the refused one");
 	webconfig_log(s->wc, h->web_config_file);
 	h->srv = s;
-	h->loaded = now;
-	h->has_pending = false;
 	server_free(old);
 	vw_warn("http: web config %s reloaded: %s", h->web_config_file, changes);
 }
@@ -1562,6 +1195,7 @@ static void http_free(struct vw_http *h)
 	free(h->index_html);
 	free(h->listen_address);
 	free(h->web_config_file);
+	vw_webconfig_watch_free(h->watch);
 	free(h);
 }
 
@@ -1615,7 +1249,9 @@ static int http_init(struct vw_http *h, const struct vw_http_opts *opts, struct 
 	pthread_mutex_init(&h->watch_lock, NULL);
 	h->listen_address = strdup(opts->listen_address);
 	h->web_config_file = wcf && *wcf ? strdup(wcf) : NULL;
-	if (!h->listen_address || (wcf && *wcf && !h->web_config_file))
+	h->watch = h->web_config_file
+			   ? vw_webconfig_watch_new(h->web_config_file, h->reload_settle_s) : NULL;
+	if (!h->listen_address || (wcf && *wcf && (!h->web_config_file || !h->watch)))
 		return -ENOMEM;
 	connections_clamp(h);
 	h->conns = vw_conntable_new(h->max_connections, h->per_ip_connections);
@@ -1632,7 +1268,7 @@ static int http_serve(struct vw_http *h)
 	int r;
 
 	if (h->web_config_file) {
-		r = webconfig_read(h->web_config_file, &wc, &h->loaded);
+		r = vw_webconfig_watch_load(h->watch, &wc);
 		if (r < 0)
 			return r;
 		webconfig_log(wc, h->web_config_file);

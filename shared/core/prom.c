@@ -120,8 +120,23 @@ size_t vw_prom_escape_label(const char *in, char *out, size_t outlen)
 		return 0;
 	while (s && *s) {
 		const char *piece = (const char *)s;
-		size_t take = 1, used = 1;
+		size_t take = 1, used = 1, run = 0;
 		bool esc = *s == '\\' || *s == '"';
+
+		/* A run of printable ASCII needing no escape: copied whole, as far as it fits. */
+		while (s[run] >= 0x20 && s[run] < 0x7f && s[run] != '\\' && s[run] != '"')
+			run++;
+		if (run) {
+			size_t fit = VW_MIN(run, VW_MIN(VW_PROM_LABEL_MAX - clean, outlen - 1 - len));
+
+			memcpy(out + len, s, fit);
+			len += fit;
+			clean += fit;
+			s += fit;
+			if (fit < run)
+				break;
+			continue;
+		}
 
 		if (*s < 0x20 || *s >= 0x7f)
 			used = label_char(s, &piece, &take);
@@ -182,6 +197,25 @@ static size_t format_double(double v, char out[NUM_MAX])
 		return (size_t)snprintf(out, NUM_MAX, "NaN");
 	if (isinf(v))
 		return (size_t)snprintf(out, NUM_MAX, "%s", v > 0 ? "+Inf" : "-Inf");
+	/* An integer below 1e15 (counts, states, most counters): "%.15g" prints its digits and
+	 * strtod gives it back; written here without printf and strtod, the same text. */
+	if (v > -1e15 && v < 1e15 && v == (double)(int64_t)v && !(v == 0 && signbit(v))) {
+		int64_t i = (int64_t)v;
+		uint64_t u = i < 0 ? (uint64_t)-i : (uint64_t)i;
+		char tmp[24];
+		size_t k = 0;
+
+		do {
+			tmp[k++] = (char)('0' + u % 10);
+			u /= 10;
+		} while (u);
+		if (i < 0)
+			out[n++] = '-';
+		while (k)
+			out[n++] = tmp[--k];
+		out[n] = '\0';
+		return (size_t)n;
+	}
 	for (int prec = 15; prec <= 17; prec++) {
 		n = snprintf(out, NUM_MAX, "%.*g", prec, v);
 		if (strtod(out, NULL) == v)
@@ -220,8 +254,13 @@ static bool help_valid(const char *help)
 		return false;
 	while (*s) {
 		uint32_t cp;
-		size_t n = vw_utf8_decode(s, SIZE_MAX, &cp);
+		size_t n;
 
+		if (*s >= 0x20 && *s < 0x7f) { /* printable ASCII: valid, no control */
+			s++;
+			continue;
+		}
+		n = vw_utf8_decode(s, SIZE_MAX, &cp);
 		if (n == 0 || (is_control(cp) && cp != '\n'))
 			return false;
 		s += n;
@@ -428,8 +467,13 @@ static void put_help(struct vw_prom_writer *w, const struct vw_metric_family *f,
 {
 	bool om = w->fmt == VW_PROM_OPENMETRICS_1_0_0;
 	size_t hlen = strlen(f->help), cap = 2 * hlen + 1;
-	_cleanup_free_ char *esc = malloc(cap);
+	_cleanup_free_ char *esc = NULL;
 
+	if (strcspn(f->help, om ? "\\\n\"" : "\\\n") == hlen) { /* nothing to escape: as is */
+		put_meta(w, "HELP", f->name, nlen, f->help, hlen);
+		return;
+	}
+	esc = malloc(cap);
 	if (!esc) {
 		w->fam_err = w->fam_err ? w->fam_err : -ENOMEM;
 		return;

@@ -7,13 +7,15 @@
  * its own bpf(2) wrappers (bpf_sys.c): libbpf is loaded in the child alone.
  *
  * At open the seed iterator gives every older thread's runtime: summed per process, the bases
- * (struct base) subtracted from what later reads find, so values count from open. A read takes,
+ * subtracted from what later reads find, so values count from open. A read takes,
  * in this order: the per-process map (time of exited threads, exit marks), then the read
  * iterator (every live thread's runtime, as the scheduler counts it). The iterator can only miss
  * what moved into the map meanwhile, never count it twice: a read can be a slice short, and the
  * history layer holds the value until the next read catches up. Exited processes are reported
  * once and deleted from the map. Every process carries the id of the cgroup it ran in last (in
  * the hierarchy vw_cpu_env.cgroup_v1 names); per-cgroup totals are the kernel's (cgroupfs.h).
+ * The records become the table in cpu_bpf_records.c (fuzzed), the ghost check's cadence is
+ * cpu_ghost.c's; this file makes the bpf(2) calls around them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -30,26 +32,16 @@
 #include "cpu_account.h"
 #include "cpu_account_priv.h"
 #include "cpu_bpf_priv.h"
+#include "cpu_bpf_records.h"
+#include "cpu_ghost.h"
 #include "cpu_time.h"
 #include "fileio.h"
 #include "log.h"
 #include "perf_counters.h"
-#include "sort.h"
 
 #define BATCH_MIN 256u
 #define ENOTSUPP_KERNEL 524 /* the kernel's internal ENOTSUPP, leaked by some map ops */
 #define VW_BPF_MAX_CPUS 65536 /* the loader child's count, checked: it sizes per-CPU reads */
-/* The ghost check (ghost_check()): a process known only from its exited threads for this many
- * reads in a row, and for GHOST_QUIET_NS since the first of them (its frees' RCU grace period
- * is long past), is looked up in /proc, then again every GHOST_RECHECK reads (a zombie whose
- * parent has not reaped it yet), at most GHOST_BUDGET lookups a read. */
-#define GHOST_QUIET_READS 2u
-#define GHOST_QUIET_NS (500 * VW_NSEC_PER_MSEC)
-#define GHOST_RECHECK 4u
-#define GHOST_BUDGET 4096u /* a mass kill's lost frees are all caught in one read (a lookup
-			    * is one small /proc read: ~10 us, 40 ms at the most, then nothing); a
-			    * process left over the budget waits for its GHOST_RECHECK turn */
-#define GHOST_RING 256u /* read times kept: quiet counts up to 255 */
 
 
 /* A hw_procs entry as read, and a key the collector saw without a process. */
@@ -65,21 +57,10 @@ struct hw_key {
 	uint64_t start_ns;
 };
 
-/* A process that was running at open: its threads' runtime then, left out of every read. */
-struct base {
-	uint32_t tgid;
-	uint64_t start_time; /* ticks, as vw_proc_cpu */
-	uint64_t ns;         /* BASE_GONE once its exit was reported */
-};
-
-#define BASE_GONE UINT64_MAX
-
 struct bpf_state {
 	int fd[VW_BPF_FD__MAX]; /* from the loader child, -1 where absent */
 	int procfd;             /* the procfs root (a dup): the ghost check's */
-	uint64_t ghosts;        /* processes the ghost check reported exited */
-	uint64_t n_reads;       /* reads finished */
-	uint64_t read_ns[GHOST_RING]; /* CLOCK_MONOTONIC of read k at [k % GHOST_RING] */
+	struct vw_ghost_check ghost;
 	struct vw_complaint ghost_complaint;
 	bool no_batch;
 	int ncpus;
@@ -89,14 +70,11 @@ struct bpf_state {
 	struct vw_bpf_task_rec *walk_map; /* its first walk_len bytes, mapped; or NULL */
 	size_t walk_len;
 	struct vw_complaint walk_complaint;
-	struct base *base; /* sorted by tgid, start_time */
-	size_t n_base, n_base_gone;
+	struct vw_bpf_bases bases;
 	/* scratch reused between reads */
 	struct vw_bpf_iter_buf iter;
 	struct vw_bpf_task_rec *live; /* this read's records: in walk_map or iter */
 	size_t n_live;
-	uint32_t *exited;
-	size_t n_exited, cap_exited;
 	void *keys, *vals;
 	uint32_t batch_cap;
 	struct vw_bpf_cpu *cpu_a; /* the per-CPU value, ncpus */
@@ -167,9 +145,8 @@ static void bpf_close(void *state)
 	vw_cpu_bpf_close_fds(s->fd, VW_BPF_FD__MAX);
 	vw_closep(&s->procfd);
 	vw_cpu_history_free(&s->hist);
-	free(s->base);
+	vw_bpf_bases_free(&s->bases);
 	free(s->iter.p);
-	free(s->exited);
 	free(s->keys);
 	free(s->vals);
 	free(s->cpu_a);
@@ -183,6 +160,7 @@ static void bpf_close(void *state)
 }
 
 static int bases_read(struct bpf_state *s);
+static int ghost_gone(void *ctx, const struct vw_proc_cpu *p);
 
 /* One fd of s->fd closed before the others: -1 from now on (bpf_close closes the rest). */
 static void close_slot(struct bpf_state *s, int k)
@@ -259,6 +237,7 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 		goto fail;
 	}
 	s->ns_per_tick = vw_cpu_ns_per_tick();
+	s->ghost = (struct vw_ghost_check){ .budget = VW_GHOST_BUDGET, .gone = ghost_gone, .ctx = s };
 	s->no_batch = env->flags & VW_CPU_BPF_NO_BATCH;
 	q.max_procs = env->max_procs ? env->max_procs : VW_CPU_DEFAULT_MAX_PROCS;
 	q.flags = env->flags;
@@ -401,149 +380,20 @@ static int map_for_each(struct bpf_state *s, struct vw_cpu_table *t, int fd, siz
 	return for_each_key(s, t, fd, ksz, vsz, fn);
 }
 
-static void comm_copy(char dst[VW_COMM_LEN], const char src[VW_BPF_COMM_LEN])
-{
-	_Static_assert(VW_COMM_LEN == VW_BPF_COMM_LEN, "comm sizes");
-	memcpy(dst, src, VW_COMM_LEN);
-	dst[VW_COMM_LEN - 1] = '\0';
-}
-
 static int add_proc(struct bpf_state *s, struct vw_cpu_table *t, const void *key, const void *val)
 {
-	const struct vw_bpf_proc *v = val;
-	struct vw_proc_cpu *p = vw_cpu_table_new_proc(t);
-
-	if (!p)
-		return -ENOMEM;
-	memcpy(&p->tgid, key, sizeof(p->tgid));
-	p->cgroup_id = v->cgroup_id;
-	p->cpu_ns = v->dead_ns;
-	p->start_time = v->start_ns / s->ns_per_tick;
-	comm_copy(p->comm, v->comm);
-	p->exited = v->exited != 0;
-	if (!p->exited)
-		return 0;
-	if (vw_array_grow((void **)&s->exited, sizeof(*s->exited), s->n_exited, &s->cap_exited) < 0)
-		return -ENOMEM;
-	s->exited[s->n_exited++] = p->tgid;
-	return 0;
+	return vw_bpf_rec_add_proc(t, key, val, s->ns_per_tick);
 }
 
-static int cmp_rec(const void *a, const void *b)
-{
-	const struct vw_bpf_task_rec *x = a, *y = b;
-	bool xl = x->pid == x->tgid, yl = y->pid == y->tgid;
-
-	if (x->tgid != y->tgid)
-		return x->tgid < y->tgid ? -1 : 1;
-	return xl != yl ? (xl ? -1 : 1) : 0; /* the group leader first */
-}
-
-/*
- * Live threads from the read iterator: their time since open goes to their process (created
- * here when no thread of it has exited yet). t is sorted.
- */
-static int add_live(struct bpf_state *s, struct vw_cpu_table *t)
-{
-	struct vw_bpf_task_rec *recs = s->live;
-	size_t n = s->n_live, n_sorted = t->n_procs;
-
-	/* The walk's come in task-list (creation) order: a run of PIDs per wrap of pid_max. */
-	vw_sort_runs(recs, n, sizeof(*recs), cmp_rec);
-	for (size_t i = 0, j; i < n; i = j) {
-		const struct vw_bpf_task_rec *lead = &recs[i];
-		uint64_t start = lead->start_ns / s->ns_per_tick, runtime = 0;
-		const struct vw_proc_cpu *found;
-		struct vw_proc_cpu *p;
-
-		for (j = i; j < n && recs[j].tgid == lead->tgid; j++)
-			runtime += recs[j].runtime_ns;
-		found = vw_cpu_table_find_n(t, n_sorted, lead->tgid, start);
-		if (found && found->exited)
-			continue; /* cannot be: the iterator skips exiting threads */
-		p = found ? &t->procs[found - t->procs] : vw_cpu_table_new_proc(t);
-		if (!p)
-			return -ENOMEM;
-		p->tgid = lead->tgid;
-		p->start_time = start;
-		p->cpu_ns += runtime;
-		p->cgroup_id = lead->cgroup_id;
-		p->kind = lead->flags & VW_BPF_REC_KTHREAD ? VW_PROC_KIND_KTHREAD : VW_PROC_KIND_USER;
-		comm_copy(p->comm, lead->comm);
-	}
-	return 0;
-}
-
-/*
- * The seed iterator, once: each process running at open gets a base, its threads' runtime now.
- * Reads subtract it, so every value counts from open (a thread started later has no base).
- */
+/* The seed iterator, once: each process running at open gets a base, its threads' runtime now. */
 static int bases_read(struct bpf_state *s)
 {
-	struct vw_bpf_task_rec *recs;
-	size_t n;
 	int r = vw_cpu_bpf_iter_run(&s->iter, s->fd[VW_BPF_FD_ITER_SEED]);
 
 	close_slot(s, VW_BPF_FD_ITER_SEED);
 	if (r < 0)
 		return r;
-	if (s->iter.len % sizeof(*recs))
-		return -EBADMSG;
-	recs = (struct vw_bpf_task_rec *)s->iter.p;
-	n = s->iter.len / sizeof(*recs);
-	vw_sort_runs(recs, n, sizeof(*recs), cmp_rec);
-	s->base = calloc(n ? n : 1, sizeof(*s->base));
-	if (!s->base)
-		return -ENOMEM;
-	for (size_t i = 0, j; i < n; i = j) {
-		struct base *b = &s->base[s->n_base++];
-
-		*b = (struct base){ .tgid = recs[i].tgid,
-				    .start_time = recs[i].start_ns / s->ns_per_tick };
-		for (j = i; j < n && recs[j].tgid == recs[i].tgid; j++)
-			b->ns += recs[j].runtime_ns;
-	}
-	return 0;
-}
-
-static int cmp_base(uint32_t tgid, uint64_t start, const struct base *b)
-{
-	if (tgid != b->tgid)
-		return tgid < b->tgid ? -1 : 1;
-	return start < b->start_time ? -1 : start > b->start_time;
-}
-
-/*
- * Values from open: each process of the sorted table less its base. A value below its base (a
- * thread that exited between the map's read and the iterator's pass is in neither) reads 0
- * here, and the history layer keeps what the last read reported. An exited process's base goes
- * with its report.
- */
-static void bases_apply(struct bpf_state *s, struct vw_cpu_table *t)
-{
-	size_t j = 0, n = 0;
-
-	for (size_t i = 0; i < t->n_procs && j < s->n_base; i++) {
-		struct vw_proc_cpu *p = &t->procs[i];
-		int c = -1;
-
-		while (j < s->n_base && (c = cmp_base(p->tgid, p->start_time, &s->base[j])) > 0)
-			j++;
-		if (c != 0 || s->base[j].ns == BASE_GONE)
-			continue;
-		p->cpu_ns = p->cpu_ns > s->base[j].ns ? p->cpu_ns - s->base[j].ns : 0;
-		if (p->exited) {
-			s->base[j].ns = BASE_GONE;
-			s->n_base_gone++;
-		}
-	}
-	if (s->n_base_gone < 64 || s->n_base_gone < s->n_base / 2)
-		return;
-	for (size_t i = 0; i < s->n_base; i++)
-		if (s->base[i].ns != BASE_GONE)
-			s->base[n++] = s->base[i];
-	s->n_base = n;
-	s->n_base_gone = 0;
+	return vw_bpf_bases_parse(s->iter.p, s->iter.len, s->ns_per_tick, &s->bases);
 }
 
 /* The task/ iterator's records (one per thread) as this read's. */
@@ -811,69 +661,42 @@ static int proc_start_ticks(int procfd, uint32_t tgid, uint64_t *ret)
  * after a mass kill whose orphans init reaps, a share of those frees (5 to 45 % of 800 on
  * 6.18) never reached the program, though the tracepoint fired for each task and the
  * programs counted no recursion misses, and the processes stayed alive here for good. So a
- * process known only from the map (no live thread in the read: kind still unknown) for
- * GHOST_QUIET_READS reads in a row is looked up in /proc under the procfs root: gone, or its
+ * process known only from the map (no live thread in the read: kind still unknown) for a
+ * while is looked up in /proc under the procfs root (cpu_ghost.c says when): gone, or its
  * PID now another process's, it is reported exited with what the map holds (all but the
  * last moments of its threads after their exit) and its entry goes. A zombie not yet reaped
- * is still in /proc and stays alive, as it does there. Only such processes are looked at,
- * at most GHOST_BUDGET a read: a process with a live thread is never checked.
+ * is still in /proc and stays alive, as it does there. Only such processes are looked at: a
+ * process with a live thread is never checked.
  */
-/* When the read that is `back` reads before this one ran (0: this one). */
-static uint64_t read_time(const struct bpf_state *s, unsigned back)
+static int ghost_gone(void *ctx, const struct vw_proc_cpu *p)
 {
-	return back < s->n_reads + 1 ? s->read_ns[(s->n_reads - back) % GHOST_RING] : 0;
+	struct bpf_state *s = ctx;
+	struct vw_bpf_proc v;
+	uint64_t start = 0;
+	int r = proc_start_ticks(s->procfd, p->tgid, &start);
+
+	if (r == 0 && start == p->start_time)
+		return 0; /* there: a zombie, or (never seen yet) threads the read missed */
+	if (r < 0 && r != -ENOENT)
+		return r;
+	if (vw_bpf_map_lookup_elem(s->fd[VW_BPF_FD_PROCS], &p->tgid, &v) == 0 &&
+	    v.start_ns / s->ns_per_tick == p->start_time)
+		(void)vw_bpf_map_delete_elem(s->fd[VW_BPF_FD_PROCS], &p->tgid);
+	return 1;
 }
 
 static void ghost_check(struct bpf_state *s, struct vw_cpu_snapshot *snap)
 {
-	const struct vw_cpu_table *prev = vw_cpu_history_prev(&s->hist);
-	unsigned budget = GHOST_BUDGET;
-	uint64_t caught = 0, now = vw_now_ns();
+	size_t caught = vw_ghost_check_run(&s->ghost, snap, vw_cpu_history_prev(&s->hist),
+					   vw_now_ns());
 
-	s->read_ns[s->n_reads % GHOST_RING] = now;
-
-	for (size_t i = 0; i < snap->n_procs; i++) {
-		struct vw_proc_cpu *p = &snap->procs[i];
-		const struct vw_proc_cpu *was;
-		struct vw_bpf_proc v;
-		uint64_t start = 0, first;
-		int r;
-
-		if (p->exited || p->kind != VW_PROC_KIND_UNKNOWN)
-			continue;
-		was = vw_cpu_table_find(prev, p->tgid, p->start_time);
-		p->quiet = !was ? 1 : was->quiet < UINT8_MAX ? was->quiet + 1 : UINT8_MAX;
-		if (p->quiet < GHOST_QUIET_READS || !budget)
-			continue;
-		first = read_time(s, p->quiet - 1u);
-		if (now - first < GHOST_QUIET_NS)
-			continue;
-		/* Due: when it first became so (the previous read was too early), then every
-		 * GHOST_RECHECK reads. */
-		if (p->quiet > GHOST_QUIET_READS && read_time(s, 1) - first >= GHOST_QUIET_NS &&
-		    p->quiet % GHOST_RECHECK)
-			continue;
-		budget--;
-		r = proc_start_ticks(s->procfd, p->tgid, &start);
-		if (r == 0 && start == p->start_time)
-			continue; /* there: a zombie, or (never seen yet) threads the read missed */
-		if (r < 0 && r != -ENOENT)
-			continue; /* cannot tell now (EMFILE, EACCES): the next round will */
-		p->exited = true;
-		caught++;
-		if (vw_bpf_map_lookup_elem(s->fd[VW_BPF_FD_PROCS], &p->tgid, &v) == 0 &&
-		    v.start_ns / s->ns_per_tick == p->start_time)
-			(void)vw_bpf_map_delete_elem(s->fd[VW_BPF_FD_PROCS], &p->tgid);
-	}
 	if (caught)
 		vw_complain(&s->ghost_complaint, VW_LOG_WARN,
-			    "cpu: bpf: %llu processes had exited without their exit being seen "
+			    "cpu: bpf: %zu processes had exited without their exit being seen "
 			    "(found gone from /proc): reported exited now "
 			    "(virtwatt_cpu_accounting_ghosts_total counts them)",
-			    (unsigned long long)caught);
-	s->ghosts += caught;
-	s->n_reads++;
-	snap->ghosts = s->ghosts;
+			    caught);
+	snap->ghosts = s->ghost.ghosts;
 }
 
 static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
@@ -882,28 +705,23 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	struct vw_cpu_table *t = vw_cpu_history_begin(&s->hist);
 	int r;
 
-	s->n_exited = 0;
 	r = map_for_each(s, t, s->fd[VW_BPF_FD_PROCS], sizeof(uint32_t), sizeof(struct vw_bpf_proc),
 			 add_proc);
 	if (r == 0)
 		r = read_live(s);
-	if (r == 0) {
-		vw_cpu_table_sort(t);
-		r = add_live(s, t);
-	}
-	if (r == 0) {
-		vw_cpu_table_sort(t);
-		bases_apply(s, t);
-	}
+	if (r == 0)
+		r = vw_bpf_rec_finish(t, s->live, s->n_live * sizeof(*s->live), &s->bases,
+				      s->ns_per_tick);
 	if (r == 0)
 		r = hw_collect(s, t);
 	if (r < 0) {
 		vw_cpu_history_abort(&s->hist);
 		return r;
 	}
-	/* Reported below, once: the entries go now. */
-	for (size_t i = 0; i < s->n_exited; i++)
-		(void)vw_bpf_map_delete_elem(s->fd[VW_BPF_FD_PROCS], &s->exited[i]);
+	/* Reported below, once: the entries go now (only the map's carry an exit mark). */
+	for (size_t i = 0; i < t->n_procs; i++)
+		if (t->procs[i].exited)
+			(void)vw_bpf_map_delete_elem(s->fd[VW_BPF_FD_PROCS], &t->procs[i].tgid);
 	check_stats(s);
 	hw_check_stats(s);
 	vw_cpu_history_finish(&s->hist, ret);

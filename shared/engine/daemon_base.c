@@ -23,7 +23,7 @@
 #include "model_server.h"
 #include "otlp.h"
 #include "carbon.h"
-#include "workload.h"
+#include "cgroup_path.h"
 
 static const char *nonempty(const char *s)
 {

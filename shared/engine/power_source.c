@@ -102,3 +102,12 @@ size_t vw_power_source_pick(const struct vw_power_source *s, size_t n)
 			return i;
 	return n ? n - 1 : 0;
 }
+
+const void *vw_power_source_config(const struct vw_power_env *env,
+				   const struct vw_power_source_ops *ops)
+{
+	for (size_t i = 0; env && i < env->n_configs; i++)
+		if (env->configs[i].ops == ops)
+			return env->configs[i].config;
+	return NULL;
+}

@@ -14,6 +14,15 @@
 #include "zone.h"
 
 struct vw_model;
+struct vw_option;
+struct vw_option_alias;
+struct vw_power_source_ops;
+
+/* One source's configuration, as a daemon hands it over (vw_power_source_config()). */
+struct vw_source_config {
+	const struct vw_power_source_ops *ops;
+	const void *config;
+};
 
 #define VW_POWER_MAX_ZONES 64
 
@@ -59,6 +68,9 @@ struct vw_power_env {
 	unsigned host_cores;          /* for the model's machine_spec core ratio */
 	const void *ctx;              /* a daemon's own sources' input (the guest's passthrough
 				       * reader); the engine's sources ignore it */
+	/* Each source's own configuration (its ops' options, configured), n_configs of them. */
+	const struct vw_source_config *configs;
+	size_t n_configs;
 };
 
 /* Counters a source may report (all optional, zero when not applicable). */
@@ -70,6 +82,29 @@ struct vw_power_source_stats {
 	 * cumulative) and the time it counted from a reading held after a failed request. */
 	uint64_t gaps;
 	uint64_t filled_ns;
+};
+
+/*
+ * A source's own options, declared beside its ops (a meter's flags): config.h rows whose offsets
+ * are into the source's options struct of `size` bytes, and Kepler's spellings of them. A daemon
+ * puts the rows of every source in its chains into its option table (--help, the YAML file) and
+ * hands each source its filled struct, or what configure() made of it, through
+ * vw_power_source_config().
+ */
+struct vw_source_options {
+	const struct vw_option *rows;
+	size_t n_rows;
+	const struct vw_option_alias *aliases; /* NULL, or ended by an all-NULL row */
+	size_t size;
+	/* Optional: once at start, before any source opens, whether or not this one is tried:
+	 * check the options and read what they name (a BMC file, a password file) into the
+	 * source's configuration *ret (NULL: none, the source gives -ENODEV), freed by release().
+	 * -errno, logged naming the flag, stops the start. Without it the source gets opts. */
+	int (*configure)(const void *opts, const char *node_name, void **ret);
+	void (*release)(void *config);
+	/* Optional: whether the options ask for this source before the others of its chain when
+	 * nothing names an order (Kepler's experimental.hwmon.forceEnabled). */
+	bool (*first)(const void *opts);
 };
 
 struct vw_power_source_ops {
@@ -100,7 +135,13 @@ struct vw_power_source_ops {
 	 * stale), for kepler_platform_watts. */
 	size_t (*readings)(void *state, struct vw_platform_reading *out, size_t max);
 	void (*close)(void *state);
+	/* Optional: the source's own options. */
+	const struct vw_source_options *options;
 };
+
+/* The configuration env holds for ops (NULL: none given). */
+const void *vw_power_source_config(const struct vw_power_env *env,
+				   const struct vw_power_source_ops *ops);
 
 /* What read() returns for per-zone results errs[0..n): 0 when one zone was read, else the first
  * error (-ENODEV for no zone). */

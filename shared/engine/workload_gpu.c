@@ -111,10 +111,11 @@ static void add_gpu(struct acc *a, uint64_t uj)
 	a->interval[M_ACTIVE] += uj;
 }
 
-/* uj to p, and to its container and pod; returns false when p is in no container. */
+/* uj to p, and to its container and pod; returns false when p is in no container (or its
+ * energy is a sole group's: a KubeVirt VM's QEMU). */
 static bool give_gpu(struct vw_workloads *w, struct wl_proc *p, uint64_t uj)
 {
-	struct wl_container *c = p->container >= 0 ? &w->conts[p->container] : NULL;
+	struct wl_container *c = vw_wl_in_container(w, p) ? &w->conts[p->container] : NULL;
 
 	add_gpu(&p->gpu, uj);
 	if (!c)
@@ -263,7 +264,15 @@ static const struct acc *vm_item(const struct vw_workloads *w, const void *ctx, 
 	(void)ctx, (void)z;
 	VW_WL_LABELS(l, vm->uuid, vm->name, vm->hypervisor, vw_wl_state_name(vm->terminated),
 		     node);
+	for (size_t k = 0; k < w->n_group_labels; k++) /* --vm.info-labels, after node_name */
+		l->v[5 + k] = vm->labels ? vm->labels[k] : "";
+	l->v[5 + w->n_group_labels] = NULL;
 	return vm->has_gpu && !vm->hidden ? &vm->gpu : NULL;
+}
+
+const struct vw_metric_family *vw_wl_gpu_vm_families(void)
+{
+	return &gpu_families[F_VM_J];
 }
 
 /* The processes that used a GPU, the most energetic --metrics.process-top-n of them. */
@@ -323,7 +332,8 @@ int vw_workloads_render_gpu(const struct vw_workloads *w, struct vw_prom_writer 
 	if (r == 0 && w->o.pods)
 		r = render_pod_idle(w, pw, node_name);
 	if (r == 0 && w->o.vms && !w->o.vms_unexported)
-		r = vw_wl_render_level(w, pw, node_name, &gpu_families[F_VM_J], VW_WL_IDLE_W + 1,
-				       false, w->n_vms, vm_item, NULL);
+		r = vw_wl_render_level(w, pw, node_name,
+				       w->n_group_labels ? w->vm_gpu_fams : &gpu_families[F_VM_J],
+				       VW_WL_IDLE_W + 1, false, w->n_vms, vm_item, NULL);
 	return r;
 }

@@ -34,7 +34,7 @@ enum {
 	F_CONT_J, F_CONT_W, F_CONT_IDLE_J, F_CONT_SEC,
 	F_POD_J, F_POD_W, F_POD_IDLE_J,
 	F_VM_J, F_VM_W, F_VM_IDLE_J, F_VM_IDLE_W,
-	F_UNATTR, F_UNCONT, F_METHOD, F_FALLBACK, F_GHOSTS,
+	F_UNATTR, F_UNCONT, F_METHOD, F_FALLBACK, F_GHOSTS, F_ENDED,
 };
 
 /* Kepler's per-level families: the same three, their help naming the level. */
@@ -75,7 +75,8 @@ const struct vw_metric_family vw_workload_families[] = {
 		       "seen, idle energy of unreserved capacity",
 		       "joules", l_rest },
 	[F_UNCONT] = { "virtwatt_node_cpu_uncontained_joules_total", VW_METRIC_COUNTER,
-		       "Node energy attributed to processes in no container (system and kernel), "
+		       "Node energy attributed to processes counted in no container: those in none "
+		       "(system and kernel) and KubeVirt VMs' QEMUs (their VM's, not their pod's), "
 		       "including those that have exited",
 		       "joules", l_rest },
 	[F_METHOD] = { "virtwatt_cpu_accounting_info", VW_METRIC_GAUGE,
@@ -90,6 +91,11 @@ const struct vw_metric_family vw_workload_families[] = {
 		       "Processes the CPU accountant kept reporting alive after they had gone, found "
 		       "gone from /proc by its check and reported exited then (bpf; 0 for procfs)",
 		       NULL, l_method },
+	[F_ENDED] = { "virtwatt_node_cpu_ended_containers_joules_total", VW_METRIC_COUNTER,
+		      "Node energy of containers no longer exported (ended and dropped once a scrape "
+		      "served their final value, or evicted): node = containers + this + "
+		      "uncontained + unattributed in every scrape",
+		      "joules", l_rest },
 };
 const struct vw_family_table vw_workload_family_table = {
 	"shared/engine/workload_metrics.c: vw_workloads_render()", "virtwatt-host, virtwatt-guest",
@@ -206,7 +212,7 @@ void vw_wl_proc_labels(const struct vw_workloads *w, const struct wl_proc *p, co
 	l->v[2] = p->exe;
 	l->v[3] = vm ? "vm" : c ? "container" : "regular";
 	l->v[4] = vw_wl_state_name(p->terminated);
-	l->v[5] = c ? c->id : "";
+	l->v[5] = c && vw_wl_in_container(w, p) ? c->id : ""; /* a sole VM's is the VM's alone */
 	l->v[6] = vm ? vm->uuid : "";
 	l->v[7] = zone ? zone : node;
 	l->v[8] = zone ? node : NULL;
@@ -215,6 +221,7 @@ void vw_wl_proc_labels(const struct vw_workloads *w, const struct wl_proc *p, co
 
 /* ---- Each level: processes (top N by energy), containers, pods, VMs ---- */
 
+_Static_assert(VW_WL_IDLE_W + 1 == 4, "the vm level's four families (vm_fams)");
 _Static_assert(F_PROC_IDLE_J == F_PROC_J + VW_WL_IDLE_J &&
 		       F_CONT_IDLE_J == F_CONT_J + VW_WL_IDLE_J &&
 		       F_POD_IDLE_J == F_POD_J + VW_WL_IDLE_J &&
@@ -358,7 +365,59 @@ static const struct acc *vm_item(const struct vw_workloads *w, const void *ctx, 
 	(void)ctx;
 	VW_WL_LABELS(l, vm->uuid, vm->name, vm->hypervisor, vw_wl_state_name(vm->terminated),
 		     zone(z), node);
+	for (size_t k = 0; k < w->n_group_labels; k++) /* after node_name, before the NULL */
+		l->v[6 + k] = vm->labels ? vm->labels[k] : "";
+	l->v[6 + w->n_group_labels] = NULL;
 	return vm->hidden ? NULL : &vm->z[z];
+}
+
+/* out[0..4) as src[0..4) with their labels, then the group labels (names: the array, freed by
+ * vw_wl_vm_families_free). */
+static int extend(const struct vw_workloads *w, const struct vw_metric_family *src, size_t n,
+		  struct vw_metric_family *out, const char ***names)
+{
+	size_t base = 0;
+
+	while (src[0].labels[base])
+		base++;
+	*names = calloc(base + n + 1, sizeof(char *));
+	if (!*names)
+		return -ENOMEM;
+	memcpy(*names, src[0].labels, base * sizeof(char *));
+	memcpy(*names + base, w->o.group_labels, n * sizeof(char *));
+	for (int f = 0; f < VW_WL_IDLE_W + 1; f++) {
+		out[f] = src[f];
+		out[f].labels = *names;
+	}
+	return 0;
+}
+
+int vw_wl_vm_families(struct vw_workloads *w)
+{
+	const char *const *g = w->o.group_labels;
+	size_t n = 0;
+
+	while (g && g[n])
+		n++;
+	if (n == 0)
+		return 0;
+	if (n > VW_GROUP_MAX_LABELS)
+		return -EINVAL;
+	if (extend(w, &vw_workload_families[F_VM_J], n, w->vm_fams, &w->vm_label_names) < 0 ||
+	    extend(w, vw_wl_gpu_vm_families(), n, w->vm_gpu_fams, &w->vm_gpu_label_names) < 0) {
+		vw_wl_vm_families_free(w);
+		return -ENOMEM;
+	}
+	w->n_group_labels = n;
+	return 0;
+}
+
+void vw_wl_vm_families_free(struct vw_workloads *w)
+{
+	free(w->vm_label_names);
+	free(w->vm_gpu_label_names);
+	w->vm_label_names = w->vm_gpu_label_names = NULL;
+	w->n_group_labels = 0;
 }
 
 static int render_rest(const struct vw_workloads *w, struct vw_prom_writer *pw, int fam,
@@ -389,6 +448,8 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 	r = render_rest(w, pw, F_UNATTR, t.unattributed, node_name);
 	if (r == 0)
 		r = render_rest(w, pw, F_UNCONT, t.uncontained, node_name);
+	if (r == 0 && w->o.containers)
+		r = render_rest(w, pw, F_ENDED, t.ended_containers, node_name);
 	if (r == 0)
 		r = vw_prom_family(pw, &vw_workload_families[F_METHOD]);
 	if (r == 0)
@@ -416,7 +477,8 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 		r = vw_wl_render_level(w, pw, node_name, &vw_workload_families[F_POD_J],
 				       VW_WL_IDLE_J + 1, true, w->n_pods, pod_item, NULL);
 	if (r == 0 && w->o.vms && !w->o.vms_unexported)
-		r = vw_wl_render_level(w, pw, node_name, &vw_workload_families[F_VM_J],
+		r = vw_wl_render_level(w, pw, node_name,
+				       w->n_group_labels ? w->vm_fams : &vw_workload_families[F_VM_J],
 				       VW_WL_IDLE_W + 1, true, w->n_vms, vm_item, NULL);
 	return r;
 }

@@ -8,7 +8,9 @@
  * terminated processes of an evicted container, the containers of an evicted pod). Nothing
  * live is ever evicted, and no energy leaves a total: an evicted container's energy stays in
  * its pod's counters and in the node's, an evicted process's in its container's or the
- * uncontained total.
+ * uncontained total. A container that goes (served or evicted) adds what it held to the
+ * node's ended-containers total, so that containers + ended + uncontained + unattributed is
+ * the node's energy in every snapshot, not only while no container has gone.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -263,6 +265,10 @@ static void compact_containers(struct vw_workloads *w, const struct pass *p, int
 			continue;
 		}
 		w->evictions[VW_TABLE_CONTAINER] += unserved(c->terminated, c->final_gen, served_gen);
+		/* Its series go: what they held stays exported in the node's ended total. */
+		for (int z = 0; z < VW_ZONE__COUNT; z++)
+			for (int m = 0; m < M__COUNT; m++)
+				w->totals.ended_containers[z][m] += c->z[z].uj[m];
 		free(c->cg_path);
 	}
 	w->n_conts = j;
@@ -296,6 +302,8 @@ static void compact_vms(struct vw_workloads *w, const struct pass *p, int *map)
 	for (size_t k = 0; k < w->n_vms; k++)
 		if (!p->leave_vm[k])
 			w->vms[j++] = w->vms[k];
+		else
+			free(w->vms[k].labels);
 	w->n_vms = j;
 }
 

@@ -14,7 +14,6 @@
 #include "log.h"
 #include "macro.h"
 #include "perf_counters.h"
-#include "ratio.h"
 #include "sort.h"
 #include "workloads_priv.h"
 
@@ -31,6 +30,11 @@ struct vw_workloads *vw_workloads_new(const struct vw_workloads_opts *opts)
 		return NULL;
 	}
 	memset(w->zslot, -1, sizeof(w->zslot));
+	if (vw_wl_vm_families(w) < 0) {
+		vw_intern_free(w->exes);
+		free(w);
+		return NULL;
+	}
 	if (w->o.max_terminated == 0)
 		w->o.max_terminated = VW_WORKLOADS_DEFAULT_MAX_TERMINATED;
 	return w;
@@ -69,16 +73,16 @@ void vw_workloads_free(struct vw_workloads *w)
 		free(w->conts[i].cg_path);
 	free(w->conts);
 	free(w->pods);
+	for (size_t k = 0; k < w->n_vms; k++)
+		free(w->vms[k].labels);
 	free(w->vms);
-	free(w->weights);
-	free(w->out);
-	free(w->share);
-	free(w->by_cont.start);
-	free(w->by_cont.items);
-	free(w->by_pod.start);
-	free(w->by_pod.items);
-	free(w->by_vm.start);
-	free(w->by_vm.items);
+	vw_wl_vm_families_free(w);
+	free(w->attr_procs);
+	free(w->attr_counters);
+	free(w->attr_conts);
+	free(w->attr_reserve);
+	vw_attribution_release(&w->attr);
+	free(w->vm_by_pid);
 	free(w);
 }
 
@@ -461,6 +465,12 @@ int vw_workloads_set_groups(struct vw_workloads *w, const struct vw_group *group
 			w->vms[k] = (struct wl_vm){ 0 };
 			snprintf(w->vms[k].uuid, sizeof(w->vms[k].uuid), "%s", g->id);
 		}
+		if (w->n_group_labels && !w->vms[k].labels &&
+		    !(w->vms[k].labels = calloc(w->n_group_labels, sizeof(*w->vms[k].labels))))
+			return -ENOMEM;
+		for (size_t l = 0; l < w->n_group_labels; l++)
+			snprintf(w->vms[k].labels[l], sizeof(w->vms[k].labels[l]), "%s", g->labels[l]);
+		w->vms[k].sole = g->sole;
 		/* Same id, maybe a new leader: the counters carry on. */
 		snprintf(w->vms[k].name, sizeof(w->vms[k].name), "%s", g->name);
 		snprintf(w->vms[k].hypervisor, sizeof(w->vms[k].hypervisor), "%s", g->kind);
@@ -519,62 +529,119 @@ size_t vw_workloads_group_energy(const struct vw_workloads *w, struct vw_group_e
 	return n;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The first entry of the sorted index at or after (pid << 32). */
+static size_t vm_pid_lower(const uint64_t *ix, size_t n, uint32_t pid)
+{
+	uint64_t key = (uint64_t)pid << 32;
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ix[mid] < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Each process's VM: the first listed VM (lowest index) whose QEMU it is (same PID, and start
+ * time where both are known) or whose QEMU adopted it (a vhost worker). Through an index of the
+ * listed VMs by QEMU PID: a lookup per process, not a pass over the VMs (10,000 processes x 100
+ * VMs was a million comparisons an interval).
+ */
 static void map_vms(struct vw_workloads *w)
 {
+	size_t n = 0;
+
+	if (w->n_vms > w->cap_vm_by_pid) {
+		uint64_t *ix = realloc(w->vm_by_pid, w->n_vms * sizeof(*ix));
+
+		if (ix) {
+			w->vm_by_pid = ix;
+			w->cap_vm_by_pid = w->n_vms;
+		}
+	}
+	if (w->n_vms > w->cap_vm_by_pid) { /* no memory: the plain pass */
+		for (size_t i = 0; i < w->n_procs; i++) {
+			struct wl_proc *p = &w->procs[i];
+			uint32_t owner;
+
+			if (p->terminated && !p->delta_ns)
+				continue;
+			owner = w->o.adopted_by ? w->o.adopted_by(p->comm) : 0;
+			p->vm = -1;
+			for (size_t k = 0; k < w->n_vms; k++) {
+				const struct wl_vm *v = &w->vms[k];
+				bool same = v->qemu_pid == p->tgid &&
+					    (!v->qemu_start_time || !p->start_time ||
+					     v->qemu_start_time == p->start_time);
+
+				if (v->listed && v->qemu_pid && (same || owner == v->qemu_pid)) {
+					p->vm = (int)k;
+					break;
+				}
+			}
+		}
+		return;
+	}
+	for (size_t k = 0; k < w->n_vms; k++)
+		if (w->vms[k].listed && w->vms[k].qemu_pid)
+			w->vm_by_pid[n++] = (uint64_t)w->vms[k].qemu_pid << 32 | (uint32_t)k;
+	if (n > 1)
+		qsort(w->vm_by_pid, n, sizeof(*w->vm_by_pid), cmp_u64);
 	for (size_t i = 0; i < w->n_procs; i++) {
 		struct wl_proc *p = &w->procs[i];
-		uint32_t owner = w->o.adopted_by ? w->o.adopted_by(p->comm) : 0;
+		uint32_t owner;
+		int vm = -1;
 
 		if (p->terminated && !p->delta_ns)
 			continue;
 		p->vm = -1;
-		for (size_t k = 0; k < w->n_vms; k++) {
-			const struct wl_vm *v = &w->vms[k];
-			bool same = v->qemu_pid == p->tgid &&
-				    (!v->qemu_start_time || !p->start_time ||
-				     v->qemu_start_time == p->start_time);
+		if (!n)
+			continue;
+		/* Its own QEMU: the first with a start time that does not contradict it. */
+		for (size_t j = vm_pid_lower(w->vm_by_pid, n, p->tgid);
+		     j < n && (uint32_t)(w->vm_by_pid[j] >> 32) == p->tgid; j++) {
+			const struct wl_vm *v = &w->vms[(uint32_t)w->vm_by_pid[j]];
 
-			if (v->listed && v->qemu_pid && (same || owner == v->qemu_pid)) {
-				p->vm = (int)k;
+			if (!v->qemu_start_time || !p->start_time ||
+			    v->qemu_start_time == p->start_time) {
+				vm = (int)(uint32_t)w->vm_by_pid[j];
 				break;
 			}
 		}
+		owner = w->o.adopted_by ? w->o.adopted_by(p->comm) : 0;
+		if (owner) { /* or the QEMU that adopted it, if listed first */
+			size_t j = vm_pid_lower(w->vm_by_pid, n, owner);
+
+			if (j < n && (uint32_t)(w->vm_by_pid[j] >> 32) == owner &&
+			    (vm < 0 || (int)(uint32_t)w->vm_by_pid[j] < vm))
+				vm = (int)(uint32_t)w->vm_by_pid[j];
+		}
+		p->vm = vm;
 	}
 }
 
-/* ---- Attribution ---- */
+/* ---- Attribution (attribute.c) ---- */
 
-static int scratch(struct vw_workloads *w, size_t n)
-{
-	if (n <= w->cap_scratch)
-		return 0;
-	free(w->weights);
-	free(w->out);
-	free(w->share);
-	w->weights = calloc(n, sizeof(uint64_t));
-	w->out = calloc(n, sizeof(uint64_t));
-	w->share = calloc(n, sizeof(uint64_t));
-	w->cap_scratch = w->weights && w->out && w->share ? n : 0;
-	return w->cap_scratch ? 0 : -ENOMEM;
-}
+_Static_assert((int)M_ACTIVE == (int)VW_ATTR_ACTIVE && (int)M_IDLE == (int)VW_ATTR_IDLE &&
+		       (int)M__COUNT == (int)VW_ATTR__MODES,
+	       "the registry's modes are attribution's");
 
 static void add_acc(struct acc *a, int m, uint64_t uj)
 {
 	a->uj[m] = vw_energy_add(a->uj[m], uj);
 	a->interval[m] += uj;
-}
-
-/* Energy of a container that no process of it can take (CPU time of its tasks never seen
- * alive, or of processes that moved in or out): the container's and its pod's. */
-static void give_container(struct vw_workloads *w, struct wl_container *c, enum vw_zone z, int m,
-			   uint64_t uj)
-{
-	add_acc(&c->z[z], m, uj);
-	w->totals.containers[z][m] += uj;
-	if (c->pod >= 0) {
-		add_acc(&w->pods[c->pod].z[z], m, uj);
-		w->totals.pods[z][m] += uj;
-	}
 }
 
 const struct acc *vw_wl_proc_acc(const struct vw_workloads *w, const struct wl_proc *p, int z)
@@ -607,316 +674,145 @@ static int zone_slots(struct vw_workloads *w, const struct vw_zone_energy zones[
 	return 0;
 }
 
-/* Zone z is present: zone_slots() gave every process its slot. */
-static void give(struct vw_workloads *w, struct wl_proc *p, enum vw_zone z, int m, uint64_t uj)
+/* *p holds at least n elements of elem bytes (contents kept). */
+static int fit(void **p, size_t *cap, size_t n, size_t elem)
 {
-	add_acc(&p->z[w->zslot[z]], m, uj);
-	w->totals.processes[z][m] += uj;
-	if (p->vm >= 0) {
-		add_acc(&w->vms[p->vm].z[z], m, uj);
-		w->totals.vms[z][m] += uj;
-	}
-	if (p->container < 0)
-		w->totals.uncontained[z][m] += uj;
-	else
-		give_container(w, &w->conts[p->container], z, m, uj);
-}
+	void *np;
 
-/* The usage that divides zone z: CPU time, or a hardware counter where it fits (Kepler v0.7:
- * instructions for package and core, cache misses for dram) and the snapshot has it. */
-static enum vw_split_key split_key(const struct vw_workloads *w, enum vw_zone z)
-{
-	return vw_split_key_for_zone(z, w->hw_available);
-}
-
-static uint64_t key_delta(const struct vw_workloads *w, const struct wl_proc *p, enum vw_zone z)
-{
-	switch (split_key(w, z)) {
-	case VW_SPLIT_INSTRUCTIONS:
-		return p->delta_hw.instructions;
-	case VW_SPLIT_CACHE_MISSES:
-		return p->delta_hw.cache_misses;
-	case VW_SPLIT_CPU_TIME:
-	default:
-		return p->delta_ns;
-	}
-}
-
-/* Whether container c's kernel total says what ran in it this interval (CPU-time keys only:
- * a cgroup counts no instructions). */
-static bool by_cgroup(const struct vw_workloads *w, const struct wl_container *c, enum vw_zone z)
-{
-	return c->cg_valid && split_key(w, z) == VW_SPLIT_CPU_TIME;
-}
-
-/* Counting sort: item i of n goes to bucket key(i) (or none when < 0); afterwards bucket g's
- * items are b->items[b->start[g] .. b->start[g + 1]). */
-static int bucket_fill(struct bucket *b, size_t n, size_t ng, const struct vw_workloads *w,
-		       int (*key)(const struct vw_workloads *, size_t))
-{
-	if (ng + 2 > b->cap_start) {
-		free(b->start);
-		b->start = calloc(ng + 2, sizeof(size_t));
-		b->cap_start = b->start ? ng + 2 : 0;
-	}
-	if (n > b->cap_items) {
-		free(b->items);
-		b->items = calloc(n, sizeof(size_t));
-		b->cap_items = b->items ? n : 0;
-	}
-	if (!b->start || (n && !b->items))
+	if (n <= *cap)
+		return 0;
+	n = VW_MAX(n, *cap * 2);
+	np = reallocarray(*p, n, elem);
+	if (!np)
 		return -ENOMEM;
-	memset(b->start, 0, (ng + 2) * sizeof(size_t));
-	for (size_t i = 0; i < n; i++) {
-		int g = key(w, i);
-
-		if (g >= 0)
-			b->start[g + 2]++;
-	}
-	for (size_t g = 0; g < ng; g++)
-		b->start[g + 2] += b->start[g + 1];
-	for (size_t i = 0; i < n; i++) {
-		int g = key(w, i);
-
-		if (g >= 0)
-			b->items[b->start[g + 1]++] = i;
-	}
+	*p = np;
+	*cap = n;
 	return 0;
 }
 
-static size_t bucket_len(const struct bucket *b, size_t g)
-{
-	return b->start[g + 1] - b->start[g];
-}
-
-static int container_of(const struct vw_workloads *w, size_t i)
-{
-	return w->procs[i].container;
-}
-
-static int pod_of(const struct vw_workloads *w, size_t i)
-{
-	return w->conts[i].pod;
-}
-
-/* A VM's reservation group takes the processes of the VM that are in no pod (a KubeVirt VM's
- * QEMU is in a pod: the pod's requests are the VM's reservation, counted once, through it). */
-static int vm_of(const struct vw_workloads *w, size_t i)
-{
-	const struct wl_proc *p = &w->procs[i];
-
-	if (p->container >= 0 && w->conts[p->container].pod >= 0)
-		return -1;
-	return p->vm;
-}
-
-/* The weight of container c at the top level: its cgroup's CPU time, else its processes'. */
-static uint64_t container_weight(const struct vw_workloads *w, size_t c, enum vw_zone z)
-{
-	const struct bucket *b = &w->by_cont;
-	uint64_t sum = 0;
-
-	if (by_cgroup(w, &w->conts[c], z))
-		return w->conts[c].cg_delta_ns;
-	for (size_t k = b->start[c]; k < b->start[c + 1]; k++)
-		sum += key_delta(w, &w->procs[b->items[k]], z);
-	return sum;
-}
-
-/* Split uj over the `n` weights in w->weights (n <= cap_scratch) into w->out. Returns what
- * nobody could take (all weights 0). */
-static uint64_t split_weights(struct vw_workloads *w, size_t n, uint64_t uj)
-{
-	uint64_t rest = 0;
-
-	(void)vw_ratio_split(uj, w->weights, n, w->out, &rest);
-	return rest;
-}
-
-/*
- * Container c's share: to its processes by their own usage and, where its cgroup ran more than
- * they did (tasks never seen alive, processes that moved), that rest to the container itself.
- * equal: when nothing ran, equally among its live processes (an idle share it must take).
- */
-static void split_container(struct vw_workloads *w, size_t c, enum vw_zone z, int m, uint64_t uj,
-			    bool equal)
-{
-	const struct bucket *b = &w->by_cont;
-	const size_t *idx = b->items + b->start[c];
-	size_t n = bucket_len(b, c);
-	uint64_t sum = 0, any = 0, cg, rest;
-
-	for (size_t k = 0; k < n; k++) {
-		w->weights[k] = key_delta(w, &w->procs[idx[k]], z);
-		sum += w->weights[k];
-	}
-	cg = by_cgroup(w, &w->conts[c], z) ? w->conts[c].cg_delta_ns : 0;
-	w->weights[n] = cg > sum ? cg - sum : 0;
-	for (size_t k = 0; k <= n; k++)
-		any |= w->weights[k];
-	if (!any && equal)
-		for (size_t k = 0; k < n; k++)
-			w->weights[k] = !w->procs[idx[k]].terminated;
-	rest = split_weights(w, n + 1, uj);
-	for (size_t k = 0; k < n; k++)
-		if (w->out[k])
-			give(w, &w->procs[idx[k]], z, m, w->out[k]);
-	give_container(w, &w->conts[c], z, m, w->out[n] + rest);
-}
-
-/*
- * The node's share of a zone (active energy, or idle when nothing is reserved): by CPU time
- * (or the zone's counter) between containers (their cgroups' totals), processes in no
- * container, and what ran outside every container without being seen (the root cgroup's total
- * beyond both: an uncontained remainder). Returns what nobody took (nothing ran).
- */
-/*
- * The kernel's totals are exact, a process scan is not: its per-process readings spread over
- * the scan's own duration (long on a busy machine), so they can add up to more than the root
- * cgroup ran in the interval. When they do, the scanned weights (processes in no container,
- * containers known only by their processes) shrink to what the root total leaves beside the
- * containers' cgroups, which keep their exact share of it.
- */
-static void fit_to_root(struct vw_workloads *w, enum vw_zone z, size_t n, uint64_t *seen)
-{
-	uint64_t exact = 0, scanned, room;
-
-	if (!w->root_valid || split_key(w, z) != VW_SPLIT_CPU_TIME || *seen <= w->root_delta_ns)
-		return;
-	for (size_t c = 0; c < w->n_conts; c++)
-		if (by_cgroup(w, &w->conts[c], z))
-			exact += w->weights[c];
-	if (exact >= w->root_delta_ns)
-		return; /* the containers alone ran more than the root saw: nothing to fit */
-	scanned = *seen - exact;
-	room = w->root_delta_ns - exact;
-	for (size_t k = 0; k < n; k++)
-		if (k >= w->n_conts || !by_cgroup(w, &w->conts[k], z))
-			w->weights[k] = (uint64_t)((unsigned __int128)w->weights[k] * room / scanned);
-	*seen = w->root_delta_ns;
-}
-
-static uint64_t split_node(struct vw_workloads *w, enum vw_zone z, int m, uint64_t uj)
-{
-	size_t nc = w->n_conts, n = 0;
-	uint64_t seen = 0, rest, *share = w->share;
-
-	for (size_t c = 0; c < nc; c++) {
-		w->weights[n] = container_weight(w, c, z);
-		seen += w->weights[n++];
-	}
-	for (size_t i = 0; i < w->n_procs; i++)
-		if (w->procs[i].container < 0) {
-			w->weights[n] = key_delta(w, &w->procs[i], z);
-			seen += w->weights[n++];
-		}
-	fit_to_root(w, z, n, &seen);
-	w->weights[n++] = w->root_valid && split_key(w, z) == VW_SPLIT_CPU_TIME &&
-					  w->root_delta_ns > seen
-				  ? w->root_delta_ns - seen
-				  : 0;
-	rest = split_weights(w, n, uj);
-	/* w->out is overwritten by the container splits: take the shares first. */
-	memcpy(share, w->out, nc * sizeof(uint64_t));
-	n = nc;
-	for (size_t i = 0; i < w->n_procs; i++)
-		if (w->procs[i].container < 0 && w->out[n++])
-			give(w, &w->procs[i], z, m, w->out[n - 1]);
-	w->totals.uncontained[z][m] += w->out[n];
-	for (size_t c = 0; c < nc; c++)
-		if (share[c])
-			split_container(w, c, z, m, share[c], false);
-	return rest;
-}
-
-/* A pod's idle share: to its containers by CPU time (equally among live ones when none ran). */
-static void split_pod(struct vw_workloads *w, size_t pod, enum vw_zone z, uint64_t uj)
-{
-	const struct bucket *b = &w->by_pod;
-	const size_t *idx = b->items + b->start[pod];
-	size_t n = bucket_len(b, pod);
-	uint64_t any = 0, rest, *share = w->share;
-
-	if (n == 0) {
-		w->totals.unattributed[z][M_IDLE] += uj;
-		return;
-	}
-	for (size_t k = 0; k < n; k++)
-		any |= w->weights[k] = container_weight(w, idx[k], z);
-	if (!any)
-		for (size_t k = 0; k < n; k++)
-			w->weights[k] = w->conts[idx[k]].live > 0;
-	rest = split_weights(w, n, uj);
-	memcpy(share, w->out, n * sizeof(uint64_t));
-	w->totals.unattributed[z][M_IDLE] += rest;
-	for (size_t k = 0; k < n; k++)
-		if (share[k])
-			split_container(w, idx[k], z, M_IDLE, share[k], true);
-}
-
-/* A VM's idle share: to its processes by CPU time (equally among live ones when none ran). */
-static void split_vm(struct vw_workloads *w, size_t vm, enum vw_zone z, uint64_t uj)
-{
-	const struct bucket *b = &w->by_vm;
-	const size_t *idx = b->items + b->start[vm];
-	size_t n = bucket_len(b, vm);
-	uint64_t any = 0;
-
-	for (size_t k = 0; k < n; k++)
-		any |= w->weights[k] = key_delta(w, &w->procs[idx[k]], z);
-	if (!any)
-		for (size_t k = 0; k < n; k++)
-			w->weights[k] = !w->procs[idx[k]].terminated;
-	w->totals.unattributed[z][M_IDLE] += split_weights(w, n, uj);
-	for (size_t k = 0; k < n; k++)
-		if (w->out[k])
-			give(w, &w->procs[idx[k]], z, M_IDLE, w->out[k]);
-}
-
-static int attribute_idle(struct vw_workloads *w, enum vw_zone z, uint64_t idle)
+/* The interval's attribution input from the tables: usage, memberships, reservations. */
+static int attr_input(struct vw_workloads *w, const struct vw_zone_energy zones[VW_ZONE__COUNT],
+		      struct vw_attr_in *in)
 {
 	size_t ng = w->n_pods + w->n_vms;
-	_cleanup_free_ uint64_t *reserve = calloc(ng + 1, sizeof(uint64_t));
-	_cleanup_free_ uint64_t *grp_idle = calloc(ng + 1, sizeof(uint64_t));
-	uint64_t rest = 0, any = 0;
 
-	if (!reserve || !grp_idle)
+	if (fit((void **)&w->attr_procs, &w->cap_attr_procs, w->n_procs + 1,
+		sizeof(*w->attr_procs)) < 0 ||
+	    fit((void **)&w->attr_conts, &w->cap_attr_conts, w->n_conts + 1,
+		sizeof(*w->attr_conts)) < 0 ||
+	    fit((void **)&w->attr_reserve, &w->cap_attr_reserve, ng + 1,
+		sizeof(*w->attr_reserve)) < 0 ||
+	    (w->hw_available && fit((void **)&w->attr_counters, &w->cap_attr_counters,
+				    w->n_procs + 1, sizeof(*w->attr_counters)) < 0))
 		return -ENOMEM;
-	/* Pods reserve their CPU requests, VMs their vCPUs, of host CPUs x 1000. */
-	for (size_t i = 0; i < w->n_pods; i++)
-		reserve[i] = w->pods[i].live ? w->pods[i].info.cpu_request_millis : 0;
-	for (size_t k = 0; k < w->n_vms; k++)
-		reserve[w->n_pods + k] = w->vms[k].live ? (uint64_t)w->vms[k].vcpus * 1000 : 0;
-	for (size_t i = 0; i < ng; i++)
-		any |= reserve[i];
-	if (!any) {
-		/* Nothing reserved: idle follows CPU time, as active does. */
-		w->totals.unattributed[z][M_IDLE] += split_node(w, z, M_IDLE, idle);
-		return 0;
+	for (size_t i = 0; i < w->n_procs; i++) {
+		const struct wl_proc *p = &w->procs[i];
+
+		w->attr_procs[i] = (struct vw_attr_proc){ .cpu_ns = p->delta_ns,
+							  .container = p->container, .vm = p->vm,
+							  .live = !p->terminated,
+							  .sole = p->container >= 0 &&
+								  !vw_wl_in_container(w, p) };
+		if (w->hw_available)
+			w->attr_counters[i] = (struct vw_attr_counters){
+				.instructions = p->delta_hw.instructions,
+				.cache_misses = p->delta_hw.cache_misses };
 	}
-	(void)vw_ratio_split_idle(idle, reserve, NULL, ng, (uint64_t)w->o.host_cpus * 1000,
-				  grp_idle, &rest);
-	w->totals.unattributed[z][M_IDLE] += rest;
+	for (size_t i = 0; i < w->n_conts; i++) {
+		const struct wl_container *c = &w->conts[i];
+
+		w->attr_conts[i] = (struct vw_attr_container){
+			.pod = c->pod, .live = c->live > 0, .cg_valid = c->cg_valid,
+			.cg_ns = c->cg_delta_ns };
+	}
+	/* Pods reserve their CPU requests, VMs their vCPUs, of host CPUs x 1000, while live. */
 	for (size_t i = 0; i < w->n_pods; i++)
-		if (grp_idle[i])
-			split_pod(w, i, z, grp_idle[i]);
+		w->attr_reserve[i] = w->pods[i].live ? w->pods[i].info.cpu_request_millis : 0;
 	for (size_t k = 0; k < w->n_vms; k++)
-		if (grp_idle[w->n_pods + k])
-			split_vm(w, k, z, grp_idle[w->n_pods + k]);
+		w->attr_reserve[w->n_pods + k] =
+			w->vms[k].live ? (uint64_t)w->vms[k].vcpus * 1000 : 0;
+	*in = (struct vw_attr_in){
+		.procs = w->attr_procs, .n_procs = w->n_procs,
+		.conts = w->attr_conts, .n_conts = w->n_conts,
+		.pod_millis = w->attr_reserve, .n_pods = w->n_pods,
+		.vm_millis = w->attr_reserve + w->n_pods, .n_vms = w->n_vms,
+		.capacity_millis = (uint64_t)w->o.host_cpus * 1000,
+		.root_valid = w->root_valid, .root_ns = w->root_delta_ns,
+		.counters = w->hw_available ? w->attr_counters : NULL,
+		.hw_available = w->hw_available };
+	memcpy(in->zones, zones, sizeof(in->zones));
 	return 0;
 }
 
-/* Group processes by container, containers by pod and VM processes by VM, once per interval. */
-static int build_groups(struct vw_workloads *w)
+/* A group's shares of the zones present (zs[0..nz)) into its counters and its level's totals. */
+static void take(struct acc *z_acc, const struct vw_attr_share *sh, const int *zs, int nz,
+		 uint64_t totals[VW_ZONE__COUNT][M__COUNT])
 {
-	int r = scratch(w, w->n_procs + w->n_conts + 1);
+	for (int k = 0; k < nz; k++)
+		for (int m = 0; m < M__COUNT; m++) {
+			uint64_t uj = sh->uj[zs[k]][m];
+
+			if (!uj)
+				continue;
+			add_acc(&z_acc[zs[k]], m, uj);
+			totals[zs[k]][m] += uj;
+		}
+}
+
+/* A process's share, into its counter (at its slot for zone z, present: zone_slots() gave every
+ * process one). */
+static void take_proc(void *ctx, size_t i, enum vw_zone z, enum vw_attr_mode m, uint64_t uj)
+{
+	struct vw_workloads *w = ctx;
+
+	add_acc(&w->procs[i].z[w->zslot[z]], (int)m, uj);
+	w->totals.processes[z][m] += uj;
+}
+
+/* The groups' shares into their counters and the node's totals. */
+static void take_shares(struct vw_workloads *w, const struct vw_attribution *a,
+			const struct vw_zone_energy zones[VW_ZONE__COUNT])
+{
+	int zs[VW_ZONE__COUNT], nz = 0;
+
+	for (int z = 0; z < VW_ZONE__COUNT; z++)
+		if (zones[z].present)
+			zs[nz++] = z;
+	for (int k = 0; k < nz; k++)
+		for (int m = 0; m < M__COUNT; m++) {
+			w->totals.uncontained[zs[k]][m] += a->uncontained[zs[k]][m];
+			w->totals.unattributed[zs[k]][m] += a->unattributed[zs[k]][m];
+		}
+	for (size_t i = 0; i < w->n_conts; i++)
+		take(w->conts[i].z, &a->conts[i], zs, nz, w->totals.containers);
+	for (size_t i = 0; i < w->n_pods; i++)
+		take(w->pods[i].z, &a->pods[i], zs, nz, w->totals.pods);
+	for (size_t k = 0; k < w->n_vms; k++)
+		take(w->vms[k].z, &a->vms[k], zs, nz, w->totals.vms);
+}
+
+/*
+ * The interval's energy to its owners. Attribution failing (out of memory) leaves all of it
+ * unattributed: the node's totals stay whole.
+ */
+static int attribute(struct vw_workloads *w, const struct vw_zone_energy zones[VW_ZONE__COUNT])
+{
+	struct vw_attr_in in;
+	int r = attr_input(w, zones, &in);
 
 	if (r == 0)
-		r = bucket_fill(&w->by_cont, w->n_procs, w->n_conts, w, container_of);
+		r = vw_attribute(&w->attr, &in, take_proc, w);
 	if (r == 0)
-		r = bucket_fill(&w->by_pod, w->n_conts, w->n_pods, w, pod_of);
-	if (r == 0)
-		r = bucket_fill(&w->by_vm, w->n_procs, w->n_vms, w, vm_of);
+		take_shares(w, &w->attr, zones);
+	for (int z = 0; z < VW_ZONE__COUNT; z++) {
+		if (!zones[z].present)
+			continue;
+		w->present[z] = true;
+		if (r < 0) {
+			w->totals.unattributed[z][M_ACTIVE] += zones[z].active_uj;
+			w->totals.unattributed[z][M_IDLE] += zones[z].idle_uj;
+		}
+	}
 	return r;
 }
 
@@ -1078,25 +974,13 @@ int vw_workloads_update(struct vw_workloads *w, const struct vw_cpu_snapshot *sn
 	}
 	map_vms(w);
 	count_live(w);
-	r = build_groups(w);
-	if (r < 0)
-		return r;
 	w->dt_ns = dt_ns;
 	r = zone_slots(w, zones);
 	if (r < 0)
 		return r;
-	for (int z = 0; z < VW_ZONE__COUNT; z++) {
-		if (!zones[z].present)
-			continue;
-		w->present[z] = true;
-		w->totals.unattributed[z][M_ACTIVE] +=
-			split_node(w, (enum vw_zone)z, M_ACTIVE, zones[z].active_uj);
-		r = zones[z].idle_to_node ? -EPERM : attribute_idle(w, (enum vw_zone)z, zones[z].idle_uj);
-		if (r < 0) /* the interval's idle is kept whole as unattributed */
-			w->totals.unattributed[z][M_IDLE] += zones[z].idle_uj;
-	}
+	r = attribute(w, zones);
 	settle_states(w);
-	return 0;
+	return r;
 }
 
 int vw_workloads_interval(struct vw_workloads *w, const struct vw_cpu_accountant *cpu,

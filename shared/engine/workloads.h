@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The workload registry: processes, containers and pods, their CPU time and their share of each
- * interval's node energy per zone (active by CPU-time share, idle by reservation; see
- * docs/attribution.md). Parents are exact sums of their children; what no workload takes is
- * kept as an explicit unattributed remainder, so for every zone and mode:
- *   node = sum(containers) + uncontained processes + unattributed.
+ * interval's node energy per zone (active by CPU-time share, idle by reservation: computed by
+ * attribute.h's vw_attribute() from what the registry knows; see docs/attribution.md).
+ * Parents are exact sums of their children; what no workload takes is kept as an explicit
+ * unattributed remainder, so for every zone and mode:
+ *   node = sum(containers) + uncontained processes + unattributed
+ * (a sole group's processes, vw_group.sole, count as uncontained: their container has them not).
  * Terminated workloads stay until one scrape has seen their final value.
  */
 #pragma once
@@ -13,13 +15,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "attribute.h" /* struct vw_zone_energy */
 #include "cpu_account.h"
 #include "ctrmeta.h"
 #include "log.h"
 #include "macro.h"
 #include "prom.h"
 #include "selfstats.h"
-#include "workload.h"
+#include "cgroup_path.h"
 #include "zone.h"
 
 struct vw_workloads;
@@ -44,6 +47,11 @@ struct vw_workloads_opts {
 	 * its comm (a host's vhost-<QEMU PID> kernel threads): the leader's PID, 0 for none.
 	 * NULL: no such processes. */
 	uint32_t (*adopted_by)(const char *comm);
+	/* Labels the vm level's families carry after Kepler's (NULL-terminated names, valid
+	 * Prometheus label names none of Kepler's; each group gives its values, vw_group.labels):
+	 * NULL or empty for Kepler's label sets alone. At most VW_GROUP_MAX_LABELS; owned by the
+	 * caller, kept for the registry's life. */
+	const char *const *group_labels;
 	/* Terminated workloads kept per level (process, container, pod, VM) awaiting a scrape;
 	 * beyond it the oldest are evicted unserved (workload_retention.c). 0: the default. */
 	unsigned max_terminated;
@@ -56,14 +64,6 @@ struct vw_workloads *vw_workloads_new(const struct vw_workloads_opts *opts);
  * walked once; NULL (logged once) where there is none. */
 struct vw_cgroupfs *vw_workloads_cgroupfs(int sysfs_fd);
 void vw_workloads_free(struct vw_workloads *w);
-
-/* Per zone kind, the interval's node energy split (sockets summed). */
-struct vw_zone_energy {
-	bool present;
-	uint64_t active_uj, idle_uj;
-	bool idle_to_node; /* the idle is not the workloads' to share (a guest's estimate of a host
-			    * idle share it cannot know): it all stays unattributed */
-};
 
 /*
  * One interval: the accountant's cumulative snapshot and the node's energy per zone. The first
@@ -98,6 +98,8 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
  * (a VM restarted, a new QEMU PID) keeps its counters; one missing from the list is terminated.
  * Call before each update.
  */
+#define VW_GROUP_MAX_LABELS 12
+#define VW_GROUP_LABEL_MAX 256
 struct vw_group {
 	char id[VW_UUID_LEN]; /* unique and stable (a VM's UUID); "" is skipped */
 	char name[256];           /* may be "" */
@@ -105,6 +107,13 @@ struct vw_group {
 	unsigned reserved_cpus;   /* its share of idle: this many host CPUs (a VM's vCPUs) */
 	uint32_t leader_pid;      /* the process that is the group (TGID); 0: none known */
 	uint64_t leader_start_time; /* /proc/PID/stat starttime (PID reuse); 0: not checked */
+	/* Its processes are the group's alone: their energy is not also their container's and
+	 * pod's (it counts as uncontained there), and their process series name no container
+	 * (a KubeVirt VM's QEMU in its virt-launcher pod). Else a group's process in a container
+	 * is both the group's and the container's (two views). */
+	bool sole;
+	/* Values of the vw_workloads_opts.group_labels, in order. */
+	char labels[VW_GROUP_MAX_LABELS][VW_GROUP_LABEL_MAX];
 };
 int vw_workloads_set_groups(struct vw_workloads *w, const struct vw_group *groups, size_t n);
 
@@ -125,6 +134,9 @@ size_t vw_workloads_group_energy(const struct vw_workloads *w, struct vw_group_e
 
 struct vw_workloads_totals {
 	uint64_t containers[VW_ZONE__COUNT][2];
+	/* Of containers: what those no longer exported held (ended and dropped once served, or
+	 * evicted): exported, so that every scrape adds up to the node. */
+	uint64_t ended_containers[VW_ZONE__COUNT][2];
 	uint64_t pods[VW_ZONE__COUNT][2];
 	uint64_t uncontained[VW_ZONE__COUNT][2];
 	uint64_t unattributed[VW_ZONE__COUNT][2];

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The workload registry's tables, shared by workloads.c (accounting) and
- * workload_metrics.c (rendering). Not for other modules. */
+/* The workload registry's tables, shared by workloads.c (accounting; the splits are
+ * attribute.c's) and workload_metrics.c (rendering). Not for other modules. */
 #pragma once
 
+#include "attribute.h"
 #include "intern.h"
 #include "workloads.h"
 
@@ -11,12 +12,6 @@ enum { M_ACTIVE, M_IDLE, M__COUNT };
 struct acc {
 	uint64_t uj[M__COUNT];       /* cumulative */
 	uint64_t interval[M__COUNT]; /* the last interval's share */
-};
-
-/* Items grouped by a key (a counting sort): group g is items[start[g] .. start[g + 1]). */
-struct bucket {
-	size_t *start, *items;
-	size_t cap_start, cap_items;
 };
 
 /* Fields ordered for no padding (176 bytes): a table of 10,000 is 1.7 MiB. */
@@ -87,6 +82,8 @@ struct wl_vm {
 	struct acc z[VW_ZONE__COUNT];
 	bool has_gpu;   /* a vGPU's share came to it (workload_gpu.c): its guest gets zone gpu */
 	struct acc gpu; /* its vGPUs' idle and active GPU energy */
+	bool sole;      /* vw_group.sole: its processes are not their container's */
+	char (*labels)[VW_GROUP_LABEL_MAX]; /* vw_group.labels, n_group_labels of them; NULL: none */
 };
 
 /* Publications a gone VM is remembered for (about an hour at the default 5 s interval). */
@@ -112,18 +109,28 @@ struct vw_workloads {
 	size_t n_pods, cap_pods;
 	struct wl_vm *vms;
 	size_t n_vms, cap_vms;
+	/* map_vms' index of the listed VMs by QEMU PID, (pid << 32 | VM index) ascending. */
+	uint64_t *vm_by_pid;
+	size_t cap_vm_by_pid;
 	struct vw_workloads_totals totals;
+	/* The vm level's families with the group labels after Kepler's (workload_metrics.c);
+	 * n_group_labels 0: Kepler's own. */
+	size_t n_group_labels;
+	const char **vm_label_names, **vm_gpu_label_names;
+	struct vw_metric_family vm_fams[4], vm_gpu_fams[4]; /* CPU (zone), GPU (no zone) */
 	/* The root cgroup's total: what ran anywhere this interval, for the uncontained rest. */
 	uint64_t root_last_ns, root_delta_ns;
 	bool root_have_last, root_valid;
 	uint64_t cgroup_rescans; /* walks of the hierarchy for ids not known yet */
 	bool rescanned;          /* in this update */
-	/* Scratch reused every interval. */
-	uint64_t *weights, *out;
-	uint64_t *share; /* a split's shares, kept while the next level's split reuses `out` */
-	size_t cap_scratch;
-	struct bucket by_cont, by_pod, by_vm; /* processes by container, containers by pod,
-					       * VM processes (in no pod) by VM */
+	/* Attribution (attribute.c): its input, filled from the tables each interval, and its
+	 * results, reused. */
+	struct vw_attr_proc *attr_procs;
+	struct vw_attr_counters *attr_counters; /* while snapshots have counters */
+	struct vw_attr_container *attr_conts;
+	uint64_t *attr_reserve; /* pods' then VMs' */
+	size_t cap_attr_procs, cap_attr_counters, cap_attr_conts, cap_attr_reserve;
+	struct vw_attribution attr;
 	unsigned hw_available; /* of the last snapshot */
 	uint64_t ghosts;       /* the accountant's ghost check's count (vw_cpu_snapshot.ghosts) */
 	uint64_t evictions[VW_TABLE__COUNT]; /* process, container, pod, vm (workload_retention.c) */
@@ -136,7 +143,7 @@ struct vw_workloads {
 /* A workload series' label values, NULL-terminated (a process's pid's text kept in pid). */
 struct wl_labels {
 	char pid[16];
-	const char *v[10];
+	const char *v[10 + VW_GROUP_MAX_LABELS];
 };
 #define VW_WL_LABELS(l, ...)                                                                       \
 	memcpy((l)->v, (const char *[]){ __VA_ARGS__, NULL },                                      \
@@ -146,6 +153,17 @@ struct wl_labels {
 void vw_wl_proc_labels(const struct vw_workloads *w, const struct wl_proc *p, const char *node,
 		       const char *zone, struct wl_labels *l);
 const char *vw_wl_state_name(bool terminated); /* "terminated" or "running" */
+/* The vm level's families (labels: Kepler's, then opts.group_labels): 0, -ENOMEM, -EINVAL (too
+ * many group labels). */
+int vw_wl_vm_families(struct vw_workloads *w);
+/* The vm level's four GPU families, Kepler-style labels (workload_gpu.c). */
+const struct vw_metric_family *vw_wl_gpu_vm_families(void);
+void vw_wl_vm_families_free(struct vw_workloads *w);
+/* Whether process p's energy is its container's: it has one, and no sole group owns p. */
+static inline bool vw_wl_in_container(const struct vw_workloads *w, const struct wl_proc *p)
+{
+	return p->container >= 0 && !(p->vm >= 0 && w->vms[p->vm].sole);
+}
 /* A process's accumulator for zone z: all zeros where it has had no energy there. */
 const struct acc *vw_wl_proc_acc(const struct vw_workloads *w, const struct wl_proc *p, int z);
 /* A container's pod_id label: its pod's UID, "" for none. */

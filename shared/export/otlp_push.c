@@ -2,14 +2,13 @@
 /*
  * The OTLP pusher (otlp.h): a bounded queue of snapshots, filled by the sampling thread when an
  * export is due, emptied by a thread of its own that converts each to OTLP/JSON, gzips it and
- * POSTs it with libcurl (loaded on first use). A receiver that is away or answers a retryable
- * status (429, 502, 503, 504, as the OTLP specification lists them) is retried with a delay
- * that doubles from 1 s; the snapshot waits at the head of the queue meanwhile, and the oldest
- * is dropped (counted) when newer ones fill it. Any other status drops that snapshot (counted,
- * said at a falling rate). Stopping cuts a request in flight at once.
+ * POSTs it through the HTTP client (http_client.h: libcurl, loaded on first use). A receiver
+ * that is away or answers a retryable status (429, 502, 503, 504, as the OTLP specification
+ * lists them) is retried with a delay that doubles from 1 s (vw_backoff); the snapshot waits at
+ * the head of the queue meanwhile, and the oldest is dropped (counted) when newer ones fill it.
+ * Any other status drops that snapshot (counted, said at a falling rate). Stopping cuts a
+ * request in flight at once.
  */
-#define CURL_DISABLE_TYPECHECK
-#include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -17,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "curl_lazy.h"
 #include "gzip.h"
+#include "http_client.h"
 #include "log.h"
 #include "macro.h"
 #include "otlp.h"
@@ -37,7 +36,9 @@ struct vw_otlp {
 	struct vw_otlp_resource res;
 	char *service_name, *service_version, *host_name, *node;
 	uint64_t start_unix_ns;
-	struct curl_slist *hdrs;
+	char **hdrs; /* NULL-terminated "Name: value" */
+	size_t n_hdrs;
+	struct vw_httpc *client;
 	pthread_t thread;
 	bool started;
 	pthread_mutex_t lock;
@@ -80,8 +81,22 @@ static char *dup_or_null(const char *s)
 	return s && *s ? strdup(s) : NULL;
 }
 
+static int hdr_add(struct vw_otlp *p, const char *line)
+{
+	char **h = realloc(p->hdrs, (p->n_hdrs + 2) * sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	p->hdrs = h;
+	h[p->n_hdrs] = strdup(line);
+	if (!h[p->n_hdrs])
+		return -ENOMEM;
+	h[++p->n_hdrs] = NULL;
+	return 0;
+}
+
 /* "k=v,k2=v2" into "k: v" headers; -EINVAL when malformed. */
-static int parse_headers(const char *spec, struct curl_slist **ret, char *why, size_t whylen)
+static int parse_headers(struct vw_otlp *o, const char *spec, char *why, size_t whylen)
 {
 	const char *p = spec;
 
@@ -89,7 +104,6 @@ static int parse_headers(const char *spec, struct curl_slist **ret, char *why, s
 		const char *comma = strchr(p, ','), *eq;
 		size_t n = comma ? (size_t)(comma - p) : strlen(p);
 		char line[1024];
-		struct curl_slist *l;
 
 		eq = memchr(p, '=', n);
 		if (!eq || eq == p || n >= sizeof(line) - 2 || memchr(p, '\r', n) ||
@@ -102,13 +116,36 @@ static int parse_headers(const char *spec, struct curl_slist **ret, char *why, s
 		}
 		snprintf(line, sizeof(line), "%.*s: %.*s", (int)(eq - p), p, (int)(n - (size_t)(eq - p) - 1),
 			 eq + 1);
-		l = curl_slist_append(*ret, line);
-		if (!l)
+		if (hdr_add(o, line) < 0)
 			return -ENOMEM;
-		*ret = l;
 		p = comma ? comma + 1 : NULL;
 	}
 	return 0;
+}
+
+/* Stopping cuts a request in flight (vw_otlp_free wakes the client). */
+static bool stopping(void *ud)
+{
+	struct vw_otlp *p = ud;
+	bool stop;
+
+	pthread_mutex_lock(&p->lock);
+	stop = p->stop;
+	pthread_mutex_unlock(&p->lock);
+	return stop;
+}
+
+/* The receiver's answer is not kept (max_body 0): partial success is only logged. */
+static int client_new(struct vw_otlp *p, char *why, size_t whylen)
+{
+	const struct vw_httpc_opts o = {
+		.what = "otlp", .allow_http = true,
+		.timeout_ms = (long)(p->o.timeout_ns / VW_NSEC_PER_MSEC),
+		.tls = { .ca_file = p->ca, .cert_file = p->cert, .key_file = p->key },
+		.cancelled = stopping, .userdata = p,
+	};
+
+	return vw_httpc_new(&o, &p->client, why, whylen);
 }
 
 int vw_otlp_new(const struct vw_otlp_opts *o, const struct vw_otlp_resource *res,
@@ -117,7 +154,6 @@ int vw_otlp_new(const struct vw_otlp_opts *o, const struct vw_otlp_resource *res
 	struct vw_otlp *p;
 	size_t elen = o->endpoint ? strlen(o->endpoint) : 0;
 	const char *suffix = "/v1/metrics";
-	struct curl_slist *l;
 	int r;
 
 	*ret = NULL;
@@ -126,13 +162,6 @@ int vw_otlp_new(const struct vw_otlp_opts *o, const struct vw_otlp_resource *res
 		snprintf(why, whylen, "--exporter.otlp.endpoint must be an http:// or https:// URL "
 				      "(an OTLP/HTTP receiver: the Collector's is http://HOST:4318)");
 		return -EINVAL;
-	}
-	r = vw_curl_load(why, whylen);
-	if (r < 0)
-		return r;
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		snprintf(why, whylen, "curl_global_init failed");
-		return -EIO;
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -162,18 +191,15 @@ int vw_otlp_new(const struct vw_otlp_opts *o, const struct vw_otlp_resource *res
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	p->q = calloc(p->o.queue_max, sizeof(*p->q));
-	l = curl_slist_append(NULL, "Content-Type: application/json");
-	if (!p->q || !l) {
-		curl_slist_free_all(l);
-		vw_otlp_free(p);
-		return -ENOMEM;
-	}
-	p->hdrs = l;
-	if (o->gzip && !(l = curl_slist_append(p->hdrs, "Content-Encoding: gzip"))) {
-		vw_otlp_free(p);
-		return -ENOMEM;
-	}
-	r = parse_headers(o->headers, &p->hdrs, why, whylen);
+	r = p->q ? hdr_add(p, "Content-Type: application/json") : -ENOMEM;
+	if (r == 0 && o->gzip)
+		r = hdr_add(p, "Content-Encoding: gzip");
+	if (r == -ENOMEM)
+		snprintf(why, whylen, "out of memory");
+	if (r == 0)
+		r = parse_headers(p, o->headers, why, whylen);
+	if (r == 0)
+		r = client_new(p, why, whylen);
 	if (r < 0) {
 		vw_otlp_free(p);
 		return r;
@@ -184,35 +210,17 @@ int vw_otlp_new(const struct vw_otlp_opts *o, const struct vw_otlp_resource *res
 
 /* ---- one export ---- */
 
-static int on_progress(void *ud, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
-{
-	struct vw_otlp *p = ud;
-	bool stop;
-
-	(void)a, (void)b, (void)c, (void)d;
-	pthread_mutex_lock(&p->lock);
-	stop = p->stop;
-	pthread_mutex_unlock(&p->lock);
-	return stop; /* non-zero aborts the transfer */
-}
-
-static size_t on_body(char *ptr, size_t size, size_t n, void *ud)
-{
-	(void)ptr, (void)ud;
-	return size * n; /* the receiver's answer is not needed (partial success is logged) */
-}
-
 enum outcome { SENT, RETRY, REFUSED };
 
 /* POST one snapshot. why gets the reason of anything but SENT. */
-static enum outcome post(struct vw_otlp *p, CURL *h, const struct item *it, char *why,
-			 size_t whylen)
+static enum outcome post(struct vw_otlp *p, const struct item *it, char *why, size_t whylen)
 {
 	_cleanup_free_ char *json = NULL, *gz = NULL;
-	char err[CURL_ERROR_SIZE] = "";
 	size_t json_len = 0, gz_len = 0;
-	long status = 0;
-	CURLcode rc;
+	struct vw_httpc_resp resp = { 0 };
+	struct vw_httpc_req req;
+	long status;
+	int r;
 
 	if (vw_otlp_json_from_text(it->text, it->len, &p->res, p->start_unix_ns, it->unix_ns,
 				   &json, &json_len) < 0 ||
@@ -220,32 +228,16 @@ static enum outcome post(struct vw_otlp *p, CURL *h, const struct item *it, char
 		snprintf(why, whylen, "out of memory encoding the snapshot");
 		return REFUSED;
 	}
-	curl_easy_reset(h);
-	curl_easy_setopt(h, CURLOPT_URL, p->url);
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, p->hdrs);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDS, gz ? gz : json);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)(gz ? gz_len : json_len));
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)(p->o.timeout_ns / VW_NSEC_PER_MSEC));
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "virtwatt/" VW_VERSION);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(h, CURLOPT_XFERINFODATA, p);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, err);
-	if (p->ca)
-		curl_easy_setopt(h, CURLOPT_CAINFO, p->ca);
-	if (p->cert)
-		curl_easy_setopt(h, CURLOPT_SSLCERT, p->cert);
-	if (p->key)
-		curl_easy_setopt(h, CURLOPT_SSLKEY, p->key);
-	rc = curl_easy_perform(h);
-	if (rc != CURLE_OK) {
-		snprintf(why, whylen, "%s", err[0] ? err : curl_easy_strerror(rc));
+	req = (struct vw_httpc_req){ .method = "POST", .url = p->url,
+				     .headers = (const char *const *)p->hdrs, .body = gz ? gz : json,
+				     .body_len = gz ? gz_len : json_len };
+	r = vw_httpc_do(p->client, &req, &resp);
+	status = resp.status;
+	if (r < 0)
+		snprintf(why, whylen, "%s", resp.error);
+	vw_httpc_resp_clear(&resp);
+	if (r < 0)
 		return RETRY;
-	}
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
 	if (status >= 200 && status < 300)
 		return SENT;
 	snprintf(why, whylen, "the receiver answered HTTP %ld", status);
@@ -276,8 +268,10 @@ static void requeue(struct vw_otlp *p, struct item *it)
 static void *run(void *arg)
 {
 	struct vw_otlp *p = arg;
-	uint64_t backoff = 0, retry_at = 0;
-	CURL *h = curl_easy_init();
+	uint64_t backoff, retry_at = 0;
+	struct vw_backoff bo;
+
+	vw_backoff_init(&bo, VW_NSEC_PER_SEC, p->o.backoff_max_ns, 0, 0);
 
 	pthread_mutex_lock(&p->lock);
 	while (!p->stop) {
@@ -309,20 +303,19 @@ static void *run(void *arg)
 		p->head = (p->head + 1) % p->o.queue_max;
 		p->n--;
 		pthread_mutex_unlock(&p->lock);
-		out = h ? post(p, h, &it, why, sizeof(why)) : RETRY;
-		if (!h)
-			snprintf(why, sizeof(why), "curl_easy_init failed");
+		out = post(p, &it, why, sizeof(why));
 		pthread_mutex_lock(&p->lock);
 		if (out == SENT) {
 			p->st.sent++;
 			p->st.last_success_unix_ns = it.unix_ns;
-			backoff = retry_at = 0;
+			retry_at = 0;
+			vw_backoff_reset(&bo);
 			item_free(&it);
 			vw_release(&p->complaint, VW_LOG_INFO, "otlp: exporting to %s works again",
 				   p->url);
 		} else if (out == RETRY && !p->stop) {
 			p->st.retries++;
-			backoff = backoff ? VW_MIN(2 * backoff, p->o.backoff_max_ns) : VW_NSEC_PER_SEC;
+			backoff = vw_backoff_next(&bo);
 			retry_at = vw_now_ns() + backoff;
 			requeue(p, &it);
 			vw_complain(&p->complaint, VW_LOG_WARN,
@@ -341,8 +334,6 @@ static void *run(void *arg)
 		}
 	}
 	pthread_mutex_unlock(&p->lock);
-	if (h)
-		curl_easy_cleanup(h);
 	return NULL;
 }
 
@@ -393,13 +384,16 @@ void vw_otlp_free(struct vw_otlp *p)
 		p->stop = true;
 		pthread_cond_signal(&p->cond);
 		pthread_mutex_unlock(&p->lock);
+		vw_httpc_wake(p->client);
 		pthread_join(p->thread, NULL);
 	}
 	for (size_t i = 0; p->q && i < p->o.queue_max; i++)
 		item_free(&p->q[i]);
 	free(p->q);
-	if (p->hdrs)
-		curl_slist_free_all(p->hdrs);
+	vw_httpc_free(p->client);
+	for (size_t i = 0; i < p->n_hdrs; i++)
+		free(p->hdrs[i]);
+	free(p->hdrs);
 	free(p->ca);
 	free(p->cert);
 	free(p->key);

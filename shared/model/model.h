@@ -122,8 +122,8 @@ int vw_model_percpu(const char *arch, unsigned ncpu, struct vw_model **ret, char
 
 /*
  * Where a model comes from, in order: a local file (an error if it is bad: the user asked for
- * it), an HTTP(S) URL fetched with libcurl (timeout; the last good copy cached in cache_dir and
- * used when the fetch fails), then a built-in one: with `cpus` and `percpu`, the per-vCPU
+ * it), an HTTP(S) URL fetched with the HTTP client (timeout; the last good copy cached in
+ * cache_dir and used when the fetch fails), then a built-in one: with `cpus` and `percpu`, the per-vCPU
  * model of this processor's architecture for n_cpus vCPUs where the table has it, else the
  * default (vw_model_load_builtin).
  */

@@ -1,12 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Where the model comes from: a local file (an error if bad), else an HTTP(S) URL fetched with
- * libcurl whose last good body is cached in cache_dir, else the built-in default.
+ * the HTTP client (http_client.h) whose last good body is cached in cache_dir, else the
+ * built-in default.
  */
-#include <curl/curl.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -15,6 +14,7 @@
 #include <sys/stat.h>
 
 #include "fileio.h"
+#include "http_client.h"
 #include "log.h"
 #include "macro.h"
 #include "model.h"
@@ -27,16 +27,7 @@
 struct body {
 	char *data;
 	size_t len;
-	bool too_big;
 };
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc = CURLE_FAILED_INIT;
-
-static void curl_init(void)
-{
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 static void set_origin(char *buf, size_t len, const char *kind, const char *what)
 {
@@ -44,88 +35,42 @@ static void set_origin(char *buf, size_t len, const char *kind, const char *what
 		snprintf(buf, len, "%s%s%s", kind, what ? ":" : "", what ? what : "");
 }
 
-static size_t on_data(char *ptr, size_t size, size_t n, void *userdata)
-{
-	struct body *b = userdata;
-	size_t add = size * n;
-	char *p;
-
-	if (add > VW_MODEL_MAX_BYTES - b->len) {
-		b->too_big = true;
-		return 0;
-	}
-	p = realloc(b->data, b->len + add + 1);
-	if (!p)
-		return 0;
-	memcpy(p + b->len, ptr, add);
-	b->data = p;
-	b->len += add;
-	p[b->len] = '\0';
-	return add;
-}
-
-static void fetch_setup(CURL *h, const char *url, const char *post, struct curl_slist *hdrs,
-			long timeout_ms, struct body *b, char *curl_err)
-{
-	curl_easy_setopt(h, CURLOPT_URL, url);
-	if (post) {
-		curl_easy_setopt(h, CURLOPT_POSTFIELDS, post);
-		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	}
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 1L);
-	curl_easy_setopt(h, CURLOPT_MAXREDIRS, 3L);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_FAILONERROR, 1L);
-	curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)VW_MODEL_MAX_BYTES);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "virtwatt/" VW_VERSION);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, b);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, curl_err);
-}
-
 /* GET url (POST the JSON `post` when not NULL) into b (at most VW_MODEL_MAX_BYTES; HTTP >= 400
  * fails). 0 or -errno, reason in why. */
 static int fetch(const char *url, const char *post, long timeout_ms, struct body *b, char *why,
 		 size_t whylen)
 {
-	char curl_err[CURL_ERROR_SIZE] = "";
-	struct curl_slist *hdrs = NULL;
-	CURLcode rc;
-	CURL *h;
+	static const char *const json_headers[] = { "Content-Type: application/json", NULL };
+	const struct vw_httpc_opts o = { .what = "model", .allow_http = true, .max_redirects = 3,
+					 .timeout_ms = timeout_ms,
+					 .max_body = VW_MODEL_MAX_BYTES };
+	const struct vw_httpc_req req = { .method = post ? "POST" : "GET", .url = url,
+					  .headers = post ? json_headers : NULL, .body = post,
+					  .body_len = post ? strlen(post) : 0 };
+	struct vw_httpc_resp resp = { 0 };
+	struct vw_httpc *c;
+	int r = vw_httpc_new(&o, &c, why, whylen);
 
-	pthread_once(&curl_once, curl_init);
-	if (curl_init_rc != CURLE_OK) {
-		snprintf(why, whylen, "curl_global_init: %s", curl_easy_strerror(curl_init_rc));
-		return -EIO;
-	}
-	h = curl_easy_init();
-	if (!h) {
-		snprintf(why, whylen, "curl_easy_init failed");
-		return -ENOMEM;
-	}
-	if (post) {
-		hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-		if (!hdrs) {
-			curl_easy_cleanup(h);
-			snprintf(why, whylen, "out of memory");
-			return -ENOMEM;
-		}
-	}
-	fetch_setup(h, url, post, hdrs, timeout_ms, b, curl_err);
-	rc = curl_easy_perform(h);
-	curl_easy_cleanup(h);
-	curl_slist_free_all(hdrs);
-	if (rc == CURLE_OK)
-		return 0;
-	if (b->too_big || rc == CURLE_FILESIZE_EXCEEDED) {
+	if (r < 0)
+		return r;
+	r = vw_httpc_do(c, &req, &resp);
+	vw_httpc_free(c);
+	if (r == 0 && resp.status >= 400) {
+		snprintf(why, whylen, "The requested URL returned error: %ld", resp.status);
+		r = -EIO;
+	} else if (r == -EFBIG) {
 		snprintf(why, whylen, "body larger than %u bytes", VW_MODEL_MAX_BYTES);
-		return -EFBIG;
+	} else if (r < 0) {
+		snprintf(why, whylen, "%s", resp.error);
+		r = r == -ETIMEDOUT || r == -ENOMEM ? r : -EIO;
 	}
-	snprintf(why, whylen, "%s", curl_err[0] ? curl_err : curl_easy_strerror(rc));
-	return rc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
+	if (r < 0) {
+		vw_httpc_resp_clear(&resp);
+		return r;
+	}
+	b->data = resp.body;
+	b->len = resp.body_len;
+	return 0;
 }
 
 int vw_model_http_fetch(const char *url, const char *post_json, long timeout_ms, char **ret,

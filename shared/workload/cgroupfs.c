@@ -18,7 +18,7 @@
 #include "cgroupfs_priv.h"
 #include "fileio.h"
 #include "macro.h"
-#include "workload.h"
+#include "cgroup_path.h"
 
 #define MAX_DEPTH 32
 

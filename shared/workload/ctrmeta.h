@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "workload.h"
+#include "cgroup_path.h"
 
 /* Longest name passed on (Docker sets none; containerd's identifiers stop at 76). */
 #define VW_CTRMETA_NAME_MAX 128

@@ -13,7 +13,7 @@
 
 #include "json.h"
 #include "selfstats.h"
-#include "workload.h"
+#include "cgroup_path.h"
 
 /* Copy a non-empty string that fits (NUL included), else -EINVAL. */
 static inline int vw_copy_str(char *dst, size_t size, const char *s)

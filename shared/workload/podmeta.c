@@ -7,12 +7,11 @@
  * cap. A broken watch resumes from the last resourceVersion seen; 410 Gone (HTTP status or an
  * ERROR event) and an oversized event re-list. kubelet mode: poll GET /pods.
  *
- * The worker owns a curl multi handle and sleeps in curl_multi_poll(), so vw_podmeta_stop()'s
- * curl_multi_wakeup() ends a stalled watch or a back-off sleep at once.
+ * The worker owns an HTTP client (http_client.h) and sleeps in it, so vw_podmeta_stop()'s
+ * vw_httpc_wake() ends a stalled watch or a back-off sleep at once.
  */
 #include "podmeta-priv.h"
 
-#include <curl/curl.h>
 #include <fcntl.h>
 #include <json-c/json.h>
 #include <limits.h>
@@ -22,8 +21,8 @@
 #include <time.h>
 
 #include "fileio.h"
+#include "http_client.h"
 #include "json_scan.h"
-#include "curl_lazy.h"
 #include "log.h"
 #include "macro.h"
 #include "thread.h"
@@ -57,7 +56,7 @@ static const struct {
 #define SWEEP_EVERY_NS VW_NSEC_PER_SEC
 #define POLL_SLICE_MS 1000
 /*
- * Kubernetes objects nest deeper than the 8 levels security.md suggests for our own frames:
+ * Kubernetes objects nest far deeper than our own frames (virtio-channel/proto.c: at most 6):
  * list -> items -> pod -> metadata -> managedFields -> fieldsV1 -> f:spec -> f:containers -> ...
  * reaches about 14, pod affinity terms about 15. 32 is json-c's default, set explicitly.
  */
@@ -84,20 +83,20 @@ struct vw_podmeta {
 	bool insecure, allow_http;
 	uint64_t poll_ns, timeout_ns, grace_ns, backoff_min_ns, backoff_max_ns;
 	size_t max_event;
-	CURLM *multi;
+	struct vw_httpc *http;
 	pthread_t thread;
 	bool started; /* the worker runs (not an offline instance) */
 	bool stop; /* __atomic */
 
 	/* Worker thread only. */
-	CURL *easy;
 	struct json_tokener *tok;
-	struct curl_slist *headers;
+	char *auth;	/* "Authorization: Bearer ...", NULL: none */
+	bool auth_set; /* auth is loaded (a token, or none) */
 	char *token;
 	uint64_t token_read_ns;
 	char rv[RV_MAX];
 	enum list_from list_from;
-	uint64_t backoff_ns;
+	struct vw_backoff backoff;
 	uint64_t rng;
 	uint64_t list_gen, next_sweep_ns;
 	struct buf body;
@@ -377,82 +376,59 @@ static int watch_feed(struct vw_podmeta *pm, const char *data, size_t n, size_t 
 	return 0;
 }
 
-static size_t on_body(char *data, size_t size, size_t nmemb, void *userdata)
+static int on_body(void *userdata, long status, const char *data, size_t n)
 {
 	struct xfer *x = userdata;
 	struct vw_podmeta *pm = x->pm;
-	size_t total = size * nmemb, n = total;
 
-	if (x->status == 0)
-		curl_easy_getinfo(pm->easy, CURLINFO_RESPONSE_CODE, &x->status);
+	x->status = status;
 	if (x->status != 200) { /* keep the head of an error body for the log */
 		size_t room = ERROR_BODY_MAX - VW_MIN(pm->body.len, ERROR_BODY_MAX);
 
 		(void)buf_append(&pm->body, data, VW_MIN(n, room), ERROR_BODY_MAX);
-		return total;
+		return 0;
 	}
-	if (!x->stream) {
-		x->abort = buf_append(&pm->body, data, n, x->cap);
-		return x->abort < 0 ? 0 : total;
-	}
-	x->abort = watch_feed(pm, data, n, x->cap, &x->events);
-	return x->abort < 0 ? 0 : total; /* an oversized event is dropped: re-list */
+	if (!x->stream)
+		return x->abort = buf_append(&pm->body, data, n, x->cap);
+	/* an oversized event is dropped: re-list */
+	return x->abort = watch_feed(pm, data, n, x->cap, &x->events);
 }
 
-static int on_progress(void *userdata, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+static bool on_cancelled(void *userdata)
 {
-	(void)dt, (void)dn, (void)ut, (void)un;
-	return stopping(userdata) ? 1 : 0;
+	return stopping(userdata);
 }
 
-/* Sleep up to ns; stop() wakes it. */
-static void pm_sleep(struct vw_podmeta *pm, uint64_t ns)
+static void on_idle(void *userdata)
 {
-	uint64_t end = mono_ns() + ns;
-
-	while (!stopping(pm)) {
-		uint64_t now = mono_ns();
-
-		if (now >= end)
-			break;
-		(void)curl_multi_poll(pm->multi, NULL, 0,
-				      (int)VW_MIN((end - now) / VW_NSEC_PER_MSEC + 1, POLL_SLICE_MS),
-				      NULL);
-		housekeeping(pm);
-	}
+	housekeeping(userdata);
 }
 
 static void backoff(struct vw_podmeta *pm)
 {
-	uint64_t jitter = pm->backoff_ns / 5 ? rng_next(pm) % (pm->backoff_ns / 5) : 0;
-
-	pm_sleep(pm, pm->backoff_ns + jitter);
-	pm->backoff_ns = VW_MIN(pm->backoff_ns * 2, pm->backoff_max_ns);
+	vw_httpc_sleep(pm->http, vw_backoff_next(&pm->backoff));
 }
 
 static void backoff_reset(struct vw_podmeta *pm)
 {
-	pm->backoff_ns = pm->backoff_min_ns;
+	vw_backoff_reset(&pm->backoff);
 	vw_release(&pm->c_conn, VW_LOG_INFO, "podmeta: connected");
 }
 
-static struct curl_slist *build_headers(const char *token)
+static void auth_free(char *auth)
 {
-	struct curl_slist *h = curl_slist_append(NULL, "Accept: application/json"), *nh;
-	char *auth;
-
-	if (!h || !token)
-		return h;
-	if (asprintf(&auth, "Authorization: Bearer %s", token) < 0) {
-		curl_slist_free_all(h);
-		return NULL;
-	}
-	nh = curl_slist_append(h, auth);
-	explicit_bzero(auth, strlen(auth));
+	if (auth)
+		explicit_bzero(auth, strlen(auth));
 	free(auth);
-	if (!nh)
-		curl_slist_free_all(h);
-	return nh;
+}
+
+/* The Authorization header for token (NULL: none) into *ret: 0 or -ENOMEM. */
+static int auth_header(const char *token, char **ret)
+{
+	*ret = NULL;
+	if (!token)
+		return 0;
+	return asprintf(ret, "Authorization: Bearer %s", token) < 0 ? -ENOMEM : 0;
 }
 
 static void token_free(char *token)
@@ -479,16 +455,16 @@ static bool token_ok(const char *s)
 static int token_load(struct vw_podmeta *pm)
 {
 	char buf[TOKEN_MAX];
-	char *token = NULL;
-	struct curl_slist *h;
+	char *token = NULL, *h;
 	int r;
 
 	pm->token_read_ns = mono_ns();
 	if (!pm->token_file) { /* a kubeconfig's token, or a client certificate: fixed */
-		if (pm->headers)
+		if (pm->auth_set)
 			return 0;
-		pm->headers = build_headers(pm->static_token);
-		return pm->headers ? 0 : -ENOMEM;
+		r = auth_header(pm->static_token, &pm->auth);
+		pm->auth_set = r == 0;
+		return r;
 	}
 	r = vw_read_str_at(AT_FDCWD, pm->token_file, buf, sizeof(buf));
 	if (r == 0 && !token_ok(buf))
@@ -497,7 +473,7 @@ static int token_load(struct vw_podmeta *pm)
 		explicit_bzero(buf, sizeof(buf));
 		vw_complain(&pm->c_token, VW_LOG_WARN, "podmeta: token %s: %s", pm->token_file,
 			    strerror(-r));
-		if (pm->headers)
+		if (pm->auth_set)
 			return r;
 	} else {
 		vw_release(&pm->c_token, VW_LOG_INFO, "podmeta: token %s readable", pm->token_file);
@@ -510,104 +486,47 @@ static int token_load(struct vw_podmeta *pm)
 		if (!token)
 			return -ENOMEM;
 	}
-	h = build_headers(token);
-	if (!h) {
+	if (auth_header(token, &h) < 0) {
 		token_free(token);
 		return -ENOMEM;
 	}
-	curl_slist_free_all(pm->headers);
+	auth_free(pm->auth);
 	token_free(pm->token);
-	pm->headers = h;
+	pm->auth = h;
+	pm->auth_set = true;
 	pm->token = token;
 	return token ? 1 : 0;
 }
 
-/* A kubeconfig's PEM text (its *-data fields) handed to curl, copied. */
-static void set_blob(CURL *e, CURLoption opt, const char *pem)
-{
-	struct curl_blob b = { .data = (void *)pem, .len = pem ? strlen(pem) : 0,
-			       .flags = CURL_BLOB_COPY };
-
-	if (pem)
-		curl_easy_setopt(e, opt, &b);
-}
-
-static void xfer_setup(struct vw_podmeta *pm, const char *url, struct xfer *x, long timeout_ms)
-{
-	CURL *e = pm->easy;
-
-	curl_easy_reset(e);
-	curl_easy_setopt(e, CURLOPT_URL, url);
-	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, pm->allow_http ? "http,https" : "https");
-	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(e, CURLOPT_HTTPHEADER, pm->headers);
-	curl_easy_setopt(e, CURLOPT_USERAGENT, "virtwatt/" VW_VERSION);
-	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
-	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(e, CURLOPT_WRITEDATA, x);
-	curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, on_progress);
-	curl_easy_setopt(e, CURLOPT_XFERINFODATA, pm);
-	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
-			 (long)VW_MIN(pm->timeout_ns / VW_NSEC_PER_MSEC, 10000));
-	curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-	curl_easy_setopt(e, CURLOPT_TCP_KEEPIDLE, 30L);
-	curl_easy_setopt(e, CURLOPT_TCP_KEEPINTVL, 10L);
-	if (pm->ca_file)
-		curl_easy_setopt(e, CURLOPT_CAINFO, pm->ca_file);
-	set_blob(e, CURLOPT_CAINFO_BLOB, pm->ca_pem);
-	if (pm->cert_file)
-		curl_easy_setopt(e, CURLOPT_SSLCERT, pm->cert_file);
-	if (pm->key_file)
-		curl_easy_setopt(e, CURLOPT_SSLKEY, pm->key_file);
-	set_blob(e, CURLOPT_SSLCERT_BLOB, pm->cert_pem);
-	set_blob(e, CURLOPT_SSLKEY_BLOB, pm->key_pem);
-	if (pm->insecure) {
-		curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 0L);
-		curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 0L);
-	}
-}
-
 /*
- * Run one GET to completion (any HTTP status: x->status) on the multi handle. -ECANCELED when
- * stopped, x->abort when the write callback ended it, -EIO/-ETIMEDOUT on transport errors.
+ * Run one GET to completion (any HTTP status: x->status). -ECANCELED when stopped, x->abort
+ * when the body ended it, -EIO/-ETIMEDOUT on transport errors.
  */
 static int xfer_run(struct vw_podmeta *pm, const char *url, struct xfer *x, long timeout_ms)
 {
-	CURLcode cc = CURLE_OK;
-	CURLMsg *msg;
-	int running = 1, left;
+	const char *headers[] = { "Accept: application/json", NULL, NULL };
+	struct vw_httpc_req req = { .url = url, .headers = headers, .timeout_ms = timeout_ms,
+				    .on_body = on_body, .userdata = x };
+	struct vw_httpc_resp resp = { 0 };
+	int r;
 
 	if (pm->token_file && mono_ns() - pm->token_read_ns >= TOKEN_MAX_AGE_NS)
 		(void)token_load(pm);
+	headers[1] = pm->auth;
 	buf_reset(&pm->body);
-	xfer_setup(pm, url, x, timeout_ms);
-	if (curl_multi_add_handle(pm->multi, pm->easy) != CURLM_OK)
-		return -ENOMEM;
-	while (!stopping(pm)) {
-		if (curl_multi_perform(pm->multi, &running) != CURLM_OK || !running)
-			break;
-		(void)curl_multi_poll(pm->multi, NULL, 0, POLL_SLICE_MS, NULL);
-		housekeeping(pm);
-	}
-	while ((msg = curl_multi_info_read(pm->multi, &left))) {
-		if (msg->msg == CURLMSG_DONE && msg->easy_handle == pm->easy)
-			cc = msg->data.result;
-	}
-	curl_multi_remove_handle(pm->multi, pm->easy);
-	if (stopping(pm))
-		return -ECANCELED;
+	r = vw_httpc_do(pm->http, &req, &resp);
 	if (x->status == 0)
-		curl_easy_getinfo(pm->easy, CURLINFO_RESPONSE_CODE, &x->status);
-	if (x->abort < 0)
-		return x->abort;
-	if (cc != CURLE_OK) {
-		vw_complain(&pm->c_conn, VW_LOG_WARN, "podmeta: GET %s: %s", url,
-			    curl_easy_strerror(cc));
-		return cc == CURLE_OPERATION_TIMEDOUT ? -ETIMEDOUT : -EIO;
+		x->status = resp.status;
+	if (r == -ECANCELED || stopping(pm))
+		r = -ECANCELED;
+	else if (x->abort < 0)
+		r = x->abort;
+	else if (r < 0) {
+		vw_complain(&pm->c_conn, VW_LOG_WARN, "podmeta: GET %s: %s", url, resp.error);
+		r = r == -ETIMEDOUT ? -ETIMEDOUT : -EIO;
 	}
-	return 0;
+	vw_httpc_resp_clear(&resp);
+	return r;
 }
 
 /* Judge a finished response's status. 0: 200; 1: 401 and a new token, retry now; -errno. */
@@ -626,22 +545,16 @@ static int check_status(struct vw_podmeta *pm, const char *what, long status)
 	return status == 401 || status == 403 ? -EACCES : -EPROTO;
 }
 
-static void curl_freep(char **p)
-{
-	curl_free(*p);
-}
-
 static char *pods_url(struct vw_podmeta *pm, bool watch)
 {
-	_cleanup_(curl_freep) char *sel = NULL, *rv = NULL;
-	_cleanup_free_ char *sel_raw = NULL;
+	_cleanup_free_ char *sel_raw = NULL, *sel = NULL, *rv = NULL;
 	char *url = NULL;
 	int r = -1;
 
 	if (asprintf(&sel_raw, "spec.nodeName=%s", pm->node_name) < 0)
 		return NULL;
-	sel = curl_easy_escape(pm->easy, sel_raw, 0);
-	rv = curl_easy_escape(pm->easy, pm->rv, 0);
+	sel = vw_url_escape(sel_raw);
+	rv = vw_url_escape(pm->rv);
 	if (!sel || !rv)
 		return NULL;
 	if (watch)
@@ -764,7 +677,7 @@ static void run_kubelet(struct vw_podmeta *pm)
 			continue;
 		}
 		backoff_reset(pm);
-		pm_sleep(pm, pm->poll_ns);
+		vw_httpc_sleep(pm->http, pm->poll_ns);
 	}
 }
 
@@ -782,23 +695,15 @@ static void *worker(void *arg)
 
 /* ---- lifecycle ---- */
 
-static void curl_init_once(void)
-{
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
 static void pm_free(struct vw_podmeta *pm)
 {
 	if (!pm)
 		return;
 	vw_podtable_free(pm->table);
-	if (pm->easy)
-		curl_easy_cleanup(pm->easy);
-	if (pm->multi)
-		curl_multi_cleanup(pm->multi);
+	vw_httpc_free(pm->http);
 	if (pm->tok)
 		json_tokener_free(pm->tok);
-	curl_slist_free_all(pm->headers);
+	auth_free(pm->auth);
 	token_free(pm->token);
 	free(pm->body.data);
 	free(pm->base_url);
@@ -881,6 +786,27 @@ static int dup_opt(char **ret, const char *s)
 	return empty(s) || *ret ? 0 : -ENOMEM;
 }
 
+/* The client: https only unless allowed, the kubeconfig's or in-cluster TLS, keep-alive. */
+static int http_new(struct vw_podmeta *pm)
+{
+	const struct vw_httpc_opts o = {
+		.what = "podmeta", .allow_http = pm->allow_http,
+		.timeout_ms = (long)(pm->timeout_ns / VW_NSEC_PER_MSEC),
+		.connect_timeout_ms = (long)VW_MIN(pm->timeout_ns / VW_NSEC_PER_MSEC, 10000),
+		.keepalive = true, .accept_encoding = true,
+		.tls = { .ca_file = pm->ca_file, .ca_pem = pm->ca_pem, .cert_file = pm->cert_file,
+			 .cert_pem = pm->cert_pem, .key_file = pm->key_file, .key_pem = pm->key_pem,
+			 .insecure = pm->insecure },
+		.cancelled = on_cancelled, .idle = on_idle, .userdata = pm,
+	};
+	char why[320];
+	int r = vw_httpc_new(&o, &pm->http, why, sizeof(why));
+
+	if (r < 0)
+		vw_error("kube: pod metadata: %s", why);
+	return r;
+}
+
 static int pm_init(struct vw_podmeta *pm, const struct vw_podmeta_opts *o)
 {
 	const char *ca = empty(o->ca_file) ? in_cluster.ca_file : o->ca_file;
@@ -894,9 +820,10 @@ static int pm_init(struct vw_podmeta *pm, const struct vw_podmeta_opts *o)
 	pm->grace_ns = o->grace_ns ?: DEFAULT_GRACE_NS;
 	pm->backoff_min_ns = o->backoff_min_ns ?: DEFAULT_BACKOFF_MIN_NS;
 	pm->backoff_max_ns = VW_MAX(o->backoff_max_ns ?: DEFAULT_BACKOFF_MAX_NS, pm->backoff_min_ns);
-	pm->backoff_ns = pm->backoff_min_ns;
 	pm->max_event = o->max_event_bytes ?: DEFAULT_MAX_EVENT;
 	pm->rng = mono_ns() ^ (uintptr_t)pm ^ 0x9e3779b97f4a7c15ULL;
+	/* jitter: up to a fifth of the delay */
+	vw_backoff_init(&pm->backoff, pm->backoff_min_ns, pm->backoff_max_ns, 20, rng_next(pm));
 	pm->list_from = LIST_CACHED;
 	pm->base_url = empty(o->url) ? default_url(o) : strdup(o->url);
 	/* A kubeconfig's inline token or client certificate replaces the in-cluster token. */
@@ -926,26 +853,19 @@ static int pm_init(struct vw_podmeta *pm, const struct vw_podmeta_opts *o)
 	pm->tok = vw_json_tokener_new(JSON_DEPTH);
 	if (!pm->tok)
 		return -ENOMEM;
-	pm->multi = curl_multi_init();
-	pm->easy = curl_easy_init();
-	return pm->multi && pm->easy ? 0 : -ENOMEM;
+	return http_new(pm);
 }
 
 struct vw_podmeta *vw_podmeta_new_offline(const struct vw_podmeta_opts *opts)
 {
-	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	struct vw_podmeta *pm;
-	char why[320];
 	int r;
 
 	r = check_opts(opts);
-	if (r == 0 && (r = vw_curl_load(why, sizeof(why))) < 0)
-		vw_error("kube: pod metadata: %s", why);
 	if (r < 0) {
 		errno = -r;
 		return NULL;
 	}
-	pthread_once(&once, curl_init_once);
 	pm = calloc(1, sizeof(*pm));
 	if (!pm) {
 		errno = ENOMEM;
@@ -1007,7 +927,7 @@ void vw_podmeta_stop(struct vw_podmeta *pm)
 		return;
 	if (pm->started) {
 		__atomic_store_n(&pm->stop, true, __ATOMIC_RELEASE);
-		curl_multi_wakeup(pm->multi);
+		vw_httpc_wake(pm->http);
 		pthread_join(pm->thread, NULL);
 	}
 	pm_free(pm);

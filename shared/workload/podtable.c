@@ -378,6 +378,23 @@ static void doc_add_statuses(struct vw_podtable *t, struct pod_doc *d, struct js
 	}
 }
 
+/* A virt-launcher pod's VMI and VM names, from its labels (values up to 63 bytes, as
+ * Kubernetes allows; a value that is not a label value is ignored). */
+static void kubevirt_labels(struct json_object *labels, struct vw_pod_info *info)
+{
+	const char *role = vw_jstr(labels, "kubevirt.io");
+
+	if (!role || strcmp(role, "virt-launcher") != 0)
+		return;
+	if (vw_copy_str(info->kubevirt_vmi, sizeof(info->kubevirt_vmi),
+			vw_jstr(labels, "kubevirt.io/domain")) < 0)
+		info->kubevirt_vmi[0] = '\0';
+	if (!info->kubevirt_vmi[0] ||
+	    vw_copy_str(info->kubevirt_vm, sizeof(info->kubevirt_vm),
+			vw_jstr(labels, "vm.kubevirt.io/name")) < 0)
+		info->kubevirt_vm[0] = '\0';
+}
+
 static int parse_pod(struct vw_podtable *t, struct json_object *pod, struct pod_doc *d)
 {
 	struct json_object *meta = vw_jobj(pod, "metadata");
@@ -396,6 +413,7 @@ static int parse_pod(struct vw_podtable *t, struct json_object *pod, struct pod_
 	d->info.cpu_request_millis =
 		pod_request(t, vw_jobj(pod, "spec"), d->info.name, container_request);
 	d->info.gpu_request = pod_request(t, vw_jobj(pod, "spec"), d->info.name, container_gpus);
+	kubevirt_labels(vw_jobj(meta, "labels"), &d->info);
 	doc_add_statuses(t, d, vw_jobj(pod, "status"));
 	return 0;
 }

@@ -36,6 +36,9 @@ import time
 
 import yaml
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+from exposition import Exposition  # noqa: E402  (tests/exposition.py)
+
 src, build = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
 PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs"]
 BUSYBOX = "localhost/vw-names-test:busybox"  # as tests/test_ctrmeta_podman.c makes it
@@ -278,19 +281,15 @@ def scrape(pid):
 
 
 def series(text, family):
-    out = {}
-    for line in (text or "").splitlines():
-        if line.startswith(family + "{"):
-            labels, value = line[len(family) + 1:].rsplit("} ", 1)
-            out[labels] = float(value)
-    return out
+    """{frozenset(labels): value} of family's samples (tests/exposition.py)."""
+    return Exposition(text).series(family)
 
 
 def container_joules(text):
     """container_id -> joules, summed over zones (active energy)."""
     out = {}
     for labels, v in series(text, "kepler_container_cpu_joules_total").items():
-        d = dict(re.findall(r'(\w+)="([^"]*)"', labels))
+        d = dict(labels)
         if d.get("state") != "running":
             continue
         key = (d.get("container_id"), d.get("runtime"))

@@ -2,16 +2,16 @@
 """What tests/e2e/checks.py and tests/e2e/faults.py share: TAP output, scraping and parsing an
 exposition, a watcher that proves no counter ever goes back, and waiting on a condition."""
 import os
-import re
+import sys
 import threading
 import time
 import urllib.request
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+from exposition import Exposition as Metrics  # noqa: E402  (tests/exposition.py)
+
 n_tests = 0
 failed = 0
-
-LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{(.*)\})?\s+(\S+)')
-LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
 def log(msg):
@@ -31,36 +31,6 @@ def tap(ok, what, detail=""):
 def fetch(addr, path="/metrics", timeout=5):
     with urllib.request.urlopen("http://%s%s" % (addr, path), timeout=timeout) as r:
         return r.read().decode()
-
-
-class Metrics:
-    """One exposition: samples as (name, labels dict, value) and each family's type."""
-
-    def __init__(self, text):
-        self.text, self.samples, self.types = text, [], {}
-        for line in text.splitlines():
-            if line.startswith("# TYPE "):
-                _, _, fam, typ = line.split(None, 3)
-                self.types[fam] = typ
-            elif line and not line.startswith("#"):
-                m = LINE.match(line)
-                if m:
-                    self.samples.append((m.group(1), dict(LABEL.findall(m.group(3) or "")),
-                                         float(m.group(4))))
-
-    def sum(self, name, **want):
-        return sum(v for n, l, v in self.samples
-                   if n == name and all(l.get(k) == x for k, x in want.items()))
-
-    def has(self, name, **want):
-        return any(n == name and all(l.get(k) == x for k, x in want.items())
-                   for n, l, _ in self.samples)
-
-    def counters(self):
-        for n, l, v in self.samples:
-            fam = n[:-6] if n.endswith("_total") else n
-            if self.types.get(n) == "counter" or self.types.get(fam) == "counter":
-                yield n + "{" + ",".join("%s=%s" % kv for kv in sorted(l.items())) + "}", v
 
 
 def scrape(addr):

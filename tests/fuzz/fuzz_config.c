@@ -107,7 +107,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size > VW_CONFIG_MAX_BYTES + 1)
 		return 0;
-	one_program(&vw_host_program, data, size);
+	one_program(vw_host_program(), data, size);
 	one_program(&vw_guest_program, data, size);
 	return 0;
 }

@@ -3,7 +3,7 @@
  * libFuzzer target: the /proc and cgroup files the daemons parse, each reading the input's text:
  * /proc/stat and /proc/cpuinfo (procfs.c), cpuinfo + meminfo as the model server's machine spec
  * (model_server.c), /proc/PID/stat (shared/engine/cpu_procfs.c), /proc/PID/cgroup for containers and
- * pods (workload.c) and for the accounting hierarchy, v1 and v2 (cgroupfs.c), cpu.stat
+ * pods (cgroup_path.c) and for the accounting hierarchy, v1 and v2 (cgroupfs.c), cpu.stat
  * (cgroupfs.c), and the decimal counters of cpuacct.usage and schedstat (fileio.c). Properties:
  * CPU usage between two samples lies in [0, 1]; names are within their buffers and the machine
  * spec's labels in Kepler's [a-z0-9_]; a container ID is 64 lower-case hex and a pod UID 32 or
@@ -20,7 +20,7 @@
 #include "fuzz_common.h"
 #include "model_server.h"
 #include "procfs.h"
-#include "workload.h"
+#include "cgroup_path.h"
 
 static void check_stat(const char *text)
 {

@@ -17,7 +17,6 @@ import gzip
 import http.server
 import json
 import os
-import re
 import shutil
 import socket
 import ssl
@@ -27,6 +26,9 @@ import tempfile
 import threading
 import time
 import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir))
+from exposition import Exposition  # noqa: E402  (tests/exposition.py)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTOS = os.path.join(HERE, '..', 'data', 'otlp-proto')
@@ -128,30 +130,10 @@ def free_port():
     return p
 
 
-LINE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$')
-LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)",?')
-
-
-def unescape(v):
-    return re.sub(r'\\(.)', lambda m: '\n' if m.group(1) == 'n' else m.group(1), v)
-
-
 def parse_exposition(text):
     """{(name, frozenset(non-empty labels)): value}, and {family: type}."""
-    samples, types = {}, {}
-    for line in text.splitlines():
-        if line.startswith('# TYPE '):
-            _, _, name, kind = line.split(' ', 3)
-            types[name] = kind
-            continue
-        if not line or line.startswith('#'):
-            continue
-        m = LINE.match(line)
-        if not m:
-            continue
-        labels = frozenset((k, unescape(v)) for k, v in LABEL.findall(m.group(2) or '') if v)
-        samples[(m.group(1), labels)] = float(m.group(3))
-    return samples, types
+    x = Exposition(text)
+    return x.keyed(drop_empty=True), x.types
 
 
 def flatten(req):

@@ -5,7 +5,7 @@
  * v1 hierarchies show), each component is matched against two small tables, and the deepest
  * container match wins. docs/workloads.md lists every form and where this beats Kepler.
  */
-#include "workload.h"
+#include "cgroup_path.h"
 
 #include <inttypes.h>
 #include <stdio.h>

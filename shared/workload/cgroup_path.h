@@ -58,6 +58,11 @@ struct vw_pod_info {
 	char namespace_[64];
 	uint64_t cpu_request_millis; /* sum of its containers' CPU requests */
 	uint64_t gpu_request;        /* sum of its containers' nvidia.com/gpu (whole GPUs) */
+	/* A KubeVirt virt-launcher pod (label kubevirt.io=virt-launcher): the VirtualMachineInstance
+	 * it runs (label kubevirt.io/domain) and the VirtualMachine that made it (label
+	 * vm.kubevirt.io/name, "" for a bare VMI); both "" for any other pod. */
+	char kubevirt_vmi[64];
+	char kubevirt_vm[64];
 };
 
 enum vw_podmeta_mode {

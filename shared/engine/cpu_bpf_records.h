@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The bpf accountant's record reader: what its maps and iterators hand over (bpf/cpu_time.h's
+ * records, as bytes) made into a read's process table. Pure functions over buffers, kept apart
+ * from the bpf(2) calls (cpu_bpf.c) so that they are fuzzed (tests/fuzz/fuzz_bpfrec.c) and
+ * built where BPF is not. Not for the daemon.
+ *
+ * A read: each per-process map entry through vw_bpf_rec_add_proc(), then the live records
+ * through vw_bpf_rec_finish(): the table is then sorted by (tgid, start time), one entry a
+ * process, every value counted from open (the bases subtracted).
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu_account_priv.h"
+
+/* A process that was running at open: its threads' runtime then, left out of every read. */
+struct vw_bpf_base {
+	uint32_t tgid;
+	uint64_t start_time; /* ticks, as vw_proc_cpu */
+	uint64_t ns;         /* VW_BPF_BASE_GONE once its exit was reported */
+};
+
+#define VW_BPF_BASE_GONE UINT64_MAX
+
+struct vw_bpf_bases {
+	struct vw_bpf_base *v; /* sorted by tgid, start_time */
+	size_t n, n_gone;
+};
+
+/*
+ * The seed iterator's output, len bytes of struct vw_bpf_task_rec (one a live thread; sorted
+ * here, in place), as bases: each process's runtime summed. -EBADMSG when len is not whole
+ * records, -ENOMEM.
+ */
+int vw_bpf_bases_parse(void *recs, size_t len, uint64_t ns_per_tick, struct vw_bpf_bases *ret);
+void vw_bpf_bases_free(struct vw_bpf_bases *b);
+
+/* One per-process map entry (key: the tgid, 4 bytes; val: a struct vw_bpf_proc) appended to t;
+ * -ENOMEM. An entry with the exit mark is an exited process (its final value). */
+int vw_bpf_rec_add_proc(struct vw_cpu_table *t, const void *key, const void *val,
+			uint64_t ns_per_tick);
+
+/*
+ * The live records, len bytes of struct vw_bpf_task_rec (one a thread, or one a process from
+ * the walk; sorted here, in place): each process's runtime added to its entry (made when no
+ * thread of it has exited yet), its kind, cgroup and comm the group leader's. Then t is sorted
+ * and the bases subtracted (a value below its base reads 0; an exited process's base goes).
+ * -EBADMSG when len is not whole records, -ENOMEM.
+ */
+int vw_bpf_rec_finish(struct vw_cpu_table *t, void *live, size_t len, struct vw_bpf_bases *bases,
+		      uint64_t ns_per_tick);

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The ghost check's cadence (cpu_ghost.h). Two clocks per process, kept in its snapshot entry
+ * from read to read: quiet, the reads in a row it was known only from its exited threads, and
+ * unchecked, the reads since it was last looked up (VW_GHOST_RECHECK for one never looked up:
+ * due as soon as it is quiet long enough). A process is due when it is quiet enough and
+ * unchecked >= VW_GHOST_RECHECK; when more are due than the budget allows, those with the
+ * highest unchecked count go first, so one left over is first in line next read: with n due
+ * and a budget of b, every one is looked up within ceil(n / b) reads.
+ */
+#include "cpu_ghost.h"
+
+#include <stdbool.h>
+
+/* When the read that is `back` reads before this one ran (0: this one). */
+static uint64_t read_time(const struct vw_ghost_check *g, unsigned back)
+{
+	return back < g->n_reads + 1 ? g->read_ns[(g->n_reads - back) % VW_GHOST_RING] : 0;
+}
+
+static bool due(const struct vw_ghost_check *g, const struct vw_proc_cpu *p, uint64_t now)
+{
+	return p->quiet >= VW_GHOST_QUIET_READS && p->unchecked >= VW_GHOST_RECHECK &&
+	       now - read_time(g, p->quiet - 1u) >= VW_GHOST_QUIET_NS;
+}
+
+size_t vw_ghost_check_run(struct vw_ghost_check *g, struct vw_cpu_snapshot *snap,
+			  const struct vw_cpu_table *prev, uint64_t now)
+{
+	size_t at[UINT8_MAX + 1] = { 0 }, n_due = 0, caught = 0, take_at_min = SIZE_MAX;
+	unsigned min = VW_GHOST_RECHECK; /* the lowest unchecked count looked up this read */
+
+	g->read_ns[g->n_reads % VW_GHOST_RING] = now;
+	for (size_t i = 0; i < snap->n_procs; i++) {
+		struct vw_proc_cpu *p = &snap->procs[i];
+		const struct vw_proc_cpu *was;
+
+		if (p->exited || p->kind != VW_PROC_KIND_UNKNOWN)
+			continue;
+		was = vw_cpu_table_find(prev, p->tgid, p->start_time);
+		if (!was || !was->quiet) {
+			p->quiet = 1;
+			p->unchecked = VW_GHOST_RECHECK;
+		} else {
+			p->quiet = was->quiet < UINT8_MAX ? was->quiet + 1 : UINT8_MAX;
+			p->unchecked = was->unchecked < UINT8_MAX ? was->unchecked + 1 : UINT8_MAX;
+		}
+		if (due(g, p, now)) {
+			at[p->unchecked]++;
+			n_due++;
+		}
+	}
+	if (n_due > g->budget) { /* the budget's worth that waited longest */
+		size_t above = 0;
+
+		for (min = UINT8_MAX; above + at[min] < g->budget; min--)
+			above += at[min];
+		take_at_min = g->budget - above;
+	}
+	for (size_t i = 0; i < snap->n_procs && n_due; i++) {
+		struct vw_proc_cpu *p = &snap->procs[i];
+		int r;
+
+		if (p->exited || p->kind != VW_PROC_KIND_UNKNOWN || !due(g, p, now) ||
+		    p->unchecked < min)
+			continue;
+		if (p->unchecked == min && !take_at_min)
+			continue;
+		if (p->unchecked == min)
+			take_at_min--;
+		p->unchecked = 0;
+		r = g->gone(g->ctx, p);
+		if (r > 0) {
+			p->exited = true;
+			caught++;
+		}
+	}
+	g->ghosts += caught;
+	g->n_reads++;
+	return caught;
+}

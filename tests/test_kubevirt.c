@@ -1,0 +1,635 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * KubeVirt's VMs, counted once: a procfs fixture with a virt-launcher pod (virt-launcher, its
+ * virtqemud and the QEMU in the pod's compute container) and a fake kubelet serving that pod with
+ * KubeVirt's labels. The process scan finds the QEMU and its pod; the pod's labels name the VM by
+ * its VirtualMachineInstance and namespace (virtwatt_vm_info; kepler_vm_* keep Kepler's labels);
+ * the QEMU's energy is the VM's and no longer its pod's, container's or process's container_id,
+ * every joule once (node = containers + uncontained + unattributed, and = pods + VMs + the rest).
+ * Then --vm.info-labels: the chosen virtwatt_vm_info labels on the VM series when asked, Kepler's
+ * label sets when not, unknown or repeated keys refused naming the valid ones. Last, the real
+ * virtwatt-host in process over that procfs (no pod metadata: the domain name names the VM).
+ */
+#include "vw_test.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "carbon.h"
+#include "config.h"
+#include "daemon.h"
+#include "fileio.h"
+#include "fixture.h"
+#include "host_fixture.h"
+#include "log.h"
+#include "options.h"
+#include "prom.h"
+#include "vm_fixture.h"
+#include "vm_groups.h"
+#include "vm_meta.h"
+#include "vm_priv.h"
+#include "cgroup_path.h"
+#include "workloads.h"
+#include "workloads_fixture.h"
+
+#define VM_UUID "5d307ca9-b3ef-428c-8861-06e72d69f223"
+#define POD_UID "8d1f3b3d-d488-4963-a1b2-0123456789ab"
+#define CID "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+#define POD_NAME "virt-launcher-web-vm-x7k2p"
+/* The compute container's cgroup (systemd driver, containerd), as the kubelet makes it. */
+#define COMPUTE_CG                                                                                 \
+	"0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod8d1f3b3d_d488_4963_"   \
+	"a1b2_0123456789ab.slice/cri-containerd-" CID ".scope\n"
+
+/* The virt-launcher pod as the kubelet's /pods lists it: KubeVirt's labels, the compute
+ * container requesting one CPU. */
+static const char kubelet_pods[] =
+	"{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":[{\"metadata\":{"
+	"\"name\":\"" POD_NAME "\",\"namespace\":\"shop\",\"uid\":\"" POD_UID "\","
+	"\"labels\":{\"kubevirt.io\":\"virt-launcher\",\"kubevirt.io/domain\":\"web-vm\","
+	"\"kubevirt.io/created-by\":\"3cbb32a1-f11c-4065-99e6-62ce670bff12\","
+	"\"vm.kubevirt.io/name\":\"web\"}},"
+	"\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"compute\","
+	"\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]},"
+	"\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"compute\","
+	"\"containerID\":\"containerd://" CID "\"}]}}]}";
+
+/* A pod running a QEMU that is no virt-launcher (a Kata sandbox): its labels say nothing. */
+static const char kata_pods[] =
+	"{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":[{\"metadata\":{"
+	"\"name\":\"kata-pod\",\"namespace\":\"shop\",\"uid\":\"" POD_UID "\","
+	"\"labels\":{\"app\":\"web\"}},"
+	"\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"compute\","
+	"\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]},"
+	"\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"compute\","
+	"\"containerID\":\"containerd://" CID "\"}]}}]}";
+
+enum { P_INIT, P_LAUNCHER, P_VIRTQEMUD, P_QEMU, P_SSHD, P__COUNT };
+
+struct ctx {
+	char *root;
+	int procfd;
+	struct kubelet_fixture k;
+	struct vw_vms *vms;
+	struct vw_vm_info *list;
+	size_t n_list;
+	struct vw_workloads *w;
+	struct vw_proc_cpu cpu[P__COUNT];
+	struct vw_cpu_snapshot snap;
+	uint64_t node[2]; /* package: active, idle */
+};
+
+static const struct {
+	uint32_t pid;
+	const char *argv, *comm, *cgroup;
+} procs[P__COUNT] = {
+	[P_INIT] = { 1, "/sbin/init", "systemd", "0::/init.scope\n" },
+	[P_LAUNCHER] = { 700,
+			 "/usr/bin/virt-launcher|--qemu-timeout|240s|--name|web-vm|--uid|" POD_UID
+			 "|--namespace|shop",
+			 "virt-launcher", COMPUTE_CG },
+	[P_VIRTQEMUD] = { 710, "/usr/sbin/virtqemud|-f|/var/run/libvirt/virtqemud.conf",
+			  "virtqemud", COMPUTE_CG },
+	[P_QEMU] = { 720,
+		     "/usr/libexec/qemu-kvm|-name|guest=shop_web-vm,debug-threads=on|-S|-uuid|" VM_UUID
+		     "|-smp|2,sockets=1,dies=1,cores=2,threads=1|-m|2048",
+		     "qemu-kvm", COMPUTE_CG },
+	[P_SSHD] = { 800, "/usr/sbin/sshd|-D", "sshd", "0::/system.slice/ssh.service\n" },
+};
+
+static double value(const char *text, const char *prefix)
+{
+	const char *l = strstr(text, prefix);
+
+	return l ? strtod(l + strlen(prefix) + 1, NULL) : NAN;
+}
+
+static void setup(struct ctx *c, const char *pods, const char *const *info_labels)
+{
+	static const struct vw_vm_source_ops *const scan_only[] = { &vw_vm_procscan, NULL };
+	struct vw_vm_env env = { 0 };
+	struct vw_workloads_opts o = { .host_cpus = 2, .processes = true, .containers = true,
+				       .pods = true, .vms = true, .max_terminated = 100,
+				       .adopted_by = vw_vm_vhost_owner,
+				       .group_labels = info_labels };
+
+	memset(c, 0, sizeof(*c));
+	c->root = vw_fixture_mkdtemp("kubevirt");
+	assert_non_null(c->root);
+	assert_int_equal(vm_fixture_boot_id(c->root, "0a1b2c3d-boot\n"), 0);
+	for (size_t i = 0; i < P__COUNT; i++) {
+		const char *threads[] = { procs[i].comm, i == P_QEMU ? "CPU 0/KVM" : NULL,
+					  i == P_QEMU ? "CPU 1/KVM" : NULL, NULL };
+
+		assert_int_equal(vm_fixture_proc(c->root, procs[i].pid, 1000 + procs[i].pid,
+						 procs[i].argv, threads, procs[i].cgroup),
+				 0);
+		c->cpu[i] = (struct vw_proc_cpu){ .tgid = procs[i].pid,
+						  .start_time = 1000 + procs[i].pid };
+		snprintf(c->cpu[i].comm, sizeof(c->cpu[i].comm), "%s", procs[i].comm);
+	}
+	c->procfd = vw_root_open(c->root);
+	assert_true(c->procfd >= 0);
+	kubelet_fixture_start(&c->k, pods);
+	env.procfs_fd = c->procfd;
+	c->vms = vw_vms_open_with(&env, scan_only);
+	assert_non_null(c->vms);
+	o.procfs_fd = c->procfd;
+	o.podmeta = c->k.pm;
+	c->w = vw_workloads_new(&o);
+	assert_non_null(c->w);
+	c->snap.procs = c->cpu;
+	c->snap.n_procs = P__COUNT;
+}
+
+static void teardown(struct ctx *c)
+{
+	vw_workloads_free(c->w);
+	free(c->list);
+	vw_vms_close(c->vms);
+	kubelet_fixture_stop(&c->k);
+	close(c->procfd);
+	vw_fixture_rm(c->root);
+}
+
+/* What the host does each interval (host/daemon.c refresh_vms): list, name, make groups. */
+static void refresh(struct ctx *c, const char *const *info_labels)
+{
+	struct vw_group *g = NULL;
+	size_t n = 0;
+
+	free(c->list);
+	c->list = NULL;
+	assert_int_equal(vw_vms_list(c->vms, &c->list, &c->n_list), 0);
+	vw_vm_kubevirt_resolve(c->list, c->n_list, c->k.pm);
+	assert_int_equal(vw_vm_groups(c->list, c->n_list, info_labels, &g, &n), 0);
+	assert_int_equal(vw_workloads_set_groups(c->w, g, n), 0);
+	free(g);
+}
+
+/* One interval: CPU ms per process, active and idle µJ of package. */
+static void interval(struct ctx *c, const uint64_t ms[P__COUNT], uint64_t active, uint64_t idle)
+{
+	struct vw_zone_energy ze[VW_ZONE__COUNT] = { 0 };
+
+	for (size_t i = 0; i < P__COUNT; i++)
+		c->cpu[i].cpu_ns += ms[i] * 1000000ULL;
+	ze[VW_ZONE_PACKAGE] = (struct vw_zone_energy){ true, active, idle };
+	c->node[0] += active;
+	c->node[1] += idle;
+	assert_int_equal(vw_workloads_update(c->w, &c->snap, ze, 5 * VW_NSEC_PER_SEC), 0);
+}
+
+/* Every joule once: node = containers + uncontained + unattributed, and = pods + VMs + the
+ * processes in neither + unattributed (no VM joule is a pod's too). */
+static void assert_once(struct ctx *c, uint64_t rest_active, uint64_t rest_idle)
+{
+	struct vw_workloads_totals t;
+
+	vw_workloads_totals(c->w, &t);
+	for (int m = 0; m < 2; m++) {
+		assert_int_equal(t.containers[VW_ZONE_PACKAGE][m] + t.uncontained[VW_ZONE_PACKAGE][m] +
+					 t.unattributed[VW_ZONE_PACKAGE][m],
+				 c->node[m]);
+		assert_int_equal(t.pods[VW_ZONE_PACKAGE][m] + t.vms[VW_ZONE_PACKAGE][m] +
+					 (m ? rest_idle : rest_active) + t.unattributed[VW_ZONE_PACKAGE][m],
+				 c->node[m]);
+	}
+}
+
+static const uint64_t zero[P__COUNT];
+/* 3 s of CPU: the QEMU 1.5 s, virt-launcher and virtqemud 0.25 s each, sshd 1 s. */
+static const uint64_t ran[P__COUNT] = { 0, 250, 250, 1500, 1000 };
+
+#define VM_LABELS "vm_id=\"" VM_UUID "\",vm_name=\"web-vm\",hypervisor=\"kvm\",state=\"running\","
+#define POD_LABELS                                                                                 \
+	"{pod_id=\"" POD_UID "\",pod_name=\"" POD_NAME "\",pod_namespace=\"shop\",state=\"running\","  \
+	"zone=\"package\",node_name=\"n1\"}"
+
+static void test_named_by_vmi(void **state)
+{
+	struct vw_prom_writer *pw = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	const struct vw_vm_info *vm;
+	char *text = NULL;
+	struct ctx c;
+
+	(void)state;
+	assert_non_null(pw);
+	setup(&c, kubelet_pods, NULL);
+	assert_int_equal(vw_vms_list(c.vms, &c.list, &c.n_list), 0);
+	assert_int_equal(c.n_list, 1);
+	vm = &c.list[0];
+	/* The scan: QEMU's domain name, and the pod its cgroup names. */
+	assert_string_equal(vm->uuid, VM_UUID);
+	assert_string_equal(vm->name, "shop_web-vm");
+	assert_string_equal(vm->pod_uid, POD_UID);
+	assert_int_equal(vm->vcpus, 2);
+	assert_false(vw_vm_is_kubevirt(vm));
+	/* The pod's labels: the VMI, its namespace, pod and VirtualMachine. */
+	vw_vm_kubevirt_resolve(c.list, c.n_list, c.k.pm);
+	assert_true(vw_vm_is_kubevirt(vm));
+	assert_string_equal(vm->name, "web-vm");
+	assert_string_equal(vm->owner.namespace_, "shop");
+	assert_string_equal(vm->owner.pod_name, POD_NAME);
+	assert_string_equal(vm->owner.instance_name, "web");
+	assert_int_equal(vw_vm_meta_render(c.list, c.n_list, pw, "n1"), 0);
+	assert_int_equal(vw_prom_finish(pw, &text, NULL), 0);
+	assert_non_null(strstr(text, "virtwatt_vm_info{vm_id=\"" VM_UUID "\",vm_name=\"web-vm\","
+				     "hypervisor=\"kvm\",source=\"procscan\",platform=\"kubevirt\","
+				     "instance_name=\"web\",flavor=\"\",user_id=\"\",user_name=\"\","
+				     "project_id=\"\",project_name=\"\",proxmox_vmid=\"\","
+				     "namespace=\"shop\",pod_name=\"" POD_NAME "\",node_name=\"n1\"} 1"));
+	free(text);
+	vw_prom_writer_free(pw);
+	teardown(&c);
+}
+
+/* The QEMU's energy is the VM's once: not its pod's, container's or process's container. */
+static void test_counted_once(void **state)
+{
+	char *text;
+	struct ctx c;
+
+	(void)state;
+	setup(&c, kubelet_pods, NULL);
+	refresh(&c, NULL);
+	interval(&c, zero, 0, 0);
+	refresh(&c, NULL);
+	/* 12 J active by CPU time: QEMU 6, virt-launcher 1, virtqemud 1, sshd 4. 8 J idle: the pod
+	 * reserves 1000m of 2000m (4 J; the VM reserves through it, not again by its vCPUs), to
+	 * its processes by CPU time: QEMU 3, virt-launcher 0.5, virtqemud 0.5; 4 J unreserved. */
+	interval(&c, ran, 12000000, 8000000);
+	text = workloads_fixture_render(c.w);
+	assert_double_near(value(text, "kepler_vm_cpu_joules_total{" VM_LABELS
+				       "zone=\"package\",node_name=\"n1\"}"),
+			   6.0, 1e-9);
+	assert_double_near(value(text, "virtwatt_vm_cpu_idle_joules_total{" VM_LABELS
+				       "zone=\"package\",node_name=\"n1\"}"),
+			   3.0, 1e-9);
+	/* The pod and its compute container: virt-launcher's and virtqemud's, not the QEMU's. */
+	assert_double_near(value(text, "kepler_pod_cpu_joules_total" POD_LABELS), 2.0, 1e-9);
+	assert_double_near(value(text, "virtwatt_pod_cpu_idle_joules_total" POD_LABELS), 1.0, 1e-9);
+	assert_double_near(value(text, "kepler_container_cpu_joules_total{container_id=\"" CID
+				       "\",container_name=\"compute\",runtime=\"containerd\","
+				       "state=\"running\",zone=\"package\",pod_id=\"" POD_UID
+				       "\",node_name=\"n1\"}"),
+			   2.0, 1e-9);
+	/* The QEMU process: a VM's, in no container's sums. */
+	assert_double_near(value(text, "kepler_process_cpu_joules_total{pid=\"720\",comm=\"qemu-kvm\","
+				       "exe=\"\",type=\"vm\",state=\"running\",container_id=\"\","
+				       "vm_id=\"" VM_UUID "\",zone=\"package\",node_name=\"n1\"}"),
+			   6.0, 1e-9);
+	assert_double_near(value(text, "kepler_process_cpu_joules_total{pid=\"700\","
+				       "comm=\"virt-launcher\",exe=\"\",type=\"container\","
+				       "state=\"running\",container_id=\"" CID "\",vm_id=\"\","
+				       "zone=\"package\",node_name=\"n1\"}"),
+			   1.0, 1e-9);
+	/* Counted where no container counts it: sshd's 4 J and the QEMU's 6 J (active), 3 J. */
+	assert_double_near(value(text, "virtwatt_node_cpu_uncontained_joules_total{zone=\"package\","
+				       "mode=\"active\",node_name=\"n1\"}"),
+			   10.0, 1e-9);
+	assert_double_near(value(text, "virtwatt_node_cpu_uncontained_joules_total{zone=\"package\","
+				       "mode=\"idle\",node_name=\"n1\"}"),
+			   3.0, 1e-9);
+	assert_double_near(value(text, "virtwatt_node_cpu_unattributed_joules_total{zone=\"package\","
+				       "mode=\"idle\",node_name=\"n1\"}"),
+			   4.0, 1e-9);
+	assert_once(&c, 4000000, 0);
+	free(text);
+	teardown(&c);
+}
+
+/* A QEMU in a pod that is no virt-launcher (a Kata sandbox's): not KubeVirt's, both views as
+ * before (the pod's energy is its QEMU's). */
+static void test_other_pod_keeps_both(void **state)
+{
+	char *text;
+	struct ctx c;
+
+	(void)state;
+	setup(&c, kata_pods, NULL);
+	refresh(&c, NULL);
+	assert_false(vw_vm_is_kubevirt(&c.list[0]));
+	assert_string_equal(c.list[0].name, "shop_web-vm");
+	interval(&c, zero, 0, 0);
+	refresh(&c, NULL);
+	interval(&c, ran, 12000000, 8000000);
+	text = workloads_fixture_render(c.w);
+	assert_double_near(value(text, "kepler_pod_cpu_joules_total{pod_id=\"" POD_UID
+				       "\",pod_name=\"kata-pod\",pod_namespace=\"shop\","
+				       "state=\"running\",zone=\"package\",node_name=\"n1\"}"),
+			   8.0, 1e-9);
+	assert_double_near(value(text, "kepler_vm_cpu_joules_total{vm_id=\"" VM_UUID
+				       "\",vm_name=\"shop_web-vm\",hypervisor=\"kvm\","
+				       "state=\"running\",zone=\"package\",node_name=\"n1\"}"),
+			   6.0, 1e-9);
+	free(text);
+	teardown(&c);
+}
+
+/* Without the pod's metadata (no podmeta, or not listed yet): the domain name decides. */
+static void test_split(void **state)
+{
+	char ns[64], vmi[254];
+	struct vw_vm_info vm = { .name = "default_fedora.v2", .pod_uid = POD_UID };
+
+	(void)state;
+	assert_true(vw_vm_kubevirt_split("shop_web-vm", ns, vmi));
+	assert_string_equal(ns, "shop");
+	assert_string_equal(vmi, "web-vm");
+	assert_false(vw_vm_kubevirt_split("sandbox-0123abcd", ns, vmi)); /* Kata's */
+	assert_false(vw_vm_kubevirt_split("Shop_web", ns, vmi));         /* upper case */
+	assert_false(vw_vm_kubevirt_split("_web", ns, vmi));
+	assert_false(vw_vm_kubevirt_split("shop_", ns, vmi));
+	assert_false(vw_vm_kubevirt_split("shop_web_x", ns, vmi));
+	assert_false(vw_vm_kubevirt_split("shop-_web", ns, vmi));
+	assert_false(vw_vm_kubevirt_split("shop_web..x", ns, vmi));
+	assert_false(vw_vm_kubevirt_split("shop_-web", ns, vmi));
+	vw_vm_kubevirt_resolve(&vm, 1, NULL);
+	assert_true(vw_vm_is_kubevirt(&vm));
+	assert_string_equal(vm.name, "fedora.v2");
+	assert_string_equal(vm.owner.namespace_, "default");
+	assert_string_equal(vm.owner.pod_name, "");
+	/* Not in a pod: never KubeVirt's, whatever its name. */
+	vm = (struct vw_vm_info){ .name = "default_fedora" };
+	vw_vm_kubevirt_resolve(&vm, 1, NULL);
+	assert_false(vw_vm_is_kubevirt(&vm));
+	assert_string_equal(vm.name, "default_fedora");
+}
+
+/* The registry rendered with carbon (a static 360 g/kWh) observing its counters. */
+static char *render_with_carbon(struct vw_workloads *w)
+{
+	struct vw_carbon_opts co = { .static_g_per_kwh = 360, .start_ns = VW_NSEC_PER_SEC };
+	struct vw_prom_writer *pw = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	struct vw_carbon *carbon;
+	char why[256], *out = NULL;
+
+	assert_non_null(pw);
+	carbon = vw_carbon_new(&co, why, sizeof(why));
+	assert_non_null(carbon);
+	vw_carbon_begin(carbon, 5 * (int64_t)VW_NSEC_PER_SEC);
+	vw_prom_writer_observe_counters(pw, vw_carbon_observe, carbon);
+	assert_int_equal(vw_workloads_render(w, pw, "n1", "procfs", NULL), 0);
+	assert_int_equal(vw_carbon_render(carbon, pw, "n1", true), 0);
+	assert_int_equal(vw_prom_finish(pw, &out, NULL), 0);
+	vw_prom_writer_free(pw);
+	vw_carbon_free(carbon);
+	return out;
+}
+
+/* --vm.info-labels: the chosen labels after Kepler's on the VM series, CPU and vGPU. */
+static void test_info_labels(void **state)
+{
+	static const char *const keys[] = { "namespace", "pod_name", "project_name", NULL };
+	static const struct vw_group_gpu vgpu = { .id = VM_UUID, .idle_uj = 1000000,
+						  .active_uj = 2000000 };
+	uint64_t gpu_idle, gpu_active;
+	char *text;
+	struct ctx c;
+
+	(void)state;
+	setup(&c, kubelet_pods, keys);
+	refresh(&c, keys);
+	interval(&c, zero, 0, 0);
+	refresh(&c, keys);
+	interval(&c, ran, 12000000, 8000000);
+	/* A vGPU of the VM's: 2 J active and 1 J idle of the GPUs' 5 J and 3 J. */
+	assert_int_equal(vw_workloads_group_gpu(c.w, &vgpu, 1, &gpu_idle, &gpu_active), 0);
+	assert_int_equal(vw_workloads_gpu(c.w, NULL, 0, 5000000 - gpu_active), 0);
+	assert_int_equal(vw_workloads_gpu_idle(c.w, 3000000 - gpu_idle, 1), 0);
+	text = workloads_fixture_render(c.w);
+	assert_double_near(value(text, "virtwatt_vm_gpu_joules_total{" VM_LABELS "node_name=\"n1\","
+				       "namespace=\"shop\",pod_name=\"" POD_NAME "\",project_name=\"\"}"),
+			   2.0, 1e-9);
+	assert_double_near(value(text, "virtwatt_vm_gpu_idle_joules_total{" VM_LABELS
+				       "node_name=\"n1\",namespace=\"shop\",pod_name=\"" POD_NAME
+				       "\",project_name=\"\"}"),
+			   1.0, 1e-9);
+	assert_double_near(value(text, "kepler_vm_cpu_joules_total{" VM_LABELS
+				       "zone=\"package\",node_name=\"n1\",namespace=\"shop\","
+				       "pod_name=\"" POD_NAME "\",project_name=\"\"}"),
+			   6.0, 1e-9);
+	assert_double_near(value(text, "virtwatt_vm_cpu_idle_joules_total{" VM_LABELS
+				       "zone=\"package\",node_name=\"n1\",namespace=\"shop\","
+				       "pod_name=\"" POD_NAME "\",project_name=\"\"}"),
+			   3.0, 1e-9);
+	assert_non_null(strstr(text, "kepler_vm_cpu_watts{" VM_LABELS "zone=\"package\","
+				     "node_name=\"n1\",namespace=\"shop\","));
+	assert_null(strstr(text, "kepler_vm_cpu_joules_total{" VM_LABELS
+				 "zone=\"package\",node_name=\"n1\"}"));
+	/* The other levels keep Kepler's labels. */
+	assert_non_null(strstr(text, "kepler_pod_cpu_joules_total" POD_LABELS));
+	free(text);
+	/* Carbon follows the VM's energy series all the same (its own labels: Kepler's). */
+	text = render_with_carbon(c.w);
+	assert_double_near(value(text, "virtwatt_vm_co2e_grams_total{" VM_LABELS
+				       "zone=\"package\",node_name=\"n1\",intensity_source=\"static\"}"),
+			   6.0 * 360 / 3.6e6, 1e-12);
+	free(text);
+	teardown(&c);
+
+	/* Not asked: exactly Kepler's label set. */
+	setup(&c, kubelet_pods, NULL);
+	refresh(&c, NULL);
+	interval(&c, zero, 0, 0);
+	refresh(&c, NULL);
+	interval(&c, ran, 12000000, 8000000);
+	text = workloads_fixture_render(c.w);
+	assert_non_null(strstr(text, "kepler_vm_cpu_joules_total{" VM_LABELS
+				     "zone=\"package\",node_name=\"n1\"} 6\n"));
+	assert_null(strstr(text, "namespace=\"shop\",pod_name"));
+	free(text);
+	teardown(&c);
+}
+
+/* Unknown or repeated keys are refused, on the command line and in YAML, naming the valid. */
+static void test_info_labels_config(void **state)
+{
+	struct vw_host_config cfg;
+	char err[1024], *dir, path[512];
+	char *bad[] = { "virtwatt-host", "--vm.info-labels=project_name,flavour", NULL };
+	char *good[] = { "virtwatt-host", "--vm.info-labels=project_name,flavor", NULL };
+	char *yaml[] = { "virtwatt-host", path, NULL };
+	static const char *const twice[] = { "flavor", "flavor", NULL };
+	static const char *const vm_id[] = { "vm_id", NULL };
+
+	(void)state;
+	memset(&cfg, 0, sizeof(cfg));
+	assert_int_not_equal(vw_config_load(vw_host_program(), &cfg, 2, bad, stdout, err,
+					    sizeof(err)),
+			     0);
+	assert_non_null(strstr(err, "flavour"));
+	assert_non_null(strstr(err, "project_name"));
+	assert_non_null(strstr(err, "namespace"));
+	vw_config_free(vw_host_program(), &cfg);
+	memset(&cfg, 0, sizeof(cfg));
+	assert_int_equal(vw_config_load(vw_host_program(), &cfg, 2, good, stdout, err, sizeof(err)),
+			 0);
+	assert_int_equal(cfg.vm_info_labels.n, 2);
+	assert_string_equal(cfg.vm_info_labels.v[1], "flavor");
+	vw_config_free(vw_host_program(), &cfg);
+
+	dir = vw_fixture_mkdtemp("kvcfg");
+	assert_int_equal(vw_fixture_write(dir, "c.yaml", "vm:\n  infoLabels: [namespace, pod_name]\n",
+					  0),
+			 0);
+	snprintf(path, sizeof(path), "--config.file=%s/c.yaml", dir);
+	memset(&cfg, 0, sizeof(cfg));
+	assert_int_equal(vw_config_load(vw_host_program(), &cfg, 2, yaml, stdout, err, sizeof(err)),
+			 0);
+	assert_int_equal(cfg.vm_info_labels.n, 2);
+	assert_string_equal(cfg.vm_info_labels.v[0], "namespace");
+	vw_config_free(vw_host_program(), &cfg);
+	vw_fixture_rm(dir);
+
+	/* The daemon's own check: a key twice, or one the VM series have already. */
+	assert_int_equal(vw_vm_groups_check(twice), -EINVAL);
+	assert_int_equal(vw_vm_groups_check(vm_id), -EINVAL);
+	assert_int_equal(vw_vm_groups_check(NULL), 0);
+}
+
+/* ---- The real virtwatt-host, in process on simulated time ---- */
+
+#define T0 (1000 * VW_NSEC_PER_SEC)
+
+struct host_ctx {
+	struct host_fixture fx;
+	struct vw_host_config cfg;
+	struct vw_host *host;
+	uint64_t ns[P__COUNT]; /* each process's CPU time so far */
+};
+
+/* One simulated second: each process runs ms[i] (its schedstat), the meter advances, the
+ * interval closes. */
+static void host_second(struct host_ctx *c, const uint64_t ms[P__COUNT])
+{
+	uint64_t busy = 0;
+
+	for (size_t i = 0; i < P__COUNT; i++) {
+		char rel[64], text[64];
+
+		c->ns[i] += ms[i] * 1000000ULL;
+		busy += ms[i];
+		snprintf(rel, sizeof(rel), "%u/task/%u/schedstat", procs[i].pid, procs[i].pid);
+		snprintf(text, sizeof(text), "%" PRIu64 " 0 0\n", c->ns[i]);
+		assert_int_equal(vw_fixture_write(c->fx.proc, rel, text, 0), 0);
+	}
+	assert_int_equal(host_fixture_advance(&c->fx, (double)busy / 2000), 0);
+	vw_host_sample(c->host, T0 + c->fx.seconds * VW_NSEC_PER_SEC);
+	assert_int_equal(vw_host_publish(c->host, T0 + c->fx.seconds * VW_NSEC_PER_SEC), 0);
+}
+
+static double sum_of(const char *text, const char *family, const char *match)
+{
+	return vw_fixture_sample_sum(text, family, match);
+}
+
+/*
+ * The daemon's own wiring (host/daemon.c): the process scan over --host.procfs finds the QEMU
+ * in its pod's cgroup, no pod metadata here, so its domain name names it; it is a sole group
+ * (its QEMU's energy the VM's, not the compute container's), --vm.info-labels=namespace puts
+ * the namespace on its series, and the node's sums stay exact.
+ */
+static void test_host(void **state)
+{
+	static const struct host_fixture_zone zone[] = {
+		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 20 },
+	};
+	/* The QEMU runs three times what virt-launcher does. */
+	static const uint64_t ms[P__COUNT] = { 0, 100, 0, 300, 200 };
+	struct host_ctx c = { 0 };
+	char sys[600], proc[600], uri[600], err[512] = "", *dir, *text = NULL;
+	char *argv[] = { "virtwatt-host", sys, proc, uri, "--kube.node-name=n1",
+			 "--monitor.interval=1s", "--metrics=node,process,container,pod,vm",
+			 "--cpu.accounting=procfs", "--passthrough.enable=false",
+			 "--gpu.enable=false", "--vm.info-labels=namespace", NULL };
+	double vm_w, cont_w, qemu_w;
+	size_t len = 0;
+
+	(void)state;
+	assert_int_equal(host_fixture_init(&c.fx, zone, ARRAY_SIZE(zone), 2), 0);
+	for (size_t i = 0; i < P__COUNT; i++) {
+		const char *threads[] = { procs[i].comm, NULL };
+
+		assert_int_equal(vm_fixture_proc(c.fx.proc, procs[i].pid, 1000 + procs[i].pid,
+						 procs[i].argv, threads, procs[i].cgroup),
+				 0);
+	}
+	dir = vw_fixture_mkdtemp("kvhost");
+	assert_int_equal(vw_fixture_write(dir, "node.xml", "<node></node>\n", 0), 0);
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s", c.fx.sys);
+	snprintf(proc, sizeof(proc), "--host.procfs=%s", c.fx.proc);
+	snprintf(uri, sizeof(uri), "--libvirt.uri=test://%s/node.xml", dir);
+	if (vw_config_load(vw_host_program(), &c.cfg, ARRAY_SIZE(argv) - 1, argv, stdout, err,
+			   sizeof(err)) != 0)
+		fail_msg("config: %s", err);
+	assert_int_equal(vw_host_new(&c.cfg, &c.host), 0);
+	vw_host_sample(c.host, T0);
+	for (int i = 0; i < 6; i++)
+		host_second(&c, ms);
+	assert_int_equal(vw_exposition_copy(vw_host_exposition(c.host), 0, &text, &len), 0);
+	assert_non_null(strstr(text, "virtwatt_vm_info{vm_id=\"" VM_UUID "\",vm_name=\"web-vm\","
+				     "hypervisor=\"kvm\",source=\"procscan\",platform=\"kubevirt\","));
+	assert_non_null(strstr(text, "namespace=\"shop\",pod_name=\"\",node_name=\"n1\"} 1"));
+	/* The last second's watts: the VM has the QEMU's, the compute container virt-launcher's
+	 * (a third of it), the QEMU's process series no container. */
+	vm_w = sum_of(text, "kepler_vm_cpu_watts", "vm_name=\"web-vm\"");
+	cont_w = sum_of(text, "kepler_container_cpu_watts", "container_id=\"" CID "\"");
+	qemu_w = sum_of(text, "kepler_process_cpu_watts", "pid=\"720\"");
+	print_message("# VM %.6f W, compute container %.6f W, QEMU process %.6f W\n", vm_w, cont_w,
+		      qemu_w);
+	assert_true(vm_w > 1);
+	assert_double_near(vm_w, qemu_w, 1e-6);
+	assert_double_near(cont_w * 3, vm_w, 1e-5);
+	assert_non_null(strstr(text, "kepler_vm_cpu_joules_total{vm_id=\"" VM_UUID "\",vm_name=\"web-vm\","
+				     "hypervisor=\"kvm\",state=\"running\",zone=\"package\","
+				     "node_name=\"n1\",namespace=\"shop\"} "));
+	assert_non_null(strstr(text, "pid=\"720\",comm=\"qemu-kvm\",exe=\"\",type=\"vm\","
+				     "state=\"running\",container_id=\"\",vm_id=\"" VM_UUID "\""));
+	/* Every joule once: node = containers + uncontained + unattributed, per mode. */
+	for (int m = 0; m < 2; m++) {
+		const char *mode = m ? "idle" : "active";
+		char sel[64];
+		double node, parts;
+
+		snprintf(sel, sizeof(sel), "zone=\"package\",mode=\"%s\"", mode);
+		node = sum_of(text, m ? "kepler_node_cpu_idle_joules_total"
+				      : "kepler_node_cpu_active_joules_total",
+			      "zone=\"package\"");
+		parts = sum_of(text, m ? "virtwatt_container_cpu_idle_joules_total"
+				       : "kepler_container_cpu_joules_total",
+			       "zone=\"package\"") +
+			sum_of(text, "virtwatt_node_cpu_uncontained_joules_total", sel) +
+			sum_of(text, "virtwatt_node_cpu_unattributed_joules_total", sel);
+		print_message("# %s: node %.6f J, containers + uncontained + unattributed %.6f J\n",
+			      mode, node, parts);
+		assert_true(node > 0);
+		assert_double_near(parts, node, 1e-5);
+	}
+	free(text);
+	vw_host_free(c.host);
+	vw_config_free(vw_host_program(), &c.cfg);
+	host_fixture_fini(&c.fx);
+	vw_fixture_rm(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_split),
+		cmocka_unit_test(test_named_by_vmi),
+		cmocka_unit_test(test_counted_once),
+		cmocka_unit_test(test_other_pod_keeps_both),
+		cmocka_unit_test(test_info_labels),
+		cmocka_unit_test(test_info_labels_config),
+		cmocka_unit_test(test_host),
+	};
+
+	vw_log_set_level(VW_LOG_ERROR);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
