@@ -7,8 +7,10 @@
  * labels minus zone: kepler_{process,container,pod}_gpu_{joules_total,watts} (active energy, as
  * Kepler counts it), shown for the workloads that used a GPU.
  *
- * A VM with vGPUs (a vGPU host) takes its vGPUs' shares of the devices' active and idle energy
- * before the processes and pods take theirs: virtwatt_vm_gpu_{,idle_}{joules_total,watts}.
+ * Who gets what is attribute_gpu.h's pure function; this file resolves PIDs and VM ids to the
+ * registry's entries, fills its input and adds the shares. A VM with vGPUs (a vGPU host) takes
+ * its vGPUs' shares of the devices' active and idle energy before the processes and pods take
+ * theirs: virtwatt_vm_gpu_{,idle_}{joules_total,watts}.
  *
  * For every interval: node GPU active = containers' + uncontained processes' + VMs' +
  * unattributed, and node GPU idle = pods' + VMs' + unreserved.
