@@ -217,6 +217,60 @@ static void test_bad_indices(void **state)
 	vw_gpu_attribution_release(&a);
 }
 
+/* reallocarray() wrapped (tests/meson.build: mock): the fail_at-th call from now fails. */
+static int fail_at;
+
+void *__real_reallocarray(void *p, size_t n, size_t size);
+void *__wrap_reallocarray(void *p, size_t n, size_t size);
+void *__wrap_reallocarray(void *p, size_t n, size_t size)
+{
+	if (fail_at > 0 && --fail_at == 0)
+		return NULL;
+	return __real_reallocarray(p, n, size);
+}
+
+/* Out of memory at each allocation in turn, on fresh memory and on memory that must grow:
+ * -ENOMEM, the last call's shares as they were; the next call, with memory, is exact. */
+static void test_out_of_memory(void **state)
+{
+	static const struct vw_gpu_attr_use one[] = { USE(1, 0) };
+	struct vw_gpu_attr_use many[40];
+	struct vw_gpu_attr_in small = example(one, 1), big = example(many, ARRAY_SIZE(many));
+	int k, failed = 0;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(many); i++)
+		many[i] = (struct vw_gpu_attr_use)USE(1000, (int32_t)(i % 4));
+	for (k = 1; k < 32; k++) {
+		for (int grown = 0; grown < 2; grown++) {
+			struct vw_gpu_attribution a = { 0 };
+
+			if (grown)
+				run(&a, &small);
+			fail_at = k;
+			if (vw_attribute_gpu(&a, &big) == 0) {
+				fail_at = 0;
+				vw_gpu_attribution_release(&a);
+				continue;
+			}
+			fail_at = 0;
+			failed++;
+			if (grown) {
+				EXPECT("use", a.uses, 1);
+				EXPECT("vm active", a.vm_active, 3500000, 1000000);
+			}
+			run(&a, &big);
+			EXPECT("container active", a.cont_active, 10000, 10000, 10000, 10000);
+			EXPECT("pod idle", a.pod_idle, 4000000, 0, 2000000);
+			vw_gpu_attribution_release(&a);
+		}
+		if (!failed)
+			break; /* no k-th allocation on either path: all were tried */
+		failed = 0;
+	}
+	assert_true(k > 6); /* six arrays */
+}
+
 static uint64_t rng = 0x9e3779b97f4a7c15ULL;
 
 static uint64_t rnd(uint64_t n)
@@ -277,6 +331,7 @@ int main(void)
 		cmocka_unit_test(test_cut_in_order),
 		cmocka_unit_test(test_over_commit_and_no_device),
 		cmocka_unit_test(test_bad_indices),
+		cmocka_unit_test(test_out_of_memory),
 		cmocka_unit_test(test_conservation_property),
 	};
 
