@@ -2,8 +2,11 @@
 """Every relative link of the reader's pages resolves (TAP): README.md, docs/*.md,
 tests/README.md, bench/README.md and bench/results/*.md. A link's file (or folder) must exist in
 the repository, and a `#anchor` into a Markdown page must name one of its headings, spelt as
-GitHub spells them (lower case, punctuation dropped, spaces as hyphens, repeats numbered).
+GitHub spells them (lower case, punctuation dropped, spaces as hyphens, repeats numbered). And
+tests/README.md's module table has a row for every .c module of shared/, host/, guest/ and
+virtio-channel/, naming no module that is gone.
 usage: check_links.py SOURCE_ROOT"""
+import fnmatch
 import pathlib
 import re
 import sys
@@ -65,5 +68,47 @@ for page in pages:
                                                      page.relative_to(root), count))
     for b in bad:
         print("# " + b)
+
+
+def module_rows():
+    """tests/README.md's module table: per source folder, the file names (or globs) its rows
+    name in their first cell."""
+    text = (root / "tests" / "README.md").read_text(encoding="utf-8")
+    table = text.split("## Which tests cover which module", 1)[-1].split("\n## ", 1)[0]
+    folder, names = None, {}
+    for line in table.splitlines():
+        if not line.startswith("| ") or line.startswith("|---"):
+            continue
+        cell = line.split("|")[1]
+        m = re.search(r"\*\*([\w\-./]+)/\*\*", cell)
+        if m:
+            folder = m.group(1)
+        for name in re.findall(r"`([^`]+)`", cell):
+            if "/" not in name:
+                names.setdefault(folder, []).append(name)
+    return names
+
+
+# Every module of the daemons has a row in tests/README.md, and every row's file exists.
+MODULE_ROOTS = ("shared", "host", "guest", "virtio-channel")
+names = module_rows()
+bad = []
+for top in MODULE_ROOTS:
+    for path in sorted((root / top).rglob("*.c")):
+        folder = str(path.parent.relative_to(root))
+        if not any(fnmatch.fnmatch(path.name, g) for g in names.get(folder, [])):
+            bad.append("%s has no row in tests/README.md" % path.relative_to(root))
+for folder, globs in sorted(names.items()):
+    if folder and folder.split("/")[0] in MODULE_ROOTS:
+        for g in globs:
+            if not any(fnmatch.fnmatch(p.name, g) for p in (root / folder).glob("*.c")):
+                bad.append("tests/README.md names %s/%s: no such module" % (folder, g))
+n += 1
+failed += bool(bad)
+print("%s %d - tests/README.md maps every module of %s to its tests" %
+      ("not ok" if bad else "ok", n, ", ".join(MODULE_ROOTS)))
+for b in bad:
+    print("# " + b)
+
 print("1..%d" % n)
 sys.exit(1 if failed or n == 0 else 0)

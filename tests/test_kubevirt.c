@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "attribute_gpu.h"
 #include "carbon.h"
 #include "config.h"
 #include "daemon.h"
@@ -388,7 +389,7 @@ static void test_info_labels(void **state)
 	static const char *const keys[] = { "namespace", "pod_name", "project_name", NULL };
 	static const struct vw_group_gpu vgpu = { .id = VM_UUID, .idle_uj = 1000000,
 						  .active_uj = 2000000 };
-	uint64_t gpu_idle, gpu_active;
+	static const struct vw_gpu_attr_device gpu = { .idle_uj = 3000000, .active_uj = 5000000 };
 	char *text;
 	struct ctx c;
 
@@ -399,9 +400,10 @@ static void test_info_labels(void **state)
 	refresh(&c, keys);
 	interval(&c, ran, 12000000, 8000000);
 	/* A vGPU of the VM's: 2 J active and 1 J idle of the GPUs' 5 J and 3 J. */
-	assert_int_equal(vw_workloads_group_gpu(c.w, &vgpu, 1, &gpu_idle, &gpu_active), 0);
-	assert_int_equal(vw_workloads_gpu(c.w, NULL, 0, 5000000 - gpu_active), 0);
-	assert_int_equal(vw_workloads_gpu_idle(c.w, 3000000 - gpu_idle, 1), 0);
+	assert_int_equal(vw_workloads_gpu(c.w, &(struct vw_workloads_gpu_in){
+						       .groups = &vgpu, .n_groups = 1,
+						       .devices = &gpu, .n_devices = 1 }),
+			 0);
 	text = workloads_fixture_render(c.w);
 	assert_double_near(value(text, "virtwatt_vm_gpu_joules_total{" VM_LABELS "node_name=\"n1\","
 				       "namespace=\"shop\",pod_name=\"" POD_NAME "\",project_name=\"\"}"),

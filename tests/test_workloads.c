@@ -17,6 +17,7 @@
 #include "cgroupfs.h"
 #include "fileio.h"
 #include "fixture.h"
+#include "attribute_gpu.h"
 #include "gpu.h"
 #include "log.h"
 #include "perf_counters.h"
@@ -383,6 +384,16 @@ static void assert_gpu_idle(struct vw_workloads *w, double pod_j, double unreser
  * active GPU energy; only workloads that used a GPU have GPU series; idle GPU energy by the
  * pods' nvidia.com/gpu requests.
  */
+static int gpu_interval(struct vw_workloads *w, const struct vw_gpu_pid_energy *e, size_t n,
+			uint64_t idle_per_gpu, uint64_t active, size_t n_gpus)
+{
+	struct vw_gpu_attr_device dev[2] = { { idle_per_gpu, active }, { idle_per_gpu, 0 } };
+
+	return vw_workloads_gpu(w, &(struct vw_workloads_gpu_in){ .pids = e, .n_pids = n,
+								  .devices = dev,
+								  .n_devices = n_gpus });
+}
+
 static void test_gpu_energy(void **state)
 {
 	const struct vw_gpu_pid_energy e[] = {
@@ -397,7 +408,7 @@ static void test_gpu_energy(void **state)
 	text = workloads_fixture_render(c.w);
 	assert_null(strstr(text, "_gpu_")); /* no GPU: no GPU family */
 	free(text);
-	assert_int_equal(vw_workloads_gpu(c.w, e, ARRAY_SIZE(e), 7000000), 0);
+	assert_int_equal(gpu_interval(c.w, e, ARRAY_SIZE(e), 0, 7000000, 1), 0);
 	text = workloads_fixture_render(c.w);
 	assert_double_near(value(text, "kepler_process_gpu_joules_total" NGINX_ROW), 3.0, 1e-9);
 	assert_double_near(value(text, "kepler_process_gpu_watts" NGINX_ROW),
@@ -414,19 +425,20 @@ static void test_gpu_energy(void **state)
 	assert_null(strstr(text, "kepler_process_gpu_joules_total{pid=\"101\""));
 	free(text);
 	/* Shares beyond the node's active GPU energy are cut to it. */
-	assert_int_equal(vw_workloads_gpu(c.w, e, ARRAY_SIZE(e), 1000000), 0);
+	assert_int_equal(gpu_interval(c.w, e, ARRAY_SIZE(e), 0, 1000000, 1), 0);
 	text = workloads_fixture_render(c.w);
 	assert_double_near(value(text, "kepler_process_gpu_joules_total" NGINX_ROW), 4.0, 1e-9);
 	assert_double_near(value(text, "kepler_pod_gpu_joules_total" WEB_POD("")), 2.0, 1e-9);
 	free(text);
-	assert_int_equal(vw_workloads_gpu(c.w, NULL, 1, 0), -EINVAL);
+	assert_int_equal(vw_workloads_gpu(c.w, &(struct vw_workloads_gpu_in){ .n_pids = 1 }),
+			 -EINVAL);
 	/* Idle GPU energy by nvidia.com/gpu: the pod's one GPU (a limit alone) of the node's two
 	 * reserves half of the 8 J; the other half is the node's, unreserved. */
-	assert_int_equal(vw_workloads_gpu_idle(c.w, 8000000, 2), 0);
+	assert_int_equal(gpu_interval(c.w, NULL, 0, 4000000, 0, 2), 0);
 	assert_gpu_idle(c.w, 4.0, 4.0);
-	/* A node whose GPUs cannot be counted keeps it all; the pod's figure stands still. */
-	assert_int_equal(vw_workloads_gpu_idle(c.w, 1000000, 0), 0);
-	assert_gpu_idle(c.w, 4.0, 5.0);
+	/* Of one GPU, its one GPU reserves all of it. */
+	assert_int_equal(gpu_interval(c.w, NULL, 0, 1000000, 0, 1), 0);
+	assert_gpu_idle(c.w, 5.0, 4.0);
 	teardown(&c);
 	kubelet_fixture_stop(&k);
 }

@@ -19,6 +19,7 @@
 #include "fileio.h"
 #include "dmi.h"
 #include "gpu.h"
+#include "attribute_gpu.h"
 #include "model.h"
 #include "model_server.h"
 #include "otlp.h"
@@ -414,26 +415,22 @@ int vw_daemon_attach_gpus(struct vw_daemon *d, const struct vw_gpu_source_ops *o
 	return d->opts->gpu_enable ? vw_gpus_attach(&d->gpus, &go, ops, ctx) : -ENODEV;
 }
 
-/* The VMs' vGPU shares to their groups; *ret_idle and *ret_active: what they took. */
-static void attribute_vgpus(struct vw_daemon *d, vw_vgpu_owner_fn owner, void *ud,
-			    uint64_t *ret_idle, uint64_t *ret_active)
+/* The VMs' vGPU shares, their groups named (ret[0..max), returns how many). */
+static size_t vgpu_groups(struct vw_daemon *d, vw_vgpu_owner_fn owner, void *ud,
+			  struct vw_group_gpu *ret, size_t max)
 {
-	size_t max = vw_gpus_count(d->gpus) * VW_GPU_MAX_VGPUS, n;
 	_cleanup_free_ struct vw_gpu_vgpu_energy *e = calloc(max + 1, sizeof(*e));
-	_cleanup_free_ struct vw_group_gpu *g = calloc(max + 1, sizeof(*g));
+	size_t n;
 
-	*ret_idle = *ret_active = 0;
-	if (!e || !g) { /* no memory: the node's, and the VMs' last interval is no more theirs */
-		(void)vw_workloads_group_gpu(d->workloads, NULL, 0, ret_idle, ret_active);
-		return;
-	}
+	if (!e)
+		return 0; /* no memory: the node's */
 	n = vw_gpus_vgpu_energy(d->gpus, e, max);
 	for (size_t i = 0; i < n; i++) {
-		g[i] = (struct vw_group_gpu){ .idle_uj = e[i].idle_uj, .active_uj = e[i].active_uj };
-		if (!owner || !owner(ud, &e[i], g[i].id))
-			g[i].id[0] = '\0';
+		ret[i] = (struct vw_group_gpu){ .idle_uj = e[i].idle_uj, .active_uj = e[i].active_uj };
+		if (!owner || !owner(ud, &e[i], ret[i].id))
+			ret[i].id[0] = '\0';
 	}
-	(void)vw_workloads_group_gpu(d->workloads, g, n, ret_idle, ret_active);
+	return n;
 }
 
 /* The driver's PIDs as the procfs numbers them (a daemon in a child PID namespace). */
@@ -457,25 +454,40 @@ static void map_gpu_pids(struct vw_daemon *d, struct vw_gpu_pid_energy *e, size_
 
 void vw_daemon_attribute_gpus(struct vw_daemon *d, vw_vgpu_owner_fn owner, void *ud)
 {
+	size_t n_gpus = vw_gpus_count(d->gpus), max = n_gpus * VW_GPU_MAX_TRACKED;
+	size_t max_vgpus = n_gpus * VW_GPU_MAX_VGPUS;
 	_cleanup_free_ struct vw_gpu_pid_energy *e = NULL;
-	size_t max = vw_gpus_count(d->gpus) * VW_GPU_MAX_TRACKED, n;
-	uint64_t active = 0, idle = 0, vm_idle, vm_active;
+	_cleanup_free_ struct vw_group_gpu *g = NULL;
+	_cleanup_free_ struct vw_gpu_attr_device *dev = NULL;
+	struct vw_gpu_attr_device all = { 0 };
+	struct vw_workloads_gpu_in in = { 0 };
+	uint64_t active = 0;
 
 	if (!d->gpus || !d->workloads)
 		return;
-	attribute_vgpus(d, owner, ud, &vm_idle, &vm_active);
+	g = calloc(max_vgpus + 1, sizeof(*g));
+	dev = calloc(n_gpus + 1, sizeof(*dev));
+	in.groups = g;
+	in.n_groups = g ? vgpu_groups(d, owner, ud, g, max_vgpus) : 0;
 	e = calloc(max, sizeof(*e));
-	n = vw_gpus_process_energy(d->gpus, e, e ? max : 0, &active); /* no memory: the node's */
-	map_gpu_pids(d, e, n);
-	(void)vw_workloads_gpu(d->workloads, e, n, active - VW_MIN(vm_active, active));
-	for (size_t i = 0; i < vw_gpus_count(d->gpus); i++) {
+	in.pids = e;
+	in.n_pids = vw_gpus_process_energy(d->gpus, e, e ? max : 0, &active); /* no memory: the
+										 * node's */
+	map_gpu_pids(d, e, in.n_pids);
+	for (size_t i = 0; i < n_gpus; i++) {
 		struct vw_gpu_view v;
 
 		vw_gpus_view(d->gpus, i, &v);
-		idle = vw_energy_add(idle, v.int_idle_uj);
+		if (dev)
+			dev[i] = (struct vw_gpu_attr_device){ .idle_uj = v.int_idle_uj,
+							      .active_uj = v.int_active_uj };
+		all.idle_uj = vw_energy_add(all.idle_uj, v.int_idle_uj);
+		all.active_uj = vw_energy_add(all.active_uj, v.int_active_uj);
 	}
-	(void)vw_workloads_gpu_idle(d->workloads, idle - VW_MIN(vm_idle, idle),
-				    vw_gpus_count(d->gpus));
+	/* No memory for the list: the devices as one, their energy all counted still. */
+	in.devices = dev ? dev : &all;
+	in.n_devices = dev || !n_gpus ? n_gpus : 1;
+	(void)vw_workloads_gpu(d->workloads, &in);
 }
 
 /* ---- render and publish -------------------------------------------------------------------- */

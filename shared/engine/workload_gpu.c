@@ -7,8 +7,10 @@
  * labels minus zone: kepler_{process,container,pod}_gpu_{joules_total,watts} (active energy, as
  * Kepler counts it), shown for the workloads that used a GPU.
  *
- * A VM with vGPUs (a vGPU host) takes its vGPUs' shares of the devices' active and idle energy
- * before the processes and pods take theirs: virtwatt_vm_gpu_{,idle_}{joules_total,watts}.
+ * Who gets what is attribute_gpu.h's pure function; this file resolves PIDs and VM ids to the
+ * registry's entries, fills its input and adds the shares. A VM with vGPUs (a vGPU host) takes
+ * its vGPUs' shares of the devices' active and idle energy before the processes and pods take
+ * theirs: virtwatt_vm_gpu_{,idle_}{joules_total,watts}.
  *
  * For every interval: node GPU active = containers' + uncontained processes' + VMs' +
  * unattributed, and node GPU idle = pods' + VMs' + unreserved.
@@ -18,6 +20,7 @@
 #include <string.h>
 
 #include "energy.h"
+#include "attribute_gpu.h"
 #include "gpu.h"
 #include "ratio.h"
 #include "workloads_priv.h"
@@ -95,6 +98,80 @@ static struct wl_proc *gpu_owner(struct vw_workloads *w, uint32_t pid)
 	return NULL;
 }
 
+/* The listed VM a vGPU names ("": none), -1 for none. */
+static int32_t gpu_vm(const struct vw_workloads *w, const char *id)
+{
+	for (size_t k = 0; id[0] && k < w->n_vms; k++)
+		if (w->vms[k].listed && strcmp(w->vms[k].uuid, id) == 0)
+			return (int32_t)k;
+	return -1;
+}
+
+/* The registry's tables as attribute_gpu.h's input: PIDs and VM ids resolved to its entries
+ * (owners[i]: use i's process, NULL unknown), the pods' requests while live. */
+struct gpu_input {
+	struct vw_gpu_attr_in in;
+	struct wl_proc **owners;
+	struct vw_gpu_attr_use *uses;
+	struct vw_gpu_attr_vgpu *vgpus;
+	int32_t *cont_pod;
+	uint64_t *pod_gpus;
+};
+
+static void gpu_input_free(struct gpu_input *g)
+{
+	free(g->owners);
+	free(g->uses);
+	free(g->vgpus);
+	free(g->cont_pod);
+	free(g->pod_gpus);
+}
+
+static int gpu_input(struct vw_workloads *w, const struct vw_workloads_gpu_in *gi,
+		     struct gpu_input *g)
+{
+	g->owners = calloc(gi->n_pids + 1, sizeof(*g->owners));
+	g->uses = calloc(gi->n_pids + 1, sizeof(*g->uses));
+	g->vgpus = calloc(gi->n_groups + 1, sizeof(*g->vgpus));
+	g->cont_pod = calloc(w->n_conts + 1, sizeof(*g->cont_pod));
+	g->pod_gpus = calloc(w->n_pods + 1, sizeof(*g->pod_gpus));
+	if (!g->owners || !g->uses || !g->vgpus || !g->cont_pod || !g->pod_gpus)
+		return -ENOMEM;
+	for (size_t i = 0; i < gi->n_pids; i++) {
+		struct wl_proc *p = g->owners[i] = gpu_owner(w, gi->pids[i].pid);
+
+		g->uses[i] = (struct vw_gpu_attr_use){
+			.active_uj = gi->pids[i].active_uj, .known = p != NULL,
+			.container = p && vw_wl_in_container(w, p) ? p->container : -1 };
+	}
+	for (size_t i = 0; i < gi->n_groups; i++) {
+		int32_t vm = gpu_vm(w, gi->groups[i].id);
+
+		g->vgpus[i] = (struct vw_gpu_attr_vgpu){ .vm = vm, .idle_uj = gi->groups[i].idle_uj,
+							 .active_uj = gi->groups[i].active_uj };
+		if (vm >= 0)
+			w->vms[vm].has_gpu = true;
+	}
+	for (size_t c = 0; c < w->n_conts; c++)
+		g->cont_pod[c] = w->conts[c].pod;
+	for (size_t i = 0; i < w->n_pods; i++)
+		g->pod_gpus[i] = w->pods[i].live ? w->pods[i].info.gpu_request : 0;
+	g->in = (struct vw_gpu_attr_in){
+		.devices = gi->devices, .n_devices = gi->n_devices,
+		.vgpus = g->vgpus, .n_vgpus = gi->n_groups,
+		.uses = g->uses, .n_uses = gi->n_pids,
+		.cont_pod = g->cont_pod, .n_conts = w->n_conts,
+		.pod_gpus = g->pod_gpus, .n_pods = w->n_pods, .n_vms = w->n_vms };
+	return 0;
+}
+
+/* uj more to a's mode m, cumulative and this interval's. */
+static void add_gpu(struct acc *a, int m, uint64_t uj)
+{
+	a->uj[m] = vw_energy_add(a->uj[m], uj);
+	a->interval[m] = uj;
+}
+
 static void clear_gpu_intervals(struct vw_workloads *w)
 {
 	for (size_t i = 0; i < w->n_procs; i++)
@@ -102,108 +179,64 @@ static void clear_gpu_intervals(struct vw_workloads *w)
 	for (size_t i = 0; i < w->n_conts; i++)
 		w->conts[i].gpu.interval[M_ACTIVE] = 0;
 	for (size_t i = 0; i < w->n_pods; i++)
-		w->pods[i].gpu.interval[M_ACTIVE] = 0;
+		w->pods[i].gpu.interval[M_ACTIVE] = w->pods[i].gpu.interval[M_IDLE] = 0;
+	for (size_t k = 0; k < w->n_vms; k++)
+		w->vms[k].gpu.interval[M_IDLE] = w->vms[k].gpu.interval[M_ACTIVE] = 0;
 }
 
-static void add_gpu(struct acc *a, uint64_t uj)
+/* The shares to the registry's counters. */
+static void add_shares(struct vw_workloads *w, const struct gpu_input *g,
+		       const struct vw_gpu_attribution *a)
 {
-	a->uj[M_ACTIVE] = vw_energy_add(a->uj[M_ACTIVE], uj);
-	a->interval[M_ACTIVE] += uj;
+	for (size_t i = 0; i < g->in.n_uses; i++)
+		if (a->uses[i]) {
+			g->owners[i]->gpu.uj[M_ACTIVE] =
+				vw_energy_add(g->owners[i]->gpu.uj[M_ACTIVE], a->uses[i]);
+			g->owners[i]->gpu.interval[M_ACTIVE] += a->uses[i];
+		}
+	for (size_t c = 0; c < w->n_conts; c++)
+		add_gpu(&w->conts[c].gpu, M_ACTIVE, a->cont_active[c]);
+	for (size_t i = 0; i < w->n_pods; i++) {
+		add_gpu(&w->pods[i].gpu, M_ACTIVE, a->pod_active[i]);
+		add_gpu(&w->pods[i].gpu, M_IDLE, a->pod_idle[i]);
+	}
+	for (size_t k = 0; k < w->n_vms; k++) {
+		add_gpu(&w->vms[k].gpu, M_ACTIVE, a->vm_active[k]);
+		add_gpu(&w->vms[k].gpu, M_IDLE, a->vm_idle[k]);
+	}
+	w->gpu_uncontained_uj = vw_energy_add(w->gpu_uncontained_uj, a->uncontained);
+	w->gpu_unattributed_uj = vw_energy_add(w->gpu_unattributed_uj, a->unattributed);
+	w->gpu_idle_unreserved_uj = vw_energy_add(w->gpu_idle_unreserved_uj, a->unreserved);
 }
 
-/* uj to p, and to its container and pod; returns false when p is in no container (or its
- * energy is a sole group's: a KubeVirt VM's QEMU). */
-static bool give_gpu(struct vw_workloads *w, struct wl_proc *p, uint64_t uj)
+int vw_workloads_gpu(struct vw_workloads *w, const struct vw_workloads_gpu_in *gi)
 {
-	struct wl_container *c = vw_wl_in_container(w, p) ? &w->conts[p->container] : NULL;
+	_cleanup_(vw_gpu_attribution_release) struct vw_gpu_attribution a = { 0 };
+	struct gpu_input g = { 0 };
+	int r;
 
-	add_gpu(&p->gpu, uj);
-	if (!c)
-		return false;
-	add_gpu(&c->gpu, uj);
-	if (c->pod >= 0)
-		add_gpu(&w->pods[c->pod].gpu, uj);
-	return true;
-}
-
-int vw_workloads_gpu(struct vw_workloads *w, const struct vw_gpu_pid_energy *e, size_t n,
-		     uint64_t active_uj)
-{
-	uint64_t given = 0;
-
-	if (!w || (n && !e))
+	if (!w || !gi || (gi->n_pids && !gi->pids) || (gi->n_groups && !gi->groups) ||
+	    (gi->n_devices && !gi->devices))
 		return -EINVAL;
 	clear_gpu_intervals(w);
 	w->gpu_present = true;
-	for (size_t i = 0; i < n; i++) {
-		struct wl_proc *p = gpu_owner(w, e[i].pid);
-		uint64_t uj = VW_MIN(e[i].active_uj, active_uj - given);
+	r = gpu_input(w, gi, &g);
+	if (r == 0)
+		r = vw_attribute_gpu(&a, &g.in);
+	if (r == 0) {
+		add_shares(w, &g, &a);
+	} else { /* no memory: the node's */
+		uint64_t idle = 0, active = 0;
 
-		if (!p || !uj)
-			continue;
-		given += uj;
-		if (!give_gpu(w, p, uj))
-			w->gpu_uncontained_uj = vw_energy_add(w->gpu_uncontained_uj, uj);
-	}
-	w->gpu_unattributed_uj = vw_energy_add(w->gpu_unattributed_uj, active_uj - given);
-	return 0;
-}
-
-int vw_workloads_gpu_idle(struct vw_workloads *w, uint64_t idle_uj, size_t n_gpus)
-{
-	_cleanup_free_ uint64_t *reserve = NULL, *out = NULL;
-	uint64_t rest = idle_uj;
-
-	if (!w)
-		return -EINVAL;
-	for (size_t i = 0; i < w->n_pods; i++)
-		w->pods[i].gpu.interval[M_IDLE] = 0;
-	w->gpu_present = true;
-	reserve = calloc(w->n_pods + 1, sizeof(*reserve));
-	out = calloc(w->n_pods + 1, sizeof(*out));
-	if (reserve && out && n_gpus) {
-		for (size_t i = 0; i < w->n_pods; i++)
-			reserve[i] = w->pods[i].live ? w->pods[i].info.gpu_request : 0;
-		if (vw_ratio_split_idle(idle_uj, reserve, NULL, w->n_pods, n_gpus, out, &rest) < 0)
-			rest = idle_uj, memset(out, 0, (w->n_pods + 1) * sizeof(*out));
-	}
-	for (size_t i = 0; out && i < w->n_pods; i++) {
-		struct acc *a = &w->pods[i].gpu;
-
-		a->uj[M_IDLE] = vw_energy_add(a->uj[M_IDLE], out[i]);
-		a->interval[M_IDLE] = out[i];
-	}
-	w->gpu_idle_unreserved_uj = vw_energy_add(w->gpu_idle_unreserved_uj, rest);
-	return reserve && out ? 0 : -ENOMEM;
-}
-
-int vw_workloads_group_gpu(struct vw_workloads *w, const struct vw_group_gpu *e, size_t n,
-			   uint64_t *ret_idle_uj, uint64_t *ret_active_uj)
-{
-	if (!w || (n && !e) || !ret_idle_uj || !ret_active_uj)
-		return -EINVAL;
-	*ret_idle_uj = *ret_active_uj = 0;
-	for (size_t k = 0; k < w->n_vms; k++)
-		w->vms[k].gpu.interval[M_IDLE] = w->vms[k].gpu.interval[M_ACTIVE] = 0;
-	for (size_t i = 0; i < n; i++) {
-		struct wl_vm *vm = NULL;
-
-		for (size_t k = 0; e[i].id[0] && k < w->n_vms && !vm; k++)
-			if (w->vms[k].listed && strcmp(w->vms[k].uuid, e[i].id) == 0)
-				vm = &w->vms[k];
-		if (!vm)
-			continue; /* the node's */
-		vm->has_gpu = true;
-		for (int m = 0; m < M__COUNT; m++) {
-			uint64_t uj = m == M_IDLE ? e[i].idle_uj : e[i].active_uj;
-
-			vm->gpu.uj[m] = vw_energy_add(vm->gpu.uj[m], uj);
-			vm->gpu.interval[m] += uj;
+		for (size_t i = 0; i < gi->n_devices; i++) {
+			idle = vw_energy_add(idle, gi->devices[i].idle_uj);
+			active = vw_energy_add(active, gi->devices[i].active_uj);
 		}
-		*ret_idle_uj = vw_energy_add(*ret_idle_uj, e[i].idle_uj);
-		*ret_active_uj = vw_energy_add(*ret_active_uj, e[i].active_uj);
+		w->gpu_unattributed_uj = vw_energy_add(w->gpu_unattributed_uj, active);
+		w->gpu_idle_unreserved_uj = vw_energy_add(w->gpu_idle_unreserved_uj, idle);
 	}
-	return 0;
+	gpu_input_free(&g);
+	return r;
 }
 
 /* ---- rendering ---- */

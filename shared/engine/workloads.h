@@ -161,31 +161,28 @@ void vw_workloads_table_stats(const struct vw_workloads *w,
 			      struct vw_table_stat tables[VW_TABLE__COUNT]);
 
 /*
- * One interval's active GPU energy (workload_gpu.c): e[0..n) per process (shared/gpu/gpu.h's
- * per-PID shares) goes to the processes this registry knows, their containers and pods; the
- * rest of active_uj is the node's. Call after each update, while GPUs are read.
+ * One interval's GPU energy (workload_gpu.c; the shares are attribute_gpu.h's): the VMs' vGPU
+ * shares (groups; entries for a VM not listed, or "" ids, are not taken; a VM named twice
+ * takes both), then each process's active share (pids, shared/gpu/gpu.h's per-PID shares, in
+ * their order) to the processes this registry knows, their containers and pods, then the idle
+ * to the live pods by their nvidia.com/gpu requests out of the devices; what no one took of
+ * the devices' energy is the node's. Call after each update, while GPUs are read.
  */
 struct vw_gpu_pid_energy;
-int vw_workloads_gpu(struct vw_workloads *w, const struct vw_gpu_pid_energy *e, size_t n,
-		     uint64_t active_uj);
-/*
- * One interval's idle GPU energy, every device's (workload_gpu.c): to the live pods by their
- * nvidia.com/gpu requests out of n_gpus (vw_ratio_split_idle: over-commit normalised by the
- * requests), the unreserved rest the node's; without requests all of it the node's.
- */
-int vw_workloads_gpu_idle(struct vw_workloads *w, uint64_t idle_uj, size_t n_gpus);
-/*
- * One interval's GPU energy of groups (a VM's vGPUs'; workload_gpu.c), before vw_workloads_gpu
- * and vw_workloads_gpu_idle, which are then given what the groups did not take. Entries for a
- * group not listed (or "" ids) are not taken. *ret_idle_uj and *ret_active_uj: what the groups
- * took. Groups named twice take both.
- */
+struct vw_gpu_attr_device;
 struct vw_group_gpu {
 	char id[VW_UUID_LEN];
 	uint64_t idle_uj, active_uj;
 };
-int vw_workloads_group_gpu(struct vw_workloads *w, const struct vw_group_gpu *e, size_t n,
-			   uint64_t *ret_idle_uj, uint64_t *ret_active_uj);
+struct vw_workloads_gpu_in {
+	const struct vw_gpu_pid_energy *pids;
+	size_t n_pids;
+	const struct vw_group_gpu *groups;
+	size_t n_groups;
+	const struct vw_gpu_attr_device *devices; /* each GPU's idle and active energy */
+	size_t n_devices;
+};
+int vw_workloads_gpu(struct vw_workloads *w, const struct vw_workloads_gpu_in *in);
 /* kepler_{process,container,pod}_gpu_* and the node's GPU remainders; nothing before the first
  * vw_workloads_gpu(). */
 int vw_workloads_render_gpu(const struct vw_workloads *w, struct vw_prom_writer *pw,
