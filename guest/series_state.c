@@ -14,14 +14,20 @@
 #include "macro.h"
 
 struct entry {
-	char *key; /* NULL: free slot */
+	char *key;
 	uint64_t last_raw, offset;
 	uint64_t seen_gen;
 };
 
+/*
+ * The series in a dense array (n of cap_ent) and an open-addressing index over it (cap slots,
+ * a power of two, at most half full: an entry's position + 1, 0 a free slot): 32 bytes a series
+ * and 8 to 16 of index, where a table of entries at that load took 64 to 128.
+ */
 struct vw_series_state {
-	struct entry *tab;
-	size_t cap, n; /* cap is a power of two */
+	struct entry *ent;
+	uint32_t *idx;
+	size_t cap, n, cap_ent;
 	uint64_t gen;
 	size_t max;
 	uint64_t evictions;
@@ -47,8 +53,8 @@ struct vw_series_state *vw_series_state_new(size_t max_series)
 		return NULL;
 	s->max = max_series ? max_series : VW_SERIES_STATE_DEFAULT_MAX;
 	s->cap = 256;
-	s->tab = calloc(s->cap, sizeof(*s->tab));
-	if (!s->tab) {
+	s->idx = calloc(s->cap, sizeof(*s->idx));
+	if (!s->idx) {
 		free(s);
 		return NULL;
 	}
@@ -59,22 +65,33 @@ void vw_series_state_free(struct vw_series_state *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->cap; i++)
-		free(s->tab[i].key);
-	free(s->tab);
+	for (size_t i = 0; i < s->n; i++)
+		free(s->ent[i].key);
+	free(s->ent);
+	free(s->idx);
 	free(s);
 }
 
-static struct entry *find(const struct vw_series_state *s, const char *key, size_t len)
+/* The index slot of key: the one naming its entry, or the free slot where it would go. */
+static uint32_t *slot_of(const struct entry *ent, uint32_t *idx, size_t cap, const char *key,
+			 size_t len)
 {
-	size_t mask = s->cap - 1;
+	size_t mask = cap - 1;
 
 	for (size_t i = fnv1a(key, len) & mask;; i = (i + 1) & mask) {
-		struct entry *e = &s->tab[i];
+		const struct entry *e = idx[i] ? &ent[idx[i] - 1] : NULL;
 
-		if (!e->key || (strncmp(e->key, key, len) == 0 && e->key[len] == '\0'))
-			return e;
+		if (!e || (strncmp(e->key, key, len) == 0 && e->key[len] == '\0'))
+			return &idx[i];
 	}
+}
+
+/* key's entry; NULL when it has none. */
+static struct entry *find(const struct vw_series_state *s, const char *key, size_t len)
+{
+	uint32_t k = *slot_of(s->ent, s->idx, s->cap, key, len);
+
+	return k ? &s->ent[k - 1] : NULL;
 }
 
 static bool stale(const struct vw_series_state *s, const struct entry *e)
@@ -82,38 +99,38 @@ static bool stale(const struct vw_series_state *s, const struct entry *e)
 	return s->gen > e->seen_gen && s->gen - e->seen_gen > VW_SERIES_STATE_KEEP;
 }
 
-/* Rebuild the table with cap slots, dropping series not seen for long and, when evict, those
- * last seen at or before `upto`. */
+/* Rebuild the index with cap slots, dropping series not seen for long and, when evict, those
+ * last seen at or before `upto` (the entries kept move down, in order). */
 static int rebuild(struct vw_series_state *s, size_t cap, bool evict, uint64_t upto)
 {
-	struct entry *tab = calloc(cap, sizeof(*tab));
-	struct vw_series_state n = { .tab = tab, .cap = cap };
+	uint32_t *idx = calloc(cap, sizeof(*idx));
+	size_t n = 0;
 
-	if (!tab)
+	if (!idx)
 		return -ENOMEM;
-	for (size_t i = 0; i < s->cap; i++) {
-		struct entry *e = &s->tab[i];
+	for (size_t i = 0; i < s->n; i++) {
+		struct entry *e = &s->ent[i];
 
-		if (!e->key)
-			continue;
 		if (stale(s, e) || (evict && e->seen_gen <= upto)) {
 			s->evictions += !stale(s, e);
 			s->dirty = true;
 			free(e->key);
 			continue;
 		}
-		*find(&n, e->key, strlen(e->key)) = *e;
-		n.n++;
+		s->ent[n] = *e;
+		*slot_of(s->ent, idx, cap, e->key, strlen(e->key)) = (uint32_t)++n;
 	}
-	free(s->tab);
-	s->tab = tab;
-	s->n = n.n;
+	free(s->idx);
+	s->idx = idx;
+	s->n = n;
 	s->cap = cap;
 	return 0;
 }
 
 static int grow(struct vw_series_state *s)
 {
+	if (s->cap >= (size_t)UINT32_MAX)
+		return -ENOSPC;
 	return rebuild(s, s->cap * 2, false, 0);
 }
 
@@ -139,9 +156,9 @@ static int trim(struct vw_series_state *s)
 	seen = malloc(s->n * sizeof(*seen));
 	if (!seen)
 		return -ENOMEM;
-	for (size_t i = 0; i < s->cap; i++)
-		if (s->tab[i].key && s->tab[i].seen_gen < s->gen)
-			seen[k++] = s->tab[i].seen_gen;
+	for (size_t i = 0; i < s->n; i++)
+		if (s->ent[i].seen_gen < s->gen)
+			seen[k++] = s->ent[i].seen_gen;
 	if (k == 0)
 		return 0;
 	excess = VW_MIN(s->n - s->max, k);
@@ -152,19 +169,21 @@ static int trim(struct vw_series_state *s)
 static struct entry *insert(struct vw_series_state *s, const char *key, size_t len)
 {
 	struct entry *e;
+	uint32_t *slot;
 
 	if ((s->n + 1) * 2 > s->cap && grow(s) < 0)
 		return NULL;
-	e = find(s, key, len);
-	if (!e->key) {
-		e->key = strndup(key, len);
-		if (!e->key)
-			return NULL;
-		e->last_raw = e->offset = 0;
-		e->seen_gen = s->gen;
-		s->n++;
-		s->dirty = true;
-	}
+	slot = slot_of(s->ent, s->idx, s->cap, key, len);
+	if (*slot)
+		return &s->ent[*slot - 1];
+	if (vw_array_grow((void **)&s->ent, sizeof(*s->ent), s->n, &s->cap_ent) < 0)
+		return NULL;
+	e = &s->ent[s->n];
+	*e = (struct entry){ .key = strndup(key, len), .seen_gen = s->gen };
+	if (!e->key)
+		return NULL;
+	*slot = (uint32_t)++s->n;
+	s->dirty = true;
 	return e;
 }
 
@@ -200,7 +219,7 @@ static int counter(struct vw_series_state *s, const char *key, size_t len, uint6
 		e->seen_gen = s->gen;
 	} else {
 		e = find(s, key, len);
-		if (!e->key)
+		if (!e)
 			return 0;
 	}
 	if (e->offset == 0)
@@ -223,7 +242,7 @@ int vw_series_state_get(const struct vw_series_state *s, const char *key, uint64
 {
 	const struct entry *e = find(s, key, strlen(key));
 
-	if (!e->key)
+	if (!e)
 		return -ENOENT;
 	*ret_micro = vw_energy_add(e->offset, e->last_raw);
 	return 0;
@@ -325,21 +344,21 @@ int vw_series_state_save(struct vw_series_state *s, int dirfd, const char *rel, 
 	hlen = (size_t)snprintf(head, sizeof(head), "{\"v\":1,\"clean\":%s,\"series\":{",
 				clean ? "true" : "false");
 	len = hlen + sizeof(tail) - 1;
-	for (size_t i = 0; i < s->cap; i++)
-		if (s->tab[i].key && !stale(s, &s->tab[i]))
-			len += put_series(&s->tab[i], NULL) + 1; /* and a comma */
+	for (size_t i = 0; i < s->n; i++)
+		if (!stale(s, &s->ent[i]))
+			len += put_series(&s->ent[i], NULL) + 1; /* and a comma */
 	text = malloc(len);
 	if (!text)
 		return -ENOMEM;
 	memcpy(text, head, hlen);
 	at = hlen;
-	for (size_t i = 0; i < s->cap; i++) {
-		if (!s->tab[i].key || stale(s, &s->tab[i]))
+	for (size_t i = 0; i < s->n; i++) {
+		if (stale(s, &s->ent[i]))
 			continue;
 		if (!first)
 			text[at++] = ',';
 		first = false;
-		at += put_series(&s->tab[i], text + at);
+		at += put_series(&s->ent[i], text + at);
 	}
 	memcpy(text + at, tail, sizeof(tail) - 1);
 	at += sizeof(tail) - 1;
