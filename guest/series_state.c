@@ -13,10 +13,26 @@
 #include "fileio.h"
 #include "macro.h"
 
+/*
+ * A key is kept as its metric name's number in the state's list of names (two bytes, high
+ * first) followed by the rest (labels) and a NUL: the few counter families' names are not
+ * repeated in every series (~35 bytes of ~160). NAME_NONE: the rest is the whole key (the
+ * list is full).
+ */
+#define NAME_NONE 0xffffu
+
 struct entry {
 	char *key;
 	uint64_t last_raw, offset;
 	uint64_t seen_gen;
+};
+
+/* A key cut in two: the name's number (NAME_NONE: none) and the rest. */
+struct split {
+	unsigned name;
+	const char *rest;
+	size_t rest_len;
+	uint64_t hash; /* of the whole key */
 };
 
 /*
@@ -28,16 +44,18 @@ struct vw_series_state {
 	struct entry *ent;
 	uint32_t *idx;
 	size_t cap, n, cap_ent;
+	char **names; /* metric names, NAME_NONE at most */
+	size_t n_names, cap_names, last_name;
 	uint64_t gen;
 	size_t max;
 	uint64_t evictions;
 	bool dirty; /* an exported value changed since the last save or load */
 };
 
-static uint64_t fnv1a(const char *s, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
+#define FNV_BASIS 0xcbf29ce484222325ULL
 
+static uint64_t fnv1a(uint64_t h, const char *s, size_t len)
+{
 	for (size_t i = 0; i < len; i++) {
 		h ^= (unsigned char)s[i];
 		h *= 0x100000001b3ULL;
@@ -67,21 +85,76 @@ void vw_series_state_free(struct vw_series_state *s)
 		return;
 	for (size_t i = 0; i < s->n; i++)
 		free(s->ent[i].key);
+	for (size_t i = 0; i < s->n_names; i++)
+		free(s->names[i]);
+	free(s->names);
 	free(s->ent);
 	free(s->idx);
 	free(s);
 }
 
+static unsigned key_name(const struct entry *e)
+{
+	return (unsigned)(unsigned char)e->key[0] << 8 | (unsigned char)e->key[1];
+}
+
+static const char *key_rest(const struct entry *e)
+{
+	return e->key + 2;
+}
+
+/* The number of a name of len bytes in the list; NAME_NONE when it is not there and either
+ * add is false or the list is full (or out of memory: the key is then kept whole). */
+static unsigned name_of(struct vw_series_state *s, const char *name, size_t len, bool add)
+{
+	size_t i = s->last_name; /* a rendering hands a family's series over in a row */
+	char *copy;
+
+	if (i < s->n_names && strncmp(s->names[i], name, len) == 0 && s->names[i][len] == '\0')
+		return (unsigned)i;
+	for (i = 0; i < s->n_names; i++)
+		if (strncmp(s->names[i], name, len) == 0 && s->names[i][len] == '\0')
+			return (unsigned)(s->last_name = i);
+	if (!add || s->n_names >= NAME_NONE ||
+	    vw_array_grow((void **)&s->names, sizeof(*s->names), s->n_names, &s->cap_names) < 0 ||
+	    !(copy = strndup(name, len)))
+		return NAME_NONE;
+	s->names[s->n_names] = copy;
+	return (unsigned)(s->last_name = s->n_names++);
+}
+
+static struct split split_key(struct vw_series_state *s, const char *key, size_t len, bool add)
+{
+	const char *brace = memchr(key, '{', len);
+	size_t nlen = brace ? (size_t)(brace - key) : len;
+	struct split k = { .name = name_of(s, key, nlen, add), .hash = fnv1a(FNV_BASIS, key, len) };
+
+	k.rest = k.name == NAME_NONE ? key : key + nlen;
+	k.rest_len = k.name == NAME_NONE ? len : len - nlen;
+	return k;
+}
+
+/* The hash of an entry's whole key. */
+static uint64_t entry_hash(const struct vw_series_state *s, const struct entry *e)
+{
+	unsigned name = key_name(e);
+	uint64_t h = FNV_BASIS;
+
+	if (name != NAME_NONE)
+		h = fnv1a(h, s->names[name], strlen(s->names[name]));
+	return fnv1a(h, key_rest(e), strlen(key_rest(e)));
+}
+
 /* The index slot of key: the one naming its entry, or the free slot where it would go. */
-static uint32_t *slot_of(const struct entry *ent, uint32_t *idx, size_t cap, const char *key,
-			 size_t len)
+static uint32_t *slot_of(const struct entry *ent, uint32_t *idx, size_t cap, const struct split *k)
 {
 	size_t mask = cap - 1;
 
-	for (size_t i = fnv1a(key, len) & mask;; i = (i + 1) & mask) {
+	for (size_t i = k->hash & mask;; i = (i + 1) & mask) {
 		const struct entry *e = idx[i] ? &ent[idx[i] - 1] : NULL;
 
-		if (!e || (strncmp(e->key, key, len) == 0 && e->key[len] == '\0'))
+		if (!e || (key_name(e) == k->name && strncmp(key_rest(e), k->rest, k->rest_len) == 0 &&
+			   key_rest(e)[k->rest_len] == '\0'))
 			return &idx[i];
 	}
 }
@@ -89,9 +162,11 @@ static uint32_t *slot_of(const struct entry *ent, uint32_t *idx, size_t cap, con
 /* key's entry; NULL when it has none. */
 static struct entry *find(const struct vw_series_state *s, const char *key, size_t len)
 {
-	uint32_t k = *slot_of(s->ent, s->idx, s->cap, key, len);
+	/* Only the name cache changes: the state is never const where it was made. */
+	struct split k = split_key((struct vw_series_state *)s, key, len, false);
+	uint32_t i = *slot_of(s->ent, s->idx, s->cap, &k);
 
-	return k ? &s->ent[k - 1] : NULL;
+	return i ? &s->ent[i - 1] : NULL;
 }
 
 static bool stale(const struct vw_series_state *s, const struct entry *e)
@@ -104,6 +179,7 @@ static bool stale(const struct vw_series_state *s, const struct entry *e)
 static int rebuild(struct vw_series_state *s, size_t cap, bool evict, uint64_t upto)
 {
 	uint32_t *idx = calloc(cap, sizeof(*idx));
+	struct split k;
 	size_t n = 0;
 
 	if (!idx)
@@ -118,7 +194,9 @@ static int rebuild(struct vw_series_state *s, size_t cap, bool evict, uint64_t u
 			continue;
 		}
 		s->ent[n] = *e;
-		*slot_of(s->ent, idx, cap, e->key, strlen(e->key)) = (uint32_t)++n;
+		k = (struct split){ .name = key_name(e), .rest = key_rest(e),
+				    .rest_len = strlen(key_rest(e)), .hash = entry_hash(s, e) };
+		*slot_of(s->ent, idx, cap, &k) = (uint32_t)++n;
 	}
 	free(s->idx);
 	s->idx = idx;
@@ -168,20 +246,26 @@ static int trim(struct vw_series_state *s)
 
 static struct entry *insert(struct vw_series_state *s, const char *key, size_t len)
 {
+	struct split k;
 	struct entry *e;
 	uint32_t *slot;
 
 	if ((s->n + 1) * 2 > s->cap && grow(s) < 0)
 		return NULL;
-	slot = slot_of(s->ent, s->idx, s->cap, key, len);
+	k = split_key(s, key, len, true);
+	slot = slot_of(s->ent, s->idx, s->cap, &k);
 	if (*slot)
 		return &s->ent[*slot - 1];
 	if (vw_array_grow((void **)&s->ent, sizeof(*s->ent), s->n, &s->cap_ent) < 0)
 		return NULL;
 	e = &s->ent[s->n];
-	*e = (struct entry){ .key = strndup(key, len), .seen_gen = s->gen };
+	*e = (struct entry){ .key = malloc(2 + k.rest_len + 1), .seen_gen = s->gen };
 	if (!e->key)
 		return NULL;
+	e->key[0] = (char)(k.name >> 8);
+	e->key[1] = (char)(k.name & 0xff);
+	memcpy(e->key + 2, k.rest, k.rest_len);
+	e->key[2 + k.rest_len] = '\0';
 	*slot = (uint32_t)++s->n;
 	s->dirty = true;
 	return e;
@@ -310,7 +394,7 @@ static size_t json_escape(const char *key, char *out)
 }
 
 /* One series' "key":value, its length; written at out unless NULL. */
-static size_t put_series(const struct entry *e, char *out)
+static size_t put_series(const struct vw_series_state *s, const struct entry *e, char *out)
 {
 	uint64_t v = vw_energy_add(e->offset, e->last_raw);
 	char num[24];
@@ -319,7 +403,8 @@ static size_t put_series(const struct entry *e, char *out)
 	if (v > INT64_MAX)
 		v = INT64_MAX;
 	n = (size_t)snprintf(num, sizeof(num), "%s%" PRIu64, "\":", v);
-	k = json_escape(e->key, out ? out + 1 : NULL);
+	k = key_name(e) == NAME_NONE ? 0 : json_escape(s->names[key_name(e)], out ? out + 1 : NULL);
+	k += json_escape(key_rest(e), out ? out + 1 + k : NULL);
 	if (out) {
 		out[0] = '"';
 		memcpy(out + 1 + k, num, n);
@@ -346,7 +431,7 @@ int vw_series_state_save(struct vw_series_state *s, int dirfd, const char *rel, 
 	len = hlen + sizeof(tail) - 1;
 	for (size_t i = 0; i < s->n; i++)
 		if (!stale(s, &s->ent[i]))
-			len += put_series(&s->ent[i], NULL) + 1; /* and a comma */
+			len += put_series(s, &s->ent[i], NULL) + 1; /* and a comma */
 	text = malloc(len);
 	if (!text)
 		return -ENOMEM;
@@ -358,7 +443,7 @@ int vw_series_state_save(struct vw_series_state *s, int dirfd, const char *rel, 
 		if (!first)
 			text[at++] = ',';
 		first = false;
-		at += put_series(&s->ent[i], text + at);
+		at += put_series(s, &s->ent[i], text + at);
 	}
 	memcpy(text + at, tail, sizeof(tail) - 1);
 	at += sizeof(tail) - 1;

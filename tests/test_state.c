@@ -268,7 +268,7 @@ static void test_unwritable_says_why(void **state)
 
 /*
  * Keys with every byte JSON must escape (quotes, backslashes, control bytes), a slash and
- * UTF-8 survive a save and a load, each with its exported value; the file is one JSON object
+ * UTF-8, names shared and not, a key without labels survive a save and a load, each with its exported value; the file is one JSON object
  * with the flag.
  */
 static void test_keys_round_trip(void **state)
@@ -279,6 +279,8 @@ static void test_keys_round_trip(void **state)
 		"a_total{l=\"back\\\\slash\",t=\"tab\\there\"}",
 		"a_total{c=\"\x01\x1f\x7f\n\r\b\f\t\"}",
 		"a_total{u=\"\xc3\xa9t\xc3\xa9 \xe2\x82\xac\"}",
+		"b_total{l=\"plain\"}", /* the same labels under another name */
+		"no_labels_total",
 	};
 	struct ctx *c = *state;
 	_cleanup_free_ char *text = NULL;
