@@ -50,6 +50,15 @@ memory_of() {
 	awk '/^VmRSS:/ { r = $2 } /^VmHWM:/ { h = $2 } END { print r, h }' "/proc/$1/status"
 }
 
+# "PSS anon" (KiB) of a PID from smaps_rollup: VmRSS counts every shared-library page the process
+# has mapped in full (libvirt and its ~50 libraries: ~14 MiB, nearly all clean pages shared with
+# every other process using them); PSS divides those by their sharers, and anon is its own
+# memory (heap, stacks, the libraries' relocated data). Reading it needs the PID's owner or root.
+memory_split_of() {
+	awk '/^Pss:/ { p = $2 } /^Anonymous:/ { a = $2 } END { print p + 0, a + 0 }' \
+		"/proc/$1/smaps_rollup" 2>/dev/null || echo "0 0"
+}
+
 # How many paths a glob matched (processes come and go: no ls over /proc).
 count() { echo $#; }
 

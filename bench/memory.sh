@@ -8,7 +8,8 @@
 # with no host here, estimates with its model) and a default node_exporter, each on a free
 # 127.0.0.1 port; scrapes each once a second for WINDOW seconds (so every exposition is built
 # and served), and prints each one's VmRSS and VmHWM (its start-up peak), the ratios to
-# node_exporter's, and the targets (host RSS <= 8 MiB, guest <= 6 MiB, peak <= 1.5 x RSS).
+# node_exporter's, and the targets (host RSS <= 8 MiB, guest <= 6 MiB, peak <= 1.5 x RSS); beside
+# VmRSS, PSS and anonymous memory (bench/lib.sh's memory_split_of: VmRSS counts shared library pages whole).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -38,8 +39,8 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 == 0) print "-"; else print
 verdict() { awk -v v="$1" -v lim="$2" 'BEGIN { print (v + 0 <= lim + 0) ? "yes" : "NO" }'; }
 
 echo "# $(nproc) CPUs, kernel $(uname -r), $(date -u +%FT%TZ); window ${WINDOW} s"
-printf '%-9s %-15s %9s %9s %10s %10s %s\n' processes daemon "VmRSS MiB" "VmHWM MiB" \
-	"RSS/n_e" "HWM/n_e" "targets met"
+printf '%-9s %-15s %9s %9s %8s %8s %10s %10s %s\n' processes daemon "VmRSS MiB" "VmHWM MiB" \
+	"PSS MiB" "anon MiB" "RSS/n_e" "HWM/n_e" "targets met"
 for n in $COUNTS; do
 	"$BUILD/bench/spawn_idle" "$n" >"$tmp/spawn.out" &
 	spawner=$!
@@ -65,13 +66,14 @@ for n in $COUNTS; do
 	i=0
 	for name in virtwatt-host virtwatt-guest node_exporter; do
 		read -r rss hwm < <(memory_of "${pids[$i]}")
+		read -r pss anon < <(memory_split_of "${pids[$i]}")
 		case $name in
 		virtwatt-host) met="RSS<=8MiB:$(verdict "$rss" 8192) HWM<=1.5xRSS:$(verdict "$hwm" "$((rss * 3 / 2))")" ;;
 		virtwatt-guest) met="RSS<=6MiB:$(verdict "$rss" 6144) HWM<=1.5xRSS:$(verdict "$hwm" "$((rss * 3 / 2))")" ;;
 		*) met="" ;;
 		esac
-		printf '%-9s %-15s %9s %9s %10s %10s %s\n' "$n" "$name" "$(kib_mib "$rss")" \
-			"$(kib_mib "$hwm")" "$(ratio "$rss" "$ne_rss")" "$(ratio "$hwm" "$ne_hwm")" "$met"
+		printf '%-9s %-15s %9s %9s %8s %8s %10s %10s %s\n' "$n" "$name" "$(kib_mib "$rss")" \
+			"$(kib_mib "$hwm")" "$(kib_mib "$pss")" "$(kib_mib "$anon")" "$(ratio "$rss" "$ne_rss")" "$(ratio "$hwm" "$ne_hwm")" "$met"
 		i=$((i + 1))
 	done
 	stop_pids "${pids[@]}" "$spawner"

@@ -168,6 +168,7 @@ w=0
 window() {
 	local name=$1 src=$2 ival=$3 n=$4 nvms=$5 noread=$6 share=$7 warm=$8 dir uri vw_port ne_port
 	local vw_pid ne_pid t0 t1 secs vw_n0 vw_n1 ne_n0 ne_n1 vw_rss0 vw_rss vw_hwm ne_rss ne_hwm
+	local vw_pss vw_anon
 	local listed pub_vms k v share_opt=() pe_port='' pe_pid='' pe_n0=0 pe_n1=0 pe_ms=- pe_rss=- pe_hwm=- load0
 	local -A r
 	w=$((w + 1))
@@ -225,6 +226,7 @@ window() {
 	read -r _ ne_n1 < <(cpu_of "$ne_pid")
 	[ -z "$pe_pid" ] || read -r _ pe_n1 < <(cpu_of "$pe_pid")
 	read -r vw_rss vw_hwm < <(memory_of "$vw_pid")
+	read -r vw_pss vw_anon < <(memory_split_of "$vw_pid")
 	read -r ne_rss ne_hwm < <(memory_of "$ne_pid")
 	[ -z "$pe_pid" ] || read -r pe_rss pe_hwm < <(memory_of "$pe_pid")
 	if [ -n "$CALLGRIND" ]; then
@@ -287,9 +289,9 @@ window() {
 		pe_hwm=$(mib "$pe_hwm")
 		pe_rss=$(mib "$pe_rss")
 	fi
-	printf "%-8s %3ss %4s %4s %3s %7s %16s %6s %11s %6s %11s %11s %6s %17s %17s %6s %7s %s\n" \
+	printf "%-8s %3ss %4s %4s %3s %7s %16s %9s %6s %11s %6s %11s %11s %6s %17s %17s %6s %7s %s\n" \
 		"$name" "$ival" "$listed" "${pub_vms:--}" "$noread" "$vw_ms" \
-		"$(mib "$vw_rss0")>$(mib "$vw_rss")/$(mib "$vw_hwm")" \
+		"$(mib "$vw_rss0")>$(mib "$vw_rss")/$(mib "$vw_hwm")" "$(mib "$vw_pss")/$(mib "$vw_anon")" \
 		"$ne_ms" "$(mib "$ne_rss")/$(mib "$ne_hwm")" "$pe_ms" "$pe_rss/$pe_hwm" \
 		"$load0>$(load1)" "${r[rounds]}" \
 		"${r[chan_p50_ms]}/${r[chan_p95_ms]}/${r[chan_max_ms]}" \
@@ -310,13 +312,15 @@ echo "# vw_ms: virtwatt-host CPU ms per interval (threads' schedstat); ne_ms: no
 echo "#   pe_ms, pe_rss/hwm: prometheus-process-exporter (every process, by comm) the same way;"
 echo "#   load: 1-minute load average at the window's start > end (CPU under load: upper bounds);"
 echo "#   rss>rss/hwm: VmRSS at the window's start > at its end / VmHWM, MiB; vms: ours in /metrics;"
+echo "#   pss/anon: PSS and anonymous memory at the end, MiB (VmRSS also counts the shared library pages,"
+echo "#   libvirt's ~14 MiB among them, which PSS divides between their users and anon leaves out)"
 echo "#   pub: the publisher's table; nrd: guests never reading their port"
 echo "# chan, share: publication latency p50/p95/max ms over VMs x rounds, from the round's first syscall"
 echo "#   (perf: sendto, renameat or unlinkat) to the fake's read() / inotify event; spread: p50 of (last - first channel delivery)"
 echo "#   of a round; missed: (VM, round) pairs never delivered, channel/share; queued: a non-reader's"
 echo "#   unread bytes at the window's start -> end (p50)"
-printf "%-8s %4s %4s %4s %3s %7s %16s %6s %11s %6s %11s %11s %6s %17s %17s %6s %7s %s\n" \
-	window ival vms pub nrd vw_ms "rss>rss/hwm" ne_ms ne_rss/hwm pe_ms pe_rss/hwm load rounds chan_ms share_ms spread missed queued
+printf "%-8s %4s %4s %4s %3s %7s %16s %9s %6s %11s %6s %11s %11s %6s %17s %17s %6s %7s %s\n" \
+	window ival vms pub nrd vw_ms "rss>rss/hwm" pss/anon ne_ms ne_rss/hwm pe_ms pe_rss/hwm load rounds chan_ms share_ms spread missed queued
 make_room "$((PROCS + VMS))"
 "$spawn" "$PROCS" >"$tmp/spawn.out" &
 spawner=$!

@@ -266,6 +266,52 @@ static void test_unwritable_says_why(void **state)
 	assert_non_null(strstr(why, "cannot be written"));
 }
 
+/*
+ * Keys with every byte JSON must escape (quotes, backslashes, control bytes), a slash and
+ * UTF-8, names shared and not, a key without labels survive a save and a load, each with its exported value; the file is one JSON object
+ * with the flag.
+ */
+static void test_keys_round_trip(void **state)
+{
+	static const char *const keys[] = {
+		"a_total{l=\"plain\"}",
+		"a_total{exe=\"/usr/bin/x\",q=\"say \\\"hi\\\"\"}",
+		"a_total{l=\"back\\\\slash\",t=\"tab\\there\"}",
+		"a_total{c=\"\x01\x1f\x7f\n\r\b\f\t\"}",
+		"a_total{u=\"\xc3\xa9t\xc3\xa9 \xe2\x82\xac\"}",
+		"b_total{l=\"plain\"}", /* the same labels under another name */
+		"no_labels_total",
+	};
+	struct ctx *c = *state;
+	_cleanup_free_ char *text = NULL;
+	uint64_t out, v;
+	bool clean = false;
+
+	open_state(c, 100, VW_NSEC_PER_SEC);
+	vw_series_state_begin(c->s);
+	for (size_t k = 0; k < ARRAY_SIZE(keys); k++)
+		assert_true(vw_series_state_learn(c->s, keys[k], strlen(keys[k]),
+						  (k + 1) * 1000000ull, &out) >= 0);
+	assert_int_equal(vw_series_state_end(c->s), 0);
+	vw_state_file_flush(c->f);
+	text = file_text(c->path);
+	assert_non_null(text);
+	assert_non_null(strstr(text, "\"clean\":true"));
+	/* Strict JSON, which json-c's reader does not insist on: no raw control byte. */
+	assert_non_null(strstr(text, "\\u0001\\u001f\x7f\\n\\r\\b\\f\\t"));
+	for (const char *p = text; *p; p++)
+		assert_true((unsigned char)*p >= 0x20);
+	open_state(c, 100, VW_NSEC_PER_SEC);
+	assert_true(vw_state_file_ok(c->f, NULL, 0));
+	assert_int_equal(vw_series_state_size(c->s), ARRAY_SIZE(keys));
+	for (size_t k = 0; k < ARRAY_SIZE(keys); k++) {
+		assert_int_equal(vw_series_state_get(c->s, keys[k], &v), 0);
+		assert_int_equal(v, (k + 1) * 1000000ull);
+	}
+	assert_int_equal(vw_series_state_load_buf(c->s, text, strlen(text), &clean), 0);
+	assert_true(clean);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -274,6 +320,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_too_big_for_max_series, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_policy, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unwritable_says_why, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_keys_round_trip, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
