@@ -496,11 +496,16 @@ static void test_family_over_cap_dropped(void **state)
 	reap_sleepers(sleepers, N_SLEEPERS);
 	assert_int_equal(code, 200);
 	assert_true(strlen(body) <= 16384);
-	p = strstr(body, dropped);
+	/* The first process family left out (VMs running on this machine may fill the room
+	 * earlier, and a smaller family before it be left out too). */
+	family[0] = '\0';
+	for (p = strstr(body, dropped); p; p = strstr(p + 1, dropped)) {
+		assert_int_equal(sscanf(p + strlen(dropped), "%127[a-z_]", family), 1);
+		print_message("# left out: %s (%zu bytes served)\n", family, strlen(body));
+		if (strncmp(family, "kepler_process_", strlen("kepler_process_")) == 0)
+			break;
+	}
 	assert_non_null(p);
-	assert_int_equal(sscanf(p + strlen(dropped), "%127[a-z_]", family), 1);
-	print_message("# left out: %s (%zu bytes served)\n", family, strlen(body));
-	assert_int_equal(strncmp(family, "kepler_process_", strlen("kepler_process_")), 0);
 	snprintf(series, sizeof(series), "\n%s{", family);
 	assert_null(strstr(body, series));
 	assert_non_null(strstr(body, "\nkepler_node_cpu_joules_total{"));

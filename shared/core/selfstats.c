@@ -52,12 +52,13 @@ const struct vw_family_table vw_selfstats_family_table = {
 struct dropped {
 	const char *name;
 	uint64_t count, seq;
+	struct vw_complaint complaint; /* each family named in the log (a site's one would name
+					* only the first of several left out together) */
 };
 
 struct vw_selfstats {
 	struct dropped *d;
 	size_t n, cap;
-	struct vw_complaint complaint;
 };
 
 struct vw_selfstats *vw_selfstats_new(void)
@@ -99,7 +100,7 @@ void vw_selfstats_note_dropped(struct vw_selfstats *s, const struct vw_prom_writ
 			continue;
 		d->seq = seq;
 		d->count++;
-		vw_complain(&s->complaint, VW_LOG_ERROR,
+		vw_complain(&d->complaint, VW_LOG_ERROR,
 			    "metrics: family %s left out of the exposition: it would exceed "
 			    "--metrics.max-bytes (%zu bytes); the other families are served. Raise "
 			    "--metrics.max-bytes or lower the series count (--metrics.process-top-n, "
@@ -113,7 +114,18 @@ void vw_selfstats_snapshot_done(struct vw_selfstats *s, uint64_t seq)
 	for (size_t i = 0; i < s->n; i++)
 		if (s->d[i].seq == seq)
 			return;
-	vw_release(&s->complaint, VW_LOG_INFO, "metrics: every family fits the exposition again");
+	struct vw_complaint *first = NULL;
+
+	for (size_t i = 0; i < s->n; i++) {
+		if (!s->d[i].complaint.active)
+			continue;
+		if (first)
+			s->d[i].complaint = (struct vw_complaint){ 0 };
+		else
+			first = &s->d[i].complaint;
+	}
+	if (first)
+		vw_release(first, VW_LOG_INFO, "metrics: every family fits the exposition again");
 }
 
 uint64_t vw_selfstats_dropped(const struct vw_selfstats *s, const char *name)
