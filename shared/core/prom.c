@@ -558,18 +558,37 @@ static int values_check(const struct vw_prom_writer *w, const char *const *value
 	return values[w->nlabels] ? -EINVAL : 0;
 }
 
+/*
+ * Each label written in place: room for its worst case reserved once, the value escaped
+ * straight into the buffer, the cap checked on what it took (a label past it is taken back
+ * and fails the family as put() would). Five appends and a copy through a stack buffer per
+ * label were a fifth of a render.
+ */
 static void put_labels(struct vw_prom_writer *w, const char *const *values)
 {
-	char esc[VW_PROM_LABEL_ESCAPED_MAX];
+	for (size_t i = 0; i < w->nlabels && !w->fam_err; i++) {
+		const char *name = w->fam->labels[i];
+		size_t nlen = strlen(name), start = w->len;
+		size_t room = w->limit - start > w->held ? w->limit - start - w->held : 0;
+		char *p;
 
-	for (size_t i = 0; i < w->nlabels; i++) {
-		size_t n = vw_prom_escape_label(values[i], esc, sizeof(esc));
-
-		put(w, i == 0 ? "{" : ",", 1);
-		put_str(w, w->fam->labels[i]);
-		put(w, "=\"", 2);
-		put(w, esc, n);
-		put(w, "\"", 1);
+		/* "{" or ",", the name, "=\"", the value escaped (its NUL overwritten), "\"" */
+		w->fam_err = reserve(w, nlen + 4 + VW_PROM_LABEL_ESCAPED_MAX);
+		if (w->fam_err)
+			return;
+		p = w->buf + start;
+		*p++ = i == 0 ? '{' : ',';
+		memcpy(p, name, nlen);
+		p += nlen;
+		*p++ = '=';
+		*p++ = '"';
+		p += vw_prom_escape_label(values[i], p, VW_PROM_LABEL_ESCAPED_MAX);
+		*p++ = '"';
+		if ((size_t)(p - (w->buf + start)) > room) {
+			w->fam_err = -ENOBUFS;
+			return;
+		}
+		w->len = (size_t)(p - w->buf);
 	}
 	if (w->nlabels)
 		put(w, "}", 1);
