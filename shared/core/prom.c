@@ -110,6 +110,11 @@ static size_t label_char(const unsigned char *s, const char **ret_piece, size_t 
 	return n;
 }
 
+/* Printable ASCII but " (0x22) and \\ (0x5c): copied as is (a table: one test a byte, not four). */
+static const bool plain_ascii[256] = {
+	[0x20 ... 0x21] = true, [0x23 ... 0x5b] = true, [0x5d ... 0x7e] = true,
+};
+
 /* Sanitise, cap and escape in one pass; printable ASCII, the common case, is copied as is. */
 size_t vw_prom_escape_label(const char *in, char *out, size_t outlen)
 {
@@ -124,7 +129,7 @@ size_t vw_prom_escape_label(const char *in, char *out, size_t outlen)
 		bool esc = *s == '\\' || *s == '"';
 
 		/* A run of printable ASCII needing no escape: copied whole, as far as it fits. */
-		while (s[run] >= 0x20 && s[run] < 0x7f && s[run] != '\\' && s[run] != '"')
+		while (plain_ascii[s[run]])
 			run++;
 		if (run) {
 			size_t fit = VW_MIN(run, VW_MIN(VW_PROM_LABEL_MAX - clean, outlen - 1 - len));
