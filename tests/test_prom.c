@@ -480,6 +480,49 @@ static void test_rollback_header_and_eof(void **state)
 	vw_prom_writer_free(w);
 }
 
+/*
+ * The cap at every byte: a family whose label values are long and need escaping is written
+ * whole or not at all, and the output never passes the cap, wherever in a label, a value or
+ * the line's end the cap falls.
+ */
+static void test_cap_every_byte(void **state)
+{
+	char value[300];
+	const char *v[] = { value, NULL };
+	size_t full = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(value) - 1; i++)
+		value[i] = i % 7 == 0 ? '"' : i % 11 == 0 ? '\\' : (char)('a' + i % 26);
+	value[sizeof(value) - 1] = '\0';
+	for (size_t max = 7; full == 0 || max <= full + 1; max++) {
+		struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_OPENMETRICS_1_0_0, max);
+		_cleanup_free_ char *out = NULL;
+		size_t len;
+		int r;
+
+		assert_non_null(w);
+		r = vw_prom_family(w, &fam_many);
+		for (int k = 0; r == 0 && k < 3; k++)
+			r = vw_prom_gauge(w, v, k);
+		if (r == 0)
+			r = vw_prom_family_end(w);
+		assert_int_equal(vw_prom_finish(w, &out, &len), 0);
+		vw_prom_writer_free(w);
+		assert_true(len <= max);
+		if (r == 0) {
+			if (full == 0)
+				full = len; /* the first cap it fits in is its length */
+			assert_int_equal(len, full);
+			assert_non_null(strstr(out, "\nvirtwatt_many_watts{case=\"\\\"bcdefg\\\"ijk"));
+		} else {
+			assert_int_equal(r, -ENOBUFS);
+			assert_string_equal(out, "# EOF\n");
+		}
+	}
+	assert_true(full > 3 * sizeof(value));
+}
+
 /* Drop-oversize mode: the overflowing family is left out whole, reported, and the next one fits. */
 static void test_drop_oversize(void **state)
 {
@@ -832,6 +875,7 @@ int main(void)
 		cmocka_unit_test(test_counter_values),
 		cmocka_unit_test(test_rollback),
 		cmocka_unit_test(test_rollback_header_and_eof),
+		cmocka_unit_test(test_cap_every_byte),
 		cmocka_unit_test(test_drop_oversize),
 		cmocka_unit_test(test_selfstats_room_held),
 		cmocka_unit_test(test_selfstats),

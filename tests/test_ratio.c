@@ -450,6 +450,45 @@ static void test_property(void **state)
 		assert_true(cov.idle[k] > CASES / 100);
 }
 
+/*
+ * Many parts, as a node of 10,000 processes has: past the 256 parts of weight > 0 whose
+ * remainders the split selects from on the stack, it selects by passes over the weights. Both
+ * sides of that bound, with most weights 0 (idle processes) or none, checked as above.
+ */
+static void test_property_many(void **state)
+{
+	enum { MANY = 3000, MANY_CASES = 300 };
+	struct rng g = {.s = UINT64_C(0x243f6a8885a308d3)};
+	uint64_t *w = calloc(MANY, sizeof(*w)), *out = calloc(MANY, sizeof(*out)), rest;
+	size_t busy_sides[2] = {0}, rounded = 0;
+
+	(void)state;
+	assert_non_null(w);
+	assert_non_null(out);
+	for (int c = 0; c < MANY_CASES; c++) {
+		size_t n = 200 + rnd_below(&g, MANY - 200), busy = 0;
+		uint64_t total;
+		unsigned idle_share = (unsigned)rnd_below(&g, 4); /* 0, 1/4 .. 3/4 idle */
+		unsigned regime = 1 + (unsigned)rnd_below(&g, 5); /* weights > 0 drawn */
+
+		for (size_t i = 0; i < n; i++) {
+			w[i] = rnd_below(&g, 4) < idle_share ? 0 : rnd_value(&g, regime);
+			busy += w[i] != 0;
+		}
+		busy_sides[busy > 256]++;
+		total = rnd_total(&g);
+		assert_int_equal(vw_ratio_split(total, w, n, out, &rest), 0);
+		rounded += check_split(total, w, n, out, rest) > 0;
+	}
+	print_message("# %d cases of up to %d parts: %zu with at most 256 busy, %zu with more, "
+		      "%zu rounded\n",
+		      MANY_CASES, MANY, busy_sides[0], busy_sides[1], rounded);
+	assert_true(busy_sides[0] > MANY_CASES / 10 && busy_sides[1] > MANY_CASES / 10);
+	assert_true(rounded > MANY_CASES / 4);
+	free(w);
+	free(out);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -461,6 +500,7 @@ int main(void)
 		cmocka_unit_test(test_idle_fallback),
 		cmocka_unit_test(test_hierarchy_examples),
 		cmocka_unit_test(test_property),
+		cmocka_unit_test(test_property_many),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

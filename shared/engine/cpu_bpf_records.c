@@ -88,12 +88,28 @@ void vw_bpf_bases_free(struct vw_bpf_bases *b)
 	*b = (struct vw_bpf_bases){ 0 };
 }
 
+/*
+ * The entry of t->procs[*at..n) for (tgid, start), NULL if none, for tgids asked in ascending
+ * order: the sorted table is walked alongside the sorted records (a binary search each was
+ * ~90 instructions a process), *at left on the first entry of tgid or above.
+ */
+static const struct vw_proc_cpu *walk_to(const struct vw_cpu_table *t, size_t n, size_t *at,
+					 uint32_t tgid, uint64_t start)
+{
+	while (*at < n && t->procs[*at].tgid < tgid)
+		(*at)++;
+	for (size_t k = *at; k < n && t->procs[k].tgid == tgid; k++)
+		if (t->procs[k].start_time == start)
+			return &t->procs[k];
+	return NULL;
+}
+
 /* Live records: their time since open goes to their process (created here when no thread of it
  * has exited yet). t is sorted. */
 static int add_live(struct vw_cpu_table *t, struct vw_bpf_task_rec *recs, size_t n,
 		    uint64_t ns_per_tick)
 {
-	size_t n_sorted = t->n_procs;
+	size_t n_sorted = t->n_procs, at = 0;
 
 	/* The walk's come in task-list (creation) order: a run of PIDs per wrap of pid_max. */
 	vw_sort_runs(recs, n, sizeof(*recs), cmp_rec);
@@ -105,7 +121,7 @@ static int add_live(struct vw_cpu_table *t, struct vw_bpf_task_rec *recs, size_t
 
 		for (j = i; j < n && recs[j].tgid == lead->tgid; j++)
 			runtime += recs[j].runtime_ns;
-		found = vw_cpu_table_find_n(t, n_sorted, lead->tgid, start);
+		found = walk_to(t, n_sorted, &at, lead->tgid, start);
 		if (found && found->exited)
 			continue; /* cannot be: the iterator skips exiting threads */
 		p = found ? &t->procs[found - t->procs] : vw_cpu_table_new_proc(t);

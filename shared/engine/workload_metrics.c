@@ -200,13 +200,29 @@ int vw_wl_top_procs(const struct vw_workloads *w, uint64_t (*energy)(const struc
 	return 0;
 }
 
+/* A PID's decimal digits (what "%u" prints, without printf: five series a process a render). */
+static void pid_text(uint32_t pid, char out[16])
+{
+	char tmp[10];
+	size_t n = 0, k = 0;
+
+	do {
+		tmp[n++] = (char)('0' + pid % 10);
+		pid /= 10;
+	} while (pid);
+	while (n)
+		out[k++] = tmp[--n];
+	out[k] = '\0';
+}
+
 void vw_wl_proc_labels(const struct vw_workloads *w, const struct wl_proc *p, const char *node,
 		       const char *zone, struct wl_labels *l)
 {
 	const struct wl_container *c = p->container >= 0 ? &w->conts[p->container] : NULL;
 	const struct wl_vm *vm = p->vm >= 0 ? &w->vms[p->vm] : NULL;
 
-	snprintf(l->pid, sizeof(l->pid), "%u", p->tgid);
+	_Static_assert(sizeof(l->pid) >= 11, "a uint32_t's digits");
+	pid_text(p->tgid, l->pid);
 	l->v[0] = l->pid;
 	l->v[1] = p->comm;
 	l->v[2] = p->exe;

@@ -217,6 +217,8 @@ static void remap(const bool *leave, size_t n_parents, int *child_idx, size_t n_
 
 	for (size_t i = 0; i < n_parents; i++)
 		map[i] = leave[i] ? -1 : j++;
+	if ((size_t)j == n_parents)
+		return; /* none leaves: every index stays (most publications) */
 	for (size_t i = 0; i < n_children; i++) {
 		int *idx = (int *)((char *)child_idx + i * child_stride);
 
@@ -239,7 +241,9 @@ static void compact_procs(struct vw_workloads *w, const struct pass *p, uint64_t
 		const struct wl_proc *pr = &w->procs[i];
 
 		if (!p->leave_p[i]) {
-			w->procs[j++] = *pr;
+			if (j != i) /* no copy onto itself before the first that leaves */
+				w->procs[j] = *pr;
+			j++;
 			continue;
 		}
 		if (unserved(pr->terminated, pr->final_gen, served_gen))
