@@ -69,55 +69,12 @@ static int open_subdir(int dirfd, const char *name)
 	return fd;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, p, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		p += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
-/*
- * vw_write_file_atomic_at() as the folder needs it each round, in fewer system calls: the temp
- * file (rel.tmp.PID) is removed first only when one is left over (O_EXCL refused it), and not
- * fsync'ed on tmpfs or ramfs, where fsync() does nothing. A reader still sees the old or the
- * new file whole; a symlink in the temp's place is removed, never followed.
- */
+/* A file of the folder replaced whole, not fsync'ed on tmpfs or ramfs (fsync does nothing
+ * there): a reader sees the old or the new file whole. */
 static int write_file(const struct vw_pub_share *s, int dirfd, const char *rel, const void *data,
 		      size_t len)
 {
-	char tmp[64];
-	int fd, r;
-
-	r = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", rel, (long)getpid());
-	if (r < 0 || (size_t)r >= sizeof(tmp))
-		return -ENAMETOOLONG;
-	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0 && errno == EEXIST) {
-		(void)unlinkat(dirfd, tmp, 0);
-		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-	}
-	if (fd < 0)
-		return -errno;
-	r = write_all(fd, data, len);
-	if (r == 0 && !s->no_fsync && fsync(fd) < 0)
-		r = -errno;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && renameat(dirfd, tmp, dirfd, rel) < 0)
-		r = -errno;
-	if (r < 0)
-		(void)unlinkat(dirfd, tmp, 0);
-	return r;
+	return vw_write_file_replace_at(dirfd, rel, data, len, 0644, !s->no_fsync);
 }
 
 static int write_text(const struct vw_pub_share *s, int dirfd, const char *rel, const char *text)

@@ -335,7 +335,8 @@ static int write_all(int fd, const void *data, size_t len)
 	return 0;
 }
 
-int vw_write_file_atomic_at(int dirfd, const char *rel, const void *data, size_t len, int mode)
+int vw_write_file_replace_at(int dirfd, const char *rel, const void *data, size_t len, int mode,
+			     bool sync)
 {
 	char tmp[4096];
 	int fd, r;
@@ -343,12 +344,16 @@ int vw_write_file_atomic_at(int dirfd, const char *rel, const void *data, size_t
 	r = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", rel, (long)getpid());
 	if (r < 0 || (size_t)r >= sizeof(tmp))
 		return -ENAMETOOLONG;
-	(void)unlinkat(dirfd, tmp, 0);
+	/* A temp left over (or a symlink in its place) is removed only when O_EXCL refuses it. */
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	if (fd < 0 && errno == EEXIST) {
+		(void)unlinkat(dirfd, tmp, 0);
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	}
 	if (fd < 0)
 		return -errno;
 	r = write_all(fd, data, len);
-	if (r == 0 && fsync(fd) < 0)
+	if (r == 0 && sync && fsync(fd) < 0)
 		r = -errno;
 	if (close(fd) < 0 && r == 0)
 		r = -errno;
@@ -357,6 +362,11 @@ int vw_write_file_atomic_at(int dirfd, const char *rel, const void *data, size_t
 	if (r < 0)
 		(void)unlinkat(dirfd, tmp, 0);
 	return r;
+}
+
+int vw_write_file_atomic_at(int dirfd, const char *rel, const void *data, size_t len, int mode)
+{
+	return vw_write_file_replace_at(dirfd, rel, data, len, mode, true);
 }
 
 int vw_write_file_durable_at(int dirfd, const char *rel, const void *data, size_t len, int mode)

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
@@ -84,6 +85,10 @@ int vw_parse_pid(const char *s, uint32_t *ret);
  * renameat. Never follows a symlink at rel.
  */
 int vw_write_file_atomic_at(int dirfd, const char *rel, const void *data, size_t len, int mode);
+/* vw_write_file_atomic_at() without the fsync where sync is false (a tmpfs, where it does
+ * nothing): a reader still sees the old or the new file whole. */
+int vw_write_file_replace_at(int dirfd, const char *rel, const void *data, size_t len, int mode,
+			     bool sync);
 /*
  * The same, durable: the directory is fsync'ed after the rename, so the new name survives a
  * power loss (for state a restart depends on; dirfd may be an O_PATH descriptor).
