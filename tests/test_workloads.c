@@ -278,6 +278,27 @@ static void assert_rendered_conserved(struct ctx *c)
 	free(text);
 }
 
+/* The same for the GPU's active energy: containers + those no longer exported + uncontained +
+ * VMs + unattributed = what the GPUs gave (node_uj). */
+static void assert_rendered_gpu_conserved(struct ctx *c, uint64_t node_uj)
+{
+	static const char *const parts_fams[] = {
+		"kepler_container_gpu_joules_total", "virtwatt_node_gpu_ended_containers_joules_total",
+		"virtwatt_node_gpu_uncontained_joules_total", "virtwatt_vm_gpu_joules_total",
+		"virtwatt_node_gpu_unattributed_joules_total",
+	};
+	const char *any[] = { NULL };
+	char *text = workloads_fixture_render(c->w);
+	double parts = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(parts_fams); i++)
+		parts += vw_fixture_sample_sum_all(text, parts_fams[i], any);
+	if (fabs(parts - (double)node_uj / 1e6) > 1e-6)
+		fail_msg("GPU: the exposition's parts %.6f J, the node %.6f J", parts,
+			 (double)node_uj / 1e6);
+	free(text);
+}
+
 /*
  * A container ends and is dropped once a scrape has served its final value (Kepler's way): the
  * exposition still adds up to the node, its energy now in the ended-containers total (the e2e
@@ -287,14 +308,25 @@ static void assert_rendered_conserved(struct ctx *c)
 static void test_ended_container_conserved(void **state)
 {
 	static const uint64_t ms[ARRAY_SIZE(procs)] = { 700, 300, 100, 100, 0, 200 };
+	/* GPU: 100 and 101 (container A), 200 (B), 300 (no container), 999 (unknown). */
+	static const struct vw_gpu_pid_energy e[] = {
+		{ 100, 3000000 }, { 101, 1000000 }, { 200, 2000000 }, { 300, 500000 }, { 999, 250000 },
+	};
 	struct ctx *c = *state;
+	uint64_t gpu = 0;
 	char *text;
 
 	interval(c, ms, 9000000, 3000000);
+	assert_int_equal(vw_workloads_gpu(c->w, e, ARRAY_SIZE(e), 7000000), 0);
+	gpu += 7000000;
 	assert_rendered_conserved(c);
+	assert_rendered_gpu_conserved(c, gpu);
 	c->cpu[0].exited = c->cpu[1].exited = true; /* container A's processes exit */
 	interval(c, ms, 9000000, 3000000);
+	assert_int_equal(vw_workloads_gpu(c->w, e, ARRAY_SIZE(e), 7000000), 0);
+	gpu += 7000000;
 	assert_rendered_conserved(c);
+	assert_rendered_gpu_conserved(c, gpu);
 	vw_workloads_published(c->w, 5, 0);
 	/* Reported once: both leave the snapshot (the last entries take their places). */
 	c->cpu[0] = c->cpu[ARRAY_SIZE(procs) - 1];
@@ -311,8 +343,12 @@ static void test_ended_container_conserved(void **state)
 	assert_null(strstr(text, "container_id=\"" CID_A "\""));
 	free(text);
 	assert_rendered_conserved(c);
+	assert_rendered_gpu_conserved(c, gpu); /* A's 8 J of GPU now in the ended total */
 	interval(c, ms, 4000000, 1000000);
+	assert_int_equal(vw_workloads_gpu(c->w, e + 2, 2, 3000000), 0);
+	gpu += 3000000;
 	assert_rendered_conserved(c);
+	assert_rendered_gpu_conserved(c, gpu);
 	assert_conserved(c);
 }
 
