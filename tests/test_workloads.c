@@ -279,6 +279,27 @@ static void assert_rendered_conserved(struct ctx *c)
 	free(text);
 }
 
+/* The same for the GPU's active energy: containers + those no longer exported + uncontained +
+ * VMs + unattributed = what the GPUs gave (node_uj). */
+static void assert_rendered_gpu_conserved(struct ctx *c, uint64_t node_uj)
+{
+	static const char *const parts_fams[] = {
+		"kepler_container_gpu_joules_total", "virtwatt_node_gpu_ended_containers_joules_total",
+		"virtwatt_node_gpu_uncontained_joules_total", "virtwatt_vm_gpu_joules_total",
+		"virtwatt_node_gpu_unattributed_joules_total",
+	};
+	const char *any[] = { NULL };
+	char *text = workloads_fixture_render(c->w);
+	double parts = 0;
+
+	for (size_t i = 0; i < ARRAY_SIZE(parts_fams); i++)
+		parts += vw_fixture_sample_sum_all(text, parts_fams[i], any);
+	if (fabs(parts - (double)node_uj / 1e6) > 1e-6)
+		fail_msg("GPU: the exposition's parts %.6f J, the node %.6f J", parts,
+			 (double)node_uj / 1e6);
+	free(text);
+}
+
 /*
  * A container ends and is dropped once a scrape has served its final value (Kepler's way): the
  * exposition still adds up to the node, its energy now in the ended-containers total (the e2e
@@ -288,14 +309,25 @@ static void assert_rendered_conserved(struct ctx *c)
 static void test_ended_container_conserved(void **state)
 {
 	static const uint64_t ms[ARRAY_SIZE(procs)] = { 700, 300, 100, 100, 0, 200 };
+	/* GPU: 100 and 101 (container A), 200 (B), 300 (no container), 999 (unknown). */
+	static const struct vw_gpu_pid_energy e[] = {
+		{ 100, 3000000 }, { 101, 1000000 }, { 200, 2000000 }, { 300, 500000 }, { 999, 250000 },
+	};
 	struct ctx *c = *state;
+	uint64_t gpu = 0;
 	char *text;
 
 	interval(c, ms, 9000000, 3000000);
+	assert_int_equal(vw_workloads_gpu(c->w, e, ARRAY_SIZE(e), 7000000), 0);
+	gpu += 7000000;
 	assert_rendered_conserved(c);
+	assert_rendered_gpu_conserved(c, gpu);
 	c->cpu[0].exited = c->cpu[1].exited = true; /* container A's processes exit */
 	interval(c, ms, 9000000, 3000000);
+	assert_int_equal(vw_workloads_gpu(c->w, e, ARRAY_SIZE(e), 7000000), 0);
+	gpu += 7000000;
 	assert_rendered_conserved(c);
+	assert_rendered_gpu_conserved(c, gpu);
 	vw_workloads_published(c->w, 5, 0);
 	/* Reported once: both leave the snapshot (the last entries take their places). */
 	c->cpu[0] = c->cpu[ARRAY_SIZE(procs) - 1];
@@ -312,8 +344,12 @@ static void test_ended_container_conserved(void **state)
 	assert_null(strstr(text, "container_id=\"" CID_A "\""));
 	free(text);
 	assert_rendered_conserved(c);
+	assert_rendered_gpu_conserved(c, gpu); /* A's 8 J of GPU now in the ended total */
 	interval(c, ms, 4000000, 1000000);
+	assert_int_equal(vw_workloads_gpu(c->w, e + 2, 2, 3000000), 0);
+	gpu += 3000000;
 	assert_rendered_conserved(c);
+	assert_rendered_gpu_conserved(c, gpu);
 	assert_conserved(c);
 }
 
@@ -361,6 +397,91 @@ static void test_idle_by_pod_request(void **state)
 				       "mode=\"idle\",node_name=\"n1\"}"),
 			   6.0, 1e-9);
 	free(text);
+	teardown(&c);
+	kubelet_fixture_stop(&k);
+}
+
+/* The web pod with two containers: app (B) and a sidecar (A, whose processes will end). */
+static const char kubelet_pods_two[] =
+	"{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":[{\"metadata\":{\"name\":\"web\","
+	"\"namespace\":\"shop\",\"uid\":\"" POD_UID "\"},\"spec\":{\"nodeName\":\"n1\","
+	"\"containers\":[{\"name\":\"app\"},{\"name\":\"side\"}]},"
+	"\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"app\","
+	"\"containerID\":\"containerd://" CID_B "\"},{\"name\":\"side\","
+	"\"containerID\":\"docker://" CID_A "\"}]}}]}";
+
+/*
+ * What holds in every scrape between a pod and its containers (docs/attribution.md): the pod's
+ * energy is its containers' as they were exported and of those no longer exported, so Σ of
+ * its exported containers <= the pod, and what the pod holds beyond them is in the node's
+ * ended-containers total (here, where the sidecar is the only container that went: equal to
+ * it), per mode, to the µJ; the node adds up as before.
+ */
+static void assert_pod_identity(struct ctx *c)
+{
+	static const char *const cont[2] = { "kepler_container_cpu_joules_total",
+					     "virtwatt_container_cpu_idle_joules_total" };
+	static const char *const pod[2] = { "kepler_pod_cpu_joules_total",
+					    "virtwatt_pod_cpu_idle_joules_total" };
+	static const char *const mode[2] = { "mode=\"active\"", "mode=\"idle\"" };
+	char *text = workloads_fixture_render(c->w);
+
+	for (int m = 0; m < 2; m++) {
+		const char *zp[] = { "zone=\"package\"", "pod_id=\"" POD_UID "\"", NULL };
+		const char *zm[] = { "zone=\"package\"", mode[m], NULL };
+		double conts = vw_fixture_sample_sum_all(text, cont[m], zp),
+		       pods = vw_fixture_sample_sum_all(text, pod[m], zp),
+		       ended = vw_fixture_sample_sum_all(
+			       text, "virtwatt_node_cpu_ended_containers_joules_total", zm);
+
+		if (conts > pods + 1e-6 || fabs(pods - conts - ended) > 1e-6)
+			fail_msg("%s: the pod %.6f J, its exported containers %.6f J, ended %.6f J",
+				 mode[m], pods, conts, ended);
+	}
+	free(text);
+	assert_rendered_conserved(c);
+}
+
+/*
+ * A container of a live pod ends and is dropped once served: the pod keeps its energy (a pod's
+ * counter never goes back), its exported containers now sum below it, by exactly what the
+ * ended-containers total took.
+ */
+static void test_pod_container_dropped(void **state)
+{
+	static const uint64_t ms[ARRAY_SIZE(procs)] = { 700, 300, 1000, 100, 0, 200 };
+	struct kubelet_fixture k;
+	struct ctx c;
+	char *text;
+
+	(void)state;
+	kubelet_fixture_start(&k, kubelet_pods_two);
+	setup(&c, k.pm);
+	interval(&c, zero, 0, 0);
+	interval(&c, ms, 9000000, 3000000);
+	text = workloads_fixture_render(c.w);
+	assert_non_null(strstr(text, "container_id=\"" CID_A "\",container_name=\"side\""));
+	free(text);
+	assert_pod_identity(&c);
+	c.cpu[0].exited = c.cpu[1].exited = true; /* the sidecar's processes exit */
+	interval(&c, ms, 9000000, 3000000);
+	assert_pod_identity(&c);
+	vw_workloads_published(c.w, 5, 0);
+	c.cpu[0] = c.cpu[ARRAY_SIZE(procs) - 1];
+	c.cpu[1] = c.cpu[ARRAY_SIZE(procs) - 2];
+	c.snap.n_procs = ARRAY_SIZE(procs) - 2;
+	interval(&c, ms, 5000000, 2000000);
+	assert_pod_identity(&c);
+	vw_workloads_published(c.w, 6, 5);
+	vw_workloads_published(c.w, 7, 6); /* its final value served: the sidecar's series go */
+	text = workloads_fixture_render(c.w);
+	assert_null(strstr(text, "container_id=\"" CID_A "\""));
+	assert_non_null(strstr(text, "pod_id=\"" POD_UID "\""));
+	free(text);
+	assert_pod_identity(&c);
+	interval(&c, ms, 4000000, 1000000);
+	assert_pod_identity(&c);
+	assert_conserved(&c);
 	teardown(&c);
 	kubelet_fixture_stop(&k);
 }
@@ -962,6 +1083,7 @@ int main(void)
 		cmocka_unit_test(test_kind_from_accountant),
 		cmocka_unit_test(test_top_n),
 		cmocka_unit_test(test_gpu_energy),
+		cmocka_unit_test(test_pod_container_dropped),
 		cmocka_unit_test(test_pod_list_arrives_late),
 		cmocka_unit_test(test_split_keys_from_counters),
 		cmocka_unit_test(test_scan_beyond_root_total),

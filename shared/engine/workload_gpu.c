@@ -13,7 +13,9 @@
  * theirs: virtwatt_vm_gpu_{,idle_}{joules_total,watts}.
  *
  * For every interval: node GPU active = containers' + uncontained processes' + VMs' +
- * unattributed, and node GPU idle = pods' + VMs' + unreserved.
+ * unattributed, and node GPU idle = pods' + VMs' + unreserved. A container whose series go
+ * (workload_retention.c) adds its active energy to the node's ended-containers total, so the
+ * exposition adds up in every scrape, not only while no container has gone.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -36,7 +38,7 @@ static const char *const l_vm[] = { "vm_id", "vm_name", "hypervisor", "state", "
 static const char *const l_node[] = { "node_name", NULL };
 
 enum { F_PROC_J, F_PROC_W, F_CONT_J, F_CONT_W, F_POD_J, F_POD_W, F_UNATTR, F_UNCONT, F_POD_IDLE,
-       F_UNRESERVED, F_VM_J, F_VM_W, F_VM_IDLE_J, F_VM_IDLE_W };
+       F_UNRESERVED, F_VM_J, F_VM_W, F_VM_IDLE_J, F_VM_IDLE_W, F_ENDED };
 
 #define KEPLER_GPU(f, level, labels)                                                               \
 	[f##_J] = { "kepler_" level "_gpu_joules_total", VW_METRIC_COUNTER,                        \
@@ -77,6 +79,11 @@ static const struct vw_metric_family gpu_families[] = {
 			  "joules", l_vm },
 	[F_VM_IDLE_W] = { "virtwatt_vm_gpu_idle_watts", VW_METRIC_GAUGE,
 			  "Idle GPU power a VM's vGPUs reserved in watts", "watts", l_vm },
+	[F_ENDED] = { "virtwatt_node_gpu_ended_containers_joules_total", VW_METRIC_COUNTER,
+		      "Active GPU energy of containers no longer exported (ended and dropped once a "
+		      "scrape served their final value, or evicted): node GPU active = containers + "
+		      "this + uncontained + VMs + unattributed in every scrape",
+		      "joules", l_node },
 };
 const struct vw_family_table vw_workload_gpu_family_table = {
 	"shared/engine/workload_gpu.c: vw_workloads_render_gpu()", "virtwatt-host, virtwatt-guest",
@@ -354,6 +361,8 @@ int vw_workloads_render_gpu(const struct vw_workloads *w, struct vw_prom_writer 
 		r = single_micro(pw, F_UNCONT, node, w->gpu_uncontained_uj);
 	if (r == 0)
 		r = single_micro(pw, F_UNRESERVED, node, w->gpu_idle_unreserved_uj);
+	if (r == 0 && w->o.containers)
+		r = single_micro(pw, F_ENDED, node, w->gpu_ended_containers_uj);
 	if (r == 0 && w->o.processes)
 		r = render_procs(w, pw, node_name);
 	if (r == 0 && w->o.containers)

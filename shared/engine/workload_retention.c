@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "energy.h"
 #include "macro.h"
 #include "workloads_priv.h"
 
@@ -273,6 +274,8 @@ static void compact_containers(struct vw_workloads *w, const struct pass *p, int
 		for (int z = 0; z < VW_ZONE__COUNT; z++)
 			for (int m = 0; m < M__COUNT; m++)
 				w->totals.ended_containers[z][m] += c->z[z].uj[m];
+		w->gpu_ended_containers_uj = vw_energy_add(w->gpu_ended_containers_uj,
+							   c->gpu.uj[M_ACTIVE]);
 		free(c->cg_path);
 	}
 	w->n_conts = j;

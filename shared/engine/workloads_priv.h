@@ -137,6 +137,7 @@ struct vw_workloads {
 	/* GPU energy (workload_gpu.c): whether any came, where it went (cumulative µJ). */
 	bool gpu_present;
 	uint64_t gpu_uncontained_uj, gpu_unattributed_uj;
+	uint64_t gpu_ended_containers_uj; /* active GPU energy of containers no longer exported */
 	uint64_t gpu_idle_unreserved_uj; /* idle GPU energy no pod's nvidia.com/gpu reserved */
 };
 
