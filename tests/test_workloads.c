@@ -318,13 +318,21 @@ static void test_ended_container_conserved(void **state)
 	char *text;
 
 	interval(c, ms, 9000000, 3000000);
-	assert_int_equal(vw_workloads_gpu(c->w, e, ARRAY_SIZE(e), 7000000), 0);
+	assert_int_equal(vw_workloads_gpu(c->w, &(struct vw_workloads_gpu_in){
+						   .pids = e, .n_pids = ARRAY_SIZE(e),
+						   .devices = &(struct vw_gpu_attr_device){
+							   .active_uj = 7000000 },
+						   .n_devices = 1 }), 0);
 	gpu += 7000000;
 	assert_rendered_conserved(c);
 	assert_rendered_gpu_conserved(c, gpu);
 	c->cpu[0].exited = c->cpu[1].exited = true; /* container A's processes exit */
 	interval(c, ms, 9000000, 3000000);
-	assert_int_equal(vw_workloads_gpu(c->w, e, ARRAY_SIZE(e), 7000000), 0);
+	assert_int_equal(vw_workloads_gpu(c->w, &(struct vw_workloads_gpu_in){
+						   .pids = e, .n_pids = ARRAY_SIZE(e),
+						   .devices = &(struct vw_gpu_attr_device){
+							   .active_uj = 7000000 },
+						   .n_devices = 1 }), 0);
 	gpu += 7000000;
 	assert_rendered_conserved(c);
 	assert_rendered_gpu_conserved(c, gpu);
@@ -346,7 +354,11 @@ static void test_ended_container_conserved(void **state)
 	assert_rendered_conserved(c);
 	assert_rendered_gpu_conserved(c, gpu); /* A's 8 J of GPU now in the ended total */
 	interval(c, ms, 4000000, 1000000);
-	assert_int_equal(vw_workloads_gpu(c->w, e + 2, 2, 3000000), 0);
+	assert_int_equal(vw_workloads_gpu(c->w, &(struct vw_workloads_gpu_in){
+						   .pids = e + 2, .n_pids = 2,
+						   .devices = &(struct vw_gpu_attr_device){
+							   .active_uj = 3000000 },
+						   .n_devices = 1 }), 0);
 	gpu += 3000000;
 	assert_rendered_conserved(c);
 	assert_rendered_gpu_conserved(c, gpu);
