@@ -300,6 +300,9 @@ static void assert_rendered_gpu_conserved(struct ctx *c, uint64_t node_uj)
 	free(text);
 }
 
+static int gpu_interval(struct vw_workloads *w, const struct vw_gpu_pid_energy *e, size_t n,
+			uint64_t idle_per_gpu, uint64_t active, size_t n_gpus);
+
 /*
  * A container ends and is dropped once a scrape has served its final value (Kepler's way): the
  * exposition still adds up to the node, its energy now in the ended-containers total (the e2e
@@ -318,21 +321,13 @@ static void test_ended_container_conserved(void **state)
 	char *text;
 
 	interval(c, ms, 9000000, 3000000);
-	assert_int_equal(vw_workloads_gpu(c->w, &(struct vw_workloads_gpu_in){
-						   .pids = e, .n_pids = ARRAY_SIZE(e),
-						   .devices = &(struct vw_gpu_attr_device){
-							   .active_uj = 7000000 },
-						   .n_devices = 1 }), 0);
+	assert_int_equal(gpu_interval(c->w, e, ARRAY_SIZE(e), 0, 7000000, 1), 0);
 	gpu += 7000000;
 	assert_rendered_conserved(c);
 	assert_rendered_gpu_conserved(c, gpu);
 	c->cpu[0].exited = c->cpu[1].exited = true; /* container A's processes exit */
 	interval(c, ms, 9000000, 3000000);
-	assert_int_equal(vw_workloads_gpu(c->w, &(struct vw_workloads_gpu_in){
-						   .pids = e, .n_pids = ARRAY_SIZE(e),
-						   .devices = &(struct vw_gpu_attr_device){
-							   .active_uj = 7000000 },
-						   .n_devices = 1 }), 0);
+	assert_int_equal(gpu_interval(c->w, e, ARRAY_SIZE(e), 0, 7000000, 1), 0);
 	gpu += 7000000;
 	assert_rendered_conserved(c);
 	assert_rendered_gpu_conserved(c, gpu);
@@ -354,11 +349,7 @@ static void test_ended_container_conserved(void **state)
 	assert_rendered_conserved(c);
 	assert_rendered_gpu_conserved(c, gpu); /* A's 8 J of GPU now in the ended total */
 	interval(c, ms, 4000000, 1000000);
-	assert_int_equal(vw_workloads_gpu(c->w, &(struct vw_workloads_gpu_in){
-						   .pids = e + 2, .n_pids = 2,
-						   .devices = &(struct vw_gpu_attr_device){
-							   .active_uj = 3000000 },
-						   .n_devices = 1 }), 0);
+	assert_int_equal(gpu_interval(c->w, e + 2, 2, 0, 3000000, 1), 0);
 	gpu += 3000000;
 	assert_rendered_conserved(c);
 	assert_rendered_gpu_conserved(c, gpu);
