@@ -36,9 +36,6 @@ VW_DYNLIB_FORWARD(lib, NULL, CURL *, curl_easy_init, (void), ())
 VW_DYNLIB_FORWARD_VOID(lib, curl_easy_cleanup, (CURL *h), (h))
 VW_DYNLIB_FORWARD_VOID(lib, curl_easy_reset, (CURL *h), (h))
 VW_DYNLIB_FORWARD(lib, CURLE_FAILED_INIT, CURLcode, curl_easy_perform, (CURL *h), (h))
-VW_DYNLIB_FORWARD(lib, NULL, char *, curl_easy_escape, (CURL *h, const char *s, int n),
-		  (h, s, n))
-VW_DYNLIB_FORWARD_VOID(lib, curl_free, (void *p), (p))
 VW_DYNLIB_FORWARD(lib, NULL, struct curl_slist *, curl_slist_append,
 		  (struct curl_slist *l, const char *s), (l, s))
 VW_DYNLIB_FORWARD_VOID(lib, curl_slist_free_all, (struct curl_slist *l), (l))
