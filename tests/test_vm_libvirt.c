@@ -422,6 +422,25 @@ static struct vw_vm_info *list_n(struct fx *x, size_t n)
 	return x->v;
 }
 
+/* A listed VM's i-th PCI host device, and its i-th mediated device, as text. */
+static const char *pci_at(const struct vw_vm_info *v, size_t i)
+{
+	static char buf[VW_PCI_ADDR_SIZE];
+
+	assert_true(i < v->n_pci_hostdev);
+	vw_vm_pci_format(v->pci_hostdev[i], buf);
+	return buf;
+}
+
+static const char *mdev_at(const struct vw_vm_info *v, size_t i)
+{
+	static char buf[VW_UUID_LEN];
+
+	assert_true(i < v->n_mdev);
+	vw_vm_mdev_format(v->mdev[i], buf);
+	return buf;
+}
+
 static const struct vw_vm_info *find(const struct vw_vm_info *v, size_t n, const char *uuid)
 {
 	for (size_t i = 0; i < n; i++)
@@ -1147,6 +1166,69 @@ static void test_domxml_hostdevs(void **state)
 	assert_string_equal(d.pci_hostdev[0], "");
 }
 
+/* Host devices packed into a VM (4 and 16 bytes) and back: every field's extremes, in order,
+ * the full lists; anything not canonical packs to nothing. */
+static void test_hostdevs_packed(void **state)
+{
+	static const char *const pci[] = { "0000:00:00.0", "ffff:ff:1f.7", "0000:3b:00.1",
+					   "abcd:80:10.4" };
+	static const char *const bad_pci[] = { "", "0000:3b:00.8", "0000:3b:20.0", "0000:3B:00.0",
+					       "0000:3b:00.0x", "000:3b:00.0", "0000-3b:00.0" };
+	static const char *const bad_uuid[] = { "", "not-a-uuid", "c2177883-f1bb-47f0-914d-32a22e3a880",
+						"c2177883f1bb-47f0-914d-32a22e3a88044",
+						"g2177883-f1bb-47f0-914d-32a22e3a8804" };
+	struct vw_vm_info vm = { 0 };
+	struct vw_domxml d = { 0 };
+	char buf[VW_UUID_LEN];
+	uint32_t p = 0;
+	uint8_t u[16];
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(pci); i++) {
+		assert_int_equal(vw_vm_pci_pack(pci[i], &p), 0);
+		vw_vm_pci_format(p, buf);
+		assert_string_equal(buf, pci[i]);
+	}
+	assert_int_equal(vw_vm_pci_pack("ffff:ff:1f.7", &p), 0);
+	assert_int_equal(p, 0xffffffffu);
+	assert_int_equal(vw_vm_pci_pack("0001:02:03.4", &p), 0);
+	assert_int_equal(p, 1u << 16 | 2u << 8 | 3u << 3 | 4u);
+	for (size_t i = 0; i < ARRAY_SIZE(bad_pci); i++)
+		assert_int_equal(vw_vm_pci_pack(bad_pci[i], &p), -EINVAL);
+	assert_int_equal(vw_vm_pci_pack(NULL, &p), -EINVAL);
+
+	assert_int_equal(vw_vm_mdev_pack("C2177883-F1BB-47F0-914D-32A22E3A8804", u), 0);
+	assert_int_equal(u[0], 0xc2);
+	assert_int_equal(u[15], 0x04);
+	vw_vm_mdev_format(u, buf);
+	assert_string_equal(buf, "c2177883-f1bb-47f0-914d-32a22e3a8804");
+	for (size_t i = 0; i < ARRAY_SIZE(bad_uuid); i++)
+		assert_int_equal(vw_vm_mdev_pack(bad_uuid[i], u), -EINVAL);
+	assert_int_equal(vw_vm_mdev_pack(NULL, u), -EINVAL);
+
+	/* The parser's full lists into the VM, in order; a slot that does not pack is left out. */
+	for (unsigned i = 0; i < VW_VM_MAX_HOSTDEVS; i++) {
+		snprintf(d.pci_hostdev[i], VW_PCI_ADDR_SIZE, "%04x:%02x:%02x.%x", i * 0x801, i * 7,
+			 i, i % 8);
+		snprintf(d.mdev_uuid[i], VW_UUID_LEN, "00000000-0000-4000-8000-%012x", i * 0x1111);
+	}
+	d.n_pci_hostdev = d.n_mdev = VW_VM_MAX_HOSTDEVS;
+	vw_vm_hostdevs_from_xml(&vm, &d);
+	assert_int_equal(vm.n_pci_hostdev, VW_VM_MAX_HOSTDEVS);
+	assert_int_equal(vm.n_mdev, VW_VM_MAX_HOSTDEVS);
+	for (size_t i = 0; i < VW_VM_MAX_HOSTDEVS; i++) {
+		assert_string_equal(pci_at(&vm, i), d.pci_hostdev[i]);
+		assert_string_equal(mdev_at(&vm, i), d.mdev_uuid[i]);
+	}
+	snprintf(d.pci_hostdev[1], VW_PCI_ADDR_SIZE, "junk");
+	d.n_pci_hostdev = 3;
+	d.n_mdev = 0;
+	vw_vm_hostdevs_from_xml(&vm, &d);
+	assert_int_equal(vm.n_pci_hostdev, 2);
+	assert_string_equal(pci_at(&vm, 1), d.pci_hostdev[2]);
+	assert_int_equal(vm.n_mdev, 0);
+}
+
 /* The source hands a domain's host devices on, and a domain re-created without them has none. */
 static void test_hostdevs_listed(void **state)
 {
@@ -1159,10 +1241,12 @@ static void test_hostdevs_listed(void **state)
 	fx_open(x, 0);
 	v = list_n(x, 1);
 	assert_int_equal(v[0].n_pci_hostdev, 3);
-	assert_string_equal(v[0].pci_hostdev[0], "0000:3b:00.0");
-	assert_string_equal(v[0].pci_hostdev[2], "ffff:ff:1f.7");
+	assert_string_equal(pci_at(&v[0], 0), "0000:3b:00.0");
+	assert_string_equal(pci_at(&v[0], 1), "0000:3b:00.1");
+	assert_string_equal(pci_at(&v[0], 2), "ffff:ff:1f.7");
 	assert_int_equal(v[0].n_mdev, 2);
-	assert_string_equal(v[0].mdev_uuid[1], "9f2c1e8a-0d4b-4c3e-8a7f-1b2c3d4e5f60");
+	assert_string_equal(mdev_at(&v[0], 0), "c2177883-f1bb-47f0-914d-32a22e3a8804");
+	assert_string_equal(mdev_at(&v[0], 1), "9f2c1e8a-0d4b-4c3e-8a7f-1b2c3d4e5f60");
 
 	fake_stop(&fk, UA, true);
 	v = list_n(x, 1);
@@ -1172,7 +1256,7 @@ static void test_hostdevs_listed(void **state)
 	assert_int_equal(v[0].state, VW_VM_RUNNING);
 	assert_int_equal(v[0].n_pci_hostdev, 0);
 	assert_int_equal(v[0].n_mdev, 0);
-	assert_string_equal(v[0].pci_hostdev[0], "");
+	assert_int_equal(v[0].pci_hostdev[0], 0);
 	fx_free(x);
 }
 
@@ -1401,11 +1485,11 @@ static void test_merge_fill(void **state)
 	stat_vms[1][0].qemu_pid = 77;
 	stat_vms[1][0].qemu_start_time = 8;
 	stat_vms[1][0].vcpus = 3;
-	snprintf(stat_vms[1][0].pci_hostdev[0], VW_PCI_ADDR_SIZE, "0000:3b:00.0");
+	assert_int_equal(vw_vm_pci_pack("0000:3b:00.0", &stat_vms[1][0].pci_hostdev[0]), 0);
 	stat_vms[1][0].n_pci_hostdev = 1;
-	snprintf(stat_vms[0][0].mdev_uuid[0], VW_UUID_LEN, "%s", UB);
+	assert_int_equal(vw_vm_mdev_pack(UB, stat_vms[0][0].mdev[0]), 0);
 	stat_vms[0][0].n_mdev = 1;
-	snprintf(stat_vms[1][0].mdev_uuid[0], VW_UUID_LEN, "%s", UC);
+	assert_int_equal(vw_vm_mdev_pack(UC, stat_vms[1][0].mdev[0]), 0);
 	stat_vms[1][0].n_mdev = 1;
 
 	vms = vw_vms_open_with(&env, sources);
@@ -1419,9 +1503,9 @@ static void test_merge_fill(void **state)
 	assert_int_equal(v[0].qemu_start_time, 8);
 	assert_int_equal(v[0].vcpus, 3);
 	assert_int_equal(v[0].n_pci_hostdev, 1); /* filled */
-	assert_string_equal(v[0].pci_hostdev[0], "0000:3b:00.0");
+	assert_string_equal(pci_at(&v[0], 0), "0000:3b:00.0");
 	assert_int_equal(v[0].n_mdev, 1); /* kept */
-	assert_string_equal(v[0].mdev_uuid[0], UB);
+	assert_string_equal(mdev_at(&v[0], 0), UB);
 	free(v);
 	vw_vms_close(vms);
 	assert_null(vw_vms_open_with(&(struct vw_vm_env){ .procfs_fd = -1 }, sources));
@@ -1481,9 +1565,9 @@ static void test_real_test_driver(void **state)
 		assert_string_equal(v[0].name, "gpuvm");
 		assert_int_equal(v[0].state, VW_VM_RUNNING);
 		assert_int_equal(v[0].n_pci_hostdev, 1);
-		assert_string_equal(v[0].pci_hostdev[0], "0000:3b:00.0");
+		assert_string_equal(pci_at(&v[0], 0), "0000:3b:00.0");
 		assert_int_equal(v[0].n_mdev, 1);
-		assert_string_equal(v[0].mdev_uuid[0], "c2177883-f1bb-47f0-914d-32a22e3a8804");
+		assert_string_equal(mdev_at(&v[0], 0), "c2177883-f1bb-47f0-914d-32a22e3a8804");
 		/* Nova's metadata through libvirt's own parser and formatter. */
 		assert_nova_owner(&v[0].owner);
 		free(v);
@@ -1520,6 +1604,7 @@ int main(void)
 		cmocka_unit_test(test_domxml_nova),
 		cmocka_unit_test(test_domxml_hostdevs),
 		cmocka_unit_test(test_hostdevs_listed),
+		cmocka_unit_test(test_hostdevs_packed),
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_dormant_until_a_vm),
 		cmocka_unit_test(test_local_uri_waits),

@@ -202,7 +202,7 @@ static struct vw_vm_info vm(const char *uuid, const char *name, enum vw_vm_state
 	snprintf(v.uuid, sizeof(v.uuid), "%s", uuid);
 	snprintf(v.name, sizeof(v.name), "%s", name);
 	for (; addrs && *addrs; addrs++)
-		snprintf(v.pci_hostdev[v.n_pci_hostdev++], VW_PCI_ADDR_SIZE, "%s", *addrs);
+		assert_int_equal(vw_vm_pci_pack(*addrs, &v.pci_hostdev[v.n_pci_hostdev++]), 0);
 	return v;
 }
 

@@ -19,8 +19,8 @@ static void test_owner(void **state)
 	char out[VW_UUID_LEN];
 
 	(void)state;
-	memcpy(vms[1].mdev_uuid[0], MDEV, sizeof(MDEV));
-	memcpy(vms[2].mdev_uuid[0], "99999999-2222-4333-8444-555555555555", 37);
+	assert_int_equal(vw_vm_mdev_pack(MDEV, vms[1].mdev[0]), 0);
+	assert_int_equal(vw_vm_mdev_pack("99999999-2222-4333-8444-555555555555", vms[2].mdev[0]), 0);
 	/* KVM: the VM's UUID, in either case. */
 	assert_true(vw_vm_vgpu_owner(vms, 3, "6F1C2A9E-3B4D-4E5F-8A7B-0C1D2E3F4A5B", true, "", out));
 	assert_string_equal(out, VM_A);

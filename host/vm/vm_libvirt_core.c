@@ -219,10 +219,7 @@ static void apply_xml(struct lv *lv, struct dom *d, const struct fetched *f)
 	d->info.vcpus = f->xml.vcpus;
 	memcpy(d->info.channel_path, f->xml.channel_path, sizeof(d->info.channel_path));
 	memcpy(d->info.share_dir, f->xml.share_dir, sizeof(d->info.share_dir));
-	memcpy(d->info.pci_hostdev, f->xml.pci_hostdev, sizeof(d->info.pci_hostdev));
-	d->info.n_pci_hostdev = f->xml.n_pci_hostdev;
-	memcpy(d->info.mdev_uuid, f->xml.mdev_uuid, sizeof(d->info.mdev_uuid));
-	d->info.n_mdev = f->xml.n_mdev;
+	vw_vm_hostdevs_from_xml(&d->info, &f->xml);
 	d->info.owner = f->xml.owner;
 	d->have_xml = true;
 }

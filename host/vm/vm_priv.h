@@ -125,6 +125,10 @@ struct vw_domxml {
  */
 int vw_domxml_parse(const char *xml, size_t len, struct vw_domxml *ret);
 
+/* The XML's host devices into vm's packed lists (vm_hostdev.c): those that do not pack (none,
+ * from vw_domxml_parse) are left out. */
+void vw_vm_hostdevs_from_xml(struct vw_vm_info *vm, const struct vw_domxml *x);
+
 /* ---- Shared by the sources ---- */
 
 /* The VM with this UUID in vms[0..n), or NULL. */

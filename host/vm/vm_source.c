@@ -108,7 +108,7 @@ static void fill(struct vw_vm_info *dst, const struct vw_vm_info *src)
 		dst->n_pci_hostdev = src->n_pci_hostdev;
 	}
 	if (!dst->n_mdev) {
-		memcpy(dst->mdev_uuid, src->mdev_uuid, sizeof(src->mdev_uuid));
+		memcpy(dst->mdev, src->mdev, sizeof(src->mdev));
 		dst->n_mdev = src->n_mdev;
 	}
 	if (!dst->owner.platform[0])
@@ -193,6 +193,7 @@ static int list_round(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
 			merge(v, out, &n, lists[i], counts[i], n_first);
 			if (i == 0)
 				n_first = n;
+			free(VW_TAKE_PTR(lists[i])); /* merged: not held beside the next */
 		}
 		/* Forget suppressions whose process no later source reports running any more. */
 		for (size_t i = 0; i < v->n_supp;)
@@ -205,6 +206,14 @@ static int list_round(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
 		free(lists[i]);
 	if (!out)
 		return -ENOMEM;
+	/* Room was made for every source's VMs, and a VM both list is one: the daemon keeps this
+	 * list a whole interval, so it keeps only what it holds. */
+	if (n < total) {
+		struct vw_vm_info *fit = realloc(out, (n ? n : 1) * sizeof(*out));
+
+		if (fit)
+			out = fit;
+	}
 	*ret = out;
 	*ret_n = n;
 	return 0;

@@ -109,11 +109,15 @@ int vw_vm_vfio_update(struct vw_vm_vfio *v, const struct vw_vm_info *vms, size_t
 	for (size_t i = 0; i < n; i++) {
 		if (vms[i].state == VW_VM_SHUTOFF)
 			continue;
-		for (size_t j = 0; j < VW_MIN(vms[i].n_pci_hostdev, VW_VM_MAX_HOSTDEVS); j++)
-			if (add_device(v, &vms[i], vms[i].pci_hostdev[j], &t) < 0) {
+		for (size_t j = 0; j < VW_MIN(vms[i].n_pci_hostdev, VW_VM_MAX_HOSTDEVS); j++) {
+			char addr[VW_PCI_ADDR_SIZE];
+
+			vw_vm_pci_format(vms[i].pci_hostdev[j], addr);
+			if (add_device(v, &vms[i], addr, &t) < 0) {
 				v->n = 0;
 				return -ENOMEM;
 			}
+		}
 	}
 	if (!t.unreadable)
 		vw_release(&v->unreadable, VW_LOG_INFO,

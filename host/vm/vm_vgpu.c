@@ -20,11 +20,11 @@ static const struct vw_vm_info *find_vm(const struct vw_vm_info *vms, size_t n, 
 
 /* The running VM whose domain lists the mediated device mdev. */
 static const struct vw_vm_info *find_mdev(const struct vw_vm_info *vms, size_t n,
-					  const char *mdev)
+					  const uint8_t mdev[16])
 {
 	for (size_t i = 0; i < n; i++)
 		for (size_t k = 0; vms[i].state != VW_VM_SHUTOFF && k < vms[i].n_mdev; k++)
-			if (strcmp(vms[i].mdev_uuid[k], mdev) == 0)
+			if (memcmp(vms[i].mdev[k], mdev, 16) == 0)
 				return &vms[i];
 	return NULL;
 }
@@ -33,12 +33,13 @@ bool vw_vm_vgpu_owner(const struct vw_vm_info *vms, size_t n, const char *vm_id,
 		      const char *mdev, char out[VW_UUID_LEN])
 {
 	char uuid[VW_UUID_LEN];
+	uint8_t packed[16];
 	const struct vw_vm_info *vm = NULL;
 
 	if (is_uuid && vw_vm_uuid_canon(vm_id, strlen(vm_id), uuid) == 0)
 		vm = find_vm(vms, n, uuid);
-	if (!vm && mdev && vw_vm_uuid_canon(mdev, strlen(mdev), uuid) == 0)
-		vm = find_mdev(vms, n, uuid);
+	if (!vm && mdev && vw_vm_mdev_pack(mdev, packed) == 0)
+		vm = find_mdev(vms, n, packed);
 	if (!vm)
 		return false;
 	memcpy(out, vm->uuid, VW_UUID_LEN);
