@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1496,6 +1497,8 @@ static void test_merge_fill(void **state)
 	assert_non_null(vms);
 	assert_int_equal(vw_vms_list(vms, &v, &n), 0);
 	assert_int_equal(n, 1);
+	/* Room was made for both sources' VMs; the list kept holds the one VM they name. */
+	assert_true(malloc_usable_size(v) < 2 * sizeof(*v));
 	assert_string_equal(v[0].source, "first");
 	assert_string_equal(v[0].channel_path, "/first.sock"); /* kept */
 	assert_string_equal(v[0].name, "from-second");          /* filled */
