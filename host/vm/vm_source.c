@@ -140,12 +140,13 @@ static void suppress(struct vw_vms *v, const struct vw_vm_info *vm)
 	memcpy(v->supp[v->n_supp - 1].uuid, vm->uuid, VW_UUID_LEN);
 }
 
-/* One source's list into out[0..*n); out[0..first_n) came from the preferred source. */
-static void merge(struct vw_vms *v, struct vw_vm_info *out, size_t *n, const struct vw_vm_info *vms,
-		  size_t m, size_t first_n)
+/* One source's list into (*out)[0..*n), grown as it needs (capacity *cap); (*out)[0..first_n)
+ * came from the preferred source. -ENOMEM, with what was merged so far kept. */
+static int merge(struct vw_vms *v, struct vw_vm_info **out, size_t *n, size_t *cap,
+		 const struct vw_vm_info *vms, size_t m, size_t first_n)
 {
 	for (size_t j = 0; j < m; j++) {
-		struct vw_vm_info *have = vw_vm_find(out, *n, vms[j].uuid);
+		struct vw_vm_info *have = vw_vm_find(*out, *n, vms[j].uuid);
 		struct suppressed *s = find_supp(v, &vms[j]);
 
 		if (s) {
@@ -154,25 +155,34 @@ static void merge(struct vw_vms *v, struct vw_vm_info *out, size_t *n, const str
 		}
 		if (have) {
 			/* Stopped by a preferred source while this one still sees the process. */
-			if (have - out < (ptrdiff_t)first_n && have->state == VW_VM_SHUTOFF &&
+			if (have - *out < (ptrdiff_t)first_n && have->state == VW_VM_SHUTOFF &&
 			    vms[j].state != VW_VM_SHUTOFF && vms[j].qemu_pid &&
 			    (!have->qemu_pid || have->qemu_pid == vms[j].qemu_pid))
 				suppress(v, &vms[j]);
 			fill(have, &vms[j]);
 			continue;
 		}
-		out[(*n)++] = vms[j];
+		if (vw_array_grow((void **)out, sizeof(**out), *n, cap) < 0)
+			return -ENOMEM;
+		(*out)[(*n)++] = vms[j];
 	}
+	return 0;
 }
 
+/*
+ * Every source's list, merged. The merged list starts with room for the first source's VMs
+ * and grows only for VMs that one lacks (usually none: the process scan finds the QEMUs libvirt
+ * runs), each source's list freed once merged, and it is cut to what it holds at the end: the
+ * daemon keeps it a whole interval, and at 100 VMs each copy of a list is ~230 KiB.
+ */
 static int list_round(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
 {
-	struct vw_vm_info *lists[MAX_SOURCES] = { 0 }, *out;
-	size_t counts[MAX_SOURCES] = { 0 }, total = 0, n = 0, n_first = 0;
+	struct vw_vm_info *lists[MAX_SOURCES] = { 0 }, *out = NULL;
+	size_t counts[MAX_SOURCES] = { 0 }, n = 0, cap = 0, n_first = 0;
+	int r = 0;
 
 	for (size_t i = 0; i < v->n; i++) {
-		int r = v->ops[i]->list(v->state[i], &lists[i], &counts[i]);
-
+		r = v->ops[i]->list(v->state[i], &lists[i], &counts[i]);
 		if (r < 0) {
 			vw_complain(&v->complaint[i], VW_LOG_WARN, "vm: %s: list: %s",
 				    v->ops[i]->name, strerror(-r));
@@ -183,20 +193,21 @@ static int list_round(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
 		if (v->complaint[i].active)
 			vw_release(&v->complaint[i], VW_LOG_INFO, "vm: %s: listing again",
 				   v->ops[i]->name);
-		total += counts[i];
 	}
-	out = malloc((total ? total : 1) * sizeof(*out));
-	if (out) {
+	cap = counts[0] ? counts[0] : 1;
+	out = malloc(cap * sizeof(*out));
+	r = out ? 0 : -ENOMEM;
+	if (r == 0) {
 		for (size_t i = 0; i < v->n_supp; i++)
 			v->supp[i].seen = false;
-		for (size_t i = 0; i < v->n; i++) {
-			merge(v, out, &n, lists[i], counts[i], n_first);
+		for (size_t i = 0; i < v->n && r == 0; i++) {
+			r = merge(v, &out, &n, &cap, lists[i], counts[i], n_first);
 			if (i == 0)
 				n_first = n;
 			free(VW_TAKE_PTR(lists[i])); /* merged: not held beside the next */
 		}
 		/* Forget suppressions whose process no later source reports running any more. */
-		for (size_t i = 0; i < v->n_supp;)
+		for (size_t i = 0; r == 0 && i < v->n_supp;)
 			if (v->supp[i].seen)
 				i++;
 			else
@@ -204,11 +215,11 @@ static int list_round(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
 	}
 	for (size_t i = 0; i < v->n; i++)
 		free(lists[i]);
-	if (!out)
-		return -ENOMEM;
-	/* Room was made for every source's VMs, and a VM both list is one: the daemon keeps this
-	 * list a whole interval, so it keeps only what it holds. */
-	if (n < total) {
+	if (r < 0) {
+		free(out);
+		return r;
+	}
+	if (n < cap) {
 		struct vw_vm_info *fit = realloc(out, (n ? n : 1) * sizeof(*out));
 
 		if (fit)
