@@ -213,34 +213,20 @@ static int guest_render(void *ud, struct vw_prom_writer *w)
 	return r < 0 ? r : vw_state_file_render(g->state, w, g->d.node_name);
 }
 
-/* Every counter stays monotonic across restarts: the text rendering learns each counter's raw
- * value and writes raw + the saved offset; the OpenMetrics one writes the same values. */
+/* Every counter stays monotonic across restarts (series_state.h). */
 static void guest_render_begin(void *ud, struct vw_prom_writer *w, bool text)
 {
-	struct vw_guest *g = ud;
-
-	if (text)
-		vw_series_state_begin(g->series);
-	vw_prom_writer_filter_counters(w, text ? vw_series_state_learn : vw_series_state_offset,
-				       g->series);
+	vw_series_state_render_begin(((struct vw_guest *)ud)->series, w, text);
 }
 
 static int guest_render_end(void *ud, bool text)
 {
-	struct vw_guest *g = ud;
-
-	return text ? vw_series_state_end(g->series) : 0;
+	return vw_series_state_render_end(((struct vw_guest *)ud)->series, text);
 }
 
 static void guest_tables(void *ud, struct vw_table_stat t[VW_TABLE__COUNT])
 {
-	struct vw_guest *g = ud;
-
-	t[VW_TABLE_SERIES] = (struct vw_table_stat){
-		.present = true,
-		.entries = vw_series_state_size(g->series),
-		.evictions = vw_series_state_evictions(g->series),
-	};
+	vw_series_state_table(((struct vw_guest *)ud)->series, &t[VW_TABLE_SERIES]);
 }
 
 static int render_and_publish(struct vw_guest *g)
@@ -283,21 +269,6 @@ static void say_switch(struct vw_guest *g)
 		h.path);
 }
 
-/* Once the host sends this VM a vGPU share (a `gpu` zone), it becomes one of the guest's GPUs. */
-static void attach_gpu_share(struct vw_guest *g)
-{
-	int r;
-
-	if (g->gpu_share_tried || !g->reader || !vw_reader_acc(g->reader)->zones[VW_ZONE_GPU].seen)
-		return;
-	g->gpu_share_tried = true; /* said once either way */
-	r = vw_daemon_attach_gpus(&g->d, &vw_gpu_src_passthrough, g->reader);
-	if (r == 0)
-		vw_info("gpu: the host sends this VM's vGPU share: exported as gpu=\"vm\"");
-	else if (r != -ENODEV)
-		vw_warn("gpu: cannot show the host's vGPU share: %s", strerror(-r));
-}
-
 int vw_guest_tick(struct vw_guest *g, uint64_t now_ns)
 {
 	size_t want = vw_node_want_index(g->node, 0);
@@ -312,7 +283,7 @@ int vw_guest_tick(struct vw_guest *g, uint64_t now_ns)
 	if (vw_node_want_index(g->node, 0) != want)
 		say_switch(g);
 	attribute(g, dt_ns);
-	attach_gpu_share(g);
+	vw_guest_gpu_share_attach(&g->d, g->reader, &g->gpu_share_tried);
 	vw_gpus_sample(g->d.gpus, now_ns); /* once a tick: the interval is the tick's */
 	vw_gpus_close_interval(g->d.gpus);
 	vw_daemon_attribute_gpus(&g->d, NULL, NULL); /* no VMs in a guest */

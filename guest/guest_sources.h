@@ -25,6 +25,11 @@ extern const struct vw_power_source_ops vw_src_host_model;
 /* This VM's vGPU energy from its host (src_gpu_passthrough.c); vw_gpu_env.ctx is the reader. */
 extern const struct vw_gpu_source_ops vw_gpu_src_passthrough;
 
+/* Once the host sends this VM a vGPU share (a `gpu` zone: reader may be NULL), attach it as one
+ * of d's GPUs (vw_gpu_src_passthrough), said once; *tried: whether that was done. */
+struct vw_daemon;
+void vw_guest_gpu_share_attach(struct vw_daemon *d, const struct vw_reader *reader, bool *tried);
+
 /* One zone info per zone kind, each at path (a guest source's zones: passthrough, host model). */
 static inline void vw_guest_zone_kinds(struct vw_zone_info info[VW_ZONE__COUNT], const char *path)
 {

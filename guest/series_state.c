@@ -12,6 +12,8 @@
 #include "energy.h"
 #include "fileio.h"
 #include "macro.h"
+#include "prom.h"
+#include "selfstats.h"
 
 /*
  * A key is kept as its metric name's number in the state's list of names (two bytes, high
@@ -541,4 +543,23 @@ int vw_series_state_load_buf(struct vw_series_state *s, const char *buf, size_t 
 	json_object_put(root);
 	s->dirty = false;
 	return r;
+}
+
+void vw_series_state_render_begin(struct vw_series_state *s, struct vw_prom_writer *w, bool text)
+{
+	if (text)
+		vw_series_state_begin(s);
+	vw_prom_writer_filter_counters(w, text ? vw_series_state_learn : vw_series_state_offset, s);
+}
+
+int vw_series_state_render_end(struct vw_series_state *s, bool text)
+{
+	return text ? vw_series_state_end(s) : 0;
+}
+
+void vw_series_state_table(const struct vw_series_state *s, struct vw_table_stat *t)
+{
+	*t = (struct vw_table_stat){ .present = true,
+				     .entries = vw_series_state_size(s),
+				     .evictions = vw_series_state_evictions(s) };
 }

@@ -70,3 +70,12 @@ int vw_series_state_load_buf(struct vw_series_state *s, const char *buf, size_t 
 /* The largest file a state of max_series series can be (every key at VW_SERIES_KEY_MAX, all
  * of it escaped): what the loader accepts. */
 size_t vw_series_state_max_file_bytes(size_t max_series);
+
+/* The guest exposition's hooks (daemon_base.h: render_begin, render_end, tables): the text
+ * rendering learns each counter's raw value and writes raw + the saved offset (begin ... end);
+ * the OpenMetrics one writes the same values, learning nothing. */
+struct vw_prom_writer;
+struct vw_table_stat;
+void vw_series_state_render_begin(struct vw_series_state *s, struct vw_prom_writer *w, bool text);
+int vw_series_state_render_end(struct vw_series_state *s, bool text);
+void vw_series_state_table(const struct vw_series_state *s, struct vw_table_stat *t);

@@ -13,9 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon_base.h"
 #include "energy.h"
 #include "gpu_source.h"
 #include "guest_sources.h"
+#include "log.h"
 #include "reader.h"
 
 struct gpu_pt {
@@ -77,3 +79,17 @@ const struct vw_gpu_source_ops vw_gpu_src_passthrough = {
 	.read = gpt_read,
 	.close = gpt_close,
 };
+
+void vw_guest_gpu_share_attach(struct vw_daemon *d, const struct vw_reader *reader, bool *tried)
+{
+	int r;
+
+	if (*tried || !reader || !vw_reader_acc(reader)->zones[VW_ZONE_GPU].seen)
+		return;
+	*tried = true; /* said once either way */
+	r = vw_daemon_attach_gpus(d, &vw_gpu_src_passthrough, (void *)reader);
+	if (r == 0)
+		vw_info("gpu: the host sends this VM's vGPU share: exported as gpu=\"vm\"");
+	else if (r != -ENODEV)
+		vw_warn("gpu: cannot show the host's vGPU share: %s", strerror(-r));
+}

@@ -20,27 +20,21 @@
 #include "selfstats.h"
 #include "training.h"
 #include "vm_groups.h"
-#include "vm_source.h"
-#include "vm_meta.h"
-#include "vm_vfio.h"
+#include "vm_tracker.h"
 #include "workloads.h"
 
-enum { SRC_CPU, SRC_PLATFORM }; /* the CPU zones' source (always), the platform meter's */
+enum { SRC_CPU, SRC_PLATFORM }; /* vw_host_meters_open()'s order */
 
 struct vw_host {
 	struct vw_daemon d; /* roots, model, accountant, workloads, exposition (daemon_base.h) */
 	const struct vw_host_config *cfg;
 	struct vw_host_meters meters; /* the meters' configuration, from cfg */
-	/* Opened: [SRC_CPU], then [SRC_PLATFORM] when a platform meter opened; then the stage's. */
-	struct vw_power_source src[2];
+	/* Opened (vw_host_meters_open), then the stage's. */
+	struct vw_power_source src[VW_HOST_METERS_OPENED];
 	size_t n_src;
 	struct vw_node *node; /* the node's energy: sources, counters, idle, split (node.h) */
-	struct vw_vms *vms;
-	struct vw_vm_info *vm_list; /* the VM sources' last list: vGPUs are matched to it */
-	size_t n_vm_list;
+	struct vw_vm_tracker *vms; /* the VMs, their GPUs and groups (vm_tracker.h); NULL: none */
 	struct vw_host_passthrough *pt; /* the publisher and its input (passthrough.h) */
-	struct vw_complaint vm_complaint;
-	struct vw_vm_vfio *vfio; /* GPUs passed through to VMs, named as theirs */
 	struct vw_host_training *training; /* --model.train.*: NULL when off */
 };
 
@@ -88,27 +82,28 @@ static int host_processes(void *ud,
 static int setup_vms(struct vw_host *h)
 {
 	const struct vw_host_config *c = h->cfg;
+	struct vw_vm_source_config configs[VW_HOST_VM_SOURCES_MAX];
 	/* New VMs outside libvirt show up within 10 s; libvirt's own are seen at once. */
 	struct vw_vm_env env = { .procfs_fd = h->d.procfs_fd,
-				 .libvirt_uri = nonempty(c->libvirt_uri),
+				 .configs = configs,
+				 .n_configs = vw_host_vm_configs(c, configs),
 				 .procscan_interval_ns = VW_MAX(c->common.interval_ns,
 								10 * VW_NSEC_PER_SEC),
 				 .processes = host_processes,
 				 .processes_ud = h };
 	const char *pt = c->passthrough;
 	struct vw_publish_opts po;
+	int r = vw_vm_tracker_open(&env, h->d.sysfs_fd, &h->vms);
 
-	h->vms = vw_vms_open(&env);
-	if (!h->vms) {
-		vw_warn("vm: no VM source could be opened: %s; no VM series", strerror(errno));
+	if (r == -ENOMEM)
+		return r;
+	if (r < 0) {
+		vw_warn("vm: no VM source could be opened: %s; no VM series", strerror(-r));
 		return vw_host_passthrough_wanted(pt)
 			       ? vw_host_passthrough_impossible(pt, "no VM source could be opened",
 								"check --libvirt.uri and --host.procfs")
 			       : 0;
 	}
-	h->vfio = vw_vm_vfio_new(h->d.sysfs_fd);
-	if (!h->vfio)
-		return -ENOMEM;
 	if (!vw_host_passthrough_wanted(pt))
 		return 0;
 	po = (struct vw_publish_opts){
@@ -217,9 +212,7 @@ static int host_render(void *ud, struct vw_prom_writer *w)
 
 	if (r == 0)
 		r = vw_host_training_render(h->training, w, h->d.node_name);
-	if (r == 0 && h->vms)
-		r = vw_vm_meta_render(h->vm_list, h->n_vm_list, w, h->d.node_name);
-	return r < 0 ? r : vw_vm_vfio_render(h->vfio, w, h->d.node_name);
+	return r < 0 ? r : vw_vm_tracker_render(h->vms, w, h->d.node_name);
 }
 
 static const struct vw_daemon_hooks host_hooks = {
@@ -232,52 +225,6 @@ static const struct vw_daemon_hooks host_hooks = {
 	.render = host_render,
 	.tables = host_tables,
 };
-
-static const char *const *names_or_all(const struct vw_strlist *l)
-{
-	return l->n ? (const char *const *)l->v : NULL;
-}
-
-/*
- * The CPU zones' source (one must open), then a platform meter if the machine has one: none is
- * a value, not an error (said once; the platform zone is then a model's, or absent).
- */
-static int open_sources(struct vw_host *h, const struct vw_power_env *env)
-{
-	const struct vw_strlist *plat = &h->cfg->platform_sources;
-	const char *buf[9];
-	const char *const *cpu_names;
-	int r = vw_host_cpu_source_names(h->cfg, buf, &cpu_names);
-
-	if (r == 0)
-		r = vw_power_source_open(vw_host_power_sources, env, cpu_names, &h->src[SRC_CPU]);
-	if (r < 0) {
-		vw_error("power: no power source could be opened");
-		return r;
-	}
-	h->n_src = 1;
-	if (plat->n == 1 && strcmp(plat->v[0], "none") == 0)
-		return 0;
-	r = vw_power_source_open(vw_host_platform_sources, env, names_or_all(plat),
-				 &h->src[SRC_PLATFORM]);
-	if (r == -EINVAL) {
-		char known[128];
-
-		vw_power_chain_names(vw_host_platform_sources, known, sizeof(known));
-		vw_error("config: --platform.sources names a meter this build does not have "
-			 "(known: %s; none for no platform meter)",
-			 known);
-		return r;
-	}
-	if (r < 0) {
-		vw_log(plat->n ? VW_LOG_WARN : VW_LOG_INFO,
-		       "power: no platform meter found (%s): %s", strerror(-r),
-		       plat->n ? "check --platform.sources and the meter" : "no measured platform zone");
-		return 0;
-	}
-	h->n_src = 2;
-	return 0;
-}
 
 int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 {
@@ -302,7 +249,7 @@ int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 				     .host_cores = h->d.stat.ncpus,
 				     .configs = h->meters.configs,
 				     .n_configs = h->meters.n };
-	r = open_sources(h, &env);
+	r = vw_host_meters_open(cfg, &env, h->src, &h->n_src);
 	if (r == 0)
 		r = setup_node(h);
 	if (r == 0)
@@ -325,9 +272,7 @@ void vw_host_free(struct vw_host *h)
 		return;
 	vw_host_training_free(h->training);
 	vw_host_passthrough_free(h->pt);
-	vw_vms_close(h->vms);
-	free(h->vm_list);
-	vw_vm_vfio_free(h->vfio);
+	vw_vm_tracker_free(h->vms);
 	/* The workloads hold no reference to the sources: the engine's part goes after them. */
 	for (size_t s = 0; s < h->n_src; s++)
 		vw_power_source_close(&h->src[s]);
@@ -376,41 +321,15 @@ static int render_and_publish(struct vw_host *h)
 	return vw_daemon_render_publish(&h->d, &v);
 }
 
-/* The VM sources' current list (libvirt keeps its last list while libvirtd is away). */
-static void refresh_vms(struct vw_host *h)
+/* A new VM list to the publisher and the VMs' groups to the workloads. */
+static int vms_listed(void *ud, const struct vw_vm_info *vms, size_t n,
+		      const struct vw_group *groups, size_t n_groups)
 {
-	struct vw_vm_info *vms = NULL;
-	_cleanup_free_ struct vw_group *groups = NULL;
-	size_t n = 0, n_groups = 0;
-	int r;
+	struct vw_host *h = ud;
 
-	if (!h->vms)
-		return;
-	r = vw_vms_list(h->vms, &vms, &n);
-	if (r < 0) {
-		vw_complain(&h->vm_complaint, VW_LOG_WARN, "vm: listing VMs: %s", strerror(-r));
-		return; /* keep the VMs as they were */
-	}
-	vw_release(&h->vm_complaint, VW_LOG_INFO, "vm: listing VMs works again");
-	vw_vm_kubevirt_resolve(vms, n, h->d.podmeta); /* KubeVirt's VMs: named by their VMI */
-	if ((h->pt && vw_host_passthrough_list(h->pt, vms, n) < 0) ||
-	    (h->vfio && vw_vm_vfio_update(h->vfio, vms, n) < 0) ||
-	    vw_vm_groups(vms, n, (const char *const *)h->cfg->vm_info_labels.v, &groups,
-			 &n_groups) < 0 ||
-	    vw_workloads_set_groups(h->d.workloads, groups, n_groups) < 0)
-		vw_complain(&h->vm_complaint, VW_LOG_WARN, "vm: out of memory tracking VMs");
-	free(h->vm_list);
-	h->vm_list = vms;
-	h->n_vm_list = n;
-}
-
-/* A vGPU's VM among the listed ones (vw_vm_vgpu_owner). */
-static bool vgpu_owner(void *ud, const struct vw_gpu_vgpu_energy *e, char id[VW_UUID_LEN])
-{
-	const struct vw_host *h = ud;
-
-	return vw_vm_vgpu_owner(h->vm_list, h->n_vm_list, e->vm_id,
-				e->vm_id_type == VW_GPU_VM_ID_UUID, e->mdev_uuid, id);
+	if (h->pt && vw_host_passthrough_list(h->pt, vms, n) < 0)
+		return -ENOMEM;
+	return vw_workloads_set_groups(h->d.workloads, groups, n_groups);
 }
 
 /* Hand the interval's split (sockets summed per zone kind) to the workloads. */
@@ -421,7 +340,8 @@ static void attribute_workloads(struct vw_host *h, uint64_t dt_ns)
 	if (!h->d.workloads)
 		return;
 	vw_node_zone_energy(h->node, ze);
-	refresh_vms(h);
+	vw_vm_tracker_refresh(h->vms, h->d.podmeta, (const char *const *)h->cfg->vm_info_labels.v,
+			      vms_listed, h);
 	(void)vw_workloads_interval(h->d.workloads, &h->d.cpu, ze, dt_ns, &h->d.cpu_complaint);
 }
 
@@ -448,7 +368,7 @@ int vw_host_publish(struct vw_host *h, uint64_t now_ns)
 	dt_ns = vw_node_close(h->node); /* to the last sample */
 	vw_gpus_close_interval(h->d.gpus); /* to the same last sample */
 	attribute_workloads(h, dt_ns);
-	vw_daemon_attribute_gpus(&h->d, vgpu_owner, h);
+	vw_daemon_attribute_gpus(&h->d, vw_vm_tracker_vgpu_owner, h->vms);
 	train_interval(h);
 	vw_host_passthrough_interval(h->pt, h->d.workloads, h->training);
 	return render_and_publish(h);

@@ -114,3 +114,46 @@ int vw_host_cpu_source_names(const struct vw_host_config *c, const char **names,
 	*ret = names;
 	return 0;
 }
+
+static const char *const *names_or_all(const struct vw_strlist *l)
+{
+	return l->n ? (const char *const *)l->v : NULL;
+}
+
+int vw_host_meters_open(const struct vw_host_config *cfg, const struct vw_power_env *env,
+			struct vw_power_source src[VW_HOST_METERS_OPENED], size_t *n)
+{
+	const struct vw_strlist *plat = &cfg->platform_sources;
+	const char *buf[9];
+	const char *const *cpu_names;
+	int r = vw_host_cpu_source_names(cfg, buf, &cpu_names);
+
+	*n = 0;
+	if (r == 0)
+		r = vw_power_source_open(vw_host_power_sources, env, cpu_names, &src[0]);
+	if (r < 0) {
+		vw_error("power: no power source could be opened");
+		return r;
+	}
+	*n = 1;
+	if (plat->n == 1 && strcmp(plat->v[0], "none") == 0)
+		return 0;
+	r = vw_power_source_open(vw_host_platform_sources, env, names_or_all(plat), &src[1]);
+	if (r == -EINVAL) {
+		char known[128];
+
+		vw_power_chain_names(vw_host_platform_sources, known, sizeof(known));
+		vw_error("config: --platform.sources names a meter this build does not have "
+			 "(known: %s; none for no platform meter)",
+			 known);
+		return r;
+	}
+	if (r < 0) {
+		vw_log(plat->n ? VW_LOG_WARN : VW_LOG_INFO,
+		       "power: no platform meter found (%s): %s", strerror(-r),
+		       plat->n ? "check --platform.sources and the meter" : "no measured platform zone");
+		return 0;
+	}
+	*n = 2;
+	return 0;
+}

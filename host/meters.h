@@ -34,3 +34,16 @@ void vw_host_meters_fini(struct vw_host_meters *m);
  */
 int vw_host_cpu_source_names(const struct vw_host_config *c, const char **names,
 			     const char *const **ret);
+
+/* What vw_host_meters_open() opens at most: the CPU zones' source, then a platform meter. */
+#define VW_HOST_METERS_OPENED 2
+
+/*
+ * Open the CPU zones' source (src[0]: one must open, in vw_host_cpu_source_names()' order),
+ * then a platform meter if the machine has one (src[1], platform.sources; "none": not tried):
+ * none found is a value, not an error (said once; the platform zone is then a model's, or
+ * absent). *n: how many opened, which the caller closes; -errno (logged) when no CPU source
+ * opens or platform.sources names a meter this build lacks.
+ */
+int vw_host_meters_open(const struct vw_host_config *cfg, const struct vw_power_env *env,
+			struct vw_power_source src[VW_HOST_METERS_OPENED], size_t *n);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "options.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -11,6 +13,7 @@
 #include "power.h"
 
 #include "vm_meta.h"
+#include "vm_source.h"
 
 #define OFF(f) offsetof(struct vw_host_config, f)
 #define ALIGN _Alignof(max_align_t)
@@ -28,15 +31,10 @@ static const struct vw_option host_options[] = {
 	  "how often meters are read (never slower than monitor.interval; fast enough that a "
 	  "RAPL counter cannot wrap twice between reads)",
 	  0.1, 3600 },
-	{ "power.sources", "power.sources", VW_OPT_STRLIST, OFF(sources), NULL, "SOURCE,...",
-	  "power sources of the CPU zones to try, in order: rapl, hwmon (sensors a chip rule maps), "
-	  "estimator (default: all three, in that order)" },
+	/* Help NULL: their chain's meters, each with what it reads (chain_help). */
+	{ "power.sources", "power.sources", VW_OPT_STRLIST, OFF(sources), NULL, "SOURCE,...", NULL },
 	{ "platform.sources", "platform.sources", VW_OPT_STRLIST, OFF(platform_sources), NULL,
-	  "SOURCE,...",
-	  "whole-node meters to try for the platform zone, in order: acpi (an ACPI power meter in "
-	  "hwmon), redfish (the BMC named by platform.redfish.config-file), ipmi (a BMC's DCMI "
-	  "power reading or watts sensor, in band or over LAN); none: read no platform meter "
-	  "(default: all, the first found is used)" },
+	  "SOURCE,...", NULL },
 	{ "cpu.preferred-meters", "cpu.preferredMeters", VW_OPT_STRLIST, OFF(preferred_meters),
 	  NULL, "METER,...",
 	  "Kepler's CPU meter preference, used when power.sources is not set: rapl, hwmon, fake "
@@ -72,9 +70,6 @@ static const struct vw_option host_options[] = {
 	{ "metrics", "exporter.prometheus.metricsLevel", VW_OPT_STRLIST, OFF(metrics),
 	  "node,process,container,pod,vm", "LEVEL,...",
 	  "metric levels to export (node is always on)", 0, 0, metric_levels },
-	{ "libvirt.uri", "libvirt.uri", VW_OPT_STRING, OFF(libvirt_uri), "qemu:///system", "URI",
-	  "libvirt connection for VM discovery (read-only); VMs libvirt does not manage are found "
-	  "from QEMU processes" },
 	{ "passthrough.enable", "passthrough.enable", VW_OPT_STRING, OFF(passthrough), "auto",
 	  "auto|true|false",
 	  "send each VM its own idle and active energy over its org.virtwatt.power.0 channel "
@@ -124,34 +119,110 @@ static const struct vw_power_source_ops *const *const host_chains[] = {
 	vw_host_power_sources,
 };
 
-/* The i-th source with options of the host's chains, or NULL past the last. A source is in
- * one chain only (in two, its rows would be there twice: vw_config_check() refuses that). */
-static const struct vw_power_source_ops *meter_at(size_t i)
+/* The i-th options of the host's sources, or NULL past the last: its meters' (a source is in
+ * one chain only: in two, its rows would be there twice, which vw_config_check() refuses),
+ * then its VM sources', then the settings of the VM sources this build lacks. */
+static const struct vw_source_options *options_at(size_t i)
 {
 	for (size_t c = 0; c < ARRAY_SIZE(host_chains); c++)
 		for (const struct vw_power_source_ops *const *s = host_chains[c]; *s; s++)
 			if ((*s)->options && i-- == 0)
-				return *s;
-	return NULL;
+				return (*s)->options;
+	for (const struct vw_vm_source_ops *const *s = vw_vm_sources; *s; s++)
+		if ((*s)->options && i-- == 0)
+			return (*s)->options;
+	return i == 0 ? vw_vm_unbuilt_options : NULL;
 }
 
-/* Where meter i's options struct starts in cfg->meters; past the end: their total size. */
-static size_t meter_place(size_t i)
+/* Where source i's options struct starts in cfg->meters; past the end: their total size. */
+static size_t options_place(size_t i)
 {
 	size_t at = 0;
 
-	for (size_t j = 0; j < i && meter_at(j); j++)
-		at += (meter_at(j)->options->size + ALIGN - 1) / ALIGN * ALIGN;
+	for (size_t j = 0; j < i && options_at(j); j++)
+		at += (options_at(j)->size + ALIGN - 1) / ALIGN * ALIGN;
 	return at;
+}
+
+static const void *options_in(const struct vw_host_config *cfg, const struct vw_source_options *o)
+{
+	for (size_t i = 0; o && options_at(i); i++)
+		if (options_at(i) == o)
+			return cfg->meters + options_place(i);
+	return NULL;
 }
 
 const void *vw_host_meter_options(const struct vw_host_config *cfg,
 				  const struct vw_power_source_ops *ops)
 {
-	for (size_t i = 0; ops && meter_at(i); i++)
-		if (meter_at(i) == ops)
-			return cfg->meters + meter_place(i);
-	return NULL;
+	return ops ? options_in(cfg, ops->options) : NULL;
+}
+
+size_t vw_host_vm_configs(const struct vw_host_config *cfg,
+			  struct vw_vm_source_config *configs)
+{
+	size_t n = 0;
+
+	for (const struct vw_vm_source_ops *const *s = vw_vm_sources; *s; s++)
+		if ((*s)->options && n < VW_HOST_VM_SOURCES_MAX)
+			configs[n++] = (struct vw_vm_source_config){
+				.ops = *s, .config = options_in(cfg, (*s)->options)
+			};
+	return n;
+}
+
+/* The help of the rows that list a chain's meters, made from the chain (power/chain.c). */
+static const struct chain_help {
+	const char *flag;
+	const struct vw_power_source_ops *const *chain;
+	const char *before, *after;
+} chain_helps[] = {
+	{ "power.sources", vw_host_power_sources,
+	  "power sources of the CPU zones to try, in order: ", " (default: all, in that order)" },
+	{ "platform.sources", vw_host_platform_sources,
+	  "whole-node meters to try for the platform zone, in order: ",
+	  "; none: read no platform meter (default: all, the first found is used)" },
+};
+
+/* before, then each source of the chain as "name (about)", then after: malloc'd, or NULL. */
+static char *chain_help(const struct chain_help *c)
+{
+	char *s = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&s, &len);
+
+	if (!f)
+		return NULL;
+	fputs(c->before, f);
+	for (size_t i = 0; c->chain[i]; i++)
+		fprintf(f, "%s%s%s%s%s", i ? ", " : "", c->chain[i]->name,
+			c->chain[i]->about ? " (" : "", c->chain[i]->about ? c->chain[i]->about : "",
+			c->chain[i]->about ? ")" : "");
+	fputs(c->after, f);
+	if (fclose(f) != 0) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+/* Fill the chains' rows' help (kept for the program's life); -ENOMEM. */
+static int chain_helps_fill(struct vw_option *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t c = 0; c < ARRAY_SIZE(chain_helps); c++)
+			if (strcmp(rows[i].flag, chain_helps[c].flag) == 0 &&
+			    !(rows[i].help = chain_help(&chain_helps[c])))
+				return -ENOMEM;
+	return 0;
+}
+
+static void chain_helps_free(struct vw_option *rows, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t c = 0; c < ARRAY_SIZE(chain_helps); c++)
+			if (strcmp(rows[i].flag, chain_helps[c].flag) == 0)
+				free((char *)rows[i].help);
 }
 
 static struct vw_config_program host_program;
@@ -166,12 +237,12 @@ static size_t count_aliases(const struct vw_option_alias *a)
 	return n;
 }
 
-/* Copy meter i's rows, rebased into cfg->meters, and its aliases behind the others. */
-static void add_meter(size_t i, struct vw_option *rows, size_t *n_rows,
-		      struct vw_option_alias *aliases, size_t *n_aliases)
+/* Copy source i's rows, rebased into cfg->meters, and its aliases behind the others. */
+static void add_source(size_t i, struct vw_option *rows, size_t *n_rows,
+		       struct vw_option_alias *aliases, size_t *n_aliases)
 {
-	const struct vw_source_options *o = meter_at(i)->options;
-	size_t base = offsetof(struct vw_host_config, meters) + meter_place(i);
+	const struct vw_source_options *o = options_at(i);
+	size_t base = offsetof(struct vw_host_config, meters) + options_place(i);
 
 	for (size_t r = 0; r < o->n_rows; r++) {
 		rows[*n_rows] = o->rows[r];
@@ -187,11 +258,11 @@ static void host_program_build(void)
 	struct vw_option *rows;
 	struct vw_option_alias *aliases;
 
-	for (; meter_at(n); n++) {
-		n_rows += meter_at(n)->options->n_rows;
-		n_aliases += count_aliases(meter_at(n)->options->aliases);
+	for (; options_at(n); n++) {
+		n_rows += options_at(n)->n_rows;
+		n_aliases += count_aliases(options_at(n)->aliases);
 	}
-	if (meter_place(n) > VW_HOST_METER_OPTIONS_MAX)
+	if (options_place(n) > VW_HOST_METER_OPTIONS_MAX)
 		return;
 	rows = calloc(n_rows, sizeof(*rows));
 	aliases = calloc(n_aliases + 1, sizeof(*aliases)); /* and the all-NULL end */
@@ -204,8 +275,14 @@ static void host_program_build(void)
 	n_aliases = count_aliases(host_aliases);
 	memcpy(rows, host_options, sizeof(host_options));
 	memcpy(aliases, host_aliases, n_aliases * sizeof(*aliases));
+	if (chain_helps_fill(rows, ARRAY_SIZE(host_options)) < 0) {
+		chain_helps_free(rows, ARRAY_SIZE(host_options));
+		free(rows);
+		free(aliases);
+		return;
+	}
 	for (size_t i = 0; i < n; i++)
-		add_meter(i, rows, &n_rows, aliases, &n_aliases);
+		add_source(i, rows, &n_rows, aliases, &n_aliases);
 	host_program = (struct vw_config_program){
 		.name = "virtwatt-host",
 		.version = VW_VERSION,

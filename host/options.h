@@ -15,6 +15,10 @@
 #include "training_options.h"
 
 struct vw_power_source_ops;
+struct vw_vm_source_config;
+
+/* VM sources with options at most (vw_host_vm_configs). */
+#define VW_HOST_VM_SOURCES_MAX 4
 
 /* Room for every meter's options struct (power/src_*.c), each aligned to max_align_t (typed
  * access into bytes: the project builds with -fno-strict-aliasing). */
@@ -29,7 +33,6 @@ struct vw_host_config {
 	uint64_t idle_window;         /* intervals in the idle fit's sliding window */
 	double idle_min_spread;       /* usage spread needed to fit */
 	struct vw_strlist metrics;    /* levels: node, process, container, pod */
-	char *libvirt_uri;
 	struct vw_strlist vm_info_labels; /* virtwatt_vm_info labels copied onto the VM series */
 	char *passthrough; /* auto (when VMs can be accounted), true (or fail), false */
 	uint64_t passthrough_interval_ns; /* 0: monitor interval */
@@ -40,15 +43,17 @@ struct vw_host_config {
 	double passthrough_power_step_w;
 	struct vw_strlist preferred_meters; /* Kepler's cpu.preferredMeters */
 	struct vw_host_train_options train; /* --model.train.*: what the host trains (training/) */
-	/* Each meter's own options (the struct its src_*.c declares beside its ops), where
-	 * vw_host_program() placed it: vw_host_meter_options() finds it. */
+	/* Each meter's and VM source's own options (the struct its src_*.c or vm_*.c declares
+	 * beside its ops), where vw_host_program() placed it: vw_host_meter_options() and
+	 * vw_host_vm_configs() find it. */
 	_Alignas(max_align_t) unsigned char meters[VW_HOST_METER_OPTIONS_MAX];
 };
 
 /*
  * The host's option table: its own rows, then the rows of each source of the host's chains
- * (power/chain.c: the platform meters', then the CPU zones') that has options, their offsets
- * moved into cfg->meters, and their Kepler spellings after the host's. Built once; NULL when
+ * (power/chain.c: the platform meters', then the CPU zones') that has options, then each VM
+ * source's (vm/vm_source.c: vw_vm_sources), their offsets moved into cfg->meters, and their
+ * Kepler spellings after the host's (with the settings of VM sources this build lacks). Built once; NULL when
  * out of memory or when the meters' options outgrow VW_HOST_METER_OPTIONS_MAX (test_options
  * would fail first).
  */
@@ -57,3 +62,8 @@ const struct vw_config_program *vw_host_program(void);
 /* ops's options struct in cfg (NULL: ops declares none, or is in no host chain). */
 const void *vw_host_meter_options(const struct vw_host_config *cfg,
 				  const struct vw_power_source_ops *ops);
+
+/* The VM sources' options structs in cfg, one per VM source (vm_source.h: vw_vm_sources) that
+ * declares options, for vw_vm_env.configs (room for VW_HOST_VM_SOURCES_MAX): how many. */
+size_t vw_host_vm_configs(const struct vw_host_config *cfg,
+			  struct vw_vm_source_config *configs);

@@ -3,17 +3,23 @@
  * Meters that own their options (power/src_*.c): the host's table holds every meter's rows,
  * each meter's struct has a place of its own in the host's configuration, the flags reach the
  * meter's configuration through its configure() (IPMI: driver, privilege, password file,
- * workarounds), and a meter's options may ask it first in its chain (hwmon's forceEnabled).
+ * workarounds), a meter's options may ask it first in its chain (hwmon's forceEnabled), the
+ * chains' help is made from the chains, and a VM source owns its options the same way.
  */
 #include "vw_test.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fixture.h"
 #include "log.h"
 #include "meter_fixture.h"
+#include "vm_priv.h"
+#include "vm_source.h"
 
 static const struct vw_power_source_ops *const *const chains[] = { vw_host_power_sources,
 								   vw_host_platform_sources };
@@ -149,12 +155,108 @@ static void test_cpu_order(void **state)
 	      "--experimental.hwmon.force-enabled", "--power.sources=estimator,rapl");
 }
 
+/* The row of the host's table whose flag is flag. */
+static const struct vw_option *row(const struct vw_config_program *p, const char *flag)
+{
+	for (size_t i = 0; i < p->n_opts; i++)
+		if (strcmp(p->opts[i].flag, flag) == 0)
+			return &p->opts[i];
+	fail_msg("no --%s", flag);
+	return NULL;
+}
+
+/* --power.sources' and --platform.sources' help list their chain's meters, made from the chain
+ * (a new meter is listed by its line in chain.c): every name in chain order, each with what it
+ * reads, and nothing else between "in order: " and the defaults. */
+static void test_chain_help(void **state)
+{
+	static const struct {
+		const char *flag;
+		const struct vw_power_source_ops *const *chain;
+	} rows[] = { { "power.sources", vw_host_power_sources },
+		     { "platform.sources", vw_host_platform_sources } };
+	const struct vw_config_program *p = vw_host_program();
+
+	(void)state;
+	assert_non_null(p);
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		const char *help = row(p, rows[i].flag)->help, *list;
+		char want[512];
+		size_t at = 0;
+
+		for (const struct vw_power_source_ops *const *s = rows[i].chain; *s; s++)
+			at += (size_t)snprintf(want + at, sizeof(want) - at, "%s%s%s%s%s",
+					       s == rows[i].chain ? "" : ", ", (*s)->name,
+					       (*s)->about ? " (" : "", (*s)->about ? (*s)->about : "",
+					       (*s)->about ? ")" : "");
+		assert_true(at < sizeof(want));
+		assert_non_null(help);
+		list = strstr(help, "in order: ");
+		assert_non_null(list);
+		list += strlen("in order: ");
+		assert_memory_equal(list, want, at);
+		assert_true(list[at] == ';' || strncmp(list + at, " (default", 9) == 0);
+	}
+	assert_string_equal(vw_src_hwmon.about, "sensors a chip rule maps");
+	assert_non_null(strstr(row(p, "platform.sources")->help,
+			       "ipmi (a BMC's DCMI power reading or watts sensor, in band or over LAN)"));
+}
+
+#if VW_HAVE_LIBVIRT
+/* libvirt.uri is the libvirt source's own option: its row in the host's table, its struct in
+ * cfg->meters, and the flag reaches the source through vw_vm_env.configs (the test driver's
+ * one running domain is listed; without it, qemu:///system would wait for a QEMU). */
+static void test_vm_source_options(void **state)
+{
+	static const struct vw_vm_source_ops *const libvirt_only[] = { &vw_vm_libvirt, NULL };
+	const struct vw_config_program *p = vw_host_program();
+	struct vw_vm_source_config configs[VW_HOST_VM_SOURCES_MAX];
+	struct vw_host_config cfg;
+	struct vw_vm_env env = { .configs = configs };
+	struct vw_vm_info *v = NULL;
+	struct vw_vms *vms;
+	size_t n = 0;
+
+	(void)state;
+	assert_non_null(p);
+	assert_string_equal(row(p, "libvirt.uri")->defval, "qemu:///system");
+	METER_FIXTURE_LOAD(&cfg, "--log.level=error");
+	env.n_configs = vw_host_vm_configs(&cfg, configs);
+	assert_int_equal(env.n_configs, 1);
+	assert_ptr_equal(configs[0].ops, &vw_vm_libvirt);
+	assert_ptr_equal(configs[0].config, vw_config_field(p, &cfg, "libvirt.uri"));
+	assert_true((const char *)configs[0].config >= (const char *)cfg.meters &&
+		    (const char *)configs[0].config < (const char *)cfg.meters + sizeof(cfg.meters));
+	assert_string_equal(*(char *const *)configs[0].config, "qemu:///system");
+	meter_fixture_free(&cfg);
+
+	METER_FIXTURE_LOAD(&cfg, "--libvirt.uri=test:///default");
+	env.n_configs = vw_host_vm_configs(&cfg, configs);
+	env.procfs_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	assert_true(env.procfs_fd >= 0);
+	vms = vw_vms_open_with(&env, libvirt_only);
+	assert_non_null(vms);
+	assert_int_equal(vw_vms_list(vms, &v, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].name, "test");
+	assert_string_equal(v[0].source, "libvirt");
+	free(v);
+	vw_vms_close(vms);
+	close(env.procfs_fd);
+	meter_fixture_free(&cfg);
+}
+#endif
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rows_in_the_table),
 		cmocka_unit_test(test_ipmi_options),
 		cmocka_unit_test(test_cpu_order),
+		cmocka_unit_test(test_chain_help),
+#if VW_HAVE_LIBVIRT
+		cmocka_unit_test(test_vm_source_options),
+#endif
 	};
 
 	vw_log_set_level(VW_LOG_ERROR);

@@ -370,6 +370,59 @@ static void test_chain_switch(void **state)
 	rig_free(&r);
 }
 
+/*
+ * Each interval is the raw counter's wrap-safe deltas read since the last close, summed as they
+ * are read (no running total): over five intervals of three reads each, with uneven deltas and
+ * four wraps, every interval's energy is exactly its own reads', nothing of the one before, and
+ * their sum is the counter's whole advance to the µJ.
+ */
+static void test_intervals_from_raw(void **state)
+{
+	static const uint64_t range = 1000 * J + 7; /* wraps past this */
+	static const uint64_t deltas[5][3] = { { 123456789, 1, 987654321 },
+					       { 400 * J + 13, 350 * J + 17, 0 },
+					       { 7, 249 * J + 999999, 3 },
+					       { 999 * J, 5, 11 },
+					       { 42, 424242, 424242424 } };
+	struct fake cpu = { .n = 1, .zi = { zone(VW_ZONE_PACKAGE, range, -1) }, .raw = { 990 * J } };
+	struct vw_node_chain c = { .src = { src(&meter_ops, &cpu) }, .n = 1 };
+	struct vw_node_opts o = { 0 };
+	const struct vw_node_zone_view *pkg;
+	uint64_t t = 10 * SEC, all = 0, before;
+	struct vw_zone_energy ze[VW_ZONE__COUNT];
+	struct vw_node *n;
+	struct rig r;
+
+	(void)state;
+	rig_init(&r, &o);
+	assert_int_equal(vw_node_new(&o, &c, 1, &n), 0);
+	pkg = view_of(n, VW_ZONE_PACKAGE);
+	assert_int_equal(vw_node_sample(n, t), 0); /* the baseline */
+	assert_int_equal(vw_node_close(n), 0);
+	assert_int_equal(pkg->total_uj, 0);
+	for (size_t i = 0; i < 5; i++) {
+		uint64_t sum = 0;
+
+		for (size_t k = 0; k < 3; k++) {
+			cpu.raw[0] = (cpu.raw[0] + deltas[i][k]) % range;
+			sum += deltas[i][k];
+			rig_stat(&r, 40, 60);
+			assert_int_equal(vw_node_sample(n, t += SEC), 0);
+		}
+		before = pkg->total_uj;
+		assert_int_equal(vw_node_close(n), 3 * SEC);
+		assert_int_equal(pkg->total_uj - before, sum);
+		vw_node_zone_energy(n, ze);
+		assert_int_equal(ze[VW_ZONE_PACKAGE].idle_uj + ze[VW_ZONE_PACKAGE].active_uj, sum);
+		all += sum;
+	}
+	assert_int_equal(pkg->wraps, 4);
+	assert_int_equal(pkg->gaps, 0);
+	assert_int_equal(pkg->total_uj, all);
+	vw_node_free(n);
+	rig_free(&r);
+}
+
 /* A chain's source counts from 0 when opened: the first interval it gives after a stale one
  * hands over (no rebase: it was never used) is all energy, not a baseline. */
 static void test_handover_counts_first_read(void **state)
@@ -432,6 +485,7 @@ int main(void)
 		cmocka_unit_test(test_fitted_idle),
 		cmocka_unit_test(test_chain_switch),
 		cmocka_unit_test(test_handover_counts_first_read),
+		cmocka_unit_test(test_intervals_from_raw),
 		cmocka_unit_test(test_parse_idle_watts),
 	};
 

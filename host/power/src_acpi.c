@@ -311,6 +311,7 @@ static int hwmon_read(void *state, const struct vw_node_activity *act, uint64_t 
 
 const struct vw_power_source_ops vw_src_acpi_power_meter = {
 	.name = "acpi",
+	.about = "an ACPI power meter in hwmon",
 	.measured = true,
 	.open = acpi_open,
 	.zones = hwmon_zones,

@@ -429,6 +429,7 @@ static const struct vw_source_options hg_options = {
 
 const struct vw_power_source_ops vw_src_hwmon = {
 	.name = "hwmon",
+	.about = "sensors a chip rule maps",
 	.measured = true,
 	.open = hg_open,
 	.zones = hg_zones,

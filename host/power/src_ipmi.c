@@ -923,6 +923,7 @@ static const struct vw_source_options ipmi_options = {
 
 const struct vw_power_source_ops vw_src_ipmi = {
 	.name = "ipmi",
+	.about = "a BMC's DCMI power reading or watts sensor, in band or over LAN",
 	.measured = true,
 	.open = ipmi_open,
 	.zones = ipmi_zones,

@@ -354,6 +354,7 @@ static const struct vw_source_options redfish_options = {
 
 const struct vw_power_source_ops vw_src_redfish = {
 	.name = "redfish",
+	.about = "the BMC named by platform.redfish.config-file",
 	.measured = true,
 	.open = redfish_open,
 	.zones = redfish_zones,

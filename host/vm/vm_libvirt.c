@@ -19,10 +19,12 @@
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "log.h"
 #include "macro.h"
 #include "thread.h"
@@ -394,9 +396,32 @@ static const struct vw_virt_api libvirt_api = {
 	.last_error = api_last_error,
 };
 
+/* The libvirt source's options (virtwatt-host's --help and YAML: host/options.c collects them). */
+struct libvirt_options {
+	char *uri;
+};
+
+static const struct vw_option libvirt_rows[] = {
+	{ "libvirt.uri", "libvirt.uri", VW_OPT_STRING, offsetof(struct libvirt_options, uri),
+	  "qemu:///system", "URI",
+	  "libvirt connection for VM discovery (read-only); VMs libvirt does not manage are found "
+	  "from QEMU processes" },
+};
+
+static const struct vw_source_options libvirt_options = {
+	.rows = libvirt_rows,
+	.n_rows = ARRAY_SIZE(libvirt_rows),
+	.size = sizeof(struct libvirt_options),
+};
+
 static int libvirt_open(const struct vw_vm_env *env, void **ret_state)
 {
-	return vw_vm_libvirt_open_local(env, &libvirt_api, NULL, ret_state);
+	const struct libvirt_options *o = vw_vm_source_config(env, &vw_vm_libvirt);
+	struct vw_vm_env e = *env;
+
+	if (o) /* "": the default, as no option */
+		e.libvirt_uri = o->uri && *o->uri ? o->uri : NULL;
+	return vw_vm_libvirt_open_local(&e, &libvirt_api, NULL, ret_state);
 }
 
 const struct vw_vm_source_ops vw_vm_libvirt = {
@@ -405,4 +430,5 @@ const struct vw_vm_source_ops vw_vm_libvirt = {
 	.list = vw_vm_libvirt_list,
 	.close = vw_vm_libvirt_close,
 	.vms_seen = vw_vm_libvirt_vms_seen,
+	.options = &libvirt_options,
 };

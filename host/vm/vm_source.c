@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config.h"
 #include "log.h"
 #include "macro.h"
 #include "vm_priv.h"
@@ -29,6 +30,28 @@ const struct vw_vm_source_ops *const vw_vm_sources[] = {
 	&vw_vm_procscan,
 	NULL,
 };
+
+#if VW_HAVE_LIBVIRT
+const struct vw_source_options *const vw_vm_unbuilt_options = NULL;
+#else
+static const struct vw_option_alias no_libvirt[] = {
+	{ "libvirt.uri", "libvirt.uri", NULL,
+	  "this virtwatt-host is built without libvirt (-Dlibvirt=disabled): VMs are found from "
+	  "QEMU processes only",
+	  "" },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+static const struct vw_source_options no_libvirt_options = { .aliases = no_libvirt };
+const struct vw_source_options *const vw_vm_unbuilt_options = &no_libvirt_options;
+#endif
+
+const void *vw_vm_source_config(const struct vw_vm_env *env, const struct vw_vm_source_ops *ops)
+{
+	for (size_t i = 0; env && i < env->n_configs; i++)
+		if (env->configs[i].ops == ops)
+			return env->configs[i].config;
+	return NULL;
+}
 
 struct suppressed {
 	char uuid[VW_UUID_LEN];

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "macro.h"
+#include "power_source.h" /* struct vw_source_options: a VM source declares its options as a meter does */
 
 enum vw_vm_state {
 	VW_VM_RUNNING,
@@ -83,9 +84,22 @@ int vw_vm_mdev_pack(const char *uuid, uint8_t out[16]);
 /* 16 bytes as a canonical lower-case UUID. */
 void vw_vm_mdev_format(const uint8_t in[16], char out[VW_UUID_LEN]);
 
+struct vw_vm_source_ops;
+
+/* A source's options struct (its ops->options), as the daemon filled it. */
+struct vw_vm_source_config {
+	const struct vw_vm_source_ops *ops;
+	const void *config;
+};
+
 struct vw_vm_env {
 	int procfs_fd;
-	const char *libvirt_uri; /* default "qemu:///system" */
+	/* Each source's options (vw_vm_source_config()); a source without its own: its defaults. */
+	const struct vw_vm_source_config *configs;
+	size_t n_configs;
+	/* libvirt's connection, default "qemu:///system": the libvirt source sets it from its
+	 * options (libvirt.uri) when given them; the core (vm_libvirt_core.c) reads it here. */
+	const char *libvirt_uri;
 	uint64_t reconcile_ns;   /* periodic full reconcile; 0 = 30 s */
 	uint64_t backoff_min_ns, backoff_max_ns; /* libvirt reconnect delay, doubling; 0 = 1 s, 60 s */
 	uint64_t list_timeout_ns; /* how long list() waits for fresh libvirt stats; 0 = 500 ms */
@@ -121,11 +135,21 @@ struct vw_vm_source_ops {
 	/* Optional: after each list round, how many VMs all sources listed together; true when
 	 * that woke the source (it lists what it did not before: the round is listed again). */
 	bool (*vms_seen)(void *state, size_t n);
+	/* Optional: its option rows, their Kepler spellings and its options struct, as a meter's
+	 * (power_source.h); the host puts them in its option table and hands the filled struct
+	 * back in env->configs. No configure()/first() here. */
+	const struct vw_source_options *options;
 };
+
+/* ops's options struct in env->configs, or NULL. */
+const void *vw_vm_source_config(const struct vw_vm_env *env, const struct vw_vm_source_ops *ops);
 
 extern const struct vw_vm_source_ops vw_vm_libvirt; /* only when built with libvirt (VW_HAVE_LIBVIRT) */
 extern const struct vw_vm_source_ops vw_vm_procscan;
 extern const struct vw_vm_source_ops *const vw_vm_sources[];
+/* The settings of the sources this build lacks (libvirt's, built without it): accepted with a
+ * warning that says so, as Kepler's settings without effect are; NULL when none is missing. */
+extern const struct vw_source_options *const vw_vm_unbuilt_options;
 
 /*
  * The QEMU a process named `comm` works for: vhost-<QEMU PID> kernel threads (before Linux 6.4)

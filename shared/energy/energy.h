@@ -12,7 +12,8 @@
 #include "macro.h"
 
 struct vw_energy_counter {
-	uint64_t total_uj;     /* accumulated since start; only grows */
+	uint64_t total_uj;     /* accumulated since start (or since its owner emptied it: node.c
+				* does at each close, the interval being all it needs); only grows */
 	uint64_t last_raw_uj;  /* last raw reading (baseline for the next delta) */
 	uint64_t last_ns;      /* CLOCK_MONOTONIC of last_raw_uj */
 	uint64_t max_range_uj; /* raw counter wraps after this value; 0 = unknown */

@@ -11,11 +11,15 @@
 #include "interval.h"
 #include "log.h"
 
-/* One zone of one source: its counters, and where they stood at the last close. */
+/*
+ * One zone of one source: the energy of the open interval, each raw reading's wrap-safe delta
+ * added as it is read (a counter's total_uj here is since the last close, which empties it:
+ * no running total to take differences of), and its gap count at the last close.
+ */
 struct src_zone {
 	struct vw_energy_counter ctr;  /* the zone's energy; its active part where the source splits */
 	struct vw_energy_counter idle; /* where the source splits: its idle part */
-	uint64_t mark_uj, mark_idle_uj, mark_gaps;
+	uint64_t mark_gaps;
 	int out; /* the stage's zone it feeds, or -1 (left out) */
 };
 
@@ -73,8 +77,7 @@ static void prime_at(struct src_zone *sz, uint64_t raw_uj, uint64_t idle_uj, uin
 	sz->ctr.last_raw_uj = raw_uj;
 	sz->idle.last_raw_uj = idle_uj;
 	sz->ctr.last_ns = sz->idle.last_ns = now_ns;
-	sz->mark_uj = sz->ctr.total_uj;
-	sz->mark_idle_uj = sz->idle.total_uj;
+	sz->ctr.total_uj = sz->idle.total_uj = 0;
 }
 
 /* ---- zones ---------------------------------------------------------------------------------- */
@@ -272,7 +275,7 @@ static uint64_t source_gaps(struct node_src *s, uint64_t *filled_ns)
 
 /*
  * Read source s into its counters. A rebase takes the readings as the counters' new baseline
- * and the marks there: what came before is not this source's to give.
+ * and empties them: what came before is not this source's to give.
  */
 static void read_source(struct vw_node *n, struct node_src *s, bool rebase)
 {
@@ -319,8 +322,7 @@ static void read_source(struct vw_node *n, struct node_src *s, bool rebase)
 		z->wraps += sz->ctr.wraps + sz->idle.wraps;
 		z->gaps += sz->ctr.gaps + sz->idle.gaps - seen;
 		if (rebase) {
-			sz->mark_uj = sz->ctr.total_uj;
-			sz->mark_idle_uj = sz->idle.total_uj;
+			sz->ctr.total_uj = sz->idle.total_uj = 0;
 			sz->mark_gaps = sz->ctr.gaps;
 		}
 	}
@@ -399,22 +401,22 @@ static double pick_idle(const struct node_zone *z, const struct vw_zone_info *zi
 	return -1;
 }
 
-/* One source zone's interval: the energy since its marks, split (as the source split it). */
+/* One source zone's interval: its counters' energy since the last close, split (as the source
+ * split it); the counters are emptied for the next. */
 static void close_zone(struct vw_node *n, struct node_src *s, size_t j, uint64_t dt_ns)
 {
 	struct src_zone *sz = &s->z[j];
 	struct node_zone *z = &n->z[sz->out];
 	struct vw_node_zone_view *v = &z->view;
 	bool split = s->ps.ops->read_split;
-	uint64_t idle_uj = sz->idle.total_uj - sz->mark_idle_uj;
-	uint64_t e = vw_energy_add(sz->ctr.total_uj - sz->mark_uj, split ? idle_uj : 0);
+	uint64_t idle_uj = sz->idle.total_uj;
+	uint64_t e = vw_energy_add(sz->ctr.total_uj, split ? idle_uj : 0);
 	double idle_w = pick_idle(z, &s->zi[j], &v->idle_method);
 	bool clean = sz->ctr.gaps == sz->mark_gaps;
 	struct vw_interval_split sp;
 
 	vw_interval_split(e, split ? &idle_uj : NULL, dt_ns, idle_w, n->usage, &sp);
-	sz->mark_uj = sz->ctr.total_uj;
-	sz->mark_idle_uj = sz->idle.total_uj;
+	sz->ctr.total_uj = sz->idle.total_uj = 0;
 	sz->mark_gaps = sz->ctr.gaps;
 	v->idle_baseline_w = sp.idle_baseline_w;
 	if (split) { /* the source's own split, and its idle power for this owner */

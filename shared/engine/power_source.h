@@ -109,6 +109,7 @@ struct vw_source_options {
 
 struct vw_power_source_ops {
 	const char *name; /* "rapl", "estimator": the `source` label */
+	const char *about; /* what it reads, for --help's list of a chain's sources; NULL: nothing */
 	bool measured;    /* a real meter (false: estimated) */
 	bool standby;     /* opens at once, used only while its data comes (the guest's
 			   * passthrough): said so at start, not "using" */

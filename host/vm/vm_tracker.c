@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "vm_tracker.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gpu.h"
+#include "log.h"
+#include "vm_groups.h"
+#include "vm_meta.h"
+#include "vm_vfio.h"
+
+struct vw_vm_tracker {
+	struct vw_vms *vms;
+	struct vw_vm_info *list; /* the last list: vGPUs are matched to it */
+	size_t n;
+	struct vw_vm_vfio *vfio; /* GPUs passed through to VMs, named as theirs */
+	struct vw_complaint complaint;
+};
+
+int vw_vm_tracker_open(const struct vw_vm_env *env, int sysfs_fd, struct vw_vm_tracker **ret)
+{
+	struct vw_vm_tracker *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	t->vms = vw_vms_open(env);
+	if (!t->vms) {
+		int r = errno ? -errno : -ENODEV;
+
+		free(t);
+		return r;
+	}
+	t->vfio = vw_vm_vfio_new(sysfs_fd);
+	if (!t->vfio) {
+		vw_vm_tracker_free(t);
+		return -ENOMEM;
+	}
+	*ret = t;
+	return 0;
+}
+
+void vw_vm_tracker_free(struct vw_vm_tracker *t)
+{
+	if (!t)
+		return;
+	vw_vms_close(t->vms);
+	free(t->list);
+	vw_vm_vfio_free(t->vfio);
+	free(t);
+}
+
+void vw_vm_tracker_refresh(struct vw_vm_tracker *t, struct vw_podmeta *pm,
+			   const char *const *info_labels, vw_vm_listed_fn listed, void *ud)
+{
+	struct vw_vm_info *vms = NULL;
+	_cleanup_free_ struct vw_group *groups = NULL;
+	size_t n = 0, n_groups = 0;
+	int r;
+
+	if (!t)
+		return;
+	r = vw_vms_list(t->vms, &vms, &n);
+	if (r < 0) {
+		vw_complain(&t->complaint, VW_LOG_WARN, "vm: listing VMs: %s", strerror(-r));
+		return; /* keep the VMs as they were */
+	}
+	vw_release(&t->complaint, VW_LOG_INFO, "vm: listing VMs works again");
+	vw_vm_kubevirt_resolve(vms, n, pm); /* KubeVirt's VMs: named by their VMI */
+	if (vw_vm_vfio_update(t->vfio, vms, n) < 0 ||
+	    vw_vm_groups(vms, n, info_labels, &groups, &n_groups) < 0 ||
+	    listed(ud, vms, n, groups, n_groups) < 0)
+		vw_complain(&t->complaint, VW_LOG_WARN, "vm: out of memory tracking VMs");
+	free(t->list);
+	t->list = vms;
+	t->n = n;
+}
+
+bool vw_vm_tracker_vgpu_owner(void *ud, const struct vw_gpu_vgpu_energy *e, char id[VW_UUID_LEN])
+{
+	const struct vw_vm_tracker *t = ud;
+
+	return t && vw_vm_vgpu_owner(t->list, t->n, e->vm_id, e->vm_id_type == VW_GPU_VM_ID_UUID,
+				     e->mdev_uuid, id);
+}
+
+int vw_vm_tracker_render(const struct vw_vm_tracker *t, struct vw_prom_writer *w,
+			 const char *node_name)
+{
+	int r;
+
+	if (!t)
+		return 0;
+	r = vw_vm_meta_render(t->list, t->n, w, node_name);
+	return r < 0 ? r : vw_vm_vfio_render(t->vfio, w, node_name);
+}

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The host's VMs as a daemon follows them: the VM sources' merged list (vm_source.h), kept
+ * between listings, each VM named by KubeVirt where it is one, the GPUs passed through to them
+ * (vm_vfio.h) and their reservation groups (vm_groups.h); the vGPU owner and the VM families
+ * (virtwatt_vm_info, the VFIO GPUs) read from the same list.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "vm_source.h"
+#include "workloads.h"
+
+struct vw_gpu_vgpu_energy;
+struct vw_podmeta;
+struct vw_prom_writer;
+struct vw_vm_tracker;
+
+/* The VM sources that open (env) and the VFIO view (sysfs_fd). -ENODEV (errno's, when another)
+ * when no VM source opens: nothing is kept. */
+int vw_vm_tracker_open(const struct vw_vm_env *env, int sysfs_fd, struct vw_vm_tracker **ret);
+void vw_vm_tracker_free(struct vw_vm_tracker *t);
+
+/* Told each new list, with its VMs' groups (info_labels): < 0 is out of memory (said). */
+typedef int (*vw_vm_listed_fn)(void *ud, const struct vw_vm_info *vms, size_t n,
+			       const struct vw_group *groups, size_t n_groups);
+
+/*
+ * List the VMs now (pm: pod metadata for KubeVirt's names, may be NULL) and hand the list to
+ * listed. A listing that fails keeps the last list (complained once, its end said); t NULL:
+ * nothing.
+ */
+void vw_vm_tracker_refresh(struct vw_vm_tracker *t, struct vw_podmeta *pm,
+			   const char *const *info_labels, vw_vm_listed_fn listed, void *ud);
+
+/* The listed VM a vGPU serves (vw_vm_vgpu_owner), its UUID into id; ud: the tracker. */
+bool vw_vm_tracker_vgpu_owner(void *ud, const struct vw_gpu_vgpu_energy *e, char id[VW_UUID_LEN]);
+
+/* virtwatt_vm_info of the listed VMs and the VFIO GPUs' families; t NULL: none. */
+int vw_vm_tracker_render(const struct vw_vm_tracker *t, struct vw_prom_writer *w,
+			 const char *node_name);
