@@ -65,10 +65,15 @@ def main():
     ap.add_argument("--top", type=int, default=0)
     a = ap.parse_args()
     total, calls, incl, self_ir = parse(a.file)
+    # Callgrind names a function entered again while it runs (a cycle) FUNCTION'2, '3...: the
+    # calls of each name count.
+    base = collections.Counter()
+    for f, c in calls.items():
+        base[re.sub(r"'[0-9]+$", "", f)] += c
     per = a.per
     if not per:
-        per = next((f for f in ("vw_host_publish", "vw_guest_publish") if calls[f]), None)
-    n = calls[per] if per else 0
+        per = next((f for f in ("vw_host_publish", "vw_guest_publish") if base[f]), None)
+    n = base[per] if per else 0
     print("ir", total)
     print("intervals", n)
     print("ir_per_interval", total // n if n else "-")

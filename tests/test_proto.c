@@ -3,6 +3,7 @@
 #include "vw_test.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,129 @@ static void test_golden_encode(void **state)
 	assert_non_null(strstr(buf, "\"model\":\"kepler \\\"sgd\\\" \\\\ v0.7\""));
 	assert_non_null(strstr(buf, "\"psys\":{\"idle_uj\":0,\"active_uj\":4611686018427387904,"
 				    "\"idle_w\":7,\"active_w\":0}"));
+}
+
+/* The encoder as it was written with printf (before 2026-11-27): the wire's reference. */
+static void ref_double(char *out, size_t size, double v)
+{
+	char tmp[32];
+
+	if (v == 0)
+		v = 0;
+	for (int prec = 1; prec <= 17; prec++) {
+		snprintf(tmp, sizeof(tmp), "%.*g", prec, v);
+		if (strtod(tmp, NULL) == v)
+			break;
+	}
+	snprintf(out, size, "%s", tmp);
+}
+
+static size_t ref_encode(const struct vw_host_frame *f, char *buf, size_t size)
+{
+	size_t o = 0;
+
+	o += (size_t)snprintf(buf + o, size - o,
+			      "{\"v\":%u,\"epoch\":%llu,\"seq\":%llu,\"vm\":\"%s\",\"interval_ms\":%llu,"
+			      "\"src\":\"%s\",\"model\":\"",
+			      VW_PROTO_VERSION, (unsigned long long)f->epoch,
+			      (unsigned long long)f->seq, f->vm_uuid,
+			      (unsigned long long)f->interval_ms, f->source);
+	for (const char *c = f->model; *c; c++)
+		o += (size_t)snprintf(buf + o, size - o, *c == '"' || *c == '\\' ? "\\%c" : "%c", *c);
+	o += (size_t)snprintf(buf + o, size - o, "\",\"zones\":{");
+	for (size_t i = 0; i < f->n_zones; i++) {
+		const struct vw_proto_zone *z = &f->zones[i];
+		char iw[32], aw[32];
+
+		ref_double(iw, sizeof(iw), z->idle_w);
+		ref_double(aw, sizeof(aw), z->active_w);
+		o += (size_t)snprintf(buf + o, size - o,
+				      "%s\"%s\":{\"idle_uj\":%llu,\"active_uj\":%llu,\"idle_w\":%s,"
+				      "\"active_w\":%s}",
+				      i ? "," : "", vw_zone_name(z->zone),
+				      (unsigned long long)z->idle_uj, (unsigned long long)z->active_uj,
+				      iw, aw);
+	}
+	o += (size_t)snprintf(buf + o, size - o, "}}\n");
+	return o;
+}
+
+static uint64_t splitmix(uint64_t *s)
+{
+	uint64_t z = (*s += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* A watts value of every kind the encoder meets: rounded to a step (0.1 W, 0.001 W, 1 W),
+ * unrounded, tiny, huge, powers of ten, the limits. */
+static double some_watts(uint64_t *rng, size_t i)
+{
+	static const double special[] = { 0, -0.0, 0.1, 0.5, 1, 5, 10, 100, 120, 1000, 123456.7,
+					  999999.9, 1e6, 1e-4, 1e-5, 0.0001234, 0.00001, 3.25,
+					  12.5, 7e5, 4.9e-324, 2.2250738585072014e-308, 0.3,
+					  0.7000000000000001, 1.0000000000000002, 99.95, 1e5 };
+	uint64_t r = splitmix(rng);
+	double u = (double)(r >> 11) / (double)(1ULL << 53);
+
+	if (i < ARRAY_SIZE(special))
+		return special[i];
+	switch (r % 7) {
+	case 0:
+		return nearbyint(u * 1e7) / 10; /* a 0.1 W step, up to 1 MW */
+	case 1:
+		return nearbyint(u * 1e4) / 10;
+	case 2:
+		return nearbyint(u * 1e6) / 1000; /* 0.001 W */
+	case 3:
+		return nearbyint(u * 1e3);
+	case 4:
+		return nearbyint(u * 1e3 / 0.3) * 0.3; /* a step no power of ten divides */
+	case 5:
+		return u * 1e6;
+	default:
+		return u * pow(10, -(double)(r % 300));
+	}
+}
+
+/* The encoder writes what the printf encoder wrote, byte for byte, for any frame. */
+static void test_encode_matches_printf(void **state)
+{
+	static const char *const models[] = { "", "kepler \"sgd\" \\ v0.7", "lr-v1", "\\\\\"\"" };
+	uint64_t rng = 42;
+	char buf[VW_PROTO_MAX_FRAME], ref[VW_PROTO_MAX_FRAME];
+	size_t len, ref_len, compared = 0;
+
+	(void)state;
+	for (size_t i = 0; i < 30000; i++) {
+		struct vw_host_frame f = golden_frame();
+
+		f.epoch = splitmix(&rng) >> (1 + splitmix(&rng) % 63);
+		f.seq = i % 3 ? i : splitmix(&rng) >> 1;
+		f.interval_ms = 1000 + splitmix(&rng) % 3599001;
+		snprintf(f.model, sizeof(f.model), "%s", models[i % ARRAY_SIZE(models)]);
+		f.n_zones = 1 + i % 3;
+		for (size_t z = 0; z < f.n_zones; z++) {
+			f.zones[z].zone = (enum vw_zone)((i + z) % VW_ZONE__WIRE_COUNT);
+			f.zones[z].idle_uj = splitmix(&rng) >> 2;
+			f.zones[z].active_uj = i % 5 ? splitmix(&rng) % 1000000000 : 0;
+			f.zones[z].idle_w = some_watts(&rng, i);
+			f.zones[z].active_w = some_watts(&rng, i + 1);
+		}
+		if (f.n_zones > 1 && f.zones[0].zone == f.zones[1].zone)
+			continue;
+		if (f.n_zones > 2 && f.zones[2].zone == f.zones[0].zone)
+			continue;
+		ref_len = ref_encode(&f, ref, sizeof(ref));
+		assert_int_equal(vw_proto_encode_host(&f, buf, sizeof(buf), &len), 0);
+		if (len != ref_len || memcmp(buf, ref, len) != 0)
+			fail_msg("frame %zu:\n got %.*s\nwant %.*s", i, (int)len, buf, (int)ref_len,
+				 ref);
+		compared++;
+	}
+	assert_true(compared == 30000);
 }
 
 static void test_golden_decode(void **state)
@@ -597,6 +721,7 @@ int main(void)
 		cmocka_unit_test(test_error_names),
 		cmocka_unit_test(test_hello),
 		cmocka_unit_test(test_model_frame),
+		cmocka_unit_test(test_encode_matches_printf),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

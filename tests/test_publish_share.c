@@ -146,6 +146,37 @@ static void test_layout_and_units(void **state)
 	rig_free(&r);
 }
 
+/* An energy_uj that has not changed is not written again (an idle VM's dram: four system
+ * calls a round saved); frame.json is, every round; a change is written at once. */
+static void test_unchanged_energy_kept(void **state)
+{
+	struct rig r;
+	struct stat e0, e1, f0, f1;
+
+	(void)state;
+	rig_init(&r, 0);
+	rig_run(&r, 1, 25);
+	assert_int_equal(fstatat(r.fd, UUID "/intel-rapl:0/energy_uj", &e0, 0), 0);
+	assert_int_equal(fstatat(r.fd, UUID "/frame.json", &f0, 0), 0);
+	rig_run(&r, 1, 0.01); /* 10 mJ: under the 0.1 J step, the rounded value stays */
+	assert_int_equal(fstatat(r.fd, UUID "/intel-rapl:0/energy_uj", &e1, 0), 0);
+	assert_int_equal(fstatat(r.fd, UUID "/frame.json", &f1, 0), 0);
+	assert_true(e1.st_ino == e0.st_ino); /* the same file: not replaced */
+	assert_true(f1.st_ino != f0.st_ino);
+	assert_int_equal(energy_uj(&r, "intel-rapl:0"), 25000000);
+	rig_run(&r, 1, 25);
+	assert_int_equal(fstatat(r.fd, UUID "/intel-rapl:0/energy_uj", &e1, 0), 0);
+	assert_true(e1.st_ino != e0.st_ino);
+	assert_int_equal(energy_uj(&r, "intel-rapl:0"), 50000000);
+
+	/* The VM leaves and comes back: its folder's files are written again whole. */
+	assert_int_equal(vw_test_publish_update(r.p, &r.vm, 0), 0);
+	assert_int_equal(unlinkat(r.fd, UUID "/intel-rapl:0/energy_uj", 0), 0);
+	rig_run(&r, 1, 0);
+	assert_int_equal(energy_uj(&r, "intel-rapl:0"), 50000000);
+	rig_free(&r);
+}
+
 /* The VM's model as model.json beside frame.json, read back by the guest's own reader. */
 static void test_model_file(void **state)
 {
@@ -403,6 +434,7 @@ int main(void)
 		cmocka_unit_test(test_symlinks_refused),
 		cmocka_unit_test(test_folder_link_and_bad_uuid),
 		cmocka_unit_test(test_reader_races_writer),
+		cmocka_unit_test(test_unchanged_energy_kept),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -474,6 +474,7 @@ static struct fx *fx_alpha(void)
 static void test_start_stop(void **state)
 {
 	struct fx *x = fx_new();
+	struct vw_vm_libvirt_counters c0, c1;
 	struct vw_vm_info *v;
 	const struct vw_vm_info *a;
 
@@ -496,11 +497,34 @@ static void test_start_stop(void **state)
 	assert_string_equal(a->channel_path, "/run/vw/alpha.sock");
 	assert_string_equal(a->share_dir, "/srv/vw/alpha");
 
-	/* Every list() asks for fresh stats: a pause that sent no event shows at once. */
+	/* The events keep the cache current: list() asks for stats (a missed event's safety net)
+	 * only every 10 s while every active domain's QEMU is found. A pause that sent no event
+	 * shows once they are due. */
+	counters(x, &c0);
 	fake_set(&fk, UA, VW_VM_PAUSED, false);
 	v = list_n(x, 1);
+	assert_int_equal(v[0].state, VW_VM_RUNNING);
+	x->now += 9 * VW_NSEC_PER_SEC;
+	v = list_n(x, 1);
+	assert_int_equal(v[0].state, VW_VM_RUNNING);
+	counters(x, &c1);
+	assert_int_equal(c1.stats_fetches, c0.stats_fetches);
+	x->now += VW_NSEC_PER_SEC;
+	v = list_n(x, 1);
 	assert_int_equal(v[0].state, VW_VM_PAUSED);
+	counters(x, &c1);
+	assert_int_equal(c1.stats_fetches, c0.stats_fetches + 1);
 	fake_set(&fk, UA, VW_VM_RUNNING, false);
+	x->now += 10 * VW_NSEC_PER_SEC;
+	v = list_n(x, 1);
+	assert_int_equal(v[0].state, VW_VM_RUNNING);
+	/* With its event, a pause shows at once. */
+	fake_set(&fk, UA, VW_VM_PAUSED, true);
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+	v = list_n(x, 1);
+	assert_int_equal(v[0].state, VW_VM_PAUSED);
+	fake_set(&fk, UA, VW_VM_RUNNING, true);
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
 	v = list_n(x, 1);
 	assert_int_equal(v[0].state, VW_VM_RUNNING);
 
@@ -513,6 +537,33 @@ static void test_start_stop(void **state)
 	v = list_n(x, 1);
 	assert_int_equal(v[0].state, VW_VM_SHUTOFF);
 	assert_int_equal(v[0].qemu_pid, 100); /* what it was */
+	list_n(x, 0);
+	fx_free(x);
+}
+
+/* A stop whose event was missed: its QEMU is gone, so the next list() asks for stats, however
+ * recent the last ones, and the domain is reported stopped. */
+static void test_missed_stop_without_qemu(void **state)
+{
+	struct fx *x = fx_alpha();
+	struct vw_vm_libvirt_counters c0, c1;
+	struct vw_vm_info *v;
+
+	(void)state;
+	counters(x, &c0);
+	v = list_n(x, 1);
+	assert_int_equal(v[0].state, VW_VM_RUNNING);
+	counters(x, &c1);
+	assert_int_equal(c1.stats_fetches, c0.stats_fetches); /* its QEMU runs: none due */
+
+	fake_stop(&fk, UA, false);
+	vm_fixture_kill(x->root, 100);
+	v = list_n(x, 1); /* its QEMU is found gone */
+	assert_int_equal(v[0].qemu_pid, 0);
+	v = list_n(x, 1); /* so stats now */
+	assert_int_equal(v[0].state, VW_VM_SHUTOFF);
+	counters(x, &c1);
+	assert_int_equal(c1.stats_fetches, c0.stats_fetches + 1);
 	list_n(x, 0);
 	fx_free(x);
 }
@@ -547,11 +598,15 @@ static void test_events_between_reconciles(void **state)
 	assert_int_equal(find(v, 2, UC)->state, VW_VM_SHUTOFF);
 	assert_int_equal(find(v, 2, UC)->vcpus, 4);
 
-	/* A missed event: the stats of the next list() show an unknown domain -> reconcile. */
+	/* A missed event: the stats, once due (every 10 s while each domain's QEMU is found),
+	 * show an unknown domain -> reconcile. */
 	fake_start(&fk, UC, "gamma", dom_xml("gamma", 4, "/c.sock", "/c"), false);
+	list_n(x, 1);
+	x->now += 10 * VW_NSEC_PER_SEC;
 	v = list_n(x, 2);
 	assert_int_equal(find(v, 2, UC)->state, VW_VM_RUNNING);
-	/* ... and a missed stop: gone from the stats -> shutoff. */
+	/* ... and a missed stop: gone from the stats -> shutoff (at once here: gamma has no QEMU
+	 * process, so every list() asks for them). */
 	fake_stop(&fk, UC, false);
 	v = list_n(x, 2);
 	assert_int_equal(find(v, 2, UC)->state, VW_VM_SHUTOFF);
@@ -732,8 +787,10 @@ static void test_libvirtd_restart(void **state)
 	assert_int_equal(find(v, 2, UA)->qemu_pid, 100);
 	assert_int_equal(find(v, 2, UB)->state, VW_VM_SHUTOFF);
 
-	/* Dies again, this time silently: the next call fails and the worker notices. */
+	/* Dies again, this time silently: the next call (stats are due every 10 s) fails and the
+	 * worker notices. */
 	fake_kill(&fk, false);
+	x->now += 10 * VW_NSEC_PER_SEC;
 	list_n(x, 1);
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
 	counters(x, &c);
@@ -1595,6 +1652,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_start_stop),
 		cmocka_unit_test(test_events_between_reconciles),
+		cmocka_unit_test(test_missed_stop_without_qemu),
 		cmocka_unit_test(test_rename),
 		cmocka_unit_test(test_recreate_same_uuid),
 		cmocka_unit_test(test_pid_reuse),

@@ -158,28 +158,149 @@ _printf_(2, 3) static void out_printf(struct out *o, const char *fmt, ...)
 		o->len += (size_t)n;
 }
 
+/* Append n bytes, keeping room for the NUL (as vsnprintf would: full otherwise). */
+static void out_put(struct out *o, const char *s, size_t n)
+{
+	if (o->full || n >= o->size - o->len) {
+		o->full = true;
+		return;
+	}
+	memcpy(o->buf + o->len, s, n);
+	o->len += n;
+	o->buf[o->len] = '\0';
+}
+
+#define OUT_LIT(o, lit) out_put((o), (lit), sizeof(lit) - 1)
+
+static void out_str(struct out *o, const char *s)
+{
+	out_put(o, s, strlen(s));
+}
+
+/* A uint64_t's decimal digits into d (at least 20 bytes, no NUL): their count. */
+static size_t u64_digits(uint64_t v, char *d)
+{
+	char tmp[20];
+	size_t n = 0;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	for (size_t i = 0; i < n; i++)
+		d[i] = tmp[n - 1 - i];
+	return n;
+}
+
+/* What "%" PRIu64 prints. */
+static void out_u64(struct out *o, uint64_t v)
+{
+	char d[20];
+
+	out_put(o, d, u64_digits(v, d));
+}
+
+/*
+ * v as "%.*g" prints it with prec = n, when v is the double nearest k / 10^s for an integer k
+ * of at most 15 digits: n is then k's significant digits (trailing zeros stripped), the
+ * shortest "%.*g" that reads back as v (no two decimals of 15 digits or fewer read back as the
+ * same double). False when v is no such number. Powers rounded to a 0.1 W (or 0.001 W) step
+ * are: the printf loop below took most of a frame's encoding.
+ */
+static bool short_g(double v, char *out, size_t *ret_len)
+{
+	static const double scales[] = { 1, 10, 100, 1e3, 1e4, 1e5, 1e6 };
+	char d[20];
+	size_t n, o = 0;
+	int s, x;
+	double k = 0;
+
+	for (s = 0; s < (int)ARRAY_SIZE(scales); s++) {
+		k = nearbyint(v * scales[s]);
+		if (k >= 0 && k < 1e15 && k / scales[s] == v)
+			break;
+	}
+	if (s == (int)ARRAY_SIZE(scales))
+		return false;
+	if (k == 0) {
+		out[0] = '0';
+		*ret_len = 1;
+		return true;
+	}
+	n = u64_digits((uint64_t)k, d);
+	x = (int)n - 1 - s; /* the decimal exponent of the first digit */
+	while (d[n - 1] == '0')
+		n--;
+	if (x < -4 || x >= (int)n) { /* %g's exponent form: d[.ddd]e+XX */
+		out[o++] = d[0];
+		if (n > 1) {
+			out[o++] = '.';
+			memcpy(out + o, d + 1, n - 1);
+			o += n - 1;
+		}
+		out[o++] = 'e';
+		out[o++] = x < 0 ? '-' : '+';
+		x = x < 0 ? -x : x;
+		if (x >= 100)
+			out[o++] = (char)('0' + x / 100);
+		out[o++] = (char)('0' + x / 10 % 10);
+		out[o++] = (char)('0' + x % 10);
+	} else if (x >= 0) { /* ddd[.ddd]: all n digits, the point after x + 1 of them */
+		memcpy(out, d, (size_t)x + 1);
+		o = (size_t)x + 1;
+		if (n > o) {
+			out[o] = '.';
+			memcpy(out + o + 1, d + o, n - o);
+			o = n + 1;
+		}
+	} else { /* 0.000ddd */
+		out[o++] = '0';
+		out[o++] = '.';
+		for (int i = -1; i > x; i--)
+			out[o++] = '0';
+		memcpy(out + o, d, n);
+		o += n;
+	}
+	*ret_len = o;
+	return true;
+}
+
 /* Shortest %g form that reads back as the same double; never "-0". */
 static void out_double(struct out *o, double v)
 {
 	char tmp[32];
+	size_t n;
 
 	if (v == 0)
 		v = 0;
+	if (short_g(v, tmp, &n)) {
+		out_put(o, tmp, n);
+		return;
+	}
 	for (int prec = 1; prec <= 17; prec++) {
 		snprintf(tmp, sizeof(tmp), "%.*g", prec, v);
 		if (strtod(tmp, NULL) == v)
 			break;
 	}
-	out_printf(o, "%s", tmp);
+	out_str(o, tmp);
 }
 
 /* The model is printable ASCII (checked); only '"' and '\' need escaping. */
 static void out_string(struct out *o, const char *s)
 {
-	out_printf(o, "\"");
-	for (; *s; s++)
-		out_printf(o, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
-	out_printf(o, "\"");
+	OUT_LIT(o, "\"");
+	while (*s) {
+		size_t run = strcspn(s, "\"\\");
+
+		out_put(o, s, run);
+		s += run;
+		if (*s) {
+			char esc[2] = { '\\', *s++ };
+
+			out_put(o, esc, 2);
+		}
+	}
+	OUT_LIT(o, "\"");
 }
 
 static int out_finish(struct out *o, size_t *ret_len)
@@ -199,24 +320,41 @@ int vw_proto_encode_host(const struct vw_host_frame *f, char *buf, size_t size, 
 		return -EINVAL;
 	if (size == 0)
 		return -ENOBUFS;
-	out_printf(&o, "{\"v\":%u,\"epoch\":%" PRIu64 ",\"seq\":%" PRIu64 ",\"vm\":\"%s\"",
-		   VW_PROTO_VERSION, f->epoch, f->seq, f->vm_uuid);
-	out_printf(&o, ",\"interval_ms\":%" PRIu64 ",\"src\":\"%s\",\"model\":", f->interval_ms,
-		   f->source);
+	/* Written piece by piece (no printf: a frame per VM per round), byte-identical to
+	 * {"v":%u,"epoch":%llu,"seq":%llu,"vm":"%s","interval_ms":%llu,"src":"%s","model":... */
+	OUT_LIT(&o, "{\"v\":");
+	out_u64(&o, VW_PROTO_VERSION);
+	OUT_LIT(&o, ",\"epoch\":");
+	out_u64(&o, f->epoch);
+	OUT_LIT(&o, ",\"seq\":");
+	out_u64(&o, f->seq);
+	OUT_LIT(&o, ",\"vm\":\"");
+	out_str(&o, f->vm_uuid);
+	OUT_LIT(&o, "\",\"interval_ms\":");
+	out_u64(&o, f->interval_ms);
+	OUT_LIT(&o, ",\"src\":\"");
+	out_str(&o, f->source);
+	OUT_LIT(&o, "\",\"model\":");
 	out_string(&o, f->model);
-	out_printf(&o, ",\"zones\":{");
+	OUT_LIT(&o, ",\"zones\":{");
 	for (size_t i = 0; i < f->n_zones; i++) {
 		const struct vw_proto_zone *z = &f->zones[i];
 
-		out_printf(&o, "%s\"%s\":{\"idle_uj\":%" PRIu64 ",\"active_uj\":%" PRIu64
-			       ",\"idle_w\":",
-			   i ? "," : "", vw_zone_name(z->zone), z->idle_uj, z->active_uj);
+		if (i)
+			OUT_LIT(&o, ",");
+		OUT_LIT(&o, "\"");
+		out_str(&o, vw_zone_name(z->zone));
+		OUT_LIT(&o, "\":{\"idle_uj\":");
+		out_u64(&o, z->idle_uj);
+		OUT_LIT(&o, ",\"active_uj\":");
+		out_u64(&o, z->active_uj);
+		OUT_LIT(&o, ",\"idle_w\":");
 		out_double(&o, z->idle_w);
-		out_printf(&o, ",\"active_w\":");
+		OUT_LIT(&o, ",\"active_w\":");
 		out_double(&o, z->active_w);
-		out_printf(&o, "}");
+		OUT_LIT(&o, "}");
 	}
-	out_printf(&o, "}}\n");
+	OUT_LIT(&o, "}}\n");
 	return out_finish(&o, ret_len);
 }
 

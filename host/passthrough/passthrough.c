@@ -116,6 +116,15 @@ static int reserve(struct vw_host_passthrough *p, size_t n)
 	return 0;
 }
 
+/* What snprintf(dst, size, "%s", src) writes, without printf (two strings a VM an interval). */
+static void copy_str(char *dst, size_t size, const char *src)
+{
+	size_t n = strnlen(src, size - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
 /* Each VM's interval to the publisher, which adds them up for its guest. */
 static void feed(struct vw_host_passthrough *p, const struct vw_workloads *w)
 {
@@ -131,8 +140,8 @@ static void feed(struct vw_host_passthrough *p, const struct vw_workloads *w)
 		const struct vw_group_energy *g = &p->ge[i];
 		struct vw_vm_energy *e = &p->vm[i];
 
-		snprintf(e->uuid, sizeof(e->uuid), "%s", g->id);
-		snprintf(e->channel_path, sizeof(e->channel_path), "%s",
+		copy_str(e->uuid, sizeof(e->uuid), g->id);
+		copy_str(e->channel_path, sizeof(e->channel_path),
 			 vw_vm_channels_get(p->channels, g->id));
 		e->n_zones = g->n_zones;
 		memcpy(e->zones, g->zones, sizeof(e->zones));

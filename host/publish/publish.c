@@ -380,7 +380,12 @@ static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in, siz
 	}
 	vm->listed = true;
 	vm->gone_ns = 0;
-	snprintf(vm->channel_path, sizeof(vm->channel_path), "%s", in->channel_path);
+	if (strncmp(vm->channel_path, in->channel_path, sizeof(vm->channel_path)) != 0) {
+		size_t n = strnlen(in->channel_path, sizeof(vm->channel_path) - 1);
+
+		memcpy(vm->channel_path, in->channel_path, n); /* as snprintf("%s") did, once */
+		vm->channel_path[n] = '\0';
+	}
 	r = vm_open(p, vm);
 	if (vm->live)
 		vw_pub_chan_set_path(&vm->chan, p->epfd, vm->channel_path, p->now_ns);

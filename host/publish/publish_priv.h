@@ -82,6 +82,7 @@ struct vw_pub_share {
 	uint64_t offset_uj[VW_PUB_RAPL__COUNT]; /* energy_uj found at first sight (continued) */
 	uint64_t last_uj[VW_PUB_RAPL__COUNT];   /* last value written, unwrapped */
 	bool primed[VW_PUB_RAPL__COUNT];        /* offset read back (once per process) */
+	bool written[VW_PUB_RAPL__COUNT];       /* energy_uj holds last_uj (since the zone opened) */
 	bool no_fsync; /* the folder is on tmpfs or ramfs, where fsync() does nothing */
 	struct vw_complaint complaint;
 };
@@ -91,7 +92,8 @@ void vw_pub_share_init(struct vw_pub_share *s);
 void vw_pub_share_done(struct vw_pub_share *s);
 /*
  * Write frame.json and, for each zone with have[z], energy_uj = (continued offset + energy_uj[z])
- * mod max_range_uj, never below the last value written. Creates the folder and tree on first
+ * mod max_range_uj, never below the last value written (and not written again while it has not
+ * changed: an idle VM's dram, say). Creates the folder and tree on first
  * use. -errno; a symlink in place of a directory is refused (-ENOTDIR), never followed, and
  * one in place of a file is replaced, its target untouched.
  */

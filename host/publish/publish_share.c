@@ -103,6 +103,7 @@ static int open_zone(struct vw_pub_share *s, enum vw_pub_rapl z, uint64_t max_ra
 	if (fd < 0)
 		return fd;
 	s->zone_fd[z] = fd;
+	s->written[z] = false;
 	if (s->primed[z])
 		return 0;
 	s->primed[z] = true;
@@ -138,9 +139,13 @@ static int write_zone(struct vw_pub_share *s, enum vw_pub_rapl z, uint64_t energ
 		v = UINT64_MAX; /* saturate rather than wrap the unwrapped count */
 	if (v < s->last_uj[z])
 		v = s->last_uj[z];
+	if (s->written[z] && v == s->last_uj[z])
+		return 0; /* the file holds it: four system calls saved */
 	r = write_u64(s, s->zone_fd[z], "energy_uj", v % max_range_uj);
-	if (r == 0)
+	if (r == 0) {
 		s->last_uj[z] = v;
+		s->written[z] = true;
+	}
 	return r;
 }
 

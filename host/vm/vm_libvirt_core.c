@@ -8,9 +8,13 @@
  * reconcile_ns (fetching every XML again then, for hot-plugged devices). A lost connection is
  * closed and retried with a doubling delay; the domain list is kept meanwhile.
  *
- * list() asks the worker for fresh stats and waits at most list_timeout_ns for them (not at all
- * while a previous request is still outstanding: a hung libvirtd costs one timeout, not one per
- * call), then returns the cache. QEMU PIDs (and vCPU counts the XML lacks) come from procfs in
+ * list() asks the worker for fresh stats when they are due and waits at most list_timeout_ns for
+ * them (not at all while a previous request is still outstanding: a hung libvirtd costs one
+ * timeout, not one per call), then returns the cache. Stats are due every stats_every_ns (10 s),
+ * and at once while a domain the cache calls active has no QEMU process: lifecycle events keep
+ * the cache current, so the stats only catch a missed event, and the one that matters, a missed
+ * stop, leaves a domain whose QEMU is gone (100 domains' stats every 1 s interval were a quarter
+ * of what 100 VMs cost the daemon). QEMU PIDs (and vCPU counts the XML lacks) come from procfs in
  * the caller's thread: libvirt has no API for the PID (the pid file and status XML under
  * /run/libvirt are root-only and per-driver), so the QEMU whose -uuid is the domain's is found
  * by a scan of command lines, kept with its start time and rechecked on every list() (a reused
@@ -35,6 +39,7 @@
 #define DEFAULT_BACKOFF_MIN_NS VW_NSEC_PER_SEC
 #define DEFAULT_BACKOFF_MAX_NS (60 * VW_NSEC_PER_SEC)
 #define DEFAULT_LIST_TIMEOUT_NS (500 * VW_NSEC_PER_MSEC)
+#define DEFAULT_STATS_EVERY_NS (10 * VW_NSEC_PER_SEC)
 #define MAX_WAIT_NS VW_NSEC_PER_SEC /* the worker looks at the clock at least this often */
 
 struct dom {
@@ -50,7 +55,7 @@ struct lv {
 	int procfd;
 	char *uri;
 	char hypervisor[16]; /* when the XML says nothing */
-	uint64_t reconcile_ns, backoff_min_ns, backoff_max_ns, list_timeout_ns;
+	uint64_t reconcile_ns, backoff_min_ns, backoff_max_ns, list_timeout_ns, stats_every_ns;
 
 	pthread_mutex_t mu; /* everything below */
 	pthread_cond_t wake, done;
@@ -60,8 +65,10 @@ struct lv {
 	void *conn;
 	bool lost;
 	uint64_t backoff_ns, next_connect_ns, next_reconcile_ns;
-	bool want_reconcile;
+	bool want_reconcile, reconciling;
 	uint64_t stats_req, stats_done;
+	uint64_t stats_ns;    /* when stats were last applied (vw_now_ns()), 0: never */
+	bool qemu_missing;    /* the last list() found an active domain without its QEMU */
 	struct dom *doms;
 	size_t n_doms, cap_doms;
 	struct vw_vm_libvirt_counters counters;
@@ -304,6 +311,8 @@ static void refresh_stats(struct lv *lv)
 		return;
 	}
 	apply_stats(lv, st, n);
+	lv->stats_ns = vw_now_ns();
+	lv->counters.stats_fetches++;
 }
 
 /* Whether the XML of a listed domain must be fetched (lock held). */
@@ -332,7 +341,7 @@ static void fetch_xml(struct lv *lv, void *conn, struct fetched *f)
 	f->have_xml = true; /* a bad document is not fetched again until the next full pass */
 }
 
-static void reconcile(struct lv *lv, bool full)
+static void reconcile_pass(struct lv *lv, bool full)
 {
 	_cleanup_free_ struct vw_virt_dom *doms = NULL;
 	_cleanup_free_ struct fetched *f = NULL;
@@ -343,6 +352,7 @@ static void reconcile(struct lv *lv, bool full)
 	int r;
 
 	lv->want_reconcile = false;
+	lv->reconciling = true;
 	lv->counters.reconciles++;
 	pthread_mutex_unlock(&lv->mu);
 	r = lv->api->list(conn, &doms, &n);
@@ -386,6 +396,12 @@ static void reconcile(struct lv *lv, bool full)
 		}
 	}
 	refresh_stats(lv);
+}
+
+static void reconcile(struct lv *lv, bool full)
+{
+	reconcile_pass(lv, full);
+	lv->reconciling = false;
 }
 
 /* ---- Worker loop ---- */
@@ -545,7 +561,10 @@ static int open_lv(const struct vw_vm_env *env, const struct vw_virt_api *api, v
 							 : DEFAULT_BACKOFF_MAX_NS,
 				    lv->backoff_min_ns);
 	lv->list_timeout_ns = env->list_timeout_ns ? env->list_timeout_ns : DEFAULT_LIST_TIMEOUT_NS;
+	lv->stats_every_ns = env->libvirt_stats_every_ns ? env->libvirt_stats_every_ns
+							  : DEFAULT_STATS_EVERY_NS;
 	lv->backoff_ns = lv->backoff_min_ns;
+	lv->qemu_missing = true; /* not looked for yet: the first list() asks for stats */
 	lv->next_connect_ns = vw_now_ns();
 	lv->dormant = dormant;
 	r = lv->uri ? init_locks(lv) : -ENOMEM;
@@ -625,7 +644,18 @@ void vw_vm_libvirt_close(void *state)
 	free(lv);
 }
 
-/* Ask the worker for fresh stats and wait a bounded time (lock held). */
+/* Whether list() needs fresh stats (lock held): stats_every_ns passed, a domain the cache
+ * calls active had no QEMU process in the last list() (stopped, its event missed?), or a
+ * reconcile is asked for or running, which the list waits for (the worker does it first). */
+static bool stats_due(const struct lv *lv)
+{
+	uint64_t now = vw_now_ns();
+
+	return lv->qemu_missing || lv->want_reconcile || lv->reconciling || !lv->stats_ns ||
+	       now < lv->stats_ns || now - lv->stats_ns >= lv->stats_every_ns;
+}
+
+/* Ask the worker for fresh stats when due and wait a bounded time (lock held). */
 static void fresh_stats(struct lv *lv)
 {
 	struct timespec ts;
@@ -633,6 +663,8 @@ static void fresh_stats(struct lv *lv)
 
 	if (!lv->conn || lv->lost || lv->stats_done != lv->stats_req)
 		return; /* nothing to ask, or a request is stuck in a hung libvirtd */
+	if (!stats_due(lv))
+		return; /* the events keep the cache current */
 	target = ++lv->stats_req;
 	pthread_cond_signal(&lv->wake);
 	ts = deadline_in(lv->list_timeout_ns);
@@ -671,11 +703,13 @@ static int snapshot(struct lv *lv, struct vw_vm_info **ret, int **ret_ids, size_
 /* What procfs found goes back into the table, unless the domain restarted meanwhile. */
 static void write_back(struct lv *lv, const struct vw_vm_info *vms, const int *ids, size_t n)
 {
+	lv->qemu_missing = false;
 	for (size_t i = 0; i < n; i++) {
 		struct dom *d;
 
 		if (vms[i].state == VW_VM_SHUTOFF)
 			continue;
+		lv->qemu_missing |= vms[i].qemu_pid == 0;
 		d = find_dom_at(lv, vms[i].uuid, i);
 		if (!d || d->gone || d->id != ids[i])
 			continue;

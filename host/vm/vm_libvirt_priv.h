@@ -92,7 +92,7 @@ void vw_vm_libvirt_close(void *state);
 
 struct vw_vm_libvirt_counters {
 	bool connected;
-	unsigned connects, connect_failures, reconciles, xml_fetches;
+	unsigned connects, connect_failures, reconciles, xml_fetches, stats_fetches;
 	uint64_t next_connect_ns; /* when the next attempt is due (vw_now_ns() clock) */
 };
 
