@@ -89,7 +89,22 @@ struct vw_proc_cpu *vw_cpu_table_new_proc(struct vw_cpu_table *t)
 		return NULL;
 	p = &t->procs[t->n_procs++];
 	*p = (struct vw_proc_cpu){ 0 };
+	t->in_order = false;
 	return p;
+}
+
+int vw_cpu_table_reserve(struct vw_cpu_table *t, size_t n)
+{
+	struct vw_proc_cpu *p;
+
+	if (n <= t->cap_procs)
+		return 0;
+	p = reallocarray(t->procs, n, sizeof(*t->procs));
+	if (!p)
+		return -ENOMEM;
+	t->procs = p;
+	t->cap_procs = n;
+	return 0;
 }
 
 static int cmp_u64(uint64_t a, uint64_t b)
@@ -97,7 +112,7 @@ static int cmp_u64(uint64_t a, uint64_t b)
 	return a < b ? -1 : a > b;
 }
 
-static int cmp_proc(const void *a, const void *b)
+static inline int cmp_proc(const void *a, const void *b)
 {
 	const struct vw_proc_cpu *x = a, *y = b;
 
@@ -108,7 +123,9 @@ static int cmp_proc(const void *a, const void *b)
  * a table already in order costs one pass, a sorted part and another appended one merge. */
 void vw_cpu_table_sort(struct vw_cpu_table *t)
 {
-	vw_sort_runs(t->procs, t->n_procs, sizeof(*t->procs), cmp_proc);
+	if (!t->in_order)
+		vw_sort_runs(t->procs, t->n_procs, sizeof(*t->procs), cmp_proc);
+	t->in_order = true;
 }
 
 const struct vw_proc_cpu *vw_cpu_table_find_n(const struct vw_cpu_table *t, size_t n,
@@ -130,6 +147,7 @@ const struct vw_proc_cpu *vw_cpu_table_find(const struct vw_cpu_table *t, uint32
 void vw_cpu_table_clear(struct vw_cpu_table *t)
 {
 	t->n_procs = 0;
+	t->in_order = false;
 }
 
 void vw_cpu_table_free(struct vw_cpu_table *t)
@@ -177,7 +195,9 @@ void vw_cpu_history_finish(struct vw_cpu_history *h, struct vw_cpu_snapshot *ret
 			continue; /* reported last time */
 		if (was && was->cpu_ns > p->cpu_ns)
 			p->cpu_ns = was->cpu_ns;
-		cur->procs[n++] = *p;
+		if (n != i) /* once one was dropped */
+			cur->procs[n] = *p;
+		n++;
 	}
 	cur->n_procs = n;
 	*ret = (struct vw_cpu_snapshot){ .procs = cur->procs, .n_procs = cur->n_procs };

@@ -6,6 +6,7 @@
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,11 +18,15 @@
 struct vw_cpu_table {
 	struct vw_proc_cpu *procs;
 	size_t n_procs, cap_procs;
+	bool in_order; /* known sorted (set by a sort or by a builder that writes in order; an
+			* append clears it): the next sort is skipped */
 };
 
 /* Append a zeroed process; NULL on ENOMEM. */
 struct vw_proc_cpu *vw_cpu_table_new_proc(struct vw_cpu_table *t);
-/* Sort processes by (tgid, start_time). */
+/* Room for n processes in all (n_procs unchanged); -ENOMEM. */
+int vw_cpu_table_reserve(struct vw_cpu_table *t, size_t n);
+/* Sort processes by (tgid, start_time); nothing to do where in_order says so. */
 void vw_cpu_table_sort(struct vw_cpu_table *t);
 /* In a sorted table (or its sorted first n entries). NULL when absent. */
 const struct vw_proc_cpu *vw_cpu_table_find(const struct vw_cpu_table *t, uint32_t tgid,

@@ -45,10 +45,12 @@ int vw_bpf_rec_add_proc(struct vw_cpu_table *t, const void *key, const void *val
 
 /*
  * The live records, len bytes of struct vw_bpf_task_rec (one a thread, or one a process from
- * the walk; sorted here, in place): each process's runtime added to its entry (made when no
- * thread of it has exited yet), its kind, cgroup and comm the group leader's. Then t is sorted
- * and the bases subtracted (a value below its base reads 0; an exited process's base goes).
- * -EBADMSG when len is not whole records, -ENOMEM.
+ * the walk; put in order here, in place or through an index): each process's runtime added to
+ * its entry (made when no thread of it has exited yet), its kind, cgroup and comm the group
+ * leader's, and the bases subtracted (a value below its base reads 0; an exited process's base
+ * goes), all in one merge of the map's entries with the records: t is then sorted (in_order
+ * set, so the history layer's finish does not sort it again). -EBADMSG when len is not whole
+ * records, -ENOMEM.
  */
 int vw_bpf_rec_finish(struct vw_cpu_table *t, void *live, size_t len, struct vw_bpf_bases *bases,
 		      uint64_t ns_per_tick);
