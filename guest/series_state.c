@@ -11,6 +11,7 @@
 
 #include "energy.h"
 #include "fileio.h"
+#include "json.h"
 #include "macro.h"
 #include "prom.h"
 #include "selfstats.h"
@@ -355,58 +356,22 @@ size_t vw_series_state_max_file_bytes(size_t max_series)
 	return max_series * (2 * VW_SERIES_KEY_MAX + 32) + 4096;
 }
 
-/* A key as a JSON string's body: '"' and '\\' escaped, control bytes as \u00XX, every other byte
- * as is (as json-c writes it, less its optional "\/"). Its length; written at out unless NULL. */
-static size_t json_escape(const char *key, char *out)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t n = 0;
-
-	for (const unsigned char *c = (const unsigned char *)key; *c; c++) {
-		char esc = 0;
-
-		switch (*c) {
-		case '"': esc = '"'; break;
-		case '\\': esc = '\\'; break;
-		case '\b': esc = 'b'; break;
-		case '\f': esc = 'f'; break;
-		case '\n': esc = 'n'; break;
-		case '\r': esc = 'r'; break;
-		case '\t': esc = 't'; break;
-		default: break;
-		}
-		if (esc) {
-			if (out) {
-				out[n] = '\\';
-				out[n + 1] = esc;
-			}
-			n += 2;
-		} else if (*c < 0x20) {
-			if (out)
-				memcpy(&out[n], (char[]){ '\\', 'u', '0', '0', hex[*c >> 4], hex[*c & 15] },
-				       6);
-			n += 6;
-		} else {
-			if (out)
-				out[n] = (char)*c;
-			n++;
-		}
-	}
-	return n;
-}
-
 /* One series' "key":value, its length; written at out unless NULL. */
 static size_t put_series(const struct vw_series_state *s, const struct entry *e, char *out)
 {
 	uint64_t v = vw_energy_add(e->offset, e->last_raw);
+	const char *name;
 	char num[24];
 	size_t k, n;
 
 	if (v > INT64_MAX)
 		v = INT64_MAX;
 	n = (size_t)snprintf(num, sizeof(num), "%s%" PRIu64, "\":", v);
-	k = key_name(e) == NAME_NONE ? 0 : json_escape(s->names[key_name(e)], out ? out + 1 : NULL);
-	k += json_escape(key_rest(e), out ? out + 1 + k : NULL);
+	name = key_name(e) == NAME_NONE ? "" : s->names[key_name(e)];
+	/* Bytes that are no UTF-8 (never in a rendered key) kept: the key reads back the same. */
+	k = vw_json_escape(name, strlen(name), out ? out + 1 : NULL, VW_JSON_INVALID_KEEP);
+	k += vw_json_escape(key_rest(e), strlen(key_rest(e)), out ? out + 1 + k : NULL,
+			    VW_JSON_INVALID_KEEP);
 	if (out) {
 		out[0] = '"';
 		memcpy(out + 1 + k, num, n);

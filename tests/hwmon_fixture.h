@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * What the hwmon meters' tests share (test_hwmon.c, the ACPI meter; test_hwmon_generic.c, the
+ * What the hwmon meters' tests share (test_acpi.c, the ACPI meter; test_hwmon_generic.c, the
  * generic sensors): fixture machines whose class/hwmon/hwmonN are symlinks into devices/ as on
  * a real one, a source opened and read over them at a time driven by hand, the log by level,
  * openat wrapped (tests/openat_fixture.h) to refuse a file with EACCES even as root and to

@@ -28,6 +28,7 @@
 
 #include "fixture.h"
 #include "host_fixture.h"
+#include "json.h"
 #include "macro.h"
 #include "vm_fixture.h"
 
@@ -241,33 +242,37 @@ struct result {
 static bool vm_query(const char *promql, const char *label, struct result *res)
 {
 	CURL *c = curl_easy_init();
-	char *q = curl_easy_escape(c, promql, 0), url[2048], needle[80];
+	char *q = curl_easy_escape(c, promql, 0), url[2048];
+	struct json_tokener *tok = vw_json_tokener_new(16);
+	_cleanup_json_ struct json_object *root = NULL;
+	struct json_object *list;
 	long code = 0;
-	char *body, *p;
+	char *body;
 
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/api/v1/query?query=%s", F.vm_port, q);
 	curl_free(q);
 	curl_easy_cleanup(c);
 	body = vw_fixture_http_get(url, &code);
 	res->n = 0;
-	if (!body || code != 200) {
-		free(body);
-		return false;
-	}
-	/* {"metric":{..."label":"key"...},"value":[ts,"v"]} */
-	snprintf(needle, sizeof(needle), "\"%s\":\"", label);
-	for (p = body; (p = strstr(p, "\"metric\":{")) && res->n < 8;) {
-		char *k = strstr(p, needle), *v = strstr(p, "\"value\":[");
-		char *comma = v ? strchr(v, ',') : NULL;
-
-		if (!k || !v || k > v || !comma)
-			break;
-		k += strlen(needle);
-		snprintf(res->key[res->n], sizeof(res->key[0]), "%.*s", (int)strcspn(k, "\""), k);
-		res->value[res->n++] = strtod(comma + 2, NULL);
-		p = comma;
-	}
+	/* {"status":"success","data":{"result":[{"metric":{"label":"key",...},"value":[ts,"v"]}]}} */
+	if (body && code == 200 && tok)
+		root = vw_json_parse(tok, body, strlen(body), json_type_object);
 	free(body);
+	json_tokener_free(tok);
+	list = vw_jarr(vw_jobj(root, "data"), "result");
+	if (!list)
+		return false;
+	for (size_t i = 0; i < json_object_array_length(list) && res->n < 8; i++) {
+		struct json_object *r = json_object_array_get_idx(list, i);
+		struct json_object *v = vw_jarr(r, "value");
+		const char *key = vw_jstr(vw_jobj(r, "metric"), label);
+		const char *num = v ? vw_jstr_value(json_object_array_get_idx(v, 1)) : NULL;
+
+		if (!key || !num)
+			return false;
+		snprintf(res->key[res->n], sizeof(res->key[0]), "%s", key);
+		res->value[res->n++] = strtod(num, NULL);
+	}
 	return true;
 }
 

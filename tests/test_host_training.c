@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "daemon.h"
+#include "exposition_fixture.h"
 #include "fileio.h"
 #include "fixture.h"
 #include "host_fixture.h"
@@ -320,12 +321,11 @@ static bool file_exists(const char *dir, const char *name)
 	return access(p, F_OK) == 0;
 }
 
+/* The package zone's fit samples of a target (its labels as written). */
 static double glue_samples(const char *text, const char *target)
 {
-	char match[256];
-
-	snprintf(match, sizeof(match), "%s,zone=\"package\"", target);
-	return vw_fixture_sample_sum(text, "virtwatt_model_fit_samples", match);
+	return vw_expo_sum(text, "virtwatt_model_fit_samples",
+			   (const char *const[]){ target, "zone=\"package\"", NULL });
 }
 
 #define NODE_TARGET "target=\"node\",vm_id=\"\",vm_name=\"\""

@@ -47,6 +47,9 @@ import time
 import urllib.request
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # nothing written into the source tree
+sys.path.insert(0, os.path.join(HERE, os.pardir, os.pardir, "tests"))
+from exposition import Exposition  # noqa: E402  (tests/exposition.py)
 
 
 def log(msg):
@@ -512,38 +515,12 @@ FAMILIES = ("kepler_node_gpu_joules_total", "kepler_process_gpu_joules_total",
             "virtwatt_node_gpu_idle_baseline_watts", "virtwatt_node_cpu_idle_baseline_watts")
 
 
-def parse_labels(s):
-    out, i = {}, 0
-    while i < len(s):
-        eq = s.index("=", i)
-        key = s[i:eq].strip(", ")
-        j, val = eq + 2, []
-        while s[j] != '"':
-            if s[j] == "\\":
-                j += 1
-            val.append(s[j])
-            j += 1
-        out[key] = "".join(val)
-        i = j + 1
-    return out
-
-
 def parse_metrics(text):
-    """{family: [(labels, value)]} for FAMILIES."""
+    """{family: [(labels, value)]} for FAMILIES (tests/exposition.py reads the text)."""
     out = {f: [] for f in FAMILIES}
-    for line in text.splitlines():
-        if not line.startswith(("kepler_", "virtwatt_")):
-            continue
-        brace = line.find("{")
-        name = line[:brace] if brace >= 0 else line.split()[0]
-        if name not in out:
-            continue
-        if brace >= 0:
-            close = line.rindex("}")
-            labels, value = parse_labels(line[brace + 1:close]), line[close + 1:].split()[0]
-        else:
-            labels, value = {}, line.split()[1]
-        out[name].append((labels, float(value)))
+    for name, labels, value in Exposition(text).samples:
+        if name in out:
+            out[name].append((labels, value))
     return out
 
 

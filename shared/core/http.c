@@ -40,6 +40,7 @@
 #include "conntable.h"
 #include "crypt_lazy.h"
 #include "fileio.h"
+#include "json.h"
 #include "log.h"
 #include "macro.h"
 #include "prom.h"
@@ -469,16 +470,10 @@ static VW_MHD_RESULT reply_json_status(const struct server *s, struct MHD_Connec
 		return MHD_NO;
 	fprintf(f, "{\"status\":\"%s\"", status);
 	if (!ok) {
-		fputs(",\"reason\":\"", f);
-		for (const unsigned char *p = (const unsigned char *)reason; *p; p++) {
-			if (*p == '"' || *p == '\\')
-				fprintf(f, "\\%c", *p);
-			else if (*p < 0x20)
-				fprintf(f, "\\u%04x", *p);
-			else
-				fputc(*p, f);
-		}
-		fputc('"', f);
+		char esc[VW_JSON_ESCAPED_MAX(400)]; /* reason: a why[400] */
+		size_t n = strnlen(reason, 400);
+
+		fprintf(f, ",\"reason\":\"%.*s\"", (int)vw_json_escape(reason, n, esc, VW_JSON_INVALID_REPLACE), esc);
 	}
 	fputs("}\n", f);
 	if (fclose(f) != 0) {

@@ -2,6 +2,9 @@
 #include "json.h"
 
 #include <limits.h>
+#include <stdint.h>
+
+#include "utf8.h"
 
 struct json_tokener *vw_json_tokener_new(int depth)
 {
@@ -31,4 +34,48 @@ struct json_object *vw_json_parse(struct json_tokener *tok, const char *s, size_
 	}
 	json_tokener_reset(tok);
 	return o;
+}
+
+/* Copies n bytes to out[len] unless out is NULL; the new length. */
+static size_t put(char *out, size_t len, const char *s, size_t n)
+{
+	if (out)
+		memcpy(out + len, s, n);
+	return len + n;
+}
+
+size_t vw_json_escape(const char *s, size_t n, char *out, enum vw_json_invalid invalid)
+{
+	static const char hex[] = "0123456789abcdef";
+	static const char shortcut[0x20] = { ['\b'] = 'b', ['\f'] = 'f', ['\n'] = 'n',
+					     ['\r'] = 'r', ['\t'] = 't' };
+	size_t len = 0, run = 0; /* run: the bytes before i that go out as they are */
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		uint32_t cp;
+
+		if (c >= 0x80) {
+			size_t k = vw_utf8_decode((const unsigned char *)s + i, n - i, &cp);
+
+			if (k || invalid == VW_JSON_INVALID_KEEP) {
+				k = VW_MAX(k, (size_t)1);
+				run += k;
+				i += k - 1;
+				continue;
+			}
+		} else if (c >= 0x20 && c != '"' && c != '\\') {
+			run++;
+			continue;
+		}
+		len = put(out, len, s + i - run, run);
+		run = 0;
+		if (c >= 0x80)
+			len = put(out, len, "\xef\xbf\xbd", 3); /* U+FFFD */
+		else if (c >= 0x20 || shortcut[c])
+			len = put(out, len, (char[]){ '\\', c >= 0x20 ? (char)c : shortcut[c] }, 2);
+		else
+			len = put(out, len, (char[]){ '\\', 'u', '0', '0', hex[c >> 4], hex[c & 15] }, 6);
+	}
+	return put(out, len, s + n - run, run);
 }

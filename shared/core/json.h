@@ -2,7 +2,8 @@
 /*
  * json-c for untrusted input: a strict tokener with a depth limit, one parse of
  * a whole buffer into a value of an expected type, and type-checked accessors. Shared by the
- * pod metadata client and the container-runtime metadata reader.
+ * pod metadata client and the container-runtime metadata reader; and the one JSON string escaper
+ * of the writers that do without json-c.
  */
 #pragma once
 
@@ -61,3 +62,20 @@ static inline const char *vw_jstr(struct json_object *o, const char *key)
 {
 	return vw_jstr_value(vw_jget(o, key, json_type_string));
 }
+
+/* The most bytes vw_json_escape() writes for n input bytes (a control byte as \u00XX). */
+#define VW_JSON_ESCAPED_MAX(n) (6 * (n))
+
+/* What vw_json_escape() does with a byte that starts no valid UTF-8 sequence. */
+enum vw_json_invalid {
+	VW_JSON_INVALID_REPLACE, /* U+FFFD: the JSON is valid whatever the input */
+	VW_JSON_INVALID_KEEP,    /* as it is: json-c (not validating) reads the same bytes back */
+};
+
+/*
+ * s[0, n) as the body of a JSON string (without its quotes), as json-c writes it less its
+ * optional "\/": '"' and '\\' escaped, \b \f \n \r \t, any other control byte as \u00XX,
+ * valid UTF-8 as it is, invalid bytes as `invalid` says. Its length; written at out
+ * (VW_JSON_ESCAPED_MAX(n) bytes, not NUL-terminated) unless out is NULL.
+ */
+size_t vw_json_escape(const char *s, size_t n, char *out, enum vw_json_invalid invalid);

@@ -147,6 +147,8 @@ static int gpu_input(struct vw_workloads *w, const struct vw_workloads_gpu_in *g
 	for (size_t i = 0; i < gi->n_pids; i++) {
 		struct wl_proc *p = g->owners[i] = gpu_owner(w, gi->pids[i].pid);
 
+		if (p && !p->gpu && !(p->gpu = calloc(1, sizeof(*p->gpu)))) /* for add_shares() */
+			return -ENOMEM;
 		g->uses[i] = (struct vw_gpu_attr_use){
 			.active_uj = gi->pids[i].active_uj, .known = p != NULL,
 			.container = p && vw_wl_in_container(w, p) ? p->container : -1 };
@@ -182,7 +184,8 @@ static void add_gpu(struct acc *a, int m, uint64_t uj)
 static void clear_gpu_intervals(struct vw_workloads *w)
 {
 	for (size_t i = 0; i < w->n_procs; i++)
-		w->procs[i].gpu.interval[M_ACTIVE] = 0;
+		if (w->procs[i].gpu)
+			w->procs[i].gpu->interval[M_ACTIVE] = 0;
 	for (size_t i = 0; i < w->n_conts; i++)
 		w->conts[i].gpu.interval[M_ACTIVE] = 0;
 	for (size_t i = 0; i < w->n_pods; i++)
@@ -197,9 +200,10 @@ static void add_shares(struct vw_workloads *w, const struct gpu_input *g,
 {
 	for (size_t i = 0; i < g->in.n_uses; i++)
 		if (a->uses[i]) {
-			g->owners[i]->gpu.uj[M_ACTIVE] =
-				vw_energy_add(g->owners[i]->gpu.uj[M_ACTIVE], a->uses[i]);
-			g->owners[i]->gpu.interval[M_ACTIVE] += a->uses[i];
+			struct acc *gpu = g->owners[i]->gpu; /* gpu_input() made it */
+
+			gpu->uj[M_ACTIVE] = vw_energy_add(gpu->uj[M_ACTIVE], a->uses[i]);
+			gpu->interval[M_ACTIVE] += a->uses[i];
 		}
 	for (size_t c = 0; c < w->n_conts; c++)
 		add_gpu(&w->conts[c].gpu, M_ACTIVE, a->cont_active[c]);
@@ -260,18 +264,19 @@ static int single_micro(struct vw_prom_writer *pw, int fam, const char *const *v
 
 static uint64_t gpu_energy(const struct wl_proc *p)
 {
-	return p->gpu.uj[M_ACTIVE];
+	return p->gpu ? p->gpu->uj[M_ACTIVE] : 0;
 }
 
 /* The levels' items, each giving its GPU accumulator (z is -1: no zone). */
 static const struct acc *proc_item(const struct vw_workloads *w, const void *ctx, size_t i,
 				   int z, const char *node, struct wl_labels *l)
 {
+	static const struct acc no_gpu;
 	const struct wl_proc *p = &w->procs[((const size_t *)ctx)[i]];
 
 	(void)z;
 	vw_wl_proc_labels(w, p, node, NULL, l);
-	return &p->gpu;
+	return p->gpu ? p->gpu : &no_gpu;
 }
 
 static const struct acc *cont_item(const struct vw_workloads *w, const void *ctx, size_t i,

@@ -251,6 +251,8 @@ static void compact_procs(struct vw_workloads *w, const struct pass *p, uint64_t
 			w->evictions[VW_TABLE_PROCESS]++;
 		vw_intern_put(w->exes, pr->exe);
 		free(pr->z);
+		free(pr->hw);
+		free(pr->gpu);
 	}
 	w->n_procs = j;
 }

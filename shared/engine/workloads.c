@@ -66,6 +66,8 @@ void vw_workloads_free(struct vw_workloads *w)
 	for (size_t i = 0; i < w->n_procs; i++) {
 		vw_intern_put(w->exes, w->procs[i].exe);
 		free(w->procs[i].z);
+		free(w->procs[i].hw);
+		free(w->procs[i].gpu);
 	}
 	free(w->procs);
 	vw_intern_free(w->exes);
@@ -346,14 +348,23 @@ static uint64_t fwd(uint64_t prev, uint64_t cur)
 	return cur >= prev ? cur - prev : 0;
 }
 
-static void take_counters(struct wl_proc *p, const struct vw_proc_counters *c)
+static int take_counters(struct wl_proc *p, const struct vw_proc_counters *c)
 {
-	p->delta_hw = (struct vw_proc_counters){
-		.cycles = fwd(p->last_hw.cycles, c->cycles),
-		.instructions = fwd(p->last_hw.instructions, c->instructions),
-		.cache_misses = fwd(p->last_hw.cache_misses, c->cache_misses),
+	if (!p->hw && !(p->hw = calloc(1, sizeof(*p->hw))))
+		return -ENOMEM;
+	p->hw->delta = (struct vw_proc_counters){
+		.cycles = fwd(p->hw->last.cycles, c->cycles),
+		.instructions = fwd(p->hw->last.instructions, c->instructions),
+		.cache_misses = fwd(p->hw->last.cache_misses, c->cache_misses),
 	};
-	p->last_hw = *c;
+	p->hw->last = *c;
+	return 0;
+}
+
+static void clear_counters(struct wl_proc *p)
+{
+	if (p->hw)
+		p->hw->delta = (struct vw_proc_counters){ 0 };
 }
 
 /*
@@ -380,10 +391,11 @@ static int sort_added(struct vw_workloads *w, size_t sorted)
 static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *snap)
 {
 	size_t sorted = w->n_procs, at = 0;
+	int hw_err = 0, sorted_err;
 
 	for (size_t i = 0; i < w->n_procs; i++) {
 		w->procs[i].delta_ns = 0;
-		w->procs[i].delta_hw = (struct vw_proc_counters){ 0 };
+		clear_counters(&w->procs[i]);
 		w->procs[i].seen = false;
 	}
 	w->hw_available = snap->counters ? snap->hw_available : 0;
@@ -421,12 +433,13 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 		}
 		p->last_cpu_ns = s->cpu_ns;
 		p->cpu_ns += p->delta_ns;
-		if (snap->counters)
-			take_counters(p, &snap->counters[i]);
+		if (snap->counters && take_counters(p, &snap->counters[i]) < 0)
+			hw_err = -ENOMEM; /* the rest merged all the same: the table stays whole */
 		if (s->exited)
 			terminate_proc(p);
 	}
-	return sort_added(w, sorted);
+	sorted_err = sort_added(w, sorted); /* whatever hw_err: the table stays in order */
+	return hw_err < 0 ? hw_err : sorted_err;
 }
 
 /* Every snapshot lists every live process (cpu_account.h): one missing from it has gone. */
@@ -715,8 +728,8 @@ static int attr_input(struct vw_workloads *w, const struct vw_zone_energy zones[
 								  !vw_wl_in_container(w, p) };
 		if (w->hw_available)
 			w->attr_counters[i] = (struct vw_attr_counters){
-				.instructions = p->delta_hw.instructions,
-				.cache_misses = p->delta_hw.cache_misses };
+				.instructions = p->hw ? p->hw->delta.instructions : 0,
+				.cache_misses = p->hw ? p->hw->delta.cache_misses : 0 };
 	}
 	for (size_t i = 0; i < w->n_conts; i++) {
 		const struct wl_container *c = &w->conts[i];
@@ -964,7 +977,7 @@ int vw_workloads_update(struct vw_workloads *w, const struct vw_cpu_snapshot *sn
 	} else {
 		/* No CPU snapshot this interval: nobody ran, as far as we know; nobody ended. */
 		for (size_t i = 0; i < w->n_procs; i++)
-			w->procs[i].delta_ns = 0, w->procs[i].delta_hw = (struct vw_proc_counters){ 0 };
+			w->procs[i].delta_ns = 0, clear_counters(&w->procs[i]);
 	}
 	resolve_late_pods(w);
 	sample_cgroups(w, dt_ns);

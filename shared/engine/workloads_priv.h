@@ -14,7 +14,14 @@ struct acc {
 	uint64_t interval[M__COUNT]; /* the last interval's share */
 };
 
-/* Fields ordered for no padding (176 bytes): a table of 10,000 is 1.7 MiB. */
+/* A process's hardware counters: the last snapshot's and the interval's. */
+struct wl_proc_hw {
+	struct vw_proc_counters last, delta;
+};
+
+/* Fields ordered for no padding (112 bytes): a table of 10,000 is 1.1 MiB. What only some
+ * processes have is allocated on first use: hardware counters (where the PMU's open: not in
+ * most VMs) and GPU energy (GPU users); inline, they were 80 of 176 bytes. */
 struct wl_proc {
 	uint32_t tgid;
 	int container; /* index, -1: none */
@@ -28,14 +35,14 @@ struct wl_proc {
 	bool seen; /* in the current snapshot */
 	uint8_t n_z;
 	uint64_t last_cpu_ns, delta_ns, cpu_ns;
-	struct vw_proc_counters last_hw, delta_hw; /* hardware counters, when the snapshot has them */
 	uint64_t final_gen; /* generation holding the final value; 0 = not yet published */
 	/* Per zone present, at index w->zslot[zone]: a node has 1 to 4 of the 6 zones, so a
 	 * process keeps only those (vw_wl_proc_acc). n_z slots; NULL before its first energy. */
 	struct acc *z;
-	struct acc gpu; /* active GPU energy (workload_gpu.c) */
+	struct wl_proc_hw *hw; /* NULL before a snapshot had counters for it */
+	struct acc *gpu;       /* active GPU energy (workload_gpu.c); NULL before any came */
 };
-_Static_assert(sizeof(struct wl_proc) == 176 || sizeof(void *) != 8, "wl_proc without holes");
+_Static_assert(sizeof(struct wl_proc) == 112 || sizeof(void *) != 8, "wl_proc without holes");
 
 struct wl_container {
 	char id[VW_CONTAINER_ID_LEN];

@@ -15,9 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "macro.h"
 #include "otlp.h"
-#include "utf8.h"
 
 struct sb {
 	char *p;
@@ -25,10 +25,11 @@ struct sb {
 	bool oom;
 };
 
-static void sb_add(struct sb *b, const char *s, size_t n)
+/* Room for n more bytes and a NUL at b->p + b->len; NULL when out of memory (then for good). */
+static char *sb_room(struct sb *b, size_t n)
 {
 	if (b->oom)
-		return;
+		return NULL;
 	if (b->len + n + 1 > b->cap) {
 		size_t cap = b->cap ? b->cap : 4096;
 		char *p;
@@ -38,12 +39,21 @@ static void sb_add(struct sb *b, const char *s, size_t n)
 		p = realloc(b->p, cap);
 		if (!p) {
 			b->oom = true;
-			return;
+			return NULL;
 		}
 		b->p = p;
 		b->cap = cap;
 	}
-	memcpy(b->p + b->len, s, n);
+	return b->p + b->len;
+}
+
+static void sb_add(struct sb *b, const char *s, size_t n)
+{
+	char *at = sb_room(b, n);
+
+	if (!at)
+		return;
+	memcpy(at, s, n);
 	b->len += n;
 	b->p[b->len] = '\0';
 }
@@ -67,48 +77,18 @@ static void sb_printf(struct sb *b, const char *fmt, ...)
 		sb_add(b, buf, VW_MIN((size_t)n, sizeof(buf) - 1));
 }
 
-/* A JSON string of n bytes of s, quoted and escaped; bytes that are not valid UTF-8 (never in
- * our writer's output) become U+FFFD, so the JSON is valid whatever the input. */
+/* A JSON string of n bytes of s, quoted and escaped (vw_json_escape: valid whatever the input). */
 static void sb_json(struct sb *b, const char *s, size_t n)
 {
-	size_t run = 0;
+	char *at = sb_room(b, VW_JSON_ESCAPED_MAX(n) + 2);
 
-	sb_add(b, "\"", 1);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		uint32_t cp;
-
-		if (c >= 0x80) {
-			size_t k = vw_utf8_decode((const unsigned char *)s + i, n - i, &cp);
-
-			if (k) {
-				run += k;
-				i += k - 1;
-				continue;
-			}
-			sb_add(b, s + i - run, run);
-			run = 0;
-			sb_str(b, "\ufffd");
-			continue;
-		}
-		if (c >= 0x20 && c != '"' && c != '\\') {
-			run++;
-			continue;
-		}
-		sb_add(b, s + i - run, run);
-		run = 0;
-		if (c == '"' || c == '\\') {
-			char e[2] = { '\\', (char)c };
-
-			sb_add(b, e, 2);
-		} else if (c == '\n') {
-			sb_add(b, "\\n", 2);
-		} else {
-			sb_printf(b, "\\u%04x", c);
-		}
-	}
-	sb_add(b, s + n - run, run);
-	sb_add(b, "\"", 1);
+	if (!at)
+		return;
+	at[0] = '"';
+	n = 1 + vw_json_escape(s, n, at + 1, VW_JSON_INVALID_REPLACE);
+	at[n++] = '"';
+	b->len += n;
+	b->p[b->len] = '\0';
 }
 
 /* s[0..n) unescaped as the text format escapes (\\, \n; \" in label values) into out. */
