@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "vw_test.h"
 
+#include <float.h>
 #include <locale.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -371,6 +373,93 @@ static void test_double_values(void **state)
 		assert_true(strtod(s, NULL) == roundtrip[i]);
 		assert_true(strlen(s) <= 24);
 	}
+}
+
+/* What the writer printed before it formatted doubles in integers: the shortest of %.15g,
+ * %.16g and %.17g that strtod reads back. */
+static void reference_double(double v, char out[VW_PROM_NUM_MAX])
+{
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(out, VW_PROM_NUM_MAX, "%.*g", prec, v);
+		if (strtod(out, NULL) == v)
+			return;
+	}
+}
+
+static uint64_t xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+static void check_double(double v)
+{
+	char got[VW_PROM_NUM_MAX], want[VW_PROM_NUM_MAX];
+	size_t n = vw_prom_format_double(v, got);
+
+	if (isnan(v) || isinf(v))
+		return;
+	reference_double(v, want);
+	if (strcmp(got, want) != 0 || n != strlen(want))
+		fail_msg("%a: wrote \"%s\", printf \"%s\"", v, got, want);
+}
+
+/* The gauges' text, computed in integers, is printf's for every kind of value: watts as the
+ * registry computes them (uj x 1e3 / ns), random bit patterns, neighbours of powers of ten,
+ * exact ties at the 15th, 16th and 17th digit (rounded to even), and both signs. */
+static void test_double_format_matches_printf(void **state)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+
+	(void)state;
+	for (int i = 0; i < 60000; i++) {
+		uint64_t uj = xorshift(&x) % 100000000000ULL >> (xorshift(&x) % 40);
+		uint64_t ns = 1000000000ULL + xorshift(&x) % 200000000ULL - 100000000ULL;
+		double w = (double)uj * 1e3 / (double)ns;
+		uint64_t bits = xorshift(&x);
+		double r;
+
+		check_double(w);
+		check_double(-w);
+		/* Any double from about 1e-20 to 1e20 (exponents 960..1090), and any at all. */
+		bits = (bits & ~(0x7ffull << 52)) | (uint64_t)(960 + xorshift(&x) % 130) << 52;
+		memcpy(&r, &bits, sizeof(r));
+		check_double(r);
+		bits = xorshift(&x);
+		memcpy(&r, &bits, sizeof(r));
+		check_double(r);
+	}
+	for (int e = -20; e <= 20; e++) {
+		double p = pow(10, e);
+
+		check_double(p);
+		check_double(nextafter(p, 0));
+		check_double(nextafter(p, INFINITY));
+		check_double(nextafter(nextafter(p, 0), 0));
+		check_double(ldexp(1, e * 3));
+		check_double(nextafter(ldexp(1, e * 3), 0));
+	}
+	for (int i = 0; i < 30000; i++) {
+		/* A 12-digit integer plus an odd multiple of 1/16 (4 decimals, ending in 5): 16
+		 * significant digits, a tie at 15; 13 digits: a tie at 16; 11 digits + 1/32: 16. */
+		uint64_t odd = 2 * (xorshift(&x) % 8) + 1;
+
+		check_double((double)(100000000000ULL + xorshift(&x) % 900000000000ULL) + odd / 16.0);
+		check_double((double)(1000000000000ULL + xorshift(&x) % 9000000000000ULL) +
+			     odd / 16.0);
+		check_double((double)(10000000000ULL + xorshift(&x) % 90000000000ULL) +
+			     (2 * (xorshift(&x) % 16) + 1) / 32.0);
+		check_double((double)(xorshift(&x) % 1000000) / 1024.0);
+	}
+	check_double(0.1 + 0.2);
+	check_double(1.0 / 3);
+	check_double(123456789.123456789);
+	check_double(4.35);
+	check_double(DBL_MIN);
+	check_double(5e-324);
+	check_double(DBL_MAX);
 }
 
 static void test_counter_values(void **state)
@@ -872,6 +961,7 @@ int main(void)
 		cmocka_unit_test(test_label_in_sample),
 		cmocka_unit_test(test_micro_exact),
 		cmocka_unit_test(test_double_values),
+		cmocka_unit_test(test_double_format_matches_printf),
 		cmocka_unit_test(test_counter_values),
 		cmocka_unit_test(test_rollback),
 		cmocka_unit_test(test_rollback_header_and_eof),

@@ -19,7 +19,7 @@
 
 #define TOTAL_SUFFIX "_total"
 #define EOF_TRAILER "# EOF\n"
-#define NUM_MAX 40 /* room for any number this file prints */
+#define NUM_MAX VW_PROM_NUM_MAX /* room for any number this file prints */
 
 struct vw_prom_writer {
 	enum vw_prom_format fmt;
@@ -193,8 +193,134 @@ static size_t format_micro(uint64_t micro, char out[NUM_MAX])
 	return n;
 }
 
+typedef unsigned __int128 u128;
+
+static const uint64_t pow10_u64[] = {
+	1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
+	1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull,
+	100000000000000ull, 1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+	1000000000000000000ull,
+};
+
+static const uint64_t pow5_u64[] = {
+	1ull, 5ull, 25ull, 125ull, 625ull, 3125ull, 15625ull, 78125ull, 390625ull, 1953125ull,
+	9765625ull, 48828125ull, 244140625ull, 1220703125ull, 6103515625ull, 30517578125ull,
+	152587890625ull, 762939453125ull, 3814697265625ull, 19073486328125ull, 95367431640625ull,
+	476837158203125ull, 2384185791015625ull, 11920928955078125ull, 59604644775390625ull,
+	298023223876953125ull, 1490116119384765625ull, 7450580596923828125ull,
+};
+
+/*
+ * The prec (15..17) significant digits of v (> 0, finite) as "%.*g" gives them: *ret_d (prec
+ * digits, or 10^prec where rounding carried) and the decimal exponent *ret_x of its first
+ * digit, rounded to nearest with ties to even, as glibc's printf does with the exact binary
+ * value; *ret_back: whether that decimal reads back as v (strtod: the nearest double, ties to
+ * the even mantissa). Exact integer arithmetic: v = m 2^e, and v 10^k = m 5^k / 2^s in 128
+ * bits. false where that does not fit (v below about 1e-15, at or above 2^32 with a fraction,
+ * subnormal): the caller asks printf.
+ */
+static bool decimal_digits(double v, int prec, uint64_t *ret_d, int *ret_x, bool *ret_back)
+{
+	uint64_t bits, m;
+	int be, e, x;
+
+	memcpy(&bits, &v, sizeof(bits));
+	be = (int)(bits >> 52 & 0x7ff);
+	if (be == 0 || be == 0x7ff)
+		return false;
+	m = (bits & ((1ull << 52) - 1)) | 1ull << 52;
+	e = be - 1075;
+	x = (int)floor(log10(v)); /* may be one off near a power of ten: checked below */
+	for (int tries = 0; tries < 3; tries++) {
+		int k = prec - 1 - x, s = -(e + k);
+		u128 p5, n, d, r, half, ds, diff;
+		bool even = !(m & 1), back;
+
+		if (k < 0 || k > 31 || s < 1 || s > 68)
+			return false;
+		p5 = k < 28 ? (u128)pow5_u64[k] : (u128)pow5_u64[27] * pow5_u64[k - 27];
+		n = (u128)m * p5; /* v 10^k 2^s, below 2^125 (5^31 < 2^72) */
+		d = n >> s;
+		if (d < pow10_u64[prec - 1]) {
+			x--;
+			continue;
+		}
+		if (d >= pow10_u64[prec]) {
+			x++;
+			continue;
+		}
+		r = n & (((u128)1 << s) - 1);
+		half = (u128)1 << (s - 1);
+		if (r > half || (r == half && (d & 1)))
+			d++;
+		/* Reads back when within half a gap of v (scaled: 5^k / 2; a quarter below a
+		 * power of two, whose lower neighbour is nearer), the bounds where m is even. */
+		ds = d << s;
+		if (ds >= n) {
+			diff = 2 * (ds - n);
+			back = diff < p5 || (even && diff == p5);
+		} else {
+			diff = (m == 1ull << 52 && be > 1 ? 4 : 2) * (n - ds);
+			back = diff < p5 || (even && diff == p5);
+		}
+		*ret_d = (uint64_t)d;
+		*ret_x = x;
+		*ret_back = back;
+		return true;
+	}
+	return false;
+}
+
+/* d (prec digits, or 10^prec) with first-digit exponent x, as "%.*g" writes it: trailing
+ * zeros dropped, exponent form (two digits at least) below 1e-4 or from 10^prec. */
+static size_t format_g(bool neg, uint64_t d, int x, int prec, char out[NUM_MAX])
+{
+	char dig[20];
+	size_t n = 0, nd;
+
+	if (d >= pow10_u64[prec]) { /* rounding carried into a new digit */
+		d /= 10;
+		x++;
+	}
+	nd = format_u64(d, dig, 0);
+	while (nd > 1 && dig[nd - 1] == '0')
+		nd--;
+	if (neg)
+		out[n++] = '-';
+	if (x < -4 || x >= prec) {
+		out[n++] = dig[0];
+		if (nd > 1) {
+			out[n++] = '.';
+			memcpy(out + n, dig + 1, nd - 1);
+			n += nd - 1;
+		}
+		out[n++] = 'e';
+		out[n++] = x < 0 ? '-' : '+';
+		n += format_u64((uint64_t)(x < 0 ? -x : x), out + n, 2);
+	} else if (x < 0) {
+		out[n++] = '0';
+		out[n++] = '.';
+		for (int z = -1; z > x; z--)
+			out[n++] = '0';
+		memcpy(out + n, dig, nd);
+		n += nd;
+	} else {
+		size_t ip = (size_t)x + 1; /* integer digits, at most prec */
+
+		for (size_t i = 0; i < ip; i++)
+			out[n++] = i < nd ? dig[i] : '0';
+		if (nd > ip) {
+			out[n++] = '.';
+			memcpy(out + n, dig + ip, nd - ip);
+			n += nd - ip;
+		}
+	}
+	out[n] = '\0';
+	return n;
+}
+
 /* Shortest of %.15g..%.17g that reads back as the same double; NaN, +Inf, -Inf spelt out. */
-static size_t format_double(double v, char out[NUM_MAX])
+size_t vw_prom_format_double(double v, char out[VW_PROM_NUM_MAX])
 {
 	int n = 0;
 
@@ -221,12 +347,29 @@ static size_t format_double(double v, char out[NUM_MAX])
 		out[n] = '\0';
 		return (size_t)n;
 	}
+	/* Any other (a watts gauge): the same digits in integers where they fit (printf and
+	 * strtod were a sixth of a render), else printf's. */
+	for (int prec = 15; prec <= 17; prec++) {
+		uint64_t d;
+		int x;
+		bool back;
+
+		if (!decimal_digits(fabs(v), prec, &d, &x, &back))
+			break;
+		if (back || prec == 17)
+			return format_g(v < 0, d, x, prec, out);
+	}
 	for (int prec = 15; prec <= 17; prec++) {
 		n = snprintf(out, NUM_MAX, "%.*g", prec, v);
 		if (strtod(out, NULL) == v)
 			break;
 	}
 	return (size_t)n;
+}
+
+static size_t format_double(double v, char out[NUM_MAX])
+{
+	return vw_prom_format_double(v, out);
 }
 
 /* ---- Names ---- */

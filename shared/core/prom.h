@@ -190,6 +190,16 @@ int vw_prom_family_end(struct vw_prom_writer *w);
  */
 int vw_prom_finish(struct vw_prom_writer *w, char **ret_buf, size_t *ret_len);
 
+/* Room for any number the writer prints, its NUL included. */
+#define VW_PROM_NUM_MAX 40
+/*
+ * A gauge's value as the writer prints it: the shortest of "%.15g", "%.16g" and "%.17g" that
+ * strtod reads back as v (C locale), NaN, +Inf and -Inf spelt out; NUL-terminated, returns the
+ * length. Computed in integers where it can be (the same text: tests/test_prom.c checks it
+ * against printf), else with printf and strtod.
+ */
+size_t vw_prom_format_double(double v, char out[VW_PROM_NUM_MAX]);
+
 /*
  * Sanitise and escape one label value into out (NUL-terminated); returns bytes written
  * (without the NUL). Sanitising, in this order: each byte that does not start a valid UTF-8
