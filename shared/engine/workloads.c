@@ -82,6 +82,7 @@ void vw_workloads_free(struct vw_workloads *w)
 	free(w->attr_conts);
 	free(w->attr_reserve);
 	vw_attribution_release(&w->attr);
+	vw_wl_retention_free(w);
 	free(w->vm_by_pid);
 	free(w);
 }

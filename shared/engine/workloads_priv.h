@@ -134,6 +134,7 @@ struct vw_workloads {
 	unsigned hw_available; /* of the last snapshot */
 	uint64_t ghosts;       /* the accountant's ghost check's count (vw_cpu_snapshot.ghosts) */
 	uint64_t evictions[VW_TABLE__COUNT]; /* process, container, pod, vm (workload_retention.c) */
+	struct vw_wl_retention *retention;   /* its scratch, kept between publications */
 	/* GPU energy (workload_gpu.c): whether any came, where it went (cumulative µJ). */
 	bool gpu_present;
 	uint64_t gpu_uncontained_uj, gpu_unattributed_uj;
@@ -153,7 +154,9 @@ struct wl_labels {
  * where zone is NULL), node_name. */
 void vw_wl_proc_labels(const struct vw_workloads *w, const struct wl_proc *p, const char *node,
 		       const char *zone, struct wl_labels *l);
-const char *vw_wl_state_name(bool terminated); /* "terminated" or "running" */
+const char *vw_wl_state_name(bool terminated);
+/* The retention pass's scratch (workload_retention.c), freed with the registry. */
+void vw_wl_retention_free(struct vw_workloads *w); /* "terminated" or "running" */
 /* The vm level's families (labels: Kepler's, then opts.group_labels): 0, -ENOMEM, -EINVAL (too
  * many group labels). */
 int vw_wl_vm_families(struct vw_workloads *w);
