@@ -377,6 +377,20 @@ static int sort_added(struct vw_workloads *w, size_t sorted)
 	return 0;
 }
 
+/* Whether the snapshot's comm b (not empty) is not the process's a: the 16 bytes compared as
+ * two words first (a strncmp a process was 2 % of an interval at 10,000), the same answer. */
+static bool comm_changed(const char a[VW_COMM_LEN], const char b[VW_COMM_LEN])
+{
+	uint64_t x[2], y[2];
+
+	_Static_assert(VW_COMM_LEN == sizeof(x), "comm is two words");
+	memcpy(x, a, sizeof(x));
+	memcpy(y, b, sizeof(y));
+	if (x[0] == y[0] && x[1] == y[1])
+		return false;
+	return strncmp(a, b, VW_COMM_LEN - 1) != 0;
+}
+
 /* Merge the snapshot into the process table; sets each process's delta_ns. */
 static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *snap)
 {
@@ -405,7 +419,7 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 			p = &w->procs[w->n_procs - 1];
 		}
 		p->seen = true;
-		if (s->comm[0] && strncmp(p->comm, s->comm, VW_COMM_LEN - 1) != 0 && !p->kernel) {
+		if (s->comm[0] && !p->kernel && comm_changed(p->comm, s->comm)) {
 			/* It exec'd (or renamed itself): shown under its new name and binary. */
 			memcpy(p->comm, s->comm, VW_COMM_LEN - 1);
 			(void)set_exe(w, p); /* out of memory: the old path stays */
