@@ -160,42 +160,52 @@ static void sift_down(struct ranked *h, size_t n, size_t i)
 }
 
 /*
- * The top k of rank[0..n) into rank[0..k), in order: a heap of the k best so far, whose root
- * (the worst of them) most candidates fail to beat, then a sort of those k. O(n log k): a
- * full sort of 10,000 processes to keep 50 was 5 % of the daemon's CPU.
+ * The top k of the processes by energy (ties: the lower index), in order, through one pass: a
+ * heap of the k best so far, whose root (the worst of them) most processes fail to beat, then
+ * a sort of those k. O(n log k) time and k entries of memory: a full sort of 10,000 processes
+ * to keep 50 was 5 % of the daemon's CPU, and a ranking of all of them (160 KiB zeroed and
+ * filled each render) a third of what was left of the ranking.
  */
-static void top_k(struct ranked *rank, size_t n, size_t k)
-{
-	for (size_t i = k / 2; i-- > 0;)
-		sift_down(rank, k, i);
-	for (size_t i = k; i < n; i++)
-		if (cmp_energy_desc(&rank[i], &rank[0]) < 0) {
-			rank[0] = rank[i];
-			sift_down(rank, k, 0);
-		}
-	qsort(rank, k, sizeof(*rank), cmp_energy_desc);
-}
-
 int vw_wl_top_procs(const struct vw_workloads *w, uint64_t (*energy)(const struct wl_proc *),
 		    bool skip_zero, size_t *order, size_t *ret_n)
 {
-	_cleanup_free_ struct ranked *rank = calloc(w->n_procs + 1, sizeof(*rank));
-	size_t n = 0;
+	size_t k = w->o.process_top_n, n = 0;
+	_cleanup_free_ struct ranked *heap = NULL;
+	bool heaped = false;
 
-	if (!rank)
+	if (!k || k >= w->n_procs) { /* no limit, or no more processes than it: all, in order */
+		for (size_t i = 0; i < w->n_procs; i++)
+			if (!skip_zero || energy(&w->procs[i]))
+				order[n++] = i;
+		*ret_n = n;
+		return 0;
+	}
+	heap = malloc(k * sizeof(*heap));
+	if (!heap)
 		return -ENOMEM;
 	for (size_t i = 0; i < w->n_procs; i++) {
-		uint64_t e = energy(&w->procs[i]);
+		struct ranked c = { .energy = energy(&w->procs[i]), .idx = i };
 
-		if (e || !skip_zero)
-			rank[n++] = (struct ranked){ .energy = e, .idx = i };
+		if (skip_zero && !c.energy)
+			continue;
+		if (n < k) { /* the first k, in index order until a (k + 1)-th shows up */
+			heap[n++] = c;
+			continue;
+		}
+		if (!heaped) {
+			for (size_t j = k / 2; j-- > 0;)
+				sift_down(heap, k, j);
+			heaped = true;
+		}
+		if (cmp_energy_desc(&c, &heap[0]) < 0) {
+			heap[0] = c;
+			sift_down(heap, k, 0);
+		}
 	}
-	if (w->o.process_top_n && n > w->o.process_top_n) {
-		top_k(rank, n, w->o.process_top_n);
-		n = w->o.process_top_n;
-	}
+	if (heaped) /* more than k: the best k, best first */
+		qsort(heap, k, sizeof(*heap), cmp_energy_desc);
 	for (size_t i = 0; i < n; i++)
-		order[i] = rank[i].idx;
+		order[i] = heap[i].idx;
 	*ret_n = n;
 	return 0;
 }
@@ -303,7 +313,9 @@ static const struct acc *proc_item(const struct vw_workloads *w, const void *ctx
 static int render_processes(const struct vw_workloads *w, struct vw_prom_writer *pw,
 			    const char *node)
 {
-	_cleanup_free_ size_t *order = calloc(w->n_procs + 1, sizeof(size_t));
+	size_t room = w->o.process_top_n ? VW_MIN(w->n_procs, (size_t)w->o.process_top_n)
+					 : w->n_procs;
+	_cleanup_free_ size_t *order = malloc((room + 1) * sizeof(size_t));
 	size_t n = 0;
 	int r = order ? vw_wl_top_procs(w, proc_energy, false, order, &n) : -ENOMEM;
 

@@ -188,7 +188,8 @@ int vw_wl_render_level(const struct vw_workloads *w, struct vw_prom_writer *pw, 
 		       vw_wl_item_fn item, const void *ctx);
 /* The processes to export into order[0..*ret_n) (indices into w->procs): all of them, or the
  * --metrics.process-top-n with the most energy(p); with skip_zero, none with energy(p) == 0.
- * order has room for w->n_procs. -ENOMEM. */
+ * All of them come in index order, a top N cut from more best first. order has room for
+ * w->n_procs, or for min(n_procs, process_top_n) where that is set. -ENOMEM. */
 int vw_wl_top_procs(const struct vw_workloads *w, uint64_t (*energy)(const struct wl_proc *),
 		    bool skip_zero, size_t *order, size_t *ret_n);
 /* The live entry for tgid in the table's sorted first `sorted` entries, NULL when none. */
