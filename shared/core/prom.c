@@ -20,6 +20,7 @@
 #define TOTAL_SUFFIX "_total"
 #define EOF_TRAILER "# EOF\n"
 #define NUM_MAX VW_PROM_NUM_MAX /* room for any number this file prints */
+#define LABEL_LEN_MAX 32        /* label names whose lengths a family start keeps */
 
 struct vw_prom_writer {
 	enum vw_prom_format fmt;
@@ -32,16 +33,22 @@ struct vw_prom_writer {
 	const struct vw_metric_family *fam;
 	size_t mark;
 	size_t nlabels;
+	size_t fam_nlen;               /* strlen(fam->name) */
+	size_t lab_len[LABEL_LEN_MAX]; /* strlen of its first label names */
 	int fam_err;
 	bool done;
 	/* Drop-oversize mode: the families rolled back, reported instead of returned. */
 	bool drop_oversize;
 	const struct vw_metric_family **dropped;
 	size_t ndropped, dropped_cap;
-	/* Names of the families started so far, for -EEXIST. */
+	/* Names of the families started so far, for -EEXIST, and a hash of them (indices + 1 in
+	 * names, 0: empty; a power of two, at least twice nnames): a linear search per family
+	 * was a fifth of starting one. */
 	char **names;
 	size_t nnames;
 	size_t names_cap;
+	uint32_t *name_slots;
+	size_t n_slots;
 	/* Sees every counter sample (vw_prom_writer_filter_counters). */
 	vw_prom_counter_filter filter;
 	void *filter_ctx;
@@ -514,19 +521,54 @@ static int family_settle(struct vw_prom_writer *w)
 	return family_error(w);
 }
 
+static size_t name_hash(const char *name)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 1099511628211ull;
+	return (size_t)(h ^ h >> 32);
+}
+
+/* The hash's slot for name: where it is, or the empty one where it would go. */
+static uint32_t *name_slot(const struct vw_prom_writer *w, const char *name)
+{
+	size_t mask = w->n_slots - 1;
+
+	for (size_t i = name_hash(name) & mask;; i = (i + 1) & mask)
+		if (!w->name_slots[i] || strcmp(w->names[w->name_slots[i] - 1], name) == 0)
+			return &w->name_slots[i];
+}
+
 static int name_remember(struct vw_prom_writer *w, const char *name)
 {
+	uint32_t *slot;
 	char *copy;
 
-	for (size_t i = 0; i < w->nnames; i++)
-		if (strcmp(w->names[i], name) == 0)
-			return -EEXIST;
+	if (w->n_slots < 2 * (w->nnames + 1)) { /* grown, and every name hashed again */
+		size_t n = w->n_slots ? 2 * w->n_slots : 64;
+		uint32_t *ns = calloc(n, sizeof(*ns));
+
+		if (!ns || w->nnames >= UINT32_MAX - 1) {
+			free(ns);
+			return -ENOMEM;
+		}
+		free(w->name_slots);
+		w->name_slots = ns;
+		w->n_slots = n;
+		for (size_t i = 0; i < w->nnames; i++)
+			*name_slot(w, w->names[i]) = (uint32_t)(i + 1);
+	}
+	slot = name_slot(w, name);
+	if (*slot)
+		return -EEXIST;
 	if (vw_array_grow((void **)&w->names, sizeof(*w->names), w->nnames, &w->names_cap) < 0)
 		return -ENOMEM;
 	copy = strdup(name);
 	if (!copy)
 		return -ENOMEM;
 	w->names[w->nnames++] = copy;
+	*slot = (uint32_t)w->nnames;
 	return 0;
 }
 
@@ -593,6 +635,7 @@ void vw_prom_writer_free(struct vw_prom_writer *w)
 	for (size_t i = 0; i < w->nnames; i++)
 		free(w->names[i]);
 	free(w->names);
+	free(w->name_slots);
 	free(w->dropped);
 	free(w->buf);
 	free(w);
@@ -677,6 +720,9 @@ int vw_prom_family(struct vw_prom_writer *w, const struct vw_metric_family *f)
 		(void)vw_prom_family_end(w);
 	w->fam = f;
 	w->nlabels = nlabels;
+	w->fam_nlen = strlen(f->name);
+	for (size_t i = 0; i < nlabels && i < LABEL_LEN_MAX; i++)
+		w->lab_len[i] = strlen(f->labels[i]);
 	w->mark = w->len;
 	w->fam_err = 0;
 	put_header(w, f);
@@ -706,25 +752,27 @@ static int values_check(const struct vw_prom_writer *w, const char *const *value
 	return values[w->nlabels] ? -EINVAL : 0;
 }
 
-/*
- * Each label written in place: room for its worst case reserved once, the value escaped
- * straight into the buffer, the cap checked on what it took (a label past it is taken back
- * and fails the family as put() would). Five appends and a copy through a stack buffer per
- * label were a fifth of a render.
- */
-static void put_labels(struct vw_prom_writer *w, const char *const *values)
+/* Whether the open family has run past the cap (less what is held back). */
+static bool over_cap(const struct vw_prom_writer *w)
 {
-	for (size_t i = 0; i < w->nlabels && !w->fam_err; i++) {
+	return w->len > w->limit - w->held;
+}
+
+/*
+ * The series' name and labels written in place from p (room reserved): each value escaped
+ * straight into the buffer. Returns the end. Five appends and a copy through a stack buffer
+ * per label were a fifth of a render; a reservation and a cap check per label and per piece,
+ * and a strlen of each name per sample, a third of what was left.
+ */
+static char *put_series(const struct vw_prom_writer *w, char *p, const char *const *values)
+{
+	memcpy(p, w->fam->name, w->fam_nlen);
+	p += w->fam_nlen;
+	for (size_t i = 0; i < w->nlabels; i++) {
 		const char *name = w->fam->labels[i];
-		size_t nlen = strlen(name), start = w->len;
-		size_t room = w->limit - start > w->held ? w->limit - start - w->held : 0;
-		char *p;
+		size_t nlen = i < LABEL_LEN_MAX ? w->lab_len[i] : strlen(name);
 
 		/* "{" or ",", the name, "=\"", the value escaped (its NUL overwritten), "\"" */
-		w->fam_err = reserve(w, nlen + 4 + VW_PROM_LABEL_ESCAPED_MAX);
-		if (w->fam_err)
-			return;
-		p = w->buf + start;
 		*p++ = i == 0 ? '{' : ',';
 		memcpy(p, name, nlen);
 		p += nlen;
@@ -732,24 +780,23 @@ static void put_labels(struct vw_prom_writer *w, const char *const *values)
 		*p++ = '"';
 		p += vw_prom_escape_label(values[i], p, VW_PROM_LABEL_ESCAPED_MAX);
 		*p++ = '"';
-		if ((size_t)(p - (w->buf + start)) > room) {
-			w->fam_err = -ENOBUFS;
-			return;
-		}
-		w->len = (size_t)(p - w->buf);
 	}
 	if (w->nlabels)
-		put(w, "}", 1);
+		*p++ = '}';
+	return p;
 }
 
 /* One sample line with an already formatted value; a counter's micro-units go through the
- * filter, which may give another value to write. */
+ * filter, which may give another value to write. Room for its worst case is reserved once;
+ * the cap is checked where the filter would see the series and at the end (the buffer only
+ * grows, so it is past the cap at the end when it was at any point). */
 static int put_sample(struct vw_prom_writer *w, const char *const *values, const char *num,
 		      size_t numlen, const uint64_t *micro)
 {
 	char filtered[NUM_MAX];
 	uint64_t seen = micro ? *micro : 0;
-	size_t start;
+	size_t start, need;
+	char *p;
 	int r;
 
 	if (!w || w->done || !w->fam)
@@ -760,9 +807,19 @@ static int put_sample(struct vw_prom_writer *w, const char *const *values, const
 	if (r < 0)
 		return r;
 	start = w->len;
-	put_str(w, w->fam->name);
-	put_labels(w, values);
-	if (micro && w->filter && !w->fam_err) {
+	need = w->fam_nlen + 1 + 1 + NUM_MAX + 1; /* name, "}", " ", the value, LF */
+	for (size_t i = 0; i < w->nlabels; i++)
+		need += (i < LABEL_LEN_MAX ? w->lab_len[i] : strlen(w->fam->labels[i])) + 4 +
+			VW_PROM_LABEL_ESCAPED_MAX;
+	w->fam_err = reserve(w, need);
+	if (w->fam_err)
+		return family_settle(w);
+	w->len = (size_t)(put_series(w, w->buf + start, values) - w->buf);
+	if (over_cap(w)) {
+		w->fam_err = -ENOBUFS;
+		return family_settle(w);
+	}
+	if (micro && w->filter) {
 		uint64_t out;
 
 		/* The key is the series as the text format names it, just written. */
@@ -777,11 +834,16 @@ static int put_sample(struct vw_prom_writer *w, const char *const *values, const
 			seen = out;
 		}
 	}
-	if (micro && w->observer && !w->fam_err)
+	if (micro && w->observer)
 		w->observer(w->observer_ctx, w->fam, values, seen);
-	put(w, " ", 1);
-	put(w, num, numlen);
-	put(w, "\n", 1);
+	p = w->buf + w->len;
+	*p++ = ' ';
+	memcpy(p, num, numlen);
+	p += numlen;
+	*p++ = '\n';
+	w->len = (size_t)(p - w->buf);
+	if (over_cap(w))
+		w->fam_err = -ENOBUFS;
 	return family_settle(w);
 }
 
