@@ -94,6 +94,8 @@ static int bucket_fill(struct vw_attr_bucket *b, size_t n, size_t ng, const stru
 	if (FIT(b->cap_start, ng + 2, b->start) < 0 || FIT(b->cap_items, n + 1, b->items) < 0)
 		return -ENOMEM;
 	memset(b->start, 0, (ng + 2) * sizeof(size_t));
+	if (ng == 0)
+		return 0; /* no group: every key is -1 (validate()), every bucket empty */
 	for (size_t i = 0; i < n; i++) {
 		int g = key(in, i);
 
