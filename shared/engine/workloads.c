@@ -273,6 +273,7 @@ static int add_proc(struct vw_workloads *w, const struct vw_proc_cpu *p)
 		np->container = place_proc(w, p->tgid, p->cgroup_id);
 	/* Before the baseline, CPU time already spent is not this interval's. */
 	np->last_cpu_ns = w->baseline_taken ? 0 : p->cpu_ns;
+	w->zslots_short = true; /* it has no zone slot yet */
 	w->n_procs++;
 	return 0;
 }
@@ -587,6 +588,7 @@ static void map_vms(struct vw_workloads *w)
 		}
 	}
 	if (w->n_vms > w->cap_vm_by_pid) { /* no memory: the plain pass */
+		w->vms_unmapped = false;
 		for (size_t i = 0; i < w->n_procs; i++) {
 			struct wl_proc *p = &w->procs[i];
 			uint32_t owner;
@@ -612,6 +614,11 @@ static void map_vms(struct vw_workloads *w)
 	for (size_t k = 0; k < w->n_vms; k++)
 		if (w->vms[k].listed && w->vms[k].qemu_pid)
 			w->vm_by_pid[n++] = (uint64_t)w->vms[k].qemu_pid << 32 | (uint32_t)k;
+	/* No VM now and none at the last mapping: every process it would look at has none
+	 * already (new ones start with none; one it skips, ended and idle, never runs again). */
+	if (n == 0 && w->vms_unmapped)
+		return;
+	w->vms_unmapped = n == 0;
 	if (n > 1)
 		qsort(w->vm_by_pid, n, sizeof(*w->vm_by_pid), cmp_u64);
 	for (size_t i = 0; i < w->n_procs; i++) {
@@ -671,8 +678,12 @@ const struct acc *vw_wl_proc_acc(const struct vw_workloads *w, const struct wl_p
 static int zone_slots(struct vw_workloads *w, const struct vw_zone_energy zones[VW_ZONE__COUNT])
 {
 	for (int z = 0; z < VW_ZONE__COUNT; z++)
-		if (zones[z].present && w->zslot[z] < 0)
+		if (zones[z].present && w->zslot[z] < 0) {
 			w->zslot[z] = (int8_t)w->n_zslots++;
+			w->zslots_short = true;
+		}
+	if (!w->zslots_short)
+		return 0; /* no new zone, no new process since every process had its slots */
 	for (size_t i = 0; i < w->n_procs; i++) {
 		struct wl_proc *p = &w->procs[i];
 		struct acc *a;
@@ -686,6 +697,7 @@ static int zone_slots(struct vw_workloads *w, const struct vw_zone_energy zones[
 		p->z = a;
 		p->n_z = w->n_zslots;
 	}
+	w->zslots_short = false;
 	return 0;
 }
 

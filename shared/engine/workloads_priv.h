@@ -103,6 +103,8 @@ struct vw_workloads {
 	struct vw_intern *exes; /* the processes' executables, one copy each */
 	int8_t zslot[VW_ZONE__COUNT]; /* a zone's index in a process's z[], -1 before it is present */
 	uint8_t n_zslots;
+	bool zslots_short; /* some process may have fewer than n_zslots slots (zone_slots()) */
+	bool vms_unmapped; /* the last map_vms() found no VM: every process it saw has vm -1 */
 	struct wl_container *conts;
 	size_t n_conts, cap_conts;
 	struct wl_pod *pods;
