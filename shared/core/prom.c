@@ -381,16 +381,20 @@ static size_t format_double(double v, char out[NUM_MAX])
 
 /* ---- Names ---- */
 
+/* Bytes of a name: 1 a letter (may start it), 2 a digit or _ (may follow). */
+static const unsigned char name_byte[256] = {
+	['a' ... 'z'] = 1, ['A' ... 'Z'] = 1, ['0' ... '9'] = 2, ['_'] = 2,
+};
+
 static bool name_valid(const char *s)
 {
-	if (!s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+	const unsigned char *u = (const unsigned char *)s;
+
+	if (!u || name_byte[*u] != 1)
 		return false;
-	for (s++; *s; s++) {
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '_'))
-			return false;
-	}
-	return true;
+	for (u++; name_byte[*u]; u++)
+		;
+	return *u == '\0';
 }
 
 static bool has_suffix(const char *s, size_t len, const char *suffix)
