@@ -462,6 +462,85 @@ static void test_double_format_matches_printf(void **state)
 	check_double(DBL_MAX);
 }
 
+static const char *const proc_labels[] = {"pid", "comm", "exe", "zone", NULL};
+static const char *const other_labels[] = {"pid", "comm", "exe", "zone", NULL};
+static const struct vw_metric_family fam_proc_j = {
+	"t_process_joules_total", VW_METRIC_COUNTER, "Joules.", "joules", proc_labels
+};
+static const struct vw_metric_family fam_proc_w = {
+	"t_process_watts", VW_METRIC_GAUGE, "Watts.", "watts", proc_labels
+};
+/* The same label names in another array: a piece made for proc_labels is not used. */
+static const struct vw_metric_family fam_other_w = {
+	"t_other_watts", VW_METRIC_GAUGE, "Watts.", "watts", other_labels
+};
+
+/* Render two processes' series in both families, with pieces or without. */
+static char *render_pieces(enum vw_prom_format fmt, bool with)
+{
+	static const char *const procs[][3] = {{"1", "init", "/sbin/init"},
+					       {"42", "we\"ird\\", "/bin/\xff\x01x"}};
+	static const char *const zones[] = {"package", "dram"};
+	struct vw_prom_piece pieces[2];
+	struct vw_prom_writer *w = vw_prom_writer_new(fmt, 0);
+	char *buf = NULL;
+
+	assert_non_null(w);
+	for (size_t p = 0; p < 2; p++) {
+		const char *v[] = {procs[p][0], procs[p][1], procs[p][2], "", NULL};
+
+		assert_true(vw_prom_piece_set(&pieces[p], proc_labels, 3, v));
+	}
+	for (int f = 0; f < 3; f++) {
+		assert_int_equal(vw_prom_family(w, f == 0 ? &fam_proc_j : f == 1 ? &fam_proc_w
+								     : &fam_other_w), 0);
+		for (size_t p = 0; p < 2; p++)
+			for (size_t z = 0; z < 2; z++) {
+				const char *v[] = {procs[p][0], procs[p][1], procs[p][2], zones[z],
+						   NULL};
+				const struct vw_prom_piece *pc = with ? &pieces[p] : NULL;
+
+				if (f == 0)
+					assert_int_equal(vw_prom_counter_micro_piece(w, pc, v,
+										     1500000 * (p + 1)),
+							 0);
+				else
+					assert_int_equal(vw_prom_gauge_piece(w, pc, v, 0.25 * (z + 1)), 0);
+			}
+		assert_int_equal(vw_prom_family_end(w), 0);
+	}
+	assert_int_equal(vw_prom_finish(w, &buf, NULL), 0);
+	vw_prom_writer_free(w);
+	return buf;
+}
+
+/* A series' labels escaped once (a piece) write the very bytes escaping them each sample does,
+ * in both formats; a piece is used only by families of its label array, and it keeps what the
+ * writer sanitises and escapes. */
+static void test_label_pieces(void **state)
+{
+	static const enum vw_prom_format fmts[] = {VW_PROM_TEXT_0_0_4, VW_PROM_OPENMETRICS_1_0_0};
+	struct vw_prom_piece pc;
+	const char *v[] = {"7", "x", "y", NULL};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(fmts); i++) {
+		_cleanup_free_ char *plain = render_pieces(fmts[i], false);
+		_cleanup_free_ char *pieces = render_pieces(fmts[i], true);
+
+		assert_string_equal(pieces, plain);
+		assert_non_null(strstr(plain, "t_process_watts{pid=\"42\",comm=\"we\\\"ird\\\\\","
+					      "exe=\"/bin/\xef\xbf\xbd x\",zone=\"dram\"} 0.5\n"));
+		assert_non_null(strstr(plain, "t_other_watts{pid=\"1\""));
+	}
+	/* More labels than given values, or a value missing: no piece. */
+	assert_false(vw_prom_piece_set(&pc, proc_labels, 4, (const char *[]){"7", "x", NULL}));
+	assert_null(pc.labels);
+	assert_true(vw_prom_piece_set(&pc, proc_labels, 3, v));
+	assert_int_equal(pc.len, strlen("{pid=\"7\",comm=\"x\",exe=\"y\""));
+	assert_memory_equal(pc.text, "{pid=\"7\",comm=\"x\",exe=\"y\"", pc.len);
+}
+
 static void test_counter_values(void **state)
 {
 	int r;
@@ -962,6 +1041,7 @@ int main(void)
 		cmocka_unit_test(test_micro_exact),
 		cmocka_unit_test(test_double_values),
 		cmocka_unit_test(test_double_format_matches_printf),
+		cmocka_unit_test(test_label_pieces),
 		cmocka_unit_test(test_counter_values),
 		cmocka_unit_test(test_rollback),
 		cmocka_unit_test(test_rollback_header_and_eof),

@@ -21,6 +21,7 @@
 #define EOF_TRAILER "# EOF\n"
 #define NUM_MAX VW_PROM_NUM_MAX /* room for any number this file prints */
 #define LABEL_LEN_MAX 32        /* label names whose lengths a family start keeps */
+#define LABEL_NAME_PIECE_MAX 128 /* a label name a piece takes */
 
 struct vw_prom_writer {
 	enum vw_prom_format fmt;
@@ -768,26 +769,65 @@ static bool over_cap(const struct vw_prom_writer *w)
  * per label were a fifth of a render; a reservation and a cap check per label and per piece,
  * and a strlen of each name per sample, a third of what was left.
  */
-static char *put_series(const struct vw_prom_writer *w, char *p, const char *const *values)
+/* Label i ("{" or ",", the name, "=\"", the value escaped, "\"") at p; returns the end. */
+static char *put_label(char *p, size_t i, const char *name, size_t nlen, const char *value)
 {
+	*p++ = i == 0 ? '{' : ',';
+	memcpy(p, name, nlen);
+	p += nlen;
+	*p++ = '=';
+	*p++ = '"';
+	p += vw_prom_escape_label(value, p, VW_PROM_LABEL_ESCAPED_MAX);
+	*p++ = '"';
+	return p;
+}
+
+static char *put_series(const struct vw_prom_writer *w, char *p, const char *const *values,
+			const struct vw_prom_piece *piece)
+{
+	size_t i = 0;
+
 	memcpy(p, w->fam->name, w->fam_nlen);
 	p += w->fam_nlen;
-	for (size_t i = 0; i < w->nlabels; i++) {
-		const char *name = w->fam->labels[i];
-		size_t nlen = i < LABEL_LEN_MAX ? w->lab_len[i] : strlen(name);
-
-		/* "{" or ",", the name, "=\"", the value escaped (its NUL overwritten), "\"" */
-		*p++ = i == 0 ? '{' : ',';
-		memcpy(p, name, nlen);
-		p += nlen;
-		*p++ = '=';
-		*p++ = '"';
-		p += vw_prom_escape_label(values[i], p, VW_PROM_LABEL_ESCAPED_MAX);
-		*p++ = '"';
+	if (piece && piece->labels && piece->labels == w->fam->labels && piece->n <= w->nlabels) {
+		memcpy(p, piece->text, piece->len);
+		p += piece->len;
+		i = piece->n;
 	}
+	for (; i < w->nlabels; i++)
+		p = put_label(p, i, w->fam->labels[i],
+			      i < LABEL_LEN_MAX ? w->lab_len[i] : strlen(w->fam->labels[i]),
+			      values[i]);
 	if (w->nlabels)
 		*p++ = '}';
 	return p;
+}
+
+bool vw_prom_piece_set(struct vw_prom_piece *p, const char *const *labels, size_t n,
+		       const char *const *label_values)
+{
+	char tmp[LABEL_NAME_PIECE_MAX + 4 + VW_PROM_LABEL_ESCAPED_MAX];
+	size_t len = 0;
+
+	p->labels = NULL;
+	for (size_t i = 0; i < n; i++) {
+		size_t nlen, k;
+
+		if (!labels || !labels[i] || !label_values || !label_values[i])
+			return false;
+		nlen = strlen(labels[i]);
+		if (nlen > LABEL_NAME_PIECE_MAX)
+			return false;
+		k = (size_t)(put_label(tmp, i, labels[i], nlen, label_values[i]) - tmp);
+		if (k > sizeof(p->text) - len)
+			return false; /* too long for a piece: the samples escape it */
+		memcpy(p->text + len, tmp, k);
+		len += k;
+	}
+	p->labels = labels;
+	p->n = n;
+	p->len = len;
+	return true;
 }
 
 /* One sample line with an already formatted value; a counter's micro-units go through the
@@ -795,7 +835,7 @@ static char *put_series(const struct vw_prom_writer *w, char *p, const char *con
  * the cap is checked where the filter would see the series and at the end (the buffer only
  * grows, so it is past the cap at the end when it was at any point). */
 static int put_sample(struct vw_prom_writer *w, const char *const *values, const char *num,
-		      size_t numlen, const uint64_t *micro)
+		      size_t numlen, const uint64_t *micro, const struct vw_prom_piece *piece)
 {
 	char filtered[NUM_MAX];
 	uint64_t seen = micro ? *micro : 0;
@@ -818,7 +858,7 @@ static int put_sample(struct vw_prom_writer *w, const char *const *values, const
 	w->fam_err = reserve(w, need);
 	if (w->fam_err)
 		return family_settle(w);
-	w->len = (size_t)(put_series(w, w->buf + start, values) - w->buf);
+	w->len = (size_t)(put_series(w, w->buf + start, values, piece) - w->buf);
 	if (over_cap(w)) {
 		w->fam_err = -ENOBUFS;
 		return family_settle(w);
@@ -856,23 +896,35 @@ static bool family_is(const struct vw_prom_writer *w, enum vw_metric_type type)
 	return w && w->fam && w->fam->type == type;
 }
 
-int vw_prom_gauge(struct vw_prom_writer *w, const char *const *label_values, double value)
+int vw_prom_gauge_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+			const char *const *label_values, double value)
 {
 	char num[NUM_MAX];
 
 	if (!family_is(w, VW_METRIC_GAUGE))
 		return -EINVAL;
-	return put_sample(w, label_values, num, format_double(value, num), NULL);
+	return put_sample(w, label_values, num, format_double(value, num), NULL, piece);
 }
 
-int vw_prom_counter_micro(struct vw_prom_writer *w, const char *const *label_values,
-			  uint64_t micro)
+int vw_prom_gauge(struct vw_prom_writer *w, const char *const *label_values, double value)
+{
+	return vw_prom_gauge_piece(w, NULL, label_values, value);
+}
+
+int vw_prom_counter_micro_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+				const char *const *label_values, uint64_t micro)
 {
 	char num[NUM_MAX];
 
 	if (!family_is(w, VW_METRIC_COUNTER))
 		return -EINVAL;
-	return put_sample(w, label_values, num, format_micro(micro, num), &micro);
+	return put_sample(w, label_values, num, format_micro(micro, num), &micro, piece);
+}
+
+int vw_prom_counter_micro(struct vw_prom_writer *w, const char *const *label_values,
+			  uint64_t micro)
+{
+	return vw_prom_counter_micro_piece(w, NULL, label_values, micro);
 }
 
 int vw_prom_counter(struct vw_prom_writer *w, const char *const *label_values, double value)
@@ -890,7 +942,7 @@ int vw_prom_counter(struct vw_prom_writer *w, const char *const *label_values, d
 	if (filtered)
 		micro = (uint64_t)llround(value * 1e6);
 	return put_sample(w, label_values, num, format_double(value, num),
-			  filtered ? &micro : NULL);
+			  filtered ? &micro : NULL, NULL);
 }
 
 int vw_prom_field_sample(struct vw_prom_writer *w, const char *const *label_values,

@@ -255,17 +255,18 @@ _Static_assert(F_PROC_IDLE_J == F_PROC_J + VW_WL_IDLE_J &&
 	       "a level's families in order");
 
 static int level_sample(const struct vw_workloads *w, struct vw_prom_writer *pw, int f,
-			const char *const *v, const struct acc *a)
+			const struct wl_labels *l, const struct acc *a)
 {
 	switch (f) {
 	case VW_WL_ACTIVE_J:
-		return vw_prom_counter_micro(pw, v, a->uj[M_ACTIVE]);
+		return vw_prom_counter_micro_piece(pw, l->piece, l->v, a->uj[M_ACTIVE]);
 	case VW_WL_ACTIVE_W:
-		return vw_prom_gauge(pw, v, interval_watts(w, a));
+		return vw_prom_gauge_piece(pw, l->piece, l->v, interval_watts(w, a));
 	case VW_WL_IDLE_J:
-		return vw_prom_counter_micro(pw, v, a->uj[M_IDLE]);
+		return vw_prom_counter_micro_piece(pw, l->piece, l->v, a->uj[M_IDLE]);
 	default:
-		return vw_prom_gauge(pw, v, vw_energy_watts(a->interval[M_IDLE], w->dt_ns));
+		return vw_prom_gauge_piece(pw, l->piece, l->v,
+					   vw_energy_watts(a->interval[M_IDLE], w->dt_ns));
 	}
 }
 
@@ -285,9 +286,10 @@ int vw_wl_render_level(const struct vw_workloads *w, struct vw_prom_writer *pw, 
 
 				if (z >= 0 && !w->present[z])
 					continue;
+				l.piece = NULL;
 				a = item(w, ctx, i, z, node, &l);
 				if (a)
-					r = level_sample(w, pw, f, l.v, a);
+					r = level_sample(w, pw, f, &l, a);
 			}
 		if (r == 0)
 			r = vw_prom_family_end(pw);
@@ -301,12 +303,29 @@ static const char *zone(int z)
 	return vw_zone_name((enum vw_zone)z);
 }
 
+/* The processes shown, and each one's labels pid to vm_id escaped once a render: the same
+ * in its three families and every zone (escaping them each time was a third of a render). */
+struct proc_items {
+	const size_t *order;
+	struct vw_prom_piece *pieces; /* NULL: none (no memory) */
+};
+#define PROC_PIECE_LABELS 7 /* pid, comm, exe, type, state, container_id, vm_id */
+#define PROC_PIECES_MAX 512 /* processes shown beyond which they are not kept (1 KiB each) */
+_Static_assert(PROC_PIECE_LABELS + 2 == ARRAY_SIZE(l_proc) - 1, "l_proc: the piece, zone, node");
+
 static const struct acc *proc_item(const struct vw_workloads *w, const void *ctx, size_t i,
 				   int z, const char *node, struct wl_labels *l)
 {
-	const struct wl_proc *p = &w->procs[((const size_t *)ctx)[i]];
+	const struct proc_items *it = ctx;
+	const struct wl_proc *p = &w->procs[it->order[i]];
 
 	vw_wl_proc_labels(w, p, node, zone(z), l);
+	if (it->pieces) {
+		struct vw_prom_piece *pc = &it->pieces[i];
+
+		if (pc->labels || vw_prom_piece_set(pc, l_proc, PROC_PIECE_LABELS, l->v))
+			l->piece = pc;
+	}
 	return vw_wl_proc_acc(w, p, z);
 }
 
@@ -316,12 +335,19 @@ static int render_processes(const struct vw_workloads *w, struct vw_prom_writer 
 	size_t room = w->o.process_top_n ? VW_MIN(w->n_procs, (size_t)w->o.process_top_n)
 					 : w->n_procs;
 	_cleanup_free_ size_t *order = malloc((room + 1) * sizeof(size_t));
+	_cleanup_free_ struct vw_prom_piece *pieces = NULL;
 	size_t n = 0;
 	int r = order ? vw_wl_top_procs(w, proc_energy, false, order, &n) : -ENOMEM;
 
+	if (r == 0 && n && n <= PROC_PIECES_MAX) {
+		pieces = malloc(n * sizeof(*pieces)); /* none: every label escaped each sample */
+		for (size_t k = 0; pieces && k < n; k++)
+			pieces[k].labels = NULL;
+	}
 	if (r == 0)
 		r = vw_wl_render_level(w, pw, node, &vw_workload_families[F_PROC_J],
-				       VW_WL_IDLE_J + 1, true, n, proc_item, order);
+				       VW_WL_IDLE_J + 1, true, n, proc_item,
+				       &(struct proc_items){ .order = order, .pieces = pieces });
 	if (r == 0)
 		r = vw_prom_family(pw, &vw_workload_families[F_PROC_SEC]);
 	for (size_t k = 0; r == 0 && k < n; k++) {

@@ -148,6 +148,9 @@ struct vw_workloads {
 struct wl_labels {
 	char pid[16];
 	const char *v[10 + VW_GROUP_MAX_LABELS];
+	/* The first labels escaped already (prom.h), or NULL: vw_wl_render_level() sets it NULL
+	 * before each item. */
+	const struct vw_prom_piece *piece;
 };
 #define VW_WL_LABELS(l, ...)                                                                       \
 	memcpy((l)->v, (const char *[]){ __VA_ARGS__, NULL },                                      \
