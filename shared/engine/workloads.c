@@ -273,7 +273,12 @@ static int add_proc(struct vw_workloads *w, const struct vw_proc_cpu *p)
 		np->container = place_proc(w, p->tgid, p->cgroup_id);
 	/* Before the baseline, CPU time already spent is not this interval's. */
 	np->last_cpu_ns = w->baseline_taken ? 0 : p->cpu_ns;
-	w->zslots_short = true; /* it has no zone slot yet */
+	/* Its zone slots now, zeroed (as zone_slots() would give them); without memory,
+	 * zone_slots() tries again. */
+	if (w->n_zslots && (np->z = calloc(w->n_zslots, sizeof(*np->z))))
+		np->n_z = w->n_zslots;
+	else if (w->n_zslots)
+		w->zslots_short = true;
 	w->n_procs++;
 	return 0;
 }
@@ -397,11 +402,7 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 {
 	size_t sorted = w->n_procs, at = 0;
 
-	for (size_t i = 0; i < w->n_procs; i++) {
-		w->procs[i].delta_ns = 0;
-		w->procs[i].delta_hw = (struct vw_proc_counters){ 0 };
-		w->procs[i].seen = false;
-	}
+	/* Deltas and seen were reset by clear_intervals(). */
 	w->hw_available = snap->counters ? snap->hw_available : 0;
 	w->ghosts = VW_MAX(w->ghosts, snap->ghosts);
 	for (size_t i = 0; i < snap->n_procs; i++) {
@@ -886,10 +887,18 @@ static void clear_acc(struct acc *z, size_t n)
 		z[i].interval[M_ACTIVE] = z[i].interval[M_IDLE] = 0;
 }
 
+/* The last interval's shares cleared; each process's deltas too, and not seen yet (one pass
+ * over the table for what merge_snapshot() and the path without a snapshot reset). */
 static void clear_intervals(struct vw_workloads *w)
 {
-	for (size_t i = 0; i < w->n_procs; i++)
-		clear_acc(w->procs[i].z, w->procs[i].n_z);
+	for (size_t i = 0; i < w->n_procs; i++) {
+		struct wl_proc *p = &w->procs[i];
+
+		clear_acc(p->z, p->n_z);
+		p->delta_ns = 0;
+		p->delta_hw = (struct vw_proc_counters){ 0 };
+		p->seen = false;
+	}
 	for (size_t i = 0; i < w->n_conts; i++)
 		clear_acc(w->conts[i].z, VW_ZONE__COUNT);
 	for (size_t i = 0; i < w->n_pods; i++)
@@ -989,9 +998,8 @@ int vw_workloads_update(struct vw_workloads *w, const struct vw_cpu_snapshot *sn
 		reap_vanished(w);
 		w->listed = true;
 	} else {
-		/* No CPU snapshot this interval: nobody ran, as far as we know; nobody ended. */
-		for (size_t i = 0; i < w->n_procs; i++)
-			w->procs[i].delta_ns = 0, w->procs[i].delta_hw = (struct vw_proc_counters){ 0 };
+		/* No CPU snapshot this interval: nobody ran, as far as we know (clear_intervals()
+		 * reset every delta); nobody ended. */
 	}
 	resolve_late_pods(w);
 	sample_cgroups(w, dt_ns);
