@@ -188,8 +188,7 @@ static void drop_container(struct vw_workloads *w, struct vw_wl_retention *p, si
 			p->leave_p[i] = p->any_leave_p = true;
 }
 
-static void plan_procs(struct vw_workloads *w, struct vw_wl_retention *p, uint64_t gen,
-		       uint64_t served_gen)
+static void plan_procs(struct vw_workloads *w, struct vw_wl_retention *p, uint64_t gen, uint64_t served_gen)
 {
 	size_t n = 0;
 
@@ -232,8 +231,7 @@ static void plan_containers(struct vw_workloads *w, struct vw_wl_retention *p, u
 				drop_container(w, p, i);
 }
 
-static void plan_pods(struct vw_workloads *w, struct vw_wl_retention *p, uint64_t gen,
-		      uint64_t served_gen)
+static void plan_pods(struct vw_workloads *w, struct vw_wl_retention *p, uint64_t gen, uint64_t served_gen)
 {
 	size_t n = 0;
 
@@ -258,8 +256,7 @@ static void plan_pods(struct vw_workloads *w, struct vw_wl_retention *p, uint64_
 
 /* Gone VMs stop being exported once served, and are forgotten after a grace period when no
  * remaining process refers to them; beyond the cap, the longest gone first. */
-static void plan_vms(struct vw_workloads *w, struct vw_wl_retention *p, uint64_t gen,
-		     uint64_t served_gen)
+static void plan_vms(struct vw_workloads *w, struct vw_wl_retention *p, uint64_t gen, uint64_t served_gen)
 {
 	size_t n = 0, left;
 
@@ -313,32 +310,25 @@ static bool unserved(bool terminated, uint64_t final_gen, uint64_t served_gen)
 	return !terminated || !final_gen || served_gen < final_gen;
 }
 
-/* The processes that stay moved down in runs (one memmove a run between two that leave, not
- * a copy of each entry: most of the table moves when an early one leaves). */
-static void compact_procs(struct vw_workloads *w, const struct vw_wl_retention *p,
-			  uint64_t served_gen)
+static void compact_procs(struct vw_workloads *w, const struct vw_wl_retention *p, uint64_t served_gen)
 {
-	size_t j = 0, i = 0, n = w->n_procs;
+	size_t j = 0;
 
 	if (!p->any_leave_p)
 		return;
-	while (i < n) {
-		size_t end = i;
-		const struct wl_proc *pr;
+	for (size_t i = 0; i < w->n_procs; i++) {
+		const struct wl_proc *pr = &w->procs[i];
 
-		while (end < n && !p->leave_p[end])
-			end++;
-		if (end > i && j != i) /* no copy onto itself before the first that leaves */
-			memmove(&w->procs[j], &w->procs[i], (end - i) * sizeof(*w->procs));
-		j += end - i;
-		if (end == n)
-			break;
-		pr = &w->procs[end]; /* leaves: above everything moved so far, untouched */
+		if (!p->leave_p[i]) {
+			if (j != i) /* no copy onto itself before the first that leaves */
+				w->procs[j] = *pr;
+			j++;
+			continue;
+		}
 		if (unserved(pr->terminated, pr->final_gen, served_gen))
 			w->evictions[VW_TABLE_PROCESS]++;
 		vw_intern_put(w->exes, pr->exe);
 		free(pr->z);
-		i = end + 1;
 	}
 	w->n_procs = j;
 }
