@@ -489,6 +489,14 @@ static int render(const struct vw_workloads *w, size_t *ret_series, size_t *ret_
 		vw_prom_writer_free(pw);
 		if (r < 0)
 			return r;
+		if (getenv("BENCH_WORKLOADS_DUMP")) { /* every render appended, to compare trees */
+			FILE *d = fopen(getenv("BENCH_WORKLOADS_DUMP"), "a");
+
+			if (d) {
+				fwrite(out, 1, len, d);
+				fclose(d);
+			}
+		}
 		if (f == 0) {
 			size_t series = 0;
 

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "vw_test.h"
 
+#include <float.h>
 #include <locale.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -371,6 +373,172 @@ static void test_double_values(void **state)
 		assert_true(strtod(s, NULL) == roundtrip[i]);
 		assert_true(strlen(s) <= 24);
 	}
+}
+
+/* What the writer printed before it formatted doubles in integers: the shortest of %.15g,
+ * %.16g and %.17g that strtod reads back. */
+static void reference_double(double v, char out[VW_PROM_NUM_MAX])
+{
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(out, VW_PROM_NUM_MAX, "%.*g", prec, v);
+		if (strtod(out, NULL) == v)
+			return;
+	}
+}
+
+static uint64_t xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+static void check_double(double v)
+{
+	char got[VW_PROM_NUM_MAX], want[VW_PROM_NUM_MAX];
+	size_t n = vw_prom_format_double(v, got);
+
+	if (isnan(v) || isinf(v))
+		return;
+	reference_double(v, want);
+	if (strcmp(got, want) != 0 || n != strlen(want))
+		fail_msg("%a: wrote \"%s\", printf \"%s\"", v, got, want);
+}
+
+/* The gauges' text, computed in integers, is printf's for every kind of value: watts as the
+ * registry computes them (uj x 1e3 / ns), random bit patterns, neighbours of powers of ten,
+ * exact ties at the 15th, 16th and 17th digit (rounded to even), and both signs. */
+static void test_double_format_matches_printf(void **state)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ULL;
+
+	(void)state;
+	for (int i = 0; i < 60000; i++) {
+		uint64_t uj = xorshift(&x) % 100000000000ULL >> (xorshift(&x) % 40);
+		uint64_t ns = 1000000000ULL + xorshift(&x) % 200000000ULL - 100000000ULL;
+		double w = (double)uj * 1e3 / (double)ns;
+		uint64_t bits = xorshift(&x);
+		double r;
+
+		check_double(w);
+		check_double(-w);
+		/* Any double from about 1e-20 to 1e20 (exponents 960..1090), and any at all. */
+		bits = (bits & ~(0x7ffull << 52)) | (uint64_t)(960 + xorshift(&x) % 130) << 52;
+		memcpy(&r, &bits, sizeof(r));
+		check_double(r);
+		bits = xorshift(&x);
+		memcpy(&r, &bits, sizeof(r));
+		check_double(r);
+	}
+	for (int e = -20; e <= 20; e++) {
+		double p = pow(10, e);
+
+		check_double(p);
+		check_double(nextafter(p, 0));
+		check_double(nextafter(p, INFINITY));
+		check_double(nextafter(nextafter(p, 0), 0));
+		check_double(ldexp(1, e * 3));
+		check_double(nextafter(ldexp(1, e * 3), 0));
+	}
+	for (int i = 0; i < 30000; i++) {
+		/* A 12-digit integer plus an odd multiple of 1/16 (4 decimals, ending in 5): 16
+		 * significant digits, a tie at 15; 13 digits: a tie at 16; 11 digits + 1/32: 16. */
+		uint64_t odd = 2 * (xorshift(&x) % 8) + 1;
+
+		check_double((double)(100000000000ULL + xorshift(&x) % 900000000000ULL) + odd / 16.0);
+		check_double((double)(1000000000000ULL + xorshift(&x) % 9000000000000ULL) +
+			     odd / 16.0);
+		check_double((double)(10000000000ULL + xorshift(&x) % 90000000000ULL) +
+			     (2 * (xorshift(&x) % 16) + 1) / 32.0);
+		check_double((double)(xorshift(&x) % 1000000) / 1024.0);
+	}
+	check_double(0.1 + 0.2);
+	check_double(1.0 / 3);
+	check_double(123456789.123456789);
+	check_double(4.35);
+	check_double(DBL_MIN);
+	check_double(5e-324);
+	check_double(DBL_MAX);
+}
+
+static const char *const proc_labels[] = {"pid", "comm", "exe", "zone", NULL};
+static const char *const other_labels[] = {"pid", "comm", "exe", "zone", NULL};
+static const struct vw_metric_family fam_proc_j = {
+	"t_process_joules_total", VW_METRIC_COUNTER, "Joules.", "joules", proc_labels
+};
+static const struct vw_metric_family fam_proc_w = {
+	"t_process_watts", VW_METRIC_GAUGE, "Watts.", "watts", proc_labels
+};
+/* The same label names in another array: a piece made for proc_labels is not used. */
+static const struct vw_metric_family fam_other_w = {
+	"t_other_watts", VW_METRIC_GAUGE, "Watts.", "watts", other_labels
+};
+
+/* Render two processes' series in both families, with pieces or without. */
+static char *render_pieces(enum vw_prom_format fmt, bool with)
+{
+	static const char *const procs[][3] = {{"1", "init", "/sbin/init"},
+					       {"42", "we\"ird\\", "/bin/\xff\x01x"}};
+	static const char *const zones[] = {"package", "dram"};
+	struct vw_prom_piece pieces[2];
+	struct vw_prom_writer *w = vw_prom_writer_new(fmt, 0);
+	char *buf = NULL;
+
+	assert_non_null(w);
+	for (size_t p = 0; p < 2; p++) {
+		const char *v[] = {procs[p][0], procs[p][1], procs[p][2], "", NULL};
+
+		assert_true(vw_prom_piece_set(&pieces[p], proc_labels, 3, v));
+	}
+	for (int f = 0; f < 3; f++) {
+		assert_int_equal(vw_prom_family(w, f == 0 ? &fam_proc_j : f == 1 ? &fam_proc_w
+								     : &fam_other_w), 0);
+		for (size_t p = 0; p < 2; p++)
+			for (size_t z = 0; z < 2; z++) {
+				const char *v[] = {procs[p][0], procs[p][1], procs[p][2], zones[z],
+						   NULL};
+				const struct vw_prom_piece *pc = with ? &pieces[p] : NULL;
+
+				if (f == 0)
+					assert_int_equal(vw_prom_counter_micro_piece(w, pc, v,
+										     1500000 * (p + 1)),
+							 0);
+				else
+					assert_int_equal(vw_prom_gauge_piece(w, pc, v, 0.25 * (z + 1)), 0);
+			}
+		assert_int_equal(vw_prom_family_end(w), 0);
+	}
+	assert_int_equal(vw_prom_finish(w, &buf, NULL), 0);
+	vw_prom_writer_free(w);
+	return buf;
+}
+
+/* A series' labels escaped once (a piece) write the very bytes escaping them each sample does,
+ * in both formats; a piece is used only by families of its label array, and it keeps what the
+ * writer sanitises and escapes. */
+static void test_label_pieces(void **state)
+{
+	static const enum vw_prom_format fmts[] = {VW_PROM_TEXT_0_0_4, VW_PROM_OPENMETRICS_1_0_0};
+	struct vw_prom_piece pc;
+	const char *v[] = {"7", "x", "y", NULL};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(fmts); i++) {
+		_cleanup_free_ char *plain = render_pieces(fmts[i], false);
+		_cleanup_free_ char *pieces = render_pieces(fmts[i], true);
+
+		assert_string_equal(pieces, plain);
+		assert_non_null(strstr(plain, "t_process_watts{pid=\"42\",comm=\"we\\\"ird\\\\\","
+					      "exe=\"/bin/\xef\xbf\xbd x\",zone=\"dram\"} 0.5\n"));
+		assert_non_null(strstr(plain, "t_other_watts{pid=\"1\""));
+	}
+	/* More labels than given values, or a value missing: no piece. */
+	assert_false(vw_prom_piece_set(&pc, proc_labels, 4, (const char *[]){"7", "x", NULL}));
+	assert_null(pc.labels);
+	assert_true(vw_prom_piece_set(&pc, proc_labels, 3, v));
+	assert_int_equal(pc.len, strlen("{pid=\"7\",comm=\"x\",exe=\"y\""));
+	assert_memory_equal(pc.text, "{pid=\"7\",comm=\"x\",exe=\"y\"", pc.len);
 }
 
 static void test_counter_values(void **state)
@@ -872,6 +1040,8 @@ int main(void)
 		cmocka_unit_test(test_label_in_sample),
 		cmocka_unit_test(test_micro_exact),
 		cmocka_unit_test(test_double_values),
+		cmocka_unit_test(test_double_format_matches_printf),
+		cmocka_unit_test(test_label_pieces),
 		cmocka_unit_test(test_counter_values),
 		cmocka_unit_test(test_rollback),
 		cmocka_unit_test(test_rollback_header_and_eof),

@@ -19,7 +19,9 @@
 
 #define TOTAL_SUFFIX "_total"
 #define EOF_TRAILER "# EOF\n"
-#define NUM_MAX 40 /* room for any number this file prints */
+#define NUM_MAX VW_PROM_NUM_MAX /* room for any number this file prints */
+#define LABEL_LEN_MAX 32        /* label names whose lengths a family start keeps */
+#define LABEL_NAME_PIECE_MAX 128 /* a label name a piece takes */
 
 struct vw_prom_writer {
 	enum vw_prom_format fmt;
@@ -32,16 +34,22 @@ struct vw_prom_writer {
 	const struct vw_metric_family *fam;
 	size_t mark;
 	size_t nlabels;
+	size_t fam_nlen;               /* strlen(fam->name) */
+	size_t lab_len[LABEL_LEN_MAX]; /* strlen of its first label names */
 	int fam_err;
 	bool done;
 	/* Drop-oversize mode: the families rolled back, reported instead of returned. */
 	bool drop_oversize;
 	const struct vw_metric_family **dropped;
 	size_t ndropped, dropped_cap;
-	/* Names of the families started so far, for -EEXIST. */
+	/* Names of the families started so far, for -EEXIST, and a hash of them (indices + 1 in
+	 * names, 0: empty; a power of two, at least twice nnames): a linear search per family
+	 * was a fifth of starting one. */
 	char **names;
 	size_t nnames;
 	size_t names_cap;
+	uint32_t *name_slots;
+	size_t n_slots;
 	/* Sees every counter sample (vw_prom_writer_filter_counters). */
 	vw_prom_counter_filter filter;
 	void *filter_ctx;
@@ -193,8 +201,134 @@ static size_t format_micro(uint64_t micro, char out[NUM_MAX])
 	return n;
 }
 
+typedef unsigned __int128 u128;
+
+static const uint64_t pow10_u64[] = {
+	1ull, 10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
+	1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull,
+	100000000000000ull, 1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+	1000000000000000000ull,
+};
+
+static const uint64_t pow5_u64[] = {
+	1ull, 5ull, 25ull, 125ull, 625ull, 3125ull, 15625ull, 78125ull, 390625ull, 1953125ull,
+	9765625ull, 48828125ull, 244140625ull, 1220703125ull, 6103515625ull, 30517578125ull,
+	152587890625ull, 762939453125ull, 3814697265625ull, 19073486328125ull, 95367431640625ull,
+	476837158203125ull, 2384185791015625ull, 11920928955078125ull, 59604644775390625ull,
+	298023223876953125ull, 1490116119384765625ull, 7450580596923828125ull,
+};
+
+/*
+ * The prec (15..17) significant digits of v (> 0, finite) as "%.*g" gives them: *ret_d (prec
+ * digits, or 10^prec where rounding carried) and the decimal exponent *ret_x of its first
+ * digit, rounded to nearest with ties to even, as glibc's printf does with the exact binary
+ * value; *ret_back: whether that decimal reads back as v (strtod: the nearest double, ties to
+ * the even mantissa). Exact integer arithmetic: v = m 2^e, and v 10^k = m 5^k / 2^s in 128
+ * bits. false where that does not fit (v below about 1e-15, at or above 2^32 with a fraction,
+ * subnormal): the caller asks printf.
+ */
+static bool decimal_digits(double v, int prec, uint64_t *ret_d, int *ret_x, bool *ret_back)
+{
+	uint64_t bits, m;
+	int be, e, x;
+
+	memcpy(&bits, &v, sizeof(bits));
+	be = (int)(bits >> 52 & 0x7ff);
+	if (be == 0 || be == 0x7ff)
+		return false;
+	m = (bits & ((1ull << 52) - 1)) | 1ull << 52;
+	e = be - 1075;
+	x = (int)floor(log10(v)); /* may be one off near a power of ten: checked below */
+	for (int tries = 0; tries < 3; tries++) {
+		int k = prec - 1 - x, s = -(e + k);
+		u128 p5, n, d, r, half, ds, diff;
+		bool even = !(m & 1), back;
+
+		if (k < 0 || k > 31 || s < 1 || s > 68)
+			return false;
+		p5 = k < 28 ? (u128)pow5_u64[k] : (u128)pow5_u64[27] * pow5_u64[k - 27];
+		n = (u128)m * p5; /* v 10^k 2^s, below 2^125 (5^31 < 2^72) */
+		d = n >> s;
+		if (d < pow10_u64[prec - 1]) {
+			x--;
+			continue;
+		}
+		if (d >= pow10_u64[prec]) {
+			x++;
+			continue;
+		}
+		r = n & (((u128)1 << s) - 1);
+		half = (u128)1 << (s - 1);
+		if (r > half || (r == half && (d & 1)))
+			d++;
+		/* Reads back when within half a gap of v (scaled: 5^k / 2; a quarter below a
+		 * power of two, whose lower neighbour is nearer), the bounds where m is even. */
+		ds = d << s;
+		if (ds >= n) {
+			diff = 2 * (ds - n);
+			back = diff < p5 || (even && diff == p5);
+		} else {
+			diff = (m == 1ull << 52 && be > 1 ? 4 : 2) * (n - ds);
+			back = diff < p5 || (even && diff == p5);
+		}
+		*ret_d = (uint64_t)d;
+		*ret_x = x;
+		*ret_back = back;
+		return true;
+	}
+	return false;
+}
+
+/* d (prec digits, or 10^prec) with first-digit exponent x, as "%.*g" writes it: trailing
+ * zeros dropped, exponent form (two digits at least) below 1e-4 or from 10^prec. */
+static size_t format_g(bool neg, uint64_t d, int x, int prec, char out[NUM_MAX])
+{
+	char dig[20];
+	size_t n = 0, nd;
+
+	if (d >= pow10_u64[prec]) { /* rounding carried into a new digit */
+		d /= 10;
+		x++;
+	}
+	nd = format_u64(d, dig, 0);
+	while (nd > 1 && dig[nd - 1] == '0')
+		nd--;
+	if (neg)
+		out[n++] = '-';
+	if (x < -4 || x >= prec) {
+		out[n++] = dig[0];
+		if (nd > 1) {
+			out[n++] = '.';
+			memcpy(out + n, dig + 1, nd - 1);
+			n += nd - 1;
+		}
+		out[n++] = 'e';
+		out[n++] = x < 0 ? '-' : '+';
+		n += format_u64((uint64_t)(x < 0 ? -x : x), out + n, 2);
+	} else if (x < 0) {
+		out[n++] = '0';
+		out[n++] = '.';
+		for (int z = -1; z > x; z--)
+			out[n++] = '0';
+		memcpy(out + n, dig, nd);
+		n += nd;
+	} else {
+		size_t ip = (size_t)x + 1; /* integer digits, at most prec */
+
+		for (size_t i = 0; i < ip; i++)
+			out[n++] = i < nd ? dig[i] : '0';
+		if (nd > ip) {
+			out[n++] = '.';
+			memcpy(out + n, dig + ip, nd - ip);
+			n += nd - ip;
+		}
+	}
+	out[n] = '\0';
+	return n;
+}
+
 /* Shortest of %.15g..%.17g that reads back as the same double; NaN, +Inf, -Inf spelt out. */
-static size_t format_double(double v, char out[NUM_MAX])
+size_t vw_prom_format_double(double v, char out[VW_PROM_NUM_MAX])
 {
 	int n = 0;
 
@@ -221,6 +355,18 @@ static size_t format_double(double v, char out[NUM_MAX])
 		out[n] = '\0';
 		return (size_t)n;
 	}
+	/* Any other (a watts gauge): the same digits in integers where they fit (printf and
+	 * strtod were a sixth of a render), else printf's. */
+	for (int prec = 15; prec <= 17; prec++) {
+		uint64_t d;
+		int x;
+		bool back;
+
+		if (!decimal_digits(fabs(v), prec, &d, &x, &back))
+			break;
+		if (back || prec == 17)
+			return format_g(v < 0, d, x, prec, out);
+	}
 	for (int prec = 15; prec <= 17; prec++) {
 		n = snprintf(out, NUM_MAX, "%.*g", prec, v);
 		if (strtod(out, NULL) == v)
@@ -229,18 +375,27 @@ static size_t format_double(double v, char out[NUM_MAX])
 	return (size_t)n;
 }
 
+static size_t format_double(double v, char out[NUM_MAX])
+{
+	return vw_prom_format_double(v, out);
+}
+
 /* ---- Names ---- */
+
+/* Bytes of a name: 1 a letter (may start it), 2 a digit or _ (may follow). */
+static const unsigned char name_byte[256] = {
+	['a' ... 'z'] = 1, ['A' ... 'Z'] = 1, ['0' ... '9'] = 2, ['_'] = 2,
+};
 
 static bool name_valid(const char *s)
 {
-	if (!s || !((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z')))
+	const unsigned char *u = (const unsigned char *)s;
+
+	if (!u || name_byte[*u] != 1)
 		return false;
-	for (s++; *s; s++) {
-		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
-		      (*s >= '0' && *s <= '9') || *s == '_'))
-			return false;
-	}
-	return true;
+	for (u++; name_byte[*u]; u++)
+		;
+	return *u == '\0';
 }
 
 static bool has_suffix(const char *s, size_t len, const char *suffix)
@@ -371,19 +526,54 @@ static int family_settle(struct vw_prom_writer *w)
 	return family_error(w);
 }
 
+static size_t name_hash(const char *name)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+	for (; *name; name++)
+		h = (h ^ (unsigned char)*name) * 1099511628211ull;
+	return (size_t)(h ^ h >> 32);
+}
+
+/* The hash's slot for name: where it is, or the empty one where it would go. */
+static uint32_t *name_slot(const struct vw_prom_writer *w, const char *name)
+{
+	size_t mask = w->n_slots - 1;
+
+	for (size_t i = name_hash(name) & mask;; i = (i + 1) & mask)
+		if (!w->name_slots[i] || strcmp(w->names[w->name_slots[i] - 1], name) == 0)
+			return &w->name_slots[i];
+}
+
 static int name_remember(struct vw_prom_writer *w, const char *name)
 {
+	uint32_t *slot;
 	char *copy;
 
-	for (size_t i = 0; i < w->nnames; i++)
-		if (strcmp(w->names[i], name) == 0)
-			return -EEXIST;
+	if (w->n_slots < 2 * (w->nnames + 1)) { /* grown, and every name hashed again */
+		size_t n = w->n_slots ? 2 * w->n_slots : 64;
+		uint32_t *ns = calloc(n, sizeof(*ns));
+
+		if (!ns || w->nnames >= UINT32_MAX - 1) {
+			free(ns);
+			return -ENOMEM;
+		}
+		free(w->name_slots);
+		w->name_slots = ns;
+		w->n_slots = n;
+		for (size_t i = 0; i < w->nnames; i++)
+			*name_slot(w, w->names[i]) = (uint32_t)(i + 1);
+	}
+	slot = name_slot(w, name);
+	if (*slot)
+		return -EEXIST;
 	if (vw_array_grow((void **)&w->names, sizeof(*w->names), w->nnames, &w->names_cap) < 0)
 		return -ENOMEM;
 	copy = strdup(name);
 	if (!copy)
 		return -ENOMEM;
 	w->names[w->nnames++] = copy;
+	*slot = (uint32_t)w->nnames;
 	return 0;
 }
 
@@ -450,6 +640,7 @@ void vw_prom_writer_free(struct vw_prom_writer *w)
 	for (size_t i = 0; i < w->nnames; i++)
 		free(w->names[i]);
 	free(w->names);
+	free(w->name_slots);
 	free(w->dropped);
 	free(w->buf);
 	free(w);
@@ -534,6 +725,9 @@ int vw_prom_family(struct vw_prom_writer *w, const struct vw_metric_family *f)
 		(void)vw_prom_family_end(w);
 	w->fam = f;
 	w->nlabels = nlabels;
+	w->fam_nlen = strlen(f->name);
+	for (size_t i = 0; i < nlabels && i < LABEL_LEN_MAX; i++)
+		w->lab_len[i] = strlen(f->labels[i]);
 	w->mark = w->len;
 	w->fam_err = 0;
 	put_header(w, f);
@@ -563,50 +757,90 @@ static int values_check(const struct vw_prom_writer *w, const char *const *value
 	return values[w->nlabels] ? -EINVAL : 0;
 }
 
-/*
- * Each label written in place: room for its worst case reserved once, the value escaped
- * straight into the buffer, the cap checked on what it took (a label past it is taken back
- * and fails the family as put() would). Five appends and a copy through a stack buffer per
- * label were a fifth of a render.
- */
-static void put_labels(struct vw_prom_writer *w, const char *const *values)
+/* Whether the open family has run past the cap (less what is held back). */
+static bool over_cap(const struct vw_prom_writer *w)
 {
-	for (size_t i = 0; i < w->nlabels && !w->fam_err; i++) {
-		const char *name = w->fam->labels[i];
-		size_t nlen = strlen(name), start = w->len;
-		size_t room = w->limit - start > w->held ? w->limit - start - w->held : 0;
-		char *p;
+	return w->len > w->limit - w->held;
+}
 
-		/* "{" or ",", the name, "=\"", the value escaped (its NUL overwritten), "\"" */
-		w->fam_err = reserve(w, nlen + 4 + VW_PROM_LABEL_ESCAPED_MAX);
-		if (w->fam_err)
-			return;
-		p = w->buf + start;
-		*p++ = i == 0 ? '{' : ',';
-		memcpy(p, name, nlen);
-		p += nlen;
-		*p++ = '=';
-		*p++ = '"';
-		p += vw_prom_escape_label(values[i], p, VW_PROM_LABEL_ESCAPED_MAX);
-		*p++ = '"';
-		if ((size_t)(p - (w->buf + start)) > room) {
-			w->fam_err = -ENOBUFS;
-			return;
-		}
-		w->len = (size_t)(p - w->buf);
+/*
+ * The series' name and labels written in place from p (room reserved): each value escaped
+ * straight into the buffer. Returns the end. Five appends and a copy through a stack buffer
+ * per label were a fifth of a render; a reservation and a cap check per label and per piece,
+ * and a strlen of each name per sample, a third of what was left.
+ */
+/* Label i ("{" or ",", the name, "=\"", the value escaped, "\"") at p; returns the end. */
+static char *put_label(char *p, size_t i, const char *name, size_t nlen, const char *value)
+{
+	*p++ = i == 0 ? '{' : ',';
+	memcpy(p, name, nlen);
+	p += nlen;
+	*p++ = '=';
+	*p++ = '"';
+	p += vw_prom_escape_label(value, p, VW_PROM_LABEL_ESCAPED_MAX);
+	*p++ = '"';
+	return p;
+}
+
+static char *put_series(const struct vw_prom_writer *w, char *p, const char *const *values,
+			const struct vw_prom_piece *piece)
+{
+	size_t i = 0;
+
+	memcpy(p, w->fam->name, w->fam_nlen);
+	p += w->fam_nlen;
+	if (piece && piece->labels && piece->labels == w->fam->labels && piece->n <= w->nlabels) {
+		memcpy(p, piece->text, piece->len);
+		p += piece->len;
+		i = piece->n;
 	}
+	for (; i < w->nlabels; i++)
+		p = put_label(p, i, w->fam->labels[i],
+			      i < LABEL_LEN_MAX ? w->lab_len[i] : strlen(w->fam->labels[i]),
+			      values[i]);
 	if (w->nlabels)
-		put(w, "}", 1);
+		*p++ = '}';
+	return p;
+}
+
+bool vw_prom_piece_set(struct vw_prom_piece *p, const char *const *labels, size_t n,
+		       const char *const *label_values)
+{
+	char tmp[LABEL_NAME_PIECE_MAX + 4 + VW_PROM_LABEL_ESCAPED_MAX];
+	size_t len = 0;
+
+	p->labels = NULL;
+	for (size_t i = 0; i < n; i++) {
+		size_t nlen, k;
+
+		if (!labels || !labels[i] || !label_values || !label_values[i])
+			return false;
+		nlen = strlen(labels[i]);
+		if (nlen > LABEL_NAME_PIECE_MAX)
+			return false;
+		k = (size_t)(put_label(tmp, i, labels[i], nlen, label_values[i]) - tmp);
+		if (k > sizeof(p->text) - len)
+			return false; /* too long for a piece: the samples escape it */
+		memcpy(p->text + len, tmp, k);
+		len += k;
+	}
+	p->labels = labels;
+	p->n = n;
+	p->len = len;
+	return true;
 }
 
 /* One sample line with an already formatted value; a counter's micro-units go through the
- * filter, which may give another value to write. */
+ * filter, which may give another value to write. Room for its worst case is reserved once;
+ * the cap is checked where the filter would see the series and at the end (the buffer only
+ * grows, so it is past the cap at the end when it was at any point). */
 static int put_sample(struct vw_prom_writer *w, const char *const *values, const char *num,
-		      size_t numlen, const uint64_t *micro)
+		      size_t numlen, const uint64_t *micro, const struct vw_prom_piece *piece)
 {
 	char filtered[NUM_MAX];
 	uint64_t seen = micro ? *micro : 0;
-	size_t start;
+	size_t start, need;
+	char *p;
 	int r;
 
 	if (!w || w->done || !w->fam)
@@ -617,9 +851,19 @@ static int put_sample(struct vw_prom_writer *w, const char *const *values, const
 	if (r < 0)
 		return r;
 	start = w->len;
-	put_str(w, w->fam->name);
-	put_labels(w, values);
-	if (micro && w->filter && !w->fam_err) {
+	need = w->fam_nlen + 1 + 1 + NUM_MAX + 1; /* name, "}", " ", the value, LF */
+	for (size_t i = 0; i < w->nlabels; i++)
+		need += (i < LABEL_LEN_MAX ? w->lab_len[i] : strlen(w->fam->labels[i])) + 4 +
+			VW_PROM_LABEL_ESCAPED_MAX;
+	w->fam_err = reserve(w, need);
+	if (w->fam_err)
+		return family_settle(w);
+	w->len = (size_t)(put_series(w, w->buf + start, values, piece) - w->buf);
+	if (over_cap(w)) {
+		w->fam_err = -ENOBUFS;
+		return family_settle(w);
+	}
+	if (micro && w->filter) {
 		uint64_t out;
 
 		/* The key is the series as the text format names it, just written. */
@@ -634,11 +878,16 @@ static int put_sample(struct vw_prom_writer *w, const char *const *values, const
 			seen = out;
 		}
 	}
-	if (micro && w->observer && !w->fam_err)
+	if (micro && w->observer)
 		w->observer(w->observer_ctx, w->fam, values, seen);
-	put(w, " ", 1);
-	put(w, num, numlen);
-	put(w, "\n", 1);
+	p = w->buf + w->len;
+	*p++ = ' ';
+	memcpy(p, num, numlen);
+	p += numlen;
+	*p++ = '\n';
+	w->len = (size_t)(p - w->buf);
+	if (over_cap(w))
+		w->fam_err = -ENOBUFS;
 	return family_settle(w);
 }
 
@@ -647,23 +896,35 @@ static bool family_is(const struct vw_prom_writer *w, enum vw_metric_type type)
 	return w && w->fam && w->fam->type == type;
 }
 
-int vw_prom_gauge(struct vw_prom_writer *w, const char *const *label_values, double value)
+int vw_prom_gauge_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+			const char *const *label_values, double value)
 {
 	char num[NUM_MAX];
 
 	if (!family_is(w, VW_METRIC_GAUGE))
 		return -EINVAL;
-	return put_sample(w, label_values, num, format_double(value, num), NULL);
+	return put_sample(w, label_values, num, format_double(value, num), NULL, piece);
 }
 
-int vw_prom_counter_micro(struct vw_prom_writer *w, const char *const *label_values,
-			  uint64_t micro)
+int vw_prom_gauge(struct vw_prom_writer *w, const char *const *label_values, double value)
+{
+	return vw_prom_gauge_piece(w, NULL, label_values, value);
+}
+
+int vw_prom_counter_micro_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+				const char *const *label_values, uint64_t micro)
 {
 	char num[NUM_MAX];
 
 	if (!family_is(w, VW_METRIC_COUNTER))
 		return -EINVAL;
-	return put_sample(w, label_values, num, format_micro(micro, num), &micro);
+	return put_sample(w, label_values, num, format_micro(micro, num), &micro, piece);
+}
+
+int vw_prom_counter_micro(struct vw_prom_writer *w, const char *const *label_values,
+			  uint64_t micro)
+{
+	return vw_prom_counter_micro_piece(w, NULL, label_values, micro);
 }
 
 int vw_prom_counter(struct vw_prom_writer *w, const char *const *label_values, double value)
@@ -681,7 +942,7 @@ int vw_prom_counter(struct vw_prom_writer *w, const char *const *label_values, d
 	if (filtered)
 		micro = (uint64_t)llround(value * 1e6);
 	return put_sample(w, label_values, num, format_double(value, num),
-			  filtered ? &micro : NULL);
+			  filtered ? &micro : NULL, NULL);
 }
 
 int vw_prom_field_sample(struct vw_prom_writer *w, const char *const *label_values,

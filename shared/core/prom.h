@@ -137,6 +137,28 @@ int vw_prom_family(struct vw_prom_writer *w, const struct vw_metric_family *f);
  */
 int vw_prom_gauge(struct vw_prom_writer *w, const char *const *label_values, double value);
 /*
+ * The first n labels of a series escaped once, for samples of several families that share
+ * those label names (the same `labels` array) and values: a process's pid to vm_id in each of
+ * its zones' joules and watts. vw_prom_piece_set() fills it (false: it would not fit, or n
+ * names more labels than there are; the samples then escape every label). A sample given a
+ * piece writes its bytes for those labels where its family's labels are the piece's array,
+ * else ignores it; the text is the same either way. label_values are still passed whole
+ * (counter filters and observers see them).
+ */
+#define VW_PROM_PIECE_MAX 1024
+struct vw_prom_piece {
+	const char *const *labels; /* the family label array it was made for; NULL: none */
+	size_t n;                  /* labels it holds */
+	size_t len;
+	char text[VW_PROM_PIECE_MAX]; /* "{name=\"value\",..." as a sample writes them */
+};
+bool vw_prom_piece_set(struct vw_prom_piece *p, const char *const *labels, size_t n,
+		       const char *const *label_values);
+int vw_prom_gauge_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+			const char *const *label_values, double value);
+int vw_prom_counter_micro_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+				const char *const *label_values, uint64_t micro);
+/*
  * A counter sample in joules (or any base unit) from integer micro-units, printed exactly:
  * 1234567 -> "1.234567", 1000000 -> "1", 0 -> "0", no float rounding.
  */
@@ -189,6 +211,16 @@ int vw_prom_family_end(struct vw_prom_writer *w);
  * buffer (caller frees). The writer accepts nothing afterwards but vw_prom_writer_free().
  */
 int vw_prom_finish(struct vw_prom_writer *w, char **ret_buf, size_t *ret_len);
+
+/* Room for any number the writer prints, its NUL included. */
+#define VW_PROM_NUM_MAX 40
+/*
+ * A gauge's value as the writer prints it: the shortest of "%.15g", "%.16g" and "%.17g" that
+ * strtod reads back as v (C locale), NaN, +Inf and -Inf spelt out; NUL-terminated, returns the
+ * length. Computed in integers where it can be (the same text: tests/test_prom.c checks it
+ * against printf), else with printf and strtod.
+ */
+size_t vw_prom_format_double(double v, char out[VW_PROM_NUM_MAX]);
 
 /*
  * Sanitise and escape one label value into out (NUL-terminated); returns bytes written

@@ -160,44 +160,63 @@ static void sift_down(struct ranked *h, size_t n, size_t i)
 }
 
 /*
- * The top k of rank[0..n) into rank[0..k), in order: a heap of the k best so far, whose root
- * (the worst of them) most candidates fail to beat, then a sort of those k. O(n log k): a
- * full sort of 10,000 processes to keep 50 was 5 % of the daemon's CPU.
+ * The top k of the processes by energy (ties: the lower index), in order, through one pass: a
+ * heap of the k best so far, whose root (the worst of them) most processes fail to beat, then
+ * a sort of those k. O(n log k) time and k entries of memory: a full sort of 10,000 processes
+ * to keep 50 was 5 % of the daemon's CPU, and a ranking of all of them (160 KiB zeroed and
+ * filled each render) a third of what was left of the ranking.
  */
-static void top_k(struct ranked *rank, size_t n, size_t k)
+static inline __attribute__((always_inline)) int
+top_procs(const struct vw_workloads *w, uint64_t (*energy)(const struct wl_proc *), bool skip_zero,
+	  size_t *order, size_t *ret_n)
 {
-	for (size_t i = k / 2; i-- > 0;)
-		sift_down(rank, k, i);
-	for (size_t i = k; i < n; i++)
-		if (cmp_energy_desc(&rank[i], &rank[0]) < 0) {
-			rank[0] = rank[i];
-			sift_down(rank, k, 0);
+	size_t k = w->o.process_top_n, n = 0;
+	_cleanup_free_ struct ranked *heap = NULL;
+	bool heaped = false;
+
+	if (!k || k >= w->n_procs) { /* no limit, or no more processes than it: all, in order */
+		for (size_t i = 0; i < w->n_procs; i++)
+			if (!skip_zero || energy(&w->procs[i]))
+				order[n++] = i;
+		*ret_n = n;
+		return 0;
+	}
+	heap = malloc(k * sizeof(*heap));
+	if (!heap)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->n_procs; i++) {
+		struct ranked c = { .energy = energy(&w->procs[i]), .idx = i };
+
+		if (skip_zero && !c.energy)
+			continue;
+		if (n < k) { /* the first k, in index order until a (k + 1)-th shows up */
+			heap[n++] = c;
+			continue;
 		}
-	qsort(rank, k, sizeof(*rank), cmp_energy_desc);
+		if (!heaped) {
+			for (size_t j = k / 2; j-- > 0;)
+				sift_down(heap, k, j);
+			heaped = true;
+		}
+		/* Better than the worst kept: more energy (on a tie the lower index, which the
+		 * kept ones all have: they came first). */
+		if (c.energy > heap[0].energy) {
+			heap[0] = c;
+			sift_down(heap, k, 0);
+		}
+	}
+	if (heaped) /* more than k: the best k, best first */
+		qsort(heap, k, sizeof(*heap), cmp_energy_desc);
+	for (size_t i = 0; i < n; i++)
+		order[i] = heap[i].idx;
+	*ret_n = n;
+	return 0;
 }
 
 int vw_wl_top_procs(const struct vw_workloads *w, uint64_t (*energy)(const struct wl_proc *),
 		    bool skip_zero, size_t *order, size_t *ret_n)
 {
-	_cleanup_free_ struct ranked *rank = calloc(w->n_procs + 1, sizeof(*rank));
-	size_t n = 0;
-
-	if (!rank)
-		return -ENOMEM;
-	for (size_t i = 0; i < w->n_procs; i++) {
-		uint64_t e = energy(&w->procs[i]);
-
-		if (e || !skip_zero)
-			rank[n++] = (struct ranked){ .energy = e, .idx = i };
-	}
-	if (w->o.process_top_n && n > w->o.process_top_n) {
-		top_k(rank, n, w->o.process_top_n);
-		n = w->o.process_top_n;
-	}
-	for (size_t i = 0; i < n; i++)
-		order[i] = rank[i].idx;
-	*ret_n = n;
-	return 0;
+	return top_procs(w, energy, skip_zero, order, ret_n);
 }
 
 /* A PID's decimal digits (what "%u" prints, without printf: five series a process a render). */
@@ -245,17 +264,18 @@ _Static_assert(F_PROC_IDLE_J == F_PROC_J + VW_WL_IDLE_J &&
 	       "a level's families in order");
 
 static int level_sample(const struct vw_workloads *w, struct vw_prom_writer *pw, int f,
-			const char *const *v, const struct acc *a)
+			const struct wl_labels *l, const struct acc *a)
 {
 	switch (f) {
 	case VW_WL_ACTIVE_J:
-		return vw_prom_counter_micro(pw, v, a->uj[M_ACTIVE]);
+		return vw_prom_counter_micro_piece(pw, l->piece, l->v, a->uj[M_ACTIVE]);
 	case VW_WL_ACTIVE_W:
-		return vw_prom_gauge(pw, v, interval_watts(w, a));
+		return vw_prom_gauge_piece(pw, l->piece, l->v, interval_watts(w, a));
 	case VW_WL_IDLE_J:
-		return vw_prom_counter_micro(pw, v, a->uj[M_IDLE]);
+		return vw_prom_counter_micro_piece(pw, l->piece, l->v, a->uj[M_IDLE]);
 	default:
-		return vw_prom_gauge(pw, v, vw_energy_watts(a->interval[M_IDLE], w->dt_ns));
+		return vw_prom_gauge_piece(pw, l->piece, l->v,
+					   vw_energy_watts(a->interval[M_IDLE], w->dt_ns));
 	}
 }
 
@@ -275,9 +295,10 @@ int vw_wl_render_level(const struct vw_workloads *w, struct vw_prom_writer *pw, 
 
 				if (z >= 0 && !w->present[z])
 					continue;
+				l.piece = NULL;
 				a = item(w, ctx, i, z, node, &l);
 				if (a)
-					r = level_sample(w, pw, f, l.v, a);
+					r = level_sample(w, pw, f, &l, a);
 			}
 		if (r == 0)
 			r = vw_prom_family_end(pw);
@@ -291,25 +312,52 @@ static const char *zone(int z)
 	return vw_zone_name((enum vw_zone)z);
 }
 
+/* The processes shown, and each one's labels pid to vm_id escaped once a render: the same
+ * in its three families and every zone (escaping them each time was a third of a render). */
+struct proc_items {
+	const size_t *order;
+	struct vw_prom_piece *pieces; /* NULL: none (no memory) */
+};
+#define PROC_PIECE_LABELS 7 /* pid, comm, exe, type, state, container_id, vm_id */
+#define PROC_PIECES_MAX 512 /* processes shown beyond which they are not kept (1 KiB each) */
+_Static_assert(PROC_PIECE_LABELS + 2 == ARRAY_SIZE(l_proc) - 1, "l_proc: the piece, zone, node");
+
 static const struct acc *proc_item(const struct vw_workloads *w, const void *ctx, size_t i,
 				   int z, const char *node, struct wl_labels *l)
 {
-	const struct wl_proc *p = &w->procs[((const size_t *)ctx)[i]];
+	const struct proc_items *it = ctx;
+	const struct wl_proc *p = &w->procs[it->order[i]];
 
 	vw_wl_proc_labels(w, p, node, zone(z), l);
+	if (it->pieces) {
+		struct vw_prom_piece *pc = &it->pieces[i];
+
+		if (pc->labels || vw_prom_piece_set(pc, l_proc, PROC_PIECE_LABELS, l->v))
+			l->piece = pc;
+	}
 	return vw_wl_proc_acc(w, p, z);
 }
 
 static int render_processes(const struct vw_workloads *w, struct vw_prom_writer *pw,
 			    const char *node)
 {
-	_cleanup_free_ size_t *order = calloc(w->n_procs + 1, sizeof(size_t));
+	size_t room = w->o.process_top_n ? VW_MIN(w->n_procs, (size_t)w->o.process_top_n)
+					 : w->n_procs;
+	_cleanup_free_ size_t *order = malloc((room + 1) * sizeof(size_t));
+	_cleanup_free_ struct vw_prom_piece *pieces = NULL;
 	size_t n = 0;
-	int r = order ? vw_wl_top_procs(w, proc_energy, false, order, &n) : -ENOMEM;
+	/* (the ranking with proc_energy() inlined: a call a process was a third of it) */
+	int r = order ? top_procs(w, proc_energy, false, order, &n) : -ENOMEM;
 
+	if (r == 0 && n && n <= PROC_PIECES_MAX) {
+		pieces = malloc(n * sizeof(*pieces)); /* none: every label escaped each sample */
+		for (size_t k = 0; pieces && k < n; k++)
+			pieces[k].labels = NULL;
+	}
 	if (r == 0)
 		r = vw_wl_render_level(w, pw, node, &vw_workload_families[F_PROC_J],
-				       VW_WL_IDLE_J + 1, true, n, proc_item, order);
+				       VW_WL_IDLE_J + 1, true, n, proc_item,
+				       &(struct proc_items){ .order = order, .pieces = pieces });
 	if (r == 0)
 		r = vw_prom_family(pw, &vw_workload_families[F_PROC_SEC]);
 	for (size_t k = 0; r == 0 && k < n; k++) {

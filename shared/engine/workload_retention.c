@@ -13,7 +13,9 @@
  * the node's energy in every snapshot, not only while no container has gone.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "energy.h"
 #include "macro.h"
@@ -56,16 +58,29 @@ static size_t evict_oldest(struct cand *c, size_t n, size_t cap, bool *leave)
 	return n - cap;
 }
 
-/* Per-level scratch for one pass: what leaves, and what must stay (something live uses it). */
-struct pass {
+/*
+ * Per-level scratch for one pass: what leaves, and what must stay (something live uses it).
+ * Kept in the registry between publications and grown as the tables grow: eleven callocs a
+ * publication, a table-sized candidate list among them, were a tenth of an interval's work.
+ */
+struct vw_wl_retention {
 	bool *leave_p, *leave_c, *leave_pod, *leave_vm;
 	bool *pinned_c, *pinned_pod, *pinned_vm; /* used by something live: never evicted */
 	bool *ref_c, *ref_pod, *ref_vm;          /* used by something that stays */
 	struct cand *cand;
+	int *map;
+	size_t cap_p, cap_c, cap_pod, cap_vm, cap_cand, cap_map;
+	/* Of this pass: the levels with terminated entries (the others need no planning) and
+	 * whether any process leaves. */
+	bool term_c, term_pod, term_vm, any_leave_p;
 };
 
-static void pass_free(struct pass *p)
+void vw_wl_retention_free(struct vw_workloads *w)
 {
+	struct vw_wl_retention *p = w->retention;
+
+	if (!p)
+		return;
 	free(p->leave_p);
 	free(p->leave_c);
 	free(p->leave_pod);
@@ -77,31 +92,77 @@ static void pass_free(struct pass *p)
 	free(p->ref_pod);
 	free(p->ref_vm);
 	free(p->cand);
+	free(p->map);
+	free(p);
+	w->retention = NULL;
 }
 
-static int pass_init(struct pass *p, const struct vw_workloads *w)
+/* The k arrays hold n elements of elem bytes each (contents not kept); *cap unchanged unless
+ * all grew. */
+static int grow(size_t *cap, size_t n, size_t elem, void **arrs[], size_t k)
+{
+	if (n <= *cap)
+		return 0;
+	n = VW_MAX(n, *cap * 2);
+	for (size_t i = 0; i < k; i++) {
+		void *np = reallocarray(*arrs[i], n, elem);
+
+		if (!np)
+			return -ENOMEM;
+		*arrs[i] = np;
+	}
+	*cap = n;
+	return 0;
+}
+
+#define GROW(cap, n, ...)                                                                          \
+	grow(&(cap), (n), sizeof(bool), (void **[]){ __VA_ARGS__ },                                \
+	     sizeof((void **[]){ __VA_ARGS__ }) / sizeof(void **))
+
+static bool any_terminated(const void *base, size_t n, size_t stride, size_t off)
+{
+	for (size_t i = 0; i < n; i++)
+		if (*(const bool *)((const char *)base + i * stride + off))
+			return true;
+	return false;
+}
+
+static int pass_init(struct vw_wl_retention **ret, const struct vw_workloads *w)
 {
 	size_t most = VW_MAX(VW_MAX(w->n_procs, w->n_conts), VW_MAX(w->n_pods, w->n_vms)) + 1;
+	struct vw_wl_retention *p = *ret ? *ret : (*ret = calloc(1, sizeof(**ret)));
 
-	*p = (struct pass){
-		.leave_p = calloc(w->n_procs + 1, sizeof(bool)),
-		.leave_c = calloc(w->n_conts + 1, sizeof(bool)),
-		.leave_pod = calloc(w->n_pods + 1, sizeof(bool)),
-		.leave_vm = calloc(w->n_vms + 1, sizeof(bool)),
-		.pinned_c = calloc(w->n_conts + 1, sizeof(bool)),
-		.pinned_pod = calloc(w->n_pods + 1, sizeof(bool)),
-		.pinned_vm = calloc(w->n_vms + 1, sizeof(bool)),
-		.ref_c = calloc(w->n_conts + 1, sizeof(bool)),
-		.ref_pod = calloc(w->n_pods + 1, sizeof(bool)),
-		.ref_vm = calloc(w->n_vms + 1, sizeof(bool)),
-		.cand = calloc(most, sizeof(struct cand)),
-	};
-	if (!p->leave_p || !p->leave_c || !p->leave_pod || !p->leave_vm || !p->pinned_c ||
-	    !p->pinned_pod || !p->pinned_vm || !p->ref_c || !p->ref_pod || !p->ref_vm || !p->cand) {
-		pass_free(p);
+	if (!p)
 		return -ENOMEM;
-	}
-	/* Live processes pin their container and VM, live containers their pod. */
+	if (GROW(p->cap_p, w->n_procs + 1, (void **)&p->leave_p) < 0 ||
+	    GROW(p->cap_c, w->n_conts + 1, (void **)&p->leave_c, (void **)&p->pinned_c,
+		 (void **)&p->ref_c) < 0 ||
+	    GROW(p->cap_pod, w->n_pods + 1, (void **)&p->leave_pod, (void **)&p->pinned_pod,
+		 (void **)&p->ref_pod) < 0 ||
+	    GROW(p->cap_vm, w->n_vms + 1, (void **)&p->leave_vm, (void **)&p->pinned_vm,
+		 (void **)&p->ref_vm) < 0 ||
+	    grow(&p->cap_cand, most, sizeof(*p->cand), (void **[]){ (void **)&p->cand }, 1) < 0 ||
+	    grow(&p->cap_map, most, sizeof(*p->map), (void **[]){ (void **)&p->map }, 1) < 0)
+		return -ENOMEM;
+	memset(p->leave_c, 0, w->n_conts + 1);
+	memset(p->leave_pod, 0, w->n_pods + 1);
+	memset(p->leave_vm, 0, w->n_vms + 1);
+	memset(p->pinned_c, 0, w->n_conts + 1);
+	memset(p->pinned_pod, 0, w->n_pods + 1);
+	memset(p->pinned_vm, 0, w->n_vms + 1);
+	memset(p->ref_c, 0, w->n_conts + 1);
+	memset(p->ref_pod, 0, w->n_pods + 1);
+	memset(p->ref_vm, 0, w->n_vms + 1);
+	p->term_c = any_terminated(w->conts, w->n_conts, sizeof(*w->conts),
+				   offsetof(struct wl_container, terminated));
+	p->term_pod = any_terminated(w->pods, w->n_pods, sizeof(*w->pods),
+				     offsetof(struct wl_pod, terminated));
+	p->term_vm = any_terminated(w->vms, w->n_vms, sizeof(*w->vms),
+				    offsetof(struct wl_vm, terminated));
+	/* Live processes pin their container and VM, live containers their pod: what only
+	 * terminated containers, pods and VMs need (eviction candidates), so only with some. */
+	if (!p->term_c && !p->term_pod && !p->term_vm)
+		return 0;
 	for (size_t i = 0; i < w->n_procs; i++) {
 		const struct wl_proc *pr = &w->procs[i];
 
@@ -119,33 +180,41 @@ static int pass_init(struct pass *p, const struct vw_workloads *w)
 }
 
 /* A container leaves, and the (terminated) processes that ran in it with it. */
-static void drop_container(struct vw_workloads *w, struct pass *p, size_t c)
+static void drop_container(struct vw_workloads *w, struct vw_wl_retention *p, size_t c)
 {
 	p->leave_c[c] = true;
 	for (size_t i = 0; i < w->n_procs; i++)
 		if (w->procs[i].container == (int)c)
-			p->leave_p[i] = true;
+			p->leave_p[i] = p->any_leave_p = true;
 }
 
-static void plan_procs(struct vw_workloads *w, struct pass *p, uint64_t gen, uint64_t served_gen)
+static void plan_procs(struct vw_workloads *w, struct vw_wl_retention *p, uint64_t gen, uint64_t served_gen)
 {
 	size_t n = 0;
 
 	for (size_t i = 0; i < w->n_procs; i++) {
 		struct wl_proc *pr = &w->procs[i];
 
-		p->leave_p[i] = served(pr->terminated, &pr->final_gen, gen, served_gen);
-		if (pr->terminated && !p->leave_p[i])
+		p->leave_p[i] = false;
+		if (!pr->terminated)
+			continue;
+		p->leave_p[i] = served(true, &pr->final_gen, gen, served_gen);
+		if (!p->leave_p[i])
 			p->cand[n++] = (struct cand){ pr->final_gen, i };
+		else
+			p->any_leave_p = true;
 	}
-	(void)evict_oldest(p->cand, n, w->o.max_terminated, p->leave_p);
+	if (evict_oldest(p->cand, n, w->o.max_terminated, p->leave_p))
+		p->any_leave_p = true;
 }
 
-static void plan_containers(struct vw_workloads *w, struct pass *p, uint64_t gen,
+static void plan_containers(struct vw_workloads *w, struct vw_wl_retention *p, uint64_t gen,
 			    uint64_t served_gen)
 {
 	size_t n = 0;
 
+	if (!p->term_c)
+		return; /* none terminated: none leaves, none evicted */
 	for (size_t i = 0; i < w->n_procs; i++)
 		if (!p->leave_p[i] && w->procs[i].container >= 0)
 			p->ref_c[w->procs[i].container] = true;
@@ -162,10 +231,12 @@ static void plan_containers(struct vw_workloads *w, struct pass *p, uint64_t gen
 				drop_container(w, p, i);
 }
 
-static void plan_pods(struct vw_workloads *w, struct pass *p, uint64_t gen, uint64_t served_gen)
+static void plan_pods(struct vw_workloads *w, struct vw_wl_retention *p, uint64_t gen, uint64_t served_gen)
 {
 	size_t n = 0;
 
+	if (!p->term_pod)
+		return;
 	for (size_t i = 0; i < w->n_conts; i++)
 		if (!p->leave_c[i] && w->conts[i].pod >= 0)
 			p->ref_pod[w->conts[i].pod] = true;
@@ -185,10 +256,12 @@ static void plan_pods(struct vw_workloads *w, struct pass *p, uint64_t gen, uint
 
 /* Gone VMs stop being exported once served, and are forgotten after a grace period when no
  * remaining process refers to them; beyond the cap, the longest gone first. */
-static void plan_vms(struct vw_workloads *w, struct pass *p, uint64_t gen, uint64_t served_gen)
+static void plan_vms(struct vw_workloads *w, struct vw_wl_retention *p, uint64_t gen, uint64_t served_gen)
 {
-	size_t n = 0;
+	size_t n = 0, left;
 
+	if (!p->term_vm)
+		return;
 	for (size_t i = 0; i < w->n_procs; i++)
 		if (!p->leave_p[i] && w->procs[i].vm >= 0)
 			p->ref_vm[w->procs[i].vm] = true;
@@ -205,9 +278,12 @@ static void plan_vms(struct vw_workloads *w, struct pass *p, uint64_t gen, uint6
 			p->cand[n++] = (struct cand){ UINT64_MAX - v->publications_gone, k };
 	}
 	w->evictions[VW_TABLE_VM] += evict_oldest(p->cand, n, w->o.max_terminated, p->leave_vm);
-	for (size_t i = 0; i < w->n_procs; i++)
+	left = 0;
+	for (size_t k = 0; k < w->n_vms; k++)
+		left += p->leave_vm[k];
+	for (size_t i = 0; left && i < w->n_procs; i++)
 		if (w->procs[i].vm >= 0 && p->leave_vm[w->procs[i].vm] && w->procs[i].terminated)
-			p->leave_p[i] = true;
+			p->leave_p[i] = p->any_leave_p = true;
 }
 
 /* Indices of kept parents after compaction; children's indices are remapped through it. */
@@ -234,10 +310,12 @@ static bool unserved(bool terminated, uint64_t final_gen, uint64_t served_gen)
 	return !terminated || !final_gen || served_gen < final_gen;
 }
 
-static void compact_procs(struct vw_workloads *w, const struct pass *p, uint64_t served_gen)
+static void compact_procs(struct vw_workloads *w, const struct vw_wl_retention *p, uint64_t served_gen)
 {
 	size_t j = 0;
 
+	if (!p->any_leave_p)
+		return;
 	for (size_t i = 0; i < w->n_procs; i++) {
 		const struct wl_proc *pr = &w->procs[i];
 
@@ -257,7 +335,7 @@ static void compact_procs(struct vw_workloads *w, const struct pass *p, uint64_t
 	w->n_procs = j;
 }
 
-static void compact_containers(struct vw_workloads *w, const struct pass *p, int *map,
+static void compact_containers(struct vw_workloads *w, const struct vw_wl_retention *p, int *map,
 			       uint64_t served_gen)
 {
 	size_t j = 0;
@@ -283,7 +361,7 @@ static void compact_containers(struct vw_workloads *w, const struct pass *p, int
 	w->n_conts = j;
 }
 
-static void compact_pods(struct vw_workloads *w, const struct pass *p, int *map,
+static void compact_pods(struct vw_workloads *w, const struct vw_wl_retention *p, int *map,
 			 uint64_t served_gen)
 {
 	size_t j = 0;
@@ -302,7 +380,7 @@ static void compact_pods(struct vw_workloads *w, const struct pass *p, int *map,
 	w->n_pods = j;
 }
 
-static void compact_vms(struct vw_workloads *w, const struct pass *p, int *map)
+static void compact_vms(struct vw_workloads *w, const struct vw_wl_retention *p, int *map)
 {
 	size_t j = 0;
 
@@ -318,21 +396,19 @@ static void compact_vms(struct vw_workloads *w, const struct pass *p, int *map)
 
 void vw_workloads_published(struct vw_workloads *w, uint64_t gen, uint64_t served_gen)
 {
-	struct pass p;
-	_cleanup_free_ int *map = NULL;
-	size_t most = VW_MAX(VW_MAX(w->n_procs, w->n_conts), VW_MAX(w->n_pods, w->n_vms)) + 1;
+	struct vw_wl_retention *p;
 
 	/* On ENOMEM nothing is dropped this time; the next publication tries again. */
-	map = calloc(most, sizeof(int));
-	if (!map || pass_init(&p, w) < 0)
+	if (pass_init(&w->retention, w) < 0)
 		return;
-	plan_procs(w, &p, gen, served_gen);
-	plan_containers(w, &p, gen, served_gen);
-	plan_pods(w, &p, gen, served_gen);
-	plan_vms(w, &p, gen, served_gen);
-	compact_procs(w, &p, served_gen);
-	compact_containers(w, &p, map, served_gen);
-	compact_pods(w, &p, map, served_gen);
-	compact_vms(w, &p, map);
-	pass_free(&p);
+	p = w->retention;
+	p->any_leave_p = false;
+	plan_procs(w, p, gen, served_gen);
+	plan_containers(w, p, gen, served_gen);
+	plan_pods(w, p, gen, served_gen);
+	plan_vms(w, p, gen, served_gen);
+	compact_procs(w, p, served_gen);
+	compact_containers(w, p, p->map, served_gen);
+	compact_pods(w, p, p->map, served_gen);
+	compact_vms(w, p, p->map);
 }

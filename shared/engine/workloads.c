@@ -84,6 +84,7 @@ void vw_workloads_free(struct vw_workloads *w)
 	free(w->attr_conts);
 	free(w->attr_reserve);
 	vw_attribution_release(&w->attr);
+	vw_wl_retention_free(w);
 	free(w->vm_by_pid);
 	free(w);
 }
@@ -274,6 +275,12 @@ static int add_proc(struct vw_workloads *w, const struct vw_proc_cpu *p)
 		np->container = place_proc(w, p->tgid, p->cgroup_id);
 	/* Before the baseline, CPU time already spent is not this interval's. */
 	np->last_cpu_ns = w->baseline_taken ? 0 : p->cpu_ns;
+	/* Its zone slots now, zeroed (as zone_slots() would give them); without memory,
+	 * zone_slots() tries again. */
+	if (w->n_zslots && (np->z = calloc(w->n_zslots, sizeof(*np->z))))
+		np->n_z = w->n_zslots;
+	else if (w->n_zslots)
+		w->zslots_short = true;
 	w->n_procs++;
 	return 0;
 }
@@ -387,17 +394,27 @@ static int sort_added(struct vw_workloads *w, size_t sorted)
 	return 0;
 }
 
+/* Whether the snapshot's comm b (not empty) is not the process's a: the 16 bytes compared as
+ * two words first (a strncmp a process was 2 % of an interval at 10,000), the same answer. */
+static bool comm_changed(const char a[VW_COMM_LEN], const char b[VW_COMM_LEN])
+{
+	uint64_t x[2], y[2];
+
+	_Static_assert(VW_COMM_LEN == sizeof(x), "comm is two words");
+	memcpy(x, a, sizeof(x));
+	memcpy(y, b, sizeof(y));
+	if (x[0] == y[0] && x[1] == y[1])
+		return false;
+	return strncmp(a, b, VW_COMM_LEN - 1) != 0;
+}
+
 /* Merge the snapshot into the process table; sets each process's delta_ns. */
 static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *snap)
 {
 	size_t sorted = w->n_procs, at = 0;
 	int hw_err = 0, sorted_err;
 
-	for (size_t i = 0; i < w->n_procs; i++) {
-		w->procs[i].delta_ns = 0;
-		clear_counters(&w->procs[i]);
-		w->procs[i].seen = false;
-	}
+	/* Deltas and seen were reset by clear_intervals(). */
 	w->hw_available = snap->counters ? snap->hw_available : 0;
 	w->ghosts = VW_MAX(w->ghosts, snap->ghosts);
 	for (size_t i = 0; i < snap->n_procs; i++) {
@@ -416,7 +433,7 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 			p = &w->procs[w->n_procs - 1];
 		}
 		p->seen = true;
-		if (s->comm[0] && strncmp(p->comm, s->comm, VW_COMM_LEN - 1) != 0 && !p->kernel) {
+		if (s->comm[0] && !p->kernel && comm_changed(p->comm, s->comm)) {
 			/* It exec'd (or renamed itself): shown under its new name and binary. */
 			memcpy(p->comm, s->comm, VW_COMM_LEN - 1);
 			(void)set_exe(w, p); /* out of memory: the old path stays */
@@ -585,6 +602,7 @@ static void map_vms(struct vw_workloads *w)
 		}
 	}
 	if (w->n_vms > w->cap_vm_by_pid) { /* no memory: the plain pass */
+		w->vms_unmapped = false;
 		for (size_t i = 0; i < w->n_procs; i++) {
 			struct wl_proc *p = &w->procs[i];
 			uint32_t owner;
@@ -610,6 +628,11 @@ static void map_vms(struct vw_workloads *w)
 	for (size_t k = 0; k < w->n_vms; k++)
 		if (w->vms[k].listed && w->vms[k].qemu_pid)
 			w->vm_by_pid[n++] = (uint64_t)w->vms[k].qemu_pid << 32 | (uint32_t)k;
+	/* No VM now and none at the last mapping: every process it would look at has none
+	 * already (new ones start with none; one it skips, ended and idle, never runs again). */
+	if (n == 0 && w->vms_unmapped)
+		return;
+	w->vms_unmapped = n == 0;
 	if (n > 1)
 		qsort(w->vm_by_pid, n, sizeof(*w->vm_by_pid), cmp_u64);
 	for (size_t i = 0; i < w->n_procs; i++) {
@@ -669,8 +692,12 @@ const struct acc *vw_wl_proc_acc(const struct vw_workloads *w, const struct wl_p
 static int zone_slots(struct vw_workloads *w, const struct vw_zone_energy zones[VW_ZONE__COUNT])
 {
 	for (int z = 0; z < VW_ZONE__COUNT; z++)
-		if (zones[z].present && w->zslot[z] < 0)
+		if (zones[z].present && w->zslot[z] < 0) {
 			w->zslot[z] = (int8_t)w->n_zslots++;
+			w->zslots_short = true;
+		}
+	if (!w->zslots_short)
+		return 0; /* no new zone, no new process since every process had its slots */
 	for (size_t i = 0; i < w->n_procs; i++) {
 		struct wl_proc *p = &w->procs[i];
 		struct acc *a;
@@ -684,6 +711,7 @@ static int zone_slots(struct vw_workloads *w, const struct vw_zone_energy zones[
 		p->z = a;
 		p->n_z = w->n_zslots;
 	}
+	w->zslots_short = false;
 	return 0;
 }
 
@@ -872,10 +900,18 @@ static void clear_acc(struct acc *z, size_t n)
 		z[i].interval[M_ACTIVE] = z[i].interval[M_IDLE] = 0;
 }
 
+/* The last interval's shares cleared; each process's deltas too, and not seen yet (one pass
+ * over the table for what merge_snapshot() and the path without a snapshot reset). */
 static void clear_intervals(struct vw_workloads *w)
 {
-	for (size_t i = 0; i < w->n_procs; i++)
-		clear_acc(w->procs[i].z, w->procs[i].n_z);
+	for (size_t i = 0; i < w->n_procs; i++) {
+		struct wl_proc *p = &w->procs[i];
+
+		clear_acc(p->z, p->n_z);
+		p->delta_ns = 0;
+		clear_counters(p);
+		p->seen = false;
+	}
 	for (size_t i = 0; i < w->n_conts; i++)
 		clear_acc(w->conts[i].z, VW_ZONE__COUNT);
 	for (size_t i = 0; i < w->n_pods; i++)
@@ -975,9 +1011,8 @@ int vw_workloads_update(struct vw_workloads *w, const struct vw_cpu_snapshot *sn
 		reap_vanished(w);
 		w->listed = true;
 	} else {
-		/* No CPU snapshot this interval: nobody ran, as far as we know; nobody ended. */
-		for (size_t i = 0; i < w->n_procs; i++)
-			w->procs[i].delta_ns = 0, clear_counters(&w->procs[i]);
+		/* No CPU snapshot this interval: nobody ran, as far as we know (clear_intervals()
+		 * reset every delta); nobody ended. */
 	}
 	resolve_late_pods(w);
 	sample_cgroups(w, dt_ns);

@@ -110,6 +110,8 @@ struct vw_workloads {
 	struct vw_intern *exes; /* the processes' executables, one copy each */
 	int8_t zslot[VW_ZONE__COUNT]; /* a zone's index in a process's z[], -1 before it is present */
 	uint8_t n_zslots;
+	bool zslots_short; /* some process may have fewer than n_zslots slots (zone_slots()) */
+	bool vms_unmapped; /* the last map_vms() found no VM: every process it saw has vm -1 */
 	struct wl_container *conts;
 	size_t n_conts, cap_conts;
 	struct wl_pod *pods;
@@ -141,6 +143,7 @@ struct vw_workloads {
 	unsigned hw_available; /* of the last snapshot */
 	uint64_t ghosts;       /* the accountant's ghost check's count (vw_cpu_snapshot.ghosts) */
 	uint64_t evictions[VW_TABLE__COUNT]; /* process, container, pod, vm (workload_retention.c) */
+	struct vw_wl_retention *retention;   /* its scratch, kept between publications */
 	/* GPU energy (workload_gpu.c): whether any came, where it went (cumulative µJ). */
 	bool gpu_present;
 	uint64_t gpu_uncontained_uj, gpu_unattributed_uj;
@@ -152,6 +155,9 @@ struct vw_workloads {
 struct wl_labels {
 	char pid[16];
 	const char *v[10 + VW_GROUP_MAX_LABELS];
+	/* The first labels escaped already (prom.h), or NULL: vw_wl_render_level() sets it NULL
+	 * before each item. */
+	const struct vw_prom_piece *piece;
 };
 #define VW_WL_LABELS(l, ...)                                                                       \
 	memcpy((l)->v, (const char *[]){ __VA_ARGS__, NULL },                                      \
@@ -160,7 +166,9 @@ struct wl_labels {
  * where zone is NULL), node_name. */
 void vw_wl_proc_labels(const struct vw_workloads *w, const struct wl_proc *p, const char *node,
 		       const char *zone, struct wl_labels *l);
-const char *vw_wl_state_name(bool terminated); /* "terminated" or "running" */
+const char *vw_wl_state_name(bool terminated);
+/* The retention pass's scratch (workload_retention.c), freed with the registry. */
+void vw_wl_retention_free(struct vw_workloads *w); /* "terminated" or "running" */
 /* The vm level's families (labels: Kepler's, then opts.group_labels): 0, -ENOMEM, -EINVAL (too
  * many group labels). */
 int vw_wl_vm_families(struct vw_workloads *w);
@@ -192,7 +200,8 @@ int vw_wl_render_level(const struct vw_workloads *w, struct vw_prom_writer *pw, 
 		       vw_wl_item_fn item, const void *ctx);
 /* The processes to export into order[0..*ret_n) (indices into w->procs): all of them, or the
  * --metrics.process-top-n with the most energy(p); with skip_zero, none with energy(p) == 0.
- * order has room for w->n_procs. -ENOMEM. */
+ * All of them come in index order, a top N cut from more best first. order has room for
+ * w->n_procs, or for min(n_procs, process_top_n) where that is set. -ENOMEM. */
 int vw_wl_top_procs(const struct vw_workloads *w, uint64_t (*energy)(const struct wl_proc *),
 		    bool skip_zero, size_t *order, size_t *ret_n);
 /* The live entry for tgid in the table's sorted first `sorted` entries, NULL when none. */
