@@ -2,7 +2,8 @@
 /*
  * The BMC poller (host/power/poller.h) with a scripted meter: what a zone reports and counts
  * for a fresh, a stale, a failed and an empty reading (on a fake clock), a 45 s outage (its
- * steps on a fake clock: gaps counted, filling said), then the real thread: its readings, its
+ * steps on a fake clock: gaps counted, filling said), a late sample across a step of power
+ * (each reading counted over the time it held), then the real thread: its readings, its
  * back-off while the meter fails, and a close that cancels a hung request.
  */
 #include "vw_test.h"
@@ -214,6 +215,43 @@ static void test_outage_recovery(void **state)
 	vw_clock_set_fake(NULL);
 }
 
+/*
+ * A late sample at a step of power: readings every 250 ms, 100 W until 10 s then 0 W, then
+ * 100 W again from 20 s; the sampling thread (every 250 ms) misses 2 s across each step, as
+ * when an interval close takes 2 s on a loaded machine. Each reading counts over the time it
+ * held: the zone has exactly 100 W x 10 s after the fall and + 100 W x 5 s at 25 s. (Before,
+ * the newest reading covered the whole wait: 0 W for the 2 s around the fall, 950 J, 4.8 % of
+ * an e2e span short, and 2 s too many at the rise: no gap counted for either.)
+ */
+static void test_late_sample(void **state)
+{
+	const uint64_t start = 1000 * SEC, step = SEC / 4, w100 = 100000000;
+	struct meter m = { 0 };
+	struct vw_poller p;
+	uint64_t raw = 0;
+
+	(void)state;
+	vw_clock_set_fake(&now_ns);
+	assert_int_equal(vw_poller_init(&p, &meter_ops, &m, "test", step, 5 * SEC + SEC / 2,
+					sizeof(uint64_t)), 0);
+	for (uint64_t t = start; t <= start + 25 * SEC; t += step) {
+		uint64_t s = t - start, uw = s < 10 * SEC || s >= 20 * SEC ? w100 : 0;
+		bool late = (s > 19 * SEC / 2 && s < 23 * SEC / 2) ||
+			    (s > 39 * SEC / 2 && s < 43 * SEC / 2);
+
+		now_ns = t;
+		(void)vw_poller_step(&p, 0, &uw, t);
+		if (!late)
+			assert_int_equal(read_at(&p, t, &raw), 0);
+		if (s == 13 * SEC)
+			assert_int_equal(raw, 1000000000); /* 100 W x 10 s, no more, no less */
+	}
+	assert_int_equal(raw, 1500000000);
+	assert_int_equal(p.gaps, 0);
+	vw_poller_fini(&p);
+	vw_clock_set_fake(NULL);
+}
+
 /* A hung request: read() never waits for it and fini() cancels it. */
 static void test_hung_request(void **state)
 {
@@ -243,6 +281,7 @@ int main(void)
 		cmocka_unit_test(test_thread_backoff),
 		cmocka_unit_test(test_outage_recovery),
 		cmocka_unit_test(test_hung_request),
+		cmocka_unit_test(test_late_sample),
 	};
 
 	vw_log_set_level(VW_LOG_ERROR);

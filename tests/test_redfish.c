@@ -24,6 +24,10 @@
 #define ENV_PATH "/redfish/v1/Chassis/1U/EnvironmentMetrics"
 
 static struct vw_test_bmc bmc;
+/* The daemon's clock (vw_now_ns()), fake: the poller stamps its readings with it and read()
+ * integrates them on it (poller.h), so each test moves it as its reads go. */
+static uint64_t clk = T0;
+
 
 static void ctl(const char *name, const char *text)
 {
@@ -40,6 +44,7 @@ static void bmc_ok(const char *watts)
 static int bmc_start(void **state)
 {
 	(void)state;
+	vw_clock_set_fake(&clk);
 	return vw_test_bmc_start(&bmc, "admin", "pw");
 }
 
@@ -47,6 +52,7 @@ static int bmc_stop(void **state)
 {
 	(void)state;
 	vw_test_bmc_stop(&bmc);
+	vw_clock_set_fake(NULL);
 	return 0;
 }
 
@@ -66,10 +72,15 @@ static int open_with(const struct vw_redfish_config *cfg, void **ret)
 	return vw_src_redfish.open(&env, ret);
 }
 
+/* A read at now_ns: the clock set there first, and (300 ms at most) a reading taken at it where
+ * the BMC answers, as the poller makes one every interval (50 ms) on a real clock. */
 static int read_at(void *st, uint64_t now_ns, uint64_t *raw, int *err)
 {
 	struct vw_node_activity act = { .now_ns = now_ns };
 
+	clk = now_ns;
+	for (int i = 0; i < 30 && !vw_src_redfish.fresh(st); i++)
+		usleep(10000);
 	return vw_src_redfish.read(st, &act, raw, err);
 }
 
@@ -166,6 +177,7 @@ static void test_known_watts(void **state)
 
 	(void)state;
 	bmc_ok("123.5\n");
+	clk = T0;
 	z = open_one(&cfg, &st, ENV_PATH, 123500000, rows);
 	assert_int_equal(z->zone, VW_ZONE_PLATFORM);
 	assert_int_equal(z->max_range_uj, 0);
@@ -220,6 +232,7 @@ static void test_fallbacks(void **state)
 	bmc_ok("250\n");
 	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
 		ctl("hide", cases[i].hide);
+		clk = T0; /* a new meter: its readings from T0 */
 		open_one(&cfg, &st, cases[i].path, 250000000, rows);
 		assert_string_equal(rows[0].source_type, cases[i].type);
 		assert_string_equal(rows[0].source_id, cases[i].id);
@@ -323,8 +336,8 @@ static void test_refused(void **state)
 	vw_src_redfish.close(st);
 }
 
-/* A reading older than the staleness bound counts nothing, with the poller's -errno, and the
- * read after it only sets the time again. */
+/* A reading older than the staleness bound counts nothing, with the poller's -errno: the span
+ * from the last read that counted to the next fresh reading is a gap (counted), not made up. */
 static void test_faults(void **state)
 {
 	static const struct {
@@ -335,6 +348,7 @@ static void test_faults(void **state)
 		{ "truncated\n", -EBADMSG }, { "reset\n", -ECONNRESET }, { "slow 2\n", -ETIMEDOUT },
 	};
 	struct vw_redfish_config cfg = cfg_good();
+	struct vw_power_source_stats stats = { 0 };
 	uint64_t raw, now = T0, before;
 	int err;
 	void *st = NULL;
@@ -342,22 +356,26 @@ static void test_faults(void **state)
 	(void)state;
 	bmc_ok("100\n");
 	cfg.timeout_ms = 1000;
-	cfg.staleness_ms = 300;
+	cfg.staleness_ms = 1500; /* the reads below are 1 s apart */
+	clk = T0;
 	assert_int_equal(open_with(&cfg, &st), 0);
 	await_uw(st, 100000000);
 	assert_int_equal(read_at(st, now, &raw, &err), 0);
 	for (size_t i = 0; i < ARRAY_SIZE(faults); i++) {
 		assert_int_equal(read_at(st, now += SEC, &raw, &err), 0);
+		assert_int_equal(raw, 100000000 * (i + 1)); /* 100 W x 1 s per fresh second */
 		before = raw;
 		ctl("mode", faults[i].mode);
-		await_err(st, now += SEC, faults[i].err, &raw);
-		assert_int_equal(raw, before + 100000000); /* the second before the fault was seen */
-		before = raw;
+		usleep(300000); /* no good answer still on its way when the clock moves on */
+		await_err(st, now += 2 * SEC, faults[i].err, &raw);
+		assert_int_equal(raw, before); /* stale: nothing counted from the last fresh read */
 		assert_false(vw_src_redfish.fresh(st));
 		assert_int_equal(rows_uw(st, (struct vw_platform_reading[16]){ 0 }, NULL), 0);
 		ctl("mode", "ok\n");
 		await_err(st, now += 10 * SEC, 0, &raw);
 		assert_int_equal(raw, before); /* the stale span is not made up */
+		vw_src_redfish.stats(st, &stats);
+		assert_int_equal(stats.gaps, i + 1); /* but counted as a gap */
 	}
 	assert_int_equal(read_at(st, now + SEC, &raw, &err), 0);
 	assert_int_equal(raw, before + 100000000);

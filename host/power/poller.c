@@ -51,15 +51,38 @@ int vw_poller_init(struct vw_poller *p, const struct vw_poller_ops *ops, void *c
 	return r;
 }
 
-/* Under lock: a request's result at now_ns. */
+#define NUJ_PER_UJ 1000000000ULL /* µW x ns per µJ */
+
+typedef unsigned __int128 vw_u128;
+
+/* Under lock: the line's energy at t in 1e-9 µJ (the last reading held up to t, at most
+ * stale_ns past its time). */
+static vw_u128 line_at_locked(const struct vw_poller *p, uint64_t t)
+{
+	vw_u128 e = (vw_u128)p->line.energy_uj * NUJ_PER_UJ + p->line.rem_nuj;
+
+	if (p->line.primed && t > p->line.last_ns)
+		e += (vw_u128)p->line_uw * VW_MIN(t - p->line.last_ns, p->stale_ns);
+	return e;
+}
+
+/* Under lock: a request's result at now_ns. A reading (or -ENODATA) ends the last reading's
+ * span on the line; a failed request leaves it held (until it is stale). */
 static void publish(struct vw_poller *p, int r, const void *reading, uint64_t now_ns)
 {
 	p->last_err = r;
+	if ((r == 0 || r == -ENODATA) && p->line.primed && now_ns > p->line.last_ns)
+		(void)vw_power_integrate_span(&p->line, p->line_uw,
+					      VW_MIN(now_ns - p->line.last_ns, p->stale_ns));
 	if (r == 0) {
 		memcpy(p->last, reading, p->reading_size);
 		p->last_ns = now_ns;
+		memcpy(&p->line_uw, reading, sizeof(p->line_uw));
+		p->line.last_ns = p->line.primed ? VW_MAX(p->line.last_ns, now_ns) : now_ns;
+		p->line.primed = true;
 	} else if (r == -ENODATA) {
 		p->last_ns = 0; /* the meter says it measures nothing now: nothing to hold */
+		p->line.primed = false;
 	}
 }
 
@@ -213,9 +236,28 @@ static void gap_close(struct vw_poller *p, uint64_t taken_ns)
 		p->what, (double)len / 1e9);
 }
 
+/* What the line gained since the last read, up to line_now, counted (the first read after a
+ * break only sets the time). */
+static void count_line(struct vw_poller *p, vw_u128 line_now, uint64_t now_ns)
+{
+	if (p->energy.primed && line_now > p->line_seen) {
+		vw_u128 d = line_now - p->line_seen, whole = d / NUJ_PER_UJ;
+
+		(void)vw_power_integrate_span(&p->energy, whole > UINT64_MAX ? UINT64_MAX
+									 : (uint64_t)whole,
+					      NUJ_PER_UJ);
+		(void)vw_power_integrate_span(&p->energy, (uint64_t)(d % NUJ_PER_UJ), 1);
+	}
+	if (!p->energy.primed || line_now > p->line_seen)
+		p->line_seen = line_now;
+	p->energy.last_ns = now_ns;
+	p->energy.primed = true;
+}
+
 int vw_poller_read(struct vw_poller *p, uint64_t now_ns, uint64_t *raw_uj, int *err)
 {
 	uint64_t uw = 0, taken = 0;
+	vw_u128 line_now = 0, line_resume = 0;
 	int r, last_err = 0;
 
 	pthread_mutex_lock(&p->lock);
@@ -224,6 +266,8 @@ int vw_poller_read(struct vw_poller *p, uint64_t now_ns, uint64_t *raw_uj, int *
 		memcpy(&uw, p->last, sizeof(uw));
 		taken = p->last_ns;
 		last_err = p->last_err;
+		line_now = line_at_locked(p, now_ns);
+		line_resume = line_at_locked(p, VW_MAX(p->gap_from_ns, taken));
 	}
 	pthread_mutex_unlock(&p->lock);
 	if (r < 0) {
@@ -238,8 +282,10 @@ int vw_poller_read(struct vw_poller *p, uint64_t now_ns, uint64_t *raw_uj, int *
 	} else {
 		vw_release(&p->complaint, VW_LOG_INFO,
 			   "%s: fresh readings again; energy counted from this one on", p->what);
-		if (p->gap_open && taken <= now_ns)
+		if (p->gap_open && taken <= now_ns) {
 			gap_close(p, taken);
+			p->line_seen = line_resume; /* the line at the time counting resumes */
+		}
 		if (last_err < 0 && p->energy.primed && now_ns > p->energy.last_ns) {
 			p->filled_ns += now_ns - p->energy.last_ns;
 			vw_complain(&p->fill_complaint, VW_LOG_INFO,
@@ -251,7 +297,7 @@ int vw_poller_read(struct vw_poller *p, uint64_t now_ns, uint64_t *raw_uj, int *
 			vw_release(&p->fill_complaint, VW_LOG_INFO,
 				   "%s: requests answer again; no more filling", p->what);
 		}
-		vw_power_integrate(&p->energy, uw, now_ns);
+		count_line(p, line_now, now_ns);
 	}
 	*raw_uj = p->energy.energy_uj;
 	*err = r;

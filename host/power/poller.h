@@ -7,9 +7,15 @@
  * backing off while the meter fails (the interval, then twice it: never longer, so a meter
  * that answers again is heard from within two intervals, and the next request after it comes
  * at the normal interval), and keeps the last good reading with the vw_now_ns() it was taken
- * at. The sampling thread's read() takes that
- * reading and integrates its power over the sampling clock (integrator.h: µW x ns in
- * integers, the part below 1 µJ carried, the first read only setting the time).
+ * at. The readings are integrated on their own timeline (the *line*, under the lock): each
+ * reading's power counts from its own time until the next reading's, never for longer than
+ * stale_ns (integrator.h: µW x ns in integers, the part below 1 µJ carried). The sampling
+ * thread's read() counts what the line gained since its last read, up to its own time (the
+ * last reading held), the first read only setting the time. So a sampling thread that runs
+ * late (an interval close that took seconds on a loaded machine) counts each reading over the
+ * time it held, not the newest reading over the whole wait: a step of power (100 W to 0 W)
+ * lands when the meter saw it, wherever the samples fall (it cost 2 s at 100 W, 4.8 % of an
+ * e2e span, when the newest reading was spread over a late sample's whole wait).
  *
  * A reading older than stale_ns is stale: it counts nothing (it is never carried forward past
  * that). Within stale_ns a failed request (a 503 from a busy BMC) leaves the last reading in
@@ -71,9 +77,12 @@ struct vw_poller {
 	void *last;       /* the last good reading */
 	uint64_t last_ns; /* its vw_now_ns(); 0: none to hold (never, or -ENODATA since) */
 	int last_err;     /* the last request's result */
+	struct vw_power_integrator line; /* the readings' timeline: last_ns = the last reading's */
+	uint64_t line_uw; /* the power the line holds from line.last_ns (the last reading's) */
 
 	/* read()'s own (the sampling thread). */
 	struct vw_power_integrator energy;
+	unsigned __int128 line_seen; /* the line's energy (1e-9 µJ) counted up to energy.last_ns */
 	struct vw_complaint complaint, fill_complaint;
 	bool gap_open;        /* counting stopped at gap_from_ns and has not resumed */
 	uint64_t gap_from_ns;

@@ -23,8 +23,8 @@
  *
  * BMCs are slow (tens of ms to seconds a request, more when they time out), so no request runs
  * on the sampling thread after open(): a poller thread (poller.h) owns the IPMI context, asks
- * every interval_ns (backing off while the BMC fails) and read() integrates the last reading
- * while it is at most stale_ns old; an older one, or none, counts nothing and reports the last
+ * every interval_ns (backing off while the BMC fails) and read() counts the readings, each
+ * from its own time to the next's (poller.h), while the last is at most stale_ns old; an older one, or none, counts nothing and reports the last
  * request's error (-ENODATA for a BMC that says it measures nothing, -ESTALE while a request
  * is still out), and counting resumes from the next fresh reading's time, the outage a counted
  * gap (stats()), never made up with invented energy. fresh() says whether there is a fresh

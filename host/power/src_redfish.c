@@ -4,7 +4,8 @@
  * speaks to the BMC is redfish_client.c).
  *
  * The client is polled on a thread of its own (poller.h: every `interval`, backing off while the
- * BMC fails; read() integrates the last fresh reading; one older than `staleness` counts
+ * BMC fails; read() counts the readings, each from its own time to the next's, the last held
+ * while fresh; one older than `staleness` counts
  * nothing and the zone reports the poll's error), which owns the client once it runs.
  *
  * open() connects once on the caller's thread (bounded by the request timeout): credentials
