@@ -410,6 +410,70 @@ static void test_scan_interval(void **state)
 	vw_fixture_rm(root);
 }
 
+/*
+ * One listing round reads each QEMU's <pid>/stat once: the process scan's check of its last
+ * list takes the start time libvirt's check read this round (env->qemu_starts), and the next
+ * round reads afresh, so a PID reused by another process between two rounds is still caught.
+ */
+static void test_start_time_shared(void **state)
+{
+	char *root = vw_fixture_mkdtemp("vmscan");
+	struct vw_qemu_starts starts = { 0 };
+	struct vw_vm_env env = { .procscan_interval_ns = 10 * VW_NSEC_PER_SEC,
+				 .qemu_starts = &starts };
+	uint64_t now = 1000 * VW_NSEC_PER_SEC, start = 0;
+	struct vw_vm_info *v;
+	char path[512];
+	void *src;
+
+	(void)state;
+	vw_clock_set_fake(&now);
+	assert_int_equal(vm_fixture_proc(root, 10, 100, "qemu-system-x86_64|-uuid|" U1, NULL, NULL), 0);
+	src = scan_open(root, &env);
+	free(list_n(src, 1)); /* the full scan */
+
+	/* The next round: libvirt's check reads QEMU 10's start time first. */
+	vw_qemu_starts_clear(&starts);
+	now += VW_NSEC_PER_SEC;
+	assert_int_equal(vw_qemu_start_time(&starts, env.procfs_fd, 10, &start), 0);
+	assert_int_equal(start, 100);
+	assert_int_equal(starts.reads, 1);
+	/* The scan takes it: <pid>/stat is not read again (gone from the fixture now, a read
+	 * would fail and the VM be reported stopped). */
+	snprintf(path, sizeof(path), "%s/10/stat", root);
+	assert_int_equal(unlink(path), 0);
+	v = list_n(src, 1);
+	assert_int_equal(v[0].state, VW_VM_RUNNING);
+	assert_int_equal(v[0].qemu_pid, 10);
+	assert_int_equal(starts.reads, 1);
+	free(v);
+
+	/* The round after: PID 10 is now an unrelated process (another start time). Read
+	 * afresh, not taken from the last round: the VM stopped. */
+	vw_qemu_starts_clear(&starts);
+	assert_int_equal(vm_fixture_kill(root, 10), 0);
+	assert_int_equal(vm_fixture_proc(root, 10, 900, "/bin/sleep|100",
+					 (const char *const[]){ "sleep", NULL }, NULL), 0);
+	now += VW_NSEC_PER_SEC;
+	v = list_n(src, 1);
+	assert_int_equal(v[0].state, VW_VM_SHUTOFF);
+	assert_int_equal(starts.reads, 2);
+	free(v);
+	/* Asked twice in one round: read once. */
+	vw_qemu_starts_clear(&starts);
+	assert_int_equal(vw_qemu_start_time(&starts, env.procfs_fd, 10, &start), 0);
+	assert_int_equal(vw_qemu_start_time(&starts, env.procfs_fd, 10, &start), 0);
+	assert_int_equal(start, 900);
+	assert_int_equal(vw_qemu_start_time(&starts, env.procfs_fd, 11, &start), -ESRCH);
+	assert_int_equal(vw_qemu_start_time(&starts, env.procfs_fd, 11, &start), -ESRCH);
+	assert_int_equal(starts.reads, 4);
+	vw_qemu_starts_free(&starts);
+	vw_vm_procscan.close(src);
+	close(env.procfs_fd);
+	vw_clock_set_fake(NULL);
+	vw_fixture_rm(root);
+}
+
 /* The host's process list, as the workload registry gives it (vw_vm_env.processes). */
 struct hint {
 	uint32_t pid;
@@ -580,6 +644,7 @@ int main(void)
 		cmocka_unit_test(test_scan_hinted),
 		cmocka_unit_test(test_scan_hinted_names),
 		cmocka_unit_test(test_unreadable_procfs),
+		cmocka_unit_test(test_start_time_shared),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
