@@ -88,15 +88,17 @@ int vw_qemu_start_time(struct vw_qemu_starts *starts, int procfd, uint32_t pid, 
 
 	if (!starts)
 		return vw_qemu_read_start_time(procfd, pid, ret);
-	for (size_t k = 0; k < starts->n; k++) {
-		size_t i = (starts->next + k) % starts->n;
+	for (size_t i = starts->next < starts->n ? starts->next : 0, k = 0; k < starts->n; k++) {
+		const struct vw_qemu_start_entry *f = &starts->e[i];
 
-		if (starts->e[i].pid != pid)
-			continue;
-		starts->next = i + 1;
-		if (starts->e[i].r == 0)
-			*ret = starts->e[i].start;
-		return starts->e[i].r;
+		if (f->pid == pid) {
+			starts->next = i + 1;
+			if (f->r == 0)
+				*ret = f->start;
+			return f->r;
+		}
+		if (++i == starts->n)
+			i = 0;
 	}
 	r = vw_qemu_read_start_time(procfd, pid, &start);
 	starts->reads++;
