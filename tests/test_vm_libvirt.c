@@ -1478,6 +1478,49 @@ static void test_merge(void **state)
 	fx_free(x);
 }
 
+/*
+ * Through the registry, libvirt's PID check and the process scan's check of its last list
+ * share one <pid>/stat read a QEMU a round; a PID reused by a non-QEMU between two rounds is
+ * caught by both the next round.
+ */
+static void test_merge_pid_reuse(void **state)
+{
+	static const struct vw_vm_source_ops *const sources[] = { &fake_libvirt_ops,
+								  &vw_vm_procscan, NULL };
+	struct fx *x = fx_new();
+	struct vw_vm_env env = { .procfs_fd = x->procfd, .libvirt_uri = "fake:///system",
+				 .procscan_interval_ns = 3600 * VW_NSEC_PER_SEC };
+	struct vw_vms *vms;
+	struct vw_vm_info *v;
+	size_t n;
+
+	(void)state;
+	qemu_proc(x, 100, 5000, UA, "alpha");
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
+	vms = vw_vms_open_with(&env, sources);
+	assert_non_null(vms);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(vw_vms_list(vms, &v, &n), 0);
+		assert_int_equal(n, 1);
+		assert_int_equal(v[0].qemu_pid, 100);
+		assert_int_equal(v[0].qemu_start_time, 5000);
+		free(v);
+		x->now += VW_NSEC_PER_SEC;
+	}
+	/* QEMU 100 is gone and an unrelated process got PID 100 (another start time). */
+	vm_fixture_kill(x->root, 100);
+	assert_int_equal(vm_fixture_proc(x->root, 100, 9000, "/bin/sleep|100",
+					 (const char *const[]){ "sleep", NULL }, NULL), 0);
+	assert_int_equal(vw_vms_list(vms, &v, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(v[0].source, "libvirt");
+	assert_int_equal(v[0].qemu_pid, 0);
+	assert_int_equal(v[0].qemu_start_time, 0);
+	free(v);
+	vw_vms_close(vms);
+	fx_free(x);
+}
+
 /* Two static sources: what the preferred one lacks comes from the other. */
 static struct vw_vm_info stat_vms[2][1];
 
@@ -1670,6 +1713,7 @@ int main(void)
 		cmocka_unit_test(test_dormant_until_a_vm),
 		cmocka_unit_test(test_local_uri_waits),
 		cmocka_unit_test(test_merge_fill),
+		cmocka_unit_test(test_merge_pid_reuse),
 #if VW_HAVE_LIBVIRT
 		cmocka_unit_test(test_real_test_driver),
 #endif

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "vm_fixture.h"
 #include "vm_priv.h"
+#include "vm_tracker.h"
 
 #define U1 "6f0d3c2a-1b2c-4d5e-8f90-0123456789ab"
 #define U2 "a1b2c3d4-0000-4000-8000-00000000c0de"
@@ -410,6 +411,142 @@ static void test_scan_interval(void **state)
 	vw_fixture_rm(root);
 }
 
+/*
+ * One listing round reads each QEMU's <pid>/stat once: the process scan's check of its last
+ * list takes the start time libvirt's check read this round (env->qemu_starts), and the next
+ * round reads afresh, so a PID reused by another process between two rounds is still caught.
+ */
+static void test_start_time_shared(void **state)
+{
+	char *root = vw_fixture_mkdtemp("vmscan");
+	struct vw_qemu_starts starts = { 0 };
+	struct vw_vm_env env = { .procscan_interval_ns = 10 * VW_NSEC_PER_SEC,
+				 .qemu_starts = &starts };
+	uint64_t now = 1000 * VW_NSEC_PER_SEC, start = 0;
+	struct vw_vm_info *v;
+	char path[512];
+	void *src;
+
+	(void)state;
+	vw_clock_set_fake(&now);
+	assert_int_equal(vm_fixture_proc(root, 10, 100, "qemu-system-x86_64|-uuid|" U1, NULL, NULL), 0);
+	src = scan_open(root, &env);
+	free(list_n(src, 1)); /* the full scan */
+
+	/* The next round: libvirt's check reads QEMU 10's start time first. */
+	vw_qemu_starts_clear(&starts);
+	now += VW_NSEC_PER_SEC;
+	assert_int_equal(vw_qemu_start_time(&starts, env.procfs_fd, 10, &start), 0);
+	assert_int_equal(start, 100);
+	assert_int_equal(starts.reads, 1);
+	/* The scan takes it: <pid>/stat is not read again (gone from the fixture now, a read
+	 * would fail and the VM be reported stopped). */
+	snprintf(path, sizeof(path), "%s/10/stat", root);
+	assert_int_equal(unlink(path), 0);
+	v = list_n(src, 1);
+	assert_int_equal(v[0].state, VW_VM_RUNNING);
+	assert_int_equal(v[0].qemu_pid, 10);
+	assert_int_equal(starts.reads, 1);
+	free(v);
+
+	/* The round after: PID 10 is now an unrelated process (another start time). Read
+	 * afresh, not taken from the last round: the VM stopped. */
+	vw_qemu_starts_clear(&starts);
+	assert_int_equal(vm_fixture_kill(root, 10), 0);
+	assert_int_equal(vm_fixture_proc(root, 10, 900, "/bin/sleep|100",
+					 (const char *const[]){ "sleep", NULL }, NULL), 0);
+	now += VW_NSEC_PER_SEC;
+	v = list_n(src, 1);
+	assert_int_equal(v[0].state, VW_VM_SHUTOFF);
+	assert_int_equal(starts.reads, 2);
+	free(v);
+	/* Asked twice in one round: read once. */
+	vw_qemu_starts_clear(&starts);
+	assert_int_equal(vw_qemu_start_time(&starts, env.procfs_fd, 10, &start), 0);
+	assert_int_equal(vw_qemu_start_time(&starts, env.procfs_fd, 10, &start), 0);
+	assert_int_equal(start, 900);
+	assert_int_equal(vw_qemu_start_time(&starts, env.procfs_fd, 11, &start), -ESRCH);
+	assert_int_equal(vw_qemu_start_time(&starts, env.procfs_fd, 11, &start), -ESRCH);
+	assert_int_equal(starts.reads, 4);
+	vw_qemu_starts_free(&starts);
+	vw_vm_procscan.close(src);
+	close(env.procfs_fd);
+	vw_clock_set_fake(NULL);
+	vw_fixture_rm(root);
+}
+
+/* What the tracker handed over: each listed() call's VM and group counts. */
+struct handed {
+	unsigned calls;
+	size_t n, n_groups;
+	int fail; /* what listed() returns */
+};
+
+static int on_listed(void *ud, const struct vw_vm_info *vms, size_t n,
+		     const struct vw_group *groups, size_t n_groups)
+{
+	struct handed *h = ud;
+
+	(void)vms;
+	(void)groups;
+	h->calls++;
+	h->n = n;
+	h->n_groups = n_groups;
+	return h->fail;
+}
+
+/*
+ * The tracker hands a list to the groups and the publisher (listed) only when it changed: the
+ * same VMs as last interval are not handed over again, a VM more or a changed one is, and a
+ * list whose hand-over failed is handed again.
+ */
+static void test_tracker_unchanged(void **state)
+{
+	char *root = vw_fixture_mkdtemp("vmscan");
+	char uri[600];
+	struct vw_vm_env env = { .libvirt_uri = uri };
+	struct vw_vm_tracker *t = NULL;
+	struct handed h = { 0 };
+	const char *const no_labels[] = { NULL };
+
+	(void)state;
+	/* No libvirtd behind this URI: the VMs are the process scan's. */
+	snprintf(uri, sizeof(uri), "qemu:///system?socket=%s/no-libvirtd.sock", root);
+	assert_int_equal(vm_fixture_proc(root, 10, 100, "qemu-system-x86_64|-uuid|" U1, NULL, NULL), 0);
+	env.procfs_fd = vw_root_open(root);
+	assert_true(env.procfs_fd >= 0);
+	assert_int_equal(vw_vm_tracker_open(&env, -1, &t), 0);
+	vw_vm_tracker_refresh(t, NULL, no_labels, on_listed, &h);
+	assert_int_equal(h.calls, 1);
+	assert_int_equal(h.n, 1);
+	assert_int_equal(h.n_groups, 1);
+	vw_vm_tracker_refresh(t, NULL, no_labels, on_listed, &h); /* the same VM */
+	assert_int_equal(h.calls, 1);
+
+	/* A second QEMU: handed over. */
+	assert_int_equal(vm_fixture_proc(root, 20, 200, "qemu-kvm|-name|guest=b", NULL, NULL), 0);
+	h.fail = -ENOMEM; /* and that hand-over fails: the same list again next time */
+	vw_vm_tracker_refresh(t, NULL, no_labels, on_listed, &h);
+	assert_int_equal(h.calls, 2);
+	assert_int_equal(h.n, 2);
+	h.fail = 0;
+	vw_vm_tracker_refresh(t, NULL, no_labels, on_listed, &h);
+	assert_int_equal(h.calls, 3);
+	assert_int_equal(h.n, 2);
+	vw_vm_tracker_refresh(t, NULL, no_labels, on_listed, &h);
+	assert_int_equal(h.calls, 3);
+
+	/* The same PID under another start time (a new QEMU of the same command line): a new
+	 * VM, handed over. */
+	assert_int_equal(vm_fixture_kill(root, 20), 0);
+	assert_int_equal(vm_fixture_proc(root, 20, 300, "qemu-kvm|-name|guest=b", NULL, NULL), 0);
+	vw_vm_tracker_refresh(t, NULL, no_labels, on_listed, &h);
+	assert_int_equal(h.calls, 4);
+	vw_vm_tracker_free(t);
+	close(env.procfs_fd);
+	vw_fixture_rm(root);
+}
+
 /* The host's process list, as the workload registry gives it (vw_vm_env.processes). */
 struct hint {
 	uint32_t pid;
@@ -580,6 +717,8 @@ int main(void)
 		cmocka_unit_test(test_scan_hinted),
 		cmocka_unit_test(test_scan_hinted_names),
 		cmocka_unit_test(test_unreadable_procfs),
+		cmocka_unit_test(test_start_time_shared),
+		cmocka_unit_test(test_tracker_unchanged),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -53,6 +53,7 @@ struct lv {
 	const struct vw_virt_api *api;
 	void *data;
 	int procfd;
+	struct vw_qemu_starts *starts; /* env->qemu_starts: this round's start times, or NULL */
 	char *uri;
 	char hypervisor[16]; /* when the XML says nothing */
 	uint64_t reconcile_ns, backoff_min_ns, backoff_max_ns, list_timeout_ns, stats_every_ns;
@@ -552,6 +553,7 @@ static int open_lv(const struct vw_vm_env *env, const struct vw_virt_api *api, v
 	lv->api = api;
 	lv->data = data;
 	lv->procfd = env->procfs_fd;
+	lv->starts = env->qemu_starts;
 	lv->uri = strdup(uri);
 	snprintf(lv->hypervisor, sizeof(lv->hypervisor), "%s",
 		 strncmp(uri, "xen", 3) == 0 ? "xen" : "kvm");
@@ -690,8 +692,11 @@ static int snapshot(struct lv *lv, struct vw_vm_info **ret, int **ret_ids, size_
 
 		out[i] = d->info;
 		ids[i] = d->id;
-		if (!d->gone)
-			lv->doms[o++] = *d;
+		if (d->gone)
+			continue;
+		if (o != i) /* (a whole domain each: not onto itself) */
+			lv->doms[o] = *d;
+		o++;
 	}
 	lv->n_doms = o;
 	*ret = out;
@@ -741,7 +746,7 @@ int vw_vm_libvirt_list(void *state, struct vw_vm_info **ret, size_t *ret_n)
 	r = snapshot(lv, &vms, &ids, &n);
 	pthread_mutex_unlock(&lv->mu);
 	if (r == 0) {
-		vw_qemu_resolve(lv->procfd, vms, n);
+		vw_qemu_resolve(lv->procfd, lv->starts, vms, n);
 		pthread_mutex_lock(&lv->mu);
 		write_back(lv, vms, ids, n);
 		pthread_mutex_unlock(&lv->mu);

@@ -87,10 +87,31 @@ const struct vw_qemu_proc *vw_qemu_scan_find(const struct vw_qemu_scan *s, const
  * QEMU. A VM whose vcpus is 0 gets the number of its QEMU's vCPU threads ("CPU N/KVM", ...).
  * VW_VM_SHUTOFF entries are left alone.
  */
-void vw_qemu_resolve(int procfd, struct vw_vm_info *vms, size_t n);
+void vw_qemu_resolve(int procfd, struct vw_qemu_starts *starts, struct vw_vm_info *vms, size_t n);
 
 /* <pid>/stat starttime (clock ticks since boot). -ESRCH when the process is gone. */
 int vw_qemu_read_start_time(int procfd, uint32_t pid, uint64_t *ret);
+
+/*
+ * The start times read in one listing round (vw_vms_list clears it at each round's start):
+ * libvirt's PID check and the process scan's both ask for each QEMU's, and <pid>/stat is read
+ * once. Each round reads afresh, so a PID reused between two rounds is caught as before.
+ */
+struct vw_qemu_start_entry {
+	uint32_t pid;
+	int r; /* what vw_qemu_read_start_time returned */
+	uint64_t start;
+};
+struct vw_qemu_starts {
+	struct vw_qemu_start_entry *e;
+	size_t n, cap, next; /* next: where the following lookup starts (sources ask in order) */
+	uint64_t reads;      /* <pid>/stat read through it, for the tests */
+};
+/* vw_qemu_read_start_time, answered from starts when this round read it already (starts NULL:
+ * read). */
+int vw_qemu_start_time(struct vw_qemu_starts *starts, int procfd, uint32_t pid, uint64_t *ret);
+void vw_qemu_starts_clear(struct vw_qemu_starts *starts);
+void vw_qemu_starts_free(struct vw_qemu_starts *starts);
 
 /* ---- Domain XML (vm_xml.c) ---- */
 

@@ -40,6 +40,7 @@ struct seen {
 
 struct procscan {
 	int procfd;
+	struct vw_qemu_starts *starts; /* this round's start times, shared with libvirt's check */
 	char boot_id[64];
 	struct vw_vm_info *prev; /* the previous list(), running ones */
 	size_t n_prev;
@@ -65,6 +66,7 @@ static int procscan_open(const struct vw_vm_env *env, void **ret_state)
 	if (!ps)
 		return -ENOMEM;
 	ps->procfd = env->procfs_fd;
+	ps->starts = env->qemu_starts;
 	ps->interval_ns = env->procscan_interval_ns;
 	ps->processes = env->processes;
 	ps->processes_ud = env->processes_ud;
@@ -130,7 +132,7 @@ static bool cached_list(struct procscan *ps, struct vw_vm_info **ret, size_t *re
 	for (size_t i = 0; i < ps->n_prev; i++) {
 		uint64_t start;
 
-		if (vw_qemu_read_start_time(ps->procfd, ps->prev[i].qemu_pid, &start) < 0 ||
+		if (vw_qemu_start_time(ps->starts, ps->procfd, ps->prev[i].qemu_pid, &start) < 0 ||
 		    start != ps->prev[i].qemu_start_time)
 			return false;
 	}
@@ -257,7 +259,8 @@ static int hinted_scan(struct procscan *ps, struct hinted *h)
 		uint64_t start;
 
 		if (!has_pid(&h->out, q->pid) &&
-		    vw_qemu_read_start_time(ps->procfd, q->pid, &start) == 0 && start == q->start_time)
+		    vw_qemu_start_time(ps->starts, ps->procfd, q->pid, &start) == 0 &&
+		    start == q->start_time)
 			r = keep_qemu(h, q);
 	}
 	for (size_t i = 1; r >= 0 && i < h->n; i++)

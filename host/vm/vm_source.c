@@ -61,6 +61,8 @@ struct suppressed {
 };
 
 struct vw_vms {
+	struct vw_vm_env env; /* the caller's, with qemu_starts set: what the sources were given */
+	struct vw_qemu_starts starts;
 	size_t n;
 	const struct vw_vm_source_ops *ops[MAX_SOURCES];
 	void *state[MAX_SOURCES];
@@ -81,8 +83,10 @@ struct vw_vms *vw_vms_open_with(const struct vw_vm_env *env,
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return NULL;
+	v->env = *env;
+	v->env.qemu_starts = &v->starts;
 	for (size_t i = 0; sources[i] && v->n < MAX_SOURCES; i++) {
-		int r = sources[i]->open(env, &v->state[v->n]);
+		int r = sources[i]->open(&v->env, &v->state[v->n]);
 
 		if (r < 0) {
 			vw_info("vm: source %s unavailable: %s", sources[i]->name, strerror(-r));
@@ -110,6 +114,7 @@ void vw_vms_close(struct vw_vms *v)
 	for (size_t i = 0; i < v->n; i++)
 		v->ops[i]->close(v->state[i]);
 	free(v->supp);
+	vw_qemu_starts_free(&v->starts);
 	free(v);
 }
 
@@ -164,7 +169,8 @@ static void suppress(struct vw_vms *v, const struct vw_vm_info *vm)
 }
 
 /* One source's list into (*out)[0..*n), grown as it needs (capacity *cap); (*out)[0..first_n)
- * came from the preferred source. -ENOMEM, with what was merged so far kept. */
+ * came from the preferred source. vms may be *out itself with *n 0 and *cap m (the first list,
+ * filtered where it lies: never grown, as *n <= j). -ENOMEM, with what was merged so far kept. */
 static int merge(struct vw_vms *v, struct vw_vm_info **out, size_t *n, size_t *cap,
 		 const struct vw_vm_info *vms, size_t m, size_t first_n)
 {
@@ -187,16 +193,19 @@ static int merge(struct vw_vms *v, struct vw_vm_info **out, size_t *n, size_t *c
 		}
 		if (vw_array_grow((void **)out, sizeof(**out), *n, cap) < 0)
 			return -ENOMEM;
-		(*out)[(*n)++] = vms[j];
+		if (&(*out)[*n] != &vms[j]) /* (the first list, in place: not onto itself) */
+			(*out)[*n] = vms[j];
+		(*n)++;
 	}
 	return 0;
 }
 
 /*
- * Every source's list, merged. The merged list starts with room for the first source's VMs
- * and grows only for VMs that one lacks (usually none: the process scan finds the QEMUs libvirt
- * runs), each source's list freed once merged, and it is cut to what it holds at the end: the
- * daemon keeps it a whole interval, and at 100 VMs each copy of a list is ~230 KiB.
+ * Every source's list, merged. The merged list is the first source's own, filtered where it
+ * lies (not copied), and grows only for VMs that one lacks (usually none: the process scan
+ * finds the QEMUs libvirt runs), each source's list freed once merged, and it is cut to what it
+ * holds at the end: the daemon keeps it a whole interval, and at 100 VMs each copy of a list is
+ * ~230 KiB.
  */
 static int list_round(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
 {
@@ -204,6 +213,7 @@ static int list_round(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
 	size_t counts[MAX_SOURCES] = { 0 }, n = 0, cap = 0, n_first = 0;
 	int r = 0;
 
+	vw_qemu_starts_clear(&v->starts); /* each round reads each QEMU's start time afresh */
 	for (size_t i = 0; i < v->n; i++) {
 		r = v->ops[i]->list(v->state[i], &lists[i], &counts[i]);
 		if (r < 0) {
@@ -217,16 +227,18 @@ static int list_round(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
 			vw_release(&v->complaint[i], VW_LOG_INFO, "vm: %s: listing again",
 				   v->ops[i]->name);
 	}
-	cap = counts[0] ? counts[0] : 1;
-	out = malloc(cap * sizeof(*out));
+	out = VW_TAKE_PTR(lists[0]); /* a source's list is never NULL when it lists */
+	cap = out ? counts[0] : 1;
+	if (!out)
+		out = malloc(sizeof(*out));
 	r = out ? 0 : -ENOMEM;
 	if (r == 0) {
 		for (size_t i = 0; i < v->n_supp; i++)
 			v->supp[i].seen = false;
-		for (size_t i = 0; i < v->n && r == 0; i++) {
+		r = merge(v, &out, &n, &cap, out, counts[0], 0);
+		n_first = n;
+		for (size_t i = 1; i < v->n && r == 0; i++) {
 			r = merge(v, &out, &n, &cap, lists[i], counts[i], n_first);
-			if (i == 0)
-				n_first = n;
 			free(VW_TAKE_PTR(lists[i])); /* merged: not held beside the next */
 		}
 		/* Forget suppressions whose process no later source reports running any more. */

@@ -85,6 +85,7 @@ int vw_vm_mdev_pack(const char *uuid, uint8_t out[16]);
 void vw_vm_mdev_format(const uint8_t in[16], char out[VW_UUID_LEN]);
 
 struct vw_vm_source_ops;
+struct vw_qemu_starts;
 
 /* A source's options struct (its ops->options), as the daemon filled it. */
 struct vw_vm_source_config {
@@ -123,6 +124,10 @@ struct vw_vm_env {
 				      const char *exe),
 			 void *ctx);
 	void *processes_ud;
+	/* Set by vw_vms_open() for its sources, NULL otherwise: the QEMU start times read in the
+	 * current listing round, so that each QEMU's <pid>/stat is read once a round whichever
+	 * source asks first (vm_priv.h, vw_qemu_start_time). */
+	struct vw_qemu_starts *qemu_starts;
 };
 
 struct vw_vm_source_ops {

@@ -80,6 +80,52 @@ int vw_qemu_read_start_time(int procfd, uint32_t pid, uint64_t *ret)
 	return vw_procfs_parse_pid_stat(buf, comm, &ticks, ret);
 }
 
+int vw_qemu_start_time(struct vw_qemu_starts *starts, int procfd, uint32_t pid, uint64_t *ret)
+{
+	struct vw_qemu_start_entry *e;
+	uint64_t start = 0;
+	int r;
+
+	if (!starts)
+		return vw_qemu_read_start_time(procfd, pid, ret);
+	for (size_t i = starts->next < starts->n ? starts->next : 0, k = 0; k < starts->n; k++) {
+		const struct vw_qemu_start_entry *f = &starts->e[i];
+
+		if (f->pid == pid) {
+			starts->next = i + 1;
+			if (f->r == 0)
+				*ret = f->start;
+			return f->r;
+		}
+		if (++i == starts->n)
+			i = 0;
+	}
+	r = vw_qemu_read_start_time(procfd, pid, &start);
+	starts->reads++;
+	if (r == 0)
+		*ret = start;
+	if (vw_array_grow((void **)&starts->e, sizeof(*starts->e), starts->n, &starts->cap) < 0)
+		return r; /* not remembered: read again when asked again */
+	e = &starts->e[starts->n++];
+	*e = (struct vw_qemu_start_entry){ .pid = pid, .r = r, .start = start };
+	starts->next = 0;
+	return r;
+}
+
+void vw_qemu_starts_clear(struct vw_qemu_starts *starts)
+{
+	if (starts)
+		starts->n = starts->next = 0;
+}
+
+void vw_qemu_starts_free(struct vw_qemu_starts *starts)
+{
+	if (!starts)
+		return;
+	free(starts->e);
+	*starts = (struct vw_qemu_starts){ 0 };
+}
+
 uint32_t vw_vm_vhost_owner(const char *comm)
 {
 	uint32_t owner;
@@ -170,13 +216,13 @@ const struct vw_qemu_proc *vw_qemu_scan_find(const struct vw_qemu_scan *s, const
 /* ---- The QEMU of a known VM ---- */
 
 /* Forget a QEMU whose PID now belongs to another process, or to nobody. */
-static void recheck(int procfd, struct vw_vm_info *vm)
+static void recheck(int procfd, struct vw_qemu_starts *starts, struct vw_vm_info *vm)
 {
 	uint64_t start;
 
 	if (vm->state == VW_VM_SHUTOFF || !vm->qemu_pid)
 		return;
-	if (vw_qemu_read_start_time(procfd, vm->qemu_pid, &start) == 0 &&
+	if (vw_qemu_start_time(starts, procfd, vm->qemu_pid, &start) == 0 &&
 	    start == vm->qemu_start_time)
 		return;
 	vw_debug("vm: QEMU %" PRIu32 " of %s is gone", vm->qemu_pid, vm->uuid);
@@ -252,12 +298,12 @@ static int count_vcpu_threads(int procfd, uint32_t pid, unsigned *ret)
 	return 0;
 }
 
-void vw_qemu_resolve(int procfd, struct vw_vm_info *vms, size_t n)
+void vw_qemu_resolve(int procfd, struct vw_qemu_starts *starts, struct vw_vm_info *vms, size_t n)
 {
 	bool missing = false;
 
 	for (size_t i = 0; i < n; i++) {
-		recheck(procfd, &vms[i]);
+		recheck(procfd, starts, &vms[i]);
 		missing |= lacks_qemu(&vms[i]);
 	}
 	if (missing)

@@ -15,6 +15,7 @@ struct vw_vm_tracker {
 	struct vw_vms *vms;
 	struct vw_vm_info *list; /* the last list: vGPUs are matched to it */
 	size_t n;
+	bool delivered; /* list went to listed() whole: an equal one is not handed over again */
 	struct vw_vm_vfio *vfio; /* GPUs passed through to VMs, named as theirs */
 	struct vw_complaint complaint;
 };
@@ -68,10 +69,21 @@ void vw_vm_tracker_refresh(struct vw_vm_tracker *t, struct vw_podmeta *pm,
 	}
 	vw_release(&t->complaint, VW_LOG_INFO, "vm: listing VMs works again");
 	vw_vm_kubevirt_resolve(vms, n, pm); /* KubeVirt's VMs: named by their VMI */
+	if (t->delivered && n == t->n && (!n || memcmp(vms, t->list, n * sizeof(*vms)) == 0)) {
+		/* The same VMs as last interval: the groups and the publisher's list stand (the
+		 * VFIO view reads sysfs, which can change under an unchanged list). */
+		free(vms);
+		if (vw_vm_vfio_update(t->vfio, t->list, t->n) < 0)
+			vw_complain(&t->complaint, VW_LOG_WARN, "vm: out of memory tracking VMs");
+		return;
+	}
+	t->delivered = false;
 	if (vw_vm_vfio_update(t->vfio, vms, n) < 0 ||
 	    vw_vm_groups(vms, n, info_labels, &groups, &n_groups) < 0 ||
 	    listed(ud, vms, n, groups, n_groups) < 0)
 		vw_complain(&t->complaint, VW_LOG_WARN, "vm: out of memory tracking VMs");
+	else
+		t->delivered = true;
 	free(t->list);
 	t->list = vms;
 	t->n = n;

@@ -29,8 +29,10 @@ typedef int (*vw_vm_listed_fn)(void *ud, const struct vw_vm_info *vms, size_t n,
 
 /*
  * List the VMs now (pm: pod metadata for KubeVirt's names, may be NULL) and hand the list to
- * listed. A listing that fails keeps the last list (complained once, its end said); t NULL:
- * nothing.
+ * listed when it differs from the last one handed over (byte for byte, after KubeVirt's names;
+ * one listed() failed is handed again): an unchanged list is neither grouped nor handed over
+ * again. info_labels must stay the same between calls. A listing that fails keeps the last list
+ * (complained once, its end said); t NULL: nothing.
  */
 void vw_vm_tracker_refresh(struct vw_vm_tracker *t, struct vw_podmeta *pm,
 			   const char *const *info_labels, vw_vm_listed_fn listed, void *ud);
