@@ -16,12 +16,26 @@ extern const struct vw_power_source_ops vw_src_powercap;
 /*
  * The ACPI 4.0 power meter through <sysfs>/class/hwmon (src_acpi.c, name "acpi"): one
  * VW_ZONE_PLATFORM zone per hwmon device named "power_meter", socket = its place in hwmon
- * order, path "/sys/class/hwmon/hwmonN". Its power1_average (µW) is integrated over act->now_ns
- * into a µJ counter that never wraps; a failed read counts no energy up to the next good one.
- * open(): -ENODEV without a meter (logged at debug only), -EACCES when every meter refuses.
- * Not in vw_host_power_sources: the host's platform chain takes it.
+ * order, path "/sys/class/hwmon/hwmonN". Its power1_average (µW) is read by a thread of the
+ * source's own every VW_ACPI_TICK_NS (stamped vw_now_ns()) and by each read() (at act->now_ns),
+ * each reading counting over the time since the one before it, into a µJ counter that never
+ * wraps: a late read() does not spread its reading over its whole wait. A failed reading counts
+ * no energy up to the next good one, a span stats() counts as a gap. open(): -ENODEV without a
+ * meter (logged at debug only), -EACCES when every meter refuses. Not in
+ * vw_host_power_sources: the host's platform chain takes it.
  */
 extern const struct vw_power_source_ops vw_src_acpi_power_meter;
+#define VW_ACPI_TICK_NS (250ULL * 1000000ULL)
+/*
+ * Its configuration (vw_power_source_config()), for tests only: the daemon gives none. With
+ * manual_ticks no thread runs and the test reads the meters with vw_acpi_tick() itself, on its
+ * own clock, where the thread would.
+ */
+struct vw_acpi_config {
+	bool manual_ticks;
+};
+/* What the thread does every VW_ACPI_TICK_NS: every meter read once, at now_ns. */
+void vw_acpi_tick(void *state, uint64_t now_ns);
 
 /*
  * Generic hwmon sensors through <sysfs>/class/hwmon (src_hwmon_generic.c, name "hwmon"): each
