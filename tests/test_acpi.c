@@ -494,6 +494,40 @@ static void test_late_sample(void **state)
 	machine_free(&m);
 }
 
+/*
+ * The thread for real, on the daemon's clock: it reads the meter on its own (a read without a
+ * time shows its counter growing at 100 W while the sampling thread does nothing), and the
+ * sampling thread's 0 W reading after the meter fell takes nothing of what it counted.
+ */
+static void test_thread(void **state)
+{
+	const uint64_t w100 = 100000000;
+	struct machine m;
+	uint64_t t0, seen = 0, t1;
+
+	(void)state;
+	machine_new(&m, &SRC);
+	add_server(&m, w100);
+	m.config = NULL; /* the daemon's: the source's own thread reads the meter */
+	assert_int_equal(machine_open_quiet(&m), 0);
+	t0 = vw_now_ns();
+	assert_int_equal(machine_read(&m, t0), 0);
+	for (int i = 0; i < 200 && seen == 0; i++) { /* 10 s at most on a loaded machine */
+		usleep(50000);
+		assert_int_equal(SRC.read(m.state, NULL, m.raw, m.errs), -EINVAL);
+		seen = m.raw[0];
+	}
+	t1 = vw_now_ns();
+	assert_true(seen > 0);
+	assert_true(seen <= (t1 - t0) / 10); /* 100 W: 1e8 µJ a second, 0.1 µJ a ns */
+	set_power(&m, 0, 0);
+	usleep(300000);
+	assert_int_equal(machine_read(&m, vw_now_ns()), 0);
+	assert_true(m.raw[0] >= seen);
+	assert_true(m.raw[0] <= (vw_now_ns() - t0) / 10);
+	machine_free(&m);
+}
+
 static ino_t meter_ino(const struct machine *m, unsigned acpi)
 {
 	char rel[128];
@@ -582,6 +616,7 @@ int main(void)
 		cmocka_unit_test(test_eacces),
 		cmocka_unit_test(test_nothing_written),
 		cmocka_unit_test(test_late_sample),
+		cmocka_unit_test(test_thread),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -309,18 +309,13 @@ static size_t hwmon_zones(void *state, const struct vw_zone_info **ret_zones)
 }
 
 /*
- * One reading of a meter at now_ns (either thread's), under the lock: counted over the time
- * since the last good one; a failure breaks the counter (a gap until the next good reading).
- * The attributes of acpi_power_meter live on the ACPI device, whose directory outlives a reload
- * of the driver (only the hwmon class device comes and goes): the handle stays valid, and a
- * reading that went away reads again when it is back. (Drivers with their attributes on the
- * class device need powercap's look-up-again: src_hwmon_generic.c has it.)
+ * Under the lock: a reading of meter z (r, uw) at now_ns counted over the time since the last
+ * good one; one stamped no later than that counts nothing. A failure breaks the counter: a gap
+ * until the next good reading, which only sets the time again.
  */
-static int take_reading_locked(struct hw_zone *z, const char *path, uint64_t now_ns)
+static int count_locked(struct hw_zone *z, const char *path, int r, uint64_t uw,
+			uint64_t now_ns)
 {
-	uint64_t uw;
-	int r = read_power_uw(z->dirfd, z->file, &uw);
-
 	if (r < 0) {
 		z->gap_open = z->gap_open || z->integ.primed;
 		vw_power_integrator_break(&z->integ);
@@ -344,14 +339,36 @@ static int take_reading_locked(struct hw_zone *z, const char *path, uint64_t now
 	return 0;
 }
 
+/*
+ * One reading of meter i, by either thread: read outside the lock (the driver may evaluate an
+ * ACPI method: neither thread waits on the other's), stamped *at_ns (the sampling thread's
+ * time), else vw_now_ns() once read, then counted under the lock over the time since the last
+ * good one; a failure breaks the counter (a gap until the next good reading).
+ * The attributes of acpi_power_meter live on the ACPI device, whose directory outlives a reload
+ * of the driver (only the hwmon class device comes and goes): the handle stays valid, and a
+ * reading that went away reads again when it is back. (Drivers with their attributes on the
+ * class device need powercap's look-up-again: src_hwmon_generic.c has it.)
+ */
+static int take_reading(struct hwmon *hw, size_t i, const uint64_t *at_ns)
+{
+	struct hw_zone *z = &hw->zone[i];
+	const char *path = hw->info[i].path;
+	uint64_t uw, now_ns;
+	int r = read_power_uw(z->dirfd, z->file, &uw);
+
+	now_ns = at_ns ? *at_ns : vw_now_ns();
+	pthread_mutex_lock(&hw->lock);
+	r = count_locked(z, path, r, uw, now_ns);
+	pthread_mutex_unlock(&hw->lock);
+	return r;
+}
+
 void vw_acpi_tick(void *state, uint64_t now_ns)
 {
 	struct hwmon *hw = state;
 
-	pthread_mutex_lock(&hw->lock);
 	for (size_t i = 0; i < hw->n; i++)
-		(void)take_reading_locked(&hw->zone[i], hw->info[i].path, now_ns);
-	pthread_mutex_unlock(&hw->lock);
+		(void)take_reading(hw, i, &now_ns);
 }
 
 /* The thread's own clock for its waits: real time even under a test's fake vw_now_ns(). */
@@ -378,10 +395,12 @@ static void *ticker(void *arg)
 		now = mono_ns();
 		if (hw->stop || now < due)
 			continue;
+		pthread_mutex_unlock(&hw->lock);
 		for (size_t i = 0; i < hw->n; i++)
-			(void)take_reading_locked(&hw->zone[i], hw->info[i].path, vw_now_ns());
+			(void)take_reading(hw, i, NULL);
+		pthread_mutex_lock(&hw->lock);
 		/* The next tick a whole tick on: a thread held up does not catch up in a burst. */
-		due = VW_MAX(due + VW_ACPI_TICK_NS, now + 1);
+		due = now + VW_ACPI_TICK_NS;
 	}
 	pthread_mutex_unlock(&hw->lock);
 	return NULL;
@@ -425,15 +444,13 @@ static int hwmon_read(void *state, const struct vw_node_activity *act, uint64_t 
 {
 	struct hwmon *hw = state;
 
-	pthread_mutex_lock(&hw->lock);
 	for (size_t i = 0; i < hw->n; i++) {
-		if (!act)
-			errs[i] = -EINVAL; /* no time: nothing to integrate over */
-		else
-			errs[i] = take_reading_locked(&hw->zone[i], hw->info[i].path, act->now_ns);
+		errs[i] = act ? take_reading(hw, i, &act->now_ns)
+			      : -EINVAL; /* no time: nothing to integrate over */
+		pthread_mutex_lock(&hw->lock);
 		raw_uj[i] = hw->zone[i].integ.energy_uj;
+		pthread_mutex_unlock(&hw->lock);
 	}
-	pthread_mutex_unlock(&hw->lock);
 	return vw_power_read_result(errs, hw->n);
 }
 
