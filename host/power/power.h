@@ -40,7 +40,7 @@ void vw_acpi_tick(void *state, uint64_t now_ns);
 /*
  * Generic hwmon sensors through <sysfs>/class/hwmon (src_hwmon_generic.c, name "hwmon"): each
  * chip's energyN_input counters (µJ), else its powerN_average / powerN_input readings (µW,
- * integrated like the ACPI meter's), else the rails of chips read as inN x currN (ina3221),
+ * integrated like the ACPI meter's, read by a thread of the source's own as well), else the rails of chips read as inN x currN (ina3221),
  * mapped to zones by chip rules (hwmon_rules.h) and summed per zone and socket; an energy
  * counter beats a power reading of the same zone and socket. Not the ACPI meter's power_meter.
  * A source of CPU zones (a RAPL fallback, as in Kepler): open() gives -ENODEV unless some sensor
@@ -54,7 +54,12 @@ struct vw_hwmon_config {
 	const char *const *zones; /* Kepler's experimental.hwmon.zones: the sensors to use by label */
 	size_t n_zones;           /* 0: every sensor a rule maps */
 	bool disabled;            /* Kepler's experimental.hwmon.enabled=false */
+	/* Tests only (no option sets it): no thread reads the power sensors; the test calls
+	 * vw_hwmon_tick() where the thread would, on its own clock. */
+	bool manual_ticks;
 };
+/* What the thread does every VW_ACPI_TICK_NS: every power sensor read once, at now_ns. */
+void vw_hwmon_tick(void *state, uint64_t now_ns);
 extern const struct vw_power_source_ops vw_src_hwmon;
 
 /*
