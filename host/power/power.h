@@ -13,11 +13,15 @@
  */
 extern const struct vw_power_source_ops vw_src_powercap;
 
+/* How often a power gauge (the ACPI meter, a generic hwmon power sensor) is read by its source's
+ * own thread, beside each sample's own reading. */
+#define VW_GAUGE_TICK_NS (250ULL * 1000000ULL)
+
 /*
  * The ACPI 4.0 power meter through <sysfs>/class/hwmon (src_acpi.c, name "acpi"): one
  * VW_ZONE_PLATFORM zone per hwmon device named "power_meter", socket = its place in hwmon
  * order, path "/sys/class/hwmon/hwmonN". Its power1_average (µW) is read by a thread of the
- * source's own every VW_ACPI_TICK_NS (stamped vw_now_ns()) and by each read() (at act->now_ns),
+ * source's own every VW_GAUGE_TICK_NS (stamped vw_now_ns()) and by each read() (at act->now_ns),
  * each reading counting over the time since the one before it, into a µJ counter that never
  * wraps: a late read() does not spread its reading over its whole wait. A failed reading counts
  * no energy up to the next good one, a span stats() counts as a gap. open(): -ENODEV without a
@@ -25,7 +29,6 @@ extern const struct vw_power_source_ops vw_src_powercap;
  * vw_host_power_sources: the host's platform chain takes it.
  */
 extern const struct vw_power_source_ops vw_src_acpi_power_meter;
-#define VW_ACPI_TICK_NS (250ULL * 1000000ULL)
 /*
  * Its configuration (vw_power_source_config()), for tests only: the daemon gives none. With
  * manual_ticks no thread runs and the test reads the meters with vw_acpi_tick() itself, on its
@@ -34,7 +37,7 @@ extern const struct vw_power_source_ops vw_src_acpi_power_meter;
 struct vw_acpi_config {
 	bool manual_ticks;
 };
-/* What the thread does every VW_ACPI_TICK_NS: every meter read once, at now_ns. */
+/* What the thread does every VW_GAUGE_TICK_NS: every meter read once, at now_ns. */
 void vw_acpi_tick(void *state, uint64_t now_ns);
 
 /*
@@ -58,7 +61,7 @@ struct vw_hwmon_config {
 	 * vw_hwmon_tick() where the thread would, on its own clock. */
 	bool manual_ticks;
 };
-/* What the thread does every VW_ACPI_TICK_NS: every power sensor read once, at now_ns. */
+/* What the thread does every VW_GAUGE_TICK_NS: every power sensor read once, at now_ns. */
 void vw_hwmon_tick(void *state, uint64_t now_ns);
 extern const struct vw_power_source_ops vw_src_hwmon;
 

@@ -14,7 +14,7 @@
  * energy is lost to rounding however often it is read. The first reading only sets the time.
  *
  * Readings come on their own timeline: a thread of the source's own reads every meter every
- * VW_ACPI_TICK_NS (250 ms), stamped with the daemon's clock (vw_now_ns()), and each read() of
+ * VW_GAUGE_TICK_NS (250 ms), stamped with the daemon's clock (vw_now_ns()), and each read() of
  * the sampling thread reads it once more at its own time (act->now_ns), both into the same
  * counter under a lock. So a sampling thread that runs late (an interval close that took
  * seconds on a loaded machine) finds the counter already counted reading by reading over its
@@ -383,7 +383,7 @@ static uint64_t mono_ns(void)
 static void *ticker(void *arg)
 {
 	struct hwmon *hw = arg;
-	uint64_t due = mono_ns() + VW_ACPI_TICK_NS;
+	uint64_t due = mono_ns() + VW_GAUGE_TICK_NS;
 
 	pthread_mutex_lock(&hw->lock);
 	while (!hw->stop) {
@@ -400,7 +400,7 @@ static void *ticker(void *arg)
 			(void)take_reading(hw, i, NULL);
 		pthread_mutex_lock(&hw->lock);
 		/* The next tick a whole tick on: a thread held up does not catch up in a burst. */
-		due = now + VW_ACPI_TICK_NS;
+		due = now + VW_GAUGE_TICK_NS;
 	}
 	pthread_mutex_unlock(&hw->lock);
 	return NULL;

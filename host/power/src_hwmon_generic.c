@@ -19,7 +19,7 @@
  * wrap at a width hwmon does not publish, as a gap (that interval counts nothing) rather than
  * guess a range. Power zones hand the sum of their sensors' integrals, kept here exactly as the
  * ACPI meter keeps its own (src_acpi.c): a thread of the source's own reads every power sensor
- * every VW_ACPI_TICK_NS (stamped vw_now_ns()) and each read() once more at act->now_ns, each
+ * every VW_GAUGE_TICK_NS (stamped vw_now_ns()) and each read() once more at act->now_ns, each
  * reading counted over the time since the one before it (one stamped no later counts nothing),
  * so a late read() does not spread its reading over its whole wait; a failed read counts
  * nothing, the next good read only sets the time, and that span is a gap (stats()). The lock
@@ -347,12 +347,12 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
-/* Every VW_ACPI_TICK_NS: the power sensors read (under the lock: a chip may be looked up
+/* Every VW_GAUGE_TICK_NS: the power sensors read (under the lock: a chip may be looked up
  * again), each stamped vw_now_ns() as it is read. */
 static void *ticker(void *arg)
 {
 	struct hwmon_generic *hg = arg;
-	uint64_t due = mono_ns() + VW_ACPI_TICK_NS;
+	uint64_t due = mono_ns() + VW_GAUGE_TICK_NS;
 
 	pthread_mutex_lock(&hg->lock);
 	while (!hg->stop) {
@@ -370,7 +370,7 @@ static void *ticker(void *arg)
 			if (hg->s[i].kind != HG_ENERGY)
 				(void)update_sensor(hg, &hg->s[i], &t);
 		}
-		due = now + VW_ACPI_TICK_NS; /* a thread held up does not catch up in a burst */
+		due = now + VW_GAUGE_TICK_NS; /* a thread held up does not catch up in a burst */
 	}
 	pthread_mutex_unlock(&hg->lock);
 	return NULL;
