@@ -5,8 +5,10 @@
  * hwmon device itself) beside k10temp and an amdgpu; an ARM board whose ina3221 rails read as
  * inN x currN with device-tree labels (a Jetson's); a board of single-rail ina226 chips whose
  * power1_input carries the chip's own `label`; a chip with both an energy counter and a power
- * reading; zenpower on two sockets. The daemon's clock is driven by hand (act.now_ns), and the
- * energy module (shared/energy) turns the raw counters into what the daemon would count.
+ * reading; zenpower on two sockets. The daemon's clock is driven by hand (act.now_ns), and so
+ * are the power sensors' own readings (their thread's ticks: vw_hwmon_config.manual_ticks,
+ * vw_hwmon_tick()) but in test_thread; the energy module (shared/energy) turns the raw counters
+ * into what the daemon would count.
  */
 #include "vw_test.h"
 
@@ -660,6 +662,44 @@ static void test_late_sample(void **state)
 }
 
 /*
+ * The power sensors' thread for real, on the daemon's clock: it reads the sensor on its own (a
+ * read without a time shows the counter growing at 100 W while the sampling thread does
+ * nothing), and the sampling thread's 0 W reading after the fall takes nothing of it.
+ */
+static void test_thread(void **state)
+{
+	static const char *const rules[] = { "ina226:vdd_cpu=package" };
+	const uint64_t w100 = 100000000;
+	struct machine m;
+	struct hwctx x;
+	struct chip ina;
+	uint64_t t0, seen = 0;
+
+	(void)state;
+	machine_new(&m, &SRC);
+	add_ina226(&m, &ina, 3, 0x41, "vdd_cpu", w100);
+	use_rules(&m, &x, rules, ARRAY_SIZE(rules));
+	x.cfg.manual_ticks = false; /* the daemon's: the source's own thread reads the sensor */
+	assert_int_equal(machine_open_quiet(&m), 0);
+	t0 = vw_now_ns();
+	read_all(&m, t0, NULL);
+	for (int i = 0; i < 200 && seen == 0; i++) { /* 10 s at most on a loaded machine */
+		usleep(50000);
+		assert_int_equal(SRC.read(m.state, NULL, m.raw, m.errs), -EINVAL);
+		seen = m.raw[0];
+	}
+	assert_true(seen > 0);
+	assert_true(seen <= (vw_now_ns() - t0) / 10); /* 100 W: 0.1 µJ a ns */
+	cput_u64(&m, &ina, "power1_input", 0);
+	usleep(300000);
+	read_all(&m, vw_now_ns(), NULL);
+	assert_true(m.raw[0] >= seen);
+	assert_true(m.raw[0] <= (vw_now_ns() - t0) / 10);
+	drop_rules(&m, &x);
+	machine_free(&m);
+}
+
+/*
  * A chip with both an energy counter and a power reading for the same rail (an SQ52206 on the
  * ina238 driver): the counter is the package, the power reading is left out (said at info);
  * a power sensor of another zone is still used.
@@ -994,6 +1034,7 @@ int main(void)
 		cmocka_unit_test(test_nothing_written),
 		cmocka_unit_test(test_meters_setup),
 		cmocka_unit_test(test_late_sample),
+		cmocka_unit_test(test_thread),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
