@@ -5,8 +5,8 @@
  * its attributes on the hwmon device, while acpi_power_meter (still on hwmon_device_register())
  * keeps `name`, power1_average and the rest on the ACPI device, hwmonN/device. The daemon's
  * clock is driven by hand (act.now_ns), and so are the source's own readings (its thread's
- * ticks: vw_acpi_config.manual_ticks, vw_acpi_tick()); openat refuses a meter with EACCES even
- * as root and catches any open for writing (tests/hwmon_fixture.h).
+ * ticks: vw_acpi_config.manual_ticks, vw_acpi_tick()) but in test_thread; openat refuses a
+ * meter with EACCES even as root and catches any open for writing (tests/hwmon_fixture.h).
  */
 #include "vw_test.h"
 
