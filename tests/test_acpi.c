@@ -4,8 +4,9 @@
  * real server's: class/hwmon/hwmonN are symlinks into devices/; a CPU temperature chip keeps
  * its attributes on the hwmon device, while acpi_power_meter (still on hwmon_device_register())
  * keeps `name`, power1_average and the rest on the ACPI device, hwmonN/device. The daemon's
- * clock is driven by hand (act.now_ns); openat refuses a meter with EACCES even as root and
- * catches any open for writing (tests/hwmon_fixture.h).
+ * clock is driven by hand (act.now_ns), and so are the source's own readings (its thread's
+ * ticks: vw_acpi_config.manual_ticks, vw_acpi_tick()) but in test_thread; openat refuses a
+ * meter with EACCES even as root and catches any open for writing (tests/hwmon_fixture.h).
  */
 #include "vw_test.h"
 
@@ -29,6 +30,16 @@
 #define PMM_NONE "4294967295000\n" /* _PMM's "no reading" (0xFFFFFFFF mW) as the driver shows it */
 
 typedef unsigned __int128 u128;
+
+/* Every tree here is opened with the thread's ticks left to the test (vw_acpi_tick()). */
+static const struct vw_acpi_config manual = { .manual_ticks = true };
+
+static void acpi_machine_new(struct machine *m, const struct vw_power_source_ops *src)
+{
+	machine_new(m, src);
+	m->config = &manual;
+}
+#define machine_new acpi_machine_new
 
 /* A CPU temperature chip (a modern driver: its attributes on hwmonN itself). */
 static void add_temp_chip(struct machine *m, unsigned n, const char *name, const char *pci)
@@ -411,7 +422,11 @@ static void test_one_of_two_fails(void **state)
 	machine_free(&m);
 }
 
-/* A clock that steps back counts nothing and never turns the counter back. */
+/*
+ * A reading stamped before the counter's last (a clock that steps back, or the sampling
+ * thread's time taken before the reading thread's last tick) counts nothing: the span since
+ * the last reading is counted once, from it, and the counter never goes back.
+ */
 static void test_clock_back(void **state)
 {
 	struct machine m;
@@ -425,8 +440,91 @@ static void test_clock_back(void **state)
 	assert_int_equal(machine_read(&m, T0), 0);
 	assert_int_equal(m.raw[0], 100000000);
 	assert_int_equal(machine_read(&m, T0 + 2 * VW_NSEC_PER_SEC), 0);
-	assert_int_equal(m.raw[0], 300000000);
+	assert_int_equal(m.raw[0], 200000000);
 	vw_log_set_level(VW_LOG_INFO);
+	machine_free(&m);
+}
+
+/*
+ * A late sample at a step of power: the meter's own readings every 250 ms (the thread's ticks),
+ * 100 W up to 10 s then 0 W; the sampling thread (every 250 ms too) misses 2 s across the step,
+ * as when an interval close takes 2 s on a loaded machine. Each reading counts over the time
+ * since the one before it: exactly 100 W x 10 s. (Before, the sampling thread's reading was the
+ * only one and covered its whole wait: 0 W from 9.5 s to 11.5 s, 950 J, no gap counted.) Then
+ * a failure only the thread sees: the span it breaks is counted as a gap, not made up.
+ */
+static void test_late_sample(void **state)
+{
+	const uint64_t step = 250 * MS, sec = VW_NSEC_PER_SEC, w100 = 100000000;
+	struct vw_power_source_stats st = { 0 };
+	struct machine m;
+
+	(void)state;
+	open_server(&m, w100);
+	for (uint64_t s = 0; s <= 13 * sec; s += step) {
+		bool late = s > 19 * sec / 2 && s < 23 * sec / 2;
+
+		set_power(&m, 0, s <= 10 * sec ? w100 : 0);
+		vw_acpi_tick(m.state, T0 + s);
+		if (late)
+			continue;
+		assert_int_equal(machine_read(&m, T0 + s), 0);
+		assert_int_equal(m.errs[0], 0);
+		if (s == 23 * sec / 2)
+			assert_int_equal(m.raw[0], 1000000000); /* 100 W x 10 s, no more, no less */
+	}
+	assert_int_equal(m.raw[0], 1000000000);
+	SRC.stats(m.state, &st);
+	assert_int_equal(st.gaps, 0);
+
+	/* Junk at the 14 s tick, 100 W again at 15 s: from the last good reading (13 s) to 15 s
+	 * a gap, counted; from 15 s on counted; the sampling thread never saw the failure. */
+	vw_log_set_level(VW_LOG_ERROR);
+	meter_file(&m, 0, "power1_average", "junk\n");
+	vw_acpi_tick(m.state, T0 + 14 * sec);
+	set_power(&m, 0, w100);
+	vw_acpi_tick(m.state, T0 + 15 * sec);
+	assert_int_equal(machine_read(&m, T0 + 16 * sec), 0);
+	assert_int_equal(m.errs[0], 0);
+	assert_int_equal(m.raw[0], 1000000000 + 100000000);
+	st = (struct vw_power_source_stats){ 0 };
+	SRC.stats(m.state, &st);
+	assert_int_equal(st.gaps, 1);
+	vw_log_set_level(VW_LOG_INFO);
+	machine_free(&m);
+}
+
+/*
+ * The thread for real, on the daemon's clock: it reads the meter on its own (a read without a
+ * time shows its counter growing at 100 W while the sampling thread does nothing), and the
+ * sampling thread's 0 W reading after the meter fell takes nothing of what it counted.
+ */
+static void test_thread(void **state)
+{
+	const uint64_t w100 = 100000000;
+	struct machine m;
+	uint64_t t0, seen = 0, t1;
+
+	(void)state;
+	machine_new(&m, &SRC);
+	add_server(&m, w100);
+	m.config = NULL; /* the daemon's: the source's own thread reads the meter */
+	assert_int_equal(machine_open_quiet(&m), 0);
+	t0 = vw_now_ns();
+	assert_int_equal(machine_read(&m, t0), 0);
+	for (int i = 0; i < 200 && seen == 0; i++) { /* 10 s at most on a loaded machine */
+		usleep(50000);
+		assert_int_equal(SRC.read(m.state, NULL, m.raw, m.errs), -EINVAL);
+		seen = m.raw[0];
+	}
+	t1 = vw_now_ns();
+	assert_true(seen > 0);
+	assert_true(seen <= (t1 - t0) / 10); /* 100 W: 1e8 µJ a second, 0.1 µJ a ns */
+	set_power(&m, 0, 0);
+	usleep(300000);
+	assert_int_equal(machine_read(&m, vw_now_ns()), 0);
+	assert_true(m.raw[0] >= seen);
+	assert_true(m.raw[0] <= (vw_now_ns() - t0) / 10);
 	machine_free(&m);
 }
 
@@ -517,6 +615,8 @@ int main(void)
 		cmocka_unit_test(test_clock_back),
 		cmocka_unit_test(test_eacces),
 		cmocka_unit_test(test_nothing_written),
+		cmocka_unit_test(test_late_sample),
+		cmocka_unit_test(test_thread),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,8 +5,10 @@
  * hwmon device itself) beside k10temp and an amdgpu; an ARM board whose ina3221 rails read as
  * inN x currN with device-tree labels (a Jetson's); a board of single-rail ina226 chips whose
  * power1_input carries the chip's own `label`; a chip with both an energy counter and a power
- * reading; zenpower on two sockets. The daemon's clock is driven by hand (act.now_ns), and the
- * energy module (shared/energy) turns the raw counters into what the daemon would count.
+ * reading; zenpower on two sockets. The daemon's clock is driven by hand (act.now_ns), and so
+ * are the power sensors' own readings (their thread's ticks: vw_hwmon_config.manual_ticks,
+ * vw_hwmon_tick()) but in test_thread; the energy module (shared/energy) turns the raw counters
+ * into what the daemon would count.
  */
 #include "vw_test.h"
 
@@ -190,6 +192,16 @@ static void remove_dir(const char *path)
 
 /* ---- rules through the meter's configuration, as the host hands them ------------------ */
 
+/* Every tree here is opened with the power sensors' thread left to the test (vw_hwmon_tick()). */
+static const struct vw_hwmon_config manual = { .manual_ticks = true };
+
+static void hg_machine_new(struct machine *m, const struct vw_power_source_ops *src)
+{
+	machine_new(m, src);
+	m->config = &manual;
+}
+#define machine_new hg_machine_new
+
 struct hwctx {
 	struct vw_hwmon_rules *rules;
 	struct vw_hwmon_config cfg;
@@ -203,6 +215,7 @@ static void use_rules(struct machine *m, struct hwctx *x, const char *const *spe
 	if (vw_hwmon_rules_parse(specs, n, &x->rules, err, sizeof(err)) < 0)
 		fail_msg("rules: %s", err);
 	x->cfg.rules = x->rules;
+	x->cfg.manual_ticks = true;
 	m->config = &x->cfg;
 }
 
@@ -210,7 +223,7 @@ static void drop_rules(struct machine *m, struct hwctx *x)
 {
 	vw_hwmon_rules_free(x->rules);
 	*x = (struct hwctx){ 0 };
-	m->config = NULL;
+	m->config = &manual;
 }
 
 /* ---- zones ----------------------------------------------------------------------------- */
@@ -601,6 +614,92 @@ static void test_ina226_rails(void **state)
 }
 
 /*
+ * A late sample at a step of power (as src_acpi.c's test_late_sample): the sensor's own
+ * readings every 250 ms (the thread's ticks), 100 W up to 10 s then 0 W, the sampling thread
+ * 2 s late across the step: exactly 100 W x 10 s (the sample's reading alone over its wait
+ * gave 950 J). Then a failure only the thread sees: a gap, counted, not made up.
+ */
+static void test_late_sample(void **state)
+{
+	static const char *const rules[] = { "ina226:vdd_cpu=package" };
+	const uint64_t step = 250 * HW_MS, w100 = 100000000;
+	struct vw_power_source_stats st = { 0 };
+	struct machine m;
+	struct hwctx x;
+	struct chip ina;
+
+	(void)state;
+	machine_new(&m, &SRC);
+	add_ina226(&m, &ina, 3, 0x41, "vdd_cpu", w100);
+	use_rules(&m, &x, rules, ARRAY_SIZE(rules));
+	assert_int_equal(machine_open_quiet(&m), 0);
+	assert_int_equal(m.n, 1);
+	for (uint64_t s = 0; s <= 13 * SEC; s += step) {
+		bool late = s > 19 * SEC / 2 && s < 23 * SEC / 2;
+
+		cput_u64(&m, &ina, "power1_input", s <= 10 * SEC ? w100 : 0);
+		vw_hwmon_tick(m.state, HW_T0 + s);
+		if (!late)
+			read_all(&m, HW_T0 + s, NULL);
+	}
+	assert_int_equal(m.raw[0], 1000000000); /* 100 W x 10 s, no more, no less */
+	SRC.stats(m.state, &st);
+	assert_int_equal(st.gaps, 0);
+
+	vw_log_set_level(VW_LOG_ERROR);
+	cput(&m, &ina, "power1_input", "junk\n");
+	vw_hwmon_tick(m.state, HW_T0 + 14 * SEC);
+	cput_u64(&m, &ina, "power1_input", w100);
+	vw_hwmon_tick(m.state, HW_T0 + 15 * SEC);
+	read_all(&m, HW_T0 + 16 * SEC, NULL);
+	assert_int_equal(m.raw[0], 1000000000 + 100000000);
+	st = (struct vw_power_source_stats){ 0 };
+	SRC.stats(m.state, &st);
+	assert_int_equal(st.gaps, 1);
+	vw_log_set_level(VW_LOG_INFO);
+	drop_rules(&m, &x);
+	machine_free(&m);
+}
+
+/*
+ * The power sensors' thread for real, on the daemon's clock: it reads the sensor on its own (a
+ * read without a time shows the counter growing at 100 W while the sampling thread does
+ * nothing), and the sampling thread's 0 W reading after the fall takes nothing of it.
+ */
+static void test_thread(void **state)
+{
+	static const char *const rules[] = { "ina226:vdd_cpu=package" };
+	const uint64_t w100 = 100000000;
+	struct machine m;
+	struct hwctx x;
+	struct chip ina;
+	uint64_t t0, seen = 0;
+
+	(void)state;
+	machine_new(&m, &SRC);
+	add_ina226(&m, &ina, 3, 0x41, "vdd_cpu", w100);
+	use_rules(&m, &x, rules, ARRAY_SIZE(rules));
+	x.cfg.manual_ticks = false; /* the daemon's: the source's own thread reads the sensor */
+	assert_int_equal(machine_open_quiet(&m), 0);
+	t0 = vw_now_ns();
+	read_all(&m, t0, NULL);
+	for (int i = 0; i < 200 && seen == 0; i++) { /* 10 s at most on a loaded machine */
+		usleep(50000);
+		assert_int_equal(SRC.read(m.state, NULL, m.raw, m.errs), -EINVAL);
+		seen = m.raw[0];
+	}
+	assert_true(seen > 0);
+	assert_true(seen <= (vw_now_ns() - t0) / 10); /* 100 W: 0.1 µJ a ns */
+	cput_u64(&m, &ina, "power1_input", 0);
+	usleep(300000);
+	read_all(&m, vw_now_ns(), NULL);
+	assert_true(m.raw[0] >= seen);
+	assert_true(m.raw[0] <= (vw_now_ns() - t0) / 10);
+	drop_rules(&m, &x);
+	machine_free(&m);
+}
+
+/*
  * A chip with both an energy counter and a power reading for the same rail (an SQ52206 on the
  * ina238 driver): the counter is the package, the power reading is left out (said at info);
  * a power sensor of another zone is still used.
@@ -934,6 +1033,8 @@ int main(void)
 		cmocka_unit_test(test_eacces),
 		cmocka_unit_test(test_nothing_written),
 		cmocka_unit_test(test_meters_setup),
+		cmocka_unit_test(test_late_sample),
+		cmocka_unit_test(test_thread),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -5,6 +5,8 @@
  */
 #pragma once
 
+#include <pthread.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -46,6 +48,8 @@ struct hg_sensor {
 	uint64_t raw_uj;      /* HG_ENERGY: the last good reading */
 	struct vw_power_integrator integ; /* HG_POWER, HG_VI */
 	struct vw_complaint complaint;
+	bool gap_open;        /* HG_POWER, HG_VI: a failed reading broke integ; no good one since */
+	uint64_t gaps;        /* such spans, each ended by a good reading */
 };
 
 struct hwmon_generic {
@@ -58,6 +62,15 @@ struct hwmon_generic {
 	struct vw_zone_info info[VW_POWER_MAX_ZONES];
 	bool energy[VW_POWER_MAX_ZONES]; /* counted from energy counters (else integrated) */
 	size_t eacces;                   /* sensors refused for permission while opening */
+
+	/* The power sensors' reading thread (none without power sensors, or with
+	 * vw_hwmon_config.manual_ticks); lock: the sensors and chips, from open() on. */
+	pthread_mutex_t lock;
+	pthread_cond_t wake; /* on CLOCK_MONOTONIC */
+	bool sync_ready;     /* lock and wake set up */
+	bool stop;
+	bool running;
+	pthread_t thread;
 };
 
 /*

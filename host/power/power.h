@@ -13,20 +13,37 @@
  */
 extern const struct vw_power_source_ops vw_src_powercap;
 
+/* How often a power gauge (the ACPI meter, a generic hwmon power sensor) is read by its source's
+ * own thread, beside each sample's own reading. */
+#define VW_GAUGE_TICK_NS (250ULL * 1000000ULL)
+
 /*
  * The ACPI 4.0 power meter through <sysfs>/class/hwmon (src_acpi.c, name "acpi"): one
  * VW_ZONE_PLATFORM zone per hwmon device named "power_meter", socket = its place in hwmon
- * order, path "/sys/class/hwmon/hwmonN". Its power1_average (µW) is integrated over act->now_ns
- * into a µJ counter that never wraps; a failed read counts no energy up to the next good one.
- * open(): -ENODEV without a meter (logged at debug only), -EACCES when every meter refuses.
- * Not in vw_host_power_sources: the host's platform chain takes it.
+ * order, path "/sys/class/hwmon/hwmonN". Its power1_average (µW) is read by a thread of the
+ * source's own every VW_GAUGE_TICK_NS (stamped vw_now_ns()) and by each read() (at act->now_ns),
+ * each reading counting over the time since the one before it, into a µJ counter that never
+ * wraps: a late read() does not spread its reading over its whole wait. A failed reading counts
+ * no energy up to the next good one, a span stats() counts as a gap. open(): -ENODEV without a
+ * meter (logged at debug only), -EACCES when every meter refuses. Not in
+ * vw_host_power_sources: the host's platform chain takes it.
  */
 extern const struct vw_power_source_ops vw_src_acpi_power_meter;
+/*
+ * Its configuration (vw_power_source_config()), for tests only: the daemon gives none. With
+ * manual_ticks no thread runs and the test reads the meters with vw_acpi_tick() itself, on its
+ * own clock, where the thread would.
+ */
+struct vw_acpi_config {
+	bool manual_ticks;
+};
+/* What the thread does every VW_GAUGE_TICK_NS: every meter read once, at now_ns. */
+void vw_acpi_tick(void *state, uint64_t now_ns);
 
 /*
  * Generic hwmon sensors through <sysfs>/class/hwmon (src_hwmon_generic.c, name "hwmon"): each
  * chip's energyN_input counters (µJ), else its powerN_average / powerN_input readings (µW,
- * integrated like the ACPI meter's), else the rails of chips read as inN x currN (ina3221),
+ * integrated like the ACPI meter's, read by a thread of the source's own as well), else the rails of chips read as inN x currN (ina3221),
  * mapped to zones by chip rules (hwmon_rules.h) and summed per zone and socket; an energy
  * counter beats a power reading of the same zone and socket. Not the ACPI meter's power_meter.
  * A source of CPU zones (a RAPL fallback, as in Kepler): open() gives -ENODEV unless some sensor
@@ -40,7 +57,12 @@ struct vw_hwmon_config {
 	const char *const *zones; /* Kepler's experimental.hwmon.zones: the sensors to use by label */
 	size_t n_zones;           /* 0: every sensor a rule maps */
 	bool disabled;            /* Kepler's experimental.hwmon.enabled=false */
+	/* Tests only (no option sets it): no thread reads the power sensors; the test calls
+	 * vw_hwmon_tick() where the thread would, on its own clock. */
+	bool manual_ticks;
 };
+/* What the thread does every VW_GAUGE_TICK_NS: every power sensor read once, at now_ns. */
+void vw_hwmon_tick(void *state, uint64_t now_ns);
 extern const struct vw_power_source_ops vw_src_hwmon;
 
 /*

@@ -5,17 +5,31 @@
  * sensors are src_hwmon_generic.c's; what both use to find chips and integrate is hwmon_chip.c.
  *
  * The meter gives power, not energy: power1_average in µW, the firmware's average over the
- * last power1_average_interval ms. Each read integrates it into a cumulative µJ counter kept
+ * last power1_average_interval ms. Each reading is integrated into a cumulative µJ counter kept
  * here (it never wraps: max_range_uj 0):
  *
- *     energy += power just read x (now - time of the previous good read)
+ *     energy += power just read x (its time - time of the previous good reading)
  *
  * in integers: µW x ns is 1e-9 µJ, the part below one µJ carried to the next read, so no
- * energy is lost to rounding however often it is read. The first read only sets the time.
+ * energy is lost to rounding however often it is read. The first reading only sets the time.
  *
- * A failed read (file gone, junk, the firmware's "no reading") counts nothing, and the time it
- * covers is not made up afterwards either: the next good read only sets the time again, and
- * energy is counted from that read on. The counter stands still meanwhile; it never goes back.
+ * Readings come on their own timeline: a thread of the source's own reads every meter every
+ * VW_GAUGE_TICK_NS (250 ms), stamped with the daemon's clock (vw_now_ns()), and each read() of
+ * the sampling thread reads it once more at its own time (act->now_ns), both into the same
+ * counter under a lock. So a sampling thread that runs late (an interval close that took
+ * seconds on a loaded machine) finds the counter already counted reading by reading over its
+ * wait, and its own reading counts only the time since the thread's last: a step of power
+ * lands within a tick of where the meter showed it, not spread over the whole wait (the newest
+ * reading over a late sample's 2 s wait once counted 0 W across a 100 W -> 0 W step). A reading
+ * stamped no later than the counter's last one (the sampling thread's time is taken before it
+ * reads) counts nothing: the counter never counts a span twice nor goes back.
+ *
+ * A failed reading (file gone, junk, the firmware's "no reading"), by either thread, counts
+ * nothing, and the time it covers is not made up afterwards either: the next good reading only
+ * sets the time again, and energy is counted from it on. The counter stands still meanwhile;
+ * it never goes back. Each such span is a gap, counted (stats(), the daemon's
+ * virtwatt_node_energy_gaps_total) when a good reading ends it, even where the sampling thread
+ * never saw the failure.
  *
  * Nothing here writes: power1_cap, power1_average_interval and the trip points are writable on
  * some machines and are only ever read. Every file is read relative to a directory fd opened
@@ -23,8 +37,10 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "energy.h"
 #include "fileio.h"
@@ -33,6 +49,7 @@
 #include "log.h"
 #include "macro.h"
 #include "power.h"
+#include "thread.h"
 
 #define HWMON_PREFIX VW_HWMON_PREFIX
 #define PATH_LABEL_PREFIX VW_HWMON_PATH_PREFIX
@@ -54,8 +71,11 @@
 struct hw_zone {
 	int dirfd;
 	const char *file;              /* the reading, relative to dirfd */
+	/* Under the source's lock (both threads read the meter). */
 	struct vw_power_integrator integ; /* the counter: power1_average integrated */
 	struct vw_complaint complaint;
+	bool gap_open;                 /* a failed reading broke the counter; no good one since */
+	uint64_t gaps;                 /* such spans, each ended by a good reading */
 };
 
 struct hwmon {
@@ -63,6 +83,14 @@ struct hwmon {
 	struct vw_zone_info info[VW_POWER_MAX_ZONES]; /* what zones() hands out */
 	struct hw_zone zone[VW_POWER_MAX_ZONES];
 	size_t eacces; /* meters refused for permission while opening */
+
+	/* The reading thread (none with vw_acpi_config.manual_ticks). */
+	pthread_mutex_t lock;
+	pthread_cond_t wake; /* on CLOCK_MONOTONIC */
+	bool sync_ready;     /* lock and wake set up */
+	bool stop;
+	bool running;
+	pthread_t thread;
 };
 
 /* ---- the ACPI power meter --------------------------------------------------------------- */
@@ -210,6 +238,17 @@ static void hwmon_close(void *state)
 
 	if (!hw)
 		return;
+	if (hw->running) {
+		pthread_mutex_lock(&hw->lock);
+		hw->stop = true;
+		pthread_cond_signal(&hw->wake);
+		pthread_mutex_unlock(&hw->lock);
+		pthread_join(hw->thread, NULL);
+	}
+	if (hw->sync_ready) {
+		pthread_cond_destroy(&hw->wake);
+		pthread_mutex_destroy(&hw->lock);
+	}
 	for (size_t i = 0; i < hw->n; i++)
 		vw_closep(&hw->zone[i].dirfd);
 	free(hw);
@@ -219,6 +258,8 @@ static void hwmon_closep(struct hwmon **hw)
 {
 	hwmon_close(*hw);
 }
+
+static int start_ticks(struct hwmon *hw, const struct vw_acpi_config *cfg);
 
 static int acpi_open(const struct vw_power_env *env, void **ret_state)
 {
@@ -252,6 +293,9 @@ static int acpi_open(const struct vw_power_env *env, void **ret_state)
 		vw_warn("acpi: %zu ACPI power meter(s) refused reading " ACPI_POWER_FILE
 			"; skipped",
 			hw->eacces);
+	r = start_ticks(hw, vw_power_source_config(env, &vw_src_acpi_power_meter));
+	if (r < 0)
+		return r;
 	*ret_state = VW_TAKE_PTR(hw);
 	return 0;
 }
@@ -265,21 +309,19 @@ static size_t hwmon_zones(void *state, const struct vw_zone_info **ret_zones)
 }
 
 /*
- * The attributes of acpi_power_meter live on the ACPI device, whose directory outlives a reload
- * of the driver (only the hwmon class device comes and goes): the handle stays valid, and a
- * reading that went away reads again when it is back. (Drivers with their attributes on the
- * class device need powercap's look-up-again: src_hwmon_generic.c has it.)
+ * Under the lock: a reading of meter z (r, uw) at now_ns counted over the time since the last
+ * good one; one stamped no later than that counts nothing. A failure breaks the counter: a gap
+ * until the next good reading, which only sets the time again.
  */
-static int read_zone(struct hw_zone *z, const char *path, uint64_t now_ns, uint64_t *ret_raw)
+static int count_locked(struct hw_zone *z, const char *path, int r, uint64_t uw,
+			uint64_t now_ns)
 {
-	uint64_t uw;
-	int r = read_power_uw(z->dirfd, z->file, &uw);
-
 	if (r < 0) {
+		z->gap_open = z->gap_open || z->integ.primed;
 		vw_power_integrator_break(&z->integ);
-		*ret_raw = z->integ.energy_uj;
 		vw_complain(&z->complaint, VW_LOG_WARN,
-			    "acpi: %s: cannot read %s: %s; no energy counted until it reads again",
+			    "acpi: %s: cannot read %s: %s; no energy counted until it reads again "
+			    "(a gap, virtwatt_node_energy_gaps_total)",
 			    path, z->file,
 			    r == -ENODATA ? "the meter has no reading" : strerror(-r));
 		return r;
@@ -287,8 +329,113 @@ static int read_zone(struct hw_zone *z, const char *path, uint64_t now_ns, uint6
 	vw_release(&z->complaint, VW_LOG_INFO,
 		   "acpi: %s: %s readable again; energy counted from this reading on", path,
 		   z->file);
+	if (z->integ.primed && now_ns <= z->integ.last_ns)
+		return 0; /* the counter is past this time already: nothing to add */
+	if (!z->integ.primed && z->gap_open) {
+		z->gap_open = false;
+		z->gaps++;
+	}
 	vw_power_integrate(&z->integ, uw, now_ns);
-	*ret_raw = z->integ.energy_uj;
+	return 0;
+}
+
+/*
+ * One reading of meter i, by either thread: read outside the lock (the driver may evaluate an
+ * ACPI method: neither thread waits on the other's), stamped *at_ns (the sampling thread's
+ * time), else vw_now_ns() once read, then counted under the lock over the time since the last
+ * good one; a failure breaks the counter (a gap until the next good reading).
+ * The attributes of acpi_power_meter live on the ACPI device, whose directory outlives a reload
+ * of the driver (only the hwmon class device comes and goes): the handle stays valid, and a
+ * reading that went away reads again when it is back. (Drivers with their attributes on the
+ * class device need powercap's look-up-again: src_hwmon_generic.c has it.)
+ */
+static int take_reading(struct hwmon *hw, size_t i, const uint64_t *at_ns)
+{
+	struct hw_zone *z = &hw->zone[i];
+	const char *path = hw->info[i].path;
+	uint64_t uw, now_ns;
+	int r = read_power_uw(z->dirfd, z->file, &uw);
+
+	now_ns = at_ns ? *at_ns : vw_now_ns();
+	pthread_mutex_lock(&hw->lock);
+	r = count_locked(z, path, r, uw, now_ns);
+	pthread_mutex_unlock(&hw->lock);
+	return r;
+}
+
+void vw_acpi_tick(void *state, uint64_t now_ns)
+{
+	struct hwmon *hw = state;
+
+	for (size_t i = 0; i < hw->n; i++)
+		(void)take_reading(hw, i, &now_ns);
+}
+
+/* The thread's own clock for its waits: real time even under a test's fake vw_now_ns(). */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static void *ticker(void *arg)
+{
+	struct hwmon *hw = arg;
+	uint64_t due = mono_ns() + VW_GAUGE_TICK_NS;
+
+	pthread_mutex_lock(&hw->lock);
+	while (!hw->stop) {
+		struct timespec ts = { .tv_sec = (time_t)(due / VW_NSEC_PER_SEC),
+				       .tv_nsec = (long)(due % VW_NSEC_PER_SEC) };
+		uint64_t now;
+
+		pthread_cond_timedwait(&hw->wake, &hw->lock, &ts);
+		now = mono_ns();
+		if (hw->stop || now < due)
+			continue;
+		pthread_mutex_unlock(&hw->lock);
+		for (size_t i = 0; i < hw->n; i++)
+			(void)take_reading(hw, i, NULL);
+		pthread_mutex_lock(&hw->lock);
+		/* The next tick a whole tick on: a thread held up does not catch up in a burst. */
+		due = now + VW_GAUGE_TICK_NS;
+	}
+	pthread_mutex_unlock(&hw->lock);
+	return NULL;
+}
+
+/* The lock, and the thread unless cfg says the test ticks by hand. 0 or -errno. */
+static int start_ticks(struct hwmon *hw, const struct vw_acpi_config *cfg)
+{
+	pthread_condattr_t ca;
+	int r = -pthread_condattr_init(&ca);
+
+	if (r == 0) {
+		r = -pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		if (r == 0)
+			r = -pthread_cond_init(&hw->wake, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	if (r == 0) {
+		r = -pthread_mutex_init(&hw->lock, NULL);
+		if (r < 0)
+			pthread_cond_destroy(&hw->wake);
+	}
+	if (r < 0) {
+		vw_error("acpi: cannot set up the meter's reading thread: %s", strerror(-r));
+		return r;
+	}
+	hw->sync_ready = true;
+	if (cfg && cfg->manual_ticks)
+		return 0;
+	r = vw_thread_create(&hw->thread, ticker, hw);
+	if (r < 0) {
+		vw_error("acpi: cannot start the meter's reading thread: %s", strerror(-r));
+		return r;
+	}
+	hw->running = true;
 	return 0;
 }
 
@@ -298,15 +445,24 @@ static int hwmon_read(void *state, const struct vw_node_activity *act, uint64_t 
 	struct hwmon *hw = state;
 
 	for (size_t i = 0; i < hw->n; i++) {
-		if (!act) {
-			errs[i] = -EINVAL; /* no time: nothing to integrate over */
-			raw_uj[i] = hw->zone[i].integ.energy_uj;
-		} else {
-			errs[i] = read_zone(&hw->zone[i], hw->info[i].path, act->now_ns,
-					    &raw_uj[i]);
-		}
+		errs[i] = act ? take_reading(hw, i, &act->now_ns)
+			      : -EINVAL; /* no time: nothing to integrate over */
+		pthread_mutex_lock(&hw->lock);
+		raw_uj[i] = hw->zone[i].integ.energy_uj;
+		pthread_mutex_unlock(&hw->lock);
 	}
 	return vw_power_read_result(errs, hw->n);
+}
+
+/* The gaps of every meter (spans a failed reading left uncounted), summed. */
+static void hwmon_stats(void *state, struct vw_power_source_stats *ret)
+{
+	struct hwmon *hw = state;
+
+	pthread_mutex_lock(&hw->lock);
+	for (size_t i = 0; i < hw->n; i++)
+		ret->gaps += hw->zone[i].gaps;
+	pthread_mutex_unlock(&hw->lock);
 }
 
 const struct vw_power_source_ops vw_src_acpi_power_meter = {
@@ -316,5 +472,6 @@ const struct vw_power_source_ops vw_src_acpi_power_meter = {
 	.open = acpi_open,
 	.zones = hwmon_zones,
 	.read = hwmon_read,
+	.stats = hwmon_stats,
 	.close = hwmon_close,
 };

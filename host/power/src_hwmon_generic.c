@@ -18,8 +18,12 @@
  * energy counter (shared/energy) takes any decrease, a counter reset by a reloaded driver or a
  * wrap at a width hwmon does not publish, as a gap (that interval counts nothing) rather than
  * guess a range. Power zones hand the sum of their sensors' integrals, kept here exactly as the
- * ACPI meter keeps its own (hwmon_chip.h): a failed read counts nothing, and the next good read
- * only sets the time. A zone reads while one of its sensors does; a failing sensor stands still
+ * ACPI meter keeps its own (src_acpi.c): a thread of the source's own reads every power sensor
+ * every VW_GAUGE_TICK_NS (stamped vw_now_ns()) and each read() once more at act->now_ns, each
+ * reading counted over the time since the one before it (one stamped no later counts nothing),
+ * so a late read() does not spread its reading over its whole wait; a failed read counts
+ * nothing, the next good read only sets the time, and that span is a gap (stats()). The lock
+ * covers the sensors and chips (a chip looked up again) for both threads. A zone reads while one of its sensors does; a failing sensor stands still
  * (its last counter, or its integral) and is logged, rate-limited, until it reads again.
  *
  * Nothing here writes. Every file is read relative to a chip's directory fd, opened below the
@@ -31,11 +35,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "config.h"
 #include "energy.h"
 #include "hwmon_sensors_priv.h"
 #include "macro.h"
+#include "thread.h"
 
 /* ---- sensors into zones ---------------------------------------------------------------- */
 
@@ -139,6 +145,17 @@ static void hg_close(void *state)
 
 	if (!hg)
 		return;
+	if (hg->running) {
+		pthread_mutex_lock(&hg->lock);
+		hg->stop = true;
+		pthread_cond_signal(&hg->wake);
+		pthread_mutex_unlock(&hg->lock);
+		pthread_join(hg->thread, NULL);
+	}
+	if (hg->sync_ready) {
+		pthread_cond_destroy(&hg->wake);
+		pthread_mutex_destroy(&hg->lock);
+	}
 	for (size_t i = 0; i < hg->n_chip; i++)
 		vw_closep(&hg->chip[i].dirfd);
 	vw_closep(&hg->classfd);
@@ -191,6 +208,8 @@ static int judge(const struct hwmon_generic *hg)
 	return 0;
 }
 
+static int start_ticks(struct hwmon_generic *hg, const struct vw_hwmon_config *cfg);
+
 static int hg_open(const struct vw_power_env *env, void **ret_state)
 {
 	_cleanup_(hg_closep) struct hwmon_generic *hg = NULL;
@@ -224,6 +243,9 @@ static int hg_open(const struct vw_power_env *env, void **ret_state)
 	prefer_energy(hg);
 	make_zones(hg);
 	r = judge(hg);
+	if (r < 0)
+		return r;
+	r = start_ticks(hg, cfg);
 	if (r < 0)
 		return r;
 	*ret_state = VW_TAKE_PTR(hg);
@@ -279,8 +301,10 @@ static int update_sensor(struct hwmon_generic *hg, struct hg_sensor *s, const ui
 		return -EINVAL; /* no time: nothing to integrate over */
 	r = read_sensor(hg, s, &v);
 	if (r < 0) {
-		if (s->kind != HG_ENERGY)
+		if (s->kind != HG_ENERGY) {
+			s->gap_open = s->gap_open || s->integ.primed;
 			vw_power_integrator_break(&s->integ);
+		}
 		vw_complain(&s->complaint, VW_LOG_WARN,
 			    "hwmon: %s ('%s'): cannot read: %s; %s", s->path, s->label,
 			    strerror(-r),
@@ -290,10 +314,102 @@ static int update_sensor(struct hwmon_generic *hg, struct hg_sensor *s, const ui
 	}
 	vw_release(&s->complaint, VW_LOG_INFO, "hwmon: %s ('%s'): readable again", s->path,
 		   s->label);
-	if (s->kind == HG_ENERGY)
+	if (s->kind == HG_ENERGY) {
 		s->raw_uj = v;
-	else
+	} else if (!s->integ.primed || *now_ns > s->integ.last_ns) {
+		/* (One stamped no later than the last reading counts nothing.) */
+		if (!s->integ.primed && s->gap_open) {
+			s->gap_open = false;
+			s->gaps++;
+		}
 		vw_power_integrate(&s->integ, v, *now_ns);
+	}
+	return 0;
+}
+
+void vw_hwmon_tick(void *state, uint64_t now_ns)
+{
+	struct hwmon_generic *hg = state;
+
+	pthread_mutex_lock(&hg->lock);
+	for (size_t i = 0; i < hg->n_s; i++)
+		if (hg->s[i].kind != HG_ENERGY)
+			(void)update_sensor(hg, &hg->s[i], &now_ns);
+	pthread_mutex_unlock(&hg->lock);
+}
+
+/* The thread's own clock for its waits: real time even under a test's fake vw_now_ns(). */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* Every VW_GAUGE_TICK_NS: the power sensors read (under the lock: a chip may be looked up
+ * again), each stamped vw_now_ns() as it is read. */
+static void *ticker(void *arg)
+{
+	struct hwmon_generic *hg = arg;
+	uint64_t due = mono_ns() + VW_GAUGE_TICK_NS;
+
+	pthread_mutex_lock(&hg->lock);
+	while (!hg->stop) {
+		struct timespec ts = { .tv_sec = (time_t)(due / VW_NSEC_PER_SEC),
+				       .tv_nsec = (long)(due % VW_NSEC_PER_SEC) };
+		uint64_t now;
+
+		pthread_cond_timedwait(&hg->wake, &hg->lock, &ts);
+		now = mono_ns();
+		if (hg->stop || now < due)
+			continue;
+		for (size_t i = 0; i < hg->n_s; i++) {
+			uint64_t t = vw_now_ns();
+
+			if (hg->s[i].kind != HG_ENERGY)
+				(void)update_sensor(hg, &hg->s[i], &t);
+		}
+		due = now + VW_GAUGE_TICK_NS; /* a thread held up does not catch up in a burst */
+	}
+	pthread_mutex_unlock(&hg->lock);
+	return NULL;
+}
+
+/* The lock, and the thread where a power sensor is and cfg does not leave the ticks to a
+ * test. 0 or -errno. */
+static int start_ticks(struct hwmon_generic *hg, const struct vw_hwmon_config *cfg)
+{
+	pthread_condattr_t ca;
+	bool power = false;
+	int r = -pthread_condattr_init(&ca);
+
+	if (r == 0) {
+		r = -pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		if (r == 0)
+			r = -pthread_cond_init(&hg->wake, &ca);
+		pthread_condattr_destroy(&ca);
+	}
+	if (r == 0) {
+		r = -pthread_mutex_init(&hg->lock, NULL);
+		if (r < 0)
+			pthread_cond_destroy(&hg->wake);
+	}
+	if (r < 0) {
+		vw_error("hwmon: cannot set up the power sensors' reading thread: %s", strerror(-r));
+		return r;
+	}
+	hg->sync_ready = true;
+	for (size_t i = 0; i < hg->n_s; i++)
+		power = power || hg->s[i].kind != HG_ENERGY;
+	if (!power || (cfg && cfg->manual_ticks))
+		return 0;
+	r = vw_thread_create(&hg->thread, ticker, hg);
+	if (r < 0) {
+		vw_error("hwmon: cannot start the power sensors' reading thread: %s", strerror(-r));
+		return r;
+	}
+	hg->running = true;
 	return 0;
 }
 
@@ -302,6 +418,7 @@ static int hg_read(void *state, const struct vw_node_activity *act, uint64_t *ra
 	struct hwmon_generic *hg = state;
 	bool read_one[VW_POWER_MAX_ZONES] = { false };
 
+	pthread_mutex_lock(&hg->lock);
 	for (size_t z = 0; z < hg->n; z++) {
 		raw_uj[z] = 0;
 		errs[z] = 0;
@@ -319,10 +436,22 @@ static int hg_read(void *state, const struct vw_node_activity *act, uint64_t *ra
 		raw_uj[z] = vw_energy_add(raw_uj[z],
 					  s->kind == HG_ENERGY ? s->raw_uj : s->integ.energy_uj);
 	}
+	pthread_mutex_unlock(&hg->lock);
 	for (size_t z = 0; z < hg->n; z++)
 		if (read_one[z])
 			errs[z] = 0;
 	return vw_power_read_result(errs, hg->n);
+}
+
+/* The power sensors' gaps (spans a failed reading left uncounted), summed. */
+static void hg_stats(void *state, struct vw_power_source_stats *ret)
+{
+	struct hwmon_generic *hg = state;
+
+	pthread_mutex_lock(&hg->lock);
+	for (size_t i = 0; i < hg->n_s; i++)
+		ret->gaps += hg->s[i].gaps;
+	pthread_mutex_unlock(&hg->lock);
 }
 
 /* ---- options: --power.hwmon.*, Kepler's experimental.hwmon.* -------------------------- */
@@ -434,6 +563,7 @@ const struct vw_power_source_ops vw_src_hwmon = {
 	.open = hg_open,
 	.zones = hg_zones,
 	.read = hg_read,
+	.stats = hg_stats,
 	.close = hg_close,
 	.options = &hg_options,
 };
