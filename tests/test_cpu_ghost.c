@@ -50,10 +50,11 @@ static void sim_start(size_t n, unsigned budget)
 /* One read at now_ns: every process not yet reported exited, as the bpf reader lists it. */
 static size_t sim_read(uint64_t now_ns)
 {
-	struct vw_cpu_table *t = vw_cpu_history_begin(&sim.hist);
+	struct vw_cpu_table *t;
 	struct vw_cpu_snapshot snap;
 	size_t caught;
 
+	assert_int_equal(vw_cpu_history_begin(&sim.hist, &t), 0);
 	for (size_t k = 0; k < sim.n; k++) {
 		struct vw_proc_cpu *p;
 

@@ -156,41 +156,91 @@ void vw_cpu_table_free(struct vw_cpu_table *t)
 	*t = (struct vw_cpu_table){ 0 };
 }
 
-struct vw_cpu_table *vw_cpu_history_begin(struct vw_cpu_history *h)
+static inline int cmp_seen(const void *a, const void *b)
 {
-	h->cur ^= 1;
-	vw_cpu_table_clear(&h->t[h->cur]);
-	return &h->t[h->cur];
+	const struct vw_proc_seen *x = a, *y = b;
+
+	return x->tgid != y->tgid ? cmp_u64(x->tgid, y->tgid) : cmp_u64(x->start_time, y->start_time);
 }
 
-const struct vw_cpu_table *vw_cpu_history_prev(const struct vw_cpu_history *h)
+const struct vw_proc_seen *vw_cpu_seen_find(struct vw_cpu_seen seen, uint32_t tgid,
+					    uint64_t start_time)
 {
-	return &h->t[h->cur ^ 1];
+	struct vw_proc_seen key = { .tgid = tgid, .start_time = start_time };
+
+	if (!seen.n_procs)
+		return NULL;
+	return bsearch(&key, seen.procs, seen.n_procs, sizeof(*seen.procs), cmp_seen);
+}
+
+int vw_cpu_history_begin(struct vw_cpu_history *h, struct vw_cpu_table **ret)
+{
+	const struct vw_cpu_table *cur = &h->cur;
+
+	if (h->finished) {
+		if (cur->n_procs > h->cap_seen) {
+			size_t cap = cur->n_procs + cur->n_procs / 8 + 16;
+			struct vw_proc_seen *p = reallocarray(h->seen, cap, sizeof(*p));
+
+			if (!p)
+				return -ENOMEM;
+			h->seen = p;
+			h->cap_seen = cap;
+		}
+		for (size_t i = 0; i < cur->n_procs; i++) {
+			const struct vw_proc_cpu *p = &cur->procs[i];
+
+			h->seen[i] = (struct vw_proc_seen){ .tgid = p->tgid, .exited = p->exited,
+							    .kind = p->kind, .quiet = p->quiet,
+							    .unchecked = p->unchecked,
+							    .start_time = p->start_time,
+							    .cpu_ns = p->cpu_ns };
+		}
+		h->n_seen = cur->n_procs;
+		if (h->keep_last) {
+			struct vw_cpu_table t = h->last;
+
+			h->last = h->cur;
+			h->cur = t;
+		}
+		h->finished = false;
+	}
+	vw_cpu_table_clear(&h->cur);
+	*ret = &h->cur;
+	return 0;
+}
+
+struct vw_cpu_seen vw_cpu_history_prev(const struct vw_cpu_history *h)
+{
+	return (struct vw_cpu_seen){ .procs = h->seen, .n_procs = h->n_seen };
 }
 
 void vw_cpu_history_abort(struct vw_cpu_history *h)
 {
-	vw_cpu_table_clear(&h->t[h->cur]);
-	h->cur ^= 1;
+	vw_cpu_table_clear(&h->cur);
+	h->finished = false;
 }
 
-/* Both tables in order (prev is an earlier finish's): one walk of the two, not a search each. */
+/* Both in order (the previous read's is an earlier finish's): one walk of the two, not a
+ * search each. */
 void vw_cpu_history_finish(struct vw_cpu_history *h, struct vw_cpu_snapshot *ret)
 {
-	struct vw_cpu_table *cur = &h->t[h->cur];
-	const struct vw_cpu_table *prev = &h->t[h->cur ^ 1];
+	struct vw_cpu_table *cur = &h->cur;
+	const struct vw_proc_seen *prev = h->seen;
 	size_t n = 0, j = 0;
 
 	vw_cpu_table_sort(cur);
 	for (size_t i = 0; i < cur->n_procs; i++) {
 		struct vw_proc_cpu *p = &cur->procs[i];
-		const struct vw_proc_cpu *was = NULL;
+		const struct vw_proc_seen *was = NULL;
 		int c = -1;
 
-		while (j < prev->n_procs && (c = cmp_proc(&prev->procs[j], p)) < 0)
+		while (j < h->n_seen &&
+		       (c = prev[j].tgid != p->tgid ? cmp_u64(prev[j].tgid, p->tgid)
+						    : cmp_u64(prev[j].start_time, p->start_time)) < 0)
 			j++;
-		if (j < prev->n_procs && c == 0)
-			was = &prev->procs[j];
+		if (j < h->n_seen && c == 0)
+			was = &prev[j];
 		if (was && was->exited)
 			continue; /* reported last time */
 		if (was && was->cpu_ns > p->cpu_ns)
@@ -200,11 +250,14 @@ void vw_cpu_history_finish(struct vw_cpu_history *h, struct vw_cpu_snapshot *ret
 		n++;
 	}
 	cur->n_procs = n;
+	h->finished = true;
 	*ret = (struct vw_cpu_snapshot){ .procs = cur->procs, .n_procs = cur->n_procs };
 }
 
 void vw_cpu_history_free(struct vw_cpu_history *h)
 {
-	vw_cpu_table_free(&h->t[0]);
-	vw_cpu_table_free(&h->t[1]);
+	vw_cpu_table_free(&h->cur);
+	vw_cpu_table_free(&h->last);
+	free(h->seen);
+	*h = (struct vw_cpu_history){ 0 };
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Internals shared by the CPU accountants (cpu_bpf.c, cpu_procfs.c) and their tests: a growable
- * snapshot table and the double buffer that keeps each read's values monotonic and every exit
+ * snapshot table and the history that keeps each read's values monotonic and every exit
  * reported once. Not for the daemon.
  */
 #pragma once
@@ -36,16 +36,48 @@ const struct vw_proc_cpu *vw_cpu_table_find_n(const struct vw_cpu_table *t, size
 void vw_cpu_table_clear(struct vw_cpu_table *t);
 void vw_cpu_table_free(struct vw_cpu_table *t);
 
-/* This read's table and the previous one. */
-struct vw_cpu_history {
-	struct vw_cpu_table t[2];
-	unsigned cur;
+/* What the next read needs of a process the previous read reported: enough to keep its CPU
+ * time monotonic, its exit reported once, and the ghost check's clocks (cpu_ghost.c); 24 bytes
+ * where a whole entry is 48. */
+struct vw_proc_seen {
+	uint32_t tgid;
+	bool exited;
+	uint8_t kind, quiet, unchecked;
+	uint64_t start_time;
+	uint64_t cpu_ns;
+};
+_Static_assert(sizeof(struct vw_proc_seen) == 24, "vw_proc_seen: half a vw_proc_cpu");
+
+/* The previous read's processes, sorted by (tgid, start_time), in the order (and at the index)
+ * of the snapshot it returned. */
+struct vw_cpu_seen {
+	const struct vw_proc_seen *procs;
+	size_t n_procs;
 };
 
-/* Start a read: the previous table becomes `prev`, the returned one is empty. */
-struct vw_cpu_table *vw_cpu_history_begin(struct vw_cpu_history *h);
-const struct vw_cpu_table *vw_cpu_history_prev(const struct vw_cpu_history *h);
-/* A read failed: forget it, the previous table is `prev` again for the next one. */
+const struct vw_proc_seen *vw_cpu_seen_find(struct vw_cpu_seen seen, uint32_t tgid,
+					    uint64_t start_time);
+
+/*
+ * This read's table (after a finish, the snapshot returned: valid until the next begin) and
+ * what the previous read reported, kept compact: one whole table, not two. keep_last (the
+ * procfs accountant, which reports a process gone with its last values whole) keeps the
+ * previous read's whole table too, in `last`.
+ */
+struct vw_cpu_history {
+	struct vw_cpu_table cur;
+	struct vw_cpu_table last; /* keep_last only */
+	struct vw_proc_seen *seen;
+	size_t n_seen, cap_seen;
+	bool finished; /* cur holds a finished read: the next begin makes it the previous one */
+	bool keep_last;
+};
+
+/* Start a read: the last finished one becomes the previous; the returned table is empty.
+ * -ENOMEM (the history unchanged) where the compact copy cannot grow. */
+int vw_cpu_history_begin(struct vw_cpu_history *h, struct vw_cpu_table **ret);
+struct vw_cpu_seen vw_cpu_history_prev(const struct vw_cpu_history *h);
+/* A read failed: forget it, the previous read stays the previous one for the next. */
 void vw_cpu_history_abort(struct vw_cpu_history *h);
 /*
  * End a read: sort, keep every process value >= what the previous read reported

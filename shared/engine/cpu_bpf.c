@@ -84,7 +84,9 @@ struct bpf_state {
 	unsigned hw_mask; /* VW_HW_BIT() of the kinds whose per-CPU events opened */
 	struct hw_rec *hw_recs;
 	size_t n_hw, cap_hw;
-	struct vw_proc_counters *hwc[2]; /* parallel to hist.t[i].procs */
+	struct vw_proc_counters *hwc[2]; /* [hw_cur]: parallel to the last snapshot's procs,
+					  * [hw_cur ^ 1]: to the one before (the history's prev) */
+	unsigned hw_cur;
 	size_t cap_hwc[2];
 	struct hw_key *hw_orphans; /* entries without a process at the last read */
 	size_t n_orphans, cap_orphans;
@@ -572,8 +574,8 @@ static int hw_sweep(struct bpf_state *s)
  */
 static int hw_attach(struct bpf_state *s, struct vw_cpu_snapshot *snap)
 {
-	unsigned cur = s->hist.cur;
-	const struct vw_cpu_table *prev = vw_cpu_history_prev(&s->hist);
+	unsigned cur = s->hw_cur ^= 1;
+	struct vw_cpu_seen prev = vw_cpu_history_prev(&s->hist);
 	int fd = s->fd[VW_BPF_FD_HW_PROCS];
 	struct vw_proc_counters *out;
 
@@ -591,7 +593,7 @@ static int hw_attach(struct bpf_state *s, struct vw_cpu_snapshot *snap)
 	for (size_t i = 0; i < snap->n_procs; i++) {
 		const struct vw_proc_cpu *p = &snap->procs[i];
 		struct hw_rec key = { .tgid = p->tgid }, *h = NULL;
-		const struct vw_proc_cpu *was;
+		const struct vw_proc_seen *was;
 
 		out[i] = (struct vw_proc_counters){ 0 };
 		if (s->n_hw)
@@ -602,9 +604,9 @@ static int hw_attach(struct bpf_state *s, struct vw_cpu_snapshot *snap)
 			if (p->exited)
 				(void)vw_bpf_map_delete_elem(fd, &h->tgid);
 		}
-		was = vw_cpu_table_find(prev, p->tgid, p->start_time);
-		if (was && (size_t)(was - prev->procs) < s->n_hwc[cur ^ 1])
-			hw_max(&out[i], &s->hwc[cur ^ 1][was - prev->procs]);
+		was = vw_cpu_seen_find(prev, p->tgid, p->start_time);
+		if (was && (size_t)(was - prev.procs) < s->n_hwc[cur ^ 1])
+			hw_max(&out[i], &s->hwc[cur ^ 1][was - prev.procs]);
 	}
 	s->n_hwc[cur] = snap->n_procs;
 	snap->counters = out;
@@ -702,9 +704,12 @@ static void ghost_check(struct bpf_state *s, struct vw_cpu_snapshot *snap)
 static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 {
 	struct bpf_state *s = state;
-	struct vw_cpu_table *t = vw_cpu_history_begin(&s->hist);
+	struct vw_cpu_table *t;
 	int r;
 
+	r = vw_cpu_history_begin(&s->hist, &t);
+	if (r < 0)
+		return r;
 	r = map_for_each(s, t, s->fd[VW_BPF_FD_PROCS], sizeof(uint32_t), sizeof(struct vw_bpf_proc),
 			 add_proc);
 	if (r == 0)

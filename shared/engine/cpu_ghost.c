@@ -25,7 +25,7 @@ static bool due(const struct vw_ghost_check *g, const struct vw_proc_cpu *p, uin
 }
 
 size_t vw_ghost_check_run(struct vw_ghost_check *g, struct vw_cpu_snapshot *snap,
-			  const struct vw_cpu_table *prev, uint64_t now)
+			  struct vw_cpu_seen prev, uint64_t now)
 {
 	size_t at[UINT8_MAX + 1] = { 0 }, n_due = 0, caught = 0, take_at_min = SIZE_MAX;
 	unsigned min = VW_GHOST_RECHECK; /* the lowest unchecked count looked up this read */
@@ -33,11 +33,11 @@ size_t vw_ghost_check_run(struct vw_ghost_check *g, struct vw_cpu_snapshot *snap
 	g->read_ns[g->n_reads % VW_GHOST_RING] = now;
 	for (size_t i = 0; i < snap->n_procs; i++) {
 		struct vw_proc_cpu *p = &snap->procs[i];
-		const struct vw_proc_cpu *was;
+		const struct vw_proc_seen *was;
 
 		if (p->exited || p->kind != VW_PROC_KIND_UNKNOWN)
 			continue;
-		was = vw_cpu_table_find(prev, p->tgid, p->start_time);
+		was = vw_cpu_seen_find(prev, p->tgid, p->start_time);
 		if (!was || !was->quiet) {
 			p->quiet = 1;
 			p->unchecked = VW_GHOST_RECHECK;

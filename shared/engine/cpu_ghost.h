@@ -43,9 +43,9 @@ struct vw_ghost_check {
 };
 
 /*
- * One read's check over its finished snapshot (prev: the previous read's table, where each
+ * One read's check over its finished snapshot (prev: what the previous read reported, where each
  * process's clocks were left): sets each candidate's quiet and unchecked counts, looks up
  * those due, marks those gone exited. Returns how many it marked (also added to g->ghosts).
  */
 size_t vw_ghost_check_run(struct vw_ghost_check *g, struct vw_cpu_snapshot *snap,
-			  const struct vw_cpu_table *prev, uint64_t now_ns);
+			  struct vw_cpu_seen prev, uint64_t now_ns);

@@ -128,11 +128,14 @@ static int scan(struct procfs_state *s, struct vw_cpu_table *t)
 static int procfs_read(void *state, struct vw_cpu_snapshot *ret)
 {
 	struct procfs_state *s = state;
-	struct vw_cpu_table *cur = vw_cpu_history_begin(&s->hist);
-	const struct vw_cpu_table *prev = vw_cpu_history_prev(&s->hist);
+	const struct vw_cpu_table *prev = &s->hist.last; /* whole: keep_last */
+	struct vw_cpu_table *cur;
 	size_t n_live;
 	int r;
 
+	r = vw_cpu_history_begin(&s->hist, &cur);
+	if (r < 0)
+		return r;
 	r = scan(s, cur);
 	if (r < 0) {
 		vw_cpu_history_abort(&s->hist);
@@ -186,6 +189,8 @@ static int procfs_open(const struct vw_cpu_env *env, void **ret_state)
 	if (!env || env->procfs_fd < 0)
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
+	if (s)
+		s->hist.keep_last = true; /* a process gone is reported with its last values */
 	if (!s)
 		return -ENOMEM;
 	s->ns_per_tick = vw_cpu_ns_per_tick();

@@ -184,11 +184,12 @@ static void check_lead(const struct vw_proc_cpu *p)
 
 static void run_read(struct vw_cpu_history *h, struct vw_bpf_bases *bases)
 {
-	struct vw_cpu_table *t = vw_cpu_history_begin(h);
-	const struct vw_cpu_table *prev;
+	struct vw_cpu_table *t;
+	struct vw_cpu_seen prev;
 	struct vw_cpu_snapshot snap;
 	int r;
 
+	vw_fuzz_assert(vw_cpu_history_begin(h, &t) == 0, "begin");
 	expect();
 	for (size_t i = 0; i < f.n_map; i++)
 		vw_fuzz_assert(vw_bpf_rec_add_proc(t, &f.keys[i], &f.vals[i], f.tick) == 0, "add");
@@ -225,7 +226,7 @@ static void run_read(struct vw_cpu_history *h, struct vw_bpf_bases *bases)
 	prev = vw_cpu_history_prev(h);
 	for (size_t i = 0; i < snap.n_procs; i++) {
 		const struct vw_proc_cpu *p = &snap.procs[i];
-		const struct vw_proc_cpu *was = vw_cpu_table_find(prev, p->tgid, p->start_time);
+		const struct vw_proc_seen *was = vw_cpu_seen_find(prev, p->tgid, p->start_time);
 
 		vw_fuzz_assert(!was || !was->exited, "tgid %u reported exited twice", p->tgid);
 		vw_fuzz_assert(!was || p->cpu_ns >= was->cpu_ns, "tgid %u went back", p->tgid);
