@@ -929,6 +929,12 @@ int vw_prom_counter_micro(struct vw_prom_writer *w, const char *const *label_val
 
 int vw_prom_counter(struct vw_prom_writer *w, const char *const *label_values, double value)
 {
+	return vw_prom_counter_piece(w, NULL, label_values, value);
+}
+
+int vw_prom_counter_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+			  const char *const *label_values, double value)
+{
 	char num[NUM_MAX];
 	uint64_t micro = 0;
 	bool filtered;
@@ -942,7 +948,7 @@ int vw_prom_counter(struct vw_prom_writer *w, const char *const *label_values, d
 	if (filtered)
 		micro = (uint64_t)llround(value * 1e6);
 	return put_sample(w, label_values, num, format_double(value, num),
-			  filtered ? &micro : NULL, NULL);
+			  filtered ? &micro : NULL, piece);
 }
 
 int vw_prom_field_sample(struct vw_prom_writer *w, const char *const *label_values,

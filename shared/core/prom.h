@@ -158,6 +158,8 @@ int vw_prom_gauge_piece(struct vw_prom_writer *w, const struct vw_prom_piece *pi
 			const char *const *label_values, double value);
 int vw_prom_counter_micro_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
 				const char *const *label_values, uint64_t micro);
+int vw_prom_counter_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+			  const char *const *label_values, double value);
 /*
  * A counter sample in joules (or any base unit) from integer micro-units, printed exactly:
  * 1234567 -> "1.234567", 1000000 -> "1", 0 -> "0", no float rounding.
