@@ -477,6 +477,20 @@ static int reserve(struct vw_prom_writer *w, size_t n)
 	return 0;
 }
 
+void vw_prom_writer_expect(struct vw_prom_writer *w, size_t bytes)
+{
+	size_t want = bytes + bytes / 8 + 1; /* and an eighth more: the next one may be longer */
+	char *p;
+
+	if (!w || w->done || want <= w->cap || bytes > w->limit)
+		return;
+	p = realloc(w->buf, want);
+	if (!p)
+		return; /* it grows as it goes instead */
+	w->buf = p;
+	w->cap = want;
+}
+
 /*
  * Append n bytes to the open family. The first failure (-ENOBUFS, -ENOMEM) sticks in fam_err
  * and turns later appends into no-ops, so a sequence of appends is checked once, at its end.
