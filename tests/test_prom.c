@@ -34,12 +34,16 @@ static const struct vw_metric_family fam_cpu = {
 	"virtwatt_cpu_time_total", VW_METRIC_COUNTER, "CPU time.", "seconds", NULL
 };
 
+static size_t golden_expect; /* vw_prom_writer_expect()'s bytes, 0: not called */
+
 static char *render_golden(enum vw_prom_format fmt, size_t *ret_len)
 {
 	struct vw_prom_writer *w = vw_prom_writer_new(fmt, 0);
 	char *buf = NULL;
 
 	assert_non_null(w);
+	if (golden_expect)
+		vw_prom_writer_expect(w, golden_expect);
 	assert_int_equal(vw_prom_family(w, &fam_energy), 0);
 	assert_int_equal(vw_prom_counter_micro(w, (const char *[]){"package-0", NULL}, 1234567), 0);
 	assert_int_equal(vw_prom_counter_micro(w, (const char *[]){"dram", NULL}, 0), 0);
@@ -113,6 +117,25 @@ static void test_golden(void **state)
 
 	assert_string_equal(out, g->expected);
 	assert_int_equal(len, strlen(g->expected));
+}
+
+/* Room made up front (a size hint, smaller or larger than the text) changes nothing written. */
+static void test_expect(void **state)
+{
+	static const size_t hints[] = { 1, 100, 1 << 20 };
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(hints); i++) {
+		size_t len;
+		char *out;
+
+		golden_expect = hints[i];
+		out = render_golden(VW_PROM_TEXT_0_0_4, &len);
+		assert_string_equal(out, golden_text.expected);
+		assert_int_equal(len, strlen(golden_text.expected));
+		free(out);
+	}
+	golden_expect = 0;
 }
 
 static void test_empty_output(void **state)
@@ -1053,6 +1076,7 @@ int main(void)
 		cmocka_unit_test(test_order_rules),
 		cmocka_unit_test(test_negotiate),
 		cmocka_unit_test(test_counter_filter),
+		cmocka_unit_test(test_expect),
 	};
 
 	if (!setlocale(LC_CTYPE, "C.UTF-8")) {

@@ -654,6 +654,44 @@ static void test_invalid_uuid(void **state)
 	vw_publisher_free(p);
 }
 
+/* The per-VM families' exact text: each row's vm_id (escaped once a VM and family) as it was
+ * escaped row by row; a VM's four failure reasons and four states in order. */
+static void test_render_text(void **state)
+{
+#define ROWS(u)                                                                                    \
+	"virtwatt_vm_passthrough_failures_total{vm_id=\"" u "\",reason=\"connect\",node_name=\"n\\\"1\"} 0\n" \
+	"virtwatt_vm_passthrough_failures_total{vm_id=\"" u "\",reason=\"send\",node_name=\"n\\\"1\"} 0\n" \
+	"virtwatt_vm_passthrough_failures_total{vm_id=\"" u "\",reason=\"share_write\",node_name=\"n\\\"1\"} 0\n" \
+	"virtwatt_vm_passthrough_failures_total{vm_id=\"" u "\",reason=\"lock_refused\",node_name=\"n\\\"1\"} 0\n"
+#define STATES(u)                                                                                  \
+	"virtwatt_vm_passthrough_channel_state{vm_id=\"" u "\",state=\"connected\",node_name=\"n\\\"1\"} 0\n" \
+	"virtwatt_vm_passthrough_channel_state{vm_id=\"" u "\",state=\"disconnected\",node_name=\"n\\\"1\"} 0\n" \
+	"virtwatt_vm_passthrough_channel_state{vm_id=\"" u "\",state=\"absent\",node_name=\"n\\\"1\"} 1\n" \
+	"virtwatt_vm_passthrough_channel_state{vm_id=\"" u "\",state=\"not_published\",node_name=\"n\\\"1\"} 0\n"
+	struct vw_vm_energy vms[2];
+	struct vw_publisher *p = new_publisher(1 * SEC, 0.1);
+	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	char *text = NULL;
+	size_t len;
+
+	(void)state;
+	assert_non_null(w);
+	vm_set(&vms[0], U_GOOD, NULL);
+	vm_set(&vms[1], U_STUCK, NULL);
+	assert_int_equal(vw_test_publish_update(p, vms, 2), 0);
+	assert_int_equal(vw_publisher_render(p, w, "n\"1"), 0);
+	assert_int_equal(vw_prom_finish(w, &text, &len), 0);
+	assert_non_null(strstr(text, ROWS(U_GOOD) ROWS(U_STUCK)));
+	assert_non_null(strstr(text, STATES(U_GOOD) STATES(U_STUCK)));
+	assert_non_null(strstr(text, "virtwatt_vm_passthrough_last_success_timestamp_seconds{vm_id=\"" U_GOOD
+				     "\",node_name=\"n\\\"1\"} 0\n"));
+	free(text);
+	vw_prom_writer_free(w);
+	vw_publisher_free(p);
+#undef ROWS
+#undef STATES
+}
+
 static void test_guest_bytes(void **state)
 {
 	struct rig *r = *state;
@@ -727,6 +765,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_vanish_and_return, one_vm_setup, rig_teardown),
 		cmocka_unit_test_setup_teardown(test_model_push, two_vms_setup, rig_teardown),
 		cmocka_unit_test(test_invalid_uuid),
+		cmocka_unit_test(test_render_text),
 		cmocka_unit_test_setup_teardown(test_guest_bytes, one_vm_setup, rig_teardown),
 		cmocka_unit_test_setup_teardown(test_backoff_and_path_change, one_vm_setup,
 						rig_teardown),

@@ -831,6 +831,103 @@ static void test_vm_energy(void **state)
 	teardown(&c);
 }
 
+/* The kepler_vm_* and virtwatt_vm_* lines of a render, in order (each VM's labels are escaped
+ * once a render and copied into every family and zone: the text must not change). */
+static char *vm_lines(const char *text)
+{
+	size_t len = strlen(text), n = 0;
+	char *out = calloc(len + 1, 1);
+
+	assert_non_null(out);
+	for (const char *p = text; *p;) {
+		const char *e = strchr(p, '\n');
+		size_t k = e ? (size_t)(e - p) + 1 : strlen(p);
+
+		if (strncmp(p, "kepler_vm_", 10) == 0 || strncmp(p, "virtwatt_vm_cpu_idle_", 21) == 0) {
+			memcpy(out + n, p, k);
+			n += k;
+		}
+		p += k;
+	}
+	return out;
+}
+
+#define VM2_UUID "0d2b9a14-3c55-4e7f-8a90-b1c2d3e4f506"
+#define ODD_NAME "we\"ird\\vm\nx"
+
+static void set_vms(struct ctx *c, const char *name_a, bool with_b)
+{
+	struct vw_group vm[2] = {
+		{ .id = VM_UUID, .kind = "kvm", .reserved_cpus = 1, .leader_pid = 500 },
+		{ .id = VM2_UUID, .name = "b", .kind = "kvm", .reserved_cpus = 1 },
+	};
+
+	snprintf(vm[0].name, sizeof(vm[0].name), "%s", name_a);
+	assert_int_equal(vw_workloads_set_groups(c->w, vm, with_b ? 2 : 1), 0);
+}
+
+/*
+ * The VM level's exact text, labels escaped (a quote, a backslash, a newline in a name) in all
+ * four families; a renamed VM shows its new name at once and never the old one; a VM that
+ * leaves is shown terminated once, then loses every series.
+ */
+static void test_vm_render_text(void **state)
+{
+	static const uint64_t ms[ARRAY_SIZE(procs)] = { 0, 0, 0, 2000, 0, 0, 1500, 500 };
+#define VA(name, st) "{vm_id=\"" VM_UUID "\",vm_name=\"" name "\",hypervisor=\"kvm\",state=\"" st "\",zone=\"package\",node_name=\"n1\"} "
+#define VB(st) "{vm_id=\"" VM2_UUID "\",vm_name=\"b\",hypervisor=\"kvm\",state=\"" st "\",zone=\"package\",node_name=\"n1\"} "
+#define ODD "we\\\"ird\\\\vm x" /* a newline becomes a space */
+	static const char want[] =
+		"kepler_vm_cpu_joules_total" VA(ODD, "running") "4\n"
+		"kepler_vm_cpu_joules_total" VB("running") "0\n"
+		"kepler_vm_cpu_watts" VA(ODD, "running") "0.8\n"
+		"kepler_vm_cpu_watts" VB("running") "0\n"
+		"virtwatt_vm_cpu_idle_joules_total" VA(ODD, "running") "3\n"
+		"virtwatt_vm_cpu_idle_joules_total" VB("running") "0\n"
+		"virtwatt_vm_cpu_idle_watts" VA(ODD, "running") "0.6\n"
+		"virtwatt_vm_cpu_idle_watts" VB("running") "0\n";
+	struct ctx c;
+	char *text, *got;
+
+	(void)state;
+	setup(&c, NULL);
+	set_vms(&c, ODD_NAME, true);
+	interval(&c, zero, 0, 0);
+	set_vms(&c, ODD_NAME, true);
+	interval(&c, ms, 8000000, 6000000);
+	text = workloads_fixture_render(c.w);
+	got = vm_lines(text);
+	assert_string_equal(got, want);
+	free(got);
+	free(text);
+
+	/* Renamed: the new name in every family, the old one nowhere. */
+	set_vms(&c, "renamed", true);
+	interval(&c, zero, 1000000, 1000000);
+	text = workloads_fixture_render(c.w);
+	assert_non_null(strstr(text, "kepler_vm_cpu_joules_total" VA("renamed", "running") "4\n"));
+	assert_non_null(strstr(text, "virtwatt_vm_cpu_idle_watts" VA("renamed", "running")));
+	assert_null(strstr(text, "we\\\"ird"));
+	free(text);
+
+	/* B leaves: terminated once, then none of its series after a scrape has seen it. */
+	set_vms(&c, "renamed", false);
+	interval(&c, zero, 1000000, 1000000);
+	text = workloads_fixture_render(c.w);
+	assert_non_null(strstr(text, "kepler_vm_cpu_joules_total" VB("terminated") "0\n"));
+	free(text);
+	vw_workloads_published(c.w, 4, 0);
+	vw_workloads_published(c.w, 5, 4);
+	text = workloads_fixture_render(c.w);
+	assert_null(strstr(text, VM2_UUID));
+	assert_non_null(strstr(text, "kepler_vm_cpu_joules_total" VA("renamed", "running")));
+	free(text);
+	teardown(&c);
+#undef VA
+#undef VB
+#undef ODD
+}
+
 static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
 
 static uint64_t rnd(void)
@@ -1091,6 +1188,7 @@ int main(void)
 		cmocka_unit_test(test_split_keys_from_counters),
 		cmocka_unit_test(test_scan_beyond_root_total),
 		cmocka_unit_test(test_vm_energy),
+		cmocka_unit_test(test_vm_render_text),
 		cmocka_unit_test_setup_teardown(test_conservation_property, baseline_setup,
 						baseline_teardown),
 	};

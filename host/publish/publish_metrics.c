@@ -78,22 +78,31 @@ static const char *vm_state(const struct vw_publish_vm_stats *st)
 	return st->connected ? "connected" : "disconnected";
 }
 
+/* The VM's rows of the family: its vm_id escaped once for them all (the piece), not once a
+ * row (up to four: a transport, reason or state each). */
 static void vm_rows(void *ud, const char *uuid, const struct vw_publish_vm_stats *st)
 {
 	struct vm_render *v = ud;
+	const struct vw_metric_family *f = &families[v->family];
 	const char *n = v->node_name;
+	struct vw_prom_piece piece, *pc = NULL;
 	int r = v->r;
 
 	if (r < 0)
 		return;
+	if (v->family != F_VM_LAST_OK && /* one row: nothing to share */
+	    vw_prom_piece_set(&piece, f->labels, 1, (const char *const[]){ uuid, NULL }))
+		pc = &piece; /* else each row escapes it */
 	switch (v->family) {
 	case F_VM_FRAMES:
 		if (st->has_channel)
-			r = vw_prom_counter(v->w, (const char *const[]){ uuid, "channel", n, NULL },
-					    (double)st->sent);
+			r = vw_prom_counter_piece(v->w, pc,
+						  (const char *const[]){ uuid, "channel", n, NULL },
+						  (double)st->sent);
 		if (r == 0 && st->has_share)
-			r = vw_prom_counter(v->w, (const char *const[]){ uuid, "share", n, NULL },
-					    (double)st->share_writes);
+			r = vw_prom_counter_piece(v->w, pc,
+						  (const char *const[]){ uuid, "share", n, NULL },
+						  (double)st->share_writes);
 		break;
 	case F_VM_FAILURES: {
 		const char *reasons[] = { "connect", "send", "share_write", "lock_refused" };
@@ -101,18 +110,23 @@ static void vm_rows(void *ud, const char *uuid, const struct vw_publish_vm_stats
 					    st->lock_refused };
 
 		for (size_t i = 0; i < ARRAY_SIZE(reasons) && r == 0; i++)
-			r = vw_prom_counter(v->w, (const char *const[]){ uuid, reasons[i], n, NULL },
-					    (double)counts[i]);
+			r = vw_prom_counter_piece(v->w, pc,
+						  (const char *const[]){ uuid, reasons[i], n, NULL },
+						  (double)counts[i]);
 		break;
 	}
 	case F_VM_LAST_OK:
 		r = vw_prom_gauge(v->w, (const char *const[]){ uuid, n, NULL },
 				  (double)(st->last_ok_unix_ns / VW_NSEC_PER_MSEC) / 1e3);
 		break;
-	default:
+	default: {
+		const char *cur = vm_state(st);
+
 		for (size_t i = 0; i < ARRAY_SIZE(vm_states) && r == 0; i++)
-			r = vw_prom_gauge(v->w, (const char *const[]){ uuid, vm_states[i], n, NULL },
-					  strcmp(vm_states[i], vm_state(st)) == 0);
+			r = vw_prom_gauge_piece(
+				v->w, pc, (const char *const[]){ uuid, vm_states[i], n, NULL },
+				vm_states[i] == cur || strcmp(vm_states[i], cur) == 0);
+	}
 	}
 	v->r = r;
 }

@@ -477,6 +477,20 @@ static int reserve(struct vw_prom_writer *w, size_t n)
 	return 0;
 }
 
+void vw_prom_writer_expect(struct vw_prom_writer *w, size_t bytes)
+{
+	size_t want = bytes + bytes / 8 + 1; /* and an eighth more: the next one may be longer */
+	char *p;
+
+	if (!w || w->done || want <= w->cap || bytes > w->limit)
+		return;
+	p = realloc(w->buf, want);
+	if (!p)
+		return; /* it grows as it goes instead */
+	w->buf = p;
+	w->cap = want;
+}
+
 /*
  * Append n bytes to the open family. The first failure (-ENOBUFS, -ENOMEM) sticks in fam_err
  * and turns later appends into no-ops, so a sequence of appends is checked once, at its end.
@@ -929,6 +943,12 @@ int vw_prom_counter_micro(struct vw_prom_writer *w, const char *const *label_val
 
 int vw_prom_counter(struct vw_prom_writer *w, const char *const *label_values, double value)
 {
+	return vw_prom_counter_piece(w, NULL, label_values, value);
+}
+
+int vw_prom_counter_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+			  const char *const *label_values, double value)
+{
 	char num[NUM_MAX];
 	uint64_t micro = 0;
 	bool filtered;
@@ -942,7 +962,7 @@ int vw_prom_counter(struct vw_prom_writer *w, const char *const *label_values, d
 	if (filtered)
 		micro = (uint64_t)llround(value * 1e6);
 	return put_sample(w, label_values, num, format_double(value, num),
-			  filtered ? &micro : NULL, NULL);
+			  filtered ? &micro : NULL, piece);
 }
 
 int vw_prom_field_sample(struct vw_prom_writer *w, const char *const *label_values,

@@ -79,6 +79,10 @@ struct vw_prom_writer;
  * NULL with errno EINVAL (bad format, max_bytes too small for the trailer) or ENOMEM.
  */
 struct vw_prom_writer *vw_prom_writer_new(enum vw_prom_format fmt, size_t max_bytes);
+/* Room for about this many bytes made at once (best effort): a render the size of the last one
+ * is then written without growing its buffer step by step (each step a realloc that may copy
+ * what was written; 0.4 M instructions a render at 100 VMs). */
+void vw_prom_writer_expect(struct vw_prom_writer *w, size_t bytes);
 void vw_prom_writer_free(struct vw_prom_writer *w);
 /*
  * Degrade per family: from now on a family that overflows (or cannot get memory) is still
@@ -158,6 +162,8 @@ int vw_prom_gauge_piece(struct vw_prom_writer *w, const struct vw_prom_piece *pi
 			const char *const *label_values, double value);
 int vw_prom_counter_micro_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
 				const char *const *label_values, uint64_t micro);
+int vw_prom_counter_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+			  const char *const *label_values, double value);
 /*
  * A counter sample in joules (or any base unit) from integer micro-units, printed exactly:
  * 1234567 -> "1.234567", 1000000 -> "1", 0 -> "0", no float rounding.

@@ -518,6 +518,7 @@ static int render(struct vw_daemon *d, const struct vw_node_view *v, enum vw_pro
 
 	if (!w)
 		return -errno;
+	vw_prom_writer_expect(w, d->render_len);
 	if (k->render_begin)
 		k->render_begin(d->ud, w, text);
 	if (text && d->carbon) { /* carbon follows the energy counters as they are written */
@@ -548,6 +549,8 @@ static int render(struct vw_daemon *d, const struct vw_node_view *v, enum vw_pro
 		r = vw_selfstats_write(d->self, w, tables, d->node_name, d->snapshots, max);
 	if (r == 0)
 		r = vw_prom_finish(w, ret, ret_len);
+	if (r == 0 && ret_len)
+		d->render_len = *ret_len;
 	vw_prom_writer_free(w);
 	if (k->render_end) {
 		int e = k->render_end(d->ud, text);

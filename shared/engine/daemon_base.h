@@ -96,6 +96,7 @@ struct vw_daemon {
 	struct vw_otlp *otlp; /* --exporter.otlp.endpoint: NULL when off */
 	struct vw_carbon *carbon; /* --carbon.*: NULL when off */
 	uint64_t snapshots;    /* rendered so far */
+	size_t render_len;     /* the last render's bytes: the next one's room (prom.h) */
 	uint64_t last_loop_ns; /* for /healthz; atomic */
 };
 

@@ -421,18 +421,52 @@ static const struct acc *pod_item(const struct vw_workloads *w, const void *ctx,
 	return p->final_gen == UINT64_MAX ? NULL : &p->z[z];
 }
 
+/* Each VM's labels vm_id to state escaped once a render, the same in its four families and
+ * every zone (they were escaped again for each, a family and zone at a time). Made afresh
+ * each render, so a VM renamed or relabelled shows its new labels at once. */
+struct vm_items {
+	const char *const *labels;    /* the level's label array (with or without group labels) */
+	struct vw_prom_piece *pieces; /* one per VM, NULL: none (no memory, or too many VMs) */
+};
+#define VM_PIECE_LABELS 4 /* vm_id, vm_name, hypervisor, state: zone comes next */
+#define VM_PIECES_MAX 512 /* VMs beyond which pieces are not kept (1 KiB each) */
+_Static_assert(VM_PIECE_LABELS + 2 == ARRAY_SIZE(l_vm) - 1, "l_vm: the piece, zone, node");
+
 static const struct acc *vm_item(const struct vw_workloads *w, const void *ctx, size_t i,
 				 int z, const char *node, struct wl_labels *l)
 {
+	const struct vm_items *it = ctx;
 	const struct wl_vm *vm = &w->vms[i];
 
-	(void)ctx;
+	if (vm->hidden)
+		return NULL;
 	VW_WL_LABELS(l, vm->uuid, vm->name, vm->hypervisor, vw_wl_state_name(vm->terminated),
 		     zone(z), node);
 	for (size_t k = 0; k < w->n_group_labels; k++) /* after node_name, before the NULL */
 		l->v[6 + k] = vm->labels ? vm->labels[k] : "";
 	l->v[6 + w->n_group_labels] = NULL;
-	return vm->hidden ? NULL : &vm->z[z];
+	if (it && it->pieces) {
+		struct vw_prom_piece *pc = &it->pieces[i];
+
+		if (pc->labels || vw_prom_piece_set(pc, it->labels, VM_PIECE_LABELS, l->v))
+			l->piece = pc;
+	}
+	return &vm->z[z];
+}
+
+static int render_vms(const struct vw_workloads *w, struct vw_prom_writer *pw, const char *node)
+{
+	const struct vw_metric_family *fams =
+		w->n_group_labels ? w->vm_fams : &vw_workload_families[F_VM_J];
+	_cleanup_free_ struct vw_prom_piece *pieces = NULL;
+
+	if (w->n_vms && w->n_vms <= VM_PIECES_MAX) {
+		pieces = malloc(w->n_vms * sizeof(*pieces)); /* none: every label escaped */
+		for (size_t k = 0; pieces && k < w->n_vms; k++)
+			pieces[k].labels = NULL;
+	}
+	return vw_wl_render_level(w, pw, node, fams, VW_WL_IDLE_W + 1, true, w->n_vms, vm_item,
+				  &(struct vm_items){ .labels = fams[0].labels, .pieces = pieces });
 }
 
 /* out[0..4) as src[0..4) with their labels, then the group labels (names: the array, freed by
@@ -541,8 +575,6 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 		r = vw_wl_render_level(w, pw, node_name, &vw_workload_families[F_POD_J],
 				       VW_WL_IDLE_J + 1, true, w->n_pods, pod_item, NULL);
 	if (r == 0 && w->o.vms && !w->o.vms_unexported)
-		r = vw_wl_render_level(w, pw, node_name,
-				       w->n_group_labels ? w->vm_fams : &vw_workload_families[F_VM_J],
-				       VW_WL_IDLE_W + 1, true, w->n_vms, vm_item, NULL);
+		r = render_vms(w, pw, node_name);
 	return r;
 }
