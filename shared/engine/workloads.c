@@ -242,13 +242,11 @@ static int place_proc(struct vw_workloads *w, uint32_t tgid, uint64_t cgroup_id)
  * const registry: the memo (p->exe and w->exes, reached through pointers) is the one thing a
  * render changes, and renders and updates run on the same thread.
  */
-const char *vw_wl_proc_exe(const struct vw_workloads *w, struct wl_proc *p)
+const char *vw_wl_proc_exe_read(const struct vw_workloads *w, struct wl_proc *p)
 {
 	char exe[VW_WL_EXE_MAX];
 	const char *e;
 
-	if (p->exe)
-		return p->exe;
 	read_exe(w->o.procfs_fd, p->tgid, exe, sizeof(exe));
 	e = vw_intern_get(w->exes, exe);
 	if (!e)

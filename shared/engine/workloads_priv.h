@@ -169,8 +169,12 @@ struct wl_labels {
 void vw_wl_proc_labels(const struct vw_workloads *w, struct wl_proc *p, const char *node,
 		       const char *zone, struct wl_labels *l);
 /* A process's executable, /proc/PID/exe read at the first call since it started or exec'd
- * (workloads.c). */
-const char *vw_wl_proc_exe(const struct vw_workloads *w, struct wl_proc *p);
+ * (vw_wl_proc_exe_read(), workloads.c; inline: a render asks for it in every sample). */
+const char *vw_wl_proc_exe_read(const struct vw_workloads *w, struct wl_proc *p);
+static inline const char *vw_wl_proc_exe(const struct vw_workloads *w, struct wl_proc *p)
+{
+	return p->exe ? p->exe : vw_wl_proc_exe_read(w, p);
+}
 const char *vw_wl_state_name(bool terminated);
 /* The retention pass's scratch (workload_retention.c), freed with the registry. */
 void vw_wl_retention_free(struct vw_workloads *w); /* "terminated" or "running" */
