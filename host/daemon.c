@@ -71,7 +71,7 @@ static int setup_node(struct vw_host *h)
 /* The VM scan's view of the host's processes: the workload registry's (vw_vm_env.processes). */
 static int host_processes(void *ud,
 			  void (*each)(void *ctx, uint32_t pid, uint64_t start_time, const char *comm,
-				       const char *exe),
+				       const char *(*exe)(void *at), void *at),
 			  void *ctx)
 {
 	const struct vw_host *h = ud;

@@ -560,11 +560,25 @@ struct hints {
 	size_t n;
 	bool absent; /* -EAGAIN: no list now */
 	unsigned calls;
+	unsigned exe_asks; /* executables asked for */
 };
+
+struct hint_at {
+	struct hints *hs;
+	const struct hint *h;
+};
+
+static const char *hint_exe(void *at)
+{
+	struct hint_at *a = at;
+
+	a->hs->exe_asks++;
+	return a->h->exe;
+}
 
 static int give_hints(void *ud,
 		      void (*each)(void *ctx, uint32_t pid, uint64_t start_time, const char *comm,
-				   const char *exe),
+				   const char *(*exe)(void *at), void *at),
 		      void *ctx)
 {
 	struct hints *hs = ud;
@@ -573,7 +587,8 @@ static int give_hints(void *ud,
 	if (hs->absent)
 		return -EAGAIN;
 	for (size_t i = 0; i < hs->n; i++)
-		each(ctx, hs->h[i].pid, hs->h[i].start_time, hs->h[i].comm, hs->h[i].exe);
+		each(ctx, hs->h[i].pid, hs->h[i].start_time, hs->h[i].comm, hint_exe,
+		     &(struct hint_at){ hs, &hs->h[i] });
 	return 0;
 }
 
@@ -684,12 +699,15 @@ static void test_scan_hinted_names(void **state)
 	assert_int_equal(vm_fixture_proc(root, 64, 640, "qemu-kvm|-name|c", NULL, NULL), 0);
 	src = scan_open(root, &env);
 	v = list_n(src, 3);
+	assert_int_equal(hs.exe_asks, 5); /* each unclassified process's, once */
 	assert_string_equal(by_pid(v, 3, 60)->uuid, U1);
 	assert_string_equal(by_pid(v, 3, 63)->name, "b");
 	assert_string_equal(by_pid(v, 3, 64)->name, "c"); /* its binary unknown: read */
 	assert_null(by_pid(v, 3, 61));
 	assert_null(by_pid(v, 3, 62));
 	free(v);
+	free(list_n(src, 3));
+	assert_int_equal(hs.exe_asks, 5); /* classified: not asked again */
 	vw_vm_procscan.close(src);
 	close(env.procfs_fd);
 	vw_fixture_rm(root);

@@ -7,6 +7,7 @@
  */
 #include "vw_test.h"
 
+#include <limits.h>
 #include <microhttpd.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -961,9 +962,10 @@ struct pid_order {
 };
 
 static void each_pid(void *ctx, uint32_t tgid, uint64_t start_time, const char *comm,
-		     const char *exe)
+		     const char *(*exe_of)(void *at), void *at)
 {
 	struct pid_order *o = ctx;
+	const char *exe = exe_of(at);
 
 	(void)start_time;
 	(void)comm;
@@ -1169,6 +1171,71 @@ static void test_top_n(void **state)
 	teardown(&c);
 }
 
+/* Point PID's /proc/PID/exe at /usr/bin/COMM-TAG. */
+static void link_exe(struct ctx *c, uint32_t pid, const char *comm, const char *tag)
+{
+	char rel[32], target[64], path[PATH_MAX];
+
+	snprintf(rel, sizeof(rel), "%u/exe", pid);
+	snprintf(target, sizeof(target), "/usr/bin/%s-%s", comm, tag);
+	snprintf(path, sizeof(path), "%s/%s", c->root, rel);
+	(void)unlink(path);
+	assert_int_equal(vw_fixture_symlink(c->root, target, rel), 0);
+}
+
+/* Whether the render shows process PID with the executable /usr/bin/EXE. */
+static bool shows_exe(const char *text, uint32_t pid, const char *exe)
+{
+	char head[32], tail[96];
+
+	snprintf(head, sizeof(head), "{pid=\"%u\",comm=\"", pid);
+	snprintf(tail, sizeof(tail), ",exe=\"/usr/bin/%s\"", exe);
+	for (const char *at = strstr(text, head); at; at = strstr(at + 1, head)) {
+		const char *e = strstr(at, ",exe=\"");
+
+		if (e && strncmp(e, tail, strlen(tail)) == 0)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A process's executable is read when it is first shown (or a VM scan asks), never for one
+ * outside the top N: nginx (100) ranks fourth of three while its link says -v1, is shown once it
+ * ranks first, and shows -v2, the link then. One shown keeps what was read (101 shows -v1 after
+ * its link changed), and one that exec'd (a new comm) is read again at its next showing.
+ */
+static void test_exe_read_when_shown(void **state)
+{
+	static const uint64_t ms[ARRAY_SIZE(procs)] = { 100, 400, 300, 400, 0, 200, 0, 0 };
+	static const uint64_t nginx[ARRAY_SIZE(procs)] = { 5000, 0, 0, 0, 0, 0, 0, 0 };
+	struct ctx c;
+	char *text;
+
+	(void)state;
+	setup_top(&c, NULL, 3);
+	for (size_t i = 0; i < ARRAY_SIZE(procs); i++)
+		link_exe(&c, procs[i].pid, procs[i].comm, "v1");
+	interval(&c, zero, 0, 0);
+	interval(&c, ms, 1400000, 0);
+	text = workloads_fixture_render(c.w);
+	assert_true(shows_exe(text, 101, "nginx-v1"));
+	assert_true(shows_exe(text, 300, "sshd-v1"));
+	assert_null(strstr(text, "pid=\"100\""));
+	free(text);
+	for (size_t i = 0; i < ARRAY_SIZE(procs); i++)
+		link_exe(&c, procs[i].pid, procs[i].comm, "v2");
+	snprintf(c.cpu[3].comm, sizeof(c.cpu[3].comm), "sshd-session"); /* 300 exec'd */
+	interval(&c, nginx, 5000000, 0);
+	text = workloads_fixture_render(c.w);
+	assert_true(shows_exe(text, 100, "nginx-v2")); /* never read before it was shown */
+	assert_true(shows_exe(text, 101, "nginx-v1")); /* read once, kept */
+	assert_true(shows_exe(text, 300, "sshd-v2"));  /* exec'd: read again */
+	assert_false(shows_exe(text, 300, "sshd-v1"));
+	free(text);
+	teardown(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1182,6 +1249,7 @@ int main(void)
 		cmocka_unit_test(test_added_below_known_pids),
 		cmocka_unit_test(test_kind_from_accountant),
 		cmocka_unit_test(test_top_n),
+		cmocka_unit_test(test_exe_read_when_shown),
 		cmocka_unit_test(test_gpu_energy),
 		cmocka_unit_test(test_pod_container_dropped),
 		cmocka_unit_test(test_pod_list_arrives_late),

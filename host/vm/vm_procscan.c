@@ -48,7 +48,7 @@ struct procscan {
 	uint64_t last_scan_ns;
 	int (*processes)(void *ud,
 			 void (*each)(void *ctx, uint32_t pid, uint64_t start_time, const char *comm,
-				      const char *exe),
+				      const char *(*exe)(void *at), void *at),
 			 void *ctx);
 	void *processes_ud;
 	struct seen *seen; /* PID order; empty after a scan without the process list */
@@ -204,7 +204,7 @@ static bool might_be_qemu(const char *comm, const char *exe)
 }
 
 static void hinted_one(void *ctx, uint32_t pid, uint64_t start_time, const char *comm,
-		       const char *exe)
+		       const char *(*exe)(void *at), void *at)
 {
 	struct hinted *h = ctx;
 	const struct seen *old;
@@ -218,7 +218,7 @@ static void hinted_one(void *ctx, uint32_t pid, uint64_t start_time, const char 
 	old = seen_find(h->ps, pid);
 	if (old && old->start_time == start_time && strcmp(old->comm, e.comm) == 0)
 		r = old->qemu ? keep_qemu(h, &h->ps->qemus.procs[old->qemu - 1]) : 0;
-	else if (!might_be_qemu(comm, exe))
+	else if (!might_be_qemu(comm, exe(at))) /* its executable read only here */
 		r = 0;
 	else
 		r = vw_qemu_scan_one(h->ps->procfd, pid, &h->out, &h->out_cap);

@@ -112,8 +112,9 @@ struct vw_vm_env {
 	uint64_t procscan_interval_ns;
 	/*
 	 * Optional: the host's live processes as its CPU accountant last listed them, each given
-	 * to `each` (PID, start time in clock ticks since boot, comm, executable: NULL for a
-	 * kernel thread, "" if unknown); -EAGAIN when it has no current list. With it, a full scan
+	 * to `each` (PID, start time in clock ticks since boot, comm, and exe(at): its executable,
+	 * NULL for a kernel thread, "" if unknown, read only when asked); -EAGAIN when it has no
+	 * current list. With it, a full scan
 	 * reads the command line only of processes it has not classified before under the same
 	 * PID, start time and comm (new ones, and those that exec'd or renamed themselves), and of
 	 * those only where the comm or the executable is a QEMU's name (vw_qemu_binary_name) or
@@ -121,7 +122,7 @@ struct vw_vm_env {
 	 */
 	int (*processes)(void *ud,
 			 void (*each)(void *ctx, uint32_t pid, uint64_t start_time, const char *comm,
-				      const char *exe),
+				      const char *(*exe)(void *at), void *at),
 			 void *ctx);
 	void *processes_ud;
 	/* Set by vw_vms_open() for its sources, NULL otherwise: the QEMU start times read in the

@@ -272,7 +272,7 @@ static const struct acc *proc_item(const struct vw_workloads *w, const void *ctx
 				   int z, const char *node, struct wl_labels *l)
 {
 	static const struct acc no_gpu;
-	const struct wl_proc *p = &w->procs[((const size_t *)ctx)[i]];
+	struct wl_proc *p = &w->procs[((const size_t *)ctx)[i]];
 
 	(void)z;
 	vw_wl_proc_labels(w, p, node, NULL, l);

@@ -234,7 +234,7 @@ static void pid_text(uint32_t pid, char out[16])
 	out[k] = '\0';
 }
 
-void vw_wl_proc_labels(const struct vw_workloads *w, const struct wl_proc *p, const char *node,
+void vw_wl_proc_labels(const struct vw_workloads *w, struct wl_proc *p, const char *node,
 		       const char *zone, struct wl_labels *l)
 {
 	const struct wl_container *c = p->container >= 0 ? &w->conts[p->container] : NULL;
@@ -244,7 +244,7 @@ void vw_wl_proc_labels(const struct vw_workloads *w, const struct wl_proc *p, co
 	pid_text(p->tgid, l->pid);
 	l->v[0] = l->pid;
 	l->v[1] = p->comm;
-	l->v[2] = p->exe;
+	l->v[2] = vw_wl_proc_exe(w, p); /* read now if it never was */
 	l->v[3] = vm ? "vm" : c ? "container" : "regular";
 	l->v[4] = vw_wl_state_name(p->terminated);
 	l->v[5] = c && vw_wl_in_container(w, p) ? c->id : ""; /* a sole VM's is the VM's alone */
@@ -326,7 +326,7 @@ static const struct acc *proc_item(const struct vw_workloads *w, const void *ctx
 				   int z, const char *node, struct wl_labels *l)
 {
 	const struct proc_items *it = ctx;
-	const struct wl_proc *p = &w->procs[it->order[i]];
+	struct wl_proc *p = &w->procs[it->order[i]];
 
 	vw_wl_proc_labels(w, p, node, zone(z), l);
 	if (it->pieces) {
@@ -361,7 +361,7 @@ static int render_processes(const struct vw_workloads *w, struct vw_prom_writer 
 	if (r == 0)
 		r = vw_prom_family(pw, &vw_workload_families[F_PROC_SEC]);
 	for (size_t k = 0; r == 0 && k < n; k++) {
-		const struct wl_proc *p = &w->procs[order[k]];
+		struct wl_proc *p = &w->procs[order[k]];
 		struct wl_labels l;
 		const char *v[8];
 

@@ -234,8 +234,15 @@ static int place_proc(struct vw_workloads *w, uint32_t tgid, uint64_t cgroup_id)
 	return -1;
 }
 
-/* The process's executable path, read now and interned (the one it had before released). */
-static int set_exe(struct vw_workloads *w, struct wl_proc *p)
+/*
+ * The process's executable path, read at its first need and kept (interned): a process never
+ * shown and never asked about by a VM scan never pays the readlink (~5-9 % of the daemon's CPU
+ * at 10,000 processes with 1 % of them new each second, read for each new one). A process gone
+ * by then shows "", as one whose link could not be read always did. Rendering calls it on a
+ * const registry: the memo (p->exe and w->exes, reached through pointers) is the one thing a
+ * render changes, and renders and updates run on the same thread.
+ */
+const char *vw_wl_proc_exe_read(const struct vw_workloads *w, struct wl_proc *p)
 {
 	char exe[VW_WL_EXE_MAX];
 	const char *e;
@@ -243,10 +250,18 @@ static int set_exe(struct vw_workloads *w, struct wl_proc *p)
 	read_exe(w->o.procfs_fd, p->tgid, exe, sizeof(exe));
 	e = vw_intern_get(w->exes, exe);
 	if (!e)
-		return -ENOMEM;
-	vw_intern_put(w->exes, p->exe);
+		return ""; /* out of memory: shown without it, read again at the next need */
 	p->exe = e;
-	return 0;
+	return e;
+}
+
+/* Forget the executable read (it exec'd): the next need reads the new one. */
+static void drop_exe(struct vw_workloads *w, struct wl_proc *p)
+{
+	if (p->kernel)
+		return;
+	vw_intern_put(w->exes, p->exe);
+	p->exe = NULL;
 }
 
 static int add_proc(struct vw_workloads *w, const struct vw_proc_cpu *p)
@@ -258,7 +273,7 @@ static int add_proc(struct vw_workloads *w, const struct vw_proc_cpu *p)
 	if (vw_array_grow((void **)&w->procs, sizeof(*w->procs), w->n_procs, &w->cap_procs) < 0)
 		return -ENOMEM;
 	np = &w->procs[w->n_procs];
-	*np = (struct wl_proc){ .tgid = p->tgid, .exe = "", .container = -1, .vm = -1 };
+	*np = (struct wl_proc){ .tgid = p->tgid, .container = -1, .vm = -1 };
 	memcpy(np->comm, p->comm, sizeof(np->comm));
 	np->comm[VW_COMM_LEN - 1] = '\0';
 	/* The accountant may have told both (bpf); else /proc/PID/stat does (a read of it costs
@@ -268,8 +283,7 @@ static int add_proc(struct vw_workloads *w, const struct vw_proc_cpu *p)
 		start = stat_start;
 	np->start_time = start;
 	np->kernel = p->kind == VW_PROC_KIND_KTHREAD || p->tgid == 2 || ppid == 2 || p->tgid == 0;
-	if (!np->kernel && set_exe(w, np) < 0)
-		return -ENOMEM;
+	np->exe = np->kernel ? "" : NULL; /* read at its first need (vw_wl_proc_exe) */
 	np->cgroup_id = p->cgroup_id;
 	if (!np->kernel)
 		np->container = place_proc(w, p->tgid, p->cgroup_id);
@@ -434,9 +448,10 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 		}
 		p->seen = true;
 		if (s->comm[0] && !p->kernel && comm_changed(p->comm, s->comm)) {
-			/* It exec'd (or renamed itself): shown under its new name and binary. */
+			/* It exec'd (or renamed itself): shown under its new name and binary (read
+			 * at its next need). */
 			memcpy(p->comm, s->comm, VW_COMM_LEN - 1);
-			(void)set_exe(w, p); /* out of memory: the old path stays */
+			drop_exe(w, p);
 		}
 		p->delta_ns = fwd(p->last_cpu_ns, s->cpu_ns);
 		if (s->cgroup_id && s->cgroup_id != p->cgroup_id && !p->kernel) {
@@ -1054,18 +1069,31 @@ void vw_workloads_totals(const struct vw_workloads *w, struct vw_workloads_total
 	*ret = w->totals;
 }
 
-int vw_workloads_each_process(const struct vw_workloads *w,
+struct exe_at {
+	const struct vw_workloads *w;
+	struct wl_proc *p;
+};
+
+static const char *exe_of(void *at)
+{
+	struct exe_at *a = at;
+
+	return a->p->kernel ? NULL : vw_wl_proc_exe(a->w, a->p);
+}
+
+int vw_workloads_each_process(struct vw_workloads *w,
 			      void (*each)(void *ctx, uint32_t tgid, uint64_t start_time,
-					   const char *comm, const char *exe),
+					   const char *comm, const char *(*exe)(void *at),
+					   void *at),
 			      void *ctx)
 {
 	if (!w->listed)
 		return -EAGAIN;
 	for (size_t i = 0; i < w->n_procs; i++) {
-		const struct wl_proc *p = &w->procs[i];
+		struct exe_at a = { w, &w->procs[i] };
 
-		if (!p->terminated)
-			each(ctx, p->tgid, p->start_time, p->comm, p->kernel ? NULL : p->exe);
+		if (!a.p->terminated)
+			each(ctx, a.p->tgid, a.p->start_time, a.p->comm, exe_of, &a);
 	}
 	return 0;
 }

@@ -147,13 +147,15 @@ void vw_workloads_totals(const struct vw_workloads *w, struct vw_workloads_total
 size_t vw_workloads_n_processes(const struct vw_workloads *w);
 /*
  * Every live process as the last update's CPU snapshot listed it, in PID order: its PID, start
- * time (clock ticks since boot, /proc/PID/stat's), current comm and executable (NULL for a
- * kernel thread, "" where /proc/PID/exe could not be read). -EAGAIN when the last update had no
- * snapshot (none yet, or the accountant failed): the list would be stale.
+ * time (clock ticks since boot, /proc/PID/stat's), current comm and exe(at), its executable
+ * (NULL for a kernel thread, "" where /proc/PID/exe could not be read), read at the first ask
+ * since it started or exec'd and kept (valid during the call only). -EAGAIN when the last
+ * update had no snapshot (none yet, or the accountant failed): the list would be stale.
  */
-int vw_workloads_each_process(const struct vw_workloads *w,
+int vw_workloads_each_process(struct vw_workloads *w,
 			      void (*each)(void *ctx, uint32_t tgid, uint64_t start_time,
-					   const char *comm, const char *exe),
+					   const char *comm, const char *(*exe)(void *at),
+					   void *at),
 			      void *ctx);
 size_t vw_workloads_n_groups(const struct vw_workloads *w);
 /* Entries and evictions of the process, container, pod and VM tables (the others untouched). */

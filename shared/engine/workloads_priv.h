@@ -27,7 +27,9 @@ struct wl_proc {
 	int container; /* index, -1: none */
 	uint64_t start_time;
 	char comm[VW_COMM_LEN];
-	const char *exe; /* in w->exes (truncated to VW_WL_EXE_MAX - 1 bytes), "" for none */
+	/* In w->exes (truncated to VW_WL_EXE_MAX - 1 bytes), "" for none (a kernel thread, a link
+	 * that could not be read); NULL: not read yet (vw_wl_proc_exe()). */
+	const char *exe;
 	uint64_t cgroup_id; /* the cgroup it was last seen in (bpf), 0: unknown */
 	int vm;        /* index, -1: none (the VM's QEMU process or one of its vhost threads) */
 	bool kernel;
@@ -164,8 +166,15 @@ struct wl_labels {
 	       sizeof((const char *[]){ __VA_ARGS__, NULL }))
 /* A process's Kepler label values: pid, comm, exe, type, state, container_id, vm_id, zone (none
  * where zone is NULL), node_name. */
-void vw_wl_proc_labels(const struct vw_workloads *w, const struct wl_proc *p, const char *node,
+void vw_wl_proc_labels(const struct vw_workloads *w, struct wl_proc *p, const char *node,
 		       const char *zone, struct wl_labels *l);
+/* A process's executable, /proc/PID/exe read at the first call since it started or exec'd
+ * (vw_wl_proc_exe_read(), workloads.c; inline: a render asks for it in every sample). */
+const char *vw_wl_proc_exe_read(const struct vw_workloads *w, struct wl_proc *p);
+static inline const char *vw_wl_proc_exe(const struct vw_workloads *w, struct wl_proc *p)
+{
+	return p->exe ? p->exe : vw_wl_proc_exe_read(w, p);
+}
 const char *vw_wl_state_name(bool terminated);
 /* The retention pass's scratch (workload_retention.c), freed with the registry. */
 void vw_wl_retention_free(struct vw_workloads *w); /* "terminated" or "running" */
