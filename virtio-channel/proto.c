@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "digits.h"
 #include "macro.h"
 #include "proto_priv.h"
 
@@ -177,27 +178,12 @@ static void out_str(struct out *o, const char *s)
 	out_put(o, s, strlen(s));
 }
 
-/* A uint64_t's decimal digits into d (at least 20 bytes, no NUL): their count. */
-static size_t u64_digits(uint64_t v, char *d)
-{
-	char tmp[20];
-	size_t n = 0;
-
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	for (size_t i = 0; i < n; i++)
-		d[i] = tmp[n - 1 - i];
-	return n;
-}
-
 /* What "%" PRIu64 prints. */
 static void out_u64(struct out *o, uint64_t v)
 {
 	char d[20];
 
-	out_put(o, d, u64_digits(v, d));
+	out_put(o, d, vw_u64_digits(v, d, 0));
 }
 
 /*
@@ -227,7 +213,7 @@ static bool short_g(double v, char *out, size_t *ret_len)
 		*ret_len = 1;
 		return true;
 	}
-	n = u64_digits((uint64_t)k, d);
+	n = vw_u64_digits((uint64_t)k, d, 0);
 	x = (int)n - 1 - s; /* the decimal exponent of the first digit */
 	while (d[n - 1] == '0')
 		n--;

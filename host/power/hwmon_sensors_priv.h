@@ -16,6 +16,7 @@
 #include "hwmon_rules.h"
 #include "log.h"
 #include "power.h"
+#include "ticker.h"
 
 #define FILE_LEN 32
 #define LABEL_LEN 64
@@ -65,12 +66,7 @@ struct hwmon_generic {
 
 	/* The power sensors' reading thread (none without power sensors, or with
 	 * vw_hwmon_config.manual_ticks); lock: the sensors and chips, from open() on. */
-	pthread_mutex_t lock;
-	pthread_cond_t wake; /* on CLOCK_MONOTONIC */
-	bool sync_ready;     /* lock and wake set up */
-	bool stop;
-	bool running;
-	pthread_t thread;
+	struct vw_ticker tk;
 };
 
 /*

@@ -10,20 +10,11 @@
 #include "macro.h"
 #include "power_source.h"
 #include "thread.h"
-
-/* The poller's own clock: real time even under a test's fake vw_now_ns(). */
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
+#include "ticker.h"
 
 int vw_poller_init(struct vw_poller *p, const struct vw_poller_ops *ops, void *ctx,
 		   const char *what, uint64_t interval_ns, uint64_t stale_ns, size_t reading_size)
 {
-	pthread_condattr_t ca;
 	int r;
 
 	*p = (struct vw_poller){ .ops = ops, .ctx = ctx, .interval_ns = interval_ns,
@@ -32,18 +23,7 @@ int vw_poller_init(struct vw_poller *p, const struct vw_poller_ops *ops, void *c
 	p->last = calloc(1, reading_size);
 	if (!p->last)
 		return -ENOMEM;
-	r = -pthread_condattr_init(&ca);
-	if (r == 0) {
-		r = -pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		if (r == 0)
-			r = -pthread_cond_init(&p->wake, &ca);
-		pthread_condattr_destroy(&ca);
-	}
-	if (r == 0) {
-		r = -pthread_mutex_init(&p->lock, NULL);
-		if (r < 0)
-			pthread_cond_destroy(&p->wake);
-	}
+	r = vw_mono_lock_init(&p->lock, &p->wake); /* the poller's own clock: vw_mono_ns() */
 	if (r < 0) {
 		free(p->last);
 		p->last = NULL;
@@ -114,10 +94,10 @@ static void log_poll(struct vw_poller *p, int r, uint64_t delay_ns)
 			    strerror(-r), (unsigned long long)(delay_ns / VW_NSEC_PER_MSEC));
 }
 
-/* Sleep until due_ns (mono_ns()) or stop; under lock. false when stopping. */
+/* Sleep until due_ns (vw_mono_ns()) or stop; under lock. false when stopping. */
 static bool wait_until(struct vw_poller *p, uint64_t due_ns)
 {
-	while (!p->stop && mono_ns() < due_ns) {
+	while (!p->stop && vw_mono_ns() < due_ns) {
 		struct timespec ts = { .tv_sec = (time_t)(due_ns / VW_NSEC_PER_SEC),
 				       .tv_nsec = (long)(due_ns % VW_NSEC_PER_SEC) };
 
@@ -141,11 +121,11 @@ static void *poller(void *arg)
 {
 	struct vw_poller *p = arg;
 	void *reading = calloc(1, p->reading_size);
-	uint64_t due = mono_ns() + p->first_delay_ns;
+	uint64_t due = vw_mono_ns() + p->first_delay_ns;
 
 	pthread_mutex_lock(&p->lock);
 	while (reading && wait_until(p, due)) {
-		uint64_t start = mono_ns(), delay;
+		uint64_t start = vw_mono_ns(), delay;
 		int r;
 
 		pthread_mutex_unlock(&p->lock); /* the slow part: read() never waits for it */

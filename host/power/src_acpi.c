@@ -40,7 +40,6 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "energy.h"
 #include "fileio.h"
@@ -49,7 +48,7 @@
 #include "log.h"
 #include "macro.h"
 #include "power.h"
-#include "thread.h"
+#include "ticker.h"
 
 #define HWMON_PREFIX VW_HWMON_PREFIX
 #define PATH_LABEL_PREFIX VW_HWMON_PATH_PREFIX
@@ -84,13 +83,8 @@ struct hwmon {
 	struct hw_zone zone[VW_POWER_MAX_ZONES];
 	size_t eacces; /* meters refused for permission while opening */
 
-	/* The reading thread (none with vw_acpi_config.manual_ticks). */
-	pthread_mutex_t lock;
-	pthread_cond_t wake; /* on CLOCK_MONOTONIC */
-	bool sync_ready;     /* lock and wake set up */
-	bool stop;
-	bool running;
-	pthread_t thread;
+	/* The reading thread (none with vw_acpi_config.manual_ticks); its lock is the zones'. */
+	struct vw_ticker tk;
 };
 
 /* ---- the ACPI power meter --------------------------------------------------------------- */
@@ -238,17 +232,7 @@ static void hwmon_close(void *state)
 
 	if (!hw)
 		return;
-	if (hw->running) {
-		pthread_mutex_lock(&hw->lock);
-		hw->stop = true;
-		pthread_cond_signal(&hw->wake);
-		pthread_mutex_unlock(&hw->lock);
-		pthread_join(hw->thread, NULL);
-	}
-	if (hw->sync_ready) {
-		pthread_cond_destroy(&hw->wake);
-		pthread_mutex_destroy(&hw->lock);
-	}
+	vw_ticker_fini(&hw->tk);
 	for (size_t i = 0; i < hw->n; i++)
 		vw_closep(&hw->zone[i].dirfd);
 	free(hw);
@@ -357,9 +341,9 @@ static int take_reading(struct hwmon *hw, size_t i, const uint64_t *at_ns)
 	int r = read_power_uw(z->dirfd, z->file, &uw);
 
 	now_ns = at_ns ? *at_ns : vw_now_ns();
-	pthread_mutex_lock(&hw->lock);
+	pthread_mutex_lock(&hw->tk.lock);
 	r = count_locked(z, path, r, uw, now_ns);
-	pthread_mutex_unlock(&hw->lock);
+	pthread_mutex_unlock(&hw->tk.lock);
 	return r;
 }
 
@@ -371,72 +355,22 @@ void vw_acpi_tick(void *state, uint64_t now_ns)
 		(void)take_reading(hw, i, &now_ns);
 }
 
-/* The thread's own clock for its waits: real time even under a test's fake vw_now_ns(). */
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
-static void *ticker(void *arg)
+static void tick(void *arg)
 {
 	struct hwmon *hw = arg;
-	uint64_t due = mono_ns() + VW_GAUGE_TICK_NS;
 
-	pthread_mutex_lock(&hw->lock);
-	while (!hw->stop) {
-		struct timespec ts = { .tv_sec = (time_t)(due / VW_NSEC_PER_SEC),
-				       .tv_nsec = (long)(due % VW_NSEC_PER_SEC) };
-		uint64_t now;
-
-		pthread_cond_timedwait(&hw->wake, &hw->lock, &ts);
-		now = mono_ns();
-		if (hw->stop || now < due)
-			continue;
-		pthread_mutex_unlock(&hw->lock);
-		for (size_t i = 0; i < hw->n; i++)
-			(void)take_reading(hw, i, NULL);
-		pthread_mutex_lock(&hw->lock);
-		/* The next tick a whole tick on: a thread held up does not catch up in a burst. */
-		due = now + VW_GAUGE_TICK_NS;
-	}
-	pthread_mutex_unlock(&hw->lock);
-	return NULL;
+	for (size_t i = 0; i < hw->n; i++)
+		(void)take_reading(hw, i, NULL);
 }
 
 /* The lock, and the thread unless cfg says the test ticks by hand. 0 or -errno. */
 static int start_ticks(struct hwmon *hw, const struct vw_acpi_config *cfg)
 {
-	pthread_condattr_t ca;
-	int r = -pthread_condattr_init(&ca);
+	int r = vw_ticker_init(&hw->tk, "acpi");
 
-	if (r == 0) {
-		r = -pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		if (r == 0)
-			r = -pthread_cond_init(&hw->wake, &ca);
-		pthread_condattr_destroy(&ca);
-	}
-	if (r == 0) {
-		r = -pthread_mutex_init(&hw->lock, NULL);
-		if (r < 0)
-			pthread_cond_destroy(&hw->wake);
-	}
-	if (r < 0) {
-		vw_error("acpi: cannot set up the meter's reading thread: %s", strerror(-r));
+	if (r < 0 || (cfg && cfg->manual_ticks))
 		return r;
-	}
-	hw->sync_ready = true;
-	if (cfg && cfg->manual_ticks)
-		return 0;
-	r = vw_thread_create(&hw->thread, ticker, hw);
-	if (r < 0) {
-		vw_error("acpi: cannot start the meter's reading thread: %s", strerror(-r));
-		return r;
-	}
-	hw->running = true;
-	return 0;
+	return vw_ticker_start(&hw->tk, VW_GAUGE_TICK_NS, tick, hw, "acpi");
 }
 
 static int hwmon_read(void *state, const struct vw_node_activity *act, uint64_t *raw_uj,
@@ -447,9 +381,9 @@ static int hwmon_read(void *state, const struct vw_node_activity *act, uint64_t 
 	for (size_t i = 0; i < hw->n; i++) {
 		errs[i] = act ? take_reading(hw, i, &act->now_ns)
 			      : -EINVAL; /* no time: nothing to integrate over */
-		pthread_mutex_lock(&hw->lock);
+		pthread_mutex_lock(&hw->tk.lock);
 		raw_uj[i] = hw->zone[i].integ.energy_uj;
-		pthread_mutex_unlock(&hw->lock);
+		pthread_mutex_unlock(&hw->tk.lock);
 	}
 	return vw_power_read_result(errs, hw->n);
 }
@@ -459,10 +393,10 @@ static void hwmon_stats(void *state, struct vw_power_source_stats *ret)
 {
 	struct hwmon *hw = state;
 
-	pthread_mutex_lock(&hw->lock);
+	pthread_mutex_lock(&hw->tk.lock);
 	for (size_t i = 0; i < hw->n; i++)
 		ret->gaps += hw->zone[i].gaps;
-	pthread_mutex_unlock(&hw->lock);
+	pthread_mutex_unlock(&hw->tk.lock);
 }
 
 const struct vw_power_source_ops vw_src_acpi_power_meter = {

@@ -35,13 +35,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "config.h"
 #include "energy.h"
 #include "hwmon_sensors_priv.h"
 #include "macro.h"
-#include "thread.h"
 
 /* ---- sensors into zones ---------------------------------------------------------------- */
 
@@ -145,17 +143,7 @@ static void hg_close(void *state)
 
 	if (!hg)
 		return;
-	if (hg->running) {
-		pthread_mutex_lock(&hg->lock);
-		hg->stop = true;
-		pthread_cond_signal(&hg->wake);
-		pthread_mutex_unlock(&hg->lock);
-		pthread_join(hg->thread, NULL);
-	}
-	if (hg->sync_ready) {
-		pthread_cond_destroy(&hg->wake);
-		pthread_mutex_destroy(&hg->lock);
-	}
+	vw_ticker_fini(&hg->tk);
 	for (size_t i = 0; i < hg->n_chip; i++)
 		vw_closep(&hg->chip[i].dirfd);
 	vw_closep(&hg->classfd);
@@ -331,86 +319,43 @@ void vw_hwmon_tick(void *state, uint64_t now_ns)
 {
 	struct hwmon_generic *hg = state;
 
-	pthread_mutex_lock(&hg->lock);
+	pthread_mutex_lock(&hg->tk.lock);
 	for (size_t i = 0; i < hg->n_s; i++)
 		if (hg->s[i].kind != HG_ENERGY)
 			(void)update_sensor(hg, &hg->s[i], &now_ns);
-	pthread_mutex_unlock(&hg->lock);
-}
-
-/* The thread's own clock for its waits: real time even under a test's fake vw_now_ns(). */
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+	pthread_mutex_unlock(&hg->tk.lock);
 }
 
 /* Every VW_GAUGE_TICK_NS: the power sensors read (under the lock: a chip may be looked up
  * again), each stamped vw_now_ns() as it is read. */
-static void *ticker(void *arg)
+static void tick(void *arg)
 {
 	struct hwmon_generic *hg = arg;
-	uint64_t due = mono_ns() + VW_GAUGE_TICK_NS;
 
-	pthread_mutex_lock(&hg->lock);
-	while (!hg->stop) {
-		struct timespec ts = { .tv_sec = (time_t)(due / VW_NSEC_PER_SEC),
-				       .tv_nsec = (long)(due % VW_NSEC_PER_SEC) };
-		uint64_t now;
+	pthread_mutex_lock(&hg->tk.lock);
+	for (size_t i = 0; i < hg->n_s; i++) {
+		uint64_t t = vw_now_ns();
 
-		pthread_cond_timedwait(&hg->wake, &hg->lock, &ts);
-		now = mono_ns();
-		if (hg->stop || now < due)
-			continue;
-		for (size_t i = 0; i < hg->n_s; i++) {
-			uint64_t t = vw_now_ns();
-
-			if (hg->s[i].kind != HG_ENERGY)
-				(void)update_sensor(hg, &hg->s[i], &t);
-		}
-		due = now + VW_GAUGE_TICK_NS; /* a thread held up does not catch up in a burst */
+		if (hg->s[i].kind != HG_ENERGY)
+			(void)update_sensor(hg, &hg->s[i], &t);
 	}
-	pthread_mutex_unlock(&hg->lock);
-	return NULL;
+	pthread_mutex_unlock(&hg->tk.lock);
 }
 
 /* The lock, and the thread where a power sensor is and cfg does not leave the ticks to a
  * test. 0 or -errno. */
 static int start_ticks(struct hwmon_generic *hg, const struct vw_hwmon_config *cfg)
 {
-	pthread_condattr_t ca;
 	bool power = false;
-	int r = -pthread_condattr_init(&ca);
+	int r = vw_ticker_init(&hg->tk, "hwmon");
 
-	if (r == 0) {
-		r = -pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-		if (r == 0)
-			r = -pthread_cond_init(&hg->wake, &ca);
-		pthread_condattr_destroy(&ca);
-	}
-	if (r == 0) {
-		r = -pthread_mutex_init(&hg->lock, NULL);
-		if (r < 0)
-			pthread_cond_destroy(&hg->wake);
-	}
-	if (r < 0) {
-		vw_error("hwmon: cannot set up the power sensors' reading thread: %s", strerror(-r));
+	if (r < 0)
 		return r;
-	}
-	hg->sync_ready = true;
 	for (size_t i = 0; i < hg->n_s; i++)
 		power = power || hg->s[i].kind != HG_ENERGY;
 	if (!power || (cfg && cfg->manual_ticks))
 		return 0;
-	r = vw_thread_create(&hg->thread, ticker, hg);
-	if (r < 0) {
-		vw_error("hwmon: cannot start the power sensors' reading thread: %s", strerror(-r));
-		return r;
-	}
-	hg->running = true;
-	return 0;
+	return vw_ticker_start(&hg->tk, VW_GAUGE_TICK_NS, tick, hg, "hwmon");
 }
 
 static int hg_read(void *state, const struct vw_node_activity *act, uint64_t *raw_uj, int *errs)
@@ -418,7 +363,7 @@ static int hg_read(void *state, const struct vw_node_activity *act, uint64_t *ra
 	struct hwmon_generic *hg = state;
 	bool read_one[VW_POWER_MAX_ZONES] = { false };
 
-	pthread_mutex_lock(&hg->lock);
+	pthread_mutex_lock(&hg->tk.lock);
 	for (size_t z = 0; z < hg->n; z++) {
 		raw_uj[z] = 0;
 		errs[z] = 0;
@@ -436,7 +381,7 @@ static int hg_read(void *state, const struct vw_node_activity *act, uint64_t *ra
 		raw_uj[z] = vw_energy_add(raw_uj[z],
 					  s->kind == HG_ENERGY ? s->raw_uj : s->integ.energy_uj);
 	}
-	pthread_mutex_unlock(&hg->lock);
+	pthread_mutex_unlock(&hg->tk.lock);
 	for (size_t z = 0; z < hg->n; z++)
 		if (read_one[z])
 			errs[z] = 0;
@@ -448,10 +393,10 @@ static void hg_stats(void *state, struct vw_power_source_stats *ret)
 {
 	struct hwmon_generic *hg = state;
 
-	pthread_mutex_lock(&hg->lock);
+	pthread_mutex_lock(&hg->tk.lock);
 	for (size_t i = 0; i < hg->n_s; i++)
 		ret->gaps += hg->s[i].gaps;
-	pthread_mutex_unlock(&hg->lock);
+	pthread_mutex_unlock(&hg->tk.lock);
 }
 
 /* ---- options: --power.hwmon.*, Kepler's experimental.hwmon.* -------------------------- */

@@ -10,17 +10,6 @@
 #include "vm_pci.h"
 #include "vm_priv.h"
 
-static int hex_value(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int vw_vm_pci_pack(const char *addr, uint32_t *ret)
 {
 	unsigned dom, bus, slot, fn;
@@ -51,7 +40,7 @@ int vw_vm_mdev_pack(const char *uuid, uint8_t out[16])
 			continue;
 		if (i + 1 >= VW_UUID_LEN - 1 || canon[i + 1] == '-' || o >= 16)
 			return -EINVAL; /* cannot be: canonical groups are even */
-		out[o++] = (uint8_t)(hex_value(canon[i]) << 4 | hex_value(canon[i + 1]));
+		out[o++] = (uint8_t)(vw_vm_hexval(canon[i]) << 4 | vw_vm_hexval(canon[i + 1]));
 		i++;
 	}
 	return o == 16 ? 0 : -EINVAL;

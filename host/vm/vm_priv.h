@@ -12,6 +12,18 @@
 
 #include "vm_source.h"
 
+/* A hex digit's value (either case), or -1. */
+static inline int vw_vm_hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
 /* ---- UUIDs and names (vm_qemu.c) ---- */
 
 /* A canonical 8-4-4-4-12 UUID (either case) of exactly len bytes into lower case. 0, -EINVAL. */

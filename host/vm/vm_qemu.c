@@ -29,17 +29,6 @@ struct vw_vm_info *vw_vm_find(struct vw_vm_info *vms, size_t n, const char *uuid
 	return NULL;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int vw_vm_uuid_canon(const char *s, size_t len, char out[VW_UUID_LEN])
 {
 	if (!s || len != VW_UUID_LEN - 1)
@@ -47,7 +36,7 @@ int vw_vm_uuid_canon(const char *s, size_t len, char out[VW_UUID_LEN])
 	for (size_t i = 0; i < len; i++) {
 		bool dash = i == 8 || i == 13 || i == 18 || i == 23;
 
-		if (dash ? s[i] != '-' : hexval(s[i]) < 0)
+		if (dash ? s[i] != '-' : vw_vm_hexval(s[i]) < 0)
 			return -EINVAL;
 	}
 	for (size_t i = 0; i < len; i++)

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "digits.h"
 #include "macro.h"
 #include "utf8.h"
 
@@ -168,32 +169,15 @@ size_t vw_prom_escape_label(const char *in, char *out, size_t outlen)
 
 /* ---- Numbers ---- */
 
-/* Decimal digits of v into out, zero-padded on the left to width digits. Returns the count. */
-static size_t format_u64(uint64_t v, char *out, size_t width)
-{
-	char tmp[20];
-	size_t n = 0;
-
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n < width)
-		tmp[n++] = '0';
-	for (size_t i = 0; i < n; i++)
-		out[i] = tmp[n - 1 - i];
-	return n;
-}
-
 /* Integer micro-units as an exact decimal, trailing zeros trimmed. */
 static size_t format_micro(uint64_t micro, char out[NUM_MAX])
 {
 	uint64_t frac = micro % VW_USEC_PER_SEC;
-	size_t n = format_u64(micro / VW_USEC_PER_SEC, out, 0);
+	size_t n = vw_u64_digits(micro / VW_USEC_PER_SEC, out, 0);
 
 	if (frac) {
 		out[n++] = '.';
-		n += format_u64(frac, out + n, 6);
+		n += vw_u64_digits(frac, out + n, 6);
 		while (out[n - 1] == '0')
 			n--;
 	}
@@ -290,7 +274,7 @@ static size_t format_g(bool neg, uint64_t d, int x, int prec, char out[NUM_MAX])
 		d /= 10;
 		x++;
 	}
-	nd = format_u64(d, dig, 0);
+	nd = vw_u64_digits(d, dig, 0);
 	while (nd > 1 && dig[nd - 1] == '0')
 		nd--;
 	if (neg)
@@ -304,7 +288,7 @@ static size_t format_g(bool neg, uint64_t d, int x, int prec, char out[NUM_MAX])
 		}
 		out[n++] = 'e';
 		out[n++] = x < 0 ? '-' : '+';
-		n += format_u64((uint64_t)(x < 0 ? -x : x), out + n, 2);
+		n += vw_u64_digits((uint64_t)(x < 0 ? -x : x), out + n, 2);
 	} else if (x < 0) {
 		out[n++] = '0';
 		out[n++] = '.';
