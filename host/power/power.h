@@ -13,10 +13,6 @@
  */
 extern const struct vw_power_source_ops vw_src_powercap;
 
-/* How often a power gauge (the ACPI meter, a generic hwmon power sensor) is read by its source's
- * own thread, beside each sample's own reading. */
-#define VW_GAUGE_TICK_NS (250ULL * 1000000ULL)
-
 /*
  * The ACPI 4.0 power meter through <sysfs>/class/hwmon (src_acpi.c, name "acpi"): one
  * VW_ZONE_PLATFORM zone per hwmon device named "power_meter", socket = its place in hwmon
@@ -37,7 +33,7 @@ extern const struct vw_power_source_ops vw_src_acpi_power_meter;
 struct vw_acpi_config {
 	bool manual_ticks;
 };
-/* What the thread does every VW_GAUGE_TICK_NS: every meter read once, at now_ns. */
+/* What the thread does every VW_GAUGE_TICK_NS (ticker.h): every meter read once, at now_ns. */
 void vw_acpi_tick(void *state, uint64_t now_ns);
 
 /*

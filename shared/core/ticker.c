@@ -88,16 +88,22 @@ int vw_ticker_start(struct vw_ticker *t, uint64_t period_ns, void (*tick)(void *
 	return 0;
 }
 
+void vw_ticker_stop(struct vw_ticker *t)
+{
+	if (!t->running)
+		return;
+	pthread_mutex_lock(&t->lock);
+	t->stop = true;
+	pthread_cond_signal(&t->wake);
+	pthread_mutex_unlock(&t->lock);
+	pthread_join(t->thread, NULL);
+	t->running = false;
+	t->stop = false;
+}
+
 void vw_ticker_fini(struct vw_ticker *t)
 {
-	if (t->running) {
-		pthread_mutex_lock(&t->lock);
-		t->stop = true;
-		pthread_cond_signal(&t->wake);
-		pthread_mutex_unlock(&t->lock);
-		pthread_join(t->thread, NULL);
-		t->running = false;
-	}
+	vw_ticker_stop(t);
 	if (t->ready) {
 		pthread_cond_destroy(&t->wake);
 		pthread_mutex_destroy(&t->lock);
