@@ -35,7 +35,9 @@
  *   vgpu.V.mdev=UUID   vGPU V's mediated device    I.vutil_ret=N  the samples call's result
  *
  * Calls are counted in $FAKE_NVML_STATE.calls (one line per nvmlInit_v2/nvmlShutdown) so a
- * test can see the library was shut down.
+ * test can see the library was shut down, and nvmlDeviceGetPowerUsage calls per device in
+ * fake_nvml_power_calls[] (a test finds it with dlsym()), so a test can count what reading a
+ * device costs.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +54,10 @@ struct nvmlDevice_st {
 };
 
 static struct nvmlDevice_st devices[FAKE_MAX_DEVICES];
+
+/* nvmlDeviceGetPowerUsage calls per device index, from any thread. */
+extern unsigned long fake_nvml_power_calls[FAKE_MAX_DEVICES];
+unsigned long fake_nvml_power_calls[FAKE_MAX_DEVICES];
 
 /* The value of key in the state file into buf; 0 when found, -1 when not (or no file). */
 static int lookup(const char *key, char *buf, size_t len)
@@ -212,6 +218,9 @@ nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t device, char *buf, unsigned int leng
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *mw)
 {
 	nvmlReturn_t r = dev_result(device, "power_ret");
+
+	if (device)
+		__atomic_fetch_add(&fake_nvml_power_calls[device->index], 1, __ATOMIC_RELAXED);
 
 	if (r == NVML_SUCCESS)
 		*mw = (unsigned)dev_number(device, "power_mw", 0);

@@ -7,20 +7,26 @@
  * negative and nothing invented; no library or no driver is -ENODEV with one info line; an old
  * driver without the energy call still gives power; a GPU that falls off the bus costs only
  * its own span; idle and active add up to the total exactly, at a configured idle power or at
- * the floor the device sustains.
+ * the floor the device sustains. A power-only GPU is read on a thread of its own as well (left
+ * to the test here: manual_ticks, vw_gpus_tick()) but in test_thread: a late sample does not
+ * spread its reading over its whole wait, a failed reading's span is a gap, and the fake counts
+ * the power calls that costs (fake_nvml_power_calls[], found with dlsym()).
  */
 #include "vw_test.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fixture.h"
 #include "gpu.h"
 #include "log.h"
 #include "macro.h"
 #include "prom.h"
+#include "ticker.h"
 
 #define SEC VW_NSEC_PER_SEC
 #define UUID0 "GPU-0a1b2c3d-0000-1111-2222-333344445555"
@@ -74,7 +80,9 @@ static void sink(enum vw_log_level level, const char *msg, void *ud)
 
 static struct vw_gpus *open_gpus(const char *lib, double idle_w, size_t window)
 {
-	struct vw_gpu_opts o = { .nvml_library = lib, .idle_w = idle_w, .idle_window = window };
+	/* The reading thread's ticks left to the test (vw_gpus_tick()), on its own clock. */
+	struct vw_gpu_opts o = { .nvml_library = lib, .idle_w = idle_w, .idle_window = window,
+				 .manual_ticks = true };
 	struct vw_gpus *g = NULL;
 
 	assert_int_equal(vw_gpus_open(&o, &g), 0);
@@ -261,6 +269,8 @@ static void test_gpu_lost(void **state)
 	assert_int_equal(v0.read_errors, 2);
 	assert_int_equal(v1.total_uj, 200000000ULL); /* 100 W x (1 s before + 1 s after) */
 	assert_int_equal(v1.read_errors, 2);
+	assert_int_equal(v1.gaps, 1); /* the span the failures broke, once */
+	assert_int_equal(v0.gaps, 0); /* the counter covered its own */
 	vw_gpus_free(g);
 }
 
@@ -550,6 +560,169 @@ static void test_shutdown_called(void **state)
 	free(text);
 }
 
+/* The fake's nvmlDeviceGetPowerUsage calls on device i so far (any thread's). */
+static unsigned long power_calls(unsigned i)
+{
+	void *dl = dlopen(VW_FAKE_NVML, RTLD_NOW | RTLD_NOLOAD); /* the product's handle */
+	unsigned long *calls, n;
+
+	assert_non_null(dl);
+	calls = dlsym(dl, "fake_nvml_power_calls");
+	assert_non_null(calls);
+	n = __atomic_load_n(&calls[i], __ATOMIC_RELAXED);
+	dlclose(dl);
+	return n;
+}
+
+/*
+ * GPU 1 (power-only) at 100 W for 10 s, then 0 W, read by the thread every 250 ms and sampled
+ * every 250 ms but for a late sample: none from 9.5 s to 11.5 s (an interval close that took
+ * 2 s on a loaded machine). Its energy is 100 W x 10 s to the µJ: the late sample's 0 W
+ * reading counts only the time since the thread's last reading, not its whole wait (the newest
+ * reading over the wait once counted 0 W from 9.5 s: 950 J). GPU 0 keeps its counter, exact,
+ * and the thread never reads it: one power call per tick for GPU 1, none for GPU 0.
+ */
+static void test_late_sample(void **state)
+{
+	struct fake f = { .energy0_mj = 5000, .power0_mw = 100000, .power1_mw = 100000 };
+	const uint64_t step = SEC / 4, t0 = 1000 * SEC;
+	unsigned long calls0, calls1, ticks = 0, samples = 0;
+	struct vw_gpu_view v0, v1;
+	struct vw_gpus *g;
+
+	(void)state;
+	g = start(&f, VW_FAKE_NVML, 0, 720);
+	calls0 = power_calls(0);
+	calls1 = power_calls(1);
+	for (uint64_t s = 0; s <= 13 * SEC; s += step) {
+		bool late = s > 19 * SEC / 2 && s < 23 * SEC / 2;
+
+		f.power1_mw = s <= 10 * SEC ? 100000 : 0;
+		f.energy0_mj += s > 0 ? 25000 : 0; /* 100 W on GPU 0's counter */
+		write_state(&f);
+		vw_gpus_tick(g, t0 + s);
+		ticks++;
+		if (late)
+			continue;
+		vw_gpus_sample(g, t0 + s);
+		samples++;
+	}
+	vw_gpus_close_interval(g);
+	v0 = view(g, 0);
+	v1 = view(g, 1);
+	assert_int_equal(v1.total_uj, 1000000000ULL); /* 100 W x 10 s, no more, no less */
+	assert_int_equal(v0.total_uj, 1300000000ULL); /* the counter's 13 s at 100 W */
+	assert_int_equal(v0.gaps + v1.gaps + v0.read_errors + v1.read_errors, 0);
+	assert_int_equal(power_calls(1) - calls1, ticks + samples);
+	assert_int_equal(power_calls(0) - calls0, samples); /* read() only */
+
+	/* A sample stamped before the thread's last reading (its time is taken before it reads)
+	 * counts nothing, and the span is not counted twice: 100 W from 13 s to 15 s, 200 J. */
+	f.power1_mw = 100000;
+	write_state(&f);
+	vw_gpus_tick(g, t0 + 14 * SEC);
+	vw_gpus_sample(g, t0 + 14 * SEC - SEC / 10);
+	vw_gpus_tick(g, t0 + 15 * SEC);
+	vw_gpus_sample(g, t0 + 15 * SEC);
+	vw_gpus_close_interval(g);
+	assert_int_equal(view(g, 1).total_uj, 1200000000ULL);
+	vw_gpus_free(g);
+}
+
+/*
+ * GPU 1's power fails at a reading of the thread's that no sample sees (2 s), then at a
+ * sample's own (5 s): each span from the last good reading to the next good one counts
+ * nothing and is a gap (virtwatt_node_gpu_energy_gaps_total), said once at warn; only the
+ * sample's failure is a read error. Nothing invented: 100 W over the spans read, no more.
+ */
+static void test_power_gap(void **state)
+{
+	struct fake f = { .energy0_mj = 0, .power1_mw = 100000 };
+	const uint64_t t0 = 1000 * SEC;
+	struct vw_gpu_view v1;
+	struct vw_gpus *g;
+
+	(void)state;
+	g = start(&f, VW_FAKE_NVML, 0, 720);
+	n_warn = 0;
+	vw_log_set_sink(sink, NULL);
+	vw_gpus_sample(g, t0); /* the baseline */
+	vw_gpus_tick(g, t0 + SEC); /* 0 - 1 s counted */
+	f.extra = "1.power_ret=999\n";
+	write_state(&f);
+	vw_gpus_tick(g, t0 + 2 * SEC); /* fails: from 1 s on, a gap */
+	f.extra = NULL;
+	write_state(&f);
+	vw_gpus_tick(g, t0 + 3 * SEC); /* only sets the time: the gap ends */
+	vw_gpus_sample(g, t0 + 4 * SEC); /* 3 - 4 s counted */
+	vw_gpus_close_interval(g);
+	v1 = view(g, 1);
+	assert_int_equal(v1.total_uj, 200000000ULL);
+	assert_int_equal(v1.gaps, 1);
+	assert_int_equal(v1.read_errors, 0); /* no sample saw it fail */
+	assert_int_equal(n_warn, 1);
+	assert_non_null(strstr(last_line, "power readable again"));
+
+	f.extra = "1.power_ret=999\n";
+	write_state(&f);
+	vw_gpus_sample(g, t0 + 5 * SEC); /* the sample's own reading fails */
+	f.extra = NULL;
+	write_state(&f);
+	vw_gpus_tick(g, t0 + 6 * SEC);
+	vw_gpus_sample(g, t0 + 7 * SEC); /* 6 - 7 s counted */
+	vw_gpus_close_interval(g);
+	vw_log_set_sink(NULL, NULL);
+	v1 = view(g, 1);
+	assert_int_equal(v1.total_uj, 300000000ULL);
+	assert_int_equal(v1.gaps, 2);
+	assert_int_equal(v1.read_errors, 1);
+	assert_int_equal(n_warn, 2);
+	vw_gpus_free(g);
+}
+
+/*
+ * The thread for real, on the daemon's clock: it reads GPU 1 on its own, once every 250 ms
+ * (one NVML power call a tick, no burst after a wait), never GPU 0 (its counter); and after
+ * GPU 1 fell from 100 W to 0 W, the sample's 0 W reading takes nothing of what the thread
+ * counted at 100 W (the sample's reading over its whole wait once counted 0 J here).
+ */
+static void test_thread(void **state)
+{
+	struct fake f = { .energy0_mj = 0, .power1_mw = 100000 };
+	struct vw_gpu_opts o = { .nvml_library = VW_FAKE_NVML, .idle_window = 720 };
+	unsigned long calls0, calls1, ticks = 0;
+	uint64_t t0, t1, e;
+	struct vw_gpus *g = NULL;
+
+	(void)state;
+	write_state(&f);
+	assert_int_equal(vw_gpus_open(&o, &g), 0);
+	calls0 = power_calls(0);
+	calls1 = power_calls(1);
+	t0 = vw_now_ns();
+	vw_gpus_sample(g, t0);
+	for (int i = 0; i < 200 && ticks < 4; i++) { /* 10 s at most on a loaded machine */
+		usleep(50000);
+		ticks = power_calls(1) - calls1 - 1; /* less the sample's own */
+	}
+	t1 = vw_now_ns();
+	assert_true(ticks >= 4);
+	assert_true(ticks <= (t1 - t0) / VW_GAUGE_TICK_NS + 1);
+	f.power1_mw = 0;
+	write_state(&f);
+	usleep(600000);
+	t1 = vw_now_ns();
+	vw_gpus_sample(g, t1);
+	vw_gpus_close_interval(g);
+	e = view(g, 1).total_uj;
+	/* 100 W is 0.1 µJ a ns: at least the 3 periods between the thread's 4 readings at 100 W,
+	 * at most the whole span */
+	assert_true(e >= 3 * VW_GAUGE_TICK_NS / 10);
+	assert_true(e <= (t1 - t0) / 10);
+	assert_int_equal(power_calls(0) - calls0, 2); /* the two samples' read() */
+	vw_gpus_free(g);
+}
+
 static void test_bad_options(void **state)
 {
 	struct vw_gpu_opts o = { .nvml_library = VW_FAKE_NVML, .idle_window = 2 };
@@ -582,6 +755,9 @@ int main(void)
 		cmocka_unit_test_setup(test_vgpu_not_a_host, setup),
 		cmocka_unit_test_setup(test_shutdown_called, setup),
 		cmocka_unit_test_setup(test_bad_options, setup),
+		cmocka_unit_test_setup(test_late_sample, setup),
+		cmocka_unit_test_setup(test_power_gap, setup),
+		cmocka_unit_test_setup(test_thread, setup),
 	};
 
 	return cmocka_run_group_tests(tests, vw_fixture_tmpdir_setup, vw_fixture_tmpdir_teardown);

@@ -13,6 +13,7 @@
 #include "interval.h"
 #include "log.h"
 #include "macro.h"
+#include "ticker.h"
 
 const struct vw_gpu_source_ops *const vw_gpu_sources[] = {
 	&vw_gpu_src_nvml,
@@ -41,7 +42,14 @@ struct gpu_dev {
 	size_t idx; /* in its source */
 	const struct vw_gpu_info *info;
 	struct vw_energy_counter ctr;     /* the device's counter, or the integrator's total */
-	struct vw_power_integrator integ; /* devices without a counter */
+	bool ticked;                      /* no counter, power read by the thread too */
+	/* Devices without a counter, under the set's lock (both threads read the power): */
+	struct vw_power_integrator integ;
+	bool gap_open;                    /* a failed reading broke the integral; no good one since */
+	uint64_t span_gaps;               /* such spans, each ended by a good reading */
+	struct vw_complaint power_complaint;
+	/* The sampling thread's: span_gaps at the last sample, and at the last close. */
+	uint64_t seen_gaps, closed_gaps;
 	struct vw_idle_floor *floor;
 	struct vw_interval_mark closed;  /* ctr (and idle_ctr) at the last close */
 	uint64_t closed_errors;
@@ -67,12 +75,17 @@ struct vw_gpus {
 	size_t n_dev;
 	uint64_t start_ns, last_ns; /* the open interval's start and the last sample */
 	bool sampled;
+	/* The power-only devices' reading thread (none with manual_ticks, or without such a
+	 * device); its lock covers their integrals. */
+	struct vw_ticker tk;
+	bool manual_ticks;
 };
 
 void vw_gpus_free(struct vw_gpus *g)
 {
 	if (!g)
 		return;
+	vw_ticker_fini(&g->tk); /* before the sources it reads close */
 	for (size_t i = 0; i < g->n_dev; i++)
 		vw_idle_floor_free(g->dev[i].floor);
 	free(g->dev);
@@ -124,6 +137,7 @@ static int setup_device(struct vw_gpus *g, const struct vw_gpu_opts *o, struct g
 	vw_energy_counter_init(&d->idle_ctr, 0, 0);
 	if (d->info->counts_from_zero) /* its first reading is energy, not a baseline */
 		d->ctr.primed = d->idle_ctr.primed = true;
+	d->ticked = !d->info->has_energy && d->info->has_power && d->src->ops->power;
 	d->floor = vw_idle_floor_new(o->idle_window, VW_GPU_IDLE_SUSTAIN, VW_GPU_IDLE_MAX_UTIL);
 	if (!d->floor)
 		return -errno;
@@ -160,6 +174,39 @@ static int add_devices(struct vw_gpus *g, const struct vw_gpu_opts *o, size_t s)
 	return 0;
 }
 
+/* An empty set: its lock set up. NULL (errno) on failure. */
+static struct vw_gpus *gpus_new(const struct vw_gpu_opts *o)
+{
+	struct vw_gpus *g = calloc(1, sizeof(*g));
+	int r;
+
+	if (!g)
+		return NULL;
+	g->idle_w = o->idle_w;
+	g->manual_ticks = o->manual_ticks;
+	r = vw_ticker_init(&g->tk, "gpu");
+	if (r < 0) {
+		free(g);
+		errno = -r;
+		return NULL;
+	}
+	return g;
+}
+
+static void tick(void *arg);
+
+/* The reading thread, where a device is read for power alone and no test ticks by hand. */
+static int start_ticks(struct vw_gpus *g)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < g->n_dev; i++)
+		any = any || g->dev[i].ticked;
+	if (!any || g->manual_ticks || g->tk.running)
+		return 0;
+	return vw_ticker_start(&g->tk, VW_GAUGE_TICK_NS, tick, g, "gpu");
+}
+
 static int check_opts(const struct vw_gpu_opts *o)
 {
 	return !(o->idle_w >= 0) || o->idle_window < VW_GPU_IDLE_SUSTAIN ||
@@ -176,10 +223,9 @@ int vw_gpus_open(const struct vw_gpu_opts *o, struct vw_gpus **ret)
 
 	if (r < 0)
 		return r;
-	g = calloc(1, sizeof(*g));
+	g = gpus_new(o);
 	if (!g)
-		return -ENOMEM;
-	g->idle_w = o->idle_w;
+		return -errno;
 	if (open_sources(g, o, why, sizeof(why)) == 0) {
 		vw_info("gpu: no GPU found (%s): no GPU series", why[0] ? why : "no GPU source");
 		return -ENODEV;
@@ -189,6 +235,9 @@ int vw_gpus_open(const struct vw_gpu_opts *o, struct vw_gpus **ret)
 		if (r < 0)
 			return r;
 	}
+	r = start_ticks(g);
+	if (r < 0)
+		return r;
 	*ret = VW_TAKE_PTR(g);
 	return 0;
 }
@@ -206,10 +255,9 @@ int vw_gpus_attach(struct vw_gpus **gp, const struct vw_gpu_opts *o,
 	if (r < 0)
 		return r;
 	if (!g) {
-		g = fresh = calloc(1, sizeof(*g));
+		g = fresh = gpus_new(o);
 		if (!g)
-			return -ENOMEM;
-		g->idle_w = o->idle_w;
+			return -errno;
 	}
 	if (g->n_src == ARRAY_SIZE(g->src))
 		return -ENOSPC;
@@ -219,7 +267,12 @@ int vw_gpus_attach(struct vw_gpus **gp, const struct vw_gpu_opts *o,
 		return r;
 	}
 	g->src[g->n_src++] = (struct gpu_source){ .ops = ops, .state = state };
+	vw_ticker_stop(&g->tk); /* the devices move: the thread reads them again once added */
 	r = add_devices(g, o, g->n_src - 1); /* on failure the source is closed with g */
+	if (r == 0)
+		r = start_ticks(g);
+	if (r < 0 && !fresh)
+		(void)start_ticks(g); /* the devices there were read on */
 	if (r < 0)
 		return r;
 	*gp = g;
@@ -291,50 +344,122 @@ static void sample_vgpus(struct gpu_dev *d)
 		vw_gpu_procs_add_vgpus(&d->procs, s, n);
 }
 
+/*
+ * Under the lock: a power reading of device d (r, uw) at now_ns, by either thread, counted over
+ * the time since the last good one; one stamped no later than that counts nothing (the
+ * integral never counts a span twice nor goes back). A failure breaks the integral: a gap
+ * until the next good reading, which only sets the time again.
+ */
+static void count_power(struct gpu_dev *d, int r, uint64_t uw, uint64_t now_ns)
+{
+	if (r < 0) {
+		d->gap_open = d->gap_open || d->integ.primed;
+		vw_power_integrator_break(&d->integ);
+		vw_complain(&d->power_complaint, VW_LOG_WARN,
+			    "gpu: %s device %u (%s): reading power: %s; no energy counted until it "
+			    "reads again (a gap, virtwatt_node_gpu_energy_gaps_total)",
+			    d->src->ops->name, d->info->index, d->info->uuid, strerror(-r));
+		return;
+	}
+	vw_release(&d->power_complaint, VW_LOG_INFO,
+		   "gpu: %s device %u (%s): power readable again; energy counted from this reading "
+		   "on",
+		   d->src->ops->name, d->info->index, d->info->uuid);
+	if (d->integ.primed && now_ns <= d->integ.last_ns)
+		return;
+	if (!d->integ.primed && d->gap_open) {
+		d->gap_open = false;
+		d->span_gaps++;
+	}
+	vw_power_integrate(&d->integ, uw, now_ns);
+}
+
+/* Every device read for power alone, each read outside the lock (neither thread waits on the
+ * other's library call), stamped *at_ns, else vw_now_ns() once read. */
+static void tick_at(struct vw_gpus *g, const uint64_t *at_ns)
+{
+	for (size_t i = 0; i < g->n_dev; i++) {
+		struct gpu_dev *d = &g->dev[i];
+		uint64_t uw = 0, now_ns;
+		int r;
+
+		if (!d->ticked)
+			continue;
+		r = d->src->ops->power(d->src->state, d->idx, &uw);
+		now_ns = at_ns ? *at_ns : vw_now_ns();
+		pthread_mutex_lock(&g->tk.lock);
+		count_power(d, r, uw, now_ns);
+		pthread_mutex_unlock(&g->tk.lock);
+	}
+}
+
+static void tick(void *arg)
+{
+	tick_at(arg, NULL);
+}
+
+void vw_gpus_tick(struct vw_gpus *g, uint64_t now_ns)
+{
+	if (g)
+		tick_at(g, &now_ns);
+}
+
+/* A device with a counter at now_ns: the counter (and the source's own split). */
+static int sample_counter(struct gpu_dev *d, const struct vw_gpu_reading *rd, uint64_t now_ns)
+{
+	if (rd->energy_err == 0)
+		vw_energy_counter_update(&d->ctr, rd->energy_uj, now_ns, NULL);
+	if (rd->energy_err == 0 && rd->idle_err == 0) { /* the source's own split */
+		d->source_split = true;
+		vw_energy_counter_update(&d->idle_ctr, rd->idle_uj, now_ns, NULL);
+	}
+	if (rd->energy_err < 0) {
+		vw_complain(&d->complaint, VW_LOG_WARN,
+			    "gpu: %s device %u (%s): reading energy: %s; no energy counted until "
+			    "it reads again",
+			    d->src->ops->name, d->info->index, d->info->uuid,
+			    strerror(-rd->energy_err));
+	} else {
+		vw_release(&d->complaint, VW_LOG_INFO,
+			   "gpu: %s device %u (%s): energy readable again", d->src->ops->name,
+			   d->info->index, d->info->uuid);
+	}
+	return rd->energy_err;
+}
+
+/* A device without one at now_ns: its power reading counted, then the integral as it stands
+ * (the thread's readings since the last sample in it). */
+static int sample_power(struct vw_gpus *g, struct gpu_dev *d, const struct vw_gpu_reading *rd,
+			uint64_t now_ns)
+{
+	uint64_t uj;
+
+	pthread_mutex_lock(&g->tk.lock);
+	count_power(d, rd->power_err, rd->power_uw, now_ns);
+	uj = d->integ.energy_uj;
+	d->seen_gaps = d->span_gaps;
+	pthread_mutex_unlock(&g->tk.lock);
+	vw_energy_counter_update(&d->ctr, uj, now_ns, NULL); /* it never goes back */
+	return rd->power_err;
+}
+
 /* One device at now_ns: its counter, or its power integrated; utilization summed. */
-static void sample_device(struct gpu_dev *d, uint64_t now_ns)
+static void sample_device(struct vw_gpus *g, struct gpu_dev *d, uint64_t now_ns)
 {
 	struct vw_gpu_reading rd;
-	const char *what;
 	int err;
 
 	d->src->ops->read(d->src->state, d->idx, &rd);
-	if (d->info->has_energy) {
-		err = rd.energy_err;
-		what = "energy";
-		if (err == 0)
-			vw_energy_counter_update(&d->ctr, rd.energy_uj, now_ns, NULL);
-		if (err == 0 && rd.idle_err == 0) { /* the source's own split */
-			d->source_split = true;
-			vw_energy_counter_update(&d->idle_ctr, rd.idle_uj, now_ns, NULL);
-		}
-	} else {
-		err = rd.power_err;
-		what = "power";
-		if (err == 0) {
-			vw_energy_counter_update(&d->ctr,
-						 vw_power_integrate(&d->integ, rd.power_uw, now_ns),
-						 now_ns, NULL);
-		} else {
-			vw_power_integrator_break(&d->integ); /* the span until it reads is lost */
-		}
-	}
+	err = d->info->has_energy ? sample_counter(d, &rd, now_ns)
+				  : sample_power(g, d, &rd, now_ns);
+	if (err < 0)
+		d->view.read_errors++;
 	if (rd.util_err == 0 && isfinite(rd.util)) {
 		d->util_sum += rd.util;
 		d->util_n++;
 	}
 	sample_processes(d);
 	sample_vgpus(d);
-	if (err < 0) {
-		d->view.read_errors++;
-		vw_complain(&d->complaint, VW_LOG_WARN,
-			    "gpu: %s device %u (%s): reading %s: %s; no energy counted until it "
-			    "reads again",
-			    d->src->ops->name, d->info->index, d->info->uuid, what, strerror(-err));
-	} else {
-		vw_release(&d->complaint, VW_LOG_INFO, "gpu: %s device %u (%s): %s readable again",
-			   d->src->ops->name, d->info->index, d->info->uuid, what);
-	}
 }
 
 void vw_gpus_sample(struct vw_gpus *g, uint64_t now_ns)
@@ -344,7 +469,7 @@ void vw_gpus_sample(struct vw_gpus *g, uint64_t now_ns)
 	for (size_t i = 0; i < g->n_dev; i++) {
 		struct gpu_dev *d = &g->dev[i];
 
-		sample_device(d, now_ns);
+		sample_device(g, d, now_ns);
 		if (!g->sampled) { /* the baseline: what it saw was before the first interval */
 			d->util_sum = 0;
 			d->util_n = 0;
@@ -380,7 +505,7 @@ static void close_device(const struct vw_gpus *g, struct gpu_dev *d, uint64_t dt
 	struct vw_gpu_view *v = &d->view;
 	double util = d->util_n ? d->util_sum / d->util_n : NAN;
 	double idle_w = pick_idle(g, d, &v->idle_method);
-	bool clean = v->read_errors == d->closed_errors;
+	bool clean = v->read_errors == d->closed_errors && d->seen_gaps == d->closed_gaps;
 	struct vw_interval_split s;
 
 	/* As the source split it (the guest: its host's split), else by the idle power. */
@@ -392,6 +517,7 @@ static void close_device(const struct vw_gpus *g, struct gpu_dev *d, uint64_t dt
 	if (clean && dt_ns > 0)
 		vw_idle_floor_add(d->floor, s.watts, util);
 	d->closed_errors = v->read_errors;
+	d->closed_gaps = d->seen_gaps;
 	v->int_idle_uj = s.idle_uj;
 	v->int_active_uj = s.active_uj;
 	(void)vw_gpu_procs_close(&d->procs, v->int_active_uj, v->int_idle_uj,
@@ -400,7 +526,7 @@ static void close_device(const struct vw_gpus *g, struct gpu_dev *d, uint64_t dt
 	d->util_n = 0;
 	VW_INTERVAL_ADD(v, &s);
 	v->util = util;
-	v->gaps = d->ctr.gaps;
+	v->gaps = d->ctr.gaps + d->seen_gaps;
 }
 
 void vw_gpus_close_interval(struct vw_gpus *g)

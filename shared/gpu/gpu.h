@@ -6,8 +6,13 @@
  *   energy    the device's own counter where it has one (NVML: mJ since the driver loaded),
  *             under the same rules as RAPL's (energy.h): a counter that goes back (a driver
  *             reload, a GPU reset) or cannot be read with certainty is a gap, counted, never
- *             negative or invented energy; else its power integrated on the caller's clock
- *             (integrator.h: exact µW x ns, a failed read's span not made up);
+ *             negative or invented energy; else its power integrated (integrator.h: exact
+ *             µW x ns), read on a timeline of its own: a thread of the set's own (ticker.h)
+ *             reads every such device's power every VW_GAUGE_TICK_NS (one library call each),
+ *             stamped vw_now_ns(), and each sample reads it once more at its own time, each
+ *             reading counted from its time to the next's, so a late sample does not spread
+ *             its reading over its whole wait; a failed reading's span is not made up, and is
+ *             a gap (counted in the view's gaps when a good reading ends it);
  *   idle      --gpu.idle-watts where set, else the lowest power the device sustained at low
  *             utilization over a sliding window of intervals (idle_floor.h), else (before the
  *             first sustained run) the residual (1 - utilization) x energy, which is all idle
@@ -19,7 +24,8 @@
  *             shared out by SM utilization (gpu_share.h) for the workload registry.
  *
  * No source, no device: -ENODEV from vw_gpus_open, said once; a daemon then has no GPU series
- * and nothing else changes. Sampling and closing run on the daemon's sampling thread only.
+ * and nothing else changes. Sampling and closing run on the daemon's sampling thread only; the
+ * reading thread touches only the power-only devices' integrals, under its lock.
  */
 #pragma once
 
@@ -42,6 +48,9 @@ struct vw_gpu_opts {
 	size_t idle_window;       /* intervals the baseline is sought over */
 	/* the sources to probe, NULL-terminated (NULL: vw_gpu_sources); tests pass their own */
 	const struct vw_gpu_source_ops *const *sources;
+	/* Tests only: no reading thread; the test calls vw_gpus_tick() where it would, on its own
+	 * clock. */
+	bool manual_ticks;
 };
 
 struct vw_gpus;
@@ -60,6 +69,9 @@ int vw_gpus_attach(struct vw_gpus **g, const struct vw_gpu_opts *o,
 
 /* Read every device at now_ns (CLOCK_MONOTONIC; the first call only sets baselines). */
 void vw_gpus_sample(struct vw_gpus *g, uint64_t now_ns);
+/* What the reading thread does every VW_GAUGE_TICK_NS: every device without an energy counter
+ * read for power once, at now_ns (the thread: vw_now_ns()). For tests with manual_ticks. */
+void vw_gpus_tick(struct vw_gpus *g, uint64_t now_ns);
 /* Close the interval since the last close, ending at the last sample: split, accumulate, learn. */
 void vw_gpus_close_interval(struct vw_gpus *g);
 
@@ -74,7 +86,8 @@ struct vw_gpu_view {
 	double idle_baseline_w;               /* idle power the split used (residual: as given) */
 	enum vw_idle_method idle_method;      /* configured, floor or residual */
 	double util;                          /* the last interval's mean utilization; NaN unknown */
-	uint64_t gaps;                        /* counter readings skipped (resets, junk) */
+	uint64_t gaps;                        /* counter readings skipped (resets, junk), and
+					       * power spans a failed reading left uncounted */
 	uint64_t read_errors;
 };
 

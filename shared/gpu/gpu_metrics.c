@@ -45,11 +45,14 @@ static const struct vw_metric_family gpu_families[] = {
 		      NULL, l_dev },
 	[F_GAPS] = { "virtwatt_node_gpu_energy_gaps_total", VW_METRIC_COUNTER,
 		     "GPU energy readings that could not be counted with certainty (a counter "
-		     "that went back: a driver reload or a GPU reset) and were skipped (energy "
-		     "not invented)",
+		     "that went back: a driver reload or a GPU reset) and were skipped, and for a "
+		     "GPU read for power, spans a failed power reading left uncounted (energy not "
+		     "invented)",
 		     NULL, l_dev },
 	[F_READ_ERRORS] = { "virtwatt_node_gpu_read_errors_total", VW_METRIC_COUNTER,
-			    "Failed GPU energy or power reads (no energy counted for their span)",
+			    "Failed GPU energy or power reads at the samples (no energy counted for "
+			    "their span; a power-only GPU's failed readings between samples show in "
+			    "its gaps)",
 			    NULL, l_dev },
 };
 const struct vw_family_table vw_gpu_family_table = {

@@ -110,6 +110,13 @@ struct vw_gpu_source_ops {
 	/* Read device i (an index into devices()): every part it has, each with its own result. */
 	void (*read)(void *state, size_t i, struct vw_gpu_reading *ret);
 	/*
+	 * Optional: device i's power alone (µW), one library call: what gpu.c's reading thread
+	 * reads every VW_GAUGE_TICK_NS of a device without an energy counter. Called on that
+	 * thread, concurrently with the other ops (NVML is thread-safe), so it touches no state
+	 * they change. 0 or -errno.
+	 */
+	int (*power)(void *state, size_t i, uint64_t *ret_uw);
+	/*
 	 * Optional: the processes on device i since the previous call (at most max, merged by
 	 * pid). -EOPNOTSUPP when the library offers neither a process list nor samples; else
 	 * what it has (either part may be missing), or -errno when the device cannot be read.

@@ -9,7 +9,8 @@
  * driver or no device: -ENODEV and one line saying which.
  *
  * Per device the energy counter is probed once at open (mJ since the driver loaded, Volta and
- * newer): NOT_SUPPORTED there means the device is read for power only, for good. Reads map
+ * newer): NOT_SUPPORTED there means the device is read for power only, for good, by gpu.c's
+ * reading thread too (power(): one nvmlDeviceGetPowerUsage, NVML being thread-safe). Reads map
  * NVML's results to errno values; a GPU that fell off the bus reads -ENODEV until it is back.
  */
 #include <dlfcn.h>
@@ -307,6 +308,20 @@ static void nvml_read(void *state, size_t i, struct vw_gpu_reading *ret)
 	}
 }
 
+/* The reading thread's: one nvmlDeviceGetPowerUsage, nothing of the state written. */
+static int nvml_power(void *state, size_t i, uint64_t *ret_uw)
+{
+	const struct nvml *nv = state;
+	unsigned int mw = 0;
+	int r;
+
+	if (!nv->info[i].has_power)
+		return -EOPNOTSUPP;
+	r = nvml_errno(nv->api.get_power(nv->handle[i], &mw));
+	*ret_uw = (uint64_t)mw * 1000;
+	return r;
+}
+
 /* out[0..*n) holds pid, or gets it (zeroed) when there is room; NULL when full. */
 static struct vw_gpu_proc_sample *proc_slot(struct vw_gpu_proc_sample *out, size_t max, size_t *n,
 					    uint32_t pid)
@@ -498,6 +513,7 @@ const struct vw_gpu_source_ops vw_gpu_src_nvml = {
 	.open = nvml_open,
 	.devices = nvml_devices,
 	.read = nvml_read,
+	.power = nvml_power,
 	.processes = nvml_processes,
 	.vgpus = nvml_vgpus,
 	.close = nvml_close,
