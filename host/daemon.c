@@ -244,6 +244,7 @@ int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 	if (r < 0)
 		goto fail;
 	env = (struct vw_power_env){ .sysfs_fd = h->d.sysfs_fd,
+				     .devfs = cfg->devfs && *cfg->devfs ? cfg->devfs : NULL,
 				     .model = h->d.model,
 				     .model_origin = h->d.model_origin,
 				     .host_cores = h->d.stat.ncpus,

@@ -26,6 +26,8 @@ static const struct vw_option host_options[] = {
 	VW_DAEMON_OPTIONS(struct vw_host_config),
 	VW_DAEMON_OTLP_OPTIONS(struct vw_host_config),
 	VW_DAEMON_CARBON_OPTIONS(struct vw_host_config),
+	{ "host.devfs", "host.devfs", VW_OPT_STRING, OFF(devfs), "/dev", "PATH",
+	  "root of this machine's devfs (the in-band IPMI device, --platform.ipmi.device)" },
 	{ "monitor.sample-interval", "monitor.sampleInterval", VW_OPT_DURATION, OFF(sample_ns), "1s",
 	  "DURATION",
 	  "how often meters are read (never slower than monitor.interval; fast enough that a "

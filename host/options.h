@@ -43,6 +43,7 @@ struct vw_host_config {
 	double passthrough_power_step_w;
 	struct vw_strlist preferred_meters; /* Kepler's cpu.preferredMeters */
 	struct vw_host_train_options train; /* --model.train.*: what the host trains (training/) */
+	char *devfs;                  /* root of this machine's devfs (the in-band IPMI device) */
 	/* Each meter's and VM source's own options (the struct its src_*.c or vm_*.c declares
 	 * beside its ops), where vw_host_program() placed it: vw_host_meter_options() and
 	 * vw_host_vm_configs() find it. */

@@ -70,6 +70,15 @@ static void test_ipmi_options(void **state)
 	assert_int_equal(vw_fixture_write(dir, "pw", "s3cret\n", 0600), 0);
 	snprintf(pw, sizeof(pw), "--platform.ipmi.password-file=%s/pw", dir);
 
+	/* The device by default: ipmi0 below --host.devfs (/dev unless given). */
+	METER_FIXTURE_LOAD(&cfg, "--host.devfs=/host/dev");
+	assert_int_equal(vw_host_meters_setup(&hm, &cfg, "n1"), 0);
+	ic = meter_fixture_config(&hm, &vw_src_ipmi);
+	assert_string_equal(ic->device, "ipmi0");
+	assert_string_equal(cfg.devfs, "/host/dev");
+	vw_host_meters_fini(&hm);
+	meter_fixture_free(&cfg);
+
 	/* The defaults: in band on the device, the user privilege. */
 	METER_FIXTURE_LOAD(&cfg, "--platform.ipmi.device=/nonexistent/ipmi0");
 	assert_int_equal(vw_host_meters_setup(&hm, &cfg, "n1"), 0);

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -206,6 +207,70 @@ static void test_not_configured(void **state)
 	assert_int_equal(open_with(&cfg, &st), -EINVAL);
 }
 
+/* The lines logged while a case runs that name an in-band device. */
+static char inband_lines[2048];
+
+static void keep_inband(enum vw_log_level level, const char *msg, void *ud)
+{
+	size_t n = strlen(inband_lines);
+
+	(void)level;
+	(void)ud;
+	if (strstr(msg, "in-band") || strstr(msg, "/ipmi0"))
+		snprintf(inband_lines + n, sizeof(inband_lines) - n, "%s\n", msg);
+}
+
+/* Open in band on device (relative to devfs unless absolute); the lines it logged. */
+static int open_inband(const char *device, const char *devfs, void **ret)
+{
+	struct vw_ipmi_config cfg = { .driver = VW_IPMI_DRIVER_INBAND, .device = device };
+	struct vw_source_config c = { .ops = &vw_src_ipmi, .config = &cfg };
+	struct vw_power_env env = { .sysfs_fd = -1, .devfs = devfs, .configs = &c,
+				    .n_configs = 1 };
+	int r;
+
+	inband_lines[0] = '\0';
+	vw_log_set_level(VW_LOG_DEBUG);
+	vw_log_set_sink(keep_inband, NULL);
+	r = vw_src_ipmi.open(&env, ret);
+	vw_log_set_sink(NULL, NULL);
+	vw_log_set_level(VW_LOG_INFO);
+	return r;
+}
+
+/*
+ * The in-band device is looked for below the injected devfs root (--host.devfs), never in the
+ * machine's /dev unless that is the root: the default "ipmi0" under a root without it is
+ * -ENODEV naming <root>/ipmi0; no root, no device looked for; an absolute path as given. A
+ * device there is opened (a plain file here: FreeIPMI's driver refuses it, not -ENODEV).
+ */
+static void test_inband_device_root(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("ipmidev");
+	char devfs[300], want[400];
+	void *st = NULL;
+
+	(void)state;
+	assert_non_null(dir);
+	assert_int_equal(vw_fixture_mkdir(dir, "dev"), 0);
+	snprintf(devfs, sizeof(devfs), "%s/dev", dir);
+	snprintf(want, sizeof(want), "no in-band IPMI device %s/ipmi0: No such file or directory",
+		 devfs);
+	assert_int_equal(open_inband("ipmi0", devfs, &st), -ENODEV);
+	assert_non_null(strstr(inband_lines, want));
+	assert_int_equal(open_inband("ipmi0", NULL, &st), -ENODEV);
+	assert_non_null(strstr(inband_lines, "no devfs root to find ipmi0 below"));
+	assert_int_equal(open_inband("/nonexistent/ipmi0", devfs, &st), -ENODEV);
+	assert_non_null(strstr(inband_lines, "no in-band IPMI device /nonexistent/ipmi0:"));
+
+	assert_int_equal(vw_fixture_write(dir, "dev/ipmi0", "", 0600), 0);
+	snprintf(want, sizeof(want), "ipmi: %s/ipmi0: no IPMI session:", devfs);
+	assert_true(open_inband("ipmi0", devfs, &st) < 0);
+	assert_null(st);
+	assert_non_null(strstr(inband_lines, want));
+	vw_fixture_rm(dir);
+}
+
 /* DCMI's watts (not the sensors'), integrated over a measured span; a change is followed. */
 static void test_dcmi_watts(void **state)
 {
@@ -372,6 +437,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_not_configured),
+		cmocka_unit_test(test_inband_device_root),
 		cmocka_unit_test(test_dcmi_watts),
 		cmocka_unit_test(test_sdr_fallback),
 		cmocka_unit_test(test_measurement_inactive),

@@ -108,7 +108,8 @@ enum vw_ipmi_privilege {
 };
 struct vw_ipmi_config {
 	enum vw_ipmi_driver driver;
-	const char *device;   /* in band: the device's path (injected: nothing here knows /dev) */
+	const char *device;   /* in band: the device, below the injected devfs root
+			       * (vw_power_env.devfs) unless an absolute path (as given) */
 	const char *host;     /* lan: the BMC's name or address */
 	unsigned port;        /* lan: its UDP port; 0: 623 */
 	const char *username; /* lan; NULL: the null user */

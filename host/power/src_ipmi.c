@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The IPMI meter (issue #13): a BMC's whole-node power through libfreeipmi, one
- * VW_ZONE_PLATFORM zone, in band (the kernel's OpenIPMI device, its path injected by the
- * configuration) or over LAN (IPMI 2.0, RMCP+).
+ * VW_ZONE_PLATFORM zone, in band (the kernel's OpenIPMI device, --platform.ipmi.device below
+ * the injected devfs root, vw_power_env.devfs: nothing here knows /dev) or over LAN (IPMI 2.0,
+ * RMCP+).
  *
  * What is read, chosen at open():
  *   1. DCMI Get Power Reading (NetFn 0x2C, cmd 0x02, group extension 0xDC), mode "system power
@@ -554,32 +555,55 @@ static int lan_setup(struct ipmi *ip, const struct vw_ipmi_config *cfg)
 	return workaround_flags(cfg->workarounds, &ip->workaround_flags);
 }
 
+/* The device's path: below the devfs root (no root: NULL, errno ENODEV) unless absolute. */
+static char *device_path(const char *device, const char *devfs)
+{
+	char *p = NULL;
+
+	if (device[0] == '/')
+		return strdup(device);
+	if (!devfs || !*devfs) {
+		errno = ENODEV;
+		return NULL;
+	}
+	if (asprintf(&p, "%s%s%s", devfs, devfs[strlen(devfs) - 1] == '/' ? "" : "/", device) < 0)
+		return NULL;
+	return p;
+}
+
 /* In band: -ENODEV (quietly) without the device, the usual case on a machine with no BMC. */
-static int inband_setup(struct ipmi *ip, const struct vw_ipmi_config *cfg)
+static int inband_setup(struct ipmi *ip, const struct vw_ipmi_config *cfg, const char *devfs)
 {
 	struct stat st;
+	int r;
 
 	if (!cfg->device || !*cfg->device)
 		return -ENODEV;
-	if (stat(cfg->device, &st) < 0) {
-		vw_debug("ipmi: no in-band IPMI device %s: %s", cfg->device, strerror(errno));
-		return errno == ENOENT || errno == ENOTDIR ? -ENODEV : -errno;
+	ip->device = device_path(cfg->device, devfs);
+	if (!ip->device) {
+		r = errno == ENODEV ? -ENODEV : -ENOMEM;
+		if (r == -ENODEV)
+			vw_debug("ipmi: no in-band IPMI device: no devfs root to find %s below",
+				 cfg->device);
+		return r;
 	}
-	ip->device = strdup(cfg->device);
-	if (!ip->device)
-		return -ENOMEM;
+	if (stat(ip->device, &st) < 0) {
+		r = -errno;
+		vw_debug("ipmi: no in-band IPMI device %s: %s", ip->device, strerror(-r));
+		return r == -ENOENT || r == -ENOTDIR ? -ENODEV : r;
+	}
 	ip->where = ip->device;
 	return 0;
 }
 
-static int setup(struct ipmi *ip, const struct vw_ipmi_config *cfg)
+static int setup(struct ipmi *ip, const struct vw_ipmi_config *cfg, const char *devfs)
 {
 	ip->driver = cfg->driver;
 	ip->timeout_ms = (unsigned)(cfg->timeout_ms > 0 ? cfg->timeout_ms : IPMI_TIMEOUT_MS_DEFAULT);
 	ip->interval_ns = cfg->interval_ns ? cfg->interval_ns : IPMI_INTERVAL_NS_DEFAULT;
 	ip->stale_ns = cfg->stale_ns ? cfg->stale_ns : IPMI_STALE_PERIODS * ip->interval_ns;
 	ip->info = (struct vw_zone_info){ .zone = VW_ZONE_PLATFORM, .idle_w = -1 };
-	return cfg->driver == VW_IPMI_DRIVER_LAN ? lan_setup(ip, cfg) : inband_setup(ip, cfg);
+	return cfg->driver == VW_IPMI_DRIVER_LAN ? lan_setup(ip, cfg) : inband_setup(ip, cfg, devfs);
 }
 
 /* ---- discovery -------------------------------------------------------------------------- */
@@ -666,7 +690,7 @@ static int ipmi_open(const struct vw_power_env *env, void **ret_state)
 	ip = calloc(1, sizeof(*ip));
 	if (!ip)
 		return -ENOMEM;
-	r = setup(ip, cfg);
+	r = setup(ip, cfg, env->devfs);
 	if (r < 0)
 		return r;
 	snprintf(what, sizeof(what), "ipmi: %s", ip->where);
@@ -781,8 +805,9 @@ static const struct vw_option ipmi_rows[] = {
 	  "platform.ipmi.host), auto (lan with a host, else inband)",
 	  0, 0, ipmi_drivers },
 	{ "platform.ipmi.device", "platform.ipmi.device", VW_OPT_STRING, OFF(device),
-	  "/dev/ipmi0", "PATH",
-	  "the kernel's IPMI device (ipmi_devintf) for in-band IPMI; absent: no in-band meter" },
+	  "ipmi0", "PATH",
+	  "the kernel's IPMI device (ipmi_devintf) for in-band IPMI, below --host.devfs (an "
+	  "absolute path: as given); absent: no in-band meter" },
 	{ "platform.ipmi.host", "platform.ipmi.host", VW_OPT_STRING, OFF(host), NULL, "HOST",
 	  "the BMC's name or address for IPMI over LAN (default: none)" },
 	{ "platform.ipmi.port", "platform.ipmi.port", VW_OPT_UINT, OFF(port), "623", "PORT",

@@ -63,6 +63,9 @@ struct vw_node_activity {
 
 struct vw_power_env {
 	int sysfs_fd;                 /* root of --host.sysfs */
+	/* Root of --host.devfs as a path (a library opens its device by name: FreeIPMI's
+	 * in-band driver); NULL: none, no device below it is looked for. */
+	const char *devfs;
 	const struct vw_model *model; /* for the estimator; not owned */
 	const char *model_origin;     /* file path, URL or "builtin" */
 	unsigned host_cores;          /* for the model's machine_spec core ratio */
