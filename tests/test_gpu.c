@@ -723,6 +723,92 @@ static void test_thread(void **state)
 	vw_gpus_free(g);
 }
 
+/* A source attached later (as the guest attaches its host's share): one power-only device at
+ * 50 W, its power() calls counted. */
+static unsigned long later_calls;
+
+static int later_open(const struct vw_gpu_env *env, void **ret_state, char *why, size_t len)
+{
+	static const struct vw_gpu_info info = { .index = 7, .uuid = "GPU-later", .name = "later",
+						 .has_power = true, .label = "later" };
+
+	(void)env;
+	(void)why;
+	(void)len;
+	*ret_state = (void *)&info;
+	return 0;
+}
+
+static size_t later_devices(void *state, const struct vw_gpu_info **ret)
+{
+	*ret = state;
+	return 1;
+}
+
+static void later_read(void *state, size_t i, struct vw_gpu_reading *ret)
+{
+	(void)state;
+	(void)i;
+	*ret = (struct vw_gpu_reading){ .energy_err = -EOPNOTSUPP, .idle_err = -EOPNOTSUPP,
+					.power_uw = 50000000, .util_err = -EOPNOTSUPP };
+}
+
+static int later_power(void *state, size_t i, uint64_t *ret_uw)
+{
+	(void)state;
+	(void)i;
+	__atomic_fetch_add(&later_calls, 1, __ATOMIC_RELAXED);
+	*ret_uw = 50000000;
+	return 0;
+}
+
+static void later_close(void *state)
+{
+	(void)state;
+}
+
+static const struct vw_gpu_source_ops later_src = {
+	.name = "later", .vendor = "test", .open = later_open, .devices = later_devices,
+	.read = later_read, .power = later_power, .close = later_close,
+};
+
+/*
+ * A device attached while the thread runs (the devices move): the thread stops, and reads the
+ * old devices and the new one once it is back; the new one's energy is its 50 W from its
+ * first sample on.
+ */
+static void test_attach_while_ticking(void **state)
+{
+	struct fake f = { .energy0_mj = 0, .power1_mw = 100000 };
+	struct vw_gpu_opts o = { .nvml_library = VW_FAKE_NVML, .idle_window = 720 };
+	unsigned long calls1;
+	struct vw_gpus *g = NULL;
+	uint64_t t0, t1, e;
+
+	(void)state;
+	write_state(&f);
+	assert_int_equal(vw_gpus_open(&o, &g), 0);
+	usleep(300000); /* the thread has read GPU 1 by now, or is about to */
+	later_calls = 0;
+	assert_int_equal(vw_gpus_attach(&g, &o, &later_src, NULL), 0);
+	assert_int_equal(vw_gpus_count(g), 3);
+	calls1 = power_calls(1);
+	t0 = vw_now_ns();
+	vw_gpus_sample(g, t0);
+	for (int i = 0; i < 200 && __atomic_load_n(&later_calls, __ATOMIC_RELAXED) < 3; i++)
+		usleep(50000); /* 10 s at most on a loaded machine */
+	assert_true(__atomic_load_n(&later_calls, __ATOMIC_RELAXED) >= 3);
+	assert_true(power_calls(1) - calls1 >= 3); /* the sample's and the thread's */
+	t1 = vw_now_ns();
+	vw_gpus_sample(g, t1);
+	vw_gpus_close_interval(g);
+	e = view(g, 2).total_uj;
+	assert_string_equal(view(g, 2).info->uuid, "GPU-later");
+	assert_true(e >= VW_GAUGE_TICK_NS / 20); /* 50 W is 0.05 µJ a ns */
+	assert_true(e <= (vw_now_ns() - t0) / 20);
+	vw_gpus_free(g);
+}
+
 static void test_bad_options(void **state)
 {
 	struct vw_gpu_opts o = { .nvml_library = VW_FAKE_NVML, .idle_window = 2 };
@@ -758,6 +844,7 @@ int main(void)
 		cmocka_unit_test_setup(test_late_sample, setup),
 		cmocka_unit_test_setup(test_power_gap, setup),
 		cmocka_unit_test_setup(test_thread, setup),
+		cmocka_unit_test_setup(test_attach_while_ticking, setup),
 	};
 
 	return cmocka_run_group_tests(tests, vw_fixture_tmpdir_setup, vw_fixture_tmpdir_teardown);
