@@ -393,6 +393,28 @@ static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in, siz
 	return r;
 }
 
+/*
+ * A VM forgotten: its shared folder, when this process wrote it, is removed (its last frame went
+ * out when it was last listed, retain_ns ago or more), under its lock again: a process that took
+ * the VM over since keeps its folder.
+ */
+static void vm_remove_share(struct vw_publisher *p, struct pub_vm *vm)
+{
+	struct vw_pub_lock_holder h = { 0 };
+	int r;
+
+	if (p->share_fd < 0 || vm->share_writes == 0 || vm->live)
+		return;
+	if (p->lock_dir && (lock_dir_open(p) < 0 ||
+			    vw_pub_lock_take(&vm->lock, p->lock_fd, vm->uuid, p->epoch, -1, &h) < 0))
+		return; /* published elsewhere now, or no lock: the folder is kept */
+	r = vw_pub_share_remove(p->share_fd, vm->uuid);
+	if (r < 0)
+		vw_debug("publish: shared folder of %s, gone: not removed: %s", vm->uuid,
+			 strerror(-r));
+	vw_pub_lock_drop(&vm->lock);
+}
+
 /* Forget vanished VMs after retain_ns, and the first listed beyond PUB_MAX_RETAINED. */
 static void prune(struct vw_publisher *p)
 {
@@ -408,6 +430,7 @@ static void prune(struct vw_publisher *p)
 		if (expired) {
 			p->evictions += !timely;
 			gone--;
+			vm_remove_share(p, vm);
 			vm_free(p, vm);
 		} else {
 			p->vms[j++] = vm;

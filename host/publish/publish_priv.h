@@ -101,6 +101,15 @@ int vw_pub_share_write(struct vw_pub_share *s, int root_fd, const char *uuid, co
 		       size_t len, const bool have[VW_PUB_RAPL__COUNT],
 		       const uint64_t energy_uj[VW_PUB_RAPL__COUNT], uint64_t max_range_uj);
 
+/*
+ * A VM gone for good: remove its folder, <root_fd>/<uuid>, and what this writer made in it
+ * (frame.json, model.json, the zones' files and directories, leftover temps), through directory
+ * fds opened O_NOFOLLOW: a link planted anywhere in it is never followed (a link in place of a
+ * directory is left, with the folder around it). What another hand put there is left too, and
+ * the folder with it. 0 (also when nothing was there), -errno.
+ */
+int vw_pub_share_remove(int root_fd, const char *uuid);
+
 /* The VM's model frame line as model.json in its folder (after a first frame made the folder). */
 int vw_pub_share_write_model(struct vw_pub_share *s, const char *line, size_t len);
 
