@@ -7,10 +7,14 @@
 #include "vw_test.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 
 #include "fileio.h"
 #include "fixture.h"
@@ -722,6 +726,62 @@ static void test_unreadable_procfs(void **state)
 	assert_int_equal(vw_vm_procscan.open(&env, &src), -EINVAL);
 }
 
+/*
+ * On this process's own procfs, a QEMU's start time is read once and its pidfd watched: later
+ * rounds read no <pid>/stat while it runs, and its exit is seen at the next round's first
+ * lookup (then the PID is read afresh: gone, or another process's start time).
+ */
+static void test_start_time_watched(void **state)
+{
+	struct vw_qemu_starts starts = { 0 };
+	int procfd = vw_dir_open_at(AT_FDCWD, "/proc");
+	uint64_t start, again;
+	pid_t child;
+	int st;
+
+	(void)state;
+	assert_true(procfd >= 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* gone with the test, even a failed one */
+		pause();
+		_exit(0);
+	}
+	assert_int_equal(vw_qemu_start_time(&starts, procfd, (uint32_t)child, &start), 0);
+	assert_int_equal(starts.reads, 1);
+	if (starts.watch < 0) {
+		kill(child, SIGKILL);
+		waitpid(child, &st, 0);
+		vw_qemu_starts_free(&starts);
+		close(procfd);
+		skip(); /* no pidfd_open (Linux < 5.3) or /proc is not ours */
+	}
+	for (int round = 0; round < 3; round++) {
+		vw_qemu_starts_clear(&starts);
+		assert_int_equal(vw_qemu_start_time(&starts, procfd, (uint32_t)child, &again), 0);
+		assert_int_equal(again, start);
+	}
+	assert_int_equal(starts.reads, 1); /* watched: not read again */
+	assert_int_equal(starts.n_w, 1);
+	/* It exits: the next round knows, and reads the PID afresh. */
+	assert_int_equal(kill(child, SIGKILL), 0);
+	assert_int_equal(waitpid(child, &st, 0), child);
+	vw_qemu_starts_clear(&starts);
+	assert_int_equal(vw_qemu_start_time(&starts, procfd, (uint32_t)child, &again), -ESRCH);
+	assert_int_equal(starts.exits, 1);
+	assert_int_equal(starts.reads, 2);
+	assert_int_equal(starts.n_w, 0);
+	/* A PID nobody asks about in a round is no longer watched. */
+	assert_int_equal(vw_qemu_start_time(&starts, procfd, (uint32_t)getpid(), &again), 0);
+	assert_int_equal(starts.n_w, 1);
+	vw_qemu_starts_clear(&starts);
+	vw_qemu_starts_clear(&starts);
+	assert_int_equal(starts.n_w, 0);
+	vw_qemu_starts_free(&starts);
+	close(procfd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -737,6 +797,7 @@ int main(void)
 		cmocka_unit_test(test_unreadable_procfs),
 		cmocka_unit_test(test_start_time_shared),
 		cmocka_unit_test(test_tracker_unchanged),
+		cmocka_unit_test(test_start_time_watched),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
