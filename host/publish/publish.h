@@ -95,6 +95,7 @@ struct vw_publish_stats {
 	uint64_t lock_refused;      /* lock attempts another process's lock refused, all VMs */
 	size_t vms_held_elsewhere;  /* listed VMs not published: another process holds their lock */
 	size_t vms_lock_failed;     /* listed VMs not published: their lock could not be taken */
+	uint64_t identity_checks;   /* lock files' and sockets' identities checked (stat), all VMs */
 };
 
 struct vw_publisher;

@@ -33,9 +33,10 @@ uint64_t vw_pub_unix_ns(void)
 	return (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
-int vw_pub_chan_init(struct vw_pub_chan *c)
+int vw_pub_chan_init(struct vw_pub_chan *c, int ifd)
 {
-	*c = (struct vw_pub_chan){ .fd = -1, .backoff_ns = CHAN_BACKOFF_MIN_NS };
+	*c = (struct vw_pub_chan){ .fd = -1, .backoff_ns = CHAN_BACKOFF_MIN_NS, .ifd = ifd,
+				   .wd = -1 };
 	c->rx = vw_framer_new(VW_PROTO_MAX_HELLO);
 	return c->rx ? 0 : -ENOMEM;
 }
@@ -276,6 +277,33 @@ void vw_pub_chan_event(struct vw_pub_chan *c, int epfd, uint32_t events, uint64_
 	flush_or_drop(c, epfd, now_ns);
 }
 
+/* Watch the socket's directory before its identity is taken: whatever replaces or removes the
+ * socket after that is an event. Without a watch (none possible), identity is checked each round. */
+static void watch_dir(struct vw_pub_chan *c)
+{
+	const char *slash = strrchr(c->path, '/');
+	char dir[sizeof(c->path)];
+
+	c->wd = -1;
+	if (c->ifd < 0)
+		return;
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == c->path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - c->path), c->path);
+	c->wd = inotify_add_watch(c->ifd, dir, VW_PUB_WATCH_MASK);
+	if (c->wd < 0)
+		c->wd = -1;
+}
+
+void vw_pub_chan_unwatched(struct vw_pub_chan *c, int wd)
+{
+	if (c->wd == wd)
+		c->wd = -1;
+}
+
 static int try_connect(struct vw_pub_chan *c, int epfd)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -287,6 +315,7 @@ static int try_connect(struct vw_pub_chan *c, int epfd)
 	if (strlen(c->path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	memcpy(sa.sun_path, c->path, strlen(c->path));
+	watch_dir(c);
 	if (stat(c->path, &st) < 0)
 		return -errno;
 	if (!S_ISSOCK(st.st_mode))

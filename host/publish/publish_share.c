@@ -41,7 +41,7 @@ static const struct {
 
 void vw_pub_share_init(struct vw_pub_share *s)
 {
-	*s = (struct vw_pub_share){ .dirfd = -1 };
+	*s = (struct vw_pub_share){ .dirfd = -1, .pid = (long)getpid() };
 	for (size_t z = 0; z < VW_PUB_RAPL__COUNT; z++)
 		s->zone_fd[z] = -1;
 }
@@ -76,7 +76,7 @@ static int open_subdir(int dirfd, const char *name)
 static int write_file(const struct vw_pub_share *s, int dirfd, const char *rel, const void *data,
 		      size_t len)
 {
-	return vw_write_file_replace_at(dirfd, rel, data, len, 0644, !s->no_fsync);
+	return vw_write_file_replace_pid_at(dirfd, rel, data, len, 0644, !s->no_fsync, s->pid);
 }
 
 static int write_text(const struct vw_pub_share *s, int dirfd, const char *rel, const char *text)
