@@ -44,7 +44,7 @@ int vw_pub_chan_init(struct vw_pub_chan *c, int ifd)
 static int buf_set(struct vw_pub_buf *b, const char *data, size_t len)
 {
 	if (len > b->cap) {
-		size_t cap = (len + 1023) & ~(size_t)1023;
+		size_t cap = (len + 255) & ~(size_t)255; /* a frame of one zone: 256 B */
 		char *n = realloc(b->data, cap);
 
 		if (!n)
@@ -121,12 +121,25 @@ void vw_pub_chan_set_path(struct vw_pub_chan *c, int epfd, const char *path, uin
 	c->retry_ns = now_ns;
 }
 
-/* Write what the socket takes. 0 when drained or the socket is full, -errno when it broke. */
+/* A whole frame went out on this connection. */
+static void frame_sent(struct vw_pub_chan *c)
+{
+	c->st.sent++;
+	c->st.last_ok_unix_ns = vw_pub_unix_ns();
+	c->delivered = true;
+}
+
+/*
+ * Write what the socket takes. 0 when drained or the socket is full, -errno when it broke. The
+ * newest frame is written straight from next; only a frame the socket took part of is copied
+ * into tx, to be finished (a guest that reads holds no tx buffer).
+ */
 static int flush(struct vw_pub_chan *c)
 {
 	static const char resync = (char)VW_PROTO_RESYNC;
 
 	while (c->fd >= 0 && !c->connecting) {
+		bool direct = false;
 		const char *p;
 		size_t n;
 		ssize_t w;
@@ -134,22 +147,19 @@ static int flush(struct vw_pub_chan *c)
 		if (c->resync) {
 			p = &resync;
 			n = 1;
-		} else {
-			if (c->tx.off == c->tx.len) {
-				if (c->tx.len > 0) {
-					c->st.sent++;
-					c->st.last_ok_unix_ns = vw_pub_unix_ns();
-					c->delivered = true;
-					c->tx.len = c->tx.off = 0;
-				}
-				if (!c->next_unsent)
-					return 0;
-				if (buf_set(&c->tx, c->next.data, c->next.len) < 0)
-					return 0; /* retried on the next event or offer */
-				c->next_unsent = false;
-			}
+		} else if (c->tx.off < c->tx.len) {
 			p = c->tx.data + c->tx.off;
 			n = c->tx.len - c->tx.off;
+		} else {
+			if (c->tx.len > 0) {
+				frame_sent(c);
+				c->tx.len = c->tx.off = 0;
+			}
+			if (!c->next_unsent)
+				return 0;
+			direct = true;
+			p = c->next.data;
+			n = c->next.len;
 		}
 		w = send(c->fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (w < 0) {
@@ -159,10 +169,21 @@ static int flush(struct vw_pub_chan *c)
 				return 0;
 			return -errno;
 		}
-		if (c->resync)
+		if (c->resync) {
 			c->resync = false;
-		else
+		} else if (!direct) {
 			c->tx.off += (size_t)w;
+		} else {
+			c->next_unsent = false;
+			if ((size_t)w == n) {
+				frame_sent(c);
+				continue;
+			}
+			/* Begun: finished from tx on this connection, whatever comes next. */
+			if (buf_set(&c->tx, c->next.data, c->next.len) < 0)
+				return -ENOMEM; /* a partial line: the connection goes, 0xFF on the next */
+			c->tx.off = (size_t)w;
+		}
 	}
 	return 0;
 }
