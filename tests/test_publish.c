@@ -844,6 +844,57 @@ static void test_identity_watched(void **state)
 	vw_fixture_rm(dir);
 }
 
+/*
+ * A guest that stops reading: once its socket refused a send, no round writes to it until epoll
+ * reports room; when it reads again it gets whole frames, the newest last, nothing spliced.
+ */
+static void test_blocked_guest_catches_up(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("pubblock");
+	struct vw_publish_vm_stats st;
+	struct vw_publisher *p = new_publisher(SEC, 0.1);
+	struct vw_vm_energy vm;
+	struct peer pe;
+	uint64_t t = T0, sent;
+	bool pub;
+
+	(void)state;
+	assert_non_null(dir);
+	peer_init(&pe, dir, "vm", U_GOOD);
+	vm_set(&vm, U_GOOD, pe.path);
+	for (int i = 0; i < 200; i++) { /* never read: the socket fills */
+		vm_run(&vm, 5, 5);
+		t = VW_MAX(t + SEC, vw_publisher_next_due(p));
+		assert_int_equal(vw_test_publish_update(p, &vm, 1), 0);
+		assert_int_equal(vw_publisher_tick(p, t, &pub), 0);
+		peer_accept(&pe);
+	}
+	assert_int_equal(vw_publisher_vm_stats(p, U_GOOD, &st), 0);
+	assert_true(st.sent < st.published);
+	/* refused once: the rounds after wait for room, no send() each (once more at most: a
+	 * partly written frame's rest) */
+	assert_true(st.sends_refused >= 1 && st.sends_refused <= 2);
+	sent = st.sent;
+	for (int i = 0; i < 5; i++) { /* still full: nothing more goes out */
+		t = VW_MAX(t + SEC, vw_publisher_next_due(p));
+		assert_int_equal(vw_publisher_tick(p, t, &pub), 0);
+	}
+	assert_int_equal(vw_publisher_vm_stats(p, U_GOOD, &st), 0);
+	assert_int_equal(st.sent, sent);
+	/* It reads again: every line whole (the peer fails on any spliced one), the newest last. */
+	for (int i = 0; i < 20; i++) {
+		peer_read(&pe, SIZE_MAX, t);
+		assert_int_equal(vw_publisher_tick(p, t + (uint64_t)i, NULL), 0);
+	}
+	peer_read(&pe, SIZE_MAX, t);
+	assert_true(pe.n > 0);
+	assert_int_equal(pe.rx.last.seq, vw_publisher_seq(p));
+	assert_int_equal(pe.resync_bad, 0);
+	vw_publisher_free(p);
+	peer_free(&pe);
+	vw_fixture_rm(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -860,6 +911,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_backoff_and_path_change, one_vm_setup,
 						rig_teardown),
 		cmocka_unit_test(test_identity_watched),
+		cmocka_unit_test(test_blocked_guest_catches_up),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

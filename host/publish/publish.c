@@ -396,6 +396,7 @@ static int vm_open(struct vw_publisher *p, struct pub_vm *vm)
 		.published = was.published, .sent = was.sent, .replaced = was.replaced,
 		.connects = was.connects, .disconnects = was.disconnects,
 		.connect_errors = was.connect_errors, .send_errors = was.send_errors,
+		.sends_refused = was.sends_refused,
 		.rx_bytes = was.rx_bytes, .rx_bad = was.rx_bad, .hellos = was.hellos,
 		.last_ok_unix_ns = was.last_ok_unix_ns,
 	};

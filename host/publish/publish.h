@@ -73,6 +73,7 @@ struct vw_publish_vm_stats {
 	uint64_t sent;           /* frames written completely */
 	uint64_t replaced;       /* unsent frames replaced by a newer one */
 	uint64_t connects, disconnects, connect_errors, send_errors;
+	uint64_t sends_refused; /* send() calls a full socket refused (EAGAIN) */
 	uint64_t rx_bytes;       /* bytes the guest sent (read and dropped) */
 	uint64_t rx_bad;         /* guest lines that were not a valid hello/ack */
 	uint64_t hellos;         /* valid hello/ack lines */

@@ -84,7 +84,7 @@ static void disconnect(struct vw_pub_chan *c, int epfd, uint64_t now_ns, bool fa
 		c->fd = -1;
 		c->st.disconnects++;
 	}
-	c->connecting = c->resync = c->st.connected = false;
+	c->connecting = c->resync = c->blocked = c->st.connected = false;
 	c->events = 0;
 	/* A partial frame is abandoned: the next connection resyncs first. */
 	c->tx.len = c->tx.off = 0;
@@ -165,8 +165,11 @@ static int flush(struct vw_pub_chan *c)
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				c->blocked = true; /* until epoll says it takes more */
+				c->st.sends_refused++;
 				return 0;
+			}
 			return -errno;
 		}
 		if (c->resync) {
@@ -228,6 +231,10 @@ int vw_pub_chan_offer(struct vw_pub_chan *c, int epfd, const char *frame, size_t
 	}
 	c->next_unsent = true;
 	c->st.published++;
+	if (c->blocked) { /* full: no send() to be refused again; EPOLLOUT sends it */
+		set_events(c, epfd);
+		return 0;
+	}
 	flush_or_drop(c, epfd, now_ns);
 	return 0;
 }
@@ -291,6 +298,8 @@ void vw_pub_chan_event(struct vw_pub_chan *c, int epfd, uint32_t events, uint64_
 		}
 		connected(c);
 	}
+	if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+		c->blocked = false;
 	if ((events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP | EPOLLERR)) && !drain_rx(c)) {
 		disconnect(c, epfd, now_ns, false);
 		return;

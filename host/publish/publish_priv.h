@@ -35,6 +35,7 @@ struct vw_pub_chan {
 	bool resync;             /* the 0xFF byte is still to be written on this connection */
 	bool next_unsent;        /* next holds a frame not yet written on this connection */
 	bool delivered;          /* a whole frame went out on this connection */
+	bool blocked;            /* the last send() found the socket full: wait for EPOLLOUT */
 	uint32_t events;         /* registered epoll events */
 	dev_t dev;
 	ino_t ino;               /* the socket file we connected to */
