@@ -14,11 +14,13 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include "fileio.h"
 #include "fixture.h"
 #include "log.h"
+#include "macro.h"
 #include "vm_fixture.h"
 #include "vm_priv.h"
 #include "vm_tracker.h"
@@ -779,6 +781,34 @@ static void test_start_time_watched(void **state)
 	vw_qemu_starts_clear(&starts);
 	assert_int_equal(starts.n_w, 0);
 	vw_qemu_starts_free(&starts);
+
+	/* Past half the open-file limit no pidfd is kept: read each round, as before. */
+	{
+		struct rlimit was, low;
+		int fill[16], probe;
+
+		for (size_t i = 0; i < ARRAY_SIZE(fill); i++)
+			fill[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		probe = dup(0);
+		assert_true(probe >= 16);
+		close(probe);
+		assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+		low = was;
+		low.rlim_cur = (rlim_t)probe + 8; /* half of it is below the next fd's number */
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+		starts = (struct vw_qemu_starts){ 0 };
+		for (int round = 0; round < 3; round++) {
+			vw_qemu_starts_clear(&starts);
+			assert_int_equal(vw_qemu_start_time(&starts, procfd, (uint32_t)getpid(),
+							    &again), 0);
+		}
+		assert_int_equal(starts.n_w, 0);
+		assert_int_equal(starts.reads, 3);
+		vw_qemu_starts_free(&starts);
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+		for (size_t i = 0; i < ARRAY_SIZE(fill); i++)
+			close(fill[i]);
+	}
 	close(procfd);
 }
 

@@ -135,6 +135,7 @@ struct vw_qemu_starts {
 	size_t n_w, cap_w;
 	int watch;     /* 0: not known yet, 1: watching, -1: not (another procfs, no pidfd) */
 	int epfd;      /* the pidfds, when watch == 1 */
+	int max_fd;    /* pidfds numbered from this on are not kept (half the open-file limit) */
 	bool polled;   /* their exits taken in this round */
 	uint64_t exits; /* watched QEMUs seen exit, for the tests */
 };

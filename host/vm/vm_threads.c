@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -87,6 +88,7 @@ int vw_qemu_read_start_time(int procfd, uint32_t pid, uint64_t *ret)
 static int watch_init(struct vw_qemu_starts *starts, int procfd)
 {
 	char link[32], want[32];
+	struct rlimit rl;
 	ssize_t n;
 
 	starts->watch = -1;
@@ -100,6 +102,11 @@ static int watch_init(struct vw_qemu_starts *starts, int procfd)
 	starts->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (starts->epfd < 0)
 		return -1;
+	/* The pidfds take at most the upper half of the open-file limit's numbers: the channels,
+	 * folders and locks of many VMs come first (a QEMU not watched is read each round). */
+	starts->max_fd = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+				 ? (int)VW_MIN(rl.rlim_cur / 2, (rlim_t)INT32_MAX)
+				 : INT32_MAX;
 	starts->watch = 1;
 	return 1;
 }
@@ -149,9 +156,14 @@ static int watch_read(struct vw_qemu_starts *starts, int procfd, uint32_t pid, u
 	struct epoll_event e = { .events = EPOLLIN, .data.u32 = pid };
 	int r;
 
-	if (fd < 0 && errno == ENOSYS) {
+	if (fd < 0 && errno == ENOSYS) { /* no pidfd_open (Linux < 5.3): never again */
 		starts->watch = -1;
-		vw_closep(&starts->epfd);
+		close(starts->epfd);
+		starts->epfd = -1;
+	}
+	if (fd >= starts->max_fd) { /* fds are getting scarce: read it each round instead */
+		close(fd);
+		fd = -1;
 	}
 	r = vw_qemu_read_start_time(procfd, pid, ret);
 	starts->reads++;
@@ -237,7 +249,7 @@ void vw_qemu_starts_free(struct vw_qemu_starts *starts)
 	while (starts->n_w)
 		watch_drop(starts, 0);
 	if (starts->watch > 0)
-		vw_closep(&starts->epfd);
+		close(starts->epfd);
 	free(starts->e);
 	free(starts->w);
 	*starts = (struct vw_qemu_starts){ 0 };
