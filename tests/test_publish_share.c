@@ -28,6 +28,7 @@
 
 struct rig {
 	char *root;
+	uint64_t retain_ns;
 	struct vw_publisher *p;
 	struct vw_vm_energy vm;
 	uint64_t now;
@@ -38,7 +39,7 @@ static void rig_start(struct rig *r, uint64_t epoch, uint64_t max_range_uj)
 {
 	struct vw_publish_opts o = {
 		.period_ns = 1 * SEC, .share_root = r->root, .epoch = epoch, .seed = epoch,
-		.max_energy_range_uj = max_range_uj, .source = "rapl",
+		.max_energy_range_uj = max_range_uj, .source = "rapl", .retain_ns = r->retain_ns,
 	};
 
 	r->p = vw_publisher_new(&o);
@@ -423,6 +424,139 @@ static void test_reader_races_writer(void **state)
 	rig_free(&r);
 }
 
+/* The rig's VM and OTHER published, then both gone for good (past retain_ns). */
+static void publish_two_then_forget(struct rig *r, void (*plant)(struct rig *r, void *ud), void *ud)
+{
+	struct vw_vm_energy two[2] = { r->vm, r->vm };
+	bool pub;
+
+	memcpy(two[1].uuid, OTHER, sizeof(two[1].uuid));
+	for (int i = 0; i < 2; i++) {
+		two[0].zones[0].idle_uj = two[1].zones[0].idle_uj += 1000000;
+		r->now = VW_MAX(r->now + SEC, vw_publisher_next_due(r->p));
+		assert_int_equal(vw_test_publish_update(r->p, two, 2), 0);
+		assert_int_equal(vw_publisher_tick(r->p, r->now, &pub), 0);
+		assert_true(pub);
+	}
+	assert_int_equal(vw_publisher_set_model(r->p, UUID, "m", "{}", 2), 0);
+	r->now = VW_MAX(r->now + SEC, vw_publisher_next_due(r->p));
+	assert_int_equal(vw_publisher_tick(r->p, r->now, &pub), 0);
+	if (r->fd < 0)
+		r->fd = vw_dir_open_at(AT_FDCWD, r->root);
+	assert_true(r->fd >= 0);
+	assert_int_equal(faccessat(r->fd, UUID "/model.json", F_OK, 0), 0);
+	if (plant)
+		plant(r, ud);
+	/* Gone: the folders stay with their last frame while the VMs are retained... */
+	assert_int_equal(vw_test_publish_update(r->p, NULL, 0), 0);
+	r->now += r->retain_ns - SEC;
+	assert_int_equal(vw_publisher_tick(r->p, r->now, &pub), 0);
+	assert_int_equal(vw_test_publish_update(r->p, NULL, 0), 0);
+	assert_int_equal(faccessat(r->fd, UUID "/frame.json", F_OK, 0), 0);
+	/* ... and go with them. */
+	r->now += 2 * SEC;
+	assert_int_equal(vw_publisher_tick(r->p, r->now, &pub), 0);
+	assert_int_equal(vw_test_publish_update(r->p, NULL, 0), 0);
+}
+
+struct planted {
+	char *outside;
+};
+
+/* In OTHER's folder: its dram zone a link to a directory outside, model.json a link to a file
+ * outside, a file of someone else's; and a temp left over in the VM's. */
+static void plant_links(struct rig *r, void *ud)
+{
+	struct planted *pl = ud;
+	char path[512];
+
+	assert_int_equal(vw_fixture_write(pl->outside, "energy_uj", "42\n", 0), 0);
+	assert_int_equal(vw_fixture_write(pl->outside, "name", "dram\n", 0), 0);
+	assert_int_equal(vw_fixture_write(pl->outside, "frame.json", "keep\n", 0), 0);
+	assert_int_equal(vw_fixture_symlink(r->root, pl->outside, OTHER "/intel-rapl:0:0"), 0);
+	snprintf(path, sizeof(path), "%s/frame.json", pl->outside);
+	assert_int_equal(vw_fixture_symlink(r->root, path, OTHER "/model.json"), 0);
+	assert_int_equal(vw_fixture_write(r->root, OTHER "/notes.txt", "theirs\n", 0), 0);
+	assert_int_equal(vw_fixture_write(r->root, UUID "/frame.json.tmp.99999", "{\n", 0), 0);
+}
+
+static void test_gone_share_removed(void **state)
+{
+	struct planted pl = { .outside = vw_fixture_mkdtemp("outside") };
+	struct rig r = { .root = vw_fixture_mkdtemp("share"), .fd = -1, .retain_ns = 10 * SEC };
+	char *text, path[512];
+	struct stat st;
+
+	(void)state;
+	assert_non_null(r.root);
+	assert_non_null(pl.outside);
+	rig_start(&r, 1, 0);
+	publish_two_then_forget(&r, plant_links, &pl);
+	/* The VM's folder is gone whole: frame, model, zone, the leftover temp. */
+	assert_int_equal(fstatat(r.fd, UUID, &st, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(errno, ENOENT);
+	/* OTHER's: ours removed, links removed or left but never followed, theirs kept. */
+	assert_int_equal(faccessat(r.fd, OTHER "/frame.json", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(faccessat(r.fd, OTHER "/intel-rapl:0", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(faccessat(r.fd, OTHER "/model.json", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(fstatat(r.fd, OTHER "/intel-rapl:0:0", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	assert_int_equal(faccessat(r.fd, OTHER "/notes.txt", F_OK, 0), 0);
+	for (int i = 0; i < 3; i++) {
+		static const char *const names[] = { "energy_uj", "name", "frame.json" };
+		static const char *const want[] = { "42\n", "dram\n", "keep\n" };
+
+		snprintf(path, sizeof(path), "%s/%s", pl.outside, names[i]);
+		text = vw_fixture_slurp(path, NULL);
+		assert_non_null(text);
+		assert_string_equal(text, want[i]);
+		free(text);
+	}
+	rig_free(&r);
+	vw_fixture_rm(pl.outside);
+}
+
+/* A folder replaced by a link to a directory outside: the link is not followed, nor removed. */
+static void plant_folder_link(struct rig *r, void *ud)
+{
+	struct planted *pl = ud;
+	char other[512];
+
+	assert_int_equal(vw_fixture_write(pl->outside, "frame.json", "keep\n", 0), 0);
+	assert_int_equal(vw_fixture_mkdir(pl->outside, "intel-rapl:0"), 0);
+	assert_int_equal(vw_fixture_write(pl->outside, "intel-rapl:0/energy_uj", "42\n", 0), 0);
+	snprintf(other, sizeof(other), "%s/%s", r->root, OTHER);
+	vw_fixture_rm(strdup(other));
+	assert_int_equal(vw_fixture_symlink(r->root, pl->outside, OTHER), 0);
+}
+
+static void test_gone_share_link_not_followed(void **state)
+{
+	struct planted pl = { .outside = vw_fixture_mkdtemp("outside") };
+	struct rig r = { .root = vw_fixture_mkdtemp("share"), .fd = -1, .retain_ns = 10 * SEC };
+	char *text, path[512];
+	struct stat st;
+
+	(void)state;
+	assert_non_null(r.root);
+	assert_non_null(pl.outside);
+	rig_start(&r, 1, 0);
+	publish_two_then_forget(&r, plant_folder_link, &pl);
+	assert_int_equal(fstatat(r.fd, UUID, &st, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(fstatat(r.fd, OTHER, &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(S_ISLNK(st.st_mode));
+	snprintf(path, sizeof(path), "%s/frame.json", pl.outside);
+	text = vw_fixture_slurp(path, NULL);
+	assert_string_equal(text, "keep\n");
+	free(text);
+	snprintf(path, sizeof(path), "%s/intel-rapl:0/energy_uj", pl.outside);
+	text = vw_fixture_slurp(path, NULL);
+	assert_string_equal(text, "42\n");
+	free(text);
+	rig_free(&r);
+	vw_fixture_rm(pl.outside);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -435,6 +569,8 @@ int main(void)
 		cmocka_unit_test(test_folder_link_and_bad_uuid),
 		cmocka_unit_test(test_reader_races_writer),
 		cmocka_unit_test(test_unchanged_energy_kept),
+		cmocka_unit_test(test_gone_share_removed),
+		cmocka_unit_test(test_gone_share_link_not_followed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

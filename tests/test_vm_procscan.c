@@ -7,14 +7,20 @@
 #include "vw_test.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 
 #include "fileio.h"
 #include "fixture.h"
 #include "log.h"
+#include "macro.h"
 #include "vm_fixture.h"
 #include "vm_priv.h"
 #include "vm_tracker.h"
@@ -722,6 +728,90 @@ static void test_unreadable_procfs(void **state)
 	assert_int_equal(vw_vm_procscan.open(&env, &src), -EINVAL);
 }
 
+/*
+ * On this process's own procfs, a QEMU's start time is read once and its pidfd watched: later
+ * rounds read no <pid>/stat while it runs, and its exit is seen at the next round's first
+ * lookup (then the PID is read afresh: gone, or another process's start time).
+ */
+static void test_start_time_watched(void **state)
+{
+	struct vw_qemu_starts starts = { 0 };
+	int procfd = vw_dir_open_at(AT_FDCWD, "/proc");
+	uint64_t start, again;
+	pid_t child;
+	int st;
+
+	(void)state;
+	assert_true(procfd >= 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* gone with the test, even a failed one */
+		pause();
+		_exit(0);
+	}
+	assert_int_equal(vw_qemu_start_time(&starts, procfd, (uint32_t)child, &start), 0);
+	assert_int_equal(starts.reads, 1);
+	if (starts.watch < 0) {
+		kill(child, SIGKILL);
+		waitpid(child, &st, 0);
+		vw_qemu_starts_free(&starts);
+		close(procfd);
+		skip(); /* no pidfd_open (Linux < 5.3) or /proc is not ours */
+	}
+	for (int round = 0; round < 3; round++) {
+		vw_qemu_starts_clear(&starts);
+		assert_int_equal(vw_qemu_start_time(&starts, procfd, (uint32_t)child, &again), 0);
+		assert_int_equal(again, start);
+	}
+	assert_int_equal(starts.reads, 1); /* watched: not read again */
+	assert_int_equal(starts.n_w, 1);
+	/* It exits: the next round knows, and reads the PID afresh. */
+	assert_int_equal(kill(child, SIGKILL), 0);
+	assert_int_equal(waitpid(child, &st, 0), child);
+	vw_qemu_starts_clear(&starts);
+	assert_int_equal(vw_qemu_start_time(&starts, procfd, (uint32_t)child, &again), -ESRCH);
+	assert_int_equal(starts.exits, 1);
+	assert_int_equal(starts.reads, 2);
+	assert_int_equal(starts.n_w, 0);
+	/* A PID nobody asks about in a round is no longer watched. */
+	assert_int_equal(vw_qemu_start_time(&starts, procfd, (uint32_t)getpid(), &again), 0);
+	assert_int_equal(starts.n_w, 1);
+	vw_qemu_starts_clear(&starts);
+	vw_qemu_starts_clear(&starts);
+	assert_int_equal(starts.n_w, 0);
+	vw_qemu_starts_free(&starts);
+
+	/* Past half the open-file limit no pidfd is kept: read each round, as before. */
+	{
+		struct rlimit was, low;
+		int fill[16], probe;
+
+		for (size_t i = 0; i < ARRAY_SIZE(fill); i++)
+			fill[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		probe = dup(0);
+		assert_true(probe >= 16);
+		close(probe);
+		assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+		low = was;
+		low.rlim_cur = (rlim_t)probe + 8; /* half of it is below the next fd's number */
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+		starts = (struct vw_qemu_starts){ 0 };
+		for (int round = 0; round < 3; round++) {
+			vw_qemu_starts_clear(&starts);
+			assert_int_equal(vw_qemu_start_time(&starts, procfd, (uint32_t)getpid(),
+							    &again), 0);
+		}
+		assert_int_equal(starts.n_w, 0);
+		assert_int_equal(starts.reads, 3);
+		vw_qemu_starts_free(&starts);
+		assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+		for (size_t i = 0; i < ARRAY_SIZE(fill); i++)
+			close(fill[i]);
+	}
+	close(procfd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -737,6 +827,7 @@ int main(void)
 		cmocka_unit_test(test_unreadable_procfs),
 		cmocka_unit_test(test_start_time_shared),
 		cmocka_unit_test(test_tracker_unchanged),
+		cmocka_unit_test(test_start_time_watched),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/inotify.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "energy.h"
@@ -59,6 +61,11 @@ struct vw_publisher {
 	double jitter, power_step_w;
 	char source[16], model[128];
 	int epfd, share_fd, lock_fd, procfs_fd;
+	/* inotify on the lock directory and the channels' socket directories: a round after no
+	 * event checks no lock file's nor socket's identity (two system calls a VM a round). */
+	int ifd, lock_wd;
+	bool watch_dirty; /* an event (or no watch): check every identity this round */
+	uint64_t identity_checks;
 	char *lock_dir;
 	uint64_t lock_refused;
 	struct vw_complaint lock_dir_complaint;
@@ -130,7 +137,9 @@ struct vw_publisher *vw_publisher_new(const struct vw_publish_opts *o)
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
-	p->epfd = p->share_fd = p->lock_fd = p->procfs_fd = -1;
+	p->epfd = p->share_fd = p->lock_fd = p->procfs_fd = p->lock_wd = -1;
+	p->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC); /* -1: identities checked each round */
+	p->watch_dirty = true;
 	p->period_ns = o->period_ns ? o->period_ns : VW_PUBLISH_DEFAULT_PERIOD_NS;
 	p->jitter = o->jitter > 0 ? o->jitter : VW_PUBLISH_DEFAULT_JITTER;
 	p->energy_step_uj = o->energy_step_uj ? o->energy_step_uj : VW_PUBLISH_DEFAULT_ENERGY_STEP_UJ;
@@ -200,6 +209,7 @@ void vw_publisher_free(struct vw_publisher *p)
 	vw_closep(&p->share_fd);
 	vw_closep(&p->lock_fd);
 	vw_closep(&p->procfs_fd);
+	vw_closep(&p->ifd);
 	free(p->lock_dir);
 	free(p);
 }
@@ -228,6 +238,62 @@ static struct pub_vm *vm_add(struct vw_publisher *p, const char *uuid)
 	return vm;
 }
 
+/* Watch the lock directory just opened, when the path still names it. */
+static void watch_lock_dir(struct vw_publisher *p)
+{
+	struct stat a, b;
+	int wd;
+
+	p->watch_dirty = true;
+	if (p->ifd < 0)
+		return;
+	wd = inotify_add_watch(p->ifd, p->lock_dir, VW_PUB_WATCH_MASK);
+	if (wd < 0)
+		return;
+	if (fstat(p->lock_fd, &a) < 0 || stat(p->lock_dir, &b) < 0 || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino) {
+		(void)inotify_rm_watch(p->ifd, wd);
+		return; /* replaced meanwhile: checked each round */
+	}
+	p->lock_wd = wd;
+}
+
+/*
+ * Before a round: anything that happened in a watched directory (or a lost event) makes this
+ * round check every lock file's and socket's identity; a watch dropped (its directory went)
+ * leaves what it watched checked each round.
+ */
+static void watch_drain(struct vw_publisher *p)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+
+	if (p->ifd < 0)
+		return;
+	for (;;) {
+		ssize_t n = read(p->ifd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
+				p->watch_dirty = true;
+			return;
+		}
+		p->watch_dirty = true;
+		for (ssize_t off = 0; off + (ssize_t)sizeof(struct inotify_event) <= n;) {
+			const struct inotify_event *ev = (const void *)(buf + off);
+
+			if (ev->mask & IN_IGNORED) {
+				if (ev->wd == p->lock_wd)
+					p->lock_wd = -1;
+				for (size_t i = 0; i < p->n_vms; i++)
+					vw_pub_chan_unwatched(&p->vms[i]->chan, ev->wd);
+			}
+			off += (ssize_t)sizeof(*ev) + ev->len;
+		}
+	}
+}
+
 static int lock_dir_open(struct vw_publisher *p)
 {
 	int fd;
@@ -247,6 +313,7 @@ static int lock_dir_open(struct vw_publisher *p)
 	vw_release(&p->lock_dir_complaint, VW_LOG_INFO, "passthrough: lock directory %s open",
 		   p->lock_dir);
 	p->lock_fd = fd;
+	watch_lock_dir(p);
 	return 0;
 }
 
@@ -318,7 +385,7 @@ static int vm_open(struct vw_publisher *p, struct pub_vm *vm)
 	if (vm->live || !vm_lock(p, vm))
 		return 0;
 	was = vm->chan.st;
-	r = vw_pub_chan_init(&vm->chan);
+	r = vw_pub_chan_init(&vm->chan, p->ifd);
 	if (r < 0) {
 		vw_pub_lock_drop(&vm->lock);
 		return r;
@@ -329,6 +396,7 @@ static int vm_open(struct vw_publisher *p, struct pub_vm *vm)
 		.published = was.published, .sent = was.sent, .replaced = was.replaced,
 		.connects = was.connects, .disconnects = was.disconnects,
 		.connect_errors = was.connect_errors, .send_errors = was.send_errors,
+		.sends_refused = was.sends_refused,
 		.rx_bytes = was.rx_bytes, .rx_bad = was.rx_bad, .hellos = was.hellos,
 		.last_ok_unix_ns = was.last_ok_unix_ns,
 	};
@@ -393,6 +461,28 @@ static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in, siz
 	return r;
 }
 
+/*
+ * A VM forgotten: its shared folder, when this process wrote it, is removed (its last frame went
+ * out when it was last listed, retain_ns ago or more), under its lock again: a process that took
+ * the VM over since keeps its folder.
+ */
+static void vm_remove_share(struct vw_publisher *p, struct pub_vm *vm)
+{
+	struct vw_pub_lock_holder h = { 0 };
+	int r;
+
+	if (p->share_fd < 0 || vm->share_writes == 0 || vm->live)
+		return;
+	if (p->lock_dir && (lock_dir_open(p) < 0 ||
+			    vw_pub_lock_take(&vm->lock, p->lock_fd, vm->uuid, p->epoch, -1, &h) < 0))
+		return; /* published elsewhere now, or no lock: the folder is kept */
+	r = vw_pub_share_remove(p->share_fd, vm->uuid);
+	if (r < 0)
+		vw_debug("publish: shared folder of %s, gone: not removed: %s", vm->uuid,
+			 strerror(-r));
+	vw_pub_lock_drop(&vm->lock);
+}
+
 /* Forget vanished VMs after retain_ns, and the first listed beyond PUB_MAX_RETAINED. */
 static void prune(struct vw_publisher *p)
 {
@@ -408,6 +498,7 @@ static void prune(struct vw_publisher *p)
 		if (expired) {
 			p->evictions += !timely;
 			gone--;
+			vm_remove_share(p, vm);
 			vm_free(p, vm);
 		} else {
 			p->vms[j++] = vm;
@@ -525,7 +616,10 @@ static void share_frame(struct vw_publisher *p, struct pub_vm *vm, const struct 
  * the new one, so stop, and take it again (or be refused) on the next tick. */
 static bool lock_lost(struct vw_publisher *p, struct pub_vm *vm)
 {
-	if (!p->lock_dir || vw_pub_lock_still_ours(&vm->lock, p->lock_fd, vm->uuid))
+	if (!p->lock_dir || (p->lock_wd >= 0 && !p->watch_dirty))
+		return false;
+	p->identity_checks++;
+	if (vw_pub_lock_still_ours(&vm->lock, p->lock_fd, vm->uuid))
 		return false;
 	vw_warn("passthrough: VM %s: its lock file %s/%s.lock was removed or replaced; not "
 		"publishing it until the lock is ours again (never delete a running instance's "
@@ -585,7 +679,10 @@ static void publish_vm(struct vw_publisher *p, struct pub_vm *vm, uint64_t now_n
 		return;
 	}
 	if (vm->chan.path[0]) {
-		vw_pub_chan_check_identity(&vm->chan, p->epfd, now_ns);
+		if (vm->chan.wd < 0 || p->watch_dirty) {
+			p->identity_checks += vm->chan.fd >= 0 && !vm->chan.connecting;
+			vw_pub_chan_check_identity(&vm->chan, p->epfd, now_ns);
+		}
 		vw_pub_chan_poll(&vm->chan, p->epfd, now_ns);
 		offer_with_model(p, vm, buf, len, now_ns);
 	}
@@ -644,9 +741,11 @@ int vw_publisher_tick(struct vw_publisher *p, uint64_t now_ns, bool *ret_publish
 	if (!due)
 		return r;
 	p->seq++;
+	watch_drain(p);
 	for (size_t i = 0; i < p->n_vms; i++)
 		if (p->vms[i]->listed && p->vms[i]->live)
 			publish_vm(p, p->vms[i], now_ns);
+	p->watch_dirty = p->ifd < 0;
 	p->next_due_ns = now_ns + next_interval(p);
 	p->started = true;
 	if (ret_published)
@@ -762,7 +861,8 @@ void vw_publisher_each_vm(const struct vw_publisher *p,
 
 void vw_publisher_stats(const struct vw_publisher *p, struct vw_publish_stats *ret)
 {
-	*ret = (struct vw_publish_stats){ .lock_refused = p->lock_refused };
+	*ret = (struct vw_publish_stats){ .lock_refused = p->lock_refused,
+					  .identity_checks = p->identity_checks };
 	for (size_t i = 0; i < p->n_vms; i++) {
 		const struct pub_vm *vm = p->vms[i];
 

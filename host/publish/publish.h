@@ -73,6 +73,7 @@ struct vw_publish_vm_stats {
 	uint64_t sent;           /* frames written completely */
 	uint64_t replaced;       /* unsent frames replaced by a newer one */
 	uint64_t connects, disconnects, connect_errors, send_errors;
+	uint64_t sends_refused; /* send() calls a full socket refused (EAGAIN) */
 	uint64_t rx_bytes;       /* bytes the guest sent (read and dropped) */
 	uint64_t rx_bad;         /* guest lines that were not a valid hello/ack */
 	uint64_t hellos;         /* valid hello/ack lines */
@@ -95,6 +96,7 @@ struct vw_publish_stats {
 	uint64_t lock_refused;      /* lock attempts another process's lock refused, all VMs */
 	size_t vms_held_elsewhere;  /* listed VMs not published: another process holds their lock */
 	size_t vms_lock_failed;     /* listed VMs not published: their lock could not be taken */
+	uint64_t identity_checks;   /* lock files' and sockets' identities checked (stat), all VMs */
 };
 
 struct vw_publisher;

@@ -33,9 +33,10 @@ uint64_t vw_pub_unix_ns(void)
 	return (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
-int vw_pub_chan_init(struct vw_pub_chan *c)
+int vw_pub_chan_init(struct vw_pub_chan *c, int ifd)
 {
-	*c = (struct vw_pub_chan){ .fd = -1, .backoff_ns = CHAN_BACKOFF_MIN_NS };
+	*c = (struct vw_pub_chan){ .fd = -1, .backoff_ns = CHAN_BACKOFF_MIN_NS, .ifd = ifd,
+				   .wd = -1 };
 	c->rx = vw_framer_new(VW_PROTO_MAX_HELLO);
 	return c->rx ? 0 : -ENOMEM;
 }
@@ -43,7 +44,7 @@ int vw_pub_chan_init(struct vw_pub_chan *c)
 static int buf_set(struct vw_pub_buf *b, const char *data, size_t len)
 {
 	if (len > b->cap) {
-		size_t cap = (len + 1023) & ~(size_t)1023;
+		size_t cap = (len + 255) & ~(size_t)255; /* a frame of one zone: 256 B */
 		char *n = realloc(b->data, cap);
 
 		if (!n)
@@ -83,7 +84,7 @@ static void disconnect(struct vw_pub_chan *c, int epfd, uint64_t now_ns, bool fa
 		c->fd = -1;
 		c->st.disconnects++;
 	}
-	c->connecting = c->resync = c->st.connected = false;
+	c->connecting = c->resync = c->blocked = c->st.connected = false;
 	c->events = 0;
 	/* A partial frame is abandoned: the next connection resyncs first. */
 	c->tx.len = c->tx.off = 0;
@@ -120,12 +121,25 @@ void vw_pub_chan_set_path(struct vw_pub_chan *c, int epfd, const char *path, uin
 	c->retry_ns = now_ns;
 }
 
-/* Write what the socket takes. 0 when drained or the socket is full, -errno when it broke. */
+/* A whole frame went out on this connection. */
+static void frame_sent(struct vw_pub_chan *c)
+{
+	c->st.sent++;
+	c->st.last_ok_unix_ns = vw_pub_unix_ns();
+	c->delivered = true;
+}
+
+/*
+ * Write what the socket takes. 0 when drained or the socket is full, -errno when it broke. The
+ * newest frame is written straight from next; only a frame the socket took part of is copied
+ * into tx, to be finished (a guest that reads holds no tx buffer).
+ */
 static int flush(struct vw_pub_chan *c)
 {
 	static const char resync = (char)VW_PROTO_RESYNC;
 
 	while (c->fd >= 0 && !c->connecting) {
+		bool direct = false;
 		const char *p;
 		size_t n;
 		ssize_t w;
@@ -133,35 +147,46 @@ static int flush(struct vw_pub_chan *c)
 		if (c->resync) {
 			p = &resync;
 			n = 1;
-		} else {
-			if (c->tx.off == c->tx.len) {
-				if (c->tx.len > 0) {
-					c->st.sent++;
-					c->st.last_ok_unix_ns = vw_pub_unix_ns();
-					c->delivered = true;
-					c->tx.len = c->tx.off = 0;
-				}
-				if (!c->next_unsent)
-					return 0;
-				if (buf_set(&c->tx, c->next.data, c->next.len) < 0)
-					return 0; /* retried on the next event or offer */
-				c->next_unsent = false;
-			}
+		} else if (c->tx.off < c->tx.len) {
 			p = c->tx.data + c->tx.off;
 			n = c->tx.len - c->tx.off;
+		} else {
+			if (c->tx.len > 0) {
+				frame_sent(c);
+				c->tx.len = c->tx.off = 0;
+			}
+			if (!c->next_unsent)
+				return 0;
+			direct = true;
+			p = c->next.data;
+			n = c->next.len;
 		}
 		w = send(c->fd, p, n, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
-			if (errno == EAGAIN || errno == EWOULDBLOCK)
+			if (errno == EAGAIN || errno == EWOULDBLOCK) {
+				c->blocked = true; /* until epoll says it takes more */
+				c->st.sends_refused++;
 				return 0;
+			}
 			return -errno;
 		}
-		if (c->resync)
+		if (c->resync) {
 			c->resync = false;
-		else
+		} else if (!direct) {
 			c->tx.off += (size_t)w;
+		} else {
+			c->next_unsent = false;
+			if ((size_t)w == n) {
+				frame_sent(c);
+				continue;
+			}
+			/* Begun: finished from tx on this connection, whatever comes next. */
+			if (buf_set(&c->tx, c->next.data, c->next.len) < 0)
+				return -ENOMEM; /* a partial line: the connection goes, 0xFF on the next */
+			c->tx.off = (size_t)w;
+		}
 	}
 	return 0;
 }
@@ -206,6 +231,10 @@ int vw_pub_chan_offer(struct vw_pub_chan *c, int epfd, const char *frame, size_t
 	}
 	c->next_unsent = true;
 	c->st.published++;
+	if (c->blocked) { /* full: no send() to be refused again; EPOLLOUT sends it */
+		set_events(c, epfd);
+		return 0;
+	}
 	flush_or_drop(c, epfd, now_ns);
 	return 0;
 }
@@ -269,11 +298,40 @@ void vw_pub_chan_event(struct vw_pub_chan *c, int epfd, uint32_t events, uint64_
 		}
 		connected(c);
 	}
+	if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
+		c->blocked = false;
 	if ((events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP | EPOLLERR)) && !drain_rx(c)) {
 		disconnect(c, epfd, now_ns, false);
 		return;
 	}
 	flush_or_drop(c, epfd, now_ns);
+}
+
+/* Watch the socket's directory before its identity is taken: whatever replaces or removes the
+ * socket after that is an event. Without a watch (none possible), identity is checked each round. */
+static void watch_dir(struct vw_pub_chan *c)
+{
+	const char *slash = strrchr(c->path, '/');
+	char dir[sizeof(c->path)];
+
+	c->wd = -1;
+	if (c->ifd < 0)
+		return;
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == c->path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - c->path), c->path);
+	c->wd = inotify_add_watch(c->ifd, dir, VW_PUB_WATCH_MASK);
+	if (c->wd < 0)
+		c->wd = -1;
+}
+
+void vw_pub_chan_unwatched(struct vw_pub_chan *c, int wd)
+{
+	if (c->wd == wd)
+		c->wd = -1;
 }
 
 static int try_connect(struct vw_pub_chan *c, int epfd)
@@ -287,6 +345,7 @@ static int try_connect(struct vw_pub_chan *c, int epfd)
 	if (strlen(c->path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	memcpy(sa.sun_path, c->path, strlen(c->path));
+	watch_dir(c);
 	if (stat(c->path, &st) < 0)
 		return -errno;
 	if (!S_ISSOCK(st.st_mode))

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/inotify.h>
 #include <sys/types.h>
 
 #include "log.h"
@@ -34,9 +35,12 @@ struct vw_pub_chan {
 	bool resync;             /* the 0xFF byte is still to be written on this connection */
 	bool next_unsent;        /* next holds a frame not yet written on this connection */
 	bool delivered;          /* a whole frame went out on this connection */
+	bool blocked;            /* the last send() found the socket full: wait for EPOLLOUT */
 	uint32_t events;         /* registered epoll events */
 	dev_t dev;
 	ino_t ino;               /* the socket file we connected to */
+	int ifd;                 /* the publisher's inotify fd, or -1 */
+	int wd;                  /* its watch of the socket's directory: -1 none (stat each round) */
 	struct vw_pub_buf tx;    /* the frame being written */
 	struct vw_pub_buf next;  /* the newest frame (kept to resend after a reconnect) */
 	uint64_t retry_ns, backoff_ns;
@@ -48,7 +52,12 @@ struct vw_pub_chan {
 /* CLOCK_REALTIME in ns: when a frame last reached a guest, for the delivery metrics. */
 uint64_t vw_pub_unix_ns(void);
 
-int vw_pub_chan_init(struct vw_pub_chan *c);
+/* ifd: an inotify fd watching each socket's directory from before its connect (then the
+ * socket's identity is checked only in rounds after an event), or -1. */
+int vw_pub_chan_init(struct vw_pub_chan *c, int ifd);
+/* The watch wd was dropped (its directory went): this connection's identity is checked each
+ * round until its next connect watches again. */
+void vw_pub_chan_unwatched(struct vw_pub_chan *c, int wd);
 /* Close the socket and free buffers. */
 void vw_pub_chan_done(struct vw_pub_chan *c, int epfd);
 /* A new path (or "" for none): disconnect and retry at once. */
@@ -62,6 +71,10 @@ int vw_pub_chan_offer(struct vw_pub_chan *c, int epfd, const char *frame, size_t
 void vw_pub_chan_event(struct vw_pub_chan *c, int epfd, uint32_t events, uint64_t now_ns);
 /* Connect when disconnected and the retry time has come. */
 void vw_pub_chan_poll(struct vw_pub_chan *c, int epfd, uint64_t now_ns);
+/* The directory events that may replace or remove a socket or lock file. */
+#define VW_PUB_WATCH_MASK                                                                     \
+	(IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF |  \
+	 IN_ONLYDIR)
 /* The socket file was replaced or removed (the VM restarted): reconnect. */
 void vw_pub_chan_check_identity(struct vw_pub_chan *c, int epfd, uint64_t now_ns);
 /* When poll() has work to do, UINT64_MAX for never. */
@@ -84,6 +97,7 @@ struct vw_pub_share {
 	bool primed[VW_PUB_RAPL__COUNT];        /* offset read back (once per process) */
 	bool written[VW_PUB_RAPL__COUNT];       /* energy_uj holds last_uj (since the zone opened) */
 	bool no_fsync; /* the folder is on tmpfs or ramfs, where fsync() does nothing */
+	long pid;      /* this process's, for the temps' names (NAME.tmp.PID), asked once */
 	struct vw_complaint complaint;
 };
 
@@ -100,6 +114,15 @@ void vw_pub_share_done(struct vw_pub_share *s);
 int vw_pub_share_write(struct vw_pub_share *s, int root_fd, const char *uuid, const char *frame,
 		       size_t len, const bool have[VW_PUB_RAPL__COUNT],
 		       const uint64_t energy_uj[VW_PUB_RAPL__COUNT], uint64_t max_range_uj);
+
+/*
+ * A VM gone for good: remove its folder, <root_fd>/<uuid>, and what this writer made in it
+ * (frame.json, model.json, the zones' files and directories, leftover temps), through directory
+ * fds opened O_NOFOLLOW: a link planted anywhere in it is never followed (a link in place of a
+ * directory is left, with the folder around it). What another hand put there is left too, and
+ * the folder with it. 0 (also when nothing was there), -errno.
+ */
+int vw_pub_share_remove(int root_fd, const char *uuid);
 
 /* The VM's model frame line as model.json in its folder (after a first frame made the folder). */
 int vw_pub_share_write_model(struct vw_pub_share *s, const char *line, size_t len);

@@ -16,6 +16,7 @@
  * max_energy_range_uj like RAPL: the value is the unwrapped count modulo the range, so the
  * usual reader formula (max - prev) + cur is exact.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -27,6 +28,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "macro.h"
 #include "proto.h"
 #include "publish_priv.h"
 
@@ -39,7 +41,7 @@ static const struct {
 
 void vw_pub_share_init(struct vw_pub_share *s)
 {
-	*s = (struct vw_pub_share){ .dirfd = -1 };
+	*s = (struct vw_pub_share){ .dirfd = -1, .pid = (long)getpid() };
 	for (size_t z = 0; z < VW_PUB_RAPL__COUNT; z++)
 		s->zone_fd[z] = -1;
 }
@@ -74,7 +76,7 @@ static int open_subdir(int dirfd, const char *name)
 static int write_file(const struct vw_pub_share *s, int dirfd, const char *rel, const void *data,
 		      size_t len)
 {
-	return vw_write_file_replace_at(dirfd, rel, data, len, 0644, !s->no_fsync);
+	return vw_write_file_replace_pid_at(dirfd, rel, data, len, 0644, !s->no_fsync, s->pid);
 }
 
 static int write_text(const struct vw_pub_share *s, int dirfd, const char *rel, const char *text)
@@ -182,4 +184,81 @@ int vw_pub_share_write_model(struct vw_pub_share *s, const char *line, size_t le
 	if (s->dirfd < 0)
 		return -EAGAIN; /* the folder comes with the first frame */
 	return write_file(s, s->dirfd, "model.json", line, len);
+}
+
+/* ---- removal ---- */
+
+/* The files this writer makes in a folder of the share (and their temps, NAME.tmp.PID). */
+static const char *const made_files[] = { "frame.json", "model.json", "name",
+					  "max_energy_range_uj", "energy_uj" };
+
+static bool made_name(const char *name)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(made_files); i++) {
+		size_t n = strlen(made_files[i]);
+
+		if (strncmp(name, made_files[i], n) != 0)
+			continue;
+		if (!name[n])
+			return true;
+		if (strncmp(name + n, ".tmp.", 5) == 0 && name[n + 5] &&
+		    strspn(name + n + 5, "0123456789") == strlen(name + n + 5))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Unlink what this writer makes in the directory fd refers to (never a directory, never
+ * following anything: unlinkat removes a planted link itself, not its target). 0 when none of
+ * ours is left.
+ */
+static int remove_made(int fd)
+{
+	_cleanup_close_ int dup_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	struct dirent *de;
+	DIR *d;
+	int r = 0;
+
+	if (dup_fd < 0)
+		return -errno;
+	d = fdopendir(dup_fd);
+	if (!d)
+		return -errno;
+	dup_fd = -1; /* d owns it */
+	while ((de = readdir(d)))
+		if (made_name(de->d_name) && unlinkat(fd, de->d_name, 0) < 0 && errno != ENOENT)
+			r = -errno;
+	closedir(d);
+	return r;
+}
+
+int vw_pub_share_remove(int root_fd, const char *uuid)
+{
+	_cleanup_close_ int dirfd = -1;
+	int r;
+
+	if (!vw_proto_uuid_valid(uuid))
+		return -EINVAL;
+	dirfd = openat(root_fd, uuid, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dirfd < 0)
+		return errno == ENOENT ? 0 : -errno; /* a link in its place: not ours, kept */
+	for (size_t z = 0; z < VW_PUB_RAPL__COUNT; z++) {
+		_cleanup_close_ int zfd = openat(dirfd, rapl_zones[z].dir,
+						 O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+		if (zfd < 0)
+			continue; /* absent, or a link (then the folder stays: not ours) */
+		r = remove_made(zfd);
+		if (r < 0)
+			return r;
+		if (unlinkat(dirfd, rapl_zones[z].dir, AT_REMOVEDIR) < 0 && errno != ENOENT)
+			return -errno; /* something else in it: kept */
+	}
+	r = remove_made(dirfd);
+	if (r < 0)
+		return r;
+	if (unlinkat(root_fd, uuid, AT_REMOVEDIR) < 0 && errno != ENOENT)
+		return -errno;
+	return 0;
 }

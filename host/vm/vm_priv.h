@@ -114,10 +114,30 @@ struct vw_qemu_start_entry {
 	int r; /* what vw_qemu_read_start_time returned */
 	uint64_t start;
 };
+/*
+ * A QEMU known alive by a pidfd (Linux 5.3): its start time, read once after the pidfd was
+ * opened, holds while the pidfd does not report the process's exit, so a round does not read
+ * <pid>/stat again (three system calls a QEMU a round; one epoll_wait a round for them all).
+ */
+struct vw_qemu_watch {
+	uint32_t pid;
+	int pidfd;
+	bool asked; /* looked up in the round that ended: kept */
+	uint64_t start;
+};
 struct vw_qemu_starts {
 	struct vw_qemu_start_entry *e;
 	size_t n, cap, next; /* next: where the following lookup starts (sources ask in order) */
 	uint64_t reads;      /* <pid>/stat read through it, for the tests */
+	/* The watched QEMUs: only where procfd is this process's own procfs (its "self" names this
+	 * process: the PIDs are ours to pidfd_open) and pidfds work. */
+	struct vw_qemu_watch *w;
+	size_t n_w, cap_w;
+	int watch;     /* 0: not known yet, 1: watching, -1: not (another procfs, no pidfd) */
+	int epfd;      /* the pidfds, when watch == 1 */
+	int max_fd;    /* pidfds numbered from this on are not kept (half the open-file limit) */
+	bool polled;   /* their exits taken in this round */
+	uint64_t exits; /* watched QEMUs seen exit, for the tests */
 };
 /* vw_qemu_read_start_time, answered from starts when this round read it already (starts NULL:
  * read). */

@@ -16,6 +16,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "fileio.h"
 #include "log.h"
@@ -80,9 +84,107 @@ int vw_qemu_read_start_time(int procfd, uint32_t pid, uint64_t *ret)
 	return vw_procfs_parse_pid_stat(buf, comm, &ticks, ret);
 }
 
+/* Is procfd this process's own procfs (its "self" names our PID) and do pidfds work? */
+static int watch_init(struct vw_qemu_starts *starts, int procfd)
+{
+	char link[32], want[32];
+	struct rlimit rl;
+	ssize_t n;
+
+	starts->watch = -1;
+	n = readlinkat(procfd, "self", link, sizeof(link) - 1);
+	if (n <= 0)
+		return -1; /* a fixture's tree, or no procfs: read <pid>/stat each round */
+	link[n] = '\0';
+	snprintf(want, sizeof(want), "%ld", (long)getpid());
+	if (strcmp(link, want) != 0)
+		return -1; /* another PID namespace's procfs: its PIDs are not ours to open */
+	starts->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (starts->epfd < 0)
+		return -1;
+	/* The pidfds take at most the upper half of the open-file limit's numbers: the channels,
+	 * folders and locks of many VMs come first (a QEMU not watched is read each round). */
+	starts->max_fd = getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY
+				 ? (int)VW_MIN(rl.rlim_cur / 2, (rlim_t)INT32_MAX)
+				 : INT32_MAX;
+	starts->watch = 1;
+	return 1;
+}
+
+static void watch_drop(struct vw_qemu_starts *starts, size_t i)
+{
+	close(starts->w[i].pidfd); /* (out of the epoll set with it) */
+	starts->w[i] = starts->w[--starts->n_w];
+}
+
+/* Once a round: forget the watched QEMUs that exited (their PIDs are read afresh). */
+static void watch_poll(struct vw_qemu_starts *starts)
+{
+	struct epoll_event ev[64];
+	int n;
+
+	starts->polled = true;
+	if (!starts->n_w)
+		return;
+	do {
+		n = epoll_wait(starts->epfd, ev, (int)ARRAY_SIZE(ev), 0);
+		for (int k = 0; k < n; k++)
+			for (size_t i = 0; i < starts->n_w; i++)
+				if (starts->w[i].pid == ev[k].data.u32) {
+					watch_drop(starts, i);
+					starts->exits++;
+					break;
+				}
+	} while (n == (int)ARRAY_SIZE(ev));
+}
+
+static const struct vw_qemu_watch *watch_find(struct vw_qemu_starts *starts, uint32_t pid)
+{
+	for (size_t i = 0; i < starts->n_w; i++)
+		if (starts->w[i].pid == pid) {
+			starts->w[i].asked = true;
+			return &starts->w[i];
+		}
+	return NULL;
+}
+
+/* pid's start time read from <pid>/stat, its pidfd opened first: the pidfd is of the process
+ * read, or of one that exited before the read (then it reports the exit next round). */
+static int watch_read(struct vw_qemu_starts *starts, int procfd, uint32_t pid, uint64_t *ret)
+{
+	int fd = (int)syscall(SYS_pidfd_open, (pid_t)pid, 0);
+	struct epoll_event e = { .events = EPOLLIN, .data.u32 = pid };
+	int r;
+
+	if (fd < 0 && errno == ENOSYS) { /* no pidfd_open (Linux < 5.3): never again */
+		starts->watch = -1;
+		close(starts->epfd);
+		starts->epfd = -1;
+	}
+	if (fd >= starts->max_fd) { /* fds are getting scarce: read it each round instead */
+		close(fd);
+		fd = -1;
+	}
+	r = vw_qemu_read_start_time(procfd, pid, ret);
+	starts->reads++;
+	if (fd < 0)
+		return r;
+	if (r < 0 || vw_array_grow((void **)&starts->w, sizeof(*starts->w), starts->n_w,
+				   &starts->cap_w) < 0 ||
+	    epoll_ctl(starts->epfd, EPOLL_CTL_ADD, fd, &e) < 0) {
+		close(fd);
+		return r;
+	}
+	starts->w[starts->n_w++] = (struct vw_qemu_watch){
+		.pid = pid, .pidfd = fd, .asked = true, .start = *ret,
+	};
+	return r;
+}
+
 int vw_qemu_start_time(struct vw_qemu_starts *starts, int procfd, uint32_t pid, uint64_t *ret)
 {
 	struct vw_qemu_start_entry *e;
+	const struct vw_qemu_watch *w;
 	uint64_t start = 0;
 	int r;
 
@@ -100,8 +202,19 @@ int vw_qemu_start_time(struct vw_qemu_starts *starts, int procfd, uint32_t pid, 
 		if (++i == starts->n)
 			i = 0;
 	}
-	r = vw_qemu_read_start_time(procfd, pid, &start);
-	starts->reads++;
+	if (starts->watch == 0)
+		watch_init(starts, procfd);
+	if (starts->watch > 0 && !starts->polled)
+		watch_poll(starts);
+	if (starts->watch > 0 && (w = watch_find(starts, pid))) {
+		r = 0;
+		start = w->start;
+	} else if (starts->watch > 0) {
+		r = watch_read(starts, procfd, pid, &start);
+	} else {
+		r = vw_qemu_read_start_time(procfd, pid, &start);
+		starts->reads++;
+	}
 	if (r == 0)
 		*ret = start;
 	if (vw_array_grow((void **)&starts->e, sizeof(*starts->e), starts->n, &starts->cap) < 0)
@@ -112,17 +225,33 @@ int vw_qemu_start_time(struct vw_qemu_starts *starts, int procfd, uint32_t pid, 
 	return r;
 }
 
+/* A new round: its lookups poll the watched QEMUs' exits again; those nobody asked about in the
+ * round that ended are no longer watched. */
 void vw_qemu_starts_clear(struct vw_qemu_starts *starts)
 {
-	if (starts)
-		starts->n = starts->next = 0;
+	if (!starts)
+		return;
+	starts->n = starts->next = 0;
+	starts->polled = false;
+	for (size_t i = 0; i < starts->n_w;) {
+		if (!starts->w[i].asked) {
+			watch_drop(starts, i);
+			continue;
+		}
+		starts->w[i++].asked = false;
+	}
 }
 
 void vw_qemu_starts_free(struct vw_qemu_starts *starts)
 {
 	if (!starts)
 		return;
+	while (starts->n_w)
+		watch_drop(starts, 0);
+	if (starts->watch > 0)
+		close(starts->epfd);
 	free(starts->e);
+	free(starts->w);
 	*starts = (struct vw_qemu_starts){ 0 };
 }
 

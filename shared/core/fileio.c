@@ -338,10 +338,16 @@ static int write_all(int fd, const void *data, size_t len)
 int vw_write_file_replace_at(int dirfd, const char *rel, const void *data, size_t len, int mode,
 			     bool sync)
 {
+	return vw_write_file_replace_pid_at(dirfd, rel, data, len, mode, sync, (long)getpid());
+}
+
+int vw_write_file_replace_pid_at(int dirfd, const char *rel, const void *data, size_t len,
+				 int mode, bool sync, long pid)
+{
 	char tmp[4096];
 	int fd, r;
 
-	r = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", rel, (long)getpid());
+	r = snprintf(tmp, sizeof(tmp), "%s.tmp.%ld", rel, pid);
 	if (r < 0 || (size_t)r >= sizeof(tmp))
 		return -ENAMETOOLONG;
 	/* A temp left over (or a symlink in its place) is removed only when O_EXCL refuses it. */
