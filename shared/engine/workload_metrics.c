@@ -312,11 +312,18 @@ static const char *zone(int z)
 	return vw_zone_name((enum vw_zone)z);
 }
 
-/* The processes shown, and each one's labels pid to vm_id escaped once a render: the same
- * in its three families and every zone (escaping them each time was a third of a render). */
+/* The processes shown, and each one's labels pid to vm_id found and escaped once a render:
+ * the same in its four families and every zone (escaping them each time was a third of a
+ * render, finding them again a twentieth of what was left). */
+struct proc_shown {
+	struct vw_prom_piece piece; /* piece.labels NULL: not made yet, or too long for one */
+	bool found;                 /* v and pid hold its labels */
+	char pid[16];
+	const char *v[7];           /* pid (in pid), comm, exe, type, state, container_id, vm_id */
+};
 struct proc_items {
 	const size_t *order;
-	struct vw_prom_piece *pieces; /* NULL: none (no memory) */
+	struct proc_shown *shown; /* NULL: none (no memory) */
 };
 #define PROC_PIECE_LABELS 7 /* pid, comm, exe, type, state, container_id, vm_id */
 #define PROC_PIECES_MAX 512 /* processes shown beyond which they are not kept (1 KiB each) */
@@ -327,14 +334,24 @@ static const struct acc *proc_item(const struct vw_workloads *w, const void *ctx
 {
 	const struct proc_items *it = ctx;
 	struct wl_proc *p = &w->procs[it->order[i]];
+	struct proc_shown *s = it->shown ? &it->shown[i] : NULL;
 
-	vw_wl_proc_labels(w, p, node, zone(z), l);
-	if (it->pieces) {
-		struct vw_prom_piece *pc = &it->pieces[i];
-
-		if (pc->labels || vw_prom_piece_set(pc, l_proc, PROC_PIECE_LABELS, l->v))
-			l->piece = pc;
+	if (s && s->found) { /* the same values, zone and node_name apart */
+		memcpy(l->v, s->v, sizeof(s->v));
+		l->v[7] = zone(z);
+		l->v[8] = node;
+		l->v[9] = NULL;
+	} else {
+		vw_wl_proc_labels(w, p, node, zone(z), l);
 	}
+	if (s && !s->found) {
+		memcpy(s->pid, l->pid, sizeof(s->pid));
+		memcpy(s->v, l->v, sizeof(s->v));
+		s->v[0] = s->pid;
+		s->found = true;
+	}
+	if (s && (s->piece.labels || vw_prom_piece_set(&s->piece, l_proc, PROC_PIECE_LABELS, l->v)))
+		l->piece = &s->piece;
 	return vw_wl_proc_acc(w, p, z);
 }
 
@@ -344,20 +361,22 @@ static int render_processes(const struct vw_workloads *w, struct vw_prom_writer 
 	size_t room = w->o.process_top_n ? VW_MIN(w->n_procs, (size_t)w->o.process_top_n)
 					 : w->n_procs;
 	_cleanup_free_ size_t *order = malloc((room + 1) * sizeof(size_t));
-	_cleanup_free_ struct vw_prom_piece *pieces = NULL;
+	_cleanup_free_ struct proc_shown *shown = NULL;
 	size_t n = 0;
 	/* (the ranking with proc_energy() inlined: a call a process was a third of it) */
 	int r = order ? top_procs(w, proc_energy, false, order, &n) : -ENOMEM;
 
 	if (r == 0 && n && n <= PROC_PIECES_MAX) {
-		pieces = malloc(n * sizeof(*pieces)); /* none: every label escaped each sample */
-		for (size_t k = 0; pieces && k < n; k++)
-			pieces[k].labels = NULL;
+		shown = malloc(n * sizeof(*shown)); /* none: every label found and escaped each sample */
+		for (size_t k = 0; shown && k < n; k++) {
+			shown[k].piece.labels = NULL;
+			shown[k].found = false;
+		}
 	}
 	if (r == 0)
 		r = vw_wl_render_level(w, pw, node, &vw_workload_families[F_PROC_J],
 				       VW_WL_IDLE_J + 1, true, n, proc_item,
-				       &(struct proc_items){ .order = order, .pieces = pieces });
+				       &(struct proc_items){ .order = order, .shown = shown });
 	if (r == 0)
 		r = vw_prom_family(pw, &vw_workload_families[F_PROC_SEC]);
 	for (size_t k = 0; r == 0 && k < n; k++) {
@@ -365,7 +384,10 @@ static int render_processes(const struct vw_workloads *w, struct vw_prom_writer 
 		struct wl_labels l;
 		const char *v[8];
 
-		vw_wl_proc_labels(w, p, node, "", &l);
+		if (shown && shown[k].found) /* found for its energy families */
+			memcpy(l.v, shown[k].v, sizeof(shown[k].v));
+		else
+			vw_wl_proc_labels(w, p, node, "", &l);
 		/* pid, comm, exe, type, container_id, vm_id, node_name */
 		v[0] = l.v[0], v[1] = l.v[1], v[2] = l.v[2], v[3] = l.v[3];
 		v[4] = l.v[5], v[5] = l.v[6], v[6] = node, v[7] = NULL;
