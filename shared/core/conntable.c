@@ -169,6 +169,17 @@ uint64_t vw_conntable_next_deadline(struct vw_conntable *t, uint64_t deadline_ns
 									: first + deadline_ns;
 }
 
+bool vw_conntable_open(struct vw_conntable *t, int fd)
+{
+	bool open = false;
+
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < t->cap && !open; i++)
+		open = t->c[i].used && !t->c[i].evicted && t->c[i].fd == fd;
+	pthread_mutex_unlock(&t->lock);
+	return open;
+}
+
 unsigned vw_conntable_count(struct vw_conntable *t)
 {
 	unsigned n = 0;

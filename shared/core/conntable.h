@@ -55,5 +55,7 @@ unsigned vw_conntable_expire(struct vw_conntable *t, uint64_t now_ns, uint64_t d
 /* When the nearest head deadline comes (the earliest head start of a connection still in its
  * head, plus deadline_ns); UINT64_MAX when no connection is in its head. */
 uint64_t vw_conntable_next_deadline(struct vw_conntable *t, uint64_t deadline_ns);
+/* Whether fd is a connection recorded and not marked for closing. */
+bool vw_conntable_open(struct vw_conntable *t, int fd);
 /* Connections recorded (tests, logs). */
 unsigned vw_conntable_count(struct vw_conntable *t);

@@ -1142,8 +1142,8 @@ static bool watch_stopping(struct vw_http *h)
  * new connection wakes it), a kept-alive connection whose peer closed when the close shows,
  * the web config (if any) every reload_poll_ms. It slept HOUSEKEEPING_MS at a time, four
  * wake-ups a second with a scraper connected; now, with a scraper that keeps its connection,
- * about one a header timeout. A close seen while its connection was not yet waiting for its
- * next request (a client that half-closes after its request) is looked for every
+ * about one a header timeout. A close seen while its connection stays open (not yet waiting
+ * for its next request: a client that half-closes after its request) is looked for every
  * HOUSEKEEPING_MS for a header timeout, as it always was.
  */
 static void *watch_main(void *arg)
@@ -1166,18 +1166,19 @@ static void *watch_main(void *arg)
 		if (due != UINT64_MAX)
 			timeout_ms = due <= now ? 0 : (int)VW_MIN((due - now + 999999) / 1000000, 60000);
 		n = epoll_wait(h->watch_ep, ev, ARRAY_SIZE(ev), timeout_ms);
+		if (watch_stopping(h))
+			break;
+		now = vw_now_ns();
+		vw_conntable_expire(h->conns, now, head_ns, conn_shutdown, conn_peer_gone);
 		for (int i = 0; i < n; i++) {
 			eventfd_t v;
 
 			if (ev[i].data.fd == h->watch_efd)
 				(void)eventfd_read(h->watch_efd, &v);
-			else
-				ticking_until = vw_now_ns() + head_ns + tick_ns;
+			else if (vw_conntable_open(h->conns, ev[i].data.fd))
+				/* its peer closed, and it is still open: mid-request */
+				ticking_until = now + head_ns + tick_ns;
 		}
-		if (watch_stopping(h))
-			break;
-		now = vw_now_ns();
-		vw_conntable_expire(h->conns, now, head_ns, conn_shutdown, conn_peer_gone);
 		if (h->web_config_file && now >= next_poll) {
 			webconfig_poll(h);
 			next_poll = now + (uint64_t)h->reload_poll_ms * 1000000ULL;
