@@ -47,7 +47,7 @@ struct vw_prom_writer {
 	/* Names of the families started so far, for -EEXIST, and a hash of them (indices + 1 in
 	 * names, 0: empty; a power of two, at least twice nnames): a linear search per family
 	 * was a fifth of starting one. Each name is an offset into one buffer of them all,
-	 * NUL-terminated (a strdup and a free a family were a tenth of starting one). */
+	 * NUL-terminated (a strdup and a free a family were 7 % of starting one). */
 	size_t *names;
 	size_t nnames;
 	size_t names_cap;
@@ -662,7 +662,7 @@ void vw_prom_writer_free(struct vw_prom_writer *w)
 }
 
 /* "# KEYWORD name[suffix-less] rest\n" (keyword: 4 letters), one room check for the line: the
- * same bytes and the same error as its seven appends, which were a sixth of starting a family. */
+ * same bytes and the same error as its seven appends, an eighth of starting a family. */
 static void put_meta(struct vw_prom_writer *w, const char *keyword, const char *name,
 		     size_t nlen, const char *rest, size_t rlen)
 {
