@@ -1291,6 +1291,51 @@ static void test_concurrent_scrapes(void **state)
 	server_stop(&s);
 }
 
+static bool peer_never_gone(int fd)
+{
+	(void)fd;
+	return false;
+}
+
+/*
+ * The housekeeping thread's wake time: the earliest head start of the connections still in
+ * their head plus the deadline (none: never), and which sockets are still open connections.
+ */
+static void test_conntable_deadlines(void **state)
+{
+	struct vw_conntable *t = vw_conntable_new(8, 8);
+	struct vw_conn *a, *b;
+	struct vw_src_key k;
+	bool full;
+
+	(void)state;
+	key_of("192.0.2.1", &k);
+	assert_int_equal(vw_conntable_next_deadline(t, 10), UINT64_MAX);
+	assert_true(vw_conntable_admit(t, &k, noop_close, &full));
+	a = vw_conntable_add(t, &k, 40, 100);
+	assert_true(vw_conntable_admit(t, &k, noop_close, &full));
+	b = vw_conntable_add(t, &k, 41, 50);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(vw_conntable_next_deadline(t, 10), 60);
+	assert_int_equal(vw_conntable_next_deadline(t, UINT64_MAX), UINT64_MAX);
+	vw_conn_head_done(t, b); /* its head came: its deadline no longer counts */
+	assert_int_equal(vw_conntable_next_deadline(t, 10), 110);
+	vw_conn_request_done(t, b, 200); /* answered: the next head's deadline from now */
+	assert_int_equal(vw_conntable_next_deadline(t, 10), 110);
+	assert_true(vw_conntable_open(t, 40) && vw_conntable_open(t, 41));
+	assert_false(vw_conntable_open(t, 42));
+	/* past a's deadline: marked for closing, no longer open, no longer the nearest */
+	assert_int_equal(vw_conntable_expire(t, 111, 10, noop_close, peer_never_gone), 1);
+	assert_false(vw_conntable_open(t, 40));
+	assert_int_equal(vw_conntable_next_deadline(t, 10), 210);
+	vw_conntable_remove(t, a);
+	vw_conntable_remove(t, b);
+	assert_false(vw_conntable_open(t, 41));
+	assert_int_equal(vw_conntable_next_deadline(t, 10), UINT64_MAX);
+	vw_conntable_free(t);
+}
+
 /* A request on a raw kept-alive connection, its answer read whole (the test body is short). */
 static int served_connection(uint16_t port)
 {
@@ -1438,6 +1483,7 @@ int main(void)
 		cmocka_unit_test(test_concurrent_scrapes),
 		cmocka_unit_test(test_housekeeping_sleeps),
 		cmocka_unit_test(test_peer_close_seen),
+		cmocka_unit_test(test_conntable_deadlines),
 	};
 	int r;
 
