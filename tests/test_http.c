@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <curl/curl.h>
+#include <dirent.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -1290,6 +1291,167 @@ static void test_concurrent_scrapes(void **state)
 	server_stop(&s);
 }
 
+static bool peer_never_gone(int fd)
+{
+	(void)fd;
+	return false;
+}
+
+/*
+ * The housekeeping thread's wake time: the earliest head start of the connections still in
+ * their head plus the deadline (none: never), and which sockets are still open connections.
+ */
+static void test_conntable_deadlines(void **state)
+{
+	struct vw_conntable *t = vw_conntable_new(8, 8);
+	struct vw_conn *a, *b;
+	struct vw_src_key k;
+	bool full;
+
+	(void)state;
+	key_of("192.0.2.1", &k);
+	assert_int_equal(vw_conntable_next_deadline(t, 10), UINT64_MAX);
+	assert_true(vw_conntable_admit(t, &k, noop_close, &full));
+	a = vw_conntable_add(t, &k, 40, 100);
+	assert_true(vw_conntable_admit(t, &k, noop_close, &full));
+	b = vw_conntable_add(t, &k, 41, 50);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_int_equal(vw_conntable_next_deadline(t, 10), 60);
+	assert_int_equal(vw_conntable_next_deadline(t, UINT64_MAX), UINT64_MAX);
+	vw_conn_head_done(t, b); /* its head came: its deadline no longer counts */
+	assert_int_equal(vw_conntable_next_deadline(t, 10), 110);
+	vw_conn_request_done(t, b, 200); /* answered: the next head's deadline from now */
+	assert_int_equal(vw_conntable_next_deadline(t, 10), 110);
+	assert_true(vw_conntable_open(t, 40) && vw_conntable_open(t, 41));
+	assert_false(vw_conntable_open(t, 42));
+	/* past a's deadline: marked for closing, no longer open, no longer the nearest */
+	assert_int_equal(vw_conntable_expire(t, 111, 10, noop_close, peer_never_gone), 1);
+	assert_false(vw_conntable_open(t, 40));
+	assert_int_equal(vw_conntable_next_deadline(t, 10), 210);
+	vw_conntable_remove(t, a);
+	vw_conntable_remove(t, b);
+	assert_false(vw_conntable_open(t, 41));
+	assert_int_equal(vw_conntable_next_deadline(t, 10), UINT64_MAX);
+	vw_conntable_free(t);
+}
+
+/* A request on a raw kept-alive connection, its answer read whole (the test body is short). */
+static int served_connection(uint16_t port)
+{
+	static const char req[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+	struct pollfd p;
+	char buf[4096];
+	size_t got = 0;
+	int fd = idle_connect(port);
+
+	assert_int_equal(send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(req) - 1);
+	p = (struct pollfd){.fd = fd, .events = POLLIN};
+	while (got < sizeof(buf) - 1 && !memmem(buf, got, "vw_up 1\n", 8) && poll(&p, 1, 5000) == 1) {
+		ssize_t n = read(fd, buf + got, sizeof(buf) - 1 - got);
+
+		assert_true(n > 0);
+		got += (size_t)n;
+	}
+	assert_non_null(memmem(buf, got, "vw_up 1\n", 8));
+	return fd;
+}
+
+/* Voluntary context switches of every thread but the caller's (the server's threads). */
+static long server_wakeups(void)
+{
+	char path[300], line[128];
+	long sum = 0;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *de;
+
+	assert_non_null(d);
+	while ((de = readdir(d))) {
+		FILE *f;
+
+		if (de->d_name[0] == '.' || atol(de->d_name) == (long)gettid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", de->d_name);
+		f = fopen(path, "r");
+		while (f && fgets(line, sizeof(line), f))
+			if (strncmp(line, "voluntary_ctxt_switches:", 24) == 0)
+				sum += atol(line + 24);
+		if (f)
+			fclose(f);
+	}
+	closedir(d);
+	return sum;
+}
+
+/*
+ * A scraper that keeps its connection between scrapes costs the server no wake-up: the
+ * housekeeping thread sleeps until the next head deadline (30 s here) instead of waking four
+ * times a second to look at every connection.
+ */
+static void test_housekeeping_sleeps(void **state)
+{
+	struct server s;
+	long w0, w1;
+	int fd;
+
+	(void)state;
+	server_start_published(&s, (struct vw_http_opts){.timeout_s = 30, .header_timeout_s = 30});
+	fd = served_connection(s.port);
+	usleep(200 * 1000);
+	w0 = server_wakeups();
+	usleep(2000 * 1000);
+	w1 = server_wakeups();
+	close(fd);
+	server_stop(&s);
+	if (w1 - w0 > 2)
+		fail_msg("the server's threads woke %ld times in 2 s with one idle connection",
+			 w1 - w0);
+}
+
+/*
+ * A kept-alive connection whose client closes its side is closed by the server at once, not
+ * after the header timeout (30 s here): the housekeeping thread sees the close (EPOLLRDHUP)
+ * and the peer gone; and one whose client half-closes right after its request is closed
+ * soon after its answer too.
+ */
+static void test_peer_close_seen(void **state)
+{
+	static const char req[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+	struct server s;
+	char buf[4096];
+	double t;
+	int fd;
+
+	(void)state;
+	server_start_published(&s, (struct vw_http_opts){.timeout_s = 30, .header_timeout_s = 30});
+	fd = served_connection(s.port);
+	usleep(300 * 1000); /* waiting for its next request */
+	assert_int_equal(shutdown(fd, SHUT_WR), 0);
+	t = seconds_until_closed(fd, 10);
+	close(fd);
+	if (t < 0 || t > 2)
+		fail_msg("a kept-alive connection whose client closed: closed after %.2f s", t);
+
+	fd = idle_connect(s.port);
+	assert_int_equal(send(fd, req, sizeof(req) - 1, MSG_NOSIGNAL), (ssize_t)sizeof(req) - 1);
+	assert_int_equal(shutdown(fd, SHUT_WR), 0);
+	{
+		struct timespec a, b;
+		struct pollfd p = {.fd = fd, .events = POLLIN};
+		ssize_t n = 1;
+
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		while (n > 0 && poll(&p, 1, 10000) == 1)
+			n = read(fd, buf, sizeof(buf));
+		clock_gettime(CLOCK_MONOTONIC, &b);
+		t = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) / 1e9;
+		if (n != 0 || t > 2)
+			fail_msg("a connection half-closed after its request: closed after %.2f s", t);
+	}
+	close(fd);
+	server_stop(&s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1319,6 +1481,9 @@ int main(void)
 		cmocka_unit_test(test_accepts_gzip),
 		cmocka_unit_test(test_gzip),
 		cmocka_unit_test(test_concurrent_scrapes),
+		cmocka_unit_test(test_housekeeping_sleeps),
+		cmocka_unit_test(test_peer_close_seen),
+		cmocka_unit_test(test_conntable_deadlines),
 	};
 	int r;
 

@@ -837,10 +837,13 @@ static int family_named(const char *name, enum vw_metric_type type, const char *
 
 static void test_name_rules(void **state)
 {
-	static const char *const bad_labels[][3] = {
+	static const char *const bad_labels[][4] = {
 		{"__name__", NULL}, {"_x", NULL}, {"a b", NULL}, {"1a", NULL}, {"a:b", NULL},
-		{"", NULL},	    {"zone", "zone", NULL},
+		{"", NULL},	    {"zone", "zone", NULL}, {"a", "bb", "a", NULL},
+		{"bb", "ab", "bb", NULL}, {"zone", "a", "b:c", NULL},
 	};
+	const char *many[42];
+	char many_names[41][8];
 	static const char *const bad_names[] = {"", "1abc", "a-b", "a:b", "_x", "__x", "a b",
 						"a\xc3\xa9"};
 
@@ -864,6 +867,50 @@ static void test_name_rules(void **state)
 	assert_int_equal(family_named("x", VW_METRIC_GAUGE, NULL, "a\rb"), -EINVAL);
 	assert_int_equal(family_named("x", VW_METRIC_GAUGE, NULL, "a\xff"), -EINVAL);
 	assert_int_equal(family_named("x", VW_METRIC_GAUGE, NULL, "two\nlines \xc3\xa9"), 0);
+	/* more labels than the writer keeps lengths of (32): each still checked */
+	for (size_t i = 0; i < 41; i++) {
+		snprintf(many_names[i], sizeof(many_names[i]), "l%zu", i);
+		many[i] = many_names[i];
+	}
+	many[41] = NULL;
+	assert_int_equal(family_named("x", VW_METRIC_GAUGE, many, "h"), 0);
+	many[40] = "l35"; /* a repeat past the 32nd */
+	assert_int_equal(family_named("x", VW_METRIC_GAUGE, many, "h"), -EINVAL);
+	many[40] = "l3"; /* of one of the first */
+	assert_int_equal(family_named("x", VW_METRIC_GAUGE, many, "h"), -EINVAL);
+	many[40] = "l:0";
+	assert_int_equal(family_named("x", VW_METRIC_GAUGE, many, "h"), -EINVAL);
+}
+
+/* Family names remembered past the writer's first buffer of them and its first hash: each
+ * one still refused a second time, the output whole. */
+static void test_many_families(void **state)
+{
+	enum { N = 600 };
+	static char names[N][48];
+	static struct vw_metric_family fams[N];
+	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	_cleanup_free_ char *out = NULL;
+	size_t len = 0, lines = 0;
+
+	(void)state;
+	for (int i = 0; i < N; i++) {
+		snprintf(names[i], sizeof(names[i]), "virtwatt_family_number_%d_watts", i);
+		fams[i] = (struct vw_metric_family){.name = names[i], .type = VW_METRIC_GAUGE,
+						    .help = "h", .labels = zone_labels};
+		assert_int_equal(vw_prom_family(w, &fams[i]), 0);
+		assert_int_equal(vw_prom_gauge(w, (const char *[]){"package", NULL}, i), 0);
+	}
+	for (int i = 0; i < N; i += 7)
+		assert_int_equal(vw_prom_family(w, &fams[i]), -EEXIST);
+	assert_int_equal(vw_prom_finish(w, &out, &len), 0);
+	for (size_t i = 0; i < len; i++)
+		lines += out[i] == '\n';
+	assert_int_equal(lines, 3 * N);
+	assert_non_null(strstr(out, "# HELP virtwatt_family_number_599_watts h\n"
+				    "# TYPE virtwatt_family_number_599_watts gauge\n"
+				    "virtwatt_family_number_599_watts{zone=\"package\"} 599\n"));
+	vw_prom_writer_free(w);
 }
 
 static void test_order_rules(void **state)
@@ -1077,6 +1124,7 @@ int main(void)
 		cmocka_unit_test(test_negotiate),
 		cmocka_unit_test(test_counter_filter),
 		cmocka_unit_test(test_expect),
+		cmocka_unit_test(test_many_families),
 	};
 
 	if (!setlocale(LC_CTYPE, "C.UTF-8")) {

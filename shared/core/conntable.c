@@ -153,6 +153,33 @@ unsigned vw_conntable_expire(struct vw_conntable *t, uint64_t now_ns, uint64_t d
 	return n;
 }
 
+uint64_t vw_conntable_next_deadline(struct vw_conntable *t, uint64_t deadline_ns)
+{
+	uint64_t first = UINT64_MAX;
+
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < t->cap; i++) {
+		const struct vw_conn *c = &t->c[i];
+
+		if (c->used && !c->head_done && !c->evicted)
+			first = VW_MIN(first, c->head_start_ns);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return first == UINT64_MAX || first > UINT64_MAX - deadline_ns ? UINT64_MAX
+									: first + deadline_ns;
+}
+
+bool vw_conntable_open(struct vw_conntable *t, int fd)
+{
+	bool open = false;
+
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < t->cap && !open; i++)
+		open = t->c[i].used && !t->c[i].evicted && t->c[i].fd == fd;
+	pthread_mutex_unlock(&t->lock);
+	return open;
+}
+
 unsigned vw_conntable_count(struct vw_conntable *t)
 {
 	unsigned n = 0;

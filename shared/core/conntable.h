@@ -52,5 +52,10 @@ void vw_conn_request_done(struct vw_conntable *t, struct vw_conn *c, uint64_t no
  */
 unsigned vw_conntable_expire(struct vw_conntable *t, uint64_t now_ns, uint64_t deadline_ns,
 			     void (*close_fn)(int fd), bool (*peer_gone)(int fd));
+/* When the nearest head deadline comes (the earliest head start of a connection still in its
+ * head, plus deadline_ns); UINT64_MAX when no connection is in its head. */
+uint64_t vw_conntable_next_deadline(struct vw_conntable *t, uint64_t deadline_ns);
+/* Whether fd is a connection recorded and not marked for closing. */
+bool vw_conntable_open(struct vw_conntable *t, int fd);
 /* Connections recorded (tests, logs). */
 unsigned vw_conntable_count(struct vw_conntable *t);

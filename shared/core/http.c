@@ -31,6 +31,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -64,7 +66,7 @@
 #define DEFAULT_PER_IP_CONNECTIONS 16
 #define DEFAULT_TIMEOUT_S 10
 #define DEFAULT_HEADER_TIMEOUT_S 10 /* the whole request head, from accept */
-#define HOUSEKEEPING_MS 250	    /* how often head deadlines are checked */
+#define HOUSEKEEPING_MS 250	    /* how often a closing connection is checked */
 #define FD_RESERVE 48 /* descriptors kept from connections: meters, /proc, BPF, logs, libraries */
 #define CONNECTION_MEMORY (32 * 1024) /* request headers and MHD's buffers, per connection */
 #define LISTEN_BACKLOG 64
@@ -250,7 +252,10 @@ struct vw_http {
 	pthread_t watcher;
 	bool watching, stopping; /* stopping: under watch_lock */
 	pthread_mutex_t watch_lock;
-	pthread_cond_t watch_cond;
+	/* The watcher sleeps in epoll_wait on watch_ep until the next head deadline: watch_efd (an
+	 * eventfd) wakes it for a new connection or a stop, and each connection's socket is there
+	 * for its peer's close (EPOLLRDHUP, edge-triggered). -1: none. */
+	int watch_ep, watch_efd;
 };
 
 /* MHD's error log, one line through vw_log, rate-limited (connection floods repeat it). */
@@ -600,6 +605,20 @@ static VW_MHD_RESULT on_accept(void *cls, const struct sockaddr *addr, socklen_t
 	return MHD_NO;
 }
 
+/*
+ * A new connection for the watcher: its socket's close watched (the registration goes with
+ * the socket when MHD closes it) and the watcher woken, its head deadline now the nearest.
+ */
+static void watch_connection(struct vw_http *h, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLRDHUP | EPOLLET, .data.fd = fd };
+
+	if (h->watch_ep < 0)
+		return;
+	(void)epoll_ctl(h->watch_ep, EPOLL_CTL_ADD, fd, &ev);
+	(void)eventfd_write(h->watch_efd, 1);
+}
+
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 			  enum MHD_ConnectionNotificationCode toe)
 {
@@ -618,6 +637,8 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 	*socket_context = fd ? vw_conntable_add(h->conns, &src, fd->connect_fd, vw_now_ns()) : NULL;
 	if (!*socket_context && fd)
 		shutdown(fd->connect_fd, SHUT_RDWR); /* no slot (two servers during a reload) */
+	if (*socket_context)
+		watch_connection(h, fd->connect_fd);
 }
 
 static struct vw_conn *conn_of(struct MHD_Connection *c)
@@ -1106,53 +1127,85 @@ static void webconfig_poll(struct vw_http *h)
 	vw_warn("http: web config %s reloaded: %s", h->web_config_file, changes);
 }
 
+static bool watch_stopping(struct vw_http *h)
+{
+	bool stop;
+
+	pthread_mutex_lock(&h->watch_lock);
+	stop = h->stopping;
+	pthread_mutex_unlock(&h->watch_lock);
+	return stop;
+}
+
 /*
- * The housekeeping thread: request heads past their deadline every HOUSEKEEPING_MS, the web
- * config (if any) every reload_poll_ms.
+ * The housekeeping thread: request heads past their deadline when the nearest one comes (a
+ * new connection wakes it), a kept-alive connection whose peer closed when the close shows,
+ * the web config (if any) every reload_poll_ms. It slept HOUSEKEEPING_MS at a time, four
+ * wake-ups a second with a scraper connected; now, with a scraper that keeps its connection,
+ * about one a header timeout. A close seen while its connection stays open (not yet waiting
+ * for its next request: a client that half-closes after its request) is looked for every
+ * HOUSEKEEPING_MS for a header timeout, as it always was.
  */
 static void *watch_main(void *arg)
 {
 	struct vw_http *h = arg;
+	const uint64_t head_ns = (uint64_t)h->header_timeout_s * VW_NSEC_PER_SEC;
+	const uint64_t tick_ns = HOUSEKEEPING_MS * 1000000ULL;
 	uint64_t next_poll = vw_now_ns() + (uint64_t)h->reload_poll_ms * 1000000ULL;
-	struct timespec until;
+	uint64_t ticking_until = 0; /* check every tick until then: a peer closed */
 
-	pthread_mutex_lock(&h->watch_lock);
-	while (!h->stopping) {
-		uint64_t now;
+	while (!watch_stopping(h)) {
+		struct epoll_event ev[16];
+		uint64_t now = vw_now_ns(), due = vw_conntable_next_deadline(h->conns, head_ns);
+		int n, timeout_ms = -1;
 
-		clock_gettime(CLOCK_MONOTONIC, &until);
-		until.tv_nsec += HOUSEKEEPING_MS * 1000000L;
-		if (until.tv_nsec >= 1000000000L) {
-			until.tv_sec++;
-			until.tv_nsec -= 1000000000L;
-		}
-		pthread_cond_timedwait(&h->watch_cond, &h->watch_lock, &until);
-		if (h->stopping)
+		if (now < ticking_until)
+			due = VW_MIN(due, now + tick_ns);
+		if (h->web_config_file)
+			due = VW_MIN(due, next_poll);
+		if (due != UINT64_MAX)
+			timeout_ms = due <= now ? 0 : (int)VW_MIN((due - now + 999999) / 1000000, 60000);
+		n = epoll_wait(h->watch_ep, ev, ARRAY_SIZE(ev), timeout_ms);
+		if (watch_stopping(h))
 			break;
-		pthread_mutex_unlock(&h->watch_lock);
 		now = vw_now_ns();
-		vw_conntable_expire(h->conns, now, (uint64_t)h->header_timeout_s * VW_NSEC_PER_SEC,
-				    conn_shutdown, conn_peer_gone);
+		vw_conntable_expire(h->conns, now, head_ns, conn_shutdown, conn_peer_gone);
+		for (int i = 0; i < n; i++) {
+			eventfd_t v;
+
+			if (ev[i].data.fd == h->watch_efd)
+				(void)eventfd_read(h->watch_efd, &v);
+			else if (vw_conntable_open(h->conns, ev[i].data.fd))
+				/* its peer closed, and it is still open: mid-request */
+				ticking_until = now + head_ns + tick_ns;
+		}
 		if (h->web_config_file && now >= next_poll) {
 			webconfig_poll(h);
 			next_poll = now + (uint64_t)h->reload_poll_ms * 1000000ULL;
 		}
-		pthread_mutex_lock(&h->watch_lock);
 	}
-	pthread_mutex_unlock(&h->watch_lock);
 	return NULL;
+}
+
+/* The watcher's epoll set and eventfd, before the first server takes connections. */
+static int watch_open(struct vw_http *h)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	h->watch_ep = epoll_create1(EPOLL_CLOEXEC);
+	h->watch_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (h->watch_ep < 0 || h->watch_efd < 0)
+		return -errno;
+	ev.data.fd = h->watch_efd;
+	if (epoll_ctl(h->watch_ep, EPOLL_CTL_ADD, h->watch_efd, &ev) < 0)
+		return -errno;
+	return 0;
 }
 
 static int watch_start(struct vw_http *h)
 {
-	pthread_condattr_t ca;
-	int r;
+	int r = vw_thread_create(&h->watcher, watch_main, h);
 
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&h->watch_cond, &ca);
-	pthread_condattr_destroy(&ca);
-	r = vw_thread_create(&h->watcher, watch_main, h);
 	if (r < 0) {
 		vw_error("http: start the housekeeping thread: %s", strerror(-r));
 		return r;
@@ -1167,11 +1220,10 @@ static void watch_stop(struct vw_http *h)
 		return;
 	pthread_mutex_lock(&h->watch_lock);
 	h->stopping = true;
-	pthread_cond_signal(&h->watch_cond);
 	pthread_mutex_unlock(&h->watch_lock);
+	(void)eventfd_write(h->watch_efd, 1);
 	pthread_join(h->watcher, NULL);
 	h->watching = false;
-	pthread_cond_destroy(&h->watch_cond);
 }
 
 /* ---- Start and stop ---- */
@@ -1182,6 +1234,10 @@ static void http_free(struct vw_http *h)
 		return;
 	watch_stop(h);
 	server_free(h->srv);
+	if (h->watch_ep >= 0)
+		close(h->watch_ep);
+	if (h->watch_efd >= 0)
+		close(h->watch_efd);
 	vw_conntable_free(h->conns);
 	if (h->listen_fd >= 0)
 		close(h->listen_fd);
@@ -1222,6 +1278,7 @@ static void connections_clamp(struct vw_http *h)
 static int http_init(struct vw_http *h, const struct vw_http_opts *opts, struct vw_exposition *x)
 {
 	const char *wcf = opts->web_config_file;
+	int r;
 
 	*h = (struct vw_http){
 		.listen_fd = -1,
@@ -1239,6 +1296,8 @@ static int http_init(struct vw_http *h, const struct vw_http_opts *opts, struct 
 		.stale_after_ns = opts->stale_after_ns,
 		.reload_poll_ms = opts->reload_poll_ms ? opts->reload_poll_ms : WEBCONFIG_CHECK_MS,
 		.reload_settle_s = opts->reload_settle_s ? opts->reload_settle_s : WEBCONFIG_SETTLE_S,
+		.watch_ep = -1,
+		.watch_efd = -1,
 	};
 	pthread_mutex_init(&h->log_lock, NULL);
 	pthread_mutex_init(&h->watch_lock, NULL);
@@ -1252,6 +1311,11 @@ static int http_init(struct vw_http *h, const struct vw_http_opts *opts, struct 
 	h->conns = vw_conntable_new(h->max_connections, h->per_ip_connections);
 	if (!h->conns)
 		return -ENOMEM;
+	r = watch_open(h);
+	if (r < 0) {
+		vw_error("http: the housekeeping thread's epoll: %s", strerror(-r));
+		return r;
+	}
 	return index_render(h, opts->program ? opts->program : "virtwatt",
 			    opts->version ? opts->version : "");
 }

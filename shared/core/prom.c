@@ -37,6 +37,7 @@ struct vw_prom_writer {
 	size_t nlabels;
 	size_t fam_nlen;               /* strlen(fam->name) */
 	size_t lab_len[LABEL_LEN_MAX]; /* strlen of its first label names */
+	size_t fam_need;               /* room a sample of it may take at most */
 	int fam_err;
 	bool done;
 	/* Drop-oversize mode: the families rolled back, reported instead of returned. */
@@ -45,10 +46,13 @@ struct vw_prom_writer {
 	size_t ndropped, dropped_cap;
 	/* Names of the families started so far, for -EEXIST, and a hash of them (indices + 1 in
 	 * names, 0: empty; a power of two, at least twice nnames): a linear search per family
-	 * was a fifth of starting one. */
-	char **names;
+	 * was a fifth of starting one. Each name is an offset into one buffer of them all,
+	 * NUL-terminated (a strdup and a free a family were 7 % of starting one). */
+	size_t *names;
 	size_t nnames;
 	size_t names_cap;
+	char *name_text;
+	size_t name_text_len, name_text_cap;
 	uint32_t *name_slots;
 	size_t n_slots;
 	/* Sees every counter sample (vw_prom_writer_filter_counters). */
@@ -371,15 +375,16 @@ static const unsigned char name_byte[256] = {
 	['a' ... 'z'] = 1, ['A' ... 'Z'] = 1, ['0' ... '9'] = 2, ['_'] = 2,
 };
 
-static bool name_valid(const char *s)
+/* strlen(s) when s is a valid metric or label name, else 0. */
+static size_t name_len(const char *s)
 {
 	const unsigned char *u = (const unsigned char *)s;
 
 	if (!u || name_byte[*u] != 1)
-		return false;
+		return 0;
 	for (u++; name_byte[*u]; u++)
 		;
-	return *u == '\0';
+	return *u == '\0' ? (size_t)(u - (const unsigned char *)s) : 0;
 }
 
 static bool has_suffix(const char *s, size_t len, const char *suffix)
@@ -412,34 +417,41 @@ static bool help_valid(const char *help)
 	return true;
 }
 
-/* Count the label names and check each (valid, not repeated). -EINVAL on a bad one. */
-static int labels_check(const char *const *labels, size_t *ret_n)
+/* Count the label names and check each (valid, not repeated), keeping the first
+ * LABEL_LEN_MAX lengths in lens. -EINVAL on a bad one. */
+static int labels_check(const char *const *labels, size_t *ret_n, size_t lens[LABEL_LEN_MAX])
 {
 	size_t n = 0;
 
 	for (; labels && labels[n]; n++) {
-		if (!name_valid(labels[n]))
+		size_t len = name_len(labels[n]);
+
+		if (!len)
 			return -EINVAL;
-		for (size_t j = 0; j < n; j++)
-			if (strcmp(labels[j], labels[n]) == 0)
+		for (size_t j = 0; j < n; j++) /* equal names have equal lengths */
+			if ((j >= LABEL_LEN_MAX || lens[j] == len) && strcmp(labels[j], labels[n]) == 0)
 				return -EINVAL;
+		if (n < LABEL_LEN_MAX)
+			lens[n] = len;
 	}
 	*ret_n = n;
 	return 0;
 }
 
-static int family_check(const struct vw_metric_family *f, size_t *ret_nlabels)
+/* The family's name, help, type and labels checked; its name's and first labels' lengths. */
+static int family_check(const struct vw_metric_family *f, size_t *ret_nlen, size_t *ret_nlabels,
+			size_t lens[LABEL_LEN_MAX])
 {
-	size_t len;
+	size_t len = f ? name_len(f->name) : 0;
 
-	if (!f || !name_valid(f->name) || !help_valid(f->help))
+	if (!len || !help_valid(f->help))
 		return -EINVAL;
-	len = strlen(f->name);
 	if ((f->type == VW_METRIC_COUNTER) != has_suffix(f->name, len, TOTAL_SUFFIX))
 		return -EINVAL;
 	if (f->type != VW_METRIC_COUNTER && f->type != VW_METRIC_GAUGE)
 		return -EINVAL;
-	return labels_check(f->labels, ret_nlabels);
+	*ret_nlen = len;
+	return labels_check(f->labels, ret_nlabels, lens);
 }
 
 /* ---- Buffer ---- */
@@ -476,25 +488,23 @@ void vw_prom_writer_expect(struct vw_prom_writer *w, size_t bytes)
 }
 
 /*
- * Append n bytes to the open family. The first failure (-ENOBUFS, -ENOMEM) sticks in fam_err
- * and turns later appends into no-ops, so a sequence of appends is checked once, at its end.
+ * n more bytes for the open family: where to write them (len already counts them), or NULL.
+ * The first failure (-ENOBUFS, -ENOMEM) sticks in fam_err and turns later appends into no-ops,
+ * so a sequence of appends is checked once, at its end.
  */
-static void put(struct vw_prom_writer *w, const char *s, size_t n)
+static char *put_room(struct vw_prom_writer *w, size_t n)
 {
 	size_t room = w->limit - w->len > w->held ? w->limit - w->len - w->held : 0;
+	char *p;
 
 	if (w->fam_err)
-		return;
+		return NULL;
 	w->fam_err = n > room ? -ENOBUFS : reserve(w, n);
 	if (w->fam_err)
-		return;
-	memcpy(w->buf + w->len, s, n);
+		return NULL;
+	p = w->buf + w->len;
 	w->len += n;
-}
-
-static void put_str(struct vw_prom_writer *w, const char *s)
-{
-	put(w, s, strlen(s));
+	return p;
 }
 
 /* In drop-oversize mode, note the open family as dropped (once). */
@@ -539,14 +549,14 @@ static uint32_t *name_slot(const struct vw_prom_writer *w, const char *name)
 	size_t mask = w->n_slots - 1;
 
 	for (size_t i = name_hash(name) & mask;; i = (i + 1) & mask)
-		if (!w->name_slots[i] || strcmp(w->names[w->name_slots[i] - 1], name) == 0)
+		if (!w->name_slots[i] ||
+		    strcmp(w->name_text + w->names[w->name_slots[i] - 1], name) == 0)
 			return &w->name_slots[i];
 }
 
-static int name_remember(struct vw_prom_writer *w, const char *name)
+static int name_remember(struct vw_prom_writer *w, const char *name, size_t nlen)
 {
 	uint32_t *slot;
-	char *copy;
 
 	if (w->n_slots < 2 * (w->nnames + 1)) { /* grown, and every name hashed again */
 		size_t n = w->n_slots ? 2 * w->n_slots : 64;
@@ -560,17 +570,25 @@ static int name_remember(struct vw_prom_writer *w, const char *name)
 		w->name_slots = ns;
 		w->n_slots = n;
 		for (size_t i = 0; i < w->nnames; i++)
-			*name_slot(w, w->names[i]) = (uint32_t)(i + 1);
+			*name_slot(w, w->name_text + w->names[i]) = (uint32_t)(i + 1);
 	}
 	slot = name_slot(w, name);
 	if (*slot)
 		return -EEXIST;
 	if (vw_array_grow((void **)&w->names, sizeof(*w->names), w->nnames, &w->names_cap) < 0)
 		return -ENOMEM;
-	copy = strdup(name);
-	if (!copy)
-		return -ENOMEM;
-	w->names[w->nnames++] = copy;
+	if (w->name_text_len + nlen + 1 > w->name_text_cap) {
+		size_t cap = VW_MAX(2 * w->name_text_cap, w->name_text_len + nlen + 1 + 2048);
+		char *t = realloc(w->name_text, cap);
+
+		if (!t)
+			return -ENOMEM;
+		w->name_text = t;
+		w->name_text_cap = cap;
+	}
+	memcpy(w->name_text + w->name_text_len, name, nlen + 1);
+	w->names[w->nnames++] = w->name_text_len;
+	w->name_text_len += nlen + 1;
 	*slot = (uint32_t)w->nnames;
 	return 0;
 }
@@ -635,38 +653,44 @@ void vw_prom_writer_free(struct vw_prom_writer *w)
 {
 	if (!w)
 		return;
-	for (size_t i = 0; i < w->nnames; i++)
-		free(w->names[i]);
 	free(w->names);
+	free(w->name_text);
 	free(w->name_slots);
 	free(w->dropped);
 	free(w->buf);
 	free(w);
 }
 
-/* "# KEYWORD name[suffix-less] rest\n" */
+/* "# KEYWORD name[suffix-less] rest\n" (keyword: 4 letters), one room check for the line: the
+ * same bytes and the same error as its seven appends, an eighth of starting a family. */
 static void put_meta(struct vw_prom_writer *w, const char *keyword, const char *name,
 		     size_t nlen, const char *rest, size_t rlen)
 {
-	put(w, "# ", 2);
-	put_str(w, keyword);
-	put(w, " ", 1);
-	put(w, name, nlen);
-	put(w, " ", 1);
-	put(w, rest, rlen);
-	put(w, "\n", 1);
+	char *p = put_room(w, 2 + 4 + 1 + nlen + 1 + rlen + 1);
+
+	if (!p)
+		return;
+	memcpy(p, "# ", 2);
+	memcpy(p + 2, keyword, 4);
+	p[6] = ' ';
+	memcpy(p + 7, name, nlen);
+	p[7 + nlen] = ' ';
+	memcpy(p + 8 + nlen, rest, rlen);
+	p[8 + nlen + rlen] = '\n';
 }
 
 static void put_help(struct vw_prom_writer *w, const struct vw_metric_family *f, size_t nlen)
 {
 	bool om = w->fmt == VW_PROM_OPENMETRICS_1_0_0;
-	size_t hlen = strlen(f->help), cap = 2 * hlen + 1;
+	size_t hlen = strcspn(f->help, om ? "\\\n\"" : "\\\n"), cap;
 	_cleanup_free_ char *esc = NULL;
 
-	if (strcspn(f->help, om ? "\\\n\"" : "\\\n") == hlen) { /* nothing to escape: as is */
+	if (!f->help[hlen]) { /* nothing to escape: as is */
 		put_meta(w, "HELP", f->name, nlen, f->help, hlen);
 		return;
 	}
+	hlen += strlen(f->help + hlen);
+	cap = 2 * hlen + 1;
 	esc = malloc(cap);
 	if (!esc) {
 		w->fam_err = w->fam_err ? w->fam_err : -ENOMEM;
@@ -691,7 +715,7 @@ static void put_unit(struct vw_prom_writer *w, const struct vw_metric_family *f,
 static void put_header(struct vw_prom_writer *w, const struct vw_metric_family *f)
 {
 	const char *type = f->type == VW_METRIC_COUNTER ? "counter" : "gauge";
-	size_t nlen = strlen(f->name);
+	size_t nlen = w->fam_nlen; /* f's: vw_prom_family() set it */
 
 	if (w->fmt == VW_PROM_TEXT_0_0_4) {
 		put_help(w, f, nlen);
@@ -708,24 +732,30 @@ static void put_header(struct vw_prom_writer *w, const struct vw_metric_family *
 
 int vw_prom_family(struct vw_prom_writer *w, const struct vw_metric_family *f)
 {
-	size_t nlabels;
+	size_t nlabels, nlen, lens[LABEL_LEN_MAX], need;
 	int r;
 
 	if (!w || w->done)
 		return -EINVAL;
-	r = family_check(f, &nlabels);
+	r = family_check(f, &nlen, &nlabels, lens);
 	if (r < 0)
 		return r;
-	r = name_remember(w, f->name);
+	r = name_remember(w, f->name, nlen);
 	if (r < 0)
 		return r;
 	if (w->fam)
 		(void)vw_prom_family_end(w);
 	w->fam = f;
 	w->nlabels = nlabels;
-	w->fam_nlen = strlen(f->name);
-	for (size_t i = 0; i < nlabels && i < LABEL_LEN_MAX; i++)
-		w->lab_len[i] = strlen(f->labels[i]);
+	w->fam_nlen = nlen;
+	need = nlen + 1 + 1 + NUM_MAX + 1; /* name, "}", " ", the value, LF */
+	for (size_t i = 0; i < nlabels; i++) {
+		if (i < LABEL_LEN_MAX)
+			w->lab_len[i] = lens[i];
+		need += (i < LABEL_LEN_MAX ? lens[i] : strlen(f->labels[i])) + 4 +
+			VW_PROM_LABEL_ESCAPED_MAX;
+	}
+	w->fam_need = need;
 	w->mark = w->len;
 	w->fam_err = 0;
 	put_header(w, f);
@@ -837,7 +867,7 @@ static int put_sample(struct vw_prom_writer *w, const char *const *values, const
 {
 	char filtered[NUM_MAX];
 	uint64_t seen = micro ? *micro : 0;
-	size_t start, need;
+	size_t start;
 	char *p;
 	int r;
 
@@ -849,11 +879,7 @@ static int put_sample(struct vw_prom_writer *w, const char *const *values, const
 	if (r < 0)
 		return r;
 	start = w->len;
-	need = w->fam_nlen + 1 + 1 + NUM_MAX + 1; /* name, "}", " ", the value, LF */
-	for (size_t i = 0; i < w->nlabels; i++)
-		need += (i < LABEL_LEN_MAX ? w->lab_len[i] : strlen(w->fam->labels[i])) + 4 +
-			VW_PROM_LABEL_ESCAPED_MAX;
-	w->fam_err = reserve(w, need);
+	w->fam_err = reserve(w, w->fam_need); /* computed when the family started */
 	if (w->fam_err)
 		return family_settle(w);
 	w->len = (size_t)(put_series(w, w->buf + start, values, piece) - w->buf);

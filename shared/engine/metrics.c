@@ -6,6 +6,7 @@
 #include "metrics.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -194,11 +195,27 @@ static int render_platform(struct vw_prom_writer *w, const struct vw_node_view *
 					  v->noncpu_watts);
 }
 
+/* The machine's architecture (uname's machine), asked once: it was a system call each render
+ * for a value that cannot change. */
+static struct utsname machine_uts;
+static bool machine_known;
+
+static void machine_ask(void)
+{
+	machine_known = uname(&machine_uts) == 0;
+}
+
+static const char *machine(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, machine_ask);
+	return machine_known ? machine_uts.machine : "unknown";
+}
+
 static int render_info(struct vw_prom_writer *w, const struct vw_node_view *v)
 {
-	struct utsname u;
-	const char *build[] = { uname(&u) == 0 ? u.machine : "unknown", VW_BRANCH, VW_REVISION,
-				VW_VERSION, VW_COMPILER, NULL };
+	const char *build[] = { machine(), VW_BRANCH, VW_REVISION, VW_VERSION, VW_COMPILER, NULL };
 	int r;
 
 	r = vw_prom_family(w, &vw_host_families[F_CPU_INFO]);

@@ -312,11 +312,18 @@ static const char *zone(int z)
 	return vw_zone_name((enum vw_zone)z);
 }
 
-/* The processes shown, and each one's labels pid to vm_id escaped once a render: the same
- * in its three families and every zone (escaping them each time was a third of a render). */
+/* The processes shown, and each one's labels pid to vm_id found and escaped once a render:
+ * the same in its four families and every zone (escaping them each time was a third of a
+ * render, finding them again a twentieth of what was left). */
+struct proc_shown {
+	struct vw_prom_piece piece; /* piece.labels NULL: not made yet, or too long for one */
+	bool found;                 /* v and pid hold its labels */
+	char pid[16];
+	const char *v[7];           /* pid (in pid), comm, exe, type, state, container_id, vm_id */
+};
 struct proc_items {
 	const size_t *order;
-	struct vw_prom_piece *pieces; /* NULL: none (no memory) */
+	struct proc_shown *shown; /* NULL: none (no memory) */
 };
 #define PROC_PIECE_LABELS 7 /* pid, comm, exe, type, state, container_id, vm_id */
 #define PROC_PIECES_MAX 512 /* processes shown beyond which they are not kept (1 KiB each) */
@@ -327,14 +334,24 @@ static const struct acc *proc_item(const struct vw_workloads *w, const void *ctx
 {
 	const struct proc_items *it = ctx;
 	struct wl_proc *p = &w->procs[it->order[i]];
+	struct proc_shown *s = it->shown ? &it->shown[i] : NULL;
 
-	vw_wl_proc_labels(w, p, node, zone(z), l);
-	if (it->pieces) {
-		struct vw_prom_piece *pc = &it->pieces[i];
-
-		if (pc->labels || vw_prom_piece_set(pc, l_proc, PROC_PIECE_LABELS, l->v))
-			l->piece = pc;
+	if (s && s->found) { /* the same values, zone and node_name apart */
+		memcpy(l->v, s->v, sizeof(s->v));
+		l->v[7] = zone(z);
+		l->v[8] = node;
+		l->v[9] = NULL;
+	} else {
+		vw_wl_proc_labels(w, p, node, zone(z), l);
 	}
+	if (s && !s->found) {
+		memcpy(s->pid, l->pid, sizeof(s->pid));
+		memcpy(s->v, l->v, sizeof(s->v));
+		s->v[0] = s->pid;
+		s->found = true;
+	}
+	if (s && (s->piece.labels || vw_prom_piece_set(&s->piece, l_proc, PROC_PIECE_LABELS, l->v)))
+		l->piece = &s->piece;
 	return vw_wl_proc_acc(w, p, z);
 }
 
@@ -344,20 +361,22 @@ static int render_processes(const struct vw_workloads *w, struct vw_prom_writer 
 	size_t room = w->o.process_top_n ? VW_MIN(w->n_procs, (size_t)w->o.process_top_n)
 					 : w->n_procs;
 	_cleanup_free_ size_t *order = malloc((room + 1) * sizeof(size_t));
-	_cleanup_free_ struct vw_prom_piece *pieces = NULL;
+	_cleanup_free_ struct proc_shown *shown = NULL;
 	size_t n = 0;
 	/* (the ranking with proc_energy() inlined: a call a process was a third of it) */
 	int r = order ? top_procs(w, proc_energy, false, order, &n) : -ENOMEM;
 
 	if (r == 0 && n && n <= PROC_PIECES_MAX) {
-		pieces = malloc(n * sizeof(*pieces)); /* none: every label escaped each sample */
-		for (size_t k = 0; pieces && k < n; k++)
-			pieces[k].labels = NULL;
+		shown = malloc(n * sizeof(*shown)); /* none: every label found and escaped each sample */
+		for (size_t k = 0; shown && k < n; k++) {
+			shown[k].piece.labels = NULL;
+			shown[k].found = false;
+		}
 	}
 	if (r == 0)
 		r = vw_wl_render_level(w, pw, node, &vw_workload_families[F_PROC_J],
 				       VW_WL_IDLE_J + 1, true, n, proc_item,
-				       &(struct proc_items){ .order = order, .pieces = pieces });
+				       &(struct proc_items){ .order = order, .shown = shown });
 	if (r == 0)
 		r = vw_prom_family(pw, &vw_workload_families[F_PROC_SEC]);
 	for (size_t k = 0; r == 0 && k < n; k++) {
@@ -365,7 +384,10 @@ static int render_processes(const struct vw_workloads *w, struct vw_prom_writer 
 		struct wl_labels l;
 		const char *v[8];
 
-		vw_wl_proc_labels(w, p, node, "", &l);
+		if (shown && shown[k].found) /* found for its energy families */
+			memcpy(l.v, shown[k].v, sizeof(shown[k].v));
+		else
+			vw_wl_proc_labels(w, p, node, "", &l);
 		/* pid, comm, exe, type, container_id, vm_id, node_name */
 		v[0] = l.v[0], v[1] = l.v[1], v[2] = l.v[2], v[3] = l.v[3];
 		v[4] = l.v[5], v[5] = l.v[6], v[6] = node, v[7] = NULL;
@@ -379,22 +401,57 @@ const char *vw_wl_cont_pod(const struct vw_workloads *w, const struct wl_contain
 	return c->pod >= 0 ? w->pods[c->pod].info.uid : "";
 }
 
+/* A level's items' first labels (those before zone) escaped once a render, the same in its
+ * three families and every zone, as a process's and a VM's are (containers' and pods' were
+ * escaped again in every sample: on a node of 50 containers, 2/5 of a render). */
+struct piece_items {
+	const char *const *labels;    /* the level's label array */
+	size_t n;                     /* labels before zone */
+	struct vw_prom_piece *pieces; /* one per item, NULL: none (no memory, or too many) */
+};
+#define ITEM_PIECES_MAX 512 /* items beyond which pieces are not kept (1 KiB each) */
+
+/* Pieces for n items, none made yet; NULL (every label escaped in each sample) past the cap
+ * or without memory. */
+static struct vw_prom_piece *pieces_new(size_t n)
+{
+	struct vw_prom_piece *p = n && n <= ITEM_PIECES_MAX ? malloc(n * sizeof(*p)) : NULL;
+
+	for (size_t k = 0; p && k < n; k++)
+		p[k].labels = NULL;
+	return p;
+}
+
+static void item_piece(const void *ctx, size_t i, struct wl_labels *l)
+{
+	const struct piece_items *it = ctx;
+	struct vw_prom_piece *pc = it && it->pieces ? &it->pieces[i] : NULL;
+
+	if (pc && (pc->labels || vw_prom_piece_set(pc, it->labels, it->n, l->v)))
+		l->piece = pc;
+}
+
 static const struct acc *cont_item(const struct vw_workloads *w, const void *ctx, size_t i,
 				   int z, const char *node, struct wl_labels *l)
 {
 	const struct wl_container *c = &w->conts[i];
 
-	(void)ctx;
+	if (c->final_gen == UINT64_MAX)
+		return NULL;
 	VW_WL_LABELS(l, c->id, c->name, vw_runtime_name(c->runtime),
 		     vw_wl_state_name(c->terminated), zone(z), vw_wl_cont_pod(w, c), node);
-	return c->final_gen == UINT64_MAX ? NULL : &c->z[z];
+	item_piece(ctx, i, l);
+	return &c->z[z];
 }
 
 static int render_containers(const struct vw_workloads *w, struct vw_prom_writer *pw,
 			     const char *node)
 {
+	_cleanup_free_ struct vw_prom_piece *pieces = pieces_new(w->n_conts);
 	int r = vw_wl_render_level(w, pw, node, &vw_workload_families[F_CONT_J], VW_WL_IDLE_J + 1,
-				   true, w->n_conts, cont_item, NULL);
+				   true, w->n_conts, cont_item,
+				   &(struct piece_items){ .labels = l_cont, .n = 4,
+							  .pieces = pieces });
 
 	if (r == 0)
 		r = vw_prom_family(pw, &vw_workload_families[F_CONT_SEC]);
@@ -415,10 +472,21 @@ static const struct acc *pod_item(const struct vw_workloads *w, const void *ctx,
 {
 	const struct wl_pod *p = &w->pods[i];
 
-	(void)ctx;
+	if (p->final_gen == UINT64_MAX)
+		return NULL;
 	VW_WL_LABELS(l, p->info.uid, p->info.name, p->info.namespace_,
 		     vw_wl_state_name(p->terminated), zone(z), node);
-	return p->final_gen == UINT64_MAX ? NULL : &p->z[z];
+	item_piece(ctx, i, l);
+	return &p->z[z];
+}
+
+static int render_pods(const struct vw_workloads *w, struct vw_prom_writer *pw, const char *node)
+{
+	_cleanup_free_ struct vw_prom_piece *pieces = pieces_new(w->n_pods);
+
+	return vw_wl_render_level(w, pw, node, &vw_workload_families[F_POD_J], VW_WL_IDLE_J + 1,
+				  true, w->n_pods, pod_item,
+				  &(struct piece_items){ .labels = l_pod, .n = 4, .pieces = pieces });
 }
 
 /* Each VM's labels vm_id to state escaped once a render, the same in its four families and
@@ -572,8 +640,7 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 	if (r == 0 && w->o.containers)
 		r = render_containers(w, pw, node_name);
 	if (r == 0 && w->o.pods)
-		r = vw_wl_render_level(w, pw, node_name, &vw_workload_families[F_POD_J],
-				       VW_WL_IDLE_J + 1, true, w->n_pods, pod_item, NULL);
+		r = render_pods(w, pw, node_name);
 	if (r == 0 && w->o.vms && !w->o.vms_unexported)
 		r = render_vms(w, pw, node_name);
 	return r;
