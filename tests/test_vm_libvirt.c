@@ -497,14 +497,14 @@ static void test_start_stop(void **state)
 	assert_string_equal(a->channel_path, "/run/vw/alpha.sock");
 	assert_string_equal(a->share_dir, "/srv/vw/alpha");
 
-	/* The events keep the cache current: list() asks for stats (a missed event's safety net)
-	 * only every 10 s while every active domain's QEMU is found. A pause that sent no event
+	/* list() asks for stats only every 30 s (the reconcile's period) while every active
+	 * domain's QEMU is found. A pause that sent no event (the daemon's helper sends none)
 	 * shows once they are due. */
 	counters(x, &c0);
 	fake_set(&fk, UA, VW_VM_PAUSED, false);
 	v = list_n(x, 1);
 	assert_int_equal(v[0].state, VW_VM_RUNNING);
-	x->now += 9 * VW_NSEC_PER_SEC;
+	x->now += 29 * VW_NSEC_PER_SEC;
 	v = list_n(x, 1);
 	assert_int_equal(v[0].state, VW_VM_RUNNING);
 	counters(x, &c1);
@@ -515,7 +515,7 @@ static void test_start_stop(void **state)
 	counters(x, &c1);
 	assert_int_equal(c1.stats_fetches, c0.stats_fetches + 1);
 	fake_set(&fk, UA, VW_VM_RUNNING, false);
-	x->now += 10 * VW_NSEC_PER_SEC;
+	x->now += 30 * VW_NSEC_PER_SEC;
 	v = list_n(x, 1);
 	assert_int_equal(v[0].state, VW_VM_RUNNING);
 	/* With its event, a pause shows at once. */
@@ -598,16 +598,21 @@ static void test_events_between_reconciles(void **state)
 	assert_int_equal(find(v, 2, UC)->state, VW_VM_SHUTOFF);
 	assert_int_equal(find(v, 2, UC)->vcpus, 4);
 
-	/* A missed event: the stats, once due (every 10 s while each domain's QEMU is found),
+	/* A missed event: the stats, once due (every 30 s while each domain's QEMU is found),
 	 * show an unknown domain -> reconcile. */
+	qemu_proc(x, 300, 7000, UC, "gamma");
 	fake_start(&fk, UC, "gamma", dom_xml("gamma", 4, "/c.sock", "/c"), false);
 	list_n(x, 1);
-	x->now += 10 * VW_NSEC_PER_SEC;
+	x->now += 30 * VW_NSEC_PER_SEC;
 	v = list_n(x, 2);
 	assert_int_equal(find(v, 2, UC)->state, VW_VM_RUNNING);
-	/* ... and a missed stop: gone from the stats -> shutoff (at once here: gamma has no QEMU
-	 * process, so every list() asks for them). */
+	assert_int_equal(find(v, 2, UC)->qemu_pid, 300);
+	/* ... and a missed stop: its QEMU is found gone, so the next list() asks for stats: gone
+	 * from them -> shutoff. */
 	fake_stop(&fk, UC, false);
+	vm_fixture_kill(x->root, 300);
+	v = list_n(x, 2);
+	assert_int_equal(find(v, 2, UC)->qemu_pid, 0);
 	v = list_n(x, 2);
 	assert_int_equal(find(v, 2, UC)->state, VW_VM_SHUTOFF);
 
@@ -787,10 +792,10 @@ static void test_libvirtd_restart(void **state)
 	assert_int_equal(find(v, 2, UA)->qemu_pid, 100);
 	assert_int_equal(find(v, 2, UB)->state, VW_VM_SHUTOFF);
 
-	/* Dies again, this time silently: the next call (stats are due every 10 s) fails and the
+	/* Dies again, this time silently: the next call (stats are due every 30 s) fails and the
 	 * worker notices. */
 	fake_kill(&fk, false);
-	x->now += 10 * VW_NSEC_PER_SEC;
+	x->now += 30 * VW_NSEC_PER_SEC;
 	list_n(x, 1);
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
 	counters(x, &c);
@@ -1635,7 +1640,8 @@ static void test_real_test_driver(void **state)
 {
 	char *root = vw_fixture_mkdtemp("vmlvt");
 	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	struct vw_vm_env env = { .procfs_fd = fd, .libvirt_uri = "test:///default" };
+	struct vw_vm_env env = { .procfs_fd = fd, .libvirt_uri = "test:///default",
+				 .libvirt_helper = VW_HOST_BIN };
 	struct vw_vm_info *v = NULL;
 	void *src = NULL;
 	size_t n = 0;

@@ -10,11 +10,12 @@
  *
  * list() asks the worker for fresh stats when they are due and waits at most list_timeout_ns for
  * them (not at all while a previous request is still outstanding: a hung libvirtd costs one
- * timeout, not one per call), then returns the cache. Stats are due every stats_every_ns (10 s),
- * and at once while a domain the cache calls active has no QEMU process: lifecycle events keep
- * the cache current, so the stats only catch a missed event, and the one that matters, a missed
- * stop, leaves a domain whose QEMU is gone (100 domains' stats every 1 s interval were a quarter
- * of what 100 VMs cost the daemon). QEMU PIDs (and vCPU counts the XML lacks) come from procfs in
+ * timeout, not one per call), then returns the cache. Stats are due every stats_every_ns (30 s:
+ * the reconcile's own), and at once when a domain's QEMU process, found before, is gone: that is
+ * how a stop is seen where no lifecycle event comes (the daemon's table, vm_libvirt_child.c, has
+ * none: each call is a run of a helper process). A start is seen by the other sources (the
+ * process scan finds its QEMU): vms_seen() then asks for a reconcile. A pause or resume shows at
+ * the next stats (paused and running VMs are accounted alike). QEMU PIDs (and vCPU counts the XML lacks) come from procfs in
  * the caller's thread: libvirt has no API for the PID (the pid file and status XML under
  * /run/libvirt are root-only and per-driver), so the QEMU whose -uuid is the domain's is found
  * by a scan of command lines, kept with its start time and rechecked on every list() (a reused
@@ -23,6 +24,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +41,7 @@
 #define DEFAULT_BACKOFF_MIN_NS VW_NSEC_PER_SEC
 #define DEFAULT_BACKOFF_MAX_NS (60 * VW_NSEC_PER_SEC)
 #define DEFAULT_LIST_TIMEOUT_NS (500 * VW_NSEC_PER_MSEC)
-#define DEFAULT_STATS_EVERY_NS (10 * VW_NSEC_PER_SEC)
+#define DEFAULT_STATS_EVERY_NS DEFAULT_RECONCILE_NS
 #define MAX_WAIT_NS VW_NSEC_PER_SEC /* the worker looks at the clock at least this often */
 
 struct dom {
@@ -69,7 +71,9 @@ struct lv {
 	bool want_reconcile, reconciling;
 	uint64_t stats_req, stats_done;
 	uint64_t stats_ns;    /* when stats were last applied (vw_now_ns()), 0: never */
-	bool qemu_missing;    /* the last list() found an active domain without its QEMU */
+	bool qemu_lost;       /* the last list() found the QEMU of an active domain gone (or: none
+			       * looked for yet) */
+	size_t vms_seen;      /* what the last vms_seen() was told */
 	struct dom *doms;
 	size_t n_doms, cap_doms;
 	struct vw_vm_libvirt_counters counters;
@@ -356,6 +360,8 @@ static void reconcile_pass(struct lv *lv, bool full)
 	lv->reconciling = true;
 	lv->counters.reconciles++;
 	pthread_mutex_unlock(&lv->mu);
+	if (lv->api->pass)
+		lv->api->pass(conn, full);
 	r = lv->api->list(conn, &doms, &n);
 	if (r < 0)
 		snprintf(msg, sizeof(msg), "%s", lv->api->last_error(lv->data));
@@ -438,8 +444,13 @@ static void step(struct lv *lv)
 		disconnect(lv, now);
 	if (!lv->conn && now >= lv->next_connect_ns)
 		try_connect(lv, now);
-	if (lv->conn && !lv->lost && (lv->want_reconcile || now >= lv->next_reconcile_ns))
+	if (lv->conn && !lv->lost && (lv->want_reconcile || now >= lv->next_reconcile_ns)) {
+		uint64_t asked = lv->stats_req, fetched = lv->counters.stats_fetches;
+
 		reconcile(lv, now >= lv->next_reconcile_ns);
+		if (lv->counters.stats_fetches != fetched && lv->stats_done < asked)
+			lv->stats_done = asked; /* the reconcile's stats are fresh enough */
+	}
 	if (lv->conn && !lv->lost && lv->stats_done != lv->stats_req) {
 		uint64_t target = lv->stats_req;
 
@@ -566,7 +577,8 @@ static int open_lv(const struct vw_vm_env *env, const struct vw_virt_api *api, v
 	lv->stats_every_ns = env->libvirt_stats_every_ns ? env->libvirt_stats_every_ns
 							  : DEFAULT_STATS_EVERY_NS;
 	lv->backoff_ns = lv->backoff_min_ns;
-	lv->qemu_missing = true; /* not looked for yet: the first list() asks for stats */
+	lv->qemu_lost = true; /* not looked for yet: the first list() asks for stats */
+	lv->vms_seen = SIZE_MAX; /* the first round's count is only noted */
 	lv->next_connect_ns = vw_now_ns();
 	lv->dormant = dormant;
 	r = lv->uri ? init_locks(lv) : -ENOMEM;
@@ -608,9 +620,25 @@ bool vw_vm_libvirt_vms_seen(void *state, size_t n)
 	struct lv *lv = state;
 	int r;
 
-	if (!lv || !lv->dormant || n == 0)
+	if (!lv)
+		return false;
+	if (!lv->dormant) {
+		/* More VMs than last round: one started (its QEMU found by the process scan). */
+		if (lv->thread_started) {
+			pthread_mutex_lock(&lv->mu);
+			if (lv->vms_seen != SIZE_MAX && n > lv->vms_seen) {
+				lv->want_reconcile = true;
+				pthread_cond_signal(&lv->wake);
+			}
+			lv->vms_seen = n;
+			pthread_mutex_unlock(&lv->mu);
+		}
+		return false;
+	}
+	if (n == 0)
 		return false;
 	lv->dormant = false;
+	lv->vms_seen = n;
 	vw_info("vm: libvirt: a VM runs here: connecting to %s", lv->uri);
 	lv->next_connect_ns = vw_now_ns();
 	r = start(lv);
@@ -646,14 +674,14 @@ void vw_vm_libvirt_close(void *state)
 	free(lv);
 }
 
-/* Whether list() needs fresh stats (lock held): stats_every_ns passed, a domain the cache
- * calls active had no QEMU process in the last list() (stopped, its event missed?), or a
- * reconcile is asked for or running, which the list waits for (the worker does it first). */
+/* Whether list() needs fresh stats (lock held): stats_every_ns passed, the QEMU of a domain the
+ * cache calls active was found gone in the last list() (stopped?), or a reconcile is asked for
+ * or running, which the list waits for (the worker does it first). */
 static bool stats_due(const struct lv *lv)
 {
 	uint64_t now = vw_now_ns();
 
-	return lv->qemu_missing || lv->want_reconcile || lv->reconciling || !lv->stats_ns ||
+	return lv->qemu_lost || lv->want_reconcile || lv->reconciling || !lv->stats_ns ||
 	       now < lv->stats_ns || now - lv->stats_ns >= lv->stats_every_ns;
 }
 
@@ -708,16 +736,19 @@ static int snapshot(struct lv *lv, struct vw_vm_info **ret, int **ret_ids, size_
 /* What procfs found goes back into the table, unless the domain restarted meanwhile. */
 static void write_back(struct lv *lv, const struct vw_vm_info *vms, const int *ids, size_t n)
 {
-	lv->qemu_missing = false;
+	lv->qemu_lost = false;
 	for (size_t i = 0; i < n; i++) {
 		struct dom *d;
 
 		if (vms[i].state == VW_VM_SHUTOFF)
 			continue;
-		lv->qemu_missing |= vms[i].qemu_pid == 0;
 		d = find_dom_at(lv, vms[i].uuid, i);
 		if (!d || d->gone || d->id != ids[i])
 			continue;
+		/* Its QEMU was found before and is gone now: stopped, most likely. (A domain whose
+		 * QEMU was never found, as on libvirt's test driver or Xen, waits for the next
+		 * stats: no helper run every interval for it.) */
+		lv->qemu_lost |= d->info.qemu_pid != 0 && vms[i].qemu_pid == 0;
 		d->info.qemu_pid = vms[i].qemu_pid;
 		d->info.qemu_start_time = vms[i].qemu_start_time;
 		if (!d->info.vcpus)

@@ -104,9 +104,13 @@ struct vw_vm_env {
 	uint64_t reconcile_ns;   /* periodic full reconcile; 0 = 30 s */
 	uint64_t backoff_min_ns, backoff_max_ns; /* libvirt reconnect delay, doubling; 0 = 1 s, 60 s */
 	uint64_t list_timeout_ns; /* how long list() waits for fresh libvirt stats; 0 = 500 ms */
-	/* libvirt's domain stats (a missed event's safety net) at most this often, and at once
-	 * while an active domain has no QEMU process; 0 = 10 s. */
+	/* libvirt's domain stats (states, and a stop whose QEMU was never found) at most this
+	 * often, and at once when an active domain's QEMU process is gone; 0 = 30 s. */
 	uint64_t libvirt_stats_every_ns;
+	/* The program run as the libvirt helper (vm_libvirt_child.c): NULL, this one
+	 * (<procfs>/self/exe); tests name the built virtwatt-host. */
+	const char *libvirt_helper;
+	uint64_t libvirt_helper_timeout_ns; /* one helper run at most this long; 0 = 10 s */
 	/* The process scan reads every process's command line: at most once per this period,
 	 * returning its last list (QEMUs re-checked by start time) in between; 0 = every list(). */
 	uint64_t procscan_interval_ns;
