@@ -29,6 +29,7 @@ int main(int argc, char **argv)
 	/* The daemon's own libvirt helper (host/vm/vm_libvirt_helper.c): not an option. */
 	if (vw_libvirt_helper_wanted(argc, argv))
 		return vw_libvirt_helper_main(argc, argv);
+	vw_libvirt_helper_here();
 #endif
 	if (!p) {
 		fputs("virtwatt-host: the meters' options do not fit (out of memory?)\n", stderr);

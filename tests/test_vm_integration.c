@@ -711,6 +711,7 @@ int main(void)
 	procfd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	env.procfs_fd = procfd;
 	env.libvirt_uri = uri_ro;
+	env.libvirt_helper = VW_HOST_BIN;
 	env.reconcile_ns = 5 * VW_NSEC_PER_SEC;
 	env.backoff_min_ns = 200 * VW_NSEC_PER_MSEC;
 	env.backoff_max_ns = VW_NSEC_PER_SEC;

@@ -47,7 +47,8 @@ struct xml_entry {
 };
 
 struct vw_virt_child {
-	char *exe;
+	int procfs_fd;
+	char *exe; /* NULL until the first run finds this program */
 	char *uri;
 	uint64_t timeout_ns;
 	char err[320];
@@ -60,6 +61,44 @@ struct vw_virt_child {
 };
 
 /* ---- One run ---- */
+
+static bool self_serves;
+
+void vw_libvirt_helper_here(void)
+{
+	self_serves = true;
+}
+
+/* The daemon's own binary, through the injected proc root: its path (a binary replaced by an
+ * upgrade is run from its path all the same: the new one speaks the versioned answer or is
+ * refused with a clear error). Only a program whose main() serves the helper: a test program
+ * that opened the source without naming the helper gets none, never itself run again. */
+static int own_exe(int procfs_fd, char **ret)
+{
+	char buf[4096];
+	ssize_t k;
+	size_t sl = strlen(DELETED_SUFFIX);
+
+	if (!self_serves)
+		return -ENOEXEC;
+	k = readlinkat(procfs_fd, "self/exe", buf, sizeof(buf) - 1);
+	if (k <= 0)
+		return k < 0 ? -errno : -ENOENT;
+	buf[k] = '\0';
+	if ((size_t)k > sl && strcmp(buf + k - sl, DELETED_SUFFIX) == 0)
+		buf[k - sl] = '\0';
+	*ret = strdup(buf);
+	return *ret ? 0 : -ENOMEM;
+}
+
+static const char *own_exe_why(int r)
+{
+	if (r == -ENOEXEC)
+		return "this program does not serve as one (only virtwatt-host does)";
+	if (r == -ENOMEM)
+		return strerror(ENOMEM);
+	return "this program is not found as self/exe under --host.procfs";
+}
 
 static uint64_t mono_ms(void)
 {
@@ -178,7 +217,10 @@ static int spawn(struct vw_virt_child *c, int in_fd, int out_fd, pid_t *ret_pid)
 	/* The daemon's signal mask and handlers stay the daemon's. */
 	posix_spawnattr_setsigmask(&at, &none);
 	posix_spawnattr_setsigdefault(&at, &all);
-	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+	/* Its own process group: a kill reaches what it started too (ssh, for qemu+ssh://). */
+	posix_spawnattr_setpgroup(&at, 0);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+					      POSIX_SPAWN_SETPGROUP);
 	r = posix_spawn(ret_pid, c->exe, &fa, &at, argv, environ);
 	posix_spawnattr_destroy(&at);
 	posix_spawn_file_actions_destroy(&fa);
@@ -191,6 +233,27 @@ static void reap(pid_t pid, int *status)
 		;
 }
 
+/* Reap a helper that has closed its stdout: it exits at once, or is killed at the deadline (it
+ * may have closed its stdout and gone on). 0, or -ETIMEDOUT (killed). */
+static int reap_by(pid_t pid, uint64_t deadline_ms, int *status)
+{
+	unsigned nap_us = 200;
+
+	for (;;) {
+		pid_t r = waitpid(pid, status, WNOHANG);
+
+		if (r == pid || (r < 0 && errno != EINTR))
+			return 0; /* (ECHILD: reaped by someone else; nothing to wait for) */
+		if (mono_ms() >= deadline_ms) {
+			kill(-pid, SIGKILL);
+			reap(pid, status);
+			return -ETIMEDOUT;
+		}
+		usleep(nap_us);
+		nap_us = VW_MIN(nap_us * 2, 20000u);
+	}
+}
+
 /* Spawn the helper, ask, read, reap, parse into *a. 0 or -errno, c->err says what. */
 static int run_once(struct vw_virt_child *c, bool full, struct vw_lvw_answer *a)
 {
@@ -199,9 +262,17 @@ static int run_once(struct vw_virt_child *c, bool full, struct vw_lvw_answer *a)
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 }, status = 0, r;
 	size_t rq_len = 0, len = 0;
 	const char *why = "";
+	uint64_t deadline;
 	pid_t pid;
 
 	c->counters.runs++;
+	if (!c->exe) {
+		r = own_exe(c->procfs_fd, &c->exe);
+		if (r < 0) {
+			snprintf(c->err, sizeof(c->err), "no libvirt helper: %s", own_exe_why(r));
+			return r;
+		}
+	}
 	rq = request(c, full, &rq_len);
 	if (!rq)
 		return -ENOMEM;
@@ -224,11 +295,17 @@ static int run_once(struct vw_virt_child *c, bool full, struct vw_lvw_answer *a)
 	if (write(in[1], rq, rq_len) < 0)
 		vw_debug("vm: libvirt helper: request not written: %s", strerror(errno));
 	close(VW_TAKE_FD(in[1]));
-	r = read_answer(out[0], mono_ms() + c->timeout_ns / VW_NSEC_PER_MSEC, &buf, &len);
+	deadline = mono_ms() + c->timeout_ns / VW_NSEC_PER_MSEC;
+	r = read_answer(out[0], deadline, &buf, &len);
 	close(VW_TAKE_FD(out[0]));
-	if (r < 0)
-		kill(pid, SIGKILL);
-	reap(pid, &status);
+	if (r < 0) {
+		kill(-pid, SIGKILL);
+		reap(pid, &status);
+	} else if (reap_by(pid, deadline, &status) < 0) {
+		snprintf(c->err, sizeof(c->err), "the libvirt helper answered but did not exit "
+			 "within %" PRIu64 " ms: killed", (uint64_t)(c->timeout_ns / VW_NSEC_PER_MSEC));
+		return -ETIMEDOUT;
+	}
 	if (r == -ETIMEDOUT) {
 		snprintf(c->err, sizeof(c->err),
 			 "the libvirt helper gave no answer within %" PRIu64 " ms: killed (libvirtd "
@@ -468,22 +545,6 @@ const struct vw_virt_api vw_virt_child_api = {
 	.last_error = child_last_error,
 };
 
-/* The daemon's own binary, through the injected proc root: its path (a binary replaced by an
- * upgrade is run from its path all the same: the new one speaks the versioned answer or is
- * refused with a clear error). */
-static char *own_exe(int procfs_fd)
-{
-	char buf[4096];
-	ssize_t k = readlinkat(procfs_fd, "self/exe", buf, sizeof(buf) - 1);
-	size_t sl = strlen(DELETED_SUFFIX);
-
-	if (k <= 0)
-		return NULL;
-	buf[k] = '\0';
-	if ((size_t)k > sl && strcmp(buf + k - sl, DELETED_SUFFIX) == 0)
-		buf[k - sl] = '\0';
-	return strdup(buf);
-}
 
 int vw_virt_child_new(int procfs_fd, const char *exe, uint64_t timeout_ns,
 		      struct vw_virt_child **ret)
@@ -492,14 +553,10 @@ int vw_virt_child_new(int procfs_fd, const char *exe, uint64_t timeout_ns,
 
 	if (!c)
 		return -ENOMEM;
-	c->exe = exe ? strdup(exe) : own_exe(procfs_fd);
-	if (!c->exe) {
-		int r = exe ? -ENOMEM : -errno;
-
-		vw_warn("vm: libvirt: cannot find this program (self/exe under --host.procfs: %s): "
-			"no libvirt helper", strerror(r ? -r : ENOENT));
+	c->procfs_fd = procfs_fd;
+	if (exe && !(c->exe = strdup(exe))) {
 		free(c);
-		return r ? r : -ENOENT;
+		return -ENOMEM;
 	}
 	c->timeout_ns = timeout_ns ? timeout_ns : DEFAULT_TIMEOUT_NS;
 	*ret = c;

@@ -14,8 +14,9 @@ struct vw_virt_child;
 
 extern const struct vw_virt_api vw_virt_child_api;
 
-/* exe: the binary to run (NULL: the daemon's own, <procfs>/self/exe); timeout_ns: how long one
- * run may take before it is killed (0: 10 s). */
+/* exe: the binary to run (NULL: this program, <procfs>/self/exe, if its main() serves the
+ * helper: vw_libvirt_helper_here()); timeout_ns: how long one run may take before it is killed
+ * (0: 10 s). */
 int vw_virt_child_new(int procfs_fd, const char *exe, uint64_t timeout_ns,
 		      struct vw_virt_child **ret);
 void vw_virt_child_free(struct vw_virt_child *c);

@@ -71,8 +71,7 @@ struct lv {
 	bool want_reconcile, reconciling;
 	uint64_t stats_req, stats_done;
 	uint64_t stats_ns;    /* when stats were last applied (vw_now_ns()), 0: never */
-	bool qemu_lost;       /* the last list() found the QEMU of an active domain gone (or: none
-			       * looked for yet) */
+	bool qemu_lost;       /* the last list() found the QEMU of an active domain gone */
 	size_t vms_seen;      /* what the last vms_seen() was told */
 	struct dom *doms;
 	size_t n_doms, cap_doms;
@@ -577,7 +576,6 @@ static int open_lv(const struct vw_vm_env *env, const struct vw_virt_api *api, v
 	lv->stats_every_ns = env->libvirt_stats_every_ns ? env->libvirt_stats_every_ns
 							  : DEFAULT_STATS_EVERY_NS;
 	lv->backoff_ns = lv->backoff_min_ns;
-	lv->qemu_lost = true; /* not looked for yet: the first list() asks for stats */
 	lv->vms_seen = SIZE_MAX; /* the first round's count is only noted */
 	lv->next_connect_ns = vw_now_ns();
 	lv->dormant = dormant;
