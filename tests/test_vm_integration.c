@@ -590,6 +590,17 @@ static void test_daemon_vm_energy(void **state)
 	a1 = sum_lines(m, "kepler_vm_cpu_joules_total", vm_sel, "zone=\"package\"");
 	i1 = sum_lines(m, "virtwatt_vm_cpu_idle_joules_total", vm_sel, "zone=\"package\"");
 	printf("# VM %s: active %.6f J, idle %.6f J after ~5 s\n", dom_uuid, a1, i1);
+	/* Found through libvirt, which the daemon never mapped (its helper did). */
+	{
+		char maps_path[64], *maps;
+
+		snprintf(maps_path, sizeof(maps_path), "/proc/%d/maps", (int)daemon);
+		maps = vw_fixture_slurp(maps_path, NULL);
+		assert_non_null(maps);
+		if (strstr(maps, "libvirt"))
+			fail_msg("the daemon maps libvirt: %.300s", strstr(maps, "libvirt"));
+		free(maps);
+	}
 	assert_true(a1 > 0); /* vCPU 0 spins */
 	assert_true(i1 > 0); /* 2 vCPUs reserved of the host's CPUs */
 	assert_non_null(strstr(m, "type=\"vm\""));

@@ -1853,6 +1853,12 @@ static void test_helper_start_stop(void **state)
 	v = list_n(x, 1);
 	assert_string_equal(v[0].uuid, UB);
 
+	/* Every domain's QEMU is found: the process scan sees starts and stops, so no stats are
+	 * due by the clock (30 s) and no helper runs until the reconcile. */
+	x->now += 60 * VW_NSEC_PER_SEC;
+	list_n(x, 1);
+	assert_int_equal(hx_runs(h), runs + 2);
+
 	/* The reconcile period asks again, and for every document (hot-plugged devices). */
 	x->now += 3601 * VW_NSEC_PER_SEC;
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);

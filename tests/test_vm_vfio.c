@@ -5,7 +5,8 @@
  * which of them are GPUs, the rows of virtwatt_vm_gpu_passthrough_info for a list of VMs and
  * their rendering; then the real virtwatt-host over libvirt's test driver (a node file whose
  * running domains hold <hostdev> devices: the test driver starts them without the hardware)
- * and that fixture sysfs, scraped.
+ * and that fixture sysfs, scraped; and the daemon's own maps, which never hold libvirt (its
+ * helper, a short-lived child, loads it).
  */
 #include "vw_test.h"
 
@@ -408,6 +409,18 @@ static void test_host(void **state)
 	assert_non_null(strstr(body, "virtwatt_vm_cpu_idle_watts{vm_id=\"" U1 "\",vm_name=\"gpuvm\""));
 	assert_non_null(strstr(body, "\",node_name=\"node-a\",project_name=\"\",flavor=\"\"} "));
 	free(body);
+	/* All of that came through libvirt, yet the daemon never mapped it: its helper, a child
+	 * run for each question, did (issue #33: libvirt is ~14 MiB of RSS in a process). */
+	{
+		char maps_path[64], *maps;
+
+		snprintf(maps_path, sizeof(maps_path), "/proc/%d/maps", (int)daemon_pid);
+		maps = vw_fixture_slurp(maps_path, NULL);
+		assert_non_null(maps);
+		if (strstr(maps, "libvirt"))
+			fail_msg("the daemon maps libvirt: %.300s", strstr(maps, "libvirt"));
+		free(maps);
+	}
 	assert_int_equal(vw_fixture_stop_daemon(daemon_pid), 0);
 	daemon_pid = 0;
 }

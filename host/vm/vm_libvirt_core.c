@@ -42,6 +42,10 @@
 #define DEFAULT_BACKOFF_MAX_NS (60 * VW_NSEC_PER_SEC)
 #define DEFAULT_LIST_TIMEOUT_NS (500 * VW_NSEC_PER_MSEC)
 #define DEFAULT_STATS_EVERY_NS DEFAULT_RECONCILE_NS
+/* The reconcile period while the process scan sees every domain's QEMU: one helper run costs
+ * ~15 ms of CPU (exec, libvirt loaded and initialised, a connection) before any domain, so
+ * 100 VMs every 30 s would cost ~0.5 ms per second; every 5 min, ~0.05. */
+#define COVERED_RECONCILE_NS (300 * VW_NSEC_PER_SEC)
 #define MAX_WAIT_NS VW_NSEC_PER_SEC /* the worker looks at the clock at least this often */
 
 struct dom {
@@ -67,7 +71,14 @@ struct lv {
 	bool dormant; /* opened with vw_vm_libvirt_open_dormant, no VM seen yet: nothing started */
 	void *conn;
 	bool lost;
-	uint64_t backoff_ns, next_connect_ns, next_reconcile_ns;
+	uint64_t backoff_ns, next_connect_ns;
+	uint64_t last_reconcile_ns; /* when the last reconcile listed (vw_now_ns()), 0: none yet */
+	/* The last list() found every active domain's QEMU (and this is a QEMU driver): the process
+	 * scan sees each start and each stop, so reconciles (renames, hot-plugged devices, pauses)
+	 * are due only every covered_reconcile_ns and stats only with them. */
+	bool covered;
+	bool qemu_driver; /* qemu:, or libvirt's test driver (benchmarks, tests) */
+	uint64_t covered_reconcile_ns;
 	bool want_reconcile, reconciling;
 	uint64_t stats_req, stats_done;
 	uint64_t stats_ns;    /* when stats were last applied (vw_now_ns()), 0: never */
@@ -300,6 +311,7 @@ static void apply_stats(struct lv *lv, const struct vw_virt_stat *st, size_t n)
 static void refresh_stats(struct lv *lv)
 {
 	_cleanup_free_ struct vw_virt_stat *st = NULL;
+	uint64_t asked = lv->stats_req; /* requests made so far: these stats answer them */
 	void *conn = lv->conn;
 	char msg[256] = "";
 	size_t n = 0;
@@ -317,6 +329,8 @@ static void refresh_stats(struct lv *lv)
 	apply_stats(lv, st, n);
 	lv->stats_ns = vw_now_ns();
 	lv->counters.stats_fetches++;
+	if (lv->stats_done < asked)
+		lv->stats_done = asked; /* (a reconcile's stats answer a list() that waits) */
 }
 
 /* Whether the XML of a listed domain must be fetched (lock held). */
@@ -365,7 +379,7 @@ static void reconcile_pass(struct lv *lv, bool full)
 	if (r < 0)
 		snprintf(msg, sizeof(msg), "%s", lv->api->last_error(lv->data));
 	pthread_mutex_lock(&lv->mu);
-	lv->next_reconcile_ns = vw_now_ns() + lv->reconcile_ns;
+	lv->last_reconcile_ns = vw_now_ns();
 	if (r < 0) {
 		call_failed(lv, r, "list domains", msg);
 		return;
@@ -425,13 +439,21 @@ static struct timespec deadline_in(uint64_t ns)
 	return ts;
 }
 
+/* When the next periodic reconcile is due (lock held). */
+static uint64_t next_reconcile(const struct lv *lv)
+{
+	if (!lv->last_reconcile_ns)
+		return 0;
+	return lv->last_reconcile_ns + (lv->covered ? lv->covered_reconcile_ns : lv->reconcile_ns);
+}
+
 static bool work_due(const struct lv *lv, uint64_t now)
 {
 	if (lv->stop)
 		return false;
 	if (!lv->conn)
 		return now >= lv->next_connect_ns || lv->stats_done != lv->stats_req;
-	return lv->lost || lv->want_reconcile || now >= lv->next_reconcile_ns ||
+	return lv->lost || lv->want_reconcile || now >= next_reconcile(lv) ||
 	       lv->stats_done != lv->stats_req;
 }
 
@@ -443,13 +465,8 @@ static void step(struct lv *lv)
 		disconnect(lv, now);
 	if (!lv->conn && now >= lv->next_connect_ns)
 		try_connect(lv, now);
-	if (lv->conn && !lv->lost && (lv->want_reconcile || now >= lv->next_reconcile_ns)) {
-		uint64_t asked = lv->stats_req, fetched = lv->counters.stats_fetches;
-
-		reconcile(lv, now >= lv->next_reconcile_ns);
-		if (lv->counters.stats_fetches != fetched && lv->stats_done < asked)
-			lv->stats_done = asked; /* the reconcile's stats are fresh enough */
-	}
+	if (lv->conn && !lv->lost && (lv->want_reconcile || now >= next_reconcile(lv)))
+		reconcile(lv, now >= next_reconcile(lv));
 	if (lv->conn && !lv->lost && lv->stats_done != lv->stats_req) {
 		uint64_t target = lv->stats_req;
 
@@ -467,7 +484,7 @@ static void wait_work(struct lv *lv)
 	uint64_t now = vw_now_ns(), deadline;
 	struct timespec ts;
 
-	deadline = lv->conn ? lv->next_reconcile_ns : lv->next_connect_ns;
+	deadline = lv->conn ? next_reconcile(lv) : lv->next_connect_ns;
 	ts = deadline_in(deadline > now ? VW_MIN(deadline - now, (uint64_t)MAX_WAIT_NS) : 0);
 	pthread_cond_timedwait(&lv->wake, &lv->mu, &ts);
 }
@@ -568,6 +585,8 @@ static int open_lv(const struct vw_vm_env *env, const struct vw_virt_api *api, v
 	snprintf(lv->hypervisor, sizeof(lv->hypervisor), "%s",
 		 strncmp(uri, "xen", 3) == 0 ? "xen" : "kvm");
 	lv->reconcile_ns = env->reconcile_ns ? env->reconcile_ns : DEFAULT_RECONCILE_NS;
+	lv->covered_reconcile_ns = VW_MAX(lv->reconcile_ns, (uint64_t)COVERED_RECONCILE_NS);
+	lv->qemu_driver = strncmp(uri, "qemu", 4) == 0 || strncmp(uri, "test:", 5) == 0;
 	lv->backoff_min_ns = env->backoff_min_ns ? env->backoff_min_ns : DEFAULT_BACKOFF_MIN_NS;
 	lv->backoff_max_ns = VW_MAX(env->backoff_max_ns ? env->backoff_max_ns
 							 : DEFAULT_BACKOFF_MAX_NS,
@@ -679,8 +698,11 @@ static bool stats_due(const struct lv *lv)
 {
 	uint64_t now = vw_now_ns();
 
-	return lv->qemu_lost || lv->want_reconcile || lv->reconciling || !lv->stats_ns ||
-	       now < lv->stats_ns || now - lv->stats_ns >= lv->stats_every_ns;
+	if (lv->qemu_lost || lv->want_reconcile || lv->reconciling || !lv->stats_ns)
+		return true;
+	if (lv->covered)
+		return false; /* the process scan sees starts and stops; the reconcile brings stats */
+	return now < lv->stats_ns || now - lv->stats_ns >= lv->stats_every_ns;
 }
 
 /* Ask the worker for fresh stats when due and wait a bounded time (lock held). */
@@ -735,11 +757,13 @@ static int snapshot(struct lv *lv, struct vw_vm_info **ret, int **ret_ids, size_
 static void write_back(struct lv *lv, const struct vw_vm_info *vms, const int *ids, size_t n)
 {
 	lv->qemu_lost = false;
+	lv->covered = lv->qemu_driver;
 	for (size_t i = 0; i < n; i++) {
 		struct dom *d;
 
 		if (vms[i].state == VW_VM_SHUTOFF)
 			continue;
+		lv->covered &= vms[i].qemu_pid != 0;
 		d = find_dom_at(lv, vms[i].uuid, i);
 		if (!d || d->gone || d->id != ids[i])
 			continue;
