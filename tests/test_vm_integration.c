@@ -3,7 +3,8 @@
  * The VM sources against a real libvirtd and a real QEMU (TCG): the VM appears via vw_vms_list()
  * with its UUID, name, vCPUs, QEMU PID (checked against libvirt's own pid file), channel and
  * share; libvirtd is killed and restarted under it (a pause after the restart shows); and the VM
- * disappears when destroyed.
+ * disappears when destroyed (its QEMU gone: no lifecycle events, the daemon's libvirt helper is
+ * a short-lived child). The real daemon over it never maps libvirt.
  *
  * Private state. virtlogd and libvirtd run in a mount namespace of their own where /etc/libvirt,
  * /run/libvirt, /var/{lib,cache,log}/libvirt are bind mounts of directories under a temporary
@@ -724,6 +725,7 @@ int main(void)
 	env.libvirt_uri = uri_ro;
 	env.libvirt_helper = VW_HOST_BIN;
 	env.reconcile_ns = 5 * VW_NSEC_PER_SEC;
+	env.reconcile_covered_ns = 5 * VW_NSEC_PER_SEC; /* a pause shows within 5 s */
 	env.backoff_min_ns = 200 * VW_NSEC_PER_MSEC;
 	env.backoff_max_ns = VW_NSEC_PER_SEC;
 	env.list_timeout_ns = 2 * VW_NSEC_PER_SEC;

@@ -585,7 +585,9 @@ static int open_lv(const struct vw_vm_env *env, const struct vw_virt_api *api, v
 	snprintf(lv->hypervisor, sizeof(lv->hypervisor), "%s",
 		 strncmp(uri, "xen", 3) == 0 ? "xen" : "kvm");
 	lv->reconcile_ns = env->reconcile_ns ? env->reconcile_ns : DEFAULT_RECONCILE_NS;
-	lv->covered_reconcile_ns = VW_MAX(lv->reconcile_ns, (uint64_t)COVERED_RECONCILE_NS);
+	lv->covered_reconcile_ns = env->reconcile_covered_ns
+					   ? env->reconcile_covered_ns
+					   : VW_MAX(lv->reconcile_ns, (uint64_t)COVERED_RECONCILE_NS);
 	lv->qemu_driver = strncmp(uri, "qemu", 4) == 0 || strncmp(uri, "test:", 5) == 0;
 	lv->backoff_min_ns = env->backoff_min_ns ? env->backoff_min_ns : DEFAULT_BACKOFF_MIN_NS;
 	lv->backoff_max_ns = VW_MAX(env->backoff_max_ns ? env->backoff_max_ns
