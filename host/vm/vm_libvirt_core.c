@@ -3,19 +3,23 @@
  * The libvirt VM source, minus libvirt itself (calls go through struct vw_virt_api).
  *
  * A worker thread owns the connection and makes every libvirt call: connect (read-only), then
- * lifecycle events and the close callback, a reconcile (list the active domains, fetch the XML
- * of new ones, then their stats) at connect, after an event that changes the set, and every
- * reconcile_ns (fetching every XML again then, for hot-plugged devices). A lost connection is
- * closed and retried with a doubling delay; the domain list is kept meanwhile.
+ * lifecycle events and the close callback where the table has them (the daemon's table,
+ * vm_libvirt_child.c, has none: each of its calls is a run of a helper process, and connect is
+ * the first), a reconcile (list the active domains, fetch the XML of new ones, then their
+ * stats) at connect, after an event or a vms_seen() that changes the set, and periodically:
+ * every reconcile_ns (30 s), or covered_reconcile_ns (5 min) while the last list() found every
+ * active domain's QEMU on a QEMU driver, since the process scan then sees each start and stop
+ * (fetching every XML again then, for hot-plugged devices). A lost connection is closed and
+ * retried with a doubling delay; the domain list is kept meanwhile.
  *
  * list() asks the worker for fresh stats when they are due and waits at most list_timeout_ns for
  * them (not at all while a previous request is still outstanding: a hung libvirtd costs one
- * timeout, not one per call), then returns the cache. Stats are due every stats_every_ns (30 s:
- * the reconcile's own), and at once when a domain's QEMU process, found before, is gone: that is
- * how a stop is seen where no lifecycle event comes (the daemon's table, vm_libvirt_child.c, has
- * none: each call is a run of a helper process). A start is seen by the other sources (the
- * process scan finds its QEMU): vms_seen() then asks for a reconcile. A pause or resume shows at
- * the next stats (paused and running VMs are accounted alike). QEMU PIDs (and vCPU counts the XML lacks) come from procfs in
+ * timeout, not one per call), then returns the cache. Stats are due at once when a domain's
+ * QEMU process, found before, is gone (how a stop is seen without events), and every
+ * stats_every_ns (30 s) unless every QEMU is found (then the reconcile brings them). A start is
+ * seen by the other sources (the process scan finds its QEMU): vms_seen() then asks for a
+ * reconcile. A pause or resume shows at the next stats (paused and running VMs are accounted
+ * alike). QEMU PIDs (and vCPU counts the XML lacks) come from procfs in
  * the caller's thread: libvirt has no API for the PID (the pid file and status XML under
  * /run/libvirt are root-only and per-driver), so the QEMU whose -uuid is the domain's is found
  * by a scan of command lines, kept with its start time and rechecked on every list() (a reused
@@ -550,7 +554,7 @@ static void wait_first(struct lv *lv)
 	pthread_mutex_unlock(&lv->mu);
 }
 
-/* The event loop (the real table loads libvirt there), the worker, its first connection. */
+/* The event loop (where the table has one), the worker, its first connection. */
 static int start(struct lv *lv)
 {
 	int r = lv->api->loop_start(lv->data);

@@ -9,10 +9,11 @@
  * and its transports is ~14 MiB resident in any process that loads it: here it lives for the
  * tens of milliseconds of one answer, not for the daemon's life.
  *
- * Not for people: refused unless stdin and stdout are pipes (the daemon's). It dies with the
- * daemon (PR_SET_PDEATHSIG) and after HELPER_MAX_S in any case.
+ * Not for people: refused unless stdin and stdout are pipes (the daemon's). It drops every
+ * capability first, dies with the daemon (PR_SET_PDEATHSIG) and after HELPER_MAX_S in any case.
  */
 #include <errno.h>
+#include <linux/capability.h>
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
 #include <signal.h>
@@ -22,6 +23,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -49,6 +51,19 @@ static void quiet(void *userdata, virErrorPtr err)
 {
 	(void)userdata;
 	(void)err; /* the failures that matter go back to the daemon in the answer */
+}
+
+/* The daemon's capabilities (CAP_BPF, CAP_PERFMON, CAP_SYS_PTRACE, CAP_DAC_READ_SEARCH, or all
+ * of root's) are none of the helper's business: a read-only libvirt client needs none. */
+static void drop_capabilities(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3] = { { 0 } };
+
+	prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
+	if (syscall(SYS_capset, &h, d) < 0)
+		fprintf(stderr, "virtwatt-host: libvirt helper: cannot drop capabilities: %s\n",
+			strerror(errno));
 }
 
 static bool is_pipe(int fd)
@@ -248,6 +263,7 @@ int vw_libvirt_helper_main(int argc, char **argv)
 	}
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	alarm(HELPER_MAX_S);
+	drop_capabilities();
 	vw_log_set_level(VW_LOG_ERROR);
 	vw_lvw_begin(&b);
 	r = read_request(&rq);

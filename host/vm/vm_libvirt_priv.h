@@ -75,9 +75,9 @@ const char *vw_libvirt_load(void);
 int vw_vm_libvirt_open_api(const struct vw_vm_env *env, const struct vw_virt_api *api, void *data,
 			   void **ret_state);
 /*
- * The same, dormant: nothing starts (the real table: libvirt is not even loaded) until
+ * The same, dormant: nothing starts (the daemon's table: no helper runs) until
  * vw_vm_libvirt_vms_seen reports a VM that the other sources found (a QEMU process); list()
- * reports none meanwhile. A node that runs no VM never maps libvirt, GLib, libxml2 or ICU.
+ * reports none meanwhile. A node that runs no VM never runs libvirt at all.
  */
 int vw_vm_libvirt_open_dormant(const struct vw_vm_env *env, const struct vw_virt_api *api,
 			       void *data, void **ret_state);
