@@ -1920,6 +1920,23 @@ static void test_helper_faults(void **state)
 		vw_vm_libvirt_get_counters(x->src, &c);
 		assert_true(c.connected);
 	}
+	/* Not connected and backing off: a VM the process scan finds asks at once. */
+	{
+		struct vw_vm_libvirt_counters c;
+
+		vw_vm_libvirt_vms_seen(x->src, 1);
+		hx_helper(h, "kill -SEGV $$");
+		x->now += 31 * VW_NSEC_PER_SEC;
+		list_n(x, 1);
+		assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+		vw_vm_libvirt_get_counters(x->src, &c);
+		assert_false(c.connected);
+		hx_helper(h, "exec " VW_HOST_BIN " \"$@\"");
+		vw_vm_libvirt_vms_seen(x->src, 2); /* (the clock stands still: no backoff passes) */
+		assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+		vw_vm_libvirt_get_counters(x->src, &c);
+		assert_true(c.connected);
+	}
 	hx_free(h);
 }
 #endif

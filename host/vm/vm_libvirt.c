@@ -22,6 +22,8 @@
 #include "vm_libvirt_priv.h"
 #include "vm_priv.h"
 
+#define HELPER_BACKOFF_MAX_NS (300 * VW_NSEC_PER_SEC)
+
 /* The libvirt source's options (virtwatt-host's --help and YAML: host/options.c collects them). */
 struct libvirt_options {
 	char *uri;
@@ -65,6 +67,11 @@ static int libvirt_open(const struct vw_vm_env *env, void **ret_state)
 
 	if (o) /* "": the default, as no option */
 		e.libvirt_uri = o->uri && *o->uri ? o->uri : NULL;
+	/* A helper run costs ~15 ms of CPU where an in-process attempt cost little: without a
+	 * libvirtd (Proxmox runs QEMU without one) retry every 5 min, not every minute; a QEMU that
+	 * starts meanwhile asks at once (vms_seen). */
+	if (!e.backoff_max_ns)
+		e.backoff_max_ns = HELPER_BACKOFF_MAX_NS;
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return -ENOMEM;

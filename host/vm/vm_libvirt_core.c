@@ -651,6 +651,8 @@ bool vw_vm_libvirt_vms_seen(void *state, size_t n)
 			pthread_mutex_lock(&lv->mu);
 			if (lv->vms_seen != SIZE_MAX && n > lv->vms_seen) {
 				lv->want_reconcile = true;
+				if (!lv->conn) /* not connected: try now, whatever the backoff */
+					lv->next_connect_ns = vw_now_ns();
 				pthread_cond_signal(&lv->wake);
 			}
 			lv->vms_seen = n;
