@@ -53,7 +53,8 @@ static void libvirt_close(void *state)
 
 	if (!s)
 		return;
-	vw_vm_libvirt_close(s->core); /* joins the worker: no run in flight after it */
+	vw_virt_child_cancel(s->child); /* a hung helper must not hold the worker up */
+	vw_vm_libvirt_close(s->core);   /* joins the worker: no run in flight after it */
 	vw_virt_child_free(s->child);
 	free(s);
 }

@@ -18,6 +18,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdbool.h>
@@ -58,6 +59,9 @@ struct vw_virt_child {
 	size_t n_xmls, cap_xmls;
 	struct vw_virt_child_counters counters;
 	struct vw_complaint complaint;
+	pthread_mutex_t mu; /* running, cancelled: vw_virt_child_cancel() from another thread */
+	pid_t running;      /* the helper now running, 0: none */
+	bool cancelled;
 };
 
 /* ---- One run ---- */
@@ -263,6 +267,7 @@ static int run_once(struct vw_virt_child *c, bool full, struct vw_lvw_answer *a)
 	size_t rq_len = 0, len = 0;
 	const char *why = "";
 	uint64_t deadline;
+	bool answered;
 	pid_t pid;
 
 	c->counters.runs++;
@@ -282,7 +287,15 @@ static int run_once(struct vw_virt_child *c, bool full, struct vw_lvw_answer *a)
 			 strerror(-r));
 		goto close_pipes;
 	}
-	r = spawn(c, in[0], out[1], &pid);
+	pthread_mutex_lock(&c->mu);
+	r = c->cancelled ? -ECANCELED : spawn(c, in[0], out[1], &pid);
+	if (r == 0)
+		c->running = pid;
+	pthread_mutex_unlock(&c->mu);
+	if (r == -ECANCELED) {
+		snprintf(c->err, sizeof(c->err), "the libvirt source is closing");
+		goto close_pipes;
+	}
 	if (r < 0) {
 		snprintf(c->err, sizeof(c->err), "cannot run the libvirt helper %s: %s", c->exe,
 			 strerror(-r));
@@ -297,19 +310,24 @@ static int run_once(struct vw_virt_child *c, bool full, struct vw_lvw_answer *a)
 	close(VW_TAKE_FD(in[1]));
 	deadline = mono_ms() + c->timeout_ns / VW_NSEC_PER_MSEC;
 	r = read_answer(out[0], deadline, &buf, &len);
+	answered = r == 0;
 	close(VW_TAKE_FD(out[0]));
 	if (r < 0) {
 		kill(-pid, SIGKILL);
 		reap(pid, &status);
 	} else if (reap_by(pid, deadline, &status) < 0) {
-		snprintf(c->err, sizeof(c->err), "the libvirt helper answered but did not exit "
-			 "within %" PRIu64 " ms: killed", (uint64_t)(c->timeout_ns / VW_NSEC_PER_MSEC));
-		return -ETIMEDOUT;
+		r = -ETIMEDOUT;
 	}
+	pthread_mutex_lock(&c->mu);
+	c->running = 0;
+	pthread_mutex_unlock(&c->mu);
 	if (r == -ETIMEDOUT) {
 		snprintf(c->err, sizeof(c->err),
-			 "the libvirt helper gave no answer within %" PRIu64 " ms: killed (libvirtd "
-			 "hung?)", (uint64_t)(c->timeout_ns / VW_NSEC_PER_MSEC));
+			 answered ? "the libvirt helper answered but did not exit within %" PRIu64
+				    " ms: killed"
+				  : "the libvirt helper gave no answer within %" PRIu64
+				    " ms: killed (libvirtd hung?)",
+			 (uint64_t)(c->timeout_ns / VW_NSEC_PER_MSEC));
 		return -ETIMEDOUT;
 	}
 	if (r < 0) {
@@ -558,15 +576,28 @@ int vw_virt_child_new(int procfs_fd, const char *exe, uint64_t timeout_ns,
 		free(c);
 		return -ENOMEM;
 	}
+	pthread_mutex_init(&c->mu, NULL);
 	c->timeout_ns = timeout_ns ? timeout_ns : DEFAULT_TIMEOUT_NS;
 	*ret = c;
 	return 0;
+}
+
+void vw_virt_child_cancel(struct vw_virt_child *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	c->cancelled = true;
+	if (c->running)
+		kill(-c->running, SIGKILL); /* its read sees the end at once; it is reaped there */
+	pthread_mutex_unlock(&c->mu);
 }
 
 void vw_virt_child_free(struct vw_virt_child *c)
 {
 	if (!c)
 		return;
+	pthread_mutex_destroy(&c->mu);
 	for (size_t i = 0; i < c->n_xmls; i++)
 		free(c->xmls[i].xml);
 	free(c->xmls);

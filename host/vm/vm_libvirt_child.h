@@ -19,6 +19,9 @@ extern const struct vw_virt_api vw_virt_child_api;
  * (0: 10 s). */
 int vw_virt_child_new(int procfs_fd, const char *exe, uint64_t timeout_ns,
 		      struct vw_virt_child **ret);
+/* From any thread: kill the helper now running, and run none from now on (the source closes:
+ * its worker is not kept up to the helper's timeout). */
+void vw_virt_child_cancel(struct vw_virt_child *c);
 void vw_virt_child_free(struct vw_virt_child *c);
 
 /* ---- For tests ---- */
