@@ -72,6 +72,34 @@ cpu_of() {
 	echo "$ticks $ns"
 }
 
+# "cutime+cstime" (ticks) of a PID: the CPU of the children it has reaped (virtwatt-host's libvirt
+# helper runs, which no thread's schedstat of the daemon counts).
+children_cpu_of() {
+	sed 's/.*) //' "/proc/$1/stat" | awk '{ print $14 + $15 }'
+}
+
+# helper_cost HOST URI [RUNS]: "CPU_MS PEAK_RSS_KIB" of one run of HOST's libvirt helper (the
+# median of RUNS, 5 by default, each asked for every domain's XML, as a full reconcile is), or
+# "- -" for a binary without one (libvirt loaded in the daemon itself).
+helper_cost() {
+	python3 - "$1" "$2" "${3:-5}" <<'PY'
+import resource, statistics, subprocess, sys
+host, uri, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
+cpu, rss = [], 0
+for _ in range(runs):
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    p = subprocess.run([host, "--internal-libvirt-list=" + uri], input=b"full\n",
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if p.returncode != 0 or not p.stdout.startswith(b"VWLV"):
+        print("- -")
+        sys.exit(0)
+    cpu.append((r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) * 1000)
+    rss = max(rss, r1.ru_maxrss)
+print("%.1f %d" % (statistics.median(cpu), rss))
+PY
+}
+
 # scrape_both VW_PORT NE_PORT SECONDS DIR [PE_PORT]: one scraper process per server, one scrape
 # of /metrics a second (curl --rate) for SECONDS; each one's HTTP codes in DIR/vw.codes,
 # DIR/ne.codes (and DIR/pe.codes for process-exporter's PE_PORT, none of its scrapes past SECONDS).

@@ -168,7 +168,7 @@ w=0
 window() {
 	local name=$1 src=$2 ival=$3 n=$4 nvms=$5 noread=$6 share=$7 warm=$8 dir uri vw_port ne_port
 	local vw_pid ne_pid t0 t1 secs vw_n0 vw_n1 ne_n0 ne_n1 vw_rss0 vw_rss vw_hwm ne_rss ne_hwm
-	local vw_pss vw_anon
+	local vw_pss vw_anon vw_c0 vw_c1 ch_ms helper=(- -)
 	local listed pub_vms k v share_opt=() pe_port='' pe_pid='' pe_n0=0 pe_n1=0 pe_ms=- pe_rss=- pe_hwm=- load0
 	local -A r
 	w=$((w + 1))
@@ -218,11 +218,13 @@ window() {
 	t0=$(mono_ns)
 	read -r vw_rss0 _ < <(memory_of "$vw_pid")
 	read -r _ vw_n0 < <(cpu_of "$vw_pid")
+	vw_c0=$(children_cpu_of "$vw_pid")
 	read -r _ ne_n0 < <(cpu_of "$ne_pid")
 	[ -z "$pe_pid" ] || read -r _ pe_n0 < <(cpu_of "$pe_pid")
 	scrape_both "$vw_port" "$ne_port" $((n * ival)) "$dir" "$pe_port"
 	t1=$(mono_ns)
 	read -r _ vw_n1 < <(cpu_of "$vw_pid")
+	vw_c1=$(children_cpu_of "$vw_pid")
 	read -r _ ne_n1 < <(cpu_of "$ne_pid")
 	[ -z "$pe_pid" ] || read -r _ pe_n1 < <(cpu_of "$pe_pid")
 	read -r vw_rss vw_hwm < <(memory_of "$vw_pid")
@@ -241,6 +243,7 @@ window() {
 		"$PERF" script -i "$dir/perf.data" -F tid,time,event,trace --ns >"$dir/perf.txt" 2>/dev/null || : >"$dir/perf.txt"
 	fi
 	listed=$(vms_listed "$vw_port" "$w")
+	[ "$src" != libvirt ] || read -r -a helper < <(helper_cost "$host" "$uri")
 	pub_vms=$(table_entries "$vw_port" publisher_vm)
 	stop_pids "${pids[@]}"
 	pids=()
@@ -284,13 +287,15 @@ window() {
 		python3 bench/callgrind_ir.py --top 40 "${cg[0]}" >"$CALLGRIND/$name.top"
 	fi
 	ne_ms=$(div "$(( (ne_n1 - ne_n0) / 1000 ))" "$(awk -v s="$secs" 'BEGIN { print s * 1000 }')")
+	ch_ms=$(awk -v t="$((vw_c1 - vw_c0))" -v hz="$(getconf CLK_TCK)" -v s="$secs" -v i="$ival" \
+		'BEGIN { printf "%.2f", t * 1000 / hz / (s / i) }')
 	if [ -n "$pe_pid" ]; then
 		pe_ms=$(div "$(( (pe_n1 - pe_n0) / 1000 ))" "$(awk -v s="$secs" 'BEGIN { print s * 1000 }')")
 		pe_hwm=$(mib "$pe_hwm")
 		pe_rss=$(mib "$pe_rss")
 	fi
-	printf "%-8s %3ss %4s %4s %3s %7s %16s %9s %6s %11s %6s %11s %11s %6s %17s %17s %6s %7s %s\n" \
-		"$name" "$ival" "$listed" "${pub_vms:--}" "$noread" "$vw_ms" \
+	printf "%-8s %3ss %4s %4s %3s %7s %6s %16s %9s %6s %11s %6s %11s %11s %6s %17s %17s %6s %7s %s\n" \
+		"$name" "$ival" "$listed" "${pub_vms:--}" "$noread" "$vw_ms" "$ch_ms" \
 		"$(mib "$vw_rss0")>$(mib "$vw_rss")/$(mib "$vw_hwm")" "$(mib "$vw_pss")/$(mib "$vw_anon")" \
 		"$ne_ms" "$(mib "$ne_rss")/$(mib "$ne_hwm")" "$pe_ms" "$pe_rss/$pe_hwm" \
 		"$load0>$(load1)" "${r[rounds]}" \
@@ -299,6 +304,8 @@ window() {
 		"${r[chan_spread_p50_ms]}" "${r[chan_missed]}/${r[share_missed]}" \
 		"${r[noread_queued_start_b]}->${r[noread_queued_end_b]}" | tee -a "$tmp/rows"
 	echo "# $name: load $(cut -d' ' -f1-3 /proc/loadavg) at the end; $(grep -c '^200$' "$dir/vw.codes") scrapes" >&2
+	[ "$src" != libvirt ] || echo "# $name: one libvirt helper run (full: every XML): ${helper[0]} ms CPU, peak RSS" \
+		"$(if [ "${helper[1]}" = - ]; then echo -; else mib "${helper[1]}"; fi) MiB (- : no helper, libvirt in the daemon)" >&2
 	[ "$nvms" = 0 ] || {
 		echo "# $name: reference ${r[reference]} (${r[sends]} syscalls), ${r[fakes_connected]} channels connected,"
 		echo "#   first delivery of a round p50 ${r[chan_first_p50_ms]} ms, spread max ${r[chan_spread_max_ms]} ms," \
@@ -309,6 +316,8 @@ window() {
 echo "# $(nproc) CPUs, $(uname -r), $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg); $VMS VMs, $PROCS idle processes, windows of" \
 	"$INTERVALS intervals (slow: $SLOW_INTERVALS of 5 s) after $WARMUP s; one scrape/s of each server"
 echo "# vw_ms: virtwatt-host CPU ms per interval (threads' schedstat); ne_ms: node_exporter CPU ms/s;"
+echo "#   ch_ms: CPU ms per interval of the children it reaped in the window (its libvirt helper runs;"
+echo "#   cutime+cstime, clock ticks: 0 when none ran), on top of vw_ms"
 echo "#   pe_ms, pe_rss/hwm: prometheus-process-exporter (every process, by comm) the same way;"
 echo "#   load: 1-minute load average at the window's start > end (CPU under load: upper bounds);"
 echo "#   rss>rss/hwm: VmRSS at the window's start > at its end / VmHWM, MiB; vms: ours in /metrics;"
@@ -319,8 +328,8 @@ echo "# chan, share: publication latency p50/p95/max ms over VMs x rounds, from 
 echo "#   (perf: sendto, renameat or unlinkat) to the fake's read() / inotify event; spread: p50 of (last - first channel delivery)"
 echo "#   of a round; missed: (VM, round) pairs never delivered, channel/share; queued: a non-reader's"
 echo "#   unread bytes at the window's start -> end (p50)"
-printf "%-8s %4s %4s %4s %3s %7s %16s %9s %6s %11s %6s %11s %11s %6s %17s %17s %6s %7s %s\n" \
-	window ival vms pub nrd vw_ms "rss>rss/hwm" pss/anon ne_ms ne_rss/hwm pe_ms pe_rss/hwm load rounds chan_ms share_ms spread missed queued
+printf "%-8s %4s %4s %4s %3s %7s %6s %16s %9s %6s %11s %6s %11s %11s %6s %17s %17s %6s %7s %s\n" \
+	window ival vms pub nrd vw_ms ch_ms "rss>rss/hwm" pss/anon ne_ms ne_rss/hwm pe_ms pe_rss/hwm load rounds chan_ms share_ms spread missed queued
 make_room "$((PROCS + VMS))"
 "$spawn" "$PROCS" >"$tmp/spawn.out" &
 spawner=$!

@@ -83,7 +83,7 @@ static int setup_vms(struct vw_host *h)
 {
 	const struct vw_host_config *c = h->cfg;
 	struct vw_vm_source_config configs[VW_HOST_VM_SOURCES_MAX];
-	/* New VMs outside libvirt show up within 10 s; libvirt's own are seen at once. */
+	/* New VMs show up within 10 s (the process scan; libvirt's helper is asked then). */
 	struct vw_vm_env env = { .procfs_fd = h->d.procfs_fd,
 				 .configs = configs,
 				 .n_configs = vw_host_vm_configs(c, configs),

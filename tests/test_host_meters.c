@@ -242,6 +242,7 @@ static void test_vm_source_options(void **state)
 	METER_FIXTURE_LOAD(&cfg, "--libvirt.uri=test:///default");
 	env.n_configs = vw_host_vm_configs(&cfg, configs);
 	env.procfs_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	env.libvirt_helper = VW_HOST_BIN; /* (this test program does not serve as the helper) */
 	assert_true(env.procfs_fd >= 0);
 	vms = vw_vms_open_with(&env, libvirt_only);
 	assert_non_null(vms);

@@ -3,7 +3,8 @@
  * The VM sources against a real libvirtd and a real QEMU (TCG): the VM appears via vw_vms_list()
  * with its UUID, name, vCPUs, QEMU PID (checked against libvirt's own pid file), channel and
  * share; libvirtd is killed and restarted under it (a pause after the restart shows); and the VM
- * disappears when destroyed.
+ * disappears when destroyed (its QEMU gone: no lifecycle events, the daemon's libvirt helper is
+ * a short-lived child). The real daemon over it never maps libvirt.
  *
  * Private state. virtlogd and libvirtd run in a mount namespace of their own where /etc/libvirt,
  * /run/libvirt, /var/{lib,cache,log}/libvirt are bind mounts of directories under a temporary
@@ -590,6 +591,17 @@ static void test_daemon_vm_energy(void **state)
 	a1 = sum_lines(m, "kepler_vm_cpu_joules_total", vm_sel, "zone=\"package\"");
 	i1 = sum_lines(m, "virtwatt_vm_cpu_idle_joules_total", vm_sel, "zone=\"package\"");
 	printf("# VM %s: active %.6f J, idle %.6f J after ~5 s\n", dom_uuid, a1, i1);
+	/* Found through libvirt, which the daemon never mapped (its helper did). */
+	{
+		char maps_path[64], *maps;
+
+		snprintf(maps_path, sizeof(maps_path), "/proc/%d/maps", (int)daemon);
+		maps = vw_fixture_slurp(maps_path, NULL);
+		assert_non_null(maps);
+		if (strstr(maps, "libvirt"))
+			fail_msg("the daemon maps libvirt: %.300s", strstr(maps, "libvirt"));
+		free(maps);
+	}
 	assert_true(a1 > 0); /* vCPU 0 spins */
 	assert_true(i1 > 0); /* 2 vCPUs reserved of the host's CPUs */
 	assert_non_null(strstr(m, "type=\"vm\""));
@@ -711,7 +723,9 @@ int main(void)
 	procfd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	env.procfs_fd = procfd;
 	env.libvirt_uri = uri_ro;
+	env.libvirt_helper = VW_HOST_BIN;
 	env.reconcile_ns = 5 * VW_NSEC_PER_SEC;
+	env.reconcile_covered_ns = 5 * VW_NSEC_PER_SEC; /* a pause shows within 5 s */
 	env.backoff_min_ns = 200 * VW_NSEC_PER_MSEC;
 	env.backoff_max_ns = VW_NSEC_PER_SEC;
 	env.list_timeout_ns = 2 * VW_NSEC_PER_SEC;

@@ -23,6 +23,7 @@
 #include "fixture.h"
 #include "log.h"
 #include "vm_fixture.h"
+#include "vm_libvirt_child.h"
 #include "vm_libvirt_priv.h"
 #include "vm_priv.h"
 
@@ -497,14 +498,14 @@ static void test_start_stop(void **state)
 	assert_string_equal(a->channel_path, "/run/vw/alpha.sock");
 	assert_string_equal(a->share_dir, "/srv/vw/alpha");
 
-	/* The events keep the cache current: list() asks for stats (a missed event's safety net)
-	 * only every 10 s while every active domain's QEMU is found. A pause that sent no event
+	/* list() asks for stats only every 30 s (the reconcile's period) while every active
+	 * domain's QEMU is found. A pause that sent no event (the daemon's helper sends none)
 	 * shows once they are due. */
 	counters(x, &c0);
 	fake_set(&fk, UA, VW_VM_PAUSED, false);
 	v = list_n(x, 1);
 	assert_int_equal(v[0].state, VW_VM_RUNNING);
-	x->now += 9 * VW_NSEC_PER_SEC;
+	x->now += 29 * VW_NSEC_PER_SEC;
 	v = list_n(x, 1);
 	assert_int_equal(v[0].state, VW_VM_RUNNING);
 	counters(x, &c1);
@@ -515,7 +516,7 @@ static void test_start_stop(void **state)
 	counters(x, &c1);
 	assert_int_equal(c1.stats_fetches, c0.stats_fetches + 1);
 	fake_set(&fk, UA, VW_VM_RUNNING, false);
-	x->now += 10 * VW_NSEC_PER_SEC;
+	x->now += 30 * VW_NSEC_PER_SEC;
 	v = list_n(x, 1);
 	assert_int_equal(v[0].state, VW_VM_RUNNING);
 	/* With its event, a pause shows at once. */
@@ -598,16 +599,21 @@ static void test_events_between_reconciles(void **state)
 	assert_int_equal(find(v, 2, UC)->state, VW_VM_SHUTOFF);
 	assert_int_equal(find(v, 2, UC)->vcpus, 4);
 
-	/* A missed event: the stats, once due (every 10 s while each domain's QEMU is found),
+	/* A missed event: the stats, once due (every 30 s while each domain's QEMU is found),
 	 * show an unknown domain -> reconcile. */
+	qemu_proc(x, 300, 7000, UC, "gamma");
 	fake_start(&fk, UC, "gamma", dom_xml("gamma", 4, "/c.sock", "/c"), false);
 	list_n(x, 1);
-	x->now += 10 * VW_NSEC_PER_SEC;
+	x->now += 30 * VW_NSEC_PER_SEC;
 	v = list_n(x, 2);
 	assert_int_equal(find(v, 2, UC)->state, VW_VM_RUNNING);
-	/* ... and a missed stop: gone from the stats -> shutoff (at once here: gamma has no QEMU
-	 * process, so every list() asks for them). */
+	assert_int_equal(find(v, 2, UC)->qemu_pid, 300);
+	/* ... and a missed stop: its QEMU is found gone, so the next list() asks for stats: gone
+	 * from them -> shutoff. */
 	fake_stop(&fk, UC, false);
+	vm_fixture_kill(x->root, 300);
+	v = list_n(x, 2);
+	assert_int_equal(find(v, 2, UC)->qemu_pid, 0);
 	v = list_n(x, 2);
 	assert_int_equal(find(v, 2, UC)->state, VW_VM_SHUTOFF);
 
@@ -787,10 +793,10 @@ static void test_libvirtd_restart(void **state)
 	assert_int_equal(find(v, 2, UA)->qemu_pid, 100);
 	assert_int_equal(find(v, 2, UB)->state, VW_VM_SHUTOFF);
 
-	/* Dies again, this time silently: the next call (stats are due every 10 s) fails and the
+	/* Dies again, this time silently: the next call (stats are due every 30 s) fails and the
 	 * worker notices. */
 	fake_kill(&fk, false);
-	x->now += 10 * VW_NSEC_PER_SEC;
+	x->now += 30 * VW_NSEC_PER_SEC;
 	list_n(x, 1);
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
 	counters(x, &c);
@@ -824,6 +830,7 @@ static void test_hung_libvirtd(void **state)
 	fk.hang_stats = true;
 	fake_find(&fk, UA)->state = VW_VM_PAUSED;
 	pthread_mutex_unlock(&fk.mu);
+	x->now += 30 * VW_NSEC_PER_SEC; /* stats due */
 	t0 = mono_ms();
 	v = list_n(x, 1); /* waits list_timeout_ns for stats that never come */
 	assert_true(mono_ms() - t0 >= 150);
@@ -1635,7 +1642,8 @@ static void test_real_test_driver(void **state)
 {
 	char *root = vw_fixture_mkdtemp("vmlvt");
 	int fd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	struct vw_vm_env env = { .procfs_fd = fd, .libvirt_uri = "test:///default" };
+	struct vw_vm_env env = { .procfs_fd = fd, .libvirt_uri = "test:///default",
+				 .libvirt_helper = VW_HOST_BIN };
 	struct vw_vm_info *v = NULL;
 	void *src = NULL;
 	size_t n = 0;
@@ -1690,6 +1698,249 @@ static void test_real_test_driver(void **state)
 }
 #endif
 
+#if VW_HAVE_LIBVIRT
+/* ---- The daemon's table: the libvirt helper, a child process (vm_libvirt_child.c) ---- */
+
+struct hx {
+	struct fx *x;
+	char dir[512], script[600], uri[700];
+	struct vw_virt_child *child;
+	char log[8192];
+	size_t log_len;
+};
+
+static void hx_sink(enum vw_log_level level, const char *msg, void *ud)
+{
+	struct hx *h = ud;
+	int k;
+
+	(void)level;
+	k = snprintf(h->log + h->log_len, sizeof(h->log) - h->log_len, "%s\n", msg);
+	if (k > 0 && (size_t)k < sizeof(h->log) - h->log_len)
+		h->log_len += (size_t)k;
+}
+
+/* The helper is a script that runs the real one, or misbehaves. */
+static void hx_helper(struct hx *h, const char *body)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text), "#!/bin/sh\n%s\n", body);
+	assert_int_equal(vw_fixture_write(h->dir, "helper.tmp", text, 0755), 0);
+	{
+		char tmp[620];
+
+		snprintf(tmp, sizeof(tmp), "%s/helper.tmp", h->dir);
+		assert_int_equal(rename(tmp, h->script), 0);
+	}
+}
+
+static void hx_node(struct hx *h, const char *domains)
+{
+	char text[4096];
+
+	snprintf(text, sizeof(text), "<node>%s</node>\n", domains);
+	assert_int_equal(vw_fixture_write(h->dir, "node.xml", text, 0), 0);
+}
+
+#define NODE_DOM(name, uuid)                                                                       \
+	"<domain type='test'><name>" name "</name><uuid>" uuid "</uuid><memory>65536</memory>"      \
+	"<vcpu>1</vcpu><os><type>hvm</type></os><devices><channel type='unix'><source "           \
+	"mode='bind' path='/run/" name ".sock'/><target type='virtio' "                            \
+	"name='org.virtwatt.power.0'/></channel></devices></domain>"
+
+static struct hx *hx_open(uint64_t helper_timeout_ns, const char *domains)
+{
+	struct hx *h = calloc(1, sizeof(*h));
+	struct vw_vm_env env = { .reconcile_ns = 3600 * VW_NSEC_PER_SEC,
+				 .backoff_min_ns = VW_NSEC_PER_SEC,
+				 .backoff_max_ns = 8 * VW_NSEC_PER_SEC,
+				 .list_timeout_ns = 5 * VW_NSEC_PER_SEC };
+	char *d;
+
+	h->x = fx_new();
+	d = vw_fixture_mkdtemp("vmlvh");
+	snprintf(h->dir, sizeof(h->dir), "%s", d);
+	free(d);
+	snprintf(h->script, sizeof(h->script), "%s/helper", h->dir);
+	snprintf(h->uri, sizeof(h->uri), "test://%s/node.xml", h->dir);
+	hx_node(h, domains);
+	hx_helper(h, "exec " VW_HOST_BIN " \"$@\"");
+	vw_log_set_sink(hx_sink, h);
+	vw_log_set_level(VW_LOG_WARN);
+	env.procfs_fd = h->x->procfd;
+	env.libvirt_uri = h->uri;
+	assert_int_equal(vw_virt_child_new(h->x->procfd, h->script, helper_timeout_ns, &h->child), 0);
+	assert_int_equal(vw_vm_libvirt_open_api(&env, &vw_virt_child_api, h->child, &h->x->src), 0);
+	assert_int_equal(vw_vm_libvirt_settle(h->x->src, SETTLE_MS), 0);
+	return h;
+}
+
+static void hx_free(struct hx *h)
+{
+	vw_log_set_sink(NULL, NULL);
+	vw_log_set_level(VW_LOG_ERROR);
+	vw_vm_libvirt_close(h->x->src);
+	h->x->src = NULL;
+	vw_virt_child_free(h->child);
+	free(h->x->v);
+	vw_clock_set_fake(NULL);
+	close(h->x->procfd);
+	vw_fixture_rm(h->x->root);
+	free(h->x);
+	vw_fixture_rm(strdup(h->dir)); /* (it frees its argument) */
+	free(h);
+}
+
+static unsigned hx_runs(struct hx *h)
+{
+	struct vw_virt_child_counters c;
+
+	vw_vm_libvirt_settle(h->x->src, SETTLE_MS);
+	vw_virt_child_get_counters(h->child, &c);
+	return c.runs;
+}
+
+/*
+ * Without lifecycle events: a domain started is listed once the process scan has seen its QEMU
+ * (vms_seen: more VMs than last round), without waiting for the reconcile; one stopped is
+ * reported stopped at the list() after the one that found its QEMU gone. One helper run each.
+ */
+static void test_helper_start_stop(void **state)
+{
+	struct hx *h;
+	struct fx *x;
+	struct vw_vm_info *v;
+	unsigned runs;
+
+	(void)state;
+	h = hx_open(0, NODE_DOM("alpha", UA));
+	x = h->x;
+	qemu_proc(x, 100, 5000, UA, "alpha");
+	v = list_n(x, 1);
+	assert_string_equal(v[0].name, "alpha");
+	assert_string_equal(v[0].source, "libvirt");
+	assert_string_equal(v[0].channel_path, "/run/alpha.sock");
+	assert_int_equal(v[0].qemu_pid, 100);
+	vw_vm_libvirt_vms_seen(x->src, 1); /* the first round: only noted */
+	runs = hx_runs(h);
+	assert_int_equal(runs, 1); /* connect and the first reconcile: one run */
+
+	/* Nothing changes: no run, however often list() is called (the clock stands still). */
+	for (int i = 0; i < 5; i++)
+		list_n(x, 1);
+	assert_int_equal(hx_runs(h), runs);
+
+	/* beta starts: the process scan finds its QEMU, the round lists 2 VMs. */
+	hx_node(h, NODE_DOM("alpha", UA) NODE_DOM("beta", UB));
+	qemu_proc(x, 200, 6000, UB, "beta");
+	list_n(x, 1); /* libvirt's list: not yet */
+	vw_vm_libvirt_vms_seen(x->src, 2);
+	v = list_n(x, 2);
+	assert_string_equal(find(v, 2, UB)->name, "beta");
+	assert_string_equal(find(v, 2, UB)->channel_path, "/run/beta.sock");
+	assert_int_equal(find(v, 2, UB)->qemu_pid, 200);
+	assert_int_equal(hx_runs(h), runs + 1);
+
+	/* alpha stops: its QEMU is gone at once, the next list() asks the helper. */
+	hx_node(h, NODE_DOM("beta", UB));
+	vm_fixture_kill(x->root, 100);
+	v = list_n(x, 2);
+	assert_int_equal(find(v, 2, UA)->qemu_pid, 0);
+	v = list_n(x, 2);
+	assert_int_equal(find(v, 2, UA)->state, VW_VM_SHUTOFF);
+	assert_int_equal(hx_runs(h), runs + 2);
+	v = list_n(x, 1);
+	assert_string_equal(v[0].uuid, UB);
+
+	/* Every domain's QEMU is found: the process scan sees starts and stops, so no stats are
+	 * due by the clock (30 s) and no helper runs until the reconcile. */
+	x->now += 60 * VW_NSEC_PER_SEC;
+	list_n(x, 1);
+	assert_int_equal(hx_runs(h), runs + 2);
+
+	/* The reconcile period asks again, and for every document (hot-plugged devices). */
+	x->now += 3601 * VW_NSEC_PER_SEC;
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+	assert_int_equal(hx_runs(h), runs + 3);
+	list_n(x, 1);
+	assert_int_equal(hx_runs(h), runs + 3);
+	hx_free(h);
+}
+
+/* A misbehaving helper: each fault is named in the log, the last list is kept, list() returns
+ * within its timeout, and a good helper afterwards is used again. */
+static void test_helper_faults(void **state)
+{
+	static const struct {
+		const char *body, *said;
+	} faults[] = {
+		{ "exec sleep 30", "gave no answer within 1000 ms: killed" },
+		{ "kill -SEGV $$", "died of signal 11" },
+		{ "printf 'HTTP/1.1 200 OK'", "refused: not a libvirt helper answer" },
+		{ "exec " VW_HOST_BIN " \"$@\" | head -c 60", "is refused: record runs past the end" },
+		{ "exec cat /dev/zero", "killed" }, /* never ends: over the size limit or the time */
+		{ "printf 'VWLV\\002\\0\\0\\0\\0\\0\\0\\0'", "another version" },
+		{ "exec 1>&-; sleep 30", "did not exit within 1000 ms: killed" }, /* closes stdout */
+	};
+	struct hx *h;
+	struct fx *x;
+	struct vw_vm_info *v;
+
+	(void)state;
+	h = hx_open(VW_NSEC_PER_SEC, NODE_DOM("alpha", UA));
+	x = h->x;
+	v = list_n(x, 1);
+	assert_string_equal(v[0].name, "alpha");
+	for (size_t i = 0; i < ARRAY_SIZE(faults); i++) {
+		struct vw_vm_libvirt_counters c;
+		uint64_t t0;
+
+		h->log_len = 0;
+		h->log[0] = '\0';
+		hx_helper(h, faults[i].body);
+		/* Stats due (30 s): the helper is run, fails; list() waits at most its timeout. */
+		x->now += 31 * VW_NSEC_PER_SEC;
+		t0 = mono_ms();
+		v = list_n(x, 1);
+		assert_true(mono_ms() - t0 < 5500);
+		assert_string_equal(v[0].name, "alpha");
+		assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+		if (!strstr(h->log, faults[i].said))
+			fail_msg("%s: the log says:\n%s", faults[i].body, h->log);
+		vw_vm_libvirt_get_counters(x->src, &c);
+		assert_false(c.connected); /* lost: retried with backoff, the list kept */
+		v = list_n(x, 1);
+		assert_string_equal(v[0].uuid, UA);
+
+		/* A good helper again: reconnected at the next attempt. */
+		hx_helper(h, "exec " VW_HOST_BIN " \"$@\"");
+		x->now += 10 * VW_NSEC_PER_SEC;
+		assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+		vw_vm_libvirt_get_counters(x->src, &c);
+		assert_true(c.connected);
+	}
+	/* Not connected and backing off: a VM the process scan finds asks at once. */
+	{
+		struct vw_vm_libvirt_counters c;
+
+		vw_vm_libvirt_vms_seen(x->src, 1);
+		hx_helper(h, "kill -SEGV $$");
+		x->now += 31 * VW_NSEC_PER_SEC;
+		list_n(x, 1);
+		assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+		vw_vm_libvirt_get_counters(x->src, &c);
+		assert_false(c.connected);
+		hx_helper(h, "exec " VW_HOST_BIN " \"$@\"");
+		vw_vm_libvirt_vms_seen(x->src, 2); /* (the clock stands still: no backoff passes) */
+		assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+		vw_vm_libvirt_get_counters(x->src, &c);
+		assert_true(c.connected);
+	}
+	hx_free(h);
+}
+#endif
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1716,6 +1967,8 @@ int main(void)
 		cmocka_unit_test(test_merge_pid_reuse),
 #if VW_HAVE_LIBVIRT
 		cmocka_unit_test(test_real_test_driver),
+		cmocka_unit_test(test_helper_start_stop),
+		cmocka_unit_test(test_helper_faults),
 #endif
 	};
 

@@ -5,7 +5,8 @@
  * which of them are GPUs, the rows of virtwatt_vm_gpu_passthrough_info for a list of VMs and
  * their rendering; then the real virtwatt-host over libvirt's test driver (a node file whose
  * running domains hold <hostdev> devices: the test driver starts them without the hardware)
- * and that fixture sysfs, scraped.
+ * and that fixture sysfs, scraped; and the daemon's own maps, which never hold libvirt (its
+ * helper, a short-lived child, loads it).
  */
 #include "vw_test.h"
 
@@ -13,6 +14,8 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <sys/stat.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -408,7 +411,61 @@ static void test_host(void **state)
 	assert_non_null(strstr(body, "virtwatt_vm_cpu_idle_watts{vm_id=\"" U1 "\",vm_name=\"gpuvm\""));
 	assert_non_null(strstr(body, "\",node_name=\"node-a\",project_name=\"\",flavor=\"\"} "));
 	free(body);
+	/* All of that came through libvirt, yet the daemon never mapped it: its helper, a child
+	 * run for each question, did (issue #33: libvirt is ~14 MiB of RSS in a process). */
+	{
+		char maps_path[64], *maps;
+
+		snprintf(maps_path, sizeof(maps_path), "/proc/%d/maps", (int)daemon_pid);
+		maps = vw_fixture_slurp(maps_path, NULL);
+		assert_non_null(maps);
+		if (strstr(maps, "libvirt"))
+			fail_msg("the daemon maps libvirt: %.300s", strstr(maps, "libvirt"));
+		free(maps);
+	}
 	assert_int_equal(vw_fixture_stop_daemon(daemon_pid), 0);
+	daemon_pid = 0;
+}
+
+/* libvirt's helper hangs (its test driver reads a node file that is a FIFO no one writes): the
+ * daemon serves /metrics all the while, kills the helper after its 10 s and says so, keeps no
+ * child behind, and stops at once though the next helper hangs too. */
+static void test_host_hung_helper(void **state)
+{
+	struct sysfs *s = *state;
+	char sys[600], uri[700], log[640], fifo[600], *body, *text = NULL;
+	char *argv[] = { VW_HOST_BIN, sys, "--host.procfs=/proc", uri,
+			 "--passthrough.enable=false", "--web.listen-address=127.0.0.1:0",
+			 "--monitor.interval=1s", "--metrics=node,vm", "--cpu.accounting=procfs",
+			 "--gpu.enable=false", "--kube.node-name=node-a", NULL };
+	unsigned port = 0;
+	uint64_t t0;
+
+	snprintf(fifo, sizeof(fifo), "%s/node.xml", s->root);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	snprintf(sys, sizeof(sys), "--host.sysfs=%s/sys", s->root);
+	snprintf(uri, sizeof(uri), "--libvirt.uri=test://%s", fifo);
+	snprintf(log, sizeof(log), "%s/host.log", s->root);
+	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &daemon_pid, &port), 0);
+	body = vw_fixture_scrape_when(port, "kepler_node_cpu_joules_total{");
+	assert_non_null(body);
+	free(body);
+	for (int i = 0; i < 300; i++) { /* 30 s at most */
+		free(text);
+		text = vw_fixture_slurp(log, NULL);
+		if (text && strstr(text, "gave no answer within 10000 ms: killed"))
+			break;
+		usleep(100 * 1000);
+	}
+	if (!text || !strstr(text, "gave no answer within 10000 ms: killed"))
+		fail_msg("no kill of the hung helper; the host said:\n%s", text ? text : "(no log)");
+	free(text);
+	body = vw_fixture_scrape_when(port, "kepler_node_cpu_joules_total{");
+	assert_non_null(body);
+	free(body);
+	t0 = (uint64_t)time(NULL);
+	assert_int_equal(vw_fixture_stop_daemon(daemon_pid), 0);
+	assert_true((uint64_t)time(NULL) - t0 <= 3); /* not held up by the hung helper */
 	daemon_pid = 0;
 }
 
@@ -421,6 +478,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rows_capped, sysfs_setup, sysfs_teardown),
 #if VW_HAVE_LIBVIRT
 		cmocka_unit_test_setup_teardown(test_host, sysfs_setup, sysfs_teardown),
+		cmocka_unit_test_setup_teardown(test_host_hung_helper, sysfs_setup, sysfs_teardown),
 #endif
 	};
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * libvirt, loaded on first use (dynlib.h): when the libvirt VM source opens. libvirt with GLib,
- * libxml2, ICU and its transports is ~7 MiB of resident memory, and a node where the VM level
- * is off, or libvirt is not installed, needs none of it: there the process scan finds QEMUs.
- * These are the calls vm_libvirt.c makes.
+ * libvirt, loaded on first use (dynlib.h), only in the libvirt helper (vm_libvirt_helper.c), a
+ * short-lived child of the daemon: libvirt with GLib, libxml2, ICU and its transports is
+ * ~14 MiB of resident memory. A node without libvirt installed gets a clear answer naming the
+ * package, and the process scan finds its QEMUs. These are the calls the helper makes.
  */
 #include <libvirt/libvirt.h>
 #include <libvirt/virterror.h>
@@ -20,31 +20,10 @@ const char *vw_libvirt_load(void)
 
 VW_DYNLIB_FORWARD(lib, -1, int, virInitialize, (void), ())
 VW_DYNLIB_FORWARD_VOID(lib, virSetErrorFunc, (void *ud, virErrorFunc handler), (ud, handler))
-VW_DYNLIB_FORWARD(lib, NULL, virErrorPtr, virGetLastError, (void), ())
 VW_DYNLIB_FORWARD(lib, vw_dynlib_error(&lib), const char *, virGetLastErrorMessage, (void), ())
-VW_DYNLIB_FORWARD(lib, -1, int, virEventRegisterDefaultImpl, (void), ())
-VW_DYNLIB_FORWARD(lib, -1, int, virEventRunDefaultImpl, (void), ())
-VW_DYNLIB_FORWARD(lib, -1, int, virEventAddTimeout,
-		  (int frequency, virEventTimeoutCallback cb, void *opaque, virFreeCallback ff),
-		  (frequency, cb, opaque, ff))
-VW_DYNLIB_FORWARD_VOID(lib, virEventUpdateTimeout, (int timer, int frequency), (timer, frequency))
-VW_DYNLIB_FORWARD(lib, -1, int, virEventRemoveTimeout, (int timer), (timer))
 VW_DYNLIB_FORWARD(lib, NULL, virConnectPtr, virConnectOpenReadOnly, (const char *name), (name))
 VW_DYNLIB_FORWARD(lib, -1, int, virConnectClose, (virConnectPtr c), (c))
 VW_DYNLIB_FORWARD(lib, -1, int, virConnectIsAlive, (virConnectPtr c), (c))
-VW_DYNLIB_FORWARD(lib, -1, int, virConnectSetKeepAlive,
-		  (virConnectPtr c, int interval, unsigned int count), (c, interval, count))
-VW_DYNLIB_FORWARD(lib, -1, int, virConnectDomainEventRegisterAny,
-		  (virConnectPtr c, virDomainPtr dom, int event_id,
-		   virConnectDomainEventGenericCallback cb, void *opaque, virFreeCallback freecb),
-		  (c, dom, event_id, cb, opaque, freecb))
-VW_DYNLIB_FORWARD(lib, -1, int, virConnectDomainEventDeregisterAny, (virConnectPtr c, int id),
-		  (c, id))
-VW_DYNLIB_FORWARD(lib, -1, int, virConnectRegisterCloseCallback,
-		  (virConnectPtr c, virConnectCloseFunc cb, void *opaque, virFreeCallback freecb),
-		  (c, cb, opaque, freecb))
-VW_DYNLIB_FORWARD(lib, -1, int, virConnectUnregisterCloseCallback,
-		  (virConnectPtr c, virConnectCloseFunc cb), (c, cb))
 VW_DYNLIB_FORWARD(lib, -1, int, virConnectListAllDomains,
 		  (virConnectPtr c, virDomainPtr **doms, unsigned int flags), (c, doms, flags))
 VW_DYNLIB_FORWARD(lib, -1, int, virConnectGetAllDomainStats,
@@ -53,8 +32,6 @@ VW_DYNLIB_FORWARD(lib, -1, int, virConnectGetAllDomainStats,
 		  (c, stats, ret, flags))
 VW_DYNLIB_FORWARD_VOID(lib, virDomainStatsRecordListFree, (virDomainStatsRecordPtr *stats),
 		       (stats))
-VW_DYNLIB_FORWARD(lib, NULL, virDomainPtr, virDomainLookupByUUIDString,
-		  (virConnectPtr c, const char *uuid), (c, uuid))
 VW_DYNLIB_FORWARD(lib, -1, int, virDomainFree, (virDomainPtr d), (d))
 VW_DYNLIB_FORWARD(lib, (unsigned int)-1, unsigned int, virDomainGetID, (virDomainPtr d), (d))
 VW_DYNLIB_FORWARD(lib, NULL, const char *, virDomainGetName, (virDomainPtr d), (d))

@@ -3,18 +3,23 @@
  * The libvirt VM source, minus libvirt itself (calls go through struct vw_virt_api).
  *
  * A worker thread owns the connection and makes every libvirt call: connect (read-only), then
- * lifecycle events and the close callback, a reconcile (list the active domains, fetch the XML
- * of new ones, then their stats) at connect, after an event that changes the set, and every
- * reconcile_ns (fetching every XML again then, for hot-plugged devices). A lost connection is
- * closed and retried with a doubling delay; the domain list is kept meanwhile.
+ * lifecycle events and the close callback where the table has them (the daemon's table,
+ * vm_libvirt_child.c, has none: each of its calls is a run of a helper process, and connect is
+ * the first), a reconcile (list the active domains, fetch the XML of new ones, then their
+ * stats) at connect, after an event or a vms_seen() that changes the set, and periodically:
+ * every reconcile_ns (30 s), or covered_reconcile_ns (5 min) while the last list() found every
+ * active domain's QEMU on a QEMU driver, since the process scan then sees each start and stop
+ * (fetching every XML again then, for hot-plugged devices). A lost connection is closed and
+ * retried with a doubling delay; the domain list is kept meanwhile.
  *
  * list() asks the worker for fresh stats when they are due and waits at most list_timeout_ns for
  * them (not at all while a previous request is still outstanding: a hung libvirtd costs one
- * timeout, not one per call), then returns the cache. Stats are due every stats_every_ns (10 s),
- * and at once while a domain the cache calls active has no QEMU process: lifecycle events keep
- * the cache current, so the stats only catch a missed event, and the one that matters, a missed
- * stop, leaves a domain whose QEMU is gone (100 domains' stats every 1 s interval were a quarter
- * of what 100 VMs cost the daemon). QEMU PIDs (and vCPU counts the XML lacks) come from procfs in
+ * timeout, not one per call), then returns the cache. Stats are due at once when a domain's
+ * QEMU process, found before, is gone (how a stop is seen without events), and every
+ * stats_every_ns (30 s) unless every QEMU is found (then the reconcile brings them). A start is
+ * seen by the other sources (the process scan finds its QEMU): vms_seen() then asks for a
+ * reconcile. A pause or resume shows at the next stats (paused and running VMs are accounted
+ * alike). QEMU PIDs (and vCPU counts the XML lacks) come from procfs in
  * the caller's thread: libvirt has no API for the PID (the pid file and status XML under
  * /run/libvirt are root-only and per-driver), so the QEMU whose -uuid is the domain's is found
  * by a scan of command lines, kept with its start time and rechecked on every list() (a reused
@@ -23,6 +28,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,7 +45,11 @@
 #define DEFAULT_BACKOFF_MIN_NS VW_NSEC_PER_SEC
 #define DEFAULT_BACKOFF_MAX_NS (60 * VW_NSEC_PER_SEC)
 #define DEFAULT_LIST_TIMEOUT_NS (500 * VW_NSEC_PER_MSEC)
-#define DEFAULT_STATS_EVERY_NS (10 * VW_NSEC_PER_SEC)
+#define DEFAULT_STATS_EVERY_NS DEFAULT_RECONCILE_NS
+/* The reconcile period while the process scan sees every domain's QEMU: one helper run costs
+ * ~15 ms of CPU (exec, libvirt loaded and initialised, a connection) before any domain, so
+ * 100 VMs every 30 s would cost ~0.5 ms per second; every 5 min, ~0.05. */
+#define COVERED_RECONCILE_NS (300 * VW_NSEC_PER_SEC)
 #define MAX_WAIT_NS VW_NSEC_PER_SEC /* the worker looks at the clock at least this often */
 
 struct dom {
@@ -65,11 +75,19 @@ struct lv {
 	bool dormant; /* opened with vw_vm_libvirt_open_dormant, no VM seen yet: nothing started */
 	void *conn;
 	bool lost;
-	uint64_t backoff_ns, next_connect_ns, next_reconcile_ns;
+	uint64_t backoff_ns, next_connect_ns;
+	uint64_t last_reconcile_ns; /* when the last reconcile listed (vw_now_ns()), 0: none yet */
+	/* The last list() found every active domain's QEMU (and this is a QEMU driver): the process
+	 * scan sees each start and each stop, so reconciles (renames, hot-plugged devices, pauses)
+	 * are due only every covered_reconcile_ns and stats only with them. */
+	bool covered;
+	bool qemu_driver; /* qemu:, or libvirt's test driver (benchmarks, tests) */
+	uint64_t covered_reconcile_ns;
 	bool want_reconcile, reconciling;
 	uint64_t stats_req, stats_done;
 	uint64_t stats_ns;    /* when stats were last applied (vw_now_ns()), 0: never */
-	bool qemu_missing;    /* the last list() found an active domain without its QEMU */
+	bool qemu_lost;       /* the last list() found the QEMU of an active domain gone */
+	size_t vms_seen;      /* what the last vms_seen() was told */
 	struct dom *doms;
 	size_t n_doms, cap_doms;
 	struct vw_vm_libvirt_counters counters;
@@ -297,6 +315,7 @@ static void apply_stats(struct lv *lv, const struct vw_virt_stat *st, size_t n)
 static void refresh_stats(struct lv *lv)
 {
 	_cleanup_free_ struct vw_virt_stat *st = NULL;
+	uint64_t asked = lv->stats_req; /* requests made so far: these stats answer them */
 	void *conn = lv->conn;
 	char msg[256] = "";
 	size_t n = 0;
@@ -314,6 +333,8 @@ static void refresh_stats(struct lv *lv)
 	apply_stats(lv, st, n);
 	lv->stats_ns = vw_now_ns();
 	lv->counters.stats_fetches++;
+	if (lv->stats_done < asked)
+		lv->stats_done = asked; /* (a reconcile's stats answer a list() that waits) */
 }
 
 /* Whether the XML of a listed domain must be fetched (lock held). */
@@ -356,11 +377,13 @@ static void reconcile_pass(struct lv *lv, bool full)
 	lv->reconciling = true;
 	lv->counters.reconciles++;
 	pthread_mutex_unlock(&lv->mu);
+	if (lv->api->pass)
+		lv->api->pass(conn, full);
 	r = lv->api->list(conn, &doms, &n);
 	if (r < 0)
 		snprintf(msg, sizeof(msg), "%s", lv->api->last_error(lv->data));
 	pthread_mutex_lock(&lv->mu);
-	lv->next_reconcile_ns = vw_now_ns() + lv->reconcile_ns;
+	lv->last_reconcile_ns = vw_now_ns();
 	if (r < 0) {
 		call_failed(lv, r, "list domains", msg);
 		return;
@@ -420,13 +443,21 @@ static struct timespec deadline_in(uint64_t ns)
 	return ts;
 }
 
+/* When the next periodic reconcile is due (lock held). */
+static uint64_t next_reconcile(const struct lv *lv)
+{
+	if (!lv->last_reconcile_ns)
+		return 0;
+	return lv->last_reconcile_ns + (lv->covered ? lv->covered_reconcile_ns : lv->reconcile_ns);
+}
+
 static bool work_due(const struct lv *lv, uint64_t now)
 {
 	if (lv->stop)
 		return false;
 	if (!lv->conn)
 		return now >= lv->next_connect_ns || lv->stats_done != lv->stats_req;
-	return lv->lost || lv->want_reconcile || now >= lv->next_reconcile_ns ||
+	return lv->lost || lv->want_reconcile || now >= next_reconcile(lv) ||
 	       lv->stats_done != lv->stats_req;
 }
 
@@ -438,8 +469,8 @@ static void step(struct lv *lv)
 		disconnect(lv, now);
 	if (!lv->conn && now >= lv->next_connect_ns)
 		try_connect(lv, now);
-	if (lv->conn && !lv->lost && (lv->want_reconcile || now >= lv->next_reconcile_ns))
-		reconcile(lv, now >= lv->next_reconcile_ns);
+	if (lv->conn && !lv->lost && (lv->want_reconcile || now >= next_reconcile(lv)))
+		reconcile(lv, now >= next_reconcile(lv));
 	if (lv->conn && !lv->lost && lv->stats_done != lv->stats_req) {
 		uint64_t target = lv->stats_req;
 
@@ -457,7 +488,7 @@ static void wait_work(struct lv *lv)
 	uint64_t now = vw_now_ns(), deadline;
 	struct timespec ts;
 
-	deadline = lv->conn ? lv->next_reconcile_ns : lv->next_connect_ns;
+	deadline = lv->conn ? next_reconcile(lv) : lv->next_connect_ns;
 	ts = deadline_in(deadline > now ? VW_MIN(deadline - now, (uint64_t)MAX_WAIT_NS) : 0);
 	pthread_cond_timedwait(&lv->wake, &lv->mu, &ts);
 }
@@ -523,7 +554,7 @@ static void wait_first(struct lv *lv)
 	pthread_mutex_unlock(&lv->mu);
 }
 
-/* The event loop (the real table loads libvirt there), the worker, its first connection. */
+/* The event loop (where the table has one), the worker, its first connection. */
 static int start(struct lv *lv)
 {
 	int r = lv->api->loop_start(lv->data);
@@ -558,6 +589,10 @@ static int open_lv(const struct vw_vm_env *env, const struct vw_virt_api *api, v
 	snprintf(lv->hypervisor, sizeof(lv->hypervisor), "%s",
 		 strncmp(uri, "xen", 3) == 0 ? "xen" : "kvm");
 	lv->reconcile_ns = env->reconcile_ns ? env->reconcile_ns : DEFAULT_RECONCILE_NS;
+	lv->covered_reconcile_ns = env->reconcile_covered_ns
+					   ? env->reconcile_covered_ns
+					   : VW_MAX(lv->reconcile_ns, (uint64_t)COVERED_RECONCILE_NS);
+	lv->qemu_driver = strncmp(uri, "qemu", 4) == 0 || strncmp(uri, "test:", 5) == 0;
 	lv->backoff_min_ns = env->backoff_min_ns ? env->backoff_min_ns : DEFAULT_BACKOFF_MIN_NS;
 	lv->backoff_max_ns = VW_MAX(env->backoff_max_ns ? env->backoff_max_ns
 							 : DEFAULT_BACKOFF_MAX_NS,
@@ -566,7 +601,7 @@ static int open_lv(const struct vw_vm_env *env, const struct vw_virt_api *api, v
 	lv->stats_every_ns = env->libvirt_stats_every_ns ? env->libvirt_stats_every_ns
 							  : DEFAULT_STATS_EVERY_NS;
 	lv->backoff_ns = lv->backoff_min_ns;
-	lv->qemu_missing = true; /* not looked for yet: the first list() asks for stats */
+	lv->vms_seen = SIZE_MAX; /* the first round's count is only noted */
 	lv->next_connect_ns = vw_now_ns();
 	lv->dormant = dormant;
 	r = lv->uri ? init_locks(lv) : -ENOMEM;
@@ -608,9 +643,27 @@ bool vw_vm_libvirt_vms_seen(void *state, size_t n)
 	struct lv *lv = state;
 	int r;
 
-	if (!lv || !lv->dormant || n == 0)
+	if (!lv)
+		return false;
+	if (!lv->dormant) {
+		/* More VMs than last round: one started (its QEMU found by the process scan). */
+		if (lv->thread_started) {
+			pthread_mutex_lock(&lv->mu);
+			if (lv->vms_seen != SIZE_MAX && n > lv->vms_seen) {
+				lv->want_reconcile = true;
+				if (!lv->conn) /* not connected: try now, whatever the backoff */
+					lv->next_connect_ns = vw_now_ns();
+				pthread_cond_signal(&lv->wake);
+			}
+			lv->vms_seen = n;
+			pthread_mutex_unlock(&lv->mu);
+		}
+		return false;
+	}
+	if (n == 0)
 		return false;
 	lv->dormant = false;
+	lv->vms_seen = n;
 	vw_info("vm: libvirt: a VM runs here: connecting to %s", lv->uri);
 	lv->next_connect_ns = vw_now_ns();
 	r = start(lv);
@@ -646,15 +699,18 @@ void vw_vm_libvirt_close(void *state)
 	free(lv);
 }
 
-/* Whether list() needs fresh stats (lock held): stats_every_ns passed, a domain the cache
- * calls active had no QEMU process in the last list() (stopped, its event missed?), or a
- * reconcile is asked for or running, which the list waits for (the worker does it first). */
+/* Whether list() needs fresh stats (lock held): stats_every_ns passed, the QEMU of a domain the
+ * cache calls active was found gone in the last list() (stopped?), or a reconcile is asked for
+ * or running, which the list waits for (the worker does it first). */
 static bool stats_due(const struct lv *lv)
 {
 	uint64_t now = vw_now_ns();
 
-	return lv->qemu_missing || lv->want_reconcile || lv->reconciling || !lv->stats_ns ||
-	       now < lv->stats_ns || now - lv->stats_ns >= lv->stats_every_ns;
+	if (lv->qemu_lost || lv->want_reconcile || lv->reconciling || !lv->stats_ns)
+		return true;
+	if (lv->covered)
+		return false; /* the process scan sees starts and stops; the reconcile brings stats */
+	return now < lv->stats_ns || now - lv->stats_ns >= lv->stats_every_ns;
 }
 
 /* Ask the worker for fresh stats when due and wait a bounded time (lock held). */
@@ -708,16 +764,21 @@ static int snapshot(struct lv *lv, struct vw_vm_info **ret, int **ret_ids, size_
 /* What procfs found goes back into the table, unless the domain restarted meanwhile. */
 static void write_back(struct lv *lv, const struct vw_vm_info *vms, const int *ids, size_t n)
 {
-	lv->qemu_missing = false;
+	lv->qemu_lost = false;
+	lv->covered = lv->qemu_driver;
 	for (size_t i = 0; i < n; i++) {
 		struct dom *d;
 
 		if (vms[i].state == VW_VM_SHUTOFF)
 			continue;
-		lv->qemu_missing |= vms[i].qemu_pid == 0;
+		lv->covered &= vms[i].qemu_pid != 0;
 		d = find_dom_at(lv, vms[i].uuid, i);
 		if (!d || d->gone || d->id != ids[i])
 			continue;
+		/* Its QEMU was found before and is gone now: stopped, most likely. (A domain whose
+		 * QEMU was never found, as on libvirt's test driver or Xen, waits for the next
+		 * stats: no helper run every interval for it.) */
+		lv->qemu_lost |= d->info.qemu_pid != 0 && vms[i].qemu_pid == 0;
 		d->info.qemu_pid = vms[i].qemu_pid;
 		d->info.qemu_start_time = vms[i].qemu_start_time;
 		if (!d->info.vcpus)

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The libvirt source is two halves: vm_libvirt_core.c (a worker thread, the domain cache,
- * events, reconcile, reconnect with backoff, QEMU PIDs from procfs) and the table
- * below, the only code that calls libvirt (vm_libvirt.c). Unit tests plug a fake libvirt into
- * the same core through this table.
+ * events, reconcile, reconnect with backoff, QEMU PIDs from procfs) and the table below. The
+ * daemon's table (vm_libvirt_child.c) answers through short-lived runs of a helper, the only
+ * process that loads libvirt (vm_libvirt_helper.c); unit tests plug a fake libvirt into the
+ * same core through this table.
  *
  * Every api function returns 0 or -errno. A connection that is gone is reported as -ENOTCONN,
  * -ECONNRESET, -EPIPE, -ECONNREFUSED or -ESHUTDOWN; the core then closes it and reconnects.
@@ -56,6 +57,8 @@ struct vw_virt_api {
 	/* Lifecycle events and the close callback, until close(). */
 	int (*register_events)(void *conn, const struct vw_virt_handlers *h);
 	void (*close)(void *conn);
+	/* Optional: a reconcile pass begins; full: it will fetch every domain's XML again. */
+	void (*pass)(void *conn, bool full);
 	/* Active domains (malloc'd array). */
 	int (*list)(void *conn, struct vw_virt_dom **ret, size_t *ret_n);
 	/* The live XML of one domain (malloc'd). -ENOENT when it is gone. */
@@ -72,9 +75,9 @@ const char *vw_libvirt_load(void);
 int vw_vm_libvirt_open_api(const struct vw_vm_env *env, const struct vw_virt_api *api, void *data,
 			   void **ret_state);
 /*
- * The same, dormant: nothing starts (the real table: libvirt is not even loaded) until
+ * The same, dormant: nothing starts (the daemon's table: no helper runs) until
  * vw_vm_libvirt_vms_seen reports a VM that the other sources found (a QEMU process); list()
- * reports none meanwhile. A node that runs no VM never maps libvirt, GLib, libxml2 or ICU.
+ * reports none meanwhile. A node that runs no VM never runs libvirt at all.
  */
 int vw_vm_libvirt_open_dormant(const struct vw_vm_env *env, const struct vw_virt_api *api,
 			       void *data, void **ret_state);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * VM sources: static const ops tables probed in preference order. libvirt (read-only
- * connection, lifecycle events plus periodic reconcile, reconnect with backoff) finds the VMs it
+ * VM sources: static const ops tables probed in preference order. libvirt (read-only, asked
+ * by a short-lived helper process, reconcile, retries with backoff) finds the VMs it
  * manages; a process scan (QEMU command lines: plain qemu-system-*, OpenStack's qemu-kvm,
  * Proxmox, KubeVirt virt-launcher) finds the rest. A VM found by both is one VM, keyed by UUID.
  */
@@ -102,11 +102,18 @@ struct vw_vm_env {
 	 * options (libvirt.uri) when given them; the core (vm_libvirt_core.c) reads it here. */
 	const char *libvirt_uri;
 	uint64_t reconcile_ns;   /* periodic full reconcile; 0 = 30 s */
+	/* ... while the process scan sees every active domain's QEMU (libvirt's QEMU driver): 0 =
+	 * the longer of reconcile_ns and 5 min. */
+	uint64_t reconcile_covered_ns;
 	uint64_t backoff_min_ns, backoff_max_ns; /* libvirt reconnect delay, doubling; 0 = 1 s, 60 s */
 	uint64_t list_timeout_ns; /* how long list() waits for fresh libvirt stats; 0 = 500 ms */
-	/* libvirt's domain stats (a missed event's safety net) at most this often, and at once
-	 * while an active domain has no QEMU process; 0 = 10 s. */
+	/* libvirt's domain stats (states, and a stop whose QEMU was never found) at most this
+	 * often, and at once when an active domain's QEMU process is gone; 0 = 30 s. */
 	uint64_t libvirt_stats_every_ns;
+	/* The program run as the libvirt helper (vm_libvirt_child.c): NULL, this one
+	 * (<procfs>/self/exe); tests name the built virtwatt-host. */
+	const char *libvirt_helper;
+	uint64_t libvirt_helper_timeout_ns; /* one helper run at most this long; 0 = 10 s */
 	/* The process scan reads every process's command line: at most once per this period,
 	 * returning its last list (QEMUs re-checked by start time) in between; 0 = every list(). */
 	uint64_t procscan_interval_ns;
