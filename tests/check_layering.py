@@ -7,8 +7,9 @@
     training code (nm);
   - host/ keeps a handful of files at its root (the daemon's wiring); the rest is in rooms;
   - neither daemon links libcurl, libvirt, libfreeipmi, libyaml, libcrypt or libbpf (nor libelf
-    with it): they are loaded on first use (shared/core/dynlib.h), so a node that needs none
-    never maps them, and libbpf is loaded only by the BPF accountant's short-lived loader child;
+    with it), nor the guest libm: they are loaded on first use (shared/core/dynlib.h), so a node
+    that needs none never maps them, and libbpf is loaded only by the BPF accountant's
+    short-lived loader child;
   - no file of the tree points outside the repository: no workspace path, no project note, no
     relative path climbing above the root (a copied fixture names its public upstream instead).
 usage: check_layering.py SOURCE_ROOT GUEST_BINARY HOST_BINARY"""
@@ -68,7 +69,8 @@ for binary in (guest_bin, host_bin):
                          check=True).stdout
     needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", dyn)
     lazy = [lib for lib in needed
-            if re.match(r"lib(curl|virt|freeipmi|yaml|crypt|bpf|elf)\b", lib)]
+            if re.match(r"lib(curl|virt|freeipmi|yaml|crypt|bpf|elf)\b", lib)
+            or (binary == guest_bin and re.match(r"libm\.so", lib))]
     tap(needed and not lazy, "%s links no library it loads on first use (NEEDED: %s)"
         % (pathlib.Path(binary).name, ", ".join(needed)), ", ".join(lazy))
 

@@ -6,7 +6,8 @@
  * keeps every exported counter monotonic; a second publisher's frames and a spike change nothing
  * the VM and its processes export, and the one left takes over when the other exits; a model
  * server that fails falls back to the local model; and the real binary serves /metrics with
- * source passthrough, and rejects a second publisher and a spike, counting why.
+ * source passthrough, and rejects a second publisher and a spike, counting why; and in its
+ * default configuration it maps none of the libraries loaded on first use.
  */
 #include "vw_test.h"
 
@@ -701,6 +702,80 @@ static void test_binary_two_publishers_and_spike(void **state)
 	assert_true(e2.rejected_conflict == 6 && e2.rejected_spike == 1);
 }
 
+/* Whether the process maps a file whose path holds `name`. */
+static bool maps_file(pid_t pid, const char *name)
+{
+	char path[64];
+	_cleanup_free_ char *maps = NULL;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	maps = vw_fixture_slurp(path, NULL);
+	assert_non_null(maps);
+	return strstr(maps, name) != NULL;
+}
+
+/*
+ * The real binary in its default configuration (no host here: the estimator with the built-in
+ * model; BPF accounting as root), scraped: it has not mapped the libraries loaded on first use
+ * (libm_lazy.c, curl_lazy.c, yaml_lazy.c, crypt_lazy.c, libbpf_lazy.c, which only the BPF
+ * loader child maps), and the dynamic loader bound none of its own symbols to libm (a
+ * sanitizer's runtime maps libm for itself: the bindings tell the guest's use apart).
+ */
+static void test_binary_default_maps(void **state)
+{
+	static const char *const lazy[] = { "/libm.so", "/libcurl", "/libyaml", "/libcrypt.so",
+					    "/libbpf.so" };
+	struct ctx *c = *state;
+	char state_arg[700], debug[640], debug_pid[700], url[64], own[600];
+	char *argv[] = { VW_GUEST_BIN, "--web.listen-address=127.0.0.1:0", state_arg,
+			 "--monitor.interval=1s", "--model.cache-dir=", NULL };
+	_cleanup_free_ char *body = NULL, *bindings = NULL;
+	bool sanitized;
+	unsigned port = 0;
+	long code = 0;
+	pid_t pid;
+
+	vw_clock_set_fake(NULL);
+	snprintf(state_arg, sizeof(state_arg), "--state.file=%s", c->state);
+	snprintf(debug, sizeof(debug), "%s/ld-debug", c->f.root);
+	setenv("LD_DEBUG", "bindings", 1);
+	setenv("LD_DEBUG_OUTPUT", debug, 1);
+	assert_int_equal(vw_fixture_start_daemon(argv, &pid, &port), 0);
+	unsetenv("LD_DEBUG");
+	unsetenv("LD_DEBUG_OUTPUT");
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+	usleep(2500 * 1000); /* two intervals estimated */
+	body = vw_fixture_http_get(url, &code);
+	sanitized = maps_file(pid, "/libasan.so") || maps_file(pid, "/libubsan.so");
+	for (size_t i = 0; i < ARRAY_SIZE(lazy); i++) {
+		bool mapped = maps_file(pid, lazy[i]);
+
+		if (mapped && strcmp(lazy[i], "/libm.so") == 0 && sanitized)
+			continue; /* the sanitizer's runtime NEEDs it: the bindings below decide */
+		if (mapped)
+			print_message("# the guest maps %s\n", lazy[i]);
+		assert_false(mapped);
+	}
+	assert_int_equal(vw_fixture_stop_daemon(pid), 0);
+	assert_int_equal(code, 200);
+	assert_non_null(body);
+	assert_non_null(strstr(body, "virtwatt_guest_power_source_info{source=\"model\""));
+	snprintf(debug_pid, sizeof(debug_pid), "%s.%d", debug, (int)pid);
+	bindings = vw_fixture_slurp(debug_pid, NULL);
+	assert_non_null(bindings);
+	snprintf(own, sizeof(own), "binding file %s [0] to ", VW_GUEST_BIN);
+	assert_non_null(strstr(bindings, own)); /* the trace is there: its libc calls */
+	for (const char *l = bindings; (l = strstr(l, own)); l++) {
+		const char *eol = strchr(l, '\n');
+		const char *libm = strstr(l, "/libm.so");
+
+		if (libm && (!eol || libm < eol)) {
+			print_message("# %.*s\n", eol ? (int)(eol - l) : 200, l);
+			fail_msg("the guest binds a symbol of its own to libm");
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -713,6 +788,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_binary_serves_passthrough, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_binary_two_publishers_and_spike, setup,
 						teardown),
+		cmocka_unit_test_setup_teardown(test_binary_default_maps, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "libm_lazy.h"
 #include "macro.h"
 #include "model.h"
 #include "model_priv.h"
@@ -282,6 +283,7 @@ static int check_kind(struct vw_model_parse *p, struct vw_model_comp *c, bool ha
 	static const char *const kind_names[] = {"linear", "exponential", "logarithmic",
 						 "logistic"};
 	size_t want = c->kind == VW_MODEL_LOGISTIC ? 4 : 3;
+	char why[400];
 
 	if (c->kind == VW_MODEL_LINEAR) {
 		if (c->n_curve > 0)
@@ -296,6 +298,10 @@ static int check_kind(struct vw_model_parse *p, struct vw_model_comp *c, bool ha
 	if (has_bias)
 		return vw_model_fail(p, "%s: Bias_Weight in a %s fit", c->name,
 				     kind_names[c->kind]);
+	/* exp and log: libm, loaded on first use (libm_lazy.c), so here rather than mid-interval */
+	if (vw_libm_load(why, sizeof(why)) < 0)
+		return vw_model_fail(p, "%s: the %s fit needs libm's exp and log: %s", c->name,
+				     kind_names[c->kind], why);
 	return choose_curve_term(p, c);
 }
 
