@@ -676,8 +676,7 @@ static void test_workloads_add_up_on_this_machine(void **state)
 {
 	char *argv[] = { VW_HOST_BIN, "--web.listen-address=127.0.0.1:0", "--monitor.interval=1s",
 			 "--monitor.sample-interval=250ms", "--kube.node-name=e2e",
-			 "--metrics.process-top-n=0", "--model.builtin=kepler", "--log.level=debug",
-			 NULL };
+			 "--metrics.process-top-n=0", "--model.builtin=kepler", NULL };
 	bool ci = getenv("CI") && strcmp(getenv("CI"), "true") == 0;
 	struct buf b = { 0 };
 	char url[128], busy_pid[64], gone[600];

@@ -60,8 +60,8 @@ static void drop_startup(struct vw_daemon *d)
 	if (r < 0 && r != -EBADF)
 		vw_debug("%s: start-up pages kept: %s", d->hooks->program, strerror(-r));
 	else if (r == 0)
-		vw_debug("%s: start-up done: %zu KiB of %zu read-only file mappings let go",
-			 d->hooks->program, kib, n);
+		vw_info("%s: start-up done: %zu KiB of %zu read-only file mappings let go",
+			d->hooks->program, kib, n);
 }
 
 int vw_daemon_run(struct vw_daemon *d, uint64_t sample_ns, uint64_t first_ns,
