@@ -10,6 +10,8 @@
 # and served), and prints each one's VmRSS and VmHWM (its start-up peak), the ratios to
 # node_exporter's, and the targets (host RSS <= 8 MiB, guest <= 6.5 MiB (issue #33), peak <= 1.5 x
 # RSS); beside VmRSS, PSS and anonymous memory (bench/lib.sh's memory_split_of: VmRSS counts shared library pages whole).
+# VmHWM keeps start-up's file pages, which both daemons let go of once they serve
+# (shared/core/residency.c): a peak above 1.5 x RSS there is not a buffer left behind.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh

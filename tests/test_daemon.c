@@ -754,6 +754,17 @@ static void test_workloads_add_up_on_this_machine(void **state)
 	}
 #undef SUM
 	free(b.data);
+	/* On this machine's /proc, start-up's read-only file pages were let go (residency.h):
+	 * GnuTLS's initialisation, the options, the model's parse. */
+	{
+		const char *l = strstr(p.log, "virtwatt-host: start-up done: ");
+		unsigned kib = 0, n = 0;
+
+		assert_non_null(l);
+		assert_int_equal(sscanf(l, "virtwatt-host: start-up done: %u KiB of %u", &kib, &n), 2);
+		print_message("# start-up: %u KiB of %u mappings let go\n", kib, n);
+		assert_true(kib > 256 && n > 2);
+	}
 	kill(p.pid, SIGTERM);
 	assert_int_equal(finish(&p), 0);
 }

@@ -6,6 +6,7 @@
 #include <poll.h>
 #include <string.h>
 
+#include "residency.h"
 #include "sigstop.h"
 
 static bool daemon_healthy(void *userdata, char *why, size_t len)
@@ -49,6 +50,20 @@ static void progress(struct vw_daemon *d)
 	__atomic_store_n(&d->last_loop_ns, vw_now_ns(), __ATOMIC_RELAXED);
 }
 
+/* Start-up is over (the servers listen): its code and read-only data leave the resident set
+ * (residency.h); what the intervals and scrapes run faults back in from the page cache. */
+static void drop_startup(struct vw_daemon *d)
+{
+	size_t kib = 0, n = 0;
+	int r = vw_residency_drop_startup(d->self_fd, &kib, &n);
+
+	if (r < 0 && r != -EBADF)
+		vw_debug("%s: start-up pages kept: %s", d->hooks->program, strerror(-r));
+	else if (r == 0)
+		vw_info("%s: start-up done: %zu KiB of %zu read-only file mappings let go",
+			d->hooks->program, kib, n);
+}
+
 int vw_daemon_run(struct vw_daemon *d, uint64_t sample_ns, uint64_t first_ns,
 		  volatile sig_atomic_t *stop)
 {
@@ -87,6 +102,7 @@ int vw_daemon_run(struct vw_daemon *d, uint64_t sample_ns, uint64_t first_ns,
 			return r;
 		}
 	}
+	drop_startup(d);
 	if (!k->sample)
 		sample_ns = o->interval_ns;
 	next_sample = t0 + sample_ns;
