@@ -24,10 +24,12 @@
  * in the hierarchy that accounts CPU time (v1 cpuacct where it is mounted, else v2), so user
  * space places every process, exited ones too, in the cgroup it ran in.
  *
- * Cost. Nothing runs on the scheduler's switch path: the programs run once per thread exit and
- * once per task free, and the iterator at each read, which reads each thread's own fields and
- * its leader's, nothing else (no task storage or hash lookup per thread). (Only the optional counter program below,
- * loaded where a PMU counts, is a sched_switch program: per-slice counts exist nowhere else.)
+ * Cost. Nothing here runs on the scheduler's switch path: the programs run once per thread exit
+ * and once per task free, and the iterator at each read, which reads each thread's own fields
+ * and its leader's, nothing else (no task storage or hash lookup per thread). (The optional
+ * counter program below, loaded where a PMU counts, is a sched_switch program: per-slice counts
+ * exist nowhere else. cpu_walk.bpf.c's marker is the other: one task storage lookup and a
+ * compare per switch, so that a read walks only the processes that ran.)
  *
  * Each tracepoint has a tp_btf program (task storage, direct loads) and a raw_tp twin (LRU
  * hash keyed by pid, CO-RE probe reads); user space loads one of each pair.
