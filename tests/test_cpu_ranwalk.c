@@ -362,6 +362,7 @@ static void bursts(void) /* runs and sleeps across many reads */
 static void test_ran_equals_full(void **state)
 {
 	struct vw_cpu_snapshot a, b;
+	struct vw_cpu_bpf_walk_stats ws;
 	pid_t sleeper, threaded, burster, gone;
 	uint64_t gone_a = 0, gone_b = 0;
 	int st;
@@ -388,7 +389,7 @@ static void test_ran_equals_full(void **state)
 	}
 	kids[n_kids++] = burster;
 	assert_int_equal(waitpid(gone, &st, 0), gone);
-	for (int i = 0; i < 30; i++) {
+	for (int i = 0; i < 20; i++) { /* fewer than VW_BPF_FULL_EVERY: all ran walks */
 		const struct vw_proc_cpu *p;
 
 		sleep_ms(40);
@@ -404,6 +405,8 @@ static void test_ran_equals_full(void **state)
 	read_ok(&acc_full, &b);
 	read_ok(&acc, &a);
 	read_ok(&acc_full, &b);
+	assert_int_equal(vw_cpu_bpf_walk_stats(acc.state, &ws), 0);
+	assert_int_equal(ws.full, 1); /* the first read's: every later one a ran walk */
 	assert_true(gone_a && gone_a == gone_b);
 	assert_true(gone_a > 15 * VW_NSEC_PER_MSEC);
 	for (pid_t pid, *q = (pid_t[]){ sleeper, threaded, burster, 0 }; (pid = *q); q++) {
