@@ -214,6 +214,7 @@ static __always_inline void on_exit(struct task_struct *p, struct vw_bpf_task *t
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return;
 	BPF_CORE_READ_STR_INTO(&proc->comm, p, group_leader, comm); /* after any exec */
+	proc->flags = BPF_CORE_READ(p, flags) & PF_KTHREAD ? VW_BPF_PROC_KTHREAD : 0;
 	proc->group_dead = 1;
 }
 

@@ -40,6 +40,13 @@ struct vw_bpf_proc {
 			  * runtime final): user space reports it once, deletes it */
 	__u32 group_dead; /* 1: its last thread passed sched_process_exit */
 	__u64 pending;   /* threads that passed sched_process_exit, not yet sched_process_free */
+	__u32 flags;     /* VW_BPF_PROC_*, set with group_dead */
+	__u32 pad;
+};
+
+enum {
+	VW_BPF_PROC_KTHREAD = 1u << 0, /* a kernel thread's group: with the exit mark, user space
+					* knows its kind and start without /proc/PID/stat */
 };
 
 /* Counters of the per-CPU value: events not accounted the normal way. */
@@ -158,7 +165,7 @@ _Static_assert(sizeof(struct vw_bpf_hw_cpu) == 24 * VW_BPF_HW__COUNT + 8 + 8 * V
 	       "vw_bpf_hw_cpu layout");
 _Static_assert(sizeof(struct vw_bpf_hw_proc) == 8 * VW_BPF_HW__COUNT + 8, "vw_bpf_hw_proc layout");
 _Static_assert(sizeof(struct vw_bpf_task) == 32, "vw_bpf_task layout");
-_Static_assert(sizeof(struct vw_bpf_proc) == 56, "vw_bpf_proc layout");
+_Static_assert(sizeof(struct vw_bpf_proc) == 64, "vw_bpf_proc layout");
 _Static_assert(sizeof(struct vw_bpf_cpu) == 8 * VW_BPF_STAT__COUNT, "vw_bpf_cpu layout");
 _Static_assert(sizeof(struct vw_bpf_task_rec) == 56, "vw_bpf_task_rec layout");
 _Static_assert(sizeof(struct vw_bpf_walk_hdr) == 16, "vw_bpf_walk_hdr layout");

@@ -6,7 +6,8 @@
  * full walk where a ring of marks overflowed. Asserted: a sleeping process keeps its exact
  * runtime and is not walked; a task that never switches out (SCHED_FIFO, pinned) is counted at
  * every read; an overflow is counted and read by a full walk; the ran walk's values equal the
- * full walk's (VW_CPU_BPF_NO_RAN, what a kernel without its kfuncs gets) to the nanosecond.
+ * full walk's (VW_CPU_BPF_NO_RAN, what a kernel without its kfuncs gets) to the nanosecond; a
+ * mass exit of 2,000 processes is reported once each, exact, with its kind from the exit.
  */
 #include "vw_test.h"
 
@@ -427,6 +428,100 @@ static void test_ran_equals_full(void **state)
 	}
 }
 
+/*
+ * A mass exit: 2,000 short processes, each reaped by the test. Every one is reported exited
+ * exactly once, within the reads that follow the frees, with its final runtime (at least what
+ * it read of its own schedstat just before it exited, at most a few ms more: its exit path),
+ * and its kind known from the exit record (so the registry reads no /proc/PID/stat for it);
+ * none stays alive, none is caught by the ghost check.
+ */
+#define MASS 2000
+
+struct mass_kid {
+	int32_t pid;
+	int32_t pad;
+	uint64_t ns; /* its own schedstat just before _exit */
+};
+
+static int cmp_kid(const void *a, const void *b)
+{
+	const struct mass_kid *x = a, *y = b;
+
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+static void test_ran_mass_exit(void **state)
+{
+	static struct mass_kid k[MASS];
+	static unsigned reported[MASS];
+	struct vw_cpu_snapshot snap;
+	uint64_t ghosts0;
+	int p[2];
+
+	(void)state;
+	open_bpf(&acc, 0);
+	read_ok(&acc, &snap);
+	ghosts0 = snap.ghosts;
+	assert_int_equal(pipe(p), 0);
+	for (int i = 0; i < MASS; i++) {
+		pid_t pid = fork();
+
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			struct mass_kid me = { .pid = getpid() };
+			char buf[128];
+
+			close(p[0]);
+			vw_fixture_spin(0.0002);
+			if (vw_read_file_at(procfd, "self/schedstat", buf, sizeof(buf), NULL) < 0)
+				_exit(1);
+			buf[strcspn(buf, " ")] = '\0';
+			if (vw_parse_u64(buf, &me.ns) < 0 || write(p[1], &me, sizeof(me)) != sizeof(me))
+				_exit(1);
+			_exit(0);
+		}
+		if (i % 256 == 255)
+			read_ok(&acc, &snap); /* reads during the storm, as the daemon's */
+	}
+	close(p[1]);
+	for (int i = 0; i < MASS; i++) {
+		int st;
+
+		assert_true(wait(&st) > 0);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	for (int i = 0; i < MASS; i++)
+		assert_int_equal(read(p[0], &k[i], sizeof(k[i])), sizeof(k[i]));
+	close(p[0]);
+	qsort(k, MASS, sizeof(*k), cmp_kid);
+	for (int r = 0; r < 4; r++) {
+		sleep_ms(150); /* the frees come after an RCU grace period */
+		read_ok(&acc, &snap);
+		for (size_t i = 0; i < snap.n_procs; i++) {
+			const struct vw_proc_cpu *q = &snap.procs[i];
+			struct mass_kid key = { .pid = (int32_t)q->tgid }, *m;
+
+			m = bsearch(&key, k, MASS, sizeof(*k), cmp_kid);
+			if (!m)
+				continue;
+			assert_true(q->exited || r < 3); /* none alive once the frees are in */
+			if (!q->exited)
+				continue;
+			reported[m - k]++;
+			assert_int_not_equal(q->kind, VW_PROC_KIND_UNKNOWN);
+			if (q->cpu_ns < m->ns || q->cpu_ns > m->ns + 5 * VW_NSEC_PER_MSEC)
+				fail_msg("pid %d: %llu ns reported, %llu ns read before its exit", m->pid,
+					 (unsigned long long)q->cpu_ns, (unsigned long long)m->ns);
+		}
+	}
+	for (int i = 0; i < MASS; i++)
+		if (reported[i] != 1)
+			fail_msg("pid %d reported exited %u times", k[i].pid, reported[i]);
+	print_message("# %d processes, each reported exited once; ghosts %llu -> %llu\n", MASS,
+		      (unsigned long long)ghosts0, (unsigned long long)snap.ghosts);
+	assert_int_equal(snap.ghosts, ghosts0);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -473,6 +568,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ran_busy_never_switches, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ran_overflow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ran_equals_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ran_mass_exit, setup, teardown),
 	};
 
 	if (getenv("VW_TEST_FILTER"))

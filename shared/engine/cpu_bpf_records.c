@@ -46,6 +46,12 @@ int vw_bpf_rec_add_proc(struct vw_cpu_table *t, const void *key, const void *val
 	p->start_time = ticks(v.start_ns, ns_per_tick);
 	comm_copy(p->comm, v.comm);
 	p->exited = v.exited != 0;
+	/* An exited group (its threads all freed): its kind is known (and its start), so the
+	 * registry need not read /proc/PID/stat of a process that arrives already gone. Only
+	 * then: one known from the map alone before that (a free never seen, a ghost) keeps kind
+	 * unknown, which is what the ghost check looks up. */
+	if (v.exited)
+		p->kind = v.flags & VW_BPF_PROC_KTHREAD ? VW_PROC_KIND_KTHREAD : VW_PROC_KIND_USER;
 	return 0;
 }
 
