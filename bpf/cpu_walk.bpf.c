@@ -92,7 +92,10 @@ struct {
  * lowest pid the full walk met), set by the full walk: the ran walk finds each CPU's run queue,
  * and its running task, through it (task->se.cfs_rq->rq->curr). The run queues' per-CPU ksym
  * (runqueues) would be simpler, but the verifier resolves a variable ksym through kallsyms,
- * which lists no data without CONFIG_KALLSYMS_ALL. Sized by user space (possible CPUs).
+ * which lists no data without CONFIG_KALLSYMS_ALL. se.cfs_rq->rq needs CONFIG_FAIR_GROUP_SCHED
+ * (every distribution's): without it the ran walk does not load, and every walk is a full one.
+ * An anchor that is gone or moved makes the ran walk give way to a full walk, which picks
+ * another. Sized by user space (possible CPUs).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);

@@ -524,7 +524,7 @@ static int read_live(struct bpf_state *s)
 		return r;
 	s->walk_stats.full++;
 	s->walk_stats.last_records = h.n;
-	s->walk_stats.last_marks = 0;
+	s->walk_stats.last_marks = UINT32_MAX;
 	if (!s->ran) {
 		s->live = s->walk_map;
 		s->n_live = h.n;
@@ -533,6 +533,12 @@ static int read_live(struct bpf_state *s)
 	r = vw_bpf_live_set(&s->live_set, s->walk_map, (size_t)h.n * sizeof(*s->walk_map));
 	if (r < 0)
 		return r;
+	/* Copied: the mapping of every record goes (resident, it would double the set's memory);
+	 * the ran walks map what they write, a few pages. */
+	munmap((void *)s->walk_map, s->walk_len);
+	s->walk_map = NULL;
+	s->walk_len = 0;
+	s->last_n = 0;
 	s->need_full = false;
 	s->since_full = 0;
 	s->live = s->live_set.v;
@@ -553,6 +559,8 @@ bool vw_cpu_bpf_walked(void *state, uint32_t tgid)
 {
 	const struct bpf_state *s = state;
 
+	if (s->walk_stats.last_marks == UINT32_MAX) /* a full walk's: every process */
+		return true;
 	for (uint32_t i = 0; i < s->last_n && s->walk_map; i++)
 		if (s->walk_map[i].tgid == tgid)
 			return true;

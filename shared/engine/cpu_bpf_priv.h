@@ -94,7 +94,8 @@ struct vw_cpu_bpf_walk_stats {
 	uint64_t ran;           /* ran walks (only the processes that ran) */
 	uint64_t overflows;     /* ran walks that found a ring of marks overflowed: full instead */
 	uint32_t last_records;  /* records the last walk wrote */
-	uint32_t last_marks;    /* the last ran walk's marks and running tasks looked at */
+	uint32_t last_marks;    /* the last ran walk's marks and running tasks looked at;
+				 * UINT32_MAX when the last walk was a full one */
 	bool ran_loaded;        /* the ran walk loaded */
 };
 
