@@ -100,7 +100,7 @@ enum {
 /*
  * The ran walk's per-CPU ring of marks (cpu_walk.bpf.c): the switch program appends the tgid
  * of a thread that ran, once per epoch, at slot[head % cap] then bumps head; the walk takes
- * [tail, snap) and moves tail. head - tail never exceeds the ring's capacity (user space may
+ * [tail, head) and moves tail to snap (cpu_walk.bpf.c says why). head - tail never exceeds the ring's capacity (user space may
  * lower it below VW_BPF_RING_CAP, a power of two, for tests).
  */
 #define VW_BPF_RING_CAP 4096u
@@ -108,7 +108,7 @@ enum {
 struct vw_bpf_ring {
 	__u64 head;     /* the switch program's (this CPU's) */
 	__u64 tail;     /* the walk's */
-	__u64 snap;     /* head as the walk read it, before the epoch moved */
+	__u64 snap;     /* head as the walk read it before the epoch moved: the next tail */
 	__u32 overflow; /* a mark found no room (or no storage): the next walk is a full one */
 	__u32 pad;
 	__u32 slot[VW_BPF_RING_CAP];

@@ -26,9 +26,23 @@
  * never switches out is never marked), and sums each of those
  * processes once (the leader's storage holds the walk it was last summed in) from the task
  * bpf_task_from_pid() gives, over its threads (BPF_TASK_ITER_PROC_THREADS). A process with no
- * live thread left gets a VW_BPF_REC_GONE record. A mark made between the head's read and the
- * epoch's move stays in the ring for the next walk: nothing is lost, a slice at most waits one
- * interval. Processes not in a ran walk did not run: user space keeps their last record. Where
+ * live thread left gets a VW_BPF_REC_GONE record.
+ *
+ * The order of a ran walk: (1) each ring's head, the snapshot; (2) the epoch moved; (3) each
+ * CPU's running task summed; (4) each ring's entries from its tail to its head now summed, and
+ * the tail moved to the snapshot, not to the head now. A thread that ran and switched out at
+ * time s was marked with the epoch current at s, at s or earlier in that epoch, after the walk
+ * that started the epoch took its snapshot: so the entry lies at or past that walk's tail, and
+ * the next walk, whose step (2) comes after s, reads it in its step (4), after s. An entry
+ * made between (1) and (4) is read twice, now and by the next walk: a thread marked there with
+ * the new epoch (no further mark this epoch) may run again after this walk summed it. A
+ * thread that never switches out is in (3). So a process whose thread exited before the read
+ * of the per-process map (cpu_bpf.c reads it first) is summed again by this walk: its exiting
+ * thread switched out (marked) or is still running, and a record from before its exit, which
+ * would count the thread twice beside the map's time, never outlives the read. Processes not
+ * in a ran walk did not run: user space keeps their last record. (One ordering is not fenced:
+ * a switch that reads the epoch just before the walk moves it, its slice's runtime store not
+ * yet visible to the walk's CPU, is seen a walk later, or at the next full walk.) Where
  * a mark found no room (a ring full, no storage) the ran walk says so and walks nothing; user
  * space runs the full walk, which empties the rings, moves the epoch, and so starts over.
  */
@@ -328,21 +342,6 @@ int vw_walk_ran(struct bpf_iter__task *ctx)
 	}
 	we = __sync_fetch_and_add(&epoch, 1) + 1;
 	vw_for(cpu, 0, nr_cpus) {
-		struct vw_bpf_ring *r = ring_of(cpu);
-		__u64 tail, snap;
-		int i;
-
-		if (!r)
-			continue;
-		tail = r->tail;
-		snap = r->snap;
-		if (snap - tail > ring_mask + 1)
-			tail = snap - ring_mask - 1;
-		vw_for(i, 0, (int)(snap - tail))
-			visit(&h, r->slot[(tail + i) & ring_mask & (VW_BPF_RING_CAP - 1)], we);
-		__sync_lock_test_and_set(&r->tail, snap);
-	}
-	vw_for(cpu, 0, nr_cpus) {
 		__u32 c = (__u32)cpu, *a = bpf_map_lookup_elem(&anchors, &c), tgid = 0;
 		struct task_struct *t;
 
@@ -361,7 +360,23 @@ int vw_walk_ran(struct bpf_iter__task *ctx)
 			bpf_task_release(t);
 		*a = 0; /* gone (a CPU unplugged): the full walk finds another */
 		h.flags = VW_BPF_WALK_OVERFLOW;
-		break;
+		bpf_seq_write(ctx->meta->seq, &h, sizeof(h));
+		return 0;
+	}
+	vw_for(cpu, 0, nr_cpus) {
+		struct vw_bpf_ring *r = ring_of(cpu);
+		__u64 tail, head;
+		int i;
+
+		if (!r)
+			continue;
+		tail = r->tail;
+		head = __sync_fetch_and_add(&r->head, 0);
+		if (head - tail > ring_mask + 1)
+			tail = head - ring_mask - 1;
+		vw_for(i, 0, (int)(head - tail))
+			visit(&h, r->slot[(tail + i) & ring_mask & (VW_BPF_RING_CAP - 1)], we);
+		__sync_lock_test_and_set(&r->tail, r->snap);
 	}
 	bpf_seq_write(ctx->meta->seq, &h, sizeof(h));
 	return 0;
