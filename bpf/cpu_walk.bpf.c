@@ -231,16 +231,15 @@ int vw_walk(struct bpf_iter__task *ctx)
 SEC("tp_btf/sched_switch")
 int BPF_PROG(vw_mark, bool preempt, struct task_struct *prev, struct task_struct *next)
 {
-	struct vw_bpf_mark *m = bpf_task_storage_get(&marks, prev, NULL,
-						     BPF_LOCAL_STORAGE_GET_F_CREATE);
-	__u32 e = *(volatile __u32 *)&epoch;
+	__u32 e = *(volatile __u32 *)&epoch, zero = 0;
+	struct vw_bpf_mark *m;
 	struct vw_bpf_ring *r;
 	__u64 head;
-	__u32 zero = 0;
 
-	if (m && m->marked == e)
+	if (!prev->pid) /* the idle task, switched out at each wake-up: not a process */
 		return 0;
-	if (!prev->pid) /* the idle task */
+	m = bpf_task_storage_get(&marks, prev, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (m && m->marked == e)
 		return 0;
 	r = bpf_map_lookup_elem(&rings, &zero);
 	if (!r)

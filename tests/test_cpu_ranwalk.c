@@ -432,8 +432,8 @@ static void test_ran_equals_full(void **state)
  * A mass exit: 2,000 short processes, each reaped by the test. Every one is reported exited
  * exactly once, within the reads that follow the frees, with its final runtime (at least what
  * it read of its own schedstat just before it exited, at most a few ms more: its exit path),
- * and its kind known from the exit record (so the registry reads no /proc/PID/stat for it);
- * none stays alive, none is caught by the ghost check.
+ * and its kind known from the exit record (so the registry reads no /proc/PID/stat for it, and
+ * it was not the ghost check's catch, which has no kind); none stays alive.
  */
 #define MASS 2000
 
@@ -517,9 +517,11 @@ static void test_ran_mass_exit(void **state)
 	for (int i = 0; i < MASS; i++)
 		if (reported[i] != 1)
 			fail_msg("pid %d reported exited %u times", k[i].pid, reported[i]);
-	print_message("# %d processes, each reported exited once; ghosts %llu -> %llu\n", MASS,
-		      (unsigned long long)ghosts0, (unsigned long long)snap.ghosts);
-	assert_int_equal(snap.ghosts, ghosts0);
+	/* None of them by the ghost check (its catches have no kind): the machine's own count
+	 * may move, with other processes' lost frees (a mass kill elsewhere). */
+	print_message("# %d processes, each reported exited once from its exit; the machine's "
+		      "ghosts %llu -> %llu\n", MASS, (unsigned long long)ghosts0,
+		      (unsigned long long)snap.ghosts);
 }
 
 static int setup(void **state)
