@@ -3,8 +3,9 @@
 # (kernel.bpf_stats_enabled: run_time_ns and run_cnt per program), under two loads:
 #   switch: stress-ng --switch 1 (a context-switch storm: what a per-switch program costs)
 #   fork:   stress-ng --fork 1   (processes born and gone: what the exit and free programs cost)
-# Rows: the accountant as it is (sched_process_exit + sched_process_free, no sched_switch
-# program), its raw_tp twins, the optional counter program (a sched_switch program, loaded only
+# Rows: the accountant as it is (sched_process_exit + sched_process_free, and the ran walk's
+# marker vw_mark on sched_switch: one task storage lookup and a compare per switch), the same
+# without the ran walk (--no-ran: no sched_switch program, as until 2026-11-27), its raw_tp twins, the optional counter program (a sched_switch program, loaded only
 # where counters open; here on software stand-ins, whose reads cost about what a PMU's do), and
 # three baselines from bench/bench.bpf.c: an empty sched_switch program (the floor of a
 # per-switch hook: trampoline and bpf_stats' clock reads), the exit-tail switch program the
@@ -84,7 +85,8 @@ printf '%-36s %-6s %10s %9s %10s %12s %10s\n' program load runs ns/run "kern ms/
 	"ns/ctx-sw" "ctx-sw/s"
 ACC="vw_exit_btf vw_free_btf"
 for load in switch fork; do
-	measure "virtwatt (exit + free)" "$load" "$ACC"
+	measure "virtwatt (exit + free + mark)" "$load" "$ACC vw_mark"
+	measure "virtwatt, no ran walk (exit + free)" "$load" "$ACC" --no-ran
 	measure "virtwatt raw_tp twins" "$load" "vw_exit_raw vw_free_raw" --raw-tp
 	measure "virtwatt + counters (sw stand-ins)" "$load" "$ACC vw_hwc_btf" --hw-standin
 	measure "empty switch program (floor)" "$load" null_switch --null

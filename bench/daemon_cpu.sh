@@ -62,12 +62,28 @@ bpf_ids_of() {
 bpf_run_ns() {
 	local id sum=0 ns line
 	for id in $(bpf_ids_of "$1" prog_id); do
-		line=$(bpftool prog show id "$id" 2>/dev/null | head -n1)
+		line=$(bpftool prog show id "$id" 2>/dev/null | sed -n 1p) # all of it: head would SIGPIPE bpftool, and pipefail end the run
 		case $line in *" name vw_iter_"* | *" name vw_walk"*) continue ;; esac
 		ns=$(sed -n 's/.*run_time_ns \([0-9]*\).*/\1/p' <<<"$line")
 		sum=$((sum + ${ns:-0}))
 	done
 	echo "$sum"
+}
+# Run time (ns) and runs of the daemon's programs named NAMES (space-separated): the walks'
+# (inside its read() calls), or the ran walk's switch marker (charged to every task that
+# switches out).
+bpf_named_ns() {
+	local id ns=0 cnt=0 line name n c
+	for id in $(bpf_ids_of "$1" prog_id); do
+		line=$(bpftool prog show id "$id" 2>/dev/null | sed -n 1p) # all of it: head would SIGPIPE bpftool, and pipefail end the run
+		name=$(sed -n 's/.* name \([^ ]*\) .*/\1/p' <<<"$line")
+		[[ " $2 " == *" $name "* ]] || continue
+		n=$(sed -n 's/.*run_time_ns \([0-9]*\).*/\1/p' <<<"$line")
+		c=$(sed -n 's/.*run_cnt \([0-9]*\).*/\1/p' <<<"$line")
+		ns=$((ns + ${n:-0}))
+		cnt=$((cnt + ${c:-0}))
+	done
+	echo "$ns $cnt"
 }
 bpf_map_kib() {
 	local id sum=0 b
@@ -108,7 +124,7 @@ window() {
 	local n=$1 acct=$2 vw_port ne_port vw_pid ne_pid method procs t0 t1 secs
 	local vw_t0 vw_n0 vw_t1 vw_n1 ne_t0 ne_n0 ne_t1 ne_n1 k0=0 k1=0 kern=- maps=- series
 	local vw_rss vw_hwm ne_rss ne_hwm pe_port='' pe_pid='' pe_n0=0 pe_n1=0
-	local pe_exact=- pe_rss=- pe_hwm=- load0 lv
+	local pe_exact=- pe_rss=- pe_hwm=- load0 lv w0=0 wc0=0 w1=0 wc1=0 m0=0 mc0=0 m1=0 mc1=0
 
 	vw_port=$(free_port)
 	"$host" --monitor.interval=1s --web.listen-address="127.0.0.1:$vw_port" \
@@ -136,6 +152,8 @@ window() {
 		[ -n "$old_bpf_stats" ] || old_bpf_stats=$(sysctl -n kernel.bpf_stats_enabled)
 		sysctl -qw kernel.bpf_stats_enabled=1
 		k0=$(bpf_run_ns "$vw_pid")
+		read -r w0 wc0 < <(bpf_named_ns "$vw_pid" "vw_walk vw_walk_ran")
+		read -r m0 mc0 < <(bpf_named_ns "$vw_pid" "vw_mark")
 	fi
 	load0=$(load1)
 	t0=$(now)
@@ -154,6 +172,8 @@ window() {
 	! grep -q 'libvirt\.so' "/proc/$vw_pid/maps" || lv=y
 	if [ "$method" = bpf ]; then
 		k1=$(bpf_run_ns "$vw_pid")
+		read -r w1 wc1 < <(bpf_named_ns "$vw_pid" "vw_walk vw_walk_ran")
+		read -r m1 mc1 < <(bpf_named_ns "$vw_pid" "vw_mark")
 		[ "$(sysctl -n kernel.bpf_stats_enabled)" = 1 ] ||
 			echo "# kernel.bpf_stats_enabled was turned off during the window: the in-kernel figure is partial" >&2
 		sysctl -qw kernel.bpf_stats_enabled="$old_bpf_stats"
@@ -183,6 +203,10 @@ window() {
 		"$pe_exact" "$pe_rss" "$pe_hwm" "$(div "$vw_exact" "$pe_exact")" "$(div "$vw_hwm" "$pe_hwm")" \
 		"$load0>$(load1)" "$lv" >>"$tmp/rows"
 	tail -n1 "$tmp/rows"
+	[ "$method" != bpf ] || awk -v w=$((w1 - w0)) -v wc=$((wc1 - wc0)) -v m=$((m1 - m0)) \
+		-v mc=$((mc1 - mc0)) -v s="$secs" 'BEGIN {
+		printf "#   walks: %d runs, %.3f ms per run, %.3f ms/s (in vw_ms); switch marker: %d runs, %.1f ns per run, %.3f ms/s (charged to the tasks)\n",
+		wc, wc ? w / wc / 1e6 : 0, w / s / 1e6, mc, mc ? m / mc : 0, m / s / 1e6 }'
 }
 
 header() {

@@ -122,6 +122,7 @@ int main(int argc, char **argv)
 		{ "kepler-like", no_argument, NULL, 'k' },
 		{ "null", no_argument, NULL, 'n' },
 		{ "tail-switch", no_argument, NULL, 't' },
+		{ "no-ran", no_argument, NULL, 'f' },
 		{ "seconds", required_argument, NULL, 's' },
 		{ 0 },
 	};
@@ -130,7 +131,7 @@ int main(int argc, char **argv)
 	unsigned seconds = 0;
 	int c, r;
 
-	while ((c = getopt_long(argc, argv, "rwknts:", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "rwkntfs:", opts, NULL)) != -1) {
 		switch (c) {
 		case 'r':
 			flags |= VW_CPU_BPF_RAW_TP;
@@ -147,11 +148,15 @@ int main(int argc, char **argv)
 		case 't':
 			base = BASE_TAIL;
 			break;
+		case 'f':
+			flags |= VW_CPU_BPF_NO_RAN;
+			break;
 		case 's':
 			seconds = (unsigned)strtoul(optarg, NULL, 10);
 			break;
 		default:
-			fprintf(stderr, "usage: %s [[--raw-tp] [--hw-standin] | --kepler-like | --null | --tail-switch] "
+			fprintf(stderr, "usage: %s [[--raw-tp] [--hw-standin] [--no-ran] | --kepler-like | --null | "
+				"--tail-switch] "
 				"[--seconds N]\n",
 				argv[0]);
 			return 2;

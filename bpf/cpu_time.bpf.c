@@ -24,10 +24,12 @@
  * in the hierarchy that accounts CPU time (v1 cpuacct where it is mounted, else v2), so user
  * space places every process, exited ones too, in the cgroup it ran in.
  *
- * Cost. Nothing runs on the scheduler's switch path: the programs run once per thread exit and
- * once per task free, and the iterator at each read, which reads each thread's own fields and
- * its leader's, nothing else (no task storage or hash lookup per thread). (Only the optional counter program below,
- * loaded where a PMU counts, is a sched_switch program: per-slice counts exist nowhere else.)
+ * Cost. Nothing here runs on the scheduler's switch path: the programs run once per thread exit
+ * and once per task free, and the iterator at each read, which reads each thread's own fields
+ * and its leader's, nothing else (no task storage or hash lookup per thread). (The optional
+ * counter program below, loaded where a PMU counts, is a sched_switch program: per-slice counts
+ * exist nowhere else. cpu_walk.bpf.c's marker is the other: one task storage lookup and a
+ * compare per switch, so that a read walks only the processes that ran.)
  *
  * Each tracepoint has a tp_btf program (task storage, direct loads) and a raw_tp twin (LRU
  * hash keyed by pid, CO-RE probe reads); user space loads one of each pair.
@@ -212,6 +214,7 @@ static __always_inline void on_exit(struct task_struct *p, struct vw_bpf_task *t
 	if (BPF_CORE_READ(p, signal, live.counter) != 0)
 		return;
 	BPF_CORE_READ_STR_INTO(&proc->comm, p, group_leader, comm); /* after any exec */
+	proc->flags = BPF_CORE_READ(p, flags) & PF_KTHREAD ? VW_BPF_PROC_KTHREAD : 0;
 	proc->group_dead = 1;
 }
 

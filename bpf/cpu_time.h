@@ -40,6 +40,13 @@ struct vw_bpf_proc {
 			  * runtime final): user space reports it once, deletes it */
 	__u32 group_dead; /* 1: its last thread passed sched_process_exit */
 	__u64 pending;   /* threads that passed sched_process_exit, not yet sched_process_free */
+	__u32 flags;     /* VW_BPF_PROC_*, set with group_dead */
+	__u32 pad;
+};
+
+enum {
+	VW_BPF_PROC_KTHREAD = 1u << 0, /* a kernel thread's group: with the exit mark, user space
+					* knows its kind and start without /proc/PID/stat */
 };
 
 /* Counters of the per-CPU value: events not accounted the normal way. */
@@ -71,13 +78,46 @@ struct vw_bpf_task_rec {
 enum {
 	VW_BPF_REC_KTHREAD = 1u << 0, /* a kernel thread (PF_KTHREAD): user space need not read
 				       * /proc/PID/stat to tell */
+	VW_BPF_REC_GONE = 1u << 1,    /* the ran walk's: no live thread of process tgid is left
+				       * (none by that tgid, or every one exiting): forget it */
 };
 
-/* What the walk (cpu_walk.bpf.c) writes to its seq file: n records in walk_out[0..n), and how
- * many processes found no room there. */
+/* What the walks (cpu_walk.bpf.c) write to their seq file: n records in walk_out[0..n), how
+ * many processes found no room there, what kind of walk it was, and the marks it took. */
 struct vw_bpf_walk_hdr {
 	__u32 n;
 	__u32 lost;
+	__u32 flags; /* VW_BPF_WALK_* */
+	__u32 marks; /* the ran walk: ring entries and running tasks it looked at */
+};
+
+enum {
+	VW_BPF_WALK_FULL = 1u << 0,     /* every live process (vw_walk) */
+	VW_BPF_WALK_OVERFLOW = 1u << 1, /* the ran walk found a ring overflowed (or a thread
+					 * without a mark): nothing walked, run the full walk */
+};
+
+/*
+ * The ran walk's per-CPU ring of marks (cpu_walk.bpf.c): the switch program appends the tgid
+ * of a thread that ran, once per epoch, at slot[head % cap] then bumps head; the walk takes
+ * [tail, head) and moves tail to snap (cpu_walk.bpf.c says why). head - tail never exceeds the ring's capacity (user space may
+ * lower it below VW_BPF_RING_CAP, a power of two, for tests).
+ */
+#define VW_BPF_RING_CAP 4096u
+
+struct vw_bpf_ring {
+	__u64 head;     /* the switch program's (this CPU's) */
+	__u64 tail;     /* the walk's */
+	__u64 snap;     /* head as the walk read it before the epoch moved: the next tail */
+	__u32 overflow; /* a mark found no room (or no storage): the next walk is a full one */
+	__u32 pad;
+	__u32 slot[VW_BPF_RING_CAP];
+};
+
+/* Per-thread task storage of the switch program and the ran walk. */
+struct vw_bpf_mark {
+	__u32 marked; /* the epoch this thread's tgid was last appended in */
+	__u32 walked; /* on a group leader: the walk epoch its process was last summed in */
 };
 
 /*
@@ -125,9 +165,11 @@ _Static_assert(sizeof(struct vw_bpf_hw_cpu) == 24 * VW_BPF_HW__COUNT + 8 + 8 * V
 	       "vw_bpf_hw_cpu layout");
 _Static_assert(sizeof(struct vw_bpf_hw_proc) == 8 * VW_BPF_HW__COUNT + 8, "vw_bpf_hw_proc layout");
 _Static_assert(sizeof(struct vw_bpf_task) == 32, "vw_bpf_task layout");
-_Static_assert(sizeof(struct vw_bpf_proc) == 56, "vw_bpf_proc layout");
+_Static_assert(sizeof(struct vw_bpf_proc) == 64, "vw_bpf_proc layout");
 _Static_assert(sizeof(struct vw_bpf_cpu) == 8 * VW_BPF_STAT__COUNT, "vw_bpf_cpu layout");
 _Static_assert(sizeof(struct vw_bpf_task_rec) == 56, "vw_bpf_task_rec layout");
-_Static_assert(sizeof(struct vw_bpf_walk_hdr) == 8, "vw_bpf_walk_hdr layout");
+_Static_assert(sizeof(struct vw_bpf_walk_hdr) == 16, "vw_bpf_walk_hdr layout");
+_Static_assert(sizeof(struct vw_bpf_ring) == 32 + 4 * VW_BPF_RING_CAP, "vw_bpf_ring layout");
+_Static_assert(sizeof(struct vw_bpf_mark) == 8, "vw_bpf_mark layout");
 
 #endif

@@ -997,9 +997,10 @@ static void attached_programs(char *buf, size_t size)
 #endif
 
 /*
- * Nothing on the scheduler's switch path: the accountant attaches its exit and free programs
- * and its read iterator; a sched_switch program only where counters opened (here their
- * software stand-ins), and none when they are turned off (--cpu.hardware-counters=false).
+ * What runs on the scheduler's switch path: the accountant attaches its exit and free programs
+ * and its read iterator; the ran walk's marker (vw_mark: one task storage lookup and a compare
+ * per switch) where the ran walk loads; the counter program only where counters opened (here
+ * their software stand-ins), and none when they are turned off (--cpu.hardware-counters=false).
  */
 /* Whether this kernel has the open-coded task iterator (6.7+): its kfunc's name in its BTF. */
 static bool have_task_walk(void)
@@ -1049,6 +1050,7 @@ static void test_bpf_switch_path(void **state)
 		VW_CPU_BPF_HW_STANDIN | VW_CPU_BPF_NO_HW,
 		VW_CPU_BPF_NO_HW,
 		VW_CPU_BPF_NO_WALK,
+		VW_CPU_BPF_NO_RAN,
 	};
 	bool walk_here;
 
@@ -1067,10 +1069,12 @@ static void test_bpf_switch_path(void **state)
 		char names[256], want[256];
 
 		bool walk = walk_here && !(cases[i] & VW_CPU_BPF_NO_WALK);
+		/* the ran walk and its switch program: tp_btf only, and not where forced off */
+		bool ran = walk && !(cases[i] & (VW_CPU_BPF_RAW_TP | VW_CPU_BPF_NO_RAN));
 
-		snprintf(want, sizeof(want), "vw_iter_read%s vw_exit_%s vw_free_%s%s%s",
-			 walk ? " vw_walk" : "", kind, kind, counters ? " vw_hwc_" : "",
-			 counters ? kind : "");
+		snprintf(want, sizeof(want), "vw_iter_read%s%s vw_exit_%s vw_free_%s%s%s",
+			 walk ? " vw_walk" : "", ran ? " vw_walk_ran vw_mark" : "", kind, kind,
+			 counters ? " vw_hwc_" : "", counters ? kind : "");
 		assert_int_equal(vw_cpu_accountant_open(&env, "bpf", &live.acc), 0);
 		attached_programs(names, sizeof(names));
 		print_message("# flags 0x%x: %s\n", cases[i], names);

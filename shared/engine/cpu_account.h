@@ -73,6 +73,11 @@ enum {
 	VW_CPU_BPF_NO_HW = 1u << 3,
 	/* Read the task/ iterator even where the open-coded walk loads (cpu_walk.bpf.c). */
 	VW_CPU_BPF_NO_WALK = 1u << 4,
+	/* Walk every process at every read, as where the ran walk's kfuncs are missing (no
+	 * sched_switch program, no marks). */
+	VW_CPU_BPF_NO_RAN = 1u << 5,
+	/* Test only: rings of 16 marks per CPU, so that they overflow. */
+	VW_CPU_BPF_SMALL_RING = 1u << 6,
 };
 
 struct vw_cpu_env {

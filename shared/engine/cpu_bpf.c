@@ -8,8 +8,16 @@
  *
  * At open the seed iterator gives every older thread's runtime: summed per process, the bases
  * subtracted from what later reads find, so values count from open. A read takes,
- * in this order: the per-process map (time of exited threads, exit marks), then the read
- * iterator (every live thread's runtime, as the scheduler counts it). The iterator can only miss
+ * in this order: the per-process map (time of exited threads, exit marks), then the live
+ * records: where the ran walk loaded (bpf/cpu_walk.bpf.c: 6.7+ with bpf_task_from_pid and
+ * tp_btf), the live set (cpu_bpf_records.h), one record per live process, updated by a walk of
+ * only the processes whose threads ran since the last read (a process that did not run keeps
+ * its record, its runtime unchanged), rebuilt by a full walk at the first read, every
+ * VW_BPF_FULL_EVERY reads and whenever a ring of marks overflowed; else the full walk's
+ * records, else the read iterator's (every live thread's runtime, as the scheduler counts it).
+ * Gone-ness is unchanged: a process is gone when its exit mark comes (its live record is
+ * dropped by the ran walk that follows its last thread's last switch-out) or when the ghost
+ * check finds it gone from /proc. The iterator can only miss
  * what moved into the map meanwhile, never count it twice: a read can be a slice short, and the
  * history layer holds the value until the next read catches up. Exited processes are reported
  * once and deleted from the map. Every process carries the id of the cgroup it ran in last (in
@@ -42,6 +50,9 @@
 #define BATCH_MIN 256u
 #define ENOTSUPP_KERNEL 524 /* the kernel's internal ENOTSUPP, leaked by some map ops */
 #define VW_BPF_MAX_CPUS 65536 /* the loader child's count, checked: it sizes per-CPU reads */
+/* A full walk every this many reads, whatever the marks say: the safety net under the ran
+ * walk (a cgroup move of a process that never ran since, anything a mark missed). */
+#define VW_BPF_FULL_EVERY 30u
 
 
 /* A hw_procs entry as read, and a key the collector saw without a process. */
@@ -70,6 +81,12 @@ struct bpf_state {
 	struct vw_bpf_task_rec *walk_map; /* its first walk_len bytes, mapped; or NULL */
 	size_t walk_len;
 	struct vw_complaint walk_complaint;
+	bool ran;          /* the ran walk loaded: most reads walk only what ran */
+	bool need_full;    /* the live set is not to be trusted: the next walk is a full one */
+	unsigned since_full; /* ran walks since the last full one */
+	struct vw_bpf_live live_set; /* the ran walks' set (ran only) */
+	uint32_t last_n;   /* records of the last walk, in walk_map */
+	struct vw_cpu_bpf_walk_stats walk_stats;
 	struct vw_bpf_bases bases;
 	/* scratch reused between reads */
 	struct vw_bpf_iter_buf iter;
@@ -148,6 +165,7 @@ static void bpf_close(void *state)
 	vw_closep(&s->procfd);
 	vw_cpu_history_free(&s->hist);
 	vw_bpf_bases_free(&s->bases);
+	vw_bpf_live_free(&s->live_set);
 	free(s->iter.p);
 	free(s->keys);
 	free(s->vals);
@@ -256,6 +274,12 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 		close_slot(s, VW_BPF_FD_WALK_OUT);
 		close_slot(s, VW_BPF_FD_ITER_WALK);
 	}
+	if (!m.ran) {
+		close_slot(s, VW_BPF_FD_ITER_RAN);
+		close_slot(s, VW_BPF_FD_MARK);
+	}
+	s->ran = m.walk && m.ran;
+	s->need_full = true;
 	s->cpu_a = calloc((size_t)s->ncpus, sizeof(*s->cpu_a));
 	if (!s->cpu_a) {
 		r = -ENOMEM;
@@ -276,9 +300,12 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 		r = bases_read(s);
 	if (r < 0)
 		goto fail;
+	s->ran = s->ran && s->walk_cap;
 	vw_debug("cpu: bpf: %s programs attached%s, maps for %u processes, %d CPUs, reads by %s",
 		 m.raw ? "raw_tp" : "tp_btf", s->hw_mask ? " with counters" : "", q.max_procs,
-		 s->ncpus, s->walk_cap ? "the open-coded task walk" : "the task iterator");
+		 s->ncpus,
+		 s->ran ? "the open-coded task walk, of the processes that ran"
+			: s->walk_cap ? "the open-coded task walk" : "the task iterator");
 	*ret_state = s;
 	return 0;
 fail:
@@ -412,8 +439,63 @@ static int read_threads(struct bpf_state *s)
 	return 0;
 }
 
+/* One walk (its link: the full or the ran walk): *h, and its h->n records mapped. -EAGAIN
+ * where some found no room (lost). */
+static int run_walk(struct bpf_state *s, int link, struct vw_bpf_walk_hdr *h)
+{
+	int r = vw_cpu_bpf_iter_run(&s->iter, s->fd[link]);
+
+	s->last_n = 0;
+	if (r < 0)
+		return r;
+	if (s->iter.len != sizeof(*h))
+		return -EBADMSG;
+	memcpy(h, s->iter.p, sizeof(*h));
+	if (h->lost || h->n > s->walk_cap) {
+		vw_complain(&s->walk_complaint, VW_LOG_WARN,
+			    "cpu: bpf: %u processes found no room in the walk's %u records: "
+			    "reading the task iterator instead",
+			    h->lost, s->walk_cap);
+		return -EAGAIN;
+	}
+	r = walk_map_records(s, h->n);
+	if (r == 0)
+		s->last_n = h->n;
+	return r;
+}
+
+/* The ran walk: the live set updated with the processes that ran. -EAGAIN: a full walk is
+ * needed (a mark found no room). need_full stays set until the set is updated: a walk that
+ * failed half way had taken marks that are then lost. */
+static int read_ran(struct bpf_state *s)
+{
+	struct vw_bpf_walk_hdr h;
+	int r;
+
+	s->need_full = true;
+	r = run_walk(s, VW_BPF_FD_ITER_RAN, &h);
+	if (r < 0)
+		return r;
+	if (h.flags & VW_BPF_WALK_OVERFLOW) {
+		s->walk_stats.overflows++;
+		vw_debug("cpu: bpf: a ring of marks overflowed: walking every process");
+		return -EAGAIN;
+	}
+	r = vw_bpf_live_update(&s->live_set, s->walk_map, (size_t)h.n * sizeof(*s->walk_map));
+	if (r < 0)
+		return r;
+	s->walk_stats.ran++;
+	s->walk_stats.last_records = h.n;
+	s->walk_stats.last_marks = h.marks;
+	s->need_full = false;
+	s->since_full++;
+	return 0;
+}
+
 /*
- * Every live thread's runtime as s->live: the walk's records (one per process, read where the
+ * Every live process's runtime as s->live: where the ran walk loaded, the live set, updated
+ * by the ran walk, or by a full walk at the first read, every VW_BPF_FULL_EVERY reads and
+ * whenever a ring overflowed; else the full walk's records (one per process, read where the
  * walk left them, no copy) where it loaded and they all fit, else the task/ iterator's (one
  * per thread).
  */
@@ -424,25 +506,65 @@ static int read_live(struct bpf_state *s)
 
 	if (!s->walk_cap)
 		return read_threads(s);
-	r = vw_cpu_bpf_iter_run(&s->iter, s->fd[VW_BPF_FD_ITER_WALK]);
-	if (r < 0)
-		return r;
-	if (s->iter.len != sizeof(h))
-		return -EBADMSG;
-	memcpy(&h, s->iter.p, sizeof(h));
-	if (h.lost || h.n > s->walk_cap) {
-		vw_complain(&s->walk_complaint, VW_LOG_WARN,
-			    "cpu: bpf: %u processes found no room in the walk's %u records: "
-			    "reading the task iterator instead",
-			    h.lost, s->walk_cap);
-		return read_threads(s);
+	if (s->ran && !s->need_full && s->since_full + 1 < VW_BPF_FULL_EVERY) {
+		r = read_ran(s);
+		if (r == 0) {
+			s->live = s->live_set.v;
+			s->n_live = s->live_set.n;
+			return 0;
+		}
+		if (r != -EAGAIN)
+			return r;
 	}
-	r = walk_map_records(s, h.n);
+	s->need_full = true;
+	r = run_walk(s, VW_BPF_FD_ITER_WALK, &h);
+	if (r == -EAGAIN)
+		return read_threads(s);
 	if (r < 0)
 		return r;
-	s->live = s->walk_map;
-	s->n_live = h.n;
+	s->walk_stats.full++;
+	s->walk_stats.last_records = h.n;
+	s->walk_stats.last_marks = UINT32_MAX;
+	if (!s->ran) {
+		s->live = s->walk_map;
+		s->n_live = h.n;
+		return 0;
+	}
+	r = vw_bpf_live_set(&s->live_set, s->walk_map, (size_t)h.n * sizeof(*s->walk_map));
+	if (r < 0)
+		return r;
+	/* Copied: the mapping of every record goes (resident, it would double the set's memory);
+	 * the ran walks map what they write, a few pages. */
+	munmap((void *)s->walk_map, s->walk_len);
+	s->walk_map = NULL;
+	s->walk_len = 0;
+	s->last_n = 0;
+	s->need_full = false;
+	s->since_full = 0;
+	s->live = s->live_set.v;
+	s->n_live = s->live_set.n;
 	return 0;
+}
+
+int vw_cpu_bpf_walk_stats(void *state, struct vw_cpu_bpf_walk_stats *ret)
+{
+	const struct bpf_state *s = state;
+
+	*ret = s->walk_stats;
+	ret->ran_loaded = s->ran;
+	return 0;
+}
+
+bool vw_cpu_bpf_walked(void *state, uint32_t tgid)
+{
+	const struct bpf_state *s = state;
+
+	if (s->walk_stats.last_marks == UINT32_MAX) /* a full walk's: every process */
+		return true;
+	for (uint32_t i = 0; i < s->last_n && s->walk_map; i++)
+		if (s->walk_map[i].tgid == tgid)
+			return true;
+	return false;
 }
 
 static void check_stats(struct bpf_state *s)

@@ -47,6 +47,7 @@ struct loader {
 	struct bpf_link *iter_seed, *iter_read;
 	struct cpu_walk_bpf *walk; /* NULL where the kernel has no open-coded task iterator */
 	struct bpf_link *iter_walk;
+	struct bpf_link *iter_ran, *mark; /* NULL where the ran walk did not load */
 	int ncpus;
 	bool cgroup_v1;
 	unsigned hw_mask;
@@ -328,27 +329,58 @@ static int attach(struct loader *l)
 	return l->iter_read ? 0 : -errno;
 }
 
-/*
- * The walk (cpu_walk.bpf.c), where this kernel has the open-coded task iterator (6.7+): its
- * iterator runs for the daemon's main thread only, our parent. Optional: without it the daemon
- * reads the task/ iterator, as it does when the walk's array is full.
- */
-static void load_walk(struct loader *l, const char *btf_file, uint32_t max_procs)
+/* Open, size and load the walks' object; the ran walk and its switch program too when ran. */
+static int walk_open_load(struct loader *l, const char *btf_file, uint32_t max_procs,
+			  uint32_t flags, bool ran, struct cpu_walk_bpf **ret)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = btf_file);
-	LIBBPF_OPTS(bpf_iter_attach_opts, ao);
-	union bpf_iter_link_info info = { .task.tid = (__u32)getppid() };
 	struct cpu_walk_bpf *w = cpu_walk_bpf__open_opts(&oo);
 	int r;
 
-	if (!w) {
-		say(VW_LOG_DEBUG, "cpu: bpf: walk: open: %s", strerror(errno));
-		return;
-	}
+	if (!w)
+		return -errno;
 	w->rodata->cgroup_v1 = l->cgroup_v1;
+	w->rodata->nr_cpus = (uint32_t)l->ncpus;
+	w->rodata->ring_mask = (flags & VW_CPU_BPF_SMALL_RING ? 16u : VW_BPF_RING_CAP) - 1;
+	bpf_program__set_autoload(w->progs.vw_mark, ran);
+	bpf_program__set_autoload(w->progs.vw_walk_ran, ran);
 	r = bpf_map__set_max_entries(w->maps.walk_out, max_procs);
 	if (r == 0)
+		r = bpf_map__set_max_entries(w->maps.anchors, (uint32_t)l->ncpus);
+	if (r == 0)
 		r = cpu_walk_bpf__load(w);
+	if (r < 0) {
+		cpu_walk_bpf__destroy(w);
+		return r;
+	}
+	*ret = w;
+	return 0;
+}
+
+/*
+ * The walks (cpu_walk.bpf.c), where this kernel has the open-coded task iterator (6.7+): their
+ * iterators run for the daemon's main thread only, our parent. Optional: without the full walk
+ * the daemon reads the task/ iterator, as it does when the walk's array is full; without the
+ * ran walk (no bpf_task_from_pid, no tp_btf, or VW_CPU_BPF_NO_RAN) every read is a full walk.
+ * Its switch program has no raw_tp twin: the kfuncs it needs came after tp_btf (6.2, 6.7 where
+ * tp_btf is 5.5), so where the raw_tp twins run (no tp_btf, or VW_CPU_BPF_RAW_TP) it is off.
+ */
+static void load_walk(struct loader *l, const char *btf_file, uint32_t max_procs, uint32_t flags,
+		      bool raw)
+{
+	LIBBPF_OPTS(bpf_iter_attach_opts, ao);
+	union bpf_iter_link_info info = { .task.tid = (__u32)getppid() };
+	bool ran = !(flags & VW_CPU_BPF_NO_RAN) && !raw;
+	struct cpu_walk_bpf *w = NULL;
+	int r;
+
+	r = walk_open_load(l, btf_file, max_procs, flags, ran, &w);
+	if (r < 0 && ran) {
+		say(VW_LOG_DEBUG, "cpu: bpf: the ran walk did not load (%s): walking every process "
+				  "at every read", strerror(-r));
+		ran = false;
+		r = walk_open_load(l, btf_file, max_procs, flags, ran, &w);
+	}
 	if (r == 0) {
 		ao.link_info = &info;
 		ao.link_info_len = sizeof(info);
@@ -358,10 +390,23 @@ static void load_walk(struct loader *l, const char *btf_file, uint32_t max_procs
 	if (r < 0) {
 		say(VW_LOG_DEBUG, "cpu: bpf: no open-coded task walk here (%s): reading the task "
 				  "iterator", strerror(-r));
+		bpf_link__destroy(l->iter_walk);
+		l->iter_walk = NULL;
 		cpu_walk_bpf__destroy(w);
 		return;
 	}
 	l->walk = w;
+	if (!ran)
+		return;
+	l->iter_ran = bpf_program__attach_iter(w->progs.vw_walk_ran, &ao);
+	if (l->iter_ran)
+		l->mark = bpf_program__attach(w->progs.vw_mark);
+	if (!l->mark) {
+		say(VW_LOG_DEBUG, "cpu: bpf: the ran walk did not attach (%s): walking every "
+				  "process at every read", strerror(errno));
+		bpf_link__destroy(l->iter_ran);
+		l->iter_ran = NULL;
+	}
 }
 
 /* Everything that parses the kernel's BTF: the probe, CO-RE relocation at load, attach. */
@@ -398,7 +443,7 @@ static int load(struct loader *l, const struct vw_bpf_load_req *q, bool *ret_raw
 		return unavailable(r);
 	}
 	if (!(q->flags & VW_CPU_BPF_NO_WALK))
-		load_walk(l, q->btf, q->max_procs);
+		load_walk(l, q->btf, q->max_procs, q->flags, raw);
 	*ret_raw = raw;
 	return 0;
 }
@@ -420,6 +465,8 @@ static int loader_fds(const struct loader *l, int fds[VW_BPF_FD__MAX])
 	/* No walk: the procs map stands in (SCM_RIGHTS has no empty slot); msg.walk says so. */
 	fds[VW_BPF_FD_WALK_OUT] = l->walk ? bpf_map__fd(l->walk->maps.walk_out) : fds[VW_BPF_FD_PROCS];
 	fds[VW_BPF_FD_ITER_WALK] = l->walk ? bpf_link__fd(l->iter_walk) : fds[VW_BPF_FD_PROCS];
+	fds[VW_BPF_FD_ITER_RAN] = l->mark ? bpf_link__fd(l->iter_ran) : fds[VW_BPF_FD_PROCS];
+	fds[VW_BPF_FD_MARK] = l->mark ? bpf_link__fd(l->mark) : fds[VW_BPF_FD_PROCS];
 	for (int i = 0; i < sk->prog_cnt; i++) {
 		struct bpf_link *link = *sk->progs[i].link;
 
@@ -491,6 +538,7 @@ __attribute__((noreturn)) static void loader_main(int sock, const struct vw_bpf_
 	m.raw = raw;
 	m.hw_mask = l.hw_mask;
 	m.walk = l.walk != NULL;
+	m.ran = l.mark != NULL;
 	m.ncpus = l.ncpus;
 	_exit(sendmsg(sock, &mh, MSG_NOSIGNAL) < 0);
 }

@@ -27,6 +27,8 @@ enum {
 	VW_BPF_FD_ITER_READ,                              /* the read iterator's link */
 	VW_BPF_FD_WALK_OUT,  /* the walk's output array (cpu_walk.bpf.c): see vw_bpf_load_msg.walk */
 	VW_BPF_FD_ITER_WALK, /* the walk's link */
+	VW_BPF_FD_ITER_RAN,  /* the ran walk's link: see vw_bpf_load_msg.ran */
+	VW_BPF_FD_MARK,      /* the switch program's link, which marks the threads that ran */
 	VW_BPF_FD_LINKS,                                  /* then the attached programs' links */
 	VW_BPF_FD__MAX = VW_BPF_FD_LINKS + 8,                    /* 8: every program of the skeleton */
 };
@@ -49,6 +51,7 @@ struct vw_bpf_load_msg {
 	uint32_t raw;     /* the raw_tp twins were attached */
 	uint32_t hw_mask; /* VW_HW_BIT() of the counters in use */
 	uint32_t walk;    /* the walk loaded: VW_BPF_FD_WALK_OUT and _ITER_WALK are its */
+	uint32_t ran;     /* the ran walk loaded too: VW_BPF_FD_ITER_RAN and _MARK are its */
 	uint32_t n_fds;   /* VW_BPF_FD_LINKS plus the links, with err 0 */
 	int32_t ncpus;    /* possible CPUs: the per-CPU maps' values, with err 0 */
 	char text[1024];  /* VW_BPF_MSG_LOG */
@@ -84,3 +87,19 @@ int vw_cpu_bpf_iter_run(struct vw_bpf_iter_buf *b, int link_fd);
 
 /* Close the n fds that are open, setting them to -1. */
 void vw_cpu_bpf_close_fds(int *fds, size_t n);
+
+/* Test and bench only: how the bpf accountant's reads walked (cpu_walk.bpf.c). */
+struct vw_cpu_bpf_walk_stats {
+	uint64_t full;          /* full walks (every process) */
+	uint64_t ran;           /* ran walks (only the processes that ran) */
+	uint64_t overflows;     /* ran walks that found a ring of marks overflowed: full instead */
+	uint32_t last_records;  /* records the last walk wrote */
+	uint32_t last_marks;    /* the last ran walk's marks and running tasks looked at;
+				 * UINT32_MAX when the last walk was a full one */
+	bool ran_loaded;        /* the ran walk loaded */
+};
+
+/* The bpf accountant's (vw_cpu_bpf) state: its walks so far. */
+int vw_cpu_bpf_walk_stats(void *state, struct vw_cpu_bpf_walk_stats *ret);
+/* Whether the last walk wrote a record of tgid (every process, after a full walk). */
+bool vw_cpu_bpf_walked(void *state, uint32_t tgid);

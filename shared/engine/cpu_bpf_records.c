@@ -6,6 +6,8 @@
  * marks), then the live records (every live thread's runtime, as the scheduler counts it). The
  * live pass can only miss what moved into the map meanwhile, never count it twice: a read can
  * be a slice short, and the history layer holds the value until the next read catches up.
+ * The live records may come from the live set (vw_bpf_live_*: the full walk's records, updated
+ * by the ran walks'), one sorted record per live process.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -44,6 +46,12 @@ int vw_bpf_rec_add_proc(struct vw_cpu_table *t, const void *key, const void *val
 	p->start_time = ticks(v.start_ns, ns_per_tick);
 	comm_copy(p->comm, v.comm);
 	p->exited = v.exited != 0;
+	/* An exited group (its threads all freed): its kind is known (and its start), so the
+	 * registry need not read /proc/PID/stat of a process that arrives already gone. Only
+	 * then: one known from the map alone before that (a free never seen, a ghost) keeps kind
+	 * unknown, which is what the ghost check looks up. */
+	if (v.exited)
+		p->kind = v.flags & VW_BPF_PROC_KTHREAD ? VW_PROC_KIND_KTHREAD : VW_PROC_KIND_USER;
 	return 0;
 }
 
@@ -314,4 +322,145 @@ int vw_bpf_rec_finish(struct vw_cpu_table *t, void *live, size_t len, struct vw_
 	if (r == 0)
 		r = merge_live(t, live, ord, n, bases, ns_per_tick);
 	return r;
+}
+
+/* ---- the live set ---- */
+
+/* A ran walk's record applied (user space only: the BPF side never sets it). */
+#define REC_TAKEN (1u << 31)
+
+static int live_reserve(struct vw_bpf_live *c, size_t n)
+{
+	struct vw_bpf_task_rec *v;
+	size_t cap;
+
+	if (n <= c->cap)
+		return 0;
+	cap = n + n / 8 + 64;
+	v = reallocarray(c->v, cap, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	c->v = v;
+	c->cap = cap;
+	return 0;
+}
+
+int vw_bpf_live_set(struct vw_bpf_live *c, void *buf, size_t len)
+{
+	struct vw_bpf_task_rec *recs = buf;
+	size_t n = len / sizeof(*recs);
+	_cleanup_free_ uint32_t *ord = NULL;
+	int r;
+
+	if (len % sizeof(*recs))
+		return -EBADMSG;
+	r = live_reserve(c, n);
+	if (r == 0)
+		r = rec_order(recs, n, &ord);
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++)
+		c->v[i] = recs[ord ? ord[i] : i];
+	c->n = n;
+	return 0;
+}
+
+static int cmp_tgid_live_first(const void *a, const void *b)
+{
+	const struct vw_bpf_task_rec *x = a, *y = b;
+	bool xg = x->flags & VW_BPF_REC_GONE, yg = y->flags & VW_BPF_REC_GONE;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	return xg != yg ? (xg ? 1 : -1) : 0;
+}
+
+/* The first index in c->v whose tgid is >= tgid. */
+static size_t live_lower(const struct vw_bpf_live *c, uint32_t tgid)
+{
+	size_t lo = 0, hi = c->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (c->v[mid].tgid < tgid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int vw_bpf_live_update(struct vw_bpf_live *c, void *buf, size_t len)
+{
+	struct vw_bpf_task_rec *u = buf;
+	size_t n = len / sizeof(*u), ins = 0, del = 0, k;
+	int r;
+
+	if (len % sizeof(*u))
+		return -EBADMSG;
+	qsort(u, n, sizeof(*u), cmp_tgid_live_first);
+	for (size_t i = 0; i < n; i++)
+		if (!u[i].tgid || (i && u[i].tgid == u[i - 1].tgid))
+			u[i].flags |= REC_TAKEN; /* a second record of one tgid: the first wins */
+		else if (!(u[i].flags & VW_BPF_REC_GONE))
+			ins++;
+	r = live_reserve(c, c->n + ins); /* at most: most of them replace a record */
+	if (r < 0)
+		return r;
+	ins = 0;
+	for (size_t i = 0; i < n; i++) {
+		size_t at;
+
+		if (u[i].flags & REC_TAKEN)
+			continue;
+		at = live_lower(c, u[i].tgid);
+		if (at < c->n && c->v[at].tgid == u[i].tgid) {
+			if (u[i].flags & VW_BPF_REC_GONE) {
+				c->v[at].flags |= REC_TAKEN; /* to drop */
+				del++;
+			} else {
+				c->v[at] = u[i];
+			}
+			u[i].flags |= REC_TAKEN;
+		} else if (!(u[i].flags & VW_BPF_REC_GONE)) {
+			ins++;
+		} else {
+			u[i].flags |= REC_TAKEN;
+		}
+	}
+	if (del) {
+		k = 0;
+		for (size_t i = 0; i < c->n; i++)
+			if (!(c->v[i].flags & REC_TAKEN))
+				c->v[k++] = c->v[i];
+		c->n = k;
+	}
+	if (ins) { /* merged in from the end: the records left in u are in order, new tgids */
+		size_t i = c->n, j = n;
+
+		k = c->n + ins;
+		c->n = k;
+		while (j > 0) {
+			const struct vw_bpf_task_rec *x = &u[j - 1];
+
+			if (x->flags & REC_TAKEN) {
+				j--;
+				continue;
+			}
+			if (i > 0 && c->v[i - 1].tgid > x->tgid) {
+				c->v[--k] = c->v[--i];
+				continue;
+			}
+			c->v[--k] = *x;
+			u[--j].flags |= REC_TAKEN;
+		}
+	}
+	return 0;
+}
+
+void vw_bpf_live_free(struct vw_bpf_live *c)
+{
+	free(c->v);
+	*c = (struct vw_bpf_live){ 0 };
 }

@@ -54,3 +54,27 @@ int vw_bpf_rec_add_proc(struct vw_cpu_table *t, const void *key, const void *val
  */
 int vw_bpf_rec_finish(struct vw_cpu_table *t, void *live, size_t len, struct vw_bpf_bases *bases,
 		      uint64_t ns_per_tick);
+
+/*
+ * The live processes as the walks last saw them, one struct vw_bpf_task_rec each, sorted by
+ * tgid (a record's pid is its tgid): a full walk's records replace the set, a ran walk's update
+ * it (cpu_walk.bpf.c), so that every read still lists every live process, those that did not
+ * run with the record their last walk left (their runtime has not moved since).
+ */
+struct vw_bpf_live {
+	struct vw_bpf_task_rec *v;
+	size_t n, cap;
+};
+
+/* A full walk's records, len bytes (one a process, in any order; sorted here, in place): the
+ * whole set from now on. -EBADMSG when len is not whole records, -ENOMEM (the set unchanged). */
+int vw_bpf_live_set(struct vw_bpf_live *c, void *recs, size_t len);
+
+/*
+ * A ran walk's records, len bytes (sorted here, in place, and flagged as taken): each replaces
+ * the set's record of its tgid or joins the set; a VW_BPF_REC_GONE one drops it. Of two records
+ * of one tgid (a process gone, its pid taken in the same walk) the live one wins.
+ * -EBADMSG, -ENOMEM (the set unchanged).
+ */
+int vw_bpf_live_update(struct vw_bpf_live *c, void *recs, size_t len);
+void vw_bpf_live_free(struct vw_bpf_live *c);

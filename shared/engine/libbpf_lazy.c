@@ -70,6 +70,8 @@ VW_DYNLIB_FORWARD(lib, -ENOPKG, int, bpf_map_update_elem,
 VW_DYNLIB_FORWARD(lib, NO_OBJECT, struct bpf_link *, bpf_program__attach_iter,
 		  (const struct bpf_program *prog, const struct bpf_iter_attach_opts *opts),
 		  (prog, opts))
+VW_DYNLIB_FORWARD(lib, NO_OBJECT, struct bpf_link *, bpf_program__attach,
+		  (const struct bpf_program *prog), (prog))
 VW_DYNLIB_FORWARD(lib, -ENOPKG, int, bpf_link__destroy, (struct bpf_link *link), (link))
 VW_DYNLIB_FORWARD(lib, -ENOPKG, int, bpf_map__fd, (const struct bpf_map *map), (map))
 VW_DYNLIB_FORWARD(lib, -ENOPKG, int, bpf_link__fd, (const struct bpf_link *link), (link))
