@@ -249,10 +249,14 @@ static void test_kepler_flags(void **state)
 	assert_false(c->common.exporter_stdout);
 	assert_false(c->common.gpu_enable);
 	assert_false(c->common.cpu_hw_counters);
+	assert_false(c->common.cpu_ran_walk); /* off unless asked: nothing on the switch path */
 	assert_string_equal(c->passthrough, "false");
 	assert_int_equal(warned(&r, "--no-exporter.prometheus is accepted but has no effect"), 1);
 	assert_int_equal(warned(&r, "pprof"), 0);
 	assert_int_equal(r.warnings.n, 1);
+	if (LOAD(&r, "--cpu.ran-walk") != 0)
+		fail_msg("%s", r.err);
+	assert_true(c->common.cpu_ran_walk);
 	/* passthrough.enable: auto by default; every boolean spelling is true or false. */
 	assert_int_equal(LOAD(&r, "--passthrough.enable"), 0);
 	assert_string_equal(c->passthrough, "true");

@@ -33,6 +33,7 @@ struct vw_daemon_options {
 	bool exporter_stdout; /* each snapshot's exposition to stdout too */
 	char *cpu_accounting; /* auto, bpf, procfs */
 	bool cpu_hw_counters;
+	bool cpu_ran_walk;
 	bool kube_enable;
 	char *kube_config; /* a kubeconfig file: server, CA, token or client certificate */
 	char *kube_pod_source; /* apiserver, kubelet */
@@ -131,6 +132,12 @@ extern const struct vw_help_group vw_daemon_help_groups[];
 	  "split package, core and dram by per-process instructions and cache misses where a PMU " \
 	  "counts (bpf accounting; a program on every context switch, ~0.6 us each); false: by "   \
 	  "CPU time, nothing on the switch path" },                                                \
+	{ "cpu.ran-walk", "cpu.ranWalk", VW_OPT_BOOL, VW_DO_OFF(type, cpu_ran_walk), "false",      \
+	  NULL,                                                                                    \
+	  "bpf accounting: read only the processes that ran since the last read, marked by a "    \
+	  "program on every context switch (~45-230 ns each, paid by the switching tasks); pays " \
+	  "where processes far outnumber context switches per interval (many idle processes); "   \
+	  "false: every read walks every thread, nothing on the switch path" },                   \
 	{ "kube.enable", "kube.enable", VW_OPT_BOOL, VW_DO_OFF(type, kube_enable), "false", NULL, \
 	  "look up pod names, namespaces and CPU requests for containers" },                      \
 	{ "kube.config", "kube.config", VW_OPT_STRING, VW_DO_OFF(type, kube_config), NULL, "PATH", \
