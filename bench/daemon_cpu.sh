@@ -3,6 +3,7 @@
 # prometheus-node-exporter on the same machine in the same windows.
 #   bench/daemon_cpu.sh                       COUNTS="1000 10000" INTERVALS=20 by default
 #   COUNTS=5000 INTERVALS=30 CHURN=0 bench/daemon_cpu.sh
+#   VW_ARGS=--cpu.ran-walk bench/daemon_cpu.sh   extra virtwatt-host flags (word-split)
 # For each count N it forks N sleeping processes (bench/spawn_idle), CHURN per mille of them
 # replaced every second (default 10: 1 % churn per 1 s interval, oldest first), then for each CPU
 # accountant (auto: bpf as root, else procfs; then procfs) starts virtwatt-host (release build in
@@ -128,7 +129,7 @@ window() {
 
 	vw_port=$(free_port)
 	"$host" --monitor.interval=1s --web.listen-address="127.0.0.1:$vw_port" \
-		--cpu.accounting="$acct" >"$tmp/vw-$n-$acct.log" 2>&1 &
+		--cpu.accounting="$acct" ${VW_ARGS:-} >"$tmp/vw-$n-$acct.log" 2>&1 &
 	vw_pid=$!
 	pids+=("$vw_pid")
 	ne_port=$(free_port)
