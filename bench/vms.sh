@@ -46,6 +46,12 @@ PERF=${PERF:-perf}
 # on a loaded machine, where CPU time does not; latencies are then the slowed daemon's.
 CALLGRIND=${CALLGRIND:-}
 [ -z "$CALLGRIND" ] || { PERF=; mkdir -p "$CALLGRIND"; CALLGRIND=$(cd "$CALLGRIND" && pwd); }
+# MASSIF=DIR: the host runs under valgrind --tool=massif (--pages-as-heap=no) instead, and the
+# heap by allocation site at each window's end goes to DIR/<window>.snap (vgdb detailed_snapshot;
+# compare two windows' with bench/massif_diff.py). Not with CALLGRIND.
+MASSIF=${MASSIF:-}
+[ -z "$MASSIF" ] || { PERF=; mkdir -p "$MASSIF"; MASSIF=$(cd "$MASSIF" && pwd); }
+[ -z "$MASSIF" ] || [ -z "$CALLGRIND" ] || { echo "MASSIF and CALLGRIND: one at a time" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || { echo "run as root (BPF accounting, pid_max, perf)" >&2; exit 1; }
 command -v "$NODE_EXPORTER" >/dev/null || { echo "$NODE_EXPORTER not found (deploy/install-deps.sh --bench)" >&2; exit 1; }
@@ -182,6 +188,8 @@ window() {
 	vw_port=$(free_port)
 	${CALLGRIND:+valgrind --tool=callgrind --instr-atstart=no -q \
 		--callgrind-out-file="$CALLGRIND/$name.%p.out"} \
+		${MASSIF:+valgrind --tool=massif --pages-as-heap=no --depth=40 --threshold=0.2 --vgdb=yes -q \
+		--massif-out-file="$MASSIF/$name.%p.ms"} \
 		"$host" --monitor.interval="${ival}s" --web.listen-address="127.0.0.1:$vw_port" \
 		--libvirt.uri="$uri" "${share_opt[@]}" --passthrough.lock-dir="$dir/lock" \
 		>"$dir/host.log" 2>&1 &
@@ -229,6 +237,8 @@ window() {
 	[ -z "$pe_pid" ] || read -r _ pe_n1 < <(cpu_of "$pe_pid")
 	read -r vw_rss vw_hwm < <(memory_of "$vw_pid")
 	read -r vw_pss vw_anon < <(memory_split_of "$vw_pid")
+	[ -z "$MASSIF" ] || vgdb --pid="$vw_pid" detailed_snapshot "$MASSIF/$name.snap" >/dev/null 2>&1 ||
+		echo "# $name: vgdb detailed_snapshot failed" >&2
 	read -r ne_rss ne_hwm < <(memory_of "$ne_pid")
 	[ -z "$pe_pid" ] || read -r pe_rss pe_hwm < <(memory_of "$pe_pid")
 	if [ -n "$CALLGRIND" ]; then

@@ -812,6 +812,56 @@ static void test_start_time_watched(void **state)
 	close(procfd);
 }
 
+/*
+ * Between full scans the process scan keeps its last list packed (no struct vw_vm_info a VM)
+ * and unpacks it each round: the same bytes as the scan gave (the tracker compares lists with
+ * memcmp), for a VM with a -name (one given twice, a longer then a shorter: nothing of the
+ * first left after the NUL), a Proxmox -id and Xen, and one with none of them; and a VM that
+ * exits is reported stopped with the same fields.
+ */
+static void test_cached_list_same_bytes(void **state)
+{
+	char *root = vw_fixture_mkdtemp("vmscan");
+	struct vw_vm_env env = { .procscan_interval_ns = 10 * VW_NSEC_PER_SEC };
+	uint64_t now = 1000 * VW_NSEC_PER_SEC;
+	struct vw_vm_info *full, *cached, want;
+	void *src;
+
+	(void)state;
+	vw_clock_set_fake(&now);
+	assert_int_equal(vm_fixture_proc(root, 10, 100,
+					 "qemu-system-x86_64|-uuid|" U1
+					 "|-name|guest=a-rather-long-name,guest=b|-id|104|-smp|3|-accel|xen",
+					 NULL, NULL), 0);
+	assert_int_equal(vm_fixture_proc(root, 20, 200, "qemu-kvm|-uuid|" U2, NULL, NULL), 0);
+	src = scan_open(root, &env);
+	full = list_n(src, 2); /* the full scan */
+	assert_string_equal(by_pid(full, 2, 10)->name, "b");
+	assert_string_equal(by_pid(full, 2, 10)->owner.vmid, "104");
+	assert_string_equal(by_pid(full, 2, 10)->hypervisor, "xen");
+	for (size_t i = 0; i < sizeof(full->name); i++)
+		if (i >= strlen(by_pid(full, 2, 10)->name))
+			assert_int_equal(by_pid(full, 2, 10)->name[i], 0);
+	now += VW_NSEC_PER_SEC;
+	cached = list_n(src, 2); /* from the kept list */
+	assert_memory_equal(cached, full, 2 * sizeof(*full));
+	free(cached);
+	/* The first exits: reported stopped, everything else as it was. */
+	want = *by_pid(full, 2, 10);
+	want.state = VW_VM_SHUTOFF;
+	assert_int_equal(vm_fixture_kill(root, 10), 0);
+	now += VW_NSEC_PER_SEC;
+	cached = list_n(src, 2);
+	assert_memory_equal(by_pid(cached, 2, 10), &want, sizeof(want));
+	assert_memory_equal(by_pid(cached, 2, 20), by_pid(full, 2, 20), sizeof(want));
+	free(cached);
+	free(full);
+	vw_vm_procscan.close(src);
+	close(env.procfs_fd);
+	vw_clock_set_fake(NULL);
+	vw_fixture_rm(root);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -828,6 +878,7 @@ int main(void)
 		cmocka_unit_test(test_start_time_shared),
 		cmocka_unit_test(test_tracker_unchanged),
 		cmocka_unit_test(test_start_time_watched),
+		cmocka_unit_test(test_cached_list_same_bytes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
