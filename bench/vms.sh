@@ -3,6 +3,7 @@
 # every VM each interval, next to prometheus-node-exporter in the same windows.
 #   bench/vms.sh                                   as root; about 7 minutes with the defaults
 #   VMS=100 PROCS=10000 INTERVALS=30 NOREAD=50 SLOW_INTERVALS=8 bench/vms.sh
+#   VW_ARGS=--cpu.ran-walk bench/vms.sh     extra virtwatt-host flags (word-split)
 #   WINDOWS="base libvirt noread" bench/vms.sh     only some windows
 # It forks PROCS sleeping processes (bench/spawn_idle; kernel.pid_max raised if too small and
 # restored), then for each window starts VMS fake QEMU processes (bench/fake_qemu: argv[0]
@@ -191,7 +192,7 @@ window() {
 		${MASSIF:+valgrind --tool=massif --pages-as-heap=no --depth=40 --threshold=0.2 --vgdb=yes -q \
 		--massif-out-file="$MASSIF/$name.%p.ms"} \
 		"$host" --monitor.interval="${ival}s" --web.listen-address="127.0.0.1:$vw_port" \
-		--libvirt.uri="$uri" "${share_opt[@]}" --passthrough.lock-dir="$dir/lock" \
+		--libvirt.uri="$uri" "${share_opt[@]}" --passthrough.lock-dir="$dir/lock" ${VW_ARGS:-} \
 		>"$dir/host.log" 2>&1 &
 	vw_pid=$!
 	pids+=("$vw_pid")
