@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,10 +68,17 @@ struct vw_virt_child {
 /* ---- One run ---- */
 
 static bool self_serves;
+static char *self_path; /* the path this program was started by, made absolute at start */
 
 void vw_libvirt_helper_here(void)
 {
+	const char *fn = (const char *)getauxval(AT_EXECFN);
+
 	self_serves = true;
+	/* Kept for a --host.procfs whose self/exe is not this process's (a copy, a fixture):
+	 * resolved now, before anything could change the working directory. */
+	if (fn && !self_path)
+		self_path = realpath(fn, NULL);
 }
 
 /* The daemon's own binary, through the injected proc root: its path (a binary replaced by an
@@ -86,8 +94,13 @@ static int own_exe(int procfs_fd, char **ret)
 	if (!self_serves)
 		return -ENOEXEC;
 	k = readlinkat(procfs_fd, "self/exe", buf, sizeof(buf) - 1);
-	if (k <= 0)
-		return k < 0 ? -errno : -ENOENT;
+	if (k <= 0) {
+		/* No self/exe under the procfs root given: the path main() was started by. */
+		if (!self_path)
+			return k < 0 ? -errno : -ENOENT;
+		*ret = strdup(self_path);
+		return *ret ? 0 : -ENOMEM;
+	}
 	buf[k] = '\0';
 	if ((size_t)k > sl && strcmp(buf + k - sl, DELETED_SUFFIX) == 0)
 		buf[k - sl] = '\0';
@@ -101,7 +114,8 @@ static const char *own_exe_why(int r)
 		return "this program does not serve as one (only virtwatt-host does)";
 	if (r == -ENOMEM)
 		return strerror(ENOMEM);
-	return "this program is not found as self/exe under --host.procfs";
+	return "this program is found neither as self/exe under --host.procfs nor by the path it "
+	       "was started by";
 }
 
 static uint64_t mono_ms(void)
