@@ -44,11 +44,11 @@ void vw_libm_set_soname(const char *soname)
 	lib = (struct vw_dynlib)VW_DYNLIB(soname);
 }
 
-/* errno is ENOPKG when the library is missing (a model using them is refused first). */
-double exp(double x)
+/* libm's NAME(x), bound on first use; NaN and errno ENOPKG when the library is missing (a model
+ * using them is refused first). */
+static double call_libm(void **slot, const char *name, double x)
 {
-	static void *slot;
-	void *f = vw_dynlib_cached(&lib, &slot, "exp");
+	void *f = vw_dynlib_cached(&lib, slot, name);
 
 	if (!f) {
 		errno = ENOPKG;
@@ -57,16 +57,18 @@ double exp(double x)
 	return ((double (*)(double))f)(x);
 }
 
+double exp(double x)
+{
+	static void *slot;
+
+	return call_libm(&slot, "exp", x);
+}
+
 double log(double x)
 {
 	static void *slot;
-	void *f = vw_dynlib_cached(&lib, &slot, "log");
 
-	if (!f) {
-		errno = ENOPKG;
-		return NAN;
-	}
-	return ((double (*)(double))f)(x);
+	return call_libm(&slot, "log", x);
 }
 
 /* At and above 2^52 in magnitude every double is an integer. */
