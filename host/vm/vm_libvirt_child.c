@@ -75,16 +75,18 @@ void vw_libvirt_helper_here(void)
 	const char *fn = (const char *)getauxval(AT_EXECFN);
 
 	self_serves = true;
-	/* Kept for a --host.procfs whose self/exe is not this process's (a copy, a fixture):
-	 * resolved now, before anything could change the working directory. */
+	/* The program's own path as the kernel gave it (AT_EXECFN: the daemon's binary even when
+	 * it runs under valgrind or through ld.so, where self/exe is theirs), resolved now, before
+	 * anything could change the working directory. */
 	if (fn && !self_path)
 		self_path = realpath(fn, NULL);
 }
 
-/* The daemon's own binary, through the injected proc root: its path (a binary replaced by an
- * upgrade is run from its path all the same: the new one speaks the versioned answer or is
- * refused with a clear error). Only a program whose main() serves the helper: a test program
- * that opened the source without naming the helper gets none, never itself run again. */
+/* The daemon's own binary: the path it was started by, else self/exe through the injected proc
+ * root (a binary replaced by an upgrade is run from its path all the same: the new one speaks
+ * the versioned answer or is refused with a clear error). Only a program whose main() serves
+ * the helper: a test program that opened the source without naming the helper gets none,
+ * never itself run again. */
 static int own_exe(int procfs_fd, char **ret)
 {
 	char buf[4096];
@@ -93,14 +95,13 @@ static int own_exe(int procfs_fd, char **ret)
 
 	if (!self_serves)
 		return -ENOEXEC;
-	k = readlinkat(procfs_fd, "self/exe", buf, sizeof(buf) - 1);
-	if (k <= 0) {
-		/* No self/exe under the procfs root given: the path main() was started by. */
-		if (!self_path)
-			return k < 0 ? -errno : -ENOENT;
+	if (self_path) {
 		*ret = strdup(self_path);
 		return *ret ? 0 : -ENOMEM;
 	}
+	k = readlinkat(procfs_fd, "self/exe", buf, sizeof(buf) - 1);
+	if (k <= 0)
+		return k < 0 ? -errno : -ENOENT;
 	buf[k] = '\0';
 	if ((size_t)k > sl && strcmp(buf + k - sl, DELETED_SUFFIX) == 0)
 		buf[k - sl] = '\0';
@@ -114,8 +115,8 @@ static const char *own_exe_why(int r)
 		return "this program does not serve as one (only virtwatt-host does)";
 	if (r == -ENOMEM)
 		return strerror(ENOMEM);
-	return "this program is found neither as self/exe under --host.procfs nor by the path it "
-	       "was started by";
+	return "this program is found neither by the path it was started by nor as self/exe "
+	       "under --host.procfs";
 }
 
 static uint64_t mono_ms(void)
