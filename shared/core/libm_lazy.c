@@ -19,6 +19,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -129,7 +130,8 @@ static int signaling(double x)
 	return (b & 0x7ff8000000000000ull) == 0x7ff0000000000000ull && (b & ((1ull << 52) - 1));
 }
 
-double fmin(double a, double b)
+/* fmin (min) or fmax: a NaN loses to a number, -0.0 is below +0.0. */
+static double pick(double a, double b, bool min)
 {
 	if (signaling(a) || signaling(b))
 		return a + b;
@@ -138,21 +140,18 @@ double fmin(double a, double b)
 	if (__builtin_isnan(b))
 		return a;
 	if (a == b)
-		return __builtin_signbit(a) ? a : b;
-	return a < b ? a : b;
+		return (__builtin_signbit(a) != 0) == min ? a : b;
+	return (a < b) == min ? a : b;
+}
+
+double fmin(double a, double b)
+{
+	return pick(a, b, true);
 }
 
 double fmax(double a, double b)
 {
-	if (signaling(a) || signaling(b))
-		return a + b;
-	if (__builtin_isnan(a))
-		return b;
-	if (__builtin_isnan(b))
-		return a;
-	if (a == b)
-		return __builtin_signbit(a) ? b : a;
-	return a > b ? a : b;
+	return pick(a, b, false);
 }
 
 double sqrt(double x)
