@@ -3,7 +3,7 @@
 # prometheus-node-exporter on the same machine in the same windows.
 #   bench/daemon_cpu.sh                       COUNTS="1000 10000" INTERVALS=20 by default
 #   COUNTS=5000 INTERVALS=30 CHURN=0 bench/daemon_cpu.sh
-#   VW_ARGS=--cpu.ran-walk bench/daemon_cpu.sh   extra virtwatt-host flags (word-split)
+#   VW_ARGS=--cpu.ran-walk=false bench/daemon_cpu.sh   extra virtwatt-host flags (word-split)
 # For each count N it forks N sleeping processes (bench/spawn_idle), CHURN per mille of them
 # replaced every second (default 10: 1 % churn per 1 s interval, oldest first), then for each CPU
 # accountant (auto: bpf as root, else procfs; then procfs) starts virtwatt-host (release build in
@@ -86,6 +86,11 @@ bpf_named_ns() {
 	done
 	echo "$ns $cnt"
 }
+# virtwatt_cpu_accounting_ran_walk_active now: 1 while the switch marker is attached.
+ran_walk_active() {
+	curl -sf "http://127.0.0.1:$1/metrics" |
+		sed -n 's/^virtwatt_cpu_accounting_ran_walk_active{.*} \([0-9]*\)$/\1/p'
+}
 bpf_map_kib() {
 	local id sum=0 b
 	for id in $(bpf_ids_of "$1" map_id); do
@@ -155,6 +160,7 @@ window() {
 		k0=$(bpf_run_ns "$vw_pid")
 		read -r w0 wc0 < <(bpf_named_ns "$vw_pid" "vw_walk vw_walk_ran")
 		read -r m0 mc0 < <(bpf_named_ns "$vw_pid" "vw_mark")
+		rw0=$(ran_walk_active "$vw_port")
 	fi
 	load0=$(load1)
 	t0=$(now)
@@ -175,6 +181,7 @@ window() {
 		k1=$(bpf_run_ns "$vw_pid")
 		read -r w1 wc1 < <(bpf_named_ns "$vw_pid" "vw_walk vw_walk_ran")
 		read -r m1 mc1 < <(bpf_named_ns "$vw_pid" "vw_mark")
+		rw1=$(ran_walk_active "$vw_port")
 		[ "$(sysctl -n kernel.bpf_stats_enabled)" = 1 ] ||
 			echo "# kernel.bpf_stats_enabled was turned off during the window: the in-kernel figure is partial" >&2
 		sysctl -qw kernel.bpf_stats_enabled="$old_bpf_stats"
@@ -205,9 +212,9 @@ window() {
 		"$load0>$(load1)" "$lv" >>"$tmp/rows"
 	tail -n1 "$tmp/rows"
 	[ "$method" != bpf ] || awk -v w=$((w1 - w0)) -v wc=$((wc1 - wc0)) -v m=$((m1 - m0)) \
-		-v mc=$((mc1 - mc0)) -v s="$secs" 'BEGIN {
-		printf "#   walks: %d runs, %.3f ms per run, %.3f ms/s (in vw_ms); switch marker: %d runs, %.1f ns per run, %.3f ms/s (charged to the tasks)\n",
-		wc, wc ? w / wc / 1e6 : 0, w / s / 1e6, mc, mc ? m / mc : 0, m / s / 1e6 }'
+		-v mc=$((mc1 - mc0)) -v s="$secs" -v rw="$rw0>$rw1" 'BEGIN {
+		printf "#   walks: %d runs, %.3f ms per run, %.3f ms/s (in vw_ms); switch marker: %d runs, %.1f ns per run, %.3f ms/s (charged to the tasks); ran walk active (start>end): %s\n",
+		wc, wc ? w / wc / 1e6 : 0, w / s / 1e6, mc, mc ? m / mc : 0, m / s / 1e6, rw }'
 }
 
 header() {

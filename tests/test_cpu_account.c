@@ -1002,6 +1002,27 @@ static void attached_programs(char *buf, size_t size)
  * per switch) where the ran walk loads; the counter program only where counters opened (here
  * their software stand-ins), and none when they are turned off (--cpu.hardware-counters=false).
  */
+/* The space-separated words of buf in order, in place: the links' order is their fds'. */
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void sort_words(char *buf)
+{
+	char copy[256], *w[32], *save = NULL;
+	size_t n = 0;
+
+	snprintf(copy, sizeof(copy), "%s", buf);
+	for (char *t = strtok_r(copy, " ", &save); t && n < ARRAY_SIZE(w);
+	     t = strtok_r(NULL, " ", &save))
+		w[n++] = t;
+	qsort(w, n, sizeof(*w), cmp_str);
+	buf[0] = '\0';
+	for (size_t i = 0; i < n; i++)
+		sprintf(buf + strlen(buf), "%s%s", i ? " " : "", w[i]);
+}
+
 /* Whether this kernel has the open-coded task iterator (6.7+): its kfunc's name in its BTF. */
 static bool have_task_walk(void)
 {
@@ -1051,6 +1072,7 @@ static void test_bpf_switch_path(void **state)
 		VW_CPU_BPF_NO_HW,
 		VW_CPU_BPF_NO_WALK,
 		VW_CPU_BPF_NO_RAN,
+		VW_CPU_BPF_RAN_AUTO,
 	};
 	bool walk_here;
 
@@ -1072,11 +1094,16 @@ static void test_bpf_switch_path(void **state)
 		/* the ran walk and its switch program: tp_btf only, and not where forced off */
 		bool ran = walk && !(cases[i] & (VW_CPU_BPF_RAW_TP | VW_CPU_BPF_NO_RAN));
 
-		snprintf(want, sizeof(want), "vw_iter_read%s%s vw_exit_%s vw_free_%s%s%s",
-			 walk ? " vw_walk" : "", ran ? " vw_walk_ran vw_mark" : "", kind, kind,
-			 counters ? " vw_hwc_" : "", counters ? kind : "");
+		/* auto: the switch program is attached later, while it pays */
+		bool mark = ran && !(cases[i] & VW_CPU_BPF_RAN_AUTO);
+
+		snprintf(want, sizeof(want), "vw_iter_read%s%s%s vw_exit_%s vw_free_%s%s%s",
+			 walk ? " vw_walk" : "", ran ? " vw_walk_ran" : "", mark ? " vw_mark" : "",
+			 kind, kind, counters ? " vw_hwc_" : "", counters ? kind : "");
+		sort_words(want);
 		assert_int_equal(vw_cpu_accountant_open(&env, "bpf", &live.acc), 0);
 		attached_programs(names, sizeof(names));
+		sort_words(names);
 		print_message("# flags 0x%x: %s\n", cases[i], names);
 		assert_string_equal(names, want);
 		assert_int_equal(live.acc.ops->read(live.acc.state, &snap), 0);

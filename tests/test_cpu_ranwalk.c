@@ -7,7 +7,9 @@
  * runtime and is not walked; a task that never switches out (SCHED_FIFO, pinned) is counted at
  * every read; an overflow is counted and read by a full walk; the ran walk's values equal the
  * full walk's (VW_CPU_BPF_NO_RAN, what a kernel without its kfuncs gets) to the nanosecond; a
- * mass exit of 2,000 processes is reported once each, exact, with its kind from the exit.
+ * mass exit of 2,000 processes is reported once each, exact, with its kind from the exit;
+ * --cpu.ran-walk=auto attaches and detaches the switch program at run time, exact across the
+ * switches.
  */
 #include "vw_test.h"
 
@@ -28,6 +30,7 @@
 #include "cpu_account.h"
 #include "cpu_account_priv.h"
 #include "cpu_bpf_priv.h"
+#include "cpu_ranwalk.h"
 #include "fileio.h"
 #include "fixture.h"
 #include "log.h"
@@ -524,6 +527,227 @@ static void test_ran_mass_exit(void **state)
 		      (unsigned long long)snap.ghosts);
 }
 
+/* A child that spins 20 ms each time it is told (a byte on cmd), then acks and sleeps. */
+struct worker {
+	pid_t pid;
+	int cmd, ack;
+};
+
+static void worker_start(struct worker *w)
+{
+	int c[2], a[2];
+	char b;
+
+	assert_int_equal(pipe(c), 0);
+	assert_int_equal(pipe(a), 0);
+	w->pid = fork();
+	assert_true(w->pid >= 0);
+	if (w->pid == 0) {
+		close(c[1]);
+		close(a[0]);
+		while (read(c[0], &b, 1) == 1) {
+			vw_fixture_spin(0.02);
+			if (write(a[1], "x", 1) != 1)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(c[0]);
+	close(a[1]);
+	w->cmd = c[1];
+	w->ack = a[0];
+	kids[n_kids++] = w->pid;
+}
+
+/* Its turn, then back asleep in its read(): its runtime still over 5 ms (its ack comes a few
+ * microseconds before it switches out). */
+static void worker_run(struct worker *w)
+{
+	uint64_t was = 0, now;
+	char b;
+
+	assert_int_equal(write(w->cmd, "x", 1), 1);
+	assert_int_equal(read(w->ack, &b, 1), 1);
+	for (int i = 0; i < 400 && (now = proc_runtime(w->pid)) != was; i++) {
+		was = now;
+		sleep_ms(5);
+	}
+}
+
+static void worker_stop(struct worker *w)
+{
+	vw_closep(&w->cmd);
+	vw_closep(&w->ack);
+}
+
+/* A context-switch storm: two processes bouncing a byte over two pipes, until killed. */
+static pid_t storm_start(void)
+{
+	int ab[2], ba[2];
+	pid_t pid, q;
+	char b = 0;
+
+	assert_int_equal(pipe(ab), 0);
+	assert_int_equal(pipe(ba), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		q = fork();
+		if (q < 0)
+			_exit(1);
+		if (q == 0) { /* the echo: gone at the EOF its partner's death gives */
+			close(ab[1]);
+			close(ba[0]);
+			while (read(ab[0], &b, 1) == 1 && write(ba[1], &b, 1) == 1)
+				;
+			_exit(0);
+		}
+		close(ab[0]);
+		close(ba[1]);
+		for (;;)
+			if (write(ab[1], &b, 1) != 1 || read(ba[0], &b, 1) != 1)
+				_exit(0);
+	}
+	close(ab[0]);
+	close(ab[1]);
+	close(ba[0]);
+	close(ba[1]);
+	return pid;
+}
+
+#define AUTO_WORKERS 3
+
+struct auto_run {
+	struct worker w[AUTO_WORKERS];
+	uint64_t last[AUTO_WORKERS]; /* the auto accountant's last value of each */
+	unsigned reads;
+};
+
+/*
+ * One read of both accountants, the auto one first; each worker (asleep: the test waits for
+ * its ack) reported once by each, never below its last value, and (exact) equal in both and to
+ * the kernel's runtime. The auto accountant's stats before and after into *a, *b.
+ */
+static void auto_read(struct auto_run *ar, struct vw_cpu_bpf_walk_stats *a,
+		      struct vw_cpu_bpf_walk_stats *b)
+{
+	struct vw_cpu_snapshot x, y;
+
+	assert_int_equal(vw_cpu_bpf_walk_stats(acc.state, a), 0);
+	read_ok(&acc, &x);
+	assert_int_equal(vw_cpu_bpf_walk_stats(acc.state, b), 0);
+	assert_true(x.ran_walk_on == b->marking);
+	read_ok(&acc_full, &y);
+	ar->reads++;
+	for (int i = 0; i < AUTO_WORKERS; i++) {
+		pid_t pid = ar->w[i].pid;
+		const struct vw_proc_cpu *p = find_proc(&x, pid), *q = find_proc(&y, pid);
+		uint64_t k = proc_runtime(pid);
+
+		if (!p || !q || p->cpu_ns != q->cpu_ns || p->cpu_ns != k || p->cpu_ns < ar->last[i])
+			fail_msg("read %u (%s walk, %s): worker %d: auto %llu ns, full walk %llu ns, "
+				 "kernel %llu ns, before %llu ns",
+				 ar->reads, b->full != a->full ? "full" : "ran",
+				 b->marking ? "marking" : "detached", (int)pid,
+				 p ? (unsigned long long)p->cpu_ns : 0ull,
+				 q ? (unsigned long long)q->cpu_ns : 0ull, (unsigned long long)k,
+				 (unsigned long long)ar->last[i]);
+		ar->last[i] = p->cpu_ns;
+	}
+}
+
+/* Reads (worker i running before each, i < 0: none) until the switch program is attached
+ * (on) or detached: within one window of the decision and its priming read. */
+static void auto_until(struct auto_run *ar, bool on, int i)
+{
+	struct vw_cpu_bpf_walk_stats a, b;
+
+	for (unsigned n = 0; n <= VW_RANWALK_EVERY + 1; n++) {
+		if (i >= 0)
+			worker_run(&ar->w[i]);
+		auto_read(ar, &a, &b);
+		if (b.marking != on)
+			continue;
+		assert_true(a.marking != on); /* flipped at this read */
+		/* the read that flipped was a full walk: before it, nothing marked (on), or
+		 * nothing will (off) */
+		assert_int_equal(b.full, a.full + 1);
+		assert_int_equal(b.ran, a.ran);
+		return;
+	}
+	fail_msg("the switch program was not %s within %u reads", on ? "attached" : "detached",
+		 VW_RANWALK_EVERY + 2);
+}
+
+/*
+ * --cpu.ran-walk=auto across its switches (VW_CPU_BPF_RAN_AUTO), beside a full-walk-only
+ * accountant, with workers that run between reads. The decision is the real one on this
+ * machine's /proc/stat and /proc/loadavg, its costs pushed (vw_cpu_bpf_ran_costs) so that it
+ * goes on (many tasks, a task costing 1 ms to walk), then off under a context-switch storm (a
+ * switch costing 1 ms), then on again. At every read every worker is reported once, never
+ * going back, equal to the full walk's and the kernel's value to the nanosecond: runtime
+ * spent while the program was detached is in the read that attaches it (a full walk), runtime
+ * after the detach is in the next read (a full walk too). Ran walks happen while attached.
+ */
+static void test_ran_auto_switches(void **state)
+{
+	static struct auto_run ar;
+	struct vw_cpu_bpf_walk_stats a, b;
+	unsigned ran_walks = 0;
+	pid_t storm;
+	int st;
+
+	(void)state;
+	memset(&ar, 0, sizeof(ar));
+	open_bpf(&acc, VW_CPU_BPF_RAN_AUTO);
+	open_bpf(&acc_full, VW_CPU_BPF_NO_RAN);
+	assert_int_equal(vw_cpu_bpf_walk_stats(acc.state, &a), 0);
+	assert_false(a.marking); /* auto starts detached */
+	for (int i = 0; i < AUTO_WORKERS; i++) {
+		worker_start(&ar.w[i]);
+		worker_run(&ar.w[i]);
+	}
+	/* on: tasks clearly outnumber switches (a task costs 1 ms) */
+	assert_int_equal(vw_cpu_bpf_ran_costs(acc.state, 1000000, 1), 0);
+	auto_until(&ar, true, 0); /* worker 0 runs while detached, before each read */
+	for (int n = 0; n < 8; n++) { /* attached: ran walks, each worker in turn */
+		worker_run(&ar.w[n % AUTO_WORKERS]);
+		auto_read(&ar, &a, &b);
+		assert_true(b.marking);
+		ran_walks += b.ran != a.ran;
+	}
+	assert_true(ran_walks >= 6); /* (a ring overflowed by the machine: a full one) */
+	/* off: a storm of switches, each costing 1 ms */
+	storm = storm_start();
+	kids[n_kids++] = storm;
+	assert_int_equal(vw_cpu_bpf_ran_costs(acc.state, 1, 1000000), 0);
+	auto_until(&ar, false, 1);
+	for (int n = 0; n < 3; n++) { /* detached: full walks only, runtime after the detach */
+		worker_run(&ar.w[n % AUTO_WORKERS]);
+		auto_read(&ar, &a, &b);
+		assert_false(b.marking);
+		assert_int_equal(b.full, a.full + 1);
+	}
+	kill(storm, SIGKILL);
+	assert_int_equal(waitpid(storm, &st, 0), storm);
+	n_kids--;
+	/* on again: worker 2's runtime while detached is in the attaching read */
+	assert_int_equal(vw_cpu_bpf_ran_costs(acc.state, 1000000, 1), 0);
+	auto_until(&ar, true, 2);
+	worker_run(&ar.w[2]);
+	auto_read(&ar, &a, &b);
+	assert_true(b.marking && b.ran == a.ran + 1);
+	assert_int_equal(vw_cpu_bpf_walk_stats(acc.state, &b), 0);
+	print_message("# %u reads: %u attaches, %u detaches, %llu decisions, %llu full and %llu "
+		      "ran walks\n",
+		      ar.reads, b.attaches, b.detaches, (unsigned long long)b.auto_windows,
+		      (unsigned long long)b.full, (unsigned long long)b.ran);
+	assert_int_equal(b.attaches, 2);
+	assert_int_equal(b.detaches, 1);
+	for (int i = 0; i < AUTO_WORKERS; i++)
+		worker_stop(&ar.w[i]);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -571,6 +795,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ran_overflow, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ran_equals_full, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ran_mass_exit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ran_auto_switches, setup, teardown),
 	};
 
 	if (getenv("VW_TEST_FILTER"))

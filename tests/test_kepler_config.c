@@ -249,14 +249,21 @@ static void test_kepler_flags(void **state)
 	assert_false(c->common.exporter_stdout);
 	assert_false(c->common.gpu_enable);
 	assert_false(c->common.cpu_hw_counters);
-	assert_false(c->common.cpu_ran_walk); /* off unless asked: nothing on the switch path */
+	assert_string_equal(c->common.cpu_ran_walk, "auto"); /* attached while it pays */
 	assert_string_equal(c->passthrough, "false");
 	assert_int_equal(warned(&r, "--no-exporter.prometheus is accepted but has no effect"), 1);
 	assert_int_equal(warned(&r, "pprof"), 0);
 	assert_int_equal(r.warnings.n, 1);
 	if (LOAD(&r, "--cpu.ran-walk") != 0)
 		fail_msg("%s", r.err);
-	assert_true(c->common.cpu_ran_walk);
+	assert_string_equal(c->common.cpu_ran_walk, "true");
+	assert_int_equal(LOAD(&r, "--no-cpu.ran-walk"), 0);
+	assert_string_equal(c->common.cpu_ran_walk, "false");
+	assert_int_equal(LOAD(&r, "--cpu.ran-walk=auto"), 0);
+	assert_string_equal(c->common.cpu_ran_walk, "auto");
+	assert_int_equal(LOAD(&r, "--cpu.ran-walk=0"), 0);
+	assert_string_equal(c->common.cpu_ran_walk, "false");
+	assert_int_not_equal(LOAD(&r, "--cpu.ran-walk=sometimes"), 0);
 	/* passthrough.enable: auto by default; every boolean spelling is true or false. */
 	assert_int_equal(LOAD(&r, "--passthrough.enable"), 0);
 	assert_string_equal(c->passthrough, "true");

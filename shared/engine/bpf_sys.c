@@ -105,3 +105,12 @@ int vw_bpf_iter_create(int link_fd)
 	a.iter_create.link_fd = (uint32_t)link_fd;
 	return sys_bpf(BPF_ITER_CREATE, &a);
 }
+
+int vw_bpf_raw_tp_open(int prog_fd)
+{
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.raw_tracepoint.prog_fd = (uint32_t)prog_fd; /* name 0: a tp_btf program's own */
+	return sys_bpf(BPF_RAW_TRACEPOINT_OPEN, &a);
+}

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The bpf(2) commands the BPF accountant's reader makes on the fds its loader child handed
- * over (cpu_bpf.c): map reads and deletes, one map's info, an iterator's instance (and, for the tests, a
- * link's program and its name). Thin
+ * over (cpu_bpf.c): map reads and deletes, one map's info, an iterator's instance, a tp_btf
+ * program's attach (and, for the tests, a link's program and its name). Thin
  * wrappers over the system call, so that the running daemon needs no libbpf: only the loader
  * child loads it (libbpf_lazy.c). Each returns 0 (vw_bpf_iter_create: the new fd) or -errno,
  * with errno set as well.
@@ -35,3 +35,10 @@ int vw_bpf_prog_fd_by_id(uint32_t id);
 
 /* A new instance of an iterator link: read it to its end. Close-on-exec. */
 int vw_bpf_iter_create(int link_fd);
+
+/*
+ * Attach a loaded tp_btf program to the tracepoint it was loaded for (BPF_RAW_TRACEPOINT_OPEN,
+ * no name): the link's fd (close-on-exec), which detaches it when closed; or -errno. The
+ * capabilities that loaded it (CAP_BPF + CAP_PERFMON, or root) attach it.
+ */
+int vw_bpf_raw_tp_open(int prog_fd);

@@ -58,6 +58,9 @@ struct vw_cpu_snapshot {
 	/* Processes the accountant had kept reporting alive that the kernel says are gone,
 	 * reported exited by its check (cumulative since open; bpf only, 0 elsewhere). */
 	uint64_t ghosts;
+	/* bpf: the ran walk's switch program is attached, most reads walk only the processes
+	 * that ran (--cpu.ran-walk; false elsewhere). */
+	bool ran_walk_on;
 };
 
 /* vw_cpu_env.flags: test and debugging knobs of the bpf accountant. */
@@ -78,6 +81,9 @@ enum {
 	VW_CPU_BPF_NO_RAN = 1u << 5,
 	/* Test only: rings of 16 marks per CPU, so that they overflow. */
 	VW_CPU_BPF_SMALL_RING = 1u << 6,
+	/* --cpu.ran-walk=auto: the ran walk loads, its switch program is attached only while it
+	 * pays (cpu_ranwalk.h); without this (and without NO_RAN) it is attached for good. */
+	VW_CPU_BPF_RAN_AUTO = 1u << 7,
 };
 
 struct vw_cpu_env {

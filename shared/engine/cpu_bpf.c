@@ -42,6 +42,7 @@
 #include "cpu_bpf_priv.h"
 #include "cpu_bpf_records.h"
 #include "cpu_ghost.h"
+#include "cpu_ranwalk.h"
 #include "cpu_time.h"
 #include "fileio.h"
 #include "log.h"
@@ -81,7 +82,11 @@ struct bpf_state {
 	struct vw_bpf_task_rec *walk_map; /* its first walk_len bytes, mapped; or NULL */
 	size_t walk_len;
 	struct vw_complaint walk_complaint;
-	bool ran;          /* the ran walk loaded: most reads walk only what ran */
+	bool ran;          /* the ran walk loaded: most reads walk only what ran, while marking */
+	int mark_link;     /* the switch program's link: marking; -1 while detached */
+	bool ran_auto;     /* --cpu.ran-walk=auto: attached while it pays (cpu_ranwalk.h) */
+	struct vw_ranwalk_auto autow;
+	struct vw_complaint ran_complaint;
 	bool need_full;    /* the live set is not to be trusted: the next walk is a full one */
 	unsigned since_full; /* ran walks since the last full one */
 	struct vw_bpf_live live_set; /* the ran walks' set (ran only) */
@@ -161,6 +166,7 @@ static void bpf_close(void *state)
 		return;
 	if (s->walk_map)
 		munmap((void *)s->walk_map, s->walk_len);
+	vw_closep(&s->mark_link);
 	vw_cpu_bpf_close_fds(s->fd, VW_BPF_FD__MAX);
 	vw_closep(&s->procfd);
 	vw_cpu_history_free(&s->hist);
@@ -180,6 +186,7 @@ static void bpf_close(void *state)
 }
 
 static int bases_read(struct bpf_state *s);
+static void ran_mode_open(struct bpf_state *s, bool automatic);
 static int ghost_gone(void *ctx, const struct vw_proc_cpu *p);
 
 /* One fd of s->fd closed before the others: -1 from now on (bpf_close closes the rest). */
@@ -251,6 +258,7 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 		return -ENOMEM;
 	for (size_t i = 0; i < VW_BPF_FD__MAX; i++)
 		s->fd[i] = -1;
+	s->mark_link = -1;
 	s->procfd = fcntl(env->procfs_fd, F_DUPFD_CLOEXEC, 3);
 	if (s->procfd < 0) {
 		r = -errno;
@@ -301,10 +309,14 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 	if (r < 0)
 		goto fail;
 	s->ran = s->ran && s->walk_cap;
+	if (s->ran)
+		ran_mode_open(s, env->flags & VW_CPU_BPF_RAN_AUTO);
 	vw_debug("cpu: bpf: %s programs attached%s, maps for %u processes, %d CPUs, reads by %s",
 		 m.raw ? "raw_tp" : "tp_btf", s->hw_mask ? " with counters" : "", q.max_procs,
 		 s->ncpus,
-		 s->ran ? "the open-coded task walk, of the processes that ran"
+		 s->ran ? (s->ran_auto ? "the open-coded task walk, of the processes that ran "
+					 "while that pays"
+				       : "the open-coded task walk, of the processes that ran")
 			: s->walk_cap ? "the open-coded task walk" : "the task iterator");
 	*ret_state = s;
 	return 0;
@@ -492,6 +504,118 @@ static int read_ran(struct bpf_state *s)
 	return 0;
 }
 
+/* ---- the ran walk's switch program: attached while it pays ---- */
+
+/*
+ * The switch program attached (BPF_RAW_TRACEPOINT_OPEN on its fd: the capabilities that
+ * loaded it in the loader child, ours too, attach it). Nothing was marked before: the next
+ * read is a full walk, whose ring reset and epoch move start the marks over.
+ */
+static int mark_attach(struct bpf_state *s)
+{
+	int fd;
+
+	if (s->mark_link >= 0)
+		return 0;
+	fd = vw_bpf_raw_tp_open(s->fd[VW_BPF_FD_MARK]);
+	if (fd < 0)
+		return fd;
+	s->mark_link = fd;
+	s->need_full = true;
+	s->walk_stats.attaches++;
+	return 0;
+}
+
+/* Detached (the link closed): nothing marks from now on, so every read is a full walk, and
+ * the ran walks' set is not kept. */
+static void mark_detach(struct bpf_state *s)
+{
+	if (s->mark_link < 0)
+		return;
+	vw_closep(&s->mark_link);
+	s->mark_link = -1;
+	s->need_full = true;
+	s->walk_stats.detaches++;
+	vw_bpf_live_free(&s->live_set);
+}
+
+/* The switch program attached for good (--cpu.ran-walk=true), or left to the decision. */
+static void ran_mode_open(struct bpf_state *s, bool automatic)
+{
+	int r;
+
+	if (automatic) {
+		s->ran_auto = true;
+		vw_ranwalk_auto_init(&s->autow);
+		return;
+	}
+	r = mark_attach(s);
+	if (r == 0)
+		return;
+	vw_warn("cpu: bpf: attach the ran walk's switch program: %s: every read walks every "
+		"process (--cpu.ran-walk=false does so without trying)", strerror(-r));
+	s->ran = false;
+}
+
+/* What the decision weighs: the context switches so far (/proc/stat's ctxt) and the tasks
+ * a full walk meets (/proc/loadavg's total), both under the procfs root. */
+static int ran_counts(struct bpf_state *s, uint64_t *ctxt, uint64_t *tasks)
+{
+	_cleanup_free_ char *stat = NULL;
+	char avg[128];
+	size_t len = 0;
+	int r = vw_read_whole_at(s->procfd, "stat", 1u << 22, &stat, &len);
+
+	if (r == 0)
+		r = vw_ranwalk_parse_ctxt(stat, len, ctxt);
+	if (r == 0)
+		r = vw_read_file_at(s->procfd, "loadavg", avg, sizeof(avg), NULL);
+	if (r == 0)
+		r = vw_ranwalk_parse_tasks(avg, tasks);
+	return r;
+}
+
+/* --cpu.ran-walk=auto, before each read's walk: every VW_RANWALK_EVERY reads, the switch
+ * program attached or detached as the window's counts say (cpu_ranwalk.h). */
+static void ran_mode_decide(struct bpf_state *s)
+{
+	uint64_t ctxt = 0, tasks = 0;
+	bool was = s->autow.on, on;
+	int r;
+
+	if (!s->ran_auto || !vw_ranwalk_auto_tick(&s->autow))
+		return;
+	r = ran_counts(s, &ctxt, &tasks);
+	if (r < 0) {
+		vw_complain(&s->ran_complaint, VW_LOG_WARN,
+			    "cpu: bpf: --cpu.ran-walk=auto: read stat and loadavg under the procfs "
+			    "root: %s: the ran walk stays %s", strerror(-r), was ? "on" : "off");
+		return;
+	}
+	on = vw_ranwalk_auto_end(&s->autow, ctxt, tasks);
+	if (on == was)
+		return;
+	r = on ? mark_attach(s) : 0;
+	if (!on)
+		mark_detach(s);
+	if (r < 0) {
+		vw_warn("cpu: bpf: attach the ran walk's switch program: %s: every read walks every "
+			"process from now on (--cpu.ran-walk=false does so without trying)",
+			strerror(-r));
+		s->ran_auto = false;
+		s->ran = false;
+		return;
+	}
+	vw_complain(&s->ran_complaint, VW_LOG_INFO,
+		    "cpu: bpf: ran walk %s: %llu tasks, %llu context switches a read (~%u ns a "
+		    "task walked, ~%u ns a switch marked): %s",
+		    on ? "on" : "off", (unsigned long long)tasks,
+		    (unsigned long long)s->autow.last_switches,
+		    s->autow.cost.task_ns, s->autow.cost.switch_ns,
+		    on ? "walking only the processes that ran"
+		       : "walking every process, nothing on the switch path");
+}
+
 /*
  * Every live process's runtime as s->live: where the ran walk loaded, the live set, updated
  * by the ran walk, or by a full walk at the first read, every VW_BPF_FULL_EVERY reads and
@@ -506,7 +630,8 @@ static int read_live(struct bpf_state *s)
 
 	if (!s->walk_cap)
 		return read_threads(s);
-	if (s->ran && !s->need_full && s->since_full + 1 < VW_BPF_FULL_EVERY) {
+	ran_mode_decide(s);
+	if (s->mark_link >= 0 && !s->need_full && s->since_full + 1 < VW_BPF_FULL_EVERY) {
 		r = read_ran(s);
 		if (r == 0) {
 			s->live = s->live_set.v;
@@ -525,7 +650,7 @@ static int read_live(struct bpf_state *s)
 	s->walk_stats.full++;
 	s->walk_stats.last_records = h.n;
 	s->walk_stats.last_marks = UINT32_MAX;
-	if (!s->ran) {
+	if (s->mark_link < 0) { /* every read a full walk: no set kept */
 		s->live = s->walk_map;
 		s->n_live = h.n;
 		return 0;
@@ -552,6 +677,18 @@ int vw_cpu_bpf_walk_stats(void *state, struct vw_cpu_bpf_walk_stats *ret)
 
 	*ret = s->walk_stats;
 	ret->ran_loaded = s->ran;
+	ret->marking = s->mark_link >= 0;
+	ret->auto_windows = s->autow.windows;
+	return 0;
+}
+
+int vw_cpu_bpf_ran_costs(void *state, uint32_t task_ns, uint32_t switch_ns)
+{
+	struct bpf_state *s = state;
+
+	if (!s->ran_auto)
+		return -EINVAL;
+	s->autow.cost = (struct vw_ranwalk_costs){ .task_ns = task_ns, .switch_ns = switch_ns };
 	return 0;
 }
 
@@ -852,6 +989,7 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	check_stats(s);
 	hw_check_stats(s);
 	vw_cpu_history_finish(&s->hist, ret);
+	ret->ran_walk_on = s->mark_link >= 0;
 	ghost_check(s, ret);
 	return hw_attach(s, ret);
 }

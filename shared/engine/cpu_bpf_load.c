@@ -6,7 +6,10 @@
  * the attach. libbpf's BTF parse and CO-RE relocation (~12 MiB of heap at
  * its peak) never touch the daemon's memory. Over a SOCK_SEQPACKET socketpair the child sends
  * its log lines, then its result with the fds to keep (SCM_RIGHTS): the maps the reads use, the
- * perf event arrays, the programs' links and the seed and read iterators'. It then _exit()s.
+ * perf event arrays, the programs' links and the seed and read iterators', and the ran walk's
+ * switch program itself, not attached: the daemon attaches it (BPF_RAW_TRACEPOINT_OPEN on the
+ * program's fd, with the capabilities that loaded it) while it pays, and detaches it by closing
+ * the link (cpu_bpf.c, --cpu.ran-walk=auto). It then _exit()s.
  *
  * libbpf itself is loaded by the child (libbpf_lazy.c), so the daemon never maps it. dlopen
  * after fork is safe here: the guest has no other thread yet when its accountant opens, and
@@ -47,7 +50,7 @@ struct loader {
 	struct bpf_link *iter_seed, *iter_read;
 	struct cpu_walk_bpf *walk; /* NULL where the kernel has no open-coded task iterator */
 	struct bpf_link *iter_walk;
-	struct bpf_link *iter_ran, *mark; /* NULL where the ran walk did not load */
+	struct bpf_link *iter_ran; /* NULL where the ran walk did not load */
 	int ncpus;
 	bool cgroup_v1;
 	unsigned hw_mask;
@@ -398,15 +401,11 @@ static void load_walk(struct loader *l, const char *btf_file, uint32_t max_procs
 	l->walk = w;
 	if (!ran)
 		return;
+	/* Its switch program is the daemon's to attach, loaded only here. */
 	l->iter_ran = bpf_program__attach_iter(w->progs.vw_walk_ran, &ao);
-	if (l->iter_ran)
-		l->mark = bpf_program__attach(w->progs.vw_mark);
-	if (!l->mark) {
+	if (!l->iter_ran)
 		say(VW_LOG_DEBUG, "cpu: bpf: the ran walk did not attach (%s): walking every "
 				  "process at every read", strerror(errno));
-		bpf_link__destroy(l->iter_ran);
-		l->iter_ran = NULL;
-	}
 }
 
 /* Everything that parses the kernel's BTF: the probe, CO-RE relocation at load, attach. */
@@ -465,8 +464,9 @@ static int loader_fds(const struct loader *l, int fds[VW_BPF_FD__MAX])
 	/* No walk: the procs map stands in (SCM_RIGHTS has no empty slot); msg.walk says so. */
 	fds[VW_BPF_FD_WALK_OUT] = l->walk ? bpf_map__fd(l->walk->maps.walk_out) : fds[VW_BPF_FD_PROCS];
 	fds[VW_BPF_FD_ITER_WALK] = l->walk ? bpf_link__fd(l->iter_walk) : fds[VW_BPF_FD_PROCS];
-	fds[VW_BPF_FD_ITER_RAN] = l->mark ? bpf_link__fd(l->iter_ran) : fds[VW_BPF_FD_PROCS];
-	fds[VW_BPF_FD_MARK] = l->mark ? bpf_link__fd(l->mark) : fds[VW_BPF_FD_PROCS];
+	fds[VW_BPF_FD_ITER_RAN] = l->iter_ran ? bpf_link__fd(l->iter_ran) : fds[VW_BPF_FD_PROCS];
+	fds[VW_BPF_FD_MARK] =
+		l->iter_ran ? bpf_program__fd(l->walk->progs.vw_mark) : fds[VW_BPF_FD_PROCS];
 	for (int i = 0; i < sk->prog_cnt; i++) {
 		struct bpf_link *link = *sk->progs[i].link;
 
@@ -538,7 +538,7 @@ __attribute__((noreturn)) static void loader_main(int sock, const struct vw_bpf_
 	m.raw = raw;
 	m.hw_mask = l.hw_mask;
 	m.walk = l.walk != NULL;
-	m.ran = l.mark != NULL;
+	m.ran = l.iter_ran != NULL;
 	m.ncpus = l.ncpus;
 	_exit(sendmsg(sock, &mh, MSG_NOSIGNAL) < 0);
 }

@@ -28,7 +28,8 @@ enum {
 	VW_BPF_FD_WALK_OUT,  /* the walk's output array (cpu_walk.bpf.c): see vw_bpf_load_msg.walk */
 	VW_BPF_FD_ITER_WALK, /* the walk's link */
 	VW_BPF_FD_ITER_RAN,  /* the ran walk's link: see vw_bpf_load_msg.ran */
-	VW_BPF_FD_MARK,      /* the switch program's link, which marks the threads that ran */
+	VW_BPF_FD_MARK,      /* the switch program, which marks the threads that ran: loaded, not
+			      * attached (cpu_bpf.c attaches it, vw_bpf_raw_tp_open) */
 	VW_BPF_FD_LINKS,                                  /* then the attached programs' links */
 	VW_BPF_FD__MAX = VW_BPF_FD_LINKS + 8,                    /* 8: every program of the skeleton */
 };
@@ -97,9 +98,16 @@ struct vw_cpu_bpf_walk_stats {
 	uint32_t last_marks;    /* the last ran walk's marks and running tasks looked at;
 				 * UINT32_MAX when the last walk was a full one */
 	bool ran_loaded;        /* the ran walk loaded */
+	bool marking;           /* its switch program is attached now */
+	uint32_t attaches, detaches; /* of the switch program, since open */
+	uint64_t auto_windows;  /* --cpu.ran-walk=auto's decisions taken */
 };
 
 /* The bpf accountant's (vw_cpu_bpf) state: its walks so far. */
 int vw_cpu_bpf_walk_stats(void *state, struct vw_cpu_bpf_walk_stats *ret);
 /* Whether the last walk wrote a record of tgid (every process, after a full walk). */
 bool vw_cpu_bpf_walked(void *state, uint32_t tgid);
+/* Test only, with VW_CPU_BPF_RAN_AUTO: the decision's costs (cpu_ranwalk.h), so that a test
+ * can push it on (a task costs much) or off (a switch costs much) on this machine's own
+ * counts. -EINVAL without VW_CPU_BPF_RAN_AUTO. */
+int vw_cpu_bpf_ran_costs(void *state, uint32_t task_ns, uint32_t switch_ns);

@@ -325,13 +325,23 @@ static enum vw_cpu_fallback bpf_fallback(struct vw_daemon *d, int err, bool aske
 	return f;
 }
 
+/* --cpu.ran-walk: auto (the default, and an unset field), true or false. */
+static uint32_t ran_walk_flags(const char *mode)
+{
+	if (mode && strcmp(mode, "false") == 0)
+		return VW_CPU_BPF_NO_RAN;
+	if (mode && strcmp(mode, "true") == 0)
+		return 0;
+	return VW_CPU_BPF_RAN_AUTO;
+}
+
 int vw_daemon_open_workloads(struct vw_daemon *d, struct vw_workloads_opts *o, bool cpu_required)
 {
 	const struct vw_daemon_options *c = d->opts;
 	struct vw_cpu_env env = { .procfs_fd = d->procfs_fd,
 				  .sysfs_fd = d->sysfs_fd,
 				  .flags = (c->cpu_hw_counters ? 0 : VW_CPU_BPF_NO_HW) |
-					   (c->cpu_ran_walk ? 0 : VW_CPU_BPF_NO_RAN) };
+					   ran_walk_flags(c->cpu_ran_walk) };
 	struct vw_cpu_snapshot snap = { 0 };
 	struct vw_zone_energy none[VW_ZONE__COUNT] = { 0 };
 	const char *method = nonempty(c->cpu_accounting) && strcmp(c->cpu_accounting, "auto") != 0

@@ -33,7 +33,7 @@ struct vw_daemon_options {
 	bool exporter_stdout; /* each snapshot's exposition to stdout too */
 	char *cpu_accounting; /* auto, bpf, procfs */
 	bool cpu_hw_counters;
-	bool cpu_ran_walk;
+	char *cpu_ran_walk; /* auto, true, false */
 	bool kube_enable;
 	char *kube_config; /* a kubeconfig file: server, CA, token or client certificate */
 	char *kube_pod_source; /* apiserver, kubelet */
@@ -64,6 +64,7 @@ struct vw_daemon_options {
 };
 
 extern const char *const vw_accounting_names[];
+extern const char *const vw_ran_walk_names[];
 extern const char *const vw_pod_source_names[];
 extern const char *const vw_log_format_names[];
 extern const struct vw_help_group vw_daemon_help_groups[];
@@ -132,12 +133,16 @@ extern const struct vw_help_group vw_daemon_help_groups[];
 	  "split package, core and dram by per-process instructions and cache misses where a PMU " \
 	  "counts (bpf accounting; a program on every context switch, ~0.6 us each); false: by "   \
 	  "CPU time, nothing on the switch path" },                                                \
-	{ "cpu.ran-walk", "cpu.ranWalk", VW_OPT_BOOL, VW_DO_OFF(type, cpu_ran_walk), "false",      \
-	  NULL,                                                                                    \
+	{ "cpu.ran-walk", "cpu.ranWalk", VW_OPT_STRING, VW_DO_OFF(type, cpu_ran_walk), "auto",     \
+	  "auto|true|false",                                                                       \
 	  "bpf accounting: read only the processes that ran since the last read, marked by a "    \
 	  "program on every context switch (~45-230 ns each, paid by the switching tasks); pays " \
-	  "where processes far outnumber context switches per interval (many idle processes); "   \
-	  "false: every read walks every thread, nothing on the switch path" },                   \
+	  "where tasks far outnumber context switches per interval (many idle processes). auto: " \
+	  "the program is attached only while it pays, weighed every 5 reads from /proc/stat's "  \
+	  "context switches and /proc/loadavg's tasks (on when walking every task would cost "    \
+	  "twice the marks, off when less than them); true: always; false: every read walks "     \
+	  "every thread, nothing on the switch path",                                              \
+	  0, 0, vw_ran_walk_names },                                                               \
 	{ "kube.enable", "kube.enable", VW_OPT_BOOL, VW_DO_OFF(type, kube_enable), "false", NULL, \
 	  "look up pod names, namespaces and CPU requests for containers" },                      \
 	{ "kube.config", "kube.config", VW_OPT_STRING, VW_DO_OFF(type, kube_config), NULL, "PATH", \

@@ -75,3 +75,4 @@ VW_DYNLIB_FORWARD(lib, NO_OBJECT, struct bpf_link *, bpf_program__attach,
 VW_DYNLIB_FORWARD(lib, -ENOPKG, int, bpf_link__destroy, (struct bpf_link *link), (link))
 VW_DYNLIB_FORWARD(lib, -ENOPKG, int, bpf_map__fd, (const struct bpf_map *map), (map))
 VW_DYNLIB_FORWARD(lib, -ENOPKG, int, bpf_link__fd, (const struct bpf_link *link), (link))
+VW_DYNLIB_FORWARD(lib, -ENOPKG, int, bpf_program__fd, (const struct bpf_program *prog), (prog))
