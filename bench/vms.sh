@@ -3,7 +3,7 @@
 # every VM each interval, next to prometheus-node-exporter in the same windows.
 #   bench/vms.sh                                   as root; about 7 minutes with the defaults
 #   VMS=100 PROCS=10000 INTERVALS=30 NOREAD=50 SLOW_INTERVALS=8 bench/vms.sh
-#   VW_ARGS=--cpu.ran-walk bench/vms.sh     extra virtwatt-host flags (word-split)
+#   VW_ARGS=--cpu.ran-walk=false bench/vms.sh  extra virtwatt-host flags (word-split)
 #   WINDOWS="base libvirt noread" bench/vms.sh     only some windows
 # It forks PROCS sleeping processes (bench/spawn_idle; kernel.pid_max raised if too small and
 # restored), then for each window starts VMS fake QEMU processes (bench/fake_qemu: argv[0]
