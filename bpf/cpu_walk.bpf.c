@@ -45,6 +45,12 @@
  * yet visible to the walk's CPU, is seen a walk later, or at the next full walk.) Where
  * a mark found no room (a ring full, no storage) the ran walk says so and walks nothing; user
  * space runs the full walk, which empties the rings, moves the epoch, and so starts over.
+ *
+ * vw_mark is loaded, not attached, by the loader: the daemon attaches it (and detaches it by
+ * closing its link) as --cpu.ran-walk says, by default only while it pays
+ * (shared/engine/cpu_ranwalk.h). While it is detached nothing marks, so every read is a full
+ * walk, and so is the first after it is attached: its ring reset and epoch move start the marks
+ * over, stale storage epochs and ring entries included.
  */
 #include "vmlinux.h"
 #include "vmlinux_iter.h"

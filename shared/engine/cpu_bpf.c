@@ -13,7 +13,9 @@
  * tp_btf), the live set (cpu_bpf_records.h), one record per live process, updated by a walk of
  * only the processes whose threads ran since the last read (a process that did not run keeps
  * its record, its runtime unchanged), rebuilt by a full walk at the first read, every
- * VW_BPF_FULL_EVERY reads and whenever a ring of marks overflowed; else the full walk's
+ * VW_BPF_FULL_EVERY reads and whenever a ring of marks overflowed, while the switch program
+ * that marks is attached (here: always with --cpu.ran-walk=true, while it pays with auto,
+ * cpu_ranwalk.h; the read after an attach or a detach is a full walk); else the full walk's
  * records, else the read iterator's (every live thread's runtime, as the scheduler counts it).
  * Gone-ness is unchanged: a process is gone when its exit mark comes (its live record is
  * dropped by the ran walk that follows its last thread's last switch-out) or when the ghost
