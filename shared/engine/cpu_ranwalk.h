@@ -19,9 +19,11 @@
 /* The full walk, per task (thread): ~2.2 ms for 10,000 idle processes (bench/README.md
  * "walk only what ran"), three quarters of it bpf_iter_task_next on cold task_structs. */
 #define VW_RANWALK_TASK_NS 220u
-/* The marker, per context switch: 45 ns measured with bpf_stats (its own ~9-13 ns on hot
- * caches, the rest the clock reads bpf_stats adds; 170-230 ns on a loaded VM's cold caches). */
-#define VW_RANWALK_SWITCH_NS 45u
+/* The marker, per context switch: 45 ns with bpf_stats in a switch storm (hot caches: ~9-13 ns
+ * its own, the rest the empty program's floor and bpf_stats' clock reads), 167-458 ns with
+ * bpf_stats on a loaded 2-vCPU VM (bench/README.md "2026-11-28: autowalk"). 200: a loaded
+ * machine's, so that auto errs towards leaving the switch path alone. */
+#define VW_RANWALK_SWITCH_NS 200u
 
 struct vw_ranwalk_costs {
 	uint32_t task_ns;   /* a full walk's cost per task */
