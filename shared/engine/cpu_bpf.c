@@ -89,6 +89,7 @@ struct bpf_state {
 	bool ran_auto;     /* --cpu.ran-walk=auto: attached while it pays (cpu_ranwalk.h) */
 	struct vw_ranwalk_auto autow;
 	struct vw_complaint ran_complaint;
+	struct vw_complaint ran_switch[2]; /* the info lines of a detach [0] and an attach [1] */
 	bool need_full;    /* the live set is not to be trusted: the next walk is a full one */
 	unsigned since_full; /* ran walks since the last full one */
 	struct vw_bpf_live live_set; /* the ran walks' set (ran only) */
@@ -581,7 +582,7 @@ static int ran_counts(struct bpf_state *s, uint64_t *ctxt, uint64_t *tasks)
  * program attached or detached as the window's counts say (cpu_ranwalk.h). */
 static void ran_mode_decide(struct bpf_state *s)
 {
-	uint64_t ctxt = 0, tasks = 0;
+	uint64_t ctxt = 0, tasks = 0, t0;
 	bool was = s->autow.on, on;
 	int r;
 
@@ -597,9 +598,11 @@ static void ran_mode_decide(struct bpf_state *s)
 	on = vw_ranwalk_auto_end(&s->autow, ctxt, tasks);
 	if (on == was)
 		return;
+	t0 = vw_now_ns();
 	r = on ? mark_attach(s) : 0;
 	if (!on)
 		mark_detach(s);
+	t0 = vw_now_ns() - t0;
 	if (r < 0) {
 		vw_warn("cpu: bpf: attach the ran walk's switch program: %s: every read walks every "
 			"process from now on (--cpu.ran-walk=false does so without trying)",
@@ -608,12 +611,13 @@ static void ran_mode_decide(struct bpf_state *s)
 		s->ran = false;
 		return;
 	}
-	vw_complain(&s->ran_complaint, VW_LOG_INFO,
+	vw_complain(&s->ran_switch[on], VW_LOG_INFO,
 		    "cpu: bpf: ran walk %s: %llu tasks, %llu context switches a read (~%u ns a "
-		    "task walked, ~%u ns a switch marked): %s",
+		    "task walked, ~%u ns a switch marked; %s in %llu us): %s",
 		    on ? "on" : "off", (unsigned long long)tasks,
 		    (unsigned long long)s->autow.last_switches,
-		    s->autow.cost.task_ns, s->autow.cost.switch_ns,
+		    s->autow.cost.task_ns, s->autow.cost.switch_ns, on ? "attached" : "detached",
+		    (unsigned long long)(t0 / 1000),
 		    on ? "walking only the processes that ran"
 		       : "walking every process, nothing on the switch path");
 }
