@@ -16,9 +16,11 @@
 
 /* Reads per decision. */
 #define VW_RANWALK_EVERY 5u
-/* The full walk, per task (thread): ~2.2 ms for 10,000 idle processes (bench/README.md
- * "walk only what ran"), three quarters of it bpf_iter_task_next on cold task_structs. */
-#define VW_RANWALK_TASK_NS 220u
+/* What a read saves per task (thread) when it walks only what ran: the full walk ran 1.0-1.24 ms
+ * for ~11,000 tasks (10,000 idle processes) in the kernel, and the daemon was 1.3-1.5 ms an
+ * interval lighter with the ran walk (bench/README.md "walk only what ran", "2026-11-28:
+ * autowalk"); the records' user-space work is per process in both. */
+#define VW_RANWALK_TASK_NS 150u
 /* The marker, per context switch: 45 ns with bpf_stats in a switch storm (hot caches: ~9-13 ns
  * its own, the rest the empty program's floor and bpf_stats' clock reads), 167-458 ns with
  * bpf_stats on a loaded 2-vCPU VM (bench/README.md "2026-11-28: autowalk"). 200: a loaded
