@@ -639,6 +639,10 @@ static void auto_read(struct auto_run *ar, struct vw_cpu_bpf_walk_stats *a,
 	assert_true(x.ran_walk_on == b->marking);
 	read_ok(&acc_full, &y);
 	ar->reads++;
+	for (size_t i = 0; i < x.n_procs; i++) /* no process twice, the machine's included */
+		for (size_t j = i + 1; j < x.n_procs && x.procs[j].tgid == x.procs[i].tgid; j++)
+			if (x.procs[j].start_time == x.procs[i].start_time)
+				fail_msg("read %u: pid %u reported twice", ar->reads, x.procs[i].tgid);
 	for (int i = 0; i < AUTO_WORKERS; i++) {
 		pid_t pid = ar->w[i].pid;
 		const struct vw_proc_cpu *p = find_proc(&x, pid), *q = find_proc(&y, pid);
