@@ -264,6 +264,20 @@ static void test_kepler_flags(void **state)
 	assert_int_equal(LOAD(&r, "--cpu.ran-walk=0"), 0);
 	assert_string_equal(c->common.cpu_ran_walk, "false");
 	assert_int_not_equal(LOAD(&r, "--cpu.ran-walk=sometimes"), 0);
+	{ /* the config file's key: a YAML boolean or auto */
+		char path[] = "/tmp/vw-ranwalk-XXXXXX", arg[64];
+		int fd = mkstemp(path);
+
+		assert_true(fd >= 0);
+		assert_int_equal(write(fd, "cpu:\n  ranWalk: false\n", 22), 22);
+		close(fd);
+		snprintf(arg, sizeof(arg), "--config.file=%s", path);
+		assert_int_equal(LOAD(&r, arg), 0);
+		assert_string_equal(c->common.cpu_ran_walk, "false");
+		assert_int_equal(LOAD(&r, arg, "--cpu.ran-walk=auto"), 0); /* the flag wins */
+		assert_string_equal(c->common.cpu_ran_walk, "auto");
+		unlink(path);
+	}
 	/* passthrough.enable: auto by default; every boolean spelling is true or false. */
 	assert_int_equal(LOAD(&r, "--passthrough.enable"), 0);
 	assert_string_equal(c->passthrough, "true");
