@@ -58,6 +58,9 @@ struct vw_cpu_snapshot {
 	/* Processes the accountant had kept reporting alive that the kernel says are gone,
 	 * reported exited by its check (cumulative since open; bpf only, 0 elsewhere). */
 	uint64_t ghosts;
+	/* Exit events the bpf accountant's ring had no room for (cumulative since open; each
+	 * time, the next read read its whole per-process map instead: nothing lost). */
+	uint64_t exits_lost;
 };
 
 /* vw_cpu_env.flags: test and debugging knobs of the bpf accountant. */
@@ -78,6 +81,8 @@ enum {
 	VW_CPU_BPF_NO_RAN = 1u << 5,
 	/* Test only: rings of 16 marks per CPU, so that they overflow. */
 	VW_CPU_BPF_SMALL_RING = 1u << 6,
+	/* Test only: an exits ring of one page (73 events), so that it fills. */
+	VW_CPU_BPF_SMALL_EXIT_RING = 1u << 12,
 };
 
 struct vw_cpu_env {

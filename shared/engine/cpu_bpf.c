@@ -88,6 +88,16 @@ struct bpf_state {
 	uint32_t last_n;   /* records of the last walk, in walk_map */
 	struct vw_cpu_bpf_walk_stats walk_stats;
 	struct vw_bpf_bases bases;
+	/* The exits ring (struct vw_bpf_exit_ev), mapped: its consumer page (ours to write) and
+	 * its producer page with the data twice after it; NULL where it did not map (then every
+	 * read takes the whole map, as one that finds an event lost does). */
+	uint64_t *ring_cons;
+	const unsigned char *ring_prod;
+	size_t ring_size, ring_page;
+	struct vw_bpf_exits exits; /* the per-process map as the ring told it */
+	bool exits_whole;          /* an event was lost: read the whole map (until one succeeds) */
+	unsigned char *ev_buf;     /* a drain's events, copied out (sorted where they lie) */
+	size_t ev_cap;
 	/* scratch reused between reads */
 	struct vw_bpf_iter_buf iter;
 	struct vw_bpf_task_rec *live; /* this read's records: in walk_map or iter */
@@ -161,6 +171,12 @@ static void bpf_close(void *state)
 		return;
 	if (s->walk_map)
 		munmap((void *)s->walk_map, s->walk_len);
+	if (s->ring_cons)
+		munmap(s->ring_cons, s->ring_page);
+	if (s->ring_prod)
+		munmap((void *)s->ring_prod, s->ring_page + 2 * s->ring_size);
+	vw_bpf_exits_free(&s->exits);
+	free(s->ev_buf);
 	vw_cpu_bpf_close_fds(s->fd, VW_BPF_FD__MAX);
 	vw_closep(&s->procfd);
 	vw_cpu_history_free(&s->hist);
@@ -232,6 +248,47 @@ static int walk_map_records(struct bpf_state *s, uint32_t n)
 	return 0;
 }
 
+/*
+ * The exits ring mapped as libbpf's consumer maps it: the consumer page writable, the producer
+ * page and the data (mapped twice in a row by the kernel, so that no event wraps) read-only.
+ * Its memlock is its data and two pages; what the daemon's RSS gains is the pages it has read.
+ * Where it does not map, every read takes the whole map (-errno only logged).
+ */
+static void ring_map(struct bpf_state *s)
+{
+	int fd = s->fd[VW_BPF_FD_EXITS];
+	struct bpf_map_info info;
+	void *c, *p;
+	int r;
+
+	s->ring_page = (size_t)sysconf(_SC_PAGESIZE);
+	r = vw_bpf_map_info(fd, &info);
+	if (r == 0 && (info.type != BPF_MAP_TYPE_RINGBUF || !info.max_entries ||
+		       info.max_entries & (info.max_entries - 1) || info.max_entries % s->ring_page))
+		r = -EIO;
+	if (r < 0)
+		goto fail;
+	s->ring_size = info.max_entries;
+	c = mmap(NULL, s->ring_page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (c == MAP_FAILED) {
+		r = -errno;
+		goto fail;
+	}
+	p = mmap(NULL, s->ring_page + 2 * s->ring_size, PROT_READ, MAP_SHARED, fd,
+		 (off_t)s->ring_page);
+	if (p == MAP_FAILED) {
+		r = -errno;
+		munmap(c, s->ring_page);
+		goto fail;
+	}
+	s->ring_cons = c;
+	s->ring_prod = p;
+	return;
+fail:
+	vw_info("cpu: bpf: the exits ring did not map (%s): reading the whole per-process map at "
+		"every read", strerror(-r));
+}
+
 static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 {
 	struct vw_bpf_load_req q = { 0 };
@@ -295,15 +352,18 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 	}
 	r = check_maps(s);
 	if (r == 0)
+		ring_map(s);
+	if (r == 0)
 		r = walk_check(s);
 	if (r == 0)
 		r = bases_read(s);
 	if (r < 0)
 		goto fail;
 	s->ran = s->ran && s->walk_cap;
-	vw_debug("cpu: bpf: %s programs attached%s, maps for %u processes, %d CPUs, reads by %s",
+	vw_debug("cpu: bpf: %s programs attached%s, maps for %u processes, an exits ring of %zu "
+		 "KiB, %d CPUs, reads by %s",
 		 m.raw ? "raw_tp" : "tp_btf", s->hw_mask ? " with counters" : "", q.max_procs,
-		 s->ncpus,
+		 s->ring_prod ? s->ring_size / 1024 : 0, s->ncpus,
 		 s->ran ? "the open-coded task walk, of the processes that ran"
 			: s->walk_cap ? "the open-coded task walk" : "the task iterator");
 	*ret_state = s;
@@ -409,9 +469,53 @@ static int map_for_each(struct bpf_state *s, struct vw_cpu_table *t, int fd, siz
 	return for_each_key(s, t, fd, ksz, vsz, fn);
 }
 
-static int add_proc(struct bpf_state *s, struct vw_cpu_table *t, const void *key, const void *val)
+static int put_exit(struct bpf_state *s, struct vw_cpu_table *t, const void *key, const void *val)
 {
-	return vw_bpf_rec_add_proc(t, key, val, s->ns_per_tick);
+	(void)t;
+	return vw_bpf_exits_put(&s->exits, key, val);
+}
+
+/*
+ * The exits ring drained into s->exits: the events copied out, folded in, and only then
+ * consumed (a fold that fails leaves them for the next read). A sample of another size than
+ * an event's is a mismatch of this build and the object: -EBADMSG.
+ */
+static int ring_drain(struct bpf_state *s)
+{
+	const unsigned char *data = s->ring_prod + s->ring_page;
+	uint64_t cons = __atomic_load_n(s->ring_cons, __ATOMIC_ACQUIRE);
+	uint64_t prod = __atomic_load_n((const uint64_t *)s->ring_prod, __ATOMIC_ACQUIRE);
+	size_t len = 0;
+	int r;
+
+	while (cons < prod) {
+		const uint32_t *hdr = (const uint32_t *)(data + (cons & (s->ring_size - 1)));
+		uint32_t h = __atomic_load_n(hdr, __ATOMIC_ACQUIRE);
+		uint32_t n = h & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT);
+
+		if (h & BPF_RINGBUF_BUSY_BIT) /* reserved, not yet submitted: the next read's */
+			break;
+		cons += (n + BPF_RINGBUF_HDR_SZ + 7) & ~7u;
+		if (h & BPF_RINGBUF_DISCARD_BIT)
+			continue;
+		if (n != sizeof(struct vw_bpf_exit_ev))
+			return -EBADMSG;
+		if (len + n > s->ev_cap) {
+			size_t cap = s->ev_cap ? 2 * s->ev_cap : 64 * n;
+			unsigned char *b = realloc(s->ev_buf, cap);
+
+			if (!b)
+				return -ENOMEM;
+			s->ev_buf = b;
+			s->ev_cap = cap;
+		}
+		memcpy(s->ev_buf + len, hdr + BPF_RINGBUF_HDR_SZ / sizeof(*hdr), n);
+		len += n;
+	}
+	r = vw_bpf_exits_apply(&s->exits, s->ev_buf, len);
+	if (r == 0)
+		__atomic_store_n(s->ring_cons, cons, __ATOMIC_RELEASE);
+	return r;
 }
 
 /* The seed iterator, once: each process running at open gets a base, its threads' runtime now. */
@@ -567,20 +671,25 @@ bool vw_cpu_bpf_walked(void *state, uint32_t tgid)
 	return false;
 }
 
-static void check_stats(struct bpf_state *s)
+/* The slow paths' counters, logged when they moved; true where exit events were lost since the
+ * last call (or the counters could not be read): this read takes the whole map. */
+static bool check_stats(struct bpf_state *s)
 {
 	static const char *const what[VW_BPF_STAT__COUNT] = {
 		[VW_BPF_STAT_PROC_FULL] = "exited threads lost to a full process map",
 		[VW_BPF_STAT_TASK_FULL] = "threads without a slot",
 		[VW_BPF_STAT_REUSED] = "exits lost to a pid reused before collection",
+		[VW_BPF_STAT_RING_LOST] = "exit events that found the exits ring full (the "
+					  "per-process map read whole instead: nothing lost)",
 	};
 	uint32_t zero = 0;
 	bool news = false;
-	char msg[256] = "";
+	char msg[384] = "";
 	size_t used = 0;
+	uint64_t lost = s->stats_seen[VW_BPF_STAT_RING_LOST];
 
 	if (vw_bpf_map_lookup_elem(s->fd[VW_BPF_FD_CPUS], &zero, s->cpu_a) < 0)
-		return;
+		return true;
 
 	for (uint32_t k = 0; k < VW_BPF_STAT__COUNT; k++) {
 		uint64_t sum = 0;
@@ -598,6 +707,32 @@ static void check_stats(struct bpf_state *s)
 	}
 	if (news)
 		vw_complain(&s->stats_complaint, VW_LOG_WARN, "cpu: bpf: %s", msg);
+	return s->stats_seen[VW_BPF_STAT_RING_LOST] != lost;
+}
+
+/*
+ * The per-process map as this read's start: the ring's events since the last read folded in
+ * (a cost of what exited, nothing where nothing did: no bpf(2) call), then the counters: where
+ * an event was lost (a full ring), or without a ring, the whole map read instead, as every
+ * read did before the ring. An event lost after the counters were read is the next read's
+ * to find: until then the map holds what it announced.
+ */
+static int exits_read(struct bpf_state *s)
+{
+	int r = s->ring_prod ? ring_drain(s) : 0;
+
+	if (r < 0)
+		return r;
+	if (check_stats(s) || !s->ring_prod)
+		s->exits_whole = true;
+	if (!s->exits_whole)
+		return 0;
+	vw_bpf_exits_reset(&s->exits);
+	r = map_for_each(s, NULL, s->fd[VW_BPF_FD_PROCS], sizeof(uint32_t),
+			 sizeof(struct vw_bpf_proc), put_exit);
+	if (r == 0)
+		s->exits_whole = false; /* until the next loss (a failed read: the next read's) */
+	return r;
 }
 
 /* ---- per-process counters ---- */
@@ -806,6 +941,7 @@ static int ghost_gone(void *ctx, const struct vw_proc_cpu *p)
 	if (vw_bpf_map_lookup_elem(s->fd[VW_BPF_FD_PROCS], &p->tgid, &v) == 0 &&
 	    v.start_ns / s->ns_per_tick == p->start_time)
 		(void)vw_bpf_map_delete_elem(s->fd[VW_BPF_FD_PROCS], &p->tgid);
+	vw_bpf_exits_forget(&s->exits, p->tgid, p->start_time, s->ns_per_tick);
 	return 1;
 }
 
@@ -832,8 +968,9 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	r = vw_cpu_history_begin(&s->hist, &t);
 	if (r < 0)
 		return r;
-	r = map_for_each(s, t, s->fd[VW_BPF_FD_PROCS], sizeof(uint32_t), sizeof(struct vw_bpf_proc),
-			 add_proc);
+	r = exits_read(s);
+	if (r == 0)
+		r = vw_bpf_exits_emit(&s->exits, t, s->ns_per_tick);
 	if (r == 0)
 		r = read_live(s);
 	if (r == 0)
@@ -847,11 +984,14 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	}
 	/* Reported below, once: the entries go now (only the map's carry an exit mark). */
 	for (size_t i = 0; i < t->n_procs; i++)
-		if (t->procs[i].exited)
+		if (t->procs[i].exited) {
 			(void)vw_bpf_map_delete_elem(s->fd[VW_BPF_FD_PROCS], &t->procs[i].tgid);
-	check_stats(s);
+			vw_bpf_exits_forget(&s->exits, t->procs[i].tgid, t->procs[i].start_time,
+					    s->ns_per_tick);
+		}
 	hw_check_stats(s);
 	vw_cpu_history_finish(&s->hist, ret);
+	ret->exits_lost = s->stats_seen[VW_BPF_STAT_RING_LOST];
 	ghost_check(s, ret);
 	return hw_attach(s, ret);
 }

@@ -29,6 +29,7 @@ enum {
 	VW_BPF_FD_ITER_WALK, /* the walk's link */
 	VW_BPF_FD_ITER_RAN,  /* the ran walk's link: see vw_bpf_load_msg.ran */
 	VW_BPF_FD_MARK,      /* the switch program's link, which marks the threads that ran */
+	VW_BPF_FD_EXITS,     /* the exits ring (struct vw_bpf_exit_ev), mmapped */
 	VW_BPF_FD_LINKS,                                  /* then the attached programs' links */
 	VW_BPF_FD__MAX = VW_BPF_FD_LINKS + 8,                    /* 8: every program of the skeleton */
 };

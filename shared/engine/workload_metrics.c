@@ -34,7 +34,7 @@ enum {
 	F_CONT_J, F_CONT_W, F_CONT_IDLE_J, F_CONT_SEC,
 	F_POD_J, F_POD_W, F_POD_IDLE_J,
 	F_VM_J, F_VM_W, F_VM_IDLE_J, F_VM_IDLE_W,
-	F_UNATTR, F_UNCONT, F_METHOD, F_FALLBACK, F_GHOSTS, F_ENDED,
+	F_UNATTR, F_UNCONT, F_METHOD, F_FALLBACK, F_GHOSTS, F_ENDED, F_EXITS_LOST,
 };
 
 /* Kepler's per-level families: the same three, their help naming the level. */
@@ -96,6 +96,11 @@ const struct vw_metric_family vw_workload_families[] = {
 		      "served their final value, or evicted): node = containers + this + "
 		      "uncontained + unattributed in every scrape",
 		      "joules", l_rest },
+	[F_EXITS_LOST] = { "virtwatt_cpu_accounting_exit_events_lost_total", VW_METRIC_COUNTER,
+			   "Exit events the bpf CPU accountant's ring had no room for; each time "
+			   "the next read took its whole per-process map instead, so no CPU time "
+			   "was lost (bpf; 0 for procfs)",
+			   NULL, l_method },
 };
 const struct vw_family_table vw_workload_family_table = {
 	"shared/engine/workload_metrics.c: vw_workloads_render()", "virtwatt-host, virtwatt-guest",
@@ -633,6 +638,12 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 		r = vw_prom_family(pw, &vw_workload_families[F_GHOSTS]);
 	if (r == 0)
 		r = vw_prom_counter(pw, v, w->ghosts);
+	if (r == 0)
+		r = vw_prom_family_end(pw);
+	if (r == 0)
+		r = vw_prom_family(pw, &vw_workload_families[F_EXITS_LOST]);
+	if (r == 0)
+		r = vw_prom_counter(pw, v, w->exits_lost);
 	if (r == 0)
 		r = vw_prom_family_end(pw);
 	if (r == 0 && w->o.processes)
