@@ -14,7 +14,11 @@
  * switched out for the last time (the two references of task->rcu_users), so its
  * sum_exec_runtime is final there. The group is marked exited when its last thread has passed
  * sched_process_exit and every thread that did has been freed: user space reports it once, then
- * deletes it. (A zombie leader is freed when it is reaped: until then its process is reported
+ * deletes it. After each change to an entry, the exit and free programs send the entry as they
+ * left it to the exits ring (struct vw_bpf_exit_ev), which user space drains at each read
+ * instead of reading the whole map (a cost of what exited, not of the map's 32,768 buckets);
+ * the map stays the truth: an event that finds the ring full is counted (VW_BPF_STAT_RING_LOST)
+ * and the next read takes the whole map. (A zombie leader is freed when it is reaped: until then its process is reported
  * live, with its time, as /proc still lists it.) The frees are not relied on alone: some never
  * reach this program after a mass kill (see shared/engine/cpu_bpf.c, ghost_check()), so user
  * space confirms a process with no live thread against /proc and ends it there.

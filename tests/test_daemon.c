@@ -714,6 +714,8 @@ static void test_workloads_add_up_on_this_machine(void **state)
 	if (geteuid() == 0 && ci) {
 		assert_non_null(strstr(b.data, "virtwatt_cpu_accounting_info{method=\"bpf\""));
 		assert_non_null(strstr(b.data, "virtwatt_cpu_accounting_ghosts_total{method=\"bpf\""));
+		assert_non_null(strstr(b.data,
+				       "virtwatt_cpu_accounting_exit_events_lost_total{method=\"bpf\""));
 	}
 	else if (!strstr(b.data, "method=\"bpf\""))
 		print_message("# note: CPU accounting is not bpf here (not root?)\n");

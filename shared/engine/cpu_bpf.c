@@ -8,7 +8,10 @@
  *
  * At open the seed iterator gives every older thread's runtime: summed per process, the bases
  * subtracted from what later reads find, so values count from open. A read takes,
- * in this order: the per-process map (time of exited threads, exit marks), then the live
+ * in this order: the per-process map (time of exited threads, exit marks) as the exits ring
+ * told it (the events since the last read folded into a picture of the map that
+ * cpu_bpf_records.c keeps: mmapped, no system call when nothing exited; the whole map read
+ * instead where the slow-path counters say an event found the ring full), then the live
  * records: where the ran walk loaded (bpf/cpu_walk.bpf.c: 6.7+ with bpf_task_from_pid and
  * tp_btf), the live set (cpu_bpf_records.h), one record per live process, updated by a walk of
  * only the processes whose threads ran since the last read (a process that did not run keeps
@@ -20,7 +23,7 @@
  * check finds it gone from /proc. The iterator can only miss
  * what moved into the map meanwhile, never count it twice: a read can be a slice short, and the
  * history layer holds the value until the next read catches up. Exited processes are reported
- * once and deleted from the map. Every process carries the id of the cgroup it ran in last (in
+ * once and deleted from the map (and from the picture, whose tombstones drop a late event). Every process carries the id of the cgroup it ran in last (in
  * the hierarchy vw_cpu_env.cgroup_v1 names); per-cgroup totals are the kernel's (cgroupfs.h).
  * The records become the table in cpu_bpf_records.c (fuzzed), the ghost check's cadence is
  * cpu_ghost.c's; this file makes the bpf(2) calls around them.

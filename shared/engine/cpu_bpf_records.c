@@ -3,7 +3,7 @@
  * The bpf accountant's record reader (cpu_bpf_records.h). At open the seed iterator gives every
  * older thread's runtime: summed per process, the bases subtracted from what later reads find,
  * so values count from open. A read takes the per-process map (time of exited threads, exit
- * marks), then the live records (every live thread's runtime, as the scheduler counts it). The
+ * marks: the picture of it the exits ring's events keep, vw_bpf_exits_*), then the live records (every live thread's runtime, as the scheduler counts it). The
  * live pass can only miss what moved into the map meanwhile, never count it twice: a read can
  * be a slice short, and the history layer holds the value until the next read catches up.
  * The live records may come from the live set (vw_bpf_live_*: the full walk's records, updated

@@ -5,7 +5,8 @@
  * from the bpf(2) calls (cpu_bpf.c) so that they are fuzzed (tests/fuzz/fuzz_bpfrec.c) and
  * built where BPF is not. Not for the daemon.
  *
- * A read: each per-process map entry through vw_bpf_rec_add_proc(), then the live records
+ * A read: each per-process map entry (vw_bpf_exits_emit(): as the exits ring told it) through
+ * vw_bpf_rec_add_proc(), then the live records
  * through vw_bpf_rec_finish(): the table is then sorted by (tgid, start time), one entry a
  * process, every value counted from open (the bases subtracted).
  */
