@@ -101,6 +101,8 @@ struct bpf_state {
 	bool exits_whole;          /* an event was lost: read the whole map (until one succeeds) */
 	unsigned char *ev_buf;     /* a drain's events, copied out (sorted where they lie) */
 	size_t ev_cap;
+	uint32_t *gone;            /* the tgids of the exits a read reported: deleted in one call */
+	size_t n_gone, cap_gone;
 	/* scratch reused between reads */
 	struct vw_bpf_iter_buf iter;
 	struct vw_bpf_task_rec *live; /* this read's records: in walk_map or iter */
@@ -180,6 +182,7 @@ static void bpf_close(void *state)
 		munmap((void *)s->ring_prod, s->ring_page + 2 * s->ring_size);
 	vw_bpf_exits_free(&s->exits);
 	free(s->ev_buf);
+	free(s->gone);
 	vw_cpu_bpf_close_fds(s->fd, VW_BPF_FD__MAX);
 	vw_closep(&s->procfd);
 	vw_cpu_history_free(&s->hist);
@@ -962,6 +965,39 @@ static void ghost_check(struct bpf_state *s, struct vw_cpu_snapshot *snap)
 	snap->ghosts = s->ghost.ghosts;
 }
 
+/*
+ * The entries of the exits this read reported, deleted: one BPF_MAP_DELETE_BATCH (a call for
+ * all of them, not one each), key by key where the kernel has no batch ops or the batch
+ * failed otherwise. A key not there (-ENOENT) is passed over.
+ */
+static void exits_delete(struct bpf_state *s)
+{
+	int fd = s->fd[VW_BPF_FD_PROCS];
+	bool one_by_one = s->no_batch;
+	size_t i = 0;
+
+	while (i < s->n_gone && !one_by_one) {
+		uint32_t count = (uint32_t)VW_MIN(s->n_gone - i, (size_t)UINT32_MAX);
+		int r = vw_bpf_map_delete_batch(fd, &s->gone[i], &count);
+
+		i += count;
+		if (r == 0)
+			continue;
+		if (r == -ENOENT) {
+			i++;
+			continue;
+		}
+		one_by_one = true;
+		if (r != -EINVAL && r != -EOPNOTSUPP && r != -ENOTSUPP_KERNEL)
+			continue;
+		vw_debug("cpu: bpf: no batch map deletes here, deleting key by key");
+		s->no_batch = true;
+	}
+	for (; i < s->n_gone; i++)
+		(void)vw_bpf_map_delete_elem(fd, &s->gone[i]);
+	s->n_gone = 0;
+}
+
 static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 {
 	struct bpf_state *s = state;
@@ -988,10 +1024,15 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	/* Reported below, once: the entries go now (only the map's carry an exit mark). */
 	for (size_t i = 0; i < t->n_procs; i++)
 		if (t->procs[i].exited) {
-			(void)vw_bpf_map_delete_elem(s->fd[VW_BPF_FD_PROCS], &t->procs[i].tgid);
+			if (vw_array_grow((void **)&s->gone, sizeof(*s->gone), s->n_gone,
+					  &s->cap_gone) == 0)
+				s->gone[s->n_gone++] = t->procs[i].tgid;
+			else /* no room to batch it */
+				(void)vw_bpf_map_delete_elem(s->fd[VW_BPF_FD_PROCS], &t->procs[i].tgid);
 			vw_bpf_exits_forget(&s->exits, t->procs[i].tgid, t->procs[i].start_time,
 					    s->ns_per_tick);
 		}
+	exits_delete(s);
 	hw_check_stats(s);
 	vw_cpu_history_finish(&s->hist, ret);
 	ret->exits_lost = s->stats_seen[VW_BPF_STAT_RING_LOST];

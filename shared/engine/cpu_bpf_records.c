@@ -497,19 +497,38 @@ static int exits_reserve(struct vw_bpf_exit_ent **v, size_t *cap, size_t n)
 	return 0;
 }
 
+/* By tgid, then dead time: a process's events folded oldest first (the sort may not be stable). */
 static int cmp_ev(const void *a, const void *b)
 {
 	const struct vw_bpf_exit_ev *x = a, *y = b;
 
-	return x->tgid < y->tgid ? -1 : x->tgid > y->tgid;
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	return x->dead_ns < y->dead_ns ? -1 : x->dead_ns > y->dead_ns;
+}
+
+static int cmp_tomb(const void *a, const void *b)
+{
+	const struct vw_bpf_exit_tomb *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+/* The exits of the last two reads, sorted once a drain (appended in table order: a merge). */
+static void tombs_order(struct vw_bpf_exits *x)
+{
+	if (x->tomb_unsorted)
+		vw_sort_runs(x->tomb, x->n_tomb, sizeof(*x->tomb), cmp_tomb);
+	x->tomb_unsorted = false;
 }
 
 static bool tombstoned(const struct vw_bpf_exits *x, uint32_t tgid, uint64_t start_ns)
 {
-	for (size_t i = 0; i < x->n_tomb; i++) /* a few: the exits of two reads */
-		if (x->tomb[i].tgid == tgid && x->tomb[i].start_ns == start_ns)
-			return true;
-	return false;
+	struct vw_bpf_exit_tomb key = { .tgid = tgid, .start_ns = start_ns };
+
+	return x->n_tomb && bsearch(&key, x->tomb, x->n_tomb, sizeof(key), cmp_tomb);
 }
 
 static void ev_to_proc(struct vw_bpf_proc *p, const struct vw_bpf_exit_ev *e)
@@ -579,13 +598,14 @@ int vw_bpf_exits_apply(struct vw_bpf_exits *x, void *buf, size_t len)
 		if (x->gen - x->tomb[t].gen <= TOMB_DRAINS)
 			x->tomb[keep++] = x->tomb[t];
 	x->n_tomb = keep;
+	tombs_order(x);
 	exits_order(x);
 	if (!n)
 		return 0;
 	r = exits_reserve(&x->tmp, &x->cap_tmp, x->n + n);
 	if (r < 0)
 		return r;
-	vw_sort_runs(ev, n, sizeof(*ev), cmp_ev); /* stable: ring order within a tgid */
+	vw_sort_runs(ev, n, sizeof(*ev), cmp_ev);
 	while (i < x->n || j < n) {
 
 		if (j == n || (i < x->n && x->v[i].tgid < ev[j].tgid)) {
@@ -633,6 +653,7 @@ int vw_bpf_exits_put(struct vw_bpf_exits *x, const void *key, const void *val)
 
 	memcpy(&e.tgid, key, sizeof(e.tgid));
 	memcpy(&e.v, val, sizeof(e.v));
+	tombs_order(x);
 	if (tombstoned(x, e.tgid, e.v.start_ns))
 		return 0;
 	r = exits_reserve(&x->v, &x->cap, x->n + 1);
@@ -676,9 +697,11 @@ void vw_bpf_exits_forget(struct vw_bpf_exits *x, uint32_t tgid, uint64_t start_t
 			x->cap_tomb = c;
 		}
 	}
-	if (x->n_tomb < x->cap_tomb) /* else a late event may bring it back: as before the ring */
+	if (x->n_tomb < x->cap_tomb) { /* else a late event may bring it back: as before the ring */
 		x->tomb[x->n_tomb++] = (struct vw_bpf_exit_tomb){ .tgid = tgid, .gen = x->gen,
 								 .start_ns = at->v.start_ns };
+		x->tomb_unsorted = true;
+	}
 	at->gone = 1; /* dropped at the next order: no move per exit */
 	x->n_gone++;
 }

@@ -99,6 +99,7 @@ struct vw_bpf_exits {
 	size_t cap_tmp;
 	struct vw_bpf_exit_tomb *tomb;
 	size_t n_tomb, cap_tomb;
+	bool tomb_unsorted;
 	uint32_t gen; /* drains so far */
 };
 
