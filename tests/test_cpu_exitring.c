@@ -7,7 +7,8 @@
  * (no ghost), no event lost; threads that exit in a live process add their time to it, read
  * after read, exact once the process sleeps; a ring of one page (VW_CPU_BPF_SMALL_EXIT_RING)
  * forced full is counted (vw_cpu_snapshot.exits_lost) and the read that finds it takes the
- * whole map: every exit still reported once, exact, nothing lost or invented.
+ * whole map: every exit still reported once, exact, nothing lost or invented; the picture the
+ * ring's events keep equals the map read whole, read after read, with the machine's own exits.
  */
 #include "vw_test.h"
 
@@ -26,6 +27,7 @@
 
 #include "cpu_account.h"
 #include "cpu_account_priv.h"
+#include "cpu_bpf_priv.h"
 #include "fileio.h"
 #include "fixture.h"
 #include "log.h"
@@ -317,6 +319,57 @@ static void test_exit_threads(void **state)
 	close(done[0]);
 }
 
+/*
+ * The picture the ring keeps is the map: for 4 s of the machine's own exits and ours (short
+ * processes, threads), after every read the map read whole holds no entry the picture lacks
+ * (or has behind) for longer than the instant an event takes to land (looked at twice), and
+ * the picture none the map lacks.
+ */
+static void *spin_thread(void *arg)
+{
+	(void)arg;
+	vw_fixture_spin(0.001);
+	return NULL;
+}
+
+static void test_exit_picture_is_map(void **state)
+{
+	struct vw_cpu_snapshot snap;
+	size_t reads = 0, races = 0;
+
+	(void)state;
+	open_bpf(0);
+	for (int i = 0; i < 40; i++) {
+		size_t only_map, only_pic;
+		uint32_t first, first2;
+		pid_t pid = fork();
+
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			pthread_t t;
+
+			if (pthread_create(&t, NULL, spin_thread, NULL) == 0)
+				pthread_join(t, NULL);
+			_exit(0);
+		}
+		assert_int_equal(waitpid(pid, NULL, 0), pid);
+		sleep_ms(100);
+		read_ok(&snap);
+		reads++;
+		assert_int_equal(vw_cpu_bpf_exits_audit(acc.state, &only_map, &only_pic, &first), 0);
+		assert_int_equal(only_pic, 0);
+		if (!only_map)
+			continue;
+		races++;
+		sleep_ms(20);
+		assert_int_equal(vw_cpu_bpf_exits_audit(acc.state, &only_map, &only_pic, &first2), 0);
+		if (only_map && first2 == first)
+			fail_msg("read %d: tgid %u in the map, not (or behind) in the picture", i, first);
+	}
+	print_message("# %zu reads, the picture the map's after each (%zu raced an event)\n", reads,
+		      races);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -354,6 +407,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_exit_mass_raw, teardown),
 		cmocka_unit_test_teardown(test_exit_ring_full, teardown),
 		cmocka_unit_test_teardown(test_exit_threads, teardown),
+		cmocka_unit_test_teardown(test_exit_picture_is_map, teardown),
 	};
 
 	if (getenv("VW_TEST_FILTER"))

@@ -665,6 +665,50 @@ int vw_cpu_bpf_walk_stats(void *state, struct vw_cpu_bpf_walk_stats *ret)
 	return 0;
 }
 
+int vw_cpu_bpf_exits_audit(void *state, size_t *only_map, size_t *only_picture, uint32_t *first)
+{
+	struct bpf_state *s = state;
+	struct vw_bpf_exits whole = { 0 }, saved;
+	int r = s->ring_prod ? ring_drain(s) : 0;
+
+	*only_map = *only_picture = 0;
+	*first = 0;
+	if (r < 0)
+		return r;
+	saved = s->exits;
+	s->exits = whole;
+	r = map_for_each(s, NULL, s->fd[VW_BPF_FD_PROCS], sizeof(uint32_t),
+			 sizeof(struct vw_bpf_proc), put_exit);
+	whole = s->exits;
+	s->exits = saved;
+	for (size_t i = 0; r == 0; i++) {
+		uint32_t tgid = vw_bpf_exits_tgid_at(&whole, i);
+		const struct vw_bpf_proc *m, *p;
+
+		if (!tgid)
+			break;
+		m = vw_bpf_exits_find(&whole, tgid);
+		p = vw_bpf_exits_find(&s->exits, tgid);
+		if (!p || p->start_ns != m->start_ns || p->dead_ns < m->dead_ns ||
+		    p->exited != m->exited) {
+			(*only_map)++;
+			*first = *first ? *first : tgid;
+		}
+	}
+	for (size_t i = 0; r == 0; i++) {
+		uint32_t tgid = vw_bpf_exits_tgid_at(&s->exits, i);
+
+		if (!tgid)
+			break;
+		if (!vw_bpf_exits_find(&whole, tgid)) {
+			(*only_picture)++;
+			*first = *first ? *first : tgid;
+		}
+	}
+	vw_bpf_exits_free(&whole);
+	return r;
+}
+
 bool vw_cpu_bpf_walked(void *state, uint32_t tgid)
 {
 	const struct bpf_state *s = state;

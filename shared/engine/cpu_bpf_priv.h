@@ -102,5 +102,12 @@ struct vw_cpu_bpf_walk_stats {
 
 /* The bpf accountant's (vw_cpu_bpf) state: its walks so far. */
 int vw_cpu_bpf_walk_stats(void *state, struct vw_cpu_bpf_walk_stats *ret);
+/*
+ * Test only: the exits ring's picture against the per-process map read whole now (the ring
+ * drained first): *only_map, entries of the map the picture lacks (or has with another start
+ * or less dead time), *only_picture the reverse; the first such tgid in *first (0: none).
+ */
+int vw_cpu_bpf_exits_audit(void *state, size_t *only_map, size_t *only_picture, uint32_t *first);
+
 /* Whether the last walk wrote a record of tgid (every process, after a full walk). */
 bool vw_cpu_bpf_walked(void *state, uint32_t tgid);

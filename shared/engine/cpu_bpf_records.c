@@ -706,6 +706,21 @@ void vw_bpf_exits_forget(struct vw_bpf_exits *x, uint32_t tgid, uint64_t start_t
 	x->n_gone++;
 }
 
+const void *vw_bpf_exits_find(struct vw_bpf_exits *x, uint32_t tgid)
+{
+	struct vw_bpf_exit_ent key = { .tgid = tgid }, *at;
+
+	exits_order(x);
+	at = x->n ? bsearch(&key, x->v, x->n, sizeof(key), cmp_ent) : NULL;
+	return at ? &at->v : NULL;
+}
+
+uint32_t vw_bpf_exits_tgid_at(struct vw_bpf_exits *x, size_t i)
+{
+	exits_order(x);
+	return i < x->n ? x->v[i].tgid : 0;
+}
+
 void vw_bpf_exits_free(struct vw_bpf_exits *x)
 {
 	free(x->v);

@@ -120,3 +120,8 @@ int vw_bpf_exits_emit(struct vw_bpf_exits *x, struct vw_cpu_table *t, uint64_t n
 void vw_bpf_exits_forget(struct vw_bpf_exits *x, uint32_t tgid, uint64_t start_time,
 			 uint64_t ns_per_tick);
 void vw_bpf_exits_free(struct vw_bpf_exits *x);
+
+/* Test only: the entry of tgid (key and struct vw_bpf_proc) or NULL; the i-th entry's tgid in
+ * order, or 0 past the end. */
+const void *vw_bpf_exits_find(struct vw_bpf_exits *x, uint32_t tgid);
+uint32_t vw_bpf_exits_tgid_at(struct vw_bpf_exits *x, size_t i);
