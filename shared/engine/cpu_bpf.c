@@ -11,7 +11,9 @@
  * in this order: the per-process map (time of exited threads, exit marks) as the exits ring
  * told it (the events since the last read folded into a picture of the map that
  * cpu_bpf_records.c keeps: mmapped, no system call when nothing exited; the whole map read
- * instead where the slow-path counters say an event found the ring full), then the live
+ * instead where the slow-path counters say an event found the ring full; the ring map exists
+ * wherever the iterators do, 5.8, so the whole-map read stands in only where it does not map),
+ * then the live
  * records: where the ran walk loaded (bpf/cpu_walk.bpf.c: 6.7+ with bpf_task_from_pid and
  * tp_btf), the live set (cpu_bpf_records.h), one record per live process, updated by a walk of
  * only the processes whose threads ran since the last read (a process that did not run keeps
