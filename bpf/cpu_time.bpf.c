@@ -14,7 +14,11 @@
  * switched out for the last time (the two references of task->rcu_users), so its
  * sum_exec_runtime is final there. The group is marked exited when its last thread has passed
  * sched_process_exit and every thread that did has been freed: user space reports it once, then
- * deletes it. (A zombie leader is freed when it is reaped: until then its process is reported
+ * deletes it. After each change to an entry, the exit and free programs send the entry as they
+ * left it to the exits ring (struct vw_bpf_exit_ev), which user space drains at each read
+ * instead of reading the whole map (a cost of what exited, not of the map's 32,768 buckets);
+ * the map stays the truth: an event that finds the ring full is counted (VW_BPF_STAT_RING_LOST)
+ * and the next read takes the whole map. (A zombie leader is freed when it is reaped: until then its process is reported
  * live, with its time, as /proc still lists it.) The frees are not relied on alone: some never
  * reach this program after a mass kill (see shared/engine/cpu_bpf.c, ghost_check()), so user
  * space confirms a process with no live thread against /proc and ends it there.
@@ -67,6 +71,12 @@ VW_MAP(BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct vw_bpf_cpu) cpus SEC(".maps");
 /* These two sized by user space */
 VW_MAP(BPF_MAP_TYPE_LRU_HASH, __u32, struct vw_bpf_task) task_hash SEC(".maps");
 VW_MAP(BPF_MAP_TYPE_HASH, __u32, struct vw_bpf_proc) procs SEC(".maps");
+
+/* Sized by user space (VW_BPF_EXIT_RING_BYTES): one event per change to procs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, VW_BPF_EXIT_RING_BYTES);
+} exits SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -186,6 +196,30 @@ static __always_inline struct vw_bpf_proc *proc_get(struct vw_bpf_cpu *c, struct
 }
 
 /*
+ * The entry of tgid as this program left it, to the exits ring (struct vw_bpf_exit_ev says
+ * why a copy read now is enough). No wakeup: user space drains the ring at its reads. A full
+ * ring is counted: the next read takes the whole map instead.
+ */
+static __always_inline void exit_event(struct vw_bpf_cpu *c, __u32 tgid, struct vw_bpf_proc *proc)
+{
+	struct vw_bpf_exit_ev *e = bpf_ringbuf_reserve(&exits, sizeof(*e), 0);
+
+	if (!e) {
+		stat_inc(c, VW_BPF_STAT_RING_LOST);
+		return;
+	}
+	e->dead_ns = READ_ONCE_U64(proc->dead_ns);
+	e->cgroup_id = proc->cgroup_id;
+	e->start_ns = proc->start_ns;
+	__builtin_memcpy(e->comm, proc->comm, sizeof(e->comm));
+	e->tgid = tgid;
+	e->flags = (proc->flags & VW_BPF_PROC_KTHREAD ? VW_BPF_EXIT_KTHREAD : 0) |
+		   (proc->group_dead ? VW_BPF_EXIT_GROUP_DEAD : 0) |
+		   (proc->exited ? VW_BPF_EXIT_EXITED : 0);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+/*
  * sched_process_exit: add the thread's time since open to its process and count it pending
  * until it is freed; the last thread of the group marks it dead (do_exit() decremented
  * signal->live before the tracepoint).
@@ -211,11 +245,12 @@ static __always_inline void on_exit(struct task_struct *p, struct vw_bpf_task *t
 	__sync_fetch_and_add(&proc->dead_ns, sre > t->seed_ns ? sre - t->seed_ns : 0);
 	__sync_fetch_and_add(&proc->pending, 1);
 	proc->cgroup_id = cgid;
-	if (BPF_CORE_READ(p, signal, live.counter) != 0)
-		return;
-	BPF_CORE_READ_STR_INTO(&proc->comm, p, group_leader, comm); /* after any exec */
-	proc->flags = BPF_CORE_READ(p, flags) & PF_KTHREAD ? VW_BPF_PROC_KTHREAD : 0;
-	proc->group_dead = 1;
+	if (BPF_CORE_READ(p, signal, live.counter) == 0) {
+		BPF_CORE_READ_STR_INTO(&proc->comm, p, group_leader, comm); /* after any exec */
+		proc->flags = BPF_CORE_READ(p, flags) & PF_KTHREAD ? VW_BPF_PROC_KTHREAD : 0;
+		proc->group_dead = 1;
+	}
+	exit_event(c, tgid, proc);
 }
 
 /*
@@ -226,11 +261,13 @@ static __always_inline void on_exit(struct task_struct *p, struct vw_bpf_task *t
  */
 static __always_inline void on_free(struct task_struct *p, struct vw_bpf_task *t, __u64 sre)
 {
+	struct vw_bpf_cpu *c = this_cpu();
+	__u32 tgid = BPF_CORE_READ(p, tgid);
 	struct vw_bpf_proc *proc;
 
 	if (!t || !(t->flags & VW_BPF_TASK_EXITED))
 		return;
-	proc = proc_get(this_cpu(), p, BPF_CORE_READ(p, tgid), false);
+	proc = proc_get(c, p, tgid, false);
 	if (!proc)
 		return;
 	if (sre > t->exit_ns)
@@ -238,6 +275,7 @@ static __always_inline void on_free(struct task_struct *p, struct vw_bpf_task *t
 	__sync_fetch_and_add(&proc->pending, -1);
 	if (proc->group_dead && READ_ONCE_U64(proc->pending) == 0)
 		proc->exited = 1;
+	exit_event(c, tgid, proc);
 }
 
 /* ---- sched_process_exit ---- */

@@ -54,6 +54,8 @@ enum vw_bpf_stat {
 	VW_BPF_STAT_PROC_FULL,   /* per-process map full: an exited thread's time is lost */
 	VW_BPF_STAT_TASK_FULL,   /* no per-thread slot */
 	VW_BPF_STAT_REUSED,      /* tgid reused before user space collected the old exit */
+	VW_BPF_STAT_RING_LOST,   /* an exit event found the exits ring full: the next read
+				  * reads the whole per-process map (nothing of it is lost) */
 	VW_BPF_STAT__COUNT,
 };
 
@@ -62,6 +64,33 @@ enum vw_bpf_stat {
 struct vw_bpf_cpu {
 	__u64 stats[VW_BPF_STAT__COUNT];
 };
+
+/*
+ * The exits ring (BPF_MAP_TYPE_RINGBUF): after each change to a per-process entry (a thread's
+ * exit or free), the entry as that program left it. Its dead_ns is read after the program's
+ * own add, so the largest dead_ns of a process's events holds every add they announced (two
+ * CPUs may submit in the other order than they added); the flags only ever get set. An event
+ * with VW_BPF_EXIT_EXITED carries the final dead_ns (every other add came before the last
+ * free's). The entry itself stays in procs until user space reported it: where an event is
+ * lost (ring full, VW_BPF_STAT_RING_LOST) the map still has everything.
+ */
+struct vw_bpf_exit_ev {
+	__u64 dead_ns;
+	__u64 cgroup_id;
+	__u64 start_ns; /* as vw_bpf_proc.start_ns */
+	char comm[VW_BPF_COMM_LEN];
+	__u32 tgid;
+	__u32 flags; /* VW_BPF_EXIT_* */
+};
+
+enum {
+	VW_BPF_EXIT_KTHREAD = 1u << 0,    /* vw_bpf_proc.flags' VW_BPF_PROC_KTHREAD */
+	VW_BPF_EXIT_GROUP_DEAD = 1u << 1, /* vw_bpf_proc.group_dead */
+	VW_BPF_EXIT_EXITED = 1u << 2,     /* vw_bpf_proc.exited */
+};
+
+/* The ring's bytes: a power of two of pages; an event takes 56 with its header (4,681 fit). */
+#define VW_BPF_EXIT_RING_BYTES (256u * 1024u)
 
 /* One live thread, written by the seed and read iterators (iter/task). */
 struct vw_bpf_task_rec {
@@ -168,6 +197,7 @@ _Static_assert(sizeof(struct vw_bpf_task) == 32, "vw_bpf_task layout");
 _Static_assert(sizeof(struct vw_bpf_proc) == 64, "vw_bpf_proc layout");
 _Static_assert(sizeof(struct vw_bpf_cpu) == 8 * VW_BPF_STAT__COUNT, "vw_bpf_cpu layout");
 _Static_assert(sizeof(struct vw_bpf_task_rec) == 56, "vw_bpf_task_rec layout");
+_Static_assert(sizeof(struct vw_bpf_exit_ev) == 48, "vw_bpf_exit_ev layout");
 _Static_assert(sizeof(struct vw_bpf_walk_hdr) == 16, "vw_bpf_walk_hdr layout");
 _Static_assert(sizeof(struct vw_bpf_ring) == 32 + 4 * VW_BPF_RING_CAP, "vw_bpf_ring layout");
 _Static_assert(sizeof(struct vw_bpf_mark) == 8, "vw_bpf_mark layout");

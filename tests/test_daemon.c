@@ -716,6 +716,9 @@ static void test_workloads_add_up_on_this_machine(void **state)
 		assert_non_null(strstr(b.data, "virtwatt_cpu_accounting_ghosts_total{method=\"bpf\""));
 		/* --cpu.ran-walk=auto (the default) says whether its switch program is on */
 		assert_non_null(strstr(b.data, "virtwatt_cpu_accounting_ran_walk_active{method=\"bpf\""));
+
+		assert_non_null(strstr(b.data,
+				       "virtwatt_cpu_accounting_exit_events_lost_total{method=\"bpf\""));
 	}
 	else if (!strstr(b.data, "method=\"bpf\""))
 		print_message("# note: CPU accounting is not bpf here (not root?)\n");

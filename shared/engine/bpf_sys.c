@@ -71,6 +71,20 @@ int vw_bpf_map_lookup_batch(int fd, const void *in_batch, void *out_batch, void 
 	return r;
 }
 
+int vw_bpf_map_delete_batch(int fd, const void *keys, uint32_t *count)
+{
+	union bpf_attr a;
+	int r;
+
+	memset(&a, 0, sizeof(a));
+	a.batch.map_fd = (uint32_t)fd;
+	a.batch.keys = ptr(keys);
+	a.batch.count = *count;
+	r = sys_bpf(BPF_MAP_DELETE_BATCH, &a);
+	*count = a.batch.count;
+	return r;
+}
+
 int vw_bpf_obj_info(int fd, void *info, uint32_t size)
 {
 	union bpf_attr a;

@@ -24,6 +24,10 @@ int vw_bpf_map_get_next_key(int fd, const void *key, void *next_key);
 int vw_bpf_map_lookup_batch(int fd, const void *in_batch, void *out_batch, void *keys,
 			    void *values, uint32_t *count);
 
+/* Deletes the *count keys at keys, in order, until one fails; *count is set to how many
+ * went (-ENOENT: keys[*count] was not there). */
+int vw_bpf_map_delete_batch(int fd, const void *keys, uint32_t *count);
+
 /* The map's key and value sizes, type, name... */
 int vw_bpf_map_info(int fd, struct bpf_map_info *ret);
 

@@ -61,6 +61,10 @@ struct vw_cpu_snapshot {
 	/* bpf: the ran walk's switch program is attached, most reads walk only the processes
 	 * that ran (--cpu.ran-walk; false elsewhere). */
 	bool ran_walk_on;
+
+	/* Exit events the bpf accountant's ring had no room for (cumulative since open; each
+	 * time, the next read read its whole per-process map instead: nothing lost). */
+	uint64_t exits_lost;
 };
 
 /* vw_cpu_env.flags: test and debugging knobs of the bpf accountant. */
@@ -84,6 +88,9 @@ enum {
 	/* --cpu.ran-walk=auto: the ran walk loads, its switch program is attached only while it
 	 * pays (cpu_ranwalk.h); without this (and without NO_RAN) it is attached for good. */
 	VW_CPU_BPF_RAN_AUTO = 1u << 7,
+
+	/* Test only: an exits ring of one page (73 events), so that it fills. */
+	VW_CPU_BPF_SMALL_EXIT_RING = 1u << 12,
 };
 
 struct vw_cpu_env {

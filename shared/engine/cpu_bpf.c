@@ -8,7 +8,12 @@
  *
  * At open the seed iterator gives every older thread's runtime: summed per process, the bases
  * subtracted from what later reads find, so values count from open. A read takes,
- * in this order: the per-process map (time of exited threads, exit marks), then the live
+ * in this order: the per-process map (time of exited threads, exit marks) as the exits ring
+ * told it (the events since the last read folded into a picture of the map that
+ * cpu_bpf_records.c keeps: mmapped, no system call when nothing exited; the whole map read
+ * instead where the slow-path counters say an event found the ring full; the ring map exists
+ * wherever the iterators do, 5.8, so the whole-map read stands in only where it does not map),
+ * then the live
  * records: where the ran walk loaded (bpf/cpu_walk.bpf.c: 6.7+ with bpf_task_from_pid and
  * tp_btf), the live set (cpu_bpf_records.h), one record per live process, updated by a walk of
  * only the processes whose threads ran since the last read (a process that did not run keeps
@@ -22,7 +27,7 @@
  * check finds it gone from /proc. The iterator can only miss
  * what moved into the map meanwhile, never count it twice: a read can be a slice short, and the
  * history layer holds the value until the next read catches up. Exited processes are reported
- * once and deleted from the map. Every process carries the id of the cgroup it ran in last (in
+ * once and deleted from the map (and from the picture, whose tombstones drop a late event). Every process carries the id of the cgroup it ran in last (in
  * the hierarchy vw_cpu_env.cgroup_v1 names); per-cgroup totals are the kernel's (cgroupfs.h).
  * The records become the table in cpu_bpf_records.c (fuzzed), the ghost check's cadence is
  * cpu_ghost.c's; this file makes the bpf(2) calls around them.
@@ -96,6 +101,18 @@ struct bpf_state {
 	uint32_t last_n;   /* records of the last walk, in walk_map */
 	struct vw_cpu_bpf_walk_stats walk_stats;
 	struct vw_bpf_bases bases;
+	/* The exits ring (struct vw_bpf_exit_ev), mapped: its consumer page (ours to write) and
+	 * its producer page with the data twice after it; NULL where it did not map (then every
+	 * read takes the whole map, as one that finds an event lost does). */
+	uint64_t *ring_cons;
+	const unsigned char *ring_prod;
+	size_t ring_size, ring_page;
+	struct vw_bpf_exits exits; /* the per-process map as the ring told it */
+	bool exits_whole;          /* an event was lost: read the whole map (until one succeeds) */
+	unsigned char *ev_buf;     /* a drain's events, copied out (sorted where they lie) */
+	size_t ev_cap;
+	uint32_t *gone;            /* the tgids of the exits a read reported: deleted in one call */
+	size_t n_gone, cap_gone;
 	/* scratch reused between reads */
 	struct vw_bpf_iter_buf iter;
 	struct vw_bpf_task_rec *live; /* this read's records: in walk_map or iter */
@@ -170,6 +187,14 @@ static void bpf_close(void *state)
 	if (s->walk_map)
 		munmap((void *)s->walk_map, s->walk_len);
 	vw_closep(&s->mark_link);
+
+	if (s->ring_cons)
+		munmap(s->ring_cons, s->ring_page);
+	if (s->ring_prod)
+		munmap((void *)s->ring_prod, s->ring_page + 2 * s->ring_size);
+	vw_bpf_exits_free(&s->exits);
+	free(s->ev_buf);
+	free(s->gone);
 	vw_cpu_bpf_close_fds(s->fd, VW_BPF_FD__MAX);
 	vw_closep(&s->procfd);
 	vw_cpu_history_free(&s->hist);
@@ -242,6 +267,47 @@ static int walk_map_records(struct bpf_state *s, uint32_t n)
 	return 0;
 }
 
+/*
+ * The exits ring mapped as libbpf's consumer maps it: the consumer page writable, the producer
+ * page and the data (mapped twice in a row by the kernel, so that no event wraps) read-only.
+ * Its memlock is its data and two pages; what the daemon's RSS gains is the pages it has read.
+ * Where it does not map, every read takes the whole map (-errno only logged).
+ */
+static void ring_map(struct bpf_state *s)
+{
+	int fd = s->fd[VW_BPF_FD_EXITS];
+	struct bpf_map_info info;
+	void *c, *p;
+	int r;
+
+	s->ring_page = (size_t)sysconf(_SC_PAGESIZE);
+	r = vw_bpf_map_info(fd, &info);
+	if (r == 0 && (info.type != BPF_MAP_TYPE_RINGBUF || !info.max_entries ||
+		       info.max_entries & (info.max_entries - 1) || info.max_entries % s->ring_page))
+		r = -EIO;
+	if (r < 0)
+		goto fail;
+	s->ring_size = info.max_entries;
+	c = mmap(NULL, s->ring_page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (c == MAP_FAILED) {
+		r = -errno;
+		goto fail;
+	}
+	p = mmap(NULL, s->ring_page + 2 * s->ring_size, PROT_READ, MAP_SHARED, fd,
+		 (off_t)s->ring_page);
+	if (p == MAP_FAILED) {
+		r = -errno;
+		munmap(c, s->ring_page);
+		goto fail;
+	}
+	s->ring_cons = c;
+	s->ring_prod = p;
+	return;
+fail:
+	vw_info("cpu: bpf: the exits ring did not map (%s): reading the whole per-process map at "
+		"every read", strerror(-r));
+}
+
 static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 {
 	struct vw_bpf_load_req q = { 0 };
@@ -306,6 +372,8 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 	}
 	r = check_maps(s);
 	if (r == 0)
+		ring_map(s);
+	if (r == 0)
 		r = walk_check(s);
 	if (r == 0)
 		r = bases_read(s);
@@ -314,9 +382,10 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 	s->ran = s->ran && s->walk_cap;
 	if (s->ran)
 		ran_mode_open(s, env->flags & VW_CPU_BPF_RAN_AUTO);
-	vw_debug("cpu: bpf: %s programs attached%s, maps for %u processes, %d CPUs, reads by %s",
+	vw_debug("cpu: bpf: %s programs attached%s, maps for %u processes, an exits ring of %zu "
+		 "KiB, %d CPUs, reads by %s",
 		 m.raw ? "raw_tp" : "tp_btf", s->hw_mask ? " with counters" : "", q.max_procs,
-		 s->ncpus,
+		 s->ring_prod ? s->ring_size / 1024 : 0, s->ncpus,
 		 s->ran ? (s->ran_auto ? "the open-coded task walk, of the processes that ran "
 					 "while that pays"
 				       : "the open-coded task walk, of the processes that ran")
@@ -424,9 +493,53 @@ static int map_for_each(struct bpf_state *s, struct vw_cpu_table *t, int fd, siz
 	return for_each_key(s, t, fd, ksz, vsz, fn);
 }
 
-static int add_proc(struct bpf_state *s, struct vw_cpu_table *t, const void *key, const void *val)
+static int put_exit(struct bpf_state *s, struct vw_cpu_table *t, const void *key, const void *val)
 {
-	return vw_bpf_rec_add_proc(t, key, val, s->ns_per_tick);
+	(void)t;
+	return vw_bpf_exits_put(&s->exits, key, val);
+}
+
+/*
+ * The exits ring drained into s->exits: the events copied out, folded in, and only then
+ * consumed (a fold that fails leaves them for the next read). A sample of another size than
+ * an event's is a mismatch of this build and the object: -EBADMSG.
+ */
+static int ring_drain(struct bpf_state *s)
+{
+	const unsigned char *data = s->ring_prod + s->ring_page;
+	uint64_t cons = __atomic_load_n(s->ring_cons, __ATOMIC_ACQUIRE);
+	uint64_t prod = __atomic_load_n((const uint64_t *)s->ring_prod, __ATOMIC_ACQUIRE);
+	size_t len = 0;
+	int r;
+
+	while (cons < prod) {
+		const uint32_t *hdr = (const uint32_t *)(data + (cons & (s->ring_size - 1)));
+		uint32_t h = __atomic_load_n(hdr, __ATOMIC_ACQUIRE);
+		uint32_t n = h & ~(BPF_RINGBUF_BUSY_BIT | BPF_RINGBUF_DISCARD_BIT);
+
+		if (h & BPF_RINGBUF_BUSY_BIT) /* reserved, not yet submitted: the next read's */
+			break;
+		cons += (n + BPF_RINGBUF_HDR_SZ + 7) & ~7u;
+		if (h & BPF_RINGBUF_DISCARD_BIT)
+			continue;
+		if (n != sizeof(struct vw_bpf_exit_ev))
+			return -EBADMSG;
+		if (len + n > s->ev_cap) {
+			size_t cap = s->ev_cap ? 2 * s->ev_cap : 64 * n;
+			unsigned char *b = realloc(s->ev_buf, cap);
+
+			if (!b)
+				return -ENOMEM;
+			s->ev_buf = b;
+			s->ev_cap = cap;
+		}
+		memcpy(s->ev_buf + len, hdr + BPF_RINGBUF_HDR_SZ / sizeof(*hdr), n);
+		len += n;
+	}
+	r = vw_bpf_exits_apply(&s->exits, s->ev_buf, len);
+	if (r == 0)
+		__atomic_store_n(s->ring_cons, cons, __ATOMIC_RELEASE);
+	return r;
 }
 
 /* The seed iterator, once: each process running at open gets a base, its threads' runtime now. */
@@ -698,6 +811,50 @@ int vw_cpu_bpf_ran_costs(void *state, uint32_t task_ns, uint32_t switch_ns)
 	return 0;
 }
 
+int vw_cpu_bpf_exits_audit(void *state, size_t *only_map, size_t *only_picture, uint32_t *first)
+{
+	struct bpf_state *s = state;
+	struct vw_bpf_exits whole = { 0 }, saved;
+	int r = s->ring_prod ? ring_drain(s) : 0;
+
+	*only_map = *only_picture = 0;
+	*first = 0;
+	if (r < 0)
+		return r;
+	saved = s->exits;
+	s->exits = whole;
+	r = map_for_each(s, NULL, s->fd[VW_BPF_FD_PROCS], sizeof(uint32_t),
+			 sizeof(struct vw_bpf_proc), put_exit);
+	whole = s->exits;
+	s->exits = saved;
+	for (size_t i = 0; r == 0; i++) {
+		uint32_t tgid = vw_bpf_exits_tgid_at(&whole, i);
+		const struct vw_bpf_proc *m, *p;
+
+		if (!tgid)
+			break;
+		m = vw_bpf_exits_find(&whole, tgid);
+		p = vw_bpf_exits_find(&s->exits, tgid);
+		if (!p || p->start_ns != m->start_ns || p->dead_ns < m->dead_ns ||
+		    p->exited != m->exited) {
+			(*only_map)++;
+			*first = *first ? *first : tgid;
+		}
+	}
+	for (size_t i = 0; r == 0; i++) {
+		uint32_t tgid = vw_bpf_exits_tgid_at(&s->exits, i);
+
+		if (!tgid)
+			break;
+		if (!vw_bpf_exits_find(&whole, tgid)) {
+			(*only_picture)++;
+			*first = *first ? *first : tgid;
+		}
+	}
+	vw_bpf_exits_free(&whole);
+	return r;
+}
+
 bool vw_cpu_bpf_walked(void *state, uint32_t tgid)
 {
 	const struct bpf_state *s = state;
@@ -710,20 +867,25 @@ bool vw_cpu_bpf_walked(void *state, uint32_t tgid)
 	return false;
 }
 
-static void check_stats(struct bpf_state *s)
+/* The slow paths' counters, logged when they moved; true where exit events were lost since the
+ * last call (or the counters could not be read): this read takes the whole map. */
+static bool check_stats(struct bpf_state *s)
 {
 	static const char *const what[VW_BPF_STAT__COUNT] = {
 		[VW_BPF_STAT_PROC_FULL] = "exited threads lost to a full process map",
 		[VW_BPF_STAT_TASK_FULL] = "threads without a slot",
 		[VW_BPF_STAT_REUSED] = "exits lost to a pid reused before collection",
+		[VW_BPF_STAT_RING_LOST] = "exit events that found the exits ring full (the "
+					  "per-process map read whole instead: nothing lost)",
 	};
 	uint32_t zero = 0;
 	bool news = false;
-	char msg[256] = "";
+	char msg[384] = "";
 	size_t used = 0;
+	uint64_t lost = s->stats_seen[VW_BPF_STAT_RING_LOST];
 
 	if (vw_bpf_map_lookup_elem(s->fd[VW_BPF_FD_CPUS], &zero, s->cpu_a) < 0)
-		return;
+		return true;
 
 	for (uint32_t k = 0; k < VW_BPF_STAT__COUNT; k++) {
 		uint64_t sum = 0;
@@ -741,6 +903,32 @@ static void check_stats(struct bpf_state *s)
 	}
 	if (news)
 		vw_complain(&s->stats_complaint, VW_LOG_WARN, "cpu: bpf: %s", msg);
+	return s->stats_seen[VW_BPF_STAT_RING_LOST] != lost;
+}
+
+/*
+ * The per-process map as this read's start: the ring's events since the last read folded in
+ * (a cost of what exited, nothing where nothing did: no bpf(2) call), then the counters: where
+ * an event was lost (a full ring), or without a ring, the whole map read instead, as every
+ * read did before the ring. An event lost after the counters were read is the next read's
+ * to find: until then the map holds what it announced.
+ */
+static int exits_read(struct bpf_state *s)
+{
+	int r = s->ring_prod ? ring_drain(s) : 0;
+
+	if (r < 0)
+		return r;
+	if (check_stats(s) || !s->ring_prod)
+		s->exits_whole = true;
+	if (!s->exits_whole)
+		return 0;
+	vw_bpf_exits_reset(&s->exits);
+	r = map_for_each(s, NULL, s->fd[VW_BPF_FD_PROCS], sizeof(uint32_t),
+			 sizeof(struct vw_bpf_proc), put_exit);
+	if (r == 0)
+		s->exits_whole = false; /* until the next loss (a failed read: the next read's) */
+	return r;
 }
 
 /* ---- per-process counters ---- */
@@ -949,6 +1137,7 @@ static int ghost_gone(void *ctx, const struct vw_proc_cpu *p)
 	if (vw_bpf_map_lookup_elem(s->fd[VW_BPF_FD_PROCS], &p->tgid, &v) == 0 &&
 	    v.start_ns / s->ns_per_tick == p->start_time)
 		(void)vw_bpf_map_delete_elem(s->fd[VW_BPF_FD_PROCS], &p->tgid);
+	vw_bpf_exits_forget(&s->exits, p->tgid, p->start_time, s->ns_per_tick);
 	return 1;
 }
 
@@ -966,6 +1155,39 @@ static void ghost_check(struct bpf_state *s, struct vw_cpu_snapshot *snap)
 	snap->ghosts = s->ghost.ghosts;
 }
 
+/*
+ * The entries of the exits this read reported, deleted: one BPF_MAP_DELETE_BATCH (a call for
+ * all of them, not one each), key by key where the kernel has no batch ops or the batch
+ * failed otherwise. A key not there (-ENOENT) is passed over.
+ */
+static void exits_delete(struct bpf_state *s)
+{
+	int fd = s->fd[VW_BPF_FD_PROCS];
+	bool one_by_one = s->no_batch;
+	size_t i = 0;
+
+	while (i < s->n_gone && !one_by_one) {
+		uint32_t count = (uint32_t)VW_MIN(s->n_gone - i, (size_t)UINT32_MAX);
+		int r = vw_bpf_map_delete_batch(fd, &s->gone[i], &count);
+
+		i += count;
+		if (r == 0)
+			continue;
+		if (r == -ENOENT) {
+			i++;
+			continue;
+		}
+		one_by_one = true;
+		if (r != -EINVAL && r != -EOPNOTSUPP && r != -ENOTSUPP_KERNEL)
+			continue;
+		vw_debug("cpu: bpf: no batch map deletes here, deleting key by key");
+		s->no_batch = true;
+	}
+	for (; i < s->n_gone; i++)
+		(void)vw_bpf_map_delete_elem(fd, &s->gone[i]);
+	s->n_gone = 0;
+}
+
 static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 {
 	struct bpf_state *s = state;
@@ -975,8 +1197,9 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	r = vw_cpu_history_begin(&s->hist, &t);
 	if (r < 0)
 		return r;
-	r = map_for_each(s, t, s->fd[VW_BPF_FD_PROCS], sizeof(uint32_t), sizeof(struct vw_bpf_proc),
-			 add_proc);
+	r = exits_read(s);
+	if (r == 0)
+		r = vw_bpf_exits_emit(&s->exits, t, s->ns_per_tick);
 	if (r == 0)
 		r = read_live(s);
 	if (r == 0)
@@ -990,12 +1213,21 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	}
 	/* Reported below, once: the entries go now (only the map's carry an exit mark). */
 	for (size_t i = 0; i < t->n_procs; i++)
-		if (t->procs[i].exited)
-			(void)vw_bpf_map_delete_elem(s->fd[VW_BPF_FD_PROCS], &t->procs[i].tgid);
-	check_stats(s);
+		if (t->procs[i].exited) {
+			if (vw_array_grow((void **)&s->gone, sizeof(*s->gone), s->n_gone,
+					  &s->cap_gone) == 0)
+				s->gone[s->n_gone++] = t->procs[i].tgid;
+			else /* no room to batch it */
+				(void)vw_bpf_map_delete_elem(s->fd[VW_BPF_FD_PROCS], &t->procs[i].tgid);
+			vw_bpf_exits_forget(&s->exits, t->procs[i].tgid, t->procs[i].start_time,
+					    s->ns_per_tick);
+		}
+	exits_delete(s);
 	hw_check_stats(s);
 	vw_cpu_history_finish(&s->hist, ret);
 	ret->ran_walk_on = s->mark_link >= 0;
+
+	ret->exits_lost = s->stats_seen[VW_BPF_STAT_RING_LOST];
 	ghost_check(s, ret);
 	return hw_attach(s, ret);
 }

@@ -243,7 +243,8 @@ static int hw_fill(struct loader *l, struct cpu_time_bpf *skel)
 }
 
 /* Open and load one variant: the tp_btf programs with task storage, or the raw_tp twins. */
-static int load_variant(struct loader *l, const char *btf_file, bool raw, uint32_t max_procs)
+static int load_variant(struct loader *l, const char *btf_file, bool raw, uint32_t max_procs,
+			uint32_t flags)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, oo, .btf_custom_path = btf_file);
 	struct cpu_time_bpf *skel = cpu_time_bpf__open_opts(&oo);
@@ -270,6 +271,11 @@ static int load_variant(struct loader *l, const char *btf_file, bool raw, uint32
 					     raw ? VW_MIN(max_procs, UINT32_MAX / 4) * 4 : 1);
 	if (r == 0)
 		r = bpf_map__set_max_entries(skel->maps.hw_procs, l->hw_mask ? max_procs : 1);
+	if (r == 0)
+		r = bpf_map__set_max_entries(skel->maps.exits,
+					     flags & VW_CPU_BPF_SMALL_EXIT_RING
+						     ? (uint32_t)sysconf(_SC_PAGESIZE)
+						     : VW_BPF_EXIT_RING_BYTES);
 	if (r == 0)
 		r = cpu_time_bpf__load(skel);
 	if (r == 0)
@@ -425,12 +431,12 @@ static int load(struct loader *l, const struct vw_bpf_load_req *q, bool *ret_raw
 	else if ((r = hw_open(l, q->flags & VW_CPU_BPF_HW_STANDIN)) < 0)
 		return r;
 	raw = !tp || (q->flags & VW_CPU_BPF_RAW_TP);
-	r = load_variant(l, q->btf, raw, q->max_procs);
+	r = load_variant(l, q->btf, raw, q->max_procs, q->flags);
 	if (r < 0 && r != -EPERM && !raw) {
 		say(VW_LOG_INFO, "cpu: bpf: tp_btf programs did not load (%s), trying raw_tp",
 		    strerror(-r));
 		raw = true;
-		r = load_variant(l, q->btf, raw, q->max_procs);
+		r = load_variant(l, q->btf, raw, q->max_procs, q->flags);
 	}
 	if (r < 0) {
 		say(VW_LOG_INFO, "cpu: bpf: load: %s", verdict(r));
@@ -467,6 +473,8 @@ static int loader_fds(const struct loader *l, int fds[VW_BPF_FD__MAX])
 	fds[VW_BPF_FD_ITER_RAN] = l->iter_ran ? bpf_link__fd(l->iter_ran) : fds[VW_BPF_FD_PROCS];
 	fds[VW_BPF_FD_MARK] =
 		l->iter_ran ? bpf_program__fd(l->walk->progs.vw_mark) : fds[VW_BPF_FD_PROCS];
+
+	fds[VW_BPF_FD_EXITS] = bpf_map__fd(l->skel->maps.exits);
 	for (int i = 0; i < sk->prog_cnt; i++) {
 		struct bpf_link *link = *sk->progs[i].link;
 

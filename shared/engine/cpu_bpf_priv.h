@@ -30,6 +30,7 @@ enum {
 	VW_BPF_FD_ITER_RAN,  /* the ran walk's link: see vw_bpf_load_msg.ran */
 	VW_BPF_FD_MARK,      /* the switch program, which marks the threads that ran: loaded, not
 			      * attached (cpu_bpf.c attaches it, vw_bpf_raw_tp_open) */
+	VW_BPF_FD_EXITS,     /* the exits ring (struct vw_bpf_exit_ev), mmapped */
 	VW_BPF_FD_LINKS,                                  /* then the attached programs' links */
 	VW_BPF_FD__MAX = VW_BPF_FD_LINKS + 8,                    /* 8: every program of the skeleton */
 };
@@ -105,6 +106,13 @@ struct vw_cpu_bpf_walk_stats {
 
 /* The bpf accountant's (vw_cpu_bpf) state: its walks so far. */
 int vw_cpu_bpf_walk_stats(void *state, struct vw_cpu_bpf_walk_stats *ret);
+/*
+ * Test only: the exits ring's picture against the per-process map read whole now (the ring
+ * drained first): *only_map, entries of the map the picture lacks (or has with another start
+ * or less dead time), *only_picture the reverse; the first such tgid in *first (0: none).
+ */
+int vw_cpu_bpf_exits_audit(void *state, size_t *only_map, size_t *only_picture, uint32_t *first);
+
 /* Whether the last walk wrote a record of tgid (every process, after a full walk). */
 bool vw_cpu_bpf_walked(void *state, uint32_t tgid);
 /* Test only, with VW_CPU_BPF_RAN_AUTO: the decision's costs (cpu_ranwalk.h), so that a test

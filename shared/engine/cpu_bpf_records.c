@@ -3,7 +3,7 @@
  * The bpf accountant's record reader (cpu_bpf_records.h). At open the seed iterator gives every
  * older thread's runtime: summed per process, the bases subtracted from what later reads find,
  * so values count from open. A read takes the per-process map (time of exited threads, exit
- * marks), then the live records (every live thread's runtime, as the scheduler counts it). The
+ * marks: the picture of it the exits ring's events keep, vw_bpf_exits_*), then the live records (every live thread's runtime, as the scheduler counts it). The
  * live pass can only miss what moved into the map meanwhile, never count it twice: a read can
  * be a slice short, and the history layer holds the value until the next read catches up.
  * The live records may come from the live set (vw_bpf_live_*: the full walk's records, updated
@@ -463,4 +463,268 @@ void vw_bpf_live_free(struct vw_bpf_live *c)
 {
 	free(c->v);
 	*c = (struct vw_bpf_live){ 0 };
+}
+
+/* ---- the exits ring's picture of the per-process map ---- */
+
+struct vw_bpf_exit_ent {
+	uint32_t tgid;
+	uint32_t gone; /* forgotten: dropped at the next exits_order() */
+	struct vw_bpf_proc v;
+};
+
+struct vw_bpf_exit_tomb {
+	uint32_t tgid;
+	uint32_t gen; /* the drain it was forgotten before */
+	uint64_t start_ns;
+};
+
+#define TOMB_DRAINS 2u /* drains a tombstone outlives */
+
+static int exits_reserve(struct vw_bpf_exit_ent **v, size_t *cap, size_t n)
+{
+	struct vw_bpf_exit_ent *p;
+	size_t c;
+
+	if (n <= *cap)
+		return 0;
+	c = n + n / 2 + 16;
+	p = reallocarray(*v, c, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	*v = p;
+	*cap = c;
+	return 0;
+}
+
+/* By tgid, then dead time: a process's events folded oldest first (the sort may not be stable). */
+static int cmp_ev(const void *a, const void *b)
+{
+	const struct vw_bpf_exit_ev *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	return x->dead_ns < y->dead_ns ? -1 : x->dead_ns > y->dead_ns;
+}
+
+static int cmp_tomb(const void *a, const void *b)
+{
+	const struct vw_bpf_exit_tomb *x = a, *y = b;
+
+	if (x->tgid != y->tgid)
+		return x->tgid < y->tgid ? -1 : 1;
+	return x->start_ns < y->start_ns ? -1 : x->start_ns > y->start_ns;
+}
+
+/* The exits of the last two reads, sorted once a drain (appended in table order: a merge). */
+static void tombs_order(struct vw_bpf_exits *x)
+{
+	if (x->tomb_unsorted)
+		vw_sort_runs(x->tomb, x->n_tomb, sizeof(*x->tomb), cmp_tomb);
+	x->tomb_unsorted = false;
+}
+
+static bool tombstoned(const struct vw_bpf_exits *x, uint32_t tgid, uint64_t start_ns)
+{
+	struct vw_bpf_exit_tomb key = { .tgid = tgid, .start_ns = start_ns };
+
+	return x->n_tomb && bsearch(&key, x->tomb, x->n_tomb, sizeof(key), cmp_tomb);
+}
+
+static void ev_to_proc(struct vw_bpf_proc *p, const struct vw_bpf_exit_ev *e)
+{
+	*p = (struct vw_bpf_proc){ .dead_ns = e->dead_ns, .cgroup_id = e->cgroup_id,
+				   .start_ns = e->start_ns };
+	memcpy(p->comm, e->comm, sizeof(p->comm));
+	p->exited = !!(e->flags & VW_BPF_EXIT_EXITED);
+	p->group_dead = !!(e->flags & VW_BPF_EXIT_GROUP_DEAD);
+	p->flags = e->flags & VW_BPF_EXIT_KTHREAD ? VW_BPF_PROC_KTHREAD : 0;
+}
+
+/* Event e folded into entry *p of the same process: the newest copy's fields (the largest
+ * dead_ns; on a tie the later event), the flags that were ever set. */
+static void ev_fold(struct vw_bpf_proc *p, const struct vw_bpf_exit_ev *e)
+{
+	struct vw_bpf_proc n;
+
+	ev_to_proc(&n, e);
+	n.exited |= p->exited;
+	n.group_dead |= p->group_dead;
+	n.flags |= p->flags;
+	if (e->dead_ns < p->dead_ns) {
+		p->exited = n.exited;
+		p->group_dead = n.group_dead;
+		p->flags = n.flags;
+		return;
+	}
+	*p = n;
+}
+
+static int cmp_ent(const void *a, const void *b)
+{
+	const struct vw_bpf_exit_ent *x = a, *y = b;
+
+	return x->tgid < y->tgid ? -1 : x->tgid > y->tgid;
+}
+
+/* Sorted again after puts (a map's keys come in hash order), forgotten entries dropped. */
+static void exits_order(struct vw_bpf_exits *x)
+{
+	size_t k = 0;
+
+	if (x->unsorted)
+		qsort(x->v, x->n, sizeof(*x->v), cmp_ent);
+	x->unsorted = false;
+	if (!x->n_gone)
+		return;
+	for (size_t i = 0; i < x->n; i++)
+		if (!x->v[i].gone)
+			x->v[k++] = x->v[i];
+	x->n = k;
+	x->n_gone = 0;
+}
+
+int vw_bpf_exits_apply(struct vw_bpf_exits *x, void *buf, size_t len)
+{
+	struct vw_bpf_exit_ev *ev = buf;
+	size_t n = len / sizeof(*ev), i = 0, j = 0, k = 0, keep = 0, swap;
+	struct vw_bpf_exit_ent *o;
+	int r;
+
+	if (len % sizeof(*ev))
+		return -EBADMSG;
+	x->gen++;
+	for (size_t t = 0; t < x->n_tomb; t++)
+		if (x->gen - x->tomb[t].gen <= TOMB_DRAINS)
+			x->tomb[keep++] = x->tomb[t];
+	x->n_tomb = keep;
+	tombs_order(x);
+	exits_order(x);
+	if (!n)
+		return 0;
+	r = exits_reserve(&x->tmp, &x->cap_tmp, x->n + n);
+	if (r < 0)
+		return r;
+	vw_sort_runs(ev, n, sizeof(*ev), cmp_ev);
+	while (i < x->n || j < n) {
+
+		if (j == n || (i < x->n && x->v[i].tgid < ev[j].tgid)) {
+			x->tmp[k++] = x->v[i++];
+			continue;
+		}
+		o = &x->tmp[k];
+		if (i < x->n && x->v[i].tgid == ev[j].tgid)
+			*o = x->v[i++];
+		else
+			o->tgid = 0; /* none yet */
+		for (uint32_t tgid = ev[j].tgid; j < n && ev[j].tgid == tgid; j++) {
+			if (tombstoned(x, tgid, ev[j].start_ns))
+				continue;
+			if (o->tgid && o->v.start_ns == ev[j].start_ns) {
+				ev_fold(&o->v, &ev[j]);
+				continue;
+			}
+			/* The first of this process, or of a new one (the old one's entry went
+			 * with its report: only user space deletes, and forgets then). */
+			o->tgid = tgid;
+			o->gone = 0;
+			ev_to_proc(&o->v, &ev[j]);
+		}
+		if (o->tgid)
+			k++;
+	}
+	o = x->v, x->v = x->tmp, x->tmp = o;
+	swap = x->cap, x->cap = x->cap_tmp, x->cap_tmp = swap;
+	x->n = k;
+	return 0;
+}
+
+void vw_bpf_exits_reset(struct vw_bpf_exits *x)
+{
+	x->n = 0;
+	x->n_gone = 0;
+	x->unsorted = false;
+}
+
+int vw_bpf_exits_put(struct vw_bpf_exits *x, const void *key, const void *val)
+{
+	struct vw_bpf_exit_ent e = { 0 };
+	int r;
+
+	memcpy(&e.tgid, key, sizeof(e.tgid));
+	memcpy(&e.v, val, sizeof(e.v));
+	tombs_order(x);
+	if (tombstoned(x, e.tgid, e.v.start_ns))
+		return 0;
+	r = exits_reserve(&x->v, &x->cap, x->n + 1);
+	if (r < 0)
+		return r;
+	if (x->n && x->v[x->n - 1].tgid >= e.tgid)
+		x->unsorted = true;
+	x->v[x->n++] = e;
+	return 0;
+}
+
+int vw_bpf_exits_emit(struct vw_bpf_exits *x, struct vw_cpu_table *t, uint64_t ns_per_tick)
+{
+	exits_order(x);
+	for (size_t i = 0; i < x->n; i++) {
+		int r = vw_bpf_rec_add_proc(t, &x->v[i].tgid, &x->v[i].v, ns_per_tick);
+
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+void vw_bpf_exits_forget(struct vw_bpf_exits *x, uint32_t tgid, uint64_t start_time,
+			 uint64_t ns_per_tick)
+{
+	struct vw_bpf_exit_ent key = { .tgid = tgid }, *at;
+	struct vw_bpf_exit_tomb *tb;
+
+	if (x->unsorted)
+		exits_order(x);
+	at = x->n ? bsearch(&key, x->v, x->n, sizeof(key), cmp_ent) : NULL;
+	if (!at || at->gone || ticks(at->v.start_ns, ns_per_tick) != start_time)
+		return;
+	if (x->n_tomb == x->cap_tomb) {
+		size_t c = x->cap_tomb ? 2 * x->cap_tomb : 64;
+
+		tb = reallocarray(x->tomb, c, sizeof(*tb));
+		if (tb) {
+			x->tomb = tb;
+			x->cap_tomb = c;
+		}
+	}
+	if (x->n_tomb < x->cap_tomb) { /* else a late event may bring it back: as before the ring */
+		x->tomb[x->n_tomb++] = (struct vw_bpf_exit_tomb){ .tgid = tgid, .gen = x->gen,
+								 .start_ns = at->v.start_ns };
+		x->tomb_unsorted = true;
+	}
+	at->gone = 1; /* dropped at the next order: no move per exit */
+	x->n_gone++;
+}
+
+const void *vw_bpf_exits_find(struct vw_bpf_exits *x, uint32_t tgid)
+{
+	struct vw_bpf_exit_ent key = { .tgid = tgid }, *at;
+
+	exits_order(x);
+	at = x->n ? bsearch(&key, x->v, x->n, sizeof(key), cmp_ent) : NULL;
+	return at ? &at->v : NULL;
+}
+
+uint32_t vw_bpf_exits_tgid_at(struct vw_bpf_exits *x, size_t i)
+{
+	exits_order(x);
+	return i < x->n ? x->v[i].tgid : 0;
+}
+
+void vw_bpf_exits_free(struct vw_bpf_exits *x)
+{
+	free(x->v);
+	free(x->tmp);
+	free(x->tomb);
+	*x = (struct vw_bpf_exits){ 0 };
 }

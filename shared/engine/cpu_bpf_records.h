@@ -5,12 +5,14 @@
  * from the bpf(2) calls (cpu_bpf.c) so that they are fuzzed (tests/fuzz/fuzz_bpfrec.c) and
  * built where BPF is not. Not for the daemon.
  *
- * A read: each per-process map entry through vw_bpf_rec_add_proc(), then the live records
+ * A read: each per-process map entry (vw_bpf_exits_emit(): as the exits ring told it) through
+ * vw_bpf_rec_add_proc(), then the live records
  * through vw_bpf_rec_finish(): the table is then sorted by (tgid, start time), one entry a
  * process, every value counted from open (the bases subtracted).
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -78,3 +80,48 @@ int vw_bpf_live_set(struct vw_bpf_live *c, void *recs, size_t len);
  */
 int vw_bpf_live_update(struct vw_bpf_live *c, void *recs, size_t len);
 void vw_bpf_live_free(struct vw_bpf_live *c);
+
+/*
+ * The per-process map as the exits ring told it (bpf/cpu_time.h, struct vw_bpf_exit_ev): one
+ * entry a tgid, sorted, each the map's entry as its newest event left it (the largest dead_ns
+ * of its events, its flags or'ed). Events of a process reported exited (forgotten here) that
+ * come after it, from the last two drains, are dropped by a note of it (tombstones): a second
+ * free that saw the group done, a free racing the ghost check's delete.
+ */
+struct vw_bpf_exit_ent;
+struct vw_bpf_exit_tomb;
+
+struct vw_bpf_exits {
+	struct vw_bpf_exit_ent *v;
+	size_t n, cap, n_gone;
+	bool unsorted; /* puts since the last sort */
+	struct vw_bpf_exit_ent *tmp; /* the merge's */
+	size_t cap_tmp;
+	struct vw_bpf_exit_tomb *tomb;
+	size_t n_tomb, cap_tomb;
+	bool tomb_unsorted;
+	uint32_t gen; /* drains so far */
+};
+
+/* A drain's events, len bytes of struct vw_bpf_exit_ev in ring order (sorted here, in place).
+ * -EBADMSG when len is not whole events, -ENOMEM (the set unchanged). */
+int vw_bpf_exits_apply(struct vw_bpf_exits *x, void *evs, size_t len);
+
+/* The whole map read instead (a lost event): every entry (key: the tgid, 4 bytes; val: a
+ * struct vw_bpf_proc) through vw_bpf_exits_put() after a vw_bpf_exits_reset(). */
+void vw_bpf_exits_reset(struct vw_bpf_exits *x);
+int vw_bpf_exits_put(struct vw_bpf_exits *x, const void *key, const void *val);
+
+/* Every entry through vw_bpf_rec_add_proc(), in tgid order; -ENOMEM. */
+int vw_bpf_exits_emit(struct vw_bpf_exits *x, struct vw_cpu_table *t, uint64_t ns_per_tick);
+
+/* A process reported exited (or found gone): its entry goes if it is the one of that start
+ * time (ticks), and its later events are dropped. */
+void vw_bpf_exits_forget(struct vw_bpf_exits *x, uint32_t tgid, uint64_t start_time,
+			 uint64_t ns_per_tick);
+void vw_bpf_exits_free(struct vw_bpf_exits *x);
+
+/* Test only: the entry of tgid (key and struct vw_bpf_proc) or NULL; the i-th entry's tgid in
+ * order, or 0 past the end. */
+const void *vw_bpf_exits_find(struct vw_bpf_exits *x, uint32_t tgid);
+uint32_t vw_bpf_exits_tgid_at(struct vw_bpf_exits *x, size_t i);

@@ -35,6 +35,7 @@ enum {
 	F_POD_J, F_POD_W, F_POD_IDLE_J,
 	F_VM_J, F_VM_W, F_VM_IDLE_J, F_VM_IDLE_W,
 	F_UNATTR, F_UNCONT, F_METHOD, F_FALLBACK, F_GHOSTS, F_ENDED, F_RANWALK,
+	F_EXITS_LOST,
 };
 
 /* Kepler's per-level families: the same three, their help naming the level. */
@@ -102,6 +103,12 @@ const struct vw_metric_family vw_workload_families[] = {
 			"clearly outnumber context switches), 0 while every read walks every task "
 			"(and for procfs)",
 			NULL, l_method },
+
+	[F_EXITS_LOST] = { "virtwatt_cpu_accounting_exit_events_lost_total", VW_METRIC_COUNTER,
+			   "Exit events the bpf CPU accountant's ring had no room for; each time "
+			   "the next read took its whole per-process map instead, so no CPU time "
+			   "was lost (bpf; 0 for procfs)",
+			   NULL, l_method },
 };
 const struct vw_family_table vw_workload_family_table = {
 	"shared/engine/workload_metrics.c: vw_workloads_render()", "virtwatt-host, virtwatt-guest",
@@ -645,6 +652,12 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 		r = vw_prom_family(pw, &vw_workload_families[F_RANWALK]);
 	if (r == 0)
 		r = vw_prom_gauge(pw, v, w->ran_walk_on);
+	if (r == 0)
+		r = vw_prom_family_end(pw);
+	if (r == 0)
+		r = vw_prom_family(pw, &vw_workload_families[F_EXITS_LOST]);
+	if (r == 0)
+		r = vw_prom_counter(pw, v, w->exits_lost);
 	if (r == 0)
 		r = vw_prom_family_end(pw);
 	if (r == 0 && w->o.processes)

@@ -432,6 +432,8 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 	w->hw_available = snap->counters ? snap->hw_available : 0;
 	w->ghosts = VW_MAX(w->ghosts, snap->ghosts);
 	w->ran_walk_on = snap->ran_walk_on;
+
+	w->exits_lost = VW_MAX(w->exits_lost, snap->exits_lost);
 	for (size_t i = 0; i < snap->n_procs; i++) {
 		const struct vw_proc_cpu *s = &snap->procs[i];
 		struct wl_proc *p = lookup_live_next(w, s->tgid, sorted, &at);

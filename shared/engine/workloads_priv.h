@@ -145,6 +145,8 @@ struct vw_workloads {
 	unsigned hw_available; /* of the last snapshot */
 	uint64_t ghosts;       /* the accountant's ghost check's count (vw_cpu_snapshot.ghosts) */
 	bool ran_walk_on;      /* the last snapshot's vw_cpu_snapshot.ran_walk_on */
+
+	uint64_t exits_lost;   /* vw_cpu_snapshot.exits_lost */
 	uint64_t evictions[VW_TABLE__COUNT]; /* process, container, pod, vm (workload_retention.c) */
 	struct vw_wl_retention *retention;   /* its scratch, kept between publications */
 	/* GPU energy (workload_gpu.c): whether any came, where it went (cumulative µJ). */

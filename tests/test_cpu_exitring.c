@@ -1,0 +1,416 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The bpf accountant's exits ring (bpf/cpu_time.bpf.c, struct vw_bpf_exit_ev) against the real
+ * kernel, as root: a read takes what exited from the ring's events, not from a read of the
+ * whole per-process map. Asserted: a mass exit of 2,000 processes (tp_btf) and of 500 (the
+ * raw_tp twins) is reported exited once each with its exact runtime and its kind from the exit
+ * (no ghost), no event lost; threads that exit in a live process add their time to it, read
+ * after read, exact once the process sleeps; a ring of one page (VW_CPU_BPF_SMALL_EXIT_RING)
+ * forced full is counted (vw_cpu_snapshot.exits_lost) and the read that finds it takes the
+ * whole map: every exit still reported once, exact, nothing lost or invented; the picture the
+ * ring's events keep equals the map read whole, read after read, with the machine's own exits.
+ */
+#include "vw_test.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cpu_account.h"
+#include "cpu_account_priv.h"
+#include "cpu_bpf_priv.h"
+#include "fileio.h"
+#include "fixture.h"
+#include "log.h"
+#include "macro.h"
+
+static int procfd = -1, sysfd = -1;
+static struct vw_cpu_accountant acc;
+static pid_t kid_pid;
+
+static const struct vw_proc_cpu *find_proc(const struct vw_cpu_snapshot *s, pid_t pid)
+{
+	const struct vw_proc_cpu *hit = NULL;
+
+	for (size_t i = 0; i < s->n_procs; i++) {
+		if (s->procs[i].tgid != (uint32_t)pid)
+			continue;
+		assert_null(hit); /* one entry per process */
+		hit = &s->procs[i];
+	}
+	return hit;
+}
+
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+static void read_ok(struct vw_cpu_snapshot *snap)
+{
+	assert_int_equal(acc.ops->read(acc.state, snap), 0);
+}
+
+static void open_bpf(uint32_t flags)
+{
+	struct vw_cpu_env env = { .procfs_fd = procfd, .sysfs_fd = sysfd, .flags = flags };
+
+	REQUIRE(VW_HAVE_BPF, "built without BPF (-Dbpf)");
+	REQUIRE(geteuid() == 0, "BPF needs root");
+	assert_int_equal(vw_cpu_accountant_open(&env, "bpf", &acc), 0);
+}
+
+/* A schedstat file's first field: the task's se.sum_exec_runtime. */
+static int schedstat_ns(const char *path, uint64_t *ret)
+{
+	char buf[128];
+	int r = vw_read_file_at(procfd, path, buf, sizeof(buf), NULL);
+
+	if (r < 0)
+		return r;
+	buf[strcspn(buf, " ")] = '\0';
+	return vw_parse_u64(buf, ret);
+}
+
+/* The kernel's runtime of a process's live threads. */
+static uint64_t proc_runtime(pid_t pid)
+{
+	char path[300];
+	uint64_t sum = 0;
+	struct dirent *e;
+	DIR *d;
+	int fd;
+
+	snprintf(path, sizeof(path), "%d/task", (int)pid);
+	fd = openat(procfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	d = fdopendir(fd);
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		uint64_t v = 0;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%d/task/%s/schedstat", (int)pid, e->d_name);
+		if (schedstat_ns(path, &v) == 0)
+			sum += v;
+	}
+	closedir(d);
+	return sum;
+}
+
+struct mass_kid {
+	int32_t pid;
+	int32_t pad;
+	uint64_t ns; /* its own schedstat just before _exit */
+};
+
+static int cmp_kid(const void *a, const void *b)
+{
+	const struct mass_kid *x = a, *y = b;
+
+	return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+#define MASS_MAX 2000
+
+/*
+ * n short processes, each reaped by the test (reads every read_every forks, 0: none, while
+ * they come and go), then reads until the frees are in: each one reported exited exactly once,
+ * with at least the runtime it read of itself just before it exited and at most 5 ms more
+ * (its exit path), its kind known from the exit (the ghost check's catches have none). The
+ * events lost meanwhile, returned.
+ */
+static uint64_t mass_exit(int n, int read_every)
+{
+	static struct mass_kid k[MASS_MAX];
+	static unsigned reported[MASS_MAX];
+	struct vw_cpu_snapshot snap;
+	uint64_t lost0;
+	int p[2];
+
+	assert_true(n <= MASS_MAX);
+	memset(reported, 0, sizeof(reported));
+	read_ok(&snap);
+	lost0 = snap.exits_lost;
+	assert_int_equal(pipe(p), 0);
+	for (int i = 0; i < n; i++) {
+		pid_t pid = fork();
+
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			struct mass_kid me = { .pid = getpid() };
+
+			close(p[0]);
+			vw_fixture_spin(0.0002);
+			if (schedstat_ns("self/schedstat", &me.ns) < 0 ||
+			    write(p[1], &me, sizeof(me)) != sizeof(me))
+				_exit(1);
+			_exit(0);
+		}
+		if (read_every && i % read_every == read_every - 1)
+			read_ok(&snap);
+	}
+	close(p[1]);
+	for (int i = 0; i < n; i++) {
+		int st;
+
+		assert_true(wait(&st) > 0);
+		assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	}
+	for (int i = 0; i < n; i++)
+		assert_int_equal(read(p[0], &k[i], sizeof(k[i])), sizeof(k[i]));
+	close(p[0]);
+	qsort(k, (size_t)n, sizeof(*k), cmp_kid);
+	for (int r = 0; r < 4; r++) {
+		sleep_ms(150); /* the frees come after an RCU grace period */
+		read_ok(&snap);
+		for (size_t i = 0; i < snap.n_procs; i++) {
+			const struct vw_proc_cpu *q = &snap.procs[i];
+			struct mass_kid key = { .pid = (int32_t)q->tgid }, *m;
+
+			m = bsearch(&key, k, (size_t)n, sizeof(*k), cmp_kid);
+			if (!m)
+				continue;
+			assert_true(q->exited || r < 3); /* none alive once the frees are in */
+			if (!q->exited)
+				continue;
+			reported[m - k]++;
+			assert_int_not_equal(q->kind, VW_PROC_KIND_UNKNOWN);
+			if (q->cpu_ns < m->ns || q->cpu_ns > m->ns + 5 * VW_NSEC_PER_MSEC)
+				fail_msg("pid %d: %llu ns reported, %llu ns read before its exit", m->pid,
+					 (unsigned long long)q->cpu_ns, (unsigned long long)m->ns);
+		}
+	}
+	for (int i = 0; i < n; i++)
+		if (reported[i] != 1)
+			fail_msg("pid %d reported exited %u times", k[i].pid, reported[i]);
+	print_message("# %d processes, each reported exited once, exact; exit events lost: %llu\n",
+		      n, (unsigned long long)(snap.exits_lost - lost0));
+	return snap.exits_lost - lost0;
+}
+
+/* 2,000 processes with reads every 256 forks, as the daemon's during a storm: nothing lost. */
+static void test_exit_mass(void **state)
+{
+	(void)state;
+	open_bpf(0);
+	assert_int_equal(mass_exit(MASS_MAX, 256), 0);
+}
+
+/* The raw_tp twins (LRU hash of threads, probe reads) feed the same ring. */
+static void test_exit_mass_raw(void **state)
+{
+	(void)state;
+	open_bpf(VW_CPU_BPF_RAW_TP);
+	assert_int_equal(mass_exit(500, 128), 0);
+}
+
+/*
+ * A ring of one page (73 events): 300 processes with no read between them fill it many times
+ * over. The read that follows counts the lost events and takes the whole map instead: every
+ * process still reported exited once, with its exact runtime.
+ */
+static void test_exit_ring_full(void **state)
+{
+	(void)state;
+	open_bpf(VW_CPU_BPF_SMALL_EXIT_RING);
+	assert_true(mass_exit(300, 0) > 0);
+}
+
+/* ---- threads that exit in a live process ---- */
+
+static int thr_pipe = -1;
+
+static void *short_thread(void *arg)
+{
+	uint64_t ns = 0;
+
+	(void)arg;
+	vw_fixture_spin(0.01);
+	if (schedstat_ns("thread-self/schedstat", &ns) < 0 || write(thr_pipe, &ns, sizeof(ns)) != sizeof(ns))
+		_exit(1);
+	return NULL;
+}
+
+/*
+ * A process whose threads come and go between reads: its value at each read is at least its
+ * live threads' runtime plus what each thread that exited read of itself just before, at most
+ * 5 ms more a thread; once asleep, the same value read after read (the ring's events say
+ * nothing new, the picture of the map keeps it), and it is never reported exited.
+ */
+#define THREADS 6
+
+static void test_exit_threads(void **state)
+{
+	struct vw_cpu_snapshot snap;
+	uint64_t gone = 0, lost0, last = 0;
+	int go[2], done[2];
+	char c;
+
+	(void)state;
+	open_bpf(0);
+	read_ok(&snap);
+	lost0 = snap.exits_lost;
+	assert_int_equal(pipe(go), 0);
+	assert_int_equal(pipe(done), 0);
+	kid_pid = fork();
+	assert_true(kid_pid >= 0);
+	if (kid_pid == 0) {
+		close(go[1]);
+		close(done[0]);
+		thr_pipe = done[1];
+		while (read(go[0], &c, 1) == 1) {
+			pthread_t t;
+
+			if (pthread_create(&t, NULL, short_thread, NULL) != 0 ||
+			    pthread_join(t, NULL) != 0)
+				_exit(1);
+		}
+		_exit(0);
+	}
+	close(go[0]);
+	close(done[1]);
+	for (int i = 0; i < THREADS; i++) {
+		const struct vw_proc_cpu *p;
+		uint64_t ns, live;
+
+		assert_int_equal(write(go[1], "x", 1), 1);
+		assert_int_equal(read(done[0], &ns, sizeof(ns)), sizeof(ns));
+		gone += ns;
+		sleep_ms(100); /* joined, then freed after an RCU grace period */
+		read_ok(&snap);
+		live = proc_runtime(kid_pid);
+		assert_non_null(p = find_proc(&snap, kid_pid));
+		assert_false(p->exited);
+		print_message("# read %d: %llu ns reported, live %llu + exited threads %llu\n", i,
+			      (unsigned long long)p->cpu_ns, (unsigned long long)live,
+			      (unsigned long long)gone);
+		if (p->cpu_ns < live + gone || p->cpu_ns > live + gone + (i + 1) * 5 * VW_NSEC_PER_MSEC)
+			fail_msg("read %d: %llu ns reported, live %llu + exited threads %llu", i,
+				 (unsigned long long)p->cpu_ns, (unsigned long long)live,
+				 (unsigned long long)gone);
+		assert_true(p->cpu_ns >= last);
+		last = p->cpu_ns;
+	}
+	for (int i = 0; i < 3; i++) { /* asleep: nothing new, the same value */
+		const struct vw_proc_cpu *p;
+
+		sleep_ms(30);
+		read_ok(&snap);
+		assert_non_null(p = find_proc(&snap, kid_pid));
+		assert_false(p->exited);
+		assert_int_equal(p->cpu_ns, last);
+	}
+	assert_int_equal(snap.exits_lost, lost0);
+	close(go[1]);
+	close(done[0]);
+}
+
+/*
+ * The picture the ring keeps is the map: for 4 s of the machine's own exits and ours (short
+ * processes, threads), after every read the map read whole holds no entry the picture lacks
+ * (or has behind) for longer than the instant an event takes to land (looked at twice), and
+ * the picture none the map lacks.
+ */
+static void *spin_thread(void *arg)
+{
+	(void)arg;
+	vw_fixture_spin(0.001);
+	return NULL;
+}
+
+static void test_exit_picture_is_map(void **state)
+{
+	struct vw_cpu_snapshot snap;
+	size_t reads = 0, races = 0;
+
+	(void)state;
+	open_bpf(0);
+	for (int i = 0; i < 40; i++) {
+		size_t only_map, only_pic;
+		uint32_t first, first2;
+		pid_t pid = fork();
+
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			pthread_t t;
+
+			if (pthread_create(&t, NULL, spin_thread, NULL) == 0)
+				pthread_join(t, NULL);
+			_exit(0);
+		}
+		assert_int_equal(waitpid(pid, NULL, 0), pid);
+		sleep_ms(100);
+		read_ok(&snap);
+		reads++;
+		assert_int_equal(vw_cpu_bpf_exits_audit(acc.state, &only_map, &only_pic, &first), 0);
+		assert_int_equal(only_pic, 0);
+		if (!only_map)
+			continue;
+		races++;
+		sleep_ms(20);
+		assert_int_equal(vw_cpu_bpf_exits_audit(acc.state, &only_map, &only_pic, &first2), 0);
+		if (only_map && first2 == first)
+			fail_msg("read %d: tgid %u in the map, not (or behind) in the picture", i, first);
+	}
+	print_message("# %zu reads, the picture the map's after each (%zu raced an event)\n", reads,
+		      races);
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	if (kid_pid > 0) {
+		kill(kid_pid, SIGKILL);
+		(void)waitpid(kid_pid, NULL, 0);
+	}
+	kid_pid = 0;
+	vw_cpu_accountant_close(&acc);
+	return 0;
+}
+
+static int group_setup(void **state)
+{
+	(void)state;
+	if (getenv("VW_TEST_DEBUG"))
+		vw_log_set_level(VW_LOG_DEBUG);
+	procfd = vw_root_open("/proc");
+	sysfd = vw_root_open("/sys");
+	return procfd >= 0 && sysfd >= 0 ? 0 : -1;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	vw_closep(&procfd);
+	vw_closep(&sysfd);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_exit_mass, teardown),
+		cmocka_unit_test_teardown(test_exit_mass_raw, teardown),
+		cmocka_unit_test_teardown(test_exit_ring_full, teardown),
+		cmocka_unit_test_teardown(test_exit_threads, teardown),
+		cmocka_unit_test_teardown(test_exit_picture_is_map, teardown),
+	};
+
+	if (getenv("VW_TEST_FILTER"))
+		cmocka_set_test_filter(getenv("VW_TEST_FILTER"));
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
