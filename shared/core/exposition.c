@@ -119,8 +119,8 @@ static const char *snapshot_gzip(struct vw_exposition *x, struct vw_snapshot *s,
 
 	pthread_mutex_lock(&s->gz_lock);
 	if (!s->gz[om] && !s->gz_failed[om]) {
-		int r = vw_gzip(om ? s->om : s->text, om ? s->om_len : s->text_len, &s->gz[om],
-				&s->gz_len[om]);
+		int r = vw_gzip_level(om ? s->om : s->text, om ? s->om_len : s->text_len,
+				      VW_EXPOSITION_GZIP_LEVEL, &s->gz[om], &s->gz_len[om]);
 
 		s->gz_failed[om] = r < 0;
 		if (r == 0)

@@ -46,6 +46,12 @@ uint64_t vw_exposition_served(struct vw_exposition *x);
  * without OpenMetrics (or whose derivation failed) gives the text. -EAGAIN before the first.
  */
 int vw_exposition_copy(struct vw_exposition *x, int om, char **ret, size_t *ret_len);
+/*
+ * The zlib level of the gzip a scrape gets: the fastest. A 48 KB exposition (1,000 processes)
+ * takes 1.3 M instructions at 1 and 3.0 M at zlib's default 6 (callgrind, 2026-11-28), for a
+ * body of 7.3 KB instead of 6.4 KB: Prometheus asks every scrape for gzip.
+ */
+#define VW_EXPOSITION_GZIP_LEVEL 1
 /* gzip renderings made so far (each snapshot's text or OpenMetrics is compressed at most once,
  * by the first scrape that accepts gzip). */
 uint64_t vw_exposition_compressions(struct vw_exposition *x);
