@@ -65,7 +65,7 @@ struct vw_prom_writer {
 	 * its header and its samples begin; what its OpenMetrics header may add at most; the most
 	 * ever held back. */
 	bool keep_layout;
-	bool layout_failed; /* no memory for an entry: no layout */
+	bool layout_failed; /* a family rolled back, or no memory for an entry: no layout */
 	struct vw_prom_layout *layout;
 	size_t held_max;
 };
@@ -549,6 +549,7 @@ static int family_settle(struct vw_prom_writer *w)
 	if (!w->fam_err)
 		return 0;
 	w->len = w->mark;
+	w->layout_failed = true; /* an OpenMetrics writer may have kept it */
 	if (w->drop_oversize)
 		note_dropped(w);
 	return family_error(w);
