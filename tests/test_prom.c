@@ -1242,28 +1242,29 @@ static void test_derive_every_cap(void **state)
 	size_t derived = 0, refused = 0;
 
 	(void)state;
-	for (int shape = 0; shape < SHAPE__COUNT; shape++)
-	for (size_t h = 0; h < ARRAY_SIZE(holds); h++) {
+	for (size_t k = 0; k < SHAPE__COUNT * ARRAY_SIZE(holds); k++) {
+		enum shape shape = (enum shape)(k / ARRAY_SIZE(holds));
+		size_t hold = holds[k % ARRAY_SIZE(holds)];
 		size_t full_len, text_full_len;
-		_cleanup_free_ char *full = render_mixed(VW_PROM_OPENMETRICS_1_0_0, shape, 0, holds[h],
+		_cleanup_free_ char *full = render_mixed(VW_PROM_OPENMETRICS_1_0_0, shape, 0, hold,
 							 NULL, &full_len);
-		_cleanup_free_ char *text_full = render_mixed(VW_PROM_TEXT_0_0_4, shape, 0, holds[h],
+		_cleanup_free_ char *text_full = render_mixed(VW_PROM_TEXT_0_0_4, shape, 0, hold,
 							      NULL, &text_full_len);
 
 		for (size_t max = 0; max <= full_len + 400; max = max ? max + 1 : 6) {
 			struct vw_prom_layout *l = NULL;
 			size_t text_len, om_len, d_len;
 			_cleanup_free_ char *text = render_mixed(VW_PROM_TEXT_0_0_4, shape, max,
-								 holds[h], &l, &text_len);
+								 hold, &l, &text_len);
 			_cleanup_free_ char *om = render_mixed(VW_PROM_OPENMETRICS_1_0_0, shape, max,
-							       holds[h], NULL, &om_len);
+							       hold, NULL, &om_len);
 			_cleanup_free_ char *d = NULL;
 
 			if (!l) {
 				refused++;
-				if (max == 0 || max >= VW_MAX(full_len, text_full_len) + 200 + holds[h])
+				if (max == 0 || max >= VW_MAX(full_len, text_full_len) + 200 + hold)
 					fail_msg("shape %d: no layout at max %zu (hold %zu)", shape, max,
-						 holds[h]);
+						 hold);
 				continue;
 			}
 			derived++;
@@ -1271,7 +1272,7 @@ static void test_derive_every_cap(void **state)
 			vw_prom_layout_free(l);
 			if (d_len != om_len || strcmp(d, om) != 0)
 				fail_msg("shape %d max %zu hold %zu: derived\n%s\nrendered\n%s", shape,
-					 max, holds[h], d, om);
+					 max, hold, d, om);
 		}
 	}
 	print_message("# %zu caps derived, %zu refused (a second render)\n", derived, refused);

@@ -13,9 +13,9 @@ struct vw_prom_layout;
 
 /*
  * The last rendered exposition: text 0.0.4, and OpenMetrics 1.0.0 while a scraper asks for it
- * (rendered, or derived from the text by the first request for it); thread-safe. Snapshots are reference-counted: a scrape takes a reference under the mutex and
- * sends that snapshot whole, however many publishes happen meanwhile; the old one is freed when
- * its last scrape is done.
+ * (rendered, or derived from the text by the first request for it); thread-safe. Snapshots are
+ * reference-counted: a scrape takes a reference under the mutex and sends that snapshot whole,
+ * however many publishes happen meanwhile; the old one is freed when its last scrape is done.
  */
 struct vw_exposition;
 

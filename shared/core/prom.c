@@ -820,7 +820,8 @@ struct vw_prom_layout *vw_prom_writer_take_layout(struct vw_prom_writer *w)
 	 * may leave out more where its longer headers and "# EOF" run past the cap: the derived
 	 * rendering would not be its. Its length at any point is at most the text's final one
 	 * plus every extra, and it holds back at most what the text one did. */
-	if (w->layout_failed || w->ndropped || l->om_extra > w->limit || text_len > w->limit - l->om_extra ||
+	if (w->layout_failed || w->ndropped || l->om_extra > w->limit ||
+	    text_len > w->limit - l->om_extra ||
 	    w->limit - l->om_extra - text_len < strlen(EOF_TRAILER) + w->held_max) {
 		vw_prom_layout_free(l);
 		return NULL;
@@ -860,7 +861,7 @@ int vw_prom_openmetrics_derive(const struct vw_prom_layout *l, const char *text,
 			break;
 		}
 		if (lf->start == end)
-			continue; /* rolled back: nothing of it in the text */
+			continue; /* rolled back (no layout is handed out then): nothing of it */
 		w->fam_nlen = strlen(lf->f->name);
 		put_header(w, lf->f);
 		p = put_room(w, end - lf->body);
