@@ -8,6 +8,7 @@
 #   3. bench/memory.sh at 1,000 processes: both daemons' VmRSS/VmHWM (the guest's target).
 #   sudo bench/compare.sh                      about 7 minutes on a quiet machine
 #   CALLGRIND=DIR sudo bench/compare.sh        step 2 under callgrind (instructions per interval)
+#   SCRAPE=prom3 sudo bench/compare.sh         virtwatt scraped as Prometheus 3 does (bench/lib.sh)
 # Environment: INTERVALS (20), VMS (100), PROCS (10000), and what the two scripts take.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -4,6 +4,7 @@
 #   bench/daemon_cpu.sh                       COUNTS="1000 10000" INTERVALS=20 by default
 #   COUNTS=5000 INTERVALS=30 CHURN=0 bench/daemon_cpu.sh
 #   VW_ARGS=--cpu.ran-walk=false bench/daemon_cpu.sh   extra virtwatt-host flags (word-split)
+#   SCRAPE=prom3 bench/daemon_cpu.sh         virtwatt scraped as Prometheus 3 does (bench/lib.sh)
 # For each count N it forks N sleeping processes (bench/spawn_idle), CHURN per mille of them
 # replaced every second (default 10: 1 % churn per 1 s interval, oldest first), then for each CPU
 # accountant (auto: bpf as root, else procfs; then procfs) starts virtwatt-host (release build in
@@ -223,7 +224,7 @@ header() {
 		ne_ms ne_ms_ex ne_rss ne_hwm cpu_x hwm_x pe_ms_ex pe_rss pe_hwm cpu_px hwm_px load lv
 }
 
-echo "# $(nproc) CPUs, $(uname -r), $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg); $INTERVALS s windows after ${WARMUP} s of warm-up, monitor.interval=1s, one scrape/s of each server"
+echo "# $(nproc) CPUs, $(uname -r), $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg); $INTERVALS s windows after ${WARMUP} s of warm-up, monitor.interval=1s, one scrape/s of each server (virtwatt: SCRAPE=$SCRAPE)"
 echo "# churn: $CHURN per mille of the processes replaced every second (oldest first)"
 echo "# vw_ms: virtwatt CPU ms per interval from utime+stime (10 ms ticks); vw_ms_ex: the same from its threads' schedstat (ns)"
 echo "# bpf_kern: ms per second its exit/free BPF programs ran (charged to the exiting tasks, not to virtwatt)"

@@ -100,16 +100,29 @@ print("%.1f %d" % (statistics.median(cpu), rss))
 PY
 }
 
+# SCRAPE: how virtwatt's /metrics is scraped in the measured windows. text (the default): curl's
+# plain GET, answered in the text format, uncompressed. prom3: as Prometheus 3 scrapes by default
+# (scrape_protocols OpenMetricsText1.0.0 first): its Accept header, answered in OpenMetrics, and
+# its Accept-Encoding: gzip (the body is fetched compressed, not decoded).
+SCRAPE=${SCRAPE:-text}
+PROM3_ACCEPT='application/openmetrics-text;version=1.0.0;escaping=allow-utf-8;q=0.6,application/openmetrics-text;version=0.0.1;q=0.5,text/plain;version=1.0.0;escaping=allow-utf-8;q=0.4,text/plain;version=0.0.4;q=0.3,*/*;q=0.2'
+case $SCRAPE in
+text) vw_scrape_headers=() ;;
+prom3) vw_scrape_headers=(-H "Accept: $PROM3_ACCEPT" -H 'Accept-Encoding: gzip') ;;
+*) echo "SCRAPE=$SCRAPE: text or prom3" >&2; exit 1 ;;
+esac
+
 # scrape_both VW_PORT NE_PORT SECONDS DIR [PE_PORT]: one scraper process per server, one scrape
-# of /metrics a second (curl --rate) for SECONDS; each one's HTTP codes in DIR/vw.codes,
-# DIR/ne.codes (and DIR/pe.codes for process-exporter's PE_PORT, none of its scrapes past SECONDS).
+# of /metrics a second (curl --rate) for SECONDS, virtwatt's as SCRAPE says; each one's HTTP
+# codes in DIR/vw.codes, DIR/ne.codes (and DIR/pe.codes for process-exporter's PE_PORT, none of
+# its scrapes past SECONDS).
 scrape_both() {
 	local vw_args=() ne_args=() c1 c2 c3=
 	for _ in $(seq "$3"); do
 		vw_args+=(-o /dev/null "http://127.0.0.1:$1/metrics")
 		ne_args+=(-o /dev/null "http://127.0.0.1:$2/metrics")
 	done
-	curl -s --rate 1/s -w '%{http_code}\n' "${vw_args[@]}" >"$4/vw.codes" &
+	curl -s --rate 1/s -w '%{http_code}\n' "${vw_scrape_headers[@]}" "${vw_args[@]}" >"$4/vw.codes" &
 	c1=$!
 	curl -s --rate 1/s -w '%{http_code}\n' "${ne_args[@]}" >"$4/ne.codes" &
 	c2=$!

@@ -5,6 +5,7 @@
 #   VMS=100 PROCS=10000 INTERVALS=30 NOREAD=50 SLOW_INTERVALS=8 bench/vms.sh
 #   VW_ARGS=--cpu.ran-walk=false bench/vms.sh  extra virtwatt-host flags (word-split)
 #   WINDOWS="base libvirt noread" bench/vms.sh     only some windows
+#   SCRAPE=prom3 bench/vms.sh                      virtwatt scraped as Prometheus 3 does (bench/lib.sh)
 # It forks PROCS sleeping processes (bench/spawn_idle; kernel.pid_max raised if too small and
 # restored), then for each window starts VMS fake QEMU processes (bench/fake_qemu: argv[0]
 # qemu-system-x86_64, -uuid, -name, -smp 1, a socket chardev in server mode for the
@@ -325,7 +326,7 @@ window() {
 }
 
 echo "# $(nproc) CPUs, $(uname -r), $(date -u +%FT%TZ), load $(cut -d' ' -f1-3 /proc/loadavg); $VMS VMs, $PROCS idle processes, windows of" \
-	"$INTERVALS intervals (slow: $SLOW_INTERVALS of 5 s) after $WARMUP s; one scrape/s of each server"
+	"$INTERVALS intervals (slow: $SLOW_INTERVALS of 5 s) after $WARMUP s; one scrape/s of each server (virtwatt: SCRAPE=$SCRAPE)"
 echo "# vw_ms: virtwatt-host CPU ms per interval (threads' schedstat); ne_ms: node_exporter CPU ms/s;"
 echo "#   ch_ms: CPU ms per interval of the children it reaped in the window (its libvirt helper runs;"
 echo "#   cutime+cstime, clock ticks: 0 when none ran), on top of vw_ms"

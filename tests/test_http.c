@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -1103,8 +1104,10 @@ static void test_gzip(void **state)
 		assert_int_equal(r.status, 200);
 		assert_true(has_header(&r, "\r\nContent-Encoding: gzip\r\n"));
 		assert_true(has_header(&r, "\r\nVary: Accept, Accept-Encoding\r\n"));
-		assert_true(r.body_len > 2 && (unsigned char)r.body[0] == 0x1f &&
+		assert_true(r.body_len > 10 && (unsigned char)r.body[0] == 0x1f &&
 			    (unsigned char)r.body[1] == 0x8b);
+		/* XFL 4: compressed at the fastest level (exposition.h), not zlib's default */
+		assert_int_equal((unsigned char)r.body[8], 4);
 		assert_string_equal(gunzip(r.body, r.body_len), sample_text);
 		reply_clear(&r);
 	}
@@ -1130,6 +1133,274 @@ static void test_gzip(void **state)
 		reply_clear(&r);
 	}
 	assert_int_equal(vw_exposition_compressions(s.x), 3);
+	server_stop(&s);
+}
+
+/* ---- OpenMetrics derived from the text, on the first request for it ---- */
+
+static const char *const gen_labels[] = { "line", NULL };
+static const struct vw_metric_family gen_up = { "vw_gen_up", VW_METRIC_GAUGE, "Generation.",
+						NULL, NULL };
+static const struct vw_metric_family gen_seconds = {
+	"vw_gen_seconds_total", VW_METRIC_COUNTER, "Seconds of \"generation\" g,\nby line.",
+	"seconds", gen_labels
+};
+
+/* Generation g (its size varies with g) written by a writer of fmt; its layout kept when
+ * ret_layout (text only). */
+static char *render_gen(unsigned g, enum vw_prom_format fmt, size_t *ret_len,
+			struct vw_prom_layout **ret_layout)
+{
+	struct vw_prom_writer *w = vw_prom_writer_new(fmt, 0);
+	char *out = NULL, line[16];
+	int r;
+
+	if (!w)
+		return NULL;
+	r = ret_layout ? vw_prom_writer_keep_layout(w) : 0;
+	if (r == 0)
+		r = vw_prom_single(w, &gen_up, NULL, g);
+	if (r == 0)
+		r = vw_prom_family(w, &gen_seconds);
+	for (unsigned i = 0; r == 0 && i < 200 + (g % 7) * 100; i++) {
+		snprintf(line, sizeof(line), "%u", i);
+		r = vw_prom_counter(w, (const char *[]){ line, NULL }, g + i / 4.0);
+	}
+	if (r == 0)
+		r = vw_prom_finish(w, &out, ret_len);
+	if (r == 0 && ret_layout) {
+		*ret_layout = vw_prom_writer_take_layout(w);
+		if (!*ret_layout)
+			r = -EINVAL;
+	}
+	vw_prom_writer_free(w);
+	if (r < 0)
+		free(VW_TAKE_PTR(out));
+	return out;
+}
+
+/* Publish generation g as a daemon does: the text and its layout. */
+static void publish_gen(struct vw_exposition *x, unsigned g)
+{
+	struct vw_prom_layout *l = NULL;
+	size_t len;
+	char *text = render_gen(g, VW_PROM_TEXT_0_0_4, &len, &l);
+
+	assert_non_null(text);
+	vw_exposition_publish_layout(x, text, len, l);
+}
+
+/* r is generation g in the format asked, whole, as an OpenMetrics writer (not the derivation)
+ * or a text writer writes it; *ret_g is g. */
+static bool gen_reply_ok(const struct reply *r, bool om, unsigned *ret_g)
+{
+	const char *up = r->body ? strstr(r->body, "\nvw_gen_up ") : NULL;
+	unsigned g;
+	size_t len;
+	bool ok;
+
+	if (r->code != CURLE_OK || r->status != 200 || !up || sscanf(up, "\nvw_gen_up %u", &g) != 1)
+		return false;
+	_cleanup_free_ char *want = render_gen(g, om ? VW_PROM_OPENMETRICS_1_0_0 : VW_PROM_TEXT_0_0_4,
+					      &len, NULL);
+	ok = want && r->body_len == len && memcmp(r->body, want, len) == 0 &&
+	     strcmp(r->content_type, om ? OM_CT : TEXT_CT) == 0;
+	if (ok && ret_g)
+		*ret_g = g;
+	return ok;
+}
+
+/*
+ * A snapshot published with its layout: OpenMetrics requests get the OpenMetrics rendering
+ * (byte for byte an OpenMetrics writer's), derived once, by the first of them, with its gzip
+ * made once too; text requests derive nothing; a snapshot no OpenMetrics scraper fetched is
+ * never derived.
+ */
+static void test_openmetrics_derived(void **state)
+{
+	_cleanup_free_ char *text1 = NULL, *om1 = NULL, *copy = NULL;
+	size_t text1_len, om1_len, len;
+	struct server s;
+	struct reply r;
+	unsigned g = 0;
+
+	(void)state;
+	text1 = render_gen(1, VW_PROM_TEXT_0_0_4, &text1_len, NULL);
+	om1 = render_gen(1, VW_PROM_OPENMETRICS_1_0_0, &om1_len, NULL);
+	assert_non_null(text1);
+	assert_non_null(om1);
+	server_start(&s, (struct vw_http_opts){0});
+	publish_gen(s.x, 1);
+	for (int i = 0; i < 2; i++) {
+		r = fetch(s.port, &(struct request){ .path = "/metrics" });
+		assert_true(gen_reply_ok(&r, false, &g));
+		reply_clear(&r);
+	}
+	assert_int_equal(vw_exposition_derivations(s.x), 0);
+	for (int i = 0; i < 3; i++) {
+		r = fetch_om(s.port, false);
+		assert_true(gen_reply_ok(&r, true, &g));
+		assert_int_equal(g, 1);
+		assert_content_length(&r, om1_len);
+		reply_clear(&r);
+		assert_int_equal(vw_exposition_derivations(s.x), 1);
+	}
+	r = fetch_om(s.port, true);
+	assert_int_equal(r.status, 200);
+	assert_string_equal(r.content_type, OM_CT);
+	assert_content_length(&r, om1_len);
+	reply_clear(&r);
+	/* Prometheus 3: OpenMetrics, gzipped once for the snapshot. */
+	for (int i = 0; i < 3; i++) {
+		r = fetch(s.port, &(struct request){ .path = "/metrics", .accept = PROM3_ACCEPT,
+						     .header = "Accept-Encoding: gzip" });
+		assert_string_equal(r.content_type, OM_CT);
+		assert_true(has_header(&r, "\r\nContent-Encoding: gzip\r\n"));
+		assert_string_equal(gunzip(r.body, r.body_len), om1);
+		reply_clear(&r);
+	}
+	assert_int_equal(vw_exposition_compressions(s.x), 1);
+	assert_int_equal(vw_exposition_copy(s.x, 1, &copy, &len), 0);
+	assert_string_equal(copy, om1);
+	free(VW_TAKE_PTR(copy));
+	assert_int_equal(vw_exposition_copy(s.x, 0, &copy, &len), 0);
+	assert_string_equal(copy, text1);
+	free(VW_TAKE_PTR(copy));
+	assert_int_equal(vw_exposition_derivations(s.x), 1);
+
+	/* The next snapshot: text and OpenMetrics alternately, derived once. */
+	publish_gen(s.x, 2);
+	for (int i = 0; i < 6; i++) {
+		r = i % 2 ? fetch_om(s.port, false) : fetch(s.port, &(struct request){ .path = "/metrics" });
+		assert_true(gen_reply_ok(&r, i % 2, &g));
+		assert_int_equal(g, 2);
+		reply_clear(&r);
+	}
+	assert_int_equal(vw_exposition_derivations(s.x), 2);
+	/* One only scraped as text, then one without a layout: OpenMetrics requests get text. */
+	publish_gen(s.x, 3);
+	r = fetch(s.port, &(struct request){ .path = "/metrics" });
+	assert_true(gen_reply_ok(&r, false, &g));
+	reply_clear(&r);
+	publish(s.x, text1, NULL);
+	r = fetch_om(s.port, false);
+	assert_string_equal(r.body, text1);
+	assert_string_equal(r.content_type, TEXT_CT);
+	reply_clear(&r);
+	assert_int_equal(vw_exposition_derivations(s.x), 2);
+	server_stop(&s);
+}
+
+#define DERIVE_ROUNDS 40
+
+struct derive_race {
+	struct vw_exposition *x;
+	uint16_t port;
+	unsigned asked; /* requests made so far, both scrapers */
+	unsigned unavailable, bad, ok;
+	unsigned last_gen;
+};
+
+struct derive_scraper {
+	struct derive_race *rc;
+	bool om_first;
+};
+
+/* Text and OpenMetrics alternately, from the start (before the first snapshot). */
+static void *derive_scraper(void *arg)
+{
+	struct derive_scraper *ds = arg;
+	struct derive_race *rc = ds->rc;
+	CURL *c = curl_easy_init();
+
+	for (unsigned i = 0; c && i < DERIVE_ROUNDS; i++) {
+		bool om = (i % 2) != ds->om_first;
+		struct reply r = { 0 };
+
+		perform(c, rc->port,
+			&(struct request){ .path = "/metrics", .accept = om ? OM_ACCEPT : NULL }, &r);
+		if (r.code == CURLE_OK && r.status == 503)
+			__atomic_add_fetch(&rc->unavailable, 1, __ATOMIC_RELAXED);
+		else
+			__atomic_add_fetch(gen_reply_ok(&r, om, NULL) ? &rc->ok : &rc->bad, 1,
+					   __ATOMIC_RELAXED);
+		__atomic_add_fetch(&rc->asked, 1, __ATOMIC_RELEASE);
+		reply_clear(&r);
+	}
+	curl_easy_cleanup(c);
+	return NULL;
+}
+
+/* Copies of the current snapshot in both formats, alternately, from two threads. */
+static void *derive_copier(void *arg)
+{
+	struct derive_scraper *ds = arg;
+	struct derive_race *rc = ds->rc;
+
+	for (unsigned i = 0; i < DERIVE_ROUNDS; i++) {
+		bool om = (i % 2) != ds->om_first;
+		struct reply r = { .code = CURLE_OK, .status = 200 };
+
+		if (vw_exposition_copy(rc->x, om, &r.body, &r.body_len) < 0) {
+			__atomic_add_fetch(&rc->bad, 1, __ATOMIC_RELAXED);
+			continue;
+		}
+		snprintf(r.content_type, sizeof(r.content_type), "%s", om ? OM_CT : TEXT_CT);
+		__atomic_add_fetch(gen_reply_ok(&r, om, NULL) ? &rc->ok : &rc->bad, 1,
+				   __ATOMIC_RELAXED);
+		free(r.body);
+	}
+	return NULL;
+}
+
+/*
+ * Two scrapers from before the first snapshot, one asking text then OpenMetrics, the other the
+ * other way round, while snapshots are replaced: every body is one generation whole in the
+ * format asked; no snapshot is derived twice. Then two threads on one snapshot: derived once.
+ */
+static void test_openmetrics_derived_concurrent(void **state)
+{
+	struct derive_race rc = { 0 };
+	struct derive_scraper ds[2] = { { &rc, false }, { &rc, true } };
+	pthread_t t[2];
+	struct server s;
+	unsigned g = 0;
+
+	(void)state;
+	server_start(&s, (struct vw_http_opts){ 0 });
+	rc.x = s.x;
+	rc.port = s.port;
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&t[i], NULL, derive_scraper, &ds[i]), 0);
+	/* Both have asked once (503s) before the first snapshot. */
+	while (__atomic_load_n(&rc.asked, __ATOMIC_ACQUIRE) < 2)
+		usleep(1000);
+	while (__atomic_load_n(&rc.asked, __ATOMIC_ACQUIRE) < 2 * DERIVE_ROUNDS) {
+		publish_gen(s.x, ++g);
+		usleep(3000);
+	}
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	print_message("# %u bodies right, %u wrong, %u 503s, %u snapshots, %" PRIu64 " derived\n",
+		      rc.ok, rc.bad, rc.unavailable, g, vw_exposition_derivations(s.x));
+	assert_int_equal(rc.bad, 0);
+	assert_true(rc.unavailable >= 2);
+	assert_int_equal(rc.ok + rc.unavailable, 2 * DERIVE_ROUNDS);
+	assert_true(vw_exposition_derivations(s.x) >= 1);
+	assert_true(vw_exposition_derivations(s.x) <= g);
+
+	for (int round = 0; round < 5; round++) {
+		uint64_t before;
+
+		publish_gen(s.x, ++g);
+		before = vw_exposition_derivations(s.x);
+		for (int i = 0; i < 2; i++)
+			assert_int_equal(pthread_create(&t[i], NULL, derive_copier, &ds[i]), 0);
+		for (int i = 0; i < 2; i++)
+			pthread_join(t[i], NULL);
+		assert_int_equal(rc.bad, 0);
+		assert_int_equal(vw_exposition_derivations(s.x), before + 1);
+	}
 	server_stop(&s);
 }
 
@@ -1484,6 +1755,8 @@ int main(void)
 		cmocka_unit_test(test_housekeeping_sleeps),
 		cmocka_unit_test(test_peer_close_seen),
 		cmocka_unit_test(test_conntable_deadlines),
+		cmocka_unit_test(test_openmetrics_derived),
+		cmocka_unit_test(test_openmetrics_derived_concurrent),
 	};
 	int r;
 

@@ -35,6 +35,8 @@ static const struct vw_metric_family fam_cpu = {
 };
 
 static size_t golden_expect; /* vw_prom_writer_expect()'s bytes, 0: not called */
+static struct vw_prom_layout *golden_layout; /* kept by render_golden() when keep_golden */
+static bool keep_golden;
 
 static char *render_golden(enum vw_prom_format fmt, size_t *ret_len)
 {
@@ -44,6 +46,8 @@ static char *render_golden(enum vw_prom_format fmt, size_t *ret_len)
 	assert_non_null(w);
 	if (golden_expect)
 		vw_prom_writer_expect(w, golden_expect);
+	if (keep_golden)
+		assert_int_equal(vw_prom_writer_keep_layout(w), 0);
 	assert_int_equal(vw_prom_family(w, &fam_energy), 0);
 	assert_int_equal(vw_prom_counter_micro(w, (const char *[]){"package-0", NULL}, 1234567), 0);
 	assert_int_equal(vw_prom_counter_micro(w, (const char *[]){"dram", NULL}, 0), 0);
@@ -59,6 +63,8 @@ static char *render_golden(enum vw_prom_format fmt, size_t *ret_len)
 	assert_int_equal(vw_prom_counter(w, NULL, 2.5), 0);
 	/* finish closes the open family */
 	assert_int_equal(vw_prom_finish(w, &buf, ret_len), 0);
+	if (keep_golden)
+		golden_layout = vw_prom_writer_take_layout(w);
 	vw_prom_writer_free(w);
 	return buf;
 }
@@ -1097,6 +1103,182 @@ static void test_counter_filter(void **state)
 	}
 }
 
+/* ---- OpenMetrics derived from the text ---- */
+
+/* The golden text's layout gives the golden OpenMetrics, byte for byte; only for that text. */
+static void test_derive_golden(void **state)
+{
+	_cleanup_free_ char *text = NULL, *om = NULL;
+	struct vw_prom_writer *w;
+	size_t len, om_len = 0;
+
+	(void)state;
+	keep_golden = true;
+	text = render_golden(VW_PROM_TEXT_0_0_4, &len);
+	keep_golden = false;
+	assert_string_equal(text, golden_text.expected);
+	assert_non_null(golden_layout);
+	assert_int_equal(vw_prom_openmetrics_derive(golden_layout, text, len, &om, &om_len), 0);
+	assert_string_equal(om, golden_openmetrics.expected);
+	assert_int_equal(om_len, strlen(golden_openmetrics.expected));
+	free(VW_TAKE_PTR(om));
+	assert_int_equal(vw_prom_openmetrics_derive(golden_layout, text, len - 1, &om, &om_len),
+			 -EINVAL);
+	assert_null(om);
+	assert_int_equal(vw_prom_openmetrics_derive(NULL, text, len, &om, &om_len), -EINVAL);
+	vw_prom_layout_free(golden_layout);
+	golden_layout = NULL;
+
+	/* Text writers only, before their first family; none kept: none taken. */
+	w = vw_prom_writer_new(VW_PROM_OPENMETRICS_1_0_0, 0);
+	assert_int_equal(vw_prom_writer_keep_layout(w), -EINVAL);
+	vw_prom_writer_free(w);
+	free(VW_TAKE_PTR(text));
+	w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	assert_int_equal(vw_prom_single(w, &fam_up, NULL, 1), 0);
+	assert_int_equal(vw_prom_writer_keep_layout(w), -EINVAL);
+	assert_int_equal(vw_prom_finish(w, &text, &len), 0);
+	assert_null(vw_prom_writer_take_layout(w));
+	vw_prom_writer_free(w);
+	/* An empty rendering: an empty OpenMetrics one, "# EOF" alone. */
+	free(VW_TAKE_PTR(text));
+	w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	assert_int_equal(vw_prom_writer_keep_layout(w), 0);
+	assert_null(vw_prom_writer_take_layout(w)); /* not finished */
+	assert_int_equal(vw_prom_finish(w, &text, &len), 0);
+	golden_layout = vw_prom_writer_take_layout(w);
+	vw_prom_writer_free(w);
+	assert_non_null(golden_layout);
+	assert_int_equal(vw_prom_openmetrics_derive(golden_layout, text, len, &om, &om_len), 0);
+	assert_string_equal(om, "# EOF\n");
+	vw_prom_layout_free(golden_layout);
+	golden_layout = NULL;
+}
+
+static const struct vw_metric_family fam_quoted = {
+	"virtwatt_quoted_seconds_total", VW_METRIC_COUNTER, "A \"quoted\" help,\nover \\ lines.",
+	"seconds", case_labels
+};
+static const struct vw_metric_family fam_last = {
+	"virtwatt_last_bytes", VW_METRIC_GAUGE, "Written last, after the room held back is released.",
+	"bytes", NULL
+};
+static const struct vw_metric_family fam_plain = {
+	"virtwatt_plain_events_total", VW_METRIC_COUNTER, "Events.", NULL, NULL
+};
+
+/* The renderings render_mixed() makes. */
+enum shape {
+	SHAPE_MIXED,    /* counters with and without UNIT, helps to escape, a family with no sample */
+	SHAPE_GAUGES,   /* gauges only: every OpenMetrics header as long as the text's or longer */
+	SHAPE_COUNTERS, /* counters without UNIT first: OpenMetrics headers shorter than the text's */
+	SHAPE__COUNT,
+};
+
+/*
+ * What a daemon renders: families dropped past the cap, room held back for the last family and
+ * released before it. With ret_layout, the layout is taken into it.
+ */
+static char *render_mixed(enum vw_prom_format fmt, enum shape shape, size_t max, size_t hold,
+			  struct vw_prom_layout **ret_layout, size_t *ret_len)
+{
+	struct vw_prom_writer *w = vw_prom_writer_new(fmt, max);
+	char *out = NULL;
+
+	assert_non_null(w);
+	vw_prom_writer_drop_oversize(w);
+	if (ret_layout)
+		assert_int_equal(vw_prom_writer_keep_layout(w), 0);
+	vw_prom_writer_hold_back(w, hold);
+	if (shape == SHAPE_GAUGES) {
+		assert_int_equal(vw_prom_family(w, &fam_power), 0);
+		assert_int_equal(vw_prom_gauge(w, (const char *[]){"6f1c", "web", NULL}, 12.5), 0);
+		assert_int_equal(vw_prom_single(w, &fam_up, NULL, 1), 0);
+	} else if (shape == SHAPE_COUNTERS) {
+		assert_int_equal(vw_prom_single(w, &fam_cpu, NULL, 3), 0);
+		assert_int_equal(vw_prom_single(w, &fam_plain, NULL, 4), 0);
+	}
+	if (shape != SHAPE_MIXED) {
+		assert_int_equal(vw_prom_family(w, &fam_many), 0);
+		for (int i = 0; i < 8; i++)
+			assert_int_equal(vw_prom_gauge(w, (const char *[]){"many", NULL}, i * 0.25), 0);
+		assert_int_equal(vw_prom_family_end(w), 0);
+		goto last;
+	}
+	assert_int_equal(vw_prom_family(w, &fam_energy), 0);
+	assert_int_equal(vw_prom_counter_micro(w, (const char *[]){"package-0", NULL}, 1234567), 0);
+	assert_int_equal(vw_prom_counter_micro(w, (const char *[]){"dram", NULL}, 5), 0);
+	assert_int_equal(vw_prom_family(w, &fam_quoted), 0);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(vw_prom_counter(w, (const char *[]){i ? "b" : "a\"\\", NULL}, i), 0);
+	assert_int_equal(vw_prom_family(w, &fam_many), 0);
+	for (int i = 0; i < 8; i++)
+		assert_int_equal(vw_prom_gauge(w, (const char *[]){"many", NULL}, i * 0.25), 0);
+	assert_int_equal(vw_prom_family(w, &fam_cpu), 0); /* no sample */
+	assert_int_equal(vw_prom_family(w, &fam_up), 0);
+	assert_int_equal(vw_prom_gauge(w, NULL, 1), 0);
+	assert_int_equal(vw_prom_family(w, &fam_power), 0);
+	assert_int_equal(vw_prom_gauge(w, (const char *[]){"6f1c", "web", NULL}, 12.5), 0);
+	assert_int_equal(vw_prom_family_end(w), 0);
+last:
+	vw_prom_writer_hold_back(w, 0);
+	assert_int_equal(vw_prom_single(w, &fam_last, NULL, 4096), 0);
+	assert_int_equal(vw_prom_finish(w, &out, ret_len), 0);
+	if (ret_layout)
+		*ret_layout = vw_prom_writer_take_layout(w);
+	vw_prom_writer_free(w);
+	return out;
+}
+
+/*
+ * At every cap from too small for anything to past the whole: where the text writer hands out
+ * a layout, the OpenMetrics derived from it is exactly what an OpenMetrics writer of the same
+ * cap writes for the same calls (the families each leaves out included); unbounded and with
+ * room to spare, it always hands one out.
+ */
+static void test_derive_every_cap(void **state)
+{
+	static const size_t holds[] = { 0, 300 };
+	size_t derived = 0, refused = 0;
+
+	(void)state;
+	for (size_t k = 0; k < SHAPE__COUNT * ARRAY_SIZE(holds); k++) {
+		enum shape shape = (enum shape)(k / ARRAY_SIZE(holds));
+		size_t hold = holds[k % ARRAY_SIZE(holds)];
+		size_t full_len, text_full_len;
+		_cleanup_free_ char *full = render_mixed(VW_PROM_OPENMETRICS_1_0_0, shape, 0, hold,
+							 NULL, &full_len);
+		_cleanup_free_ char *text_full = render_mixed(VW_PROM_TEXT_0_0_4, shape, 0, hold,
+							      NULL, &text_full_len);
+
+		for (size_t max = 0; max <= full_len + 400; max = max ? max + 1 : 6) {
+			struct vw_prom_layout *l = NULL;
+			size_t text_len, om_len, d_len;
+			_cleanup_free_ char *text = render_mixed(VW_PROM_TEXT_0_0_4, shape, max,
+								 hold, &l, &text_len);
+			_cleanup_free_ char *om = render_mixed(VW_PROM_OPENMETRICS_1_0_0, shape, max,
+							       hold, NULL, &om_len);
+			_cleanup_free_ char *d = NULL;
+
+			if (!l) {
+				refused++;
+				if (max == 0 || max >= VW_MAX(full_len, text_full_len) + 200 + hold)
+					fail_msg("shape %d: no layout at max %zu (hold %zu)", shape, max,
+						 hold);
+				continue;
+			}
+			derived++;
+			assert_int_equal(vw_prom_openmetrics_derive(l, text, text_len, &d, &d_len), 0);
+			vw_prom_layout_free(l);
+			if (d_len != om_len || strcmp(d, om) != 0)
+				fail_msg("shape %d max %zu hold %zu: derived\n%s\nrendered\n%s", shape,
+					 max, hold, d, om);
+		}
+	}
+	print_message("# %zu caps derived, %zu refused (a second render)\n", derived, refused);
+	assert_true(derived > 400 && refused > 400);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1125,6 +1307,8 @@ int main(void)
 		cmocka_unit_test(test_counter_filter),
 		cmocka_unit_test(test_expect),
 		cmocka_unit_test(test_many_families),
+		cmocka_unit_test(test_derive_golden),
+		cmocka_unit_test(test_derive_every_cap),
 	};
 
 	if (!setlocale(LC_CTYPE, "C.UTF-8")) {

@@ -110,6 +110,27 @@ static bool wait_value(unsigned port, const char *promql, const char *want, time
 	return false;
 }
 
+/* Wait until the metadata API's answer for metric holds want (within the deadline). */
+static bool wait_metadata(unsigned port, const char *metric, const char *want, time_t deadline)
+{
+	char url[512];
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/api/v1/metadata?metric=%s", port, metric);
+	while (time(NULL) < deadline) {
+		long code = 0;
+		char *json = vw_fixture_http_get(url, &code);
+		bool found = code == 200 && json && strstr(json, want);
+
+		if (found || time(NULL) + 1 >= deadline)
+			print_message("# metadata of %s: %s\n", metric, json ? json : "(none)");
+		free(json);
+		if (found)
+			return true;
+		usleep(500 * 1000);
+	}
+	return false;
+}
+
 static void dump_prometheus_log(void)
 {
 	char path[512];
@@ -173,6 +194,11 @@ static void test_prometheus_scrapes_https(void **state)
 			      "1", deadline);
 	ok = ok && wait_value(prom_port, "count(virtwatt_node_power_source_info{job=\"cert_ok\"})",
 			      "1", deadline);
+	/* Prometheus asks for OpenMetrics: from its second scrape on it gets the OpenMetrics the
+	 * first request of each snapshot derives from the text, whose # UNIT lines (OpenMetrics
+	 * only) reach its metadata. */
+	ok = ok && wait_metadata(prom_port, "virtwatt_node_cpu_idle_baseline_watts",
+				 "\"unit\":\"watts\"", deadline);
 	/* And nothing from the refused ones. */
 	ok = ok && wait_value(prom_port,
 			      "count({__name__=~\"virtwatt_.+\",job=~\"auth_badpw|cert_none\"}) "

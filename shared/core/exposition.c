@@ -2,7 +2,9 @@
 /*
  * The snapshot store: each publish replaces the current pair of renderings under a mutex; a
  * scrape takes a reference and sends that pair whole, the last reference frees it. The gzip of a
- * rendering is made once per snapshot, by the first scrape that accepts gzip.
+ * rendering is made once per snapshot, by the first scrape that accepts gzip; so is an
+ * OpenMetrics rendering derived from the text (a layout published with it), by the first
+ * request for OpenMetrics.
  */
 #include "exposition.h"
 
@@ -14,6 +16,7 @@
 #include "gzip.h"
 #include "log.h"
 #include "macro.h"
+#include "prom.h"
 
 /* One published pair of renderings, freed when the last scrape using it is done. */
 struct vw_snapshot {
@@ -23,6 +26,11 @@ struct vw_snapshot {
 	size_t text_len;
 	char *om;
 	size_t om_len;
+	/* The text's layout, from which the first request for OpenMetrics derives om (under
+	 * om_lock), or NULL; om_failed: it could not. */
+	pthread_mutex_t om_lock;
+	struct vw_prom_layout *layout;
+	bool om_failed;
 	/* gzip of each, made by the first scrape that accepts gzip (under gz_lock), then kept:
 	 * compressed once per snapshot, not per scrape */
 	pthread_mutex_t gz_lock;
@@ -39,6 +47,7 @@ struct vw_exposition {
 	uint64_t published_ns; /* vw_now_ns() of the last publish, 0 before; atomic */
 	uint64_t om_asked_ns;  /* latest request for OpenMetrics (at least 1), 0: none; atomic */
 	uint64_t compressions; /* gzip renderings made; atomic */
+	uint64_t derivations;  /* OpenMetrics renderings derived from a layout; atomic */
 };
 
 /* *p = max(*p, v), for values several threads raise. */
@@ -59,13 +68,46 @@ void vw_snapshot_unref(struct vw_snapshot *s)
 	free(s->om);
 	free(s->gz[0]);
 	free(s->gz[1]);
+	vw_prom_layout_free(s->layout);
 	pthread_mutex_destroy(&s->gz_lock);
+	pthread_mutex_destroy(&s->om_lock);
 	free(s);
 }
 
 uint64_t vw_exposition_compressions(struct vw_exposition *x)
 {
 	return __atomic_load_n(&x->compressions, __ATOMIC_ACQUIRE);
+}
+
+uint64_t vw_exposition_derivations(struct vw_exposition *x)
+{
+	return __atomic_load_n(&x->derivations, __ATOMIC_ACQUIRE);
+}
+
+/* Whether s has an OpenMetrics rendering: published with it, or derived from its layout now
+ * (once, the first request that asks; later ones find it made). */
+static bool snapshot_openmetrics(struct vw_exposition *x, struct vw_snapshot *s)
+{
+	bool has;
+
+	if (!s->layout) /* published whole: set before the snapshot was shared */
+		return s->om != NULL;
+	pthread_mutex_lock(&s->om_lock);
+	if (!s->om && !s->om_failed) {
+		int r = vw_prom_openmetrics_derive(s->layout, s->text, s->text_len, &s->om,
+						   &s->om_len);
+
+		if (r < 0) {
+			s->om_failed = true;
+			vw_error("exposition: OpenMetrics from the text: %s; served as text",
+				 strerror(-r));
+		} else if (x) {
+			__atomic_add_fetch(&x->derivations, 1, __ATOMIC_RELEASE);
+		}
+	}
+	has = s->om != NULL;
+	pthread_mutex_unlock(&s->om_lock);
+	return has;
 }
 
 /* The gzip of the snapshot's text (om false) or OpenMetrics rendering, made on first use;
@@ -77,8 +119,8 @@ static const char *snapshot_gzip(struct vw_exposition *x, struct vw_snapshot *s,
 
 	pthread_mutex_lock(&s->gz_lock);
 	if (!s->gz[om] && !s->gz_failed[om]) {
-		int r = vw_gzip(om ? s->om : s->text, om ? s->om_len : s->text_len, &s->gz[om],
-				&s->gz_len[om]);
+		int r = vw_gzip_level(om ? s->om : s->text, om ? s->om_len : s->text_len,
+				      VW_EXPOSITION_GZIP_LEVEL, &s->gz[om], &s->gz_len[om]);
 
 		s->gz_failed[om] = r < 0;
 		if (r == 0)
@@ -115,8 +157,8 @@ void vw_exposition_free(struct vw_exposition *x)
 	free(x);
 }
 
-uint64_t vw_exposition_publish(struct vw_exposition *x, char *text, size_t text_len, char *om,
-			       size_t om_len)
+static uint64_t publish(struct vw_exposition *x, char *text, size_t text_len, char *om,
+			size_t om_len, struct vw_prom_layout *layout)
 {
 	struct vw_snapshot *s, *old;
 	uint64_t gen;
@@ -124,6 +166,7 @@ uint64_t vw_exposition_publish(struct vw_exposition *x, char *text, size_t text_
 	if (!x || !text) {
 		free(text);
 		free(om);
+		vw_prom_layout_free(layout);
 		return 0;
 	}
 	s = malloc(sizeof(*s));
@@ -131,11 +174,15 @@ uint64_t vw_exposition_publish(struct vw_exposition *x, char *text, size_t text_
 		vw_error("exposition: publish snapshot: %s", strerror(ENOMEM));
 		free(text);
 		free(om);
+		vw_prom_layout_free(layout);
 		return 0;
 	}
 	*s = (struct vw_snapshot){.refs = 1, .text = text, .text_len = text_len, .om = om,
-			       .om_len = om ? om_len : 0};
+			       .om_len = om ? om_len : 0, .layout = om ? NULL : layout};
+	if (om)
+		vw_prom_layout_free(layout);
 	pthread_mutex_init(&s->gz_lock, NULL);
+	pthread_mutex_init(&s->om_lock, NULL);
 	pthread_mutex_lock(&x->lock);
 	gen = s->gen = ++x->gen;
 	old = x->cur;
@@ -144,6 +191,18 @@ uint64_t vw_exposition_publish(struct vw_exposition *x, char *text, size_t text_
 	pthread_mutex_unlock(&x->lock);
 	vw_snapshot_unref(old);
 	return gen;
+}
+
+uint64_t vw_exposition_publish(struct vw_exposition *x, char *text, size_t text_len, char *om,
+			       size_t om_len)
+{
+	return publish(x, text, text_len, om, om_len, NULL);
+}
+
+uint64_t vw_exposition_publish_layout(struct vw_exposition *x, char *text, size_t text_len,
+				      struct vw_prom_layout *layout)
+{
+	return publish(x, text, text_len, NULL, 0, layout);
 }
 
 uint64_t vw_exposition_served(struct vw_exposition *x)
@@ -191,8 +250,9 @@ int vw_exposition_copy(struct vw_exposition *x, int om, char **ret, size_t *ret_
 
 	if (!s)
 		return -EAGAIN;
-	src = om && s->om ? s->om : s->text;
-	len = om && s->om ? s->om_len : s->text_len;
+	om = om && snapshot_openmetrics(x, s);
+	src = om ? s->om : s->text;
+	len = om ? s->om_len : s->text_len;
 	buf = malloc(len + 1);
 	if (buf) {
 		memcpy(buf, src, len);
@@ -222,16 +282,18 @@ uint64_t vw_exposition_age_ns(struct vw_exposition *x)
 	return now > at ? now - at : 0;
 }
 
-bool vw_snapshot_has_openmetrics(const struct vw_snapshot *s)
+bool vw_snapshot_has_openmetrics(struct vw_exposition *x, struct vw_snapshot *s)
 {
-	return s->om != NULL;
+	return snapshot_openmetrics(x, s);
 }
 
 const char *vw_snapshot_serve(struct vw_exposition *x, struct vw_snapshot *s, bool om, bool gzip,
 			      size_t *ret_len, bool *ret_gzipped)
 {
-	const char *gz = gzip ? snapshot_gzip(x, s, om, ret_len) : NULL;
+	const char *gz;
 
+	om = om && snapshot_openmetrics(x, s); /* made already: the caller asked */
+	gz = gzip ? snapshot_gzip(x, s, om, ret_len) : NULL;
 	mark_served(x, s->gen);
 	*ret_gzipped = gz != NULL;
 	if (gz)

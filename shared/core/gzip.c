@@ -8,15 +8,22 @@
 
 int vw_gzip(const void *in, size_t len, char **ret, size_t *ret_len)
 {
+	return vw_gzip_level(in, len, 6, ret, ret_len);
+}
+
+int vw_gzip_level(const void *in, size_t len, int level, char **ret, size_t *ret_len)
+{
 	z_stream zs = { 0 };
 	uLong bound;
 	char *out;
 	int r;
 
+	if (level < 1 || level > 9)
+		return -EINVAL;
 	if (len > UINT32_MAX)
 		return -EFBIG;
-	/* windowBits 15 + 16: a gzip header and trailer; level 6, zlib's default. */
-	if (deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
+	/* windowBits 15 + 16: a gzip header and trailer. */
+	if (deflateInit2(&zs, level, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK)
 		return -ENOMEM;
 	bound = deflateBound(&zs, (uLong)len);
 	out = malloc(bound);

@@ -5,5 +5,7 @@
 
 #include <stddef.h>
 
-/* The gzip of in into a malloc'd *ret: 0, -ENOMEM or -EIO. */
+/* The gzip of in into a malloc'd *ret at zlib's default level (6): 0, -ENOMEM or -EIO. */
 int vw_gzip(const void *in, size_t len, char **ret, size_t *ret_len);
+/* The same at a zlib level, 1 (fastest) to 9 (smallest); -EINVAL for another. */
+int vw_gzip_level(const void *in, size_t len, int level, char **ret, size_t *ret_len);

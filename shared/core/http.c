@@ -398,8 +398,8 @@ static VW_MHD_RESULT serve_metrics(struct server *srv, struct MHD_Connection *c)
 	if (!s)
 		return reply_text(srv, c, MHD_HTTP_SERVICE_UNAVAILABLE,
 				  "no metrics published yet\n", NULL, NULL);
-	/* Not rendered (nobody asked before this snapshot): text, announced as text. */
-	if (vw_prom_is_openmetrics(fmt) && !vw_snapshot_has_openmetrics(s))
+	/* None (nobody asked before this snapshot; a derivation failed): text, announced as text. */
+	if (vw_prom_is_openmetrics(fmt) && !vw_snapshot_has_openmetrics(h->x, s))
 		fmt = VW_PROM_TEXT_0_0_4;
 	body = vw_snapshot_serve(h->x, s, vw_prom_is_openmetrics(fmt), vw_http_accepts_gzip(ae),
 				 &len, &gz);

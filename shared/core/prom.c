@@ -61,6 +61,26 @@ struct vw_prom_writer {
 	/* Sees every counter sample as written (vw_prom_writer_observe_counters). */
 	vw_prom_counter_observer observer;
 	void *observer_ctx;
+	/* Text writers keeping a layout (vw_prom_writer_keep_layout): each family started, where
+	 * its header and its samples begin; what its OpenMetrics header may add at most; the most
+	 * ever held back. */
+	bool keep_layout;
+	bool layout_failed; /* a family rolled back, or no memory for an entry: no layout */
+	struct vw_prom_layout *layout;
+	size_t held_max;
+};
+
+struct layout_family {
+	const struct vw_metric_family *f;
+	size_t start; /* its header, in the text */
+	size_t body;  /* its first sample */
+};
+
+struct vw_prom_layout {
+	size_t text_len; /* of the rendering it describes */
+	size_t om_extra; /* what its OpenMetrics headers add to the text's, at most */
+	size_t n, cap;
+	struct layout_family *fams;
 };
 
 /* ---- UTF-8 and escaping ---- */
@@ -529,6 +549,7 @@ static int family_settle(struct vw_prom_writer *w)
 	if (!w->fam_err)
 		return 0;
 	w->len = w->mark;
+	w->layout_failed = true; /* an OpenMetrics writer may have kept it */
 	if (w->drop_oversize)
 		note_dropped(w);
 	return family_error(w);
@@ -640,8 +661,10 @@ void vw_prom_writer_observe_counters(struct vw_prom_writer *w, vw_prom_counter_o
 
 void vw_prom_writer_hold_back(struct vw_prom_writer *w, size_t bytes)
 {
-	if (w)
+	if (w) {
 		w->held = VW_MIN(bytes, w->limit);
+		w->held_max = VW_MAX(w->held_max, w->held);
+	}
 }
 
 const struct vw_metric_family *vw_prom_writer_dropped(const struct vw_prom_writer *w, size_t i)
@@ -658,6 +681,7 @@ void vw_prom_writer_free(struct vw_prom_writer *w)
 	free(w->name_slots);
 	free(w->dropped);
 	free(w->buf);
+	vw_prom_layout_free(w->layout);
 	free(w);
 }
 
@@ -701,15 +725,25 @@ static void put_help(struct vw_prom_writer *w, const struct vw_metric_family *f,
 	put_meta(w, "HELP", f->name, nlen, esc, hlen);
 }
 
-/* OpenMetrics: UNIT when the family name ends in "_<unit>". */
-static void put_unit(struct vw_prom_writer *w, const struct vw_metric_family *f, size_t nlen)
+/* The length of f's unit where its name (nlen bytes of it, without _total) ends in "_<unit>",
+ * else 0. */
+static size_t unit_len(const struct vw_metric_family *f, size_t nlen)
 {
 	size_t ulen = f->unit ? strlen(f->unit) : 0;
 
 	if (ulen == 0 || ulen + 1 >= nlen || f->name[nlen - ulen - 1] != '_' ||
 	    memcmp(f->name + nlen - ulen, f->unit, ulen) != 0)
-		return;
-	put_meta(w, "UNIT", f->name, nlen, f->unit, ulen);
+		return 0;
+	return ulen;
+}
+
+/* OpenMetrics: UNIT when the family name ends in "_<unit>". */
+static void put_unit(struct vw_prom_writer *w, const struct vw_metric_family *f, size_t nlen)
+{
+	size_t ulen = unit_len(f, nlen);
+
+	if (ulen)
+		put_meta(w, "UNIT", f->name, nlen, f->unit, ulen);
 }
 
 static void put_header(struct vw_prom_writer *w, const struct vw_metric_family *f)
@@ -728,6 +762,117 @@ static void put_header(struct vw_prom_writer *w, const struct vw_metric_family *
 	put_meta(w, "TYPE", f->name, nlen, type, strlen(type));
 	put_unit(w, f, nlen);
 	put_help(w, f, nlen);
+}
+
+/* ---- OpenMetrics derived from the text ---- */
+
+/* What f's OpenMetrics header adds to its text one, at most: its UNIT line, and HELP's quotes
+ * escaped (a counter's names lose "_total" instead, which is not counted). */
+static size_t om_header_extra(const struct vw_metric_family *f, size_t nlen)
+{
+	size_t short_len = nlen - (f->type == VW_METRIC_COUNTER ? strlen(TOTAL_SUFFIX) : 0);
+	size_t ulen = unit_len(f, short_len);
+	size_t extra = ulen ? 2 + 4 + 1 + short_len + 1 + ulen + 1 : 0;
+
+	for (const char *q = strchr(f->help, '"'); q; q = strchr(q + 1, '"'))
+		extra++;
+	return extra;
+}
+
+/* The family just started (its header written, or rolled back) in the layout. */
+static void layout_note(struct vw_prom_writer *w, const struct vw_metric_family *f)
+{
+	struct vw_prom_layout *l = w->layout;
+
+	if (w->layout_failed)
+		return;
+	if (vw_array_grow((void **)&l->fams, sizeof(*l->fams), l->n, &l->cap) < 0) {
+		w->layout_failed = true;
+		return;
+	}
+	l->fams[l->n++] = (struct layout_family){ .f = f, .start = w->mark, .body = w->len };
+	l->om_extra += om_header_extra(f, w->fam_nlen);
+}
+
+int vw_prom_writer_keep_layout(struct vw_prom_writer *w)
+{
+	if (!w || w->fmt != VW_PROM_TEXT_0_0_4 || w->done || w->nnames)
+		return -EINVAL;
+	if (!w->layout) {
+		w->layout = calloc(1, sizeof(*w->layout));
+		if (!w->layout)
+			return -ENOMEM;
+	}
+	w->keep_layout = true;
+	return 0;
+}
+
+struct vw_prom_layout *vw_prom_writer_take_layout(struct vw_prom_writer *w)
+{
+	struct vw_prom_layout *l;
+	size_t text_len;
+
+	if (!w || !w->done || !w->layout)
+		return NULL;
+	l = VW_TAKE_PTR(w->layout);
+	l->text_len = text_len = w->len;
+	/* An OpenMetrics writer of the same cap would have left out what the text one did, and
+	 * may leave out more where its longer headers and "# EOF" run past the cap: the derived
+	 * rendering would not be its. Its length at any point is at most the text's final one
+	 * plus every extra, and it holds back at most what the text one did. */
+	if (w->layout_failed || w->ndropped || l->om_extra > w->limit ||
+	    text_len > w->limit - l->om_extra ||
+	    w->limit - l->om_extra - text_len < strlen(EOF_TRAILER) + w->held_max) {
+		vw_prom_layout_free(l);
+		return NULL;
+	}
+	return l;
+}
+
+void vw_prom_layout_free(struct vw_prom_layout *l)
+{
+	if (!l)
+		return;
+	free(l->fams);
+	free(l);
+}
+
+int vw_prom_openmetrics_derive(const struct vw_prom_layout *l, const char *text,
+			       size_t text_len, char **ret, size_t *ret_len)
+{
+	struct vw_prom_writer *w;
+	int r = 0;
+
+	if (!l || !text || !ret || text_len != l->text_len ||
+	    (l->n ? l->fams[0].start != 0 : text_len != 0))
+		return -EINVAL; /* not the text it describes */
+	w = vw_prom_writer_new(VW_PROM_OPENMETRICS_1_0_0, 0);
+	if (!w)
+		return -errno;
+	/* Its exact size at most: one allocation, no copy as it grows. */
+	vw_prom_writer_expect(w, text_len + l->om_extra + strlen(EOF_TRAILER));
+	for (size_t i = 0; r == 0 && i < l->n; i++) {
+		const struct layout_family *lf = &l->fams[i];
+		size_t end = i + 1 < l->n ? l->fams[i + 1].start : text_len;
+		char *p;
+
+		if (lf->start > end || lf->body > end || lf->start > text_len) {
+			r = -EINVAL;
+			break;
+		}
+		if (lf->start == end)
+			continue; /* rolled back (no layout is handed out then): nothing of it */
+		w->fam_nlen = strlen(lf->f->name);
+		put_header(w, lf->f);
+		p = put_room(w, end - lf->body);
+		if (p)
+			memcpy(p, text + lf->body, end - lf->body); /* its samples: the same bytes */
+		r = w->fam_err;
+	}
+	if (r == 0)
+		r = vw_prom_finish(w, ret, ret_len);
+	vw_prom_writer_free(w);
+	return r;
 }
 
 int vw_prom_family(struct vw_prom_writer *w, const struct vw_metric_family *f)
@@ -759,6 +904,8 @@ int vw_prom_family(struct vw_prom_writer *w, const struct vw_metric_family *f)
 	w->mark = w->len;
 	w->fam_err = 0;
 	put_header(w, f);
+	if (w->keep_layout)
+		layout_note(w, f);
 	return family_settle(w);
 }
 

@@ -218,6 +218,33 @@ int vw_prom_family_end(struct vw_prom_writer *w);
  */
 int vw_prom_finish(struct vw_prom_writer *w, char **ret_buf, size_t *ret_len);
 
+/*
+ * OpenMetrics derived from a text rendering in one pass, instead of a second render: the two
+ * differ only in each family's header (TYPE and HELP name a counter without _total, UNIT,
+ * HELP's quotes escaped) and OpenMetrics' "# EOF"; sample lines are the same bytes. A text
+ * writer keeping a layout notes where each family's header and samples begin (an entry a
+ * family, not a sample); vw_prom_openmetrics_derive() then writes each header as an
+ * OpenMetrics writer would and copies the samples: byte for byte what an OpenMetrics writer
+ * given the same calls (and filters that give the same values) writes.
+ */
+struct vw_prom_layout;
+/* Keep one: a text writer before its first family; -EINVAL otherwise, -ENOMEM. */
+int vw_prom_writer_keep_layout(struct vw_prom_writer *w);
+/*
+ * After vw_prom_finish(): the layout of what it handed out (caller frees), or NULL when none
+ * was kept, or when an OpenMetrics writer of the same max_bytes could have left out other
+ * families than this one did (it left one out, or the OpenMetrics rendering may come near the
+ * cap): then only a second render gives the OpenMetrics rendering.
+ */
+struct vw_prom_layout *vw_prom_writer_take_layout(struct vw_prom_writer *w);
+void vw_prom_layout_free(struct vw_prom_layout *l);
+/*
+ * The OpenMetrics rendering of text (the rendering l describes, text_len its length), malloc'd
+ * and NUL-terminated like vw_prom_finish()'s. -EINVAL: text is not the one l describes.
+ */
+int vw_prom_openmetrics_derive(const struct vw_prom_layout *l, const char *text,
+			       size_t text_len, char **ret, size_t *ret_len);
+
 /* Room for any number the writer prints, its NUL included. */
 #define VW_PROM_NUM_MAX 40
 /*

@@ -516,9 +516,10 @@ static void daemon_tables(const struct vw_daemon *d, struct vw_table_stat t[VW_T
 		d->hooks->tables(d->ud, t);
 }
 
-/* A family that would overflow --metrics.max-bytes is left out whole, the rest is served. */
+/* A family that would overflow --metrics.max-bytes is left out whole, the rest is served.
+ * ret_layout (text only, or NULL): where OpenMetrics can be derived from, NULL if it cannot. */
 static int render(struct vw_daemon *d, const struct vw_node_view *v, enum vw_prom_format fmt,
-		  char **ret, size_t *ret_len)
+		  char **ret, size_t *ret_len, struct vw_prom_layout **ret_layout)
 {
 	const struct vw_daemon_hooks *k = d->hooks;
 	size_t max = (size_t)d->opts->metrics_max_bytes;
@@ -530,6 +531,8 @@ static int render(struct vw_daemon *d, const struct vw_node_view *v, enum vw_pro
 	if (!w)
 		return -errno;
 	vw_prom_writer_expect(w, d->render_len);
+	if (ret_layout)
+		(void)vw_prom_writer_keep_layout(w); /* none without memory: a second render then */
 	if (k->render_begin)
 		k->render_begin(d->ud, w, text);
 	if (text && d->carbon) { /* carbon follows the energy counters as they are written */
@@ -562,12 +565,16 @@ static int render(struct vw_daemon *d, const struct vw_node_view *v, enum vw_pro
 		r = vw_prom_finish(w, ret, ret_len);
 	if (r == 0 && ret_len)
 		d->render_len = *ret_len;
+	if (r == 0 && ret_layout)
+		*ret_layout = vw_prom_writer_take_layout(w);
 	vw_prom_writer_free(w);
 	if (k->render_end) {
 		int e = k->render_end(d->ud, text);
 
 		if (r == 0 && e < 0) {
 			free(*ret);
+			if (ret_layout)
+				vw_prom_layout_free(VW_TAKE_PTR(*ret_layout));
 			r = e;
 		}
 	}
@@ -579,6 +586,7 @@ int vw_daemon_render_publish(struct vw_daemon *d, struct vw_node_view *v)
 	struct vw_processinfo self = { .start_time_s = d->start_time_s };
 	char *text = NULL, *om = NULL;
 	size_t text_len = 0, om_len = 0;
+	struct vw_prom_layout *layout = NULL;
 	uint64_t gen;
 	int r;
 
@@ -587,14 +595,21 @@ int vw_daemon_render_publish(struct vw_daemon *d, struct vw_node_view *v)
 	if (d->self_fd >= 0)
 		(void)vw_processinfo_read(d->self_fd, &self); /* what could be read is shown */
 	d->snapshots++;
-	r = render(d, v, VW_PROM_TEXT_0_0_4, &text, &text_len);
-	/* OpenMetrics only while a scraper asks for it (http.h); text is served until then. */
-	if (r == 0 && vw_exposition_openmetrics_wanted(d->expo, vw_now_ns()))
-		r = render(d, v, VW_PROM_OPENMETRICS_1_0_0, &om, &om_len);
+	/* OpenMetrics only while a scraper asks for it (http.h); text is served until then. It is
+	 * derived from the text by the first request for it (exposition.h), rendered a second
+	 * time only where --metrics.max-bytes could make the two leave out different families. */
+	if (vw_exposition_openmetrics_wanted(d->expo, vw_now_ns())) {
+		r = render(d, v, VW_PROM_TEXT_0_0_4, &text, &text_len, &layout);
+		if (r == 0 && !layout)
+			r = render(d, v, VW_PROM_OPENMETRICS_1_0_0, &om, &om_len, NULL);
+	} else {
+		r = render(d, v, VW_PROM_TEXT_0_0_4, &text, &text_len, NULL);
+	}
 	vw_selfstats_snapshot_done(d->self, d->snapshots);
 	v->self = NULL;
 	if (r < 0) {
 		free(text);
+		vw_prom_layout_free(layout);
 		vw_error("metrics: rendering failed: %s", strerror(-r));
 		return r;
 	}
@@ -609,7 +624,8 @@ int vw_daemon_render_publish(struct vw_daemon *d, struct vw_node_view *v)
 		vw_otlp_offer(d->otlp, text, text_len,
 			      (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec);
 	}
-	gen = vw_exposition_publish(d->expo, text, text_len, om, om_len);
+	gen = layout ? vw_exposition_publish_layout(d->expo, text, text_len, layout)
+		     : vw_exposition_publish(d->expo, text, text_len, om, om_len);
 	if (d->workloads && gen)
 		vw_workloads_published(d->workloads, gen, vw_exposition_served(d->expo));
 	return 0;
