@@ -53,11 +53,12 @@ CALLGRIND=${CALLGRIND:-}
 MASSIF=${MASSIF:-}
 [ -z "$MASSIF" ] || { PERF=; mkdir -p "$MASSIF"; MASSIF=$(cd "$MASSIF" && pwd); }
 [ -z "$MASSIF" ] || [ -z "$CALLGRIND" ] || { echo "MASSIF and CALLGRIND: one at a time" >&2; exit 1; }
-# KPROF=DIR: the kernel's side of each window: `perf record -g -e cpu-clock` of the host
+# KPROF=DIR: the kernel's side of each window: `perf record -g -e cpu-clock -c 100000` (a sample per 100 µs on CPU) of the host
 # (DIR/<window>.perf.data; `perf report -i ... --sort sym`), its threads' schedstat at the
 # window's start and end (DIR/<window>.schedstat: tid comm run_ns wait_ns slices), and with
 # KPROF_STRACE=1 `strace -c -f` of it instead of perf (DIR/<window>.strace: calls per window;
-# strace slows the daemon, so not with perf). Not with CALLGRIND or MASSIF.
+# strace slows the daemon, so not with perf), KPROF_STRACE=trace every call (`strace -f -tt`,
+# DIR/<window>.trace). Not with CALLGRIND or MASSIF.
 KPROF=${KPROF:-}
 KPROF_STRACE=${KPROF_STRACE:-}
 [ -z "$KPROF" ] || { mkdir -p "$KPROF"; KPROF=$(cd "$KPROF" && pwd); }
@@ -241,10 +242,12 @@ window() {
 	local kprof_pid=
 	if [ -n "$KPROF" ]; then
 		threads_schedstat "$vw_pid" start >"$KPROF/$name.schedstat"
-		if [ -n "$KPROF_STRACE" ]; then
+		if [ "$KPROF_STRACE" = trace ]; then
+			strace -f -tt -p "$vw_pid" -o "$KPROF/$name.trace" >/dev/null 2>&1 &
+		elif [ -n "$KPROF_STRACE" ]; then
 			strace -c -f -p "$vw_pid" -o "$KPROF/$name.strace" >/dev/null 2>&1 &
 		else
-			"${PERF:-perf}" record -q -g -e cpu-clock -p "$vw_pid" -o "$KPROF/$name.perf.data" >/dev/null 2>&1 &
+			"${PERF:-perf}" record -q -g -e cpu-clock -c 100000 -p "$vw_pid" -o "$KPROF/$name.perf.data" >/dev/null 2>&1 &
 		fi
 		kprof_pid=$!
 		sleep 0.5
