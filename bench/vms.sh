@@ -54,6 +54,15 @@ CALLGRIND=${CALLGRIND:-}
 MASSIF=${MASSIF:-}
 [ -z "$MASSIF" ] || { PERF=; mkdir -p "$MASSIF"; MASSIF=$(cd "$MASSIF" && pwd); }
 [ -z "$MASSIF" ] || [ -z "$CALLGRIND" ] || { echo "MASSIF and CALLGRIND: one at a time" >&2; exit 1; }
+# KPROF=DIR: the kernel's side of each window: `perf record -g -e cpu-clock -c 100000` (a sample per 100 µs on CPU) of the host
+# (DIR/<window>.perf.data; `perf report -i ... --sort sym`), its threads' schedstat at the
+# window's start and end (DIR/<window>.schedstat: tid comm run_ns wait_ns slices), and with
+# KPROF_STRACE=1 `strace -c -f` of it instead of perf (DIR/<window>.strace: calls per window;
+# strace slows the daemon, so not with perf), KPROF_STRACE=trace every call (`strace -f -tt`,
+# DIR/<window>.trace). Not with CALLGRIND or MASSIF.
+KPROF=${KPROF:-}
+KPROF_STRACE=${KPROF_STRACE:-}
+[ -z "$KPROF" ] || { mkdir -p "$KPROF"; KPROF=$(cd "$KPROF" && pwd); }
 
 [ "$(id -u)" = 0 ] || { echo "run as root (BPF accounting, pid_max, perf)" >&2; exit 1; }
 command -v "$NODE_EXPORTER" >/dev/null || { echo "$NODE_EXPORTER not found (deploy/install-deps.sh --bench)" >&2; exit 1; }
@@ -86,6 +95,13 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
+# threads_schedstat PID TAG: "TAG tid comm run_ns wait_ns slices" per thread.
+threads_schedstat() {
+	local t
+	for t in /proc/"$1"/task/*; do
+		echo "$2 ${t##*/} $(tr ' ' _ <"$t/comm") $(cat "$t/schedstat" 2>/dev/null)"
+	done
+}
 mono_ns() { python3 -c 'import time; print(time.clock_gettime_ns(time.CLOCK_MONOTONIC))'; }
 div() { awk -v a="$1" -v b="$2" -v f="${3:-%.1f}" 'BEGIN { if (b + 0 == 0) print "-"; else printf f "\n", a / b }'; }
 mib() { awk -v k="$1" 'BEGIN { printf "%.1f", k / 1024 }'; }
@@ -224,6 +240,19 @@ window() {
 	fi
 	[ "$nvms" = 0 ] || kill -USR1 "${fakes[@]}"
 	[ -z "$CALLGRIND" ] || callgrind_control -i on "$vw_pid" >/dev/null 2>&1
+	local kprof_pid=
+	if [ -n "$KPROF" ]; then
+		threads_schedstat "$vw_pid" start >"$KPROF/$name.schedstat"
+		if [ "$KPROF_STRACE" = trace ]; then
+			strace -f -tt -p "$vw_pid" -o "$KPROF/$name.trace" >/dev/null 2>&1 &
+		elif [ -n "$KPROF_STRACE" ]; then
+			strace -c -f -p "$vw_pid" -o "$KPROF/$name.strace" >/dev/null 2>&1 &
+		else
+			"${PERF:-perf}" record -q -g -e cpu-clock -c 100000 -p "$vw_pid" -o "$KPROF/$name.perf.data" >/dev/null 2>&1 &
+		fi
+		kprof_pid=$!
+		sleep 0.5
+	fi
 	load0=$(load1)
 	t0=$(mono_ns)
 	read -r vw_rss0 _ < <(memory_of "$vw_pid")
@@ -234,6 +263,11 @@ window() {
 	scrape_both "$vw_port" "$ne_port" $((n * ival)) "$dir" "$pe_port"
 	t1=$(mono_ns)
 	read -r _ vw_n1 < <(cpu_of "$vw_pid")
+	if [ -n "$kprof_pid" ]; then
+		kill -INT "$kprof_pid"
+		wait "$kprof_pid" || true
+		threads_schedstat "$vw_pid" end >>"$KPROF/$name.schedstat"
+	fi
 	vw_c1=$(children_cpu_of "$vw_pid")
 	read -r _ ne_n1 < <(cpu_of "$ne_pid")
 	[ -z "$pe_pid" ] || read -r _ pe_n1 < <(cpu_of "$pe_pid")

@@ -6,6 +6,7 @@
  */
 #include "vw_test.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +60,20 @@ static void test_fixture(void **state)
 	close(empty);
 }
 
+/* This process's descriptors as /proc/self/fd lists them, less the listing's own. */
+static uint64_t listed_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *de;
+	uint64_t n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		n += de->d_name[0] != '.';
+	closedir(d);
+	return n - 1;
+}
+
 static void test_this_process(void **state)
 {
 	struct vw_processinfo a, b, c;
@@ -85,6 +100,7 @@ static void test_this_process(void **state)
 	memset(big, 1, 64 << 20);
 	assert_int_equal(vw_processinfo_read(self, &b), 0);
 	assert_int_equal(b.open_fds, a.open_fds + 8);
+	assert_int_equal(b.open_fds, listed_fds()); /* procfs's count (size of fd/) is exact */
 	assert_true(b.rss_bytes >= a.rss_bytes + (60u << 20));
 	assert_true(b.peak_rss_bytes >= b.rss_bytes);
 	assert_true(a.heap_bytes > 0);

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -424,6 +425,52 @@ static void test_reader_races_writer(void **state)
 	rig_free(&r);
 }
 
+/*
+ * A slow reader: it opened frame.json and energy_uj, then stalled (a guest paused between open
+ * and read, 9p's fid held) while the writer went on for rounds. What it reads at last is the
+ * whole frame and value the names held when it opened them, never a later round's bytes over
+ * them: each round makes new files, the old ones live on for whoever holds them.
+ */
+static void test_slow_reader_keeps_its_frame(void **state)
+{
+	char then[VW_PROTO_MAX_FRAME + 1], held[VW_PROTO_MAX_FRAME + 1], now[VW_PROTO_MAX_FRAME + 1];
+	struct vw_host_frame f_then, f_now;
+	size_t len_then, len_now;
+	uint64_t uj_then;
+	ssize_t n;
+	int ffd, efd;
+	struct rig r;
+
+	(void)state;
+	rig_init(&r, 0);
+	rig_run(&r, 1, 25);
+	rig_run(&r, 1, 30);
+	assert_int_equal(vw_read_file_at(r.fd, UUID "/frame.json", then, sizeof(then), &len_then), 0);
+	uj_then = energy_uj(&r, "intel-rapl:0");
+	ffd = openat(r.fd, UUID "/frame.json", O_RDONLY | O_CLOEXEC);
+	efd = openat(r.fd, UUID "/intel-rapl:0/energy_uj", O_RDONLY | O_CLOEXEC);
+	assert_true(ffd >= 0 && efd >= 0);
+	for (int i = 0; i < 5; i++) /* other powers: every round's frame and value differ */
+		rig_run(&r, 1, 40 + 10 * i);
+	n = pread(ffd, held, sizeof(held), 0);
+	assert_int_equal(n, (ssize_t)len_then);
+	assert_memory_equal(held, then, len_then);
+	assert_int_equal(held[n - 1], '\n');
+	assert_int_equal(vw_proto_decode_host(held, (size_t)n - 1, &f_then), VW_PROTO_OK);
+	n = pread(efd, held, sizeof(held) - 1, 0);
+	assert_true(n > 0);
+	held[n] = '\0';
+	assert_int_equal(strtoull(held, NULL, 10), uj_then);
+	/* The name meanwhile holds the newest round's frame, five seqs on. */
+	assert_int_equal(vw_read_file_at(r.fd, UUID "/frame.json", now, sizeof(now), &len_now), 0);
+	assert_int_equal(vw_proto_decode_host(now, len_now - 1, &f_now), VW_PROTO_OK);
+	assert_int_equal(f_now.seq, f_then.seq + 5);
+	assert_true(energy_uj(&r, "intel-rapl:0") > uj_then);
+	close(ffd);
+	close(efd);
+	rig_free(&r);
+}
+
 /* The rig's VM and OTHER published, then both gone for good (past retain_ns). */
 static void publish_two_then_forget(struct rig *r, void (*plant)(struct rig *r, void *ud), void *ud)
 {
@@ -571,6 +618,7 @@ int main(void)
 		cmocka_unit_test(test_unchanged_energy_kept),
 		cmocka_unit_test(test_gone_share_removed),
 		cmocka_unit_test(test_gone_share_link_not_followed),
+		cmocka_unit_test(test_slow_reader_keeps_its_frame),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -862,6 +862,46 @@ static void test_cached_list_same_bytes(void **state)
 	vw_fixture_rm(root);
 }
 
+/*
+ * A QEMU's pod is read from its cgroup file once per process, not at each full scan: a pod's
+ * QEMU is forked inside the pod's cgroup and never leaves it (reading it again was four
+ * system calls per VM a scan). The file rewritten under the same process changes nothing; a
+ * new process under the same PID (another start time) is read again.
+ */
+static void test_pod_read_once(void **state)
+{
+#define POD_CG(uid) "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" uid \
+		    ".slice/cri-containerd-0123456789abcdef.scope\n"
+	char *root = vw_fixture_mkdtemp("vmscanpod");
+	struct vw_vm_env env = { 0 };
+	struct vw_vm_info *v;
+	void *src;
+
+	(void)state;
+	assert_int_equal(vm_fixture_proc(root, 10, 1, "qemu-system-x86_64|-uuid|" U1, NULL,
+					 POD_CG("1111aaaa_2222_3333_4444_555566667777")), 0);
+	src = scan_open(root, &env); /* procscan_interval_ns 0: every list a full scan */
+	v = list_n(src, 1);
+	assert_string_equal(v[0].pod_uid, "1111aaaa-2222-3333-4444-555566667777");
+	free(v);
+	assert_int_equal(vw_fixture_write(root, "10/cgroup",
+					  POD_CG("9999bbbb_2222_3333_4444_555566667777"), 0), 0);
+	v = list_n(src, 1);
+	assert_string_equal(v[0].pod_uid, "1111aaaa-2222-3333-4444-555566667777");
+	free(v);
+	/* PID 10 again, another process: its own pod. */
+	assert_int_equal(vm_fixture_proc(root, 10, 2, "qemu-system-x86_64|-uuid|" U1, NULL,
+					 POD_CG("9999bbbb_2222_3333_4444_555566667777")), 0);
+	v = list_n(src, 1);
+	assert_int_equal(v[0].qemu_start_time, 2);
+	assert_string_equal(v[0].pod_uid, "9999bbbb-2222-3333-4444-555566667777");
+	free(v);
+	vw_vm_procscan.close(src);
+	close(env.procfs_fd);
+	vw_fixture_rm(root);
+#undef POD_CG
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -879,6 +919,7 @@ int main(void)
 		cmocka_unit_test(test_tracker_unchanged),
 		cmocka_unit_test(test_start_time_watched),
 		cmocka_unit_test(test_cached_list_same_bytes),
+		cmocka_unit_test(test_pod_read_once),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,9 +9,13 @@
  *   intel-rapl:0/energy_uj            the VM's package energy, idle + active, in microjoules
  *   intel-rapl:0:0/...                "dram", when the VM has dram energy
  *
- * Every file is replaced with temp + fsync (none on tmpfs, where it does nothing) + renameat in
- * a directory fd opened O_NOFOLLOW, so a reader sees the old or the new file, never a torn one,
- * and a planted symlink is never followed. energy_uj continues from whatever value the folder held when this process first
+ * Every file is replaced with temp + renameat in a directory fd opened O_NOFOLLOW, so a reader
+ * sees the old or the new file, never a torn one, and a planted symlink is never followed. The
+ * zones' files are fsync'ed first on a disk file system (not on tmpfs, where it does nothing):
+ * energy_uj is read back by the next process. frame.json and model.json never are: they are
+ * made again every round (the first after a restart), nothing reads them back, and the guests
+ * reading them do not outlive a host crash; on a disk, an fsync per VM a round was milliseconds
+ * of the daemon's time each. energy_uj continues from whatever value the folder held when this process first
  * wrote it (a host restart does not reset it), never decreases, and wraps at
  * max_energy_range_uj like RAPL: the value is the unwrapped count modulo the range, so the
  * usual reader formula (max - prev) + cur is exact.
@@ -71,17 +75,19 @@ static int open_subdir(int dirfd, const char *name)
 	return fd;
 }
 
-/* A file of the folder replaced whole, not fsync'ed on tmpfs or ramfs (fsync does nothing
- * there): a reader sees the old or the new file whole. */
+/* A file of the folder replaced whole: a reader sees the old or the new file whole. durable:
+ * fsync'ed before the rename, except on tmpfs or ramfs (fsync does nothing there). */
 static int write_file(const struct vw_pub_share *s, int dirfd, const char *rel, const void *data,
-		      size_t len)
+		      size_t len, bool durable)
 {
-	return vw_write_file_replace_pid_at(dirfd, rel, data, len, 0644, !s->no_fsync, s->pid);
+	return vw_write_file_replace_pid_at(dirfd, rel, data, len, 0644, durable && !s->no_fsync,
+					    s->pid);
 }
 
+/* A zone's file (read back by the next process: durable). */
 static int write_text(const struct vw_pub_share *s, int dirfd, const char *rel, const char *text)
 {
-	return write_file(s, dirfd, rel, text, strlen(text));
+	return write_file(s, dirfd, rel, text, strlen(text), true);
 }
 
 static int write_u64(const struct vw_pub_share *s, int dirfd, const char *rel, uint64_t v)
@@ -176,14 +182,14 @@ int vw_pub_share_write(struct vw_pub_share *s, int root_fd, const char *uuid, co
 		if (r < 0)
 			return r;
 	}
-	return write_file(s, s->dirfd, "frame.json", frame, len);
+	return write_file(s, s->dirfd, "frame.json", frame, len, false);
 }
 
 int vw_pub_share_write_model(struct vw_pub_share *s, const char *line, size_t len)
 {
 	if (s->dirfd < 0)
 		return -EAGAIN; /* the folder comes with the first frame */
-	return write_file(s, s->dirfd, "model.json", line, len);
+	return write_file(s, s->dirfd, "model.json", line, len, false);
 }
 
 /* ---- removal ---- */

@@ -151,11 +151,21 @@ static void procscan_close(void *state)
 	free(ps);
 }
 
+/* The previous list's VM of this very process (same PID and start time), or NULL. */
+static const struct kept *kept_of(const struct procscan *ps, const struct vw_qemu_proc *p)
+{
+	for (size_t i = 0; i < ps->n_prev; i++)
+		if (ps->prev[i].qemu_pid == p->pid && ps->prev[i].qemu_start_time == p->start_time)
+			return &ps->prev[i];
+	return NULL;
+}
+
 /* One QEMU process into vm. */
 static void describe(const struct procscan *ps, const struct vw_qemu_proc *p,
 		     struct vw_vm_info *vm)
 {
 	struct vw_cgroup_match m = { 0 };
+	const struct kept *k;
 	int r;
 
 	memset(vm, 0, sizeof(*vm));
@@ -175,7 +185,16 @@ static void describe(const struct procscan *ps, const struct vw_qemu_proc *p,
 		snprintf(vm->owner.platform, sizeof(vm->owner.platform), "proxmox");
 		memcpy(vm->owner.vmid, p->cmd.vmid, sizeof(vm->owner.vmid));
 	}
-	/* A QEMU in a Kubernetes pod (KubeVirt's virt-launcher): the pod, for vm_kubevirt.c. */
+	/*
+	 * A QEMU in a Kubernetes pod (KubeVirt's virt-launcher): the pod, for vm_kubevirt.c. Read
+	 * once per process: virt-launcher forks it inside the pod's cgroup, which it never
+	 * leaves; reading PID/cgroup again at each full scan was four system calls per VM.
+	 */
+	k = kept_of(ps, p);
+	if (k) {
+		memcpy(vm->pod_uid, k->pod_uid, sizeof(vm->pod_uid));
+		return;
+	}
 	r = vw_workload_read_pid(ps->procfd, p->pid, &m);
 	if ((r == 0 || r == -ENOENT) && m.kubepods && m.pod_uid[0])
 		memcpy(vm->pod_uid, m.pod_uid, sizeof(vm->pod_uid));
