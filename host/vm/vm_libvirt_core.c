@@ -237,18 +237,27 @@ static void try_connect(struct lv *lv, uint64_t now)
 struct fetched {
 	struct vw_virt_dom dom;
 	bool have_xml;
-	struct vw_domxml xml;
+	/* What its XML says, packed (a parsed document is 3 KiB, and a reconcile holds every
+	 * domain's at once): hypervisor ("" when it names none), vCPUs, channel, share, host
+	 * devices, owner. */
+	struct vw_vm_packed xml;
 };
 
 static void apply_xml(struct lv *lv, struct vw_vm_info *info, const struct fetched *f)
 {
+	struct vw_vm_info x;
+
+	vw_vm_unpack(&f->xml, &x);
 	snprintf(info->hypervisor, sizeof(info->hypervisor), "%s",
-		 f->xml.hypervisor[0] ? f->xml.hypervisor : lv->hypervisor);
-	info->vcpus = f->xml.vcpus;
-	memcpy(info->channel_path, f->xml.channel_path, sizeof(info->channel_path));
-	memcpy(info->share_dir, f->xml.share_dir, sizeof(info->share_dir));
-	vw_vm_hostdevs_from_xml(info, &f->xml);
-	info->owner = f->xml.owner;
+		 x.hypervisor[0] ? x.hypervisor : lv->hypervisor);
+	info->vcpus = x.vcpus;
+	memcpy(info->channel_path, x.channel_path, sizeof(info->channel_path));
+	memcpy(info->share_dir, x.share_dir, sizeof(info->share_dir));
+	info->n_pci_hostdev = x.n_pci_hostdev;
+	info->n_mdev = x.n_mdev;
+	memcpy(info->pci_hostdev, x.pci_hostdev, sizeof(info->pci_hostdev));
+	memcpy(info->mdev, x.mdev, sizeof(info->mdev));
+	info->owner = x.owner;
 }
 
 /* A listed domain into the table: new, or a known UUID started again (new ID: new QEMU). */
@@ -367,6 +376,8 @@ static bool need_xml(struct lv *lv, const struct vw_virt_dom *vd, bool full)
 static void fetch_xml(struct lv *lv, void *conn, struct fetched *f)
 {
 	_cleanup_free_ char *xml = NULL;
+	struct vw_domxml x;
+	struct vw_vm_info v = { 0 };
 	int r;
 
 	r = lv->api->get_xml(conn, f->dom.uuid, &xml);
@@ -374,10 +385,20 @@ static void fetch_xml(struct lv *lv, void *conn, struct fetched *f)
 		vw_debug("vm: libvirt: XML of %s: %s", f->dom.uuid, lv->api->last_error(lv->data));
 		return;
 	}
-	r = vw_domxml_parse(xml, strlen(xml), &f->xml);
+	r = vw_domxml_parse(xml, strlen(xml), &x); /* (all empty when refused) */
 	if (r < 0)
 		vw_debug("vm: libvirt: XML of %s unreadable (%s): no channel, share or host device",
 			 f->dom.uuid, strerror(-r));
+	memcpy(v.hypervisor, x.hypervisor, sizeof(v.hypervisor));
+	v.vcpus = x.vcpus;
+	memcpy(v.channel_path, x.channel_path, sizeof(v.channel_path));
+	memcpy(v.share_dir, x.share_dir, sizeof(v.share_dir));
+	vw_vm_hostdevs_from_xml(&v, &x);
+	v.owner = x.owner;
+	if (vw_vm_pack(&v, &f->xml) < 0) {
+		vw_debug("vm: libvirt: XML of %s: out of memory (fetched again)", f->dom.uuid);
+		return;
+	}
 	f->have_xml = true; /* a bad document is not fetched again until the next full pass */
 }
 
@@ -437,6 +458,8 @@ static void reconcile_pass(struct lv *lv, bool full)
 			lv->doms[i].info.state = VW_VM_SHUTOFF;
 		}
 	}
+	for (size_t i = 0; i < n; i++)
+		vw_vm_packed_free(&f[i].xml);
 	refresh_stats(lv);
 }
 
