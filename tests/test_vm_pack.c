@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * A VM packed and back (host/vm/vm_pack.c): every field of struct vw_vm_info comes back byte
- * for byte (libvirt's domain table keeps its domains packed, and the tracker compares the lists
- * it builds from them with memcmp), full and empty strings, all 64 host-device slots or none.
+ * for byte (libvirt's domain table and the tracker keep their VMs packed), full and empty
+ * strings, all 64 host-device slots or none; and the tracker's comparison of a list with the
+ * one it keeps, field by field.
  */
 #include "vw_test.h"
 
@@ -142,12 +143,80 @@ static void test_empty(void **state)
 	vw_vm_packed_free(&p);
 }
 
+/* The tracker's comparison: any one field changed is another VM; bytes past a string's NUL or
+ * past the host devices' counts are not. */
+static void test_same(void **state)
+{
+	struct vw_vm_info vm, other;
+	struct vw_vm_packed p = { 0 };
+
+	(void)state;
+	full_vm(&vm);
+	assert_int_equal(vw_vm_pack(&vm, &p), 0);
+	assert_true(vw_vm_packed_same(&p, &vm));
+#define CHANGED(field)                                                                        \
+	do {                                                                                  \
+		other = vm;                                                                   \
+		((unsigned char *)&other.field)[0] ^= 1;                                      \
+		assert_false(vw_vm_packed_same(&p, &other));                                  \
+	} while (0)
+	CHANGED(uuid);
+	CHANGED(name);
+	CHANGED(hypervisor);
+	CHANGED(source);
+	CHANGED(state);
+	CHANGED(vcpus);
+	CHANGED(qemu_pid);
+	CHANGED(qemu_start_time);
+	CHANGED(channel_path);
+	CHANGED(share_dir);
+	other = vm;
+	other.n_pci_hostdev--;
+	assert_false(vw_vm_packed_same(&p, &other));
+	other = vm;
+	other.n_mdev--;
+	assert_false(vw_vm_packed_same(&p, &other));
+	CHANGED(pci_hostdev[VW_VM_MAX_HOSTDEVS - 1]);
+	CHANGED(mdev[VW_VM_MAX_HOSTDEVS - 1]);
+	CHANGED(owner.platform);
+	CHANGED(owner.instance_name);
+	CHANGED(owner.flavor);
+	CHANGED(owner.user_id);
+	CHANGED(owner.user_name);
+	CHANGED(owner.project_id);
+	CHANGED(owner.project_name);
+	CHANGED(owner.vmid);
+	CHANGED(owner.namespace_);
+	CHANGED(owner.pod_name);
+	CHANGED(pod_uid);
+#undef CHANGED
+	other = vm;
+	other.name[10] = '\0'; /* shorter */
+	assert_false(vw_vm_packed_same(&p, &other));
+	assert_int_equal(vw_vm_pack(&other, &p), 0);
+	other.name[11] ^= 1; /* past its NUL */
+	other.n_mdev = 3;
+	assert_int_equal(vw_vm_pack(&other, &p), 0);
+	other.mdev[5][0] ^= 1; /* past the count */
+	assert_true(vw_vm_packed_same(&p, &other));
+
+	/* Empty against empty, and against one string set. */
+	memset(&vm, 0, sizeof(vm));
+	assert_int_equal(vw_vm_pack(&vm, &p), 0);
+	assert_null(p.ext);
+	assert_true(vw_vm_packed_same(&p, &vm));
+	vm.owner.pod_name[0] = 'x';
+	assert_false(vw_vm_packed_same(&p, &vm));
+	vw_vm_packed_free(&p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_each_alone),
 		cmocka_unit_test(test_empty),
+		cmocka_unit_test(test_same),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

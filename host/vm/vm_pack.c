@@ -117,3 +117,35 @@ void vw_vm_packed_free(struct vw_vm_packed *p)
 	free(p->ext);
 	p->ext = NULL;
 }
+
+bool vw_vm_packed_same(const struct vw_vm_packed *p, const struct vw_vm_info *vm)
+{
+	const struct cfield f[] = { PACKED_STRINGS(vm) };
+	size_t np = n_pci(vm), nm = n_mdev(vm);
+	const char *s = p->ext;
+
+	if (strncmp(p->uuid, vm->uuid, sizeof(p->uuid)) != 0 ||
+	    strncmp(p->hypervisor, vm->hypervisor, sizeof(p->hypervisor)) != 0 ||
+	    strncmp(p->source, vm->source, sizeof(p->source)) != 0 || p->state != vm->state ||
+	    p->vcpus != vm->vcpus || p->qemu_pid != vm->qemu_pid ||
+	    p->qemu_start_time != vm->qemu_start_time || p->n_pci_hostdev != np ||
+	    p->n_mdev != nm)
+		return false;
+	if (!s) { /* packed empty: so must vm be */
+		for (size_t i = 0; i < ARRAY_SIZE(f); i++)
+			if (f[i].s[0])
+				return false;
+		return true;
+	}
+	for (size_t i = 0; i < ARRAY_SIZE(f); i++) {
+		size_t k = strnlen(f[i].s, f[i].size);
+
+		if (strnlen(s, f[i].size) != k || memcmp(s, f[i].s, k) != 0)
+			return false;
+		s += k + 1;
+	}
+	if (memcmp(s, vm->pci_hostdev, np * sizeof(vm->pci_hostdev[0])) != 0)
+		return false;
+	s += np * sizeof(vm->pci_hostdev[0]);
+	return memcmp(s, vm->mdev, nm * sizeof(vm->mdev[0])) == 0;
+}

@@ -208,6 +208,12 @@ struct vw_vm_packed {
 int vw_vm_pack(const struct vw_vm_info *vm, struct vw_vm_packed *ret);
 void vw_vm_unpack(const struct vw_vm_packed *p, struct vw_vm_info *ret);
 void vw_vm_packed_free(struct vw_vm_packed *p);
+/* Whether vm is what p holds, field by field: its strings up to their NUL, its host devices up
+ * to their counts (the bytes past them do not count). */
+bool vw_vm_packed_same(const struct vw_vm_packed *p, const struct vw_vm_info *vm);
+/* vw_vm_vgpu_owner over a packed list (vm_vgpu.c). */
+bool vw_vm_vgpu_owner_packed(const struct vw_vm_packed *vms, size_t n, const char *vm_id,
+			     bool is_uuid, const char *mdev, char out[VW_UUID_LEN]);
 
 /* ---- Shared by the sources ---- */
 
