@@ -1811,6 +1811,16 @@ static unsigned hx_xml_held(struct hx *h)
 	return c.xml_held;
 }
 
+/* Records of the last answer the child still holds (domains and stats not yet taken). */
+static size_t hx_answer_held(struct hx *h)
+{
+	struct vw_virt_child_counters c;
+
+	vw_vm_libvirt_settle(h->x->src, SETTLE_MS);
+	vw_virt_child_get_counters(h->child, &c);
+	return c.held;
+}
+
 /*
  * Without lifecycle events: a domain started is listed once the process scan has seen its QEMU
  * (vms_seen: more VMs than last round), without waiting for the reconcile; one stopped is
@@ -1837,6 +1847,7 @@ static void test_helper_start_stop(void **state)
 	runs = hx_runs(h);
 	assert_int_equal(runs, 1); /* connect and the first reconcile: one run */
 	assert_int_equal(hx_xml_held(h), 0); /* read, parsed, not held twice */
+	assert_int_equal(hx_answer_held(h), 0); /* the list and the stats: handed over */
 
 	/* Nothing changes: no run, however often list() is called (the clock stands still). */
 	for (int i = 0; i < 5; i++)

@@ -517,13 +517,13 @@ static int child_list(void *conn, struct vw_virt_dom **ret, size_t *ret_n)
 	}
 	c->want_full = false;
 	c->list_unread = false;
-	out = malloc((c->ans.n_doms ? c->ans.n_doms : 1) * sizeof(*out));
+	/* Handed over, not copied: read once a run, so not held beside the core's copy. */
+	out = c->ans.n_doms ? VW_TAKE_PTR(c->ans.doms) : malloc(sizeof(*out));
 	if (!out)
 		return -ENOMEM;
-	if (c->ans.n_doms)
-		memcpy(out, c->ans.doms, c->ans.n_doms * sizeof(*out));
 	*ret = out;
 	*ret_n = c->ans.n_doms;
+	c->ans.n_doms = 0;
 	return 0;
 }
 
@@ -560,13 +560,12 @@ static int child_stats(void *conn, struct vw_virt_stat **ret, size_t *ret_n)
 		c->list_unread = true; /* the same run's list: a reconcile it triggers reads it */
 	}
 	c->stats_unread = false;
-	out = malloc((c->ans.n_stats ? c->ans.n_stats : 1) * sizeof(*out));
+	out = c->ans.n_stats ? VW_TAKE_PTR(c->ans.stats) : malloc(sizeof(*out)); /* (as the list) */
 	if (!out)
 		return -ENOMEM;
-	if (c->ans.n_stats)
-		memcpy(out, c->ans.stats, c->ans.n_stats * sizeof(*out));
 	*ret = out;
 	*ret_n = c->ans.n_stats;
+	c->ans.n_stats = 0;
 	return 0;
 }
 
@@ -634,6 +633,7 @@ void vw_virt_child_free(struct vw_virt_child *c)
 
 void vw_virt_child_get_counters(struct vw_virt_child *c, struct vw_virt_child_counters *ret)
 {
+	c->counters.held = c->ans.n_doms + c->ans.n_stats;
 	c->counters.xml_held = 0;
 	for (size_t i = 0; i < c->n_xmls; i++)
 		c->counters.xml_held += c->xmls[i].xml != NULL;
