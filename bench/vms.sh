@@ -64,6 +64,11 @@ KPROF=${KPROF:-}
 KPROF_STRACE=${KPROF_STRACE:-}
 [ -z "$KPROF" ] || { mkdir -p "$KPROF"; KPROF=$(cd "$KPROF" && pwd); }
 
+# SMAPS=DIR: the host's /proc/PID/smaps at each window's end into DIR/<window>.smaps, and its
+# threads into DIR/<window>.tasks (bench/smaps_diff.py A B: resident memory by mapping class).
+SMAPS=${SMAPS:-}
+[ -z "$SMAPS" ] || { mkdir -p "$SMAPS"; SMAPS=$(cd "$SMAPS" && pwd); }
+
 [ "$(id -u)" = 0 ] || { echo "run as root (BPF accounting, pid_max, perf)" >&2; exit 1; }
 command -v "$NODE_EXPORTER" >/dev/null || { echo "$NODE_EXPORTER not found (deploy/install-deps.sh --bench)" >&2; exit 1; }
 command -v curl >/dev/null || { echo "curl not found" >&2; exit 1; }
@@ -273,6 +278,10 @@ window() {
 	[ -z "$pe_pid" ] || read -r _ pe_n1 < <(cpu_of "$pe_pid")
 	read -r vw_rss vw_hwm < <(memory_of "$vw_pid")
 	read -r vw_pss vw_anon < <(memory_split_of "$vw_pid")
+	if [ -n "$SMAPS" ]; then
+		cat "/proc/$vw_pid/smaps" >"$SMAPS/$name.smaps"
+		grep -H . /proc/"$vw_pid"/task/*/comm >"$SMAPS/$name.tasks" 2>/dev/null || true
+	fi
 	[ -z "$MASSIF" ] || vgdb --pid="$vw_pid" detailed_snapshot "$MASSIF/$name.snap" >/dev/null 2>&1 ||
 		echo "# $name: vgdb detailed_snapshot failed" >&2
 	read -r ne_rss ne_hwm < <(memory_of "$ne_pid")

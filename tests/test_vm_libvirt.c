@@ -1801,6 +1801,26 @@ static unsigned hx_runs(struct hx *h)
 	return c.runs;
 }
 
+/* Documents the child still holds: none once the core has read them. */
+static unsigned hx_xml_held(struct hx *h)
+{
+	struct vw_virt_child_counters c;
+
+	vw_vm_libvirt_settle(h->x->src, SETTLE_MS);
+	vw_virt_child_get_counters(h->child, &c);
+	return c.xml_held;
+}
+
+/* Records of the last answer the child still holds (domains and stats not yet taken). */
+static size_t hx_answer_held(struct hx *h)
+{
+	struct vw_virt_child_counters c;
+
+	vw_vm_libvirt_settle(h->x->src, SETTLE_MS);
+	vw_virt_child_get_counters(h->child, &c);
+	return c.held;
+}
+
 /*
  * Without lifecycle events: a domain started is listed once the process scan has seen its QEMU
  * (vms_seen: more VMs than last round), without waiting for the reconcile; one stopped is
@@ -1812,6 +1832,7 @@ static void test_helper_start_stop(void **state)
 	struct fx *x;
 	struct vw_vm_info *v;
 	unsigned runs;
+	char *xml = NULL;
 
 	(void)state;
 	h = hx_open(0, NODE_DOM("alpha", UA));
@@ -1825,11 +1846,17 @@ static void test_helper_start_stop(void **state)
 	vw_vm_libvirt_vms_seen(x->src, 1); /* the first round: only noted */
 	runs = hx_runs(h);
 	assert_int_equal(runs, 1); /* connect and the first reconcile: one run */
+	assert_int_equal(hx_xml_held(h), 0); /* read, parsed, not held twice */
+	assert_int_equal(hx_answer_held(h), 0); /* the list and the stats: handed over */
 
 	/* Nothing changes: no run, however often list() is called (the clock stands still). */
 	for (int i = 0; i < 5; i++)
 		list_n(x, 1);
 	assert_int_equal(hx_runs(h), runs);
+
+	/* A document asked for again once taken: refused, forgotten, and sent by the next run. */
+	assert_int_equal(vw_virt_child_api.get_xml(h->child, UA, &xml), -EAGAIN);
+	assert_null(xml);
 
 	/* beta starts: the process scan finds its QEMU, the round lists 2 VMs. */
 	hx_node(h, NODE_DOM("alpha", UA) NODE_DOM("beta", UB));
@@ -1841,6 +1868,11 @@ static void test_helper_start_stop(void **state)
 	assert_string_equal(find(v, 2, UB)->channel_path, "/run/beta.sock");
 	assert_int_equal(find(v, 2, UB)->qemu_pid, 200);
 	assert_int_equal(hx_runs(h), runs + 1);
+	assert_int_equal(hx_xml_held(h), 1); /* alpha's, sent again: the core had it already */
+	assert_int_equal(vw_virt_child_api.get_xml(h->child, UA, &xml), 0);
+	assert_non_null(strstr(xml, "/run/alpha.sock"));
+	free(xml);
+	assert_int_equal(hx_xml_held(h), 0);
 
 	/* alpha stops: its QEMU is gone at once, the next list() asks the helper. */
 	hx_node(h, NODE_DOM("beta", UB));
@@ -1863,8 +1895,10 @@ static void test_helper_start_stop(void **state)
 	x->now += 3601 * VW_NSEC_PER_SEC;
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
 	assert_int_equal(hx_runs(h), runs + 3);
-	list_n(x, 1);
+	v = list_n(x, 1);
+	assert_string_equal(v[0].channel_path, "/run/beta.sock");
 	assert_int_equal(hx_runs(h), runs + 3);
+	assert_int_equal(hx_xml_held(h), 0);
 	hx_free(h);
 }
 

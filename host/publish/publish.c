@@ -37,7 +37,7 @@ struct pub_vm {
 	bool live;   /* lock held, channel and folder open */
 	bool published; /* a frame went out for it in this epoch */
 	uint64_t gone_ns;
-	char channel_path[256]; /* as listed; connected while live */
+	char *channel_path; /* as listed (at most 255 bytes), NULL: none; connected while live */
 	struct pub_zone z[VW_ZONE__WIRE_COUNT];
 	struct vw_pub_chan chan;
 	struct vw_pub_share share;
@@ -180,6 +180,13 @@ fail:
 	return NULL;
 }
 
+#define CHANNEL_PATH_MAX 255 /* bytes of a channel's path kept (struct vw_vm_energy's) */
+
+static const char *chan_path(const struct pub_vm *vm)
+{
+	return vm->channel_path ? vm->channel_path : "";
+}
+
 static void vm_close(struct vw_publisher *p, struct pub_vm *vm)
 {
 	if (!vm->live)
@@ -195,6 +202,7 @@ static void vm_free(struct vw_publisher *p, struct pub_vm *vm)
 {
 	vm_close(p, vm);
 	free(vm->model_line);
+	free(vm->channel_path);
 	free(vm);
 }
 
@@ -401,7 +409,7 @@ static int vm_open(struct vw_publisher *p, struct pub_vm *vm)
 		.last_ok_unix_ns = was.last_ok_unix_ns,
 	};
 	vm->live = true;
-	vw_pub_chan_set_path(&vm->chan, p->epfd, vm->channel_path, p->now_ns);
+	vw_pub_chan_set_path(&vm->chan, p->epfd, chan_path(vm), p->now_ns);
 	return 0;
 }
 
@@ -448,15 +456,19 @@ static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in, siz
 	}
 	vm->listed = true;
 	vm->gone_ns = 0;
-	if (strncmp(vm->channel_path, in->channel_path, sizeof(vm->channel_path)) != 0) {
-		size_t n = strnlen(in->channel_path, sizeof(vm->channel_path) - 1);
+	if (strncmp(chan_path(vm), in->channel_path, CHANNEL_PATH_MAX) != 0) {
+		/* Sized to it: most VMs' are ~80 bytes, or none. */
+		char *path = in->channel_path[0] ? strndup(in->channel_path, CHANNEL_PATH_MAX) : NULL;
 
-		memcpy(vm->channel_path, in->channel_path, n); /* as snprintf("%s") did, once */
-		vm->channel_path[n] = '\0';
+		/* (Out of memory: the old one, until the next round.) */
+		if (path || !in->channel_path[0]) {
+			free(vm->channel_path);
+			vm->channel_path = path;
+		}
 	}
 	r = vm_open(p, vm);
 	if (vm->live)
-		vw_pub_chan_set_path(&vm->chan, p->epfd, vm->channel_path, p->now_ns);
+		vw_pub_chan_set_path(&vm->chan, p->epfd, chan_path(vm), p->now_ns);
 	vm_take_zones(vm, in);
 	return r;
 }
@@ -828,7 +840,7 @@ static void vm_stats(const struct vw_publisher *p, const struct pub_vm *vm,
 	ret->lock_refused = vm->lock_refused;
 	ret->lock_holder_pid = vm->lock_holder_pid;
 	ret->last_ok_unix_ns = VW_MAX(vm->chan.st.last_ok_unix_ns, vm->share_ok_unix_ns);
-	ret->has_channel = vm->channel_path[0] != '\0';
+	ret->has_channel = vm->channel_path != NULL;
 	ret->has_share = p->share_fd >= 0;
 	ret->lock_failed = !ret->locked && vm->lock_err && vm->lock_err != -EBUSY;
 }

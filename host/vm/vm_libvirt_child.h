@@ -27,5 +27,7 @@ void vw_virt_child_free(struct vw_virt_child *c);
 /* ---- For tests ---- */
 struct vw_virt_child_counters {
 	unsigned runs, failures;
+	unsigned xml_held; /* documents held, not yet taken by get_xml */
+	size_t held;       /* domains and stats records of the last answer not yet taken */
 };
 void vw_virt_child_get_counters(struct vw_virt_child *c, struct vw_virt_child_counters *ret);

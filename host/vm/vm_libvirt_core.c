@@ -53,7 +53,9 @@
 #define MAX_WAIT_NS VW_NSEC_PER_SEC /* the worker looks at the clock at least this often */
 
 struct dom {
-	struct vw_vm_info info;
+	/* Packed (vm_priv.h): the table lives as long as the daemon, and a struct vw_vm_info is
+	 * 2,312 B, most of it strings and host-device slots a domain leaves empty. */
+	struct vw_vm_packed info;
 	int id;
 	bool have_xml;
 	bool gone; /* stopped: reported once as VW_VM_SHUTOFF, then dropped */
@@ -235,25 +237,35 @@ static void try_connect(struct lv *lv, uint64_t now)
 struct fetched {
 	struct vw_virt_dom dom;
 	bool have_xml;
-	struct vw_domxml xml;
+	/* What its XML says, packed (a parsed document is 3 KiB, and a reconcile holds every
+	 * domain's at once): hypervisor ("" when it names none), vCPUs, channel, share, host
+	 * devices, owner. */
+	struct vw_vm_packed xml;
 };
 
-static void apply_xml(struct lv *lv, struct dom *d, const struct fetched *f)
+static void apply_xml(struct lv *lv, struct vw_vm_info *info, const struct fetched *f)
 {
-	snprintf(d->info.hypervisor, sizeof(d->info.hypervisor), "%s",
-		 f->xml.hypervisor[0] ? f->xml.hypervisor : lv->hypervisor);
-	d->info.vcpus = f->xml.vcpus;
-	memcpy(d->info.channel_path, f->xml.channel_path, sizeof(d->info.channel_path));
-	memcpy(d->info.share_dir, f->xml.share_dir, sizeof(d->info.share_dir));
-	vw_vm_hostdevs_from_xml(&d->info, &f->xml);
-	d->info.owner = f->xml.owner;
-	d->have_xml = true;
+	struct vw_vm_info x;
+
+	vw_vm_unpack(&f->xml, &x);
+	snprintf(info->hypervisor, sizeof(info->hypervisor), "%s",
+		 x.hypervisor[0] ? x.hypervisor : lv->hypervisor);
+	info->vcpus = x.vcpus;
+	memcpy(info->channel_path, x.channel_path, sizeof(info->channel_path));
+	memcpy(info->share_dir, x.share_dir, sizeof(info->share_dir));
+	info->n_pci_hostdev = x.n_pci_hostdev;
+	info->n_mdev = x.n_mdev;
+	memcpy(info->pci_hostdev, x.pci_hostdev, sizeof(info->pci_hostdev));
+	memcpy(info->mdev, x.mdev, sizeof(info->mdev));
+	info->owner = x.owner;
 }
 
 /* A listed domain into the table: new, or a known UUID started again (new ID: new QEMU). */
 static int apply_listed(struct lv *lv, const struct fetched *f)
 {
 	struct dom *d = find_dom(lv, f->dom.uuid);
+	struct vw_vm_info info;
+	int r;
 
 	if (!d) {
 		if (vw_array_grow((void **)&lv->doms, sizeof(*lv->doms), lv->n_doms, &lv->cap_doms) < 0)
@@ -267,22 +279,37 @@ static int apply_listed(struct lv *lv, const struct fetched *f)
 	}
 	if (d->gone && d->id == f->dom.id)
 		return 0; /* listed just before it stopped: the event was right */
+	vw_vm_unpack(&d->info, &info);
 	if (d->gone || d->id != f->dom.id) {
-		struct vw_vm_info keep = d->info;
+		struct vw_vm_info keep = info;
 
-		memset(&d->info, 0, sizeof(d->info));
-		memcpy(d->info.uuid, keep.uuid, VW_UUID_LEN);
-		memcpy(d->info.source, keep.source, sizeof(keep.source));
-		memcpy(d->info.hypervisor, keep.hypervisor, sizeof(keep.hypervisor));
+		memset(&info, 0, sizeof(info));
+		memcpy(info.uuid, keep.uuid, VW_UUID_LEN);
+		memcpy(info.source, keep.source, sizeof(keep.source));
+		memcpy(info.hypervisor, keep.hypervisor, sizeof(keep.hypervisor));
 		d->gone = false;
 		d->have_xml = false;
 		d->id = f->dom.id;
 	}
-	if (d->info.state == VW_VM_SHUTOFF)
-		d->info.state = VW_VM_RUNNING;
-	vw_vm_name_sanitize(d->info.name, sizeof(d->info.name), f->dom.name, sizeof(f->dom.name));
+	if (info.state == VW_VM_SHUTOFF)
+		info.state = VW_VM_RUNNING;
+	vw_vm_name_sanitize(info.name, sizeof(info.name), f->dom.name, sizeof(f->dom.name));
 	if (f->have_xml)
-		apply_xml(lv, d, f);
+		apply_xml(lv, &info, f);
+	r = vw_vm_pack(&info, &d->info);
+	if (r < 0) {
+		/* Its fixed fields at least; its strings, and its XML, at the next pass. */
+		vw_vm_packed_free(&d->info);
+		memcpy(d->info.hypervisor, info.hypervisor, sizeof(info.hypervisor));
+		d->info.n_pci_hostdev = d->info.n_mdev = 0;
+		d->info.state = info.state;
+		d->info.vcpus = info.vcpus;
+		d->info.qemu_pid = info.qemu_pid;
+		d->info.qemu_start_time = info.qemu_start_time;
+		d->have_xml = false;
+		return r;
+	}
+	d->have_xml |= f->have_xml;
 	return 0;
 }
 
@@ -349,6 +376,8 @@ static bool need_xml(struct lv *lv, const struct vw_virt_dom *vd, bool full)
 static void fetch_xml(struct lv *lv, void *conn, struct fetched *f)
 {
 	_cleanup_free_ char *xml = NULL;
+	struct vw_domxml x;
+	struct vw_vm_info v = { 0 };
 	int r;
 
 	r = lv->api->get_xml(conn, f->dom.uuid, &xml);
@@ -356,10 +385,20 @@ static void fetch_xml(struct lv *lv, void *conn, struct fetched *f)
 		vw_debug("vm: libvirt: XML of %s: %s", f->dom.uuid, lv->api->last_error(lv->data));
 		return;
 	}
-	r = vw_domxml_parse(xml, strlen(xml), &f->xml);
+	r = vw_domxml_parse(xml, strlen(xml), &x); /* (all empty when refused) */
 	if (r < 0)
 		vw_debug("vm: libvirt: XML of %s unreadable (%s): no channel, share or host device",
 			 f->dom.uuid, strerror(-r));
+	memcpy(v.hypervisor, x.hypervisor, sizeof(v.hypervisor));
+	v.vcpus = x.vcpus;
+	memcpy(v.channel_path, x.channel_path, sizeof(v.channel_path));
+	memcpy(v.share_dir, x.share_dir, sizeof(v.share_dir));
+	vw_vm_hostdevs_from_xml(&v, &x);
+	v.owner = x.owner;
+	if (vw_vm_pack(&v, &f->xml) < 0) {
+		vw_debug("vm: libvirt: XML of %s: out of memory (fetched again)", f->dom.uuid);
+		return;
+	}
 	f->have_xml = true; /* a bad document is not fetched again until the next full pass */
 }
 
@@ -419,6 +458,8 @@ static void reconcile_pass(struct lv *lv, bool full)
 			lv->doms[i].info.state = VW_VM_SHUTOFF;
 		}
 	}
+	for (size_t i = 0; i < n; i++)
+		vw_vm_packed_free(&f[i].xml);
 	refresh_stats(lv);
 }
 
@@ -694,6 +735,8 @@ void vw_vm_libvirt_close(void *state)
 		pthread_cond_destroy(&lv->wake);
 		pthread_cond_destroy(&lv->done);
 	}
+	for (size_t i = 0; i < lv->n_doms; i++)
+		vw_vm_packed_free(&lv->doms[i].info);
 	free(lv->doms);
 	free(lv->uri);
 	free(lv);
@@ -746,10 +789,12 @@ static int snapshot(struct lv *lv, struct vw_vm_info **ret, int **ret_ids, size_
 	for (size_t i = 0; i < n; i++) {
 		struct dom *d = &lv->doms[i];
 
-		out[i] = d->info;
+		vw_vm_unpack(&d->info, &out[i]);
 		ids[i] = d->id;
-		if (d->gone)
+		if (d->gone) {
+			vw_vm_packed_free(&d->info);
 			continue;
+		}
 		if (o != i) /* (a whole domain each: not onto itself) */
 			lv->doms[o] = *d;
 		o++;

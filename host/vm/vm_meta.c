@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "macro.h"
+#include "vm_priv.h"
 
 static const char *const l_meta[] = { "vm_id",        "vm_name",      "hypervisor",
 				      "source",       "platform",     "instance_name",
@@ -62,40 +63,62 @@ const char *vw_vm_meta_value(const struct vw_vm_info *vm, const char *key)
 	return NULL;
 }
 
+/* vm's row, the family opened before the first. */
+static int row(const struct vw_vm_info *vm, struct vw_prom_writer *w, const char *node_name,
+	       bool *open)
+{
+	const struct vw_vm_owner *o = &vm->owner;
+	const char *labels[] = { vm->uuid,
+				 vm->name,
+				 vm->hypervisor,
+				 vm->source,
+				 o->platform,
+				 o->instance_name,
+				 o->flavor,
+				 o->user_id,
+				 o->user_name,
+				 o->project_id,
+				 o->project_name,
+				 o->vmid,
+				 o->namespace_,
+				 o->pod_name,
+				 node_name,
+				 NULL };
+	int r = 0;
+
+	if (vm->state == VW_VM_SHUTOFF)
+		return 0;
+	if (!*open) {
+		r = vw_prom_family(w, &meta_families[0]);
+		*open = true;
+	}
+	return r < 0 ? r : vw_prom_gauge(w, labels, 1);
+}
+
 int vw_vm_meta_render(const struct vw_vm_info *vms, size_t n, struct vw_prom_writer *w,
 		      const char *node_name)
 {
 	bool open = false;
 	int r = 0;
 
-	for (size_t i = 0; r == 0 && i < n; i++) {
-		const struct vw_vm_info *vm = &vms[i];
-		const struct vw_vm_owner *o = &vm->owner;
-		const char *labels[] = { vm->uuid,
-					 vm->name,
-					 vm->hypervisor,
-					 vm->source,
-					 o->platform,
-					 o->instance_name,
-					 o->flavor,
-					 o->user_id,
-					 o->user_name,
-					 o->project_id,
-					 o->project_name,
-					 o->vmid,
-					 o->namespace_,
-					 o->pod_name,
-					 node_name,
-					 NULL };
+	for (size_t i = 0; r == 0 && i < n; i++)
+		r = row(&vms[i], w, node_name, &open);
+	return r < 0 || !open ? r : vw_prom_family_end(w);
+}
 
-		if (vm->state == VW_VM_SHUTOFF)
+int vw_vm_meta_render_packed(const struct vw_vm_packed *vms, size_t n,
+			     struct vw_prom_writer *w, const char *node_name)
+{
+	bool open = false;
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < n; i++) {
+		struct vw_vm_info vm;
+
+		if (vms[i].state == VW_VM_SHUTOFF)
 			continue;
-		if (!open) {
-			r = vw_prom_family(w, &meta_families[0]);
-			open = true;
-		}
-		if (r == 0)
-			r = vw_prom_gauge(w, labels, 1);
+		vw_vm_unpack(&vms[i], &vm);
+		r = row(&vm, w, node_name, &open);
 	}
 	return r < 0 || !open ? r : vw_prom_family_end(w);
 }

@@ -16,6 +16,10 @@
 /* virtwatt_vm_info for vms[0..n) that are running or paused; nothing at all when none is. */
 int vw_vm_meta_render(const struct vw_vm_info *vms, size_t n, struct vw_prom_writer *w,
 		      const char *node_name);
+/* The same over a packed list (vm_priv.h: the tracker keeps its list packed). */
+struct vw_vm_packed;
+int vw_vm_meta_render_packed(const struct vw_vm_packed *vms, size_t n,
+			     struct vw_prom_writer *w, const char *node_name);
 
 extern const struct vw_family_table vw_vm_meta_family_table;
 

@@ -182,6 +182,39 @@ int vw_domxml_parse(const char *xml, size_t len, struct vw_domxml *ret);
  * from vw_domxml_parse) are left out. */
 void vw_vm_hostdevs_from_xml(struct vw_vm_info *vm, const struct vw_domxml *x);
 
+/* ---- A VM packed (vm_pack.c) ---- */
+
+/*
+ * A struct vw_vm_info kept long (libvirt's domain table): its fixed fields inline, its strings
+ * (name, channel, share, the owner's, the pod's UID) and host devices in one allocation sized
+ * to them, ext, NULL when all are empty: ~100 B and the strings' lengths, against the
+ * struct's 2,312 B (three quarters of it the owner's names, the three 256-byte strings and
+ * the 64 host-device slots, nearly always empty).
+ */
+struct vw_vm_packed {
+	char uuid[VW_UUID_LEN];
+	uint8_t n_pci_hostdev, n_mdev;
+	char hypervisor[16];
+	char source[16];
+	enum vw_vm_state state;
+	unsigned vcpus;
+	uint32_t qemu_pid;
+	uint64_t qemu_start_time;
+	char *ext;
+};
+
+/* vm into *ret (its old ext freed), or -ENOMEM with *ret as it was. vw_vm_unpack gives back
+ * the very bytes of a vm whose strings are NUL-padded (the lists' memcmp holds). */
+int vw_vm_pack(const struct vw_vm_info *vm, struct vw_vm_packed *ret);
+void vw_vm_unpack(const struct vw_vm_packed *p, struct vw_vm_info *ret);
+void vw_vm_packed_free(struct vw_vm_packed *p);
+/* Whether vm is what p holds, field by field: its strings up to their NUL, its host devices up
+ * to their counts (the bytes past them do not count). */
+bool vw_vm_packed_same(const struct vw_vm_packed *p, const struct vw_vm_info *vm);
+/* vw_vm_vgpu_owner over a packed list (vm_vgpu.c). */
+bool vw_vm_vgpu_owner_packed(const struct vw_vm_packed *vms, size_t n, const char *vm_id,
+			     bool is_uuid, const char *mdev, char out[VW_UUID_LEN]);
+
 /* ---- Shared by the sources ---- */
 
 /* The VM with this UUID in vms[0..n), or NULL. */

@@ -9,11 +9,15 @@
 #include "log.h"
 #include "vm_groups.h"
 #include "vm_meta.h"
+#include "vm_priv.h"
 #include "vm_vfio.h"
 
 struct vw_vm_tracker {
 	struct vw_vms *vms;
-	struct vw_vm_info *list; /* the last list: vGPUs are matched to it */
+	/* The last list, packed (vm_priv.h: ~100 B a VM and its strings, against 2,312 B; it is
+	 * kept a whole interval beside the round's lists): vGPUs are matched to it, and
+	 * virtwatt_vm_info rendered from it. */
+	struct vw_vm_packed *list;
 	size_t n;
 	bool delivered; /* list went to listed() whole: an equal one is not handed over again */
 	struct vw_vm_vfio *vfio; /* GPUs passed through to VMs, named as theirs */
@@ -42,12 +46,48 @@ int vw_vm_tracker_open(const struct vw_vm_env *env, int sysfs_fd, struct vw_vm_t
 	return 0;
 }
 
+static void free_list(struct vw_vm_packed *list, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		vw_vm_packed_free(&list[i]);
+	free(list);
+}
+
+/* Whether vms[0..n) is the list kept, field by field. */
+static bool same_list(const struct vw_vm_tracker *t, const struct vw_vm_info *vms, size_t n)
+{
+	if (n != t->n)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!vw_vm_packed_same(&t->list[i], &vms[i]))
+			return false;
+	return true;
+}
+
+/* vms[0..n) packed into t's list, the old one freed; -ENOMEM with the old one kept. */
+static int keep_list(struct vw_vm_tracker *t, const struct vw_vm_info *vms, size_t n)
+{
+	struct vw_vm_packed *list = calloc(n ? n : 1, sizeof(*list));
+
+	if (!list)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (vw_vm_pack(&vms[i], &list[i]) < 0) {
+			free_list(list, i);
+			return -ENOMEM;
+		}
+	free_list(t->list, t->n);
+	t->list = list;
+	t->n = n;
+	return 0;
+}
+
 void vw_vm_tracker_free(struct vw_vm_tracker *t)
 {
 	if (!t)
 		return;
 	vw_vms_close(t->vms);
-	free(t->list);
+	free_list(t->list, t->n);
 	vw_vm_vfio_free(t->vfio);
 	free(t);
 }
@@ -55,7 +95,7 @@ void vw_vm_tracker_free(struct vw_vm_tracker *t)
 void vw_vm_tracker_refresh(struct vw_vm_tracker *t, struct vw_podmeta *pm,
 			   const char *const *info_labels, vw_vm_listed_fn listed, void *ud)
 {
-	struct vw_vm_info *vms = NULL;
+	_cleanup_free_ struct vw_vm_info *vms = NULL;
 	_cleanup_free_ struct vw_group *groups = NULL;
 	size_t n = 0, n_groups = 0;
 	int r;
@@ -69,32 +109,28 @@ void vw_vm_tracker_refresh(struct vw_vm_tracker *t, struct vw_podmeta *pm,
 	}
 	vw_release(&t->complaint, VW_LOG_INFO, "vm: listing VMs works again");
 	vw_vm_kubevirt_resolve(vms, n, pm); /* KubeVirt's VMs: named by their VMI */
-	if (t->delivered && n == t->n && (!n || memcmp(vms, t->list, n * sizeof(*vms)) == 0)) {
+	if (t->delivered && same_list(t, vms, n)) {
 		/* The same VMs as last interval: the groups and the publisher's list stand (the
 		 * VFIO view reads sysfs, which can change under an unchanged list). */
-		free(vms);
-		if (vw_vm_vfio_update(t->vfio, t->list, t->n) < 0)
+		if (vw_vm_vfio_update(t->vfio, vms, n) < 0)
 			vw_complain(&t->complaint, VW_LOG_WARN, "vm: out of memory tracking VMs");
 		return;
 	}
 	t->delivered = false;
-	if (vw_vm_vfio_update(t->vfio, vms, n) < 0 ||
+	if (keep_list(t, vms, n) < 0 || vw_vm_vfio_update(t->vfio, vms, n) < 0 ||
 	    vw_vm_groups(vms, n, info_labels, &groups, &n_groups) < 0 ||
 	    listed(ud, vms, n, groups, n_groups) < 0)
 		vw_complain(&t->complaint, VW_LOG_WARN, "vm: out of memory tracking VMs");
 	else
 		t->delivered = true;
-	free(t->list);
-	t->list = vms;
-	t->n = n;
 }
 
 bool vw_vm_tracker_vgpu_owner(void *ud, const struct vw_gpu_vgpu_energy *e, char id[VW_UUID_LEN])
 {
 	const struct vw_vm_tracker *t = ud;
 
-	return t && vw_vm_vgpu_owner(t->list, t->n, e->vm_id, e->vm_id_type == VW_GPU_VM_ID_UUID,
-				     e->mdev_uuid, id);
+	return t && vw_vm_vgpu_owner_packed(t->list, t->n, e->vm_id,
+					    e->vm_id_type == VW_GPU_VM_ID_UUID, e->mdev_uuid, id);
 }
 
 int vw_vm_tracker_render(const struct vw_vm_tracker *t, struct vw_prom_writer *w,
@@ -104,6 +140,6 @@ int vw_vm_tracker_render(const struct vw_vm_tracker *t, struct vw_prom_writer *w
 
 	if (!t)
 		return 0;
-	r = vw_vm_meta_render(t->list, t->n, w, node_name);
+	r = vw_vm_meta_render_packed(t->list, t->n, w, node_name);
 	return r < 0 ? r : vw_vm_vfio_render(t->vfio, w, node_name);
 }

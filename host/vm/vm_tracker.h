@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The host's VMs as a daemon follows them: the VM sources' merged list (vm_source.h), kept
- * between listings, each VM named by KubeVirt where it is one, the GPUs passed through to them
+ * packed between listings (vm_priv.h), each VM named by KubeVirt where it is one, the GPUs passed through to them
  * (vm_vfio.h) and their reservation groups (vm_groups.h); the vGPU owner and the VM families
  * (virtwatt_vm_info, the VFIO GPUs) read from the same list.
  */
@@ -29,7 +29,7 @@ typedef int (*vw_vm_listed_fn)(void *ud, const struct vw_vm_info *vms, size_t n,
 
 /*
  * List the VMs now (pm: pod metadata for KubeVirt's names, may be NULL) and hand the list to
- * listed when it differs from the last one handed over (byte for byte, after KubeVirt's names;
+ * listed when it differs from the last one handed over (field by field, after KubeVirt's names;
  * one listed() failed is handed again): an unchanged list is neither grouped nor handed over
  * again. info_labels must stay the same between calls. A listing that fails keeps the last list
  * (complained once, its end said); t NULL: nothing.

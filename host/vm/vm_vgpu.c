@@ -45,3 +45,31 @@ bool vw_vm_vgpu_owner(const struct vw_vm_info *vms, size_t n, const char *vm_id,
 	memcpy(out, vm->uuid, VW_UUID_LEN);
 	return true;
 }
+
+bool vw_vm_vgpu_owner_packed(const struct vw_vm_packed *vms, size_t n, const char *vm_id,
+			     bool is_uuid, const char *mdev, char out[VW_UUID_LEN])
+{
+	char uuid[VW_UUID_LEN];
+	uint8_t packed[16];
+
+	if (is_uuid && vw_vm_uuid_canon(vm_id, strlen(vm_id), uuid) == 0)
+		for (size_t i = 0; i < n; i++)
+			if (vms[i].state != VW_VM_SHUTOFF && strcmp(vms[i].uuid, uuid) == 0) {
+				memcpy(out, vms[i].uuid, VW_UUID_LEN);
+				return true;
+			}
+	if (!mdev || vw_vm_mdev_pack(mdev, packed) < 0)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		struct vw_vm_info vm;
+
+		if (vms[i].state == VW_VM_SHUTOFF || !vms[i].n_mdev)
+			continue;
+		vw_vm_unpack(&vms[i], &vm);
+		if (find_mdev(&vm, 1, packed)) {
+			memcpy(out, vm.uuid, VW_UUID_LEN);
+			return true;
+		}
+	}
+	return false;
+}
