@@ -2,6 +2,7 @@
 /* Who each VM belongs to (vm_meta.h). */
 #include "vm_meta.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "macro.h"
@@ -62,9 +63,47 @@ const char *vw_vm_meta_value(const struct vw_vm_info *vm, const char *key)
 	return NULL;
 }
 
+/* The labels from source on (source, the owner's, node_name): the same for every VM of a
+ * source that no platform claims, escaped once a render for them all (a tail), where the row
+ * escaped all fifteen. */
+#define TAIL_FROM 3
+#define TAILS 2 /* sources: libvirt, procscan */
+
+struct tails {
+	const char *source[TAILS];
+	struct vw_prom_piece piece[TAILS];
+	size_t n;
+};
+
+static bool no_owner(const struct vw_vm_owner *o)
+{
+	return !o->platform[0] && !o->instance_name[0] && !o->flavor[0] && !o->user_id[0] &&
+	       !o->user_name[0] && !o->project_id[0] && !o->project_name[0] && !o->vmid[0] &&
+	       !o->namespace_[0] && !o->pod_name[0];
+}
+
+/* The tail for this row (labels: its values) when its owner is empty, made at the first row
+ * of its source; NULL: none (an owner, or more sources than kept). */
+static const struct vw_prom_piece *tail_of(struct tails *t, const struct vw_vm_info *vm,
+					   const char *const *labels)
+{
+	if (!no_owner(&vm->owner))
+		return NULL;
+	for (size_t i = 0; i < t->n; i++)
+		if (strcmp(t->source[i], vm->source) == 0)
+			return &t->piece[i];
+	if (t->n == TAILS ||
+	    !vw_prom_piece_set_from(&t->piece[t->n], l_meta, TAIL_FROM,
+				    ARRAY_SIZE(l_meta) - 1 - TAIL_FROM, labels))
+		return NULL;
+	t->source[t->n] = vm->source;
+	return &t->piece[t->n++];
+}
+
 int vw_vm_meta_render(const struct vw_vm_info *vms, size_t n, struct vw_prom_writer *w,
 		      const char *node_name)
 {
+	_cleanup_free_ struct tails *t = NULL;
 	bool open = false;
 	int r = 0;
 
@@ -88,14 +127,17 @@ int vw_vm_meta_render(const struct vw_vm_info *vms, size_t n, struct vw_prom_wri
 					 node_name,
 					 NULL };
 
+		_Static_assert(ARRAY_SIZE(labels) == ARRAY_SIZE(l_meta), "l_meta: a row's values");
 		if (vm->state == VW_VM_SHUTOFF)
 			continue;
 		if (!open) {
 			r = vw_prom_family(w, &meta_families[0]);
 			open = true;
+			t = calloc(1, sizeof(*t)); /* none: every label escaped */
 		}
 		if (r == 0)
-			r = vw_prom_gauge(w, labels, 1);
+			r = vw_prom_gauge_pieces(w, NULL, t ? tail_of(t, vm, labels) : NULL, labels,
+						 1);
 	}
 	return r < 0 || !open ? r : vw_prom_family_end(w);
 }
