@@ -127,14 +127,15 @@ static void kept_unpack(const struct kept *k, struct vw_vm_info *vm)
 	memcpy(vm->uuid, k->uuid, sizeof(vm->uuid));
 	if (k->name)
 		memcpy(vm->name, k->name, strlen(k->name)); /* NUL-padded, as describe() does */
-	snprintf(vm->hypervisor, sizeof(vm->hypervisor), "%s", k->xen ? "xen" : "kvm");
-	snprintf(vm->source, sizeof(vm->source), "procscan");
+	/* (copied, not printed: the list is unpacked every interval between full scans) */
+	memcpy(vm->hypervisor, k->xen ? "xen" : "kvm", 4);
+	memcpy(vm->source, "procscan", sizeof("procscan"));
 	vm->state = VW_VM_RUNNING;
 	vm->vcpus = k->vcpus;
 	vm->qemu_pid = k->qemu_pid;
 	vm->qemu_start_time = k->qemu_start_time;
 	if (k->vmid[0]) {
-		snprintf(vm->owner.platform, sizeof(vm->owner.platform), "proxmox");
+		memcpy(vm->owner.platform, "proxmox", sizeof("proxmox"));
 		memcpy(vm->owner.vmid, k->vmid, sizeof(vm->owner.vmid));
 	}
 	memcpy(vm->pod_uid, k->pod_uid, sizeof(vm->pod_uid));
