@@ -2,6 +2,7 @@
 #include "vw_test.h"
 
 #include <float.h>
+#include <inttypes.h>
 #include <locale.h>
 #include <math.h>
 #include <stdio.h>
@@ -658,6 +659,55 @@ static void test_label_tails(void **state)
 					    (const char *[]){"7", "x", NULL}));
 }
 
+/* The text of one gauge sample of value v (milli: through vw_prom_gauge_milli_pieces). */
+static void gauge_text(bool milli, uint64_t ms, char *out, size_t size)
+{
+	static const struct vw_metric_family fam = { "t_gauge_seconds", VW_METRIC_GAUGE, "S.",
+						     NULL, NULL };
+	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	char *buf = NULL;
+
+	assert_non_null(w);
+	assert_int_equal(vw_prom_family(w, &fam), 0);
+	if (milli)
+		assert_int_equal(vw_prom_gauge_milli_pieces(w, NULL, NULL, NULL, ms), 0);
+	else
+		assert_int_equal(vw_prom_gauge(w, NULL, (double)ms / 1e3), 0);
+	assert_int_equal(vw_prom_finish(w, &buf, NULL), 0);
+	vw_prom_writer_free(w);
+	snprintf(out, size, "%s", strstr(buf, "t_gauge_seconds "));
+	free(buf);
+}
+
+/* A gauge of milli-units writes what the gauge of its double (ms / 1e3) does: at the edges of
+ * its digits, around the integers, at Unix times in ms, and at random up to 1e17. */
+static void test_gauge_milli(void **state)
+{
+	static const uint64_t edges[] = { 0, 1, 5, 9, 10, 99, 100, 999, 1000, 1001, 1010, 1100,
+					  123456, 1764290000000, 1764290000001, 1764290000120,
+					  1764290000123, 999999999999999, 1000000000000000,
+					  1000000000000001, 12345678901234567, UINT64_MAX / 1000 };
+	uint64_t x = 88172645463325252ull;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(edges) + 30000; i++) {
+		char a[128], b[128];
+		uint64_t ms;
+
+		if (i < ARRAY_SIZE(edges)) {
+			ms = edges[i];
+		} else {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+			ms = x % (i % 3 == 0 ? 100000000000000000ull : i % 3 == 1 ? 2000000000000ull
+										 : 1000000ull);
+		}
+		gauge_text(true, ms, a, sizeof(a));
+		gauge_text(false, ms, b, sizeof(b));
+		if (strcmp(a, b) != 0)
+			fail_msg("%" PRIu64 " ms: %s against %s", ms, a, b);
+	}
+}
+
 static void test_counter_values(void **state)
 {
 	int r;
@@ -1220,6 +1270,7 @@ int main(void)
 		cmocka_unit_test(test_expect),
 		cmocka_unit_test(test_many_families),
 		cmocka_unit_test(test_label_tails),
+		cmocka_unit_test(test_gauge_milli),
 	};
 
 	if (!setlocale(LC_CTYPE, "C.UTF-8")) {

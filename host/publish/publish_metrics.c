@@ -127,8 +127,9 @@ static void vm_rows(void *ud, const char *uuid, const struct vw_publish_vm_stats
 		break;
 	}
 	case F_VM_LAST_OK:
-		r = vw_prom_gauge_pieces(v->w, NULL, v->tail[0], (const char *const[]){ uuid, n, NULL },
-					 (double)(st->last_ok_unix_ns / VW_NSEC_PER_MSEC) / 1e3);
+		r = vw_prom_gauge_milli_pieces(v->w, NULL, v->tail[0],
+					       (const char *const[]){ uuid, n, NULL },
+					       st->last_ok_unix_ns / VW_NSEC_PER_MSEC);
 		break;
 	default: {
 		const char *cur = vm_state(st);

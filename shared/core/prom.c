@@ -952,6 +952,26 @@ int vw_prom_gauge_pieces(struct vw_prom_writer *w, const struct vw_prom_piece *p
 	return put_sample(w, label_values, num, format_double(value, num), NULL, piece, tail);
 }
 
+int vw_prom_gauge_milli_pieces(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+			       const struct vw_prom_piece *tail, const char *const *label_values,
+			       uint64_t milli)
+{
+	char num[NUM_MAX];
+	size_t len;
+
+	if (!family_is(w, VW_METRIC_GAUGE))
+		return -EINVAL;
+	/* Below 1e15 the value has at most 15 significant digits, all of them at or above the
+	 * 15th digit of milli / 1e3 (it is under 1e12): the double nearest it is within half a
+	 * unit of that digit, so "%.15g" prints milli / 1e3 itself, and it reads back as that
+	 * double. format_double() would print the same; the exact digits need no double. */
+	if (milli < 1000000000000000ull)
+		len = format_micro(milli * 1000, num);
+	else
+		len = format_double((double)milli / 1e3, num);
+	return put_sample(w, label_values, num, len, NULL, piece, tail);
+}
+
 int vw_prom_gauge_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
 			const char *const *label_values, double value)
 {

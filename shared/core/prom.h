@@ -181,6 +181,11 @@ int vw_prom_gauge_pieces(struct vw_prom_writer *w, const struct vw_prom_piece *p
 int vw_prom_counter_pieces(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
 			   const struct vw_prom_piece *tail, const char *const *label_values,
 			   double value);
+/* A gauge of integer milli-units (a Unix time in ms, as seconds): the very text
+ * vw_prom_gauge_pieces() writes for milli / 1e3, without formatting a double. */
+int vw_prom_gauge_milli_pieces(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+			       const struct vw_prom_piece *tail, const char *const *label_values,
+			       uint64_t milli);
 int vw_prom_counter_micro_pieces(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
 				 const struct vw_prom_piece *tail,
 				 const char *const *label_values, uint64_t micro);
