@@ -2,6 +2,7 @@
 #include "vw_test.h"
 
 #include <float.h>
+#include <inttypes.h>
 #include <locale.h>
 #include <math.h>
 #include <stdio.h>
@@ -568,6 +569,149 @@ static void test_label_pieces(void **state)
 	assert_true(vw_prom_piece_set(&pc, proc_labels, 3, v));
 	assert_int_equal(pc.len, strlen("{pid=\"7\",comm=\"x\",exe=\"y\""));
 	assert_memory_equal(pc.text, "{pid=\"7\",comm=\"x\",exe=\"y\"", pc.len);
+}
+
+/* Two processes' series with heads and tails: mode 0 neither, 1 a head (pid..exe) and a tail
+ * (zone), 2 a tail alone (comm..zone), 3 a head and a tail overlapping it (ignored), 4 a tail
+ * that does not end the series (ignored). */
+static char *render_tails(enum vw_prom_format fmt, int mode)
+{
+	static const char *const procs[][3] = {{"1", "init", "/sbin/init"},
+					       {"42", "we\"ird\\", "/bin/\xff\x01x"}};
+	static const char *const zones[] = {"pack\"age", "dr\nam"}; /* "\n": a space */
+	struct vw_prom_piece heads[2], tails[2][2];
+	struct vw_prom_writer *w = vw_prom_writer_new(fmt, 0);
+	char *buf = NULL;
+
+	assert_non_null(w);
+	for (size_t p = 0; p < 2; p++)
+		for (size_t z = 0; z < 2; z++) {
+			const char *v[] = {procs[p][0], procs[p][1], procs[p][2], zones[z], NULL};
+			size_t from = mode == 1 ? 3 : mode == 4 ? 1 : mode == 3 ? 2 : 1;
+
+			assert_true(vw_prom_piece_set(&heads[p], proc_labels, 3, v));
+			assert_true(vw_prom_piece_set_from(&tails[p][z], proc_labels, from,
+							   mode == 4 ? 1 : 4 - from, v));
+		}
+	for (int f = 0; f < 3; f++) {
+		assert_int_equal(vw_prom_family(w, f == 0 ? &fam_proc_j : f == 1 ? &fam_proc_w
+								     : &fam_other_w), 0);
+		for (size_t p = 0; p < 2; p++)
+			for (size_t z = 0; z < 2; z++) {
+				const char *v[] = {procs[p][0], procs[p][1], procs[p][2], zones[z],
+						   NULL};
+				const struct vw_prom_piece *hd =
+					mode == 1 || mode == 3 || mode == 4 ? &heads[p] : NULL;
+				const struct vw_prom_piece *tl = mode ? &tails[p][z] : NULL;
+
+				if (f == 0)
+					assert_int_equal(vw_prom_counter_micro_pieces(
+								 w, hd, tl, v, 1500000 * (p + 1)),
+							 0);
+				else if (f == 1)
+					assert_int_equal(vw_prom_gauge_pieces(w, hd, tl, v,
+									      0.25 * (z + 1)),
+							 0);
+				else
+					assert_int_equal(vw_prom_gauge_pieces(w, hd, tl, v, 3), 0);
+			}
+		assert_int_equal(vw_prom_family_end(w), 0);
+	}
+	assert_int_equal(vw_prom_family(w, &(struct vw_metric_family){
+				"t_proc_total", VW_METRIC_COUNTER, "Count.", NULL, proc_labels}),
+			 0);
+	for (size_t p = 0; p < 2; p++) {
+		const char *v[] = {procs[p][0], procs[p][1], procs[p][2], zones[1], NULL};
+
+		assert_int_equal(vw_prom_counter_pieces(w, mode == 1 ? &heads[p] : NULL,
+							mode ? &tails[p][1] : NULL, v, 7.5),
+				 0);
+	}
+	assert_int_equal(vw_prom_finish(w, &buf, NULL), 0);
+	vw_prom_writer_free(w);
+	return buf;
+}
+
+/* A series' last labels escaped once (a tail), with a head or without, write the very bytes
+ * escaping them each sample does, in both formats; a tail that overlaps the head, does not end
+ * the series or was made for another label array is not used. */
+static void test_label_tails(void **state)
+{
+	static const enum vw_prom_format fmts[] = {VW_PROM_TEXT_0_0_4, VW_PROM_OPENMETRICS_1_0_0};
+	struct vw_prom_piece pc;
+	const char *v[] = {"7", "x", "y", "z\"", NULL};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(fmts); i++) {
+		_cleanup_free_ char *plain = render_tails(fmts[i], 0);
+
+		for (int mode = 1; mode <= 4; mode++) {
+			_cleanup_free_ char *text = render_tails(fmts[i], mode);
+
+			assert_string_equal(text, plain);
+		}
+		assert_non_null(strstr(plain, "{pid=\"42\",comm=\"we\\\"ird\\\\\","
+					      "exe=\"/bin/\xef\xbf\xbd x\",zone=\"dr am\"} 0.5\n"));
+	}
+	assert_true(vw_prom_piece_set_from(&pc, proc_labels, 2, 2, v));
+	assert_int_equal(pc.from, 2);
+	assert_int_equal(pc.len, strlen(",exe=\"y\",zone=\"z\\\"\""));
+	assert_memory_equal(pc.text, ",exe=\"y\",zone=\"z\\\"\"", pc.len);
+	/* Past the labels, or a value missing: no tail. */
+	assert_false(vw_prom_piece_set_from(&pc, proc_labels, 3, 2, v));
+	assert_null(pc.labels);
+	assert_false(vw_prom_piece_set_from(&pc, proc_labels, 6, 1, v));
+	assert_false(vw_prom_piece_set_from(&pc, proc_labels, 1, 3,
+					    (const char *[]){"7", "x", NULL}));
+}
+
+/* The text of one gauge sample of value v (milli: through vw_prom_gauge_milli_pieces). */
+static void gauge_text(bool milli, uint64_t ms, char *out, size_t size)
+{
+	static const struct vw_metric_family fam = { "t_gauge_seconds", VW_METRIC_GAUGE, "S.",
+						     NULL, NULL };
+	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	char *buf = NULL;
+
+	assert_non_null(w);
+	assert_int_equal(vw_prom_family(w, &fam), 0);
+	if (milli)
+		assert_int_equal(vw_prom_gauge_milli_pieces(w, NULL, NULL, NULL, ms), 0);
+	else
+		assert_int_equal(vw_prom_gauge(w, NULL, (double)ms / 1e3), 0);
+	assert_int_equal(vw_prom_finish(w, &buf, NULL), 0);
+	vw_prom_writer_free(w);
+	snprintf(out, size, "%s", strstr(buf, "t_gauge_seconds "));
+	free(buf);
+}
+
+/* A gauge of milli-units writes what the gauge of its double (ms / 1e3) does: at the edges of
+ * its digits, around the integers, at Unix times in ms, and at random up to 1e17. */
+static void test_gauge_milli(void **state)
+{
+	static const uint64_t edges[] = { 0, 1, 5, 9, 10, 99, 100, 999, 1000, 1001, 1010, 1100,
+					  123456, 1764290000000, 1764290000001, 1764290000120,
+					  1764290000123, 999999999999999, 1000000000000000,
+					  1000000000000001, 12345678901234567, UINT64_MAX / 1000 };
+	uint64_t x = 88172645463325252ull;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(edges) + 30000; i++) {
+		char a[128], b[128];
+		uint64_t ms;
+
+		if (i < ARRAY_SIZE(edges)) {
+			ms = edges[i];
+		} else {
+			x ^= x << 13, x ^= x >> 7, x ^= x << 17; /* xorshift64 */
+			ms = x % (i % 3 == 0 ? 100000000000000000ull : i % 3 == 1 ? 2000000000000ull
+										 : 1000000ull);
+		}
+		gauge_text(true, ms, a, sizeof(a));
+		gauge_text(false, ms, b, sizeof(b));
+		if (strcmp(a, b) != 0)
+			fail_msg("%" PRIu64 " ms: %s against %s", ms, a, b);
+	}
 }
 
 static void test_counter_values(void **state)
@@ -1309,6 +1453,8 @@ int main(void)
 		cmocka_unit_test(test_many_families),
 		cmocka_unit_test(test_derive_golden),
 		cmocka_unit_test(test_derive_every_cap),
+		cmocka_unit_test(test_label_tails),
+		cmocka_unit_test(test_gauge_milli),
 	};
 
 	if (!setlocale(LC_CTYPE, "C.UTF-8")) {

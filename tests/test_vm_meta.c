@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "vm_meta.h"
+#include "vm_priv.h"
 
 #define U1 "11111111-2222-4333-8444-555555555555"
 #define U2 "22222222-2222-4333-8444-555555555555"
@@ -72,10 +73,71 @@ static void test_rows(void **state)
 	free(text);
 }
 
+/* Rows of VMs no platform claims, of three sources, among one that is claimed: each row as
+ * escaping every label gives it (the owner's and node_name shared by a source's rows). */
+static void test_rows_unclaimed(void **state)
+{
+#define ROW(u, name, src, owner_platform, vmid)                                                    \
+	"virtwatt_vm_info{vm_id=\"" u "\",vm_name=\"" name "\",hypervisor=\"kvm\",source=\"" src   \
+	"\",platform=\"" owner_platform "\",instance_name=\"\",flavor=\"\",user_id=\"\","         \
+	"user_name=\"\",project_id=\"\",project_name=\"\",proxmox_vmid=\"" vmid "\","            \
+	"namespace=\"\",pod_name=\"\",node_name=\"n\\\"1\"} 1\n"
+	static const char *const src[] = { "libvirt", "procscan", "libvirt", "procscan", "o\"ther",
+					   "libvirt" };
+	static const char want[] = "# HELP virtwatt_vm_info";
+	static const char rows[] = ROW("00000000-0000-4000-8000-000000000000", "vm0", "libvirt", "", "")
+		ROW("00000000-0000-4000-8000-000000000001", "vm1", "procscan", "", "")
+		ROW("00000000-0000-4000-8000-000000000002", "vm\\\\2", "libvirt", "proxmox", "7")
+		ROW("00000000-0000-4000-8000-000000000003", "vm3", "procscan", "", "")
+		ROW("00000000-0000-4000-8000-000000000004", "vm4", "o\\\"ther", "", "")
+		ROW("00000000-0000-4000-8000-000000000005", "vm5", "libvirt", "", "");
+	struct vw_vm_info vms[6] = { 0 };
+	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	char *text = NULL;
+	size_t len;
+
+	(void)state;
+	for (size_t i = 0; i < 6; i++) {
+		snprintf(vms[i].uuid, sizeof(vms[i].uuid), "00000000-0000-4000-8000-%012zu", i);
+		snprintf(vms[i].name, sizeof(vms[i].name), "vm%zu", i);
+		strcpy(vms[i].hypervisor, "kvm");
+		strcpy(vms[i].source, src[i]);
+	}
+	strcpy(vms[2].name, "vm\\2");
+	strcpy(vms[2].owner.platform, "proxmox");
+	strcpy(vms[2].owner.vmid, "7");
+	assert_non_null(w);
+	assert_int_equal(vw_vm_meta_render(vms, 6, w, "n\"1"), 0);
+	assert_int_equal(vw_prom_finish(w, &text, &len), 0);
+	vw_prom_writer_free(w);
+	assert_memory_equal(text, want, strlen(want));
+	assert_non_null(strstr(text, "# TYPE virtwatt_vm_info gauge\nvirtwatt_vm_info{"));
+	assert_string_equal(strstr(text, "virtwatt_vm_info{"), rows);
+	free(text);
+
+	/* The tracker's packed list: each row unpacked into the same struct in turn, so a tail
+	 * must not be matched through a pointer into the row before. */
+	struct vw_vm_packed packed[6] = { 0 };
+
+	for (size_t i = 0; i < 6; i++)
+		assert_int_equal(vw_vm_pack(&vms[i], &packed[i]), 0);
+	w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	assert_non_null(w);
+	assert_int_equal(vw_vm_meta_render_packed(packed, 6, w, "n\"1"), 0);
+	assert_int_equal(vw_prom_finish(w, &text, &len), 0);
+	vw_prom_writer_free(w);
+	assert_string_equal(strstr(text, "virtwatt_vm_info{"), rows);
+	free(text);
+	for (size_t i = 0; i < 6; i++)
+		vw_vm_packed_free(&packed[i]);
+#undef ROW
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rows),
+		cmocka_unit_test(test_rows_unclaimed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -61,12 +61,23 @@ static const struct vw_metric_family families[F__COUNT] = {
 };
 
 static const char *const vm_states[] = { "connected", "disconnected", "absent", "not_published" };
+static const char *const reasons[] = { "connect", "send", "share_write", "lock_refused" };
+static const char *const transports[] = { "channel", "share" };
 
+#define MAX_ROWS 4 /* a VM's rows in one family: a reason or a state each */
+
+/*
+ * A family's rows for every VM: the labels after vm_id (a transport, reason or state, and
+ * node_name) are the same for each VM's row k, escaped once a render (tail[k]); with each VM's
+ * vm_id escaped once for its rows (vm_rows), a row escapes nothing.
+ */
 struct vm_render {
 	struct vw_prom_writer *w;
 	const char *node_name;
 	int family;
 	int r;
+	const struct vw_prom_piece *tail[MAX_ROWS]; /* NULL: that row's escaped each time */
+	struct vw_prom_piece tails[MAX_ROWS];
 };
 
 static const char *vm_state(const struct vw_publish_vm_stats *st)
@@ -79,7 +90,7 @@ static const char *vm_state(const struct vw_publish_vm_stats *st)
 }
 
 /* The VM's rows of the family: its vm_id escaped once for them all (the piece), not once a
- * row (up to four: a transport, reason or state each). */
+ * row (up to four: a transport, reason or state each), the rest once a render (the tails). */
 static void vm_rows(void *ud, const char *uuid, const struct vw_publish_vm_stats *st)
 {
 	struct vm_render *v = ud;
@@ -96,39 +107,71 @@ static void vm_rows(void *ud, const char *uuid, const struct vw_publish_vm_stats
 	switch (v->family) {
 	case F_VM_FRAMES:
 		if (st->has_channel)
-			r = vw_prom_counter_piece(v->w, pc,
-						  (const char *const[]){ uuid, "channel", n, NULL },
-						  (double)st->sent);
+			r = vw_prom_counter_pieces(
+				v->w, pc, v->tail[0],
+				(const char *const[]){ uuid, transports[0], n, NULL }, (double)st->sent);
 		if (r == 0 && st->has_share)
-			r = vw_prom_counter_piece(v->w, pc,
-						  (const char *const[]){ uuid, "share", n, NULL },
-						  (double)st->share_writes);
+			r = vw_prom_counter_pieces(
+				v->w, pc, v->tail[1],
+				(const char *const[]){ uuid, transports[1], n, NULL },
+				(double)st->share_writes);
 		break;
 	case F_VM_FAILURES: {
-		const char *reasons[] = { "connect", "send", "share_write", "lock_refused" };
 		const uint64_t counts[] = { st->connect_errors, st->send_errors, st->share_errors,
 					    st->lock_refused };
 
 		for (size_t i = 0; i < ARRAY_SIZE(reasons) && r == 0; i++)
-			r = vw_prom_counter_piece(v->w, pc,
-						  (const char *const[]){ uuid, reasons[i], n, NULL },
-						  (double)counts[i]);
+			r = vw_prom_counter_pieces(v->w, pc, v->tail[i],
+						   (const char *const[]){ uuid, reasons[i], n, NULL },
+						   (double)counts[i]);
 		break;
 	}
 	case F_VM_LAST_OK:
-		r = vw_prom_gauge(v->w, (const char *const[]){ uuid, n, NULL },
-				  (double)(st->last_ok_unix_ns / VW_NSEC_PER_MSEC) / 1e3);
+		r = vw_prom_gauge_milli_pieces(v->w, NULL, v->tail[0],
+					       (const char *const[]){ uuid, n, NULL },
+					       st->last_ok_unix_ns / VW_NSEC_PER_MSEC);
 		break;
 	default: {
 		const char *cur = vm_state(st);
 
 		for (size_t i = 0; i < ARRAY_SIZE(vm_states) && r == 0; i++)
-			r = vw_prom_gauge_piece(
-				v->w, pc, (const char *const[]){ uuid, vm_states[i], n, NULL },
+			r = vw_prom_gauge_pieces(
+				v->w, pc, v->tail[i],
+				(const char *const[]){ uuid, vm_states[i], n, NULL },
 				vm_states[i] == cur || strcmp(vm_states[i], cur) == 0);
 	}
 	}
 	v->r = r;
+}
+
+/* The family's tails: row k's labels after vm_id (its transport, reason or state, then
+ * node_name), or node_name alone. */
+static void make_tails(struct vm_render *v)
+{
+	const struct vw_metric_family *f = &families[v->family];
+	const char *const *rows = NULL;
+	size_t n_rows = 0;
+
+	switch (v->family) {
+	case F_VM_FRAMES:
+		rows = transports, n_rows = ARRAY_SIZE(transports);
+		break;
+	case F_VM_FAILURES:
+		rows = reasons, n_rows = ARRAY_SIZE(reasons);
+		break;
+	case F_VM_STATE:
+		rows = vm_states, n_rows = ARRAY_SIZE(vm_states);
+		break;
+	default: /* vm_id, node_name */
+		if (vw_prom_piece_set_from(&v->tails[0], f->labels, 1, 1,
+					   (const char *const[]){ "", v->node_name, NULL }))
+			v->tail[0] = &v->tails[0];
+		return;
+	}
+	for (size_t k = 0; k < n_rows && k < MAX_ROWS; k++)
+		if (vw_prom_piece_set_from(&v->tails[k], f->labels, 1, 2,
+					   (const char *const[]){ "", rows[k], v->node_name, NULL }))
+			v->tail[k] = &v->tails[k];
 }
 
 /* One family of rows per listed VM. */
@@ -140,6 +183,7 @@ static int render_vms(const struct vw_publisher *p, struct vw_prom_writer *w,
 
 	if (r < 0)
 		return r;
+	make_tails(&v);
 	vw_publisher_each_vm(p, vm_rows, &v);
 	return v.r < 0 ? v.r : vw_prom_family_end(w);
 }

@@ -2,6 +2,8 @@
 /* Who each VM belongs to (vm_meta.h). */
 #include "vm_meta.h"
 
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "macro.h"
@@ -63,9 +65,47 @@ const char *vw_vm_meta_value(const struct vw_vm_info *vm, const char *key)
 	return NULL;
 }
 
-/* vm's row, the family opened before the first. */
+/* The labels from source on (source, the owner's, node_name): the same for every VM of a
+ * source that no platform claims, escaped once a render for them all (a tail), where the row
+ * escaped all fifteen. */
+#define TAIL_FROM 3
+#define TAILS 2 /* sources: libvirt, procscan */
+
+struct tails {
+	char source[TAILS][sizeof(((struct vw_vm_info *)0)->source)]; /* copies: rows are unpacked
+									* into one struct in turn */
+	struct vw_prom_piece piece[TAILS];
+	size_t n;
+};
+
+static bool no_owner(const struct vw_vm_owner *o)
+{
+	return !o->platform[0] && !o->instance_name[0] && !o->flavor[0] && !o->user_id[0] &&
+	       !o->user_name[0] && !o->project_id[0] && !o->project_name[0] && !o->vmid[0] &&
+	       !o->namespace_[0] && !o->pod_name[0];
+}
+
+/* The tail for this row (labels: its values) when its owner is empty, made at the first row
+ * of its source; NULL: none (an owner, or more sources than kept). */
+static const struct vw_prom_piece *tail_of(struct tails *t, const struct vw_vm_info *vm,
+					   const char *const *labels)
+{
+	if (!no_owner(&vm->owner))
+		return NULL;
+	for (size_t i = 0; i < t->n; i++)
+		if (strcmp(t->source[i], vm->source) == 0)
+			return &t->piece[i];
+	if (t->n == TAILS ||
+	    !vw_prom_piece_set_from(&t->piece[t->n], l_meta, TAIL_FROM,
+				    ARRAY_SIZE(l_meta) - 1 - TAIL_FROM, labels))
+		return NULL;
+	snprintf(t->source[t->n], sizeof(t->source[t->n]), "%s", vm->source);
+	return &t->piece[t->n++];
+}
+
+/* vm's row, the family opened (and *t allocated: NULL, every label escaped) before the first. */
 static int row(const struct vw_vm_info *vm, struct vw_prom_writer *w, const char *node_name,
-	       bool *open)
+	       bool *open, struct tails **t)
 {
 	const struct vw_vm_owner *o = &vm->owner;
 	const char *labels[] = { vm->uuid,
@@ -86,29 +126,33 @@ static int row(const struct vw_vm_info *vm, struct vw_prom_writer *w, const char
 				 NULL };
 	int r = 0;
 
+	_Static_assert(ARRAY_SIZE(labels) == ARRAY_SIZE(l_meta), "l_meta: a row's values");
 	if (vm->state == VW_VM_SHUTOFF)
 		return 0;
 	if (!*open) {
 		r = vw_prom_family(w, &meta_families[0]);
 		*open = true;
+		*t = calloc(1, sizeof(**t));
 	}
-	return r < 0 ? r : vw_prom_gauge(w, labels, 1);
+	return r < 0 ? r : vw_prom_gauge_pieces(w, NULL, *t ? tail_of(*t, vm, labels) : NULL, labels, 1);
 }
 
 int vw_vm_meta_render(const struct vw_vm_info *vms, size_t n, struct vw_prom_writer *w,
 		      const char *node_name)
 {
+	_cleanup_free_ struct tails *t = NULL;
 	bool open = false;
 	int r = 0;
 
 	for (size_t i = 0; r == 0 && i < n; i++)
-		r = row(&vms[i], w, node_name, &open);
+		r = row(&vms[i], w, node_name, &open, &t);
 	return r < 0 || !open ? r : vw_prom_family_end(w);
 }
 
 int vw_vm_meta_render_packed(const struct vw_vm_packed *vms, size_t n,
 			     struct vw_prom_writer *w, const char *node_name)
 {
+	_cleanup_free_ struct tails *t = NULL;
 	bool open = false;
 	int r = 0;
 
@@ -118,7 +162,7 @@ int vw_vm_meta_render_packed(const struct vw_vm_packed *vms, size_t n,
 		if (vms[i].state == VW_VM_SHUTOFF)
 			continue;
 		vw_vm_unpack(&vms[i], &vm);
-		r = row(&vm, w, node_name, &open);
+		r = row(&vm, w, node_name, &open, &t);
 	}
 	return r < 0 || !open ? r : vw_prom_family_end(w);
 }

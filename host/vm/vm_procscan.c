@@ -27,6 +27,7 @@
 #include "log.h"
 #include "macro.h"
 #include "procfs.h"
+#include "vm_index.h"
 #include "vm_priv.h"
 #include "cgroup_path.h"
 
@@ -126,14 +127,15 @@ static void kept_unpack(const struct kept *k, struct vw_vm_info *vm)
 	memcpy(vm->uuid, k->uuid, sizeof(vm->uuid));
 	if (k->name)
 		memcpy(vm->name, k->name, strlen(k->name)); /* NUL-padded, as describe() does */
-	snprintf(vm->hypervisor, sizeof(vm->hypervisor), "%s", k->xen ? "xen" : "kvm");
-	snprintf(vm->source, sizeof(vm->source), "procscan");
+	/* (copied, not printed: the list is unpacked every interval between full scans) */
+	memcpy(vm->hypervisor, k->xen ? "xen" : "kvm", 4);
+	memcpy(vm->source, "procscan", sizeof("procscan"));
 	vm->state = VW_VM_RUNNING;
 	vm->vcpus = k->vcpus;
 	vm->qemu_pid = k->qemu_pid;
 	vm->qemu_start_time = k->qemu_start_time;
 	if (k->vmid[0]) {
-		snprintf(vm->owner.platform, sizeof(vm->owner.platform), "proxmox");
+		memcpy(vm->owner.platform, "proxmox", sizeof("proxmox"));
 		memcpy(vm->owner.vmid, k->vmid, sizeof(vm->owner.vmid));
 	}
 	memcpy(vm->pod_uid, k->pod_uid, sizeof(vm->pod_uid));
@@ -393,6 +395,7 @@ static int procscan_list(void *state, struct vw_vm_info **ret, size_t *ret_n)
 	struct procscan *ps = state;
 	_cleanup_free_ struct vw_vm_info *out = NULL;
 	struct vw_qemu_scan scan;
+	_cleanup_(vw_vm_index_free) struct vw_vm_index index = { 0 }; /* out's UUIDs */
 	size_t n = 0, cap = 0, n_live;
 	int r;
 
@@ -404,16 +407,21 @@ static int procscan_list(void *state, struct vw_vm_info **ret, size_t *ret_n)
 		return r;
 	for (size_t i = 0; i < scan.n; i++) {
 		struct vw_vm_info *dup;
+		ptrdiff_t at;
 
 		r = vw_array_grow((void **)&out, sizeof(*out), n, &cap);
 		if (r < 0)
 			goto out;
 		describe(ps, &scan.procs[i], &out[n]);
-		dup = vw_vm_find(out, n, out[n].uuid);
-		if (!dup) {
+		at = vw_vm_index_find(&index, out, out[n].uuid);
+		if (at < 0) {
+			r = vw_vm_index_add(&index, out, n);
+			if (r < 0)
+				goto out;
 			n++;
 			continue;
 		}
+		dup = &out[at];
 		/* Two QEMUs, one UUID: a VM started again while the old QEMU exits. */
 		vw_debug("vm: procscan: QEMUs %u and %u both claim %s; the younger one is the VM",
 			 dup->qemu_pid, out[n].qemu_pid, out[n].uuid);
@@ -422,7 +430,7 @@ static int procscan_list(void *state, struct vw_vm_info **ret, size_t *ret_n)
 	}
 	n_live = n;
 	for (size_t i = 0; i < ps->n_prev; i++) {
-		if (vw_vm_find(out, n_live, ps->prev[i].uuid))
+		if (vw_vm_index_find(&index, out, ps->prev[i].uuid) >= 0) /* out[0..n_live) */
 			continue;
 		r = vw_array_grow((void **)&out, sizeof(*out), n, &cap);
 		if (r < 0)

@@ -18,6 +18,7 @@
 #include "config.h"
 #include "log.h"
 #include "macro.h"
+#include "vm_index.h"
 #include "vm_priv.h"
 
 #define MAX_SOURCES 8
@@ -69,6 +70,7 @@ struct vw_vms {
 	struct vw_complaint complaint[MAX_SOURCES];
 	struct suppressed *supp;
 	size_t n_supp, cap_supp;
+	struct vw_vm_index index; /* the merged list's UUIDs, built afresh each round */
 };
 
 struct vw_vms *vw_vms_open_with(const struct vw_vm_env *env,
@@ -114,6 +116,7 @@ void vw_vms_close(struct vw_vms *v)
 	for (size_t i = 0; i < v->n; i++)
 		v->ops[i]->close(v->state[i]);
 	free(v->supp);
+	vw_vm_index_free(&v->index);
 	vw_qemu_starts_free(&v->starts);
 	free(v);
 }
@@ -170,13 +173,16 @@ static void suppress(struct vw_vms *v, const struct vw_vm_info *vm)
 
 /* One source's list into (*out)[0..*n), grown as it needs (capacity *cap); (*out)[0..first_n)
  * came from the preferred source. vms may be *out itself with *n 0 and *cap m (the first list,
- * filtered where it lies: never grown, as *n <= j). -ENOMEM, with what was merged so far kept. */
+ * filtered where it lies: never grown, as *n <= j). v->index holds (*out)[0..*n)'s UUIDs, each
+ * VM found there, not by a search through them (quadratic in the VMs). -ENOMEM, with what was
+ * merged so far kept. */
 static int merge(struct vw_vms *v, struct vw_vm_info **out, size_t *n, size_t *cap,
 		 const struct vw_vm_info *vms, size_t m, size_t first_n)
 {
 	for (size_t j = 0; j < m; j++) {
-		struct vw_vm_info *have = vw_vm_find(*out, *n, vms[j].uuid);
-		struct suppressed *s = find_supp(v, &vms[j]);
+		ptrdiff_t at = vw_vm_index_find(&v->index, *out, vms[j].uuid);
+		struct vw_vm_info *have = at >= 0 ? &(*out)[at] : NULL;
+		struct suppressed *s = v->n_supp ? find_supp(v, &vms[j]) : NULL;
 
 		if (s) {
 			s->seen = vms[j].state != VW_VM_SHUTOFF;
@@ -195,6 +201,8 @@ static int merge(struct vw_vms *v, struct vw_vm_info **out, size_t *n, size_t *c
 			return -ENOMEM;
 		if (&(*out)[*n] != &vms[j]) /* (the first list, in place: not onto itself) */
 			(*out)[*n] = vms[j];
+		if (vw_vm_index_add(&v->index, *out, *n) < 0)
+			return -ENOMEM;
 		(*n)++;
 	}
 	return 0;
@@ -233,6 +241,7 @@ static int list_round(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
 		out = malloc(sizeof(*out));
 	r = out ? 0 : -ENOMEM;
 	if (r == 0) {
+		vw_vm_index_clear(&v->index);
 		for (size_t i = 0; i < v->n_supp; i++)
 			v->supp[i].seen = false;
 		r = merge(v, &out, &n, &cap, out, counts[0], 0);

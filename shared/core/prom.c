@@ -958,34 +958,47 @@ static char *put_label(char *p, size_t i, const char *name, size_t nlen, const c
 }
 
 static char *put_series(const struct vw_prom_writer *w, char *p, const char *const *values,
-			const struct vw_prom_piece *piece)
+			const struct vw_prom_piece *piece, const struct vw_prom_piece *tail)
 {
-	size_t i = 0;
+	size_t i = 0, end = w->nlabels;
 
 	memcpy(p, w->fam->name, w->fam_nlen);
 	p += w->fam_nlen;
-	if (piece && piece->labels && piece->labels == w->fam->labels && piece->n <= w->nlabels) {
+	if (piece && piece->labels && piece->labels == w->fam->labels && piece->from == 0 &&
+	    piece->n <= w->nlabels) {
 		memcpy(p, piece->text, piece->len);
 		p += piece->len;
 		i = piece->n;
 	}
-	for (; i < w->nlabels; i++)
+	if (tail && tail->labels && tail->labels == w->fam->labels && tail->from >= i &&
+	    tail->from > 0 && tail->from + tail->n == w->nlabels)
+		end = tail->from;
+	else
+		tail = NULL;
+	for (; i < end; i++)
 		p = put_label(p, i, w->fam->labels[i],
 			      i < LABEL_LEN_MAX ? w->lab_len[i] : strlen(w->fam->labels[i]),
 			      values[i]);
+	if (tail) {
+		memcpy(p, tail->text, tail->len);
+		p += tail->len;
+	}
 	if (w->nlabels)
 		*p++ = '}';
 	return p;
 }
 
-bool vw_prom_piece_set(struct vw_prom_piece *p, const char *const *labels, size_t n,
-		       const char *const *label_values)
+bool vw_prom_piece_set_from(struct vw_prom_piece *p, const char *const *labels, size_t from,
+			    size_t n, const char *const *label_values)
 {
 	char tmp[LABEL_NAME_PIECE_MAX + 4 + VW_PROM_LABEL_ESCAPED_MAX];
 	size_t len = 0;
 
 	p->labels = NULL;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < from; i++)
+		if (!labels || !labels[i])
+			return false; /* from past the family's labels */
+	for (size_t i = from; i < from + n; i++) {
 		size_t nlen, k;
 
 		if (!labels || !labels[i] || !label_values || !label_values[i])
@@ -1000,9 +1013,16 @@ bool vw_prom_piece_set(struct vw_prom_piece *p, const char *const *labels, size_
 		len += k;
 	}
 	p->labels = labels;
+	p->from = from;
 	p->n = n;
 	p->len = len;
 	return true;
+}
+
+bool vw_prom_piece_set(struct vw_prom_piece *p, const char *const *labels, size_t n,
+		       const char *const *label_values)
+{
+	return vw_prom_piece_set_from(p, labels, 0, n, label_values);
 }
 
 /* One sample line with an already formatted value; a counter's micro-units go through the
@@ -1010,7 +1030,8 @@ bool vw_prom_piece_set(struct vw_prom_piece *p, const char *const *labels, size_
  * the cap is checked where the filter would see the series and at the end (the buffer only
  * grows, so it is past the cap at the end when it was at any point). */
 static int put_sample(struct vw_prom_writer *w, const char *const *values, const char *num,
-		      size_t numlen, const uint64_t *micro, const struct vw_prom_piece *piece)
+		      size_t numlen, const uint64_t *micro, const struct vw_prom_piece *piece,
+		      const struct vw_prom_piece *tail)
 {
 	char filtered[NUM_MAX];
 	uint64_t seen = micro ? *micro : 0;
@@ -1029,7 +1050,7 @@ static int put_sample(struct vw_prom_writer *w, const char *const *values, const
 	w->fam_err = reserve(w, w->fam_need); /* computed when the family started */
 	if (w->fam_err)
 		return family_settle(w);
-	w->len = (size_t)(put_series(w, w->buf + start, values, piece) - w->buf);
+	w->len = (size_t)(put_series(w, w->buf + start, values, piece, tail) - w->buf);
 	if (over_cap(w)) {
 		w->fam_err = -ENOBUFS;
 		return family_settle(w);
@@ -1067,14 +1088,41 @@ static bool family_is(const struct vw_prom_writer *w, enum vw_metric_type type)
 	return w && w->fam && w->fam->type == type;
 }
 
-int vw_prom_gauge_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
-			const char *const *label_values, double value)
+int vw_prom_gauge_pieces(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+			 const struct vw_prom_piece *tail, const char *const *label_values,
+			 double value)
 {
 	char num[NUM_MAX];
 
 	if (!family_is(w, VW_METRIC_GAUGE))
 		return -EINVAL;
-	return put_sample(w, label_values, num, format_double(value, num), NULL, piece);
+	return put_sample(w, label_values, num, format_double(value, num), NULL, piece, tail);
+}
+
+int vw_prom_gauge_milli_pieces(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+			       const struct vw_prom_piece *tail, const char *const *label_values,
+			       uint64_t milli)
+{
+	char num[NUM_MAX];
+	size_t len;
+
+	if (!family_is(w, VW_METRIC_GAUGE))
+		return -EINVAL;
+	/* Below 1e15 the value has at most 15 significant digits, all of them at or above the
+	 * 15th digit of milli / 1e3 (it is under 1e12): the double nearest it is within half a
+	 * unit of that digit, so "%.15g" prints milli / 1e3 itself, and it reads back as that
+	 * double. format_double() would print the same; the exact digits need no double. */
+	if (milli < 1000000000000000ull)
+		len = format_micro(milli * 1000, num);
+	else
+		len = format_double((double)milli / 1e3, num);
+	return put_sample(w, label_values, num, len, NULL, piece, tail);
+}
+
+int vw_prom_gauge_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+			const char *const *label_values, double value)
+{
+	return vw_prom_gauge_pieces(w, piece, NULL, label_values, value);
 }
 
 int vw_prom_gauge(struct vw_prom_writer *w, const char *const *label_values, double value)
@@ -1082,14 +1130,21 @@ int vw_prom_gauge(struct vw_prom_writer *w, const char *const *label_values, dou
 	return vw_prom_gauge_piece(w, NULL, label_values, value);
 }
 
-int vw_prom_counter_micro_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
-				const char *const *label_values, uint64_t micro)
+int vw_prom_counter_micro_pieces(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+				 const struct vw_prom_piece *tail,
+				 const char *const *label_values, uint64_t micro)
 {
 	char num[NUM_MAX];
 
 	if (!family_is(w, VW_METRIC_COUNTER))
 		return -EINVAL;
-	return put_sample(w, label_values, num, format_micro(micro, num), &micro, piece);
+	return put_sample(w, label_values, num, format_micro(micro, num), &micro, piece, tail);
+}
+
+int vw_prom_counter_micro_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+				const char *const *label_values, uint64_t micro)
+{
+	return vw_prom_counter_micro_pieces(w, piece, NULL, label_values, micro);
 }
 
 int vw_prom_counter_micro(struct vw_prom_writer *w, const char *const *label_values,
@@ -1106,6 +1161,13 @@ int vw_prom_counter(struct vw_prom_writer *w, const char *const *label_values, d
 int vw_prom_counter_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
 			  const char *const *label_values, double value)
 {
+	return vw_prom_counter_pieces(w, piece, NULL, label_values, value);
+}
+
+int vw_prom_counter_pieces(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+			   const struct vw_prom_piece *tail, const char *const *label_values,
+			   double value)
+{
 	char num[NUM_MAX];
 	uint64_t micro = 0;
 	bool filtered;
@@ -1119,7 +1181,7 @@ int vw_prom_counter_piece(struct vw_prom_writer *w, const struct vw_prom_piece *
 	if (filtered)
 		micro = (uint64_t)llround(value * 1e6);
 	return put_sample(w, label_values, num, format_double(value, num),
-			  filtered ? &micro : NULL, piece);
+			  filtered ? &micro : NULL, piece, tail);
 }
 
 int vw_prom_field_sample(struct vw_prom_writer *w, const char *const *label_values,

@@ -152,6 +152,7 @@ int vw_prom_gauge(struct vw_prom_writer *w, const char *const *label_values, dou
 #define VW_PROM_PIECE_MAX 1024
 struct vw_prom_piece {
 	const char *const *labels; /* the family label array it was made for; NULL: none */
+	size_t from;               /* the first label it holds (0: a head; else a tail) */
 	size_t n;                  /* labels it holds */
 	size_t len;
 	char text[VW_PROM_PIECE_MAX]; /* "{name=\"value\",..." as a sample writes them */
@@ -164,6 +165,30 @@ int vw_prom_counter_micro_piece(struct vw_prom_writer *w, const struct vw_prom_p
 				const char *const *label_values, uint64_t micro);
 int vw_prom_counter_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
 			  const char *const *label_values, double value);
+/*
+ * The last labels of a series escaped once (a tail): labels[from..from+n), the family's last n,
+ * label_values indexed as the family's (from those the tail takes). Shared by samples of many
+ * series whose labels end alike (a VM's transport and node_name, a zone and node_name): with a
+ * head (a piece, from 0) a sample escapes nothing. A tail whose family's labels are not its
+ * array, that does not end the series or overlaps the head is ignored; the text is the same
+ * either way.
+ */
+bool vw_prom_piece_set_from(struct vw_prom_piece *p, const char *const *labels, size_t from,
+			    size_t n, const char *const *label_values);
+int vw_prom_gauge_pieces(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+			 const struct vw_prom_piece *tail, const char *const *label_values,
+			 double value);
+int vw_prom_counter_pieces(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+			   const struct vw_prom_piece *tail, const char *const *label_values,
+			   double value);
+/* A gauge of integer milli-units (a Unix time in ms, as seconds): the very text
+ * vw_prom_gauge_pieces() writes for milli / 1e3, without formatting a double. */
+int vw_prom_gauge_milli_pieces(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+			       const struct vw_prom_piece *tail, const char *const *label_values,
+			       uint64_t milli);
+int vw_prom_counter_micro_pieces(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
+				 const struct vw_prom_piece *tail,
+				 const char *const *label_values, uint64_t micro);
 /*
  * A counter sample in joules (or any base unit) from integer micro-units, printed exactly:
  * 1234567 -> "1.234567", 1000000 -> "1", 0 -> "0", no float rounding.

@@ -281,14 +281,14 @@ static int level_sample(const struct vw_workloads *w, struct vw_prom_writer *pw,
 {
 	switch (f) {
 	case VW_WL_ACTIVE_J:
-		return vw_prom_counter_micro_piece(pw, l->piece, l->v, a->uj[M_ACTIVE]);
+		return vw_prom_counter_micro_pieces(pw, l->piece, l->tail, l->v, a->uj[M_ACTIVE]);
 	case VW_WL_ACTIVE_W:
-		return vw_prom_gauge_piece(pw, l->piece, l->v, interval_watts(w, a));
+		return vw_prom_gauge_pieces(pw, l->piece, l->tail, l->v, interval_watts(w, a));
 	case VW_WL_IDLE_J:
-		return vw_prom_counter_micro_piece(pw, l->piece, l->v, a->uj[M_IDLE]);
+		return vw_prom_counter_micro_pieces(pw, l->piece, l->tail, l->v, a->uj[M_IDLE]);
 	default:
-		return vw_prom_gauge_piece(pw, l->piece, l->v,
-					   vw_energy_watts(a->interval[M_IDLE], w->dt_ns));
+		return vw_prom_gauge_pieces(pw, l->piece, l->tail, l->v,
+					    vw_energy_watts(a->interval[M_IDLE], w->dt_ns));
 	}
 }
 
@@ -308,7 +308,7 @@ int vw_wl_render_level(const struct vw_workloads *w, struct vw_prom_writer *pw, 
 
 				if (z >= 0 && !w->present[z])
 					continue;
-				l.piece = NULL;
+				l.piece = l.tail = NULL;
 				a = item(w, ctx, i, z, node, &l);
 				if (a)
 					r = level_sample(w, pw, f, &l, a);
@@ -504,10 +504,12 @@ static int render_pods(const struct vw_workloads *w, struct vw_prom_writer *pw, 
 
 /* Each VM's labels vm_id to state escaped once a render, the same in its four families and
  * every zone (they were escaped again for each, a family and zone at a time). Made afresh
- * each render, so a VM renamed or relabelled shows its new labels at once. */
+ * each render, so a VM renamed or relabelled shows its new labels at once. Without group
+ * labels, zone and node_name end every VM's series: escaped once a render and zone (tails). */
 struct vm_items {
 	const char *const *labels;    /* the level's label array (with or without group labels) */
 	struct vw_prom_piece *pieces; /* one per VM, NULL: none (no memory, or too many VMs) */
+	const struct vw_prom_piece *tail[VW_ZONE__COUNT]; /* NULL: escaped in each sample */
 };
 #define VM_PIECE_LABELS 4 /* vm_id, vm_name, hypervisor, state: zone comes next */
 #define VM_PIECES_MAX 512 /* VMs beyond which pieces are not kept (1 KiB each) */
@@ -531,6 +533,7 @@ static const struct acc *vm_item(const struct vw_workloads *w, const void *ctx, 
 
 		if (pc->labels || vw_prom_piece_set(pc, it->labels, VM_PIECE_LABELS, l->v))
 			l->piece = pc;
+		l->tail = it->tail[z];
 	}
 	return &vm->z[z];
 }
@@ -540,14 +543,25 @@ static int render_vms(const struct vw_workloads *w, struct vw_prom_writer *pw, c
 	const struct vw_metric_family *fams =
 		w->n_group_labels ? w->vm_fams : &vw_workload_families[F_VM_J];
 	_cleanup_free_ struct vw_prom_piece *pieces = NULL;
+	struct vm_items it = { .labels = fams[0].labels };
 
 	if (w->n_vms && w->n_vms <= VM_PIECES_MAX) {
-		pieces = malloc(w->n_vms * sizeof(*pieces)); /* none: every label escaped */
+		/* a piece per VM, then a tail per zone; none: every label escaped */
+		pieces = malloc((w->n_vms + VW_ZONE__COUNT) * sizeof(*pieces));
 		for (size_t k = 0; pieces && k < w->n_vms; k++)
 			pieces[k].labels = NULL;
+		it.pieces = pieces;
+	}
+	for (int z = 0; pieces && !w->n_group_labels && z < VW_ZONE__COUNT; z++) {
+		struct vw_prom_piece *t = &pieces[w->n_vms + (size_t)z];
+		const char *v[] = { "", "", "", "", zone(z), node, NULL }; /* vm_id.. state: unused */
+
+		_Static_assert(ARRAY_SIZE(v) == ARRAY_SIZE(l_vm), "l_vm: a tail's values");
+		if (w->present[z] && vw_prom_piece_set_from(t, it.labels, VM_PIECE_LABELS, 2, v))
+			it.tail[z] = t;
 	}
 	return vw_wl_render_level(w, pw, node, fams, VW_WL_IDLE_W + 1, true, w->n_vms, vm_item,
-				  &(struct vm_items){ .labels = fams[0].labels, .pieces = pieces });
+				  &it);
 }
 
 /* out[0..4) as src[0..4) with their labels, then the group labels (names: the array, freed by

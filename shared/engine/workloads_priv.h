@@ -163,6 +163,7 @@ struct wl_labels {
 	/* The first labels escaped already (prom.h), or NULL: vw_wl_render_level() sets it NULL
 	 * before each item. */
 	const struct vw_prom_piece *piece;
+	const struct vw_prom_piece *tail; /* the last ones (prom.h), or NULL, as piece */
 };
 #define VW_WL_LABELS(l, ...)                                                                       \
 	memcpy((l)->v, (const char *[]){ __VA_ARGS__, NULL },                                      \
