@@ -14,6 +14,7 @@
 #include "log.h"
 #include "macro.h"
 #include "perf_counters.h"
+#include "procfs.h"
 #include "sort.h"
 #include "workloads_priv.h"
 
@@ -95,21 +96,18 @@ void vw_workloads_free(struct vw_workloads *w)
 static int read_stat(int procfd, uint32_t tgid, uint32_t *ret_ppid, uint64_t *ret_start)
 {
 	char rel[32], buf[1024];
-	unsigned long long start = 0;
-	unsigned ppid = 0;
-	const char *p;
+	struct vw_pid_stat st;
 	int r;
 
 	snprintf(rel, sizeof(rel), "%u/stat", tgid);
 	r = vw_read_file_at(procfd, rel, buf, sizeof(buf), NULL);
 	if (r < 0)
 		return r;
-	p = strrchr(buf, ')');
-	if (!p || sscanf(p + 2, "%*c %u %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s "
-			 "%*s %*s %*s %llu", &ppid, &start) != 2)
-		return -EINVAL;
-	*ret_ppid = ppid;
-	*ret_start = start;
+	r = vw_procfs_parse_pid_stat_fields(buf, &st);
+	if (r < 0)
+		return r;
+	*ret_ppid = st.ppid;
+	*ret_start = st.start;
 	return 0;
 }
 
