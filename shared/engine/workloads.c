@@ -245,6 +245,10 @@ const char *vw_wl_proc_exe_read(const struct vw_workloads *w, struct wl_proc *p)
 	char exe[VW_WL_EXE_MAX];
 	const char *e;
 
+	/* One that exited before its first need has no link left to read (the read failed, a
+	 * system call each render it was shown), or its PID's next owner's: none. */
+	if (p->terminated)
+		return p->exe = "";
 	read_exe(w->o.procfs_fd, p->tgid, exe, sizeof(exe));
 	e = vw_intern_get(w->exes, exe);
 	if (!e)
