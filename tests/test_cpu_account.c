@@ -1479,6 +1479,156 @@ static void test_parse_pid_stat(void **state)
 			 -EINVAL);
 }
 
+/* The oracle: the fields by the kernel's own format, read with sscanf (what the parser was). */
+static bool oracle_pid_stat(const char *text, struct vw_pid_stat *ret)
+{
+	const char *close = strrchr(text, ')');
+	unsigned long long ut, st, start;
+	unsigned ppid;
+	char state;
+
+	return close && sscanf(close + 2, "%c %u %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu %*s "
+				"%*s %*s %*s %*s %*s %llu", &state, &ppid, &ut, &st, &start) == 5 &&
+	       (*ret = (struct vw_pid_stat){ .state = state, .ppid = ppid, .utime = ut,
+					     .stime = st, .start = start }, true);
+}
+
+/* Every process on this machine: its /proc/PID/stat read by the parser and by the oracle, its
+ * comm against /proc/PID/comm; one child named to fool a parser (parentheses, spaces, a newline,
+ * what looks like fields). */
+static void test_parse_pid_stat_kernel(void **state)
+{
+	static const char hostile[] = ") R 1 (x\n) Z 9";
+	_cleanup_(vw_closedirp) DIR *d = opendir("/proc");
+	struct dirent *e;
+	int pipefd[2], pfd = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC), n = 0;
+	bool saw_hostile = false;
+	pid_t child;
+	char c;
+
+	(void)state;
+	assert_non_null(d);
+	assert_true(pfd >= 0);
+	assert_int_equal(pipe(pipefd), 0);
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		close(pipefd[0]);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || prctl(PR_SET_NAME, hostile) < 0 ||
+		    write(pipefd[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(pipefd[1]);
+	assert_int_equal(read(pipefd[0], &c, 1), 1);
+	close(pipefd[0]);
+	while ((e = readdir(d))) {
+		char rel[64], buf[4096], comm[64];
+		struct vw_pid_stat got, want;
+		size_t len;
+		uint64_t pid;
+
+		if (vw_parse_u64(e->d_name, &pid) < 0)
+			continue;
+		snprintf(rel, sizeof(rel), "%u/stat", (unsigned)pid);
+		if (vw_read_file_at(pfd, rel, buf, sizeof(buf), NULL) < 0)
+			continue; /* gone */
+		snprintf(rel, sizeof(rel), "%u/comm", (unsigned)pid);
+		if (vw_read_file_at(pfd, rel, comm, sizeof(comm), &len) < 0 || len == 0)
+			continue;
+		/* The comm file ends in a newline, escapes what stat writes raw (a newline as
+		 * backslash n) and may be longer (a kernel worker's); compare what it can show. */
+		comm[VW_MIN(len - 1, (size_t)VW_COMM_LEN - 1)] = '\0';
+		assert_int_equal(vw_procfs_parse_pid_stat_fields(buf, &got), 0);
+		assert_true(oracle_pid_stat(buf, &want));
+		assert_int_equal(got.state, want.state);
+		assert_int_equal(got.ppid, want.ppid);
+		assert_int_equal(got.utime, want.utime);
+		assert_int_equal(got.stime, want.stime);
+		assert_int_equal(got.start, want.start);
+		if (!strchr(comm, '\\'))
+			assert_string_equal(got.comm, comm);
+		if (pid == (uint64_t)child) {
+			assert_string_equal(got.comm, hostile);
+			assert_int_equal(got.ppid, (uint32_t)getpid());
+			assert_int_not_equal(got.state, 'Z');
+			saw_hostile = true;
+		}
+		n++;
+	}
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+	close(pfd);
+	assert_true(saw_hostile);
+	assert_true(n > 1);
+}
+
+/* Hostile and broken lines: each field's separator and digits, overflow, cut short. */
+static void test_parse_pid_stat_hostile(void **state)
+{
+	static const char tail[] = " 0 0 20 0 1 0 98765 1000 10\n";
+	static const struct {
+		const char *head; /* up to utime */
+		int want;
+	} cases[] = {
+		{ "1 (x) S 4 1 1 0 -1 0 0 0 0 0 7 5", 0 },
+		{ "1 (x) S 4 1 1 0 -1 0 0 0 0 0 7  5", -EINVAL },   /* two spaces */
+		{ "1 (x) S 4 1 1 0 -1 0 0 0 0 0 7\n5", -EINVAL },  /* a newline for a space */
+		{ "1 (x) S 4 1 1 0 -1 0 0 0 0 0 -7 5", -EINVAL },  /* a sign */
+		{ "1 (x) S 4 1 1 0 -1 0 0 0 0 0 +7 5", -EINVAL },
+		{ "1 (x) S 4 1 1 0 -1 0 0 0 0 0 7x 5", -EINVAL },  /* a stray character */
+		{ "1 (x) S -4 1 1 0 -1 0 0 0 0 0 7 5", -EINVAL },
+		{ "1 (x) S 4294967296 1 1 0 -1 0 0 0 0 0 7 5", -ERANGE },
+		{ "1 (x) S 4 1 1 0 -1 0 0 0 0 0 18446744073709551616 5", -ERANGE },
+		{ "1 (x) S 4 1 1 0 -1 0 0 0 0 0 9223372036854775808 5", -ERANGE },
+		{ "1 (x) S 4 1 1 0 -1 0 0 0 0 0 9223372036854775807 5", 0 },
+		{ "1 (x)S 4 1 1 0 -1 0 0 0 0 0 7 5", -EINVAL },
+		{ "1 (x)  4 1 1 0 -1 0 0 0 0 0 7 5", -EINVAL },    /* no state */
+		{ "1 x) S 4 1 1 0 -1 0 0 0 0 0 7 5", -EINVAL },    /* no '(' */
+		{ "1 ) (x S 4 1 1 0 -1 0 0 0 0 0 7 5", -EINVAL },  /* ')' before '(' */
+		{ "1 (a\nb) S 4 1 1 0 -1 0 0 0 0 0 7 5", 0 },
+		{ "1 (a) S 9 (b) S 4 1 1 0 -1 0 0 0 0 0 7 5", 0 }, /* the last ')' closes */
+	};
+	struct vw_pid_stat s;
+	char text[256];
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		snprintf(text, sizeof(text), "%s%s", cases[i].head, tail);
+		assert_int_equal(vw_procfs_parse_pid_stat_fields(text, &s), cases[i].want);
+	}
+	assert_int_equal(vw_procfs_parse_pid_stat_fields("1 (a) S 9 (b) S 4 1 1 0 -1 0 0 0 0 0 7 5 "
+							 "0 0 20 0 1 0 98765",
+							 &s),
+			 0);
+	assert_string_equal(s.comm, "a) S 9 (b");
+	assert_int_equal(s.state, 'S');
+	assert_int_equal(s.ppid, 4);
+	assert_int_equal(s.utime, 7);
+	assert_int_equal(s.stime, 5);
+	assert_int_equal(s.start, 98765); /* the line may end at starttime, with or without '\n' */
+	assert_int_equal(vw_procfs_parse_pid_stat_fields("1 (a) S 4 1 1 0 -1 0 0 0 0 0 7 5 0 0 20 "
+							 "0 1 0 98765x",
+							 &s),
+			 -EINVAL);
+	assert_int_equal(vw_procfs_parse_pid_stat_fields("1 (a) S 4 1 1 0 -1 0 0 0 0 0 7 5 0 0 20 "
+							 "0 1 0 ",
+							 &s),
+			 -EINVAL);
+	/* Every cut of a real line fails but those that end in starttime (the kernel's line goes
+	 * on: a cut there reads a part of it, as sscanf did; vw_read_file_at reads it whole). */
+	snprintf(text, sizeof(text), "%s%s", cases[0].head, tail);
+	for (size_t len = 0; len < strlen(text); len++) {
+		char cut[256];
+
+		memcpy(cut, text, len);
+		cut[len] = '\0';
+		assert_int_equal(vw_procfs_parse_pid_stat_fields(cut, &s) == 0,
+				 len >= strlen(cases[0].head) + strlen(" 0 0 20 0 1 0 9"));
+	}
+}
+
 struct fake_proc {
 	uint32_t pid;
 	const char *comm;
@@ -1956,6 +2106,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bpf_mass_kill_raw_tp, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_procfs_threads_live, live_setup, live_teardown),
 		cmocka_unit_test(test_parse_pid_stat),
+		cmocka_unit_test(test_parse_pid_stat_kernel),
+		cmocka_unit_test(test_parse_pid_stat_hostile),
 		cmocka_unit_test_setup_teardown(test_procfs_threads, procfs_fx_setup, procfs_fx_teardown),
 		cmocka_unit_test_setup_teardown(test_procfs_since_open, procfs_fx_setup,
 						procfs_fx_teardown),

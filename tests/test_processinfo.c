@@ -52,6 +52,25 @@ static void test_fixture(void **state)
 	assert_int_equal(vw_processinfo_read(self, &s), -ENODATA);
 	assert_int_equal(s.rss_bytes, 0);
 	close(self);
+	/* Values that are not a size in kB: a sign, nothing, one whose bytes overflow. */
+	static const char *const bad[] = { "VmRSS:\t-5 kB\n", "VmRSS:\t kB\n", "VmRSS:",
+					   "VmRSS:\t18014398509481984 kB\n" };
+	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
+		assert_int_equal(vw_fixture_write(root->path, "self/status", bad[i], 0), 0);
+		self = vw_processinfo_open(root->fd, &start);
+		assert_true(self >= 0);
+		assert_int_equal(vw_processinfo_read(self, &s), -ENODATA);
+		assert_int_equal(s.rss_bytes, 0);
+		close(self);
+	}
+	assert_int_equal(vw_fixture_write(root->path, "self/status",
+					  "VmSize:\t18014398509481983 kB\nVmHWM:\t0 kB\nVmRSS:\t7 kB\n",
+					  0), 0);
+	self = vw_processinfo_open(root->fd, &start);
+	assert_int_equal(vw_processinfo_read(self, &s), 0);
+	assert_int_equal(s.vm_bytes, 18014398509481983ull * 1024);
+	assert_int_equal(s.rss_bytes, 7 * 1024);
+	close(self);
 	/* A procfs root without self (another test's fixture): no process_* at all. */
 	assert_int_equal(vw_fixture_mkdir(root->path, "empty"), 0);
 	empty = vw_dir_open_at(root->fd, "empty");

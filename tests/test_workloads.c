@@ -1236,6 +1236,40 @@ static void test_exe_read_when_shown(void **state)
 	teardown(&c);
 }
 
+/*
+ * One that exits before it is first shown is shown without an executable, its link not read:
+ * the link now is its PID's next owner's (-reused), not its. One shown before keeps what was read.
+ */
+static void test_exe_not_read_after_exit(void **state)
+{
+	static const uint64_t ms[ARRAY_SIZE(procs)] = { 100, 400, 300, 400, 0, 200, 0, 0 };
+	static const uint64_t last[ARRAY_SIZE(procs)] = { 5000, 0, 0, 0, 0, 0, 0, 0 };
+	struct ctx c;
+	char *text;
+
+	(void)state;
+	setup_top(&c, NULL, 3);
+	for (size_t i = 0; i < ARRAY_SIZE(procs); i++)
+		link_exe(&c, procs[i].pid, procs[i].comm, "v1");
+	interval(&c, zero, 0, 0);
+	interval(&c, ms, 1400000, 0);
+	text = workloads_fixture_render(c.w);
+	assert_true(shows_exe(text, 101, "nginx-v1"));
+	assert_null(strstr(text, "pid=\"100\""));
+	free(text);
+	link_exe(&c, 100, "nginx", "reused");
+	link_exe(&c, 101, "nginx", "reused");
+	c.cpu[0].exited = true; /* 100 exits after a last, busy slice: shown first */
+	interval(&c, last, 5000000, 0);
+	text = workloads_fixture_render(c.w);
+	assert_non_null(strstr(text, "{pid=\"100\",comm=\"nginx\",exe=\"\",type=\"container\","
+				     "state=\"terminated\""));
+	assert_false(shows_exe(text, 100, "nginx-reused"));
+	assert_true(shows_exe(text, 101, "nginx-v1"));
+	free(text);
+	teardown(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1250,6 +1284,7 @@ int main(void)
 		cmocka_unit_test(test_kind_from_accountant),
 		cmocka_unit_test(test_top_n),
 		cmocka_unit_test(test_exe_read_when_shown),
+		cmocka_unit_test(test_exe_not_read_after_exit),
 		cmocka_unit_test(test_gpu_energy),
 		cmocka_unit_test(test_pod_container_dropped),
 		cmocka_unit_test(test_pod_list_arrives_late),

@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
 #include <string.h>
 #include <linux/magic.h>
 #include <sys/resource.h>
@@ -31,15 +30,26 @@ size_t __sanitizer_get_current_allocated_bytes(void);
 #include <malloc.h>
 #endif
 
-/* "VmRSS:\t  1234 kB" in /proc/PID/status. */
+/* "VmRSS:\t  1234 kB" in /proc/PID/status (by hand: sscanf took ~1,200 instructions, three
+ * times an interval). */
 static int status_kb(const char *text, const char *key, uint64_t *ret)
 {
 	const char *p = strstr(text, key);
-	unsigned long long kb;
+	uint64_t kb = 0;
 
-	if (!p || sscanf(p + strlen(key), " %llu kB", &kb) != 1)
+	if (!p)
 		return -ENODATA;
-	*ret = (uint64_t)kb * 1024;
+	p += strlen(key);
+	while (*p == ' ' || *p == '\t')
+		p++;
+	if (*p < '0' || *p > '9')
+		return -ENODATA;
+	for (; *p >= '0' && *p <= '9'; p++) {
+		if (kb > (UINT64_MAX / 1024 - (uint64_t)(*p - '0')) / 10)
+			return -ENODATA; /* its bytes would not fit */
+		kb = kb * 10 + (uint64_t)(*p - '0');
+	}
+	*ret = kb * 1024;
 	return 0;
 }
 

@@ -214,28 +214,83 @@ int vw_procfs_read_cpuinfo(int procfd, struct vw_cpu_info **ret, size_t *ret_n)
 	return r < 0 ? r : vw_procfs_parse_cpuinfo(buf, ret, ret_n);
 }
 
-int vw_procfs_parse_pid_stat(const char *text, char comm[VW_COMM_LEN], uint64_t *ret_ticks,
-			     uint64_t *ret_start)
+/* An unsigned decimal at *p (one digit at least), up to the first non-digit. */
+static int stat_number(const char **p, uint64_t *ret)
 {
-	const char *open = strchr(text, '('), *close = strrchr(text, ')');
-	unsigned long long utime, stime, start;
+	const char *s = *p;
+	uint64_t v = 0;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	do {
+		unsigned d = (unsigned)(*s - '0');
+
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+		s++;
+	} while (*s >= '0' && *s <= '9');
+	*p = s;
+	*ret = v;
+	return 0;
+}
+
+int vw_procfs_parse_pid_stat_fields(const char *text, struct vw_pid_stat *ret)
+{
+	const char *open = strchr(text, '('), *close = strrchr(text, ')'), *p;
+	struct vw_pid_stat s = { 0 };
+	uint64_t ppid = 0;
 	size_t len;
-	char state;
+	int r;
 
 	if (!open || !close || close < open || close[1] != ' ')
 		return -EINVAL;
+	p = close + 2;
+	if (*p == '\0' || *p == ' ' || *p == '\n')
+		return -EINVAL;
+	s.state = *p++;
 	/* state ppid pgrp session tty_nr tpgid flags minflt cminflt majflt cmajflt utime stime
 	 * cutime cstime priority nice num_threads itrealvalue starttime */
-	if (sscanf(close + 2,
-		   "%c %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %llu %llu %*s %*s %*s %*s %*s %*s %llu",
-		   &state, &utime, &stime, &start) != 4)
-		return -EINVAL;
-	if (utime > UINT64_MAX / 2 || stime > UINT64_MAX / 2)
+	for (int field = 4; field <= 22; field++) {
+		uint64_t *num = field == 4 ? &ppid : field == 14 ? &s.utime : field == 15 ? &s.stime
+						: field == 22 ? &s.start : NULL;
+
+		if (*p++ != ' ')
+			return -EINVAL;
+		if (num) {
+			r = stat_number(&p, num);
+			if (r < 0)
+				return r;
+			if (*p != ' ' && !(field == 22 && (*p == '\n' || *p == '\0')))
+				return -EINVAL;
+			continue;
+		}
+		/* A field not read (some are negative: tty_nr, tpgid, priority, nice) */
+		if (*p == '\0' || *p == ' ' || *p == '\n')
+			return -EINVAL;
+		while (*p != ' ' && *p != '\n' && *p != '\0')
+			p++;
+	}
+	if (ppid > UINT32_MAX || s.utime > UINT64_MAX / 2 || s.stime > UINT64_MAX / 2)
 		return -ERANGE;
+	s.ppid = (uint32_t)ppid;
 	len = VW_MIN((size_t)(close - open - 1), (size_t)VW_COMM_LEN - 1);
-	memcpy(comm, open + 1, len);
-	comm[len] = '\0';
-	*ret_ticks = utime + stime;
-	*ret_start = start;
+	memcpy(s.comm, open + 1, len);
+	s.comm[len] = '\0';
+	*ret = s;
+	return 0;
+}
+
+int vw_procfs_parse_pid_stat(const char *text, char comm[VW_COMM_LEN], uint64_t *ret_ticks,
+			     uint64_t *ret_start)
+{
+	struct vw_pid_stat s;
+	int r = vw_procfs_parse_pid_stat_fields(text, &s);
+
+	if (r < 0)
+		return r;
+	memcpy(comm, s.comm, VW_COMM_LEN);
+	*ret_ticks = s.utime + s.stime;
+	*ret_start = s.start;
 	return 0;
 }

@@ -28,7 +28,8 @@ struct wl_proc {
 	uint64_t start_time;
 	char comm[VW_COMM_LEN];
 	/* In w->exes (truncated to VW_WL_EXE_MAX - 1 bytes), "" for none (a kernel thread, a link
-	 * that could not be read); NULL: not read yet (vw_wl_proc_exe()). */
+	 * that could not be read, one that exited before it was read); NULL: not read yet
+	 * (vw_wl_proc_exe()). */
 	const char *exe;
 	uint64_t cgroup_id; /* the cgroup it was last seen in (bpf), 0: unknown */
 	int vm;        /* index, -1: none (the VM's QEMU process or one of its vhost threads) */

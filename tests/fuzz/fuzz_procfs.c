@@ -2,13 +2,14 @@
 /*
  * libFuzzer target: the /proc and cgroup files the daemons parse, each reading the input's text:
  * /proc/stat and /proc/cpuinfo (procfs.c), cpuinfo + meminfo as the model server's machine spec
- * (model_server.c), /proc/PID/stat (shared/engine/cpu_procfs.c), /proc/PID/cgroup for containers and
+ * (model_server.c), /proc/PID/stat (procfs.c: by hand, for cpu_procfs.c and the registry), /proc/PID/cgroup for containers and
  * pods (cgroup_path.c) and for the accounting hierarchy, v1 and v2 (cgroupfs.c), cpu.stat
  * (cgroupfs.c), and the decimal counters of cpuacct.usage and schedstat (fileio.c). Properties:
  * CPU usage between two samples lies in [0, 1]; names are within their buffers and the machine
  * spec's labels in Kepler's [a-z0-9_]; a container ID is 64 lower-case hex and a pod UID 32 or
  * 36 characters; a cgroup path comes from the file; and a counter reads back as printed.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,10 +68,23 @@ static void check_pid_stat(const char *text)
 	char comm[VW_COMM_LEN];
 	uint64_t ticks, start;
 
-	if (vw_procfs_parse_pid_stat(text, comm, &ticks, &start) < 0)
+	struct vw_pid_stat s;
+	int r = vw_procfs_parse_pid_stat_fields(text, &s);
+
+	vw_fuzz_assert(r == 0 || r == -EINVAL || r == -ERANGE, "error %d", r);
+	vw_fuzz_assert((vw_procfs_parse_pid_stat(text, comm, &ticks, &start) == 0) == (r == 0),
+		       "the two parsers disagree");
+	if (r < 0)
 		return;
-	vw_fuzz_assert(vw_fuzz_terminated(comm, sizeof(comm)), "comm overruns");
-	vw_fuzz_assert(ticks < UINT64_MAX, "%" PRIu64 " ticks", ticks);
+	vw_fuzz_assert(vw_fuzz_terminated(comm, sizeof(comm)) && strcmp(comm, s.comm) == 0,
+		       "comm overruns");
+	vw_fuzz_assert(ticks < UINT64_MAX && ticks == s.utime + s.stime && start == s.start,
+		       "%" PRIu64 " ticks", ticks);
+	/* the state is one visible byte after ") ", the comm all before the last ')' */
+	vw_fuzz_assert(s.state != ' ' && s.state != '\n' && s.state != '\0' &&
+			       strrchr(text, ')')[2] == s.state && strncmp(strchr(text, '(') + 1, s.comm,
+								    strlen(s.comm)) == 0,
+		       "state '%c', comm \"%s\"", s.state, s.comm);
 }
 
 static void check_match(const struct vw_cgroup_match *m, const char *what)
