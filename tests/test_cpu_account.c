@@ -11,6 +11,7 @@
  * missing capability fails.
  */
 #include "vw_test.h"
+#include "cpu_roots.h"
 
 #include <errno.h>
 #include <dirent.h>
@@ -46,7 +47,6 @@
 #include "prom.h"
 #include "workloads.h"
 
-static int procfd = -1, sysfd = -1;
 
 static uint64_t schedstat_ns(pid_t pid)
 {
@@ -2066,24 +2066,6 @@ static void test_hw_open(void **state)
 		if (!avail)
 			assert_int_equal(k, VW_SPLIT_CPU_TIME);
 	}
-}
-
-static int group_setup(void **state)
-{
-	(void)state;
-	if (getenv("VW_TEST_DEBUG"))
-		vw_log_set_level(VW_LOG_DEBUG);
-	procfd = vw_root_open("/proc");
-	sysfd = vw_root_open("/sys");
-	return procfd >= 0 && sysfd >= 0 ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	vw_closep(&procfd);
-	vw_closep(&sysfd);
-	return 0;
 }
 
 int main(void)

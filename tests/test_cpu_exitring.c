@@ -11,6 +11,7 @@
  * ring's events keep equals the map read whole, read after read, with the machine's own exits.
  */
 #include "vw_test.h"
+#include "cpu_roots.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -33,7 +34,6 @@
 #include "log.h"
 #include "macro.h"
 
-static int procfd = -1, sysfd = -1;
 static struct vw_cpu_accountant acc;
 static pid_t kid_pid;
 
@@ -379,24 +379,6 @@ static int teardown(void **state)
 	}
 	kid_pid = 0;
 	vw_cpu_accountant_close(&acc);
-	return 0;
-}
-
-static int group_setup(void **state)
-{
-	(void)state;
-	if (getenv("VW_TEST_DEBUG"))
-		vw_log_set_level(VW_LOG_DEBUG);
-	procfd = vw_root_open("/proc");
-	sysfd = vw_root_open("/sys");
-	return procfd >= 0 && sysfd >= 0 ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	vw_closep(&procfd);
-	vw_closep(&sysfd);
 	return 0;
 }
 

@@ -12,6 +12,7 @@
  * switches.
  */
 #include "vw_test.h"
+#include "cpu_roots.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -36,7 +37,6 @@
 #include "log.h"
 #include "macro.h"
 
-static int procfd = -1, sysfd = -1;
 static struct vw_cpu_accountant acc, acc_full;
 static pid_t kids[8];
 static size_t n_kids;
@@ -770,24 +770,6 @@ static int teardown(void **state)
 	n_kids = 0;
 	vw_cpu_accountant_close(&acc);
 	vw_cpu_accountant_close(&acc_full);
-	return 0;
-}
-
-static int group_setup(void **state)
-{
-	(void)state;
-	if (getenv("VW_TEST_DEBUG"))
-		vw_log_set_level(VW_LOG_DEBUG);
-	procfd = vw_root_open("/proc");
-	sysfd = vw_root_open("/sys");
-	return procfd >= 0 && sysfd >= 0 ? 0 : -1;
-}
-
-static int group_teardown(void **state)
-{
-	(void)state;
-	vw_closep(&procfd);
-	vw_closep(&sysfd);
 	return 0;
 }
 

@@ -217,8 +217,6 @@ bool vw_vm_vgpu_owner_packed(const struct vw_vm_packed *vms, size_t n, const cha
 
 /* ---- Shared by the sources ---- */
 
-/* The VM with this UUID in vms[0..n), or NULL. */
-struct vw_vm_info *vw_vm_find(struct vw_vm_info *vms, size_t n, const char *uuid);
 
 
 /* vw_vms_open() over another registry (tests: a fake libvirt). */

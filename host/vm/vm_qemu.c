@@ -21,14 +21,6 @@
 
 #define SMP_MAX 16384u
 
-struct vw_vm_info *vw_vm_find(struct vw_vm_info *vms, size_t n, const char *uuid)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(vms[i].uuid, uuid) == 0)
-			return &vms[i];
-	return NULL;
-}
-
 int vw_vm_uuid_canon(const char *s, size_t len, char out[VW_UUID_LEN])
 {
 	if (!s || len != VW_UUID_LEN - 1)
