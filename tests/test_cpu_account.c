@@ -11,7 +11,7 @@
  * missing capability fails.
  */
 #include "vw_test.h"
-#include "cpu_roots.h"
+#include "cpu_test.h"
 
 #include <errno.h>
 #include <dirent.h>
@@ -161,19 +161,6 @@ static uint64_t wait_zombie(struct child *c)
 	}
 	fail_msg("schedstat of zombie %d keeps changing", (int)c->pid);
 	return 0;
-}
-
-static const struct vw_proc_cpu *find_proc(const struct vw_cpu_snapshot *s, pid_t pid)
-{
-	const struct vw_proc_cpu *hit = NULL;
-
-	for (size_t i = 0; i < s->n_procs; i++) {
-		if (s->procs[i].tgid != (uint32_t)pid)
-			continue;
-		assert_null(hit); /* one entry per process */
-		hit = &s->procs[i];
-	}
-	return hit;
 }
 
 #define assert_ns_near(got, want, rel, abs_ns)                                                     \

@@ -11,7 +11,7 @@
  * ring's events keep equals the map read whole, read after read, with the machine's own exits.
  */
 #include "vw_test.h"
-#include "cpu_roots.h"
+#include "cpu_test.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -36,27 +36,6 @@
 
 static struct vw_cpu_accountant acc;
 static pid_t kid_pid;
-
-static const struct vw_proc_cpu *find_proc(const struct vw_cpu_snapshot *s, pid_t pid)
-{
-	const struct vw_proc_cpu *hit = NULL;
-
-	for (size_t i = 0; i < s->n_procs; i++) {
-		if (s->procs[i].tgid != (uint32_t)pid)
-			continue;
-		assert_null(hit); /* one entry per process */
-		hit = &s->procs[i];
-	}
-	return hit;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-}
 
 static void read_ok(struct vw_cpu_snapshot *snap)
 {

@@ -12,7 +12,7 @@
  * switches.
  */
 #include "vw_test.h"
-#include "cpu_roots.h"
+#include "cpu_test.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -40,19 +40,6 @@
 static struct vw_cpu_accountant acc, acc_full;
 static pid_t kids[8];
 static size_t n_kids;
-
-static const struct vw_proc_cpu *find_proc(const struct vw_cpu_snapshot *s, pid_t pid)
-{
-	const struct vw_proc_cpu *hit = NULL;
-
-	for (size_t i = 0; i < s->n_procs; i++) {
-		if (s->procs[i].tgid != (uint32_t)pid)
-			continue;
-		assert_null(hit); /* one entry per process */
-		hit = &s->procs[i];
-	}
-	return hit;
-}
 
 /* The kernel's runtime of a process: its threads' se.sum_exec_runtime summed, as schedstat
  * gives it per thread (task/TID/schedstat). */
@@ -83,14 +70,6 @@ static uint64_t proc_runtime(pid_t pid)
 	}
 	closedir(d);
 	return sum;
-}
-
-static void sleep_ms(unsigned ms)
-{
-	struct timespec ts = { .tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L };
-
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
 }
 
 /* A child that runs fn, then tells the parent (a byte on the pipe) and sleeps until killed. */
