@@ -644,36 +644,16 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 	if (r == 0 && w->o.containers)
 		r = render_rest(w, pw, F_ENDED, t.ended_containers, node_name);
 	if (r == 0)
-		r = vw_prom_family(pw, &vw_workload_families[F_METHOD]);
+		r = vw_prom_single(pw, &vw_workload_families[F_METHOD], v, 1);
+	if (r == 0 && fallback && *fallback)
+		r = vw_prom_single(pw, &vw_workload_families[F_FALLBACK], fv, 1);
 	if (r == 0)
-		r = vw_prom_gauge(pw, v, 1);
+		r = vw_prom_single(pw, &vw_workload_families[F_GHOSTS], v, (double)w->ghosts);
 	if (r == 0)
-		r = vw_prom_family_end(pw);
-	if (r == 0 && fallback && *fallback) {
-		r = vw_prom_family(pw, &vw_workload_families[F_FALLBACK]);
-		if (r == 0)
-			r = vw_prom_gauge(pw, fv, 1);
-		if (r == 0)
-			r = vw_prom_family_end(pw);
-	}
+		r = vw_prom_single(pw, &vw_workload_families[F_RANWALK], v, w->ran_walk_on);
 	if (r == 0)
-		r = vw_prom_family(pw, &vw_workload_families[F_GHOSTS]);
-	if (r == 0)
-		r = vw_prom_counter(pw, v, w->ghosts);
-	if (r == 0)
-		r = vw_prom_family_end(pw);
-	if (r == 0)
-		r = vw_prom_family(pw, &vw_workload_families[F_RANWALK]);
-	if (r == 0)
-		r = vw_prom_gauge(pw, v, w->ran_walk_on);
-	if (r == 0)
-		r = vw_prom_family_end(pw);
-	if (r == 0)
-		r = vw_prom_family(pw, &vw_workload_families[F_EXITS_LOST]);
-	if (r == 0)
-		r = vw_prom_counter(pw, v, w->exits_lost);
-	if (r == 0)
-		r = vw_prom_family_end(pw);
+		r = vw_prom_single(pw, &vw_workload_families[F_EXITS_LOST], v,
+				   (double)w->exits_lost);
 	if (r == 0 && w->o.processes)
 		r = render_processes(w, pw, node_name);
 	if (r == 0 && w->o.containers)
