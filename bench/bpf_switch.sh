@@ -14,6 +14,8 @@
 #   bench/bpf_switch.sh [seconds]      (root; BUILD=build by default)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/lib.sh
+. bench/lib.sh
 BUILD=${BUILD:-build}
 SECONDS_RUN=${1:-5}
 
@@ -37,23 +39,6 @@ sysctl -qw kernel.bpf_stats_enabled=1
 
 stat_field() { awk -v k="$1" '$1 == k { print $2 }' /proc/stat; }
 
-# Sum of run_time_ns and run_cnt over the programs of process PID (its prog and link fds; a
-# daemon or test elsewhere on the machine may hold programs of the same names) whose names are
-# in NAMES (space-separated).
-prog_stats() {
-	local pid=$1 names=" $2 " ns=0 cnt=0 line id name n c
-	for id in $(grep -h '^prog_id:' /proc/"$pid"/fdinfo/* 2>/dev/null | awk '{ print $2 }' | sort -un); do
-		line=$("$BPFTOOL" prog show id "$id" 2>/dev/null | sed -n 1p)
-		name=$(sed -n 's/.* name \([^ ]*\) .*/\1/p' <<<"$line")
-		[[ $names == *" $name "* ]] || continue
-		n=$(sed -n 's/.*run_time_ns \([0-9]*\).*/\1/p' <<<"$line")
-		c=$(sed -n 's/.*run_cnt \([0-9]*\).*/\1/p' <<<"$line")
-		ns=$((ns + ${n:-0}))
-		cnt=$((cnt + ${c:-0}))
-	done
-	echo "$ns $cnt"
-}
-
 # measure LABEL LOAD "PROGRAMS" [loader options]
 measure() {
 	local label=$1 load=$2 progs=$3 ns cnt ctxt0 ctxt1 t0 t1
@@ -70,7 +55,7 @@ measure() {
 	stress-ng --"$load" 1 --timeout "${SECONDS_RUN}s" --quiet
 	t1=$(date +%s.%N)
 	ctxt1=$(stat_field ctxt)
-	read -r ns cnt < <(prog_stats "$loader" "$progs")
+	read -r ns cnt < <(bpf_prog_stats "$loader" "$progs")
 	kill "$loader"
 	wait "$loader" || true
 	loader=

@@ -54,10 +54,6 @@ trap 'exit 130' INT TERM
 now() { date +%s.%N; }
 CLK_TCK=$(getconf CLK_TCK)
 
-# The daemon's own BPF programs and maps, from its file descriptors.
-bpf_ids_of() {
-	grep -h "^$2:" /proc/"$1"/fdinfo/* 2>/dev/null | awk '{ print $2 }' | sort -un
-}
 # Run time (ns) of its event programs (sched_process_exit, sched_process_free; sched_switch only
 # where counters opened). Its task iterators and the walk (vw_walk) run inside its own read()
 # calls, so their time is already in its CPU time and is left out here.
@@ -70,22 +66,6 @@ bpf_run_ns() {
 		sum=$((sum + ${ns:-0}))
 	done
 	echo "$sum"
-}
-# Run time (ns) and runs of the daemon's programs named NAMES (space-separated): the walks'
-# (inside its read() calls), or the ran walk's switch marker (charged to every task that
-# switches out).
-bpf_named_ns() {
-	local id ns=0 cnt=0 line name n c
-	for id in $(bpf_ids_of "$1" prog_id); do
-		line=$(bpftool prog show id "$id" 2>/dev/null | sed -n 1p) # all of it: head would SIGPIPE bpftool, and pipefail end the run
-		name=$(sed -n 's/.* name \([^ ]*\) .*/\1/p' <<<"$line")
-		[[ " $2 " == *" $name "* ]] || continue
-		n=$(sed -n 's/.*run_time_ns \([0-9]*\).*/\1/p' <<<"$line")
-		c=$(sed -n 's/.*run_cnt \([0-9]*\).*/\1/p' <<<"$line")
-		ns=$((ns + ${n:-0}))
-		cnt=$((cnt + ${c:-0}))
-	done
-	echo "$ns $cnt"
 }
 # virtwatt_cpu_accounting_ran_walk_active now: 1 while the switch marker is attached.
 ran_walk_active() {
@@ -159,8 +139,8 @@ window() {
 		[ -n "$old_bpf_stats" ] || old_bpf_stats=$(sysctl -n kernel.bpf_stats_enabled)
 		sysctl -qw kernel.bpf_stats_enabled=1
 		k0=$(bpf_run_ns "$vw_pid")
-		read -r w0 wc0 < <(bpf_named_ns "$vw_pid" "vw_walk vw_walk_ran")
-		read -r m0 mc0 < <(bpf_named_ns "$vw_pid" "vw_mark")
+		read -r w0 wc0 < <(bpf_prog_stats "$vw_pid" "vw_walk vw_walk_ran")
+		read -r m0 mc0 < <(bpf_prog_stats "$vw_pid" "vw_mark")
 		rw0=$(ran_walk_active "$vw_port")
 	fi
 	load0=$(load1)
@@ -180,8 +160,8 @@ window() {
 	! grep -q 'libvirt\.so' "/proc/$vw_pid/maps" || lv=y
 	if [ "$method" = bpf ]; then
 		k1=$(bpf_run_ns "$vw_pid")
-		read -r w1 wc1 < <(bpf_named_ns "$vw_pid" "vw_walk vw_walk_ran")
-		read -r m1 mc1 < <(bpf_named_ns "$vw_pid" "vw_mark")
+		read -r w1 wc1 < <(bpf_prog_stats "$vw_pid" "vw_walk vw_walk_ran")
+		read -r m1 mc1 < <(bpf_prog_stats "$vw_pid" "vw_mark")
 		rw1=$(ran_walk_active "$vw_port")
 		[ "$(sysctl -n kernel.bpf_stats_enabled)" = 1 ] ||
 			echo "# kernel.bpf_stats_enabled was turned off during the window: the in-kernel figure is partial" >&2

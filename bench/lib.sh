@@ -197,3 +197,24 @@ make_room() {
 	done
 }
 
+# bpf_ids_of PID prog_id|map_id: the BPF programs or maps process PID holds, from its file
+# descriptors (a daemon or test elsewhere on the machine may hold programs of the same names).
+bpf_ids_of() {
+	grep -h "^$2:" /proc/"$1"/fdinfo/* 2>/dev/null | awk '{ print $2 }' | sort -un
+}
+
+# bpf_prog_stats PID "NAMES": run_time_ns and run_cnt summed over PID's programs whose names are
+# in NAMES (space-separated), as "NS CNT" (kernel.bpf_stats_enabled on for them to count).
+bpf_prog_stats() {
+	local id ns=0 cnt=0 line name n c
+	for id in $(bpf_ids_of "$1" prog_id); do
+		line=$("${BPFTOOL:-bpftool}" prog show id "$id" 2>/dev/null | sed -n 1p) # all of it: head would SIGPIPE bpftool, and pipefail end the run
+		name=$(sed -n 's/.* name \([^ ]*\) .*/\1/p' <<<"$line")
+		[[ " $2 " == *" $name "* ]] || continue
+		n=$(sed -n 's/.*run_time_ns \([0-9]*\).*/\1/p' <<<"$line")
+		c=$(sed -n 's/.*run_cnt \([0-9]*\).*/\1/p' <<<"$line")
+		ns=$((ns + ${n:-0}))
+		cnt=$((cnt + ${c:-0}))
+	done
+	echo "$ns $cnt"
+}
