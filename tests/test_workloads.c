@@ -1200,6 +1200,22 @@ static bool shows_exe(const char *text, uint32_t pid, const char *exe)
 }
 
 /*
+ * Top 3 of procs, every link -v1, two intervals: 101 (nginx) and 300 (sshd) ranked and shown,
+ * 100 (nginx) not; the first render returned.
+ */
+static char *exe_top3(struct ctx *c)
+{
+	static const uint64_t ms[ARRAY_SIZE(procs)] = { 100, 400, 300, 400, 0, 200, 0, 0 };
+
+	setup_top(c, NULL, 3);
+	for (size_t i = 0; i < ARRAY_SIZE(procs); i++)
+		link_exe(c, procs[i].pid, procs[i].comm, "v1");
+	interval(c, zero, 0, 0);
+	interval(c, ms, 1400000, 0);
+	return workloads_fixture_render(c->w);
+}
+
+/*
  * A process's executable is read when it is first shown (or a VM scan asks), never for one
  * outside the top N: nginx (100) ranks fourth of three while its link says -v1, is shown once it
  * ranks first, and shows -v2, the link then. One shown keeps what was read (101 shows -v1 after
@@ -1207,18 +1223,12 @@ static bool shows_exe(const char *text, uint32_t pid, const char *exe)
  */
 static void test_exe_read_when_shown(void **state)
 {
-	static const uint64_t ms[ARRAY_SIZE(procs)] = { 100, 400, 300, 400, 0, 200, 0, 0 };
 	static const uint64_t nginx[ARRAY_SIZE(procs)] = { 5000, 0, 0, 0, 0, 0, 0, 0 };
 	struct ctx c;
 	char *text;
 
 	(void)state;
-	setup_top(&c, NULL, 3);
-	for (size_t i = 0; i < ARRAY_SIZE(procs); i++)
-		link_exe(&c, procs[i].pid, procs[i].comm, "v1");
-	interval(&c, zero, 0, 0);
-	interval(&c, ms, 1400000, 0);
-	text = workloads_fixture_render(c.w);
+	text = exe_top3(&c);
 	assert_true(shows_exe(text, 101, "nginx-v1"));
 	assert_true(shows_exe(text, 300, "sshd-v1"));
 	assert_null(strstr(text, "pid=\"100\""));
@@ -1242,18 +1252,12 @@ static void test_exe_read_when_shown(void **state)
  */
 static void test_exe_not_read_after_exit(void **state)
 {
-	static const uint64_t ms[ARRAY_SIZE(procs)] = { 100, 400, 300, 400, 0, 200, 0, 0 };
 	static const uint64_t last[ARRAY_SIZE(procs)] = { 5000, 0, 0, 0, 0, 0, 0, 0 };
 	struct ctx c;
 	char *text;
 
 	(void)state;
-	setup_top(&c, NULL, 3);
-	for (size_t i = 0; i < ARRAY_SIZE(procs); i++)
-		link_exe(&c, procs[i].pid, procs[i].comm, "v1");
-	interval(&c, zero, 0, 0);
-	interval(&c, ms, 1400000, 0);
-	text = workloads_fixture_render(c.w);
+	text = exe_top3(&c);
 	assert_true(shows_exe(text, 101, "nginx-v1"));
 	assert_null(strstr(text, "pid=\"100\""));
 	free(text);
