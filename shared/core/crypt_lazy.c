@@ -5,7 +5,6 @@
  */
 #include <crypt.h>
 #include <errno.h>
-#include <stdio.h>
 
 #include "crypt_lazy.h"
 #include "dynlib.h"
@@ -14,13 +13,7 @@ static struct vw_dynlib lib = VW_DYNLIB("libcrypt.so.1");
 
 int vw_crypt_load(char *why, size_t len)
 {
-	const char *need = vw_dynlib_need(&lib, "libcrypt", "libcrypt1");
-
-	if (!need)
-		return 0;
-	if (why && len)
-		snprintf(why, len, "%s", need);
-	return -ENOPKG;
+	return vw_dynlib_load(&lib, "libcrypt", "libcrypt1", why, len);
 }
 
 /* errno is ENOPKG when the library is missing: the callers report -errno. */

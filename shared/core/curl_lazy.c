@@ -10,7 +10,6 @@
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdarg.h>
-#include <stdio.h>
 
 #include "curl_lazy.h"
 #include "dynlib.h"
@@ -22,13 +21,7 @@ static struct vw_dynlib lib = VW_DYNLIB("libcurl.so.4");
 
 int vw_curl_load(char *why, size_t len)
 {
-	const char *need = vw_dynlib_need(&lib, "libcurl", "libcurl4");
-
-	if (!need)
-		return 0;
-	if (why && len)
-		snprintf(why, len, "%s", need);
-	return -ENOPKG;
+	return vw_dynlib_load(&lib, "libcurl", "libcurl4", why, len);
 }
 
 VW_DYNLIB_FORWARD(lib, CURLE_FAILED_INIT, CURLcode, curl_global_init, (long flags), (flags))

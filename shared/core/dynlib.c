@@ -2,6 +2,7 @@
 #include "dynlib.h"
 
 #include <dlfcn.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 
@@ -82,4 +83,16 @@ const char *vw_dynlib_need(struct vw_dynlib *l, const char *what, const char *pa
 		 package);
 	pthread_mutex_unlock(&mu);
 	return l->need;
+}
+
+int vw_dynlib_load(struct vw_dynlib *l, const char *what, const char *package, char *why,
+		   size_t len)
+{
+	const char *need = vw_dynlib_need(l, what, package);
+
+	if (!need)
+		return 0;
+	if (why && len)
+		snprintf(why, len, "%s", need);
+	return -ENOPKG;
 }

@@ -14,6 +14,7 @@
  */
 #pragma once
 #include <stdbool.h>
+#include <stddef.h>
 
 struct vw_dynlib {
 	const char *soname; /* what dlopen() is given, e.g. "libcurl.so.4" */
@@ -42,6 +43,9 @@ const char *vw_dynlib_error(const struct vw_dynlib *l);
  * install <package>" (kept in l).
  */
 const char *vw_dynlib_need(struct vw_dynlib *l, const char *what, const char *package);
+/* The same as 0, or -ENOPKG with those words copied into why (len bytes; why may be NULL). */
+int vw_dynlib_load(struct vw_dynlib *l, const char *what, const char *package, char *why,
+		   size_t len);
 
 /* vw_dynlib_sym, remembered in *slot (a forwarder's static): one lookup per entry point. */
 static inline void *vw_dynlib_cached(struct vw_dynlib *l, void **slot, const char *symbol)

@@ -21,7 +21,6 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "dynlib.h"
@@ -31,13 +30,7 @@ static struct vw_dynlib lib = VW_DYNLIB("libm.so.6");
 
 int vw_libm_load(char *why, size_t len)
 {
-	const char *need = vw_dynlib_need(&lib, "libm", "libc6");
-
-	if (!need)
-		return 0;
-	if (why && len)
-		snprintf(why, len, "%s", need);
-	return -ENOPKG;
+	return vw_dynlib_load(&lib, "libm", "libc6", why, len);
 }
 
 void vw_libm_set_soname(const char *soname)

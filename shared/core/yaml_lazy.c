@@ -5,7 +5,6 @@
  * calls yaml_reader.c makes.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <yaml.h>
 
 #include "dynlib.h"
@@ -15,13 +14,7 @@ static struct vw_dynlib lib = VW_DYNLIB("libyaml-0.so.2");
 
 int vw_yaml_load(char *why, size_t len)
 {
-	const char *need = vw_dynlib_need(&lib, "libyaml", "libyaml-0-2");
-
-	if (!need)
-		return 0;
-	if (why && len)
-		snprintf(why, len, "%s", need);
-	return -ENOPKG;
+	return vw_dynlib_load(&lib, "libyaml", "libyaml-0-2", why, len);
 }
 
 VW_DYNLIB_FORWARD(lib, 0, int, yaml_parser_initialize, (yaml_parser_t *p), (p))
