@@ -57,6 +57,7 @@ char LICENSE[] SEC("license") = "GPL";
 const volatile __u64 open_ns = 0;      /* CLOCK_MONOTONIC at open: later threads seed at 0 */
 const volatile __u32 use_pid_hash = 0; /* per-thread state in task_hash (raw_tp) */
 const volatile __u32 cgroup_v1 = 0;    /* report the cpuacct v1 hierarchy's cgroup ids */
+const volatile __u32 no_storage = 0;   /* test only: none made for threads started after open */
 
 /* A map of one entry, or of as many as user space sizes it to before load. */
 #define VW_MAP(kind, k, v)                                                                         \
@@ -68,7 +69,8 @@ const volatile __u32 cgroup_v1 = 0;    /* report the cpuacct v1 hierarchy's cgro
 	}
 
 VW_MAP(BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct vw_bpf_cpu) cpus SEC(".maps");
-/* These two sized by user space */
+/* These two sized by user space. task_hash: the raw_tp twins' threads (LRU); with task storage,
+ * a plain hash for the threads whose storage could not be made (user space sets its type). */
 VW_MAP(BPF_MAP_TYPE_LRU_HASH, __u32, struct vw_bpf_task) task_hash SEC(".maps");
 VW_MAP(BPF_MAP_TYPE_HASH, __u32, struct vw_bpf_proc) procs SEC(".maps");
 
@@ -151,7 +153,12 @@ static __always_inline struct vw_bpf_task *hash_slot(__u32 pid, __u64 start, __u
 	return bpf_map_lookup_elem(&task_hash, &pid);
 }
 
-/* tp_btf and iterators: task storage, or the hash when the raw_tp twins run. */
+/*
+ * tp_btf and iterators: task storage, or the hash when the raw_tp twins run. Creating task
+ * storage can fail (its allocator's per-CPU cache runs dry in an exit storm, or another storage
+ * operation holds this CPU's lock): the thread's slot is then made in the hash, counted, and
+ * found there until its free deletes it, so its time is not lost.
+ */
 static __always_inline struct vw_bpf_task *task_slot(struct task_struct *task, __u64 sre,
 						     bool create)
 {
@@ -160,10 +167,19 @@ static __always_inline struct vw_bpf_task *task_slot(struct task_struct *task, _
 	if (use_pid_hash)
 		return hash_slot(task->pid, task->start_time, sre, create);
 	t = bpf_task_storage_get(&task_store, task, NULL,
-				 create ? BPF_LOCAL_STORAGE_GET_F_CREATE : 0);
-	if (t && !(t->flags & VW_BPF_TASK_INIT))
-		task_init(t, task->start_time, sre);
-	return t;
+				 create && !(no_storage && task->start_time >= open_ns)
+					 ? BPF_LOCAL_STORAGE_GET_F_CREATE
+					 : 0);
+	if (t) {
+		if (!(t->flags & VW_BPF_TASK_INIT))
+			task_init(t, task->start_time, sre);
+		return t;
+	}
+	t = hash_slot(task->pid, task->start_time, sre, false);
+	if (t || !create)
+		return t;
+	stat_inc(this_cpu(), VW_BPF_STAT_TASK_HASHED);
+	return hash_slot(task->pid, task->start_time, sre, true);
 }
 
 /* ---- per process ---- */
@@ -303,29 +319,39 @@ int BPF_PROG(vw_exit_raw, struct task_struct *p)
 
 /* ---- sched_process_free ---- */
 
+/* A thread's slot in the hash goes with the task (task storage needs no such care). */
+static __always_inline void free_hashed(struct task_struct *p, __u32 pid, __u64 start, __u64 sre)
+{
+	struct vw_bpf_task *t = bpf_map_lookup_elem(&task_hash, &pid);
+
+	if (!t || t->start_ns != start)
+		return;
+	on_free(p, t, sre);
+	bpf_map_delete_elem(&task_hash, &pid);
+}
+
 SEC("tp_btf/sched_process_free")
 int BPF_PROG(vw_free_btf, struct task_struct *p)
 {
-	if (p->pid)
-		on_free(p, task_slot(p, 0, false), p->se.sum_exec_runtime);
+	struct vw_bpf_task *t;
+
+	if (!p->pid)
+		return 0;
+	t = bpf_task_storage_get(&task_store, p, NULL, 0);
+	if (t)
+		on_free(p, t, p->se.sum_exec_runtime);
+	else
+		free_hashed(p, p->pid, p->start_time, p->se.sum_exec_runtime);
 	return 0;
 }
 
-/* The pid's slot goes with the task (task storage needs no such care). */
 SEC("raw_tp/sched_process_free")
 int BPF_PROG(vw_free_raw, struct task_struct *p)
 {
 	__u32 pid = BPF_CORE_READ(p, pid);
-	__u64 start = BPF_CORE_READ(p, start_time);
-	struct vw_bpf_task *t;
 
-	if (!pid)
-		return 0;
-	t = bpf_map_lookup_elem(&task_hash, &pid);
-	if (!t || t->start_ns != start)
-		return 0;
-	on_free(p, t, BPF_CORE_READ(p, se.sum_exec_runtime));
-	bpf_map_delete_elem(&task_hash, &pid);
+	if (pid)
+		free_hashed(p, pid, BPF_CORE_READ(p, start_time), BPF_CORE_READ(p, se.sum_exec_runtime));
 	return 0;
 }
 

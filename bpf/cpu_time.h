@@ -49,13 +49,18 @@ enum {
 					* knows its kind and start without /proc/PID/stat */
 };
 
+/* Threads at once, between exit and free, whose task storage could not be made (tp_btf). */
+#define VW_BPF_STORAGE_FALLBACK 2048
+
 /* Counters of the per-CPU value: events not accounted the normal way. */
 enum vw_bpf_stat {
 	VW_BPF_STAT_PROC_FULL,   /* per-process map full: an exited thread's time is lost */
-	VW_BPF_STAT_TASK_FULL,   /* no per-thread slot */
+	VW_BPF_STAT_TASK_FULL,   /* no per-thread slot: an exited thread's time is lost */
 	VW_BPF_STAT_REUSED,      /* tgid reused before user space collected the old exit */
 	VW_BPF_STAT_RING_LOST,   /* an exit event found the exits ring full: the next read
 				  * reads the whole per-process map (nothing of it is lost) */
+	VW_BPF_STAT_TASK_HASHED, /* no task storage for a thread: its slot made in the hash
+				  * instead (nothing lost) */
 	VW_BPF_STAT__COUNT,
 };
 

@@ -91,6 +91,9 @@ enum {
 
 	/* Test only: an exits ring of one page (73 events), so that it fills. */
 	VW_CPU_BPF_SMALL_EXIT_RING = 1u << 12,
+	/* Test only: no task storage is made for threads started after open, as when its allocator
+	 * fails: their slots are kept in the fallback hash (VW_BPF_STORAGE_FALLBACK at once). */
+	VW_CPU_BPF_NO_STORAGE = 1u << 13,
 };
 
 struct vw_cpu_env {

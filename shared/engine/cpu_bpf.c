@@ -855,6 +855,13 @@ int vw_cpu_bpf_exits_audit(void *state, size_t *only_map, size_t *only_picture, 
 	return r;
 }
 
+uint64_t vw_cpu_bpf_stat(void *state, unsigned which)
+{
+	const struct bpf_state *s = state;
+
+	return which < VW_BPF_STAT__COUNT ? s->stats_seen[which] : 0;
+}
+
 bool vw_cpu_bpf_walked(void *state, uint32_t tgid)
 {
 	const struct bpf_state *s = state;
@@ -873,14 +880,16 @@ static bool check_stats(struct bpf_state *s)
 {
 	static const char *const what[VW_BPF_STAT__COUNT] = {
 		[VW_BPF_STAT_PROC_FULL] = "exited threads lost to a full process map",
-		[VW_BPF_STAT_TASK_FULL] = "threads without a slot",
+		[VW_BPF_STAT_TASK_FULL] = "exited threads lost for want of a slot",
 		[VW_BPF_STAT_REUSED] = "exits lost to a pid reused before collection",
 		[VW_BPF_STAT_RING_LOST] = "exit events that found the exits ring full (the "
 					  "per-process map read whole instead: nothing lost)",
+		[VW_BPF_STAT_TASK_HASHED] = "threads without task storage (their slot kept in "
+					    "the fallback hash instead: nothing lost)",
 	};
 	uint32_t zero = 0;
 	bool news = false;
-	char msg[384] = "";
+	char msg[512] = "";
 	size_t used = 0;
 	uint64_t lost = s->stats_seen[VW_BPF_STAT_RING_LOST];
 

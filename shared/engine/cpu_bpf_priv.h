@@ -113,6 +113,9 @@ int vw_cpu_bpf_walk_stats(void *state, struct vw_cpu_bpf_walk_stats *ret);
  */
 int vw_cpu_bpf_exits_audit(void *state, size_t *only_map, size_t *only_picture, uint32_t *first);
 
+/* Test only: a slow path's counter (enum vw_bpf_stat), summed over the CPUs by the last read. */
+uint64_t vw_cpu_bpf_stat(void *state, unsigned which);
+
 /* Whether the last walk wrote a record of tgid (every process, after a full walk). */
 bool vw_cpu_bpf_walked(void *state, uint32_t tgid);
 /* Test only, with VW_CPU_BPF_RAN_AUTO: the decision's costs (cpu_ranwalk.h), so that a test

@@ -64,6 +64,8 @@ VW_DYNLIB_FORWARD_VOID(lib, bpf_program__set_autoattach,
 		       (struct bpf_program *prog, bool autoattach), (prog, autoattach))
 VW_DYNLIB_FORWARD(lib, -ENOPKG, int, bpf_map__set_max_entries,
 		  (struct bpf_map *map, __u32 max_entries), (map, max_entries))
+VW_DYNLIB_FORWARD(lib, -ENOPKG, int, bpf_map__set_type,
+		  (struct bpf_map *map, enum bpf_map_type type), (map, type))
 VW_DYNLIB_FORWARD(lib, -ENOPKG, int, bpf_map_update_elem,
 		  (int fd, const void *key, const void *value, __u64 flags),
 		  (fd, key, value, flags))

@@ -35,9 +35,9 @@ ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=32:malloc_context_size=10} \
 rc=$?
 [ "$rc" -eq 124 ] || [ "$rc" -eq 72 ] && rc=0
 [ "$rc" -eq 0 ] || rc=1 # libFuzzer exits 77 on a crash, which meson reads as a skip elsewhere
-runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log")
-rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/log")
-rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$work/log")
+runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -n 1)
+rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/log" | tail -n 1)
+rss=$(sed -n 's/^stat::peak_rss_mb: *//p' "$work/log" | tail -n 1)
 if [ "$rc" -eq 0 ]; then
 	echo "ok 1 - $name: ${runs:-?} runs in ${secs} s (${rate:-?} exec/s, peak RSS ${rss:-?} MB), no crash"
 else
