@@ -155,8 +155,8 @@ static __always_inline struct vw_bpf_task *hash_slot(__u32 pid, __u64 start, __u
 
 /*
  * tp_btf and iterators: task storage, or the hash when the raw_tp twins run. Creating task
- * storage can fail (its allocator's per-CPU cache runs dry in an exit storm, or another storage
- * operation holds this CPU's lock): the thread's slot is then made in the hash, counted, and
+ * storage can fail (an allocation failing in an exit storm, or another storage operation
+ * holding this CPU's lock): the thread's slot is then made in the hash, counted, and
  * found there until its free deletes it, so its time is not lost.
  */
 static __always_inline struct vw_bpf_task *task_slot(struct task_struct *task, __u64 sre,
