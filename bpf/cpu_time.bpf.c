@@ -166,18 +166,18 @@ static __always_inline struct vw_bpf_task *task_slot(struct task_struct *task, _
 
 	if (use_pid_hash)
 		return hash_slot(task->pid, task->start_time, sre, create);
-	t = bpf_task_storage_get(&task_store, task, NULL,
-				 create && !(no_storage && task->start_time >= open_ns)
-					 ? BPF_LOCAL_STORAGE_GET_F_CREATE
-					 : 0);
+	t = bpf_task_storage_get(&task_store, task, NULL, 0);
+	if (!t) /* one made in the hash before (the seed iterator's) is the thread's */
+		t = hash_slot(task->pid, task->start_time, sre, false);
+	if (!t && create && !(no_storage && task->start_time >= open_ns))
+		t = bpf_task_storage_get(&task_store, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (t) {
 		if (!(t->flags & VW_BPF_TASK_INIT))
 			task_init(t, task->start_time, sre);
 		return t;
 	}
-	t = hash_slot(task->pid, task->start_time, sre, false);
-	if (t || !create)
-		return t;
+	if (!create)
+		return NULL;
 	stat_inc(this_cpu(), VW_BPF_STAT_TASK_HASHED);
 	return hash_slot(task->pid, task->start_time, sre, true);
 }

@@ -92,7 +92,8 @@ enum {
 	/* Test only: an exits ring of one page (73 events), so that it fills. */
 	VW_CPU_BPF_SMALL_EXIT_RING = 1u << 12,
 	/* Test only: no task storage is made for threads started after open, as when its allocator
-	 * fails: their slots are kept in the fallback hash (VW_BPF_STORAGE_FALLBACK at once). */
+	 * fails: their slots are kept in the fallback hash (sized for every process here, as the
+	 * whole machine's new threads go there). */
 	VW_CPU_BPF_NO_STORAGE = 1u << 13,
 };
 

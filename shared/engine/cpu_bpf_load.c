@@ -272,7 +272,8 @@ static int load_variant(struct loader *l, const char *btf_file, bool raw, uint32
 	if (r == 0)
 		r = bpf_map__set_max_entries(skel->maps.task_hash,
 					     raw ? VW_MIN(max_procs, UINT32_MAX / 4) * 4
-						 : VW_BPF_STORAGE_FALLBACK);
+					     : flags & VW_CPU_BPF_NO_STORAGE ? max_procs
+									      : VW_BPF_STORAGE_FALLBACK);
 	if (r == 0 && !raw)
 		r = bpf_map__set_type(skel->maps.task_hash, BPF_MAP_TYPE_HASH);
 	if (r == 0)
