@@ -8,7 +8,9 @@
  * probes (skipped otherwise, a failure under CI=true). Last, the real virtwatt-host on a sysfs
  * root without BTF: procfs accounts, the warning names btf, and
  * virtwatt_cpu_accounting_fallback{reason="btf"} says so; with --cpu.accounting=procfs asked
- * for, no fallback is reported. (tests/deploy/check_image.py shows reason=seccomp in Podman.)
+ * for, no fallback is reported; and the real virtwatt-host in a PID namespace of its own with its
+ * own /proc (a pod without hostPID) warns that its per-process figures are wrong there.
+ * (tests/deploy/check_image.py shows reason=seccomp in Podman.)
  */
 #include "vw_test.h"
 
@@ -206,9 +208,60 @@ static void test_daemon_without_btf(void **state)
 	assert_non_null(strstr(body, "virtwatt_cpu_accounting_info{method=\"procfs\""));
 	assert_null(strstr(body, "virtwatt_cpu_accounting_fallback"));
 	assert_null(strstr(log, "reason="));
+	assert_null(strstr(log, "child PID namespace"));
 	free(body);
 	free(log);
 	vw_fixture_rm(sys); /* frees it */
+}
+
+/*
+ * The real virtwatt-host in a PID namespace of its own with its own /proc, as in a pod without
+ * hostPID: it still serves, bpf accounting the host's processes, and says once, as a warning,
+ * that the per-process figures are wrong there and what fixes it; in the host's namespace (the
+ * test above) it says nothing of the kind.
+ */
+static void test_daemon_child_pid_namespace(void **state)
+{
+	char dir_tmpl[] = "/tmp/vw-pidns-XXXXXX", logpath[600], url[64];
+	char *argv[] = { "unshare", "--pid", "--fork", "--mount-proc", "--kill-child", VW_HOST_BIN,
+			 "--web.listen-address=127.0.0.1:0", "--monitor.interval=1s",
+			 "--kube.node-name=pidns", "--metrics=node,process",
+			 "--passthrough.enable=false", NULL };
+	char *dir, *log, *body = NULL;
+	unsigned port = 0;
+	pid_t pid = 0;
+	long code = 0;
+	int st;
+
+	(void)state;
+	REQUIRE(VW_HAVE_BPF, "built without BPF");
+	REQUIRE(geteuid() == 0, "a PID namespace and a /proc mount need root");
+	dir = mkdtemp(dir_tmpl);
+	assert_non_null(dir);
+	snprintf(logpath, sizeof(logpath), "%s/daemon.log", dir);
+	assert_int_equal(vw_fixture_start_daemon_logged(argv, logpath, &pid, &port), 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+	for (int i = 0; i < 50; i++) {
+		free(body);
+		body = vw_fixture_http_get(url, &code);
+		if (body && code == 200 && strstr(body, "kepler_process_cpu_joules_total{"))
+			break;
+		usleep(100 * 1000);
+	}
+	kill(pid, SIGKILL); /* unshare ignores SIGTERM; --kill-child takes the daemon with it */
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	log = vw_fixture_slurp(logpath, NULL);
+	unlink(logpath);
+	rmdir(dir);
+	assert_non_null(log);
+	assert_non_null(body);
+	assert_non_null(strstr(body, "virtwatt_cpu_accounting_info{method=\"bpf\""));
+	assert_non_null(strstr(log, "level=warn msg=\"cpu: /proc shows a child PID namespace, "
+				    "not the host's"));
+	assert_non_null(strstr(log, "bpf accounts the host's processes by the host's PIDs"));
+	assert_non_null(strstr(log, "hostPID: true"));
+	free(body);
+	free(log);
 }
 
 int main(void)
@@ -217,6 +270,7 @@ int main(void)
 		cmocka_unit_test(test_classify),
 		cmocka_unit_test(test_probe_real),
 		cmocka_unit_test(test_daemon_without_btf),
+		cmocka_unit_test(test_daemon_child_pid_namespace),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -335,6 +335,32 @@ static uint32_t ran_walk_flags(const char *mode)
 	return VW_CPU_BPF_RAN_AUTO;
 }
 
+/*
+ * A /proc of a child PID namespace (a pod without hostPID, a container without --pid=host, a
+ * system container) shows only that namespace's processes: bpf names the host's by PIDs it does
+ * not hold (no exe, no cmdline, QEMU processes not found); procfs sees only those few and hands
+ * them the node's whole active energy. Either way the per-process figures are wrong: said once.
+ */
+static void check_pid_namespace(const struct vw_daemon *d)
+{
+	struct vw_gpu_pidns ns;
+	bool bpf = strcmp(d->cpu.ops->name, "bpf") == 0;
+
+	if (vw_gpu_pidns_probe(d->procfs_fd, &ns) < 0)
+		return;
+	if (ns.mode == VW_GPU_PIDNS_CHILD_PROCFS)
+		vw_warn("cpu: %s shows a child PID namespace, not the host's (%s): %s; run in the "
+			"host's PID namespace (Kubernetes: hostPID: true; podman, docker: --pid=host), "
+			"or mount the host's /proc and pass it as --host.procfs",
+			d->opts->procfs, ns.how,
+			bpf ? "bpf accounts the host's processes by the host's PIDs, which name no "
+			      "process there or the wrong one (no exe labels; VMs' QEMU processes "
+			      "not found)"
+			    : "procfs sees only that namespace's processes and splits the node's "
+			      "active energy among them alone");
+	vw_gpu_pidns_fini(&ns);
+}
+
 int vw_daemon_open_workloads(struct vw_daemon *d, struct vw_workloads_opts *o, bool cpu_required)
 {
 	const struct vw_daemon_options *c = d->opts;
@@ -370,6 +396,7 @@ int vw_daemon_open_workloads(struct vw_daemon *d, struct vw_workloads_opts *o, b
 		vw_error("cpu: no per-process CPU accounting: exporting node metrics only");
 		return 0;
 	}
+	check_pid_namespace(d);
 	if (c->kube_enable) {
 		r = start_podmeta(d);
 		if (r < 0)
