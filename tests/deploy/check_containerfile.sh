@@ -8,8 +8,8 @@
 # usage: check_containerfile.sh SOURCE_ROOT BUILD_ROOT
 set -u
 src=$1 build=$2
-podman="podman --runtime runc --cgroup-manager cgroupfs"
-base=localhost/virtwatt-test-base:bookworm
+. "$src/tests/deploy/podman_lib.sh"
+base=$vw_base
 tag=localhost/virtwatt-containerfile-test:$$
 n=0 failed=0
 
@@ -40,20 +40,14 @@ for p in podman runc mmdebstrap nsenter curl; do
 done
 work=$build/deploy-containerfile
 mkdir -p "$work"
-printf '[containers]\ndefault_ulimits = ["nofile=1024:1024", "nproc=4096:4096"]\n' >"$work/containers.conf"
-export CONTAINERS_CONF="$work/containers.conf"
+vw_podman_setup "$work"
 cleanup() {
 	$podman rm -f -t 0 "vw-cf-$$" >/dev/null 2>&1
 	$podman rmi -f "$tag" >/dev/null 2>&1
 }
 trap cleanup EXIT
 
-make_base() {
-	$podman image exists $base && return 0
-	mmdebstrap --variant=apt --mode=root bookworm "$work/base.tar" &&
-		$podman import "$work/base.tar" $base && rm -f "$work/base.tar"
-}
-t "a Debian 12 base image made with mmdebstrap ($base)" make_base
+t "a Debian 12 base image made with mmdebstrap ($base)" vw_make_base "$work"
 t "podman build -f deploy/Containerfile --build-arg BASE=$base" \
 	$podman build --layers=false --network host --build-arg BASE=$base -f "$src/deploy/Containerfile" \
 	-t "$tag" "$src"

@@ -228,6 +228,9 @@ for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 wait 2>/dev/null
 pids=()
 
+# ---- the packages under the real systemd, in a container (its own file)
+. "$src/tests/deploy/deb_systemd.sh"
+
 # ---- the maintainer scripts again: a reinstall over itself (postinst with the user present),
 # then a purge (conffiles and /etc/default gone; the user stays, as Debian's policy has it)
 if chroot "$root" dpkg -i "${in_root[@]}" >"$tmp/out" 2>&1; then
