@@ -613,11 +613,28 @@ static void test_share_reader_gets_every_round(void **state)
 
 /* In a private mount namespace (the child of a fork): the share root a noatime tmpfs, and
  * the guest's reads through a read-only bind mount of it, as deploy/libvirt/README.md exports
- * a folder to virtiofsd. Neither moves atime; the open is seen all the same. 0: as expected. */
+ * a folder to virtiofsd. Neither moves atime; the open is seen all the same. Then the tmpfs
+ * full for a round: the frame is written again with the room back. 0: as expected. */
+/* Fill the file system of dirfd with dirfd/filler: 0 once it is full. */
+static int fill(int dirfd)
+{
+	static const char block[4096];
+	int fd = openat(dirfd, "filler", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ssize_t n = 0;
+
+	if (fd < 0)
+		return -errno;
+	while ((n = write(fd, block, sizeof(block))) > 0)
+		;
+	close(fd);
+	return n < 0 && errno == ENOSPC ? 0 : -EIO;
+}
+
 static int noatime_ro_child(const char *base)
 {
 	char rw[512], ro[512], rel[600], buf[VW_PROTO_MAX_FRAME + 1];
 	struct stat before, after, a0;
+	struct vw_publish_vm_stats st;
 	struct vw_publisher *p;
 	struct vw_vm_energy vm = { .n_zones = 1, .zones = { { .zone = VW_ZONE_PACKAGE } } };
 	uint64_t now = 1000 * SEC;
@@ -627,7 +644,7 @@ static int noatime_ro_child(const char *base)
 	snprintf(rw, sizeof(rw), "%s/rw", base);
 	snprintf(ro, sizeof(ro), "%s/ro", base);
 	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 || mkdir(rw, 0755) < 0 ||
-	    mkdir(ro, 0755) < 0 || mount("tmpfs", rw, "tmpfs", MS_NOATIME, "mode=0755") < 0 ||
+	    mkdir(ro, 0755) < 0 || mount("tmpfs", rw, "tmpfs", MS_NOATIME, "mode=0755,size=256k") < 0 ||
 	    mount(rw, ro, NULL, MS_BIND, NULL) < 0 ||
 	    mount(NULL, ro, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
 		return 10;
@@ -661,6 +678,28 @@ static int noatime_ro_child(const char *base)
 		return 12;
 	if (fstatat(fd, UUID "/frame.json", &after, 0) < 0 || after.st_ino == before.st_ino)
 		return 17; /* the open through the read-only mount was not seen */
+	/* The folder's file system full for a round (its energy_uj not written), then room again:
+	 * frame.json is written again at once, read or not (e2e/faults.py's check). */
+	for (int i = 0; i < 70; i++) { /* past the minute of activity: unread again */
+		vm.zones[0].active_uj += 10000000;
+		now = VW_MAX(now + SEC, vw_publisher_next_due(p));
+		if (vw_test_publish_update(p, &vm, 1) < 0 || vw_publisher_tick(p, now, &pub) < 0)
+			return 12;
+	}
+	if (fstatat(fd, UUID "/frame.json", &before, 0) < 0 || fill(fd) < 0)
+		return 18;
+	vm.zones[0].active_uj += 10000000;
+	now = VW_MAX(now + SEC, vw_publisher_next_due(p));
+	if (vw_test_publish_update(p, &vm, 1) < 0 || vw_publisher_tick(p, now, &pub) < 0 ||
+	    vw_publisher_vm_stats(p, UUID, &st) < 0 || st.share_errors == 0)
+		return 19; /* the full file system went unnoticed */
+	if (unlinkat(fd, "filler", 0) < 0)
+		return 18;
+	vm.zones[0].active_uj += 10000000;
+	now = VW_MAX(now + SEC, vw_publisher_next_due(p));
+	if (vw_test_publish_update(p, &vm, 1) < 0 || vw_publisher_tick(p, now, &pub) < 0 ||
+	    fstatat(fd, UUID "/frame.json", &after, 0) < 0 || after.st_ino == before.st_ino)
+		return 20; /* not written again once there was room */
 	vw_publisher_free(p);
 	close(fd);
 	close(rfd);

@@ -102,7 +102,7 @@ enum vw_pub_rapl {
 #define VW_PUB_FRAME_KEEPALIVE_NS (30 * VW_NSEC_PER_SEC)
 
 enum vw_pub_frame_why {
-	VW_PUB_FRAME_FIRST,     /* written: the folder holds no frame of this process (or failed) */
+	VW_PUB_FRAME_FIRST,     /* written: no frame of this process yet, or a write failed since */
 	VW_PUB_FRAME_UNWATCHED, /* written: its opens cannot be seen (no inotify watch) */
 	VW_PUB_FRAME_ZONES,     /* written: the VM's set of zones changed */
 	VW_PUB_FRAME_OPENED,    /* written: frame.json was opened within VW_PUB_FRAME_ACTIVE_NS */

@@ -248,8 +248,10 @@ int vw_pub_share_write(struct vw_pub_share *s, int root_fd, const char *uuid, co
 		if (!have[z])
 			continue;
 		r = write_zone(s, (enum vw_pub_rapl)z, energy_uj[z], max_range_uj);
-		if (r < 0)
+		if (r < 0) {
+			s->frame.written = false; /* the folder failed: its frame is written again */
 			return r;
+		}
 	}
 	why = vw_pub_frame_decide(&s->frame, zones, now_ns, max_gap_ns);
 	if (ret_why)
