@@ -16,15 +16,20 @@
  * (the operator's job before the VM starts) and watches it with inotify.
  *
  * FAKE_QEMU_READ=1 (default): a guest that reads its port at once. Every line is timestamped
- * (CLOCK_MONOTONIC, when read() returned) and its seq kept; every frame.json renamed into DIR
- * likewise. FAKE_QEMU_READ=0: a guest that never reads its port (QEMU then stops reading the
+ * (CLOCK_MONOTONIC, when read() returned) and its seq kept. FAKE_QEMU_SHARE_READ=1: a guest that
+ * reads its share every second, as QEMU's 9p serves it (open, read and close of the host's
+ * frame.json); a new seq is recorded. FAKE_QEMU_SHARE_READ=0 (default): nobody reads the share;
+ * each frame.json renamed into DIR is recorded (inotify IN_MOVED_TO), never opened (an open is
+ * a reader to virtwatt-host, which then writes every round). FAKE_QEMU_READ=0: a guest that
+ * never reads its port (QEMU then stops reading the
  * socket, whose buffers fill): the connection is accepted and never read. SIGUSR1 records the
  * bytes waiting in the socket (SIOCINQ). On SIGTERM or SIGINT it writes what it recorded to
  * FAKE_QEMU_LOG (or stdout) and exits; it also gets SIGTERM when its parent dies.
  *
  * Records, one a line, times in ns of CLOCK_MONOTONIC (the clock of perf -k mono):
  *   C SEQ T      a frame line on the channel      M LEN T   a model line on the channel
- *   S SEQ T      frame.json replaced in DIR        A 0 T     a connection accepted
+ *   S SEQ T      a new frame.json read in DIR      A 0 T     a connection accepted
+ *   R 0 T        frame.json replaced in DIR (not read)
  *   Q BYTES T    bytes unread in the socket (SIGUSR1 and at exit)
  *   X BYTES T    0xFF resync bytes seen (a reconnect), partial line dropped
  */
@@ -44,6 +49,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,8 +66,8 @@ struct rec {
 
 struct fake {
 	char sock_path[108], share_dir[PATH_MAX];
-	bool reading;
-	int ep, lfd, cfd, ifd, sfd;
+	bool reading, share_reading;
+	int ep, lfd, cfd, ifd, sfd, tfd;
 	char *line;
 	size_t line_len;
 	bool line_overflow;
@@ -152,10 +158,20 @@ static int listen_on(struct fake *f)
 	return 0;
 }
 
+/* A reading guest polls its share every second; otherwise the renames are only counted. */
 static int watch_share(struct fake *f)
 {
+	struct itimerspec its = { .it_interval = { 1, 0 }, .it_value = { 1, 0 } };
+
 	if (mkdir(f->share_dir, 0755) < 0 && errno != EEXIST)
 		return -errno;
+	if (f->share_reading) {
+		f->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+		if (f->tfd < 0 || timerfd_settime(f->tfd, 0, &its, NULL) < 0 ||
+		    ep_add(f->ep, f->tfd, EPOLLIN) < 0)
+			return -errno;
+		return 0;
+	}
 	f->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	if (f->ifd < 0 || inotify_add_watch(f->ifd, f->share_dir, IN_MOVED_TO) < 0 ||
 	    ep_add(f->ep, f->ifd, EPOLLIN) < 0)
@@ -245,6 +261,7 @@ static void on_listen(struct fake *f)
 	(void)ep_add(f->ep, f->cfd, f->reading ? EPOLLIN : EPOLLRDHUP);
 }
 
+/* frame.json renamed into the share: recorded, not opened. */
 static void on_share(struct fake *f)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -253,23 +270,33 @@ static void on_share(struct fake *f)
 
 	for (ssize_t off = 0; n > 0 && off < n;) {
 		const struct inotify_event *e = (const struct inotify_event *)(buf + off);
-		char path[PATH_MAX + 16], text[4096];
-		ssize_t len;
-		int fd;
 
 		off += (ssize_t)sizeof(*e) + e->len;
-		if (!e->len || strcmp(e->name, "frame.json") != 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/frame.json", f->share_dir);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0)
-			continue;
-		len = read(fd, text, sizeof(text));
-		close(fd);
-		if (len > 0 && seq_of(text, (size_t)len) != f->last_share_seq) {
-			f->last_share_seq = seq_of(text, (size_t)len);
-			record(f, 'S', f->last_share_seq, t);
-		}
+		if (e->len && strcmp(e->name, "frame.json") == 0)
+			record(f, 'R', 0, t);
+	}
+}
+
+/* The guest's poll of its share, as 9p serves it: the host's file opened, read, closed. */
+static void on_share_timer(struct fake *f)
+{
+	char path[PATH_MAX + 16], text[4096];
+	uint64_t ticks, t;
+	ssize_t len;
+	int fd;
+
+	if (read(f->tfd, &ticks, sizeof(ticks)) != (ssize_t)sizeof(ticks))
+		return;
+	snprintf(path, sizeof(path), "%s/frame.json", f->share_dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	len = read(fd, text, sizeof(text));
+	t = now_ns();
+	close(fd);
+	if (len > 0 && seq_of(text, (size_t)len) != f->last_share_seq) {
+		f->last_share_seq = seq_of(text, (size_t)len);
+		record(f, 'S', f->last_share_seq, t);
 	}
 }
 
@@ -289,7 +316,8 @@ static int report(const struct fake *f)
 
 	if (!out)
 		return -errno;
-	fprintf(out, "# reading=%d sock=%s share=%s\n", f->reading, f->sock_path, f->share_dir);
+	fprintf(out, "# reading=%d share_reading=%d sock=%s share=%s\n", f->reading,
+		f->share_reading, f->sock_path, f->share_dir);
 	for (size_t i = 0; i < f->n_recs; i++)
 		fprintf(out, "%c %llu %llu\n", f->recs[i].kind, (unsigned long long)f->recs[i].v,
 			(unsigned long long)f->recs[i].t_ns);
@@ -298,13 +326,14 @@ static int report(const struct fake *f)
 
 int main(int argc, char **argv)
 {
-	struct fake f = { .lfd = -1, .cfd = -1, .ifd = -1, .sfd = -1 };
-	const char *rd = getenv("FAKE_QEMU_READ");
+	struct fake f = { .lfd = -1, .cfd = -1, .ifd = -1, .sfd = -1, .tfd = -1 };
+	const char *rd = getenv("FAKE_QEMU_READ"), *srd = getenv("FAKE_QEMU_SHARE_READ");
 	pid_t parent = getppid();
 	sigset_t set;
 	int r;
 
 	f.reading = !rd || strcmp(rd, "0") != 0;
+	f.share_reading = srd && strcmp(srd, "1") == 0;
 	if (parse_args(&f, argc, argv) < 0)
 		return 2;
 	if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
@@ -352,6 +381,8 @@ int main(int argc, char **argv)
 				on_client(&f);
 			} else if (fd == f.ifd) {
 				on_share(&f);
+			} else if (fd == f.tfd) {
+				on_share_timer(&f);
 			}
 		}
 	}

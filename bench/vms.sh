@@ -5,6 +5,7 @@
 #   VMS=100 PROCS=10000 INTERVALS=30 NOREAD=50 SLOW_INTERVALS=8 bench/vms.sh
 #   VW_ARGS=--cpu.ran-walk=false bench/vms.sh  extra virtwatt-host flags (word-split)
 #   WINDOWS="base libvirt noread" bench/vms.sh     only some windows
+#   SHAREREAD=20 bench/vms.sh                      20 of the VMS guests read their share each second
 #   SCRAPE=prom3 bench/vms.sh                      virtwatt scraped as Prometheus 3 does (bench/lib.sh)
 # It forks PROCS sleeping processes (bench/spawn_idle; kernel.pid_max raised if too small and
 # restored), then for each window starts VMS fake QEMU processes (bench/fake_qemu: argv[0]
@@ -25,6 +26,10 @@
 #   procscan  1 s interval; no libvirtd (an unreachable qemu:///system socket): the VMs found by
 #             the process scan alone, which learns no channel: shared folder only
 #   slow      libvirt with a 5 s interval, SLOW_INTERVALS intervals
+# In every window SHAREREAD of the VMS guests (default 0) read their shared folder's frame.json
+# once a second, as a guest over 9p does (the fake opens, reads and closes the host's file); the
+# others' shares are never opened (virtwatt-host then writes their frame.json every 30 s only;
+# the fakes count the renames: share_unread_renames_per_vm_round).
 # It fails if /metrics lists fewer than VMS of its VMs, or a guest that reads got no frame.
 # Everything it starts is stopped on exit (trap). Not part of the timed tests.
 set -euo pipefail
@@ -36,6 +41,7 @@ PROCS=${PROCS:-10000}
 INTERVALS=${INTERVALS:-30}
 WARMUP=${WARMUP:-5}
 NOREAD=${NOREAD:-50}
+SHAREREAD=${SHAREREAD:-0}
 FILL=${FILL:-45}
 SLOW_INTERVALS=${SLOW_INTERVALS:-8}
 WINDOWS=${WINDOWS:-"base libvirt noread chanonly procscan slow"}
@@ -127,11 +133,13 @@ vm_prefix() { printf '%08x-%04x' $$ "$1"; }
 vm_uuid() { printf '%s-4000-8000-%012x' "$(vm_prefix "$1")" "$2"; }
 # NOREAD of the VMS guests, spread evenly over them (with 50 of 100: every other one).
 not_reading() { [ $(($1 * NOREAD / VMS)) -ne $((($1 + 1) * NOREAD / VMS)) ]; }
+# SHAREREAD of them read their share, spread the same way.
+share_reading() { [ $(($1 * SHAREREAD / VMS)) -ne $((($1 + 1) * SHAREREAD / VMS)) ]; }
 
 # start_fakes DIR W NVMS NOREAD: the window's fake QEMUs and libvirt's node file naming the
 # same channel sockets and shared folders.
 start_fakes() {
-	local dir=$1 w=$2 nvms=$3 noread=$4 i uuid rd
+	local dir=$1 w=$2 nvms=$3 noread=$4 i uuid rd srd
 	mkdir -p "$dir/ch" "$dir/share" "$dir/fake"
 	fakes=()
 	echo "<node>" >"$dir/node.xml"
@@ -139,6 +147,8 @@ start_fakes() {
 		uuid=$(vm_uuid "$w" "$i")
 		rd=1
 		[ "$noread" = 0 ] || ! not_reading "$i" || rd=0
+		srd=0
+		! share_reading "$i" || srd=1
 		cat >>"$dir/node.xml" <<-EOF
 			<domain type='test'><name>vwbench-$i</name><uuid>$uuid</uuid><memory>65536</memory><vcpu>1</vcpu>
 			<os><type>hvm</type></os><devices>
@@ -146,7 +156,7 @@ start_fakes() {
 			<filesystem type='mount' accessmode='mapped'><source dir='$dir/share/$uuid'/><target dir='virtwatt'/><readonly/></filesystem>
 			</devices></domain>
 		EOF
-		(FAKE_QEMU_LOG="$dir/fake/$i.log" FAKE_QEMU_READ=$rd exec -a qemu-system-x86_64 "$fake" \
+		(FAKE_QEMU_LOG="$dir/fake/$i.log" FAKE_QEMU_READ=$rd FAKE_QEMU_SHARE_READ=$srd exec -a qemu-system-x86_64 "$fake" \
 			-name "guest=vwbench-$i,debug-threads=on" -uuid "$uuid" -smp 1 -m 64 -accel tcg \
 			-chardev "socket,id=charchannel0,path=$dir/ch/$uuid.sock,server=on,wait=off" \
 			-device "virtserialport,bus=virtio-serial0.0,nr=1,chardev=charchannel0,id=channel0,name=org.virtwatt.power.0" \
@@ -325,7 +335,7 @@ window() {
 
 	[ "$listed" -ge "$nvms" ] || { echo "FAIL $name: /metrics listed $listed of $nvms VMs" >&2; exit 1; }
 	if [ "$nvms" -gt 0 ] && [ "$share" = 1 ] && [ "${r[share_silent_fakes]}" != 0 ]; then
-		echo "FAIL $name: ${r[share_silent_fakes]} VMs got no frame in their shared folder" >&2
+		echo "FAIL $name: ${r[share_silent_fakes]} guests reading their share got no new frame in it" >&2
 		exit 1
 	fi
 	if [ "$nvms" -gt 0 ] && [ "$src" = libvirt ] && [ "${r[chan_silent_fakes]}" != 0 ]; then
@@ -364,7 +374,9 @@ window() {
 	[ "$nvms" = 0 ] || {
 		echo "# $name: reference ${r[reference]} (${r[sends]} syscalls), ${r[fakes_connected]} channels connected,"
 		echo "#   first delivery of a round p50 ${r[chan_first_p50_ms]} ms, spread max ${r[chan_spread_max_ms]} ms," \
-			"${r[model_lines]} model lines, non-readers' queue max ${r[noread_queued_end_max_b]} B"
+			"${r[model_lines]} model lines, non-readers' queue max ${r[noread_queued_end_max_b]} B,"
+		echo "#   ${r[fakes_share_reading]:-0} guests reading their share, frame.json replaced" \
+			"${r[share_unread_renames_per_vm_round]:--} times per round in each share nobody reads"
 	} >&2
 }
 
@@ -378,9 +390,10 @@ echo "#   load: 1-minute load average at the window's start > end (CPU under loa
 echo "#   rss>rss/hwm: VmRSS at the window's start > at its end / VmHWM, MiB; vms: ours in /metrics;"
 echo "#   pss/anon: PSS and anonymous memory at the end, MiB (VmRSS also counts the shared library pages,"
 echo "#   libvirt's ~14 MiB among them, which PSS divides between their users and anon leaves out)"
-echo "#   pub: the publisher's table; nrd: guests never reading their port"
+echo "#   pub: the publisher's table; nrd: guests never reading their port; SHAREREAD=$SHAREREAD guests read their share"
 echo "# chan, share: publication latency p50/p95/max ms over VMs x rounds, from the round's first syscall"
-echo "#   (perf: sendto, renameat or unlinkat) to the fake's read() / inotify event; spread: p50 of (last - first channel delivery)"
+echo "#   (perf: sendto, renameat or unlinkat) to the fake's read() / its 1 s poll of the share (share-reading"
+echo "#   guests only: up to 1 s late); spread: p50 of (last - first channel delivery)"
 echo "#   of a round; missed: (VM, round) pairs never delivered, channel/share; queued: a non-reader's"
 echo "#   unread bytes at the window's start -> end (p50)"
 printf "%-8s %4s %4s %4s %3s %7s %6s %16s %9s %6s %11s %6s %11s %11s %6s %17s %17s %6s %7s %s\n" \

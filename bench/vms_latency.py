@@ -41,7 +41,7 @@ def read_fake(path):
                 continue
             kind, v, t = line.split()
             recs.append((kind, int(v), int(t)))
-    return info.get("reading") == "1", recs
+    return info.get("reading") == "1", info.get("share_reading") == "1", recs
 
 
 def round_starts(perf_path, pid):
@@ -76,7 +76,7 @@ def main():
 
     fakes = [read_fake(p) for p in a.logs]
     first = {}
-    for _, recs in fakes:
+    for _, _, recs in fakes:
         for kind, seq, t in recs:
             if kind in "CS":
                 first[seq] = min(first.get(seq, t), t)
@@ -99,8 +99,10 @@ def main():
     silent = {"C": 0, "S": 0}  # fakes that got nothing of that kind in the window
     accepted = models = 0
     q_noread = [[], []]
-    n_read = n_noread = 0
-    for reading, recs in fakes:
+    n_read = n_noread = n_share_read = renames = 0
+    for reading, share_reading, recs in fakes:
+        n_share_read += share_reading
+        renames += sum(1 for k, _, t in recs if k == "R" and a.t0 <= t <= a.t1)
         n_read += reading
         n_noread += not reading
         accepted += any(k == "A" for k, _, _ in recs)
@@ -108,8 +110,8 @@ def main():
         for kind in "CS":
             if kind == "C" and (not reading or a.no_channels):
                 continue
-            if kind == "S" and a.no_share:
-                continue
+            if kind == "S" and (a.no_share or not share_reading):
+                continue  # a share nobody reads: its frame.json renames are counted (R)
             seen = {seq: t for k, seq, t in recs if k == kind and seq in want}
             missed[kind] += len(want - seen.keys())
             silent[kind] += not seen
@@ -130,6 +132,11 @@ def main():
         "fakes_reading": n_read,
         "fakes_not_reading": n_noread,
         "fakes_connected": accepted,
+        "fakes_share_reading": n_share_read,
+        # frame.json replaced per round in a share nobody reads (virtwatt-host skips those)
+        "share_unread_renames_per_vm_round": (
+            f"{renames / (len(fakes) - n_share_read) / max(1, len(rounds)):.3f}"
+            if len(fakes) > n_share_read and not a.no_share else "-"),
         "model_lines": models,
     }
     for kind, name in (("C", "chan"), ("S", "share")):

@@ -81,11 +81,11 @@ static void three_rounds(const struct vw_fixture_root *root)
 	uint64_t v;
 
 	n_synced = 0;
-	vw_pub_share_init(&s);
+	vw_pub_share_init(&s, -1); /* unwatched: frame.json every round */
 	for (int round = 0; round < 3; round++) {
 		uj[0] += 1000000;
 		assert_int_equal(vw_pub_share_write(&s, root->fd, UUID, frame, sizeof(frame) - 1,
-						    have, uj, MAX_RANGE),
+						    have, uj, MAX_RANGE, 1, 0, 0, NULL),
 				 0);
 		if (round == 0)
 			assert_int_equal(vw_pub_share_write_model(&s, "{}\n", 3), 0);

@@ -24,6 +24,15 @@
 #define PUB_MAX_RETAINED 4096 /* vanished VMs remembered at most */
 #define PUB_EPOLL_BATCH 64
 
+_Static_assert(VW_PUBLISH_SHARE_REASONS == VW_PUB_FRAME__COUNT, "one count per reason");
+
+const char *vw_publisher_share_reason(size_t i, bool *ret_skipped)
+{
+	if (ret_skipped)
+		*ret_skipped = i == VW_PUB_FRAME_UNREAD;
+	return vw_pub_frame_why_name((enum vw_pub_frame_why)i);
+}
+
 struct pub_zone {
 	bool present;                  /* ever seen */
 	bool listed;                   /* in the latest update */
@@ -61,6 +70,9 @@ struct vw_publisher {
 	double jitter, power_step_w;
 	char source[16], model[128];
 	int epfd, share_fd, lock_fd, procfs_fd;
+	char *share_root; /* its path, for the folders' watches */
+	int share_ifd;    /* inotify: opens in the VMs' folders (IN_OPEN), or -1 */
+	uint64_t share_frames[VW_PUB_FRAME__COUNT]; /* frame.json written by reason, skipped */
 	/* inotify on the lock directory and the channels' socket directories: a round after no
 	 * event checks no lock file's nor socket's identity (two system calls a VM a round). */
 	int ifd, lock_wd;
@@ -137,7 +149,7 @@ struct vw_publisher *vw_publisher_new(const struct vw_publish_opts *o)
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		return NULL;
-	p->epfd = p->share_fd = p->lock_fd = p->procfs_fd = p->lock_wd = -1;
+	p->epfd = p->share_fd = p->lock_fd = p->procfs_fd = p->lock_wd = p->share_ifd = -1;
 	p->ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC); /* -1: identities checked each round */
 	p->watch_dirty = true;
 	p->period_ns = o->period_ns ? o->period_ns : VW_PUBLISH_DEFAULT_PERIOD_NS;
@@ -167,6 +179,13 @@ struct vw_publisher *vw_publisher_new(const struct vw_publish_opts *o)
 			vw_error("publish: open share root %s: %m", o->share_root);
 			goto fail;
 		}
+		if (!(p->share_root = strdup(o->share_root)))
+			goto fail;
+		/* -1: no folder is watched, every frame.json is written every round */
+		p->share_ifd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+		if (p->share_ifd < 0)
+			vw_warn("publish: no inotify for the shared folders (%m): each VM's frame.json "
+				"is written every round, read or not");
 	}
 	if (o->lock_dir && !(p->lock_dir = strdup(o->lock_dir)))
 		goto fail;
@@ -218,6 +237,8 @@ void vw_publisher_free(struct vw_publisher *p)
 	vw_closep(&p->lock_fd);
 	vw_closep(&p->procfs_fd);
 	vw_closep(&p->ifd);
+	vw_closep(&p->share_ifd);
+	free(p->share_root);
 	free(p->lock_dir);
 	free(p);
 }
@@ -240,7 +261,7 @@ static struct pub_vm *vm_add(struct vw_publisher *p, const char *uuid)
 	if (!vm)
 		return NULL;
 	memcpy(vm->uuid, uuid, sizeof(vm->uuid));
-	vw_pub_share_init(&vm->share);
+	vw_pub_share_init(&vm->share, p->share_ifd);
 	vw_pub_lock_init(&vm->lock);
 	p->vms[p->n_vms++] = vm;
 	return vm;
@@ -592,11 +613,74 @@ static bool build_frame(const struct vw_publisher *p, const struct pub_vm *vm,
 	return f->n_zones > 0;
 }
 
+/* The longest time to the next round (next_interval()'s upper bound). */
+static uint64_t max_gap_ns(const struct vw_publisher *p)
+{
+	double ns = (double)p->period_ns * (1.0 + p->jitter);
+
+	return ns < (double)VW_PUBLISH_MIN_PERIOD_NS ? VW_PUBLISH_MIN_PERIOD_NS : (uint64_t)ns + 1;
+}
+
+static struct pub_vm *vm_by_wd(const struct vw_publisher *p, int wd, size_t *hint)
+{
+	for (size_t k = 0; k < p->n_vms; k++) {
+		size_t i = (*hint + k) % p->n_vms;
+
+		if (p->vms[i]->live && p->vms[i]->share.wd == wd) {
+			*hint = i + 1;
+			return p->vms[i];
+		}
+	}
+	return NULL;
+}
+
+/*
+ * Before a round: who opened a folder's frame.json since the last one (one read() for all the
+ * VMs, nothing when nobody did). A lost event (the queue overflowed) counts as an open of
+ * every folder; a watch gone (its folder removed or unmounted) leaves that VM's frames written
+ * every round.
+ */
+static void share_drain(struct vw_publisher *p, uint64_t now_ns)
+{
+	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	size_t hint = 0;
+
+	if (p->share_ifd < 0)
+		return;
+	for (;;) {
+		ssize_t n = read(p->share_ifd, buf, sizeof(buf));
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		for (ssize_t off = 0; off + (ssize_t)sizeof(struct inotify_event) <= n;) {
+			const struct inotify_event *ev = (const void *)(buf + off);
+			struct pub_vm *vm;
+
+			off += (ssize_t)sizeof(*ev) + ev->len;
+			if (ev->mask & IN_Q_OVERFLOW) {
+				for (size_t i = 0; i < p->n_vms; i++)
+					vw_pub_share_opened(&p->vms[i]->share, now_ns);
+				continue;
+			}
+			if (!(ev->mask & (IN_IGNORED | IN_OPEN)) || !(vm = vm_by_wd(p, ev->wd, &hint)))
+				continue;
+			if (ev->mask & IN_IGNORED)
+				vw_pub_share_unwatched(&vm->share);
+			else if (ev->len && strcmp(ev->name, VW_PUB_FRAME_FILE) == 0)
+				vw_pub_share_opened(&vm->share, now_ns);
+		}
+	}
+}
+
 static void share_frame(struct vw_publisher *p, struct pub_vm *vm, const struct vw_host_frame *f,
-			const char *buf, size_t len)
+			const char *buf, size_t len, uint64_t now_ns)
 {
 	bool have[VW_PUB_RAPL__COUNT] = { 0 };
 	uint64_t uj[VW_PUB_RAPL__COUNT] = { 0 };
+	enum vw_pub_frame_why why = VW_PUB_FRAME__COUNT;
+	unsigned zones = 0;
 	int r;
 
 	for (size_t i = 0; i < f->n_zones; i++) {
@@ -605,13 +689,21 @@ static void share_frame(struct vw_publisher *p, struct pub_vm *vm, const struct 
 			: z->zone == VW_ZONE_DRAM  ? VW_PUB_RAPL_DRAM
 						   : -1;
 
+		zones |= 1u << z->zone;
 		if (k < 0)
 			continue;
 		have[k] = true;
 		uj[k] = vw_energy_add(z->idle_uj, z->active_uj);
 	}
-	r = vw_pub_share_write(&vm->share, p->share_fd, vm->uuid, buf, len, have, uj,
-			       p->max_range_uj);
+	/* The folder and its watch first: an open in this round's gap is seen. */
+	r = vw_pub_share_open(&vm->share, p->share_fd, p->share_root, vm->uuid);
+	if (r == 0)
+		r = vw_pub_share_write(&vm->share, p->share_fd, vm->uuid, buf, len, have, uj,
+				       p->max_range_uj, zones, now_ns, max_gap_ns(p), &why);
+	if (why < VW_PUB_FRAME__COUNT)
+		p->share_frames[why]++;
+	if (r == 0 && why == VW_PUB_FRAME_UNREAD)
+		return; /* the folder holds a recent frame; nobody opened it lately */
 	if (r < 0) {
 		vm->share_errors++;
 		vw_complain(&vm->share.complaint, VW_LOG_WARN, "publish: shared folder of %s: %s",
@@ -699,7 +791,7 @@ static void publish_vm(struct vw_publisher *p, struct pub_vm *vm, uint64_t now_n
 		offer_with_model(p, vm, buf, len, now_ns);
 	}
 	if (p->share_fd >= 0) {
-		share_frame(p, vm, &f, buf, len);
+		share_frame(p, vm, &f, buf, len, now_ns);
 		share_model(vm);
 	}
 	vm->published = true;
@@ -754,6 +846,7 @@ int vw_publisher_tick(struct vw_publisher *p, uint64_t now_ns, bool *ret_publish
 		return r;
 	p->seq++;
 	watch_drain(p);
+	share_drain(p, now_ns);
 	for (size_t i = 0; i < p->n_vms; i++)
 		if (p->vms[i]->listed && p->vms[i]->live)
 			publish_vm(p, p->vms[i], now_ns);
@@ -875,6 +968,8 @@ void vw_publisher_stats(const struct vw_publisher *p, struct vw_publish_stats *r
 {
 	*ret = (struct vw_publish_stats){ .lock_refused = p->lock_refused,
 					  .identity_checks = p->identity_checks };
+	memcpy(ret->share_frames, p->share_frames, sizeof(ret->share_frames));
+	ret->share_root = p->share_fd >= 0;
 	for (size_t i = 0; i < p->n_vms; i++) {
 		const struct pub_vm *vm = p->vms[i];
 

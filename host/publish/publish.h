@@ -91,12 +91,20 @@ struct vw_publish_vm_stats {
 	bool lock_failed;        /* not published: its lock could not be taken (not refused) */
 };
 
+#define VW_PUBLISH_SHARE_REASONS 6
+/* "first", ..., "unread" for i < VW_PUBLISH_SHARE_REASONS; whether that reason skips the frame. */
+const char *vw_publisher_share_reason(size_t i, bool *ret_skipped);
+
 /* The lock's effect on the VMs listed in the latest update. */
 struct vw_publish_stats {
 	uint64_t lock_refused;      /* lock attempts another process's lock refused, all VMs */
 	size_t vms_held_elsewhere;  /* listed VMs not published: another process holds their lock */
 	size_t vms_lock_failed;     /* listed VMs not published: their lock could not be taken */
 	uint64_t identity_checks;   /* lock files' and sockets' identities checked (stat), all VMs */
+	/* Shared folders' frame.json, all VMs: written by reason (first, unwatched, zones, opened,
+	 * keepalive) and skipped (unread), in that order (vw_publisher_share_reason()). */
+	uint64_t share_frames[VW_PUBLISH_SHARE_REASONS];
+	bool share_root;            /* shared folders are written (passthrough.share-root) */
 };
 
 struct vw_publisher;

@@ -13,6 +13,7 @@
 
 static const char *const l_node[] = { "node_name", NULL };
 static const char *const l_reason[] = { "reason", "node_name", NULL };
+static const char *const l_decision_reason[] = { "decision", "reason", "node_name", NULL };
 static const char *const l_vm[] = { "vm_id", "node_name", NULL };
 static const char *const l_vm_transport[] = { "vm_id", "transport", "node_name", NULL };
 static const char *const l_vm_reason[] = { "vm_id", "reason", "node_name", NULL };
@@ -21,6 +22,7 @@ static const char *const l_vm_state[] = { "vm_id", "state", "node_name", NULL };
 enum {
 	F_LOCK_REFUSED,
 	F_NOT_PUBLISHED,
+	F_SHARE_FRAMES,
 	F_VM_FRAMES,
 	F_VM_FAILURES,
 	F_VM_LAST_OK,
@@ -37,6 +39,14 @@ static const struct vw_metric_family families[F__COUNT] = {
 			      "VMs seen but not published to their guests: another process holds "
 			      "their lock (held_elsewhere), or it could not be taken (lock_error)",
 			      NULL, l_reason },
+	[F_SHARE_FRAMES] = { "virtwatt_passthrough_share_frames_total", VW_METRIC_COUNTER,
+			     "Rounds of the VMs' shared folders (passthrough.share-root), all VMs: "
+			     "frame.json written (decision=written) because the folder had none of "
+			     "this process (reason=first), its opens cannot be seen (unwatched), its "
+			     "zones changed (zones), it was opened within a minute (opened) or the "
+			     "file would be 30 s old (keepalive); or not written (decision=skipped, "
+			     "reason=unread): nobody opened it lately",
+			     NULL, l_decision_reason },
 	[F_VM_FRAMES] = { "virtwatt_vm_passthrough_frames_total", VW_METRIC_COUNTER,
 			  "Frames of its own energy delivered whole to the VM: written on its "
 			  "org.virtwatt.power.0 channel (transport=channel) or to its shared folder "
@@ -188,6 +198,24 @@ static int render_vms(const struct vw_publisher *p, struct vw_prom_writer *w,
 	return v.r < 0 ? v.r : vw_prom_family_end(w);
 }
 
+/* virtwatt_passthrough_share_frames_total: a row per reason. */
+static int render_share_frames(struct vw_prom_writer *w, const struct vw_publish_stats *ps,
+			       const char *node_name)
+{
+	int r = vw_prom_family(w, &families[F_SHARE_FRAMES]);
+
+	for (size_t i = 0; i < VW_PUBLISH_SHARE_REASONS && r == 0; i++) {
+		bool skipped;
+		const char *reason = vw_publisher_share_reason(i, &skipped);
+
+		r = vw_prom_counter(w,
+				    (const char *const[]){ skipped ? "skipped" : "written", reason,
+							   node_name, NULL },
+				    (double)ps->share_frames[i]);
+	}
+	return r < 0 ? r : vw_prom_family_end(w);
+}
+
 const struct vw_family_table vw_publish_family_table = {
 	"host/publish/publish_metrics.c: vw_publisher_render()", "virtwatt-host",
 	"while the host publishes to its VMs (passthrough.enable)", families, F__COUNT,
@@ -214,6 +242,8 @@ int vw_publisher_render(const struct vw_publisher *p, struct vw_prom_writer *w,
 		r = vw_prom_gauge(w, failed, (double)ps.vms_lock_failed);
 	if (r == 0)
 		r = vw_prom_family_end(w);
+	if (r == 0 && ps.share_root)
+		r = render_share_frames(w, &ps, node_name);
 	for (int f = F_VM_FRAMES; f < F__COUNT && r == 0; f++)
 		r = render_vms(p, w, node_name, f);
 	return r;

@@ -89,8 +89,48 @@ enum vw_pub_rapl {
 	VW_PUB_RAPL__COUNT,
 };
 
+/*
+ * When frame.json is replaced (publish_share_decide.c, pure). A frame nobody opens is not
+ * written every round: each frame is a new file (a tmpfs inode made and freed, four system
+ * calls, ~6 us), and most VMs' guests read the channel. Written when the folder has no frame of
+ * this process yet, when opens of frame.json cannot be seen (no inotify watch), when the set of
+ * zones changed, while someone opened it within VW_PUB_FRAME_ACTIVE_NS (a reading guest gets
+ * every round, as before), and at least every VW_PUB_FRAME_KEEPALIVE_NS; else skipped.
+ */
+#define VW_PUB_FRAME_FILE "frame.json"
+#define VW_PUB_FRAME_ACTIVE_NS (60 * VW_NSEC_PER_SEC)
+#define VW_PUB_FRAME_KEEPALIVE_NS (30 * VW_NSEC_PER_SEC)
+
+enum vw_pub_frame_why {
+	VW_PUB_FRAME_FIRST,     /* written: no frame of this process yet, or a write failed since */
+	VW_PUB_FRAME_UNWATCHED, /* written: its opens cannot be seen (no inotify watch) */
+	VW_PUB_FRAME_ZONES,     /* written: the VM's set of zones changed */
+	VW_PUB_FRAME_OPENED,    /* written: frame.json was opened within VW_PUB_FRAME_ACTIVE_NS */
+	VW_PUB_FRAME_KEEPALIVE, /* written: the last one would be older than the keep-alive */
+	VW_PUB_FRAME_UNREAD,    /* skipped: nobody opened it lately, the file is recent enough */
+	VW_PUB_FRAME__COUNT,
+};
+
+struct vw_pub_frame_state {
+	bool written;           /* a frame of this process is in the folder (the last write's) */
+	bool watched;           /* opens of frame.json are reported (inotify IN_OPEN) */
+	unsigned zones;         /* the frame's zones (1 << enum vw_zone each) */
+	uint64_t last_write_ns; /* when it was written (the publisher's clock) */
+	bool opened;            /* frame.json was opened since the folder was watched ... */
+	uint64_t last_open_ns;  /* ... last seen at this time */
+};
+
+/* Write this round's frame (any reason but VW_PUB_FRAME_UNREAD) or skip it. zones: the frame's
+ * zones now; now_ns: this round; max_gap_ns: the longest time to the next round (the keep-alive
+ * is kept even when the next round comes late). */
+enum vw_pub_frame_why vw_pub_frame_decide(const struct vw_pub_frame_state *s, unsigned zones,
+					  uint64_t now_ns, uint64_t max_gap_ns);
+const char *vw_pub_frame_why_name(enum vw_pub_frame_why why);
+
 struct vw_pub_share {
 	int dirfd;                        /* <share_root>/<uuid>, -1 until opened */
+	int ifd, wd;                      /* the publisher's inotify fd (or -1), the folder's watch */
+	struct vw_pub_frame_state frame;  /* when frame.json was written and opened */
 	int zone_fd[VW_PUB_RAPL__COUNT];  /* intel-rapl:0, intel-rapl:0:0; -1 until opened */
 	uint64_t offset_uj[VW_PUB_RAPL__COUNT]; /* energy_uj found at first sight (continued) */
 	uint64_t last_uj[VW_PUB_RAPL__COUNT];   /* last value written, unwrapped */
@@ -101,19 +141,33 @@ struct vw_pub_share {
 	struct vw_complaint complaint;
 };
 
-/* Once per VM; done() closes the folder but keeps the offsets for a VM that comes back. */
-void vw_pub_share_init(struct vw_pub_share *s);
+/* Once per VM; done() closes the folder (and drops its watch) but keeps the offsets for a VM
+ * that comes back. ifd: an inotify fd told of opens in the folder (IN_OPEN), or -1. */
+void vw_pub_share_init(struct vw_pub_share *s, int ifd);
 void vw_pub_share_done(struct vw_pub_share *s);
 /*
- * Write frame.json and, for each zone with have[z], energy_uj = (continued offset + energy_uj[z])
- * mod max_range_uj, never below the last value written (and not written again while it has not
- * changed: an idle VM's dram, say). Creates the folder and tree on first
+ * Open (creating it) <root_fd>/<uuid>, once; watched for opens of frame.json when root_path
+ * (the share root's path) is given and the watch is on the folder the fd holds.
+ */
+int vw_pub_share_open(struct vw_pub_share *s, int root_fd, const char *root_path,
+		      const char *uuid);
+/* frame.json was opened (an IN_OPEN event of the folder's watch) at now_ns. */
+void vw_pub_share_opened(struct vw_pub_share *s, uint64_t now_ns);
+/* The watch is gone (IN_IGNORED: the folder was removed or unmounted): frames always written. */
+void vw_pub_share_unwatched(struct vw_pub_share *s);
+/*
+ * Write, for each zone with have[z], energy_uj = (continued offset + energy_uj[z]) mod
+ * max_range_uj, never below the last value written (and not written again while it has not
+ * changed: an idle VM's dram, say), then frame.json when vw_pub_frame_decide() says so
+ * (*ret_why, optional, says why it was written or skipped). Opens the folder and tree on first
  * use. -errno; a symlink in place of a directory is refused (-ENOTDIR), never followed, and
  * one in place of a file is replaced, its target untouched.
  */
 int vw_pub_share_write(struct vw_pub_share *s, int root_fd, const char *uuid, const char *frame,
 		       size_t len, const bool have[VW_PUB_RAPL__COUNT],
-		       const uint64_t energy_uj[VW_PUB_RAPL__COUNT], uint64_t max_range_uj);
+		       const uint64_t energy_uj[VW_PUB_RAPL__COUNT], uint64_t max_range_uj,
+		       unsigned zones, uint64_t now_ns, uint64_t max_gap_ns,
+		       enum vw_pub_frame_why *ret_why);
 
 /*
  * A VM gone for good: remove its folder, <root_fd>/<uuid>, and what this writer made in it

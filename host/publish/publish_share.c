@@ -13,12 +13,15 @@
  * sees the old or the new file, never a torn one, and a planted symlink is never followed. The
  * zones' files are fsync'ed first on a disk file system (not on tmpfs, where it does nothing):
  * energy_uj is read back by the next process. frame.json and model.json never are: they are
- * made again every round (the first after a restart), nothing reads them back, and the guests
+ * made again (the first after a restart), nothing reads them back, and the guests
  * reading them do not outlive a host crash; on a disk, an fsync per VM a round was milliseconds
  * of the daemon's time each. energy_uj continues from whatever value the folder held when this process first
  * wrote it (a host restart does not reset it), never decreases, and wraps at
  * max_energy_range_uj like RAPL: the value is the unwrapped count modulo the range, so the
  * usual reader formula (max - prev) + cur is exact.
+ *
+ * frame.json is replaced only when vw_pub_frame_decide() says so: every round while someone
+ * opens it (the folder is watched for IN_OPEN), else at least every VW_PUB_FRAME_KEEPALIVE_NS.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -26,7 +29,9 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <limits.h>
 #include <linux/magic.h>
+#include <sys/inotify.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -43,16 +48,21 @@ static const struct {
 	[VW_PUB_RAPL_DRAM] = { "intel-rapl:0:0", "dram" },
 };
 
-void vw_pub_share_init(struct vw_pub_share *s)
+void vw_pub_share_init(struct vw_pub_share *s, int ifd)
 {
-	*s = (struct vw_pub_share){ .dirfd = -1, .pid = (long)getpid() };
+	*s = (struct vw_pub_share){ .dirfd = -1, .ifd = ifd, .wd = -1, .pid = (long)getpid() };
 	for (size_t z = 0; z < VW_PUB_RAPL__COUNT; z++)
 		s->zone_fd[z] = -1;
 }
 
-/* Close the folder; the offsets stay, so a VM that comes back continues without counting twice. */
+/* Close the folder; the offsets stay, so a VM that comes back continues without counting twice.
+ * Its frame is written again when it does (the folder may have been rewritten meanwhile). */
 void vw_pub_share_done(struct vw_pub_share *s)
 {
+	if (s->wd >= 0 && s->ifd >= 0)
+		(void)inotify_rm_watch(s->ifd, s->wd);
+	s->wd = -1;
+	s->frame = (struct vw_pub_frame_state){ 0 };
 	vw_closep(&s->dirfd);
 	s->dirfd = -1;
 	for (size_t z = 0; z < VW_PUB_RAPL__COUNT; z++) {
@@ -157,32 +167,104 @@ static int write_zone(struct vw_pub_share *s, enum vw_pub_rapl z, uint64_t energ
 	return r;
 }
 
+/*
+ * Watch the folder just opened for opens of its files (IN_OPEN: whoever opens frame.json, through
+ * whatever mount). The watch is added by path: kept only when the path still names the folder
+ * the fd holds (else its frames are written every round, as without a watch).
+ */
+static void watch_folder(struct vw_pub_share *s, const char *root_path, const char *uuid)
+{
+	char path[PATH_MAX];
+	struct stat a, b;
+	int wd;
+
+	if (s->ifd < 0 || !root_path ||
+	    snprintf(path, sizeof(path), "%s/%s", root_path, uuid) >= (int)sizeof(path))
+		return;
+	wd = inotify_add_watch(s->ifd, path, IN_OPEN | IN_ONLYDIR | IN_DONT_FOLLOW);
+	if (wd < 0) {
+		vw_complain(&s->complaint, VW_LOG_WARN,
+			    "publish: shared folder %s: cannot watch it (%s): its frame.json is "
+			    "written every round (raise fs.inotify.max_user_watches)",
+			    path, strerror(errno));
+		return;
+	}
+	if (fstat(s->dirfd, &a) < 0 || stat(path, &b) < 0 || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino) {
+		(void)inotify_rm_watch(s->ifd, wd);
+		return;
+	}
+	s->wd = wd;
+	s->frame.watched = true;
+}
+
+int vw_pub_share_open(struct vw_pub_share *s, int root_fd, const char *root_path,
+		      const char *uuid)
+{
+	struct statfs fs;
+	int r;
+
+	if (!vw_proto_uuid_valid(uuid))
+		return -EINVAL;
+	if (s->dirfd >= 0)
+		return 0;
+	r = open_subdir(root_fd, uuid);
+	if (r < 0)
+		return r;
+	s->dirfd = r;
+	s->no_fsync = fstatfs(r, &fs) == 0 && (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC);
+	s->frame = (struct vw_pub_frame_state){ 0 };
+	watch_folder(s, root_path, uuid);
+	return 0;
+}
+
+void vw_pub_share_opened(struct vw_pub_share *s, uint64_t now_ns)
+{
+	s->frame.opened = true;
+	s->frame.last_open_ns = now_ns;
+}
+
+void vw_pub_share_unwatched(struct vw_pub_share *s)
+{
+	s->wd = -1;
+	s->frame.watched = false;
+}
+
 int vw_pub_share_write(struct vw_pub_share *s, int root_fd, const char *uuid, const char *frame,
 		       size_t len, const bool have[VW_PUB_RAPL__COUNT],
-		       const uint64_t energy_uj[VW_PUB_RAPL__COUNT], uint64_t max_range_uj)
+		       const uint64_t energy_uj[VW_PUB_RAPL__COUNT], uint64_t max_range_uj,
+		       unsigned zones, uint64_t now_ns, uint64_t max_gap_ns,
+		       enum vw_pub_frame_why *ret_why)
 {
+	enum vw_pub_frame_why why;
 	int r;
 
 	if (!vw_proto_uuid_valid(uuid) || max_range_uj == 0)
 		return -EINVAL;
-	if (s->dirfd < 0) {
-		struct statfs fs;
-
-		r = open_subdir(root_fd, uuid);
-		if (r < 0)
-			return r;
-		s->dirfd = r;
-		s->no_fsync = fstatfs(r, &fs) == 0 &&
-			      (fs.f_type == TMPFS_MAGIC || fs.f_type == RAMFS_MAGIC);
-	}
+	r = vw_pub_share_open(s, root_fd, NULL, uuid);
+	if (r < 0)
+		return r;
 	for (size_t z = 0; z < VW_PUB_RAPL__COUNT; z++) {
 		if (!have[z])
 			continue;
 		r = write_zone(s, (enum vw_pub_rapl)z, energy_uj[z], max_range_uj);
-		if (r < 0)
+		if (r < 0) {
+			s->frame.written = false; /* the folder failed: its frame is written again */
 			return r;
+		}
 	}
-	return write_file(s, s->dirfd, "frame.json", frame, len, false);
+	why = vw_pub_frame_decide(&s->frame, zones, now_ns, max_gap_ns);
+	if (ret_why)
+		*ret_why = why;
+	if (why == VW_PUB_FRAME_UNREAD)
+		return 0;
+	r = write_file(s, s->dirfd, "frame.json", frame, len, false);
+	s->frame.written = r == 0; /* a failed replace: written again next round */
+	if (r == 0) {
+		s->frame.zones = zones;
+		s->frame.last_write_ns = now_ns;
+	}
+	return r;
 }
 
 int vw_pub_share_write_model(struct vw_pub_share *s, const char *line, size_t len)
