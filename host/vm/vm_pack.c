@@ -161,3 +161,17 @@ bool vw_vm_packed_same(const struct vw_vm_packed *p, const struct vw_vm_info *vm
 	s += np * sizeof(vm->pci_hostdev[0]);
 	return memcmp(s, vm->mdev, nm * sizeof(vm->mdev[0])) == 0;
 }
+
+void vw_vm_packed_strings(const struct vw_vm_packed *p, const char *ret[VW_PK__COUNT])
+{
+	const char *s = p->ext;
+
+	_Static_assert(sizeof((struct cfield[]){ PACKED_STRINGS((const struct vw_vm_info *)0) }) ==
+			       VW_PK__COUNT * sizeof(struct cfield),
+		       "VW_PK_*: the packed strings, in PACKED_STRINGS' order");
+	for (size_t i = 0; i < VW_PK__COUNT; i++) {
+		ret[i] = s ? s : "";
+		if (s)
+			s += strlen(s) + 1;
+	}
+}
