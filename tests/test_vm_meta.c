@@ -133,11 +133,78 @@ static void test_rows_unclaimed(void **state)
 #undef ROW
 }
 
+/* The text of vw_vm_meta_render over vms[0..n) or, packed, of vw_vm_meta_render_packed. */
+static char *render_meta(const struct vw_vm_info *vms, size_t n, bool packed)
+{
+	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	struct vw_vm_packed p[4] = { 0 };
+	char *text = NULL;
+	size_t len;
+
+	assert_non_null(w);
+	assert_true(n <= ARRAY_SIZE(p));
+	for (size_t i = 0; packed && i < n; i++)
+		assert_int_equal(vw_vm_pack(&vms[i], &p[i]), 0);
+	if (packed)
+		assert_int_equal(vw_vm_meta_render_packed(p, n, w, "node"), 0);
+	else
+		assert_int_equal(vw_vm_meta_render(vms, n, w, "node"), 0);
+	assert_int_equal(vw_prom_finish(w, &text, &len), 0);
+	vw_prom_writer_free(w);
+	for (size_t i = 0; i < n; i++)
+		vw_vm_packed_free(&p[i]);
+	return text;
+}
+
+/*
+ * The packed list's rows read each label where the packed VM holds it (no struct unpacked a
+ * row): every owner label distinct, beside a VM of no platform and a stopped one, the very
+ * text of the rows rendered from the structs.
+ */
+static void test_render_packed_every_label(void **state)
+{
+	struct vw_vm_info vms[3] = { 0 };
+	struct vw_vm_owner *o = &vms[0].owner;
+	char *a, *b;
+
+	(void)state;
+	for (size_t i = 0; i < 3; i++) {
+		snprintf(vms[i].uuid, sizeof(vms[i].uuid), "00000000-0000-4000-8000-%012zu", i);
+		snprintf(vms[i].name, sizeof(vms[i].name), "vm%zu", i);
+		strcpy(vms[i].hypervisor, "kvm");
+		strcpy(vms[i].source, "libvirt");
+	}
+	strcpy(vms[0].channel_path, "/run/ch");
+	strcpy(vms[0].share_dir, "/run/share");
+	strcpy(o->platform, "openstack");
+	strcpy(o->instance_name, "inst");
+	strcpy(o->flavor, "m1.small");
+	strcpy(o->user_id, "uid");
+	strcpy(o->user_name, "uname");
+	strcpy(o->project_id, "pid");
+	strcpy(o->project_name, "pname");
+	strcpy(o->vmid, "101");
+	strcpy(o->namespace_, "ns");
+	strcpy(o->pod_name, "pod");
+	strcpy(vms[0].pod_uid, "11111111-2222-4333-8444-555555555555");
+	vms[2].state = VW_VM_SHUTOFF;
+	a = render_meta(vms, 3, false);
+	b = render_meta(vms, 3, true);
+	assert_non_null(strstr(a, "instance_name=\"inst\",flavor=\"m1.small\",user_id=\"uid\","
+				  "user_name=\"uname\",project_id=\"pid\",project_name=\"pname\","
+				  "proxmox_vmid=\"101\",namespace=\"ns\",pod_name=\"pod\""));
+	assert_null(strstr(a, "vm2"));
+	assert_string_equal(b, a);
+	free(a);
+	free(b);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_rows),
 		cmocka_unit_test(test_rows_unclaimed),
+		cmocka_unit_test(test_render_packed_every_label),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

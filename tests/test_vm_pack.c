@@ -200,6 +200,17 @@ static void test_same(void **state)
 	other.mdev[5][0] ^= 1; /* past the count */
 	assert_true(vw_vm_packed_same(&p, &other));
 
+	/* A string empty on one side only, either side, among others set: not the same. */
+	full_vm(&vm);
+	vm.owner.flavor[0] = '\0';
+	assert_int_equal(vw_vm_pack(&vm, &p), 0);
+	assert_true(vw_vm_packed_same(&p, &vm));
+	other = vm;
+	memcpy(other.owner.flavor, "m1", 3);
+	assert_false(vw_vm_packed_same(&p, &other));
+	assert_int_equal(vw_vm_pack(&other, &p), 0);
+	assert_false(vw_vm_packed_same(&p, &vm));
+
 	/* Empty against empty, and against one string set. */
 	memset(&vm, 0, sizeof(vm));
 	assert_int_equal(vw_vm_pack(&vm, &p), 0);

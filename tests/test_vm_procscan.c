@@ -862,6 +862,186 @@ static void test_cached_list_same_bytes(void **state)
 	vw_fixture_rm(root);
 }
 
+/* ---- list_each: the VMs handed one by one, as list() gives them ---- */
+
+struct each_got {
+	struct vw_vm_info vm[8];
+	size_t n;
+	size_t fail_at; /* the call (1-based) that fails with -ENOMEM; 0: none */
+};
+
+static int hand(void *ctx, const struct vw_vm_info *vm)
+{
+	struct each_got *h = ctx;
+
+	if (h->fail_at && h->n + 1 == h->fail_at)
+		return -ENOMEM;
+	assert_true(h->n < ARRAY_SIZE(h->vm));
+	h->vm[h->n++] = *vm;
+	return 0;
+}
+
+/* A round of a (list()) and of b (list_each) over one tree: the same VMs, byte for byte. */
+static struct each_got got; /* the last same_round()'s */
+
+static size_t same_round(void *a, void *b)
+{
+	struct each_got h = { .n = 0 };
+	struct vw_vm_info *v = NULL;
+	size_t n = 0;
+
+	assert_int_equal(vw_vm_procscan.list(a, &v, &n), 0);
+	assert_int_equal(vw_vm_procscan.list_each(b, hand, &h), 0);
+	assert_int_equal(h.n, n);
+	assert_memory_equal(h.vm, v, n * sizeof(*v));
+	free(v);
+	got = h;
+	return n;
+}
+
+/*
+ * The registry merges the process scan's VMs one by one (list_each), with no list of whole
+ * struct vw_vm_info built: over full scans, kept lists between them, a duplicate UUID, a QEMU
+ * that exits (stopped once, then forgotten), they are list()'s, in its order, to the byte. A
+ * consumer's failure stops the handing at once and is returned.
+ */
+static void test_list_each_same(void **state)
+{
+	char *root = vw_fixture_mkdtemp("vmeach");
+	struct vw_vm_env env = { .procscan_interval_ns = 10 * VW_NSEC_PER_SEC };
+	uint64_t now = 1000 * VW_NSEC_PER_SEC;
+	struct each_got h = { .fail_at = 2 };
+	void *a, *b;
+
+	(void)state;
+	vw_clock_set_fake(&now);
+	assert_int_equal(vm_fixture_proc(root, 10, 100,
+					 "qemu-system-x86_64|-uuid|" U1 "|-name|guest=web|-id|104|-smp|3",
+					 NULL, NULL), 0);
+	assert_int_equal(vm_fixture_proc(root, 20, 200, "qemu-kvm|-uuid|" U2 "|-accel|xen", NULL,
+					 NULL), 0);
+	assert_int_equal(vm_fixture_proc(root, 25, 150, "qemu-kvm|-uuid|" U2 "|-smp|7", NULL, NULL),
+			 0); /* older: not the VM */
+	assert_int_equal(vm_fixture_proc(root, 30, 300, "qemu-system-aarch64|-name|anon", NULL,
+					 NULL), 0);
+	a = scan_open(root, &env);
+	b = scan_open(root, &env);
+	assert_int_equal(same_round(a, b), 3); /* full scans */
+	assert_int_equal(got.vm[0].qemu_pid, 10);
+	assert_string_equal(got.vm[0].name, "web");
+	assert_string_equal(got.vm[0].owner.vmid, "104");
+	assert_int_equal(got.vm[1].qemu_pid, 20); /* the younger of U2's two */
+	assert_string_equal(got.vm[1].hypervisor, "xen");
+	assert_int_equal(got.vm[2].qemu_pid, 30);
+	now += VW_NSEC_PER_SEC;
+	assert_int_equal(same_round(a, b), 3); /* the kept lists */
+	assert_int_equal(got.vm[0].vcpus, 3);
+	assert_int_equal(vm_fixture_kill(root, 10), 0);
+	now += VW_NSEC_PER_SEC;
+	assert_int_equal(same_round(a, b), 3); /* QEMU 10 stopped: SHUTOFF, last */
+	assert_int_equal(got.vm[0].qemu_pid, 20);
+	assert_string_equal(got.vm[2].uuid, U1);
+	assert_int_equal(got.vm[2].state, VW_VM_SHUTOFF);
+	assert_string_equal(got.vm[2].name, "web");
+	now += VW_NSEC_PER_SEC;
+	assert_int_equal(same_round(a, b), 2);
+	assert_int_equal(got.vm[0].state, VW_VM_RUNNING);
+	assert_int_equal(got.vm[1].state, VW_VM_RUNNING);
+	assert_int_equal(vm_fixture_kill(root, 30), 0);
+	now += 20 * VW_NSEC_PER_SEC;
+	assert_int_equal(same_round(a, b), 2); /* a full scan when due */
+	/* A consumer that fails: handed no more, its error returned. */
+	assert_int_equal(vm_fixture_proc(root, 30, 400, "qemu-system-aarch64|-name|anon", NULL,
+					 NULL), 0);
+	now += 20 * VW_NSEC_PER_SEC;
+	assert_int_equal(vw_vm_procscan.list_each(b, hand, &h), -ENOMEM);
+	assert_int_equal(h.n, 1);
+	vw_vm_procscan.close(a);
+	vw_vm_procscan.close(b);
+	close(env.procfs_fd);
+	vw_clock_set_fake(NULL);
+	vw_fixture_rm(root);
+}
+
+/* A preferred source for the registry's merge: U1 running without its QEMU or name (the
+ * process scan's fill them), U2 stopped while its QEMU still runs (the scan's report of it
+ * dropped), and a third VM of its own. */
+static int first_open(const struct vw_vm_env *env, void **ret)
+{
+	(void)env;
+	*ret = NULL;
+	return 0;
+}
+
+static int first_list(void *state, struct vw_vm_info **ret, size_t *ret_n)
+{
+	struct vw_vm_info *v = calloc(3, sizeof(*v));
+
+	(void)state;
+	assert_non_null(v);
+	memcpy(v[0].uuid, U1, sizeof(U1));
+	memcpy(v[0].source, "first", 6);
+	memcpy(v[1].uuid, U2, sizeof(U2));
+	memcpy(v[1].source, "first", 6);
+	v[1].state = VW_VM_SHUTOFF;
+	v[1].qemu_pid = 20;
+	memcpy(v[2].uuid, POD, sizeof(POD));
+	memcpy(v[2].name, "own", 4);
+	*ret = v;
+	*ret_n = 3;
+	return 0;
+}
+
+static void first_close(void *state)
+{
+	(void)state;
+}
+
+/* The registry over a preferred source and the process scan: merged from list_each as from
+ * list(), the same list to the byte, round after round. */
+static void test_merge_each_same(void **state)
+{
+	static const struct vw_vm_source_ops first = { "first", first_open, first_list, first_close };
+	char *root = vw_fixture_mkdtemp("vmeach");
+	struct vw_vm_env env = { 0 };
+	struct vw_vm_source_ops whole = vw_vm_procscan; /* list() only */
+	const struct vw_vm_source_ops *const by_each[] = { &first, &vw_vm_procscan, NULL };
+	const struct vw_vm_source_ops *const by_list[] = { &first, &whole, NULL };
+	struct vw_vms *x, *y;
+
+	(void)state;
+	whole.list_each = NULL;
+	assert_int_equal(vm_fixture_proc(root, 10, 100, "qemu-system-x86_64|-uuid|" U1 "|-name|guest=web",
+					 NULL, NULL), 0);
+	assert_int_equal(vm_fixture_proc(root, 20, 200, "qemu-kvm|-uuid|" U2, NULL, NULL), 0);
+	assert_int_equal(vm_fixture_proc(root, 30, 300, "qemu-system-aarch64|-name|anon", NULL,
+					 NULL), 0);
+	env.procfs_fd = vw_root_open(root);
+	assert_true(env.procfs_fd >= 0);
+	assert_non_null(x = vw_vms_open_with(&env, by_each));
+	assert_non_null(y = vw_vms_open_with(&env, by_list));
+	for (int round = 0; round < 4; round++) {
+		struct vw_vm_info *vx, *vy;
+		size_t nx, ny;
+
+		if (round == 2)
+			assert_int_equal(vm_fixture_kill(root, 30), 0);
+		assert_int_equal(vw_vms_list(x, &vx, &nx), 0);
+		assert_int_equal(vw_vms_list(y, &vy, &ny), 0);
+		assert_int_equal(nx, round < 3 ? 4 : 3);
+		assert_int_equal(nx, ny);
+		assert_memory_equal(vx, vy, nx * sizeof(*vx));
+		assert_int_equal(vx[0].qemu_pid, 10); /* filled from the scan */
+		assert_string_equal(vx[0].name, "web");
+		free(vx);
+		free(vy);
+	}
+	vw_vms_close(x);
+	vw_vms_close(y);
+	close(env.procfs_fd);
+	vw_fixture_rm(root);
+}
+
 /*
  * A QEMU's pod is read from its cgroup file once per process, not at each full scan: a pod's
  * QEMU is forked inside the pod's cgroup and never leaves it (reading it again was four
@@ -920,6 +1100,8 @@ int main(void)
 		cmocka_unit_test(test_start_time_watched),
 		cmocka_unit_test(test_cached_list_same_bytes),
 		cmocka_unit_test(test_pod_read_once),
+		cmocka_unit_test(test_list_each_same),
+		cmocka_unit_test(test_merge_each_same),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -29,8 +29,8 @@ void vw_vm_index_free(struct vw_vm_index *x)
 	*x = (struct vw_vm_index){ 0 };
 }
 
-ptrdiff_t vw_vm_index_find(const struct vw_vm_index *x, const struct vw_vm_info *vms,
-			   const char *uuid)
+ptrdiff_t vw_vm_index_find_in(const struct vw_vm_index *x, const char *uuid0, size_t stride,
+			      const char *uuid)
 {
 	uint32_t h;
 
@@ -42,9 +42,15 @@ ptrdiff_t vw_vm_index_find(const struct vw_vm_index *x, const struct vw_vm_info 
 
 		if (!s->pos1)
 			return -1;
-		if (s->hash == h && strcmp(vms[s->pos1 - 1].uuid, uuid) == 0)
+		if (s->hash == h && strcmp(uuid0 + (size_t)(s->pos1 - 1) * stride, uuid) == 0)
 			return (ptrdiff_t)s->pos1 - 1;
 	}
+}
+
+ptrdiff_t vw_vm_index_find(const struct vw_vm_index *x, const struct vw_vm_info *vms,
+			   const char *uuid)
+{
+	return vw_vm_index_find_in(x, vms ? vms->uuid : NULL, sizeof(*vms), uuid);
 }
 
 static void put(struct vw_vm_index_slot *slot, size_t cap, struct vw_vm_index_slot s)
@@ -56,7 +62,7 @@ static void put(struct vw_vm_index_slot *slot, size_t cap, struct vw_vm_index_sl
 	slot[i] = s;
 }
 
-int vw_vm_index_add(struct vw_vm_index *x, const struct vw_vm_info *vms, size_t pos)
+int vw_vm_index_add_in(struct vw_vm_index *x, const char *uuid0, size_t stride, size_t pos)
 {
 	if (pos >= UINT32_MAX)
 		return -ENOMEM;
@@ -73,7 +79,13 @@ int vw_vm_index_add(struct vw_vm_index *x, const struct vw_vm_info *vms, size_t 
 		x->slot = slot;
 		x->cap = cap;
 	}
-	put(x->slot, x->cap, (struct vw_vm_index_slot){ uuid_hash(vms[pos].uuid), (uint32_t)pos + 1 });
+	put(x->slot, x->cap,
+	    (struct vw_vm_index_slot){ uuid_hash(uuid0 + pos * stride), (uint32_t)pos + 1 });
 	x->n++;
 	return 0;
+}
+
+int vw_vm_index_add(struct vw_vm_index *x, const struct vw_vm_info *vms, size_t pos)
+{
+	return vw_vm_index_add_in(x, vms ? vms->uuid : NULL, sizeof(*vms), pos);
 }

@@ -32,3 +32,8 @@ ptrdiff_t vw_vm_index_find(const struct vw_vm_index *x, const struct vw_vm_info 
 			   const char *uuid);
 /* vms[pos], a UUID not indexed yet, indexed: 0, or -ENOMEM (x as it was). */
 int vw_vm_index_add(struct vw_vm_index *x, const struct vw_vm_info *vms, size_t pos);
+/* The same over any array whose element pos has its UUID at uuid0 + pos * stride (the process
+ * scan's packed list). */
+ptrdiff_t vw_vm_index_find_in(const struct vw_vm_index *x, const char *uuid0, size_t stride,
+			      const char *uuid);
+int vw_vm_index_add_in(struct vw_vm_index *x, const char *uuid0, size_t stride, size_t pos);

@@ -78,32 +78,50 @@ struct tails {
 	size_t n;
 };
 
-static bool no_owner(const struct vw_vm_owner *o)
+/* Whether a row's owner labels (platform .. pod_name) are all empty. */
+static bool no_owner(const char *const *labels)
 {
-	return !o->platform[0] && !o->instance_name[0] && !o->flavor[0] && !o->user_id[0] &&
-	       !o->user_name[0] && !o->project_id[0] && !o->project_name[0] && !o->vmid[0] &&
-	       !o->namespace_[0] && !o->pod_name[0];
+	for (size_t i = TAIL_FROM + 1; i < ARRAY_SIZE(l_meta) - 2; i++)
+		if (labels[i][0])
+			return false;
+	return true;
 }
 
 /* The tail for this row (labels: its values) when its owner is empty, made at the first row
  * of its source; NULL: none (an owner, or more sources than kept). */
-static const struct vw_prom_piece *tail_of(struct tails *t, const struct vw_vm_info *vm,
-					   const char *const *labels)
+static const struct vw_prom_piece *tail_of(struct tails *t, const char *const *labels)
 {
-	if (!no_owner(&vm->owner))
+	const char *source = labels[TAIL_FROM];
+
+	if (!no_owner(labels))
 		return NULL;
 	for (size_t i = 0; i < t->n; i++)
-		if (strcmp(t->source[i], vm->source) == 0)
+		if (strcmp(t->source[i], source) == 0)
 			return &t->piece[i];
 	if (t->n == TAILS ||
 	    !vw_prom_piece_set_from(&t->piece[t->n], l_meta, TAIL_FROM,
 				    ARRAY_SIZE(l_meta) - 1 - TAIL_FROM, labels))
 		return NULL;
-	snprintf(t->source[t->n], sizeof(t->source[t->n]), "%s", vm->source);
+	snprintf(t->source[t->n], sizeof(t->source[t->n]), "%s", source);
 	return &t->piece[t->n++];
 }
 
-/* vm's row, the family opened (and *t allocated: NULL, every label escaped) before the first. */
+/* A row of these labels (l_meta's values), the family opened (and *t allocated: NULL, every
+ * label escaped) before the first. */
+static int row_of(const char *const *labels, struct vw_prom_writer *w, bool *open,
+		  struct tails **t)
+{
+	int r = 0;
+
+	if (!*open) {
+		r = vw_prom_family(w, &meta_families[0]);
+		*open = true;
+		*t = calloc(1, sizeof(**t));
+	}
+	return r < 0 ? r : vw_prom_gauge_pieces(w, NULL, *t ? tail_of(*t, labels) : NULL, labels, 1);
+}
+
+/* vm's row (none for a stopped VM). */
 static int row(const struct vw_vm_info *vm, struct vw_prom_writer *w, const char *node_name,
 	       bool *open, struct tails **t)
 {
@@ -124,17 +142,11 @@ static int row(const struct vw_vm_info *vm, struct vw_prom_writer *w, const char
 				 o->pod_name,
 				 node_name,
 				 NULL };
-	int r = 0;
 
 	_Static_assert(ARRAY_SIZE(labels) == ARRAY_SIZE(l_meta), "l_meta: a row's values");
 	if (vm->state == VW_VM_SHUTOFF)
 		return 0;
-	if (!*open) {
-		r = vw_prom_family(w, &meta_families[0]);
-		*open = true;
-		*t = calloc(1, sizeof(**t));
-	}
-	return r < 0 ? r : vw_prom_gauge_pieces(w, NULL, *t ? tail_of(*t, vm, labels) : NULL, labels, 1);
+	return row_of(labels, w, open, t);
 }
 
 int vw_vm_meta_render(const struct vw_vm_info *vms, size_t n, struct vw_prom_writer *w,
@@ -157,12 +169,20 @@ int vw_vm_meta_render_packed(const struct vw_vm_packed *vms, size_t n,
 	int r = 0;
 
 	for (size_t i = 0; r == 0 && i < n; i++) {
-		struct vw_vm_info vm;
+		const char *s[VW_PK__COUNT];
 
 		if (vms[i].state == VW_VM_SHUTOFF)
 			continue;
-		vw_vm_unpack(&vms[i], &vm);
-		r = row(&vm, w, node_name, &open, &t);
+		/* The labels where the packed VM holds them: no whole struct unpacked a row. */
+		vw_vm_packed_strings(&vms[i], s);
+		r = row_of((const char *const[]){ vms[i].uuid, s[VW_PK_NAME], vms[i].hypervisor,
+						  vms[i].source, s[VW_PK_PLATFORM],
+						  s[VW_PK_INSTANCE_NAME], s[VW_PK_FLAVOR],
+						  s[VW_PK_USER_ID], s[VW_PK_USER_NAME],
+						  s[VW_PK_PROJECT_ID], s[VW_PK_PROJECT_NAME],
+						  s[VW_PK_VMID], s[VW_PK_NAMESPACE],
+						  s[VW_PK_POD_NAME], node_name, NULL },
+			   w, &open, &t);
 	}
 	return r < 0 || !open ? r : vw_prom_family_end(w);
 }

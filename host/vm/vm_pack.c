@@ -99,8 +99,13 @@ void vw_vm_unpack(const struct vw_vm_packed *p, struct vw_vm_info *ret)
 		const char *s = p->ext;
 
 		for (size_t i = 0; i < ARRAY_SIZE(f); i++) {
-			size_t k = strnlen(s, f[i].size); /* (packed within size: its NUL follows) */
+			size_t k;
 
+			if (!*s) { /* most are empty (a VM of no platform): ret's bytes are 0 */
+				s++;
+				continue;
+			}
+			k = strnlen(s, f[i].size); /* (packed within size: its NUL follows) */
 			memcpy(f[i].s, s, k);
 			s += k + 1;
 		}
@@ -138,8 +143,15 @@ bool vw_vm_packed_same(const struct vw_vm_packed *p, const struct vw_vm_info *vm
 		return true;
 	}
 	for (size_t i = 0; i < ARRAY_SIZE(f); i++) {
-		size_t k = strnlen(f[i].s, f[i].size);
+		size_t k;
 
+		if (!f[i].s[0] || !*s) { /* an empty one (most are): both must be */
+			if (f[i].s[0] != *s)
+				return false;
+			s++;
+			continue;
+		}
+		k = strnlen(f[i].s, f[i].size);
 		if (strnlen(s, f[i].size) != k || memcmp(s, f[i].s, k) != 0)
 			return false;
 		s += k + 1;
@@ -148,4 +160,18 @@ bool vw_vm_packed_same(const struct vw_vm_packed *p, const struct vw_vm_info *vm
 		return false;
 	s += np * sizeof(vm->pci_hostdev[0]);
 	return memcmp(s, vm->mdev, nm * sizeof(vm->mdev[0])) == 0;
+}
+
+void vw_vm_packed_strings(const struct vw_vm_packed *p, const char *ret[VW_PK__COUNT])
+{
+	const char *s = p->ext;
+
+	_Static_assert(sizeof((struct cfield[]){ PACKED_STRINGS((const struct vw_vm_info *)0) }) ==
+			       VW_PK__COUNT * sizeof(struct cfield),
+		       "VW_PK_*: the packed strings, in PACKED_STRINGS' order");
+	for (size_t i = 0; i < VW_PK__COUNT; i++) {
+		ret[i] = s ? s : "";
+		if (s)
+			s += strlen(s) + 1;
+	}
 }

@@ -211,6 +211,26 @@ void vw_vm_packed_free(struct vw_vm_packed *p);
 /* Whether vm is what p holds, field by field: its strings up to their NUL, its host devices up
  * to their counts (the bytes past them do not count). */
 bool vw_vm_packed_same(const struct vw_vm_packed *p, const struct vw_vm_info *vm);
+/* The strings a packed VM holds, in their order (each NUL-terminated in ext, "" without). */
+enum {
+	VW_PK_NAME,
+	VW_PK_CHANNEL,
+	VW_PK_SHARE,
+	VW_PK_PLATFORM,
+	VW_PK_INSTANCE_NAME,
+	VW_PK_FLAVOR,
+	VW_PK_USER_ID,
+	VW_PK_USER_NAME,
+	VW_PK_PROJECT_ID,
+	VW_PK_PROJECT_NAME,
+	VW_PK_VMID,
+	VW_PK_NAMESPACE,
+	VW_PK_POD_NAME,
+	VW_PK_POD_UID,
+	VW_PK__COUNT,
+};
+/* Each of p's strings where it lies (valid while p is), not unpacked into a whole struct. */
+void vw_vm_packed_strings(const struct vw_vm_packed *p, const char *ret[VW_PK__COUNT]);
 /* vw_vm_vgpu_owner over a packed list (vm_vgpu.c). */
 bool vw_vm_vgpu_owner_packed(const struct vw_vm_packed *vms, size_t n, const char *vm_id,
 			     bool is_uuid, const char *mdev, char out[VW_UUID_LEN]);

@@ -203,13 +203,13 @@ static void describe(const struct procscan *ps, const struct vw_qemu_proc *p,
 }
 
 /*
- * Between full scans: the last list again, as long as each of its QEMUs still runs (same PID,
- * same start time). false when a full scan is due or a QEMU went away (the scan reports it).
+ * Between full scans: whether the last list stands, as long as each of its QEMUs still runs
+ * (same PID, same start time). false when a full scan is due or a QEMU went away (the scan
+ * reports it).
  */
-static bool cached_list(struct procscan *ps, struct vw_vm_info **ret, size_t *ret_n)
+static bool cached_list(struct procscan *ps)
 {
 	uint64_t now = vw_now_ns();
-	struct vw_vm_info *copy;
 
 	if (!ps->interval_ns || !ps->last_scan_ns || now - ps->last_scan_ns >= ps->interval_ns)
 		return false;
@@ -220,13 +220,6 @@ static bool cached_list(struct procscan *ps, struct vw_vm_info **ret, size_t *re
 		    start != ps->prev[i].qemu_start_time)
 			return false;
 	}
-	copy = malloc((ps->n_prev + 1) * sizeof(*copy));
-	if (!copy)
-		return false;
-	for (size_t i = 0; i < ps->n_prev; i++)
-		kept_unpack(&ps->prev[i], &copy[i]);
-	*ret = copy;
-	*ret_n = ps->n_prev;
 	return true;
 }
 
@@ -390,80 +383,158 @@ static int full_scan(struct procscan *ps, struct vw_qemu_scan *ret)
 	return 0;
 }
 
-static int procscan_list(void *state, struct vw_vm_info **ret, size_t *ret_n)
+/*
+ * One full scan's running VMs packed into *ret (n_ret), one per UUID, in the scan's order (of
+ * two QEMUs claiming one UUID, a VM started again while the old QEMU exits, the younger one);
+ * index: their UUIDs. Each VM is described into one scratch struct and packed at once: no list
+ * of whole struct vw_vm_info is built (231 KiB at 100 VMs).
+ */
+static int scan_live(struct procscan *ps, struct vw_vm_index *index, struct kept **ret,
+		     size_t *n_ret)
 {
-	struct procscan *ps = state;
-	_cleanup_free_ struct vw_vm_info *out = NULL;
+	struct vw_vm_info *vm = malloc(sizeof(*vm));
 	struct vw_qemu_scan scan;
-	_cleanup_(vw_vm_index_free) struct vw_vm_index index = { 0 }; /* out's UUIDs */
-	size_t n = 0, cap = 0, n_live;
-	int r;
+	struct kept *live = NULL;
+	size_t n = 0, cap = 0;
+	int r = vm ? full_scan(ps, &scan) : -ENOMEM;
 
-	if (cached_list(ps, ret, ret_n))
-		return 0;
-	ps->last_scan_ns = vw_now_ns();
-	r = full_scan(ps, &scan);
-	if (r < 0)
+	if (r < 0) {
+		free(vm);
 		return r;
+	}
 	for (size_t i = 0; i < scan.n; i++) {
-		struct vw_vm_info *dup;
 		ptrdiff_t at;
 
-		r = vw_array_grow((void **)&out, sizeof(*out), n, &cap);
-		if (r < 0)
-			goto out;
-		describe(ps, &scan.procs[i], &out[n]);
-		at = vw_vm_index_find(&index, out, out[n].uuid);
-		if (at < 0) {
-			r = vw_vm_index_add(&index, out, n);
+		describe(ps, &scan.procs[i], vm);
+		at = live ? vw_vm_index_find_in(index, live->uuid, sizeof(*live), vm->uuid) : -1;
+		if (at >= 0) {
+			struct kept *dup = &live[at], k;
+
+			/* Two QEMUs, one UUID: a VM started again while the old QEMU exits. */
+			vw_debug("vm: procscan: QEMUs %u and %u both claim %s; the younger one is the VM",
+				 dup->qemu_pid, vm->qemu_pid, vm->uuid);
+			if (vm->qemu_start_time <= dup->qemu_start_time)
+				continue;
+			r = kept_pack(vm, &k);
 			if (r < 0)
-				goto out;
-			n++;
+				break;
+			free(dup->name);
+			*dup = k;
 			continue;
 		}
-		dup = &out[at];
-		/* Two QEMUs, one UUID: a VM started again while the old QEMU exits. */
-		vw_debug("vm: procscan: QEMUs %u and %u both claim %s; the younger one is the VM",
-			 dup->qemu_pid, out[n].qemu_pid, out[n].uuid);
-		if (out[n].qemu_start_time > dup->qemu_start_time)
-			*dup = out[n];
-	}
-	n_live = n;
-	for (size_t i = 0; i < ps->n_prev; i++) {
-		if (vw_vm_index_find(&index, out, ps->prev[i].uuid) >= 0) /* out[0..n_live) */
-			continue;
-		r = vw_array_grow((void **)&out, sizeof(*out), n, &cap);
+		r = vw_array_grow((void **)&live, sizeof(*live), n, &cap);
 		if (r < 0)
-			goto out;
-		kept_unpack(&ps->prev[i], &out[n]);
-		out[n++].state = VW_VM_SHUTOFF;
-	}
-	kept_free(ps->prev, ps->n_prev);
-	ps->prev = NULL;
-	ps->n_prev = 0;
-	if (n_live) {
-		ps->prev = calloc(n_live, sizeof(*ps->prev));
-		if (!ps->prev) {
-			r = -ENOMEM;
-			goto out;
+			break;
+		r = kept_pack(vm, &live[n]);
+		if (r < 0)
+			break;
+		r = vw_vm_index_add_in(index, live->uuid, sizeof(*live), n);
+		if (r < 0) {
+			free(live[n].name);
+			break;
 		}
-		ps->n_prev = n_live;
-		for (size_t i = 0; i < n_live && r == 0; i++)
-			r = kept_pack(&out[i], &ps->prev[i]);
-		if (r < 0)
-			goto out;
+		n++;
 	}
-	*ret = VW_TAKE_PTR(out);
-	*ret_n = n;
-	r = 0;
-out:
 	vw_qemu_scan_free(&scan);
+	free(vm);
+	if (r < 0) {
+		kept_free(live, n);
+		return r;
+	}
+	*ret = live;
+	*n_ret = n;
+	return 0;
+}
+
+/* kept[0..n) unpacked one by one into vm and handed to each (state: gone ones VW_VM_SHUTOFF). */
+static int hand_over(const struct kept *kept, size_t n, bool gone, struct vw_vm_info *vm,
+		     int (*each)(void *ctx, const struct vw_vm_info *vm), void *ctx)
+{
+	for (size_t i = 0; i < n; i++) {
+		int r;
+
+		kept_unpack(&kept[i], vm);
+		if (gone)
+			vm->state = VW_VM_SHUTOFF;
+		r = each(ctx, vm);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * The running VMs (the last full scan's between scans), then once each VM of the previous list
+ * that is gone now, as VW_VM_SHUTOFF.
+ */
+static int procscan_each(void *state, int (*each)(void *ctx, const struct vw_vm_info *vm),
+			 void *ctx)
+{
+	struct procscan *ps = state;
+	_cleanup_(vw_vm_index_free) struct vw_vm_index index = { 0 }; /* live's UUIDs */
+	_cleanup_free_ struct vw_vm_info *vm = malloc(sizeof(*vm)); /* the one handed over */
+	struct kept *live = NULL, *old;
+	size_t n_live = 0, n_old;
+	int r;
+
+	if (!vm)
+		return -ENOMEM;
+	if (cached_list(ps))
+		return hand_over(ps->prev, ps->n_prev, false, vm, each, ctx);
+	ps->last_scan_ns = vw_now_ns();
+	r = scan_live(ps, &index, &live, &n_live);
+	if (r < 0)
+		return r;
+	/* The new list is kept before it is handed over (a consumer's failure loses no VM's
+	 * stop: the round fails whole and the next reports from this list). */
+	old = ps->prev;
+	n_old = ps->n_prev;
+	ps->prev = live;
+	ps->n_prev = n_live;
+	r = hand_over(live, n_live, false, vm, each, ctx);
+	for (size_t i = 0; r >= 0 && i < n_old; i++)
+		if (!live || vw_vm_index_find_in(&index, live->uuid, sizeof(*live), old[i].uuid) < 0)
+			r = hand_over(&old[i], 1, true, vm, each, ctx);
+	kept_free(old, n_old);
 	return r;
+}
+
+struct collect {
+	struct vw_vm_info *out;
+	size_t n, cap;
+};
+
+static int collect_one(void *ctx, const struct vw_vm_info *vm)
+{
+	struct collect *c = ctx;
+
+	if (vw_array_grow((void **)&c->out, sizeof(*c->out), c->n, &c->cap) < 0)
+		return -ENOMEM;
+	c->out[c->n++] = *vm;
+	return 0;
+}
+
+/* procscan_each's VMs as one list (never NULL when it lists). */
+static int procscan_list(void *state, struct vw_vm_info **ret, size_t *ret_n)
+{
+	struct collect c = { 0 };
+	int r = procscan_each(state, collect_one, &c);
+
+	if (r == 0 && !c.out && !(c.out = malloc(sizeof(*c.out))))
+		r = -ENOMEM;
+	if (r < 0) {
+		free(c.out);
+		return r;
+	}
+	*ret = c.out;
+	*ret_n = c.n;
+	return 0;
 }
 
 const struct vw_vm_source_ops vw_vm_procscan = {
 	.name = "procscan",
 	.open = procscan_open,
 	.list = procscan_list,
+	.list_each = procscan_each,
 	.close = procscan_close,
 };

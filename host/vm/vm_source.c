@@ -171,69 +171,107 @@ static void suppress(struct vw_vms *v, const struct vw_vm_info *vm)
 	memcpy(v->supp[v->n_supp - 1].uuid, vm->uuid, VW_UUID_LEN);
 }
 
-/* One source's list into (*out)[0..*n), grown as it needs (capacity *cap); (*out)[0..first_n)
- * came from the preferred source. vms may be *out itself with *n 0 and *cap m (the first list,
- * filtered where it lies: never grown, as *n <= j). v->index holds (*out)[0..*n)'s UUIDs, each
- * VM found there, not by a search through them (quadratic in the VMs). -ENOMEM, with what was
- * merged so far kept. */
+/* One VM of a source into (*out)[0..*n), grown as it needs (capacity *cap); (*out)[0..first_n)
+ * came from the preferred source. vm may be (*out)[*n] itself with *cap > *n (the first list,
+ * filtered where it lies: never grown). v->index holds (*out)[0..*n)'s UUIDs, each VM found
+ * there, not by a search through them (quadratic in the VMs). -ENOMEM, with what was merged so
+ * far kept. */
+static int merge_one(struct vw_vms *v, struct vw_vm_info **out, size_t *n, size_t *cap,
+		     const struct vw_vm_info *vm, size_t first_n)
+{
+	ptrdiff_t at = vw_vm_index_find(&v->index, *out, vm->uuid);
+	struct vw_vm_info *have = at >= 0 ? &(*out)[at] : NULL;
+	struct suppressed *s = v->n_supp ? find_supp(v, vm) : NULL;
+
+	if (s) {
+		s->seen = vm->state != VW_VM_SHUTOFF;
+		return 0;
+	}
+	if (have) {
+		/* Stopped by a preferred source while this one still sees the process. */
+		if (have - *out < (ptrdiff_t)first_n && have->state == VW_VM_SHUTOFF &&
+		    vm->state != VW_VM_SHUTOFF && vm->qemu_pid &&
+		    (!have->qemu_pid || have->qemu_pid == vm->qemu_pid))
+			suppress(v, vm);
+		fill(have, vm);
+		return 0;
+	}
+	if (vw_array_grow((void **)out, sizeof(**out), *n, cap) < 0)
+		return -ENOMEM;
+	if (&(*out)[*n] != vm) /* (the first list, in place: not onto itself) */
+		(*out)[*n] = *vm;
+	if (vw_vm_index_add(&v->index, *out, *n) < 0)
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+/* A whole list (m VMs at vms, which may be *out itself with *n 0 and *cap m) merged. */
 static int merge(struct vw_vms *v, struct vw_vm_info **out, size_t *n, size_t *cap,
 		 const struct vw_vm_info *vms, size_t m, size_t first_n)
 {
 	for (size_t j = 0; j < m; j++) {
-		ptrdiff_t at = vw_vm_index_find(&v->index, *out, vms[j].uuid);
-		struct vw_vm_info *have = at >= 0 ? &(*out)[at] : NULL;
-		struct suppressed *s = v->n_supp ? find_supp(v, &vms[j]) : NULL;
+		int r = merge_one(v, out, n, cap, &vms[j], first_n);
 
-		if (s) {
-			s->seen = vms[j].state != VW_VM_SHUTOFF;
-			continue;
-		}
-		if (have) {
-			/* Stopped by a preferred source while this one still sees the process. */
-			if (have - *out < (ptrdiff_t)first_n && have->state == VW_VM_SHUTOFF &&
-			    vms[j].state != VW_VM_SHUTOFF && vms[j].qemu_pid &&
-			    (!have->qemu_pid || have->qemu_pid == vms[j].qemu_pid))
-				suppress(v, &vms[j]);
-			fill(have, &vms[j]);
-			continue;
-		}
-		if (vw_array_grow((void **)out, sizeof(**out), *n, cap) < 0)
-			return -ENOMEM;
-		if (&(*out)[*n] != &vms[j]) /* (the first list, in place: not onto itself) */
-			(*out)[*n] = vms[j];
-		if (vw_vm_index_add(&v->index, *out, *n) < 0)
-			return -ENOMEM;
-		(*n)++;
+		if (r < 0)
+			return r;
 	}
 	return 0;
+}
+
+/* A source that hands its VMs one by one (list_each), merged as they come. */
+struct merging {
+	struct vw_vms *v;
+	struct vw_vm_info **out;
+	size_t *n, *cap, first_n;
+	int err; /* the merge's own failure, not the source's */
+};
+
+static int merge_each(void *ctx, const struct vw_vm_info *vm)
+{
+	struct merging *m = ctx;
+
+	m->err = merge_one(m->v, m->out, m->n, m->cap, vm, m->first_n);
+	return m->err;
+}
+
+/* Source i's listing failed (r < 0) or worked: said once, its end said. */
+static void listed(struct vw_vms *v, size_t i, int r)
+{
+	if (r < 0)
+		vw_complain(&v->complaint[i], VW_LOG_WARN, "vm: %s: list: %s", v->ops[i]->name,
+			    strerror(-r));
+	else if (v->complaint[i].active)
+		vw_release(&v->complaint[i], VW_LOG_INFO, "vm: %s: listing again", v->ops[i]->name);
 }
 
 /*
  * Every source's list, merged. The merged list is the first source's own, filtered where it
  * lies (not copied), and grows only for VMs that one lacks (usually none: the process scan
- * finds the QEMUs libvirt runs), each source's list freed once merged, and it is cut to what it
- * holds at the end: the daemon keeps it a whole interval, and at 100 VMs each copy of a list is
- * ~230 KiB.
+ * finds the QEMUs libvirt runs); a later source that hands its VMs one by one (the process
+ * scan) is merged as it lists, with no list of its own, the others' lists freed once merged;
+ * the merged list is cut to what it holds at the end: the daemon keeps it a whole interval,
+ * and at 100 VMs each list of struct vw_vm_info is ~230 KiB. The sources list in their order,
+ * each once a round.
  */
 static int list_round(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
 {
 	struct vw_vm_info *lists[MAX_SOURCES] = { 0 }, *out = NULL;
-	size_t counts[MAX_SOURCES] = { 0 }, n = 0, cap = 0, n_first = 0;
+	size_t counts[MAX_SOURCES] = { 0 }, n = 0, cap = 0, n_first = 0, n_listed = 0;
 	int r = 0;
 
 	vw_qemu_starts_clear(&v->starts); /* each round reads each QEMU's start time afresh */
-	for (size_t i = 0; i < v->n; i++) {
+	/* The lists of the sources that give whole ones, in order, up to the first that hands
+	 * its VMs over one by one (after the preferred source: that one's list is the merge's). */
+	for (size_t i = 0; i < v->n; i++, n_listed++) {
+		if (i > 0 && v->ops[i]->list_each)
+			break;
 		r = v->ops[i]->list(v->state[i], &lists[i], &counts[i]);
+		listed(v, i, r);
 		if (r < 0) {
-			vw_complain(&v->complaint[i], VW_LOG_WARN, "vm: %s: list: %s",
-				    v->ops[i]->name, strerror(-r));
 			lists[i] = NULL;
 			counts[i] = 0;
-			continue;
 		}
-		if (v->complaint[i].active)
-			vw_release(&v->complaint[i], VW_LOG_INFO, "vm: %s: listing again",
-				   v->ops[i]->name);
 	}
 	out = VW_TAKE_PTR(lists[0]); /* a source's list is never NULL when it lists */
 	cap = out ? counts[0] : 1;
@@ -247,6 +285,24 @@ static int list_round(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
 		r = merge(v, &out, &n, &cap, out, counts[0], 0);
 		n_first = n;
 		for (size_t i = 1; i < v->n && r == 0; i++) {
+			if (v->ops[i]->list_each) {
+				struct merging m = { v, &out, &n, &cap, n_first, 0 };
+				int lr = v->ops[i]->list_each(v->state[i], merge_each, &m);
+
+				r = m.err;
+				if (r == 0)
+					listed(v, i, lr);
+				continue;
+			}
+			if (i >= n_listed) { /* (not listed above: after one that hands its VMs) */
+				int lr = v->ops[i]->list(v->state[i], &lists[i], &counts[i]);
+
+				listed(v, i, lr);
+				if (lr < 0) {
+					lists[i] = NULL;
+					counts[i] = 0;
+				}
+			}
 			r = merge(v, &out, &n, &cap, lists[i], counts[i], n_first);
 			free(VW_TAKE_PTR(lists[i])); /* merged: not held beside the next */
 		}

@@ -155,6 +155,14 @@ struct vw_vm_source_ops {
 	 * (power_source.h); the host puts them in its option table and hands the filled struct
 	 * back in env->configs. No configure()/first() here. */
 	const struct vw_source_options *options;
+	/*
+	 * Optional: the same VMs, in the same order, each handed to `each` (vm lives only during
+	 * the call) instead of a whole list: the registry merges a later source's VMs one by one,
+	 * with no list of ~2.3 KiB a VM built each round. It fails (-errno) before handing any VM,
+	 * or returns the first error `each` returns (after which it hands no more).
+	 */
+	int (*list_each)(void *state, int (*each)(void *ctx, const struct vw_vm_info *vm),
+			 void *ctx);
 };
 
 /* ops's options struct in env->configs, or NULL. */

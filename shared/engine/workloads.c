@@ -601,6 +601,17 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* A bit a QEMU PID (PID % 4,096) in map_vms()'s filter: a PID whose bit is clear is none. */
+static void vm_pid_mark(uint64_t bits[64], uint32_t pid)
+{
+	bits[(pid >> 6) & 63] |= UINT64_C(1) << (pid & 63);
+}
+
+static bool vm_pid_maybe(const uint64_t bits[64], uint32_t pid)
+{
+	return bits[(pid >> 6) & 63] >> (pid & 63) & 1;
+}
+
 /* The first entry of the sorted index at or after (pid << 32). */
 static size_t vm_pid_lower(const uint64_t *ix, size_t n, uint32_t pid)
 {
@@ -660,9 +671,12 @@ static void map_vms(struct vw_workloads *w)
 		}
 		return;
 	}
+	memset(w->vm_pid_bits, 0, sizeof(w->vm_pid_bits));
 	for (size_t k = 0; k < w->n_vms; k++)
-		if (w->vms[k].listed && w->vms[k].qemu_pid)
+		if (w->vms[k].listed && w->vms[k].qemu_pid) {
 			w->vm_by_pid[n++] = (uint64_t)w->vms[k].qemu_pid << 32 | (uint32_t)k;
+			vm_pid_mark(w->vm_pid_bits, w->vms[k].qemu_pid);
+		}
 	/* No VM now and none at the last mapping: every process it would look at has none
 	 * already (new ones start with none; one it skips, ended and idle, never runs again). */
 	if (n == 0 && w->vms_unmapped)
@@ -681,7 +695,9 @@ static void map_vms(struct vw_workloads *w)
 		if (!n)
 			continue;
 		/* Its own QEMU: the first with a start time that does not contradict it. */
-		for (size_t j = vm_pid_lower(w->vm_by_pid, n, p->tgid);
+		for (size_t j = vm_pid_maybe(w->vm_pid_bits, p->tgid)
+					? vm_pid_lower(w->vm_by_pid, n, p->tgid)
+					: n;
 		     j < n && (uint32_t)(w->vm_by_pid[j] >> 32) == p->tgid; j++) {
 			const struct wl_vm *v = &w->vms[(uint32_t)w->vm_by_pid[j]];
 
@@ -692,7 +708,8 @@ static void map_vms(struct vw_workloads *w)
 			}
 		}
 		owner = w->o.adopted_by ? w->o.adopted_by(p->comm) : 0;
-		if (owner) { /* or the QEMU that adopted it, if listed first */
+		if (owner && vm_pid_maybe(w->vm_pid_bits, owner)) { /* or the QEMU that adopted it,
+								     * if listed first */
 			size_t j = vm_pid_lower(w->vm_by_pid, n, owner);
 
 			if (j < n && (uint32_t)(w->vm_by_pid[j] >> 32) == owner &&

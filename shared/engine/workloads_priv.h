@@ -115,6 +115,10 @@ struct vw_workloads {
 	uint8_t n_zslots;
 	bool zslots_short; /* some process may have fewer than n_zslots slots (zone_slots()) */
 	bool vms_unmapped; /* the last map_vms() found no VM: every process it saw has vm -1 */
+	/* map_vms(): bit (PID % 4,096) set for each QEMU PID it indexed, so that a process whose
+	 * PID and adopter are none of them skips the two searches (10,000 processes x 100 VMs:
+	 * ~1 M instructions an interval otherwise). */
+	uint64_t vm_pid_bits[64];
 	struct wl_container *conts;
 	size_t n_conts, cap_conts;
 	struct wl_pod *pods;
