@@ -141,8 +141,12 @@ static int read_status(struct vw_processinfo_reader *r, char *text, size_t size,
 		if (r->status_fd < 0)
 			return -errno;
 	}
-	while (len < size - 1 &&
-	       (got = pread(r->status_fd, text + len, size - 1 - len, (off_t)len)) != 0) {
+	while (len < size - 1) {
+		size_t want = size - 1 - len;
+
+		got = pread(r->status_fd, text + len, want, (off_t)len);
+		if (got == 0)
+			break;
 		if (got < 0) {
 			int e = -errno;
 
@@ -153,6 +157,8 @@ static int read_status(struct vw_processinfo_reader *r, char *text, size_t size,
 			return e;
 		}
 		len += (size_t)got;
+		if ((size_t)got < want)
+			break; /* short: procfs wrote it whole (no second pread for its end) */
 	}
 	text[len] = '\0';
 	*ret_len = len;
