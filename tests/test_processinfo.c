@@ -15,6 +15,7 @@
 
 #include "fileio.h"
 #include "fixture.h"
+#include "log.h"
 #include "prom.h"
 #include "processinfo.h"
 
@@ -134,6 +135,110 @@ static void test_this_process(void **state)
 	close(procfd);
 }
 
+/*
+ * The daemon's reader: status and fd/ kept open, yet each read says what is now (procfs writes
+ * status anew at a pread from 0; fd/'s size is counted at each fstat); the heap taken again
+ * only once its period has passed (a fake clock).
+ */
+static void test_reader(void **state)
+{
+	struct vw_processinfo a, b, c, d;
+	struct vw_processinfo_reader r;
+	uint64_t now = 1000000000ull;
+	double start = 0;
+	int procfd = vw_root_open("/proc"), self, extra[8];
+	void *big;
+
+	(void)state;
+	REQUIRE(procfd >= 0, "no /proc");
+	self = vw_processinfo_open(procfd, &start);
+	assert_true(self >= 0);
+	vw_clock_set_fake(&now);
+	vw_processinfo_reader_init(&r, self, VW_PROCESSINFO_HEAP_PERIOD_NS);
+	assert_int_equal(vw_processinfo_reader_read(&r, &a), 0);
+	assert_true(r.status_fd >= 0 && r.fds_fd >= 0);
+	assert_int_equal(a.open_fds, listed_fds()); /* its own two descriptors are open ones */
+	assert_true(a.heap_bytes > 0);
+
+	for (int i = 0; i < 8; i++)
+		extra[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	big = malloc(64 << 20);
+	assert_non_null(big);
+	memset(big, 1, 64 << 20);
+	now += VW_PROCESSINFO_HEAP_PERIOD_NS - 1;
+	assert_int_equal(vw_processinfo_reader_read(&r, &b), 0);
+	assert_int_equal(b.open_fds, a.open_fds + 8);
+	assert_int_equal(b.open_fds, listed_fds());
+	assert_true(b.rss_bytes >= a.rss_bytes + (60u << 20)); /* status read anew */
+	assert_int_equal(b.heap_bytes, a.heap_bytes);           /* within the period: kept */
+	now += 1;
+	assert_int_equal(vw_processinfo_reader_read(&r, &c), 0);
+	assert_true(c.heap_bytes >= a.heap_bytes + (64u << 20)); /* the period passed: taken */
+	free(big);
+	for (int i = 0; i < 8; i++)
+		close(extra[i]);
+	now += 1;
+	assert_int_equal(vw_processinfo_reader_read(&r, &d), 0);
+	assert_int_equal(d.open_fds, a.open_fds);
+	assert_int_equal(d.heap_bytes, c.heap_bytes);
+	now += VW_PROCESSINFO_HEAP_PERIOD_NS;
+	assert_int_equal(vw_processinfo_reader_read(&r, &d), 0);
+	assert_true(d.heap_bytes + (60u << 20) <= c.heap_bytes);
+
+	/* Closed: its descriptors go, and a read opens them again. */
+	vw_processinfo_reader_close(&r);
+	assert_int_equal(r.status_fd, -1);
+	assert_int_equal(r.fds_fd, -1);
+	assert_int_equal(listed_fds(), a.open_fds - 2);
+	assert_int_equal(vw_processinfo_reader_read(&r, &d), 0);
+	assert_int_equal(d.open_fds, a.open_fds);
+	vw_processinfo_reader_close(&r);
+	vw_clock_set_fake(NULL);
+	close(self);
+	close(procfd);
+}
+
+/* On a fixture (a plain file, rewritten in place): the kept status follows its content; fd/ is
+ * listed again each read (not procfs: its size is no count), less nothing (its own descriptor
+ * is an open one). */
+static void test_reader_fixture(void **state)
+{
+	const struct vw_fixture_root *root = *state;
+	struct vw_processinfo_reader r;
+	struct vw_processinfo s;
+	double start = 0;
+	int self;
+
+	assert_int_equal(vw_fixture_write(root->path, "self/status", "VmSize:\t 8 kB\nVmHWM:\t"
+					  " 3 kB\nVmRSS:\t 2 kB\n", 0), 0);
+	for (int i = 0; i < 3; i++) {
+		char rel[32];
+
+		snprintf(rel, sizeof(rel), "self/fd/%d", i);
+		assert_int_equal(vw_fixture_write(root->path, rel, "", 0), 0);
+	}
+	self = vw_processinfo_open(root->fd, &start);
+	assert_true(self >= 0);
+	vw_processinfo_reader_init(&r, self, 0);
+	assert_int_equal(vw_processinfo_reader_read(&r, &s), 0);
+	assert_int_equal(s.rss_bytes, 2 * 1024);
+	assert_int_equal(s.open_fds, 3);
+	assert_int_equal(vw_fixture_write(root->path, "self/status", "VmSize:\t 9 kB\nVmHWM:\t"
+					  " 5 kB\nVmRSS:\t 4 kB\n", 0), 0);
+	assert_int_equal(vw_fixture_write(root->path, "self/fd/3", "", 0), 0);
+	assert_int_equal(vw_processinfo_reader_read(&r, &s), 0);
+	assert_int_equal(s.rss_bytes, 4 * 1024);
+	assert_int_equal(s.peak_rss_bytes, 5 * 1024);
+	assert_int_equal(s.vm_bytes, 9 * 1024);
+	assert_int_equal(s.open_fds, 4);
+	/* Shorter now: nothing of the longer text before it is left. */
+	assert_int_equal(vw_fixture_write(root->path, "self/status", "garbage\n", 0), 0);
+	assert_int_equal(vw_processinfo_reader_read(&r, &s), -ENODATA);
+	assert_int_equal(s.rss_bytes, 0);
+	vw_processinfo_reader_close(&r);
+	close(self);
+}
+
 static void test_written(void **state)
 {
 	struct vw_processinfo s = { .rss_bytes = 5 << 20, .peak_rss_bytes = 7 << 20,
@@ -167,6 +272,9 @@ int main(void)
 						vw_fixture_root_teardown),
 		cmocka_unit_test(test_this_process),
 		cmocka_unit_test(test_written),
+		cmocka_unit_test(test_reader),
+		cmocka_unit_test_setup_teardown(test_reader_fixture, vw_fixture_root_setup,
+						vw_fixture_root_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -34,6 +34,9 @@
 #define NGINX_ROW                                                                                  \
 	"{pid=\"100\",comm=\"nginx\",exe=\"\",type=\"container\",state=\"running\","               \
 	"container_id=\"" CID_A "\",vm_id=\"\",node_name=\"n1\"}"
+#define NGINX_ROW_Z                                                                                \
+	"{pid=\"100\",comm=\"nginx\",exe=\"\",type=\"container\",state=\"running\","               \
+	"container_id=\"" CID_A "\",vm_id=\"\",zone=\"package\",node_name=\"n1\"}"
 #define WEB_POD(more)                                                                              \
 	"{pod_id=\"" POD_UID "\",pod_name=\"web\",pod_namespace=\"shop\",state=\"running\"," more  \
 	"node_name=\"n1\"}"
@@ -221,6 +224,37 @@ static void test_split_without_pods(void **state)
 	/* An interval where nothing ran: all of it is unattributed, still conserved. */
 	interval(c, zero, 3000000, 1000000);
 	assert_conserved(c);
+}
+
+/* A process's interval power is its share of this interval: one that ran, then did not, shows
+ * 0 W after (only the processes that got a share are cleared each interval), its joules kept. */
+static void test_idle_process_power_cleared(void **state)
+{
+	static const uint64_t ms[ARRAY_SIZE(procs)] = { 0, 0, 0, 1000 }; /* sshd only */
+	static const uint64_t ms_nginx[ARRAY_SIZE(procs)] = { 1000 };    /* nginx only */
+#define SSHD_ROW(state)                                                                            \
+	"{pid=\"300\",comm=\"sshd\",exe=\"\",type=\"regular\",state=\"" state "\",container_id=\"\"," \
+	"vm_id=\"\",zone=\"package\",node_name=\"n1\"}"
+	struct ctx *c = *state;
+	char *text;
+
+	interval(c, ms, 10000000, 5000000);
+	text = workloads_fixture_render(c->w);
+	assert_double_near(value(text, "kepler_process_cpu_watts" SSHD_ROW("running")), 2.0, 1e-9);
+	free(text);
+	interval(c, ms_nginx, 10000000, 5000000);
+	text = workloads_fixture_render(c->w);
+	assert_double_near(value(text, "kepler_process_cpu_watts" SSHD_ROW("running")), 0.0, 0);
+	assert_double_near(value(text, "kepler_process_cpu_joules_total" SSHD_ROW("running")), 10.0,
+			   1e-9);
+	assert_double_near(value(text, "kepler_process_cpu_watts" NGINX_ROW_Z), 2.0, 1e-9);
+	free(text);
+	interval(c, zero, 10000000, 5000000);
+	text = workloads_fixture_render(c->w);
+	assert_double_near(value(text, "kepler_process_cpu_watts" NGINX_ROW_Z), 0.0, 0);
+	free(text);
+	assert_conserved(c);
+#undef SSHD_ROW
 }
 
 static void test_terminated_kept_until_scraped(void **state)
@@ -1297,6 +1331,8 @@ int main(void)
 		cmocka_unit_test(test_vm_energy),
 		cmocka_unit_test(test_vm_render_text),
 		cmocka_unit_test_setup_teardown(test_conservation_property, baseline_setup,
+						baseline_teardown),
+		cmocka_unit_test_setup_teardown(test_idle_process_power_cleared, baseline_setup,
 						baseline_teardown),
 	};
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "log.h"
 #include "macro.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -64,44 +65,43 @@ struct dirent64_rec {
 
 /*
  * The open descriptors. Since Linux 6.2 procfs gives their count as the size of PID/fd (a
- * bitmap's weight): two calls, whatever the count. Listing it instead costs a dentry per
- * descriptor each scrape, and a hypervisor's daemon holds ~5 per VM (socket, folder, zone,
- * lock, pidfd): with 100 VMs the listing was a tenth of the kernel time the VMs added. Older
- * kernels (size 0) and a directory that is not procfs (a test's fixture) are counted from
- * getdents64 (opendir() and closedir() added a stat and two fcntl calls a render).
+ * bitmap's weight, computed at each stat): one fstat of the open directory, whatever the count.
+ * Listing it instead costs a dentry per descriptor each scrape, and a hypervisor's daemon holds
+ * ~5 per VM (socket, folder, zone, lock, pidfd): with 100 VMs the listing was a tenth of the
+ * kernel time the VMs added. Older kernels (size 0) and a directory that is not procfs (a
+ * test's fixture) are counted from getdents64, rewound each time.
  */
-static int count_fds(int self_fd, uint64_t *ret)
+static int count_fds(struct vw_processinfo_reader *r, uint64_t *ret)
 {
 	struct statfs fs;
 	struct stat st;
-	int fd;
 	uint64_t n = 0;
 	_Alignas(8) char buf[4096];
 	long got;
 
-	if (fstatfs(self_fd, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC &&
-	    fstatat(self_fd, "fd", &st, 0) == 0 && S_ISDIR(st.st_mode) && st.st_size > 0) {
+	if (r->fds_fd < 0) {
+		r->fds_fd = openat(r->self_fd, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (r->fds_fd < 0)
+			return -errno;
+	}
+	if (r->fds_by_size < 0) /* once: a procfs does not turn into something else */
+		r->fds_by_size = fstatfs(r->self_fd, &fs) == 0 && fs.f_type == PROC_SUPER_MAGIC;
+	if (r->fds_by_size && fstat(r->fds_fd, &st) == 0 && st.st_size > 0) {
 		*ret = (uint64_t)st.st_size;
 		return 0;
 	}
-	fd = openat(self_fd, "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	if (lseek(r->fds_fd, 0, SEEK_SET) < 0)
 		return -errno;
-	while ((got = syscall(SYS_getdents64, fd, buf, sizeof(buf))) > 0)
+	while ((got = syscall(SYS_getdents64, r->fds_fd, buf, sizeof(buf))) > 0)
 		for (long off = 0; off < got;) {
 			const struct dirent64_rec *de = (const void *)(buf + off);
 
 			n += de->name[0] != '.';
 			off += de->reclen;
 		}
-	if (got < 0) {
-		int r = -errno;
-
-		close(fd);
-		return r;
-	}
-	close(fd);
-	*ret = n > 0 ? n - 1 : 0; /* not the one counting */
+	if (got < 0)
+		return -errno;
+	*ret = n; /* fd/'s own descriptor among them (read_all()) */
 	return 0;
 }
 
@@ -130,31 +130,112 @@ static uint64_t heap_inuse(void)
 #endif
 }
 
-int vw_processinfo_read(int self_fd, struct vw_processinfo *ret)
+/* self/status through its open descriptor: a pread from 0 has procfs write it anew. */
+static int read_status(struct vw_processinfo_reader *r, char *text, size_t size, size_t *ret_len)
+{
+	size_t len = 0;
+	ssize_t got;
+
+	if (r->status_fd < 0) {
+		r->status_fd = openat(r->self_fd, "status", O_RDONLY | O_NOCTTY | O_CLOEXEC);
+		if (r->status_fd < 0)
+			return -errno;
+	}
+	while (len < size - 1) {
+		size_t want = size - 1 - len;
+
+		got = pread(r->status_fd, text + len, want, (off_t)len);
+		if (got == 0)
+			break;
+		if (got < 0) {
+			int e = -errno;
+
+			if (e == -EINTR)
+				continue;
+			close(r->status_fd); /* opened again at the next read */
+			r->status_fd = -1;
+			return e;
+		}
+		len += (size_t)got;
+		if ((size_t)got < want)
+			break; /* short: procfs wrote it whole (no second pread for its end) */
+	}
+	text[len] = '\0';
+	*ret_len = len;
+	return 0;
+}
+
+void vw_processinfo_reader_init(struct vw_processinfo_reader *r, int self_fd,
+				uint64_t heap_period_ns)
+{
+	*r = (struct vw_processinfo_reader){ .self_fd = self_fd, .status_fd = -1, .fds_fd = -1,
+					     .fds_by_size = -1, .heap_period_ns = heap_period_ns };
+}
+
+void vw_processinfo_reader_close(struct vw_processinfo_reader *r)
+{
+	if (r->status_fd >= 0)
+		close(r->status_fd);
+	if (r->fds_fd >= 0)
+		close(r->fds_fd);
+	vw_processinfo_reader_init(r, r->self_fd, r->heap_period_ns);
+}
+
+/* oneshot: status closed before the count, and the count less fd/'s own descriptor (the
+ * caller's descriptors, as a reader that keeps none would see them). */
+static int read_all(struct vw_processinfo_reader *r, struct vw_processinfo *ret, bool oneshot)
 {
 	char text[4096];
 	struct rlimit rl;
 	size_t len = 0;
-	int r, first = 0;
+	uint64_t now;
+	int e, first = 0;
 
 	ret->rss_bytes = ret->peak_rss_bytes = ret->vm_bytes = ret->open_fds = ret->max_fds = 0;
-	r = vw_read_file_at(self_fd, "status", text, sizeof(text), &len);
-	if (r == 0) {
-		text[len < sizeof(text) ? len : sizeof(text) - 1] = '\0';
-		r = status_kb(text, "VmRSS:", &ret->rss_bytes);
-		if (r == 0)
-			r = status_kb(text, "VmHWM:", &ret->peak_rss_bytes);
-		if (r == 0)
-			r = status_kb(text, "VmSize:", &ret->vm_bytes);
+	e = read_status(r, text, sizeof(text), &len);
+	if (e == 0) {
+		e = status_kb(text, "VmRSS:", &ret->rss_bytes);
+		if (e == 0)
+			e = status_kb(text, "VmHWM:", &ret->peak_rss_bytes);
+		if (e == 0)
+			e = status_kb(text, "VmSize:", &ret->vm_bytes);
 	}
-	first = r;
-	r = count_fds(self_fd, &ret->open_fds);
+	first = e;
+	if (oneshot && r->status_fd >= 0) {
+		close(r->status_fd);
+		r->status_fd = -1;
+	}
+	e = count_fds(r, &ret->open_fds);
+	if (e == 0 && oneshot && ret->open_fds > 0)
+		ret->open_fds--;
 	if (first == 0)
-		first = r;
-	ret->heap_bytes = heap_inuse();
+		first = e;
+	now = r->heap_period_ns ? vw_now_ns() : 0;
+	if (!r->heap_have || now - r->heap_at_ns >= r->heap_period_ns) {
+		r->heap_bytes = heap_inuse();
+		r->heap_at_ns = now;
+		r->heap_have = true;
+	}
+	ret->heap_bytes = r->heap_bytes;
 	if (getrlimit(RLIMIT_NOFILE, &rl) == 0)
 		ret->max_fds = rl.rlim_cur == RLIM_INFINITY ? 0 : (uint64_t)rl.rlim_cur;
 	return first;
+}
+
+int vw_processinfo_reader_read(struct vw_processinfo_reader *r, struct vw_processinfo *ret)
+{
+	return read_all(r, ret, false);
+}
+
+int vw_processinfo_read(int self_fd, struct vw_processinfo *ret)
+{
+	struct vw_processinfo_reader r;
+	int e;
+
+	vw_processinfo_reader_init(&r, self_fd, 0);
+	e = read_all(&r, ret, true);
+	vw_processinfo_reader_close(&r);
+	return e;
 }
 
 enum { S_RSS, S_PEAK, S_VM, S_HEAP, S_FDS, S_MAX_FDS, S_START, S__COUNT };
@@ -167,7 +248,7 @@ static const struct vw_metric_family families[S__COUNT] = {
 	[S_VM] = { "process_virtual_memory_bytes", VW_METRIC_GAUGE,
 		   "Virtual memory size in bytes (VmSize)", "bytes", NULL },
 	[S_HEAP] = { "virtwatt_process_heap_inuse_bytes", VW_METRIC_GAUGE,
-		     "Bytes of heap the daemon holds (malloc'd, not yet freed), at the last interval",
+		     "Bytes of heap the daemon holds (malloc'd, not yet freed), taken at most every 5 s",
 		     "bytes", NULL },
 	[S_FDS] = { "process_open_fds", VW_METRIC_GAUGE, "Number of open file descriptors", NULL, NULL },
 	[S_MAX_FDS] = { "process_max_fds", VW_METRIC_GAUGE,

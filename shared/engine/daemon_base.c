@@ -106,6 +106,7 @@ int vw_daemon_init(struct vw_daemon *d, const struct vw_daemon_options *o,
 
 	*d = (struct vw_daemon){ .opts = o, .hooks = hooks, .ud = ud };
 	d->sysfs_fd = d->procfs_fd = d->self_fd = -1;
+	vw_processinfo_reader_init(&d->selfinfo, -1, 0); /* nothing open (fini) */
 	/* One malloc arena: the HTTP threads allocate little, and an arena of their own kept
 	 * ~70 KiB resident in the guest (a 6 MiB budget). Before any thread starts. */
 	(void)mallopt(M_ARENA_MAX, 1);
@@ -124,6 +125,7 @@ int vw_daemon_init(struct vw_daemon *d, const struct vw_daemon_options *o,
 	if (d->sysfs_fd < 0) /* only BTF and cgroups live there: the procfs accountant works */
 		vw_warn("%s: cannot open sysfs root %s: %s", who, o->sysfs, strerror(-d->sysfs_fd));
 	d->self_fd = vw_processinfo_open(d->procfs_fd, &d->start_time_s);
+	vw_processinfo_reader_init(&d->selfinfo, d->self_fd, VW_PROCESSINFO_HEAP_PERIOD_NS);
 	r = vw_procfs_read_stat(d->procfs_fd, &d->stat);
 	if (r < 0) {
 		vw_error("%s: cannot read %s/stat: %s", who, o->procfs, strerror(-r));
@@ -159,9 +161,11 @@ void vw_daemon_fini(struct vw_daemon *d)
 		close(d->sysfs_fd);
 	if (d->procfs_fd >= 0)
 		close(d->procfs_fd);
+	vw_processinfo_reader_close(&d->selfinfo);
 	if (d->self_fd >= 0)
 		close(d->self_fd);
 	*d = (struct vw_daemon){ .sysfs_fd = -1, .procfs_fd = -1, .self_fd = -1 };
+	vw_processinfo_reader_init(&d->selfinfo, -1, 0);
 }
 
 /* ---- the model ----------------------------------------------------------------------------- */
@@ -620,7 +624,7 @@ int vw_daemon_render_publish(struct vw_daemon *d, struct vw_node_view *v)
 	v->node_name = d->node_name;
 	v->self = d->self_fd >= 0 ? &self : NULL;
 	if (d->self_fd >= 0)
-		(void)vw_processinfo_read(d->self_fd, &self); /* what could be read is shown */
+		(void)vw_processinfo_reader_read(&d->selfinfo, &self); /* what could be read is shown */
 	d->snapshots++;
 	/* OpenMetrics only while a scraper asks for it (http.h); text is served until then. It is
 	 * derived from the text by the first request for it (exposition.h), rendered a second

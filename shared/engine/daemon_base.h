@@ -75,6 +75,7 @@ struct vw_daemon {
 	void *ud; /* the hooks' argument */
 	int sysfs_fd, procfs_fd;
 	int self_fd;         /* <procfs>/self, for process_* (-1: not shown) */
+	struct vw_processinfo_reader selfinfo; /* process_* through self_fd's open files */
 	double start_time_s; /* Unix time at start */
 	char node_name[256];
 	struct vw_cpu_info *cpus;

@@ -858,6 +858,7 @@ static void take_proc(void *ctx, size_t i, enum vw_zone z, enum vw_attr_mode m, 
 {
 	struct vw_workloads *w = ctx;
 
+	w->procs[i].shared = true;
 	add_acc(&w->procs[i].z[w->zslot[z]], (int)m, uj);
 	w->totals.processes[z][m] += uj;
 }
@@ -959,7 +960,9 @@ static void clear_intervals(struct vw_workloads *w)
 	for (size_t i = 0; i < w->n_procs; i++) {
 		struct wl_proc *p = &w->procs[i];
 
-		clear_acc(p->z, p->n_z);
+		if (p->shared)
+			clear_acc(p->z, p->n_z);
+		p->shared = false;
 		p->delta_ns = 0;
 		clear_counters(p);
 		p->seen = false;

@@ -33,9 +33,12 @@ struct wl_proc {
 	const char *exe;
 	uint64_t cgroup_id; /* the cgroup it was last seen in (bpf), 0: unknown */
 	int vm;        /* index, -1: none (the VM's QEMU process or one of its vhost threads) */
-	bool kernel;
-	bool terminated;
-	bool seen; /* in the current snapshot */
+	bool kernel : 1;
+	bool terminated : 1;
+	bool seen : 1; /* in the current snapshot */
+	/* A share went into z[*].interval this interval: only those are cleared at the next (most
+	 * processes did not run: clearing them chased every process's z, a cache miss each). */
+	bool shared : 1;
 	uint8_t n_z;
 	uint64_t last_cpu_ns, delta_ns, cpu_ns;
 	uint64_t final_gen; /* generation holding the final value; 0 = not yet published */
