@@ -345,6 +345,11 @@ double vw_fixture_monotonic_s(void)
 
 char *vw_fixture_http(const char *url, const char *method, long *code)
 {
+	return vw_fixture_http_within(url, method, code, 5000);
+}
+
+char *vw_fixture_http_within(const char *url, const char *method, long *code, long timeout_ms)
+{
 	CURL *c = curl_easy_init();
 	struct body b = { 0 };
 
@@ -352,7 +357,7 @@ char *vw_fixture_http(const char *url, const char *method, long *code)
 	if (!c)
 		return NULL;
 	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 5000L);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
 	if (strcmp(method, "HEAD") == 0)
 		curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
 	else if (strcmp(method, "GET") != 0)

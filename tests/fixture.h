@@ -58,6 +58,9 @@ struct MHD_Daemon *vw_fixture_json_server(const char *body, unsigned *ret_port);
 char *vw_fixture_http_get(const char *url, long *code);
 /* The same with another method (HEAD: no body is read; the result is ""). */
 char *vw_fixture_http(const char *url, const char *method, long *code);
+/* The same within timeout_ms (a whole machine's processes, as a daemon with
+ * --metrics.process-top-n=0 serves them, are megabytes: seconds on a loaded machine). */
+char *vw_fixture_http_within(const char *url, const char *method, long *code, long timeout_ms);
 /* /metrics of a daemon on 127.0.0.1:port, or NULL unless it answered 200 (503 before the first
  * snapshot). */
 char *vw_fixture_try_scrape(unsigned port);

@@ -122,25 +122,58 @@ static void open_bpf(struct vw_cpu_accountant *a, uint32_t flags)
 		"bpf_task_from_pid)");
 }
 
+/* A process's state letter (/proc/PID/stat, after the command's closing parenthesis). */
+static char proc_state(pid_t pid)
+{
+	char path[64], buf[512], *r;
+
+	snprintf(path, sizeof(path), "%d/stat", (int)pid);
+	if (vw_read_file_at(procfd, path, buf, sizeof(buf), NULL) < 0 || !(r = strrchr(buf, ')')))
+		return '?';
+	return r[1] == ' ' ? r[2] : '?';
+}
+
 /*
- * A process that ran, then sleeps for 40 reads: every read reports exactly the runtime the
+ * Until a child is asleep for good: sleeping (S) with its runtime unchanged over 10 ms, twice
+ * (its last switch-out is behind it). Under load it may wait, runnable, long after it told the
+ * parent it was done; a generous deadline (30 s).
+ */
+static void wait_asleep(pid_t pid)
+{
+	uint64_t was = 0, now;
+	unsigned calm = 0;
+
+	for (int i = 0; i < 3000 && calm < 2; i++) {
+		now = proc_runtime(pid);
+		calm = proc_state(pid) == 'S' && now == was ? calm + 1 : 0;
+		was = now;
+		sleep_ms(10);
+	}
+	if (calm < 2)
+		fail_msg("pid %d not asleep within 30 s (state %c)", (int)pid, proc_state(pid));
+}
+
+/*
+ * A process that ran, then sleeps for 40 ran walks: every read reports exactly the runtime the
  * kernel holds for it, and no ran walk writes a record of it after the first one that saw its
- * last switch-out (the walks in between are full ones, every 30 reads at most).
+ * last switch-out (the walks in between are full ones: every 30 reads, and after a ring
+ * overflowed, which a loaded machine's switches may do; at most 400 reads).
  */
 static void test_ran_sleeper(void **state)
 {
 	struct vw_cpu_bpf_walk_stats st, was;
 	struct vw_cpu_snapshot snap;
-	unsigned not_walked = 0, ran_walks = 0;
+	unsigned not_walked = 0, ran_walks = 0, reads = 0;
 	pid_t pid;
 
 	(void)state;
 	open_bpf(&acc, 0);
 	read_ok(&acc, &snap);
 	pid = kid(spin_50ms);
+	wait_asleep(pid); /* its last switch-out behind it (it may wait runnable under load) */
 	read_ok(&acc, &snap); /* its last switch-out: walked here */
 	read_ok(&acc, &snap);
-	for (int i = 0; i < 40; i++) {
+	for (; ran_walks < 40 && reads < 400; reads++) {
 		const struct vw_proc_cpu *p;
 
 		sleep_ms(20);
@@ -156,11 +189,11 @@ static void test_ran_sleeper(void **state)
 		ran_walks++;
 		not_walked += !vw_cpu_bpf_walked(acc.state, (uint32_t)pid);
 	}
-	print_message("# %u ran walks of 40 reads; the sleeper walked in %u of them "
+	print_message("# %u ran walks of %u reads; the sleeper walked in %u of them "
 		      "(%u full walks, %llu overflows)\n",
-		      ran_walks, ran_walks - not_walked, (unsigned)st.full,
+		      ran_walks, reads, ran_walks - not_walked, (unsigned)st.full,
 		      (unsigned long long)st.overflows);
-	assert_true(ran_walks >= 35);
+	assert_int_equal(ran_walks, 40);
 	assert_int_equal(not_walked, ran_walks);
 }
 
@@ -348,7 +381,8 @@ static void test_ran_equals_full(void **state)
 	struct vw_cpu_bpf_walk_stats ws;
 	pid_t sleeper, threaded, burster, gone;
 	uint64_t gone_a = 0, gone_b = 0;
-	int st;
+	int st, done[2];
+	char c;
 
 	(void)state;
 	open_bpf(&acc, 0);
@@ -363,13 +397,18 @@ static void test_ran_equals_full(void **state)
 		_exit(0);
 	}
 	threaded = kid(thread_exits);
+	assert_int_equal(pipe(done), 0);
 	burster = fork(); /* not kid(): its bursts go on across the reads below */
 	assert_true(burster >= 0);
 	if (burster == 0) {
+		close(done[0]);
 		bursts();
+		if (write(done[1], "x", 1) != 1)
+			_exit(1);
 		for (;;)
 			pause();
 	}
+	close(done[1]);
 	kids[n_kids++] = burster;
 	assert_int_equal(waitpid(gone, &st, 0), gone);
 	for (int i = 0; i < 20; i++) { /* fewer than VW_BPF_FULL_EVERY: all ran walks */
@@ -383,11 +422,25 @@ static void test_ran_equals_full(void **state)
 		if ((p = find_proc(&b, gone)) && p->exited)
 			gone_b = p->cpu_ns + 1;
 	}
-	sleep_ms(200); /* the bursts (60 x 10 ms) are over: every child is asleep or gone */
-	read_ok(&acc, &a);
-	read_ok(&acc_full, &b);
-	read_ok(&acc, &a);
-	read_ok(&acc_full, &b);
+	/* the bursts (60 x 10 ms, far longer under load) over: every child asleep or gone */
+	assert_int_equal(read(done[0], &c, 1), 1);
+	close(done[0]);
+	for (pid_t *q = (pid_t[]){ sleeper, threaded, burster, 0 }; *q; q++)
+		wait_asleep(*q);
+	/* two reads more, and until both reported the gone one's exit (its free comes after an
+	 * RCU grace period: late under load), within VW_BPF_FULL_EVERY reads in all */
+	for (int i = 0; i < 2 || (i < 8 && !(gone_a && gone_b)); i++) {
+		const struct vw_proc_cpu *p;
+
+		if (i >= 2)
+			sleep_ms(100);
+		read_ok(&acc, &a);
+		read_ok(&acc_full, &b);
+		if ((p = find_proc(&a, gone)) && p->exited)
+			gone_a = p->cpu_ns + 1;
+		if ((p = find_proc(&b, gone)) && p->exited)
+			gone_b = p->cpu_ns + 1;
+	}
 	assert_int_equal(vw_cpu_bpf_walk_stats(acc.state, &ws), 0);
 	assert_int_equal(ws.full, 1); /* the first read's: every later one a ran walk */
 	assert_true(gone_a && gone_a == gone_b);
@@ -476,8 +529,14 @@ static void test_ran_mass_exit(void **state)
 		assert_int_equal(read(p[0], &k[i], sizeof(k[i])), sizeof(k[i]));
 	close(p[0]);
 	qsort(k, MASS, sizeof(*k), cmp_kid);
-	for (int r = 0; r < 4; r++) {
-		sleep_ms(150); /* the frees come after an RCU grace period */
+	/* Reads until every one was reported (the frees come after an RCU grace period, late on
+	 * a loaded machine: 30 s at most), then two more where none may show again. */
+	for (int r = 0, left = MASS, after = 0; after < 2; r++) {
+		if (r == 200)
+			fail_msg("%d of %d processes not reported exited after %d reads (30 s)", left,
+				 MASS, r);
+		after += left == 0;
+		sleep_ms(150);
 		read_ok(&acc, &snap);
 		for (size_t i = 0; i < snap.n_procs; i++) {
 			const struct vw_proc_cpu *q = &snap.procs[i];
@@ -486,10 +545,13 @@ static void test_ran_mass_exit(void **state)
 			m = bsearch(&key, k, MASS, sizeof(*k), cmp_kid);
 			if (!m)
 				continue;
-			assert_true(q->exited || r < 3); /* none alive once the frees are in */
+			if (reported[m - k]) /* none alive, none reported again, once its exit was */
+				fail_msg("pid %d reported %s after its exit", m->pid,
+					 q->exited ? "exited again" : "alive");
 			if (!q->exited)
 				continue;
 			reported[m - k]++;
+			left--;
 			assert_int_not_equal(q->kind, VW_PROC_KIND_UNKNOWN);
 			if (q->cpu_ns < m->ns || q->cpu_ns > m->ns + 5 * VW_NSEC_PER_MSEC)
 				fail_msg("pid %d: %llu ns reported, %llu ns read before its exit", m->pid,
