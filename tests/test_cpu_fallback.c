@@ -154,6 +154,23 @@ static void test_probe_real(void **state)
 	assert_int_equal(probe_in_child(2), VW_CPU_FALLBACK_CAPABILITY);
 }
 
+/* /metrics of the daemon at port once it holds want (5 s at most; the last body in any case). */
+static char *scrape_until(unsigned port, const char *want)
+{
+	char url[64], *body = NULL;
+	long code = 0;
+
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
+	for (int i = 0; i < 50; i++) {
+		free(body);
+		body = vw_fixture_http_get(url, &code);
+		if (body && code == 200 && strstr(body, want))
+			break;
+		usleep(100 * 1000);
+	}
+	return body;
+}
+
 /* The daemon's /metrics once it has an accountant; its log in *log. */
 static char *scrape_daemon(const char *sys, const char *accounting, char **log)
 {
@@ -162,22 +179,14 @@ static char *scrape_daemon(const char *sys, const char *accounting, char **log)
 			 "--monitor.interval=1s", "--kube.node-name=fallback",
 			 "--metrics=node,process", "--passthrough.enable=false", (char *)accounting,
 			 NULL };
-	char url[64], *body = NULL;
+	char *body;
 	unsigned port = 0;
 	pid_t pid = 0;
-	long code = 0;
 
 	snprintf(sysarg, sizeof(sysarg), "--host.sysfs=%s", sys);
 	snprintf(logpath, sizeof(logpath), "%s/daemon.log", sys);
 	assert_int_equal(vw_fixture_start_daemon_logged(argv, logpath, &pid, &port), 0);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
-	for (int i = 0; i < 50; i++) {
-		free(body);
-		body = vw_fixture_http_get(url, &code);
-		if (body && code == 200 && strstr(body, "virtwatt_cpu_accounting_info{"))
-			break;
-		usleep(100 * 1000);
-	}
+	body = scrape_until(port, "virtwatt_cpu_accounting_info{");
 	assert_int_equal(vw_fixture_stop_daemon(pid), 0);
 	*log = vw_fixture_slurp(logpath, NULL);
 	unlink(logpath);
@@ -222,15 +231,14 @@ static void test_daemon_without_btf(void **state)
  */
 static void test_daemon_child_pid_namespace(void **state)
 {
-	char dir_tmpl[] = "/tmp/vw-pidns-XXXXXX", logpath[600], url[64];
+	char dir_tmpl[] = "/tmp/vw-pidns-XXXXXX", logpath[600];
 	char *argv[] = { "unshare", "--pid", "--fork", "--mount-proc", "--kill-child", VW_HOST_BIN,
 			 "--web.listen-address=127.0.0.1:0", "--monitor.interval=1s",
 			 "--kube.node-name=pidns", "--metrics=node,process",
 			 "--passthrough.enable=false", NULL };
-	char *dir, *log, *body = NULL;
+	char *dir, *log, *body;
 	unsigned port = 0;
 	pid_t pid = 0;
-	long code = 0;
 	int st;
 
 	(void)state;
@@ -240,14 +248,7 @@ static void test_daemon_child_pid_namespace(void **state)
 	assert_non_null(dir);
 	snprintf(logpath, sizeof(logpath), "%s/daemon.log", dir);
 	assert_int_equal(vw_fixture_start_daemon_logged(argv, logpath, &pid, &port), 0);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
-	for (int i = 0; i < 50; i++) {
-		free(body);
-		body = vw_fixture_http_get(url, &code);
-		if (body && code == 200 && strstr(body, "kepler_process_cpu_joules_total{"))
-			break;
-		usleep(100 * 1000);
-	}
+	body = scrape_until(port, "kepler_process_cpu_joules_total{");
 	kill(pid, SIGKILL); /* unshare ignores SIGTERM; --kill-child takes the daemon with it */
 	assert_int_equal(waitpid(pid, &st, 0), pid);
 	log = vw_fixture_slurp(logpath, NULL);
