@@ -9,7 +9,8 @@
  * forced full is counted (vw_cpu_snapshot.exits_lost) and the read that finds it takes the
  * whole map: every exit still reported once, exact, nothing lost or invented; task storage that
  * cannot be made (VW_CPU_BPF_NO_STORAGE) leaves the slots in the fallback hash, counted, and
- * the same holds of mass exits and of threads; the picture the ring's events keep equals the
+ * the same holds of mass exits and of threads; a per-process map too small counts the exits it
+ * had no room for (vw_cpu_snapshot.exits_untracked); the picture the ring's events keep equals the
  * map read whole, read after read, with the machine's own exits.
  */
 #include "vw_test.h"
@@ -45,13 +46,19 @@ static void read_ok(struct vw_cpu_snapshot *snap)
 	assert_int_equal(acc.ops->read(acc.state, snap), 0);
 }
 
-static void open_bpf(uint32_t flags)
+static void open_bpf_sized(uint32_t flags, uint32_t max_procs)
 {
-	struct vw_cpu_env env = { .procfs_fd = procfd, .sysfs_fd = sysfd, .flags = flags };
+	struct vw_cpu_env env = { .procfs_fd = procfd, .sysfs_fd = sysfd, .flags = flags,
+				  .max_procs = max_procs };
 
 	REQUIRE(VW_HAVE_BPF, "built without BPF (-Dbpf)");
 	REQUIRE(geteuid() == 0, "BPF needs root");
 	assert_int_equal(vw_cpu_accountant_open(&env, "bpf", &acc), 0);
+}
+
+static void open_bpf(uint32_t flags)
+{
+	open_bpf_sized(flags, 0);
 }
 
 /* A schedstat file's first field: the task's se.sum_exec_runtime. */
@@ -215,6 +222,40 @@ static void test_exit_mass_no_storage(void **state)
 	assert_int_equal(mass_exit(1000, 128), 0);
 	assert_true(vw_cpu_bpf_stat(acc.state, VW_BPF_STAT_TASK_HASHED) >= hashed0 + 1000);
 	assert_int_equal(vw_cpu_bpf_stat(acc.state, VW_BPF_STAT_TASK_FULL), 0);
+}
+
+/*
+ * A per-process map of 128 entries (the machine's own processes fill it) and 300 processes
+ * exiting with no read between them: the exits that found no room are counted in the snapshot
+ * (vw_cpu_snapshot.exits_untracked, virtwatt_cpu_accounting_untracked_exits_total), never
+ * silently dropped; the other reasons stay at 0.
+ */
+static void test_exit_map_full_counted(void **state)
+{
+	struct vw_cpu_snapshot snap;
+	uint64_t full0;
+
+	(void)state;
+	open_bpf_sized(0, 128);
+	read_ok(&snap);
+	full0 = snap.exits_untracked[VW_CPU_UNTRACKED_PROCESS_MAP_FULL];
+	for (int i = 0; i < 300; i++) {
+		pid_t pid = fork();
+
+		assert_true(pid >= 0);
+		if (pid == 0)
+			_exit(0);
+	}
+	for (int i = 0; i < 300; i++)
+		assert_true(wait(NULL) > 0);
+	sleep_ms(150); /* the frees, after an RCU grace period */
+	read_ok(&snap);
+	print_message("# exits untracked: map full %llu, no slot %llu, pid reused %llu\n",
+		      (unsigned long long)snap.exits_untracked[VW_CPU_UNTRACKED_PROCESS_MAP_FULL],
+		      (unsigned long long)snap.exits_untracked[VW_CPU_UNTRACKED_NO_THREAD_SLOT],
+		      (unsigned long long)snap.exits_untracked[VW_CPU_UNTRACKED_PID_REUSED]);
+	assert_true(snap.exits_untracked[VW_CPU_UNTRACKED_PROCESS_MAP_FULL] > full0);
+	assert_int_equal(snap.exits_untracked[VW_CPU_UNTRACKED_NO_THREAD_SLOT], 0);
 }
 
 /*
@@ -401,6 +442,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_exit_mass_raw, teardown),
 		cmocka_unit_test_teardown(test_exit_mass_no_storage, teardown),
 		cmocka_unit_test_teardown(test_exit_ring_full, teardown),
+		cmocka_unit_test_teardown(test_exit_map_full_counted, teardown),
 		cmocka_unit_test_teardown(test_exit_threads, teardown),
 		cmocka_unit_test_teardown(test_exit_threads_no_storage, teardown),
 		cmocka_unit_test_teardown(test_exit_picture_is_map, teardown),

@@ -714,6 +714,19 @@ static void test_workloads_add_up_on_this_machine(void **state)
 
 		assert_non_null(strstr(b.data,
 				       "virtwatt_cpu_accounting_exit_events_lost_total{method=\"bpf\""));
+		/* a healthy machine keeps every exit */
+		for (const char *const *why = (const char *const[]){ "process_map_full",
+								     "no_thread_slot", "pid_reused",
+								     NULL };
+		     *why; why++) {
+			char want[160];
+
+			snprintf(want, sizeof(want),
+				 "virtwatt_cpu_accounting_untracked_exits_total{reason=\"%s\","
+				 "method=\"bpf\",",
+				 *why);
+			assert_non_null(strstr(b.data, want));
+		}
 	}
 	else if (!strstr(b.data, "method=\"bpf\""))
 		print_message("# note: CPU accounting is not bpf here (not root?)\n");

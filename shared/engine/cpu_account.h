@@ -46,6 +46,14 @@ struct vw_proc_counters {
 	uint64_t cycles, instructions, cache_misses;
 };
 
+/* Why an exited thread's CPU time was not kept (vw_cpu_snapshot.exits_untracked). */
+enum vw_cpu_untracked {
+	VW_CPU_UNTRACKED_PROCESS_MAP_FULL, /* the per-process map had no room for its process */
+	VW_CPU_UNTRACKED_NO_THREAD_SLOT,   /* no per-thread slot, even in the fallback hash */
+	VW_CPU_UNTRACKED_PID_REUSED,       /* its PID reused before its process was collected */
+	VW_CPU_UNTRACKED__COUNT,
+};
+
 struct vw_cpu_snapshot {
 	struct vw_proc_cpu *procs; /* owned by the accountant; valid until the next read */
 	size_t n_procs;
@@ -65,6 +73,9 @@ struct vw_cpu_snapshot {
 	/* Exit events the bpf accountant's ring had no room for (cumulative since open; each
 	 * time, the next read read its whole per-process map instead: nothing lost). */
 	uint64_t exits_lost;
+	/* Exited threads whose CPU time the bpf accountant could not keep, by why (cumulative
+	 * since open; 0 for procfs): that time is in no process's figure. */
+	uint64_t exits_untracked[VW_CPU_UNTRACKED__COUNT];
 };
 
 /* vw_cpu_env.flags: test and debugging knobs of the bpf accountant. */

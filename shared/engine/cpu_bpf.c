@@ -1237,6 +1237,9 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	ret->ran_walk_on = s->mark_link >= 0;
 
 	ret->exits_lost = s->stats_seen[VW_BPF_STAT_RING_LOST];
+	ret->exits_untracked[VW_CPU_UNTRACKED_PROCESS_MAP_FULL] = s->stats_seen[VW_BPF_STAT_PROC_FULL];
+	ret->exits_untracked[VW_CPU_UNTRACKED_NO_THREAD_SLOT] = s->stats_seen[VW_BPF_STAT_TASK_FULL];
+	ret->exits_untracked[VW_CPU_UNTRACKED_PID_REUSED] = s->stats_seen[VW_BPF_STAT_REUSED];
 	ghost_check(s, ret);
 	return hw_attach(s, ret);
 }

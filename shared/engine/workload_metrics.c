@@ -28,6 +28,7 @@ static const char *const l_vm[] = { "vm_id", "vm_name", "hypervisor", "state", "
 static const char *const l_rest[] = { "zone", "mode", "node_name", NULL };
 static const char *const l_method[] = { "method", "node_name", NULL };
 static const char *const l_fallback[] = { "reason", "node_name", NULL };
+static const char *const l_untracked[] = { "reason", "method", "node_name", NULL };
 
 enum {
 	F_PROC_J, F_PROC_W, F_PROC_IDLE_J, F_PROC_SEC,
@@ -35,7 +36,7 @@ enum {
 	F_POD_J, F_POD_W, F_POD_IDLE_J,
 	F_VM_J, F_VM_W, F_VM_IDLE_J, F_VM_IDLE_W,
 	F_UNATTR, F_UNCONT, F_METHOD, F_FALLBACK, F_GHOSTS, F_ENDED, F_RANWALK,
-	F_EXITS_LOST,
+	F_EXITS_LOST, F_UNTRACKED,
 };
 
 /* Kepler's per-level families: the same three, their help naming the level. */
@@ -109,6 +110,12 @@ const struct vw_metric_family vw_workload_families[] = {
 			   "the next read took its whole per-process map instead, so no CPU time "
 			   "was lost (bpf; 0 for procfs)",
 			   NULL, l_method },
+	[F_UNTRACKED] = { "virtwatt_cpu_accounting_untracked_exits_total", VW_METRIC_COUNTER,
+			  "Exited threads whose CPU time the bpf CPU accountant could not keep, by "
+			  "reason: process_map_full (no room for their process), no_thread_slot "
+			  "(no per-thread state), pid_reused (the PID reused before collection); "
+			  "their time is in no process's figure (bpf; 0 for procfs)",
+			  NULL, l_untracked },
 };
 const struct vw_family_table vw_workload_family_table = {
 	"shared/engine/workload_metrics.c: vw_workloads_render()", "virtwatt-host, virtwatt-guest",
@@ -629,6 +636,24 @@ static int render_rest(const struct vw_workloads *w, struct vw_prom_writer *pw, 
 	return r < 0 ? r : vw_prom_family_end(pw);
 }
 
+static int render_untracked(const struct vw_workloads *w, struct vw_prom_writer *pw,
+			    const char *method, const char *node)
+{
+	static const char *const why[VW_CPU_UNTRACKED__COUNT] = {
+		[VW_CPU_UNTRACKED_PROCESS_MAP_FULL] = "process_map_full",
+		[VW_CPU_UNTRACKED_NO_THREAD_SLOT] = "no_thread_slot",
+		[VW_CPU_UNTRACKED_PID_REUSED] = "pid_reused",
+	};
+	int r = vw_prom_family(pw, &vw_workload_families[F_UNTRACKED]);
+
+	for (int k = 0; r == 0 && k < VW_CPU_UNTRACKED__COUNT; k++) {
+		const char *v[] = { why[k], method, node, NULL };
+
+		r = vw_prom_counter(pw, v, (double)w->exits_untracked[k]);
+	}
+	return r < 0 ? r : vw_prom_family_end(pw);
+}
+
 int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 			const char *node_name, const char *method, const char *fallback)
 {
@@ -654,6 +679,8 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 	if (r == 0)
 		r = vw_prom_single(pw, &vw_workload_families[F_EXITS_LOST], v,
 				   (double)w->exits_lost);
+	if (r == 0)
+		r = render_untracked(w, pw, method, node_name);
 	if (r == 0 && w->o.processes)
 		r = render_processes(w, pw, node_name);
 	if (r == 0 && w->o.containers)
