@@ -14,6 +14,7 @@
  */
 #include "vw_test.h"
 
+#include <dirent.h>
 #include <inttypes.h>
 #include <sched.h>
 #include <stdio.h>
@@ -459,6 +460,28 @@ static void check_pushed(const char *share, const char *vm_json)
 	assert_true(same);
 }
 
+/*
+ * Every thread of process pid real-time where permitted. sched_setscheduler() on the PID
+ * reaches only its main thread, and the daemon's threads exist by the time it listens: the
+ * sampling thread, the one that matters, had kept its normal policy.
+ */
+static void set_fifo_threads(pid_t pid)
+{
+	struct sched_param sp = { .sched_priority = 1 };
+	char path[64];
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.')
+			(void)sched_setscheduler((pid_t)atoi(e->d_name), SCHED_FIFO, &sp);
+	closedir(d);
+}
+
 static void test_daemon(void **state)
 {
 	static const char *const threads[] = { "qemu-system-x86", "CPU 0/KVM", "CPU 1/KVM",
@@ -505,11 +528,7 @@ static void test_daemon(void **state)
 	 * while the meter moved on, and 8 intervals of that skew the fit (R² 0.95, the intercept
 	 * 1.5 W for 4). A real node's exporter is not starved so; the training is what is tested.
 	 */
-	{
-		struct sched_param sp = { .sched_priority = 1 };
-
-		(void)sched_setscheduler(pid, SCHED_FIFO, &sp);
-	}
+	set_fifo_threads(pid);
 
 	/* The VM's model too (it is seen a little after the node). */
 	for (int i = 0; i < 300; i++) {

@@ -89,9 +89,12 @@ else
 		sd sed -i "s|^ARGS=.*|ARGS=\"--web.listen-address=127.0.0.1:$hp --host.procfs=/host/proc --monitor.interval=1s\"|" /etc/default/virtwatt-host
 		sd sed -i "s|^ARGS=.*|ARGS=\"--web.listen-address=127.0.0.1:$gp --host.procfs=/host/proc --monitor.interval=1s\"|" /etc/default/virtwatt-guest
 		# apt's postinst started both on the defaults (this container's /proc, port 28282,
-		# maybe taken here): the journal is read from this restart on
+		# maybe taken here): stopped, and the journal read from the second after
+		sd systemctl stop virtwatt-host virtwatt-guest >"$tmp/out" 2>&1
+		sleep 1
 		since=$(sd date +%s)
-		sd systemctl restart virtwatt-host virtwatt-guest >"$tmp/out" 2>&1
+		sleep 1
+		sd systemctl start virtwatt-host virtwatt-guest >>"$tmp/out" 2>&1
 		if sd_scrape "$hp" '^kepler_process_cpu_joules_total\{.*exe="/' &&
 			grep -q '^virtwatt_cpu_accounting_info{method="bpf"' "$tmp/sd-metrics" &&
 			! grep -q '^virtwatt_cpu_accounting_fallback' "$tmp/sd-metrics" &&
