@@ -482,6 +482,18 @@ static void set_fifo_threads(pid_t pid)
 	closedir(d);
 }
 
+/* The daemon of test_daemon, killed by its teardown where an assertion left it running. */
+static pid_t daemon_pid;
+
+static int kill_daemon(void **state)
+{
+	(void)state;
+	if (daemon_pid > 0)
+		vw_fixture_kill(&daemon_pid);
+	daemon_pid = 0;
+	return 0;
+}
+
 static void test_daemon(void **state)
 {
 	static const char *const threads[] = { "qemu-system-x86", "CPU 0/KVM", "CPU 1/KVM",
@@ -522,6 +534,7 @@ static void test_daemon(void **state)
 	m->t0_ms = m->done_ms = now_ms();
 	assert_int_equal(host_fixture_clock_start(&m->clock, 50, meter_step, m), 0);
 	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &pid, &port), 0);
+	daemon_pid = pid;
 	/*
 	 * The daemon's sampling thread real-time too, where permitted: starved by tests beside it
 	 * (CI runs them side by side), it read the meter and the CPU time hundreds of ms apart
@@ -563,6 +576,7 @@ static void test_daemon(void **state)
 	check_model_file(node_json, 2); /* the real-time meter's jitter: 5 % at full load */
 	check_model_file(vm_json, 2);
 	check_pushed(share, vm_json);
+	daemon_pid = 0;
 	assert_int_equal(vw_fixture_stop_daemon(pid), 0);
 	{
 		_cleanup_free_ char *text = vw_fixture_slurp(log, NULL);
@@ -601,7 +615,7 @@ int main(void)
 		cmocka_unit_test(test_example_config),
 		cmocka_unit_test(test_in_process),
 		cmocka_unit_test(test_vms_and_zones),
-		cmocka_unit_test(test_daemon),
+		cmocka_unit_test_teardown(test_daemon, kill_daemon),
 	};
 
 	vw_log_set_level(VW_LOG_WARN);
