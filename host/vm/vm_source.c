@@ -245,36 +245,36 @@ static void listed(struct vw_vms *v, size_t i, int r)
 		vw_release(&v->complaint[i], VW_LOG_INFO, "vm: %s: listing again", v->ops[i]->name);
 }
 
+/* Source i's whole list in *ret (NULL, 0 where it failed: said once). */
+static void list_whole(struct vw_vms *v, size_t i, struct vw_vm_info **ret, size_t *ret_n)
+{
+	int r = v->ops[i]->list(v->state[i], ret, ret_n);
+
+	listed(v, i, r);
+	if (r < 0) {
+		*ret = NULL;
+		*ret_n = 0;
+	}
+}
+
 /*
  * Every source's list, merged. The merged list is the first source's own, filtered where it
  * lies (not copied), and grows only for VMs that one lacks (usually none: the process scan
  * finds the QEMUs libvirt runs); a later source that hands its VMs one by one (the process
- * scan) is merged as it lists, with no list of its own, the others' lists freed once merged;
- * the merged list is cut to what it holds at the end: the daemon keeps it a whole interval,
- * and at 100 VMs each list of struct vw_vm_info is ~230 KiB. The sources list in their order,
- * each once a round.
+ * scan) is merged as it lists, with no list of its own, each other's list made only when it is
+ * merged and freed after; the merged list is cut to what it holds at the end: the daemon keeps
+ * it a whole interval, and at 100 VMs each list of struct vw_vm_info is ~230 KiB. The sources
+ * list in their order, each once a round.
  */
 static int list_round(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
 {
-	struct vw_vm_info *lists[MAX_SOURCES] = { 0 }, *out = NULL;
-	size_t counts[MAX_SOURCES] = { 0 }, n = 0, cap = 0, n_first = 0, n_listed = 0;
-	int r = 0;
+	struct vw_vm_info *out = NULL;
+	size_t n = 0, cap = 0, n_first = 0, count = 0;
+	int r;
 
 	vw_qemu_starts_clear(&v->starts); /* each round reads each QEMU's start time afresh */
-	/* The lists of the sources that give whole ones, in order, up to the first that hands
-	 * its VMs over one by one (after the preferred source: that one's list is the merge's). */
-	for (size_t i = 0; i < v->n; i++, n_listed++) {
-		if (i > 0 && v->ops[i]->list_each)
-			break;
-		r = v->ops[i]->list(v->state[i], &lists[i], &counts[i]);
-		listed(v, i, r);
-		if (r < 0) {
-			lists[i] = NULL;
-			counts[i] = 0;
-		}
-	}
-	out = VW_TAKE_PTR(lists[0]); /* a source's list is never NULL when it lists */
-	cap = out ? counts[0] : 1;
+	list_whole(v, 0, &out, &count);
+	cap = out ? count : 1; /* a source's list is never NULL when it lists */
 	if (!out)
 		out = malloc(sizeof(*out));
 	r = out ? 0 : -ENOMEM;
@@ -282,9 +282,12 @@ static int list_round(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
 		vw_vm_index_clear(&v->index);
 		for (size_t i = 0; i < v->n_supp; i++)
 			v->supp[i].seen = false;
-		r = merge(v, &out, &n, &cap, out, counts[0], 0);
+		r = merge(v, &out, &n, &cap, out, count, 0);
 		n_first = n;
+		/* The later sources in order, each listed only when merged: one list at a time. */
 		for (size_t i = 1; i < v->n && r == 0; i++) {
+			_cleanup_free_ struct vw_vm_info *list = NULL;
+
 			if (v->ops[i]->list_each) {
 				struct merging m = { v, &out, &n, &cap, n_first, 0 };
 				int lr = v->ops[i]->list_each(v->state[i], merge_each, &m);
@@ -294,17 +297,8 @@ static int list_round(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
 					listed(v, i, lr);
 				continue;
 			}
-			if (i >= n_listed) { /* (not listed above: after one that hands its VMs) */
-				int lr = v->ops[i]->list(v->state[i], &lists[i], &counts[i]);
-
-				listed(v, i, lr);
-				if (lr < 0) {
-					lists[i] = NULL;
-					counts[i] = 0;
-				}
-			}
-			r = merge(v, &out, &n, &cap, lists[i], counts[i], n_first);
-			free(VW_TAKE_PTR(lists[i])); /* merged: not held beside the next */
+			list_whole(v, i, &list, &count);
+			r = merge(v, &out, &n, &cap, list, count, n_first);
 		}
 		/* Forget suppressions whose process no later source reports running any more. */
 		for (size_t i = 0; r == 0 && i < v->n_supp;)
@@ -313,8 +307,6 @@ static int list_round(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
 			else
 				v->supp[i] = v->supp[--v->n_supp];
 	}
-	for (size_t i = 0; i < v->n; i++)
-		free(lists[i]);
 	if (r < 0) {
 		free(out);
 		return r;
