@@ -292,35 +292,54 @@ static void watch_lock_dir(struct vw_publisher *p)
  * round check every lock file's and socket's identity; a watch dropped (its directory went)
  * leaves what it watched checked each round.
  */
-static void watch_drain(struct vw_publisher *p)
+/*
+ * Every event queued on the inotify fd, each handed to on(); the loop ends on an empty queue.
+ * -errno where a read failed otherwise (0 from read() is -EIO), 0 once drained.
+ */
+static int inotify_drain(int fd, void (*on)(struct vw_publisher *p, const struct inotify_event *ev,
+					    uint64_t now_ns, size_t *hint),
+			 struct vw_publisher *p, uint64_t now_ns)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
+	size_t hint = 0;
 
-	if (p->ifd < 0)
-		return;
 	for (;;) {
-		ssize_t n = read(p->ifd, buf, sizeof(buf));
+		ssize_t n = read(fd, buf, sizeof(buf));
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0) {
-			if (n == 0 || (errno != EAGAIN && errno != EWOULDBLOCK))
-				p->watch_dirty = true;
-			return;
-		}
-		p->watch_dirty = true;
+		if (n < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -errno;
+		if (n == 0)
+			return -EIO;
 		for (ssize_t off = 0; off + (ssize_t)sizeof(struct inotify_event) <= n;) {
 			const struct inotify_event *ev = (const void *)(buf + off);
 
-			if (ev->mask & IN_IGNORED) {
-				if (ev->wd == p->lock_wd)
-					p->lock_wd = -1;
-				for (size_t i = 0; i < p->n_vms; i++)
-					vw_pub_chan_unwatched(&p->vms[i]->chan, ev->wd);
-			}
 			off += (ssize_t)sizeof(*ev) + ev->len;
+			on(p, ev, now_ns, &hint);
 		}
 	}
+}
+
+/* Any event: the next round checks identities; a dropped watch is forgotten. */
+static void watch_event(struct vw_publisher *p, const struct inotify_event *ev, uint64_t now_ns,
+			size_t *hint)
+{
+	(void)now_ns;
+	(void)hint;
+	p->watch_dirty = true;
+	if (ev->mask & IN_IGNORED) {
+		if (ev->wd == p->lock_wd)
+			p->lock_wd = -1;
+		for (size_t i = 0; i < p->n_vms; i++)
+			vw_pub_chan_unwatched(&p->vms[i]->chan, ev->wd);
+	}
+}
+
+static void watch_drain(struct vw_publisher *p)
+{
+	if (p->ifd >= 0 && inotify_drain(p->ifd, watch_event, p, 0) < 0)
+		p->watch_dirty = true;
 }
 
 static int lock_dir_open(struct vw_publisher *p)
@@ -634,44 +653,33 @@ static struct pub_vm *vm_by_wd(const struct vw_publisher *p, int wd, size_t *hin
 	return NULL;
 }
 
-/*
- * Before a round: who opened a folder's frame.json since the last one (one read() for all the
- * VMs, nothing when nobody did). A lost event (the queue overflowed) counts as an open of
- * every folder; a watch gone (its folder removed or unmounted) leaves that VM's frames written
- * every round.
- */
+/* One event of the folders' watches: an open of frame.json, a lost event (the queue
+ * overflowed: an open of every folder), a watch gone (its folder removed or unmounted: that VM's
+ * frames written every round). */
+static void share_event(struct vw_publisher *p, const struct inotify_event *ev, uint64_t now_ns,
+			size_t *hint)
+{
+	struct pub_vm *vm;
+
+	if (ev->mask & IN_Q_OVERFLOW) {
+		for (size_t i = 0; i < p->n_vms; i++)
+			vw_pub_share_opened(&p->vms[i]->share, now_ns);
+		return;
+	}
+	if (!(ev->mask & (IN_IGNORED | IN_OPEN)) || !(vm = vm_by_wd(p, ev->wd, hint)))
+		return;
+	if (ev->mask & IN_IGNORED)
+		vw_pub_share_unwatched(&vm->share);
+	else if (ev->len && strcmp(ev->name, VW_PUB_FRAME_FILE) == 0)
+		vw_pub_share_opened(&vm->share, now_ns);
+}
+
+/* Before a round: who opened a folder's frame.json since the last one (one read() for all the
+ * VMs, nothing when nobody did). */
 static void share_drain(struct vw_publisher *p, uint64_t now_ns)
 {
-	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
-	size_t hint = 0;
-
-	if (p->share_ifd < 0)
-		return;
-	for (;;) {
-		ssize_t n = read(p->share_ifd, buf, sizeof(buf));
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return;
-		for (ssize_t off = 0; off + (ssize_t)sizeof(struct inotify_event) <= n;) {
-			const struct inotify_event *ev = (const void *)(buf + off);
-			struct pub_vm *vm;
-
-			off += (ssize_t)sizeof(*ev) + ev->len;
-			if (ev->mask & IN_Q_OVERFLOW) {
-				for (size_t i = 0; i < p->n_vms; i++)
-					vw_pub_share_opened(&p->vms[i]->share, now_ns);
-				continue;
-			}
-			if (!(ev->mask & (IN_IGNORED | IN_OPEN)) || !(vm = vm_by_wd(p, ev->wd, &hint)))
-				continue;
-			if (ev->mask & IN_IGNORED)
-				vw_pub_share_unwatched(&vm->share);
-			else if (ev->len && strcmp(ev->name, VW_PUB_FRAME_FILE) == 0)
-				vw_pub_share_opened(&vm->share, now_ns);
-		}
-	}
+	if (p->share_ifd >= 0)
+		(void)inotify_drain(p->share_ifd, share_event, p, now_ns);
 }
 
 static void share_frame(struct vw_publisher *p, struct pub_vm *vm, const struct vw_host_frame *f,
