@@ -369,6 +369,21 @@ static void bursts(void) /* runs and sleeps across many reads */
 	}
 }
 
+/* One read of each accountant (acc: ran walks; acc_full: full walks), and what each says of gone
+ * once it reported its exit (its value + 1, in ret[0] and ret[1]). */
+static void read_both(struct vw_cpu_snapshot *a, struct vw_cpu_snapshot *b, pid_t gone,
+		      uint64_t ret[2])
+{
+	const struct vw_proc_cpu *p;
+
+	read_ok(&acc, a);
+	read_ok(&acc_full, b);
+	if ((p = find_proc(a, gone)) && p->exited)
+		ret[0] = p->cpu_ns + 1;
+	if ((p = find_proc(b, gone)) && p->exited)
+		ret[1] = p->cpu_ns + 1;
+}
+
 /*
  * The ran walk against the full walk at every read (VW_CPU_BPF_NO_RAN: what a kernel without
  * bpf_task_from_pid or tp_btf gets), both open at once over the same children: processes that
@@ -380,7 +395,7 @@ static void test_ran_equals_full(void **state)
 	struct vw_cpu_snapshot a, b;
 	struct vw_cpu_bpf_walk_stats ws;
 	pid_t sleeper, threaded, burster, gone;
-	uint64_t gone_a = 0, gone_b = 0;
+	uint64_t gone_ns[2] = { 0 }; /* the gone one's value + 1 once each reported its exit */
 	int st, done[2];
 	char c;
 
@@ -412,15 +427,8 @@ static void test_ran_equals_full(void **state)
 	kids[n_kids++] = burster;
 	assert_int_equal(waitpid(gone, &st, 0), gone);
 	for (int i = 0; i < 20; i++) { /* fewer than VW_BPF_FULL_EVERY: all ran walks */
-		const struct vw_proc_cpu *p;
-
 		sleep_ms(40);
-		read_ok(&acc, &a);
-		read_ok(&acc_full, &b);
-		if ((p = find_proc(&a, gone)) && p->exited)
-			gone_a = p->cpu_ns + 1;
-		if ((p = find_proc(&b, gone)) && p->exited)
-			gone_b = p->cpu_ns + 1;
+		read_both(&a, &b, gone, gone_ns);
 	}
 	/* the bursts (60 x 10 ms, far longer under load) over: every child asleep or gone */
 	assert_int_equal(read(done[0], &c, 1), 1);
@@ -429,22 +437,15 @@ static void test_ran_equals_full(void **state)
 		wait_asleep(*q);
 	/* two reads more, and until both reported the gone one's exit (its free comes after an
 	 * RCU grace period: late under load), within VW_BPF_FULL_EVERY reads in all */
-	for (int i = 0; i < 2 || (i < 8 && !(gone_a && gone_b)); i++) {
-		const struct vw_proc_cpu *p;
-
+	for (int i = 0; i < 2 || (i < 8 && !(gone_ns[0] && gone_ns[1])); i++) {
 		if (i >= 2)
 			sleep_ms(100);
-		read_ok(&acc, &a);
-		read_ok(&acc_full, &b);
-		if ((p = find_proc(&a, gone)) && p->exited)
-			gone_a = p->cpu_ns + 1;
-		if ((p = find_proc(&b, gone)) && p->exited)
-			gone_b = p->cpu_ns + 1;
+		read_both(&a, &b, gone, gone_ns);
 	}
 	assert_int_equal(vw_cpu_bpf_walk_stats(acc.state, &ws), 0);
 	assert_int_equal(ws.full, 1); /* the first read's: every later one a ran walk */
-	assert_true(gone_a && gone_a == gone_b);
-	assert_true(gone_a > 15 * VW_NSEC_PER_MSEC);
+	assert_true(gone_ns[0] && gone_ns[0] == gone_ns[1]);
+	assert_true(gone_ns[0] > 15 * VW_NSEC_PER_MSEC);
 	for (pid_t pid, *q = (pid_t[]){ sleeper, threaded, burster, 0 }; (pid = *q); q++) {
 		const struct vw_proc_cpu *x = find_proc(&a, pid), *y = find_proc(&b, pid);
 		uint64_t k = proc_runtime(pid); /* live threads only */
