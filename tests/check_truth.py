@@ -154,8 +154,10 @@ try:
     ca, cb = (c.get("workloads", {}).get(k, {}).get("error_together_scripted_pct") for k in ("A", "B"))
     ok(ca is not None and cb is not None and abs(ca - cb) <= 3.0,
        "cpu: A and B errors together equal within 3 points (%s, %s)" % (ca, cb))
+    base = c.get("node", {}).get("idle_baseline")  # in the title: CI's log shows only titles
     for role, e in (("A", ca), ("B", cb)):
-        ok(near(e, 0, 25.0), "cpu %s together against the scripted increment: %s %%" % (role, e))
+        ok(near(e, 0, 25.0), "cpu %s together against the scripted increment: %s %% (idle baseline "
+           "%s, scripted %s W)" % (role, e, base, (c.get("scripted") or {}).get("idle")))
 except (OSError, ValueError, KeyError, subprocess.TimeoutExpired) as e:
     ok(False, "the check ran and wrote its results: %s" % e)
 finally:

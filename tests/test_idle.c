@@ -198,11 +198,45 @@ static void test_intercept_clamped(void **state)
 	ADD_POINTS(f, { 0.2, 10 }, { 0.5, 70 }, { 0.8, 130 });
 	assert_double_near(fitted(f), 0, 0);
 	/*
-	 * (0.5, 10), (0.5, 90), (0.9, 50), (0.9, 60): slope 12.5, intercept 43.75, above the
-	 * lowest power seen (10 W): clamped to 10.
+	 * (0.6, 30), (0.6, 30), (0.9, 40), (0.2, 36): slope 4.04, intercept 31.68, above the
+	 * lowest power held for two intervals (30 W): clamped to 30.
+	 */
+	ADD_POINTS(f, { 0.6, 30 }, { 0.6, 30 }, { 0.9, 40 }, { 0.2, 36 });
+	assert_double_near(fitted(f), 30, 0);
+	/*
+	 * (0.5, 10), (0.5, 90), (0.9, 50), (0.9, 60): slope 12.5, intercept 43.75. The 10 W is
+	 * one interval short of energy the next one has (their mean is 50 W): below the lowest of
+	 * two consecutive intervals' means (50 W), the intercept stands.
 	 */
 	ADD_POINTS(f, { 0.5, 10 }, { 0.5, 90 }, { 0.9, 50 }, { 0.9, 60 });
-	assert_double_near(fitted(f), 10, 0);
+	assert_double_near(fitted(f), 43.75, 1e-9);
+}
+
+/*
+ * A late sample: a machine drawing 40 W + 80 W x usage, its fit window full of good points,
+ * then one interval 18 % short and the next 18 % long (a stalled thread, a meter's counter
+ * written late: CI's truth_fake saw it). Clamped to that one low point, idle fell to 32.9 W
+ * for the whole window and every workload's active power rose by a quarter. The pair's mean is
+ * the truth: idle stays 40 W, and so it does as the pair moves through the window, oldest and
+ * newest included.
+ */
+static void test_late_sample_does_not_pin_idle(void **state)
+{
+	_cleanup_fit_ struct vw_idle_fit *f = fit_new(60, 0.05);
+	static const double u[] = { 0, 0.25, 0.1, 0.35 };
+
+	(void)state;
+	for (int i = 0; i < 60; i++)
+		vw_idle_fit_add(f, u[i % 4], 40 + 80 * u[i % 4]);
+	assert_double_near(fitted(f), 40, 1e-9);
+	vw_idle_fit_add(f, 0, 40 * 0.82);
+	vw_idle_fit_add(f, 0, 40 * 1.18);
+	for (int i = 0; i < 60; i++) {
+		/* Least squares moves by under 0.4 W for one point 7.2 W off among 60: */
+		assert_double_near(fitted(f), 40, 0.4);
+		vw_idle_fit_add(f, u[i % 4], 40 + 80 * u[i % 4]);
+	}
+	assert_double_near(fitted(f), 40, 1e-9);
 }
 
 static void test_bad_points_ignored(void **state)
@@ -469,6 +503,7 @@ int main(void)
 		cmocka_unit_test(test_window_slides_down_and_up),
 		cmocka_unit_test(test_negative_slope_rejected),
 		cmocka_unit_test(test_intercept_clamped),
+		cmocka_unit_test(test_late_sample_does_not_pin_idle),
 		cmocka_unit_test(test_bad_points_ignored),
 		cmocka_unit_test(test_split_known_idle),
 		cmocka_unit_test(test_split_residual),

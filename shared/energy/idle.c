@@ -91,8 +91,16 @@ static void line_stats(const struct vw_idle_fit *f, struct line *l)
 	for (size_t i = 0; i < f->count; i++) {
 		su += f->usage[i];
 		sw += f->watts[i];
-		l->min_w = fmin(l->min_w, f->watts[i]);
 	}
+	/*
+	 * The lowest power seen is the lowest over two consecutive points, oldest to newest: a
+	 * sample taken late (a stalled thread, a meter's counter updated late) moves energy from
+	 * one interval into the next, and one low point alone would then hold the intercept down
+	 * for the whole window; over two intervals the shift cancels.
+	 */
+	for (size_t k = 1, start = f->count < f->window ? 0 : f->next; k < f->count; k++)
+		l->min_w = fmin(l->min_w, (f->watts[(start + k - 1) % f->window] +
+					   f->watts[(start + k) % f->window]) / 2);
 	l->mean_u = su / (double)f->count;
 	l->mean_w = sw / (double)f->count;
 	for (size_t i = 0; i < f->count; i++) {

@@ -3,8 +3,8 @@
  * Idle versus active. Idle power is the node's power at zero load; per zone it is taken, in
  * order, from: a configured override; the source itself (a model evaluated at zero load); a
  * least-squares line of power against CPU usage over a sliding window (its intercept, clamped
- * to [0, lowest power in the window]), the last good fit kept while the window lacks spread;
- * and before any fit exists, the per-interval residual (1 - usage) x power. The split of each
+ * to [0, lowest power over two consecutive points in the window]), the last good fit kept
+ * while the window lacks spread; and before any fit exists, the per-interval residual (1 - usage) x power. The split of each
  * interval's energy is exact: idle + active == energy.
  */
 #pragma once
@@ -39,8 +39,9 @@ void vw_idle_fit_free(struct vw_idle_fit *f);
 /*
  * Add one interval's point (usage clamped to [0, 1]; non-finite values and negative watts are
  * ignored) and refit: the line is accepted only with enough spread and a slope >= 0; its
- * intercept is clamped to [0, lowest watts in the window]. The oldest point drops out, so the
- * estimate follows the machine both down and up.
+ * intercept is clamped to [0, lowest mean watts of two consecutive points in the window: one
+ * late sample's low point and the high one that follows do not pin it]. The oldest point
+ * drops out, so the estimate follows the machine both down and up.
  */
 void vw_idle_fit_add(struct vw_idle_fit *f, double usage, double watts);
 /* Current intercept (last good one kept). -EAGAIN before the first good fit. */
