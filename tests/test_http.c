@@ -1723,6 +1723,31 @@ static void test_peer_close_seen(void **state)
 	server_stop(&s);
 }
 
+/*
+ * A scraper that opens a connection for each scrape and closes it after the answer (curl, a
+ * probe) costs the server no ticking afterwards: the close is seen, the connection goes, and
+ * the housekeeping thread sleeps again instead of looking every 250 ms for a header timeout
+ * (30 s here). Ten such scrapes, then 2 s quiet: at most a few wake-ups (it was ~8 a second).
+ */
+static void test_closed_scraper_no_ticks(void **state)
+{
+	struct server s;
+	long w0, w1;
+
+	(void)state;
+	server_start_published(&s, (struct vw_http_opts){.timeout_s = 30, .header_timeout_s = 30});
+	for (int i = 0; i < 10; i++)
+		close(served_connection(s.port));
+	usleep(600 * 1000); /* each close seen and its connection gone */
+	w0 = server_wakeups();
+	usleep(2000 * 1000);
+	w1 = server_wakeups();
+	server_stop(&s);
+	if (w1 - w0 > 2)
+		fail_msg("the server's threads woke %ld times in 2 s after its scrapers closed",
+			 w1 - w0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1754,6 +1779,7 @@ int main(void)
 		cmocka_unit_test(test_concurrent_scrapes),
 		cmocka_unit_test(test_housekeeping_sleeps),
 		cmocka_unit_test(test_peer_close_seen),
+		cmocka_unit_test(test_closed_scraper_no_ticks),
 		cmocka_unit_test(test_conntable_deadlines),
 		cmocka_unit_test(test_openmetrics_derived),
 		cmocka_unit_test(test_openmetrics_derived_concurrent),
