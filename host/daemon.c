@@ -182,7 +182,7 @@ static uint64_t publisher_due(void *ud)
 {
 	struct vw_host *h = ud;
 
-	return publisher(h) ? vw_publisher_next_due(publisher(h)) : UINT64_MAX;
+	return publisher(h) ? vw_publisher_next_wake(publisher(h)) : UINT64_MAX;
 }
 
 /* The publisher's sockets and schedule are served between samples. */

@@ -8,6 +8,7 @@
 #include "vw_test.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -633,6 +634,59 @@ static void test_vanish_and_return(void **state)
 	assert_int_equal(r->peers[0].resync_bad, 0);
 }
 
+/*
+ * With no VM the daemon is not woken for rounds that would publish to nobody (next_wake() is
+ * "never", next_due() still says when the schedule has one), and the first VM that comes gets
+ * its round at once with seq where the schedule had it: the rounds that passed are counted,
+ * as a twin ticked at every due time counts them. It was one wake-up more each interval.
+ */
+static void test_no_vm_no_wakeup(void **state)
+{
+	struct rig *r = *state;
+	struct vw_publisher *twin = new_publisher(1 * SEC, 0.1);
+	uint64_t t = T0;
+	bool pub;
+
+	assert_int_equal(vw_publisher_next_wake(r->p), UINT64_MAX);
+	assert_int_equal(vw_publisher_tick(r->p, T0, &pub), 0);
+	assert_true(pub);
+	assert_int_equal(vw_publisher_next_wake(r->p), UINT64_MAX);
+	assert_true(vw_publisher_next_due(r->p) < T0 + 2 * SEC);
+	/* the twin, ticked at every due time for 60 s */
+	while (t <= T0 + 60 * SEC) {
+		assert_int_equal(vw_publisher_tick(twin, t, &pub), 0);
+		assert_true(pub);
+		t = vw_publisher_next_due(twin);
+	}
+	/* a VM at T0 + 60 s: woken at once, its first round numbered as the twin's last */
+	r->now = T0 + 60 * SEC;
+	vm_run(&r->vms[0], 0, 10);
+	assert_int_equal(vw_test_publish_update(r->p, r->vms, 1), 0);
+	assert_true(vw_publisher_next_wake(r->p) <= r->now);
+	assert_int_equal(vw_publisher_tick(r->p, r->now, &pub), 0);
+	assert_true(pub);
+	if (vw_publisher_seq(r->p) + 1 < vw_publisher_seq(twin) ||
+	    vw_publisher_seq(r->p) > vw_publisher_seq(twin) + 1)
+		fail_msg("seq %" PRIu64 " after 60 s without a VM; the schedule had %" PRIu64,
+			 vw_publisher_seq(r->p), vw_publisher_seq(twin));
+	peer_accept(&r->peers[0]);
+	peer_read(&r->peers[0], SIZE_MAX, r->now);
+	assert_int_equal(r->peers[0].rx.last.seq, vw_publisher_seq(r->p));
+	/* with the VM, its rounds wake the daemon; a late tick is one round, none skipped */
+	assert_true(vw_publisher_next_wake(r->p) <= r->now + 2 * SEC);
+	{
+		uint64_t seq = vw_publisher_seq(r->p);
+
+		assert_int_equal(vw_publisher_tick(r->p, r->now + 5 * SEC, &pub), 0);
+		assert_true(pub);
+		assert_int_equal(vw_publisher_seq(r->p), seq + 1);
+	}
+	/* gone again: no wake-up */
+	assert_int_equal(vw_test_publish_update(r->p, NULL, 0), 0);
+	assert_int_equal(vw_publisher_next_wake(r->p), UINT64_MAX);
+	vw_publisher_free(twin);
+}
+
 static void test_invalid_uuid(void **state)
 {
 	static const char *const bad[] = {
@@ -904,6 +958,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rounding, one_vm_setup, rig_teardown),
 		cmocka_unit_test_setup_teardown(test_own_numbers, two_vms_setup, rig_teardown),
 		cmocka_unit_test_setup_teardown(test_vanish_and_return, one_vm_setup, rig_teardown),
+		cmocka_unit_test_setup_teardown(test_no_vm_no_wakeup, one_vm_setup, rig_teardown),
 		cmocka_unit_test_setup_teardown(test_model_push, two_vms_setup, rig_teardown),
 		cmocka_unit_test(test_invalid_uuid),
 		cmocka_unit_test(test_render_text),

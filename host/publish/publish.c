@@ -85,6 +85,7 @@ struct vw_publisher {
 	size_t n_vms, cap_vms;
 	uint64_t seq, next_due_ns, now_ns;
 	bool started;
+	bool published_none; /* the last round had no VM to publish to */
 	struct vw_complaint bad_uuid;
 	uint64_t evictions; /* vanished VMs forgotten early, past PUB_MAX_RETAINED */
 	uint64_t mseq;      /* model frames made (PROTOCOL.md §2a: newer, higher) */
@@ -852,12 +853,27 @@ int vw_publisher_tick(struct vw_publisher *p, uint64_t now_ns, bool *ret_publish
 	}
 	if (!due)
 		return r;
+	/* Rounds missed while no VM asked for a wake-up (vw_publisher_next_wake()) are counted
+	 * on the schedule they had, so seq keeps the pace it always had; a VM's own rounds are
+	 * never skipped (a late tick with VMs is one round, as before). */
+	while (p->started && p->published_none &&
+	       now_ns - p->next_due_ns >= VW_PUBLISH_MIN_PERIOD_NS) {
+		uint64_t gap = next_interval(p); /* never under the floor */
+
+		if (now_ns - p->next_due_ns < gap)
+			break;
+		p->seq++;
+		p->next_due_ns += gap;
+	}
 	p->seq++;
 	watch_drain(p);
 	share_drain(p, now_ns);
+	p->published_none = true;
 	for (size_t i = 0; i < p->n_vms; i++)
-		if (p->vms[i]->listed && p->vms[i]->live)
+		if (p->vms[i]->listed && p->vms[i]->live) {
 			publish_vm(p, p->vms[i], now_ns);
+			p->published_none = false;
+		}
 	p->watch_dirty = p->ifd < 0;
 	p->next_due_ns = now_ns + next_interval(p);
 	p->started = true;
@@ -879,6 +895,14 @@ uint64_t vw_publisher_next_due(const struct vw_publisher *p)
 			t = VW_MIN(t, vm->lock_retry_ns); /* a refused lock, tried again */
 	}
 	return t;
+}
+
+uint64_t vw_publisher_next_wake(const struct vw_publisher *p)
+{
+	for (size_t i = 0; i < p->n_vms; i++)
+		if (p->vms[i]->listed)
+			return vw_publisher_next_due(p);
+	return UINT64_MAX; /* a round would publish to nobody */
 }
 
 int vw_publisher_fd(const struct vw_publisher *p)

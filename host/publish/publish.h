@@ -129,6 +129,12 @@ int vw_publisher_update(struct vw_publisher *p, const struct vw_vm_energy *vms, 
 int vw_publisher_tick(struct vw_publisher *p, uint64_t now_ns, bool *ret_published);
 /* When tick() next has work without any socket event: publication or a reconnect. */
 uint64_t vw_publisher_next_due(const struct vw_publisher *p);
+/*
+ * When the daemon must wake for tick(): next_due() while a VM is listed, UINT64_MAX while none
+ * is (a round would publish to nobody: no wake-up between samples). The rounds that passed
+ * meanwhile are counted by the next tick() on their schedule, so seq is what it would have been.
+ */
+uint64_t vw_publisher_next_wake(const struct vw_publisher *p);
 /* An epoll fd that is readable when a VM socket needs tick(). */
 int vw_publisher_fd(const struct vw_publisher *p);
 
