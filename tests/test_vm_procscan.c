@@ -654,6 +654,12 @@ static void test_scan_hinted(void **state)
 	v = list_n(src, 2);
 	assert_string_equal(by_pid(v, 2, 10)->name, "a");
 	free(v);
+	/* A list that gives the name untruncated: the identity is its first 15 bytes (the
+	 * kernel's comm), the same: still not read again. */
+	hs.h[1].comm = "qemu-system-x86_64";
+	v = list_n(src, 2);
+	assert_string_equal(by_pid(v, 2, 10)->name, "a");
+	free(v);
 	/* PID 10 reused (another start time): read again, no QEMU now; the VM stopped. */
 	assert_int_equal(vm_fixture_proc(root, 10, 101, "", NULL, NULL), 0);
 	hs.h[1].start_time = 101;
