@@ -681,8 +681,17 @@ static void test_no_vm_no_wakeup(void **state)
 		assert_true(pub);
 		assert_int_equal(vw_publisher_seq(r->p), seq + 1);
 	}
-	/* gone again: no wake-up */
+	/* gone again: woken only when its retention (1 h) ends, then forgotten on time */
 	assert_int_equal(vw_test_publish_update(r->p, NULL, 0), 0);
+	{
+		uint64_t w = vw_publisher_next_wake(r->p);
+		struct vw_publish_vm_stats st;
+
+		assert_int_equal(w, r->now + 5 * SEC + 3600 * SEC);
+		assert_int_equal(vw_publisher_tick(r->p, w, NULL), 0);
+		assert_int_equal(vw_test_publish_update(r->p, NULL, 0), 0);
+		assert_true(vw_publisher_vm_stats(r->p, U_GOOD, &st) < 0);
+	}
 	assert_int_equal(vw_publisher_next_wake(r->p), UINT64_MAX);
 	vw_publisher_free(twin);
 }

@@ -899,10 +899,20 @@ uint64_t vw_publisher_next_due(const struct vw_publisher *p)
 
 uint64_t vw_publisher_next_wake(const struct vw_publisher *p)
 {
-	for (size_t i = 0; i < p->n_vms; i++)
-		if (p->vms[i]->listed)
+	uint64_t t = UINT64_MAX; /* a round would publish to nobody */
+
+	for (size_t i = 0; i < p->n_vms; i++) {
+		const struct pub_vm *vm = p->vms[i];
+		uint64_t expiry = vm->gone_ns + p->retain_ns;
+
+		if (vm->listed)
 			return vw_publisher_next_due(p);
-	return UINT64_MAX; /* a round would publish to nobody */
+		/* a vanished VM's retention ends: a tick brings the clock there, for the next
+		 * update() to forget it and remove its folder (prune() reads tick()'s clock) */
+		if (expiry > p->now_ns)
+			t = VW_MIN(t, expiry);
+	}
+	return t;
 }
 
 int vw_publisher_fd(const struct vw_publisher *p)

@@ -130,8 +130,9 @@ int vw_publisher_tick(struct vw_publisher *p, uint64_t now_ns, bool *ret_publish
 /* When tick() next has work without any socket event: publication or a reconnect. */
 uint64_t vw_publisher_next_due(const struct vw_publisher *p);
 /*
- * When the daemon must wake for tick(): next_due() while a VM is listed, UINT64_MAX while none
- * is (a round would publish to nobody: no wake-up between samples). The rounds that passed
+ * When the daemon must wake for tick(): next_due() while a VM is listed; while none is (a round
+ * would publish to nobody: no wake-up between samples), only when a vanished VM's retention
+ * ends (so update() forgets it on time), else UINT64_MAX. The rounds that passed
  * meanwhile are counted by the next tick() on their schedule, so seq is what it would have been.
  */
 uint64_t vw_publisher_next_wake(const struct vw_publisher *p);
