@@ -1301,7 +1301,7 @@ static size_t mass_running(void)
 }
 
 /*
- * The family killed, the last reap done: two reads (intervals) later, nothing killed is
+ * The family killed, the last reap done: four reads (intervals) later, nothing killed is
  * reported alive and every process reported alive exists. One that does not may have exited
  * between the read and the look at /proc (a stranger on this machine): it must be reported
  * exited or be absent a moment later, when its free has come.
@@ -1312,7 +1312,10 @@ static void mass_check(struct vw_cpu_accountant *acc, size_t n)
 	size_t killed = 0, n_g, ghosts = 0, running;
 
 	(void)acc;
-	for (int i = 0; i < 2; i++) { /* two intervals of 0.6 s (the daemon's are 1 s or more) */
+	/* Intervals of 0.6 s (the daemon's are 1 s or more): a lost free's process is looked up
+	 * at the second (quiet two reads and 500 ms), found gone, and confirmed gone at the
+	 * fourth (a read and VW_GHOST_CONFIRM_NS later: a free merely late comes by then). */
+	for (int i = 0; i < 4; i++) {
 		usleep(600 * 1000);
 		mass_read(&snap);
 	}

@@ -21,6 +21,8 @@ static struct {
 	bool live[MAX_PROCS];                   /* has a live thread: kind USER */
 	bool gone[MAX_PROCS];                   /* the lookup says gone */
 	bool reported_exited[MAX_PROCS];
+	unsigned freed_at[MAX_PROCS];           /* 1 + the read its free reaches (0: never) */
+	bool by_check[MAX_PROCS];               /* reported exited by the check, not its free */
 	unsigned read;                          /* the read in progress */
 	int looked[MAX_PROCS][MAX_READS];       /* reads at which each was looked up */
 	size_t n_looked[MAX_PROCS];
@@ -65,12 +67,21 @@ static size_t sim_read(uint64_t now_ns)
 		p->start_time = 77;
 		p->cpu_ns = 1000;
 		p->kind = sim.live[k] ? VW_PROC_KIND_USER : VW_PROC_KIND_UNKNOWN;
+		if (sim.freed_at[k] && sim.read + 1 >= sim.freed_at[k]) { /* as the records give it */
+			p->exited = true;
+			p->kind = VW_PROC_KIND_USER;
+		}
 	}
 	vw_cpu_history_finish(&sim.hist, &snap);
 	caught = vw_ghost_check_run(&sim.g, &snap, vw_cpu_history_prev(&sim.hist), now_ns);
-	for (size_t i = 0; i < snap.n_procs; i++)
-		if (snap.procs[i].exited)
-			sim.reported_exited[snap.procs[i].tgid - TGID0] = true;
+	for (size_t i = 0; i < snap.n_procs; i++) {
+		size_t k = snap.procs[i].tgid - TGID0;
+
+		if (!snap.procs[i].exited)
+			continue;
+		sim.reported_exited[k] = true;
+		sim.by_check[k] = !sim.freed_at[k] || sim.read + 1 < sim.freed_at[k];
+	}
 	assert_true(sim.per_read[sim.read] <= sim.g.budget);
 	sim.read++;
 	return caught;
@@ -167,13 +178,55 @@ static void test_gone(void **state)
 	assert_true(sim.reported_exited[2] && sim.reported_exited[3]);
 	assert_false(sim.reported_exited[0] || sim.reported_exited[1]);
 	assert_int_equal(sim.n_looked[1], 0);
-	assert_int_equal(sim.n_looked[2], 1);
-	assert_int_equal(sim.n_looked[3], 1);
+	/* each gone one looked up twice: found gone, then confirmed a read (1 s) later */
+	assert_int_equal(sim.n_looked[2], 2);
+	assert_int_equal(sim.n_looked[3], 2);
 	/* 0: looked up at 1 (both gone ones too: budget 2, 0 comes first) ... */
 	assert_int_equal(sim.looked[2][0], 1);
 	assert_true(sim.looked[3][0] <= 2);
+	assert_int_equal(sim.looked[2][1], sim.looked[2][0] + 1);
+	assert_int_equal(sim.looked[3][1], sim.looked[3][0] + 1);
 	/* ... alive at read 5, quiet again from 6: due at 7 */
 	assert_int_equal(sim.looked[0][sim.n_looked[0] - 1], 7);
+}
+
+/*
+ * A zombie, looked up and found there, reaped just before its recheck: gone from /proc, its
+ * free still on its way (an RCU grace period after the reap: hundreds of ms on CI's loaded
+ * machine, where test_cpu_ranwalk's mass exit saw 55 of 2,000 caught so). It must be reported
+ * exited by its free, not by the check; one whose free never comes is reported by the check,
+ * once, VW_GHOST_CONFIRM_NS after the lookup that first found it gone. Reads 150 ms apart.
+ */
+static void test_reaped_before_recheck(void **state)
+{
+	const uint64_t step = 150 * VW_NSEC_PER_MSEC;
+	unsigned first = 0, reap = 0;
+	size_t caught = 0;
+
+	(void)state;
+	sim_start(2, VW_GHOST_BUDGET);
+	for (unsigned r = 0; r < 40; r++) {
+		if (!first && sim.n_looked[0])
+			first = sim.looked[0][0];
+		if (first && !reap && r == first + VW_GHOST_RECHECK) { /* reaped before this read */
+			reap = r;
+			sim.gone[0] = sim.gone[1] = true;
+			sim.freed_at[0] = r + 3 + 1; /* its free: 3 reads (450 ms) after the reap */
+		}
+		caught += sim_read(VW_NSEC_PER_SEC + (uint64_t)r * step);
+	}
+	assert_true(first > 0 && reap > 0);
+	assert_int_equal(sim.looked[0][1], reap); /* the recheck found it gone ... */
+	assert_true(sim.reported_exited[0]);
+	assert_false(sim.by_check[0]); /* ... but its free reported it */
+	assert_true(sim.reported_exited[1] && sim.by_check[1]);
+	assert_int_equal(caught, 1);
+	assert_int_equal(sim.g.ghosts, 1);
+	/* the lost one: found gone at the reap's read, reported at the first read 1 s after */
+	assert_int_equal(sim.n_looked[1], sim.n_looked[0] + 1);
+	assert_int_equal(sim.looked[1][sim.n_looked[1] - 2], reap);
+	assert_int_equal(sim.looked[1][sim.n_looked[1] - 1],
+			 reap + (unsigned)((VW_GHOST_CONFIRM_NS + step - 1) / step));
 }
 
 static int teardown(void **state)
@@ -190,6 +243,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_budget_enough, teardown),
 		cmocka_unit_test_teardown(test_quiet_time, teardown),
 		cmocka_unit_test_teardown(test_gone, teardown),
+		cmocka_unit_test_teardown(test_reaped_before_recheck, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -32,7 +32,8 @@ struct vw_proc_cpu {
 	uint8_t kind; /* enum vw_proc_kind: what the accountant saw of it */
 	uint8_t quiet; /* bpf: reads in a row it was known only from its exited threads (no
 			* live thread listed): the ghost check's clock (cpu_ghost.c) */
-	uint8_t unchecked; /* bpf: reads since the ghost check last looked it up in /proc */
+	uint8_t unchecked; /* bpf: reads since the ghost check last looked it up in /proc, and
+			    * whether that lookup found it gone (cpu_ghost.h) */
 	uint64_t cgroup_id; /* id of the cgroup it ran in last (vw_cpu_env.cgroup_v1 says in which
 			     * hierarchy), 0 if unknown (procfs) */
 	uint64_t cpu_ns;    /* cumulative on-CPU time of all its threads since open */

@@ -216,6 +216,7 @@ static void bpf_close(void *state)
 static int bases_read(struct bpf_state *s);
 static void ran_mode_open(struct bpf_state *s, bool automatic);
 static int ghost_gone(void *ctx, const struct vw_proc_cpu *p);
+static void ghost_drop(void *ctx, const struct vw_proc_cpu *p);
 
 /* One fd of s->fd closed before the others: -1 from now on (bpf_close closes the rest). */
 static void close_slot(struct bpf_state *s, int k)
@@ -334,7 +335,8 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 		goto fail;
 	}
 	s->ns_per_tick = vw_cpu_ns_per_tick();
-	s->ghost = (struct vw_ghost_check){ .budget = VW_GHOST_BUDGET, .gone = ghost_gone, .ctx = s };
+	s->ghost = (struct vw_ghost_check){ .budget = VW_GHOST_BUDGET, .gone = ghost_gone,
+					    .drop = ghost_drop, .ctx = s };
 	s->no_batch = env->flags & VW_CPU_BPF_NO_BATCH;
 	q.max_procs = env->max_procs ? env->max_procs : VW_CPU_DEFAULT_MAX_PROCS;
 	q.flags = env->flags;
@@ -1127,27 +1129,33 @@ static int proc_start_ticks(int procfd, uint32_t tgid, uint64_t *ret)
  * programs counted no recursion misses, and the processes stayed alive here for good. So a
  * process known only from the map (no live thread in the read: kind still unknown) for a
  * while is looked up in /proc under the procfs root (cpu_ghost.c says when): gone, or its
- * PID now another process's, it is reported exited with what the map holds (all but the
- * last moments of its threads after their exit) and its entry goes. A zombie not yet reaped
+ * PID now another process's, at two lookups in a row (a zombie reaped just before the first
+ * has its frees still to come, an RCU grace period later), it is reported exited with what
+ * the map holds (all but the last moments of its threads after their exit) and its entry goes. A zombie not yet reaped
  * is still in /proc and stays alive, as it does there. Only such processes are looked at: a
  * process with a live thread is never checked.
  */
 static int ghost_gone(void *ctx, const struct vw_proc_cpu *p)
 {
 	struct bpf_state *s = ctx;
-	struct vw_bpf_proc v;
 	uint64_t start = 0;
 	int r = proc_start_ticks(s->procfd, p->tgid, &start);
 
 	if (r == 0 && start == p->start_time)
 		return 0; /* there: a zombie, or (never seen yet) threads the read missed */
-	if (r < 0 && r != -ENOENT)
-		return r;
+	return r < 0 && r != -ENOENT ? r : 1;
+}
+
+/* Reported exited by the check: its map entry (if still this process's) and exits go. */
+static void ghost_drop(void *ctx, const struct vw_proc_cpu *p)
+{
+	struct bpf_state *s = ctx;
+	struct vw_bpf_proc v;
+
 	if (vw_bpf_map_lookup_elem(s->fd[VW_BPF_FD_PROCS], &p->tgid, &v) == 0 &&
 	    v.start_ns / s->ns_per_tick == p->start_time)
 		(void)vw_bpf_map_delete_elem(s->fd[VW_BPF_FD_PROCS], &p->tgid);
 	vw_bpf_exits_forget(&s->exits, p->tgid, p->start_time, s->ns_per_tick);
-	return 1;
 }
 
 static void ghost_check(struct bpf_state *s, struct vw_cpu_snapshot *snap)

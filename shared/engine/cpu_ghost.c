@@ -3,10 +3,13 @@
  * The ghost check's cadence (cpu_ghost.h). Two clocks per process, kept in its snapshot entry
  * from read to read: quiet, the reads in a row it was known only from its exited threads, and
  * unchecked, the reads since it was last looked up (VW_GHOST_RECHECK for one never looked up:
- * due as soon as it is quiet long enough). A process is due when it is quiet enough and
- * unchecked >= VW_GHOST_RECHECK; when more are due than the budget allows, those with the
- * highest unchecked count go first, so one left over is first in line next read: with n due
- * and a budget of b, every one is looked up within ceil(n / b) reads.
+ * due as soon as it is quiet long enough), with VW_GHOST_FOUND_GONE where that lookup found it
+ * gone. A process is due when it is quiet enough and unchecked >= VW_GHOST_RECHECK, or, found
+ * gone, VW_GHOST_CONFIRM_READS reads and VW_GHOST_CONFIRM_NS after that lookup; when more are
+ * due than the budget allows, those found gone go first, then those with the highest
+ * unchecked count, so one left over is first in line next read: with n due and a budget of b,
+ * every one is looked up within ceil(n / b) reads. Only a second lookup in a row that finds
+ * it gone reports it exited.
  */
 #include "cpu_ghost.h"
 
@@ -20,31 +23,63 @@ static uint64_t read_time(const struct vw_ghost_check *g, unsigned back)
 
 static bool due(const struct vw_ghost_check *g, const struct vw_proc_cpu *p, uint64_t now)
 {
-	return p->quiet >= VW_GHOST_QUIET_READS && p->unchecked >= VW_GHOST_RECHECK &&
-	       now - read_time(g, p->quiet - 1u) >= VW_GHOST_QUIET_NS;
+	unsigned n = p->unchecked & VW_GHOST_UNCHECKED_MAX;
+
+	if (p->quiet < VW_GHOST_QUIET_READS)
+		return false;
+	if (p->unchecked & VW_GHOST_FOUND_GONE) /* since the lookup that found it gone */
+		return n >= VW_GHOST_CONFIRM_READS && now - read_time(g, n) >= VW_GHOST_CONFIRM_NS;
+	return n >= VW_GHOST_RECHECK && now - read_time(g, p->quiet - 1u) >= VW_GHOST_QUIET_NS;
+}
+
+/* The clocks a candidate carries from what the previous read reported of it. */
+static void carry(struct vw_proc_cpu *p, const struct vw_proc_seen *was)
+{
+	unsigned n;
+
+	if (!was || !was->quiet) {
+		p->quiet = 1;
+		p->unchecked = VW_GHOST_RECHECK;
+		return;
+	}
+	n = (was->unchecked & VW_GHOST_UNCHECKED_MAX) + 1u;
+	p->quiet = was->quiet < UINT8_MAX ? was->quiet + 1 : UINT8_MAX;
+	p->unchecked = (uint8_t)((was->unchecked & VW_GHOST_FOUND_GONE) |
+				 VW_MIN(n, VW_GHOST_UNCHECKED_MAX));
+}
+
+/* Looks p up: the second lookup in a row that finds it gone reports it exited (true). */
+static bool look_up(struct vw_ghost_check *g, struct vw_proc_cpu *p)
+{
+	uint8_t found = p->unchecked & VW_GHOST_FOUND_GONE;
+	int r = g->gone(g->ctx, p);
+
+	if (r > 0 && found) {
+		if (g->drop)
+			g->drop(g->ctx, p);
+		p->exited = true;
+		return true;
+	}
+	if (r > 0)
+		p->unchecked = VW_GHOST_FOUND_GONE;
+	else
+		p->unchecked = r < 0 ? found : 0; /* cannot tell: as it was; there: not gone */
+	return false;
 }
 
 size_t vw_ghost_check_run(struct vw_ghost_check *g, struct vw_cpu_snapshot *snap,
 			  struct vw_cpu_seen prev, uint64_t now)
 {
 	size_t at[UINT8_MAX + 1] = { 0 }, n_due = 0, caught = 0, take_at_min = SIZE_MAX;
-	unsigned min = VW_GHOST_RECHECK; /* the lowest unchecked count looked up this read */
+	unsigned min = 0; /* the lowest rank (unchecked, whole) looked up this read */
 
 	g->read_ns[g->n_reads % VW_GHOST_RING] = now;
 	for (size_t i = 0; i < snap->n_procs; i++) {
 		struct vw_proc_cpu *p = &snap->procs[i];
-		const struct vw_proc_seen *was;
 
 		if (p->exited || p->kind != VW_PROC_KIND_UNKNOWN)
 			continue;
-		was = vw_cpu_seen_find(prev, p->tgid, p->start_time);
-		if (!was || !was->quiet) {
-			p->quiet = 1;
-			p->unchecked = VW_GHOST_RECHECK;
-		} else {
-			p->quiet = was->quiet < UINT8_MAX ? was->quiet + 1 : UINT8_MAX;
-			p->unchecked = was->unchecked < UINT8_MAX ? was->unchecked + 1 : UINT8_MAX;
-		}
+		carry(p, vw_cpu_seen_find(prev, p->tgid, p->start_time));
 		if (due(g, p, now)) {
 			at[p->unchecked]++;
 			n_due++;
@@ -59,7 +94,6 @@ size_t vw_ghost_check_run(struct vw_ghost_check *g, struct vw_cpu_snapshot *snap
 	}
 	for (size_t i = 0; i < snap->n_procs && n_due; i++) {
 		struct vw_proc_cpu *p = &snap->procs[i];
-		int r;
 
 		if (p->exited || p->kind != VW_PROC_KIND_UNKNOWN || !due(g, p, now) ||
 		    p->unchecked < min)
@@ -68,12 +102,7 @@ size_t vw_ghost_check_run(struct vw_ghost_check *g, struct vw_cpu_snapshot *snap
 			continue;
 		if (p->unchecked == min)
 			take_at_min--;
-		p->unchecked = 0;
-		r = g->gone(g->ctx, p);
-		if (r > 0) {
-			p->exited = true;
-			caught++;
-		}
+		caught += look_up(g, p);
 	}
 	g->ghosts += caught;
 	g->n_reads++;
