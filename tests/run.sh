@@ -33,6 +33,13 @@ failed=$((notok - notokskip))
 if [ "$rc" -ne 0 ] && [ "$failed" -eq 0 ]; then
 	failed=1 # a test binary crashed or timed out before printing its TAP
 fi
+if [ "$failed" -gt 0 ]; then
+	# meson prints a TAP test's stderr only: the failing cases' own messages (cmocka writes
+	# them to stdout as "# ..." lines after "not ok") come from the log.
+	echo "Failing cases, with their messages (from $log):"
+	awk '/^not ok [0-9]+/ && !/# (SKIP|skip)/ { n = 12; print; next }
+	     n > 0 && /^#/ { print "    " $0; n--; next } { n = 0 }' "$log"
+fi
 if [ "${CI:-}" = "true" ] && [ "$skipped" -gt 0 ]; then
 	echo "CI=true: $skipped test(s) skipped; a skip is a failure here:"
 	grep -E "$skip_re" "$log"
