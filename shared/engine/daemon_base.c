@@ -148,7 +148,7 @@ void vw_daemon_fini(struct vw_daemon *d)
 	vw_carbon_free(d->carbon);
 	vw_workloads_free(d->workloads);
 	vw_gpus_free(d->gpus);
-	vw_gpu_pidns_fini(&d->gpu_pidns);
+	vw_pidns_fini(&d->pidns);
 	vw_podmeta_stop(d->podmeta);
 	vw_ctrmeta_free(d->ctrmeta);
 	vw_cpu_accountant_close(&d->cpu);
@@ -347,12 +347,12 @@ static uint32_t ran_walk_flags(const char *mode)
  */
 static void check_pid_namespace(const struct vw_daemon *d)
 {
-	struct vw_gpu_pidns ns;
+	struct vw_pidns ns;
 	bool bpf = strcmp(d->cpu.ops->name, "bpf") == 0;
 
-	if (vw_gpu_pidns_probe(d->procfs_fd, &ns) < 0)
+	if (vw_pidns_probe(d->procfs_fd, &ns) < 0)
 		return;
-	if (ns.mode == VW_GPU_PIDNS_CHILD_PROCFS)
+	if (ns.mode == VW_PIDNS_CHILD_PROCFS)
 		vw_warn("cpu: %s shows a child PID namespace, not the host's (%s): %s; run in the "
 			"host's PID namespace (Kubernetes: hostPID: true; podman, docker: --pid=host), "
 			"or mount the host's /proc and pass it as --host.procfs",
@@ -362,7 +362,7 @@ static void check_pid_namespace(const struct vw_daemon *d)
 			      "not found)"
 			    : "procfs sees only that namespace's processes and splits the node's "
 			      "active energy among them alone");
-	vw_gpu_pidns_fini(&ns);
+	vw_pidns_fini(&ns);
 }
 
 int vw_daemon_open_workloads(struct vw_daemon *d, struct vw_workloads_opts *o, bool cpu_required)
@@ -446,8 +446,8 @@ void vw_daemon_open_gpus(struct vw_daemon *d)
 	r = vw_gpus_open(&go, &d->gpus);
 	if (r < 0 && r != -ENODEV) /* -ENODEV: none found, said already */
 		vw_warn("gpu: cannot read the GPUs: %s; no GPU series", strerror(-r));
-	if (r == 0 && vw_gpu_pidns_probe(d->procfs_fd, &d->gpu_pidns) == 0)
-		vw_gpu_pidns_log(&d->gpu_pidns, d->opts->procfs);
+	if (r == 0 && vw_pidns_probe(d->procfs_fd, &d->pidns) == 0)
+		vw_pidns_log_gpu(&d->pidns, d->opts->procfs);
 }
 
 int vw_daemon_attach_gpus(struct vw_daemon *d, const struct vw_gpu_source_ops *ops, void *ctx)
@@ -480,15 +480,15 @@ static void map_gpu_pids(struct vw_daemon *d, struct vw_gpu_pid_energy *e, size_
 {
 	_cleanup_free_ uint32_t *pids = NULL;
 
-	if (d->gpu_pidns.mode != VW_GPU_PIDNS_DAEMON_IN_CHILD || n == 0)
+	if (d->pidns.mode != VW_PIDNS_DAEMON_IN_CHILD || n == 0)
 		return;
-	vw_gpu_pidns_next_interval(&d->gpu_pidns);
+	vw_pidns_next_interval(&d->pidns);
 	pids = calloc(n, sizeof(*pids));
 	if (!pids)
 		return;
 	for (size_t i = 0; i < n; i++)
 		pids[i] = e[i].pid;
-	if (vw_gpu_pidns_map(&d->gpu_pidns, d->procfs_fd, pids, n) < 0)
+	if (vw_pidns_map(&d->pidns, d->procfs_fd, pids, n) < 0)
 		return; /* as given: the host's, or unattributed */
 	for (size_t i = 0; i < n; i++)
 		e[i].pid = pids[i];

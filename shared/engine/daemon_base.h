@@ -22,7 +22,7 @@
 
 #include "cpu_account.h"
 #include "daemon_options.h"
-#include "gpu_pidns.h"
+#include "pidns.h"
 #include "http.h"
 #include "log.h"
 #include "metrics.h"
@@ -90,7 +90,7 @@ struct vw_daemon {
 	struct vw_ctrmeta *ctrmeta;
 	struct vw_workloads *workloads;
 	struct vw_gpus *gpus; /* NULL: no GPU (or --gpu.enable=false) */
-	struct vw_gpu_pidns gpu_pidns; /* the GPU driver's PIDs against the procfs's (gpu_pidns.h) */
+	struct vw_pidns pidns; /* the procfs's PID namespace and the daemon's; maps GPU PIDs (pidns.h) */
 	struct vw_complaint cpu_complaint;
 	struct vw_exposition *expo;
 	struct vw_selfstats *self;

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * GPU process IDs and PID namespaces. NVML lists a GPU's processes by PID as the driver sees
- * them: in the initial PID namespace (the host's), though newer drivers may give them in the
- * caller's namespace. The workload registry knows processes by the PIDs of the procfs it reads
- * (--host.procfs, an injected root). This module says whether the two agree and, where the
- * daemon runs in a child namespace of the procfs's (a pod without hostPID that mounts the
- * host's /proc), translates PIDs given in the daemon's namespace into the procfs's.
+ * PID namespaces: the procfs's and the daemon's. The workload registry knows processes by the
+ * PIDs of the procfs it reads (--host.procfs, an injected root); the bpf accountant by the
+ * initial namespace's (the host's); NVML lists a GPU's processes by PID as the driver sees
+ * them, the host's too, though newer drivers may give them in the caller's namespace. This
+ * module says whether they agree (the daemon warns when its procfs is a child namespace's,
+ * where every per-process figure would be wrong, and says what that means for GPU process IDs)
+ * and, where the daemon runs in a child namespace of the procfs's (a pod without hostPID that
+ * mounts the host's /proc), translates PIDs given in the daemon's namespace into the procfs's.
  *
  * Pure reads below the procfs root, never /proc itself: <procfs>/1/ns/pid (the procfs's
  * namespace: PID 1 of a procfs is its namespace's init), <procfs>/self/ns/pid and self/status
@@ -25,37 +27,37 @@
 
 /* PROC_PID_INIT_INO (include/linux/proc_ns.h): the initial PID namespace's inode, "pid:[N]",
  * a fixed kernel constant since Linux 3.8. */
-#define VW_GPU_PIDNS_INIT_INO 0xEFFFFFFCu
+#define VW_PIDNS_INIT_INO 0xEFFFFFFCu
 /* Processes of the daemon's namespace the map remembers; more are not translated. */
-#define VW_GPU_PIDNS_MAX_PROCS 4096
+#define VW_PIDNS_MAX_PROCS 4096
 /* PIDs a scan made after they were listed did not find (the host's own, from a driver that
  * does not translate): they do not make the map scan again; the oldest are forgotten. */
-#define VW_GPU_PIDNS_MAX_MISSES 64
+#define VW_PIDNS_MAX_MISSES 64
 
-enum vw_gpu_pidns_mode {
+enum vw_pidns_mode {
 	/* The procfs is the initial namespace's, and the daemon runs in it: PIDs are the same. */
-	VW_GPU_PIDNS_SAME,
+	VW_PIDNS_SAME,
 	/* The procfs shows a child namespace (a container's own /proc): the driver's PIDs are the
 	 * host's and name no process there, or the wrong one. Identity is kept (a driver that gives
 	 * PIDs in the caller's namespace still matches where the daemon shares it); the fix is
 	 * hostPID, or the host's /proc mounted and passed as --host.procfs. */
-	VW_GPU_PIDNS_CHILD_PROCFS,
+	VW_PIDNS_CHILD_PROCFS,
 	/* The procfs is the initial namespace's, the daemon runs in a child namespace: a PID that
 	 * names a process of the daemon's namespace there is translated to its PID in the procfs;
 	 * any other is taken to be the host's already (drivers that do not translate). */
-	VW_GPU_PIDNS_DAEMON_IN_CHILD,
+	VW_PIDNS_DAEMON_IN_CHILD,
 	/* Neither namespace could be told (links and status unreadable): identity assumed. */
-	VW_GPU_PIDNS_UNKNOWN,
+	VW_PIDNS_UNKNOWN,
 };
 
-struct vw_gpu_pidns_entry {
+struct vw_pidns_entry {
 	uint32_t ns_pid;     /* in the daemon's namespace */
 	uint32_t procfs_pid; /* in the procfs's */
 	bool verified;       /* its ns/pid link read equal to the daemon's */
 };
 
-struct vw_gpu_pidns {
-	enum vw_gpu_pidns_mode mode;
+struct vw_pidns {
+	enum vw_pidns_mode mode;
 	uint64_t procfs_ino; /* the procfs's namespace inode; 0 unknown */
 	uint64_t daemon_ino; /* the daemon's; 0 unknown */
 	uint32_t daemon_pid; /* the daemon's PID in the procfs; 0: not in it */
@@ -63,9 +65,9 @@ struct vw_gpu_pidns {
 	char how[160];       /* what decided the mode, for the log line */
 	/* The map's state (DAEMON_IN_CHILD), private: the daemon namespace's processes sorted by
 	 * ns_pid, the last scan's misses, and whether this interval has scanned. */
-	struct vw_gpu_pidns_entry *cache;
+	struct vw_pidns_entry *cache;
 	size_t n_cache;
-	uint32_t misses[VW_GPU_PIDNS_MAX_MISSES];
+	uint32_t misses[VW_PIDNS_MAX_MISSES];
 	size_t n_misses, next_miss;
 	bool scanned;
 	uint64_t scans; /* so far, for tests */
@@ -73,26 +75,27 @@ struct vw_gpu_pidns {
 
 /*
  * Decide *ret's mode from the procfs at procfs_fd. The procfs's namespace is the initial one
- * when <procfs>/1/ns/pid reads pid:[VW_GPU_PIDNS_INIT_INO]; where that link cannot be read
+ * when <procfs>/1/ns/pid reads pid:[VW_PIDNS_INIT_INO]; where that link cannot be read
  * (ptrace rules: an unprivileged reader, or a PID 1 with capabilities the reader lacks), by
  * <procfs>/self/ns/pid when the daemon lives in it, else by kthreadd (PID 2 a kernel thread).
  * The daemon is in a child namespace when its NSpid has more than one entry (or, without NSpid,
  * when its link differs from PID 1's). 0, or -EINVAL for bad arguments; unreadable files give
- * VW_GPU_PIDNS_UNKNOWN, not an error. Call vw_gpu_pidns_fini() when done.
+ * VW_PIDNS_UNKNOWN, not an error. Call vw_pidns_fini() when done.
  */
-int vw_gpu_pidns_probe(int procfs_fd, struct vw_gpu_pidns *ret);
-void vw_gpu_pidns_fini(struct vw_gpu_pidns *ns);
+int vw_pidns_probe(int procfs_fd, struct vw_pidns *ret);
+void vw_pidns_fini(struct vw_pidns *ns);
 
 /* "same", "child-procfs", "daemon-in-child", "unknown". */
-const char *vw_gpu_pidns_mode_name(enum vw_gpu_pidns_mode mode);
-/* One line for the start-up log, at the level the mode deserves; CHILD_PROCFS names the fix.
- * procfs: how the operator named it (--host.procfs). */
-void vw_gpu_pidns_log(const struct vw_gpu_pidns *ns, const char *procfs);
+const char *vw_pidns_mode_name(enum vw_pidns_mode mode);
+/* One line for the start-up log on what the mode means for GPU process IDs, at the level the
+ * mode deserves; CHILD_PROCFS names the fix. procfs: how the operator named it (--host.procfs).
+ * (The CPU accountant's own warning is daemon_base.c's.) */
+void vw_pidns_log_gpu(const struct vw_pidns *ns, const char *procfs);
 
 /*
  * A new interval: the map may scan again (once) if a PID misses.
  */
-void vw_gpu_pidns_next_interval(struct vw_gpu_pidns *ns);
+void vw_pidns_next_interval(struct vw_pidns *ns);
 
 /*
  * DAEMON_IN_CHILD: translate pids[0..n) in place from the daemon's namespace to the procfs's.
@@ -105,4 +108,4 @@ void vw_gpu_pidns_next_interval(struct vw_gpu_pidns *ns);
  * alone. Other modes change nothing, and neither does a kernel without NSpid (before 4.1).
  * Returns how many were translated, or -errno (-ENOMEM; the procfs unlistable).
  */
-int vw_gpu_pidns_map(struct vw_gpu_pidns *ns, int procfs_fd, uint32_t *pids, size_t n);
+int vw_pidns_map(struct vw_pidns *ns, int procfs_fd, uint32_t *pids, size_t n);

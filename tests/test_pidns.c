@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * GPU PIDs and PID namespaces (shared/gpu/gpu_pidns.h): the probe and the map on fixture
+ * PID namespaces (shared/workload/pidns.h): the probe and the map on fixture
  * procfs trees (ns/pid links "pid:[N]", status files with NSpid lines), then on this machine's
  * /proc (SAME for a test in the initial namespace) and on real child namespaces made here with
  * unshare(2): a child namespace's own procfs seen from outside (CHILD_PROCFS), and this
@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
-#include "gpu_pidns.h"
+#include "pidns.h"
 #include "log.h"
 
 #define INIT "pid:[4026531836]"
@@ -72,14 +72,14 @@ static void pid2(const char *root, bool kthread)
 			 0);
 }
 
-static struct vw_gpu_pidns probe(struct vw_fixture_root *f, enum vw_gpu_pidns_mode want)
+static struct vw_pidns probe(struct vw_fixture_root *f, enum vw_pidns_mode want)
 {
-	struct vw_gpu_pidns ns;
+	struct vw_pidns ns;
 
-	assert_int_equal(vw_gpu_pidns_probe(f->fd, &ns), 0);
+	assert_int_equal(vw_pidns_probe(f->fd, &ns), 0);
 	if (ns.mode != want)
-		fail_msg("mode %s, expected %s (%s)", vw_gpu_pidns_mode_name(ns.mode),
-			 vw_gpu_pidns_mode_name(want), ns.how);
+		fail_msg("mode %s, expected %s (%s)", vw_pidns_mode_name(ns.mode),
+			 vw_pidns_mode_name(want), ns.how);
 	return ns;
 }
 
@@ -95,7 +95,7 @@ struct probe_case {
 	struct fx_proc procs[3];
 	unsigned self; /* <root>/self -> this PID, 0: none */
 	int kthreadd;  /* 2/stat: -1 none, 0 a plain process, 1 kthreadd */
-	enum vw_gpu_pidns_mode want;
+	enum vw_pidns_mode want;
 	uint32_t daemon_pid;
 	unsigned level;
 	uint64_t procfs_ino; /* 0: not checked */
@@ -104,35 +104,35 @@ struct probe_case {
 
 static const struct probe_case probe_cases[] = {
 	{ "the host's /proc, the daemon in it", { { 1, "1", INIT }, { 100, "100", INIT } }, 100,
-	  -1, VW_GPU_PIDNS_SAME, 100, 0, VW_GPU_PIDNS_INIT_INO, "1/ns/pid is pid:[4026531836]" },
+	  -1, VW_PIDNS_SAME, 100, 0, VW_PIDNS_INIT_INO, "1/ns/pid is pid:[4026531836]" },
 	{ "a container's own /proc", { { 1, "1", CHILD }, { 7, "7", CHILD } }, 7, -1,
-	  VW_GPU_PIDNS_CHILD_PROCFS, 7, 0, 4026532177u, NULL },
+	  VW_PIDNS_CHILD_PROCFS, 7, 0, 4026532177u, NULL },
 	{ "another namespace's /proc, the daemon not in it (self dangling)", { { 1, "1", CHILD } },
-	  4242, -1, VW_GPU_PIDNS_CHILD_PROCFS, 0, 0, 4026532177u, "not among" },
+	  4242, -1, VW_PIDNS_CHILD_PROCFS, 0, 0, 4026532177u, "not among" },
 	{ "a pod without hostPID mounting the host's /proc",
-	  { { 1, "1", INIT }, { 4242, "4242\t1", OTHER } }, 4242, -1, VW_GPU_PIDNS_DAEMON_IN_CHILD,
-	  4242, 1, VW_GPU_PIDNS_INIT_INO, NULL },
+	  { { 1, "1", INIT }, { 4242, "4242\t1", OTHER } }, 4242, -1, VW_PIDNS_DAEMON_IN_CHILD,
+	  4242, 1, VW_PIDNS_INIT_INO, NULL },
 	/* PID 1's link unreadable (as for root here: PID 1 holds capabilities the test lacks). */
 	{ "the daemon in it tells by its own link", { { 1, "1", NULL }, { 100, "100", INIT } }, 100,
-	  -1, VW_GPU_PIDNS_SAME, 100, 0, VW_GPU_PIDNS_INIT_INO, "the daemon lives in it" },
+	  -1, VW_PIDNS_SAME, 100, 0, VW_PIDNS_INIT_INO, "the daemon lives in it" },
 	{ "the daemon in it, a child namespace", { { 1, "1", NULL }, { 101, "101", CHILD } }, 101,
-	  -1, VW_GPU_PIDNS_CHILD_PROCFS, 101, 0, 4026532177u, NULL },
+	  -1, VW_PIDNS_CHILD_PROCFS, 101, 0, 4026532177u, NULL },
 	{ "the daemon below it, nothing else to tell",
-	  { { 1, "1", NULL }, { 4242, "4242\t1", OTHER } }, 4242, -1, VW_GPU_PIDNS_UNKNOWN, 4242, 1,
+	  { { 1, "1", NULL }, { 4242, "4242\t1", OTHER } }, 4242, -1, VW_PIDNS_UNKNOWN, 4242, 1,
 	  0, "2/stat unreadable" },
 	{ "the daemon below it, kthreadd in it", { { 1, "1", NULL }, { 4242, "4242\t1", OTHER } },
-	  4242, 1, VW_GPU_PIDNS_DAEMON_IN_CHILD, 4242, 1, 0, "PID 2 is a kernel thread" },
+	  4242, 1, VW_PIDNS_DAEMON_IN_CHILD, 4242, 1, 0, "PID 2 is a kernel thread" },
 	{ "the daemon below it, no kernel thread in it",
-	  { { 1, "1", NULL }, { 4242, "4242\t1", OTHER } }, 4242, 0, VW_GPU_PIDNS_CHILD_PROCFS, 4242,
+	  { { 1, "1", NULL }, { 4242, "4242\t1", OTHER } }, 4242, 0, VW_PIDNS_CHILD_PROCFS, 4242,
 	  1, 0, "PID 2 is not a kernel thread" },
 	/* Before Linux 4.1 there is no NSpid: the two links decide, and nothing without them. */
 	{ "no NSpid, the links differ", { { 1, "", INIT }, { 300, "", OTHER } }, 300, -1,
-	  VW_GPU_PIDNS_DAEMON_IN_CHILD, 0, 1, VW_GPU_PIDNS_INIT_INO, NULL },
+	  VW_PIDNS_DAEMON_IN_CHILD, 0, 1, VW_PIDNS_INIT_INO, NULL },
 	{ "no NSpid, the links agree", { { 1, "", INIT }, { 301, "", INIT } }, 301, -1,
-	  VW_GPU_PIDNS_SAME, 0, 0, VW_GPU_PIDNS_INIT_INO, NULL },
+	  VW_PIDNS_SAME, 0, 0, VW_PIDNS_INIT_INO, NULL },
 	{ "no NSpid, no link of PID 1", { { 1, "", NULL }, { 302, "", OTHER } }, 302, 1,
-	  VW_GPU_PIDNS_UNKNOWN, 0, 0, 0, "own namespace unknown" },
-	{ "nothing at all", { { 0 } }, 0, -1, VW_GPU_PIDNS_UNKNOWN, 0, 0, 0, "neither self nor 1" },
+	  VW_PIDNS_UNKNOWN, 0, 0, 0, "own namespace unknown" },
+	{ "nothing at all", { { 0 } }, 0, -1, VW_PIDNS_UNKNOWN, 0, 0, 0, "neither self nor 1" },
 };
 
 static void test_probe(void **state)
@@ -141,7 +141,7 @@ static void test_probe(void **state)
 	for (size_t i = 0; i < ARRAY_SIZE(probe_cases); i++) {
 		const struct probe_case *c = &probe_cases[i];
 		struct vw_fixture_root *f;
-		struct vw_gpu_pidns ns;
+		struct vw_pidns ns;
 
 		print_message("# %s\n", c->what);
 		assert_int_equal(vw_fixture_root_setup((void **)&f), 0);
@@ -174,21 +174,21 @@ static void test_malformed(void **state)
 	proc(f->path, 4242, "4242\t1", "mnt:[4026531836]");
 	self_is(f->path, 4242);
 	/* Neither 1/ns/pid nor 2/stat: cannot tell. */
-	probe(f, VW_GPU_PIDNS_UNKNOWN);
+	probe(f, VW_PIDNS_UNKNOWN);
 	for (size_t i = 0; i < ARRAY_SIZE(bad); i++) {
-		struct vw_gpu_pidns ns;
+		struct vw_pidns ns;
 
 		snprintf(path, sizeof(path), "%s/4242/status", f->path);
 		assert_int_equal(unlink(path), 0);
 		proc(f->path, 4242, bad[i], NULL);
-		assert_int_equal(vw_gpu_pidns_probe(f->fd, &ns), 0);
+		assert_int_equal(vw_pidns_probe(f->fd, &ns), 0);
 		if (i == 3) /* a trailing tab is still a whole line */
 			assert_int_equal(ns.daemon_pid, 4242);
 		else if (ns.daemon_pid != 0)
 			fail_msg("NSpid \"%s\" read as PID %u", bad[i], ns.daemon_pid);
 	}
-	assert_int_equal(vw_gpu_pidns_probe(-1, &(struct vw_gpu_pidns){ 0 }), -EINVAL);
-	assert_int_equal(vw_gpu_pidns_probe(f->fd, NULL), -EINVAL);
+	assert_int_equal(vw_pidns_probe(-1, &(struct vw_pidns){ 0 }), -EINVAL);
+	assert_int_equal(vw_pidns_probe(f->fd, NULL), -EINVAL);
 }
 
 /* ---- The map on a fixture ---- */
@@ -197,7 +197,7 @@ static void test_map(void **state)
 {
 	struct vw_fixture_root *f = *state;
 	char *r = f->path;
-	struct vw_gpu_pidns ns;
+	struct vw_pidns ns;
 	uint32_t pids[] = { 7, 1, 5000, 0, 8, 9, 12345 };
 	uint32_t again[] = { 7 };
 	char path[600];
@@ -212,9 +212,9 @@ static void test_map(void **state)
 	proc(r, 6001, "6001\t8", "garbage");
 	proc(r, 6002, "6002\t9", "garbage");      /* unverifiable, alone: taken */
 	self_is(r, 4242);
-	ns = probe(f, VW_GPU_PIDNS_DAEMON_IN_CHILD);
+	ns = probe(f, VW_PIDNS_DAEMON_IN_CHILD);
 
-	assert_int_equal(vw_gpu_pidns_map(&ns, f->fd, pids, ARRAY_SIZE(pids)), 3);
+	assert_int_equal(vw_pidns_map(&ns, f->fd, pids, ARRAY_SIZE(pids)), 3);
 	assert_int_equal(pids[0], 4300);
 	assert_int_equal(pids[1], 4242);
 	assert_int_equal(pids[2], 5000);  /* not in the daemon's namespace: the host's already */
@@ -225,13 +225,13 @@ static void test_map(void **state)
 	assert_int_equal(ns.scans, 1);
 
 	/* Cached: no second scan in the interval, nor the next, for what is known or missed. */
-	assert_int_equal(vw_gpu_pidns_map(&ns, f->fd, again, 1), 1);
+	assert_int_equal(vw_pidns_map(&ns, f->fd, again, 1), 1);
 	assert_int_equal(again[0], 4300);
-	vw_gpu_pidns_next_interval(&ns);
+	vw_pidns_next_interval(&ns);
 	{
 		uint32_t host[] = { 5000, 12345, 7 };
 
-		assert_int_equal(vw_gpu_pidns_map(&ns, f->fd, host, 3), 1);
+		assert_int_equal(vw_pidns_map(&ns, f->fd, host, 3), 1);
 		assert_int_equal(host[0], 5000);
 		assert_int_equal(host[2], 4300);
 	}
@@ -243,42 +243,42 @@ static void test_map(void **state)
 	assert_int_equal(unlink(path), 0);
 	proc(r, 4300, "4300\t2\t7", NULL);
 	again[0] = 7;
-	assert_int_equal(vw_gpu_pidns_map(&ns, f->fd, again, 1), 0);
+	assert_int_equal(vw_pidns_map(&ns, f->fd, again, 1), 0);
 	assert_int_equal(again[0], 7);
 	assert_int_equal(ns.scans, 2);
 	{
 		uint32_t other[] = { 14 };
 
-		assert_int_equal(vw_gpu_pidns_map(&ns, f->fd, other, 1), 0);
+		assert_int_equal(vw_pidns_map(&ns, f->fd, other, 1), 0);
 		assert_int_equal(ns.scans, 2);
 	}
 	/* A PID a scan missed does not scan again, even in a new interval; one that missed only
 	 * because the interval had scanned already (14, above) does, and the scan finds the new
 	 * PID 7 too. */
 	proc(r, 4400, "4400\t7", OTHER);
-	vw_gpu_pidns_next_interval(&ns);
-	assert_int_equal(vw_gpu_pidns_map(&ns, f->fd, again, 1), 0);
+	vw_pidns_next_interval(&ns);
+	assert_int_equal(vw_pidns_map(&ns, f->fd, again, 1), 0);
 	assert_int_equal(again[0], 7);
 	assert_int_equal(ns.scans, 2);
 	{
 		uint32_t other[] = { 14 };
 
-		assert_int_equal(vw_gpu_pidns_map(&ns, f->fd, other, 1), 0);
+		assert_int_equal(vw_pidns_map(&ns, f->fd, other, 1), 0);
 		assert_int_equal(other[0], 14);
 		assert_int_equal(ns.scans, 3);
 	}
-	assert_int_equal(vw_gpu_pidns_map(&ns, f->fd, again, 1), 1);
+	assert_int_equal(vw_pidns_map(&ns, f->fd, again, 1), 1);
 	assert_int_equal(again[0], 4400);
 	assert_int_equal(ns.scans, 3);
-	vw_gpu_pidns_fini(&ns);
-	vw_gpu_pidns_fini(&ns);
+	vw_pidns_fini(&ns);
+	vw_pidns_fini(&ns);
 
 	/* Other modes leave PIDs alone. */
-	ns.mode = VW_GPU_PIDNS_SAME;
+	ns.mode = VW_PIDNS_SAME;
 	again[0] = 7;
-	assert_int_equal(vw_gpu_pidns_map(&ns, f->fd, again, 1), 0);
+	assert_int_equal(vw_pidns_map(&ns, f->fd, again, 1), 0);
 	assert_int_equal(again[0], 7);
-	assert_int_equal(vw_gpu_pidns_map(&ns, f->fd, NULL, 1), -EINVAL);
+	assert_int_equal(vw_pidns_map(&ns, f->fd, NULL, 1), -EINVAL);
 }
 
 /* ---- The log line ---- */
@@ -293,26 +293,26 @@ static void keep_log(enum vw_log_level level, const char *msg, void *ud)
 
 static void test_log(void **state)
 {
-	struct vw_gpu_pidns ns = { .mode = VW_GPU_PIDNS_CHILD_PROCFS };
+	struct vw_pidns ns = { .mode = VW_PIDNS_CHILD_PROCFS };
 
 	(void)state;
 	snprintf(ns.how, sizeof(ns.how), "1/ns/pid is " CHILD);
 	vw_log_set_sink(keep_log, NULL);
-	vw_gpu_pidns_log(&ns, "/proc");
+	vw_pidns_log_gpu(&ns, "/proc");
 	assert_non_null(strstr(logged, "warn"));
 	assert_non_null(strstr(logged, "/proc shows a child PID namespace"));
 	assert_non_null(strstr(logged, "hostPID"));
 	assert_non_null(strstr(logged, "--host.procfs"));
-	ns.mode = VW_GPU_PIDNS_DAEMON_IN_CHILD;
+	ns.mode = VW_PIDNS_DAEMON_IN_CHILD;
 	ns.daemon_level = 1;
-	vw_gpu_pidns_log(&ns, "/host/proc");
+	vw_pidns_log_gpu(&ns, "/host/proc");
 	assert_non_null(strstr(logged, "info"));
 	assert_non_null(strstr(logged, "1 level down"));
-	ns.mode = VW_GPU_PIDNS_UNKNOWN;
-	vw_gpu_pidns_log(&ns, "/host/proc");
+	ns.mode = VW_PIDNS_UNKNOWN;
+	vw_pidns_log_gpu(&ns, "/host/proc");
 	assert_non_null(strstr(logged, "cannot tell"));
 	vw_log_set_sink(NULL, NULL);
-	assert_string_equal(vw_gpu_pidns_mode_name(VW_GPU_PIDNS_DAEMON_IN_CHILD),
+	assert_string_equal(vw_pidns_mode_name(VW_PIDNS_DAEMON_IN_CHILD),
 			    "daemon-in-child");
 }
 
@@ -330,20 +330,20 @@ static bool in_initial_ns(void)
 static void test_real_proc(void **state)
 {
 	int fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	struct vw_gpu_pidns ns;
+	struct vw_pidns ns;
 	uint32_t pids[] = { (uint32_t)getpid(), 1 };
 
 	(void)state;
 	assert_true(fd >= 0);
-	assert_int_equal(vw_gpu_pidns_probe(fd, &ns), 0);
-	print_message("# /proc: %s (%s)\n", vw_gpu_pidns_mode_name(ns.mode), ns.how);
+	assert_int_equal(vw_pidns_probe(fd, &ns), 0);
+	print_message("# /proc: %s (%s)\n", vw_pidns_mode_name(ns.mode), ns.how);
 	/* Run in a container with its own PID namespace, /proc is that namespace's. */
-	assert_int_equal(ns.mode, in_initial_ns() ? VW_GPU_PIDNS_SAME : VW_GPU_PIDNS_CHILD_PROCFS);
+	assert_int_equal(ns.mode, in_initial_ns() ? VW_PIDNS_SAME : VW_PIDNS_CHILD_PROCFS);
 	assert_int_equal(ns.daemon_pid, (uint32_t)getpid());
 	assert_int_equal(ns.daemon_level, 0);
-	assert_int_equal(vw_gpu_pidns_map(&ns, fd, pids, 2), 0);
+	assert_int_equal(vw_pidns_map(&ns, fd, pids, 2), 0);
 	assert_int_equal(pids[0], (uint32_t)getpid());
-	vw_gpu_pidns_fini(&ns);
+	vw_pidns_fini(&ns);
 	close(fd);
 }
 
@@ -351,7 +351,7 @@ static void test_real_proc(void **state)
 struct inside {
 	int err; /* where it failed: -errno, 0 fine */
 	char step[32];
-	struct vw_gpu_pidns ns;
+	struct vw_pidns ns;
 	int mapped;
 	uint32_t pids[3];
 	uint32_t second_host_pid; /* PID 2 of the namespace, as the host numbers it */
@@ -384,12 +384,12 @@ static void namespace_init(int host_proc, const char *dir, int out)
 		pause();
 		_exit(0);
 	} else {
-		in.err = vw_gpu_pidns_probe(host_proc, &in.ns);
+		in.err = vw_pidns_probe(host_proc, &in.ns);
 		in.pids[0] = 1;
 		in.pids[1] = (uint32_t)second; /* 2: its PID here */
 		in.pids[2] = 999999;           /* nobody here: left alone */
-		in.mapped = vw_gpu_pidns_map(&in.ns, host_proc, in.pids, 3);
-		vw_gpu_pidns_fini(&in.ns);
+		in.mapped = vw_pidns_map(&in.ns, host_proc, in.pids, 3);
+		vw_pidns_fini(&in.ns);
 		report(out, &in, "probe", in.err);
 	}
 	for (;;)
@@ -414,7 +414,7 @@ static void test_real_namespaces(void **state)
 	char *dir = vw_fixture_mkdtemp("pidns-proc");
 	int host_proc = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
 	int pfd[2], gfd[2], st, child_fd;
-	struct vw_gpu_pidns ns;
+	struct vw_pidns ns;
 	struct inside in;
 	char path[700];
 	pid_t c1, init_pid = 0;
@@ -456,15 +456,15 @@ static void test_real_namespaces(void **state)
 		fail_msg("inside the namespace, %s: %s", in.step, strerror(-in.err));
 
 	/* Inside, this machine's /proc: the host's namespace, the daemon a level down. */
-	print_message("# inside: %s (%s)\n", vw_gpu_pidns_mode_name(in.ns.mode), in.ns.how);
+	print_message("# inside: %s (%s)\n", vw_pidns_mode_name(in.ns.mode), in.ns.how);
 	assert_int_equal(in.ns.daemon_pid, (uint32_t)init_pid);
 	assert_int_equal(in.ns.daemon_level, 1);
 	if (!initial) { /* a container's /proc seen from a namespace below: not the host's */
-		assert_int_equal(in.ns.mode, VW_GPU_PIDNS_CHILD_PROCFS);
+		assert_int_equal(in.ns.mode, VW_PIDNS_CHILD_PROCFS);
 		assert_int_equal(in.mapped, 0);
 		goto outside;
 	}
-	assert_int_equal(in.ns.mode, VW_GPU_PIDNS_DAEMON_IN_CHILD);
+	assert_int_equal(in.ns.mode, VW_PIDNS_DAEMON_IN_CHILD);
 	assert_int_equal(in.mapped, 2);
 	assert_int_equal(in.pids[0], (uint32_t)init_pid);
 	assert_true(in.pids[1] != 2 && in.pids[1] > 0);
@@ -488,14 +488,14 @@ outside:
 	snprintf(path, sizeof(path), "/proc/%d/root%s", (int)init_pid, dir);
 	child_fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	assert_true(child_fd >= 0);
-	assert_int_equal(vw_gpu_pidns_probe(child_fd, &ns), 0);
-	print_message("# outside: %s (%s)\n", vw_gpu_pidns_mode_name(ns.mode), ns.how);
-	assert_int_equal(ns.mode, VW_GPU_PIDNS_CHILD_PROCFS);
+	assert_int_equal(vw_pidns_probe(child_fd, &ns), 0);
+	print_message("# outside: %s (%s)\n", vw_pidns_mode_name(ns.mode), ns.how);
+	assert_int_equal(ns.mode, VW_PIDNS_CHILD_PROCFS);
 	assert_int_equal(ns.daemon_pid, 0);
 	snprintf(path, sizeof(path), "/proc/%d/ns/pid", (int)init_pid);
 	assert_int_equal(stat(path, &sb), 0);
 	assert_int_equal(ns.procfs_ino, (uint64_t)sb.st_ino);
-	assert_true(ns.procfs_ino != VW_GPU_PIDNS_INIT_INO);
+	assert_true(ns.procfs_ino != VW_PIDNS_INIT_INO);
 
 	close(child_fd);
 	kill(init_pid, SIGKILL); /* PID 1 gone: the kernel ends the namespace */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* GPU process IDs across PID namespaces (gpu_pidns.h). */
-#include "gpu_pidns.h"
+/* GPU process IDs across PID namespaces (pidns.h). */
+#include "pidns.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -97,14 +97,14 @@ static int kthreadd_seen(int procfs_fd)
 }
 
 /* Whether the procfs's namespace is the initial one: 1, 0, or -errno (cannot tell). */
-static int procfs_is_initial(struct vw_gpu_pidns *ns, int procfs_fd, bool self_nspid)
+static int procfs_is_initial(struct vw_pidns *ns, int procfs_fd, bool self_nspid)
 {
 	int r = read_ns(procfs_fd, "1/ns/pid", &ns->procfs_ino), k;
 
 	if (r == 0) {
 		snprintf(ns->how, sizeof(ns->how), "1/ns/pid is pid:[%llu]",
 			 (unsigned long long)ns->procfs_ino);
-		return ns->procfs_ino == VW_GPU_PIDNS_INIT_INO;
+		return ns->procfs_ino == VW_PIDNS_INIT_INO;
 	}
 	ns->procfs_ino = 0;
 	if (self_nspid && ns->daemon_level == 0 && ns->daemon_ino) {
@@ -112,7 +112,7 @@ static int procfs_is_initial(struct vw_gpu_pidns *ns, int procfs_fd, bool self_n
 		snprintf(ns->how, sizeof(ns->how),
 			 "1/ns/pid unreadable (%s); the daemon lives in it, pid:[%llu]",
 			 strerror(-r), (unsigned long long)ns->daemon_ino);
-		return ns->daemon_ino == VW_GPU_PIDNS_INIT_INO;
+		return ns->daemon_ino == VW_PIDNS_INIT_INO;
 	}
 	k = kthreadd_seen(procfs_fd);
 	if (k >= 0)
@@ -125,7 +125,7 @@ static int procfs_is_initial(struct vw_gpu_pidns *ns, int procfs_fd, bool self_n
 	return k;
 }
 
-int vw_gpu_pidns_probe(int procfs_fd, struct vw_gpu_pidns *ret)
+int vw_pidns_probe(int procfs_fd, struct vw_pidns *ret)
 {
 	uint32_t pid = 0, last = 0;
 	unsigned count = 0;
@@ -134,7 +134,7 @@ int vw_gpu_pidns_probe(int procfs_fd, struct vw_gpu_pidns *ret)
 	if (!ret)
 		return -EINVAL;
 	memset(ret, 0, sizeof(*ret));
-	ret->mode = VW_GPU_PIDNS_UNKNOWN;
+	ret->mode = VW_PIDNS_UNKNOWN;
 	if (procfs_fd < 0)
 		return -EINVAL;
 	self_r = read_nspid(procfs_fd, "self/status", &pid, &last, &count);
@@ -142,7 +142,7 @@ int vw_gpu_pidns_probe(int procfs_fd, struct vw_gpu_pidns *ret)
 		/* The initial namespace's procfs shows every process; a procfs always shows its
 		 * namespace's init. */
 		if (faccessat(procfs_fd, "1/status", F_OK, 0) == 0) {
-			ret->mode = VW_GPU_PIDNS_CHILD_PROCFS;
+			ret->mode = VW_PIDNS_CHILD_PROCFS;
 			snprintf(ret->how, sizeof(ret->how),
 				 "the daemon is not among its processes");
 			(void)read_ns(procfs_fd, "1/ns/pid", &ret->procfs_ino);
@@ -166,15 +166,15 @@ int vw_gpu_pidns_probe(int procfs_fd, struct vw_gpu_pidns *ret)
 		ret->daemon_level = ret->daemon_ino != ret->procfs_ino;
 	}
 	if (initial < 0)
-		ret->mode = VW_GPU_PIDNS_UNKNOWN;
+		ret->mode = VW_PIDNS_UNKNOWN;
 	else if (!initial)
-		ret->mode = VW_GPU_PIDNS_CHILD_PROCFS;
+		ret->mode = VW_PIDNS_CHILD_PROCFS;
 	else
-		ret->mode = ret->daemon_level ? VW_GPU_PIDNS_DAEMON_IN_CHILD : VW_GPU_PIDNS_SAME;
+		ret->mode = ret->daemon_level ? VW_PIDNS_DAEMON_IN_CHILD : VW_PIDNS_SAME;
 	return 0;
 }
 
-void vw_gpu_pidns_fini(struct vw_gpu_pidns *ns)
+void vw_pidns_fini(struct vw_pidns *ns)
 {
 	if (!ns)
 		return;
@@ -183,33 +183,33 @@ void vw_gpu_pidns_fini(struct vw_gpu_pidns *ns)
 	ns->n_cache = 0;
 }
 
-const char *vw_gpu_pidns_mode_name(enum vw_gpu_pidns_mode mode)
+const char *vw_pidns_mode_name(enum vw_pidns_mode mode)
 {
 	static const char *const names[] = {
-		[VW_GPU_PIDNS_SAME] = "same",
-		[VW_GPU_PIDNS_CHILD_PROCFS] = "child-procfs",
-		[VW_GPU_PIDNS_DAEMON_IN_CHILD] = "daemon-in-child",
-		[VW_GPU_PIDNS_UNKNOWN] = "unknown",
+		[VW_PIDNS_SAME] = "same",
+		[VW_PIDNS_CHILD_PROCFS] = "child-procfs",
+		[VW_PIDNS_DAEMON_IN_CHILD] = "daemon-in-child",
+		[VW_PIDNS_UNKNOWN] = "unknown",
 	};
 
 	return (size_t)mode < ARRAY_SIZE(names) ? names[mode] : "?";
 }
 
-void vw_gpu_pidns_log(const struct vw_gpu_pidns *ns, const char *procfs)
+void vw_pidns_log_gpu(const struct vw_pidns *ns, const char *procfs)
 {
 	switch (ns->mode) {
-	case VW_GPU_PIDNS_SAME:
+	case VW_PIDNS_SAME:
 		vw_debug("gpu: %s is the host's PID namespace, as is virtwatt's (%s): GPU process "
 			 "IDs are used as given", procfs, ns->how);
 		break;
-	case VW_GPU_PIDNS_CHILD_PROCFS:
+	case VW_PIDNS_CHILD_PROCFS:
 		vw_warn("gpu: %s shows a child PID namespace, not the host's (%s): the GPU driver "
 			"gives the host's process IDs, which name no process there or the wrong "
 			"one, so GPU energy may stay the node's; run with hostPID: true, or mount "
 			"the host's /proc and pass it as --host.procfs",
 			procfs, ns->how);
 		break;
-	case VW_GPU_PIDNS_DAEMON_IN_CHILD:
+	case VW_PIDNS_DAEMON_IN_CHILD:
 		vw_info("gpu: %s is the host's PID namespace and virtwatt runs in a child one, %u "
 			"level%s down (%s): GPU process IDs given in virtwatt's namespace are "
 			"translated to the host's (NSpid), others taken as the host's", procfs,
@@ -221,7 +221,7 @@ void vw_gpu_pidns_log(const struct vw_gpu_pidns *ns, const char *procfs)
 	}
 }
 
-void vw_gpu_pidns_next_interval(struct vw_gpu_pidns *ns)
+void vw_pidns_next_interval(struct vw_pidns *ns)
 {
 	ns->scanned = false;
 }
@@ -230,14 +230,14 @@ void vw_gpu_pidns_next_interval(struct vw_gpu_pidns *ns)
 
 static int cmp_entry(const void *a, const void *b)
 {
-	const struct vw_gpu_pidns_entry *x = a, *y = b;
+	const struct vw_pidns_entry *x = a, *y = b;
 
 	return x->ns_pid < y->ns_pid ? -1 : x->ns_pid > y->ns_pid;
 }
 
-static const struct vw_gpu_pidns_entry *lookup(const struct vw_gpu_pidns *ns, uint32_t pid)
+static const struct vw_pidns_entry *lookup(const struct vw_pidns *ns, uint32_t pid)
 {
-	struct vw_gpu_pidns_entry key = { .ns_pid = pid };
+	struct vw_pidns_entry key = { .ns_pid = pid };
 
 	return ns->n_cache ? bsearch(&key, ns->cache, ns->n_cache, sizeof(key), cmp_entry) : NULL;
 }
@@ -246,7 +246,7 @@ static const struct vw_gpu_pidns_entry *lookup(const struct vw_gpu_pidns *ns, ui
  * Procfs process pid as a process of the daemon's namespace: 1 with *ret_ns_pid, 0 not one
  * (another level, another namespace, gone), 2 one whose namespace could not be checked.
  */
-static int in_daemon_ns(const struct vw_gpu_pidns *ns, int procfs_fd, uint32_t pid,
+static int in_daemon_ns(const struct vw_pidns *ns, int procfs_fd, uint32_t pid,
 			uint32_t *ret_ns_pid)
 {
 	char rel[48];
@@ -268,8 +268,8 @@ static int in_daemon_ns(const struct vw_gpu_pidns *ns, int procfs_fd, uint32_t p
 }
 
 /* A cache entry still names the same process: its NSpid ends in ns_pid at the daemon's level. */
-static bool still_valid(const struct vw_gpu_pidns *ns, int procfs_fd,
-			const struct vw_gpu_pidns_entry *e)
+static bool still_valid(const struct vw_pidns *ns, int procfs_fd,
+			const struct vw_pidns_entry *e)
 {
 	char rel[32];
 	uint32_t first, last;
@@ -285,7 +285,7 @@ static bool still_valid(const struct vw_gpu_pidns *ns, int procfs_fd,
  * namespaces at the daemon's level), the one whose link matched the daemon's; none if that is
  * not exactly one.
  */
-static size_t drop_ambiguous(struct vw_gpu_pidns_entry *v, size_t n)
+static size_t drop_ambiguous(struct vw_pidns_entry *v, size_t n)
 {
 	size_t o = 0;
 
@@ -305,24 +305,24 @@ static size_t drop_ambiguous(struct vw_gpu_pidns_entry *v, size_t n)
 }
 
 /* Every process of the daemon's namespace, into the cache. */
-static int scan(struct vw_gpu_pidns *ns, int procfs_fd)
+static int scan(struct vw_pidns *ns, int procfs_fd)
 {
 	_cleanup_free_ uint32_t *pids = NULL;
-	struct vw_gpu_pidns_entry *v;
+	struct vw_pidns_entry *v;
 	size_t n = 0, k = 0;
 	int r = vw_dir_numbers(procfs_fd, ".", vw_parse_pid, &pids, &n);
 
 	if (r < 0)
 		return r;
-	v = malloc(VW_MAX(VW_MIN(n, (size_t)VW_GPU_PIDNS_MAX_PROCS), (size_t)1) * sizeof(*v));
+	v = malloc(VW_MAX(VW_MIN(n, (size_t)VW_PIDNS_MAX_PROCS), (size_t)1) * sizeof(*v));
 	if (!v)
 		return -ENOMEM;
-	for (size_t i = 0; i < n && k < VW_GPU_PIDNS_MAX_PROCS; i++) {
+	for (size_t i = 0; i < n && k < VW_PIDNS_MAX_PROCS; i++) {
 		uint32_t ns_pid;
 		int in = in_daemon_ns(ns, procfs_fd, pids[i], &ns_pid);
 
 		if (in > 0)
-			v[k++] = (struct vw_gpu_pidns_entry){ .ns_pid = ns_pid,
+			v[k++] = (struct vw_pidns_entry){ .ns_pid = ns_pid,
 							      .procfs_pid = pids[i],
 							      .verified = in == 1 };
 	}
@@ -334,7 +334,7 @@ static int scan(struct vw_gpu_pidns *ns, int procfs_fd)
 	return 0;
 }
 
-static bool missed(const struct vw_gpu_pidns *ns, uint32_t pid)
+static bool missed(const struct vw_pidns *ns, uint32_t pid)
 {
 	for (size_t i = 0; i < ns->n_misses; i++)
 		if (ns->misses[i] == pid)
@@ -343,32 +343,32 @@ static bool missed(const struct vw_gpu_pidns *ns, uint32_t pid)
 }
 
 /* A PID a scan made after it was listed did not find: remembered, the oldest forgotten. */
-static void remember_miss(struct vw_gpu_pidns *ns, uint32_t pid)
+static void remember_miss(struct vw_pidns *ns, uint32_t pid)
 {
 	if (missed(ns, pid))
 		return;
 	ns->misses[ns->next_miss] = pid;
-	ns->next_miss = (ns->next_miss + 1) % VW_GPU_PIDNS_MAX_MISSES;
-	if (ns->n_misses < VW_GPU_PIDNS_MAX_MISSES)
+	ns->next_miss = (ns->next_miss + 1) % VW_PIDNS_MAX_MISSES;
+	if (ns->n_misses < VW_PIDNS_MAX_MISSES)
 		ns->n_misses++;
 }
 
 /* The cache's translation of pid, checked against the procfs now: 0 when none. */
-static uint32_t cached(const struct vw_gpu_pidns *ns, int procfs_fd, uint32_t pid)
+static uint32_t cached(const struct vw_pidns *ns, int procfs_fd, uint32_t pid)
 {
-	const struct vw_gpu_pidns_entry *e = lookup(ns, pid);
+	const struct vw_pidns_entry *e = lookup(ns, pid);
 
 	return e && still_valid(ns, procfs_fd, e) ? e->procfs_pid : 0;
 }
 
-int vw_gpu_pidns_map(struct vw_gpu_pidns *ns, int procfs_fd, uint32_t *pids, size_t n)
+int vw_pidns_map(struct vw_pidns *ns, int procfs_fd, uint32_t *pids, size_t n)
 {
 	bool fresh = false; /* scanned in this call: after the PIDs were listed */
 	int mapped = 0;
 
 	if (!ns || (n && !pids))
 		return -EINVAL;
-	if (ns->mode != VW_GPU_PIDNS_DAEMON_IN_CHILD)
+	if (ns->mode != VW_PIDNS_DAEMON_IN_CHILD)
 		return 0;
 	for (size_t i = 0; i < n; i++) {
 		uint32_t to = pids[i] ? cached(ns, procfs_fd, pids[i]) : 0;
