@@ -11,8 +11,9 @@ each case asserts what must hold whatever happens:
   - no counter back: both /metrics are scraped every 0.5 s for the whole run (vwe2e.Watch);
   - no energy invented, none lost beyond what was unobservable: the host's node energy between
     two quiescent points (meter held, both counters still) against the feeder's true energy;
-  - bounded: RSS and open descriptors of both daemons, from their own process_* gauges, end
-    within 10 % (+ a small constant) of their level after warm-up.
+  - bounded: heap, RSS and open descriptors of both daemons, from their own gauges (the lowest
+    over 20 s of scrapes), flat through each phase: the faults and HTTP abuse, then the VM
+    cycles (what is kept by design for each gone VM allowed).
 Prints TAP lines without a plan (run.sh adds cleanup and the plan), the count to $E2E_WORK/ntests.
 """
 import http.server
@@ -375,6 +376,45 @@ def memory(tag, hw, gw):
         g.sum(HEAP) / 2**20 if g else -1))
 
 
+RSS, FDS = "process_resident_memory_bytes", "process_open_fds"
+FLOOR_S = 20
+
+
+def floors(tag):
+    """What each daemon keeps: the lowest RSS, open descriptors and heap it showed over FLOOR_S
+    of scrapes every 0.5 s, not one moment's figure (a 20 MiB pod list being parsed, a heap
+    gauge that is refreshed every few seconds)."""
+    low = {"host": {}, "guest": {}}
+    end = time.monotonic() + FLOOR_S
+    while time.monotonic() < end:
+        for name, addr in (("host", HOST), ("guest", GUEST)):
+            m = try_scrape(addr)
+            for k in (RSS, FDS, HEAP) if m else ():
+                if m.has(k):
+                    low[name][k] = min(low[name].get(k, float("inf")), m.sum(k))
+        time.sleep(0.5)
+    out = {n: (l.get(RSS, 0), l.get(FDS, 0), l.get(HEAP, 0)) for n, l in low.items()}
+    log("floors over %d s %s: host RSS %.1f MiB, heap %.2f MiB, %d fds; "
+        "guest RSS %.1f MiB, heap %.2f MiB, %d fds" % (
+            FLOOR_S, tag, out["host"][0] / 2**20, out["host"][2] / 2**20, out["host"][1],
+            out["guest"][0] / 2**20, out["guest"][2] / 2**20, out["guest"][1]))
+    return out
+
+
+def flat(name, tag, was, now, heap_allowed):
+    """One phase's memory check: heap (the allocator's live bytes, where a leak shows) within
+    heap_allowed of the phase's start, RSS under a gross bound (runaway growth, e.g. the 3 GiB
+    peaks a 20 MiB pod list once caused: RSS mostly holds ASan's shadow and its allocator's
+    slack), open descriptors within 4."""
+    (rss0, fds0, heap0), (rss, fds, heap) = was, now
+    tap(0 < heap <= heap0 + heap_allowed and 0 < rss <= 1.5 * rss0 and fds <= fds0 + 4,
+        "%s: memory and descriptors flat through %s" % (name, tag),
+        "heap %.2f -> %.2f MiB (+%.0f KiB, %.0f KiB allowed), RSS %.1f -> %.1f MiB (+%.1f %%), "
+        "fds %d -> %d" % (heap0 / 2**20, heap / 2**20, (heap - heap0) / 1024,
+                          heap_allowed / 1024, rss0 / 2**20, rss / 2**20,
+                          100 * (rss - rss0) / rss0 if rss0 else 0, fds0, fds))
+
+
 def main():
     kubelet = Kubelet()
     kubelet.start()
@@ -397,14 +437,14 @@ def main():
     # A VM whose guest never opens its port: the host publishes into it for the whole run.
     rc, out = create_vm("vw-spin-0")
     tap(rc == 0, "set-up: a second VM whose guest never reads its channel", out)
-    time.sleep(30)  # warm-up: every table and buffer at its working size, every kubelet answer
-    h0, g0 = try_scrape(HOST), try_scrape(GUEST)
-    base = {n: (m.sum("process_resident_memory_bytes"), m.sum("process_open_fds"), m.sum(HEAP))
-            for n, m in (("host", h0), ("guest", g0))}
-    log("after warm-up: host RSS %.1f MiB, heap %.2f MiB, %d fds; "
-        "guest RSS %.1f MiB, heap %.2f MiB, %d fds" % (
-            base["host"][0] / 2**20, base["host"][2] / 2**20, base["host"][1],
-            base["guest"][0] / 2**20, base["guest"][2] / 2**20, base["guest"][1]))
+    # Warm-up: every table and buffer at its working size, so every kubelet answer given at
+    # least once (the 20 MiB list's buffers too): 30 s, then until all modes were met (the
+    # host backs off after failures: a few minutes at most, bounded).
+    t0 = time.monotonic()
+    time.sleep(30)
+    wait_for(lambda: len(kubelet.by_mode) == len(Kubelet.MODES), 240, 1)
+    log("warm-up: %.0f s, kubelet answers %r" % (time.monotonic() - t0, kubelet.by_mode))
+    base = floors("after warm-up")
 
     # 1. The meter vanishes (the intel_rapl module unloaded) and comes back.
     a = quiesce("meter vanishes: before")
@@ -538,6 +578,12 @@ def main():
     http_abuse("guest", GUEST, 10, 1000)
 
     memory("HTTP abuse", hw, gw)
+    mid = floors("after the faults and HTTP abuse")
+    for name in ("host", "guest"):
+        # What is kept by design across these faults: nothing that grows; 384 KiB for the
+        # allocator's own (+133 KiB measured; a leak of 50 bytes an HTTP request, over 11,000,
+        # fails it).
+        flat(name, "the faults and HTTP abuse", base[name], mid[name], 384 << 10)
 
     # 7. VMs: the silent one destroyed mid-publication, then 200 start/destroy cycles.
     rc, out = virsh("destroy", "vw-spin-0")
@@ -545,11 +591,24 @@ def main():
     tap(rc == 0 and alive(hpid), "a VM destroyed while it is being published to", out)
     t0, bad = time.monotonic(), []
 
+    seen = {"cycles": 0, "shown": 0}
+    shown_cache = [None, set()]
+
+    def shown(uuid):
+        m = hw.latest
+        if m is not shown_cache[0]:
+            shown_cache[:] = [m, vm_ids(m) if m else set()]
+        return uuid in shown_cache[1]
+
     def cycler(k, n):  # four at a time: QEMU's start-up is mostly waiting
         for _ in range(n):
             name = "vw-cycle-%d" % k
             rc, out = create_vm(name)
-            if rc == 0:
+            if rc == 0:  # destroyed once the host shows it: each cycle a VM it measured
+                rc_u, uuid = virsh("domuuid", name)
+                ok = rc_u == 0 and wait_for(lambda: shown(uuid.strip()), 15, 0.25)
+                seen["cycles"] += 1
+                seen["shown"] += bool(ok)
                 rc, out = virsh("destroy", name)
             if rc != 0:
                 bad.append(out[:160])
@@ -571,9 +630,12 @@ def main():
     time.sleep(5)
     m = try_scrape(HOST)
     left = vm_ids(m) - {UUID} if m else {"no scrape"}
-    tap(not bad and alive(hpid) and not left,
-        "%d VM start/destroy cycles: the host follows, no VM left behind" % CYCLES,
-        "; ".join(bad) if bad else "VMs still shown: %s" % sorted(left) if left else "")
+    tap(not bad and alive(hpid) and not left and seen["shown"] >= 0.9 * CYCLES,
+        "%d VM start/destroy cycles: the host shows each VM while it runs, none left behind"
+        % CYCLES,
+        "; ".join(bad) if bad else "VMs still shown: %s" % sorted(left) if left else
+        "%d of %d VMs shown by the host within 15 s of their start" % (seen["shown"],
+                                                                   seen["cycles"]))
 
     memory("VM cycles", hw, gw)
 
@@ -606,26 +668,16 @@ def main():
         "neither daemon crashed or restarted",
         "host PID %d alive %s; guest start time %.0f -> %.0f" % (
             hpid, alive(hpid), gstart, gm.sum("process_start_time_seconds")))
-    hm = try_scrape(HOST) or vwe2e.Metrics("")
-    for name, m in (("host", hm), ("guest", gm)):
-        rss, fds, heap = (m.sum("process_resident_memory_bytes"), m.sum("process_open_fds"),
-                          m.sum(HEAP))
-        rss0, fds0, heap0 = base[name]
-        # The heap (the allocator's live bytes) is where a leak shows: RSS mostly holds ASan's
-        # shadow and its allocator's slack, which grew 2 MiB per 100 VM cycles here while the
-        # live heap grew 0.2 MiB. What is kept by design: each gone VM's counters (publisher
-        # 1 h, at most 4096; registry 720 intervals, at most --monitor.max-terminated), about
-        # 2.1 KiB of heap a VM measured over 200 cycles; bound 4 KiB a cycle + 512 KiB. A leak
-        # of 4 KiB a VM cycle, or of 50 bytes an HTTP request (over 11,000 of them), fails
-        # it. RSS gets a gross bound
-        # (runaway growth, e.g. the 3 GiB peaks a 20 MiB pod list once caused).
+    end = floors("at the end")
+    for name in ("host", "guest"):
+        # What is kept by design for each gone VM: its counters (publisher 1 h, at most 4096;
+        # registry 720 intervals, at most --monitor.max-terminated), about 2.1 KiB of heap a VM
+        # measured over 200 cycles (2.7 KiB with the kubelet's flapping, 2026-11-29). Allowed:
+        # 256 KiB + 3.5 KiB a cycle; a leak of 4 KiB a VM fails it (checked: tests/e2e/README.md).
+        # The guest sees no VM: 256 KiB.
         cycles = CYCLES if name == "host" else 0
-        tap(0 < heap <= heap0 + cycles * 4096 + (512 << 10) and 0 < rss <= 1.5 * rss0 and
-            fds <= fds0 + 4,
-            "%s: memory and descriptors flat through the campaign" % name,
-            "heap %.2f -> %.2f MiB (%d VM cycles), RSS %.1f -> %.1f MiB (+%.1f %%), "
-            "fds %d -> %d" % (heap0 / 2**20, heap / 2**20, cycles, rss0 / 2**20, rss / 2**20,
-                              100 * (rss - rss0) / rss0 if rss0 else 0, fds0, fds))
+        flat(name, "%d VM cycles and a flapping kubelet" % cycles, mid[name], end[name],
+             (256 << 10) + cycles * 3584)
     vwe2e.write_ntests(WORK)
     return 1 if vwe2e.failed else 0
 

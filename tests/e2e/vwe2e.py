@@ -19,11 +19,17 @@ def log(msg):
 
 
 def tap(ok, what, detail=""):
+    """One TAP line. A failure carries its details in its title too (meson prints a TAP
+    test's titles and stderr, not its comment lines) and on stderr."""
     global n_tests, failed
     n_tests += 1
+    title = what
     if not ok:
         failed += 1
-    print("%s %d - %s" % ("ok" if ok else "not ok", n_tests, what), flush=True)
+        if detail:
+            title = "%s [%s]" % (what, " ".join(detail.split()).replace("#", "No.")[:600])
+        print("FAILED: %s: %s" % (what, detail), file=sys.stderr, flush=True)
+    print("%s %d - %s" % ("ok" if ok else "not ok", n_tests, title), flush=True)
     if detail:
         log(detail)
 
