@@ -485,27 +485,31 @@ struct piece_items {
 	const char *const *labels;    /* the level's label array */
 	size_t n;                     /* labels before zone */
 	struct vw_prom_piece *pieces; /* one per item, NULL: none (no memory, or too many) */
+	const struct vw_prom_piece *tail[VW_ZONE__COUNT]; /* the labels after n, or NULL */
 };
 #define ITEM_PIECES_MAX 512 /* items beyond which pieces are not kept (1 KiB each) */
 
 /* Pieces for n items, none made yet; NULL (every label escaped in each sample) past the cap
  * or without memory. */
-static struct vw_prom_piece *pieces_new(size_t n)
+static struct vw_prom_piece *pieces_new(const struct vw_workloads *w, size_t n)
 {
-	struct vw_prom_piece *p = n && n <= ITEM_PIECES_MAX ? malloc(n * sizeof(*p)) : NULL;
+	struct vw_prom_piece *p =
+		n && n <= ITEM_PIECES_MAX && !w->render_plain ? malloc(n * sizeof(*p)) : NULL;
 
 	for (size_t k = 0; p && k < n; k++)
 		p[k].labels = NULL;
 	return p;
 }
 
-static void item_piece(const void *ctx, size_t i, struct wl_labels *l)
+static void item_piece(const void *ctx, size_t i, int z, struct wl_labels *l)
 {
 	const struct piece_items *it = ctx;
 	struct vw_prom_piece *pc = it && it->pieces ? &it->pieces[i] : NULL;
 
 	if (pc && (pc->labels || vw_prom_piece_set(pc, it->labels, it->n, l->v)))
 		l->piece = pc;
+	if (pc && z >= 0)
+		l->tail = it->tail[z];
 }
 
 static const struct acc *cont_item(const struct vw_workloads *w, const void *ctx, size_t i,
@@ -517,14 +521,14 @@ static const struct acc *cont_item(const struct vw_workloads *w, const void *ctx
 		return NULL;
 	VW_WL_LABELS(l, c->id, c->name, vw_runtime_name(c->runtime),
 		     vw_wl_state_name(c->terminated), zone(z), vw_wl_cont_pod(w, c), node);
-	item_piece(ctx, i, l);
+	item_piece(ctx, i, z, l);
 	return &c->z[z];
 }
 
 static int render_containers(const struct vw_workloads *w, struct vw_prom_writer *pw,
 			     const char *node)
 {
-	_cleanup_free_ struct vw_prom_piece *pieces = pieces_new(w->n_conts);
+	_cleanup_free_ struct vw_prom_piece *pieces = pieces_new(w, w->n_conts);
 	int r = vw_wl_render_level(w, pw, node, &vw_workload_families[F_CONT_J], VW_WL_IDLE_J + 1,
 				   true, w->n_conts, cont_item,
 				   &(struct piece_items){ .labels = l_cont, .n = 4,
@@ -553,17 +557,27 @@ static const struct acc *pod_item(const struct vw_workloads *w, const void *ctx,
 		return NULL;
 	VW_WL_LABELS(l, p->info.uid, p->info.name, p->info.namespace_,
 		     vw_wl_state_name(p->terminated), zone(z), node);
-	item_piece(ctx, i, l);
+	item_piece(ctx, i, z, l);
 	return &p->z[z];
 }
 
+/* Pods: a head piece each (pod_id..state), zone and node_name escaped once a render (a tail
+ * per zone present). */
 static int render_pods(const struct vw_workloads *w, struct vw_prom_writer *pw, const char *node)
 {
-	_cleanup_free_ struct vw_prom_piece *pieces = pieces_new(w->n_pods);
+	_cleanup_free_ struct vw_prom_piece *pieces = pieces_new(w, w->n_pods);
+	struct piece_items it = { .labels = l_pod, .n = 4, .pieces = pieces };
+	struct vw_prom_piece tails[VW_ZONE__COUNT];
 
+	for (int z = 0; pieces && z < VW_ZONE__COUNT; z++) {
+		const char *v[] = { "", "", "", "", zone(z), node, NULL }; /* pod_id..state: unused */
+
+		_Static_assert(ARRAY_SIZE(v) == ARRAY_SIZE(l_pod), "l_pod: a tail's values");
+		if (w->present[z] && vw_prom_piece_set_from(&tails[z], l_pod, 4, 2, v))
+			it.tail[z] = &tails[z];
+	}
 	return vw_wl_render_level(w, pw, node, &vw_workload_families[F_POD_J], VW_WL_IDLE_J + 1,
-				  true, w->n_pods, pod_item,
-				  &(struct piece_items){ .labels = l_pod, .n = 4, .pieces = pieces });
+				  true, w->n_pods, pod_item, &it);
 }
 
 /* Each VM's labels vm_id to state escaped once a render, the same in its four families and
@@ -609,7 +623,7 @@ static int render_vms(const struct vw_workloads *w, struct vw_prom_writer *pw, c
 	_cleanup_free_ struct vw_prom_piece *pieces = NULL;
 	struct vm_items it = { .labels = fams[0].labels };
 
-	if (w->n_vms && w->n_vms <= VM_PIECES_MAX) {
+	if (w->n_vms && w->n_vms <= VM_PIECES_MAX && !w->render_plain) {
 		/* a piece per VM, then a tail per zone; none: every label escaped */
 		pieces = malloc((w->n_vms + VW_ZONE__COUNT) * sizeof(*pieces));
 		for (size_t k = 0; pieces && k < w->n_vms; k++)
