@@ -667,7 +667,8 @@ static void test_label_tails(void **state)
 
 /* A head less one label (vw_prom_piece_without) is, byte for byte, the head made for the
  * family without it from the same values (odd values escaped once, never again); labels that
- * are not the head's less that one, a tail or a k past its labels give none. */
+ * are not the head's less that one, a tail or a k past its labels give none. A piece as another
+ * family's (vw_prom_piece_as): the same text where the names match, a head stays a head. */
 static void test_piece_without(void **state)
 {
 	static const char *const five[] = {"pid", "comm", "state", "exe", "zone", NULL};
@@ -702,6 +703,22 @@ static void test_piece_without(void **state)
 					   (const char *[]){"pid", "comm", "exe", "state", NULL}, 2));
 	assert_null(got.labels);
 	assert_false(vw_prom_piece_without(&got, &src, five, 5)); /* past its labels */
+	/* As another family's: a head as a head, a tail as a tail where the names match. */
+	assert_true(vw_prom_piece_as(&got, &src,
+				     (const char *[]){"pid", "comm", "state", "exe", "zone", "x", NULL},
+				     0));
+	assert_int_equal(got.len, src.len);
+	assert_memory_equal(got.text, src.text, src.len);
+	assert_false(vw_prom_piece_as(&got, &src, (const char *[]){"pid", "comm", NULL}, 0));
+	assert_false(vw_prom_piece_as(&got, &src,
+				      (const char *[]){"x", "pid", "comm", "state", "exe", "zone",
+						       NULL},
+				      1));
+	assert_true(vw_prom_piece_set_from(&want, five, 3, 2, odd));
+	assert_true(vw_prom_piece_as(&got, &want, (const char *[]){"a", "exe", "zone", NULL}, 1));
+	assert_int_equal(got.from, 1);
+	assert_memory_equal(got.text, want.text, want.len);
+	assert_false(vw_prom_piece_as(&got, &want, (const char *[]){"exe", "zone", NULL}, 0));
 	assert_true(vw_prom_piece_set_from(&src, five, 2, 3, odd));
 	assert_false(vw_prom_piece_without(&got, &src, five, 0)); /* a tail */
 }

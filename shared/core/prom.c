@@ -1112,6 +1112,30 @@ bool vw_prom_piece_set(struct vw_prom_piece *p, const char *const *labels, size_
 	return vw_prom_piece_set_from(p, labels, 0, n, label_values);
 }
 
+bool vw_prom_piece_as(struct vw_prom_piece *dst, const struct vw_prom_piece *src,
+		      const char *const *labels, size_t from)
+{
+	dst->labels = NULL;
+	if (!src || !src->labels || !labels || (from == 0) != (src->from == 0))
+		return false;
+	for (size_t i = 0; i < from; i++)
+		if (!labels[i])
+			return false;
+	for (size_t i = 0; i < src->n; i++) {
+		const char *a = labels[from + i], *b = src->labels[src->from + i];
+
+		if (!a || (a != b && strcmp(a, b) != 0))
+			return false;
+	}
+	memcpy(dst->text, src->text, src->len);
+	memcpy(dst->ends, src->ends, sizeof(dst->ends));
+	dst->len = src->len;
+	dst->n = src->n;
+	dst->from = from;
+	dst->labels = labels;
+	return true;
+}
+
 bool vw_prom_piece_without(struct vw_prom_piece *dst, const struct vw_prom_piece *src,
 			   const char *const *labels, size_t k)
 {

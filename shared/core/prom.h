@@ -179,6 +179,13 @@ bool vw_prom_piece_set(struct vw_prom_piece *p, const char *const *labels, size_
  */
 bool vw_prom_piece_without(struct vw_prom_piece *dst, const struct vw_prom_piece *src,
 			   const char *const *labels, size_t k);
+/*
+ * src's text for another family's label array: labels[from..) names src's labels in order, and
+ * from is 0 exactly where src is a head (a tail of one family as a tail of another that has
+ * the same last labels; a head as a head). false (dst unset) otherwise.
+ */
+bool vw_prom_piece_as(struct vw_prom_piece *dst, const struct vw_prom_piece *src,
+		      const char *const *labels, size_t from);
 int vw_prom_gauge_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
 			const char *const *label_values, double value);
 int vw_prom_counter_micro_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,

@@ -512,27 +512,40 @@ static void item_piece(const void *ctx, size_t i, int z, struct wl_labels *l)
 		l->tail = it->tail[z];
 }
 
+/* Containers: a head piece each (container_id..state) and a tail (pod_id, node_name), made
+ * at its first sample of a render: only zone is escaped in each sample, and its cpu-seconds
+ * series takes both as they are (nothing escaped). */
+struct cont_items {
+	struct vw_prom_piece *heads, *tails; /* one each a container; NULL: none */
+};
+
 static const struct acc *cont_item(const struct vw_workloads *w, const void *ctx, size_t i,
 				   int z, const char *node, struct wl_labels *l)
 {
+	const struct cont_items *it = ctx;
 	const struct wl_container *c = &w->conts[i];
 
 	if (c->final_gen == UINT64_MAX)
 		return NULL;
 	VW_WL_LABELS(l, c->id, c->name, vw_runtime_name(c->runtime),
 		     vw_wl_state_name(c->terminated), zone(z), vw_wl_cont_pod(w, c), node);
-	item_piece(ctx, i, z, l);
+	if (it->heads && (it->heads[i].labels || vw_prom_piece_set(&it->heads[i], l_cont, 4, l->v)))
+		l->piece = &it->heads[i];
+	if (it->tails &&
+	    (it->tails[i].labels || vw_prom_piece_set_from(&it->tails[i], l_cont, 5, 2, l->v)))
+		l->tail = &it->tails[i];
 	return &c->z[z];
 }
 
 static int render_containers(const struct vw_workloads *w, struct vw_prom_writer *pw,
 			     const char *node)
 {
-	_cleanup_free_ struct vw_prom_piece *pieces = pieces_new(w, w->n_conts);
+	_cleanup_free_ struct vw_prom_piece *heads = pieces_new(w, w->n_conts);
+	_cleanup_free_ struct vw_prom_piece *tails = pieces_new(w, w->n_conts);
+	struct cont_items it = { .heads = heads, .tails = tails };
+	struct vw_prom_piece hd, tl;
 	int r = vw_wl_render_level(w, pw, node, &vw_workload_families[F_CONT_J], VW_WL_IDLE_J + 1,
-				   true, w->n_conts, cont_item,
-				   &(struct piece_items){ .labels = l_cont, .n = 4,
-							  .pieces = pieces });
+				   true, w->n_conts, cont_item, &it);
 
 	if (r == 0)
 		r = vw_prom_family(pw, &vw_workload_families[F_CONT_SEC]);
@@ -541,9 +554,13 @@ static int render_containers(const struct vw_workloads *w, struct vw_prom_writer
 		const char *v[] = { c->id, c->name, vw_runtime_name(c->runtime),
 				    vw_wl_state_name(c->terminated), vw_wl_cont_pod(w, c), node,
 				    NULL };
+		/* its energy series' head and tail, for l_cont_sec (no zone between them) */
+		bool h = heads && vw_prom_piece_as(&hd, &heads[i], l_cont_sec, 0);
+		bool t = tails && vw_prom_piece_as(&tl, &tails[i], l_cont_sec, 4);
 
 		if (c->final_gen != UINT64_MAX)
-			r = vw_prom_counter_micro(pw, v, c->cpu_ns / 1000);
+			r = vw_prom_counter_micro_pieces(pw, h ? &hd : NULL, t ? &tl : NULL, v,
+							 c->cpu_ns / 1000);
 	}
 	return r < 0 ? r : vw_prom_family_end(pw);
 }
