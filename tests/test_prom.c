@@ -665,6 +665,118 @@ static void test_label_tails(void **state)
 					    (const char *[]){"7", "x", NULL}));
 }
 
+/* A head less one label (vw_prom_piece_without) is, byte for byte, the head made for the
+ * family without it from the same values (odd values escaped once, never again); labels that
+ * are not the head's less that one, a tail or a k past its labels give none. A piece as another
+ * family's (vw_prom_piece_as): the same text where the names match, a head stays a head. */
+static void test_piece_without(void **state)
+{
+	static const char *const five[] = {"pid", "comm", "state", "exe", "zone", NULL};
+	static const char *const odd[] = {"4\"2", "we\"ird\\", "run\nning", "/bin/\xff\x01x",
+					  "caf\xc3\xa9", NULL};
+	struct vw_prom_piece src, got, want;
+
+	(void)state;
+	assert_true(vw_prom_piece_set(&src, five, 5, odd));
+	for (size_t k = 0; k < 5; k++) {
+		const char *labels[5], *values[5];
+		size_t n = 0;
+
+		for (size_t i = 0; i < 5; i++)
+			if (i != k)
+				labels[n] = five[i], values[n++] = odd[i];
+		labels[n] = values[n] = NULL;
+		assert_true(vw_prom_piece_without(&got, &src, labels, k));
+		assert_true(vw_prom_piece_set(&want, labels, 4, values));
+		assert_int_equal(got.n, 4);
+		assert_int_equal(got.from, 0);
+		assert_ptr_equal(got.labels, labels);
+		assert_int_equal(got.len, want.len);
+		assert_memory_equal(got.text, want.text, want.len);
+		assert_memory_equal(got.ends, want.ends, 4 * sizeof(want.ends[0]));
+		/* and again from it: less its first label */
+		assert_true(vw_prom_piece_without(&want, &got, labels + 1, 0));
+		assert_int_equal(want.text[0], '{');
+	}
+	/* labels that are not the head's less label 2 */
+	assert_false(vw_prom_piece_without(&got, &src,
+					   (const char *[]){"pid", "comm", "exe", "state", NULL}, 2));
+	assert_null(got.labels);
+	assert_false(vw_prom_piece_without(&got, &src, five, 5)); /* past its labels */
+	/* As another family's: a head as a head, a tail as a tail where the names match. */
+	assert_true(vw_prom_piece_as(&got, &src,
+				     (const char *[]){"pid", "comm", "state", "exe", "zone", "x", NULL},
+				     0));
+	assert_int_equal(got.len, src.len);
+	assert_memory_equal(got.text, src.text, src.len);
+	assert_false(vw_prom_piece_as(&got, &src, (const char *[]){"pid", "comm", NULL}, 0));
+	assert_false(vw_prom_piece_as(&got, &src,
+				      (const char *[]){"x", "pid", "comm", "state", "exe", "zone",
+						       NULL},
+				      1));
+	assert_true(vw_prom_piece_set_from(&want, five, 3, 2, odd));
+	assert_true(vw_prom_piece_as(&got, &want, (const char *[]){"a", "exe", "zone", NULL}, 1));
+	assert_int_equal(got.from, 1);
+	assert_memory_equal(got.text, want.text, want.len);
+	assert_false(vw_prom_piece_as(&got, &want, (const char *[]){"exe", "zone", NULL}, 0));
+	assert_true(vw_prom_piece_set_from(&src, five, 2, 3, odd));
+	assert_false(vw_prom_piece_without(&got, &src, five, 0)); /* a tail */
+}
+
+/* Families of a trusted table (checked once) start as checked ones do: the same text, a
+ * repeated name still refused; a table with a bad family is not trusted and its families are
+ * refused as before. */
+static const struct vw_metric_family trust_ok[] = {
+	{ "t_trust_joules_total", VW_METRIC_COUNTER, "Joules \"q\" \\ of\nit.", "joules",
+	  proc_labels },
+	{ "t_trust_watts", VW_METRIC_GAUGE, "Watts.", "watts", NULL },
+};
+static const struct vw_family_table trust_ok_table = { "t", "t", NULL, trust_ok, 2 };
+static const char *const dup_labels[] = {"a", "b", "a", NULL};
+static const struct vw_metric_family trust_bad[] = {
+	{ "t_fine_watts", VW_METRIC_GAUGE, "Watts.", "watts", NULL },
+	{ "t_dup_watts", VW_METRIC_GAUGE, "Watts.", "watts", dup_labels },
+};
+static const struct vw_family_table trust_bad_table = { "t", "t", NULL, trust_bad, 2 };
+
+static char *render_trust(enum vw_prom_format fmt)
+{
+	const char *v[] = {"1", "x\"", "y", "z", NULL};
+	struct vw_prom_writer *w = vw_prom_writer_new(fmt, 0);
+	char *buf = NULL;
+
+	assert_non_null(w);
+	assert_int_equal(vw_prom_family(w, &trust_ok[0]), 0);
+	assert_int_equal(vw_prom_counter_micro(w, v, 1500000), 0);
+	assert_int_equal(vw_prom_family(w, &trust_ok[1]), 0);
+	assert_int_equal(vw_prom_gauge(w, NULL, 0.5), 0);
+	assert_int_equal(vw_prom_family(w, &trust_ok[0]), -EEXIST);
+	assert_int_equal(vw_prom_family(w, &trust_bad[1]), -EINVAL);
+	assert_int_equal(vw_prom_finish(w, &buf, NULL), 0);
+	vw_prom_writer_free(w);
+	return buf;
+}
+
+static void test_table_trust(void **state)
+{
+	static const enum vw_prom_format fmts[] = {VW_PROM_TEXT_0_0_4, VW_PROM_OPENMETRICS_1_0_0};
+	char *before[2];
+
+	(void)state;
+	for (size_t i = 0; i < 2; i++)
+		before[i] = render_trust(fmts[i]);
+	assert_int_equal(vw_prom_table_trust(&trust_bad_table), -EINVAL);
+	assert_int_equal(vw_prom_table_trust(&trust_ok_table), 0);
+	assert_int_equal(vw_prom_table_trust(&trust_ok_table), 0); /* again: nothing more */
+	for (size_t i = 0; i < 2; i++) {
+		_cleanup_free_ char *after = render_trust(fmts[i]);
+
+		assert_string_equal(after, before[i]);
+		free(before[i]);
+	}
+	assert_int_equal(vw_prom_table_trust(NULL), -EINVAL);
+}
+
 /* The text of one gauge sample of value v (milli: through vw_prom_gauge_milli_pieces). */
 static void gauge_text(bool milli, uint64_t ms, char *out, size_t size)
 {
@@ -1454,6 +1566,8 @@ int main(void)
 		cmocka_unit_test(test_derive_golden),
 		cmocka_unit_test(test_derive_every_cap),
 		cmocka_unit_test(test_label_tails),
+		cmocka_unit_test(test_piece_without),
+		cmocka_unit_test(test_table_trust),
 		cmocka_unit_test(test_gauge_milli),
 	};
 

@@ -25,6 +25,7 @@
 #include "vm_source.h"
 #include "workloads.h"
 #include "workloads_fixture.h"
+#include "workloads_priv.h" /* render_plain */
 #include "exposition_fixture.h"
 
 #define CID_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -1205,6 +1206,118 @@ static void test_top_n(void **state)
 	teardown(&c);
 }
 
+/* The registry rendered as it serves (pieces, tails, the label cache), then as the plain
+ * reference (every label escaped in every sample): byte for byte the same, twice (the second
+ * from the cache). Returns the text (malloc'd). */
+static char *render_same_as_plain(struct vw_workloads *w)
+{
+	char *got, *again, *want;
+
+	got = workloads_fixture_render(w);
+	w->render_plain = true;
+	want = workloads_fixture_render(w);
+	w->render_plain = false;
+	again = workloads_fixture_render(w);
+	assert_string_equal(got, want);
+	assert_string_equal(again, want);
+	free(again);
+	free(want);
+	return got;
+}
+
+/* Odd comms: quotes, backslashes, a newline, a tab, invalid UTF-8, a two-byte character. */
+static const char *const odd_comms[] = { "we\"ird", "back\\slash", "new\nline", "t\tab",
+					 "bad\xff\xfe", "caf\xc3\xa9", "plain", "a\"b\\c\"d" };
+
+/* PID i of the varied registry: its /proc files (cgroup: container A, B or none; exe: a link
+ * with odd bytes, or none) and its snapshot row. */
+static void varied_proc(struct ctx *c, struct vw_proc_cpu *row, uint32_t pid, uint64_t start,
+			const char *comm)
+{
+	static const char *const cg[] = { "0::/system.slice/docker-" CID_A ".scope\n",
+					  "0::/kubepods.slice/cri-containerd-" CID_B ".scope\n",
+					  "0::/system.slice/x.service\n" };
+	char rel[32], target[64], path[PATH_MAX];
+
+	snprintf(rel, sizeof(rel), "%u/cgroup", pid);
+	assert_int_equal(vw_fixture_write(c->root, rel, cg[(pid + start) % 3], 0), 0);
+	snprintf(rel, sizeof(rel), "%u/exe", pid);
+	snprintf(target, sizeof(target), "/opt/x \"%u\"\\%s", pid, start % 2 ? "b\xe2\x82\xac" : "a");
+	snprintf(path, sizeof(path), "%s/%s", c->root, rel);
+	(void)unlink(path);
+	if (pid % 5)
+		assert_int_equal(vw_fixture_symlink(c->root, target, rel), 0);
+	*row = (struct vw_proc_cpu){ .tgid = pid, .start_time = start, .kind = VW_PROC_KIND_USER };
+	snprintf(row->comm, sizeof(row->comm), "%s", comm);
+}
+
+/*
+ * The exposition is the same with the render's shortcuts (label pieces, tails, the label cache
+ * kept between renders) as without: 240 processes with odd comms and executables in and out
+ * of containers, top 60 by energy in two zones, over 14 intervals where processes come and
+ * go (their series shown terminated, then gone), the ranking changes, a shown process's comm
+ * changes (it exec'd: a new executable too) and a shown PID is reused by a new process (a new
+ * start time, another comm and container) beside its terminated predecessor.
+ */
+static void test_render_matches_plain(void **state)
+{
+	enum { MANY = 240, TOP = 60, ROUNDS = 14 };
+	struct vw_zone_energy ze[VW_ZONE__COUNT] = { 0 };
+	struct vw_proc_cpu rows[MANY];
+	uint32_t next_pid = 5000;
+	struct ctx c;
+
+	(void)state;
+	setup_top(&c, NULL, TOP);
+	for (uint32_t i = 0; i < MANY; i++)
+		varied_proc(&c, &rows[i], 2000 + i, 7, odd_comms[i % ARRAY_SIZE(odd_comms)]);
+	c.snap.procs = rows;
+	c.snap.n_procs = MANY;
+	srand(29);
+	for (int round = 0; round < ROUNDS; round++) {
+		char *text;
+
+		for (uint32_t i = 0; i < MANY; i++) /* ranks move: a few processes ran much */
+			rows[i].cpu_ns += (uint64_t)(rand() % 100 < 30 ? rand() % 4000 : rand() % 20) *
+					  VW_NSEC_PER_MSEC;
+		if (round >= 2 && round % 3 == 2) /* some go: replaced by new PIDs */
+			for (uint32_t k = 0; k < 8; k++) {
+				uint32_t i = (uint32_t)rand() % MANY;
+
+				varied_proc(&c, &rows[i], next_pid++, 9,
+					    odd_comms[(i + k) % ARRAY_SIZE(odd_comms)]);
+			}
+		if (round == 4) /* the top process from now on, and 2001 the next */
+			rows[0].cpu_ns += 100000 * VW_NSEC_PER_MSEC,
+			rows[1].cpu_ns += 90000 * VW_NSEC_PER_MSEC;
+		if (round == 5) { /* the top process exec'd: a new comm and executable */
+			uint64_t ns = rows[0].cpu_ns, start = rows[0].start_time;
+
+			varied_proc(&c, &rows[0], rows[0].tgid, start + 1, "ne\"w\\comm");
+			rows[0].start_time = start; /* the same process: only its link changed */
+			rows[0].cpu_ns = ns;
+		}
+		if (round == 8) /* PID 2001 reused: another start time, comm and container */
+			varied_proc(&c, &rows[1], rows[1].tgid, 11, "re\\used\"");
+		if (round == 9)
+			rows[1].cpu_ns += 80000 * VW_NSEC_PER_MSEC;
+		ze[VW_ZONE_PACKAGE] = (struct vw_zone_energy){ true, 9000000, 3000000 };
+		ze[VW_ZONE_DRAM] = (struct vw_zone_energy){ true, 1000000, 500000 };
+		assert_int_equal(vw_workloads_update(c.w, &c.snap, ze, 5 * VW_NSEC_PER_SEC), 0);
+		text = render_same_as_plain(c.w);
+		if (round == 6 && !strstr(text, "comm=\"ne\\\"w\\\\comm\""))
+			fputs(text, stderr), fail();
+		if (round == 9) {
+			assert_non_null(strstr(text, "{pid=\"2001\",comm=\"re\\\\used\\\"\""));
+			assert_non_null(strstr(text, "{pid=\"2001\",comm=\"back\\\\slash\""));
+		}
+		assert_non_null(strstr(text, "comm=\"we\\\"ird\""));
+		free(text);
+		vw_workloads_published(c.w, (uint64_t)round + 1, (uint64_t)round);
+	}
+	teardown(&c);
+}
+
 /* Point PID's /proc/PID/exe at /usr/bin/COMM-TAG. */
 static void link_exe(struct ctx *c, uint32_t pid, const char *comm, const char *tag)
 {
@@ -1330,6 +1443,7 @@ int main(void)
 		cmocka_unit_test(test_scan_beyond_root_total),
 		cmocka_unit_test(test_vm_energy),
 		cmocka_unit_test(test_vm_render_text),
+		cmocka_unit_test(test_render_matches_plain),
 		cmocka_unit_test_setup_teardown(test_conservation_property, baseline_setup,
 						baseline_teardown),
 		cmocka_unit_test_setup_teardown(test_idle_process_power_cleared, baseline_setup,

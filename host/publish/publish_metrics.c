@@ -232,6 +232,7 @@ int vw_publisher_render(const struct vw_publisher *p, struct vw_prom_writer *w,
 
 	if (!p)
 		return 0;
+	(void)vw_prom_table_trust(&vw_publish_family_table); /* checked once, not each render */
 	vw_publisher_stats(p, &ps);
 	r = vw_prom_single(w, &families[F_LOCK_REFUSED], node, (double)ps.lock_refused);
 	if (r == 0)

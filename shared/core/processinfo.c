@@ -274,6 +274,7 @@ int vw_processinfo_write(struct vw_prom_writer *w, const struct vw_processinfo *
 	};
 	int r = 0;
 
+	(void)vw_prom_table_trust(&vw_processinfo_family_table); /* checked once, not each render */
 	for (size_t i = 0; r == 0 && i < S__COUNT; i++)
 		r = vw_prom_single(w, &families[i], NULL, v[i]);
 	return r;

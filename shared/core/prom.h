@@ -36,6 +36,15 @@ struct vw_family_table {
 	size_t n;
 };
 
+/*
+ * Check every family of t once (as vw_prom_family() does) and remember its array by address: a
+ * family started from it is not checked again. Only for a static const table whose families,
+ * and all they point to, never change. 0 (also when it was already), -EINVAL (a family that
+ * fails the check: none of them is trusted, each is checked as it starts), -ENOSPC (too many
+ * tables: checked as they start). Thread-safe.
+ */
+int vw_prom_table_trust(const struct vw_family_table *t);
+
 enum vw_prom_format {
 	VW_PROM_TEXT_0_0_4,
 	VW_PROM_OPENMETRICS_1_0_0,
@@ -150,15 +159,33 @@ int vw_prom_gauge(struct vw_prom_writer *w, const char *const *label_values, dou
  * (counter filters and observers see them).
  */
 #define VW_PROM_PIECE_MAX 1024
+#define VW_PROM_PIECE_ENDS 16 /* labels of a piece whose ends it notes (vw_prom_piece_without) */
 struct vw_prom_piece {
 	const char *const *labels; /* the family label array it was made for; NULL: none */
 	size_t from;               /* the first label it holds (0: a head; else a tail) */
 	size_t n;                  /* labels it holds */
 	size_t len;
+	uint16_t ends[VW_PROM_PIECE_ENDS]; /* where each of its first labels ends in text */
 	char text[VW_PROM_PIECE_MAX]; /* "{name=\"value\",..." as a sample writes them */
 };
 bool vw_prom_piece_set(struct vw_prom_piece *p, const char *const *labels, size_t n,
 		       const char *const *label_values);
+/*
+ * A head for a family whose labels are src's without its label k (src: a head of at most
+ * VW_PROM_PIECE_ENDS labels; labels: that family's array, src's names but its k-th, in order),
+ * made from src's text, nothing escaped again: the text vw_prom_piece_set() would make for
+ * labels and the same values. false (dst unset) when src is not such a head or labels do not
+ * name its labels less the k-th.
+ */
+bool vw_prom_piece_without(struct vw_prom_piece *dst, const struct vw_prom_piece *src,
+			   const char *const *labels, size_t k);
+/*
+ * src's text for another family's label array: labels[from..) names src's labels in order, and
+ * from is 0 exactly where src is a head (a tail of one family as a tail of another that has
+ * the same last labels; a head as a head). false (dst unset) otherwise.
+ */
+bool vw_prom_piece_as(struct vw_prom_piece *dst, const struct vw_prom_piece *src,
+		      const char *const *labels, size_t from);
 int vw_prom_gauge_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,
 			const char *const *label_values, double value);
 int vw_prom_counter_micro_piece(struct vw_prom_writer *w, const struct vw_prom_piece *piece,

@@ -183,6 +183,7 @@ int vw_selfstats_write(struct vw_selfstats *s, struct vw_prom_writer *w,
 {
 	int r;
 
+	(void)vw_prom_table_trust(&vw_selfstats_family_table); /* checked once, not each render */
 	vw_prom_writer_hold_back(w, 0);
 	vw_selfstats_note_dropped(s, w, seq, max_bytes);
 	r = vw_selfstats_render(s, w, tables, node_name);

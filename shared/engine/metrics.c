@@ -236,9 +236,11 @@ static int render_info(struct vw_prom_writer *w, const struct vw_node_view *v)
 int vw_host_metrics_write(const struct vw_node_view *v, struct vw_prom_writer *w)
 {
 	struct zone_item zones = { .v = v };
-	int r = vw_prom_field_families(w, vw_host_families, zone_families,
-				       ARRAY_SIZE(zone_families), v->n_zones, zone_item, &zones);
+	int r;
 
+	(void)vw_prom_table_trust(&vw_host_family_table); /* checked once, not each render */
+	r = vw_prom_field_families(w, vw_host_families, zone_families, ARRAY_SIZE(zone_families),
+				   v->n_zones, zone_item, &zones);
 	if (r == 0)
 		r = render_baseline(w, v);
 	if (r == 0)

@@ -182,7 +182,7 @@ static void sift_down(struct ranked *h, size_t n, size_t i)
 /*
  * The top k of the processes by energy (ties: the lower index), in order, through one pass: a
  * heap of the k best so far, whose root (the worst of them) most processes fail to beat, then
- * a sort of those k. O(n log k) time and k entries of memory: a full sort of 10,000 processes
+ * a heapsort of those k. O(n log k) time and k entries of memory: a full sort of 10,000 processes
  * to keep 50 was 5 % of the daemon's CPU, and a ranking of all of them (160 KiB zeroed and
  * filled each render) a third of what was left of the ranking.
  */
@@ -225,8 +225,15 @@ top_procs(const struct vw_workloads *w, uint64_t (*energy)(const struct wl_proc 
 			sift_down(heap, k, 0);
 		}
 	}
-	if (heaped) /* more than k: the best k, best first */
-		qsort(heap, k, sizeof(*heap), cmp_energy_desc);
+	if (heaped) /* more than k: the best k, best first (heapsort: the worst kept to the end
+		     * in turn; a qsort of them was a sixth of the ranking) */
+		for (size_t end = k; end-- > 1;) {
+			struct ranked t = heap[0];
+
+			heap[0] = heap[end];
+			heap[end] = t;
+			sift_down(heap, end, 0);
+		}
 	for (size_t i = 0; i < n; i++)
 		order[i] = heap[i].idx;
 	*ret_n = n;
@@ -332,47 +339,109 @@ static const char *zone(int z)
 	return vw_zone_name((enum vw_zone)z);
 }
 
-/* The processes shown, and each one's labels pid to vm_id found and escaped once a render:
- * the same in its four families and every zone (escaping them each time was a third of a
- * render, finding them again a twentieth of what was left). */
+/* The processes shown, and each one's labels pid to vm_id found once a render and escaped once
+ * (a head piece, from the label cache where it has them: the same in its four families, every
+ * zone and every render it is shown); zone and node_name escaped once a render for them all
+ * (a tail per zone present). Without shown (no memory, or render_plain), each sample finds and
+ * escapes every label. */
 struct proc_shown {
-	struct vw_prom_piece piece; /* piece.labels NULL: not made yet, or too long for one */
-	bool found;                 /* v and pid hold its labels */
+	const struct vw_prom_piece *piece; /* NULL: its labels escaped in each sample */
 	char pid[16];
-	const char *v[7];           /* pid (in pid), comm, exe, type, state, container_id, vm_id */
+	const char *v[7];                  /* pid (in pid), comm, exe, type, state, container_id, vm_id */
 };
 struct proc_items {
 	const size_t *order;
-	struct proc_shown *shown; /* NULL: none (no memory) */
+	struct proc_shown *shown;                         /* NULL: none */
+	const struct vw_prom_piece *tail[VW_ZONE__COUNT]; /* zone, node_name; NULL: escaped */
 };
 #define PROC_PIECE_LABELS 7 /* pid, comm, exe, type, state, container_id, vm_id */
-#define PROC_PIECES_MAX 512 /* processes shown beyond which they are not kept (1 KiB each) */
+#define PROC_PIECES_MAX 512 /* processes shown beyond which no piece is made (1 KiB each) */
+#define PROC_STATE_LABEL 4  /* state: what the cpu-seconds family lacks of the piece's labels */
 _Static_assert(PROC_PIECE_LABELS + 2 == ARRAY_SIZE(l_proc) - 1, "l_proc: the piece, zone, node");
+_Static_assert(PROC_PIECE_LABELS == ARRAY_SIZE(l_proc_sec) - 1, "l_proc_sec: less state, node");
 
 static const struct acc *proc_item(const struct vw_workloads *w, const void *ctx, size_t i,
 				   int z, const char *node, struct wl_labels *l)
 {
 	const struct proc_items *it = ctx;
 	struct wl_proc *p = &w->procs[it->order[i]];
-	struct proc_shown *s = it->shown ? &it->shown[i] : NULL;
+	const struct proc_shown *s = it->shown ? &it->shown[i] : NULL;
 
-	if (s && s->found) { /* the same values, zone and node_name apart */
+	if (s) { /* the same values, zone and node_name apart */
 		memcpy(l->v, s->v, sizeof(s->v));
 		l->v[7] = zone(z);
 		l->v[8] = node;
 		l->v[9] = NULL;
+		l->piece = s->piece;
+		l->tail = it->tail[z];
 	} else {
 		vw_wl_proc_labels(w, p, node, zone(z), l);
 	}
-	if (s && !s->found) {
-		memcpy(s->pid, l->pid, sizeof(s->pid));
-		memcpy(s->v, l->v, sizeof(s->v));
-		s->v[0] = s->pid;
-		s->found = true;
-	}
-	if (s && (s->piece.labels || vw_prom_piece_set(&s->piece, l_proc, PROC_PIECE_LABELS, l->v)))
-		l->piece = &s->piece;
 	return vw_wl_proc_acc(w, p, z);
+}
+
+/* Each shown process's labels, and its head piece from the cache, else made in *own (allocated
+ * here, at most PROC_PIECES_MAX of them). */
+static void shown_fill(const struct vw_workloads *w, const size_t *order, size_t n,
+		       const char *node, struct proc_shown *shown, struct vw_prom_piece **own)
+{
+	size_t n_own = 0, cap_own = 0;
+
+	for (size_t k = 0; k < n; k++) {
+		struct wl_proc *p = &w->procs[order[k]];
+		struct proc_shown *s = &shown[k];
+		struct wl_labels l;
+
+		vw_wl_proc_labels(w, p, node, NULL, &l);
+		memcpy(s->pid, l.pid, sizeof(s->pid));
+		memcpy(s->v, l.v, sizeof(s->v));
+		s->v[0] = s->pid;
+		s->piece = vw_wl_label_cache_piece(w->label_cache, p, l_proc, PROC_PIECE_LABELS,
+						   s->v);
+		if (s->piece)
+			continue;
+		if (!*own && n - k <= PROC_PIECES_MAX) { /* the rest at most */
+			*own = malloc((n - k) * sizeof(**own));
+			cap_own = *own ? n - k : 0;
+		}
+		if (n_own < cap_own &&
+		    vw_prom_piece_set(&(*own)[n_own], l_proc, PROC_PIECE_LABELS, s->v))
+			s->piece = &(*own)[n_own++];
+	}
+}
+
+/* kepler_process_cpu_seconds_total: each shown process's head piece less state (nothing escaped
+ * again), then node_name, escaped once. */
+static int render_proc_seconds(const struct vw_workloads *w, struct vw_prom_writer *pw,
+			       const char *node, const struct proc_items *it, size_t n)
+{
+	const char *tv[] = { "", "", "", "", "", "", node, NULL }; /* pid..vm_id: unused */
+	struct vw_prom_piece tail, head;
+	bool have_tail = it->shown && vw_prom_piece_set_from(&tail, l_proc_sec, 6, 1, tv);
+	int r = vw_prom_family(pw, &vw_workload_families[F_PROC_SEC]);
+
+	_Static_assert(ARRAY_SIZE(tv) == ARRAY_SIZE(l_proc_sec), "l_proc_sec: a tail's values");
+	for (size_t k = 0; r == 0 && k < n; k++) {
+		struct wl_proc *p = &w->procs[it->order[k]];
+		const struct proc_shown *s = it->shown ? &it->shown[k] : NULL;
+		struct wl_labels l;
+		const char *v[8];
+
+		if (s) /* found for its energy families */
+			memcpy(l.v, s->v, sizeof(s->v));
+		else
+			vw_wl_proc_labels(w, p, node, "", &l);
+		/* pid, comm, exe, type, container_id, vm_id, node_name */
+		v[0] = l.v[0], v[1] = l.v[1], v[2] = l.v[2], v[3] = l.v[3];
+		v[4] = l.v[5], v[5] = l.v[6], v[6] = node, v[7] = NULL;
+		if (s && s->piece &&
+		    vw_prom_piece_without(&head, s->piece, l_proc_sec, PROC_STATE_LABEL))
+			r = vw_prom_counter_micro_pieces(pw, &head, have_tail ? &tail : NULL, v,
+							 p->cpu_ns / 1000);
+		else
+			r = vw_prom_counter_micro(pw, v, p->cpu_ns / 1000);
+	}
+	return r < 0 ? r : vw_prom_family_end(pw);
 }
 
 static int render_processes(const struct vw_workloads *w, struct vw_prom_writer *pw,
@@ -382,38 +451,33 @@ static int render_processes(const struct vw_workloads *w, struct vw_prom_writer 
 					 : w->n_procs;
 	_cleanup_free_ size_t *order = malloc((room + 1) * sizeof(size_t));
 	_cleanup_free_ struct proc_shown *shown = NULL;
+	_cleanup_free_ struct vw_prom_piece *own = NULL; /* pieces the cache did not keep */
+	struct vw_prom_piece tails[VW_ZONE__COUNT];
+	struct proc_items it = { .order = order };
 	size_t n = 0;
 	/* (the ranking with proc_energy() inlined: a call a process was a third of it) */
 	int r = order ? top_procs(w, proc_energy, false, order, &n) : -ENOMEM;
 
-	if (r == 0 && n && n <= PROC_PIECES_MAX) {
+	if (r == 0 && n && !w->render_plain) {
 		shown = malloc(n * sizeof(*shown)); /* none: every label found and escaped each sample */
-		for (size_t k = 0; shown && k < n; k++) {
-			shown[k].piece.labels = NULL;
-			shown[k].found = false;
-		}
+		if (shown)
+			shown_fill(w, order, n, node, shown, &own);
+		it.shown = shown;
+	}
+	for (int z = 0; it.shown && z < VW_ZONE__COUNT; z++) {
+		const char *v[] = { "", "", "", "", "", "", "", zone(z), node, NULL }; /* unused: "" */
+
+		_Static_assert(ARRAY_SIZE(v) == ARRAY_SIZE(l_proc), "l_proc: a tail's values");
+		if (w->present[z] &&
+		    vw_prom_piece_set_from(&tails[z], l_proc, PROC_PIECE_LABELS, 2, v))
+			it.tail[z] = &tails[z];
 	}
 	if (r == 0)
 		r = vw_wl_render_level(w, pw, node, &vw_workload_families[F_PROC_J],
-				       VW_WL_IDLE_J + 1, true, n, proc_item,
-				       &(struct proc_items){ .order = order, .shown = shown });
+				       VW_WL_IDLE_J + 1, true, n, proc_item, &it);
 	if (r == 0)
-		r = vw_prom_family(pw, &vw_workload_families[F_PROC_SEC]);
-	for (size_t k = 0; r == 0 && k < n; k++) {
-		struct wl_proc *p = &w->procs[order[k]];
-		struct wl_labels l;
-		const char *v[8];
-
-		if (shown && shown[k].found) /* found for its energy families */
-			memcpy(l.v, shown[k].v, sizeof(shown[k].v));
-		else
-			vw_wl_proc_labels(w, p, node, "", &l);
-		/* pid, comm, exe, type, container_id, vm_id, node_name */
-		v[0] = l.v[0], v[1] = l.v[1], v[2] = l.v[2], v[3] = l.v[3];
-		v[4] = l.v[5], v[5] = l.v[6], v[6] = node, v[7] = NULL;
-		r = vw_prom_counter_micro(pw, v, p->cpu_ns / 1000);
-	}
-	return r < 0 ? r : vw_prom_family_end(pw);
+		r = render_proc_seconds(w, pw, node, &it, n);
+	return r;
 }
 
 const char *vw_wl_cont_pod(const struct vw_workloads *w, const struct wl_container *c)
@@ -428,50 +492,67 @@ struct piece_items {
 	const char *const *labels;    /* the level's label array */
 	size_t n;                     /* labels before zone */
 	struct vw_prom_piece *pieces; /* one per item, NULL: none (no memory, or too many) */
+	const struct vw_prom_piece *tail[VW_ZONE__COUNT]; /* the labels after n, or NULL */
 };
 #define ITEM_PIECES_MAX 512 /* items beyond which pieces are not kept (1 KiB each) */
 
 /* Pieces for n items, none made yet; NULL (every label escaped in each sample) past the cap
  * or without memory. */
-static struct vw_prom_piece *pieces_new(size_t n)
+static struct vw_prom_piece *pieces_new(const struct vw_workloads *w, size_t n)
 {
-	struct vw_prom_piece *p = n && n <= ITEM_PIECES_MAX ? malloc(n * sizeof(*p)) : NULL;
+	struct vw_prom_piece *p =
+		n && n <= ITEM_PIECES_MAX && !w->render_plain ? malloc(n * sizeof(*p)) : NULL;
 
 	for (size_t k = 0; p && k < n; k++)
 		p[k].labels = NULL;
 	return p;
 }
 
-static void item_piece(const void *ctx, size_t i, struct wl_labels *l)
+static void item_piece(const void *ctx, size_t i, int z, struct wl_labels *l)
 {
 	const struct piece_items *it = ctx;
 	struct vw_prom_piece *pc = it && it->pieces ? &it->pieces[i] : NULL;
 
 	if (pc && (pc->labels || vw_prom_piece_set(pc, it->labels, it->n, l->v)))
 		l->piece = pc;
+	if (pc && z >= 0)
+		l->tail = it->tail[z];
 }
+
+/* Containers: a head piece each (container_id..state) and a tail (pod_id, node_name), made
+ * at its first sample of a render: only zone is escaped in each sample, and its cpu-seconds
+ * series takes both as they are (nothing escaped). */
+struct cont_items {
+	struct vw_prom_piece *heads, *tails; /* one each a container; NULL: none */
+};
 
 static const struct acc *cont_item(const struct vw_workloads *w, const void *ctx, size_t i,
 				   int z, const char *node, struct wl_labels *l)
 {
+	const struct cont_items *it = ctx;
 	const struct wl_container *c = &w->conts[i];
 
 	if (c->final_gen == UINT64_MAX)
 		return NULL;
 	VW_WL_LABELS(l, c->id, c->name, vw_runtime_name(c->runtime),
 		     vw_wl_state_name(c->terminated), zone(z), vw_wl_cont_pod(w, c), node);
-	item_piece(ctx, i, l);
+	if (it->heads && (it->heads[i].labels || vw_prom_piece_set(&it->heads[i], l_cont, 4, l->v)))
+		l->piece = &it->heads[i];
+	if (it->tails &&
+	    (it->tails[i].labels || vw_prom_piece_set_from(&it->tails[i], l_cont, 5, 2, l->v)))
+		l->tail = &it->tails[i];
 	return &c->z[z];
 }
 
 static int render_containers(const struct vw_workloads *w, struct vw_prom_writer *pw,
 			     const char *node)
 {
-	_cleanup_free_ struct vw_prom_piece *pieces = pieces_new(w->n_conts);
+	_cleanup_free_ struct vw_prom_piece *heads = pieces_new(w, w->n_conts);
+	_cleanup_free_ struct vw_prom_piece *tails = pieces_new(w, w->n_conts);
+	struct cont_items it = { .heads = heads, .tails = tails };
+	struct vw_prom_piece hd, tl;
 	int r = vw_wl_render_level(w, pw, node, &vw_workload_families[F_CONT_J], VW_WL_IDLE_J + 1,
-				   true, w->n_conts, cont_item,
-				   &(struct piece_items){ .labels = l_cont, .n = 4,
-							  .pieces = pieces });
+				   true, w->n_conts, cont_item, &it);
 
 	if (r == 0)
 		r = vw_prom_family(pw, &vw_workload_families[F_CONT_SEC]);
@@ -480,9 +561,13 @@ static int render_containers(const struct vw_workloads *w, struct vw_prom_writer
 		const char *v[] = { c->id, c->name, vw_runtime_name(c->runtime),
 				    vw_wl_state_name(c->terminated), vw_wl_cont_pod(w, c), node,
 				    NULL };
+		/* its energy series' head and tail, for l_cont_sec (no zone between them) */
+		bool h = heads && vw_prom_piece_as(&hd, &heads[i], l_cont_sec, 0);
+		bool t = tails && vw_prom_piece_as(&tl, &tails[i], l_cont_sec, 4);
 
 		if (c->final_gen != UINT64_MAX)
-			r = vw_prom_counter_micro(pw, v, c->cpu_ns / 1000);
+			r = vw_prom_counter_micro_pieces(pw, h ? &hd : NULL, t ? &tl : NULL, v,
+							 c->cpu_ns / 1000);
 	}
 	return r < 0 ? r : vw_prom_family_end(pw);
 }
@@ -496,17 +581,27 @@ static const struct acc *pod_item(const struct vw_workloads *w, const void *ctx,
 		return NULL;
 	VW_WL_LABELS(l, p->info.uid, p->info.name, p->info.namespace_,
 		     vw_wl_state_name(p->terminated), zone(z), node);
-	item_piece(ctx, i, l);
+	item_piece(ctx, i, z, l);
 	return &p->z[z];
 }
 
+/* Pods: a head piece each (pod_id..state), zone and node_name escaped once a render (a tail
+ * per zone present). */
 static int render_pods(const struct vw_workloads *w, struct vw_prom_writer *pw, const char *node)
 {
-	_cleanup_free_ struct vw_prom_piece *pieces = pieces_new(w->n_pods);
+	_cleanup_free_ struct vw_prom_piece *pieces = pieces_new(w, w->n_pods);
+	struct piece_items it = { .labels = l_pod, .n = 4, .pieces = pieces };
+	struct vw_prom_piece tails[VW_ZONE__COUNT];
 
+	for (int z = 0; pieces && z < VW_ZONE__COUNT; z++) {
+		const char *v[] = { "", "", "", "", zone(z), node, NULL }; /* pod_id..state: unused */
+
+		_Static_assert(ARRAY_SIZE(v) == ARRAY_SIZE(l_pod), "l_pod: a tail's values");
+		if (w->present[z] && vw_prom_piece_set_from(&tails[z], l_pod, 4, 2, v))
+			it.tail[z] = &tails[z];
+	}
 	return vw_wl_render_level(w, pw, node, &vw_workload_families[F_POD_J], VW_WL_IDLE_J + 1,
-				  true, w->n_pods, pod_item,
-				  &(struct piece_items){ .labels = l_pod, .n = 4, .pieces = pieces });
+				  true, w->n_pods, pod_item, &it);
 }
 
 /* Each VM's labels vm_id to state escaped once a render, the same in its four families and
@@ -552,7 +647,7 @@ static int render_vms(const struct vw_workloads *w, struct vw_prom_writer *pw, c
 	_cleanup_free_ struct vw_prom_piece *pieces = NULL;
 	struct vm_items it = { .labels = fams[0].labels };
 
-	if (w->n_vms && w->n_vms <= VM_PIECES_MAX) {
+	if (w->n_vms && w->n_vms <= VM_PIECES_MAX && !w->render_plain) {
 		/* a piece per VM, then a tail per zone; none: every label escaped */
 		pieces = malloc((w->n_vms + VW_ZONE__COUNT) * sizeof(*pieces));
 		for (size_t k = 0; pieces && k < w->n_vms; k++)
@@ -654,8 +749,8 @@ static int render_untracked(const struct vw_workloads *w, struct vw_prom_writer 
 	return r < 0 ? r : vw_prom_family_end(pw);
 }
 
-int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
-			const char *node_name, const char *method, const char *fallback)
+static int render(const struct vw_workloads *w, struct vw_prom_writer *pw, const char *node_name,
+		  const char *method, const char *fallback)
 {
 	struct vw_workloads_totals t = w->totals;
 	const char *v[] = { method, node_name, NULL }, *fv[] = { fallback, node_name, NULL };
@@ -689,5 +784,19 @@ int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
 		r = render_pods(w, pw, node_name);
 	if (r == 0 && w->o.vms && !w->o.vms_unexported)
 		r = render_vms(w, pw, node_name);
+	return r;
+}
+
+int vw_workloads_render(const struct vw_workloads *w, struct vw_prom_writer *pw,
+			const char *node_name, const char *method, const char *fallback)
+{
+	int r;
+
+	(void)vw_prom_table_trust(&vw_workload_family_table); /* checked once, not each render */
+	if (w->render_plain) /* the reference: the cache neither used nor pruned */
+		return render(w, pw, node_name, method, fallback);
+	vw_wl_label_cache_begin(w->label_cache);
+	r = render(w, pw, node_name, method, fallback);
+	vw_wl_label_cache_end(w->label_cache);
 	return r;
 }

@@ -32,7 +32,9 @@ struct vw_workloads *vw_workloads_new(const struct vw_workloads_opts *opts)
 		return NULL;
 	}
 	memset(w->zslot, -1, sizeof(w->zslot));
+	w->label_cache = vw_wl_label_cache_new(); /* none: labels escaped each render */
 	if (vw_wl_vm_families(w) < 0) {
+		vw_wl_label_cache_free(w->label_cache);
 		vw_intern_free(w->exes);
 		free(w);
 		return NULL;
@@ -88,6 +90,7 @@ void vw_workloads_free(struct vw_workloads *w)
 	vw_attribution_release(&w->attr);
 	vw_wl_retention_free(w);
 	free(w->vm_by_pid);
+	vw_wl_label_cache_free(w->label_cache);
 	free(w);
 }
 

@@ -163,6 +163,12 @@ struct vw_workloads {
 	uint64_t gpu_uncontained_uj, gpu_unattributed_uj;
 	uint64_t gpu_ended_containers_uj; /* active GPU energy of containers no longer exported */
 	uint64_t gpu_idle_unreserved_uj; /* idle GPU energy no pod's nvidia.com/gpu reserved */
+	/* The shown processes' escaped labels, kept between renders (workload_labels.c; NULL: no
+	 * memory, each render escapes them). */
+	struct vw_wl_label_cache *label_cache;
+	/* Tests: render every sample's labels escaped anew, no piece, tail or cache (the
+	 * straightforward rendering the others must match byte for byte). */
+	bool render_plain;
 };
 
 /* A workload series' label values, NULL-terminated (a process's pid's text kept in pid). */
@@ -226,6 +232,23 @@ int vw_wl_render_level(const struct vw_workloads *w, struct vw_prom_writer *pw, 
  * w->n_procs, or for min(n_procs, process_top_n) where that is set. -ENOMEM. */
 int vw_wl_top_procs(const struct vw_workloads *w, uint64_t (*energy)(const struct wl_proc *),
 		    bool skip_zero, size_t *order, size_t *ret_n);
+/* The label cache (workload_labels.c): processes' first labels escaped, kept between renders
+ * for the processes shown again, by PID and start time. */
+#define VW_WL_LABEL_CACHE_SLOTS 128
+struct vw_wl_label_cache *vw_wl_label_cache_new(void);
+void vw_wl_label_cache_free(struct vw_wl_label_cache *c);
+/* A render begins: every entry unused in it so far. */
+void vw_wl_label_cache_begin(struct vw_wl_label_cache *c);
+/* The head piece (labels[0..n) escaped, vw_prom_piece_set()) for process p's values: the kept
+ * one where it was made from these very values, else made again; NULL (c NULL, no memory, too
+ * many processes or too long) where the caller escapes them itself. Valid until _end(). */
+const struct vw_prom_piece *vw_wl_label_cache_piece(struct vw_wl_label_cache *c,
+						    const struct wl_proc *p,
+						    const char *const *labels, size_t n,
+						    const char *const *values);
+/* The render is over: the entries it did not use are dropped. */
+void vw_wl_label_cache_end(struct vw_wl_label_cache *c);
+
 /* The live entry for tgid in the table's sorted first `sorted` entries, NULL when none. */
 struct wl_proc *vw_wl_lookup_live(struct vw_workloads *w, uint32_t tgid, size_t sorted);
 
