@@ -364,14 +364,18 @@ int vw_cgroupfs_usage_kept(const struct vw_cgroupfs *cg, struct vw_kept_file *kf
 {
 	char rel[PATH_MAX], buf[1024];
 	const char *file = cg->v1 ? "cpuacct.usage" : "cpu.stat";
-	size_t len;
+	size_t plen = strlen(path), flen = strlen(file) + 1, len;
 	int r;
 
 	if (path[0] == '/' || strstr(path, ".."))
 		return -EINVAL;
-	if ((size_t)snprintf(rel, sizeof(rel), "%s%s%s", path, path[0] ? "/" : "", file) >=
-	    sizeof(rel))
+	/* PATH/FILE by hand: snprintf took ~1,000 instructions, most of a kept file's read. */
+	if (plen + (plen > 0) + flen > sizeof(rel))
 		return -ENAMETOOLONG;
+	memcpy(rel, path, plen);
+	if (plen)
+		rel[plen++] = '/';
+	memcpy(rel + plen, file, flen);
 	if (kf) /* a v1 cpuacct.usage in vw_read_u64_at()'s 64 bytes */
 		r = vw_kept_file_read(kf, cg->fd, rel, buf, cg->v1 ? 64 : sizeof(buf), &len);
 	else
