@@ -6,7 +6,7 @@
 # process; `strace -c -p` of its main thread for 10 s after 5 s of warm-up into OUT (OUT.fds:
 # its descriptors, OUT.containers: containers in /metrics). CG=1: instead, callgrind over
 # CG_S (20) seconds of it into OUT.cg.PID.1 (bench/callgrind_ir.py; callgrind_annotate).
-# Everything it starts and the cgroups it makes go on exit. Hold /work/wt/bench.lock.
+# Everything it starts and the cgroups it makes go on exit. Not part of the timed tests.
 set -euo pipefail
 host=$1 out=$2 ncont=${3:-5}
 dir=$(mktemp -d)
