@@ -222,6 +222,119 @@ static void test_dir_create_open(void **state)
 	assert_int_equal(vw_dir_create_open(""), -EINVAL);
 }
 
+/* This process's open descriptors, listed under an injected procfs root. */
+static size_t open_fds(int proc)
+{
+	uint32_t *v = NULL;
+	size_t n = 0;
+
+	assert_int_equal(vw_dir_numbers(proc, "self/fd", vw_parse_pid, &v, &n), 0);
+	free(v);
+	return n;
+}
+
+/*
+ * On procfs the descriptor stays open (the same one read after read, no other opened) and each
+ * read is the kernel's text anew (uptime moves every 10 ms); closed, it is released.
+ */
+static void test_kept_procfs(void **state)
+{
+	struct vw_kept_file kf = VW_KEPT_FILE_INIT, whole = VW_KEPT_FILE_INIT;
+	int proc = vw_root_open("/proc");
+	char a[128], b[128];
+	const char *text;
+	size_t n0, len;
+	int fd;
+
+	(void)state;
+	assert_true(proc >= 0);
+	n0 = open_fds(proc);
+	assert_int_equal(vw_kept_file_read(&kf, proc, "uptime", a, sizeof(a), &len), 0);
+	assert_int_equal(strlen(a), len);
+	fd = kf.fd;
+	assert_true(fd >= 0);
+	assert_int_equal(open_fds(proc), n0 + 1);
+	usleep(30 * 1000);
+	assert_int_equal(vw_kept_file_read(&kf, proc, "uptime", b, sizeof(b), NULL), 0);
+	assert_int_equal(kf.fd, fd);
+	assert_string_not_equal(a, b); /* read anew, from offset 0 */
+	assert_true(strlen(b) > 4 && strchr(b, '.') && b[strlen(b) - 1] == '\n');
+	assert_int_equal(open_fds(proc), n0 + 1);
+	/* Too small a buffer: -EFBIG, the descriptor kept. */
+	assert_int_equal(vw_kept_file_read(&kf, proc, "uptime", b, 4, NULL), -EFBIG);
+	assert_int_equal(kf.fd, fd);
+	/* The whole-file form: a cap below its size refused, the descriptor kept. */
+	assert_int_equal(vw_kept_file_read_whole(&whole, proc, "stat", 1 << 20, &text, &len), 0);
+	fd = whole.fd;
+	assert_true(fd >= 0);
+	assert_true(strncmp(text, "cpu ", 4) == 0 && len == strlen(text));
+	assert_int_equal(vw_kept_file_read_whole(&whole, proc, "stat", 4, &text, &len), -EFBIG);
+	assert_int_equal(whole.fd, fd);
+	vw_kept_file_close(&whole);
+	assert_int_equal(vw_kept_file_read_whole(&whole, proc, "stat", 1 << 20, &text, &len), 0);
+	assert_true(strncmp(text, "cpu ", 4) == 0 && len == strlen(text));
+	vw_kept_file_close(&whole);
+	vw_kept_file_close(&kf);
+	assert_int_equal(kf.fd, -1);
+	assert_int_equal(open_fds(proc), n0);
+	assert_int_equal(vw_kept_file_read(&kf, proc, "no-such-file", a, sizeof(a), NULL), -ENOENT);
+	close(proc);
+}
+
+/*
+ * Elsewhere (a fixture on tmpfs or ext4) nothing stays open: a file replaced by rename is read
+ * as it is now, not from the replaced one's kept descriptor.
+ */
+static void test_kept_fixture(void **state)
+{
+	const struct vw_fixture_root *r = *state;
+	struct vw_kept_file kf = VW_KEPT_FILE_INIT, whole = VW_KEPT_FILE_INIT;
+	int proc = vw_root_open("/proc");
+	const char *text;
+	char buf[64];
+	size_t n0, len;
+
+	assert_true(proc >= 0);
+	n0 = open_fds(proc);
+	assert_int_equal(vw_fixture_replace(r->path, "stat", "cpu  1 2 3 4\n"), 0);
+	assert_int_equal(vw_kept_file_read(&kf, r->fd, "stat", buf, sizeof(buf), &len), 0);
+	assert_string_equal(buf, "cpu  1 2 3 4\n");
+	assert_int_equal(vw_kept_file_read_whole(&whole, r->fd, "stat", 100, &text, &len), 0);
+	assert_int_equal(kf.fd, -1);
+	assert_int_equal(whole.fd, -1);
+	assert_int_equal(open_fds(proc), n0);
+	assert_int_equal(vw_fixture_replace(r->path, "stat", "cpu  5 6 7 8\n"), 0);
+	assert_int_equal(vw_kept_file_read(&kf, r->fd, "stat", buf, sizeof(buf), &len), 0);
+	assert_string_equal(buf, "cpu  5 6 7 8\n");
+	assert_int_equal(vw_kept_file_read_whole(&whole, r->fd, "stat", 100, &text, &len), 0);
+	assert_string_equal(text, "cpu  5 6 7 8\n");
+	/* Sizes: exactly size - 1 bytes fit, size do not; max bytes whole, one more refused. */
+	assert_int_equal(vw_kept_file_read(&kf, r->fd, "stat", buf, 14, &len), 0);
+	assert_int_equal(len, 13);
+	assert_int_equal(vw_kept_file_read(&kf, r->fd, "stat", buf, 13, &len), -EFBIG);
+	assert_int_equal(vw_kept_file_read_whole(&whole, r->fd, "stat", 13, &text, &len), 0);
+	assert_int_equal(vw_kept_file_read_whole(&whole, r->fd, "stat", 12, &text, &len), -EFBIG);
+	/* Grown past VW_READ_WHOLE_FIRST, read on from where each pread stopped. */
+	char *big = malloc(3 * VW_READ_WHOLE_FIRST + 2);
+
+	assert_non_null(big);
+	for (size_t i = 0; i <= 3 * VW_READ_WHOLE_FIRST; i++)
+		big[i] = (char)('a' + i % 26);
+	big[3 * VW_READ_WHOLE_FIRST + 1] = '\0';
+	assert_int_equal(vw_fixture_replace(r->path, "big", big), 0);
+	assert_int_equal(vw_kept_file_read_whole(&whole, r->fd, "big", 1 << 20, &text, &len), 0);
+	assert_string_equal(text, big);
+	assert_int_equal(vw_kept_file_read_whole(&whole, r->fd, "big", 3 * VW_READ_WHOLE_FIRST,
+						 &text, &len), -EFBIG);
+	free(big);
+	assert_int_equal(unlinkat(r->fd, "stat", 0), 0);
+	assert_int_equal(vw_kept_file_read(&kf, r->fd, "stat", buf, sizeof(buf), NULL), -ENOENT);
+	vw_kept_file_close(&whole);
+	vw_kept_file_close(&kf);
+	assert_int_equal(open_fds(proc), n0);
+	close(proc);
+}
+
 /* The machine as DMI names it, from a fixture sysfs; none where there is no DMI. */
 static void test_dmi_machine(void **state)
 {
@@ -258,6 +371,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_write_atomic, vw_fixture_root_setup,
 						vw_fixture_root_teardown),
 		cmocka_unit_test_setup_teardown(test_dir_create_open, vw_fixture_root_setup,
+						vw_fixture_root_teardown),
+		cmocka_unit_test(test_kept_procfs),
+		cmocka_unit_test_setup_teardown(test_kept_fixture, vw_fixture_root_setup,
 						vw_fixture_root_teardown),
 	};
 

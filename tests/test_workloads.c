@@ -25,7 +25,7 @@
 #include "vm_source.h"
 #include "workloads.h"
 #include "workloads_fixture.h"
-#include "workloads_priv.h" /* render_plain */
+#include "workloads_priv.h" /* render_plain, the kept cgroup files */
 #include "exposition_fixture.h"
 
 #define CID_A "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -795,6 +795,141 @@ static void test_scan_beyond_root_total(void **state)
 	vw_fixture_rm(sys);
 }
 
+/* This process's open descriptors, listed under an injected procfs root. */
+static size_t open_fds(int proc)
+{
+	uint32_t *v = NULL;
+	size_t n = 0;
+
+	assert_int_equal(vw_dir_numbers(proc, "self/fd", vw_parse_pid, &v, &n), 0);
+	free(v);
+	return n;
+}
+
+#define KEPT_CONTS (VW_WL_CG_KEPT + 4)
+
+/* Real cgroups made for test_cg_kept_files, removed whatever its end. */
+static struct {
+	char parent[PATH_MAX];
+	char cid[KEPT_CONTS][65];
+} kept_cg;
+
+static void kept_cg_rmdir(size_t i)
+{
+	char path[PATH_MAX + 96];
+
+	snprintf(path, sizeof(path), "%s/docker-%s.scope", kept_cg.parent, kept_cg.cid[i]);
+	(void)rmdir(path);
+}
+
+static int kept_cg_teardown(void **state)
+{
+	(void)state;
+	if (!kept_cg.parent[0])
+		return 0;
+	for (size_t i = 0; i < KEPT_CONTS; i++)
+		kept_cg_rmdir(i);
+	(void)rmdir(kept_cg.parent);
+	kept_cg.parent[0] = '\0';
+	return 0;
+}
+
+/*
+ * The containers' cgroup usage files on the real cgroup filesystem (root): the root's and
+ * those of the first 16 containers stay open between intervals, no more; a container that
+ * ends, or whose cgroup goes, closes its file; freeing the registry closes them all.
+ */
+static void test_cg_kept_files(void **state)
+{
+	struct vw_workloads_opts o = { .host_cpus = 2, .processes = true, .containers = true,
+				       .max_terminated = 100 };
+	struct vw_zone_energy ze[VW_ZONE__COUNT] = { 0 };
+	struct vw_proc_cpu cpu[KEPT_CONTS];
+	struct vw_cpu_snapshot snap = { .procs = cpu, .n_procs = KEPT_CONTS };
+	struct vw_workloads *w;
+	struct vw_cgroupfs *cg;
+	char *root;
+	int sysfd, procfd, proc;
+	size_t n0;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip(); /* cgroups are made below */
+	sysfd = vw_root_open("/sys");
+	proc = vw_root_open("/proc");
+	assert_true(sysfd >= 0 && proc >= 0);
+	cg = vw_cgroupfs_open(sysfd);
+	if (!cg)
+		skip();
+	snprintf(kept_cg.parent, sizeof(kept_cg.parent), "/sys/%s/vw-kept-%d", vw_cgroupfs_mount(cg),
+		 (int)getpid());
+	if (mkdir(kept_cg.parent, 0755) < 0) {
+		kept_cg.parent[0] = '\0';
+		vw_cgroupfs_free(cg);
+		close(sysfd);
+		close(proc);
+		skip(); /* a read-only cgroup filesystem */
+	}
+	root = vw_fixture_mkdtemp("wlkept");
+	assert_non_null(root);
+	for (size_t i = 0; i < KEPT_CONTS; i++) {
+		char rel[64], text[512], path[PATH_MAX + 96];
+
+		snprintf(kept_cg.cid[i], sizeof(kept_cg.cid[i]), "%056x%08zx", 0xc0de, i);
+		snprintf(path, sizeof(path), "%s/docker-%s.scope", kept_cg.parent, kept_cg.cid[i]);
+		assert_int_equal(mkdir(path, 0755), 0);
+		/* v1's cpuacct line and v2's: the hierarchy found reads its own. */
+		snprintf(text, sizeof(text), "2:cpuacct:/vw-kept-%d/docker-%s.scope\n"
+			 "0::/vw-kept-%d/docker-%s.scope\n", (int)getpid(), kept_cg.cid[i],
+			 (int)getpid(), kept_cg.cid[i]);
+		snprintf(rel, sizeof(rel), "%zu/cgroup", 1000 + i);
+		assert_int_equal(vw_fixture_write(root, rel, text, 0), 0);
+		snprintf(rel, sizeof(rel), "%zu/stat", 1000 + i);
+		snprintf(text, sizeof(text),
+			 "%zu (app) S 1 1 1 0 -1 0 0 0 0 0 1 1 0 0 20 0 1 0 %zu 0 0\n", 1000 + i,
+			 2000 + i);
+		assert_int_equal(vw_fixture_write(root, rel, text, 0), 0);
+		cpu[i] = (struct vw_proc_cpu){ .tgid = (uint32_t)(1000 + i), .start_time = 2000 + i,
+					       .comm = "app" };
+	}
+	procfd = vw_root_open(root);
+	assert_true(procfd >= 0);
+	o.procfs_fd = procfd;
+	o.cgroupfs = cg;
+	n0 = open_fds(proc);
+	assert_non_null(w = vw_workloads_new(&o));
+	assert_int_equal(vw_workloads_update(w, &snap, ze, 0), 0);
+	assert_int_equal(vw_workloads_update(w, &snap, ze, VW_NSEC_PER_SEC), 0);
+	assert_int_equal(open_fds(proc), n0 + 1 + VW_WL_CG_KEPT);
+	/* The first 5 processes end: their containers end and close their files, the last 4
+	 * take no slot (15 live containers, all kept). */
+	snap.procs = cpu + 5;
+	snap.n_procs = KEPT_CONTS - 5;
+	for (int k = 0; k < 2; k++)
+		assert_int_equal(vw_workloads_update(w, &snap, ze, VW_NSEC_PER_SEC), 0);
+	assert_int_equal(open_fds(proc), n0 + 1 + KEPT_CONTS - 5);
+	/* Containers 0 and 1 back (17 live): one of them gets the 16th slot, the other none. */
+	memmove(cpu + 2, cpu + 5, (KEPT_CONTS - 5) * sizeof(*cpu));
+	snap.procs = cpu;
+	snap.n_procs = KEPT_CONTS - 3;
+	assert_int_equal(vw_workloads_update(w, &snap, ze, VW_NSEC_PER_SEC), 0);
+	assert_int_equal(open_fds(proc), n0 + 1 + VW_WL_CG_KEPT);
+	/* A kept container's cgroup removed: its file reads ENODEV and is closed, its slot
+	 * passes to the one left waiting at the next interval. */
+	kept_cg_rmdir(5);
+	assert_int_equal(vw_workloads_update(w, &snap, ze, VW_NSEC_PER_SEC), 0);
+	assert_int_equal(open_fds(proc), n0 + 1 + VW_WL_CG_KEPT - 1);
+	assert_int_equal(vw_workloads_update(w, &snap, ze, VW_NSEC_PER_SEC), 0);
+	assert_int_equal(open_fds(proc), n0 + 1 + VW_WL_CG_KEPT);
+	vw_workloads_free(w);
+	assert_int_equal(open_fds(proc), n0);
+	vw_cgroupfs_free(cg);
+	close(procfd);
+	close(sysfd);
+	close(proc);
+	vw_fixture_rm(root);
+}
+
 /* A VM is its QEMU process plus the vhost threads it adopts; it reserves vCPUs / host CPUs of idle. */
 static void test_vm_energy(void **state)
 {
@@ -1444,6 +1579,7 @@ int main(void)
 		cmocka_unit_test(test_vm_energy),
 		cmocka_unit_test(test_vm_render_text),
 		cmocka_unit_test(test_render_matches_plain),
+		cmocka_unit_test_teardown(test_cg_kept_files, kept_cg_teardown),
 		cmocka_unit_test_setup_teardown(test_conservation_property, baseline_setup,
 						baseline_teardown),
 		cmocka_unit_test_setup_teardown(test_idle_process_power_cleared, baseline_setup,

@@ -8,9 +8,11 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/magic.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 
 int vw_root_open(const char *path)
 {
@@ -260,6 +262,151 @@ int vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *
 		if (more)
 			return -EFBIG;
 	}
+	if (ret_len)
+		*ret_len = len;
+	return 0;
+}
+
+/* ---- kept files ---- */
+
+void vw_kept_file_close(struct vw_kept_file *kf)
+{
+	if (kf->fd >= 0)
+		close(kf->fd);
+	free(kf->buf);
+	*kf = (struct vw_kept_file)VW_KEPT_FILE_INIT;
+}
+
+static bool on_kernel_fs(int fd)
+{
+	struct statfs fs;
+
+	if (fstatfs(fd, &fs) < 0)
+		return false;
+	switch ((unsigned long)fs.f_type) {
+	case PROC_SUPER_MAGIC:
+	case SYSFS_MAGIC:
+	case CGROUP_SUPER_MAGIC:
+	case CGROUP2_SUPER_MAGIC:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* pread at off, EINTR retried: the count or -errno. */
+static ssize_t pread_at(int fd, char *buf, size_t n, size_t off)
+{
+	ssize_t got;
+
+	do
+		got = pread(fd, buf, n, (off_t)off);
+	while (got < 0 && errno == EINTR);
+	return got < 0 ? -errno : got;
+}
+
+/* kf->buf to hold at least want bytes. */
+static int grow(struct vw_kept_file *kf, size_t want)
+{
+	char *nb;
+
+	if (want <= kf->cap)
+		return 0;
+	nb = realloc(kf->buf, want);
+	if (!nb)
+		return -ENOMEM;
+	kf->buf = nb;
+	kf->cap = want;
+	return 0;
+}
+
+/*
+ * The file from offset 0 until a short read, NUL-terminated: into buf[0 .. size), or where
+ * buf is NULL into kf->buf, grown up to max + 1 bytes (kept: the next read starts at the size
+ * the file had, one pread where it still fits).
+ */
+static int read_from_zero(struct vw_kept_file *kf, int fd, char *buf, size_t size, size_t max,
+			  size_t *ret_len)
+{
+	size_t limit = buf ? size : max < SIZE_MAX ? max + 1 : max;
+	size_t cap = buf ? size : VW_MIN(kf->cap, limit), len = 0;
+
+	for (;;) {
+		ssize_t got;
+		char *b;
+		int r;
+
+		if (len == cap) { /* full: more than fits (or no buffer yet) */
+			if (cap >= limit)
+				return -EFBIG;
+			cap = VW_MIN(VW_MAX(cap * 2, (size_t)VW_READ_WHOLE_FIRST), limit);
+			r = grow(kf, cap);
+			if (r < 0)
+				return r;
+			continue;
+		}
+		b = buf ? buf : kf->buf;
+		got = pread_at(fd, b + len, cap - len, len);
+		if (got < 0)
+			return (int)got;
+		len += (size_t)got;
+		if (len < cap) { /* short: the end */
+			b[len] = '\0';
+			*ret_len = len;
+			return 0;
+		}
+	}
+}
+
+/* buf NULL: the whole-file form. */
+static int kept_read(struct vw_kept_file *kf, int dirfd, const char *rel, char *buf, size_t size,
+		     size_t max, size_t *ret_len)
+{
+	int fd, r;
+
+	if (buf && size == 0)
+		return -EINVAL;
+	if (kf->fd >= 0) {
+		r = read_from_zero(kf, kf->fd, buf, size, max, ret_len);
+		if (r == 0 || r == -EFBIG || r == -ENOMEM)
+			return r;
+		close(kf->fd); /* failed (a removed cgroup's ENODEV): the path opened anew */
+		kf->fd = -1;
+	}
+	fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	r = read_from_zero(kf, fd, buf, size, max, ret_len);
+	if (r == 0 && on_kernel_fs(fd))
+		kf->fd = fd;
+	else
+		close(fd);
+	return r;
+}
+
+int vw_kept_file_read(struct vw_kept_file *kf, int dirfd, const char *rel, char *buf,
+		      size_t size, size_t *ret_len)
+{
+	size_t len = 0;
+	int r;
+
+	if (!buf)
+		return -EINVAL;
+	r = kept_read(kf, dirfd, rel, buf, size, 0, &len);
+	if (r == 0 && ret_len)
+		*ret_len = len;
+	return r;
+}
+
+int vw_kept_file_read_whole(struct vw_kept_file *kf, int dirfd, const char *rel, size_t max,
+			    const char **ret, size_t *ret_len)
+{
+	size_t len = 0;
+	int r = kept_read(kf, dirfd, rel, NULL, 0, max, &len);
+
+	if (r < 0)
+		return r;
+	*ret = kf->buf;
 	if (ret_len)
 		*ret_len = len;
 	return 0;

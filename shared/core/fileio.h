@@ -68,6 +68,38 @@ int vw_read_whole_at(int dirfd, const char *rel, size_t max, char **ret, size_t 
 /* Up to size - 1 bytes of a file, NUL-terminated: a prefix, never -EFBIG. */
 int vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len);
 
+/*
+ * A small kernel file read again and again (each interval): /proc/stat, a cgroup's
+ * cpuacct.usage or cpu.stat. Where the file is on procfs, sysfs or a cgroup filesystem
+ * (fstatfs at its opening) its descriptor stays open and each read is a pread from offset 0,
+ * which has the kernel write it anew: one system call instead of openat, two reads and close.
+ * Anywhere else (a test's fixture on tmpfs or ext4, replaced by rename) it is opened, read
+ * and closed each time, so a replaced file is never read stale. A failed read on the kept
+ * descriptor closes it and opens the path once more (a removed cgroup's file reads ENODEV;
+ * one re-created under the same path is read as a fresh open would). Pass the same dirfd and
+ * rel each time.
+ *
+ * A read shorter than asked is taken as the file's end: true of regular files and of the
+ * kernel files written in one piece (single_open seq files such as /proc/stat, sysfs and
+ * cgroup attributes), not of multi-record seq files (/proc/PID/maps): not for those.
+ */
+struct vw_kept_file {
+	int fd;                /* the kept descriptor, -1: none (closed, or not a kernel file) */
+	char *buf;             /* vw_kept_file_read_whole()'s text, grown as the file needs */
+	size_t cap;
+};
+#define VW_KEPT_FILE_INIT { .fd = -1 }
+/* Close its descriptor and free its text; it is as VW_KEPT_FILE_INIT left it (reusable). */
+void vw_kept_file_close(struct vw_kept_file *kf);
+/* As vw_read_file_at(): the file into buf, NUL-terminated; -EFBIG when size - 1 bytes do not
+ * hold it; -errno (-ENOENT, -ENODEV, ...) when it cannot be opened or read. */
+int vw_kept_file_read(struct vw_kept_file *kf, int dirfd, const char *rel, char *buf,
+		      size_t size, size_t *ret_len);
+/* The whole file into kf's own buffer (kept for the next read): *ret points to its
+ * NUL-terminated text until the next read or close. -EFBIG over max bytes. */
+int vw_kept_file_read_whole(struct vw_kept_file *kf, int dirfd, const char *rel, size_t max,
+			    const char **ret, size_t *ret_len);
+
 /* Read one line, trailing whitespace stripped. -ENODATA when empty. */
 int vw_read_str_at(int dirfd, const char *rel, char *buf, size_t size);
 /*

@@ -80,6 +80,14 @@ int vw_procfs_read_stat(int procfd, struct vw_cpu_stat *ret)
 	return r < 0 ? r : vw_procfs_parse_stat(buf, ret);
 }
 
+int vw_procfs_read_stat_kept(struct vw_kept_file *kf, int procfd, struct vw_cpu_stat *ret)
+{
+	const char *text;
+	int r = vw_kept_file_read_whole(kf, procfd, "stat", STAT_MAX, &text, NULL);
+
+	return r < 0 ? r : vw_procfs_parse_stat(text, ret);
+}
+
 static uint64_t fwd(uint64_t a, uint64_t b)
 {
 	return b >= a ? b - a : 0;

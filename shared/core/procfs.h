@@ -5,6 +5,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fileio.h"
+
 /* The aggregate "cpu" line of /proc/stat, in USER_HZ ticks. */
 struct vw_cpu_stat {
 	uint64_t user, nice, system, idle, iowait, irq, softirq, steal;
@@ -12,6 +14,8 @@ struct vw_cpu_stat {
 };
 
 int vw_procfs_read_stat(int procfd, struct vw_cpu_stat *ret);
+/* The same through a file kept open each interval (vw_kept_file: one pread on procfs). */
+int vw_procfs_read_stat_kept(struct vw_kept_file *kf, int procfd, struct vw_cpu_stat *ret);
 /* Parse the text of /proc/stat (for tests and fuzzing). */
 int vw_procfs_parse_stat(const char *text, struct vw_cpu_stat *ret);
 

@@ -65,6 +65,7 @@ struct vw_node {
 	double usage;
 	struct vw_node_activity act; /* the last sample's */
 	struct vw_complaint stat_complaint;
+	struct vw_kept_file stat_file; /* procfs/stat, kept open */
 	bool has_noncpu;    /* a platform zone and CPU zones: their difference is shown */
 	uint64_t noncpu_uj; /* platform minus package and dram, each interval's at least 0 */
 	double noncpu_w;
@@ -173,6 +174,8 @@ int vw_node_new(const struct vw_node_opts *o, struct vw_node_chain *chains, size
 	struct vw_node *n = calloc(1, sizeof(*n));
 	int r = n ? 0 : -ENOMEM;
 
+	if (n)
+		n->stat_file = (struct vw_kept_file)VW_KEPT_FILE_INIT;
 	for (size_t c = 0; c < n_chains; c++)
 		if (!chains[c].n || chains[c].n > VW_NODE_MAX_CHAIN || n_chains > VW_NODE_MAX_CHAINS)
 			r = -EINVAL; /* every source is still closed below */
@@ -222,6 +225,7 @@ void vw_node_free(struct vw_node *n)
 			vw_power_source_close(&n->c[c].s[k]->ps);
 			free(n->c[c].s[k]);
 		}
+	vw_kept_file_close(&n->stat_file);
 	free(n);
 }
 
@@ -349,7 +353,7 @@ static void activity(struct vw_node *n, const struct vw_cpu_stat *cur, uint64_t 
 int vw_node_sample(struct vw_node *n, uint64_t now_ns)
 {
 	struct vw_cpu_stat cur;
-	int r = vw_procfs_read_stat(n->o.procfs_fd, &cur);
+	int r = vw_procfs_read_stat_kept(&n->stat_file, n->o.procfs_fd, &cur);
 
 	if (r < 0) {
 		vw_complain(&n->stat_complaint, VW_LOG_WARN, "%s: reading %s/stat: %s", n->o.who,

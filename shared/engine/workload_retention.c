@@ -357,6 +357,7 @@ static void compact_containers(struct vw_workloads *w, const struct vw_wl_retent
 		w->gpu_ended_containers_uj = vw_energy_add(w->gpu_ended_containers_uj,
 							   c->gpu.uj[M_ACTIVE]);
 		free(c->cg_path);
+		vw_wl_cont_unkeep(c);
 	}
 	w->n_conts = j;
 }

@@ -26,6 +26,7 @@ struct vw_workloads *vw_workloads_new(const struct vw_workloads_opts *opts)
 	if (!w)
 		return NULL;
 	w->o = *opts;
+	w->root_cg_file = (struct vw_kept_file)VW_KEPT_FILE_INIT;
 	w->exes = vw_intern_new();
 	if (!w->exes) {
 		free(w);
@@ -75,8 +76,11 @@ void vw_workloads_free(struct vw_workloads *w)
 	}
 	free(w->procs);
 	vw_intern_free(w->exes);
-	for (size_t i = 0; i < w->n_conts; i++)
+	for (size_t i = 0; i < w->n_conts; i++) {
 		free(w->conts[i].cg_path);
+		vw_kept_file_close(&w->conts[i].cg_file);
+	}
+	vw_kept_file_close(&w->root_cg_file);
 	free(w->conts);
 	free(w->pods);
 	for (size_t k = 0; k < w->n_vms; k++)
@@ -187,7 +191,8 @@ static int find_container(struct vw_workloads *w, const struct vw_cgroup_match *
 	if (vw_array_grow((void **)&w->conts, sizeof(*w->conts), w->n_conts, &w->cap_conts) < 0)
 		return -1;
 	c = &w->conts[w->n_conts];
-	*c = (struct wl_container){ .runtime = m->runtime, .pod = -1 };
+	*c = (struct wl_container){ .runtime = m->runtime, .pod = -1,
+				    .cg_file = VW_KEPT_FILE_INIT };
 	snprintf(c->id, sizeof(c->id), "%s", m->container_id);
 	snprintf(c->pod_uid, sizeof(c->pod_uid), "%s", m->pod_uid);
 	c->cg_path = cg_path ? strndup(cg_path, cg_len) : NULL;
@@ -1012,28 +1017,52 @@ static uint64_t cg_step(uint64_t *last, bool *have, uint64_t now, uint64_t cap)
 	return VW_MIN(d, cap);
 }
 
-/* Read the kernel's CPU-time totals: each live container's cgroup and the root. */
+/* A container's usage file closed: its slot among the VW_WL_CG_KEPT free for another. */
+void vw_wl_cont_unkeep(struct wl_container *c)
+{
+	vw_kept_file_close(&c->cg_file);
+	c->cg_kept = false;
+}
+
+/*
+ * Read the kernel's CPU-time totals: each live container's cgroup and the root. The first
+ * VW_WL_CG_KEPT live containers to come keep their file open; one that ends or whose cgroup
+ * goes gives its slot back (taken by another at the next interval).
+ */
 static void sample_cgroups(struct vw_workloads *w, uint64_t dt_ns)
 {
 	uint64_t cap = dt_ns ? (dt_ns + VW_NSEC_PER_SEC) * VW_MAX(w->o.host_cpus, 1u) : UINT64_MAX, ns;
+	size_t kept = 0;
 
 	w->root_valid = false;
 	if (!w->o.cgroupfs)
 		return;
-	if (vw_cgroupfs_usage(w->o.cgroupfs, "", &ns) == 0) {
+	if (vw_cgroupfs_usage_kept(w->o.cgroupfs, &w->root_cg_file, "", &ns) == 0) {
 		w->root_delta_ns = cg_step(&w->root_last_ns, &w->root_have_last, ns, cap);
 		w->root_valid = w->baseline_taken;
 	}
+	for (size_t i = 0; i < w->n_conts; i++)
+		kept += w->conts[i].cg_kept;
 	for (size_t i = 0; i < w->n_conts; i++) {
 		struct wl_container *c = &w->conts[i];
 
 		c->cg_valid = false;
 		c->cg_delta_ns = 0;
-		if (!c->cg_path || c->terminated)
+		if (!c->cg_path || c->terminated) {
+			kept -= c->cg_kept;
+			vw_wl_cont_unkeep(c);
 			continue;
-		if (vw_cgroupfs_usage(w->o.cgroupfs, c->cg_path, &ns) < 0) {
+		}
+		if (!c->cg_kept && kept < VW_WL_CG_KEPT) {
+			c->cg_kept = true;
+			kept++;
+		}
+		if (vw_cgroupfs_usage_kept(w->o.cgroupfs, c->cg_kept ? &c->cg_file : NULL, c->cg_path,
+					   &ns) < 0) {
 			free(c->cg_path); /* gone: its processes' own time is all there is now */
 			c->cg_path = NULL;
+			kept -= c->cg_kept;
+			vw_wl_cont_unkeep(c);
 			continue;
 		}
 		c->cg_delta_ns = cg_step(&c->cg_last_ns, &c->cg_have_last, ns, cap);

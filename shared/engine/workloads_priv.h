@@ -4,6 +4,7 @@
 #pragma once
 
 #include "attribute.h"
+#include "fileio.h"
 #include "intern.h"
 #include "workloads.h"
 
@@ -63,6 +64,8 @@ struct wl_container {
 	char *cg_path;
 	uint64_t cg_last_ns, cg_delta_ns;
 	bool cg_have_last, cg_valid;
+	bool cg_kept; /* one of the VW_WL_CG_KEPT whose usage file cg_file keeps open */
+	struct vw_kept_file cg_file;
 	bool terminated;
 	uint64_t final_gen;
 	struct acc z[VW_ZONE__COUNT];
@@ -102,6 +105,10 @@ struct wl_vm {
 /* Publications a gone VM is remembered for (about an hour at the default 5 s interval). */
 #define VW_VM_GRACE_PUBLICATIONS 720
 
+/* Containers whose cgroup's CPU usage file stays open between intervals (a pread each, not an
+ * open, two reads and a close): a bound on the descriptors; the others are read afresh. */
+#define VW_WL_CG_KEPT 16
+
 /* An executable's path as kept: /proc/PID/exe's first 159 bytes. */
 #define VW_WL_EXE_MAX 160
 
@@ -138,6 +145,7 @@ struct vw_workloads {
 	const char **vm_label_names, **vm_gpu_label_names;
 	struct vw_metric_family vm_fams[4], vm_gpu_fams[4]; /* CPU (zone), GPU (no zone) */
 	/* The root cgroup's total: what ran anywhere this interval, for the uncontained rest. */
+	struct vw_kept_file root_cg_file; /* the root cgroup's usage file */
 	uint64_t root_last_ns, root_delta_ns;
 	bool root_have_last, root_valid;
 	uint64_t cgroup_rescans; /* walks of the hierarchy for ids not known yet */
@@ -212,6 +220,8 @@ static inline bool vw_wl_in_container(const struct vw_workloads *w, const struct
 const struct acc *vw_wl_proc_acc(const struct vw_workloads *w, const struct wl_proc *p, int z);
 /* A container's pod_id label: its pod's UID, "" for none. */
 const char *vw_wl_cont_pod(const struct vw_workloads *w, const struct wl_container *c);
+/* Close a container's kept cgroup usage file (sample_cgroups() counts the slots again). */
+void vw_wl_cont_unkeep(struct wl_container *c);
 
 /* A level's families, in this order from its first: active joules and watts, idle joules and
  * watts (the ones it has). */

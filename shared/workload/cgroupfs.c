@@ -356,21 +356,35 @@ int vw_cgroupfs_parse_cpu_stat(const char *text, uint64_t *ret_ns)
 
 int vw_cgroupfs_usage(const struct vw_cgroupfs *cg, const char *path, uint64_t *ret_ns)
 {
+	return vw_cgroupfs_usage_kept(cg, NULL, path, ret_ns);
+}
+
+int vw_cgroupfs_usage_kept(const struct vw_cgroupfs *cg, struct vw_kept_file *kf, const char *path,
+			   uint64_t *ret_ns)
+{
 	char rel[PATH_MAX], buf[1024];
 	const char *file = cg->v1 ? "cpuacct.usage" : "cpu.stat";
+	size_t plen = strlen(path), flen = strlen(file) + 1, len;
 	int r;
 
 	if (path[0] == '/' || strstr(path, ".."))
 		return -EINVAL;
-	if ((size_t)snprintf(rel, sizeof(rel), "%s%s%s", path, path[0] ? "/" : "", file) >=
-	    sizeof(rel))
+	/* PATH/FILE by hand: snprintf took ~1,000 instructions, most of a kept file's read. */
+	if (plen + (plen > 0) + flen > sizeof(rel))
 		return -ENAMETOOLONG;
-	if (cg->v1) {
-		r = vw_read_u64_at(cg->fd, rel, ret_ns);
-	} else {
-		r = vw_read_file_at(cg->fd, rel, buf, sizeof(buf), NULL);
-		if (r == 0)
-			r = vw_cgroupfs_parse_cpu_stat(buf, ret_ns);
-	}
+	memcpy(rel, path, plen);
+	if (plen)
+		rel[plen++] = '/';
+	memcpy(rel + plen, file, flen);
+	if (kf) /* a v1 cpuacct.usage in vw_read_u64_at()'s 64 bytes */
+		r = vw_kept_file_read(kf, cg->fd, rel, buf, cg->v1 ? 64 : sizeof(buf), &len);
+	else
+		r = vw_read_file_at(cg->fd, rel, buf, cg->v1 ? 64 : sizeof(buf), &len);
+	if (r == 0 && cg->v1 && memchr(buf, '\0', len))
+		r = -EINVAL;
+	if (r == 0)
+		r = cg->v1 ? vw_parse_u64(buf, ret_ns) : vw_cgroupfs_parse_cpu_stat(buf, ret_ns);
+	else if (r == -EFBIG && cg->v1)
+		r = -EINVAL;
 	return r == -ENODEV ? -ENOENT : r; /* a removed cgroup's open file reads ENODEV */
 }

@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fileio.h"
 #include "selfstats.h"
 
 struct vw_cgroupfs;
@@ -45,6 +46,10 @@ int vw_cgroupfs_pid_path(const struct vw_cgroupfs *cg, int procfd, uint32_t pid,
 			 size_t size);
 /* Cumulative CPU time of a cgroup and its descendants, in ns. -ENOENT: the cgroup is gone. */
 int vw_cgroupfs_usage(const struct vw_cgroupfs *cg, const char *path, uint64_t *ret_ns);
+/* The same through kf (fileio.h: its file kept open on a cgroup filesystem, one pread a read;
+ * the same cgroup each call; NULL: opened, read and closed). */
+int vw_cgroupfs_usage_kept(const struct vw_cgroupfs *cg, struct vw_kept_file *kf, const char *path,
+			   uint64_t *ret_ns);
 
 /* The parsers of the two (tests and fuzzing): the path in /proc/PID/cgroup text for the v1
  * cpuacct or the v2 hierarchy, and a v2 cpu.stat's usage_usec in ns. */
