@@ -50,6 +50,7 @@ int vw_guest_families_render(struct vw_prom_writer *w, const struct vw_guest_sou
 	struct vw_reader_health h = { 0 };
 	int r;
 
+	(void)vw_prom_table_trust(&vw_guest_family_table); /* checked once, not each render */
 	if (reader)
 		vw_reader_health(reader, &h);
 	r = vw_prom_single(w, &guest_families[G_SOURCE], src, 1);

@@ -155,6 +155,7 @@ int vw_guest_host_model_render(const struct vw_guest_host_model *h, const struct
 	const struct vw_model_rx *rx = r ? vw_reader_models(r) : NULL;
 	int ret;
 
+	(void)vw_prom_table_trust(&vw_guest_host_model_family_table); /* checked once */
 	if (!rx)
 		return 0;
 	ret = vw_prom_family(w, &families[0]);

@@ -121,6 +121,7 @@ int vw_host_training_write_fits(const struct vw_online *s, struct vw_prom_writer
 {
 	int r = 0;
 
+	(void)vw_prom_table_trust(&vw_host_training_family_table); /* checked once */
 	for (int f = 0; r == 0 && f < F__COUNT; f++)
 		r = render_family(s, w, node_name, f);
 	return r;

@@ -156,6 +156,7 @@ int vw_vm_meta_render(const struct vw_vm_info *vms, size_t n, struct vw_prom_wri
 	bool open = false;
 	int r = 0;
 
+	(void)vw_prom_table_trust(&vw_vm_meta_family_table); /* checked once, not each render */
 	for (size_t i = 0; r == 0 && i < n; i++)
 		r = row(&vms[i], w, node_name, &open, &t);
 	return r < 0 || !open ? r : vw_prom_family_end(w);
@@ -168,6 +169,7 @@ int vw_vm_meta_render_packed(const struct vw_vm_packed *vms, size_t n,
 	bool open = false;
 	int r = 0;
 
+	(void)vw_prom_table_trust(&vw_vm_meta_family_table); /* checked once, not each render */
 	for (size_t i = 0; r == 0 && i < n; i++) {
 		const char *s[VW_PK__COUNT];
 

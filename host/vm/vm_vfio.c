@@ -135,6 +135,7 @@ int vw_vm_vfio_render(const struct vw_vm_vfio *v, struct vw_prom_writer *w, cons
 {
 	int r;
 
+	(void)vw_prom_table_trust(&vw_vm_vfio_family_table); /* checked once, not each render */
 	if (!v || !v->n)
 		return 0;
 	r = vw_prom_family(w, &vfio_families[0]);

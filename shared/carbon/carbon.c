@@ -467,6 +467,7 @@ int vw_carbon_render(struct vw_carbon *c, struct vw_prom_writer *w, const char *
 	const char *node[] = { node_name, NULL };
 	int r = 0;
 
+	(void)vw_prom_table_trust(&vw_carbon_family_table); /* checked once, not each render */
 	if (!c)
 		return 0;
 	if (commit)

@@ -358,6 +358,7 @@ int vw_workloads_render_gpu(const struct vw_workloads *w, struct vw_prom_writer 
 	const char *node[] = { node_name, NULL };
 	int r;
 
+	(void)vw_prom_table_trust(&vw_workload_gpu_family_table); /* checked once */
 	if (!w || !w->gpu_present)
 		return 0;
 	/* The node's remainders first, as for the CPU: never the ones left out for size. */

@@ -414,6 +414,7 @@ int vw_otlp_render(struct vw_otlp *p, struct vw_prom_writer *w, const char *node
 	size_t queued;
 	int r;
 
+	(void)vw_prom_table_trust(&vw_otlp_family_table); /* checked once, not each render */
 	if (!p)
 		return 0;
 	pthread_mutex_lock(&p->lock);

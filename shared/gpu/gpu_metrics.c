@@ -162,6 +162,7 @@ int vw_gpus_render(const struct vw_gpus *g, struct vw_prom_writer *w, const char
 	struct gpu_item it = { .g = g, .node = node_name };
 	int r;
 
+	(void)vw_prom_table_trust(&vw_gpu_family_table); /* checked once, not each render */
 	if (vw_gpus_count(g) == 0)
 		return 0;
 	r = vw_prom_field_families(w, gpu_families, value_families, ARRAY_SIZE(value_families),
