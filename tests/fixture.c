@@ -3,6 +3,7 @@
 #include "fixture.h"
 #include "exposition_fixture.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -207,6 +208,24 @@ char *vw_fixture_slurp(const char *path, size_t *ret_len)
 	if (ret_len)
 		*ret_len = len;
 	return buf;
+}
+
+size_t vw_fixture_open_fds(int procfs_fd)
+{
+	int fd = openat(procfs_fd, "self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+	struct dirent *e;
+	size_t n = 0;
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return (size_t)-1;
+	}
+	while ((e = readdir(d)))
+		n += e->d_name[0] >= '0' && e->d_name[0] <= '9';
+	closedir(d);
+	return n - 1; /* less the listing's own */
 }
 
 double vw_fixture_thread_cpu_s(void)

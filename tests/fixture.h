@@ -41,6 +41,10 @@ int vw_fixture_root_teardown(void **state);
 /* Read a whole file into a malloc'd NUL-terminated buffer (NULL on error). */
 char *vw_fixture_slurp(const char *path, size_t *ret_len);
 
+/* This process's open descriptors, listed under an injected procfs root (<procfs>/self/fd);
+ * (size_t)-1 where it cannot be listed. */
+size_t vw_fixture_open_fds(int procfs_fd);
+
 /* This thread's CPU time in seconds (CLOCK_THREAD_CPUTIME_ID). */
 double vw_fixture_thread_cpu_s(void);
 /* Busy-loop until this thread has run `seconds` more of CPU (safe in a forked child). */

@@ -222,17 +222,6 @@ static void test_dir_create_open(void **state)
 	assert_int_equal(vw_dir_create_open(""), -EINVAL);
 }
 
-/* This process's open descriptors, listed under an injected procfs root. */
-static size_t open_fds(int proc)
-{
-	uint32_t *v = NULL;
-	size_t n = 0;
-
-	assert_int_equal(vw_dir_numbers(proc, "self/fd", vw_parse_pid, &v, &n), 0);
-	free(v);
-	return n;
-}
-
 /*
  * On procfs the descriptor stays open (the same one read after read, no other opened) and each
  * read is the kernel's text anew (uptime moves every 10 ms); closed, it is released.
@@ -248,18 +237,18 @@ static void test_kept_procfs(void **state)
 
 	(void)state;
 	assert_true(proc >= 0);
-	n0 = open_fds(proc);
+	n0 = vw_fixture_open_fds(proc);
 	assert_int_equal(vw_kept_file_read(&kf, proc, "uptime", a, sizeof(a), &len), 0);
 	assert_int_equal(strlen(a), len);
 	fd = kf.fd;
 	assert_true(fd >= 0);
-	assert_int_equal(open_fds(proc), n0 + 1);
+	assert_int_equal(vw_fixture_open_fds(proc), n0 + 1);
 	usleep(30 * 1000);
 	assert_int_equal(vw_kept_file_read(&kf, proc, "uptime", b, sizeof(b), NULL), 0);
 	assert_int_equal(kf.fd, fd);
 	assert_string_not_equal(a, b); /* read anew, from offset 0 */
 	assert_true(strlen(b) > 4 && strchr(b, '.') && b[strlen(b) - 1] == '\n');
-	assert_int_equal(open_fds(proc), n0 + 1);
+	assert_int_equal(vw_fixture_open_fds(proc), n0 + 1);
 	/* Too small a buffer: -EFBIG, the descriptor kept. */
 	assert_int_equal(vw_kept_file_read(&kf, proc, "uptime", b, 4, NULL), -EFBIG);
 	assert_int_equal(kf.fd, fd);
@@ -276,7 +265,7 @@ static void test_kept_procfs(void **state)
 	vw_kept_file_close(&whole);
 	vw_kept_file_close(&kf);
 	assert_int_equal(kf.fd, -1);
-	assert_int_equal(open_fds(proc), n0);
+	assert_int_equal(vw_fixture_open_fds(proc), n0);
 	assert_int_equal(vw_kept_file_read(&kf, proc, "no-such-file", a, sizeof(a), NULL), -ENOENT);
 	close(proc);
 }
@@ -295,14 +284,14 @@ static void test_kept_fixture(void **state)
 	size_t n0, len;
 
 	assert_true(proc >= 0);
-	n0 = open_fds(proc);
+	n0 = vw_fixture_open_fds(proc);
 	assert_int_equal(vw_fixture_replace(r->path, "stat", "cpu  1 2 3 4\n"), 0);
 	assert_int_equal(vw_kept_file_read(&kf, r->fd, "stat", buf, sizeof(buf), &len), 0);
 	assert_string_equal(buf, "cpu  1 2 3 4\n");
 	assert_int_equal(vw_kept_file_read_whole(&whole, r->fd, "stat", 100, &text, &len), 0);
 	assert_int_equal(kf.fd, -1);
 	assert_int_equal(whole.fd, -1);
-	assert_int_equal(open_fds(proc), n0);
+	assert_int_equal(vw_fixture_open_fds(proc), n0);
 	assert_int_equal(vw_fixture_replace(r->path, "stat", "cpu  5 6 7 8\n"), 0);
 	assert_int_equal(vw_kept_file_read(&kf, r->fd, "stat", buf, sizeof(buf), &len), 0);
 	assert_string_equal(buf, "cpu  5 6 7 8\n");
@@ -331,7 +320,7 @@ static void test_kept_fixture(void **state)
 	assert_int_equal(vw_kept_file_read(&kf, r->fd, "stat", buf, sizeof(buf), NULL), -ENOENT);
 	vw_kept_file_close(&whole);
 	vw_kept_file_close(&kf);
-	assert_int_equal(open_fds(proc), n0);
+	assert_int_equal(vw_fixture_open_fds(proc), n0);
 	close(proc);
 }
 

@@ -795,17 +795,6 @@ static void test_scan_beyond_root_total(void **state)
 	vw_fixture_rm(sys);
 }
 
-/* This process's open descriptors, listed under an injected procfs root. */
-static size_t open_fds(int proc)
-{
-	uint32_t *v = NULL;
-	size_t n = 0;
-
-	assert_int_equal(vw_dir_numbers(proc, "self/fd", vw_parse_pid, &v, &n), 0);
-	free(v);
-	return n;
-}
-
 #define KEPT_CONTS (VW_WL_CG_KEPT + 4)
 
 /* Real cgroups made for test_cg_kept_files, removed whatever its end. */
@@ -896,33 +885,33 @@ static void test_cg_kept_files(void **state)
 	assert_true(procfd >= 0);
 	o.procfs_fd = procfd;
 	o.cgroupfs = cg;
-	n0 = open_fds(proc);
+	n0 = vw_fixture_open_fds(proc);
 	assert_non_null(w = vw_workloads_new(&o));
 	assert_int_equal(vw_workloads_update(w, &snap, ze, 0), 0);
 	assert_int_equal(vw_workloads_update(w, &snap, ze, VW_NSEC_PER_SEC), 0);
-	assert_int_equal(open_fds(proc), n0 + 1 + VW_WL_CG_KEPT);
+	assert_int_equal(vw_fixture_open_fds(proc), n0 + 1 + VW_WL_CG_KEPT);
 	/* The first 5 processes end: their containers end and close their files, the last 4
 	 * take no slot (15 live containers, all kept). */
 	snap.procs = cpu + 5;
 	snap.n_procs = KEPT_CONTS - 5;
 	for (int k = 0; k < 2; k++)
 		assert_int_equal(vw_workloads_update(w, &snap, ze, VW_NSEC_PER_SEC), 0);
-	assert_int_equal(open_fds(proc), n0 + 1 + KEPT_CONTS - 5);
+	assert_int_equal(vw_fixture_open_fds(proc), n0 + 1 + KEPT_CONTS - 5);
 	/* Containers 0 and 1 back (17 live): one of them gets the 16th slot, the other none. */
 	memmove(cpu + 2, cpu + 5, (KEPT_CONTS - 5) * sizeof(*cpu));
 	snap.procs = cpu;
 	snap.n_procs = KEPT_CONTS - 3;
 	assert_int_equal(vw_workloads_update(w, &snap, ze, VW_NSEC_PER_SEC), 0);
-	assert_int_equal(open_fds(proc), n0 + 1 + VW_WL_CG_KEPT);
+	assert_int_equal(vw_fixture_open_fds(proc), n0 + 1 + VW_WL_CG_KEPT);
 	/* A kept container's cgroup removed: its file reads ENODEV and is closed, its slot
 	 * passes to the one left waiting at the next interval. */
 	kept_cg_rmdir(5);
 	assert_int_equal(vw_workloads_update(w, &snap, ze, VW_NSEC_PER_SEC), 0);
-	assert_int_equal(open_fds(proc), n0 + 1 + VW_WL_CG_KEPT - 1);
+	assert_int_equal(vw_fixture_open_fds(proc), n0 + 1 + VW_WL_CG_KEPT - 1);
 	assert_int_equal(vw_workloads_update(w, &snap, ze, VW_NSEC_PER_SEC), 0);
-	assert_int_equal(open_fds(proc), n0 + 1 + VW_WL_CG_KEPT);
+	assert_int_equal(vw_fixture_open_fds(proc), n0 + 1 + VW_WL_CG_KEPT);
 	vw_workloads_free(w);
-	assert_int_equal(open_fds(proc), n0);
+	assert_int_equal(vw_fixture_open_fds(proc), n0);
 	vw_cgroupfs_free(cg);
 	close(procfd);
 	close(sysfd);
