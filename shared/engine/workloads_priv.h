@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The workload registry's tables, shared by workloads.c (accounting; the splits are
- * attribute.c's) and workload_metrics.c (rendering). Not for other modules. */
+ * attribute.c's) and workload_metrics.c with workload_metrics_proc.c (rendering). Not for other
+ * modules. */
 #pragma once
 
 #include "attribute.h"
@@ -191,8 +192,13 @@ struct wl_labels {
 #define VW_WL_LABELS(l, ...)                                                                       \
 	memcpy((l)->v, (const char *[]){ __VA_ARGS__, NULL },                                      \
 	       sizeof((const char *[]){ __VA_ARGS__, NULL }))
+/* The process level's Kepler label names (workload_metrics.c's family table), NULL-terminated:
+ * pid, comm, exe, type, state, container_id, vm_id, zone, node_name; and its cpu-seconds family's,
+ * those less state and zone. workload_metrics_proc.c escapes its pieces with them. */
+extern const char *const vw_wl_l_proc[10];
+extern const char *const vw_wl_l_proc_sec[8];
 /* A process's Kepler label values: pid, comm, exe, type, state, container_id, vm_id, zone (none
- * where zone is NULL), node_name. */
+ * where zone is NULL), node_name (workload_metrics_proc.c). */
 void vw_wl_proc_labels(const struct vw_workloads *w, struct wl_proc *p, const char *node,
 		       const char *zone, struct wl_labels *l);
 /* A process's executable, /proc/PID/exe read at the first call since it started or exec'd
@@ -231,6 +237,11 @@ enum { VW_WL_ACTIVE_J, VW_WL_ACTIVE_W, VW_WL_IDLE_J, VW_WL_IDLE_W };
 typedef const struct acc *(*vw_wl_item_fn)(const struct vw_workloads *w, const void *ctx,
 					    size_t i, int z, const char *node,
 					    struct wl_labels *l);
+/* A CPU level's zone label for zone z (its items give their zone z's accumulator). */
+static inline const char *vw_wl_zone(int z)
+{
+	return vw_zone_name((enum vw_zone)z);
+}
 /* The level's families fams[0..n), each a sample per item shown (and, with zones, per zone
  * present). */
 int vw_wl_render_level(const struct vw_workloads *w, struct vw_prom_writer *pw, const char *node,
@@ -242,6 +253,13 @@ int vw_wl_render_level(const struct vw_workloads *w, struct vw_prom_writer *pw, 
  * w->n_procs, or for min(n_procs, process_top_n) where that is set. -ENOMEM. */
 int vw_wl_top_procs(const struct vw_workloads *w, uint64_t (*energy)(const struct wl_proc *),
 		    bool skip_zero, size_t *order, size_t *ret_n);
+/* The process level (workload_metrics_proc.c): the top N processes' series in energy (active
+ * joules and watts, idle joules: three families in order) and in seconds (cpu seconds), their
+ * labels escaped once a render (the label cache's pieces) unless w->render_plain. 0, -ENOMEM or
+ * the writer's error. */
+int vw_wl_render_processes(const struct vw_workloads *w, struct vw_prom_writer *pw,
+			   const char *node, const struct vw_metric_family *energy,
+			   const struct vw_metric_family *seconds);
 /* The label cache (workload_labels.c): processes' first labels escaped, kept between renders
  * for the processes shown again, by PID and start time. */
 #define VW_WL_LABEL_CACHE_SLOTS 128
