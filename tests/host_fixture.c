@@ -4,25 +4,55 @@
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "fixture.h"
 
-static int put(const struct host_fixture *f, const char *root, const char *rel,
-	       const char *text)
+int host_fixture_stage(struct host_fixture *f, const char *root, const char *rel,
+		       const char *text)
 {
-	if (f->atomic)
-		return vw_fixture_replace(root, rel, text);
-	return vw_fixture_write(root, rel, text, 0);
+	char *tmp = NULL, *to = NULL;
+	int r = -ENOMEM;
+
+	if (!f->atomic)
+		return vw_fixture_write(root, rel, text, 0);
+	if (f->n_staged == sizeof(f->staged) / sizeof(f->staged[0]))
+		return -E2BIG;
+	if (asprintf(&tmp, "%s.new", rel) > 0 && asprintf(&to, "%s/%s", root, rel) > 0) {
+		r = vw_fixture_write(root, tmp, text, 0);
+		if (r == 0) {
+			f->staged[f->n_staged++] = to;
+			to = NULL;
+		}
+	}
+	free(tmp);
+	free(to);
+	return r;
 }
 
-static int write_u64(const struct host_fixture *f, const char *root, const char *rel, uint64_t v)
+int host_fixture_commit(struct host_fixture *f)
+{
+	char from[4096];
+	int r = 0;
+
+	for (unsigned i = 0; i < f->n_staged; i++) {
+		snprintf(from, sizeof(from), "%s.new", f->staged[i]);
+		if (rename(from, f->staged[i]) < 0 && r == 0)
+			r = -errno;
+		free(f->staged[i]);
+	}
+	f->n_staged = 0;
+	return r;
+}
+
+static int write_u64(struct host_fixture *f, const char *root, const char *rel, uint64_t v)
 {
 	char buf[32];
 
 	snprintf(buf, sizeof(buf), "%llu\n", (unsigned long long)v);
-	return put(f, root, rel, buf);
+	return host_fixture_stage(f, root, rel, buf);
 }
 
 static uint64_t zone_value(const struct host_fixture *f, unsigned i)
@@ -62,7 +92,7 @@ static int write_stat(struct host_fixture *f)
 	for (unsigned c = 0; c < f->ncpus; c++)
 		n += snprintf(buf + n, sizeof(buf) - (size_t)n, "cpu%u 0 0 0 0 0 0 0 0 0 0\n", c);
 	snprintf(buf + n, sizeof(buf) - (size_t)n, "intr 0\nctxt 0\nbtime 1700000000\n");
-	return put(f, f->proc, "stat", buf);
+	return host_fixture_stage(f, f->proc, "stat", buf);
 }
 
 static int write_cpuinfo(struct host_fixture *f)
@@ -131,7 +161,10 @@ int host_fixture_advance_ms(struct host_fixture *f, double usage, uint64_t ms)
 	f->busy_ticks += busy;
 	f->idle_ticks += ticks - busy;
 	r = write_zones(f);
-	return r < 0 ? r : write_stat(f);
+	if (r == 0)
+		r = write_stat(f);
+	/* All at once: a reader between two files would see the meter and the CPU time apart. */
+	return r < 0 ? r : host_fixture_commit(f);
 }
 
 int host_fixture_advance(struct host_fixture *f, double usage)
@@ -142,6 +175,9 @@ int host_fixture_advance(struct host_fixture *f, double usage)
 
 void host_fixture_fini(struct host_fixture *f)
 {
+	for (unsigned i = 0; i < f->n_staged; i++)
+		free(f->staged[i]);
+	f->n_staged = 0;
 	vw_fixture_rm(f->root);
 	f->root = NULL;
 }

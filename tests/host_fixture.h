@@ -26,6 +26,8 @@ struct host_fixture {
 	uint64_t busy_ticks; /* cumulative, all CPUs */
 	uint64_t idle_ticks;
 	bool atomic; /* advance() replaces files whole (for daemons reading them meanwhile) */
+	char *staged[32]; /* atomic: files written as <path>.new, renamed by the commit */
+	unsigned n_staged;
 };
 
 /* Create the tree (zones may be NULL for a machine with no meter). */
@@ -36,6 +38,15 @@ int host_fixture_advance(struct host_fixture *f, double usage);
 /* The same over ms milliseconds (a multiple of 10 for whole ticks; `seconds` is left alone). */
 int host_fixture_advance_ms(struct host_fixture *f, double usage, uint64_t ms);
 void host_fixture_fini(struct host_fixture *f);
+/*
+ * root/rel's next text. Atomic: written beside it and renamed by host_fixture_commit() (which
+ * advance() calls at its end) with every other file of the step, back to back, so a daemon
+ * reading meanwhile does not see the meter moved and the CPU time not (under load a step's
+ * writes spread over milliseconds); otherwise written in place at once.
+ */
+int host_fixture_stage(struct host_fixture *f, const char *root, const char *rel,
+		       const char *text);
+int host_fixture_commit(struct host_fixture *f);
 
 /*
  * A thread that calls step(ud) every period_ms with `lock` held, until stopped: a fixture that

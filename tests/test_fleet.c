@@ -89,7 +89,7 @@ static void node_step(struct node *n, uint64_t ms)
 		snprintf(rel, sizeof(rel), "%" PRIu32 "/task/%" PRIu32 "/schedstat", n->qemu_pid[i],
 			 n->qemu_pid[i] + 1);
 		snprintf(text, sizeof(text), "%" PRIu64 " 0 0\n", n->vcpu_ns[i]);
-		(void)vw_fixture_replace(n->fx.proc, rel, text);
+		(void)host_fixture_stage(&n->fx, n->fx.proc, rel, text);
 	}
 	(void)host_fixture_advance_ms(&n->fx, 0.5, ms);
 }

@@ -309,7 +309,7 @@ static void meter_step(void *ud)
 	for (int t = 1; t <= 2; t++) {
 		snprintf(rel, sizeof(rel), "%d/task/%d/schedstat", QEMU_PID, QEMU_PID + t);
 		snprintf(text, sizeof(text), "%" PRIu64 " 0 0\n", m->vcpu_ns * (uint64_t)(3 - t));
-		(void)vw_fixture_replace(m->fx.proc, rel, text);
+		(void)host_fixture_stage(&m->fx, m->fx.proc, rel, text);
 	}
 	(void)host_fixture_advance(&m->fx, 0.5);
 }
