@@ -1448,8 +1448,8 @@ static void test_merge(void **state)
 	assert_string_equal(find(v, n, UC)->name, "loose");
 	free(v);
 
-	/* libvirt says stopped (the periodic reconcile, every 5 min while each QEMU is found)
-	 * while QEMU 100 is still exiting: one shutoff, no resurrection. */
+	/* libvirt says stopped (its next stats: fake:// is no QEMU driver, so every 30 s) while
+	 * QEMU 100 is still exiting: one shutoff, no resurrection. */
 	fake_stop(&fk, UA);
 	x->now += 301 * VW_NSEC_PER_SEC;
 	assert_int_equal(vw_vm_libvirt_settle(fake_libvirt_src, SETTLE_MS), 0);
