@@ -2,7 +2,7 @@
 /*
  * The libvirt VM source with a FAKE libvirt plugged into the same core (vm_libvirt_core.c)
  * through struct vw_virt_api: domains start, stop, are renamed and re-created under their UUID,
- * QEMU PIDs get reused, libvirtd dies (calls fail, the close callback fires) and comes back
+ * QEMU PIDs get reused, libvirtd dies (calls fail) and comes back
  * (reconnect with backoff, the VM list survives meanwhile) or hangs, events arrive between
  * reconciles, and domain XML is hostile. The clock is fake; QEMU processes live in a procfs
  * fixture tree. Also: the XML reader itself, the merge by UUID, and the real libvirt calls
@@ -47,8 +47,6 @@ struct fake_dom {
 struct fake_conn {
 	struct fake *f;
 	unsigned epoch;
-	struct vw_virt_handlers h;
-	bool have_h;
 };
 
 struct fake {
@@ -104,17 +102,6 @@ static int fake_connect(void *data, const char *uri, void **ret)
 	f->conn = c;
 	pthread_mutex_unlock(&f->mu);
 	*ret = c;
-	return 0;
-}
-
-static int fake_register(void *conn, const struct vw_virt_handlers *h)
-{
-	struct fake_conn *c = conn;
-
-	pthread_mutex_lock(&c->f->mu);
-	c->h = *h;
-	c->have_h = true;
-	pthread_mutex_unlock(&c->f->mu);
 	return 0;
 }
 
@@ -237,7 +224,6 @@ static const struct vw_virt_api fake_api = {
 	.loop_start = fake_loop_start,
 	.loop_stop = fake_loop_stop,
 	.connect = fake_connect,
-	.register_events = fake_register,
 	.close = fake_close,
 	.list = fake_list,
 	.get_xml = fake_get_xml,
@@ -262,15 +248,8 @@ static char *dom_xml(const char *name, unsigned vcpus, const char *chan, const c
 	return x;
 }
 
-/* Call the registered lifecycle handler, as libvirt's event loop would. f->mu held. */
-static void fire(struct fake *f, const char *uuid, enum vw_virt_event ev)
-{
-	if (f->conn && f->conn->have_h && alive(f->conn))
-		f->conn->h.event(f->conn->h.core, uuid, ev);
-}
-
 /* Start (or create) a domain: a new domain ID, like libvirt. xml is taken. */
-static void fake_start(struct fake *f, const char *uuid, const char *name, char *xml, bool event)
+static void fake_start(struct fake *f, const char *uuid, const char *name, char *xml)
 {
 	struct fake_dom *d;
 
@@ -287,26 +266,20 @@ static void fake_start(struct fake *f, const char *uuid, const char *name, char 
 	d->id = ++f->next_id;
 	d->active = true;
 	d->state = VW_VM_RUNNING;
-	if (event)
-		fire(f, uuid, VW_VIRT_EV_STARTED);
 	pthread_mutex_unlock(&f->mu);
 }
 
-static void fake_stop(struct fake *f, const char *uuid, bool event)
+static void fake_stop(struct fake *f, const char *uuid)
 {
 	pthread_mutex_lock(&f->mu);
 	fake_find(f, uuid)->active = false;
-	if (event)
-		fire(f, uuid, VW_VIRT_EV_STOPPED);
 	pthread_mutex_unlock(&f->mu);
 }
 
-static void fake_set(struct fake *f, const char *uuid, enum vw_vm_state st, bool event)
+static void fake_set(struct fake *f, const char *uuid, enum vw_vm_state st)
 {
 	pthread_mutex_lock(&f->mu);
 	fake_find(f, uuid)->state = st;
-	if (event)
-		fire(f, uuid, st == VW_VM_PAUSED ? VW_VIRT_EV_SUSPENDED : VW_VIRT_EV_RESUMED);
 	pthread_mutex_unlock(&f->mu);
 }
 
@@ -314,16 +287,13 @@ static void fake_rename(struct fake *f, const char *uuid, const char *name)
 {
 	pthread_mutex_lock(&f->mu);
 	snprintf(fake_find(f, uuid)->name, sizeof(fake_find(f, uuid)->name), "%s", name);
-	fire(f, uuid, VW_VIRT_EV_DEFINED);
 	pthread_mutex_unlock(&f->mu);
 }
 
-/* libvirtd exits: its connections die; with close_cb the client library notices at once. */
-static void fake_kill(struct fake *f, bool close_cb)
+/* libvirtd exits: its connections die; the next call on one fails. */
+static void fake_kill(struct fake *f)
 {
 	pthread_mutex_lock(&f->mu);
-	if (close_cb && f->conn && f->conn->have_h && alive(f->conn))
-		f->conn->h.closed(f->conn->h.core);
 	f->up = false;
 	f->epoch++;
 	pthread_mutex_unlock(&f->mu);
@@ -463,7 +433,7 @@ static struct fx *fx_alpha(void)
 	struct vw_vm_info *v;
 
 	qemu_proc(x, 100, 5000, UA, "alpha");
-	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"));
 	fx_open(x, 0);
 	v = list_n(x, 1);
 	assert_int_equal(v[0].qemu_pid, 100);
@@ -481,8 +451,7 @@ static void test_start_stop(void **state)
 
 	(void)state;
 	qemu_proc(x, 100, 5000, UA, "alpha");
-	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/run/vw/alpha.sock", "/srv/vw/alpha"),
-		   false);
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/run/vw/alpha.sock", "/srv/vw/alpha"));
 	fx_open(x, 0);
 
 	v = list_n(x, 1);
@@ -502,7 +471,7 @@ static void test_start_stop(void **state)
 	 * domain's QEMU is found. A pause that sent no event (the daemon's helper sends none)
 	 * shows once they are due. */
 	counters(x, &c0);
-	fake_set(&fk, UA, VW_VM_PAUSED, false);
+	fake_set(&fk, UA, VW_VM_PAUSED);
 	v = list_n(x, 1);
 	assert_int_equal(v[0].state, VW_VM_RUNNING);
 	x->now += 29 * VW_NSEC_PER_SEC;
@@ -515,29 +484,24 @@ static void test_start_stop(void **state)
 	assert_int_equal(v[0].state, VW_VM_PAUSED);
 	counters(x, &c1);
 	assert_int_equal(c1.stats_fetches, c0.stats_fetches + 1);
-	fake_set(&fk, UA, VW_VM_RUNNING, false);
+	fake_set(&fk, UA, VW_VM_RUNNING);
 	x->now += 30 * VW_NSEC_PER_SEC;
 	v = list_n(x, 1);
 	assert_int_equal(v[0].state, VW_VM_RUNNING);
-	/* With its event, a pause shows at once. */
-	fake_set(&fk, UA, VW_VM_PAUSED, true);
-	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
-	v = list_n(x, 1);
-	assert_int_equal(v[0].state, VW_VM_PAUSED);
-	fake_set(&fk, UA, VW_VM_RUNNING, true);
-	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
-	v = list_n(x, 1);
-	assert_int_equal(v[0].state, VW_VM_RUNNING);
 
-	/* Paused, then stopped: shutoff is reported once, then the VM is forgotten. */
-	fake_set(&fk, UA, VW_VM_PAUSED, true);
+	/* Paused, then stopped: the pause at the next stats; the stop as soon as its QEMU is
+	 * found gone (stats due at once); shutoff is reported once, then the VM is forgotten. */
+	fake_set(&fk, UA, VW_VM_PAUSED);
+	x->now += 30 * VW_NSEC_PER_SEC;
 	v = list_n(x, 1);
 	assert_int_equal(v[0].state, VW_VM_PAUSED);
-	fake_stop(&fk, UA, true);
+	fake_stop(&fk, UA);
 	vm_fixture_kill(x->root, 100);
-	v = list_n(x, 1);
+	v = list_n(x, 1); /* its QEMU is found gone */
+	assert_int_equal(v[0].state, VW_VM_PAUSED);
+	assert_int_equal(v[0].qemu_pid, 0);
+	v = list_n(x, 1); /* so stats now, 0 s after the last */
 	assert_int_equal(v[0].state, VW_VM_SHUTOFF);
-	assert_int_equal(v[0].qemu_pid, 100); /* what it was */
 	list_n(x, 0);
 	fx_free(x);
 }
@@ -557,7 +521,7 @@ static void test_missed_stop_without_qemu(void **state)
 	counters(x, &c1);
 	assert_int_equal(c1.stats_fetches, c0.stats_fetches); /* its QEMU runs: none due */
 
-	fake_stop(&fk, UA, false);
+	fake_stop(&fk, UA);
 	vm_fixture_kill(x->root, 100);
 	v = list_n(x, 1); /* its QEMU is found gone */
 	assert_int_equal(v[0].qemu_pid, 0);
@@ -569,7 +533,7 @@ static void test_missed_stop_without_qemu(void **state)
 	fx_free(x);
 }
 
-static void test_events_between_reconciles(void **state)
+static void test_start_seen_between_reconciles(void **state)
 {
 	struct fx *x = fx_new();
 	struct vw_vm_libvirt_counters c0, c1;
@@ -581,36 +545,39 @@ static void test_events_between_reconciles(void **state)
 	assert_true(c0.connected);
 	assert_int_equal(c0.reconciles, 1);
 
-	/* An event makes the worker fetch the new domain at once: no list(), no periodic pass. */
+	/* The registry's first round is only noted; the same count again asks for nothing. */
+	assert_false(vw_vm_libvirt_vms_seen(x->src, 0));
+	assert_false(vw_vm_libvirt_vms_seen(x->src, 0));
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+	counters(x, &c1);
+	assert_int_equal(c1.reconciles, 1);
+
+	/* A start: the process scan finds its QEMU, the registry's next round reports one VM
+	 * more, and the worker fetches the new domain at once: no list(), no periodic pass. */
 	qemu_proc(x, 200, 6000, UB, "beta");
-	fake_start(&fk, UB, "beta", dom_xml("beta", 1, "/b.sock", "/b"), true);
+	fake_start(&fk, UB, "beta", dom_xml("beta", 1, "/b.sock", "/b"));
+	assert_false(vw_vm_libvirt_vms_seen(x->src, 1));
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
 	counters(x, &c1);
 	assert_int_equal(c1.reconciles, 2);
 	assert_int_equal(c1.xml_fetches, c0.xml_fetches + 1);
+	v = list_n(x, 1);
+	assert_int_equal(v[0].state, VW_VM_RUNNING);
+	assert_int_equal(v[0].qemu_pid, 200);
+	assert_int_equal(v[0].vcpus, 1);
 
-	/* Started and stopped between two list() calls: still seen, as stopped. */
-	fake_start(&fk, UC, "gamma", dom_xml("gamma", 4, "/c.sock", "/c"), true);
-	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
-	fake_stop(&fk, UC, true);
-	v = list_n(x, 2);
-	assert_int_equal(find(v, 2, UB)->state, VW_VM_RUNNING);
-	assert_int_equal(find(v, 2, UB)->qemu_pid, 200);
-	assert_int_equal(find(v, 2, UC)->state, VW_VM_SHUTOFF);
-	assert_int_equal(find(v, 2, UC)->vcpus, 4);
-
-	/* A missed event: the stats, once due (every 30 s while each domain's QEMU is found),
-	 * show an unknown domain -> reconcile. */
+	/* A start no vms_seen() told of: the stats, once due (every 30 s while each domain's QEMU
+	 * is found), show an unknown domain -> reconcile. */
 	qemu_proc(x, 300, 7000, UC, "gamma");
-	fake_start(&fk, UC, "gamma", dom_xml("gamma", 4, "/c.sock", "/c"), false);
+	fake_start(&fk, UC, "gamma", dom_xml("gamma", 4, "/c.sock", "/c"));
 	list_n(x, 1);
 	x->now += 30 * VW_NSEC_PER_SEC;
 	v = list_n(x, 2);
 	assert_int_equal(find(v, 2, UC)->state, VW_VM_RUNNING);
 	assert_int_equal(find(v, 2, UC)->qemu_pid, 300);
-	/* ... and a missed stop: its QEMU is found gone, so the next list() asks for stats: gone
+	/* ... and a stop: its QEMU is found gone, so the next list() asks for stats: gone
 	 * from them -> shutoff. */
-	fake_stop(&fk, UC, false);
+	fake_stop(&fk, UC);
 	vm_fixture_kill(x->root, 300);
 	v = list_n(x, 2);
 	assert_int_equal(find(v, 2, UC)->qemu_pid, 0);
@@ -638,7 +605,13 @@ static void test_rename(void **state)
 	struct vw_vm_info *v;
 
 	(void)state;
+	/* Renamed (defined again): nothing tells of it until the next periodic reconcile. */
 	fake_rename(&fk, UA, "alpha-renamed");
+	x->now += 3599 * VW_NSEC_PER_SEC;
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+	v = list_n(x, 1);
+	assert_string_equal(v[0].name, "alpha");
+	x->now += 2 * VW_NSEC_PER_SEC;
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
 	v = list_n(x, 1);
 	assert_string_equal(v[0].uuid, UA);
@@ -656,10 +629,11 @@ static void test_recreate_same_uuid(void **state)
 
 	/* Destroyed and defined again under the same UUID: a new domain ID and a new QEMU. The
 	 * consumer keeps one VM (totals are keyed by UUID) with a new PID. */
-	fake_stop(&fk, UA, true);
+	fake_stop(&fk, UA);
 	vm_fixture_kill(x->root, 100);
 	qemu_proc(x, 150, 5500, UA, "alpha");
-	fake_start(&fk, UA, "alpha", dom_xml("alpha", 4, "/a.sock", "/a"), true);
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 4, "/a.sock", "/a"));
+	x->now += 3601 * VW_NSEC_PER_SEC; /* the periodic pass sees the new ID */
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
 	v = list_n(x, 1);
 	assert_string_equal(v[0].uuid, UA);
@@ -668,10 +642,10 @@ static void test_recreate_same_uuid(void **state)
 	assert_int_equal(v[0].qemu_start_time, 5500);
 	assert_int_equal(v[0].vcpus, 4);
 
-	/* Same again without events, the old QEMU's PID still alive: found by the new ID. */
-	fake_stop(&fk, UA, false);
+	/* Same again, the old QEMU's PID still alive: found by the new ID. */
+	fake_stop(&fk, UA);
 	qemu_proc(x, 160, 5600, UA, "alpha");
-	fake_start(&fk, UA, "alpha", dom_xml("alpha", 4, "/a.sock", "/a"), false);
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 4, "/a.sock", "/a"));
 	x->now += 3601 * VW_NSEC_PER_SEC; /* the periodic pass sees the new ID */
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
 	v = list_n(x, 1);
@@ -720,9 +694,9 @@ static void test_vcpus_from_threads(void **state)
 	/* Without -name ...,debug-threads=on no thread is named as a vCPU: still unknown. */
 	assert_int_equal(vm_fixture_proc(x->root, 300, 7000, "qemu-system-x86_64|-uuid|" UC, NULL,
 					 NULL), 0);
-	fake_start(&fk, UA, "alpha", strdup(xml), false);
-	fake_start(&fk, UB, "beta", strdup(xml), false);
-	fake_start(&fk, UC, "gamma", strdup(xml), false);
+	fake_start(&fk, UA, "alpha", strdup(xml));
+	fake_start(&fk, UB, "beta", strdup(xml));
+	fake_start(&fk, UC, "gamma", strdup(xml));
 	fx_open(x, 0);
 	v = list_n(x, 3);
 	assert_int_equal(find(v, 3, UA)->qemu_pid, 100);
@@ -754,12 +728,15 @@ static void test_libvirtd_restart(void **state)
 	(void)state;
 	qemu_proc(x, 100, 5000, UA, "alpha");
 	qemu_proc(x, 200, 6000, UB, "beta");
-	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
-	fake_start(&fk, UB, "beta", dom_xml("beta", 1, "/b.sock", "/b"), false);
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"));
+	fake_start(&fk, UB, "beta", dom_xml("beta", 1, "/b.sock", "/b"));
 	fx_open(x, 0);
 
-	/* libvirtd exits; the close callback fires. The list survives. */
-	fake_kill(&fk, true);
+	/* libvirtd exits; the next call, the stats due 30 s on, fails. The list survives. */
+	fake_kill(&fk);
+	x->now += 30 * VW_NSEC_PER_SEC;
+	v = list_n(x, 2);
+	assert_int_equal(find(v, 2, UA)->qemu_pid, 100);
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
 	counters(x, &c);
 	assert_false(c.connected);
@@ -781,7 +758,7 @@ static void test_libvirtd_restart(void **state)
 	}
 
 	/* Back, with beta stopped meanwhile and alpha still running. */
-	fake_stop(&fk, UB, false);
+	fake_stop(&fk, UB);
 	fake_revive(&fk);
 	x->now += 8 * VW_NSEC_PER_SEC;
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
@@ -795,7 +772,7 @@ static void test_libvirtd_restart(void **state)
 
 	/* Dies again, this time silently: the next call (stats are due every 30 s) fails and the
 	 * worker notices. */
-	fake_kill(&fk, false);
+	fake_kill(&fk);
 	x->now += 30 * VW_NSEC_PER_SEC;
 	list_n(x, 1);
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
@@ -822,7 +799,7 @@ static void test_hung_libvirtd(void **state)
 	uint64_t t0;
 
 	(void)state;
-	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"));
 	fx_open(x, 200 * VW_NSEC_PER_MSEC);
 
 	/* The domain pauses (no event) while libvirtd hangs in the stats call. */
@@ -862,7 +839,7 @@ static void test_no_libvirtd_at_start(void **state)
 	assert_false(c.connected);
 	assert_int_equal(c.connect_failures, 1);
 	list_n(x, 0);
-	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"));
 	fake_revive(&fk);
 	x->now += VW_NSEC_PER_SEC;
 	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
@@ -919,9 +896,9 @@ static void test_hostile_xml(void **state)
 
 	(void)state;
 	/* A bad-UTF-8, control-character name; a 5 MiB XML (over the cap); an entity bomb. */
-	fake_start(&fk, UA, "bad\xff\xfename\x1b[31m", huge_xml(5u << 20), false);
-	fake_start(&fk, UB, "deep", deep_xml(200000, true), false);
-	fake_start(&fk, UC, "bomb", strdup(bomb), false);
+	fake_start(&fk, UA, "bad\xff\xfename\x1b[31m", huge_xml(5u << 20));
+	fake_start(&fk, UB, "deep", deep_xml(200000, true));
+	fake_start(&fk, UC, "bomb", strdup(bomb));
 	fx_open(x, 0);
 	v = list_n(x, 3);
 	assert_string_equal(find(v, 3, UA)->name, "bad??name?[31m");
@@ -1302,7 +1279,7 @@ static void test_hostdevs_listed(void **state)
 
 	(void)state;
 	qemu_proc(x, 100, 5000, UA, "alpha");
-	fake_start(&fk, UA, "alpha", strdup(hostdev_doc), false);
+	fake_start(&fk, UA, "alpha", strdup(hostdev_doc));
 	fx_open(x, 0);
 	v = list_n(x, 1);
 	assert_int_equal(v[0].n_pci_hostdev, 3);
@@ -1313,10 +1290,18 @@ static void test_hostdevs_listed(void **state)
 	assert_string_equal(mdev_at(&v[0], 0), "c2177883-f1bb-47f0-914d-32a22e3a8804");
 	assert_string_equal(mdev_at(&v[0], 1), "9f2c1e8a-0d4b-4c3e-8a7f-1b2c3d4e5f60");
 
-	fake_stop(&fk, UA, true);
+	/* Stopped and started again: its QEMU found gone, then a new one; the reconcile that the
+	 * registry's count (one VM more) asks for fetches the new XML. */
+	fake_stop(&fk, UA);
+	vm_fixture_kill(x->root, 100);
+	list_n(x, 1);
 	v = list_n(x, 1);
 	assert_int_equal(v[0].state, VW_VM_SHUTOFF);
-	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), true);
+	assert_false(vw_vm_libvirt_vms_seen(x->src, 0));
+	qemu_proc(x, 150, 5500, UA, "alpha");
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"));
+	assert_false(vw_vm_libvirt_vms_seen(x->src, 1));
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
 	v = list_n(x, 1);
 	assert_int_equal(v[0].state, VW_VM_RUNNING);
 	assert_int_equal(v[0].n_pci_hostdev, 0);
@@ -1329,9 +1314,14 @@ static void test_hostdevs_listed(void **state)
 
 static const struct vw_vm_source_ops fake_libvirt_ops;
 
+static void *fake_libvirt_src; /* the last one fake_libvirt_open opened, to settle */
+
 static int fake_libvirt_open(const struct vw_vm_env *env, void **ret)
 {
-	return vw_vm_libvirt_open_api(env, &fake_api, &fk, ret);
+	int r = vw_vm_libvirt_open_api(env, &fake_api, &fk, ret);
+
+	fake_libvirt_src = r == 0 ? *ret : NULL;
+	return r;
 }
 
 static const struct vw_vm_source_ops fake_libvirt_ops = {
@@ -1339,6 +1329,7 @@ static const struct vw_vm_source_ops fake_libvirt_ops = {
 	.open = fake_libvirt_open,
 	.list = vw_vm_libvirt_list,
 	.close = vw_vm_libvirt_close,
+	.vms_seen = vw_vm_libvirt_vms_seen, /* as the daemon's source */
 };
 
 /* The registry over these sources (fake libvirt at fake:///system), on x's procfs. */
@@ -1381,7 +1372,7 @@ static void test_dormant_until_a_vm(void **state)
 	size_t n;
 
 	(void)state;
-	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"));
 	vms = fx_registry(x, sources);
 	for (int i = 0; i < 3; i++) {
 		assert_int_equal(vw_vms_list(vms, &v, &n), 0);
@@ -1445,7 +1436,7 @@ static void test_merge(void **state)
 	assert_int_equal(vm_fixture_proc(x->root, 400, 7000,
 					 "qemu-system-x86_64|-name|guest=loose|-uuid|" UC, NULL,
 					 NULL), 0);
-	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"));
 	vms = fx_registry(x, sources);
 
 	assert_int_equal(vw_vms_list(vms, &v, &n), 0);
@@ -1457,8 +1448,11 @@ static void test_merge(void **state)
 	assert_string_equal(find(v, n, UC)->name, "loose");
 	free(v);
 
-	/* libvirt says stopped while QEMU 100 is still exiting: one shutoff, no resurrection. */
-	fake_stop(&fk, UA, true);
+	/* libvirt says stopped (its next stats: fake:// is no QEMU driver, so every 30 s) while
+	 * QEMU 100 is still exiting: one shutoff, no resurrection. */
+	fake_stop(&fk, UA);
+	x->now += 301 * VW_NSEC_PER_SEC;
+	assert_int_equal(vw_vm_libvirt_settle(fake_libvirt_src, SETTLE_MS), 0);
 	assert_int_equal(vw_vms_list(vms, &v, &n), 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(find(v, n, UA)->state, VW_VM_SHUTOFF);
@@ -1473,12 +1467,20 @@ static void test_merge(void **state)
 	assert_null(find(v, n, UA));
 	free(v);
 
-	/* Started again under the same UUID: back, with its new QEMU. */
+	/* Started again under the same UUID: the process scan finds its new QEMU at once; the
+	 * round's count (one VM more) has libvirt reconcile, and its entry wins from then on. */
 	qemu_proc(x, 150, 5500, UA, "alpha");
-	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), true);
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"));
 	assert_int_equal(vw_vms_list(vms, &v, &n), 0);
 	assert_int_equal(n, 2);
 	assert_int_equal(find(v, n, UA)->state, VW_VM_RUNNING);
+	assert_int_equal(find(v, n, UA)->qemu_pid, 150);
+	free(v);
+	assert_int_equal(vw_vm_libvirt_settle(fake_libvirt_src, SETTLE_MS), 0);
+	assert_int_equal(vw_vms_list(vms, &v, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(find(v, n, UA)->source, "libvirt");
+	assert_string_equal(find(v, n, UA)->channel_path, "/a.sock");
 	assert_int_equal(find(v, n, UA)->qemu_pid, 150);
 	free(v);
 	vw_vms_close(vms);
@@ -1503,7 +1505,7 @@ static void test_merge_pid_reuse(void **state)
 
 	(void)state;
 	qemu_proc(x, 100, 5000, UA, "alpha");
-	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"), false);
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a.sock", "/a"));
 	vms = vw_vms_open_with(&env, sources);
 	assert_non_null(vms);
 	for (int i = 0; i < 2; i++) {
@@ -1979,7 +1981,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_start_stop),
-		cmocka_unit_test(test_events_between_reconciles),
+		cmocka_unit_test(test_start_seen_between_reconciles),
 		cmocka_unit_test(test_missed_stop_without_qemu),
 		cmocka_unit_test(test_rename),
 		cmocka_unit_test(test_recreate_same_uuid),

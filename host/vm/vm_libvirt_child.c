@@ -4,7 +4,8 @@
  * (posix_spawn: the daemon has threads; no fork of it), feeds it the request on a pipe, reads
  * one answer (vm_libvirt_wire.h) on another within timeout_ns, reaps it and keeps the answer
  * until the core has read it: the core's reconcile (list, the XML of new domains, stats) is one
- * run. The "connection" is this cache; there are no lifecycle events and no close callback.
+ * run. The "connection" is this cache: starts and stops come from the process scan, the rest
+ * from reconciles; a failed run is a lost connection.
  *
  * Faults: a helper that says nothing within the timeout is SIGKILLed and reaped; one that dies
  * of a signal is logged with it; an answer cut short, oversized or garbled is refused whole.
@@ -476,13 +477,6 @@ static int child_connect(void *data, const char *uri, void **ret_conn)
 	return 0;
 }
 
-static int child_register_events(void *conn, const struct vw_virt_handlers *h)
-{
-	(void)conn;
-	(void)h; /* none: starts and stops come from the process scan, the rest from reconciles */
-	return 0;
-}
-
 static void child_close(void *conn)
 {
 	struct vw_virt_child *c = conn;
@@ -578,7 +572,6 @@ const struct vw_virt_api vw_virt_child_api = {
 	.loop_start = child_loop_start,
 	.loop_stop = child_loop_stop,
 	.connect = child_connect,
-	.register_events = child_register_events,
 	.close = child_close,
 	.pass = child_pass,
 	.list = child_list,

@@ -2,15 +2,16 @@
 /*
  * The libvirt VM source, minus libvirt itself (calls go through struct vw_virt_api).
  *
- * A worker thread owns the connection and makes every libvirt call: connect (read-only), then
- * lifecycle events and the close callback where the table has them (the daemon's table,
- * vm_libvirt_child.c, has none: each of its calls is a run of a helper process, and connect is
- * the first), a reconcile (list the active domains, fetch the XML of new ones, then their
- * stats) at connect, after an event or a vms_seen() that changes the set, and periodically:
+ * A worker thread owns the connection and makes every libvirt call: connect (read-only; in the
+ * daemon's table, vm_libvirt_child.c, each call is a run of a helper process and libvirt sends
+ * no lifecycle events), a reconcile (list the active domains, fetch the XML of new ones, then
+ * their stats) at connect, after a vms_seen() that reports more VMs, when stats show an unknown
+ * active domain, and periodically:
  * every reconcile_ns (30 s), or covered_reconcile_ns (5 min) while the last list() found every
  * active domain's QEMU on a QEMU driver, since the process scan then sees each start and stop
  * (fetching every XML again then, for hot-plugged devices). A lost connection is closed and
- * retried with a doubling delay; the domain list is kept meanwhile.
+ * retried with a doubling delay; the domain list is kept meanwhile. A connection is lost when a
+ * call fails with a connection error (every failed helper run, in the daemon's table).
  *
  * list() asks the worker for fresh stats when they are due and waits at most list_timeout_ns for
  * them (not at all while a previous request is still outstanding: a hung libvirtd costs one
@@ -132,48 +133,6 @@ static void call_failed(struct lv *lv, int r, const char *what, const char *msg)
 		    msg[0] ? msg : strerror(-r));
 }
 
-/* ---- Callbacks (any thread) ---- */
-
-static void on_event(void *core, const char *uuid, enum vw_virt_event ev)
-{
-	struct lv *lv = core;
-	struct dom *d;
-
-	pthread_mutex_lock(&lv->mu);
-	d = find_dom(lv, uuid);
-	switch (ev) {
-	case VW_VIRT_EV_STOPPED:
-		if (d && !d->gone) {
-			d->gone = true;
-			d->info.state = VW_VM_SHUTOFF;
-		}
-		break;
-	case VW_VIRT_EV_SUSPENDED:
-		if (d && !d->gone)
-			d->info.state = VW_VM_PAUSED;
-		break;
-	case VW_VIRT_EV_RESUMED:
-		if (d && !d->gone)
-			d->info.state = VW_VM_RUNNING;
-		break;
-	default:
-		lv->want_reconcile = true;
-		break;
-	}
-	pthread_cond_signal(&lv->wake);
-	pthread_mutex_unlock(&lv->mu);
-}
-
-static void on_closed(void *core)
-{
-	struct lv *lv = core;
-
-	pthread_mutex_lock(&lv->mu);
-	lv->lost = true;
-	pthread_cond_signal(&lv->wake);
-	pthread_mutex_unlock(&lv->mu);
-}
-
 /* ---- Worker: connection ---- */
 
 static void disconnect(struct lv *lv, uint64_t now)
@@ -193,19 +152,13 @@ static void disconnect(struct lv *lv, uint64_t now)
 
 static void try_connect(struct lv *lv, uint64_t now)
 {
-	struct vw_virt_handlers h = { .event = on_event, .closed = on_closed, .core = lv };
 	char msg[256] = "";
 	void *conn = NULL;
 	int r;
 
-	lv->lost = false; /* a close callback from here on is about the new connection */
+	lv->lost = false; /* a failed call from here on is about the new connection */
 	pthread_mutex_unlock(&lv->mu);
 	r = lv->api->connect(lv->data, lv->uri, &conn);
-	if (r == 0) {
-		r = lv->api->register_events(conn, &h);
-		if (r < 0)
-			lv->api->close(VW_TAKE_PTR(conn));
-	}
 	if (r < 0)
 		snprintf(msg, sizeof(msg), "%s", lv->api->last_error(lv->data));
 	pthread_mutex_lock(&lv->mu);
@@ -278,7 +231,7 @@ static int apply_listed(struct lv *lv, const struct fetched *f)
 		d->id = f->dom.id;
 	}
 	if (d->gone && d->id == f->dom.id)
-		return 0; /* listed just before it stopped: the event was right */
+		return 0; /* listed just before its stats found it stopped: they were right */
 	vw_vm_unpack(&d->info, &info);
 	if (d->gone || d->id != f->dom.id) {
 		struct vw_vm_info keep = info;
@@ -335,7 +288,7 @@ static void apply_stats(struct lv *lv, const struct vw_virt_stat *st, size_t n)
 	}
 	for (size_t j = 0; j < n; j++)
 		if (st[j].state != VW_VM_SHUTOFF && !find_dom_at(lv, st[j].uuid, j))
-			lv->want_reconcile = true; /* started, and its event was missed */
+			lv->want_reconcile = true; /* started, and no vms_seen() told of it */
 }
 
 /* Stats for the whole host (lock held on entry and exit). */
@@ -595,7 +548,7 @@ static void wait_first(struct lv *lv)
 	pthread_mutex_unlock(&lv->mu);
 }
 
-/* The event loop (where the table has one), the worker, its first connection. */
+/* The table's loop_start, the worker, its first connection. */
 static int start(struct lv *lv)
 {
 	int r = lv->api->loop_start(lv->data);
@@ -765,7 +718,7 @@ static void fresh_stats(struct lv *lv)
 	if (!lv->conn || lv->lost || lv->stats_done != lv->stats_req)
 		return; /* nothing to ask, or a request is stuck in a hung libvirtd */
 	if (!stats_due(lv))
-		return; /* the events keep the cache current */
+		return; /* the process scan and the periodic reconcile keep the cache current */
 	target = ++lv->stats_req;
 	pthread_cond_signal(&lv->wake);
 	ts = deadline_in(lv->list_timeout_ns);

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The libvirt source is two halves: vm_libvirt_core.c (a worker thread, the domain cache,
- * events, reconcile, reconnect with backoff, QEMU PIDs from procfs) and the table below. The
+ * reconcile, reconnect with backoff, QEMU PIDs from procfs) and the table below. The
  * daemon's table (vm_libvirt_child.c) answers through short-lived runs of a helper, the only
  * process that loads libvirt (vm_libvirt_helper.c); unit tests plug a fake libvirt into the
  * same core through this table.
  *
  * Every api function returns 0 or -errno. A connection that is gone is reported as -ENOTCONN,
  * -ECONNRESET, -EPIPE, -ECONNREFUSED or -ESHUTDOWN; the core then closes it and reconnects.
- * The core never holds its own lock while calling the table, so callbacks may come from any
- * thread, at any time, including from inside a table call.
+ * The core never holds its own lock while calling the table. No table delivers lifecycle events
+ * or a close callback: a lost connection is a failed call.
  */
 #pragma once
 
@@ -18,16 +18,6 @@
 #include <stdint.h>
 
 #include "vm_source.h"
-
-enum vw_virt_event {
-	VW_VIRT_EV_STARTED,
-	VW_VIRT_EV_STOPPED,
-	VW_VIRT_EV_SUSPENDED,
-	VW_VIRT_EV_RESUMED,
-	VW_VIRT_EV_DEFINED,   /* also a rename */
-	VW_VIRT_EV_UNDEFINED,
-	VW_VIRT_EV_OTHER,
-};
 
 /* An active domain as virConnectListAllDomains sees it. */
 struct vw_virt_dom {
@@ -42,20 +32,12 @@ struct vw_virt_stat {
 	enum vw_vm_state state;
 };
 
-struct vw_virt_handlers {
-	void (*event)(void *core, const char *uuid, enum vw_virt_event ev);
-	void (*closed)(void *core); /* the connection died (libvirtd exited, keepalive timeout) */
-	void *core;
-};
-
 struct vw_virt_api {
-	/* Process-wide event loop, reference counted: started before the first connect. */
+	/* Process-wide setup, reference counted: started before the first connect. */
 	int (*loop_start)(void *data);
 	void (*loop_stop)(void *data);
 	/* Read-only connection. */
 	int (*connect)(void *data, const char *uri, void **ret_conn);
-	/* Lifecycle events and the close callback, until close(). */
-	int (*register_events)(void *conn, const struct vw_virt_handlers *h);
 	void (*close)(void *conn);
 	/* Optional: a reconcile pass begins; full: it will fetch every domain's XML again. */
 	void (*pass)(void *conn, bool full);
