@@ -199,7 +199,9 @@ static int read_past_exit(struct vw_cpu_accountant *acc, pid_t pid, uint64_t *re
 			  void (*check)(const struct vw_cpu_snapshot *, void *), void *ctx)
 {
 	struct vw_cpu_snapshot snap;
-	int exits = 0;
+	const struct vw_proc_cpu *p;
+	uint64_t t0 = vw_now_ns();
+	int exits = 0, reads = 0;
 
 	for (int i = 0; i < 400 && !exits; i++) {
 		if (i)
@@ -208,11 +210,17 @@ static int read_past_exit(struct vw_cpu_accountant *acc, pid_t pid, uint64_t *re
 		if (check)
 			check(&snap, ctx);
 		exits += counted_exits(&snap, pid, ret_ns);
+		reads++;
 	}
 	assert_int_equal(acc->ops->read(acc->state, &snap), 0);
 	if (check)
 		check(&snap, ctx);
-	assert_null(find_proc(&snap, pid));
+	p = find_proc(&snap, pid);
+	if (p) /* which it was: the exit never reported, or the process listed after it */
+		fail_msg("pid %d still listed (exited %d, quiet %u, unchecked 0x%x, %.6f s) after %d "
+			 "reads in %.2f s that saw %d exits",
+			 (int)pid, p->exited, p->quiet, p->unchecked, (double)p->cpu_ns / 1e9, reads,
+			 (double)(vw_now_ns() - t0) / 1e9, exits);
 	return exits;
 }
 
