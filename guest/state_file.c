@@ -255,12 +255,13 @@ const struct vw_family_table vw_state_file_family_table = {
 int vw_state_file_render(const struct vw_state_file *f, struct vw_prom_writer *w,
 			 const char *node_name)
 {
-	(void)vw_prom_table_trust(&vw_state_file_family_table); /* checked once, not each render */
 	const char *info[] = { vw_state_status_name(f->status), f->path ? f->path : "", node_name,
 			       NULL };
 	const char *node[] = { node_name, NULL };
-	int r = vw_prom_single(w, &vw_state_file_families[F_INFO], info, 1);
+	int r;
 
+	(void)vw_prom_table_trust(&vw_state_file_family_table); /* checked once, not each render */
+	r = vw_prom_single(w, &vw_state_file_families[F_INFO], info, 1);
 	if (r == 0)
 		r = vw_prom_single(w, &vw_state_file_families[F_WRITES], node, (double)f->writes);
 	if (r == 0)
