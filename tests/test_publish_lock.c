@@ -5,6 +5,9 @@
  *   kernel's /proc/locks), retries once a second, publishes nothing, and takes over with counters
  *   that start at the takeover when the first goes away; a deleted lock file stops its holder;
  *   a vanished VM is unlocked; a lock directory that cannot exist.
+ * - Lock files of VMs gone for good: removed by their last holder once the VM is forgotten, kept
+ *   when another process took the VM over; a file unlinked between a taker's open and its flock
+ *   (flock wrapped) is never the lock taken, so two publishers never both hold the VM.
  * - Two real virtwatt-host processes on one fixture host with one QEMU process: the second
  *   refuses to publish the first's VM and says why (its PID), exports the refusal; when the
  *   first exits the second takes over without a restart, and a guest reader on the VM's shared
@@ -21,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -256,6 +260,112 @@ static void test_vanished_vm_unlocked(void **state)
 	assert_int_equal(vw_publisher_vm_stats(p1, UUID, &vs), 0);
 	assert_true(vs.locked);
 	vw_publisher_free(p1);
+	vw_fixture_rm(dir);
+}
+
+/* flock wrapped ('mock' in tests/meson.build): the next flocks find the named file unlinked
+ * between the taker's open and its flock, as when its holder removes it at that moment. */
+static const char *unlink_before_flock;
+static int unlinks_left;
+
+int __real_flock(int fd, int op);
+int __wrap_flock(int fd, int op);
+int __wrap_flock(int fd, int op)
+{
+	if (unlinks_left > 0 && (op & LOCK_EX)) {
+		unlinks_left--;
+		assert_int_equal(unlink(unlink_before_flock), 0);
+	}
+	return __real_flock(fd, op);
+}
+
+static bool locked(struct vw_publisher *p)
+{
+	struct vw_publish_vm_stats vs;
+
+	assert_int_equal(vw_publisher_vm_stats(p, UUID, &vs), 0);
+	return vs.locked;
+}
+
+static void test_lock_unlinked_before_flock(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("lock");
+	_cleanup_free_ char *locks = path_of(dir, "lock");
+	_cleanup_free_ char *file = path_of(locks, UUID ".lock");
+	struct vw_publish_opts o = { .period_ns = SEC, .lock_dir = locks, .seed = 5 };
+	struct vw_publisher *p1 = vw_publisher_new(&o), *p2 = vw_publisher_new(&o);
+	struct vw_vm_energy e;
+	uint64_t now = 10 * SEC;
+
+	(void)state;
+	assert_true(p1 && p2);
+	vm_energy(&e, 1000);
+	/* p1 opens (creates) the file, which is unlinked before its flock: it opens the name again
+	 * and locks that file, the one p2 then finds locked. */
+	unlink_before_flock = file;
+	unlinks_left = 1;
+	assert_int_equal(vw_publisher_update(p1, &e, 1), 0);
+	assert_int_equal(unlinks_left, 0);
+	assert_true(locked(p1));
+	assert_true(exists(locks, UUID ".lock"));
+	assert_int_equal(vw_publisher_update(p2, &e, 1), 0);
+	assert_false(locked(p2)); /* one publisher, not two */
+	vw_publisher_free(p1);
+	/* Unlinked under it every time: not taken (never on an unlinked file), tried again later. */
+	unlinks_left = 4;
+	assert_int_equal(vw_publisher_tick(p2, now += 2 * SEC, NULL), 0);
+	assert_int_equal(unlinks_left, 0);
+	assert_false(locked(p2));
+	assert_int_equal(vw_publisher_tick(p2, now += 2 * SEC, NULL), 0);
+	assert_true(locked(p2));
+	assert_true(exists(locks, UUID ".lock"));
+	vw_publisher_free(p2);
+	vw_fixture_rm(dir);
+}
+
+/* A VM gone for good: its last holder removes its lock file, unless another process holds it. */
+static void test_gone_vm_lock_removed(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("lock");
+	_cleanup_free_ char *locks = path_of(dir, "lock");
+	struct vw_publish_opts o = { .period_ns = SEC, .lock_dir = locks, .seed = 5,
+				     .retain_ns = 10 * SEC };
+	struct vw_publisher *p1 = vw_publisher_new(&o), *p2 = vw_publisher_new(&o);
+	struct vw_vm_energy e;
+	uint64_t now = 10 * SEC;
+
+	(void)state;
+	assert_true(p1 && p2);
+	vm_energy(&e, 1000);
+	/* Taken over: p1 forgets the VM, p2 holds it and keeps its file. */
+	assert_int_equal(vw_publisher_tick(p1, now, NULL), 0);
+	assert_int_equal(vw_publisher_update(p1, &e, 1), 0);
+	assert_true(locked(p1));
+	assert_int_equal(vw_publisher_update(p2, &e, 1), 0);
+	assert_int_equal(vw_publisher_update(p1, NULL, 0), 0);
+	assert_int_equal(vw_publisher_tick(p2, now += 2 * SEC, NULL), 0);
+	assert_true(locked(p2));
+	assert_int_equal(vw_publisher_tick(p1, now += 20 * SEC, NULL), 0);
+	assert_int_equal(vw_publisher_update(p1, NULL, 0), 0); /* forgotten */
+	assert_int_equal(vw_publisher_vm_stats(p1, UUID, &(struct vw_publish_vm_stats){ 0 }),
+			 -ENOENT);
+	assert_true(exists(locks, UUID ".lock"));
+	assert_int_equal(vw_publisher_tick(p2, now += 2 * SEC, NULL), 0);
+	assert_true(locked(p2)); /* its file is still the name's */
+	/* Gone from p2 too: kept retain_ns, then its file goes with it. */
+	assert_int_equal(vw_publisher_update(p2, NULL, 0), 0);
+	assert_int_equal(vw_publisher_tick(p2, now += 5 * SEC, NULL), 0);
+	assert_int_equal(vw_publisher_update(p2, NULL, 0), 0);
+	assert_true(exists(locks, UUID ".lock"));
+	assert_int_equal(vw_publisher_tick(p2, now += 6 * SEC, NULL), 0);
+	assert_int_equal(vw_publisher_update(p2, NULL, 0), 0);
+	assert_false(exists(locks, UUID ".lock"));
+	/* The VM back on p1: a new file, locked. */
+	assert_int_equal(vw_publisher_update(p1, &e, 1), 0);
+	assert_true(locked(p1));
+	assert_true(exists(locks, UUID ".lock"));
+	vw_publisher_free(p1);
+	vw_publisher_free(p2);
 	vw_fixture_rm(dir);
 }
 
@@ -647,6 +757,8 @@ int main(void)
 		cmocka_unit_test(test_two_publishers_in_process),
 		cmocka_unit_test(test_lock_conflict_rate_limited_warning),
 		cmocka_unit_test(test_vanished_vm_unlocked),
+		cmocka_unit_test(test_lock_unlinked_before_flock),
+		cmocka_unit_test(test_gone_vm_lock_removed),
 		cmocka_unit_test(test_lock_dir_unusable),
 		cmocka_unit_test(test_two_daemons),
 		cmocka_unit_test(test_delivery_metrics_without_vm_series),

@@ -60,6 +60,7 @@ struct pub_vm {
 	uint64_t model_rounds; /* rounds since it went on the channel */
 	bool model_share_due;  /* model.json to (re)write */
 	int lock_err; /* the last attempt: 0, -EBUSY (another process holds it) or -errno */
+	bool lock_ours_once; /* this process held its lock at some time: the file is ours to remove */
 	int lock_holder_pid;
 	uint64_t lock_retry_ns, lock_refused;
 	struct vw_complaint lock_complaint;
@@ -419,6 +420,7 @@ static bool vm_lock(struct vw_publisher *p, struct pub_vm *vm)
 		vw_release(&vm->lock_complaint, VW_LOG_INFO,
 			   "passthrough: VM %s: its lock is ours now, publishing it", vm->uuid);
 	vm->lock_err = 0;
+	vm->lock_ours_once = true;
 	vm->lock_holder_pid = 0;
 	for (size_t z = 0; z < VW_ZONE__WIRE_COUNT && !vm->published; z++)
 		vm->z[z].acc_idle = vm->z[z].acc_active = 0;
@@ -516,24 +518,30 @@ static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in, siz
 
 /*
  * A VM forgotten: its shared folder, when this process wrote it, is removed (its last frame went
- * out when it was last listed, retain_ns ago or more), under its lock again: a process that took
- * the VM over since keeps its folder.
+ * out when it was last listed, retain_ns ago or more), and its lock file, when this process held
+ * it, both under its lock taken again: a process that took the VM over since keeps both. So a
+ * hypervisor's folders and lock files are those of its VMs of the last retain_ns, not of every
+ * VM since boot (tmpfs: memory).
  */
-static void vm_remove_share(struct vw_publisher *p, struct pub_vm *vm)
+static void vm_remove_files(struct vw_publisher *p, struct pub_vm *vm)
 {
 	struct vw_pub_lock_holder h = { 0 };
+	bool share = p->share_fd >= 0 && vm->share_writes > 0;
 	int r;
 
-	if (p->share_fd < 0 || vm->share_writes == 0 || vm->live)
+	if (vm->live || (!share && !vm->lock_ours_once))
 		return;
 	if (p->lock_dir && (lock_dir_open(p) < 0 ||
 			    vw_pub_lock_take(&vm->lock, p->lock_fd, vm->uuid, p->epoch, -1, &h) < 0))
-		return; /* published elsewhere now, or no lock: the folder is kept */
-	r = vw_pub_share_remove(p->share_fd, vm->uuid);
-	if (r < 0)
+		return; /* published elsewhere now, or no lock: folder and lock file are kept */
+	if (share && (r = vw_pub_share_remove(p->share_fd, vm->uuid)) < 0)
 		vw_debug("publish: shared folder of %s, gone: not removed: %s", vm->uuid,
 			 strerror(-r));
-	vw_pub_lock_drop(&vm->lock);
+	if (!p->lock_dir)
+		return;
+	r = vw_pub_lock_remove(&vm->lock, p->lock_fd, vm->uuid);
+	if (r < 0) /* -EACCES: a directory another user owns; the file stays until boot */
+		vw_debug("publish: lock file of %s, gone: not removed: %s", vm->uuid, strerror(-r));
 }
 
 /* Forget vanished VMs after retain_ns, and the first listed beyond PUB_MAX_RETAINED. */
@@ -551,7 +559,7 @@ static void prune(struct vw_publisher *p)
 		if (expired) {
 			p->evictions += !timely;
 			gone--;
-			vm_remove_share(p, vm);
+			vm_remove_files(p, vm);
 			vm_free(p, vm);
 		} else {
 			p->vms[j++] = vm;

@@ -9,8 +9,12 @@
  * belongs to the open file (two publishers in one process exclude each other too, and closing
  * some other descriptor of the file never drops it), and the kernel drops it when the process
  * dies, however it dies. Files are 0600 (nobody without that capability can lock them and hold
- * a VM hostage) and never deleted: unlinking a locked file would let a third process lock a new
- * inode under the same name. They live on tmpfs (/run), gone at boot.
+ * a VM hostage). They live on tmpfs (/run): a VM gone for good has its file removed by the
+ * process that held it, under the lock (vw_pub_lock_remove), so a hypervisor's lock directory
+ * holds the VMs of the last hour, not every VM since boot. That unlink is safe because a lock is
+ * only taken once the name still names the file locked (vw_pub_lock_take checks it after flock):
+ * a process that opened the file before it was unlinked, and locks it after, finds the name gone
+ * or another file's and opens the name again.
  *
  * The holder writes "pid=N epoch=E host=H" into the file when it can write it; a refused process
  * names the holder from <procfs>/locks, the kernel's record (whose PIDs are those of the procfs
@@ -44,16 +48,6 @@ void vw_pub_lock_drop(struct vw_pub_lock *l)
 {
 	vw_closep(&l->fd); /* the lock goes with the open file */
 	l->fd = -1;
-}
-
-bool vw_pub_lock_still_ours(const struct vw_pub_lock *l, int dir_fd, const char *uuid)
-{
-	struct stat there;
-	char name[64];
-
-	snprintf(name, sizeof(name), "%s.lock", uuid);
-	return l->fd >= 0 && fstatat(dir_fd, name, &there, AT_SYMLINK_NOFOLLOW) == 0 &&
-	       l->dev == there.st_dev && l->ino == there.st_ino;
 }
 
 static void write_note(int fd, uint64_t epoch)
@@ -115,17 +109,29 @@ static void describe_holder(int fd, int procfs_fd, struct vw_pub_lock_holder *re
 		*nl = '\0';
 }
 
-int vw_pub_lock_take(struct vw_pub_lock *l, int dir_fd, const char *uuid, uint64_t epoch,
-		     int procfs_fd, struct vw_pub_lock_holder *ret_holder)
+/* Does <dir_fd>/<name> still name the file dev:ino (not unlinked, not replaced)? */
+static bool names_file(int dir_fd, const char *name, dev_t dev, ino_t ino)
 {
-	struct stat st;
-	char name[64];
-	int fd;
+	struct stat there;
 
-	if (l->fd >= 0)
-		return 0;
-	snprintf(name, sizeof(name), "%s.lock", uuid); /* a checked canonical UUID: no '/' */
-	fd = openat(dir_fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
+	return fstatat(dir_fd, name, &there, AT_SYMLINK_NOFOLLOW) == 0 && there.st_dev == dev &&
+	       there.st_ino == ino;
+}
+
+bool vw_pub_lock_still_ours(const struct vw_pub_lock *l, int dir_fd, const char *uuid)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "%s.lock", uuid);
+	return l->fd >= 0 && names_file(dir_fd, name, l->dev, l->ino);
+}
+
+/* Open <dir_fd>/<name> and flock it without waiting: the fd, -EBUSY (ret_holder filled), -errno. */
+static int open_locked(int dir_fd, const char *name, int procfs_fd,
+		       struct vw_pub_lock_holder *ret_holder)
+{
+	int fd = openat(dir_fd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0600);
+
 	if (fd < 0 && errno == EACCES) /* another user's file: reading is enough to lock it */
 		fd = openat(dir_fd, name, O_RDONLY | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC);
 	if (fd < 0)
@@ -138,15 +144,61 @@ int vw_pub_lock_take(struct vw_pub_lock *l, int dir_fd, const char *uuid, uint64
 		close(fd);
 		return r;
 	}
-	if (fstat(fd, &st) < 0) {
-		int r = -errno;
+	return fd;
+}
 
+int vw_pub_lock_take(struct vw_pub_lock *l, int dir_fd, const char *uuid, uint64_t epoch,
+		     int procfs_fd, struct vw_pub_lock_holder *ret_holder)
+{
+	struct stat st;
+	char name[64];
+	int fd = -EAGAIN;
+
+	if (l->fd >= 0)
+		return 0;
+	snprintf(name, sizeof(name), "%s.lock", uuid); /* a checked canonical UUID: no '/' */
+	/*
+	 * The file locked must still be the one the name names: its holder may have unlinked it
+	 * (a VM gone for good) between our open and our flock, and a lock on an unlinked file
+	 * excludes nobody. Then the name is opened again (created anew); a few times at most.
+	 */
+	for (int tries = 0; tries < VW_PUB_LOCK_TRIES; tries++) {
+		fd = open_locked(dir_fd, name, procfs_fd, ret_holder);
+		if (fd < 0)
+			return fd;
+		if (fstat(fd, &st) < 0) {
+			int r = -errno;
+
+			close(fd);
+			return r;
+		}
+		if (names_file(dir_fd, name, st.st_dev, st.st_ino))
+			break;
 		close(fd);
-		return r;
+		fd = -EAGAIN;
 	}
+	if (fd < 0)
+		return fd;
 	write_note(fd, epoch);
 	l->fd = fd;
 	l->dev = st.st_dev;
 	l->ino = st.st_ino;
 	return 0;
+}
+
+int vw_pub_lock_remove(struct vw_pub_lock *l, int dir_fd, const char *uuid)
+{
+	char name[64];
+	int r = 0;
+
+	if (l->fd < 0)
+		return -ENOLCK;
+	snprintf(name, sizeof(name), "%s.lock", uuid);
+	/* Only the file held: one that replaced it is another process's. */
+	if (!vw_pub_lock_still_ours(l, dir_fd, uuid))
+		r = -ESTALE;
+	else if (unlinkat(dir_fd, name, 0) < 0)
+		r = -errno;
+	vw_pub_lock_drop(l); /* after the unlink: nobody could lock the name meanwhile */
+	return r;
 }

@@ -201,12 +201,22 @@ void vw_pub_lock_init(struct vw_pub_lock *l);
 bool vw_pub_lock_held(const struct vw_pub_lock *l);
 /*
  * Take <dir_fd>/<uuid>.lock without waiting (0 when already held): 0, -EBUSY when another open
- * file holds it (ret_holder, optional, names the holder; procfs_fd may be -1), or another -errno
- * from opening it. Writes "pid=N epoch=E host=H" into a file it may write.
+ * file holds it (ret_holder, optional, names the holder; procfs_fd may be -1), -EAGAIN when the
+ * file was unlinked under it VW_PUB_LOCK_TRIES times running, or another -errno from opening
+ * it. The lock taken is on the file the name names once locked (never on an unlinked one).
+ * Writes "pid=N epoch=E host=H" into a file it may write.
  */
 int vw_pub_lock_take(struct vw_pub_lock *l, int dir_fd, const char *uuid, uint64_t epoch,
 		     int procfs_fd, struct vw_pub_lock_holder *ret_holder);
 void vw_pub_lock_drop(struct vw_pub_lock *l);
+/* How many times take opens the name again when the file it locked was unlinked meanwhile. */
+#define VW_PUB_LOCK_TRIES 4
+/*
+ * A VM gone for good: unlink its lock file while still holding it, then drop the lock. 0, -ENOLCK
+ * (not held), -ESTALE (the name no longer names the file held: left alone), -errno from unlinkat
+ * (e.g. a lock directory this process may not write). The lock is dropped in every case.
+ */
+int vw_pub_lock_remove(struct vw_pub_lock *l, int dir_fd, const char *uuid);
 /* Is the file held still <dir_fd>/<uuid>.lock? Not when it was removed or replaced: another
  * process may have locked the new one. */
 bool vw_pub_lock_still_ours(const struct vw_pub_lock *l, int dir_fd, const char *uuid);
