@@ -125,6 +125,24 @@ for f in /usr/sbin/virtwatt-host /usr/sbin/virtwatt-guest /usr/bin/virtwatt-mode
 done
 echo "missing:$missing" >"$tmp/out"
 if [ -z "$missing" ]; then ok "files in place"; else notok "files in place"; fi
+# The libvirt hook that makes a VM's shared folder before QEMU opens it: installed executable
+# where libvirt looks, and working with what an essential-only root has (sed, grep, tr, chown).
+hook=/etc/libvirt/hooks/qemu.d/virtwatt
+hook_uuid=0b6f2d4a-8c1e-4a7b-9d3f-5e2a1c7b9d40
+mkdir -p "$root/run/virtwatt/share"
+chroot "$root" chown virtwatt:virtwatt /run/virtwatt/share >"$tmp/out" 2>&1
+printf "<domain type='kvm'>\n  <name>vm1</name>\n  <uuid>%s</uuid>\n  <devices>\n    <filesystem type='mount' accessmode='mapped'>\n      <source dir='/run/virtwatt/share/%s'/>\n      <target dir='virtwatt'/>\n    </filesystem>\n  </devices>\n</domain>\n" \
+	$hook_uuid $hook_uuid | chroot "$root" $hook vm1 prepare begin - >>"$tmp/out" 2>&1
+want="$(chroot "$root" id -u virtwatt):755"
+got=$(stat -c %u:%a "$root/run/virtwatt/share/$hook_uuid" 2>>"$tmp/out")
+echo "folder: $got, want $want" >>"$tmp/out"
+if [ -x "$root$hook" ] && [ "$got" = "$want" ]; then
+	ok "the libvirt hook is installed ($hook) and makes a VM's folder, the daemon's user's"
+else
+	ls -l "$root$hook" >>"$tmp/out" 2>&1
+	notok "the libvirt hook is installed ($hook) and makes a VM's folder, the daemon's user's"
+fi
+rm -rf "$root/run/virtwatt"
 conffiles=$(cat "$root"/var/lib/dpkg/info/virtwatt-*.conffiles 2>/dev/null)
 echo "$conffiles" >"$tmp/out"
 if echo "$conffiles" | grep -qx /etc/virtwatt/virtwatt-host.yaml &&

@@ -181,7 +181,11 @@ if [ "$mode" = faults ]; then
 	mount -t tmpfs -o size=8m,mode=755 vw-faults-share "$work/share" ||
 		fail_setup "cannot mount a tmpfs on $work/share"
 fi
-mkdir -p "$work/share/$uuid"
+# The VM's folder is made by the hook libvirt runs before QEMU opens it (deploy/libvirt/qemu.d,
+# as the Debian package installs it), not here: QEMU refuses a VM whose folder is missing.
+mkdir -p "$work/etc/hooks/qemu.d"
+install -m 0755 "$src/../../deploy/libvirt/qemu.d/virtwatt" "$work/etc/hooks/qemu.d/virtwatt" ||
+	fail_setup "cannot install the libvirt hook"
 # QEMU as root: /dev/kvm exists but is unusable, and as libvirt-qemu libvirt re-probes QEMU
 # on every lookup (see tests/test_vm_integration.c).
 printf 'user = "root"\ngroup = "root"\n' >"$work/etc/qemu.conf"
@@ -250,8 +254,9 @@ cat >"$work/domain.xml" <<EOF
   </qemu:commandline>
 </domain>
 EOF
+[ ! -e "$work/share/$uuid" ] || fail_setup "$work/share/$uuid exists before the VM's start"
 virsh -c "$uri_rw" create "$work/domain.xml" 2>&1 | note
-[ "${PIPESTATUS[0]}" -eq 0 ] || fail_setup "virsh create failed"
+[ "${PIPESTATUS[0]}" -eq 0 ] || fail_setup "virsh create failed (the hook should have made $work/share/$uuid)"
 cat "/proc/$(pid_of libvirtd)/root/run/libvirt/qemu/$name.pid" >"$work/qemu.pid" 2>/dev/null
 echo "# domain $name ($uuid) started, QEMU $(pid_of qemu) ($(elapsed))"
 # The VM's claim to CPU over the other load of a shared machine (builds run under nice): a TCG
