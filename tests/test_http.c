@@ -613,6 +613,73 @@ static void test_head(void **state)
 	reply_clear(&r);
 }
 
+/* vw_exposition_served() once it is at least gen, or what it is after 2 s. */
+static uint64_t served_within(struct vw_exposition *x, uint64_t gen)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 200 && (v = vw_exposition_served(x)) < gen; i++)
+		usleep(10000);
+	return v;
+}
+
+/*
+ * A snapshot counts as served (terminated workloads' final values may go) only once a GET's
+ * body went out whole: a HEAD carries no value, nor does an answer whose client left first
+ * (a HEAD every second from a probe once dropped every short-lived process unseen).
+ */
+static void test_served_only_when_sent(void **state)
+{
+	const size_t big = 8u << 20; /* more than the sockets on both sides hold */
+	struct sockaddr_in sa;
+	struct server s;
+	struct reply r;
+	char *text, buf[4096];
+	int fd, rcvbuf = 4096;
+
+	(void)state;
+	server_start(&s, (struct vw_http_opts){0});
+	text = malloc(big + 1);
+	assert_non_null(text);
+	for (size_t i = 0; i < big; i += 16)
+		memcpy(text + i, "vw_up{a=\"x\"} 1\n", 16);
+	text[big] = '\0';
+	vw_exposition_publish(s.x, text, big, NULL, 0); /* generation 1 */
+
+	r = fetch(s.port, &(struct request){.method = "HEAD", .path = "/metrics"});
+	assert_int_equal(r.status, 200);
+	reply_clear(&r);
+	usleep(300000);
+	assert_int_equal(vw_exposition_served(s.x), 0);
+
+	/* A GET whose client reads a little and goes */
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)), 0);
+	sa = (struct sockaddr_in){ .sin_family = AF_INET, .sin_port = htons(s.port),
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	snprintf(buf, sizeof(buf), "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n");
+	assert_int_equal(write(fd, buf, strlen(buf)), (ssize_t)strlen(buf));
+	assert_true(read(fd, buf, sizeof(buf)) > 0);
+	close(fd); /* unread data: a reset */
+	usleep(300000);
+	assert_int_equal(vw_exposition_served(s.x), 0);
+
+	/* A whole GET, gzipped or not */
+	r = fetch(s.port, &(struct request){.path = "/metrics"});
+	assert_int_equal(r.status, 200);
+	assert_int_equal(r.body_len, big);
+	reply_clear(&r);
+	assert_int_equal(served_within(s.x, 1), 1);
+	publish(s.x, sample_text, NULL); /* generation 2 */
+	r = fetch(s.port, &(struct request){.path = "/metrics", .header = "Accept-Encoding: gzip"});
+	assert_int_equal(r.status, 200);
+	reply_clear(&r);
+	assert_int_equal(served_within(s.x, 2), 2);
+	server_stop(&s);
+}
+
 static void test_index_and_404(void **state)
 {
 	static const char *const missing[] = {"/nope", "/metrics/", "/metricsx", "/METRICS",
@@ -1761,6 +1828,7 @@ int main(void)
 		cmocka_unit_test(test_openmetrics_window),
 		cmocka_unit_test(test_openmetrics_on_demand),
 		cmocka_unit_test_setup_teardown(test_head, server_setup, server_teardown),
+		cmocka_unit_test(test_served_only_when_sent),
 		cmocka_unit_test(test_index_and_404),
 		cmocka_unit_test_setup_teardown(test_methods, server_setup, server_teardown),
 		cmocka_unit_test_setup_teardown(test_body_rejected, server_setup, server_teardown),

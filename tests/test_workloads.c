@@ -1545,6 +1545,88 @@ static void test_exe_not_read_after_exit(void **state)
 	teardown(&c);
 }
 
+/* The first sample line (name and labels) that appears twice in text, or NULL. */
+static char *duplicate_series(const char *text)
+{
+	size_t n = 0, cap = 64;
+	char **lines = malloc(cap * sizeof(*lines)), *dup = NULL;
+
+	assert_non_null(lines);
+	for (const char *p = text; *p;) {
+		const char *nl = strchr(p, '\n'), *sp;
+
+		nl = nl ? nl : p + strlen(p);
+		sp = memrchr(p, ' ', (size_t)(nl - p));
+		if (*p != '#' && sp) {
+			if (n == cap)
+				assert_non_null(lines = realloc(lines, (cap *= 2) * sizeof(*lines)));
+			lines[n++] = strndup(p, (size_t)(sp - p));
+		}
+		p = *nl ? nl + 1 : nl;
+	}
+	for (size_t i = 0; i < n && !dup; i++)
+		for (size_t j = i + 1; j < n && !dup; j++)
+			if (strcmp(lines[i], lines[j]) == 0)
+				dup = strdup(lines[i]);
+	for (size_t i = 0; i < n; i++)
+		free(lines[i]);
+	free(lines);
+	return dup;
+}
+
+/*
+ * A fork storm wraps the PIDs (pid_max 32768: 20 s at 1,700 forks a second): PID 700 runs
+ * `true` and exits, three times over as three processes, and nobody scrapes. No snapshot shows
+ * a series twice (a scrape promtool and OpenMetrics parsers refuse): neither the running one
+ * beside its predecessor's end (kepler_process_cpu_seconds_total has no state label) nor two
+ * ends; each end is shown, the latest, and the ones superseded are evicted, counted.
+ */
+static void test_reused_pid_terminated_twice(void **state)
+{
+	static const char series[] = "kepler_process_cpu_seconds_total{pid=\"700\",comm=\"true\","
+				     "exe=\"\",type=\"regular\",container_id=\"\",vm_id=\"\","
+				     "node_name=\"n1\"}";
+	struct vw_zone_energy ze[VW_ZONE__COUNT] = { 0 };
+	struct vw_proc_cpu row;
+	struct ctx c;
+
+	(void)state;
+	setup(&c, NULL);
+	c.snap.procs = &row;
+	c.snap.n_procs = 0;
+	ze[VW_ZONE_PACKAGE] = (struct vw_zone_energy){ true, 1000000, 0 };
+	assert_int_equal(vw_workloads_update(c.w, &c.snap, ze, 5 * VW_NSEC_PER_SEC), 0);
+	for (uint64_t start = 1; start <= 3; start++) {
+		char *text, *dup;
+
+		row = (struct vw_proc_cpu){ .tgid = 700, .start_time = start,
+					    .kind = VW_PROC_KIND_USER };
+		snprintf(row.comm, sizeof(row.comm), "true");
+		c.snap.n_procs = 1;
+		row.cpu_ns = 10 * VW_NSEC_PER_MSEC; /* runs */
+		assert_int_equal(vw_workloads_update(c.w, &c.snap, ze, 5 * VW_NSEC_PER_SEC), 0);
+		text = workloads_fixture_render(c.w);
+		dup = duplicate_series(text);
+		if (dup)
+			fail_msg("run %llu, a series twice: %s", (unsigned long long)start, dup);
+		free(text);
+		row.cpu_ns = start * 100 * VW_NSEC_PER_MSEC; /* and exits */
+		row.exited = true;
+		assert_int_equal(vw_workloads_update(c.w, &c.snap, ze, 5 * VW_NSEC_PER_SEC), 0);
+		text = workloads_fixture_render(c.w);
+		dup = duplicate_series(text);
+		if (dup)
+			fail_msg("after end %llu, a series twice: %s", (unsigned long long)start, dup);
+		if (!(fabs(value(text, series) - (double)start / 10) < 1e-9))
+			fail_msg("after end %llu: %s = %g", (unsigned long long)start, series,
+				 value(text, series));
+		free(text);
+		vw_workloads_published(c.w, start, 0); /* nobody scrapes */
+	}
+	assert_int_equal(c.w->evictions[VW_TABLE_PROCESS], 2);
+	teardown(&c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1558,6 +1640,7 @@ int main(void)
 		cmocka_unit_test(test_added_below_known_pids),
 		cmocka_unit_test(test_kind_from_accountant),
 		cmocka_unit_test(test_top_n),
+		cmocka_unit_test(test_reused_pid_terminated_twice),
 		cmocka_unit_test(test_exe_read_when_shown),
 		cmocka_unit_test(test_exe_not_read_after_exit),
 		cmocka_unit_test(test_gpu_energy),

@@ -10,6 +10,7 @@
 struct vw_conn {
 	bool used, head_done, evicted, served; /* served: a request was answered */
 	int fd;
+	uint64_t note; /* the request's, vw_conn_set_note() */
 	struct vw_src_key src;
 	uint64_t head_start_ns;
 };
@@ -120,15 +121,29 @@ void vw_conn_head_done(struct vw_conntable *t, struct vw_conn *c)
 	pthread_mutex_unlock(&t->lock);
 }
 
-void vw_conn_request_done(struct vw_conntable *t, struct vw_conn *c, uint64_t now_ns)
+void vw_conn_set_note(struct vw_conntable *t, struct vw_conn *c, uint64_t note)
 {
 	if (!c)
 		return;
 	pthread_mutex_lock(&t->lock);
+	c->note = note;
+	pthread_mutex_unlock(&t->lock);
+}
+
+uint64_t vw_conn_request_done(struct vw_conntable *t, struct vw_conn *c, uint64_t now_ns)
+{
+	uint64_t note;
+
+	if (!c)
+		return 0;
+	pthread_mutex_lock(&t->lock);
 	c->head_done = false;
 	c->served = true;
 	c->head_start_ns = now_ns;
+	note = c->note;
+	c->note = 0;
 	pthread_mutex_unlock(&t->lock);
+	return note;
 }
 
 unsigned vw_conntable_expire(struct vw_conntable *t, uint64_t now_ns, uint64_t deadline_ns,

@@ -42,8 +42,11 @@ struct vw_conn *vw_conntable_add(struct vw_conntable *t, const struct vw_src_key
 void vw_conntable_remove(struct vw_conntable *t, struct vw_conn *c);
 /* The request head is complete (the deadline no longer applies)... */
 void vw_conn_head_done(struct vw_conntable *t, struct vw_conn *c);
-/* ... and the request was answered: the next head's deadline starts now. */
-void vw_conn_request_done(struct vw_conntable *t, struct vw_conn *c, uint64_t now_ns);
+/* A value the server ties to the request being answered (0: none), for its end to take. */
+void vw_conn_set_note(struct vw_conntable *t, struct vw_conn *c, uint64_t note);
+/* ... and the request ended: the next head's deadline starts now. Returns the request's note
+ * (0: none, or no connection), cleared. */
+uint64_t vw_conn_request_done(struct vw_conntable *t, struct vw_conn *c, uint64_t now_ns);
 /*
  * Connections whose head is not complete after deadline_ns, and kept-alive connections
  * waiting for their next request whose peer_gone(fd) says the peer has closed its side (NULL:

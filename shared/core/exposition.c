@@ -210,7 +210,7 @@ uint64_t vw_exposition_served(struct vw_exposition *x)
 	return __atomic_load_n(&x->served_gen, __ATOMIC_ACQUIRE);
 }
 
-static void mark_served(struct vw_exposition *x, uint64_t gen)
+void vw_exposition_mark_served(struct vw_exposition *x, uint64_t gen)
 {
 	atomic_raise(&x->served_gen, gen);
 }
@@ -294,10 +294,14 @@ const char *vw_snapshot_serve(struct vw_exposition *x, struct vw_snapshot *s, bo
 
 	om = om && snapshot_openmetrics(x, s); /* made already: the caller asked */
 	gz = gzip ? snapshot_gzip(x, s, om, ret_len) : NULL;
-	mark_served(x, s->gen);
 	*ret_gzipped = gz != NULL;
 	if (gz)
 		return gz;
 	*ret_len = om ? s->om_len : s->text_len;
 	return om ? s->om : s->text;
+}
+
+uint64_t vw_snapshot_gen(const struct vw_snapshot *s)
+{
+	return s->gen;
 }

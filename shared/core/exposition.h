@@ -41,6 +41,9 @@ uint64_t vw_exposition_publish_layout(struct vw_exposition *x, char *text, size_
 /* The generation (1, 2, ... as returned by publish) a scrape of /metrics last served; 0 if
  * none yet. Lets terminated workloads be dropped once a scraper has seen their final value. */
 uint64_t vw_exposition_served(struct vw_exposition *x);
+/* Note generation gen served: a body of it went out whole (the server calls it once a GET's
+ * answer is sent, never for a HEAD or an answer cut short). */
+void vw_exposition_mark_served(struct vw_exposition *x, uint64_t gen);
 /*
  * Copy out the current snapshot in one format (caller frees); om of a snapshot published
  * without OpenMetrics (or whose derivation failed) gives the text. -EAGAIN before the first.
@@ -94,9 +97,10 @@ void vw_snapshot_unref(struct vw_snapshot *s);
 bool vw_snapshot_has_openmetrics(struct vw_exposition *x, struct vw_snapshot *s);
 /*
  * The body of one rendering (om: OpenMetrics, which the snapshot must carry: the text if it
- * does not) and the snapshot
- * noted as served (vw_exposition_served). With gzip, the rendering's gzip (made by the first
+ * does not); not yet noted served (vw_snapshot_gen(), vw_exposition_mark_served()). With gzip, the rendering's gzip (made by the first
  * scrape that asks for it, then kept) and *ret_gzipped set; the plain body if it cannot be made.
  */
 const char *vw_snapshot_serve(struct vw_exposition *x, struct vw_snapshot *s, bool om, bool gzip,
 			      size_t *ret_len, bool *ret_gzipped);
+/* The snapshot's generation (as returned by publish). */
+uint64_t vw_snapshot_gen(const struct vw_snapshot *s);

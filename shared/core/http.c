@@ -335,6 +335,15 @@ static VW_MHD_RESULT reply_text(const struct server *s, struct MHD_Connection *c
 	return queue(s, c, status, resp, "text/plain; charset=utf-8", extra_name, extra_value);
 }
 
+/* The connection table's entry of a connection (NULL: none). */
+static struct vw_conn *conn_of(struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+
+	return ci ? ci->socket_context : NULL;
+}
+
 static void snapshot_release(void *cls)
 {
 	vw_snapshot_unref(cls);
@@ -379,7 +388,7 @@ bool vw_http_accepts_gzip(const char *ae)
 	return gzip_q > 0 || (gzip_q < 0 && any_q > 0);
 }
 
-static VW_MHD_RESULT serve_metrics(struct server *srv, struct MHD_Connection *c)
+static VW_MHD_RESULT serve_metrics(struct server *srv, struct MHD_Connection *c, bool head)
 {
 	struct vw_http *h = srv->h;
 	const char *accept = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_ACCEPT);
@@ -403,6 +412,11 @@ static VW_MHD_RESULT serve_metrics(struct server *srv, struct MHD_Connection *c)
 		fmt = VW_PROM_TEXT_0_0_4;
 	body = vw_snapshot_serve(h->x, s, vw_prom_is_openmetrics(fmt), vw_http_accepts_gzip(ae),
 				 &len, &gz);
+	/* Served once the whole body went out (on_completed): a HEAD, or a client that left
+	 * before the end, has seen no value, and a terminated workload's last must wait for a
+	 * scrape that does. */
+	if (!head)
+		vw_conn_set_note(h->conns, conn_of(c), vw_snapshot_gen(s));
 #if MHD_VERSION >= 0x00097302
 	/* Zero-copy: the response holds the reference until MHD is done sending. */
 	resp = MHD_create_response_from_buffer_with_free_callback_cls(len, (void *)body,
@@ -435,7 +449,8 @@ static VW_MHD_RESULT reply_unavailable(const struct server *s, struct MHD_Connec
 		     NULL);
 }
 
-static VW_MHD_RESULT serve_healthz(struct server *srv, struct MHD_Connection *c)
+static VW_MHD_RESULT serve_healthz(struct server *srv, struct MHD_Connection *c,
+				   bool head _unused_)
 {
 	struct vw_http *h = srv->h;
 	char why[400] = "the main loop reports a problem";
@@ -448,7 +463,8 @@ static VW_MHD_RESULT serve_healthz(struct server *srv, struct MHD_Connection *c)
 /* Ready: a snapshot exists, it is not stale, and the daemon has nothing against it. */
 static bool ready_check(struct vw_http *h, char *why, size_t len);
 
-static VW_MHD_RESULT serve_readyz(struct server *srv, struct MHD_Connection *c)
+static VW_MHD_RESULT serve_readyz(struct server *srv, struct MHD_Connection *c,
+				  bool head _unused_)
 {
 	char why[400];
 
@@ -512,7 +528,8 @@ static bool ready_check(struct vw_http *h, char *why, size_t len)
 	return !h->ready || h->ready(h->userdata, why, len);
 }
 
-static VW_MHD_RESULT serve_probe_livez(struct server *srv, struct MHD_Connection *c)
+static VW_MHD_RESULT serve_probe_livez(struct server *srv, struct MHD_Connection *c,
+				       bool head _unused_)
 {
 	struct vw_http *h = srv->h;
 	char why[400] = "the main loop reports a problem";
@@ -521,7 +538,8 @@ static VW_MHD_RESULT serve_probe_livez(struct server *srv, struct MHD_Connection
 	return reply_json_status(srv, c, ok, ok ? "alive" : "not alive", why);
 }
 
-static VW_MHD_RESULT serve_probe_readyz(struct server *srv, struct MHD_Connection *c)
+static VW_MHD_RESULT serve_probe_readyz(struct server *srv, struct MHD_Connection *c,
+					bool head _unused_)
 {
 	char why[400];
 	bool ok = ready_check(srv->h, why, sizeof(why));
@@ -529,7 +547,8 @@ static VW_MHD_RESULT serve_probe_readyz(struct server *srv, struct MHD_Connectio
 	return reply_json_status(srv, c, ok, ok ? "ok" : "not ready", why);
 }
 
-static VW_MHD_RESULT serve_index(struct server *srv, struct MHD_Connection *c)
+static VW_MHD_RESULT serve_index(struct server *srv, struct MHD_Connection *c,
+				 bool head _unused_)
 {
 	struct MHD_Response *resp = MHD_create_response_from_buffer(
 		srv->h->index_len, srv->h->index_html, MHD_RESPMEM_PERSISTENT);
@@ -539,7 +558,8 @@ static VW_MHD_RESULT serve_index(struct server *srv, struct MHD_Connection *c)
 
 static const struct route {
 	const char *path;
-	VW_MHD_RESULT (*serve)(struct server *srv, struct MHD_Connection *c);
+	/* head: a HEAD request (MHD sends the headers only) */
+	VW_MHD_RESULT (*serve)(struct server *srv, struct MHD_Connection *c, bool head);
 } routes[] = {
 	{"/metrics", serve_metrics},
 	{"/healthz", serve_healthz},
@@ -639,14 +659,6 @@ static void on_connection(void *cls, struct MHD_Connection *c, void **socket_con
 		shutdown(fd->connect_fd, SHUT_RDWR); /* no slot (two servers during a reload) */
 	if (*socket_context)
 		watch_connection(h, fd->connect_fd);
-}
-
-static struct vw_conn *conn_of(struct MHD_Connection *c)
-{
-	const union MHD_ConnectionInfo *ci =
-		MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-
-	return ci ? ci->socket_context : NULL;
 }
 
 /* ---- Web config: client certificates, rate limit, basic authentication ---- */
@@ -810,7 +822,7 @@ static VW_MHD_RESULT route(struct server *s, struct MHD_Connection *c, const cha
 				  NULL, NULL);
 	for (size_t i = 0; i < ARRAY_SIZE(routes); i++)
 		if (strcmp(url, routes[i].path) == 0)
-			return routes[i].serve(s, c);
+			return routes[i].serve(s, c, strcmp(method, MHD_HTTP_METHOD_HEAD) == 0);
 	return reply_text(s, c, MHD_HTTP_NOT_FOUND, "not found\n", NULL, NULL);
 }
 
@@ -873,14 +885,16 @@ static VW_MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char 
 	return route(s, c, url, method);
 }
 
-/* A request ends (answered, or its connection closed): a parked login's job is let go. */
+/* A request ends (answered, or its connection closed): a parked login's job is let go, and
+ * a /metrics body sent whole notes its snapshot served. */
 static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 			 enum MHD_RequestTerminationCode why)
 {
 	struct server *s = cls;
+	uint64_t gen = vw_conn_request_done(s->h->conns, conn_of(c), vw_now_ns());
 
-	(void)why;
-	vw_conn_request_done(s->h->conns, conn_of(c), vw_now_ns());
+	if (gen && why == MHD_REQUEST_TERMINATED_COMPLETED_OK)
+		vw_exposition_mark_served(s->h->x, gen);
 	if (con_cls && *con_cls && *con_cls != cls && *con_cls != &head_seen)
 		vw_auth_job_release(*con_cls);
 	if (con_cls)

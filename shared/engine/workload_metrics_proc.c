@@ -76,7 +76,7 @@ top_procs(const struct vw_workloads *w, uint64_t (*energy)(const struct wl_proc 
 
 	if (!k || k >= w->n_procs) { /* no limit, or no more processes than it: all, in order */
 		for (size_t i = 0; i < w->n_procs; i++)
-			if (!skip_zero || energy(&w->procs[i]))
+			if (!w->procs[i].superseded && (!skip_zero || energy(&w->procs[i])))
 				order[n++] = i;
 		*ret_n = n;
 		return 0;
@@ -87,7 +87,7 @@ top_procs(const struct vw_workloads *w, uint64_t (*energy)(const struct wl_proc 
 	for (size_t i = 0; i < w->n_procs; i++) {
 		struct ranked c = { .energy = energy(&w->procs[i]), .idx = i };
 
-		if (skip_zero && !c.energy)
+		if ((skip_zero && !c.energy) || w->procs[i].superseded)
 			continue;
 		if (n < k) { /* the first k, in index order until a (k + 1)-th shows up */
 			heap[n++] = c;

@@ -198,6 +198,10 @@ static void plan_procs(struct vw_workloads *w, struct vw_wl_retention *p, uint64
 		p->leave_p[i] = false;
 		if (!pr->terminated)
 			continue;
+		if (pr->superseded) { /* its PID ended again: an eviction if never served */
+			p->leave_p[i] = p->any_leave_p = true;
+			continue;
+		}
 		p->leave_p[i] = served(true, &pr->final_gen, gen, served_gen);
 		if (!p->leave_p[i])
 			p->cand[n++] = (struct cand){ pr->final_gen, i };

@@ -508,6 +508,31 @@ static void reap_vanished(struct vw_workloads *w)
 			terminate_proc(&w->procs[i]);
 }
 
+/*
+ * PIDs wrap (pid_max 32768 in 20 s at 1,700 forks a second): a process may start under the PID
+ * of one that ended and was not yet scraped. Where the two have the same comm they may show as
+ * one series twice (kepler_process_cpu_seconds_total has no state label; two ends are both
+ * state="terminated"), a scrape promtool and OpenMetrics parsers refuse. So a terminated entry
+ * is superseded by a later process of its PID with its comm: not shown, and evicted at the next
+ * publication (counted; its energy stays in its parents' and the node's totals, as any
+ * eviction's). A PID's entries are next to each other: the table is in PID order.
+ */
+static void mark_superseded(struct vw_workloads *w)
+{
+	for (size_t i = 0, end; i < w->n_procs; i = end) {
+		for (end = i + 1; end < w->n_procs && w->procs[end].tgid == w->procs[i].tgid; end++)
+			;
+		for (size_t k = i; end - i > 1 && k < end; k++) {
+			struct wl_proc *p = &w->procs[k];
+
+			for (size_t m = i; p->terminated && !p->superseded && m < end; m++)
+				if (w->procs[m].start_time > p->start_time &&
+				    strncmp(w->procs[m].comm, p->comm, VW_COMM_LEN) == 0)
+					p->superseded = true;
+		}
+	}
+}
+
 /* ---- VMs ---- */
 
 static int find_vm(struct vw_workloads *w, const char *uuid)
@@ -1098,6 +1123,7 @@ int vw_workloads_update(struct vw_workloads *w, const struct vw_cpu_snapshot *sn
 		if (r < 0)
 			return r;
 		reap_vanished(w);
+		mark_superseded(w);
 		w->listed = true;
 	} else {
 		/* No CPU snapshot this interval: nobody ran, as far as we know (clear_intervals()

@@ -38,6 +38,9 @@ struct wl_proc {
 	bool kernel : 1;
 	bool terminated : 1;
 	bool seen : 1; /* in the current snapshot */
+	/* Terminated, and its PID (reused) ended again since: not shown, leaves at the next
+	 * publication (mark_superseded() in workloads.c). */
+	bool superseded : 1;
 	/* A share went into z[*].interval this interval: only those are cleared at the next (most
 	 * processes did not run: clearing them chased every process's z, a cache miss each). */
 	bool shared : 1;
