@@ -487,6 +487,49 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* The Authorization header's Basic credentials, parsed as Go's net/http does (scheme in any
+ * case), never cut at a NUL (libmicrohttpd's C strings passed "p:a:ss\0junk" as "p:a:ss"). */
+static void expect_basic(const char *value, const char *user, const char *pass)
+{
+	const char *p = NULL;
+	size_t len = 0;
+	char *u = vw_webauth_parse_basic(value, &p, &len);
+
+	if (!user) {
+		if (u)
+			fail_msg("%s: parsed as user %s, password %s", value, u, p);
+		return;
+	}
+	if (!u)
+		fail_msg("%s: refused, want user %s", value, user);
+	assert_string_equal(u, user);
+	assert_string_equal(p, pass);
+	assert_int_equal(len, strlen(user) + 1 + strlen(pass));
+	free(u);
+}
+
+static void test_basic_credentials(void **state)
+{
+	(void)state;
+	expect_basic("Basic YWxpY2U6YWxpY2UtcHc=", "alice", "alice-pw");  /* alice:alice-pw */
+	expect_basic("basic YWxpY2U6YWxpY2UtcHc=", "alice", "alice-pw");  /* any case */
+	expect_basic("BASIC   YWxpY2U6YWxpY2UtcHc=  ", "alice", "alice-pw"); /* blanks */
+	expect_basic("Basic Ym9iOmI6byBi", "bob", "b:o b");   /* first ':' splits */
+	expect_basic("Basic OnB3", "", "pw");                  /* ":pw": an empty user */
+	expect_basic("Basic YWxpY2U6", "alice", "");           /* "alice:" */
+	expect_basic("Basic cDphOnNzAGp1bms=", NULL, NULL);    /* "p:a:ss\0junk": refused */
+	expect_basic("Basic YWxpY2UAOnB3", NULL, NULL);        /* NUL in the user */
+	expect_basic("Basic YWxpY2U=", NULL, NULL);            /* no ':' */
+	expect_basic("Basic YWxp Y2U6YWxpY2UtcHc=", NULL, NULL); /* a blank inside */
+	expect_basic("Basic YWxpY2U6YWxpY2UtcHc=x", NULL, NULL); /* after the padding */
+	expect_basic("Basic YWxp*2U6", NULL, NULL);            /* outside the alphabet */
+	expect_basic("BasicYWxpY2U6YWxpY2UtcHc=", NULL, NULL); /* no space after the scheme */
+	expect_basic("Bearer YWxpY2U6YWxpY2UtcHc=", NULL, NULL);
+	expect_basic("Basic ", NULL, NULL);
+	expect_basic("", NULL, NULL);
+	expect_basic(NULL, NULL, NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -499,6 +542,7 @@ int main(void)
 		cmocka_unit_test(test_auth),
 		cmocka_unit_test(test_new_costs_no_bcrypt),
 		cmocka_unit_test(test_cache_cannot_be_poisoned),
+		cmocka_unit_test(test_basic_credentials),
 	};
 
 	if (system("command -v openssl >/dev/null 2>&1") != 0)

@@ -737,18 +737,23 @@ static enum vw_auth_result auth_start(struct server *s, struct MHD_Connection *c
 {
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const char *value = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+							MHD_HTTP_HEADER_AUTHORIZATION);
+	const char *pass = NULL;
 	struct vw_src_key src;
-	char *user, *pass = NULL;
 	enum vw_auth_result r;
+	size_t len = 0;
+	char *user;
 
 	vw_src_key(ci ? ci->client_addr : NULL, &src);
-	user = MHD_basic_auth_get_username_password(c, &pass);
-	r = vw_authpool_submit(s->pool, &src, user, pass, connection_park, connection_unpark, c,
-			       job);
-	if (pass)
-		explicit_bzero(pass, strlen(pass));
-	MHD_free(user);
-	MHD_free(pass);
+	/* Parsed here, not by libmicrohttpd's basic-auth call: its scheme is case-sensitive and
+	 * its C strings cut a password at a NUL byte (which a login must not pass). */
+	user = vw_webauth_parse_basic(value, &pass, &len);
+	r = vw_authpool_submit(s->pool, &src, user, user ? pass : NULL, connection_park,
+			       connection_unpark, c, job);
+	if (user)
+		explicit_bzero(user, len);
+	free(user);
 	return r;
 }
 
@@ -1052,11 +1057,6 @@ static int webconfig_supported(const struct vw_webconfig *wc, const char *path)
 		vw_error("http: %s asks for TLS but this libmicrohttpd was built without it "
 			 "(MHD_FEATURE_TLS): install one built with GnuTLS (Debian's libmicrohttpd12 "
 			 "is) or remove tls_server_config", path);
-		return -EOPNOTSUPP;
-	}
-	if (wc->n_users && MHD_is_feature_supported(MHD_FEATURE_BASIC_AUTH) != MHD_YES) {
-		vw_error("http: %s has basic_auth_users but this libmicrohttpd was built without "
-			 "basic authentication (MHD_FEATURE_BASIC_AUTH)", path);
 		return -EOPNOTSUPP;
 	}
 	return 0;

@@ -10,7 +10,9 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "base64.h"
 #include "macro.h"
 
 #define DIGEST_LEN 32 /* HMAC-SHA-256 */
@@ -209,4 +211,32 @@ unsigned long vw_webauth_bcrypt_count(struct vw_webauth *a)
 	n = a->n_bcrypt;
 	pthread_mutex_unlock(&a->lock);
 	return n;
+}
+
+char *vw_webauth_parse_basic(const char *value, const char **ret_pass, size_t *ret_len)
+{
+	size_t n = 0, len;
+	char *cred, *colon;
+
+	if (!value || strncasecmp(value, "Basic", 5) != 0 || value[5] != ' ')
+		return NULL;
+	value += 5;
+	while (*value == ' ')
+		value++;
+	len = strlen(value);
+	while (len && (value[len - 1] == ' ' || value[len - 1] == '\t'))
+		len--;
+	cred = vw_base64_decode(value, len, false, &n);
+	if (!cred)
+		return NULL;
+	colon = memchr(cred, ':', n);
+	if (!colon || memchr(cred, '\0', n)) {
+		explicit_bzero(cred, n);
+		free(cred);
+		return NULL;
+	}
+	*colon = '\0';
+	*ret_pass = colon + 1;
+	*ret_len = n;
+	return cred;
 }

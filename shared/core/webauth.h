@@ -29,3 +29,12 @@ bool vw_webauth_check(struct vw_webauth *a, const char *user, const char *pass);
 bool vw_webauth_cached(struct vw_webauth *a, const char *user, const char *pass);
 /* bcrypt computations so far (tests: the cache and the unknown-user cost). */
 unsigned long vw_webauth_bcrypt_count(struct vw_webauth *a);
+/*
+ * The Basic credentials of an Authorization header value (RFC 7617): the scheme in any case
+ * ("Basic", "basic", as Go's net/http takes it), one or more spaces, the base64 of
+ * "user:password" (split at the first ':', the password may hold more), blanks after it
+ * ignored. A new buffer holding the user (caller wipes *ret_len bytes and frees it), *ret_pass
+ * pointing into it; NULL when the value is not that (another scheme, bad base64, no ':') or
+ * the credentials hold a NUL byte (refused whole, never cut short at it), or on ENOMEM.
+ */
+char *vw_webauth_parse_basic(const char *value, const char **ret_pass, size_t *ret_len);

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base64.h"
 #include "macro.h"
 #include "yaml_reader.h"
 
@@ -208,46 +209,19 @@ static int dup_path(struct ctx *c, const char *p, char **ret)
 	return *ret ? 0 : -ENOMEM;
 }
 
-static int b64_value(char ch)
-{
-	if (ch >= 'A' && ch <= 'Z')
-		return ch - 'A';
-	if (ch >= 'a' && ch <= 'z')
-		return ch - 'a' + 26;
-	if (ch >= '0' && ch <= '9')
-		return ch - '0' + 52;
-	return ch == '+' ? 62 : ch == '/' ? 63 : -1;
-}
-
 /* A *-data field: base64 (whitespace allowed) of PEM text, decoded into a string. */
 static int dup_b64(struct ctx *c, const char *field, const char *s, char **ret)
 {
-	size_t len = s ? strlen(s) : 0, n = 0;
-	unsigned acc = 0, bits = 0;
+	size_t n = 0;
 	char *out;
 
 	if (!s || !*s)
 		return 0;
-	out = malloc(len * 3 / 4 + 4);
-	if (!out)
+	out = vw_base64_decode(s, strlen(s), true, &n);
+	if (!out && errno == ENOMEM)
 		return -ENOMEM;
-	for (const char *p = s; *p && *p != '='; p++) {
-		int v = b64_value(*p);
-
-		if (v < 0 && (*p == ' ' || *p == '\n' || *p == '\r' || *p == '\t'))
-			continue;
-		if (v < 0) {
-			free(out);
-			return fail(c, -EINVAL, "%s: not base64", field);
-		}
-		acc = (acc << 6) | (unsigned)v;
-		bits += 6;
-		if (bits >= 8) {
-			bits -= 8;
-			out[n++] = (char)((acc >> bits) & 0xff);
-		}
-	}
-	out[n] = '\0';
+	if (!out)
+		return fail(c, -EINVAL, "%s: not base64", field);
 	if (!n || memchr(out, '\0', n) || !strstr(out, "-----BEGIN ")) {
 		explicit_bzero(out, n);
 		free(out);
