@@ -6,11 +6,14 @@
  * Users: "user" and "ünï" with password "pass", "nobody" with the empty password (bcrypt cost
  * 4). Properties: a check succeeds exactly for a listed user with its password, the same
  * again (the success cache), and never with a user's hash as its password (the
- * CVE-2022-46146 shape).
+ * CVE-2022-46146 shape). The same bytes as an Authorization header value go through
+ * vw_webauth_parse_basic(): what it accepts is a Basic value, whole (user, ':', password: no
+ * NUL), and checks like the same user and password given directly.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "fuzz_common.h"
 #include "webauth.h"
@@ -42,6 +45,25 @@ static bool expected(const char *user, const char *pass)
 	return false;
 }
 
+/* The input as a header value (up to a NUL: headers cannot hold one). */
+static void parsed(const uint8_t *data, size_t size)
+{
+	_cleanup_free_ char *value = vw_fuzz_strdup(data, size);
+	const char *pass = NULL;
+	size_t len = 0;
+	char *user = vw_webauth_parse_basic(value, &pass, &len);
+
+	if (!user)
+		return;
+	vw_fuzz_assert(strncasecmp(value, "basic ", 6) == 0, "\"%s\" parsed: not Basic", value);
+	vw_fuzz_assert(pass == user + strlen(user) + 1 && len == strlen(user) + 1 + strlen(pass),
+		       "\"%s\" parsed: user and password are not the credentials whole", value);
+	vw_fuzz_assert(vw_webauth_check(auth(), user, pass) == expected(user, pass),
+		       "\"%s\" parsed: user \"%s\", checked wrongly", value, user);
+	explicit_bzero(user, len);
+	free(user);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const uint8_t *colon;
@@ -62,5 +84,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		       user);
 	vw_fuzz_assert(!vw_webauth_check(auth(), user, HASH_PASS), "user \"%s\" let in by a hash",
 		       user);
+	parsed(data, size);
 	return 0;
 }
