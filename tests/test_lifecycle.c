@@ -195,7 +195,9 @@ static void test_second_signal_exits_at_once(void **state)
 	(void)state;
 	start_fixture_host(&s);
 	block_meter(&s);
-	assert_true(wait_http(s.port, "/healthz", 503, "made no progress", 60) >= 0);
+	/* The loop blocked in the meter's read: no snapshot for 3 intervals + 5 s (/healthz's
+	 * "made no progress" comes 5 s later: test_stuck_loop_not_ready_then_unhealthy). */
+	assert_true(wait_http(s.port, "/readyz", 503, "the last metrics snapshot is", 60) >= 0);
 	/* The first signal cannot end a read the kernel keeps restarting... */
 	kill(running_pid, SIGTERM);
 	assert_true(wait_exit(2, &st) < 0);

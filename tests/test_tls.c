@@ -356,7 +356,10 @@ static void test_reload(void **state)
 	_cleanup_free_ char *auth = config_fmt(TLS_FILES "basic_auth_users:\n  alice: '%s'\n",
 					       hash_alice);
 	const struct client anon = { 0 }, alice = { .user = "alice", .pass = "alice-pw" };
-	struct server s = { 0 };
+	/* Checked every 500 ms (the default 2 s runs in the daemons of test_tls_prometheus):
+	 * each wait below spans at least three checks, where at 2 s it spanned one or two (a
+	 * change is offered at the second check that sees it). */
+	struct server s = { .poll_ms = 500 };
 
 	(void)state;
 	server_start(&s, TLS_FILES);
@@ -370,15 +373,17 @@ static void test_reload(void **state)
 	for (int i = 0; i < 5; i++) {
 		assert_int_equal(status_of(s.port, &anon), 401);
 		assert_int_equal(status_of(s.port, &alice), 200);
-		usleep(1000 * 1000);
+		usleep(400 * 1000);
 	}
 	write_config(&s, "basic_auth_users:\n  alice: not-a-hash\n");
-	usleep(3000 * 1000);
+	usleep(1500 * 1000);
 	assert_int_equal(status_of(s.port, &alice), 200);
-	/* Fixed again, and the certificate file replaced in place: the new one is served. */
+	/* Fixed again, and the certificate file replaced in place: the new one is served. The
+	 * fixed file is reloaded (a new file, the same settings): a request that meets the old
+	 * server as it stops fails its handshake (status 0), so it is asked again. */
 	write_config(&s, auth);
-	usleep(3000 * 1000);
-	assert_int_equal(status_of(s.port, &alice), 200);
+	usleep(1500 * 1000);
+	assert_true(eventually(s.port, &alice, 200));
 	replace_file("server.crt", "server2.crt");
 	replace_file("server.key", "server2.key");
 	assert_true(eventually(s.port, &(struct client){ .user = "alice", .pass = "alice-pw",
@@ -462,7 +467,9 @@ static void test_reload_never_weaker(void **state)
 	_cleanup_free_ char *auth = config_fmt(TLS_FILES "basic_auth_users:\n  alice: '%s'\n",
 					       hash_alice);
 	_cleanup_free_ char *marked = config_fmt(TLS_FILES "%s\n", VW_WEBCONFIG_WEAKER_MARKER);
-	struct server s = { .poll_ms = 200, .settle_s = 3 };
+	/* Checked every 200 ms; a weaker file must stay unchanged 2 s (30 s by default). Each
+	 * wait spans at least seven checks, and the one past the settle period a second more. */
+	struct server s = { .poll_ms = 200, .settle_s = 2 };
 	struct timespec t0, t1;
 
 	(void)state;
@@ -471,23 +478,23 @@ static void test_reload_never_weaker(void **state)
 	assert_still_protected(&s);
 	/* Emptied (a truncation left as it is): an empty file is a valid, open config. */
 	write_in_place(&s, "", 0);
-	usleep(2500 * 1000);
+	usleep(1500 * 1000);
 	assert_still_protected(&s);
 	/* Cut short after the TLS part: valid YAML, TLS on, no users; left past the settle
 	 * period: without the marker it is never applied, however long it stays. */
 	write_in_place(&s, auth, strlen(TLS_FILES));
-	usleep(4000 * 1000);
+	usleep(3000 * 1000);
 	assert_still_protected(&s);
 	assert_non_null(strstr(seen_log, "would weaken security (basic authentication OFF"));
 	assert_null(strstr(seen_log, "reloaded"));
 	/* Wanted on purpose: the marker, and the file unchanged for the settle period. */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	write_config(&s, marked);
-	usleep(1500 * 1000);
+	usleep(1000 * 1000);
 	assert_int_equal(status_of(s.port, &(struct client){ 0 }), 401);
 	assert_true(eventually(s.port, &(struct client){ 0 }, 200));
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	assert_true(t1.tv_sec - t0.tv_sec >= 3);
+	assert_true(t1.tv_sec - t0.tv_sec >= 2);
 	assert_int_equal(status_of(s.port, &(struct client){ .plain = true }), 0); /* TLS stays */
 	if (!strstr(seen_log, "W: http: web config") ||
 	    !strstr(seen_log, "reloaded: basic authentication OFF (no users left); user alice "
@@ -647,11 +654,17 @@ static void test_wrong_password_flood(void **state)
 		took[1][i] = since(&t0);
 		usleep(100 * 1000);
 	}
+	/* The answers the flood got while it ran; then the server stops first, cancelling the
+	 * queued logins (a cost-12 bcrypt each, one worker: waiting for them took ~7 s), and
+	 * the flooders end on its refusals. */
 	for (int i = 0; i < FLOODERS; i++) {
 		__atomic_store_n(&f[i].stop, 1, __ATOMIC_RELAXED);
-		pthread_join(th[i], NULL);
-		wrong += f[i].n_401 + f[i].n_other;
+		wrong += __atomic_load_n(&f[i].n_401, __ATOMIC_RELAXED) +
+			 __atomic_load_n(&f[i].n_other, __ATOMIC_RELAXED);
 	}
+	server_stop(&s);
+	for (int i = 0; i < FLOODERS; i++)
+		pthread_join(th[i], NULL);
 	assert_true(wrong > 0);
 	for (int k = 0; k < 2; k++) {
 		qsort(took[k], 10, sizeof(double), cmp_double);
@@ -659,7 +672,6 @@ static void test_wrong_password_flood(void **state)
 			fail_msg("%s during the flood: median %.3f s, slowest %.3f s",
 				 k ? "/healthz" : "a cached scrape", took[k][5], took[k][9]);
 	}
-	server_stop(&s);
 }
 
 /*

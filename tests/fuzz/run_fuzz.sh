@@ -3,7 +3,8 @@
 #   run_fuzz.sh FUZZER CORPUS_DIR SECONDS ARTIFACT_DIR
 # FUZZER is "" when clang with libFuzzer was not found at configure time: a skip, except
 # under CI=true, where it is a failure. VW_FUZZ_SECONDS overrides SECONDS. New inputs go to a
-# temporary directory, never into the checked-in corpus; crashers are kept in ARTIFACT_DIR.
+# temporary directory, never into the checked-in corpus; crashers are kept in ARTIFACT_DIR
+# (named fuzz_<target>-crash-<sha1>: targets may run at once).
 fuzzer=$1 corpus=$2 secs=${VW_FUZZ_SECONDS:-$3} artifacts=$4
 name=fuzz_$(basename "$corpus")
 
@@ -30,7 +31,7 @@ echo "1..1"
 # 72 or timeout's 124): -max_total_time follows the wall clock, which jumps on shared machines.
 ASAN_OPTIONS=${ASAN_OPTIONS:-quarantine_size_mb=32:malloc_context_size=10} \
 	timeout -s INT "$secs" "$fuzzer" -rss_limit_mb=512 -timeout=10 -max_len=32768 \
-	-print_final_stats=1 -artifact_prefix="$artifacts/" "$work/new" "$corpus" </dev/null \
+	-print_final_stats=1 -artifact_prefix="$artifacts/$name-" "$work/new" "$corpus" </dev/null \
 	>"$work/log" 2>&1
 rc=$?
 [ "$rc" -eq 124 ] || [ "$rc" -eq 72 ] && rc=0
