@@ -1114,6 +1114,7 @@ static void test_untrusted_owner(void **state)
 	struct vw_vm_env env = { 0 };
 	struct vw_qemu_trust *trust;
 	struct vw_vm_info *v, lv[3] = { 0 };
+	char dir40[4096];
 	struct stat st;
 	int rootfd;
 	void *src;
@@ -1141,7 +1142,8 @@ static void test_untrusted_owner(void **state)
 	assert_int_equal(vm_fixture_proc(proc, 40, 400, "qemu-system-x86_64|-uuid|" U3
 					 "|-name|guest=fake", NULL, NULL), 0);
 	assert_int_equal(vm_fixture_owner(proc, 40, "qemu-system-x86", 65534, 65534), 0);
-	assert_int_equal(stat(strcat(strcpy((char[4096]){ 0 }, proc), "/40"), &st), 0);
+	snprintf(dir40, sizeof(dir40), "%s/40", proc);
+	assert_int_equal(stat(dir40, &st), 0);
 	assert_int_equal(st.st_uid, 0); /* its directory root's, as a non-dumpable process's */
 	assert_int_equal(vm_fixture_proc(proc, 50, 500, "qemu-system-x86_64|-uuid|" U4, NULL,
 					 NULL), 0);
