@@ -21,6 +21,7 @@
 #include "training.h"
 #include "vm_groups.h"
 #include "vm_tracker.h"
+#include "vm_trust.h"
 #include "workloads.h"
 
 enum { SRC_CPU, SRC_PLATFORM }; /* vw_host_meters_open()'s order */
@@ -34,6 +35,7 @@ struct vw_host {
 	size_t n_src;
 	struct vw_node *node; /* the node's energy: sources, counters, idle, split (node.h) */
 	struct vw_vm_tracker *vms; /* the VMs, their GPUs and groups (vm_tracker.h); NULL: none */
+	struct vw_qemu_trust *qemu_trust; /* --vm.qemu-users, for the VM sources (vm_trust.h) */
 	struct vw_host_passthrough *pt; /* the publisher and its input (passthrough.h) */
 	struct vw_host_training *training; /* --model.train.*: NULL when off */
 };
@@ -79,6 +81,23 @@ static int host_processes(void *ud,
 	return h->d.workloads ? vw_workloads_each_process(h->d.workloads, each, ctx) : -EAGAIN;
 }
 
+/* Whose QEMU processes name VMs: root and --vm.qemu-users, names from the host's passwd. */
+static int setup_qemu_trust(struct vw_host *h)
+{
+	const struct vw_host_config *c = h->cfg;
+	_cleanup_close_ int root = -EBADF;
+
+	if (c->common.rootfs && *c->common.rootfs) {
+		root = vw_root_open(c->common.rootfs);
+		if (root < 0)
+			vw_info("vm: cannot open the host root %s: %s; --vm.qemu-users names no user",
+				c->common.rootfs, strerror(-root));
+	}
+	h->qemu_trust = vw_qemu_trust_new(root, (const char *const *)c->vm_qemu_users.v,
+					  c->vm_qemu_users.n);
+	return h->qemu_trust ? 0 : -errno;
+}
+
 static int setup_vms(struct vw_host *h)
 {
 	const struct vw_host_config *c = h->cfg;
@@ -93,7 +112,12 @@ static int setup_vms(struct vw_host *h)
 				 .processes_ud = h };
 	const char *pt = c->passthrough;
 	struct vw_publish_opts po;
-	int r = vw_vm_tracker_open(&env, h->d.sysfs_fd, &h->vms);
+	int r = setup_qemu_trust(h);
+
+	if (r < 0)
+		return r;
+	env.qemu_trust = h->qemu_trust;
+	r = vw_vm_tracker_open(&env, h->d.sysfs_fd, &h->vms);
 
 	if (r == -ENOMEM)
 		return r;
@@ -274,6 +298,7 @@ void vw_host_free(struct vw_host *h)
 	vw_host_training_free(h->training);
 	vw_host_passthrough_free(h->pt);
 	vw_vm_tracker_free(h->vms);
+	vw_qemu_trust_free(h->qemu_trust); /* (after the sources that counted in it) */
 	/* The workloads hold no reference to the sources: the engine's part goes after them. */
 	for (size_t s = 0; s < h->n_src; s++)
 		vw_power_source_close(&h->src[s]);

@@ -105,6 +105,14 @@ static const struct vw_option host_options[] = {
 	  "virtwatt_vm_cpu_idle_*, virtwatt_vm_gpu_*), after Kepler's labels, for queries that "
 	  "cannot join on vm_id (default: none, Kepler's label sets)",
 	  0, 0, vw_vm_meta_copyable },
+	/* KubeVirt runs QEMU as UID 107 in its virt-launcher pod (kubevirt/kubevirt
+	 * pkg/util/util.go NonRootUID), a user the host's passwd need not have. */
+	{ "vm.qemu-users", "vm.qemuUsers", VW_OPT_STRLIST, OFF(vm_qemu_users),
+	  "libvirt-qemu,qemu,107", "USER|UID,...",
+	  "users whose QEMU processes the process scan takes as VMs, besides root: names from the "
+	  "host's etc/passwd (below --host.rootfs, read at start) or UIDs; a QEMU-looking "
+	  "process (argv[0], -uuid, -name are its own to write) of any other user is an ordinary "
+	  "process, counted in virtwatt_vm_untrusted_qemu_processes (107: KubeVirt's QEMU)" },
 };
 
 /* Kepler's spellings of the host's own settings (config/config.go); the meters' are theirs. */

@@ -34,6 +34,7 @@ struct vw_host_config {
 	double idle_min_spread;       /* usage spread needed to fit */
 	struct vw_strlist metrics;    /* levels: node, process, container, pod */
 	struct vw_strlist vm_info_labels; /* virtwatt_vm_info labels copied onto the VM series */
+	struct vw_strlist vm_qemu_users;  /* whose QEMU processes name VMs, besides root */
 	char *passthrough; /* auto (when VMs can be accounted), true (or fail), false */
 	uint64_t passthrough_interval_ns; /* 0: monitor interval */
 	double passthrough_jitter;

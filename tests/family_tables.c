@@ -19,6 +19,7 @@
 #include "selfstats.h"
 #include "state_file.h"
 #include "vm_meta.h"
+#include "vm_trust.h"
 #include "vm_vfio.h"
 #include "training.h"
 #include "workloads.h"
@@ -32,6 +33,7 @@ const struct vw_family_table *const vw_all_family_tables[] = {
 	&vw_workload_gpu_family_table,
 	&vw_vm_vfio_family_table,
 	&vw_vm_meta_family_table,
+	&vw_qemu_trust_family_table,
 	&vw_guest_family_table,
 	&vw_guest_host_model_family_table,
 	&vw_state_file_family_table,

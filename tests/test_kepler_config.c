@@ -13,6 +13,7 @@
 
 #include "config.h"
 #include "daemon_options.h"
+#include "fixture.h"
 #include "macro.h"
 #include "options.h"
 
@@ -368,6 +369,41 @@ static void test_help_grouped(void **state)
 	run_free(&r);
 }
 
+/* --vm.qemu-users (YAML vm.qemuUsers): by default libvirt's users and KubeVirt's UID, said in
+ * --help-all under the VMs' heading; names or UIDs, replaced whole by the flag or the file. */
+static void test_qemu_users(void **state)
+{
+	struct run r = { 0 };
+	char *dir = vw_fixture_mkdtemp("qemuusers"), file[600];
+	const char *vms, *flag;
+
+	(void)state;
+	assert_int_equal(LOAD(&r, "--web.listen-address=:0"), 0);
+	assert_int_equal(r.cfg.vm_qemu_users.n, 3);
+	assert_string_equal(r.cfg.vm_qemu_users.v[0], "libvirt-qemu");
+	assert_string_equal(r.cfg.vm_qemu_users.v[1], "qemu");
+	assert_string_equal(r.cfg.vm_qemu_users.v[2], "107");
+	assert_int_equal(LOAD(&r, "--vm.qemu-users=qemu,2000"), 0);
+	assert_int_equal(r.cfg.vm_qemu_users.n, 2);
+	assert_string_equal(r.cfg.vm_qemu_users.v[1], "2000");
+	assert_int_equal(vw_fixture_write(dir, "c.yaml", "vm:\n  qemuUsers: [libvirt-qemu]\n", 0),
+			 0);
+	snprintf(file, sizeof(file), "--config.file=%s/c.yaml", dir);
+	assert_int_equal(LOAD(&r, file), 0);
+	assert_int_equal(r.cfg.vm_qemu_users.n, 1);
+	assert_string_equal(r.cfg.vm_qemu_users.v[0], "libvirt-qemu");
+	assert_int_equal(LOAD(&r, "--help-all"), VW_CONFIG_EXIT_OK);
+	vms = strstr(r.out, "\nVMs and passthrough:\n");
+	flag = strstr(r.out, "  --vm.qemu-users=USER|UID,...");
+	assert_non_null(vms);
+	assert_non_null(flag);
+	assert_true(flag > vms);
+	assert_non_null(strstr(flag, "(default: libvirt-qemu,qemu,107)\n"));
+	assert_non_null(strstr(flag, "YAML: vm.qemuUsers\n"));
+	run_free(&r);
+	vw_fixture_rm(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -376,6 +412,7 @@ int main(void)
 		cmocka_unit_test(test_kepler_flags),
 		cmocka_unit_test(test_values_checked_at_parse),
 		cmocka_unit_test(test_help_grouped),
+		cmocka_unit_test(test_qemu_users),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -533,6 +533,7 @@ static double sum_of(const char *text, const char *family, const char *match)
 
 /*
  * The daemon's own wiring (host/daemon.c): the process scan over --host.procfs finds the QEMU
+ * (KubeVirt's UID 107, trusted by default; a local user's impostor claiming its UUID is not)
  * in its pod's cgroup, no pod metadata here, so its domain name names it; it is a sole group
  * (its QEMU's energy the VM's, not the compute container's), --vm.info-labels=namespace puts
  * the namespace on its series, and the node's sums stay exact.
@@ -562,6 +563,16 @@ static void test_host(void **state)
 						 procs[i].argv, threads, procs[i].cgroup),
 				 0);
 	}
+	/* KubeVirt's QEMU runs as UID 107 (trusted by default); PID 800 is a local user's
+	 * impostor: `exec -a /usr/bin/qemu-system-x86_64` claiming the VM's UUID and a name,
+	 * younger than the real QEMU, run as nobody. */
+	assert_int_equal(vm_fixture_owner(c.fx.proc, 720, "qemu-kvm", 107, 107), 0);
+	assert_int_equal(vm_fixture_proc(c.fx.proc, 800, 1800,
+					 "/usr/bin/qemu-system-x86_64|-uuid|" VM_UUID
+					 "|-name|guest=victim-vm",
+					 (const char *const[]){ "sshd", NULL }, procs[P_SSHD].cgroup),
+			 0);
+	assert_int_equal(vm_fixture_owner(c.fx.proc, 800, "sshd", 65534, 65534), 0);
 	dir = vw_fixture_mkdtemp("kvhost");
 	assert_int_equal(vw_fixture_write(dir, "node.xml", "<node></node>\n", 0), 0);
 	snprintf(sys, sizeof(sys), "--host.sysfs=%s", c.fx.sys);
@@ -593,6 +604,10 @@ static void test_host(void **state)
 				     "node_name=\"n1\",namespace=\"shop\"} "));
 	assert_non_null(strstr(text, "pid=\"720\",comm=\"qemu-kvm\",exe=\"\",type=\"vm\","
 				     "state=\"running\",container_id=\"\",vm_id=\"" VM_UUID "\""));
+	/* The impostor is an ordinary process, counted; it named no VM and took no UUID. */
+	assert_null(strstr(text, "victim-vm"));
+	assert_non_null(strstr(text, "pid=\"800\",comm=\"sshd\",exe=\"\",type=\"regular\","));
+	assert_non_null(strstr(text, "virtwatt_vm_untrusted_qemu_processes{node_name=\"n1\"} 1\n"));
 	/* Every joule once: node = containers + uncontained + unattributed, per mode. */
 	for (int m = 0; m < 2; m++) {
 		const char *mode = m ? "idle" : "active";

@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include "fileio.h"
@@ -24,6 +25,7 @@
 #include "vm_fixture.h"
 #include "vm_priv.h"
 #include "vm_tracker.h"
+#include "vm_trust.h"
 
 #define U1 "6f0d3c2a-1b2c-4d5e-8f90-0123456789ab"
 #define U2 "a1b2c3d4-0000-4000-8000-00000000c0de"
@@ -1088,6 +1090,136 @@ static void test_pod_read_once(void **state)
 #undef POD_CG
 }
 
+/* The host's passwd as Debian writes it: libvirt-qemu 64055, no qemu user. */
+#define PASSWD_DEBIAN                                                                             \
+	"root:x:0:0:root:/root:/bin/bash\n"                                                       \
+	"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"                            \
+	"libvirt-qemu:x:64055:108:Libvirt Qemu,,,:/var/lib/libvirt:/usr/sbin/nologin\n"
+#define U3 "11111111-2222-3333-4444-555555555555"
+#define U4 "22222222-2222-3333-4444-555555555555"
+
+/*
+ * Whose QEMU names a VM. root's and libvirt-qemu's (a trusted user, by name from the host's
+ * passwd) do. A local user's does not, whatever -uuid and -name it gives: nobody's `exec -a
+ * /usr/bin/qemu-system-x86_64 ... -uuid U1 -name guest=victim-vm`, younger than the real VM's
+ * QEMU, neither replaces it (the younger won) nor is a VM; nor one whose /proc directory is
+ * root's (here all are: a non-dumpable process's look so) while status says nobody; nor a
+ * setuid one (real nobody, effective root). They are counted, and a libvirt VM missing its QEMU
+ * never gets one of theirs either.
+ */
+static void test_untrusted_owner(void **state)
+{
+	static const char *const users[] = { "libvirt-qemu", "qemu" };
+	char *proc = vw_fixture_mkdtemp("vmtrust"), *host = vw_fixture_mkdtemp("vmtrusthost");
+	struct vw_vm_env env = { 0 };
+	struct vw_qemu_trust *trust;
+	struct vw_vm_info *v, lv[3] = { 0 };
+	char dir40[4096];
+	struct stat st;
+	int rootfd;
+	void *src;
+
+	(void)state;
+	assert_int_equal(vw_fixture_write(host, "etc/passwd", PASSWD_DEBIAN, 0), 0);
+	rootfd = vw_root_open(host);
+	assert_true(rootfd >= 0);
+	trust = vw_qemu_trust_new(rootfd, users, 2);
+	close(rootfd);
+	assert_non_null(trust);
+	assert_true(vw_qemu_trust_uid(trust, 0));
+	assert_true(vw_qemu_trust_uid(trust, 64055));
+	assert_false(vw_qemu_trust_uid(trust, 65534));
+	assert_false(vw_qemu_trust_uid(trust, 107)); /* no qemu user in this passwd */
+
+	assert_int_equal(vm_fixture_proc(proc, 10, 100, "/usr/bin/qemu-system-x86_64|-uuid|" U1
+					 "|-name|guest=real", NULL, NULL), 0);
+	assert_int_equal(vm_fixture_proc(proc, 20, 200, "/usr/bin/qemu-system-x86_64|-uuid|" U2
+					 "|-name|guest=tenant", NULL, NULL), 0);
+	assert_int_equal(vm_fixture_owner(proc, 20, "qemu-system-x86", 64055, 64055), 0);
+	assert_int_equal(vm_fixture_proc(proc, 30, 300, "/usr/bin/qemu-system-x86_64|-uuid|" U1
+					 "|-name|guest=victim-vm", NULL, NULL), 0);
+	assert_int_equal(vm_fixture_owner(proc, 30, "qemu-system-x86", 65534, 65534), 0);
+	assert_int_equal(vm_fixture_proc(proc, 40, 400, "qemu-system-x86_64|-uuid|" U3
+					 "|-name|guest=fake", NULL, NULL), 0);
+	assert_int_equal(vm_fixture_owner(proc, 40, "qemu-system-x86", 65534, 65534), 0);
+	snprintf(dir40, sizeof(dir40), "%s/40", proc);
+	assert_int_equal(stat(dir40, &st), 0);
+	assert_int_equal(st.st_uid, 0); /* its directory root's, as a non-dumpable process's */
+	assert_int_equal(vm_fixture_proc(proc, 50, 500, "qemu-system-x86_64|-uuid|" U4, NULL,
+					 NULL), 0);
+	assert_int_equal(vm_fixture_owner(proc, 50, "qemu-system-x86", 65534, 0), 0);
+
+	env.qemu_trust = trust;
+	src = scan_open(proc, &env);
+	v = list_n(src, 2);
+	assert_int_equal(v[0].qemu_pid, 10);
+	assert_string_equal(v[0].uuid, U1);
+	assert_string_equal(v[0].name, "real");
+	assert_int_equal(v[1].qemu_pid, 20);
+	assert_string_equal(v[1].uuid, U2);
+	free(v);
+	assert_int_equal(vw_qemu_trust_untrusted(trust), 3);
+
+	/* libvirt's VMs lacking their QEMU: U1 gets root's, U3 none (only nobody's claims it). */
+	memcpy(lv[0].uuid, U1, sizeof(U1));
+	memcpy(lv[1].uuid, U3, sizeof(U3));
+	memcpy(lv[2].uuid, U2, sizeof(U2));
+	lv[0].vcpus = lv[1].vcpus = lv[2].vcpus = 1;
+	vw_qemu_resolve(env.procfs_fd, NULL, trust, lv, 3);
+	assert_int_equal(lv[0].qemu_pid, 10);
+	assert_int_equal(lv[1].qemu_pid, 0);
+	assert_int_equal(lv[2].qemu_pid, 20);
+
+	/* The impostors gone: none counted. */
+	assert_int_equal(vm_fixture_kill(proc, 30), 0);
+	assert_int_equal(vm_fixture_kill(proc, 40), 0);
+	assert_int_equal(vm_fixture_kill(proc, 50), 0);
+	v = list_n(src, 2);
+	free(v);
+	assert_int_equal(vw_qemu_trust_untrusted(trust), 0);
+	vw_vm_procscan.close(src);
+	close(env.procfs_fd);
+	vw_qemu_trust_free(trust);
+	vw_fixture_rm(proc);
+	vw_fixture_rm(host);
+}
+
+/* --vm.qemu-users' entries: names from the host's passwd, UIDs as they are; no trust: root. */
+static void test_trust_users(void **state)
+{
+	static const char *const users[] = { "qemu", "1234", "nosuchuser", "libvirt-qemu" };
+	char *host = vw_fixture_mkdtemp("vmtrustusers");
+	struct vw_qemu_trust *t;
+	int rootfd;
+
+	(void)state;
+	assert_int_equal(vw_fixture_write(host, "etc/passwd",
+					  "root:x:0:0::/root:/bin/sh\n# a comment\n\nbroken\n"
+					  "qemu:x:107:107:qemu user:/:/sbin/nologin\n",
+					  0),
+			 0);
+	rootfd = vw_root_open(host);
+	assert_true(rootfd >= 0);
+	t = vw_qemu_trust_new(rootfd, users, 4);
+	close(rootfd);
+	assert_non_null(t);
+	assert_true(vw_qemu_trust_uid(t, 0));
+	assert_true(vw_qemu_trust_uid(t, 107));
+	assert_true(vw_qemu_trust_uid(t, 1234));
+	assert_false(vw_qemu_trust_uid(t, 64055)); /* libvirt-qemu: not in this passwd */
+	assert_false(vw_qemu_trust_uid(t, 65534));
+	vw_qemu_trust_free(t);
+	/* No host root: UIDs only. */
+	t = vw_qemu_trust_new(-1, users, 4);
+	assert_non_null(t);
+	assert_false(vw_qemu_trust_uid(t, 107));
+	assert_true(vw_qemu_trust_uid(t, 1234));
+	vw_qemu_trust_free(t);
+	assert_true(vw_qemu_trust_uid(NULL, 0));
+	assert_false(vw_qemu_trust_uid(NULL, 107));
+	vw_fixture_rm(host);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1108,6 +1240,8 @@ int main(void)
 		cmocka_unit_test(test_pod_read_once),
 		cmocka_unit_test(test_list_each_same),
 		cmocka_unit_test(test_merge_each_same),
+		cmocka_unit_test(test_untrusted_owner),
+		cmocka_unit_test(test_trust_users),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

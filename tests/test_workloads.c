@@ -795,6 +795,101 @@ static void test_scan_beyond_root_total(void **state)
 	vw_fixture_rm(sys);
 }
 
+/* A local user's cgroup under its own service manager, named after container A (its ID read
+ * from a real container's /proc/PID/cgroup): systemd-run --user --scope --unit docker-<ID>. */
+#define BORROWED_CG                                                                                \
+	"user.slice/user-1000.slice/user@1000.service/app.slice/docker-" CID_A ".scope"
+
+/*
+ * Container A's ID claimed by a second cgroup under user@1000.service. The container's energy
+ * stays its real cgroup's share of the interval's 1.0 s, whichever is seen first; the
+ * borrower's processes are no processes of the container; the claims are counted. Before:
+ * the borrower's processes were the container's, and seen first its cgroup was the
+ * container's CPU (the container 40 % where it ran 60 %).
+ */
+static void borrowed_case(bool borrower_first)
+{
+	static const uint64_t ms[ARRAY_SIZE(procs)] = { 400, 0, 0, 600, 0, 0, 0, 0 };
+	struct vw_workloads_opts o = { .host_cpus = 2, .processes = true, .containers = true,
+				       .max_terminated = 100 };
+	struct vw_workloads_totals t;
+	char *sys = vw_fixture_mkdtemp("wlborrow"), *text;
+	struct vw_cgroupfs *cg;
+	struct ctx c;
+	int sysfd;
+
+	assert_non_null(sys);
+	assert_int_equal(vw_fixture_write(sys, "fs/cgroup/cgroup.controllers", "cpu\n", 0), 0);
+	assert_int_equal(vw_fixture_write(sys, "fs/cgroup/cpu.stat", "usage_usec 0\n", 0), 0);
+	assert_int_equal(vw_fixture_write(sys, "fs/cgroup/system.slice/docker-" CID_A ".scope/cpu.stat",
+					  "usage_usec 0\n", 0), 0);
+	assert_int_equal(vw_fixture_write(sys, "fs/cgroup/" BORROWED_CG "/cpu.stat",
+					  "usage_usec 0\n", 0), 0);
+	sysfd = vw_root_open(sys);
+	assert_true(sysfd >= 0);
+	assert_non_null(cg = vw_cgroupfs_open(sysfd));
+	memset(&c, 0, sizeof(c));
+	c.root = vw_fixture_mkdtemp("wl");
+	write_procs(&c);
+	/* The borrower: PID 300 (after the container's 100 and 101), or PID 100 and 101 are the
+	 * borrower's and 300 the container's real process. */
+	if (borrower_first) {
+		assert_int_equal(vw_fixture_write(c.root, "100/cgroup", "0::/" BORROWED_CG "\n", 0), 0);
+		assert_int_equal(vw_fixture_write(c.root, "101/cgroup", "0::/" BORROWED_CG "\n", 0), 0);
+		assert_int_equal(vw_fixture_write(c.root, "300/cgroup",
+						  "0::/system.slice/docker-" CID_A ".scope\n", 0), 0);
+	} else {
+		assert_int_equal(vw_fixture_write(c.root, "300/cgroup", "0::/" BORROWED_CG "\n", 0), 0);
+	}
+	c.procfd = vw_root_open(c.root);
+	o.procfs_fd = c.procfd;
+	o.cgroupfs = cg;
+	assert_non_null(c.w = vw_workloads_new(&o));
+	c.snap.procs = c.cpu;
+	c.snap.n_procs = ARRAY_SIZE(procs);
+	interval(&c, zero, 0, 0);
+	assert_int_equal(vw_fixture_write(sys, "fs/cgroup/cpu.stat", "usage_usec 1000000\n", 0), 0);
+	/* PIDs 100, 101 ran 400 ms, PID 300 600 ms: each cgroup's total is its processes'. */
+	assert_int_equal(vw_fixture_write(sys, "fs/cgroup/system.slice/docker-" CID_A ".scope/cpu.stat",
+					  borrower_first ? "usage_usec 600000\n"
+							 : "usage_usec 400000\n", 0), 0);
+	assert_int_equal(vw_fixture_write(sys, "fs/cgroup/" BORROWED_CG "/cpu.stat",
+					  borrower_first ? "usage_usec 400000\n"
+							 : "usage_usec 600000\n", 0), 0);
+	interval(&c, ms, 10000000, 0);
+	vw_workloads_totals(c.w, &t);
+	print_message("# borrower %s: container %llu, uncontained %llu uJ\n",
+		      borrower_first ? "first" : "second",
+		      (unsigned long long)t.containers[VW_ZONE_PACKAGE][0],
+		      (unsigned long long)t.uncontained[VW_ZONE_PACKAGE][0]);
+	assert_conserved(&c);
+	/* The container's real cgroup's share, never the borrower's. */
+	assert_int_equal(t.containers[VW_ZONE_PACKAGE][0], borrower_first ? 6000000 : 4000000);
+	text = workloads_fixture_render(c.w);
+	assert_non_null(strstr(text, "virtwatt_container_cgroup_conflicts_total{node_name=\"n1\"} "));
+	assert_true(value(text, "virtwatt_container_cgroup_conflicts_total{node_name=\"n1\"}") >= 1);
+	/* The borrower's processes are the container's no more (placed again when the real
+	 * cgroup overruled theirs). */
+	if (borrower_first)
+		assert_non_null(strstr(text, "{pid=\"100\",comm=\"nginx\",exe=\"\",type=\"regular\","
+					     "state=\"running\",container_id=\"\","));
+	else
+		assert_non_null(strstr(text, "{pid=\"300\",comm=\"sshd\",exe=\"\",type=\"regular\","
+					     "state=\"running\",container_id=\"\","));
+	free(text);
+	teardown(&c);
+	vw_cgroupfs_free(cg);
+	close(sysfd);
+	vw_fixture_rm(sys);
+}
+
+static void test_borrowed_container_id(void **state)
+{
+	(void)state;
+	borrowed_case(false);
+	borrowed_case(true);
+}
+
 #define KEPT_CONTS (VW_WL_CG_KEPT + 4)
 
 /* Real cgroups made for test_cg_kept_files, removed whatever its end. */
@@ -1648,6 +1743,7 @@ int main(void)
 		cmocka_unit_test(test_pod_list_arrives_late),
 		cmocka_unit_test(test_split_keys_from_counters),
 		cmocka_unit_test(test_scan_beyond_root_total),
+		cmocka_unit_test(test_borrowed_container_id),
 		cmocka_unit_test(test_vm_energy),
 		cmocka_unit_test(test_vm_render_text),
 		cmocka_unit_test(test_render_matches_plain),

@@ -62,6 +62,8 @@ int vm_fixture_proc(const char *root, uint32_t pid, uint64_t start_time, const c
 	snprintf(rel, sizeof(rel), "%" PRIu32 "/cgroup", pid);
 	if (r == 0)
 		r = vw_fixture_write(root, rel, cgroup ? cgroup : "0::/\n", 0);
+	if (r == 0)
+		r = vm_fixture_owner(root, pid, comm, 0, 0);
 	for (size_t i = 0; r == 0 && i < nthreads; i++) {
 		snprintf(rel, sizeof(rel), "%" PRIu32 "/task/%" PRIu32 "/comm", pid, pid + (uint32_t)i);
 		snprintf(stat, sizeof(stat), "%s\n", threads[i]);
@@ -72,6 +74,21 @@ int vm_fixture_proc(const char *root, uint32_t pid, uint64_t start_time, const c
 		r = vw_fixture_write(root, rel, "proc\n", 0);
 	}
 	return r;
+}
+
+int vm_fixture_owner(const char *root, uint32_t pid, const char *comm, uint32_t uid,
+		     uint32_t euid)
+{
+	char rel[64], text[512];
+
+	snprintf(rel, sizeof(rel), "%" PRIu32 "/status", pid);
+	snprintf(text, sizeof(text),
+		 "Name:\t%s\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t%" PRIu32 "\nNgid:\t0\n"
+		 "Pid:\t%" PRIu32 "\nPPid:\t1\nTracerPid:\t0\nUid:\t%" PRIu32 "\t%" PRIu32
+		 "\t%" PRIu32 "\t%" PRIu32 "\nGid:\t%" PRIu32 "\t%" PRIu32 "\t%" PRIu32 "\t%" PRIu32
+		 "\n",
+		 comm, pid, pid, uid, euid, euid, euid, uid, euid, euid, euid);
+	return vw_fixture_write(root, rel, text, 0);
 }
 
 int vm_fixture_kill(const char *root, uint32_t pid)

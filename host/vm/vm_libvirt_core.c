@@ -67,6 +67,7 @@ struct lv {
 	void *data;
 	int procfd;
 	struct vw_qemu_starts *starts; /* env->qemu_starts: this round's start times, or NULL */
+	const struct vw_qemu_trust *trust; /* env->qemu_trust: whose QEMUs name VMs */
 	char *uri;
 	char hypervisor[16]; /* when the XML says nothing */
 	uint64_t reconcile_ns, backoff_min_ns, backoff_max_ns, list_timeout_ns, stats_every_ns;
@@ -579,6 +580,7 @@ static int open_lv(const struct vw_vm_env *env, const struct vw_virt_api *api, v
 	lv->data = data;
 	lv->procfd = env->procfs_fd;
 	lv->starts = env->qemu_starts;
+	lv->trust = env->qemu_trust;
 	lv->uri = strdup(uri);
 	snprintf(lv->hypervisor, sizeof(lv->hypervisor), "%s",
 		 strncmp(uri, "xen", 3) == 0 ? "xen" : "kvm");
@@ -805,7 +807,7 @@ int vw_vm_libvirt_list(void *state, struct vw_vm_info **ret, size_t *ret_n)
 	r = snapshot(lv, &vms, &ids, &n);
 	pthread_mutex_unlock(&lv->mu);
 	if (r == 0) {
-		vw_qemu_resolve(lv->procfd, lv->starts, vms, n);
+		vw_qemu_resolve(lv->procfd, lv->starts, lv->trust, vms, n);
 		pthread_mutex_lock(&lv->mu);
 		write_back(lv, vms, ids, n);
 		pthread_mutex_unlock(&lv->mu);

@@ -73,6 +73,7 @@ void vw_qemu_stable_id(const struct vw_qemu_cmdline *c, uint32_t pid, uint64_t s
 
 struct vw_qemu_proc {
 	uint32_t pid;
+	uint32_t uid, euid; /* <pid>/status Uid: real and effective (vm_trust.h judges them) */
 	uint64_t start_time;
 	struct vw_qemu_cmdline cmd;
 };
@@ -85,8 +86,9 @@ struct vw_qemu_scan {
 /* Every QEMU process under procfd. */
 int vw_qemu_scan(int procfd, struct vw_qemu_scan *ret);
 void vw_qemu_scan_free(struct vw_qemu_scan *s);
-/* Process pid appended to s (cap: its capacity) when it is a QEMU: 0 when classified either
- * way, -ESRCH when its command line or start time could not be read (gone), -ENOMEM. */
+/* Process pid appended to s (cap: its capacity) when it is a QEMU (whoever runs it: its UIDs
+ * recorded): 0 when classified either way, -ESRCH when its command line, status or start time
+ * could not be read (gone), -ENOMEM. */
 int vw_qemu_scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *cap);
 /* The QEMU process running the VM with this UUID, or NULL. Several (the VM started again while
  * its old QEMU exits): the one whose -name equals name when given, else the youngest. */
@@ -96,10 +98,17 @@ const struct vw_qemu_proc *vw_qemu_scan_find(const struct vw_qemu_scan *s, const
 /*
  * The QEMU of each VM that libvirt knows by UUID. A VM's qemu_pid is rechecked (same start time:
  * not a reused PID); missing ones are looked up by a scan, done only when some VM lacks its
- * QEMU. A VM whose vcpus is 0 gets the number of its QEMU's vCPU threads ("CPU N/KVM", ...).
- * VW_VM_SHUTOFF entries are left alone.
+ * QEMU, among the QEMUs of trusted users only (vm_trust.h; trust NULL: root's). A VM whose vcpus
+ * is 0 gets the number of its QEMU's vCPU threads ("CPU N/KVM", ...). VW_VM_SHUTOFF entries are
+ * left alone.
  */
-void vw_qemu_resolve(int procfd, struct vw_qemu_starts *starts, struct vw_vm_info *vms, size_t n);
+struct vw_qemu_trust;
+void vw_qemu_resolve(int procfd, struct vw_qemu_starts *starts, const struct vw_qemu_trust *trust,
+		     struct vw_vm_info *vms, size_t n);
+
+/* <pid>/status's Uid: line: the real and effective UIDs. -ESRCH when gone or unreadable,
+ * -EINVAL when the line is missing or malformed. */
+int vw_qemu_read_uids(int procfd, uint32_t pid, uint32_t *ret_uid, uint32_t *ret_euid);
 
 /* <pid>/stat starttime (clock ticks since boot). -ESRCH when the process is gone. */
 int vw_qemu_read_start_time(int procfd, uint32_t pid, uint64_t *ret);

@@ -5,6 +5,10 @@
  * virt-launcher pod with a libvirt of its own that the host cannot reach. Each list() is one scan
  * of <procfs>: command lines (argv[0] decides) and start times.
  *
+ * Trust: a command line is its writer's to choose. Only a QEMU of a trusted user (root,
+ * --vm.qemu-users: vm_trust.h) names a VM; another user's is an ordinary process, counted, and
+ * never takes a UUID from a VM.
+ *
  * Identity: -uuid when given (libvirt, KubeVirt, Proxmox and OpenStack always pass it); else a
  * stable ID (vw_qemu_stable_id) over the binary, -name, PID, start time and boot ID, so two
  * anonymous VMs of one binary never collide the way Kepler's cmdline-prefix hex IDs do. A VM
@@ -29,6 +33,7 @@
 #include "procfs.h"
 #include "vm_index.h"
 #include "vm_priv.h"
+#include "vm_trust.h"
 #include "cgroup_path.h"
 
 /* A process as the last full scan classified it, under the identity it had then. */
@@ -59,6 +64,7 @@ struct kept {
 struct procscan {
 	int procfd;
 	struct vw_qemu_starts *starts; /* this round's start times, shared with libvirt's check */
+	struct vw_qemu_trust *trust;   /* whose QEMUs name VMs; the others' counted there */
 	char boot_id[64];
 	struct kept *prev; /* the previous list(), running ones, packed */
 	size_t n_prev;
@@ -85,6 +91,7 @@ static int procscan_open(const struct vw_vm_env *env, void **ret_state)
 		return -ENOMEM;
 	ps->procfd = env->procfs_fd;
 	ps->starts = env->qemu_starts;
+	ps->trust = env->qemu_trust;
 	ps->interval_ns = env->procscan_interval_ns;
 	ps->processes = env->processes;
 	ps->processes_ud = env->processes_ud;
@@ -389,7 +396,8 @@ static int full_scan(struct procscan *ps, struct vw_qemu_scan *ret)
 
 /*
  * One full scan's running VMs packed into *ret (n_ret), one per UUID, in the scan's order (of
- * two QEMUs claiming one UUID, a VM started again while the old QEMU exits, the younger one);
+ * two QEMUs claiming one UUID, a VM started again while the old QEMU exits, the younger one;
+ * a QEMU of an untrusted user is no VM and claims nothing, however young: counted);
  * index: their UUIDs. Each VM is described into one scratch struct and packed at once: no list
  * of whole struct vw_vm_info is built (231 KiB at 100 VMs).
  */
@@ -399,7 +407,8 @@ static int scan_live(struct procscan *ps, struct vw_vm_index *index, struct kept
 	struct vw_vm_info *vm = malloc(sizeof(*vm));
 	struct vw_qemu_scan scan;
 	struct kept *live = NULL;
-	size_t n = 0, cap = 0;
+	const struct vw_qemu_proc *untrusted = NULL;
+	size_t n = 0, cap = 0, n_untrusted = 0;
 	int r = vm ? full_scan(ps, &scan) : -ENOMEM;
 
 	if (r < 0) {
@@ -409,6 +418,11 @@ static int scan_live(struct procscan *ps, struct vw_vm_index *index, struct kept
 	for (size_t i = 0; i < scan.n; i++) {
 		ptrdiff_t at;
 
+		if (!vw_qemu_trusted(ps->trust, &scan.procs[i])) {
+			if (!n_untrusted++)
+				untrusted = &scan.procs[i];
+			continue; /* an ordinary process: its energy stays a process's */
+		}
 		describe(ps, &scan.procs[i], vm);
 		at = live ? vw_vm_index_find_in(index, live->uuid, sizeof(*live), vm->uuid) : -1;
 		if (at >= 0) {
@@ -439,6 +453,8 @@ static int scan_live(struct procscan *ps, struct vw_vm_index *index, struct kept
 		}
 		n++;
 	}
+	if (r >= 0)
+		vw_qemu_trust_scanned(ps->trust, n_untrusted, untrusted);
 	vw_qemu_scan_free(&scan);
 	free(vm);
 	if (r < 0) {

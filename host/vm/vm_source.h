@@ -86,6 +86,7 @@ void vw_vm_mdev_format(const uint8_t in[16], char out[VW_UUID_LEN]);
 
 struct vw_vm_source_ops;
 struct vw_qemu_starts;
+struct vw_qemu_trust;
 
 /* A source's options struct (its ops->options), as the daemon filled it. */
 struct vw_vm_source_config {
@@ -136,6 +137,9 @@ struct vw_vm_env {
 	 * current listing round, so that each QEMU's <pid>/stat is read once a round whichever
 	 * source asks first (vm_priv.h, vw_qemu_start_time). */
 	struct vw_qemu_starts *qemu_starts;
+	/* Whose QEMU processes name VMs (vm_trust.h: root and --vm.qemu-users); NULL: root's
+	 * only. The process scan counts the others' in it (its gauge). */
+	struct vw_qemu_trust *qemu_trust;
 };
 
 struct vw_vm_source_ops {

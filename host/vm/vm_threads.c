@@ -26,6 +26,7 @@
 #include "macro.h"
 #include "procfs.h"
 #include "vm_priv.h"
+#include "vm_trust.h"
 
 #define CMDLINE_PEEK 4096u        /* enough for argv[0] and most command lines */
 #define CMDLINE_MAX (256u << 10) /* libvirt's are a few KiB; QEMU's ARG_MAX is far above */
@@ -264,8 +265,46 @@ uint32_t vw_vm_vhost_owner(const char *comm)
 	return vw_parse_pid(comm + 6, &owner) == 0 ? owner : 0;
 }
 
+/* A decimal UID at *p (after blanks) into *ret, *p moved past it. */
+static int parse_uid(const char **p, uint32_t *ret)
+{
+	char *end;
+	unsigned long long v;
+
+	while (**p == '\t' || **p == ' ')
+		(*p)++;
+	if (**p < '0' || **p > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(*p, &end, 10);
+	if (errno || v >= UINT32_MAX)
+		return -EINVAL;
+	*p = end;
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+int vw_qemu_read_uids(int procfd, uint32_t pid, uint32_t *ret_uid, uint32_t *ret_euid)
+{
+	char rel[32], buf[1024]; /* Uid: is the 9th line, after Name (at most 64 bytes escaped) */
+	const char *p;
+
+	snprintf(rel, sizeof(rel), "%" PRIu32 "/status", pid);
+	if (vw_read_prefix_at(procfd, rel, buf, sizeof(buf), NULL) < 0)
+		return -ESRCH;
+	p = strstr(buf, "\nUid:");
+	if (!p)
+		return -EINVAL;
+	p += 5;
+	if (parse_uid(&p, ret_uid) < 0 || parse_uid(&p, ret_euid) < 0)
+		return -EINVAL;
+	return 0;
+}
+
 int vw_qemu_scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *cap)
 {
+	uint32_t uid, euid;
+	int r;
 	_cleanup_free_ char *big = NULL;
 	char rel[32], peek[CMDLINE_PEEK];
 	struct vw_qemu_cmdline c;
@@ -288,9 +327,19 @@ int vw_qemu_scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *c
 	}
 	if (vw_qemu_read_start_time(procfd, pid, &start) < 0)
 		return -ESRCH;
+	/* Its owner from status, not from the owner of <pid>/: a process that made itself
+	 * non-dumpable shows its /proc files as root's. Unreadable or malformed: untrusted
+	 * (UINT32_MAX is no user's), never gone, so that it is counted. */
+	r = vw_qemu_read_uids(procfd, pid, &uid, &euid);
+	if (r == -ESRCH)
+		return -ESRCH;
+	if (r < 0)
+		uid = euid = UINT32_MAX;
 	if (vw_array_grow((void **)&s->procs, sizeof(*s->procs), s->n, cap) < 0)
 		return -ENOMEM;
-	s->procs[s->n++] = (struct vw_qemu_proc){ .pid = pid, .start_time = start, .cmd = c };
+	s->procs[s->n++] = (struct vw_qemu_proc){
+		.pid = pid, .uid = uid, .euid = euid, .start_time = start, .cmd = c
+	};
 	return 0;
 }
 
@@ -364,7 +413,19 @@ static bool lacks_qemu(const struct vw_vm_info *vm)
 	return vm->state != VW_VM_SHUTOFF && !vm->qemu_pid;
 }
 
-static void find_missing(int procfd, struct vw_vm_info *vms, size_t n)
+/* The QEMUs of trusted users among s's, in place (vm_trust.h). */
+static void keep_trusted(struct vw_qemu_scan *s, const struct vw_qemu_trust *trust)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < s->n; i++)
+		if (vw_qemu_trusted(trust, &s->procs[i]))
+			s->procs[k++] = s->procs[i];
+	s->n = k;
+}
+
+static void find_missing(int procfd, const struct vw_qemu_trust *trust, struct vw_vm_info *vms,
+			 size_t n)
 {
 	struct vw_qemu_scan scan;
 	int r;
@@ -374,6 +435,7 @@ static void find_missing(int procfd, struct vw_vm_info *vms, size_t n)
 		vw_debug("vm: scan for QEMU processes: %s", strerror(-r));
 		return;
 	}
+	keep_trusted(&scan, trust); /* another user's QEMU never takes a VM's UUID */
 	for (size_t i = 0; i < n; i++) {
 		const struct vw_qemu_proc *p;
 
@@ -427,7 +489,8 @@ static int count_vcpu_threads(int procfd, uint32_t pid, unsigned *ret)
 	return 0;
 }
 
-void vw_qemu_resolve(int procfd, struct vw_qemu_starts *starts, struct vw_vm_info *vms, size_t n)
+void vw_qemu_resolve(int procfd, struct vw_qemu_starts *starts, const struct vw_qemu_trust *trust,
+		     struct vw_vm_info *vms, size_t n)
 {
 	bool missing = false;
 
@@ -436,7 +499,7 @@ void vw_qemu_resolve(int procfd, struct vw_qemu_starts *starts, struct vw_vm_inf
 		missing |= lacks_qemu(&vms[i]);
 	}
 	if (missing)
-		find_missing(procfd, vms, n);
+		find_missing(procfd, trust, vms, n);
 	for (size_t i = 0; i < n; i++) {
 		struct vw_vm_info *vm = &vms[i];
 

@@ -10,6 +10,7 @@
 #include "vm_groups.h"
 #include "vm_meta.h"
 #include "vm_priv.h"
+#include "vm_trust.h"
 #include "vm_vfio.h"
 
 struct vw_vm_tracker {
@@ -21,6 +22,7 @@ struct vw_vm_tracker {
 	size_t n;
 	bool delivered; /* list went to listed() whole: an equal one is not handed over again */
 	struct vw_vm_vfio *vfio; /* GPUs passed through to VMs, named as theirs */
+	const struct vw_qemu_trust *trust; /* env's (not owned): the untrusted QEMUs' gauge */
 	struct vw_complaint complaint;
 };
 
@@ -30,6 +32,7 @@ int vw_vm_tracker_open(const struct vw_vm_env *env, int sysfs_fd, struct vw_vm_t
 
 	if (!t)
 		return -ENOMEM;
+	t->trust = env->qemu_trust;
 	t->vms = vw_vms_open(env);
 	if (!t->vms) {
 		int r = errno ? -errno : -ENODEV;
@@ -141,5 +144,7 @@ int vw_vm_tracker_render(const struct vw_vm_tracker *t, struct vw_prom_writer *w
 	if (!t)
 		return 0;
 	r = vw_vm_meta_render_packed(t->list, t->n, w, node_name);
-	return r < 0 ? r : vw_vm_vfio_render(t->vfio, w, node_name);
+	if (r >= 0)
+		r = vw_vm_vfio_render(t->vfio, w, node_name);
+	return r < 0 ? r : vw_qemu_trust_render(t->trust, w, node_name);
 }

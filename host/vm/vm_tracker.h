@@ -40,6 +40,7 @@ void vw_vm_tracker_refresh(struct vw_vm_tracker *t, struct vw_podmeta *pm,
 /* The listed VM a vGPU serves (vw_vm_vgpu_owner), its UUID into id; ud: the tracker. */
 bool vw_vm_tracker_vgpu_owner(void *ud, const struct vw_gpu_vgpu_energy *e, char id[VW_UUID_LEN]);
 
-/* virtwatt_vm_info of the listed VMs and the VFIO GPUs' families; t NULL: none. */
+/* virtwatt_vm_info of the listed VMs, the VFIO GPUs' families and the untrusted QEMUs' gauge
+ * (env->qemu_trust's, when given); t NULL: none. */
 int vw_vm_tracker_render(const struct vw_vm_tracker *t, struct vw_prom_writer *w,
 			 const char *node_name);

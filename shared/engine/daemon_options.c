@@ -39,6 +39,7 @@ const struct vw_help_group vw_daemon_help_groups[] = {
 	{ "gpu.", "GPUs", false },
 	{ "kube.", "Kubernetes", false },
 	{ "libvirt.", "VMs and passthrough", false },
+	{ "vm.", "VMs and passthrough", false },
 	{ "passthrough.", "VMs and passthrough", false },
 	{ "host.devfs", "VMs and passthrough", false },
 	{ "model.train.", "Model training", true },

@@ -31,6 +31,7 @@ static const char *const l_rest[] = { "zone", "mode", "node_name", NULL };
 static const char *const l_method[] = { "method", "node_name", NULL };
 static const char *const l_fallback[] = { "reason", "node_name", NULL };
 static const char *const l_untracked[] = { "reason", "method", "node_name", NULL };
+static const char *const l_node[] = { "node_name", NULL };
 
 enum {
 	F_PROC_J, F_PROC_W, F_PROC_IDLE_J, F_PROC_SEC,
@@ -38,7 +39,7 @@ enum {
 	F_POD_J, F_POD_W, F_POD_IDLE_J,
 	F_VM_J, F_VM_W, F_VM_IDLE_J, F_VM_IDLE_W,
 	F_UNATTR, F_UNCONT, F_METHOD, F_FALLBACK, F_GHOSTS, F_ENDED, F_RANWALK,
-	F_EXITS_LOST, F_UNTRACKED,
+	F_EXITS_LOST, F_UNTRACKED, F_ID_CONFLICTS,
 };
 
 /* Kepler's per-level families: the same three, their help naming the level. */
@@ -118,6 +119,13 @@ const struct vw_metric_family vw_workload_families[] = {
 			  "(no per-thread state), pid_reused (the PID reused before collection); "
 			  "their time is in no process's figure (bpf; 0 for procfs)",
 			  NULL, l_untracked },
+	[F_ID_CONFLICTS] = { "virtwatt_container_cgroup_conflicts_total", VW_METRIC_COUNTER,
+			     "Processes whose cgroup named a container ID another cgroup has, one of "
+			     "the two under a user's own service manager (user@UID.service, where any "
+			     "local user names its cgroups): that cgroup's claim refused (its "
+			     "processes not the container's) or overruled by the one outside "
+			     "(the container's CPU time read from that one)",
+			     NULL, l_node },
 };
 const struct vw_family_table vw_workload_family_table = {
 	"shared/engine/workload_metrics.c: vw_workloads_render()", "virtwatt-host, virtwatt-guest",
@@ -472,6 +480,12 @@ static int render(const struct vw_workloads *w, struct vw_prom_writer *pw, const
 		r = render_rest(w, pw, F_UNCONT, t.uncontained, node_name);
 	if (r == 0 && w->o.containers)
 		r = render_rest(w, pw, F_ENDED, t.ended_containers, node_name);
+	if (r == 0 && w->o.containers) {
+		const char *nv[] = { node_name, NULL };
+
+		r = vw_prom_single(pw, &vw_workload_families[F_ID_CONFLICTS], nv,
+				   (double)w->container_id_conflicts);
+	}
 	if (r == 0)
 		r = vw_prom_single(pw, &vw_workload_families[F_METHOD], v, 1);
 	if (r == 0 && fallback && *fallback)

@@ -170,6 +170,79 @@ static int resolve_pod(struct vw_workloads *w, struct wl_container *c)
 	return -1;
 }
 
+/*
+ * The "user@UID.service" component of a cgroup path (path[0 .. len)): a user's own service
+ * manager, below which any local user makes cgroups of any name (systemd-run --user --scope),
+ * "docker-<another container's ID>.scope" included. Its length in *ret_len; NULL when none.
+ */
+static const char *user_manager(const char *path, size_t len, size_t *ret_len)
+{
+	const char *u = memmem(path, len, "/user@", 6), *end;
+
+	if (!u)
+		return NULL;
+	u++;
+	end = memchr(u, '/', len - (size_t)(u - path));
+	*ret_len = end ? (size_t)(end - u) : len - (size_t)(u - path);
+	return u;
+}
+
+enum claim { CLAIM_SAME, CLAIM_REFUSED, CLAIM_OVERRULES };
+
+/*
+ * A container ID seen under the cgroup path[0 .. len) when c (that ID) has another. A container
+ * lives in one cgroup; the ID is read from the path, which the cgroup's maker names. A cgroup
+ * under a user's service manager does not take an ID from one outside it (or under another
+ * user's): its processes are not the container's (refused); one outside overrules such a path
+ * seen first (the container's CPU time is read from it from now on; the processes placed before
+ * stay, until they end). Rootless containers (podman) live under their user's manager: the
+ * first path stands between two of one user's, and between two outside any.
+ */
+static enum claim claim_container(const struct wl_container *c, const char *path, size_t len)
+{
+	size_t have_len = strlen(c->cg_path), hu_len = 0, nu_len = 0;
+	const char *hu, *nu;
+
+	if (have_len == len && memcmp(c->cg_path, path, len) == 0)
+		return CLAIM_SAME;
+	hu = user_manager(c->cg_path, have_len, &hu_len);
+	nu = user_manager(path, len, &nu_len);
+	if (!nu)
+		return hu ? CLAIM_OVERRULES : CLAIM_SAME;
+	if (hu && hu_len == nu_len && memcmp(hu, nu, nu_len) == 0)
+		return CLAIM_SAME;
+	return CLAIM_REFUSED;
+}
+
+/* claim_container's verdict applied: -1 when the process is not the container's. */
+static int settle_claim(struct vw_workloads *w, struct wl_container *c, const char *path,
+			size_t len)
+{
+	enum claim k = claim_container(c, path, len);
+	char *taken;
+
+	if (k == CLAIM_SAME)
+		return 0;
+	w->container_id_conflicts++;
+	vw_complain(&w->conflict_complaint, VW_LOG_WARN,
+		    "containers: cgroups %.*s and %s both name container %.12s; the one under a "
+		    "user's own service manager (user@UID.service) is not the container's: %s",
+		    (int)VW_MIN(len, (size_t)512), path, c->cg_path, c->id,
+		    k == CLAIM_REFUSED ? "its processes are not counted in it"
+				       : "its CPU time is read from the other from now on");
+	if (k == CLAIM_REFUSED)
+		return -1;
+	taken = strndup(path, len);
+	if (!taken)
+		return 0; /* kept as it was; tried again at the next process */
+	free(c->cg_path);
+	c->cg_path = taken;
+	vw_wl_cont_unkeep(c);
+	c->cg_have_last = false; /* its first reading a baseline: not the other's total */
+	c->overruled = w->overruled = true; /* the processes placed before: again (place_again) */
+	return 0;
+}
+
 /* cg_path: the container's cgroup (path[0 .. cg_len)), NULL when not known. */
 static int find_container(struct vw_workloads *w, const struct vw_cgroup_match *m,
 			  const char *cg_path, size_t cg_len)
@@ -179,6 +252,8 @@ static int find_container(struct vw_workloads *w, const struct vw_cgroup_match *
 	for (size_t i = 0; i < w->n_conts; i++)
 		if (strcmp(w->conts[i].id, m->container_id) == 0) {
 			c = &w->conts[i];
+			if (c->cg_path && cg_path && settle_claim(w, c, cg_path, cg_len) < 0)
+				return -1;
 			if (c->terminated && c->pod < 0) /* back: its pod may be known by now */
 				c->pod = resolve_pod(w, c);
 			c->terminated = false; /* a new process of a known container */
@@ -249,6 +324,26 @@ static int place_proc(struct vw_workloads *w, uint32_t tgid, uint64_t cgroup_id)
 	if (vw_workload_read_pid(w->o.procfs_fd, tgid, &m) == 0 && m.container)
 		return find_container(w, &m, NULL, 0);
 	return -1;
+}
+
+/*
+ * The live processes of the containers whose cgroup another overruled this update
+ * (settle_claim) placed again: those of the refused cgroup are the container's no more.
+ */
+static void place_again(struct vw_workloads *w)
+{
+	size_t n = w->n_conts;
+
+	w->overruled = false;
+	for (size_t i = 0; i < w->n_procs; i++) {
+		struct wl_proc *p = &w->procs[i];
+
+		if (p->container >= 0 && (size_t)p->container < n &&
+		    w->conts[p->container].overruled && !p->kernel && !p->terminated)
+			p->container = place_proc(w, p->tgid, p->cgroup_id);
+	}
+	for (size_t k = 0; k < n; k++)
+		w->conts[k].overruled = false;
 }
 
 /*
@@ -496,6 +591,8 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 		if (s->exited)
 			terminate_proc(p);
 	}
+	if (w->overruled)
+		place_again(w);
 	sorted_err = sort_added(w, sorted); /* whatever hw_err: the table stays in order */
 	return hw_err < 0 ? hw_err : sorted_err;
 }
@@ -1070,6 +1167,7 @@ static void sample_cgroups(struct vw_workloads *w, uint64_t dt_ns)
 		kept += w->conts[i].cg_kept;
 	for (size_t i = 0; i < w->n_conts; i++) {
 		struct wl_container *c = &w->conts[i];
+		bool had;
 
 		c->cg_valid = false;
 		c->cg_delta_ns = 0;
@@ -1090,8 +1188,11 @@ static void sample_cgroups(struct vw_workloads *w, uint64_t dt_ns)
 			vw_wl_cont_unkeep(c);
 			continue;
 		}
+		had = c->cg_have_last;
 		c->cg_delta_ns = cg_step(&c->cg_last_ns, &c->cg_have_last, ns, cap);
-		c->cg_valid = w->baseline_taken;
+		/* A first reading of a cgroup that took over a container (settle_claim) is its
+		 * baseline: not valid, the container's processes count for it this once. */
+		c->cg_valid = w->baseline_taken && had;
 	}
 }
 

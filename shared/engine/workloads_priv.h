@@ -71,6 +71,7 @@ struct wl_container {
 	bool cg_kept; /* one of the VW_WL_CG_KEPT whose usage file cg_file keeps open */
 	struct vw_kept_file cg_file;
 	bool terminated;
+	bool overruled; /* its cgroup path replaced this update: its processes placed again */
 	uint64_t final_gen;
 	struct acc z[VW_ZONE__COUNT];
 	struct acc gpu;
@@ -153,6 +154,12 @@ struct vw_workloads {
 	uint64_t root_last_ns, root_delta_ns;
 	bool root_have_last, root_valid;
 	uint64_t cgroup_rescans; /* walks of the hierarchy for ids not known yet */
+	/* A container ID claimed by a second cgroup path, one under a user's own service manager
+	 * (user@UID.service: a local user names its cgroups as it likes): those claims refused
+	 * or overruled (find_container), said rate-limited. */
+	uint64_t container_id_conflicts;
+	struct vw_complaint conflict_complaint;
+	bool overruled; /* some container's (wl_container.overruled) this update */
 	bool rescanned;          /* in this update */
 	/* Attribution (attribute.c): its input, filled from the tables each interval, and its
 	 * results, reused. */
