@@ -106,13 +106,16 @@ static const struct vw_option host_options[] = {
 	  "cannot join on vm_id (default: none, Kepler's label sets)",
 	  0, 0, vw_vm_meta_copyable },
 	/* KubeVirt runs QEMU as UID 107 in its virt-launcher pod (kubevirt/kubevirt
-	 * pkg/util/util.go NonRootUID), a user the host's passwd need not have. */
+	 * pkg/util/util.go NonRootUID), a user the host's passwd need not have; 64055 is the UID
+	 * Debian and Ubuntu allocate to libvirt-qemu (the libvirt packages' postinst), for an image
+	 * whose own passwd lacks that user. */
 	{ "vm.qemu-users", "vm.qemuUsers", VW_OPT_STRLIST, OFF(vm_qemu_users),
-	  "libvirt-qemu,qemu,107", "USER|UID,...",
+	  "libvirt-qemu,qemu,107,64055", "USER|UID,...",
 	  "users whose QEMU processes the process scan takes as VMs, besides root: names from the "
 	  "host's etc/passwd (below --host.rootfs, read at start) or UIDs; a QEMU-looking "
 	  "process (argv[0], -uuid, -name are its own to write) of any other user is an ordinary "
-	  "process, counted in virtwatt_vm_untrusted_qemu_processes (107: KubeVirt's QEMU)" },
+	  "process, counted in virtwatt_vm_untrusted_qemu_processes (107: KubeVirt's QEMU; 64055: Debian's "
+	  "libvirt-qemu)" },
 };
 
 /* Kepler's spellings of the host's own settings (config/config.go); the meters' are theirs. */

@@ -369,8 +369,9 @@ static void test_help_grouped(void **state)
 	run_free(&r);
 }
 
-/* --vm.qemu-users (YAML vm.qemuUsers): by default libvirt's users and KubeVirt's UID, said in
- * --help-all under the VMs' heading; names or UIDs, replaced whole by the flag or the file. */
+/* --vm.qemu-users (YAML vm.qemuUsers): by default libvirt's users, KubeVirt's UID and Debian's
+ * libvirt-qemu UID, said in --help-all under the VMs' heading; names or UIDs, replaced whole by
+ * the flag or the file. */
 static void test_qemu_users(void **state)
 {
 	struct run r = { 0 };
@@ -379,10 +380,11 @@ static void test_qemu_users(void **state)
 
 	(void)state;
 	assert_int_equal(LOAD(&r, "--web.listen-address=:0"), 0);
-	assert_int_equal(r.cfg.vm_qemu_users.n, 3);
+	assert_int_equal(r.cfg.vm_qemu_users.n, 4);
 	assert_string_equal(r.cfg.vm_qemu_users.v[0], "libvirt-qemu");
 	assert_string_equal(r.cfg.vm_qemu_users.v[1], "qemu");
 	assert_string_equal(r.cfg.vm_qemu_users.v[2], "107");
+	assert_string_equal(r.cfg.vm_qemu_users.v[3], "64055"); /* Debian's libvirt-qemu */
 	assert_int_equal(LOAD(&r, "--vm.qemu-users=qemu,2000"), 0);
 	assert_int_equal(r.cfg.vm_qemu_users.n, 2);
 	assert_string_equal(r.cfg.vm_qemu_users.v[1], "2000");
@@ -398,7 +400,7 @@ static void test_qemu_users(void **state)
 	assert_non_null(vms);
 	assert_non_null(flag);
 	assert_true(flag > vms);
-	assert_non_null(strstr(flag, "(default: libvirt-qemu,qemu,107)\n"));
+	assert_non_null(strstr(flag, "(default: libvirt-qemu,qemu,107,64055)\n"));
 	assert_non_null(strstr(flag, "YAML: vm.qemuUsers\n"));
 	run_free(&r);
 	vw_fixture_rm(dir);
