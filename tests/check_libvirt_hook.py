@@ -104,11 +104,17 @@ def main():
         os.symlink(other, folder)
         rc, err = run(domain(root))
         st = os.stat(other)
-        tap(rc == 0 and os.path.islink(folder) and (st.st_uid, stat.S_IMODE(st.st_mode)) ==
-            (0, 0o700) and "link" in err,
-            "a link in the folder's place: left, its target untouched, said",
+        tap(rc == 0 and not os.path.islink(folder) and os.path.isdir(folder) and
+            (st.st_uid, stat.S_IMODE(st.st_mode)) == (0, 0o700) and "link" in err,
+            "a link in the folder's place (QEMU would export its target): removed, never "
+            "followed, a directory made, said",
             "rc %d, stderr %r, target uid %d mode %o" % (rc, err, st.st_uid, st.st_mode))
-        os.unlink(folder)
+        os.rmdir(folder)
+        open(folder, "w").write("x")
+        rc, err = run(domain(root))
+        tap(rc == 0 and os.path.isdir(folder) and not os.path.islink(folder),
+            "a file in the folder's place: replaced by the directory", "stderr %r" % err)
+        os.rmdir(folder)
 
         bad = os.path.join(root, "not-the-uuid")
         rc, err = run(domain(root, folder=bad))
