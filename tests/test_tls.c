@@ -546,6 +546,70 @@ static double since(const struct timespec *t0)
 	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
+/* One request on a kept handle (its connection reused when still open): the status, and in
+ * *ret_connects the connections it had to open (0: it went on the previous one). */
+static long keep_get(CURL *c, uint16_t port, long *ret_connects)
+{
+	char url[128], ca[512], *body = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&body, &len);
+	long status = 0;
+
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u/metrics", (unsigned)port);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 20000L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CAINFO, tls_fixture_path(&tf, "ca.crt", ca, sizeof(ca)));
+	curl_easy_setopt(c, CURLOPT_USERNAME, "alice");
+	curl_easy_setopt(c, CURLOPT_PASSWORD, "alice-pw");
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
+	if (curl_easy_perform(c) == CURLE_OK)
+		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, ret_connects);
+	fclose(f);
+	free(body);
+	return status;
+}
+
+/*
+ * The file rewritten with the same settings (a configuration manager's run: a new file, the
+ * same text): no reload, so a kept-alive connection goes on (a reload stops the old server with
+ * the requests in flight on it); then a real change is still applied.
+ */
+static void test_same_settings_no_reload(void **state)
+{
+	_cleanup_free_ char *auth = config_fmt(TLS_FILES "basic_auth_users:\n  alice: '%s'\n",
+					       hash_alice);
+	_cleanup_free_ char *more = config_fmt(TLS_FILES "basic_auth_users:\n  alice: '%s'\n"
+						       "  bob: '%s'\n",
+					       hash_alice, hash_bob);
+	struct server s = { .poll_ms = 200 };
+	CURL *c = curl_easy_init();
+	long connects = -1;
+
+	(void)state;
+	assert_non_null(c);
+	capture_start();
+	server_start(&s, auth);
+	assert_int_equal(keep_get(c, s.port, &connects), 200);
+	assert_int_equal(connects, 1);
+	write_config(&s, auth); /* a new file (rename), the same text */
+	usleep(1200 * 1000);    /* six checks: seen, settled, acted on */
+	assert_int_equal(keep_get(c, s.port, &connects), 200);
+	if (connects != 0)
+		fail_msg("the kept connection was cut by a reload of the same settings:\n%s",
+			 seen_log);
+	assert_int_equal(seen_count("rewritten with the same settings"), 1);
+	assert_int_equal(seen_count("reloaded"), 0);
+	write_config(&s, more); /* a real change: bob added */
+	assert_true(eventually(s.port, &(struct client){ .user = "bob", .pass = "b:o b" }, 200));
+	assert_int_equal(seen_count("reloaded"), 1);
+	curl_easy_cleanup(c);
+	server_stop(&s);
+	capture_stop();
+}
+
 /*
  * A cost-13 user (htpasswd -B -C 13: seconds of bcrypt here) neither delays the start nor a
  * stop: nothing is hashed before listening. Costs above 14 are refused (test_webconfig).
@@ -758,6 +822,7 @@ int main(void)
 		cmocka_unit_test(test_reload),
 		cmocka_unit_test(test_reload_never_weaker),
 		cmocka_unit_test(test_reload_waits_for_stable_file),
+		cmocka_unit_test(test_same_settings_no_reload),
 		cmocka_unit_test(test_high_cost_starts_promptly),
 		cmocka_unit_test(test_wrong_password_flood),
 		cmocka_unit_test(test_failed_logins_limited_per_source),

@@ -487,6 +487,32 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* What makes a reload: the same settings in another file are the same (no reload, the server
+ * goes on); any setting that differs, cipher suites included, is not. */
+static void test_same_settings(void **state)
+{
+	struct vw_webconfig *a = load_ok(node_exporter_example), *b = load_ok(node_exporter_example);
+	struct vw_webconfig *c = load_ok(TLS "  cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]\n");
+	struct vw_webconfig *d = load_ok(TLS);
+	char why[256];
+
+	(void)state;
+	assert_true(vw_webconfig_same(a, b));
+	assert_false(vw_webconfig_diff(a, b, why, sizeof(why)));
+	assert_string_equal(why, "no change");
+	assert_false(vw_webconfig_same(a, d)); /* users gone */
+	assert_false(vw_webconfig_same(c, d));
+	assert_false(vw_webconfig_diff(d, c, why, sizeof(why)));
+	assert_string_equal(why, "TLS cipher suites or curves changed");
+	assert_true(vw_webconfig_same(d, d));
+	assert_true(vw_webconfig_same(NULL, NULL));
+	assert_false(vw_webconfig_same(NULL, d));
+	vw_webconfig_free(a);
+	vw_webconfig_free(b);
+	vw_webconfig_free(c);
+	vw_webconfig_free(d);
+}
+
 /* The Authorization header's Basic credentials, parsed as Go's net/http does (scheme in any
  * case), never cut at a NUL (libmicrohttpd's C strings passed "p:a:ss\0junk" as "p:a:ss"). */
 static void expect_basic(const char *value, const char *user, const char *pass)
@@ -543,6 +569,7 @@ int main(void)
 		cmocka_unit_test(test_new_costs_no_bcrypt),
 		cmocka_unit_test(test_cache_cannot_be_poisoned),
 		cmocka_unit_test(test_basic_credentials),
+		cmocka_unit_test(test_same_settings),
 	};
 
 	if (system("command -v openssl >/dev/null 2>&1") != 0)

@@ -1131,6 +1131,16 @@ static void webconfig_poll(struct vw_http *h)
 
 	if (vw_webconfig_watch_poll(h->watch, old->wc, &wc, changes, sizeof(changes), &weaker) <= 0)
 		return;
+	if (vw_webconfig_same(old->wc, wc)) {
+		/* Rewritten with the same settings and the same certificate, key and CA bytes (a
+		 * configuration manager's run, a touched file): the server goes on, its connections
+		 * too; a new one would cut the requests in flight on the old. */
+		vw_webconfig_watch_done(h->watch, true, false);
+		vw_webconfig_free(wc);
+		vw_info("http: web config %s rewritten with the same settings: served as it was",
+			h->web_config_file);
+		return;
+	}
 	s = server_new(h, wc);
 	vw_webconfig_watch_done(h->watch, s != NULL, weaker);
 	if (!s)

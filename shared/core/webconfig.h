@@ -83,6 +83,8 @@ unsigned vw_bcrypt_hash_cost(const char *h);
  * longer verified, basic authentication dropped (no users left) or a path newly excluded from
  * it. Removing one user of several, rotating certificates or adding users is not weaker.
  */
+/* Whether a and b serve alike: no clause of vw_webconfig_diff() between them. */
+bool vw_webconfig_same(const struct vw_webconfig *a, const struct vw_webconfig *b);
 bool vw_webconfig_diff(const struct vw_webconfig *old, const struct vw_webconfig *new,
 		       char *out, size_t len);
 /*

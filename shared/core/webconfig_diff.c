@@ -93,6 +93,11 @@ static void diff_tls(struct diff *d, const struct vw_webconfig *o, const struct 
 			add(d, "server key replaced");
 		if (str_differs(o->client_ca_pem, n->client_ca_pem))
 			add(d, "client CA replaced");
+		/* cipher_suites, curve_preferences, prefer_server_cipher_suites (and the versions,
+		 * said above) all end in the GnuTLS priority string */
+		if (str_differs(o->priorities, n->priorities) && o->min_version == n->min_version &&
+		    o->max_version == n->max_version)
+			add(d, "TLS cipher suites or curves changed");
 	}
 }
 
@@ -143,21 +148,36 @@ static bool headers_differ(const struct vw_webconfig *o, const struct vw_webconf
 	return false;
 }
 
+/* What the diff found, into d (its out may be NULL with len 0: then it only counts). */
+static void diff_into(struct diff *d, const struct vw_webconfig *old, const struct vw_webconfig *new)
+{
+	uint64_t oi = old ? old->rate_interval_ns : 0, ni = new ? new->rate_interval_ns : 0;
+	uint64_t ob = old ? old->rate_burst : 0, nb = new ? new->rate_burst : 0;
+
+	diff_tls(d, old, new);
+	diff_auth(d, old, new);
+	if (headers_differ(old, new))
+		add(d, "response headers changed");
+	if (oi != ni || ob != nb)
+		add(d, "rate limit %s", !ni ? "off" : !oi ? "on" : "changed");
+}
+
+bool vw_webconfig_same(const struct vw_webconfig *a, const struct vw_webconfig *b)
+{
+	char out[2];
+	struct diff d = { .out = out, .len = sizeof(out) };
+
+	diff_into(&d, a, b);
+	return !d.used && !d.weaker;
+}
+
 bool vw_webconfig_diff(const struct vw_webconfig *old, const struct vw_webconfig *new,
 		       char *out, size_t len)
 {
 	struct diff d = { .out = out, .len = len };
-	uint64_t oi = old ? old->rate_interval_ns : 0, ni = new ? new->rate_interval_ns : 0;
-	uint64_t ob = old ? old->rate_burst : 0, nb = new ? new->rate_burst : 0;
-
 	if (len)
 		out[0] = '\0';
-	diff_tls(&d, old, new);
-	diff_auth(&d, old, new);
-	if (headers_differ(old, new))
-		add(&d, "response headers changed");
-	if (oi != ni || ob != nb)
-		add(&d, "rate limit %s", !ni ? "off" : !oi ? "on" : "changed");
+	diff_into(&d, old, new);
 	if (!d.used && len)
 		snprintf(out, len, "no change");
 	return d.weaker;
