@@ -180,14 +180,36 @@ struct scenario {
 	bool cgroup_ids;   /* processes carry their cgroup's id */
 };
 
-static int counted_exits(const struct vw_cpu_snapshot *s, pid_t pid, uint64_t *ret_ns)
+/* pid's exited entry, if listed (PID reuse may list a newcomer beside it). */
+static const struct vw_proc_cpu *find_exited(const struct vw_cpu_snapshot *s, pid_t pid)
 {
-	const struct vw_proc_cpu *p = find_proc(s, pid);
+	for (size_t i = 0; i < s->n_procs; i++)
+		if (s->procs[i].tgid == (uint32_t)pid && s->procs[i].exited)
+			return &s->procs[i];
+	return NULL;
+}
 
-	if (!p || !p->exited)
+/* 1 when pid's exit is in s: its final CPU time and start time. */
+static int counted_exits(const struct vw_cpu_snapshot *s, pid_t pid, uint64_t *ret_ns,
+			 uint64_t *ret_start)
+{
+	const struct vw_proc_cpu *p = find_exited(s, pid);
+
+	if (!p)
 		return 0;
 	*ret_ns = p->cpu_ns;
+	*ret_start = p->start_time;
 	return 1;
+}
+
+/* pid's entry that started at start (ticks since boot), if listed. */
+static const struct vw_proc_cpu *find_proc_started(const struct vw_cpu_snapshot *s, pid_t pid,
+						   uint64_t start)
+{
+	for (size_t i = 0; i < s->n_procs; i++)
+		if (s->procs[i].tgid == (uint32_t)pid && s->procs[i].start_time == start)
+			return &s->procs[i];
+	return NULL;
 }
 
 /*
@@ -200,7 +222,7 @@ static int read_past_exit(struct vw_cpu_accountant *acc, pid_t pid, uint64_t *re
 {
 	struct vw_cpu_snapshot snap;
 	const struct vw_proc_cpu *p;
-	uint64_t t0 = vw_now_ns();
+	uint64_t t0 = vw_now_ns(), start = 0;
 	int exits = 0, reads = 0;
 
 	for (int i = 0; i < 400 && !exits; i++) {
@@ -209,13 +231,15 @@ static int read_past_exit(struct vw_cpu_accountant *acc, pid_t pid, uint64_t *re
 		assert_int_equal(acc->ops->read(acc->state, &snap), 0);
 		if (check)
 			check(&snap, ctx);
-		exits += counted_exits(&snap, pid, ret_ns);
+		exits += counted_exits(&snap, pid, ret_ns, &start);
 		reads++;
 	}
 	assert_int_equal(acc->ops->read(acc->state, &snap), 0);
 	if (check)
 		check(&snap, ctx);
-	p = find_proc(&snap, pid);
+	/* The process that exited, not a later one given its PID (pid_max wraps under the suite):
+	 * never reported, any entry of the PID is it. */
+	p = exits ? find_proc_started(&snap, pid, start) : find_proc(&snap, pid);
 	if (p) /* which it was: the exit never reported, or the process listed after it */
 		fail_msg("pid %d still listed (exited %d, quiet %u, unchecked 0x%x, %.6f s) after %d "
 			 "reads in %.2f s that saw %d exits",
@@ -327,10 +351,10 @@ static void check_standin(const struct vw_cpu_snapshot *s, const struct vw_proc_
 static void check_sleeper(const struct vw_cpu_snapshot *snap, void *ctx)
 {
 	struct sleeper_check *c = ctx;
-	const struct vw_proc_cpu *p = find_proc(snap, c->pid);
+	const struct vw_proc_cpu *p = find_exited(snap, c->pid);
 	uint64_t cg_ns;
 
-	if (c->standin && p && p->exited)
+	if (c->standin && p)
 		check_standin(snap, p, c->final_ns, "sleeping child at exit");
 	assert_int_equal(vw_cgroupfs_usage(live.cg, c->rel, &cg_ns), 0);
 	assert_true(cg_ns - c->cg_base >= c->cg_total);
