@@ -728,8 +728,10 @@ static void test_share_open_seen_without_atime(void **state)
 	vw_fixture_rm(base);
 }
 
-/* The rig's VM and OTHER published, then both gone for good (past retain_ns). */
-static void publish_two_then_forget(struct rig *r, void (*plant)(struct rig *r, void *ud), void *ud)
+/* The rig's VM and OTHER published, then both gone for good (past retain_ns); plant() runs
+ * before they go, gone() (optional) once they have gone. */
+static void publish_two_then_forget_at(struct rig *r, void (*plant)(struct rig *r, void *ud),
+				       void (*gone)(struct rig *r, void *ud), void *ud)
 {
 	struct vw_vm_energy two[2] = { r->vm, r->vm };
 	bool pub;
@@ -753,6 +755,8 @@ static void publish_two_then_forget(struct rig *r, void (*plant)(struct rig *r, 
 		plant(r, ud);
 	/* Gone: the folders stay with their last frame while the VMs are retained... */
 	assert_int_equal(vw_test_publish_update(r->p, NULL, 0), 0);
+	if (gone)
+		gone(r, ud);
 	r->now += r->retain_ns - SEC;
 	assert_int_equal(vw_publisher_tick(r->p, r->now, &pub), 0);
 	assert_int_equal(vw_test_publish_update(r->p, NULL, 0), 0);
@@ -761,6 +765,11 @@ static void publish_two_then_forget(struct rig *r, void (*plant)(struct rig *r, 
 	r->now += 2 * SEC;
 	assert_int_equal(vw_publisher_tick(r->p, r->now, &pub), 0);
 	assert_int_equal(vw_test_publish_update(r->p, NULL, 0), 0);
+}
+
+static void publish_two_then_forget(struct rig *r, void (*plant)(struct rig *r, void *ud), void *ud)
+{
+	publish_two_then_forget_at(r, plant, NULL, ud);
 }
 
 struct planted {
@@ -861,6 +870,43 @@ static void test_gone_share_link_not_followed(void **state)
 	vw_fixture_rm(pl.outside);
 }
 
+/* The libvirt hook preparing OTHER's start after it went: its folder's time moves on (touch). */
+static void touch_other(struct rig *r, void *ud)
+{
+	struct timespec later[2] = { { .tv_nsec = UTIME_OMIT }, { 0 } };
+	struct stat st;
+
+	(void)ud;
+	assert_int_equal(fstatat(r->fd, OTHER, &st, 0), 0);
+	later[1] = (struct timespec){ .tv_sec = st.st_mtim.tv_sec + 1, .tv_nsec = st.st_mtim.tv_nsec };
+	assert_int_equal(utimensat(r->fd, OTHER, later, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+/*
+ * A VM started at the moment it is forgotten: the hook touched its folder (prepare), QEMU is
+ * about to open it. The folder stays whole, with its last frame and energy (the host that sees
+ * the VM again continues from them), and no tombstone is left; the untouched VM's goes.
+ */
+static void test_gone_share_touched_kept(void **state)
+{
+	struct rig r = { .root = vw_fixture_mkdtemp("share"), .fd = -1, .retain_ns = 10 * SEC };
+	struct stat st;
+
+	(void)state;
+	assert_non_null(r.root);
+	rig_start(&r, 1, 0);
+	publish_two_then_forget_at(&r, NULL, touch_other, NULL);
+	assert_int_equal(fstatat(r.fd, UUID, &st, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(errno, ENOENT);
+	assert_int_equal(fstatat(r.fd, OTHER, &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(S_ISDIR(st.st_mode));
+	assert_int_equal(faccessat(r.fd, OTHER "/frame.json", F_OK, 0), 0);
+	assert_int_equal(faccessat(r.fd, OTHER "/intel-rapl:0/energy_uj", F_OK, 0), 0);
+	assert_int_equal(faccessat(r.fd, "." OTHER ".gone", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	assert_int_equal(faccessat(r.fd, "." UUID ".gone", F_OK, AT_SYMLINK_NOFOLLOW), -1);
+	rig_free(&r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -875,6 +921,7 @@ int main(void)
 		cmocka_unit_test(test_unchanged_energy_kept),
 		cmocka_unit_test(test_gone_share_removed),
 		cmocka_unit_test(test_gone_share_link_not_followed),
+		cmocka_unit_test(test_gone_share_touched_kept),
 		cmocka_unit_test(test_slow_reader_keeps_its_frame),
 		cmocka_unit_test(test_share_unread_skipped),
 		cmocka_unit_test(test_share_reader_gets_every_round),

@@ -534,7 +534,9 @@ static void vm_remove_files(struct vw_publisher *p, struct pub_vm *vm)
 	if (p->lock_dir && (lock_dir_open(p) < 0 ||
 			    vw_pub_lock_take(&vm->lock, p->lock_fd, vm->uuid, p->epoch, -1, &h) < 0))
 		return; /* published elsewhere now, or no lock: folder and lock file are kept */
-	if (share && (r = vw_pub_share_remove(p->share_fd, vm->uuid)) < 0)
+	if (share && (r = vw_pub_share_remove(p->share_fd, vm->uuid,
+					      vm->share.left_known ? &vm->share.left_mtime
+								   : NULL)) < 0)
 		vw_debug("publish: shared folder of %s, gone: not removed: %s", vm->uuid,
 			 strerror(-r));
 	if (!p->lock_dir)

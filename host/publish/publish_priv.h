@@ -137,6 +137,8 @@ struct vw_pub_share {
 	bool primed[VW_PUB_RAPL__COUNT];        /* offset read back (once per process) */
 	bool written[VW_PUB_RAPL__COUNT];       /* energy_uj holds last_uj (since the zone opened) */
 	bool no_fsync; /* the folder is on tmpfs or ramfs, where fsync() does nothing */
+	bool left_known;          /* left_mtime read when the folder was last closed */
+	struct timespec left_mtime; /* the folder's mtime then: its last change was ours */
 	long pid;      /* this process's, for the temps' names (NAME.tmp.PID), asked once */
 	struct vw_complaint complaint;
 };
@@ -174,9 +176,11 @@ int vw_pub_share_write(struct vw_pub_share *s, int root_fd, const char *uuid, co
  * (frame.json, model.json, the zones' files and directories, leftover temps), through directory
  * fds opened O_NOFOLLOW: a link planted anywhere in it is never followed (a link in place of a
  * directory is left, with the folder around it). What another hand put there is left too, and
- * the folder with it. 0 (also when nothing was there), -errno.
+ * the folder with it. left: the folder's mtime when this writer last closed it (NULL: unknown);
+ * a folder changed since (the libvirt hook, preparing the VM's start) is kept: -EBUSY. 0 (also
+ * when nothing was there), -errno.
  */
-int vw_pub_share_remove(int root_fd, const char *uuid);
+int vw_pub_share_remove(int root_fd, const char *uuid, const struct timespec *left);
 
 /* The VM's model frame line as model.json in its folder (after a first frame made the folder). */
 int vw_pub_share_write_model(struct vw_pub_share *s, const char *line, size_t len);

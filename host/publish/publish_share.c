@@ -37,6 +37,7 @@
 #include <unistd.h>
 
 #include "fileio.h"
+#include "log.h"
 #include "macro.h"
 #include "proto.h"
 #include "publish_priv.h"
@@ -59,6 +60,13 @@ void vw_pub_share_init(struct vw_pub_share *s, int ifd)
  * Its frame is written again when it does (the folder may have been rewritten meanwhile). */
 void vw_pub_share_done(struct vw_pub_share *s)
 {
+	struct stat st;
+
+	/* The folder as this writer left it: a later change of its time is another hand's (the
+	 * libvirt hook preparing a start), which vw_pub_share_remove() then keeps. */
+	s->left_known = s->dirfd >= 0 && fstat(s->dirfd, &st) == 0;
+	if (s->left_known)
+		s->left_mtime = st.st_mtim;
 	if (s->wd >= 0 && s->ifd >= 0)
 		(void)inotify_rm_watch(s->ifd, s->wd);
 	s->wd = -1;
@@ -321,14 +329,13 @@ static int remove_made(int fd)
 	return r;
 }
 
-int vw_pub_share_remove(int root_fd, const char *uuid)
+/* Remove the folder <root_fd>/<name> holds for uuid: ours in it, then it (when nothing else is). */
+static int remove_folder(int root_fd, const char *name)
 {
 	_cleanup_close_ int dirfd = -1;
 	int r;
 
-	if (!vw_proto_uuid_valid(uuid))
-		return -EINVAL;
-	dirfd = openat(root_fd, uuid, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	dirfd = openat(root_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dirfd < 0)
 		return errno == ENOENT ? 0 : -errno; /* a link in its place: not ours, kept */
 	for (size_t z = 0; z < VW_PUB_RAPL__COUNT; z++) {
@@ -346,7 +353,48 @@ int vw_pub_share_remove(int root_fd, const char *uuid)
 	r = remove_made(dirfd);
 	if (r < 0)
 		return r;
-	if (unlinkat(root_fd, uuid, AT_REMOVEDIR) < 0 && errno != ENOENT)
+	if (unlinkat(root_fd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
 		return -errno;
 	return 0;
+}
+
+/*
+ * The folder is first renamed out of QEMU's way (<root>/.<uuid>.gone), then its time compared
+ * with the one this writer left: a VM starting now has its folder touched by the libvirt hook
+ * ("prepare"), and QEMU opens it tens of milliseconds later, so a folder touched since is put
+ * back at once and kept (-EBUSY). Removed in place, a start at that moment lost its folder: QEMU
+ * refused to start, or exported a directory the host no longer wrote. A hook run after the
+ * rename makes a new folder, which stays. Where renameat2 is not supported (NFS), in place.
+ */
+int vw_pub_share_remove(int root_fd, const char *uuid, const struct timespec *left)
+{
+	char tomb[VW_UUID_LEN + 8];
+	struct stat st;
+	int r;
+
+	if (!vw_proto_uuid_valid(uuid))
+		return -EINVAL;
+	snprintf(tomb, sizeof(tomb), ".%s.gone", uuid);
+	if (renameat2(root_fd, uuid, root_fd, tomb, RENAME_NOREPLACE) < 0) {
+		if (errno == ENOENT)
+			return 0;
+		if (errno != EINVAL)
+			return -errno; /* EEXIST: an earlier removal's, with another's file in it */
+		return remove_folder(root_fd, uuid);
+	}
+	if (fstatat(root_fd, tomb, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (S_ISDIR(st.st_mode) && left &&
+	    (st.st_mtim.tv_sec != left->tv_sec || st.st_mtim.tv_nsec != left->tv_nsec)) {
+		if (renameat2(root_fd, tomb, root_fd, uuid, RENAME_NOREPLACE) == 0)
+			return -EBUSY; /* prepared for a start since we left it: kept */
+		if (errno != EEXIST)
+			return -errno;
+		/* a folder made meanwhile (the hook, after our rename) is the VM's: ours goes */
+	}
+	r = remove_folder(root_fd, tomb);
+	if (r < 0 && renameat2(root_fd, tomb, root_fd, uuid, RENAME_NOREPLACE) < 0 &&
+	    errno != EEXIST)
+		vw_debug("publish: %s left as %s: %s", uuid, tomb, strerror(errno));
+	return r;
 }
