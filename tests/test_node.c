@@ -108,6 +108,35 @@ static void test_read_from_root(void **state)
 	vw_fixture_rm(root);
 }
 
+/*
+ * A key-value file's number (PID/status, meminfo): by its key at a line's start only. A
+ * process named "VmRSS: 1" (its comm on the Name line) was read as its own RSS by strstr.
+ */
+static void test_field_u64(void **state)
+{
+	static const char status[] = "Name:\tVmRSS: 1 Uid:\t7\nUmask:\t0022\nUid:\t107\t107\t0\t0\n"
+				     "VmRSS:\t    1234 kB\nVmSize:\t18446744073709551616 kB\n"
+				     "VmHWM:\t kB\nVmRSSx:\t9\n";
+	const char *end = NULL;
+	uint64_t v = 0;
+
+	(void)state;
+	assert_int_equal(vw_procfs_field_u64(status, "VmRSS", &v, &end), 0);
+	assert_int_equal(v, 1234);
+	assert_string_equal(end, " kB\nVmSize:\t18446744073709551616 kB\nVmHWM:\t kB\nVmRSSx:\t9\n");
+	assert_int_equal(vw_procfs_field_u64(status, "Uid", &v, &end), 0);
+	assert_int_equal(v, 107);
+	assert_int_equal(vw_procfs_parse_u64(&end, &v), 0); /* the effective UID after it */
+	assert_int_equal(v, 107);
+	assert_int_equal(vw_procfs_field_u64(status, "Name", &v, NULL), -ENODATA);
+	assert_int_equal(vw_procfs_field_u64(status, "VmSize", &v, NULL), -ERANGE);
+	assert_int_equal(vw_procfs_field_u64(status, "VmHWM", &v, NULL), -ENODATA);
+	assert_int_equal(vw_procfs_field_u64(status, "VmRSSx", &v, NULL), 0);
+	assert_int_equal(v, 9);
+	assert_int_equal(vw_procfs_field_u64(status, "VmSwap", &v, NULL), -ENODATA);
+	assert_int_equal(vw_procfs_field_u64("", "VmRSS", &v, NULL), -ENODATA);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -115,6 +144,7 @@ int main(void)
 		cmocka_unit_test(test_parse_stat_bad),
 		cmocka_unit_test(test_cpuinfo),
 		cmocka_unit_test(test_read_from_root),
+		cmocka_unit_test(test_field_u64),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

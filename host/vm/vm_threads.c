@@ -268,18 +268,10 @@ uint32_t vw_vm_vhost_owner(const char *comm)
 /* A decimal UID at *p (after blanks) into *ret, *p moved past it. */
 static int parse_uid(const char **p, uint32_t *ret)
 {
-	char *end;
-	unsigned long long v;
+	uint64_t v;
 
-	while (**p == '\t' || **p == ' ')
-		(*p)++;
-	if (**p < '0' || **p > '9')
+	if (vw_procfs_parse_u64(p, &v) < 0 || v >= UINT32_MAX)
 		return -EINVAL;
-	errno = 0;
-	v = strtoull(*p, &end, 10);
-	if (errno || v >= UINT32_MAX)
-		return -EINVAL;
-	*p = end;
 	*ret = (uint32_t)v;
 	return 0;
 }
@@ -288,16 +280,15 @@ int vw_qemu_read_uids(int procfd, uint32_t pid, uint32_t *ret_uid, uint32_t *ret
 {
 	char rel[32], buf[1024]; /* Uid: is the 9th line, after Name (at most 64 bytes escaped) */
 	const char *p;
+	uint64_t v;
 
 	snprintf(rel, sizeof(rel), "%" PRIu32 "/status", pid);
 	if (vw_read_prefix_at(procfd, rel, buf, sizeof(buf), NULL) < 0)
 		return -ESRCH;
-	p = strstr(buf, "\nUid:");
-	if (!p)
+	if (vw_procfs_field_u64(buf, "Uid", &v, &p) < 0 || v >= UINT32_MAX ||
+	    parse_uid(&p, ret_euid) < 0)
 		return -EINVAL;
-	p += 5;
-	if (parse_uid(&p, ret_uid) < 0 || parse_uid(&p, ret_euid) < 0)
-		return -EINVAL;
+	*ret_uid = (uint32_t)v;
 	return 0;
 }
 

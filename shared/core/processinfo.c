@@ -15,6 +15,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "procfs.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define VW_ASAN 1
@@ -31,25 +32,17 @@ size_t __sanitizer_get_current_allocated_bytes(void);
 #include <malloc.h>
 #endif
 
-/* "VmRSS:\t  1234 kB" in /proc/PID/status (by hand: sscanf took ~1,200 instructions, three
- * times an interval). */
+/* "VmRSS:\t  1234 kB" in /proc/PID/status, in bytes (by hand: sscanf took ~1,200
+ * instructions, three times an interval). */
 static int status_kb(const char *text, const char *key, uint64_t *ret)
 {
-	const char *p = strstr(text, key);
-	uint64_t kb = 0;
+	uint64_t kb;
+	int r = vw_procfs_field_u64(text, key, &kb, NULL);
 
-	if (!p)
+	if (r < 0)
 		return -ENODATA;
-	p += strlen(key);
-	while (*p == ' ' || *p == '\t')
-		p++;
-	if (*p < '0' || *p > '9')
-		return -ENODATA;
-	for (; *p >= '0' && *p <= '9'; p++) {
-		if (kb > (UINT64_MAX / 1024 - (uint64_t)(*p - '0')) / 10)
-			return -ENODATA; /* its bytes would not fit */
-		kb = kb * 10 + (uint64_t)(*p - '0');
-	}
+	if (kb > UINT64_MAX / 1024)
+		return -ENODATA; /* its bytes would not fit */
 	*ret = kb * 1024;
 	return 0;
 }
@@ -194,11 +187,11 @@ static int read_all(struct vw_processinfo_reader *r, struct vw_processinfo *ret,
 	ret->rss_bytes = ret->peak_rss_bytes = ret->vm_bytes = ret->open_fds = ret->max_fds = 0;
 	e = read_status(r, text, sizeof(text), &len);
 	if (e == 0) {
-		e = status_kb(text, "VmRSS:", &ret->rss_bytes);
+		e = status_kb(text, "VmRSS", &ret->rss_bytes);
 		if (e == 0)
-			e = status_kb(text, "VmHWM:", &ret->peak_rss_bytes);
+			e = status_kb(text, "VmHWM", &ret->peak_rss_bytes);
 		if (e == 0)
-			e = status_kb(text, "VmSize:", &ret->vm_bytes);
+			e = status_kb(text, "VmSize", &ret->vm_bytes);
 	}
 	first = e;
 	if (oneshot && r->status_fd >= 0) {

@@ -243,6 +243,38 @@ static int stat_number(const char **p, uint64_t *ret)
 	return 0;
 }
 
+int vw_procfs_parse_u64(const char **p, uint64_t *ret)
+{
+	const char *s = *p;
+
+	while (*s == ' ' || *s == '\t')
+		s++;
+	if (stat_number(&s, ret) < 0)
+		return *s >= '0' && *s <= '9' ? -ERANGE : -ENODATA;
+	*p = s;
+	return 0;
+}
+
+int vw_procfs_field_u64(const char *text, const char *key, uint64_t *ret, const char **ret_end)
+{
+	size_t n = strlen(key);
+	const char *line = text;
+	int r;
+
+	while (line && (strncmp(line, key, n) != 0 || line[n] != ':')) {
+		line = strchr(line, '\n');
+		if (line)
+			line++;
+	}
+	if (!line)
+		return -ENODATA;
+	line += n + 1;
+	r = vw_procfs_parse_u64(&line, ret);
+	if (r == 0 && ret_end)
+		*ret_end = line;
+	return r;
+}
+
 int vw_procfs_parse_pid_stat_fields(const char *text, struct vw_pid_stat *ret)
 {
 	const char *open = strchr(text, '('), *close = strrchr(text, ')'), *p;

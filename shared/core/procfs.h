@@ -64,6 +64,16 @@ struct vw_pid_stat {
  */
 int vw_procfs_parse_pid_stat_fields(const char *text, struct vw_pid_stat *ret);
 
+/*
+ * The number on the line "KEY:" of a /proc key-value file (PID/status, meminfo): the key matched
+ * at a line's start only (a process's Name line holds its comm, escaped, and never matches
+ * another key), then an unsigned decimal after blanks; *ret_end (optional) just past it.
+ * -ENODATA: no such line, or no number there; -ERANGE: it overflows.
+ */
+int vw_procfs_field_u64(const char *text, const char *key, uint64_t *ret, const char **ret_end);
+/* An unsigned decimal after blanks (spaces, tabs) at *p, *p moved past it; errors as above. */
+int vw_procfs_parse_u64(const char **p, uint64_t *ret);
+
 /* The same: comm, utime + stime and starttime. */
 int vw_procfs_parse_pid_stat(const char *text, char comm[VW_COMM_LEN], uint64_t *ret_ticks,
 			     uint64_t *ret_start);

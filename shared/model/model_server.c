@@ -50,10 +50,9 @@ static unsigned cpuinfo_mhz(const char *text)
 
 static unsigned meminfo_gb(const char *text)
 {
-	const char *p = strstr(text, "MemTotal:");
-	unsigned long long kb;
+	uint64_t kb;
 
-	if (!p || sscanf(p + 9, "%llu", &kb) != 1)
+	if (vw_procfs_field_u64(text, "MemTotal", &kb, NULL) < 0)
 		return 0;
 	return (unsigned)((kb + (1ULL << 19)) >> 20);
 }
