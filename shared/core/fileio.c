@@ -172,17 +172,26 @@ int vw_read_fd(int fd, void *buf, size_t max, size_t *ret_len)
 	return 0;
 }
 
-/* Open rel and read up to size - 1 bytes, NUL-terminated; the fd stays open in *ret_fd. */
+/* The flags a plain file is opened with: a link is -ELOOP, a FIFO never waits for a writer. */
+#define PLAIN_OPEN_FLAGS (O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NOFOLLOW | O_NONBLOCK)
+
+/* Open rel and read up to size - 1 bytes, NUL-terminated; the fd stays open in *ret_fd. plain:
+ * only a regular file that is no link (else -ELOOP or -EINVAL), opened without blocking. */
 static int open_and_read(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len,
-			 int *ret_fd)
+			 int *ret_fd, bool plain)
 {
+	struct stat st;
 	int r;
 
 	if (size == 0)
 		return -EINVAL;
-	*ret_fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	*ret_fd = openat(dirfd, rel, plain ? PLAIN_OPEN_FLAGS : O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	if (*ret_fd < 0)
 		return -errno;
+	if (plain && fstat(*ret_fd, &st) < 0)
+		return -errno;
+	if (plain && !S_ISREG(st.st_mode))
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 	r = vw_read_fd(*ret_fd, buf, size - 1, ret_len);
 	if (r == 0)
 		buf[*ret_len] = '\0';
@@ -239,19 +248,20 @@ int vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t
 {
 	_cleanup_close_ int fd = -1;
 	size_t len = 0;
-	int r = open_and_read(dirfd, rel, buf, size, &len, &fd);
+	int r = open_and_read(dirfd, rel, buf, size, &len, &fd, false);
 
 	if (r == 0 && ret_len)
 		*ret_len = len;
 	return r;
 }
 
-int vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)
+static int read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len,
+			bool plain)
 {
 	_cleanup_close_ int fd = -1;
 	size_t len = 0, more = 0;
 	char extra;
-	int r = open_and_read(dirfd, rel, buf, size, &len, &fd);
+	int r = open_and_read(dirfd, rel, buf, size, &len, &fd, plain);
 
 	if (r < 0)
 		return r;
@@ -265,6 +275,11 @@ int vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *
 	if (ret_len)
 		*ret_len = len;
 	return 0;
+}
+
+int vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)
+{
+	return read_file_at(dirfd, rel, buf, size, ret_len, false);
 }
 
 /* ---- kept files ---- */
@@ -451,17 +466,27 @@ int vw_parse_u64(const char *s, uint64_t *ret)
 	return 0;
 }
 
-int vw_read_u64_at(int dirfd, const char *rel, uint64_t *ret)
+static int read_u64_at(int dirfd, const char *rel, uint64_t *ret, bool plain)
 {
 	char buf[64];
 	size_t len;
-	int r = vw_read_file_at(dirfd, rel, buf, sizeof(buf), &len);
+	int r = read_file_at(dirfd, rel, buf, sizeof(buf), &len, plain);
 
 	if (r < 0)
 		return r == -EFBIG ? -EINVAL : r;
 	if (memchr(buf, '\0', len))
 		return -EINVAL;
 	return vw_parse_u64(buf, ret);
+}
+
+int vw_read_u64_at(int dirfd, const char *rel, uint64_t *ret)
+{
+	return read_u64_at(dirfd, rel, ret, false);
+}
+
+int vw_read_u64_plain_at(int dirfd, const char *rel, uint64_t *ret)
+{
+	return read_u64_at(dirfd, rel, ret, true);
 }
 
 static int write_all(int fd, const void *data, size_t len)

@@ -107,6 +107,12 @@ int vw_read_str_at(int dirfd, const char *rel, char *buf, size_t size);
  * sign, -ERANGE overflow.
  */
 int vw_read_u64_at(int dirfd, const char *rel, uint64_t *ret);
+/*
+ * As vw_read_u64_at(), from a file someone else may have planted (a folder a guest could write):
+ * only a regular file that is not a symlink (-ELOOP), opened O_NONBLOCK so that a FIFO never
+ * blocks (-EINVAL, as any other non-regular file).
+ */
+int vw_read_u64_plain_at(int dirfd, const char *rel, uint64_t *ret);
 /* Parse the same strict unsigned decimal from a string. */
 int vw_parse_u64(const char *s, uint64_t *ret);
 /* A PID or TID as /proc names it: decimal, no sign, no leading zero, at most 2^31 - 1. */
