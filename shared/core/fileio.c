@@ -198,15 +198,13 @@ static int open_and_read(int dirfd, const char *rel, char *buf, size_t size, siz
 	return r;
 }
 
-int vw_read_whole_at(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len)
+/* The rest of fd into a malloc'd NUL-terminated *ret: at most max bytes, else -EFBIG. */
+static int read_whole_fd(int fd, size_t max, char **ret, size_t *ret_len)
 {
-	_cleanup_close_ int fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0, cap = 0, n;
 	int r;
 
-	if (fd < 0)
-		return -errno;
 	for (;;) {
 		size_t want;
 
@@ -242,6 +240,27 @@ int vw_read_whole_at(int dirfd, const char *rel, size_t max, char **ret, size_t 
 		*ret_len = len;
 	*ret = VW_TAKE_PTR(buf);
 	return 0;
+}
+
+int vw_read_whole_at(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+	if (fd < 0)
+		return -errno;
+	return read_whole_fd(fd, max, ret, ret_len);
+}
+
+int vw_read_regular_at(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	return read_whole_fd(fd, max, ret, ret_len);
 }
 
 int vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)

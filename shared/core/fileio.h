@@ -65,6 +65,12 @@ int vw_read_fd(int fd, void *buf, size_t max, size_t *ret_len);
  */
 #define VW_READ_WHOLE_FIRST 4096u
 int vw_read_whole_at(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len);
+/*
+ * As vw_read_whole_at(), for a file an operator names (a configuration, a certificate): only a
+ * regular file (a link to one is followed), -EINVAL for a FIFO, a device or a socket, -EISDIR
+ * for a directory; opened O_NONBLOCK, so a FIFO in its place never blocks the caller.
+ */
+int vw_read_regular_at(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len);
 /* Up to size - 1 bytes of a file, NUL-terminated: a prefix, never -EFBIG. */
 int vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len);
 

@@ -148,7 +148,8 @@ int vw_yaml_next_scalar(struct vw_yaml *y, yaml_event_t *ev, yaml_event_type_t e
 /* Read a regular file of at most max bytes into y->buf. */
 static int file_read(struct vw_yaml *y, const char *what, size_t max)
 {
-	_cleanup_close_ int fd = open(y->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a FIFO in the file's place is refused below, never waited on. */
+	_cleanup_close_ int fd = open(y->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 	struct stat st;
