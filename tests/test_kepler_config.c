@@ -7,9 +7,12 @@
  */
 #include "vw_test.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "daemon_options.h"
@@ -194,6 +197,65 @@ static void test_warnings_and_strict(void **state)
 	assert_int_equal(LOAD(&r, arg, "--no-config.strict"), 0);
 	run_free(&r);
 	unlink(path);
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* Load text as --config.file (not strict: unknown keys warn, their values skipped); ms taken. */
+static int load_text(struct run *r, const char *text, uint64_t *ret_ms)
+{
+	char path[] = "/tmp/vw-kepler-XXXXXX", arg[64];
+	int fd = mkstemp(path), rc;
+	uint64_t t0;
+	FILE *f;
+
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	fclose(f);
+	snprintf(arg, sizeof(arg), "--config.file=%s", path);
+	t0 = mono_ms();
+	rc = LOAD(r, arg);
+	*ret_ms = mono_ms() - t0;
+	unlink(path);
+	return rc;
+}
+
+/*
+ * A value nested 100,000 deep under a key nobody knows (skipped with a warning, not strict):
+ * refused at the 33rd level (the file's mappings count). Before, every level was read: libyaml's scanner costs O(depth) a
+ * token, so the file (200 KB, under the 1 MiB cap) took seconds (200,000 levels: over 20 s).
+ */
+static void test_deep_nesting(void **state)
+{
+	const size_t depth = 100000;
+	const char *head = "monitor:\n  unknown: ";
+	char *text = malloc(strlen(head) + 2 * depth + 2);
+	struct run r = { 0 };
+	uint64_t ms;
+	int rc;
+
+	(void)state;
+	assert_non_null(text);
+	strcpy(text, head);
+	memset(text + strlen(head), '[', depth);
+	memset(text + strlen(head) + depth, ']', depth);
+	strcpy(text + strlen(head) + 2 * depth, "\n");
+	rc = load_text(&r, text, &ms);
+	print_message("%zu levels: %d in %" PRIu64 " ms\n", depth, rc, ms);
+	assert_int_equal(rc, -EINVAL);
+	if (!strstr(r.err, ":2:42: nested deeper than 32 levels"))
+		fail_msg("%s", r.err);
+	assert_true(ms < 1000);
+	free(text);
+	run_free(&r);
 }
 
 /* Kepler's flags, as kingpin reads them. */
@@ -411,6 +473,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kepler_file_maps),
 		cmocka_unit_test(test_warnings_and_strict),
+		cmocka_unit_test(test_deep_nesting),
 		cmocka_unit_test(test_kepler_flags),
 		cmocka_unit_test(test_values_checked_at_parse),
 		cmocka_unit_test(test_help_grouped),

@@ -100,6 +100,15 @@ int vw_yaml_next(struct vw_yaml *y, yaml_event_t *ev)
 	anchor = event_anchor(ev);
 	if (anchor)
 		return vw_yaml_err(y, &ev->start_mark, "anchors (&%s) are not supported", anchor);
+	if (ev->type == YAML_SEQUENCE_START_EVENT || ev->type == YAML_MAPPING_START_EVENT) {
+		if (++y->depth > VW_YAML_MAX_DEPTH)
+			return vw_yaml_err(y, &ev->start_mark,
+					   "nested deeper than %u levels: not a file of ours",
+					   VW_YAML_MAX_DEPTH);
+	} else if ((ev->type == YAML_SEQUENCE_END_EVENT || ev->type == YAML_MAPPING_END_EVENT) &&
+		   y->depth > 0) {
+		y->depth--;
+	}
 	return 0;
 }
 
