@@ -108,6 +108,9 @@ int vw_kept_file_read_whole(struct vw_kept_file *kf, int dirfd, const char *rel,
 
 /* Read one line, trailing whitespace stripped. -ENODATA when empty. */
 int vw_read_str_at(int dirfd, const char *rel, char *buf, size_t size);
+/* The same from a file an operator names (a token, a password): a regular file only (a link to
+ * one followed), opened O_NONBLOCK: a FIFO is -EINVAL, never waited on. */
+int vw_read_str_regular_at(int dirfd, const char *rel, char *buf, size_t size);
 /*
  * Read an unsigned decimal (surrounding whitespace allowed). -ENODATA empty, -EINVAL junk or a
  * sign, -ERANGE overflow.
