@@ -836,6 +836,7 @@ static void test_flooding_guest(void **state)
 	rig_round(r);
 	f.fd = r->peers[0].cfd;
 	assert_true(f.fd >= 0);
+	assert_int_equal(setsockopt(f.fd, SOL_SOCKET, SO_SNDBUF, &(int){ 1 << 20 }, sizeof(int)), 0);
 	assert_int_equal(vw_publisher_vm_stats(r->p, U_GOOD, &st0), 0);
 	assert_int_equal(pthread_create(&th, NULL, flood, &f), 0);
 	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
@@ -859,7 +860,7 @@ static void test_flooding_guest(void **state)
 		      f.sent, st.rx_bytes - st0.rx_bytes, wakes, (double)cpu / 1e6);
 	assert_true(st.connected);
 	assert_true(st.rx_bytes - st0.rx_bytes <= 64 * 1024);
-	assert_true(wakes <= 3);
+	assert_true(wakes <= 16); /* a wake-up a send of the guest's until the budget is spent */
 	/* The next round reads again (a hello after a flood is still seen), and publishes. */
 	rig_round(r);
 	assert_int_equal(vw_publisher_tick(r->p, r->now, NULL), 0);
