@@ -249,7 +249,7 @@ static void test_deep_nesting(void **state)
 	memset(text + strlen(head) + depth, ']', depth);
 	strcpy(text + strlen(head) + 2 * depth, "\n");
 	rc = load_text(&r, text, &ms);
-	print_message("%zu levels: %d in %" PRIu64 " ms\n", depth, rc, ms);
+	print_message("# %zu levels: %d in %" PRIu64 " ms\n", depth, rc, ms);
 	assert_int_equal(rc, -EINVAL);
 	if (!strstr(r.err, ":2:42: nested deeper than 32 levels"))
 		fail_msg("%s", r.err);
@@ -278,7 +278,7 @@ static void test_many_unknown_keys(void **state)
 	for (size_t i = 0; i < n; i++)
 		p += sprintf(p, "  k%zu: 1\n", i);
 	rc = load_text(&r, text, &ms);
-	print_message("%zu unknown keys: %d in %" PRIu64 " ms, %zu warnings\n", n, rc, ms,
+	print_message("# %zu unknown keys: %d in %" PRIu64 " ms, %zu warnings\n", n, rc, ms,
 		      r.warnings.n);
 	if (rc != 0)
 		fail_msg("%s", r.err);

@@ -855,7 +855,7 @@ static void test_flooding_guest(void **state)
 	f.stop = true;
 	assert_int_equal(pthread_join(th, NULL), 0);
 	assert_int_equal(vw_publisher_vm_stats(r->p, U_GOOD, &st), 0);
-	print_message("flooding guest: sent %" PRIu64 " B in 0.5 s; host read %" PRIu64
+	print_message("# flooding guest: sent %" PRIu64 " B in 0.5 s; host read %" PRIu64
 		      " B, woke %" PRIu64 " times, %.1f ms of CPU\n",
 		      f.sent, st.rx_bytes - st0.rx_bytes, wakes, (double)cpu / 1e6);
 	assert_true(st.connected);
@@ -868,10 +868,11 @@ static void test_flooding_guest(void **state)
 	assert_true(st0.rx_bytes > st.rx_bytes);
 	assert_true(st0.connected);
 	assert_int_equal(r->peers[0].rx.last.seq, vw_publisher_seq(r->p));
-	/* A guest that closes while over its budget is seen gone at once. */
+	/* A guest that closes while over its budget is seen gone: what it left in the socket (at
+	 * most its send buffer, 2 MiB here) is read to the end, 64 KiB a wake-up. */
 	close(r->peers[0].cfd);
 	r->peers[0].cfd = -1;
-	for (int i = 0; i < 20 && st0.connected; i++) {
+	for (int i = 0; i < 100 && st0.connected; i++) {
 		struct pollfd pfd = { .fd = vw_publisher_fd(r->p), .events = POLLIN };
 
 		(void)poll(&pfd, 1, 50);

@@ -445,7 +445,7 @@ static void test_chassis_flood(void **state)
 	r = open_with(&cfg, &st);
 	t = monotonic_ms() - t;
 	asked = bmc_requests() - before;
-	print_message("2000 chassis listed: open %d after %u requests, %" PRIu64 " ms\n", r, asked,
+	print_message("# 2000 chassis listed: open %d after %u requests, %" PRIu64 " ms\n", r, asked,
 		      t);
 	ctl("chassis", "0\n");
 	if (r == 0)
