@@ -384,6 +384,42 @@ static void test_faults(void **state)
 	vw_src_redfish.close(st);
 }
 
+/* Watts no node draws, or no number at all: refused (-ERANGE), nothing counted from them, the
+ * span a gap; the next sane reading counts again. */
+static void test_hostile_watts(void **state)
+{
+	static const char *const watts[] = { "nan\n", "inf\n", "-5\n", "1e308\n", "2e7\n" };
+	struct vw_redfish_config cfg = cfg_good();
+	struct vw_power_source_stats stats = { 0 };
+	uint64_t raw, now = T0, before;
+	int err;
+	void *st = NULL;
+
+	(void)state;
+	bmc_ok("100\n");
+	cfg.timeout_ms = 1000;
+	cfg.staleness_ms = 1500;
+	clk = T0;
+	assert_int_equal(open_with(&cfg, &st), 0);
+	await_uw(st, 100000000);
+	assert_int_equal(read_at(st, now, &raw, &err), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(watts); i++) {
+		assert_int_equal(read_at(st, now += SEC, &raw, &err), 0);
+		before = raw;
+		ctl("watts", watts[i]);
+		usleep(300000);
+		await_err(st, now += 2 * SEC, -ERANGE, &raw);
+		if (raw != before)
+			fail_msg("watts %s: counted %" PRIu64 " uJ", watts[i], raw - before);
+		bmc_ok("100\n");
+		await_err(st, now += 10 * SEC, 0, &raw);
+		assert_int_equal(raw, before);
+		vw_src_redfish.stats(st, &stats);
+		assert_int_equal(stats.gaps, i + 1);
+	}
+	vw_src_redfish.close(st);
+}
+
 /* A BMC that hangs never holds up read(), and close() cancels the request in flight. */
 static void test_never_stalls(void **state)
 {
@@ -465,6 +501,7 @@ int main(void)
 		cmocka_unit_test(test_faults),
 		cmocka_unit_test(test_never_stalls),
 		cmocka_unit_test(test_chassis_flood),
+		cmocka_unit_test(test_hostile_watts),
 	};
 
 	vw_log_set_level(VW_LOG_WARN);
