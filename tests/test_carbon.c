@@ -8,10 +8,14 @@
  */
 #include "vw_test.h"
 
+#include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "carbon.h"
@@ -139,6 +143,35 @@ static char *snapshot(struct vw_carbon *c, int64_t now_s, const struct snap *s)
 static double grams(const char *text, const char *family, const char *match)
 {
 	return vw_fixture_sample_sum(text, family, match);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig; /* only interrupts a blocked open (no SA_RESTART) */
+}
+
+/* The intensity file a FIFO (at start, or replaced by one later): refused at once, never waited
+ * on (the old code blocked in open() until a writer came: at start, or in the loop at a reload). */
+static void test_file_fifo(void **state)
+{
+	struct sigaction sa = { .sa_handler = on_alarm }, old_sa;
+	char *dir = vw_fixture_mkdtemp("carbon"), path[600], why[256] = "";
+	struct vw_carbon_opts o = { .file = path, .start_ns = (T0 - 5) * S };
+	struct timespec t0, t1;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/grid.txt", dir);
+	assert_int_equal(mkfifo(path, 0600), 0);
+	assert_int_equal(sigaction(SIGALRM, &sa, &old_sa), 0);
+	alarm(2);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_null(vw_carbon_new(&o, why, sizeof(why)));
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	alarm(0);
+	assert_int_equal(sigaction(SIGALRM, &old_sa, NULL), 0);
+	assert_non_null(strstr(why, "grid.txt: not a regular file"));
+	assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 1000);
+	vw_fixture_rm(dir);
 }
 
 static void test_tracker_file(void **state)
@@ -365,6 +398,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_parse),
 		cmocka_unit_test(test_integral),
+		cmocka_unit_test(test_file_fifo),
 		cmocka_unit_test(test_tracker_file),
 		cmocka_unit_test(test_tracker_static_and_baseline),
 		cmocka_unit_test(test_daemon),

@@ -7,9 +7,12 @@
  */
 #include "vw_test.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "daemon_options.h"
@@ -194,6 +197,98 @@ static void test_warnings_and_strict(void **state)
 	assert_int_equal(LOAD(&r, arg, "--no-config.strict"), 0);
 	run_free(&r);
 	unlink(path);
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* Load text as --config.file (not strict: unknown keys warn, their values skipped); ms taken. */
+static int load_text(struct run *r, const char *text, uint64_t *ret_ms)
+{
+	char path[] = "/tmp/vw-kepler-XXXXXX", arg[64];
+	int fd = mkstemp(path), rc;
+	uint64_t t0;
+	FILE *f;
+
+	assert_true(fd >= 0);
+	f = fdopen(fd, "w");
+	assert_non_null(f);
+	assert_int_equal(fputs(text, f) >= 0, 1);
+	fclose(f);
+	snprintf(arg, sizeof(arg), "--config.file=%s", path);
+	t0 = mono_ms();
+	rc = LOAD(r, arg);
+	*ret_ms = mono_ms() - t0;
+	unlink(path);
+	return rc;
+}
+
+/*
+ * A value nested 100,000 deep under a key nobody knows (skipped with a warning, not strict):
+ * refused at the 33rd level (the file's mappings count). Before, every level was read: libyaml's scanner costs O(depth) a
+ * token, so the file (200 KB, under the 1 MiB cap) took seconds (200,000 levels: over 20 s).
+ */
+static void test_deep_nesting(void **state)
+{
+	const size_t depth = 100000;
+	const char *head = "monitor:\n  unknown: ";
+	char *text = malloc(strlen(head) + 2 * depth + 2);
+	struct run r = { 0 };
+	uint64_t ms;
+	int rc;
+
+	(void)state;
+	assert_non_null(text);
+	strcpy(text, head);
+	memset(text + strlen(head), '[', depth);
+	memset(text + strlen(head) + depth, ']', depth);
+	strcpy(text + strlen(head) + 2 * depth, "\n");
+	rc = load_text(&r, text, &ms);
+	print_message("# %zu levels: %d in %" PRIu64 " ms\n", depth, rc, ms);
+	assert_int_equal(rc, -EINVAL);
+	if (!strstr(r.err, ":2:42: nested deeper than 32 levels"))
+		fail_msg("%s", r.err);
+	assert_true(ms < 1000);
+	free(text);
+	run_free(&r);
+}
+
+/*
+ * 50,000 keys nobody knows (a 600 KB file under the 1 MiB cap; not strict: each a warning): the
+ * first 32 are warned about one by one, the rest in one warning that counts them. Before, each
+ * was compared with every option for a suggestion and with every warning before it (dropping
+ * repeats): quadratic, over 20 s and 1.5 GiB in the test build, and 50,000 log lines.
+ */
+static void test_many_unknown_keys(void **state)
+{
+	const size_t n = 50000;
+	char *text = malloc(n * 16 + 16), *p = text;
+	struct run r = { 0 };
+	uint64_t ms;
+	int rc;
+
+	(void)state;
+	assert_non_null(text);
+	p += sprintf(p, "monitor:\n");
+	for (size_t i = 0; i < n; i++)
+		p += sprintf(p, "  k%zu: 1\n", i);
+	rc = load_text(&r, text, &ms);
+	print_message("# %zu unknown keys: %d in %" PRIu64 " ms, %zu warnings\n", n, rc, ms,
+		      r.warnings.n);
+	if (rc != 0)
+		fail_msg("%s", r.err);
+	assert_int_equal(r.warnings.n, 33);
+	assert_int_equal(warned(&r, ":2:3: unknown key \"monitor.k0\""), 1);
+	assert_int_equal(warned(&r, ":33:3: unknown key \"monitor.k31\""), 1);
+	assert_int_equal(warned(&r, ": 49968 more unknown keys ignored (the first at line 34)"), 1);
+	assert_true(ms < 2000);
+	free(text);
+	run_free(&r);
 }
 
 /* Kepler's flags, as kingpin reads them. */
@@ -411,6 +506,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_kepler_file_maps),
 		cmocka_unit_test(test_warnings_and_strict),
+		cmocka_unit_test(test_deep_nesting),
+		cmocka_unit_test(test_many_unknown_keys),
 		cmocka_unit_test(test_kepler_flags),
 		cmocka_unit_test(test_values_checked_at_parse),
 		cmocka_unit_test(test_help_grouped),

@@ -7,6 +7,7 @@
 #include "vw_test.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gnutls/gnutls.h>
 #include <json-c/json.h>
 #include <microhttpd.h>
@@ -14,6 +15,7 @@
 #include <pthread.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -652,6 +654,51 @@ static void test_unauthorized_rereads_token(void **state)
 	assert_true(env_stop(&e) < 1.0);
 }
 
+/* ---- the token file a FIFO ---- */
+
+static void route_listed(struct fake *f, const struct req *r, size_t nth, struct reply *out)
+{
+	(void)f;
+	if (!route_usual(r, nth, out))
+		reply_stall(out);
+}
+
+/* After 3 s, a writer comes and goes: the old code's open() returns, its read finds nothing. */
+static void *fifo_release(void *arg)
+{
+	int fd;
+
+	sleep(3);
+	fd = open(arg, O_RDWR | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+	return NULL;
+}
+
+/*
+ * The token file replaced by a FIFO (whoever can write the secret's path): refused (a warning,
+ * rate-limited), never waited on. The old code's pod thread blocked in open() until a writer
+ * came, and the daemon's stop with it (here: until the test's own writer, 3 s later).
+ */
+static void test_token_fifo(void **state)
+{
+	struct env e = { 0 };
+	struct vw_podmeta_opts o = env_opts(&e, route_listed, "tok\n");
+	struct timespec t0;
+	pthread_t th;
+
+	(void)state;
+	assert_int_equal(unlink(e.token), 0);
+	assert_int_equal(mkfifo(e.token, 0600), 0);
+	assert_int_equal(pthread_create(&th, NULL, fifo_release, e.token), 0);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	env_start(&e, &o);
+	usleep(300000); /* the pod thread at work */
+	(void)env_stop(&e);
+	assert_true(elapsed_s(&t0) < 2.0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+}
+
 /* ---- a kubeconfig's user: its token, read from the file, no token file ---- */
 
 static void route_kubeconfig(struct fake *f, const struct req *r, size_t nth, struct reply *out)
@@ -1283,6 +1330,7 @@ int main(void)
 		cmocka_unit_test(test_cpu_quantities),
 		cmocka_unit_test(test_container_ids),
 		cmocka_unit_test(test_bad_options),
+		cmocka_unit_test(test_token_fifo),
 		cmocka_unit_test(test_table_grace),
 		cmocka_unit_test(test_list_watch_resume),
 		cmocka_unit_test(test_grace_expiry),

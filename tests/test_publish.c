@@ -9,6 +9,8 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -789,6 +791,97 @@ static void test_guest_bytes(void **state)
 	assert_int_equal(vw_publisher_seq(r->p), 1);
 }
 
+struct flooder {
+	int fd;
+	volatile bool stop;
+	uint64_t sent;
+};
+
+/* A guest writing to its port as fast as QEMU takes it: the host's socket is never empty. */
+static void *flood(void *arg)
+{
+	struct flooder *f = arg;
+	static char junk[65536];
+
+	memset(junk, 'x', sizeof(junk));
+	while (!f->stop) {
+		ssize_t n = send(f->fd, junk, sizeof(junk), MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n > 0)
+			f->sent += (uint64_t)n;
+		else if (n < 0 && errno != EAGAIN)
+			break;
+		else
+			usleep(100);
+	}
+	return NULL;
+}
+
+/*
+ * A guest that floods its channel, against the host's loop as the daemon runs it: poll the
+ * publisher's fd until its next round, tick when woken. The guest's bytes are read up to a budget
+ * a round (64 KiB), then not until the next round: the old code read all it sent, 64 KiB a
+ * wake-up, and the loop woke as fast as the guest wrote (a host CPU spent on one guest).
+ */
+static void test_flooding_guest(void **state)
+{
+	struct rig *r = *state;
+	struct vw_publish_vm_stats st0, st;
+	struct flooder f = { .fd = -1 };
+	uint64_t t0, wakes = 0, cpu0, cpu;
+	struct timespec ts;
+	pthread_t th;
+
+	vm_run(&r->vms[0], 1, 1);
+	rig_round(r);
+	f.fd = r->peers[0].cfd;
+	assert_true(f.fd >= 0);
+	assert_int_equal(setsockopt(f.fd, SOL_SOCKET, SO_SNDBUF, &(int){ 1 << 20 }, sizeof(int)), 0);
+	assert_int_equal(vw_publisher_vm_stats(r->p, U_GOOD, &st0), 0);
+	assert_int_equal(pthread_create(&th, NULL, flood, &f), 0);
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	cpu0 = (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec;
+	t0 = real_ns();
+	while (real_ns() - t0 < SEC / 2) { /* half a second, within one round (no round due) */
+		struct pollfd pfd = { .fd = vw_publisher_fd(r->p), .events = POLLIN };
+
+		if (poll(&pfd, 1, 50) > 0) {
+			wakes++;
+			assert_int_equal(vw_publisher_tick(r->p, r->now, NULL), 0);
+		}
+	}
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	cpu = (uint64_t)ts.tv_sec * SEC + (uint64_t)ts.tv_nsec - cpu0;
+	f.stop = true;
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(vw_publisher_vm_stats(r->p, U_GOOD, &st), 0);
+	print_message("# flooding guest: sent %" PRIu64 " B in 0.5 s; host read %" PRIu64
+		      " B, woke %" PRIu64 " times, %.1f ms of CPU\n",
+		      f.sent, st.rx_bytes - st0.rx_bytes, wakes, (double)cpu / 1e6);
+	assert_true(st.connected);
+	assert_true(st.rx_bytes - st0.rx_bytes <= 64 * 1024);
+	assert_true(wakes <= 16); /* a wake-up a send of the guest's until the budget is spent */
+	/* The next round reads again (a hello after a flood is still seen), and publishes. */
+	rig_round(r);
+	assert_int_equal(vw_publisher_tick(r->p, r->now, NULL), 0);
+	assert_int_equal(vw_publisher_vm_stats(r->p, U_GOOD, &st0), 0);
+	assert_true(st0.rx_bytes > st.rx_bytes);
+	assert_true(st0.connected);
+	assert_int_equal(r->peers[0].rx.last.seq, vw_publisher_seq(r->p));
+	/* A guest that closes while over its budget is seen gone: what it left in the socket (at
+	 * most its send buffer, 2 MiB here) is read to the end, 64 KiB a wake-up. */
+	close(r->peers[0].cfd);
+	r->peers[0].cfd = -1;
+	for (int i = 0; i < 100 && st0.connected; i++) {
+		struct pollfd pfd = { .fd = vw_publisher_fd(r->p), .events = POLLIN };
+
+		(void)poll(&pfd, 1, 50);
+		assert_int_equal(vw_publisher_tick(r->p, r->now, NULL), 0);
+		assert_int_equal(vw_publisher_vm_stats(r->p, U_GOOD, &st0), 0);
+	}
+	assert_false(st0.connected);
+}
+
 static void test_backoff_and_path_change(void **state)
 {
 	struct rig *r = *state;
@@ -972,6 +1065,7 @@ int main(void)
 		cmocka_unit_test(test_invalid_uuid),
 		cmocka_unit_test(test_render_text),
 		cmocka_unit_test_setup_teardown(test_guest_bytes, one_vm_setup, rig_teardown),
+		cmocka_unit_test_setup_teardown(test_flooding_guest, one_vm_setup, rig_teardown),
 		cmocka_unit_test_setup_teardown(test_backoff_and_path_change, one_vm_setup,
 						rig_teardown),
 		cmocka_unit_test(test_identity_watched),

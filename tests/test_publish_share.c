@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -19,6 +20,7 @@
 
 #include "fileio.h"
 #include "fixture.h"
+#include "log.h"
 #include "macro.h"
 #include "proto.h"
 #include "model_rx.h"
@@ -321,6 +323,63 @@ static void test_symlinks_refused(void **state)
 	free(text);
 	assert_int_equal(vw_publisher_vm_stats(r.p, OTHER, &st), 0);
 	assert_int_equal(st.share_errors, 0);
+	rig_free(&r);
+	vw_fixture_rm(outside);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig; /* only interrupts a blocked open (no SA_RESTART) */
+}
+
+/*
+ * What a guest that can write its folder (a share exported without <readonly/>, virtiofs on a
+ * libvirt before 11) plants where the host reads energy_uj back when it first opens a zone: a
+ * FIFO (the host, root, blocked in open() for ever: every VM's publication and the sampling loop
+ * stopped) or a link to a host file (its number taken as the VM's counter: a host file read for
+ * the guest, /sys/class/powercap's energy_uj among them). Both are junk: the zone restarts from
+ * 0, and the rename replaces them, their targets untouched.
+ */
+static void test_planted_energy_file(void **state)
+{
+	struct sigaction sa = { .sa_handler = on_alarm }, old_sa;
+	struct rig r;
+	struct stat st;
+	char *outside = vw_fixture_mkdtemp("outside");
+	char path[512], *text;
+	uint64_t t0, v;
+
+	(void)state;
+	rig_init(&r, 0);
+	assert_non_null(outside);
+	assert_int_equal(vw_fixture_mkdir(r.root, UUID), 0);
+	assert_int_equal(vw_fixture_mkdir(r.root, UUID "/intel-rapl:0"), 0);
+	snprintf(path, sizeof(path), "%s/" UUID "/intel-rapl:0/energy_uj", r.root);
+	assert_int_equal(mkfifo(path, 0644), 0);
+	assert_int_equal(sigaction(SIGALRM, &sa, &old_sa), 0);
+	alarm(2); /* the old code's open returns EINTR then, rather than hang the test */
+	t0 = vw_now_ns();
+	rig_run(&r, 1, 25);
+	alarm(0);
+	assert_int_equal(sigaction(SIGALRM, &old_sa, NULL), 0);
+	assert_true(vw_now_ns() - t0 < SEC); /* never waited for a writer */
+	assert_int_equal(energy_uj(&r, "intel-rapl:0"), 25000000);
+	assert_int_equal(fstatat(r.fd, UUID "/intel-rapl:0/energy_uj", &st, AT_SYMLINK_NOFOLLOW), 0);
+	assert_true(S_ISREG(st.st_mode));
+
+	/* A link to a host file holding a number: not read, replaced, its target kept. */
+	assert_int_equal(vw_fixture_write(outside, "energy_uj", "4242000000\n", 0), 0);
+	snprintf(path, sizeof(path), "%s/energy_uj", outside);
+	assert_int_equal(vw_fixture_mkdir(r.root, OTHER), 0);
+	assert_int_equal(vw_fixture_mkdir(r.root, OTHER "/intel-rapl:0"), 0);
+	assert_int_equal(vw_fixture_symlink(r.root, path, OTHER "/intel-rapl:0/energy_uj"), 0);
+	memcpy(r.vm.uuid, OTHER, sizeof(r.vm.uuid));
+	rig_run(&r, 1, 25);
+	assert_int_equal(vw_read_u64_at(r.fd, OTHER "/intel-rapl:0/energy_uj", &v), 0);
+	assert_int_equal(v, 25000000); /* the old code: 4242000000 + 25 J */
+	text = vw_fixture_slurp(path, NULL);
+	assert_string_equal(text, "4242000000\n");
+	free(text);
 	rig_free(&r);
 	vw_fixture_rm(outside);
 }
@@ -919,6 +978,7 @@ int main(void)
 		cmocka_unit_test(test_folder_link_and_bad_uuid),
 		cmocka_unit_test(test_reader_races_writer),
 		cmocka_unit_test(test_unchanged_energy_kept),
+		cmocka_unit_test(test_planted_energy_file),
 		cmocka_unit_test(test_gone_share_removed),
 		cmocka_unit_test(test_gone_share_link_not_followed),
 		cmocka_unit_test(test_gone_share_touched_kept),

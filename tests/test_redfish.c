@@ -8,8 +8,10 @@
 #include "vw_test.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -382,6 +384,42 @@ static void test_faults(void **state)
 	vw_src_redfish.close(st);
 }
 
+/* Watts no node draws, or no number at all: refused (-ERANGE), nothing counted from them, the
+ * span a gap; the next sane reading counts again. */
+static void test_hostile_watts(void **state)
+{
+	static const char *const watts[] = { "nan\n", "inf\n", "-5\n", "1e308\n", "2e7\n" };
+	struct vw_redfish_config cfg = cfg_good();
+	struct vw_power_source_stats stats = { 0 };
+	uint64_t raw, now = T0, before;
+	int err;
+	void *st = NULL;
+
+	(void)state;
+	bmc_ok("100\n");
+	cfg.timeout_ms = 1000;
+	cfg.staleness_ms = 1500;
+	clk = T0;
+	assert_int_equal(open_with(&cfg, &st), 0);
+	await_uw(st, 100000000);
+	assert_int_equal(read_at(st, now, &raw, &err), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(watts); i++) {
+		assert_int_equal(read_at(st, now += SEC, &raw, &err), 0);
+		before = raw;
+		ctl("watts", watts[i]);
+		usleep(300000);
+		await_err(st, now += 2 * SEC, -ERANGE, &raw);
+		if (raw != before)
+			fail_msg("watts %s: counted %" PRIu64 " uJ", watts[i], raw - before);
+		bmc_ok("100\n");
+		await_err(st, now += 10 * SEC, 0, &raw);
+		assert_int_equal(raw, before);
+		vw_src_redfish.stats(st, &stats);
+		assert_int_equal(stats.gaps, i + 1);
+	}
+	vw_src_redfish.close(st);
+}
+
 /* A BMC that hangs never holds up read(), and close() cancels the request in flight. */
 static void test_never_stalls(void **state)
 {
@@ -409,6 +447,49 @@ static void test_never_stalls(void **state)
 	ctl("mode", "ok\n");
 }
 
+static unsigned bmc_requests(void)
+{
+	char path[512], *text;
+	unsigned n;
+
+	snprintf(path, sizeof(path), "%s/requests", bmc.dir);
+	text = vw_fixture_slurp(path, NULL);
+	n = text ? (unsigned)strtoul(text, NULL, 10) : 0;
+	free(text);
+	return n;
+}
+
+/*
+ * A BMC whose Chassis collection lists 2,000 chassis that do not exist before its real one:
+ * discovery (on the daemon's start thread, at open) gives up after 512 requests, with a warning,
+ * and the source is absent. Before, it asked for every one: 2,000 requests, each up to the
+ * timeout (3 s here), before the daemon could start.
+ */
+static void test_chassis_flood(void **state)
+{
+	struct vw_redfish_config cfg = cfg_good();
+	unsigned before, asked;
+	uint64_t t;
+	void *st = NULL;
+	int r;
+
+	(void)state;
+	bmc_ok("100\n");
+	ctl("chassis", "2000\n");
+	before = bmc_requests();
+	t = monotonic_ms();
+	r = open_with(&cfg, &st);
+	t = monotonic_ms() - t;
+	asked = bmc_requests() - before;
+	print_message("# 2000 chassis listed: open %d after %u requests, %" PRIu64 " ms\n", r, asked,
+		      t);
+	ctl("chassis", "0\n");
+	if (r == 0)
+		vw_src_redfish.close(st);
+	assert_int_equal(r, -ENODEV);
+	assert_true(asked <= 512 + 4); /* the service root, a login, the session's end */
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -419,6 +500,8 @@ int main(void)
 		cmocka_unit_test(test_refused),
 		cmocka_unit_test(test_faults),
 		cmocka_unit_test(test_never_stalls),
+		cmocka_unit_test(test_chassis_flood),
+		cmocka_unit_test(test_hostile_watts),
 	};
 
 	vw_log_set_level(VW_LOG_WARN);

@@ -6,16 +6,21 @@
  */
 #include "vw_test.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fixture.h"
 #include "macro.h"
 #include "tls_fixture.h"
 #include "webauth.h"
 #include "webconfig.h"
+#include "webconfig_watch.h"
 
 static struct tls_fixture tf;
 
@@ -350,6 +355,73 @@ static void test_missing_file(void **state)
 	assert_non_null(strstr(err, "cannot read web config file /nonexistent/web.yml"));
 }
 
+static void on_alarm(int sig)
+{
+	(void)sig; /* only interrupts a blocked open (no SA_RESTART) */
+}
+
+static uint64_t since_ms(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)((t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000);
+}
+
+/*
+ * A FIFO where the web config or a file it names should be (a careless deployment, or the file
+ * replaced while watched): refused at once, never waited on. The old code blocked in open() for
+ * ever: at start, or in the HTTP housekeeping thread at the next reload poll (request-header
+ * deadlines no longer enforced, reloads stopped, and the daemon's stop waiting on that thread).
+ */
+static void test_fifo_refused(void **state)
+{
+	struct sigaction sa = { .sa_handler = on_alarm }, old_sa;
+	char *dir = vw_fixture_mkdtemp("webfifo");
+	struct vw_webconfig *wc = NULL, *got = NULL;
+	struct vw_webconfig_watch *w;
+	char path[512], fifo[512], err[512], changes[256];
+	struct timespec t0;
+	bool weaker = false;
+
+	(void)state;
+	assert_non_null(dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	assert_int_equal(sigaction(SIGALRM, &sa, &old_sa), 0);
+	alarm(3); /* the old code's open returns EINTR then, rather than hang the test */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* the web config itself */
+	assert_int_equal(vw_webconfig_load(fifo, &wc, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "not a regular file"));
+	/* a certificate it names */
+	assert_int_equal(vw_fixture_write(dir, "web.yml",
+					  "tls_server_config:\n  cert_file: fifo\n  key_file: fifo\n",
+					  0),
+			 0);
+	snprintf(path, sizeof(path), "%s/web.yml", dir);
+	assert_true(vw_webconfig_load(path, &wc, err, sizeof(err)) < 0);
+	assert_non_null(strstr(err, "not a regular file"));
+	/* the watched file replaced by a FIFO: the previous configuration kept */
+	assert_int_equal(vw_fixture_write(dir, "web.yml", "basic_auth_users: {}\n", 0), 0);
+	w = vw_webconfig_watch_new(path, 0);
+	assert_non_null(w);
+	assert_int_equal(vw_webconfig_watch_load(w, &wc), 0);
+	assert_int_equal(rename(fifo, path), 0);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(vw_webconfig_watch_poll(w, wc, &got, changes, sizeof(changes),
+							 &weaker),
+				 0);
+		assert_null(got);
+	}
+	alarm(0);
+	assert_int_equal(sigaction(SIGALRM, &old_sa, NULL), 0);
+	assert_true(since_ms(&t0) < 1000);
+	vw_webconfig_watch_free(w);
+	vw_webconfig_free(wc);
+	vw_fixture_rm(dir);
+}
+
 /* ---- Basic authentication ---- */
 
 static struct vw_webconfig_pair *users_make(char hashes[][128], const char *const *names,
@@ -565,6 +637,7 @@ int main(void)
 		cmocka_unit_test(test_errors),
 		cmocka_unit_test(test_bad_base64_certificate),
 		cmocka_unit_test(test_missing_file),
+		cmocka_unit_test(test_fifo_refused),
 		cmocka_unit_test(test_auth),
 		cmocka_unit_test(test_new_costs_no_bcrypt),
 		cmocka_unit_test(test_cache_cannot_be_poisoned),

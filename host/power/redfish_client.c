@@ -51,6 +51,9 @@
 #define RF_MAX_WATTS 10e6           /* 10 MW: beyond any node; junk */
 #define LOGOUT_MS_MAX 2000L
 #define RF_MAX_SENSORS 256 /* GETs at discovery, once, to find the chassis's power sensor */
+/* GETs one discovery may make in all (a chassis's sensors included): a BMC listing 100,000
+ * chassis or supplies made as many, each up to the timeout, on the daemon's start thread */
+#define RF_DISCOVERY_MAX_GETS 512
 
 enum rf_kind {
 	RF_KIND_ENV_METRICS,
@@ -85,6 +88,8 @@ struct vw_rf_client {
 	char chassis_id[VW_PLATFORM_LABEL];
 	struct rf_psu psu[RF_MAX_PSU]; /* RF_KIND_PSU_METRICS: each supply */
 	size_t npsu;
+	bool discovering;	/* GETs are counted against RF_DISCOVERY_MAX_GETS */
+	unsigned discovery_gets;
 };
 
 /* ---- HTTP ------------------------------------------------------------------------------- */
@@ -178,6 +183,8 @@ static int rf_get_once(struct vw_rf_client *rf, const char *path, struct json_ob
 	int r;
 
 	*ret = NULL;
+	if (rf->discovering && ++rf->discovery_gets > RF_DISCOVERY_MAX_GETS)
+		return -E2BIG;
 	r = rf_request(rf, "GET", path, NULL, false, &status);
 	if (r < 0)
 		return r;
@@ -571,6 +578,8 @@ static int discover(struct vw_rf_client *rf)
 		r = try_chassis(rf, id);
 		if (r == 0)
 			return 0;
+		if (rf->discovery_gets > RF_DISCOVERY_MAX_GETS)
+			return -E2BIG; /* whatever try_chassis made of it */
 		if (first == -ENODEV && r != -ENOENT)
 			first = r;
 	}
@@ -666,8 +675,18 @@ int vw_rf_client_connect(struct vw_rf_client *rf)
 {
 	int r = rf_auth(rf);
 
-	if (r == 0)
-		r = discover(rf);
+	if (r < 0)
+		return r;
+	rf->discovering = true;
+	rf->discovery_gets = 0;
+	r = discover(rf);
+	rf->discovering = false;
+	if (r == -E2BIG) {
+		vw_warn("redfish: %s: no power reading found in %u requests: the BMC lists too many "
+			"chassis, power supplies or sensors; given up",
+			rf->endpoint, RF_DISCOVERY_MAX_GETS);
+		r = -ENODEV;
+	}
 	return r;
 }
 

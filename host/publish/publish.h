@@ -76,6 +76,8 @@ struct vw_publish_vm_stats {
 	uint64_t sends_refused; /* send() calls a full socket refused (EAGAIN) */
 	uint64_t rx_bytes;       /* bytes the guest sent (read and dropped) */
 	uint64_t rx_bad;         /* guest lines that were not a valid hello/ack */
+	uint64_t rx_paused;      /* rounds whose guest bytes went past the budget (the rest left
+				  * unread until the next round) */
 	uint64_t hellos;         /* valid hello/ack lines */
 	uint64_t ack_seq;        /* the last acknowledged seq */
 	uint64_t share_writes, share_errors;

@@ -22,6 +22,9 @@
 #define CHAN_SNDBUF 16384                     /* kernel-side backlog per VM (doubled by Linux) */
 #define CHAN_RX_CHUNK 4096
 #define CHAN_RX_MAX_PER_EVENT (16 * CHAN_RX_CHUNK) /* bound the work one guest can cause */
+/* ... and a round: past it the socket is not polled for input until the next round (a guest
+ * flooding its port woke the loop for every 64 KiB it wrote; a hello is 256 bytes at most). */
+#define CHAN_RX_MAX_PER_ROUND (16 * CHAN_RX_CHUNK)
 #define CHAN_BACKOFF_MIN_NS (500 * VW_NSEC_PER_MSEC)
 #define CHAN_BACKOFF_MAX_NS (30 * VW_NSEC_PER_SEC)
 
@@ -67,7 +70,7 @@ static void buf_free(struct vw_pub_buf *b)
 static void set_events(struct vw_pub_chan *c, int epfd)
 {
 	bool out = c->connecting || c->resync || c->tx.off < c->tx.len || c->next_unsent;
-	uint32_t ev = EPOLLIN | EPOLLRDHUP | (out ? EPOLLOUT : 0);
+	uint32_t ev = (c->rx_paused ? 0 : EPOLLIN) | EPOLLRDHUP | (out ? EPOLLOUT : 0);
 	struct epoll_event e = { .events = ev, .data.ptr = c };
 
 	if (c->fd < 0 || ev == c->events)
@@ -86,6 +89,8 @@ static void disconnect(struct vw_pub_chan *c, int epfd, uint64_t now_ns, bool fa
 	}
 	c->connecting = c->resync = c->blocked = c->st.connected = false;
 	c->events = 0;
+	c->rx_round = 0;
+	c->rx_paused = false;
 	/* A partial frame is abandoned: the next connection resyncs first. */
 	c->tx.len = c->tx.off = 0;
 	c->next_unsent = c->next.len > 0;
@@ -217,6 +222,9 @@ int vw_pub_chan_offer(struct vw_pub_chan *c, int epfd, const char *frame, size_t
 
 	if (len == 0 || len > VW_PUB_CHAN_MAX_OFFER)
 		return -EINVAL;
+	/* A new round: the guest's bytes are read again (set_events below polls for them). */
+	c->rx_round = 0;
+	c->rx_paused = false;
 	/* Never-started frames are replaced, never queued. */
 	if (c->tx.off == 0 && c->tx.len > 0) {
 		c->tx.len = 0;
@@ -252,13 +260,20 @@ static void on_line(const char *line, size_t len, void *userdata)
 	}
 }
 
-/* Read and drop what the guest sent (bounded). False when the peer closed or broke. */
-static bool drain_rx(struct vw_pub_chan *c)
+/*
+ * Read and drop what the guest sent, bounded per event and per round (past the round's budget
+ * input is not polled until the next round; a hangup is still read through, to its end). False
+ * when the peer closed or broke.
+ */
+static bool drain_rx(struct vw_pub_chan *c, bool hangup)
 {
 	char buf[CHAN_RX_CHUNK];
+	size_t max = CHAN_RX_MAX_PER_EVENT;
 
-	for (size_t total = 0; total < CHAN_RX_MAX_PER_EVENT;) {
-		ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
+	if (!hangup)
+		max = VW_MIN(max, CHAN_RX_MAX_PER_ROUND - VW_MIN(c->rx_round, CHAN_RX_MAX_PER_ROUND));
+	for (size_t total = 0; total < max;) {
+		ssize_t n = recv(c->fd, buf, VW_MIN(sizeof(buf), max - total), MSG_DONTWAIT);
 
 		if (n == 0)
 			return false;
@@ -266,7 +281,12 @@ static bool drain_rx(struct vw_pub_chan *c)
 			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR;
 		c->st.rx_bytes += (uint64_t)n;
 		total += (size_t)n;
+		c->rx_round += (size_t)n;
 		vw_framer_feed(c->rx, buf, (size_t)n, on_line, c);
+	}
+	if (!c->rx_paused && c->rx_round >= CHAN_RX_MAX_PER_ROUND) {
+		c->rx_paused = true; /* set_events (flush_or_drop, after this) stops polling input */
+		c->st.rx_paused++;
 	}
 	return true;
 }
@@ -300,7 +320,8 @@ void vw_pub_chan_event(struct vw_pub_chan *c, int epfd, uint32_t events, uint64_
 	}
 	if (events & (EPOLLOUT | EPOLLHUP | EPOLLERR))
 		c->blocked = false;
-	if ((events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP | EPOLLERR)) && !drain_rx(c)) {
+	if ((events & (EPOLLIN | EPOLLHUP | EPOLLRDHUP | EPOLLERR)) &&
+	    !drain_rx(c, events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR))) {
 		disconnect(c, epfd, now_ns, false);
 		return;
 	}

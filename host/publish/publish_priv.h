@@ -45,6 +45,8 @@ struct vw_pub_chan {
 	struct vw_pub_buf next;  /* the newest frame (kept to resend after a reconnect) */
 	uint64_t retry_ns, backoff_ns;
 	struct vw_framer *rx;    /* guest -> host lines (hello/ack), bounded */
+	size_t rx_round;         /* guest bytes read since the last round's offer */
+	bool rx_paused;          /* rx_round reached its budget: EPOLLIN off until the next round */
 	struct vw_publish_vm_stats st;
 	struct vw_complaint complaint;
 };

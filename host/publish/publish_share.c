@@ -133,7 +133,7 @@ static int open_zone(struct vw_pub_share *s, enum vw_pub_rapl z, uint64_t max_ra
 	if (s->primed[z])
 		return 0;
 	s->primed[z] = true;
-	r = vw_read_u64_at(fd, "energy_uj", &old);
+	r = vw_read_u64_plain_at(fd, "energy_uj", &old); /* a planted link or FIFO: junk */
 	if (r == 0) {
 		s->offset_uj[z] = old % max_range_uj;
 	} else {

@@ -180,9 +180,11 @@ static int load_file(struct vw_carbon *c, char *why, size_t whylen)
 		snprintf(why, whylen, "%s: %s", c->file, strerror(errno));
 		return -errno;
 	}
-	r = vw_read_whole_at(AT_FDCWD, c->file, INTENSITY_FILE_MAX, &text, &len);
+	/* A regular file only, opened O_NONBLOCK: a FIFO in its place never blocks the loop */
+	r = vw_read_regular_at(AT_FDCWD, c->file, INTENSITY_FILE_MAX, &text, &len);
 	if (r < 0) {
-		snprintf(why, whylen, "%s: %s", c->file, strerror(-r));
+		snprintf(why, whylen, "%s: %s", c->file,
+			 r == -EINVAL ? "not a regular file" : strerror(-r));
 		return r;
 	}
 	r = vw_intensity_parse(text, len, &t, &n, why, whylen);

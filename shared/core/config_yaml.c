@@ -16,11 +16,16 @@
 
 #define _cleanup_event_ _cleanup_yaml_event_
 
+/* Unknown keys warned about one by one (not strict); the rest are counted in one warning. */
+#define UNKNOWN_KEYS_WARNED 32
+
 struct yaml_reader {
 	const struct vw_config_program *p;
 	void *cfg;
 	struct vw_yaml y;
 	struct vw_config_yaml_mode mode;
+	size_t unknown;        /* unknown keys skipped (not strict) */
+	size_t unknown_line;   /* where the first one not warned about is */
 };
 
 #define at_mark(rd, m, ...) vw_yaml_err(&(rd)->y, m, __VA_ARGS__)
@@ -239,7 +244,17 @@ static int skip_node(struct yaml_reader *rd, const char *quiet, bool *ret_quiet)
 static int yaml_unknown(struct yaml_reader *rd, const char *prefix, const char *path,
 			const yaml_event_t *key)
 {
-	int r = yaml_unknown_key(rd, prefix, path, key);
+	int r;
+
+	/* Past the first few, not strict: skipped without a suggestion or a warning of its own
+	 * (each costs a look at every option and every warning before it: a file of 50,000
+	 * unknown keys took 44 s). */
+	if (!rd->mode.strict && rd->unknown++ >= UNKNOWN_KEYS_WARNED) {
+		if (rd->unknown == UNKNOWN_KEYS_WARNED + 1)
+			rd->unknown_line = key->start_mark.line + 1;
+		return skip_node(rd, NULL, NULL);
+	}
+	r = yaml_unknown_key(rd, prefix, path, key);
 
 	if (rd->mode.strict || r != -EINVAL)
 		return r;
@@ -361,6 +376,10 @@ static int yaml_read(struct yaml_reader *rd, int opened)
 	if (r < 0)
 		return r;
 	r = yaml_stream(rd);
+	if (r == 0 && rd->unknown > UNKNOWN_KEYS_WARNED)
+		r = vw_config_warn(rd->mode.warnings,
+				   "%s: %zu more unknown keys ignored (the first at line %zu)",
+				   rd->y.path, rd->unknown - UNKNOWN_KEYS_WARNED, rd->unknown_line);
 	vw_yaml_close(&rd->y);
 	return r;
 }

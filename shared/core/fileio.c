@@ -172,32 +172,43 @@ int vw_read_fd(int fd, void *buf, size_t max, size_t *ret_len)
 	return 0;
 }
 
+/* What open_and_read() accepts: anything (sysfs, procfs), a regular file (a link to one
+ * followed), or a regular file that is no link (-ELOOP); the last two opened O_NONBLOCK, so a
+ * FIFO is -EINVAL and never waits for a writer. */
+enum read_kind { READ_ANY, READ_REGULAR, READ_PLAIN };
+
 /* Open rel and read up to size - 1 bytes, NUL-terminated; the fd stays open in *ret_fd. */
 static int open_and_read(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len,
-			 int *ret_fd)
+			 int *ret_fd, enum read_kind kind)
 {
+	int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
+	struct stat st;
 	int r;
 
 	if (size == 0)
 		return -EINVAL;
-	*ret_fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (kind != READ_ANY)
+		flags |= O_NONBLOCK | (kind == READ_PLAIN ? O_NOFOLLOW : 0);
+	*ret_fd = openat(dirfd, rel, flags);
 	if (*ret_fd < 0)
 		return -errno;
+	if (kind != READ_ANY && fstat(*ret_fd, &st) < 0)
+		return -errno;
+	if (kind != READ_ANY && !S_ISREG(st.st_mode))
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
 	r = vw_read_fd(*ret_fd, buf, size - 1, ret_len);
 	if (r == 0)
 		buf[*ret_len] = '\0';
 	return r;
 }
 
-int vw_read_whole_at(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len)
+/* The rest of fd into a malloc'd NUL-terminated *ret: at most max bytes, else -EFBIG. */
+static int read_whole_fd(int fd, size_t max, char **ret, size_t *ret_len)
 {
-	_cleanup_close_ int fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0, cap = 0, n;
 	int r;
 
-	if (fd < 0)
-		return -errno;
 	for (;;) {
 		size_t want;
 
@@ -235,23 +246,45 @@ int vw_read_whole_at(int dirfd, const char *rel, size_t max, char **ret, size_t 
 	return 0;
 }
 
+int vw_read_whole_at(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+	if (fd < 0)
+		return -errno;
+	return read_whole_fd(fd, max, ret, ret_len);
+}
+
+int vw_read_regular_at(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len)
+{
+	_cleanup_close_ int fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat st;
+
+	if (fd < 0 || fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISREG(st.st_mode))
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	return read_whole_fd(fd, max, ret, ret_len);
+}
+
 int vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)
 {
 	_cleanup_close_ int fd = -1;
 	size_t len = 0;
-	int r = open_and_read(dirfd, rel, buf, size, &len, &fd);
+	int r = open_and_read(dirfd, rel, buf, size, &len, &fd, READ_ANY);
 
 	if (r == 0 && ret_len)
 		*ret_len = len;
 	return r;
 }
 
-int vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)
+static int read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len,
+			enum read_kind kind)
 {
 	_cleanup_close_ int fd = -1;
 	size_t len = 0, more = 0;
 	char extra;
-	int r = open_and_read(dirfd, rel, buf, size, &len, &fd);
+	int r = open_and_read(dirfd, rel, buf, size, &len, &fd, kind);
 
 	if (r < 0)
 		return r;
@@ -265,6 +298,11 @@ int vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *
 	if (ret_len)
 		*ret_len = len;
 	return 0;
+}
+
+int vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)
+{
+	return read_file_at(dirfd, rel, buf, size, ret_len, READ_ANY);
 }
 
 /* ---- kept files ---- */
@@ -412,10 +450,10 @@ int vw_kept_file_read_whole(struct vw_kept_file *kf, int dirfd, const char *rel,
 	return 0;
 }
 
-int vw_read_str_at(int dirfd, const char *rel, char *buf, size_t size)
+static int read_str_at(int dirfd, const char *rel, char *buf, size_t size, enum read_kind kind)
 {
 	size_t len;
-	int r = vw_read_file_at(dirfd, rel, buf, size, &len);
+	int r = read_file_at(dirfd, rel, buf, size, &len, kind);
 
 	if (r < 0)
 		return r;
@@ -424,6 +462,16 @@ int vw_read_str_at(int dirfd, const char *rel, char *buf, size_t size)
 	while (len > 0 && isspace((unsigned char)buf[len - 1]))
 		buf[--len] = '\0';
 	return len == 0 ? -ENODATA : 0;
+}
+
+int vw_read_str_at(int dirfd, const char *rel, char *buf, size_t size)
+{
+	return read_str_at(dirfd, rel, buf, size, READ_ANY);
+}
+
+int vw_read_str_regular_at(int dirfd, const char *rel, char *buf, size_t size)
+{
+	return read_str_at(dirfd, rel, buf, size, READ_REGULAR);
 }
 
 int vw_parse_u64(const char *s, uint64_t *ret)
@@ -451,17 +499,27 @@ int vw_parse_u64(const char *s, uint64_t *ret)
 	return 0;
 }
 
-int vw_read_u64_at(int dirfd, const char *rel, uint64_t *ret)
+static int read_u64_at(int dirfd, const char *rel, uint64_t *ret, enum read_kind kind)
 {
 	char buf[64];
 	size_t len;
-	int r = vw_read_file_at(dirfd, rel, buf, sizeof(buf), &len);
+	int r = read_file_at(dirfd, rel, buf, sizeof(buf), &len, kind);
 
 	if (r < 0)
 		return r == -EFBIG ? -EINVAL : r;
 	if (memchr(buf, '\0', len))
 		return -EINVAL;
 	return vw_parse_u64(buf, ret);
+}
+
+int vw_read_u64_at(int dirfd, const char *rel, uint64_t *ret)
+{
+	return read_u64_at(dirfd, rel, ret, READ_ANY);
+}
+
+int vw_read_u64_plain_at(int dirfd, const char *rel, uint64_t *ret)
+{
+	return read_u64_at(dirfd, rel, ret, READ_PLAIN);
 }
 
 static int write_all(int fd, const void *data, size_t len)

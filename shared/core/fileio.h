@@ -65,6 +65,12 @@ int vw_read_fd(int fd, void *buf, size_t max, size_t *ret_len);
  */
 #define VW_READ_WHOLE_FIRST 4096u
 int vw_read_whole_at(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len);
+/*
+ * As vw_read_whole_at(), for a file an operator names (a configuration, a certificate): only a
+ * regular file (a link to one is followed), -EINVAL for a FIFO, a device or a socket, -EISDIR
+ * for a directory; opened O_NONBLOCK, so a FIFO in its place never blocks the caller.
+ */
+int vw_read_regular_at(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len);
 /* Up to size - 1 bytes of a file, NUL-terminated: a prefix, never -EFBIG. */
 int vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len);
 
@@ -102,11 +108,20 @@ int vw_kept_file_read_whole(struct vw_kept_file *kf, int dirfd, const char *rel,
 
 /* Read one line, trailing whitespace stripped. -ENODATA when empty. */
 int vw_read_str_at(int dirfd, const char *rel, char *buf, size_t size);
+/* The same from a file an operator names (a token, a password): a regular file only (a link to
+ * one followed), opened O_NONBLOCK: a FIFO is -EINVAL, never waited on. */
+int vw_read_str_regular_at(int dirfd, const char *rel, char *buf, size_t size);
 /*
  * Read an unsigned decimal (surrounding whitespace allowed). -ENODATA empty, -EINVAL junk or a
  * sign, -ERANGE overflow.
  */
 int vw_read_u64_at(int dirfd, const char *rel, uint64_t *ret);
+/*
+ * As vw_read_u64_at(), from a file someone else may have planted (a folder a guest could write):
+ * only a regular file that is not a symlink (-ELOOP), opened O_NONBLOCK so that a FIFO never
+ * blocks (-EINVAL, as any other non-regular file).
+ */
+int vw_read_u64_plain_at(int dirfd, const char *rel, uint64_t *ret);
 /* Parse the same strict unsigned decimal from a string. */
 int vw_parse_u64(const char *s, uint64_t *ret);
 /* A PID or TID as /proc names it: decimal, no sign, no leading zero, at most 2^31 - 1. */

@@ -653,10 +653,10 @@ static int load_pem(struct parser *ps, const char *key, const char *file, const 
 		*ret = strdup(inline_pem);
 		return *ret ? 0 : -ENOMEM;
 	}
-	buf = malloc(PEM_MAX_BYTES);
-	if (!buf)
-		return -ENOMEM;
-	r = vw_read_file_at(AT_FDCWD, *ret_file, buf, PEM_MAX_BYTES, &len);
+	/* A regular file only: a FIFO in its place would block every reload (and the stop) */
+	r = vw_read_regular_at(AT_FDCWD, *ret_file, PEM_MAX_BYTES - 1, &buf, &len);
+	if (r == -EINVAL)
+		return ERR(ps, m, "%s_file: cannot read %s: not a regular file", key, *ret_file);
 	if (r < 0)
 		return ERR(ps, m, "%s_file: cannot read %s: %s", key, *ret_file, strerror(-r));
 	if (strlen(buf) != len)

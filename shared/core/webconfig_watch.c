@@ -111,11 +111,13 @@ static void config_seen_take(const char *config, const struct vw_webconfig *wc, 
 static int config_text_read(const char *path, char **ret, size_t *ret_len, char *err,
 			    size_t errlen)
 {
-	int r = vw_read_whole_at(AT_FDCWD, path, VW_WEBCONFIG_MAX_BYTES, ret, ret_len);
+	int r = vw_read_regular_at(AT_FDCWD, path, VW_WEBCONFIG_MAX_BYTES, ret, ret_len);
 
 	if (r < 0)
 		snprintf(err, errlen, "%s: %s", path,
-			 r == -EFBIG ? "larger than 256 KiB" : strerror(-r));
+			 r == -EFBIG	? "larger than 256 KiB"
+			 : r == -EINVAL ? "not a regular file (a FIFO, a device or a socket)"
+					: strerror(-r));
 	return r;
 }
 

@@ -100,6 +100,15 @@ int vw_yaml_next(struct vw_yaml *y, yaml_event_t *ev)
 	anchor = event_anchor(ev);
 	if (anchor)
 		return vw_yaml_err(y, &ev->start_mark, "anchors (&%s) are not supported", anchor);
+	if (ev->type == YAML_SEQUENCE_START_EVENT || ev->type == YAML_MAPPING_START_EVENT) {
+		if (++y->depth > VW_YAML_MAX_DEPTH)
+			return vw_yaml_err(y, &ev->start_mark,
+					   "nested deeper than %u levels: not a file of ours",
+					   VW_YAML_MAX_DEPTH);
+	} else if ((ev->type == YAML_SEQUENCE_END_EVENT || ev->type == YAML_MAPPING_END_EVENT) &&
+		   y->depth > 0) {
+		y->depth--;
+	}
 	return 0;
 }
 
@@ -148,7 +157,8 @@ int vw_yaml_next_scalar(struct vw_yaml *y, yaml_event_t *ev, yaml_event_type_t e
 /* Read a regular file of at most max bytes into y->buf. */
 static int file_read(struct vw_yaml *y, const char *what, size_t max)
 {
-	_cleanup_close_ int fd = open(y->path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a FIFO in the file's place is refused below, never waited on. */
+	_cleanup_close_ int fd = open(y->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	_cleanup_free_ char *buf = NULL;
 	size_t len = 0;
 	struct stat st;

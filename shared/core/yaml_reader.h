@@ -20,7 +20,12 @@ struct vw_yaml {
 	char *err;
 	size_t errlen;
 	bool parser_ready;
+	unsigned depth; /* sequences and mappings open */
 };
+
+/* No file virtwatt reads nests deeper (a Kepler config: 3 levels; a kubeconfig: 5). Deeper is
+ * refused as soon as it is seen: libyaml's scanner costs O(depth) a token. */
+#define VW_YAML_MAX_DEPTH 32
 
 #define _cleanup_yaml_event_ _cleanup_(yaml_event_delete)
 
@@ -34,7 +39,8 @@ int vw_yaml_open(struct vw_yaml *y, const char *path, const char *what, size_t m
 int vw_yaml_open_buf(struct vw_yaml *y, const char *path, const char *what, const char *buf,
 		     size_t len, size_t max_bytes, char *err, size_t errlen);
 void vw_yaml_close(struct vw_yaml *y);
-/* Next event (the previous one in ev is deleted first); anchors and aliases are errors. */
+/* Next event (the previous one in ev is deleted first); anchors, aliases and nesting deeper
+ * than VW_YAML_MAX_DEPTH are errors. */
 int vw_yaml_next(struct vw_yaml *y, yaml_event_t *ev);
 /* "path:line:col: message" into err; returns -EINVAL. m is 0-based, as libyaml's marks. */
 int vw_yaml_err(struct vw_yaml *y, const yaml_mark_t *m, const char *fmt, ...) _printf_(3, 4);

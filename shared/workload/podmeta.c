@@ -466,13 +466,13 @@ static int token_load(struct vw_podmeta *pm)
 		pm->auth_set = r == 0;
 		return r;
 	}
-	r = vw_read_str_at(AT_FDCWD, pm->token_file, buf, sizeof(buf));
+	r = vw_read_str_regular_at(AT_FDCWD, pm->token_file, buf, sizeof(buf)); /* never a FIFO */
 	if (r == 0 && !token_ok(buf))
 		r = -EINVAL;
 	if (r < 0) {
 		explicit_bzero(buf, sizeof(buf));
 		vw_complain(&pm->c_token, VW_LOG_WARN, "podmeta: token %s: %s", pm->token_file,
-			    strerror(-r));
+			    r == -EINVAL ? "not a regular file, or no token in it" : strerror(-r));
 		if (pm->auth_set)
 			return r;
 	} else {

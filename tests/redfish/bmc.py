@@ -31,6 +31,8 @@ Readings (with --control DIR, read on every request):
   DIR/hide    chassis links to take away (whitespace-separated: EnvironmentMetrics Power
               PowerSubsystem Sensors): gone from Chassis/1U, and their resources answer 404, so
               a client's fallback to an older representation can be tested.
+  DIR/chassis N: the Chassis collection lists N chassis that do not exist (404) before the
+              mockup's own (a BMC that floods a client's discovery).
   DIR/expire  one-shot: the next request with a token finds every session gone (the BMC
               timed them out); the file is removed.
 Written by the server into DIR: `sessions` (live sessions), `requests` (requests answered).
@@ -121,6 +123,12 @@ class State:
 
     def hidden(self):
         return (self._read_control('hide') or '').split()
+
+    def bogus_chassis(self):
+        try:
+            return int(self._read_control('chassis') or 0)
+        except ValueError:
+            return 0
 
     def mode(self):
         return (self._read_control('mode') or 'ok').split()
@@ -307,7 +315,13 @@ class Handler(BaseHTTPRequestHandler):
         except OSError:
             return self.send_error_json(404, 'not found')
         watts, kwh = st.update()
-        body = json.dumps(live(doc, path, watts, kwh, hidden), indent=1).encode()
+        doc = live(doc, path, watts, kwh, hidden)
+        bogus = st.bogus_chassis()
+        if path == '/redfish/v1/Chassis' and bogus:
+            doc['Members'] = [{'@odata.id': '/redfish/v1/Chassis/Bogus%d' % i}
+                              for i in range(bogus)] + doc['Members']
+            doc['Members@odata.count'] = len(doc['Members'])
+        body = json.dumps(doc, indent=1).encode()
         if self.truncated:
             self.send_response(200)
             self.send_header('Content-Type', 'application/json')
