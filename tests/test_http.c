@@ -926,7 +926,7 @@ static void test_source_limits_per_64(void **state)
 	for (int i = 0; i < 2; i++) {
 		key_of(i ? "2001:db8::2" : "2001:db8::1", &k);
 		assert_true(vw_conntable_admit(t, &k, noop_close, &full));
-		assert_non_null(vw_conntable_add(t, &k, 100 + i, 1));
+		assert_non_null(vw_conntable_add(t, &k, 100 + i, 1, NULL));
 	}
 	key_of("2001:db8::ffff:3", &k);
 	assert_false(vw_conntable_admit(t, &k, noop_close, &full));
@@ -1650,9 +1650,9 @@ static void test_conntable_deadlines(void **state)
 	key_of("192.0.2.1", &k);
 	assert_int_equal(vw_conntable_next_deadline(t, 10), UINT64_MAX);
 	assert_true(vw_conntable_admit(t, &k, noop_close, &full));
-	a = vw_conntable_add(t, &k, 40, 100);
+	a = vw_conntable_add(t, &k, 40, 100, NULL);
 	assert_true(vw_conntable_admit(t, &k, noop_close, &full));
-	b = vw_conntable_add(t, &k, 41, 50);
+	b = vw_conntable_add(t, &k, 41, 50, NULL);
 	assert_non_null(a);
 	assert_non_null(b);
 	assert_int_equal(vw_conntable_next_deadline(t, 10), 60);
