@@ -1674,6 +1674,50 @@ static void test_conntable_deadlines(void **state)
 	vw_conntable_free(t);
 }
 
+static unsigned closed_fds;
+
+static void count_close(int fd)
+{
+	closed_fds += (unsigned)fd;
+}
+
+/* A retiring server's connections with no request begun are closed, its others and another
+ * server's are not; all of its own are counted until removed. */
+static void test_conntable_close_idle(void **state)
+{
+	struct vw_conntable *t = vw_conntable_new(8, 8);
+	int old_srv, new_srv;
+	struct vw_src_key k;
+	struct vw_conn *busy, *idle, *other;
+	bool full;
+
+	(void)state;
+	key_of("127.0.0.1", &k);
+	for (int i = 0; i < 3; i++)
+		assert_true(vw_conntable_admit(t, &k, noop_close, &full));
+	busy = vw_conntable_add(t, &k, 1, 0, &old_srv);
+	idle = vw_conntable_add(t, &k, 10, 0, &old_srv);
+	other = vw_conntable_add(t, &k, 100, 0, &new_srv);
+	vw_conn_head_done(t, busy); /* being answered */
+	closed_fds = 0;
+	assert_int_equal(vw_conntable_close_idle(t, &old_srv, count_close), 2);
+	assert_int_equal(closed_fds, 10);
+	assert_false(vw_conntable_open(t, 10));
+	assert_true(vw_conntable_open(t, 1) && vw_conntable_open(t, 100));
+	/* Again: nothing more to close until the answer is done. */
+	assert_int_equal(vw_conntable_close_idle(t, &old_srv, count_close), 2);
+	assert_int_equal(closed_fds, 10);
+	vw_conn_request_done(t, busy, 5);
+	vw_conntable_remove(t, idle);
+	assert_int_equal(vw_conntable_close_idle(t, &old_srv, count_close), 1);
+	assert_int_equal(closed_fds, 11);
+	vw_conntable_remove(t, busy);
+	assert_int_equal(vw_conntable_close_idle(t, &old_srv, count_close), 0);
+	assert_true(vw_conntable_open(t, 100));
+	vw_conntable_remove(t, other);
+	vw_conntable_free(t);
+}
+
 /* A request on a raw kept-alive connection, its answer read whole (the test body is short). */
 static int served_connection(uint16_t port)
 {
@@ -1849,6 +1893,7 @@ int main(void)
 		cmocka_unit_test(test_peer_close_seen),
 		cmocka_unit_test(test_closed_scraper_no_ticks),
 		cmocka_unit_test(test_conntable_deadlines),
+		cmocka_unit_test(test_conntable_close_idle),
 		cmocka_unit_test(test_openmetrics_derived),
 		cmocka_unit_test(test_openmetrics_derived_concurrent),
 	};
