@@ -655,28 +655,38 @@ static void watch_connection(struct vw_http *h, int fd)
 	(void)eventfd_write(h->watch_efd, 1);
 }
 
-/* A connection opens or closes: recorded (its server the owner), a retirement woken. */
+/* A new connection of s recorded (s its owner) and watched; NULL: no slot, it is closed. */
+static struct vw_conn *conn_record(struct server *s, struct MHD_Connection *c)
+{
+	struct vw_http *h = s->h;
+	const union MHD_ConnectionInfo *fd, *addr;
+	struct vw_src_key src;
+	struct vw_conn *conn;
+
+	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (!fd)
+		return NULL;
+	vw_src_key(addr ? addr->client_addr : NULL, &src);
+	conn = vw_conntable_add(h->conns, &src, fd->connect_fd, vw_now_ns(), s);
+	if (!conn)
+		shutdown(fd->connect_fd, SHUT_RDWR); /* no slot (two servers during a reload) */
+	else
+		watch_connection(h, fd->connect_fd);
+	return conn;
+}
+
+/* A connection opens or closes: recorded, or no longer; a retirement is woken by either. */
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 			  enum MHD_ConnectionNotificationCode toe)
 {
 	struct server *s = cls;
-	struct vw_http *h = s->h;
-	const union MHD_ConnectionInfo *fd, *addr;
-	struct vw_src_key src;
 
 	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
-		vw_conntable_remove(h->conns, *socket_context);
+		vw_conntable_remove(s->h->conns, *socket_context);
 		*socket_context = NULL;
 	} else {
-		fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-		addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-		vw_src_key(addr ? addr->client_addr : NULL, &src);
-		*socket_context = fd ? vw_conntable_add(h->conns, &src, fd->connect_fd, vw_now_ns(), s)
-				     : NULL;
-		if (!*socket_context && fd)
-			shutdown(fd->connect_fd, SHUT_RDWR); /* no slot (two servers during a reload) */
-		if (*socket_context)
-			watch_connection(h, fd->connect_fd);
+		*socket_context = conn_record(s, c);
 	}
 	if (retiring(s))
 		vw_retire_kick(retiring(s));
@@ -1206,7 +1216,8 @@ static const struct vw_retire_ops retire_ops = {
  */
 static void server_retire(struct vw_http *h, struct server *s)
 {
-	struct vw_retire *r = vw_retire_new(&retire_ops, s, (uint64_t)h->timeout_s * VW_NSEC_PER_SEC);
+	uint64_t bound_ns = (uint64_t)h->timeout_s * VW_NSEC_PER_SEC;
+	struct vw_retire *r = vw_retire_new(&retire_ops, s, bound_ns);
 	int e = r ? 0 : -errno;
 
 	if (r) {
