@@ -134,6 +134,7 @@ struct server {
 	char config[512];
 	unsigned poll_ms, settle_s; /* reload options, 0: the defaults */
 	unsigned timeout_s;	    /* web.timeout (and a retirement's bound), 0: 10 s */
+	unsigned max_connections;   /* 0: 64 */
 };
 
 static void write_config(struct server *s, const char *text)
@@ -160,6 +161,7 @@ static void server_start(struct server *s, const char *config_text)
 	o.reload_poll_ms = s->poll_ms;
 	o.reload_settle_s = s->settle_s;
 	o.timeout_s = s->timeout_s;
+	o.max_connections = s->max_connections;
 	s->h = vw_http_start(&o, s->x);
 	assert_non_null(s->h);
 	s->port = vw_http_port(s->h);
@@ -992,6 +994,57 @@ static void test_two_retirements(void **state)
 }
 
 /*
+ * web.max-connections (4) holds for the old and the new server together: with two scrapes
+ * still under way on the retiring server, six idle connections to the new one keep two slots
+ * (each newcomer takes the slot of the longest idle one), and the two scrapes, never evicted,
+ * finish whole.
+ */
+static void test_retirement_shares_connection_limit(void **state)
+{
+	_cleanup_free_ char *auth = config_fmt("basic_auth_users:\n  alice: '%s'\n", hash_alice);
+	struct server s = { .poll_ms = 100, .max_connections = 4 };
+	char head[4096], c;
+	size_t big, body_read[2];
+	int slow[2], idle[6], open = 0;
+
+	(void)state;
+	capture_start();
+	server_start(&s, "");
+	big = publish_big(&s, 400000);
+	for (int i = 0; i < 2; i++) {
+		slow[i] = raw_connect(s.port, 4096);
+		raw_send(slow[i], GET_METRICS);
+		assert_int_equal(raw_read_head(slow[i], head, sizeof(head), &body_read[i]), big);
+	}
+	write_config(&s, auth);
+	assert_true(eventually(s.port, &(struct client){ .plain = true }, 401));
+	for (int i = 0; i < 6; i++) {
+		idle[i] = raw_connect(s.port, 0);
+		usleep(50 * 1000); /* accepted in order */
+	}
+	usleep(500 * 1000);
+	for (int i = 0; i < 6; i++) {
+		struct pollfd p = { .fd = idle[i], .events = POLLIN };
+
+		if (poll(&p, 1, 0) == 0)
+			open++;
+		else
+			assert_true(recv(idle[i], &c, 1, 0) <= 0); /* closed, no answer */
+	}
+	if (open != 2)
+		fail_msg("%d idle connections kept beside the retiring server's 2", open);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(raw_drain(slow[i], big - body_read[i]), big - body_read[i]);
+		close(slow[i]);
+	}
+	for (int i = 0; i < 6; i++)
+		close(idle[i]);
+	assert_true(log_eventually(RETIRED_OK));
+	server_stop(&s);
+	capture_stop();
+}
+
+/*
  * A cost-13 user (htpasswd -B -C 13: seconds of bcrypt here) neither delays the start nor a
  * stop: nothing is hashed before listening. Costs above 14 are refused (test_webconfig).
  */
@@ -1206,6 +1259,7 @@ int main(void)
 		cmocka_unit_test(test_reload_bound),
 		cmocka_unit_test(test_reload_parked_logins),
 		cmocka_unit_test(test_two_retirements),
+		cmocka_unit_test(test_retirement_shares_connection_limit),
 		cmocka_unit_test(test_high_cost_starts_promptly),
 		cmocka_unit_test(test_wrong_password_flood),
 		cmocka_unit_test(test_failed_logins_limited_per_source),
