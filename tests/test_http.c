@@ -22,6 +22,7 @@
 
 #include "conntable.h"
 #include "http.h"
+#include "http_retire.h"
 #include "log.h"
 #include "macro.h"
 #include "prom.h"
@@ -926,7 +927,7 @@ static void test_source_limits_per_64(void **state)
 	for (int i = 0; i < 2; i++) {
 		key_of(i ? "2001:db8::2" : "2001:db8::1", &k);
 		assert_true(vw_conntable_admit(t, &k, noop_close, &full));
-		assert_non_null(vw_conntable_add(t, &k, 100 + i, 1));
+		assert_non_null(vw_conntable_add(t, &k, 100 + i, 1, NULL));
 	}
 	key_of("2001:db8::ffff:3", &k);
 	assert_false(vw_conntable_admit(t, &k, noop_close, &full));
@@ -1650,9 +1651,9 @@ static void test_conntable_deadlines(void **state)
 	key_of("192.0.2.1", &k);
 	assert_int_equal(vw_conntable_next_deadline(t, 10), UINT64_MAX);
 	assert_true(vw_conntable_admit(t, &k, noop_close, &full));
-	a = vw_conntable_add(t, &k, 40, 100);
+	a = vw_conntable_add(t, &k, 40, 100, NULL);
 	assert_true(vw_conntable_admit(t, &k, noop_close, &full));
-	b = vw_conntable_add(t, &k, 41, 50);
+	b = vw_conntable_add(t, &k, 41, 50, NULL);
 	assert_non_null(a);
 	assert_non_null(b);
 	assert_int_equal(vw_conntable_next_deadline(t, 10), 60);
@@ -1671,6 +1672,152 @@ static void test_conntable_deadlines(void **state)
 	vw_conntable_remove(t, b);
 	assert_false(vw_conntable_open(t, 41));
 	assert_int_equal(vw_conntable_next_deadline(t, 10), UINT64_MAX);
+	vw_conntable_free(t);
+}
+
+/* A fake server for the retirement's state machine: its open connections, what was called. */
+struct fake_server {
+	unsigned open, closes, cancels, stops, open_after_cancel;
+	enum vw_retire_end why;
+	uint64_t took_ns;
+};
+
+static unsigned fake_close_idle(void *cls)
+{
+	struct fake_server *f = cls;
+
+	__atomic_add_fetch(&f->closes, 1, __ATOMIC_SEQ_CST);
+	return __atomic_load_n(&f->open, __ATOMIC_SEQ_CST);
+}
+
+static void fake_cancel(void *cls)
+{
+	struct fake_server *f = cls;
+
+	f->cancels++;
+	__atomic_store_n(&f->open, f->open_after_cancel, __ATOMIC_SEQ_CST);
+}
+
+static void fake_stop(void *cls, enum vw_retire_end why, unsigned open, uint64_t took_ns)
+{
+	struct fake_server *f = cls;
+
+	f->why = why;
+	f->took_ns = took_ns;
+	f->open = open;
+	__atomic_store_n(&f->stops, 1, __ATOMIC_SEQ_CST);
+}
+
+static const struct vw_retire_ops fake_ops = {
+	.close_idle = fake_close_idle, .cancel = fake_cancel, .stop = fake_stop,
+};
+
+static struct vw_retire *fake_retire(struct vw_retirements *rs, struct fake_server *f,
+				     uint64_t bound_ms)
+{
+	struct vw_retire *r = vw_retire_new(&fake_ops, f, bound_ms * 1000000ULL);
+
+	assert_non_null(r);
+	assert_int_equal(vw_retirements_start(rs, r), 0);
+	return r;
+}
+
+/* Whether the fake server was stopped within ms. */
+static bool fake_stopped_within(struct fake_server *f, int ms)
+{
+	for (int i = 0; i < ms && !__atomic_load_n(&f->stops, __ATOMIC_SEQ_CST); i++)
+		usleep(1000);
+	return __atomic_load_n(&f->stops, __ATOMIC_SEQ_CST);
+}
+
+/*
+ * The retirement waits for the server's last connection, woken by its events (a kick), up to
+ * its bound; past it, parked work is cancelled and given the grace (drained if that answered
+ * it, else cut); an end of everything stops it at once; ended ones are reaped.
+ */
+static void test_retire_states(void **state)
+{
+	struct vw_retirements *rs = vw_retirements_new();
+	struct fake_server drained = { .open = 1 }, bound = { .open = 2 },
+			   answered = { .open = 1, .open_after_cancel = 0 }, cut = { .open = 1 };
+	struct vw_retire *r;
+	struct timespec t0, t1;
+
+	(void)state;
+	assert_non_null(rs);
+	/* Drained: stays while a connection is open, stops at the kick after its close. */
+	r = fake_retire(rs, &drained, 10000);
+	assert_false(fake_stopped_within(&drained, 100));
+	assert_int_equal(__atomic_load_n(&drained.closes, __ATOMIC_SEQ_CST), 1); /* no polling */
+	__atomic_store_n(&drained.open, 0, __ATOMIC_SEQ_CST);
+	vw_retire_kick(r);
+	assert_true(fake_stopped_within(&drained, 1000));
+	assert_int_equal(drained.why, VW_RETIRE_DRAINED);
+	assert_int_equal(drained.cancels, 0);
+	/* The bound: cancelled, then cut after the grace; or drained by the cancel. */
+	bound.open_after_cancel = 2;
+	fake_retire(rs, &bound, 100);
+	fake_retire(rs, &answered, 100);
+	assert_true(fake_stopped_within(&bound, 2000) && fake_stopped_within(&answered, 2000));
+	assert_int_equal(bound.why, VW_RETIRE_BOUND);
+	assert_int_equal(bound.open, 2);
+	assert_int_equal(bound.cancels, 1);
+	assert_true(bound.took_ns >= (100 + VW_RETIRE_GRACE_MS) * 1000000ULL);
+	assert_int_equal(answered.why, VW_RETIRE_DRAINED);
+	assert_int_equal(answered.cancels, 1);
+	vw_retirements_reap(rs);
+	assert_int_equal(vw_retirements_count(rs), 0);
+	/* Everything stopping: at once, not at its 10 s bound. */
+	fake_retire(rs, &cut, 10000);
+	assert_int_equal(vw_retirements_count(rs), 1);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	vw_retirements_free(rs);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	assert_true(cut.stops && cut.why == VW_RETIRE_SHUTDOWN && cut.cancels == 0);
+	assert_true((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec - t0.tv_nsec) / 1000000 < 500);
+}
+
+static unsigned closed_fds;
+
+static void count_close(int fd)
+{
+	closed_fds += (unsigned)fd;
+}
+
+/* A retiring server's connections with no request begun are closed, its others and another
+ * server's are not; all of its own are counted until removed. */
+static void test_conntable_close_idle(void **state)
+{
+	struct vw_conntable *t = vw_conntable_new(8, 8);
+	int old_srv, new_srv;
+	struct vw_src_key k;
+	struct vw_conn *busy, *idle, *other;
+	bool full;
+
+	(void)state;
+	key_of("127.0.0.1", &k);
+	for (int i = 0; i < 3; i++)
+		assert_true(vw_conntable_admit(t, &k, noop_close, &full));
+	busy = vw_conntable_add(t, &k, 1, 0, &old_srv);
+	idle = vw_conntable_add(t, &k, 10, 0, &old_srv);
+	other = vw_conntable_add(t, &k, 100, 0, &new_srv);
+	vw_conn_head_done(t, busy); /* being answered */
+	closed_fds = 0;
+	assert_int_equal(vw_conntable_close_idle(t, &old_srv, count_close), 2);
+	assert_int_equal(closed_fds, 10);
+	assert_false(vw_conntable_open(t, 10));
+	assert_true(vw_conntable_open(t, 1) && vw_conntable_open(t, 100));
+	/* Again: nothing more to close until the answer is done. */
+	assert_int_equal(vw_conntable_close_idle(t, &old_srv, count_close), 2);
+	assert_int_equal(closed_fds, 10);
+	vw_conn_request_done(t, busy, 5);
+	vw_conntable_remove(t, idle);
+	assert_int_equal(vw_conntable_close_idle(t, &old_srv, count_close), 1);
+	assert_int_equal(closed_fds, 11);
+	vw_conntable_remove(t, busy);
+	assert_int_equal(vw_conntable_close_idle(t, &old_srv, count_close), 0);
+	assert_true(vw_conntable_open(t, 100));
+	vw_conntable_remove(t, other);
 	vw_conntable_free(t);
 }
 
@@ -1849,6 +1996,8 @@ int main(void)
 		cmocka_unit_test(test_peer_close_seen),
 		cmocka_unit_test(test_closed_scraper_no_ticks),
 		cmocka_unit_test(test_conntable_deadlines),
+		cmocka_unit_test(test_conntable_close_idle),
+		cmocka_unit_test(test_retire_states),
 		cmocka_unit_test(test_openmetrics_derived),
 		cmocka_unit_test(test_openmetrics_derived_concurrent),
 	};

@@ -7,9 +7,13 @@
  */
 #include "vw_test.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <microhttpd.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +28,8 @@
 #include "webconfig.h"
 
 #define METRIC "virtwatt_tls_test_metric 42\n"
+/* A cost-12 hash no password is known to match: each wrong login is a full cost-12 bcrypt. */
+#define BOB_COST12 "$2y$12$abcdefghijklmnopqrstuOabcdefghijklmnopqrstuvwxyz01234"
 
 static struct tls_fixture tf;
 static char hash_alice[128], hash_bob[128];
@@ -127,6 +133,8 @@ struct server {
 	uint16_t port;
 	char config[512];
 	unsigned poll_ms, settle_s; /* reload options, 0: the defaults */
+	unsigned timeout_s;	    /* web.timeout (and a retirement's bound), 0: 10 s */
+	unsigned max_connections;   /* 0: 64 */
 };
 
 static void write_config(struct server *s, const char *text)
@@ -152,6 +160,8 @@ static void server_start(struct server *s, const char *config_text)
 	o.web_config_file = s->config;
 	o.reload_poll_ms = s->poll_ms;
 	o.reload_settle_s = s->settle_s;
+	o.timeout_s = s->timeout_s;
+	o.max_connections = s->max_connections;
 	s->h = vw_http_start(&o, s->x);
 	assert_non_null(s->h);
 	s->port = vw_http_port(s->h);
@@ -605,7 +615,431 @@ static void test_same_settings_no_reload(void **state)
 	write_config(&s, more); /* a real change: bob added */
 	assert_true(eventually(s.port, &(struct client){ .user = "bob", .pass = "b:o b" }, 200));
 	assert_int_equal(seen_count("reloaded"), 1);
+	/* The kept connection was the old server's, idle: closed by it, so the handle's next
+	 * request opens one to the new server. */
+	assert_int_equal(keep_get(c, s.port, &connects), 200);
+	assert_int_equal(connects, 1);
 	curl_easy_cleanup(c);
+	server_stop(&s);
+	capture_stop();
+}
+
+/* ---- A real change retires the old server gracefully ---- */
+
+/* Lines of 41 bytes: 400000 make 16 MB, far more than the socket buffers hold (4 MB at most
+ * on the server's side, net.ipv4.tcp_wmem). */
+static size_t publish_big(struct server *s, int lines)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	assert_non_null(f);
+	for (int i = 0; i < lines; i++)
+		fprintf(f, "virtwatt_tls_test_big{line=\"%07d\"} 42\n", i);
+	assert_int_equal(fclose(f), 0);
+	vw_exposition_publish(s->x, text, len, NULL, 0);
+	return len;
+}
+
+/* A plain TCP connection to the server; rcvbuf > 0: that receive buffer (a slow reader's). */
+static int raw_connect(uint16_t port, int rcvbuf)
+{
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port),
+				  .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	if (rcvbuf > 0)
+		assert_int_equal(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf)), 0);
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+static void raw_send(int fd, const char *text)
+{
+	assert_int_equal(send(fd, text, strlen(text), MSG_NOSIGNAL), (ssize_t)strlen(text));
+}
+
+/* Up to len bytes within wait_ms: how many (0: end of file or reset, -1: none came). */
+static ssize_t raw_read(int fd, char *buf, size_t len, int wait_ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+
+	if (poll(&p, 1, wait_ms) != 1)
+		return -1;
+	n = recv(fd, buf, len, 0);
+	return n < 0 ? 0 : n;
+}
+
+/* An answer's head (status line and headers, into head); its Content-Length. */
+static size_t raw_read_head(int fd, char *head, size_t size, size_t *ret_body_read)
+{
+	size_t got = 0;
+	char *end = NULL, *cl;
+
+	while (!end) {
+		ssize_t n = raw_read(fd, head + got, VW_MIN((size_t)1, size - 1 - got), 5000);
+
+		if (n <= 0)
+			fail_msg("no whole answer head: %.*s", (int)got, head);
+		got += (size_t)n;
+		head[got] = '\0';
+		end = strstr(head, "\r\n\r\n");
+	}
+	*ret_body_read = got - (size_t)(end + 4 - head);
+	cl = strcasestr(head, "Content-Length: ");
+	assert_non_null(cl);
+	return strtoul(cl + 16, NULL, 10);
+}
+
+/* Read and drop want bytes (or to the end): how many came. */
+static size_t raw_drain(int fd, size_t want)
+{
+	static char buf[65536];
+	size_t got = 0;
+
+	while (got < want) {
+		ssize_t n = raw_read(fd, buf, VW_MIN(sizeof(buf), want - got), 5000);
+
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	return got;
+}
+
+/* Whatever comes until the server closes fd (at most size - 1 bytes, 5 s). */
+static size_t raw_rest(int fd, char *buf, size_t size)
+{
+	size_t got = 0;
+	ssize_t n = 0;
+
+	while (got < size - 1 && (n = raw_read(fd, buf + got, size - 1 - got, 5000)) > 0)
+		got += (size_t)n;
+	buf[got] = '\0';
+	if (n < 0)
+		fail_msg("the connection stayed open after %zu bytes", got);
+	return got;
+}
+
+/* Poll (up to 10 s) until the log has what. */
+static bool log_eventually(const char *what)
+{
+	for (int i = 0; i < 100; i++) {
+		if (seen_count(what))
+			return true;
+		usleep(100 * 1000);
+	}
+	return false;
+}
+
+#define GET_METRICS "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n"
+#define GET_HEALTHZ "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+#define RETIRED_OK "every request it had begun answered"
+
+/*
+ * Open (no authentication) to basic auth. The old server's scrape under way (a slow reader of a
+ * 16 MB body) goes on to its last byte across the change; the request that reader had pipelined
+ * behind it is not answered by the old server (its connection closed, no second answer); its
+ * idle kept-alive connection is closed at once (not at the 10 s timeout), as is one that had
+ * sent half a request head; a fresh connection meets the new settings (401). Once the scrape
+ * is read, the old server stops. The old code stopped the old server at once: the scrape was
+ * cut.
+ */
+static void test_reload_finishes_requests_begun(void **state)
+{
+	_cleanup_free_ char *auth = config_fmt("basic_auth_users:\n  alice: '%s'\n", hash_alice);
+	struct server s = { .poll_ms = 100 };
+	char head[4096], rest[4096];
+	size_t big, body_read, cl;
+	int slow, idle, half;
+	double t;
+	struct timespec t0;
+
+	(void)state;
+	capture_start();
+	server_start(&s, "");
+	big = publish_big(&s, 400000);
+	slow = raw_connect(s.port, 4096);
+	raw_send(slow, GET_METRICS GET_METRICS); /* the second one pipelined */
+	cl = raw_read_head(slow, head, sizeof(head), &body_read);
+	assert_non_null(strstr(head, "HTTP/1.1 200"));
+	assert_int_equal(cl, big);
+	idle = raw_connect(s.port, 0);
+	raw_send(idle, GET_HEALTHZ);
+	raw_read_head(idle, head, sizeof(head), &body_read);
+	assert_int_equal(raw_drain(idle, 3 - body_read), 3 - body_read); /* "ok\n" */
+	half = raw_connect(s.port, 0);
+	raw_send(half, "GET /metrics HTTP/1.1\r\n");
+
+	write_config(&s, auth);
+	assert_true(eventually(s.port, &(struct client){ .plain = true }, 401));
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	/* The old server's idle and half-head connections: closed, no answer. */
+	assert_int_equal(raw_rest(idle, rest, sizeof(rest)), 0);
+	raw_send(half, "Host: x\r\n\r\n");
+	assert_int_equal(raw_rest(half, rest, sizeof(rest)), 0);
+	t = since(&t0);
+	if (t > 2.0)
+		fail_msg("the old server's idle connections were closed after %.1f s", t);
+	/* The scrape goes on, whole, and the pipelined request gets nothing. */
+	assert_int_equal(seen_count(RETIRED_OK), 0);
+	assert_int_equal(raw_drain(slow, cl - body_read), cl - body_read);
+	raw_rest(slow, rest, sizeof(rest));
+	if (rest[0])
+		fail_msg("the retiring server answered a new request: %.200s", rest);
+	assert_true(log_eventually(RETIRED_OK));
+	assert_int_equal(status_of(s.port, &(struct client){ .plain = true, .user = "alice",
+							      .pass = "alice-pw" }),
+			 200);
+	close(slow);
+	close(idle);
+	close(half);
+	server_stop(&s);
+	capture_stop();
+}
+
+/*
+ * A scrape still under way at the bound (web.timeout, 2 s here) is cut by then and the old
+ * server stopped: its reader (a 4 KB receive buffer) takes at most 4 KB every 15 ms, never
+ * idle, too slow for 16 MB; 3 s after the change it reads what the server's socket still held,
+ * at full speed, then the end.
+ * (libmicrohttpd 0.9.75 times a connection out from its last read, so its own timeout, the
+ * same web.timeout, may cut it a little before the bound: either way within it.)
+ */
+static void test_reload_bound(void **state)
+{
+	_cleanup_free_ char *auth = config_fmt("basic_auth_users:\n  alice: '%s'\n", hash_alice);
+	struct server s = { .poll_ms = 100, .timeout_s = 2 };
+	static char buf[65536];
+	char head[4096];
+	size_t big, body_read, got;
+	int slow;
+	ssize_t n = -1;
+	const char *p;
+	struct timespec t0;
+
+	(void)state;
+	capture_start();
+	server_start(&s, "");
+	big = publish_big(&s, 400000);
+	slow = raw_connect(s.port, 4096);
+	raw_send(slow, GET_METRICS);
+	assert_int_equal(raw_read_head(slow, head, sizeof(head), &body_read), big);
+	write_config(&s, auth);
+	assert_true(eventually(s.port, &(struct client){ .plain = true }, 401));
+	got = body_read;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (got < big) {
+		n = raw_read(slow, buf, sizeof(buf), 5000);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		if (since(&t0) < 3.0)
+			usleep(15 * 1000);
+	}
+	if (n != 0 || got >= big)
+		fail_msg("n %zd got %zu of %zu\n%s", n, got, big, seen_log);
+	if (!log_eventually("server stopped"))
+		fail_msg("got %zu of %zu, the old server still runs:\n%s", got, big, seen_log);
+	p = strstr(seen_log, "server stopped after ");
+	if (!strstr(seen_log, "stopped at its bound (web.timeout, 2 s): 1 connection(s)") &&
+	    !(p && strtod(p + 21, NULL) <= 2.3))
+		fail_msg("stopped past its bound:\n%s", seen_log);
+	close(slow);
+	server_stop(&s);
+	capture_stop();
+}
+
+struct login {
+	uint16_t port;
+	char from[16];
+	long status;
+	CURLcode code;
+	bool cancelled; /* a 503 saying the login was not checked */
+};
+
+/* A wrong password for bob (cost 12): parked for a bcrypt, then 401. */
+static void *parked_login(void *arg)
+{
+	struct login *l = arg;
+	struct answer a = get(l->port, &(struct client){ .plain = true, .from = l->from,
+							  .user = "bob", .pass = "guess" });
+
+	l->code = a.code;
+	l->status = a.status;
+	l->cancelled = a.status == 503 && a.body && strstr(a.body, "login not checked") &&
+		       strstr(a.headers, "Retry-After: 1");
+	answer_clear(&a);
+	return NULL;
+}
+
+/*
+ * Logins parked for a bcrypt (cost 12, one worker per two CPUs, at most 4: 0.2-0.3 s each)
+ * when a user is added are answered by the old server, never cut (the old code cut every one
+ * still parked: curl got nothing), and the old server stops once they are: all 401 within the
+ * bound (8 logins, 10 s); past it (30 logins from four addresses, 1 s: more than 1.5 s of
+ * bcrypt even on 4 workers) those still queued are cancelled, 503 saying so and Retry-After.
+ */
+static void test_reload_parked_logins(void **state)
+{
+	_cleanup_free_ char *cfg = config_fmt("basic_auth_users:\n  alice: '%s'\n  bob: %s\n",
+					      hash_alice, BOB_COST12);
+	_cleanup_free_ char *more = config_fmt("basic_auth_users:\n  alice: '%s'\n  bob: %s\n"
+					       "  carol: '%s'\n", hash_alice, BOB_COST12, hash_bob);
+	struct login l[30];
+
+	(void)state;
+	for (int bounded = 0; bounded < 2; bounded++) {
+		struct server s = { .poll_ms = 100, .timeout_s = bounded ? 1 : 0 };
+		int n = bounded ? 30 : 8, cancelled = 0;
+		pthread_t th[30];
+
+		capture_start();
+		server_start(&s, cfg);
+		for (int i = 0; i < n; i++) {
+			l[i] = (struct login){ .port = s.port };
+			snprintf(l[i].from, sizeof(l[i].from), "127.0.0.%d", 2 + i % 4);
+			assert_int_equal(pthread_create(&th[i], NULL, parked_login, &l[i]), 0);
+		}
+		usleep(100 * 1000); /* all sent and parked: a bcrypt takes longer */
+		write_config(&s, more);
+		assert_true(eventually(s.port, &(struct client){ .plain = true, .user = "carol",
+								  .pass = "b:o b" },
+				       200));
+		for (int i = 0; i < n; i++) {
+			pthread_join(th[i], NULL);
+			if (l[i].code != CURLE_OK ||
+			    (l[i].status != 401 && !(bounded && l[i].cancelled)))
+				fail_msg("parked login %d: %s, status %ld\n%s", i,
+					 curl_easy_strerror(l[i].code), l[i].status, seen_log);
+			cancelled += l[i].cancelled;
+		}
+		assert_true(bounded ? cancelled > 0 : cancelled == 0);
+		/* Past the bound, answered within the grace (or cut, if the answers had not
+		 * gone out: none was, above). */
+		assert_true(log_eventually(bounded ? "server stopped" : RETIRED_OK));
+		server_stop(&s);
+		capture_stop();
+	}
+}
+
+/*
+ * Two changes in a row, each old server with a scrape under way (a reader that paused): two
+ * retirements side by side. Read to the end, each scrape arrives whole and each old server
+ * stops; or, stopping meanwhile takes no longer than a stop does (well under their 10 s
+ * bound) and cuts both.
+ */
+static void test_two_retirements(void **state)
+{
+	_cleanup_free_ char *auth = config_fmt("basic_auth_users:\n  alice: '%s'\n", hash_alice);
+	_cleanup_free_ char *more = config_fmt("basic_auth_users:\n  alice: '%s'\n  bob: '%s'\n",
+					       hash_alice, hash_bob);
+	char head[4096];
+	size_t big, body_read[2];
+
+	(void)state;
+	for (int stop = 0; stop < 2; stop++) {
+		struct server s = { .poll_ms = 100 };
+		struct timespec t0;
+		int slow[2];
+		double t;
+
+		capture_start();
+		server_start(&s, "");
+		big = publish_big(&s, 400000);
+		slow[0] = raw_connect(s.port, 4096);
+		raw_send(slow[0], GET_METRICS);
+		assert_int_equal(raw_read_head(slow[0], head, sizeof(head), &body_read[0]), big);
+		write_config(&s, auth);
+		assert_true(eventually(s.port, &(struct client){ .plain = true }, 401));
+		slow[1] = raw_connect(s.port, 4096);
+		raw_send(slow[1], "GET /metrics HTTP/1.1\r\nHost: x\r\n"
+				  "Authorization: Basic YWxpY2U6YWxpY2UtcHc=\r\n\r\n");
+		assert_int_equal(raw_read_head(slow[1], head, sizeof(head), &body_read[1]), big);
+		write_config(&s, more);
+		assert_true(eventually(s.port, &(struct client){ .plain = true, .user = "bob",
+								  .pass = "b:o b" },
+				       200));
+		if (seen_count("reloaded") != 2)
+			fail_msg("%s", seen_log);
+		assert_int_equal(seen_count(RETIRED_OK), 0);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		if (stop) {
+			server_stop(&s);
+			t = since(&t0);
+			if (t > 1.0)
+				fail_msg("stopping during two retirements took %.2f s", t);
+		}
+		for (int i = 0; i < 2; i++) {
+			size_t got = raw_drain(slow[i], big - body_read[i]);
+
+			if (stop ? got == big - body_read[i] : got != big - body_read[i])
+				fail_msg("scrape %d: %zu of %zu bytes", i, got + body_read[i], big);
+			close(slow[i]);
+		}
+		if (!stop) {
+			for (int i = 0; i < 50 && seen_count(RETIRED_OK) < 2; i++)
+				usleep(100 * 1000);
+			if (seen_count(RETIRED_OK) != 2)
+				fail_msg("%s", seen_log);
+			server_stop(&s);
+		} else {
+			assert_int_equal(seen_count(RETIRED_OK), 0);
+		}
+		capture_stop();
+	}
+}
+
+/*
+ * web.max-connections (4) holds for the old and the new server together: with two scrapes
+ * still under way on the retiring server, six idle connections to the new one keep two slots
+ * (each newcomer takes the slot of the longest idle one), and the two scrapes, never evicted,
+ * finish whole.
+ */
+static void test_retirement_shares_connection_limit(void **state)
+{
+	_cleanup_free_ char *auth = config_fmt("basic_auth_users:\n  alice: '%s'\n", hash_alice);
+	struct server s = { .poll_ms = 100, .max_connections = 4 };
+	char head[4096], c;
+	size_t big, body_read[2];
+	int slow[2], idle[6], open = 0;
+
+	(void)state;
+	capture_start();
+	server_start(&s, "");
+	big = publish_big(&s, 400000);
+	for (int i = 0; i < 2; i++) {
+		slow[i] = raw_connect(s.port, 4096);
+		raw_send(slow[i], GET_METRICS);
+		assert_int_equal(raw_read_head(slow[i], head, sizeof(head), &body_read[i]), big);
+	}
+	write_config(&s, auth);
+	assert_true(eventually(s.port, &(struct client){ .plain = true }, 401));
+	for (int i = 0; i < 6; i++) {
+		idle[i] = raw_connect(s.port, 0);
+		usleep(50 * 1000); /* accepted in order */
+	}
+	usleep(500 * 1000);
+	for (int i = 0; i < 6; i++) {
+		struct pollfd p = { .fd = idle[i], .events = POLLIN };
+
+		if (poll(&p, 1, 0) == 0)
+			open++;
+		else
+			assert_true(recv(idle[i], &c, 1, 0) <= 0); /* closed, no answer */
+	}
+	if (open != 2)
+		fail_msg("%d idle connections kept beside the retiring server's 2", open);
+	for (int i = 0; i < 2; i++) {
+		assert_int_equal(raw_drain(slow[i], big - body_read[i]), big - body_read[i]);
+		close(slow[i]);
+	}
+	for (int i = 0; i < 6; i++)
+		close(idle[i]);
+	assert_true(log_eventually(RETIRED_OK));
 	server_stop(&s);
 	capture_stop();
 }
@@ -642,8 +1076,6 @@ static void test_high_cost_starts_promptly(void **state)
 
 /* ---- Wrong-password floods ---- */
 
-/* A cost-12 hash no password is known to match: each wrong login is a full cost-12 bcrypt. */
-#define BOB_COST12 "$2y$12$abcdefghijklmnopqrstuOabcdefghijklmnopqrstuvwxyz01234"
 #define FLOODERS 16
 
 struct flood {
@@ -823,6 +1255,11 @@ int main(void)
 		cmocka_unit_test(test_reload_never_weaker),
 		cmocka_unit_test(test_reload_waits_for_stable_file),
 		cmocka_unit_test(test_same_settings_no_reload),
+		cmocka_unit_test(test_reload_finishes_requests_begun),
+		cmocka_unit_test(test_reload_bound),
+		cmocka_unit_test(test_reload_parked_logins),
+		cmocka_unit_test(test_two_retirements),
+		cmocka_unit_test(test_retirement_shares_connection_limit),
 		cmocka_unit_test(test_high_cost_starts_promptly),
 		cmocka_unit_test(test_wrong_password_flood),
 		cmocka_unit_test(test_failed_logins_limited_per_source),

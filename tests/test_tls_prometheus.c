@@ -3,8 +3,11 @@
  * A real Prometheus scraping the real virtwatt-host binary over HTTPS: one daemon with basic
  * auth, one requiring a client certificate from the test CA. Prometheus' own verdict (up) and
  * its HTTP API decide: the right credentials give up == 1 and queryable virtwatt series, a
- * wrong password or a missing certificate give up == 0. Loopback only, bounded in time; every
- * process is killed by the teardown, pass or fail.
+ * wrong password or a missing certificate give up == 0. Then the basic-auth daemon's web config
+ * changes three times while Prometheus scrapes it every second: each old server is retired
+ * (what it began finishes, its kept-alive connection closed) and no scrape fails (Go's client
+ * opens a new connection, or sends again a GET whose reused connection closed unanswered).
+ * Loopback only, bounded in time; every process is killed by the teardown, pass or fail.
  */
 #include "vw_test.h"
 
@@ -31,7 +34,8 @@ static struct tls_fixture tf;
 static struct host_fixture hf;
 static pid_t pids[3]; /* the two daemons and Prometheus */
 
-static unsigned start_host(pid_t *pid, const char *config)
+/* The daemon's output kept in log (a fixture file name) when not NULL. */
+static unsigned start_host(pid_t *pid, const char *config, const char *log)
 {
 	char sys[600], proc[600], wc[600], path[512];
 	char *argv[] = { VW_HOST_BIN, sys, proc, wc, "--web.listen-address=127.0.0.1:0",
@@ -43,7 +47,13 @@ static unsigned start_host(pid_t *pid, const char *config)
 	snprintf(proc, sizeof(proc), "--host.procfs=%s", hf.proc);
 	snprintf(wc, sizeof(wc), "--web.config-file=%s",
 		 tls_fixture_path(&tf, config, path, sizeof(path)));
-	assert_int_equal(vw_fixture_start_daemon(argv, pid, &port), 0);
+	if (log)
+		assert_int_equal(vw_fixture_start_daemon_logged(
+					 argv, tls_fixture_path(&tf, log, path, sizeof(path)), pid,
+					 &port),
+				 0);
+	else
+		assert_int_equal(vw_fixture_start_daemon(argv, pid, &port), 0);
 	return port;
 }
 
@@ -143,6 +153,59 @@ static void dump_prometheus_log(void)
 	free(log);
 }
 
+/* How many times the basic-auth daemon's log has what. */
+static unsigned host_log_count(const char *what)
+{
+	char path[512];
+	char *log = vw_fixture_slurp(tls_fixture_path(&tf, "host-auth.log", path, sizeof(path)),
+				     NULL);
+	unsigned n = 0;
+
+	for (const char *p = log; p && (p = strstr(p, what)); p++)
+		n++;
+	free(log);
+	return n;
+}
+
+/*
+ * Three real changes of auth.yml (a user added each time; the daemon checks every 2 s and
+ * applies a change at the second check that sees it), each retiring the server Prometheus
+ * keeps a connection to: up stays 1 through them all, and each old server stopped with every
+ * request it had begun answered.
+ */
+static bool reloads_lose_no_scrape(unsigned prom_port, const char *hash)
+{
+	time_t start = time(NULL), deadline = start + 30;
+	char text[4096], promql[128];
+	size_t len;
+
+	len = (size_t)snprintf(text, sizeof(text),
+			       "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+			       "basic_auth_users:\n  prometheus: '%s'\n", hash);
+	for (unsigned k = 1; k <= 3; k++) {
+		len += (size_t)snprintf(text + len, sizeof(text) - len, "  user%u: '%s'\n", k, hash);
+		assert_int_equal(vw_fixture_replace(tf.dir, "auth.yml", text), 0);
+		while (host_log_count("reloaded") < k && time(NULL) < deadline)
+			usleep(200 * 1000);
+		if (host_log_count("reloaded") < k) {
+			print_message("# change %u not applied within 30 s\n", k);
+			return false;
+		}
+		sleep(1); /* a scrape of the new server */
+	}
+	while (host_log_count("every request it had begun answered") < 3 && time(NULL) < deadline)
+		usleep(200 * 1000);
+	if (host_log_count("every request it had begun answered") != 3 ||
+	    host_log_count("stopped at its bound") != 0) {
+		print_message("# the old servers did not all stop with their requests answered\n");
+		return false;
+	}
+	/* Every scrape since the first change, each a success (a failed one is up 0). */
+	snprintf(promql, sizeof(promql), "min_over_time(up{job=\"auth_ok\"}[%lds])",
+		 (long)(time(NULL) - start));
+	return wait_value(prom_port, promql, "1", time(NULL) + 5);
+}
+
 static void test_prometheus_scrapes_https(void **state)
 {
 	char hash[128], text[4096], ca[512], crt[512], key[512];
@@ -161,8 +224,8 @@ static void test_prometheus_scrapes_https(void **state)
 					  "  key_file: server.key\n"
 					  "  client_auth_type: RequireAndVerifyClientCert\n"
 					  "  client_ca_file: ca.crt\n", 0), 0);
-	auth_port = start_host(&pids[0], "auth.yml");
-	cert_port = start_host(&pids[1], "cert.yml");
+	auth_port = start_host(&pids[0], "auth.yml", "host-auth.log");
+	cert_port = start_host(&pids[1], "cert.yml", NULL);
 	tls_fixture_path(&tf, "ca.crt", ca, sizeof(ca));
 	tls_fixture_path(&tf, "client.crt", crt, sizeof(crt));
 	tls_fixture_path(&tf, "client.key", key, sizeof(key));
@@ -204,6 +267,7 @@ static void test_prometheus_scrapes_https(void **state)
 			      "count({__name__=~\"virtwatt_.+\",job=~\"auth_badpw|cert_none\"}) "
 			      "or vector(0)",
 			      "0", deadline);
+	ok = ok && reloads_lose_no_scrape(prom_port, hash);
 	if (!ok)
 		dump_prometheus_log();
 	assert_true(ok);

@@ -13,6 +13,7 @@ struct vw_conn {
 	uint64_t note; /* the request's, vw_conn_set_note() */
 	struct vw_src_key src;
 	uint64_t head_start_ns;
+	const void *owner; /* the server it belongs to */
 };
 
 struct vw_conntable {
@@ -88,7 +89,7 @@ bool vw_conntable_admit(struct vw_conntable *t, const struct vw_src_key *src,
 }
 
 struct vw_conn *vw_conntable_add(struct vw_conntable *t, const struct vw_src_key *src, int fd,
-				 uint64_t now_ns)
+				 uint64_t now_ns, const void *owner)
 {
 	struct vw_conn *found = NULL;
 
@@ -98,7 +99,7 @@ struct vw_conn *vw_conntable_add(struct vw_conntable *t, const struct vw_src_key
 			found = &t->c[i];
 	if (found)
 		*found = (struct vw_conn){ .used = true, .fd = fd, .src = *src,
-					   .head_start_ns = now_ns };
+					   .head_start_ns = now_ns, .owner = owner };
 	pthread_mutex_unlock(&t->lock);
 	return found;
 }
@@ -202,6 +203,27 @@ unsigned vw_conntable_count(struct vw_conntable *t)
 	pthread_mutex_lock(&t->lock);
 	for (unsigned i = 0; i < t->cap; i++)
 		n += t->c[i].used;
+	pthread_mutex_unlock(&t->lock);
+	return n;
+}
+
+unsigned vw_conntable_close_idle(struct vw_conntable *t, const void *owner,
+				 void (*close_fn)(int fd))
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&t->lock);
+	for (unsigned i = 0; i < t->cap; i++) {
+		struct vw_conn *c = &t->c[i];
+
+		if (!c->used || c->owner != owner)
+			continue;
+		n++;
+		if (c->head_done || c->evicted)
+			continue;
+		c->evicted = true;
+		close_fn(c->fd);
+	}
 	pthread_mutex_unlock(&t->lock);
 	return n;
 }

@@ -36,9 +36,10 @@ void vw_conntable_free(struct vw_conntable *t);
  */
 bool vw_conntable_admit(struct vw_conntable *t, const struct vw_src_key *src,
 			void (*close_fn)(int fd), bool *ret_source_full);
-/* Record an admitted connection (its fd); NULL when the table is full (close it). */
+/* Record an admitted connection (its fd) of owner (its server); NULL when the table is full
+ * (close it). */
 struct vw_conn *vw_conntable_add(struct vw_conntable *t, const struct vw_src_key *src, int fd,
-				 uint64_t now_ns);
+				 uint64_t now_ns, const void *owner);
 void vw_conntable_remove(struct vw_conntable *t, struct vw_conn *c);
 /* The request head is complete (the deadline no longer applies)... */
 void vw_conn_head_done(struct vw_conntable *t, struct vw_conn *c);
@@ -62,3 +63,12 @@ uint64_t vw_conntable_next_deadline(struct vw_conntable *t, uint64_t deadline_ns
 bool vw_conntable_open(struct vw_conntable *t, int fd);
 /* Connections recorded (tests, logs). */
 unsigned vw_conntable_count(struct vw_conntable *t);
+/*
+ * owner's connections with no request begun (waiting for or reading a request head, not
+ * yet marked): each marked and its fd passed to close_fn (table locked: shutdown() only). A
+ * server being retired closes them so that it serves no new request. Returns owner's
+ * connections still recorded, those just marked included (they are gone once their server
+ * removes them).
+ */
+unsigned vw_conntable_close_idle(struct vw_conntable *t, const void *owner,
+				 void (*close_fn)(int fd));

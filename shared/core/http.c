@@ -12,8 +12,9 @@
  * client_auth_type on the connection's GnuTLS session, rate_limit, then basic auth (webauth.h)
  * on every path not excluded, all before routing. A housekeeping thread checks the file and
  * the files it names every few seconds (webconfig_watch.c decides what may be applied); a
- * change starts a new MHD daemon on the same socket and retires the old one, a broken change
- * keeps the old one.
+ * change starts a new MHD daemon on the same socket and retires the old one (http_retire.h:
+ * what it had begun finishes, within web.timeout, and it answers no new request), a broken
+ * change keeps the old one.
  */
 #include "http.h"
 
@@ -42,6 +43,7 @@
 #include "conntable.h"
 #include "crypt_lazy.h"
 #include "fileio.h"
+#include "http_retire.h"
 #include "json.h"
 #include "log.h"
 #include "macro.h"
@@ -220,6 +222,10 @@ static int bound_port(int fd, uint16_t *ret)
 struct server {
 	struct vw_http *h;
 	struct MHD_Daemon *mhd;
+	bool quiesced; /* gave the listening socket back */
+	/* Set (atomically) when it is retired: from then on it answers no new request, and its
+	 * connection events wake the retirement. NULL: it is the server. */
+	struct vw_retire *retire;
 	struct vw_webconfig *wc; /* NULL: no web config (plain HTTP, no authentication) */
 	struct vw_webauth *auth; /* NULL: no basic_auth_users */
 	struct vw_authpool *pool; /* bcrypt off the HTTP thread, with auth */
@@ -233,7 +239,8 @@ struct vw_http {
 	int listen_fd;	    /* ours; every MHD daemon gets a duplicate */
 	char *listen_address;
 	unsigned max_connections, per_ip_connections, timeout_s, header_timeout_s;
-	struct vw_conntable *conns;
+	struct vw_conntable *conns; /* every server's: a retiring one's count against the limits */
+	struct vw_retirements *retirements; /* servers of previous web configs, being retired */
 	struct vw_complaint conn_complaint; /* under log_lock */
 	struct vw_exposition *x;
 	bool (*healthy)(void *userdata, char *why, size_t len);
@@ -308,7 +315,14 @@ static bool add_headers(const struct server *s, struct MHD_Response *resp,
 	return true;
 }
 
-/* Queue resp with the common headers (and one extra, if given); consumes resp. */
+/* The retirement of a server being retired, else NULL (it is the server). */
+static struct vw_retire *retiring(const struct server *s)
+{
+	return __atomic_load_n(&s->retire, __ATOMIC_ACQUIRE);
+}
+
+/* Queue resp with the common headers (and one extra, if given); consumes resp. A retiring
+ * server's answer closes its connection: the client's next request goes to the new server. */
 static VW_MHD_RESULT queue(const struct server *s, struct MHD_Connection *c, unsigned status,
 			   struct MHD_Response *resp, const char *content_type,
 			   const char *extra_name, const char *extra_value)
@@ -318,7 +332,9 @@ static VW_MHD_RESULT queue(const struct server *s, struct MHD_Connection *c, uns
 	if (!resp)
 		return MHD_NO;
 	if (add_headers(s, resp, content_type) &&
-	    (!extra_name || MHD_add_response_header(resp, extra_name, extra_value) == MHD_YES))
+	    (!extra_name || MHD_add_response_header(resp, extra_name, extra_value) == MHD_YES) &&
+	    (!retiring(s) ||
+	     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close") == MHD_YES))
 		ret = MHD_queue_response(c, status, resp);
 	MHD_destroy_response(resp);
 	return ret;
@@ -639,26 +655,41 @@ static void watch_connection(struct vw_http *h, int fd)
 	(void)eventfd_write(h->watch_efd, 1);
 }
 
+/* A new connection of s recorded (s its owner) and watched; NULL: no slot, it is closed. */
+static struct vw_conn *conn_record(struct server *s, struct MHD_Connection *c)
+{
+	struct vw_http *h = s->h;
+	const union MHD_ConnectionInfo *fd, *addr;
+	struct vw_src_key src;
+	struct vw_conn *conn;
+
+	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+	addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	if (!fd)
+		return NULL;
+	vw_src_key(addr ? addr->client_addr : NULL, &src);
+	conn = vw_conntable_add(h->conns, &src, fd->connect_fd, vw_now_ns(), s);
+	if (!conn)
+		shutdown(fd->connect_fd, SHUT_RDWR); /* no slot (two servers during a reload) */
+	else
+		watch_connection(h, fd->connect_fd);
+	return conn;
+}
+
+/* A connection opens or closes: recorded, or no longer; a retirement is woken by either. */
 static void on_connection(void *cls, struct MHD_Connection *c, void **socket_context,
 			  enum MHD_ConnectionNotificationCode toe)
 {
-	struct vw_http *h = cls;
-	const union MHD_ConnectionInfo *fd, *addr;
-	struct vw_src_key src;
+	struct server *s = cls;
 
 	if (toe == MHD_CONNECTION_NOTIFY_CLOSED) {
-		vw_conntable_remove(h->conns, *socket_context);
+		vw_conntable_remove(s->h->conns, *socket_context);
 		*socket_context = NULL;
-		return;
+	} else {
+		*socket_context = conn_record(s, c);
 	}
-	fd = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-	addr = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	vw_src_key(addr ? addr->client_addr : NULL, &src);
-	*socket_context = fd ? vw_conntable_add(h->conns, &src, fd->connect_fd, vw_now_ns()) : NULL;
-	if (!*socket_context && fd)
-		shutdown(fd->connect_fd, SHUT_RDWR); /* no slot (two servers during a reload) */
-	if (*socket_context)
-		watch_connection(h, fd->connect_fd);
+	if (retiring(s))
+		vw_retire_kick(retiring(s));
 }
 
 /* ---- Web config: client certificates, rate limit, basic authentication ---- */
@@ -765,10 +796,14 @@ static VW_MHD_RESULT auth_refuse(struct server *s, struct MHD_Connection *c,
 		return reply_text(s, c, MHD_HTTP_TOO_MANY_REQUESTS,
 				  "too many failed logins from this address\n",
 				  MHD_HTTP_HEADER_RETRY_AFTER, "1");
-	if (r == VW_AUTH_BUSY || r == VW_AUTH_CANCELLED)
+	if (r == VW_AUTH_BUSY)
 		return reply_text(s, c, MHD_HTTP_SERVICE_UNAVAILABLE,
 				  "too many logins being checked, try again\n",
 				  MHD_HTTP_HEADER_RETRY_AFTER, "1");
+	if (r == VW_AUTH_CANCELLED)
+		return reply_text(s, c, MHD_HTTP_SERVICE_UNAVAILABLE,
+				  "login not checked: the server is stopping or reloading its web "
+				  "config, try again\n", MHD_HTTP_HEADER_RETRY_AFTER, "1");
 	return reply_text(s, c, MHD_HTTP_UNAUTHORIZED, "unauthorized\n",
 			  MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic");
 }
@@ -861,6 +896,12 @@ static VW_MHD_RESULT answer(struct server *s, struct MHD_Connection *c, const ch
  * the body and closes the connection. A login parked for a bcrypt has its job in *con_cls, and
  * MHD calls again once a worker resumed the connection. Any other later call (body data) is
  * refused. A request announcing a body is refused before a login is checked.
+ *
+ * A retiring server begins no request: one whose head comes in after the retirement started
+ * (on a kept-alive connection) gets no answer, its connection closed, as Go's server closes
+ * an idle connection; a client retries a GET on a reused connection closed before any answer
+ * (Go's, Prometheus') and meets the new server. Its head is marked done first, so a retirement
+ * that looks at it now either sees it begun (and answered: not retiring yet) or closes it.
  */
 static VW_MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char *url,
 				const char *method, const char *version, const char *upload_data,
@@ -875,6 +916,8 @@ static VW_MHD_RESULT on_request(void *cls, struct MHD_Connection *c, const char 
 		return MHD_NO;
 	if (!*con_cls) {
 		vw_conn_head_done(s->h->conns, conn_of(c));
+		if (retiring(s))
+			return MHD_NO;
 		if (!has_body(c)) {
 			*con_cls = &head_seen;
 			return MHD_YES;
@@ -904,6 +947,8 @@ static void on_completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		vw_auth_job_release(*con_cls);
 	if (con_cls)
 		*con_cls = NULL;
+	if (retiring(s))
+		vw_retire_kick(retiring(s)); /* its connection may now wait for a request */
 }
 
 /* Append s to the index page with &, <, >, " and ' escaped. */
@@ -1010,7 +1055,7 @@ static int server_start_mhd(struct server *s)
 	vw_signals_block_all(&old_mask);
 	s->mhd = MHD_start_daemon(mhd_flags(wc && wc->tls), 0, on_accept, h, on_request, s,
 				  MHD_OPTION_EXTERNAL_LOGGER, mhd_log, h,
-				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, h,
+				  MHD_OPTION_NOTIFY_CONNECTION, on_connection, s,
 				  MHD_OPTION_NOTIFY_COMPLETED, on_completed, s,
 				  MHD_OPTION_ARRAY, tls,
 				  MHD_OPTION_LISTEN_SOCKET, (MHD_socket)fd,
@@ -1029,20 +1074,30 @@ static int server_start_mhd(struct server *s)
 	return 0;
 }
 
-/* Stop serving: MHD gives the socket back first (quiesce), so the successor keeps it. */
+/* Accept no more: MHD gives the socket back (its duplicate, closed), the successor keeps it. */
+static void server_quiesce(struct server *s)
+{
+	MHD_socket fd;
+
+	if (!s->mhd || s->quiesced)
+		return;
+	fd = MHD_quiesce_daemon(s->mhd);
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
+	s->quiesced = true;
+}
+
+/* Stop serving now: what is in flight is cut. */
 static void server_free(struct server *s)
 {
 	if (!s)
 		return;
 	if (s->mhd) {
-		MHD_socket fd = MHD_quiesce_daemon(s->mhd);
-
+		server_quiesce(s);
 		/* Every parked login resumed (cancelled or answered) before MHD stops: it must
 		 * not find a suspended connection. */
 		vw_authpool_stop(s->pool);
 		MHD_stop_daemon(s->mhd);
-		if (fd != MHD_INVALID_SOCKET)
-			close(fd);
 	}
 	vw_authpool_free(s->pool);
 	vw_webauth_free(s->auth);
@@ -1117,6 +1172,67 @@ static struct server *server_new(struct vw_http *h, struct vw_webconfig *wc)
 
 /* ---- Web config reloads ---- */
 
+/* A retiring server's connections with no request begun are closed: it begins none. */
+static unsigned retire_close_idle(void *cls)
+{
+	struct server *s = cls;
+
+	return vw_conntable_close_idle(s->h->conns, s, conn_shutdown);
+}
+
+/* Its bound passed: queued logins cancelled (answered 503), those under way finish. */
+static void retire_cancel(void *cls)
+{
+	struct server *s = cls;
+
+	vw_authpool_stop(s->pool);
+}
+
+static void retire_stop(void *cls, enum vw_retire_end why, unsigned open, uint64_t took_ns)
+{
+	struct server *s = cls;
+	struct vw_http *h = s->h;
+
+	if (why == VW_RETIRE_DRAINED)
+		vw_info("http: the previous web config's server stopped after %.1f s, every request "
+			"it had begun answered", (double)took_ns / 1e9);
+	else if (why == VW_RETIRE_BOUND)
+		vw_warn("http: the previous web config's server stopped at its bound (web.timeout, "
+			"%u s): %u connection(s) still busy were cut", h->timeout_s, open);
+	server_free(s);
+}
+
+static const struct vw_retire_ops retire_ops = {
+	.close_idle = retire_close_idle,
+	.cancel = retire_cancel,
+	.stop = retire_stop,
+};
+
+/*
+ * The successor serves; s answers no new request and accepts no connection from now on, and
+ * stops once what it had begun is done, within web.timeout, on a thread of its own. The gate
+ * (s->retire) is set before the socket is given back: every request that is not begun by
+ * then meets the gate or the successor.
+ */
+static void server_retire(struct vw_http *h, struct server *s)
+{
+	uint64_t bound_ns = (uint64_t)h->timeout_s * VW_NSEC_PER_SEC;
+	struct vw_retire *r = vw_retire_new(&retire_ops, s, bound_ns);
+	int e = r ? 0 : -errno;
+
+	if (r) {
+		__atomic_store_n(&s->retire, r, __ATOMIC_RELEASE);
+		server_quiesce(s);
+		e = vw_retirements_start(h->retirements, r);
+	}
+	if (e < 0) {
+		vw_warn("http: retire the previous web config's server: %s; stopped at once",
+			strerror(-e));
+		server_free(s);
+		vw_retire_free(r);
+	}
+}
+
 /*
  * The watcher's check (webconfig_watch.h decides what may be applied): a configuration to
  * apply starts a new server, which then replaces the old one, and what changed is logged at
@@ -1147,7 +1263,7 @@ static void webconfig_poll(struct vw_http *h)
 		return;
 	webconfig_log(s->wc, h->web_config_file);
 	h->srv = s;
-	server_free(old);
+	server_retire(h, old);
 	vw_warn("http: web config %s reloaded: %s", h->web_config_file, changes);
 }
 
@@ -1230,6 +1346,7 @@ static void *watch_main(void *arg)
 				ticking_until = 0;
 		}
 		if (h->web_config_file && now >= next_poll) {
+			vw_retirements_reap(h->retirements);
 			webconfig_poll(h);
 			next_poll = now + (uint64_t)h->reload_poll_ms * 1000000ULL;
 		}
@@ -1283,6 +1400,7 @@ static void http_free(struct vw_http *h)
 	if (!h)
 		return;
 	watch_stop(h);
+	vw_retirements_free(h->retirements); /* what they still serve is cut */
 	server_free(h->srv);
 	if (h->watch_ep >= 0)
 		close(h->watch_ep);
@@ -1359,7 +1477,8 @@ static int http_init(struct vw_http *h, const struct vw_http_opts *opts, struct 
 		return -ENOMEM;
 	connections_clamp(h);
 	h->conns = vw_conntable_new(h->max_connections, h->per_ip_connections);
-	if (!h->conns)
+	h->retirements = vw_retirements_new();
+	if (!h->conns || !h->retirements)
 		return -ENOMEM;
 	r = watch_open(h);
 	if (r < 0) {

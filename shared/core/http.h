@@ -21,7 +21,8 @@ struct vw_http_opts {
 	const char *listen_address; /* ":28282", "127.0.0.1:0", "[::1]:28282", "localhost:9" */
 	unsigned max_connections;   /* 0: 64 */
 	unsigned per_ip_connections; /* 0: 16 */
-	unsigned timeout_s;          /* idle connection timeout, 0: 10 */
+	unsigned timeout_s;          /* idle connection timeout, and how long a server retired by a
+				      * web config change may finish what it began; 0: 10 */
 	/*
 	 * The whole request head (TLS handshake, request line, headers) must arrive within this
 	 * from accept (or from the previous answer on a kept-alive connection), whatever trickles
