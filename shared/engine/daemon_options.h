@@ -103,7 +103,7 @@ extern const struct vw_help_group vw_daemon_help_groups[];
 	  "5s", "DURATION", "interval at which energy is split and metrics are refreshed", 1,     \
 	  3600 },                                                                                  \
 	{ "log.level", "log.level", VW_OPT_LOG_LEVEL, VW_DO_OFF(type, log_level), "info", "LEVEL", \
-	  "error, warn, info or debug" },                                                          \
+	  "least severe messages logged" },                                                        \
 	{ "log.format", "log.format", VW_OPT_STRING, VW_DO_OFF(type, log_format), "text",          \
 	  "FORMAT", "text (logfmt lines) or json (one JSON object per line)", 0, 0,              \
 	  vw_log_format_names },                                                                   \
