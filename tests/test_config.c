@@ -534,6 +534,9 @@ static void test_flag_errors(void **state)
 		  "unknown flag --web.listenAddress (did you mean --web.listen-address?)" },
 		{ { "--web.listen=:1" },
 		  "unknown flag --web.listen (did you mean --web.listen-address?)" },
+		/* an abbreviation without its value, last: unknown too, not "missing value" */
+		{ { "--web.listen" },
+		  "unknown flag --web.listen (did you mean --web.listen-address?)" },
 		{ { "--hel" }, "unknown flag --hel (did you mean --help?)" },
 		{ { "--bogus" }, "unknown flag --bogus (see --help)" },
 		{ { "-x" }, "unknown flag -x (long flags start with --; see --help)" },

@@ -444,6 +444,9 @@ static int flag_error(struct loader *ld, int c, char **argv)
 
 	if (c == 1)
 		return stray_argument(ld, argv, optind - 1);
+	/* getopt_long matched an abbreviation that lacks its value ("--web.listen" last): unknown. */
+	if (c == ':' && !flag_token_exact(tok, ld->defs[optopt - FLAG_VAL_OPT].name))
+		return unknown_flag(ld, tok);
 	if (c == ':')
 		return vw_config_msg(ld->err, ld->errlen, -EINVAL,
 				     "%s: missing value (expected %s)", tok,
