@@ -213,6 +213,13 @@ static int check_option(const struct vw_config_program *p, size_t i, char *err, 
 	if (o->yaml && vw_yaml_is_section(p, o->yaml))
 		return vw_config_msg(err, errlen, -EINVAL,
 				     "YAML key %s: both a value and a mapping", o->yaml);
+	/* --help prints the default of an option with one, or of any non-string one, after the
+	 * help: a help naming its own default would show two. */
+	if (o->help && strstr(o->help, "(default:") &&
+	    (o->defval || (o->type != VW_OPT_STRING && o->type != VW_OPT_STRLIST)))
+		return vw_config_msg(err, errlen, -EINVAL,
+				     "--%s: its help says \"(default:\", and --help adds the default",
+				     o->flag);
 	return 0;
 }
 

@@ -77,7 +77,7 @@ extern const struct vw_help_group vw_daemon_help_groups[];
 	  "YAML configuration file (Kepler's files are read unchanged); flags override its "       \
 	  "values" },                                                                              \
 	{ "config.strict", NULL, VW_OPT_BOOL, VW_DO_OFF(type, config_strict), "false", NULL,       \
-	  "an unknown key in the configuration file stops the start (default: a warning, as in "  \
+	  "an unknown key in the configuration file stops the start (without it: a warning, as in "\
 	  "Kepler)" },                                                                             \
 	{ "web.listen-address", "web.listenAddress", VW_OPT_STRLIST,                               \
 	  VW_DO_OFF(type, listen_address), ":28282", "[HOST]:PORT",                                \
