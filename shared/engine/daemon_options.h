@@ -176,7 +176,8 @@ extern const struct vw_help_group vw_daemon_help_groups[];
 	  "10s", "DURATION", "timeout for fetching a model", 0.1, 600 },                          \
 	{ "model.builtin", "model.builtin", VW_OPT_STRING, VW_DO_OFF(type, model_builtin), "auto", \
 	  "auto|kepler",                                                                           \
-	  "the model used without model.file or model.url: auto picks per-vCPU watts for this "   \
+	  "the model used when none is given or fetched (model.file, model.url, the guest's "      \
+	  "model.server-url): auto picks per-vCPU watts for this "                                 \
 	  "processor's architecture (Kepler v0.7.12's table; a public-cloud VM's best guess), "    \
 	  "Kepler's default m5.metal model where the table lacks it; kepler always that one" },    \
 	{ "gpu.enable", "experimental.gpu.enabled", VW_OPT_BOOL, VW_DO_OFF(type, gpu_enable),     \
