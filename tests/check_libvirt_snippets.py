@@ -103,12 +103,42 @@ def check_mount_paths(root, rel, want):
     return seen
 
 
+def unit_runtime_dirs(root):
+    """The host unit's RuntimeDirectory paths, and the user, group and mode systemd gives them."""
+    text = open(os.path.join(root, "deploy", "systemd", "virtwatt-host.service"),
+                encoding="utf-8").read()
+    keys = dict(re.findall(r"^(User|Group|RuntimeDirectoryMode)=(\S+)", text, re.M))
+    dirs = [d for m in re.findall(r"^RuntimeDirectory=(.*)$", text, re.M) for d in m.split()]
+    return (["/run/" + d for d in dirs], keys.get("User"), keys.get("Group"),
+            int(keys.get("RuntimeDirectoryMode", "0755"), 8))
+
+
+def check_tmpfiles(root):
+    """The README's tmpfiles lines survive the host unit's start: systemd gives each
+    RuntimeDirectory the unit's user and mode at every start, and everything below it too when
+    its owner differs, so a folder of another owner below one (QEMU's channels/) would be taken."""
+    text = open(os.path.join(root, "deploy", "libvirt", "README.md"), encoding="utf-8").read()
+    lines = re.findall(r"^d\s+(/run/\S+)\s+([0-7]+)\s+(\S+)\s+(\S+)", text, re.M)
+    assert lines, "deploy/libvirt/README.md: no tmpfiles lines found"
+    dirs, user, group, mode = unit_runtime_dirs(root)
+    for path, m, u, g in lines:
+        if path in dirs:
+            assert (u, g, int(m, 8)) == (user, group, mode), (
+                "tmpfiles %s %s %s:%s, but the unit's RuntimeDirectory makes it %04o %s:%s at "
+                "every start" % (path, m, u, g, mode, user, group))
+        for d in dirs:
+            assert not path.startswith(d + "/"), (
+                "tmpfiles %s (%s:%s) lies below the unit's RuntimeDirectory %s, which systemd "
+                "chowns to %s:%s, the whole tree, at start" % (path, u, g, d, user, group))
+    return len(lines)
+
+
 def main():
     d = sys.argv[1]
     root = os.path.dirname(os.path.dirname(os.path.abspath(d)))
     files = sorted(f for f in os.listdir(d) if f.endswith(".xml"))
     docs = sorted(set(doc_files(root)))
-    print("1..%d" % (len(files) + len(docs) + 1))
+    print("1..%d" % (len(files) + len(docs) + 2))
     failed = 0
     for i, name in enumerate(files, 1):
         try:
@@ -134,6 +164,13 @@ def main():
     else:
         failed += 1
         print("not ok %d - only %d guest mounts found: the patterns no longer match" % (i, total))
+    i += 1
+    try:
+        n = check_tmpfiles(root)
+        print("ok %d - deploy/libvirt/README.md: %d tmpfiles lines agree with the host unit" % (i, n))
+    except Exception as e:  # noqa: BLE001
+        failed += 1
+        print("not ok %d - %s" % (i, e))
     return 1 if failed or not files else 0
 
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "vw_test.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,7 +62,7 @@ static const struct vw_option test_opts[] = {
 	{ "exporter.prometheus", "exporter.prometheus", VW_OPT_BOOL, F(exporter_prometheus), "true",
 	  NULL, "Serve /metrics." },
 	{ "power.idle-watts", "power.idleWatts", VW_OPT_DOUBLE, F(idle_watts), "0", "WATTS",
-	  "Known idle power of the node, or 0 to derive it.", 0, 10000 },
+	  "Known idle power of the node, or 0 to derive it", 0, 10000 }, /* no full stop */
 	{ "power.sources", "power.sources", VW_OPT_STRLIST, F(sources), "rapl,hwmon", "SOURCE",
 	  "Power sources in order of preference." },
 	{ "metrics", "metrics", VW_OPT_STRLIST, F(metrics), "node,process,container,vm,pod",
@@ -533,6 +534,9 @@ static void test_flag_errors(void **state)
 		  "unknown flag --web.listenAddress (did you mean --web.listen-address?)" },
 		{ { "--web.listen=:1" },
 		  "unknown flag --web.listen (did you mean --web.listen-address?)" },
+		/* an abbreviation without its value, last: unknown too, not "missing value" */
+		{ { "--web.listen" },
+		  "unknown flag --web.listen (did you mean --web.listen-address?)" },
 		{ { "--hel" }, "unknown flag --hel (did you mean --help?)" },
 		{ { "--bogus" }, "unknown flag --bogus (see --help)" },
 		{ { "-x" }, "unknown flag -x (long flags start with --; see --help)" },
@@ -803,14 +807,29 @@ static char *capture(int *ret_r, const char *const *args)
 	return text;
 }
 
+/* text's runs of spaces and newlines as one space (--help wraps anywhere). */
+static char *squeeze_spaces(const char *text)
+{
+	char *s = strdup(text), *d = s;
+
+	assert_non_null(s);
+	for (const char *p = text; *p; p++)
+		if (!isspace((unsigned char)*p) || (d > s && d[-1] != ' '))
+			*d++ = isspace((unsigned char)*p) ? ' ' : *p;
+	*d = '\0';
+	return s;
+}
+
 static void test_help(void **state)
 {
 	int r;
 	char *text = capture(&r, (const char *const[]){ "--host.sysfs=/x", "--help", NULL });
+	_cleanup_free_ char *squeezed = NULL;
 	char want[256];
 
 	(void)state;
 	assert_int_equal(r, VW_CONFIG_EXIT_OK);
+	squeezed = squeeze_spaces(text);
 	assert_non_null(strstr(text, "Usage: virtwatt-test [--FLAG[=VALUE]]..."));
 	assert_non_null(strstr(text, "Exports the power of this test"));
 	assert_non_null(strstr(text, "flags win"));
@@ -836,6 +855,9 @@ static void test_help(void **state)
 	assert_non_null(strstr(text, "One of: text, json."));
 	assert_non_null(strstr(text, "Range: 100ms to 1h."));
 	assert_non_null(strstr(text, "Range: 0 to 100000."));
+	/* A help text without its full stop gets one before the sentence appended to it. */
+	assert_non_null(strstr(squeezed, "derive it. Range: 0 to 10000."));
+	assert_non_null(strstr(squeezed, "logged. One of: error, warn, info, debug."));
 	assert_non_null(strstr(text, "-h, --help"));
 	assert_non_null(strstr(text, "--help-all"));
 	assert_non_null(strstr(text, "--version"));

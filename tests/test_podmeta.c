@@ -1100,6 +1100,46 @@ static void test_stop_prompt(void **state)
 	vw_podmeta_stop(NULL);
 }
 
+static char token_log[4096];
+
+static void capture_token_log(enum vw_log_level level, const char *msg, void *userdata)
+{
+	size_t n = strlen(token_log);
+
+	(void)level;
+	(void)userdata;
+	snprintf(token_log + n, sizeof(token_log) - n, "%s\n", msg);
+}
+
+/* Outside a pod (a systemd unit) the in-cluster token is missing: the warning says what to give. */
+static void test_not_in_pod_hint(void **state)
+{
+	struct vw_podmeta_opts o = {
+		.mode = VW_PODMETA_APISERVER,
+		.node_name = NODE,
+		.allow_http = true,
+	};
+	struct vw_podmeta *pm;
+	char url[64];
+
+	(void)state;
+	if (access("/var/run/secrets/kubernetes.io/serviceaccount/token", F_OK) == 0)
+		skip(); /* in a pod: that token is there */
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u", closed_port());
+	o.url = url;
+	token_log[0] = '\0';
+	vw_log_set_sink(capture_token_log, NULL);
+	pm = vw_podmeta_start(&o);
+	assert_non_null(pm);
+	for (int i = 0; i < 100 && !strstr(token_log, "podmeta: token "); i++)
+		usleep(20 * 1000);
+	vw_podmeta_stop(pm);
+	vw_log_set_sink(NULL, NULL);
+	if (!strstr(token_log, "serviceaccount/token: No such file or directory (not in a pod: "
+			       "give --kube.config"))
+		fail_msg("no hint in:\n%s", token_log);
+}
+
 static void test_bad_options(void **state)
 {
 	const struct vw_podmeta_opts good = {
@@ -1342,6 +1382,7 @@ int main(void)
 		cmocka_unit_test(test_kubelet_poll),
 		cmocka_unit_test(test_big_list_item_by_item),
 		cmocka_unit_test(test_stop_prompt),
+		cmocka_unit_test(test_not_in_pod_hint),
 	};
 
 	/* 127.0.0.1 must be reached directly. */

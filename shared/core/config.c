@@ -213,6 +213,13 @@ static int check_option(const struct vw_config_program *p, size_t i, char *err, 
 	if (o->yaml && vw_yaml_is_section(p, o->yaml))
 		return vw_config_msg(err, errlen, -EINVAL,
 				     "YAML key %s: both a value and a mapping", o->yaml);
+	/* --help prints the default of an option with one, or of any non-string one, after the
+	 * help: a help naming its own default would show two. */
+	if (o->help && strstr(o->help, "(default:") &&
+	    (o->defval || (o->type != VW_OPT_STRING && o->type != VW_OPT_STRLIST)))
+		return vw_config_msg(err, errlen, -EINVAL,
+				     "--%s: its help says \"(default:\", and --help adds the default",
+				     o->flag);
 	return 0;
 }
 
@@ -444,6 +451,9 @@ static int flag_error(struct loader *ld, int c, char **argv)
 
 	if (c == 1)
 		return stray_argument(ld, argv, optind - 1);
+	/* getopt_long matched an abbreviation that lacks its value ("--web.listen" last): unknown. */
+	if (c == ':' && !flag_token_exact(tok, ld->defs[optopt - FLAG_VAL_OPT].name))
+		return unknown_flag(ld, tok);
 	if (c == ':')
 		return vw_config_msg(ld->err, ld->errlen, -EINVAL,
 				     "%s: missing value (expected %s)", tok,

@@ -60,6 +60,13 @@ static void usage_default(const struct vw_option *o, FILE *m)
 		fprintf(m, " (default:" NBSP "%s)", zero[o->type]);
 }
 
+/* Whether usage_option() appends a sentence (choices, repeatability, range) to the help. */
+static bool has_suffix(const struct vw_option *o)
+{
+	return o->choices || o->type == VW_OPT_LOG_LEVEL || o->type == VW_OPT_STRLIST ||
+	       vw_opt_bounded(o);
+}
+
 /* One option; short (--help of a program with headings): without its YAML key line. */
 static void usage_option(const struct vw_option *o, bool brief, FILE *out)
 {
@@ -71,6 +78,8 @@ static void usage_option(const struct vw_option *o, bool brief, FILE *out)
 	if (!m)
 		return;
 	fputs(o->help ? o->help : "", m);
+	if (has_suffix(o) && o->help && *o->help && !strchr(".:;", o->help[strlen(o->help) - 1]))
+		fputc('.', m); /* "timeout. Range: ...", not "timeout Range: ..." */
 	if (o->choices && o->type == VW_OPT_STRLIST) {
 		vw_opt_choices_join(o, buf, sizeof(buf));
 		fprintf(m, " Repeatable; values may be comma-separated, each one of: %s.", buf);
@@ -78,7 +87,7 @@ static void usage_option(const struct vw_option *o, bool brief, FILE *out)
 		vw_opt_choices_join(o, buf, sizeof(buf));
 		fprintf(m, " One of: %s.", buf);
 	} else if (o->type == VW_OPT_LOG_LEVEL) {
-		fprintf(m, " Expects %s.", vw_opt_types[o->type].expect);
+		fputs(" One of: error, warn, info, debug.", m);
 	} else if (o->type == VW_OPT_STRLIST) {
 		fputs(" Repeatable; values may be comma-separated.", m);
 	}

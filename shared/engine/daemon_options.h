@@ -77,7 +77,7 @@ extern const struct vw_help_group vw_daemon_help_groups[];
 	  "YAML configuration file (Kepler's files are read unchanged); flags override its "       \
 	  "values" },                                                                              \
 	{ "config.strict", NULL, VW_OPT_BOOL, VW_DO_OFF(type, config_strict), "false", NULL,       \
-	  "an unknown key in the configuration file stops the start (default: a warning, as in "  \
+	  "an unknown key in the configuration file stops the start (without it: a warning, as in "\
 	  "Kepler)" },                                                                             \
 	{ "web.listen-address", "web.listenAddress", VW_OPT_STRLIST,                               \
 	  VW_DO_OFF(type, listen_address), ":28282", "[HOST]:PORT",                                \
@@ -103,7 +103,7 @@ extern const struct vw_help_group vw_daemon_help_groups[];
 	  "5s", "DURATION", "interval at which energy is split and metrics are refreshed", 1,     \
 	  3600 },                                                                                  \
 	{ "log.level", "log.level", VW_OPT_LOG_LEVEL, VW_DO_OFF(type, log_level), "info", "LEVEL", \
-	  "error, warn, info or debug" },                                                          \
+	  "least severe messages logged" },                                                        \
 	{ "log.format", "log.format", VW_OPT_STRING, VW_DO_OFF(type, log_format), "text",          \
 	  "FORMAT", "text (logfmt lines) or json (one JSON object per line)", 0, 0,              \
 	  vw_log_format_names },                                                                   \
@@ -176,7 +176,8 @@ extern const struct vw_help_group vw_daemon_help_groups[];
 	  "10s", "DURATION", "timeout for fetching a model", 0.1, 600 },                          \
 	{ "model.builtin", "model.builtin", VW_OPT_STRING, VW_DO_OFF(type, model_builtin), "auto", \
 	  "auto|kepler",                                                                           \
-	  "the model used without model.file or model.url: auto picks per-vCPU watts for this "   \
+	  "the model used when none is given or fetched (model.file, model.url, the guest's "      \
+	  "model.server-url): auto picks per-vCPU watts for this "                                 \
 	  "processor's architecture (Kepler v0.7.12's table; a public-cloud VM's best guess), "    \
 	  "Kepler's default m5.metal model where the table lacks it; kepler always that one" },    \
 	{ "gpu.enable", "experimental.gpu.enabled", VW_OPT_BOOL, VW_DO_OFF(type, gpu_enable),     \

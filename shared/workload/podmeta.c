@@ -471,8 +471,14 @@ static int token_load(struct vw_podmeta *pm)
 		r = -EINVAL;
 	if (r < 0) {
 		explicit_bzero(buf, sizeof(buf));
-		vw_complain(&pm->c_token, VW_LOG_WARN, "podmeta: token %s: %s", pm->token_file,
-			    r == -EINVAL ? "not a regular file, or no token in it" : strerror(-r));
+		/* The in-cluster default missing: not a pod (a systemd unit, a shell) */
+		bool not_pod = r == -ENOENT && strcmp(pm->token_file, in_cluster.token_file) == 0;
+
+		vw_complain(&pm->c_token, VW_LOG_WARN, "podmeta: token %s: %s%s", pm->token_file,
+			    r == -EINVAL ? "not a regular file, or no token in it" : strerror(-r),
+			    not_pod ? " (not in a pod: give --kube.config, or --kube.api-server with "
+				      "--kube.token-file)"
+				    : "");
 		if (pm->auth_set)
 			return r;
 	} else {

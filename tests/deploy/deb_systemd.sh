@@ -7,6 +7,7 @@
 # as the virtwatt user with exactly the unit's four capabilities, no denial in the journal, and
 # a clean stop. The host's /proc is bound at /host/proc and passed as --host.procfs (a container
 # has its own PID namespace: the unit's default /proc would be that one's, rightly warned of).
+# Last, deploy/libvirt's tmpfiles layout survives the unit's start.
 # Needs podman, runc, mmdebstrap: a failure under CI=true without them, else these lines skip.
 . "$src/tests/deploy/podman_lib.sh"
 vw_sd_image=localhost/virtwatt-test-systemd:bookworm
@@ -127,6 +128,23 @@ else
 			ok "systemctl stop: both exit 0, Result=success"
 		else
 			notok "systemctl stop: both exit 0, Result=success"
+		fi
+		# deploy/libvirt/README.md's tmpfiles lines (QEMU's user as nobody: no libvirt here),
+		# then the unit started: systemd gives a RuntimeDirectory the unit's user and mode, the
+		# whole tree below when its owner differs, so the unit must name only what is its own.
+		sed -n 's/^\(d[[:space:]]\+\/run\/virtwatt.*\)$/\1/p' "$src/deploy/libvirt/README.md" |
+			sed 's/libvirt-qemu kvm     /nobody       nogroup /' >"$tmp/virtwatt-tmpfiles.conf"
+		$podman cp "$tmp/virtwatt-tmpfiles.conf" "$sd_ctr:/etc/tmpfiles.d/virtwatt.conf" >"$tmp/out" 2>&1
+		sd sh -c 'rm -rf /run/virtwatt && systemd-tmpfiles --create /etc/tmpfiles.d/virtwatt.conf &&
+			systemctl start virtwatt-host && sleep 1 && systemctl is-active virtwatt-host &&
+			stat -c "%U:%G %a %n" /run/virtwatt /run/virtwatt/*; systemctl stop virtwatt-host' >>"$tmp/out" 2>&1
+		if grep -q '^nobody:nogroup 770 /run/virtwatt/channels$' "$tmp/out" &&
+			grep -q '^virtwatt:virtwatt 2770 /run/virtwatt/lock$' "$tmp/out" &&
+			grep -q '^virtwatt:virtwatt 755 /run/virtwatt/share$' "$tmp/out"; then
+			ok "deploy/libvirt's tmpfiles layout survives the unit's start (QEMU's channels/ kept, lock/ 2770)"
+		else
+			cat "$tmp/virtwatt-tmpfiles.conf" >>"$tmp/out"
+			notok "deploy/libvirt's tmpfiles layout survives the unit's start (QEMU's channels/ kept, lock/ 2770)"
 		fi
 	fi
 	$podman rm -f -t 0 "$sd_ctr" >/dev/null 2>&1
