@@ -8,6 +8,8 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "bmc_file.h"
 #include "fixture.h"
@@ -166,6 +168,12 @@ static void test_meters_setup(void **state)
 	snprintf(text, sizeof(text), "%s/pw", dir);
 	assert_int_equal(remove(text), 0); /* the password file gone */
 	assert_int_not_equal(vw_host_meters_setup(&m, &cfg, "n1"), 0);
+	vw_host_meters_fini(&m);
+	/* A FIFO in its place: refused at once; open() waited for a writer for ever (the start). */
+	assert_int_equal(mkfifo(text, 0600), 0);
+	alarm(5);
+	assert_int_equal(vw_host_meters_setup(&m, &cfg, "n1"), -EINVAL);
+	alarm(0);
 	vw_host_meters_fini(&m);
 	meter_fixture_free(&cfg);
 	vw_fixture_rm(dir);

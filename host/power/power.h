@@ -129,7 +129,8 @@ extern const struct vw_power_source_ops vw_src_ipmi;
 int vw_power_sysfs_class(const struct vw_power_env *env, const char *rel);
 
 /* A secret file's first line (a mounted Kubernetes Secret), into *ret (free with
- * vw_free_secret). -errno; -EFBIG past 1024 bytes. */
+ * vw_free_secret). -errno; -EFBIG past 1024 bytes; -EINVAL for what is not a regular file (a
+ * FIFO in its place is refused at once, never waited on). */
 int vw_power_read_secret(const char *path, char **ret);
 
 /* The names of chain's sources, ", " between them ("acpi, redfish, ipmi"), cut to fit buf. */

@@ -14,7 +14,7 @@ int vw_power_read_secret(const char *path, char **ret)
 {
 	char buf[PASSWORD_MAX + 1];
 	size_t len = 0;
-	int r = vw_read_file_at(AT_FDCWD, path, buf, sizeof(buf), &len);
+	int r = vw_read_file_regular_at(AT_FDCWD, path, buf, sizeof(buf), &len);
 
 	if (r < 0)
 		return r;

@@ -305,6 +305,11 @@ int vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *
 	return read_file_at(dirfd, rel, buf, size, ret_len, READ_ANY);
 }
 
+int vw_read_file_regular_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)
+{
+	return read_file_at(dirfd, rel, buf, size, ret_len, READ_REGULAR);
+}
+
 /* ---- kept files ---- */
 
 void vw_kept_file_close(struct vw_kept_file *kf)

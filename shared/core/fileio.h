@@ -53,6 +53,9 @@ int vw_read_alloc_in_root(int dirfd, const char *rel, size_t max, char **ret, si
  * -errno on open/read failure. *ret_len (optional) gets the byte count.
  */
 int vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len);
+/* The same from a file an operator names (a password): a regular file only (a link to one
+ * followed: a mounted Kubernetes Secret), opened O_NONBLOCK: a FIFO is -EINVAL, never waited on. */
+int vw_read_file_regular_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len);
 /*
  * Read from fd until end of file or `max` bytes, whichever comes first (EINTR retried; no NUL
  * added). *ret_len gets the count; a file longer than max shows as *ret_len == max.
