@@ -44,6 +44,7 @@ struct client {
 	const char *from;   /* local address to connect from (127.0.0.2, ...), or NULL */
 	long tls_min;	    /* CURL_SSLVERSION_* or 0 */
 	const char *authorization; /* a raw Authorization header value, or NULL */
+	CURL *keep;	    /* a kept handle (its connection reused when still open), or NULL */
 };
 
 struct answer {
@@ -53,6 +54,7 @@ struct answer {
 	size_t len;
 	char *headers;
 	size_t hlen;
+	long connects; /* connections the request opened (0: it went on a kept one) */
 };
 
 static void answer_clear(struct answer *a)
@@ -68,9 +70,10 @@ static struct answer get(uint16_t port, const struct client *q)
 	char url[256], ca[512], cert[512], key[512], name[64];
 	FILE *body = open_memstream(&a.body, &a.len), *hdrs = open_memstream(&a.headers, &a.hlen);
 	struct curl_slist *extra = NULL;
-	CURL *c = curl_easy_init();
+	CURL *c = q->keep ? q->keep : curl_easy_init();
 
 	assert_non_null(c);
+	curl_easy_reset(c); /* a kept handle keeps its connections, not its options */
 	snprintf(url, sizeof(url), "%s://127.0.0.1:%u%s", q->plain ? "http" : "https",
 		 (unsigned)port, q->path ? q->path : "/metrics");
 	curl_easy_setopt(c, CURLOPT_URL, url);
@@ -109,7 +112,9 @@ static struct answer get(uint16_t port, const struct client *q)
 	fclose(body);
 	fclose(hdrs);
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &a.status);
-	curl_easy_cleanup(c);
+	curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &a.connects);
+	if (!q->keep)
+		curl_easy_cleanup(c);
 	return a;
 }
 
@@ -556,29 +561,16 @@ static double since(const struct timespec *t0)
 	return (double)(t.tv_sec - t0->tv_sec) + (double)(t.tv_nsec - t0->tv_nsec) / 1e9;
 }
 
-/* One request on a kept handle (its connection reused when still open): the status, and in
- * *ret_connects the connections it had to open (0: it went on the previous one). */
+/* One request as alice on a kept handle: the status (0: no answer), and in *ret_connects the
+ * connections it had to open (0: it went on the previous one). */
 static long keep_get(CURL *c, uint16_t port, long *ret_connects)
 {
-	char url[128], ca[512], *body = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&body, &len);
-	long status = 0;
+	struct answer a = get(port, &(struct client){ .keep = c, .user = "alice",
+						      .pass = "alice-pw" });
+	long status = a.code == CURLE_OK ? a.status : 0;
 
-	snprintf(url, sizeof(url), "https://127.0.0.1:%u/metrics", (unsigned)port);
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 20000L);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CAINFO, tls_fixture_path(&tf, "ca.crt", ca, sizeof(ca)));
-	curl_easy_setopt(c, CURLOPT_USERNAME, "alice");
-	curl_easy_setopt(c, CURLOPT_PASSWORD, "alice-pw");
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, f);
-	if (curl_easy_perform(c) == CURLE_OK)
-		curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, ret_connects);
-	fclose(f);
-	free(body);
+	*ret_connects = a.connects;
+	answer_clear(&a);
 	return status;
 }
 
