@@ -4,11 +4,14 @@
  * test_cpu_ranwalk.c, test_cpu_exitring.c; each includes this once, after vw_test.h): the roots
  * (the real /proc and /sys) opened once per group and closed after it, with debug logging where
  * VW_TEST_DEBUG is set (main() passes group_setup and group_teardown to cmocka), a process's
- * one entry in a snapshot, a sleep that resumes after signals (ms).
+ * one entry in a snapshot, a child's start time and its entry by PID and start time (PIDs wrap
+ * under the suite: pid_max 32768), a sleep that resumes after signals (ms).
  */
 #pragma once
 
 #include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
 #include <time.h>
@@ -18,6 +21,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "macro.h"
+#include "procfs.h"
 
 static int procfd = -1, sysfd = -1;
 
@@ -39,18 +43,61 @@ static int group_teardown(void **state)
 	return 0;
 }
 
+/* /proc/PID/stat's starttime (ticks since boot), or false when there is no such process. */
+__attribute__((unused)) static bool proc_start(uint32_t pid, uint64_t *ret)
+{
+	struct vw_pid_stat st;
+	char path[64], buf[1024];
+
+	snprintf(path, sizeof(path), "%u/stat", pid);
+	if (vw_read_file_at(procfd, path, buf, sizeof(buf), NULL) < 0 ||
+	    vw_procfs_parse_pid_stat_fields(buf, &st) < 0)
+		return false;
+	*ret = st.start;
+	return true;
+}
+
+/*
+ * pid's one entry in s. While pid is there (alive, or a child not yet reaped) it is the entry
+ * that started when it did: PIDs wrap under the suite (pid_max 32768), and the same read may
+ * report the exit of an earlier process that had the PID.
+ */
 __attribute__((unused)) static const struct vw_proc_cpu *find_proc(const struct vw_cpu_snapshot *s,
 								  pid_t pid)
 {
 	const struct vw_proc_cpu *hit = NULL;
+	uint64_t start = 0;
+	bool there = proc_start((uint32_t)pid, &start);
 
 	for (size_t i = 0; i < s->n_procs; i++) {
-		if (s->procs[i].tgid != (uint32_t)pid)
+		if (s->procs[i].tgid != (uint32_t)pid || (there && s->procs[i].start_time != start))
 			continue;
 		assert_null(hit); /* one entry per process */
 		hit = &s->procs[i];
 	}
 	return hit;
+}
+
+/*
+ * A child's start time, read before it is reaped: alive or a zombie, no other process can hold
+ * its PID. Once reaped, a later process may be given the PID: match entries by PID and this.
+ */
+__attribute__((unused)) static uint64_t child_start(pid_t pid)
+{
+	uint64_t start = 0;
+
+	assert_true(proc_start((uint32_t)pid, &start));
+	return start;
+}
+
+/* pid's entry that started at start (ticks since boot), if listed. */
+__attribute__((unused)) static const struct vw_proc_cpu *
+find_proc_started(const struct vw_cpu_snapshot *s, pid_t pid, uint64_t start)
+{
+	for (size_t i = 0; i < s->n_procs; i++)
+		if (s->procs[i].tgid == (uint32_t)pid && s->procs[i].start_time == start)
+			return &s->procs[i];
+	return NULL;
 }
 
 __attribute__((unused)) static void sleep_ms(unsigned ms)

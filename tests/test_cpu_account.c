@@ -202,16 +202,6 @@ static int counted_exits(const struct vw_cpu_snapshot *s, pid_t pid, uint64_t *r
 	return 1;
 }
 
-/* pid's entry that started at start (ticks since boot), if listed. */
-static const struct vw_proc_cpu *find_proc_started(const struct vw_cpu_snapshot *s, pid_t pid,
-						   uint64_t start)
-{
-	for (size_t i = 0; i < s->n_procs; i++)
-		if (s->procs[i].tgid == (uint32_t)pid && s->procs[i].start_time == start)
-			return &s->procs[i];
-	return NULL;
-}
-
 /*
  * After a reap: read until the exit is reported (procfs: /proc/PID is gone at once; bpf: the
  * task is freed after an RCU grace period), then once more: the process is gone. Returns the
@@ -1146,18 +1136,6 @@ static void test_bpf_switch_path(void **state)
  */
 #define MASS_CHILDREN 800
 
-/* /proc/PID/stat's starttime, or false when there is no such process. */
-static bool proc_start(uint32_t pid, uint64_t *ret)
-{
-	char path[64], buf[1024], comm[VW_COMM_LEN];
-	uint64_t ticks;
-
-	snprintf(path, sizeof(path), "%u/stat", pid);
-	if (vw_read_file_at(procfd, path, buf, sizeof(buf), NULL) < 0)
-		return false;
-	return vw_procfs_parse_pid_stat(buf, comm, &ticks, ret) == 0;
-}
-
 /* The reaper: a subreaper whose child leads a group of n children; reaps every one, then exits.
  * The pids (the leader's first) go to out, one uint32 each, then a 0. */
 static pid_t mass_family(int n, int out, bool subreaper)
@@ -1203,10 +1181,17 @@ static pid_t mass_family(int n, int out, bool subreaper)
 	_exit(errno == ECHILD ? 0 : 17);
 }
 
-static bool in_list(const uint32_t *pids, size_t n, uint32_t pid)
+/* A killed process: its PID and its start time (PIDs wrap, pid_max 32768, under the suite: a
+ * later process given a killed one's PID is not it). */
+struct killed {
+	uint32_t tgid;
+	uint64_t start_time;
+};
+
+static bool in_list(const struct killed *k, size_t n, uint32_t pid, uint64_t start_time)
 {
 	for (size_t i = 0; i < n; i++)
-		if (pids[i] == pid)
+		if (k[i].tgid == pid && k[i].start_time == start_time)
 			return true;
 	return false;
 }
@@ -1220,7 +1205,7 @@ struct ghost {
  * Processes of snap reported alive that do not exist into g (up to max; their count returned);
  * *ret_killed: how many of them are killed ones.
  */
-static size_t not_there(const struct vw_cpu_snapshot *snap, const uint32_t *killed,
+static size_t not_there(const struct vw_cpu_snapshot *snap, const struct killed *killed,
 			size_t n_killed, size_t *ret_killed, struct ghost *g, size_t max)
 {
 	size_t n = 0, of_killed = 0;
@@ -1233,7 +1218,7 @@ static size_t not_there(const struct vw_cpu_snapshot *snap, const uint32_t *kill
 			continue;
 		if (proc_start(p->tgid, &ticks) && ticks == p->start_time)
 			continue;
-		if (in_list(killed, n_killed, p->tgid))
+		if (in_list(killed, n_killed, p->tgid, p->start_time))
 			of_killed++;
 		if (n < max)
 			g[n] = (struct ghost){ p->tgid, p->start_time };
@@ -1249,6 +1234,7 @@ static size_t not_there(const struct vw_cpu_snapshot *snap, const uint32_t *kill
 #define MASS_CONTAINERS 100
 
 static uint32_t mass_pids[MASS_CHILDREN + 1];
+static struct killed mass_killed[MASS_CHILDREN + 1];
 static struct ghost mass_ghosts[MASS_MAX_GHOSTS];
 static char mass_ids[MASS_CONTAINERS][65];
 
@@ -1352,7 +1338,7 @@ static void mass_check(struct vw_cpu_accountant *acc, size_t n)
 		mass_read(&snap);
 	}
 	running = mass_running();
-	n_g = not_there(&snap, mass_pids, n, &killed, mass_ghosts, MASS_MAX_GHOSTS);
+	n_g = not_there(&snap, mass_killed, n, &killed, mass_ghosts, MASS_MAX_GHOSTS);
 	print_message("# %zu of %zu killed processes reported alive, not in /proc; %zu in all; "
 		      "%llu caught by the ghost check; %zu of %d removed containers running\n",
 		      killed, n, n_g, (unsigned long long)snap.ghosts, running, MASS_CONTAINERS);
@@ -1412,6 +1398,11 @@ static void run_mass_kill(uint32_t flags, bool init_reaps)
 	}
 	close(fds[0]);
 	assert_int_equal(n, MASS_CHILDREN + 1);
+	/* Their start times, while they are there (none is reaped before the kill). */
+	for (size_t i = 0; i < n; i++) {
+		mass_killed[i].tgid = mass_pids[i];
+		assert_true(proc_start(mass_pids[i], &mass_killed[i].start_time));
+	}
 	/* The children into the containers, in turn (the leader stays outside). */
 	for (size_t i = 1; i < n; i++) {
 		mass_cgroup((i - 1) % MASS_CONTAINERS, dir, sizeof(dir));
@@ -1428,8 +1419,12 @@ static void run_mass_kill(uint32_t flags, bool init_reaps)
 	for (int tries = 0;; tries++) {
 		size_t left = 0;
 
-		for (size_t i = 0; i < n; i++)
-			left += proc_start(mass_pids[i], &(uint64_t){ 0 });
+		for (size_t i = 0; i < n; i++) {
+			uint64_t ticks;
+
+			left += proc_start(mass_pids[i], &ticks) &&
+				ticks == mass_killed[i].start_time;
+		}
 		if (!left)
 			break;
 		if (tries == 200) { /* an init that does not reap: zombies, which exist */

@@ -303,6 +303,7 @@ static void test_ran_overflow(void **state)
 	struct vw_cpu_bpf_walk_stats a, b;
 	struct vw_cpu_snapshot snap;
 	pid_t pids[SHORT_KIDS];
+	uint64_t starts[SHORT_KIDS];
 	unsigned seen_exit[SHORT_KIDS] = { 0 };
 
 	(void)state;
@@ -317,8 +318,10 @@ static void test_ran_overflow(void **state)
 			_exit(0);
 		}
 	}
-	for (int i = 0; i < SHORT_KIDS; i++)
+	for (int i = 0; i < SHORT_KIDS; i++) {
+		starts[i] = child_start(pids[i]); /* a later process given its PID is not it */
 		assert_int_equal(waitpid(pids[i], NULL, 0), pids[i]);
+	}
 	assert_int_equal(vw_cpu_bpf_walk_stats(acc.state, &a), 0);
 	read_ok(&acc, &snap);
 	assert_int_equal(vw_cpu_bpf_walk_stats(acc.state, &b), 0);
@@ -333,7 +336,7 @@ static void test_ran_overflow(void **state)
 			read_ok(&acc, &snap);
 		}
 		for (int i = 0; i < SHORT_KIDS; i++) {
-			const struct vw_proc_cpu *p = find_proc(&snap, pids[i]);
+			const struct vw_proc_cpu *p = find_proc_started(&snap, pids[i], starts[i]);
 
 			if (!p)
 				continue;
@@ -373,15 +376,15 @@ static void bursts(void) /* runs and sleeps across many reads */
 /* One read of each accountant (acc: ran walks; acc_full: full walks), and what each says of gone
  * once it reported its exit (its value + 1, in ret[0] and ret[1]). */
 static void read_both(struct vw_cpu_snapshot *a, struct vw_cpu_snapshot *b, pid_t gone,
-		      uint64_t ret[2])
+		      uint64_t gone_start, uint64_t ret[2])
 {
 	const struct vw_proc_cpu *p;
 
 	read_ok(&acc, a);
 	read_ok(&acc_full, b);
-	if ((p = find_proc(a, gone)) && p->exited)
+	if ((p = find_proc_started(a, gone, gone_start)) && p->exited)
 		ret[0] = p->cpu_ns + 1;
-	if ((p = find_proc(b, gone)) && p->exited)
+	if ((p = find_proc_started(b, gone, gone_start)) && p->exited)
 		ret[1] = p->cpu_ns + 1;
 }
 
@@ -397,6 +400,7 @@ static void test_ran_equals_full(void **state)
 	struct vw_cpu_bpf_walk_stats ws;
 	pid_t sleeper, threaded, burster, gone;
 	uint64_t gone_ns[2] = { 0 }; /* the gone one's value + 1 once each reported its exit */
+	uint64_t gone_start; /* its start time: a later process given its PID is not it */
 	int st, done[2];
 	char c;
 
@@ -426,10 +430,11 @@ static void test_ran_equals_full(void **state)
 	}
 	close(done[1]);
 	kids[n_kids++] = burster;
+	gone_start = child_start(gone);
 	assert_int_equal(waitpid(gone, &st, 0), gone);
 	for (int i = 0; i < 20; i++) { /* fewer than VW_BPF_FULL_EVERY: all ran walks */
 		sleep_ms(40);
-		read_both(&a, &b, gone, gone_ns);
+		read_both(&a, &b, gone, gone_start, gone_ns);
 	}
 	/* the bursts (60 x 10 ms, far longer under load) over: every child asleep or gone */
 	assert_int_equal(read(done[0], &c, 1), 1);
@@ -441,7 +446,7 @@ static void test_ran_equals_full(void **state)
 	for (int i = 0; i < 2 || (i < 8 && !(gone_ns[0] && gone_ns[1])); i++) {
 		if (i >= 2)
 			sleep_ms(100);
-		read_both(&a, &b, gone, gone_ns);
+		read_both(&a, &b, gone, gone_start, gone_ns);
 	}
 	assert_int_equal(vw_cpu_bpf_walk_stats(acc.state, &ws), 0);
 	assert_int_equal(ws.full, 1); /* the first read's: every later one a ran walk */
