@@ -174,8 +174,14 @@ static uint64_t mass_exit(int n, int read_every)
 		assert_non_null(m = bsearch(&key, k, (size_t)n, sizeof(*k), cmp_kid));
 		at_reap[m - k] = reaped[i].ns;
 	}
-	for (int r = 0; r < 4; r++) {
-		sleep_ms(150); /* the frees come after an RCU grace period */
+	/* Reads until every one was reported (the frees come after an RCU grace period, late on
+	 * a loaded machine: 30 s at most), then two more where none may show again. */
+	for (int r = 0, left = n, after = 0; after < 2; r++) {
+		if (r == 200)
+			fail_msg("%d of %d processes not reported exited after %d reads (30 s)", left,
+				 n, r);
+		after += left == 0;
+		sleep_ms(150);
 		read_ok(&snap);
 		for (size_t i = 0; i < snap.n_procs; i++) {
 			const struct vw_proc_cpu *q = &snap.procs[i];
@@ -187,10 +193,13 @@ static uint64_t mass_exit(int n, int read_every)
 			 * the last read, or its own exit and runtime). */
 			if (!m || q->start_time != m->start)
 				continue;
-			assert_true(q->exited || r < 3); /* none alive once the frees are in */
+			if (reported[m - k]) /* none alive, none reported again, once its exit was */
+				fail_msg("pid %d reported %s after its exit", m->pid,
+					 q->exited ? "exited again" : "alive");
 			if (!q->exited)
 				continue;
 			reported[m - k]++;
+			left--;
 			assert_int_not_equal(q->kind, VW_PROC_KIND_UNKNOWN);
 			/* Its final runtime: at least what it read of itself and the kernel's at
 			 * its reap, its exit path in it (exit_mm of an ASan process: over 5 ms
@@ -306,6 +315,33 @@ static void *short_thread(void *arg)
 	return NULL;
 }
 
+/* Until pid's one thread left is its main one and the others' frees came (an RCU grace period
+ * after their exit: late on a loaded machine; their runtimes are final only then): 10 s. */
+static void thread_freed(pid_t pid)
+{
+	char path[64];
+	uint64_t pending = 1;
+
+	snprintf(path, sizeof(path), "%d/task", (int)pid);
+	for (int i = 0; i < 1000; i++) {
+		struct dirent *e;
+		unsigned threads = 0;
+		int fd = openat(procfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+
+		assert_non_null(d);
+		while ((e = readdir(d)))
+			threads += e->d_name[0] != '.';
+		closedir(d);
+		assert_int_equal(vw_cpu_bpf_pending(acc.state, (uint32_t)pid, &pending), 0);
+		if (threads == 1 && pending == 0)
+			return;
+		sleep_ms(10);
+	}
+	fail_msg("pid %d: a thread not freed in 10 s (%llu pending)", (int)pid,
+		 (unsigned long long)pending);
+}
+
 /*
  * A process whose threads come and go between reads: its value at each read is at least its
  * live threads' runtime plus what each thread that exited read of itself just before, at most
@@ -350,7 +386,7 @@ static void exit_threads(uint32_t flags)
 		assert_int_equal(write(go[1], "x", 1), 1);
 		assert_int_equal(read(done[0], &ns, sizeof(ns)), sizeof(ns));
 		gone += ns;
-		sleep_ms(100); /* joined, then freed after an RCU grace period */
+		thread_freed(kid_pid);
 		read_ok(&snap);
 		live = proc_runtime(kid_pid);
 		assert_non_null(p = find_proc(&snap, kid_pid));
