@@ -117,9 +117,47 @@ static int cmp_kid(const void *a, const void *b)
 
 #define MASS_MAX 2000
 
+/* The kids (k, sorted, n) a read reports: none after its exit was, each exited once with its
+ * final runtime and its kind from the exit (counted in reported); how many exits were new. */
+static int mass_seen(const struct vw_cpu_snapshot *snap, const struct mass_kid *k, int n,
+		     const uint64_t *at_reap, unsigned *reported)
+{
+	int seen = 0;
+
+	for (size_t i = 0; i < snap->n_procs; i++) {
+		const struct vw_proc_cpu *q = &snap->procs[i];
+		const struct mass_kid key = { .pid = (int32_t)q->tgid }, *m;
+
+		m = bsearch(&key, k, (size_t)n, sizeof(*k), cmp_kid);
+		/* PIDs wrap (pid_max 32768) under the suite's other tests: a process that took a
+		 * kid's PID after it is another one, whatever it reports (alive at the last read,
+		 * or its own exit and runtime). */
+		if (!m || q->start_time != m->start)
+			continue;
+		if (reported[m - k]) /* none alive, none reported again, once its exit was */
+			fail_msg("pid %d reported %s after its exit", m->pid,
+				 q->exited ? "exited again" : "alive");
+		if (!q->exited)
+			continue;
+		reported[m - k]++;
+		seen++;
+		assert_int_not_equal(q->kind, VW_PROC_KIND_UNKNOWN);
+		/* Its final runtime: at least what it read of itself and the kernel's at its reap,
+		 * its exit path in it (exit_mm of an ASan process: over 5 ms on a loaded machine),
+		 * at most the microseconds of do_exit's end after the reap (and wait4's rounding)
+		 * more. */
+		if (q->cpu_ns < m->ns || q->cpu_ns < at_reap[m - k] ||
+		    q->cpu_ns > at_reap[m - k] + VW_NSEC_PER_MSEC)
+			fail_msg("pid %d: %llu ns reported, %llu ns read before its exit, %llu ns at "
+				 "its reap", m->pid, (unsigned long long)q->cpu_ns,
+				 (unsigned long long)m->ns, (unsigned long long)at_reap[m - k]);
+	}
+	return seen;
+}
+
 /*
- * n short processes, each reaped by the test (reads every read_every forks, 0: none, while
- * they come and go), then reads until the frees are in: each one reported exited exactly once,
+ * n short processes, each reaped by the test (reads every read_every forks and reaps, 0: none,
+ * while they come and go), then reads until the frees are in: each one reported exited exactly once,
  * with its final runtime (at least what it read of itself just before it exited; the kernel's
  * at its reap, wait4's, exit path included), its kind known from the exit (the ghost check's
  * catches have none). The events lost meanwhile, returned.
@@ -132,7 +170,7 @@ static uint64_t mass_exit(int n, int read_every)
 	static uint64_t at_reap[MASS_MAX]; /* k[i]'s CPU time at its reap, the kernel's */
 	struct vw_cpu_snapshot snap;
 	uint64_t lost0;
-	int p[2];
+	int p[2], left = n;
 
 	assert_true(n <= MASS_MAX);
 	memset(reported, 0, sizeof(reported));
@@ -163,55 +201,38 @@ static uint64_t mass_exit(int n, int read_every)
 			read_ok(&snap);
 	}
 	close(p[1]);
-	reap_children(n, reaped);
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) /* all written before any exit: nothing waits on a reap */
 		assert_int_equal(read(p[0], &k[i], sizeof(k[i])), sizeof(k[i]));
 	close(p[0]);
 	qsort(k, (size_t)n, sizeof(*k), cmp_kid);
-	for (int i = 0; i < n; i++) { /* none reaped before all were forked: PIDs distinct */
-		struct mass_kid key = { .pid = reaped[i].pid }, *m;
+	/* Reaped read_every at a time with a read after each (their frees, an RCU grace period
+	 * after each reap, are events too): 2,000 reaps with no read between them are 2,000 frees
+	 * and the exits that came late, with the machine's own, in one window, and the ring
+	 * holds 4,681 events. */
+	for (int i = 0, c; i < n; i += c) {
+		c = read_every ? VW_MIN(read_every, n - i) : n;
+		reap_children(c, reaped + i);
+		for (int j = i; j < i + c; j++) { /* none reaped before all were forked: distinct */
+			struct mass_kid key = { .pid = reaped[j].pid }, *m;
 
-		assert_non_null(m = bsearch(&key, k, (size_t)n, sizeof(*k), cmp_kid));
-		at_reap[m - k] = reaped[i].ns;
+			assert_non_null(m = bsearch(&key, k, (size_t)n, sizeof(*k), cmp_kid));
+			at_reap[m - k] = reaped[j].ns;
+		}
+		if (read_every) {
+			read_ok(&snap);
+			left -= mass_seen(&snap, k, n, at_reap, reported);
+		}
 	}
 	/* Reads until every one was reported (the frees come after an RCU grace period, late on
 	 * a loaded machine: 30 s at most), then two more where none may show again. */
-	for (int r = 0, left = n, after = 0; after < 2; r++) {
+	for (int r = 0, after = 0; after < 2; r++) {
 		if (r == 200)
 			fail_msg("%d of %d processes not reported exited after %d reads (30 s)", left,
 				 n, r);
 		after += left == 0;
 		sleep_ms(150);
 		read_ok(&snap);
-		for (size_t i = 0; i < snap.n_procs; i++) {
-			const struct vw_proc_cpu *q = &snap.procs[i];
-			struct mass_kid key = { .pid = (int32_t)q->tgid }, *m;
-
-			m = bsearch(&key, k, (size_t)n, sizeof(*k), cmp_kid);
-			/* PIDs wrap (pid_max 32768) under the suite's other tests: a process that
-			 * took a kid's PID after it is another one, whatever it reports (alive at
-			 * the last read, or its own exit and runtime). */
-			if (!m || q->start_time != m->start)
-				continue;
-			if (reported[m - k]) /* none alive, none reported again, once its exit was */
-				fail_msg("pid %d reported %s after its exit", m->pid,
-					 q->exited ? "exited again" : "alive");
-			if (!q->exited)
-				continue;
-			reported[m - k]++;
-			left--;
-			assert_int_not_equal(q->kind, VW_PROC_KIND_UNKNOWN);
-			/* Its final runtime: at least what it read of itself and the kernel's at
-			 * its reap, its exit path in it (exit_mm of an ASan process: over 5 ms
-			 * on a loaded machine), at most the microseconds of do_exit's end
-			 * after the reap (and wait4's rounding) more. */
-			if (q->cpu_ns < m->ns || q->cpu_ns < at_reap[m - k] ||
-			    q->cpu_ns > at_reap[m - k] + VW_NSEC_PER_MSEC)
-				fail_msg("pid %d: %llu ns reported, %llu ns read before its exit, "
-					 "%llu ns at its reap", m->pid, (unsigned long long)q->cpu_ns,
-					 (unsigned long long)m->ns,
-					 (unsigned long long)at_reap[m - k]);
-		}
+		left -= mass_seen(&snap, k, n, at_reap, reported);
 	}
 	for (int i = 0; i < n; i++)
 		if (reported[i] != 1)
@@ -221,7 +242,8 @@ static uint64_t mass_exit(int n, int read_every)
 	return snap.exits_lost - lost0;
 }
 
-/* 2,000 processes with reads every 256 forks, as the daemon's during a storm: nothing lost. */
+/* 2,000 processes with reads every 256 forks and reaps, as the daemon's during a storm: nothing
+ * lost. */
 static void test_exit_mass(void **state)
 {
 	(void)state;
