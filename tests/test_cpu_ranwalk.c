@@ -441,8 +441,21 @@ static void test_ran_equals_full(void **state)
 	close(done[0]);
 	for (pid_t *q = (pid_t[]){ sleeper, threaded, burster, 0 }; *q; q++)
 		wait_asleep(*q);
-	/* two reads more, and until both reported the gone one's exit (its free comes after an
-	 * RCU grace period: late under load), within VW_BPF_FULL_EVERY reads in all */
+	/* the gone one's free (an RCU grace period after its exit: late under load) in both,
+	 * waited for without a read (10 s at most) */
+	for (int i = 0;; i++) {
+		uint64_t pa = 1, pb = 1;
+
+		assert_int_equal(vw_cpu_bpf_pending(acc.state, (uint32_t)gone, &pa), 0);
+		assert_int_equal(vw_cpu_bpf_pending(acc_full.state, (uint32_t)gone, &pb), 0);
+		if (!pa && !pb)
+			break;
+		if (i == 1000)
+			fail_msg("pid %d: its free not seen in 10 s", (int)gone);
+		sleep_ms(10);
+	}
+	/* two reads more, and until both reported the gone one's exit, within
+	 * VW_BPF_FULL_EVERY reads in all */
 	for (int i = 0; i < 2 || (i < 8 && !(gone_ns[0] && gone_ns[1])); i++) {
 		if (i >= 2)
 			sleep_ms(100);
@@ -450,7 +463,10 @@ static void test_ran_equals_full(void **state)
 	}
 	assert_int_equal(vw_cpu_bpf_walk_stats(acc.state, &ws), 0);
 	assert_int_equal(ws.full, 1); /* the first read's: every later one a ran walk */
-	assert_true(gone_ns[0] && gone_ns[0] == gone_ns[1]);
+	if (!gone_ns[0] || gone_ns[0] != gone_ns[1])
+		fail_msg("pid %d: exit reported with %llu ns by the ran walk, %llu ns by the full "
+			 "(0: none)", (int)gone, (unsigned long long)(gone_ns[0] ? gone_ns[0] - 1 : 0),
+			 (unsigned long long)(gone_ns[1] ? gone_ns[1] - 1 : 0));
 	assert_true(gone_ns[0] > 15 * VW_NSEC_PER_MSEC);
 	for (pid_t pid, *q = (pid_t[]){ sleeper, threaded, burster, 0 }; (pid = *q); q++) {
 		const struct vw_proc_cpu *x = find_proc(&a, pid), *y = find_proc(&b, pid);
