@@ -876,6 +876,16 @@ bool vw_cpu_bpf_walked(void *state, uint32_t tgid)
 	return false;
 }
 
+int vw_cpu_bpf_pending(void *state, uint32_t tgid, uint64_t *ret)
+{
+	const struct bpf_state *s = state;
+	struct vw_bpf_proc v;
+	int r = vw_bpf_map_lookup_elem(s->fd[VW_BPF_FD_PROCS], &tgid, &v);
+
+	*ret = r == 0 ? v.pending : 0;
+	return r == -ENOENT ? 0 : r;
+}
+
 /* The slow paths' counters, logged when they moved; true where exit events were lost since the
  * last call (or the counters could not be read): this read takes the whole map. */
 static bool check_stats(struct bpf_state *s)

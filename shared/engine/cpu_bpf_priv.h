@@ -116,6 +116,10 @@ int vw_cpu_bpf_exits_audit(void *state, size_t *only_map, size_t *only_picture, 
 /* Test only: a slow path's counter (enum vw_bpf_stat), summed over the CPUs by the last read. */
 uint64_t vw_cpu_bpf_stat(void *state, unsigned which);
 
+/* Test only: threads of tgid that passed sched_process_exit and whose free (an RCU grace period
+ * later: their runtime final only then) has not come, from the per-process map (0: no entry). */
+int vw_cpu_bpf_pending(void *state, uint32_t tgid, uint64_t *ret);
+
 /* Whether the last walk wrote a record of tgid (every process, after a full walk). */
 bool vw_cpu_bpf_walked(void *state, uint32_t tgid);
 /* Test only, with VW_CPU_BPF_RAN_AUTO: the decision's costs (cpu_ranwalk.h), so that a test
