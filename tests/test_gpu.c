@@ -181,6 +181,56 @@ static void test_counter_reset(void **state)
 	vw_gpus_free(g);
 }
 
+/*
+ * A counter that leaps (1e15 mJ in a second: a bit flip, a hostile or broken driver) is junk,
+ * not energy: a gap, said once at warn, counting goes on from the new value; and a power-only
+ * device reading 4.29 MW (NVML's largest mW) or 20 kW counts nothing for that span (a gap).
+ */
+static void test_counter_jump(void **state)
+{
+	struct fake f = { .energy0_mj = 1000000, .power0_mw = 61000, .power1_mw = 100000 };
+	struct vw_gpu_view v0, v1;
+	struct vw_gpus *g;
+	uint64_t t = 0;
+
+	(void)state;
+	g = start(&f, VW_FAKE_NVML, 0, 720);
+	n_warn = 0;
+	vw_log_set_sink(sink, NULL);
+	vw_gpus_sample(g, t);
+	f.energy0_mj += 100000; /* +100 J */
+	write_state(&f);
+	vw_gpus_sample(g, t += SEC);
+	f.energy0_mj += 1000000000000000ULL; /* +1e12 J in 1 s */
+	f.power1_mw = 4294967295u;
+	write_state(&f);
+	vw_gpus_sample(g, t += SEC);
+	assert_int_equal(n_warn, 2);
+	assert_non_null(strstr(last_line, "power"));
+	f.energy0_mj += 100000;
+	f.power1_mw = 100000;
+	write_state(&f);
+	vw_gpus_sample(g, t += SEC);
+	f.power1_mw = 20000000; /* 20 kW: over the ceiling too */
+	write_state(&f);
+	vw_gpus_tick(g, t + SEC / 2);
+	f.power1_mw = 100000;
+	write_state(&f);
+	vw_gpus_sample(g, t += SEC);
+	vw_gpus_close_interval(g);
+	vw_log_set_sink(NULL, NULL);
+	v0 = view(g, 0);
+	v1 = view(g, 1);
+	assert_int_equal(v0.total_uj, 200000000ULL); /* the leap's second skipped */
+	assert_int_equal(v0.gaps, 1);
+	assert_true(v0.watts < 1000);
+	/* 0-1 s at 100 W; 1-2 s broken; 2-3 s only sets the time; 3-3.5 s broken; 3.5-4 s none
+	 * read until the last sample (100 W from 3.5 s on would be 50 J): at most 150 J */
+	assert_true(v1.total_uj <= 150000000ULL);
+	assert_true(v1.gaps >= 2);
+	vw_gpus_free(g);
+}
+
 static void test_library_missing(void **state)
 {
 	struct vw_gpu_opts o = { .nvml_library = "/nonexistent/libnvidia-ml.so.1",
@@ -830,6 +880,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_two_gpus_energy_and_power, setup),
 		cmocka_unit_test_setup(test_counter_reset, setup),
+		cmocka_unit_test_setup(test_counter_jump, setup),
 		cmocka_unit_test_setup(test_library_missing, setup),
 		cmocka_unit_test_setup(test_old_driver_symbols_missing, setup),
 		cmocka_unit_test_setup(test_gpu_lost, setup),

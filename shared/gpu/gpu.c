@@ -2,6 +2,7 @@
 #include "gpu.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,7 @@ struct gpu_dev {
 	unsigned util_n;
 	struct vw_gpu_view view;
 	struct vw_complaint complaint;
+	struct vw_complaint gap_complaint; /* its counter's gaps (rate-limited, never released) */
 	struct vw_gpu_procs procs;
 	bool procs_off;                  /* the source lists no processes */
 	struct vw_complaint proc_complaint;
@@ -132,9 +134,17 @@ static size_t open_sources(struct vw_gpus *g, const struct vw_gpu_opts *o, char 
 
 static int setup_device(struct vw_gpus *g, const struct vw_gpu_opts *o, struct gpu_dev *d)
 {
-	/* Counters since a driver load never wrap in practice: a decrease is a reset (a gap). */
-	vw_energy_counter_init(&d->ctr, 0, 0);
-	vw_energy_counter_init(&d->idle_ctr, 0, 0);
+	/* Counters since a driver load never wrap in practice: a decrease is a reset (a gap), a
+	 * gain above VW_GPU_MAX_POWER_UW over its span junk (a gap). Not for a counter from zero
+	 * (the guest's host-measured share: its first reading may hold a VM's whole life, checked
+	 * by the channel's own spike rule) nor an integral (bounded reading by reading in
+	 * count_power). */
+	uint64_t ceiling_uw = d->info->has_energy && !d->info->counts_from_zero
+				      ? VW_GPU_MAX_POWER_UW
+				      : 0;
+
+	vw_energy_counter_init(&d->ctr, 0, ceiling_uw);
+	vw_energy_counter_init(&d->idle_ctr, 0, ceiling_uw);
 	if (d->info->counts_from_zero) /* its first reading is energy, not a baseline */
 		d->ctr.primed = d->idle_ctr.primed = true;
 	d->ticked = !d->info->has_energy && d->info->has_power && d->src->ops->power;
@@ -352,6 +362,8 @@ static void sample_vgpus(struct gpu_dev *d)
  */
 static void count_power(struct gpu_dev *d, int r, uint64_t uw, uint64_t now_ns)
 {
+	if (r == 0 && uw > VW_GPU_MAX_POWER_UW)
+		r = -ERANGE; /* junk: over the ceiling, a failed reading */
 	if (r < 0) {
 		d->gap_open = d->gap_open || d->integ.primed;
 		vw_power_integrator_break(&d->integ);
@@ -404,11 +416,28 @@ void vw_gpus_tick(struct vw_gpus *g, uint64_t now_ns)
 		tick_at(g, &now_ns);
 }
 
+/* A counter reading that could not be counted (it went back: a driver reload, a GPU reset; or
+ * gained more than VW_GPU_MAX_POWER_UW could over its span): said, rate-limited. */
+static void said_gap(struct gpu_dev *d, uint64_t prev_uj, uint64_t prev_ns, uint64_t raw_uj,
+		     uint64_t now_ns)
+{
+	vw_complain(&d->gap_complaint, VW_LOG_WARN,
+		    "gpu: %s device %u (%s): energy counter went from %" PRIu64 " to %" PRIu64
+		    " uJ in %" PRIu64 " ms (%s): nothing counted for that span (a gap, "
+		    "virtwatt_node_gpu_energy_gaps_total)",
+		    d->src->ops->name, d->info->index, d->info->uuid, prev_uj, raw_uj,
+		    now_ns >= prev_ns ? (now_ns - prev_ns) / 1000000 : 0,
+		    raw_uj < prev_uj ? "back: a reset" : "faster than the device could draw");
+}
+
 /* A device with a counter at now_ns: the counter (and the source's own split). */
 static int sample_counter(struct gpu_dev *d, const struct vw_gpu_reading *rd, uint64_t now_ns)
 {
-	if (rd->energy_err == 0)
-		vw_energy_counter_update(&d->ctr, rd->energy_uj, now_ns, NULL);
+	uint64_t prev_uj = d->ctr.last_raw_uj, prev_ns = d->ctr.last_ns;
+
+	if (rd->energy_err == 0 &&
+	    vw_energy_counter_update(&d->ctr, rd->energy_uj, now_ns, NULL) == VW_ENERGY_GAP)
+		said_gap(d, prev_uj, prev_ns, rd->energy_uj, now_ns);
 	if (rd->energy_err == 0 && rd->idle_err == 0) { /* the source's own split */
 		d->source_split = true;
 		vw_energy_counter_update(&d->idle_ctr, rd->idle_uj, now_ns, NULL);

@@ -41,6 +41,13 @@
 /* An idle interval's utilization is at most this, and `sustain` of them make a level. */
 #define VW_GPU_IDLE_MAX_UTIL 0.10
 #define VW_GPU_IDLE_SUSTAIN 3
+/*
+ * The most power one device is believed to draw (the largest boards draw ~1.2 kW; 8x that): a
+ * counter that gains more than this over the time since its last reading (a jump of 1e15 mJ, a
+ * bit flip) and a power reading above it (NVML's unsigned mW reaches 4.3 MW) are not energy
+ * but a gap, counted in virtwatt_node_gpu_energy_gaps_total and said at warn.
+ */
+#define VW_GPU_MAX_POWER_UW (10000ULL * 1000 * 1000)
 
 struct vw_gpu_opts {
 	const char *nvml_library; /* NULL or "": libnvidia-ml.so.1 from the loader's path */
