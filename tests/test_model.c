@@ -460,6 +460,32 @@ static void test_eval_logarithmic_clamp(void **state)
 			   ref_curve(j, "dram", 2), 1e-12);
 }
 
+/* Weights within the parser's bounds (1e7, scale 1) give 1e10 W at 1000 ms/s: a model server's
+ * mistake or a hostile file. Clamped to 10 kW and flagged, idle too; a sane output untouched. */
+static void test_eval_absurd_clamped(void **state)
+{
+	static const char json[] =
+		"{\"package\": {\"All_Weights\": {\"Bias_Weight\": 69.9, \"Categorical_Variables\": "
+		"{}, \"Numerical_Variables\": {\"bpf_cpu_time_ms\": {\"scale\": 1, \"mean\": 0, "
+		"\"variance\": 0, \"weight\": 1e7}}}}, \"dram\": {\"All_Weights\": {\"Bias_Weight\": "
+		"1e7, \"Categorical_Variables\": {}, \"Numerical_Variables\": {}}}}";
+	_cleanup_model_ struct vw_model *m = parse_ok(json, NULL);
+	struct vw_model_result r;
+
+	(void)state;
+	r = eval1(m, "package", "bpf_cpu_time_ms", 0, 0);
+	assert_double_near(r.watts, 69.9, 1e-9);
+	assert_false(r.clamped);
+	r = eval1(m, "package", "bpf_cpu_time_ms", 1000, 0);
+	assert_double_near(r.watts, VW_MODEL_MAX_WATTS, 0);
+	assert_double_near(r.idle_watts, 69.9, 1e-9);
+	assert_true(r.clamped);
+	r = eval1(m, "dram", "bpf_cpu_time_ms", 1000, 0);
+	assert_double_near(r.watts, VW_MODEL_MAX_WATTS, 0);
+	assert_double_near(r.idle_watts, VW_MODEL_MAX_WATTS, 0);
+	assert_true(r.clamped);
+}
+
 static const char logistic_json[] =
 	"{\"model_name\": \"LogisticRegressionTrainer_3\", \"platform\": {\"All_Weights\": {"
 	"\"Categorical_Variables\": {}, \"Numerical_Variables\": {\"bpf_page_cache_hit\": "
@@ -984,6 +1010,7 @@ int main(void)
 		cmocka_unit_test(test_eval_errors),
 		cmocka_unit_test(test_hostile),
 		cmocka_unit_test(test_truncated),
+		cmocka_unit_test(test_eval_absurd_clamped),
 		cmocka_unit_test(test_garbage_and_mutations),
 		cmocka_unit_test(test_load_file_errors),
 	};

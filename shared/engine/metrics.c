@@ -66,7 +66,7 @@ const struct vw_metric_family vw_host_families[] = {
 	[F_READ_ERRORS] = { "virtwatt_node_meter_read_errors_total", VW_METRIC_COUNTER,
 			    "Failed meter reads", NULL, l_zone },
 	[F_CLAMPED] = { "virtwatt_model_clamped_total", VW_METRIC_COUNTER,
-			"Model evaluations whose negative output was clamped to zero", NULL,
+			"Model evaluations whose output was clamped: negative to 0 W, over 10 kW to 10 kW", NULL,
 			l_node },
 	[F_EXTRAPOLATED] = { "virtwatt_model_extrapolated_total", VW_METRIC_COUNTER,
 			     "Model evaluations with an input beyond the range the model was trained "

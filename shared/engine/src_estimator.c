@@ -145,8 +145,9 @@ static int est_read(void *state, const struct vw_node_activity *act, uint64_t *r
 		e->extrapolated += res.extrapolated;
 		if (res.clamped)
 			vw_complain(&e->complaint, VW_LOG_WARN,
-				    "estimator: model %s gave negative power for %s; clamped to 0",
-				    e->name, vw_zone_name(e->info[i].zone));
+				    "estimator: model %s gave negative or absurd (over %.0f W) power "
+				    "for %s; clamped (virtwatt_model_clamped_total)",
+				    e->name, VW_MODEL_MAX_WATTS, vw_zone_name(e->info[i].zone));
 		raw_uj[i] = vw_power_integrate_span(&e->z[i].counter, vw_power_uw(res.watts),
 						    act->elapsed_ns);
 	}

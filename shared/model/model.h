@@ -51,10 +51,14 @@ struct vw_model_input {
  * With a machine_spec of at least host_cores cores, idle is scaled by host_cores/spec_cores and
  * watts = scaled idle + (model(x) - model(0)); otherwise watts = model(x), idle = model(0).
  */
+/* No component of one node draws more: an output above is clamped to it (a model whose weights
+ * pass the parser's bounds still gave 1e10 W at 1000 ms/s with a scale of 1). */
+#define VW_MODEL_MAX_WATTS 1e4
+
 struct vw_model_result {
-	double watts;      /* model output, clamped at 0 */
-	double idle_watts; /* model at zero load (core ratio applied), clamped at 0 */
-	bool clamped;      /* the raw output (or idle) was negative */
+	double watts;      /* model output, clamped to [0, VW_MODEL_MAX_WATTS] */
+	double idle_watts; /* model at zero load (core ratio applied), clamped alike */
+	bool clamped;      /* the raw output (or idle) was negative or above VW_MODEL_MAX_WATTS */
 	bool extrapolated; /* a scaled input exceeded 1 (outside the training range); never set
 			    * for <= v0.5 mean/variance files, whose x̂ is a z-score */
 };

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Pure evaluation of a parsed model (formulas in docs/models.md): normalise, linear or curve,
- * idle at x = 0, the machine_spec core ratio on idle, clamping at 0.
+ * idle at x = 0, the machine_spec core ratio on idle, clamping to [0, VW_MODEL_MAX_WATTS].
  */
 #include <errno.h>
 #include <math.h>
 #include <string.h>
 
+#include "macro.h"
 #include "model.h"
 #include "model_priv.h"
 
@@ -226,9 +227,10 @@ int vw_model_eval(const struct vw_model *m, size_t comp, const struct vw_model_i
 	if (!isfinite(watts) || !isfinite(idle))
 		return -ERANGE;
 	*ret = (struct vw_model_result){
-		.watts = watts < 0 ? 0 : watts,
-		.idle_watts = idle < 0 ? 0 : idle,
-		.clamped = watts < 0 || idle < 0,
+		.watts = watts < 0 ? 0 : VW_MIN(watts, VW_MODEL_MAX_WATTS),
+		.idle_watts = idle < 0 ? 0 : VW_MIN(idle, VW_MODEL_MAX_WATTS),
+		.clamped = watts < 0 || idle < 0 || watts > VW_MODEL_MAX_WATTS ||
+			   idle > VW_MODEL_MAX_WATTS,
 		.extrapolated = extrapolated,
 	};
 	return 0;
