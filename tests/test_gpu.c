@@ -231,6 +231,55 @@ static void test_counter_jump(void **state)
 	vw_gpus_free(g);
 }
 
+/*
+ * GPU 0's counter stops while its power reads 300 W: not lost silently. Still for 3 s (a slow
+ * counter) or at 5 W (an idle one) is nothing; still for 5 s at 300 W is one gap for the whole
+ * stretch, said once at warn; moving again, it counts as before.
+ */
+static void test_counter_stuck(void **state)
+{
+	struct fake f = { .energy0_mj = 1000000, .power0_mw = 300000, .power1_mw = 100000 };
+	struct vw_gpu_view v0;
+	struct vw_gpus *g;
+	uint64_t t = 0;
+
+	(void)state;
+	g = start(&f, VW_FAKE_NVML, 0, 720);
+	n_warn = 0;
+	vw_log_set_sink(sink, NULL);
+	vw_gpus_sample(g, t);
+	for (int i = 0; i < 3; i++) /* still for 3 s at 300 W */
+		vw_gpus_sample(g, t += SEC);
+	f.energy0_mj += 900000;
+	write_state(&f);
+	vw_gpus_sample(g, t += SEC); /* caught up: 900 J */
+	f.power0_mw = 5000;
+	write_state(&f);
+	for (int i = 0; i < 8; i++) /* still for 8 s at 5 W */
+		vw_gpus_sample(g, t += SEC);
+	vw_gpus_close_interval(g);
+	v0 = view(g, 0);
+	assert_int_equal(v0.gaps, 0);
+	assert_int_equal(n_warn, 0);
+	f.energy0_mj += 40000;
+	f.power0_mw = 300000;
+	write_state(&f);
+	vw_gpus_sample(g, t += SEC);
+	for (int i = 0; i < 10; i++) /* stuck for 10 s at 300 W */
+		vw_gpus_sample(g, t += SEC);
+	assert_int_equal(n_warn, 1);
+	assert_non_null(strstr(last_line, "stuck"));
+	f.energy0_mj += 300000;
+	write_state(&f);
+	vw_gpus_sample(g, t += SEC);
+	vw_gpus_close_interval(g);
+	vw_log_set_sink(NULL, NULL);
+	v0 = view(g, 0);
+	assert_int_equal(v0.gaps, 1);
+	assert_int_equal(v0.total_uj, (900000ULL + 40000 + 300000) * 1000);
+	vw_gpus_free(g);
+}
+
 static void test_library_missing(void **state)
 {
 	struct vw_gpu_opts o = { .nvml_library = "/nonexistent/libnvidia-ml.so.1",
@@ -881,6 +930,7 @@ int main(void)
 		cmocka_unit_test_setup(test_two_gpus_energy_and_power, setup),
 		cmocka_unit_test_setup(test_counter_reset, setup),
 		cmocka_unit_test_setup(test_counter_jump, setup),
+		cmocka_unit_test_setup(test_counter_stuck, setup),
 		cmocka_unit_test_setup(test_library_missing, setup),
 		cmocka_unit_test_setup(test_old_driver_symbols_missing, setup),
 		cmocka_unit_test_setup(test_gpu_lost, setup),

@@ -59,6 +59,11 @@ struct gpu_dev {
 	struct vw_gpu_view view;
 	struct vw_complaint complaint;
 	struct vw_complaint gap_complaint; /* its counter's gaps (rate-limited, never released) */
+	/* Its counter unchanged since still_ns, every power reading since at least
+	 * VW_GPU_STILL_MIN_UW (hot); stuck: that stretch was counted a gap. */
+	uint64_t still_ns;
+	bool still_hot, stuck;
+	struct vw_complaint stuck_complaint;
 	struct vw_gpu_procs procs;
 	bool procs_off;                  /* the source lists no processes */
 	struct vw_complaint proc_complaint;
@@ -430,14 +435,43 @@ static void said_gap(struct gpu_dev *d, uint64_t prev_uj, uint64_t prev_ns, uint
 		    raw_uj < prev_uj ? "back: a reset" : "faster than the device could draw");
 }
 
+/* A counter that has not moved while the device's power says it should have (rd: this reading,
+ * the counter unchanged since the last): a gap once per stretch (VW_GPU_STILL_NS), said. */
+static void check_still(struct gpu_dev *d, const struct vw_gpu_reading *rd, uint64_t now_ns)
+{
+	d->still_hot = d->still_hot && rd->power_err == 0 && rd->power_uw >= VW_GPU_STILL_MIN_UW;
+	if (!d->still_hot || d->stuck || now_ns < d->still_ns + VW_GPU_STILL_NS)
+		return;
+	d->stuck = true;
+	d->ctr.gaps++; /* the interval is not clean either: it teaches the idle floor nothing */
+	vw_complain(&d->stuck_complaint, VW_LOG_WARN,
+		    "gpu: %s device %u (%s): energy counter stuck at %" PRIu64 " uJ for %" PRIu64
+		    " s while its power reads %" PRIu64 " W: energy not counted (a gap, "
+		    "virtwatt_node_gpu_energy_gaps_total)",
+		    d->src->ops->name, d->info->index, d->info->uuid, rd->energy_uj,
+		    (uint64_t)((now_ns - d->still_ns) / VW_NSEC_PER_SEC), rd->power_uw / 1000000);
+}
+
 /* A device with a counter at now_ns: the counter (and the source's own split). */
 static int sample_counter(struct gpu_dev *d, const struct vw_gpu_reading *rd, uint64_t now_ns)
 {
 	uint64_t prev_uj = d->ctr.last_raw_uj, prev_ns = d->ctr.last_ns;
+	bool primed = d->ctr.primed;
 
 	if (rd->energy_err == 0 &&
 	    vw_energy_counter_update(&d->ctr, rd->energy_uj, now_ns, NULL) == VW_ENERGY_GAP)
 		said_gap(d, prev_uj, prev_ns, rd->energy_uj, now_ns);
+	if (rd->energy_err == 0 && primed && rd->energy_uj == prev_uj) {
+		check_still(d, rd, now_ns);
+	} else if (rd->energy_err == 0) {
+		if (d->stuck)
+			vw_release(&d->stuck_complaint, VW_LOG_INFO,
+				   "gpu: %s device %u (%s): energy counter moving again",
+				   d->src->ops->name, d->info->index, d->info->uuid);
+		d->still_ns = now_ns;
+		d->still_hot = true;
+		d->stuck = false;
+	}
 	if (rd->energy_err == 0 && rd->idle_err == 0) { /* the source's own split */
 		d->source_split = true;
 		vw_energy_counter_update(&d->idle_ctr, rd->idle_uj, now_ns, NULL);

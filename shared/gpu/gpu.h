@@ -48,6 +48,14 @@
  * but a gap, counted in virtwatt_node_gpu_energy_gaps_total and said at warn.
  */
 #define VW_GPU_MAX_POWER_UW (10000ULL * 1000 * 1000)
+/*
+ * A counter that stays still this long while every power reading of the device says at least
+ * VW_GPU_STILL_MIN_UW (50 J it should have counted) is stuck: one gap per such stretch,
+ * counted in virtwatt_node_gpu_energy_gaps_total and said at warn, so energy it fails to count
+ * is not lost silently (should it catch up later, that gain is counted as any other).
+ */
+#define VW_GPU_STILL_NS (5ULL * 1000 * 1000 * 1000)
+#define VW_GPU_STILL_MIN_UW (10ULL * 1000 * 1000)
 
 struct vw_gpu_opts {
 	const char *nvml_library; /* NULL or "": libnvidia-ml.so.1 from the loader's path */
