@@ -19,6 +19,7 @@
 #define VW_MODEL_MAX_COEF 1e7      /* |weight|, |bias|, curve coefficients, mae */
 #define VW_MODEL_MAX_SCALE 1e15    /* scale and |mean|: counters reach ~1e12 events/s */
 #define VW_MODEL_MAX_VARIANCE 1e30 /* variance of such counters */
+#define VW_MODEL_MAX_VALUES 65536u  /* JSON values in one file (a model has ~13,000 at most) */
 
 /* How a raw feature value x becomes the normalised x̂. */
 enum vw_model_norm {
