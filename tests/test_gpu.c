@@ -530,6 +530,46 @@ static void test_process_shares(void **state)
 	vw_gpus_free(g);
 }
 
+/* GPU 0's process calls start saying NOT_SUPPORTED mid-run (MIG enabled: the parent device
+ * lists nothing), then list again (MIG off): its processes get their shares again, not the
+ * node's for good. The stretch is complained about at warn, its end said. */
+static void test_process_list_returns(void **state)
+{
+	struct fake f = { .energy0_mj = 0, .power1_mw = 90000, .util0 = 80,
+			  .extra = "0.procs=4242:60\n" };
+	struct vw_gpus *g;
+	uint64_t active = 0, t = 0;
+
+	(void)state;
+	g = start(&f, VW_FAKE_NVML, 50, 720);
+	n_warn = 0;
+	vw_log_set_sink(sink, NULL);
+	vw_gpus_sample(g, t);
+	f.energy0_mj += 250000;
+	write_state(&f);
+	vw_gpus_sample(g, t += SEC);
+	vw_gpus_close_interval(g);
+	assert_true(pid_uj(g, 4242, &active) > 0);
+	f.extra = "0.procs=4242:60\n0.procs_ret=3\n0.putil_ret=3\n";
+	for (int i = 0; i < 3; i++) {
+		f.energy0_mj += 250000;
+		write_state(&f);
+		vw_gpus_sample(g, t += SEC);
+	}
+	vw_gpus_close_interval(g);
+	assert_int_equal(pid_uj(g, 4242, &active), 0);
+	assert_int_equal(n_warn, 1);
+	f.extra = "0.procs=4242:60\n";
+	f.energy0_mj += 250000;
+	write_state(&f);
+	vw_gpus_sample(g, t += SEC);
+	vw_gpus_close_interval(g);
+	vw_log_set_sink(NULL, NULL);
+	assert_int_equal(pid_uj(g, 4242, &active), 200000000ULL); /* 250 - 50 W, 1 s */
+	assert_non_null(strstr(last_line, "listed again"));
+	vw_gpus_free(g);
+}
+
 #define VM_A "6f1c2a9e-3b4d-4e5f-8a7b-0c1d2e3f4a5b"
 #define VM_B "0b6cbd1e-7a55-4f0e-9b8a-58a0b4c3d2e1"
 #define VM_C "c3a0f6de-1111-4222-8333-944455556666"
@@ -939,6 +979,7 @@ int main(void)
 		cmocka_unit_test_setup(test_render, setup),
 		cmocka_unit_test_setup(test_process_shares, setup),
 		cmocka_unit_test_setup(test_process_calls_missing, setup),
+		cmocka_unit_test_setup(test_process_list_returns, setup),
 		cmocka_unit_test_setup(test_vgpu_shares, setup),
 		cmocka_unit_test_setup(test_vgpu_not_a_host, setup),
 		cmocka_unit_test_setup(test_shutdown_called, setup),

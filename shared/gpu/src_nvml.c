@@ -60,6 +60,7 @@ struct nvml {
 	struct vw_gpu_info info[VW_GPU_MAX_DEVICES];
 	unsigned long long last_seen_us[VW_GPU_MAX_DEVICES]; /* newest process sample taken */
 	unsigned long long vgpu_seen_us[VW_GPU_MAX_DEVICES];  /* newest vGPU sample taken */
+	bool procs_listed[VW_GPU_MAX_DEVICES]; /* its processes were listed once */
 	/* scratch for processes() and vgpus() */
 	nvmlProcessInfo_t infos[VW_GPU_MAX_PROCS];
 	nvmlProcessUtilizationSample_t samples[VW_GPU_MAX_PROCS];
@@ -396,9 +397,15 @@ static int nvml_processes(void *state, size_t i, struct vw_gpu_proc_sample *out,
 	if (nv->api.get_process_util)
 		r2 = sampled_processes(nv, i, out, max, ret_n);
 	/* One part failing leaves the other's; both failing is the device's error. */
-	return (r1 < 0 || !nv->api.get_processes) && (r2 < 0 || !nv->api.get_process_util)
-		       ? (r1 < 0 ? r1 : r2)
-		       : 0;
+	r1 = (r1 < 0 || !nv->api.get_processes) && (r2 < 0 || !nv->api.get_process_util)
+		     ? (r1 < 0 ? r1 : r2)
+		     : 0;
+	if (r1 == 0)
+		nv->procs_listed[i] = true;
+	/* NOT_SUPPORTED from a device that listed before (MIG enabled mid-run: the parent device
+	 * lists nothing) is not "never" (-EOPNOTSUPP turns the list off for good): it may list
+	 * again once MIG is off. */
+	return r1 == -EOPNOTSUPP && nv->procs_listed[i] ? -EAGAIN : r1;
 }
 
 /* A utilization value of the type the library gave, as a percent 0..100. */
