@@ -35,7 +35,7 @@
  * exist nowhere else. cpu_walk.bpf.c's marker is the other: one task storage lookup and a
  * compare per switch, so that a read walks only the processes that ran.)
  *
- * Each tracepoint has a tp_btf program (task storage, direct loads) and a raw_tp twin (LRU
+ * Each tracepoint has a tp_btf program (task storage, direct loads) and a raw_tp twin (plain
  * hash keyed by pid, CO-RE probe reads); user space loads one of each pair.
  */
 #include "vmlinux.h"
@@ -69,9 +69,13 @@ const volatile __u32 no_storage = 0;   /* test only: none made for threads start
 	}
 
 VW_MAP(BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct vw_bpf_cpu) cpus SEC(".maps");
-/* These two sized by user space. task_hash: the raw_tp twins' threads (LRU); with task storage,
- * a plain hash for the threads whose storage could not be made (user space sets its type). */
-VW_MAP(BPF_MAP_TYPE_LRU_HASH, __u32, struct vw_bpf_task) task_hash SEC(".maps");
+/* These two sized by user space. task_hash: the raw_tp twins' threads; with task storage, the
+ * threads whose storage could not be made. A plain hash, never an LRU one: a slot lives from
+ * the seed (or the exit) to the free, which deletes it, so the map holds no dead to evict, and
+ * an LRU would evict the living (a seeded thread's slot is the coldest: its exit then added
+ * nothing since open, silently; the common LRU's per-CPU free lists evict well before
+ * max_entries). Full, a slot fails and is counted (VW_BPF_STAT_TASK_FULL). */
+VW_MAP(BPF_MAP_TYPE_HASH, __u32, struct vw_bpf_task) task_hash SEC(".maps");
 VW_MAP(BPF_MAP_TYPE_HASH, __u32, struct vw_bpf_proc) procs SEC(".maps");
 
 /* Sized by user space (VW_BPF_EXIT_RING_BYTES): one event per change to procs. */
@@ -394,8 +398,12 @@ int vw_iter_seed(struct bpf_iter__task *ctx)
 	if (!task || !task->pid || (task->flags & PF_EXITING) || task->start_time >= open_ns)
 		return 0;
 	sre = task->se.sum_exec_runtime;
-	if (task_slot(task, 0, false) || !task_slot(task, 0, true))
+	if (task_slot(task, 0, false))
 		return 0;
+	if (!task_slot(task, 0, true)) { /* no room: its time since open is lost, counted now */
+		stat_inc(this_cpu(), VW_BPF_STAT_TASK_FULL);
+		return 0;
+	}
 	emit(ctx->meta->seq, task, sre);
 	return 0;
 }
