@@ -73,7 +73,7 @@ VW_MAP(BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct vw_bpf_cpu) cpus SEC(".maps");
  * threads whose storage could not be made. A plain hash, never an LRU one: a slot lives from
  * the seed (or the exit) to the free, which deletes it, so the map holds no dead to evict, and
  * an LRU would evict the living (a seeded thread's slot is the coldest: its exit then added
- * nothing since open, silently; the common LRU's per-CPU free lists evict well before
+ * nothing since open, silently; the common LRU's per-CPU free lists may evict before
  * max_entries). Full, a slot fails and is counted (VW_BPF_STAT_TASK_FULL). */
 VW_MAP(BPF_MAP_TYPE_HASH, __u32, struct vw_bpf_task) task_hash SEC(".maps");
 VW_MAP(BPF_MAP_TYPE_HASH, __u32, struct vw_bpf_proc) procs SEC(".maps");

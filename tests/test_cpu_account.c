@@ -399,8 +399,8 @@ static void run_scenario(const struct scenario *sc)
 	struct vw_cpu_snapshot snap;
 	const struct vw_proc_cpu *p;
 	char mnt[512], rel[64];
-	uint64_t cgid = 0, s1, s2, final_ns, idle_ns, cg_base = 0, cg_ns, cg_total = 0, exit_ns = 0,
-		 busy_hw = 0;
+	uint64_t cgid = 0, ghosts, s1, s2, final_ns, idle_ns, cg_base = 0, cg_ns, cg_total = 0,
+		 exit_ns = 0, busy_hw = 0;
 	bool standin = false;
 	int r, exits = 0;
 	struct stat st;
@@ -492,13 +492,23 @@ static void run_scenario(const struct scenario *sc)
 
 	/* Reaped: the exit shows up exactly once, with the final time. */
 	pid = busy->pid;
+	ghosts = snap.ghosts;
 	reap(busy);
 	exits = read_past_exit(acc, pid, &exit_ns, NULL, NULL);
 	assert_int_equal(exits, 1);
-	print_message("# %s busy child reaped: schedstat %.9f s, accountant %.9f s\n",
-		      sc->accountant, (double)final_ns / 1e9, (double)exit_ns / 1e9);
-	/* Both read the scheduler's own counter, final once the task is freed: to the ns. */
-	assert_int_equal(exit_ns, final_ns);
+	assert_int_equal(acc->ops->read(acc->state, &snap), 0);
+	print_message("# %s busy child reaped: schedstat %.9f s, accountant %.9f s%s\n",
+		      sc->accountant, (double)final_ns / 1e9, (double)exit_ns / 1e9,
+		      snap.ghosts > ghosts ? " (ghosts caught meanwhile)" : "");
+	/* Both read the scheduler's own counter, final once the task is freed: to the ns. A free
+	 * that never reaches the program (seen under a fork storm, cpu_bpf.c's ghost check) is
+	 * counted as a ghost, and the exit reported with all but the time after the exit
+	 * tracepoint: then only a few ms short, never over. */
+	if (snap.ghosts > ghosts) {
+		assert_true(exit_ns <= final_ns && exit_ns + 20 * VW_NSEC_PER_MSEC >= final_ns);
+	} else {
+		assert_int_equal(exit_ns, final_ns);
+	}
 
 	/* The sleeper goes too (its exit costs CPU: compare with its zombie's schedstat); the
 	 * cgroup keeps everything its tasks ever ran. */
