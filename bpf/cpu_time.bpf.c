@@ -35,7 +35,7 @@
  * exist nowhere else. cpu_walk.bpf.c's marker is the other: one task storage lookup and a
  * compare per switch, so that a read walks only the processes that ran.)
  *
- * Each tracepoint has a tp_btf program (task storage, direct loads) and a raw_tp twin (plain
+ * Each tracepoint has a tp_btf program (task storage, direct loads) and a raw_tp twin (LRU
  * hash keyed by pid, CO-RE probe reads); user space loads one of each pair.
  */
 #include "vmlinux.h"
@@ -69,13 +69,15 @@ const volatile __u32 no_storage = 0;   /* test only: none made for threads start
 	}
 
 VW_MAP(BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct vw_bpf_cpu) cpus SEC(".maps");
-/* These two sized by user space. task_hash: the raw_tp twins' threads; with task storage, the
- * threads whose storage could not be made. A plain hash, never an LRU one: a slot lives from
- * the seed (or the exit) to the free, which deletes it, so the map holds no dead to evict, and
- * an LRU would evict the living (a seeded thread's slot is the coldest: its exit then added
- * nothing since open, silently; the common LRU's per-CPU free lists may evict before
- * max_entries). Full, a slot fails and is counted (VW_BPF_STAT_TASK_FULL). */
-VW_MAP(BPF_MAP_TYPE_HASH, __u32, struct vw_bpf_task) task_hash SEC(".maps");
+/* These two sized by user space. task_hash: the raw_tp twins' threads; with task storage, a
+ * plain hash for the threads whose storage could not be made (user space sets its type). The
+ * raw_tp one is an LRU hash: a slot lives from the seed (or the exit) to the free, which
+ * deletes it, and a free that never reaches the program (a mass kill's, a fork storm's) would
+ * leak its slot in a plain hash for good; the LRU reclaims those. It may evict a live slot
+ * too when a storm overflows it: a seeded thread's is the coldest, and its exit then finds
+ * none and counts the loss (VW_BPF_STAT_TASK_FULL); an exit's slot evicted before its free
+ * leaves its process to the ghost check, which counts it. */
+VW_MAP(BPF_MAP_TYPE_LRU_HASH, __u32, struct vw_bpf_task) task_hash SEC(".maps");
 VW_MAP(BPF_MAP_TYPE_HASH, __u32, struct vw_bpf_proc) procs SEC(".maps");
 
 /* Sized by user space (VW_BPF_EXIT_RING_BYTES): one event per change to procs. */
@@ -313,11 +315,18 @@ int BPF_PROG(vw_exit_btf, struct task_struct *p)
 SEC("raw_tp/sched_process_exit")
 int BPF_PROG(vw_exit_raw, struct task_struct *p)
 {
-	__u64 sre = BPF_CORE_READ(p, se.sum_exec_runtime);
+	__u64 sre = BPF_CORE_READ(p, se.sum_exec_runtime), start = BPF_CORE_READ(p, start_time);
 	__u32 pid = BPF_CORE_READ(p, pid);
+	struct vw_bpf_task *t;
 
-	if (pid)
-		on_exit(p, hash_slot(pid, BPF_CORE_READ(p, start_time), sre, true), sre);
+	if (!pid)
+		return 0;
+	t = hash_slot(pid, start, sre, false);
+	/* A thread older than open without its seed slot (evicted, or exiting at open): its
+	 * time since open is lost, counted. */
+	if (!t && start < open_ns)
+		stat_inc(this_cpu(), VW_BPF_STAT_TASK_FULL);
+	on_exit(p, t ? t : hash_slot(pid, start, sre, true), sre);
 	return 0;
 }
 

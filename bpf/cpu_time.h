@@ -13,7 +13,7 @@
 
 #define VW_BPF_COMM_LEN 16
 
-/* Per-thread state: task storage under tp_btf, a plain hash keyed by pid under raw_tp. */
+/* Per-thread state: task storage under tp_btf, LRU hash keyed by pid under raw_tp. */
 struct vw_bpf_task {
 	__u64 seed_ns;  /* runtime its exit leaves out: 0 for a thread the seed iterator saw (its
 			 * past is in its process's base) or started after open, the runtime at

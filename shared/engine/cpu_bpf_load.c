@@ -267,14 +267,17 @@ static int load_variant(struct loader *l, const char *btf_file, bool raw, uint32
 	skel->rodata->no_storage = !!(flags & VW_CPU_BPF_NO_STORAGE);
 	r = bpf_map__set_max_entries(skel->maps.procs, max_procs);
 	/* Threads outnumber processes. raw_tp: every thread older than open from the seed to its
-	 * exit, the others from exit to free. With task storage the hash only keeps threads whose
-	 * storage could not be made. A plain hash either way (cpu_time.bpf.c): a full one fails
-	 * counted rather than evicting a live thread's slot. */
+	 * exit, the others from exit to free, in an LRU hash that reclaims the slots of frees
+	 * never seen (cpu_time.bpf.c). With task storage the hash only keeps threads whose
+	 * storage could not be made, from their exit to their free: a plain hash, so that a full
+	 * one fails counted rather than evicting a slot. */
 	if (r == 0)
 		r = bpf_map__set_max_entries(skel->maps.task_hash,
 					     raw ? VW_MIN(max_procs, UINT32_MAX / 4) * 4
 					     : flags & VW_CPU_BPF_NO_STORAGE ? max_procs
 									      : VW_BPF_STORAGE_FALLBACK);
+	if (r == 0 && !raw)
+		r = bpf_map__set_type(skel->maps.task_hash, BPF_MAP_TYPE_HASH);
 	if (r == 0)
 		r = bpf_map__set_max_entries(skel->maps.hw_procs, l->hw_mask ? max_procs : 1);
 	if (r == 0)
