@@ -69,8 +69,14 @@ const volatile __u32 no_storage = 0;   /* test only: none made for threads start
 	}
 
 VW_MAP(BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct vw_bpf_cpu) cpus SEC(".maps");
-/* These two sized by user space. task_hash: the raw_tp twins' threads (LRU); with task storage,
- * a plain hash for the threads whose storage could not be made (user space sets its type). */
+/* These two sized by user space. task_hash: the raw_tp twins' threads; with task storage, a
+ * plain hash for the threads whose storage could not be made (user space sets its type). The
+ * raw_tp one is an LRU hash: a slot lives from the seed (or the exit) to the free, which
+ * deletes it, and a free that never reaches the program (a mass kill's, a fork storm's) would
+ * leak its slot in a plain hash for good; the LRU reclaims those. It may evict a live slot
+ * too when a storm overflows it: a seeded thread's is the coldest, and its exit then finds
+ * none and counts the loss (VW_BPF_STAT_TASK_FULL); an exit's slot evicted before its free
+ * leaves its process to the ghost check, which counts it. */
 VW_MAP(BPF_MAP_TYPE_LRU_HASH, __u32, struct vw_bpf_task) task_hash SEC(".maps");
 VW_MAP(BPF_MAP_TYPE_HASH, __u32, struct vw_bpf_proc) procs SEC(".maps");
 
@@ -309,11 +315,18 @@ int BPF_PROG(vw_exit_btf, struct task_struct *p)
 SEC("raw_tp/sched_process_exit")
 int BPF_PROG(vw_exit_raw, struct task_struct *p)
 {
-	__u64 sre = BPF_CORE_READ(p, se.sum_exec_runtime);
+	__u64 sre = BPF_CORE_READ(p, se.sum_exec_runtime), start = BPF_CORE_READ(p, start_time);
 	__u32 pid = BPF_CORE_READ(p, pid);
+	struct vw_bpf_task *t;
 
-	if (pid)
-		on_exit(p, hash_slot(pid, BPF_CORE_READ(p, start_time), sre, true), sre);
+	if (!pid)
+		return 0;
+	t = hash_slot(pid, start, sre, false);
+	/* A thread older than open without its seed slot (evicted, or exiting at open): its
+	 * time since open is lost, counted. */
+	if (!t && start < open_ns)
+		stat_inc(this_cpu(), VW_BPF_STAT_TASK_FULL);
+	on_exit(p, t ? t : hash_slot(pid, start, sre, true), sre);
 	return 0;
 }
 
@@ -394,8 +407,12 @@ int vw_iter_seed(struct bpf_iter__task *ctx)
 	if (!task || !task->pid || (task->flags & PF_EXITING) || task->start_time >= open_ns)
 		return 0;
 	sre = task->se.sum_exec_runtime;
-	if (task_slot(task, 0, false) || !task_slot(task, 0, true))
+	if (task_slot(task, 0, false))
 		return 0;
+	if (!task_slot(task, 0, true)) { /* no room: its time since open is lost, counted now */
+		stat_inc(this_cpu(), VW_BPF_STAT_TASK_FULL);
+		return 0;
+	}
 	emit(ctx->meta->seq, task, sre);
 	return 0;
 }

@@ -399,8 +399,8 @@ static void run_scenario(const struct scenario *sc)
 	struct vw_cpu_snapshot snap;
 	const struct vw_proc_cpu *p;
 	char mnt[512], rel[64];
-	uint64_t cgid = 0, s1, s2, final_ns, idle_ns, cg_base = 0, cg_ns, cg_total = 0, exit_ns = 0,
-		 busy_hw = 0;
+	uint64_t cgid = 0, ghosts, s1, s2, final_ns, idle_ns, cg_base = 0, cg_ns, cg_total = 0,
+		 exit_ns = 0, busy_hw = 0;
 	bool standin = false;
 	int r, exits = 0;
 	struct stat st;
@@ -492,13 +492,23 @@ static void run_scenario(const struct scenario *sc)
 
 	/* Reaped: the exit shows up exactly once, with the final time. */
 	pid = busy->pid;
+	ghosts = snap.ghosts;
 	reap(busy);
 	exits = read_past_exit(acc, pid, &exit_ns, NULL, NULL);
 	assert_int_equal(exits, 1);
-	print_message("# %s busy child reaped: schedstat %.9f s, accountant %.9f s\n",
-		      sc->accountant, (double)final_ns / 1e9, (double)exit_ns / 1e9);
-	/* Both read the scheduler's own counter, final once the task is freed: to the ns. */
-	assert_int_equal(exit_ns, final_ns);
+	assert_int_equal(acc->ops->read(acc->state, &snap), 0);
+	print_message("# %s busy child reaped: schedstat %.9f s, accountant %.9f s%s\n",
+		      sc->accountant, (double)final_ns / 1e9, (double)exit_ns / 1e9,
+		      snap.ghosts > ghosts ? " (ghosts caught meanwhile)" : "");
+	/* Both read the scheduler's own counter, final once the task is freed: to the ns. A free
+	 * that never reaches the program (seen under a fork storm, cpu_bpf.c's ghost check) is
+	 * counted as a ghost, and the exit reported with all but the time after the exit
+	 * tracepoint: then only a few ms short, never over. */
+	if (snap.ghosts > ghosts) {
+		assert_true(exit_ns <= final_ns && exit_ns + 20 * VW_NSEC_PER_MSEC >= final_ns);
+	} else {
+		assert_int_equal(exit_ns, final_ns);
+	}
 
 	/* The sleeper goes too (its exit costs CPU: compare with its zombie's schedstat); the
 	 * cgroup keeps everything its tasks ever ran. */
@@ -804,6 +814,131 @@ static void test_bpf_since_open_raw_tp(void **state)
 {
 	(void)state;
 	run_pre_open(VW_CPU_BPF_RAW_TP | VW_CPU_BPF_NO_WALK);
+}
+
+/* ---- raw_tp: a storm of exits against the thread slots ---- */
+
+/* The threads on the host now: what the seed iterator gives a slot each. */
+static unsigned count_threads(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	unsigned n = 0;
+
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		char path[300];
+		struct dirent *t;
+		DIR *td;
+
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/task", e->d_name);
+		if (!(td = opendir(path)))
+			continue;
+		while ((t = readdir(td)))
+			n += t->d_name[0] != '.';
+		closedir(td);
+	}
+	closedir(d);
+	return n;
+}
+
+/* n children that exit at once, all held as zombies together (each holds a thread slot from
+ * its exit to its free), then reaped. */
+static void exit_storm(unsigned n)
+{
+	pid_t *pids = calloc(n, sizeof(*pids));
+	siginfo_t si;
+
+	assert_non_null(pids);
+	for (unsigned i = 0; i < n; i++) {
+		pids[i] = fork();
+		assert_true(pids[i] >= 0);
+		if (pids[i] == 0)
+			_exit(0);
+	}
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(waitid(P_PID, (id_t)pids[i], &si, WEXITED | WNOWAIT), 0);
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(waitpid(pids[i], NULL, 0), pids[i]);
+	free(pids);
+}
+
+/*
+ * The raw_tp twins keep a slot per thread in task_hash, an LRU hash: from the seed iterator to
+ * its exit for a thread older than open, from exit to free for the others. A storm of exits
+ * that overflows it evicts the coldest slots, a live thread's seeded one among them: its exit
+ * then counted nothing since open, silently. It must be reported whole, or its loss counted
+ * (exits_untracked: no_thread_slot, or process_map_full where the storm filled that too).
+ * The hash is sized (4 x max_procs) to hold the host's threads and 128 more; the storm holds
+ * twice that many zombies at once.
+ */
+static void test_bpf_raw_tp_slot_storm(void **state)
+{
+	struct vw_cpu_env env = { .procfs_fd = procfd, .sysfs_fd = sysfd,
+				  .flags = VW_CPU_BPF_RAW_TP | VW_CPU_BPF_NO_WALK };
+	struct child *c = &live.busy;
+	struct vw_cpu_snapshot snap;
+	int go[2], mark[2], r;
+	uint64_t s0, s1, exit_ns = 0, lost0, lost;
+	unsigned cap;
+	int exits;
+	pid_t pid;
+	char b;
+
+	(void)state;
+	REQUIRE(VW_HAVE_BPF, "built without BPF (-Dbpf)");
+	REQUIRE(geteuid() == 0, "BPF needs root");
+	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(mark, O_CLOEXEC), 0);
+	c->pid = fork();
+	assert_true(c->pid >= 0);
+	if (c->pid == 0) { /* runs, blocks past open and the storm, runs 0.3 s more, exits */
+		vw_fixture_spin(0.05);
+		if (write(mark[1], "m", 1) != 1 || read(go[0], &b, 1) != 1)
+			_exit(2);
+		vw_fixture_spin(0.3);
+		_exit(0);
+	}
+	pid = c->pid;
+	close(go[0]);
+	close(mark[1]);
+	c->go = go[1];
+	assert_int_equal(read(mark[0], &b, 1), 1);
+	close(mark[0]);
+	usleep(20 * 1000); /* blocked now */
+	s0 = schedstat_ns(pid);
+	env.max_procs = (count_threads() + 128) / 4 + 1;
+	cap = env.max_procs * 4;
+	r = vw_cpu_accountant_open(&env, "bpf", &live.acc);
+	REQUIRE(r == 0, "bpf accountant unavailable here: %s", strerror(-r));
+	assert_int_equal(live.acc.ops->read(live.acc.state, &snap), 0);
+	assert_non_null(find_proc(&snap, pid));
+
+	exit_storm(2 * cap);
+	for (int i = 0; i < 60; i++) { /* the storm's frees come in, its processes are collected */
+		usleep(20 * 1000);
+		assert_int_equal(live.acc.ops->read(live.acc.state, &snap), 0);
+	}
+	lost0 = snap.exits_untracked[VW_CPU_UNTRACKED_NO_THREAD_SLOT] +
+		snap.exits_untracked[VW_CPU_UNTRACKED_PROCESS_MAP_FULL];
+
+	assert_int_equal(write(c->go, "g", 1), 1);
+	s1 = wait_zombie(c);
+	reap(c);
+	exits = read_past_exit(&live.acc, pid, &exit_ns, NULL, NULL);
+	assert_int_equal(live.acc.ops->read(live.acc.state, &snap), 0);
+	lost = snap.exits_untracked[VW_CPU_UNTRACKED_NO_THREAD_SLOT] +
+	       snap.exits_untracked[VW_CPU_UNTRACKED_PROCESS_MAP_FULL] - lost0;
+	print_message("# storm of %u exits against %u slots; live child since open: schedstat "
+		      "%.6f s, accountant %.6f s (%d exits), exits lost and counted meanwhile %llu\n",
+		      2 * cap, cap, (double)(s1 - s0) / 1e9, (double)exit_ns / 1e9, exits,
+		      (unsigned long long)lost);
+	if (lost == 0) {
+		assert_int_equal(exits, 1);
+		assert_ns_near(exit_ns, s1 - s0, 0.005, 200 * 1000);
+	}
 }
 
 /* ---- the loader child ---- */
@@ -2108,6 +2243,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bpf_threads, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_since_open, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_since_open_raw_tp, live_setup, live_teardown),
+		cmocka_unit_test_setup_teardown(test_bpf_raw_tp_slot_storm, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_walk_full, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_loader_child, live_setup, live_teardown),
 		cmocka_unit_test_setup_teardown(test_bpf_switch_path, live_setup, live_teardown),

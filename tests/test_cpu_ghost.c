@@ -11,7 +11,7 @@
 #include "cpu_ghost.h"
 
 #define MAX_PROCS 64
-#define MAX_READS 64
+#define MAX_READS 512
 #define TGID0 1000u
 
 static struct {
@@ -229,6 +229,29 @@ static void test_reaped_before_recheck(void **state)
 			 reap + (unsigned)((VW_GHOST_CONFIRM_NS + step - 1) / step));
 }
 
+/*
+ * Reads 5 ms apart (a test's read_past_exit): a process found gone whose free never comes is
+ * still reported, by the check, once. The unchecked count stops at VW_GHOST_UNCHECKED_MAX
+ * (127 reads, 0.64 s here): the 1 s window counted from read 127 back never passed, and the
+ * process stayed alive for good (test_bpf_raw_tp_no_batch, once under a fork storm).
+ */
+static void test_fast_reads_confirm(void **state)
+{
+	const uint64_t step = 5 * VW_NSEC_PER_MSEC;
+	unsigned r;
+
+	(void)state;
+	sim_start(1, VW_GHOST_BUDGET);
+	sim.gone[0] = true;
+	for (r = 0; r < 400 && !sim.reported_exited[0]; r++)
+		sim_read(VW_NSEC_PER_SEC + (uint64_t)r * step);
+	assert_true(sim.reported_exited[0] && sim.by_check[0]);
+	assert_int_equal(sim.g.ghosts, 1);
+	/* quiet 0.5 s (100 reads), found gone, then its confirmation 127 reads on */
+	assert_true(sim.n_looked[0] == 2);
+	assert_int_equal(sim.looked[0][1] - sim.looked[0][0], VW_GHOST_UNCHECKED_MAX);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -244,6 +267,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_quiet_time, teardown),
 		cmocka_unit_test_teardown(test_gone, teardown),
 		cmocka_unit_test_teardown(test_reaped_before_recheck, teardown),
+		cmocka_unit_test_teardown(test_fast_reads_confirm, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -266,9 +266,11 @@ static int load_variant(struct loader *l, const char *btf_file, bool raw, uint32
 	bpf_program__set_autoattach(skel->progs.vw_iter_read, false);
 	skel->rodata->no_storage = !!(flags & VW_CPU_BPF_NO_STORAGE);
 	r = bpf_map__set_max_entries(skel->maps.procs, max_procs);
-	/* Threads outnumber processes; LRU evicts slots of tasks long gone first. With task storage
-	 * the hash only keeps threads whose storage could not be made, from their exit to their
-	 * free: a plain hash, so that a full one fails counted rather than evicting a slot. */
+	/* Threads outnumber processes. raw_tp: every thread older than open from the seed to its
+	 * exit, the others from exit to free, in an LRU hash that reclaims the slots of frees
+	 * never seen (cpu_time.bpf.c). With task storage the hash only keeps threads whose
+	 * storage could not be made, from their exit to their free: a plain hash, so that a full
+	 * one fails counted rather than evicting a slot. */
 	if (r == 0)
 		r = bpf_map__set_max_entries(skel->maps.task_hash,
 					     raw ? VW_MIN(max_procs, UINT32_MAX / 4) * 4

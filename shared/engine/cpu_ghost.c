@@ -27,8 +27,13 @@ static bool due(const struct vw_ghost_check *g, const struct vw_proc_cpu *p, uin
 
 	if (p->quiet < VW_GHOST_QUIET_READS)
 		return false;
-	if (p->unchecked & VW_GHOST_FOUND_GONE) /* since the lookup that found it gone */
-		return n >= VW_GHOST_CONFIRM_READS && now - read_time(g, n) >= VW_GHOST_CONFIRM_NS;
+	/* Since the lookup that found it gone. The count stops at VW_GHOST_UNCHECKED_MAX: read
+	 * n back is then later than that lookup, and with reads closer than CONFIRM_NS / MAX
+	 * (7.9 ms: a test's) the window never passed, the process was never reported. As many
+	 * reads confirm it too (a daemon's reads are far apart: never the first to come). */
+	if (p->unchecked & VW_GHOST_FOUND_GONE)
+		return n >= VW_GHOST_CONFIRM_READS &&
+		       (n >= VW_GHOST_UNCHECKED_MAX || now - read_time(g, n) >= VW_GHOST_CONFIRM_NS);
 	return n >= VW_GHOST_RECHECK && now - read_time(g, p->quiet - 1u) >= VW_GHOST_QUIET_NS;
 }
 

@@ -21,7 +21,8 @@
  * One found gone is not reported at once: a zombie reaped just before its recheck is gone
  * from /proc while its frees are still on their way (an RCU grace period after the reap, long
  * on a loaded machine). It is looked up again VW_GHOST_CONFIRM_READS reads and
- * VW_GHOST_CONFIRM_NS after, and reported exited only if still gone and still not freed. */
+ * VW_GHOST_CONFIRM_NS after (or VW_GHOST_UNCHECKED_MAX reads after, where reads come faster
+ * than that can be counted), and reported exited only if still gone and still not freed. */
 #define VW_GHOST_QUIET_READS 2u
 #define VW_GHOST_QUIET_NS (500 * VW_NSEC_PER_MSEC)
 #define VW_GHOST_RECHECK 4u
