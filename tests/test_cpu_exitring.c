@@ -101,59 +101,7 @@ static uint64_t proc_runtime(pid_t pid)
 	return sum;
 }
 
-struct mass_kid {
-	int32_t pid;
-	int32_t pad;
-	uint64_t ns;    /* its own schedstat just before _exit */
-	uint64_t start; /* its stat's starttime: a later process given its PID is not it */
-};
-
-static int cmp_kid(const void *a, const void *b)
-{
-	const struct mass_kid *x = a, *y = b;
-
-	return (x->pid > y->pid) - (x->pid < y->pid);
-}
-
 #define MASS_MAX 2000
-
-/* The kids (k, sorted, n) a read reports: none after its exit was, each exited once with its
- * final runtime and its kind from the exit (counted in reported); how many exits were new. */
-static int mass_seen(const struct vw_cpu_snapshot *snap, const struct mass_kid *k, int n,
-		     const uint64_t *at_reap, unsigned *reported)
-{
-	int seen = 0;
-
-	for (size_t i = 0; i < snap->n_procs; i++) {
-		const struct vw_proc_cpu *q = &snap->procs[i];
-		const struct mass_kid key = { .pid = (int32_t)q->tgid }, *m;
-
-		m = bsearch(&key, k, (size_t)n, sizeof(*k), cmp_kid);
-		/* PIDs wrap (pid_max 32768) under the suite's other tests: a process that took a
-		 * kid's PID after it is another one, whatever it reports (alive at the last read,
-		 * or its own exit and runtime). */
-		if (!m || q->start_time != m->start)
-			continue;
-		if (reported[m - k]) /* none alive, none reported again, once its exit was */
-			fail_msg("pid %d reported %s after its exit", m->pid,
-				 q->exited ? "exited again" : "alive");
-		if (!q->exited)
-			continue;
-		reported[m - k]++;
-		seen++;
-		assert_int_not_equal(q->kind, VW_PROC_KIND_UNKNOWN);
-		/* Its final runtime: at least what it read of itself and the kernel's at its reap,
-		 * its exit path in it (exit_mm of an ASan process: over 5 ms on a loaded machine),
-		 * at most the microseconds of do_exit's end after the reap (and wait4's rounding)
-		 * more. */
-		if (q->cpu_ns < m->ns || q->cpu_ns < at_reap[m - k] ||
-		    q->cpu_ns > at_reap[m - k] + VW_NSEC_PER_MSEC)
-			fail_msg("pid %d: %llu ns reported, %llu ns read before its exit, %llu ns at "
-				 "its reap", m->pid, (unsigned long long)q->cpu_ns,
-				 (unsigned long long)m->ns, (unsigned long long)at_reap[m - k]);
-	}
-	return seen;
-}
 
 /*
  * n short processes, each reaped by the test (reads every read_every forks and reaps, 0: none,
