@@ -177,25 +177,34 @@ int vw_read_fd(int fd, void *buf, size_t max, size_t *ret_len)
  * FIFO is -EINVAL and never waits for a writer. */
 enum read_kind { READ_ANY, READ_REGULAR, READ_PLAIN };
 
+/* Open rel for reading as kind accepts it: the fd, or -errno (the fd closed). */
+static int open_kind(int dirfd, const char *rel, enum read_kind kind)
+{
+	int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
+	_cleanup_close_ int fd = -1;
+	struct stat st;
+
+	if (kind != READ_ANY)
+		flags |= O_NONBLOCK | (kind == READ_PLAIN ? O_NOFOLLOW : 0);
+	fd = openat(dirfd, rel, flags);
+	if (fd < 0 || (kind != READ_ANY && fstat(fd, &st) < 0))
+		return -errno;
+	if (kind != READ_ANY && !S_ISREG(st.st_mode))
+		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+	return VW_TAKE_FD(fd);
+}
+
 /* Open rel and read up to size - 1 bytes, NUL-terminated; the fd stays open in *ret_fd. */
 static int open_and_read(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len,
 			 int *ret_fd, enum read_kind kind)
 {
-	int flags = O_RDONLY | O_CLOEXEC | O_NOCTTY;
-	struct stat st;
 	int r;
 
 	if (size == 0)
 		return -EINVAL;
-	if (kind != READ_ANY)
-		flags |= O_NONBLOCK | (kind == READ_PLAIN ? O_NOFOLLOW : 0);
-	*ret_fd = openat(dirfd, rel, flags);
+	*ret_fd = open_kind(dirfd, rel, kind);
 	if (*ret_fd < 0)
-		return -errno;
-	if (kind != READ_ANY && fstat(*ret_fd, &st) < 0)
-		return -errno;
-	if (kind != READ_ANY && !S_ISREG(st.st_mode))
-		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
+		return *ret_fd;
 	r = vw_read_fd(*ret_fd, buf, size - 1, ret_len);
 	if (r == 0)
 		buf[*ret_len] = '\0';
@@ -246,25 +255,22 @@ static int read_whole_fd(int fd, size_t max, char **ret, size_t *ret_len)
 	return 0;
 }
 
+static int read_whole_at(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len,
+			 enum read_kind kind)
+{
+	_cleanup_close_ int fd = open_kind(dirfd, rel, kind);
+
+	return fd < 0 ? fd : read_whole_fd(fd, max, ret, ret_len);
+}
+
 int vw_read_whole_at(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len)
 {
-	_cleanup_close_ int fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-
-	if (fd < 0)
-		return -errno;
-	return read_whole_fd(fd, max, ret, ret_len);
+	return read_whole_at(dirfd, rel, max, ret, ret_len, READ_ANY);
 }
 
 int vw_read_regular_at(int dirfd, const char *rel, size_t max, char **ret, size_t *ret_len)
 {
-	_cleanup_close_ int fd = openat(dirfd, rel, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	struct stat st;
-
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return S_ISDIR(st.st_mode) ? -EISDIR : -EINVAL;
-	return read_whole_fd(fd, max, ret, ret_len);
+	return read_whole_at(dirfd, rel, max, ret, ret_len, READ_REGULAR);
 }
 
 int vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)
