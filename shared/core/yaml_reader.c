@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "yaml_lazy.h"
 
 static int msg(struct vw_yaml *y, int r, const char *fmt, ...) _printf_(3, 4);
@@ -154,38 +155,21 @@ int vw_yaml_next_scalar(struct vw_yaml *y, yaml_event_t *ev, yaml_event_type_t e
 	return 1;
 }
 
-/* Read a regular file of at most max bytes into y->buf. */
+/* Read a regular file of at most max bytes into y->buf (a FIFO in its place refused, never
+ * waited on: vw_read_regular_at). */
 static int file_read(struct vw_yaml *y, const char *what, size_t max)
 {
-	/* O_NONBLOCK: a FIFO in the file's place is refused below, never waited on. */
-	_cleanup_close_ int fd = open(y->path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	_cleanup_free_ char *buf = NULL;
+	char *buf = NULL;
 	size_t len = 0;
-	struct stat st;
+	int r = vw_read_regular_at(AT_FDCWD, y->path, max, &buf, &len);
 
-	if (fd < 0 || fstat(fd, &st) < 0)
-		return msg(y, -errno, "cannot read %s %s: %s", what, y->path, strerror(errno));
-	if (!S_ISREG(st.st_mode))
+	if (r == -EINVAL || r == -EISDIR)
 		return msg(y, -EINVAL, "%s %s: not a regular file", what, y->path);
-	buf = malloc(max + 1);
-	if (!buf)
-		return -ENOMEM;
-	while (len <= max) {
-		ssize_t n = read(fd, buf + len, max + 1 - len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return msg(y, -errno, "cannot read %s %s: %s", what, y->path,
-				   strerror(errno));
-		if (n == 0)
-			break;
-		len += (size_t)n;
-	}
-	if (len > max)
-		return msg(y, -EFBIG, "%s %s: larger than %zu bytes", what, y->path, max);
-	buf[len] = '\0';
-	y->buf = VW_TAKE_PTR(buf);
+	if (r == -EFBIG)
+		return msg(y, r, "%s %s: larger than %zu bytes", what, y->path, max);
+	if (r < 0)
+		return msg(y, r, "cannot read %s %s: %s", what, y->path, strerror(-r));
+	y->buf = buf;
 	y->len = len;
 	return 0;
 }
