@@ -10,8 +10,10 @@
  * acts as if the driver were not loaded. Its lines are KEY=VALUE; device keys start with the
  * device index:
  *
- *   init=N             nvmlInit_v2's result (default 0; 9: driver not loaded)
- *   count=N            devices
+ *   init=N             nvmlInit_v2's result (default 0; 9: driver not loaded): rewritten
+ *                      from 9 to 0, a driver loaded after the daemon started
+ *   count=N            devices listed now (rewritten: GPUs added or removed while the
+ *                      daemon runs)       count_ret=N   nvmlDeviceGetCount_v2's result
  *   I.uuid=TEXT        I.name=TEXT
  *   I.energy_mj=N      the energy counter     I.energy_ret=N  its result (3: not supported)
  *   I.energy_run=E:P:T the counter was E mJ at CLOCK_MONOTONIC time T (ns) and runs on by
@@ -34,11 +36,18 @@
  *                      SM (none when S is 0). No key: not a vGPU host (NOT_SUPPORTED)
  *   vgpu.V.mdev=UUID   vGPU V's mediated device    I.vutil_ret=N  the samples call's result
  *
+ * A handle names a device by its UUID, as NVML's do (a GPU, not a place in the list): the
+ * handle of index I is the one of I.uuid (default GPU-fake-I), and a call on it answers for
+ * the index that UUID is listed at now, GPU_IS_LOST when it is listed nowhere (removed, the
+ * list rewritten without it). So a test removes a GPU by rewriting count and the uuids, and
+ * hands one back by listing its UUID again.
+ *
  * Calls are counted in $FAKE_NVML_STATE.calls (one line per nvmlInit_v2/nvmlShutdown) so a
  * test can see the library was shut down, and nvmlDeviceGetPowerUsage calls per device in
  * fake_nvml_power_calls[] (a test finds it with dlsym()), so a test can count what reading a
- * device costs.
+ * device costs; fake_nvml_calls[] counts every call by kind (FAKE_CALL_*).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,14 +59,34 @@
 #define FAKE_MAX_DEVICES 16
 
 struct nvmlDevice_st {
-	unsigned index;
+	unsigned index;  /* where its UUID was listed when last looked up */
+	char uuid[96];   /* "" a free slot */
 };
 
+/* Handles, one per UUID ever listed (at most FAKE_MAX_DEVICES). */
 static struct nvmlDevice_st devices[FAKE_MAX_DEVICES];
+static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* nvmlDeviceGetPowerUsage calls per device index, from any thread. */
 extern unsigned long fake_nvml_power_calls[FAKE_MAX_DEVICES];
 unsigned long fake_nvml_power_calls[FAKE_MAX_DEVICES];
+
+/* Every call by kind, from any thread: what a test reads to count what a reading costs. */
+enum {
+	FAKE_CALL_COUNT,  /* nvmlDeviceGetCount_v2 */
+	FAKE_CALL_HANDLE, /* nvmlDeviceGetHandleByIndex_v2 */
+	FAKE_CALL_NAME,   /* nvmlDeviceGetUUID, nvmlDeviceGetName */
+	FAKE_CALL_DEVICE, /* every other call on a device (energy, power, processes, ...) */
+	FAKE_CALL_INIT,   /* nvmlInit_v2 */
+	FAKE_CALL__N
+};
+extern unsigned long fake_nvml_calls[FAKE_CALL__N];
+unsigned long fake_nvml_calls[FAKE_CALL__N];
+
+static void counted(unsigned kind)
+{
+	__atomic_fetch_add(&fake_nvml_calls[kind], 1, __ATOMIC_RELAXED);
+}
 
 /* The value of key in the state file into buf; 0 when found, -1 when not (or no file). */
 static int lookup(const char *key, char *buf, size_t len)
@@ -123,14 +152,50 @@ static void count_call(const char *what)
 	}
 }
 
-/* A device call's result before it answers: the device's own *_ret, or lost. */
-static nvmlReturn_t dev_result(const struct nvmlDevice_st *d, const char *ret_key)
+/* The UUID listed at index i now. */
+static void uuid_at(unsigned i, char *buf, size_t len)
+{
+	char k[64];
+
+	snprintf(k, sizeof(k), "%u.uuid", i);
+	if (lookup(k, buf, len) < 0)
+		snprintf(buf, len, "GPU-fake-%u", i);
+}
+
+/* Where d's UUID is listed now (d->index set); -1 when nowhere. */
+static int relocate(struct nvmlDevice_st *d)
+{
+	unsigned long long n = number("count", 0);
+	char u[96];
+
+	for (unsigned k = 0; k < n && k < FAKE_MAX_DEVICES; k++) {
+		unsigned i = (d->index + k) % (unsigned)(n < FAKE_MAX_DEVICES ? n : FAKE_MAX_DEVICES);
+
+		uuid_at(i, u, sizeof(u));
+		if (strcmp(u, d->uuid) == 0) {
+			d->index = i;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/* A device call's result before it answers: the device's own *_ret, or lost (its UUID listed
+ * nowhere, or I.lost). */
+static nvmlReturn_t dev_check(struct nvmlDevice_st *d, const char *ret_key)
 {
 	if (!d)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	if (dev_number(d, "lost", 0))
+	if (relocate(d) < 0 || dev_number(d, "lost", 0))
 		return NVML_ERROR_GPU_IS_LOST;
 	return (nvmlReturn_t)dev_number(d, ret_key, NVML_SUCCESS);
+}
+
+/* dev_check() for a call counted as FAKE_CALL_DEVICE. */
+static nvmlReturn_t dev_result(struct nvmlDevice_st *d, const char *ret_key)
+{
+	counted(FAKE_CALL_DEVICE);
+	return dev_check(d, ret_key);
 }
 
 nvmlReturn_t nvmlInit_v2(void);
@@ -145,6 +210,7 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *mw);
 nvmlReturn_t nvmlInit_v2(void)
 {
 	count_call("init");
+	counted(FAKE_CALL_INIT);
 	if (!have_state())
 		return NVML_ERROR_DRIVER_NOT_LOADED;
 	return (nvmlReturn_t)number("init", NVML_SUCCESS);
@@ -175,25 +241,43 @@ const char *nvmlErrorString(nvmlReturn_t r)
 nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count)
 {
 	unsigned long long n = number("count", 0);
+	nvmlReturn_t r = (nvmlReturn_t)number("count_ret", NVML_SUCCESS);
 
-	*count = (unsigned)(n > FAKE_MAX_DEVICES ? FAKE_MAX_DEVICES : n);
-	return NVML_SUCCESS;
+	counted(FAKE_CALL_COUNT);
+	if (r == NVML_SUCCESS)
+		*count = (unsigned)(n > FAKE_MAX_DEVICES ? FAKE_MAX_DEVICES : n);
+	return r;
 }
 
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
 {
+	struct nvmlDevice_st *d = NULL;
+	char u[96];
+
+	counted(FAKE_CALL_HANDLE);
 	if (index >= number("count", 0) || index >= FAKE_MAX_DEVICES)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	devices[index].index = index;
-	*device = &devices[index];
+	uuid_at(index, u, sizeof(u));
+	pthread_mutex_lock(&devices_lock);
+	for (unsigned k = 0; k < FAKE_MAX_DEVICES && !d; k++)
+		if (strcmp(devices[k].uuid, u) == 0 || !devices[k].uuid[0])
+			d = &devices[k];
+	if (d && !d->uuid[0])
+		snprintf(d->uuid, sizeof(d->uuid), "%s", u);
+	pthread_mutex_unlock(&devices_lock);
+	if (!d)
+		return NVML_ERROR_MEMORY;
+	d->index = index;
+	*device = d;
 	return NVML_SUCCESS;
 }
 
 static nvmlReturn_t dev_string(nvmlDevice_t d, const char *key, char *buf, unsigned int length)
 {
-	nvmlReturn_t r = dev_result(d, "none_ret");
+	nvmlReturn_t r = dev_check(d, "none_ret");
 	char k[64], v[256];
 
+	counted(FAKE_CALL_NAME);
 	if (r != NVML_SUCCESS)
 		return r;
 	snprintf(k, sizeof(k), "%u.%s", d->index, key);
@@ -389,14 +473,21 @@ static const struct nvmlDevice_st *find_vgpu(unsigned inst, struct fake_vgpu *re
 	struct fake_vgpu g[64];
 
 	for (unsigned i = 0; i < number("count", 0) && i < FAKE_MAX_DEVICES; i++) {
-		int n;
+		struct nvmlDevice_st at = { .index = i };
+		int n = dev_vgpus(&at, g, 64);
 
-		devices[i].index = i;
-		n = dev_vgpus(&devices[i], g, 64);
 		for (int k = 0; k < n; k++)
 			if (g[k].inst == inst) {
+				char u[96];
+
 				*ret = g[k];
-				return &devices[i];
+				uuid_at(i, u, sizeof(u));
+				for (unsigned j = 0; j < FAKE_MAX_DEVICES; j++)
+					if (strcmp(devices[j].uuid, u) == 0) {
+						devices[j].index = i;
+						return &devices[j];
+					}
+				return NULL;
 			}
 	}
 	return NULL;

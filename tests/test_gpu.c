@@ -337,8 +337,14 @@ static void test_old_driver_symbols_missing(void **state)
 	vw_gpus_free(g);
 }
 
-/* GPU 1 falls off the bus for two seconds: its span is lost (power cannot be known), counted
- * as read errors; GPU 0's counter covers its own span in full when it is back. */
+/*
+ * Both GPUs fall off the bus for two seconds (GPU_IS_LOST): GPU 1's span is lost (power cannot
+ * be known); GPU 0 comes back reset, its counter restarted and past its last reading (155 J
+ * since the reset against 55 J before): its first reading is a new baseline and the time lost
+ * one gap, where the counter's rule alone counted the 100 J difference as energy, silently.
+ * Then GPU 0's reads fail otherwise (an unknown error) for a second: its counter covers that
+ * span in full.
+ */
 static void test_gpu_lost(void **state)
 {
 	struct fake f = { .energy0_mj = 5000, .power0_mw = 61000, .power1_mw = 100000 };
@@ -352,24 +358,40 @@ static void test_gpu_lost(void **state)
 	f.energy0_mj += 50000;
 	write_state(&f);
 	vw_gpus_sample(g, t += SEC);
-	f.energy0_mj += 100000;
 	f.extra = "0.lost=1\n1.lost=1\n";
 	write_state(&f);
 	vw_gpus_sample(g, t += SEC);
 	vw_gpus_sample(g, t += SEC);
+	f.energy0_mj = 155000; /* reset while lost: 155 J since, higher than the 55 J before */
 	f.extra = NULL;
 	write_state(&f);
-	vw_gpus_sample(g, t += SEC); /* back: GPU 1 only sets its time again */
+	vw_gpus_sample(g, t += SEC); /* back: each only sets its baseline again */
+	f.energy0_mj += 30000;
+	write_state(&f);
 	vw_gpus_sample(g, t += SEC);
 	vw_gpus_close_interval(g);
 	v0 = view(g, 0);
 	v1 = view(g, 1);
-	assert_int_equal(v0.total_uj, 150000000ULL);
+	assert_int_equal(v0.total_uj, 80000000ULL); /* 50 J before, 30 J after */
 	assert_int_equal(v0.read_errors, 2);
+	assert_int_equal(v0.gaps, 1); /* the span lost, once */
 	assert_int_equal(v1.total_uj, 200000000ULL); /* 100 W x (1 s before + 1 s after) */
 	assert_int_equal(v1.read_errors, 2);
 	assert_int_equal(v1.gaps, 1); /* the span the failures broke, once */
-	assert_int_equal(v0.gaps, 0); /* the counter covered its own */
+
+	f.extra = "0.energy_ret=999\n"; /* not a lost GPU: the counter keeps counting */
+	f.energy0_mj += 40000;
+	write_state(&f);
+	vw_gpus_sample(g, t += SEC);
+	f.extra = NULL;
+	f.energy0_mj += 10000;
+	write_state(&f);
+	vw_gpus_sample(g, t += SEC);
+	vw_gpus_close_interval(g);
+	v0 = view(g, 0);
+	assert_int_equal(v0.total_uj, 130000000ULL); /* + 50 J: the span covered */
+	assert_int_equal(v0.read_errors, 3);
+	assert_int_equal(v0.gaps, 1);
 	vw_gpus_free(g);
 }
 

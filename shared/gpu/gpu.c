@@ -36,6 +36,7 @@ const char *vw_gpu_mig_name(enum vw_gpu_mig m)
 struct gpu_source {
 	const struct vw_gpu_source_ops *ops;
 	void *state;
+	size_t taken; /* its devices in the set (devices() may list more after a rescan) */
 };
 
 struct gpu_dev {
@@ -72,6 +73,13 @@ struct gpu_dev {
 	/* A source that splits its energy itself (idle_err 0): its idle counter. */
 	bool source_split;
 	struct vw_energy_counter idle_ctr;
+	/* Gone from its source's list (as last said), and its info->returns as last seen. */
+	bool gone;
+	unsigned returns;
+	/* Its counter read -ENODEV (a GPU lost, the driver gone) or it was gone: a reset may have
+	 * set the counter back to 0 meanwhile, so its next good reading is a new baseline and the
+	 * span since the last good one a gap. */
+	bool rebase;
 };
 
 struct vw_gpus {
@@ -86,6 +94,14 @@ struct vw_gpus {
 	 * device); its lock covers their integrals. */
 	struct vw_ticker tk;
 	bool manual_ticks;
+	/* Looking again, at each close (the sampling thread's): */
+	size_t idle_window;
+	const char *nvml_library;
+	const struct vw_gpu_source_ops *const *chain; /* for a retried start: none opened */
+	bool retry;        /* a start that found nothing is retried (vw_gpus_open) */
+	bool trouble;      /* since the last look: a device read -ENODEV, or the look failed */
+	uint64_t retry_at_ns, backoff_ns; /* the next reinit (or retried start) and its wait */
+	struct vw_complaint rescan_complaint;
 };
 
 void vw_gpus_free(struct vw_gpus *g)
@@ -108,11 +124,10 @@ static void gpus_freep(struct vw_gpus **g)
 
 /* Every source in the chain that finds devices. Why the others found none goes to `why`, for
  * the one line said when no source finds any; a source that fails otherwise is warned of. */
-static size_t open_sources(struct vw_gpus *g, const struct vw_gpu_opts *o, char *why,
-			   size_t why_len)
+static size_t open_sources(struct vw_gpus *g, char *why, size_t why_len)
 {
-	const struct vw_gpu_source_ops *const *chain = o->sources ? o->sources : vw_gpu_sources;
-	struct vw_gpu_env env = { .nvml_library = o->nvml_library };
+	const struct vw_gpu_source_ops *const *chain = g->chain;
+	struct vw_gpu_env env = { .nvml_library = g->nvml_library };
 	size_t n_dev = 0, used = 0;
 
 	for (size_t i = 0; chain[i] && g->n_src < ARRAY_SIZE(g->src); i++) {
@@ -137,7 +152,7 @@ static size_t open_sources(struct vw_gpus *g, const struct vw_gpu_opts *o, char 
 	return n_dev;
 }
 
-static int setup_device(struct vw_gpus *g, const struct vw_gpu_opts *o, struct gpu_dev *d)
+static int setup_device(struct vw_gpus *g, struct gpu_dev *d)
 {
 	/* Counters since a driver load never wrap in practice: a decrease is a reset (a gap), a
 	 * gain above VW_GPU_MAX_POWER_UW over its span junk (a gap). Not for a counter from zero
@@ -153,9 +168,11 @@ static int setup_device(struct vw_gpus *g, const struct vw_gpu_opts *o, struct g
 	if (d->info->counts_from_zero) /* its first reading is energy, not a baseline */
 		d->ctr.primed = d->idle_ctr.primed = true;
 	d->ticked = !d->info->has_energy && d->info->has_power && d->src->ops->power;
-	d->floor = vw_idle_floor_new(o->idle_window, VW_GPU_IDLE_SUSTAIN, VW_GPU_IDLE_MAX_UTIL);
+	d->floor = vw_idle_floor_new(g->idle_window, VW_GPU_IDLE_SUSTAIN, VW_GPU_IDLE_MAX_UTIL);
 	if (!d->floor)
 		return -errno;
+	d->gone = d->info->gone;
+	d->returns = d->info->returns;
 	d->view = (struct vw_gpu_view){ .info = d->info,
 					.vendor = d->src->ops->vendor,
 					.source = d->src->ops->name,
@@ -166,8 +183,8 @@ static int setup_device(struct vw_gpus *g, const struct vw_gpu_opts *o, struct g
 	return 0;
 }
 
-/* Source s's devices appended to g->dev. */
-static int add_devices(struct vw_gpus *g, const struct vw_gpu_opts *o, size_t s)
+/* Source s's devices from its from-th on appended to g->dev (the reading thread stopped). */
+static int add_devices(struct vw_gpus *g, size_t s, size_t from)
 {
 	const struct vw_gpu_info *gi;
 	size_t k = g->src[s].ops->devices(g->src[s].state, &gi);
@@ -176,15 +193,16 @@ static int add_devices(struct vw_gpus *g, const struct vw_gpu_opts *o, size_t s)
 	if (!dev)
 		return -ENOMEM;
 	g->dev = dev;
-	for (size_t j = 0; j < k; j++) {
+	for (size_t j = from; j < k; j++) {
 		struct gpu_dev *d = &g->dev[g->n_dev];
 		int r;
 
 		*d = (struct gpu_dev){ .src = &g->src[s], .idx = j, .info = &gi[j] };
-		r = setup_device(g, o, d);
+		r = setup_device(g, d);
 		if (r < 0)
 			return r;
 		g->n_dev++;
+		g->src[s].taken = j + 1;
 	}
 	return 0;
 }
@@ -199,6 +217,11 @@ static struct vw_gpus *gpus_new(const struct vw_gpu_opts *o)
 		return NULL;
 	g->idle_w = o->idle_w;
 	g->manual_ticks = o->manual_ticks;
+	g->idle_window = o->idle_window;
+	g->nvml_library = o->nvml_library;
+	g->chain = o->sources ? o->sources : vw_gpu_sources;
+	g->retry = o->retry;
+	g->backoff_ns = VW_GPU_RETRY_MIN_NS;
 	r = vw_ticker_init(&g->tk, "gpu");
 	if (r < 0) {
 		free(g);
@@ -216,7 +239,7 @@ static int start_ticks(struct vw_gpus *g)
 	bool any = false;
 
 	for (size_t i = 0; i < g->n_dev; i++)
-		any = any || g->dev[i].ticked;
+		any = any || (g->dev[i].ticked && !g->dev[i].gone);
 	if (!any || g->manual_ticks || g->tk.running)
 		return 0;
 	return vw_ticker_start(&g->tk, VW_GAUGE_TICK_NS, tick, g, "gpu");
@@ -241,12 +264,23 @@ int vw_gpus_open(const struct vw_gpu_opts *o, struct vw_gpus **ret)
 	g = gpus_new(o);
 	if (!g)
 		return -errno;
-	if (open_sources(g, o, why, sizeof(why)) == 0) {
+	if (open_sources(g, why, sizeof(why)) == 0 && !o->retry) {
 		vw_info("gpu: no GPU found (%s): no GPU series", why[0] ? why : "no GPU source");
 		return -ENODEV;
 	}
+	if (g->n_dev == 0 && g->n_src == 0) /* o->retry: looked for again at each close */
+		vw_info("gpu: no GPU found (%s): no GPU series until one is; looked for again "
+			"after %llu s, then less often, up to every %llu min. A driver loaded after "
+			"start (the NVIDIA GPU Operator's driver container: /run/nvidia/driver) is "
+			"found then; in a container its libnvidia-ml.so.1 must be visible: the "
+			"NVIDIA container toolkit, or the driver root mounted and "
+			"--gpu.nvml-library pointing at the library in it; --gpu.enable=false stops "
+			"looking",
+			why[0] ? why : "no GPU source",
+			(unsigned long long)(VW_GPU_RETRY_MIN_NS / VW_NSEC_PER_SEC),
+			(unsigned long long)(VW_GPU_RETRY_MAX_NS / VW_NSEC_PER_SEC / 60));
 	for (size_t s = 0; s < g->n_src; s++) {
-		r = add_devices(g, o, s);
+		r = add_devices(g, s, 0);
 		if (r < 0)
 			return r;
 	}
@@ -283,7 +317,7 @@ int vw_gpus_attach(struct vw_gpus **gp, const struct vw_gpu_opts *o,
 	}
 	g->src[g->n_src++] = (struct gpu_source){ .ops = ops, .state = state };
 	vw_ticker_stop(&g->tk); /* the devices move: the thread reads them again once added */
-	r = add_devices(g, o, g->n_src - 1); /* on failure the source is closed with g */
+	r = add_devices(g, g->n_src - 1, 0); /* on failure the source is closed with g */
 	if (r == 0)
 		r = start_ticks(g);
 	if (r < 0 && !fresh)
@@ -400,7 +434,7 @@ static void tick_at(struct vw_gpus *g, const uint64_t *at_ns)
 		uint64_t uw = 0, now_ns;
 		int r;
 
-		if (!d->ticked)
+		if (!d->ticked || d->gone)
 			continue;
 		r = d->src->ops->power(d->src->state, d->idx, &uw);
 		now_ns = at_ns ? *at_ns : vw_now_ns();
@@ -452,11 +486,38 @@ static void check_still(struct gpu_dev *d, const struct vw_gpu_reading *rd, uint
 		    (uint64_t)((now_ns - d->still_ns) / VW_NSEC_PER_SEC), rd->power_uw / 1000000);
 }
 
+/*
+ * A counter read again after it could not be (-ENODEV: a GPU lost, the driver gone) or after
+ * its device was gone from the list: a GPU reset or a driver reload sets it back to 0, and one
+ * that has counted past its last reading since cannot be told from one that kept counting, so
+ * this reading is a new baseline and the span since the last good one a gap, said.
+ */
+static void rebase_counter(struct gpu_dev *d, uint64_t raw_uj)
+{
+	d->rebase = false;
+	if (!d->ctr.primed)
+		return; /* no baseline yet: this reading is one anyway */
+	d->ctr.primed = d->idle_ctr.primed = false;
+	d->ctr.gaps++;
+	d->still_hot = false;
+	vw_info("gpu: %s device %u (%s): energy counter read again after the device was lost or "
+		"gone (at %" PRIu64 " uJ, last %" PRIu64 " uJ): a reset may have set it back "
+		"meanwhile, so counted from this reading on; the span between is a gap "
+		"(virtwatt_node_gpu_energy_gaps_total)",
+		d->src->ops->name, d->info->index, d->info->uuid, raw_uj, d->ctr.last_raw_uj);
+}
+
 /* A device with a counter at now_ns: the counter (and the source's own split). */
 static int sample_counter(struct gpu_dev *d, const struct vw_gpu_reading *rd, uint64_t now_ns)
 {
-	uint64_t prev_uj = d->ctr.last_raw_uj, prev_ns = d->ctr.last_ns;
-	bool primed = d->ctr.primed;
+	uint64_t prev_uj, prev_ns;
+	bool primed;
+
+	if (rd->energy_err == 0 && d->rebase)
+		rebase_counter(d, rd->energy_uj);
+	prev_uj = d->ctr.last_raw_uj;
+	prev_ns = d->ctr.last_ns;
+	primed = d->ctr.primed;
 
 	if (rd->energy_err == 0 &&
 	    vw_energy_counter_update(&d->ctr, rd->energy_uj, now_ns, NULL) == VW_ENERGY_GAP)
@@ -512,11 +573,17 @@ static void sample_device(struct vw_gpus *g, struct gpu_dev *d, uint64_t now_ns)
 	struct vw_gpu_reading rd;
 	int err;
 
+	if (d->gone)
+		return; /* not listed: its handle names nothing */
 	d->src->ops->read(d->src->state, d->idx, &rd);
 	err = d->info->has_energy ? sample_counter(d, &rd, now_ns)
 				  : sample_power(g, d, &rd, now_ns);
 	if (err < 0)
 		d->view.read_errors++;
+	if (err == -ENODEV) { /* lost, or the driver gone: the library is opened anew */
+		g->trouble = true;
+		d->rebase = d->info->has_energy && !d->info->counts_from_zero;
+	}
 	if (rd.util_err == 0 && isfinite(rd.util)) {
 		d->util_sum += rd.util;
 		d->util_n++;
@@ -576,8 +643,8 @@ static void close_device(const struct vw_gpus *g, struct gpu_dev *d, uint64_t dt
 		v->idle_method = VW_IDLE_SOURCE;
 	clean &= vw_interval_close(&d->closed, &d->ctr, d->source_split ? &d->idle_ctr : NULL,
 				   dt_ns, idle_w, util, &s);
-	/* The baseline is learnt from whole intervals only: no gap, no failed read. */
-	if (clean && dt_ns > 0)
+	/* The baseline is learnt from whole intervals only: no gap, no failed read, listed. */
+	if (clean && dt_ns > 0 && !d->gone)
 		vw_idle_floor_add(d->floor, s.watts, util);
 	d->closed_errors = v->read_errors;
 	d->closed_gaps = d->seen_gaps;
@@ -592,6 +659,163 @@ static void close_device(const struct vw_gpus *g, struct gpu_dev *d, uint64_t dt
 	v->gaps = d->ctr.gaps + d->seen_gaps;
 }
 
+/* ---- devices that come and go --------------------------------------------------------- */
+
+/* A device read for the first time at the interval's start (new, back, found late): its
+ * readings are a baseline, nothing of them counted in the interval just closed. */
+static void baseline(struct vw_gpus *g, struct gpu_dev *d)
+{
+	sample_device(g, d, g->last_ns);
+	d->util_sum = 0;
+	d->util_n = 0;
+	vw_gpu_procs_reset(&d->procs);
+}
+
+static void said_new(const struct gpu_dev *d)
+{
+	const struct vw_gpu_info *gi = d->info;
+
+	vw_info("gpu: %s: new device %u %s \"%s\": %s, utilization %s, MIG %s; read from this "
+		"interval on (its first reading a baseline)",
+		d->src->ops->name, gi->index, gi->uuid, gi->name,
+		gi->has_energy ? "energy counter" : "power integrated",
+		gi->has_utilization ? "read" : "not reported", vw_gpu_mig_name(gi->mig));
+}
+
+/* Device d as its source lists it after a rescan: gone (said once, not read, its series kept
+ * at their last values), back (said, read from a new baseline, the time away one gap), or as
+ * it was. True when it is to be read from a baseline now. */
+static bool follow(struct vw_gpus *g, struct gpu_dev *d)
+{
+	const struct vw_gpu_info *gi = d->info;
+	bool back = !gi->gone && (d->gone || gi->returns != d->returns);
+
+	if (gi->gone && !d->gone)
+		vw_warn("gpu: %s device %u (%s) is gone from the driver's list (removed, unbound "
+			"for a VM, reset, or the driver unloaded): not read; its series stay at their "
+			"last values, and it is read again if it comes back",
+			d->src->ops->name, gi->index, gi->uuid);
+	if (back)
+		vw_info("gpu: %s device %u (%s) is back: read from a new baseline, the time it was "
+			"away one gap (virtwatt_node_gpu_energy_gaps_total)",
+			d->src->ops->name, gi->index, gi->uuid);
+	d->gone = gi->gone;
+	d->returns = gi->returns;
+	if (back && d->info->has_energy) {
+		d->rebase = !d->info->counts_from_zero;
+	} else if (back) { /* the integral: broken, a gap once a good reading ends it */
+		pthread_mutex_lock(&g->tk.lock);
+		d->gap_open = d->gap_open || d->integ.primed;
+		vw_power_integrator_break(&d->integ);
+		pthread_mutex_unlock(&g->tk.lock);
+	}
+	return back;
+}
+
+/* Source s listed again (reinit: its session opened anew): what changed followed, new devices
+ * appended; fresh[] marks those read from a baseline now. -errno when it could not list. */
+static int rescan_source(struct vw_gpus *g, size_t s, bool reinit, bool *fresh)
+{
+	struct gpu_source *src = &g->src[s];
+	size_t from = g->n_dev;
+	char why[512] = "";
+	int r = src->ops->rescan(src->state, reinit, why, sizeof(why)), ra;
+
+	if (r < 0)
+		vw_complain(&g->rescan_complaint, VW_LOG_WARN,
+			    "gpu: %s: cannot list the devices (%s): none read until it can; tried "
+			    "again in %llu s, then less often, up to every %llu min (a driver being "
+			    "reloaded or upgraded comes back so)",
+			    src->ops->name, why[0] ? why : strerror(-r),
+			    (unsigned long long)(g->backoff_ns / VW_NSEC_PER_SEC),
+			    (unsigned long long)(VW_GPU_RETRY_MAX_NS / VW_NSEC_PER_SEC / 60));
+	else
+		vw_release(&g->rescan_complaint, VW_LOG_INFO, "gpu: %s: devices listed again",
+			   src->ops->name);
+	for (size_t i = 0; i < g->n_dev; i++)
+		if (g->dev[i].src == src)
+			fresh[i] = follow(g, &g->dev[i]);
+	ra = add_devices(g, s, src->taken); /* no memory: they are added at the next change */
+	for (size_t i = from; i < g->n_dev; i++) {
+		said_new(&g->dev[i]);
+		fresh[i] = true;
+	}
+	return r < 0 ? r : ra;
+}
+
+/* No source opened at start (o->retry): every source tried again. True when one opened. */
+static bool retry_start(struct vw_gpus *g)
+{
+	char why[1024] = "";
+
+	if (open_sources(g, why, sizeof(why)) == 0 && g->n_src == 0) {
+		vw_debug("gpu: still no GPU (%s); looked for again in %llu s", why,
+			 (unsigned long long)(g->backoff_ns / VW_NSEC_PER_SEC));
+		return false;
+	}
+	for (size_t s = 0; s < g->n_src; s++)
+		(void)add_devices(g, s, 0); /* no memory: at the next change */
+	vw_info("gpu: %zu GPU%s found after start (the driver loaded since): read from this "
+		"interval on, each first reading a baseline",
+		g->n_dev, g->n_dev == 1 ? "" : "s");
+	return true;
+}
+
+/*
+ * At each close: the sources' device lists looked at (changed(): NVML's count and a handle per
+ * index), listed again where they changed; a source whose session broke (a device read -ENODEV,
+ * or the list could not be read) opened anew, with back-off (VW_GPU_RETRY_MIN_NS doubling up to
+ * VW_GPU_RETRY_MAX_NS); and where no source opened at start, the start retried so. Devices
+ * new, back or found late are read at once, at the close's time: their baseline.
+ */
+static void look_again(struct vw_gpus *g)
+{
+	size_t n = g->n_dev + VW_GPU_MAX_DEVICES * ARRAY_SIZE(g->src);
+	_cleanup_free_ bool *fresh = calloc(n + 1, sizeof(*fresh));
+	bool due = g->last_ns >= g->retry_at_ns, had = g->trouble, stopped = false,
+	     trouble = false, tried = false, started = false;
+
+	if (!fresh)
+		return;
+	if (g->n_src == 0 && g->retry) { /* nothing opened at start */
+		tried = due;
+		started = due && retry_start(g);
+		trouble = !started;
+		for (size_t i = 0; i < g->n_dev; i++)
+			fresh[i] = true;
+	}
+	for (size_t s = 0; s < g->n_src && !started; s++) {
+		const struct vw_gpu_source_ops *ops = g->src[s].ops;
+		bool reinit = had && due;
+		int r;
+
+		if (!ops->changed || !ops->rescan)
+			continue;
+		r = reinit ? 1 : ops->changed(g->src[s].state);
+		if (r < 0)
+			trouble = true; /* opened anew when due */
+		if (r <= 0)
+			continue;
+		if (!stopped)
+			vw_ticker_stop(&g->tk); /* the devices change: the thread reads them again */
+		stopped = true;
+		tried = tried || reinit;
+		trouble = rescan_source(g, s, reinit, fresh) < 0 || trouble;
+	}
+	for (size_t i = 0; i < g->n_dev; i++)
+		if (fresh[i])
+			baseline(g, &g->dev[i]);
+	(void)start_ticks(g); /* its failure: the samples' readings alone */
+	g->trouble = trouble;
+	if (!had && !trouble) { /* a clean interval: the next trouble is looked into at once */
+		g->backoff_ns = VW_GPU_RETRY_MIN_NS;
+		g->retry_at_ns = 0;
+	} else if (tried) {
+		g->retry_at_ns = g->last_ns + g->backoff_ns;
+		g->backoff_ns = VW_MIN(2 * g->backoff_ns, VW_GPU_RETRY_MAX_NS);
+	}
+}
+
 void vw_gpus_close_interval(struct vw_gpus *g)
 {
 	uint64_t dt_ns;
@@ -602,6 +826,7 @@ void vw_gpus_close_interval(struct vw_gpus *g)
 	for (size_t i = 0; i < g->n_dev; i++)
 		close_device(g, &g->dev[i], dt_ns);
 	g->start_ns = g->last_ns;
+	look_again(g);
 }
 
 size_t vw_gpus_process_energy(const struct vw_gpus *g, struct vw_gpu_pid_energy *out, size_t max,

@@ -66,12 +66,27 @@ struct vw_gpu_opts {
 	/* Tests only: no reading thread; the test calls vw_gpus_tick() where it would, on its own
 	 * clock. */
 	bool manual_ticks;
+	/* No source found at open: an empty set (0, said once) that looks again at each close,
+	 * with back-off (a driver loaded after the daemon), instead of -ENODEV. */
+	bool retry;
 };
+
+/*
+ * Devices that come and go: at each close the sources' lists are looked at (NVML: the count
+ * and a handle per index) and listed again where they changed; a session that broke (a read
+ * said -ENODEV: a GPU lost, the driver gone; or the list could not be read), or a start that
+ * found nothing (retry), is tried again after VW_GPU_RETRY_MIN_NS, doubling up to
+ * VW_GPU_RETRY_MAX_NS while it stays so.
+ */
+#define VW_GPU_RETRY_MIN_NS (10ULL * 1000 * 1000 * 1000)
+#define VW_GPU_RETRY_MAX_NS (300ULL * 1000 * 1000 * 1000)
 
 struct vw_gpus;
 
-/* Open every source that finds devices. -ENODEV (said once, at info) when none does; other
- * -errno (EINVAL for bad opts, ENOMEM) on failure. */
+/* Open every source that finds devices. -ENODEV (said once, at info) when none does (with
+ * o->retry: 0 and an empty set that looks again); other -errno (EINVAL for bad opts, ENOMEM)
+ * on failure. Devices found later (gpu.c: look_again) are appended: an index into the set
+ * names the same device for the set's life. */
 int vw_gpus_open(const struct vw_gpu_opts *o, struct vw_gpus **ret);
 void vw_gpus_free(struct vw_gpus *g);
 /*

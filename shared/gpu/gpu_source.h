@@ -25,9 +25,10 @@ enum vw_gpu_mig {
 /* "unsupported", "disabled", "enabled" */
 const char *vw_gpu_mig_name(enum vw_gpu_mig m);
 
-/* One device as its source found it at start-up. */
+/* One device as its source found it (at start-up, or at a rescan since). */
 struct vw_gpu_info {
-	unsigned index;              /* the library's device index: Kepler's `gpu` label */
+	unsigned index;              /* the library's device index when first found: Kepler's
+				      * `gpu` label, kept for the device's life */
 	char uuid[VW_GPU_UUID_MAX];  /* "GPU-8f6c..." */
 	char name[VW_GPU_NAME_MAX];  /* "NVIDIA A100-SXM4-40GB" */
 	bool has_energy;             /* a cumulative energy counter (else power is integrated) */
@@ -37,6 +38,11 @@ struct vw_gpu_info {
 				      * reading is energy to count, not a baseline */
 	enum vw_gpu_mig mig;
 	char label[16];              /* Kepler's `gpu` label: the index ("0"), or a source's name */
+	/* Set by rescan() only (the reading thread stopped): */
+	bool gone;                   /* no longer listed by its source (removed, unbound, the
+				      * driver gone): not read until listed again */
+	unsigned returns;            /* times it was listed again after being gone: its counter
+				      * may have been reset meanwhile */
 };
 
 /* One read of one device; each part 0 or -errno on its own (-EOPNOTSUPP: not offered). */
@@ -129,6 +135,21 @@ struct vw_gpu_source_ops {
 	 */
 	int (*vgpus)(void *state, size_t i, struct vw_gpu_vgpu_sample *out, size_t max,
 		     size_t *ret_n);
+	/*
+	 * Optional: has the list of devices changed since devices() was last set (a GPU added,
+	 * removed or re-enumerated)? A look that writes nothing (the reading thread may be in
+	 * power() meanwhile) at a cost of little (NVML: the count and a handle per index). 1 yes,
+	 * 0 no, -errno when it cannot tell (the library's session is broken: the driver gone).
+	 */
+	int (*changed)(void *state);
+	/*
+	 * Optional, with changed(): list the devices again (reinit: the library's session opened
+	 * anew first). devices() keeps every device it gave, at the same place: one no longer
+	 * listed gets `gone`, one listed again after that `returns` + 1, a new one (by UUID) is
+	 * appended. Called with the reading thread stopped. -errno (why says what) when the
+	 * session cannot be opened or the list read: every device is then gone.
+	 */
+	int (*rescan)(void *state, bool reinit, char *why, size_t why_len);
 	void (*close)(void *state);
 };
 

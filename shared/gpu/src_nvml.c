@@ -57,6 +57,10 @@ struct nvml {
 	struct nvml_api api;
 	size_t n;
 	nvmlDevice_t handle[VW_GPU_MAX_DEVICES];
+	/* The last scan: how many devices NVML listed, and each index's handle (a device left
+	 * out too), which changed() compares with. */
+	unsigned listed;
+	nvmlDevice_t listed_handle[VW_GPU_MAX_DEVICES];
 	struct vw_gpu_info info[VW_GPU_MAX_DEVICES];
 	unsigned long long last_seen_us[VW_GPU_MAX_DEVICES]; /* newest process sample taken */
 	unsigned long long vgpu_seen_us[VW_GPU_MAX_DEVICES];  /* newest vGPU sample taken */
@@ -202,23 +206,28 @@ static void probe_features(const struct nvml *nv, nvmlDevice_t h, struct vw_gpu_
 	gi->mig = probe_mig(nv, h);
 }
 
-/* Device i into the table when it can be named and measured; else said and left out. */
-static void add_device(struct nvml *nv, unsigned i)
+/* The device at index i (handle h) named into gi: 0, or NVML's error. */
+static nvmlReturn_t name_device(const struct nvml *nv, unsigned i, nvmlDevice_t h,
+				struct vw_gpu_info *gi)
 {
-	struct vw_gpu_info *gi = &nv->info[nv->n];
-	nvmlDevice_t h;
-	nvmlReturn_t r = nv->api.get_handle(i, &h);
+	nvmlReturn_t r;
 
 	*gi = (struct vw_gpu_info){ .index = i };
-	if (r == NVML_SUCCESS)
-		r = nv->api.get_uuid(h, gi->uuid, sizeof(gi->uuid));
+	r = nv->api.get_uuid(h, gi->uuid, sizeof(gi->uuid));
 	if (r == NVML_SUCCESS)
 		r = nv->api.get_name(h, gi->name, sizeof(gi->name));
-	if (r != NVML_SUCCESS) {
-		vw_warn("gpu: nvml: device %u: %s; left out", i, nvml_strerror(nv, r));
-		return;
-	}
 	gi->uuid[sizeof(gi->uuid) - 1] = gi->name[sizeof(gi->name) - 1] = '\0';
+	return r;
+}
+
+/*
+ * The device at index i (handle h, named in nv->info[nv->n]) into the table when it can be
+ * measured: said at info unless quiet (a rescan: gpu.c says it), else at warn and left out.
+ */
+static void take_device(struct nvml *nv, unsigned i, nvmlDevice_t h, bool quiet)
+{
+	struct vw_gpu_info *gi = &nv->info[nv->n];
+
 	probe_features(nv, h, gi);
 	if (!gi->has_energy && !gi->has_power) {
 		vw_warn("gpu: nvml: device %u (%s) reports neither energy nor power; left out", i,
@@ -226,9 +235,26 @@ static void add_device(struct nvml *nv, unsigned i)
 		return;
 	}
 	nv->handle[nv->n++] = h;
-	vw_info("gpu: nvml: device %u %s \"%s\": %s, utilization %s, MIG %s", i, gi->uuid,
-		gi->name, gi->has_energy ? "energy counter" : "power integrated",
-		gi->has_utilization ? "read" : "not reported", vw_gpu_mig_name(gi->mig));
+	if (!quiet)
+		vw_info("gpu: nvml: device %u %s \"%s\": %s, utilization %s, MIG %s", i, gi->uuid,
+			gi->name, gi->has_energy ? "energy counter" : "power integrated",
+			gi->has_utilization ? "read" : "not reported", vw_gpu_mig_name(gi->mig));
+}
+
+/* Device i into the table when it can be named and measured; else said and left out. */
+static void add_device(struct nvml *nv, unsigned i)
+{
+	nvmlDevice_t h = NULL;
+	nvmlReturn_t r = nv->api.get_handle(i, &h);
+
+	nv->listed_handle[i] = r == NVML_SUCCESS ? h : NULL;
+	if (r == NVML_SUCCESS)
+		r = name_device(nv, i, h, &nv->info[nv->n]);
+	if (r != NVML_SUCCESS) {
+		vw_warn("gpu: nvml: device %u: %s; left out", i, nvml_strerror(nv, r));
+		return;
+	}
+	take_device(nv, i, h, false);
 }
 
 static int nvml_open(const struct vw_gpu_env *env, void **ret_state, char *why, size_t len)
@@ -263,8 +289,9 @@ static int nvml_open(const struct vw_gpu_env *env, void **ret_state, char *why, 
 	}
 	if (count > VW_GPU_MAX_DEVICES)
 		vw_warn("gpu: nvml: %u devices; the first %d are read", count, VW_GPU_MAX_DEVICES);
-	for (unsigned i = 0; i < count && nv->n < VW_GPU_MAX_DEVICES; i++)
+	for (unsigned i = 0; i < count && i < VW_GPU_MAX_DEVICES; i++)
 		add_device(nv, i);
+	nv->listed = VW_MIN(count, (unsigned)VW_GPU_MAX_DEVICES);
 	if (nv->n == 0) {
 		snprintf(why, len, "%s: no device that can be measured (%u found)", lib, count);
 		return -ENODEV;
@@ -321,6 +348,119 @@ static int nvml_power(void *state, size_t i, uint64_t *ret_uw)
 	r = nvml_errno(nv->api.get_power(nv->handle[i], &mw));
 	*ret_uw = (uint64_t)mw * 1000;
 	return r;
+}
+
+/*
+ * The reading thread may be in nvml_power() meanwhile: nothing written. One
+ * nvmlDeviceGetCount_v2 and one nvmlDeviceGetHandleByIndex_v2 per index: NVML's enumeration
+ * changes in a long-running process as GPUs are removed or discovered (its reference on
+ * nvmlDeviceRemoveGpu_v2 and nvmlDeviceDiscoverGpus: "the enumeration will change", "device
+ * handles ... must be re-established").
+ */
+static int nvml_changed(void *state)
+{
+	const struct nvml *nv = state;
+	unsigned count = 0;
+	nvmlReturn_t r;
+
+	if (!nv->initialized)
+		return -ENODEV;
+	r = nv->api.get_count(&count);
+	if (r != NVML_SUCCESS)
+		return nvml_errno(r);
+	if (VW_MIN(count, (unsigned)VW_GPU_MAX_DEVICES) != nv->listed)
+		return 1;
+	for (unsigned i = 0; i < nv->listed; i++) {
+		nvmlDevice_t h = NULL;
+
+		if (nv->api.get_handle(i, &h) != NVML_SUCCESS || h != nv->listed_handle[i])
+			return 1;
+	}
+	return 0;
+}
+
+/* Every device gone (the session or its list lost). */
+static void all_gone(struct nvml *nv)
+{
+	for (size_t k = 0; k < nv->n; k++)
+		nv->info[k].gone = true;
+	nv->listed = 0;
+}
+
+/* The slot of the device named uuid; nv->n when none. */
+static size_t find_uuid(const struct nvml *nv, const char *uuid)
+{
+	size_t k = 0;
+
+	while (k < nv->n && strcmp(nv->info[k].uuid, uuid) != 0)
+		k++;
+	return k;
+}
+
+/* The device at index i (handle h) of a rescan: a known one (by UUID) takes its new handle, a
+ * new one is probed as at open; seen[] marks the slots listed. */
+static void rescan_device(struct nvml *nv, unsigned i, nvmlDevice_t h, bool *seen)
+{
+	struct vw_gpu_info found;
+	size_t k;
+
+	if (name_device(nv, i, h, &found) != NVML_SUCCESS)
+		return; /* cannot be named now: not listed, looked at again at the next change */
+	k = find_uuid(nv, found.uuid);
+	if (k < nv->n) {
+		nv->handle[k] = h;
+		seen[k] = true;
+		if (nv->info[k].gone) {
+			nv->info[k].gone = false;
+			nv->info[k].returns++;
+		}
+		return;
+	}
+	if (nv->n == VW_GPU_MAX_DEVICES)
+		return;
+	nv->info[nv->n] = found;
+	take_device(nv, i, h, true);
+	if (k < nv->n) /* taken */
+		seen[k] = true;
+}
+
+static int nvml_rescan(void *state, bool reinit, char *why, size_t len)
+{
+	struct nvml *nv = state;
+	bool seen[VW_GPU_MAX_DEVICES] = { false };
+	unsigned count = 0;
+	nvmlReturn_t r;
+
+	if (reinit && nv->initialized) {
+		(void)nv->api.shutdown();
+		nv->initialized = false;
+	}
+	if (!nv->initialized) {
+		r = nv->api.init();
+		if (r != NVML_SUCCESS) {
+			all_gone(nv);
+			snprintf(why, len, "nvmlInit: %s", nvml_strerror(nv, r));
+			return nvml_errno(r);
+		}
+		nv->initialized = true;
+	}
+	r = nv->api.get_count(&count);
+	if (r != NVML_SUCCESS) {
+		all_gone(nv);
+		snprintf(why, len, "nvmlDeviceGetCount: %s", nvml_strerror(nv, r));
+		return nvml_errno(r);
+	}
+	nv->listed = VW_MIN(count, (unsigned)VW_GPU_MAX_DEVICES);
+	for (unsigned i = 0; i < nv->listed; i++) {
+		nvmlDevice_t h = NULL;
+
+		nv->listed_handle[i] = nv->api.get_handle(i, &h) == NVML_SUCCESS ? h : NULL;
+		if (nv->listed_handle[i])
+			rescan_device(nv, i, h, seen);
+	}
+	for (size_t k = 0; k < nv->n; k++)
+		nv->info[k].gone = !seen[k];
+	return 0;
 }
 
 /* out[0..*n) holds pid, or gets it (zeroed) when there is room; NULL when full. */
@@ -523,5 +663,7 @@ const struct vw_gpu_source_ops vw_gpu_src_nvml = {
 	.power = nvml_power,
 	.processes = nvml_processes,
 	.vgpus = nvml_vgpus,
+	.changed = nvml_changed,
+	.rescan = nvml_rescan,
 	.close = nvml_close,
 };
