@@ -434,6 +434,16 @@ static struct vw_gpu_opts gpu_opts(const struct vw_daemon_options *o)
 				     .idle_window = (size_t)o->gpu_idle_window };
 }
 
+/* How the driver's PIDs stand to the procfs's, once there is a GPU (found at start or later). */
+static void probe_gpu_pidns(struct vw_daemon *d)
+{
+	if (d->pidns_probed || vw_gpus_count(d->gpus) == 0)
+		return;
+	d->pidns_probed = true;
+	if (vw_pidns_probe(d->procfs_fd, &d->pidns) == 0)
+		vw_pidns_log_gpu(&d->pidns, d->opts->procfs);
+}
+
 void vw_daemon_open_gpus(struct vw_daemon *d)
 {
 	struct vw_gpu_opts go = gpu_opts(d->opts);
@@ -443,11 +453,11 @@ void vw_daemon_open_gpus(struct vw_daemon *d)
 		vw_info("gpu: --gpu.enable=false: no GPU series");
 		return;
 	}
+	go.retry = true; /* none found: looked for again (a driver loaded after the daemon) */
 	r = vw_gpus_open(&go, &d->gpus);
 	if (r < 0 && r != -ENODEV) /* -ENODEV: none found, said already */
 		vw_warn("gpu: cannot read the GPUs: %s; no GPU series", strerror(-r));
-	if (r == 0 && vw_pidns_probe(d->procfs_fd, &d->pidns) == 0)
-		vw_pidns_log_gpu(&d->pidns, d->opts->procfs);
+	probe_gpu_pidns(d);
 }
 
 int vw_daemon_attach_gpus(struct vw_daemon *d, const struct vw_gpu_source_ops *ops, void *ctx)
@@ -505,8 +515,9 @@ void vw_daemon_attribute_gpus(struct vw_daemon *d, vw_vgpu_owner_fn owner, void 
 	struct vw_workloads_gpu_in in = { 0 };
 	uint64_t active = 0;
 
-	if (!d->gpus || !d->workloads)
-		return;
+	if (!n_gpus || !d->workloads)
+		return; /* none (yet: GPUs found later are read from their first interval) */
+	probe_gpu_pidns(d);
 	g = calloc(max_vgpus + 1, sizeof(*g));
 	dev = calloc(n_gpus + 1, sizeof(*dev));
 	in.groups = g;

@@ -91,6 +91,7 @@ struct vw_daemon {
 	struct vw_workloads *workloads;
 	struct vw_gpus *gpus; /* NULL: no GPU (or --gpu.enable=false) */
 	struct vw_pidns pidns; /* the procfs's PID namespace and the daemon's; maps GPU PIDs (pidns.h) */
+	bool pidns_probed;     /* pidns found out (once a GPU is there) */
 	struct vw_complaint cpu_complaint;
 	struct vw_exposition *expo;
 	struct vw_selfstats *self;
@@ -128,7 +129,9 @@ int vw_daemon_open_workloads(struct vw_daemon *d, struct vw_workloads_opts *o, b
 
 /*
  * The GPUs (--gpu.*) into d->gpus, whose families every snapshot then carries after the node's.
- * None found, or none readable, is said once and leaves d->gpus NULL: never an error. The
+ * None found is said once and leaves an empty set that looks again with back-off (a driver
+ * loaded after the daemon: gpu.h, VW_GPU_RETRY_*); none readable is said once and leaves
+ * d->gpus NULL: never an error. The
  * daemon samples them with its meters (vw_gpus_sample) and closes their interval with its own
  * (vw_gpus_close_interval).
  */

@@ -99,6 +99,7 @@ struct vw_gpus {
 	const char *nvml_library;
 	const struct vw_gpu_source_ops *const *chain; /* for a retried start: none opened */
 	bool retry;        /* a start that found nothing is retried (vw_gpus_open) */
+	bool chain_opened; /* a source of the chain opened (at start or a retry since) */
 	bool trouble;      /* since the last look: a device read -ENODEV, or the look failed */
 	uint64_t retry_at_ns, backoff_ns; /* the next reinit (or retried start) and its wait */
 	struct vw_complaint rescan_complaint;
@@ -137,6 +138,7 @@ static size_t open_sources(struct vw_gpus *g, char *why, size_t why_len)
 		int r = chain[i]->open(&env, &state, reason, sizeof(reason));
 
 		if (r == 0) {
+			g->chain_opened = true;
 			g->src[g->n_src++] = (struct gpu_source){ .ops = chain[i], .state = state };
 			n_dev += chain[i]->devices(state, &gi);
 			continue;
@@ -268,7 +270,7 @@ int vw_gpus_open(const struct vw_gpu_opts *o, struct vw_gpus **ret)
 		vw_info("gpu: no GPU found (%s): no GPU series", why[0] ? why : "no GPU source");
 		return -ENODEV;
 	}
-	if (g->n_dev == 0 && g->n_src == 0) /* o->retry: looked for again at each close */
+	if (!g->chain_opened) /* o->retry: looked for again at each close */
 		vw_info("gpu: no GPU found (%s): no GPU series until one is; looked for again "
 			"after %llu s, then less often, up to every %llu min. A driver loaded after "
 			"start (the NVIDIA GPU Operator's driver container: /run/nvidia/driver) is "
@@ -744,20 +746,24 @@ static int rescan_source(struct vw_gpus *g, size_t s, bool reinit, bool *fresh)
 }
 
 /* No source opened at start (o->retry): every source tried again. True when one opened. */
-static bool retry_start(struct vw_gpus *g)
+static bool retry_start(struct vw_gpus *g, bool *fresh)
 {
+	size_t s0 = g->n_src, d0 = g->n_dev;
 	char why[1024] = "";
 
-	if (open_sources(g, why, sizeof(why)) == 0 && g->n_src == 0) {
+	(void)open_sources(g, why, sizeof(why));
+	if (!g->chain_opened) {
 		vw_debug("gpu: still no GPU (%s); looked for again in %llu s", why,
 			 (unsigned long long)(g->backoff_ns / VW_NSEC_PER_SEC));
 		return false;
 	}
-	for (size_t s = 0; s < g->n_src; s++)
+	for (size_t s = s0; s < g->n_src; s++)
 		(void)add_devices(g, s, 0); /* no memory: at the next change */
+	for (size_t i = d0; i < g->n_dev; i++)
+		fresh[i] = true;
 	vw_info("gpu: %zu GPU%s found after start (the driver loaded since): read from this "
 		"interval on, each first reading a baseline",
-		g->n_dev, g->n_dev == 1 ? "" : "s");
+		g->n_dev - d0, g->n_dev - d0 == 1 ? "" : "s");
 	return true;
 }
 
@@ -777,12 +783,10 @@ static void look_again(struct vw_gpus *g)
 
 	if (!fresh)
 		return;
-	if (g->n_src == 0 && g->retry) { /* nothing opened at start */
+	if (!g->chain_opened && g->retry) { /* nothing opened at start */
 		tried = due;
-		started = due && retry_start(g);
+		started = due && retry_start(g, fresh);
 		trouble = !started;
-		for (size_t i = 0; i < g->n_dev; i++)
-			fresh[i] = true;
 	}
 	for (size_t s = 0; s < g->n_src && !started; s++) {
 		const struct vw_gpu_source_ops *ops = g->src[s].ops;
