@@ -250,6 +250,8 @@ static void test_gpu_removed_and_back(void **state)
 	assert_int_equal(vw_gpus_count(g), 2); /* its series kept */
 	assert_int_equal(va.total_uj, 50000000ULL);
 	assert_int_equal(va.read_errors, errors); /* not read while gone */
+	assert_true(va.gone);
+	assert_false(by_uuid(g, UUID_B).gone);
 	assert_true(errors <= 1);
 	assert_int_equal(lines_with("is gone"), 1);
 	/* its energy and process reads failing at the sample it went, then gone: nothing more */
@@ -265,6 +267,7 @@ static void test_gpu_removed_and_back(void **state)
 	va = by_uuid(g, UUID_A);
 	assert_int_equal(va.total_uj, 80000000ULL); /* 50 J before, 30 J after; nothing between */
 	assert_int_equal(va.gaps, 1);
+	assert_false(va.gone);
 	assert_int_equal(va.info->index, 0); /* found at 0, now listed at 1: the label stays */
 	assert_int_equal(lines_with("is back"), 1);
 	assert_int_equal(vw_gpus_count(g), 2); /* the same device, not a new one */

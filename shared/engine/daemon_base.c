@@ -514,6 +514,7 @@ void vw_daemon_attribute_gpus(struct vw_daemon *d, vw_vgpu_owner_fn owner, void 
 	struct vw_gpu_attr_device all = { 0 };
 	struct vw_workloads_gpu_in in = { 0 };
 	uint64_t active = 0;
+	size_t n_listed = 0;
 
 	if (!n_gpus || !d->workloads)
 		return; /* none (yet: GPUs found later are read from their first interval) */
@@ -531,15 +532,18 @@ void vw_daemon_attribute_gpus(struct vw_daemon *d, vw_vgpu_owner_fn owner, void 
 		struct vw_gpu_view v;
 
 		vw_gpus_view(d->gpus, i, &v);
+		if (v.gone)
+			continue; /* not the node's now (handed to a VM, removed): no GPU to reserve */
 		if (dev)
-			dev[i] = (struct vw_gpu_attr_device){ .idle_uj = v.int_idle_uj,
-							      .active_uj = v.int_active_uj };
+			dev[n_listed] = (struct vw_gpu_attr_device){ .idle_uj = v.int_idle_uj,
+								     .active_uj = v.int_active_uj };
+		n_listed++;
 		all.idle_uj = vw_energy_add(all.idle_uj, v.int_idle_uj);
 		all.active_uj = vw_energy_add(all.active_uj, v.int_active_uj);
 	}
 	/* No memory for the list: the devices as one, their energy all counted still. */
 	in.devices = dev ? dev : &all;
-	in.n_devices = dev || !n_gpus ? n_gpus : 1;
+	in.n_devices = dev || !n_listed ? n_listed : 1;
 	(void)vw_workloads_gpu(d->workloads, &in);
 }
 

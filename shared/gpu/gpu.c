@@ -659,6 +659,7 @@ static void close_device(const struct vw_gpus *g, struct gpu_dev *d, uint64_t dt
 	VW_INTERVAL_ADD(v, &s);
 	v->util = util;
 	v->gaps = d->ctr.gaps + d->seen_gaps;
+	v->gone = d->gone;
 }
 
 /* ---- devices that come and go --------------------------------------------------------- */
@@ -757,6 +758,7 @@ static bool retry_start(struct vw_gpus *g, bool *fresh)
 			 (unsigned long long)(g->backoff_ns / VW_NSEC_PER_SEC));
 		return false;
 	}
+	vw_ticker_stop(&g->tk); /* an attached source's devices may be read: the devices move */
 	for (size_t s = s0; s < g->n_src; s++)
 		(void)add_devices(g, s, 0); /* no memory: at the next change */
 	for (size_t i = d0; i < g->n_dev; i++)

@@ -119,6 +119,8 @@ struct vw_gpu_view {
 	uint64_t gaps;                        /* counter readings skipped (resets, junk), and
 					       * power spans a failed reading left uncounted */
 	uint64_t read_errors;
+	bool gone;                            /* not listed by its source in that interval: not
+					       * read, its energy nothing (its series kept) */
 };
 
 size_t vw_gpus_count(const struct vw_gpus *g);
