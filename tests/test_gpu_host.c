@@ -6,7 +6,8 @@
  * power comes back within 1 %). Kepler's kepler_node_gpu_* families with their labels, the
  * configured idle power splitting each interval exactly; per-process shares to the processes the
  * host knows. And with no library at all the host runs as before: no GPU series, one info
- * line, the CPU families all there.
+ * line, the CPU families all there; with the driver loaded after the host started, the GPUs
+ * are found then.
  */
 #include "vw_test.h"
 
@@ -282,12 +283,62 @@ static void test_host_without_library(void **state)
 	stop_leftover(NULL);
 }
 
+/*
+ * The driver is not loaded when the host starts (the GPU Operator's driver container comes
+ * later; the library is there, nvmlInit says DRIVER_NOT_LOADED): no GPU series, one info line
+ * naming the fix, and once the driver is loaded the GPUs are found at the next look (back-off:
+ * 10 s after the first) and exported with their labels, GPU 0's counter since the driver
+ * loaded a baseline, not energy; what it adds then comes back exactly.
+ */
+static void test_host_driver_loaded_later(void **state)
+{
+	char sys[600], state_env[600], lib[600], log[640], *body, *said;
+	char *argv[] = { VW_HOST_BIN, sys, "--host.procfs=/proc", "--libvirt.uri=",
+			 "--passthrough.enable=false", "--web.listen-address=127.0.0.1:0",
+			 "--monitor.interval=1s", "--monitor.sample-interval=250ms",
+			 "--metrics=node", "--kube.node-name=gpu-node", lib, NULL };
+	unsigned port = 0;
+
+	(void)state;
+	make_dir(sys, log);
+	snprintf(lib, sizeof(lib), "--gpu.nvml-library=%s", VW_FAKE_NVML);
+	snprintf(state_env, sizeof(state_env), "%s/nvml.state", dir);
+	setenv("FAKE_NVML_STATE", state_env, 1); /* the daemon inherits it */
+	write_state_procs(7000000, "init=9\n");
+	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &daemon_pid, &port), 0);
+	body = vw_fixture_scrape_when(port, "kepler_node_cpu_joules_total{");
+	assert_non_null(body);
+	assert_null(strstr(body, "kepler_node_gpu_"));
+	free(body);
+
+	write_state(7000000); /* the driver is loaded */
+	body = vw_fixture_await_sample(port, "kepler_node_gpu_info", LABELS0, 1, false, 30);
+	assert_non_null(body);
+	assert_non_null(strstr(body, "kepler_node_gpu_info{" LABELS1 "} 1\n"));
+	assert_non_null(strstr(body, "kepler_node_gpu_joules_total{" LABELS0 "} 0\n"));
+	free(body);
+	write_state(7000000 + 250125);
+	body = await_value(port, "kepler_node_gpu_joules_total", LABELS0, 250.125);
+	check_split(body, LABELS0);
+	free(body);
+	assert_int_equal(vw_fixture_stop_daemon(daemon_pid), 0);
+	daemon_pid = 0;
+	said = vw_fixture_slurp(log, NULL);
+	assert_non_null(said);
+	assert_non_null(strstr(said, "Driver Not Loaded"));
+	assert_non_null(strstr(said, "/run/nvidia/driver"));
+	assert_non_null(strstr(said, "found after start"));
+	free(said);
+	stop_leftover(NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_host_gpu_families, stop_leftover),
 		cmocka_unit_test_teardown(test_host_gpu_processes, stop_leftover),
 		cmocka_unit_test_teardown(test_host_without_library, stop_leftover),
+		cmocka_unit_test_teardown(test_host_driver_loaded_later, stop_leftover),
 	};
 
 	signal(SIGPIPE, SIG_IGN);
