@@ -24,8 +24,13 @@
  *             shared out by SM utilization (gpu_share.h) for the workload registry.
  *
  * No source, no device: -ENODEV from vw_gpus_open, said once; a daemon then has no GPU series
- * and nothing else changes. Sampling and closing run on the daemon's sampling thread only; the
- * reading thread touches only the power-only devices' integrals, under its lock.
+ * and nothing else changes (with opts.retry, the daemons': an empty set that looks again).
+ * Devices come and go (keyed by UUID, looked at each close: VW_GPU_RETRY_*): a new one is read
+ * from its first reading as a baseline, a gone one is not read and keeps its series, one back
+ * (or read again after -ENODEV: a GPU lost, the driver gone) is read from a new baseline, the
+ * span between one gap. Sampling and closing run on the daemon's sampling thread only; the
+ * reading thread touches only the power-only devices' integrals, under its lock, and is stopped
+ * while the devices change.
  */
 #pragma once
 

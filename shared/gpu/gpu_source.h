@@ -111,7 +111,8 @@ struct vw_gpu_source_ops {
 	 * line the caller writes); other -errno on failure.
 	 */
 	int (*open)(const struct vw_gpu_env *env, void **ret_state, char *why, size_t why_len);
-	/* The devices found at open; valid until close. */
+	/* The devices found at open and at rescans since (appended; each stays where it is);
+	 * valid until close. */
 	size_t (*devices)(void *state, const struct vw_gpu_info **ret);
 	/* Read device i (an index into devices()): every part it has, each with its own result. */
 	void (*read)(void *state, size_t i, struct vw_gpu_reading *ret);

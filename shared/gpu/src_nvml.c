@@ -12,6 +12,12 @@
  * newer): NOT_SUPPORTED there means the device is read for power only, for good, by gpu.c's
  * reading thread too (power(): one nvmlDeviceGetPowerUsage, NVML being thread-safe). Reads map
  * NVML's results to errno values; a GPU that fell off the bus reads -ENODEV until it is back.
+ *
+ * Devices are kept by UUID in slots that never move: changed() compares NVML's count and each
+ * index's handle with the last list's (no write: the reading thread may be in power()), and
+ * rescan() (the reading thread stopped) names each index again, a known UUID taking its new
+ * handle, a new one probed as at open and appended, one no longer listed marked gone; with
+ * reinit the session is opened anew first (nvmlShutdown, nvmlInit_v2).
  */
 #include <dlfcn.h>
 #include <errno.h>
