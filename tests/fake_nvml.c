@@ -14,7 +14,7 @@
  *                      from 9 to 0, a driver loaded after the daemon started
  *   count=N            devices listed now (rewritten: GPUs added or removed while the
  *                      daemon runs)       count_ret=N   nvmlDeviceGetCount_v2's result
- *   I.uuid=TEXT        I.name=TEXT
+ *   I.uuid=TEXT        I.name=TEXT        I.handle_ret=N  nvmlDeviceGetHandleByIndex_v2's
  *   I.energy_mj=N      the energy counter     I.energy_ret=N  its result (3: not supported)
  *   I.energy_run=E:P:T the counter was E mJ at CLOCK_MONOTONIC time T (ns) and runs on by
  *                      itself at P mW, read at the call (instead of energy_mj): a meter whose
@@ -257,6 +257,9 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *dev
 	counted(FAKE_CALL_HANDLE);
 	if (index >= number("count", 0) || index >= FAKE_MAX_DEVICES)
 		return NVML_ERROR_INVALID_ARGUMENT;
+	snprintf(u, sizeof(u), "%u.handle_ret", index);
+	if (number(u, NVML_SUCCESS) != NVML_SUCCESS)
+		return (nvmlReturn_t)number(u, NVML_SUCCESS);
 	uuid_at(index, u, sizeof(u));
 	pthread_mutex_lock(&devices_lock);
 	for (unsigned k = 0; k < FAKE_MAX_DEVICES && !d; k++)

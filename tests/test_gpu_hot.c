@@ -217,6 +217,35 @@ static void test_gpu_added(void **state)
 }
 
 /*
+ * A GPU listed whose handle is refused (NO_PERMISSION: a device node the container may not
+ * open) is left out at open and stays a refused handle: not a change each interval, so the
+ * looking costs the same 1 count + 1 handle per index, no name calls.
+ */
+static void test_handle_refused(void **state)
+{
+	struct fgpu ab[2] = { { UUID_A, 1000, 60000 }, { UUID_B, 1000, 70000 } };
+	unsigned long c0[CALL__N];
+	struct vw_gpus *g;
+	uint64_t t = 0;
+
+	(void)state;
+	write_gpus(ab, 2, "1.handle_ret=4\n");
+	g = open_gpus(VW_FAKE_NVML, false);
+	assert_int_equal(vw_gpus_count(g), 1);
+	vw_gpus_sample(g, t);
+	for (unsigned k = 0; k < CALL__N; k++)
+		c0[k] = calls(k);
+	for (int i = 0; i < 3; i++)
+		second(g, ab, 2, "1.handle_ret=4\n", 1000, &t);
+	assert_int_equal(calls(CALL_COUNT) - c0[CALL_COUNT], 3);
+	assert_int_equal(calls(CALL_HANDLE) - c0[CALL_HANDLE], 6);
+	assert_int_equal(calls(CALL_NAME) - c0[CALL_NAME], 0);
+	assert_int_equal(vw_gpus_count(g), 1);
+	assert_int_equal(by_uuid(g, UUID_A).total_uj, 3000000ULL);
+	vw_gpus_free(g);
+}
+
+/*
  * GPU A, first in the list, is removed (the others move up: B is now index 0): said once at
  * warn, not read from the next interval on (no read errors piling up), its series kept as they
  * were; B, read through its own handle, goes on unbroken. A comes back at index 1 after a
@@ -410,6 +439,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_gpu_added, setup),
+		cmocka_unit_test_setup(test_handle_refused, setup),
 		cmocka_unit_test_setup(test_gpu_removed_and_back, setup),
 		cmocka_unit_test_setup(test_driver_loaded_later, setup),
 		cmocka_unit_test_setup(test_library_appears_later, setup),

@@ -379,7 +379,9 @@ static int nvml_changed(void *state)
 	for (unsigned i = 0; i < nv->listed; i++) {
 		nvmlDevice_t h = NULL;
 
-		if (nv->api.get_handle(i, &h) != NVML_SUCCESS || h != nv->listed_handle[i])
+		if (nv->api.get_handle(i, &h) != NVML_SUCCESS)
+			h = NULL; /* as the last list has it where it failed (no permission, say) */
+		if (h != nv->listed_handle[i])
 			return 1;
 	}
 	return 0;
