@@ -249,8 +249,9 @@ static void test_handle_refused(void **state)
  * GPU A, first in the list, is removed (the others move up: B is now index 0): said once at
  * warn, not read from the next interval on (no read errors piling up), its series kept as they
  * were; B, read through its own handle, goes on unbroken. A comes back at index 1 after a
- * reset, its counter restarted and past its last reading: said once at info, read from a new
- * baseline, the time away one gap; its `gpu` label still the index it was found at.
+ * reset that switched MIG on, its counter restarted and past its last reading: said once at
+ * info, read from a new baseline, the time away one gap, its MIG mode probed again; its `gpu`
+ * label still the index it was found at.
  */
 static void test_gpu_removed_and_back(void **state)
 {
@@ -289,9 +290,9 @@ static void test_gpu_removed_and_back(void **state)
 	assert_int_equal(by_uuid(g, UUID_B).gaps, 0);
 
 	ba[0].energy_mj = b[0].energy_mj;
-	ba[1].energy_mj = 500000; /* reset meanwhile: 500 J since, past its last 55 J */
-	second(g, ba, 2, NULL, 0, &t); /* listed again: back at this close, its baseline */
-	second(g, ba, 2, NULL, 30000, &t);
+	ba[1].energy_mj = 500000; /* reset meanwhile (MIG switched on): 500 J since, past 55 J */
+	second(g, ba, 2, "1.mig=1\n", 0, &t); /* listed again: back at this close, its baseline */
+	second(g, ba, 2, "1.mig=1\n", 30000, &t);
 	vw_log_set_sink(NULL, NULL);
 	va = by_uuid(g, UUID_A);
 	assert_int_equal(va.total_uj, 80000000ULL); /* 50 J before, 30 J after; nothing between */
@@ -310,6 +311,8 @@ static void test_gpu_removed_and_back(void **state)
 				     "vendor=\"nvidia\",node_name=\"n\"} 80\n"));
 	assert_non_null(strstr(text, "virtwatt_node_gpu_energy_gaps_total{gpu=\"0\",gpu_uuid=\""
 				     UUID_A "\",node_name=\"n\"} 1\n"));
+	assert_non_null(strstr(text, "virtwatt_node_gpu_meter_info{gpu=\"0\",gpu_uuid=\"" UUID_A
+				     "\",source=\"nvml\",energy=\"counter\",mig_mode=\"enabled\""));
 	free(text);
 	vw_prom_writer_free(w);
 	vw_gpus_free(g);

@@ -418,9 +418,10 @@ static void rescan_device(struct nvml *nv, unsigned i, nvmlDevice_t h, bool *see
 	if (k < nv->n) {
 		nv->handle[k] = h;
 		seen[k] = true;
-		if (nv->info[k].gone) {
+		if (nv->info[k].gone) { /* back: a reset (MIG switched on or off) may be why */
 			nv->info[k].gone = false;
 			nv->info[k].returns++;
+			nv->info[k].mig = probe_mig(nv, h);
 		}
 		return;
 	}
