@@ -271,13 +271,12 @@ int vw_gpus_open(const struct vw_gpu_opts *o, struct vw_gpus **ret)
 		return -ENODEV;
 	}
 	if (!g->chain_opened) /* o->retry: looked for again at each close */
-		vw_info("gpu: no GPU found (%s): no GPU series until one is; looked for again "
-			"after %llu s, then less often, up to every %llu min. A driver loaded after "
-			"start (the NVIDIA GPU Operator's driver container: /run/nvidia/driver) is "
-			"found then; in a container its libnvidia-ml.so.1 must be visible: the "
-			"NVIDIA container toolkit, or the driver root mounted and "
-			"--gpu.nvml-library pointing at the library in it; --gpu.enable=false stops "
-			"looking",
+		vw_info("gpu: no GPU found (%s): no GPU series until one is; looked for again at "
+			"the interval closes, %llu s apart doubling up to %llu min. A driver loaded "
+			"after start (the NVIDIA GPU Operator's driver container: /run/nvidia/driver) "
+			"is found then; in a container its libnvidia-ml.so.1 must be visible: the "
+			"NVIDIA container toolkit, or the driver root mounted and --gpu.nvml-library "
+			"pointing at the library in it; --gpu.enable=false stops looking",
 			why[0] ? why : "no GPU source",
 			(unsigned long long)(VW_GPU_RETRY_MIN_NS / VW_NSEC_PER_SEC),
 			(unsigned long long)(VW_GPU_RETRY_MAX_NS / VW_NSEC_PER_SEC / 60));
