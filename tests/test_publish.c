@@ -15,6 +15,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -1084,8 +1085,22 @@ static void run_one(struct vw_publisher *p, struct vw_vm_energy *vm,
 	assert_int_equal(vw_publisher_vm_stats(p, vm->uuid, st), 0);
 }
 
+static pid_t peer_child = -1;
+
+/* The child of listen_as_nobody(), whatever the test did. */
+static int kill_peer_child(void **state)
+{
+	(void)state;
+	if (peer_child > 0) {
+		kill(peer_child, SIGKILL);
+		(void)waitpid(peer_child, NULL, 0);
+	}
+	peer_child = -1;
+	return 0;
+}
+
 /* A listener at path in a child running as NOBODY (a compromised QEMU: the qemu user); its
- * pid. The child stays until killed. */
+ * pid. The child stays until killed (kill_peer_child), or this process dies. */
 static pid_t listen_as_nobody(const char *path)
 {
 	int ready[2];
@@ -1099,7 +1114,7 @@ static pid_t listen_as_nobody(const char *path)
 		struct sockaddr_un sa = { .sun_family = AF_UNIX };
 		int fd;
 
-		if (setresgid(NOBODY, NOBODY, NOBODY) < 0 || setresuid(NOBODY, NOBODY, NOBODY) < 0)
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 || setresuid(NOBODY, NOBODY, NOBODY) < 0)
 			_exit(1);
 		fd = socket(AF_UNIX, SOCK_STREAM, 0);
 		memcpy(sa.sun_path, path, strlen(path));
@@ -1110,6 +1125,7 @@ static pid_t listen_as_nobody(const char *path)
 		for (;;)
 			pause();
 	}
+	peer_child = pid;
 	close(ready[1]);
 	assert_int_equal(read(ready[0], &c, 1), 1);
 	close(ready[0]);
@@ -1127,7 +1143,6 @@ static void test_peer_other_user(void **state)
 	struct vw_publish_stats ps;
 	struct vw_publisher *p = new_publisher(SEC, 0.1);
 	pid_t child;
-	int status;
 
 	(void)state;
 	assert_non_null(dir);
@@ -1149,8 +1164,7 @@ static void test_peer_other_user(void **state)
 	assert_true(st.sent >= 1);
 
 	vw_publisher_free(p);
-	kill(child, SIGKILL);
-	assert_int_equal(waitpid(child, &status, 0), child);
+	kill_peer_child(NULL);
 	unlink(path);
 	vw_fixture_rm(dir);
 }
@@ -1304,7 +1318,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_no_vm_no_wakeup, one_vm_setup, rig_teardown),
 		cmocka_unit_test_setup_teardown(test_model_push, two_vms_setup, rig_teardown),
 		cmocka_unit_test(test_invalid_uuid),
-		cmocka_unit_test(test_peer_other_user),
+		cmocka_unit_test_teardown(test_peer_other_user, kill_peer_child),
 		cmocka_unit_test(test_peer_symlink),
 		cmocka_unit_test(test_peer_hardlink),
 		cmocka_unit_test(test_peer_not_socket),
