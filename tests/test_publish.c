@@ -1157,6 +1157,21 @@ static void test_peer_other_user(void **state)
 	assert_true(st.connect_errors >= st.peer_rejected);
 	vw_publisher_stats(p, &ps);
 	assert_int_equal(ps.peer_rejected, st.peer_rejected);
+	{
+		struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+		char *text = NULL, want[128];
+		size_t len;
+
+		assert_non_null(w);
+		assert_int_equal(vw_publisher_render(p, w, "n"), 0);
+		assert_int_equal(vw_prom_finish(w, &text, &len), 0);
+		snprintf(want, sizeof(want),
+			 "\nvirtwatt_passthrough_channel_peer_rejected_total{node_name=\"n\"} %" PRIu64
+			 "\n", st.peer_rejected);
+		assert_non_null(strstr(text, want));
+		free(text);
+		vw_prom_writer_free(w);
+	}
 
 	vm.qemu_pid = (uint32_t)child; /* now it is A's QEMU */
 	run_one(p, &vm, &st);
