@@ -1122,8 +1122,15 @@ static pid_t listen_as_nobody(const char *path)
 			_exit(2);
 		if (write(ready[1], "x", 1) != 1)
 			_exit(3);
-		for (;;)
-			pause();
+		for (;;) { /* takes what comes (a backlog left full would refuse connects) */
+			char buf[4096];
+			int cfd = accept(fd, NULL, NULL);
+
+			while (cfd >= 0 && read(cfd, buf, sizeof(buf)) > 0)
+				;
+			if (cfd >= 0)
+				close(cfd);
+		}
 	}
 	peer_child = pid;
 	close(ready[1]);
@@ -1132,8 +1139,21 @@ static pid_t listen_as_nobody(const char *path)
 	return pid;
 }
 
+/* A PID no process has now (a child that exited and was reaped). */
+static pid_t gone_pid(void)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(0);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	return pid;
+}
+
 /* Another user's listener where VM A's socket is: refused, counted, not written to; the same
- * listener is taken once it is A's QEMU (a QEMU that listens itself, as the qemu user). */
+ * listener is taken once it is A's QEMU (a QEMU that listens itself, as the qemu user). While
+ * A's QEMU is gone (A restarting, its list not updated yet) it is refused uncounted. */
 static void test_peer_other_user(void **state)
 {
 	char *dir = vw_fixture_mkdtemp("peer");
@@ -1149,7 +1169,14 @@ static void test_peer_other_user(void **state)
 	assert_int_equal(chmod(dir, 0777), 0);
 	snprintf(path, sizeof(path), "%s/a.sock", dir);
 	child = listen_as_nobody(path);
-	vm_set(&vm, U_A, path); /* its QEMU: this process, not the child */
+	vm_set(&vm, U_A, path);
+	vm.qemu_pid = (uint32_t)gone_pid(); /* its QEMU exited: not a stranger's socket yet */
+	run_one(p, &vm, &st);
+	assert_int_equal(st.connects, 0);
+	assert_true(st.connect_errors >= 1);
+	assert_int_equal(st.peer_rejected, 0);
+
+	vm.qemu_pid = (uint32_t)getpid(); /* its QEMU: this process, alive, not the child */
 	run_one(p, &vm, &st);
 	assert_int_equal(st.connects, 0);
 	assert_int_equal(st.sent, 0);

@@ -461,7 +461,7 @@ static int vm_open(struct vw_publisher *p, struct pub_vm *vm)
 	};
 	vm->chan.procfs_root = p->procfs_root;
 	vm->chan.peer_rejected_total = &p->peer_rejected;
-	vw_pub_chan_set_qemu(&vm->chan, vm->qemu_pid);
+	vw_pub_chan_set_qemu(&vm->chan, vm->qemu_pid, p->now_ns);
 	vm->live = true;
 	vw_pub_chan_set_path(&vm->chan, p->epfd, chan_path(vm), p->now_ns);
 	return 0;
@@ -523,7 +523,7 @@ static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in, siz
 	vm->qemu_pid = (pid_t)in->qemu_pid;
 	r = vm_open(p, vm);
 	if (vm->live) {
-		vw_pub_chan_set_qemu(&vm->chan, vm->qemu_pid);
+		vw_pub_chan_set_qemu(&vm->chan, vm->qemu_pid, p->now_ns);
 		vw_pub_chan_set_path(&vm->chan, p->epfd, chan_path(vm), p->now_ns);
 	}
 	vm_take_zones(vm, in);

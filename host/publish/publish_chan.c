@@ -7,6 +7,7 @@
  * valid hello/ack lines, which are counted.
  */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -295,7 +296,9 @@ static bool drain_rx(struct vw_pub_chan *c, bool hangup)
 /*
  * The listener just connected to must be the VM's QEMU's (publish_peer.c). A stranger is
  * counted, said (rate-limited, naming the path and the peer) and refused: the caller closes and
- * retries with backoff.
+ * retries with backoff. While the VM's QEMU is not known or gone (a VM starting or restarting
+ * before its list names the new QEMU) it is refused the same, but neither counted nor said
+ * (-ESRCH): every restart would look like an attack.
  */
 static int check_peer(struct vw_pub_chan *c, int fd)
 {
@@ -304,6 +307,8 @@ static int check_peer(struct vw_pub_chan *c, int fd)
 
 	if (r != -EPERM)
 		return r;
+	if (c->qemu_pid <= 0 || (kill(c->qemu_pid, 0) < 0 && errno == ESRCH))
+		return -ESRCH;
 	c->st.peer_rejected++;
 	if (c->peer_rejected_total)
 		(*c->peer_rejected_total)++;
@@ -315,9 +320,15 @@ static int check_peer(struct vw_pub_chan *c, int fd)
 	return r;
 }
 
-void vw_pub_chan_set_qemu(struct vw_pub_chan *c, pid_t qemu_pid)
+void vw_pub_chan_set_qemu(struct vw_pub_chan *c, pid_t qemu_pid, uint64_t now_ns)
 {
+	if (c->qemu_pid == qemu_pid)
+		return;
 	c->qemu_pid = qemu_pid;
+	if (c->fd < 0 && c->path[0]) { /* a new QEMU (the VM restarted): try it at once */
+		c->backoff_ns = CHAN_BACKOFF_MIN_NS;
+		c->retry_ns = VW_MIN(c->retry_ns, now_ns);
+	}
 }
 
 static void connected(struct vw_pub_chan *c)

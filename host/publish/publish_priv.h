@@ -97,8 +97,9 @@ int vw_pub_chan_offer(struct vw_pub_chan *c, int epfd, const char *frame, size_t
 		      uint64_t now_ns);
 /* Handle epoll events for this connection. */
 void vw_pub_chan_event(struct vw_pub_chan *c, int epfd, uint32_t events, uint64_t now_ns);
-/* The VM's QEMU now (0: unknown); a live connection stays (a new QEMU means a new socket). */
-void vw_pub_chan_set_qemu(struct vw_pub_chan *c, pid_t qemu_pid);
+/* The VM's QEMU now (0: unknown); a live connection stays (a new QEMU means a new socket), a
+ * disconnected channel is retried at once when it changed. */
+void vw_pub_chan_set_qemu(struct vw_pub_chan *c, pid_t qemu_pid, uint64_t now_ns);
 /* Connect when disconnected and the retry time has come. */
 void vw_pub_chan_poll(struct vw_pub_chan *c, int epfd, uint64_t now_ns);
 /* The directory events that may replace or remove a socket or lock file. */
