@@ -1114,7 +1114,8 @@ static pid_t listen_as_nobody(const char *path)
 		struct sockaddr_un sa = { .sun_family = AF_UNIX };
 		int fd;
 
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 || setresuid(NOBODY, NOBODY, NOBODY) < 0)
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 ||
+		    setresuid(NOBODY, NOBODY, NOBODY) < 0)
 			_exit(1);
 		fd = socket(AF_UNIX, SOCK_STREAM, 0);
 		memcpy(sa.sun_path, path, strlen(path));

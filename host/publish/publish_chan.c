@@ -3,8 +3,9 @@
  * One VM's virtio-serial channel: a non-blocking AF_UNIX stream connection to the socket QEMU
  * listens on, checked to be that QEMU's (publish_peer.c). Every write is
  * MSG_DONTWAIT|MSG_NOSIGNAL; at most two frames are buffered (one being written, one newest
- * waiting), so a guest that never reads costs bounded memory and never blocks the loop. Whatever the guest sends is read (bounded per call) and dropped, except
- * valid hello/ack lines, which are counted.
+ * waiting), so a guest that never reads costs bounded memory and never blocks the loop.
+ * Whatever the guest sends is read (bounded per call) and dropped, except valid hello/ack lines,
+ * which are counted.
  */
 #include <errno.h>
 #include <signal.h>

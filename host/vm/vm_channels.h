@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Each listed VM's passthrough channel (the unix socket of its org.virtwatt.power.0 port), kept
- * between VM listings for the publisher: only UUID, path and QEMU PID (~300 bytes a VM), sorted, looked
- * up by binary search (hundreds of VMs each interval).
+ * between VM listings for the publisher: only UUID, path and QEMU PID (~300 bytes a VM),
+ * sorted, looked up by binary search (hundreds of VMs each interval).
  */
 #pragma once
 
