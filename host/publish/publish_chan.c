@@ -340,8 +340,8 @@ static void connected(struct vw_pub_chan *c)
 	c->resync = true;
 	c->next_unsent = c->next.len > 0;
 	vw_release(&c->complaint, VW_LOG_INFO, "publish: connected to %s", c->path);
-	vw_release(&c->peer_complaint, VW_LOG_INFO, "publish: channel %s: its QEMU listens there again",
-		   c->path);
+	vw_release(&c->peer_complaint, VW_LOG_INFO,
+		   "publish: channel %s: its QEMU listens there again", c->path);
 }
 
 void vw_pub_chan_event(struct vw_pub_chan *c, int epfd, uint32_t events, uint64_t now_ns)
