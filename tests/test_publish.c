@@ -1212,6 +1212,47 @@ static void test_peer_other_user(void **state)
 	vw_fixture_rm(dir);
 }
 
+/* A VM restarted: its new QEMU listens before the list names it (refused, uncounted, retried
+ * with a growing backoff); the update that names it connects at once, not a backoff later. */
+static void test_peer_new_qemu_at_once(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("peer");
+	char path[256];
+	struct vw_vm_energy vm;
+	struct vw_publish_vm_stats st;
+	struct vw_publisher *p = new_publisher(SEC, 0.1);
+	uint64_t t;
+	pid_t child;
+
+	(void)state;
+	assert_non_null(dir);
+	assert_int_equal(chmod(dir, 0777), 0);
+	snprintf(path, sizeof(path), "%s/a.sock", dir);
+	child = listen_as_nobody(path);
+	vm_set(&vm, U_A, path);
+	vm.qemu_pid = (uint32_t)gone_pid(); /* the list still names the old QEMU */
+	for (t = 0; t < 20 * SEC; t += 100 * MSEC) {
+		if (t % SEC == 0)
+			assert_int_equal(vw_test_publish_update(p, &vm, 1), 0);
+		assert_int_equal(vw_publisher_tick(p, T0 + t, NULL), 0);
+	}
+	assert_int_equal(vw_publisher_vm_stats(p, U_A, &st), 0);
+	assert_int_equal(st.connects, 0);
+	assert_true(st.connect_errors >= 4); /* backoff now 8 s or more */
+	assert_int_equal(st.peer_rejected, 0);
+
+	vm.qemu_pid = (uint32_t)child; /* the list names the new QEMU */
+	assert_int_equal(vw_test_publish_update(p, &vm, 1), 0);
+	assert_int_equal(vw_publisher_tick(p, T0 + t, NULL), 0);
+	assert_int_equal(vw_publisher_vm_stats(p, U_A, &st), 0);
+	assert_int_equal(st.connects, 1);
+
+	vw_publisher_free(p);
+	kill_peer_child(NULL);
+	unlink(path);
+	vw_fixture_rm(dir);
+}
+
 /* VM A's path a symlink to VM B's socket (B's listener is this process's, root, bound under
  * B's path, and this process is A's QEMU too: only the link gives it away): never followed.
  * A link in a directory is followed only when root's (or ours), so /var/run -> /run works. */
@@ -1362,6 +1403,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_model_push, two_vms_setup, rig_teardown),
 		cmocka_unit_test(test_invalid_uuid),
 		cmocka_unit_test_teardown(test_peer_other_user, kill_peer_child),
+		cmocka_unit_test_teardown(test_peer_new_qemu_at_once, kill_peer_child),
 		cmocka_unit_test(test_peer_symlink),
 		cmocka_unit_test(test_peer_hardlink),
 		cmocka_unit_test(test_peer_not_socket),
