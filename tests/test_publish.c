@@ -15,8 +15,11 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -169,7 +172,8 @@ static uint64_t real_ns(void)
 
 static void vm_set(struct vw_vm_energy *vm, const char *uuid, const char *path)
 {
-	*vm = (struct vw_vm_energy){ .n_zones = 1 };
+	/* The peers listen in this process: it is every VM's QEMU. */
+	*vm = (struct vw_vm_energy){ .n_zones = 1, .qemu_pid = (uint32_t)getpid() };
 	snprintf(vm->uuid, sizeof(vm->uuid), "%s", uuid);
 	snprintf(vm->channel_path, sizeof(vm->channel_path), "%s", path ? path : "");
 	vm->zones[0] = (struct vw_zone_owner_energy){ .zone = VW_ZONE_PACKAGE };
@@ -184,15 +188,23 @@ static void vm_run(struct vw_vm_energy *vm, double idle_w, double active_w)
 	vm->zones[0].active_w = active_w;
 }
 
-static struct vw_publisher *new_publisher(uint64_t period_ns, double jitter)
+static struct vw_publisher *new_publisher_procfs(uint64_t period_ns, double jitter,
+						const char *procfs_root)
 {
 	struct vw_publish_opts o = {
 		.period_ns = period_ns, .jitter = jitter, .seed = 42, .epoch = 7, .source = "rapl",
+		.procfs_root = procfs_root,
 	};
 	struct vw_publisher *p = vw_publisher_new(&o);
 
 	assert_non_null(p);
 	return p;
+}
+
+/* Channels connected through /proc/self/fd/N of the socket file's O_PATH fd. */
+static struct vw_publisher *new_publisher(uint64_t period_ns, double jitter)
+{
+	return new_publisher_procfs(period_ns, jitter, "/proc");
 }
 
 #define U_GOOD "11111111-1111-4111-8111-111111111111"
@@ -1051,6 +1063,333 @@ static void test_blocked_guest_catches_up(void **state)
 	vw_fixture_rm(dir);
 }
 
+/* ---- Whose socket: a compromised QEMU's socket or link where another VM's is ---- */
+
+#define U_A "aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa"
+#define NOBODY 65534
+
+/* Five seconds of one VM on p (a round a second); its stats. */
+static void run_one(struct vw_publisher *p, struct vw_vm_energy *vm,
+		    struct vw_publish_vm_stats *st)
+{
+	static uint64_t t0 = T0;
+
+	for (uint64_t t = 0; t <= 5 * SEC; t += 100 * MSEC) {
+		if (t % SEC == 0) {
+			vm_run(vm, 1.0, 1.0);
+			assert_int_equal(vw_test_publish_update(p, vm, 1), 0);
+		}
+		assert_int_equal(vw_publisher_tick(p, t0 + t, NULL), 0);
+	}
+	t0 += 60 * SEC; /* past any backoff: the next run retries at once */
+	assert_int_equal(vw_publisher_vm_stats(p, vm->uuid, st), 0);
+}
+
+static pid_t peer_child = -1;
+
+/* The child of listen_as_nobody(), whatever the test did. */
+static int kill_peer_child(void **state)
+{
+	(void)state;
+	if (peer_child > 0) {
+		kill(peer_child, SIGKILL);
+		(void)waitpid(peer_child, NULL, 0);
+	}
+	peer_child = -1;
+	return 0;
+}
+
+/* A listener at path in a child running as NOBODY (a compromised QEMU: the qemu user); its
+ * pid. The child stays until killed (kill_peer_child), or this process dies. */
+static pid_t listen_as_nobody(const char *path)
+{
+	int ready[2];
+	char c;
+	pid_t pid;
+
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		int fd;
+
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 ||
+		    setresuid(NOBODY, NOBODY, NOBODY) < 0)
+			_exit(1);
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		memcpy(sa.sun_path, path, strlen(path));
+		if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(fd, 4) < 0)
+			_exit(2);
+		if (write(ready[1], "x", 1) != 1)
+			_exit(3);
+		for (;;) { /* takes what comes (a backlog left full would refuse connects) */
+			char buf[4096];
+			int cfd = accept(fd, NULL, NULL);
+
+			while (cfd >= 0 && read(cfd, buf, sizeof(buf)) > 0)
+				;
+			if (cfd >= 0)
+				close(cfd);
+		}
+	}
+	peer_child = pid;
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	return pid;
+}
+
+/* A PID no process has now (a child that exited and was reaped). */
+static pid_t gone_pid(void)
+{
+	pid_t pid = fork();
+
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(0);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	return pid;
+}
+
+/* Another user's listener where VM A's socket is: refused, counted, not written to; the same
+ * listener is taken once it is A's QEMU (a QEMU that listens itself, as the qemu user). While
+ * A's QEMU is gone (A restarting, its list not updated yet) it is refused uncounted. */
+static void test_peer_other_user(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("peer");
+	char path[256];
+	struct vw_vm_energy vm;
+	struct vw_publish_vm_stats st;
+	struct vw_publish_stats ps;
+	struct vw_publisher *p = new_publisher(SEC, 0.1);
+	pid_t child;
+
+	(void)state;
+	assert_non_null(dir);
+	assert_int_equal(chmod(dir, 0777), 0);
+	snprintf(path, sizeof(path), "%s/a.sock", dir);
+	child = listen_as_nobody(path);
+	vm_set(&vm, U_A, path);
+	vm.qemu_pid = (uint32_t)gone_pid(); /* its QEMU exited: not a stranger's socket yet */
+	run_one(p, &vm, &st);
+	assert_int_equal(st.connects, 0);
+	assert_true(st.connect_errors >= 1);
+	assert_int_equal(st.peer_rejected, 0);
+
+	vm.qemu_pid = (uint32_t)getpid(); /* its QEMU: this process, alive, not the child */
+	run_one(p, &vm, &st);
+	assert_int_equal(st.connects, 0);
+	assert_int_equal(st.sent, 0);
+	assert_true(st.peer_rejected >= 1);
+	assert_true(st.connect_errors >= st.peer_rejected);
+	vw_publisher_stats(p, &ps);
+	assert_int_equal(ps.peer_rejected, st.peer_rejected);
+	{
+		struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+		char *text = NULL, want[128];
+		size_t len;
+
+		assert_non_null(w);
+		assert_int_equal(vw_publisher_render(p, w, "n"), 0);
+		assert_int_equal(vw_prom_finish(w, &text, &len), 0);
+		snprintf(want, sizeof(want),
+			 "\nvirtwatt_passthrough_channel_peer_rejected_total{node_name=\"n\"} %" PRIu64
+			 "\n", st.peer_rejected);
+		assert_non_null(strstr(text, want));
+		free(text);
+		vw_prom_writer_free(w);
+	}
+
+	vm.qemu_pid = (uint32_t)child; /* now it is A's QEMU */
+	run_one(p, &vm, &st);
+	assert_int_equal(st.connects, 1);
+	assert_true(st.sent >= 1);
+
+	vw_publisher_free(p);
+	kill_peer_child(NULL);
+	unlink(path);
+	vw_fixture_rm(dir);
+}
+
+/* A VM restarted: its new QEMU listens before the list names it (refused, uncounted, retried
+ * with a growing backoff); the update that names it connects at once, not a backoff later. */
+static void test_peer_new_qemu_at_once(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("peer");
+	char path[256];
+	struct vw_vm_energy vm;
+	struct vw_publish_vm_stats st;
+	struct vw_publisher *p = new_publisher(SEC, 0.1);
+	uint64_t t;
+	pid_t child;
+
+	(void)state;
+	assert_non_null(dir);
+	assert_int_equal(chmod(dir, 0777), 0);
+	snprintf(path, sizeof(path), "%s/a.sock", dir);
+	child = listen_as_nobody(path);
+	vm_set(&vm, U_A, path);
+	vm.qemu_pid = (uint32_t)gone_pid(); /* the list still names the old QEMU */
+	for (t = 0; t < 20 * SEC; t += 100 * MSEC) {
+		if (t % SEC == 0)
+			assert_int_equal(vw_test_publish_update(p, &vm, 1), 0);
+		assert_int_equal(vw_publisher_tick(p, T0 + t, NULL), 0);
+	}
+	assert_int_equal(vw_publisher_vm_stats(p, U_A, &st), 0);
+	assert_int_equal(st.connects, 0);
+	assert_true(st.connect_errors >= 4); /* backoff now 8 s or more */
+	assert_int_equal(st.peer_rejected, 0);
+
+	vm.qemu_pid = (uint32_t)child; /* the list names the new QEMU */
+	assert_int_equal(vw_test_publish_update(p, &vm, 1), 0);
+	assert_int_equal(vw_publisher_tick(p, T0 + t, NULL), 0);
+	assert_int_equal(vw_publisher_vm_stats(p, U_A, &st), 0);
+	assert_int_equal(st.connects, 1);
+
+	vw_publisher_free(p);
+	kill_peer_child(NULL);
+	unlink(path);
+	vw_fixture_rm(dir);
+}
+
+/* VM A's path a symlink to VM B's socket (B's listener is this process's, root, bound under
+ * B's path, and this process is A's QEMU too: only the link gives it away): never followed.
+ * A link in a directory is followed only when root's (or ours), so /var/run -> /run works. */
+static void test_peer_symlink(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("peer");
+	char a[256], evil[256], ok[256], via[300];
+	struct peer b;
+	struct vw_vm_energy vm;
+	struct vw_publish_vm_stats st;
+
+	(void)state;
+	assert_non_null(dir);
+	peer_init(&b, dir, "b", U_GOOD);
+	snprintf(a, sizeof(a), "%s/a.sock", dir);
+	assert_int_equal(symlink(b.path, a), 0);
+	for (int procfs = 0; procfs < 2; procfs++) {
+		struct vw_publisher *p = new_publisher_procfs(SEC, 0.1, procfs ? "/proc" : NULL);
+
+		vm_set(&vm, U_A, a);
+		run_one(p, &vm, &st);
+		peer_accept(&b);
+		assert_int_equal(st.connects, 0);
+		assert_true(st.connect_errors >= 1);
+		assert_int_equal(b.connections, 0);
+		vw_publisher_free(p);
+	}
+
+	/* B's own socket through a directory link the qemu user made: refused; root's: taken. */
+	snprintf(evil, sizeof(evil), "%s/evil", dir);
+	snprintf(ok, sizeof(ok), "%s/ok", dir);
+	assert_int_equal(symlink(".", evil), 0);
+	assert_int_equal(lchown(evil, NOBODY, NOBODY), 0);
+	assert_int_equal(symlink(dir, ok), 0);
+	{
+		struct vw_publisher *p = new_publisher(SEC, 0.1);
+
+		snprintf(via, sizeof(via), "%s/b.sock", evil);
+		vm_set(&vm, U_GOOD, via);
+		run_one(p, &vm, &st);
+		peer_accept(&b);
+		assert_int_equal(st.connects, 0);
+		assert_int_equal(b.connections, 0);
+		vw_publisher_free(p);
+		p = new_publisher(SEC, 0.1);
+		snprintf(via, sizeof(via), "%s/b.sock", ok);
+		vm_set(&vm, U_GOOD, via);
+		run_one(p, &vm, &st);
+		peer_accept(&b);
+		assert_int_equal(st.connects, 1);
+		assert_int_equal(b.connections, 1);
+		vw_publisher_free(p);
+	}
+	unlink(a);
+	unlink(evil);
+	unlink(ok);
+	peer_free(&b);
+	vw_fixture_rm(dir);
+}
+
+/* VM A's path a hard link of VM B's socket (libvirt's daemon, root, made both): the listener
+ * is root's but bound under B's path, and A's QEMU is another process: refused. A's own root
+ * listener bound under A's path is taken. By path too (no procfs root). */
+static void test_peer_hardlink(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("peer");
+	struct peer a, b;
+	struct vw_vm_energy vm;
+	struct vw_publish_vm_stats st;
+	struct vw_publisher *p = new_publisher_procfs(SEC, 0.1, NULL);
+
+	(void)state;
+	assert_non_null(dir);
+	peer_init(&b, dir, "b", U_GOOD);
+	peer_init(&a, dir, "a", U_A);
+	close(a.lfd); /* A's QEMU is gone; B's socket linked in its place */
+	a.lfd = -1;
+	assert_int_equal(unlink(a.path), 0);
+	assert_int_equal(link(b.path, a.path), 0);
+	vm_set(&vm, U_A, a.path);
+	vm.qemu_pid = (uint32_t)getppid(); /* A's QEMU: some other process */
+	run_one(p, &vm, &st);
+	assert_int_equal(st.connects, 0);
+	assert_true(st.peer_rejected >= 1);
+	/* The connect reached B's backlog (it is checked once made): closed, nothing written. */
+	peer_accept(&b);
+	peer_read(&b, SIZE_MAX, 0);
+	assert_int_equal(b.n_head, 0);
+	assert_int_equal(st.sent, 0);
+
+	assert_int_equal(unlink(a.path), 0);
+	peer_listen(&a); /* A's socket, root's, bound under A's path */
+	run_one(p, &vm, &st);
+	peer_accept(&a);
+	assert_int_equal(st.connects, 1);
+	assert_int_equal(a.connections, 1);
+
+	vw_publisher_free(p);
+	peer_free(&a);
+	peer_free(&b);
+	vw_fixture_rm(dir);
+}
+
+/* A FIFO or a regular file (or a link to one) where the socket should be: refused, never
+ * opened for reading, the loop not blocked. */
+static void test_peer_not_socket(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("peer");
+	char fifo[256], file[256], link_[256];
+	const char *paths[] = { fifo, file, link_ };
+	struct vw_vm_energy vm;
+	struct vw_publish_vm_stats st;
+
+	(void)state;
+	assert_non_null(dir);
+	snprintf(fifo, sizeof(fifo), "%s/fifo", dir);
+	snprintf(file, sizeof(file), "%s/file", dir);
+	snprintf(link_, sizeof(link_), "%s/link", dir);
+	assert_int_equal(mkfifo(fifo, 0666), 0);
+	assert_int_equal(vw_fixture_write(dir, "file", "x", 0644), 0);
+	assert_int_equal(symlink(fifo, link_), 0);
+	for (size_t i = 0; i < ARRAY_SIZE(paths); i++) {
+		struct vw_publisher *p = new_publisher(SEC, 0.1);
+
+		vm_set(&vm, U_A, paths[i]);
+		run_one(p, &vm, &st);
+		assert_int_equal(st.connects, 0);
+		assert_true(st.connect_errors >= 1);
+		assert_int_equal(st.peer_rejected, 0);
+		vw_publisher_free(p);
+	}
+	unlink(fifo);
+	unlink(file);
+	unlink(link_);
+	vw_fixture_rm(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1063,6 +1402,11 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_no_vm_no_wakeup, one_vm_setup, rig_teardown),
 		cmocka_unit_test_setup_teardown(test_model_push, two_vms_setup, rig_teardown),
 		cmocka_unit_test(test_invalid_uuid),
+		cmocka_unit_test_teardown(test_peer_other_user, kill_peer_child),
+		cmocka_unit_test_teardown(test_peer_new_qemu_at_once, kill_peer_child),
+		cmocka_unit_test(test_peer_symlink),
+		cmocka_unit_test(test_peer_hardlink),
+		cmocka_unit_test(test_peer_not_socket),
 		cmocka_unit_test(test_render_text),
 		cmocka_unit_test_setup_teardown(test_guest_bytes, one_vm_setup, rig_teardown),
 		cmocka_unit_test_setup_teardown(test_flooding_guest, one_vm_setup, rig_teardown),

@@ -31,11 +31,14 @@
 #include <pwd.h>
 #include <sched.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -452,6 +455,67 @@ static void test_vm_listed(void **state)
 	printf("# QEMU %u\n", vm.qemu_pid);
 }
 
+/* One line of what a file is: owner, group, mode, kind. */
+static void print_stat(const char *what, const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0) {
+		printf("# %s %s: %s\n", what, path, strerror(errno));
+		return;
+	}
+	printf("# %s %s: uid %u gid %u mode %04o%s\n", what, path, (unsigned)st.st_uid,
+	       (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777),
+	       S_ISSOCK(st.st_mode) ? " socket" : S_ISDIR(st.st_mode) ? " dir" : "");
+}
+
+/*
+ * Who listens on the VM's channel socket (docs/publish.md, "Whose socket"): what a client's
+ * SO_PEERCRED and getpeername() say, the file's and its directories' owners and modes, and how
+ * QEMU was handed the chardev. The publisher's peer check relies on two of these: the peer is
+ * the VM's QEMU or a root process (libvirt's daemon, which listens for QEMU and passes it the
+ * descriptor), and the name the listener was bound with is the domain XML's path.
+ */
+static void test_channel_peer(void **state)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX }, peer;
+	socklen_t l = sizeof(struct ucred), pl = sizeof(peer);
+	char path[512], dir[512], cmdpath[64], *cmd;
+	pid_t libvirtd = read_pid("libvirtd.pid");
+	struct ucred cred = { 0 };
+	size_t n = 0;
+	int fd;
+
+	(void)state;
+	snprintf(path, sizeof(path), "%s/power.sock", work);
+	print_stat("channel socket", path);
+	snprintf(dir, sizeof(dir), "%s", path);
+	for (char *s = strrchr(dir, '/'); s && s != dir; s = strrchr(dir, '/')) {
+		*s = '\0';
+		print_stat("directory", dir);
+	}
+	snprintf(cmdpath, sizeof(cmdpath), "/proc/%d/cmdline", (int)qemu_pid);
+	cmd = vw_fixture_slurp(cmdpath, &n);
+	assert_non_null(cmd);
+	for (size_t i = 0; i < n; i += strlen(cmd + i) + 1)
+		if (strstr(cmd + i, "charchannel") && strncmp(cmd + i, "-", 1) != 0)
+			printf("# QEMU's chardev: %s\n", cmd + i);
+	free(cmd);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(fd >= 0);
+	memcpy(sa.sun_path, path, strlen(path));
+	assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &l), 0);
+	assert_int_equal(getpeername(fd, (struct sockaddr *)&peer, &pl), 0);
+	close(fd);
+	printf("# SO_PEERCRED pid %d uid %u gid %u; QEMU pid %d, libvirtd pid %d; "
+	       "getpeername \"%.*s\"\n",
+	       (int)cred.pid, (unsigned)cred.uid, (unsigned)cred.gid, (int)qemu_pid,
+	       (int)libvirtd, (int)(pl - offsetof(struct sockaddr_un, sun_path)), peer.sun_path);
+	assert_int_equal(cred.pid, qemu_pid); /* libvirt 9, QEMU 7.2: QEMU listens on libvirt's fd */
+	assert_string_equal(peer.sun_path, path);
+}
+
 /* Pause or resume the domain through a read-write connection (a libvirtd just started may
  * still be reattaching to its QEMU: retried until the deadline). */
 static void set_paused(bool paused)
@@ -635,6 +699,21 @@ static void test_daemon_vm_energy(void **state)
 		printf("# shared folder energy_uj %" PRIu64 "\n", uj);
 	}
 
+	/* Its channel: the daemon connected to libvirt's socket (its peer checked) and wrote
+	 * frames there (QEMU holds them for a guest that never opens the port). */
+	{
+		double frames;
+
+		m = scrape(port);
+		frames = sum_lines(m, "virtwatt_vm_passthrough_frames_total", vm_sel,
+				   "transport=\"channel\"");
+		printf("# channel frames %.0f, connected %.0f\n", frames,
+		       sum_lines(m, "virtwatt_vm_passthrough_channel_state", vm_sel,
+				 "state=\"connected\""));
+		assert_true(frames > 0);
+		free(m);
+	}
+
 	/* libvirtd goes away: the VM and its counters stay. */
 	stop_pid(read_pid("libvirtd.pid"));
 	sleep_ms(2500);
@@ -704,6 +783,7 @@ int main(void)
 	static const char *const both[] = { "virtlogd", "libvirtd" };
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_vm_listed),
+		cmocka_unit_test(test_channel_peer),
 		cmocka_unit_test(test_daemon_vm_energy),
 		cmocka_unit_test(test_libvirtd_restart),
 		cmocka_unit_test(test_destroyed),

@@ -142,7 +142,7 @@ static void feed(struct vw_host_passthrough *p, const struct vw_workloads *w)
 
 		copy_str(e->uuid, sizeof(e->uuid), g->id);
 		copy_str(e->channel_path, sizeof(e->channel_path),
-			 vw_vm_channels_get(p->channels, g->id));
+			 vw_vm_channels_find(p->channels, g->id, &e->qemu_pid));
 		e->n_zones = g->n_zones;
 		memcpy(e->zones, g->zones, sizeof(e->zones));
 	}

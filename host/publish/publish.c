@@ -47,6 +47,7 @@ struct pub_vm {
 	bool published; /* a frame went out for it in this epoch */
 	uint64_t gone_ns;
 	char *channel_path; /* as listed (at most 255 bytes), NULL: none; connected while live */
+	pid_t qemu_pid;     /* as listed: the channel's listener must be this QEMU */
 	struct pub_zone z[VW_ZONE__WIRE_COUNT];
 	struct vw_pub_chan chan;
 	struct vw_pub_share share;
@@ -81,6 +82,8 @@ struct vw_publisher {
 	uint64_t identity_checks;
 	char *lock_dir;
 	uint64_t lock_refused;
+	char *procfs_root;      /* channels connect through <procfs>/self/fd/N (publish_peer.c) */
+	uint64_t peer_rejected; /* channel listeners refused, all VMs */
 	struct vw_complaint lock_dir_complaint;
 	struct pub_vm **vms;
 	size_t n_vms, cap_vms;
@@ -191,8 +194,11 @@ struct vw_publisher *vw_publisher_new(const struct vw_publish_opts *o)
 	}
 	if (o->lock_dir && !(p->lock_dir = strdup(o->lock_dir)))
 		goto fail;
-	if (o->procfs_root)
+	if (o->procfs_root) {
 		p->procfs_fd = vw_root_open(o->procfs_root); /* else the lock file names holders */
+		if (!(p->procfs_root = strdup(o->procfs_root)))
+			goto fail;
+	}
 	return p;
 fail:
 	r = errno;
@@ -242,6 +248,7 @@ void vw_publisher_free(struct vw_publisher *p)
 	vw_closep(&p->share_ifd);
 	free(p->share_root);
 	free(p->lock_dir);
+	free(p->procfs_root);
 	free(p);
 }
 
@@ -447,10 +454,14 @@ static int vm_open(struct vw_publisher *p, struct pub_vm *vm)
 		.published = was.published, .sent = was.sent, .replaced = was.replaced,
 		.connects = was.connects, .disconnects = was.disconnects,
 		.connect_errors = was.connect_errors, .send_errors = was.send_errors,
+		.peer_rejected = was.peer_rejected,
 		.sends_refused = was.sends_refused,
 		.rx_bytes = was.rx_bytes, .rx_bad = was.rx_bad, .hellos = was.hellos,
 		.last_ok_unix_ns = was.last_ok_unix_ns,
 	};
+	vm->chan.procfs_root = p->procfs_root;
+	vm->chan.peer_rejected_total = &p->peer_rejected;
+	vw_pub_chan_set_qemu(&vm->chan, vm->qemu_pid, p->now_ns);
 	vm->live = true;
 	vw_pub_chan_set_path(&vm->chan, p->epfd, chan_path(vm), p->now_ns);
 	return 0;
@@ -509,9 +520,12 @@ static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in, siz
 			vm->channel_path = path;
 		}
 	}
+	vm->qemu_pid = (pid_t)in->qemu_pid;
 	r = vm_open(p, vm);
-	if (vm->live)
+	if (vm->live) {
+		vw_pub_chan_set_qemu(&vm->chan, vm->qemu_pid, p->now_ns);
 		vw_pub_chan_set_path(&vm->chan, p->epfd, chan_path(vm), p->now_ns);
+	}
 	vm_take_zones(vm, in);
 	return r;
 }
@@ -1019,7 +1033,8 @@ void vw_publisher_each_vm(const struct vw_publisher *p,
 void vw_publisher_stats(const struct vw_publisher *p, struct vw_publish_stats *ret)
 {
 	*ret = (struct vw_publish_stats){ .lock_refused = p->lock_refused,
-					  .identity_checks = p->identity_checks };
+					  .identity_checks = p->identity_checks,
+					  .peer_rejected = p->peer_rejected };
 	memcpy(ret->share_frames, p->share_frames, sizeof(ret->share_frames));
 	ret->share_root = p->share_fd >= 0;
 	for (size_t i = 0; i < p->n_vms; i++) {

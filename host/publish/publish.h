@@ -54,7 +54,8 @@ struct vw_publish_opts {
 	uint64_t seed;          /* jitter generator seed; 0: getrandom() */
 	uint64_t retain_ns;     /* state of vanished VMs kept this long; 0: 1 h */
 	const char *lock_dir;   /* per-VM locks, created (0755) when first needed; NULL: no locks */
-	const char *procfs_root; /* names a lock's holder from <procfs>/locks; NULL: from the file */
+	const char *procfs_root; /* names a lock's holder from <procfs>/locks (NULL: from the file);
+				  * channels connect through <procfs>/self/fd/N (NULL: by path) */
 };
 
 #define VW_PUBLISH_LOCK_RETRY_NS (1 * 1000000000ULL) /* a refused VM's lock is tried this often */
@@ -63,6 +64,8 @@ struct vw_publish_opts {
 struct vw_vm_energy {
 	char uuid[VW_UUID_LEN];   /* canonical lower-case */
 	char channel_path[256];   /* unix socket of the VM's org.virtwatt.power.0 channel, or "" */
+	uint32_t qemu_pid;        /* its QEMU (0: unknown): the channel's listener must be it, or
+				   * a root process's bound under channel_path (publish_peer.c) */
 	size_t n_zones;
 	struct vw_zone_owner_energy zones[VW_ZONE__WIRE_COUNT];
 };
@@ -73,6 +76,8 @@ struct vw_publish_vm_stats {
 	uint64_t sent;           /* frames written completely */
 	uint64_t replaced;       /* unsent frames replaced by a newer one */
 	uint64_t connects, disconnects, connect_errors, send_errors;
+	uint64_t peer_rejected;  /* connects refused: the listener was not the VM's QEMU's (also
+				  * in connect_errors) */
 	uint64_t sends_refused; /* send() calls a full socket refused (EAGAIN) */
 	uint64_t rx_bytes;       /* bytes the guest sent (read and dropped) */
 	uint64_t rx_bad;         /* guest lines that were not a valid hello/ack */
@@ -103,6 +108,8 @@ struct vw_publish_stats {
 	size_t vms_held_elsewhere;  /* listed VMs not published: another process holds their lock */
 	size_t vms_lock_failed;     /* listed VMs not published: their lock could not be taken */
 	uint64_t identity_checks;   /* lock files' and sockets' identities checked (stat), all VMs */
+	uint64_t peer_rejected;     /* channel connects refused, all VMs: the listener was not the
+				     * VM's QEMU's */
 	/* Shared folders' frame.json, all VMs: written by reason (first, unwatched, zones, opened,
 	 * keepalive) and skipped (unread), in that order (vw_publisher_share_reason()). */
 	uint64_t share_frames[VW_PUBLISH_SHARE_REASONS];

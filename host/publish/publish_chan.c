@@ -1,12 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * One VM's virtio-serial channel: a non-blocking AF_UNIX stream connection to the socket QEMU
- * listens on. Every write is MSG_DONTWAIT|MSG_NOSIGNAL; at most two frames are buffered (one
- * being written, one newest waiting), so a guest that never reads costs bounded memory and
- * never blocks the loop. Whatever the guest sends is read (bounded per call) and dropped, except
- * valid hello/ack lines, which are counted.
+ * listens on, checked to be that QEMU's (publish_peer.c). Every write is
+ * MSG_DONTWAIT|MSG_NOSIGNAL; at most two frames are buffered (one being written, one newest
+ * waiting), so a guest that never reads costs bounded memory and never blocks the loop.
+ * Whatever the guest sends is read (bounded per call) and dropped, except valid hello/ack lines,
+ * which are counted.
  */
 #include <errno.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -291,6 +294,44 @@ static bool drain_rx(struct vw_pub_chan *c, bool hangup)
 	return true;
 }
 
+/*
+ * The listener just connected to must be the VM's QEMU's (publish_peer.c). A stranger is
+ * counted, said (rate-limited, naming the path and the peer) and refused: the caller closes and
+ * retries with backoff. While the VM's QEMU is not known or gone (a VM starting or restarting
+ * before its list names the new QEMU) it is refused the same, but neither counted nor said
+ * (-ESRCH): every restart would look like an attack.
+ */
+static int check_peer(struct vw_pub_chan *c, int fd)
+{
+	struct vw_pub_peer peer;
+	int r = vw_pub_peer_check(fd, c->path, c->qemu_pid, &peer);
+
+	if (r != -EPERM)
+		return r;
+	if (c->qemu_pid <= 0 || (kill(c->qemu_pid, 0) < 0 && errno == ESRCH))
+		return -ESRCH;
+	c->st.peer_rejected++;
+	if (c->peer_rejected_total)
+		(*c->peer_rejected_total)++;
+	vw_complain(&c->peer_complaint, VW_LOG_WARN,
+		    "publish: channel %s: refusing its listener: pid %d (uid %u), bound as \"%s\", "
+		    "is not the VM's QEMU (pid %d) nor a root process bound under this path; "
+		    "something else put a socket or link there: not connected, retried later",
+		    c->path, (int)peer.pid, (unsigned)peer.uid, peer.name, (int)c->qemu_pid);
+	return r;
+}
+
+void vw_pub_chan_set_qemu(struct vw_pub_chan *c, pid_t qemu_pid, uint64_t now_ns)
+{
+	if (c->qemu_pid == qemu_pid)
+		return;
+	c->qemu_pid = qemu_pid;
+	if (c->fd < 0 && c->path[0]) { /* a new QEMU (the VM restarted): try it at once */
+		c->backoff_ns = CHAN_BACKOFF_MIN_NS;
+		c->retry_ns = VW_MIN(c->retry_ns, now_ns);
+	}
+}
+
 static void connected(struct vw_pub_chan *c)
 {
 	c->connecting = false;
@@ -299,6 +340,8 @@ static void connected(struct vw_pub_chan *c)
 	c->resync = true;
 	c->next_unsent = c->next.len > 0;
 	vw_release(&c->complaint, VW_LOG_INFO, "publish: connected to %s", c->path);
+	vw_release(&c->peer_complaint, VW_LOG_INFO,
+		   "publish: channel %s: its QEMU listens there again", c->path);
 }
 
 void vw_pub_chan_event(struct vw_pub_chan *c, int epfd, uint32_t events, uint64_t now_ns)
@@ -314,6 +357,11 @@ void vw_pub_chan_event(struct vw_pub_chan *c, int epfd, uint32_t events, uint64_
 		if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &l) < 0 || err) {
 			drop(c, epfd, now_ns, &c->st.connect_errors, "connect to", err ? -err : -errno,
 			     true);
+			return;
+		}
+		err = check_peer(c, c->fd);
+		if (err < 0) {
+			drop(c, epfd, now_ns, &c->st.connect_errors, "connect to", err, true);
 			return;
 		}
 		connected(c);
@@ -360,17 +408,21 @@ static int try_connect(struct vw_pub_chan *c, int epfd)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int sndbuf = CHAN_SNDBUF;
 	struct epoll_event e = { .events = EPOLLIN | EPOLLRDHUP | EPOLLOUT, .data.ptr = c };
-	_cleanup_close_ int fd = -1;
+	_cleanup_close_ int fd = -1, pfd = -1;
 	struct stat st;
+	int r;
 
 	if (strlen(c->path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
-	memcpy(sa.sun_path, c->path, strlen(c->path));
 	watch_dir(c);
-	if (stat(c->path, &st) < 0)
-		return -errno;
-	if (!S_ISSOCK(st.st_mode))
-		return -ENOTSOCK;
+	/* The socket file, reached without a link planted on the way, connected to through its
+	 * O_PATH fd's <procfs>/self/fd/N: the file checked is the file connected to. */
+	pfd = vw_pub_open_socket(c->path, &st);
+	if (pfd < 0)
+		return pfd;
+	if (!c->procfs_root || snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/self/fd/%d",
+					c->procfs_root, pfd) >= (int)sizeof(sa.sun_path))
+		memcpy(sa.sun_path, c->path, strlen(c->path) + 1); /* fits: checked above */
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
@@ -379,6 +431,8 @@ static int try_connect(struct vw_pub_chan *c, int epfd)
 		if (errno != EINPROGRESS)
 			return -errno;
 		c->connecting = true;
+	} else if ((r = check_peer(c, fd)) < 0) {
+		return r;
 	}
 	if (epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &e) < 0) {
 		c->connecting = false;

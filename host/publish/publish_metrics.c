@@ -23,6 +23,7 @@ enum {
 	F_LOCK_REFUSED,
 	F_NOT_PUBLISHED,
 	F_SHARE_FRAMES,
+	F_PEER_REJECTED,
 	F_VM_FRAMES,
 	F_VM_FAILURES,
 	F_VM_LAST_OK,
@@ -47,6 +48,12 @@ static const struct vw_metric_family families[F__COUNT] = {
 			     "file would be 30 s old (keepalive); or not written (decision=skipped, "
 			     "reason=unread): nobody opened it lately",
 			     NULL, l_decision_reason },
+	[F_PEER_REJECTED] = { "virtwatt_passthrough_channel_peer_rejected_total", VW_METRIC_COUNTER,
+			      "Connections to VMs' org.virtwatt.power.0 sockets closed unused, all "
+			      "VMs: the listener was not the VM's QEMU nor a root process's bound "
+			      "under the VM's path (a socket or link put there by another user: the "
+			      "log names it); each is also a failure of reason connect",
+			      NULL, l_node },
 	[F_VM_FRAMES] = { "virtwatt_vm_passthrough_frames_total", VW_METRIC_COUNTER,
 			  "Frames of its own energy delivered whole to the VM: written on its "
 			  "org.virtwatt.power.0 channel (transport=channel) or to its shared folder "
@@ -245,6 +252,8 @@ int vw_publisher_render(const struct vw_publisher *p, struct vw_prom_writer *w,
 		r = vw_prom_family_end(w);
 	if (r == 0 && ps.share_root)
 		r = render_share_frames(w, &ps, node_name);
+	if (r == 0)
+		r = vw_prom_single(w, &families[F_PEER_REJECTED], node, (double)ps.peer_rejected);
 	for (int f = F_VM_FRAMES; f < F__COUNT && r == 0; f++)
 		r = render_vms(p, w, node_name, f);
 	return r;

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "log.h"
@@ -49,7 +50,32 @@ struct vw_pub_chan {
 	bool rx_paused;          /* rx_round reached its budget: EPOLLIN off until the next round */
 	struct vw_publish_vm_stats st;
 	struct vw_complaint complaint;
+	pid_t qemu_pid;          /* the VM's QEMU (0: unknown): the listener it must be */
+	const char *procfs_root; /* connects through <procfs>/self/fd/N of the socket file's O_PATH
+				  * fd (the file checked is the file connected to); NULL: its path */
+	uint64_t *peer_rejected_total; /* the publisher's count of refused listeners, or NULL */
+	struct vw_complaint peer_complaint;
 };
+
+/* ---- whose socket a channel path leads to (publish_peer.c) ---- */
+
+/*
+ * The socket file at path, opened O_PATH (its stat in ret_st): fd, or -ELOOP when its last
+ * component is a symlink, or a directory's is one that neither root nor this process owns;
+ * -ENOTSOCK when it is no socket (a FIFO, a regular file: never opened for reading).
+ */
+int vw_pub_open_socket(const char *path, struct stat *ret_st);
+
+struct vw_pub_peer {
+	pid_t pid;               /* SO_PEERCRED: the process that called listen() (0: not in our
+				  * PID namespace) */
+	uid_t uid;
+	char name[108];          /* the name the listener was bound with ("" unnamed) */
+};
+
+/* 0 when the connected socket fd's listener is the VM's QEMU (qemu_pid, when > 0) or a root
+ * process's bound under path; -EPERM else (ret says who it is), -errno when not known. */
+int vw_pub_peer_check(int fd, const char *path, pid_t qemu_pid, struct vw_pub_peer *ret);
 
 /* CLOCK_REALTIME in ns: when a frame last reached a guest, for the delivery metrics. */
 uint64_t vw_pub_unix_ns(void);
@@ -71,6 +97,9 @@ int vw_pub_chan_offer(struct vw_pub_chan *c, int epfd, const char *frame, size_t
 		      uint64_t now_ns);
 /* Handle epoll events for this connection. */
 void vw_pub_chan_event(struct vw_pub_chan *c, int epfd, uint32_t events, uint64_t now_ns);
+/* The VM's QEMU now (0: unknown); a live connection stays (a new QEMU means a new socket), a
+ * disconnected channel is retried at once when it changed. */
+void vw_pub_chan_set_qemu(struct vw_pub_chan *c, pid_t qemu_pid, uint64_t now_ns);
 /* Connect when disconnected and the retry time has come. */
 void vw_pub_chan_poll(struct vw_pub_chan *c, int epfd, uint64_t now_ns);
 /* The directory events that may replace or remove a socket or lock file. */

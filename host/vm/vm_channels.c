@@ -9,6 +9,7 @@
 struct entry {
 	char uuid[VW_UUID_LEN];
 	char path[sizeof(((struct vw_vm_info *)0)->channel_path)];
+	uint32_t qemu_pid;
 };
 
 struct vw_vm_channels {
@@ -42,6 +43,7 @@ int vw_vm_channels_set(struct vw_vm_channels *c, const struct vw_vm_info *vms, s
 	for (size_t i = 0; i < n; i++) {
 		snprintf(e[i].uuid, sizeof(e[i].uuid), "%s", vms[i].uuid);
 		snprintf(e[i].path, sizeof(e[i].path), "%s", vms[i].channel_path);
+		e[i].qemu_pid = vms[i].qemu_pid;
 	}
 	qsort(e, n, sizeof(*e), cmp_entry);
 	free(c->e);
@@ -50,12 +52,20 @@ int vw_vm_channels_set(struct vw_vm_channels *c, const struct vw_vm_info *vms, s
 	return 0;
 }
 
-const char *vw_vm_channels_get(const struct vw_vm_channels *c, const char *uuid)
+const char *vw_vm_channels_find(const struct vw_vm_channels *c, const char *uuid,
+				uint32_t *ret_qemu_pid)
 {
 	struct entry key;
 	const struct entry *found;
 
 	snprintf(key.uuid, sizeof(key.uuid), "%s", uuid);
 	found = c->n ? bsearch(&key, c->e, c->n, sizeof(key), cmp_entry) : NULL;
+	if (ret_qemu_pid)
+		*ret_qemu_pid = found ? found->qemu_pid : 0;
 	return found ? found->path : "";
+}
+
+const char *vw_vm_channels_get(const struct vw_vm_channels *c, const char *uuid)
+{
+	return vw_vm_channels_find(c, uuid, NULL);
 }

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * Each listed VM's passthrough channel (the unix socket of its org.virtwatt.power.0 port), kept
- * between VM listings for the publisher: only UUID and path (~300 bytes a VM), sorted, looked
- * up by binary search (hundreds of VMs each interval).
+ * between VM listings for the publisher: only UUID, path and QEMU PID (~300 bytes a VM),
+ * sorted, looked up by binary search (hundreds of VMs each interval).
  */
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "vm_source.h"
 
@@ -18,3 +19,6 @@ void vw_vm_channels_free(struct vw_vm_channels *c);
 int vw_vm_channels_set(struct vw_vm_channels *c, const struct vw_vm_info *vms, size_t n);
 /* The channel of the VM with this UUID: "" when it has none or is unknown. */
 const char *vw_vm_channels_get(const struct vw_vm_channels *c, const char *uuid);
+/* ... and its QEMU's PID (0 unknown) in ret_qemu_pid (optional): the channel's listener. */
+const char *vw_vm_channels_find(const struct vw_vm_channels *c, const char *uuid,
+				uint32_t *ret_qemu_pid);
