@@ -5,7 +5,7 @@
  * link or a listener of its own where VM A's socket is, and the host would send A's energy to
  * it (or A's figures to its guest). So the socket file is reached without following a link
  * planted on the way, connected to through that very file, and the listener checked after the
- * connect: it must be the VM's QEMU itself, or a root process (libvirt's daemon, which listens
+ * connect: it must be the VM's QEMU itself, or a root process (a libvirt daemon that listens
  * for QEMU and passes it the descriptor) that bound it under the VM's own path.
  */
 #include <errno.h>
@@ -135,9 +135,9 @@ int vw_pub_peer_check(int fd, const char *path, pid_t qemu_pid, struct vw_pub_pe
 	/* QEMU listening itself (libvirt without descriptor passing, a hand-started QEMU). */
 	if (qemu_pid > 0 && cred.pid == qemu_pid)
 		return 0;
-	/* libvirt's daemon listening for QEMU (libvirt 9: -chardev socket,fd=N): root, and the
-	 * socket bound under this VM's path (a link or rename of another VM's socket keeps the
-	 * name it was bound with). */
+	/* A root listener bound under this VM's path: a libvirt that calls listen() itself before
+	 * passing QEMU the descriptor (libvirt 9 binds and QEMU listens: QEMU's PID, above). A link
+	 * or rename of another VM's socket keeps the name it was bound with. */
 	if (cred.uid == 0 && strcmp(ret->name, path) == 0)
 		return 0;
 	return -EPERM;
