@@ -438,6 +438,73 @@ static void test_driver_reloaded(void **state)
 	vw_gpus_free(g);
 }
 
+/*
+ * Adversarial: the same UUID listed at two indexes (a driver answering index 1 with index 0's
+ * device, a garbage UUID twice): one device, its energy counted once (the set keyed by UUID
+ * had two devices read through one handle, the node's GPU energy doubled).
+ */
+static void test_uuid_twice(void **state)
+{
+	struct fgpu aa[2] = { { UUID_A, 1000, 60000 }, { UUID_A, 1000, 60000 } };
+	struct vw_gpus *g;
+	uint64_t t = 0, total = 0;
+	struct vw_gpu_view v;
+
+	(void)state;
+	write_gpus(aa, 2, NULL);
+	listen();
+	g = open_gpus(VW_FAKE_NVML, false);
+	vw_gpus_sample(g, t);
+	vw_gpus_close_interval(g);
+	for (int i = 0; i < 3; i++)
+		second(g, aa, 2, NULL, 10000, &t);
+	vw_log_set_sink(NULL, NULL);
+	for (size_t i = 0; i < vw_gpus_count(g); i++) {
+		vw_gpus_view(g, i, &v);
+		total += v.total_uj;
+	}
+	assert_int_equal(vw_gpus_count(g), 1);
+	assert_int_equal(total, 30000000ULL); /* 3 x 10 J, once */
+	assert_int_equal(lines_with("listed twice"), 1);
+	vw_gpus_free(g);
+}
+
+/*
+ * Adversarial: GPU B's listing flaps (gone, back, gone ... at every close: a device falling off
+ * the bus and coming back, a flaky enumeration). Each return is a new baseline and one gap, no
+ * energy made up; the lines are rate-limited per device (1 s doubling), not two per flap.
+ */
+static void test_gpu_flaps(void **state)
+{
+	struct fgpu ab[2] = { { UUID_A, 1000, 60000 }, { UUID_B, 1000, 70000 } };
+	struct vw_gpus *g;
+	uint64_t t = 0;
+
+	(void)state;
+	write_gpus(ab, 2, NULL);
+	g = open_gpus(VW_FAKE_NVML, false);
+	vw_gpus_sample(g, t);
+	second(g, ab, 2, NULL, 1000, &t);
+	listen();
+	for (int i = 0; i < 20; i++) {
+		ab[1].energy_mj += 1000; /* counts on while unlisted: not energy of a listed span */
+		second(g, ab, 1, NULL, 1000, &t);
+		second(g, ab, 2, NULL, 1000, &t);
+	}
+	second(g, ab, 2, NULL, 1000, &t);
+	vw_log_set_sink(NULL, NULL);
+	assert_true(lines_with("is gone") <= 2);
+	assert_true(lines_with("is back") <= 2);
+	assert_int_equal(lines_with("is gone"), lines_with("is back"));
+	assert_int_equal(by_uuid(g, UUID_A).total_uj, 42000000ULL);
+	assert_int_equal(by_uuid(g, UUID_A).gaps, 0);
+	/* B: 1 J before, then each flap's listed second a baseline (the one after the last, 1 J) */
+	assert_true(by_uuid(g, UUID_B).total_uj <= 2000000ULL);
+	assert_int_equal(by_uuid(g, UUID_B).gaps, 20);
+	assert_false(by_uuid(g, UUID_B).gone);
+	vw_gpus_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -447,6 +514,8 @@ int main(void)
 		cmocka_unit_test_setup(test_driver_loaded_later, setup),
 		cmocka_unit_test_setup(test_library_appears_later, setup),
 		cmocka_unit_test_setup(test_driver_reloaded, setup),
+		cmocka_unit_test_setup(test_uuid_twice, setup),
+		cmocka_unit_test_setup(test_gpu_flaps, setup),
 	};
 
 	return cmocka_run_group_tests(tests, vw_fixture_tmpdir_setup, vw_fixture_tmpdir_teardown);

@@ -76,6 +76,10 @@ struct gpu_dev {
 	/* Gone from its source's list (as last said), and its info->returns as last seen. */
 	bool gone;
 	unsigned returns;
+	/* Its going said (rate-limited, never released: a device that flaps is said at 1 s
+	 * doubling to 1 h, with the flaps between), and so its return said too. */
+	struct vw_complaint gone_complaint;
+	bool gone_said;
 	/* Its counter read -ENODEV (a GPU lost, the driver gone) or it was gone: a reset may have
 	 * set the counter back to 0 meanwhile, so its next good reading is a new baseline and the
 	 * span since the last good one a gap. */
@@ -692,15 +696,20 @@ static bool follow(struct vw_gpus *g, struct gpu_dev *d)
 	const struct vw_gpu_info *gi = d->info;
 	bool back = !gi->gone && (d->gone || gi->returns != d->returns);
 
-	if (gi->gone && !d->gone)
-		vw_warn("gpu: %s device %u (%s) is gone from the driver's list (removed, unbound "
-			"for a VM, reset, or the driver unloaded): not read; its series stay at their "
-			"last values, and it is read again if it comes back",
-			d->src->ops->name, gi->index, gi->uuid);
-	if (back)
+	if (gi->gone && !d->gone) {
+		vw_complain(&d->gone_complaint, VW_LOG_WARN,
+			    "gpu: %s device %u (%s) is gone from the driver's list (removed, unbound "
+			    "for a VM, reset, or the driver unloaded): not read; its series stay at "
+			    "their last values, and it is read again if it comes back",
+			    d->src->ops->name, gi->index, gi->uuid);
+		d->gone_said = d->gone_complaint.suppressed == 0;
+	}
+	if (back && d->gone_said)
 		vw_info("gpu: %s device %u (%s) is back: read from a new baseline, the time it was "
 			"away one gap (virtwatt_node_gpu_energy_gaps_total)",
 			d->src->ops->name, gi->index, gi->uuid);
+	if (back)
+		d->gone_said = false;
 	d->gone = gi->gone;
 	d->returns = gi->returns;
 	if (back && d->info->has_energy) {

@@ -247,6 +247,16 @@ static void take_device(struct nvml *nv, unsigned i, nvmlDevice_t h, bool quiet)
 			gi->has_utilization ? "read" : "not reported", vw_gpu_mig_name(gi->mig));
 }
 
+/* The slot of the device named uuid; nv->n when none. */
+static size_t find_uuid(const struct nvml *nv, const char *uuid)
+{
+	size_t k = 0;
+
+	while (k < nv->n && strcmp(nv->info[k].uuid, uuid) != 0)
+		k++;
+	return k;
+}
+
 /* Device i into the table when it can be named and measured; else said and left out. */
 static void add_device(struct nvml *nv, unsigned i)
 {
@@ -258,6 +268,13 @@ static void add_device(struct nvml *nv, unsigned i)
 		r = name_device(nv, i, h, &nv->info[nv->n]);
 	if (r != NVML_SUCCESS) {
 		vw_warn("gpu: nvml: device %u: %s; left out", i, nvml_strerror(nv, r));
+		return;
+	}
+	/* Keyed by UUID: one listed twice (a driver's or a handle's garbage) would be two devices
+	 * read through one handle at a rescan, its energy counted twice meanwhile. */
+	if (find_uuid(nv, nv->info[nv->n].uuid) < nv->n) {
+		vw_warn("gpu: nvml: device %u: UUID \"%s\" listed twice (as an earlier index); left "
+			"out", i, nv->info[nv->n].uuid);
 		return;
 	}
 	take_device(nv, i, h, false);
@@ -393,16 +410,6 @@ static void all_gone(struct nvml *nv)
 	for (size_t k = 0; k < nv->n; k++)
 		nv->info[k].gone = true;
 	nv->listed = 0;
-}
-
-/* The slot of the device named uuid; nv->n when none. */
-static size_t find_uuid(const struct nvml *nv, const char *uuid)
-{
-	size_t k = 0;
-
-	while (k < nv->n && strcmp(nv->info[k].uuid, uuid) != 0)
-		k++;
-	return k;
 }
 
 /* The device at index i (handle h) of a rescan: a known one (by UUID) takes its new handle, a
