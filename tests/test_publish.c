@@ -23,10 +23,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "fixture.h"
 #include "macro.h"
 #include "accum.h"
 #include "model_rx.h"
+#include "procfs.h"
 #include "proto.h"
 #include "publish.h"
 #include "publish_input.h"
@@ -1215,6 +1217,86 @@ static void test_peer_other_user(void **state)
 	vw_fixture_rm(dir);
 }
 
+/* /proc/PID/stat starttime of pid (ticks since boot). */
+static uint64_t start_of(pid_t pid)
+{
+	char path[64], buf[1024], comm[VW_COMM_LEN];
+	uint64_t ticks, start = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	assert_true(vw_read_file_at(AT_FDCWD, path, buf, sizeof(buf), NULL) >= 0);
+	assert_int_equal(vw_procfs_parse_pid_stat(buf, comm, &ticks, &start), 0);
+	return start;
+}
+
+/*
+ * Adversarial: VM A's QEMU exits and, before the list says so, its PID is taken by a hostile
+ * process (the qemu user's, forking until it gets it) listening where A's socket is: it passed
+ * SO_PEERCRED's PID rule and got A's frames. Its starttime is not the listed QEMU's: refused,
+ * counted; the same listener once the list names it (its own starttime) is taken. The PID is
+ * reused on purpose through ns_last_pid (root); skipped where it cannot be.
+ */
+static void test_peer_pid_reused(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("peer");
+	char path[256];
+	struct vw_vm_energy vm;
+	struct vw_publish_vm_stats st;
+	struct vw_publisher *p;
+	uint64_t qemu_start;
+	pid_t qemu, child = -1;
+
+	(void)state;
+	assert_non_null(dir);
+	assert_int_equal(chmod(dir, 0777), 0);
+	snprintf(path, sizeof(path), "%s/a.sock", dir);
+	qemu = fork(); /* A's QEMU */
+	assert_true(qemu >= 0);
+	if (qemu == 0) {
+		pause();
+		_exit(0);
+	}
+	qemu_start = start_of(qemu);
+	usleep(50000); /* starttime is in clock ticks (10 ms): a later start must show */
+	kill(qemu, SIGKILL);
+	assert_int_equal(waitpid(qemu, NULL, 0), qemu);
+	for (int i = 0; i < 200 && child != qemu; i++) {
+		FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "w");
+
+		kill_peer_child(NULL);
+		unlink(path);
+		if (!f || fprintf(f, "%d", (int)qemu - 1) < 0 || fclose(f) != 0) {
+			vw_fixture_rm(dir);
+			skip();
+		}
+		child = listen_as_nobody(path);
+	}
+	if (child != qemu) { /* the machine forked too fast between the write and ours */
+		kill_peer_child(NULL);
+		unlink(path);
+		vw_fixture_rm(dir);
+		skip();
+	}
+	assert_true(start_of(child) != qemu_start);
+	p = new_publisher(SEC, 0.1);
+	vm_set(&vm, U_A, path);
+	vm.qemu_pid = (uint32_t)qemu; /* the list not updated yet: the exited QEMU */
+	vm.qemu_start_time = qemu_start;
+	run_one(p, &vm, &st);
+	assert_int_equal(st.connects, 0);
+	assert_int_equal(st.sent, 0);
+	assert_true(st.peer_rejected >= 1);
+
+	vm.qemu_start_time = start_of(child); /* the list names it: a QEMU it is, then */
+	run_one(p, &vm, &st);
+	assert_int_equal(st.connects, 1);
+
+	vw_publisher_free(p);
+	kill_peer_child(NULL);
+	unlink(path);
+	vw_fixture_rm(dir);
+}
+
 /* A VM restarted: its new QEMU listens before the list names it (refused, uncounted, retried
  * with a growing backoff); the update that names it connects at once, not a backoff later. */
 static void test_peer_new_qemu_at_once(void **state)
@@ -1407,6 +1489,7 @@ int main(void)
 		cmocka_unit_test(test_invalid_uuid),
 		cmocka_unit_test_teardown(test_peer_other_user, kill_peer_child),
 		cmocka_unit_test_teardown(test_peer_new_qemu_at_once, kill_peer_child),
+		cmocka_unit_test_teardown(test_peer_pid_reused, kill_peer_child),
 		cmocka_unit_test(test_peer_symlink),
 		cmocka_unit_test(test_peer_hardlink),
 		cmocka_unit_test(test_peer_not_socket),

@@ -23,26 +23,31 @@ static void test_each_vm_its_channel(void **state)
 			snprintf(vms[i].channel_path, sizeof(vms[i].channel_path), "/run/vm-%d.sock",
 				 299 - i);
 		vms[i].qemu_pid = (uint32_t)(1000 + 299 - i); /* the channel's listener */
+		vms[i].qemu_start_time = 5000000 + 299 - (uint64_t)i; /* ... started then */
 	}
 	assert_int_equal(vw_vm_channels_set(c, vms, 300), 0);
 	for (int k = 0; k < 300; k++) {
 		char uuid[64], path[64];
 		int i = 299 - k; /* the listing index of VM k */
 		uint32_t pid = 0;
+		uint64_t start = 0;
 
 		snprintf(uuid, sizeof(uuid), "00000000-0000-4000-8000-%012d", k);
 		snprintf(path, sizeof(path), "/run/vm-%d.sock", k);
 		assert_string_equal(vw_vm_channels_get(c, uuid), i % 3 ? path : "");
-		assert_string_equal(vw_vm_channels_find(c, uuid, &pid), i % 3 ? path : "");
+		assert_string_equal(vw_vm_channels_find(c, uuid, &pid, &start), i % 3 ? path : "");
 		assert_int_equal(pid, 1000 + k);
+		assert_int_equal(start, 5000000 + k);
 	}
 	assert_string_equal(vw_vm_channels_get(c, "00000000-0000-4000-8000-000000000300"), "");
 	{
 		uint32_t pid = 7;
+		uint64_t start = 7;
 
 		assert_string_equal(vw_vm_channels_find(c, "00000000-0000-4000-8000-000000000300",
-							&pid), "");
+							&pid, &start), "");
 		assert_int_equal(pid, 0);
+		assert_int_equal(start, 0);
 	}
 	/* A new listing replaces the old one whole. */
 	assert_int_equal(vw_vm_channels_set(c, vms + 1, 1), 0);

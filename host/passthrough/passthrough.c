@@ -142,7 +142,8 @@ static void feed(struct vw_host_passthrough *p, const struct vw_workloads *w)
 
 		copy_str(e->uuid, sizeof(e->uuid), g->id);
 		copy_str(e->channel_path, sizeof(e->channel_path),
-			 vw_vm_channels_find(p->channels, g->id, &e->qemu_pid));
+			 vw_vm_channels_find(p->channels, g->id, &e->qemu_pid,
+					     &e->qemu_start_time));
 		e->n_zones = g->n_zones;
 		memcpy(e->zones, g->zones, sizeof(e->zones));
 	}

@@ -48,6 +48,7 @@ struct pub_vm {
 	uint64_t gone_ns;
 	char *channel_path; /* as listed (at most 255 bytes), NULL: none; connected while live */
 	pid_t qemu_pid;     /* as listed: the channel's listener must be this QEMU */
+	uint64_t qemu_start; /* ... started then (/proc/PID/stat starttime; 0 unknown) */
 	struct pub_zone z[VW_ZONE__WIRE_COUNT];
 	struct vw_pub_chan chan;
 	struct vw_pub_share share;
@@ -461,7 +462,7 @@ static int vm_open(struct vw_publisher *p, struct pub_vm *vm)
 	};
 	vm->chan.procfs_root = p->procfs_root;
 	vm->chan.peer_rejected_total = &p->peer_rejected;
-	vw_pub_chan_set_qemu(&vm->chan, vm->qemu_pid, p->now_ns);
+	vw_pub_chan_set_qemu(&vm->chan, vm->qemu_pid, vm->qemu_start, p->now_ns);
 	vm->live = true;
 	vw_pub_chan_set_path(&vm->chan, p->epfd, chan_path(vm), p->now_ns);
 	return 0;
@@ -521,9 +522,10 @@ static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in, siz
 		}
 	}
 	vm->qemu_pid = (pid_t)in->qemu_pid;
+	vm->qemu_start = in->qemu_start_time;
 	r = vm_open(p, vm);
 	if (vm->live) {
-		vw_pub_chan_set_qemu(&vm->chan, vm->qemu_pid, p->now_ns);
+		vw_pub_chan_set_qemu(&vm->chan, vm->qemu_pid, vm->qemu_start, p->now_ns);
 		vw_pub_chan_set_path(&vm->chan, p->epfd, chan_path(vm), p->now_ns);
 	}
 	vm_take_zones(vm, in);

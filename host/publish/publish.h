@@ -66,6 +66,8 @@ struct vw_vm_energy {
 	char channel_path[256];   /* unix socket of the VM's org.virtwatt.power.0 channel, or "" */
 	uint32_t qemu_pid;        /* its QEMU (0: unknown): the channel's listener must be it, or
 				   * a root process's bound under channel_path (publish_peer.c) */
+	uint64_t qemu_start_time; /* its /proc/PID/stat starttime as listed (0: unknown): a
+				   * listener whose PID is QEMU's but started since is refused */
 	size_t n_zones;
 	struct vw_zone_owner_energy zones[VW_ZONE__WIRE_COUNT];
 };

@@ -8,6 +8,8 @@
  * which are counted.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio.h"
+#include "procfs.h"
 #include "proto.h"
 #include "publish_priv.h"
 
@@ -301,11 +305,38 @@ static bool drain_rx(struct vw_pub_chan *c, bool hangup)
  * before its list names the new QEMU) it is refused the same, but neither counted nor said
  * (-ESRCH): every restart would look like an attack.
  */
+/*
+ * Is the process with QEMU's PID now the one listed (its starttime the list's)? Where the VM's
+ * QEMU exited and its PID was taken by another process before the list said so, that process
+ * could listen at the VM's path and pass as QEMU. True where it cannot be told (no starttime
+ * listed, no procfs root).
+ */
+static bool qemu_same(const struct vw_pub_chan *c)
+{
+	char path[PATH_MAX], buf[1024], comm[VW_COMM_LEN];
+	uint64_t ticks, start;
+
+	if (!c->qemu_start || !c->procfs_root)
+		return true;
+	if (snprintf(path, sizeof(path), "%s/%d/stat", c->procfs_root, (int)c->qemu_pid) >=
+	    (int)sizeof(path))
+		return false;
+	return vw_read_file_at(AT_FDCWD, path, buf, sizeof(buf), NULL) >= 0 &&
+	       vw_procfs_parse_pid_stat(buf, comm, &ticks, &start) == 0 && start == c->qemu_start;
+}
+
 static int check_peer(struct vw_pub_chan *c, int fd)
 {
 	struct vw_pub_peer peer;
 	int r = vw_pub_peer_check(fd, c->path, c->qemu_pid, &peer);
+	bool reused = false;
 
+	/* Taken by its PID: that PID must still be the QEMU listed (not when root's rule holds). */
+	if (r == 0 && peer.pid == c->qemu_pid && !(peer.uid == 0 && !strcmp(peer.name, c->path)) &&
+	    !qemu_same(c)) {
+		r = -EPERM;
+		reused = true;
+	}
 	if (r != -EPERM)
 		return r;
 	if (c->qemu_pid <= 0 || (kill(c->qemu_pid, 0) < 0 && errno == ESRCH))
@@ -315,17 +346,20 @@ static int check_peer(struct vw_pub_chan *c, int fd)
 		(*c->peer_rejected_total)++;
 	vw_complain(&c->peer_complaint, VW_LOG_WARN,
 		    "publish: channel %s: refusing its listener: pid %d (uid %u), bound as \"%s\", "
-		    "is not the VM's QEMU (pid %d) nor a root process bound under this path; "
+		    "is not the VM's QEMU (pid %d%s) nor a root process bound under this path; "
 		    "something else put a socket or link there: not connected, retried later",
-		    c->path, (int)peer.pid, (unsigned)peer.uid, peer.name, (int)c->qemu_pid);
+		    c->path, (int)peer.pid, (unsigned)peer.uid, peer.name, (int)c->qemu_pid,
+		    reused ? ", exited: its PID taken by a process started since" : "");
 	return r;
 }
 
-void vw_pub_chan_set_qemu(struct vw_pub_chan *c, pid_t qemu_pid, uint64_t now_ns)
+void vw_pub_chan_set_qemu(struct vw_pub_chan *c, pid_t qemu_pid, uint64_t qemu_start,
+			  uint64_t now_ns)
 {
-	if (c->qemu_pid == qemu_pid)
+	if (c->qemu_pid == qemu_pid && c->qemu_start == qemu_start)
 		return;
 	c->qemu_pid = qemu_pid;
+	c->qemu_start = qemu_start;
 	if (c->fd < 0 && c->path[0]) { /* a new QEMU (the VM restarted): try it at once */
 		c->backoff_ns = CHAN_BACKOFF_MIN_NS;
 		c->retry_ns = VW_MIN(c->retry_ns, now_ns);

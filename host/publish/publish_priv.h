@@ -51,6 +51,8 @@ struct vw_pub_chan {
 	struct vw_publish_vm_stats st;
 	struct vw_complaint complaint;
 	pid_t qemu_pid;          /* the VM's QEMU (0: unknown): the listener it must be */
+	uint64_t qemu_start;     /* its starttime as listed (0: unknown): a listener with its PID
+				  * but another starttime is a process that took the PID since */
 	const char *procfs_root; /* connects through <procfs>/self/fd/N of the socket file's O_PATH
 				  * fd (the file checked is the file connected to); NULL: its path */
 	uint64_t *peer_rejected_total; /* the publisher's count of refused listeners, or NULL */
@@ -97,9 +99,10 @@ int vw_pub_chan_offer(struct vw_pub_chan *c, int epfd, const char *frame, size_t
 		      uint64_t now_ns);
 /* Handle epoll events for this connection. */
 void vw_pub_chan_event(struct vw_pub_chan *c, int epfd, uint32_t events, uint64_t now_ns);
-/* The VM's QEMU now (0: unknown); a live connection stays (a new QEMU means a new socket), a
- * disconnected channel is retried at once when it changed. */
-void vw_pub_chan_set_qemu(struct vw_pub_chan *c, pid_t qemu_pid, uint64_t now_ns);
+/* The VM's QEMU now (0: unknown) and its starttime (0: unknown); a live connection stays (a new
+ * QEMU means a new socket), a disconnected channel is retried at once when it changed. */
+void vw_pub_chan_set_qemu(struct vw_pub_chan *c, pid_t qemu_pid, uint64_t qemu_start,
+			  uint64_t now_ns);
 /* Connect when disconnected and the retry time has come. */
 void vw_pub_chan_poll(struct vw_pub_chan *c, int epfd, uint64_t now_ns);
 /* The directory events that may replace or remove a socket or lock file. */

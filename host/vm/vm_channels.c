@@ -10,6 +10,7 @@ struct entry {
 	char uuid[VW_UUID_LEN];
 	char path[sizeof(((struct vw_vm_info *)0)->channel_path)];
 	uint32_t qemu_pid;
+	uint64_t qemu_start; /* /proc/PID/stat starttime as listed (0 unknown) */
 };
 
 struct vw_vm_channels {
@@ -44,6 +45,7 @@ int vw_vm_channels_set(struct vw_vm_channels *c, const struct vw_vm_info *vms, s
 		snprintf(e[i].uuid, sizeof(e[i].uuid), "%s", vms[i].uuid);
 		snprintf(e[i].path, sizeof(e[i].path), "%s", vms[i].channel_path);
 		e[i].qemu_pid = vms[i].qemu_pid;
+		e[i].qemu_start = vms[i].qemu_start_time;
 	}
 	qsort(e, n, sizeof(*e), cmp_entry);
 	free(c->e);
@@ -53,7 +55,7 @@ int vw_vm_channels_set(struct vw_vm_channels *c, const struct vw_vm_info *vms, s
 }
 
 const char *vw_vm_channels_find(const struct vw_vm_channels *c, const char *uuid,
-				uint32_t *ret_qemu_pid)
+				uint32_t *ret_qemu_pid, uint64_t *ret_qemu_start)
 {
 	struct entry key;
 	const struct entry *found;
@@ -62,10 +64,12 @@ const char *vw_vm_channels_find(const struct vw_vm_channels *c, const char *uuid
 	found = c->n ? bsearch(&key, c->e, c->n, sizeof(key), cmp_entry) : NULL;
 	if (ret_qemu_pid)
 		*ret_qemu_pid = found ? found->qemu_pid : 0;
+	if (ret_qemu_start)
+		*ret_qemu_start = found ? found->qemu_start : 0;
 	return found ? found->path : "";
 }
 
 const char *vw_vm_channels_get(const struct vw_vm_channels *c, const char *uuid)
 {
-	return vw_vm_channels_find(c, uuid, NULL);
+	return vw_vm_channels_find(c, uuid, NULL, NULL);
 }

@@ -19,6 +19,7 @@ void vw_vm_channels_free(struct vw_vm_channels *c);
 int vw_vm_channels_set(struct vw_vm_channels *c, const struct vw_vm_info *vms, size_t n);
 /* The channel of the VM with this UUID: "" when it has none or is unknown. */
 const char *vw_vm_channels_get(const struct vw_vm_channels *c, const char *uuid);
-/* ... and its QEMU's PID (0 unknown) in ret_qemu_pid (optional): the channel's listener. */
+/* ... and its QEMU's PID (0 unknown) in ret_qemu_pid and its starttime (0 unknown) in
+ * ret_qemu_start (both optional): the channel's listener. */
 const char *vw_vm_channels_find(const struct vw_vm_channels *c, const char *uuid,
-				uint32_t *ret_qemu_pid);
+				uint32_t *ret_qemu_pid, uint64_t *ret_qemu_start);
