@@ -1441,6 +1441,36 @@ static void test_peer_hardlink(void **state)
 	vw_fixture_rm(dir);
 }
 
+/*
+ * Adversarial: a path that names the socket with a trailing slash ("b.sock/"): connect() by path
+ * says ENOTDIR, and so does the walk. It took "b.sock/" for "b.sock", connected through the
+ * O_PATH fd, then the identity check's stat() of the path failed: a disconnect and a reconnect
+ * each round that checked (every round where no directory watch is possible).
+ */
+static void test_peer_trailing_slash(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("peer");
+	char via[300];
+	struct peer b;
+	struct vw_vm_energy vm;
+	struct vw_publish_vm_stats st;
+	struct vw_publisher *p = new_publisher(SEC, 0.1);
+
+	(void)state;
+	assert_non_null(dir);
+	peer_init(&b, dir, "b", U_GOOD);
+	snprintf(via, sizeof(via), "%s/", b.path);
+	vm_set(&vm, U_GOOD, via);
+	run_one(p, &vm, &st);
+	peer_accept(&b);
+	assert_int_equal(st.connects, 0);
+	assert_true(st.connect_errors >= 1);
+	assert_int_equal(b.connections, 0);
+	vw_publisher_free(p);
+	peer_free(&b);
+	vw_fixture_rm(dir);
+}
+
 /* A FIFO or a regular file (or a link to one) where the socket should be: refused, never
  * opened for reading, the loop not blocked. */
 static void test_peer_not_socket(void **state)
@@ -1493,6 +1523,7 @@ int main(void)
 		cmocka_unit_test(test_peer_symlink),
 		cmocka_unit_test(test_peer_hardlink),
 		cmocka_unit_test(test_peer_not_socket),
+		cmocka_unit_test(test_peer_trailing_slash),
 		cmocka_unit_test(test_render_text),
 		cmocka_unit_test_setup_teardown(test_guest_bytes, one_vm_setup, rig_teardown),
 		cmocka_unit_test_setup_teardown(test_flooding_guest, one_vm_setup, rig_teardown),

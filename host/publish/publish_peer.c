@@ -103,6 +103,10 @@ int vw_pub_open_socket(const char *path, struct stat *ret_st)
 		if (last) {
 			if (!S_ISSOCK(st.st_mode))
 				return -ENOTSOCK;
+			/* "sock/": no directory, as connect() by path says (the identity check's
+			 * stat() of that path failed each round: a reconnect every round) */
+			if (next > off + len)
+				return -ENOTDIR;
 			*ret_st = st;
 			return VW_TAKE_FD(fd);
 		}
