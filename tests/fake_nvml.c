@@ -63,6 +63,10 @@ struct nvmlDevice_st {
 	char uuid[96];   /* "" a free slot */
 };
 
+/* A handle's index now: the reading thread's power() and the sampling thread's calls both
+ * relocate it (NVML itself is thread-safe). */
+#define IDX(d) __atomic_load_n(&(d)->index, __ATOMIC_RELAXED)
+
 /* Handles, one per UUID ever listed (at most FAKE_MAX_DEVICES). */
 static struct nvmlDevice_st devices[FAKE_MAX_DEVICES];
 static pthread_mutex_t devices_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -122,7 +126,7 @@ static unsigned long long dev_number(const struct nvmlDevice_st *d, const char *
 {
 	char k[64];
 
-	snprintf(k, sizeof(k), "%u.%s", d->index, key);
+	snprintf(k, sizeof(k), "%u.%s", IDX(d), key);
 	return number(k, def);
 }
 
@@ -169,11 +173,11 @@ static int relocate(struct nvmlDevice_st *d)
 	char u[96];
 
 	for (unsigned k = 0; k < n && k < FAKE_MAX_DEVICES; k++) {
-		unsigned i = (d->index + k) % (unsigned)(n < FAKE_MAX_DEVICES ? n : FAKE_MAX_DEVICES);
+		unsigned i = (IDX(d) + k) % (unsigned)(n < FAKE_MAX_DEVICES ? n : FAKE_MAX_DEVICES);
 
 		uuid_at(i, u, sizeof(u));
 		if (strcmp(u, d->uuid) == 0) {
-			d->index = i;
+			__atomic_store_n(&d->index, i, __ATOMIC_RELAXED);
 			return 0;
 		}
 	}
@@ -270,7 +274,7 @@ nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *dev
 	pthread_mutex_unlock(&devices_lock);
 	if (!d)
 		return NVML_ERROR_MEMORY;
-	d->index = index;
+	__atomic_store_n(&d->index, index, __ATOMIC_RELAXED);
 	*device = d;
 	return NVML_SUCCESS;
 }
@@ -283,9 +287,9 @@ static nvmlReturn_t dev_string(nvmlDevice_t d, const char *key, char *buf, unsig
 	counted(FAKE_CALL_NAME);
 	if (r != NVML_SUCCESS)
 		return r;
-	snprintf(k, sizeof(k), "%u.%s", d->index, key);
+	snprintf(k, sizeof(k), "%u.%s", IDX(d), key);
 	if (lookup(k, v, sizeof(v)) < 0)
-		snprintf(v, sizeof(v), "GPU-fake-%u", d->index);
+		snprintf(v, sizeof(v), "GPU-fake-%u", IDX(d));
 	if (strlen(v) >= length)
 		return NVML_ERROR_INSUFFICIENT_SIZE;
 	memcpy(buf, v, strlen(v) + 1);
@@ -307,7 +311,7 @@ nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *mw)
 	nvmlReturn_t r = dev_result(device, "power_ret");
 
 	if (device)
-		__atomic_fetch_add(&fake_nvml_power_calls[device->index], 1, __ATOMIC_RELAXED);
+		__atomic_fetch_add(&fake_nvml_power_calls[IDX(device)], 1, __ATOMIC_RELAXED);
 
 	if (r == NVML_SUCCESS)
 		*mw = (unsigned)dev_number(device, "power_mw", 0);
@@ -328,7 +332,7 @@ static unsigned long long dev_running_energy(const struct nvmlDevice_st *d,
 	char k[64], v[128];
 	struct timespec ts;
 
-	snprintf(k, sizeof(k), "%u.energy_run", d->index);
+	snprintf(k, sizeof(k), "%u.energy_run", IDX(d));
 	if (lookup(k, v, sizeof(v)) < 0 || sscanf(v, "%llu:%llu:%llu", &e, &mw, &at) != 3)
 		return def;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -362,7 +366,7 @@ static unsigned dev_procs(const struct nvmlDevice_st *d, unsigned *pid, unsigned
 	char k[64], v[512], *save = NULL;
 	unsigned n = 0;
 
-	snprintf(k, sizeof(k), "%u.procs", d->index);
+	snprintf(k, sizeof(k), "%u.procs", IDX(d));
 	if (lookup(k, v, sizeof(v)) < 0)
 		return 0;
 	for (char *t = strtok_r(v, ",", &save); t && n < max; t = strtok_r(NULL, ",", &save)) {
@@ -456,7 +460,7 @@ static int dev_vgpus(const struct nvmlDevice_st *d, struct fake_vgpu *out, unsig
 	char k[64], v[1024], *save = NULL;
 	int n = 0;
 
-	snprintf(k, sizeof(k), "%u.vgpus", d->index);
+	snprintf(k, sizeof(k), "%u.vgpus", IDX(d));
 	if (lookup(k, v, sizeof(v)) < 0)
 		return -1;
 	for (char *t = strtok_r(v, ",", &save); t && (unsigned)n < max;
@@ -487,7 +491,7 @@ static const struct nvmlDevice_st *find_vgpu(unsigned inst, struct fake_vgpu *re
 				uuid_at(i, u, sizeof(u));
 				for (unsigned j = 0; j < FAKE_MAX_DEVICES; j++)
 					if (strcmp(devices[j].uuid, u) == 0) {
-						devices[j].index = i;
+						__atomic_store_n(&devices[j].index, i, __ATOMIC_RELAXED);
 						return &devices[j];
 					}
 				return NULL;

@@ -505,6 +505,57 @@ static void test_gpu_flaps(void **state)
 	vw_gpus_free(g);
 }
 
+/*
+ * Adversarial, the reading thread for real (no manual ticks; run under ASan and TSan): power-
+ * only GPU B at 100 W flaps gone and back at every close, then the driver goes away, while the
+ * thread reads B every 250 ms. The thread is stopped while the devices change and reads no
+ * gone device; B's energy never more than 100 W over the time it was listed, one gap a return.
+ */
+static void test_flap_while_ticking(void **state)
+{
+	struct fgpu ab[2] = { { UUID_A, 1000, 60000 }, { UUID_B, -1, 100000 } };
+	struct vw_gpu_opts o = { .nvml_library = VW_FAKE_NVML, .idle_window = 720 };
+	uint64_t t, t0, listed_ns = 0;
+	struct vw_gpus *g = NULL;
+	bool b_listed = true;
+	struct vw_gpu_view vb;
+
+	(void)state;
+	write_gpus(ab, 2, NULL);
+	assert_int_equal(vw_gpus_open(&o, &g), 0);
+	t0 = t = vw_now_ns();
+	vw_gpus_sample(g, t);
+	vw_gpus_close_interval(g);
+	listen();
+	for (int i = 0; i < 8; i++) {
+		uint64_t now;
+
+		usleep(300000);
+		now = vw_now_ns();
+		if (b_listed)
+			listed_ns += now - t;
+		t = now;
+		b_listed = i % 2 == 1;
+		write_gpus(ab, b_listed ? 2 : 1, NULL);
+		vw_gpus_sample(g, t);
+		vw_gpus_close_interval(g);
+	}
+	write_gpus(ab, 2, "init=9\ncount_ret=9\n0.lost=1\n1.lost=1\n"); /* the driver goes */
+	for (int i = 0; i < 3; i++) {
+		usleep(300000);
+		t = vw_now_ns();
+		vw_gpus_sample(g, t);
+		vw_gpus_close_interval(g);
+	}
+	vw_log_set_sink(NULL, NULL);
+	vb = by_uuid(g, UUID_B);
+	assert_true(vb.gone);
+	assert_true(vb.total_uj <= listed_ns / 10 + 100000); /* 100 W: 0.1 uJ a ns */
+	assert_true(vb.gaps >= 3);
+	assert_true(t > t0);
+	vw_gpus_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -516,6 +567,7 @@ int main(void)
 		cmocka_unit_test_setup(test_driver_reloaded, setup),
 		cmocka_unit_test_setup(test_uuid_twice, setup),
 		cmocka_unit_test_setup(test_gpu_flaps, setup),
+		cmocka_unit_test_setup(test_flap_while_ticking, setup),
 	};
 
 	return cmocka_run_group_tests(tests, vw_fixture_tmpdir_setup, vw_fixture_tmpdir_teardown);
