@@ -556,6 +556,47 @@ static void test_flap_while_ticking(void **state)
 	vw_gpus_free(g);
 }
 
+/*
+ * Adversarial: GPU A's UUID call fails once, at the look that lists a new GPU C (a transient
+ * error while C's arrival re-enumerates). A was gone for good: its handle unchanged, no look
+ * saw a change again, its energy lost with no gap counted. It is named again at the next look:
+ * back, the span it was unnamed one gap. A GPU whose UUID call fails at start is found so too.
+ */
+static void test_name_fails_once(void **state)
+{
+	struct fgpu a[1] = { { UUID_A, 1000, 60000 } };
+	struct fgpu ac[2] = { { UUID_A, 1000, 60000 }, { UUID_C, 1000, 60000 } };
+	struct vw_gpus *g;
+	uint64_t t = 0;
+
+	(void)state;
+	write_gpus(a, 1, NULL);
+	g = open_gpus(VW_FAKE_NVML, false);
+	vw_gpus_sample(g, t);
+	second(g, a, 1, NULL, 1000, &t);
+	ac[0].energy_mj = a[0].energy_mj;
+	second(g, ac, 2, "0.none_ret=15\n", 1000, &t); /* read, then not named at the close */
+	second(g, ac, 2, NULL, 1000, &t);
+	assert_true(by_uuid(g, UUID_A).gone); /* in that interval */
+	for (int i = 0; i < 4; i++)
+		second(g, ac, 2, NULL, 1000, &t);
+	assert_false(by_uuid(g, UUID_A).gone);
+	assert_int_equal(by_uuid(g, UUID_A).total_uj, 6000000ULL); /* 2 J, 1 J a gap, 4 J */
+	assert_int_equal(by_uuid(g, UUID_A).gaps, 1);
+	vw_gpus_free(g);
+
+	write_gpus(ac, 2, "1.none_ret=15\n"); /* C not named at start */
+	g = open_gpus(VW_FAKE_NVML, false);
+	assert_int_equal(vw_gpus_count(g), 1);
+	t = 0;
+	vw_gpus_sample(g, t);
+	second(g, ac, 2, NULL, 1000, &t);
+	second(g, ac, 2, NULL, 1000, &t);
+	assert_int_equal(vw_gpus_count(g), 2);
+	assert_int_equal(by_uuid(g, UUID_C).total_uj, 1000000ULL);
+	vw_gpus_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -568,6 +609,7 @@ int main(void)
 		cmocka_unit_test_setup(test_uuid_twice, setup),
 		cmocka_unit_test_setup(test_gpu_flaps, setup),
 		cmocka_unit_test_setup(test_flap_while_ticking, setup),
+		cmocka_unit_test_setup(test_name_fails_once, setup),
 	};
 
 	return cmocka_run_group_tests(tests, vw_fixture_tmpdir_setup, vw_fixture_tmpdir_teardown);

@@ -67,6 +67,7 @@ struct nvml {
 	 * out too), which changed() compares with. */
 	unsigned listed;
 	nvmlDevice_t listed_handle[VW_GPU_MAX_DEVICES];
+	bool full_said; /* a new device found with every slot taken: said once */
 	struct vw_gpu_info info[VW_GPU_MAX_DEVICES];
 	unsigned long long last_seen_us[VW_GPU_MAX_DEVICES]; /* newest process sample taken */
 	unsigned long long vgpu_seen_us[VW_GPU_MAX_DEVICES];  /* newest vGPU sample taken */
@@ -267,7 +268,9 @@ static void add_device(struct nvml *nv, unsigned i)
 	if (r == NVML_SUCCESS)
 		r = name_device(nv, i, h, &nv->info[nv->n]);
 	if (r != NVML_SUCCESS) {
-		vw_warn("gpu: nvml: device %u: %s; left out", i, nvml_strerror(nv, r));
+		nv->listed_handle[i] = NULL; /* named again at the next look (a change) */
+		vw_warn("gpu: nvml: device %u: %s; left out, looked at again at the interval's "
+			"close", i, nvml_strerror(nv, r));
 		return;
 	}
 	/* Keyed by UUID: one listed twice (a driver's or a handle's garbage) would be two devices
@@ -413,14 +416,15 @@ static void all_gone(struct nvml *nv)
 }
 
 /* The device at index i (handle h) of a rescan: a known one (by UUID) takes its new handle, a
- * new one is probed as at open; seen[] marks the slots listed. */
-static void rescan_device(struct nvml *nv, unsigned i, nvmlDevice_t h, bool *seen)
+ * new one is probed as at open; seen[] marks the slots listed. False when it cannot be named
+ * now: not listed, and named again at the next look. */
+static bool rescan_device(struct nvml *nv, unsigned i, nvmlDevice_t h, bool *seen)
 {
 	struct vw_gpu_info found;
 	size_t k;
 
 	if (name_device(nv, i, h, &found) != NVML_SUCCESS)
-		return; /* cannot be named now: not listed, looked at again at the next change */
+		return false;
 	k = find_uuid(nv, found.uuid);
 	if (k < nv->n) {
 		nv->handle[k] = h;
@@ -430,14 +434,20 @@ static void rescan_device(struct nvml *nv, unsigned i, nvmlDevice_t h, bool *see
 			nv->info[k].returns++;
 			nv->info[k].mig = probe_mig(nv, h);
 		}
-		return;
+		return true;
 	}
-	if (nv->n == VW_GPU_MAX_DEVICES)
-		return;
+	if (nv->n == VW_GPU_MAX_DEVICES) { /* slots never move nor are reused: said once */
+		if (!nv->full_said)
+			vw_warn("gpu: nvml: device %u (%s): %d devices known already (gone ones "
+				"included); left out", i, found.uuid, VW_GPU_MAX_DEVICES);
+		nv->full_said = true;
+		return true;
+	}
 	nv->info[nv->n] = found;
 	take_device(nv, i, h, true);
 	if (k < nv->n) /* taken */
 		seen[k] = true;
+	return true;
 }
 
 static int nvml_rescan(void *state, bool reinit, char *why, size_t len)
@@ -471,8 +481,10 @@ static int nvml_rescan(void *state, bool reinit, char *why, size_t len)
 		nvmlDevice_t h = NULL;
 
 		nv->listed_handle[i] = nv->api.get_handle(i, &h) == NVML_SUCCESS ? h : NULL;
-		if (nv->listed_handle[i])
-			rescan_device(nv, i, h, seen);
+		/* One that cannot be named (its UUID call failed) was gone for good: its handle
+		 * unchanged, no look saw a change. A handle unlike the last list's is one. */
+		if (nv->listed_handle[i] && !rescan_device(nv, i, h, seen))
+			nv->listed_handle[i] = NULL;
 	}
 	for (size_t k = 0; k < nv->n; k++)
 		nv->info[k].gone = !seen[k];
