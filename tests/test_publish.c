@@ -32,6 +32,7 @@
 #include "proto.h"
 #include "publish.h"
 #include "publish_input.h"
+#include "publish_priv.h"
 
 #define SEC VW_NSEC_PER_SEC
 #define MSEC VW_NSEC_PER_MSEC
@@ -1471,6 +1472,52 @@ static void test_peer_trailing_slash(void **state)
 	vw_fixture_rm(dir);
 }
 
+/*
+ * Adversarial, the walk itself: "..", doubled slashes and a relative path reach the socket as
+ * the kernel would; a loop of (trusted, root's) directory links ends in ELOOP after 40, not a
+ * hang; a link's target too long to join, ENAMETOOLONG.
+ */
+static void test_open_socket_paths(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("peer");
+	char path[600], cwd[512], loop[300], longl[300], target[4091];
+	const char *base;
+	struct peer b;
+	struct stat st;
+	int fd;
+
+	(void)state;
+	assert_non_null(dir);
+	peer_init(&b, dir, "b", U_GOOD);
+	base = strrchr(dir, '/') + 1;
+	snprintf(path, sizeof(path), "%s/../%s//b.sock", dir, base);
+	fd = vw_pub_open_socket(path, &st);
+	assert_true(fd >= 0);
+	close(fd);
+	assert_non_null(getcwd(cwd, sizeof(cwd)));
+	assert_int_equal(chdir(dir), 0);
+	fd = vw_pub_open_socket("./b.sock", &st);
+	assert_int_equal(chdir(cwd), 0);
+	assert_true(fd >= 0);
+	close(fd);
+	snprintf(loop, sizeof(loop), "%s/loop", dir);
+	assert_int_equal(symlink("loop", loop), 0);
+	snprintf(path, sizeof(path), "%s/b.sock", loop);
+	assert_int_equal(vw_pub_open_socket(path, &st), -ELOOP);
+	memset(target, 'x', sizeof(target) - 1);
+	target[sizeof(target) - 1] = '\0';
+	for (size_t i = 200; i < sizeof(target) - 1; i += 200)
+		target[i] = '/';
+	snprintf(longl, sizeof(longl), "%s/long", dir);
+	assert_int_equal(symlink(target, longl), 0);
+	snprintf(path, sizeof(path), "%s/b.sock", longl);
+	assert_int_equal(vw_pub_open_socket(path, &st), -ENAMETOOLONG);
+	unlink(loop);
+	unlink(longl);
+	peer_free(&b);
+	vw_fixture_rm(dir);
+}
+
 /* A FIFO or a regular file (or a link to one) where the socket should be: refused, never
  * opened for reading, the loop not blocked. */
 static void test_peer_not_socket(void **state)
@@ -1524,6 +1571,7 @@ int main(void)
 		cmocka_unit_test(test_peer_hardlink),
 		cmocka_unit_test(test_peer_not_socket),
 		cmocka_unit_test(test_peer_trailing_slash),
+		cmocka_unit_test(test_open_socket_paths),
 		cmocka_unit_test(test_render_text),
 		cmocka_unit_test_setup_teardown(test_guest_bytes, one_vm_setup, rig_teardown),
 		cmocka_unit_test_setup_teardown(test_flooding_guest, one_vm_setup, rig_teardown),
