@@ -56,7 +56,7 @@
 
 #include "nvml.h"
 
-#define FAKE_MAX_DEVICES 16
+#define FAKE_MAX_DEVICES 80 /* past VW_GPU_MAX_DEVICES (64) */
 
 struct nvmlDevice_st {
 	unsigned index;  /* where its UUID was listed when last looked up */

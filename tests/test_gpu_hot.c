@@ -45,7 +45,7 @@ struct fgpu {
 /* The fake listing gpus[0..n) in that order (index = place), then extra lines. */
 static void write_gpus(const struct fgpu *gpus, size_t n, const char *extra)
 {
-	char text[4096];
+	char text[16384];
 	int len = snprintf(text, sizeof(text), "count=%zu\n", n);
 
 	for (size_t i = 0; i < n; i++) {
@@ -597,6 +597,47 @@ static void test_name_fails_once(void **state)
 	vw_gpus_free(g);
 }
 
+/*
+ * Adversarial: 70 GPUs listed, then the first removed (the others moving up, the 65th now within
+ * the first 64 indexes): the first 64 are read, said once; the 65th, new, finds every slot taken
+ * (slots never move nor are reused: 64 for the set's life), said once and left out; the looks
+ * cost 1 count + 64 handles an interval, no name calls while nothing changes.
+ */
+static void test_past_64(void **state)
+{
+	static struct fgpu gpus[70];
+	static char uuids[70][48];
+	unsigned long c0;
+	struct vw_gpus *g;
+	uint64_t t = 0;
+
+	(void)state;
+	for (int i = 0; i < 70; i++) {
+		snprintf(uuids[i], sizeof(uuids[i]), "GPU-%08d-0000-0000-0000-000000000000", i);
+		gpus[i] = (struct fgpu){ uuids[i], 1000, 50000 };
+	}
+	write_gpus(gpus, 70, NULL);
+	listen();
+	g = open_gpus(VW_FAKE_NVML, false);
+	assert_int_equal(vw_gpus_count(g), 64);
+	assert_int_equal(lines_with("the first 64 are read"), 1);
+	vw_gpus_sample(g, t);
+	second(g, gpus, 70, NULL, 1000, &t);
+	c0 = calls(CALL_NAME);
+	second(g, gpus, 70, NULL, 1000, &t);
+	assert_int_equal(calls(CALL_NAME) - c0, 0);
+	for (int i = 0; i < 3; i++)
+		second(g, gpus + 1, 69, NULL, 1000, &t);
+	vw_log_set_sink(NULL, NULL);
+	assert_int_equal(vw_gpus_count(g), 64);
+	assert_int_equal(lines_with("devices known already"), 1);
+	assert_true(by_uuid(g, uuids[0]).gone);
+	assert_false(by_uuid(g, uuids[63]).gone);
+	assert_int_equal(by_uuid(g, uuids[63]).total_uj, 5000000ULL);
+	assert_int_equal(by_uuid(g, uuids[63]).gaps, 0);
+	vw_gpus_free(g);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -610,6 +651,7 @@ int main(void)
 		cmocka_unit_test_setup(test_gpu_flaps, setup),
 		cmocka_unit_test_setup(test_flap_while_ticking, setup),
 		cmocka_unit_test_setup(test_name_fails_once, setup),
+		cmocka_unit_test_setup(test_past_64, setup),
 	};
 
 	return cmocka_run_group_tests(tests, vw_fixture_tmpdir_setup, vw_fixture_tmpdir_teardown);
