@@ -224,7 +224,9 @@ static void new_qemu_one(void *ctx, uint32_t pid, uint64_t start_time, const cha
 
 	(void)exe;
 	(void)at;
-	if (n->found || !vw_qemu_binary_name(comm))
+	/* every QEMU name begins with q or k (qemu-system-*, qemu-kvm, kvm): most comms stop at
+	 * their first byte */
+	if (n->found || (comm[0] != 'q' && comm[0] != 'k') || !vw_qemu_binary_name(comm))
 		return;
 	old = seen_find(n->ps, pid);
 	/* the identity hinted_one() keeps: the comm's first 15 bytes */
