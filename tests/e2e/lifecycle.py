@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """What a cloud operator does to a VM every day, against the live set-up of tests/e2e/run.sh
 (mode "lifecycle"): virsh suspend/resume, save/restore (the QEMU process replaced, same UUID,
-the guest's memory restored), reset (the guest reboots, its daemon starts again with no state).
+the guest's memory restored), a twin QEMU with the VM's UUID beside the running one (a live
+migration's destination on this host), reset (the guest reboots, its daemon starts again with
+no state).
 
 Each operation is bracketed by quiescent points (checks.settle: the meter held until host and
 guest read the same twice), so host and guest are compared over exactly the same energy, and
@@ -36,7 +38,7 @@ WORK, HOST, GUEST, UUID, NAME = W["E2E_WORK"], W["E2E_HOST"], W["E2E_GUEST"], W[
 URI = W["E2E_URI"]
 PT = "virtwatt_guest_passthrough_"
 PAUSE_S = float(W.get("E2E_PAUSE_S", "10"))
-PARTS = W.get("E2E_LIFECYCLE", "suspend,save,reset").split(",")
+PARTS = W.get("E2E_LIFECYCLE", "suspend,save,twin,reset").split(",")
 
 
 def virsh(*args, timeout=120):
@@ -319,13 +321,64 @@ def reset(d, gw):
     d.poll()
 
 
+def twin(d, gw):
+    """Two QEMUs for the VM's UUID at once, as on a host during a live migration into it: a
+    destination QEMU (-incoming defer, vCPUs stopped) beside the running one, for 6 s. The VM
+    stays one VM, its QEMU the running one (libvirt's: its PID), never the twin's energy: at
+    every host scrape meanwhile at most one series per zone, and the process series that carry
+    the VM's ID are its QEMU's alone and grow as the VM's active energy does."""
+    qp = qemu_pid()
+    tw = subprocess.Popen(["qemu-system-x86_64", "-uuid", UUID, "-name",
+                           "guest=%s-incoming,debug-threads=on" % NAME, "-machine", "none",
+                           "-nodefaults", "-display", "none", "-S", "-incoming", "defer"],
+                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+    with open(W["E2E_PIDS"], "a") as f:
+        f.write("%d\n" % tw.pid)
+    subprocess.run([os.path.join(WORK, "stamp.sh")], check=False)
+    bad, scrapes, seen_twin, first = [], 0, False, None
+    end = time.monotonic() + 6
+    while time.monotonic() < end:
+        m = try_scrape(HOST)
+        if m:
+            scrapes += 1
+            pids = {l.get("pid") for n, l, _ in m.samples
+                    if n == "kepler_process_cpu_joules_total" and l.get("vm_id") == UUID}
+            seen_twin |= any(l.get("pid") == str(tw.pid) for n, l, _ in m.samples
+                             if n == "kepler_process_cpu_joules_total")
+            # Deltas: the VM's counter spans its QEMUs (a restore before), a process's not.
+            proc = m.sum("kepler_process_cpu_joules_total", vm_id=UUID, zone="package")
+            vm = host_vm(m, "active")
+            first = first or (proc, vm)
+            if vm_series(m) > 1 or pids - {str(qp)} or \
+                    abs((proc - first[0]) - (vm - first[1])) > 1e-5:
+                bad.append("series %d, VM's processes %s, theirs +%.6f J, VM active +%.6f J"
+                           % (vm_series(m), sorted(pids), proc - first[0], vm - first[1]))
+        time.sleep(0.5)
+    alive = tw.poll() is None
+    tw.terminate()
+    try:
+        tw.wait(10)
+    except subprocess.TimeoutExpired:
+        tw.kill()
+        tw.wait(5)
+    d.poll()
+    tap(alive and scrapes >= 5 and not bad,
+        "twin QEMU: a second QEMU with the VM's UUID (-incoming, as a migration's destination) "
+        "for 6 s: one VM, its running QEMU's energy only",
+        "twin PID %d (%s, seen by the host as a process: %s), the VM's QEMU %s; %d scrapes; %s"
+        % (tw.pid, "ran" if alive else "EXITED EARLY", "yes" if seen_twin else "no", qp,
+           scrapes, "; ".join(bad[:3]) or "every scrape right"))
+
+
 def run(hw, gw):
     d = Doubles(hw)
     m = wait_for(lambda: (lambda m: m if m and guest_source(m) == "passthrough" else None)(
         try_scrape(GUEST)), 90)
     tap(m is not None, "lifecycle: the guest is on the passthrough",
         "source %r" % (guest_source(m) if m else None))
-    for part, fn in (("suspend", suspend_resume), ("save", save_restore), ("reset", reset)):
+    for part, fn in (("suspend", suspend_resume), ("save", save_restore), ("twin", twin),
+                     ("reset", reset)):
         if part in PARTS:
             t0 = time.monotonic()
             fn(d, gw)
