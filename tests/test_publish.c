@@ -652,6 +652,65 @@ static void test_vanish_and_return(void **state)
 }
 
 /*
+ * A VM restored from a save (virsh save, virsh restore): its QEMU gone for a round, then a new
+ * one under the same UUID. Its frame goes out at the tick after the update that lists it again,
+ * not at the next round (up to a period later: the restored guest's clock runs on from its last
+ * frame, and it went stale to its model before the round came, tests/e2e/lifecycle.py). The
+ * restored guest, its acceptance state the one it was saved with, accepts it (a seq newer than
+ * any it saw, the energy continued) and the round's frame after it.
+ */
+static void test_restored_vm_at_once(void **state)
+{
+	struct rig *r = *state;
+	struct peer *pe = &r->peers[0];
+	struct vw_proto_rx saved;
+	uint64_t due, seq;
+	size_t n;
+
+	vm_run(&r->vms[0], 0, 100);
+	rig_round(r);
+	saved = pe->rx;
+	/* Saved: its QEMU exits, a round passes without it. */
+	assert_int_equal(vw_test_publish_update(r->p, NULL, 0), 0);
+	assert_int_equal(vw_publisher_tick(r->p, r->now + 1, NULL), 0);
+	peer_read(pe, SIZE_MAX, r->now + 1);
+	assert_int_equal(pe->cfd, -1); /* EOF seen */
+	r->now = vw_publisher_next_due(r->p);
+	assert_int_equal(vw_publisher_tick(r->p, r->now, NULL), 0);
+	/* Restored, 30 J more, a tenth of a period after that round. */
+	due = vw_publisher_next_due(r->p);
+	r->now += SEC / 10;
+	assert_true(r->now < due);
+	vm_run(&r->vms[0], 0, 30);
+	assert_int_equal(vw_test_publish_update(r->p, r->vms, 1), 0);
+	n = pe->n;
+	for (int i = 0; i < 3 && pe->n == n; i++) {
+		assert_int_equal(vw_publisher_tick(r->p, r->now, NULL), 0);
+		if (pe->cfd < 0) {
+			peer_accept(pe);
+			if (pe->cfd >= 0)
+				pe->rx = saved; /* the guest's memory, restored */
+		}
+		peer_read(pe, SIZE_MAX, r->now);
+	}
+	assert_int_equal(pe->n, n + 1);
+	assert_true(pe->rx.last.seq > saved.last.seq);
+	assert_int_equal(last_zone(pe, VW_ZONE_PACKAGE)->active_uj, 130000000);
+	/* The round, on its schedule: a newer seq again. */
+	seq = pe->rx.last.seq;
+	vm_run(&r->vms[0], 0, 1);
+	r->now = due;
+	assert_int_equal(vw_test_publish_update(r->p, r->vms, 1), 0);
+	assert_int_equal(vw_publisher_tick(r->p, r->now, NULL), 0);
+	peer_read(pe, SIZE_MAX, r->now);
+	assert_int_equal(pe->n, n + 2);
+	assert_true(pe->rx.last.seq > seq);
+	assert_int_equal(last_zone(pe, VW_ZONE_PACKAGE)->active_uj, 131000000);
+	assert_int_equal(pe->connections, 2);
+	assert_int_equal(pe->resync_bad, 0);
+}
+
+/*
  * With no VM the daemon is not woken for rounds that would publish to nobody (next_wake() is
  * "never", next_due() still says when the schedule has one), and the first VM that comes gets
  * its round at once with seq where the schedule had it: the rounds that passed are counted,
@@ -1561,6 +1620,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rounding, one_vm_setup, rig_teardown),
 		cmocka_unit_test_setup_teardown(test_own_numbers, two_vms_setup, rig_teardown),
 		cmocka_unit_test_setup_teardown(test_vanish_and_return, one_vm_setup, rig_teardown),
+		cmocka_unit_test_setup_teardown(test_restored_vm_at_once, one_vm_setup, rig_teardown),
 		cmocka_unit_test_setup_teardown(test_no_vm_no_wakeup, one_vm_setup, rig_teardown),
 		cmocka_unit_test_setup_teardown(test_model_push, two_vms_setup, rig_teardown),
 		cmocka_unit_test(test_invalid_uuid),

@@ -533,6 +533,46 @@ static void test_missed_stop_without_qemu(void **state)
 	fx_free(x);
 }
 
+/*
+ * A domain destroyed before its QEMU was ever found (started and destroyed within a second,
+ * the helper's answer listing it after its QEMU exited): nothing is ever found gone, so before
+ * it stayed listed until the 30 s stats. Its QEMU not found at a list(), the next one asks for
+ * stats, once a domain: it is reported stopped there. One never found (Xen, remote) costs one
+ * helper run, not one a list().
+ */
+static void test_stop_before_qemu_found(void **state)
+{
+	struct fx *x = fx_new();
+	struct vw_vm_libvirt_counters c0, c1;
+	struct vw_vm_info *v;
+
+	(void)state;
+	fx_open(x, 0);
+	assert_false(vw_vm_libvirt_vms_seen(x->src, 0)); /* the first round: only noted */
+	fake_start(&fk, UB, "beta", dom_xml("beta", 1, "/b.sock", "/b"));
+	fake_start(&fk, UC, "gamma", dom_xml("gamma", 1, "/c.sock", "/c"));
+	assert_false(vw_vm_libvirt_vms_seen(x->src, 2));
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+	fake_stop(&fk, UB); /* destroyed: no QEMU was ever in /proc */
+	counters(x, &c0);
+	v = list_n(x, 2);
+	assert_int_equal(find(v, 2, UB)->qemu_pid, 0);
+	assert_int_equal(find(v, 2, UB)->state, VW_VM_RUNNING);
+	v = list_n(x, 2);
+	assert_int_equal(find(v, 2, UB)->state, VW_VM_SHUTOFF);
+	assert_int_equal(find(v, 2, UC)->state, VW_VM_RUNNING);
+	counters(x, &c1);
+	assert_int_equal(c1.stats_fetches, c0.stats_fetches + 1);
+	/* gamma's QEMU is never found: no more stats for it within the 30 s. */
+	list_n(x, 1);
+	list_n(x, 1);
+	x->now += 10 * VW_NSEC_PER_SEC;
+	list_n(x, 1);
+	counters(x, &c1);
+	assert_int_equal(c1.stats_fetches, c0.stats_fetches + 1);
+	fx_free(x);
+}
+
 static void test_start_seen_between_reconciles(void **state)
 {
 	struct fx *x = fx_new();
@@ -1983,6 +2023,7 @@ int main(void)
 		cmocka_unit_test(test_start_stop),
 		cmocka_unit_test(test_start_seen_between_reconciles),
 		cmocka_unit_test(test_missed_stop_without_qemu),
+		cmocka_unit_test(test_stop_before_qemu_found),
 		cmocka_unit_test(test_rename),
 		cmocka_unit_test(test_recreate_same_uuid),
 		cmocka_unit_test(test_pid_reuse),

@@ -727,6 +727,74 @@ static void test_scan_hinted_names(void **state)
 	vw_fixture_rm(root);
 }
 
+/*
+ * A VM saved and restored (virsh save, virsh restore): its QEMU exits, a new one with the same
+ * UUID starts within the scan interval. The host's process list names it (a QEMU's comm, an
+ * identity the last full scan did not classify): it is listed at once, not at the interval
+ * (7.5 s of the VM's energy an ordinary process's, and its guest on its model, before). A new
+ * process of another name does not cut the interval short (no full scan: no executable asked).
+ */
+static void test_restored_qemu_at_once(void **state)
+{
+	char *root = vw_fixture_mkdtemp("vmscan");
+	struct hints hs = { .h = { { 1, 1, "init", "/sbin/init" },
+				   { 10, 100, "qemu-system-x86", "" } },
+			    .n = 2 };
+	struct vw_vm_env env = { .procscan_interval_ns = 10 * VW_NSEC_PER_SEC,
+				 .processes = give_hints,
+				 .processes_ud = &hs };
+	uint64_t now = 1000 * VW_NSEC_PER_SEC;
+	struct vw_vm_info *v;
+	unsigned asks;
+	void *src;
+
+	(void)state;
+	vw_clock_set_fake(&now);
+	assert_int_equal(vm_fixture_proc(root, 1, 1, "/sbin/init", NULL, NULL), 0);
+	assert_int_equal(vm_fixture_proc(root, 10, 100, "qemu-system-x86_64|-uuid|" U1, NULL, NULL),
+			 0);
+	src = scan_open(root, &env);
+	free(list_n(src, 1));
+	asks = hs.exe_asks;
+	/* A shell starts: the last list stands. */
+	assert_int_equal(vm_fixture_proc(root, 30, 300, "bash", NULL, NULL), 0);
+	hs.h[2] = (struct hint){ 30, 300, "bash", "/usr/bin/bash" };
+	hs.n = 3;
+	now += VW_NSEC_PER_SEC;
+	free(list_n(src, 1));
+	assert_int_equal(hs.exe_asks, asks);
+	/* virsh save: the QEMU exits (reported stopped at once, then gone). */
+	assert_int_equal(vm_fixture_kill(root, 10), 0);
+	hs.h[1] = hs.h[2];
+	hs.n = 2;
+	now += VW_NSEC_PER_SEC;
+	v = list_n(src, 1);
+	assert_int_equal(v[0].state, VW_VM_SHUTOFF);
+	free(v);
+	now += VW_NSEC_PER_SEC;
+	free(list_n(src, 0));
+	/* virsh restore, 2 s later: a new QEMU, the same UUID, listed at the next round. */
+	assert_int_equal(vm_fixture_proc(root, 20, 200, "qemu-system-x86_64|-uuid|" U1, NULL, NULL),
+			 0);
+	hs.h[2] = (struct hint){ 20, 200, "qemu-system-x86", "" };
+	hs.n = 3;
+	now += VW_NSEC_PER_SEC;
+	v = list_n(src, 1);
+	assert_int_equal(v[0].qemu_pid, 20);
+	assert_string_equal(v[0].uuid, U1);
+	assert_int_equal(v[0].state, VW_VM_RUNNING);
+	free(v);
+	/* Classified now: the rounds after keep the list (no full scan: no executable asked). */
+	asks = hs.exe_asks;
+	now += VW_NSEC_PER_SEC;
+	free(list_n(src, 1));
+	assert_int_equal(hs.exe_asks, asks);
+	vw_vm_procscan.close(src);
+	close(env.procfs_fd);
+	vw_clock_set_fake(NULL);
+	vw_fixture_rm(root);
+}
+
 static void test_unreadable_procfs(void **state)
 {
 	struct vw_vm_env env = { .procfs_fd = -1 };
@@ -1232,6 +1300,7 @@ int main(void)
 		cmocka_unit_test(test_scan_interval),
 		cmocka_unit_test(test_scan_hinted),
 		cmocka_unit_test(test_scan_hinted_names),
+		cmocka_unit_test(test_restored_qemu_at_once),
 		cmocka_unit_test(test_unreadable_procfs),
 		cmocka_unit_test(test_start_time_shared),
 		cmocka_unit_test(test_tracker_unchanged),

@@ -45,6 +45,7 @@ struct pub_vm {
 	bool listed; /* in the latest update */
 	bool live;   /* lock held, channel and folder open */
 	bool published; /* a frame went out for it in this epoch */
+	bool early;     /* live since the last round: its frame at the next tick (publish_early) */
 	uint64_t gone_ns;
 	char *channel_path; /* as listed (at most 255 bytes), NULL: none; connected while live */
 	pid_t qemu_pid;     /* as listed: the channel's listener must be this QEMU */
@@ -464,6 +465,7 @@ static int vm_open(struct vw_publisher *p, struct pub_vm *vm)
 	vm->chan.peer_rejected_total = &p->peer_rejected;
 	vw_pub_chan_set_qemu(&vm->chan, vm->qemu_pid, vm->qemu_start, p->now_ns);
 	vm->live = true;
+	vm->early = true;
 	vw_pub_chan_set_path(&vm->chan, p->epfd, chan_path(vm), p->now_ns);
 	return 0;
 }
@@ -832,6 +834,34 @@ static void publish_vm(struct vw_publisher *p, struct pub_vm *vm, uint64_t now_n
 	vm->published = true;
 }
 
+/*
+ * The VMs live since the last round (started, restored from a save, migrated in, their lock
+ * ours again) get their frame at this tick rather than at the next round, up to a period
+ * later: a restored guest's clock runs on from its last frame, and its staleness window
+ * (3 intervals) was spent by the time the round came (virsh restore: the first frame 3.3 s
+ * after, the guest on its model meanwhile; tests/e2e/lifecycle.py). The frame takes a seq of
+ * its own (the round's + 1), so it is newer than any the guest saw; the other VMs' next frame
+ * skips it, a gap PROTOCOL.md §3 allows.
+ */
+static void publish_early(struct vw_publisher *p, uint64_t now_ns)
+{
+	bool any = false;
+
+	for (size_t i = 0; i < p->n_vms; i++) {
+		struct pub_vm *vm = p->vms[i];
+
+		if (!vm->early || !vm->listed || !vm->live)
+			continue;
+		if (!any) {
+			p->seq++;
+			watch_drain(p);
+			any = true;
+		}
+		publish_vm(p, vm, now_ns);
+		vm->early = false;
+	}
+}
+
 /* period +- jitter x period, uniformly; never under the 1 s floor. */
 static uint64_t next_interval(struct vw_publisher *p)
 {
@@ -877,8 +907,11 @@ int vw_publisher_tick(struct vw_publisher *p, uint64_t now_ns, bool *ret_publish
 		if (vm->listed && vm->live)
 			vw_pub_chan_poll(&vm->chan, p->epfd, now_ns);
 	}
-	if (!due)
+	if (!due) {
+		if (p->started)
+			publish_early(p, now_ns);
 		return r;
+	}
 	/* Rounds missed while no VM asked for a wake-up (vw_publisher_next_wake()) are counted
 	 * on the schedule they had, so seq keeps the pace it always had; a VM's own rounds are
 	 * never skipped (a late tick with VMs is one round, as before). */
@@ -898,6 +931,7 @@ int vw_publisher_tick(struct vw_publisher *p, uint64_t now_ns, bool *ret_publish
 	for (size_t i = 0; i < p->n_vms; i++)
 		if (p->vms[i]->listed && p->vms[i]->live) {
 			publish_vm(p, p->vms[i], now_ns);
+			p->vms[i]->early = false;
 			p->published_none = false;
 		}
 	p->watch_dirty = p->ifd < 0;
@@ -916,7 +950,8 @@ uint64_t vw_publisher_next_due(const struct vw_publisher *p)
 		const struct pub_vm *vm = p->vms[i];
 
 		if (vm->listed && vm->live)
-			t = VW_MIN(t, vw_pub_chan_next_ns(&vm->chan));
+			t = VW_MIN(t, vm->early && p->started ? p->now_ns
+							      : vw_pub_chan_next_ns(&vm->chan));
 		else if (vm->listed)
 			t = VW_MIN(t, vm->lock_retry_ns); /* a refused lock, tried again */
 	}

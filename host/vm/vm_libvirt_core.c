@@ -60,6 +60,7 @@ struct dom {
 	int id;
 	bool have_xml;
 	bool gone; /* stopped: reported once as VW_VM_SHUTOFF, then dropped */
+	bool unfound_asked; /* its QEMU not found at a list(): stats asked for once (below) */
 };
 
 struct lv {
@@ -243,6 +244,7 @@ static int apply_listed(struct lv *lv, const struct fetched *f)
 		memcpy(info.hypervisor, keep.hypervisor, sizeof(keep.hypervisor));
 		d->gone = false;
 		d->have_xml = false;
+		d->unfound_asked = false;
 		d->id = f->dom.id;
 	}
 	if (info.state == VW_VM_SHUTOFF)
@@ -779,6 +781,15 @@ static void write_back(struct lv *lv, const struct vw_vm_info *vms, const int *i
 		 * QEMU was never found, as on libvirt's test driver or Xen, waits for the next
 		 * stats: no helper run every interval for it.) */
 		lv->qemu_lost |= d->info.qemu_pid != 0 && vms[i].qemu_pid == 0;
+		/* Never found: perhaps its QEMU is gone already (a domain destroyed within a second
+		 * of its start, the helper's answer listing it after), perhaps not yet there or never
+		 * here (Xen, a remote host, the test driver). Stats once, at the next list(): a stopped
+		 * one is reported stopped then, not at the 30 s stats (faults.py's VM cycles: a VM
+		 * still shown 5 s after its destroy), for one helper run a domain. */
+		if (!d->info.qemu_pid && !vms[i].qemu_pid && !d->unfound_asked) {
+			d->unfound_asked = true;
+			lv->qemu_lost = true;
+		}
 		d->info.qemu_pid = vms[i].qemu_pid;
 		d->info.qemu_start_time = vms[i].qemu_start_time;
 		if (!d->info.vcpus)

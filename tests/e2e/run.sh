@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # End-to-end test (issue #7): a real VM under a real libvirtd, virtwatt-host on a powercap
 # fixture fed at a known wattage, virtwatt-guest inside the VM, and a real Prometheus.
-#   tests/e2e/run.sh [BUILD_DIR [checks|faults]]     (meson: suites 'e2e', 'faults'; needs root)
+#   tests/e2e/run.sh [BUILD_DIR [checks|faults|lifecycle]]  (meson: suites 'e2e', 'faults'; root)
 # "checks" (the default) runs tests/e2e/checks.py; "faults" runs the fault campaign of issue #11,
 # tests/e2e/faults.py, on the same set-up with these differences: the meter wraps every 2^32 uJ,
 # the shared folders live on an 8 MiB tmpfs (so it can be filled), virtwatt-host polls a fake
 # kubelet that faults.py serves, and ASan keeps no quarantine (so RSS means what is kept).
+# "lifecycle" runs tests/e2e/lifecycle.py (virsh suspend/resume, save/restore, reset) alone; the
+# domain restarts on a reset there (elsewhere a reboot, e.g. a guest panic, ends it).
 #
 # 1. The guest image (tests/e2e/guest-image.sh): a Debian kernel extracted from its package,
 #    busybox, virtwatt-guest with its libraries, a CPU burner; cached in BUILD_DIR/e2e-cache.
@@ -27,7 +29,7 @@ src=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$src/../.." && pwd)
 build=$(realpath "${1:-$root/build}")
 mode=${2:-checks}
-case $mode in checks | faults) ;; *) echo "usage: $0 [BUILD_DIR [checks|faults]]" >&2; exit 2 ;; esac
+case $mode in checks | faults | lifecycle) ;; *) echo "usage: $0 [BUILD_DIR [checks|faults|lifecycle]]" >&2; exit 2 ;; esac
 export E2E_WATTS=${E2E_WATTS:-40}
 export E2E_PLATFORM_WATTS=${E2E_PLATFORM_WATTS:-100} # the BMC's power: the platform zone
 t_start=$(date +%s)
@@ -219,6 +221,19 @@ echo "# libvirtd up ($(elapsed))"
 
 # ---- 3. The domain ----
 cache="$build/e2e-cache"
+on_reboot=destroy
+share_fs="    <filesystem type='mount' accessmode='mapped'>
+      <source dir='$work/share/$uuid'/>
+      <target dir='virtwatt'/>
+      <readonly/>
+    </filesystem>
+"
+if [ "$mode" = lifecycle ]; then
+	on_reboot=restart # virsh reset: QEMU's -no-reboot would end the domain
+	# No 9p share: QEMU refuses to save or migrate a VM with a 9p export mounted ("Migration is
+	# disabled when VirtFS export path ... is mounted"); the channel alone, as a VM that migrates.
+	share_fs=""
+fi
 cat >"$work/domain.xml" <<EOF
 <domain type='qemu' xmlns:qemu='http://libvirt.org/schemas/domain/qemu/1.0'>
   <name>$name</name>
@@ -232,19 +247,14 @@ cat >"$work/domain.xml" <<EOF
     <cmdline>console=ttyS0 quiet panic=-1</cmdline>
   </os>
   <cpu mode='custom' match='exact'><model fallback='allow'>qemu64</model></cpu>
-  <on_reboot>destroy</on_reboot>
+  <on_reboot>$on_reboot</on_reboot>
   <devices>
     <serial type='file'><source path='$work/console.log'/><target port='0'/></serial>
     <channel type='unix'>
       <source mode='bind' path='$work/power.sock'/>
       <target type='virtio' name='org.virtwatt.power.0'/>
     </channel>
-    <filesystem type='mount' accessmode='mapped'>
-      <source dir='$work/share/$uuid'/>
-      <target dir='virtwatt'/>
-      <readonly/>
-    </filesystem>
-    <memballoon model='none'/>
+$share_fs    <memballoon model='none'/>
   </devices>
   <qemu:commandline>
     <qemu:arg value='-netdev'/>
