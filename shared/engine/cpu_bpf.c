@@ -78,6 +78,9 @@ struct hw_key {
 
 struct bpf_state {
 	int fd[VW_BPF_FD__MAX]; /* from the loader child, -1 where absent */
+	struct vw_cgroup_irq *irq; /* the last read's interrupt time per cgroup */
+	size_t n_irq, cap_irq;
+	bool irq_no_atomic; /* no lookup-and-delete here: a lookup, then a delete */
 	int procfd;             /* the procfs root (a dup): the ghost check's */
 	struct vw_ghost_check ghost;
 	struct vw_complaint ghost_complaint;
@@ -195,6 +198,7 @@ static void bpf_close(void *state)
 	vw_bpf_exits_free(&s->exits);
 	free(s->ev_buf);
 	free(s->gone);
+	free(s->irq);
 	vw_cpu_bpf_close_fds(s->fd, VW_BPF_FD__MAX);
 	vw_closep(&s->procfd);
 	vw_cpu_history_free(&s->hist);
@@ -1215,6 +1219,45 @@ static void exits_delete(struct bpf_state *s)
 	s->n_gone = 0;
 }
 
+/*
+ * The interrupt time per cgroup since the last read (cpu_time.bpf.c, irq_cgroups): each
+ * entry taken and deleted at once, so the programs start it again from 0. Where the kernel
+ * has no lookup-and-delete for hashes (before 5.14), a lookup then a delete: what a CPU adds
+ * between the two is lost (microseconds). Errors only leave the list short.
+ */
+static void irq_collect(struct bpf_state *s, struct vw_cpu_snapshot *ret)
+{
+	int fd = s->fd[VW_BPF_FD_IRQ_CGROUPS];
+	uint64_t key, next, ns;
+	bool first = true;
+
+	s->n_irq = 0;
+	if (fd < 0)
+		return;
+	for (unsigned i = 0; i < VW_BPF_IRQ_CGROUPS; i++) {
+		int r = vw_bpf_map_get_next_key(fd, first ? NULL : &key, &next);
+
+		if (r < 0)
+			break;
+		first = false;
+		key = next;
+		r = s->irq_no_atomic ? -EINVAL : vw_bpf_map_lookup_and_delete_elem(fd, &key, &ns);
+		if (r == -EINVAL || r == -ENOTSUPP_KERNEL || r == -EOPNOTSUPP) {
+			s->irq_no_atomic = true;
+			r = vw_bpf_map_lookup_elem(fd, &key, &ns);
+			if (r == 0)
+				(void)vw_bpf_map_delete_elem(fd, &key);
+		}
+		if (r < 0 || ns == 0)
+			continue;
+		if (vw_array_grow((void **)&s->irq, sizeof(*s->irq), s->n_irq, &s->cap_irq) < 0)
+			break;
+		s->irq[s->n_irq++] = (struct vw_cgroup_irq){ .cgroup_id = key, .ns = ns };
+	}
+	ret->irq = s->irq;
+	ret->n_irq = s->n_irq;
+}
+
 static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 {
 	struct bpf_state *s = state;
@@ -1259,6 +1302,7 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	ret->exits_untracked[VW_CPU_UNTRACKED_NO_THREAD_SLOT] = s->stats_seen[VW_BPF_STAT_TASK_FULL];
 	ret->exits_untracked[VW_CPU_UNTRACKED_PID_REUSED] = s->stats_seen[VW_BPF_STAT_REUSED];
 	ghost_check(s, ret);
+	irq_collect(s, ret);
 	return hw_attach(s, ret);
 }
 

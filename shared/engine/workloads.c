@@ -1147,11 +1147,35 @@ void vw_wl_cont_unkeep(struct wl_container *c)
 }
 
 /*
+ * The interrupt time the kernel counted in a container's cgroup, or below it, because its
+ * tasks were the ones interrupted (the bpf accountant's, cpu_time.bpf.c): not its work, taken
+ * out of its usage, so it stays in the root's total beyond the containers (the uncontained
+ * rest). O(entries) path lookups: the entries are the cgroups interrupted in the interval.
+ */
+static uint64_t cont_irq_ns(const struct vw_workloads *w, const struct wl_container *c,
+			    const struct vw_cpu_snapshot *snap)
+{
+	size_t len = strlen(c->cg_path);
+	uint64_t ns = 0;
+
+	for (size_t i = 0; snap && i < snap->n_irq; i++) {
+		const char *path;
+
+		if (vw_cgroupfs_path(w->o.cgroupfs, snap->irq[i].cgroup_id, &path) < 0)
+			continue;
+		if (strncmp(path, c->cg_path, len) == 0 && (path[len] == '\0' || path[len] == '/'))
+			ns += snap->irq[i].ns;
+	}
+	return ns;
+}
+
+/*
  * Read the kernel's CPU-time totals: each live container's cgroup and the root. The first
  * VW_WL_CG_KEPT live containers to come keep their file open; one that ends or whose cgroup
  * goes gives its slot back (taken by another at the next interval).
  */
-static void sample_cgroups(struct vw_workloads *w, uint64_t dt_ns)
+static void sample_cgroups(struct vw_workloads *w, const struct vw_cpu_snapshot *snap,
+			   uint64_t dt_ns)
 {
 	uint64_t cap = dt_ns ? (dt_ns + VW_NSEC_PER_SEC) * VW_MAX(w->o.host_cpus, 1u) : UINT64_MAX, ns;
 	size_t kept = 0;
@@ -1193,6 +1217,8 @@ static void sample_cgroups(struct vw_workloads *w, uint64_t dt_ns)
 		/* A first reading of a cgroup that took over a container (settle_claim) is its
 		 * baseline: not valid, the container's processes count for it this once. */
 		c->cg_valid = w->baseline_taken && had;
+		if (c->cg_valid && snap && snap->n_irq)
+			c->cg_delta_ns -= VW_MIN(cont_irq_ns(w, c, snap), c->cg_delta_ns);
 	}
 }
 
@@ -1231,7 +1257,7 @@ int vw_workloads_update(struct vw_workloads *w, const struct vw_cpu_snapshot *sn
 		 * reset every delta); nobody ended. */
 	}
 	resolve_late_pods(w);
-	sample_cgroups(w, dt_ns);
+	sample_cgroups(w, snap, dt_ns);
 	if (!w->baseline_taken) {
 		w->baseline_taken = true;
 		return 0;
