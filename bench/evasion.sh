@@ -11,7 +11,8 @@
 #   rate:       the victim's loop iterations per CPU second, against the baseline's;
 #   kthreads:   what kernel threads (kworkers, ksoftirqd, flushers: the root cgroup, the
 #               node's share in virtwatt) ran in the scenario.
-# Timing on a shared machine: figures, not assertions (tests/test_evasion.c asserts the bounds).
+# Timing on a shared machine: figures, not assertions (tests/test_cpu_irq.c asserts the interrupt case); KEEP=PREFIX keeps
+# each scenario's perf data as PREFIX.VICTIM_PID.
 #   bench/evasion.sh [seconds]     (root, perf, stress-ng, 2+ CPUs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -92,7 +93,7 @@ scenario() {
 	a1=$(usage_ns "$A") b1=$(usage_ns "$B") k1=$(kthreads_ns)
 	read -r it cpu <"$tmp/v"
 	perf script -i "$tmp/p.data" -F pid,time,event >"$tmp/ps" 2>/dev/null || true
-	[ -n "${KEEP:-}" ] && cp "$tmp/ps" "$KEEP.$vpid"
+	[ -z "${KEEP:-}" ] || cp "$tmp/p.data" "$KEEP.$vpid"
 	irq=$(awk -v vp="$vpid" '
 		{ ev=$NF; sub(":$","",ev); t=$(NF-1); sub(":$","",t); t=t*1e9
 		  if (ev ~ /_entry$/) { if (!d) { st=t; who=$1 } d++ } else if (d) { if (!--d && who == vp) s += t-st } }
