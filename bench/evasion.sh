@@ -62,10 +62,8 @@ usage_ns() { # a cgroup's cumulative CPU time in ns
 }
 kthreads_ns() { # every kernel thread's runtime (children of kthreadd), summed
 	local p
-	# shellcheck disable=SC2046
-	for p in $(cat /proc/[0-9]*/stat 2>/dev/null | sed 's/ (.*) / /' | awk '$3 == 2 { print $1 }'); do
-		cat "/proc/$p/schedstat" 2>/dev/null || true
-	done | awk '{ s += $1 } END { printf "%.0f\n", s }'
+	cat /proc/[0-9]*/stat 2>/dev/null | sed 's/ (.*) / /' | awk '$3 == 2 { print $1 }' |
+		while read -r p; do cat "/proc/$p/schedstat" 2>/dev/null || true; done | awk '{ s += $1 } END { printf "%.0f\n", s }'
 }
 EV=irq:softirq_entry,irq:softirq_exit,irq:irq_handler_entry,irq:irq_handler_exit
 tps=$(perf list tracepoint 2>/dev/null || true)
@@ -78,7 +76,7 @@ base_rate=
 scenario() {
 	if [ -n "${ONLY:-}" ] && [[ "$1" != *"$ONLY"* ]] && [[ "$1" != baseline ]]; then return; fi
 	local name=$1; shift
-	local a0 b0 k0 a1 b1 k1 out it cpu vp ap irq rate
+	local a0 b0 k0 a1 b1 k1 it cpu ap irq rate
 	a0=$(usage_ns "$A") b0=$(usage_ns "$B") k0=$(kthreads_ns)
 	perf record -q -o "$tmp/p.data" -C "$VC" -e "$EV" -- sleep "$SECS" >/dev/null 2>&1 &
 	local perfpid=$!
