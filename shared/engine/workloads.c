@@ -1150,23 +1150,34 @@ void vw_wl_cont_unkeep(struct wl_container *c)
  * The interrupt time the kernel counted in a container's cgroup, or below it, because its
  * tasks were the ones interrupted (the bpf accountant's, cpu_time.bpf.c): not its work, taken
  * out of its usage, so it stays in the root's total beyond the containers (the uncontained
- * rest). O(entries) path lookups: the entries are the cgroups interrupted in the interval.
+ * rest). paths[i]: snap->irq[i]'s cgroup, NULL where unknown (looked up once an interval:
+ * the entries are the cgroups interrupted in it, a compare per container and entry).
  */
-static uint64_t cont_irq_ns(const struct vw_workloads *w, const struct wl_container *c,
-			    const struct vw_cpu_snapshot *snap)
+static uint64_t cont_irq_ns(const struct wl_container *c, const struct vw_cpu_snapshot *snap,
+			    const char *const *paths)
 {
 	size_t len = strlen(c->cg_path);
 	uint64_t ns = 0;
 
-	for (size_t i = 0; snap && i < snap->n_irq; i++) {
-		const char *path;
-
-		if (vw_cgroupfs_path(w->o.cgroupfs, snap->irq[i].cgroup_id, &path) < 0)
-			continue;
-		if (strncmp(path, c->cg_path, len) == 0 && (path[len] == '\0' || path[len] == '/'))
+	for (size_t i = 0; i < snap->n_irq; i++)
+		if (paths[i] && strncmp(paths[i], c->cg_path, len) == 0 &&
+		    (paths[i][len] == '\0' || paths[i][len] == '/'))
 			ns += snap->irq[i].ns;
-	}
 	return ns;
+}
+
+/* snap's interrupt entries' cgroup paths (cont_irq_ns()), or NULL: none, or no memory (then
+ * no container's usage is reduced this interval). */
+static const char **irq_paths(const struct vw_workloads *w, const struct vw_cpu_snapshot *snap)
+{
+	const char **paths;
+
+	if (!snap || !snap->n_irq || !(paths = calloc(snap->n_irq, sizeof(*paths))))
+		return NULL;
+	for (size_t i = 0; i < snap->n_irq; i++)
+		if (vw_cgroupfs_path(w->o.cgroupfs, snap->irq[i].cgroup_id, &paths[i]) < 0)
+			paths[i] = NULL;
+	return paths;
 }
 
 /*
@@ -1178,11 +1189,13 @@ static void sample_cgroups(struct vw_workloads *w, const struct vw_cpu_snapshot 
 			   uint64_t dt_ns)
 {
 	uint64_t cap = dt_ns ? (dt_ns + VW_NSEC_PER_SEC) * VW_MAX(w->o.host_cpus, 1u) : UINT64_MAX, ns;
+	_cleanup_free_ const char **paths = NULL;
 	size_t kept = 0;
 
 	w->root_valid = false;
 	if (!w->o.cgroupfs)
 		return;
+	paths = irq_paths(w, snap);
 	if (vw_cgroupfs_usage_kept(w->o.cgroupfs, &w->root_cg_file, "", &ns) == 0) {
 		w->root_delta_ns = cg_step(&w->root_last_ns, &w->root_have_last, ns, cap);
 		w->root_valid = w->baseline_taken;
@@ -1217,8 +1230,8 @@ static void sample_cgroups(struct vw_workloads *w, const struct vw_cpu_snapshot 
 		/* A first reading of a cgroup that took over a container (settle_claim) is its
 		 * baseline: not valid, the container's processes count for it this once. */
 		c->cg_valid = w->baseline_taken && had;
-		if (c->cg_valid && snap && snap->n_irq)
-			c->cg_delta_ns -= VW_MIN(cont_irq_ns(w, c, snap), c->cg_delta_ns);
+		if (c->cg_valid && paths)
+			c->cg_delta_ns -= VW_MIN(cont_irq_ns(c, snap, paths), c->cg_delta_ns);
 	}
 }
 
