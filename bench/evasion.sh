@@ -53,7 +53,22 @@ cat >"$tmp/sleeper.c" <<'C'
 #include <time.h>
 int main(int c,char**v){struct timespec ts={0,atol(v[1])};(void)c;for(;;)clock_nanosleep(CLOCK_MONOTONIC,0,&ts,NULL);}
 C
+# A thread asleep on the victim's CPU (its timer wakes it each ms) and one unmapping on another:
+# the TLB shootdowns' IPIs reach the victim's CPU where the process's mm was last active.
+cat >"$tmp/tlb.c" <<'C'
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <time.h>
+static void pin(int c){cpu_set_t s;CPU_ZERO(&s);CPU_SET(c,&s);sched_setaffinity(0,sizeof(s),&s);}
+static void *sleeper(void *a){struct timespec ts={0,1000000};pin(*(int*)a);for(;;)clock_nanosleep(CLOCK_MONOTONIC,0,&ts,NULL);}
+int main(int c,char**v){pthread_t t;int vc=atoi(v[1]);(void)c;pthread_create(&t,0,sleeper,&vc);pin(0);
+for(;;){char*p=mmap(0,4096*4,PROT_READ|PROT_WRITE,MAP_PRIVATE|MAP_ANONYMOUS,-1,0);p[0]=1;p[4096]=1;munmap(p,4096*4);}}
+C
 cc -O2 -o "$tmp/burn" "$tmp/burn.c"
+cc -O2 -pthread -o "$tmp/tlb" "$tmp/tlb.c"
 cc -O2 -o "$tmp/sleeper" "$tmp/sleeper.c"
 
 usage_ns() { # a cgroup's cumulative CPU time in ns
@@ -111,6 +126,7 @@ scenario "udp flood, victim's CPU" taskset -c "$VC" stress-ng --udp 1 -q
 scenario "tcp stream, both CPUs" stress-ng --sock 1 -q
 scenario "timer wakes, other CPU" taskset -c "$OC" "$tmp/sleeper" 20000
 scenario "timer wakes, victim's CPU" taskset -c "$VC" "$tmp/sleeper" 20000
+scenario "munmap IPIs" "$tmp/tlb" "$VC"
 scenario "io_uring, other CPU" taskset -c "$OC" stress-ng --io-uring 1 -q
 scenario "writeback, other CPU" taskset -c "$OC" stress-ng --hdd 1 --hdd-bytes 64M -q
 scenario "fork 1 ms children" taskset -c "$OC" stress-ng --fork 1 -q
