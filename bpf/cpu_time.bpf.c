@@ -439,8 +439,8 @@ int vw_iter_read(struct bpf_iter__task *ctx)
  * whose timers, I/O completions or IPIs fire on a CPU where another runs makes that one pay
  * (bench/evasion.sh: a 20 us nanosleep loop beside a burner put 9 % of the burner's time in
  * timer interrupts). These programs time each outermost span (nesting is counted per CPU) and
- * add it to the interrupted task's cgroup in irq_cgroups, which user space subtracts from the
- * container's usage: the span then falls in the node's uncontained rest, as the root's
+ * add it to the interrupted task's cgroup in irq_cgroups and its process in irq_procs, which
+ * user space subtracts from the container's usage and the process's time: the span then falls in the node's uncontained rest, as the root's
  * total still counts it. The CPU's idle task pays nothing. A softirq run in task context (the
  * task's own local_bh_enable(), or ksoftirqd) is its own work and stays with it.
  */
@@ -460,6 +460,29 @@ struct {
 	__type(value, __u64);
 } irq_cgroups SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, VW_BPF_IRQ_PROCS);
+	__type(key, __u32);
+	__type(value, __u64);
+} irq_procs SEC(".maps");
+
+/* d more in *map's entry for key, made if need be (two CPUs may race to make it). */
+static __always_inline void irq_add(void *map, const void *key, __u64 d)
+{
+	__u64 *v = bpf_map_lookup_elem(map, key);
+
+	if (v) {
+		__sync_fetch_and_add(v, d);
+		return;
+	}
+	if (bpf_map_update_elem(map, key, &d, BPF_NOEXIST) != 0) {
+		v = bpf_map_lookup_elem(map, key);
+		if (v)
+			__sync_fetch_and_add(v, d);
+	}
+}
+
 static __always_inline void irq_begin(bool soft)
 {
 	__u32 zero = 0;
@@ -468,6 +491,14 @@ static __always_inline void irq_begin(bool soft)
 
 	if (!c)
 		return;
+	/* An exit these programs missed (attached between a span's entry and its exit, entries
+	 * first) would leave the CPU's state open for good, and no span counted there again:
+	 * softirqs never nest, so one still marked open at a softirq's entry has ended; no span
+	 * lasts VW_BPF_IRQ_STALE_NS. */
+	if (soft)
+		c->own_soft = 0;
+	if (c->depth && now - c->start_ns > VW_BPF_IRQ_STALE_NS)
+		c->depth = 0;
 	if (soft && c->depth == 0 && now - c->hard_end_ns > VW_BPF_IRQ_EXIT_WINDOW_NS) {
 		c->own_soft = 1;
 		return;
@@ -481,7 +512,8 @@ static __always_inline void irq_end(bool soft)
 	__u32 zero = 0;
 	struct vw_irq_cpu *c = bpf_map_lookup_elem(&irq_cpus, &zero);
 	struct task_struct *task;
-	__u64 now, d, cgid, *v;
+	__u64 now, d, cgid;
+	__u32 tgid;
 
 	if (!c)
 		return;
@@ -498,16 +530,9 @@ static __always_inline void irq_end(bool soft)
 	if (!task->pid)
 		return;
 	cgid = vw_task_cgroup_id_btf(task, cgroup_v1);
-	v = bpf_map_lookup_elem(&irq_cgroups, &cgid);
-	if (v) {
-		__sync_fetch_and_add(v, d);
-		return;
-	}
-	if (bpf_map_update_elem(&irq_cgroups, &cgid, &d, BPF_NOEXIST) != 0) {
-		v = bpf_map_lookup_elem(&irq_cgroups, &cgid); /* another CPU made it */
-		if (v)
-			__sync_fetch_and_add(v, d);
-	}
+	tgid = task->tgid;
+	irq_add(&irq_cgroups, &cgid, d);
+	irq_add(&irq_procs, &tgid, d);
 }
 
 SEC("tp_btf/irq_handler_entry")

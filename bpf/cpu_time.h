@@ -106,11 +106,16 @@ enum {
  * cgroups that ran nothing interrupted are never made: the map holds the busy ones.
  */
 #define VW_BPF_IRQ_CGROUPS 4096u
+/* irq_procs: the same per interrupted process (tgid), for the processes' own figures. */
+#define VW_BPF_IRQ_PROCS 4096u
 /* A softirq that starts within this long after a hardirq's end on the same CPU is taken for
  * the interrupt's exit (irq_exit() runs the pending softirqs): the interrupted task's time
  * too. Later ones ran in task context (local_bh_enable(): the task's own traffic) or in
  * ksoftirqd, whose work is its own. */
 #define VW_BPF_IRQ_EXIT_WINDOW_NS 5000u
+/* Longer than any span (a softirq run yields to ksoftirqd after 2 ms): one open for longer had
+ * its exit missed. */
+#define VW_BPF_IRQ_STALE_NS 50000000u
 
 /* One live thread, written by the seed and read iterators (iter/task). */
 struct vw_bpf_task_rec {

@@ -72,8 +72,10 @@ static pid_t spawn(const char *dir, int cpu, bool burner, double secs)
 		volatile unsigned long x = 0;
 		double t0 = mono_s();
 
-		if (settle(dir, cpu) < 0)
+		if (settle(dir, cpu) < 0) {
+			fprintf(stderr, "# settle %s: %s\n", dir, strerror(errno));
 			_exit(2);
+		}
 		while (mono_s() - t0 < secs)
 			if (burner)
 				for (int i = 0; i < 10000; i++)
@@ -83,6 +85,21 @@ static pid_t spawn(const char *dir, int cpu, bool burner, double secs)
 		_exit(0);
 	}
 	return pid;
+}
+
+/* A process's runtime so far (/proc/PID/schedstat's first field: its threads' summed). */
+static uint64_t schedstat_ns(pid_t pid)
+{
+	unsigned long long ns = 0;
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/schedstat", (int)pid);
+	f = fopen(path, "re");
+	assert_non_null(f);
+	assert_int_equal(fscanf(f, "%llu", &ns), 1);
+	fclose(f);
+	return ns;
 }
 
 static uint64_t snap_irq(const struct vw_cpu_snapshot *s, uint64_t id)
@@ -102,7 +119,7 @@ static void test_timer_wakes(void **state)
 	struct vw_zone_energy none[VW_ZONE__COUNT] = { 0 };
 	char mnt[160], a[700], b[700], a_rel[200], b_rel[200];
 	int cpu = (int)sysconf(_SC_NPROCESSORS_ONLN) - 1, st, r;
-	uint64_t u0, u1, irq = 0, cont_ns = 0;
+	uint64_t u0, u1, irq = 0, cont_ns = 0, p0, p1, pirq = 0, proc_ns = 0;
 	struct vw_cpu_accountant acc;
 	struct vw_cpu_snapshot snap;
 	struct vw_cgroupfs *cg;
@@ -142,10 +159,15 @@ static void test_timer_wakes(void **state)
 	assert_int_equal(acc.ops->read(acc.state, &snap), 0);
 	assert_int_equal(vw_workloads_update(w, &snap, none, 100000000), 0);
 	assert_int_equal(vw_cgroupfs_usage(cg, a_rel, &u0), 0);
+	p0 = schedstat_ns(victim);
 	attacker = spawn(b, cpu, false, 1.8);
 	usleep(2000000);
 	assert_int_equal(acc.ops->read(acc.state, &snap), 0);
 	assert_int_equal(vw_cgroupfs_usage(cg, a_rel, &u1), 0);
+	p1 = schedstat_ns(victim);
+	for (size_t i = 0; i < snap.n_irq_procs; i++)
+		if (snap.irq_procs[i].tgid == (uint32_t)victim)
+			pirq = snap.irq_procs[i].ns;
 	irq = snap_irq(&snap, (uint64_t)sa.st_ino);
 	for (size_t i = 0; i < snap.n_irq && getenv("VW_TEST_VERBOSE"); i++)
 		print_message("# irq cgroup %llu: %llu ns (A is %llu)\n", (unsigned long long)snap.irq[i].cgroup_id, (unsigned long long)snap.irq[i].ns, (unsigned long long)sa.st_ino);
@@ -153,6 +175,9 @@ static void test_timer_wakes(void **state)
 	for (size_t i = 0; i < w->n_conts; i++)
 		if (w->conts[i].cg_path && strcmp(w->conts[i].cg_path, a_rel) == 0)
 			cont_ns = w->conts[i].cg_delta_ns;
+	for (size_t i = 0; i < w->n_procs; i++)
+		if (w->procs[i].tgid == (uint32_t)victim && !w->procs[i].terminated)
+			proc_ns = w->procs[i].delta_ns;
 	kill(attacker, SIGKILL);
 	kill(victim, SIGKILL);
 	waitpid(attacker, &st, 0);
@@ -160,6 +185,8 @@ static void test_timer_wakes(void **state)
 	print_message("# victim's cgroup ran %.3f s, of it %.3f s interrupts (%.1f %%); its "
 		      "container counted %.3f s\n", (double)(u1 - u0) / 1e9, (double)irq / 1e9,
 		      100.0 * (double)irq / (double)(u1 - u0), (double)cont_ns / 1e9);
+	print_message("# the victim ran %.3f s, of it %.3f s interrupts; the registry counted it "
+		      "%.3f s\n", (double)(p1 - p0) / 1e9, (double)pirq / 1e9, (double)proc_ns / 1e9);
 	vw_workloads_free(w);
 	vw_cpu_accountant_close(&acc);
 	vw_cgroupfs_free(cg);
@@ -169,6 +196,12 @@ static void test_timer_wakes(void **state)
 	if (irq * 50 < u1 - u0)
 		fail_msg("the victim's cgroup paid %.3f s of interrupts, below 2 %% of its %.3f s",
 			 (double)irq / 1e9, (double)(u1 - u0) / 1e9);
+	if (pirq * 50 < p1 - p0)
+		fail_msg("the victim paid %.3f s of interrupts, below 2 %% of its %.3f s",
+			 (double)pirq / 1e9, (double)(p1 - p0) / 1e9);
+	if (proc_ns + pirq / 2 > p1 - p0 + 20000000)
+		fail_msg("the registry counted the victim %.3f s, its %.3f s less %.3f s of interrupts "
+			 "expected", (double)proc_ns / 1e9, (double)(p1 - p0) / 1e9, (double)pirq / 1e9);
 	/* The registry's interval spans the usage readings above and the milliseconds between
 	 * them and its own: 20 ms of slack, where the interrupts are 80 ms here. */
 	if (cont_ns + irq / 2 > u1 - u0 + 20000000)

@@ -61,6 +61,12 @@ struct vw_cgroup_irq {
 	uint64_t ns;
 };
 
+/* Interrupt time counted in a process's threads' runtime (vw_cpu_snapshot.irq_procs). */
+struct vw_proc_irq {
+	uint32_t tgid;
+	uint64_t ns;
+};
+
 struct vw_cpu_snapshot {
 	struct vw_proc_cpu *procs; /* owned by the accountant; valid until the next read */
 	size_t n_procs;
@@ -89,6 +95,10 @@ struct vw_cpu_snapshot {
 	 * elsewhere. The registry takes it out of the containers' totals. */
 	const struct vw_cgroup_irq *irq;
 	size_t n_irq;
+	/* The same per process (the interrupted thread's tgid), in tgid order: the registry takes
+	 * it out of the process's time. */
+	const struct vw_proc_irq *irq_procs;
+	size_t n_irq_procs;
 };
 
 /* vw_cpu_env.flags: test and debugging knobs of the bpf accountant. */

@@ -514,6 +514,7 @@ static int loader_fds(const struct loader *l, int fds[VW_BPF_FD__MAX])
 
 	fds[VW_BPF_FD_EXITS] = bpf_map__fd(l->skel->maps.exits);
 	fds[VW_BPF_FD_IRQ_CGROUPS] = bpf_map__fd(l->skel->maps.irq_cgroups);
+	fds[VW_BPF_FD_IRQ_PROCS] = bpf_map__fd(l->skel->maps.irq_procs);
 	for (int i = 0; i < sk->prog_cnt; i++) {
 		struct bpf_link *link = *sk->progs[i].link;
 

@@ -538,6 +538,24 @@ static bool comm_changed(const char a[VW_COMM_LEN], const char b[VW_COMM_LEN])
 	return strncmp(a, b, VW_COMM_LEN - 1) != 0;
 }
 
+/* The interrupt time the kernel counted in tgid's runtime in the interval for others' work
+ * (cpu_account.h: vw_cpu_snapshot.irq_procs, in tgid order), 0 when none. */
+static uint64_t proc_irq_ns(const struct vw_cpu_snapshot *snap, uint32_t tgid)
+{
+	size_t lo = 0, hi = snap->n_irq_procs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (snap->irq_procs[mid].tgid < tgid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < snap->n_irq_procs && snap->irq_procs[lo].tgid == tgid ? snap->irq_procs[lo].ns
+									   : 0;
+}
+
 /* Merge the snapshot into the process table; sets each process's delta_ns. */
 static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *snap)
 {
@@ -575,6 +593,9 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 			drop_exe(w, p);
 		}
 		p->delta_ns = fwd(p->last_cpu_ns, s->cpu_ns);
+		/* Not its work: others' interrupts it was running under (the bpf accountant's). */
+		if (snap->n_irq_procs && p->delta_ns)
+			p->delta_ns -= VW_MIN(proc_irq_ns(snap, s->tgid), p->delta_ns);
 		if (s->cgroup_id && s->cgroup_id != p->cgroup_id && !p->kernel) {
 			p->cgroup_id = s->cgroup_id; /* it moved (docker exec, a scope move) */
 			p->container = place_proc(w, s->tgid, s->cgroup_id);
