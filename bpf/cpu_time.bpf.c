@@ -31,8 +31,8 @@
  * Cost. Nothing here runs on the scheduler's switch path: the programs run once per thread exit
  * and once per task free, and the iterator at each read, which reads each thread's own fields
  * and its leader's, nothing else (no task storage or hash lookup per thread). The interrupt
- * programs (below) run at each hardirq's and softirq's entry and exit: ~100 ns a run, 26 ms
- * a second under a loopback UDP flood of 135,000 softirqs a second (bench/irq_cost.sh). (The optional
+ * programs (below) run at each hardirq's and softirq's entry and exit: ~100 ns a run, 29 ms
+ * a second under a loopback UDP flood of 150,000 softirqs a second (bench/irq_cost.sh). (The optional
  * counter program below, loaded where a PMU counts, is a sched_switch program: per-slice counts
  * exist nowhere else. cpu_walk.bpf.c's marker is the other: one task storage lookup and a
  * compare per switch, so that a read walks only the processes that ran.)
