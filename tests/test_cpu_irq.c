@@ -112,6 +112,18 @@ static uint64_t snap_irq(const struct vw_cpu_snapshot *s, uint64_t id)
 	return ns;
 }
 
+/* The CPU time the registry exports for the container at rel and the process pid. */
+static void figures(const struct vw_workloads *w, const char *rel, pid_t pid, uint64_t *cont,
+		    uint64_t *proc)
+{
+	for (size_t i = 0; i < w->n_conts; i++)
+		if (w->conts[i].cg_path && strcmp(w->conts[i].cg_path, rel) == 0)
+			*cont = w->conts[i].cpu_ns;
+	for (size_t i = 0; i < w->n_procs; i++)
+		if (w->procs[i].tgid == (uint32_t)pid && !w->procs[i].terminated)
+			*proc = w->procs[i].cpu_ns;
+}
+
 static void test_timer_wakes(void **state)
 {
 	struct vw_cpu_env env = { .procfs_fd = procfd, .sysfs_fd = sysfd };
@@ -120,6 +132,7 @@ static void test_timer_wakes(void **state)
 	char mnt[160], a[700], b[700], a_rel[200], b_rel[200];
 	int cpu = (int)sysconf(_SC_NPROCESSORS_ONLN) - 1, st, r;
 	uint64_t u0, u1, irq = 0, cont_ns = 0, p0, p1, pirq = 0, proc_ns = 0;
+	uint64_t cont_cpu0 = 0, cont_cpu1 = 0, proc_cpu0 = 0, proc_cpu1 = 0;
 	struct vw_cpu_accountant acc;
 	struct vw_cpu_snapshot snap;
 	struct vw_cgroupfs *cg;
@@ -160,6 +173,7 @@ static void test_timer_wakes(void **state)
 	assert_int_equal(vw_workloads_update(w, &snap, none, 100000000), 0);
 	assert_int_equal(vw_cgroupfs_usage(cg, a_rel, &u0), 0);
 	p0 = schedstat_ns(victim);
+	figures(w, a_rel, victim, &cont_cpu0, &proc_cpu0);
 	attacker = spawn(b, cpu, false, 1.8);
 	usleep(2000000);
 	assert_int_equal(acc.ops->read(acc.state, &snap), 0);
@@ -178,6 +192,7 @@ static void test_timer_wakes(void **state)
 	for (size_t i = 0; i < w->n_procs; i++)
 		if (w->procs[i].tgid == (uint32_t)victim && !w->procs[i].terminated)
 			proc_ns = w->procs[i].delta_ns;
+	figures(w, a_rel, victim, &cont_cpu1, &proc_cpu1);
 	kill(attacker, SIGKILL);
 	kill(victim, SIGKILL);
 	waitpid(attacker, &st, 0);
@@ -202,6 +217,12 @@ static void test_timer_wakes(void **state)
 	if (proc_ns + pirq / 2 > p1 - p0 + 20000000)
 		fail_msg("the registry counted the victim %.3f s, its %.3f s less %.3f s of interrupts "
 			 "expected", (double)proc_ns / 1e9, (double)(p1 - p0) / 1e9, (double)pirq / 1e9);
+	/* What it exports as their CPU time stays the kernel's (kepler_*_cpu_seconds_total). */
+	if (cont_cpu1 - cont_cpu0 + 20000000 < u1 - u0 || proc_cpu1 - proc_cpu0 + 20000000 < p1 - p0)
+		fail_msg("the registry's CPU time for the victim's container %.3f s and process "
+			 "%.3f s, where the kernel counted %.3f s and %.3f s",
+			 (double)(cont_cpu1 - cont_cpu0) / 1e9, (double)(proc_cpu1 - proc_cpu0) / 1e9,
+			 (double)(u1 - u0) / 1e9, (double)(p1 - p0) / 1e9);
 	/* The registry's interval spans the usage readings above and the milliseconds between
 	 * them and its own: 20 ms of slack, where the interrupts are 80 ms here. */
 	if (cont_ns + irq / 2 > u1 - u0 + 20000000)

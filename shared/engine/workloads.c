@@ -594,8 +594,10 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 		}
 		p->delta_ns = fwd(p->last_cpu_ns, s->cpu_ns);
 		/* Not its work: others' interrupts it was running under (the bpf accountant's). */
-		if (snap->n_irq_procs && p->delta_ns)
-			p->delta_ns -= VW_MIN(proc_irq_ns(snap, s->tgid), p->delta_ns);
+		if (snap->n_irq_procs && p->delta_ns) {
+			p->irq_ns = VW_MIN(proc_irq_ns(snap, s->tgid), p->delta_ns);
+			p->delta_ns -= p->irq_ns;
+		}
 		if (s->cgroup_id && s->cgroup_id != p->cgroup_id && !p->kernel) {
 			p->cgroup_id = s->cgroup_id; /* it moved (docker exec, a scope move) */
 			p->container = place_proc(w, s->tgid, s->cgroup_id);
@@ -606,7 +608,7 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 			p->container = place_proc(w, s->tgid, 0);
 		}
 		p->last_cpu_ns = s->cpu_ns;
-		p->cpu_ns += p->delta_ns;
+		p->cpu_ns += p->delta_ns + p->irq_ns;
 		if (snap->counters && take_counters(p, &snap->counters[i]) < 0)
 			hw_err = -ENOMEM; /* the rest merged all the same: the table stays whole */
 		if (s->exited)
@@ -1066,7 +1068,7 @@ static int attribute(struct vw_workloads *w, const struct vw_zone_energy zones[V
 static void count_live(struct vw_workloads *w)
 {
 	for (size_t i = 0; i < w->n_conts; i++)
-		w->conts[i].live = 0, w->conts[i].delta_ns = 0;
+		w->conts[i].live = 0, w->conts[i].delta_ns = 0, w->conts[i].irq_ns = 0;
 	for (size_t i = 0; i < w->n_pods; i++)
 		w->pods[i].live = 0;
 	for (size_t k = 0; k < w->n_vms; k++)
@@ -1076,12 +1078,13 @@ static void count_live(struct vw_workloads *w)
 
 		if (p->vm >= 0 && (!p->terminated || p->delta_ns)) {
 			w->vms[p->vm].live++;
-			w->vms[p->vm].cpu_ns += p->delta_ns;
+			w->vms[p->vm].cpu_ns += p->delta_ns + p->irq_ns;
 		}
 
 		if (p->container < 0)
 			continue;
 		w->conts[p->container].delta_ns += p->delta_ns;
+		w->conts[p->container].irq_ns += p->irq_ns;
 		/* A process that ran this interval counts, even if it has just exited. */
 		if (!p->terminated || p->delta_ns)
 			w->conts[p->container].live++;
@@ -1092,9 +1095,10 @@ static void count_live(struct vw_workloads *w)
 		/* The kernel's total where it has one: tasks never seen alive ran in it too. */
 		if (c->cg_valid) {
 			c->delta_ns = c->cg_delta_ns;
-			c->live += c->cg_delta_ns > 0;
+			c->irq_ns = c->cg_irq_ns;
+			c->live += c->cg_delta_ns + c->cg_irq_ns > 0;
 		}
-		c->cpu_ns += c->delta_ns;
+		c->cpu_ns += c->delta_ns + c->irq_ns; /* the kernel's figure, exported */
 		if (c->live && c->pod >= 0)
 			w->pods[c->pod].live++;
 	}
@@ -1117,6 +1121,7 @@ static void clear_intervals(struct vw_workloads *w)
 			clear_acc(p->z, p->n_z);
 		p->shared = false;
 		p->delta_ns = 0;
+		p->irq_ns = 0;
 		clear_counters(p);
 		p->seen = false;
 	}
@@ -1229,6 +1234,7 @@ static void sample_cgroups(struct vw_workloads *w, const struct vw_cpu_snapshot 
 
 		c->cg_valid = false;
 		c->cg_delta_ns = 0;
+		c->cg_irq_ns = 0;
 		if (!c->cg_path || c->terminated) {
 			kept -= c->cg_kept;
 			vw_wl_cont_unkeep(c);
@@ -1251,8 +1257,10 @@ static void sample_cgroups(struct vw_workloads *w, const struct vw_cpu_snapshot 
 		/* A first reading of a cgroup that took over a container (settle_claim) is its
 		 * baseline: not valid, the container's processes count for it this once. */
 		c->cg_valid = w->baseline_taken && had;
-		if (c->cg_valid && paths)
-			c->cg_delta_ns -= VW_MIN(cont_irq_ns(c, snap, paths), c->cg_delta_ns);
+		if (c->cg_valid && paths) {
+			c->cg_irq_ns = VW_MIN(cont_irq_ns(c, snap, paths), c->cg_delta_ns);
+			c->cg_delta_ns -= c->cg_irq_ns;
+		}
 	}
 }
 
