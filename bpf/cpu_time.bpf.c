@@ -431,7 +431,7 @@ int vw_iter_read(struct bpf_iter__task *ctx)
 	return 0;
 }
 
-/* ---- interrupt time, out of the interrupted task's cgroup ---- */
+/* ---- interrupt time, out of the interrupted task's cgroup and process ---- */
 
 /*
  * Without CONFIG_IRQ_TIME_ACCOUNTING the kernel adds every hardirq, and the softirqs run at its
@@ -440,9 +440,11 @@ int vw_iter_read(struct bpf_iter__task *ctx)
  * (bench/evasion.sh: a 20 us nanosleep loop beside a burner put 9 % of the burner's time in
  * timer interrupts). These programs time each outermost span (nesting is counted per CPU) and
  * add it to the interrupted task's cgroup in irq_cgroups and its process in irq_procs, which
- * user space subtracts from the container's usage and the process's time: the span then falls in the node's uncontained rest, as the root's
- * total still counts it. The CPU's idle task pays nothing. A softirq run in task context (the
- * task's own local_bh_enable(), or ksoftirqd) is its own work and stays with it.
+ * user space takes out of the container's usage and the process's time where they weigh its
+ * share of energy: the span then falls in the node's uncontained rest, as the root's total
+ * still counts it. The CPU's idle task pays nothing. A softirq run in task context (the task's
+ * own local_bh_enable(), or ksoftirqd) is its own work and stays with it. User space loads
+ * them only with the tp_btf programs, and not where the kernel leaves interrupts out itself.
  */
 struct vw_irq_cpu {
 	__u64 start_ns;    /* the outermost span's start */
