@@ -97,6 +97,26 @@ enum {
 /* The ring's bytes: a power of two of pages; an event takes 56 with its header (4,681 fit). */
 #define VW_BPF_EXIT_RING_BYTES (256u * 1024u)
 
+/*
+ * irq_cgroups (cpu_time.bpf.c): per cgroup id (as the records carry it), the nanoseconds of
+ * hardirq and interrupt-exit softirq that ran while one of its tasks was the interrupted one,
+ * since the last read (user space takes and deletes each entry). The kernel (without
+ * CONFIG_IRQ_TIME_ACCOUNTING) counts that time in the interrupted task's runtime and its
+ * cgroup's usage; user space takes it out of the container's total again. The entries of
+ * cgroups that ran nothing interrupted are never made: the map holds the busy ones.
+ */
+#define VW_BPF_IRQ_CGROUPS 4096u
+/* irq_procs: the same per interrupted process (tgid), for the processes' own figures. */
+#define VW_BPF_IRQ_PROCS 4096u
+/* A softirq that starts within this long after a hardirq's end on the same CPU is taken for
+ * the interrupt's exit (irq_exit() runs the pending softirqs): the interrupted task's time
+ * too. Later ones ran in task context (local_bh_enable(): the task's own traffic) or in
+ * ksoftirqd, whose work is its own. */
+#define VW_BPF_IRQ_EXIT_WINDOW_NS 5000u
+/* Longer than any span (a softirq run yields to ksoftirqd after 2 ms): one open for longer had
+ * its exit missed. */
+#define VW_BPF_IRQ_STALE_NS 50000000u
+
 /* One live thread, written by the seed and read iterators (iter/task). */
 struct vw_bpf_task_rec {
 	__u32 tgid;

@@ -46,6 +46,25 @@ static int group_teardown(void **state)
 	return 0;
 }
 
+/* A name among the kernel's BTF strings (the type CONFIG_IRQ_TIME_ACCOUNTING adds: "irqtime"). */
+__attribute__((unused)) static bool btf_has_name(const char *name)
+{
+	_cleanup_free_ char *buf = NULL;
+	size_t len = 0, n = strlen(name);
+	FILE *f = fopen("/sys/kernel/btf/vmlinux", "re");
+
+	if (!f)
+		return false;
+	buf = malloc(64u << 20);
+	if (buf)
+		len = fread(buf, 1, 64u << 20, f);
+	fclose(f);
+	for (size_t i = 0; i + n + 1 < len; i++)
+		if (buf[i] == '\0' && memcmp(buf + i + 1, name, n) == 0 && buf[i + 1 + n] == '\0')
+			return true;
+	return false;
+}
+
 /* /proc/PID/stat's starttime (ticks since boot), or false when there is no such process. */
 __attribute__((unused)) static bool proc_start(uint32_t pid, uint64_t *ret)
 {

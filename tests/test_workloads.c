@@ -734,6 +734,39 @@ static void test_split_keys_from_counters(void **state)
 	teardown(&c);
 }
 
+/*
+ * Interrupts the kernel counted in a process's time for others' work (the bpf accountant's
+ * vw_cpu_snapshot.irq_procs) weigh nothing in the split: nginx (container A) and sshd ran 1 s
+ * each, 0.5 s of nginx's in others' interrupts, so 9 J go 1 : 2. Its exported CPU time stays
+ * the kernel's 1 s. Before: 4.5 J each.
+ */
+static void test_irq_out_of_weights(void **state)
+{
+	static const uint64_t ms[ARRAY_SIZE(procs)] = { 1000, 0, 0, 1000 }; /* nginx, sshd */
+	static const struct vw_proc_irq irq[] = { { .tgid = 100, .ns = 500000000 } };
+	struct vw_workloads_totals t;
+	struct ctx c;
+	char *text;
+
+	(void)state;
+	setup(&c, NULL);
+	interval(&c, zero, 0, 0);
+	c.snap.irq_procs = irq;
+	c.snap.n_irq_procs = ARRAY_SIZE(irq);
+	interval(&c, ms, 9000000, 0);
+	vw_workloads_totals(c.w, &t);
+	assert_int_equal(t.containers[VW_ZONE_PACKAGE][0], 3000000);
+	assert_int_equal(t.uncontained[VW_ZONE_PACKAGE][0], 6000000);
+	assert_conserved(&c);
+	text = workloads_fixture_render(c.w);
+	if (value(text, "kepler_process_cpu_seconds_total{pid=\"100\",comm=\"nginx\",exe=\"\","
+			"type=\"container\",container_id=\"" CID_A "\",vm_id=\"\",node_name=\"n1\"}") != 1.0)
+		fail_msg("nginx's CPU time is not the kernel's 1 s: %.200s",
+			 strstr(text, "kepler_process_cpu_seconds_total{pid=\"100\"") ?: "none");
+	free(text);
+	teardown(&c);
+}
+
 #define VM_UUID "6f1c2f3a-8f4e-4c1b-9d62-0c7e5d1a2b3c"
 #define VML(zone, state) "{vm_id=\"" VM_UUID "\",vm_name=\"vm1\",hypervisor=\"kvm\",state=\"" state "\",zone=\"" zone "\",node_name=\"n1\"}"
 
@@ -1742,6 +1775,7 @@ int main(void)
 		cmocka_unit_test(test_pod_container_dropped),
 		cmocka_unit_test(test_pod_list_arrives_late),
 		cmocka_unit_test(test_split_keys_from_counters),
+		cmocka_unit_test(test_irq_out_of_weights),
 		cmocka_unit_test(test_scan_beyond_root_total),
 		cmocka_unit_test(test_borrowed_container_id),
 		cmocka_unit_test(test_vm_energy),

@@ -48,6 +48,11 @@ int vw_bpf_map_delete_elem(int fd, const void *key)
 	return map_key_cmd(BPF_MAP_DELETE_ELEM, fd, key, NULL);
 }
 
+int vw_bpf_map_lookup_and_delete_elem(int fd, const void *key, void *value)
+{
+	return map_key_cmd(BPF_MAP_LOOKUP_AND_DELETE_ELEM, fd, key, value);
+}
+
 int vw_bpf_map_get_next_key(int fd, const void *key, void *next_key)
 {
 	return map_key_cmd(BPF_MAP_GET_NEXT_KEY, fd, key, next_key);

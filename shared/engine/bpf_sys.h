@@ -13,6 +13,8 @@
 
 int vw_bpf_map_lookup_elem(int fd, const void *key, void *value);
 int vw_bpf_map_delete_elem(int fd, const void *key);
+/* Both at once, atomically (hash maps, 5.14+; -EINVAL or -ENOTSUPP before). */
+int vw_bpf_map_lookup_and_delete_elem(int fd, const void *key, void *value);
 
 /* The key after key (NULL: the first); -ENOENT past the last. */
 int vw_bpf_map_get_next_key(int fd, const void *key, void *next_key);

@@ -55,6 +55,18 @@ enum vw_cpu_untracked {
 	VW_CPU_UNTRACKED__COUNT,
 };
 
+/* Interrupt time counted in a cgroup's usage (vw_cpu_snapshot.irq). */
+struct vw_cgroup_irq {
+	uint64_t cgroup_id; /* as vw_proc_cpu.cgroup_id */
+	uint64_t ns;
+};
+
+/* Interrupt time counted in a process's threads' runtime (vw_cpu_snapshot.irq_procs). */
+struct vw_proc_irq {
+	uint32_t tgid;
+	uint64_t ns;
+};
+
 struct vw_cpu_snapshot {
 	struct vw_proc_cpu *procs; /* owned by the accountant; valid until the next read */
 	size_t n_procs;
@@ -77,6 +89,16 @@ struct vw_cpu_snapshot {
 	/* Exited threads whose CPU time the bpf accountant could not keep, by why (cumulative
 	 * since open; 0 for procfs): that time is in no process's figure. */
 	uint64_t exits_untracked[VW_CPU_UNTRACKED__COUNT];
+	/* bpf (tp_btf): the hardirq and interrupt-exit softirq time since the last read that the
+	 * kernel counted in each cgroup's usage because one of its tasks was the one interrupted
+	 * (not its own work: another's timers, I/O, IPIs). Owned by the accountant; NULL, 0
+	 * elsewhere. The registry takes it out of the containers' totals. */
+	const struct vw_cgroup_irq *irq;
+	size_t n_irq;
+	/* The same per process (the interrupted thread's tgid), in tgid order: the registry takes
+	 * it out of the process's time. */
+	const struct vw_proc_irq *irq_procs;
+	size_t n_irq_procs;
 };
 
 /* vw_cpu_env.flags: test and debugging knobs of the bpf accountant. */

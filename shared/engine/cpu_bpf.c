@@ -78,6 +78,11 @@ struct hw_key {
 
 struct bpf_state {
 	int fd[VW_BPF_FD__MAX]; /* from the loader child, -1 where absent */
+	struct vw_cgroup_irq *irq; /* the last read's interrupt time per cgroup */
+	size_t n_irq, cap_irq;
+	struct vw_proc_irq *irq_procs; /* and per process, in tgid order */
+	size_t n_irq_procs, cap_irq_procs;
+	bool irq_no_atomic; /* no lookup-and-delete here: a lookup, then a delete */
 	int procfd;             /* the procfs root (a dup): the ghost check's */
 	struct vw_ghost_check ghost;
 	struct vw_complaint ghost_complaint;
@@ -195,6 +200,8 @@ static void bpf_close(void *state)
 	vw_bpf_exits_free(&s->exits);
 	free(s->ev_buf);
 	free(s->gone);
+	free(s->irq);
+	free(s->irq_procs);
 	vw_cpu_bpf_close_fds(s->fd, VW_BPF_FD__MAX);
 	vw_closep(&s->procfd);
 	vw_cpu_history_free(&s->hist);
@@ -1215,6 +1222,71 @@ static void exits_delete(struct bpf_state *s)
 	s->n_gone = 0;
 }
 
+/*
+ * Take one entry of an interrupt map (cpu_time.bpf.c: irq_cgroups, irq_procs) and delete it at
+ * once, so the programs start it again from 0. Where the kernel has no lookup-and-delete for
+ * hashes (before 5.14), a lookup then a delete: what a CPU adds between the two is lost
+ * (microseconds).
+ */
+static int irq_take(struct bpf_state *s, int fd, const void *key, uint64_t *ns)
+{
+	int r = s->irq_no_atomic ? -EINVAL : vw_bpf_map_lookup_and_delete_elem(fd, key, ns);
+
+	if (r == -EINVAL || r == -ENOTSUPP_KERNEL || r == -EOPNOTSUPP) {
+		s->irq_no_atomic = true;
+		r = vw_bpf_map_lookup_elem(fd, key, ns);
+		if (r == 0)
+			(void)vw_bpf_map_delete_elem(fd, key);
+	}
+	return r < 0 ? r : *ns ? 0 : -ENOENT;
+}
+
+static int cmp_proc_irq(const void *a, const void *b)
+{
+	const struct vw_proc_irq *x = a, *y = b;
+
+	return (x->tgid > y->tgid) - (x->tgid < y->tgid);
+}
+
+/* The interrupt time per cgroup and per process since the last read. Errors only leave the
+ * lists short. */
+static void irq_collect(struct bpf_state *s, struct vw_cpu_snapshot *ret)
+{
+	int fd = s->fd[VW_BPF_FD_IRQ_CGROUPS];
+	uint64_t key, next, ns;
+	uint32_t tgid, tnext;
+
+	s->n_irq = s->n_irq_procs = 0;
+	for (unsigned i = 0; fd >= 0 && i < VW_BPF_IRQ_CGROUPS; i++) {
+		if (vw_bpf_map_get_next_key(fd, i ? &key : NULL, &next) < 0)
+			break;
+		key = next;
+		if (irq_take(s, fd, &key, &ns) < 0)
+			continue;
+		if (vw_array_grow((void **)&s->irq, sizeof(*s->irq), s->n_irq, &s->cap_irq) < 0)
+			break;
+		s->irq[s->n_irq++] = (struct vw_cgroup_irq){ .cgroup_id = key, .ns = ns };
+	}
+	fd = s->fd[VW_BPF_FD_IRQ_PROCS];
+	for (unsigned i = 0; fd >= 0 && i < VW_BPF_IRQ_PROCS; i++) {
+		if (vw_bpf_map_get_next_key(fd, i ? &tgid : NULL, &tnext) < 0)
+			break;
+		tgid = tnext;
+		if (irq_take(s, fd, &tgid, &ns) < 0)
+			continue;
+		if (vw_array_grow((void **)&s->irq_procs, sizeof(*s->irq_procs), s->n_irq_procs,
+				  &s->cap_irq_procs) < 0)
+			break;
+		s->irq_procs[s->n_irq_procs++] = (struct vw_proc_irq){ .tgid = tgid, .ns = ns };
+	}
+	if (s->n_irq_procs > 1)
+		qsort(s->irq_procs, s->n_irq_procs, sizeof(*s->irq_procs), cmp_proc_irq);
+	ret->irq = s->irq;
+	ret->n_irq = s->n_irq;
+	ret->irq_procs = s->irq_procs;
+	ret->n_irq_procs = s->n_irq_procs;
+}
+
 static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 {
 	struct bpf_state *s = state;
@@ -1259,6 +1331,7 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	ret->exits_untracked[VW_CPU_UNTRACKED_NO_THREAD_SLOT] = s->stats_seen[VW_BPF_STAT_TASK_FULL];
 	ret->exits_untracked[VW_CPU_UNTRACKED_PID_REUSED] = s->stats_seen[VW_BPF_STAT_REUSED];
 	ghost_check(s, ret);
+	irq_collect(s, ret);
 	return hw_attach(s, ret);
 }
 

@@ -53,6 +53,8 @@ struct loader {
 	struct bpf_link *iter_ran; /* NULL where the ran walk did not load */
 	int ncpus;
 	bool cgroup_v1;
+	bool irq_spans; /* the interrupt programs: tp_btf, and the kernel does not do it itself */
+	bool timer_tp;  /* the kernel has the local_timer_* tracepoints (x86) */
 	unsigned hw_mask;
 	int *hw_fds; /* [cpu * VW_HW__COUNT + kind], -1 when not open */
 };
@@ -151,6 +153,21 @@ static int probe_tp_btf(const char *btf_file, const char *tp)
 		if (fd >= 0)
 			close(fd);
 	}
+	btf__free(btf);
+	libbpf_set_print(old);
+	return r;
+}
+
+/*
+ * Does the kernel leave interrupt time out of tasks' runtime itself (CONFIG_IRQ_TIME_ACCOUNTING:
+ * its per-CPU struct irqtime exists)? Then the interrupt programs would take it out twice.
+ */
+static bool kernel_irqtime(const char *btf_file)
+{
+	libbpf_print_fn_t old = libbpf_set_print(NULL);
+	struct btf *btf = btf__parse(btf_file, NULL);
+	bool r = btf && btf__find_by_name_kind(btf, "irqtime", BTF_KIND_STRUCT) > 0;
+
 	btf__free(btf);
 	libbpf_set_print(old);
 	return r;
@@ -262,6 +279,13 @@ static int load_variant(struct loader *l, const char *btf_file, bool raw, uint32
 	skel->rodata->hw_mask = l->hw_mask;
 	bpf_program__set_autoload(skel->progs.vw_hwc_btf, l->hw_mask && !raw);
 	bpf_program__set_autoload(skel->progs.vw_hwc_raw, l->hw_mask && raw);
+	/* The interrupt spans: tp_btf only (their raw_tp twins would probe-read every field). */
+	bpf_program__set_autoload(skel->progs.vw_irq_entry, !raw && l->irq_spans);
+	bpf_program__set_autoload(skel->progs.vw_irq_exit, !raw && l->irq_spans);
+	bpf_program__set_autoload(skel->progs.vw_sirq_entry, !raw && l->irq_spans);
+	bpf_program__set_autoload(skel->progs.vw_sirq_exit, !raw && l->irq_spans);
+	bpf_program__set_autoload(skel->progs.vw_timer_entry, !raw && l->irq_spans && l->timer_tp);
+	bpf_program__set_autoload(skel->progs.vw_timer_exit, !raw && l->irq_spans && l->timer_tp);
 	bpf_program__set_autoattach(skel->progs.vw_iter_seed, false);
 	bpf_program__set_autoattach(skel->progs.vw_iter_read, false);
 	skel->rodata->no_storage = !!(flags & VW_CPU_BPF_NO_STORAGE);
@@ -440,6 +464,11 @@ static int load(struct loader *l, const struct vw_bpf_load_req *q, bool *ret_raw
 	else if ((r = hw_open(l, q->flags & VW_CPU_BPF_HW_STANDIN)) < 0)
 		return r;
 	raw = !tp || (q->flags & VW_CPU_BPF_RAW_TP);
+	l->irq_spans = !raw && !kernel_irqtime(q->btf);
+	if (!raw && !l->irq_spans)
+		say(VW_LOG_DEBUG, "cpu: bpf: the kernel leaves interrupt time out of tasks' runtime "
+				  "(CONFIG_IRQ_TIME_ACCOUNTING): no interrupt programs");
+	l->timer_tp = l->irq_spans && probe_tp_btf(q->btf, "local_timer_entry") > 0;
 	r = load_variant(l, q->btf, raw, q->max_procs, q->flags);
 	if (r < 0 && r != -EPERM && !raw) {
 		say(VW_LOG_INFO, "cpu: bpf: tp_btf programs did not load (%s), trying raw_tp",
@@ -484,6 +513,8 @@ static int loader_fds(const struct loader *l, int fds[VW_BPF_FD__MAX])
 		l->iter_ran ? bpf_program__fd(l->walk->progs.vw_mark) : fds[VW_BPF_FD_PROCS];
 
 	fds[VW_BPF_FD_EXITS] = bpf_map__fd(l->skel->maps.exits);
+	fds[VW_BPF_FD_IRQ_CGROUPS] = bpf_map__fd(l->skel->maps.irq_cgroups);
+	fds[VW_BPF_FD_IRQ_PROCS] = bpf_map__fd(l->skel->maps.irq_procs);
 	for (int i = 0; i < sk->prog_cnt; i++) {
 		struct bpf_link *link = *sk->progs[i].link;
 

@@ -31,8 +31,10 @@ enum {
 	VW_BPF_FD_MARK,      /* the switch program, which marks the threads that ran: loaded, not
 			      * attached (cpu_bpf.c attaches it, vw_bpf_raw_tp_open) */
 	VW_BPF_FD_EXITS,     /* the exits ring (struct vw_bpf_exit_ev), mmapped */
+	VW_BPF_FD_IRQ_CGROUPS, /* interrupt time per interrupted cgroup (VW_BPF_IRQ_CGROUPS) */
+	VW_BPF_FD_IRQ_PROCS,   /* and per interrupted process (VW_BPF_IRQ_PROCS) */
 	VW_BPF_FD_LINKS,                                  /* then the attached programs' links */
-	VW_BPF_FD__MAX = VW_BPF_FD_LINKS + 8,                    /* 8: every program of the skeleton */
+	VW_BPF_FD__MAX = VW_BPF_FD_LINKS + 16, /* 16: every program of the skeleton */
 };
 
 /* What the parent decided, for the loader child. */

@@ -538,6 +538,24 @@ static bool comm_changed(const char a[VW_COMM_LEN], const char b[VW_COMM_LEN])
 	return strncmp(a, b, VW_COMM_LEN - 1) != 0;
 }
 
+/* The interrupt time the kernel counted in tgid's runtime in the interval for others' work
+ * (cpu_account.h: vw_cpu_snapshot.irq_procs, in tgid order), 0 when none. */
+static uint64_t proc_irq_ns(const struct vw_cpu_snapshot *snap, uint32_t tgid)
+{
+	size_t lo = 0, hi = snap->n_irq_procs;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (snap->irq_procs[mid].tgid < tgid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < snap->n_irq_procs && snap->irq_procs[lo].tgid == tgid ? snap->irq_procs[lo].ns
+									   : 0;
+}
+
 /* Merge the snapshot into the process table; sets each process's delta_ns. */
 static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *snap)
 {
@@ -575,6 +593,11 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 			drop_exe(w, p);
 		}
 		p->delta_ns = fwd(p->last_cpu_ns, s->cpu_ns);
+		/* Not its work: others' interrupts it was running under (the bpf accountant's). */
+		if (snap->n_irq_procs && p->delta_ns) {
+			p->irq_ns = VW_MIN(proc_irq_ns(snap, s->tgid), p->delta_ns);
+			p->delta_ns -= p->irq_ns;
+		}
 		if (s->cgroup_id && s->cgroup_id != p->cgroup_id && !p->kernel) {
 			p->cgroup_id = s->cgroup_id; /* it moved (docker exec, a scope move) */
 			p->container = place_proc(w, s->tgid, s->cgroup_id);
@@ -585,7 +608,7 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 			p->container = place_proc(w, s->tgid, 0);
 		}
 		p->last_cpu_ns = s->cpu_ns;
-		p->cpu_ns += p->delta_ns;
+		p->cpu_ns += p->delta_ns + p->irq_ns;
 		if (snap->counters && take_counters(p, &snap->counters[i]) < 0)
 			hw_err = -ENOMEM; /* the rest merged all the same: the table stays whole */
 		if (s->exited)
@@ -1045,7 +1068,7 @@ static int attribute(struct vw_workloads *w, const struct vw_zone_energy zones[V
 static void count_live(struct vw_workloads *w)
 {
 	for (size_t i = 0; i < w->n_conts; i++)
-		w->conts[i].live = 0, w->conts[i].delta_ns = 0;
+		w->conts[i].live = 0, w->conts[i].delta_ns = 0, w->conts[i].irq_ns = 0;
 	for (size_t i = 0; i < w->n_pods; i++)
 		w->pods[i].live = 0;
 	for (size_t k = 0; k < w->n_vms; k++)
@@ -1055,12 +1078,13 @@ static void count_live(struct vw_workloads *w)
 
 		if (p->vm >= 0 && (!p->terminated || p->delta_ns)) {
 			w->vms[p->vm].live++;
-			w->vms[p->vm].cpu_ns += p->delta_ns;
+			w->vms[p->vm].cpu_ns += p->delta_ns + p->irq_ns;
 		}
 
 		if (p->container < 0)
 			continue;
 		w->conts[p->container].delta_ns += p->delta_ns;
+		w->conts[p->container].irq_ns += p->irq_ns;
 		/* A process that ran this interval counts, even if it has just exited. */
 		if (!p->terminated || p->delta_ns)
 			w->conts[p->container].live++;
@@ -1071,9 +1095,10 @@ static void count_live(struct vw_workloads *w)
 		/* The kernel's total where it has one: tasks never seen alive ran in it too. */
 		if (c->cg_valid) {
 			c->delta_ns = c->cg_delta_ns;
-			c->live += c->cg_delta_ns > 0;
+			c->irq_ns = c->cg_irq_ns;
+			c->live += c->cg_delta_ns + c->cg_irq_ns > 0;
 		}
-		c->cpu_ns += c->delta_ns;
+		c->cpu_ns += c->delta_ns + c->irq_ns; /* the kernel's figure, exported */
 		if (c->live && c->pod >= 0)
 			w->pods[c->pod].live++;
 	}
@@ -1096,6 +1121,7 @@ static void clear_intervals(struct vw_workloads *w)
 			clear_acc(p->z, p->n_z);
 		p->shared = false;
 		p->delta_ns = 0;
+		p->irq_ns = 0;
 		clear_counters(p);
 		p->seen = false;
 	}
@@ -1147,18 +1173,55 @@ void vw_wl_cont_unkeep(struct wl_container *c)
 }
 
 /*
+ * The interrupt time the kernel counted in a container's cgroup, or below it, because its
+ * tasks were the ones interrupted (the bpf accountant's, cpu_time.bpf.c): not its work, taken
+ * out of its usage, so it stays in the root's total beyond the containers (the uncontained
+ * rest). paths[i]: snap->irq[i]'s cgroup, NULL where unknown (looked up once an interval:
+ * the entries are the cgroups interrupted in it, a compare per container and entry).
+ */
+static uint64_t cont_irq_ns(const struct wl_container *c, const struct vw_cpu_snapshot *snap,
+			    const char *const *paths)
+{
+	size_t len = strlen(c->cg_path);
+	uint64_t ns = 0;
+
+	for (size_t i = 0; i < snap->n_irq; i++)
+		if (paths[i] && strncmp(paths[i], c->cg_path, len) == 0 &&
+		    (paths[i][len] == '\0' || paths[i][len] == '/'))
+			ns += snap->irq[i].ns;
+	return ns;
+}
+
+/* snap's interrupt entries' cgroup paths (cont_irq_ns()), or NULL: none, or no memory (then
+ * no container's usage is reduced this interval). */
+static const char **irq_paths(const struct vw_workloads *w, const struct vw_cpu_snapshot *snap)
+{
+	const char **paths;
+
+	if (!snap || !snap->n_irq || !(paths = calloc(snap->n_irq, sizeof(*paths))))
+		return NULL;
+	for (size_t i = 0; i < snap->n_irq; i++)
+		if (vw_cgroupfs_path(w->o.cgroupfs, snap->irq[i].cgroup_id, &paths[i]) < 0)
+			paths[i] = NULL;
+	return paths;
+}
+
+/*
  * Read the kernel's CPU-time totals: each live container's cgroup and the root. The first
  * VW_WL_CG_KEPT live containers to come keep their file open; one that ends or whose cgroup
  * goes gives its slot back (taken by another at the next interval).
  */
-static void sample_cgroups(struct vw_workloads *w, uint64_t dt_ns)
+static void sample_cgroups(struct vw_workloads *w, const struct vw_cpu_snapshot *snap,
+			   uint64_t dt_ns)
 {
 	uint64_t cap = dt_ns ? (dt_ns + VW_NSEC_PER_SEC) * VW_MAX(w->o.host_cpus, 1u) : UINT64_MAX, ns;
+	_cleanup_free_ const char **paths = NULL;
 	size_t kept = 0;
 
 	w->root_valid = false;
 	if (!w->o.cgroupfs)
 		return;
+	paths = irq_paths(w, snap);
 	if (vw_cgroupfs_usage_kept(w->o.cgroupfs, &w->root_cg_file, "", &ns) == 0) {
 		w->root_delta_ns = cg_step(&w->root_last_ns, &w->root_have_last, ns, cap);
 		w->root_valid = w->baseline_taken;
@@ -1171,6 +1234,7 @@ static void sample_cgroups(struct vw_workloads *w, uint64_t dt_ns)
 
 		c->cg_valid = false;
 		c->cg_delta_ns = 0;
+		c->cg_irq_ns = 0;
 		if (!c->cg_path || c->terminated) {
 			kept -= c->cg_kept;
 			vw_wl_cont_unkeep(c);
@@ -1193,6 +1257,10 @@ static void sample_cgroups(struct vw_workloads *w, uint64_t dt_ns)
 		/* A first reading of a cgroup that took over a container (settle_claim) is its
 		 * baseline: not valid, the container's processes count for it this once. */
 		c->cg_valid = w->baseline_taken && had;
+		if (c->cg_valid && paths) {
+			c->cg_irq_ns = VW_MIN(cont_irq_ns(c, snap, paths), c->cg_delta_ns);
+			c->cg_delta_ns -= c->cg_irq_ns;
+		}
 	}
 }
 
@@ -1231,7 +1299,7 @@ int vw_workloads_update(struct vw_workloads *w, const struct vw_cpu_snapshot *sn
 		 * reset every delta); nobody ended. */
 	}
 	resolve_late_pods(w);
-	sample_cgroups(w, dt_ns);
+	sample_cgroups(w, snap, dt_ns);
 	if (!w->baseline_taken) {
 		w->baseline_taken = true;
 		return 0;

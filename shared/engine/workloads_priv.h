@@ -46,6 +46,9 @@ struct wl_proc {
 	bool shared : 1;
 	uint8_t n_z;
 	uint64_t last_cpu_ns, delta_ns, cpu_ns;
+	/* This interval's interrupts for others' work (the bpf accountant's): left out of
+	 * delta_ns, the split's weight, and in cpu_ns, the kernel's figure that is exported. */
+	uint64_t irq_ns;
 	uint64_t final_gen; /* generation holding the final value; 0 = not yet published */
 	/* Per zone present, at index w->zslot[zone]: a node has 1 to 4 of the 6 zones, so a
 	 * process keeps only those (vw_wl_proc_acc). n_z slots; NULL before its first energy. */
@@ -53,7 +56,7 @@ struct wl_proc {
 	struct wl_proc_hw *hw; /* NULL before a snapshot had counters for it */
 	struct acc *gpu;       /* active GPU energy (workload_gpu.c); NULL before any came */
 };
-_Static_assert(sizeof(struct wl_proc) == 112 || sizeof(void *) != 8, "wl_proc without holes");
+_Static_assert(sizeof(struct wl_proc) == 120 || sizeof(void *) != 8, "wl_proc without holes");
 
 struct wl_container {
 	char id[VW_CONTAINER_ID_LEN];
@@ -63,6 +66,8 @@ struct wl_container {
 	int pod; /* index, -1: none */
 	unsigned live;
 	uint64_t cpu_ns, delta_ns;
+	uint64_t irq_ns;    /* as wl_proc.irq_ns: its processes', or cg_irq_ns */
+	uint64_t cg_irq_ns; /* left out of cg_delta_ns (the interrupts its tasks suffered) */
 	/* Its cgroup in the CPU-accounting hierarchy (malloc'd; NULL: not known) and the kernel's
 	 * total for it: cg_delta_ns is this interval's when cg_valid. */
 	char *cg_path;
