@@ -216,13 +216,23 @@ class EnergyFiles:
                 self.source = "hwmon"
         self.last = [None] * len(self.zones)
         self.acc = [0] * len(self.zones)
+        # The self-test's fake package (FakeMachine.stamp): "energy_uj monotonic_s" of its last
+        # write, so that a reading is timed when the fake wrote it, not when it was read (a
+        # stalled writer or reader otherwise moves joules between phases).
+        self.stamp = None
+        self.at = None  # the time the last read() stands for, where the meter says it
 
     def read(self):
         """Package energy since the first read, J (all packages); None when a read fails."""
         total = 0
+        self.at = None
         for i, (path, _, mx) in enumerate(self.zones):
             try:
-                v = int(open(path).read())
+                if self.stamp:
+                    uj, at = open(self.stamp).read().split()
+                    v, self.at = int(uj), float(at)
+                else:
+                    v = int(open(path).read())
             except (OSError, ValueError):
                 return None
             if self.last[i] is not None:
@@ -268,6 +278,7 @@ class FakeMachine:
         self.proc = os.path.join(root, "proc")
         self.nvml_state = os.path.join(root, "nvml.state")
         self.ack = os.path.join(root, "ack")
+        self.stamp = os.path.join(root, "rapl_stamp")  # the package's energy and when (EnergyFiles)
         self.rapl_dir = os.path.join(self.sys, "class/powercap/intel-rapl:0")
         os.makedirs(self.rapl_dir)
         os.makedirs(self.proc)
@@ -431,6 +442,7 @@ class FakeMachine:
                                                    if self.putil_period_ms else ""))
         atomic_write(os.path.join(self.rapl_dir, "energy_uj"),
                      "%d\n" % (int(self.rapl_uj) % self.rapl_max))
+        atomic_write(self.stamp, "%d %.9f\n" % (int(self.rapl_uj) % self.rapl_max, self.t))
         atomic_write(os.path.join(self.proc, "stat"),
                      "cpu  %d 0 0 %d 0 0 0 0 0 0\n%sintr 0\nctxt 0\nbtime 1700000000\n"
                      % (int(self.busy_ticks), int(self.idle_ticks),
@@ -633,6 +645,10 @@ class Sampler:
                 self.gpu_int += (t - self.meter[-1][0]) * (gp + self.meter[-1][2]) / 2
         tr = time.monotonic()
         re_ = self.rapl.read() if self.rapl else None
+        if re_ is not None and self.rapl.at is not None:
+            tr = self.rapl.at  # the fake's own time for this value
+        elif re_ is not None and time.monotonic() - tr > 0.02:
+            re_ = None  # this thread stalled in the read: the value is not of time tr
         self.meter.append((t, ge, gp, self.gpu_int, re_, tr))
 
     def _run(self):
@@ -1018,6 +1034,8 @@ def main():
     rapl = None
     if not args.no_cpu:
         rapl = EnergyFiles(sysfs)
+        if args.fake:
+            rapl.stamp = fake.stamp
         if rapl.zones and rapl.read() is not None:
             meters.append("CPU: %s %s" % (rapl.source, ", ".join(z[1] for z in rapl.zones)))
         else:
