@@ -110,7 +110,8 @@ enum {
  * since the last read (user space takes and deletes each entry). The kernel (without
  * CONFIG_IRQ_TIME_ACCOUNTING) counts that time in the interrupted task's runtime and its
  * cgroup's usage; user space takes it out of the container's total again. The entries of
- * cgroups that ran nothing interrupted are never made: the map holds the busy ones.
+ * cgroups that ran nothing interrupted are never made: the map holds the busy ones. A span whose
+ * cgroup finds it full is counted instead (VW_BPF_STAT_IRQ_CGROUP_FULL and _NS).
  */
 #define VW_BPF_IRQ_CGROUPS 4096u
 /* irq_procs: the same per interrupted process (tgid), for the processes' own figures. */
