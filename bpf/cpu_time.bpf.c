@@ -469,19 +469,28 @@ struct {
 	__type(value, __u64);
 } irq_procs SEC(".maps");
 
-/* d more in *map's entry for key, made if need be (two CPUs may race to make it). */
-static __always_inline void irq_add(void *map, const void *key, __u64 d)
+/* d more in *map's entry for key, made if need be (two CPUs may race to make it); where the
+ * map is full, the span and its d counted in the per-CPU stats full and full + 2 (the _NS one). */
+static __always_inline void irq_add(void *map, const void *key, __u64 d, __u32 full)
 {
 	__u64 *v = bpf_map_lookup_elem(map, key);
+	struct vw_bpf_cpu *c;
 
 	if (v) {
 		__sync_fetch_and_add(v, d);
 		return;
 	}
-	if (bpf_map_update_elem(map, key, &d, BPF_NOEXIST) != 0) {
-		v = bpf_map_lookup_elem(map, key);
-		if (v)
-			__sync_fetch_and_add(v, d);
+	if (bpf_map_update_elem(map, key, &d, BPF_NOEXIST) == 0)
+		return;
+	v = bpf_map_lookup_elem(map, key);
+	if (v) {
+		__sync_fetch_and_add(v, d);
+		return;
+	}
+	c = this_cpu();
+	if (c && full + 2 < VW_BPF_STAT__COUNT) {
+		__sync_fetch_and_add(&c->stats[full], 1);
+		__sync_fetch_and_add(&c->stats[full + 2], d);
 	}
 }
 
@@ -533,8 +542,8 @@ static __always_inline void irq_end(bool soft)
 		return;
 	cgid = vw_task_cgroup_id_btf(task, cgroup_v1);
 	tgid = task->tgid;
-	irq_add(&irq_cgroups, &cgid, d);
-	irq_add(&irq_procs, &tgid, d);
+	irq_add(&irq_cgroups, &cgid, d, VW_BPF_STAT_IRQ_CGROUP_FULL);
+	irq_add(&irq_procs, &tgid, d, VW_BPF_STAT_IRQ_PROC_FULL);
 }
 
 SEC("tp_btf/irq_handler_entry")

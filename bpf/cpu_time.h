@@ -61,6 +61,13 @@ enum vw_bpf_stat {
 				  * reads the whole per-process map (nothing of it is lost) */
 	VW_BPF_STAT_TASK_HASHED, /* no task storage for a thread: its slot made in the hash
 				  * instead (nothing lost) */
+	/* An interrupt span whose interrupted cgroup (process) found no entry in irq_cgroups
+	 * (irq_procs), full with VW_BPF_IRQ_CGROUPS (_PROCS) others since the last read: its time
+	 * stays in that one's weight. Counted in spans, and in ns by the _NS ones. */
+	VW_BPF_STAT_IRQ_CGROUP_FULL,
+	VW_BPF_STAT_IRQ_PROC_FULL,
+	VW_BPF_STAT_IRQ_CGROUP_FULL_NS,
+	VW_BPF_STAT_IRQ_PROC_FULL_NS,
 	VW_BPF_STAT__COUNT,
 };
 
@@ -103,7 +110,8 @@ enum {
  * since the last read (user space takes and deletes each entry). The kernel (without
  * CONFIG_IRQ_TIME_ACCOUNTING) counts that time in the interrupted task's runtime and its
  * cgroup's usage; user space takes it out of the container's total again. The entries of
- * cgroups that ran nothing interrupted are never made: the map holds the busy ones.
+ * cgroups that ran nothing interrupted are never made: the map holds the busy ones. A span whose
+ * cgroup finds it full is counted instead (VW_BPF_STAT_IRQ_CGROUP_FULL and _NS).
  */
 #define VW_BPF_IRQ_CGROUPS 4096u
 /* irq_procs: the same per interrupted process (tgid), for the processes' own figures. */
@@ -221,6 +229,9 @@ _Static_assert(sizeof(struct vw_bpf_hw_proc) == 8 * VW_BPF_HW__COUNT + 8, "vw_bp
 _Static_assert(sizeof(struct vw_bpf_task) == 32, "vw_bpf_task layout");
 _Static_assert(sizeof(struct vw_bpf_proc) == 64, "vw_bpf_proc layout");
 _Static_assert(sizeof(struct vw_bpf_cpu) == 8 * VW_BPF_STAT__COUNT, "vw_bpf_cpu layout");
+_Static_assert(VW_BPF_STAT_IRQ_CGROUP_FULL + 2 == VW_BPF_STAT_IRQ_CGROUP_FULL_NS &&
+		       VW_BPF_STAT_IRQ_PROC_FULL + 2 == VW_BPF_STAT_IRQ_PROC_FULL_NS,
+	       "irq_add(): a span's count at full, its ns at full + 2");
 _Static_assert(sizeof(struct vw_bpf_task_rec) == 56, "vw_bpf_task_rec layout");
 _Static_assert(sizeof(struct vw_bpf_exit_ev) == 48, "vw_bpf_exit_ev layout");
 _Static_assert(sizeof(struct vw_bpf_walk_hdr) == 16, "vw_bpf_walk_hdr layout");

@@ -158,6 +158,7 @@ static const char *const bad_values[][2] = {
 	{ "--monitor.interval=0s", "--monitor.interval:" },
 	{ "--log.format=xml", "--log.format: invalid value \"xml\"" },
 	{ "--passthrough.enable=maybe", "--passthrough.enable: invalid value \"maybe\"" },
+	{ "--cpu.irq-accounting=on", "--cpu.irq-accounting: invalid value \"on\"" },
 };
 
 static void test_help_and_errors(void **state)
@@ -730,6 +731,24 @@ static void test_workloads_add_up_on_this_machine(void **state)
 				 *why);
 			assert_non_null(strstr(b.data, want));
 		}
+		/* interrupt spans that found a map full: counted per map, and which way it went
+		 * said at start (--cpu.irq-accounting=auto: on or off, and why) */
+		for (const char *const *map = (const char *const[]){ "cgroup", "process", NULL };
+		     *map; map++) {
+			char want[160];
+
+			snprintf(want, sizeof(want),
+				 "virtwatt_cpu_accounting_irq_untracked_spans_total{map=\"%s\","
+				 "method=\"bpf\",",
+				 *map);
+			assert_non_null(strstr(b.data, want));
+			snprintf(want, sizeof(want),
+				 "virtwatt_cpu_accounting_irq_untracked_seconds_total{map=\"%s\","
+				 "method=\"bpf\",",
+				 *map);
+			assert_non_null(strstr(b.data, want));
+		}
+		assert_non_null(strstr(p.log, "cpu: bpf: interrupt accounting "));
 	}
 	else if (!strstr(b.data, "method=\"bpf\""))
 		print_message("# note: CPU accounting is not bpf here (not root?)\n");
@@ -785,9 +804,32 @@ static void test_workloads_add_up_on_this_machine(void **state)
 	assert_int_equal(finish(&p), 0);
 }
 
+/* --cpu.irq-accounting=off reaches the bpf accountant, which says so at start (root). */
+static void test_irq_accounting_off(void **state)
+{
+	char *argv[] = { VW_HOST_BIN, "--web.listen-address=127.0.0.1:0", "--monitor.interval=1s",
+			 "--kube.node-name=e2e", "--model.builtin=kepler",
+			 "--cpu.accounting=bpf", "--cpu.irq-accounting=off", NULL };
+	struct proc p;
+	bool said;
+
+	(void)state;
+	if (geteuid() != 0)
+		skip();
+	assert_int_equal(spawn(&p, argv), 0);
+	said = wait_output(&p, "interrupt accounting off (--cpu.irq-accounting=off)", 15000);
+	kill(p.pid, SIGTERM);
+	(void)finish(&p);
+	if (!said && strstr(p.log, "--cpu.accounting=bpf cannot open"))
+		skip(); /* no bpf here */
+	if (!said)
+		fail_msg("no interrupt accounting line:\n%s", p.log);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_irq_accounting_off, stop_leftover),
 		cmocka_unit_test_teardown(test_help_and_errors, stop_leftover),
 		cmocka_unit_test_teardown(test_serves_metrics, stop_leftover),
 		cmocka_unit_test_teardown(test_kepler_config_files, stop_leftover),

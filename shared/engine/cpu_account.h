@@ -55,6 +55,13 @@ enum vw_cpu_untracked {
 	VW_CPU_UNTRACKED__COUNT,
 };
 
+/* The interrupt accounting's two maps (vw_cpu_snapshot.irq_untracked_*). */
+enum vw_cpu_irq_map {
+	VW_CPU_IRQ_CGROUP,  /* per interrupted cgroup (vw_cpu_snapshot.irq) */
+	VW_CPU_IRQ_PROCESS, /* per interrupted process (vw_cpu_snapshot.irq_procs) */
+	VW_CPU_IRQ__COUNT,
+};
+
 /* Interrupt time counted in a cgroup's usage (vw_cpu_snapshot.irq). */
 struct vw_cgroup_irq {
 	uint64_t cgroup_id; /* as vw_proc_cpu.cgroup_id */
@@ -99,6 +106,11 @@ struct vw_cpu_snapshot {
 	 * it out of the process's time. */
 	const struct vw_proc_irq *irq_procs;
 	size_t n_irq_procs;
+	/* Interrupt spans, and their ns, that found their map full (4,096 other cgroups or
+	 * processes interrupted since the last read): not in irq or irq_procs, so their time
+	 * stays in the interrupted one's weight (cumulative since open; 0 elsewhere). */
+	uint64_t irq_untracked_spans[VW_CPU_IRQ__COUNT];
+	uint64_t irq_untracked_ns[VW_CPU_IRQ__COUNT];
 };
 
 /* vw_cpu_env.flags: test and debugging knobs of the bpf accountant. */
@@ -129,6 +141,12 @@ enum {
 	 * fails: their slots are kept in the fallback hash (sized for every process here, as the
 	 * whole machine's new threads go there). */
 	VW_CPU_BPF_NO_STORAGE = 1u << 13,
+	/* Test only: interrupt maps of one entry each (irq_cgroups, irq_procs), so that they
+	 * fill. */
+	VW_CPU_BPF_SMALL_IRQ_MAPS = 1u << 14,
+	/* No interrupt programs even where the kernel counts interrupts in tasks' runtime
+	 * (--cpu.irq-accounting=off). */
+	VW_CPU_BPF_NO_IRQ = 1u << 15,
 };
 
 struct vw_cpu_env {

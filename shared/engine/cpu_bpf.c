@@ -127,6 +127,8 @@ struct bpf_state {
 	struct vw_bpf_cpu *cpu_a; /* the per-CPU value, ncpus */
 	uint64_t stats_seen[VW_BPF_STAT__COUNT];
 	struct vw_complaint stats_complaint;
+	uint64_t irq_seen[4]; /* the interrupt maps' stats at irq_check()'s last warning */
+	struct vw_complaint irq_complaint;
 	/* Per-process counters: none of this is used when hw_mask is 0. */
 	unsigned hw_mask; /* VW_HW_BIT() of the kinds whose per-CPU events opened */
 	struct hw_rec *hw_recs;
@@ -905,7 +907,7 @@ static bool check_stats(struct bpf_state *s)
 					  "per-process map read whole instead: nothing lost)",
 		[VW_BPF_STAT_TASK_HASHED] = "threads without task storage (their slot kept in "
 					    "the fallback hash instead: nothing lost)",
-	};
+	};	/* The interrupt maps' are irq_check()'s. */
 	uint32_t zero = 0;
 	bool news = false;
 	char msg[512] = "";
@@ -1248,6 +1250,38 @@ static int cmp_proc_irq(const void *a, const void *b)
 	return (x->tgid > y->tgid) - (x->tgid < y->tgid);
 }
 
+/* Interrupt spans that found their map full (check_stats() summed them): counted, and said
+ * (rate-limited) with what it means. */
+static void irq_check(struct bpf_state *s, struct vw_cpu_snapshot *ret)
+{
+	static const uint32_t k[4] = { VW_BPF_STAT_IRQ_CGROUP_FULL, VW_BPF_STAT_IRQ_PROC_FULL,
+				       VW_BPF_STAT_IRQ_CGROUP_FULL_NS, VW_BPF_STAT_IRQ_PROC_FULL_NS };
+	uint64_t d[4];
+	bool news = false;
+
+	for (int i = 0; i < 4; i++) {
+		d[i] = s->stats_seen[k[i]] - s->irq_seen[i];
+		news |= d[i] != 0;
+	}
+	ret->irq_untracked_spans[VW_CPU_IRQ_CGROUP] = s->stats_seen[VW_BPF_STAT_IRQ_CGROUP_FULL];
+	ret->irq_untracked_spans[VW_CPU_IRQ_PROCESS] = s->stats_seen[VW_BPF_STAT_IRQ_PROC_FULL];
+	ret->irq_untracked_ns[VW_CPU_IRQ_CGROUP] = s->stats_seen[VW_BPF_STAT_IRQ_CGROUP_FULL_NS];
+	ret->irq_untracked_ns[VW_CPU_IRQ_PROCESS] = s->stats_seen[VW_BPF_STAT_IRQ_PROC_FULL_NS];
+	if (!news)
+		return;
+	vw_complain(&s->irq_complaint, VW_LOG_WARN,
+		    "cpu: bpf: interrupt time not taken out: %llu spans (%.3f ms) of cgroups and "
+		    "%llu (%.3f ms) of processes found their map full (more than %u cgroups or %u "
+		    "processes interrupted between two reads): that time stays in the weight of "
+		    "the container and process it interrupted, as on a kernel without interrupt "
+		    "accounting; counted in virtwatt_cpu_accounting_irq_untracked_*_total",
+		    (unsigned long long)d[0], (double)d[2] / 1e6, (unsigned long long)d[1],
+		    (double)d[3] / 1e6, VW_BPF_IRQ_CGROUPS, VW_BPF_IRQ_PROCS);
+	memcpy(s->irq_seen, (uint64_t[4]){ s->stats_seen[k[0]], s->stats_seen[k[1]],
+					   s->stats_seen[k[2]], s->stats_seen[k[3]] },
+	       sizeof(s->irq_seen));
+}
+
 /* The interrupt time per cgroup and per process since the last read. Errors only leave the
  * lists short. */
 static void irq_collect(struct bpf_state *s, struct vw_cpu_snapshot *ret)
@@ -1332,6 +1366,7 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	ret->exits_untracked[VW_CPU_UNTRACKED_PID_REUSED] = s->stats_seen[VW_BPF_STAT_REUSED];
 	ghost_check(s, ret);
 	irq_collect(s, ret);
+	irq_check(s, ret);
 	return hw_attach(s, ret);
 }
 

@@ -309,6 +309,10 @@ static int load_variant(struct loader *l, const char *btf_file, bool raw, uint32
 					     flags & VW_CPU_BPF_SMALL_EXIT_RING
 						     ? (uint32_t)sysconf(_SC_PAGESIZE)
 						     : VW_BPF_EXIT_RING_BYTES);
+	if (r == 0 && (flags & VW_CPU_BPF_SMALL_IRQ_MAPS))
+		r = bpf_map__set_max_entries(skel->maps.irq_cgroups, 1);
+	if (r == 0 && (flags & VW_CPU_BPF_SMALL_IRQ_MAPS))
+		r = bpf_map__set_max_entries(skel->maps.irq_procs, 1);
 	if (r == 0)
 		r = cpu_time_bpf__load(skel);
 	if (r == 0)
@@ -447,6 +451,28 @@ static void load_walk(struct loader *l, const char *btf_file, uint32_t max_procs
 				  "process at every read", strerror(errno));
 }
 
+/* Which way interrupt time goes, and why: said once at start. */
+static void say_irq(const struct loader *l, const struct vw_bpf_load_req *q, bool raw)
+{
+	if (q->flags & VW_CPU_BPF_NO_IRQ)
+		say(VW_LOG_INFO, "cpu: bpf: interrupt accounting off (--cpu.irq-accounting=off): "
+				 "hardirq and softirq time stays in the weight of the task it "
+				 "interrupted where the kernel counts it there");
+	else if (l->irq_spans)
+		say(VW_LOG_INFO, "cpu: bpf: interrupt accounting on (--cpu.irq-accounting=auto): "
+				 "this kernel counts interrupt time in the interrupted task's runtime "
+				 "(no CONFIG_IRQ_TIME_ACCOUNTING); hardirq and interrupt-exit softirq "
+				 "spans are timed and taken out of the interrupted container's and "
+				 "process's weight (~100 ns per interrupt)");
+	else if (raw)
+		say(VW_LOG_INFO, "cpu: bpf: interrupt accounting off: no tp_btf programs here (raw_tp): "
+				 "interrupt time stays in the weight of the task it interrupted");
+	else
+		say(VW_LOG_INFO, "cpu: bpf: interrupt accounting off (--cpu.irq-accounting=auto): "
+				 "the kernel leaves interrupt time out of tasks' runtime itself "
+				 "(CONFIG_IRQ_TIME_ACCOUNTING), nothing to take out");
+}
+
 /* Everything that parses the kernel's BTF: the probe, CO-RE relocation at load, attach. */
 static int load(struct loader *l, const struct vw_bpf_load_req *q, bool *ret_raw)
 {
@@ -464,10 +490,8 @@ static int load(struct loader *l, const struct vw_bpf_load_req *q, bool *ret_raw
 	else if ((r = hw_open(l, q->flags & VW_CPU_BPF_HW_STANDIN)) < 0)
 		return r;
 	raw = !tp || (q->flags & VW_CPU_BPF_RAW_TP);
-	l->irq_spans = !raw && !kernel_irqtime(q->btf);
-	if (!raw && !l->irq_spans)
-		say(VW_LOG_DEBUG, "cpu: bpf: the kernel leaves interrupt time out of tasks' runtime "
-				  "(CONFIG_IRQ_TIME_ACCOUNTING): no interrupt programs");
+	l->irq_spans = !raw && !(q->flags & VW_CPU_BPF_NO_IRQ) && !kernel_irqtime(q->btf);
+	say_irq(l, q, raw);
 	l->timer_tp = l->irq_spans && probe_tp_btf(q->btf, "local_timer_entry") > 0;
 	r = load_variant(l, q->btf, raw, q->max_procs, q->flags);
 	if (r < 0 && r != -EPERM && !raw) {

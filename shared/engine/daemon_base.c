@@ -371,7 +371,11 @@ int vw_daemon_open_workloads(struct vw_daemon *d, struct vw_workloads_opts *o, b
 	struct vw_cpu_env env = { .procfs_fd = d->procfs_fd,
 				  .sysfs_fd = d->sysfs_fd,
 				  .flags = (c->cpu_hw_counters ? 0 : VW_CPU_BPF_NO_HW) |
-					   ran_walk_flags(c->cpu_ran_walk) };
+					   ran_walk_flags(c->cpu_ran_walk) |
+					   (c->cpu_irq_accounting &&
+							    strcmp(c->cpu_irq_accounting, "off") == 0
+						    ? VW_CPU_BPF_NO_IRQ
+						    : 0) };
 	struct vw_cpu_snapshot snap = { 0 };
 	struct vw_zone_energy none[VW_ZONE__COUNT] = { 0 };
 	const char *method = nonempty(c->cpu_accounting) && strcmp(c->cpu_accounting, "auto") != 0

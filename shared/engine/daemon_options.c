@@ -13,6 +13,7 @@
 
 const char *const vw_accounting_names[] = { "auto", "bpf", "procfs", NULL };
 const char *const vw_ran_walk_names[] = { "auto", "true", "false", NULL };
+const char *const vw_irq_accounting_names[] = { "auto", "off", NULL };
 const char *const vw_pod_source_names[] = { "apiserver", "kubelet", NULL };
 const char *const vw_otlp_compression_names[] = { "gzip", "none", NULL };
 const char *const vw_log_format_names[] = { "text", "json", NULL };

@@ -34,6 +34,7 @@ struct vw_daemon_options {
 	char *cpu_accounting; /* auto, bpf, procfs */
 	bool cpu_hw_counters;
 	char *cpu_ran_walk; /* auto, true, false */
+	char *cpu_irq_accounting; /* auto, off */
 	bool kube_enable;
 	char *kube_config; /* a kubeconfig file: server, CA, token or client certificate */
 	char *kube_pod_source; /* apiserver, kubelet */
@@ -65,6 +66,7 @@ struct vw_daemon_options {
 
 extern const char *const vw_accounting_names[];
 extern const char *const vw_ran_walk_names[];
+extern const char *const vw_irq_accounting_names[];
 extern const char *const vw_pod_source_names[];
 extern const char *const vw_log_format_names[];
 extern const struct vw_help_group vw_daemon_help_groups[];
@@ -143,6 +145,15 @@ extern const struct vw_help_group vw_daemon_help_groups[];
 	  "twice the marks, off when less than them); true: always; false: every read walks "     \
 	  "every thread, nothing on the switch path",                                              \
 	  0, 0, vw_ran_walk_names },                                                               \
+	{ "cpu.irq-accounting", "cpu.irqAccounting", VW_OPT_STRING,                               \
+	  VW_DO_OFF(type, cpu_irq_accounting), "auto", "auto|off",                                 \
+	  "bpf accounting: time hardirq and interrupt-exit softirq spans (6 programs, ~100 ns "   \
+	  "per interrupt) and take them out of the interrupted container's and process's "        \
+	  "weight, so that a workload cannot make another pay for its interrupts. auto: where "   \
+	  "the kernel counts interrupts in the interrupted task's runtime (no "                   \
+	  "CONFIG_IRQ_TIME_ACCOUNTING); off: never (interrupt time stays with the task it "       \
+	  "interrupted)",                                                                          \
+	  0, 0, vw_irq_accounting_names },                                                         \
 	{ "kube.enable", "kube.enable", VW_OPT_BOOL, VW_DO_OFF(type, kube_enable), "false", NULL, \
 	  "look up pod names, namespaces and CPU requests for containers" },                      \
 	{ "kube.config", "kube.config", VW_OPT_STRING, VW_DO_OFF(type, kube_config), NULL, "PATH", \

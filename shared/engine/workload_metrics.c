@@ -31,6 +31,7 @@ static const char *const l_rest[] = { "zone", "mode", "node_name", NULL };
 static const char *const l_method[] = { "method", "node_name", NULL };
 static const char *const l_fallback[] = { "reason", "node_name", NULL };
 static const char *const l_untracked[] = { "reason", "method", "node_name", NULL };
+static const char *const l_irq_map[] = { "map", "method", "node_name", NULL };
 static const char *const l_node[] = { "node_name", NULL };
 
 enum {
@@ -39,7 +40,7 @@ enum {
 	F_POD_J, F_POD_W, F_POD_IDLE_J,
 	F_VM_J, F_VM_W, F_VM_IDLE_J, F_VM_IDLE_W,
 	F_UNATTR, F_UNCONT, F_METHOD, F_FALLBACK, F_GHOSTS, F_ENDED, F_RANWALK,
-	F_EXITS_LOST, F_UNTRACKED, F_ID_CONFLICTS,
+	F_EXITS_LOST, F_UNTRACKED, F_IRQ_SPANS, F_IRQ_SECONDS, F_ID_CONFLICTS,
 };
 
 /* Kepler's per-level families: the same three, their help naming the level. */
@@ -119,6 +120,19 @@ const struct vw_metric_family vw_workload_families[] = {
 			  "(no per-thread state), pid_reused (the PID reused before collection); "
 			  "their time is in no process's figure (bpf; 0 for procfs)",
 			  NULL, l_untracked },
+	[F_IRQ_SPANS] = { "virtwatt_cpu_accounting_irq_untracked_spans_total", VW_METRIC_COUNTER,
+			  "Interrupt spans the bpf CPU accountant could not take out of the "
+			  "interrupted workload's weight, its map (4,096 entries) full of others "
+			  "interrupted between two reads, by map: cgroup (containers) or process; "
+			  "their time stays with the interrupted one (bpf; 0 for procfs, and where "
+			  "interrupt accounting is off)",
+			  NULL, l_irq_map },
+	[F_IRQ_SECONDS] = { "virtwatt_cpu_accounting_irq_untracked_seconds_total",
+			    VW_METRIC_COUNTER,
+			    "Time of the interrupt spans counted in "
+			    "virtwatt_cpu_accounting_irq_untracked_spans_total, in seconds, by map; it "
+			    "stays in the interrupted workload's weight (bpf; 0 for procfs)",
+			    "seconds", l_irq_map },
 	[F_ID_CONFLICTS] = { "virtwatt_container_cgroup_conflicts_total", VW_METRIC_COUNTER,
 			     "Processes whose cgroup named a container ID another cgroup has, one of "
 			     "the two under a user's own service manager (user@UID.service, where any "
@@ -466,6 +480,32 @@ static int render_untracked(const struct vw_workloads *w, struct vw_prom_writer 
 	return r < 0 ? r : vw_prom_family_end(pw);
 }
 
+static int render_irq_untracked(const struct vw_workloads *w, struct vw_prom_writer *pw,
+				const char *method, const char *node)
+{
+	static const char *const map[VW_CPU_IRQ__COUNT] = {
+		[VW_CPU_IRQ_CGROUP] = "cgroup",
+		[VW_CPU_IRQ_PROCESS] = "process",
+	};
+	int r = vw_prom_family(pw, &vw_workload_families[F_IRQ_SPANS]);
+
+	for (int k = 0; r == 0 && k < VW_CPU_IRQ__COUNT; k++) {
+		const char *v[] = { map[k], method, node, NULL };
+
+		r = vw_prom_counter(pw, v, (double)w->irq_untracked_spans[k]);
+	}
+	if (r == 0)
+		r = vw_prom_family_end(pw);
+	if (r == 0)
+		r = vw_prom_family(pw, &vw_workload_families[F_IRQ_SECONDS]);
+	for (int k = 0; r == 0 && k < VW_CPU_IRQ__COUNT; k++) {
+		const char *v[] = { map[k], method, node, NULL };
+
+		r = vw_prom_counter(pw, v, (double)w->irq_untracked_ns[k] / 1e9);
+	}
+	return r < 0 ? r : vw_prom_family_end(pw);
+}
+
 static int render(const struct vw_workloads *w, struct vw_prom_writer *pw, const char *node_name,
 		  const char *method, const char *fallback)
 {
@@ -499,6 +539,8 @@ static int render(const struct vw_workloads *w, struct vw_prom_writer *pw, const
 				   (double)w->exits_lost);
 	if (r == 0)
 		r = render_untracked(w, pw, method, node_name);
+	if (r == 0)
+		r = render_irq_untracked(w, pw, method, node_name);
 	if (r == 0 && w->o.processes)
 		r = vw_wl_render_processes(w, pw, node_name, &vw_workload_families[F_PROC_J],
 					   &vw_workload_families[F_PROC_SEC]);

@@ -570,6 +570,11 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 	w->exits_lost = VW_MAX(w->exits_lost, snap->exits_lost);
 	for (int k = 0; k < VW_CPU_UNTRACKED__COUNT; k++)
 		w->exits_untracked[k] = VW_MAX(w->exits_untracked[k], snap->exits_untracked[k]);
+	for (int k = 0; k < VW_CPU_IRQ__COUNT; k++) {
+		w->irq_untracked_spans[k] = VW_MAX(w->irq_untracked_spans[k],
+						   snap->irq_untracked_spans[k]);
+		w->irq_untracked_ns[k] = VW_MAX(w->irq_untracked_ns[k], snap->irq_untracked_ns[k]);
+	}
 	for (size_t i = 0; i < snap->n_procs; i++) {
 		const struct vw_proc_cpu *s = &snap->procs[i];
 		struct wl_proc *p = lookup_live_next(w, s->tgid, sorted, &at);

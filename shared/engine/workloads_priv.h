@@ -180,6 +180,8 @@ struct vw_workloads {
 
 	uint64_t exits_lost;   /* vw_cpu_snapshot.exits_lost */
 	uint64_t exits_untracked[VW_CPU_UNTRACKED__COUNT]; /* vw_cpu_snapshot.exits_untracked */
+	uint64_t irq_untracked_spans[VW_CPU_IRQ__COUNT]; /* vw_cpu_snapshot.irq_untracked_* */
+	uint64_t irq_untracked_ns[VW_CPU_IRQ__COUNT];
 	uint64_t evictions[VW_TABLE__COUNT]; /* process, container, pod, vm (workload_retention.c) */
 	struct vw_wl_retention *retention;   /* its scratch, kept between publications */
 	/* GPU energy (workload_gpu.c): whether any came, where it went (cumulative µJ). */
