@@ -175,10 +175,17 @@ __attribute__((unused)) static int cmp_kid(const void *a, const void *b)
 }
 
 /* A mass exit's kids (k, sorted by PID, n) a read reports: none after its exit was, each exited
- * once with its final runtime (at_reap: the kernel's at its reap) and its kind from the exit
- * (counted in reported); how many exits were new. */
-__attribute__((unused)) static int mass_seen(const struct vw_cpu_snapshot *snap, const struct mass_kid *k, int n,
-		     const uint64_t *at_reap, unsigned *reported)
+ * once (counted in reported) with its final runtime (at_reap: the kernel's at its reap) and its
+ * kind from the exit, or as the ghost check's catch (counted in *ghosts): a free the kernel
+ * fired that never reached the program (a 6.18 kernel drops some under load, a batch of an
+ * RCU callback run at once: 120 of 500 seen; docs/attribution.md), reported with what its
+ * threads ran to their exit, its exit path missing: at least what it read of itself, never
+ * over the kernel's at its reap (the same 1 ms of do_exit's end and wait4's rounding). How many
+ * exits were new. */
+__attribute__((unused)) static int mass_seen(const struct vw_cpu_snapshot *snap,
+					     const struct mass_kid *k, int n,
+					     const uint64_t *at_reap, unsigned *reported,
+					     int *ghosts)
 {
 	int seen = 0;
 
@@ -199,7 +206,15 @@ __attribute__((unused)) static int mass_seen(const struct vw_cpu_snapshot *snap,
 			continue;
 		reported[m - k]++;
 		seen++;
-		assert_int_not_equal(q->kind, VW_PROC_KIND_UNKNOWN);
+		if (q->kind == VW_PROC_KIND_UNKNOWN) { /* the ghost check's: no kind */
+			(*ghosts)++;
+			if (q->cpu_ns < m->ns || q->cpu_ns > at_reap[m - k] + VW_NSEC_PER_MSEC)
+				fail_msg("pid %d (a ghost): %llu ns reported, %llu ns read before its "
+					 "exit, %llu ns at its reap", m->pid,
+					 (unsigned long long)q->cpu_ns, (unsigned long long)m->ns,
+					 (unsigned long long)at_reap[m - k]);
+			continue;
+		}
 		/* Its final runtime: at least what it read of itself and the kernel's at its reap,
 		 * its exit path in it (exit_mm of an ASan process: over 5 ms on a loaded machine),
 		 * at most the microseconds of do_exit's end after the reap (and wait4's rounding)
@@ -211,4 +226,19 @@ __attribute__((unused)) static int mass_seen(const struct vw_cpu_snapshot *snap,
 				 (unsigned long long)m->ns, (unsigned long long)at_reap[m - k]);
 	}
 	return seen;
+}
+
+/*
+ * A mass exit's ghosts (mass_seen's count, of n) against the snapshot's count since before it
+ * (ghosts_counted): each one counted, and at most half of them, so that frees which stop
+ * reaching the program altogether still fail (2,000 ghosts then), as a count that does not
+ * move with them does.
+ */
+__attribute__((unused)) static void mass_ghosts_check(int ghosts, int n, uint64_t ghosts_counted)
+{
+	print_message("# %d of %d processes reported by the ghost check (their free lost), %llu "
+		      "ghosts counted\n", ghosts, n, (unsigned long long)ghosts_counted);
+	if ((uint64_t)ghosts > ghosts_counted || ghosts > n / 2)
+		fail_msg("%d of %d processes reported by the ghost check, %llu ghosts counted",
+			 ghosts, n, (unsigned long long)ghosts_counted);
 }

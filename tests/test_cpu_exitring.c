@@ -3,11 +3,14 @@
  * The bpf accountant's exits ring (bpf/cpu_time.bpf.c, struct vw_bpf_exit_ev) against the real
  * kernel, as root: a read takes what exited from the ring's events, not from a read of the
  * whole per-process map. Asserted: a mass exit of 2,000 processes (tp_btf) and of 500 (the
- * raw_tp twins) is reported exited once each with its exact runtime and its kind from the exit
- * (no ghost), no event lost; threads that exit in a live process add their time to it, read
- * after read, exact once the process sleeps; a ring of one page (VW_CPU_BPF_SMALL_EXIT_RING)
- * forced full is counted (vw_cpu_snapshot.exits_lost) and the read that finds it takes the
- * whole map: every exit still reported once, exact, nothing lost or invented; task storage that
+ * raw_tp twins) is reported exited once each with its exact runtime and its kind from the exit,
+ * no event lost (or, where the kernel's free never reached the program, as a 6.18 kernel drops
+ * some under load, by the ghost check, counted, its exit path missing: at most half so);
+ * threads that exit in a live process add their time to it, read after read, exact once the
+ * process sleeps (a thread whose free was lost: its exit path missing, at most half so); a
+ * ring of one page (VW_CPU_BPF_SMALL_EXIT_RING) forced full is counted
+ * (vw_cpu_snapshot.exits_lost) and the read that finds it takes the whole map: every exit
+ * still reported once, exact, nothing lost or invented; task storage that
  * cannot be made (VW_CPU_BPF_NO_STORAGE) leaves the slots in the fallback hash, counted, and
  * the same holds of mass exits and of threads; a per-process map too small counts the exits it
  * had no room for (vw_cpu_snapshot.exits_untracked); the picture the ring's events keep equals the
@@ -107,8 +110,9 @@ static uint64_t proc_runtime(pid_t pid)
  * n short processes, each reaped by the test (reads every read_every forks and reaps, 0: none,
  * while they come and go), then reads until the frees are in: each one reported exited exactly once,
  * with its final runtime (at least what it read of itself just before it exited; the kernel's
- * at its reap, wait4's, exit path included), its kind known from the exit (the ghost check's
- * catches have none). The events lost meanwhile, returned.
+ * at its reap, wait4's, exit path included), its kind known from the exit, or the ghost check's
+ * catch where its free was lost (cpu_test.h mass_seen, mass_ghosts_check). The events lost
+ * meanwhile, returned.
  */
 static uint64_t mass_exit(int n, int read_every)
 {
@@ -117,13 +121,14 @@ static uint64_t mass_exit(int n, int read_every)
 	static struct reaped reaped[MASS_MAX];
 	static uint64_t at_reap[MASS_MAX]; /* k[i]'s CPU time at its reap, the kernel's */
 	struct vw_cpu_snapshot snap;
-	uint64_t lost0;
-	int p[2], left = n;
+	uint64_t lost0, ghosts0;
+	int p[2], left = n, ghosts = 0;
 
 	assert_true(n <= MASS_MAX);
 	memset(reported, 0, sizeof(reported));
 	read_ok(&snap);
 	lost0 = snap.exits_lost;
+	ghosts0 = snap.ghosts;
 	assert_int_equal(pipe(p), 0);
 	for (int i = 0; i < n; i++) {
 		pid_t pid = fork();
@@ -168,7 +173,7 @@ static uint64_t mass_exit(int n, int read_every)
 		}
 		if (read_every) {
 			read_ok(&snap);
-			left -= mass_seen(&snap, k, n, at_reap, reported);
+			left -= mass_seen(&snap, k, n, at_reap, reported, &ghosts);
 		}
 	}
 	/* Reads until every one was reported (the frees come after an RCU grace period, late on
@@ -180,11 +185,12 @@ static uint64_t mass_exit(int n, int read_every)
 		after += left == 0;
 		sleep_ms(150);
 		read_ok(&snap);
-		left -= mass_seen(&snap, k, n, at_reap, reported);
+		left -= mass_seen(&snap, k, n, at_reap, reported, &ghosts);
 	}
 	for (int i = 0; i < n; i++)
 		if (reported[i] != 1)
 			fail_msg("pid %d reported exited %u times", k[i].pid, reported[i]);
+	mass_ghosts_check(ghosts, n, snap.ghosts - ghosts0);
 	print_message("# %d processes, each reported exited once, exact; exit events lost: %llu\n",
 		      n, (unsigned long long)(snap.exits_lost - lost0));
 	return snap.exits_lost - lost0;
@@ -286,14 +292,18 @@ static void *short_thread(void *arg)
 }
 
 /* Until pid's one thread left is its main one and the others' frees came (an RCU grace period
- * after their exit: late on a loaded machine; their runtimes are final only then): 10 s. */
-static void thread_freed(pid_t pid)
+ * after their exit: late on a loaded machine; their runtimes are final only then): 10 s. Or,
+ * 5 s after the thread went, its free counted lost (*lost: those so far, pending for good): the
+ * kernel fired it and it never reached the program, as a 6.18 kernel does to some under load
+ * (seen: the tracepoint in tracefs, pending still 1 70 s on; docs/attribution.md); the
+ * thread's time after its exit tracepoint is then missing, never more. */
+static void thread_freed(pid_t pid, uint64_t *lost)
 {
 	char path[64];
 	uint64_t pending = 1;
 
 	snprintf(path, sizeof(path), "%d/task", (int)pid);
-	for (int i = 0; i < 1000; i++) {
+	for (int i = 0, gone = 0; i < 1000; i++) {
 		struct dirent *e;
 		unsigned threads = 0;
 		int fd = openat(procfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -304,12 +314,25 @@ static void thread_freed(pid_t pid)
 			threads += e->d_name[0] != '.';
 		closedir(d);
 		assert_int_equal(vw_cpu_bpf_pending(acc.state, (uint32_t)pid, &pending), 0);
-		if (threads == 1 && pending == 0)
+		if (threads == 1 && pending <= *lost)
 			return;
+		gone = threads == 1 ? gone + 1 : 0;
+		if (i % 50 == 49) { /* read meanwhile, as the daemon does: the machine's exits
+				     * (a fork storm beside) do not fill the ring */
+			struct vw_cpu_snapshot snap;
+
+			read_ok(&snap);
+		}
+		if (gone == 500 && pending == *lost + 1) {
+			(*lost)++;
+			print_message("# pid %d: a thread's free lost (%llu pending for good)\n",
+				      (int)pid, (unsigned long long)pending);
+			return;
+		}
 		sleep_ms(10);
 	}
-	fail_msg("pid %d: a thread not freed in 10 s (%llu pending)", (int)pid,
-		 (unsigned long long)pending);
+	fail_msg("pid %d: a thread not gone, or not freed, in 10 s (%llu pending, %llu lost)",
+		 (int)pid, (unsigned long long)pending, (unsigned long long)*lost);
 }
 
 /*
@@ -323,7 +346,7 @@ static void thread_freed(pid_t pid)
 static void exit_threads(uint32_t flags)
 {
 	struct vw_cpu_snapshot snap;
-	uint64_t gone = 0, lost0, last = 0;
+	uint64_t gone = 0, lost0, last = 0, frees_lost = 0;
 	int go[2], done[2];
 	char c;
 
@@ -356,7 +379,7 @@ static void exit_threads(uint32_t flags)
 		assert_int_equal(write(go[1], "x", 1), 1);
 		assert_int_equal(read(done[0], &ns, sizeof(ns)), sizeof(ns));
 		gone += ns;
-		thread_freed(kid_pid);
+		thread_freed(kid_pid, &frees_lost);
 		read_ok(&snap);
 		live = proc_runtime(kid_pid);
 		assert_non_null(p = find_proc(&snap, kid_pid));
@@ -381,6 +404,9 @@ static void exit_threads(uint32_t flags)
 		assert_int_equal(p->cpu_ns, last);
 	}
 	assert_int_equal(snap.exits_lost, lost0);
+	/* Frees that stop reaching the program altogether still fail. */
+	if (frees_lost * 2 > THREADS)
+		fail_msg("%llu of %d threads' frees lost", (unsigned long long)frees_lost, THREADS);
 	close(go[1]);
 	close(done[0]);
 }
