@@ -402,7 +402,8 @@ static void test_ran_equals_full(void **state)
 	pid_t sleeper, threaded, burster, gone;
 	uint64_t gone_ns[2] = { 0 }; /* the gone one's value + 1 once each reported its exit */
 	uint64_t gone_start; /* its start time: a later process given its PID is not it */
-	int st, done[2];
+	int st, done[2], reads;
+	bool lost = false; /* its free never reached one program (cpu_test.h, thread_freed) */
 	char c;
 
 	(void)state;
@@ -443,7 +444,9 @@ static void test_ran_equals_full(void **state)
 	for (pid_t *q = (pid_t[]){ sleeper, threaded, burster, 0 }; *q; q++)
 		wait_asleep(*q);
 	/* the gone one's free (an RCU grace period after its exit: late under load) in both,
-	 * waited for without a read (10 s at most) */
+	 * waited for without a read (5 s at most). A 6.18 kernel under load never delivers a few
+	 * frees to the program (docs/attribution.md): one not seen in 5 s is taken as lost, and
+	 * that accountant reports the exit through its ghost check, without the exit path. */
 	for (int i = 0;; i++) {
 		uint64_t pa = 1, pb = 1;
 
@@ -451,23 +454,33 @@ static void test_ran_equals_full(void **state)
 		assert_int_equal(vw_cpu_bpf_pending(acc_full.state, (uint32_t)gone, &pb), 0);
 		if (!pa && !pb)
 			break;
-		if (i == 1000)
-			fail_msg("pid %d: its free not seen in 10 s", (int)gone);
+		if (i == 500) {
+			lost = true;
+			print_message("# pid %d: its free not seen in 5 s (pending: ran walk %llu, full "
+				      "%llu): lost, left to the ghost check\n",
+				      (int)gone, (unsigned long long)pa, (unsigned long long)pb);
+			break;
+		}
 		sleep_ms(10);
 	}
-	/* two reads more, and until both reported the gone one's exit, within
-	 * VW_BPF_FULL_EVERY reads in all */
-	for (int i = 0; i < 2 || (i < 8 && !(gone_ns[0] && gone_ns[1])); i++) {
+	/* two reads more, and until both reported the gone one's exit: within VW_BPF_FULL_EVERY
+	 * reads in all, or, a free lost, the ghost check's two reads a second apart (3 s) */
+	reads = lost ? 30 : 8;
+	for (int i = 0; i < 2 || (i < reads && !(gone_ns[0] && gone_ns[1])); i++) {
 		if (i >= 2)
 			sleep_ms(100);
 		read_both(&a, &b, gone, gone_start, gone_ns);
 	}
 	assert_int_equal(vw_cpu_bpf_walk_stats(acc.state, &ws), 0);
-	assert_int_equal(ws.full, 1); /* the first read's: every later one a ran walk */
-	if (!gone_ns[0] || gone_ns[0] != gone_ns[1])
+	if (!lost)
+		assert_int_equal(ws.full, 1); /* the first read's: every later one a ran walk */
+	if (!gone_ns[0] || !gone_ns[1] || (!lost && gone_ns[0] != gone_ns[1]) ||
+	    (lost && (gone_ns[0] > gone_ns[1] + VW_NSEC_PER_MSEC ||
+		      gone_ns[1] > gone_ns[0] + VW_NSEC_PER_MSEC)))
 		fail_msg("pid %d: exit reported with %llu ns by the ran walk, %llu ns by the full "
-			 "(0: none)", (int)gone, (unsigned long long)(gone_ns[0] ? gone_ns[0] - 1 : 0),
-			 (unsigned long long)(gone_ns[1] ? gone_ns[1] - 1 : 0));
+			 "(0: none; a free lost: %s)",
+			 (int)gone, (unsigned long long)(gone_ns[0] ? gone_ns[0] - 1 : 0),
+			 (unsigned long long)(gone_ns[1] ? gone_ns[1] - 1 : 0), lost ? "yes" : "no");
 	assert_true(gone_ns[0] > 15 * VW_NSEC_PER_MSEC);
 	for (pid_t pid, *q = (pid_t[]){ sleeper, threaded, burster, 0 }; (pid = *q); q++) {
 		const struct vw_proc_cpu *x = find_proc(&a, pid), *y = find_proc(&b, pid);
