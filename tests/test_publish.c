@@ -1357,6 +1357,49 @@ static void test_peer_pid_reused(void **state)
 	vw_fixture_rm(dir);
 }
 
+/* A daemon in a container with the host's /proc bound and a PID namespace of its own: the
+ * list's QEMU PIDs are the host's, alive under the procfs root, absent from the daemon's own
+ * namespace. A stranger's listener is still refused, counted and said, not taken for a VM
+ * restarting (kill() on the host PID found nothing: refused without a word, every time). */
+static void test_peer_qemu_in_procfs_only(void **state)
+{
+	char *dir = vw_fixture_mkdtemp("peer"), *proc = vw_fixture_mkdtemp("peerproc");
+	char path[256], pdir[300], stat[160], self[300];
+	struct vw_vm_energy vm;
+	struct vw_publish_vm_stats st;
+	struct vw_publisher *p;
+	pid_t host_pid = gone_pid(); /* no process here: the QEMU is another namespace's */
+
+	(void)state;
+	assert_non_null(dir);
+	assert_non_null(proc);
+	assert_int_equal(chmod(dir, 0777), 0);
+	snprintf(self, sizeof(self), "%s/self", proc); /* the connect goes through self/fd/N */
+	assert_int_equal(symlink("/proc/self", self), 0);
+	snprintf(pdir, sizeof(pdir), "%s/%d", proc, (int)host_pid);
+	assert_int_equal(mkdir(pdir, 0755), 0);
+	snprintf(stat, sizeof(stat),
+		 "%d (qemu-system-x86) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0\n",
+		 (int)host_pid);
+	assert_int_equal(vw_fixture_replace(pdir, "stat", stat), 0);
+	snprintf(path, sizeof(path), "%s/a.sock", dir);
+	listen_as_nobody(path);
+	p = new_publisher_procfs(SEC, 0.1, proc);
+	vm_set(&vm, U_A, path);
+	vm.qemu_pid = (uint32_t)host_pid;
+	vm.qemu_start_time = 4242;
+	run_one(p, &vm, &st);
+	assert_int_equal(st.connects, 0);
+	assert_int_equal(st.sent, 0);
+	assert_true(st.peer_rejected >= 1);
+
+	vw_publisher_free(p);
+	kill_peer_child(NULL);
+	unlink(path);
+	vw_fixture_rm(dir);
+	vw_fixture_rm(proc);
+}
+
 /* A VM restarted: its new QEMU listens before the list names it (refused, uncounted, retried
  * with a growing backoff); the update that names it connects at once, not a backoff later. */
 static void test_peer_new_qemu_at_once(void **state)
@@ -1625,6 +1668,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_model_push, two_vms_setup, rig_teardown),
 		cmocka_unit_test(test_invalid_uuid),
 		cmocka_unit_test_teardown(test_peer_other_user, kill_peer_child),
+		cmocka_unit_test_teardown(test_peer_qemu_in_procfs_only, kill_peer_child),
 		cmocka_unit_test_teardown(test_peer_new_qemu_at_once, kill_peer_child),
 		cmocka_unit_test_teardown(test_peer_pid_reused, kill_peer_child),
 		cmocka_unit_test(test_peer_symlink),

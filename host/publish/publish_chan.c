@@ -325,6 +325,26 @@ static bool qemu_same(const struct vw_pub_chan *c)
 	       vw_procfs_parse_pid_stat(buf, comm, &ticks, &start) == 0 && start == c->qemu_start;
 }
 
+/*
+ * Is the VM's QEMU gone (or not known)? Asked of the procfs root, whose PIDs are the list's:
+ * a daemon in a container with the host's /proc bound (no hostPID) has its own PID namespace,
+ * where kill() on a host PID finds nothing (or another process), and every listener was taken
+ * for a restarting VM's and refused without a word.
+ */
+static bool qemu_gone(const struct vw_pub_chan *c)
+{
+	char path[PATH_MAX];
+
+	if (c->qemu_pid <= 0)
+		return true;
+	if (!c->procfs_root)
+		return kill(c->qemu_pid, 0) < 0 && errno == ESRCH;
+	if (snprintf(path, sizeof(path), "%s/%d/stat", c->procfs_root, (int)c->qemu_pid) >=
+	    (int)sizeof(path))
+		return false;
+	return access(path, F_OK) < 0 && errno == ENOENT;
+}
+
 static int check_peer(struct vw_pub_chan *c, int fd)
 {
 	struct vw_pub_peer peer;
@@ -339,17 +359,28 @@ static int check_peer(struct vw_pub_chan *c, int fd)
 	}
 	if (r != -EPERM)
 		return r;
-	if (c->qemu_pid <= 0 || (kill(c->qemu_pid, 0) < 0 && errno == ESRCH))
+	if (qemu_gone(c))
 		return -ESRCH;
 	c->st.peer_rejected++;
 	if (c->peer_rejected_total)
 		(*c->peer_rejected_total)++;
-	vw_complain(&c->peer_complaint, VW_LOG_WARN,
-		    "publish: channel %s: refusing its listener: pid %d (uid %u), bound as \"%s\", "
-		    "is not the VM's QEMU (pid %d%s) nor a root process bound under this path; "
-		    "something else put a socket or link there: not connected, retried later",
-		    c->path, (int)peer.pid, (unsigned)peer.uid, peer.name, (int)c->qemu_pid,
-		    reused ? ", exited: its PID taken by a process started since" : "");
+	if (peer.pid == 0) /* SO_PEERCRED: a listener outside this daemon's PID namespace */
+		vw_complain(&c->peer_complaint, VW_LOG_WARN,
+			    "publish: channel %s: its listener (uid %u, bound as \"%s\") is in a PID "
+			    "namespace this daemon does not see, so it cannot be told to be the VM's "
+			    "QEMU (pid %d): not connected, retried later. Run virtwatt-host in the "
+			    "host's PID namespace to publish over channels (systemd; a container with "
+			    "hostPID: true or podman --pid=host), or publish through shared folders "
+			    "(--passthrough.share-root)",
+			    c->path, (unsigned)peer.uid, peer.name, (int)c->qemu_pid);
+	else
+		vw_complain(&c->peer_complaint, VW_LOG_WARN,
+			    "publish: channel %s: refusing its listener: pid %d (uid %u), bound as "
+			    "\"%s\", is not the VM's QEMU (pid %d%s) nor a root process bound under "
+			    "this path; something else put a socket or link there: not connected, "
+			    "retried later",
+			    c->path, (int)peer.pid, (unsigned)peer.uid, peer.name, (int)c->qemu_pid,
+			    reused ? ", exited: its PID taken by a process started since" : "");
 	return r;
 }
 
