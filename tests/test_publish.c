@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <sched.h>
 #include <pthread.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -1400,6 +1401,116 @@ static void test_peer_qemu_in_procfs_only(void **state)
 	vw_fixture_rm(proc);
 }
 
+/* The warnings a forked daemon logged (outside_ns_run()). */
+static char ns_log[4096];
+
+static void ns_sink(enum vw_log_level level, const char *msg, void *ud)
+{
+	size_t used = strlen(ns_log);
+
+	(void)ud;
+	if (level >= VW_LOG_WARN)
+		snprintf(ns_log + used, sizeof(ns_log) - used, "%s\n", msg);
+}
+
+/* The daemon's side of test_peer_outside_pid_ns(), as PID 1 of a new PID namespace: 0 when the
+ * listener was refused, counted and the warning names the fix; else which check failed. No
+ * cmocka asserts in a forked process. */
+static int outside_ns_run(const char *proc, const char *path, pid_t qemu_pid)
+{
+	struct vw_publish_opts o = { .period_ns = SEC, .jitter = 0.1, .seed = 42, .epoch = 7,
+				     .source = "rapl", .procfs_root = proc };
+	struct vw_publisher *p;
+	struct vw_publish_vm_stats st;
+	struct vw_vm_energy vm;
+	int bad = 0;
+
+	vw_log_set_sink(ns_sink, NULL);
+	if (getpid() != 1 || !(p = vw_publisher_new(&o)))
+		return 10;
+	vm_set(&vm, U_A, path);
+	vm.qemu_pid = (uint32_t)qemu_pid;
+	vm.qemu_start_time = 4242;
+	for (uint64_t t = 0; t <= 5 * SEC && !bad; t += 100 * MSEC) {
+		if (t % SEC == 0) {
+			vm_run(&vm, 1.0, 1.0);
+			bad = vw_test_publish_update(p, &vm, 1) < 0 ? 11 : 0;
+		}
+		if (!bad && vw_publisher_tick(p, T0 + t, NULL) < 0)
+			bad = 12;
+	}
+	if (!bad && vw_publisher_vm_stats(p, vm.uuid, &st) < 0)
+		bad = 13;
+	else if (!bad && (st.connects != 0 || st.sent != 0))
+		bad = 14; /* the stranger got the VM's frames */
+	else if (!bad && st.peer_rejected < 1)
+		bad = 15;
+	else if (!bad && (!strstr(ns_log, "is in a PID namespace this daemon does not see") ||
+			  !strstr(ns_log, "hostPID: true") || !strstr(ns_log, "--passthrough.share-root")))
+		bad = 16;
+	vw_publisher_free(p);
+	if (bad)
+		fprintf(stderr, "outside_ns_run: %d; logged:\n%s", bad, ns_log);
+	return bad;
+}
+
+/*
+ * A daemon in a PID namespace of its own (a container without hostPID) with the host's /proc:
+ * SO_PEERCRED gives PID 0 for a listener outside it, which can be no VM's QEMU. Refused,
+ * counted, and the warning says why and names the fix (the PID-namespace rule of
+ * publish_chan.c's check_peer()), not the generic "something else put a socket there". The
+ * daemon runs as PID 1 of a new PID namespace (root: CLONE_NEWPID); the listener stays here.
+ */
+static void test_peer_outside_pid_ns(void **state)
+{
+	char *dir, *proc, path[256], pdir[300], stat[160], self[300];
+	pid_t host_pid, child;
+	int status = -1;
+
+	(void)state;
+	REQUIRE(geteuid() == 0, "a new PID namespace (and a listener as nobody) needs root");
+	dir = vw_fixture_mkdtemp("peer");
+	proc = vw_fixture_mkdtemp("peerproc");
+	host_pid = gone_pid();
+	assert_non_null(dir);
+	assert_non_null(proc);
+	assert_int_equal(chmod(dir, 0777), 0);
+	snprintf(self, sizeof(self), "%s/self", proc);
+	assert_int_equal(symlink("/proc/self", self), 0);
+	snprintf(pdir, sizeof(pdir), "%s/%d", proc, (int)host_pid);
+	assert_int_equal(mkdir(pdir, 0755), 0);
+	snprintf(stat, sizeof(stat),
+		 "%d (qemu-system-x86) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0\n",
+		 (int)host_pid);
+	assert_int_equal(vw_fixture_replace(pdir, "stat", stat), 0);
+	snprintf(path, sizeof(path), "%s/a.sock", dir);
+	listen_as_nobody(path);
+
+	child = fork();
+	assert_true(child >= 0);
+	if (child == 0) {
+		pid_t gc;
+		int s = -1;
+
+		if (unshare(CLONE_NEWPID) < 0)
+			_exit(20);
+		gc = fork();
+		if (gc == 0)
+			_exit(outside_ns_run(proc, path, host_pid));
+		if (gc < 0 || waitpid(gc, &s, 0) != gc)
+			_exit(21);
+		_exit(WIFEXITED(s) ? WEXITSTATUS(s) : 22);
+	}
+	assert_int_equal(waitpid(child, &status, 0), child);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+
+	kill_peer_child(NULL);
+	unlink(path);
+	vw_fixture_rm(dir);
+	vw_fixture_rm(proc);
+}
+
 /* A VM restarted: its new QEMU listens before the list names it (refused, uncounted, retried
  * with a growing backoff); the update that names it connects at once, not a backoff later. */
 static void test_peer_new_qemu_at_once(void **state)
@@ -1669,6 +1780,7 @@ int main(void)
 		cmocka_unit_test(test_invalid_uuid),
 		cmocka_unit_test_teardown(test_peer_other_user, kill_peer_child),
 		cmocka_unit_test_teardown(test_peer_qemu_in_procfs_only, kill_peer_child),
+		cmocka_unit_test_teardown(test_peer_outside_pid_ns, kill_peer_child),
 		cmocka_unit_test_teardown(test_peer_new_qemu_at_once, kill_peer_child),
 		cmocka_unit_test_teardown(test_peer_pid_reused, kill_peer_child),
 		cmocka_unit_test(test_peer_symlink),
