@@ -72,7 +72,8 @@ const volatile __u32 no_storage = 0;   /* test only: none made for threads start
 
 VW_MAP(BPF_MAP_TYPE_PERCPU_ARRAY, __u32, struct vw_bpf_cpu) cpus SEC(".maps");
 /* These two sized by user space. task_hash: the raw_tp twins' threads; with task storage, a
- * plain hash for the threads whose storage could not be made (user space sets its type). The
+ * plain hash for the threads whose storage could not be made (user space sets its type, and
+ * sweeps out the slots of threads gone without their free: shared/engine/cpu_slots.h). The
  * raw_tp one is an LRU hash: a slot lives from the seed (or the exit) to the free, which
  * deletes it, and a free that never reaches the program (a mass kill's, a fork storm's) would
  * leak its slot in a plain hash for good; the LRU reclaims those. It may evict a live slot

@@ -14,7 +14,10 @@
  * cannot be made (VW_CPU_BPF_NO_STORAGE) leaves the slots in the fallback hash, counted, and
  * the same holds of mass exits and of threads; a per-process map too small counts the exits it
  * had no room for (vw_cpu_snapshot.exits_untracked); the picture the ring's events keep equals the
- * map read whole, read after read, with the machine's own exits.
+ * map read whole, read after read, with the machine's own exits; slots of the fallback hash whose
+ * thread the kernel no longer has (a free that never came) are removed by the sweep at their
+ * second sighting, counted, the slots of a live thread and of a zombie kept; a fallback hash full
+ * of them, where new threads lost their time, takes new threads again once swept.
  */
 #include "vw_test.h"
 #include "cpu_test.h"
@@ -28,13 +31,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "cpu_account.h"
+#include "bpf_sys.h"
 #include "cpu_account_priv.h"
 #include "cpu_bpf_priv.h"
+#include "cpu_slots.h"
 #include "cpu_time.h"
 #include "fileio.h"
 #include "fixture.h"
@@ -476,6 +482,190 @@ static void test_exit_picture_is_map(void **state)
 		      races);
 }
 
+/* ---- the fallback hash's sweep (shared/engine/cpu_slots.h) ---- */
+
+/* The kernel's pid_max: a PID above it was never a thread's, nor will be. */
+static uint32_t pid_max(void)
+{
+	char buf[32];
+	uint64_t v = 0;
+
+	assert_int_equal(vw_read_file_at(procfd, "sys/kernel/pid_max", buf, sizeof(buf), NULL), 0);
+	buf[strcspn(buf, "\n")] = '\0';
+	assert_int_equal(vw_parse_u64(buf, &v), 0);
+	assert_true(v > 0 && v < UINT32_MAX / 2);
+	return (uint32_t)v;
+}
+
+/* A slot for pid in the hash, as the exit program leaves one (BPF_NOEXIST): 0, or -errno
+ * (-E2BIG: the hash is full). */
+static int slot_put(int fd, uint32_t pid, uint64_t start_ns)
+{
+	struct vw_bpf_task v = { .exit_ns = 1000, .start_ns = start_ns,
+				 .flags = VW_BPF_TASK_INIT | VW_BPF_TASK_EXITED };
+	union bpf_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.map_fd = (uint32_t)fd;
+	a.key = (uint64_t)(uintptr_t)&pid;
+	a.value = (uint64_t)(uintptr_t)&v;
+	a.flags = BPF_NOEXIST;
+	return syscall(__NR_bpf, BPF_MAP_UPDATE_ELEM, &a, sizeof(a)) < 0 ? -errno : 0;
+}
+
+static bool slot_has(int fd, uint32_t pid)
+{
+	struct vw_bpf_task v;
+
+	return vw_bpf_map_lookup_elem(fd, &pid, &v) == 0;
+}
+
+/* A child that exits at once, left unreaped: its PID once a zombie. */
+static pid_t zombie(void)
+{
+	pid_t pid = fork();
+	char path[32], buf[512];
+
+	assert_true(pid >= 0);
+	if (pid == 0)
+		_exit(0);
+	snprintf(path, sizeof(path), "%d/stat", (int)pid);
+	for (int i = 0; i < 500; i++) {
+		if (vw_read_file_at(procfd, path, buf, sizeof(buf), NULL) == 0 && strstr(buf, ") Z "))
+			return pid;
+		sleep_ms(10);
+	}
+	fail_msg("pid %d not a zombie in 5 s", (int)pid);
+	return -1;
+}
+
+#define STALE 100
+
+/*
+ * Slots whose free never came: STALE of PIDs above pid_max (threads the kernel no longer has,
+ * and never will), beside one of this live process and one of a zombie (exited, its free to
+ * come at its reap). The first read finds them gone and keeps them; the second (the wait set
+ * to 0 here, 30 s in the daemon) removes them and counts them; the live and the zombie's stay,
+ * read after read. Before the sweep every one stayed for good.
+ */
+static void test_slots_stale_swept(void **state)
+{
+	struct vw_cpu_snapshot snap;
+	uint32_t base = pid_max() + 1, me = (uint32_t)getpid(), z;
+	uint64_t s0;
+	int fd;
+
+	(void)state;
+	open_bpf(0);
+	fd = vw_cpu_bpf_task_hash_fd(acc.state);
+	REQUIRE(fd >= 0, "the raw_tp twins run here: no fallback hash");
+	vw_cpu_bpf_slot_sweep_set(acc.state, VW_SLOTS_BUDGET, 0);
+	kid_pid = zombie();
+	z = (uint32_t)kid_pid;
+	read_ok(&snap);
+	s0 = snap.stale_slots;
+	for (uint32_t i = 0; i < STALE; i++)
+		assert_int_equal(slot_put(fd, base + i, 1000 + i), 0);
+	assert_int_equal(slot_put(fd, me, 7), 0);
+	assert_int_equal(slot_put(fd, z, 8), 0);
+	read_ok(&snap); /* found gone once: kept */
+	assert_int_equal(snap.stale_slots, s0);
+	for (uint32_t i = 0; i < STALE; i++)
+		assert_true(slot_has(fd, base + i));
+	for (int r = 0; r < 3; r++) {
+		read_ok(&snap);
+		for (uint32_t i = 0; i < STALE; i++)
+			if (slot_has(fd, base + i))
+				fail_msg("read %d: the slot of pid %u, gone, still there", r, base + i);
+		assert_true(slot_has(fd, me));
+		assert_true(slot_has(fd, z));
+	}
+	print_message("# %llu stale slots removed (%d ours)\n",
+		      (unsigned long long)(snap.stale_slots - s0), STALE);
+	assert_true(snap.stale_slots - s0 >= STALE);
+	(void)vw_bpf_map_delete_elem(fd, &me);
+	(void)vw_bpf_map_delete_elem(fd, &z);
+}
+
+/* n children that exit, reaped; then the frees' RCU grace period. */
+static void children_exit(int n)
+{
+	for (int i = 0; i < n; i++) {
+		pid_t pid = fork();
+
+		assert_true(pid >= 0);
+		if (pid == 0)
+			_exit(0);
+		assert_int_equal(waitpid(pid, NULL, 0), pid);
+	}
+	sleep_ms(150);
+}
+
+/* As many stale slots as the hash takes: 0 when none went in. */
+static uint32_t slots_fill(int fd, uint32_t base, uint32_t from)
+{
+	uint32_t i = from;
+	int r;
+
+	while ((r = slot_put(fd, base + i, 1000 + i)) == 0)
+		i++;
+	assert_int_equal(r, -E2BIG);
+	return i;
+}
+
+/*
+ * The fallback hash (2,048 slots, as the daemon's) full of slots whose free never came: every
+ * thread that needs one loses its time (VW_BPF_STAT_TASK_FULL), here new threads all need
+ * one (VW_CPU_BPF_NO_STORAGE). Reads sweep it (512 lookups a read): within 30 reads every stale
+ * slot is gone, counted, and exiting threads get slots again, nothing lost. Before the sweep the
+ * hash stayed full.
+ */
+static void test_slots_full_recovers(void **state)
+{
+	struct vw_cpu_snapshot snap;
+	uint32_t base = pid_max() + 1, n;
+	uint64_t full0, full1, hashed1, s0;
+	int fd, r;
+
+	(void)state;
+	open_bpf_sized(VW_CPU_BPF_NO_STORAGE, VW_BPF_STORAGE_FALLBACK);
+	fd = vw_cpu_bpf_task_hash_fd(acc.state);
+	REQUIRE(fd >= 0, "the raw_tp twins run here: no fallback hash");
+	vw_cpu_bpf_slot_sweep_set(acc.state, VW_SLOTS_BUDGET, 0);
+	read_ok(&snap);
+	s0 = snap.stale_slots;
+	full0 = vw_cpu_bpf_stat(acc.state, VW_BPF_STAT_TASK_FULL);
+	n = slots_fill(fd, base, 0);
+	assert_true(n > VW_BPF_STORAGE_FALLBACK / 2);
+	n = slots_fill(fd, base, n); /* the machine's own slots come and go: full again */
+	children_exit(20);
+	read_ok(&snap);
+	print_message("# %u stale slots filled the hash: %llu threads lost for want of one\n", n,
+		      (unsigned long long)(vw_cpu_bpf_stat(acc.state, VW_BPF_STAT_TASK_FULL) - full0));
+	assert_true(vw_cpu_bpf_stat(acc.state, VW_BPF_STAT_TASK_FULL) > full0);
+	for (r = 0; r < 30; r++) {
+		uint32_t left = 0;
+
+		read_ok(&snap);
+		for (uint32_t i = 0; i < n; i++)
+			left += slot_has(fd, base + i);
+		if (!left)
+			break;
+		sleep_ms(20);
+	}
+	if (r == 30)
+		fail_msg("stale slots still in the hash after 30 reads");
+	print_message("# swept in %d reads: %llu removed\n", r + 1,
+		      (unsigned long long)(snap.stale_slots - s0));
+	assert_true(snap.stale_slots - s0 >= n);
+	full1 = vw_cpu_bpf_stat(acc.state, VW_BPF_STAT_TASK_FULL);
+	hashed1 = vw_cpu_bpf_stat(acc.state, VW_BPF_STAT_TASK_HASHED);
+	children_exit(20);
+	read_ok(&snap);
+	assert_int_equal(vw_cpu_bpf_stat(acc.state, VW_BPF_STAT_TASK_FULL), full1);
+	assert_true(vw_cpu_bpf_stat(acc.state, VW_BPF_STAT_TASK_HASHED) >= hashed1 + 20);
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -499,6 +689,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_exit_threads, teardown),
 		cmocka_unit_test_teardown(test_exit_threads_no_storage, teardown),
 		cmocka_unit_test_teardown(test_exit_picture_is_map, teardown),
+		cmocka_unit_test_teardown(test_slots_stale_swept, teardown),
+		cmocka_unit_test_teardown(test_slots_full_recovers, teardown),
 	};
 
 	if (getenv("VW_TEST_FILTER"))

@@ -713,6 +713,8 @@ static void test_workloads_add_up_on_this_machine(void **state)
 	if (geteuid() == 0 && ci) {
 		assert_non_null(strstr(b.data, "virtwatt_cpu_accounting_info{method=\"bpf\""));
 		assert_non_null(strstr(b.data, "virtwatt_cpu_accounting_ghosts_total{method=\"bpf\""));
+		assert_non_null(strstr(b.data,
+				       "virtwatt_cpu_accounting_stale_slots_removed_total{method=\"bpf\""));
 		/* --cpu.ran-walk=auto (the default) says whether its switch program is on */
 		assert_non_null(strstr(b.data, "virtwatt_cpu_accounting_ran_walk_active{method=\"bpf\""));
 

@@ -86,6 +86,10 @@ struct vw_cpu_snapshot {
 	/* Processes the accountant had kept reporting alive that the kernel says are gone,
 	 * reported exited by its check (cumulative since open; bpf only, 0 elsewhere). */
 	uint64_t ghosts;
+	/* bpf (tp_btf): slots of the fallback hash whose thread the kernel no longer has (its free
+	 * never reached the program), deleted by the accountant's sweep (cumulative since open;
+	 * 0 elsewhere). */
+	uint64_t stale_slots;
 	/* bpf: the ran walk's switch program is attached, most reads walk only the processes
 	 * that ran (--cpu.ran-walk; false elsewhere). */
 	bool ran_walk_on;

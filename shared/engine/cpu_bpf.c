@@ -40,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,6 +51,7 @@
 #include "cpu_bpf_records.h"
 #include "cpu_ghost.h"
 #include "cpu_ranwalk.h"
+#include "cpu_slots.h"
 #include "cpu_time.h"
 #include "fileio.h"
 #include "log.h"
@@ -86,6 +88,10 @@ struct bpf_state {
 	int procfd;             /* the procfs root (a dup): the ghost check's */
 	struct vw_ghost_check ghost;
 	struct vw_complaint ghost_complaint;
+	struct vw_slot_sweep slots; /* the fallback hash's sweep (tp_btf; cpu_slots.h) */
+	struct vw_slot *slot_buf;   /* the hash's entries this read */
+	size_t n_slot_buf, cap_slot_buf;
+	struct vw_complaint slots_complaint;
 	bool no_batch;
 	int ncpus;
 	uint64_t ns_per_tick;
@@ -204,6 +210,8 @@ static void bpf_close(void *state)
 	free(s->gone);
 	free(s->irq);
 	free(s->irq_procs);
+	vw_slot_sweep_free(&s->slots);
+	free(s->slot_buf);
 	vw_cpu_bpf_close_fds(s->fd, VW_BPF_FD__MAX);
 	vw_closep(&s->procfd);
 	vw_cpu_history_free(&s->hist);
@@ -226,6 +234,8 @@ static int bases_read(struct bpf_state *s);
 static void ran_mode_open(struct bpf_state *s, bool automatic);
 static int ghost_gone(void *ctx, const struct vw_proc_cpu *p);
 static void ghost_drop(void *ctx, const struct vw_proc_cpu *p);
+static int slot_gone(void *ctx, uint32_t pid);
+static int slot_delete(void *ctx, const struct vw_slot *sl);
 
 /* One fd of s->fd closed before the others: -1 from now on (bpf_close closes the rest). */
 static void close_slot(struct bpf_state *s, int k)
@@ -346,6 +356,9 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 	s->ns_per_tick = vw_cpu_ns_per_tick();
 	s->ghost = (struct vw_ghost_check){ .budget = VW_GHOST_BUDGET, .gone = ghost_gone,
 					    .drop = ghost_drop, .ctx = s };
+	s->slots = (struct vw_slot_sweep){ .budget = VW_SLOTS_BUDGET,
+					   .confirm_ns = VW_SLOTS_CONFIRM_NS, .gone = slot_gone,
+					   .del = slot_delete, .ctx = s };
 	s->no_batch = env->flags & VW_CPU_BPF_NO_BATCH;
 	q.max_procs = env->max_procs ? env->max_procs : VW_CPU_DEFAULT_MAX_PROCS;
 	q.flags = env->flags;
@@ -368,6 +381,8 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 	}
 	s->ran = m.walk && m.ran;
 	s->need_full = true;
+	if (m.raw) /* an LRU hash: it reclaims the slots of lost frees itself */
+		close_slot(s, VW_BPF_FD_TASK_HASH);
 	s->cpu_a = calloc((size_t)s->ncpus, sizeof(*s->cpu_a));
 	if (!s->cpu_a) {
 		r = -ENOMEM;
@@ -382,6 +397,8 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 		}
 	}
 	r = check_maps(s);
+	if (r == 0 && s->fd[VW_BPF_FD_TASK_HASH] >= 0)
+		r = check_map(s->fd[VW_BPF_FD_TASK_HASH], sizeof(uint32_t), sizeof(struct vw_bpf_task));
 	if (r == 0)
 		ring_map(s);
 	if (r == 0)
@@ -873,6 +890,21 @@ uint64_t vw_cpu_bpf_stat(void *state, unsigned which)
 	return which < VW_BPF_STAT__COUNT ? s->stats_seen[which] : 0;
 }
 
+int vw_cpu_bpf_task_hash_fd(void *state)
+{
+	const struct bpf_state *s = state;
+
+	return s->fd[VW_BPF_FD_TASK_HASH];
+}
+
+void vw_cpu_bpf_slot_sweep_set(void *state, unsigned budget, uint64_t confirm_ns)
+{
+	struct bpf_state *s = state;
+
+	s->slots.budget = budget;
+	s->slots.confirm_ns = confirm_ns;
+}
+
 bool vw_cpu_bpf_walked(void *state, uint32_t tgid)
 {
 	const struct bpf_state *s = state;
@@ -1191,6 +1223,77 @@ static void ghost_check(struct bpf_state *s, struct vw_cpu_snapshot *snap)
 	snap->ghosts = s->ghost.ghosts;
 }
 
+/* ---- the fallback hash's sweep (cpu_slots.h) ---- */
+
+/* Thread pid in /proc under the procfs root (a thread's PID is there too, though not listed):
+ * 1 gone, 0 there, -errno cannot tell. */
+static int slot_gone(void *ctx, uint32_t pid)
+{
+	struct bpf_state *s = ctx;
+	struct stat st;
+	char path[16];
+
+	snprintf(path, sizeof(path), "%u", pid);
+	if (fstatat(s->procfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return 0;
+	return errno == ENOENT || errno == ESRCH ? 1 : -errno;
+}
+
+/* The entry deleted if still sl's: a thread that took the PID since (the pid space wrapped)
+ * and its slot over has another start time. */
+static int slot_delete(void *ctx, const struct vw_slot *sl)
+{
+	struct bpf_state *s = ctx;
+	struct vw_bpf_task v;
+	int r = vw_bpf_map_lookup_elem(s->fd[VW_BPF_FD_TASK_HASH], &sl->pid, &v);
+
+	if (r < 0)
+		return r;
+	if (v.start_ns != sl->start_ns)
+		return -ESTALE;
+	return vw_bpf_map_delete_elem(s->fd[VW_BPF_FD_TASK_HASH], &sl->pid);
+}
+
+static int put_slot(struct bpf_state *s, struct vw_cpu_table *t, const void *key, const void *val)
+{
+	const struct vw_bpf_task *v = val;
+
+	(void)t;
+	if (vw_array_grow((void **)&s->slot_buf, sizeof(*s->slot_buf), s->n_slot_buf,
+			  &s->cap_slot_buf) < 0)
+		return -ENOMEM;
+	memcpy(&s->slot_buf[s->n_slot_buf].pid, key, sizeof(uint32_t));
+	s->slot_buf[s->n_slot_buf++].start_ns = v->start_ns;
+	return 0;
+}
+
+/*
+ * The fallback hash (tp_btf) read, and the slots of threads the kernel no longer has deleted:
+ * a free that never reached the program would keep one taken for good, and a hash full of them
+ * leaves every later thread that needs one without (VW_BPF_STAT_TASK_FULL). Usually empty: one
+ * bpf(2) call. Errors leave it for the next read.
+ */
+static void slots_sweep(struct bpf_state *s, struct vw_cpu_snapshot *snap)
+{
+	int r = 0;
+
+	s->n_slot_buf = 0;
+	if (s->fd[VW_BPF_FD_TASK_HASH] >= 0)
+		r = map_for_each(s, NULL, s->fd[VW_BPF_FD_TASK_HASH], sizeof(uint32_t),
+				 sizeof(struct vw_bpf_task), put_slot);
+	if (r == 0 && s->n_slot_buf)
+		r = vw_slot_sweep_run(&s->slots, s->slot_buf, s->n_slot_buf, vw_now_ns());
+	if (r > 0)
+		vw_complain(&s->slots_complaint, VW_LOG_WARN,
+			    "cpu: bpf: %d threads' slots in the fallback hash removed: their "
+			    "threads are gone from /proc and their free never came (counted in "
+			    "virtwatt_cpu_accounting_stale_slots_removed_total)",
+			    r);
+	else if (r < 0)
+		vw_debug("cpu: bpf: sweep the fallback hash: %s", strerror(-r));
+	snap->stale_slots = s->slots.removed;
+}
+
 /*
  * The entries of the exits this read reported, deleted: one BPF_MAP_DELETE_BATCH (a call for
  * all of them, not one each), key by key where the kernel has no batch ops or the batch
@@ -1365,6 +1468,7 @@ static int bpf_read(void *state, struct vw_cpu_snapshot *ret)
 	ret->exits_untracked[VW_CPU_UNTRACKED_NO_THREAD_SLOT] = s->stats_seen[VW_BPF_STAT_TASK_FULL];
 	ret->exits_untracked[VW_CPU_UNTRACKED_PID_REUSED] = s->stats_seen[VW_BPF_STAT_REUSED];
 	ghost_check(s, ret);
+	slots_sweep(s, ret);
 	irq_collect(s, ret);
 	irq_check(s, ret);
 	return hw_attach(s, ret);

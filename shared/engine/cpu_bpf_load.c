@@ -294,7 +294,8 @@ static int load_variant(struct loader *l, const char *btf_file, bool raw, uint32
 	 * exit, the others from exit to free, in an LRU hash that reclaims the slots of frees
 	 * never seen (cpu_time.bpf.c). With task storage the hash only keeps threads whose
 	 * storage could not be made, from their exit to their free: a plain hash, so that a full
-	 * one fails counted rather than evicting a slot. */
+	 * one fails counted rather than evicting a slot (the reads sweep out those of frees never
+	 * seen: cpu_slots.h). */
 	if (r == 0)
 		r = bpf_map__set_max_entries(skel->maps.task_hash,
 					     raw ? VW_MIN(max_procs, UINT32_MAX / 4) * 4
@@ -539,6 +540,7 @@ static int loader_fds(const struct loader *l, int fds[VW_BPF_FD__MAX])
 	fds[VW_BPF_FD_EXITS] = bpf_map__fd(l->skel->maps.exits);
 	fds[VW_BPF_FD_IRQ_CGROUPS] = bpf_map__fd(l->skel->maps.irq_cgroups);
 	fds[VW_BPF_FD_IRQ_PROCS] = bpf_map__fd(l->skel->maps.irq_procs);
+	fds[VW_BPF_FD_TASK_HASH] = bpf_map__fd(l->skel->maps.task_hash);
 	for (int i = 0; i < sk->prog_cnt; i++) {
 		struct bpf_link *link = *sk->progs[i].link;
 

@@ -33,6 +33,7 @@ enum {
 	VW_BPF_FD_EXITS,     /* the exits ring (struct vw_bpf_exit_ev), mmapped */
 	VW_BPF_FD_IRQ_CGROUPS, /* interrupt time per interrupted cgroup (VW_BPF_IRQ_CGROUPS) */
 	VW_BPF_FD_IRQ_PROCS,   /* and per interrupted process (VW_BPF_IRQ_PROCS) */
+	VW_BPF_FD_TASK_HASH,   /* the per-thread hash: with tp_btf, the fallback one (cpu_slots.h) */
 	VW_BPF_FD_LINKS,                                  /* then the attached programs' links */
 	VW_BPF_FD__MAX = VW_BPF_FD_LINKS + 16, /* 16: every program of the skeleton */
 };
@@ -114,6 +115,11 @@ int vw_cpu_bpf_walk_stats(void *state, struct vw_cpu_bpf_walk_stats *ret);
  * or less dead time), *only_picture the reverse; the first such tgid in *first (0: none).
  */
 int vw_cpu_bpf_exits_audit(void *state, size_t *only_map, size_t *only_picture, uint32_t *first);
+
+/* Test only: the per-thread hash (cpu_time.bpf.c, task_hash; -1 under raw_tp), and the fallback
+ * hash's sweep set to budget lookups a read and confirm_ns between the two (cpu_slots.h). */
+int vw_cpu_bpf_task_hash_fd(void *state);
+void vw_cpu_bpf_slot_sweep_set(void *state, unsigned budget, uint64_t confirm_ns);
 
 /* Test only: a slow path's counter (enum vw_bpf_stat), summed over the CPUs by the last read. */
 uint64_t vw_cpu_bpf_stat(void *state, unsigned which);

@@ -39,7 +39,7 @@ enum {
 	F_CONT_J, F_CONT_W, F_CONT_IDLE_J, F_CONT_SEC,
 	F_POD_J, F_POD_W, F_POD_IDLE_J,
 	F_VM_J, F_VM_W, F_VM_IDLE_J, F_VM_IDLE_W,
-	F_UNATTR, F_UNCONT, F_METHOD, F_FALLBACK, F_GHOSTS, F_ENDED, F_RANWALK,
+	F_UNATTR, F_UNCONT, F_METHOD, F_FALLBACK, F_GHOSTS, F_STALE_SLOTS, F_ENDED, F_RANWALK,
 	F_EXITS_LOST, F_UNTRACKED, F_IRQ_SPANS, F_IRQ_SECONDS, F_ID_CONFLICTS,
 };
 
@@ -97,6 +97,12 @@ const struct vw_metric_family vw_workload_families[] = {
 		       "Processes the CPU accountant kept reporting alive after they had gone, found "
 		       "gone from /proc by its check and reported exited then (bpf; 0 for procfs)",
 		       NULL, l_method },
+	[F_STALE_SLOTS] = { "virtwatt_cpu_accounting_stale_slots_removed_total", VW_METRIC_COUNTER,
+			    "Per-thread slots the bpf CPU accountant removed from its fallback hash "
+			    "(threads without task storage) because their thread was gone from /proc "
+			    "and its free never came; left, they would fill the hash and later threads "
+			    "would lose their time (bpf with tp_btf; 0 for procfs)",
+			    NULL, l_method },
 	[F_ENDED] = { "virtwatt_node_cpu_ended_containers_joules_total", VW_METRIC_COUNTER,
 		      "Node energy of containers no longer exported (ended and dropped once a scrape "
 		      "served their final value, or evicted): node = containers + this + "
@@ -532,6 +538,9 @@ static int render(const struct vw_workloads *w, struct vw_prom_writer *pw, const
 		r = vw_prom_single(pw, &vw_workload_families[F_FALLBACK], fv, 1);
 	if (r == 0)
 		r = vw_prom_single(pw, &vw_workload_families[F_GHOSTS], v, (double)w->ghosts);
+	if (r == 0)
+		r = vw_prom_single(pw, &vw_workload_families[F_STALE_SLOTS], v,
+				   (double)w->stale_slots);
 	if (r == 0)
 		r = vw_prom_single(pw, &vw_workload_families[F_RANWALK], v, w->ran_walk_on);
 	if (r == 0)

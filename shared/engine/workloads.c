@@ -565,6 +565,7 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 	/* Deltas and seen were reset by clear_intervals(). */
 	w->hw_available = snap->counters ? snap->hw_available : 0;
 	w->ghosts = VW_MAX(w->ghosts, snap->ghosts);
+	w->stale_slots = VW_MAX(w->stale_slots, snap->stale_slots);
 	w->ran_walk_on = snap->ran_walk_on;
 
 	w->exits_lost = VW_MAX(w->exits_lost, snap->exits_lost);

@@ -176,6 +176,7 @@ struct vw_workloads {
 	struct vw_attribution attr;
 	unsigned hw_available; /* of the last snapshot */
 	uint64_t ghosts;       /* the accountant's ghost check's count (vw_cpu_snapshot.ghosts) */
+	uint64_t stale_slots;  /* vw_cpu_snapshot.stale_slots */
 	bool ran_walk_on;      /* the last snapshot's vw_cpu_snapshot.ran_walk_on */
 
 	uint64_t exits_lost;   /* vw_cpu_snapshot.exits_lost */
