@@ -14,6 +14,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -24,6 +25,7 @@
 #include "macro.h"
 #include "proto.h"
 #include "model_rx.h"
+#include "prom.h"
 #include "publish.h"
 #include "publish_input.h"
 #include "reader.h"
@@ -34,6 +36,7 @@
 
 struct rig {
 	char *root;
+	const char *procfs; /* the publisher's procfs root (NULL: none) */
 	uint64_t retain_ns;
 	struct vw_publisher *p;
 	struct vw_vm_energy vm;
@@ -46,6 +49,7 @@ static void rig_start(struct rig *r, uint64_t epoch, uint64_t max_range_uj)
 	struct vw_publish_opts o = {
 		.period_ns = 1 * SEC, .share_root = r->root, .epoch = epoch, .seed = epoch,
 		.max_energy_range_uj = max_range_uj, .source = "rapl", .retain_ns = r->retain_ns,
+		.procfs_root = r->procfs,
 	};
 
 	r->p = vw_publisher_new(&o);
@@ -966,6 +970,127 @@ static void test_gone_share_touched_kept(void **state)
 	rig_free(&r);
 }
 
+
+/* What the publisher warned (export_sink). */
+static char export_log[8192];
+
+static void export_sink(enum vw_log_level level, const char *msg, void *ud)
+{
+	size_t used = strlen(export_log);
+
+	(void)ud;
+	if (level >= VW_LOG_WARN)
+		snprintf(export_log + used, sizeof(export_log) - used, "%s\n", msg);
+}
+
+/* The publisher's virtwatt_passthrough_share_writable_vms: checked in the exposition too. */
+static size_t writable_vms(const struct rig *r)
+{
+	struct vw_publish_stats ps;
+	struct vw_prom_writer *w = vw_prom_writer_new(VW_PROM_TEXT_0_0_4, 0);
+	char *text = NULL, want[128];
+	size_t len;
+
+	vw_publisher_stats(r->p, &ps);
+	assert_non_null(w);
+	assert_int_equal(vw_publisher_render(r->p, w, "n"), 0);
+	assert_int_equal(vw_prom_finish(w, &text, &len), 0);
+	snprintf(want, sizeof(want), "\nvirtwatt_passthrough_share_writable_vms{node_name=\"n\"} %zu\n",
+		 ps.share_writable_vms);
+	assert_non_null(strstr(text, want));
+	free(text);
+	vw_prom_writer_free(w);
+	return ps.share_writable_vms;
+}
+
+/* A stand-in QEMU: a child in a mount namespace of its own where dir is a read-only bind mount
+ * of itself (the operator's read-only export); it waits until killed. */
+static pid_t qemu_with_ro_export(const char *dir)
+{
+	int ready[2];
+	pid_t pid;
+	char c = 0;
+
+	assert_int_equal(pipe(ready), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		close(ready[0]);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || unshare(CLONE_NEWNS) < 0 ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount(dir, dir, NULL, MS_BIND, NULL) < 0 ||
+		    mount(NULL, dir, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
+			_exit(1);
+		if (write(ready[1], "x", 1) != 1)
+			_exit(2);
+		for (;;)
+			pause();
+	}
+	close(ready[1]);
+	assert_int_equal(read(ready[0], &c, 1), 1);
+	close(ready[0]);
+	return pid;
+}
+
+/*
+ * A tenant's guest that can write its folder can fill the file system of every VM's folder (a
+ * 32 MiB tmpfs in deploy/libvirt), whose frames then fail: virtiofs before libvirt 11 takes no
+ * <readonly/>, and deploy/libvirt/README.md asks for a read-only bind mount there. Before, a
+ * writable export went unnoticed. Now: a VM whose <filesystem> has no <readonly/> and whose
+ * source is not on a read-only mount, as its QEMU sees it, is warned (naming the VM, the folder
+ * and the fix) and counted; <readonly/>, or a read-only mount in the QEMU's namespace (the
+ * daemon's own sees the folder writable), is not; a VM no longer listed is not counted.
+ */
+static void test_share_export_writable(void **state)
+{
+	struct rig r = { .root = vw_fixture_mkdtemp("share"), .fd = -1, .procfs = "/proc" };
+	char *exp = vw_fixture_mkdtemp("export");
+	pid_t qemu;
+
+	(void)state;
+	REQUIRE(geteuid() == 0, "a read-only bind mount in a mount namespace needs root");
+	assert_non_null(r.root);
+	assert_non_null(exp);
+	rig_start(&r, 1, 0);
+	export_log[0] = '\0';
+	vw_log_set_sink(export_sink, NULL);
+
+	rig_run(&r, 1, 10); /* no <filesystem>: nothing to ask */
+	assert_int_equal(writable_vms(&r), 0);
+
+	snprintf(r.vm.share_dir, sizeof(r.vm.share_dir), "%s", exp); /* a writable export */
+	rig_run(&r, 1, 10);
+	assert_int_equal(writable_vms(&r), 1);
+	assert_non_null(strstr(export_log, "VM " UUID ": its guest may write its shared folder"));
+	assert_non_null(strstr(export_log, exp));
+	assert_non_null(strstr(export_log, "Add <readonly/>"));
+	assert_non_null(strstr(export_log, "read-only bind mount"));
+
+	r.vm.share_readonly = true; /* <readonly/> added */
+	rig_run(&r, 1, 10);
+	assert_int_equal(writable_vms(&r), 0);
+
+	r.vm.share_readonly = false; /* taken out again: its QEMU sees a read-only mount */
+	qemu = qemu_with_ro_export(exp);
+	r.vm.qemu_pid = (uint32_t)qemu;
+	rig_run(&r, 1, 10);
+	assert_int_equal(writable_vms(&r), 0);
+	assert_int_equal(access(exp, W_OK), 0); /* (this process's view: writable) */
+
+	kill(qemu, SIGKILL);
+	assert_int_equal(waitpid(qemu, NULL, 0), qemu);
+	r.vm.qemu_pid = (uint32_t)getpid(); /* the VM started again, its QEMU without the mount */
+	rig_run(&r, 1, 10);
+	assert_int_equal(writable_vms(&r), 1);
+
+	assert_int_equal(vw_test_publish_update(r.p, NULL, 0), 0); /* the VM gone */
+	assert_int_equal(writable_vms(&r), 0);
+
+	vw_log_set_sink(NULL, NULL);
+	rig_free(&r);
+	vw_fixture_rm(exp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -986,6 +1111,7 @@ int main(void)
 		cmocka_unit_test(test_share_unread_skipped),
 		cmocka_unit_test(test_share_reader_gets_every_round),
 		cmocka_unit_test(test_share_open_seen_without_atime),
+		cmocka_unit_test(test_share_export_writable),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

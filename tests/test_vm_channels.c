@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The host's VM channel map: each VM's own channel by UUID, in any listing order. */
+/* The host's VM channel map: each VM's own channel and shared folder by UUID, in any listing
+ * order. */
 #include "vw_test.h"
 
 #include <stdio.h>
@@ -24,6 +25,9 @@ static void test_each_vm_its_channel(void **state)
 				 299 - i);
 		vms[i].qemu_pid = (uint32_t)(1000 + 299 - i); /* the channel's listener */
 		vms[i].qemu_start_time = 5000000 + 299 - (uint64_t)i; /* ... started then */
+		if (i % 5) /* every fifth no shared folder; of the rest, odd ones <readonly/> */
+			snprintf(vms[i].share_dir, sizeof(vms[i].share_dir), "/srv/vw/%d", 299 - i);
+		vms[i].share_readonly = i % 5 && (299 - i) % 2;
 	}
 	assert_int_equal(vw_vm_channels_set(c, vms, 300), 0);
 	for (int k = 0; k < 300; k++) {
@@ -38,6 +42,14 @@ static void test_each_vm_its_channel(void **state)
 		assert_string_equal(vw_vm_channels_find(c, uuid, &pid, &start), i % 3 ? path : "");
 		assert_int_equal(pid, 1000 + k);
 		assert_int_equal(start, 5000000 + k);
+		{
+			char dir[64];
+			bool ro = !(i % 5 && k % 2);
+
+			snprintf(dir, sizeof(dir), "/srv/vw/%d", k);
+			assert_string_equal(vw_vm_channels_share(c, uuid, &ro), i % 5 ? dir : "");
+			assert_int_equal(ro, i % 5 && k % 2);
+		}
 	}
 	assert_string_equal(vw_vm_channels_get(c, "00000000-0000-4000-8000-000000000300"), "");
 	{
@@ -48,6 +60,13 @@ static void test_each_vm_its_channel(void **state)
 							&pid, &start), "");
 		assert_int_equal(pid, 0);
 		assert_int_equal(start, 0);
+		{
+			bool ro = true;
+
+			assert_string_equal(vw_vm_channels_share(c, "00000000-0000-4000-8000-000000000300",
+								 &ro), "");
+			assert_false(ro);
+		}
 	}
 	/* A new listing replaces the old one whole. */
 	assert_int_equal(vw_vm_channels_set(c, vms + 1, 1), 0);

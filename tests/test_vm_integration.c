@@ -367,7 +367,7 @@ static int create_domain(char *msg, size_t size)
 		 "<channel type='unix'><source mode='bind' path='%s/power.sock'/>"
 		 "<target type='virtio' name='org.virtwatt.power.0'/></channel>"
 		 "<filesystem type='mount' accessmode='passthrough'><source dir='%s/share'/>"
-		 "<target dir='virtwatt'/></filesystem>"
+		 "<target dir='virtwatt'/><readonly/></filesystem>"
 		 "<memballoon model='none'/></devices></domain>",
 		 dom_name, dom_uuid, work, work, work);
 	if (!c) {
@@ -452,6 +452,7 @@ static void test_vm_listed(void **state)
 	assert_true(S_ISSOCK(st.st_mode));
 	snprintf(path, sizeof(path), "%s/share", work);
 	assert_string_equal(vm.share_dir, path);
+	assert_true(vm.share_readonly); /* <readonly/> as libvirt gives it back in the live XML */
 	printf("# QEMU %u\n", vm.qemu_pid);
 }
 

@@ -451,7 +451,15 @@ static void test_start_stop(void **state)
 
 	(void)state;
 	qemu_proc(x, 100, 5000, UA, "alpha");
-	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/run/vw/alpha.sock", "/srv/vw/alpha"));
+	{ /* alpha's folder exported read-only, as deploy/libvirt/power-share.xml does */
+		char *xml = dom_xml("alpha", 2, "/run/vw/alpha.sock", "/srv/vw/alpha"), *ro = NULL;
+		char *end = strstr(xml, "</filesystem>");
+
+		assert_non_null(end);
+		assert_true(asprintf(&ro, "%.*s<readonly/>%s", (int)(end - xml), xml, end) > 0);
+		free(xml);
+		fake_start(&fk, UA, "alpha", ro);
+	}
 	fx_open(x, 0);
 
 	v = list_n(x, 1);
@@ -466,6 +474,7 @@ static void test_start_stop(void **state)
 	assert_int_equal(a->qemu_start_time, 5000);
 	assert_string_equal(a->channel_path, "/run/vw/alpha.sock");
 	assert_string_equal(a->share_dir, "/srv/vw/alpha");
+	assert_true(a->share_readonly);
 
 	/* list() asks for stats only every 30 s (the reconcile's period) while every active
 	 * domain's QEMU is found. A pause that sent no event (the daemon's helper sends none)
@@ -1091,6 +1100,22 @@ static void test_domxml(void **state)
 		assert_int_equal(d.vcpus, 3);
 		assert_string_equal(d.channel_path, "/run/a&b/c\xc3\xa9.sock");
 		assert_string_equal(d.share_dir, "/srv/share");
+		assert_true(d.share_readonly);
+	}
+	{ /* <readonly/> is the virtwatt filesystem's own: another one's is not taken for it */
+		static const char doc[] =
+			"<domain><devices>"
+			"<filesystem type='mount'><source dir='/ro'/><readonly/>"
+			"<target dir='other'/></filesystem>"
+			"<filesystem type='mount'><driver type='virtiofs'/><source dir='/srv/rw'/>"
+			"<target dir='virtwatt'/></filesystem>"
+			"<filesystem type='mount'><source dir='/late'/><target dir='virtwatt'/>"
+			"<readonly/></filesystem>"
+			"</devices></domain>";
+
+		assert_int_equal(vw_domxml_parse(doc, sizeof(doc) - 1, &d), 0);
+		assert_string_equal(d.share_dir, "/srv/rw");
+		assert_false(d.share_readonly);
 	}
 #define BAD(s) assert_int_equal(vw_domxml_parse(s, strlen(s), &d), -EINVAL)
 	BAD("");

@@ -33,6 +33,7 @@ static void full_vm(struct vw_vm_info *vm)
 	vm->qemu_start_time = 0x123456789abcULL;
 	fill(vm->channel_path, sizeof(vm->channel_path), 'd');
 	fill(vm->share_dir, sizeof(vm->share_dir), 'e');
+	vm->share_readonly = true;
 	vm->n_pci_hostdev = VW_VM_MAX_HOSTDEVS;
 	vm->n_mdev = VW_VM_MAX_HOSTDEVS;
 	for (size_t i = 0; i < VW_VM_MAX_HOSTDEVS; i++) {
@@ -170,6 +171,7 @@ static void test_same(void **state)
 	CHANGED(qemu_start_time);
 	CHANGED(channel_path);
 	CHANGED(share_dir);
+	CHANGED(share_readonly);
 	other = vm;
 	other.n_pci_hostdev--;
 	assert_false(vw_vm_packed_same(&p, &other));

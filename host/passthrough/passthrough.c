@@ -144,6 +144,8 @@ static void feed(struct vw_host_passthrough *p, const struct vw_workloads *w)
 		copy_str(e->channel_path, sizeof(e->channel_path),
 			 vw_vm_channels_find(p->channels, g->id, &e->qemu_pid,
 					     &e->qemu_start_time));
+		copy_str(e->share_dir, sizeof(e->share_dir),
+			 vw_vm_channels_share(p->channels, g->id, &e->share_readonly));
 		e->n_zones = g->n_zones;
 		memcpy(e->zones, g->zones, sizeof(e->zones));
 	}

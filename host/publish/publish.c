@@ -55,6 +55,14 @@ struct pub_vm {
 	struct vw_pub_share share;
 	uint64_t share_writes, share_errors;
 	uint64_t share_ok_unix_ns; /* wall clock of the last complete folder write */
+	/* The export of its folder to the guest as last checked (vw_pub_share_export_writable):
+	 * the source folder (NULL: none), its <readonly/>, the QEMU it was asked of, the answer (1
+	 * the guest may write it, 0 not, -errno not known: asked again at the next update). */
+	char *share_export;
+	bool share_export_ro;
+	pid_t share_export_pid;
+	uint64_t share_export_start;
+	int share_writable;
 	struct vw_pub_lock lock;
 	/* Its model frame line (vw_publisher_set_model), and when it last went out. */
 	char *model_line;
@@ -93,6 +101,7 @@ struct vw_publisher {
 	bool started;
 	bool published_none; /* the last round had no VM to publish to */
 	struct vw_complaint bad_uuid;
+	struct vw_complaint share_writable_complaint;
 	uint64_t evictions; /* vanished VMs forgotten early, past PUB_MAX_RETAINED */
 	uint64_t mseq;      /* model frames made (PROTOCOL.md §2a: newer, higher) */
 };
@@ -232,6 +241,7 @@ static void vm_free(struct vw_publisher *p, struct pub_vm *vm)
 	vm_close(p, vm);
 	free(vm->model_line);
 	free(vm->channel_path);
+	free(vm->share_export);
 	free(vm);
 }
 
@@ -493,6 +503,49 @@ static void vm_take_zones(struct pub_vm *vm, const struct vw_vm_energy *in)
 
 /* update_one(p, &vms[i], i): the VMs come in the same order round after round, so entry i is
  * looked at first. */
+/*
+ * Can the VM's guest write the folder it is given? Asked when its export changes (a new
+ * <filesystem> source or <readonly/>, a new QEMU: the VM started again, perhaps with another
+ * mount), or again while not known; a guest that can is said (rate-limited over all VMs) and
+ * counted while listed (virtwatt_passthrough_share_writable_vms).
+ */
+static void check_export(struct vw_publisher *p, struct pub_vm *vm, const struct vw_vm_energy *in)
+{
+	bool same = strcmp(vm->share_export ? vm->share_export : "", in->share_dir) == 0 &&
+		    vm->share_export_ro == in->share_readonly;
+	char *dir = NULL;
+
+	if (same && vm->share_writable >= 0 && vm->share_export_pid == vm->qemu_pid &&
+	    vm->share_export_start == vm->qemu_start)
+		return;
+	vm->share_export_pid = vm->qemu_pid;
+	vm->share_export_start = vm->qemu_start;
+	if (!same) {
+		if (in->share_dir[0] && !(dir = strndup(in->share_dir, sizeof(in->share_dir))))
+			return; /* (asked again at the next update) */
+		free(vm->share_export);
+		vm->share_export = in->share_dir[0] ? dir : NULL;
+		vm->share_export_ro = in->share_readonly;
+	}
+	vm->share_writable = vm->share_export
+				     ? vw_pub_share_export_writable(p->procfs_fd, vm->qemu_pid,
+								    vm->share_export,
+								    vm->share_export_ro)
+				     : 0;
+	if (vm->share_writable < 0)
+		vw_debug("publish: VM %s: whether its guest may write %s is not known: %s", vm->uuid,
+			 vm->share_export, strerror(-vm->share_writable));
+	else if (vm->share_writable)
+		vw_complain(&p->share_writable_complaint, VW_LOG_WARN,
+			    "publish: VM %s: its guest may write its shared folder %s (no "
+			    "<readonly/> in its <filesystem> and not a read-only mount): a guest that "
+			    "writes there can fill the file system of every VM's folder, whose frames "
+			    "then fail. Add <readonly/> (9p; virtiofs from libvirt 11) or export a "
+			    "read-only bind mount of it (deploy/libvirt/README.md, \"virtiofs instead "
+			    "of 9p\")",
+			    vm->uuid, vm->share_export);
+}
+
 static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in, size_t hint)
 {
 	struct pub_vm *vm;
@@ -529,6 +582,8 @@ static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in, siz
 	if (vm->live) {
 		vw_pub_chan_set_qemu(&vm->chan, vm->qemu_pid, vm->qemu_start, p->now_ns);
 		vw_pub_chan_set_path(&vm->chan, p->epfd, chan_path(vm), p->now_ns);
+		if (p->share_fd >= 0)
+			check_export(p, vm, in);
 	}
 	vm_take_zones(vm, in);
 	return r;
@@ -1077,6 +1132,8 @@ void vw_publisher_stats(const struct vw_publisher *p, struct vw_publish_stats *r
 	for (size_t i = 0; i < p->n_vms; i++) {
 		const struct pub_vm *vm = p->vms[i];
 
+		if (vm->listed && vm->live && vm->share_writable > 0)
+			ret->share_writable_vms++;
 		if (!vm->listed || vm->live || !vm->lock_err)
 			continue;
 		if (vm->lock_err == -EBUSY)

@@ -68,6 +68,9 @@ struct vw_vm_energy {
 				   * a root process's bound under channel_path (publish_peer.c) */
 	uint64_t qemu_start_time; /* its /proc/PID/stat starttime as listed (0: unknown): a
 				   * listener whose PID is QEMU's but started since is refused */
+	char share_dir[256];      /* the folder its <filesystem> with target virtwatt exports, or
+				   * "": checked to be read-only to the guest (publish_share.c) */
+	bool share_readonly;      /* that <filesystem> has <readonly/> */
 	size_t n_zones;
 	struct vw_zone_owner_energy zones[VW_ZONE__WIRE_COUNT];
 };
@@ -116,6 +119,7 @@ struct vw_publish_stats {
 	 * keepalive) and skipped (unread), in that order (vw_publisher_share_reason()). */
 	uint64_t share_frames[VW_PUBLISH_SHARE_REASONS];
 	bool share_root;            /* shared folders are written (passthrough.share-root) */
+	size_t share_writable_vms;  /* listed VMs published to whose guest may write its folder */
 };
 
 struct vw_publisher;

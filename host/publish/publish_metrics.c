@@ -23,6 +23,7 @@ enum {
 	F_LOCK_REFUSED,
 	F_NOT_PUBLISHED,
 	F_SHARE_FRAMES,
+	F_SHARE_WRITABLE,
 	F_PEER_REJECTED,
 	F_VM_FRAMES,
 	F_VM_FAILURES,
@@ -48,6 +49,13 @@ static const struct vw_metric_family families[F__COUNT] = {
 			     "file would be 30 s old (keepalive); or not written (decision=skipped, "
 			     "reason=unread): nobody opened it lately",
 			     NULL, l_decision_reason },
+	[F_SHARE_WRITABLE] = { "virtwatt_passthrough_share_writable_vms", VW_METRIC_GAUGE,
+			       "VMs published to whose guest may write its shared folder: its "
+			       "<filesystem> with target virtwatt has no <readonly/> and its source "
+			       "is not on a read-only mount (as its QEMU sees it). Such a guest can "
+			       "fill the file system of every VM's folder; the log names each VM and "
+			       "the fix (deploy/libvirt/README.md)",
+			       NULL, l_node },
 	[F_PEER_REJECTED] = { "virtwatt_passthrough_channel_peer_rejected_total", VW_METRIC_COUNTER,
 			      "Connections to VMs' org.virtwatt.power.0 sockets closed unused, all "
 			      "VMs: the listener was not the VM's QEMU nor a root process's bound "
@@ -252,6 +260,9 @@ int vw_publisher_render(const struct vw_publisher *p, struct vw_prom_writer *w,
 		r = vw_prom_family_end(w);
 	if (r == 0 && ps.share_root)
 		r = render_share_frames(w, &ps, node_name);
+	if (r == 0 && ps.share_root)
+		r = vw_prom_single(w, &families[F_SHARE_WRITABLE], node,
+				   (double)ps.share_writable_vms);
 	if (r == 0)
 		r = vw_prom_single(w, &families[F_PEER_REJECTED], node, (double)ps.peer_rejected);
 	for (int f = F_VM_FRAMES; f < F__COUNT && r == 0; f++)

@@ -215,6 +215,14 @@ int vw_pub_share_write(struct vw_pub_share *s, int root_fd, const char *uuid, co
  * when nothing was there), -errno.
  */
 int vw_pub_share_remove(int root_fd, const char *uuid, const struct timespec *left);
+/*
+ * Whether a VM's guest may write the folder it is given (dir: the source of its <filesystem>
+ * with target virtwatt, absolute): 0 no (xml_readonly, or dir is on a read-only mount), 1 yes,
+ * -errno not known. Looked at through its QEMU's root (<procfs>/PID/root: procfs_fd >= 0,
+ * qemu_pid > 0), else in this process's mount namespace.
+ */
+int vw_pub_share_export_writable(int procfs_fd, pid_t qemu_pid, const char *dir,
+				 bool xml_readonly);
 
 /* The VM's model frame line as model.json in its folder (after a first frame made the folder). */
 int vw_pub_share_write_model(struct vw_pub_share *s, const char *line, size_t len);

@@ -33,6 +33,7 @@
 #include <linux/magic.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/vfs.h>
 #include <unistd.h>
 
@@ -397,4 +398,30 @@ int vw_pub_share_remove(int root_fd, const char *uuid, const struct timespec *le
 	    errno != EEXIST)
 		vw_debug("publish: %s left as %s: %s", uuid, tomb, strerror(errno));
 	return r;
+}
+
+int vw_pub_share_export_writable(int procfs_fd, pid_t qemu_pid, const char *dir,
+				 bool xml_readonly)
+{
+	_cleanup_close_ int fd = -1;
+	char path[PATH_MAX];
+	struct statvfs sv;
+
+	if (xml_readonly)
+		return 0;
+	if (dir[0] != '/')
+		return -EINVAL;
+	/* QEMU's mount namespace (libvirt's gives it a /dev of its own only): what it exports. This
+	 * process's may differ (the shipped unit's ProtectSystem=strict shows every other mount
+	 * read-only). */
+	if (procfs_fd >= 0 && qemu_pid > 0 &&
+	    snprintf(path, sizeof(path), "%d/root%s", (int)qemu_pid, dir) < (int)sizeof(path))
+		fd = openat(procfs_fd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstatvfs(fd, &sv) < 0)
+		return -errno;
+	return (sv.f_flag & ST_RDONLY) ? 0 : 1;
 }

@@ -11,6 +11,8 @@ struct entry {
 	char path[sizeof(((struct vw_vm_info *)0)->channel_path)];
 	uint32_t qemu_pid;
 	uint64_t qemu_start; /* /proc/PID/stat starttime as listed (0 unknown) */
+	char share[sizeof(((struct vw_vm_info *)0)->share_dir)];
+	bool share_readonly;
 };
 
 struct vw_vm_channels {
@@ -46,6 +48,8 @@ int vw_vm_channels_set(struct vw_vm_channels *c, const struct vw_vm_info *vms, s
 		snprintf(e[i].path, sizeof(e[i].path), "%s", vms[i].channel_path);
 		e[i].qemu_pid = vms[i].qemu_pid;
 		e[i].qemu_start = vms[i].qemu_start_time;
+		snprintf(e[i].share, sizeof(e[i].share), "%s", vms[i].share_dir);
+		e[i].share_readonly = vms[i].share_readonly;
 	}
 	qsort(e, n, sizeof(*e), cmp_entry);
 	free(c->e);
@@ -54,19 +58,34 @@ int vw_vm_channels_set(struct vw_vm_channels *c, const struct vw_vm_info *vms, s
 	return 0;
 }
 
+static const struct entry *find(const struct vw_vm_channels *c, const char *uuid)
+{
+	struct entry key;
+
+	snprintf(key.uuid, sizeof(key.uuid), "%s", uuid);
+	return c->n ? bsearch(&key, c->e, c->n, sizeof(key), cmp_entry) : NULL;
+}
+
 const char *vw_vm_channels_find(const struct vw_vm_channels *c, const char *uuid,
 				uint32_t *ret_qemu_pid, uint64_t *ret_qemu_start)
 {
-	struct entry key;
-	const struct entry *found;
+	const struct entry *found = find(c, uuid);
 
-	snprintf(key.uuid, sizeof(key.uuid), "%s", uuid);
-	found = c->n ? bsearch(&key, c->e, c->n, sizeof(key), cmp_entry) : NULL;
 	if (ret_qemu_pid)
 		*ret_qemu_pid = found ? found->qemu_pid : 0;
 	if (ret_qemu_start)
 		*ret_qemu_start = found ? found->qemu_start : 0;
 	return found ? found->path : "";
+}
+
+const char *vw_vm_channels_share(const struct vw_vm_channels *c, const char *uuid,
+				 bool *ret_readonly)
+{
+	const struct entry *found = find(c, uuid);
+
+	if (ret_readonly)
+		*ret_readonly = found && found->share_readonly;
+	return found ? found->share : "";
 }
 
 const char *vw_vm_channels_get(const struct vw_vm_channels *c, const char *uuid)

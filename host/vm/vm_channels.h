@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Each listed VM's passthrough channel (the unix socket of its org.virtwatt.power.0 port), kept
- * between VM listings for the publisher: only UUID, path and QEMU PID (~300 bytes a VM),
+ * Each listed VM's passthrough channel (the unix socket of its org.virtwatt.power.0 port) and
+ * shared folder's export, kept between VM listings for the publisher: only UUID, paths and QEMU
+ * PID (~560 bytes a VM),
  * sorted, looked up by binary search (hundreds of VMs each interval).
  */
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -23,3 +25,7 @@ const char *vw_vm_channels_get(const struct vw_vm_channels *c, const char *uuid)
  * ret_qemu_start (both optional): the channel's listener. */
 const char *vw_vm_channels_find(const struct vw_vm_channels *c, const char *uuid,
 				uint32_t *ret_qemu_pid, uint64_t *ret_qemu_start);
+/* The source folder of its <filesystem> with target virtwatt ("" none or unknown), and whether
+ * that element has <readonly/> (ret_readonly, optional). */
+const char *vw_vm_channels_share(const struct vw_vm_channels *c, const char *uuid,
+				 bool *ret_readonly);

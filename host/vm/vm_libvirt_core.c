@@ -208,6 +208,7 @@ static void apply_xml(struct lv *lv, struct vw_vm_info *info, const struct fetch
 	info->vcpus = x.vcpus;
 	memcpy(info->channel_path, x.channel_path, sizeof(info->channel_path));
 	memcpy(info->share_dir, x.share_dir, sizeof(info->share_dir));
+	info->share_readonly = x.share_readonly;
 	info->n_pci_hostdev = x.n_pci_hostdev;
 	info->n_mdev = x.n_mdev;
 	memcpy(info->pci_hostdev, x.pci_hostdev, sizeof(info->pci_hostdev));
@@ -349,6 +350,7 @@ static void fetch_xml(struct lv *lv, void *conn, struct fetched *f)
 	v.vcpus = x.vcpus;
 	memcpy(v.channel_path, x.channel_path, sizeof(v.channel_path));
 	memcpy(v.share_dir, x.share_dir, sizeof(v.share_dir));
+	v.share_readonly = x.share_readonly;
 	vw_vm_hostdevs_from_xml(&v, &x);
 	v.owner = x.owner;
 	if (vw_vm_pack(&v, &f->xml) < 0) {

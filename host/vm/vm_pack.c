@@ -73,6 +73,7 @@ int vw_vm_pack(const struct vw_vm_info *vm, struct vw_vm_packed *ret)
 	free(ret->ext);
 	*ret = (struct vw_vm_packed){ .n_pci_hostdev = (uint8_t)np,
 				      .n_mdev = (uint8_t)nm,
+				      .share_readonly = vm->share_readonly,
 				      .state = vm->state,
 				      .vcpus = vm->vcpus,
 				      .qemu_pid = vm->qemu_pid,
@@ -91,6 +92,7 @@ void vw_vm_unpack(const struct vw_vm_packed *p, struct vw_vm_info *ret)
 	memcpy(ret->hypervisor, p->hypervisor, sizeof(ret->hypervisor));
 	memcpy(ret->source, p->source, sizeof(ret->source));
 	ret->state = p->state;
+	ret->share_readonly = p->share_readonly;
 	ret->vcpus = p->vcpus;
 	ret->qemu_pid = p->qemu_pid;
 	ret->qemu_start_time = p->qemu_start_time;
@@ -134,7 +136,7 @@ bool vw_vm_packed_same(const struct vw_vm_packed *p, const struct vw_vm_info *vm
 	    strncmp(p->source, vm->source, sizeof(p->source)) != 0 || p->state != vm->state ||
 	    p->vcpus != vm->vcpus || p->qemu_pid != vm->qemu_pid ||
 	    p->qemu_start_time != vm->qemu_start_time || p->n_pci_hostdev != np ||
-	    p->n_mdev != nm)
+	    p->n_mdev != nm || p->share_readonly != vm->share_readonly)
 		return false;
 	if (!s) { /* packed empty: so must vm be */
 		for (size_t i = 0; i < ARRAY_SIZE(f); i++)

@@ -165,6 +165,7 @@ struct vw_domxml {
 	unsigned vcpus;          /* <vcpu current=>, else <vcpu>N</vcpu>; 0 when absent */
 	char channel_path[256];  /* <channel type='unix'> with target name VW_DOMXML_CHANNEL */
 	char share_dir[256];     /* <filesystem> with target dir VW_DOMXML_SHARE */
+	bool share_readonly;     /* ... and <readonly/> in it */
 	/* <hostdev mode='subsystem' type='pci'> <source><address domain= bus= slot= function=/>:
 	 * numbers as libvirt reads them (0x hex, 0 octal, else decimal; domain may be absent),
 	 * within 0xffff, 0xff, 0x1f and 7, canonical "dddd:bb:ss.f"; any other is left out. */
@@ -203,6 +204,7 @@ void vw_vm_hostdevs_from_xml(struct vw_vm_info *vm, const struct vw_domxml *x);
 struct vw_vm_packed {
 	char uuid[VW_UUID_LEN];
 	uint8_t n_pci_hostdev, n_mdev;
+	bool share_readonly;
 	char hypervisor[16];
 	char source[16];
 	enum vw_vm_state state;

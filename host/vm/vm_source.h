@@ -48,6 +48,7 @@ struct vw_vm_owner {
 struct vw_vm_info {
 	char uuid[VW_UUID_LEN]; /* lower-case canonical */
 	uint8_t n_pci_hostdev, n_mdev; /* the host devices below, each at most VW_VM_MAX_HOSTDEVS */
+	bool share_readonly;    /* share_dir's <filesystem> has <readonly/> */
 	char name[256];         /* libvirt name or -name guest=; may be "" */
 	char hypervisor[16];    /* Kepler's label: "kvm" (also for TCG QEMU), "xen", ... */
 	char source[16];        /* "libvirt", "procscan" */

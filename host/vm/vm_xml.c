@@ -41,7 +41,7 @@ struct tag {
 
 /* One <channel> or <filesystem> being read. */
 struct device {
-	bool open, wanted_type, target_ok;
+	bool open, wanted_type, target_ok, readonly; /* readonly: <readonly/> (a filesystem) */
 	char path[256];
 };
 
@@ -527,6 +527,8 @@ static void start_element(struct parser *ps, const struct tag *t)
 			attr_copy(t, "dir", ps->fs.path, sizeof(ps->fs.path));
 		else if (view_eq(t->name, "target"))
 			ps->fs.target_ok = attr_is(t, "dir", VW_DOMXML_SHARE);
+		else if (view_eq(t->name, "readonly"))
+			ps->fs.readonly = true;
 	}
 }
 
@@ -568,8 +570,13 @@ static void end_element(struct parser *ps, struct view name)
 		finish_hostdev(ps);
 	else if (ps->depth == 2 && view_eq(name, "channel"))
 		finish_device(&ps->chan, ps->out->channel_path, sizeof(ps->out->channel_path));
-	else if (ps->depth == 2 && view_eq(name, "filesystem"))
+	else if (ps->depth == 2 && view_eq(name, "filesystem")) {
+		bool had = ps->out->share_dir[0] != '\0';
+
 		finish_device(&ps->fs, ps->out->share_dir, sizeof(ps->out->share_dir));
+		if (!had && ps->out->share_dir[0])
+			ps->out->share_readonly = ps->fs.readonly;
+	}
 	else if (ps->depth == 1 && ps->in_vcpu) {
 		ps->vcpu_text[ps->vcpu_len] = '\0';
 		if (!ps->vcpu_current)

@@ -509,6 +509,12 @@ def main():
                            % (mode, n, parts, vm))
         tap(not bad, "host: VM + the rest = node (per mode: node = containers + uncontained + "
             "unattributed, 0 < VM <= its holders, VM = 0 only where the node's is)", "; ".join(bad))
+        # The domain exports its folder with <readonly/> (9p): not a guest-writable export.
+        tap(h.has("virtwatt_passthrough_share_writable_vms")
+            and h.sum("virtwatt_passthrough_share_writable_vms") == 0,
+            "host: the VM's <readonly/> 9p export is not counted as guest-writable",
+            "virtwatt_passthrough_share_writable_vms %r"
+            % (h.sum("virtwatt_passthrough_share_writable_vms"),))
     else:
         tap(False, "host: VM + the rest = node", "no host metrics")
 
