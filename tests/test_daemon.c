@@ -138,6 +138,18 @@ static void drain(struct proc *p)
 		;
 }
 
+/* The meter half a simulated second on, then 100 ms of the daemon's; what it wrote meanwhile read
+ * (p not NULL): a daemon whose output pipe fills up stops in write(). */
+static void meter_tick(struct host_fixture *fx, struct proc *p)
+{
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+	assert_int_equal(host_fixture_advance(fx, 0.5), 0);
+	nanosleep(&ts, NULL);
+	if (p)
+		drain(p);
+}
+
 static int finish(struct proc *p)
 {
 	int st;
@@ -281,10 +293,7 @@ static void check_openmetrics_on_demand(struct host_fixture *fx, unsigned port)
 	assert_null(strstr(b.data, "# EOF"));
 	/* The next snapshot (1 s; later on a loaded machine) carries OpenMetrics. */
 	for (i = 0; i < 100; i++) {
-		struct timespec ts = { 0, 100 * 1000 * 1000 };
-
-		assert_int_equal(host_fixture_advance(fx, 0.5), 0);
-		nanosleep(&ts, NULL);
+		meter_tick(fx, NULL);
 		assert_int_equal(http_accept(url, PROMETHEUS_ACCEPT, &b, ct, sizeof(ct)), 200);
 		if (strstr(ct, "openmetrics"))
 			break;
@@ -337,20 +346,13 @@ static void test_serves_metrics(void **state)
 
 	/* The meter advances while the daemon runs. */
 	for (int i = 0; i < 40 && code != 200; i++) {
-		struct timespec ts = { 0, 100 * 1000 * 1000 };
-
-		assert_int_equal(host_fixture_advance(&fx, 0.5), 0);
-		nanosleep(&ts, NULL);
+		meter_tick(&fx, NULL);
 		snprintf(url, sizeof(url), "http://127.0.0.1:%u/readyz", port);
 		code = http(url, "GET", &b);
 	}
 	assert_int_equal(code, 200);
-	for (int i = 0; i < 15; i++) {
-		struct timespec ts = { 0, 100 * 1000 * 1000 };
-
-		assert_int_equal(host_fixture_advance(&fx, 0.5), 0);
-		nanosleep(&ts, NULL);
-	}
+	for (int i = 0; i < 15; i++)
+		meter_tick(&fx, NULL);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
 	assert_int_equal(http(url, "GET", &b), 200);
 	assert_non_null(strstr(b.data, "kepler_node_cpu_joules_total{zone=\"package\",path=\"/sys/class/powercap/intel-rapl:0\",node_name=\"daemon-test\"}"));
@@ -431,11 +433,7 @@ static void test_kepler_config_files(void **state)
 		/* monitor.interval: 5s in the file: the second snapshot has the first interval. */
 		for (int i = 0; i < 150 && !(b.data && strstr(b.data, "kepler_node_cpu_joules_total{"));
 		     i++) {
-			struct timespec ts = { 0, 100 * 1000 * 1000 };
-
-			assert_int_equal(host_fixture_advance(&fx, 0.5), 0);
-			nanosleep(&ts, NULL);
-			drain(&p);
+			meter_tick(&fx, &p);
 			code = http(url, "GET", &b);
 		}
 		assert_int_equal(code, 200);
@@ -495,11 +493,7 @@ static void test_kepler_flags(void **state)
 	assert_true(wait_output(&p, "http: listening on 127.0.0.1:0", 5000));
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/healthz", port);
 	for (int i = 0; i < 40 && code != 200; i++) {
-		struct timespec ts = { 0, 100 * 1000 * 1000 };
-
-		assert_int_equal(host_fixture_advance(&fx, 0.5), 0);
-		nanosleep(&ts, NULL);
-		drain(&p);
+		meter_tick(&fx, &p);
 		code = http(url, "GET", &b);
 	}
 	assert_int_equal(code, 200);
@@ -602,11 +596,7 @@ static char *serve_until(struct host_fixture *fx, char *const argv[], const char
 	assert_true(port > 0);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
 	for (int i = 0; i < 80; i++) {
-		struct timespec ts = { 0, 100 * 1000 * 1000 };
-
-		assert_int_equal(host_fixture_advance(fx, 0.5), 0);
-		nanosleep(&ts, NULL);
-		drain(&p);
+		meter_tick(fx, &p);
 		if (http(url, "GET", &b) == 200 && strstr(b.data, needle))
 			break;
 	}
