@@ -1372,31 +1372,40 @@ static void test_peer_pid_reused(void **state)
 	peer_dir_fini(&d);
 }
 
+/* A procfs root as a container with the host's /proc bound sees it: self (the connect goes
+ * through self/fd/N) and a QEMU, pid, started at 4242 ticks, that is not in this PID namespace. */
+static char *qemu_procfs(pid_t pid)
+{
+	char *proc = vw_fixture_mkdtemp("peerproc");
+	char pdir[300], stat[160], self[300];
+
+	assert_non_null(proc);
+	snprintf(self, sizeof(self), "%s/self", proc);
+	assert_int_equal(symlink("/proc/self", self), 0);
+	snprintf(pdir, sizeof(pdir), "%s/%d", proc, (int)pid);
+	assert_int_equal(mkdir(pdir, 0755), 0);
+	snprintf(stat, sizeof(stat),
+		 "%d (qemu-system-x86) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0\n",
+		 (int)pid);
+	assert_int_equal(vw_fixture_replace(pdir, "stat", stat), 0);
+	return proc;
+}
+
 /* A daemon in a container with the host's /proc bound and a PID namespace of its own: the
  * list's QEMU PIDs are the host's, alive under the procfs root, absent from the daemon's own
  * namespace. A stranger's listener is still refused, counted and said, not taken for a VM
  * restarting (kill() on the host PID found nothing: refused without a word, every time). */
 static void test_peer_qemu_in_procfs_only(void **state)
 {
-	char *proc = vw_fixture_mkdtemp("peerproc");
-	char pdir[300], stat[160], self[300];
+	pid_t host_pid = gone_pid(); /* no process here: the QEMU is another namespace's */
+	char *proc = qemu_procfs(host_pid);
 	struct peer_dir d;
 	struct vw_vm_energy vm;
 	struct vw_publish_vm_stats st;
 	struct vw_publisher *p;
-	pid_t host_pid = gone_pid(); /* no process here: the QEMU is another namespace's */
 
 	(void)state;
 	peer_dir_init(&d);
-	assert_non_null(proc);
-	snprintf(self, sizeof(self), "%s/self", proc); /* the connect goes through self/fd/N */
-	assert_int_equal(symlink("/proc/self", self), 0);
-	snprintf(pdir, sizeof(pdir), "%s/%d", proc, (int)host_pid);
-	assert_int_equal(mkdir(pdir, 0755), 0);
-	snprintf(stat, sizeof(stat),
-		 "%d (qemu-system-x86) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0\n",
-		 (int)host_pid);
-	assert_int_equal(vw_fixture_replace(pdir, "stat", stat), 0);
 	listen_as_nobody(d.path);
 	p = new_publisher_procfs(SEC, 0.1, proc);
 	vm_set(&vm, U_A, d.path);
@@ -1472,28 +1481,17 @@ static int outside_ns_run(const char *proc, const char *path, pid_t qemu_pid)
  */
 static void test_peer_outside_pid_ns(void **state)
 {
-	char *dir, *proc, path[256], pdir[300], stat[160], self[300];
+	struct peer_dir d;
+	char *proc;
 	pid_t host_pid, child;
 	int status = -1;
 
 	(void)state;
 	REQUIRE(geteuid() == 0, "a new PID namespace (and a listener as nobody) needs root");
-	dir = vw_fixture_mkdtemp("peer");
-	proc = vw_fixture_mkdtemp("peerproc");
+	peer_dir_init(&d);
 	host_pid = gone_pid();
-	assert_non_null(dir);
-	assert_non_null(proc);
-	assert_int_equal(chmod(dir, 0777), 0);
-	snprintf(self, sizeof(self), "%s/self", proc);
-	assert_int_equal(symlink("/proc/self", self), 0);
-	snprintf(pdir, sizeof(pdir), "%s/%d", proc, (int)host_pid);
-	assert_int_equal(mkdir(pdir, 0755), 0);
-	snprintf(stat, sizeof(stat),
-		 "%d (qemu-system-x86) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0\n",
-		 (int)host_pid);
-	assert_int_equal(vw_fixture_replace(pdir, "stat", stat), 0);
-	snprintf(path, sizeof(path), "%s/a.sock", dir);
-	listen_as_nobody(path);
+	proc = qemu_procfs(host_pid);
+	listen_as_nobody(d.path);
 
 	child = fork();
 	assert_true(child >= 0);
@@ -1505,7 +1503,7 @@ static void test_peer_outside_pid_ns(void **state)
 			_exit(20);
 		gc = fork();
 		if (gc == 0)
-			_exit(outside_ns_run(proc, path, host_pid));
+			_exit(outside_ns_run(proc, d.path, host_pid));
 		if (gc < 0 || waitpid(gc, &s, 0) != gc)
 			_exit(21);
 		_exit(WIFEXITED(s) ? WEXITSTATUS(s) : 22);
@@ -1514,9 +1512,7 @@ static void test_peer_outside_pid_ns(void **state)
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 
-	kill_peer_child(NULL);
-	unlink(path);
-	vw_fixture_rm(dir);
+	peer_dir_fini(&d);
 	vw_fixture_rm(proc);
 }
 
