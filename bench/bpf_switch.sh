@@ -22,20 +22,7 @@ SECONDS_RUN=${1:-5}
 [ "$(id -u)" -eq 0 ] || { echo "bpf_switch.sh: needs root" >&2; exit 1; }
 command -v stress-ng >/dev/null || DEBIAN_FRONTEND=noninteractive apt-get install -y -qq stress-ng >&2
 BPFTOOL=$(command -v bpftool || echo /usr/sbin/bpftool)
-[ -f "$BUILD/build.ninja" ] || meson setup "$BUILD" --native-file build-dev.ini >&2
-ninja -C "$BUILD" bench/vw-bpf-load >&2
-LOADER=$BUILD/bench/vw-bpf-load
-
-tmp=$(mktemp -d)
-old=$(sysctl -n kernel.bpf_stats_enabled)
-loader=
-cleanup() {
-	[ -n "$loader" ] && kill "$loader" 2>/dev/null && wait "$loader" 2>/dev/null
-	sysctl -qw kernel.bpf_stats_enabled="$old"
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-sysctl -qw kernel.bpf_stats_enabled=1
+bpf_loader_setup "$BUILD"
 
 stat_field() { awk -v k="$1" '$1 == k { print $2 }' /proc/stat; }
 
@@ -43,22 +30,14 @@ stat_field() { awk -v k="$1" '$1 == k { print $2 }' /proc/stat; }
 measure() {
 	local label=$1 load=$2 progs=$3 ns cnt ctxt0 ctxt1 t0 t1
 	shift 3
-	"$LOADER" "$@" >"$tmp/out" 2>"$tmp/err" &
-	loader=$!
-	for _ in $(seq 100); do
-		grep -q attached "$tmp/out" && break
-		kill -0 "$loader" 2>/dev/null || { cat "$tmp/err" >&2; exit 1; }
-		sleep 0.1
-	done
+	loader_start "$@"
 	ctxt0=$(stat_field ctxt)
 	t0=$(date +%s.%N)
 	stress-ng --"$load" 1 --timeout "${SECONDS_RUN}s" --quiet
 	t1=$(date +%s.%N)
 	ctxt1=$(stat_field ctxt)
 	read -r ns cnt < <(bpf_prog_stats "$loader" "$progs")
-	kill "$loader"
-	wait "$loader" || true
-	loader=
+	loader_stop
 	awk -v l="$label" -v load="$load" -v ns="$ns" -v c="$cnt" -v sw=$((ctxt1 - ctxt0)) \
 		-v s="$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" \
 		'BEGIN { printf "%-36s %-6s %10d %9s %10.3f %12.1f %10d\n", l, load, c,

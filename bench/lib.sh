@@ -218,3 +218,43 @@ bpf_prog_stats() {
 	done
 	echo "$ns $cnt"
 }
+
+# bpf_loader_setup BUILD: bench/vw-bpf-load built in BUILD (configured as a development build
+# where it is not yet) as $LOADER, a temporary folder in $tmp, and kernel.bpf_stats_enabled on
+# until the script exits, when the EXIT trap stops the loader still running, puts the setting
+# back and removes $tmp. Root.
+bpf_loader_setup() {
+	[ -f "$1/build.ninja" ] || meson setup "$1" --native-file build-dev.ini >&2
+	ninja -C "$1" bench/vw-bpf-load >&2
+	LOADER=$1/bench/vw-bpf-load
+	tmp=$(mktemp -d)
+	bpf_stats_old=$(sysctl -n kernel.bpf_stats_enabled)
+	loader=
+	trap bpf_loader_cleanup EXIT
+	sysctl -qw kernel.bpf_stats_enabled=1
+}
+
+bpf_loader_cleanup() {
+	[ -n "$loader" ] && kill "$loader" 2>/dev/null && wait "$loader" 2>/dev/null
+	sysctl -qw kernel.bpf_stats_enabled="$bpf_stats_old"
+	rm -rf "$tmp"
+}
+
+# loader_start [OPTION...]: the loader started with OPTIONs, its PID in $loader, once it says its
+# programs are attached (10 s at most); its errors and exit 1 where it ends first.
+loader_start() {
+	"$LOADER" "$@" >"$tmp/out" 2>"$tmp/err" &
+	loader=$!
+	for _ in $(seq 100); do
+		grep -q attached "$tmp/out" && break
+		kill -0 "$loader" 2>/dev/null || { cat "$tmp/err" >&2; exit 1; }
+		sleep 0.1
+	done
+}
+
+# loader_stop: the loader stopped and reaped.
+loader_stop() {
+	kill "$loader"
+	wait "$loader" || true
+	loader=
+}

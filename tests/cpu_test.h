@@ -6,22 +6,28 @@
  * VW_TEST_DEBUG is set (main() passes group_setup and group_teardown to cmocka), a process's
  * one entry in a snapshot, a child's start time and its entry by PID and start time (PIDs wrap
  * under the suite: pid_max 32768), children reaped with the kernel's own CPU time of each, a sleep
- * that resumes after signals (ms).
+ * that resumes after signals (ms), a process's runtime from its threads' schedstat, a mass exit
+ * (test_cpu_exitring.c, test_cpu_ranwalk.c).
  */
 #pragma once
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
+#include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "cpu_account.h"
 
 #include "fileio.h"
+#include "fixture.h"
 #include "log.h"
 #include "macro.h"
 #include "procfs.h"
@@ -158,6 +164,49 @@ __attribute__((unused)) static void sleep_ms(unsigned ms)
 		;
 }
 
+/* A schedstat file's first field (path under the procfs root): the task's se.sum_exec_runtime. */
+__attribute__((unused)) static int schedstat_at(const char *path, uint64_t *ret)
+{
+	char buf[128];
+	int r = vw_read_file_at(procfd, path, buf, sizeof(buf), NULL);
+
+	if (r < 0)
+		return r;
+	buf[strcspn(buf, " ")] = '\0';
+	return vw_parse_u64(buf, ret);
+}
+
+/* The kernel's runtime of a process: its live threads' se.sum_exec_runtime summed, as schedstat
+ * gives it per thread (task/TID/schedstat); a thread that exited meanwhile is passed over. */
+__attribute__((unused)) static uint64_t proc_runtime(pid_t pid)
+{
+	char path[300], buf[128];
+	uint64_t sum = 0;
+	struct dirent *e;
+	DIR *d;
+	int fd;
+
+	snprintf(path, sizeof(path), "%d/task", (int)pid);
+	fd = openat(procfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	d = fdopendir(fd);
+	assert_non_null(d);
+	while ((e = readdir(d))) {
+		uint64_t v = 0;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%d/task/%s/schedstat", (int)pid, e->d_name);
+		if (vw_read_file_at(procfd, path, buf, sizeof(buf), NULL) < 0)
+			continue; /* a thread that exited meanwhile */
+		buf[strcspn(buf, " ")] = '\0';
+		assert_int_equal(vw_parse_u64(buf, &v), 0);
+		sum += v;
+	}
+	closedir(d);
+	return sum;
+}
+
 /* ---- Mass exits (cpu_exitring, cpu_ranwalk) ---- */
 
 struct mass_kid {
@@ -241,4 +290,101 @@ __attribute__((unused)) static void mass_ghosts_check(int ghosts, int n, uint64_
 	if ((uint64_t)ghosts > ghosts_counted || ghosts > n / 2)
 		fail_msg("%d of %d processes reported by the ghost check, %llu ghosts counted",
 			 ghosts, n, (unsigned long long)ghosts_counted);
+}
+
+#define MASS_MAX 2000
+
+/*
+ * A mass exit of n short processes (at most MASS_MAX), each reaped by the test, read by a: each
+ * reported exited exactly once, within the reads that follow the frees, with its final runtime
+ * (at least what it read of its own schedstat just before it exited; the kernel's at its reap,
+ * wait4's, exit path in), its kind known from the exit (so the registry reads no
+ * /proc/PID/stat for it), or as the ghost check's catch where its free was lost (mass_seen,
+ * mass_ghosts_check); none stays alive. A read every read_every forks (0: none), as the
+ * daemon's during a storm; reaped reap_every at a time with a read after each (their frees, an
+ * RCU grace period after each reap, are events too), 0: all at once with no read between.
+ * The exit events lost meanwhile, returned.
+ */
+__attribute__((unused)) static uint64_t mass_exit(struct vw_cpu_accountant *a, int n,
+						  int read_every, int reap_every)
+{
+	static struct mass_kid k[MASS_MAX];
+	static unsigned reported[MASS_MAX];
+	static struct reaped reaped[MASS_MAX];
+	static uint64_t at_reap[MASS_MAX]; /* k[i]'s CPU time at its reap, the kernel's */
+	struct vw_cpu_snapshot snap;
+	uint64_t lost0, ghosts0;
+	int p[2], left = n, ghosts = 0;
+
+	assert_true(n <= MASS_MAX);
+	memset(reported, 0, sizeof(reported));
+	assert_int_equal(a->ops->read(a->state, &snap), 0);
+	lost0 = snap.exits_lost;
+	ghosts0 = snap.ghosts;
+	assert_int_equal(pipe(p), 0);
+	for (int i = 0; i < n; i++) {
+		pid_t pid = fork();
+
+		assert_true(pid >= 0);
+		if (pid == 0) {
+			struct mass_kid me = { .pid = getpid() };
+			struct vw_pid_stat st;
+			char buf[512];
+
+			close(p[0]);
+			vw_fixture_spin(0.0002);
+			if (vw_read_file_at(procfd, "self/stat", buf, sizeof(buf), NULL) < 0 ||
+			    vw_procfs_parse_pid_stat_fields(buf, &st) < 0)
+				_exit(1);
+			me.start = st.start;
+			if (schedstat_at("self/schedstat", &me.ns) < 0 ||
+			    write(p[1], &me, sizeof(me)) != sizeof(me))
+				_exit(1);
+			_exit(0);
+		}
+		if (read_every && i % read_every == read_every - 1)
+			assert_int_equal(a->ops->read(a->state, &snap), 0);
+	}
+	close(p[1]);
+	for (int i = 0; i < n; i++) /* all written before any exit: nothing waits on a reap */
+		assert_int_equal(read(p[0], &k[i], sizeof(k[i])), sizeof(k[i]));
+	close(p[0]);
+	qsort(k, (size_t)n, sizeof(*k), cmp_kid);
+	/* Reaped reap_every at a time: 2,000 reaps with no read between them are 2,000 frees and
+	 * the exits that came late, with the machine's own, in one window, and the bpf ring holds
+	 * 4,681 events. */
+	for (int i = 0, c; i < n; i += c) {
+		c = reap_every ? VW_MIN(reap_every, n - i) : n;
+		reap_children(c, reaped + i);
+		for (int j = i; j < i + c; j++) { /* none reaped before all were forked: distinct */
+			struct mass_kid key = { .pid = reaped[j].pid }, *m;
+
+			assert_non_null(m = bsearch(&key, k, (size_t)n, sizeof(*k), cmp_kid));
+			at_reap[m - k] = reaped[j].ns;
+		}
+		if (reap_every) {
+			assert_int_equal(a->ops->read(a->state, &snap), 0);
+			left -= mass_seen(&snap, k, n, at_reap, reported, &ghosts);
+		}
+	}
+	/* Reads until every one was reported (the frees come after an RCU grace period, late on
+	 * a loaded machine: 30 s at most), then two more where none may show again. */
+	for (int r = 0, after = 0; after < 2; r++) {
+		if (r == 200)
+			fail_msg("%d of %d processes not reported exited after %d reads (30 s)", left,
+				 n, r);
+		after += left == 0;
+		sleep_ms(150);
+		assert_int_equal(a->ops->read(a->state, &snap), 0);
+		left -= mass_seen(&snap, k, n, at_reap, reported, &ghosts);
+	}
+	for (int i = 0; i < n; i++)
+		if (reported[i] != 1)
+			fail_msg("pid %d reported exited %u times", k[i].pid, reported[i]);
+	mass_ghosts_check(ghosts, n, snap.ghosts - ghosts0);
+	print_message("# %d processes, each reported exited once, exact; exit events lost: %llu; "
+		      "the machine's ghosts %llu -> %llu\n", n,
+		      (unsigned long long)(snap.exits_lost - lost0), (unsigned long long)ghosts0,
+		      (unsigned long long)snap.ghosts);
+	return snap.exits_lost - lost0;
 }

@@ -501,9 +501,7 @@ static uint64_t rng = 0x2545f4914f6cdd1dULL;
 
 static uint64_t rnd(uint64_t n)
 {
-	rng ^= rng << 13;
-	rng ^= rng >> 7;
-	rng ^= rng << 17;
+	vw_test_xorshift(&rng);
 	return n ? rng % n : rng;
 }
 

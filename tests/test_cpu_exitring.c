@@ -71,144 +71,13 @@ static void open_bpf(uint32_t flags)
 	open_bpf_sized(flags, 0);
 }
 
-/* A schedstat file's first field: the task's se.sum_exec_runtime. */
-static int schedstat_ns(const char *path, uint64_t *ret)
-{
-	char buf[128];
-	int r = vw_read_file_at(procfd, path, buf, sizeof(buf), NULL);
-
-	if (r < 0)
-		return r;
-	buf[strcspn(buf, " ")] = '\0';
-	return vw_parse_u64(buf, ret);
-}
-
-/* The kernel's runtime of a process's live threads. */
-static uint64_t proc_runtime(pid_t pid)
-{
-	char path[300];
-	uint64_t sum = 0;
-	struct dirent *e;
-	DIR *d;
-	int fd;
-
-	snprintf(path, sizeof(path), "%d/task", (int)pid);
-	fd = openat(procfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	d = fdopendir(fd);
-	assert_non_null(d);
-	while ((e = readdir(d))) {
-		uint64_t v = 0;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%d/task/%s/schedstat", (int)pid, e->d_name);
-		if (schedstat_ns(path, &v) == 0)
-			sum += v;
-	}
-	closedir(d);
-	return sum;
-}
-
-#define MASS_MAX 2000
-
-/*
- * n short processes, each reaped by the test (reads every read_every forks and reaps, 0: none,
- * while they come and go), then reads until the frees are in: each one reported exited exactly once,
- * with its final runtime (at least what it read of itself just before it exited; the kernel's
- * at its reap, wait4's, exit path included), its kind known from the exit, or the ghost check's
- * catch where its free was lost (cpu_test.h mass_seen, mass_ghosts_check). The events lost
- * meanwhile, returned.
- */
-static uint64_t mass_exit(int n, int read_every)
-{
-	static struct mass_kid k[MASS_MAX];
-	static unsigned reported[MASS_MAX];
-	static struct reaped reaped[MASS_MAX];
-	static uint64_t at_reap[MASS_MAX]; /* k[i]'s CPU time at its reap, the kernel's */
-	struct vw_cpu_snapshot snap;
-	uint64_t lost0, ghosts0;
-	int p[2], left = n, ghosts = 0;
-
-	assert_true(n <= MASS_MAX);
-	memset(reported, 0, sizeof(reported));
-	read_ok(&snap);
-	lost0 = snap.exits_lost;
-	ghosts0 = snap.ghosts;
-	assert_int_equal(pipe(p), 0);
-	for (int i = 0; i < n; i++) {
-		pid_t pid = fork();
-
-		assert_true(pid >= 0);
-		if (pid == 0) {
-			struct mass_kid me = { .pid = getpid() };
-			struct vw_pid_stat st;
-			char buf[512];
-
-			close(p[0]);
-			vw_fixture_spin(0.0002);
-			if (vw_read_file_at(procfd, "self/stat", buf, sizeof(buf), NULL) < 0 ||
-			    vw_procfs_parse_pid_stat_fields(buf, &st) < 0)
-				_exit(1);
-			me.start = st.start;
-			if (schedstat_ns("self/schedstat", &me.ns) < 0 ||
-			    write(p[1], &me, sizeof(me)) != sizeof(me))
-				_exit(1);
-			_exit(0);
-		}
-		if (read_every && i % read_every == read_every - 1)
-			read_ok(&snap);
-	}
-	close(p[1]);
-	for (int i = 0; i < n; i++) /* all written before any exit: nothing waits on a reap */
-		assert_int_equal(read(p[0], &k[i], sizeof(k[i])), sizeof(k[i]));
-	close(p[0]);
-	qsort(k, (size_t)n, sizeof(*k), cmp_kid);
-	/* Reaped read_every at a time with a read after each (their frees, an RCU grace period
-	 * after each reap, are events too): 2,000 reaps with no read between them are 2,000 frees
-	 * and the exits that came late, with the machine's own, in one window, and the ring
-	 * holds 4,681 events. */
-	for (int i = 0, c; i < n; i += c) {
-		c = read_every ? VW_MIN(read_every, n - i) : n;
-		reap_children(c, reaped + i);
-		for (int j = i; j < i + c; j++) { /* none reaped before all were forked: distinct */
-			struct mass_kid key = { .pid = reaped[j].pid }, *m;
-
-			assert_non_null(m = bsearch(&key, k, (size_t)n, sizeof(*k), cmp_kid));
-			at_reap[m - k] = reaped[j].ns;
-		}
-		if (read_every) {
-			read_ok(&snap);
-			left -= mass_seen(&snap, k, n, at_reap, reported, &ghosts);
-		}
-	}
-	/* Reads until every one was reported (the frees come after an RCU grace period, late on
-	 * a loaded machine: 30 s at most), then two more where none may show again. */
-	for (int r = 0, after = 0; after < 2; r++) {
-		if (r == 200)
-			fail_msg("%d of %d processes not reported exited after %d reads (30 s)", left,
-				 n, r);
-		after += left == 0;
-		sleep_ms(150);
-		read_ok(&snap);
-		left -= mass_seen(&snap, k, n, at_reap, reported, &ghosts);
-	}
-	for (int i = 0; i < n; i++)
-		if (reported[i] != 1)
-			fail_msg("pid %d reported exited %u times", k[i].pid, reported[i]);
-	mass_ghosts_check(ghosts, n, snap.ghosts - ghosts0);
-	print_message("# %d processes, each reported exited once, exact; exit events lost: %llu\n",
-		      n, (unsigned long long)(snap.exits_lost - lost0));
-	return snap.exits_lost - lost0;
-}
-
 /* 2,000 processes with reads every 256 forks and reaps, as the daemon's during a storm: nothing
  * lost. */
 static void test_exit_mass(void **state)
 {
 	(void)state;
 	open_bpf(0);
-	assert_int_equal(mass_exit(MASS_MAX, 256), 0);
+	assert_int_equal(mass_exit(&acc, MASS_MAX, 256, 256), 0);
 }
 
 /* The raw_tp twins (LRU hash of threads, probe reads) feed the same ring. */
@@ -216,7 +85,7 @@ static void test_exit_mass_raw(void **state)
 {
 	(void)state;
 	open_bpf(VW_CPU_BPF_RAW_TP);
-	assert_int_equal(mass_exit(500, 128), 0);
+	assert_int_equal(mass_exit(&acc, 500, 128, 128), 0);
 }
 
 /*
@@ -231,7 +100,7 @@ static void test_exit_mass_no_storage(void **state)
 	(void)state;
 	open_bpf(VW_CPU_BPF_NO_STORAGE);
 	hashed0 = vw_cpu_bpf_stat(acc.state, VW_BPF_STAT_TASK_HASHED);
-	assert_int_equal(mass_exit(1000, 128), 0);
+	assert_int_equal(mass_exit(&acc, 1000, 128, 128), 0);
 	assert_true(vw_cpu_bpf_stat(acc.state, VW_BPF_STAT_TASK_HASHED) >= hashed0 + 1000);
 	assert_int_equal(vw_cpu_bpf_stat(acc.state, VW_BPF_STAT_TASK_FULL), 0);
 }
@@ -279,7 +148,7 @@ static void test_exit_ring_full(void **state)
 {
 	(void)state;
 	open_bpf(VW_CPU_BPF_SMALL_EXIT_RING);
-	assert_true(mass_exit(300, 0) > 0);
+	assert_true(mass_exit(&acc, 300, 0, 0) > 0);
 }
 
 /* ---- threads that exit in a live process ---- */
@@ -292,7 +161,7 @@ static void *short_thread(void *arg)
 
 	(void)arg;
 	vw_fixture_spin(0.01);
-	if (schedstat_ns("thread-self/schedstat", &ns) < 0 || write(thr_pipe, &ns, sizeof(ns)) != sizeof(ns))
+	if (schedstat_at("thread-self/schedstat", &ns) < 0 || write(thr_pipe, &ns, sizeof(ns)) != sizeof(ns))
 		_exit(1);
 	return NULL;
 }

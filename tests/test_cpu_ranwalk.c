@@ -43,37 +43,6 @@ static struct vw_cpu_accountant acc, acc_full;
 static pid_t kids[8];
 static size_t n_kids;
 
-/* The kernel's runtime of a process: its threads' se.sum_exec_runtime summed, as schedstat
- * gives it per thread (task/TID/schedstat). */
-static uint64_t proc_runtime(pid_t pid)
-{
-	char path[300], buf[128];
-	uint64_t sum = 0;
-	struct dirent *e;
-	DIR *d;
-	int fd;
-
-	snprintf(path, sizeof(path), "%d/task", (int)pid);
-	fd = openat(procfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	assert_true(fd >= 0);
-	d = fdopendir(fd);
-	assert_non_null(d);
-	while ((e = readdir(d))) {
-		uint64_t v = 0;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%d/task/%s/schedstat", (int)pid, e->d_name);
-		if (vw_read_file_at(procfd, path, buf, sizeof(buf), NULL) < 0)
-			continue; /* a thread that exited meanwhile */
-		buf[strcspn(buf, " ")] = '\0';
-		assert_int_equal(vw_parse_u64(buf, &v), 0);
-		sum += v;
-	}
-	closedir(d);
-	return sum;
-}
-
 /* A child that runs fn, then tells the parent (a byte on the pipe) and sleeps until killed. */
 static pid_t kid(void (*fn)(void))
 {
@@ -509,77 +478,11 @@ static void test_ran_equals_full(void **state)
  * check's catch, counted, its exit path missing, never more: at most half of them so (cpu_test.h
  * mass_ghosts_check); none stays alive.
  */
-#define MASS 2000
-
 static void test_ran_mass_exit(void **state)
 {
-	static struct mass_kid k[MASS];
-	static unsigned reported[MASS];
-	static struct reaped reaped[MASS];
-	static uint64_t at_reap[MASS]; /* k[i]'s CPU time at its reap, the kernel's */
-	struct vw_cpu_snapshot snap;
-	uint64_t ghosts0;
-	int p[2], ghosts = 0;
-
 	(void)state;
 	open_bpf(&acc, 0);
-	read_ok(&acc, &snap);
-	ghosts0 = snap.ghosts;
-	assert_int_equal(pipe(p), 0);
-	for (int i = 0; i < MASS; i++) {
-		pid_t pid = fork();
-
-		assert_true(pid >= 0);
-		if (pid == 0) {
-			struct mass_kid me = { .pid = getpid() };
-			struct vw_pid_stat st;
-			char buf[512];
-
-			close(p[0]);
-			vw_fixture_spin(0.0002);
-			if (vw_read_file_at(procfd, "self/stat", buf, sizeof(buf), NULL) < 0 ||
-			    vw_procfs_parse_pid_stat_fields(buf, &st) < 0)
-				_exit(1);
-			me.start = st.start;
-			if (vw_read_file_at(procfd, "self/schedstat", buf, sizeof(buf), NULL) < 0)
-				_exit(1);
-			buf[strcspn(buf, " ")] = '\0';
-			if (vw_parse_u64(buf, &me.ns) < 0 || write(p[1], &me, sizeof(me)) != sizeof(me))
-				_exit(1);
-			_exit(0);
-		}
-		if (i % 256 == 255)
-			read_ok(&acc, &snap); /* reads during the storm, as the daemon's */
-	}
-	close(p[1]);
-	reap_children(MASS, reaped);
-	for (int i = 0; i < MASS; i++)
-		assert_int_equal(read(p[0], &k[i], sizeof(k[i])), sizeof(k[i]));
-	close(p[0]);
-	qsort(k, MASS, sizeof(*k), cmp_kid);
-	for (int i = 0; i < MASS; i++) { /* none reaped before all were forked: PIDs distinct */
-		struct mass_kid key = { .pid = reaped[i].pid }, *m;
-
-		assert_non_null(m = bsearch(&key, k, MASS, sizeof(*k), cmp_kid));
-		at_reap[m - k] = reaped[i].ns;
-	}
-	/* Reads until every one was reported (the frees come after an RCU grace period, late on
-	 * a loaded machine: 30 s at most), then two more where none may show again. */
-	for (int r = 0, left = MASS, after = 0; after < 2; r++) {
-		if (r == 200)
-			fail_msg("%d of %d processes not reported exited after %d reads (30 s)", left,
-				 MASS, r);
-		after += left == 0;
-		sleep_ms(150);
-		read_ok(&acc, &snap);
-		left -= mass_seen(&snap, k, MASS, at_reap, reported, &ghosts);
-	}
-	for (int i = 0; i < MASS; i++)
-		if (reported[i] != 1)
-			fail_msg("pid %d reported exited %u times", k[i].pid, reported[i]);
-	mass_ghosts_check(ghosts, MASS, snap.ghosts - ghosts0);
-	print_message("# %d processes, each reported exited once; the machine's ghosts %llu -> "
-		      "%llu\n", MASS, (unsigned long long)ghosts0, (unsigned long long)snap.ghosts);
+	mass_exit(&acc, MASS_MAX, 256, 0); /* reads during the storm, reaped all at once */
 }
 
 /* A child that spins 20 ms each time it is told (a byte on cmd), then acks and sleeps. */

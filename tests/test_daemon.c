@@ -73,6 +73,20 @@ static void make_room(struct proc *p)
 	p->log[p->log_len] = '\0';
 }
 
+/* What the child wrote, read once into the log: the bytes read (0 at its end, -1 on error). */
+static ssize_t read_more(struct proc *p)
+{
+	ssize_t n;
+
+	make_room(p);
+	n = read(p->err_fd, p->log + p->log_len, sizeof(p->log) - 1 - p->log_len);
+	if (n > 0) {
+		p->log_len += (size_t)n;
+		p->log[p->log_len] = '\0';
+	}
+	return n;
+}
+
 static long long now_ms(void)
 {
 	struct timespec ts;
@@ -90,16 +104,8 @@ static bool wait_output(struct proc *p, const char *needle, int timeout_ms)
 
 		if (strstr(p->log, needle))
 			return true;
-		if (poll(&pfd, 1, 50) > 0) {
-			ssize_t n;
-
-			make_room(p);
-			n = read(p->err_fd, p->log + p->log_len, sizeof(p->log) - 1 - p->log_len);
-			if (n <= 0)
-				return strstr(p->log, needle) != NULL;
-			p->log_len += (size_t)n;
-			p->log[p->log_len] = '\0';
-		}
+		if (poll(&pfd, 1, 50) > 0 && read_more(p) <= 0)
+			return strstr(p->log, needle) != NULL;
 	}
 	return strstr(p->log, needle) != NULL;
 }
@@ -128,16 +134,20 @@ static void drain(struct proc *p)
 {
 	struct pollfd pfd = { .fd = p->err_fd, .events = POLLIN };
 
-	while (poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLIN)) {
-		ssize_t n;
+	while (poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLIN) && read_more(p) > 0)
+		;
+}
 
-		make_room(p);
-		n = read(p->err_fd, p->log + p->log_len, sizeof(p->log) - 1 - p->log_len);
-		if (n <= 0)
-			break;
-		p->log_len += (size_t)n;
-		p->log[p->log_len] = '\0';
-	}
+/* The meter half a simulated second on, then 100 ms of the daemon's; what it wrote meanwhile read
+ * (p not NULL): a daemon whose output pipe fills up stops in write(). */
+static void meter_tick(struct host_fixture *fx, struct proc *p)
+{
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+
+	assert_int_equal(host_fixture_advance(fx, 0.5), 0);
+	nanosleep(&ts, NULL);
+	if (p)
+		drain(p);
 }
 
 static int finish(struct proc *p)
@@ -283,10 +293,7 @@ static void check_openmetrics_on_demand(struct host_fixture *fx, unsigned port)
 	assert_null(strstr(b.data, "# EOF"));
 	/* The next snapshot (1 s; later on a loaded machine) carries OpenMetrics. */
 	for (i = 0; i < 100; i++) {
-		struct timespec ts = { 0, 100 * 1000 * 1000 };
-
-		assert_int_equal(host_fixture_advance(fx, 0.5), 0);
-		nanosleep(&ts, NULL);
+		meter_tick(fx, NULL);
 		assert_int_equal(http_accept(url, PROMETHEUS_ACCEPT, &b, ct, sizeof(ct)), 200);
 		if (strstr(ct, "openmetrics"))
 			break;
@@ -303,11 +310,23 @@ static void check_openmetrics_on_demand(struct host_fixture *fx, unsigned port)
 	free(b.data);
 }
 
+/* One package zone, 60 W. */
+static const struct host_fixture_zone package_zone[] = {
+	{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 60 },
+};
+
+/* A fixture host of zones (two CPUs), and the daemon's --host.sysfs and --host.procfs options for
+ * it (600 bytes each). */
+static void fixture_host(struct host_fixture *fx, const struct host_fixture_zone *zones,
+			 unsigned n_zones, char sys[static 600], char proc[static 600])
+{
+	assert_int_equal(host_fixture_init(fx, zones, n_zones, 2), 0);
+	snprintf(sys, 600, "--host.sysfs=%s", fx->sys);
+	snprintf(proc, 600, "--host.procfs=%s", fx->proc);
+}
+
 static void test_serves_metrics(void **state)
 {
-	static const struct host_fixture_zone zones[] = {
-		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 60 },
-	};
 	struct host_fixture fx;
 	char sys[600], proc[600], url[128];
 	/* A fixture /proc has no processes to account: no passthrough, as the error says. */
@@ -320,29 +339,20 @@ static void test_serves_metrics(void **state)
 	long code = 0;
 
 	(void)state;
-	assert_int_equal(host_fixture_init(&fx, zones, 1, 2), 0);
-	snprintf(sys, sizeof(sys), "--host.sysfs=%s", fx.sys);
-	snprintf(proc, sizeof(proc), "--host.procfs=%s", fx.proc);
+	fixture_host(&fx, package_zone, 1, sys, proc);
 	assert_int_equal(spawn(&p, argv), 0);
 	assert_true(wait_output(&p, "(port ", 5000));
 	assert_int_equal(sscanf(strstr(p.log, "(port ") + 6, "%u", &port), 1);
 
 	/* The meter advances while the daemon runs. */
 	for (int i = 0; i < 40 && code != 200; i++) {
-		struct timespec ts = { 0, 100 * 1000 * 1000 };
-
-		assert_int_equal(host_fixture_advance(&fx, 0.5), 0);
-		nanosleep(&ts, NULL);
+		meter_tick(&fx, NULL);
 		snprintf(url, sizeof(url), "http://127.0.0.1:%u/readyz", port);
 		code = http(url, "GET", &b);
 	}
 	assert_int_equal(code, 200);
-	for (int i = 0; i < 15; i++) {
-		struct timespec ts = { 0, 100 * 1000 * 1000 };
-
-		assert_int_equal(host_fixture_advance(&fx, 0.5), 0);
-		nanosleep(&ts, NULL);
-	}
+	for (int i = 0; i < 15; i++)
+		meter_tick(&fx, NULL);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
 	assert_int_equal(http(url, "GET", &b), 200);
 	assert_non_null(strstr(b.data, "kepler_node_cpu_joules_total{zone=\"package\",path=\"/sys/class/powercap/intel-rapl:0\",node_name=\"daemon-test\"}"));
@@ -399,9 +409,6 @@ static size_t count(const char *hay, const char *needle)
  */
 static void test_kepler_config_files(void **state)
 {
-	static const struct host_fixture_zone zones[] = {
-		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 60 },
-	};
 	static const char *const files[] = { "config.yaml", "compose-default-config.yaml" };
 
 	(void)state;
@@ -415,11 +422,9 @@ static void test_kepler_config_files(void **state)
 		unsigned port = 0;
 		long code = 0;
 
-		assert_int_equal(host_fixture_init(&fx, zones, 1, 2), 0);
+		fixture_host(&fx, package_zone, 1, sys, proc);
 		snprintf(cfg, sizeof(cfg), "--config.file=%s/tests/data/kepler-config/%s",
 			 VW_SOURCE_ROOT, files[f]);
-		snprintf(sys, sizeof(sys), "--host.sysfs=%s", fx.sys);
-		snprintf(proc, sizeof(proc), "--host.procfs=%s", fx.proc);
 		assert_int_equal(spawn(&p, argv), 0);
 		port = listen_port(&p);
 		if (!port)
@@ -428,11 +433,7 @@ static void test_kepler_config_files(void **state)
 		/* monitor.interval: 5s in the file: the second snapshot has the first interval. */
 		for (int i = 0; i < 150 && !(b.data && strstr(b.data, "kepler_node_cpu_joules_total{"));
 		     i++) {
-			struct timespec ts = { 0, 100 * 1000 * 1000 };
-
-			assert_int_equal(host_fixture_advance(&fx, 0.5), 0);
-			nanosleep(&ts, NULL);
-			drain(&p);
+			meter_tick(&fx, &p);
 			code = http(url, "GET", &b);
 		}
 		assert_int_equal(code, 200);
@@ -468,9 +469,6 @@ static void test_kepler_config_files(void **state)
  */
 static void test_kepler_flags(void **state)
 {
-	static const struct host_fixture_zone zones[] = {
-		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 60 },
-	};
 	struct host_fixture fx;
 	char sys[600], proc[600], url[128];
 	char *argv[] = { VW_HOST_BIN, sys, proc, "--web.listen-address=127.0.0.1:0",
@@ -486,9 +484,7 @@ static void test_kepler_flags(void **state)
 	long code = 0;
 
 	(void)state;
-	assert_int_equal(host_fixture_init(&fx, zones, 1, 2), 0);
-	snprintf(sys, sizeof(sys), "--host.sysfs=%s", fx.sys);
-	snprintf(proc, sizeof(proc), "--host.procfs=%s", fx.proc);
+	fixture_host(&fx, package_zone, 1, sys, proc);
 	assert_int_equal(spawn(&p, argv), 0);
 	port = listen_port(&p);
 	assert_true(port > 0);
@@ -497,11 +493,7 @@ static void test_kepler_flags(void **state)
 	assert_true(wait_output(&p, "http: listening on 127.0.0.1:0", 5000));
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/healthz", port);
 	for (int i = 0; i < 40 && code != 200; i++) {
-		struct timespec ts = { 0, 100 * 1000 * 1000 };
-
-		assert_int_equal(host_fixture_advance(&fx, 0.5), 0);
-		nanosleep(&ts, NULL);
-		drain(&p);
+		meter_tick(&fx, &p);
 		code = http(url, "GET", &b);
 	}
 	assert_int_equal(code, 200);
@@ -521,9 +513,6 @@ static void test_kepler_flags(void **state)
  */
 static void test_passthrough_asked_but_impossible(void **state)
 {
-	static const struct host_fixture_zone zones[] = {
-		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 60 },
-	};
 	struct host_fixture fx;
 	char sys[600], proc[600];
 	char *argv[] = { VW_HOST_BIN, sys, proc, "--web.listen-address=127.0.0.1:0",
@@ -531,9 +520,7 @@ static void test_passthrough_asked_but_impossible(void **state)
 	struct proc p;
 
 	(void)state;
-	assert_int_equal(host_fixture_init(&fx, zones, 1, 2), 0);
-	snprintf(sys, sizeof(sys), "--host.sysfs=%s", fx.sys);
-	snprintf(proc, sizeof(proc), "--host.procfs=%s", fx.proc);
+	fixture_host(&fx, package_zone, 1, sys, proc);
 	assert_int_equal(spawn(&p, argv), 0);
 	assert_int_equal(finish(&p), 1);
 	if (!strstr(p.log, "passthrough: --passthrough.enable=true but no per-process CPU "
@@ -609,11 +596,7 @@ static char *serve_until(struct host_fixture *fx, char *const argv[], const char
 	assert_true(port > 0);
 	snprintf(url, sizeof(url), "http://127.0.0.1:%u/metrics", port);
 	for (int i = 0; i < 80; i++) {
-		struct timespec ts = { 0, 100 * 1000 * 1000 };
-
-		assert_int_equal(host_fixture_advance(fx, 0.5), 0);
-		nanosleep(&ts, NULL);
-		drain(&p);
+		meter_tick(fx, &p);
 		if (http(url, "GET", &b) == 200 && strstr(b.data, needle))
 			break;
 	}
@@ -636,9 +619,7 @@ static void test_rapl_zones_and_preferred_meters(void **state)
 	char *body;
 
 	(void)state;
-	assert_int_equal(host_fixture_init(&fx, zones, 2, 2), 0);
-	snprintf(sys, sizeof(sys), "--host.sysfs=%s", fx.sys);
-	snprintf(proc, sizeof(proc), "--host.procfs=%s", fx.proc);
+	fixture_host(&fx, zones, 2, sys, proc);
 	/* Both zones without it (the test can fail). */
 	body = serve_until(&fx, argv, "kepler_node_cpu_joules_total{zone=\"dram\"");
 	assert_non_null(strstr(body, "kepler_node_cpu_joules_total{zone=\"dram\""));

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fake_nvml.h"
 #include "fixture.h"
 #include "gpu.h"
 #include "log.h"
@@ -54,15 +55,13 @@ static void write_state(const struct fake *f)
 		 "1.util=%u\n1.mig_ret=3\n%s",
 		 f->energy0_mj, f->power0_mw, f->util0, f->power1_mw, f->util1,
 		 f->extra ? f->extra : "");
-	assert_int_equal(vw_fixture_replace(vw_fixture_tmpdir, "nvml.state", text), 0);
+	fake_nvml_write(vw_fixture_tmpdir, text);
 }
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(state_path, sizeof(state_path), "%s/nvml.state", vw_fixture_tmpdir);
-	setenv("FAKE_NVML_STATE", state_path, 1);
-	unlink(state_path);
+	fake_nvml_use(vw_fixture_tmpdir, state_path, sizeof(state_path));
 	return 0;
 }
 
@@ -305,7 +304,7 @@ static void test_library_missing(void **state)
 	assert_int_equal(n_lines, 1);
 	assert_non_null(strstr(last_line, "Driver Not Loaded"));
 	/* A driver with no device. */
-	assert_int_equal(vw_fixture_replace(vw_fixture_tmpdir, "nvml.state", "count=0\n"), 0);
+	fake_nvml_write(vw_fixture_tmpdir, "count=0\n");
 	assert_int_equal(vw_gpus_open(&o, &g), -ENODEV);
 	assert_int_equal(vw_gpus_render(NULL, NULL, "n"), 0); /* nothing to render */
 	vw_gpus_sample(NULL, 1);

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "fake_nvml.h"
 #include "fixture.h"
 
 #define UUID0 "GPU-5d1c7a3e-0f42-4b1a-9c3d-1e2f3a4b5c6d"
@@ -66,7 +67,7 @@ static void write_state_procs(unsigned long long energy0_mj, const char *procs)
 		 "1.uuid=" UUID1 "\n1.name=Tesla T4\n1.energy_ret=3\n1.power_mw=%.0f\n"
 		 "1.util=35\n1.mig_ret=3\n%s",
 		 energy0_mj, *procs ? 80 : 0, GPU1_W * 1000, procs);
-	assert_int_equal(vw_fixture_replace(dir, "nvml.state", text), 0);
+	fake_nvml_write(dir, text);
 }
 
 static void write_state(unsigned long long energy0_mj)
@@ -101,7 +102,7 @@ static void check_split(const char *body, const char *labels)
 
 static void test_host_gpu_families(void **state)
 {
-	char sys[600], state_env[600], lib[600], log[640], *body;
+	char sys[600], lib[600], log[640], *body;
 	char *argv[] = { VW_HOST_BIN, sys, "--host.procfs=/proc", "--libvirt.uri=",
 			 "--passthrough.enable=false", "--web.listen-address=127.0.0.1:0",
 			 "--monitor.interval=1s", "--monitor.sample-interval=250ms",
@@ -113,8 +114,7 @@ static void test_host_gpu_families(void **state)
 	(void)state;
 	make_dir(sys, log);
 	snprintf(lib, sizeof(lib), "--gpu.nvml-library=%s", VW_FAKE_NVML);
-	snprintf(state_env, sizeof(state_env), "%s/nvml.state", dir);
-	setenv("FAKE_NVML_STATE", state_env, 1); /* the daemon inherits it */
+	fake_nvml_use(dir, NULL, 0); /* the daemon inherits it */
 	write_state(7000000); /* GPU 0's counter: 7000 J since the driver loaded */
 	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &daemon_pid, &port), 0);
 
@@ -183,7 +183,7 @@ static void test_host_gpu_families(void **state)
  */
 static void test_host_gpu_processes(void **state)
 {
-	char sys[600], state_env[600], lib[600], log[640], procs[128], self[64], kid[64], *body;
+	char sys[600], lib[600], log[640], procs[128], self[64], kid[64], *body;
 	char *argv[] = { VW_HOST_BIN, sys, "--host.procfs=/proc", "--libvirt.uri=",
 			 "--passthrough.enable=false", "--web.listen-address=127.0.0.1:0",
 			 "--monitor.interval=1s", "--monitor.sample-interval=250ms",
@@ -197,8 +197,7 @@ static void test_host_gpu_processes(void **state)
 	(void)state;
 	make_dir(sys, log);
 	snprintf(lib, sizeof(lib), "--gpu.nvml-library=%s", VW_FAKE_NVML);
-	snprintf(state_env, sizeof(state_env), "%s/nvml.state", dir);
-	setenv("FAKE_NVML_STATE", state_env, 1);
+	fake_nvml_use(dir, NULL, 0);
 	child = fork();
 	assert_true(child >= 0);
 	if (child == 0) {
@@ -292,7 +291,7 @@ static void test_host_without_library(void **state)
  */
 static void test_host_driver_loaded_later(void **state)
 {
-	char sys[600], state_env[600], lib[600], log[640], *body, *said;
+	char sys[600], lib[600], log[640], *body, *said;
 	char *argv[] = { VW_HOST_BIN, sys, "--host.procfs=/proc", "--libvirt.uri=",
 			 "--passthrough.enable=false", "--web.listen-address=127.0.0.1:0",
 			 "--monitor.interval=1s", "--monitor.sample-interval=250ms",
@@ -302,8 +301,7 @@ static void test_host_driver_loaded_later(void **state)
 	(void)state;
 	make_dir(sys, log);
 	snprintf(lib, sizeof(lib), "--gpu.nvml-library=%s", VW_FAKE_NVML);
-	snprintf(state_env, sizeof(state_env), "%s/nvml.state", dir);
-	setenv("FAKE_NVML_STATE", state_env, 1); /* the daemon inherits it */
+	fake_nvml_use(dir, NULL, 0); /* the daemon inherits it */
 	write_state_procs(7000000, "init=9\n");
 	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &daemon_pid, &port), 0);
 	body = vw_fixture_scrape_when(port, "kepler_node_cpu_joules_total{");

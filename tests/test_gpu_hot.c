@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fake_nvml.h"
 #include "fixture.h"
 #include "gpu.h"
 #include "log.h"
@@ -32,8 +33,6 @@
 
 /* The fake's call kinds (fake_nvml.c's FAKE_CALL_*). */
 enum { CALL_COUNT, CALL_HANDLE, CALL_NAME, CALL_DEVICE, CALL_INIT, CALL__N };
-
-static char state_path[1024];
 
 /* One GPU of the fake's list: a counter (mJ), or power-only when energy_mj is -1. */
 struct fgpu {
@@ -62,15 +61,13 @@ static void write_gpus(const struct fgpu *gpus, size_t n, const char *extra)
 					"%zu.energy_mj=%lld\n", i, x->energy_mj);
 	}
 	snprintf(text + len, sizeof(text) - (size_t)len, "%s", extra ? extra : "");
-	assert_int_equal(vw_fixture_replace(vw_fixture_tmpdir, "nvml.state", text), 0);
+	fake_nvml_write(vw_fixture_tmpdir, text);
 }
 
 static int setup(void **state)
 {
 	(void)state;
-	snprintf(state_path, sizeof(state_path), "%s/nvml.state", vw_fixture_tmpdir);
-	setenv("FAKE_NVML_STATE", state_path, 1);
-	unlink(state_path);
+	fake_nvml_use(vw_fixture_tmpdir, NULL, 0);
 	return 0;
 }
 

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fake_nvml.h"
 #include "fixture.h"
 #include "host_fixture.h"
 #include "macro.h"
@@ -58,7 +59,7 @@ static void write_nvml(unsigned long long energy_mj)
 		 "0.name=NVIDIA A100-SXM4-40GB\n0.energy_mj=%llu\n0.power_mw=200000\n0.util=80\n"
 		 "0.vgpus=7:" UUID_UPPER ":4:60,8:" STRANGER ":4:20\n",
 		 energy_mj);
-	assert_int_equal(vw_fixture_replace(dir, "nvml.state", text), 0);
+	fake_nvml_write(dir, text);
 }
 
 static double val(const char *body, const char *family, const char *labels)
@@ -131,7 +132,7 @@ static unsigned start_host(const char *share)
 
 static void test_vgpu_vm(void **state)
 {
-	char share[600], pt[700], log[640], sys[600], proc[600], state_env[600];
+	char share[600], pt[700], log[640], sys[600], proc[600];
 	char *gargv[] = { VW_GUEST_BIN, "--web.listen-address=127.0.0.1:0", pt, sys, proc,
 			  "--monitor.interval=1s", "--cpu.accounting=procfs", "--model.cache-dir=",
 			  "--state.file=", "--gpu.nvml-library=/nonexistent/libnvidia-ml.so.1",
@@ -146,8 +147,7 @@ static void test_vgpu_vm(void **state)
 	assert_non_null(dir);
 	assert_int_equal(vw_fixture_mkdir(dir, "share"), 0);
 	snprintf(share, sizeof(share), "%s/share", dir);
-	snprintf(state_env, sizeof(state_env), "%s/nvml.state", dir);
-	setenv("FAKE_NVML_STATE", state_env, 1); /* the daemons inherit it */
+	fake_nvml_use(dir, NULL, 0); /* the daemons inherit it */
 	write_nvml(1000000);
 	port = start_host(share);
 

@@ -919,14 +919,6 @@ static void test_truncated(void **state)
 	free(json);
 }
 
-static uint64_t xorshift(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 /* 1 MB of random bytes, and fixtures with random bytes changed: refused or sane, never a crash. */
 static void test_garbage_and_mutations(void **state)
 {
@@ -943,7 +935,7 @@ static void test_garbage_and_mutations(void **state)
 	(void)state;
 	assert_non_null(buf);
 	for (size_t i = 0; i < big; i++)
-		buf[i] = (char)xorshift(&seed);
+		buf[i] = (char)vw_test_xorshift(&seed);
 	check_rejected(buf, big, NULL);
 	free(buf);
 	for (size_t f = 0; f < ARRAY_SIZE(files); f++) {
@@ -960,9 +952,9 @@ static void test_garbage_and_mutations(void **state)
 
 			assert_non_null(mut);
 			memcpy(mut, orig, len);
-			for (uint64_t k = xorshift(&seed) % 4 + 1; k > 0; k--)
-				mut[xorshift(&seed) % len] =
-					"0123456789.-e\"{}[],:aE \x01\xff"[xorshift(&seed) % 26];
+			for (uint64_t k = vw_test_xorshift(&seed) % 4 + 1; k > 0; k--)
+				mut[vw_test_xorshift(&seed) % len] =
+					"0123456789.-e\"{}[],:aE \x01\xff"[vw_test_xorshift(&seed) % 26];
 			r = vw_model_parse(mut, len, files[f], &m, err, sizeof(err));
 			if (r == 0) {
 				struct vw_feature in_f = {"bpf_cpu_time_ms", 5000};

@@ -416,14 +416,6 @@ static void reference_double(double v, char out[VW_PROM_NUM_MAX])
 	}
 }
 
-static uint64_t xorshift(uint64_t *x)
-{
-	*x ^= *x << 13;
-	*x ^= *x >> 7;
-	*x ^= *x << 17;
-	return *x;
-}
-
 static void check_double(double v)
 {
 	char got[VW_PROM_NUM_MAX], want[VW_PROM_NUM_MAX];
@@ -445,19 +437,20 @@ static void test_double_format_matches_printf(void **state)
 
 	(void)state;
 	for (int i = 0; i < 60000; i++) {
-		uint64_t uj = xorshift(&x) % 100000000000ULL >> (xorshift(&x) % 40);
-		uint64_t ns = 1000000000ULL + xorshift(&x) % 200000000ULL - 100000000ULL;
+		uint64_t uj = vw_test_xorshift(&x) % 100000000000ULL >> (vw_test_xorshift(&x) % 40);
+		uint64_t ns = 1000000000ULL + vw_test_xorshift(&x) % 200000000ULL - 100000000ULL;
 		double w = (double)uj * 1e3 / (double)ns;
-		uint64_t bits = xorshift(&x);
+		uint64_t bits = vw_test_xorshift(&x);
 		double r;
 
 		check_double(w);
 		check_double(-w);
 		/* Any double from about 1e-20 to 1e20 (exponents 960..1090), and any at all. */
-		bits = (bits & ~(0x7ffull << 52)) | (uint64_t)(960 + xorshift(&x) % 130) << 52;
+		bits = (bits & ~(0x7ffull << 52)) |
+		       (uint64_t)(960 + vw_test_xorshift(&x) % 130) << 52;
 		memcpy(&r, &bits, sizeof(r));
 		check_double(r);
-		bits = xorshift(&x);
+		bits = vw_test_xorshift(&x);
 		memcpy(&r, &bits, sizeof(r));
 		check_double(r);
 	}
@@ -474,14 +467,15 @@ static void test_double_format_matches_printf(void **state)
 	for (int i = 0; i < 30000; i++) {
 		/* A 12-digit integer plus an odd multiple of 1/16 (4 decimals, ending in 5): 16
 		 * significant digits, a tie at 15; 13 digits: a tie at 16; 11 digits + 1/32: 16. */
-		uint64_t odd = 2 * (xorshift(&x) % 8) + 1;
+		uint64_t odd = 2 * (vw_test_xorshift(&x) % 8) + 1;
 
-		check_double((double)(100000000000ULL + xorshift(&x) % 900000000000ULL) + odd / 16.0);
-		check_double((double)(1000000000000ULL + xorshift(&x) % 9000000000000ULL) +
+		check_double((double)(100000000000ULL + vw_test_xorshift(&x) % 900000000000ULL) +
 			     odd / 16.0);
-		check_double((double)(10000000000ULL + xorshift(&x) % 90000000000ULL) +
-			     (2 * (xorshift(&x) % 16) + 1) / 32.0);
-		check_double((double)(xorshift(&x) % 1000000) / 1024.0);
+		check_double((double)(1000000000000ULL + vw_test_xorshift(&x) % 9000000000000ULL) +
+			     odd / 16.0);
+		check_double((double)(10000000000ULL + vw_test_xorshift(&x) % 90000000000ULL) +
+			     (2 * (vw_test_xorshift(&x) % 16) + 1) / 32.0);
+		check_double((double)(vw_test_xorshift(&x) % 1000000) / 1024.0);
 	}
 	check_double(0.1 + 0.2);
 	check_double(1.0 / 3);

@@ -1218,13 +1218,42 @@ static pid_t gone_pid(void)
 	return pid;
 }
 
+/* A peer test's folder, open to NOBODY (its listener binds there), and VM A's socket path in it. */
+struct peer_dir {
+	char *dir;
+	char path[256];
+};
+
+static void peer_dir_init(struct peer_dir *d)
+{
+	d->dir = vw_fixture_mkdtemp("peer");
+	assert_non_null(d->dir);
+	assert_int_equal(chmod(d->dir, 0777), 0);
+	snprintf(d->path, sizeof(d->path), "%s/a.sock", d->dir);
+}
+
+/* The listener's child killed, the socket and the folder gone. */
+static void peer_dir_fini(struct peer_dir *d)
+{
+	kill_peer_child(NULL);
+	unlink(d->path);
+	vw_fixture_rm(d->dir);
+}
+
+/* A run whose listener was refused as a stranger's: never connected, nothing sent, counted. */
+static void assert_peer_refused(const struct vw_publish_vm_stats *st)
+{
+	assert_int_equal(st->connects, 0);
+	assert_int_equal(st->sent, 0);
+	assert_true(st->peer_rejected >= 1);
+}
+
 /* Another user's listener where VM A's socket is: refused, counted, not written to; the same
  * listener is taken once it is A's QEMU (a QEMU that listens itself, as the qemu user). While
  * A's QEMU is gone (A restarting, its list not updated yet) it is refused uncounted. */
 static void test_peer_other_user(void **state)
 {
-	char *dir = vw_fixture_mkdtemp("peer");
-	char path[256];
+	struct peer_dir d;
 	struct vw_vm_energy vm;
 	struct vw_publish_vm_stats st;
 	struct vw_publish_stats ps;
@@ -1232,11 +1261,9 @@ static void test_peer_other_user(void **state)
 	pid_t child;
 
 	(void)state;
-	assert_non_null(dir);
-	assert_int_equal(chmod(dir, 0777), 0);
-	snprintf(path, sizeof(path), "%s/a.sock", dir);
-	child = listen_as_nobody(path);
-	vm_set(&vm, U_A, path);
+	peer_dir_init(&d);
+	child = listen_as_nobody(d.path);
+	vm_set(&vm, U_A, d.path);
 	vm.qemu_pid = (uint32_t)gone_pid(); /* its QEMU exited: not a stranger's socket yet */
 	run_one(p, &vm, &st);
 	assert_int_equal(st.connects, 0);
@@ -1245,9 +1272,7 @@ static void test_peer_other_user(void **state)
 
 	vm.qemu_pid = (uint32_t)getpid(); /* its QEMU: this process, alive, not the child */
 	run_one(p, &vm, &st);
-	assert_int_equal(st.connects, 0);
-	assert_int_equal(st.sent, 0);
-	assert_true(st.peer_rejected >= 1);
+	assert_peer_refused(&st);
 	assert_true(st.connect_errors >= st.peer_rejected);
 	vw_publisher_stats(p, &ps);
 	assert_int_equal(ps.peer_rejected, st.peer_rejected);
@@ -1273,9 +1298,7 @@ static void test_peer_other_user(void **state)
 	assert_true(st.sent >= 1);
 
 	vw_publisher_free(p);
-	kill_peer_child(NULL);
-	unlink(path);
-	vw_fixture_rm(dir);
+	peer_dir_fini(&d);
 }
 
 /* /proc/PID/stat starttime of pid (ticks since boot). */
@@ -1299,8 +1322,7 @@ static uint64_t start_of(pid_t pid)
  */
 static void test_peer_pid_reused(void **state)
 {
-	char *dir = vw_fixture_mkdtemp("peer");
-	char path[256];
+	struct peer_dir d;
 	struct vw_vm_energy vm;
 	struct vw_publish_vm_stats st;
 	struct vw_publisher *p;
@@ -1308,9 +1330,7 @@ static void test_peer_pid_reused(void **state)
 	pid_t qemu, child = -1;
 
 	(void)state;
-	assert_non_null(dir);
-	assert_int_equal(chmod(dir, 0777), 0);
-	snprintf(path, sizeof(path), "%s/a.sock", dir);
+	peer_dir_init(&d);
 	qemu = fork(); /* A's QEMU */
 	assert_true(qemu >= 0);
 	if (qemu == 0) {
@@ -1325,37 +1345,50 @@ static void test_peer_pid_reused(void **state)
 		FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "w");
 
 		kill_peer_child(NULL);
-		unlink(path);
+		unlink(d.path);
 		if (!f || fprintf(f, "%d", (int)qemu - 1) < 0 || fclose(f) != 0) {
-			vw_fixture_rm(dir);
+			vw_fixture_rm(d.dir);
 			skip();
 		}
-		child = listen_as_nobody(path);
+		child = listen_as_nobody(d.path);
 	}
 	if (child != qemu) { /* the machine forked too fast between the write and ours */
-		kill_peer_child(NULL);
-		unlink(path);
-		vw_fixture_rm(dir);
+		peer_dir_fini(&d);
 		skip();
 	}
 	assert_true(start_of(child) != qemu_start);
 	p = new_publisher(SEC, 0.1);
-	vm_set(&vm, U_A, path);
+	vm_set(&vm, U_A, d.path);
 	vm.qemu_pid = (uint32_t)qemu; /* the list not updated yet: the exited QEMU */
 	vm.qemu_start_time = qemu_start;
 	run_one(p, &vm, &st);
-	assert_int_equal(st.connects, 0);
-	assert_int_equal(st.sent, 0);
-	assert_true(st.peer_rejected >= 1);
+	assert_peer_refused(&st);
 
 	vm.qemu_start_time = start_of(child); /* the list names it: a QEMU it is, then */
 	run_one(p, &vm, &st);
 	assert_int_equal(st.connects, 1);
 
 	vw_publisher_free(p);
-	kill_peer_child(NULL);
-	unlink(path);
-	vw_fixture_rm(dir);
+	peer_dir_fini(&d);
+}
+
+/* A procfs root as a container with the host's /proc bound sees it: self (the connect goes
+ * through self/fd/N) and a QEMU, pid, started at 4242 ticks, that is not in this PID namespace. */
+static char *qemu_procfs(pid_t pid)
+{
+	char *proc = vw_fixture_mkdtemp("peerproc");
+	char pdir[300], stat[160], self[300];
+
+	assert_non_null(proc);
+	snprintf(self, sizeof(self), "%s/self", proc);
+	assert_int_equal(symlink("/proc/self", self), 0);
+	snprintf(pdir, sizeof(pdir), "%s/%d", proc, (int)pid);
+	assert_int_equal(mkdir(pdir, 0755), 0);
+	snprintf(stat, sizeof(stat),
+		 "%d (qemu-system-x86) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0\n",
+		 (int)pid);
+	assert_int_equal(vw_fixture_replace(pdir, "stat", stat), 0);
+	return proc;
 }
 
 /* A daemon in a container with the host's /proc bound and a PID namespace of its own: the
@@ -1364,40 +1397,25 @@ static void test_peer_pid_reused(void **state)
  * restarting (kill() on the host PID found nothing: refused without a word, every time). */
 static void test_peer_qemu_in_procfs_only(void **state)
 {
-	char *dir = vw_fixture_mkdtemp("peer"), *proc = vw_fixture_mkdtemp("peerproc");
-	char path[256], pdir[300], stat[160], self[300];
+	pid_t host_pid = gone_pid(); /* no process here: the QEMU is another namespace's */
+	char *proc = qemu_procfs(host_pid);
+	struct peer_dir d;
 	struct vw_vm_energy vm;
 	struct vw_publish_vm_stats st;
 	struct vw_publisher *p;
-	pid_t host_pid = gone_pid(); /* no process here: the QEMU is another namespace's */
 
 	(void)state;
-	assert_non_null(dir);
-	assert_non_null(proc);
-	assert_int_equal(chmod(dir, 0777), 0);
-	snprintf(self, sizeof(self), "%s/self", proc); /* the connect goes through self/fd/N */
-	assert_int_equal(symlink("/proc/self", self), 0);
-	snprintf(pdir, sizeof(pdir), "%s/%d", proc, (int)host_pid);
-	assert_int_equal(mkdir(pdir, 0755), 0);
-	snprintf(stat, sizeof(stat),
-		 "%d (qemu-system-x86) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0\n",
-		 (int)host_pid);
-	assert_int_equal(vw_fixture_replace(pdir, "stat", stat), 0);
-	snprintf(path, sizeof(path), "%s/a.sock", dir);
-	listen_as_nobody(path);
+	peer_dir_init(&d);
+	listen_as_nobody(d.path);
 	p = new_publisher_procfs(SEC, 0.1, proc);
-	vm_set(&vm, U_A, path);
+	vm_set(&vm, U_A, d.path);
 	vm.qemu_pid = (uint32_t)host_pid;
 	vm.qemu_start_time = 4242;
 	run_one(p, &vm, &st);
-	assert_int_equal(st.connects, 0);
-	assert_int_equal(st.sent, 0);
-	assert_true(st.peer_rejected >= 1);
+	assert_peer_refused(&st);
 
 	vw_publisher_free(p);
-	kill_peer_child(NULL);
-	unlink(path);
-	vw_fixture_rm(dir);
+	peer_dir_fini(&d);
 	vw_fixture_rm(proc);
 }
 
@@ -1463,28 +1481,17 @@ static int outside_ns_run(const char *proc, const char *path, pid_t qemu_pid)
  */
 static void test_peer_outside_pid_ns(void **state)
 {
-	char *dir, *proc, path[256], pdir[300], stat[160], self[300];
+	struct peer_dir d;
+	char *proc;
 	pid_t host_pid, child;
 	int status = -1;
 
 	(void)state;
 	REQUIRE(geteuid() == 0, "a new PID namespace (and a listener as nobody) needs root");
-	dir = vw_fixture_mkdtemp("peer");
-	proc = vw_fixture_mkdtemp("peerproc");
+	peer_dir_init(&d);
 	host_pid = gone_pid();
-	assert_non_null(dir);
-	assert_non_null(proc);
-	assert_int_equal(chmod(dir, 0777), 0);
-	snprintf(self, sizeof(self), "%s/self", proc);
-	assert_int_equal(symlink("/proc/self", self), 0);
-	snprintf(pdir, sizeof(pdir), "%s/%d", proc, (int)host_pid);
-	assert_int_equal(mkdir(pdir, 0755), 0);
-	snprintf(stat, sizeof(stat),
-		 "%d (qemu-system-x86) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 4242 0 0\n",
-		 (int)host_pid);
-	assert_int_equal(vw_fixture_replace(pdir, "stat", stat), 0);
-	snprintf(path, sizeof(path), "%s/a.sock", dir);
-	listen_as_nobody(path);
+	proc = qemu_procfs(host_pid);
+	listen_as_nobody(d.path);
 
 	child = fork();
 	assert_true(child >= 0);
@@ -1496,7 +1503,7 @@ static void test_peer_outside_pid_ns(void **state)
 			_exit(20);
 		gc = fork();
 		if (gc == 0)
-			_exit(outside_ns_run(proc, path, host_pid));
+			_exit(outside_ns_run(proc, d.path, host_pid));
 		if (gc < 0 || waitpid(gc, &s, 0) != gc)
 			_exit(21);
 		_exit(WIFEXITED(s) ? WEXITSTATUS(s) : 22);
@@ -1505,9 +1512,7 @@ static void test_peer_outside_pid_ns(void **state)
 	assert_true(WIFEXITED(status));
 	assert_int_equal(WEXITSTATUS(status), 0);
 
-	kill_peer_child(NULL);
-	unlink(path);
-	vw_fixture_rm(dir);
+	peer_dir_fini(&d);
 	vw_fixture_rm(proc);
 }
 
@@ -1515,8 +1520,7 @@ static void test_peer_outside_pid_ns(void **state)
  * with a growing backoff); the update that names it connects at once, not a backoff later. */
 static void test_peer_new_qemu_at_once(void **state)
 {
-	char *dir = vw_fixture_mkdtemp("peer");
-	char path[256];
+	struct peer_dir d;
 	struct vw_vm_energy vm;
 	struct vw_publish_vm_stats st;
 	struct vw_publisher *p = new_publisher(SEC, 0.1);
@@ -1524,11 +1528,9 @@ static void test_peer_new_qemu_at_once(void **state)
 	pid_t child;
 
 	(void)state;
-	assert_non_null(dir);
-	assert_int_equal(chmod(dir, 0777), 0);
-	snprintf(path, sizeof(path), "%s/a.sock", dir);
-	child = listen_as_nobody(path);
-	vm_set(&vm, U_A, path);
+	peer_dir_init(&d);
+	child = listen_as_nobody(d.path);
+	vm_set(&vm, U_A, d.path);
 	vm.qemu_pid = (uint32_t)gone_pid(); /* the list still names the old QEMU */
 	for (t = 0; t < 20 * SEC; t += 100 * MSEC) {
 		if (t % SEC == 0)
@@ -1547,9 +1549,7 @@ static void test_peer_new_qemu_at_once(void **state)
 	assert_int_equal(st.connects, 1);
 
 	vw_publisher_free(p);
-	kill_peer_child(NULL);
-	unlink(path);
-	vw_fixture_rm(dir);
+	peer_dir_fini(&d);
 }
 
 /* VM A's path a symlink to VM B's socket (B's listener is this process's, root, bound under

@@ -431,6 +431,47 @@ static void meter_run(struct meter *m, bool run)
 	pthread_mutex_unlock(&m->clock.lock);
 }
 
+/*
+ * The fixture host both daemon tests run on: one package zone at 200 W, one QEMU process (the VM,
+ * two vCPU threads) in its /proc, a share folder in dir, the meter's clock running; and the
+ * daemon's --host.sysfs, --host.procfs, --passthrough.share-root, --passthrough.lock-dir
+ * options for it (each 600 bytes). Stopped and freed by meter_free().
+ */
+static struct meter *meter_new(const char *dir, const char *share, const char *locks,
+			       char sys[static 600], char proc[static 600], char sh[static 600],
+			       char lk[static 600])
+{
+	static const struct host_fixture_zone zones[] = {
+		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 20 }, /* x10 per s: 200 W */
+	};
+	static const char *const threads[] = { "qemu-system-x86", "CPU 0/TCG", "CPU 1/TCG", NULL };
+	struct meter *m = calloc(1, sizeof(*m));
+
+	assert_non_null(m);
+	assert_int_equal(host_fixture_init(&m->fx, zones, 1, 4), 0);
+	assert_int_equal(vm_fixture_proc(m->fx.proc, QEMU_PID, 5000,
+					 "/usr/bin/qemu-system-x86_64|-name|guest=vm1|-uuid|" UUID
+					 "|-smp|2",
+					 threads, NULL),
+			 0);
+	assert_int_equal(vw_fixture_mkdir(dir, "share"), 0);
+	snprintf(sys, 600, "--host.sysfs=%s", m->fx.sys);
+	snprintf(proc, 600, "--host.procfs=%s", m->fx.proc);
+	snprintf(sh, 600, "--passthrough.share-root=%s", share);
+	snprintf(lk, 600, "--passthrough.lock-dir=%s", locks);
+	m->fx.atomic = true; /* daemons read the meter while it advances */
+	m->run = true;
+	assert_int_equal(host_fixture_clock_start(&m->clock, 100, meter_step, m), 0);
+	return m;
+}
+
+static void meter_free(struct meter *m)
+{
+	host_fixture_clock_stop(&m->clock);
+	host_fixture_fini(&m->fx);
+	free(m);
+}
+
 /* The VM's package energy as a daemon counts it (active + idle), or -1 if unreachable. */
 static double vm_joules(unsigned port, char **ret_body)
 {
@@ -512,11 +553,7 @@ static bool log_has(const char *logpath, const char *needle, int timeout_s)
 
 static void test_two_daemons(void **state)
 {
-	static const struct host_fixture_zone zones[] = {
-		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 20 }, /* x10 per s: 200 W */
-	};
-	static const char *const threads[] = { "qemu-system-x86", "CPU 0/TCG", "CPU 1/TCG", NULL };
-	struct meter *m = calloc(1, sizeof(*m));
+	struct meter *m;
 	char *dir = vw_fixture_mkdtemp("lockd");
 	_cleanup_free_ char *share = path_of(dir, "share"), *locks = path_of(dir, "lock");
 	_cleanup_free_ char *vmdir = path_of(share, UUID), *log1 = path_of(dir, "host1.log");
@@ -536,21 +573,7 @@ static void test_two_daemons(void **state)
 	uint64_t epoch1;
 
 	(void)state;
-	assert_non_null(m);
-	assert_int_equal(host_fixture_init(&m->fx, zones, 1, 4), 0);
-	assert_int_equal(vm_fixture_proc(m->fx.proc, QEMU_PID, 5000,
-					 "/usr/bin/qemu-system-x86_64|-name|guest=vm1|-uuid|" UUID
-					 "|-smp|2",
-					 threads, NULL),
-			 0);
-	assert_int_equal(vw_fixture_mkdir(dir, "share"), 0);
-	snprintf(sys, sizeof(sys), "--host.sysfs=%s", m->fx.sys);
-	snprintf(proc, sizeof(proc), "--host.procfs=%s", m->fx.proc);
-	snprintf(sh, sizeof(sh), "--passthrough.share-root=%s", share);
-	snprintf(lk, sizeof(lk), "--passthrough.lock-dir=%s", locks);
-	m->fx.atomic = true; /* two daemons read the meter while it advances */
-	m->run = true;
-	assert_int_equal(host_fixture_clock_start(&m->clock, 100, meter_step, m), 0);
+	m = meter_new(dir, share, locks, sys, proc, sh, lk); /* two daemons read the meter */
 
 	/* The first daemon publishes the VM. */
 	snprintf(name, sizeof(name), "--kube.node-name=lock1");
@@ -615,9 +638,7 @@ static void test_two_daemons(void **state)
 
 	assert_int_equal(vw_fixture_stop_daemon(pid2), 0);
 	vw_reader_free(rd);
-	host_fixture_clock_stop(&m->clock);
-	host_fixture_fini(&m->fx);
-	free(m);
+	meter_free(m);
 	vw_fixture_rm(dir);
 }
 
@@ -645,11 +666,7 @@ static char *scrape(unsigned port)
  */
 static void test_delivery_metrics_without_vm_series(void **state)
 {
-	static const struct host_fixture_zone zones[] = {
-		{ "intel-rapl:0", "package-0", 262143328850ULL, 0, 20 },
-	};
-	static const char *const threads[] = { "qemu-system-x86", "CPU 0/TCG", "CPU 1/TCG", NULL };
-	struct meter *m = calloc(1, sizeof(*m));
+	struct meter *m;
 	char *dir = vw_fixture_mkdtemp("deliv");
 	_cleanup_free_ char *share = path_of(dir, "share"), *locks = path_of(dir, "lock");
 	_cleanup_free_ char *vmdir = path_of(share, UUID), *log = path_of(dir, "host.log");
@@ -670,21 +687,7 @@ static void test_delivery_metrics_without_vm_series(void **state)
 	int i;
 
 	(void)state;
-	assert_non_null(m);
-	assert_int_equal(host_fixture_init(&m->fx, zones, 1, 4), 0);
-	assert_int_equal(vm_fixture_proc(m->fx.proc, QEMU_PID, 5000,
-					 "/usr/bin/qemu-system-x86_64|-name|guest=vm1|-uuid|" UUID
-					 "|-smp|2",
-					 threads, NULL),
-			 0);
-	assert_int_equal(vw_fixture_mkdir(dir, "share"), 0);
-	snprintf(sys, sizeof(sys), "--host.sysfs=%s", m->fx.sys);
-	snprintf(proc, sizeof(proc), "--host.procfs=%s", m->fx.proc);
-	snprintf(sh, sizeof(sh), "--passthrough.share-root=%s", share);
-	snprintf(lk, sizeof(lk), "--passthrough.lock-dir=%s", locks);
-	m->fx.atomic = true;
-	m->run = true;
-	assert_int_equal(host_fixture_clock_start(&m->clock, 100, meter_step, m), 0);
+	m = meter_new(dir, share, locks, sys, proc, sh, lk);
 	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &pid, &port), 0);
 	/* The VM gets frames with energy in them. */
 	for (i = 0; i < 150 && !(read_frame(share, &f) && f.n_zones && f.zones[0].active_uj > 0);
@@ -745,9 +748,7 @@ static void test_delivery_metrics_without_vm_series(void **state)
 						      share_fail) > fail1);
 	}
 	assert_int_equal(vw_fixture_stop_daemon(pid), 0);
-	host_fixture_clock_stop(&m->clock);
-	host_fixture_fini(&m->fx);
-	free(m);
+	meter_free(m);
 	vw_fixture_rm(dir);
 }
 

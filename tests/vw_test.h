@@ -59,6 +59,16 @@ static inline uint64_t vw_test_rng(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
+/* xorshift64 (13, 7, 17): the sequence the older property tests were written against, from *s
+ * (never 0). */
+static inline uint64_t vw_test_xorshift(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
 /* Uniform integer in [lo, hi], hi - lo < UINT64_MAX. */
 static inline uint64_t vw_test_rng_range(uint64_t *s, uint64_t lo, uint64_t hi)
 {
