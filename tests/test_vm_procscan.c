@@ -1252,6 +1252,76 @@ static void test_untrusted_owner(void **state)
 	vw_fixture_rm(host);
 }
 
+/*
+ * A root process in a container (a PID namespace below the host's: its status NSpid: names two
+ * PIDs) runs fakes claiming a host VM's -uuid and -name, each younger than the VM's QEMU (a
+ * loop of them always has one younger): root's, so trusted, and before this the youngest took
+ * the UUID, in the scan's list and in libvirt's lookup of a restarted domain's QEMU (the VM's
+ * energy and channel then the fake's). The QEMU in the host's namespace keeps it; the fakes
+ * are counted. Two claimants both below it (KubeVirt's, restarted) still go to the younger.
+ */
+static void test_container_claim(void **state)
+{
+	static const char *const kubevirt[] = { "107" };
+	struct vw_qemu_trust *trust = vw_qemu_trust_new(-1, kubevirt, 1);
+	char *proc = vw_fixture_mkdtemp("vmclaim"), groups[6000];
+	struct vw_vm_env env = { .qemu_trust = trust };
+	struct vw_vm_info *v, lv[2] = { 0 };
+	void *src;
+
+	(void)state;
+	assert_non_null(trust);
+	assert_int_equal(vm_fixture_proc(proc, 10, 100, "/usr/bin/qemu-system-x86_64|-uuid|" U1
+					 "|-name|guest=real", NULL, NULL), 0);
+	assert_int_equal(vm_fixture_status(proc, 10, "qemu-system-x86", 0, 0,
+					   "0\nNStgid:\t10\nNSpid:\t10"), 0);
+	assert_int_equal(vm_fixture_proc(proc, 20, 900, "/usr/bin/qemu-system-x86_64|-uuid|" U1
+					 "|-name|guest=real", NULL, NULL), 0);
+	assert_int_equal(vm_fixture_status(proc, 20, "qemu-system-x86", 0, 0,
+					   "0\nNStgid:\t20\t7\nNSpid:\t20\t7"), 0);
+	/* its NSpid: pushed past what is read by a long Groups: line, a single PID there */
+	memset(groups, '0', sizeof(groups) - 32);
+	snprintf(groups + sizeof(groups) - 32, 32, "\nNSpid:\t30");
+	assert_int_equal(vm_fixture_proc(proc, 30, 950, "/usr/bin/qemu-system-x86_64|-uuid|" U1
+					 "|-name|guest=real", NULL, NULL), 0);
+	assert_int_equal(vm_fixture_status(proc, 30, "qemu-system-x86", 0, 0, groups), 0);
+	assert_int_equal(vm_fixture_proc(proc, 40, 400, "qemu-kvm|-uuid|" U2, NULL, NULL), 0);
+	assert_int_equal(vm_fixture_status(proc, 40, "qemu-kvm", 107, 107,
+					   "0\nNStgid:\t40\t1\nNSpid:\t40\t1"), 0);
+	assert_int_equal(vm_fixture_proc(proc, 50, 500, "qemu-kvm|-uuid|" U2, NULL, NULL), 0);
+	assert_int_equal(vm_fixture_status(proc, 50, "qemu-kvm", 0, 0,
+					   "0\nNStgid:\t50\t1\nNSpid:\t50\t1"), 0);
+
+	src = scan_open(proc, &env);
+	v = list_n(src, 2);
+	assert_non_null(by_pid(v, 2, 10));
+	assert_string_equal(by_pid(v, 2, 10)->uuid, U1);
+	assert_non_null(by_pid(v, 2, 50)); /* both below the host's: the younger */
+	free(v);
+	assert_int_equal(vw_qemu_trust_claims_refused(trust), 2);
+	assert_int_equal(vw_qemu_trust_untrusted(trust), 0);
+
+	/* libvirt's domain U1 restarted (its QEMU to be found again): the host's, named or not */
+	memcpy(lv[0].uuid, U1, sizeof(U1));
+	memcpy(lv[0].name, "real", sizeof("real"));
+	memcpy(lv[1].uuid, U1, sizeof(U1));
+	lv[0].vcpus = lv[1].vcpus = 1;
+	vw_qemu_resolve(env.procfs_fd, NULL, trust, lv, 2);
+	assert_int_equal(lv[0].qemu_pid, 10);
+	assert_int_equal(lv[1].qemu_pid, 10);
+
+	/* The fakes gone: none counted. */
+	assert_int_equal(vm_fixture_kill(proc, 20), 0);
+	assert_int_equal(vm_fixture_kill(proc, 30), 0);
+	v = list_n(src, 2);
+	free(v);
+	assert_int_equal(vw_qemu_trust_claims_refused(trust), 0);
+	vw_vm_procscan.close(src);
+	close(env.procfs_fd);
+	vw_qemu_trust_free(trust);
+	vw_fixture_rm(proc);
+}
+
 /* --vm.qemu-users' entries: names from the host's passwd, UIDs as they are; no trust: root. */
 static void test_trust_users(void **state)
 {
@@ -1310,6 +1380,7 @@ int main(void)
 		cmocka_unit_test(test_list_each_same),
 		cmocka_unit_test(test_merge_each_same),
 		cmocka_unit_test(test_untrusted_owner),
+		cmocka_unit_test(test_container_claim),
 		cmocka_unit_test(test_trust_users),
 	};
 

@@ -58,6 +58,7 @@ struct kept {
 	unsigned vcpus;
 	uint32_t qemu_pid;
 	uint64_t qemu_start_time;
+	bool root_ns; /* its QEMU in the procfs's own PID namespace (not unpacked: the scan's) */
 	char *name; /* NULL for "" */
 };
 
@@ -438,8 +439,9 @@ static int full_scan(struct procscan *ps, struct vw_qemu_scan *ret)
 
 /*
  * One full scan's running VMs packed into *ret (n_ret), one per UUID, in the scan's order (of
- * two QEMUs claiming one UUID, a VM started again while the old QEMU exits, the younger one;
- * a QEMU of an untrusted user is no VM and claims nothing, however young: counted);
+ * two QEMUs claiming one UUID, one in the procfs's own PID namespace over one in a namespace
+ * below it, a container's: counted; else, a VM started again while the old QEMU exits, the
+ * younger one; a QEMU of an untrusted user is no VM and claims nothing, however young: counted);
  * index: their UUIDs. Each VM is described into one scratch struct and packed at once: no list
  * of whole struct vw_vm_info is built (231 KiB at 100 VMs).
  */
@@ -450,7 +452,9 @@ static int scan_live(struct procscan *ps, struct vw_vm_index *index, struct kept
 	struct vw_qemu_scan scan;
 	struct kept *live = NULL;
 	const struct vw_qemu_proc *untrusted = NULL;
-	size_t n = 0, cap = 0, n_untrusted = 0;
+	size_t n = 0, cap = 0, n_untrusted = 0, n_claims = 0;
+	uint32_t claim_pid = 0;
+	char claim_uuid[VW_UUID_LEN] = "";
 	int r = vm ? full_scan(ps, &scan) : -ENOMEM;
 
 	if (r < 0) {
@@ -469,15 +473,29 @@ static int scan_live(struct procscan *ps, struct vw_vm_index *index, struct kept
 		at = live ? vw_vm_index_find_in(index, live->uuid, sizeof(*live), vm->uuid) : -1;
 		if (at >= 0) {
 			struct kept *dup = &live[at], k;
+			bool root_ns = scan.procs[i].root_ns;
 
-			/* Two QEMUs, one UUID: a VM started again while the old QEMU exits. */
-			vw_debug("vm: procscan: QEMUs %u and %u both claim %s; the younger one is the VM",
-				 dup->qemu_pid, vm->qemu_pid, vm->uuid);
-			if (vm->qemu_start_time <= dup->qemu_start_time)
-				continue;
+			if (root_ns != dup->root_ns) {
+				/* One in the host's PID namespace, one in a container's below it: a
+				 * container cannot start a process above it, so the former is the
+				 * VM's, however young the other (a loop of fakes is always younger). */
+				if (!n_claims++) {
+					claim_pid = root_ns ? dup->qemu_pid : vm->qemu_pid;
+					memcpy(claim_uuid, vm->uuid, sizeof(claim_uuid));
+				}
+				if (!root_ns)
+					continue;
+			} else {
+				/* Two QEMUs, one UUID: a VM started again while the old QEMU exits. */
+				vw_debug("vm: procscan: QEMUs %u and %u both claim %s; the younger one is the VM",
+					 dup->qemu_pid, vm->qemu_pid, vm->uuid);
+				if (vm->qemu_start_time <= dup->qemu_start_time)
+					continue;
+			}
 			r = kept_pack(vm, &k);
 			if (r < 0)
 				break;
+			k.root_ns = root_ns;
 			free(dup->name);
 			*dup = k;
 			continue;
@@ -488,6 +506,7 @@ static int scan_live(struct procscan *ps, struct vw_vm_index *index, struct kept
 		r = kept_pack(vm, &live[n]);
 		if (r < 0)
 			break;
+		live[n].root_ns = scan.procs[i].root_ns;
 		r = vw_vm_index_add_in(index, live->uuid, sizeof(*live), n);
 		if (r < 0) {
 			free(live[n].name);
@@ -495,8 +514,10 @@ static int scan_live(struct procscan *ps, struct vw_vm_index *index, struct kept
 		}
 		n++;
 	}
-	if (r >= 0)
+	if (r >= 0) {
 		vw_qemu_trust_scanned(ps->trust, n_untrusted, untrusted);
+		vw_qemu_trust_claims(ps->trust, n_claims, claim_pid, claim_uuid);
+	}
 	vw_qemu_scan_free(&scan);
 	free(vm);
 	if (r < 0) {
