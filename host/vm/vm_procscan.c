@@ -233,9 +233,22 @@ static bool probed_has(const struct procscan *ps, const struct seen *e)
 	return false;
 }
 
+/* Whether p, in a PID namespace below the procfs's, claims the UUID of a VM of the last list
+ * whose QEMU is in the procfs's own: refused at a full scan (scan_live), so no reason for one. */
+static bool claims_host_vm(const struct procscan *ps, const struct vw_qemu_proc *p)
+{
+	if (p->root_ns || !p->cmd.uuid[0])
+		return false;
+	for (size_t i = 0; i < ps->n_prev; i++)
+		if (ps->prev[i].root_ns && strcmp(ps->prev[i].uuid, p->cmd.uuid) == 0)
+			return true;
+	return false;
+}
+
 /*
  * Whether a process under a QEMU's name, new since the last full scan, is a VM: its command line
- * and owner read (what the full scan would read of it), a trusted user's QEMU found. No VM:
+ * and owner read (what the full scan would read of it), a trusted user's QEMU found (not one in
+ * a container claiming a host VM's UUID, which the full scan would refuse). No VM:
  * remembered until the next full scan, so that it is read once. Gone: no VM.
  */
 static bool probe_is_vm(struct procscan *ps, const struct seen *e)
@@ -253,7 +266,8 @@ static bool probe_is_vm(struct procscan *ps, const struct seen *e)
 	if (r == -ESRCH)
 		return false;
 	vm = r < 0 || (one.n && vw_qemu_trusted(ps->trust, &one.procs[0]) &&
-		       one.procs[0].start_time == e->start_time);
+		       one.procs[0].start_time == e->start_time &&
+		       !claims_host_vm(ps, &one.procs[0]));
 	vw_qemu_scan_free(&one);
 	if (!vm && vw_array_grow((void **)&ps->probed, sizeof(*ps->probed), ps->n_probed,
 				 &ps->cap_probed) == 0)
