@@ -853,6 +853,24 @@ static void test_fake_qemu_no_early_scan(void **state)
 		assert_int_equal(hs.calls, calls + 1);
 		assert_int_equal(vm_fixture_kill(root, pid), 0);
 	}
+	/* Two at once, the list not in PID order: neither cuts the interval short, either round. */
+	for (uint32_t pid = 70; pid < 72; pid++) {
+		assert_int_equal(vm_fixture_proc(root, pid, pid * 10, "qemu-system-x86_64", NULL,
+						 NULL), 0);
+		assert_int_equal(vm_fixture_owner(root, pid, "qemu-system-x86", 65534, 65534), 0);
+	}
+	hs.h[2] = (struct hint){ 71, 710, "qemu-system-x86", "" };
+	hs.h[3] = (struct hint){ 70, 700, "qemu-system-x86", "" };
+	hs.n = 4;
+	for (int round = 0; round < 2; round++) {
+		calls = hs.calls;
+		now += VW_NSEC_PER_SEC;
+		free(list_n(src, 1));
+		assert_int_equal(hs.calls, calls + 1);
+	}
+	assert_int_equal(vm_fixture_kill(root, 70), 0);
+	assert_int_equal(vm_fixture_kill(root, 71), 0);
+	hs.n = 3;
 	/* The interval's full scan counts the one there. */
 	assert_int_equal(vm_fixture_proc(root, 40, 400, "qemu-system-x86_64|-uuid|" U1, NULL, NULL),
 			 0);

@@ -224,13 +224,45 @@ struct new_qemu {
 	bool found;
 };
 
+/* Where pid is, or would go, in ps->probed (PID order). */
+static size_t probed_at(const struct procscan *ps, uint32_t pid)
+{
+	size_t lo = 0, hi = ps->n_probed;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ps->probed[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* e remembered as no VM, in PID order (an older identity of its PID replaced). */
+static void probed_add(struct procscan *ps, const struct seen *e)
+{
+	size_t at = probed_at(ps, e->pid);
+
+	if (at < ps->n_probed && ps->probed[at].pid == e->pid) {
+		ps->probed[at] = *e;
+		return;
+	}
+	if (vw_array_grow((void **)&ps->probed, sizeof(*ps->probed), ps->n_probed,
+			  &ps->cap_probed) < 0)
+		return; /* read again next round */
+	memmove(&ps->probed[at + 1], &ps->probed[at], (ps->n_probed - at) * sizeof(*ps->probed));
+	ps->probed[at] = *e;
+	ps->n_probed++;
+}
+
 static bool probed_has(const struct procscan *ps, const struct seen *e)
 {
-	for (size_t i = 0; i < ps->n_probed; i++)
-		if (ps->probed[i].pid == e->pid && ps->probed[i].start_time == e->start_time &&
-		    strcmp(ps->probed[i].comm, e->comm) == 0)
-			return true;
-	return false;
+	size_t at = probed_at(ps, e->pid);
+
+	return at < ps->n_probed && ps->probed[at].start_time == e->start_time &&
+	       ps->probed[at].pid == e->pid && strcmp(ps->probed[at].comm, e->comm) == 0;
 }
 
 /* Whether p, in a PID namespace below the procfs's, claims the UUID of a VM of the last list
@@ -269,9 +301,8 @@ static bool probe_is_vm(struct procscan *ps, const struct seen *e)
 		       one.procs[0].start_time == e->start_time &&
 		       !claims_host_vm(ps, &one.procs[0]));
 	vw_qemu_scan_free(&one);
-	if (!vm && vw_array_grow((void **)&ps->probed, sizeof(*ps->probed), ps->n_probed,
-				 &ps->cap_probed) == 0)
-		ps->probed[ps->n_probed++] = *e;
+	if (!vm)
+		probed_add(ps, e);
 	return vm;
 }
 
