@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sched.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -1421,6 +1422,105 @@ static void test_container_claim(void **state)
 	vw_fixture_rm(proc);
 }
 
+/* A child running a shell under argv[0] qemu-system-x86_64 (... -uuid U1), in a PID namespace
+ * of its own when nested (its PID here read back through a pipe); 0 where that cannot be done. */
+static pid_t real_fake(bool nested, pid_t *ret_mid)
+{
+	int fds[2];
+	pid_t mid, pid = 0;
+
+	assert_int_equal(pipe(fds), 0);
+	mid = fork();
+	assert_true(mid >= 0);
+	if (mid == 0) {
+		pid_t c;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (nested && unshare(CLONE_NEWPID) < 0)
+			_exit(3);
+		c = nested ? fork() : 0;
+		if (c == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			if (!nested)
+				c = getpid();
+			else
+				c = 0;
+			if (!nested && write(fds[1], &c, sizeof(c)) != sizeof(c))
+				_exit(4);
+			/* a shell (sleep would refuse -uuid), its sleep in its process group */
+			setpgid(0, 0);
+			execl("/bin/sh", "qemu-system-x86_64", "-c", "sleep 30; :", "-uuid", U1,
+			      (char *)NULL);
+			_exit(5);
+		}
+		if (c < 0 || write(fds[1], &c, sizeof(c)) != sizeof(c))
+			_exit(4);
+		pause();
+		_exit(0);
+	}
+	close(fds[1]);
+	if (read(fds[0], &pid, sizeof(pid)) != sizeof(pid))
+		pid = 0;
+	close(fds[0]);
+	*ret_mid = mid;
+	return pid;
+}
+
+/* Until pid's command line begins with qemu (its exec done), at most 2 s. */
+static void await_exec(int procfd, pid_t pid)
+{
+	char rel[32], buf[64];
+
+	snprintf(rel, sizeof(rel), "%d/cmdline", (int)pid);
+	for (int i = 0; i < 200; i++) {
+		if (vw_read_prefix_at(procfd, rel, buf, sizeof(buf), NULL) >= 0 &&
+		    strncmp(buf, "qemu", 4) == 0)
+			return;
+		usleep(10000);
+	}
+	fail_msg("process %d did not exec", (int)pid);
+}
+
+/* The same on real processes (root): one here, a younger one in a PID namespace of its own. */
+static void test_container_claim_real(void **state)
+{
+	int procfd = vw_dir_open_at(AT_FDCWD, "/proc");
+	struct vw_qemu_scan s = { 0 };
+	pid_t host, nested, mid_h, mid_n;
+	size_t cap = 0;
+	int st;
+
+	(void)state;
+	REQUIRE(geteuid() == 0, "a PID namespace needs root");
+	assert_true(procfd >= 0);
+	host = real_fake(false, &mid_h);
+	assert_true(host > 0);
+	await_exec(procfd, host);
+	usleep(20000); /* a later start time (clock ticks) for the nested one */
+	nested = real_fake(true, &mid_n);
+	if (nested <= 0) {
+		kill(-host, SIGKILL);
+		waitpid(mid_h, &st, 0);
+		close(procfd);
+		skip();
+	}
+	await_exec(procfd, nested);
+	assert_int_equal(vw_qemu_scan_one(procfd, (uint32_t)host, &s, &cap), 0);
+	assert_int_equal(vw_qemu_scan_one(procfd, (uint32_t)nested, &s, &cap), 0);
+	assert_int_equal(s.n, 2);
+	assert_true(s.procs[0].root_ns);
+	assert_false(s.procs[1].root_ns);
+	assert_true(s.procs[1].start_time >= s.procs[0].start_time);
+	assert_int_equal(vw_qemu_scan_find(&s, U1, NULL)->pid, (uint32_t)host);
+	vw_qemu_scan_free(&s);
+	kill(mid_n, SIGKILL);
+	kill(mid_h, SIGKILL);
+	waitpid(mid_n, &st, 0);
+	waitpid(mid_h, &st, 0);
+	kill(-host, SIGKILL); /* its sleep */
+	close(procfd);
+}
+
 /* --vm.qemu-users' entries: names from the host's passwd, UIDs as they are; no trust: root. */
 static void test_trust_users(void **state)
 {
@@ -1480,6 +1580,7 @@ int main(void)
 		cmocka_unit_test(test_merge_each_same),
 		cmocka_unit_test(test_untrusted_owner),
 		cmocka_unit_test(test_container_claim),
+		cmocka_unit_test(test_container_claim_real),
 		cmocka_unit_test(test_fake_qemu_no_early_scan),
 		cmocka_unit_test(test_trust_users),
 	};
