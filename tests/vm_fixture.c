@@ -79,15 +79,22 @@ int vm_fixture_proc(const char *root, uint32_t pid, uint64_t start_time, const c
 int vm_fixture_owner(const char *root, uint32_t pid, const char *comm, uint32_t uid,
 		     uint32_t euid)
 {
-	char rel[64], text[512];
+	return vm_fixture_status(root, pid, comm, uid, euid, NULL);
+}
+
+int vm_fixture_status(const char *root, uint32_t pid, const char *comm, uint32_t uid,
+		      uint32_t euid, const char *nspid)
+{
+	char rel[64], text[8192];
 
 	snprintf(rel, sizeof(rel), "%" PRIu32 "/status", pid);
 	snprintf(text, sizeof(text),
 		 "Name:\t%s\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t%" PRIu32 "\nNgid:\t0\n"
 		 "Pid:\t%" PRIu32 "\nPPid:\t1\nTracerPid:\t0\nUid:\t%" PRIu32 "\t%" PRIu32
 		 "\t%" PRIu32 "\t%" PRIu32 "\nGid:\t%" PRIu32 "\t%" PRIu32 "\t%" PRIu32 "\t%" PRIu32
-		 "\n",
-		 comm, pid, pid, uid, euid, euid, euid, uid, euid, euid, euid);
+		 "\n%s%s%s",
+		 comm, pid, pid, uid, euid, euid, euid, uid, euid, euid, euid,
+		 nspid ? "FDSize:\t64\nGroups:\t" : "", nspid ? nspid : "", nspid ? "\n" : "");
 	return vw_fixture_write(root, rel, text, 0);
 }
 

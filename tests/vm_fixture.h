@@ -15,6 +15,10 @@ int vm_fixture_proc(const char *root, uint32_t pid, uint64_t start_time, const c
  * writes root's (0, 0). */
 int vm_fixture_owner(const char *root, uint32_t pid, const char *comm, uint32_t uid,
 		     uint32_t euid);
+/* The same with "FDSize:", then "Groups:" followed by the text nspid (NULL: neither; e.g.
+ * "\nNStgid:\t20\t7\nNSpid:\t20\t7": a process of a PID namespace below the procfs's). */
+int vm_fixture_status(const char *root, uint32_t pid, const char *comm, uint32_t uid,
+		      uint32_t euid, const char *nspid);
 /* Remove <root>/<pid>. */
 int vm_fixture_kill(const char *root, uint32_t pid);
 /* Fill an empty /proc with boot_id. */

@@ -74,6 +74,7 @@ void vw_qemu_stable_id(const struct vw_qemu_cmdline *c, uint32_t pid, uint64_t s
 struct vw_qemu_proc {
 	uint32_t pid;
 	uint32_t uid, euid; /* <pid>/status Uid: real and effective (vm_trust.h judges them) */
+	bool root_ns; /* in the procfs's own PID namespace (status NSpid: one PID), not below it */
 	uint64_t start_time;
 	struct vw_qemu_cmdline cmd;
 };
@@ -91,7 +92,9 @@ void vw_qemu_scan_free(struct vw_qemu_scan *s);
  * could not be read (gone), -ENOMEM. */
 int vw_qemu_scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *cap);
 /* The QEMU process running the VM with this UUID, or NULL. Several (the VM started again while
- * its old QEMU exits): the one whose -name equals name when given, else the youngest. */
+ * its old QEMU exits, or an impostor): one in the procfs's own PID namespace over one in a
+ * namespace below it (a container's, which cannot start a process above it), then the one whose
+ * -name equals name when given, then the youngest. */
 const struct vw_qemu_proc *vw_qemu_scan_find(const struct vw_qemu_scan *s, const char *uuid,
 					     const char *name);
 
@@ -106,9 +109,11 @@ struct vw_qemu_trust;
 void vw_qemu_resolve(int procfd, struct vw_qemu_starts *starts, const struct vw_qemu_trust *trust,
 		     struct vw_vm_info *vms, size_t n);
 
-/* <pid>/status's Uid: line: the real and effective UIDs. -ESRCH when gone or unreadable,
- * -EINVAL when the line is missing or malformed. */
-int vw_qemu_read_uids(int procfd, uint32_t pid, uint32_t *ret_uid, uint32_t *ret_euid);
+/* <pid>/status's Uid: line: the real and effective UIDs; *ret_root_ns (may be NULL): whether its
+ * NSpid: line names one PID (the process is in the procfs's own PID namespace). -ESRCH when
+ * gone or unreadable, -EINVAL when the Uid: line is missing or malformed. */
+int vw_qemu_read_uids(int procfd, uint32_t pid, uint32_t *ret_uid, uint32_t *ret_euid,
+		      bool *ret_root_ns);
 
 /* <pid>/stat starttime (clock ticks since boot). -ESRCH when the process is gone. */
 int vw_qemu_read_start_time(int procfd, uint32_t pid, uint64_t *ret);

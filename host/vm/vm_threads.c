@@ -276,15 +276,34 @@ static int parse_uid(const char **p, uint32_t *ret)
 	return 0;
 }
 
-int vw_qemu_read_uids(int procfd, uint32_t pid, uint32_t *ret_uid, uint32_t *ret_euid)
+/* Whether status text's NSpid: line names one PID only: the process lives in the PID namespace
+ * of the procfs mount, not in one below it (a container's without hostPID). No such line (a
+ * kernel before 4.1, or pushed past the buffer by a long Groups: line): false. */
+static bool nspid_single(const char *text)
 {
-	char rel[32], buf[1024]; /* Uid: is the 9th line, after Name (at most 64 bytes escaped) */
+	const char *p;
+	uint64_t v;
+
+	if (vw_procfs_field_u64(text, "NSpid", &v, &p) < 0)
+		return false;
+	/* its end seen: a line cut at the buffer's end (a Groups: line made long) is not one PID */
+	return vw_procfs_parse_u64(&p, &v) == -ENODATA && *p == '\n';
+}
+
+int vw_qemu_read_uids(int procfd, uint32_t pid, uint32_t *ret_uid, uint32_t *ret_euid,
+		      bool *ret_root_ns)
+{
+	/* Uid: is the 9th line, after Name (at most 64 bytes escaped); NSpid: follows Groups:
+	 * (a few numbers for a QEMU) */
+	char rel[32], buf[4096];
 	const char *p;
 	uint64_t v;
 
 	snprintf(rel, sizeof(rel), "%" PRIu32 "/status", pid);
 	if (vw_read_prefix_at(procfd, rel, buf, sizeof(buf), NULL) < 0)
 		return -ESRCH;
+	if (ret_root_ns)
+		*ret_root_ns = nspid_single(buf);
 	if (vw_procfs_field_u64(buf, "Uid", &v, &p) < 0 || v >= UINT32_MAX ||
 	    parse_uid(&p, ret_euid) < 0)
 		return -EINVAL;
@@ -295,6 +314,7 @@ int vw_qemu_read_uids(int procfd, uint32_t pid, uint32_t *ret_uid, uint32_t *ret
 int vw_qemu_scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *cap)
 {
 	uint32_t uid, euid;
+	bool root_ns = false;
 	int r;
 	_cleanup_free_ char *big = NULL;
 	char rel[32], peek[CMDLINE_PEEK];
@@ -321,7 +341,7 @@ int vw_qemu_scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *c
 	/* Its owner from status, not from the owner of <pid>/: a process that made itself
 	 * non-dumpable shows its /proc files as root's. Unreadable or malformed: untrusted
 	 * (UINT32_MAX is no user's), never gone, so that it is counted. */
-	r = vw_qemu_read_uids(procfd, pid, &uid, &euid);
+	r = vw_qemu_read_uids(procfd, pid, &uid, &euid, &root_ns);
 	if (r == -ESRCH)
 		return -ESRCH;
 	if (r < 0)
@@ -329,7 +349,8 @@ int vw_qemu_scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *c
 	if (vw_array_grow((void **)&s->procs, sizeof(*s->procs), s->n, cap) < 0)
 		return -ENOMEM;
 	s->procs[s->n++] = (struct vw_qemu_proc){
-		.pid = pid, .uid = uid, .euid = euid, .start_time = start, .cmd = c
+		.pid = pid, .uid = uid, .euid = euid, .root_ns = root_ns, .start_time = start,
+		.cmd = c
 	};
 	return 0;
 }
@@ -361,6 +382,17 @@ void vw_qemu_scan_free(struct vw_qemu_scan *s)
 	*s = (struct vw_qemu_scan){ 0 };
 }
 
+/* Whether a QEMU p claiming a VM's UUID ranks above best (its rank: root_ns, named, start). */
+static bool ranks_above(const struct vw_qemu_proc *p, bool named, const struct vw_qemu_proc *best,
+			bool best_named)
+{
+	if (p->root_ns != best->root_ns)
+		return p->root_ns;
+	if (named != best_named)
+		return named;
+	return p->start_time > best->start_time;
+}
+
 const struct vw_qemu_proc *vw_qemu_scan_find(const struct vw_qemu_scan *s, const char *uuid,
 					     const char *name)
 {
@@ -373,8 +405,7 @@ const struct vw_qemu_proc *vw_qemu_scan_find(const struct vw_qemu_scan *s, const
 
 		if (strcmp(p->cmd.uuid, uuid) != 0)
 			continue;
-		if (!best || (named && !best_named) ||
-		    (named == best_named && p->start_time > best->start_time)) {
+		if (!best || ranks_above(p, named, best, best_named)) {
 			best = p;
 			best_named = named;
 		}

@@ -23,7 +23,8 @@ struct vw_qemu_trust {
 	uint32_t *uids; /* the listed users' (root is always trusted, not listed) */
 	size_t n;
 	size_t untrusted; /* QEMU-looking processes of others at the last full scan */
-	struct vw_complaint complaint;
+	size_t claims;    /* QEMUs below the host's PID namespace refused a host QEMU's UUID */
+	struct vw_complaint complaint, claim_complaint;
 };
 
 static const char *const l_node[] = { "node_name", NULL };
@@ -33,6 +34,11 @@ static const struct vw_metric_family trust_families[] = {
 	  "Processes that look like QEMU (a QEMU binary's name in argv[0]) but whose real or "
 	  "effective user is not trusted (root and --vm.qemu-users), at the last process scan: "
 	  "ordinary processes, never VMs, whatever -uuid or -name they give",
+	  NULL, l_node },
+	{ "virtwatt_vm_refused_qemu_claims", VW_METRIC_GAUGE,
+	  "QEMU processes in a PID namespace below the host's (a container's) that claimed the UUID "
+	  "of a QEMU in the host's own, at the last process scan: not that VM (a container cannot "
+	  "start a process above its namespace), however young",
 	  NULL, l_node },
 };
 
@@ -183,6 +189,29 @@ void vw_qemu_trust_scanned(struct vw_qemu_trust *t, size_t n, const struct vw_qe
 		    name, uid, n);
 }
 
+void vw_qemu_trust_claims(struct vw_qemu_trust *t, size_t n, uint32_t pid, const char *uuid)
+{
+	if (!t)
+		return;
+	t->claims = n;
+	if (!n) {
+		if (t->claim_complaint.active)
+			vw_release(&t->claim_complaint, VW_LOG_INFO,
+				   "vm: no QEMU in a container claims a host QEMU's UUID any more");
+		return;
+	}
+	vw_complain(&t->claim_complaint, VW_LOG_WARN,
+		    "vm: process %" PRIu32 ", a QEMU in a PID namespace below the host's (a "
+		    "container), claims -uuid %s, which a QEMU in the host's namespace runs: not "
+		    "that VM, an ordinary process (%zu such)",
+		    pid, uuid, n);
+}
+
+size_t vw_qemu_trust_claims_refused(const struct vw_qemu_trust *t)
+{
+	return t ? t->claims : 0;
+}
+
 size_t vw_qemu_trust_untrusted(const struct vw_qemu_trust *t)
 {
 	return t ? t->untrusted : 0;
@@ -196,5 +225,7 @@ int vw_qemu_trust_render(const struct vw_qemu_trust *t, struct vw_prom_writer *w
 	if (!t)
 		return 0;
 	(void)vw_prom_table_trust(&vw_qemu_trust_family_table); /* checked once, not each render */
-	return vw_prom_single(w, &trust_families[0], node, (double)t->untrusted);
+	int r = vw_prom_single(w, &trust_families[0], node, (double)t->untrusted);
+
+	return r < 0 ? r : vw_prom_single(w, &trust_families[1], node, (double)t->claims);
 }

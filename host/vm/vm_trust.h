@@ -42,7 +42,16 @@ void vw_qemu_trust_scanned(struct vw_qemu_trust *t, size_t n, const struct vw_qe
 /* The count of the last full scan. */
 size_t vw_qemu_trust_untrusted(const struct vw_qemu_trust *t);
 
-/* virtwatt_vm_untrusted_qemu_processes; t NULL: nothing. */
+/*
+ * A full process scan found n QEMUs in a PID namespace below the procfs's (a container's)
+ * claiming the UUID of a QEMU in its own, and refused them (pid and uuid: the first): kept for
+ * the gauge, said as vw_qemu_trust_scanned says its own. t NULL: nothing.
+ */
+void vw_qemu_trust_claims(struct vw_qemu_trust *t, size_t n, uint32_t pid, const char *uuid);
+/* The count of the last full scan. */
+size_t vw_qemu_trust_claims_refused(const struct vw_qemu_trust *t);
+
+/* virtwatt_vm_untrusted_qemu_processes, virtwatt_vm_refused_qemu_claims; t NULL: nothing. */
 int vw_qemu_trust_render(const struct vw_qemu_trust *t, struct vw_prom_writer *w,
 			 const char *node_name);
 extern const struct vw_family_table vw_qemu_trust_family_table;
