@@ -717,8 +717,13 @@ static void test_delivery_metrics_without_vm_series(void **state)
 	assert_true(vw_fixture_sample_sum_all(body, "virtwatt_vm_passthrough_failures_total",
 					      share_fail) == 0);
 	/* The folder becomes unwritable (a file where the VM's directory was). */
-	vw_fixture_rm(strdup(vmdir)); /* takes its argument */
-	assert_int_equal(vw_fixture_write(share, UUID, "not a directory", 0), 0);
+	{ /* swapped in one step: the daemon makes a missing folder again at its next round */
+		_cleanup_free_ char *swap = path_of(share, UUID ".old");
+
+		assert_int_equal(vw_fixture_write(share, UUID ".old", "not a directory", 0), 0);
+		assert_int_equal(renameat2(AT_FDCWD, swap, AT_FDCWD, vmdir, RENAME_EXCHANGE), 0);
+		vw_fixture_rm(strdup(swap)); /* the folder, now; takes its argument */
+	}
 	for (i = 0; i < 100; i++) {
 		free(body);
 		body = scrape(port);
