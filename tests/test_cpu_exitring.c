@@ -17,7 +17,8 @@
  * map read whole, read after read, with the machine's own exits; slots of the fallback hash whose
  * thread the kernel no longer has (a free that never came) are removed by the sweep at their
  * second sighting, counted, the slots of a live thread and of a zombie kept; a fallback hash full
- * of them, where new threads lost their time, takes new threads again once swept.
+ * of them, where new threads lost their time, takes new threads again once swept; with a
+ * container's own /proc as the procfs root (which cannot tell a thread gone) it is not swept.
  */
 #include "vw_test.h"
 #include "cpu_test.h"
@@ -26,11 +27,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -456,6 +459,85 @@ static void test_slots_stale_swept(void **state)
 	(void)vw_bpf_map_delete_elem(fd, &z);
 }
 
+static int nsproc_pipe[2];
+static char nsproc_stack[256 * 1024] __attribute__((aligned(16)));
+
+enum { NSPROC_KEPT, NSPROC_SETUP, NSPROC_NO_HASH, NSPROC_DELETED, NSPROC_COUNTED };
+
+/*
+ * The daemon in a container without hostPID, its own /proc its procfs root: PID 1 of a new PID
+ * namespace, /proc mounted afresh in a mount namespace of its own (nothing changes here). The
+ * slots' PIDs are the host's, which that /proc lacks: a slot of this very process (its host
+ * PID, from the pipe) and one of a PID above pid_max, read three times with no wait. Its exit
+ * status says what became of them.
+ */
+static int nsproc_main(void *arg)
+{
+	struct vw_cpu_env env = { .sysfs_fd = sysfd };
+	struct vw_cpu_snapshot snap;
+	uint32_t host_pid = 0, gone = *(const uint32_t *)arg;
+	int fd, r;
+
+	if (read(nsproc_pipe[0], &host_pid, sizeof(host_pid)) != sizeof(host_pid) ||
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) < 0)
+		_exit(NSPROC_SETUP);
+	env.procfs_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (env.procfs_fd < 0 || vw_cpu_accountant_open(&env, "bpf", &acc) < 0)
+		_exit(NSPROC_SETUP);
+	fd = vw_cpu_bpf_task_hash_fd(acc.state);
+	if (fd < 0)
+		_exit(NSPROC_NO_HASH);
+	vw_cpu_bpf_slot_sweep_set(acc.state, VW_SLOTS_BUDGET, 0);
+	if (slot_put(fd, host_pid, 7) < 0 || slot_put(fd, gone, 9) < 0)
+		_exit(NSPROC_SETUP);
+	for (r = 0; r < 3; r++) {
+		if (acc.ops->read(acc.state, &snap) < 0)
+			_exit(NSPROC_SETUP);
+		if (!slot_has(fd, host_pid)) {
+			print_message("# read %d: the slot of this live process (host PID %u, not "
+				      "in its /proc) deleted\n",
+				      r, host_pid);
+			_exit(NSPROC_DELETED);
+		}
+	}
+	r = snap.stale_slots || !slot_has(fd, gone) ? NSPROC_COUNTED : NSPROC_KEPT;
+	(void)vw_bpf_map_delete_elem(fd, &host_pid);
+	(void)vw_bpf_map_delete_elem(fd, &gone);
+	_exit(r);
+}
+
+/*
+ * The procfs root a container's own /proc (the daemon without hostPID): it cannot tell that a
+ * thread is gone, so the hash is not swept: a live thread's slot stays, read after read, and
+ * nothing is counted. Before, this live process's slot was deleted at its second sighting (as
+ * every live thread's in the hash would be: their losses counted as stale slots removed).
+ */
+static void test_slots_child_procfs(void **state)
+{
+	uint32_t gone = pid_max() + 1, pid;
+	int status;
+
+	(void)state;
+	REQUIRE(VW_HAVE_BPF, "built without BPF (-Dbpf)");
+	REQUIRE(geteuid() == 0, "BPF needs root");
+	assert_int_equal(pipe2(nsproc_pipe, O_CLOEXEC), 0);
+	kid_pid = clone(nsproc_main, nsproc_stack + sizeof(nsproc_stack),
+			CLONE_NEWPID | CLONE_NEWNS | SIGCHLD, &gone);
+	close(nsproc_pipe[0]);
+	REQUIRE(kid_pid > 0, "no new PID namespace here");
+	pid = (uint32_t)kid_pid;
+	assert_int_equal(write(nsproc_pipe[1], &pid, sizeof(pid)), sizeof(pid));
+	close(nsproc_pipe[1]);
+	assert_int_equal(waitpid(kid_pid, &status, 0), kid_pid);
+	kid_pid = 0;
+	assert_true(WIFEXITED(status));
+	REQUIRE(WEXITSTATUS(status) != NSPROC_NO_HASH, "the raw_tp twins run here: no fallback hash");
+	if (WEXITSTATUS(status) == NSPROC_DELETED)
+		fail_msg("a live thread's slot deleted: its PID is not in the container's /proc");
+	assert_int_equal(WEXITSTATUS(status), NSPROC_KEPT);
+}
+
 /* n children that exit, reaped; then the frees' RCU grace period. */
 static void children_exit(int n)
 {
@@ -560,6 +642,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_exit_picture_is_map, teardown),
 		cmocka_unit_test_teardown(test_slots_stale_swept, teardown),
 		cmocka_unit_test_teardown(test_slots_full_recovers, teardown),
+		cmocka_unit_test_teardown(test_slots_child_procfs, teardown),
 	};
 
 	if (getenv("VW_TEST_FILTER"))

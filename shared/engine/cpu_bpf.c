@@ -56,6 +56,7 @@
 #include "fileio.h"
 #include "log.h"
 #include "perf_counters.h"
+#include "pidns.h"
 
 #define BATCH_MIN 256u
 #define ENOTSUPP_KERNEL 524 /* the kernel's internal ENOTSUPP, leaked by some map ops */
@@ -92,6 +93,7 @@ struct bpf_state {
 	struct vw_slot *slot_buf;   /* the hash's entries this read */
 	size_t n_slot_buf, cap_slot_buf;
 	struct vw_complaint slots_complaint;
+	bool slots_off;             /* the procfs cannot say a thread is gone: no sweep */
 	bool no_batch;
 	int ncpus;
 	uint64_t ns_per_tick;
@@ -236,6 +238,7 @@ static int ghost_gone(void *ctx, const struct vw_proc_cpu *p);
 static void ghost_drop(void *ctx, const struct vw_proc_cpu *p);
 static int slot_gone(void *ctx, uint32_t pid);
 static int slot_delete(void *ctx, const struct vw_slot *sl);
+static bool slots_procfs_off(int procfd);
 
 /* One fd of s->fd closed before the others: -1 from now on (bpf_close closes the rest). */
 static void close_slot(struct bpf_state *s, int k)
@@ -359,6 +362,7 @@ static int bpf_open(const struct vw_cpu_env *env, void **ret_state)
 	s->slots = (struct vw_slot_sweep){ .budget = VW_SLOTS_BUDGET,
 					   .confirm_ns = VW_SLOTS_CONFIRM_NS, .gone = slot_gone,
 					   .del = slot_delete, .ctx = s };
+	s->slots_off = slots_procfs_off(s->procfd);
 	s->no_batch = env->flags & VW_CPU_BPF_NO_BATCH;
 	q.max_procs = env->max_procs ? env->max_procs : VW_CPU_DEFAULT_MAX_PROCS;
 	q.flags = env->flags;
@@ -1239,6 +1243,36 @@ static int slot_gone(void *ctx, uint32_t pid)
 	return errno == ENOENT || errno == ESRCH ? 1 : -errno;
 }
 
+/*
+ * The sweep deletes a slot because /proc lacks its PID, and the slot may be a live thread's (a
+ * seeded one whose task storage could not be made): deleting it loses that thread's time since
+ * the start at its exit. The slots are keyed by the host's PIDs, so only a procfs of the host's
+ * PID namespace that shows every process can say one is gone: a container's own /proc (no
+ * hostPID) lacks nearly all of them, and one mounted hidepid=2/invisible hides other users'
+ * from a reader without CAP_SYS_PTRACE (PID 1 then hidden too). Elsewhere the hash is not
+ * swept: a lost free keeps its slot (counted in no_thread_slot once the hash is full), as
+ * before the sweep. (The ghost check keeps running there: it looks only at processes no live
+ * thread of which the read saw.)
+ */
+static bool slots_procfs_off(int procfd)
+{
+	struct vw_pidns ns;
+	bool host = vw_pidns_probe(procfd, &ns) == 0 &&
+		    (ns.mode == VW_PIDNS_SAME || ns.mode == VW_PIDNS_DAEMON_IN_CHILD);
+
+	if (host && faccessat(procfd, "1", F_OK, 0) < 0) {
+		snprintf(ns.how, sizeof(ns.how), "PID 1 hidden (hidepid?): %s", strerror(errno));
+		host = false;
+	}
+	if (!host)
+		vw_info("cpu: bpf: the fallback hash is not swept: the procfs root is not the host's "
+			"PID namespace's with every process shown (%s, %s); a thread slot whose free "
+			"never comes stays taken",
+			vw_pidns_mode_name(ns.mode), ns.how);
+	vw_pidns_fini(&ns);
+	return !host;
+}
+
 /* The entry deleted if still sl's: a thread that took the PID since (the pid space wrapped)
  * and its slot over has another start time. */
 static int slot_delete(void *ctx, const struct vw_slot *sl)
@@ -1278,7 +1312,7 @@ static void slots_sweep(struct bpf_state *s, struct vw_cpu_snapshot *snap)
 	int r = 0;
 
 	s->n_slot_buf = 0;
-	if (s->fd[VW_BPF_FD_TASK_HASH] >= 0)
+	if (s->fd[VW_BPF_FD_TASK_HASH] >= 0 && !s->slots_off)
 		r = map_for_each(s, NULL, s->fd[VW_BPF_FD_TASK_HASH], sizeof(uint32_t),
 				 sizeof(struct vw_bpf_task), put_slot);
 	if (r == 0 && s->n_slot_buf)

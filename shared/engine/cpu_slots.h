@@ -5,7 +5,8 @@
  * program deletes it. A free that never reaches the program (a 6.18 kernel drops some under
  * load) would keep the slot taken for good, and a hash full of them loses every later thread
  * that needs one (VW_BPF_STAT_TASK_FULL). So at each read the map's entries are given here:
- * each one whose thread /proc no longer has (looked up by its PID under the procfs root) is
+ * each one whose thread /proc no longer has (looked up by its PID under the procfs root, which
+ * cpu_bpf.c sweeps only where it is the host's PID namespace's and shows PID 1) is
  * looked up again at a later read, at least VW_SLOTS_CONFIRM_NS after, and only if its thread
  * is still gone and the entry still the same (its start time) is it deleted and counted. A slot
  * whose PID /proc shows is kept, whoever holds the PID now: a thread that reused it takes the
@@ -24,7 +25,7 @@
 /* A free late by this much has never been seen (4.2 s at the most, docs/attribution.md):
  * waiting costs nothing but a slot for that long. */
 #define VW_SLOTS_CONFIRM_NS (30 * VW_NSEC_PER_SEC)
-/* Lookups a read: a full hash (2,048) in 4 reads, ~10 us each. */
+/* Lookups a read: a full hash (2,048) in 4 reads, ~1 us each (0.5 ms a read, 2 CPUs). */
 #define VW_SLOTS_BUDGET 512u
 
 /* One entry of the hash as a read found it. */
