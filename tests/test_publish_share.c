@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,6 +29,7 @@
 #include "prom.h"
 #include "publish.h"
 #include "publish_input.h"
+#include "publish_priv.h"
 #include "reader.h"
 
 #define SEC VW_NSEC_PER_SEC
@@ -1091,6 +1093,53 @@ static void test_share_export_writable(void **state)
 	vw_fixture_rm(exp);
 }
 
+/*
+ * The source named through a symlink with an absolute target (/var/run -> /run on most hosts):
+ * QEMU resolves it in its own namespace, and so must the check. Here the daemon's namespace
+ * shows the folder read-only (ProtectSystem=strict) while its QEMU (this process) writes it:
+ * the check, run in a child with that view, must say writable. Before, the walk from
+ * <procfs>/PID/root went on at the symlink's target in the daemon's own namespace: "read-only",
+ * and a writable export went unwarned. Without a QEMU root to go by (its root unreadable) the
+ * answer is "not known", no longer the daemon's view.
+ */
+static void test_share_export_symlink(void **state)
+{
+	char *exp = vw_fixture_mkdtemp("export"), *top = vw_fixture_mkdtemp("links"), lnk[PATH_MAX];
+	pid_t qemu = getpid(), daemon;
+	int procfs = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC), status;
+
+	(void)state;
+	REQUIRE(geteuid() == 0, "a read-only bind mount in a mount namespace needs root");
+	assert_non_null(exp);
+	assert_non_null(top);
+	assert_true(procfs >= 0);
+	snprintf(lnk, sizeof(lnk), "%s/run", top);
+	assert_int_equal(symlink(exp, lnk), 0); /* absolute */
+	assert_int_equal(vw_pub_share_export_writable(procfs, qemu, lnk, false), 1);
+	daemon = fork();
+	assert_true(daemon >= 0);
+	if (daemon == 0) { /* the daemon under ProtectSystem=strict: the folder read-only here */
+		if (unshare(CLONE_NEWNS) < 0 || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+		    mount(exp, exp, NULL, MS_BIND, NULL) < 0 ||
+		    mount(NULL, exp, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0)
+			_exit(100);
+		if (vw_pub_share_export_writable(-1, 0, lnk, false) != 0) /* (its own view) */
+			_exit(101);
+		_exit(10 + vw_pub_share_export_writable(procfs, qemu, lnk, false));
+	}
+	assert_int_equal(waitpid(daemon, &status, 0), daemon);
+	assert_true(WIFEXITED(status));
+	assert_true(WEXITSTATUS(status) < 100);
+	if (WEXITSTATUS(status) == 10)
+		fail_msg("the symlink's target resolved in the daemon's namespace: read-only");
+	assert_int_equal(WEXITSTATUS(status), 11);
+	/* a QEMU whose root cannot be had: not known */
+	assert_true(vw_pub_share_export_writable(procfs, INT32_MAX, lnk, false) < 0);
+	close(procfs);
+	vw_fixture_rm(top);
+	vw_fixture_rm(exp);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1112,6 +1161,7 @@ int main(void)
 		cmocka_unit_test(test_share_reader_gets_every_round),
 		cmocka_unit_test(test_share_open_seen_without_atime),
 		cmocka_unit_test(test_share_export_writable),
+		cmocka_unit_test(test_share_export_symlink),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

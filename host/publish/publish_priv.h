@@ -218,8 +218,9 @@ int vw_pub_share_remove(int root_fd, const char *uuid, const struct timespec *le
 /*
  * Whether a VM's guest may write the folder it is given (dir: the source of its <filesystem>
  * with target virtwatt, absolute): 0 no (xml_readonly, or dir is on a read-only mount), 1 yes,
- * -errno not known. Looked at through its QEMU's root (<procfs>/PID/root: procfs_fd >= 0,
- * qemu_pid > 0), else in this process's mount namespace.
+ * -errno not known. Looked at below its QEMU's root (<procfs>/PID/root: procfs_fd >= 0,
+ * qemu_pid > 0; symlinks resolved there too, vw_open_in_root; that root or dir unreadable: not
+ * known), else (no QEMU known) in this process's mount namespace.
  */
 int vw_pub_share_export_writable(int procfs_fd, pid_t qemu_pid, const char *dir,
 				 bool xml_readonly);

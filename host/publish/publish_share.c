@@ -403,24 +403,34 @@ int vw_pub_share_remove(int root_fd, const char *uuid, const struct timespec *le
 int vw_pub_share_export_writable(int procfs_fd, pid_t qemu_pid, const char *dir,
 				 bool xml_readonly)
 {
+	_cleanup_close_ int root = -1;
 	_cleanup_close_ int fd = -1;
-	char path[PATH_MAX];
+	const char *rel = dir + strspn(dir, "/");
+	char path[32];
 	struct statvfs sv;
 
 	if (xml_readonly)
 		return 0;
 	if (dir[0] != '/')
 		return -EINVAL;
-	/* QEMU's mount namespace (libvirt's gives it a /dev of its own only): what it exports. This
-	 * process's may differ (the shipped unit's ProtectSystem=strict shows every other mount
-	 * read-only). */
-	if (procfs_fd >= 0 && qemu_pid > 0 &&
-	    snprintf(path, sizeof(path), "%d/root%s", (int)qemu_pid, dir) < (int)sizeof(path))
-		fd = openat(procfs_fd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
+	if (procfs_fd >= 0 && qemu_pid > 0) {
+		/* QEMU's mount namespace (libvirt's gives it a /dev of its own only): what it
+		 * exports. Its root, and dir below it with every symlink resolved there, as QEMU's
+		 * own lookup does: walked on from <procfs>/PID/root, an absolute one (/var/run ->
+		 * /run) would go on in this process's namespace, which may differ (the shipped
+		 * unit's ProtectSystem=strict shows every other mount read-only). Not to be had
+		 * there: not known, rather than this process's view. */
+		snprintf(path, sizeof(path), "%d/root", (int)qemu_pid);
+		root = openat(procfs_fd, path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (root < 0)
+			return -errno;
+		fd = vw_open_in_root(root, rel[0] ? rel : ".", O_PATH | O_DIRECTORY);
+	} else { /* no QEMU known: this process's view */
 		fd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		fd = fd < 0 ? -errno : fd;
+	}
 	if (fd < 0)
-		return -errno;
+		return fd;
 	if (fstatvfs(fd, &sv) < 0)
 		return -errno;
 	return (sv.f_flag & ST_RDONLY) ? 0 : 1;
