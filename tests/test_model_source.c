@@ -11,11 +11,14 @@
 #include <errno.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "fixture.h"
 #include "log.h"
@@ -387,6 +390,56 @@ static void test_file(void **state)
 	free(bad);
 }
 
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/*
+ * A FIFO where --model.file, or the model URL's cached copy, should be (a careless deployment;
+ * whoever can write the cache directory): refused as not a regular file, at once, the cache
+ * warned about and the built-in model taken, as for any unusable copy. Before, the daemon's
+ * start blocked in open() for ever (here: until the test's 2 s alarm, then EINTR).
+ */
+static void test_fifo(void **state)
+{
+	struct sigaction sa = { .sa_handler = on_alarm }, old_sa;
+	char *fifo = path_in_tmp("fifo.json"), *cache = path_in_tmp("cache-fifo"), *cached;
+	struct outcome o;
+	double t0;
+
+	(void)state;
+	assert_int_equal(mkfifo(fifo, 0600), 0);
+	set_mode(MODE_GOOD);
+	o = load(NULL, "/switch", cache, 2000); /* a good copy cached, then a FIFO in its place */
+	assert_is_good_model(&o);
+	vw_model_free(o.m);
+	cached = cache_file(cache);
+	assert_non_null(cached);
+	assert_int_equal(unlink(cached), 0);
+	assert_int_equal(mkfifo(cached, 0600), 0);
+	assert_int_equal(sigaction(SIGALRM, &sa, &old_sa), 0); /* no SA_RESTART */
+	alarm(2);
+	t0 = now_s();
+	o = load(fifo, NULL, NULL, 300);
+	assert_int_equal(o.r, -EINVAL);
+	assert_null(o.m);
+	assert_non_null(strstr(o.err, "fifo.json: not a regular file"));
+	set_mode(MODE_500);
+	o = load(NULL, "/switch", cache, 300);
+	alarm(0);
+	assert_int_equal(sigaction(SIGALRM, &old_sa, NULL), 0);
+	assert_true(now_s() - t0 < 1.5);
+	assert_int_equal(o.r, 0);
+	assert_non_null(strstr(o.origin, "builtin"));
+	assert_non_null(strstr(srv.logs, "unusable: cannot read"));
+	assert_non_null(strstr(srv.logs, "not a regular file"));
+	vw_model_free(o.m);
+	free(cached);
+	free(cache);
+	free(fifo);
+}
+
 static void test_bad_scheme(void **state)
 {
 	struct outcome o;
@@ -403,7 +456,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_url_then_cache),    cmocka_unit_test(test_builtin_fallback),
 		cmocka_unit_test(test_url_names_trainer), cmocka_unit_test(test_file),
-		cmocka_unit_test(test_bad_scheme),
+		cmocka_unit_test(test_bad_scheme),        cmocka_unit_test(test_fifo),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

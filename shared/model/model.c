@@ -514,8 +514,9 @@ int vw_model_parse(const char *json, size_t len, const char *origin, struct vw_m
 	return 0;
 }
 
-int vw_model_load_file_at(int dirfd, const char *rel, const char *origin, struct vw_model **ret,
-			  char *err, size_t errlen)
+/* rel below dirfd read (a regular file only, when regular) and parsed. */
+static int load_at(int dirfd, const char *rel, const char *origin, bool regular,
+		   struct vw_model **ret, char *err, size_t errlen)
 {
 	_cleanup_free_ char *buf = malloc(VW_MODEL_MAX_BYTES + 1);
 	size_t len;
@@ -523,19 +524,28 @@ int vw_model_load_file_at(int dirfd, const char *rel, const char *origin, struct
 
 	if (!buf)
 		return -ENOMEM;
-	r = vw_read_file_at(dirfd, rel, buf, VW_MODEL_MAX_BYTES + 1, &len);
+	r = regular ? vw_read_file_regular_at(dirfd, rel, buf, VW_MODEL_MAX_BYTES + 1, &len)
+		    : vw_read_file_at(dirfd, rel, buf, VW_MODEL_MAX_BYTES + 1, &len);
 	if (r < 0) {
 		if (err && errlen)
 			snprintf(err, errlen, "cannot read %s: %s", rel,
-				 r == -EFBIG ? "larger than 4 MiB" : strerror(-r));
+				 r == -EFBIG		   ? "larger than 4 MiB"
+				 : regular && r == -EINVAL ? "not a regular file"
+							   : strerror(-r));
 		return r;
 	}
 	return vw_model_parse(buf, len, origin, ret, err, errlen);
 }
 
+int vw_model_load_file_at(int dirfd, const char *rel, const char *origin, struct vw_model **ret,
+			  char *err, size_t errlen)
+{
+	return load_at(dirfd, rel, origin, true, ret, err, errlen);
+}
+
 int vw_model_load_file(const char *path, struct vw_model **ret, char *err, size_t errlen)
 {
-	return vw_model_load_file_at(AT_FDCWD, path, path, ret, err, errlen);
+	return load_at(AT_FDCWD, path, path, false, ret, err, errlen);
 }
 
 static void comp_free(struct vw_model_comp *c)

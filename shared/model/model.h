@@ -70,8 +70,11 @@ struct vw_model_result {
  */
 int vw_model_parse(const char *json, size_t len, const char *origin, struct vw_model **ret,
 		   char *err, size_t errlen);
+/* A file of any kind (a pipe too: virtwatt-model's command line, the trainer). */
 int vw_model_load_file(const char *path, struct vw_model **ret, char *err, size_t errlen);
-/* The same for dirfd/rel (read at most VW_MODEL_MAX_BYTES), with the origin given apart. */
+/* The same for dirfd/rel (read at most VW_MODEL_MAX_BYTES), with the origin given apart: a
+ * regular file only, opened O_NONBLOCK (the daemons' --model.file and cached copy: a FIFO
+ * there is "not a regular file", -EINVAL, never waited on). */
 int vw_model_load_file_at(int dirfd, const char *rel, const char *origin, struct vw_model **ret,
 			  char *err, size_t errlen);
 void vw_model_free(struct vw_model *m);

@@ -234,7 +234,7 @@ int vw_model_source_load(const struct vw_model_source_opts *o, struct vw_model *
 	if (o->file) {
 		char why[400] = "";
 
-		r = vw_model_load_file(o->file, ret, why, sizeof(why));
+		r = vw_model_load_file_at(AT_FDCWD, o->file, o->file, ret, why, sizeof(why));
 		if (r == 0) {
 			set_origin(ret_origin, originlen, "file", o->file);
 			vw_info("model: loaded %s from %s", vw_model_name(*ret), o->file);
