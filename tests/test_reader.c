@@ -280,28 +280,46 @@ static void test_fifo_writer_restarts(void **state)
 }
 
 /* A pty slave is a character device: the reader treats it as a port and writes its hello. */
+/* A raw pty standing in for the port: its master in *m, a slave held open in *s (so the
+ * master never sees a hangup), the slave's path in c->path. Skips without ptys. */
+static void port_pty(struct ctx *c, int *m, int *s)
+{
+	struct termios t;
+
+	*m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (*m < 0 || grantpt(*m) < 0 || unlockpt(*m) < 0 || !ptsname(*m)) {
+		if (*m >= 0)
+			close(*m);
+		skip();
+	}
+	snprintf(c->path, sizeof(c->path), "%s", ptsname(*m));
+	*s = open(c->path, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	assert_true(*s >= 0);
+	assert_int_equal(tcgetattr(*s, &t), 0);
+	cfmakeraw(&t);
+	assert_int_equal(tcsetattr(*s, TCSANOW, &t), 0);
+}
+
+/* Polls r until it holds a frame, for at most 100 ms. */
+static void poll_until_frame(struct vw_reader *r)
+{
+	for (int i = 0; i < 100 && !vw_reader_last(r); i++) {
+		assert_true(vw_reader_poll(r) >= 0);
+		usleep(1000);
+	}
+	assert_non_null(vw_reader_last(r));
+}
+
 static void test_port_hello(void **state)
 {
 	struct ctx *c = *state;
 	struct vw_reader_config cfg = {.hello = true};
-	struct termios t;
 	struct vw_reader *r;
 	char buf[512];
 	int m, s;
 	ssize_t n;
 
-	m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0 || !ptsname(m)) {
-		if (m >= 0)
-			close(m);
-		skip();
-	}
-	snprintf(c->path, sizeof(c->path), "%s", ptsname(m));
-	s = open(c->path, O_RDWR | O_NOCTTY | O_CLOEXEC);
-	assert_true(s >= 0);
-	assert_int_equal(tcgetattr(s, &t), 0);
-	cfmakeraw(&t);
-	assert_int_equal(tcsetattr(s, TCSANOW, &t), 0);
+	port_pty(c, &m, &s);
 	cfg.path = c->path;
 	r = reader_new(&cfg);
 	assert_int_equal(vw_reader_poll(r), 0);
@@ -312,15 +330,49 @@ static void test_port_hello(void **state)
 	write_all(m, "\xff", 1);
 	send_frame(m, 3, 9);
 	tcdrain(m);
-	for (int i = 0; i < 100 && !vw_reader_last(r); i++) {
-		assert_true(vw_reader_poll(r) >= 0);
-		usleep(1000);
-	}
-	assert_non_null(vw_reader_last(r));
+	poll_until_frame(r);
 	assert_true(vw_reader_last(r)->seq == 9);
 	struct vw_reader_health h;
 	vw_reader_health(r, &h);
 	assert_true(h.kind == VW_READER_PORT && h.hellos == 1);
+	vw_reader_free(r);
+	close(s);
+	close(m);
+}
+
+/* A port the guest may only read, as the shipped udev rule (0640, group virtwatt) and unit
+ * (DeviceAllow= r) leave it to the unprivileged virtwatt-guest: read all the same, without
+ * the hello. Here the pty's slave is made read-only to its owner, and root acts as that owner
+ * (effective UID 65534, so no DAC override) while the reader opens it. */
+static void test_port_read_only(void **state)
+{
+	struct ctx *c = *state;
+	struct vw_reader_config cfg = {.hello = true};
+	struct vw_reader_health h;
+	struct vw_reader *r;
+	const uid_t nobody = 65534;
+	bool root = geteuid() == 0;
+	int m, s, err;
+
+	port_pty(c, &m, &s);
+	if (root)
+		assert_int_equal(chown(c->path, nobody, (gid_t)-1), 0);
+	assert_int_equal(chmod(c->path, 0400), 0);
+	cfg.path = c->path;
+	r = reader_new(&cfg);
+	if (root)
+		assert_int_equal(seteuid(nobody), 0);
+	err = vw_reader_poll(r);
+	if (root)
+		assert_int_equal(seteuid(0), 0);
+	assert_int_equal(err, 0);
+	write_all(m, "\xff", 1);
+	send_frame(m, 3, 9);
+	tcdrain(m);
+	poll_until_frame(r);
+	assert_true(vw_reader_last(r)->seq == 9);
+	vw_reader_health(r, &h);
+	assert_true(h.kind == VW_READER_PORT && h.open && h.hellos == 0);
 	vw_reader_free(r);
 	close(s);
 	close(m);
@@ -632,6 +684,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_folder_model, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fifo_writer_restarts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_port_hello, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_port_read_only, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_folder, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_folder_odd_file_said, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_folder_layouts, setup, teardown),

@@ -34,6 +34,7 @@ struct vw_reader {
 	char where[512]; /* resolved channel */
 	int fd;          /* open port or FIFO, else -1 */
 	bool got_bytes;  /* since the current open */
+	bool read_only_said; /* the port opened read-only, without the hello: logged once */
 
 	struct vw_framer *framer;
 	struct vw_proto_rx rx;
@@ -329,9 +330,23 @@ static void send_hello(struct vw_reader *r)
 
 static int open_stream(struct vw_reader *r)
 {
+	const int flags = O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 	bool rw = r->kind == VW_READER_PORT && r->cfg.hello;
-	int fd = open(r->where, (rw ? O_RDWR : O_RDONLY) | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	int fd = open(r->where, (rw ? O_RDWR : O_RDONLY) | flags);
 
+	/* A port the guest may only read (the shipped udev rule's 0640 for the virtwatt group, the
+	 * unit's DeviceAllow= r): read it all the same, without the hello, a courtesy
+	 * (PROTOCOL.md §4). */
+	if (fd < 0 && rw && (errno == EACCES || errno == EPERM)) {
+		rw = false;
+		fd = open(r->where, O_RDONLY | flags);
+		if (fd >= 0 && !r->read_only_said) {
+			r->read_only_said = true;
+			vw_info("passthrough: %s is readable only: reading it without the hello to "
+				"the host (a courtesy, PROTOCOL.md §4)",
+				r->where);
+		}
+	}
 	if (fd < 0)
 		return -errno;
 	r->fd = fd;
