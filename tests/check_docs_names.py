@@ -15,6 +15,9 @@ deploy/libvirt/README.md.
    spellings); and every key of the example configs deploy/config/virtwatt-{host,guest}.yaml is
    one of that daemon's own. Keys of the Helm chart's values (`host.nodeSelector`) are the
    chart's, not the daemons'.
+4. In a table whose second column is the default, each row that gives one flag and one value in
+   backticks (| `--monitor.interval` | `5s` |) states the default --help-all shows (where that
+   is one value, not words).
 usage: check_docs_names.py SOURCE_ROOT HOST_BIN GUEST_BIN MODEL_BIN"""
 import pathlib
 import re
@@ -37,6 +40,21 @@ def flags_of(text):
     return {m.group(1) for m in FLAG.finditer(text.replace("[no-]", ""))}
 
 
+def defaults_of(text):
+    """Each option's default as --help-all shows it: {flag: default}."""
+    out, flag = {}, None
+    for line in text.splitlines():
+        m = re.match(r"  (?:-h, )?--(?:\[no-\])?([a-z][\w.-]*)", line)
+        if m:
+            flag = m.group(1)
+        if flag and not line.strip():
+            flag = None
+        d = re.search(r"\(default: ([^)]*)\)", line)
+        if flag and d:
+            out.setdefault(flag, d.group(1))
+    return out
+
+
 def yaml_keys_of(text):
     """The YAML keys a --help-all lists: `YAML: key` lines and Kepler's `YAML key` spellings."""
     return set(re.findall(r"YAML:? ([a-z][\w.-]*[\w])", re.sub(r"\s+", " ", text)))
@@ -46,6 +64,9 @@ helps = {p: helptext(p, "--help-all") for p in ("virtwatt-host", "virtwatt-guest
 helps["virtwatt-model"] = helptext("virtwatt-model", "--help") + helptext(
     "virtwatt-model", "train", "--help")
 flags = {p: flags_of(t) for p, t in helps.items()}
+defaults = {}
+for p in ("virtwatt-guest", "virtwatt-host"):
+    defaults.update(defaults_of(helps[p]))
 all_flags = set().union(*flags.values())
 keys = {p: yaml_keys_of(helps[p]) for p in ("virtwatt-host", "virtwatt-guest")}
 all_keys = keys["virtwatt-host"] | keys["virtwatt-guest"]
@@ -132,7 +153,8 @@ def report(ok, what, bad):
 
 for page in pages:
     rel = page.relative_to(root)
-    bad_m, bad_f, bad_k = [], [], []
+    bad_m, bad_f, bad_k, bad_d = [], [], [], []
+    header = prev = ""
     for i, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
         for m in re.finditer(r"(?<![\w/.-])((?:kepler|virtwatt)_[a-z0-9_{},*]+)", line):
             for name in expand(m.group(1)):
@@ -150,9 +172,21 @@ for page in pages:
             if (key.split(".")[0] in sections and key not in all_keys and key not in all_flags
                     and key not in chart_keys and re.search(r"[A-Z]", key)):
                 bad_k.append("%s:%d: YAML key %s is no daemon's" % (rel, i, key))
+        if re.match(r"\|\s*-+\s*\|", line):
+            header = prev
+        elif not line.startswith("|"):
+            header = ""
+        prev = line
+        m = re.match(r"\| `--([a-z][\w.-]*)` \| `([^`]*)` \|", line)
+        said = defaults.get(m.group(1), " ") if m else " "
+        if (m and re.match(r"\|[^|]*\|\s*default\s*\|", header) and " " not in said
+                and said != m.group(2)):
+            bad_d.append("%s:%d: --%s defaults to %s, not %s" % (rel, i, m.group(1),
+                                                                 defaults[m.group(1)], m.group(2)))
     report(not bad_m, "%s: every metric named is in docs/metrics.md" % rel, bad_m)
     report(not bad_f, "%s: every flag named is the program's" % rel, bad_f)
     report(not bad_k, "%s: every YAML key named is a daemon's" % rel, bad_k)
+    report(not bad_d, "%s: every default a table gives is --help's" % rel, bad_d)
 
 
 
