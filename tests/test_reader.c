@@ -378,6 +378,63 @@ static void test_port_read_only(void **state)
 	close(m);
 }
 
+struct said {
+	unsigned warned, opened; /* "cannot open" warnings, "opened" lines */
+};
+
+static void said_sink(enum vw_log_level level, const char *msg, void *userdata)
+{
+	struct said *s = userdata;
+
+	if (level == VW_LOG_WARN && strstr(msg, "passthrough: cannot open port ") &&
+	    strstr(msg, "70-virtwatt.rules"))
+		s->warned++;
+	if (level == VW_LOG_INFO && strstr(msg, "passthrough: port ") && strstr(msg, " opened"))
+		s->opened++;
+}
+
+/* A port the daemon cannot open at all (no udev rule: root's 0600) is said, once however often
+ * it is tried, naming the rule; once it can be read, that it was opened. */
+static void test_port_unopenable_said(void **state)
+{
+	struct ctx *c = *state;
+	struct vw_reader_config cfg = {.hello = true};
+	struct said said = {0};
+	struct vw_reader *r;
+	const uid_t nobody = 65534;
+	bool root = geteuid() == 0;
+	int m, s, err[3];
+
+	port_pty(c, &m, &s);
+	assert_int_equal(chmod(c->path, root ? 0600 : 0000), 0);
+	cfg.path = c->path;
+	r = reader_new(&cfg);
+	vw_log_set_sink(said_sink, &said);
+	if (root)
+		assert_int_equal(seteuid(nobody), 0);
+	err[0] = vw_reader_poll(r);
+	err[1] = vw_reader_poll(r);
+	if (root)
+		assert_int_equal(seteuid(0), 0);
+	if (root)
+		assert_int_equal(chown(c->path, nobody, (gid_t)-1), 0);
+	assert_int_equal(chmod(c->path, 0400), 0);
+	if (root)
+		assert_int_equal(seteuid(nobody), 0);
+	err[2] = vw_reader_poll(r);
+	if (root)
+		assert_int_equal(seteuid(0), 0);
+	vw_log_set_sink(NULL, NULL);
+	assert_int_equal(err[0], -EACCES);
+	assert_int_equal(err[1], -EACCES);
+	assert_int_equal(err[2], 0);
+	assert_int_equal(said.warned, 1);
+	assert_int_equal(said.opened, 1);
+	vw_reader_free(r);
+	close(s);
+	close(m);
+}
+
 /* ---- the shared folder ---- */
 
 static void put_frame(const char *dir, uint64_t epoch, uint64_t seq)
@@ -685,6 +742,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fifo_writer_restarts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_port_hello, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_port_read_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_port_unopenable_said, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_folder, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_folder_odd_file_said, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_folder_layouts, setup, teardown),

@@ -52,6 +52,7 @@ struct vw_reader {
 	struct vw_model_rx models; /* the host's model for this VM (model frames) */
 	struct vw_complaint model_complaint;
 	struct vw_complaint odd_file, big_file; /* frame.json not a regular file; too large */
+	struct vw_complaint open_failed;        /* a port or FIFO found but not opened */
 	bool model_file_seen;      /* the folder's model.json, as last examined */
 	size_t model_file_len;
 	char *model_file;          /* VW_PROTO_MAX_FRAME + 1 bytes, once a folder has one */
@@ -598,8 +599,16 @@ int vw_reader_poll(struct vw_reader *r)
 		if (r->kind == VW_READER_FOLDER)
 			return poll_folder(r);
 		err = open_stream(r);
-		if (err < 0)
+		if (err < 0) {
+			vw_complain(&r->open_failed, VW_LOG_WARN,
+				    "passthrough: cannot open %s %s: %s: this VM's power stays a model's "
+				    "estimate (a port is root's 0600 unless a udev rule gives the daemon's "
+				    "group read access: deploy/udev/70-virtwatt.rules)",
+				    vw_reader_kind_name(r->kind), r->where, strerror(-err));
 			return err;
+		}
+		vw_release(&r->open_failed, VW_LOG_INFO, "passthrough: %s %s opened",
+			   vw_reader_kind_name(r->kind), r->where);
 	}
 	err = read_stream(r);
 	return err < 0 ? err : r->accepted_now;
