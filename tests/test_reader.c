@@ -340,32 +340,47 @@ static void test_port_hello(void **state)
 	close(m);
 }
 
+#define NOBODY ((uid_t)65534)
+
+/* One poll as an unprivileged owner would make it: root acts as UID 65534 (no DAC override) for
+ * it; anyone else polls as itself. */
+static int poll_unprivileged(struct vw_reader *r)
+{
+	bool root = geteuid() == 0;
+	int err;
+
+	if (root)
+		assert_int_equal(seteuid(NOBODY), 0);
+	err = vw_reader_poll(r);
+	if (root)
+		assert_int_equal(seteuid(0), 0);
+	return err;
+}
+
+/* The pty slave at c->path owned by the UID poll_unprivileged() polls as, with this mode. */
+static void port_mode(struct ctx *c, mode_t mode)
+{
+	if (geteuid() == 0)
+		assert_int_equal(chown(c->path, NOBODY, (gid_t)-1), 0);
+	assert_int_equal(chmod(c->path, mode), 0);
+}
+
 /* A port the guest may only read, as the shipped udev rule (0640, group virtwatt) and unit
  * (DeviceAllow= r) leave it to the unprivileged virtwatt-guest: read all the same, without
- * the hello. Here the pty's slave is made read-only to its owner, and root acts as that owner
- * (effective UID 65534, so no DAC override) while the reader opens it. */
+ * the hello. Here the pty's slave is read-only to its owner, as whom the reader opens it. */
 static void test_port_read_only(void **state)
 {
 	struct ctx *c = *state;
 	struct vw_reader_config cfg = {.hello = true};
 	struct vw_reader_health h;
 	struct vw_reader *r;
-	const uid_t nobody = 65534;
-	bool root = geteuid() == 0;
-	int m, s, err;
+	int m, s;
 
 	port_pty(c, &m, &s);
-	if (root)
-		assert_int_equal(chown(c->path, nobody, (gid_t)-1), 0);
-	assert_int_equal(chmod(c->path, 0400), 0);
+	port_mode(c, 0400);
 	cfg.path = c->path;
 	r = reader_new(&cfg);
-	if (root)
-		assert_int_equal(seteuid(nobody), 0);
-	err = vw_reader_poll(r);
-	if (root)
-		assert_int_equal(seteuid(0), 0);
-	assert_int_equal(err, 0);
+	assert_int_equal(poll_unprivileged(r), 0);
 	write_all(m, "\xff", 1);
 	send_frame(m, 3, 9);
 	tcdrain(m);
@@ -393,37 +408,26 @@ static void said_sink(enum vw_log_level level, const char *msg, void *userdata)
 		s->opened++;
 }
 
-/* A port the daemon cannot open at all (no udev rule: root's 0600) is said, once however often
- * it is tried, naming the rule; once it can be read, that it was opened. */
+/* A port the daemon cannot open at all (without the udev rule: root's 0600; here mode 0000) is
+ * said, once however often it is tried, naming the rule; once it can be read, that it was
+ * opened. */
 static void test_port_unopenable_said(void **state)
 {
 	struct ctx *c = *state;
 	struct vw_reader_config cfg = {.hello = true};
 	struct said said = {0};
 	struct vw_reader *r;
-	const uid_t nobody = 65534;
-	bool root = geteuid() == 0;
 	int m, s, err[3];
 
 	port_pty(c, &m, &s);
-	assert_int_equal(chmod(c->path, root ? 0600 : 0000), 0);
+	port_mode(c, 0000);
 	cfg.path = c->path;
 	r = reader_new(&cfg);
 	vw_log_set_sink(said_sink, &said);
-	if (root)
-		assert_int_equal(seteuid(nobody), 0);
-	err[0] = vw_reader_poll(r);
-	err[1] = vw_reader_poll(r);
-	if (root)
-		assert_int_equal(seteuid(0), 0);
-	if (root)
-		assert_int_equal(chown(c->path, nobody, (gid_t)-1), 0);
-	assert_int_equal(chmod(c->path, 0400), 0);
-	if (root)
-		assert_int_equal(seteuid(nobody), 0);
-	err[2] = vw_reader_poll(r);
-	if (root)
-		assert_int_equal(seteuid(0), 0);
+	err[0] = poll_unprivileged(r);
+	err[1] = poll_unprivileged(r);
+	port_mode(c, 0400);
+	err[2] = poll_unprivileged(r);
 	vw_log_set_sink(NULL, NULL);
 	assert_int_equal(err[0], -EACCES);
 	assert_int_equal(err[1], -EACCES);

@@ -32,8 +32,8 @@ struct vw_strlist {
 /*
  * Another program's value of one of our options that this option's syntax or range refuses
  * (Kepler's --monitor.max-terminated=-1, "unlimited"): read as `value` instead, with one warning
- * saying why. text is matched exactly, except "-*", which matches any negative integer ("-" and digits).
- * A table ends with a row whose text is NULL.
+ * saying why. text is matched exactly, except "-*", which matches any negative integer ("-" and
+ * digits). A table ends with a row whose text is NULL.
  */
 struct vw_value_alias {
 	const char *text;
