@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """Every name the user's pages give for something the programs define exists there (TAP).
-Pages: README.md, docs/*.md (docs/metrics.md is the reference itself) and
-deploy/libvirt/README.md.
+Pages: README.md, docs/*.md (docs/metrics.md is the reference itself),
+deploy/libvirt/README.md, and the comments users read in deploy/debian/*.default and
+deploy/systemd/*.service.
 
 1. Each metric named (kepler_*, virtwatt_*, with {a,b} alternatives and * wildcards; a counter
    may be named without _total) is a family of docs/metrics.md, which the test metrics_doc keeps
@@ -28,6 +29,9 @@ root = pathlib.Path(sys.argv[1]).resolve()
 bins = {"virtwatt-host": sys.argv[2], "virtwatt-guest": sys.argv[3], "virtwatt-model": sys.argv[4]}
 pages = [root / "README.md", root / "deploy" / "libvirt" / "README.md"]
 pages += [p for p in sorted((root / "docs").glob("*.md")) if p.name != "metrics.md"]
+# what the packages and units tell their users in comments: /etc/default's ARGS, the units
+pages += sorted((root / "deploy" / "debian").glob("*.default"))
+pages += sorted((root / "deploy" / "systemd").glob("*.service"))
 FLAG = re.compile(r"(?<![\w-])--(?:no-)?([a-z][a-z0-9-]*(?:\.[a-z0-9-]+)*)")
 
 
