@@ -68,7 +68,7 @@ helps = {p: helptext(p, "--help-all") for p in ("virtwatt-host", "virtwatt-guest
 helps["virtwatt-model"] = helptext("virtwatt-model", "--help") + helptext(
     "virtwatt-model", "train", "--help")
 flags = {p: flags_of(t) for p, t in helps.items()}
-defaults = {}
+defaults = {}  # the docs' tables are virtwatt-host's where the daemons differ (passthrough.enable)
 for p in ("virtwatt-guest", "virtwatt-host"):
     defaults.update(defaults_of(helps[p]))
 all_flags = set().union(*flags.values())
@@ -107,9 +107,9 @@ def family_known(name):
 
 
 def flag_known(flag, known, line, end):
-    """A flag of known; `--model.train.*` and `--web.listen…` name a group; `--internal-*` flags are the programs'
-    own (a helper run of itself, never in --help); a line that calls a flag unknown may name
-    one that is not (`--monitor.intervl`)."""
+    """A flag of known; `--model.train.*` and `--web.listen…` name a group; `--internal-*`
+    flags are the programs' own (a helper run of itself, never in --help); a line that calls a
+    flag unknown may name one that is not (`--monitor.intervl`)."""
     if flag in known or flag.startswith("internal-") or "unknown" in line:
         return True
     if line[end:end + 1] == "…":
@@ -141,8 +141,6 @@ def config_keys(path, mappings=False):
 
 
 chart_keys = set(config_keys(chart_values, mappings=True))
-
-
 n = failed = 0
 
 
@@ -191,9 +189,6 @@ for page in pages:
     report(not bad_f, "%s: every flag named is the program's" % rel, bad_f)
     report(not bad_k, "%s: every YAML key named is a daemon's" % rel, bad_k)
     report(not bad_d, "%s: every default a table gives is --help's" % rel, bad_d)
-
-
-
 
 for prog in ("virtwatt-host", "virtwatt-guest"):
     path = root / "deploy" / "config" / (prog + ".yaml")
