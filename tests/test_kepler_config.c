@@ -291,6 +291,45 @@ static void test_many_unknown_keys(void **state)
 	run_free(&r);
 }
 
+/* Kepler's --monitor.max-terminated (monitor.maxTerminated) takes 0 (none kept) and any negative
+ * integer (no limit), which our bounded range refuses: each is read as our nearest bound, with a
+ * warning; anything else outside the range is still an error. */
+static void test_kepler_max_terminated(void **state)
+{
+	static const struct {
+		const char *arg;
+		uint64_t want;
+		size_t warns;
+	} flags[] = {
+		{ "--monitor.max-terminated=-1", 1000000, 1 },
+		{ "--monitor.max-terminated=-500", 1000000, 1 },
+		{ "--monitor.max-terminated=0", 1, 1 },
+		{ "--monitor.max-terminated=1000000", 1000000, 0 },
+	};
+	struct run r = { 0 };
+	uint64_t ms;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(flags); i++) {
+		if (LOAD(&r, flags[i].arg) != 0)
+			fail_msg("%s: %s", flags[i].arg, r.err);
+		assert_int_equal(r.cfg.common.max_terminated, flags[i].want);
+		assert_int_equal(warned(&r, "is read as"), flags[i].warns);
+	}
+	assert_int_not_equal(LOAD(&r, "--monitor.max-terminated=-x"), 0);
+	assert_non_null(strstr(r.err, "invalid value \"-x\""));
+	assert_int_not_equal(LOAD(&r, "--monitor.max-terminated=1000001"), 0);
+
+	if (load_text(&r, "monitor:\n  maxTerminated: -1\n", &ms) != 0)
+		fail_msg("%s", r.err);
+	assert_int_equal(r.cfg.common.max_terminated, 1000000);
+	assert_int_equal(warned(&r, ":2: monitor.maxTerminated=-1 is read as 1000000: Kepler's"), 1);
+	if (load_text(&r, "monitor:\n  maxTerminated: 0\n", &ms) != 0)
+		fail_msg("%s", r.err);
+	assert_int_equal(r.cfg.common.max_terminated, 1);
+	run_free(&r);
+}
+
 /* Kepler's flags, as kingpin reads them. */
 static void test_kepler_flags(void **state)
 {
@@ -509,6 +548,7 @@ int main(void)
 		cmocka_unit_test(test_deep_nesting),
 		cmocka_unit_test(test_many_unknown_keys),
 		cmocka_unit_test(test_kepler_flags),
+		cmocka_unit_test(test_kepler_max_terminated),
 		cmocka_unit_test(test_values_checked_at_parse),
 		cmocka_unit_test(test_help_grouped),
 		cmocka_unit_test(test_qemu_users),

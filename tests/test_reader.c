@@ -280,28 +280,46 @@ static void test_fifo_writer_restarts(void **state)
 }
 
 /* A pty slave is a character device: the reader treats it as a port and writes its hello. */
+/* A raw pty standing in for the port: its master in *m, a slave held open in *s (so the
+ * master never sees a hangup), the slave's path in c->path. Skips without ptys. */
+static void port_pty(struct ctx *c, int *m, int *s)
+{
+	struct termios t;
+
+	*m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+	if (*m < 0 || grantpt(*m) < 0 || unlockpt(*m) < 0 || !ptsname(*m)) {
+		if (*m >= 0)
+			close(*m);
+		skip();
+	}
+	snprintf(c->path, sizeof(c->path), "%s", ptsname(*m));
+	*s = open(c->path, O_RDWR | O_NOCTTY | O_CLOEXEC);
+	assert_true(*s >= 0);
+	assert_int_equal(tcgetattr(*s, &t), 0);
+	cfmakeraw(&t);
+	assert_int_equal(tcsetattr(*s, TCSANOW, &t), 0);
+}
+
+/* Polls r until it holds a frame, for at most 100 ms. */
+static void poll_until_frame(struct vw_reader *r)
+{
+	for (int i = 0; i < 100 && !vw_reader_last(r); i++) {
+		assert_true(vw_reader_poll(r) >= 0);
+		usleep(1000);
+	}
+	assert_non_null(vw_reader_last(r));
+}
+
 static void test_port_hello(void **state)
 {
 	struct ctx *c = *state;
 	struct vw_reader_config cfg = {.hello = true};
-	struct termios t;
 	struct vw_reader *r;
 	char buf[512];
 	int m, s;
 	ssize_t n;
 
-	m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
-	if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0 || !ptsname(m)) {
-		if (m >= 0)
-			close(m);
-		skip();
-	}
-	snprintf(c->path, sizeof(c->path), "%s", ptsname(m));
-	s = open(c->path, O_RDWR | O_NOCTTY | O_CLOEXEC);
-	assert_true(s >= 0);
-	assert_int_equal(tcgetattr(s, &t), 0);
-	cfmakeraw(&t);
-	assert_int_equal(tcsetattr(s, TCSANOW, &t), 0);
+	port_pty(c, &m, &s);
 	cfg.path = c->path;
 	r = reader_new(&cfg);
 	assert_int_equal(vw_reader_poll(r), 0);
@@ -312,15 +330,110 @@ static void test_port_hello(void **state)
 	write_all(m, "\xff", 1);
 	send_frame(m, 3, 9);
 	tcdrain(m);
-	for (int i = 0; i < 100 && !vw_reader_last(r); i++) {
-		assert_true(vw_reader_poll(r) >= 0);
-		usleep(1000);
-	}
-	assert_non_null(vw_reader_last(r));
+	poll_until_frame(r);
 	assert_true(vw_reader_last(r)->seq == 9);
 	struct vw_reader_health h;
 	vw_reader_health(r, &h);
 	assert_true(h.kind == VW_READER_PORT && h.hellos == 1);
+	vw_reader_free(r);
+	close(s);
+	close(m);
+}
+
+#define NOBODY ((uid_t)65534)
+
+/* One poll as an unprivileged owner would make it: root acts as UID 65534 (no DAC override) for
+ * it; anyone else polls as itself. */
+static int poll_unprivileged(struct vw_reader *r)
+{
+	bool root = geteuid() == 0;
+	int err;
+
+	if (root)
+		assert_int_equal(seteuid(NOBODY), 0);
+	err = vw_reader_poll(r);
+	if (root)
+		assert_int_equal(seteuid(0), 0);
+	return err;
+}
+
+/* The pty slave at c->path owned by the UID poll_unprivileged() polls as, with this mode. */
+static void port_mode(struct ctx *c, mode_t mode)
+{
+	if (geteuid() == 0)
+		assert_int_equal(chown(c->path, NOBODY, (gid_t)-1), 0);
+	assert_int_equal(chmod(c->path, mode), 0);
+}
+
+/* A port the guest may only read, as the shipped udev rule (0640, group virtwatt) and unit
+ * (DeviceAllow= r) leave it to the unprivileged virtwatt-guest: read all the same, without
+ * the hello. Here the pty's slave is read-only to its owner, as whom the reader opens it. */
+static void test_port_read_only(void **state)
+{
+	struct ctx *c = *state;
+	struct vw_reader_config cfg = {.hello = true};
+	struct vw_reader_health h;
+	struct vw_reader *r;
+	int m, s;
+
+	port_pty(c, &m, &s);
+	port_mode(c, 0400);
+	cfg.path = c->path;
+	r = reader_new(&cfg);
+	assert_int_equal(poll_unprivileged(r), 0);
+	write_all(m, "\xff", 1);
+	send_frame(m, 3, 9);
+	tcdrain(m);
+	poll_until_frame(r);
+	assert_true(vw_reader_last(r)->seq == 9);
+	vw_reader_health(r, &h);
+	assert_true(h.kind == VW_READER_PORT && h.open && h.hellos == 0);
+	vw_reader_free(r);
+	close(s);
+	close(m);
+}
+
+struct said {
+	unsigned warned, opened; /* "cannot open" warnings, "opened" lines */
+};
+
+static void said_sink(enum vw_log_level level, const char *msg, void *userdata)
+{
+	struct said *s = userdata;
+
+	if (level == VW_LOG_WARN && strstr(msg, "passthrough: cannot open port ") &&
+	    strstr(msg, "70-virtwatt.rules"))
+		s->warned++;
+	if (level == VW_LOG_INFO && strstr(msg, "passthrough: port ") && strstr(msg, " opened"))
+		s->opened++;
+}
+
+/* A port the daemon cannot open at all (without the udev rule: root's 0600; here mode 0000) is
+ * said, once however often it is tried, naming the rule; once it can be read, that it was
+ * opened. */
+static void test_port_unopenable_said(void **state)
+{
+	struct ctx *c = *state;
+	struct vw_reader_config cfg = {.hello = true};
+	struct said said = {0};
+	struct vw_reader *r;
+	int m, s, err[3];
+
+	port_pty(c, &m, &s);
+	port_mode(c, 0000);
+	cfg.path = c->path;
+	r = reader_new(&cfg);
+	vw_log_set_sink(said_sink, &said);
+	err[0] = poll_unprivileged(r);
+	err[1] = poll_unprivileged(r);
+	port_mode(c, 0400);
+	err[2] = poll_unprivileged(r);
+	vw_log_set_sink(NULL, NULL);
+	assert_int_equal(err[0], -EACCES);
+	assert_int_equal(err[1], -EACCES);
+	assert_int_equal(err[2], 0);
+	assert_int_equal(said.warned, 1);
+	assert_int_equal(said.opened, 1);
 	vw_reader_free(r);
 	close(s);
 	close(m);
@@ -632,6 +745,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_folder_model, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_fifo_writer_restarts, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_port_hello, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_port_read_only, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_port_unopenable_said, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_folder, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_folder_odd_file_said, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_folder_layouts, setup, teardown),

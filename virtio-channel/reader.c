@@ -34,6 +34,7 @@ struct vw_reader {
 	char where[512]; /* resolved channel */
 	int fd;          /* open port or FIFO, else -1 */
 	bool got_bytes;  /* since the current open */
+	bool read_only_said; /* the port opened read-only, without the hello: logged once */
 
 	struct vw_framer *framer;
 	struct vw_proto_rx rx;
@@ -51,6 +52,7 @@ struct vw_reader {
 	struct vw_model_rx models; /* the host's model for this VM (model frames) */
 	struct vw_complaint model_complaint;
 	struct vw_complaint odd_file, big_file; /* frame.json not a regular file; too large */
+	struct vw_complaint open_failed;        /* a port or FIFO found but not opened */
 	bool model_file_seen;      /* the folder's model.json, as last examined */
 	size_t model_file_len;
 	char *model_file;          /* VW_PROTO_MAX_FRAME + 1 bytes, once a folder has one */
@@ -329,9 +331,23 @@ static void send_hello(struct vw_reader *r)
 
 static int open_stream(struct vw_reader *r)
 {
+	const int flags = O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
 	bool rw = r->kind == VW_READER_PORT && r->cfg.hello;
-	int fd = open(r->where, (rw ? O_RDWR : O_RDONLY) | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	int fd = open(r->where, (rw ? O_RDWR : O_RDONLY) | flags);
 
+	/* A port the guest may only read (the shipped udev rule's 0640 for the virtwatt group, the
+	 * unit's DeviceAllow= r): read it all the same, without the hello, a courtesy
+	 * (PROTOCOL.md §4). */
+	if (fd < 0 && rw && (errno == EACCES || errno == EPERM)) {
+		rw = false;
+		fd = open(r->where, O_RDONLY | flags);
+		if (fd >= 0 && !r->read_only_said) {
+			r->read_only_said = true;
+			vw_info("passthrough: %s is readable only: reading it without the hello to "
+				"the host (a courtesy, PROTOCOL.md §4)",
+				r->where);
+		}
+	}
 	if (fd < 0)
 		return -errno;
 	r->fd = fd;
@@ -583,8 +599,16 @@ int vw_reader_poll(struct vw_reader *r)
 		if (r->kind == VW_READER_FOLDER)
 			return poll_folder(r);
 		err = open_stream(r);
-		if (err < 0)
+		if (err < 0) {
+			vw_complain(&r->open_failed, VW_LOG_WARN,
+				    "passthrough: cannot open %s %s: %s: this VM's power stays a model's "
+				    "estimate (a port is root's 0600 unless a udev rule gives the daemon's "
+				    "group read access: deploy/udev/70-virtwatt.rules)",
+				    vw_reader_kind_name(r->kind), r->where, strerror(-err));
 			return err;
+		}
+		vw_release(&r->open_failed, VW_LOG_INFO, "passthrough: %s %s opened",
+			   vw_reader_kind_name(r->kind), r->where);
 	}
 	err = read_stream(r);
 	return err < 0 ? err : r->accepted_now;

@@ -42,7 +42,7 @@ struct vw_reader_config {
 	const char *vm_uuid;   /* this VM (any case); NULL or "": the first frame's VM */
 	unsigned stale_intervals; /* fresh while a frame came within this many intervals; 0: 3 */
 	double max_watts;      /* spike ceiling per zone (accum.h); 0: automatic */
-	bool hello;            /* send a hello on each open of a port */
+	bool hello;            /* send a hello on each open of a port (one only readable: none) */
 };
 
 struct vw_reader_health {

@@ -97,6 +97,27 @@ int vw_config_warn(struct vw_strlist *warnings, const char *fmt, ...)
 	return vw_strlist_push(warnings, msg, (size_t)n);
 }
 
+/* "-" and decimal digits, as Go's strconv.Atoi reads a negative int. */
+static bool negative_integer(const char *s)
+{
+	return s[0] == '-' && s[1] && strspn(s + 1, "0123456789") == strlen(s + 1);
+}
+
+const char *vw_opt_value_alias(const struct vw_option *o, const char *s, const char *where,
+			       struct vw_strlist *warnings)
+{
+	for (const struct vw_value_alias *v = o->value_aliases; v && v->text; v++) {
+		bool any_negative = strcmp(v->text, "-*") == 0;
+
+		if (any_negative ? !negative_integer(s) : strcmp(v->text, s) != 0)
+			continue;
+		if (vw_config_warn(warnings, "%s=%s is read as %s: %s", where, s, v->value, v->why) < 0)
+			return NULL;
+		return v->value;
+	}
+	return s;
+}
+
 int vw_config_warn_noeffect(struct vw_strlist *warnings, const char *what,
 			    const struct vw_option_alias *a)
 {
@@ -241,6 +262,10 @@ static int check_defaults(const struct vw_config_program *p, char *err, size_t e
 
 		if (o->defval && (r = vw_opt_set(o, scratch, o->defval, why, sizeof(why))) < 0)
 			vw_config_msg(err, errlen, -EINVAL, "--%s: bad default: %s", o->flag, why);
+		for (const struct vw_value_alias *v = o->value_aliases; v && v->text && r == 0; v++)
+			if ((r = vw_opt_set(o, scratch, v->value, why, sizeof(why))) < 0)
+				vw_config_msg(err, errlen, -EINVAL, "--%s: bad value for %s: %s",
+					      o->flag, v->text, why);
 	}
 	vw_config_free(p, scratch);
 	return r < 0 ? -EINVAL : 0;
@@ -557,7 +582,8 @@ static int flags_apply(struct loader *ld, const struct flag_arg *args, size_t n,
 {
 	for (size_t i = 0; i < n; i++) {
 		const struct vw_option *o;
-		char why[VW_CONFIG_MSG_MAX];
+		char why[VW_CONFIG_MSG_MAX], where[VW_CONFIG_MSG_MAX];
+		const char *val;
 		int r;
 
 		if (args[i].opt == SIZE_MAX)
@@ -569,7 +595,11 @@ static int flags_apply(struct loader *ld, const struct flag_arg *args, size_t n,
 			vw_strlist_clear(vw_opt_field(o, ld->cfg));
 			ld->list_replaced[args[i].opt] = true;
 		}
-		r = vw_opt_set(o, ld->cfg, args[i].val ? args[i].val : "true", why, sizeof(why));
+		snprintf(where, sizeof(where), "--%s", o->flag);
+		val = vw_opt_value_alias(o, args[i].val ? args[i].val : "true", where, ld->warnings);
+		if (!val)
+			return vw_config_msg(ld->err, ld->errlen, -ENOMEM, "%s", strerror(ENOMEM));
+		r = vw_opt_set(o, ld->cfg, val, why, sizeof(why));
 		if (r < 0)
 			return vw_config_msg(ld->err, ld->errlen, r == -ENOMEM ? r : -EINVAL,
 					     "--%s: %s", o->flag, why);

@@ -29,6 +29,18 @@ struct vw_strlist {
 	size_t n;
 };
 
+/*
+ * Another program's value of one of our options that this option's syntax or range refuses
+ * (Kepler's --monitor.max-terminated=-1, "unlimited"): read as `value` instead, with one warning
+ * saying why. text is matched exactly, except "-*", which matches any negative integer ("-" and
+ * digits). A table ends with a row whose text is NULL.
+ */
+struct vw_value_alias {
+	const char *text;
+	const char *value;
+	const char *why;
+};
+
 struct vw_option {
 	const char *flag;    /* "web.listen-address" (no leading dashes) */
 	const char *yaml;    /* "web.listenAddress"; NULL: flag only */
@@ -39,6 +51,7 @@ struct vw_option {
 	const char *help;
 	double min, max;     /* numeric bounds (durations in seconds); min == max: unchecked */
 	const char *const *choices; /* allowed string values (NULL-terminated), or NULL */
+	const struct vw_value_alias *value_aliases; /* or NULL */
 };
 
 /*

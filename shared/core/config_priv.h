@@ -84,6 +84,10 @@ const struct vw_option_alias *vw_alias_by_yaml(const struct vw_config_program *p
 					       const char *path);
 /* Append a warning unless the same text is there already (each said once). 0 or -ENOMEM. */
 int vw_config_warn(struct vw_strlist *warnings, const char *fmt, ...) _printf_(2, 3);
+/* The text to parse for s, a value of o from `where` ("--flag", "file:line: key"): s, or the
+ * value one of o's value aliases gives it, then warned about once. NULL on -ENOMEM. */
+const char *vw_opt_value_alias(const struct vw_option *o, const char *s, const char *where,
+			       struct vw_strlist *warnings);
 /* The warning for a setting accepted without effect. */
 int vw_config_warn_noeffect(struct vw_strlist *warnings, const char *what,
 			    const struct vw_option_alias *a);

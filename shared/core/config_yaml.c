@@ -52,11 +52,16 @@ static int yaml_scalar_option(struct yaml_reader *rd, const struct vw_option *o,
 			      const yaml_event_t *ev)
 {
 	const char *v = NULL;
-	char why[VW_CONFIG_MSG_MAX];
+	char why[VW_CONFIG_MSG_MAX], where[VW_CONFIG_MSG_MAX];
 	int r = scalar_text(rd, ev, path, o, &v);
 
 	if (r < 0)
 		return r;
+	snprintf(where, sizeof(where), "%s:%zu: %s", rd->y.path ? rd->y.path : "config",
+		 (size_t)ev->start_mark.line + 1, path);
+	v = vw_opt_value_alias(o, v, where, rd->mode.warnings);
+	if (!v)
+		return -ENOMEM;
 	if (o->type == VW_OPT_STRLIST)
 		vw_strlist_clear(vw_opt_field(o, rd->cfg));
 	r = vw_opt_set(o, rd->cfg, v, why, sizeof(why));

@@ -18,6 +18,18 @@ const char *const vw_pod_source_names[] = { "apiserver", "kubelet", NULL };
 const char *const vw_otlp_compression_names[] = { "gzip", "none", NULL };
 const char *const vw_log_format_names[] = { "text", "json", NULL };
 
+/* Kepler's --monitor.max-terminated (monitor.maxTerminated): 0 tracks no terminated workload,
+ * a negative value any number of them (config/config.go). Our tables are bounded. */
+const struct vw_value_alias vw_max_terminated_kepler[] = {
+	{ "0", "1",
+	  "Kepler's 0 (no terminated workload kept); virtwatt keeps each until a scrape has served "
+	  "its final value, and 1 per level is the least" },
+	{ "-*", "1000000",
+	  "Kepler's negative value (no limit); virtwatt bounds every table, 1000000 per level is "
+	  "the most" },
+	{ NULL, NULL, NULL },
+};
+
 /* --help's headings (both daemons); the first prefix an option's flag starts with wins. */
 const struct vw_help_group vw_daemon_help_groups[] = {
 	{ "config.", "Configuration", false },

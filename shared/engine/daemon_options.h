@@ -69,6 +69,7 @@ extern const char *const vw_ran_walk_names[];
 extern const char *const vw_irq_accounting_names[];
 extern const char *const vw_pod_source_names[];
 extern const char *const vw_log_format_names[];
+extern const struct vw_value_alias vw_max_terminated_kepler[];
 extern const struct vw_help_group vw_daemon_help_groups[];
 
 #define VW_DO_OFF(type, f) offsetof(type, common.f)
@@ -122,7 +123,9 @@ extern const struct vw_help_group vw_daemon_help_groups[];
 	  16384, 4294967296.0 },                                                                   \
 	{ "monitor.max-terminated", "monitor.maxTerminated", VW_OPT_UINT,                          \
 	  VW_DO_OFF(type, max_terminated), "500", "N",                                             \
-	  "terminated workloads kept until a scrape has seen their final values", 1, 1000000 },   \
+	  "terminated workloads kept until a scrape has seen their final values (Kepler's 0 "    \
+	  "and -1 are read as 1 and 1000000, warned)",                                            \
+	  1, 1000000, NULL, vw_max_terminated_kepler },                                            \
 	{ "exporter.stdout", "exporter.stdout.enabled", VW_OPT_BOOL,                               \
 	  VW_DO_OFF(type, exporter_stdout), "false", NULL,                                         \
 	  "also write each snapshot's exposition (the /metrics text) to standard output" },       \
