@@ -109,7 +109,11 @@ static int setup_vms(struct vw_host *h)
 				 .procscan_interval_ns = VW_MAX(c->common.interval_ns,
 								10 * VW_NSEC_PER_SEC),
 				 .processes = host_processes,
-				 .processes_ud = h };
+				 .processes_ud = h,
+				 /* a QEMU in a pod below the host's PID namespace: a VM only as
+				  * KubeVirt's, as the pod metadata says (none: never) */
+				 .kubevirt_pod = vw_vm_kubevirt_pod,
+				 .kubevirt_pod_ud = h->d.podmeta };
 	const char *pt = c->passthrough;
 	struct vw_publish_opts po;
 	int r = setup_qemu_trust(h);

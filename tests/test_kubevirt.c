@@ -7,8 +7,11 @@
  * the QEMU's energy is the VM's and no longer its pod's, container's or process's container_id,
  * every joule once (node = containers + uncontained + unattributed, and = pods + VMs + the rest).
  * Then --vm.info-labels: the chosen virtwatt_vm_info labels on the VM series when asked, Kepler's
- * label sets when not, unknown or repeated keys refused naming the valid ones. Last, the real
- * virtwatt-host in process over that procfs (no pod metadata: the domain name names the VM).
+ * label sets when not, unknown or repeated keys refused naming the valid ones. A QEMU in a pod
+ * below the host's PID namespace is a VM only once the pod's metadata says virt-launcher: a
+ * tenant's fake stays its pod's, and KubeVirt's QEMU is its pod's until the metadata comes, the
+ * VM's from then on (nothing counted twice, no series going back). Last, the real virtwatt-host
+ * in process over that procfs (no pod metadata: the QEMU stays its pod's process, counted).
  */
 #include "vw_test.h"
 
@@ -59,6 +62,9 @@ static const char kubelet_pods[] =
 	"\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"compute\","
 	"\"containerID\":\"containerd://" CID "\"}]}}]}";
 
+/* The kubelet before it lists the virt-launcher pod. */
+static const char no_pods[] = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":[]}";
+
 /* A pod running a QEMU that is no virt-launcher (a Kata sandbox): its labels say nothing. */
 static const char kata_pods[] =
 	"{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":[{\"metadata\":{"
@@ -75,6 +81,7 @@ struct ctx {
 	char *root;
 	int procfd;
 	struct kubelet_fixture k;
+	struct vw_podmeta *scan_pm; /* the pod metadata the VM scan asks (k.pm unless changed) */
 	struct vw_vms *vms;
 	struct vw_vm_info *list;
 	size_t n_list;
@@ -109,6 +116,14 @@ static double value(const char *text, const char *prefix)
 	return l ? strtod(l + strlen(prefix) + 1, NULL) : NAN;
 }
 
+/* env->kubevirt_pod as the daemon's (vw_vm_kubevirt_pod), over c->scan_pm. */
+static int scan_pod(void *ud, const char *pod_uid)
+{
+	const struct ctx *c = ud;
+
+	return vw_vm_kubevirt_pod(c->scan_pm, pod_uid);
+}
+
 static void setup(struct ctx *c, const char *pods, const char *const *info_labels)
 {
 	static const struct vw_vm_source_ops *const scan_only[] = { &vw_vm_procscan, NULL };
@@ -136,7 +151,10 @@ static void setup(struct ctx *c, const char *pods, const char *const *info_label
 	c->procfd = vw_root_open(c->root);
 	assert_true(c->procfd >= 0);
 	kubelet_fixture_start(&c->k, pods);
+	c->scan_pm = c->k.pm;
 	env.procfs_fd = c->procfd;
+	env.kubevirt_pod = scan_pod;
+	env.kubevirt_pod_ud = c;
 	c->vms = vw_vms_open_with(&env, scan_only);
 	assert_non_null(c->vms);
 	o.procfs_fd = c->procfd;
@@ -304,6 +322,24 @@ static void test_counted_once(void **state)
 	teardown(&c);
 }
 
+#define KATA_POD_LABELS                                                                            \
+	"{pod_id=\"" POD_UID "\",pod_name=\"kata-pod\",pod_namespace=\"shop\",state=\"running\","   \
+	"zone=\"package\",node_name=\"n1\"}"
+
+/* The QEMU in the pod without KubeVirt's labels, its status' NSpid: line nspid, listed as n VMs;
+ * two intervals, the second's rendered (free() it). */
+static char *run_in_kata_pod(struct ctx *c, const char *nspid, size_t n)
+{
+	setup(c, kata_pods, NULL);
+	assert_int_equal(vm_fixture_status(c->root, 720, "qemu-kvm", 0, 0, nspid), 0);
+	refresh(c, NULL);
+	assert_int_equal(c->n_list, n);
+	interval(c, zero, 0, 0);
+	refresh(c, NULL);
+	interval(c, ran, 12000000, 8000000);
+	return workloads_fixture_render(c->w);
+}
+
 /* A QEMU in a pod that is no virt-launcher (a Kata sandbox's): not KubeVirt's, both views as
  * before (the pod's energy is its QEMU's). */
 static void test_other_pod_keeps_both(void **state)
@@ -312,23 +348,95 @@ static void test_other_pod_keeps_both(void **state)
 	struct ctx c;
 
 	(void)state;
-	setup(&c, kata_pods, NULL);
-	refresh(&c, NULL);
+	/* Kata's QEMU is started by its runtime on the host: the host's PID namespace */
+	text = run_in_kata_pod(&c, "0\nNStgid:\t720\nNSpid:\t720", 1);
 	assert_false(vw_vm_is_kubevirt(&c.list[0]));
 	assert_string_equal(c.list[0].name, "shop_web-vm");
-	interval(&c, zero, 0, 0);
-	refresh(&c, NULL);
-	interval(&c, ran, 12000000, 8000000);
-	text = workloads_fixture_render(c.w);
-	assert_double_near(value(text, "kepler_pod_cpu_joules_total{pod_id=\"" POD_UID
-				       "\",pod_name=\"kata-pod\",pod_namespace=\"shop\","
-				       "state=\"running\",zone=\"package\",node_name=\"n1\"}"),
-			   8.0, 1e-9);
+	assert_double_near(value(text, "kepler_pod_cpu_joules_total" KATA_POD_LABELS), 8.0, 1e-9);
 	assert_double_near(value(text, "kepler_vm_cpu_joules_total{vm_id=\"" VM_UUID
 				       "\",vm_name=\"shop_web-vm\",hypervisor=\"kvm\","
 				       "state=\"running\",zone=\"package\",node_name=\"n1\"}"),
 			   6.0, 1e-9);
 	free(text);
+	teardown(&c);
+}
+
+/*
+ * A tenant's fake: root in a pod that is no virt-launcher, in the pod's PID namespace (no
+ * hostPID), runs `exec -a /usr/libexec/qemu-kvm` with KubeVirt's domain name. No VM: its energy
+ * stays its pod's and container's (before, a VM series; named <ns>_<vmi> without the pod's
+ * metadata, KubeVirt's: its energy taken out of the pod's).
+ */
+static void test_pod_fake_stays_pods(void **state)
+{
+	char *text;
+	struct ctx c;
+
+	(void)state;
+	text = run_in_kata_pod(&c, "0\nNStgid:\t720\t9\nNSpid:\t720\t9", 0);
+	/* 12 J active by CPU time: the pod's processes 8 (the fake's 6 among them), sshd 4; 8 J
+	 * idle: the pod reserves half (4 J), the rest unattributed. */
+	assert_double_near(value(text, "kepler_pod_cpu_joules_total" KATA_POD_LABELS), 8.0, 1e-9);
+	assert_double_near(value(text, "kepler_container_cpu_joules_total{container_id=\"" CID
+				       "\",container_name=\"compute\",runtime=\"containerd\","
+				       "state=\"running\",zone=\"package\",pod_id=\"" POD_UID
+				       "\",node_name=\"n1\"}"),
+			   8.0, 1e-9);
+	assert_double_near(value(text, "kepler_process_cpu_joules_total{pid=\"720\",comm=\"qemu-kvm\","
+				       "exe=\"\",type=\"container\",state=\"running\",container_id=\""
+				       CID "\",vm_id=\"\",zone=\"package\",node_name=\"n1\"}"),
+			   6.0, 1e-9);
+	assert_null(strstr(text, "kepler_vm_cpu_joules_total{"));
+	assert_once(&c, 4000000, 0);
+	free(text);
+	teardown(&c);
+}
+
+/*
+ * KubeVirt's QEMU before the pod metadata lists its pod (the watch late, or restarted): its
+ * pod's process, no VM; once listed, the VM's. The VM's series start then (no energy going
+ * back: the pod kept what the QEMU used before), the pod's carry on, every joule once.
+ */
+static void test_metadata_late(void **state)
+{
+	struct kubelet_fixture early;
+	char *text;
+	struct ctx c;
+
+	(void)state;
+	setup(&c, kubelet_pods, NULL);
+	kubelet_fixture_start(&early, no_pods);
+	c.scan_pm = early.pm;
+	refresh(&c, NULL);
+	assert_int_equal(c.n_list, 0);
+	interval(&c, zero, 0, 0);
+	refresh(&c, NULL);
+	assert_int_equal(c.n_list, 0);
+	interval(&c, ran, 12000000, 8000000);
+	text = workloads_fixture_render(c.w);
+	assert_double_near(value(text, "kepler_pod_cpu_joules_total" POD_LABELS), 8.0, 1e-9);
+	assert_null(strstr(text, "kepler_vm_cpu_joules_total{"));
+	free(text);
+	assert_once(&c, 4000000, 0);
+
+	c.scan_pm = c.k.pm; /* listed now */
+	refresh(&c, NULL);
+	assert_int_equal(c.n_list, 1);
+	assert_true(vw_vm_is_kubevirt(&c.list[0]));
+	interval(&c, ran, 12000000, 8000000);
+	text = workloads_fixture_render(c.w);
+	/* this interval's 6 J active and 3 J idle only; the pod 8 + 2 J active, 4 + 1 J idle */
+	assert_double_near(value(text, "kepler_vm_cpu_joules_total{" VM_LABELS
+				       "zone=\"package\",node_name=\"n1\"}"),
+			   6.0, 1e-9);
+	assert_double_near(value(text, "virtwatt_vm_cpu_idle_joules_total{" VM_LABELS
+				       "zone=\"package\",node_name=\"n1\"}"),
+			   3.0, 1e-9);
+	assert_double_near(value(text, "kepler_pod_cpu_joules_total" POD_LABELS), 10.0, 1e-9);
+	assert_double_near(value(text, "virtwatt_pod_cpu_idle_joules_total" POD_LABELS), 5.0, 1e-9);
+	assert_once(&c, 8000000, 0);
+	free(text);
+	kubelet_fixture_stop(&early);
 	teardown(&c);
 }
 
@@ -534,9 +642,11 @@ static double sum_of(const char *text, const char *family, const char *match)
 /*
  * The daemon's own wiring (host/daemon.c): the process scan over --host.procfs finds the QEMU
  * (KubeVirt's UID 107, trusted by default; a local user's impostor claiming its UUID is not)
- * in its pod's cgroup, no pod metadata here, so its domain name names it; it is a sole group
- * (its QEMU's energy the VM's, not the compute container's), --vm.info-labels=namespace puts
- * the namespace on its series, and the node's sums stay exact.
+ * in its pod's cgroup and below the host's PID namespace, no pod metadata here: nothing says it
+ * is KubeVirt's rather than a tenant's fake under KubeVirt's domain name, so it is no VM (before,
+ * the domain name made it KubeVirt's, its energy taken out of the compute container's): counted
+ * in virtwatt_vm_refused_pod_qemu_processes, its energy the compute container's, and the node's
+ * sums stay exact.
  */
 static void test_host(void **state)
 {
@@ -586,24 +696,21 @@ static void test_host(void **state)
 	for (int i = 0; i < 6; i++)
 		host_second(&c, ms);
 	assert_int_equal(vw_exposition_copy(vw_host_exposition(c.host), 0, &text, &len), 0);
-	assert_non_null(strstr(text, "virtwatt_vm_info{vm_id=\"" VM_UUID "\",vm_name=\"web-vm\","
-				     "hypervisor=\"kvm\",source=\"procscan\",platform=\"kubevirt\","));
-	assert_non_null(strstr(text, "namespace=\"shop\",pod_name=\"\",node_name=\"n1\"} 1"));
-	/* The last second's watts: the VM has the QEMU's, the compute container virt-launcher's
-	 * (a third of it), the QEMU's process series no container. */
+	assert_null(strstr(text, "virtwatt_vm_info{vm_id=\"" VM_UUID "\""));
+	assert_null(strstr(text, "kepler_vm_cpu_joules_total{"));
+	assert_non_null(strstr(text, "virtwatt_vm_refused_pod_qemu_processes{node_name=\"n1\"} 1\n"));
+	/* The last second's watts: the compute container has the QEMU's and virt-launcher's (a
+	 * third of the QEMU's), the QEMU's process series names the container. */
 	vm_w = sum_of(text, "kepler_vm_cpu_watts", "vm_name=\"web-vm\"");
 	cont_w = sum_of(text, "kepler_container_cpu_watts", "container_id=\"" CID "\"");
 	qemu_w = sum_of(text, "kepler_process_cpu_watts", "pid=\"720\"");
 	print_message("# VM %.6f W, compute container %.6f W, QEMU process %.6f W\n", vm_w, cont_w,
 		      qemu_w);
-	assert_true(vm_w > 1);
-	assert_double_near(vm_w, qemu_w, 1e-6);
-	assert_double_near(cont_w * 3, vm_w, 1e-5);
-	assert_non_null(strstr(text, "kepler_vm_cpu_joules_total{vm_id=\"" VM_UUID "\",vm_name=\"web-vm\","
-				     "hypervisor=\"kvm\",state=\"running\",zone=\"package\","
-				     "node_name=\"n1\",namespace=\"shop\"} "));
-	assert_non_null(strstr(text, "pid=\"720\",comm=\"qemu-kvm\",exe=\"\",type=\"vm\","
-				     "state=\"running\",container_id=\"\",vm_id=\"" VM_UUID "\""));
+	assert_true(qemu_w > 1);
+	assert_double_near(vm_w, 0, 1e-9);
+	assert_double_near(cont_w * 3, qemu_w * 4, 1e-5);
+	assert_non_null(strstr(text, "pid=\"720\",comm=\"qemu-kvm\",exe=\"\",type=\"container\","
+				     "state=\"running\",container_id=\"" CID "\",vm_id=\"\""));
 	/* The impostor is an ordinary process, counted; it named no VM and took no UUID. */
 	assert_null(strstr(text, "victim-vm"));
 	assert_non_null(strstr(text, "pid=\"800\",comm=\"sshd\",exe=\"\",type=\"regular\","));
@@ -642,6 +749,8 @@ int main(void)
 		cmocka_unit_test(test_named_by_vmi),
 		cmocka_unit_test(test_counted_once),
 		cmocka_unit_test(test_other_pod_keeps_both),
+		cmocka_unit_test(test_pod_fake_stays_pods),
+		cmocka_unit_test(test_metadata_late),
 		cmocka_unit_test(test_info_labels),
 		cmocka_unit_test(test_info_labels_config),
 		cmocka_unit_test(test_host),

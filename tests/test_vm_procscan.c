@@ -27,6 +27,7 @@
 #include "vm_priv.h"
 #include "vm_tracker.h"
 #include "vm_trust.h"
+#include "cgroup_path.h"
 
 #define U1 "6f0d3c2a-1b2c-4d5e-8f90-0123456789ab"
 #define U2 "a1b2c3d4-0000-4000-8000-00000000c0de"
@@ -165,6 +166,20 @@ static struct vw_vm_info *list_n(void *src, size_t n)
 	assert_int_equal(vw_vm_procscan.list(src, &v, &got), 0);
 	assert_int_equal(got, n);
 	return v;
+}
+
+/* env->kubevirt_pod standing in for pod metadata: answer for the pod uid (every pod when uid is
+ * NULL), 0 (listed, no virt-launcher) for the others. */
+struct pods_say {
+	int answer;
+	const char *uid;
+};
+
+static int pods_say(void *ud, const char *pod_uid)
+{
+	const struct pods_say *p = ud;
+
+	return !p->uid || strcmp(pod_uid, p->uid) == 0 ? p->answer : 0;
 }
 
 struct fx {
@@ -805,6 +820,19 @@ static void test_restored_qemu_at_once(void **state)
  * no full scan (the list is walked once a round); it is counted at the next full scan. A
  * trusted user's new QEMU still cuts the interval short.
  */
+/* Two rounds of src (one VM) a second apart within its interval, each one pass over the host's
+ * list: no full scan. */
+static void rounds_without_scan(void *src, struct hints *hs, uint64_t *now)
+{
+	for (int round = 0; round < 2; round++) {
+		unsigned calls = hs->calls;
+
+		*now += VW_NSEC_PER_SEC;
+		free(list_n(src, 1));
+		assert_int_equal(hs->calls, calls + 1);
+	}
+}
+
 static void test_fake_qemu_no_early_scan(void **state)
 {
 	char *root = vw_fixture_mkdtemp("vmscan");
@@ -854,6 +882,15 @@ static void test_fake_qemu_no_early_scan(void **state)
 		assert_int_equal(hs.calls, calls + 1);
 		assert_int_equal(vm_fixture_kill(root, pid), 0);
 	}
+	/* Root's anonymous fake in a pod, below the host's PID namespace, no pod metadata: no VM,
+	 * so no full scan for it either. */
+	assert_int_equal(vm_fixture_proc(root, 36, 360, "qemu-system-x86_64|-name|guest=shop_x", NULL,
+					 "0::/kubepods/besteffort/pod" POD "/0123456789abcdef\n"), 0);
+	assert_int_equal(vm_fixture_status(root, 36, "qemu-system-x86", 0, 0,
+					   "0\nNStgid:\t36\t1\nNSpid:\t36\t1"), 0);
+	hs.h[2] = (struct hint){ 36, 360, "qemu-system-x86", "" };
+	rounds_without_scan(src, &hs, &now);
+	assert_int_equal(vm_fixture_kill(root, 36), 0);
 	/* Two at once, the list not in PID order: neither cuts the interval short, either round. */
 	for (uint32_t pid = 70; pid < 72; pid++) {
 		assert_int_equal(vm_fixture_proc(root, pid, pid * 10, "qemu-system-x86_64", NULL,
@@ -863,12 +900,7 @@ static void test_fake_qemu_no_early_scan(void **state)
 	hs.h[2] = (struct hint){ 71, 710, "qemu-system-x86", "" };
 	hs.h[3] = (struct hint){ 70, 700, "qemu-system-x86", "" };
 	hs.n = 4;
-	for (int round = 0; round < 2; round++) {
-		calls = hs.calls;
-		now += VW_NSEC_PER_SEC;
-		free(list_n(src, 1));
-		assert_int_equal(hs.calls, calls + 1);
-	}
+	rounds_without_scan(src, &hs, &now);
 	assert_int_equal(vm_fixture_kill(root, 70), 0);
 	assert_int_equal(vm_fixture_kill(root, 71), 0);
 	hs.n = 3;
@@ -1229,7 +1261,8 @@ static void test_pod_read_once(void **state)
 #define POD_CG(uid) "0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod" uid \
 		    ".slice/cri-containerd-0123456789abcdef.scope\n"
 	char *root = vw_fixture_mkdtemp("vmscanpod");
-	struct vw_vm_env env = { 0 };
+	struct pods_say say = { .answer = 1 }; /* every pod a virt-launcher */
+	struct vw_vm_env env = { .kubevirt_pod = pods_say, .kubevirt_pod_ud = &say };
 	struct vw_vm_info *v;
 	void *src;
 
@@ -1255,7 +1288,97 @@ static void test_pod_read_once(void **state)
 	vw_vm_procscan.close(src);
 	close(env.procfs_fd);
 	vw_fixture_rm(root);
-#undef POD_CG
+}
+
+#define POD_A "aaaa1111-2222-3333-4444-555566667777"
+#define POD_B "bbbb1111-2222-3333-4444-555566667777"
+#define BELOW "0\nNStgid:\t%u\t1\nNSpid:\t%u\t1" /* a PID namespace below the procfs's */
+
+/* vm_fixture_status with NSpid: pid in the procfs's namespace (below: PID 1 of one below). */
+static void fixture_ns(const char *root, uint32_t pid, const char *comm, uint32_t uid, bool below)
+{
+	char nspid[64];
+
+	snprintf(nspid, sizeof(nspid), below ? BELOW : "0\nNStgid:\t%u\nNSpid:\t%u", pid, pid);
+	assert_int_equal(vm_fixture_status(root, pid, comm, uid, uid, nspid), 0);
+}
+
+/*
+ * A QEMU in a pod and a PID namespace below the procfs's is a VM only when the pod's metadata
+ * says KubeVirt's: root in any pod can `exec -a qemu-system-x86_64` a loop of anonymous fakes,
+ * each a VM series before (and one named <ns>_<vmi> counted as KubeVirt's, its energy taken out
+ * of the pod's). Here a root fake in pod A (no virt-launcher) and KubeVirt's QEMU (UID 107) in
+ * pod B before the metadata lists B: both ordinary processes, counted. The metadata lists B:
+ * the QEMU is a VM, and stays one when B drops out of it. A QEMU in the procfs's own namespace
+ * in a pod's cgroup (a Kata sandbox's, started by the runtime on the host) and one below it in no
+ * pod (a Docker container's, started by the host's administrator) are VMs as before.
+ */
+static void test_pod_fake(void **state)
+{
+	static const char *const kubevirt[] = { "107" };
+	struct vw_qemu_trust *trust = vw_qemu_trust_new(-1, kubevirt, 1);
+	char *root = vw_fixture_mkdtemp("vmpodfake");
+	struct pods_say say = { .answer = -ENOENT, .uid = POD_B };
+	struct vw_vm_env env = { .qemu_trust = trust, .kubevirt_pod = pods_say,
+				 .kubevirt_pod_ud = &say };
+	struct vw_vm_info *v;
+	void *src;
+
+	(void)state;
+	assert_non_null(trust);
+	assert_int_equal(vm_fixture_proc(root, 10, 100, "qemu-system-x86_64|-name|sandbox-1234", NULL,
+					 POD_CG("aaaa1111_2222_3333_4444_555566667777")), 0);
+	fixture_ns(root, 10, "qemu-system-x86", 0, false);
+	assert_int_equal(vm_fixture_proc(root, 20, 200, "qemu-system-x86_64|-name|guest=shop_web",
+					 NULL, POD_CG("aaaa1111_2222_3333_4444_555566667777")), 0);
+	fixture_ns(root, 20, "qemu-system-x86", 0, true);
+	assert_int_equal(vm_fixture_proc(root, 30, 300, "/usr/libexec/qemu-kvm|-name|"
+					 "guest=shop_vm1|-uuid|" U2, NULL,
+					 POD_CG("bbbb1111_2222_3333_4444_555566667777")), 0);
+	fixture_ns(root, 30, "qemu-kvm", 107, true);
+	assert_int_equal(vm_fixture_proc(root, 40, 400, "qemu-system-x86_64|-uuid|" U1, NULL,
+					 "0::/system.slice/docker-0123456789abcdef.scope\n"), 0);
+	fixture_ns(root, 40, "qemu-system-x86", 0, true);
+
+	src = scan_open(root, &env);
+	v = list_n(src, 2);
+	assert_non_null(by_pid(v, 2, 10));
+	assert_string_equal(by_pid(v, 2, 10)->pod_uid, POD_A);
+	assert_non_null(by_pid(v, 2, 40));
+	free(v);
+	assert_int_equal(vw_qemu_trust_pods_refused(trust), 2);
+	assert_int_equal(vw_qemu_trust_untrusted(trust), 0);
+	assert_int_equal(vw_qemu_trust_claims_refused(trust), 0);
+
+	/* The metadata lists pod B as a virt-launcher: its QEMU is a VM from this scan on. */
+	say.answer = 1;
+	v = list_n(src, 3);
+	assert_non_null(by_pid(v, 3, 30));
+	assert_string_equal(by_pid(v, 3, 30)->uuid, U2);
+	assert_string_equal(by_pid(v, 3, 30)->pod_uid, POD_B);
+	free(v);
+	assert_int_equal(vw_qemu_trust_pods_refused(trust), 1);
+	/* B gone from the metadata (a relist, a restart): the running VM stays one. */
+	say.answer = -ENOENT;
+	free(list_n(src, 3));
+	/* The fake gone: none counted. */
+	assert_int_equal(vm_fixture_kill(root, 20), 0);
+	free(list_n(src, 3));
+	assert_int_equal(vw_qemu_trust_pods_refused(trust), 0);
+	vw_vm_procscan.close(src);
+	close(env.procfs_fd);
+
+	/* No pod metadata at all: a pod's QEMU below the host's namespace is never a VM. */
+	env = (struct vw_vm_env){ .qemu_trust = trust };
+	src = scan_open(root, &env);
+	v = list_n(src, 2);
+	assert_null(by_pid(v, 2, 30));
+	free(v);
+	assert_int_equal(vw_qemu_trust_pods_refused(trust), 1);
+	vw_vm_procscan.close(src);
+	close(env.procfs_fd);
+	vw_qemu_trust_free(trust);
+	vw_fixture_rm(root);
 }
 
 /* The host's passwd as Debian writes it: libvirt-qemu 64055, no qemu user. */
@@ -1521,6 +1644,135 @@ static void test_container_claim_real(void **state)
 	close(procfd);
 }
 
+#define REAL_POD "5eadbeef-0000-4000-8000-00000000fa4e"
+#define REAL_CID "f00df00df00df00df00df00df00df00df00df00df00df00df00df00df00df00d"
+
+/*
+ * A cgroup of pod REAL_POD (cgroupfs driver: kubepods/besteffort/pod<uid>/<container>) below a
+ * writable hierarchy, its path into dir; false where none can be made (not root, no cgroupfs).
+ */
+static bool real_pod_cgroup(char *dir, size_t size)
+{
+	static const char *const bases[] = { "/sys/fs/cgroup/unified", "/sys/fs/cgroup/pids",
+					     "/sys/fs/cgroup" };
+
+	for (size_t i = 0; i < ARRAY_SIZE(bases); i++) {
+		char path[256];
+		int r = 0;
+
+		snprintf(path, sizeof(path), "%s/cgroup.procs", bases[i]);
+		if (access(path, W_OK) < 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/kubepods", bases[i]);
+		r |= mkdir(path, 0755) < 0 && errno != EEXIST;
+		snprintf(path, sizeof(path), "%s/kubepods/besteffort", bases[i]);
+		r |= mkdir(path, 0755) < 0 && errno != EEXIST;
+		snprintf(path, sizeof(path), "%s/kubepods/besteffort/pod" REAL_POD, bases[i]);
+		r |= mkdir(path, 0755) < 0 && errno != EEXIST;
+		snprintf(dir, size, "%s/kubepods/besteffort/pod" REAL_POD "/" REAL_CID, bases[i]);
+		r |= mkdir(dir, 0755) < 0 && errno != EEXIST;
+		if (!r)
+			return true;
+	}
+	return false;
+}
+
+/* dir and the parents real_pod_cgroup made, once empty (at most 2 s); parents others use stay. */
+static void real_pod_cgroup_rm(const char *dir)
+{
+	char path[256];
+
+	snprintf(path, sizeof(path), "%s", dir);
+	for (int i = 0; i < 200 && rmdir(path) < 0 && errno == EBUSY; i++)
+		usleep(10000);
+	for (int up = 0; up < 3; up++) {
+		char *slash = strrchr(path, '/');
+
+		if (!slash)
+			break;
+		*slash = '\0';
+		(void)rmdir(path);
+	}
+}
+
+/* The running VMs of src, whatever their number (free() them). */
+static struct vw_vm_info *list_any(void *src, size_t *n)
+{
+	struct vw_vm_info *v = NULL;
+
+	assert_int_equal(vw_vm_procscan.list(src, &v, n), 0);
+	return v;
+}
+
+/*
+ * The same on a real process (root): a shell exec'd as qemu-system-x86_64 in a PID namespace of
+ * its own, moved into a pod's cgroup, as a tenant's root in a pod without hostPID runs it. The
+ * scan over /proc finds it below the host's namespace in that pod: no VM while the pod is not
+ * known as KubeVirt's (counted), a VM once it is.
+ */
+static void test_pod_fake_real(void **state)
+{
+	struct pods_say say = { .answer = -ENOENT, .uid = REAL_POD };
+	struct vw_vm_env env = { .kubevirt_pod = pods_say, .kubevirt_pod_ud = &say };
+	struct vw_qemu_trust *trust = vw_qemu_trust_new(-1, NULL, 0);
+	struct vw_cgroup_match m;
+	char dir[256], procs[300], num[16];
+	struct vw_vm_info *v;
+	pid_t nested, mid;
+	size_t n;
+	void *src;
+	int st, fd;
+
+	(void)state;
+	REQUIRE(geteuid() == 0, "a PID namespace and a cgroup need root");
+	assert_non_null(trust);
+	if (!real_pod_cgroup(dir, sizeof(dir))) {
+		vw_qemu_trust_free(trust);
+		skip();
+	}
+	env.qemu_trust = trust;
+	src = scan_open("/proc", &env);
+	nested = real_fake(true, &mid);
+	if (nested <= 0) {
+		kill(mid, SIGKILL);
+		waitpid(mid, &st, 0);
+		real_pod_cgroup_rm(dir);
+		vw_vm_procscan.close(src);
+		close(env.procfs_fd);
+		vw_qemu_trust_free(trust);
+		skip();
+	}
+	await_exec(env.procfs_fd, nested);
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	snprintf(num, sizeof(num), "%d\n", (int)nested);
+	fd = open(procs, O_WRONLY | O_CLOEXEC);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, num, strlen(num)), (ssize_t)strlen(num));
+	close(fd);
+	assert_true(vw_workload_read_pid(env.procfs_fd, (uint32_t)nested, &m) >= -ENOENT);
+	assert_true(m.kubepods);
+	assert_string_equal(m.pod_uid, REAL_POD);
+
+	v = list_any(src, &n);
+	assert_null(by_pid(v, n, (uint32_t)nested));
+	free(v);
+	assert_true(vw_qemu_trust_pods_refused(trust) >= 1);
+	say.answer = 1; /* the pod metadata lists it as a virt-launcher */
+	v = list_any(src, &n);
+	assert_non_null(by_pid(v, n, (uint32_t)nested));
+	assert_string_equal(by_pid(v, n, (uint32_t)nested)->pod_uid, REAL_POD);
+	assert_string_equal(by_pid(v, n, (uint32_t)nested)->uuid, U1);
+	free(v);
+
+	kill(mid, SIGKILL);
+	waitpid(mid, &st, 0);
+	kill(-nested, SIGKILL); /* and its sleep */
+	real_pod_cgroup_rm(dir);
+	vw_vm_procscan.close(src);
+	close(env.procfs_fd);
+	vw_qemu_trust_free(trust);
+}
+
 /* --vm.qemu-users' entries: names from the host's passwd, UIDs as they are; no trust: root. */
 static void test_trust_users(void **state)
 {
@@ -1581,6 +1833,8 @@ int main(void)
 		cmocka_unit_test(test_untrusted_owner),
 		cmocka_unit_test(test_container_claim),
 		cmocka_unit_test(test_container_claim_real),
+		cmocka_unit_test(test_pod_fake),
+		cmocka_unit_test(test_pod_fake_real),
 		cmocka_unit_test(test_fake_qemu_no_early_scan),
 		cmocka_unit_test(test_trust_users),
 	};

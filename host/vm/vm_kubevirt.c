@@ -6,8 +6,12 @@
  * The pod's labels say what it is (kubevirt.io=virt-launcher) and which VMI it runs
  * (kubevirt.io/domain); without the pod's metadata the domain name says it, as long as it splits
  * into a valid namespace (a DNS-1123 label) and a valid VMI name (a DNS-1123 subdomain): neither
- * may contain '_', so the split is unambiguous.
+ * may contain '_', so the split is unambiguous. That fallback names only what the process scan
+ * took as a VM: a QEMU in a pod and in a PID namespace below the host's (every KubeVirt QEMU;
+ * also any tenant's fake) is one only when the pod's metadata says virt-launcher
+ * (vw_vm_kubevirt_pod, vm_procscan.c), since a fake writes whatever domain name it likes.
  */
+#include <errno.h>
 #include <string.h>
 
 #include "vm_priv.h"
@@ -87,4 +91,15 @@ void vw_vm_kubevirt_resolve(struct vw_vm_info *vms, size_t n, struct vw_podmeta 
 			name_as(vm, ns, vmi);
 		}
 	}
+}
+
+int vw_vm_kubevirt_pod(void *pm, const char *pod_uid)
+{
+	struct vw_pod_info pod;
+
+	if (!pm)
+		return -ENODEV;
+	if (!pod_uid[0] || vw_podmeta_by_uid(pm, pod_uid, &pod) < 0)
+		return -ENOENT;
+	return pod.kubevirt_vmi[0] ? 1 : 0;
 }

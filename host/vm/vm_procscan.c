@@ -7,7 +7,11 @@
  *
  * Trust: a command line is its writer's to choose. Only a QEMU of a trusted user (root,
  * --vm.qemu-users: vm_trust.h) names a VM; another user's is an ordinary process, counted, and
- * never takes a UUID from a VM.
+ * never takes a UUID from a VM. A trusted user's QEMU in a Kubernetes pod's cgroup and in a PID
+ * namespace below the procfs's (a container without hostPID) names a VM only when the pod's
+ * metadata says it is KubeVirt's virt-launcher (env->kubevirt_pod): root in any pod can start a
+ * process under a QEMU's name, and such a "VM" took its energy out of its pod's. Refused ones
+ * are ordinary processes of their pod, counted; one taken stays a VM while it runs.
  *
  * Identity: -uuid when given (libvirt, KubeVirt, Proxmox and OpenStack always pass it); else a
  * stable ID (vw_qemu_stable_id) over the binary, -name, PID, start time and boot ID, so two
@@ -66,6 +70,8 @@ struct procscan {
 	int procfd;
 	struct vw_qemu_starts *starts; /* this round's start times, shared with libvirt's check */
 	struct vw_qemu_trust *trust;   /* whose QEMUs name VMs; the others' counted there */
+	int (*kubevirt_pod)(void *ud, const char *pod_uid); /* env's: a pod's QEMU is a VM */
+	void *kubevirt_pod_ud;
 	char boot_id[64];
 	struct kept *prev; /* the previous list(), running ones, packed */
 	size_t n_prev;
@@ -97,6 +103,8 @@ static int procscan_open(const struct vw_vm_env *env, void **ret_state)
 	ps->procfd = env->procfs_fd;
 	ps->starts = env->qemu_starts;
 	ps->trust = env->qemu_trust;
+	ps->kubevirt_pod = env->kubevirt_pod;
+	ps->kubevirt_pod_ud = env->kubevirt_pod_ud;
 	ps->interval_ns = env->procscan_interval_ns;
 	ps->processes = env->processes;
 	ps->processes_ud = env->processes_ud;
@@ -175,14 +183,42 @@ static const struct kept *kept_of(const struct procscan *ps, const struct vw_qem
 	return NULL;
 }
 
-/* One QEMU process into vm. */
-static void describe(const struct procscan *ps, const struct vw_qemu_proc *p,
-		     struct vw_vm_info *vm)
+/*
+ * Whether a trusted user's QEMU p may name a VM where it runs, its pod's UID into pod_uid ("" for
+ * none). A QEMU in a Kubernetes pod (KubeVirt's virt-launcher): the pod, for vm_kubevirt.c,
+ * read once per process: virt-launcher forks it inside the pod's cgroup, which it never leaves;
+ * reading PID/cgroup again at each full scan was four system calls per VM. 1: it may (a VM of
+ * the last list, this very process, stays one; one in the procfs's PID namespace or in no pod
+ * may). In a pod and a PID namespace below the procfs's (a container without hostPID), only
+ * when env->kubevirt_pod says 1; else what it said (0, -ENOENT, -ENODEV without it). -ESRCH:
+ * gone, or its cgroup unreadable, below that namespace: no VM, not counted.
+ */
+static int pod_verdict(const struct procscan *ps, const struct vw_qemu_proc *p,
+		       char pod_uid[VW_UUID_LEN])
 {
 	struct vw_cgroup_match m = { 0 };
-	const struct kept *k;
+	const struct kept *k = kept_of(ps, p);
 	int r;
 
+	memset(pod_uid, 0, VW_UUID_LEN);
+	if (k) {
+		memcpy(pod_uid, k->pod_uid, VW_UUID_LEN);
+		return 1;
+	}
+	r = vw_workload_read_pid(ps->procfd, p->pid, &m);
+	if (r < 0 && r != -ENOENT)
+		return p->root_ns ? 1 : -ESRCH;
+	if (m.kubepods && m.pod_uid[0])
+		memcpy(pod_uid, m.pod_uid, VW_UUID_LEN);
+	if (p->root_ns || !m.kubepods)
+		return 1;
+	return ps->kubevirt_pod ? ps->kubevirt_pod(ps->kubevirt_pod_ud, pod_uid) : -ENODEV;
+}
+
+/* One QEMU process, in the pod pod_uid (pod_verdict's), into vm. */
+static void describe(const struct procscan *ps, const struct vw_qemu_proc *p,
+		     const char pod_uid[VW_UUID_LEN], struct vw_vm_info *vm)
+{
 	memset(vm, 0, sizeof(*vm));
 	if (p->cmd.uuid[0])
 		memcpy(vm->uuid, p->cmd.uuid, VW_UUID_LEN);
@@ -200,19 +236,7 @@ static void describe(const struct procscan *ps, const struct vw_qemu_proc *p,
 		snprintf(vm->owner.platform, sizeof(vm->owner.platform), "proxmox");
 		memcpy(vm->owner.vmid, p->cmd.vmid, sizeof(vm->owner.vmid));
 	}
-	/*
-	 * A QEMU in a Kubernetes pod (KubeVirt's virt-launcher): the pod, for vm_kubevirt.c. Read
-	 * once per process: virt-launcher forks it inside the pod's cgroup, which it never
-	 * leaves; reading PID/cgroup again at each full scan was four system calls per VM.
-	 */
-	k = kept_of(ps, p);
-	if (k) {
-		memcpy(vm->pod_uid, k->pod_uid, sizeof(vm->pod_uid));
-		return;
-	}
-	r = vw_workload_read_pid(ps->procfd, p->pid, &m);
-	if ((r == 0 || r == -ENOENT) && m.kubepods && m.pod_uid[0])
-		memcpy(vm->pod_uid, m.pod_uid, sizeof(vm->pod_uid));
+	memcpy(vm->pod_uid, pod_uid, sizeof(vm->pod_uid));
 }
 
 static const struct seen *seen_find(const struct procscan *ps, uint32_t pid);
@@ -280,12 +304,14 @@ static bool claims_host_vm(const struct procscan *ps, const struct vw_qemu_proc 
 /*
  * Whether a process under a QEMU's name, new since the last full scan, is a VM: its command line
  * and owner read (what the full scan would read of it), a trusted user's QEMU found (not one in
- * a container claiming a host VM's UUID, which the full scan would refuse). No VM:
+ * a container claiming a host VM's UUID, nor one in a pod that is not KubeVirt's, which the full
+ * scan would refuse). No VM:
  * remembered until the next full scan, so that it is read once. Gone: no VM.
  */
 static bool probe_is_vm(struct procscan *ps, const struct seen *e)
 {
 	struct vw_qemu_scan one = { 0 };
+	char pod_uid[VW_UUID_LEN];
 	size_t cap = 0;
 	bool vm;
 	int r;
@@ -299,7 +325,8 @@ static bool probe_is_vm(struct procscan *ps, const struct seen *e)
 		return false;
 	vm = r < 0 || (one.n && vw_qemu_trusted(ps->trust, &one.procs[0]) &&
 		       one.procs[0].start_time == e->start_time &&
-		       !claims_host_vm(ps, &one.procs[0]));
+		       !claims_host_vm(ps, &one.procs[0]) &&
+		       pod_verdict(ps, &one.procs[0], pod_uid) == 1);
 	vw_qemu_scan_free(&one);
 	if (!vm)
 		probed_add(ps, e);
@@ -538,7 +565,8 @@ static int full_scan(struct procscan *ps, struct vw_qemu_scan *ret)
  * One full scan's running VMs packed into *ret (n_ret), one per UUID, in the scan's order (of
  * two QEMUs claiming one UUID, one in the procfs's own PID namespace over one in a namespace
  * below it, a container's: counted; else, a VM started again while the old QEMU exits, the
- * younger one; a QEMU of an untrusted user is no VM and claims nothing, however young: counted);
+ * younger one; a QEMU of an untrusted user, or one in a pod below the procfs's PID namespace that
+ * is not KubeVirt's, is no VM and claims nothing, however young: counted);
  * index: their UUIDs. Each VM is described into one scratch struct and packed at once: no list
  * of whole struct vw_vm_info is built (231 KiB at 100 VMs).
  */
@@ -549,9 +577,10 @@ static int scan_live(struct procscan *ps, struct vw_vm_index *index, struct kept
 	struct vw_qemu_scan scan;
 	struct kept *live = NULL;
 	const struct vw_qemu_proc *untrusted = NULL;
-	size_t n = 0, cap = 0, n_untrusted = 0, n_claims = 0;
-	uint32_t claim_pid = 0;
-	char claim_uuid[VW_UUID_LEN] = "";
+	size_t n = 0, cap = 0, n_untrusted = 0, n_claims = 0, n_pods = 0;
+	uint32_t claim_pid = 0, pod_pid = 0;
+	char claim_uuid[VW_UUID_LEN] = "", pod_uid[VW_UUID_LEN], pod_first[VW_UUID_LEN] = "";
+	int pod_why = 0;
 	int r = vm ? full_scan(ps, &scan) : -ENOMEM;
 
 	if (r < 0) {
@@ -560,13 +589,23 @@ static int scan_live(struct procscan *ps, struct vw_vm_index *index, struct kept
 	}
 	for (size_t i = 0; i < scan.n; i++) {
 		ptrdiff_t at;
+		int why;
 
 		if (!vw_qemu_trusted(ps->trust, &scan.procs[i])) {
 			if (!n_untrusted++)
 				untrusted = &scan.procs[i];
 			continue; /* an ordinary process: its energy stays a process's */
 		}
-		describe(ps, &scan.procs[i], vm);
+		why = pod_verdict(ps, &scan.procs[i], pod_uid);
+		if (why != 1) {
+			if (why != -ESRCH && !n_pods++) {
+				pod_pid = scan.procs[i].pid;
+				pod_why = why;
+				memcpy(pod_first, pod_uid, sizeof(pod_first));
+			}
+			continue; /* an ordinary process of its pod: its energy stays the pod's */
+		}
+		describe(ps, &scan.procs[i], pod_uid, vm);
 		at = live ? vw_vm_index_find_in(index, live->uuid, sizeof(*live), vm->uuid) : -1;
 		if (at >= 0) {
 			struct kept *dup = &live[at], k;
@@ -614,6 +653,7 @@ static int scan_live(struct procscan *ps, struct vw_vm_index *index, struct kept
 	if (r >= 0) {
 		vw_qemu_trust_scanned(ps->trust, n_untrusted, untrusted);
 		vw_qemu_trust_claims(ps->trust, n_claims, claim_pid, claim_uuid);
+		vw_qemu_trust_pods(ps->trust, n_pods, pod_pid, pod_first, pod_why);
 	}
 	vw_qemu_scan_free(&scan);
 	free(vm);

@@ -141,6 +141,15 @@ struct vw_vm_env {
 	/* Whose QEMU processes name VMs (vm_trust.h: root and --vm.qemu-users); NULL: root's
 	 * only. The process scan counts the others' in it (its gauge). */
 	struct vw_qemu_trust *qemu_trust;
+	/*
+	 * Optional: whether the Kubernetes pod pod_uid is KubeVirt's virt-launcher, as its
+	 * metadata says (vw_vm_kubevirt_pod: 1 yes, 0 no, -ENOENT not listed (yet), -ENODEV no
+	 * pod metadata). A QEMU in a pod's cgroup and in a PID namespace below the procfs's (a
+	 * container without hostPID: any tenant's root can start one under a QEMU's name) names
+	 * a VM only when this says 1, and keeps naming it while it runs; NULL: never.
+	 */
+	int (*kubevirt_pod)(void *ud, const char *pod_uid);
+	void *kubevirt_pod_ud;
 };
 
 struct vw_vm_source_ops {
@@ -203,6 +212,10 @@ int vw_vms_list(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n);
  */
 struct vw_podmeta;
 void vw_vm_kubevirt_resolve(struct vw_vm_info *vms, size_t n, struct vw_podmeta *pm);
+/* env->kubevirt_pod over pod metadata (pm: a struct vw_podmeta *, NULL: none): 1 when the pod
+ * is listed with KubeVirt's labels (kubevirt.io=virt-launcher and kubevirt.io/domain), 0 when
+ * listed without, -ENOENT when not listed, -ENODEV without pod metadata. */
+int vw_vm_kubevirt_pod(void *pm, const char *pod_uid);
 /* Whether a libvirt domain name is KubeVirt's <namespace>_<vmi>: the parts into ns and vmi. */
 bool vw_vm_kubevirt_split(const char *domain, char ns[64], char vmi[254]);
 /* Whether the VM is counted as KubeVirt's (its QEMU's energy is the VM's, not its pod's). */

@@ -24,7 +24,8 @@ struct vw_qemu_trust {
 	size_t n;
 	size_t untrusted; /* QEMU-looking processes of others at the last full scan */
 	size_t claims;    /* QEMUs below the host's PID namespace refused a host QEMU's UUID */
-	struct vw_complaint complaint, claim_complaint;
+	size_t pods;      /* QEMUs in a pod below it refused: the pod is not KubeVirt's */
+	struct vw_complaint complaint, claim_complaint, pod_complaint;
 };
 
 static const char *const l_node[] = { "node_name", NULL };
@@ -39,6 +40,13 @@ static const struct vw_metric_family trust_families[] = {
 	  "QEMU processes in a PID namespace below the host's (a container's) that claimed the UUID "
 	  "of a QEMU in the host's own, at the last process scan: not that VM (a container cannot "
 	  "start a process above its namespace), however young",
+	  NULL, l_node },
+	{ "virtwatt_vm_refused_pod_qemu_processes", VW_METRIC_GAUGE,
+	  "Processes of trusted users that look like QEMU in a Kubernetes pod's cgroup and a PID "
+	  "namespace below the host's (a container without hostPID) whose pod is not KubeVirt's "
+	  "virt-launcher as the pod metadata says (labels kubevirt.io=virt-launcher and "
+	  "kubevirt.io/domain; or no pod metadata, or the pod not listed yet), at the last process "
+	  "scan: ordinary processes of their pod, not VMs",
 	  NULL, l_node },
 };
 
@@ -207,6 +215,37 @@ void vw_qemu_trust_claims(struct vw_qemu_trust *t, size_t n, uint32_t pid, const
 		    pid, uuid, n);
 }
 
+void vw_qemu_trust_pods(struct vw_qemu_trust *t, size_t n, uint32_t pid, const char *pod_uid,
+			int why)
+{
+	if (!t)
+		return;
+	t->pods = n;
+	if (!n) {
+		if (t->pod_complaint.active)
+			vw_release(&t->pod_complaint, VW_LOG_INFO,
+				   "vm: no QEMU-looking process in a pod that is not KubeVirt's any "
+				   "more");
+		return;
+	}
+	vw_complain(&t->pod_complaint, VW_LOG_WARN,
+		    "vm: process %" PRIu32 " looks like QEMU in pod %s, in a PID namespace below "
+		    "the host's, but %s: only a KubeVirt virt-launcher pod's QEMU is a VM there "
+		    "(any root in a pod can start a process under a QEMU's name); it is an "
+		    "ordinary process of its pod (%zu such)",
+		    pid, pod_uid[0] ? pod_uid : "(unknown)",
+		    why == -ENODEV ? "there is no pod metadata (--kube.enable)"
+		    : why == -ENOENT ? "the pod metadata does not list that pod (yet)"
+				     : "the pod metadata says it is no virt-launcher (labels "
+				       "kubevirt.io=virt-launcher, kubevirt.io/domain)",
+		    n);
+}
+
+size_t vw_qemu_trust_pods_refused(const struct vw_qemu_trust *t)
+{
+	return t ? t->pods : 0;
+}
+
 size_t vw_qemu_trust_claims_refused(const struct vw_qemu_trust *t)
 {
 	return t ? t->claims : 0;
@@ -227,5 +266,7 @@ int vw_qemu_trust_render(const struct vw_qemu_trust *t, struct vw_prom_writer *w
 	(void)vw_prom_table_trust(&vw_qemu_trust_family_table); /* checked once, not each render */
 	int r = vw_prom_single(w, &trust_families[0], node, (double)t->untrusted);
 
-	return r < 0 ? r : vw_prom_single(w, &trust_families[1], node, (double)t->claims);
+	if (r >= 0)
+		r = vw_prom_single(w, &trust_families[1], node, (double)t->claims);
+	return r < 0 ? r : vw_prom_single(w, &trust_families[2], node, (double)t->pods);
 }

@@ -7,6 +7,8 @@
  * shows its /proc files as root's) are trusted: root always, and the users listed, by name
  * (the host's etc/passwd below --host.rootfs, read at start) or by UID. Any other is an
  * ordinary process: counted (virtwatt_vm_untrusted_qemu_processes) and said, rate-limited.
+ * A trusted user's QEMU in a Kubernetes pod below the host's PID namespace is one only as
+ * KubeVirt's (vm_procscan.c; counted in virtwatt_vm_refused_pod_qemu_processes otherwise).
  */
 #pragma once
 
@@ -51,7 +53,20 @@ void vw_qemu_trust_claims(struct vw_qemu_trust *t, size_t n, uint32_t pid, const
 /* The count of the last full scan. */
 size_t vw_qemu_trust_claims_refused(const struct vw_qemu_trust *t);
 
-/* virtwatt_vm_untrusted_qemu_processes, virtwatt_vm_refused_qemu_claims; t NULL: nothing. */
+/*
+ * A full process scan found n QEMUs of trusted users in a Kubernetes pod and in a PID namespace
+ * below the procfs's whose pod is not KubeVirt's as its metadata says (why: 0 listed without
+ * KubeVirt's labels, -ENOENT not listed (yet), -ENODEV no pod metadata; pid, pod_uid and why:
+ * the first's) and left them ordinary processes of their pod: kept for the gauge, said as
+ * vw_qemu_trust_scanned says its own. t NULL: nothing.
+ */
+void vw_qemu_trust_pods(struct vw_qemu_trust *t, size_t n, uint32_t pid, const char *pod_uid,
+			int why);
+/* The count of the last full scan. */
+size_t vw_qemu_trust_pods_refused(const struct vw_qemu_trust *t);
+
+/* virtwatt_vm_untrusted_qemu_processes, virtwatt_vm_refused_qemu_claims,
+ * virtwatt_vm_refused_pod_qemu_processes; t NULL: nothing. */
 int vw_qemu_trust_render(const struct vw_qemu_trust *t, struct vw_prom_writer *w,
 			 const char *node_name);
 extern const struct vw_family_table vw_qemu_trust_family_table;
