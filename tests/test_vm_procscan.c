@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1352,6 +1353,66 @@ static void test_untrusted_owner(void **state)
 	vw_fixture_rm(host);
 }
 
+/* After the next read of <swap_pid>/cmdline (vw_read_prefix_at, wrapped): swap_pid exits and
+ * a root process that is no QEMU (cron) takes its PID, in swap_proc. */
+static const char *swap_proc;
+static uint32_t swap_pid;
+
+int __real_vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len);
+int __wrap_vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len);
+int __wrap_vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)
+{
+	int r = __real_vw_read_prefix_at(dirfd, rel, buf, size, ret_len);
+	char want[32];
+
+	snprintf(want, sizeof(want), "%" PRIu32 "/cmdline", swap_pid);
+	if (swap_proc && strcmp(rel, want) == 0) {
+		assert_int_equal(vm_fixture_kill(swap_proc, swap_pid), 0);
+		assert_int_equal(vm_fixture_proc(swap_proc, swap_pid, 3000, "/usr/sbin/cron|-f", NULL,
+						 NULL), 0);
+		swap_proc = NULL;
+	}
+	return r;
+}
+
+/*
+ * Adversarial: a local user's process claims VM U1 (`-uuid U1`, untrusted: nobody's) and exits
+ * right after its command line was read; a root process (cron) takes its PID. Its start time
+ * and owner were read after the command line: the root process's, so a trusted QEMU of U1 it
+ * was, and libvirt's U1 (its QEMU being looked for) took cron's PID: cron's CPU time became
+ * U1's energy. The start time is read before and after: changed, the process is not taken
+ * (tried again by the next scan, where cron is no QEMU).
+ */
+static void test_scan_pid_reused_midway(void **state)
+{
+	static const char *const users[] = { "107" };
+	struct vw_qemu_trust *trust = vw_qemu_trust_new(-1, users, 1);
+	char *proc = vw_fixture_mkdtemp("vmreuse");
+	struct vw_vm_info lv[1] = { 0 };
+	int procfd;
+
+	(void)state;
+	assert_non_null(trust);
+	assert_int_equal(vm_fixture_proc(proc, 30, 300, "/usr/bin/qemu-system-x86_64|-uuid|" U1
+					 "|-name|guest=victim-vm", NULL, NULL), 0);
+	assert_int_equal(vm_fixture_owner(proc, 30, "qemu-system-x86", 65534, 65534), 0);
+	procfd = vw_root_open(proc);
+	assert_true(procfd >= 0);
+	memcpy(lv[0].uuid, U1, sizeof(U1));
+	lv[0].vcpus = 1;
+	swap_pid = 30;
+	swap_proc = proc;
+	vw_qemu_resolve(procfd, NULL, trust, lv, 1);
+	assert_null(swap_proc); /* the swap happened */
+	assert_int_equal(lv[0].qemu_pid, 0);
+	vw_qemu_resolve(procfd, NULL, trust, lv, 1); /* the next round: cron is no QEMU */
+	assert_int_equal(lv[0].qemu_pid, 0);
+
+	close(procfd);
+	vw_qemu_trust_free(trust);
+	vw_fixture_rm(proc);
+}
+
 /*
  * A root process in a container (a PID namespace below the host's: its status NSpid: names two
  * PIDs) runs fakes claiming a host VM's -uuid and -name, each younger than the VM's QEMU (a
@@ -1580,6 +1641,7 @@ int main(void)
 		cmocka_unit_test(test_merge_each_same),
 		cmocka_unit_test(test_untrusted_owner),
 		cmocka_unit_test(test_container_claim),
+		cmocka_unit_test(test_scan_pid_reused_midway),
 		cmocka_unit_test(test_container_claim_real),
 		cmocka_unit_test(test_fake_qemu_no_early_scan),
 		cmocka_unit_test(test_trust_users),

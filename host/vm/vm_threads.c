@@ -320,8 +320,14 @@ int vw_qemu_scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *c
 	char rel[32], peek[CMDLINE_PEEK];
 	struct vw_qemu_cmdline c;
 	size_t len;
-	uint64_t start;
+	uint64_t start, again;
 
+	/* Its start time before and after its command line and owner are read: the same, they
+	 * were this process's. Else it exited between (retried by the next scan): its command line
+	 * (a -uuid of a VM) could have been an untrusted process's and its owner, its start time,
+	 * a root process's that took its PID, which then took that VM's UUID, energy and channel. */
+	if (vw_qemu_read_start_time(procfd, pid, &start) < 0)
+		return -ESRCH;
 	snprintf(rel, sizeof(rel), "%" PRIu32 "/cmdline", pid);
 	if (vw_read_prefix_at(procfd, rel, peek, sizeof(peek), &len) < 0)
 		return -ESRCH; /* exited meanwhile */
@@ -336,8 +342,6 @@ int vw_qemu_scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *c
 		if (vw_qemu_cmdline_parse(big, len, &c) < 0)
 			return 0;
 	}
-	if (vw_qemu_read_start_time(procfd, pid, &start) < 0)
-		return -ESRCH;
 	/* Its owner from status, not from the owner of <pid>/: a process that made itself
 	 * non-dumpable shows its /proc files as root's. Unreadable or malformed: untrusted
 	 * (UINT32_MAX is no user's), never gone, so that it is counted. */
@@ -346,6 +350,8 @@ int vw_qemu_scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *c
 		return -ESRCH;
 	if (r < 0)
 		uid = euid = UINT32_MAX;
+	if (vw_qemu_read_start_time(procfd, pid, &again) < 0 || again != start)
+		return -ESRCH;
 	if (vw_array_grow((void **)&s->procs, sizeof(*s->procs), s->n, cap) < 0)
 		return -ENOMEM;
 	s->procs[s->n++] = (struct vw_qemu_proc){
