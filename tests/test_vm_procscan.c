@@ -1375,6 +1375,69 @@ int __wrap_vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size,
 	return r;
 }
 
+/* Before the next listing of <swap_pid>/task (vw_dir_numbers, wrapped): swap_pid exits and a
+ * process of the qemu user naming 8 threads as vCPUs takes its PID, in swap_task_proc. */
+static const char *swap_task_proc;
+
+int __real_vw_dir_numbers(int dirfd, const char *rel, int (*parse_name)(const char *, uint32_t *),
+			  uint32_t **ret, size_t *ret_n);
+int __wrap_vw_dir_numbers(int dirfd, const char *rel, int (*parse_name)(const char *, uint32_t *),
+			  uint32_t **ret, size_t *ret_n);
+int __wrap_vw_dir_numbers(int dirfd, const char *rel, int (*parse_name)(const char *, uint32_t *),
+			  uint32_t **ret, size_t *ret_n)
+{
+	static const char *const cpus[] = { "fake", "CPU 0/KVM", "CPU 1/KVM", "CPU 2/KVM",
+					    "CPU 3/KVM", "CPU 4/KVM", "CPU 5/KVM", "CPU 6/KVM",
+					    "CPU 7/KVM", NULL };
+	char want[32];
+
+	snprintf(want, sizeof(want), "%" PRIu32 "/task", swap_pid);
+	if (swap_task_proc && strcmp(rel, want) == 0) {
+		assert_int_equal(vm_fixture_kill(swap_task_proc, swap_pid), 0);
+		assert_int_equal(vm_fixture_proc(swap_task_proc, swap_pid, 3000, "fake", cpus, NULL),
+				 0);
+		swap_task_proc = NULL;
+	}
+	return __real_vw_dir_numbers(dirfd, rel, parse_name, ret, ret_n);
+}
+
+/*
+ * Adversarial: a libvirt domain whose vCPUs libvirt did not give (counted from its QEMU's
+ * threads named "CPU N/KVM"); its QEMU exits after this round's check of its start time and a
+ * process of the qemu user takes the PID, its threads named as 8 vCPUs. They were counted as
+ * the VM's (a count libvirt's source keeps: the VM's reserved share of idle power), the PID
+ * kept. The start time is read again after the count: another process's, the QEMU is gone.
+ */
+static void test_vcpus_pid_reused(void **state)
+{
+	static const char *const one[] = { "qemu", "CPU 0/KVM", NULL };
+	char *proc = vw_fixture_mkdtemp("vmvcpu");
+	struct vw_vm_info lv[1] = { 0 };
+	int procfd;
+
+	(void)state;
+	assert_int_equal(vm_fixture_proc(proc, 40, 400, "/usr/bin/qemu-system-x86_64|-uuid|" U1,
+					 one, NULL), 0);
+	procfd = vw_root_open(proc);
+	assert_true(procfd >= 0);
+	memcpy(lv[0].uuid, U1, sizeof(U1));
+	lv[0].qemu_pid = 40;
+	lv[0].qemu_start_time = 400;
+	vw_qemu_resolve(procfd, NULL, NULL, lv, 1);
+	assert_int_equal(lv[0].vcpus, 1); /* its own, the swap not armed */
+
+	lv[0].vcpus = 0;
+	swap_pid = 40;
+	swap_task_proc = proc;
+	vw_qemu_resolve(procfd, NULL, NULL, lv, 1);
+	assert_null(swap_task_proc); /* the swap happened */
+	assert_int_equal(lv[0].vcpus, 0);
+	assert_int_equal(lv[0].qemu_pid, 0);
+
+	close(procfd);
+	vw_fixture_rm(proc);
+}
+
 /*
  * Adversarial: a local user's process claims VM U1 (`-uuid U1`, untrusted: nobody's) and exits
  * right after its command line was read; a root process (cron) takes its PID. Its start time
@@ -1642,6 +1705,7 @@ int main(void)
 		cmocka_unit_test(test_untrusted_owner),
 		cmocka_unit_test(test_container_claim),
 		cmocka_unit_test(test_scan_pid_reused_midway),
+		cmocka_unit_test(test_vcpus_pid_reused),
 		cmocka_unit_test(test_container_claim_real),
 		cmocka_unit_test(test_fake_qemu_no_early_scan),
 		cmocka_unit_test(test_trust_users),

@@ -530,12 +530,20 @@ void vw_qemu_resolve(int procfd, struct vw_qemu_starts *starts, const struct vw_
 		find_missing(procfd, trust, vms, n);
 	for (size_t i = 0; i < n; i++) {
 		struct vw_vm_info *vm = &vms[i];
+		uint64_t start;
 
 		if (vm->state == VW_VM_SHUTOFF || vm->vcpus || !vm->qemu_pid)
 			continue;
-		if (count_vcpu_threads(procfd, vm->qemu_pid, &vm->vcpus) == -ESRCH) {
+		/* The start time read afresh after the count (not this round's, perhaps read before
+		 * the QEMU exited): a process that took its PID meanwhile names its threads as it
+		 * likes ("CPU 63/KVM"), and a count once given stays the domain's (the VM's reserved
+		 * share of the node's idle power). */
+		if (count_vcpu_threads(procfd, vm->qemu_pid, &vm->vcpus) == -ESRCH ||
+		    vw_qemu_read_start_time(procfd, vm->qemu_pid, &start) < 0 ||
+		    start != vm->qemu_start_time) {
 			vm->qemu_pid = 0;
 			vm->qemu_start_time = 0;
+			vm->vcpus = 0;
 		}
 	}
 }
