@@ -477,6 +477,7 @@ static struct wl_proc *lookup_live_next(struct vw_workloads *w, uint32_t tgid, s
 static void terminate_proc(struct wl_proc *p)
 {
 	p->terminated = true;
+	p->ended_now = true;
 	p->final_gen = 0;
 }
 
@@ -1126,6 +1127,7 @@ static void clear_intervals(struct vw_workloads *w)
 		if (p->shared)
 			clear_acc(p->z, p->n_z);
 		p->shared = false;
+		p->ended_now = false;
 		p->delta_ns = 0;
 		p->irq_ns = 0;
 		clear_counters(p);
