@@ -604,6 +604,31 @@ static void test_gpu_energy(void **state)
 }
 
 /*
+ * The snapshot's PID 100 (nginx, started at 7) exited before the registry read its
+ * /proc/PID/cgroup, and another process (started at 1100, in container A) took its PID: the
+ * cgroup read was the newcomer's, and the exited process, with its CPU energy, was placed in
+ * container A. Its start time is checked after the read: not A's, uncontained.
+ */
+static void test_container_pid_reused_before_cgroup(void **state)
+{
+	static const uint64_t ms[ARRAY_SIZE(procs)] = { 100, 0, 0, 0, 0, 0 };
+	struct ctx c;
+	char *text;
+
+	(void)state;
+	setup(&c, NULL);
+	c.cpu[0].start_time = 7;
+	interval(&c, zero, 0, 0);
+	interval(&c, ms, 1000000, 0);
+	text = workloads_fixture_render(c.w);
+	assert_null(strstr(text, "{pid=\"100\",comm=\"nginx\",exe=\"\",type=\"container\""));
+	assert_non_null(strstr(text, "{pid=\"100\",comm=\"nginx\",exe=\"\",type=\"regular\","
+				     "state=\"running\",container_id=\"\""));
+	free(text);
+	teardown(&c);
+}
+
+/*
  * A GPU job (PID 700) ends within an interval and another process takes its PID in the same
  * interval (a fork storm wraps the PID space): the GPU's samples of PID 700 could be either's,
  * and the live one, perhaps another tenant's, took the job's GPU energy. Now the node's,
@@ -1820,6 +1845,7 @@ int main(void)
 		cmocka_unit_test(test_top_n),
 		cmocka_unit_test(test_reused_pid_terminated_twice),
 		cmocka_unit_test(test_gpu_pid_reused_in_interval),
+		cmocka_unit_test(test_container_pid_reused_before_cgroup),
 		cmocka_unit_test(test_exe_read_when_shown),
 		cmocka_unit_test(test_exe_not_read_after_exit),
 		cmocka_unit_test(test_gpu_energy),
