@@ -1259,6 +1259,61 @@ static void test_pod_read_once(void **state)
 #undef POD_CG
 }
 
+/* The PID the fixture swaps for another process's in the wrapped reads below. */
+static uint32_t swap_pid;
+
+/* Before the next read of <swap_pid>/cgroup (vw_read_file_at, wrapped): swap_pid exits and a
+ * process of pod 9999bbbb… (started at 2, no QEMU) takes its PID, in swap_cg_proc. */
+static const char *swap_cg_proc;
+
+int __real_vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len);
+int __wrap_vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len);
+int __wrap_vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)
+{
+	char want[32];
+
+	snprintf(want, sizeof(want), "%" PRIu32 "/cgroup", swap_pid);
+	if (swap_cg_proc && strcmp(rel, want) == 0) {
+		assert_int_equal(vm_fixture_kill(swap_cg_proc, swap_pid), 0);
+		assert_int_equal(vm_fixture_proc(swap_cg_proc, swap_pid, 2, "sleep|1d", NULL,
+						 "0::/kubepods.slice/kubepods-besteffort.slice/"
+						 "kubepods-besteffort-pod9999bbbb_2222_3333_4444_"
+						 "555566667777.slice/cri-containerd-0123.scope\n"), 0);
+		swap_cg_proc = NULL;
+	}
+	return __real_vw_read_file_at(dirfd, rel, buf, size, ret_len);
+}
+
+/*
+ * A KubeVirt QEMU (pod 1111aaaa…) exits after the scan found it and before its cgroup is read;
+ * another pod's process takes its PID. The VM was that pod's (its namespace and VMI name, its
+ * energy under them, for the lists that kept it). The start time is read after the cgroup:
+ * another process's, no pod.
+ */
+static void test_pod_pid_reused(void **state)
+{
+	char *root = vw_fixture_mkdtemp("vmscanpodreuse");
+	struct vw_vm_env env = { 0 };
+	struct vw_vm_info *v;
+	void *src;
+
+	(void)state;
+	assert_int_equal(vm_fixture_proc(root, 10, 1, "qemu-system-x86_64|-uuid|" U1, NULL,
+					 "0::/kubepods.slice/kubepods-besteffort.slice/"
+					 "kubepods-besteffort-pod1111aaaa_2222_3333_4444_555566667777"
+					 ".slice/cri-containerd-0123.scope\n"), 0);
+	src = scan_open(root, &env);
+	swap_pid = 10;
+	swap_cg_proc = root;
+	v = list_n(src, 1);
+	assert_null(swap_cg_proc); /* the swap happened */
+	assert_string_equal(v[0].pod_uid, "");
+	free(v);
+	vw_vm_procscan.close(src);
+	close(env.procfs_fd);
+	vw_fixture_rm(root);
+}
+
 /* The host's passwd as Debian writes it: libvirt-qemu 64055, no qemu user. */
 #define PASSWD_DEBIAN                                                                             \
 	"root:x:0:0:root:/root:/bin/bash\n"                                                       \
@@ -1356,7 +1411,6 @@ static void test_untrusted_owner(void **state)
 /* After the next read of <swap_pid>/cmdline (vw_read_prefix_at, wrapped): swap_pid exits and
  * a root process that is no QEMU (cron) takes its PID, in swap_proc. */
 static const char *swap_proc;
-static uint32_t swap_pid;
 
 int __real_vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len);
 int __wrap_vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len);
@@ -1706,6 +1760,7 @@ int main(void)
 		cmocka_unit_test(test_container_claim),
 		cmocka_unit_test(test_scan_pid_reused_midway),
 		cmocka_unit_test(test_vcpus_pid_reused),
+		cmocka_unit_test(test_pod_pid_reused),
 		cmocka_unit_test(test_container_claim_real),
 		cmocka_unit_test(test_fake_qemu_no_early_scan),
 		cmocka_unit_test(test_trust_users),

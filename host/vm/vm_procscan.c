@@ -181,6 +181,7 @@ static void describe(const struct procscan *ps, const struct vw_qemu_proc *p,
 {
 	struct vw_cgroup_match m = { 0 };
 	const struct kept *k;
+	uint64_t start;
 	int r;
 
 	memset(vm, 0, sizeof(*vm));
@@ -210,8 +211,11 @@ static void describe(const struct procscan *ps, const struct vw_qemu_proc *p,
 		memcpy(vm->pod_uid, k->pod_uid, sizeof(vm->pod_uid));
 		return;
 	}
+	/* The start time read after the cgroup: still the QEMU's, the cgroup was its (a QEMU that
+	 * exited since the scan, its PID taken by another pod's process, was that pod's VM). */
 	r = vw_workload_read_pid(ps->procfd, p->pid, &m);
-	if ((r == 0 || r == -ENOENT) && m.kubepods && m.pod_uid[0])
+	if ((r == 0 || r == -ENOENT) && m.kubepods && m.pod_uid[0] &&
+	    vw_qemu_read_start_time(ps->procfd, p->pid, &start) == 0 && start == p->start_time)
 		memcpy(vm->pod_uid, m.pod_uid, sizeof(vm->pod_uid));
 }
 
