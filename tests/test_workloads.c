@@ -607,7 +607,8 @@ static void test_gpu_energy(void **state)
  * The snapshot's PID 100 (nginx, started at 7) exited before the registry read its
  * /proc/PID/cgroup, and another process (started at 1100, in container A) took its PID: the
  * cgroup read was the newcomer's, and the exited process, with its CPU energy, was placed in
- * container A. Its start time is checked after the read: not A's, uncontained.
+ * container A. Its start time is checked after the read: not A's, uncontained. Its binary,
+ * read at a render, is not the newcomer's either.
  */
 static void test_container_pid_reused_before_cgroup(void **state)
 {
@@ -617,13 +618,21 @@ static void test_container_pid_reused_before_cgroup(void **state)
 
 	(void)state;
 	setup(&c, NULL);
+	for (int pid = 100; pid <= 101; pid++) {
+		char link[PATH_MAX];
+
+		snprintf(link, sizeof(link), "%s/%d/exe", c.root, pid);
+		assert_int_equal(symlink("/usr/sbin/nginx", link), 0);
+	}
 	c.cpu[0].start_time = 7;
 	interval(&c, zero, 0, 0);
 	interval(&c, ms, 1000000, 0);
 	text = workloads_fixture_render(c.w);
 	assert_null(strstr(text, "{pid=\"100\",comm=\"nginx\",exe=\"\",type=\"container\""));
+	/* nor shown with the newcomer's binary (read at the render) */
 	assert_non_null(strstr(text, "{pid=\"100\",comm=\"nginx\",exe=\"\",type=\"regular\","
 				     "state=\"running\",container_id=\"\""));
+	assert_non_null(strstr(text, "{pid=\"101\",comm=\"nginx\",exe=\"/usr/sbin/nginx\""));
 	free(text);
 	teardown(&c);
 }

@@ -381,6 +381,10 @@ const char *vw_wl_proc_exe_read(const struct vw_workloads *w, struct wl_proc *p)
 	if (p->terminated)
 		return p->exe = "";
 	read_exe(w->o.procfs_fd, p->tgid, exe, sizeof(exe));
+	/* Read at a render, perhaps seconds after the snapshot: a process that exited since, its
+	 * PID another's, would be shown with that one's binary. */
+	if (exe[0] && !still_started(w, p->tgid, p->start_time))
+		exe[0] = '\0';
 	e = vw_intern_get(w->exes, exe);
 	if (!e)
 		return ""; /* out of memory: shown without it, read again at the next need */
