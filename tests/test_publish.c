@@ -1313,6 +1313,21 @@ static uint64_t start_of(pid_t pid)
 	return start;
 }
 
+/* The next fork of this PID namespace takes want, unless another fork comes first (root:
+ * ns_last_pid); false where it cannot be written. */
+static bool next_pid_is(pid_t want)
+{
+	FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "w");
+
+	if (!f)
+		return false;
+	if (fprintf(f, "%d", (int)want - 1) < 0) {
+		fclose(f);
+		return false;
+	}
+	return fclose(f) == 0;
+}
+
 /*
  * Adversarial: VM A's QEMU exits and, before the list says so, its PID is taken by a hostile
  * process (the qemu user's, forking until it gets it) listening where A's socket is: it passed
@@ -1342,11 +1357,9 @@ static void test_peer_pid_reused(void **state)
 	kill(qemu, SIGKILL);
 	assert_int_equal(waitpid(qemu, NULL, 0), qemu);
 	for (int i = 0; i < 200 && child != qemu; i++) {
-		FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "w");
-
 		kill_peer_child(NULL);
 		unlink(d.path);
-		if (!f || fprintf(f, "%d", (int)qemu - 1) < 0 || fclose(f) != 0) {
+		if (!next_pid_is(qemu)) {
 			vw_fixture_rm(d.dir);
 			skip();
 		}
@@ -1363,12 +1376,134 @@ static void test_peer_pid_reused(void **state)
 	vm.qemu_start_time = qemu_start;
 	run_one(p, &vm, &st);
 	assert_peer_refused(&st);
+	vw_pub_peer_use_ops(&vw_pub_peer_no_pidfd); /* the starttime rule holds without pidfds */
+	run_one(p, &vm, &st);
+	vw_pub_peer_use_ops(NULL);
+	assert_peer_refused(&st);
 
 	vm.qemu_start_time = start_of(child); /* the list names it: a QEMU it is, then */
 	run_one(p, &vm, &st);
 	assert_int_equal(st.connects, 1);
 
 	vw_publisher_free(p);
+	peer_dir_fini(&d);
+}
+
+/* A child as NOBODY bound and listening at path hands this process its listening socket
+ * (SCM_RIGHTS) and exits; the socket (its peer credentials the child's) and the child's PID,
+ * reaped, through ret_pid. Connects need no accept: the backlog holds them. */
+static int listen_then_exit(const char *path, pid_t *ret_pid)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 }, c;
+	struct iovec iov = { .iov_base = &c, .iov_len = 1 };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			      .msg_controllen = sizeof(cbuf) };
+	struct cmsghdr *cm;
+	int sp[2], fd = -1;
+	pid_t pid;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sp), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+		int lfd;
+
+		if (setresgid(NOBODY, NOBODY, NOBODY) < 0 || setresuid(NOBODY, NOBODY, NOBODY) < 0)
+			_exit(1);
+		lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+		memcpy(sa.sun_path, path, strlen(path));
+		if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 || listen(lfd, 128) < 0)
+			_exit(2);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &lfd, sizeof(int));
+		_exit(sendmsg(sp[1], &msg, 0) == 1 ? 0 : 3);
+	}
+	close(sp[1]);
+	if (recvmsg(sp[0], &msg, 0) == 1 && (cm = CMSG_FIRSTHDR(&msg)) && cm->cmsg_type == SCM_RIGHTS)
+		memcpy(&fd, CMSG_DATA(cm), sizeof(int));
+	close(sp[0]);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	assert_true(fd >= 0);
+	*ret_pid = pid;
+	return fd;
+}
+
+/* Does this kernel give a socket's peer as a pidfd (SO_PEERPIDFD, Linux 6.5)? */
+static bool have_peer_pidfd(void)
+{
+	int sp[2], fd;
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM, 0, sp), 0);
+	fd = vw_pub_peer_kernel.pidfd(sp[0]);
+	close(sp[0]);
+	close(sp[1]);
+	if (fd >= 0)
+		close(fd);
+	return fd >= 0;
+}
+
+/*
+ * Adversarial: a process of the qemu user listens where VM A's socket is, hands its listening
+ * socket to another process and exits; A's QEMU then gets its PID (here on purpose, through
+ * ns_last_pid). SO_PEERCRED gives the PID of the process that listened, a number now A's
+ * QEMU's, whose starttime is the one listed: the stranger got A's frames. The listener's pidfd
+ * (SO_PEERPIDFD) names the process that listened, exited: refused, counted. Where the kernel
+ * has no SO_PEERPIDFD (forced: vw_pub_peer_no_pidfd) it still passes, the limit docs/publish.md
+ * states.
+ */
+static void test_peer_listener_maker_exited(void **state)
+{
+	struct peer_dir d;
+	struct vw_vm_energy vm;
+	struct vw_publish_vm_stats st;
+	struct vw_publisher *p;
+	pid_t maker, qemu = -1;
+	int lfd;
+
+	(void)state;
+	REQUIRE(geteuid() == 0, "a listener as nobody and ns_last_pid need root");
+	REQUIRE(have_peer_pidfd(), "SO_PEERPIDFD needs Linux 6.5");
+	peer_dir_init(&d);
+	lfd = listen_then_exit(d.path, &maker);
+	for (int i = 0; i < 200 && qemu != maker; i++) {
+		kill_peer_child(NULL);
+		if (!next_pid_is(maker)) {
+			close(lfd);
+			peer_dir_fini(&d);
+			skip();
+		}
+		qemu = fork(); /* A's QEMU */
+		assert_true(qemu >= 0);
+		if (qemu == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			pause();
+			_exit(0);
+		}
+		peer_child = qemu;
+	}
+	if (qemu != maker) { /* the machine forked too fast between the write and ours */
+		close(lfd);
+		peer_dir_fini(&d);
+		skip();
+	}
+	p = new_publisher(SEC, 0.1);
+	vm_set(&vm, U_A, d.path);
+	vm.qemu_pid = (uint32_t)qemu;
+	vm.qemu_start_time = start_of(qemu);
+	run_one(p, &vm, &st);
+	assert_peer_refused(&st);
+
+	vw_pub_peer_use_ops(&vw_pub_peer_no_pidfd); /* a kernel before 6.5: the PID alone */
+	run_one(p, &vm, &st);
+	vw_pub_peer_use_ops(NULL);
+	assert_int_equal(st.connects, 1);
+
+	vw_publisher_free(p);
+	close(lfd);
 	peer_dir_fini(&d);
 }
 
@@ -1431,10 +1566,13 @@ static void ns_sink(enum vw_log_level level, const char *msg, void *ud)
 		snprintf(ns_log + used, sizeof(ns_log) - used, "%s\n", msg);
 }
 
-/* The daemon's side of test_peer_outside_pid_ns(), as PID 1 of a new PID namespace: 0 when the
- * listener was refused, counted and the warning names the fix; else which check failed. No
- * cmocka asserts in a forked process. */
-static int outside_ns_run(const char *proc, const char *path, pid_t qemu_pid)
+/* The daemon's side of test_peer_outside_pid_ns() and test_peer_outside_pid_ns_qemu(), as PID 1
+ * of a new PID namespace, its listed QEMU qemu_pid started at qemu_start under proc: 0 when the
+ * listener was taken (want_connect) or refused, counted and the warning names the fix; else
+ * which check failed. no_pidfd: the fallback of kernels before 6.5 forced. No cmocka asserts
+ * in a forked process. */
+static int outside_ns_run(const char *proc, const char *path, pid_t qemu_pid, uint64_t qemu_start,
+			  bool no_pidfd, bool want_connect)
 {
 	struct vw_publish_opts o = { .period_ns = SEC, .jitter = 0.1, .seed = 42, .epoch = 7,
 				     .source = "rapl", .procfs_root = proc };
@@ -1444,11 +1582,13 @@ static int outside_ns_run(const char *proc, const char *path, pid_t qemu_pid)
 	int bad = 0;
 
 	vw_log_set_sink(ns_sink, NULL);
+	if (no_pidfd)
+		vw_pub_peer_use_ops(&vw_pub_peer_no_pidfd);
 	if (getpid() != 1 || !(p = vw_publisher_new(&o)))
 		return 10;
 	vm_set(&vm, U_A, path);
 	vm.qemu_pid = (uint32_t)qemu_pid;
-	vm.qemu_start_time = 4242;
+	vm.qemu_start_time = qemu_start;
 	for (uint64_t t = 0; t <= 5 * SEC && !bad; t += 100 * MSEC) {
 		if (t % SEC == 0) {
 			vm_run(&vm, 1.0, 1.0);
@@ -1459,6 +1599,8 @@ static int outside_ns_run(const char *proc, const char *path, pid_t qemu_pid)
 	}
 	if (!bad && vw_publisher_vm_stats(p, vm.uuid, &st) < 0)
 		bad = 13;
+	else if (!bad && want_connect)
+		bad = st.connects != 1 || st.sent < 1 || st.peer_rejected != 0 ? 17 : 0;
 	else if (!bad && (st.connects != 0 || st.sent != 0))
 		bad = 14; /* the stranger got the VM's frames */
 	else if (!bad && st.peer_rejected < 1)
@@ -1472,28 +1614,13 @@ static int outside_ns_run(const char *proc, const char *path, pid_t qemu_pid)
 	return bad;
 }
 
-/*
- * A daemon in a PID namespace of its own (a container without hostPID) with the host's /proc:
- * SO_PEERCRED gives PID 0 for a listener outside it, which can be no VM's QEMU. Refused,
- * counted, and the warning says why and names the fix (the PID-namespace rule of
- * publish_chan.c's check_peer()), not the generic "something else put a socket there". The
- * daemon runs as PID 1 of a new PID namespace (root: CLONE_NEWPID); the listener stays here.
- */
-static void test_peer_outside_pid_ns(void **state)
+/* outside_ns_run() in a PID namespace of its own; its exit status. */
+static int outside_ns(const char *proc, const char *path, pid_t qemu_pid, uint64_t qemu_start,
+		      bool no_pidfd, bool want_connect)
 {
-	struct peer_dir d;
-	char *proc;
-	pid_t host_pid, child;
+	pid_t child = fork();
 	int status = -1;
 
-	(void)state;
-	REQUIRE(geteuid() == 0, "a new PID namespace (and a listener as nobody) needs root");
-	peer_dir_init(&d);
-	host_pid = gone_pid();
-	proc = qemu_procfs(host_pid);
-	listen_as_nobody(d.path);
-
-	child = fork();
 	assert_true(child >= 0);
 	if (child == 0) {
 		pid_t gc;
@@ -1503,17 +1630,61 @@ static void test_peer_outside_pid_ns(void **state)
 			_exit(20);
 		gc = fork();
 		if (gc == 0)
-			_exit(outside_ns_run(proc, d.path, host_pid));
+			_exit(outside_ns_run(proc, path, qemu_pid, qemu_start, no_pidfd,
+					     want_connect));
 		if (gc < 0 || waitpid(gc, &s, 0) != gc)
 			_exit(21);
 		_exit(WIFEXITED(s) ? WEXITSTATUS(s) : 22);
 	}
 	assert_int_equal(waitpid(child, &status, 0), child);
 	assert_true(WIFEXITED(status));
-	assert_int_equal(WEXITSTATUS(status), 0);
+	return WEXITSTATUS(status);
+}
+
+/*
+ * A daemon in a PID namespace of its own (a container without hostPID) with the host's /proc,
+ * on a kernel without SO_PEERPIDFD (forced): SO_PEERCRED gives PID 0 for a listener outside
+ * it, which can be no VM's QEMU. Refused, counted, and the warning says why and names the fix
+ * (the PID-namespace rule of publish_chan.c's check_peer()), not the generic "something else
+ * put a socket there". The daemon runs as PID 1 of a new PID namespace (root: CLONE_NEWPID);
+ * the listener stays here.
+ */
+static void test_peer_outside_pid_ns(void **state)
+{
+	struct peer_dir d;
+	char *proc;
+	pid_t host_pid;
+
+	(void)state;
+	REQUIRE(geteuid() == 0, "a new PID namespace (and a listener as nobody) needs root");
+	peer_dir_init(&d);
+	host_pid = gone_pid();
+	proc = qemu_procfs(host_pid);
+	listen_as_nobody(d.path);
+	assert_int_equal(outside_ns(proc, d.path, host_pid, 4242, true, false), 0);
 
 	peer_dir_fini(&d);
 	vw_fixture_rm(proc);
+}
+
+/*
+ * The same daemon, its procfs root the host's /proc, where the listener is the VM's QEMU
+ * listening itself: SO_PEERCRED's PID is 0 there, but the listener's pidfd (SO_PEERPIDFD), read
+ * through <procfs>/self/fdinfo, gives its PID in the host's namespace: the list's. Taken.
+ */
+static void test_peer_outside_pid_ns_qemu(void **state)
+{
+	struct peer_dir d;
+	pid_t qemu;
+
+	(void)state;
+	REQUIRE(geteuid() == 0, "a new PID namespace (and a listener as nobody) needs root");
+	REQUIRE(have_peer_pidfd(), "SO_PEERPIDFD needs Linux 6.5");
+	peer_dir_init(&d);
+	qemu = listen_as_nobody(d.path);
+	assert_int_equal(outside_ns("/proc", d.path, qemu, start_of(qemu), false, true), 0);
+
+	peer_dir_fini(&d);
 }
 
 /* A VM restarted: its new QEMU listens before the list names it (refused, uncounted, retried
@@ -1783,6 +1954,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_peer_outside_pid_ns, kill_peer_child),
 		cmocka_unit_test_teardown(test_peer_new_qemu_at_once, kill_peer_child),
 		cmocka_unit_test_teardown(test_peer_pid_reused, kill_peer_child),
+		cmocka_unit_test_teardown(test_peer_listener_maker_exited, kill_peer_child),
+		cmocka_unit_test_teardown(test_peer_outside_pid_ns_qemu, kill_peer_child),
 		cmocka_unit_test(test_peer_symlink),
 		cmocka_unit_test(test_peer_hardlink),
 		cmocka_unit_test(test_peer_not_socket),

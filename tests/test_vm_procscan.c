@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -1381,6 +1382,64 @@ static void test_pod_fake(void **state)
 	vw_fixture_rm(root);
 }
 
+/* The PID the fixture swaps for another process's in the wrapped reads below. */
+static uint32_t swap_pid;
+
+/* Before the next read of <swap_pid>/cgroup (vw_read_file_at, wrapped): swap_pid exits and a
+ * process of pod 9999bbbb… (started at 2, no QEMU) takes its PID, in swap_cg_proc. */
+static const char *swap_cg_proc;
+
+int __real_vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len);
+int __wrap_vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len);
+int __wrap_vw_read_file_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)
+{
+	char want[32];
+
+	snprintf(want, sizeof(want), "%" PRIu32 "/cgroup", swap_pid);
+	if (swap_cg_proc && strcmp(rel, want) == 0) {
+		assert_int_equal(vm_fixture_kill(swap_cg_proc, swap_pid), 0);
+		assert_int_equal(vm_fixture_proc(swap_cg_proc, swap_pid, 2, "sleep|1d", NULL,
+						 "0::/kubepods.slice/kubepods-besteffort.slice/"
+						 "kubepods-besteffort-pod9999bbbb_2222_3333_4444_"
+						 "555566667777.slice/cri-containerd-0123.scope\n"), 0);
+		swap_cg_proc = NULL;
+	}
+	return __real_vw_read_file_at(dirfd, rel, buf, size, ret_len);
+}
+
+/*
+ * A KubeVirt QEMU (pod 1111aaaa…) exits after the scan found it and before its cgroup is read;
+ * another pod's process takes its PID. The VM was that pod's (its namespace and VMI name, its
+ * energy under them, for the lists that kept it). The start time is read after the cgroup:
+ * another process's, no pod.
+ */
+static void test_pod_pid_reused(void **state)
+{
+	char *root = vw_fixture_mkdtemp("vmscanpodreuse");
+	struct vw_vm_env env = { 0 };
+	struct vw_vm_info *v;
+	void *src;
+
+	(void)state;
+	assert_int_equal(vm_fixture_proc(root, 10, 1, "qemu-system-x86_64|-uuid|" U1, NULL,
+					 "0::/kubepods.slice/kubepods-besteffort.slice/"
+					 "kubepods-besteffort-pod1111aaaa_2222_3333_4444_555566667777"
+					 ".slice/cri-containerd-0123.scope\n"), 0);
+	/* in the host's PID namespace (a Kata-like pod's QEMU): a VM whatever its pod's metadata
+	 * (one below it would need its pod listed as KubeVirt's, "A pod's QEMU") */
+	assert_int_equal(vm_fixture_status(root, 10, "qemu-system-x86", 0, 0, "0\nNSpid:\t10"), 0);
+	src = scan_open(root, &env);
+	swap_pid = 10;
+	swap_cg_proc = root;
+	v = list_n(src, 1);
+	assert_null(swap_cg_proc); /* the swap happened */
+	assert_string_equal(v[0].pod_uid, "");
+	free(v);
+	vw_vm_procscan.close(src);
+	close(env.procfs_fd);
+	vw_fixture_rm(root);
+}
+
 /* The host's passwd as Debian writes it: libvirt-qemu 64055, no qemu user. */
 #define PASSWD_DEBIAN                                                                             \
 	"root:x:0:0:root:/root:/bin/bash\n"                                                       \
@@ -1473,6 +1532,128 @@ static void test_untrusted_owner(void **state)
 	vw_qemu_trust_free(trust);
 	vw_fixture_rm(proc);
 	vw_fixture_rm(host);
+}
+
+/* After the next read of <swap_pid>/cmdline (vw_read_prefix_at, wrapped): swap_pid exits and
+ * a root process that is no QEMU (cron) takes its PID, in swap_proc. */
+static const char *swap_proc;
+
+int __real_vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len);
+int __wrap_vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len);
+int __wrap_vw_read_prefix_at(int dirfd, const char *rel, char *buf, size_t size, size_t *ret_len)
+{
+	int r = __real_vw_read_prefix_at(dirfd, rel, buf, size, ret_len);
+	char want[32];
+
+	snprintf(want, sizeof(want), "%" PRIu32 "/cmdline", swap_pid);
+	if (swap_proc && strcmp(rel, want) == 0) {
+		assert_int_equal(vm_fixture_kill(swap_proc, swap_pid), 0);
+		assert_int_equal(vm_fixture_proc(swap_proc, swap_pid, 3000, "/usr/sbin/cron|-f", NULL,
+						 NULL), 0);
+		swap_proc = NULL;
+	}
+	return r;
+}
+
+/* Before the next listing of <swap_pid>/task (vw_dir_numbers, wrapped): swap_pid exits and a
+ * process of the qemu user naming 8 threads as vCPUs takes its PID, in swap_task_proc. */
+static const char *swap_task_proc;
+
+int __real_vw_dir_numbers(int dirfd, const char *rel, int (*parse_name)(const char *, uint32_t *),
+			  uint32_t **ret, size_t *ret_n);
+int __wrap_vw_dir_numbers(int dirfd, const char *rel, int (*parse_name)(const char *, uint32_t *),
+			  uint32_t **ret, size_t *ret_n);
+int __wrap_vw_dir_numbers(int dirfd, const char *rel, int (*parse_name)(const char *, uint32_t *),
+			  uint32_t **ret, size_t *ret_n)
+{
+	static const char *const cpus[] = { "fake", "CPU 0/KVM", "CPU 1/KVM", "CPU 2/KVM",
+					    "CPU 3/KVM", "CPU 4/KVM", "CPU 5/KVM", "CPU 6/KVM",
+					    "CPU 7/KVM", NULL };
+	char want[32];
+
+	snprintf(want, sizeof(want), "%" PRIu32 "/task", swap_pid);
+	if (swap_task_proc && strcmp(rel, want) == 0) {
+		assert_int_equal(vm_fixture_kill(swap_task_proc, swap_pid), 0);
+		assert_int_equal(vm_fixture_proc(swap_task_proc, swap_pid, 3000, "fake", cpus, NULL),
+				 0);
+		swap_task_proc = NULL;
+	}
+	return __real_vw_dir_numbers(dirfd, rel, parse_name, ret, ret_n);
+}
+
+/*
+ * Adversarial: a libvirt domain whose vCPUs libvirt did not give (counted from its QEMU's
+ * threads named "CPU N/KVM"); its QEMU exits after this round's check of its start time and a
+ * process of the qemu user takes the PID, its threads named as 8 vCPUs. They were counted as
+ * the VM's (a count libvirt's source keeps: the VM's reserved share of idle power), the PID
+ * kept. The start time is read again after the count: another process's, the QEMU is gone.
+ */
+static void test_vcpus_pid_reused(void **state)
+{
+	static const char *const one[] = { "qemu", "CPU 0/KVM", NULL };
+	char *proc = vw_fixture_mkdtemp("vmvcpu");
+	struct vw_vm_info lv[1] = { 0 };
+	int procfd;
+
+	(void)state;
+	assert_int_equal(vm_fixture_proc(proc, 40, 400, "/usr/bin/qemu-system-x86_64|-uuid|" U1,
+					 one, NULL), 0);
+	procfd = vw_root_open(proc);
+	assert_true(procfd >= 0);
+	memcpy(lv[0].uuid, U1, sizeof(U1));
+	lv[0].qemu_pid = 40;
+	lv[0].qemu_start_time = 400;
+	vw_qemu_resolve(procfd, NULL, NULL, lv, 1);
+	assert_int_equal(lv[0].vcpus, 1); /* its own, the swap not armed */
+
+	lv[0].vcpus = 0;
+	swap_pid = 40;
+	swap_task_proc = proc;
+	vw_qemu_resolve(procfd, NULL, NULL, lv, 1);
+	assert_null(swap_task_proc); /* the swap happened */
+	assert_int_equal(lv[0].vcpus, 0);
+	assert_int_equal(lv[0].qemu_pid, 0);
+
+	close(procfd);
+	vw_fixture_rm(proc);
+}
+
+/*
+ * Adversarial: a local user's process claims VM U1 (`-uuid U1`, untrusted: nobody's) and exits
+ * right after its command line was read; a root process (cron) takes its PID. Its start time
+ * and owner were read after the command line: the root process's, so a trusted QEMU of U1 it
+ * was, and libvirt's U1 (its QEMU being looked for) took cron's PID: cron's CPU time became
+ * U1's energy. The start time is read before and after: changed, the process is not taken
+ * (tried again by the next scan, where cron is no QEMU).
+ */
+static void test_scan_pid_reused_midway(void **state)
+{
+	static const char *const users[] = { "107" };
+	struct vw_qemu_trust *trust = vw_qemu_trust_new(-1, users, 1);
+	char *proc = vw_fixture_mkdtemp("vmreuse");
+	struct vw_vm_info lv[1] = { 0 };
+	int procfd;
+
+	(void)state;
+	assert_non_null(trust);
+	assert_int_equal(vm_fixture_proc(proc, 30, 300, "/usr/bin/qemu-system-x86_64|-uuid|" U1
+					 "|-name|guest=victim-vm", NULL, NULL), 0);
+	assert_int_equal(vm_fixture_owner(proc, 30, "qemu-system-x86", 65534, 65534), 0);
+	procfd = vw_root_open(proc);
+	assert_true(procfd >= 0);
+	memcpy(lv[0].uuid, U1, sizeof(U1));
+	lv[0].vcpus = 1;
+	swap_pid = 30;
+	swap_proc = proc;
+	vw_qemu_resolve(procfd, NULL, trust, lv, 1);
+	assert_null(swap_proc); /* the swap happened */
+	assert_int_equal(lv[0].qemu_pid, 0);
+	vw_qemu_resolve(procfd, NULL, trust, lv, 1); /* the next round: cron is no QEMU */
+	assert_int_equal(lv[0].qemu_pid, 0);
+
+	close(procfd);
+	vw_qemu_trust_free(trust);
+	vw_fixture_rm(proc);
 }
 
 /*
@@ -1832,6 +2013,9 @@ int main(void)
 		cmocka_unit_test(test_merge_each_same),
 		cmocka_unit_test(test_untrusted_owner),
 		cmocka_unit_test(test_container_claim),
+		cmocka_unit_test(test_scan_pid_reused_midway),
+		cmocka_unit_test(test_vcpus_pid_reused),
+		cmocka_unit_test(test_pod_pid_reused),
 		cmocka_unit_test(test_container_claim_real),
 		cmocka_unit_test(test_pod_fake),
 		cmocka_unit_test(test_pod_fake_real),

@@ -603,6 +603,90 @@ static void test_gpu_energy(void **state)
 	kubelet_fixture_stop(&k);
 }
 
+/*
+ * The snapshot's PID 100 (nginx, started at 7) exited before the registry read its
+ * /proc/PID/cgroup, and another process (started at 1100, in container A) took its PID: the
+ * cgroup read was the newcomer's, and the exited process, with its CPU energy, was placed in
+ * container A. Its start time is checked after the read: not A's, uncontained. Its binary,
+ * read at a render, is not the newcomer's either.
+ */
+static void test_container_pid_reused_before_cgroup(void **state)
+{
+	static const uint64_t ms[ARRAY_SIZE(procs)] = { 100, 0, 0, 0, 0, 0 };
+	struct ctx c;
+	char *text;
+
+	(void)state;
+	setup(&c, NULL);
+	for (int pid = 100; pid <= 101; pid++) {
+		char link[PATH_MAX];
+
+		snprintf(link, sizeof(link), "%s/%d/exe", c.root, pid);
+		assert_int_equal(symlink("/usr/sbin/nginx", link), 0);
+	}
+	c.cpu[0].start_time = 7;
+	interval(&c, zero, 0, 0);
+	interval(&c, ms, 1000000, 0);
+	text = workloads_fixture_render(c.w);
+	assert_null(strstr(text, "{pid=\"100\",comm=\"nginx\",exe=\"\",type=\"container\""));
+	/* nor shown with the newcomer's binary (read at the render) */
+	assert_non_null(strstr(text, "{pid=\"100\",comm=\"nginx\",exe=\"\",type=\"regular\","
+				     "state=\"running\",container_id=\"\""));
+	assert_non_null(strstr(text, "{pid=\"101\",comm=\"nginx\",exe=\"/usr/sbin/nginx\""));
+	free(text);
+	teardown(&c);
+}
+
+/*
+ * A GPU job (PID 700) ends within an interval and another process takes its PID in the same
+ * interval (a fork storm wraps the PID space): the GPU's samples of PID 700 could be either's,
+ * and the live one, perhaps another tenant's, took the job's GPU energy. Now the node's,
+ * unattributed; the next interval's, the PID one process's again, is the new process's.
+ */
+static void test_gpu_pid_reused_in_interval(void **state)
+{
+	const struct vw_gpu_pid_energy e[] = { { 700, 2000000 } };
+	struct vw_zone_energy ze[VW_ZONE__COUNT] = { 0 };
+	struct vw_proc_cpu rows[2];
+	struct ctx c;
+	char *text;
+
+	(void)state;
+	setup(&c, NULL);
+	ze[VW_ZONE_PACKAGE] = (struct vw_zone_energy){ true, 1000000, 0 };
+	rows[0] = (struct vw_proc_cpu){ .tgid = 700, .start_time = 1, .kind = VW_PROC_KIND_USER,
+					.cpu_ns = 10 * VW_NSEC_PER_MSEC };
+	snprintf(rows[0].comm, sizeof(rows[0].comm), "train");
+	rows[1] = rows[0];
+	rows[1].start_time = 2;
+	snprintf(rows[1].comm, sizeof(rows[1].comm), "other");
+	c.snap.procs = rows;
+	c.snap.n_procs = 1;
+	assert_int_equal(vw_workloads_update(c.w, &c.snap, ze, 5 * VW_NSEC_PER_SEC), 0);
+	rows[0].cpu_ns = 20 * VW_NSEC_PER_MSEC;
+	rows[0].exited = true; /* the job ends, and its PID is another's */
+	c.snap.n_procs = 2;
+	assert_int_equal(vw_workloads_update(c.w, &c.snap, ze, 5 * VW_NSEC_PER_SEC), 0);
+	assert_int_equal(gpu_interval(c.w, e, ARRAY_SIZE(e), 0, 2000000, 1), 0);
+	text = workloads_fixture_render(c.w);
+	assert_double_near(value(text, "virtwatt_node_gpu_unattributed_joules_total{node_name=\"n1\"}"),
+			   2.0, 1e-9);
+	assert_null(strstr(text, "kepler_process_gpu_joules_total{pid=\"700\""));
+	free(text);
+
+	c.snap.procs = &rows[1]; /* the next interval: PID 700 is the new process alone */
+	c.snap.n_procs = 1;
+	rows[1].cpu_ns = 30 * VW_NSEC_PER_MSEC;
+	assert_int_equal(vw_workloads_update(c.w, &c.snap, ze, 5 * VW_NSEC_PER_SEC), 0);
+	assert_int_equal(gpu_interval(c.w, e, ARRAY_SIZE(e), 0, 2000000, 1), 0);
+	text = workloads_fixture_render(c.w);
+	assert_non_null(strstr(text, "kepler_process_gpu_joules_total{pid=\"700\",comm=\"other\""));
+	assert_double_near(value(text, "virtwatt_node_gpu_unattributed_joules_total{node_name=\"n1\"}"),
+			   2.0, 1e-9);
+	free(text);
+	teardown(&c);
+}
+
 /* A kubelet that says 503 until told to answer: a pod list that arrives late. */
 static bool kubelet_up;
 
@@ -1769,6 +1853,8 @@ int main(void)
 		cmocka_unit_test(test_kind_from_accountant),
 		cmocka_unit_test(test_top_n),
 		cmocka_unit_test(test_reused_pid_terminated_twice),
+		cmocka_unit_test(test_gpu_pid_reused_in_interval),
+		cmocka_unit_test(test_container_pid_reused_before_cgroup),
 		cmocka_unit_test(test_exe_read_when_shown),
 		cmocka_unit_test(test_exe_not_read_after_exit),
 		cmocka_unit_test(test_gpu_energy),

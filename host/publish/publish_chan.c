@@ -347,13 +347,14 @@ static bool qemu_gone(const struct vw_pub_chan *c)
 
 static int check_peer(struct vw_pub_chan *c, int fd)
 {
-	struct vw_pub_peer peer;
-	int r = vw_pub_peer_check(fd, c->path, c->qemu_pid, &peer);
+	_cleanup_(vw_pub_peer_done) struct vw_pub_peer peer = { .pidfd = -1 };
+	int r = vw_pub_peer_check(fd, c->path, c->qemu_pid, c->procfs_root, &peer);
 	bool reused = false;
 
-	/* Taken by its PID: that PID must still be the QEMU listed (not when root's rule holds). */
+	/* Taken by its PID: that PID must still be the QEMU listed (not when root's rule holds),
+	 * and the listener alive after its stat was read (so the stat was the listener's). */
 	if (r == 0 && peer.pid == c->qemu_pid && !(peer.uid == 0 && !strcmp(peer.name, c->path)) &&
-	    !qemu_same(c)) {
+	    (!qemu_same(c) || !vw_pub_peer_alive(&peer, c->procfs_root))) {
 		r = -EPERM;
 		reused = true;
 	}
@@ -380,7 +381,9 @@ static int check_peer(struct vw_pub_chan *c, int fd)
 			    "this path; something else put a socket or link there: not connected, "
 			    "retried later",
 			    c->path, (int)peer.pid, (unsigned)peer.uid, peer.name, (int)c->qemu_pid,
-			    reused ? ", exited: its PID taken by a process started since" : "");
+			    reused ? ", exited: its PID taken by a process started since"
+			    : peer.pidfd_pid < 0 ? "; the process that listened has exited, its "
+						    "socket kept by another" : "");
 	return r;
 }
 

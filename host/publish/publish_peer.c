@@ -13,12 +13,14 @@
 #include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "macro.h"
 #include "publish_priv.h"
 
@@ -118,13 +120,104 @@ int vw_pub_open_socket(const char *path, struct stat *ret_st)
 	}
 }
 
-int vw_pub_peer_check(int fd, const char *path, pid_t qemu_pid, struct vw_pub_peer *ret)
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* Linux 6.5; Debian 12's headers (6.1) lack it */
+#endif
+
+/* The listener's pidfd (SO_PEERPIDFD): the very process that called listen(). */
+static int peer_pidfd_kernel(int fd)
+{
+	socklen_t l = sizeof(int);
+	int pidfd = -1;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &l) < 0)
+		return -errno;
+	return pidfd >= 0 ? pidfd : -EBADF;
+}
+
+/* A kernel without SO_PEERPIDFD (before 6.5: Debian 12's 6.1). */
+static int peer_pidfd_none(int fd)
+{
+	(void)fd;
+	return -ENOPROTOOPT;
+}
+
+const struct vw_pub_peer_ops vw_pub_peer_kernel = { .name = "SO_PEERPIDFD",
+						    .pidfd = peer_pidfd_kernel };
+const struct vw_pub_peer_ops vw_pub_peer_no_pidfd = { .name = "SO_PEERCRED only",
+						      .pidfd = peer_pidfd_none };
+static const struct vw_pub_peer_ops *peer_ops = &vw_pub_peer_kernel;
+
+void vw_pub_peer_use_ops(const struct vw_pub_peer_ops *ops)
+{
+	peer_ops = ops ? ops : &vw_pub_peer_kernel;
+}
+
+int vw_pub_pidfd_pid(const char *procfs_root, int pidfd, pid_t *ret_pid)
+{
+	char path[PATH_MAX], buf[1024], *end;
+	const char *at;
+	long v;
+	int r;
+
+	if (!procfs_root)
+		return -EOPNOTSUPP;
+	if (snprintf(path, sizeof(path), "%s/self/fdinfo/%d", procfs_root, pidfd) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
+	r = vw_read_file_at(AT_FDCWD, path, buf, sizeof(buf), NULL);
+	if (r < 0)
+		return r;
+	at = strncmp(buf, "Pid:", 4) == 0 ? buf : strstr(buf, "\nPid:");
+	if (!at)
+		return -ENODATA; /* not a pidfd (or a kernel that says no Pid) */
+	at += at == buf ? 4 : 5;
+	errno = 0;
+	v = strtol(at, &end, 10);
+	if (errno || end == at || (*end && *end != '\n') || v < -1 || v > INT_MAX)
+		return -EBADMSG;
+	*ret_pid = (pid_t)v;
+	return 0;
+}
+
+/* The listener's PID by its pidfd, in ret: 0 when known (ret->pidfd_pid its PID in the procfs
+ * root's namespace, -1 exited, 0 outside it); -errno where the kernel or root cannot say. */
+static int peer_by_pidfd(int fd, const char *procfs_root, struct vw_pub_peer *ret)
+{
+	int pidfd = peer_ops->pidfd(fd);
+
+	if (pidfd == -ESRCH || pidfd == -EINVAL) { /* a kernel that gives none of a reaped peer */
+		ret->pidfd_pid = -1;
+		return 0;
+	}
+	if (pidfd < 0)
+		return pidfd;
+	ret->pidfd = pidfd;
+	return vw_pub_pidfd_pid(procfs_root, pidfd, &ret->pidfd_pid);
+}
+
+void vw_pub_peer_done(struct vw_pub_peer *peer)
+{
+	vw_closep(&peer->pidfd);
+}
+
+bool vw_pub_peer_alive(const struct vw_pub_peer *peer, const char *procfs_root)
+{
+	pid_t now = -1;
+
+	if (peer->pidfd < 0 || peer->pidfd_pid <= 0)
+		return true; /* not told by a pidfd: the starttime rule alone */
+	return vw_pub_pidfd_pid(procfs_root, peer->pidfd, &now) == 0 && now == peer->pidfd_pid;
+}
+
+int vw_pub_peer_check(int fd, const char *path, pid_t qemu_pid, const char *procfs_root,
+		      struct vw_pub_peer *ret)
 {
 	struct sockaddr_un sa = { 0 };
 	socklen_t l = sizeof(struct ucred), sl = sizeof(sa);
 	struct ucred cred;
 
-	*ret = (struct vw_pub_peer){ .pid = -1, .uid = (uid_t)-1 };
+	*ret = (struct vw_pub_peer){ .pid = -1, .uid = (uid_t)-1, .pidfd = -1, .pidfd_pid = 0 };
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &l) < 0)
 		return -errno;
 	ret->pid = cred.pid;
@@ -136,13 +229,22 @@ int vw_pub_peer_check(int fd, const char *path, pid_t qemu_pid, struct vw_pub_pe
 			 (int)VW_MIN(sl - offsetof(struct sockaddr_un, sun_path),
 				     sizeof(sa.sun_path)),
 			 sa.sun_path);
-	/* QEMU listening itself (libvirt without descriptor passing, a hand-started QEMU). */
-	if (qemu_pid > 0 && cred.pid == qemu_pid)
-		return 0;
 	/* A root listener bound under this VM's path: a libvirt that calls listen() itself before
-	 * passing QEMU the descriptor (libvirt 9 binds and QEMU listens: QEMU's PID, above). A link
+	 * passing QEMU the descriptor (libvirt 9 binds and QEMU listens: QEMU's PID, below). A link
 	 * or rename of another VM's socket keeps the name it was bound with. */
 	if (cred.uid == 0 && strcmp(ret->name, path) == 0)
 		return 0;
-	return -EPERM;
+	/* QEMU listening itself (libvirt without descriptor passing, a hand-started QEMU). Its
+	 * pidfd names the process that listened: SO_PEERCRED's PID is only a number, which a
+	 * listener whose maker exited (its socket kept by a child or passed on) still shows once
+	 * the listed QEMU got that number. Read through the procfs root, the PID is the list's
+	 * namespace's (a daemon in a container with the host's /proc sees its QEMUs). */
+	if (peer_by_pidfd(fd, procfs_root, ret) == 0 && ret->pidfd_pid != 0) {
+		if (ret->pidfd_pid < 0)
+			return -EPERM; /* its maker exited: no QEMU's listener */
+		ret->pid = ret->pidfd_pid;
+		return qemu_pid > 0 && ret->pid == qemu_pid ? 0 : -EPERM;
+	}
+	/* No pidfd (Linux before 6.5), or its process outside the procfs root's namespace. */
+	return qemu_pid > 0 && cred.pid == qemu_pid ? 0 : -EPERM;
 }

@@ -69,15 +69,40 @@ struct vw_pub_chan {
 int vw_pub_open_socket(const char *path, struct stat *ret_st);
 
 struct vw_pub_peer {
-	pid_t pid;               /* SO_PEERCRED: the process that called listen() (0: not in our
-				  * PID namespace) */
+	pid_t pid;               /* the process that called listen(): its pidfd's PID in the procfs
+				  * root's namespace, else SO_PEERCRED's (0: not in our PID
+				  * namespace) */
 	uid_t uid;
 	char name[108];          /* the name the listener was bound with ("" unnamed) */
+	int pidfd;               /* SO_PEERPIDFD (Linux 6.5), or -1: vw_pub_peer_done() closes it */
+	pid_t pidfd_pid;         /* its PID as <procfs>/self/fdinfo says: -1 exited, 0 outside the
+				  * root's namespace or not known (SO_PEERCRED's rule then) */
 };
 
-/* 0 when the connected socket fd's listener is the VM's QEMU (qemu_pid, when > 0) or a root
- * process's bound under path; -EPERM else (ret says who it is), -errno when not known. */
-int vw_pub_peer_check(int fd, const char *path, pid_t qemu_pid, struct vw_pub_peer *ret);
+/* How the listener's process is named: the kernel's SO_PEERPIDFD, or none (the fallback of
+ * kernels before 6.5, forced by tests). */
+struct vw_pub_peer_ops {
+	const char *name;
+	int (*pidfd)(int fd); /* the connected fd's listener's pidfd, or -errno */
+};
+extern const struct vw_pub_peer_ops vw_pub_peer_kernel, vw_pub_peer_no_pidfd;
+/* Tests: the ops every check uses from now on (NULL: the kernel's). */
+void vw_pub_peer_use_ops(const struct vw_pub_peer_ops *ops);
+
+/* A pidfd's process's PID in procfs_root's namespace (<procfs>/self/fdinfo/N "Pid:"): -1 when
+ * it exited, 0 outside that namespace; -errno when not known (-EOPNOTSUPP: no root). */
+int vw_pub_pidfd_pid(const char *procfs_root, int pidfd, pid_t *ret_pid);
+
+/* 0 when the connected socket fd's listener is the VM's QEMU (qemu_pid, when > 0: by its pidfd
+ * where the kernel and procfs root tell, else by SO_PEERCRED's PID) or a root process's bound
+ * under path; -EPERM else (ret says who it is), -errno when not known. ret holds a pidfd:
+ * vw_pub_peer_done() in every case. */
+int vw_pub_peer_check(int fd, const char *path, pid_t qemu_pid, const char *procfs_root,
+		      struct vw_pub_peer *ret);
+void vw_pub_peer_done(struct vw_pub_peer *peer);
+/* Is the listener named by its pidfd still alive as the same PID (so what was read of
+ * <procfs>/PID since its check was of it)? True when it was not named by a pidfd. */
+bool vw_pub_peer_alive(const struct vw_pub_peer *peer, const char *procfs_root);
 
 /* CLOCK_REALTIME in ns: when a frame last reached a guest, for the delivery metrics. */
 uint64_t vw_pub_unix_ns(void);

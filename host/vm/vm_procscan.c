@@ -198,6 +198,7 @@ static int pod_verdict(const struct procscan *ps, const struct vw_qemu_proc *p,
 {
 	struct vw_cgroup_match m = { 0 };
 	const struct kept *k = kept_of(ps, p);
+	uint64_t start;
 	int r;
 
 	memset(pod_uid, 0, VW_UUID_LEN);
@@ -207,6 +208,10 @@ static int pod_verdict(const struct procscan *ps, const struct vw_qemu_proc *p,
 	}
 	r = vw_workload_read_pid(ps->procfd, p->pid, &m);
 	if (r < 0 && r != -ENOENT)
+		return p->root_ns ? 1 : -ESRCH;
+	/* The start time read after the cgroup: still the QEMU's, the cgroup was its (a QEMU that
+	 * exited since the scan, its PID taken by another pod's process, was that pod's VM). */
+	if (vw_qemu_read_start_time(ps->procfd, p->pid, &start) < 0 || start != p->start_time)
 		return p->root_ns ? 1 : -ESRCH;
 	if (m.kubepods && m.pod_uid[0])
 		memcpy(pod_uid, m.pod_uid, VW_UUID_LEN);

@@ -320,8 +320,14 @@ int vw_qemu_scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *c
 	char rel[32], peek[CMDLINE_PEEK];
 	struct vw_qemu_cmdline c;
 	size_t len;
-	uint64_t start;
+	uint64_t start, again;
 
+	/* Its start time before and after its command line and owner are read: the same, they
+	 * were this process's. Else it exited between (retried by the next scan): its command line
+	 * (a -uuid of a VM) could have been an untrusted process's and its owner, its start time,
+	 * a root process's that took its PID, which then took that VM's UUID, energy and channel. */
+	if (vw_qemu_read_start_time(procfd, pid, &start) < 0)
+		return -ESRCH;
 	snprintf(rel, sizeof(rel), "%" PRIu32 "/cmdline", pid);
 	if (vw_read_prefix_at(procfd, rel, peek, sizeof(peek), &len) < 0)
 		return -ESRCH; /* exited meanwhile */
@@ -336,8 +342,6 @@ int vw_qemu_scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *c
 		if (vw_qemu_cmdline_parse(big, len, &c) < 0)
 			return 0;
 	}
-	if (vw_qemu_read_start_time(procfd, pid, &start) < 0)
-		return -ESRCH;
 	/* Its owner from status, not from the owner of <pid>/: a process that made itself
 	 * non-dumpable shows its /proc files as root's. Unreadable or malformed: untrusted
 	 * (UINT32_MAX is no user's), never gone, so that it is counted. */
@@ -346,6 +350,8 @@ int vw_qemu_scan_one(int procfd, uint32_t pid, struct vw_qemu_scan *s, size_t *c
 		return -ESRCH;
 	if (r < 0)
 		uid = euid = UINT32_MAX;
+	if (vw_qemu_read_start_time(procfd, pid, &again) < 0 || again != start)
+		return -ESRCH;
 	if (vw_array_grow((void **)&s->procs, sizeof(*s->procs), s->n, cap) < 0)
 		return -ENOMEM;
 	s->procs[s->n++] = (struct vw_qemu_proc){
@@ -524,12 +530,20 @@ void vw_qemu_resolve(int procfd, struct vw_qemu_starts *starts, const struct vw_
 		find_missing(procfd, trust, vms, n);
 	for (size_t i = 0; i < n; i++) {
 		struct vw_vm_info *vm = &vms[i];
+		uint64_t start;
 
 		if (vm->state == VW_VM_SHUTOFF || vm->vcpus || !vm->qemu_pid)
 			continue;
-		if (count_vcpu_threads(procfd, vm->qemu_pid, &vm->vcpus) == -ESRCH) {
+		/* The start time read afresh after the count (not this round's, perhaps read before
+		 * the QEMU exited): a process that took its PID meanwhile names its threads as it
+		 * likes ("CPU 63/KVM"), and a count once given stays the domain's (the VM's reserved
+		 * share of the node's idle power). */
+		if (count_vcpu_threads(procfd, vm->qemu_pid, &vm->vcpus) == -ESRCH ||
+		    vw_qemu_read_start_time(procfd, vm->qemu_pid, &start) < 0 ||
+		    start != vm->qemu_start_time) {
 			vm->qemu_pid = 0;
 			vm->qemu_start_time = 0;
+			vm->vcpus = 0;
 		}
 	}
 }

@@ -92,13 +92,20 @@ const struct vw_family_table vw_workload_gpu_family_table = {
 };
 
 /* The registry's entry for a GPU process: the live one, else one that ended and whose final
- * value is not published yet (a job that finished within the interval). */
+ * value is not published yet (a job that finished within the interval). None where the PID
+ * was two processes' in this interval (one ended, another took its PID: the GPU's samples of
+ * it could be either's; the new one, perhaps another tenant's, took the job's energy): the
+ * node's, unattributed. */
 static struct wl_proc *gpu_owner(struct vw_workloads *w, uint32_t pid)
 {
 	struct wl_proc *p = vw_wl_lookup_live(w, pid, w->n_procs);
 
-	if (p)
+	if (p) {
+		for (size_t i = 0; i < w->n_procs; i++)
+			if (w->procs[i].tgid == pid && w->procs[i].ended_now)
+				return NULL;
 		return p;
+	}
 	for (size_t i = 0; i < w->n_procs; i++)
 		if (w->procs[i].tgid == pid && w->procs[i].terminated && !w->procs[i].final_gen)
 			return &w->procs[i];

@@ -306,8 +306,22 @@ static int proc_cgroup_path(struct vw_workloads *w, uint32_t tgid, uint64_t cgro
 	return vw_cgroupfs_pid_path(w->o.cgroupfs, w->o.procfs_fd, tgid, buf, size);
 }
 
-/* The container a process belongs to (index), or -1. */
-static int place_proc(struct vw_workloads *w, uint32_t tgid, uint64_t cgroup_id)
+/* Is tgid still the process that started at start (0: not known, taken as yes)? */
+static bool still_started(const struct vw_workloads *w, uint32_t tgid, uint64_t start)
+{
+	uint64_t now = 0;
+	uint32_t ppid;
+
+	return !start || (read_stat(w->o.procfs_fd, tgid, &ppid, &now) == 0 && now == start);
+}
+
+/*
+ * The container a process belongs to (index), or -1. Where /proc/PID/cgroup tells (no cgroup
+ * id from the accountant), the PID must still be the process that started at start after the
+ * read: one that exited since the snapshot, its PID taken by another container's process, was
+ * placed in that container, which then took its CPU energy.
+ */
+static int place_proc(struct vw_workloads *w, uint32_t tgid, uint64_t start, uint64_t cgroup_id)
 {
 	_cleanup_free_ char *path = NULL;
 	struct vw_cgroup_match m;
@@ -316,12 +330,15 @@ static int place_proc(struct vw_workloads *w, uint32_t tgid, uint64_t cgroup_id)
 	if (w->o.cgroupfs && (path = malloc(PATH_MAX)) &&
 	    proc_cgroup_path(w, tgid, cgroup_id, path, PATH_MAX) == 0) {
 		if (vw_workload_container_cgroup(path, &m, &len) == 0)
-			return find_container(w, &m, path, len);
+			return cgroup_id || still_started(w, tgid, start)
+				       ? find_container(w, &m, path, len)
+				       : -1;
 		if (cgroup_id)
 			return -1; /* the bpf accountant saw it run outside every container */
 	}
 	/* No hierarchy (or a path it could not place): every line of /proc/PID/cgroup. */
-	if (vw_workload_read_pid(w->o.procfs_fd, tgid, &m) == 0 && m.container)
+	if (vw_workload_read_pid(w->o.procfs_fd, tgid, &m) == 0 && m.container &&
+	    still_started(w, tgid, start))
 		return find_container(w, &m, NULL, 0);
 	return -1;
 }
@@ -340,7 +357,7 @@ static void place_again(struct vw_workloads *w)
 
 		if (p->container >= 0 && (size_t)p->container < n &&
 		    w->conts[p->container].overruled && !p->kernel && !p->terminated)
-			p->container = place_proc(w, p->tgid, p->cgroup_id);
+			p->container = place_proc(w, p->tgid, p->start_time, p->cgroup_id);
 	}
 	for (size_t k = 0; k < n; k++)
 		w->conts[k].overruled = false;
@@ -364,6 +381,10 @@ const char *vw_wl_proc_exe_read(const struct vw_workloads *w, struct wl_proc *p)
 	if (p->terminated)
 		return p->exe = "";
 	read_exe(w->o.procfs_fd, p->tgid, exe, sizeof(exe));
+	/* Read at a render, perhaps seconds after the snapshot: a process that exited since, its
+	 * PID another's, would be shown with that one's binary. */
+	if (exe[0] && !still_started(w, p->tgid, p->start_time))
+		exe[0] = '\0';
 	e = vw_intern_get(w->exes, exe);
 	if (!e)
 		return ""; /* out of memory: shown without it, read again at the next need */
@@ -402,7 +423,7 @@ static int add_proc(struct vw_workloads *w, const struct vw_proc_cpu *p)
 	np->exe = np->kernel ? "" : NULL; /* read at its first need (vw_wl_proc_exe) */
 	np->cgroup_id = p->cgroup_id;
 	if (!np->kernel)
-		np->container = place_proc(w, p->tgid, p->cgroup_id);
+		np->container = place_proc(w, p->tgid, start, p->cgroup_id);
 	/* Before the baseline, CPU time already spent is not this interval's. */
 	np->last_cpu_ns = w->baseline_taken ? 0 : p->cpu_ns;
 	/* Its zone slots now, zeroed (as zone_slots() would give them); without memory,
@@ -477,6 +498,7 @@ static struct wl_proc *lookup_live_next(struct vw_workloads *w, uint32_t tgid, s
 static void terminate_proc(struct wl_proc *p)
 {
 	p->terminated = true;
+	p->ended_now = true;
 	p->final_gen = 0;
 }
 
@@ -606,12 +628,12 @@ static int merge_snapshot(struct vw_workloads *w, const struct vw_cpu_snapshot *
 		}
 		if (s->cgroup_id && s->cgroup_id != p->cgroup_id && !p->kernel) {
 			p->cgroup_id = s->cgroup_id; /* it moved (docker exec, a scope move) */
-			p->container = place_proc(w, s->tgid, s->cgroup_id);
+			p->container = place_proc(w, s->tgid, p->start_time, s->cgroup_id);
 		} else if (!s->cgroup_id && w->o.cgroupfs && p->container < 0 && p->delta_ns &&
 			   !p->kernel && !s->exited) {
 			/* No ids (procfs): a process outside every container that ran may have
 			 * moved into one; a container it went to is found this way. */
-			p->container = place_proc(w, s->tgid, 0);
+			p->container = place_proc(w, s->tgid, p->start_time, 0);
 		}
 		p->last_cpu_ns = s->cpu_ns;
 		p->cpu_ns += p->delta_ns + p->irq_ns;
@@ -1126,6 +1148,7 @@ static void clear_intervals(struct vw_workloads *w)
 		if (p->shared)
 			clear_acc(p->z, p->n_z);
 		p->shared = false;
+		p->ended_now = false;
 		p->delta_ns = 0;
 		p->irq_ns = 0;
 		clear_counters(p);

@@ -44,6 +44,7 @@ struct wl_proc {
 	/* A share went into z[*].interval this interval: only those are cleared at the next (most
 	 * processes did not run: clearing them chased every process's z, a cache miss each). */
 	bool shared : 1;
+	bool ended_now : 1; /* terminated in this interval's update (cleared at the next) */
 	uint8_t n_z;
 	uint64_t last_cpu_ns, delta_ns, cpu_ns;
 	/* This interval's interrupts for others' work (the bpf accountant's): left out of
