@@ -36,6 +36,7 @@
 #include "vm_groups.h"
 #include "vm_meta.h"
 #include "vm_priv.h"
+#include "vm_trust.h"
 #include "cgroup_path.h"
 #include "workloads.h"
 #include "workloads_fixture.h"
@@ -49,31 +50,47 @@
 	"0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod8d1f3b3d_d488_4963_"   \
 	"a1b2_0123456789ab.slice/cri-containerd-" CID ".scope\n"
 
-/* The virt-launcher pod as the kubelet's /pods lists it: KubeVirt's labels, the compute
- * container requesting one CPU. */
-static const char kubelet_pods[] =
-	"{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":[{\"metadata\":{"
-	"\"name\":\"" POD_NAME "\",\"namespace\":\"shop\",\"uid\":\"" POD_UID "\","
-	"\"labels\":{\"kubevirt.io\":\"virt-launcher\",\"kubevirt.io/domain\":\"web-vm\","
-	"\"kubevirt.io/created-by\":\"3cbb32a1-f11c-4065-99e6-62ce670bff12\","
-	"\"vm.kubevirt.io/name\":\"web\"}},"
-	"\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"compute\","
-	"\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]},"
-	"\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"compute\","
-	"\"containerID\":\"containerd://" CID "\"}]}}]}";
+/* A kubelet /pods list of one pod, POD_UID in namespace shop: name, then its labels and owners
+ * (metadata keys), the compute container requesting one CPU. */
+#define POD_LIST(name, meta)                                                                       \
+	"{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":[{\"metadata\":{"                       \
+	"\"name\":\"" name "\",\"namespace\":\"shop\",\"uid\":\"" POD_UID "\"," meta "},"             \
+	"\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"compute\","                        \
+	"\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]},"                                            \
+	"\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"compute\","              \
+	"\"containerID\":\"containerd://" CID "\"}]}}]}"
+
+/* KubeVirt's labels on a virt-launcher pod of VMI web-vm (of VirtualMachine web). */
+#define KUBEVIRT_LABELS                                                                            \
+	"\"labels\":{\"kubevirt.io\":\"virt-launcher\",\"kubevirt.io/domain\":\"web-vm\","            \
+	"\"kubevirt.io/created-by\":\"3cbb32a1-f11c-4065-99e6-62ce670bff12\","                       \
+	"\"vm.kubevirt.io/name\":\"web\"}"
+
+/* Its controller, VMI vmi, as virt-controller writes it (a real pod's: `oc get pod
+ * virt-launcher-fedora06-wwtvw -o yaml`, github.com/akaliwod/ocp-virtualization,
+ * doc/ocp-kubevirt-fedora-disk/OcPod.md). */
+#define VMI_OWNER(vmi)                                                                             \
+	"\"ownerReferences\":[{\"apiVersion\":\"kubevirt.io/v1\",\"kind\":\"VirtualMachineInstance\","  \
+	"\"name\":\"" vmi "\",\"uid\":\"3cbb32a1-f11c-4065-99e6-62ce670bff12\",\"controller\":true,"    \
+	"\"blockOwnerDeletion\":true}]"
+
+/* The virt-launcher pod as the kubelet's /pods lists it: KubeVirt's labels, its VMI its
+ * controller. */
+static const char kubelet_pods[] = POD_LIST(POD_NAME, KUBEVIRT_LABELS "," VMI_OWNER("web-vm"));
 
 /* The kubelet before it lists the virt-launcher pod. */
 static const char no_pods[] = "{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":[]}";
 
 /* A pod running a QEMU that is no virt-launcher (a Kata sandbox): its labels say nothing. */
-static const char kata_pods[] =
-	"{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":[{\"metadata\":{"
-	"\"name\":\"kata-pod\",\"namespace\":\"shop\",\"uid\":\"" POD_UID "\","
-	"\"labels\":{\"app\":\"web\"}},"
-	"\"spec\":{\"nodeName\":\"n1\",\"containers\":[{\"name\":\"compute\","
-	"\"resources\":{\"requests\":{\"cpu\":\"1\"}}}]},"
-	"\"status\":{\"phase\":\"Running\",\"containerStatuses\":[{\"name\":\"compute\","
-	"\"containerID\":\"containerd://" CID "\"}]}}]}";
+static const char kata_pods[] = POD_LIST("kata-pod", "\"labels\":{\"app\":\"web\"}");
+
+/* A tenant's pod labelled as KubeVirt's by its creator: no VMI owns it (a Deployment's
+ * ReplicaSet does), or a VMI owns it but not the one its labels name. */
+static const char forged_pods[] =
+	POD_LIST("kata-pod", KUBEVIRT_LABELS ",\"ownerReferences\":[{\"apiVersion\":\"apps/v1\","
+			     "\"kind\":\"ReplicaSet\",\"name\":\"web-5d8f\",\"uid\":"
+			     "\"0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9\",\"controller\":true}]");
+static const char other_vmi_pods[] = POD_LIST("kata-pod", KUBEVIRT_LABELS "," VMI_OWNER("db-vm"));
 
 enum { P_INIT, P_LAUNCHER, P_VIRTQEMUD, P_QEMU, P_SSHD, P__COUNT };
 
@@ -82,6 +99,7 @@ struct ctx {
 	int procfd;
 	struct kubelet_fixture k;
 	struct vw_podmeta *scan_pm; /* the pod metadata the VM scan asks (k.pm unless changed) */
+	struct vw_qemu_trust *trust; /* root's QEMUs: counts the refused ones in pods */
 	struct vw_vms *vms;
 	struct vw_vm_info *list;
 	size_t n_list;
@@ -153,6 +171,9 @@ static void setup(struct ctx *c, const char *pods, const char *const *info_label
 	kubelet_fixture_start(&c->k, pods);
 	c->scan_pm = c->k.pm;
 	env.procfs_fd = c->procfd;
+	c->trust = vw_qemu_trust_new(-1, NULL, 0);
+	assert_non_null(c->trust);
+	env.qemu_trust = c->trust;
 	env.kubevirt_pod = scan_pod;
 	env.kubevirt_pod_ud = c;
 	c->vms = vw_vms_open_with(&env, scan_only);
@@ -170,6 +191,7 @@ static void teardown(struct ctx *c)
 	vw_workloads_free(c->w);
 	free(c->list);
 	vw_vms_close(c->vms);
+	vw_qemu_trust_free(c->trust);
 	kubelet_fixture_stop(&c->k);
 	close(c->procfd);
 	vw_fixture_rm(c->root);
@@ -326,11 +348,11 @@ static void test_counted_once(void **state)
 	"{pod_id=\"" POD_UID "\",pod_name=\"kata-pod\",pod_namespace=\"shop\",state=\"running\","   \
 	"zone=\"package\",node_name=\"n1\"}"
 
-/* The QEMU in the pod without KubeVirt's labels, its status' NSpid: line nspid, listed as n VMs;
+/* The QEMU in pod "kata-pod" as pods lists it, its status' NSpid: line nspid, listed as n VMs;
  * two intervals, the second's rendered (free() it). */
-static char *run_in_kata_pod(struct ctx *c, const char *nspid, size_t n)
+static char *run_in_pod(struct ctx *c, const char *pods, const char *nspid, size_t n)
 {
-	setup(c, kata_pods, NULL);
+	setup(c, pods, NULL);
 	assert_int_equal(vm_fixture_status(c->root, 720, "qemu-kvm", 0, 0, nspid), 0);
 	refresh(c, NULL);
 	assert_int_equal(c->n_list, n);
@@ -349,7 +371,7 @@ static void test_other_pod_keeps_both(void **state)
 
 	(void)state;
 	/* Kata's QEMU is started by its runtime on the host: the host's PID namespace */
-	text = run_in_kata_pod(&c, "0\nNStgid:\t720\nNSpid:\t720", 1);
+	text = run_in_pod(&c, kata_pods, "0\nNStgid:\t720\nNSpid:\t720", 1);
 	assert_false(vw_vm_is_kubevirt(&c.list[0]));
 	assert_string_equal(c.list[0].name, "shop_web-vm");
 	assert_double_near(value(text, "kepler_pod_cpu_joules_total" KATA_POD_LABELS), 8.0, 1e-9);
@@ -361,21 +383,11 @@ static void test_other_pod_keeps_both(void **state)
 	teardown(&c);
 }
 
-/*
- * A tenant's fake: root in a pod that is no virt-launcher, in the pod's PID namespace (no
- * hostPID), runs `exec -a /usr/libexec/qemu-kvm` with KubeVirt's domain name. No VM: its energy
- * stays its pod's and container's (before, a VM series; named <ns>_<vmi> without the pod's
- * metadata, KubeVirt's: its energy taken out of the pod's).
- */
-static void test_pod_fake_stays_pods(void **state)
+/* The fake's 6 J stay its pod's (text: run_in_pod's, freed), every joule once. 12 J active by CPU
+ * time: the pod's processes 8 (the fake's 6 among them), sshd 4; 8 J idle: the pod reserves half
+ * (4 J), the rest unattributed. */
+static void assert_stays_pods(struct ctx *c, char *text)
 {
-	char *text;
-	struct ctx c;
-
-	(void)state;
-	text = run_in_kata_pod(&c, "0\nNStgid:\t720\t9\nNSpid:\t720\t9", 0);
-	/* 12 J active by CPU time: the pod's processes 8 (the fake's 6 among them), sshd 4; 8 J
-	 * idle: the pod reserves half (4 J), the rest unattributed. */
 	assert_double_near(value(text, "kepler_pod_cpu_joules_total" KATA_POD_LABELS), 8.0, 1e-9);
 	assert_double_near(value(text, "kepler_container_cpu_joules_total{container_id=\"" CID
 				       "\",container_name=\"compute\",runtime=\"containerd\","
@@ -387,9 +399,73 @@ static void test_pod_fake_stays_pods(void **state)
 				       CID "\",vm_id=\"\",zone=\"package\",node_name=\"n1\"}"),
 			   6.0, 1e-9);
 	assert_null(strstr(text, "kepler_vm_cpu_joules_total{"));
-	assert_once(&c, 4000000, 0);
+	assert_once(c, 4000000, 0);
 	free(text);
+}
+
+/*
+ * A tenant's fake: root in a pod that is no virt-launcher, in the pod's PID namespace (no
+ * hostPID), runs `exec -a /usr/libexec/qemu-kvm` with KubeVirt's domain name. No VM: its energy
+ * stays its pod's and container's (before, a VM series; named <ns>_<vmi> without the pod's
+ * metadata, KubeVirt's: its energy taken out of the pod's).
+ */
+static void test_pod_fake_stays_pods(void **state)
+{
+	struct ctx c;
+
+	(void)state;
+	assert_stays_pods(&c, run_in_pod(&c, kata_pods, "0\nNStgid:\t720\t9\nNSpid:\t720\t9", 0));
+	assert_int_equal(vw_qemu_trust_pods_refused(c.trust), 1);
 	teardown(&c);
+}
+
+/* The warnings logged, one after another. */
+static void keep_warnings(enum vw_log_level level, const char *msg, void *ud)
+{
+	char *all = ud;
+
+	if (level == VW_LOG_WARN)
+		snprintf(all + strlen(all), 4096 - strlen(all), "%s\n", msg);
+}
+
+/*
+ * A tenant's fake in a pod its creator labelled as KubeVirt's (kubevirt.io=virt-launcher,
+ * kubevirt.io/domain: web-vm): the labels are the creator's to write, the controller
+ * ownerReference is not (a pod owned by a VMI that does not exist is garbage-collected). Owned by
+ * a ReplicaSet, or by VMI db-vm while its labels say web-vm: no VM, refused and counted, the
+ * warning naming why; its energy its pod's (before, a VirtualMachineInstance's: taken out of the
+ * pod's). In the host's PID namespace (a hostPID pod) its QEMU is a VM, but not KubeVirt's.
+ */
+static void test_pod_forged_labels_stays_pods(void **state)
+{
+	static const struct {
+		const char *pods, *why;
+	} cases[] = {
+		{ forged_pods, "labelled as KubeVirt's but not owned by a VirtualMachineInstance" },
+		{ other_vmi_pods, "owned by a VirtualMachineInstance other than its kubevirt.io/domain" },
+	};
+	static char warnings[4096]; /* static: a failed assertion leaves the sink set */
+	struct ctx c;
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		warnings[0] = '\0';
+		vw_log_set_level(VW_LOG_WARN);
+		vw_log_set_sink(keep_warnings, warnings);
+		assert_stays_pods(&c, run_in_pod(&c, cases[i].pods,
+						 "0\nNStgid:\t720\t9\nNSpid:\t720\t9", 0));
+		vw_log_set_sink(NULL, NULL);
+		vw_log_set_level(VW_LOG_ERROR);
+		assert_int_equal(vw_qemu_trust_pods_refused(c.trust), 1);
+		if (!strstr(warnings, cases[i].why) || !strstr(warnings, "pod " POD_UID))
+			fail_msg("case %zu: warnings \"%s\"", i, warnings);
+		teardown(&c);
+
+		free(run_in_pod(&c, cases[i].pods, "0\nNStgid:\t720\nNSpid:\t720", 1));
+		assert_false(vw_vm_is_kubevirt(&c.list[0]));
+		assert_string_equal(c.list[0].name, "shop_web-vm");
+		teardown(&c);
+	}
 }
 
 /*
@@ -750,6 +826,7 @@ int main(void)
 		cmocka_unit_test(test_counted_once),
 		cmocka_unit_test(test_other_pod_keeps_both),
 		cmocka_unit_test(test_pod_fake_stays_pods),
+		cmocka_unit_test(test_pod_forged_labels_stays_pods),
 		cmocka_unit_test(test_metadata_late),
 		cmocka_unit_test(test_info_labels),
 		cmocka_unit_test(test_info_labels_config),

@@ -1255,6 +1255,106 @@ static void test_table_grace(void **state)
 	vw_podtable_free(NULL);
 }
 
+/*
+ * A virt-launcher pod's controller: its VirtualMachineInstance, from metadata.ownerReferences (the
+ * shape of a real one, `oc get pod virt-launcher-fedora06-wwtvw -o yaml` in
+ * github.com/akaliwod/ocp-virtualization, doc/ocp-kubevirt-fedora-disk/OcPod.md), as the kubelet's
+ * /pods lists it and as an API server watch event carries it. Only a controller reference of
+ * kind VirtualMachineInstance in group kubevirt.io counts, the first controller only; labels alone
+ * (a pod's creator writes them) make no owner.
+ */
+#define VL_UID "e566efd1-741e-4def-9c1d-6a9f3e2b7c10"
+#define VL_META(refs)                                                                              \
+	"{\"metadata\":{\"name\":\"virt-launcher-fedora06-wwtvw\",\"generateName\":"                \
+	"\"virt-launcher-fedora06-\",\"namespace\":\"default\",\"uid\":\"" VL_UID "\","              \
+	"\"annotations\":{\"kubectl.kubernetes.io/default-container\":\"compute\","                 \
+	"\"kubevirt.io/domain\":\"fedora06\"},\"labels\":{\"kubevirt.io\":\"virt-launcher\","        \
+	"\"kubevirt.io/created-by\":\"2076f683-2d58-4f46-a2d9-4cb682060e36\","                      \
+	"\"kubevirt.io/domain\":\"fedora06\",\"vm.kubevirt.io/name\":\"fedora06\"}" refs "},"       \
+	"\"spec\":{\"nodeName\":\"" NODE "\",\"containers\":[{\"name\":\"compute\"}]},"           \
+	"\"status\":{\"phase\":\"Running\"}}"
+#define VL_REF(api, kind, name, ctl)                                                               \
+	"{\"apiVersion\":\"" api "\",\"blockOwnerDeletion\":true," ctl "\"kind\":\"" kind "\","       \
+	"\"name\":\"" name "\",\"uid\":\"2076f683-2d58-4f46-a2d9-4cb682060e36\"}"
+#define VL_CTL "\"controller\":true,"
+#define VL_VMI(name) VL_REF("kubevirt.io/v1", "VirtualMachineInstance", name, VL_CTL)
+#define VL_RS VL_REF("apps/v1", "ReplicaSet", "web-5d8f", VL_CTL)
+
+static void test_kubevirt_owner(void **state)
+{
+	static const struct {
+		const char *pod, *owner;
+		bool owned;
+	} cases[] = {
+		{ VL_META(",\"ownerReferences\":[" VL_VMI("fedora06") "]"), "fedora06", true },
+		{ VL_META(""), "", false }, /* the labels alone */
+		{ VL_META(",\"ownerReferences\":[]"), "", false },
+		{ VL_META(",\"ownerReferences\":[" VL_RS "]"), "", false },
+		/* an owner, not the controller; the controller a ReplicaSet */
+		{ VL_META(",\"ownerReferences\":[" VL_REF("kubevirt.io/v1", "VirtualMachineInstance",
+							  "fedora06", "\"controller\":false,") ","
+			  VL_REF("kubevirt.io/v1", "VirtualMachineInstance", "fedora06", "")
+			  "," VL_RS "]"),
+		  "", false },
+		{ VL_META(",\"ownerReferences\":[" VL_REF("kubevirt.io/v1", "VirtualMachineInstance",
+							  "fedora06", "\"controller\":\"true\",")
+			  "]"),
+		  "", false },
+		/* one controller counts, the first */
+		{ VL_META(",\"ownerReferences\":[" VL_RS "," VL_VMI("fedora06") "]"), "", false },
+		{ VL_META(",\"ownerReferences\":[" VL_REF("kubevirt.io/v1alpha3",
+							  "VirtualMachineInstance", "fedora06", VL_CTL)
+			  "]"),
+		  "fedora06", true },
+		{ VL_META(",\"ownerReferences\":[" VL_REF("kubevirt.io/v1", "VirtualMachine",
+							  "fedora06", VL_CTL) "]"),
+		  "", false },
+		{ VL_META(",\"ownerReferences\":[" VL_REF("kubevirt.io.evil/v1",
+							  "VirtualMachineInstance", "fedora06", VL_CTL)
+			  "]"),
+		  "", false },
+		{ VL_META(",\"ownerReferences\":[" VL_REF("evil.kubevirt.io/v1",
+							  "VirtualMachineInstance", "fedora06", VL_CTL)
+			  "]"),
+		  "", false },
+		/* a VMI name no label value can match (over 63 bytes): owned, no name */
+		{ VL_META(",\"ownerReferences\":[" VL_VMI("a123456789b123456789c123456789d123456789"
+							 "e123456789f123456789g1234567890") "]"),
+		  "", true },
+	};
+
+	(void)state;
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		for (int shape = 0; shape < 2; shape++) {
+			struct vw_podtable *t = vw_podtable_new(60 * SEC);
+			char *text = NULL;
+			struct json_object *o, *pod;
+			struct vw_pod_info info;
+
+			/* the kubelet's /pods list, or an API server watch event */
+			assert_true(asprintf(&text,
+					     shape ? "{\"type\":\"ADDED\",\"object\":%s}"
+						   : "{\"kind\":\"PodList\",\"apiVersion\":\"v1\","
+						     "\"items\":[%s]}",
+					     cases[i].pod) > 0);
+			o = json_tokener_parse(text);
+			free(text);
+			assert_non_null(o);
+			pod = shape ? json_object_object_get(o, "object") : list_item(o, 0);
+			assert_non_null(t);
+			assert_int_equal(vw_podtable_apply(t, pod, 1, false, 0), 0);
+			assert_int_equal(vw_podtable_by_uid(t, VL_UID, 0, &info), 0);
+			assert_string_equal(info.kubevirt_vmi, "fedora06");
+			if (info.kubevirt_owned != cases[i].owned ||
+			    strcmp(info.kubevirt_owner, cases[i].owner) != 0)
+				fail_msg("case %zu: owned %d by \"%s\"", i, info.kubevirt_owned,
+					 info.kubevirt_owner);
+			json_object_put(o);
+			vw_podtable_free(t);
+		}
+	}
+}
+
 /* ---- pure parsers ---- */
 
 static void test_cpu_quantities(void **state)
@@ -1372,6 +1472,7 @@ int main(void)
 		cmocka_unit_test(test_bad_options),
 		cmocka_unit_test(test_token_fifo),
 		cmocka_unit_test(test_table_grace),
+		cmocka_unit_test(test_kubevirt_owner),
 		cmocka_unit_test(test_list_watch_resume),
 		cmocka_unit_test(test_grace_expiry),
 		cmocka_unit_test(test_gone_relists),

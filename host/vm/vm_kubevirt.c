@@ -4,7 +4,9 @@
  * virt-launcher pod whose compute container holds a libvirt of its own and the QEMU, started as
  * domain <namespace>_<vmi>; the host's process scan finds that QEMU and the pod its cgroup names.
  * The pod's labels say what it is (kubevirt.io=virt-launcher) and which VMI it runs
- * (kubevirt.io/domain); without the pod's metadata the domain name says it, as long as it splits
+ * (kubevirt.io/domain), and its controller ownerReference must be that VMI (labels are the pod's
+ * creator's to write: any tenant can label its pod KubeVirt's; a pod whose owner does not exist
+ * in its namespace is garbage-collected, so a forged owner takes a real VMI there); without the pod's metadata the domain name says it, as long as it splits
  * into a valid namespace (a DNS-1123 label) and a valid VMI name (a DNS-1123 subdomain): neither
  * may contain '_', so the split is unambiguous. That fallback names only what the process scan
  * took as a VM: a QEMU in a pod and in a PID namespace below the host's (every KubeVirt QEMU;
@@ -70,6 +72,21 @@ static void name_as(struct vw_vm_info *vm, const char *ns, const char *vmi)
 	vw_vm_name_sanitize(vm->name, sizeof(vm->name), vmi, strlen(vmi));
 }
 
+/* What a listed pod's metadata says of it (vw_vm_kubevirt_pod's answers): 1 KubeVirt's
+ * virt-launcher, its labels and its controller, the VirtualMachineInstance they name; 0 no
+ * KubeVirt labels; -EPERM the labels without a VMI for controller (a tenant's own labels);
+ * -EBADMSG a VMI controller other than kubevirt.io/domain names. */
+static int launcher_verdict(const struct vw_pod_info *pod)
+{
+	if (!pod->kubevirt_vmi[0])
+		return 0;
+	if (!pod->kubevirt_owned)
+		return -EPERM;
+	if (strcmp(pod->kubevirt_owner, pod->kubevirt_vmi) != 0)
+		return -EBADMSG;
+	return 1;
+}
+
 void vw_vm_kubevirt_resolve(struct vw_vm_info *vms, size_t n, struct vw_podmeta *pm)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -80,7 +97,7 @@ void vw_vm_kubevirt_resolve(struct vw_vm_info *vms, size_t n, struct vw_podmeta 
 		if (!vm->pod_uid[0] || vw_vm_is_kubevirt(vm))
 			continue;
 		if (pm && vw_podmeta_by_uid(pm, vm->pod_uid, &pod) == 0) {
-			if (!pod.kubevirt_vmi[0])
+			if (launcher_verdict(&pod) != 1)
 				continue; /* a pod, but no virt-launcher: its QEMU is no KubeVirt VM */
 			name_as(vm, pod.namespace_, pod.kubevirt_vmi);
 			vw_vm_name_sanitize(vm->owner.pod_name, sizeof(vm->owner.pod_name), pod.name,
@@ -101,5 +118,5 @@ int vw_vm_kubevirt_pod(void *pm, const char *pod_uid)
 		return -ENODEV;
 	if (!pod_uid[0] || vw_podmeta_by_uid(pm, pod_uid, &pod) < 0)
 		return -ENOENT;
-	return pod.kubevirt_vmi[0] ? 1 : 0;
+	return launcher_verdict(&pod);
 }

@@ -205,7 +205,8 @@ int vw_vms_list(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n);
  * KubeVirt (vm_kubevirt.c): each VM whose QEMU runs in a pod (pod_uid) is named by its
  * VirtualMachineInstance: with pod metadata (pm, may be NULL), from a virt-launcher pod's labels
  * (kubevirt.io=virt-launcher, kubevirt.io/domain, vm.kubevirt.io/name) and the pod's namespace
- * and name; a pod known to be no virt-launcher leaves the VM as it is (a Kata sandbox's QEMU);
+ * and name, the pod's controller that VMI (vw_vm_kubevirt_pod); a pod known to be no
+ * virt-launcher (or labelled so without that controller) leaves the VM as it is (a Kata sandbox's QEMU);
  * without the pod's metadata, from its libvirt domain name, <namespace>_<vmi>, when both parts
  * are valid Kubernetes names. A KubeVirt VM gets platform "kubevirt", name = the VMI's, and
  * owner.namespace_ (and pod_name, instance_name = its VirtualMachine, where the pod says).
@@ -213,8 +214,10 @@ int vw_vms_list(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n);
 struct vw_podmeta;
 void vw_vm_kubevirt_resolve(struct vw_vm_info *vms, size_t n, struct vw_podmeta *pm);
 /* env->kubevirt_pod over pod metadata (pm: a struct vw_podmeta *, NULL: none): 1 when the pod
- * is listed with KubeVirt's labels (kubevirt.io=virt-launcher and kubevirt.io/domain), 0 when
- * listed without, -ENOENT when not listed, -ENODEV without pod metadata. */
+ * is listed with KubeVirt's labels (kubevirt.io=virt-launcher and kubevirt.io/domain) and its
+ * controller ownerReference is the kubevirt.io VirtualMachineInstance the domain label names, 0
+ * when listed without the labels, -EPERM with them but no VMI for controller, -EBADMSG with a VMI
+ * controller of another name, -ENOENT when not listed, -ENODEV without pod metadata. */
 int vw_vm_kubevirt_pod(void *pm, const char *pod_uid);
 /* Whether a libvirt domain name is KubeVirt's <namespace>_<vmi>: the parts into ns and vmi. */
 bool vw_vm_kubevirt_split(const char *domain, char ns[64], char vmi[254]);

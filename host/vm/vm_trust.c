@@ -45,8 +45,9 @@ static const struct vw_metric_family trust_families[] = {
 	  "Processes of trusted users that look like QEMU in a Kubernetes pod's cgroup and a PID "
 	  "namespace below the host's (a container without hostPID) whose pod is not KubeVirt's "
 	  "virt-launcher as the pod metadata says (labels kubevirt.io=virt-launcher and "
-	  "kubevirt.io/domain; or no pod metadata, or the pod not listed yet), at the last process "
-	  "scan: ordinary processes of their pod, not VMs",
+	  "kubevirt.io/domain, and its controller ownerReference the kubevirt.io "
+	  "VirtualMachineInstance that label names; or no pod metadata, or the pod not listed yet), "
+	  "at the last process scan: ordinary processes of their pod, not VMs",
 	  NULL, l_node },
 };
 
@@ -236,8 +237,13 @@ void vw_qemu_trust_pods(struct vw_qemu_trust *t, size_t n, uint32_t pid, const c
 		    pid, pod_uid[0] ? pod_uid : "(unknown)",
 		    why == -ENODEV ? "there is no pod metadata (--kube.enable)"
 		    : why == -ENOENT ? "the pod metadata does not list that pod (yet)"
-				     : "the pod metadata says it is no virt-launcher (labels "
-				       "kubevirt.io=virt-launcher, kubevirt.io/domain)",
+		    : why == -EPERM ? "it is labelled as KubeVirt's but not owned by a "
+				      "VirtualMachineInstance (its controller ownerReference)"
+		    : why == -EBADMSG ? "it is labelled as KubeVirt's but owned by a "
+					"VirtualMachineInstance other than its kubevirt.io/domain "
+					"label names"
+				      : "the pod metadata says it is no virt-launcher (labels "
+					"kubevirt.io=virt-launcher, kubevirt.io/domain)",
 		    n);
 }
 

@@ -63,6 +63,12 @@ struct vw_pod_info {
 	 * vm.kubevirt.io/name, "" for a bare VMI); both "" for any other pod. */
 	char kubevirt_vmi[64];
 	char kubevirt_vm[64];
+	/* Whether its controller (the ownerReference with controller: true) is a kubevirt.io
+	 * VirtualMachineInstance, as a virt-launcher pod's is, and that VMI's name ("" when over
+	 * 63 bytes: no kubevirt.io/domain matches it). Labels are the pod's creator's to write; an
+	 * owner that does not exist in the pod's namespace gets the pod garbage-collected. */
+	bool kubevirt_owned;
+	char kubevirt_owner[64];
 };
 
 enum vw_podmeta_mode {

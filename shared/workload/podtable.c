@@ -395,6 +395,34 @@ static void kubevirt_labels(struct json_object *labels, struct vw_pod_info *info
 		info->kubevirt_vm[0] = '\0';
 }
 
+/*
+ * The pod's controller, when it is a kubevirt.io VirtualMachineInstance: its name. A
+ * virt-launcher pod's metadata.ownerReferences holds one such (apiVersion kubevirt.io/v1, kind
+ * VirtualMachineInstance, controller true, name and uid the VMI's; e.g. `oc get pod
+ * virt-launcher-fedora06-wwtvw -o yaml` in github.com/akaliwod/ocp-virtualization,
+ * doc/ocp-kubevirt-fedora-disk/OcPod.md). The API server allows one controller per object: the
+ * first counts. Any kubevirt.io version (v1alpha3 before v1).
+ */
+static void kubevirt_owner(struct json_object *refs, struct vw_pod_info *info)
+{
+	for (size_t i = 0; refs && i < json_object_array_length(refs); i++) {
+		struct json_object *ref = json_object_array_get_idx(refs, i);
+		struct json_object *ctl = vw_jget(ref, "controller", json_type_boolean);
+		const char *api = vw_jstr(ref, "apiVersion"), *kind = vw_jstr(ref, "kind");
+
+		if (!ctl || !json_object_get_boolean(ctl))
+			continue;
+		if (api && strncmp(api, "kubevirt.io/", strlen("kubevirt.io/")) == 0 && kind &&
+		    strcmp(kind, "VirtualMachineInstance") == 0) {
+			info->kubevirt_owned = true;
+			if (vw_copy_str(info->kubevirt_owner, sizeof(info->kubevirt_owner),
+					vw_jstr(ref, "name")) < 0)
+				info->kubevirt_owner[0] = '\0';
+		}
+		return;
+	}
+}
+
 static int parse_pod(struct vw_podtable *t, struct json_object *pod, struct pod_doc *d)
 {
 	struct json_object *meta = vw_jobj(pod, "metadata");
@@ -414,6 +442,7 @@ static int parse_pod(struct vw_podtable *t, struct json_object *pod, struct pod_
 		pod_request(t, vw_jobj(pod, "spec"), d->info.name, container_request);
 	d->info.gpu_request = pod_request(t, vw_jobj(pod, "spec"), d->info.name, container_gpus);
 	kubevirt_labels(vw_jobj(meta, "labels"), &d->info);
+	kubevirt_owner(vw_jarr(meta, "ownerReferences"), &d->info);
 	doc_add_statuses(t, d, vw_jobj(pod, "status"));
 	return 0;
 }

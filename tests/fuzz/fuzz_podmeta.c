@@ -6,7 +6,8 @@
  * watch stream, fed in two chunks split where the first byte says (the framing's state carries
  * over); the whole input is also a kubelet /pods body. Then every 64-hex container ID of the
  * input is looked up. Properties: the live pod count stays within the table's cap; a container
- * found belongs to a pod with a valid UID, a name and a namespace, which its UID finds again;
+ * found belongs to a pod with a valid UID, a name and a namespace, which its UID finds again,
+ * and a KubeVirt VMI owner's name only where its controller is one;
  * and for the input's leading CPU quantity X (millicores, rounded up), Xm's is X's / 1000
  * rounded up, and X's is Xk's / 1000 rounded up.
  */
@@ -39,6 +40,10 @@ static void check_lookups(struct vw_podmeta *pm, const uint8_t *data, size_t siz
 				       info.namespace_[0] &&
 				       vw_fuzz_terminated(info.namespace_, sizeof(info.namespace_)),
 			       "container %s: pod without a name or namespace", ids[i]);
+		vw_fuzz_assert(vw_fuzz_terminated(info.kubevirt_owner, sizeof(info.kubevirt_owner)) &&
+				       (info.kubevirt_owned || !info.kubevirt_owner[0]),
+			       "container %s: a KubeVirt owner \"%s\" without a VMI controller",
+			       ids[i], info.kubevirt_owner);
 		vw_fuzz_assert(vw_podmeta_by_uid(pm, info.uid, &again) == 0 &&
 				       strcmp(again.name, info.name) == 0 &&
 				       strcmp(again.namespace_, info.namespace_) == 0,
