@@ -6,9 +6,10 @@
  * The pod's labels say what it is (kubevirt.io=virt-launcher) and which VMI it runs
  * (kubevirt.io/domain), and its controller ownerReference must be that VMI (labels are the pod's
  * creator's to write: any tenant can label its pod KubeVirt's; a pod whose owner does not exist
- * in its namespace is garbage-collected, so a forged owner takes a real VMI there); without the pod's metadata the domain name says it, as long as it splits
- * into a valid namespace (a DNS-1123 label) and a valid VMI name (a DNS-1123 subdomain): neither
- * may contain '_', so the split is unambiguous. That fallback names only what the process scan
+ * in its namespace is garbage-collected, so a forged owner takes a real VMI there); without the
+ * pod's metadata the domain name says it, as long as it splits into a valid namespace (a DNS-1123
+ * label) and a valid VMI name (a DNS-1123 subdomain): neither may contain '_', so the split is
+ * unambiguous. That fallback names only what the process scan
  * took as a VM: a QEMU in a pod and in a PID namespace below the host's (every KubeVirt QEMU;
  * also any tenant's fake) is one only when the pod's metadata says virt-launcher
  * (vw_vm_kubevirt_pod, vm_procscan.c), since a fake writes whatever domain name it likes.

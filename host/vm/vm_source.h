@@ -206,7 +206,8 @@ int vw_vms_list(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n);
  * VirtualMachineInstance: with pod metadata (pm, may be NULL), from a virt-launcher pod's labels
  * (kubevirt.io=virt-launcher, kubevirt.io/domain, vm.kubevirt.io/name) and the pod's namespace
  * and name, the pod's controller that VMI (vw_vm_kubevirt_pod); a pod known to be no
- * virt-launcher (or labelled so without that controller) leaves the VM as it is (a Kata sandbox's QEMU);
+ * virt-launcher (or labelled so without that controller) leaves the VM as it is (a Kata
+ * sandbox's QEMU);
  * without the pod's metadata, from its libvirt domain name, <namespace>_<vmi>, when both parts
  * are valid Kubernetes names. A KubeVirt VM gets platform "kubevirt", name = the VMI's, and
  * owner.namespace_ (and pod_name, instance_name = its VirtualMachine, where the pod says).

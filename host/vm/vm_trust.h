@@ -58,8 +58,8 @@ size_t vw_qemu_trust_claims_refused(const struct vw_qemu_trust *t);
  * below the procfs's whose pod is not KubeVirt's as its metadata says (why: 0 listed without
  * KubeVirt's labels, -EPERM labelled so without a VirtualMachineInstance for controller,
  * -EBADMSG owned by a VMI other than its labels name, -ENOENT not listed (yet), -ENODEV no pod
- * metadata; pid, pod_uid and why: the first's) and left them ordinary processes of their pod: kept for the gauge, said as
- * vw_qemu_trust_scanned says its own. t NULL: nothing.
+ * metadata; pid, pod_uid and why: the first's) and left them ordinary processes of their pod:
+ * kept for the gauge, said as vw_qemu_trust_scanned says its own. t NULL: nothing.
  */
 void vw_qemu_trust_pods(struct vw_qemu_trust *t, size_t n, uint32_t pid, const char *pod_uid,
 			int why);
