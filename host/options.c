@@ -271,9 +271,9 @@ static void host_program_build(void)
 	struct vw_option *rows;
 	struct vw_option_alias *aliases;
 
-	for (; options_at(n); n++) {
-		n_rows += options_at(n)->n_rows;
-		n_aliases += count_aliases(options_at(n)->aliases);
+	for (const struct vw_source_options *o; (o = options_at(n)); n++) {
+		n_rows += o->n_rows;
+		n_aliases += count_aliases(o->aliases);
 	}
 	if (options_place(n) > VW_HOST_METER_OPTIONS_MAX)
 		return;

@@ -168,7 +168,9 @@ static void sensor_label(int dirfd, const char *chip, const struct found *f, cha
 		return;
 	}
 	snprintf(ret, LABEL_LEN, "%s%u", f->type, f->n);
-	snprintf(ret_kepler, LABEL_LEN, "%s_%s", chip, ret);
+	if (snprintf(ret_kepler, LABEL_LEN, "%s_%s", chip, ret) >= LABEL_LEN)
+		vw_log(VW_LOG_DEBUG, "hwmon: %s: sensor %s: Kepler's name cut to %s", chip, ret,
+		       ret_kepler);
 	if (vw_read_str_at(dirfd, "label", chip_label, sizeof(chip_label)) == 0)
 		snprintf(ret, LABEL_LEN, "%s", chip_label);
 }

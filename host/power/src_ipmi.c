@@ -379,7 +379,7 @@ static int find_sensors(struct ipmi *ip)
 	for (unsigned i = 0; i < SDR_MAX_RECORDS && id != SDR_LAST_RECORD; i++, id = next) {
 		uint8_t rec[SDR_RECORD_MAX];
 		char name[sizeof(ip->sensor[0].name)];
-		unsigned len;
+		unsigned len = 0; /* set when get_sdr() returns 0: gcc does not see it (below) */
 
 		r = get_sdr(ip, id, rec, &len, &next);
 		if (r < 0)
@@ -445,7 +445,9 @@ static int read_sdr(struct ipmi *ip, uint64_t *ret_uw)
 	uint64_t sum = 0;
 
 	for (size_t i = 0; i < ip->nsensor; i++) {
-		uint64_t uw;
+		/* set when read_sensor() returns 0; gcc -O2 does not follow that sread_errno() and
+		 * ctx_errno() return only negative values, and warns without the 0 */
+		uint64_t uw = 0;
 		int r = read_sensor(ip, &ip->sensor[i], &uw);
 
 		if (r < 0)

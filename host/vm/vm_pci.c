@@ -106,7 +106,7 @@ int vw_pci_read(int sysfs_fd, const char *address, struct vw_pci_dev *ret)
 		r = read_hex(devfd, "class", 6, &class_code);
 	if (r == 0)
 		r = read_driver(devfd, ret->driver, sizeof(ret->driver));
-	if (r < 0) {
+	if (r != 0) { /* as the chain tests it: class_code is read only when all before were 0 */
 		memset(ret, 0, sizeof(*ret));
 		return r;
 	}

@@ -539,14 +539,19 @@ static void finish_device(struct device *d, char *out, size_t size)
 	d->open = false;
 }
 
-/* id into rows[*n] (rows of width bytes) unless already there or the list is full. */
+/*
+ * id into rows[*n] (rows of width bytes) unless already there, the list is full or it does not
+ * fit (never: a PCI address takes 13 bytes of VW_PCI_ADDR_SIZE, a UUID VW_UUID_LEN).
+ */
 static void add_once(char *rows, size_t width, size_t *n, const char *id)
 {
+	size_t len = strlen(id);
+
 	for (size_t i = 0; i < *n; i++)
 		if (strcmp(rows + i * width, id) == 0)
 			return;
-	if (*n < VW_VM_MAX_HOSTDEVS)
-		snprintf(rows + (*n)++ * width, width, "%s", id);
+	if (*n < VW_VM_MAX_HOSTDEVS && len < width)
+		memcpy(rows + (*n)++ * width, id, len + 1);
 }
 
 static void finish_hostdev(struct parser *ps)

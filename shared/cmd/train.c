@@ -384,7 +384,7 @@ static int load_data(struct train_opts *o, struct dataset *d)
 		r = vw_csv_read_numbers(csv, cols, n_cols, o->max_rows, &v, &d->n_rows, err,
 					sizeof(err));
 	vw_csv_free(csv);
-	if (r < 0) {
+	if (r != 0) { /* whatever failed: n_cols is set only when all three returned 0 */
 		if (err[0])
 			fprintf(stderr, "virtwatt-model train: %s\n", err);
 		return r;

@@ -192,7 +192,9 @@ static int note(struct parser *ps, const char *fmt, ...)
 
 /* ---- Values ---- */
 
-#define ERR(ps, m, ...) vw_yaml_err(&(ps)->y, m, __VA_ARGS__)
+/* vw_yaml_err() returns -EINVAL: said here too, so that the optimiser knows an error from a
+ * reader (read_string()'s) is negative and leaves its output unset only then */
+#define ERR(ps, m, ...) (vw_yaml_err(&(ps)->y, m, __VA_ARGS__), -EINVAL)
 
 /* A scalar value (null reads as ""), copied into *ret (replacing it). */
 static int read_string(struct parser *ps, const char *key, char **ret, yaml_mark_t *ret_mark)

@@ -280,7 +280,8 @@ static int merge_live(struct vw_cpu_table *t, const struct vw_bpf_task_rec *live
 	while (i < m || r < n) {
 		const struct vw_bpf_task_rec *lead = r < n ? &live[ord ? ord[r] : r] : NULL;
 		uint64_t start = lead ? ticks(lead->start_ns, ns_per_tick) : 0, runtime = 0;
-		int c = i == m ? 1 : !lead ? -1 : cmp_key(map[i].tgid, map[i].start_time,
+		/* !lead first: no record left means i < m; c > 0 or c == 0 then has a lead */
+		int c = !lead ? -1 : i == m ? 1 : cmp_key(map[i].tgid, map[i].start_time,
 							  lead->tgid, start);
 		struct vw_proc_cpu p;
 
