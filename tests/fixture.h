@@ -54,7 +54,8 @@ void vw_fixture_spin(double seconds);
  * A fork whose child has exactly PID want in this PID namespace, for tests that reuse a PID on
  * purpose (clone3() with set_tid, Linux 5.5, CAP_SYS_ADMIN in the PID namespace): 0 in the
  * child, want in the parent, -errno on failure: -EEXIST while a process (a zombie included)
- * has want, its holder not reaped: a test's bug, never a race with the machine's other forks.
+ * has want, its holder not reaped: a test's bug (another fork takes a PID just reaped only if
+ * the kernel's PID counter wraps onto it in between: not the race ns_last_pid had).
  * The child is a raw clone3 of a perhaps multithreaded process: it keeps to plain system
  * calls (no malloc, no cmocka, setres[ug]id through syscall()) and ends with _exit().
  */
