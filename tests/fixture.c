@@ -15,6 +15,10 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/sched.h> /* struct clone_args */
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 
 char *vw_fixture_mkdtemp(const char *tag)
 {
@@ -244,6 +248,34 @@ void vw_fixture_spin(double seconds)
 	while (vw_fixture_thread_cpu_s() < end)
 		for (int i = 0; i < 10000; i++)
 			x += (uint64_t)i;
+}
+
+pid_t vw_fixture_fork_at(pid_t want)
+{
+	pid_t tid = want;
+	struct clone_args args = {
+		.exit_signal = SIGCHLD,
+		.set_tid = (uint64_t)(uintptr_t)&tid,
+		.set_tid_size = 1,
+	};
+	long r = syscall(SYS_clone3, &args, sizeof(args));
+
+	return r < 0 ? -errno : (pid_t)r;
+}
+
+int vw_fixture_fork_at_probe(void)
+{
+	/* This process's own PID: the kernel checks the capability before the PID is taken, so
+	 * allowed it says EEXIST, and no child is made. */
+	pid_t r = vw_fixture_fork_at(getpid());
+
+	if (r == 0)
+		_exit(0); /* not reached: the PID is ours */
+	if (r > 0) {
+		(void)waitpid(r, NULL, 0);
+		return -EINVAL;
+	}
+	return r == -EEXIST ? 0 : r;
 }
 
 #include <curl/curl.h>

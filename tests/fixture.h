@@ -50,6 +50,20 @@ double vw_fixture_thread_cpu_s(void);
 /* Busy-loop until this thread has run `seconds` more of CPU (safe in a forked child). */
 void vw_fixture_spin(double seconds);
 
+/*
+ * A fork whose child has exactly PID want in this PID namespace, for tests that reuse a PID on
+ * purpose (clone3() with set_tid, Linux 5.5, CAP_SYS_ADMIN in the PID namespace): 0 in the
+ * child, want in the parent, -errno on failure: -EEXIST while a process (a zombie included)
+ * has want, its holder not reaped: a test's bug (another fork takes a PID just reaped only if
+ * the kernel's PID counter wraps onto it in between: not the race ns_last_pid had).
+ * The child is a raw clone3 of a perhaps multithreaded process: it keeps to plain system
+ * calls (no malloc, no cmocka, setres[ug]id through syscall()) and ends with _exit().
+ */
+pid_t vw_fixture_fork_at(pid_t want);
+/* 0 where vw_fixture_fork_at() can work here; -EPERM (not root), -ENOSYS (no clone3, or a
+ * seccomp filter refusing it) otherwise. It creates no process. */
+int vw_fixture_fork_at_probe(void);
+
 struct MHD_Daemon;
 /*
  * An HTTP server on a free 127.0.0.1 port that answers every request 200 with body as

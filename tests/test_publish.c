@@ -19,6 +19,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1167,21 +1168,35 @@ static int kill_peer_child(void **state)
  * deep: it takes connections one at a time, and on a loaded machine it may not run between
  * the refused connects a test makes (a backlog of 4 filled, and the connect that was to
  * succeed got EAGAIN: 6 of 12 runs at load 6.7). */
+static pid_t listen_as_nobody_at(const char *path, pid_t at);
+
 static pid_t listen_as_nobody(const char *path)
+{
+	return listen_as_nobody_at(path, 0);
+}
+
+/* The same with the child's PID exactly at (> 0: vw_fixture_fork_at(), a PID reused on
+ * purpose; the caller checked vw_fixture_fork_at_probe()). Its child keeps to plain system
+ * calls (setres[ug]id through syscall(): glibc's would signal the threads of this process). */
+static pid_t listen_as_nobody_at(const char *path, pid_t at)
 {
 	int ready[2];
 	char c;
 	pid_t pid;
 
 	assert_int_equal(pipe(ready), 0);
-	pid = fork();
+	pid = at > 0 ? vw_fixture_fork_at(at) : fork();
+	if (at > 0 && pid < 0)
+		fail_msg("a child at PID %d: %s (its last holder not reaped?)", (int)at,
+			 strerror(-pid));
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		struct sockaddr_un sa = { .sun_family = AF_UNIX };
 		int fd;
 
-		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || setresgid(NOBODY, NOBODY, NOBODY) < 0 ||
-		    setresuid(NOBODY, NOBODY, NOBODY) < 0)
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 ||
+		    syscall(SYS_setresgid, NOBODY, NOBODY, NOBODY) < 0 ||
+		    syscall(SYS_setresuid, NOBODY, NOBODY, NOBODY) < 0)
 			_exit(1);
 		fd = socket(AF_UNIX, SOCK_STREAM, 0);
 		memcpy(sa.sun_path, path, strlen(path));
@@ -1313,27 +1328,21 @@ static uint64_t start_of(pid_t pid)
 	return start;
 }
 
-/* The next fork of this PID namespace takes want, unless another fork comes first (root:
- * ns_last_pid); false where it cannot be written. */
-static bool next_pid_is(pid_t want)
-{
-	FILE *f = fopen("/proc/sys/kernel/ns_last_pid", "w");
-
-	if (!f)
-		return false;
-	if (fprintf(f, "%d", (int)want - 1) < 0) {
-		fclose(f);
-		return false;
-	}
-	return fclose(f) == 0;
-}
+/* Skip (fail under CI) where a PID cannot be reused on purpose: vw_fixture_fork_at(). */
+#define REQUIRE_FORK_AT()                                                                          \
+	do {                                                                                       \
+		int _e = vw_fixture_fork_at_probe();                                               \
+		REQUIRE(_e == 0, "a child at a chosen PID needs clone3() with set_tid (root, "     \
+				 "Linux 5.5): %s",                                                 \
+			strerror(-_e));                                                            \
+	} while (0)
 
 /*
  * Adversarial: VM A's QEMU exits and, before the list says so, its PID is taken by a hostile
  * process (the qemu user's, forking until it gets it) listening where A's socket is: it passed
  * SO_PEERCRED's PID rule and got A's frames. Its starttime is not the listed QEMU's: refused,
  * counted; the same listener once the list names it (its own starttime) is taken. The PID is
- * reused on purpose through ns_last_pid (root); skipped where it cannot be.
+ * reused on purpose (vw_fixture_fork_at(): root); skipped where it cannot be.
  */
 static void test_peer_pid_reused(void **state)
 {
@@ -1345,6 +1354,7 @@ static void test_peer_pid_reused(void **state)
 	pid_t qemu, child = -1;
 
 	(void)state;
+	REQUIRE_FORK_AT();
 	peer_dir_init(&d);
 	qemu = fork(); /* A's QEMU */
 	assert_true(qemu >= 0);
@@ -1356,19 +1366,8 @@ static void test_peer_pid_reused(void **state)
 	usleep(50000); /* starttime is in clock ticks (10 ms): a later start must show */
 	kill(qemu, SIGKILL);
 	assert_int_equal(waitpid(qemu, NULL, 0), qemu);
-	for (int i = 0; i < 200 && child != qemu; i++) {
-		kill_peer_child(NULL);
-		unlink(d.path);
-		if (!next_pid_is(qemu)) {
-			vw_fixture_rm(d.dir);
-			skip();
-		}
-		child = listen_as_nobody(d.path);
-	}
-	if (child != qemu) { /* the machine forked too fast between the write and ours */
-		peer_dir_fini(&d);
-		skip();
-	}
+	child = listen_as_nobody_at(d.path, qemu);
+	assert_int_equal(child, qemu);
 	assert_true(start_of(child) != qemu_start);
 	p = new_publisher(SEC, 0.1);
 	vm_set(&vm, U_A, d.path);
@@ -1448,9 +1447,9 @@ static bool have_peer_pidfd(void)
 
 /*
  * Adversarial: a process of the qemu user listens where VM A's socket is, hands its listening
- * socket to another process and exits; A's QEMU then gets its PID (here on purpose, through
- * ns_last_pid). SO_PEERCRED gives the PID of the process that listened, a number now A's
- * QEMU's, whose starttime is the one listed: the stranger got A's frames. The listener's pidfd
+ * socket to another process and exits; A's QEMU then gets its PID (here on purpose,
+ * vw_fixture_fork_at()). SO_PEERCRED gives the PID of the process that listened, a number now
+ * A's QEMU's, whose starttime is the one listed: the stranger got A's frames. The listener's pidfd
  * (SO_PEERPIDFD) names the process that listened, exited: refused, counted. Where the kernel
  * has no SO_PEERPIDFD (forced: vw_pub_peer_no_pidfd) it still passes, the limit docs/publish.md
  * states.
@@ -1465,31 +1464,22 @@ static void test_peer_listener_maker_exited(void **state)
 	int lfd;
 
 	(void)state;
-	REQUIRE(geteuid() == 0, "a listener as nobody and ns_last_pid need root");
+	REQUIRE(geteuid() == 0, "a listener as nobody needs root");
 	REQUIRE(have_peer_pidfd(), "SO_PEERPIDFD needs Linux 6.5");
+	REQUIRE_FORK_AT();
 	peer_dir_init(&d);
 	lfd = listen_then_exit(d.path, &maker);
-	for (int i = 0; i < 200 && qemu != maker; i++) {
-		kill_peer_child(NULL);
-		if (!next_pid_is(maker)) {
-			close(lfd);
-			peer_dir_fini(&d);
-			skip();
-		}
-		qemu = fork(); /* A's QEMU */
-		assert_true(qemu >= 0);
-		if (qemu == 0) {
-			prctl(PR_SET_PDEATHSIG, SIGKILL);
-			pause();
-			_exit(0);
-		}
-		peer_child = qemu;
+	qemu = vw_fixture_fork_at(maker); /* A's QEMU */
+	if (qemu < 0)
+		fail_msg("a child at PID %d: %s (its last holder not reaped?)", (int)maker,
+			 strerror(-qemu));
+	if (qemu == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		pause();
+		_exit(0);
 	}
-	if (qemu != maker) { /* the machine forked too fast between the write and ours */
-		close(lfd);
-		peer_dir_fini(&d);
-		skip();
-	}
+	peer_child = qemu;
+	assert_int_equal(qemu, maker);
 	p = new_publisher(SEC, 0.1);
 	vm_set(&vm, U_A, d.path);
 	vm.qemu_pid = (uint32_t)qemu;
