@@ -1713,6 +1713,52 @@ static void test_peer_new_qemu_at_once(void **state)
 	peer_dir_fini(&d);
 }
 
+/*
+ * A VM restored (or started) whose new QEMU the list names before it listens: its first connect
+ * is refused, and the next ones come every 100 ms for 5 s, not after 0.5 s, 1 s, 2 s of backoff
+ * (its guest goes stale 3 s after its last frame and counts its model meanwhile).
+ */
+static void test_new_qemu_eager(void **state)
+{
+	struct peer_dir d;
+	struct vw_vm_energy vm;
+	struct vw_publish_vm_stats st;
+	struct vw_publisher *p = new_publisher(SEC, 0.1);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	uint64_t t;
+	int fd;
+
+	(void)state;
+	peer_dir_init(&d);
+	vm_set(&vm, U_A, d.path);
+	vm.qemu_pid = (uint32_t)gone_pid(); /* the saved VM's QEMU, gone */
+	assert_int_equal(vw_publisher_tick(p, T0, NULL), 0);
+	for (t = 0; t < 10 * SEC; t += 100 * MSEC) { /* nobody there: backoff grows */
+		if (t % SEC == 0)
+			assert_int_equal(vw_test_publish_update(p, &vm, 1), 0);
+		assert_int_equal(vw_publisher_tick(p, T0 + t, NULL), 0);
+	}
+	vm.qemu_pid = (uint32_t)getpid(); /* the restored QEMU, listed, not listening yet */
+	assert_int_equal(vw_test_publish_update(p, &vm, 1), 0);
+	assert_int_equal(vw_publisher_tick(p, T0 + t, NULL), 0);
+	assert_int_equal(vw_publisher_vm_stats(p, U_A, &st), 0);
+	assert_int_equal(st.connects, 0);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0); /* ... and now it listens */
+	assert_true(fd >= 0);
+	memcpy(sa.sun_path, d.path, strlen(d.path));
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 8), 0);
+	for (uint64_t u = 10 * MSEC; u <= 250 * MSEC; u += 10 * MSEC)
+		assert_int_equal(vw_publisher_tick(p, T0 + t + u, NULL), 0);
+	assert_int_equal(vw_publisher_vm_stats(p, U_A, &st), 0);
+	assert_int_equal(st.connects, 1); /* within 250 ms, not the backoff's 500 ms */
+
+	vw_publisher_free(p);
+	close(fd);
+	unlink(d.path);
+	peer_dir_fini(&d);
+}
+
 /* VM A's path a symlink to VM B's socket (B's listener is this process's, root, bound under
  * B's path, and this process is A's QEMU too: only the link gives it away): never followed.
  * A link in a directory is followed only when root's (or ours), so /var/run -> /run works. */
@@ -1943,6 +1989,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_peer_qemu_in_procfs_only, kill_peer_child),
 		cmocka_unit_test_teardown(test_peer_outside_pid_ns, kill_peer_child),
 		cmocka_unit_test_teardown(test_peer_new_qemu_at_once, kill_peer_child),
+		cmocka_unit_test(test_new_qemu_eager),
 		cmocka_unit_test_teardown(test_peer_pid_reused, kill_peer_child),
 		cmocka_unit_test_teardown(test_peer_listener_maker_exited, kill_peer_child),
 		cmocka_unit_test_teardown(test_peer_outside_pid_ns_qemu, kill_peer_child),

@@ -34,6 +34,12 @@
 #define CHAN_RX_MAX_PER_ROUND (16 * CHAN_RX_CHUNK)
 #define CHAN_BACKOFF_MIN_NS (500 * VW_NSEC_PER_MSEC)
 #define CHAN_BACKOFF_MAX_NS (30 * VW_NSEC_PER_SEC)
+/* A QEMU that just started (a VM started, restored, migrated in) listens within moments, and its
+ * guest goes stale 3 intervals after its last frame: its first connects are retried this often
+ * for this long, then with the backoff (a QEMU listed before it listens was otherwise tried
+ * again 0.5 s, then 1 s, then 2 s later; test_new_qemu_eager). */
+#define CHAN_EAGER_NS (100 * VW_NSEC_PER_MSEC)
+#define CHAN_EAGER_WINDOW_NS (5 * VW_NSEC_PER_SEC)
 
 uint64_t vw_pub_unix_ns(void)
 {
@@ -105,6 +111,10 @@ static void disconnect(struct vw_pub_chan *c, int epfd, uint64_t now_ns, bool fa
 	if (c->delivered && !failed)
 		c->backoff_ns = CHAN_BACKOFF_MIN_NS;
 	c->delivered = false;
+	if (now_ns < c->eager_until_ns) {
+		c->retry_ns = now_ns + CHAN_EAGER_NS;
+		return;
+	}
 	c->retry_ns = now_ns + c->backoff_ns;
 	c->backoff_ns = VW_MIN(c->backoff_ns * 2, CHAN_BACKOFF_MAX_NS);
 }
@@ -131,6 +141,7 @@ void vw_pub_chan_set_path(struct vw_pub_chan *c, int epfd, const char *path, uin
 	}
 	c->backoff_ns = CHAN_BACKOFF_MIN_NS;
 	c->retry_ns = now_ns;
+	c->eager_until_ns = path[0] ? now_ns + CHAN_EAGER_WINDOW_NS : 0;
 }
 
 /* A whole frame went out on this connection. */
@@ -397,6 +408,7 @@ void vw_pub_chan_set_qemu(struct vw_pub_chan *c, pid_t qemu_pid, uint64_t qemu_s
 	if (c->fd < 0 && c->path[0]) { /* a new QEMU (the VM restarted): try it at once */
 		c->backoff_ns = CHAN_BACKOFF_MIN_NS;
 		c->retry_ns = VW_MIN(c->retry_ns, now_ns);
+		c->eager_until_ns = now_ns + CHAN_EAGER_WINDOW_NS;
 	}
 }
 

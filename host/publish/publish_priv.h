@@ -45,6 +45,8 @@ struct vw_pub_chan {
 	struct vw_pub_buf tx;    /* the frame being written */
 	struct vw_pub_buf next;  /* the newest frame (kept to resend after a reconnect) */
 	uint64_t retry_ns, backoff_ns;
+	uint64_t eager_until_ns; /* a new QEMU or path: failed connects retried every
+				  * CHAN_EAGER_NS until then, not with the backoff */
 	struct vw_framer *rx;    /* guest -> host lines (hello/ack), bounded */
 	size_t rx_round;         /* guest bytes read since the last round's offer */
 	bool rx_paused;          /* rx_round reached its budget: EPOLLIN off until the next round */
