@@ -24,6 +24,7 @@
 #include <string.h>
 #include <spawn.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -92,33 +93,74 @@ struct child {
 	pid_t pid;
 	int go;   /* write end: one byte starts it */
 	int stop; /* write end: closing it ends the sleeper */
+	int rep;  /* read end: the busy child's CPU clock, written just before its exit */
 };
 
-/* A child that waits for "go", then spins for ~1.5 s of CPU (busy) or blocks until stopped. */
+#define NO_CHILD ((struct child){ .pid = 0, .go = -1, .stop = -1, .rep = -1 })
+
+/* This process's CPU clock: the scheduler's counter with the running slice folded in. */
+static uint64_t process_clock_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t rusage_ns(const struct rusage *ru)
+{
+	return ((uint64_t)ru->ru_utime.tv_sec + (uint64_t)ru->ru_stime.tv_sec) * VW_NSEC_PER_SEC +
+	       ((uint64_t)ru->ru_utime.tv_usec + (uint64_t)ru->ru_stime.tv_usec) * 1000;
+}
+
+/*
+ * A child that waits for "go", then spins for ~1.5 s of CPU (busy) or blocks until stopped.
+ * The busy one writes its CPU clock just before _exit(): all it ran but its exit path.
+ */
 static void spawn(struct child *c, bool busy)
 {
-	int go[2], stop[2];
+	int go[2], stop[2], rep[2];
+	uint64_t t;
 	char b;
 
 	assert_int_equal(pipe2(go, O_CLOEXEC), 0);
 	assert_int_equal(pipe2(stop, O_CLOEXEC), 0);
+	assert_int_equal(pipe2(rep, O_CLOEXEC), 0);
 	c->pid = fork();
 	assert_true(c->pid >= 0);
 	if (c->pid == 0) {
 		close(go[1]);
 		close(stop[1]);
+		close(rep[0]);
 		if (read(go[0], &b, 1) != 1)
 			_exit(2);
-		if (busy)
+		if (busy) {
 			vw_fixture_spin(1.5);
-		else if (read(stop[0], &b, 1) < 0)
+			t = process_clock_ns();
+			if (write(rep[1], &t, sizeof(t)) != sizeof(t))
+				_exit(3);
+		} else if (read(stop[0], &b, 1) < 0) {
 			_exit(3);
+		}
 		_exit(0);
 	}
 	close(go[0]);
 	close(stop[0]);
+	close(rep[1]);
 	c->go = go[1];
 	c->stop = stop[1];
+	c->rep = rep[0];
+}
+
+/* What the busy child said its CPU clock was just before its exit. */
+static uint64_t said_before_exit(struct child *c)
+{
+	uint64_t t = 0;
+
+	assert_int_equal(read(c->rep, &t, sizeof(t)), sizeof(t));
+	close(c->rep);
+	c->rep = -1;
+	return t;
 }
 
 static void start(struct child *c)
@@ -399,8 +441,8 @@ static void run_scenario(const struct scenario *sc)
 	struct vw_cpu_snapshot snap;
 	const struct vw_proc_cpu *p;
 	char mnt[512], rel[64];
-	uint64_t cgid = 0, ghosts, s1, s2, final_ns, idle_ns, cg_base = 0, cg_ns, cg_total = 0,
-		 exit_ns = 0, busy_hw = 0;
+	uint64_t cgid = 0, ghosts, s1, s2, final_ns, said, idle_ns, cg_base = 0, cg_ns,
+		 cg_total = 0, exit_ns = 0, busy_hw = 0;
 	bool standin = false;
 	int r, exits = 0;
 	struct stat st;
@@ -457,14 +499,19 @@ static void run_scenario(const struct scenario *sc)
 
 	/* The busy child exits: held as a zombie, its schedstat is final. */
 	final_ns = wait_zombie(busy);
+	said = said_before_exit(busy);
 	idle_ns = schedstat_ns(idle->pid);
 	assert_int_equal(acc->ops->read(acc->state, &snap), 0);
 	assert_non_null(p = find_proc(&snap, busy->pid));
-	print_message("# %s busy child at exit: schedstat %.6f s, accountant %.6f s (%+.4f %%)%s\n",
-		      sc->accountant, (double)final_ns / 1e9, (double)p->cpu_ns / 1e9,
-		      100.0 * ((double)p->cpu_ns - (double)final_ns) / (double)final_ns,
-		      p->exited ? ", exited" : "");
-	assert_ns_near(p->cpu_ns, final_ns, sc->rel_tol, sc->abs_tol);
+	print_message("# %s busy child at exit: its clock before exit %.6f s, zombie's schedstat "
+		      "%.6f s, accountant %.6f s%s\n",
+		      sc->accountant, (double)said / 1e9, (double)final_ns / 1e9,
+		      (double)p->cpu_ns / 1e9, p->exited ? ", exited" : "");
+	/* All it ran up to its last clock read (the read folds the running slice into the
+	 * scheduler's counter): the exit tracepoint comes after it. Its exit path after the
+	 * tracepoint is in only at its free, when reaped (checked there, to the ns): 1-3.5 ms of
+	 * exit_mm() seen on a busy VM host, so it is no bound here. */
+	assert_true(p->cpu_ns >= said);
 	assert_true(p->cpu_ns <= final_ns + sc->abs_tol); /* never ahead of the kernel */
 	/* Not yet: a zombie is there until it is reaped (bpf: its last slices are in only then). */
 	assert_false(p->exited);
@@ -536,17 +583,19 @@ static void end_child(struct child *c)
 		close(c->go);
 	if (c->stop >= 0)
 		close(c->stop);
+	if (c->rep >= 0)
+		close(c->rep);
 	if (c->pid > 0) {
 		kill(c->pid, SIGKILL);
 		(void)waitpid(c->pid, NULL, 0);
 	}
-	*c = (struct child){ .pid = 0, .go = -1, .stop = -1 };
+	*c = NO_CHILD;
 }
 
 static int live_setup(void **state)
 {
 	(void)state;
-	live.busy = live.idle = (struct child){ .pid = 0, .go = -1, .stop = -1 };
+	live.busy = live.idle = NO_CHILD;
 	return 0;
 }
 
@@ -669,7 +718,8 @@ static void run_threads(const char *accountant, uint32_t flags, uint64_t abs_tol
 		clocks[0] = (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 		_exit(write(fds[1], clocks, sizeof(clocks)) == sizeof(clocks) ? 0 : 3);
 	}
-	live.busy = (struct child){ .pid = pid, .go = -1, .stop = -1 };
+	live.busy = NO_CHILD;
+	live.busy.pid = pid;
 	close(fds[1]);
 	assert_int_equal(read(fds[0], clocks, sizeof(clocks)), sizeof(clocks));
 	close(fds[0]);
@@ -740,7 +790,8 @@ static void pre_open_child(struct pre_open *c)
 /*
  * Values count from open: a process that ran 0.4 s before it reads ~0 after it, and what it
  * reports at its exit is what its threads ran since open, the thread that exited first
- * included: the leader's schedstat growth plus the thread's own clock growth. Without the
+ * included: what the reaped child ran in all (getrusage) less both threads' runtimes at open
+ * (the leader's schedstat, the thread's own clock, both blocked then). Without the
  * bases (the seed iterator's runtimes) it would read 0.4 s high; with one thread's base
  * forgotten at its exit, 0.2 s.
  */
@@ -751,7 +802,8 @@ static void run_pre_open(uint32_t flags)
 	struct pre_open po;
 	struct vw_cpu_snapshot snap;
 	const struct vw_proc_cpu *p;
-	uint64_t t0 = 0, t1 = 0, lead0, lead1, want, exit_ns = 0;
+	uint64_t t0 = 0, t1 = 0, lead0, lead1, want, exit_ns = 0, at_exit, whole, want_all, ghosts;
+	struct rusage ru[2];
 	pid_t pid;
 	char b;
 	int r;
@@ -794,13 +846,36 @@ static void run_pre_open(uint32_t flags)
 	print_message("# since open: leader %.6f s + thread %.6f s, accountant %.6f s\n",
 		      (double)(lead1 - lead0) / 1e9, (double)(t1 - t0) / 1e9,
 		      (double)p->cpu_ns / 1e9);
-	/* The zombie leader's time after its exit tracepoint (its mm torn down) is in at its
-	 * free, when it is reaped: up to a few ms short here, never over. */
-	assert_true(p->cpu_ns <= want + 200 * 1000);
-	assert_true(p->cpu_ns + 20 * VW_NSEC_PER_MSEC >= want);
+	at_exit = p->cpu_ns;
+	ghosts = snap.ghosts;
+	assert_int_equal(getrusage(RUSAGE_CHILDREN, &ru[0]), 0);
 	reap(c);
+	assert_int_equal(getrusage(RUSAGE_CHILDREN, &ru[1]), 0);
+	/* What the child ran in all, from the reap: its threads' whole runtime (the kernel's
+	 * utime + stime add up to it, to the us), exit paths included. Since open: less what
+	 * both had run by then. */
+	whole = rusage_ns(&ru[1]) - rusage_ns(&ru[0]);
+	want_all = whole - lead0 - t0;
 	assert_int_equal(read_past_exit(&live.acc, pid, &exit_ns, NULL, NULL), 1);
-	assert_ns_near(exit_ns, want, 0.005, 200 * 1000);
+	assert_int_equal(live.acc.ops->read(live.acc.state, &snap), 0);
+	print_message("# reaped: %.6f s in all, %.6f s since open (the thread's exit path %.6f s); "
+		      "accountant %.6f s%s\n",
+		      (double)whole / 1e9, (double)want_all / 1e9,
+		      ((double)want_all - (double)want) / 1e9, (double)exit_ns / 1e9,
+		      snap.ghosts > ghosts ? " (ghosts caught meanwhile)" : "");
+	/* At the exit, before the reap: the thread's whole time (its free came) and the leader's
+	 * up to its exit tracepoint; what the leader's exit path ran after the tracepoint (its
+	 * mm torn down: 1-3.5 ms on a busy VM host) is in only at its free. */
+	assert_true(at_exit <= want_all + 200 * 1000);
+	assert_true(at_exit + 20 * VW_NSEC_PER_MSEC >= want);
+	/* Reaped: all of it, to the few us the thread ran between its report and blocking. A
+	 * free that never reached the program (cpu_bpf.c's ghost check) leaves out the leader's
+	 * time after its exit tracepoint: then a few ms short, never over. */
+	if (snap.ghosts > ghosts)
+		assert_true(exit_ns <= want_all + 200 * 1000 &&
+			    exit_ns + 20 * VW_NSEC_PER_MSEC >= want_all);
+	else
+		assert_ns_near(exit_ns, want_all, 0, 200 * 1000);
 }
 
 static void test_bpf_since_open(void **state)

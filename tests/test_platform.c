@@ -218,13 +218,16 @@ static void test_platform_meter(void **state)
 	check_conserved(body, "platform");
 	check_conserved(body, "package");
 
-	/* The split follows the configured idle power: 100 W idle, the other 50 W active. */
+	/* The split follows the configured idle power: 100 W idle, the rest (~50 W) active. The
+	 * rest is the last interval's power, the meter's to within the ms the reads of the
+	 * meter and the interval's end are apart (0.16 W seen on a busy VM host): checked above,
+	 * to 1 %. */
 	{
 		double idle_w = zone_sum(body, "kepler_node_cpu_idle_watts", "platform", "");
 		double active_w = zone_sum(body, "kepler_node_cpu_active_watts", "platform", "");
 
 		assert_double_near(idle_w, IDLE_W, 0.01);
-		assert_double_near(active_w, METER_W - IDLE_W, 0.01);
+		assert_double_near(active_w, w - IDLE_W, 0.01);
 	}
 	/* The busy child owns active platform energy: at most the active power over the time
 	 * it could have run (its 2 s of CPU, and the interval it ended in), and it shows both
