@@ -91,6 +91,9 @@ struct vw_publish_vm_stats {
 	uint64_t hellos;         /* valid hello/ack lines */
 	uint64_t ack_seq;        /* the last acknowledged seq */
 	uint64_t share_writes, share_errors;
+	uint64_t share_timeouts; /* rounds its folder was not written: its file system did not
+				  * answer within VW_PUB_SHARE_WAIT_NS (1 s) */
+	bool share_stalled;      /* ... and has not answered since */
 	size_t bytes_held;       /* frame buffer bytes held for this VM (at most 2 x 32 KiB: a
 				  * frame and its model frame, in flight and pending) */
 	bool locked;             /* this process holds the VM's lock (always true without locks) */
@@ -120,6 +123,7 @@ struct vw_publish_stats {
 	uint64_t share_frames[VW_PUBLISH_SHARE_REASONS];
 	bool share_root;            /* shared folders are written (passthrough.share-root) */
 	size_t share_writable_vms;  /* listed VMs published to whose guest may write its folder */
+	size_t share_stalled_vms;   /* listed VMs whose folder's file system does not answer */
 };
 
 struct vw_publisher;
