@@ -42,42 +42,6 @@
 #define ROUND_LIMIT_S 20 /* a round not back by then hung: the test ends it and fails */
 #define ROUNDS 6
 
-/* A FUSE mount nobody serves: fd is its /dev/fuse descriptor, never read. */
-struct hang {
-	int fd;
-	char dir[PATH_MAX];
-};
-
-static int hang_mount(struct hang *h, const char *dir)
-{
-	char opts[128];
-
-	snprintf(h->dir, sizeof(h->dir), "%s", dir);
-	h->fd = open("/dev/fuse", O_RDWR | O_CLOEXEC);
-	if (h->fd < 0)
-		return -errno;
-	snprintf(opts, sizeof(opts), "fd=%d,rootmode=40000,user_id=0,group_id=0", h->fd);
-	if (mount("virtwatt-hang", dir, "fuse", MS_NOSUID | MS_NODEV, opts) < 0) {
-		int r = -errno;
-
-		close(h->fd);
-		h->fd = -1;
-		return r;
-	}
-	return 0;
-}
-
-/* The file system "answers" again: the connection aborted (ENOTCONN to every waiter), the mount
- * gone, the directory under it back. */
-static void hang_end(struct hang *h)
-{
-	if (h->fd < 0)
-		return;
-	close(h->fd);
-	h->fd = -1;
-	(void)umount2(h->dir, MNT_DETACH);
-}
-
 /* Warnings the publisher logged. */
 static char logged[16384];
 static pthread_mutex_t log_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -110,7 +74,8 @@ static size_t count_in_log(const char *needle)
 struct rig {
 	char *root;
 	char chan_path[108];
-	struct hang hang;
+	char hung_dir[200];       /* <root>/HUNG, the mount */
+	int fuse_fd;              /* the hung mount's /dev/fuse, never read */
 	struct vw_publisher *p;
 	struct vw_vm_energy vms[2]; /* HUNG (a channel too), FINE */
 	uint64_t total_uj[2];       /* energy handed to the publisher so far, per VM */
@@ -188,7 +153,7 @@ static void round_bounded(struct rig *r, pthread_t t, const char *what)
 		fail_msg("%s: round %d: %s", what, r->asked, r->bad);
 	if (e != ETIMEDOUT)
 		return;
-	hang_end(&r->hang);
+	vw_fixture_fuse_end(r->hung_dir, &r->fuse_fd);
 	pthread_mutex_lock(&r->mu);
 	r->quit = true;
 	pthread_cond_broadcast(&r->cv);
@@ -281,10 +246,9 @@ static void channel_listen(struct rig *r)
 static void test_hung_share(void **state)
 {
 	struct rig r = { .root = vw_fixture_mkdtemp("stall"), .root_fd = -1, .lfd = -1,
-			 .cfd = -1, .now = 1000 * SEC };
+			 .cfd = -1, .fuse_fd = -1, .now = 1000 * SEC };
 	struct vw_publish_opts o = { .period_ns = 1 * SEC, .seed = 1, .epoch = 1,
 				     .source = "rapl", .procfs_root = "/proc" };
-	char hung_dir[200];
 	size_t threads_after2 = 0, frames;
 	pthread_t t;
 	uint64_t v;
@@ -297,16 +261,17 @@ static void test_hung_share(void **state)
 	assert_int_equal(unshare(CLONE_NEWNS), 0);
 	assert_int_equal(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
 	assert_non_null(r.root);
-	assert_true(snprintf(hung_dir, sizeof(hung_dir), "%s/%s", r.root, HUNG) < (int)sizeof(hung_dir));
-	assert_int_equal(mkdir(hung_dir, 0755), 0);
-	r_mount = hang_mount(&r.hang, hung_dir);
+	assert_true(snprintf(r.hung_dir, sizeof(r.hung_dir), "%s/%s", r.root, HUNG) <
+		    (int)sizeof(r.hung_dir));
+	assert_int_equal(mkdir(r.hung_dir, 0755), 0);
+	r_mount = vw_fixture_fuse_hang(r.hung_dir, &r.fuse_fd);
 	REQUIRE(r_mount == 0, "cannot mount FUSE: %s", strerror(-r_mount));
 	r.root_fd = open(r.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	assert_true(r.root_fd >= 0);
 
 	vm_init(&r.vms[0], HUNG);
 	vm_init(&r.vms[1], FINE);
-	memcpy(r.vms[0].share_dir, hung_dir, sizeof(hung_dir)); /* exported */
+	memcpy(r.vms[0].share_dir, r.hung_dir, sizeof(r.hung_dir)); /* exported */
 	channel_listen(&r);
 	o.share_root = r.root;
 	r.p = vw_publisher_new(&o);
@@ -331,12 +296,12 @@ static void test_hung_share(void **state)
 	assert_true(rendered_failures(&r, HUNG, "share_timeout") >= ROUNDS - 1);
 	assert_true(rendered_failures(&r, FINE, "share_timeout") == 0);
 	assert_int_equal(count_in_log("does not answer"), 1);
-	assert_true(count_in_log(hung_dir) >= 1);
+	assert_true(count_in_log(r.hung_dir) >= 1);
 	/* no thread a round: the one stuck on the hung folder stays the only one it holds */
 	assert_int_equal(threads_now(), threads_after2);
 
 	/* The file system answers again: its folder is written, with every joule meanwhile. */
-	hang_end(&r.hang);
+	vw_fixture_fuse_end(r.hung_dir, &r.fuse_fd);
 	for (int i = 0; i < 200; i++) {
 		round_bounded(&r, t, "after the hang");
 		if (vw_read_u64_at(r.root_fd, HUNG "/intel-rapl:0/energy_uj", &v) == 0 &&
