@@ -965,6 +965,8 @@ static void share_close(struct vw_publisher *p, struct pub_vm *vm)
 	if (r < 0) {
 		vm->share_job->work.leave = false;
 		if (r != -EBUSY) { /* never opened, or no worker: closed now */
+			if (vm->share_job->share.dirfd < 0)
+				vw_pub_share_leave(&vm->share_job->share); /* (not known) */
 			vw_pub_share_done(&vm->share_job->share);
 			vm->share_close_due = false;
 			vm->share_wd = -1;

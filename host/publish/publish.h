@@ -14,7 +14,9 @@
  * Publication is host-driven: tick() publishes when the jittered schedule says so (each interval
  * period +- jitter x period, never under 1 s), whatever guests or scrapers do. Values are rounded
  * (energy down to a step so it stays monotonic, power to the nearest step) and each VM gets only
- * its own numbers. Nothing here ever blocks on a guest.
+ * its own numbers. Nothing here ever blocks on a guest, nor on a folder's file system: the
+ * folders are written off this thread, a round waiting for them 1 s at most (publish_share_io.c;
+ * a folder not back by then is stalled, counted and not written until its file system answers).
  *
  * One publisher per VM: with a lock directory, a VM is published (its channel connected, its
  * folder written) only while this process holds <lock_dir>/<uuid>.lock. A VM whose lock another
@@ -142,7 +144,8 @@ int vw_publisher_update(struct vw_publisher *p, const struct vw_vm_energy *vms, 
 
 /*
  * Service sockets (drain guest bytes, finish writes, reconnect when due) and publish when due.
- * now_ns is CLOCK_MONOTONIC (or a test's fake clock). Never blocks. ret_published (optional)
+ * now_ns is CLOCK_MONOTONIC (or a test's fake clock). Never blocks, but for a round's wait for
+ * its folders (1 s at most, real time). ret_published (optional)
  * is true when this call published a round.
  */
 int vw_publisher_tick(struct vw_publisher *p, uint64_t now_ns, bool *ret_published);
