@@ -618,6 +618,7 @@ static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in, siz
 }
 
 static int share_remove(struct vw_publisher *p, struct pub_vm *vm);
+static void share_round_end(struct vw_publisher *p);
 
 /*
  * A VM forgotten: its shared folder, when this process wrote it, is removed (its last frame went
@@ -696,6 +697,7 @@ int vw_publisher_update(struct vw_publisher *p, const struct vw_vm_energy *vms, 
 			vm->gone_ns = p->now_ns;
 		}
 	}
+	share_round_end(p); /* the folders of the VMs gone: closed (1 s at most for them all) */
 	prune(p);
 	return ret;
 }
@@ -948,8 +950,8 @@ static void share_frame(struct vw_publisher *p, struct pub_vm *vm, const struct 
 
 /*
  * The VM goes: its folder closed once the work notes the folder's time as left
- * (vw_pub_share_leave(), waited for VW_PUB_SHARE_WAIT_NS at most: not back, the folder is
- * stalled), or, while earlier work is out, when that is back (share_collect()).
+ * (vw_pub_share_leave(); waited for with the round's or the update's other work:
+ * share_round_end()), or, while earlier work is out, when that is back (share_collect()).
  */
 static void share_close(struct vw_publisher *p, struct pub_vm *vm)
 {
@@ -971,13 +973,7 @@ static void share_close(struct vw_publisher *p, struct pub_vm *vm)
 			vm->share_close_due = false;
 			vm->share_wd = -1;
 		}
-		return;
 	}
-	vw_pub_share_wait(p->share_pool, VW_PUB_SHARE_WAIT_NS);
-	if (vw_pub_share_give_up(vm->share_job))
-		share_stall(p, vm);
-	else
-		share_collect(p, vm);
 }
 
 /*
@@ -1005,8 +1001,9 @@ static int share_remove(struct vw_publisher *p, struct pub_vm *vm)
 	return r;
 }
 
-/* After a round: its folders' work waited for, VW_PUB_SHARE_WAIT_NS at most; what is not back
- * by then is given up on (its VM's folder stalled, counted), the rest collected. */
+/* After a round (or an update that closed folders): the work handed over waited for,
+ * VW_PUB_SHARE_WAIT_NS at most; what is not back by then is given up on (its VM's folder
+ * stalled, counted), the rest collected. */
 static void share_round_end(struct vw_publisher *p)
 {
 	if (!p->share_pool)
