@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdint.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -178,6 +179,33 @@ void vw_fixture_rm(char *root)
 		return;
 	(void)nftw(root, rm_one, 32, FTW_DEPTH | FTW_PHYS);
 	free(root);
+}
+
+int vw_fixture_fuse_hang(const char *dir, int *ret_fd)
+{
+	char opts[128];
+	int fd = open("/dev/fuse", O_RDWR | O_CLOEXEC), r;
+
+	*ret_fd = -1;
+	if (fd < 0)
+		return -errno;
+	snprintf(opts, sizeof(opts), "fd=%d,rootmode=40000,user_id=0,group_id=0", fd);
+	if (mount("virtwatt-hang", dir, "fuse", MS_NOSUID | MS_NODEV, opts) < 0) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+void vw_fixture_fuse_end(const char *dir, int *fd)
+{
+	if (*fd < 0)
+		return;
+	close(*fd);
+	*fd = -1;
+	(void)umount2(dir, MNT_DETACH);
 }
 
 char *vw_fixture_slurp(const char *path, size_t *ret_len)

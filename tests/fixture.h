@@ -19,6 +19,14 @@ int vw_fixture_symlink(const char *root, const char *target, const char *rel);
 /* Remove a tree and free the path. */
 void vw_fixture_rm(char *root);
 /*
+ * A file system that does not answer (root): a FUSE mount on dir whose /dev/fuse descriptor
+ * (*ret_fd) nobody reads, so every request below dir waits (a dead NFS hard mount, a stuck
+ * virtiofsd). vw_fixture_fuse_end() closes the descriptor (every waiter gets ENOTCONN) and
+ * detaches the mount (dir as it was). 0 or -errno.
+ */
+int vw_fixture_fuse_hang(const char *dir, int *ret_fd);
+void vw_fixture_fuse_end(const char *dir, int *fd);
+/*
  * A temporary directory for a whole cmocka group: vw_fixture_tmpdir_setup() makes it (named
  * after the test program) in vw_fixture_tmpdir, vw_fixture_tmpdir_teardown() removes it. Pass
  * them to cmocka_run_group_tests().

@@ -799,14 +799,15 @@ static void test_invalid_uuid(void **state)
 }
 
 /* The per-VM families' exact text: each row's vm_id (escaped once a VM and family) as it was
- * escaped row by row; a VM's four failure reasons and four states in order. */
+ * escaped row by row; a VM's five failure reasons and four states in order. */
 static void test_render_text(void **state)
 {
 #define ROWS(u)                                                                                    \
 	"virtwatt_vm_passthrough_failures_total{vm_id=\"" u "\",reason=\"connect\",node_name=\"n\\\"1\"} 0\n" \
 	"virtwatt_vm_passthrough_failures_total{vm_id=\"" u "\",reason=\"send\",node_name=\"n\\\"1\"} 0\n" \
 	"virtwatt_vm_passthrough_failures_total{vm_id=\"" u "\",reason=\"share_write\",node_name=\"n\\\"1\"} 0\n" \
-	"virtwatt_vm_passthrough_failures_total{vm_id=\"" u "\",reason=\"lock_refused\",node_name=\"n\\\"1\"} 0\n"
+	"virtwatt_vm_passthrough_failures_total{vm_id=\"" u "\",reason=\"lock_refused\",node_name=\"n\\\"1\"} 0\n" \
+	"virtwatt_vm_passthrough_failures_total{vm_id=\"" u "\",reason=\"share_timeout\",node_name=\"n\\\"1\"} 0\n"
 #define STATES(u)                                                                                  \
 	"virtwatt_vm_passthrough_channel_state{vm_id=\"" u "\",state=\"connected\",node_name=\"n\\\"1\"} 0\n" \
 	"virtwatt_vm_passthrough_channel_state{vm_id=\"" u "\",state=\"disconnected\",node_name=\"n\\\"1\"} 0\n" \

@@ -12,6 +12,8 @@
  *   refuses to publish the first's VM and says why (its PID), exports the refusal; when the
  *   first exits the second takes over without a restart, and a guest reader on the VM's shared
  *   folder counts what the VM used, within 10 %, across the change.
+ * - A real virtwatt-host whose VM's folder is on a file system that does not answer: its loop,
+ *   /metrics and /healthz go on, the stall is exported, the folder written once it answers.
  */
 #include "vw_test.h"
 
@@ -20,11 +22,13 @@
 #include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -761,6 +765,92 @@ static void test_delivery_metrics_without_vm_series(void **state)
 	vw_fixture_rm(dir);
 }
 
+/*
+ * The real daemon with its VM's folder on a FUSE mount nobody serves (a dead NFS hard mount, a
+ * stuck virtiofsd). Before, its loop blocked in the folder's first open: the node's energy stood
+ * still in /metrics, and /healthz failed 3 intervals + 10 s later. Now the loop goes on: the
+ * node's energy grows between two scrapes, /healthz answers 200, the stall is exported
+ * (virtwatt_passthrough_share_stalled_vms 1, failures of reason share_timeout growing), and once
+ * the mount goes the folder gets its frame and the stall is over.
+ */
+static void test_hung_share_daemon(void **state)
+{
+	struct meter *m;
+	char *dir = vw_fixture_mkdtemp("hungd");
+	_cleanup_free_ char *share = path_of(dir, "share"), *locks = path_of(dir, "lock");
+	_cleanup_free_ char *vmdir = path_of(share, UUID), *log = path_of(dir, "host.log");
+	_cleanup_free_ char *body = NULL;
+	char sys[600], proc[600], sh[600], lk[600], url[64];
+	char *argv[] = { VW_HOST_BIN, sys, proc, sh, lk, "--libvirt.uri=",
+			 "--web.listen-address=127.0.0.1:0", "--monitor.interval=1s",
+			 "--monitor.sample-interval=200ms", "--passthrough.interval=1s",
+			 "--cpu.accounting=procfs", "--kube.node-name=hungd", NULL };
+	const char *timeouts[] = { THE_VM, "reason=\"share_timeout\"", NULL };
+	const char *node = "node_name=\"hungd\"", *package = "zone=\"package\"";
+	struct vw_host_frame f;
+	double joules, late;
+	unsigned port = 0;
+	long code = 0;
+	int fuse_fd = -1, r, i;
+	pid_t pid;
+
+	(void)state;
+	REQUIRE(geteuid() == 0 && access("/dev/fuse", R_OK | W_OK) == 0,
+		"a FUSE mount needs root and /dev/fuse");
+	/* (the mount in a namespace of this process's, the daemon's too: it goes with them) */
+	assert_int_equal(unshare(CLONE_NEWNS), 0);
+	assert_int_equal(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	m = meter_new(dir, share, locks, sys, proc, sh, lk);
+	assert_int_equal(vw_fixture_mkdir(share, UUID), 0);
+	r = vw_fixture_fuse_hang(vmdir, &fuse_fd);
+	REQUIRE(r == 0, "cannot mount FUSE: %s", strerror(-r));
+	assert_int_equal(vw_fixture_start_daemon_logged(argv, log, &pid, &port), 0);
+	for (i = 0; i < 150; i++) {
+		free(body);
+		body = scrape(port);
+		if (body && vw_fixture_sample_sum_all(body, "virtwatt_vm_passthrough_failures_total",
+						      timeouts) >= 2)
+			break;
+		usleep(100 * 1000);
+	}
+	if (i == 150)
+		vw_fixture_fuse_end(vmdir, &fuse_fd); /* (the old daemon: let it stop) */
+	assert_true(i < 150);
+	assert_true(vw_fixture_sample_sum(body, "virtwatt_passthrough_share_stalled_vms", node) == 1);
+	joules = vw_fixture_sample_sum(body, "kepler_node_cpu_joules_total", package);
+	late = vw_fixture_sample_sum_all(body, "virtwatt_vm_passthrough_failures_total", timeouts);
+	usleep(3000 * 1000);
+	free(body);
+	body = scrape(port);
+	assert_non_null(body);
+	assert_true(vw_fixture_sample_sum(body, "kepler_node_cpu_joules_total", package) > joules);
+	assert_true(vw_fixture_sample_sum_all(body, "virtwatt_vm_passthrough_failures_total",
+					      timeouts) > late);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/healthz", port);
+	free(vw_fixture_http_get(url, &code));
+	assert_int_equal(code, 200);
+
+	/* It answers again (the mount gone): the folder is written, the stall over. */
+	vw_fixture_fuse_end(vmdir, &fuse_fd);
+	for (i = 0; i < 100 && !read_frame(share, &f); i++)
+		usleep(100 * 1000);
+	assert_true(i < 100);
+	for (i = 0; i < 50; i++) {
+		free(body);
+		body = scrape(port);
+		if (body &&
+		    vw_fixture_sample_sum(body, "virtwatt_passthrough_share_stalled_vms", node) == 0)
+			break;
+		usleep(100 * 1000);
+	}
+	assert_true(i < 50);
+	assert_true(log_has(log, "its file system does not answer", 1));
+	assert_true(log_has(log, "its file system answers again", 1));
+	assert_int_equal(vw_fixture_stop_daemon(pid), 0);
+	meter_free(m);
+	vw_fixture_rm(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -772,6 +862,7 @@ int main(void)
 		cmocka_unit_test(test_lock_dir_unusable),
 		cmocka_unit_test(test_two_daemons),
 		cmocka_unit_test(test_delivery_metrics_without_vm_series),
+		cmocka_unit_test(test_hung_share_daemon),
 	};
 
 	vw_log_set_level(VW_LOG_WARN);

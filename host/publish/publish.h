@@ -14,7 +14,9 @@
  * Publication is host-driven: tick() publishes when the jittered schedule says so (each interval
  * period +- jitter x period, never under 1 s), whatever guests or scrapers do. Values are rounded
  * (energy down to a step so it stays monotonic, power to the nearest step) and each VM gets only
- * its own numbers. Nothing here ever blocks on a guest.
+ * its own numbers. Nothing here ever blocks on a guest, nor on a folder's file system: the
+ * folders are written off this thread, a round waiting for them 1 s at most (publish_share_io.c;
+ * a folder not back by then is stalled, counted and not written until its file system answers).
  *
  * One publisher per VM: with a lock directory, a VM is published (its channel connected, its
  * folder written) only while this process holds <lock_dir>/<uuid>.lock. A VM whose lock another
@@ -91,6 +93,9 @@ struct vw_publish_vm_stats {
 	uint64_t hellos;         /* valid hello/ack lines */
 	uint64_t ack_seq;        /* the last acknowledged seq */
 	uint64_t share_writes, share_errors;
+	uint64_t share_timeouts; /* rounds its folder was not written: its file system did not
+				  * answer within VW_PUB_SHARE_WAIT_NS (1 s) */
+	bool share_stalled;      /* ... and has not answered since */
 	size_t bytes_held;       /* frame buffer bytes held for this VM (at most 2 x 32 KiB: a
 				  * frame and its model frame, in flight and pending) */
 	bool locked;             /* this process holds the VM's lock (always true without locks) */
@@ -120,6 +125,7 @@ struct vw_publish_stats {
 	uint64_t share_frames[VW_PUBLISH_SHARE_REASONS];
 	bool share_root;            /* shared folders are written (passthrough.share-root) */
 	size_t share_writable_vms;  /* listed VMs published to whose guest may write its folder */
+	size_t share_stalled_vms;   /* listed VMs whose folder's file system does not answer */
 };
 
 struct vw_publisher;
@@ -138,7 +144,8 @@ int vw_publisher_update(struct vw_publisher *p, const struct vw_vm_energy *vms, 
 
 /*
  * Service sockets (drain guest bytes, finish writes, reconnect when due) and publish when due.
- * now_ns is CLOCK_MONOTONIC (or a test's fake clock). Never blocks. ret_published (optional)
+ * now_ns is CLOCK_MONOTONIC (or a test's fake clock). Never blocks, but for a round's wait for
+ * its folders (1 s at most, real time). ret_published (optional)
  * is true when this call published a round.
  */
 int vw_publisher_tick(struct vw_publisher *p, uint64_t now_ns, bool *ret_published);

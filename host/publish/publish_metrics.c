@@ -24,6 +24,7 @@ enum {
 	F_NOT_PUBLISHED,
 	F_SHARE_FRAMES,
 	F_SHARE_WRITABLE,
+	F_SHARE_STALLED,
 	F_PEER_REJECTED,
 	F_VM_FRAMES,
 	F_VM_FAILURES,
@@ -56,6 +57,13 @@ static const struct vw_metric_family families[F__COUNT] = {
 			       "fill the file system of every VM's folder; the log names each VM and "
 			       "the fix (deploy/libvirt/README.md)",
 			       NULL, l_node },
+	[F_SHARE_STALLED] = { "virtwatt_passthrough_share_stalled_vms", VW_METRIC_GAUGE,
+			      "VMs whose shared folder's file system does not answer (a dead NFS "
+			      "mount, a stuck virtiofsd): a write not back within 1 s and not since. "
+			      "Their folders are not written (each round a failure of reason "
+			      "share_timeout) until it answers; their channels and the other VMs' "
+			      "folders go on. The log names each folder",
+			      NULL, l_node },
 	[F_PEER_REJECTED] = { "virtwatt_passthrough_channel_peer_rejected_total", VW_METRIC_COUNTER,
 			      "Connections to VMs' org.virtwatt.power.0 sockets closed unused, all "
 			      "VMs: the listener was not the VM's QEMU nor a root process's bound "
@@ -70,7 +78,9 @@ static const struct vw_metric_family families[F__COUNT] = {
 	[F_VM_FAILURES] = { "virtwatt_vm_passthrough_failures_total", VW_METRIC_COUNTER,
 			    "Failed deliveries to the VM by reason: connect (its channel's socket), "
 			    "send (a write on it), share_write (its shared folder), lock_refused "
-			    "(another virtwatt-host holds its lock)",
+			    "(another virtwatt-host holds its lock), share_timeout (a round its "
+			    "shared folder was not written: its file system did not answer within "
+			    "1 s)",
 			    NULL, l_vm_reason },
 	[F_VM_LAST_OK] = { "virtwatt_vm_passthrough_last_success_timestamp_seconds",
 			   VW_METRIC_GAUGE,
@@ -86,10 +96,11 @@ static const struct vw_metric_family families[F__COUNT] = {
 };
 
 static const char *const vm_states[] = { "connected", "disconnected", "absent", "not_published" };
-static const char *const reasons[] = { "connect", "send", "share_write", "lock_refused" };
+static const char *const reasons[] = { "connect", "send", "share_write", "lock_refused",
+				       "share_timeout" };
 static const char *const transports[] = { "channel", "share" };
 
-#define MAX_ROWS 4 /* a VM's rows in one family: a reason or a state each */
+#define MAX_ROWS 5 /* a VM's rows in one family: a reason or a state each */
 
 /*
  * A family's rows for every VM: the labels after vm_id (a transport, reason or state, and
@@ -115,7 +126,7 @@ static const char *vm_state(const struct vw_publish_vm_stats *st)
 }
 
 /* The VM's rows of the family: its vm_id escaped once for them all (the piece), not once a
- * row (up to four: a transport, reason or state each), the rest once a render (the tails). */
+ * row (up to five: a transport, reason or state each), the rest once a render (the tails). */
 static void vm_rows(void *ud, const char *uuid, const struct vw_publish_vm_stats *st)
 {
 	struct vm_render *v = ud;
@@ -143,7 +154,7 @@ static void vm_rows(void *ud, const char *uuid, const struct vw_publish_vm_stats
 		break;
 	case F_VM_FAILURES: {
 		const uint64_t counts[] = { st->connect_errors, st->send_errors, st->share_errors,
-					    st->lock_refused };
+					    st->lock_refused, st->share_timeouts };
 
 		for (size_t i = 0; i < ARRAY_SIZE(reasons) && r == 0; i++)
 			r = vw_prom_counter_pieces(v->w, pc, v->tail[i],
@@ -263,6 +274,9 @@ int vw_publisher_render(const struct vw_publisher *p, struct vw_prom_writer *w,
 	if (r == 0 && ps.share_root)
 		r = vw_prom_single(w, &families[F_SHARE_WRITABLE], node,
 				   (double)ps.share_writable_vms);
+	if (r == 0 && ps.share_root)
+		r = vw_prom_single(w, &families[F_SHARE_STALLED], node,
+				   (double)ps.share_stalled_vms);
 	if (r == 0)
 		r = vw_prom_single(w, &families[F_PEER_REJECTED], node, (double)ps.peer_rejected);
 	for (int f = F_VM_FRAMES; f < F__COUNT && r == 0; f++)

@@ -198,15 +198,18 @@ struct vw_pub_share {
 	bool primed[VW_PUB_RAPL__COUNT];        /* offset read back (once per process) */
 	bool written[VW_PUB_RAPL__COUNT];       /* energy_uj holds last_uj (since the zone opened) */
 	bool no_fsync; /* the folder is on tmpfs or ramfs, where fsync() does nothing */
-	bool left_known;          /* left_mtime read when the folder was last closed */
+	bool left_known;          /* left_mtime read when the folder was last left */
 	struct timespec left_mtime; /* the folder's mtime then: its last change was ours */
 	long pid;      /* this process's, for the temps' names (NAME.tmp.PID), asked once */
 	struct vw_complaint complaint;
 };
 
 /* Once per VM; done() closes the folder (and drops its watch) but keeps the offsets for a VM
- * that comes back. ifd: an inotify fd told of opens in the folder (IN_OPEN), or -1. */
+ * that comes back, with no system call on the folder itself (its file system may not answer);
+ * leave() before it notes the folder's time as this writer leaves it (vw_pub_share_remove()).
+ * ifd: an inotify fd told of opens in the folder (IN_OPEN), or -1. */
 void vw_pub_share_init(struct vw_pub_share *s, int ifd);
+void vw_pub_share_leave(struct vw_pub_share *s);
 void vw_pub_share_done(struct vw_pub_share *s);
 /*
  * Open (creating it) <root_fd>/<uuid>, once; watched for opens of frame.json when root_path
@@ -254,6 +257,83 @@ int vw_pub_share_export_writable(int procfs_fd, pid_t qemu_pid, const char *dir,
 
 /* The VM's model frame line as model.json in its folder (after a first frame made the folder). */
 int vw_pub_share_write_model(struct vw_pub_share *s, const char *line, size_t len);
+
+/* ---- the folders' file-system work, off the publisher's thread (publish_share_io.c) ---- */
+
+/*
+ * A file system that stops answering (a dead NFS hard mount, a stuck virtiofsd or FUSE daemon)
+ * blocks every system call on it until it answers, if ever. So each VM's folder work (its
+ * export's check, the folder's open and watch, its files' replacement, its removal) runs on a
+ * worker of a small pool, one piece of work per VM at a time. The publisher waits for a round's
+ * work at most VW_PUB_SHARE_WAIT_NS, then gives up on what is not back (that VM's folder is
+ * stalled: counted each round, no new work for it until the old comes back); a stalled VM
+ * holds one worker, VW_PUB_SHARE_WORKERS more serve the others. A VM freed while its work is
+ * out leaves it to the worker, which frees it when it comes back.
+ */
+#define VW_PUB_SHARE_WAIT_NS (1 * VW_NSEC_PER_SEC)
+#define VW_PUB_SHARE_WORKERS 4
+
+/* What a piece of work does, in this order, and what came of it. */
+struct vw_pub_share_work {
+	bool check_export;       /* vw_pub_share_export_writable() of export_* into export_r */
+	char export_dir[256];
+	bool export_ro;
+	pid_t export_pid;
+	bool write;              /* open the folder, vw_pub_share_write() the frame into r, why */
+	char *buf;               /* the frame (frame_len), then the model line (model_len, 0: none) */
+	size_t frame_len, model_len, cap;
+	bool have[VW_PUB_RAPL__COUNT];
+	uint64_t energy_uj[VW_PUB_RAPL__COUNT];
+	unsigned zones;
+	uint64_t now_ns, max_gap_ns, max_range_uj;
+	bool leave;              /* vw_pub_share_leave() (the VM goes: the folder closed after) */
+	bool remove;             /* vw_pub_share_remove() into r (the folder closed before) */
+	int export_r, r, model_r;
+	enum vw_pub_frame_why why;
+};
+
+struct vw_pub_share_pool;
+
+/* One VM's folder and its work. The publisher's while not out (submit() to collect()), the
+ * worker's while out: share and work are touched by one side at a time. */
+struct vw_pub_share_job {
+	struct vw_pub_share share;
+	struct vw_pub_share_work work;
+	char uuid[VW_UUID_LEN];
+	/* the pool's, under its lock */
+	struct vw_pub_share_pool *pool;
+	struct vw_pub_share_job *next; /* queued */
+	bool out;      /* submitted, not collected */
+	bool back;     /* done, not collected */
+	bool waited;   /* the publisher waits for it (this round's) */
+	bool running;  /* a worker runs it */
+	bool stuck;    /* ... and the publisher no longer waits for it */
+	bool orphan;   /* its VM is gone: the worker frees it */
+};
+
+/* root_fd, procfs_fd (-1: none) are duplicated; root_path names the root for the watches. NULL
+ * with errno set. */
+struct vw_pub_share_pool *vw_pub_share_pool_new(int root_fd, const char *root_path,
+						int procfs_fd);
+/* Waits for the workers at most VW_PUB_SHARE_WAIT_NS; one still out frees the pool when back.
+ * Every job must have been freed. */
+void vw_pub_share_pool_free(struct vw_pub_share_pool *pool);
+/* ifd: as for vw_pub_share_init(). NULL with errno set. */
+struct vw_pub_share_job *vw_pub_share_job_new(struct vw_pub_share_pool *pool, const char *uuid,
+					      int ifd);
+/* Closes the folder (left to the worker when the job is out); NULL is a no-op. */
+void vw_pub_share_job_free(struct vw_pub_share_job *j);
+/* Hand the work over: -EBUSY while the previous work is out, -errno when no worker could be
+ * started (then nothing is out). */
+int vw_pub_share_submit(struct vw_pub_share_job *j);
+/* Is the work out (submitted, not collected)? */
+bool vw_pub_share_out(struct vw_pub_share_job *j);
+/* True once when the work came back: its results are the publisher's to read. */
+bool vw_pub_share_collect(struct vw_pub_share_job *j);
+/* Wait until the work submitted since the last give-up is back, at most timeout_ns. */
+void vw_pub_share_wait(struct vw_pub_share_pool *pool, uint64_t timeout_ns);
+/* True when the job's work was waited for and is not back: no longer waited for. */
+bool vw_pub_share_give_up(struct vw_pub_share_job *j);
 
 /* ---- publication lock (publish_lock.c) ---- */
 

@@ -57,17 +57,21 @@ void vw_pub_share_init(struct vw_pub_share *s, int ifd)
 		s->zone_fd[z] = -1;
 }
 
+/* The folder as this writer leaves it: a later change of its time is another hand's (the libvirt
+ * hook preparing a start), which vw_pub_share_remove() then keeps. */
+void vw_pub_share_leave(struct vw_pub_share *s)
+{
+	struct stat st;
+
+	s->left_known = s->dirfd >= 0 && fstat(s->dirfd, &st) == 0;
+	if (s->left_known)
+		s->left_mtime = st.st_mtim;
+}
+
 /* Close the folder; the offsets stay, so a VM that comes back continues without counting twice.
  * Its frame is written again when it does (the folder may have been rewritten meanwhile). */
 void vw_pub_share_done(struct vw_pub_share *s)
 {
-	struct stat st;
-
-	/* The folder as this writer left it: a later change of its time is another hand's (the
-	 * libvirt hook preparing a start), which vw_pub_share_remove() then keeps. */
-	s->left_known = s->dirfd >= 0 && fstat(s->dirfd, &st) == 0;
-	if (s->left_known)
-		s->left_mtime = st.st_mtim;
 	if (s->wd >= 0 && s->ifd >= 0)
 		(void)inotify_rm_watch(s->ifd, s->wd);
 	s->wd = -1;
