@@ -14,7 +14,9 @@
 #include <stdint.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <time.h>
+#include <linux/magic.h> /* TMPFS_MAGIC */
 #include <unistd.h>
 #include <linux/sched.h> /* struct clone_args */
 #include <signal.h>
@@ -31,6 +33,23 @@ char *vw_fixture_mkdtemp(const char *tag)
 	if (!mkdtemp(path)) {
 		free(path);
 		return NULL;
+	}
+	return path;
+}
+
+char *vw_fixture_mkdtemp_mem(const char *tag)
+{
+	static const char shm[] = "/dev/shm";
+	struct statfs fs;
+	char *path;
+
+	if (statfs(shm, &fs) < 0 || fs.f_type != TMPFS_MAGIC || access(shm, W_OK) < 0)
+		return vw_fixture_mkdtemp(tag);
+	if (asprintf(&path, "%s/vw-%s-XXXXXX", shm, tag) < 0)
+		return NULL;
+	if (!mkdtemp(path)) {
+		free(path);
+		return vw_fixture_mkdtemp(tag);
 	}
 	return path;
 }

@@ -8,6 +8,9 @@
 
 /* Create a fresh directory under $TMPDIR (or /tmp); returns a malloc'd path or NULL. */
 char *vw_fixture_mkdtemp(const char *tag);
+/* The same on a memory file system (/dev/shm where it is one, else as above): for fixture
+ * trees standing in for sysfs and procfs, whose reads never wait on a disk, as theirs do not. */
+char *vw_fixture_mkdtemp_mem(const char *tag);
 /* A port free on 127.0.0.1 now for socktype (SOCK_STREAM, SOCK_DGRAM); 0 on failure. */
 unsigned vw_fixture_free_port(int socktype);
 /* Write (creating parent directories) root/rel with the given text and mode (0 = 0644). */

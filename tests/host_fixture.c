@@ -119,7 +119,7 @@ int host_fixture_init(struct host_fixture *f, const struct host_fixture_zone *zo
 		return -E2BIG;
 	for (unsigned i = 0; i < n_zones; i++)
 		f->watts[i] = zones[i].watts;
-	f->root = vw_fixture_mkdtemp("host");
+	f->root = vw_fixture_mkdtemp_mem("host");
 	if (!f->root)
 		return -errno;
 	snprintf(f->sys, sizeof(f->sys), "%s/sys", f->root);
