@@ -101,6 +101,15 @@ def guest_source(m):
     return None
 
 
+def console():
+    """The guest's console (its /init's lines and its daemon's log), None if unreadable."""
+    try:
+        with open(os.path.join(WORK, "console.log"), errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
 def guest_as_user():
     """How the guest runs, from what its /init (tests/e2e/guest-init.sh) and its daemon wrote to
     the console in the last boot: as deploy/systemd/virtwatt-guest.service runs it, the virtwatt
@@ -108,11 +117,9 @@ def guest_as_user():
     deploy/udev/70-virtwatt.rules (0640 root:virtwatt), read without the hello (the daemon may
     not write it), and the shared folder's frame readable by that user. Returns what differs,
     [] when nothing does."""
-    try:
-        with open(os.path.join(WORK, "console.log"), errors="replace") as f:
-            text = f.read()
-    except OSError as e:
-        return ["console.log: %s" % e]
+    text = console()
+    if text is None:
+        return ["no console.log"]
     boot = text[text.rfind("e2e-guest: udev:"):] if "e2e-guest: udev:" in text else ""
     user = re.search(r"e2e-guest: user virtwatt (\d+):(\d+)", boot)
     port = re.search(r"e2e-guest: udev: (\S+) -> (\S*), mode (\d+) (\d+):(\d+)", boot)
@@ -652,6 +659,19 @@ def main():
             tap(p.returncode == 0, "promtool check metrics: %s clean" % name, out)
         except Exception as e:
             tap(False, "promtool check metrics: %s clean" % name, str(e))
+
+    # 6b. What it keeps, written as the virtwatt user into the directory the unit's
+    # StateDirectory= gives it (guest-init.sh makes it so), minutes in: the state file (written,
+    # never failed) and its host's model beside it (held since check 3b; a failed write warns).
+    m = try_scrape(GUEST) or Metrics("")
+    st = [l.get("status") for n, l, v in m.samples if n == "virtwatt_guest_state_info" and v == 1]
+    sw, se = (m.sum("virtwatt_guest_state_writes_total"),
+              m.sum("virtwatt_guest_state_write_errors_total"))
+    unkept = "cannot keep the host's model" in (console() or "cannot keep the host's model")
+    tap(st in (["new"], ["loaded"]) and sw > 0 and se == 0 and not unkept,
+        "guest: its state file and its host's model kept as the virtwatt user in "
+        "/var/lib/virtwatt-guest", "state %r, %d writes, %d failed; the host's model %s"
+        % (st, sw, se, "not kept (console)" if unkept else "kept"))
 
     # 7. Nothing went back.
     watch.finish()

@@ -16,6 +16,20 @@ src=$(cd "$(dirname "$0")" && pwd)
 guest_bin="$build/guest/virtwatt-guest"
 [ -x "$guest_bin" ] || { echo "no $guest_bin" >&2; exit 1; }
 
+# PKG (a name, or NAME=VERSION) downloaded and extracted into DIR/root (not installed); its
+# name and version in DIR/package.
+extract_deb() {
+	local tmp
+	tmp=$(mktemp -d "$out/dl.XXXXXX")
+	(cd "$tmp" && apt-get download "$1" >/dev/null 2>&1) ||
+		{ rm -rf "$tmp"; echo "apt-get download $1 failed" >&2; exit 1; }
+	rm -rf "$2"
+	mkdir -p "$2"
+	dpkg -x "$tmp"/*.deb "$2/root"
+	dpkg-deb -W --showformat='${Package} ${Version}' "$tmp"/*.deb >"$2/package"
+	rm -rf "$tmp"
+}
+
 # ---- Kernel: the version linux-image-amd64 depends on, extracted once ----
 if [ ! -f "$out/kernel/version" ]; then
 	kpkg() {
@@ -26,31 +40,15 @@ if [ ! -f "$out/kernel/version" ]; then
 	[ -n "$pkg" ] || { apt-get update -qq >&2 && pkg=$(kpkg); } || true
 	[ -n "$pkg" ] || { echo "apt-cache knows no linux-image-amd64 (apt-get update?)" >&2; exit 1; }
 	ver=${pkg#linux-image-}
-	tmp=$(mktemp -d "$out/dl.XXXXXX")
-	(cd "$tmp" && apt-get download "$pkg" >/dev/null 2>&1) ||
-		{ rm -rf "$tmp"; echo "apt-get download $pkg failed" >&2; exit 1; }
-	rm -rf "$out/kernel"
-	mkdir -p "$out/kernel"
-	dpkg -x "$tmp"/*.deb "$out/kernel/root"
-	rm -rf "$tmp"
+	extract_deb "$pkg" "$out/kernel"
 	cp "$out/kernel/root/boot/vmlinuz-$ver" "$out/kernel/vmlinuz"
 	depmod -b "$out/kernel/root" "$ver"
 	echo "$ver" >"$out/kernel/version"
 fi
 # ---- udev: the candidate udev package's, extracted once (its udevadm is systemd-udevd) ----
-if [ ! -f "$out/udev/version" ]; then
-	uver=$(apt-cache policy udev 2>/dev/null | awk '/Candidate:/ { print $2; exit }')
-	[ -n "$uver" ] && [ "$uver" != "(none)" ] ||
-		{ apt-get update -qq >&2 && uver=$(apt-cache policy udev | awk '/Candidate:/ { print $2; exit }'); } || true
-	[ -n "$uver" ] && [ "$uver" != "(none)" ] || { echo "apt-cache knows no udev (apt-get update?)" >&2; exit 1; }
-	tmp=$(mktemp -d "$out/dl.XXXXXX")
-	(cd "$tmp" && apt-get download "udev=$uver" >/dev/null 2>&1) ||
-		{ rm -rf "$tmp"; echo "apt-get download udev=$uver failed" >&2; exit 1; }
-	rm -rf "$out/udev"
-	mkdir -p "$out/udev"
-	dpkg -x "$tmp"/*.deb "$out/udev/root"
-	rm -rf "$tmp"
-	echo "$uver" >"$out/udev/version"
+if [ ! -f "$out/udev/package" ]; then
+	apt-cache show udev >/dev/null 2>&1 || apt-get update -qq >&2 || true
+	extract_deb udev "$out/udev"
 fi
 ver=$(cat "$out/kernel/version")
 kroot="$out/kernel/root"
@@ -127,4 +125,4 @@ cp "$src/guest-init.sh" "$ir/init"
 chmod 755 "$ir/init"
 (cd "$ir" && find . | busybox cpio -o -H newc 2>/dev/null | gzip -1 >"$out/initrd.gz")
 rm -rf "$ir"
-echo "guest image: kernel $ver, initrd $(du -h "$out/initrd.gz" | cut -f1)"
+echo "guest image: kernel $ver, $(cat "$out/udev/package"), initrd $(du -h "$out/initrd.gz" | cut -f1)"
