@@ -19,6 +19,7 @@ rounding (0.1 J steps).
 import fcntl
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -98,6 +99,52 @@ def guest_source(m):
         if n == "virtwatt_guest_power_source_info" and v == 1:
             return l.get("source")
     return None
+
+
+def console():
+    """The guest's console (its /init's lines and its daemon's log), None if unreadable."""
+    try:
+        with open(os.path.join(WORK, "console.log"), errors="replace") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def guest_as_user():
+    """How the guest runs, from what its /init (tests/e2e/guest-init.sh) and its daemon wrote to
+    the console in the last boot: as deploy/systemd/virtwatt-guest.service runs it, the virtwatt
+    user (its uid, gid and group alone, no capabilities), the port as udev left it under
+    deploy/udev/70-virtwatt.rules (0640 root:virtwatt), read without the hello (the daemon may
+    not write it), and the shared folder's frame readable by that user. Returns what differs,
+    [] when nothing does."""
+    text = console()
+    if text is None:
+        return ["no console.log"]
+    boot = text[text.rfind("e2e-guest: udev:"):] if "e2e-guest: udev:" in text else ""
+    user = re.search(r"e2e-guest: user virtwatt (\d+):(\d+)", boot)
+    port = re.search(r"e2e-guest: udev: (\S+) -> (\S*), mode (\d+) (\d+):(\d+)", boot)
+    cred = re.search(r"e2e-guest: virtwatt-guest \d+: (.*)", boot)
+    if not (user and port and cred):
+        return ["the console has no udev, user or credentials line of the guest's /init"]
+    uid, gid = user.group(1), user.group(2)
+    st = {k: v.split() for k, v in re.findall(r"(\w+):((?:[ \t]+[0-9a-f]+)*)", cred.group(1))}
+    bad = []
+    if uid == "0" or st.get("Uid") != [uid] * 4 or st.get("Gid") != [gid] * 4 or \
+            st.get("Groups") != [gid]:
+        bad.append("virtwatt-guest runs as %s, not virtwatt %s:%s alone" % (cred.group(1), uid, gid))
+    caps = [(c, st.get(c)) for c in ("CapEff", "CapPrm", "CapAmb") if st.get(c) != ["0" * 16]]
+    if caps:
+        bad.append("capabilities %r" % caps)
+    if port.group(3, 4, 5) != ("640", "0", gid):
+        bad.append("%s (%s) is mode %s %s:%s, not 640 0:%s (udev, deploy/udev/70-virtwatt.rules)"
+                   % (port.group(1, 2, 3, 4, 5) + (gid,)))
+    if "is readable only: reading it without the hello" not in text[text.find(cred.group(0)):]:
+        bad.append("the daemon never said it reads its port without the hello")
+    share = re.findall(r"e2e-guest: virtwatt reads (\S+): (\w+)", boot)
+    if not share or share[-1][1] != "yes":
+        bad.append("virtwatt reads the shared folder's frame: %s"
+                   % (share[-1][1] if share else "not tried yet"))
+    return bad
 
 
 def meter_uj():
@@ -518,11 +565,17 @@ def main():
     else:
         tap(False, "host: VM + the rest = node", "no host metrics")
 
-    # 2. Guest on passthrough.
+    # 2. Guest on passthrough, run as the docs and the package run it: the virtwatt user, which
+    # may only read its port (udev's 0640 root:virtwatt).
     g = wait_for(lambda: (lambda m: m if m and guest_source(m) == "passthrough" else None)(
         try_scrape(GUEST)), 60)
-    tap(g is not None, "guest: serves /metrics on passthrough",
-        "" if g else "source %r" % (guest_source(try_scrape(GUEST) or Metrics("")),))
+    wait_for(lambda: not guest_as_user(), 15)  # its folder probe may follow the first frame
+    bad = guest_as_user()
+    if not g:
+        bad.insert(0, "source %r" % (guest_source(try_scrape(GUEST) or Metrics("")),))
+    tap(not bad, "guest: serves /metrics on passthrough as the virtwatt user, no capabilities, "
+        "its port 0640 root:virtwatt by udev and deploy/udev/70-virtwatt.rules, read-only",
+        "; ".join(bad))
 
     # 3. The same span seen from both sides.
     t0 = time.monotonic()
@@ -606,6 +659,19 @@ def main():
             tap(p.returncode == 0, "promtool check metrics: %s clean" % name, out)
         except Exception as e:
             tap(False, "promtool check metrics: %s clean" % name, str(e))
+
+    # 6b. What it keeps, written as the virtwatt user into the directory the unit's
+    # StateDirectory= gives it (guest-init.sh makes it so), minutes in: the state file (written,
+    # never failed) and its host's model beside it (held since check 3b; a failed write warns).
+    m = try_scrape(GUEST) or Metrics("")
+    st = [l.get("status") for n, l, v in m.samples if n == "virtwatt_guest_state_info" and v == 1]
+    sw, se = (m.sum("virtwatt_guest_state_writes_total"),
+              m.sum("virtwatt_guest_state_write_errors_total"))
+    unkept = "cannot keep the host's model" in (console() or "cannot keep the host's model")
+    tap(st in (["new"], ["loaded"]) and sw > 0 and se == 0 and not unkept,
+        "guest: its state file and its host's model kept as the virtwatt user in "
+        "/var/lib/virtwatt-guest", "state %r, %d writes, %d failed; the host's model %s"
+        % (st, sw, se, "not kept (console)" if unkept else "kept"))
 
     # 7. Nothing went back.
     watch.finish()

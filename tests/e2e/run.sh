@@ -10,7 +10,8 @@
 # domain restarts on a reset there (elsewhere a reboot, e.g. a guest panic, ends it).
 #
 # 1. The guest image (tests/e2e/guest-image.sh): a Debian kernel extracted from its package,
-#    busybox, virtwatt-guest with its libraries, a CPU burner; cached in BUILD_DIR/e2e-cache.
+#    busybox, virtwatt-guest with its libraries (run as the virtwatt user), udev with
+#    deploy/udev/70-virtwatt.rules, a CPU burner; cached in BUILD_DIR/e2e-cache.
 # 2. virtlogd + libvirtd in a mount namespace of their own whose /etc/libvirt, /run/libvirt and
 #    /var/{lib,cache,log}/libvirt are directories of a temporary work dir (the approach of
 #    tests/test_vm_integration.c): a host libvirtd is neither seen nor disturbed.
