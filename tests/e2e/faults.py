@@ -218,6 +218,24 @@ def vm_ids(m):
     return {l.get("vm_id") for n, l, _ in m.samples if n == "kepler_vm_cpu_joules_total"}
 
 
+def left_said(m, left):
+    """What is known of VMs the host still shows after their destroy: their series' labels,
+    whether libvirt or a process still has them, what the host said of them."""
+    out = []
+    ps = subprocess.run(["ps", "-eo", "pid,stat,lstart,args"], capture_output=True,
+                        text=True).stdout.splitlines()
+    _, listed = virsh("list", "--all", "--uuid")
+    said = host_log().splitlines()
+    for uuid in sorted(left):
+        labels = [l for n, l, _ in (m.samples if m else []) if n == "kepler_vm_cpu_joules_total"
+                  and l.get("vm_id") == uuid][:1]
+        procs = [l[:200] for l in ps if uuid in l]
+        lines = [l[:240] for l in said if uuid in l][-6:]
+        out.append("%s: labels %s; libvirt lists it: %s; processes: %s; host said: %s" % (
+            uuid, labels, uuid in listed, procs or "none", lines or "nothing"))
+    return " | ".join(out)
+
+
 # ---- HTTP abuse ----
 
 def connect(addr, source="127.0.0.1"):
@@ -654,7 +672,7 @@ def main():
     tap(not bad and alive(hpid) and not left and seen["shown"] >= 0.9 * CYCLES,
         "%d VM start/destroy cycles: the host shows each VM while it runs, none left behind"
         % CYCLES,
-        "; ".join(bad) if bad else "VMs still shown: %s" % sorted(left) if left else
+        "; ".join(bad) if bad else "VMs still shown: %s" % left_said(m, left) if left else
         "%d of %d VMs shown by the host within 15 s of their start" % (seen["shown"],
                                                                    seen["cycles"]))
 
