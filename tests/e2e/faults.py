@@ -230,7 +230,7 @@ def left_said(m, left):
         labels = [l for n, l, _ in (m.samples if m else []) if n == "kepler_vm_cpu_joules_total"
                   and l.get("vm_id") == uuid][:1]
         procs = [l[:200] for l in ps if uuid in l]
-        lines = [l[:240] for l in said if uuid in l][-6:]
+        lines = [l[:240] for l in said if uuid in l or "vm: listing VMs" in l][-6:]
         out.append("%s: labels %s; libvirt lists it: %s; processes: %s; host said: %s" % (
             uuid, labels, uuid in listed, procs or "none", lines or "nothing"))
     return " | ".join(out)
