@@ -257,12 +257,19 @@ class Timeline(threading.Thread):
             except Exception:  # noqa: BLE001
                 return None
         h, g = get(HOST), get(GUEST)
-        self.rows.append("%5.1f host %s %.1f J | guest %s acc %d age %.1f node %.1f J" % (
-            time.monotonic() - self.t0, "VM" if h and h.has("kepler_vm_cpu_joules_total",
-                                                           vm_id=UUID) else "--",
-            host_vm(h) if h else -1, guest_source(g) if g else "--",
-            pt(g, "accepted_total"), pt(g, "last_frame_age_seconds"),
-            g.sum("kepler_node_cpu_joules_total", zone="package") if g else -1))
+        chan = [l.get("state") for n, l, v in (h.samples if h else [])
+                if n == "virtwatt_vm_passthrough_channel_state" and l.get("vm_id") == UUID and v]
+        self.rows.append("%5.1f host %s %.1f J frames %d chan %s | guest %s acc %d age %.1f node "
+                         "%.1f J" % (
+                             time.monotonic() - self.t0,
+                             "VM" if h and h.has("kepler_vm_cpu_joules_total", vm_id=UUID)
+                             else "--", host_vm(h) if h else -1, host_frames(h),
+                             ",".join(chan) or "-", guest_source(g) if g else "--",
+                             pt(g, "accepted_total"), pt(g, "last_frame_age_seconds"),
+                             g.sum("kepler_node_cpu_joules_total", zone="package") if g else -1))
+
+    def mark(self, what):
+        self.rows.append("%5.1f --- %s" % (time.monotonic() - self.t0, what))
 
     def finish(self, tag, show):
         self.stop = True
@@ -286,8 +293,10 @@ def save_restore(d, gw):
         try_scrape(HOST)), 5, 0.25)
     d.poll()
     t1 = time.monotonic()
+    tl.mark("virsh restore")
     rc2, out2 = virsh("restore", save)
     t_restored = time.monotonic() - t1
+    tl.mark("restored")
     new = adopt_qemu()
     tap(rc == 0 and rc2 == 0 and new and new != old,
         "save/restore: virsh save (%.1f s), virsh restore (%.1f s): a new QEMU" % (
@@ -309,7 +318,7 @@ def save_restore(d, gw):
     b = settle("save/restore: after")
     same_energy("save and restore", a, b)
     no_rejects("save and restore", a, b)
-    tl.finish("save/restore", vwe2e.failed > failed)
+    tl.finish("save/restore", vwe2e.failed > failed or dt > 3)  # (a slow frame: where it went)
     if os.path.exists(save):
         os.unlink(save)
     d.poll()
