@@ -50,16 +50,25 @@
 #include "workloads.h"
 
 
-static uint64_t schedstat_ns(pid_t pid)
+/* The runtime /proc/PID/schedstat (tid 0) or /proc/PID/task/TID/schedstat shows. */
+static uint64_t task_schedstat_ns(pid_t pid, pid_t tid)
 {
 	char path[64], buf[128];
 	uint64_t v = 0;
 
-	snprintf(path, sizeof(path), "%d/schedstat", (int)pid);
+	if (tid)
+		snprintf(path, sizeof(path), "%d/task/%d/schedstat", (int)pid, (int)tid);
+	else
+		snprintf(path, sizeof(path), "%d/schedstat", (int)pid);
 	assert_int_equal(vw_read_file_at(procfd, path, buf, sizeof(buf), NULL), 0);
 	buf[strcspn(buf, " ")] = '\0';
 	assert_int_equal(vw_parse_u64(buf, &v), 0);
 	return v;
+}
+
+static uint64_t schedstat_ns(pid_t pid)
+{
+	return task_schedstat_ns(pid, 0);
 }
 
 /* The kernel's task flags of a process (/proc/PID/stat field 9); false when it is gone. */
@@ -93,7 +102,7 @@ struct child {
 	pid_t pid;
 	int go;   /* write end: one byte starts it */
 	int stop; /* write end: closing it ends the sleeper */
-	int rep;  /* read end: the busy child's CPU clock, written just before its exit */
+	int rep;  /* read end: the child's CPU clock, written just before its exit */
 };
 
 #define NO_CHILD ((struct child){ .pid = 0, .go = -1, .stop = -1, .rep = -1 })
@@ -114,8 +123,8 @@ static uint64_t rusage_ns(const struct rusage *ru)
 }
 
 /*
- * A child that waits for "go", then spins for ~1.5 s of CPU (busy) or blocks until stopped.
- * The busy one writes its CPU clock just before _exit(): all it ran but its exit path.
+ * A child that waits for "go", then spins for ~1.5 s of CPU (busy) or blocks until stopped,
+ * and writes its CPU clock just before _exit(): all it ran but its exit path.
  */
 static void spawn(struct child *c, bool busy)
 {
@@ -134,14 +143,13 @@ static void spawn(struct child *c, bool busy)
 		close(rep[0]);
 		if (read(go[0], &b, 1) != 1)
 			_exit(2);
-		if (busy) {
+		if (busy)
 			vw_fixture_spin(1.5);
-			t = process_clock_ns();
-			if (write(rep[1], &t, sizeof(t)) != sizeof(t))
-				_exit(3);
-		} else if (read(stop[0], &b, 1) < 0) {
+		else if (read(stop[0], &b, 1) < 0)
 			_exit(3);
-		}
+		t = process_clock_ns();
+		if (write(rep[1], &t, sizeof(t)) != sizeof(t))
+			_exit(3);
 		_exit(0);
 	}
 	close(go[0]);
@@ -152,7 +160,7 @@ static void spawn(struct child *c, bool busy)
 	c->rep = rep[0];
 }
 
-/* What the busy child said its CPU clock was just before its exit. */
+/* What the child said its CPU clock was just before its exit. */
 static uint64_t said_before_exit(struct child *c)
 {
 	uint64_t t = 0;
@@ -284,7 +292,7 @@ static int read_past_exit(struct vw_cpu_accountant *acc, pid_t pid, uint64_t *re
 /* Every read while the sleeper exits: its counters when it is reported, the cgroup's growth. */
 struct sleeper_check {
 	pid_t pid;
-	uint64_t final_ns;
+	uint64_t final_ns, said_ns; /* its zombie's schedstat; its clock just before its exit */
 	bool standin;
 	const char *rel;
 	uint64_t cg_base, cg_total;
@@ -362,10 +370,12 @@ static bool check_hw(const struct scenario *sc, const struct vw_cpu_snapshot *s)
  * process's CPU time. It can only run over: interrupt time is in it but not in
  * sum_exec_runtime, and a switch that never reaches the tracepoint (platform.md) hands the
  * slice before it to the next task seen switching out. Within 1 % on a quiet machine, up to
- * 7 % seen with a sibling's QEMU busy on one of the 2 CPUs: -5 % / +10 %.
+ * 7 % seen with a sibling's QEMU busy on one of the 2 CPUs: -5 % / +10 % of want_ns, and at
+ * least least_ns (at an exit: the child's clock just before it; the exit path after the
+ * tracepoint, 1-4 ms on a busy VM host, is in want_ns, the zombie's schedstat, only).
  */
 static void check_standin(const struct vw_cpu_snapshot *s, const struct vw_proc_cpu *p,
-			  uint64_t want_ns, const char *what)
+			  uint64_t want_ns, uint64_t least_ns, const char *what)
 {
 	const struct vw_proc_counters *c = counters_of(s, p);
 
@@ -377,7 +387,7 @@ static void check_standin(const struct vw_cpu_snapshot *s, const struct vw_proc_
 
 		/* 10 ms floor: a missed switch-out can hand a sleeper a slice of its predecessor. */
 		assert_ns_near(got, want_ns, 0.10, 10 * VW_NSEC_PER_MSEC);
-		assert_true((double)got + 0.05 * (double)want_ns + 2e6 >= (double)want_ns);
+		assert_true((double)got + 0.05 * (double)least_ns + 2e6 >= (double)least_ns);
 	}
 }
 
@@ -388,7 +398,7 @@ static void check_sleeper(const struct vw_cpu_snapshot *snap, void *ctx)
 	uint64_t cg_ns;
 
 	if (c->standin && p)
-		check_standin(snap, p, c->final_ns, "sleeping child at exit");
+		check_standin(snap, p, c->final_ns, c->said_ns, "sleeping child at exit");
 	assert_int_equal(vw_cgroupfs_usage(live.cg, c->rel, &cg_ns), 0);
 	assert_true(cg_ns - c->cg_base >= c->cg_total);
 	c->cg_total = cg_ns - c->cg_base;
@@ -517,7 +527,7 @@ static void run_scenario(const struct scenario *sc)
 	assert_false(p->exited);
 	standin = check_hw(sc, &snap);
 	if (standin) {
-		check_standin(&snap, p, final_ns, "busy child at exit");
+		check_standin(&snap, p, final_ns, said, "busy child at exit");
 		assert_true(counters_of(&snap, p)->cache_misses >= 1);
 		busy_hw = counters_of(&snap, p)->instructions;
 	}
@@ -526,7 +536,7 @@ static void run_scenario(const struct scenario *sc)
 	assert_ns_near(p->cpu_ns, idle_ns, sc->rel_tol, sc->abs_tol);
 	assert_true(p->cpu_ns < 20 * VW_NSEC_PER_MSEC); /* the sleeper's time is tiny */
 	if (standin) {
-		check_standin(&snap, p, idle_ns, "sleeping child");
+		check_standin(&snap, p, idle_ns, idle_ns, "sleeping child");
 		assert_true(counters_of(&snap, p)->instructions * 20 < busy_hw);
 	}
 	if (sc->cgroup_ids)
@@ -563,7 +573,8 @@ static void run_scenario(const struct scenario *sc)
 	idle->stop = -1;
 	idle_ns = wait_zombie(idle);
 	pid = idle->pid;
-	struct sleeper_check chk = { .pid = pid, .final_ns = idle_ns, .standin = standin,
+	struct sleeper_check chk = { .pid = pid, .final_ns = idle_ns,
+				     .said_ns = said_before_exit(idle), .standin = standin,
 				     .rel = rel, .cg_base = cg_base, .cg_total = cg_total };
 	assert_int_equal(acc->ops->read(acc->state, &snap), 0);
 	assert_non_null(p = find_proc(&snap, pid));
@@ -760,9 +771,12 @@ static void *pre_open_thread(void *arg)
 	uint64_t t;
 	char b;
 
+	uint64_t first[2];
+
 	vw_fixture_spin(0.2);
-	t = thread_cpu_ns();
-	if (write(c->rep[1], &t, sizeof(t)) != sizeof(t) || read(c->go[0], &b, 1) != 1)
+	first[0] = thread_cpu_ns();
+	first[1] = (uint64_t)gettid();
+	if (write(c->rep[1], first, sizeof(first)) != sizeof(first) || read(c->go[0], &b, 1) != 1)
 		_exit(2);
 	vw_fixture_spin(0.2);
 	t = thread_cpu_ns();
@@ -788,10 +802,29 @@ static void pre_open_child(struct pre_open *c)
 }
 
 /*
+ * The leader's and thread tid's runtimes once both are blocked: unchanged over 5 ms (on a
+ * loaded machine a thread that reported is not blocked yet: 300 us more seen).
+ */
+static uint64_t blocked_runtime(pid_t pid, pid_t tid)
+{
+	uint64_t last, now = schedstat_ns(pid) + task_schedstat_ns(pid, tid);
+
+	for (int i = 0; i < 400; i++) {
+		usleep(5000);
+		last = now;
+		now = schedstat_ns(pid) + task_schedstat_ns(pid, tid);
+		if (now == last)
+			return now;
+	}
+	fail_msg("process %d keeps running", (int)pid);
+	return 0;
+}
+
+/*
  * Values count from open: a process that ran 0.4 s before it reads ~0 after it, and what it
  * reports at its exit is what its threads ran since open, the thread that exited first
  * included: what the reaped child ran in all (getrusage) less both threads' runtimes at open
- * (the leader's schedstat, the thread's own clock, both blocked then). Without the
+ * (their schedstat, both blocked then). Without the
  * bases (the seed iterator's runtimes) it would read 0.4 s high; with one thread's base
  * forgotten at its exit, 0.2 s.
  */
@@ -802,7 +835,8 @@ static void run_pre_open(uint32_t flags)
 	struct pre_open po;
 	struct vw_cpu_snapshot snap;
 	const struct vw_proc_cpu *p;
-	uint64_t t0 = 0, t1 = 0, lead0, lead1, want, exit_ns = 0, at_exit, whole, want_all, ghosts;
+	uint64_t t0 = 0, t1 = 0, lead0, lead1, want, exit_ns = 0, at_exit, whole, want_all, ghosts,
+		 first[2], base;
 	struct rusage ru[2];
 	pid_t pid;
 	char b;
@@ -823,10 +857,11 @@ static void run_pre_open(uint32_t flags)
 	close(po.mark[1]);
 	c->go = po.go[1];
 	c->stop = po.rep[0];
-	assert_int_equal(read(c->stop, &t0, sizeof(t0)), sizeof(t0));
+	assert_int_equal(read(c->stop, first, sizeof(first)), sizeof(first));
+	t0 = first[0];
 	assert_int_equal(read(po.mark[0], &b, 1), 1);
 	close(po.mark[0]);
-	usleep(20 * 1000); /* both blocked now */
+	base = blocked_runtime(c->pid, (pid_t)first[1]);
 	lead0 = schedstat_ns(c->pid);
 	assert_true(lead0 + t0 >= 350 * VW_NSEC_PER_MSEC);
 	r = vw_cpu_accountant_open(&env, "bpf", &live.acc);
@@ -853,9 +888,9 @@ static void run_pre_open(uint32_t flags)
 	assert_int_equal(getrusage(RUSAGE_CHILDREN, &ru[1]), 0);
 	/* What the child ran in all, from the reap: its threads' whole runtime (the kernel's
 	 * utime + stime add up to it, to the us), exit paths included. Since open: less what
-	 * both had run by then. */
+	 * both had run by then (blocked: what the seed iterator read). */
 	whole = rusage_ns(&ru[1]) - rusage_ns(&ru[0]);
-	want_all = whole - lead0 - t0;
+	want_all = whole - base;
 	assert_int_equal(read_past_exit(&live.acc, pid, &exit_ns, NULL, NULL), 1);
 	assert_int_equal(live.acc.ops->read(live.acc.state, &snap), 0);
 	print_message("# reaped: %.6f s in all, %.6f s since open (the thread's exit path %.6f s); "
@@ -868,14 +903,16 @@ static void run_pre_open(uint32_t flags)
 	 * mm torn down: 1-3.5 ms on a busy VM host) is in only at its free. */
 	assert_true(at_exit <= want_all + 200 * 1000);
 	assert_true(at_exit + 20 * VW_NSEC_PER_MSEC >= want);
-	/* Reaped: all of it, to the few us the thread ran between its report and blocking. A
-	 * free that never reached the program (cpu_bpf.c's ghost check) leaves out the leader's
-	 * time after its exit tracepoint: then a few ms short, never over. */
+	/* Reaped: all of it. Over by what the thread ran after its release, when the process's
+	 * total took its runtime, before its last switch-out (the bpf free has it; 0.3-0.45 ms
+	 * seen under interrupt load): 2 ms allowed, a forgotten base is 200 ms. A free that
+	 * never reached the program (cpu_bpf.c's ghost check) leaves out the leader's time after
+	 * its exit tracepoint: then a few ms short. */
+	assert_true(exit_ns <= want_all + 2 * VW_NSEC_PER_MSEC);
 	if (snap.ghosts > ghosts)
-		assert_true(exit_ns <= want_all + 200 * 1000 &&
-			    exit_ns + 20 * VW_NSEC_PER_MSEC >= want_all);
+		assert_true(exit_ns + 20 * VW_NSEC_PER_MSEC >= want_all);
 	else
-		assert_ns_near(exit_ns, want_all, 0, 200 * 1000);
+		assert_true(exit_ns + 200 * 1000 >= want_all);
 }
 
 static void test_bpf_since_open(void **state)
