@@ -116,12 +116,6 @@ struct vw_publisher *vw_publisher_new(const struct vw_publish_opts *o)
 	if (p->epfd < 0)
 		goto fail;
 	if (o->share_root) {
-		p->share_fd = vw_root_open(o->share_root);
-		if (p->share_fd < 0) {
-			errno = -p->share_fd;
-			vw_error("publish: open share root %s: %m", o->share_root);
-			goto fail;
-		}
 		if (!(p->share_root = strdup(o->share_root)))
 			goto fail;
 		/* -1: no folder is watched, every frame.json is written every round */
@@ -137,9 +131,12 @@ struct vw_publisher *vw_publisher_new(const struct vw_publish_opts *o)
 		if (!(p->procfs_root = strdup(o->procfs_root)))
 			goto fail;
 	}
-	if (p->share_fd >= 0 &&
-	    !(p->share_pool = vw_pub_share_pool_new(p->share_fd, p->share_root, p->procfs_fd)))
+	r = vw_pub_share_root_open(p, VW_PUB_SHARE_WAIT_NS, false); /* its file system may hang */
+	if (r < 0 && r != -EINPROGRESS) {
+		errno = -r;
+		vw_error("publish: open share root %s: %m", o->share_root);
 		goto fail;
+	}
 	return p;
 fail:
 	r = errno;
@@ -184,6 +181,7 @@ void vw_publisher_free(struct vw_publisher *p)
 		vm_free(p, p->vms[i]);
 	free(p->vms);
 	vw_pub_share_pool_free(p->share_pool);
+	vw_pub_root_open_free(p->share_root_open);
 	vw_closep(&p->epfd);
 	vw_closep(&p->share_fd);
 	vw_closep(&p->lock_fd);
@@ -776,6 +774,7 @@ int vw_publisher_tick(struct vw_publisher *p, uint64_t now_ns, bool *ret_publish
 	}
 	p->seq++;
 	watch_drain(p);
+	(void)vw_pub_share_root_open(p, VW_PUB_SHARE_WAIT_NS, true); /* while it is not */
 	vw_pub_vm_share_drain(p, now_ns);
 	p->published_none = true;
 	for (size_t i = 0; i < p->n_vms; i++)
@@ -926,7 +925,8 @@ void vw_publisher_stats(const struct vw_publisher *p, struct vw_publish_stats *r
 					  .identity_checks = p->identity_checks,
 					  .peer_rejected = p->peer_rejected };
 	memcpy(ret->share_frames, p->share_frames, sizeof(ret->share_frames));
-	ret->share_root = p->share_fd >= 0;
+	ret->share_root = p->share_root != NULL;
+	ret->share_root_stalled = p->share_root_stalled;
 	for (size_t i = 0; i < p->n_vms; i++) {
 		const struct pub_vm *vm = p->vms[i];
 

@@ -336,6 +336,20 @@ void vw_pub_share_wait(struct vw_pub_share_pool *pool, uint64_t timeout_ns);
 /* True when the job's work was waited for and is not back: no longer waited for. */
 bool vw_pub_share_give_up(struct vw_pub_share_job *j);
 
+/*
+ * The share root opened (vw_root_open()) on a thread of its own: its file system may not answer
+ * either (a folder of a dead NFS mount), and the pool works in the root it was given. One open
+ * out at a time; one that never comes back holds its thread, nothing else.
+ */
+struct vw_pub_root_open;
+/* NULL with errno set. */
+struct vw_pub_root_open *vw_pub_root_open_start(const char *path);
+/* Wait for it at most timeout_ns: the root's fd (the caller's), -errno (the open failed), or
+ * -EINPROGRESS (not back yet: wait again later). */
+int vw_pub_root_open_wait(struct vw_pub_root_open *o, uint64_t timeout_ns);
+/* An open still out is left to its thread, which closes what it opens; NULL is a no-op. */
+void vw_pub_root_open_free(struct vw_pub_root_open *o);
+
 /* ---- publication lock (publish_lock.c) ---- */
 
 #define VW_PUB_LOCK_NOTE_MAX 128
@@ -439,7 +453,12 @@ struct vw_publisher {
 	int epfd, share_fd, lock_fd, procfs_fd;
 	char *share_root; /* its path, for the folders' watches */
 	int share_ifd;    /* inotify: opens in the VMs' folders (IN_OPEN), or -1 */
-	struct vw_pub_share_pool *share_pool; /* the folders' work (NULL: no share root) */
+	struct vw_pub_share_pool *share_pool; /* the folders' work (NULL: no share root open) */
+	/* The root's open while it is not (share_fd -1): one out at a time, waited for
+	 * VW_PUB_SHARE_WAIT_NS, tried again each round until it answers. */
+	struct vw_pub_root_open *share_root_open;
+	bool share_root_stalled; /* ... not back within VW_PUB_SHARE_WAIT_NS, and not since */
+	struct vw_complaint share_root_complaint;
 	uint64_t share_frames[VW_PUB_FRAME__COUNT]; /* frame.json written by reason, skipped */
 	/* inotify on the lock directory and the channels' socket directories: a round after no
 	 * event checks no lock file's nor socket's identity (two system calls a VM a round). */
@@ -482,3 +501,7 @@ void vw_pub_vm_share_frame(struct vw_publisher *p, struct pub_vm *vm,
 void vw_pub_vm_share_close(struct vw_publisher *p, struct pub_vm *vm);
 int vw_pub_vm_share_remove(struct vw_publisher *p, struct pub_vm *vm);
 void vw_pub_vm_share_round_end(struct vw_publisher *p);
+/* The share root opened (a new open waited for timeout_ns, one still out looked at): 0 open
+ * (the folders' pool made, each VM's folder work with it), -EINPROGRESS its file system does
+ * not answer (said once, counted while so), -errno the open failed (said when say_errors). */
+int vw_pub_share_root_open(struct vw_publisher *p, uint64_t timeout_ns, bool say_errors);

@@ -2,13 +2,15 @@
 /*
  * The publisher's side of each VM's shared folder (publish_priv.h): the folder's work handed to
  * the pool (publish_share_io.c) and collected, its stall, the watch's news of opens of
- * frame.json, the check of the folder's export to the guest, the folder's close and removal.
- * On the publisher's thread; nothing here touches the folder's file system.
+ * frame.json, the check of the folder's export to the guest, the folder's close and removal;
+ * and the share root's own open, tried until its file system answers. On the publisher's
+ * thread; nothing here touches the folders' file system.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/inotify.h>
+#include <unistd.h>
 
 #include "energy.h"
 #include "publish_priv.h"
@@ -329,4 +331,65 @@ void vw_pub_vm_share_round_end(struct vw_publisher *p)
 		else
 			vw_pub_vm_share_collect(p, vm);
 	}
+}
+
+/* The root open: the folders' pool working in it, each VM's folder work made (a VM added while
+ * the root was not open has none). */
+static int share_root_up(struct vw_publisher *p, int fd)
+{
+	struct vw_pub_share_pool *pool = vw_pub_share_pool_new(fd, p->share_root, p->procfs_fd);
+	int r = -errno;
+
+	if (!pool) {
+		close(fd);
+		return r;
+	}
+	p->share_fd = fd;
+	p->share_pool = pool;
+	for (size_t i = 0; i < p->n_vms; i++)
+		if (!p->vms[i]->share_job) /* (out of memory: that VM's folder is not written) */
+			p->vms[i]->share_job = vw_pub_share_job_new(pool, p->vms[i]->uuid,
+								    p->share_ifd);
+	return 0;
+}
+
+int vw_pub_share_root_open(struct vw_publisher *p, uint64_t timeout_ns, bool say_errors)
+{
+	bool fresh = !p->share_root_open;
+	int r;
+
+	if (!p->share_root || p->share_fd >= 0)
+		return 0;
+	if (fresh && !(p->share_root_open = vw_pub_root_open_start(p->share_root)))
+		return -errno;
+	r = vw_pub_root_open_wait(p->share_root_open, fresh ? timeout_ns : 0);
+	if (r == -EINPROGRESS) {
+		if (!p->share_root_stalled)
+			vw_complain(&p->share_root_complaint, VW_LOG_WARN,
+				    "publish: share root %s: its file system does not answer (no "
+				    "open within %llu ms): the VMs' shared folders are off, their "
+				    "channels go on; it is opened again each round, and the folders "
+				    "written, with the VMs' totals, once it answers. A dead NFS mount? "
+				    "A stuck virtiofsd or FUSE daemon? Mend or unmount it (umount -l), "
+				    "or set --passthrough.share-root to a folder that answers",
+				    p->share_root,
+				    (unsigned long long)(VW_PUB_SHARE_WAIT_NS / VW_NSEC_PER_MSEC));
+		p->share_root_stalled = true;
+		return r;
+	}
+	vw_pub_root_open_free(p->share_root_open);
+	p->share_root_open = NULL;
+	r = r >= 0 ? share_root_up(p, r) : r;
+	if (r < 0) {
+		if (say_errors)
+			vw_complain(&p->share_root_complaint, VW_LOG_WARN,
+				    "publish: open share root %s: %s: the VMs' shared folders stay "
+				    "off, tried again each round",
+				    p->share_root, strerror(-r));
+		return r;
+	}
+	p->share_root_stalled = false;
+	vw_release(&p->share_root_complaint, VW_LOG_INFO,
+		   "publish: share root %s answers: the VMs' shared folders are written", p->share_root);
+	return 0;
 }
