@@ -662,6 +662,20 @@ static char *scrape(unsigned port)
 	return body;
 }
 
+/* Scrapes, 100 ms apart, until family{match} sums to want: false after 5 s (*body: the last). */
+static bool scrape_until(unsigned port, const char *family, const char *match, double want,
+			 char **body)
+{
+	for (int i = 0; i < 50; i++) {
+		free(*body);
+		*body = scrape(port);
+		if (*body && vw_fixture_sample_sum(*body, family, match) == want)
+			return true;
+		usleep(100 * 1000);
+	}
+	return false;
+}
+
 /*
  * A Kepler command line on a node with VMs, --metrics=node,container,pod: the host starts, the
  * VM's energy is still computed and passed to it (no kepler_vm_* series), and whether the VM
@@ -765,6 +779,25 @@ static void test_delivery_metrics_without_vm_series(void **state)
 	vw_fixture_rm(dir);
 }
 
+
+
+/* meter_new() in a mount namespace of this process's (the daemon's too: a FUSE mount made in it
+ * goes with them). */
+static struct meter *hung_meter_new(const char *dir, const char *share, const char *locks,
+				    char sys[static 600], char proc[static 600],
+				    char sh[static 600], char lk[static 600])
+{
+	assert_int_equal(unshare(CLONE_NEWNS), 0);
+	assert_int_equal(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+	return meter_new(dir, share, locks, sys, proc, sh, lk);
+}
+/* A real daemon on the meter's trees (sys, proc), its share root and lock directory (sh, lk),
+ * publishing every second, its node named node. */
+#define HUNG_DAEMON_ARGV(node)                                                                \
+	{ VW_HOST_BIN, sys, proc, sh, lk, "--libvirt.uri=", "--web.listen-address=127.0.0.1:0",  \
+	  "--monitor.interval=1s", "--monitor.sample-interval=200ms",                           \
+	  "--passthrough.interval=1s", "--cpu.accounting=procfs", "--kube.node-name=" node,     \
+	  NULL }
 /*
  * The real daemon with its VM's folder on a FUSE mount nobody serves (a dead NFS hard mount, a
  * stuck virtiofsd). Before, its loop blocked in the folder's first open: the node's energy stood
@@ -781,10 +814,7 @@ static void test_hung_share_daemon(void **state)
 	_cleanup_free_ char *vmdir = path_of(share, UUID), *log = path_of(dir, "host.log");
 	_cleanup_free_ char *body = NULL;
 	char sys[600], proc[600], sh[600], lk[600], url[64];
-	char *argv[] = { VW_HOST_BIN, sys, proc, sh, lk, "--libvirt.uri=",
-			 "--web.listen-address=127.0.0.1:0", "--monitor.interval=1s",
-			 "--monitor.sample-interval=200ms", "--passthrough.interval=1s",
-			 "--cpu.accounting=procfs", "--kube.node-name=hungd", NULL };
+	char *argv[] = HUNG_DAEMON_ARGV("hungd");
 	const char *timeouts[] = { THE_VM, "reason=\"share_timeout\"", NULL };
 	const char *node = "node_name=\"hungd\"", *package = "zone=\"package\"";
 	struct vw_host_frame f;
@@ -797,10 +827,7 @@ static void test_hung_share_daemon(void **state)
 	(void)state;
 	REQUIRE(geteuid() == 0 && access("/dev/fuse", R_OK | W_OK) == 0,
 		"a FUSE mount needs root and /dev/fuse");
-	/* (the mount in a namespace of this process's, the daemon's too: it goes with them) */
-	assert_int_equal(unshare(CLONE_NEWNS), 0);
-	assert_int_equal(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
-	m = meter_new(dir, share, locks, sys, proc, sh, lk);
+	m = hung_meter_new(dir, share, locks, sys, proc, sh, lk);
 	assert_int_equal(vw_fixture_mkdir(share, UUID), 0);
 	r = vw_fixture_fuse_hang(vmdir, &fuse_fd);
 	REQUIRE(r == 0, "cannot mount FUSE: %s", strerror(-r));
@@ -835,18 +862,103 @@ static void test_hung_share_daemon(void **state)
 	for (i = 0; i < 100 && !read_frame(share, &f); i++)
 		usleep(100 * 1000);
 	assert_true(i < 100);
-	for (i = 0; i < 50; i++) {
-		free(body);
-		body = scrape(port);
-		if (body &&
-		    vw_fixture_sample_sum(body, "virtwatt_passthrough_share_stalled_vms", node) == 0)
-			break;
-		usleep(100 * 1000);
-	}
-	assert_true(i < 50);
+	assert_true(scrape_until(port, "virtwatt_passthrough_share_stalled_vms", node, 0, &body));
 	assert_true(log_has(log, "its file system does not answer", 1));
 	assert_true(log_has(log, "its file system answers again", 1));
 	assert_int_equal(vw_fixture_stop_daemon(pid), 0);
+	meter_free(m);
+	vw_fixture_rm(dir);
+}
+
+/*
+ * The share root on a file system that does not answer (a folder of a dead NFS mount, say): the
+ * daemon opened it at start on its own thread, before it served anything, and never started (no
+ * /metrics, no /healthz, no frame on any channel). Now the open is waited for 1 s: the daemon
+ * starts with the folders off, says so once and counts it (virtwatt_passthrough_share_root_
+ * stalled), its intervals close; once the root answers (here: the mount gone, the folder under it
+ * there) the VM's folder gets frames.
+ */
+struct hung_root {
+	char *mnt;
+	int fuse_fd;
+	pid_t pid;
+};
+
+/* A check that, failing, lets the daemon and the mount go first (the old daemon never ends). */
+static void hung_root_check(struct hung_root *h, bool ok, const char *what)
+{
+	if (ok)
+		return;
+	vw_fixture_fuse_end(h->mnt, &h->fuse_fd);
+	vw_fixture_kill(&h->pid);
+	fail_msg("%s", what);
+}
+
+static void test_hung_share_root_daemon(void **state)
+{
+	struct meter *m;
+	char *dir = vw_fixture_mkdtemp("hungr");
+	_cleanup_free_ char *mnt = path_of(dir, "nfs"), *share = path_of(mnt, "share");
+	_cleanup_free_ char *locks = path_of(dir, "lock"), *log = path_of(dir, "host.log");
+	_cleanup_free_ char *body = NULL;
+	char sys[600], proc[600], sh[600], lk[600], url[64];
+	char *argv[] = HUNG_DAEMON_ARGV("hungr");
+	const char *node = "node_name=\"hungr\"", *package = "zone=\"package\"";
+	struct hung_root h = { .mnt = mnt, .fuse_fd = -1, .pid = -1 };
+	struct vw_host_frame f;
+	double joules;
+	unsigned port = 0;
+	long code = 0;
+	int r, i;
+
+	(void)state;
+	REQUIRE(geteuid() == 0 && access("/dev/fuse", R_OK | W_OK) == 0,
+		"a FUSE mount needs root and /dev/fuse");
+	m = hung_meter_new(dir, share, locks, sys, proc, sh, lk);
+	assert_int_equal(vw_fixture_mkdir(mnt, "share"), 0); /* (under the mount: there after it) */
+	r = vw_fixture_fuse_hang(mnt, &h.fuse_fd);
+	REQUIRE(r == 0, "cannot mount FUSE: %s", strerror(-r));
+	/* (bounded: a daemon not listening within 10 s is killed) */
+	r = vw_fixture_start_daemon_logged(argv, log, &h.pid, &port);
+	hung_root_check(&h, r == 0, "the daemon did not start with its share root hung");
+	for (i = 0; i < 50; i++) {
+		free(body);
+		body = scrape(port);
+		if (body && vw_fixture_sample_sum(body, "kepler_node_cpu_joules_total", package) > 0)
+			break;
+		usleep(100 * 1000);
+	}
+	hung_root_check(&h, i < 50, "no node energy within 5 s");
+	hung_root_check(&h,
+			vw_fixture_sample_sum(body, "virtwatt_passthrough_share_root_stalled",
+					      node) == 1,
+			"the share root's stall is not counted");
+	joules = vw_fixture_sample_sum(body, "kepler_node_cpu_joules_total", package);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%u/healthz", port);
+	free(vw_fixture_http_get(url, &code));
+	hung_root_check(&h, code == 200, "/healthz failed");
+	usleep(2500 * 1000);
+	free(body);
+	body = scrape(port);
+	hung_root_check(&h,
+			body && vw_fixture_sample_sum(body, "kepler_node_cpu_joules_total",
+						      package) > joules,
+			"the intervals stopped closing");
+
+	/* It answers (the mount gone, the folder under it there): the VM's folder gets frames. */
+	vw_fixture_fuse_end(mnt, &h.fuse_fd);
+	for (i = 0; i < 100 && !read_frame(share, &f); i++)
+		usleep(100 * 1000);
+	hung_root_check(&h, i < 100, "no frame in the folder 10 s after the root answers");
+	assert_string_equal(f.vm_uuid, UUID);
+	hung_root_check(&h,
+			scrape_until(port, "virtwatt_passthrough_share_root_stalled", node, 0,
+				     &body),
+			"the share root's stall not over");
+	hung_root_check(&h, log_has(log, "does not answer", 1), "the stall not said");
+	hung_root_check(&h, log_has(log, "answers: the VMs' shared folders are written", 1),
+			"its end not said");
+	assert_int_equal(vw_fixture_stop_daemon(h.pid), 0);
 	meter_free(m);
 	vw_fixture_rm(dir);
 }
@@ -863,8 +975,11 @@ int main(void)
 		cmocka_unit_test(test_two_daemons),
 		cmocka_unit_test(test_delivery_metrics_without_vm_series),
 		cmocka_unit_test(test_hung_share_daemon),
+		cmocka_unit_test(test_hung_share_root_daemon),
 	};
 
 	vw_log_set_level(VW_LOG_WARN);
+	if (getenv("VW_TEST_FILTER")) /* one test: VW_TEST_FILTER=test_hung_share_root_daemon */
+		cmocka_set_test_filter(getenv("VW_TEST_FILTER"));
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

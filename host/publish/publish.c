@@ -33,90 +33,6 @@ const char *vw_publisher_share_reason(size_t i, bool *ret_skipped)
 	return vw_pub_frame_why_name((enum vw_pub_frame_why)i);
 }
 
-struct pub_zone {
-	bool present;                  /* ever seen */
-	bool listed;                   /* in the latest update */
-	uint64_t acc_idle, acc_active; /* the caller's intervals added up (this epoch) */
-	double idle_w, active_w;
-};
-
-struct pub_vm {
-	char uuid[VW_UUID_LEN];
-	bool listed; /* in the latest update */
-	bool live;   /* lock held, channel and folder open */
-	bool published; /* a frame went out for it in this epoch */
-	bool early;     /* live since the last round: its frame at the next tick (publish_early) */
-	uint64_t gone_ns;
-	char *channel_path; /* as listed (at most 255 bytes), NULL: none; connected while live */
-	pid_t qemu_pid;     /* as listed: the channel's listener must be this QEMU */
-	uint64_t qemu_start; /* ... started then (/proc/PID/stat starttime; 0 unknown) */
-	struct pub_zone z[VW_ZONE__WIRE_COUNT];
-	struct vw_pub_chan chan;
-	/* Its folder and the work on it, done off this thread (publish_share_io.c; NULL: no
-	 * share root). What the folder's watch said meanwhile is kept here and handed over with
-	 * the next work: its wd as last known, an open of frame.json, a watch dropped. */
-	struct vw_pub_share_job *share_job;
-	int share_wd, share_ignored_wd;
-	bool share_opened;
-	uint64_t share_opened_ns;
-	bool share_close_due; /* closed while its work was out: the folder closed when back */
-	bool share_stalled;   /* its work not back within VW_PUB_SHARE_WAIT_NS, still out */
-	uint64_t share_writes, share_errors, share_timeouts;
-	uint64_t share_ok_unix_ns; /* wall clock of the last complete folder write */
-	struct vw_complaint share_complaint, stall_complaint;
-	/* The export of its folder to the guest as last checked (vw_pub_share_export_writable):
-	 * the source folder (NULL: none), its <readonly/>, the QEMU it was asked of, the answer (1
-	 * the guest may write it, 0 not, -errno not known: asked again at the next update). */
-	char *share_export;
-	bool share_export_ro;
-	pid_t share_export_pid;
-	uint64_t share_export_start;
-	int share_writable;
-	bool share_export_due; /* to check with its folder's next work */
-	struct vw_pub_lock lock;
-	/* Its model frame line (vw_publisher_set_model), and when it last went out. */
-	char *model_line;
-	size_t model_len;
-	char model_sha[65];
-	uint64_t model_rounds; /* rounds since it went on the channel */
-	bool model_share_due;  /* model.json to (re)write */
-	int lock_err; /* the last attempt: 0, -EBUSY (another process holds it) or -errno */
-	bool lock_ours_once; /* this process held its lock at some time: the file is ours to remove */
-	int lock_holder_pid;
-	uint64_t lock_retry_ns, lock_refused;
-	struct vw_complaint lock_complaint;
-};
-
-struct vw_publisher {
-	uint64_t period_ns, energy_step_uj, max_range_uj, epoch, retain_ns, rng;
-	double jitter, power_step_w;
-	char source[16], model[128];
-	int epfd, share_fd, lock_fd, procfs_fd;
-	char *share_root; /* its path, for the folders' watches */
-	int share_ifd;    /* inotify: opens in the VMs' folders (IN_OPEN), or -1 */
-	struct vw_pub_share_pool *share_pool; /* the folders' work (NULL: no share root) */
-	uint64_t share_frames[VW_PUB_FRAME__COUNT]; /* frame.json written by reason, skipped */
-	/* inotify on the lock directory and the channels' socket directories: a round after no
-	 * event checks no lock file's nor socket's identity (two system calls a VM a round). */
-	int ifd, lock_wd;
-	bool watch_dirty; /* an event (or no watch): check every identity this round */
-	uint64_t identity_checks;
-	char *lock_dir;
-	uint64_t lock_refused;
-	char *procfs_root;      /* channels connect through <procfs>/self/fd/N (publish_peer.c) */
-	uint64_t peer_rejected; /* channel listeners refused, all VMs */
-	struct vw_complaint lock_dir_complaint;
-	struct pub_vm **vms;
-	size_t n_vms, cap_vms;
-	uint64_t seq, next_due_ns, now_ns;
-	bool started;
-	bool published_none; /* the last round had no VM to publish to */
-	struct vw_complaint bad_uuid;
-	struct vw_complaint share_writable_complaint;
-	uint64_t evictions; /* vanished VMs forgotten early, past PUB_MAX_RETAINED */
-	uint64_t mseq;      /* model frames made (PROTOCOL.md §2a: newer, higher) */
-};
-
 static uint64_t random_u64(void)
 {
 	uint64_t v = 0;
@@ -200,12 +116,6 @@ struct vw_publisher *vw_publisher_new(const struct vw_publish_opts *o)
 	if (p->epfd < 0)
 		goto fail;
 	if (o->share_root) {
-		p->share_fd = vw_root_open(o->share_root);
-		if (p->share_fd < 0) {
-			errno = -p->share_fd;
-			vw_error("publish: open share root %s: %m", o->share_root);
-			goto fail;
-		}
 		if (!(p->share_root = strdup(o->share_root)))
 			goto fail;
 		/* -1: no folder is watched, every frame.json is written every round */
@@ -221,9 +131,12 @@ struct vw_publisher *vw_publisher_new(const struct vw_publish_opts *o)
 		if (!(p->procfs_root = strdup(o->procfs_root)))
 			goto fail;
 	}
-	if (p->share_fd >= 0 &&
-	    !(p->share_pool = vw_pub_share_pool_new(p->share_fd, p->share_root, p->procfs_fd)))
+	r = vw_pub_share_root_open(p, VW_PUB_SHARE_WAIT_NS, false); /* its file system may hang */
+	if (r < 0 && r != -EINPROGRESS) {
+		errno = -r;
+		vw_error("publish: open share root %s: %m", o->share_root);
 		goto fail;
+	}
 	return p;
 fail:
 	r = errno;
@@ -239,14 +152,12 @@ static const char *chan_path(const struct pub_vm *vm)
 	return vm->channel_path ? vm->channel_path : "";
 }
 
-static void share_close(struct vw_publisher *p, struct pub_vm *vm);
-
 static void vm_close(struct vw_publisher *p, struct pub_vm *vm)
 {
 	if (!vm->live)
 		return;
 	vw_pub_chan_done(&vm->chan, p->epfd);
-	share_close(p, vm);
+	vw_pub_vm_share_close(p, vm);
 	vw_pub_lock_drop(&vm->lock); /* last: nothing of ours reaches the VM any more */
 	vm->live = false;
 	vm->model_share_due = vm->model_line != NULL; /* the folder is written again when back */
@@ -270,6 +181,7 @@ void vw_publisher_free(struct vw_publisher *p)
 		vm_free(p, p->vms[i]);
 	free(p->vms);
 	vw_pub_share_pool_free(p->share_pool);
+	vw_pub_root_open_free(p->share_root_open);
 	vw_closep(&p->epfd);
 	vw_closep(&p->share_fd);
 	vw_closep(&p->lock_fd);
@@ -340,8 +252,9 @@ static void watch_lock_dir(struct vw_publisher *p)
  * Every event queued on the inotify fd, each handed to on(); the loop ends on an empty queue.
  * -errno where a read failed otherwise (0 from read() is -EIO), 0 once drained.
  */
-static int inotify_drain(int fd, void (*on)(struct vw_publisher *p, const struct inotify_event *ev,
-					    uint64_t now_ns, size_t *hint),
+int vw_pub_inotify_drain(int fd,
+			 void (*on)(struct vw_publisher *p, const struct inotify_event *ev,
+				    uint64_t now_ns, size_t *hint),
 			 struct vw_publisher *p, uint64_t now_ns)
 {
 	char buf[4096] __attribute__((aligned(__alignof__(struct inotify_event))));
@@ -382,7 +295,7 @@ static void watch_event(struct vw_publisher *p, const struct inotify_event *ev, 
 
 static void watch_drain(struct vw_publisher *p)
 {
-	if (p->ifd >= 0 && inotify_drain(p->ifd, watch_event, p, 0) < 0)
+	if (p->ifd >= 0 && vw_pub_inotify_drain(p->ifd, watch_event, p, 0) < 0)
 		p->watch_dirty = true;
 }
 
@@ -526,54 +439,6 @@ static void vm_take_zones(struct pub_vm *vm, const struct vw_vm_energy *in)
 
 /* update_one(p, &vms[i], i): the VMs come in the same order round after round, so entry i is
  * looked at first. */
-/*
- * Can the VM's guest write the folder it is given? Asked when its export changes (a new
- * <filesystem> source or <readonly/>, a new QEMU: the VM started again, perhaps with another
- * mount), or again while not known, with the folder's next work (off this thread: the folder's
- * file system may not answer); a guest that can is said (rate-limited over all VMs) and
- * counted while listed (virtwatt_passthrough_share_writable_vms).
- */
-static void check_export(struct pub_vm *vm, const struct vw_vm_energy *in)
-{
-	bool same = strcmp(vm->share_export ? vm->share_export : "", in->share_dir) == 0 &&
-		    vm->share_export_ro == in->share_readonly;
-	char *dir = NULL;
-
-	if (same && vm->share_writable >= 0 && vm->share_export_pid == vm->qemu_pid &&
-	    vm->share_export_start == vm->qemu_start)
-		return;
-	vm->share_export_pid = vm->qemu_pid;
-	vm->share_export_start = vm->qemu_start;
-	if (!same) {
-		if (in->share_dir[0] && !(dir = strndup(in->share_dir, sizeof(in->share_dir))))
-			return; /* (asked again at the next update) */
-		free(vm->share_export);
-		vm->share_export = in->share_dir[0] ? dir : NULL;
-		vm->share_export_ro = in->share_readonly;
-	}
-	vm->share_export_due = vm->share_export != NULL;
-	if (!vm->share_export)
-		vm->share_writable = 0;
-}
-
-/* The answer, back from the folder's work. */
-static void export_checked(struct vw_publisher *p, struct pub_vm *vm, int writable)
-{
-	vm->share_writable = writable;
-	if (vm->share_writable < 0)
-		vw_debug("publish: VM %s: whether its guest may write %s is not known: %s", vm->uuid,
-			 vm->share_export, strerror(-vm->share_writable));
-	else if (vm->share_writable)
-		vw_complain(&p->share_writable_complaint, VW_LOG_WARN,
-			    "publish: VM %s: its guest may write its shared folder %s (no "
-			    "<readonly/> in its <filesystem> and not a read-only mount): a guest that "
-			    "writes there can fill the file system of every VM's folder, whose frames "
-			    "then fail. Add <readonly/> (9p; virtiofs from libvirt 11) or export a "
-			    "read-only bind mount of it (deploy/libvirt/README.md, \"virtiofs instead "
-			    "of 9p\")",
-			    vm->uuid, vm->share_export);
-}
-
 static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in, size_t hint)
 {
 	struct pub_vm *vm;
@@ -611,14 +476,11 @@ static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in, siz
 		vw_pub_chan_set_qemu(&vm->chan, vm->qemu_pid, vm->qemu_start, p->now_ns);
 		vw_pub_chan_set_path(&vm->chan, p->epfd, chan_path(vm), p->now_ns);
 		if (p->share_fd >= 0)
-			check_export(vm, in);
+			vw_pub_vm_check_export(vm, in);
 	}
 	vm_take_zones(vm, in);
 	return r;
 }
-
-static int share_remove(struct vw_publisher *p, struct pub_vm *vm);
-static void share_round_end(struct vw_publisher *p);
 
 /*
  * A VM forgotten: its shared folder, when this process wrote it, is removed (its last frame went
@@ -638,7 +500,7 @@ static void vm_remove_files(struct vw_publisher *p, struct pub_vm *vm)
 	if (p->lock_dir && (lock_dir_open(p) < 0 ||
 			    vw_pub_lock_take(&vm->lock, p->lock_fd, vm->uuid, p->epoch, -1, &h) < 0))
 		return; /* published elsewhere now, or no lock: folder and lock file are kept */
-	r = share ? share_remove(p, vm) : 0;
+	r = share ? vw_pub_vm_share_remove(p, vm) : 0;
 	if (r < 0)
 		vw_debug("publish: shared folder of %s, gone: not removed: %s", vm->uuid,
 			 strerror(-r));
@@ -697,7 +559,8 @@ int vw_publisher_update(struct vw_publisher *p, const struct vw_vm_energy *vms, 
 			vm->gone_ns = p->now_ns;
 		}
 	}
-	share_round_end(p); /* the folders of the VMs gone: closed (1 s at most for them all) */
+	/* the folders of the VMs gone: closed (1 s at most for them all) */
+	vw_pub_vm_share_round_end(p);
 	prune(p);
 	return ret;
 }
@@ -749,274 +612,6 @@ static bool build_frame(const struct vw_publisher *p, const struct pub_vm *vm,
 		};
 	}
 	return f->n_zones > 0;
-}
-
-/* The longest time to the next round (next_interval()'s upper bound). */
-static uint64_t max_gap_ns(const struct vw_publisher *p)
-{
-	double ns = (double)p->period_ns * (1.0 + p->jitter);
-
-	return ns < (double)VW_PUBLISH_MIN_PERIOD_NS ? VW_PUBLISH_MIN_PERIOD_NS : (uint64_t)ns + 1;
-}
-
-static struct pub_vm *vm_by_wd(const struct vw_publisher *p, int wd, size_t *hint)
-{
-	for (size_t k = 0; k < p->n_vms; k++) {
-		size_t i = (*hint + k) % p->n_vms;
-
-		if (p->vms[i]->live && p->vms[i]->share_wd == wd) {
-			*hint = i + 1;
-			return p->vms[i];
-		}
-	}
-	return NULL;
-}
-
-/* One event of the folders' watches: an open of frame.json, a lost event (the queue
- * overflowed: an open of every folder), a watch gone (its folder removed or unmounted: that VM's
- * frames written every round). */
-static void share_event(struct vw_publisher *p, const struct inotify_event *ev, uint64_t now_ns,
-			size_t *hint)
-{
-	struct pub_vm *vm;
-
-	if (ev->mask & IN_Q_OVERFLOW) {
-		for (size_t i = 0; i < p->n_vms; i++) {
-			p->vms[i]->share_opened = true;
-			p->vms[i]->share_opened_ns = now_ns;
-		}
-		return;
-	}
-	if (!(ev->mask & (IN_IGNORED | IN_OPEN)) || !(vm = vm_by_wd(p, ev->wd, hint)))
-		return;
-	if (ev->mask & IN_IGNORED) {
-		vm->share_ignored_wd = ev->wd;
-		vm->share_wd = -1;
-	} else if (ev->len && strcmp(ev->name, VW_PUB_FRAME_FILE) == 0) {
-		vm->share_opened = true;
-		vm->share_opened_ns = now_ns;
-	}
-}
-
-/* Before a round: who opened a folder's frame.json since the last one (one read() for all the
- * VMs, nothing when nobody did). */
-static void share_drain(struct vw_publisher *p, uint64_t now_ns)
-{
-	if (p->share_ifd >= 0)
-		(void)inotify_drain(p->share_ifd, share_event, p, now_ns);
-}
-
-/* A round the VM's folder was not written in time: its work not back within
- * VW_PUB_SHARE_WAIT_NS (given up on), or still out from an earlier round. Said once a stall. */
-static void share_stall(struct vw_publisher *p, struct pub_vm *vm)
-{
-	vm->share_timeouts++;
-	if (vm->share_stalled)
-		return;
-	vm->share_stalled = true;
-	vw_complain(&vm->stall_complaint, VW_LOG_WARN,
-		    "publish: shared folder %s/%s of VM %s: its file system does not answer (no "
-		    "write back within %llu ms): given up; the VM's channel and the other VMs' "
-		    "folders go on, and this folder is written again, with the VM's totals, once "
-		    "its file system answers (a dead NFS mount? a stuck virtiofsd?)",
-		    p->share_root, vm->uuid, vm->uuid,
-		    (unsigned long long)(VW_PUB_SHARE_WAIT_NS / VW_NSEC_PER_MSEC));
-}
-
-/* What the folder's work did, once back: counted and said here, on the publisher's thread. */
-static void share_collect(struct vw_publisher *p, struct pub_vm *vm)
-{
-	struct vw_pub_share_work *w;
-	int r;
-
-	if (!vm->share_job || !vw_pub_share_collect(vm->share_job))
-		return;
-	w = &vm->share_job->work;
-	vm->share_wd = vm->share_job->share.wd;
-	if (vm->share_stalled) {
-		vm->share_stalled = false;
-		vw_release(&vm->stall_complaint, VW_LOG_INFO,
-			   "publish: shared folder %s/%s of VM %s: its file system answers again",
-			   p->share_root, vm->uuid, vm->uuid);
-	}
-	if (w->check_export && !vm->share_export_due && vm->share_export)
-		export_checked(p, vm, w->export_r);
-	r = w->r;
-	if (w->write && w->why < VW_PUB_FRAME__COUNT)
-		p->share_frames[w->why]++;
-	if (w->model_len && w->model_r == 0 && w->model_len == vm->model_len &&
-	    memcmp(w->buf + w->frame_len, vm->model_line, vm->model_len) == 0)
-		vm->model_share_due = false; /* (not when a newer model came meanwhile) */
-	else if (w->model_len && w->model_r != -EAGAIN)
-		vw_complain(&vm->share_complaint, VW_LOG_WARN,
-			    "publish: shared folder of %s: model.json: %s", vm->uuid,
-			    strerror(-w->model_r));
-	if (w->write && r < 0) {
-		vm->share_errors++;
-		vw_complain(&vm->share_complaint, VW_LOG_WARN, "publish: shared folder of %s: %s",
-			    vm->uuid, strerror(-r));
-	} else if (w->write && w->why != VW_PUB_FRAME_UNREAD) {
-		vm->share_writes++;
-		vm->share_ok_unix_ns = vw_pub_unix_ns();
-		vw_release(&vm->share_complaint, VW_LOG_INFO,
-			   "publish: shared folder of %s written again", vm->uuid);
-	}
-	*w = (struct vw_pub_share_work){ .buf = w->buf, .cap = w->cap };
-	if (vm->share_close_due) {
-		vw_pub_share_done(&vm->share_job->share);
-		vm->share_close_due = false;
-		vm->share_wd = -1;
-	}
-}
-
-/* Hand the work over (the folder's watch's news first; the last work collected): 0, -EBUSY
- * (the last is still out), -errno. */
-static int share_submit(struct pub_vm *vm)
-{
-	struct vw_pub_share_job *j = vm->share_job;
-	struct vw_pub_share_work *w = &j->work;
-
-	if (vm->share_ignored_wd >= 0 && vm->share_ignored_wd == j->share.wd)
-		vw_pub_share_unwatched(&j->share);
-	vm->share_ignored_wd = -1;
-	if (vm->share_opened)
-		vw_pub_share_opened(&j->share, vm->share_opened_ns);
-	vm->share_opened = false;
-	if (vm->share_export_due) {
-		w->check_export = true;
-		snprintf(w->export_dir, sizeof(w->export_dir), "%s", vm->share_export);
-		w->export_ro = vm->share_export_ro;
-		w->export_pid = vm->share_export_pid;
-		vm->share_export_due = false;
-	}
-	return vw_pub_share_submit(j);
-}
-
-/* The round's frame, its energy_uj files, and model.json when due, handed to the folder's work;
- * a folder whose last work is still out is not written this round (counted: share_stall). */
-static void share_frame(struct vw_publisher *p, struct pub_vm *vm, const struct vw_host_frame *f,
-			const char *buf, size_t len, uint64_t now_ns)
-{
-	struct vw_pub_share_work *w = &vm->share_job->work;
-	size_t need = len + (vm->model_share_due ? vm->model_len : 0);
-	int r;
-
-	share_collect(p, vm);
-	if (vw_pub_share_out(vm->share_job)) {
-		share_stall(p, vm);
-		return;
-	}
-	if (need > w->cap) {
-		char *b = realloc(w->buf, need);
-
-		if (!b) {
-			vm->share_errors++;
-			return;
-		}
-		w->buf = b;
-		w->cap = need;
-	}
-	memcpy(w->buf, buf, len);
-	w->frame_len = len;
-	w->model_len = vm->model_share_due ? vm->model_len : 0;
-	if (w->model_len)
-		memcpy(w->buf + len, vm->model_line, vm->model_len);
-	memset(w->have, 0, sizeof(w->have));
-	w->zones = 0;
-	for (size_t i = 0; i < f->n_zones; i++) {
-		const struct vw_proto_zone *z = &f->zones[i];
-		int k = z->zone == VW_ZONE_PACKAGE ? VW_PUB_RAPL_PACKAGE
-			: z->zone == VW_ZONE_DRAM  ? VW_PUB_RAPL_DRAM
-						   : -1;
-
-		w->zones |= 1u << z->zone;
-		if (k < 0)
-			continue;
-		w->have[k] = true;
-		w->energy_uj[k] = vw_energy_add(z->idle_uj, z->active_uj);
-	}
-	w->now_ns = now_ns;
-	w->max_gap_ns = max_gap_ns(p);
-	w->max_range_uj = p->max_range_uj;
-	w->write = true;
-	r = share_submit(vm);
-	if (r < 0) {
-		w->write = false;
-		vm->share_errors++;
-		vw_complain(&vm->share_complaint, VW_LOG_WARN, "publish: shared folder of %s: %s",
-			    vm->uuid, strerror(-r));
-	}
-}
-
-/*
- * The VM goes: its folder closed once the work notes the folder's time as left
- * (vw_pub_share_leave(); waited for with the round's or the update's other work:
- * share_round_end()), or, while earlier work is out, when that is back (share_collect()).
- */
-static void share_close(struct vw_publisher *p, struct pub_vm *vm)
-{
-	int r;
-
-	if (!vm->share_job)
-		return;
-	share_collect(p, vm);
-	vm->share_close_due = true;
-	vm->share_job->work.leave = true;
-	r = vw_pub_share_out(vm->share_job) || vm->share_job->share.dirfd >= 0 ? share_submit(vm)
-										: -ENOENT;
-	if (r < 0) {
-		vm->share_job->work.leave = false;
-		if (r != -EBUSY) { /* never opened, or no worker: closed now */
-			if (vm->share_job->share.dirfd < 0)
-				vw_pub_share_leave(&vm->share_job->share); /* (not known) */
-			vw_pub_share_done(&vm->share_job->share);
-			vm->share_close_due = false;
-			vm->share_wd = -1;
-		}
-	}
-}
-
-/*
- * A gone VM's folder removed by its work, waited for VW_PUB_SHARE_WAIT_NS at most: -EBUSY when
- * earlier work is still out, -ETIMEDOUT when this is not back by then (its file system does not
- * answer: the removal goes on, or not, without us), else vw_pub_share_remove()'s answer.
- */
-static int share_remove(struct vw_publisher *p, struct pub_vm *vm)
-{
-	struct vw_pub_share_work *w = &vm->share_job->work;
-	int r;
-
-	share_collect(p, vm);
-	w->remove = true;
-	r = share_submit(vm);
-	if (r < 0) {
-		w->remove = false;
-		return r;
-	}
-	vw_pub_share_wait(p->share_pool, VW_PUB_SHARE_WAIT_NS);
-	if (vw_pub_share_give_up(vm->share_job) || !vw_pub_share_collect(vm->share_job))
-		return -ETIMEDOUT;
-	r = w->r;
-	*w = (struct vw_pub_share_work){ .buf = w->buf, .cap = w->cap };
-	return r;
-}
-
-/* After a round (or an update that closed folders): the work handed over waited for,
- * VW_PUB_SHARE_WAIT_NS at most; what is not back by then is given up on (its VM's folder
- * stalled, counted), the rest collected. */
-static void share_round_end(struct vw_publisher *p)
-{
-	if (!p->share_pool)
-		return;
-	vw_pub_share_wait(p->share_pool, VW_PUB_SHARE_WAIT_NS);
-	for (size_t i = 0; i < p->n_vms; i++) {
-		struct pub_vm *vm = p->vms[i];
-
-		if (vm->share_job && vw_pub_share_give_up(vm->share_job))
-			share_stall(p, vm);
-		else
-			share_collect(p, vm);
-	}
 }
 
 /* Our lock file removed or replaced (someone cleaned the directory): another process may hold
@@ -1080,7 +675,7 @@ static void publish_vm(struct vw_publisher *p, struct pub_vm *vm, uint64_t now_n
 		offer_with_model(p, vm, buf, len, now_ns);
 	}
 	if (vm->share_job)
-		share_frame(p, vm, &f, buf, len, now_ns);
+		vw_pub_vm_share_frame(p, vm, &f, buf, len, now_ns);
 	vm->published = true;
 }
 
@@ -1111,7 +706,7 @@ static void publish_early(struct vw_publisher *p, uint64_t now_ns)
 		vm->early = false;
 	}
 	if (any)
-		share_round_end(p);
+		vw_pub_vm_share_round_end(p);
 }
 
 /* period +- jitter x period, uniformly; never under the 1 s floor. */
@@ -1154,7 +749,7 @@ int vw_publisher_tick(struct vw_publisher *p, uint64_t now_ns, bool *ret_publish
 		struct pub_vm *vm = p->vms[i];
 		int e = vm->listed && !vm->live ? vm_open(p, vm) : 0; /* a lock refused before */
 
-		share_collect(p, vm);
+		vw_pub_vm_share_collect(p, vm);
 		if (e < 0 && r == 0)
 			r = e;
 		if (vm->listed && vm->live)
@@ -1179,7 +774,8 @@ int vw_publisher_tick(struct vw_publisher *p, uint64_t now_ns, bool *ret_publish
 	}
 	p->seq++;
 	watch_drain(p);
-	share_drain(p, now_ns);
+	(void)vw_pub_share_root_open(p, VW_PUB_SHARE_WAIT_NS, true); /* while it is not */
+	vw_pub_vm_share_drain(p, now_ns);
 	p->published_none = true;
 	for (size_t i = 0; i < p->n_vms; i++)
 		if (p->vms[i]->listed && p->vms[i]->live) {
@@ -1187,7 +783,7 @@ int vw_publisher_tick(struct vw_publisher *p, uint64_t now_ns, bool *ret_publish
 			p->vms[i]->early = false;
 			p->published_none = false;
 		}
-	share_round_end(p);
+	vw_pub_vm_share_round_end(p);
 	p->watch_dirty = p->ifd < 0;
 	p->next_due_ns = now_ns + next_interval(p);
 	p->started = true;
@@ -1329,7 +925,8 @@ void vw_publisher_stats(const struct vw_publisher *p, struct vw_publish_stats *r
 					  .identity_checks = p->identity_checks,
 					  .peer_rejected = p->peer_rejected };
 	memcpy(ret->share_frames, p->share_frames, sizeof(ret->share_frames));
-	ret->share_root = p->share_fd >= 0;
+	ret->share_root = p->share_root != NULL;
+	ret->share_root_stalled = p->share_root_stalled;
 	for (size_t i = 0; i < p->n_vms; i++) {
 		const struct pub_vm *vm = p->vms[i];
 

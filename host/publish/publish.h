@@ -16,7 +16,8 @@
  * (energy down to a step so it stays monotonic, power to the nearest step) and each VM gets only
  * its own numbers. Nothing here ever blocks on a guest, nor on a folder's file system: the
  * folders are written off this thread, a round waiting for them 1 s at most (publish_share_io.c;
- * a folder not back by then is stalled, counted and not written until its file system answers).
+ * a folder not back by then is stalled, counted and not written until its file system answers;
+ * so is the share root's own open: a root not open within 1 s leaves every folder off meanwhile).
  *
  * One publisher per VM: with a lock directory, a VM is published (its channel connected, its
  * folder written) only while this process holds <lock_dir>/<uuid>.lock. A VM whose lock another
@@ -123,14 +124,17 @@ struct vw_publish_stats {
 	/* Shared folders' frame.json, all VMs: written by reason (first, unwatched, zones, opened,
 	 * keepalive) and skipped (unread), in that order (vw_publisher_share_reason()). */
 	uint64_t share_frames[VW_PUBLISH_SHARE_REASONS];
-	bool share_root;            /* shared folders are written (passthrough.share-root) */
+	bool share_root;            /* shared folders are on (passthrough.share-root) */
+	bool share_root_stalled;    /* ... but the root's open does not answer: none written */
 	size_t share_writable_vms;  /* listed VMs published to whose guest may write its folder */
 	size_t share_stalled_vms;   /* listed VMs whose folder's file system does not answer */
 };
 
 struct vw_publisher;
 
-/* NULL with errno set (EINVAL for bad options, or the share_root's open error). */
+/* NULL with errno set (EINVAL for bad options, or the share_root's open error). A share_root
+ * whose open does not answer within 1 s (its file system hung) is no error:
+ * the folders are off until it answers, tried again each round (share_root_stalled). */
 struct vw_publisher *vw_publisher_new(const struct vw_publish_opts *opts);
 void vw_publisher_free(struct vw_publisher *p);
 

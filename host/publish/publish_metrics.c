@@ -25,6 +25,7 @@ enum {
 	F_SHARE_FRAMES,
 	F_SHARE_WRITABLE,
 	F_SHARE_STALLED,
+	F_SHARE_ROOT_STALLED,
 	F_PEER_REJECTED,
 	F_VM_FRAMES,
 	F_VM_FAILURES,
@@ -64,6 +65,14 @@ static const struct vw_metric_family families[F__COUNT] = {
 			      "share_timeout) until it answers; their channels and the other VMs' "
 			      "folders go on. The log names each folder",
 			      NULL, l_node },
+	[F_SHARE_ROOT_STALLED] = { "virtwatt_passthrough_share_root_stalled", VW_METRIC_GAUGE,
+				   "1 while the share root's open (passthrough.share-root) does not "
+				   "answer (a folder of a dead NFS mount, a stuck FUSE daemon): not "
+				   "back within 1 s and not since, at start or at a later round. No "
+				   "VM's folder is written meanwhile (their channels go on); it is "
+				   "opened again each round and the folders written, with their "
+				   "totals, once it answers. The log names the root",
+				   NULL, l_node },
 	[F_PEER_REJECTED] = { "virtwatt_passthrough_channel_peer_rejected_total", VW_METRIC_COUNTER,
 			      "Connections to VMs' org.virtwatt.power.0 sockets closed unused, all "
 			      "VMs: the listener was not the VM's QEMU nor a root process's bound "
@@ -277,6 +286,9 @@ int vw_publisher_render(const struct vw_publisher *p, struct vw_prom_writer *w,
 	if (r == 0 && ps.share_root)
 		r = vw_prom_single(w, &families[F_SHARE_STALLED], node,
 				   (double)ps.share_stalled_vms);
+	if (r == 0 && ps.share_root)
+		r = vw_prom_single(w, &families[F_SHARE_ROOT_STALLED], node,
+				   ps.share_root_stalled ? 1.0 : 0.0);
 	if (r == 0)
 		r = vw_prom_single(w, &families[F_PEER_REJECTED], node, (double)ps.peer_rejected);
 	for (int f = F_VM_FRAMES; f < F__COUNT && r == 0; f++)

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "log.h"
+#include "proto.h"
 #include "publish.h"
 
 /* ---- channel (publish_chan.c) ---- */
@@ -335,6 +336,20 @@ void vw_pub_share_wait(struct vw_pub_share_pool *pool, uint64_t timeout_ns);
 /* True when the job's work was waited for and is not back: no longer waited for. */
 bool vw_pub_share_give_up(struct vw_pub_share_job *j);
 
+/*
+ * The share root opened (vw_root_open()) on a thread of its own: its file system may not answer
+ * either (a folder of a dead NFS mount), and the pool works in the root it was given. One open
+ * out at a time; one that never comes back holds its thread, nothing else.
+ */
+struct vw_pub_root_open;
+/* NULL with errno set. */
+struct vw_pub_root_open *vw_pub_root_open_start(const char *path);
+/* Wait for it at most timeout_ns: the root's fd (the caller's), -errno (the open failed), or
+ * -EINPROGRESS (not back yet: wait again later). */
+int vw_pub_root_open_wait(struct vw_pub_root_open *o, uint64_t timeout_ns);
+/* An open still out is left to its thread, which closes what it opens; NULL is a no-op. */
+void vw_pub_root_open_free(struct vw_pub_root_open *o);
+
 /* ---- publication lock (publish_lock.c) ---- */
 
 #define VW_PUB_LOCK_NOTE_MAX 128
@@ -374,3 +389,119 @@ int vw_pub_lock_remove(struct vw_pub_lock *l, int dir_fd, const char *uuid);
 /* Is the file held still <dir_fd>/<uuid>.lock? Not when it was removed or replaced: another
  * process may have locked the new one. */
 bool vw_pub_lock_still_ours(const struct vw_pub_lock *l, int dir_fd, const char *uuid);
+
+/* ---- the publisher's state (publish.c; each VM's folder side: publish_share_vm.c) ---- */
+
+struct pub_zone {
+	bool present;                  /* ever seen */
+	bool listed;                   /* in the latest update */
+	uint64_t acc_idle, acc_active; /* the caller's intervals added up (this epoch) */
+	double idle_w, active_w;
+};
+
+struct pub_vm {
+	char uuid[VW_UUID_LEN];
+	bool listed; /* in the latest update */
+	bool live;   /* lock held, channel and folder open */
+	bool published; /* a frame went out for it in this epoch */
+	bool early;     /* live since the last round: its frame at the next tick (publish_early) */
+	uint64_t gone_ns;
+	char *channel_path; /* as listed (at most 255 bytes), NULL: none; connected while live */
+	pid_t qemu_pid;     /* as listed: the channel's listener must be this QEMU */
+	uint64_t qemu_start; /* ... started then (/proc/PID/stat starttime; 0 unknown) */
+	struct pub_zone z[VW_ZONE__WIRE_COUNT];
+	struct vw_pub_chan chan;
+	/* Its folder and the work on it, done off this thread (publish_share_io.c; NULL: no
+	 * share root). What the folder's watch said meanwhile is kept here and handed over with
+	 * the next work: its wd as last known, an open of frame.json, a watch dropped. */
+	struct vw_pub_share_job *share_job;
+	int share_wd, share_ignored_wd;
+	bool share_opened;
+	uint64_t share_opened_ns;
+	bool share_close_due; /* closed while its work was out: the folder closed when back */
+	bool share_stalled;   /* its work not back within VW_PUB_SHARE_WAIT_NS, still out */
+	uint64_t share_writes, share_errors, share_timeouts;
+	uint64_t share_ok_unix_ns; /* wall clock of the last complete folder write */
+	struct vw_complaint share_complaint, stall_complaint;
+	/* The export of its folder to the guest as last checked (vw_pub_share_export_writable):
+	 * the source folder (NULL: none), its <readonly/>, the QEMU it was asked of, the answer (1
+	 * the guest may write it, 0 not, -errno not known: asked again at the next update). */
+	char *share_export;
+	bool share_export_ro;
+	pid_t share_export_pid;
+	uint64_t share_export_start;
+	int share_writable;
+	bool share_export_due; /* to check with its folder's next work */
+	struct vw_pub_lock lock;
+	/* Its model frame line (vw_publisher_set_model), and when it last went out. */
+	char *model_line;
+	size_t model_len;
+	char model_sha[65];
+	uint64_t model_rounds; /* rounds since it went on the channel */
+	bool model_share_due;  /* model.json to (re)write */
+	int lock_err; /* the last attempt: 0, -EBUSY (another process holds it) or -errno */
+	bool lock_ours_once; /* this process held its lock at some time: the file is ours to remove */
+	int lock_holder_pid;
+	uint64_t lock_retry_ns, lock_refused;
+	struct vw_complaint lock_complaint;
+};
+
+struct vw_publisher {
+	uint64_t period_ns, energy_step_uj, max_range_uj, epoch, retain_ns, rng;
+	double jitter, power_step_w;
+	char source[16], model[128];
+	int epfd, share_fd, lock_fd, procfs_fd;
+	char *share_root; /* its path, for the folders' watches */
+	int share_ifd;    /* inotify: opens in the VMs' folders (IN_OPEN), or -1 */
+	struct vw_pub_share_pool *share_pool; /* the folders' work (NULL: no share root open) */
+	/* The root's open while it is not (share_fd -1): one out at a time, waited for
+	 * VW_PUB_SHARE_WAIT_NS, tried again each round until it answers. */
+	struct vw_pub_root_open *share_root_open;
+	bool share_root_stalled; /* ... not back within VW_PUB_SHARE_WAIT_NS, and not since */
+	struct vw_complaint share_root_complaint;
+	uint64_t share_frames[VW_PUB_FRAME__COUNT]; /* frame.json written by reason, skipped */
+	/* inotify on the lock directory and the channels' socket directories: a round after no
+	 * event checks no lock file's nor socket's identity (two system calls a VM a round). */
+	int ifd, lock_wd;
+	bool watch_dirty; /* an event (or no watch): check every identity this round */
+	uint64_t identity_checks;
+	char *lock_dir;
+	uint64_t lock_refused;
+	char *procfs_root;      /* channels connect through <procfs>/self/fd/N (publish_peer.c) */
+	uint64_t peer_rejected; /* channel listeners refused, all VMs */
+	struct vw_complaint lock_dir_complaint;
+	struct pub_vm **vms;
+	size_t n_vms, cap_vms;
+	uint64_t seq, next_due_ns, now_ns;
+	bool started;
+	bool published_none; /* the last round had no VM to publish to */
+	struct vw_complaint bad_uuid;
+	struct vw_complaint share_writable_complaint;
+	uint64_t evictions; /* vanished VMs forgotten early, past PUB_MAX_RETAINED */
+	uint64_t mseq;      /* model frames made (PROTOCOL.md §2a: newer, higher) */
+};
+
+/* Every event queued on the inotify fd, each handed to on(); the loop ends on an empty queue.
+ * -errno where a read failed otherwise (0 from read() is -EIO), 0 once drained. */
+int vw_pub_inotify_drain(int fd,
+			 void (*on)(struct vw_publisher *p, const struct inotify_event *ev,
+				    uint64_t now_ns, size_t *hint),
+			 struct vw_publisher *p, uint64_t now_ns);
+
+/* A VM's shared folder, from the publisher's thread (publish_share_vm.c): the export's check
+ * asked (at an update), the watch's news read (before a round), the folder's work collected,
+ * the round's frame handed over, the folder closed (the VM goes) or removed (forgotten,
+ * waited for VW_PUB_SHARE_WAIT_NS at most), and the round's work waited for at its end. */
+void vw_pub_vm_check_export(struct pub_vm *vm, const struct vw_vm_energy *in);
+void vw_pub_vm_share_drain(struct vw_publisher *p, uint64_t now_ns);
+void vw_pub_vm_share_collect(struct vw_publisher *p, struct pub_vm *vm);
+void vw_pub_vm_share_frame(struct vw_publisher *p, struct pub_vm *vm,
+			   const struct vw_host_frame *f, const char *buf, size_t len,
+			   uint64_t now_ns);
+void vw_pub_vm_share_close(struct vw_publisher *p, struct pub_vm *vm);
+int vw_pub_vm_share_remove(struct vw_publisher *p, struct pub_vm *vm);
+void vw_pub_vm_share_round_end(struct vw_publisher *p);
+/* The share root opened (a new open waited for timeout_ns, one still out looked at): 0 open
+ * (the folders' pool made, each VM's folder work with it), -EINPROGRESS its file system does
+ * not answer (said once, counted while so), -errno the open failed (said when say_errors). */
+int vw_pub_share_root_open(struct vw_publisher *p, uint64_t timeout_ns, bool say_errors);

@@ -6,6 +6,7 @@
  * answer is one per stalled VM, never one per round. Workers start when work waits and none is
  * free, up to VW_PUB_SHARE_WORKERS besides those stuck, and leave when more than that are free.
  * The pool is freed by the publisher or, when a worker is still out then, by the last worker.
+ * The share root's own open runs on a thread of its own, before the pool has a root to work in.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -15,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fileio.h"
 #include "macro.h"
 #include "publish_priv.h"
 #include "thread.h"
@@ -344,4 +346,97 @@ bool vw_pub_share_give_up(struct vw_pub_share_job *j)
 	}
 	pthread_mutex_unlock(&pool->mu);
 	return given_up;
+}
+
+/* ---- the share root's open, off the publisher's thread ---- */
+
+struct vw_pub_root_open {
+	pthread_mutex_t mu;
+	pthread_cond_t back; /* the open came back */
+	char *path;
+	int r;       /* its fd (the publisher's once taken), or -errno */
+	bool done;   /* the open came back */
+	bool orphan; /* the publisher let go: the thread frees it */
+};
+
+static void root_open_destroy(struct vw_pub_root_open *o)
+{
+	if (o->r >= 0)
+		close(o->r);
+	pthread_cond_destroy(&o->back);
+	pthread_mutex_destroy(&o->mu);
+	free(o->path);
+	free(o);
+}
+
+static void *root_opener(void *arg)
+{
+	struct vw_pub_root_open *o = arg;
+	int r = vw_root_open(o->path); /* may wait as long as its file system does */
+	bool orphan;
+
+	pthread_mutex_lock(&o->mu);
+	o->r = r;
+	o->done = true;
+	orphan = o->orphan;
+	pthread_cond_broadcast(&o->back);
+	pthread_mutex_unlock(&o->mu);
+	if (orphan)
+		root_open_destroy(o);
+	return NULL;
+}
+
+struct vw_pub_root_open *vw_pub_root_open_start(const char *path)
+{
+	struct vw_pub_root_open *o = calloc(1, sizeof(*o));
+	pthread_condattr_t ca;
+	pthread_t t;
+	int r;
+
+	if (!o)
+		return NULL;
+	o->r = -EINPROGRESS;
+	pthread_mutex_init(&o->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&o->back, &ca);
+	pthread_condattr_destroy(&ca);
+	o->path = strdup(path);
+	r = o->path ? vw_thread_create(&t, root_opener, o) : -ENOMEM;
+	if (r < 0) {
+		root_open_destroy(o);
+		errno = -r;
+		return NULL;
+	}
+	pthread_detach(t);
+	return o;
+}
+
+int vw_pub_root_open_wait(struct vw_pub_root_open *o, uint64_t timeout_ns)
+{
+	uint64_t deadline = mono_ns() + timeout_ns;
+	int r;
+
+	pthread_mutex_lock(&o->mu);
+	while (!o->done && wait_until(&o->back, &o->mu, deadline))
+		;
+	r = o->done ? o->r : -EINPROGRESS;
+	if (o->done)
+		o->r = -EBADF; /* the fd is the caller's now */
+	pthread_mutex_unlock(&o->mu);
+	return r;
+}
+
+void vw_pub_root_open_free(struct vw_pub_root_open *o)
+{
+	bool done;
+
+	if (!o)
+		return;
+	pthread_mutex_lock(&o->mu);
+	done = o->done;
+	o->orphan = !done;
+	pthread_mutex_unlock(&o->mu);
+	if (done)
+		root_open_destroy(o);
 }
