@@ -131,7 +131,7 @@ static void test_timer_wakes(void **state)
 	struct vw_zone_energy none[VW_ZONE__COUNT] = { 0 };
 	char mnt[160], a[700], b[700], a_rel[200], b_rel[200];
 	int cpu = (int)sysconf(_SC_NPROCESSORS_ONLN) - 1, st, r;
-	uint64_t u0, u1, irq = 0, cont_ns = 0, p0, p1, pirq = 0, proc_ns = 0;
+	uint64_t u0, u1, irq = 0, cont_ns = 0, p0, p1, pirq = 0, proc_ns = 0, ua, uc, pa, pb;
 	uint64_t cont_cpu0 = 0, cont_cpu1 = 0, proc_cpu0 = 0, proc_cpu1 = 0;
 	struct vw_cpu_accountant acc;
 	struct vw_cpu_snapshot snap;
@@ -169,6 +169,15 @@ static void test_timer_wakes(void **state)
 	(void)vw_cgroupfs_scan(cg);
 	assert_int_equal(acc.ops->read(acc.state, &snap), 0);
 	assert_int_equal(vw_workloads_update(w, &snap, none, 0), 0);
+	/*
+	 * The registry's interval starts at this read (the process's figures) and at the update's
+	 * usage read (the container's), which fall between a and 0 below; it ends at the next
+	 * read (between b and 1) and the update after it (between 1 and c). On a loaded machine
+	 * this process waits milliseconds between them while the victim runs: each check below
+	 * takes the readings that bracket what the registry's interval can have held.
+	 */
+	assert_int_equal(vw_cgroupfs_usage(cg, a_rel, &ua), 0);
+	pa = schedstat_ns(victim);
 	assert_int_equal(acc.ops->read(acc.state, &snap), 0);
 	assert_int_equal(vw_workloads_update(w, &snap, none, 100000000), 0);
 	assert_int_equal(vw_cgroupfs_usage(cg, a_rel, &u0), 0);
@@ -176,6 +185,7 @@ static void test_timer_wakes(void **state)
 	figures(w, a_rel, victim, &cont_cpu0, &proc_cpu0);
 	attacker = spawn(b, cpu, false, 1.8);
 	usleep(2000000);
+	pb = schedstat_ns(victim);
 	assert_int_equal(acc.ops->read(acc.state, &snap), 0);
 	assert_int_equal(vw_cgroupfs_usage(cg, a_rel, &u1), 0);
 	p1 = schedstat_ns(victim);
@@ -186,6 +196,7 @@ static void test_timer_wakes(void **state)
 	for (size_t i = 0; i < snap.n_irq && getenv("VW_TEST_VERBOSE"); i++)
 		print_message("# irq cgroup %llu: %llu ns (A is %llu)\n", (unsigned long long)snap.irq[i].cgroup_id, (unsigned long long)snap.irq[i].ns, (unsigned long long)sa.st_ino);
 	assert_int_equal(vw_workloads_update(w, &snap, none, 2000000000), 0);
+	assert_int_equal(vw_cgroupfs_usage(cg, a_rel, &uc), 0);
 	for (size_t i = 0; i < w->n_conts; i++)
 		if (w->conts[i].cg_path && strcmp(w->conts[i].cg_path, a_rel) == 0)
 			cont_ns = w->conts[i].cg_delta_ns;
@@ -202,6 +213,9 @@ static void test_timer_wakes(void **state)
 		      100.0 * (double)irq / (double)(u1 - u0), (double)cont_ns / 1e9);
 	print_message("# the victim ran %.3f s, of it %.3f s interrupts; the registry counted it "
 		      "%.3f s\n", (double)(p1 - p0) / 1e9, (double)pirq / 1e9, (double)proc_ns / 1e9);
+	print_message("# the victim ran between the readings and the registry's: cgroup %.3f + "
+		      "%.3f s, process %.3f + %.3f s\n", (double)(u0 - ua) / 1e9,
+		      (double)(uc - u1) / 1e9, (double)(p0 - pa) / 1e9, (double)(p1 - pb) / 1e9);
 	vw_workloads_free(w);
 	vw_cpu_accountant_close(&acc);
 	vw_cgroupfs_free(cg);
@@ -214,20 +228,24 @@ static void test_timer_wakes(void **state)
 	if (pirq * 50 < p1 - p0)
 		fail_msg("the victim paid %.3f s of interrupts, below 2 %% of its %.3f s",
 			 (double)pirq / 1e9, (double)(p1 - p0) / 1e9);
-	if (proc_ns + pirq / 2 > p1 - p0 + 20000000)
+	/* At most what the victim ran from before the registry's interval to after it (pa to
+	 * p1), less its interrupts; 20 ms of slack for the accountant's running slice, where
+	 * the interrupts are 80 ms here. */
+	if (proc_ns + pirq / 2 > p1 - pa + 20000000)
 		fail_msg("the registry counted the victim %.3f s, its %.3f s less %.3f s of interrupts "
-			 "expected", (double)proc_ns / 1e9, (double)(p1 - p0) / 1e9, (double)pirq / 1e9);
-	/* What it exports as their CPU time stays the kernel's (kepler_*_cpu_seconds_total). */
-	if (cont_cpu1 - cont_cpu0 + 20000000 < u1 - u0 || proc_cpu1 - proc_cpu0 + 20000000 < p1 - p0)
+			 "expected", (double)proc_ns / 1e9, (double)(p1 - pa) / 1e9, (double)pirq / 1e9);
+	/* What it exports as their CPU time stays the kernel's (kepler_*_cpu_seconds_total): at
+	 * least what the victim ran within the registry's interval for sure (the container's
+	 * holds u0 to u1, the process's p0 to pb), its interrupts included. */
+	if (cont_cpu1 - cont_cpu0 + 20000000 < u1 - u0 || proc_cpu1 - proc_cpu0 + 20000000 < pb - p0)
 		fail_msg("the registry's CPU time for the victim's container %.3f s and process "
 			 "%.3f s, where the kernel counted %.3f s and %.3f s",
 			 (double)(cont_cpu1 - cont_cpu0) / 1e9, (double)(proc_cpu1 - proc_cpu0) / 1e9,
-			 (double)(u1 - u0) / 1e9, (double)(p1 - p0) / 1e9);
-	/* The registry's interval spans the usage readings above and the milliseconds between
-	 * them and its own: 20 ms of slack, where the interrupts are 80 ms here. */
-	if (cont_ns + irq / 2 > u1 - u0 + 20000000)
+			 (double)(u1 - u0) / 1e9, (double)(pb - p0) / 1e9);
+	/* The container's interval lies within the usage readings ua and uc: 20 ms of slack. */
+	if (cont_ns + irq / 2 > uc - ua + 20000000)
 		fail_msg("the victim's container counted %.3f s, its cgroup's %.3f s less %.3f s "
-			 "of interrupts expected", (double)cont_ns / 1e9, (double)(u1 - u0) / 1e9,
+			 "of interrupts expected", (double)cont_ns / 1e9, (double)(uc - ua) / 1e9,
 			 (double)irq / 1e9);
 }
 
