@@ -136,6 +136,20 @@ static void share_stall(struct vw_publisher *p, struct pub_vm *vm)
 }
 
 /* What the folder's work did, once back: counted and said here, on the publisher's thread. */
+/* The VM's folder closed: its watch dropped, and its work's buffer (a frame and perhaps a model
+ * line, KiBs) freed, not kept with a gone VM's counters for the retain period (its next frame
+ * makes a new one). Not while its work is out. */
+static void share_closed(struct pub_vm *vm)
+{
+	struct vw_pub_share_work *w = &vm->share_job->work;
+
+	vw_pub_share_done(&vm->share_job->share);
+	vm->share_wd = -1;
+	free(w->buf);
+	w->buf = NULL;
+	w->cap = 0;
+}
+
 void vw_pub_vm_share_collect(struct vw_publisher *p, struct pub_vm *vm)
 {
 	struct vw_pub_share_work *w;
@@ -175,9 +189,8 @@ void vw_pub_vm_share_collect(struct vw_publisher *p, struct pub_vm *vm)
 	}
 	*w = (struct vw_pub_share_work){ .buf = w->buf, .cap = w->cap };
 	if (vm->share_close_due) {
-		vw_pub_share_done(&vm->share_job->share);
+		share_closed(vm);
 		vm->share_close_due = false;
-		vm->share_wd = -1;
 	}
 }
 
@@ -283,9 +296,8 @@ void vw_pub_vm_share_close(struct vw_publisher *p, struct pub_vm *vm)
 		if (r != -EBUSY) { /* never opened, or no worker: closed now */
 			if (vm->share_job->share.dirfd < 0)
 				vw_pub_share_leave(&vm->share_job->share); /* (not known) */
-			vw_pub_share_done(&vm->share_job->share);
+			share_closed(vm);
 			vm->share_close_due = false;
-			vm->share_wd = -1;
 		}
 	}
 }
