@@ -107,13 +107,19 @@ struct child {
 
 #define NO_CHILD ((struct child){ .pid = 0, .go = -1, .stop = -1, .rep = -1 })
 
-/* This process's CPU clock: the scheduler's counter with the running slice folded in. */
-static uint64_t process_clock_ns(void)
+/* A CPU clock (CLOCK_PROCESS_CPUTIME_ID, CLOCK_THREAD_CPUTIME_ID): the scheduler's counter
+ * with the running slice folded in. */
+static uint64_t cpu_clock_ns(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	clock_gettime(id, &ts);
 	return (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	return cpu_clock_ns(CLOCK_THREAD_CPUTIME_ID);
 }
 
 static uint64_t rusage_ns(const struct rusage *ru)
@@ -147,7 +153,7 @@ static void spawn(struct child *c, bool busy)
 			vw_fixture_spin(1.5);
 		else if (read(stop[0], &b, 1) < 0)
 			_exit(3);
-		t = process_clock_ns();
+		t = cpu_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 		if (write(rep[1], &t, sizeof(t)) != sizeof(t))
 			_exit(3);
 		_exit(0);
@@ -715,7 +721,6 @@ static void run_threads(const char *accountant, uint32_t flags, uint64_t abs_tol
 	assert_true(pid >= 0);
 	if (pid == 0) {
 		pthread_t th[3];
-		struct timespec ts;
 
 		for (int i = 0; i < 3; i++)
 			if (pthread_create(&th[i], NULL, spin_thread, NULL) != 0)
@@ -723,10 +728,8 @@ static void run_threads(const char *accountant, uint32_t flags, uint64_t abs_tol
 		for (int i = 0; i < 3; i++)
 			pthread_join(th[i], NULL);
 		vw_fixture_spin(0.25);
-		clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-		clocks[1] = (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-		clocks[0] = (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+		clocks[1] = thread_cpu_ns();
+		clocks[0] = cpu_clock_ns(CLOCK_PROCESS_CPUTIME_ID);
 		_exit(write(fds[1], clocks, sizeof(clocks)) == sizeof(clocks) ? 0 : 3);
 	}
 	live.busy = NO_CHILD;
@@ -762,7 +765,6 @@ struct pre_open {
 	int go[2], rep[2], mark[2];
 };
 
-static uint64_t thread_cpu_ns(void);
 
 /* The second thread: 0.2 s before open, report, wait, 0.2 s more, report, exit. */
 static void *pre_open_thread(void *arg)
@@ -1075,14 +1077,6 @@ static int count_fds(int from, int *ret_no_cloexec)
 	}
 	closedir(d);
 	return n;
-}
-
-static uint64_t thread_cpu_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-	return (uint64_t)ts.tv_sec * VW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
 }
 
 static void *spin_timed(void *arg)
