@@ -253,7 +253,12 @@ static void test_vm_returns(void **state)
 	rig_run(&r, 10, 10);
 	assert_int_equal(energy_uj(&r, "intel-rapl:0"), 100000000);
 	/* The VM goes away and comes back (a reboot): the folder continues, nothing counted twice. */
+	assert_non_null(r.p->vms[0]->share_job);
 	assert_int_equal(vw_test_publish_update(r.p, NULL, 0), 0);
+	/* Gone, remembered for the retain period: its folder's work (600 bytes and its buffer) is
+	 * not, only what the folder's next open needs (the offsets, checked by what follows). */
+	assert_int_equal(r.p->n_vms, 1);
+	assert_null(r.p->vms[0]->share_job);
 	rig_run(&r, 1, 10);
 	assert_int_equal(energy_uj(&r, "intel-rapl:0"), 110000000);
 	/* ... and again. */

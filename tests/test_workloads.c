@@ -1182,11 +1182,22 @@ static void test_vm_energy(void **state)
 	}
 
 	/* The VM is destroyed: terminated, shown once more, then hidden after a scrape. */
+	assert_int_equal(vw_workloads_n_groups(c.w), 1);
 	set_vm(&c, 500, false);
 	interval(&c, zero, 1000000, 1000000);
 	text = workloads_fixture_render(c.w);
 	assert_double_near(value(text, "kepler_vm_cpu_joules_total" VML("package", "terminated")), 4.0, 1e-9);
 	free(text);
+	{ /* remembered (shown as terminated), but no longer one of the groups the publisher and
+	   * the training size their buffers to */
+		struct vw_table_stat tables[VW_TABLE__COUNT];
+		struct vw_group_energy ge[2];
+
+		vw_workloads_table_stats(c.w, tables);
+		assert_int_equal(tables[VW_TABLE_VM].entries, 1);
+		assert_int_equal(vw_workloads_n_groups(c.w), 0);
+		assert_int_equal(vw_workloads_group_energy(c.w, ge, 2), 0);
+	}
 	vw_workloads_published(c.w, 3, 0);
 	vw_workloads_published(c.w, 4, 3);
 	text = workloads_fixture_render(c.w);

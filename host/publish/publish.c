@@ -213,11 +213,6 @@ static struct pub_vm *vm_add(struct vw_publisher *p, const char *uuid)
 		return NULL;
 	memcpy(vm->uuid, uuid, sizeof(vm->uuid));
 	vm->share_wd = vm->share_ignored_wd = -1;
-	if (p->share_pool && !(vm->share_job = vw_pub_share_job_new(p->share_pool, uuid,
-								     p->share_ifd))) {
-		free(vm);
-		return NULL;
-	}
 	vw_pub_lock_init(&vm->lock);
 	p->vms[p->n_vms++] = vm;
 	return vm;
@@ -674,7 +669,7 @@ static void publish_vm(struct vw_publisher *p, struct pub_vm *vm, uint64_t now_n
 		vw_pub_chan_poll(&vm->chan, p->epfd, now_ns);
 		offer_with_model(p, vm, buf, len, now_ns);
 	}
-	if (vm->share_job)
+	if (p->share_pool)
 		vw_pub_vm_share_frame(p, vm, &f, buf, len, now_ns);
 	vm->published = true;
 }

@@ -205,6 +205,16 @@ struct vw_pub_share {
 	struct vw_complaint complaint;
 };
 
+/* What a closed folder keeps for a VM that comes back, or for its removal: its energy_uj files'
+ * offsets and last values, the folder's time as left. A gone VM holds this, not its folder's
+ * work (600 bytes) for the hour it is remembered. */
+struct vw_pub_share_kept {
+	uint64_t offset_uj[VW_PUB_RAPL__COUNT], last_uj[VW_PUB_RAPL__COUNT];
+	bool primed[VW_PUB_RAPL__COUNT];
+	bool left_known;
+	struct timespec left_mtime;
+};
+
 /* Once per VM; done() closes the folder (and drops its watch) but keeps the offsets for a VM
  * that comes back, with no system call on the folder itself (its file system may not answer);
  * leave() before it notes the folder's time as this writer leaves it (vw_pub_share_remove()).
@@ -212,6 +222,9 @@ struct vw_pub_share {
 void vw_pub_share_init(struct vw_pub_share *s, int ifd);
 void vw_pub_share_leave(struct vw_pub_share *s);
 void vw_pub_share_done(struct vw_pub_share *s);
+/* A closed folder's state to keep, and back into a folder made with vw_pub_share_init(). */
+void vw_pub_share_keep(const struct vw_pub_share *s, struct vw_pub_share_kept *k);
+void vw_pub_share_restore(struct vw_pub_share *s, const struct vw_pub_share_kept *k);
 /*
  * Open (creating it) <root_fd>/<uuid>, once; watched for opens of frame.json when root_path
  * (the share root's path) is given and the watch is on the folder the fd holds.
@@ -414,7 +427,8 @@ struct pub_vm {
 	/* Its folder and the work on it, done off this thread (publish_share_io.c; NULL: no
 	 * share root). What the folder's watch said meanwhile is kept here and handed over with
 	 * the next work: its wd as last known, an open of frame.json, a watch dropped. */
-	struct vw_pub_share_job *share_job;
+	struct vw_pub_share_job *share_job; /* while its folder is open or its work out */
+	struct vw_pub_share_kept share_kept; /* ... else what the folder keeps */
 	int share_wd, share_ignored_wd;
 	bool share_opened;
 	uint64_t share_opened_ns;

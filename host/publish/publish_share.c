@@ -84,6 +84,23 @@ void vw_pub_share_done(struct vw_pub_share *s)
 	}
 }
 
+void vw_pub_share_keep(const struct vw_pub_share *s, struct vw_pub_share_kept *k)
+{
+	*k = (struct vw_pub_share_kept){ .left_known = s->left_known, .left_mtime = s->left_mtime };
+	memcpy(k->offset_uj, s->offset_uj, sizeof(k->offset_uj));
+	memcpy(k->last_uj, s->last_uj, sizeof(k->last_uj));
+	memcpy(k->primed, s->primed, sizeof(k->primed));
+}
+
+void vw_pub_share_restore(struct vw_pub_share *s, const struct vw_pub_share_kept *k)
+{
+	memcpy(s->offset_uj, k->offset_uj, sizeof(s->offset_uj));
+	memcpy(s->last_uj, k->last_uj, sizeof(s->last_uj));
+	memcpy(s->primed, k->primed, sizeof(s->primed));
+	s->left_known = k->left_known;
+	s->left_mtime = k->left_mtime;
+}
+
 /* mkdir (0755) and open a directory below dirfd without following a symlink. */
 static int open_subdir(int dirfd, const char *name)
 {

@@ -135,21 +135,32 @@ static void share_stall(struct vw_publisher *p, struct pub_vm *vm)
 		    (unsigned long long)(VW_PUB_SHARE_WAIT_NS / VW_NSEC_PER_MSEC));
 }
 
-/* What the folder's work did, once back: counted and said here, on the publisher's thread. */
-/* The VM's folder closed: its watch dropped, and its work's buffer (a frame and perhaps a model
- * line, KiBs) freed, not kept with a gone VM's counters for the retain period (its next frame
- * makes a new one). Not while its work is out. */
+/* The VM's folder closed: its watch dropped, and its work freed (a frame and perhaps a model
+ * line, KiBs, and 600 bytes more), what the folder's next open needs kept in the VM: a gone VM is
+ * remembered for the retain period, its folder's work is made again by its next frame. Not while
+ * its work is out. */
 static void share_closed(struct pub_vm *vm)
 {
-	struct vw_pub_share_work *w = &vm->share_job->work;
+	struct vw_pub_share_job *j = vm->share_job;
 
-	vw_pub_share_done(&vm->share_job->share);
+	vw_pub_share_done(&j->share);
+	vw_pub_share_keep(&j->share, &vm->share_kept);
 	vm->share_wd = -1;
-	free(w->buf);
-	w->buf = NULL;
-	w->cap = 0;
+	vw_pub_share_job_free(j);
+	vm->share_job = NULL;
 }
 
+/* The VM's folder work, made with what its folder kept where it has none: NULL when the share
+ * root is not open, or out of memory. */
+static struct vw_pub_share_job *share_job(struct vw_publisher *p, struct pub_vm *vm)
+{
+	if (!vm->share_job && p->share_pool &&
+	    (vm->share_job = vw_pub_share_job_new(p->share_pool, vm->uuid, p->share_ifd)))
+		vw_pub_share_restore(&vm->share_job->share, &vm->share_kept);
+	return vm->share_job;
+}
+
+/* What the folder's work did, once back: counted and said here, on the publisher's thread. */
 void vw_pub_vm_share_collect(struct vw_publisher *p, struct pub_vm *vm)
 {
 	struct vw_pub_share_work *w;
@@ -223,11 +234,18 @@ void vw_pub_vm_share_frame(struct vw_publisher *p, struct pub_vm *vm,
 			   const struct vw_host_frame *f, const char *buf, size_t len,
 			   uint64_t now_ns)
 {
-	struct vw_pub_share_work *w = &vm->share_job->work;
+	struct vw_pub_share_work *w;
 	size_t need = len + (vm->model_share_due ? vm->model_len : 0);
 	int r;
 
 	vw_pub_vm_share_collect(p, vm);
+	if (!share_job(p, vm)) {
+		vm->share_errors++;
+		vw_complain(&vm->share_complaint, VW_LOG_WARN,
+			    "publish: shared folder of %s: out of memory", vm->uuid);
+		return;
+	}
+	w = &vm->share_job->work;
 	if (vw_pub_share_out(vm->share_job)) {
 		share_stall(p, vm);
 		return;
@@ -287,6 +305,8 @@ void vw_pub_vm_share_close(struct vw_publisher *p, struct pub_vm *vm)
 	if (!vm->share_job)
 		return;
 	vw_pub_vm_share_collect(p, vm);
+	if (!vm->share_job)
+		return; /* closed by that (an earlier close waited for its work) */
 	vm->share_close_due = true;
 	vm->share_job->work.leave = true;
 	r = vw_pub_share_out(vm->share_job) || vm->share_job->share.dirfd >= 0 ? share_submit(vm)
@@ -309,10 +329,13 @@ void vw_pub_vm_share_close(struct vw_publisher *p, struct pub_vm *vm)
  */
 int vw_pub_vm_share_remove(struct vw_publisher *p, struct pub_vm *vm)
 {
-	struct vw_pub_share_work *w = &vm->share_job->work;
+	struct vw_pub_share_work *w;
 	int r;
 
 	vw_pub_vm_share_collect(p, vm);
+	if (!share_job(p, vm))
+		return -ENOMEM;
+	w = &vm->share_job->work;
 	w->remove = true;
 	r = share_submit(vm);
 	if (r < 0) {
@@ -345,8 +368,8 @@ void vw_pub_vm_share_round_end(struct vw_publisher *p)
 	}
 }
 
-/* The root open: the folders' pool working in it, each VM's folder work made (a VM added while
- * the root was not open has none). */
+/* The root open: the folders' pool working in it (each VM's folder work made by its next
+ * frame). */
 static int share_root_up(struct vw_publisher *p, int fd)
 {
 	struct vw_pub_share_pool *pool = vw_pub_share_pool_new(fd, p->share_root, p->procfs_fd);
@@ -358,10 +381,6 @@ static int share_root_up(struct vw_publisher *p, int fd)
 	}
 	p->share_fd = fd;
 	p->share_pool = pool;
-	for (size_t i = 0; i < p->n_vms; i++)
-		if (!p->vms[i]->share_job) /* (out of memory: that VM's folder is not written) */
-			p->vms[i]->share_job = vw_pub_share_job_new(pool, p->vms[i]->uuid,
-								    p->share_ifd);
 	return 0;
 }
 

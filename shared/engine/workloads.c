@@ -1403,7 +1403,11 @@ size_t vw_workloads_n_processes(const struct vw_workloads *w)
 
 size_t vw_workloads_n_groups(const struct vw_workloads *w)
 {
-	return w->n_vms;
+	size_t n = 0;
+
+	for (size_t k = 0; k < w->n_vms; k++)
+		n += w->vms[k].listed;
+	return n;
 }
 
 void vw_workloads_table_stats(const struct vw_workloads *w,

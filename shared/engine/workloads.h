@@ -157,6 +157,8 @@ int vw_workloads_each_process(struct vw_workloads *w,
 					   const char *comm, const char *(*exe)(void *at),
 					   void *at),
 			      void *ctx);
+/* How many VMs vw_workloads_group_energy() gives now: those of the latest list, not the gone ones
+ * the registry remembers (a buffer sized to those grew with every VM ever destroyed). */
 size_t vw_workloads_n_groups(const struct vw_workloads *w);
 /* Entries and evictions of the process, container, pod and VM tables (the others untouched). */
 void vw_workloads_table_stats(const struct vw_workloads *w,
