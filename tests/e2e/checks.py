@@ -323,7 +323,9 @@ def learnt_rates(ts, window):
     (ca, ea), (cb, eb) = at(ts - window), at(ts)
     if None in (ca, cb) or cb <= ca or None in ea.values() or None in eb.values():
         return {}
-    return {z: (eb[z] - ea[z]) / (cb - ca) for z in MODEL_ZONES}
+    out = {z: (eb[z] - ea[z]) / (cb - ca) for z in MODEL_ZONES}
+    out["cpu"] = (cb - ca) * 1000 / window  # the VM's CPU then, ms/s: where the model was fitted
+    return out
 
 
 def judge(spans, learnt, cpu, vm_cpu, now, dhs, dgs, pushed, held, busy):
@@ -349,6 +351,10 @@ def judge(spans, learnt, cpu, vm_cpu, now, dhs, dgs, pushed, held, busy):
             "the host gave the VM) x (the J per VM CPU-second while the model learnt / now), "
             "±10 %%"
             % (len(spans), " | ".join(spans)))
+    # The held model's own J per VM CPU-second at the CPU of its window, beside what the host
+    # attributed then (learnt): how well it fitted its window, apart from what changed since.
+    wcpu = learnt.get("cpu")
+    own = kepler_default_joules(wcpu, 1.0, held) if held and wcpu else {}
     rows, bad = [], []
     kep = kepler_default_joules(cpu, MODEL_SPAN)
     for z in MODEL_ZONES:
@@ -367,13 +373,18 @@ def judge(spans, learnt, cpu, vm_cpu, now, dhs, dgs, pushed, held, busy):
         kz = kep.get("total" if z == "platform" else z)
         mz = mine.get(z, mine.get("total" if z == "platform" else z))
         kape = abs(kz - dh) / dh if kz is not None else float("nan")
+        oz = own.get(z, own.get("total" if z == "platform" else z))
         rows.append("%s: host %.3f J, guest on the host's model %.3f J (%.1f %%; guest/host "
                     "allowed %.3f-%.3f), Kepler's default %s J (%s %%), the host's model at "
-                    "the guest's busy CPU %s J"
+                    "the guest's busy CPU %s J; J per VM CPU-second: now %.2f, in the model's "
+                    "window %.2f, the model there (%s ms/s) %s"
                     % (z, dh, dg, 100 * ape, lo, hi,
                        "%.3f" % kz if kz is not None else "n/a",
                        "%.1f" % (100 * kape) if kz is not None else "n/a",
-                       "%.3f" % mz if mz is not None else "n/a"))
+                       "%.3f" % mz if mz is not None else "n/a",
+                       now.get(z, 0), learnt.get(z, 0),
+                       "%.0f" % wcpu if wcpu else "n/a",
+                       "%.2f" % (oz * 1000 / wcpu) if oz is not None and wcpu else "n/a"))
         if not lo <= dg / dh <= hi:
             bad.append("%s: guest/host %.3f, allowed %.3f-%.3f" % (z, dg / dh, lo, hi))
     with open(os.path.join(WORK, "model-mape.txt"), "w") as f:
