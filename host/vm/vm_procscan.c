@@ -256,17 +256,7 @@ struct new_qemu {
 /* Where pid is, or would go, in ps->probed (PID order). */
 static size_t probed_at(const struct procscan *ps, uint32_t pid)
 {
-	size_t lo = 0, hi = ps->n_probed;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ps->probed[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return VW_LOWER_BOUND(ps->probed, 0, ps->n_probed, pid, pid);
 }
 
 /* e remembered as no VM, in PID order (an older identity of its PID replaced). */

@@ -93,6 +93,23 @@ static inline int vw_array_grow(void **arr, size_t elem, size_t n, size_t *cap)
 	return 0;
 }
 
+/*
+ * The first index i in [lo, hi) of an array sorted by its member `field` whose field is not below
+ * key (hi if none): a binary search, inlined for any element type.
+ */
+#define VW_LOWER_BOUND(base, lo, hi, field, key)                                                 \
+	({                                                                                        \
+		size_t vw_lo_ = (lo), vw_hi_ = (hi);                                             \
+		while (vw_lo_ < vw_hi_) {                                                         \
+			size_t vw_mid_ = vw_lo_ + (vw_hi_ - vw_lo_) / 2;                          \
+			if ((base)[vw_mid_].field < (key))                                        \
+				vw_lo_ = vw_mid_ + 1;                                             \
+			else                                                                      \
+				vw_hi_ = vw_mid_;                                                 \
+		}                                                                                 \
+		vw_lo_;                                                                           \
+	})
+
 #define VW_NSEC_PER_SEC 1000000000ULL
 #define VW_NSEC_PER_MSEC 1000000ULL
 #define VW_USEC_PER_SEC 1000000ULL

@@ -379,17 +379,7 @@ static int cmp_tgid_live_first(const void *a, const void *b)
 /* The first index in c->v whose tgid is >= tgid. */
 static size_t live_lower(const struct vw_bpf_live *c, uint32_t tgid)
 {
-	size_t lo = 0, hi = c->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (c->v[mid].tgid < tgid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return VW_LOWER_BOUND(c->v, 0, c->n, tgid, tgid);
 }
 
 int vw_bpf_live_update(struct vw_bpf_live *c, void *buf, size_t len)

@@ -449,15 +449,7 @@ static int cmp_proc(const void *a, const void *b)
 /* The first of procs[lo .. hi) whose PID is not below tgid (hi if none). */
 static size_t lower_bound(const struct vw_workloads *w, uint32_t tgid, size_t lo, size_t hi)
 {
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (w->procs[mid].tgid < tgid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return VW_LOWER_BOUND(w->procs, lo, hi, tgid, tgid);
 }
 
 static struct wl_proc *live_at(struct vw_workloads *w, uint32_t tgid, size_t i, size_t sorted)

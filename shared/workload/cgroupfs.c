@@ -205,19 +205,9 @@ static int cmp_entry(const void *a, const void *b)
 
 static const struct entry *find(const struct entry *e, size_t n, uint64_t id)
 {
-	size_t lo = 0, hi = n;
+	size_t i = VW_LOWER_BOUND(e, 0, n, id, id);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (e[mid].id < id)
-			lo = mid + 1;
-		else if (e[mid].id > id)
-			hi = mid;
-		else
-			return &e[mid];
-	}
-	return NULL;
+	return i < n && e[i].id == id ? &e[i] : NULL;
 }
 
 int vw_cgroupfs_scan(struct vw_cgroupfs *cg)
