@@ -4,6 +4,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include "daemon_base.h"
 #include "energy.h"
@@ -37,6 +39,9 @@ struct vw_host {
 	struct vw_vm_tracker *vms; /* the VMs, their GPUs and groups (vm_tracker.h); NULL: none */
 	struct vw_qemu_trust *qemu_trust; /* --vm.qemu-users, for the VM sources (vm_trust.h) */
 	struct vw_host_passthrough *pt; /* the publisher and its input (passthrough.h) */
+	/* With pt: an epoll set of the publisher's fd and the VM sources' news (libvirt's answer:
+	 * a VM's channel new mid-interval), the loop's wake descriptor; -1: the publisher's fd. */
+	int wake_fd;
 	struct vw_host_training *training; /* --model.train.*: NULL when off */
 };
 
@@ -98,6 +103,31 @@ static int setup_qemu_trust(struct vw_host *h)
 	return h->qemu_trust ? 0 : -errno;
 }
 
+/*
+ * The loop wakes for the publisher's sockets and for the VM sources' news: a restored VM's
+ * channel reaches the publisher when libvirt's answer comes, not at the next interval's end
+ * (its QEMU was listed, without a channel, the interval before). No news descriptor, or no
+ * epoll set: the publisher's own fd, and channels at the intervals.
+ */
+static void setup_wake(struct vw_host *h)
+{
+	int news = vw_vm_tracker_news_fd(h->vms), fd;
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	if (news < 0)
+		return;
+	fd = epoll_create1(EPOLL_CLOEXEC);
+	if (fd >= 0 && epoll_ctl(fd, EPOLL_CTL_ADD, news, &ev) == 0 &&
+	    epoll_ctl(fd, EPOLL_CTL_ADD, vw_publisher_fd(vw_host_passthrough_publisher(h->pt)),
+		      &ev) == 0) {
+		h->wake_fd = fd;
+		return;
+	}
+	vw_info("passthrough: a VM's new channel waits for the interval's end: %m");
+	if (fd >= 0)
+		close(fd);
+}
+
 static int setup_vms(struct vw_host *h)
 {
 	const struct vw_host_config *c = h->cfg;
@@ -144,7 +174,10 @@ static int setup_vms(struct vw_host *h)
 		.lock_dir = nonempty(c->passthrough_lock_dir),
 		.procfs_root = c->common.procfs,
 	};
-	return vw_host_passthrough_new(&po, vw_node_source(h->node, SRC_CPU, 0), &h->pt);
+	r = vw_host_passthrough_new(&po, vw_node_source(h->node, SRC_CPU, 0), &h->pt);
+	if (r == 0)
+		setup_wake(h);
+	return r;
 }
 
 static int setup_workloads(struct vw_host *h)
@@ -203,7 +236,17 @@ static int publisher_fd(void *ud)
 {
 	struct vw_host *h = ud;
 
+	if (h->wake_fd >= 0)
+		return h->wake_fd;
 	return publisher(h) ? vw_publisher_fd(publisher(h)) : -1;
+}
+
+/* A VM source's news mid-interval (vw_vm_tracker_news): the VMs' channels to the publisher. */
+static int channels_listed(void *ud, const struct vw_vm_info *vms, size_t n)
+{
+	struct vw_host *h = ud;
+
+	return vw_host_passthrough_channels(h->pt, vms, n);
 }
 
 static uint64_t publisher_due(void *ud)
@@ -218,7 +261,8 @@ static void publisher_woken(void *ud, uint64_t now_ns, bool fd_ready)
 {
 	struct vw_host *h = ud;
 
-	(void)fd_ready;
+	if (fd_ready && h->wake_fd >= 0)
+		vw_vm_tracker_news(h->vms, channels_listed, h); /* (no news: a read, nothing more) */
 	if (publisher(h))
 		(void)vw_publisher_tick(publisher(h), now_ns, NULL);
 }
@@ -262,6 +306,7 @@ int vw_host_new(const struct vw_host_config *cfg, struct vw_host **ret)
 
 	if (!h)
 		return -ENOMEM;
+	h->wake_fd = -1;
 	h->cfg = cfg;
 	r = vw_daemon_init(&h->d, &cfg->common, &host_hooks, h, true);
 	if (r == 0)
@@ -300,6 +345,7 @@ void vw_host_free(struct vw_host *h)
 	if (!h)
 		return;
 	vw_host_training_free(h->training);
+	vw_closep(&h->wake_fd);
 	vw_host_passthrough_free(h->pt);
 	vw_vm_tracker_free(h->vms);
 	vw_qemu_trust_free(h->qemu_trust); /* (after the sources that counted in it) */

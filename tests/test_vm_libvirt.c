@@ -13,19 +13,25 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <malloc.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "fixture.h"
 #include "log.h"
+#include "passthrough.h"
+#include "publish.h"
 #include "vm_fixture.h"
 #include "vm_libvirt_child.h"
 #include "vm_libvirt_priv.h"
 #include "vm_priv.h"
+#include "vm_tracker.h"
 
 #define UA "11111111-2222-4333-8444-555555555555"
 #define UB "bbbbbbbb-2222-4333-8444-555555555555"
@@ -645,6 +651,83 @@ static void test_start_seen_between_reconciles(void **state)
 	assert_int_equal(c1.reconciles, c0.reconciles + 1);
 	v = list_n(x, 1);
 	assert_string_equal(v[0].channel_path, "/b2.sock");
+	fx_free(x);
+}
+
+/* Whether the source told news since the last look (its news_fd read, so emptied). */
+static bool news_told(struct fx *x)
+{
+	int fd = vw_vm_libvirt_news_fd(x->src);
+	uint64_t count;
+
+	assert_true(fd >= 0);
+	return read(fd, &count, sizeof(count)) == (ssize_t)sizeof(count);
+}
+
+/*
+ * The worker tells the daemon (news_fd) when a reconcile changed what list() says of a domain's
+ * channel (a domain new or started again, its channel's path changed), so that a restored VM's
+ * channel reaches the publisher when libvirt's answer comes, not at the next interval; anything
+ * else is no news: a stop (the interval sees it), a full pass that finds the same, stats.
+ */
+static void test_news(void **state)
+{
+	struct fx *x = fx_alpha(); /* the first reconcile found alpha */
+	struct vw_vm_libvirt_counters c0, c1;
+	struct vw_vm_info *v;
+
+	(void)state;
+	assert_true(news_told(x));
+	assert_false(news_told(x));
+	assert_false(vw_vm_libvirt_vms_seen(x->src, 1)); /* the registry's first round: noted */
+
+	/* The periodic full pass, every XML fetched again, the same: no news. */
+	counters(x, &c0);
+	x->now += 3601 * VW_NSEC_PER_SEC;
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+	counters(x, &c1);
+	assert_int_equal(c1.reconciles, c0.reconciles + 1);
+	assert_int_equal(c1.xml_fetches, c0.xml_fetches + 1);
+	assert_false(news_told(x));
+
+	/* Saved: its QEMU exits; the lists find it gone, then stopped. No news. */
+	fake_stop(&fk, UA);
+	vm_fixture_kill(x->root, 100);
+	v = list_n(x, 1);
+	assert_int_equal(v[0].qemu_pid, 0);
+	v = list_n(x, 1);
+	assert_int_equal(v[0].state, VW_VM_SHUTOFF);
+	list_n(x, 0);
+	assert_false(vw_vm_libvirt_vms_seen(x->src, 0));
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+	assert_false(news_told(x));
+
+	/* Restored: a new QEMU, a new domain ID, its channel at another path. The process scan's
+	 * round reports one VM more: the reconcile that follows is news. */
+	qemu_proc(x, 150, 5500, UA, "alpha");
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, "/a-restored.sock", "/a"));
+	counters(x, &c0);
+	assert_false(vw_vm_libvirt_vms_seen(x->src, 1));
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+	counters(x, &c1);
+	assert_int_equal(c1.reconciles, c0.reconciles + 1);
+	assert_int_equal(c1.news, c0.news + 1);
+	assert_true(news_told(x));
+	v = list_n(x, 1);
+	assert_string_equal(v[0].channel_path, "/a-restored.sock");
+	assert_int_equal(v[0].qemu_pid, 150);
+	assert_false(news_told(x)); /* list() itself tells nothing */
+
+	/* A channel hot-plugged at another path, seen at the periodic pass: news. */
+	pthread_mutex_lock(&fk.mu);
+	free(fake_find(&fk, UA)->xml);
+	fake_find(&fk, UA)->xml = dom_xml("alpha", 2, "/a-plugged.sock", "/a");
+	pthread_mutex_unlock(&fk.mu);
+	x->now += 3601 * VW_NSEC_PER_SEC;
+	assert_int_equal(vw_vm_libvirt_settle(x->src, SETTLE_MS), 0);
+	assert_true(news_told(x));
+	v = list_n(x, 1);
+	assert_string_equal(v[0].channel_path, "/a-plugged.sock");
 	fx_free(x);
 }
 
@@ -1395,6 +1478,7 @@ static const struct vw_vm_source_ops fake_libvirt_ops = {
 	.list = vw_vm_libvirt_list,
 	.close = vw_vm_libvirt_close,
 	.vms_seen = vw_vm_libvirt_vms_seen, /* as the daemon's source */
+	.news_fd = vw_vm_libvirt_news_fd,
 };
 
 /* The registry over these sources (fake libvirt at fake:///system), on x's procfs. */
@@ -1484,6 +1568,181 @@ static void test_local_uri_waits(void **state)
 	assert_true(fk.connect_attempts >= 1);
 	vw_vm_libvirt_close(src);
 	assert_int_equal(fk.loop_refs, 0);
+	fx_free(x);
+}
+
+/* ---- A restore as the daemon sees it: tracker, passthrough, publisher ---- */
+
+/* The daemon's part (host/daemon.c): the VMs each interval (vms_listed: the channel map, the
+ * groups), their energy to the publisher (passthrough's feed), and the news between. */
+struct restore_rig {
+	struct vw_host_passthrough *pt;
+	struct vw_vm_info vms[4]; /* the interval's last list */
+	size_t n;
+	unsigned listed, channels; /* listed(): interval refreshes that handed a list over */
+};
+
+static int rr_listed(void *ud, const struct vw_vm_info *vms, size_t n,
+		     const struct vw_group *groups, size_t n_groups)
+{
+	struct restore_rig *rr = ud;
+
+	(void)groups;
+	(void)n_groups;
+	assert_true(n <= ARRAY_SIZE(rr->vms));
+	memcpy(rr->vms, vms, n * sizeof(*vms));
+	rr->n = n;
+	rr->listed++;
+	return vw_host_passthrough_list(rr->pt, vms, n);
+}
+
+static int rr_channels(void *ud, const struct vw_vm_info *vms, size_t n)
+{
+	struct restore_rig *rr = ud;
+
+	rr->channels++;
+	return vw_host_passthrough_channels(rr->pt, vms, n);
+}
+
+/* The interval's end: the VMs listed, their energy (1 J each) with the listing's channel. */
+static void rr_interval(struct restore_rig *rr, struct vw_vm_tracker *t, uint64_t now)
+{
+	struct vw_publisher *p = vw_host_passthrough_publisher(rr->pt);
+	struct vw_vm_energy e[ARRAY_SIZE(rr->vms)];
+	size_t k = 0;
+
+	vw_vm_tracker_refresh(t, NULL, NULL, rr_listed, rr);
+	for (size_t i = 0; i < rr->n; i++) {
+		if (rr->vms[i].state == VW_VM_SHUTOFF)
+			continue; /* no group: not fed */
+		e[k] = (struct vw_vm_energy){ .n_zones = 1, .qemu_pid = rr->vms[i].qemu_pid,
+					      .qemu_start_time = rr->vms[i].qemu_start_time };
+		memcpy(e[k].uuid, rr->vms[i].uuid, sizeof(e[k].uuid));
+		memcpy(e[k].channel_path, rr->vms[i].channel_path, sizeof(e[k].channel_path));
+		e[k].zones[0] = (struct vw_zone_owner_energy){ .zone = VW_ZONE_PACKAGE,
+							       .active_uj = 1000000 };
+		k++;
+	}
+	assert_int_equal(vw_publisher_update(p, e, k), 0);
+	assert_int_equal(vw_publisher_tick(p, now, NULL), 0);
+}
+
+static int unix_listen(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	assert_true(fd >= 0);
+	assert_true(strlen(path) < sizeof(sa.sun_path));
+	memcpy(sa.sun_path, path, strlen(path));
+	assert_int_equal(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	assert_int_equal(listen(fd, 4), 0);
+	return fd;
+}
+
+static const struct vw_power_source_ops rr_cpu_ops = { .name = "rapl", .measured = true };
+
+/*
+ * virsh save, then restore: the restored VM's QEMU is listed at an interval by the process scan
+ * alone (libvirt's cache dropped the domain at the save), without its channel; that round wakes
+ * libvirt's worker, whose answer (the channel's path) is news: told on the tracker's descriptor,
+ * it reaches the publisher at once (vw_vm_tracker_news), which connects to the new QEMU's
+ * channel and sends its guest a frame before the next interval, where it waited for that
+ * interval's end before. The workloads' groups are not handed over meanwhile (the interval's
+ * refresh does that); no news, nothing listed.
+ */
+static void test_restore_channel_news(void **state)
+{
+	static const struct vw_vm_source_ops *const sources[] = { &fake_libvirt_ops,
+								  &vw_vm_procscan, NULL };
+	struct fx *x = fx_new();
+	struct vw_vm_env env = { .procfs_fd = x->procfd, .libvirt_uri = "fake:///system",
+				 .reconcile_ns = 3600 * VW_NSEC_PER_SEC };
+	/* (rounds 30 s apart: none comes due after the first, which the first interval ticks) */
+	struct vw_publish_opts po = { .period_ns = 30 * VW_NSEC_PER_SEC, .seed = 42, .epoch = 7 };
+	struct vw_power_source cpu = { .ops = &rr_cpu_ops };
+	struct restore_rig rr = { 0 };
+	struct vw_publish_vm_stats st;
+	struct vw_vm_tracker *t;
+	struct pollfd pfd = { .events = POLLIN };
+	char saved_path[256], restored_path[256];
+	uint64_t now = 10 * VW_NSEC_PER_SEC;
+	int lfd, qemu = (int)getpid(); /* the restored QEMU: its listener is this process */
+	unsigned listed;
+	bool pub;
+
+	(void)state;
+	snprintf(saved_path, sizeof(saved_path), "%s/a.sock", x->root);
+	snprintf(restored_path, sizeof(restored_path), "%s/a-restored.sock", x->root);
+	qemu_proc(x, 100, 5000, UA, "alpha");
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, saved_path, "/a"));
+	assert_int_equal(vw_vm_tracker_open_with(&env, sources, -1, &t), 0);
+	assert_int_equal(vw_vm_libvirt_settle(fake_libvirt_src, SETTLE_MS), 0);
+	assert_int_equal(vw_host_passthrough_new(&po, &cpu, &rr.pt), 0);
+	pfd.fd = vw_vm_tracker_news_fd(t);
+	assert_true(pfd.fd >= 0);
+
+	/* Running: listed with its channel (the first reconcile's news taken by the listing). */
+	rr_interval(&rr, t, now);
+	assert_int_equal(rr.n, 1);
+	assert_string_equal(rr.vms[0].channel_path, saved_path);
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	vw_vm_tracker_news(t, rr_channels, &rr);
+	assert_int_equal(rr.channels, 0); /* no news: nothing listed */
+
+	/* Saved: its QEMU exits; gone from the list within a few intervals. */
+	fake_stop(&fk, UA);
+	vm_fixture_kill(x->root, 100);
+	for (int i = 0; i < 4 && rr.n > 0; i++) {
+		now += VW_NSEC_PER_SEC;
+		rr_interval(&rr, t, now);
+	}
+	assert_int_equal(rr.n, 0);
+	assert_int_equal(vw_vm_libvirt_settle(fake_libvirt_src, SETTLE_MS), 0);
+
+	/* Restored: its new QEMU, listed by the process scan at the next interval, no channel. */
+	qemu_proc(x, (uint32_t)qemu, 5500, UA, "alpha");
+	fake_start(&fk, UA, "alpha", dom_xml("alpha", 2, restored_path, "/a"));
+	lfd = unix_listen(restored_path);
+	now += VW_NSEC_PER_SEC;
+	rr_interval(&rr, t, now);
+	assert_int_equal(rr.n, 1);
+	assert_string_equal(rr.vms[0].source, "procscan");
+	assert_string_equal(rr.vms[0].channel_path, "");
+	listed = rr.listed;
+	assert_int_equal(vw_publisher_vm_stats(vw_host_passthrough_publisher(rr.pt), UA, &st), 0);
+	assert_false(st.has_channel);
+	assert_int_equal(st.connects, 0);
+
+	/* ... which woke libvirt's worker: its answer is news, before the next interval. */
+	assert_int_equal(vw_vm_libvirt_settle(fake_libvirt_src, SETTLE_MS), 0);
+	assert_int_equal(poll(&pfd, 1, 0), 1);
+	vw_vm_tracker_news(t, rr_channels, &rr);
+	assert_int_equal(rr.channels, 1);
+	assert_int_equal(rr.listed, listed); /* the groups wait for the interval */
+	assert_int_equal(poll(&pfd, 1, 0), 0);
+	/* The publisher connects and sends the guest its frame at its next tick: no interval. */
+	now += VW_NSEC_PER_SEC / 10;
+	assert_true(vw_publisher_next_wake(vw_host_passthrough_publisher(rr.pt)) <= now);
+	assert_int_equal(vw_publisher_tick(vw_host_passthrough_publisher(rr.pt), now, &pub), 0);
+	assert_false(pub); /* not the round's */
+	assert_int_equal(vw_publisher_vm_stats(vw_host_passthrough_publisher(rr.pt), UA, &st), 0);
+	assert_true(st.has_channel);
+	assert_int_equal(st.connects, 1);
+	assert_int_equal(st.sent, 1);
+
+	/* The next interval hands the list over whole, libvirt's now: the same channel. */
+	now += VW_NSEC_PER_SEC;
+	rr_interval(&rr, t, now);
+	assert_int_equal(rr.listed, listed + 1);
+	assert_string_equal(rr.vms[0].source, "libvirt");
+	assert_string_equal(rr.vms[0].channel_path, restored_path);
+	assert_int_equal(vw_publisher_vm_stats(vw_host_passthrough_publisher(rr.pt), UA, &st), 0);
+	assert_int_equal(st.connects, 1);
+
+	vw_host_passthrough_free(rr.pt);
+	vw_vm_tracker_free(t);
+	close(lfd);
 	fx_free(x);
 }
 
@@ -2049,6 +2308,7 @@ int main(void)
 		cmocka_unit_test(test_start_seen_between_reconciles),
 		cmocka_unit_test(test_missed_stop_without_qemu),
 		cmocka_unit_test(test_stop_before_qemu_found),
+		cmocka_unit_test(test_news),
 		cmocka_unit_test(test_rename),
 		cmocka_unit_test(test_recreate_same_uuid),
 		cmocka_unit_test(test_pid_reuse),
@@ -2062,6 +2322,7 @@ int main(void)
 		cmocka_unit_test(test_domxml_hostdevs),
 		cmocka_unit_test(test_hostdevs_listed),
 		cmocka_unit_test(test_hostdevs_packed),
+		cmocka_unit_test(test_restore_channel_news),
 		cmocka_unit_test(test_merge),
 		cmocka_unit_test(test_dormant_until_a_vm),
 		cmocka_unit_test(test_local_uri_waits),

@@ -97,6 +97,27 @@ int vw_host_passthrough_list(struct vw_host_passthrough *p, const struct vw_vm_i
 	return vw_vm_channels_set(p->channels, vms, n);
 }
 
+int vw_host_passthrough_channels(struct vw_host_passthrough *p, const struct vw_vm_info *vms,
+				 size_t n)
+{
+	int r = vw_vm_channels_set(p->channels, vms, n);
+
+	if (r < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		uint32_t pid;
+		uint64_t start;
+		const char *path;
+
+		if (vms[i].state == VW_VM_SHUTOFF)
+			continue; /* gone: the interval's update closes it */
+		path = vw_vm_channels_find(p->channels, vms[i].uuid, &pid, &start);
+		/* -ENOENT: a VM the publisher does not list yet: it comes with its interval */
+		(void)vw_publisher_set_channel(p->publisher, vms[i].uuid, path, pid, start);
+	}
+	return 0;
+}
+
 /* Room for n VMs in the publisher's buffers (about 1.5 KiB a VM), given back when they shrink to
  * a quarter: a host that ran many VMs once does not keep room for them. */
 static int reserve(struct vw_host_passthrough *p, size_t n)

@@ -36,6 +36,11 @@ struct vw_publisher *vw_host_passthrough_publisher(const struct vw_host_passthro
 /* The VM sources' latest list: each VM's channel. -ENOMEM. */
 int vw_host_passthrough_list(struct vw_host_passthrough *p, const struct vw_vm_info *vms,
 			     size_t n);
+/* The same mid-interval (vw_vm_tracker_news: a VM's channel new): the channel map, and each VM
+ * the publisher lists its channel and QEMU at once (vw_publisher_set_channel: it connects and
+ * sends the VM its frame at its next tick), not at the interval's end. -ENOMEM. */
+int vw_host_passthrough_channels(struct vw_host_passthrough *p, const struct vw_vm_info *vms,
+				 size_t n);
 /* Each VM's share of the interval just attributed to the publisher, and the VMs' models the
  * host refitted this round (PROTOCOL.md §2a). */
 void vw_host_passthrough_interval(struct vw_host_passthrough *p, const struct vw_workloads *w,

@@ -411,6 +411,42 @@ static int vm_open(struct vw_publisher *p, struct pub_vm *vm)
 	return 0;
 }
 
+/*
+ * A listed VM's channel and QEMU as its source lists them (path "": none), and the VM opened when
+ * it is not live (its lock taken). A live VM whose channel is new (another path, or a new QEMU
+ * behind it: started, restored) is connected at once (publish_chan.c: its eager retries) and
+ * gets its frame at the next tick, as a VM just live does (publish_early): a restored VM's path
+ * comes a listing after its QEMU (libvirt's answer), when the round may be a period away.
+ */
+static int vm_channel(struct vw_publisher *p, struct pub_vm *vm, const char *path,
+		      uint32_t qemu_pid, uint64_t qemu_start)
+{
+	bool new_path = strncmp(chan_path(vm), path, CHANNEL_PATH_MAX) != 0;
+	bool new_qemu = vm->qemu_pid != (pid_t)qemu_pid || vm->qemu_start != qemu_start;
+
+	if (new_path) {
+		/* Sized to it: most VMs' are ~80 bytes, or none. */
+		char *copy = path[0] ? strndup(path, CHANNEL_PATH_MAX) : NULL;
+
+		/* (Out of memory: the old one, until the next round.) */
+		if (copy || !path[0]) {
+			free(vm->channel_path);
+			vm->channel_path = copy;
+		}
+	}
+	vm->qemu_pid = (pid_t)qemu_pid;
+	vm->qemu_start = qemu_start;
+	if (!vm->live)
+		return vm_open(p, vm); /* (early: its frame at the next tick) */
+	vw_pub_chan_set_qemu(&vm->chan, vm->qemu_pid, vm->qemu_start, p->now_ns);
+	vw_pub_chan_set_path(&vm->chan, p->epfd, chan_path(vm), p->now_ns);
+	if ((new_path || new_qemu) && vm->chan.path[0]) {
+		vm->early = true;
+		vw_pub_chan_drop_unsent(&vm->chan); /* the early frame is newer */
+	}
+	return 0;
+}
+
 /* Add the caller's interval to the VM's accumulators: the only place on the VM's path where
  * intervals become the counters its guest reads (one per epoch, restarted at the lock). */
 static void vm_take_zones(struct pub_vm *vm, const struct vw_vm_energy *in)
@@ -454,27 +490,21 @@ static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in, siz
 	}
 	vm->listed = true;
 	vm->gone_ns = 0;
-	if (strncmp(chan_path(vm), in->channel_path, CHANNEL_PATH_MAX) != 0) {
-		/* Sized to it: most VMs' are ~80 bytes, or none. */
-		char *path = in->channel_path[0] ? strndup(in->channel_path, CHANNEL_PATH_MAX) : NULL;
-
-		/* (Out of memory: the old one, until the next round.) */
-		if (path || !in->channel_path[0]) {
-			free(vm->channel_path);
-			vm->channel_path = path;
-		}
-	}
-	vm->qemu_pid = (pid_t)in->qemu_pid;
-	vm->qemu_start = in->qemu_start_time;
-	r = vm_open(p, vm);
-	if (vm->live) {
-		vw_pub_chan_set_qemu(&vm->chan, vm->qemu_pid, vm->qemu_start, p->now_ns);
-		vw_pub_chan_set_path(&vm->chan, p->epfd, chan_path(vm), p->now_ns);
-		if (p->share_fd >= 0)
-			vw_pub_vm_check_export(vm, in);
-	}
+	r = vm_channel(p, vm, in->channel_path, in->qemu_pid, in->qemu_start_time);
+	if (vm->live && p->share_fd >= 0)
+		vw_pub_vm_check_export(vm, in);
 	vm_take_zones(vm, in);
 	return r;
+}
+
+int vw_publisher_set_channel(struct vw_publisher *p, const char *uuid, const char *path,
+			     uint32_t qemu_pid, uint64_t qemu_start)
+{
+	struct pub_vm *vm = uuid ? vm_find(p, uuid) : NULL;
+
+	if (!vm || !vm->listed)
+		return -ENOENT;
+	return vm_channel(p, vm, path ? path : "", qemu_pid, qemu_start);
 }
 
 /*

@@ -142,9 +142,20 @@ void vw_publisher_free(struct vw_publisher *p);
  * The VMs now and their energy since the previous update (each interval given once: the
  * publisher adds them up, per epoch). VMs missing from the list are closed (their state is
  * kept retain_ns, so one that comes back continues its counters); a changed channel_path
- * reconnects. Invalid UUIDs are skipped: -EINVAL after processing the rest.
+ * (or a new QEMU behind it) reconnects, and the VM's frame goes out at the next tick. Invalid
+ * UUIDs are skipped: -EINVAL after processing the rest.
  */
 int vw_publisher_update(struct vw_publisher *p, const struct vw_vm_energy *vms, size_t n);
+
+/*
+ * A VM listed in the latest update, its channel and QEMU new between updates (path "": none;
+ * the VM source's answer came mid-interval: a VM restored): as update() would take them, with
+ * no energy. A new channel (another path, or a new QEMU behind it) is connected at the next
+ * tick, and the VM's frame goes out then, not at the next round (update() does the same).
+ * -ENOENT for a VM not listed (the next update() lists it).
+ */
+int vw_publisher_set_channel(struct vw_publisher *p, const char *uuid, const char *path,
+			     uint32_t qemu_pid, uint64_t qemu_start);
 
 /*
  * Service sockets (drain guest bytes, finish writes, reconnect when due) and publish when due.

@@ -144,6 +144,15 @@ void vw_pub_chan_set_path(struct vw_pub_chan *c, int epfd, const char *path, uin
 	c->eager_until_ns = path[0] ? now_ns + CHAN_EAGER_WINDOW_NS : 0;
 }
 
+void vw_pub_chan_drop_unsent(struct vw_pub_chan *c)
+{
+	if (!c->next_unsent)
+		return;
+	c->next_unsent = false;
+	c->next.len = 0; /* (a connect would send it again) */
+	c->st.replaced++;
+}
+
 /* A whole frame went out on this connection. */
 static void frame_sent(struct vw_pub_chan *c)
 {

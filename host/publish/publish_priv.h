@@ -131,6 +131,9 @@ void vw_pub_chan_event(struct vw_pub_chan *c, int epfd, uint32_t events, uint64_
  * QEMU means a new socket), a disconnected channel is retried at once when it changed. */
 void vw_pub_chan_set_qemu(struct vw_pub_chan *c, pid_t qemu_pid, uint64_t qemu_start,
 			  uint64_t now_ns);
+/* A newer frame comes at the next tick (the channel new: publish_early): the unsent one is
+ * dropped (counted replaced), not sent on connecting just before it. */
+void vw_pub_chan_drop_unsent(struct vw_pub_chan *c);
 /* Connect when disconnected and the retry time has come. */
 void vw_pub_chan_poll(struct vw_pub_chan *c, int epfd, uint64_t now_ns);
 /* The directory events that may replace or remove a socket or lock file. */

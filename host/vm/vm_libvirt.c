@@ -98,11 +98,17 @@ static bool libvirt_vms_seen(void *state, size_t n)
 	return vw_vm_libvirt_vms_seen(((struct source *)state)->core, n);
 }
 
+static int libvirt_news_fd(void *state)
+{
+	return vw_vm_libvirt_news_fd(((struct source *)state)->core);
+}
+
 const struct vw_vm_source_ops vw_vm_libvirt = {
 	.name = "libvirt",
 	.open = libvirt_open,
 	.list = libvirt_list,
 	.close = libvirt_close,
 	.vms_seen = libvirt_vms_seen,
+	.news_fd = libvirt_news_fd,
 	.options = &libvirt_options,
 };

@@ -19,8 +19,9 @@
  * QEMU process, found before, is gone (how a stop is seen without events), and every
  * stats_every_ns (30 s) unless every QEMU is found (then the reconcile brings them). A start is
  * seen by the other sources (the process scan finds its QEMU): vms_seen() then asks for a
- * reconcile. A pause or resume shows at the next stats (paused and running VMs are accounted
- * alike). QEMU PIDs (and vCPU counts the XML lacks) come from procfs in
+ * reconcile, whose answer (the domain's channel) is news: news_fd tells the daemon, which lists
+ * at once rather than at its next interval (a restored VM's channel to the publisher). A pause
+ * or resume shows at the next stats (paused and running VMs are accounted alike). QEMU PIDs (and vCPU counts the XML lacks) come from procfs in
  * the caller's thread: libvirt has no API for the PID (the pid file and status XML under
  * /run/libvirt are root-only and per-driver), so the QEMU whose -uuid is the domain's is found
  * by a scan of command lines, kept with its start time and rechecked on every list() (a reused
@@ -33,7 +34,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "log.h"
 #include "macro.h"
@@ -72,6 +75,10 @@ struct lv {
 	char *uri;
 	char hypervisor[16]; /* when the XML says nothing */
 	uint64_t reconcile_ns, backoff_min_ns, backoff_max_ns, list_timeout_ns, stats_every_ns;
+	/* An eventfd the worker signals when a reconcile changed what list() says of a domain
+	 * that matters to the publisher (new, started again, its channel or share): the daemon
+	 * lists then, not at the next interval (vw_vm_libvirt_news_fd); -1: none. */
+	int news_fd;
 
 	pthread_mutex_t mu; /* everything below */
 	pthread_cond_t wake, done;
@@ -216,14 +223,18 @@ static void apply_xml(struct lv *lv, struct vw_vm_info *info, const struct fetch
 	info->owner = x.owner;
 }
 
-/* A listed domain into the table: new, or a known UUID started again (new ID: new QEMU). */
-static int apply_listed(struct lv *lv, const struct fetched *f)
+/* A listed domain into the table: new, or a known UUID started again (new ID: new QEMU).
+ * *ret_news: set when list() now says something new of its channel: the domain is new or
+ * started again, or its channel's or share's path changed. */
+static int apply_listed(struct lv *lv, const struct fetched *f, bool *ret_news)
 {
 	struct dom *d = find_dom(lv, f->dom.uuid);
 	struct vw_vm_info info;
+	char was_chan[sizeof(info.channel_path)] = "", was_share[sizeof(info.share_dir)] = "";
 	int r;
 
 	if (!d) {
+		*ret_news = true;
 		if (vw_array_grow((void **)&lv->doms, sizeof(*lv->doms), lv->n_doms, &lv->cap_doms) < 0)
 			return -ENOMEM;
 		d = &lv->doms[lv->n_doms++];
@@ -236,9 +247,12 @@ static int apply_listed(struct lv *lv, const struct fetched *f)
 	if (d->gone && d->id == f->dom.id)
 		return 0; /* listed just before its stats found it stopped: they were right */
 	vw_vm_unpack(&d->info, &info);
+	memcpy(was_chan, info.channel_path, sizeof(was_chan));
+	memcpy(was_share, info.share_dir, sizeof(was_share));
 	if (d->gone || d->id != f->dom.id) {
 		struct vw_vm_info keep = info;
 
+		*ret_news = true;
 		memset(&info, 0, sizeof(info));
 		memcpy(info.uuid, keep.uuid, VW_UUID_LEN);
 		memcpy(info.source, keep.source, sizeof(keep.source));
@@ -253,6 +267,8 @@ static int apply_listed(struct lv *lv, const struct fetched *f)
 	vw_vm_name_sanitize(info.name, sizeof(info.name), f->dom.name, sizeof(f->dom.name));
 	if (f->have_xml)
 		apply_xml(lv, &info, f);
+	if (strcmp(was_chan, info.channel_path) != 0 || strcmp(was_share, info.share_dir) != 0)
+		*ret_news = true;
 	r = vw_vm_pack(&info, &d->info);
 	if (r < 0) {
 		/* Its fixed fields at least; its strings, and its XML, at the next pass. */
@@ -360,6 +376,16 @@ static void fetch_xml(struct lv *lv, void *conn, struct fetched *f)
 	f->have_xml = true; /* a bad document is not fetched again until the next full pass */
 }
 
+/* Wake the daemon: list() has news for it (lock held; the stats are applied by then). */
+static void tell_news(struct lv *lv)
+{
+	uint64_t one = 1;
+
+	lv->counters.news++;
+	if (lv->news_fd >= 0 && write(lv->news_fd, &one, sizeof(one)) < 0)
+		vw_debug("vm: libvirt: news not told: %m"); /* (EAGAIN: told already, unread) */
+}
+
 static void reconcile_pass(struct lv *lv, bool full)
 {
 	_cleanup_free_ struct vw_virt_dom *doms = NULL;
@@ -367,6 +393,7 @@ static void reconcile_pass(struct lv *lv, bool full)
 	_cleanup_free_ bool *want = NULL;
 	void *conn = lv->conn;
 	char msg[256] = "";
+	bool news = false;
 	size_t n = 0;
 	int r;
 
@@ -402,7 +429,7 @@ static void reconcile_pass(struct lv *lv, bool full)
 	pthread_mutex_lock(&lv->mu);
 	for (size_t i = 0; i < n; i++) {
 		lv->counters.xml_fetches += want[i];
-		if (apply_listed(lv, &f[i]) < 0)
+		if (apply_listed(lv, &f[i], &news) < 0)
 			vw_warn("vm: libvirt: out of memory for domain %s", f[i].dom.uuid);
 	}
 	/* Known domains not listed have stopped; stats below would find the same. */
@@ -419,6 +446,8 @@ static void reconcile_pass(struct lv *lv, bool full)
 	for (size_t i = 0; i < n; i++)
 		vw_vm_packed_free(&f[i].xml);
 	refresh_stats(lv);
+	if (news)
+		tell_news(lv);
 }
 
 static void reconcile(struct lv *lv, bool full)
@@ -580,6 +609,8 @@ static int open_lv(const struct vw_vm_env *env, const struct vw_virt_api *api, v
 	lv = calloc(1, sizeof(*lv));
 	if (!lv)
 		return -ENOMEM;
+	/* (None: the daemon lists at its intervals only, as before.) */
+	lv->news_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	lv->api = api;
 	lv->data = data;
 	lv->procfd = env->procfs_fd;
@@ -698,7 +729,15 @@ void vw_vm_libvirt_close(void *state)
 		vw_vm_packed_free(&lv->doms[i].info);
 	free(lv->doms);
 	free(lv->uri);
+	vw_closep(&lv->news_fd);
 	free(lv);
+}
+
+int vw_vm_libvirt_news_fd(void *state)
+{
+	const struct lv *lv = state;
+
+	return lv ? lv->news_fd : -1;
 }
 
 /* Whether list() needs fresh stats (lock held): stats_every_ns passed, the QEMU of a domain the

@@ -71,6 +71,10 @@ int vw_vm_libvirt_open_local(const struct vw_vm_env *env, const struct vw_virt_a
  * (its first connection waited for, as at open): true then, if it started. */
 bool vw_vm_libvirt_vms_seen(void *state, size_t n);
 int vw_vm_libvirt_list(void *state, struct vw_vm_info **ret, size_t *ret_n);
+/* An eventfd (non-blocking; the caller reads it, never closes it) readable once a reconcile
+ * changed what list() says of a domain's channel: a domain new or started again (a restore), its
+ * channel's or share's path changed. -1: none (no eventfd could be made). */
+int vw_vm_libvirt_news_fd(void *state);
 void vw_vm_libvirt_close(void *state);
 
 /* ---- For tests ---- */
@@ -78,6 +82,7 @@ void vw_vm_libvirt_close(void *state);
 struct vw_vm_libvirt_counters {
 	bool connected;
 	unsigned connects, connect_failures, reconciles, xml_fetches, stats_fetches;
+	unsigned news; /* reconciles that told news_fd */
 	uint64_t next_connect_ns; /* when the next attempt is due (vw_now_ns() clock) */
 };
 

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "config.h"
 #include "log.h"
@@ -347,4 +348,29 @@ int vw_vms_list(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n)
 		r = list_round(v, ret, ret_n);
 	}
 	return r;
+}
+
+int vw_vms_news_fd(const struct vw_vms *v)
+{
+	for (size_t i = 0; v && i < v->n; i++) {
+		int fd = v->ops[i]->news_fd ? v->ops[i]->news_fd(v->state[i]) : -1;
+
+		if (fd >= 0)
+			return fd;
+	}
+	return -1;
+}
+
+bool vw_vms_news(struct vw_vms *v)
+{
+	bool news = false;
+
+	for (size_t i = 0; v && i < v->n; i++) {
+		int fd = v->ops[i]->news_fd ? v->ops[i]->news_fd(v->state[i]) : -1;
+		uint64_t count;
+
+		/* (an eventfd: one read takes the count and empties it) */
+		news |= fd >= 0 && read(fd, &count, sizeof(count)) == (ssize_t)sizeof(count);
+	}
+	return news;
 }

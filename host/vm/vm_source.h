@@ -177,6 +177,10 @@ struct vw_vm_source_ops {
 	 */
 	int (*list_each)(void *state, int (*each)(void *ctx, const struct vw_vm_info *vm),
 			 void *ctx);
+	/* Optional: an eventfd (non-blocking, the source's) readable when list() has news for
+	 * the VMs' channels since it was last read: a VM started or restored, its channel's path
+	 * new (libvirt's, which learns it off the daemon's thread); -1: none now. */
+	int (*news_fd)(void *state);
 };
 
 /* ops's options struct in env->configs, or NULL. */
@@ -200,6 +204,12 @@ struct vw_vms;
 struct vw_vms *vw_vms_open(const struct vw_vm_env *env);
 void vw_vms_close(struct vw_vms *v);
 int vw_vms_list(struct vw_vms *v, struct vw_vm_info **ret, size_t *ret_n);
+/* A descriptor readable when a source has news for the VMs' channels (its news_fd: libvirt's,
+ * the only one that has one), or -1. */
+int vw_vms_news_fd(const struct vw_vms *v);
+/* Whether a source told news since the last call (its news_fd read empty): a list() now
+ * says something new of a VM's channel. */
+bool vw_vms_news(struct vw_vms *v);
 
 /*
  * KubeVirt (vm_kubevirt.c): each VM whose QEMU runs in a pod (pod_uid) is named by its

@@ -28,12 +28,19 @@ struct vw_vm_tracker {
 
 int vw_vm_tracker_open(const struct vw_vm_env *env, int sysfs_fd, struct vw_vm_tracker **ret)
 {
+	return vw_vm_tracker_open_with(env, vw_vm_sources, sysfs_fd, ret);
+}
+
+int vw_vm_tracker_open_with(const struct vw_vm_env *env,
+			    const struct vw_vm_source_ops *const *sources, int sysfs_fd,
+			    struct vw_vm_tracker **ret)
+{
 	struct vw_vm_tracker *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return -ENOMEM;
 	t->trust = env->qemu_trust;
-	t->vms = vw_vms_open(env);
+	t->vms = vw_vms_open_with(env, sources);
 	if (!t->vms) {
 		int r = errno ? -errno : -ENODEV;
 
@@ -105,6 +112,7 @@ void vw_vm_tracker_refresh(struct vw_vm_tracker *t, struct vw_podmeta *pm,
 
 	if (!t)
 		return;
+	(void)vw_vms_news(t->vms); /* this listing tells it (news after it are told again) */
 	r = vw_vms_list(t->vms, &vms, &n);
 	if (r < 0) {
 		vw_complain(&t->complaint, VW_LOG_WARN, "vm: listing VMs: %s", strerror(-r));
@@ -126,6 +134,29 @@ void vw_vm_tracker_refresh(struct vw_vm_tracker *t, struct vw_podmeta *pm,
 		vw_complain(&t->complaint, VW_LOG_WARN, "vm: out of memory tracking VMs");
 	else
 		t->delivered = true;
+}
+
+int vw_vm_tracker_news_fd(const struct vw_vm_tracker *t)
+{
+	return t ? vw_vms_news_fd(t->vms) : -1;
+}
+
+void vw_vm_tracker_news(struct vw_vm_tracker *t, vw_vm_channels_fn channels, void *ud)
+{
+	_cleanup_free_ struct vw_vm_info *vms = NULL;
+	size_t n = 0;
+	int r;
+
+	if (!t || !vw_vms_news(t->vms))
+		return;
+	r = vw_vms_list(t->vms, &vms, &n);
+	if (r < 0) {
+		vw_complain(&t->complaint, VW_LOG_WARN, "vm: listing VMs: %s", strerror(-r));
+		return; /* the interval's refresh lists again */
+	}
+	/* Not kept, not grouped: the interval's refresh hands the VMs over whole, as it does. */
+	if (channels(ud, vms, n) < 0)
+		vw_complain(&t->complaint, VW_LOG_WARN, "vm: out of memory tracking VMs");
 }
 
 bool vw_vm_tracker_vgpu_owner(void *ud, const struct vw_gpu_vgpu_energy *e, char id[VW_UUID_LEN])

@@ -21,6 +21,10 @@ struct vw_vm_tracker;
 /* The VM sources that open (env) and the VFIO view (sysfs_fd). -ENODEV (errno's, when another)
  * when no VM source opens: nothing is kept. */
 int vw_vm_tracker_open(const struct vw_vm_env *env, int sysfs_fd, struct vw_vm_tracker **ret);
+/* The same over these sources (NULL-terminated, in preference order): tests' fakes. */
+int vw_vm_tracker_open_with(const struct vw_vm_env *env,
+			    const struct vw_vm_source_ops *const *sources, int sysfs_fd,
+			    struct vw_vm_tracker **ret);
 void vw_vm_tracker_free(struct vw_vm_tracker *t);
 
 /* Told each new list, with its VMs' groups (info_labels): < 0 is out of memory (said). */
@@ -36,6 +40,19 @@ typedef int (*vw_vm_listed_fn)(void *ud, const struct vw_vm_info *vms, size_t n,
  */
 void vw_vm_tracker_refresh(struct vw_vm_tracker *t, struct vw_podmeta *pm,
 			   const char *const *info_labels, vw_vm_listed_fn listed, void *ud);
+
+/*
+ * Mid-interval news of the VMs' channels (vw_vms_news: libvirt's answer came, a VM started or
+ * restored, its channel new): a descriptor readable then (poll it; -1: none, t NULL too), and
+ * the handling: when a source told news, list the VMs now and hand them to channels(), for the
+ * publisher's channel map only (< 0: out of memory, said). The list is neither kept nor
+ * grouped: the workloads' groups change at the interval's refresh alone (vw_workloads_set_groups
+ * is called before each interval's update), which hands the VMs over whole as always. No news:
+ * nothing listed. vw_vm_tracker_refresh() takes pending news too (its list says them).
+ */
+typedef int (*vw_vm_channels_fn)(void *ud, const struct vw_vm_info *vms, size_t n);
+int vw_vm_tracker_news_fd(const struct vw_vm_tracker *t);
+void vw_vm_tracker_news(struct vw_vm_tracker *t, vw_vm_channels_fn channels, void *ud);
 
 /* The listed VM a vGPU serves (vw_vm_vgpu_owner), its UUID into id; ud: the tracker. */
 bool vw_vm_tracker_vgpu_owner(void *ud, const struct vw_gpu_vgpu_energy *e, char id[VW_UUID_LEN]);
