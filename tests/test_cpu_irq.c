@@ -133,6 +133,9 @@ static void test_timer_wakes(void **state)
 	int cpu = (int)sysconf(_SC_NPROCESSORS_ONLN) - 1, st, r;
 	uint64_t u0, u1, irq = 0, cont_ns = 0, p0, p1, pirq = 0, proc_ns = 0, ua, uc, pa, pb;
 	uint64_t cont_cpu0 = 0, cont_cpu1 = 0, proc_cpu0 = 0, proc_cpu1 = 0;
+	uint64_t procs_sum = 0, cgroups_sum = 0, top_ns = 0, untracked = 0;
+	uint32_t top_tgid = 0;
+	size_t n_irq_procs = 0;
 	struct vw_cpu_accountant acc;
 	struct vw_cpu_snapshot snap;
 	struct vw_cgroupfs *cg;
@@ -193,6 +196,19 @@ static void test_timer_wakes(void **state)
 		if (snap.irq_procs[i].tgid == (uint32_t)victim)
 			pirq = snap.irq_procs[i].ns;
 	irq = snap_irq(&snap, (uint64_t)sa.st_ino);
+	/* Said where the victim's process shows no interrupts (once in ~50 loaded runs, not
+	 * explained): whether the read's two maps still add up alike, and who has the most. */
+	for (size_t i = 0; i < snap.n_irq_procs; i++) {
+		procs_sum += snap.irq_procs[i].ns;
+		if (snap.irq_procs[i].ns > top_ns) {
+			top_ns = snap.irq_procs[i].ns;
+			top_tgid = snap.irq_procs[i].tgid;
+		}
+	}
+	for (size_t i = 0; i < snap.n_irq; i++)
+		cgroups_sum += snap.irq[i].ns;
+	n_irq_procs = snap.n_irq_procs;
+	untracked = snap.irq_untracked_spans[VW_CPU_IRQ_PROCESS];
 	for (size_t i = 0; i < snap.n_irq && getenv("VW_TEST_VERBOSE"); i++)
 		print_message("# irq cgroup %llu: %llu ns (A is %llu)\n", (unsigned long long)snap.irq[i].cgroup_id, (unsigned long long)snap.irq[i].ns, (unsigned long long)sa.st_ino);
 	assert_int_equal(vw_workloads_update(w, &snap, none, 2000000000), 0);
@@ -226,8 +242,14 @@ static void test_timer_wakes(void **state)
 		fail_msg("the victim's cgroup paid %.3f s of interrupts, below 2 %% of its %.3f s",
 			 (double)irq / 1e9, (double)(u1 - u0) / 1e9);
 	if (pirq * 50 < p1 - p0)
-		fail_msg("the victim paid %.3f s of interrupts, below 2 %% of its %.3f s",
-			 (double)pirq / 1e9, (double)(p1 - p0) / 1e9);
+		fail_msg("the victim paid %.3f s of interrupts, below 2 %% of its %.3f s (the read's "
+			 "processes %zu, their interrupts %.3f s, the cgroups' %.3f s; the most: PID "
+			 "%u, %.3f s; the victim PID %d, the attacker %d, this test %d; %llu spans "
+			 "found the process map full)",
+			 (double)pirq / 1e9, (double)(p1 - p0) / 1e9, n_irq_procs,
+			 (double)procs_sum / 1e9, (double)cgroups_sum / 1e9, top_tgid,
+			 (double)top_ns / 1e9, (int)victim, (int)attacker, (int)getpid(),
+			 (unsigned long long)untracked);
 	/* At most what the victim ran from before the registry's interval to after it (pa to
 	 * p1), less its interrupts; 20 ms of slack for the accountant's running slice, where
 	 * the interrupts are 80 ms here. */
