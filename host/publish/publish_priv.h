@@ -505,6 +505,14 @@ int vw_pub_inotify_drain(int fd,
 				    uint64_t now_ns, size_t *hint),
 			 struct vw_publisher *p, uint64_t now_ns);
 
+/* The VMs' locks, from the publisher's thread (publish_vm_lock.c): the watches' events read
+ * before a round, the lock directory opened (0 or -errno, said), and a VM's lock taken: true when
+ * it is ours (or there is no lock directory); the VM's counters of this epoch start when the lock
+ * is first taken (what it used while another process published it is that process's). */
+void vw_pub_watch_drain(struct vw_publisher *p);
+int vw_pub_lock_dir_open(struct vw_publisher *p);
+bool vw_pub_vm_lock(struct vw_publisher *p, struct pub_vm *vm);
+
 /* A VM's shared folder, from the publisher's thread (publish_share_vm.c): the export's check
  * asked (at an update), the watch's news read (before a round), the folder's work collected,
  * the round's frame handed over, the folder closed (the VM goes) or removed (forgotten,
