@@ -320,7 +320,7 @@ struct vw_pub_share_job {
 	/* the pool's, under its lock */
 	struct vw_pub_share_pool *pool;
 	struct vw_pub_share_job *next; /* queued */
-	bool out;      /* submitted, not collected */
+	bool out;      /* submitted, not collected (the publisher alone writes it) */
 	bool back;     /* done, not collected */
 	bool waited;   /* the publisher waits for it (this round's) */
 	bool running;  /* a worker runs it */
@@ -343,11 +343,15 @@ void vw_pub_share_job_free(struct vw_pub_share_job *j);
 /* Hand the work over: -EBUSY while the previous work is out, -errno when no worker could be
  * started (then nothing is out). */
 int vw_pub_share_submit(struct vw_pub_share_job *j);
+/* The same, queued without waking an idle worker: the next vw_pub_share_wait() does (a round's
+ * work, a piece per VM, woken once). A worker already awake may take it before. */
+int vw_pub_share_queue(struct vw_pub_share_job *j);
 /* Is the work out (submitted, not collected)? */
 bool vw_pub_share_out(struct vw_pub_share_job *j);
 /* True once when the work came back: its results are the publisher's to read. */
 bool vw_pub_share_collect(struct vw_pub_share_job *j);
-/* Wait until the work submitted since the last give-up is back, at most timeout_ns. */
+/* Wake the idle workers for the work queued, then wait until the work submitted since the last
+ * give-up is back, at most timeout_ns. */
 void vw_pub_share_wait(struct vw_pub_share_pool *pool, uint64_t timeout_ns);
 /* True when the job's work was waited for and is not back: no longer waited for. */
 bool vw_pub_share_give_up(struct vw_pub_share_job *j);

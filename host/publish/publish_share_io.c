@@ -6,6 +6,9 @@
  * answer is one per stalled VM, never one per round. Workers start when work waits and none is
  * free, up to VW_PUB_SHARE_WORKERS besides those stuck, and leave when more than that are free.
  * The pool is freed by the publisher or, when a worker is still out then, by the last worker.
+ * A round's work is queued without waking a worker each (vw_pub_share_queue()) and the idle
+ * workers woken once, by the round's wait; a job back wakes the publisher only when it was the
+ * last one waited for: two futex wake-ups a round, not two a VM (bench/README.md, 2026-11-30).
  * The share root's own open runs on a thread of its own, before the pool has a root to work in.
  */
 #include <errno.h>
@@ -198,11 +201,10 @@ static void job_back(struct vw_pub_share_pool *pool, struct vw_pub_share_job *j)
 {
 	if (j->stuck)
 		pool->stuck--;
-	if (j->waited)
-		pool->waited--;
+	if (j->waited && --pool->waited == 0)
+		pthread_cond_broadcast(&pool->back); /* (the publisher waits for them all) */
 	j->running = j->stuck = j->waited = false;
 	j->back = true;
-	pthread_cond_broadcast(&pool->back);
 	if (j->orphan) {
 		/* (its watch, on the publisher's inotify fd, is left: the publisher may be gone) */
 		j->share.wd = -1;
@@ -274,7 +276,7 @@ static int spawn(struct vw_pub_share_pool *pool)
 	return 0;
 }
 
-int vw_pub_share_submit(struct vw_pub_share_job *j)
+static int submit(struct vw_pub_share_job *j, bool wake)
 {
 	struct vw_pub_share_pool *pool = j->pool;
 	int r;
@@ -296,25 +298,34 @@ int vw_pub_share_submit(struct vw_pub_share_job *j)
 	j->out = j->waited = true;
 	j->back = false;
 	pool->waited++;
-	pthread_cond_signal(&pool->work);
+	if (wake)
+		pthread_cond_signal(&pool->work);
 	pthread_mutex_unlock(&pool->mu);
 	return 0;
 }
 
+int vw_pub_share_submit(struct vw_pub_share_job *j)
+{
+	return submit(j, true);
+}
+
+int vw_pub_share_queue(struct vw_pub_share_job *j)
+{
+	return submit(j, false);
+}
+
+/* out is written by the publisher alone (submit, collect), the thread that asks. */
 bool vw_pub_share_out(struct vw_pub_share_job *j)
 {
-	bool out;
-
-	pthread_mutex_lock(&j->pool->mu);
-	out = j->out;
-	pthread_mutex_unlock(&j->pool->mu);
-	return out;
+	return j->out;
 }
 
 bool vw_pub_share_collect(struct vw_pub_share_job *j)
 {
 	bool back;
 
+	if (!j->out)
+		return false;
 	pthread_mutex_lock(&j->pool->mu);
 	back = j->out && j->back;
 	if (back)
@@ -328,6 +339,8 @@ void vw_pub_share_wait(struct vw_pub_share_pool *pool, uint64_t timeout_ns)
 	uint64_t deadline = mono_ns() + timeout_ns;
 
 	pthread_mutex_lock(&pool->mu);
+	if (pool->head && pool->idle)
+		pthread_cond_broadcast(&pool->work); /* the work queued (vw_pub_share_queue()) */
 	while (pool->waited > 0 && wait_until(&pool->back, &pool->mu, deadline))
 		;
 	pthread_mutex_unlock(&pool->mu);

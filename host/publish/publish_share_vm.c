@@ -206,8 +206,8 @@ void vw_pub_vm_share_collect(struct vw_publisher *p, struct pub_vm *vm)
 }
 
 /* Hand the work over (the folder's watch's news first; the last work collected): 0, -EBUSY
- * (the last is still out), -errno. */
-static int share_submit(struct pub_vm *vm)
+ * (the last is still out), -errno. queue: a round's, its worker woken by the round's end. */
+static int share_submit(struct pub_vm *vm, bool queue)
 {
 	struct vw_pub_share_job *j = vm->share_job;
 	struct vw_pub_share_work *w = &j->work;
@@ -225,7 +225,7 @@ static int share_submit(struct pub_vm *vm)
 		w->export_pid = vm->share_export_pid;
 		vm->share_export_due = false;
 	}
-	return vw_pub_share_submit(j);
+	return queue ? vw_pub_share_queue(j) : vw_pub_share_submit(j);
 }
 
 /* The round's frame, its energy_uj files, and model.json when due, handed to the folder's work;
@@ -283,7 +283,7 @@ void vw_pub_vm_share_frame(struct vw_publisher *p, struct pub_vm *vm,
 	w->max_gap_ns = max_gap_ns(p);
 	w->max_range_uj = p->max_range_uj;
 	w->write = true;
-	r = share_submit(vm);
+	r = share_submit(vm, true); /* (every publish_vm() is followed by the round's end) */
 	if (r < 0) {
 		w->write = false;
 		vm->share_errors++;
@@ -309,7 +309,7 @@ void vw_pub_vm_share_close(struct vw_publisher *p, struct pub_vm *vm)
 		return; /* closed by that (an earlier close waited for its work) */
 	vm->share_close_due = true;
 	vm->share_job->work.leave = true;
-	r = vw_pub_share_out(vm->share_job) || vm->share_job->share.dirfd >= 0 ? share_submit(vm)
+	r = vw_pub_share_out(vm->share_job) || vm->share_job->share.dirfd >= 0 ? share_submit(vm, false)
 										: -ENOENT;
 	if (r < 0) {
 		vm->share_job->work.leave = false;
@@ -337,7 +337,7 @@ int vw_pub_vm_share_remove(struct vw_publisher *p, struct pub_vm *vm)
 		return -ENOMEM;
 	w = &vm->share_job->work;
 	w->remove = true;
-	r = share_submit(vm);
+	r = share_submit(vm, false);
 	if (r < 0) {
 		w->remove = false;
 		return r;
