@@ -309,8 +309,10 @@ void vw_pub_vm_share_close(struct vw_publisher *p, struct pub_vm *vm)
 		return; /* closed by that (an earlier close waited for its work) */
 	vm->share_close_due = true;
 	vm->share_job->work.leave = true;
-	r = vw_pub_share_out(vm->share_job) || vm->share_job->share.dirfd >= 0 ? share_submit(vm, false)
-										: -ENOENT;
+	if (vw_pub_share_out(vm->share_job) || vm->share_job->share.dirfd >= 0)
+		r = share_submit(vm, false);
+	else
+		r = -ENOENT;
 	if (r < 0) {
 		vm->share_job->work.leave = false;
 		if (r != -EBUSY) { /* never opened, or no worker: closed now */
