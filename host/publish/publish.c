@@ -64,13 +64,13 @@ static int check_opts(const struct vw_publish_opts *o)
 	return 0;
 }
 
-static bool build_frame(const struct vw_publisher *p, const struct pub_vm *vm,
+static bool build_frame(const struct vw_publisher *p, const struct vw_pub_vm *vm,
 			struct vw_host_frame *f);
 
 /* The encoder refuses what a guest would reject (epoch, source, model): try a dummy frame. */
 static bool opts_encodable(const struct vw_publisher *p)
 {
-	struct pub_vm vm = { .uuid = "00000000-0000-0000-0000-000000000000" };
+	struct vw_pub_vm vm = { .uuid = "00000000-0000-0000-0000-000000000000" };
 	struct vw_host_frame f;
 	char buf[VW_PROTO_MAX_FRAME];
 	size_t len;
@@ -146,12 +146,12 @@ fail:
 
 #define CHANNEL_PATH_MAX 255 /* bytes of a channel's path kept (struct vw_vm_energy's) */
 
-static const char *chan_path(const struct pub_vm *vm)
+static const char *chan_path(const struct vw_pub_vm *vm)
 {
 	return vm->channel_path ? vm->channel_path : "";
 }
 
-static void vm_close(struct vw_publisher *p, struct pub_vm *vm)
+static void vm_close(struct vw_publisher *p, struct vw_pub_vm *vm)
 {
 	if (!vm->live)
 		return;
@@ -162,7 +162,7 @@ static void vm_close(struct vw_publisher *p, struct pub_vm *vm)
 	vm->model_share_due = vm->model_line != NULL; /* the folder is written again when back */
 }
 
-static void vm_free(struct vw_publisher *p, struct pub_vm *vm)
+static void vm_free(struct vw_publisher *p, struct vw_pub_vm *vm)
 {
 	vm_close(p, vm);
 	vw_pub_share_job_free(vm->share_job); /* one out: freed by its worker when back */
@@ -193,7 +193,7 @@ void vw_publisher_free(struct vw_publisher *p)
 	free(p);
 }
 
-static struct pub_vm *vm_find(const struct vw_publisher *p, const char *uuid)
+static struct vw_pub_vm *vm_find(const struct vw_publisher *p, const char *uuid)
 {
 	for (size_t i = 0; i < p->n_vms; i++)
 		if (strcmp(p->vms[i]->uuid, uuid) == 0)
@@ -201,9 +201,9 @@ static struct pub_vm *vm_find(const struct vw_publisher *p, const char *uuid)
 	return NULL;
 }
 
-static struct pub_vm *vm_add(struct vw_publisher *p, const char *uuid)
+static struct vw_pub_vm *vm_add(struct vw_publisher *p, const char *uuid)
 {
-	struct pub_vm *vm;
+	struct vw_pub_vm *vm;
 
 	if (vw_array_grow((void **)&p->vms, sizeof(*p->vms), p->n_vms, &p->cap_vms) < 0)
 		return NULL;
@@ -218,7 +218,7 @@ static struct pub_vm *vm_add(struct vw_publisher *p, const char *uuid)
 }
 
 /* Open the VM's channel and folder once its lock is ours: 0 (open or waiting), -errno. */
-static int vm_open(struct vw_publisher *p, struct pub_vm *vm)
+static int vm_open(struct vw_publisher *p, struct vw_pub_vm *vm)
 {
 	struct vw_publish_vm_stats was;
 	int r;
@@ -258,7 +258,7 @@ static int vm_open(struct vw_publisher *p, struct pub_vm *vm)
  * gets its frame at the next tick, as a VM just live does (publish_early): a restored VM's path
  * comes a listing after its QEMU (libvirt's answer), when the round may be a period away.
  */
-static int vm_channel(struct vw_publisher *p, struct pub_vm *vm, const char *path,
+static int vm_channel(struct vw_publisher *p, struct vw_pub_vm *vm, const char *path,
 		      uint32_t qemu_pid, uint64_t qemu_start)
 {
 	bool new_path = strncmp(chan_path(vm), path, CHANNEL_PATH_MAX) != 0;
@@ -289,13 +289,13 @@ static int vm_channel(struct vw_publisher *p, struct pub_vm *vm, const char *pat
 
 /* Add the caller's interval to the VM's accumulators: the only place on the VM's path where
  * intervals become the counters its guest reads (one per epoch, restarted at the lock). */
-static void vm_take_zones(struct pub_vm *vm, const struct vw_vm_energy *in)
+static void vm_take_zones(struct vw_pub_vm *vm, const struct vw_vm_energy *in)
 {
 	for (size_t z = 0; z < VW_ZONE__WIRE_COUNT; z++)
 		vm->z[z].listed = false;
 	for (size_t i = 0; i < in->n_zones && i < VW_ZONE__WIRE_COUNT; i++) {
 		const struct vw_zone_owner_energy *iz = &in->zones[i];
-		struct pub_zone *z;
+		struct vw_pub_zone *z;
 
 		if ((unsigned)iz->zone >= VW_ZONE__WIRE_COUNT || vm->z[iz->zone].listed)
 			continue;
@@ -312,7 +312,7 @@ static void vm_take_zones(struct pub_vm *vm, const struct vw_vm_energy *in)
  * looked at first. */
 static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in, size_t hint)
 {
-	struct pub_vm *vm;
+	struct vw_pub_vm *vm;
 	int r;
 
 	if (!vw_proto_uuid_valid(in->uuid)) {
@@ -340,7 +340,7 @@ static int update_one(struct vw_publisher *p, const struct vw_vm_energy *in, siz
 int vw_publisher_set_channel(struct vw_publisher *p, const char *uuid, const char *path,
 			     uint32_t qemu_pid, uint64_t qemu_start)
 {
-	struct pub_vm *vm = uuid ? vm_find(p, uuid) : NULL;
+	struct vw_pub_vm *vm = uuid ? vm_find(p, uuid) : NULL;
 
 	if (!vm || !vm->listed)
 		return -ENOENT;
@@ -354,7 +354,7 @@ int vw_publisher_set_channel(struct vw_publisher *p, const char *uuid, const cha
  * hypervisor's folders and lock files are those of its VMs of the last retain_ns, not of every
  * VM since boot (tmpfs: memory).
  */
-static void vm_remove_files(struct vw_publisher *p, struct pub_vm *vm)
+static void vm_remove_files(struct vw_publisher *p, struct vw_pub_vm *vm)
 {
 	struct vw_pub_lock_holder h = { 0 };
 	bool share = p->share_fd >= 0 && vm->share_writes > 0;
@@ -388,7 +388,7 @@ static void prune(struct vw_publisher *p)
 	for (size_t i = 0; i < p->n_vms; i++)
 		gone += !p->vms[i]->listed;
 	for (size_t i = 0; i < p->n_vms; i++) {
-		struct pub_vm *vm = p->vms[i];
+		struct vw_pub_vm *vm = p->vms[i];
 		bool timely = p->now_ns - vm->gone_ns >= p->retain_ns;
 		bool expired = !vm->listed && (timely || gone > PUB_MAX_RETAINED);
 
@@ -417,7 +417,7 @@ int vw_publisher_update(struct vw_publisher *p, const struct vw_vm_energy *vms, 
 			ret = r;
 	}
 	for (size_t i = 0; i < p->n_vms; i++) {
-		struct pub_vm *vm = p->vms[i];
+		struct vw_pub_vm *vm = p->vms[i];
 
 		if (!vm->listed && vm->live) {
 			vm_close(p, vm);
@@ -451,7 +451,7 @@ static double round_power(const struct vw_publisher *p, double w)
 }
 
 /* The VM's frame: its own zones only, rounded. False when it has nothing to say. */
-static bool build_frame(const struct vw_publisher *p, const struct pub_vm *vm,
+static bool build_frame(const struct vw_publisher *p, const struct vw_pub_vm *vm,
 			struct vw_host_frame *f)
 {
 	*f = (struct vw_host_frame){
@@ -464,7 +464,7 @@ static bool build_frame(const struct vw_publisher *p, const struct pub_vm *vm,
 	memcpy(f->source, p->source, sizeof(f->source));
 	memcpy(f->model, p->model, sizeof(f->model));
 	for (size_t z = 0; z < VW_ZONE__WIRE_COUNT; z++) {
-		const struct pub_zone *pz = &vm->z[z];
+		const struct vw_pub_zone *pz = &vm->z[z];
 
 		if (!pz->listed)
 			continue;
@@ -481,7 +481,7 @@ static bool build_frame(const struct vw_publisher *p, const struct pub_vm *vm,
 
 /* Our lock file removed or replaced (someone cleaned the directory): another process may hold
  * the new one, so stop, and take it again (or be refused) on the next tick. */
-static bool lock_lost(struct vw_publisher *p, struct pub_vm *vm)
+static bool lock_lost(struct vw_publisher *p, struct vw_pub_vm *vm)
 {
 	if (!p->lock_dir || (p->lock_wd >= 0 && !p->watch_dirty))
 		return false;
@@ -499,7 +499,7 @@ static bool lock_lost(struct vw_publisher *p, struct pub_vm *vm)
 
 /* The frame, and the VM's model line after it when due: new, a reconnected guest's (nothing
  * delivered on this connection yet), or every VW_PUBLISH_MODEL_RESEND rounds. */
-static void offer_with_model(struct vw_publisher *p, struct pub_vm *vm, const char *frame,
+static void offer_with_model(struct vw_publisher *p, struct vw_pub_vm *vm, const char *frame,
 			     size_t len, uint64_t now_ns)
 {
 	char buf[VW_PUB_CHAN_MAX_OFFER];
@@ -516,7 +516,7 @@ static void offer_with_model(struct vw_publisher *p, struct pub_vm *vm, const ch
 		vm->model_rounds = 0;
 }
 
-static void publish_vm(struct vw_publisher *p, struct pub_vm *vm, uint64_t now_ns)
+static void publish_vm(struct vw_publisher *p, struct vw_pub_vm *vm, uint64_t now_ns)
 {
 	struct vw_host_frame f;
 	char buf[VW_PROTO_MAX_FRAME];
@@ -558,7 +558,7 @@ static void publish_early(struct vw_publisher *p, uint64_t now_ns)
 	bool any = false;
 
 	for (size_t i = 0; i < p->n_vms; i++) {
-		struct pub_vm *vm = p->vms[i];
+		struct vw_pub_vm *vm = p->vms[i];
 
 		if (!vm->early || !vm->listed || !vm->live)
 			continue;
@@ -611,7 +611,7 @@ int vw_publisher_tick(struct vw_publisher *p, uint64_t now_ns, bool *ret_publish
 	p->now_ns = now_ns;
 	r = service_sockets(p, now_ns);
 	for (size_t i = 0; i < p->n_vms; i++) {
-		struct pub_vm *vm = p->vms[i];
+		struct vw_pub_vm *vm = p->vms[i];
 		int e = vm->listed && !vm->live ? vm_open(p, vm) : 0; /* a lock refused before */
 
 		vw_pub_vm_share_collect(p, vm);
@@ -662,7 +662,7 @@ uint64_t vw_publisher_next_due(const struct vw_publisher *p)
 	uint64_t t = p->started ? p->next_due_ns : 0;
 
 	for (size_t i = 0; i < p->n_vms; i++) {
-		const struct pub_vm *vm = p->vms[i];
+		const struct vw_pub_vm *vm = p->vms[i];
 
 		if (vm->listed && vm->live)
 			t = VW_MIN(t, vm->early && p->started ? p->now_ns
@@ -678,7 +678,7 @@ uint64_t vw_publisher_next_wake(const struct vw_publisher *p)
 	uint64_t t = UINT64_MAX; /* a round would publish to nobody */
 
 	for (size_t i = 0; i < p->n_vms; i++) {
-		const struct pub_vm *vm = p->vms[i];
+		const struct vw_pub_vm *vm = p->vms[i];
 		uint64_t expiry = vm->gone_ns + p->retain_ns;
 
 		if (vm->listed)
@@ -705,7 +705,7 @@ int vw_publisher_set_model(struct vw_publisher *p, const char *uuid, const char 
 			   const char *body, size_t len)
 {
 	_cleanup_free_ struct vw_model_frame *m = calloc(1, sizeof(*m));
-	struct pub_vm *vm = uuid ? vm_find(p, uuid) : NULL;
+	struct vw_pub_vm *vm = uuid ? vm_find(p, uuid) : NULL;
 	char line[VW_PROTO_MAX_FRAME], *copy;
 	size_t n;
 	int r;
@@ -740,7 +740,7 @@ int vw_publisher_set_model(struct vw_publisher *p, const char *uuid, const char 
 	return 0;
 }
 
-static void vm_stats(const struct vw_publisher *p, const struct pub_vm *vm,
+static void vm_stats(const struct vw_publisher *p, const struct vw_pub_vm *vm,
 		     struct vw_publish_vm_stats *ret)
 {
 	*ret = vm->chan.st;
@@ -761,7 +761,7 @@ static void vm_stats(const struct vw_publisher *p, const struct pub_vm *vm,
 int vw_publisher_vm_stats(const struct vw_publisher *p, const char *uuid,
 			  struct vw_publish_vm_stats *ret)
 {
-	const struct pub_vm *vm = uuid ? vm_find(p, uuid) : NULL;
+	const struct vw_pub_vm *vm = uuid ? vm_find(p, uuid) : NULL;
 
 	if (!vm)
 		return -ENOENT;
@@ -793,7 +793,7 @@ void vw_publisher_stats(const struct vw_publisher *p, struct vw_publish_stats *r
 	ret->share_root = p->share_root != NULL;
 	ret->share_root_stalled = p->share_root_stalled;
 	for (size_t i = 0; i < p->n_vms; i++) {
-		const struct pub_vm *vm = p->vms[i];
+		const struct vw_pub_vm *vm = p->vms[i];
 
 		if (vm->listed && vm->live && vm->share_writable > 0)
 			ret->share_writable_vms++;

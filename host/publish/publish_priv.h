@@ -412,14 +412,14 @@ bool vw_pub_lock_still_ours(const struct vw_pub_lock *l, int dir_fd, const char 
 
 /* ---- the publisher's state (publish.c; each VM's folder side: publish_share_vm.c) ---- */
 
-struct pub_zone {
+struct vw_pub_zone {
 	bool present;                  /* ever seen */
 	bool listed;                   /* in the latest update */
 	uint64_t acc_idle, acc_active; /* the caller's intervals added up (this epoch) */
 	double idle_w, active_w;
 };
 
-struct pub_vm {
+struct vw_pub_vm {
 	char uuid[VW_UUID_LEN];
 	bool listed; /* in the latest update */
 	bool live;   /* lock held, channel and folder open */
@@ -429,7 +429,7 @@ struct pub_vm {
 	char *channel_path; /* as listed (at most 255 bytes), NULL: none; connected while live */
 	pid_t qemu_pid;     /* as listed: the channel's listener must be this QEMU */
 	uint64_t qemu_start; /* ... started then (/proc/PID/stat starttime; 0 unknown) */
-	struct pub_zone z[VW_ZONE__WIRE_COUNT];
+	struct vw_pub_zone z[VW_ZONE__WIRE_COUNT];
 	struct vw_pub_chan chan;
 	/* Its folder and the work on it, done off this thread (publish_share_io.c; NULL: no
 	 * share root). What the folder's watch said meanwhile is kept here and handed over with
@@ -491,7 +491,7 @@ struct vw_publisher {
 	char *procfs_root;      /* channels connect through <procfs>/self/fd/N (publish_peer.c) */
 	uint64_t peer_rejected; /* channel listeners refused, all VMs */
 	struct vw_complaint lock_dir_complaint;
-	struct pub_vm **vms;
+	struct vw_pub_vm **vms;
 	size_t n_vms, cap_vms;
 	uint64_t seq, next_due_ns, now_ns;
 	bool started;
@@ -515,20 +515,20 @@ int vw_pub_inotify_drain(int fd,
  * is first taken (what it used while another process published it is that process's). */
 void vw_pub_watch_drain(struct vw_publisher *p);
 int vw_pub_lock_dir_open(struct vw_publisher *p);
-bool vw_pub_vm_lock(struct vw_publisher *p, struct pub_vm *vm);
+bool vw_pub_vm_lock(struct vw_publisher *p, struct vw_pub_vm *vm);
 
 /* A VM's shared folder, from the publisher's thread (publish_share_vm.c): the export's check
  * asked (at an update), the watch's news read (before a round), the folder's work collected,
  * the round's frame handed over, the folder closed (the VM goes) or removed (forgotten,
  * waited for VW_PUB_SHARE_WAIT_NS at most), and the round's work waited for at its end. */
-void vw_pub_vm_check_export(struct pub_vm *vm, const struct vw_vm_energy *in);
+void vw_pub_vm_check_export(struct vw_pub_vm *vm, const struct vw_vm_energy *in);
 void vw_pub_vm_share_drain(struct vw_publisher *p, uint64_t now_ns);
-void vw_pub_vm_share_collect(struct vw_publisher *p, struct pub_vm *vm);
-void vw_pub_vm_share_frame(struct vw_publisher *p, struct pub_vm *vm,
+void vw_pub_vm_share_collect(struct vw_publisher *p, struct vw_pub_vm *vm);
+void vw_pub_vm_share_frame(struct vw_publisher *p, struct vw_pub_vm *vm,
 			   const struct vw_host_frame *f, const char *buf, size_t len,
 			   uint64_t now_ns);
-void vw_pub_vm_share_close(struct vw_publisher *p, struct pub_vm *vm);
-int vw_pub_vm_share_remove(struct vw_publisher *p, struct pub_vm *vm);
+void vw_pub_vm_share_close(struct vw_publisher *p, struct vw_pub_vm *vm);
+int vw_pub_vm_share_remove(struct vw_publisher *p, struct vw_pub_vm *vm);
 void vw_pub_vm_share_round_end(struct vw_publisher *p);
 /* The share root opened (a new open waited for timeout_ns, one still out looked at): 0 open
  * (the folders' pool made, each VM's folder work with it), -EINPROGRESS its file system does

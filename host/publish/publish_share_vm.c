@@ -22,7 +22,7 @@
  * file system may not answer); a guest that can is said (rate-limited over all VMs) and
  * counted while listed (virtwatt_passthrough_share_writable_vms).
  */
-void vw_pub_vm_check_export(struct pub_vm *vm, const struct vw_vm_energy *in)
+void vw_pub_vm_check_export(struct vw_pub_vm *vm, const struct vw_vm_energy *in)
 {
 	bool same = strcmp(vm->share_export ? vm->share_export : "", in->share_dir) == 0 &&
 		    vm->share_export_ro == in->share_readonly;
@@ -46,7 +46,7 @@ void vw_pub_vm_check_export(struct pub_vm *vm, const struct vw_vm_energy *in)
 }
 
 /* The answer, back from the folder's work. */
-static void export_checked(struct vw_publisher *p, struct pub_vm *vm, int writable)
+static void export_checked(struct vw_publisher *p, struct vw_pub_vm *vm, int writable)
 {
 	vm->share_writable = writable;
 	if (vm->share_writable < 0)
@@ -71,7 +71,7 @@ static uint64_t max_gap_ns(const struct vw_publisher *p)
 	return ns < (double)VW_PUBLISH_MIN_PERIOD_NS ? VW_PUBLISH_MIN_PERIOD_NS : (uint64_t)ns + 1;
 }
 
-static struct pub_vm *vm_by_wd(const struct vw_publisher *p, int wd, size_t *hint)
+static struct vw_pub_vm *vm_by_wd(const struct vw_publisher *p, int wd, size_t *hint)
 {
 	for (size_t k = 0; k < p->n_vms; k++) {
 		size_t i = (*hint + k) % p->n_vms;
@@ -90,7 +90,7 @@ static struct pub_vm *vm_by_wd(const struct vw_publisher *p, int wd, size_t *hin
 static void share_event(struct vw_publisher *p, const struct inotify_event *ev, uint64_t now_ns,
 			size_t *hint)
 {
-	struct pub_vm *vm;
+	struct vw_pub_vm *vm;
 
 	if (ev->mask & IN_Q_OVERFLOW) {
 		for (size_t i = 0; i < p->n_vms; i++) {
@@ -120,7 +120,7 @@ void vw_pub_vm_share_drain(struct vw_publisher *p, uint64_t now_ns)
 
 /* A round the VM's folder was not written in time: its work not back within
  * VW_PUB_SHARE_WAIT_NS (given up on), or still out from an earlier round. Said once a stall. */
-static void share_stall(struct vw_publisher *p, struct pub_vm *vm)
+static void share_stall(struct vw_publisher *p, struct vw_pub_vm *vm)
 {
 	vm->share_timeouts++;
 	if (vm->share_stalled)
@@ -139,7 +139,7 @@ static void share_stall(struct vw_publisher *p, struct pub_vm *vm)
  * line, KiBs, and 600 bytes more), what the folder's next open needs kept in the VM: a gone VM is
  * remembered for the retain period, its folder's work is made again by its next frame. Not while
  * its work is out. */
-static void share_closed(struct pub_vm *vm)
+static void share_closed(struct vw_pub_vm *vm)
 {
 	struct vw_pub_share_job *j = vm->share_job;
 
@@ -152,7 +152,7 @@ static void share_closed(struct pub_vm *vm)
 
 /* The VM's folder work, made with what its folder kept where it has none: NULL when the share
  * root is not open, or out of memory. */
-static struct vw_pub_share_job *share_job(struct vw_publisher *p, struct pub_vm *vm)
+static struct vw_pub_share_job *share_job(struct vw_publisher *p, struct vw_pub_vm *vm)
 {
 	if (!vm->share_job && p->share_pool &&
 	    (vm->share_job = vw_pub_share_job_new(p->share_pool, vm->uuid, p->share_ifd)))
@@ -161,7 +161,7 @@ static struct vw_pub_share_job *share_job(struct vw_publisher *p, struct pub_vm 
 }
 
 /* What the folder's work did, once back: counted and said here, on the publisher's thread. */
-void vw_pub_vm_share_collect(struct vw_publisher *p, struct pub_vm *vm)
+void vw_pub_vm_share_collect(struct vw_publisher *p, struct vw_pub_vm *vm)
 {
 	struct vw_pub_share_work *w;
 	int r;
@@ -207,7 +207,7 @@ void vw_pub_vm_share_collect(struct vw_publisher *p, struct pub_vm *vm)
 
 /* Hand the work over (the folder's watch's news first; the last work collected): 0, -EBUSY
  * (the last is still out), -errno. queue: a round's, its worker woken by the round's end. */
-static int share_submit(struct pub_vm *vm, bool queue)
+static int share_submit(struct vw_pub_vm *vm, bool queue)
 {
 	struct vw_pub_share_job *j = vm->share_job;
 	struct vw_pub_share_work *w = &j->work;
@@ -230,7 +230,7 @@ static int share_submit(struct pub_vm *vm, bool queue)
 
 /* The round's frame, its energy_uj files, and model.json when due, handed to the folder's work;
  * a folder whose last work is still out is not written this round (counted: share_stall). */
-void vw_pub_vm_share_frame(struct vw_publisher *p, struct pub_vm *vm,
+void vw_pub_vm_share_frame(struct vw_publisher *p, struct vw_pub_vm *vm,
 			   const struct vw_host_frame *f, const char *buf, size_t len,
 			   uint64_t now_ns)
 {
@@ -298,7 +298,7 @@ void vw_pub_vm_share_frame(struct vw_publisher *p, struct pub_vm *vm,
  * vw_pub_vm_share_round_end()), or, while earlier work is out, when that is back
  * (vw_pub_vm_share_collect()).
  */
-void vw_pub_vm_share_close(struct vw_publisher *p, struct pub_vm *vm)
+void vw_pub_vm_share_close(struct vw_publisher *p, struct vw_pub_vm *vm)
 {
 	int r;
 
@@ -329,7 +329,7 @@ void vw_pub_vm_share_close(struct vw_publisher *p, struct pub_vm *vm)
  * earlier work is still out, -ETIMEDOUT when this is not back by then (its file system does not
  * answer: the removal goes on, or not, without us), else vw_pub_share_remove()'s answer.
  */
-int vw_pub_vm_share_remove(struct vw_publisher *p, struct pub_vm *vm)
+int vw_pub_vm_share_remove(struct vw_publisher *p, struct vw_pub_vm *vm)
 {
 	struct vw_pub_share_work *w;
 	int r;
@@ -361,7 +361,7 @@ void vw_pub_vm_share_round_end(struct vw_publisher *p)
 		return;
 	vw_pub_share_wait(p->share_pool, VW_PUB_SHARE_WAIT_NS);
 	for (size_t i = 0; i < p->n_vms; i++) {
-		struct pub_vm *vm = p->vms[i];
+		struct vw_pub_vm *vm = p->vms[i];
 
 		if (vm->share_job && vw_pub_share_give_up(vm->share_job))
 			share_stall(p, vm);

@@ -107,7 +107,7 @@ int vw_pub_lock_dir_open(struct vw_publisher *p)
 	return 0;
 }
 
-static void lock_refused(struct vw_publisher *p, struct pub_vm *vm,
+static void lock_refused(struct vw_publisher *p, struct vw_pub_vm *vm,
 			 const struct vw_pub_lock_holder *h)
 {
 	char pid[32] = "pid unknown";
@@ -126,7 +126,7 @@ static void lock_refused(struct vw_publisher *p, struct pub_vm *vm,
 		    vm->uuid, pid, h->note, p->lock_dir, vm->uuid);
 }
 
-bool vw_pub_vm_lock(struct vw_publisher *p, struct pub_vm *vm)
+bool vw_pub_vm_lock(struct vw_publisher *p, struct vw_pub_vm *vm)
 {
 	struct vw_pub_lock_holder h = { 0 };
 	int r;
