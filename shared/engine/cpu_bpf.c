@@ -134,7 +134,7 @@ struct bpf_state {
 	uint32_t batch_cap;
 	struct vw_bpf_cpu *cpu_a; /* the per-CPU value, ncpus */
 	uint64_t stats_seen[VW_BPF_STAT__COUNT];
-	struct vw_complaint stats_complaint;
+	struct vw_complaint stats_complaint, stats_note; /* a loss (warned); nothing lost (said) */
 	uint64_t irq_seen[4]; /* the interrupt maps' stats at irq_check()'s last warning */
 	struct vw_complaint irq_complaint;
 	/* Per-process counters: none of this is used when hw_mask is 0. */
@@ -931,8 +931,13 @@ int vw_cpu_bpf_pending(void *state, uint32_t tgid, uint64_t *ret)
 	return r == -ENOENT ? 0 : r;
 }
 
-/* The slow paths' counters, logged when they moved; true where exit events were lost since the
- * last call (or the counters could not be read): this read takes the whole map. */
+/*
+ * The slow paths' counters, logged when they moved: a loss warned, a slow path that lost
+ * nothing said at info (a full exits ring, or a thread the kernel gave no task storage, whose
+ * slot the BPF side keeps in its per-thread hash: a nested program on the CPU, seen once under
+ * load in a packaged daemon's journal). True where exit events were lost since the last call (or
+ * the counters could not be read): this read takes the whole map.
+ */
 static bool check_stats(struct bpf_state *s)
 {
 	static const char *const what[VW_BPF_STAT__COUNT] = {
@@ -942,33 +947,39 @@ static bool check_stats(struct bpf_state *s)
 		[VW_BPF_STAT_RING_LOST] = "exit events that found the exits ring full (the "
 					  "per-process map read whole instead: nothing lost)",
 		[VW_BPF_STAT_TASK_HASHED] = "threads without task storage (their slot kept in "
-					    "the fallback hash instead: nothing lost)",
+					    "the per-thread hash instead: nothing lost)",
 	};	/* The interrupt maps' are irq_check()'s. */
+	static const bool lossless[VW_BPF_STAT__COUNT] = {
+		[VW_BPF_STAT_RING_LOST] = true,
+		[VW_BPF_STAT_TASK_HASHED] = true,
+	};
 	uint32_t zero = 0;
-	bool news = false;
-	char msg[512] = "";
-	size_t used = 0;
+	char msg[2][512] = { "", "" }; /* [lossless] */
+	size_t used[2] = { 0, 0 };
 	uint64_t lost = s->stats_seen[VW_BPF_STAT_RING_LOST];
 
 	if (vw_bpf_map_lookup_elem(s->fd[VW_BPF_FD_CPUS], &zero, s->cpu_a) < 0)
 		return true;
 
 	for (uint32_t k = 0; k < VW_BPF_STAT__COUNT; k++) {
+		size_t m = lossless[k];
 		uint64_t sum = 0;
 
 		for (int i = 0; i < s->ncpus; i++)
 			sum += s->cpu_a[i].stats[k];
-		if (what[k] && sum != s->stats_seen[k] && used < sizeof(msg)) {
-			int w = snprintf(msg + used, sizeof(msg) - used, "%s%s: %llu", used ? ", " : "",
-					 what[k], (unsigned long long)(sum - s->stats_seen[k]));
+		if (what[k] && sum != s->stats_seen[k] && used[m] < sizeof(msg[m])) {
+			int w = snprintf(msg[m] + used[m], sizeof(msg[m]) - used[m], "%s%s: %llu",
+					 used[m] ? ", " : "", what[k],
+					 (unsigned long long)(sum - s->stats_seen[k]));
 
-			used += w > 0 ? (size_t)w : 0;
-			news = true;
+			used[m] += w > 0 ? (size_t)w : 0;
 		}
 		s->stats_seen[k] = sum;
 	}
-	if (news)
-		vw_complain(&s->stats_complaint, VW_LOG_WARN, "cpu: bpf: %s", msg);
+	if (used[0])
+		vw_complain(&s->stats_complaint, VW_LOG_WARN, "cpu: bpf: %s", msg[0]);
+	if (used[1])
+		vw_complain(&s->stats_note, VW_LOG_INFO, "cpu: bpf: %s", msg[1]);
 	return s->stats_seen[VW_BPF_STAT_RING_LOST] != lost;
 }
 
@@ -1265,7 +1276,7 @@ static bool slots_procfs_off(int procfd)
 		host = false;
 	}
 	if (!host)
-		vw_info("cpu: bpf: the fallback hash is not swept: the procfs root is not the host's "
+		vw_info("cpu: bpf: the per-thread hash is not swept: the procfs root is not the host's "
 			"PID namespace's with every process shown (%s, %s); a thread slot whose free "
 			"never comes stays taken",
 			vw_pidns_mode_name(ns.mode), ns.how);
@@ -1319,12 +1330,12 @@ static void slots_sweep(struct bpf_state *s, struct vw_cpu_snapshot *snap)
 		r = vw_slot_sweep_run(&s->slots, s->slot_buf, s->n_slot_buf, vw_now_ns());
 	if (r > 0)
 		vw_complain(&s->slots_complaint, VW_LOG_WARN,
-			    "cpu: bpf: %d threads' slots in the fallback hash removed: their "
+			    "cpu: bpf: %d threads' slots in the per-thread hash removed: their "
 			    "threads are gone from /proc and their free never came (counted in "
 			    "virtwatt_cpu_accounting_stale_slots_removed_total)",
 			    r);
 	else if (r < 0)
-		vw_debug("cpu: bpf: sweep the fallback hash: %s", strerror(-r));
+		vw_debug("cpu: bpf: sweep the per-thread hash: %s", strerror(-r));
 	snap->stale_slots = s->slots.removed;
 }
 
