@@ -192,30 +192,27 @@ enum vw_pub_frame_why vw_pub_frame_decide(const struct vw_pub_frame_state *s, un
 					  uint64_t now_ns, uint64_t max_gap_ns);
 const char *vw_pub_frame_why_name(enum vw_pub_frame_why why);
 
+/* What a closed folder keeps for a VM that comes back, or for its removal: its energy_uj files'
+ * offsets and last values, the folder's time as left. A gone VM holds this (vw_pub_vm), not its
+ * folder's work (600 bytes), for the hour it is remembered. */
+struct vw_pub_share_kept {
+	uint64_t offset_uj[VW_PUB_RAPL__COUNT]; /* energy_uj found at first sight (continued) */
+	uint64_t last_uj[VW_PUB_RAPL__COUNT];   /* last value written, unwrapped */
+	bool primed[VW_PUB_RAPL__COUNT];        /* offset read back (once per process) */
+	bool left_known;            /* left_mtime read when the folder was last left */
+	struct timespec left_mtime; /* the folder's mtime then: its last change was ours */
+};
+
 struct vw_pub_share {
 	int dirfd;                        /* <share_root>/<uuid>, -1 until opened */
 	int ifd, wd;                      /* the publisher's inotify fd (or -1), the folder's watch */
 	struct vw_pub_frame_state frame;  /* when frame.json was written and opened */
 	int zone_fd[VW_PUB_RAPL__COUNT];  /* intel-rapl:0, intel-rapl:0:0; -1 until opened */
-	uint64_t offset_uj[VW_PUB_RAPL__COUNT]; /* energy_uj found at first sight (continued) */
-	uint64_t last_uj[VW_PUB_RAPL__COUNT];   /* last value written, unwrapped */
-	bool primed[VW_PUB_RAPL__COUNT];        /* offset read back (once per process) */
-	bool written[VW_PUB_RAPL__COUNT];       /* energy_uj holds last_uj (since the zone opened) */
+	struct vw_pub_share_kept kept;    /* what outlives the folder's open */
+	bool written[VW_PUB_RAPL__COUNT]; /* energy_uj holds kept.last_uj (since the zone opened) */
 	bool no_fsync; /* the folder is on tmpfs or ramfs, where fsync() does nothing */
-	bool left_known;          /* left_mtime read when the folder was last left */
-	struct timespec left_mtime; /* the folder's mtime then: its last change was ours */
 	long pid;      /* this process's, for the temps' names (NAME.tmp.PID), asked once */
 	struct vw_complaint complaint;
-};
-
-/* What a closed folder keeps for a VM that comes back, or for its removal: its energy_uj files'
- * offsets and last values, the folder's time as left. A gone VM holds this, not its folder's
- * work (600 bytes) for the hour it is remembered. */
-struct vw_pub_share_kept {
-	uint64_t offset_uj[VW_PUB_RAPL__COUNT], last_uj[VW_PUB_RAPL__COUNT];
-	bool primed[VW_PUB_RAPL__COUNT];
-	bool left_known;
-	struct timespec left_mtime;
 };
 
 /* Once per VM; done() closes the folder (and drops its watch) but keeps the offsets for a VM
@@ -225,9 +222,6 @@ struct vw_pub_share_kept {
 void vw_pub_share_init(struct vw_pub_share *s, int ifd);
 void vw_pub_share_leave(struct vw_pub_share *s);
 void vw_pub_share_done(struct vw_pub_share *s);
-/* A closed folder's state to keep, and back into a folder made with vw_pub_share_init(). */
-void vw_pub_share_keep(const struct vw_pub_share *s, struct vw_pub_share_kept *k);
-void vw_pub_share_restore(struct vw_pub_share *s, const struct vw_pub_share_kept *k);
 /*
  * Open (creating it) <root_fd>/<uuid>, once; watched for opens of frame.json when root_path
  * (the share root's path) is given and the watch is on the folder the fd holds.

@@ -63,9 +63,9 @@ void vw_pub_share_leave(struct vw_pub_share *s)
 {
 	struct stat st;
 
-	s->left_known = s->dirfd >= 0 && fstat(s->dirfd, &st) == 0;
-	if (s->left_known)
-		s->left_mtime = st.st_mtim;
+	s->kept.left_known = s->dirfd >= 0 && fstat(s->dirfd, &st) == 0;
+	if (s->kept.left_known)
+		s->kept.left_mtime = st.st_mtim;
 }
 
 /* Close the folder; the offsets stay, so a VM that comes back continues without counting twice.
@@ -82,23 +82,6 @@ void vw_pub_share_done(struct vw_pub_share *s)
 		vw_closep(&s->zone_fd[z]);
 		s->zone_fd[z] = -1;
 	}
-}
-
-void vw_pub_share_keep(const struct vw_pub_share *s, struct vw_pub_share_kept *k)
-{
-	*k = (struct vw_pub_share_kept){ .left_known = s->left_known, .left_mtime = s->left_mtime };
-	memcpy(k->offset_uj, s->offset_uj, sizeof(k->offset_uj));
-	memcpy(k->last_uj, s->last_uj, sizeof(k->last_uj));
-	memcpy(k->primed, s->primed, sizeof(k->primed));
-}
-
-void vw_pub_share_restore(struct vw_pub_share *s, const struct vw_pub_share_kept *k)
-{
-	memcpy(s->offset_uj, k->offset_uj, sizeof(s->offset_uj));
-	memcpy(s->last_uj, k->last_uj, sizeof(s->last_uj));
-	memcpy(s->primed, k->primed, sizeof(s->primed));
-	s->left_known = k->left_known;
-	s->left_mtime = k->left_mtime;
 }
 
 /* mkdir (0755) and open a directory below dirfd without following a symlink. */
@@ -152,19 +135,19 @@ static int open_zone(struct vw_pub_share *s, enum vw_pub_rapl z, uint64_t max_ra
 		return fd;
 	s->zone_fd[z] = fd;
 	s->written[z] = false;
-	if (s->primed[z])
+	if (s->kept.primed[z])
 		return 0;
-	s->primed[z] = true;
+	s->kept.primed[z] = true;
 	r = vw_read_u64_plain_at(fd, "energy_uj", &old); /* a planted link or FIFO: junk */
 	if (r == 0) {
-		s->offset_uj[z] = old % max_range_uj;
+		s->kept.offset_uj[z] = old % max_range_uj;
 	} else {
 		if (r != -ENOENT)
 			vw_warn("publish: %s/energy_uj unreadable (%s), restarting from 0",
 				rapl_zones[z].dir, strerror(-r));
-		s->offset_uj[z] = 0;
+		s->kept.offset_uj[z] = 0;
 	}
-	s->last_uj[z] = 0;
+	s->kept.last_uj[z] = 0;
 	r = write_text(s, fd, "name", z == VW_PUB_RAPL_PACKAGE ? "package-0\n" : "dram\n");
 	if (r == 0)
 		r = write_u64(s, fd, "max_energy_range_uj", max_range_uj);
@@ -182,16 +165,16 @@ static int write_zone(struct vw_pub_share *s, enum vw_pub_rapl z, uint64_t energ
 		if (r < 0)
 			return r;
 	}
-	v = s->offset_uj[z] + energy_uj;
-	if (v < s->offset_uj[z])
+	v = s->kept.offset_uj[z] + energy_uj;
+	if (v < s->kept.offset_uj[z])
 		v = UINT64_MAX; /* saturate rather than wrap the unwrapped count */
-	if (v < s->last_uj[z])
-		v = s->last_uj[z];
-	if (s->written[z] && v == s->last_uj[z])
+	if (v < s->kept.last_uj[z])
+		v = s->kept.last_uj[z];
+	if (s->written[z] && v == s->kept.last_uj[z])
 		return 0; /* the file holds it: four system calls saved */
 	r = write_u64(s, s->zone_fd[z], "energy_uj", v % max_range_uj);
 	if (r == 0) {
-		s->last_uj[z] = v;
+		s->kept.last_uj[z] = v;
 		s->written[z] = true;
 	}
 	return r;

@@ -193,7 +193,7 @@ static void run(const struct vw_pub_share_pool *pool, struct vw_pub_share_job *j
 		vw_pub_share_leave(&j->share);
 	if (w->remove)
 		w->r = vw_pub_share_remove(pool->root_fd, j->uuid,
-					   j->share.left_known ? &j->share.left_mtime : NULL);
+					   j->share.kept.left_known ? &j->share.kept.left_mtime : NULL);
 }
 
 /* A job run: back to the publisher, or freed when its VM is gone. Under the lock. */

@@ -144,7 +144,7 @@ static void share_closed(struct vw_pub_vm *vm)
 	struct vw_pub_share_job *j = vm->share_job;
 
 	vw_pub_share_done(&j->share);
-	vw_pub_share_keep(&j->share, &vm->share_kept);
+	vm->share_kept = j->share.kept;
 	vm->share_wd = -1;
 	vw_pub_share_job_free(j);
 	vm->share_job = NULL;
@@ -156,7 +156,7 @@ static struct vw_pub_share_job *share_job(struct vw_publisher *p, struct vw_pub_
 {
 	if (!vm->share_job && p->share_pool &&
 	    (vm->share_job = vw_pub_share_job_new(p->share_pool, vm->uuid, p->share_ifd)))
-		vw_pub_share_restore(&vm->share_job->share, &vm->share_kept);
+		vm->share_job->share.kept = vm->share_kept;
 	return vm->share_job;
 }
 
