@@ -100,7 +100,7 @@ int vw_host_passthrough_list(struct vw_host_passthrough *p, const struct vw_vm_i
 int vw_host_passthrough_channels(struct vw_host_passthrough *p, const struct vw_vm_info *vms,
 				 size_t n)
 {
-	int r = vw_vm_channels_set(p->channels, vms, n);
+	int r = vw_host_passthrough_list(p, vms, n);
 
 	if (r < 0)
 		return r;
